@@ -1,0 +1,197 @@
+"""A broken rubric fails on load with a message naming the file, the item and the field."""
+import textwrap
+
+import pytest
+
+from grader.scoring import RubricError, load_rubric, parse_rubric
+
+GOOD = """\
+assignment: hw3
+title: "HW3"
+version: "1"
+gpus: 5
+items:
+  - id: hw3.task1
+    title: "Task 1"
+    points: 3
+    checks:
+      - {check: hw3.task1.layout, points: 2, partial: proportional}
+      - {check: hw3.task1.transfer, points: 1}
+  - id: hw3.task2
+    title: "Task 2"
+    points: 3
+    checks:
+      - {check: hw3.task2.trend, points: 3}
+  - id: hw3.task2.explanation
+    title: "Task 2 - written"
+    kind: manual
+    points: 0
+"""
+
+
+@pytest.fixture
+def write_rubric(tmp_path, monkeypatch):
+    """Write a rubric at rubrics/hw3.yaml (relative), so messages show that path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rubrics").mkdir()
+
+    def write(text, name="hw3.yaml"):
+        path = tmp_path / "rubrics" / name
+        path.write_text(textwrap.dedent(text))
+        return f"rubrics/{name}"
+    return write
+
+
+def load_error(write_rubric, text, name="hw3.yaml") -> str:
+    with pytest.raises(RubricError) as info:
+        load_rubric(write_rubric(text, name))
+    return str(info.value)
+
+
+def test_good_rubric_loads(write_rubric):
+    rubric = load_rubric(write_rubric(GOOD))
+    assert rubric.total_points == 6
+    assert rubric.item("hw3.task1").checks[0].partial == "proportional"
+    assert rubric.item("hw3.task1").checks[1].when_skipped == "exclude"
+
+
+def test_points_as_text(write_rubric):
+    text = GOOD.replace("{check: hw3.task2.trend, points: 3}", "{check: hw3.task2.trend, points: three}")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'hw3.task2': checks[0].points must be a non-negative number, got 'three'")
+
+
+def test_missing_check_points(write_rubric):
+    text = GOOD.replace("{check: hw3.task2.trend, points: 3}", "{check: hw3.task2.trend}")
+    assert load_error(write_rubric, text) == "rubrics/hw3.yaml: item 'hw3.task2': checks[0].points is required"
+
+
+def test_missing_manual_points(write_rubric):
+    text = GOOD.replace("    kind: manual\n    points: 0\n", "    kind: manual\n")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'hw3.task2.explanation': points is required for a manual item (0 is allowed)")
+
+
+def test_boolean_points_are_not_numbers(write_rubric):
+    text = GOOD.replace("{check: hw3.task1.transfer, points: 1}", "{check: hw3.task1.transfer, points: yes}")
+    assert "checks[1].points must be a non-negative number, got True" in load_error(write_rubric, text)
+
+
+def test_duplicate_item_ids(write_rubric):
+    text = GOOD.replace("id: hw3.task2\n", "id: hw3.task1\n").replace("hw3.task2.trend", "hw3.task1.other")
+    assert load_error(write_rubric, text) == "rubrics/hw3.yaml: item 'hw3.task1': duplicate item id"
+
+
+def test_check_scored_twice(write_rubric):
+    text = GOOD.replace("hw3.task2.trend", "hw3.task1.layout")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'hw3.task2': check 'hw3.task1.layout' is already scored by item 'hw3.task1'")
+
+
+def test_bad_partial(write_rubric):
+    text = GOOD.replace("partial: proportional", "partial: some")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'hw3.task1': checks[0].partial must be one of all, proportional, got 'some'")
+
+
+def test_unknown_check_key(write_rubric):
+    text = GOOD.replace("{check: hw3.task1.transfer, points: 1}", "{check: hw3.task1.transfer, points: 1, weight: 2}")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'hw3.task1': checks[1] has unknown key 'weight' "
+        "(allowed: check, partial, points, when_skipped)")
+
+
+def test_unknown_top_level_key(write_rubric):
+    message = load_error(write_rubric, GOOD.replace("gpus: 5", "gpus: 5\ngpu: 5"))
+    assert message.startswith("rubrics/hw3.yaml: unknown key 'gpu' (allowed: ")
+
+
+def test_bad_yaml(write_rubric):
+    message = load_error(write_rubric, GOOD.replace('title: "HW3"', 'title: "HW3'))
+    assert message.startswith("rubrics/hw3.yaml: not valid YAML: ")
+    assert "line" in message  # PyYAML's position, so the author can find it
+
+
+def test_item_points_must_match_its_checks(write_rubric):
+    text = GOOD.replace("    points: 3\n    checks:\n      - {check: hw3.task2.trend", "    points: 4\n    checks:\n      - {check: hw3.task2.trend")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'hw3.task2': points is 4 but its checks add up to 3")
+
+
+def test_item_points_may_be_left_to_its_checks(write_rubric):
+    text = GOOD.replace("    points: 3\n    checks:\n      - {check: hw3.task2.trend", "    checks:\n      - {check: hw3.task2.trend")
+    assert load_rubric(write_rubric(text)).item("hw3.task2").points == 3
+
+
+def test_declared_total_must_match(write_rubric):
+    assert load_error(write_rubric, GOOD.replace("gpus: 5", "gpus: 5\ntotal_points: 15")) == (
+        "rubrics/hw3.yaml: total_points is 15 but the items add up to 6")
+
+
+def test_item_without_id_is_named_by_index(write_rubric):
+    text = GOOD.replace("  - id: hw3.task2\n", "  - name: hw3.task2\n")
+    assert load_error(write_rubric, text).startswith("rubrics/hw3.yaml: items[1]: unknown key 'name'")
+
+
+def test_item_id_must_carry_the_assignment_prefix(write_rubric):
+    text = GOOD.replace("id: hw3.task2\n", "id: task2\n")
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: item 'task2': id must look like 'hw3.<name>', got 'task2'")
+
+
+def test_unknown_kind(write_rubric):
+    assert load_error(write_rubric, GOOD.replace("kind: manual", "kind: oral")) == (
+        "rubrics/hw3.yaml: item 'hw3.task2.explanation': kind must be one of auto, manual, got 'oral'")
+
+
+def test_manual_item_cannot_have_checks(write_rubric):
+    text = GOOD + "    checks:\n      - {check: hw3.task2.written, points: 0}\n"
+    assert "a manual item cannot have checks" in load_error(write_rubric, text)
+
+
+def test_due_needs_a_time_zone(write_rubric):
+    message = load_error(write_rubric, GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30T23:59:00"'))
+    assert message == "rubrics/hw3.yaml: due must include a time zone offset (e.g. +02:00), got 2026-04-30T23:59:00"
+
+
+def test_due_must_parse(write_rubric):
+    message = load_error(write_rubric, GOOD.replace("gpus: 5", 'gpus: 5\ndue: "end of April"'))
+    assert message.startswith("rubrics/hw3.yaml: due must be an ISO 8601 date-time")
+
+
+def test_due_and_late_policy_load(write_rubric):
+    text = GOOD.replace("gpus: 5", "gpus: 5\ndue: 2026-04-30T23:59:00+02:00\n"
+                        "late_policy: {per_day: 0.1, max_days: 5}")
+    rubric = load_rubric(write_rubric(text))
+    assert rubric.due.isoformat() == "2026-04-30T23:59:00+02:00"
+    assert rubric.late_policy.per_day == 0.1 and rubric.late_policy.max_days == 5
+
+
+def test_late_policy_needs_due(write_rubric):
+    text = GOOD.replace("gpus: 5", "gpus: 5\nlate_policy: {per_day: 0.1, max_days: 5}")
+    assert load_error(write_rubric, text) == "rubrics/hw3.yaml: late_policy needs a due date"
+
+
+def test_late_fraction_range(write_rubric):
+    text = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30T23:59:00+02:00"\nlate_policy: {per_day: 10, max_days: 5}')
+    assert "late_policy.per_day must be a fraction between 0 and 1, got 10" in load_error(write_rubric, text)
+
+
+def test_file_name_must_match_assignment(write_rubric):
+    assert load_error(write_rubric, GOOD, name="hw4.yaml") == (
+        "rubrics/hw4.yaml: assignment 'hw3' does not match the file name (expected 'hw4')")
+
+
+def test_missing_file():
+    with pytest.raises(RubricError, match=r"^nowhere/hw9.yaml: cannot read rubric"):
+        load_rubric("nowhere/hw9.yaml")
+
+
+def test_not_a_mapping():
+    with pytest.raises(RubricError, match=r"^x.yaml: the rubric must be a mapping, got list$"):
+        parse_rubric([1, 2], "x.yaml")
+
+
+def test_empty_items():
+    with pytest.raises(RubricError, match=r"items must be a non-empty list, got list"):
+        parse_rubric({"assignment": "hw3", "title": "t", "version": "1", "gpus": 1, "items": []}, "x.yaml")

@@ -1,0 +1,65 @@
+"""The shipped rubrics load, add up, and name exactly the checks grader/checks implements."""
+import pytest
+
+from grader.scoring import load_rubrics
+
+# The check ids agreed with grader/checks (see the brief); a typo on either side would
+# otherwise make a check "did not run" for every student.
+EXPECTED_CHECKS = {
+    "practical4": {"practical4.baseline_shape", "practical4.chunk_shapes",
+                   "practical4.chunks_equal_full", "practical4.mp_layer_devices",
+                   "practical4.mp_one_transfer", "practical4.mp_output_shape",
+                   "practical4.one_gpu_message"},
+    "practical5": {"practical5.split_sizes", "practical5.replicated",
+                   "practical5.gathered_on_gpu0", "practical5.gpu0_most_memory",
+                   "practical5.dp_loss_equals_single", "practical5.real_speedup"},
+    "practical6": {"practical6.world_size", "practical6.rank_device", "practical6.per_rank_batch",
+                   "practical6.grads_synchronised", "practical6.params_equal_after_step"},
+    "practical10": {"practical10.one_process_per_replica", "practical10.gpu_pair_per_rank",
+                    "practical10.micro_batches", "practical10.sync_once_per_step",
+                    "practical10.batch_size_invariant", "practical10.single_process",
+                    "practical10.broken_mp_one_gpu"},
+    "hw3": {"hw3.task1.layout", "hw3.task1.transfer", "hw3.task2.trend",
+            "hw3.task3.on_existing_gpu", "hw3.task3.balanced", "hw3.task3.all_gpus_used",
+            "hw3.task3.no_layer_lost", "hw3.task3.output_matches", "hw3.task3.contiguous",
+            "hw3.task4.all_gpus_hold_layers", "hw3.task4.no_speedup", "hw3.task4.recorded",
+            "hw3.task5.to_calls", "hw3.task5.transfers"},
+}
+
+
+def test_every_assignment_has_a_rubric():
+    assert set(load_rubrics()) == set(EXPECTED_CHECKS)
+
+
+@pytest.mark.parametrize("assignment", sorted(EXPECTED_CHECKS))
+def test_rubric_names_exactly_the_implemented_checks(assignment):
+    rubric = load_rubrics()[assignment]
+    assert sorted(rubric.check_ids) == sorted(EXPECTED_CHECKS[assignment])
+    assert rubric.gpus >= 1
+    assert any(item.is_manual for item in rubric.items), "written questions need a manual item"
+
+
+def test_hw3_is_five_tasks_of_three_points(rubric_for):
+    rubric = rubric_for("hw3")
+    assert rubric.total_points == 15
+    auto = {item.id: item.points for item in rubric.items if not item.is_manual}
+    assert auto == {f"hw3.task{n}": 3 for n in range(1, 6)}
+    assert all(item.points == 0 for item in rubric.items if item.is_manual)
+
+
+def test_hw3_round_robin_costs_exactly_one_point(rubric_for):
+    task3 = rubric_for("hw3").item("hw3.task3")
+    contiguous = [c for c in task3.checks if c.check == "hw3.task3.contiguous"]
+    assert len(contiguous) == 1
+    assert contiguous[0].points == 1 and contiguous[0].partial == "all"
+    assert "round-robin" in task3.feedback.failed
+
+
+def test_real_gpu_speedup_is_excluded_when_skipped(rubric_for):
+    rule = rubric_for("practical5").item("practical5.speedup").checks[0]
+    assert rule.check == "practical5.real_speedup" and rule.when_skipped == "exclude"
+
+
+@pytest.mark.parametrize("assignment", ["practical4", "practical5", "practical6", "practical10"])
+def test_practicals_are_worth_ten_points(assignment, rubric_for):
+    assert rubric_for(assignment).total_points == 10
