@@ -1,0 +1,131 @@
+"""run_sandboxed: start argv under bwrap (or, where bwrap cannot work, a loudly
+labelled plain subprocess), inside a per-run cgroup, with timeout and output cap."""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .bwrap import build_bwrap_argv, sandbox_available
+from .capture import capture
+from .limits import RunCgroup, create_run_cgroup
+from .policy import SandboxPolicy, SandboxResult
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# The launcher waits for one line on stdin before exec'ing the real command. The
+# grader puts the launcher's pid into the run's cgroup first and only then sends
+# "go", so nothing the student runs can fork before it is confined; and if the
+# grader cannot confine it, the launcher never execs anything.
+_WAIT_FOR_GO = 'read -r go && [ "$go" = go ] || exit 125; exec "$@" </dev/null'
+
+
+class SandboxSetupError(RuntimeError):
+    """The sandbox could not be set up; nothing of the student's code ran."""
+
+
+def _inside_env(policy: SandboxPolicy, home: Path) -> dict[str, str]:
+    env = {"PATH": DEFAULT_PATH, "HOME": str(home), "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+    env.update(policy.env)
+    return env
+
+
+def _fallback_rlimits(policy: SandboxPolicy, cgroup: RunCgroup | None):
+    """Limits a plain subprocess can still get when no cgroup carries them."""
+    has_memory_cgroup = cgroup is not None and cgroup.controller_dir("memory") is not None
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if policy.memory_bytes is not None and not has_memory_cgroup:
+            # RLIMIT_DATA (private writable memory) rather than RLIMIT_AS, which
+            # PyTorch's large virtual reservations would trip long before real use.
+            resource.setrlimit(resource.RLIMIT_DATA, (policy.memory_bytes, policy.memory_bytes))
+    return apply
+
+
+def _signal_aware(returncode: int) -> int:
+    # Popen reports death by signal N as -N; bwrap reports 128+N. Use bwrap's form.
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
+    for path in policy.writable:
+        if not Path(path).is_dir():
+            raise ValueError(f"writable folder does not exist: {path}")
+    home = Path(policy.writable[0]).resolve() if policy.writable else Path("/tmp")
+    cwd = Path(policy.cwd).resolve() if policy.cwd else home if policy.writable else Path("/")
+    env = _inside_env(policy, home)
+
+    usable, why_not = sandbox_available()
+    warnings: list[str] = []
+    cgroup, cgroup_warnings = create_run_cgroup(policy.memory_bytes, policy.max_pids)
+    warnings += cgroup_warnings
+    if usable:
+        command, popen_env, popen_cwd, preexec = (
+            build_bwrap_argv(argv, policy, env, cwd), {"PATH": DEFAULT_PATH}, "/", None)
+    else:
+        warnings.append(f"NOT SANDBOXED ({why_not}): no filesystem, network or pid isolation")
+        command, popen_env, popen_cwd, preexec = (
+            list(argv), env, str(cwd), _fallback_rlimits(policy, cgroup))
+    if cgroup is not None:
+        command = ["/bin/sh", "-c", _WAIT_FOR_GO, "sandbox-launcher", *command]
+
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE if cgroup else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=popen_env, cwd=popen_cwd,
+            start_new_session=True,  # its own process group, so a timeout kill gets all of it
+            preexec_fn=preexec)
+    except OSError:
+        if cgroup:
+            cgroup.remove()
+        raise
+
+    def kill_everything() -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if cgroup is not None:
+            cgroup.kill_all()
+
+    try:
+        if cgroup is not None:
+            try:
+                for procs in cgroup.procs_files:
+                    procs.write_text(str(proc.pid))
+                proc.stdin.write(b"go\n")
+                proc.stdin.close()
+            except OSError as e:
+                kill_everything()
+                proc.wait()
+                raise SandboxSetupError(f"cannot move the sandbox into its cgroup: {e}") from e
+        captured = capture(proc, policy.timeout_s, policy.output_limit_bytes, kill_everything)
+        duration = time.monotonic() - started
+        if cgroup is not None:
+            # Normally empty already (bwrap's pid namespace died with it); in the
+            # fallback this is what ends a detached grandchild.
+            cgroup.kill_all()
+        return SandboxResult(
+            returncode=None if captured.timed_out else _signal_aware(proc.returncode),
+            stdout=captured.stdout.text(),
+            stderr=captured.stderr.text(),
+            timed_out=captured.timed_out,
+            memory_exceeded=cgroup.memory_exceeded() if cgroup else False,
+            pids_exceeded=cgroup.pids_exceeded() if cgroup else None,
+            output_truncated=captured.stdout.truncated or captured.stderr.truncated,
+            duration_s=duration,
+            sandboxed=usable,
+            backend="bwrap" if usable else "subprocess",
+            warnings=warnings,
+        )
+    finally:
+        if proc.poll() is None:
+            kill_everything()
+            proc.wait()
+        if cgroup is not None:
+            cgroup.remove()

@@ -1,0 +1,199 @@
+"""What the student's code can see and touch inside the bubblewrap sandbox."""
+import os
+import secrets
+import socket
+from pathlib import Path
+
+import pytest
+
+import grader
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+
+def test_python_runs_and_output_comes_back(run_python, scratch):
+    r = run_python("import os, sys; print('hello', os.getcwd()); print('oops', file=sys.stderr)")
+    assert (r.returncode, r.sandboxed, r.backend) == (0, True, "bwrap")
+    assert r.stdout == f"hello {scratch.resolve()}\n"
+    assert r.stderr == "oops\n"
+    assert not (r.timed_out or r.memory_exceeded or r.output_truncated)
+
+
+def test_outer_environment_is_not_inherited(run_python, monkeypatch, scratch):
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "s3cret")
+    r = run_python("import os; print(sorted(os.environ))", env={"PYTHONPATH": "/x"})
+    assert "GRADER_SECRET_TOKEN" not in r.stdout
+    assert "'PYTHONPATH'" in r.stdout and "'HOME'" in r.stdout
+
+
+@pytest.fixture
+def listening_port():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    yield server.getsockname()[1]
+    server.close()
+
+
+CONNECT = """
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=3)
+    print("connected")
+except OSError as e:
+    print("blocked", type(e).__name__)
+"""
+
+
+def test_network_is_unreachable(run_python, listening_port):
+    r = run_python(CONNECT.format(port=listening_port))
+    assert r.stdout.startswith("blocked"), r.stdout + r.stderr
+
+
+def test_network_when_the_policy_allows_it(run_python, listening_port):
+    # Shows the previous test is not passing because the probe itself is broken.
+    r = run_python(CONNECT.format(port=listening_port), network=True)
+    assert r.stdout == "connected\n", r.stdout + r.stderr
+
+
+def test_hidden_folder_is_invisible(run_python, area):
+    reference = area / "reference"
+    reference.mkdir()
+    (reference / "solution.py").write_text("ANSWER = 42\n")
+    r = run_python(f"""
+import os
+print(os.listdir({str(reference)!r}))
+try:
+    open({str(reference / 'solution.py')!r}).read(); print("read")
+except OSError as e:
+    print(type(e).__name__)
+try:
+    open({str(reference / 'planted.py')!r}, "w"); print("wrote")
+except OSError as e:
+    print(type(e).__name__)
+""", hidden=[reference])
+    assert r.stdout == "[]\nFileNotFoundError\nOSError\n", r.stdout + r.stderr
+    assert sorted(os.listdir(reference)) == ["solution.py"]
+
+
+def test_hidden_file_cannot_be_read(run_python, area):
+    secret = area / "token.txt"
+    secret.write_text("hunter2")
+    r = run_python(f"print(repr(open({str(secret)!r}).read()))", hidden=[secret])
+    # /dev/null is bound over it on a nodev mount: opening it is refused.
+    assert "hunter2" not in r.stdout + r.stderr
+    assert "PermissionError" in r.stderr
+
+
+def test_grader_package_cannot_be_written(run_python):
+    target = Path(grader.__file__).parent / f"planted_{secrets.token_hex(4)}.py"
+    r = run_python(f"""
+try:
+    open({str(target)!r}, "w").write("x"); print("wrote")
+except OSError as e:
+    print(e.strerror)
+""", readonly=[Path(grader.__file__).parent])
+    try:
+        assert r.stdout == "Read-only file system\n", r.stdout + r.stderr
+        assert not target.exists()
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_writes_outside_scratch_fail(run_python, area, scratch):
+    # (Only /tmp, /dev and /dev/shm are writable besides: private tmpfs, gone after the run.)
+    site_packages = Path(pytest.__file__).parents[1]
+    outside = [area / "next_to_scratch.txt", Path("/etc/planted.txt"),
+               Path.cwd() / "planted.txt", site_packages / "planted.pth"]
+    r = run_python(f"""
+for path in {[str(p) for p in outside]!r} + [{str(scratch / 'ok.txt')!r}]:
+    try:
+        open(path, "w").write("x"); print("wrote", path)
+    except OSError as e:
+        print("refused", path)
+""")
+    assert r.stdout.count("refused") == len(outside), r.stdout + r.stderr
+    assert f"wrote {scratch / 'ok.txt'}" in r.stdout
+    assert (scratch / "ok.txt").read_text() == "x"
+    assert not any(p.exists() for p in outside)
+
+
+def test_results_file_cannot_be_planted(run_python, area):
+    # Known attack: write (or pre-create) the results file, then crash so the grader
+    # never overwrites it. The results folder is hidden and its tmpfs is read-only.
+    results = area / "results"
+    results.mkdir()
+    results_json = results / "results.json"
+    code = f"""
+import json, os
+try:
+    os.makedirs({str(results)!r}, exist_ok=True)
+    with open({str(results_json)!r}, "w") as f:
+        json.dump({{"score": 100}}, f)
+    print("planted", flush=True)
+except OSError as e:
+    print("refused", e.strerror, flush=True)
+os._exit(1)
+"""
+    hidden = run_python(code, hidden=[results])
+    merely_outside = run_python(code)  # not hidden, but not writable either
+    assert hidden.stdout.startswith("refused"), hidden.stdout + hidden.stderr
+    assert merely_outside.stdout.startswith("refused"), merely_outside.stdout
+    assert not results_json.exists()
+
+
+def test_symlink_in_scratch_cannot_reach_a_hidden_file(run_python, area, scratch):
+    reference = area / "reference"
+    reference.mkdir()
+    (reference / "expected.pt").write_text("EXPECTED")
+    (scratch / "planted_link").symlink_to(reference / "expected.pt")  # e.g. left by a previous run
+    r = run_python(f"""
+import os
+for link in ["planted_link", "own_link"]:
+    if link == "own_link":
+        os.symlink({str(reference / 'expected.pt')!r}, link)
+    try:
+        print(link, open(link).read())
+    except OSError as e:
+        print(link, type(e).__name__)
+""", hidden=[reference])
+    assert r.stdout == "planted_link FileNotFoundError\nown_link FileNotFoundError\n", r.stdout + r.stderr
+
+
+def test_symlink_in_scratch_cannot_write_outside(run_python, area, scratch):
+    victim = area / "victim.txt"
+    victim.write_text("original")
+    (scratch / "link").symlink_to(victim)
+    r = run_python("""
+try:
+    open("link", "w").write("overwritten"); print("wrote")
+except OSError as e:
+    print(e.strerror)
+""")
+    assert r.stdout == "Read-only file system\n"
+    assert victim.read_text() == "original"
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("import sys; sys.exit(3)", 3),
+    ("import os; os._exit(0)", 0),
+    ("import os; os._exit(7)", 7),
+    ("raise SystemExit('bye')", 1),
+    ("raise ValueError", 1),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 128 + 15),
+])
+def test_exit_codes_are_faithful(run_python, code, expected):
+    r = run_python(code)
+    assert r.returncode == expected
+    assert not r.timed_out
+
+
+def test_gpu_policy_binds_nvidia_devices_when_present(run_python):
+    r = run_python("import glob; print(sorted(glob.glob('/dev/nvidia*')))", gpu=True)
+    assert r.returncode == 0
+    assert r.stdout == f"{sorted(str(p) for p in Path('/dev').glob('nvidia*'))}\n"
+
+
+def test_host_tmp_is_not_visible(run_python, tmp_path):
+    (tmp_path / "other_submission.py").write_text("x = 1")
+    r = run_python(f"import os; print(os.path.exists({str(tmp_path)!r}), os.listdir('/tmp'))")
+    assert r.stdout == "False []\n"
