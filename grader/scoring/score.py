@@ -1,0 +1,314 @@
+"""Map a pytest-json-report through a rubric to per-item and per-assignment scores.
+
+Rules (documented for students and instructors in RESULT_SCHEMA.md):
+- a check with no test in the report is an ``error`` ("check X did not run") worth 0,
+  its points stay in the maximum and the assignment lists the problem;
+- a check whose cases were all skipped is ``skipped``: 0 points and, with
+  ``when_skipped: exclude`` (the default), its points leave the maximum; the item says so;
+- ``partial: all`` gives the points only when every counted case passed,
+  ``partial: proportional`` gives points x passed / counted cases;
+- cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
+- manual items score what the instructor's overrides say, else 0 and ``pending``;
+- a late submission gets its own negative line item ``<assignment>.late_penalty``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from grader.scoring import late as _late
+from grader.scoring.report import ERROR, FAILED, PASSED, SKIPPED, Case, cases_by_check, session_problems
+from grader.scoring.rubric import CheckRule, Item, Rubric
+
+# Fractions of a point are kept to two decimals: enough for 42-case proportional checks,
+# and totals then add up exactly as printed.
+_DIGITS = 2
+# Distinct failure messages listed per check before the rest are summarised.
+_MAX_MESSAGES_PER_CHECK = 20
+
+STATUS_PASSED, STATUS_FAILED, STATUS_PARTIAL = "passed", "failed", "partial"
+STATUS_ERROR, STATUS_SKIPPED, STATUS_MANUAL, STATUS_PENALTY = "error", "skipped", "manual", "penalty"
+
+
+@dataclass
+class CaseResult:
+    case: str        # parameter label such as "[2-6]", or the test name
+    outcome: str     # failed | error | skipped (passing cases are only counted)
+    message: str
+
+
+@dataclass
+class CheckScore:
+    id: str
+    points: float            # what the rubric gives this check
+    max_score: float         # points still counted after skipped cases were excluded
+    score: float
+    status: str              # passed | failed | partial | error | skipped
+    partial: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    errors: int = 0
+    cases: list[CaseResult] = field(default_factory=list)
+    feedback: str = ""
+
+
+@dataclass
+class ItemScore:
+    id: str
+    title: str
+    score: float
+    max_score: float
+    status: str              # passed | failed | partial | error | skipped | manual | penalty
+    feedback: str = ""
+    kind: str = "auto"
+    points: float = 0.0      # the rubric's points, before skipped checks were excluded
+    checks: list[CheckScore] = field(default_factory=list)
+    pending: bool = False    # manual item not graded by the instructor yet
+    overridden: bool = False
+
+
+@dataclass
+class AssignmentScore:
+    id: str
+    title: str
+    rubric_version: str
+    score: float
+    max_score: float
+    rubric_max_score: float  # the rubric's total; differs from max_score by excluded points
+    excluded_points: float
+    status: str              # graded | incomplete | error
+    items: list[ItemScore] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    pending_manual: list[str] = field(default_factory=list)
+    late: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score_assignment(rubric: Rubric, report: Mapping[str, Any],
+                     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                     submitted_at: _dt.datetime | str | None = None) -> AssignmentScore:
+    """Score one assignment from a pytest-json-report dict; never raises on bad report data.
+
+    ``overrides``: ``{item_id: {"points": x, "comment": "..."}}`` from the instructor;
+    required for manual items to count, allowed on automatic ones (regrades).
+    ``submitted_at``: timezone-aware datetime or ISO string; enables the late penalty.
+    """
+    errors: list[str] = list(session_problems(report))
+    grouped = cases_by_check(report)
+    overrides = dict(overrides or {})
+
+    items = []
+    for item in rubric.items:
+        scored = _score_manual(item) if item.is_manual else _score_auto(item, grouped)
+        _apply_override(scored, item, overrides.pop(item.id, None), errors)
+        items.append(scored)
+        errors.extend(f"{item.id}: check '{c.id}' did not run" for c in scored.checks
+                      if c.status == STATUS_ERROR and not (c.passed + c.failed + c.skipped + c.errors))
+    errors.extend(f"override for unknown item '{item_id}' ignored" for item_id in overrides)
+    errors.extend(_checks_not_in_rubric(rubric, grouped))
+
+    result = _assemble(rubric, items, errors)
+    if submitted_at is not None:
+        _apply_late_penalty(result, rubric, submitted_at)
+    return result
+
+
+def errored_assignment(rubric: Rubric, message: str,
+                       overrides: Mapping[str, Mapping[str, Any]] | None = None) -> AssignmentScore:
+    """The result for an assignment whose checks could not run at all (pytest crashed,
+    timed out, no report): every automatic item is an error carrying ``message``, manual
+    items keep the instructor's overrides, and the maximum stays the rubric's total."""
+    errors = [message]
+    overrides = dict(overrides or {})
+    items = []
+    for item in rubric.items:
+        if item.is_manual:
+            scored = _score_manual(item)
+            _apply_override(scored, item, overrides.pop(item.id, None), errors)
+        else:
+            scored = ItemScore(id=item.id, title=item.title, score=0.0, max_score=item.points,
+                               status=STATUS_ERROR, points=item.points,
+                               feedback=f"Not graded: {message}")
+        items.append(scored)
+    result = _assemble(rubric, items, errors)
+    result.status = "error"
+    return result
+
+
+# --- automatic items ---------------------------------------------------------------------
+
+def _score_auto(item: Item, grouped: dict[str, list[Case]]) -> ItemScore:
+    checks = [_score_check(rule, grouped.get(rule.check, [])) for rule in item.checks]
+    ran = [c for c in checks if c.status != STATUS_SKIPPED]
+    if not ran:
+        status = STATUS_SKIPPED
+    elif any(c.status == STATUS_ERROR for c in ran):
+        status = STATUS_ERROR
+    elif all(c.status == STATUS_PASSED for c in ran):
+        status = STATUS_PASSED
+    elif all(c.status == STATUS_FAILED for c in ran):
+        status = STATUS_FAILED
+    else:
+        status = STATUS_PARTIAL
+    rubric_text = {STATUS_PASSED: item.feedback.passed, STATUS_SKIPPED: item.feedback.skipped
+                   }.get(status, item.feedback.failed)
+    feedback = "\n".join(text for text in [rubric_text] + [c.feedback for c in checks] if text)
+    return ItemScore(id=item.id, title=item.title, kind=item.kind, points=item.points,
+                     score=_round(sum(c.score for c in checks)),
+                     max_score=_round(sum(c.max_score for c in checks)),
+                     status=status, feedback=feedback, checks=checks)
+
+
+def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
+    counts = {outcome: sum(c.outcome == outcome for c in cases)
+              for outcome in (PASSED, FAILED, SKIPPED, ERROR)}
+    score = CheckScore(id=rule.check, points=rule.points, max_score=rule.points, score=0.0,
+                       status=STATUS_ERROR, partial=rule.partial, passed=counts[PASSED],
+                       failed=counts[FAILED], skipped=counts[SKIPPED], errors=counts[ERROR],
+                       cases=[CaseResult(c.label, c.outcome, c.message)
+                              for c in cases if c.outcome != PASSED])
+    if not cases:
+        score.feedback = f"check {rule.check} did not run (a grading problem, not your code)"
+        return score
+
+    excluded = rule.when_skipped == "exclude"
+    if counts[SKIPPED] == len(cases):
+        score.status = STATUS_SKIPPED
+        score.max_score = 0.0 if excluded else rule.points
+        reasons = "; ".join(sorted({c.message for c in cases}))
+        cost = (f"its {_fmt(rule.points)} point(s) are left out of the maximum" if excluded
+                else f"it counts 0 of {_fmt(rule.points)} point(s)")
+        score.feedback = f"{rule.check} was skipped ({reasons}); {cost}."
+        return score
+
+    counted = len(cases) - counts[SKIPPED] if excluded else len(cases)
+    if rule.partial == "proportional":
+        score.score = _round(rule.points * counts[PASSED] / counted)
+    else:
+        score.score = rule.points if counts[PASSED] == counted else 0.0
+    if counts[PASSED] == counted:
+        score.status = STATUS_PASSED
+    elif counts[ERROR] and not counts[PASSED] and not counts[FAILED]:
+        score.status = STATUS_ERROR
+    elif score.score > 0:
+        score.status = STATUS_PARTIAL
+    else:
+        score.status = STATUS_FAILED
+    score.feedback = _check_feedback(rule, score, cases, counted, excluded)
+    return score
+
+
+def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], counted: int,
+                    excluded: bool) -> str:
+    if score.status == STATUS_PASSED and not score.skipped:
+        return ""
+    lines = []
+    if score.status != STATUS_PASSED:
+        lines.append(f"{rule.check}: {counted - score.passed} of {counted} case(s) did not pass "
+                     f"({_fmt(score.score)} of {_fmt(rule.points)} point(s)).")
+    if score.skipped:
+        lines.append(f"{rule.check}: {score.skipped} case(s) skipped and "
+                     f"{'not counted' if excluded else 'counted as not passed'}.")
+    # Parametrized checks often fail the same way in many cases: say it once, list the cases.
+    by_message: dict[str, list[str]] = {}
+    for case in cases:
+        if case.outcome in (FAILED, ERROR):
+            prefix = "error: " if case.outcome == ERROR else ""
+            by_message.setdefault(prefix + case.message, []).append(case.label)
+    for message, labels in list(by_message.items())[:_MAX_MESSAGES_PER_CHECK]:
+        shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+        lines.append(f"- {shown}: {message}")
+    if len(by_message) > _MAX_MESSAGES_PER_CHECK:
+        lines.append(f"- ... {len(by_message) - _MAX_MESSAGES_PER_CHECK} more distinct messages "
+                     f"(see the check's cases)")
+    return "\n".join(lines)
+
+
+# --- manual items, overrides, late penalty -----------------------------------------------
+
+def _score_manual(item: Item) -> ItemScore:
+    return ItemScore(id=item.id, title=item.title, kind=item.kind, points=item.points,
+                     score=0.0, max_score=item.points, status=STATUS_MANUAL, pending=True,
+                     feedback="To be graded by the instructor.")
+
+
+def _apply_override(scored: ItemScore, item: Item, override: Mapping[str, Any] | None,
+                    errors: list[str]) -> None:
+    if override is None:
+        return
+    points = override.get("points") if isinstance(override, Mapping) else None
+    if isinstance(points, bool) or not isinstance(points, (int, float)) \
+            or not 0 <= points <= item.points:
+        errors.append(f"override for '{item.id}' ignored: points must be a number between 0 "
+                      f"and {_fmt(item.points)}, got {points!r}")
+        return
+    comment = str(override.get("comment") or "").strip()
+    scored.score = _round(float(points))
+    scored.pending = False
+    if item.is_manual:
+        scored.feedback = comment
+    else:
+        scored.overridden = True
+        scored.max_score = item.points  # an instructor's score is out of the full points
+        scored.feedback = "\n".join(t for t in (f"Score set by the instructor: {comment}"
+                                                if comment else "Score set by the instructor.",
+                                                scored.feedback) if t)
+
+
+def _apply_late_penalty(result: AssignmentScore, rubric: Rubric,
+                        submitted_at: _dt.datetime | str) -> None:
+    if rubric.due is None:
+        return
+    try:
+        when = _late.parse_submission_time(submitted_at)
+    except (ValueError, TypeError) as exc:
+        result.errors.append(f"late penalty not applied: {exc}")
+        result.status = "incomplete"
+        return
+    lateness = _late.lateness(when, rubric.due, rubric.late_policy)
+    result.late = asdict(lateness)
+    if lateness.fraction_lost <= 0:
+        return
+    penalty = _round(result.score * lateness.fraction_lost)
+    result.items.append(ItemScore(
+        id=f"{rubric.assignment}.late_penalty", title=f"Late penalty ({lateness.days_late} "
+        f"day{'s' if lateness.days_late != 1 else ''} late)", kind="penalty",
+        score=-penalty, max_score=0.0, status=STATUS_PENALTY,
+        feedback=_late.describe(lateness, rubric.late_policy)))
+    result.score = _round(result.score - penalty)
+
+
+# --- assembly ------------------------------------------------------------------------------
+
+def _assemble(rubric: Rubric, items: list[ItemScore], errors: list[str]) -> AssignmentScore:
+    max_score = _round(sum(i.max_score for i in items))
+    has_errors = bool(errors) or any(i.status == STATUS_ERROR for i in items)
+    return AssignmentScore(
+        id=rubric.assignment, title=rubric.title, rubric_version=rubric.version,
+        score=_round(sum(i.score for i in items)), max_score=max_score,
+        rubric_max_score=_round(rubric.total_points),
+        excluded_points=_round(rubric.total_points - max_score),
+        status="incomplete" if has_errors else "graded", items=items, errors=errors,
+        pending_manual=[i.id for i in items if i.pending])
+
+
+def _checks_not_in_rubric(rubric: Rubric, grouped: dict[str, list[Case]]) -> list[str]:
+    # A check that runs but has no rubric entry means the rubric and checks drifted apart.
+    known = set(rubric.check_ids)
+    return [f"check '{check}' ran but is not in rubric {rubric.source}; it gave no points"
+            for check, cases in sorted(grouped.items())
+            if check not in known and (check.startswith(rubric.assignment + ".")
+                                       or any(c.assignment == rubric.assignment for c in cases))]
+
+
+def _round(value: float) -> float:
+    rounded = round(value, _DIGITS)
+    return rounded + 0.0  # turns -0.0 into 0.0
+
+
+def _fmt(points: float) -> str:
+    return f"{points:g}"

@@ -1,0 +1,233 @@
+"""Scoring synthetic pytest-json-report dicts through the real rubrics."""
+import datetime as dt
+
+import pytest
+
+from grader.scoring import parse_rubric, score_assignment
+from grader.scoring.report import parse_skip_longrepr
+from scoring_reports import all_passing, case, cases, report
+
+
+def item(result, item_id):
+    return next(i for i in result.items if i.id == item_id)
+
+
+def check(result, check_id):
+    return next(c for i in result.items for c in i.checks if c.id == check_id)
+
+
+def test_everything_passing_gives_full_marks(rubric_for):
+    rubric = rubric_for("hw3")
+    result = score_assignment(rubric, report(all_passing(rubric)))
+    assert (result.score, result.max_score) == (15, 15)
+    assert result.status == "graded" and result.errors == []
+    assert {i.id: i.status for i in result.items if i.kind == "auto"} == {
+        f"hw3.task{n}": "passed" for n in range(1, 6)}
+    # Manual items are listed as pending, even at 0 points, so the instructor sees them.
+    assert result.pending_manual == ["hw3.task2.explanation", "hw3.task3.layout_rule",
+                                     "hw3.task4.explanation", "hw3.task5.explanation"]
+    assert item(result, "hw3.task2.explanation").status == "manual"
+
+
+def test_nothing_passing_gives_zero_with_expected_and_observed(rubric_for):
+    rubric = rubric_for("hw3")
+    tests = [case(c, "failed", feedback=f"{c}: expected A, observed B") for c in rubric.check_ids]
+    result = score_assignment(rubric, report(tests))
+    assert (result.score, result.max_score) == (0, 15)
+    task1 = item(result, "hw3.task1")
+    assert task1.status == "failed"
+    assert task1.feedback.startswith("With DEPTH=6 on 2 GPUs")  # the rubric's fail text first
+    assert "hw3.task1.layout: expected A, observed B" in task1.feedback
+    assert check(result, "hw3.task1.layout").cases[0].message == "hw3.task1.layout: expected A, observed B"
+
+
+def test_proportional_partial_credit_over_parametrized_cases(rubric_for):
+    rubric = rubric_for("hw3")
+    tests = [case(c) for c in rubric.check_ids if c != "hw3.task3.balanced"]
+    # 42 GPU x DEPTH configurations, 21 unbalanced: half of the check's 0.5 points.
+    tests += cases("hw3.task3.balanced", ["passed", "failed"] * 21, feedback="expected [4, 4], observed [8, 0]")
+    result = score_assignment(rubric, report(tests))
+    balanced = check(result, "hw3.task3.balanced")
+    assert (balanced.passed, balanced.failed, balanced.score, balanced.status) == (21, 21, 0.25, "partial")
+    assert item(result, "hw3.task3").score == 2.75
+    assert item(result, "hw3.task3").status == "partial"
+    assert result.score == 14.75
+    # The same failure in 21 cases is said once, with the cases it happened in.
+    lines = [l for l in balanced.feedback.splitlines() if "observed [8, 0]" in l]
+    assert lines == ["- [1], [3], [5], [7], [9] and 16 more: expected [4, 4], observed [8, 0]"]
+
+
+def test_round_robin_layout_loses_exactly_the_contiguity_point(rubric_for):
+    rubric = rubric_for("hw3")
+    tests = [case(c) for c in rubric.check_ids if c != "hw3.task3.contiguous"]
+    # Round-robin is contiguous only where it coincides with blocks (DEPTH <= GPUs).
+    tests += cases("hw3.task3.contiguous", ["passed"] * 10 + ["failed"] * 32)
+    result = score_assignment(rubric, report(tests))
+    assert item(result, "hw3.task3").score == 2 and result.score == 14
+    assert "round-robin" in item(result, "hw3.task3").feedback
+
+
+def test_skipped_hardware_check_leaves_the_maximum(rubric_for):
+    rubric = rubric_for("practical5")
+    tests = [case(c) for c in rubric.check_ids if c != "practical5.real_speedup"]
+    tests.append(case("practical5.real_speedup", "skipped", skip_reason="needs 2 real GPUs"))
+    result = score_assignment(rubric, report(tests))
+    speedup = item(result, "practical5.speedup")
+    assert (speedup.status, speedup.score, speedup.max_score, speedup.points) == ("skipped", 0, 0, 1)
+    assert "needs 2 real GPUs" in speedup.feedback
+    assert "left out of the maximum" in speedup.feedback
+    assert (result.score, result.max_score, result.rubric_max_score, result.excluded_points) == (9, 9, 10, 1)
+    assert result.status == "graded"
+
+
+def test_when_skipped_zero_keeps_the_points_in_the_maximum():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 2, "items": [
+        {"id": "p.a", "title": "A", "checks": [
+            {"check": "p.a.fast", "points": 2, "when_skipped": "zero"},
+            {"check": "p.a.right", "points": 1}]}]})
+    result = score_assignment(rubric, report(case("p.a.fast", "skipped"), case("p.a.right")))
+    assert (result.score, result.max_score) == (1, 3)
+    assert "it counts 0 of 2 point(s)" in item(result, "p.a").feedback
+
+
+def test_partly_skipped_proportional_check_counts_only_what_ran():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 5, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.split", "points": 3, "partial": "proportional"}]}]})
+    # 2 and 3 GPUs ran (one passed), 5 GPUs skipped: 1 of 2 counted cases.
+    result = score_assignment(rubric, report(cases("p.a.split", ["passed", "failed", "skipped"])))
+    assert (result.score, result.max_score) == (1.5, 3)
+    assert "1 case(s) skipped and not counted" in item(result, "p.a").feedback
+
+
+def test_all_or_nothing_check_with_one_failing_case():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 2}]}]})
+    result = score_assignment(rubric, report(cases("p.a.x", ["passed", "passed", "failed"])))
+    assert (result.score, item(result, "p.a").status) == (0, "failed")
+
+
+def test_missing_check_is_an_error_not_a_zero_in_silence(rubric_for):
+    rubric = rubric_for("hw3")
+    tests = [case(c) for c in rubric.check_ids if c != "hw3.task2.trend"]
+    result = score_assignment(rubric, report(tests))
+    task2 = item(result, "hw3.task2")
+    assert (task2.status, task2.score, task2.max_score) == ("error", 0, 3)
+    assert "check hw3.task2.trend did not run" in task2.feedback
+    assert result.errors == ["hw3.task2: check 'hw3.task2.trend' did not run"]
+    assert result.status == "incomplete" and result.score == 12
+
+
+def test_errored_case_scores_zero_with_the_error_text():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 2}]}]})
+    result = score_assignment(rubric, report(case("p.a.x", "error")))
+    a = item(result, "p.a")
+    assert (a.status, a.score) == ("error", 0)
+    assert "error: error in test setup: RuntimeError: fixture crashed" in a.feedback
+
+
+def test_failure_without_plugin_feedback_falls_back_to_pytest_crash_message():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 1}]}]})
+    result = score_assignment(rubric, report(case("p.a.x", "failed")))
+    assert check(result, "p.a.x").cases[0].message == "AssertionError: raw"
+
+
+def test_manual_item_override_and_bad_overrides(rubric_for):
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 1}]},
+        {"id": "p.q1", "title": "Q1", "kind": "manual", "points": 2},
+        {"id": "p.q2", "title": "Q2", "kind": "manual", "points": 2}]})
+    overrides = {"p.q1": {"points": 1.5, "comment": "Right idea, no numbers."},
+                 "p.q2": {"points": 3}, "p.q9": {"points": 1}}
+    result = score_assignment(rubric, report(case("p.a.x")), overrides=overrides)
+    q1, q2 = item(result, "p.q1"), item(result, "p.q2")
+    assert (q1.status, q1.score, q1.max_score, q1.pending, q1.feedback) == (
+        "manual", 1.5, 2, False, "Right idea, no numbers.")
+    assert (q2.score, q2.pending) == (0, True)
+    assert result.pending_manual == ["p.q2"]
+    assert result.errors == ["override for 'p.q2' ignored: points must be a number between 0 and 2, got 3",
+                             "override for unknown item 'p.q9' ignored"]
+    assert (result.score, result.max_score) == (2.5, 5)
+
+
+def test_override_of_an_automatic_item_is_marked():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 2}]}]})
+    result = score_assignment(rubric, report(case("p.a.x", "failed")),
+                              overrides={"p.a": {"points": 1, "comment": "regrade: tolerance too tight"}})
+    a = item(result, "p.a")
+    assert (a.score, a.overridden, a.status) == (1, True, "failed")
+    assert a.feedback.startswith("Score set by the instructor: regrade: tolerance too tight")
+
+
+LATE_RUBRIC = {"assignment": "p", "title": "t", "version": "1", "gpus": 1,
+               "due": "2026-04-30T23:59:00+02:00", "late_policy": {"per_day": 0.1, "max_days": 5},
+               "items": [{"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 10}]}]}
+
+
+@pytest.mark.parametrize("submitted, days, penalty", [
+    ("2026-04-30T23:59:00+02:00", 0, 0),
+    ("2026-04-30T21:58:30+00:00", 0, 0),        # seen from UTC, 30 s early
+    ("2026-04-30T21:59:30+00:00", 1, 1),        # seen from UTC, 30 s late
+    ("2026-05-01T00:30:00+02:00", 1, 1),        # 31 minutes late: a started day
+    ("2026-05-04T12:00:00+02:00", 4, 4),        # 3.5 days: 4 started days, 40 %
+    ("2026-05-05T23:59:00+02:00", 5, 5),        # exactly max_days
+    ("2026-05-06T00:00:00+02:00", 6, 10),       # beyond max_days: nothing left
+])
+def test_late_penalty(submitted, days, penalty):
+    rubric = parse_rubric(LATE_RUBRIC)
+    result = score_assignment(rubric, report(case("p.a.x")), submitted_at=submitted)
+    assert result.late["days_late"] == days
+    penalty_items = [i for i in result.items if i.id == "p.late_penalty"]
+    if penalty:
+        assert penalty_items[0].score == -penalty and penalty_items[0].status == "penalty"
+        assert f"{days} started day" in penalty_items[0].feedback
+    else:
+        assert penalty_items == []
+    assert (result.score, result.max_score) == (10 - penalty, 10)
+
+
+def test_late_penalty_accepts_datetime_and_grace():
+    data = dict(LATE_RUBRIC, late_policy={"per_day": 0.1, "max_days": 5, "grace_minutes": 15})
+    when = dt.datetime(2026, 4, 30, 22, 10, tzinfo=dt.timezone.utc)  # 00:10+02:00, 11 min late
+    result = score_assignment(parse_rubric(data), report(case("p.a.x")), submitted_at=when)
+    assert result.late["days_late"] == 0 and result.score == 10
+
+
+def test_submission_time_without_zone_is_reported_not_guessed():
+    result = score_assignment(parse_rubric(LATE_RUBRIC), report(case("p.a.x")),
+                              submitted_at="2026-05-03T10:00:00")
+    assert result.score == 10
+    assert result.errors == ["late penalty not applied: submission time 2026-05-03T10:00:00 has no time zone offset"]
+
+
+def test_unknown_check_and_collection_errors_are_reported():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 1}]}]})
+    broken = {"nodeid": "grader/checks/test_p.py", "outcome": "failed", "result": [],
+              "longrepr": "ImportError while importing test module\nE   ModuleNotFoundError: No module named 'x'"}
+    result = score_assignment(rubric, report(case("p.a.x"), case("p.a.renamed"), case("q.other"),
+                                             exitcode=1, collectors=[broken]))
+    assert result.errors == [
+        "could not collect grader/checks/test_p.py: ImportError while importing test module\n"
+        "E   ModuleNotFoundError: No module named 'x'",
+        "check 'p.a.renamed' ran but is not in rubric <memory>; it gave no points"]
+    assert result.score == 1 and result.status == "incomplete"
+
+
+def test_bad_pytest_exit_code_is_reported():
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 1}]}]})
+    result = score_assignment(rubric, report(exitcode=5))
+    assert "pytest collected no tests (exit code 5)" in result.errors
+
+
+@pytest.mark.parametrize("longrepr, reason", [
+    ("('/x/checks.py', 12, 'Skipped: needs 2 real GPUs')", "needs 2 real GPUs"),
+    (["/x/checks.py", 12, "Skipped: needs 2 real GPUs"], "needs 2 real GPUs"),
+    ("Skipped: needs 2 real GPUs", "needs 2 real GPUs"),
+    ("no GPUs here", "no GPUs here"),
+])
+def test_skip_reason_formats(longrepr, reason):
+    assert parse_skip_longrepr(longrepr) == reason
