@@ -1,0 +1,113 @@
+"""What the HW3 report template promises: labels, tables, sections, fields.
+
+student_template/hw3/REPORT_TEMPLATE.md is written from the same list; a
+label changed there must change here too. Patterns run on normalised text
+(lower case, dashes and spaces unified, see report_parser.normalise), and
+`\\s*` between words lets a label wrap onto the next line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+def _gpus_label(depth: int, gpus: int) -> str:
+    # "Layers per GPU (DEPTH=6, 2 GPUs)", also "(depth = 6; 2 gpu)" or without brackets.
+    return (
+        rf"layers\s*per\s*gpu\s*[\(\[]?\s*depth\s*[=:]?\s*{depth}\s*[,;]?\s*{gpus}\s*gpus?\s*[\)\]]?"
+    )
+
+
+@dataclass(frozen=True)
+class LabelledAnswer:
+    field: str
+    pattern: str  # regex for the label, up to where the value starts
+    kind: str  # "int_list" or "int"
+    template_text: str  # as the template writes it, for messages
+
+
+LABELLED_ANSWERS = [
+    LabelledAnswer("task1.layers_per_gpu", _gpus_label(6, 2), "int_list", "Layers per GPU (DEPTH=6, 2 GPUs)"),
+    LabelledAnswer(
+        "task1.transfer_between", r"transfers?\s*between\s*layers", "int_list", "Transfer between layers"
+    ),
+    LabelledAnswer("task3.layers_per_gpu_20_5", _gpus_label(20, 5), "int_list", "Layers per GPU (DEPTH=20, 5 GPUs)"),
+    LabelledAnswer(
+        "task5.to_calls_2gpus",
+        r"number\s*of\s*\.?\s*to\s*\(?\s*\)?\s*calls\s*with\s*2\s*gpus?",
+        "int",
+        "Number of .to() calls with 2 GPUs",
+    ),
+    LabelledAnswer(
+        "task5.transfers_2gpus", r"number\s*of\s*transfers\s*with\s*2\s*gpus?", "int", "Number of transfers with 2 GPUs"
+    ),
+    LabelledAnswer(
+        "task5.to_calls_5gpus",
+        r"number\s*of\s*\.?\s*to\s*\(?\s*\)?\s*calls\s*with\s*5\s*gpus?",
+        "int",
+        "Number of .to() calls with 5 GPUs",
+    ),
+    LabelledAnswer(
+        "task5.transfers_5gpus", r"number\s*of\s*transfers\s*with\s*5\s*gpus?", "int", "Number of transfers with 5 GPUs"
+    ),
+]
+
+_STEP_TIME = r"(?:step\s*-?\s*time|time\s*per\s*step)"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    field: str
+    # The header line must start with the first column's name, so prose that
+    # mentions "step time" and "DEPTH" is not taken for the header.
+    header_pattern: str
+    key_name: str  # "depth" or "gpus"
+    expected_keys: tuple[int, ...]
+    has_memory_column: bool
+    template_header: str
+
+
+TABLES = [
+    TableSpec(
+        "task2.step_time_table",
+        rf"^\W*depth\b.*{_STEP_TIME}",
+        "depth",
+        (6, 12, 24),
+        False,
+        "DEPTH | Step time (ms)",
+    ),
+    TableSpec(
+        "task4.table",
+        rf"^\W*(?:number\s*of\s*|#\s*|n\s*)?gpus?\b.*{_STEP_TIME}.*memory",
+        "gpus",
+        (2, 5),
+        True,
+        "GPUs | Step time (ms) | Memory per GPU (MiB)",
+    ),
+]
+
+EXPLANATION_TASKS = (1, 2, 3, 4, 5)
+
+
+def explanation_field(task: int) -> str:
+    return f"task{task}.explanation"
+
+
+# "Task 2 explanation", "Task 2 - Explanation:", "Explanation for Task 2".
+EXPLANATION_HEADING = re.compile(
+    r"^\W*(?:task\s*(?P<a>\d)\s*[-:.)]?\s*explanations?|explanations?\s*(?:for|of|to)?\s*task\s*(?P<b>\d))\b\s*[:.\-]?\s*"
+)
+
+# A line that starts another part of the report ends an explanation.
+SECTION_START = re.compile(r"^\W*(?:task\s*\d|part\s*\d|question\s*\d)\b")
+
+
+def expected_fields() -> list[str]:
+    """Every answer the report must hold. A table that is there but lacks a
+    row is reported as missing "task2.step_time_table[depth=24]" instead."""
+    return (
+        [a.field for a in LABELLED_ANSWERS]
+        + [t.field for t in TABLES]
+        + [explanation_field(task) for task in EXPLANATION_TASKS]
+    )
