@@ -1,0 +1,46 @@
+"""Put on PYTHONPATH by `pdl-grade run/torchrun`: every Python process of the run (torchrun's
+workers, `mp.spawn` children) gets the same node as soon as it imports torch.
+
+Activation waits for `import torch` so that processes that never use torch pay nothing.
+"""
+import os
+import sys
+
+
+def _activate_when_torch_is_imported():
+    if not os.environ.get("PDL_VGPU_GPUS"):
+        return
+    try:
+        from grader.vgpu.post_import import when_imported
+    except ImportError:
+        sys.stderr.write("pdl-autograder: the grader package is not importable; "
+                         "virtual GPUs are off in this process\n")
+        return
+
+    def activate(_torch):
+        from grader.vgpu import activate_from_environment
+        activate_from_environment()
+
+    when_imported("torch", activate)
+
+
+def _chain_to_the_next_sitecustomize():
+    # Ours shadows any sitecustomize of the Python installation: run that one too.
+    here = os.path.dirname(os.path.abspath(__file__))
+    import importlib.util
+    for entry in sys.path:
+        if os.path.abspath(entry or ".") == here:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            spec = importlib.util.spec_from_file_location("_pdl_chained_sitecustomize", candidate)
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception:
+                pass
+            return
+
+
+_activate_when_torch_is_imported()
+_chain_to_the_next_sitecustomize()

@@ -1,0 +1,89 @@
+"""Start a script (or a torchrun job) on a node of N GPUs in child processes.
+
+The child processes get the node through environment variables and the boot
+`sitecustomize`; this process only prepares the environment, waits, and merges the per-rank
+trace files into one.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import grader
+from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
+from grader.vgpu.trace import merge_rank_files
+
+PACKAGE_ROOT = Path(grader.__file__).resolve().parent.parent
+BOOT_DIR = Path(__file__).resolve().parent / "boot"
+RUNNER = Path(__file__).resolve().parent / "runner.py"
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    timed_out: bool
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+def node_environment(gpus: int, trace: str | None, *, force_virtual: bool = False,
+                     base: dict | None = None) -> dict:
+    env = dict(os.environ if base is None else base)
+    env[ENV_GPUS] = str(gpus)
+    if trace:
+        env[ENV_TRACE] = str(Path(trace).resolve())
+    else:
+        env.pop(ENV_TRACE, None)
+    if force_virtual:
+        env[ENV_FORCE_VIRTUAL] = "1"
+    path = [str(BOOT_DIR), str(PACKAGE_ROOT)]
+    if env.get("PYTHONPATH"):
+        path.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(path)
+    env.setdefault("OMP_NUM_THREADS", "1" if gpus > 1 else str(os.cpu_count() or 1))
+    return env
+
+
+def script_command(script: str, args: list[str], sets: list[str]) -> list[str]:
+    command = [str(RUNNER)]
+    for assignment in sets:
+        command += ["--set", assignment]
+    return command + [script, *args]
+
+
+def python_command(script: str, args: list[str], sets: list[str]) -> list[str]:
+    return [sys.executable, *script_command(script, args, sets)]
+
+
+def torchrun_command(script: str, args: list[str], sets: list[str], nproc: int) -> list[str]:
+    # --standalone: a rendezvous on localhost with a free port, never a fixed one.
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc}", *script_command(script, args, sets)]
+
+
+def run(command: list[str], env: dict, *, trace: str | None = None, timeout: float | None = None,
+        capture: bool = False, cwd: str | None = None) -> RunResult:
+    if trace:
+        Path(trace).parent.mkdir(parents=True, exist_ok=True)
+        Path(trace).unlink(missing_ok=True)
+    process = subprocess.Popen(command, env=env, cwd=cwd, start_new_session=True,
+                               stdout=subprocess.PIPE if capture else None,
+                               stderr=subprocess.PIPE if capture else None, text=capture)
+    timed_out = False
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.killpg(process.pid, signal.SIGKILL)  # the whole group: torchrun's workers too
+        out, err = process.communicate()
+    except KeyboardInterrupt:
+        os.killpg(process.pid, signal.SIGTERM)
+        raise
+    finally:
+        if trace:
+            merge_rank_files(trace)
+    return RunResult(process.returncode, timed_out, out, err)

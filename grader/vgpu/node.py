@@ -1,0 +1,110 @@
+"""The virtual node: how many GPUs it has, which virtual GPU owns each storage, and memory.
+
+Device labels live on *storages*, not on tensor objects: a view, `.data`, a parameter swapped
+by `Module.to` and an optimizer's state all share (or take over) a storage, so the label
+follows them for free, exactly as real device memory would.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import torch
+
+# PyTorch's caching allocator rounds every block up to 512 bytes; do the same so the numbers
+# students read from `memory_allocated` look like the ones a real GPU gives.
+ALLOCATION_GRANULE = 512
+VIRTUAL_TOTAL_MEMORY = 80 * 2**30  # an 80 GiB card, the course cluster's A100/H100 size
+VIRTUAL_DEVICE_NAME = "Virtual GPU (pdl-autograder)"
+
+
+def rounded(nbytes: int) -> int:
+    return -(-nbytes // ALLOCATION_GRANULE) * ALLOCATION_GRANULE
+
+
+class InvalidDeviceOrdinal(RuntimeError):
+    pass
+
+
+class Node:
+    def __init__(self, n_gpus: int):
+        self.resize(n_gpus)
+        self.labels: dict[int, int] = {}
+        self._tls = threading.local()
+        self._lock = threading.Lock()
+
+    def resize(self, n_gpus: int) -> None:
+        """Change the node's size (harnesses reuse one process for several node sizes)."""
+        if n_gpus < 1:
+            raise ValueError(f"a virtual node needs at least one GPU, got {n_gpus}")
+        old = getattr(self, "n", 0)
+        self.n = n_gpus
+        self.devices = [torch.device("cuda", i) for i in range(n_gpus)]
+        grow = max(0, n_gpus - old)
+        self.allocated = getattr(self, "allocated", [])[:n_gpus] + [0] * grow
+        self.peak = getattr(self, "peak", [])[:n_gpus] + [0] * grow
+
+    # -- the current device, per thread as in CUDA ------------------------------------------
+    def current_device(self) -> int:
+        return getattr(self._tls, "device", 0)
+
+    def set_current_device(self, index: int) -> None:
+        self.check_ordinal(index)
+        self._tls.device = index
+
+    def check_ordinal(self, index: int) -> None:
+        if not 0 <= index < self.n:
+            # The text CUDA gives for a device that does not exist on this node.
+            raise InvalidDeviceOrdinal(
+                "CUDA error: invalid device ordinal\n"
+                f"(the virtual node has {self.n} GPU(s): cuda:0 .. cuda:{self.n - 1}; "
+                f"cuda:{index} does not exist)"
+            )
+
+    # -- labels --------------------------------------------------------------------------------
+    def label_of(self, tensor: torch.Tensor) -> int | None:
+        try:
+            return self.labels.get(tensor.untyped_storage()._cdata)
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None  # sparse, meta and other storage-less tensors live on the CPU here
+
+    def label(self, tensor: torch.Tensor, index: int | None) -> None:
+        """Mark the tensor's storage as living on cuda:index (None: the host)."""
+        if index is None:
+            return
+        try:
+            storage = tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError, TypeError):
+            return
+        key = storage._cdata
+        if key in self.labels:
+            return
+        nbytes = rounded(storage.nbytes())
+        with self._lock:
+            self.labels[key] = index
+            self.allocated[index] += nbytes
+            if self.allocated[index] > self.peak[index]:
+                self.peak[index] = self.allocated[index]
+        weakref.finalize(storage, self._release, key, index, nbytes)
+
+    def _release(self, key: int, index: int, nbytes: int) -> None:
+        with self._lock:
+            if self.labels.pop(key, None) is not None and index < self.n:
+                self.allocated[index] -= nbytes
+
+    # -- memory statistics ------------------------------------------------------------------
+    def reset_peak(self, index: int) -> None:
+        with self._lock:
+            self.peak[index] = self.allocated[index]
+
+
+_node: Node | None = None
+
+
+def get_node() -> Node | None:
+    return _node
+
+
+def set_node(node: Node | None) -> None:
+    global _node
+    _node = node

@@ -1,0 +1,134 @@
+"""What the script does, observed the same way on real and on virtual GPUs.
+
+Forward passes of root modules (with the placement of every parameter), backward passes,
+optimizer steps (timing, gradient and parameter fingerprints, memory per device) and a
+memory summary at exit go to the trace. Transfers and collectives are recorded where they
+happen (mode, dataparallel, distributed).
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+
+import torch
+
+from grader.vgpu.patcher import Patcher
+from grader.vgpu.trace import Trace, call_site
+
+_tls = threading.local()
+
+
+def _first_tensor(args, kwargs):
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            return value
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, torch.Tensor):
+                    return item
+    return None
+
+
+def placement(module: torch.nn.Module) -> list[dict]:
+    """Every submodule that owns parameters, in registration order, with its device."""
+    layers = []
+    for name, sub in module.named_modules():
+        own = list(sub.parameters(recurse=False))
+        if not own:
+            continue
+        devices = sorted({str(p.device) for p in own})
+        layers.append({"name": name or "(root)", "type": type(sub).__name__,
+                       "device": devices[0] if len(devices) == 1 else devices,
+                       "params": sum(p.numel() for p in own),
+                       "bytes": sum(p.numel() * p.element_size() for p in own)})
+    return layers
+
+
+def _fingerprint(tensors) -> dict:
+    # Two numbers per set of tensors are enough to tell "equal on every rank" from "not".
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        total = 0.0
+        squares = 0.0
+        for t in tensors:
+            d = t.detach().double()
+            total += float(d.sum())
+            squares += float((d * d).sum())
+    return {"sum": total, "sumsq": squares}
+
+
+def memory_by_device() -> list[dict]:
+    if not torch.cuda.is_available():
+        return []
+    return [{"device": f"cuda:{i}", "allocated": torch.cuda.memory_allocated(i),
+             "peak": torch.cuda.max_memory_allocated(i)}
+            for i in range(torch.cuda.device_count())]
+
+
+class Observer:
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.steps = 0
+        self.forwards = 0
+        self._placements: dict[int, list] = {}
+        self._handles = []
+
+    def install(self, patcher: Patcher) -> None:
+        from torch.nn.modules import module as module_hooks
+        from torch.optim import optimizer as optimizer_hooks
+
+        self._handles = [
+            module_hooks.register_module_forward_pre_hook(self._pre_forward),
+            module_hooks.register_module_forward_hook(self._post_forward, always_call=True),
+            optimizer_hooks.register_optimizer_step_pre_hook(self._pre_step),
+            optimizer_hooks.register_optimizer_step_post_hook(self._post_step),
+        ]
+        atexit.register(self.finish)
+
+    def uninstall(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        atexit.unregister(self.finish)
+
+    # -- forward passes -----------------------------------------------------------------------
+    def _pre_forward(self, module, args, kwargs=None):
+        depth = getattr(_tls, "depth", 0)
+        _tls.depth = depth + 1
+        if depth or not self.trace.enabled:
+            return None
+        self.forwards += 1
+        first = _first_tensor(args, kwargs or {})
+        thread = threading.current_thread().name
+        self.trace.emit("forward", module=type(module).__name__, step=self.steps,
+                        batch=list(first.shape) if first is not None else None,
+                        input_device=str(first.device) if first is not None else None,
+                        thread=thread, site=call_site(2))
+        if thread == "MainThread":
+            layout = placement(module)
+            if self._placements.get(id(module)) != layout:
+                self._placements[id(module)] = layout
+                self.trace.emit("placement", module=type(module).__name__, layers=layout)
+        return None
+
+    def _post_forward(self, module, args, output):
+        _tls.depth = max(0, getattr(_tls, "depth", 1) - 1)
+        return None
+
+    # -- optimizer steps ----------------------------------------------------------------------
+    def _pre_step(self, optimizer, args, kwargs):
+        self._step_params = [p for group in optimizer.param_groups for p in group["params"]]
+        grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
+        if self.trace.enabled:
+            self._grad_print = _fingerprint(grads)
+
+    def _post_step(self, optimizer, args, kwargs):
+        self.steps += 1
+        if not self.trace.enabled:
+            return
+        self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
+                        grads=self._grad_print, params=_fingerprint(self._step_params),
+                        memory=memory_by_device(), site=call_site(2))
+
+    def finish(self) -> None:
+        self.trace.emit("exit", steps=self.steps, forwards=self.forwards,
+                        memory=memory_by_device())

@@ -1,0 +1,98 @@
+"""Features the virtual node cannot emulate faithfully: stop with a clear message, never guess."""
+from __future__ import annotations
+
+import importlib.abc
+import sys
+
+
+class VirtualGPUUnsupported(RuntimeError):
+    pass
+
+
+def message(feature: str) -> str:
+    return (f"{feature} is not supported on virtual GPUs (pdl-autograder). "
+            "Run this part on a machine with real GPUs; the course material does not need it.")
+
+
+def unsupported(feature: str, kind: str = "function"):
+    """A stand-in for a function, class or module that raises as soon as it is used."""
+    def refuse(*args, **kwargs):
+        raise VirtualGPUUnsupported(message(feature))
+
+    if kind == "function":
+        return refuse
+    if kind == "class":
+        return type("Unsupported", (), {"__new__": lambda cls, *a, **k: refuse(),
+                                        "__doc__": message(feature)})
+
+    class UnsupportedModule:
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            refuse()
+
+    return UnsupportedModule()
+
+
+class RefuseImports(importlib.abc.MetaPathFinder):
+    """`import triton` (GPU kernels) fails with our message instead of a bare ImportError."""
+
+    NAMES = {"triton": "Triton kernels"}
+
+    def find_spec(self, fullname, path=None, target=None):
+        feature = self.NAMES.get(fullname.partition(".")[0])
+        if feature:
+            raise ImportError(message(feature), name=fullname)
+        return None
+
+
+def install(patcher) -> None:
+    import torch
+    import torch.nn as nn
+
+    def compile_noop(model=None, *args, **kwargs):
+        # Compilation changes speed, not behaviour: run the eager model on virtual GPUs.
+        if model is None:
+            return lambda fn: fn
+        return model
+
+    patcher.set(torch, "compile", compile_noop)
+
+    def sync_batch_norm_forward(self, input):
+        import torch.distributed as dist
+        if self.training and dist.is_available() and dist.is_initialized() \
+                and dist.get_world_size() > 1:
+            raise VirtualGPUUnsupported(message("SyncBatchNorm across processes"))
+        return nn.functional.batch_norm(
+            input, self.running_mean, self.running_var, self.weight, self.bias,
+            self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
+
+    patcher.set(nn.SyncBatchNorm, "forward", sync_batch_norm_forward)
+    if not any(isinstance(f, RefuseImports) for f in sys.meta_path):
+        sys.meta_path.insert(0, RefuseImports())
+    from grader.vgpu.post_import import when_imported
+    when_imported("torch.distributed.fsdp", lambda module: _refuse_fsdp(patcher, module))
+    when_imported("torch.utils.cpp_extension",
+                  lambda module: _refuse_cuda_extensions(patcher, module))
+
+
+def _refuse_fsdp(patcher, fsdp) -> None:
+    patcher.set(fsdp.FullyShardedDataParallel, "__init__",
+                unsupported("FullyShardedDataParallel (FSDP)"))
+    if hasattr(fsdp, "fully_shard"):
+        patcher.set(fsdp, "fully_shard", unsupported("FSDP2 fully_shard"))
+
+
+def _refuse_cuda_extensions(patcher, ext) -> None:
+    for name in ("load", "load_inline"):
+        original = getattr(ext, name)
+
+        def guarded(*args, _original=original, **kwargs):
+            sources = list(kwargs.get("sources") or (args[1] if len(args) > 1 else []))
+            if kwargs.get("cuda_sources") or kwargs.get("with_cuda") or any(
+                    str(s).endswith((".cu", ".cuh")) for s in sources):
+                raise VirtualGPUUnsupported(message("A custom CUDA extension"))
+            return _original(*args, **kwargs)
+
+        patcher.set(ext, name, guarded)
+    patcher.set(ext, "CUDAExtension", unsupported("A custom CUDA extension"))
