@@ -34,7 +34,8 @@ def _inside_env(policy: SandboxPolicy, home: Path) -> dict[str, str]:
 
 
 def _fallback_rlimits(policy: SandboxPolicy, cgroup: RunCgroup | None):
-    """Limits a plain subprocess can still get when no cgroup carries them."""
+    """rlimits for what no cgroup carries (either backend); RLIMIT_NPROC is not used:
+    it is per uid (shared with every other process of the user) and void for root."""
     has_memory_cgroup = cgroup is not None and cgroup.controller_dir("memory") is not None
 
     def apply() -> None:
@@ -64,12 +65,11 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     cgroup, cgroup_warnings = create_run_cgroup(policy.memory_bytes, policy.max_pids)
     warnings += cgroup_warnings
     if usable:
-        command, popen_env, popen_cwd, preexec = (
-            build_bwrap_argv(argv, policy, env, cwd), {"PATH": DEFAULT_PATH}, "/", None)
+        command, popen_env, popen_cwd = (
+            build_bwrap_argv(argv, policy, env, cwd), {"PATH": DEFAULT_PATH}, "/")
     else:
         warnings.append(f"NOT SANDBOXED ({why_not}): no filesystem, network or pid isolation")
-        command, popen_env, popen_cwd, preexec = (
-            list(argv), env, str(cwd), _fallback_rlimits(policy, cgroup))
+        command, popen_env, popen_cwd = list(argv), env, str(cwd)
     if cgroup is not None:
         command = ["/bin/sh", "-c", _WAIT_FOR_GO, "sandbox-launcher", *command]
 
@@ -79,7 +79,7 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
             command, stdin=subprocess.PIPE if cgroup else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=popen_env, cwd=popen_cwd,
             start_new_session=True,  # its own process group, so a timeout kill gets all of it
-            preexec_fn=preexec)
+            preexec_fn=_fallback_rlimits(policy, cgroup))
     except OSError:
         if cgroup:
             cgroup.remove()

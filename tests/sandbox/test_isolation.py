@@ -197,3 +197,19 @@ def test_host_tmp_is_not_visible(run_python, tmp_path):
     (tmp_path / "other_submission.py").write_text("x = 1")
     r = run_python(f"import os; print(os.path.exists({str(tmp_path)!r}), os.listdir('/tmp'))")
     assert r.stdout == "False []\n"
+
+
+def test_cgroup_limits_cannot_be_raised_from_inside(run_python):
+    r = run_python("""
+import glob
+names = ("pids.max", "memory.limit_in_bytes", "memory.max", "cgroup.procs")
+files = [f for n in names for f in glob.glob(f"/sys/fs/cgroup/**/{n}", recursive=True)]
+written = []
+for f in files:
+    try:
+        open(f, "w").write("max"); written.append(f)
+    except OSError:
+        pass
+print(len(files) > 0, written)
+""")
+    assert r.stdout == "True []\n", r.stdout + r.stderr
