@@ -7,6 +7,7 @@ bucket and then does what DDP's default does (average over the group).
 from __future__ import annotations
 
 import functools
+import threading
 
 import torch
 
@@ -81,11 +82,14 @@ def install(patcher: Patcher, world_size_hint: int | None = None) -> None:
     _install_ddp(patcher, DDP, dist)
 
 
+_inside_hook = threading.local()
+
+
 def _recorded(name, original, dist):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         trace = get_trace()
-        if trace.enabled:
+        if trace.enabled and not getattr(_inside_hook, "active", False):
             group = kwargs.get("group")
             trace.emit("collective", op=name, bytes=_nbytes(args[:2]),
                        group_size=dist.get_world_size(group) if dist.is_initialized() else None,
@@ -108,7 +112,11 @@ def _install_ddp(patcher: Patcher, DDP, dist) -> None:
                          bytes=bucket.buffer().numel() * bucket.buffer().element_size(),
                          group_size=dist.get_world_size(group), bucket=bucket.index(),
                          last_bucket=bucket.is_last())
-        return default_hooks.allreduce_hook(process_group, bucket)
+        _inside_hook.active = True  # its own all_reduce is this one, not another
+        try:
+            return default_hooks.allreduce_hook(process_group, bucket)
+        finally:
+            _inside_hook.active = False
 
     def init(self, module, *args, **kwargs):
         original_init(self, module, *args, **kwargs)

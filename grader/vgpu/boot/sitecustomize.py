@@ -18,6 +18,10 @@ def _activate_when_torch_is_imported():
         return
 
     def activate(_torch):
+        # torchrun's own agent process only starts the workers: it gets no node.
+        launcher = sys.argv[0] if sys.argv else ""
+        if launcher.endswith((os.path.join("distributed", "run.py"), "torchrun")):
+            return
         from grader.vgpu import activate_from_environment
         activate_from_environment()
 
