@@ -67,7 +67,7 @@ def _describe_non_pdf(head: bytes) -> str:
 def check_file(path: Path) -> str | None:
     """A message for a file that cannot be a PDF report, or None."""
     if not path.exists():
-        return "{name} is missing; hand in the report as hw3/report.pdf"
+        return "{name} is missing; hand the report in under that name"
     if not path.is_file():
         return "{name} is not a file"
     if path.stat().st_size == 0:
@@ -80,13 +80,16 @@ def check_file(path: Path) -> str | None:
     return None
 
 
-def run_extract_worker(path: Path, max_pages: int, time_limit_s: float) -> tuple[dict | None, str | None]:
-    """(worker output, None) or (None, why it failed)."""
+def run_extract_worker(
+    path: Path, max_pages: int, time_left_s: float, time_limit_s: float
+) -> tuple[dict | None, str | None]:
+    """(worker output, None) or (None, why it failed). The child gets the
+    time left of the caller's limit; messages name the limit itself."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_IMPORT_ROOT, os.environ.get("PYTHONPATH")])))
     command = [sys.executable, "-m", "grader.answers.pdf_extract_worker", str(path), str(max_pages)]
     try:
         done = subprocess.run(
-            command, capture_output=True, timeout=max(time_limit_s, 1.0), env=env, stdin=subprocess.DEVNULL
+            command, capture_output=True, timeout=max(time_left_s, 0.5), env=env, stdin=subprocess.DEVNULL
         )
     except subprocess.TimeoutExpired:  # subprocess.run kills the child before raising
         return None, "reading {name} took longer than %g s; a person has to open it" % time_limit_s
@@ -119,7 +122,7 @@ def _read_report(path: Path, time_limit_s: float, max_pages: int, name: str) -> 
     message = check_file(path)
     if message:
         return _unreadable(name, message)
-    output, failure = run_extract_worker(path, max_pages, time_limit_s - (time.monotonic() - started))
+    output, failure = run_extract_worker(path, max_pages, time_limit_s - (time.monotonic() - started), time_limit_s)
     if failure:
         return _unreadable(name, failure)
     pages_total, producer = output.get("pages_total") or 0, output.get("producer")
