@@ -1,0 +1,118 @@
+"""The rules for numbers and for finding answers, on strings and tiny PDFs,
+with no external tool: these run everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from bad_pdfs import REPORT_LINES
+from grader.answers import read_report
+from grader.answers.number_parsing import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
+from tiny_pdf import write_text_pdf
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("12.5", 12.5), ("12,5", 12.5), ("1,234.5", 1234.5), ("1.234,5", 1234.5), ("~ 7", 7.0), ("1.2e-2", 0.012)],
+)
+def test_decimal_marks(text, value):
+    assert parse_decimal(text).value == pytest.approx(value)
+
+
+def test_comma_with_three_digits_is_flagged_as_ambiguous():
+    number = parse_decimal("1,024")
+    assert number.value == pytest.approx(1.024)
+    assert "could be 1024 or 1.024" in number.ambiguity
+
+
+@pytest.mark.parametrize(
+    "cell, header_factor, ms",
+    [
+        ("12.5", None, 12.5),  # no unit anywhere: ms, as the template asks
+        ("12,5 ms", None, 12.5),
+        ("0.0125", 1000.0, 12.5),  # "(s)" header
+        ("0,0125 s", 1.0, 12.5),  # the cell's unit wins over the "(ms)" header
+        ("12.5 ± 0.3 ms", None, 12.5),
+        ("12500 µs", None, 12.5),
+    ],
+)
+def test_step_time_units(cell, header_factor, ms):
+    assert parse_time_ms(cell, header_factor).value == pytest.approx(ms)
+
+
+@pytest.mark.parametrize(
+    "cell, gpus, values",
+    [
+        ("80, 80", 2, [80, 80]),
+        ("80 / 80", 2, [80, 80]),
+        ("80 MiB; 80 MiB", 2, [80, 80]),
+        ("812,5; 790", 2, [812.5, 790]),
+        ("1.5 GiB", 2, [1536]),
+        ("[402, 398, 398, 398, 410]", 5, [402, 398, 398, 398, 410]),
+    ],
+)
+def test_memory_lists(cell, gpus, values):
+    parsed, notes = parse_memory_list_mib(cell, None, gpus)
+    assert parsed == pytest.approx(values)
+    assert notes == []
+
+
+def test_memory_comma_without_space_is_one_value_per_gpu_but_noted():
+    parsed, notes = parse_memory_list_mib("80,80", None, 2)
+    assert parsed == [80, 80]
+    assert "not as a decimal comma" in notes[0]
+
+
+@pytest.mark.parametrize(
+    "text, values",
+    [
+        ("3, 3", [3, 3]),
+        ("[3, 3]", [3, 3]),
+        ("2 and 3", [2, 3]),
+        ("4, 4, 4,\n4, 4", [4, 4, 4, 4, 4]),  # wrapped after a comma
+        ("3, 3 (cuda:0 gets layers 0-2)", [3, 3]),  # a remark adds no numbers
+        ("4 4\n6 12.5", [4, 4]),  # the next line is not part of the answer
+        ("___", None),
+    ],
+)
+def test_int_lists(text, values):
+    assert parse_int_list(text) == values
+
+
+def _report_from_lines(tmp_path, lines):
+    return read_report(write_text_pdf(tmp_path / "report.pdf", [lines]))
+
+
+def test_labels_wrapped_and_in_other_case_and_spacing(tmp_path):
+    lines = [l for l in REPORT_LINES if not l.startswith(("Layers per GPU (DEPTH=6", "Number of transfers with 2"))]
+    lines[2:2] = ["LAYERS PER GPU (depth = 6; 2 gpus) -", "3 / 3", "number of transfers with 2 GPU = 1"]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task1.layers_per_gpu"] == [3, 3]
+    assert result.answers["task5.transfers_2gpus"] == 1
+    assert result.status == "ok", result.problems
+
+
+def test_unanswered_label_and_missing_row_are_listed_not_zero(tmp_path):
+    lines = [l.replace(": 6", ": ___") if l.startswith("Number of .to() calls with 5") else l for l in REPORT_LINES]
+    lines = [l for l in lines if l != "| 24 | 47.1 |"]
+    result = _report_from_lines(tmp_path, lines)
+    assert "task5.to_calls_5gpus" not in result.answers
+    assert result.missing == ["task5.to_calls_5gpus", "task2.step_time_table[depth=24]"]
+    assert "found 'Number of .to() calls with 5 GPUs' but no number after it" in result.problems
+    assert [row["depth"] for row in result.answers["task2.step_time_table"]] == [6, 12]
+    assert result.status == "partial" and result.needs_manual_review
+
+
+def test_absent_table_and_empty_explanation(tmp_path):
+    lines = [l for l in REPORT_LINES if not l.startswith(("GPUs\t", "2\t", "5\t"))]
+    lines = [l for l in lines if not l.startswith("Twenty layers")]
+    result = _report_from_lines(tmp_path, lines)
+    assert set(result.missing) == {"task4.table", "task3.explanation"}
+    assert "no table with the header 'GPUs | Step time (ms) | Memory per GPU (MiB)' found" in result.problems
+
+
+def test_a_report_not_from_the_template_says_so(tmp_path):
+    result = _report_from_lines(tmp_path, ["My report", "Pipelining is good.", "The end."])
+    assert result.status == "partial" and result.needs_manual_review
+    assert "none of the report template's labels were found" in result.problems[0]
+    assert len(result.missing) == 14

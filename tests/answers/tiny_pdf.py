@@ -1,0 +1,64 @@
+"""A minimal PDF writer: pages of Helvetica text lines, nothing else.
+
+Lets the tests make PDFs (a 300-page one, a report with no external tool)
+without LibreOffice or LaTeX, and keeps the bytes fully under our control.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PAGE_WIDTH, PAGE_HEIGHT = 595, 842  # A4 in points
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _content_stream(lines: list[str], font_size: float) -> bytes:
+    commands = ["BT", f"/F1 {font_size} Tf", f"{1.3 * font_size} TL", f"50 {PAGE_HEIGHT - 60} Td"]
+    for line in lines:
+        # Tabs are not glyphs in Helvetica: draw each tab-separated cell at its own column.
+        cells = line.split("\t")
+        if len(cells) == 1:
+            commands.append(f"({_escape(line)}) Tj T*")
+            continue
+        for column, cell in enumerate(cells):
+            commands.append(f"({_escape(cell)}) Tj {160 if column < len(cells) - 1 else 0} 0 Td")
+        commands.append(f"{-160 * (len(cells) - 1)} 0 Td T*")  # back to the left margin
+    commands.append("ET")
+    return "\n".join(commands).encode("latin-1")
+
+
+def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11) -> Path:
+    """Write `pages` (each a list of text lines) as a PDF at `path`."""
+    objects: list[bytes] = []  # object n is objects[n - 1]
+    page_count = len(pages)
+    font_id = 3
+    first_page_id = 4
+    kids = " ".join(f"{first_page_id + 2 * i} 0 R" for i in range(page_count))
+    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {page_count} >>".encode())
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    for index, lines in enumerate(pages):
+        content_id = first_page_id + 2 * index + 1
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_WIDTH} {PAGE_HEIGHT}] "
+            f"/Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {content_id} 0 R >>".encode()
+        )
+        stream = _content_stream(lines, font_size)
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objects.append(b"<< /Producer (tiny_pdf test writer) >>")
+    info_id = len(objects)
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref_at = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\n" % (len(objects) + 1, info_id)
+    out += b"startxref\n%d\n%%%%EOF\n" % xref_at
+    path.write_bytes(bytes(out))
+    return path
