@@ -35,6 +35,7 @@ class Line:
     text: str  # normalise(raw), tabs kept as column breaks
     size: float = 0.0
     in_margin: bool = False
+    bold: bool = False
 
 
 @dataclass
@@ -46,7 +47,13 @@ class ParsedReport:
 
 def _page_lines(worker_output: dict) -> list[Line]:
     return [
-        Line(line["text"], normalise(line["text"], keep_tabs=True), line.get("size", 0.0), line.get("in_margin", False))
+        Line(
+            line["text"],
+            normalise(line["text"], keep_tabs=True),
+            line.get("size", 0.0),
+            line.get("in_margin", False),
+            line.get("bold", False),
+        )
         for page in worker_output.get("pages", [])
         for line in page["lines"]
     ]
@@ -177,7 +184,7 @@ def _header_units(header_text: str) -> tuple[float | None, float | None]:
 def _rows_after_header(lines: list[Line], spec: contract.TableSpec) -> list[_Row] | None:
     header = re.compile(spec.header_pattern)
     for index, line in enumerate(lines):
-        if not header.search(line.text.replace("\t", " | ")):
+        if not header.search(line.text.replace("\t", " | ")) or not _is_short_title(line.text):
             continue
         header_text = line.text
         rows: list[_Row] = []
@@ -235,15 +242,26 @@ def _read_table(spec: contract.TableSpec, ruled: list[list[Line]], lines: list[L
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|tba|your (?:answer|explanation|text)\b.*|write .* here|\.\.\.|…)?\W*$")
 
 
+def _is_short_title(text: str) -> bool:
+    """Headings and table headers are short and are not sentences; a wrapped
+    paragraph line that happens to start with "Task 3" or "DEPTH" is neither."""
+    return len(text.split()) <= 12 and not text.rstrip().endswith((".", ",", ";"))
+
+
 def _ends_explanation(line: Line, body_size: float | None) -> bool:
     text = line.text.replace("\t", " ")
-    if contract.EXPLANATION_HEADING.match(text) or contract.SECTION_START.match(text):
-        return True
     if body_size and line.size > body_size * 1.15:
         return True  # a heading, by its size
-    starts_label = any(re.match(r"^[\W_]*" + a.pattern, text) for a in contract.LABELLED_ANSWERS)
-    starts_table = any(re.search(t.header_pattern, text) for t in contract.TABLES)
-    return starts_label or starts_table
+    if contract.EXPLANATION_HEADING.match(text):
+        return True
+    # "Task 3", "Task 3: balanced split", or a bold "Task 3 ..." line; not
+    # a paragraph line that wraps to start with "Task 3 will ...".
+    starts_section = contract.SECTION_START.match(text) and _is_short_title(text) and (
+        line.bold or re.match(r"^\W*(?:task|part|question)\s*\d+\s*(?:[:.)\-]|$)", text)
+    )
+    starts_label = any(re.match(r"^[\W_]*" + a.pattern + r"[ :=|>\-]*\d", text) for a in contract.LABELLED_ANSWERS)
+    starts_table = any(re.search(t.header_pattern, text) for t in contract.TABLES) and _is_short_title(text)
+    return bool(starts_section or starts_label or starts_table)
 
 
 def _read_explanations(lines: list[Line], body_size: float | None, report: ParsedReport) -> None:

@@ -116,3 +116,13 @@ def test_a_report_not_from_the_template_says_so(tmp_path):
     assert result.status == "partial" and result.needs_manual_review
     assert "none of the report template's labels were found" in result.problems[0]
     assert len(result.missing) == 14
+
+
+def test_explanation_lines_that_start_like_headings_do_not_end_it(tmp_path):
+    lines = list(REPORT_LINES)
+    at = lines.index("Only one GPU computes at a time, so the time grows with depth.") + 1
+    lines[at:at] = ["Task 3 will split the layers differently, but here", "DEPTH=24 doubles the step time of DEPTH=12."]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task2.explanation"].endswith("doubles the step time of DEPTH=12.")
+    assert result.answers["task3.explanation"] == "Twenty layers over five devices is four each."
+    assert result.status == "ok", result.problems
