@@ -111,7 +111,17 @@ class Observer:
         return None
 
     def _post_forward(self, module, args, output):
-        _tls.depth = max(0, getattr(_tls, "depth", 1) - 1)
+        depth = max(0, getattr(_tls, "depth", 1) - 1)
+        _tls.depth = depth
+        if depth or not self.trace.enabled:
+            return None
+        out = _first_tensor((output,), {})
+        if out is not None:
+            # The output's sum lets the grader check that concatenated chunk outputs equal
+            # the full batch's output without ever seeing the tensors.
+            self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
+                            device=str(out.device), sum=_fingerprint([out])["sum"],
+                            thread=threading.current_thread().name)
         return None
 
     # -- optimizer steps ----------------------------------------------------------------------

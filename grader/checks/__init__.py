@@ -1,0 +1,1 @@
+"""The behavioural checks, one pytest module per assignment (`pytest grader/`)."""

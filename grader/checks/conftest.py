@@ -1,0 +1,55 @@
+"""Fixtures of the checks: the submission, and runs of its code on the node (cached per session,
+so every check that looks at the same run shares it)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.harness.execute import run_hw3_probe, run_script
+from grader.pytest_plugin import default_submission
+
+
+class NodeRuns:
+    def __init__(self, submission: Path, scratch: Path, timeout_s: float, default_gpus: int):
+        self.submission = submission
+        self.scratch = scratch
+        self.timeout_s = timeout_s
+        self.default_gpus = default_gpus
+        self._cache: dict = {}
+
+    def script(self, script: str, *, gpus: int | None = None, nproc: int = 1,
+               sets: dict | None = None, args: tuple = ()):
+        gpus = gpus or self.default_gpus
+        key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args))
+        if key not in self._cache:
+            self._cache[key] = run_script(self.submission, script, gpus=gpus, nproc=nproc,
+                                          sets=sets, args=list(args), timeout_s=self.timeout_s,
+                                          scratch_root=self.scratch)
+        return self._cache[key]
+
+    def hw3(self, plan: list[dict], gpus: int):
+        key = ("hw3-probe", gpus)
+        if key not in self._cache:
+            self._cache[key] = run_hw3_probe(self.submission, [dict(p) for p in plan], gpus=gpus,
+                                             timeout_s=self.timeout_s * 2,
+                                             scratch_root=self.scratch)
+        return self._cache[key]
+
+
+@pytest.fixture(scope="session")
+def submission(request) -> Path:
+    chosen = request.config.getoption("--submission")
+    path = Path(chosen).resolve() if chosen else default_submission().resolve()
+    if not path.is_dir():
+        raise AssertionError(f"The submission folder {path} does not exist: pass "
+                             "--submission PATH (or set PDL_SUBMISSION) to the folder with "
+                             "practical4/, practical5/, ..., hw3/ in it.")
+    return path
+
+
+@pytest.fixture(scope="session")
+def node(request, submission, tmp_path_factory) -> NodeRuns:
+    return NodeRuns(submission, tmp_path_factory.mktemp("runs"),
+                    request.config.getoption("--check-timeout"),
+                    request.config.getoption("--gpus") or 5)

@@ -1,0 +1,117 @@
+"""Practical 4: data and model parallelism as concepts (practical4/concepts.py).
+
+PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
+"""
+import pytest
+
+from grader.checks.support import close, explain, require_run
+
+SCRIPT = "practical4/concepts.py"
+BATCH, IN_DIM, HIDDEN, OUT_DIM = 64, 1000, 2000, 1000
+
+
+@pytest.fixture(scope="module")
+def two_gpus(node):
+    return node.script(SCRIPT, gpus=2)
+
+
+def outputs(observation, rows):
+    return [e for e in observation.of("forward_out")
+            if e.get("thread") == "MainThread" and e.get("shape", [None])[0] == rows]
+
+
+@pytest.mark.check("practical4.baseline_shape")
+def test_baseline_output_shape(two_gpus):
+    require_run(two_gpus)
+    shapes = [e["shape"] for e in outputs(two_gpus, BATCH)]
+    assert [BATCH, OUT_DIM] in shapes, explain(
+        f"Part 1's model maps a batch of {BATCH} to an output of shape [{BATCH}, {OUT_DIM}]",
+        f"full-batch outputs of shapes {shapes or 'none'}",
+        "Part 1 of concepts.py: the baseline Linear(1000,2000)-ReLU-Linear(2000,1000)")
+
+
+@pytest.mark.check("practical4.chunk_shapes")
+def test_two_chunks_of_half_the_batch(two_gpus):
+    require_run(two_gpus)
+    halves = outputs(two_gpus, BATCH // 2)
+    assert len(halves) >= 2 and all(e["shape"] == [BATCH // 2, OUT_DIM] for e in halves), explain(
+        f"torch.chunk splits the batch of {BATCH} into 2 chunks of {BATCH // 2}, and the model "
+        f"runs on each: two outputs of shape [{BATCH // 2}, {OUT_DIM}]",
+        f"{len(halves)} forward pass(es) on {BATCH // 2} rows "
+        f"(all outputs: {[e['shape'] for e in two_gpus.of('forward_out')]})",
+        "Part 2: `torch.chunk(x, 2, dim=0)` and one forward pass per chunk")
+
+
+@pytest.mark.check("practical4.chunks_equal_full")
+def test_concatenated_chunks_equal_full_output(two_gpus):
+    require_run(two_gpus)
+    halves = outputs(two_gpus, BATCH // 2)[:2]
+    fulls = [e for e in outputs(two_gpus, BATCH) if e["shape"] == [BATCH, OUT_DIM]]
+    assert len(halves) == 2 and fulls, explain(
+        "Part 2 runs the model on the full batch and on its two chunks",
+        f"{len(fulls)} full-batch and {len(halves)} chunk forward passes")
+    combined = halves[0]["sum"] + halves[1]["sum"]
+    assert any(close(combined, full["sum"], rel=1e-4, abs_=1e-3) for full in fulls), explain(
+        "torch.cat of the two chunk outputs equals the full-batch output (same model, same data)",
+        f"the chunk outputs add up to {combined:.6g}, the full outputs to "
+        f"{[round(f['sum'], 6) for f in fulls]}",
+        "Part 2: run the *same* model (same weights) on each chunk of the *same* batch")
+
+
+def part3(observation):
+    """The Part 3 layers: parameters of Linear(1000,2000) and Linear(2000,1000) by device."""
+    first = IN_DIM * HIDDEN + HIDDEN
+    second = HIDDEN * OUT_DIM + OUT_DIM
+    found = {}
+    for event in observation.of("placement"):
+        for layer in event.get("layers", []):
+            if layer.get("params") == first:
+                found.setdefault("layer1", set()).add(str(layer.get("device")))
+            elif layer.get("params") == second:
+                found.setdefault("layer2", set()).add(str(layer.get("device")))
+    return found
+
+
+@pytest.mark.check("practical4.mp_layer_devices")
+def test_model_parallel_layers_on_two_gpus(two_gpus):
+    require_run(two_gpus)
+    found = part3(two_gpus)
+    assert "cuda:0" in found.get("layer1", set()) and "cuda:1" in found.get("layer2", set()), explain(
+        "in Part 3, layer 1 (Linear 1000->2000) on cuda:0 and layer 2 (Linear 2000->1000) on cuda:1",
+        f"layer 1 on {sorted(found.get('layer1', [])) or 'no GPU seen'}, layer 2 on "
+        f"{sorted(found.get('layer2', [])) or 'no GPU seen'}",
+        "Part 3: `.to('cuda:0')` for the first layer and `.to('cuda:1')` for the second")
+
+
+@pytest.mark.check("practical4.mp_one_transfer")
+def test_one_activation_transfer(two_gpus):
+    require_run(two_gpus)
+    moves = [e for e in two_gpus.copies() if e.get("src") == "cuda:0" and e.get("dst") == "cuda:1"
+             and e.get("shape") == [BATCH, HIDDEN]]
+    assert len(moves) == 1, explain(
+        f"exactly one move of the activation [{BATCH}, {HIDDEN}] from cuda:0 to cuda:1 per "
+        "forward pass of Part 3",
+        f"{len(moves)} such move(s)" + (f" at {', '.join(str(m.get('site')) for m in moves)}"
+                                       if moves else ""),
+        "Part 3: `h = h.to('cuda:1')` between the two layers, once")
+
+
+@pytest.mark.check("practical4.mp_output_shape")
+def test_model_parallel_output_on_second_gpu(two_gpus):
+    require_run(two_gpus)
+    final = [e for e in outputs(two_gpus, BATCH) if e.get("device") == "cuda:1"]
+    assert any(e["shape"] == [BATCH, OUT_DIM] for e in final), explain(
+        f"Part 3's output of shape [{BATCH}, {OUT_DIM}] comes out on cuda:1",
+        f"outputs on cuda:1: {[e['shape'] for e in final] or 'none'}",
+        "Part 3: the second layer runs on cuda:1 and produces the output")
+
+
+@pytest.mark.check("practical4.one_gpu_message")
+def test_one_gpu_branch(node):
+    one = node.script(SCRIPT, gpus=1)
+    require_run(one)
+    assert "at least 2 gpus" in one.stdout.lower(), explain(
+        "with a single GPU the script prints 'Model parallelism requires at least 2 GPUs' and "
+        "skips Part 3",
+        f"output ended with: {one.stdout.strip().splitlines()[-1:] or 'nothing'}",
+        "the `torch.cuda.device_count() < 2` branch before Part 3")

@@ -1,0 +1,133 @@
+"""Run one script of a submission on the node, in a sandboxed child, and read its trace.
+
+Student code never runs in the process that scores it: the child writes JSON observations
+(the vgpu trace) into a scratch folder, and this process reads them back as data.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader.harness.observation import Observation
+from grader.sandbox import SandboxPolicy, run_sandboxed
+from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
+from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER
+from grader.vgpu.trace import merge_rank_files, read_trace
+
+REFERENCE_DIR = PACKAGE_ROOT / "reference"
+DEFAULT_TIMEOUT_S = 180.0
+
+
+def _hidden_paths(submission: Path) -> list[Path]:
+    # The reference solutions stay invisible to student code (unless they are what is graded).
+    hidden = []
+    if REFERENCE_DIR.is_dir() and REFERENCE_DIR.resolve() != submission.resolve():
+        hidden.append(REFERENCE_DIR)
+    return hidden
+
+
+def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
+                timeout_s: float, force_virtual: bool = False, extra_env: dict | None = None):
+    trace = scratch / "trace.jsonl"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": os.pathsep.join([str(BOOT_DIR), str(PACKAGE_ROOT)]),
+        ENV_GPUS: str(gpus),
+        ENV_TRACE: str(trace),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    if force_virtual or os.environ.get(ENV_FORCE_VIRTUAL) == "1":
+        env[ENV_FORCE_VIRTUAL] = "1"
+    env.update(extra_env or {})
+    policy = SandboxPolicy(readonly=[submission, PACKAGE_ROOT / "grader"], writable=[scratch],
+                           hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,
+                           cwd=scratch, gpu=not force_virtual, memory_bytes=6 * 2**30,
+                           max_pids=512)
+    result = run_sandboxed(argv, policy)
+    merge_rank_files(str(trace))
+    events = read_trace(str(trace)) if trace.exists() else []
+    return result, events
+
+
+def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
+               sets: dict | None = None, args: list[str] | None = None,
+               timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None) -> Observation:
+    """Run `submission/script` with `nproc` processes on a node of `gpus` GPUs."""
+    sets = dict(sets or {})
+    args = list(args or [])
+    path = submission / script
+    observation = Observation(script=script, gpus=gpus, nproc=nproc, sets=sets, args=args)
+    if not path.is_file():
+        observation.missing = True
+        return observation
+    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
+    command = [str(RUNNER)]
+    for name, value in sets.items():
+        command += ["--set", f"{name}={value!r}"]
+    command += [str(path.resolve()), *args]
+    if nproc > 1 or "LOCAL_RANK" in _script_text(path):
+        argv = [sys.executable, "-m", "grader.vgpu.ranks", "--nproc", str(nproc), "--",
+                sys.executable, *command]
+    else:
+        argv = [sys.executable, *command]
+    started = time.monotonic()
+    result, events = run_command(argv, submission=submission, scratch=scratch, gpus=gpus,
+                                 timeout_s=timeout_s)
+    observation.duration_s = time.monotonic() - started
+    observation.returncode = result.returncode
+    observation.timed_out = result.timed_out
+    observation.memory_exceeded = result.memory_exceeded
+    observation.stdout = result.stdout
+    observation.stderr = result.stderr
+    observation.events = events
+    observation.warnings = list(result.warnings)
+    return observation
+
+
+def _script_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+HW3_PROBE = Path(__file__).resolve().parent / "hw3_probe.py"
+
+
+def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
+                  timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None):
+    """Run the HW3 probe on the student's model file; returns (records, Observation)."""
+    import json
+    script = "hw3/model_parallel.py"
+    observation = Observation(script=script, gpus=gpus)
+    model_file = submission / script
+    if not model_file.is_file():
+        observation.missing = True
+        return [], observation
+    scratch = Path(tempfile.mkdtemp(prefix="hw3-", dir=scratch_root))
+    out = scratch / "probe.jsonl"
+    argv = [sys.executable, str(HW3_PROBE), str(model_file.resolve()), str(out), json.dumps(plan)]
+    started = time.monotonic()
+    result, events = run_command(argv, submission=submission, scratch=scratch, gpus=gpus,
+                                 timeout_s=timeout_s)
+    observation.duration_s = time.monotonic() - started
+    observation.returncode = result.returncode
+    observation.timed_out = result.timed_out
+    observation.memory_exceeded = result.memory_exceeded
+    observation.stdout, observation.stderr = result.stdout, result.stderr
+    observation.events = events
+    records = []
+    if out.exists():
+        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line from a killed run
+            if isinstance(record, dict):
+                records.append(record)
+    return records, observation

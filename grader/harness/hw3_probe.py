@@ -1,0 +1,285 @@
+"""HW3 probe: runs *inside* the sandboxed child, on the node, next to the student's code.
+
+    python hw3_probe.py MODEL_FILE OUT_JSONL PLAN_JSON
+
+Imports the student's `model_parallel.py` once and measures every configuration of the plan
+(layouts over node sizes and depths, transfers in one forward pass, step times, memory),
+writing one JSON line per configuration as soon as it is done, so a later crash or hang
+loses nothing already measured. The scoring process only reads these lines.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+import traceback
+
+CONFIG_TIME_LIMIT_S = 60
+
+
+class ConfigTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise ConfigTimeout(f"this configuration took longer than {CONFIG_TIME_LIMIT_S} s")
+
+
+def student_site(error: BaseException, model_file: str) -> str | None:
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(model_file)]
+    if not frames:
+        return None
+    frame = frames[-1]
+    return f"{os.path.basename(model_file)}:{frame.lineno} ({frame.line or ''})".strip()
+
+
+def describe_error(error: BaseException, model_file: str) -> dict:
+    return {"type": type(error).__name__, "message": str(error).strip()[:1500],
+            "site": student_site(error, model_file)}
+
+
+class Probe:
+    def __init__(self, model_file: str, out_path: str):
+        import torch
+        self.torch = torch
+        self.model_file = model_file
+        self.out = open(out_path, "a", encoding="utf-8", buffering=1)
+        from grader.vgpu import active
+        from grader.vgpu.trace import get_trace
+        self.activation = active()
+        self.trace = get_trace()
+        self.real_device_count = torch.cuda.device_count
+        spec = importlib.util.spec_from_file_location("model_parallel", model_file)
+        self.module = importlib.util.module_from_spec(spec)
+        sys.modules["model_parallel"] = self.module
+        spec.loader.exec_module(self.module)
+
+    def emit(self, record: dict) -> None:
+        self.out.write(json.dumps(record, default=str) + "\n")
+
+    # -- the node's size --------------------------------------------------------------------
+    def use_gpus(self, n: int) -> bool:
+        torch = self.torch
+        if self.activation is not None and self.activation.virtual:
+            self.activation.node.resize(n)
+            return True
+        available = self.real_device_count()
+        if n > available:
+            return False
+        torch.cuda.device_count = lambda: n  # the model may use only the first n GPUs
+        return True
+
+    # -- building and running the student's model ---------------------------------------------
+    def build(self, dim: int, depth: int, seed: int = 0):
+        self.torch.manual_seed(seed)
+        cls = self.module.LargeLinearModelMP
+        try:
+            return cls(dim=dim, depth=depth)
+        except TypeError:
+            return cls(dim, depth)
+
+    def layers_of(self, model):
+        layers = getattr(model, "layers", None)
+        if layers is None:
+            raise AttributeError("LargeLinearModelMP keeps no `self.layers`: the template asks "
+                                 "for the layers, in order, in `self.layers`")
+        return list(layers)
+
+    def layer_devices(self, model) -> list:
+        found = []
+        for layer in self.layers_of(model):
+            devices = sorted({str(p.device) for p in layer.parameters()})
+            found.append(devices[0] if len(devices) == 1 else devices)
+        return found
+
+    def logged_forward(self, model, x):
+        """Run forward, logging which layer runs on which device and every `.to()` between."""
+        log = []
+        handles = []
+        for i, layer in enumerate(self.layers_of(model)):
+            def hook(module, args, index=i):
+                first = args[0] if args else None
+                log.append({"kind": "layer", "index": index,
+                            "input_device": str(first.device) if hasattr(first, "device") else None})
+            handles.append(layer.register_forward_pre_hook(hook))
+
+        def listen(record):
+            if record["event"] in ("to", "transfer"):
+                log.append({"kind": record["event"], "src": record.get("src"),
+                            "dst": record.get("dst"), "copied": record.get("copied", True),
+                            "site": record.get("site")})
+
+        self.trace.listeners.append(listen)
+        try:
+            with self.torch.no_grad():
+                out = model(x)
+        finally:
+            self.trace.listeners.remove(listen)
+            for handle in handles:
+                handle.remove()
+        return out, log
+
+    def guarded(self, record: dict, work) -> None:
+        signal.alarm(CONFIG_TIME_LIMIT_S)
+        try:
+            record.update(work())
+        except BaseException as error:  # the student's code may raise anything
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            record["error"] = describe_error(error, self.model_file)
+        finally:
+            signal.alarm(0)
+        self.emit(record)
+
+    # -- the plan's parts ---------------------------------------------------------------------
+    def layouts(self, gpus: list[int], depths: list[int], dim: int, batch: int) -> None:
+        torch = self.torch
+        single = {}
+        if self.use_gpus(1):
+            for depth in depths:
+                try:
+                    model = self.build(dim, depth)
+                    x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
+                    first = self.layer_devices(model)[0]
+                    out, _ = self.logged_forward(model, x.to(first if isinstance(first, str) else first[0]))
+                    single[depth] = out.detach().cpu()
+                except BaseException:
+                    single[depth] = None
+        for n in gpus:
+            if not self.use_gpus(n):
+                for depth in depths:
+                    self.emit({"kind": "layout", "gpus": n, "depth": depth,
+                               "skipped": f"needs {n} GPUs"})
+                continue
+            for depth in depths:
+                self.guarded({"kind": "layout", "gpus": n, "depth": depth},
+                             lambda: self._layout(n, depth, dim, batch, single.get(depth)))
+
+    def _layout(self, n, depth, dim, batch, reference_out):
+        torch = self.torch
+        model = self.build(dim, depth)
+        layers = self.layers_of(model)
+        result = {"devices": self.layer_devices(model), "n_layers": len(layers),
+                  "distinct_layers": len({id(layer) for layer in layers})}
+        x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
+        first = result["devices"][0] if result["devices"] else "cpu"
+        x = x.to(first if isinstance(first, str) else first[0])
+        try:
+            out, log = self.logged_forward(model, x)
+        except BaseException as error:
+            result["forward_error"] = describe_error(error, self.model_file)
+            return result
+        result["log"] = log
+        result["output_device"] = str(out.device)
+        if reference_out is not None:
+            result["matches_single_gpu"] = bool(torch.allclose(
+                out.detach().cpu(), reference_out, rtol=1e-4, atol=1e-5))
+            result["max_difference"] = float((out.detach().cpu() - reference_out).abs().max())
+        return result
+
+    def transfers(self, gpus: list[int], depth: int, dim: int, batch: int) -> None:
+        for n in gpus:
+            if not self.use_gpus(n):
+                self.emit({"kind": "transfers", "gpus": n, "depth": depth,
+                           "skipped": f"needs {n} GPUs"})
+                continue
+            self.guarded({"kind": "transfers", "gpus": n, "depth": depth},
+                         lambda: self._transfers(depth, dim, batch))
+
+    def _transfers(self, depth, dim, batch):
+        torch = self.torch
+        model = self.build(dim, depth)
+        devices = self.layer_devices(model)
+        # The input starts on the host, as data from a loader does: its move onto the first
+        # GPU is reported apart from the moves between GPUs.
+        x = torch.randn(batch, dim)
+        try:
+            _, log = self.logged_forward(model, x)
+            started_on = "cpu"
+        except BaseException:
+            # A forward that expects its input on the first GPU already, as main() gives it.
+            first = devices[0] if isinstance(devices[0], str) else devices[0][0]
+            _, log = self.logged_forward(model, x.to(first))
+            started_on = first
+        return {"devices": devices, "log": log, "input_started_on": started_on}
+
+    def timing(self, label: str, gpus: int, depths: list[int], dim: int, batch: int,
+               warmup: int, rounds: int) -> None:
+        if not self.use_gpus(gpus):
+            self.emit({"kind": label, "gpus": gpus, "skipped": f"needs {gpus} GPUs"})
+            return
+        self.guarded({"kind": label, "gpus": gpus, "depths": depths},
+                     lambda: self._timing(depths, dim, batch, warmup, rounds))
+
+    def _timing(self, depths, dim, batch, warmup, rounds):
+        torch = self.torch
+        runs = {}
+        for depth in depths:
+            model = self.build(dim, depth)
+            devices = self.layer_devices(model)
+            first = devices[0] if isinstance(devices[0], str) else devices[0][0]
+            last = devices[-1] if isinstance(devices[-1], str) else devices[-1][0]
+            x = torch.randn(batch, dim, device=first)
+            y = torch.randn(batch, dim, device=last)
+            optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+            runs[depth] = (model, x, y, optimizer)
+        n = torch.cuda.device_count()
+
+        def step(depth):
+            model, x, y, optimizer = runs[depth]
+            for i in range(n):
+                torch.cuda.synchronize(i)
+            started = time.perf_counter()
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            for i in range(n):
+                torch.cuda.synchronize(i)
+            return (time.perf_counter() - started) * 1000.0
+
+        for depth in depths:
+            for _ in range(warmup):
+                step(depth)
+        for i in range(n):
+            torch.cuda.reset_peak_memory_stats(i)
+        times = {depth: [] for depth in depths}
+        # Interleaved rounds: a burst of load on a shared machine hits every depth alike.
+        for _ in range(rounds):
+            for depth in depths:
+                times[depth].append(step(depth))
+        memory = [torch.cuda.max_memory_allocated(i) for i in range(n)]
+        return {"times_ms": {str(d): t for d, t in times.items()},
+                "median_ms": {str(d): statistics.median(t) for d, t in times.items()},
+                "peak_memory": memory,
+                "layers_per_gpu": [
+                    sum(1 for dev in self.layer_devices(runs[depths[-1]][0]) if dev == f"cuda:{i}")
+                    for i in range(n)]}
+
+
+def main(argv: list[str]) -> int:
+    model_file, out_path, plan_text = argv
+    plan = json.loads(plan_text)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        probe = Probe(model_file, out_path)
+    except BaseException as error:
+        with open(out_path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"kind": "import_error",
+                                  "error": describe_error(error, model_file)}) + "\n")
+        return 0
+    for part in plan:
+        kind = part.pop("part")
+        getattr(probe, kind)(**part)
+    probe.emit({"kind": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.exit(main(sys.argv[1:]))

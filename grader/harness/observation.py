@@ -1,0 +1,108 @@
+"""What one run of a student's script showed: exit status, output and the trace's events.
+
+The events are claims written by a process that ran student code: they are read as plain
+JSON, checked for shape where used, and never trusted to carry a score.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Observation:
+    script: str
+    gpus: int
+    nproc: int = 1
+    sets: dict = field(default_factory=dict)
+    args: list = field(default_factory=list)
+    missing: bool = False
+    returncode: int | None = None
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    events: list[dict] = field(default_factory=list)
+    duration_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    # -- how the run went ---------------------------------------------------------------------
+    @property
+    def configuration(self) -> str:
+        parts = [f"{self.gpus} GPU(s)"]
+        if self.nproc > 1:
+            parts.append(f"{self.nproc} processes")
+        parts += [f"{k}={v}" for k, v in self.sets.items()]
+        if self.args:
+            parts.append(" ".join(self.args))
+        return ", ".join(parts)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.timed_out and self.returncode == 0
+
+    def problem(self) -> str | None:
+        """Why the run cannot be graded, in words a student can act on (None if it ran)."""
+        where = f"{self.script} ({self.configuration})"
+        if self.missing:
+            return f"{self.script} is missing from the submission: keep the template's file layout."
+        if self.timed_out:
+            return (f"{where} did not finish in time and was stopped: look for an endless loop, "
+                    "a rank waiting for a collective no other rank joins, or far too many steps.")
+        if self.memory_exceeded:
+            return f"{where} used more memory than allowed and was stopped."
+        if self.returncode == 0:
+            return None
+        for exception in self.of("exception"):
+            site = f" at {exception['site']}" if exception.get("site") else ""
+            message = str(exception.get("message", "")).strip().splitlines()
+            todo = " (a TODO of the template is still to be written)" if exception.get(
+                "type") == "NotImplementedError" else ""
+            return (f"{where} stopped with {exception.get('type')}{site}{todo}: "
+                    f"{message[0] if message else ''}")
+        for error in self.of("error"):
+            return f"{where}: {error.get('message')}"
+        tail = "\n".join(self.stderr.strip().splitlines()[-6:])
+        return f"{where} exited with status {self.returncode}.\nLast lines of its output:\n{tail}"
+
+    # -- queries on the trace --------------------------------------------------------------------
+    def of(self, event: str, rank: int | None = None) -> list[dict]:
+        return [e for e in self.events
+                if e.get("event") == event and (rank is None or e.get("rank") == rank)]
+
+    def ranks(self) -> list[int]:
+        return sorted({e.get("rank", 0) for e in self.of("start")})
+
+    def by_step(self, rank: int = 0) -> list[list[dict]]:
+        """The rank's events cut at each optimizer step: element k is what led to step k+1."""
+        steps, current = [], []
+        for event in self.events:
+            if event.get("rank", 0) != rank:
+                continue
+            current.append(event)
+            if event.get("event") == "step":
+                steps.append(current)
+                current = []
+        return steps
+
+    def main_forwards(self, rank: int = 0) -> list[dict]:
+        return [e for e in self.of("forward", rank) if e.get("thread") == "MainThread"]
+
+    def copies(self, rank: int | None = None) -> list[dict]:
+        """Every move of data between two different devices (`.to`, copy_, DataParallel)."""
+        moves = [e for e in self.of("to", rank) if e.get("copied")]
+        moves += self.of("transfer", rank)
+        return sorted(moves, key=lambda e: (e.get("rank", 0), e.get("t", 0.0)))
+
+    def final_memory(self, rank: int = 0) -> dict[str, int]:
+        """Peak bytes per device as the run ended."""
+        for event in reversed(self.of("exit", rank)):
+            return {m["device"]: int(m["peak"]) for m in event.get("memory", [])}
+        return {}
+
+    def fingerprints(self, kind: str) -> dict[int, list[dict]]:
+        """Per rank, the `grads` or `params` fingerprints of every optimizer step."""
+        found = defaultdict(list)
+        for event in self.of("step"):
+            found[event.get("rank", 0)].append(event.get(kind) or {})
+        return dict(found)

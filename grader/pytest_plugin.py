@@ -1,0 +1,84 @@
+"""The pytest plugin behind `pytest grader/` (registered through the `pytest11` entry point).
+
+- `--submission PATH` (or `PDL_SUBMISSION`): the folder to grade; `student_template/` by default.
+- `--gpus N`: the size of the node for checks that do not fix their own.
+- `@pytest.mark.gpus(n)`: the check needs n *real* GPUs; elsewhere it is skipped, with that
+  reason, and never faked.
+- `@pytest.mark.check("hw3.task3.balanced")`: the rubric check a test demonstrates; it goes
+  into pytest-json-report's metadata with the failure's feedback, for the scorer.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_submission() -> Path:
+    if os.environ.get("PDL_SUBMISSION"):
+        return Path(os.environ["PDL_SUBMISSION"])
+    for base in (Path.cwd(), REPO_ROOT):
+        if (base / "student_template").is_dir():
+            return base / "student_template"
+    return Path.cwd() / "student_template"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("pdl-autograder")
+    group.addoption("--submission", default=None,
+                    help="submission folder to grade (default: $PDL_SUBMISSION or student_template/)")
+    group.addoption("--gpus", type=int, default=None,
+                    help="GPUs of the node for checks that do not set their own (default 5)")
+    group.addoption("--check-timeout", type=float, default=180.0,
+                    help="seconds one run of student code may take before it counts as hung")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpus(n): needs n real GPUs; skipped where fewer are present")
+    config.addinivalue_line("markers", "check(id): the rubric check this test demonstrates")
+
+
+def real_gpus() -> int:
+    try:
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:
+        return 0
+
+
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("gpus")
+    if marker is None:
+        return
+    needed = marker.args[0] if marker.args else 1
+    found = real_gpus()
+    if found < needed:
+        pytest.skip(f"needs {needed} real GPU(s), this machine has {found}: "
+                    "virtual GPUs cannot show real speed-ups or utilisation")
+
+
+def check_id(item) -> str | None:
+    marker = item.get_closest_marker("check")
+    return marker.args[0] if marker is not None and marker.args else None
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-json-report's hook: absent without that plugin
+def pytest_json_runtest_metadata(item, call):
+    identifier = check_id(item)
+    if identifier is None:
+        return {}
+    metadata = {"check": identifier, "assignment": identifier.split(".")[0]}
+    if call.excinfo is not None and call.when == "call":
+        metadata["feedback"] = _feedback(call.excinfo)
+    return metadata
+
+
+def _feedback(excinfo) -> str:
+    error = excinfo.value
+    if isinstance(error, AssertionError):
+        text = str(error).split("\nassert ")[0]  # drop pytest's rewritten-expression tail
+        return text.strip() or "the check's assertion failed"
+    return f"{type(error).__name__}: {error}"
