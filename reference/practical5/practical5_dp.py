@@ -30,7 +30,9 @@ class MLP(nn.Module):
 
     def forward(self, x):
         # Printed by every replica: shows how DataParallel split the batch.
-        print(f"Inside model on device {x.device}, shape: {x.shape}")
+        # One write per line: the replicas run in threads, and print()'s
+        # separate write of "\n" would let their lines interleave.
+        print(f"Inside model on device {x.device}, shape: {x.shape}\n", end="")
         return self.net(x)
 
 

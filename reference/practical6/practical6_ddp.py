@@ -62,7 +62,7 @@ def main():
 
     # The global batch is shared out: each rank processes its own slice.
     x, y = get_batch(BATCH_SIZE // dist.get_world_size(), DIM, device)
-    print(f"rank {rank}: batch shape {tuple(x.shape)} on {x.device}")
+    print(f"rank {rank}: batch shape {x.shape} on {x.device}")
 
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     loss_fn = nn.MSELoss()

@@ -71,7 +71,7 @@ def main():
         "TODO (Practical 6): give each rank its share of the global batch with "
         "x, y = get_batch(BATCH_SIZE // <number of processes>, DIM, device); "
         "see the Practical 6 handout, data sharding")
-    print(f"rank {rank}: batch shape {tuple(x.shape)} on {x.device}")
+    print(f"rank {rank}: batch shape {x.shape} on {x.device}")
 
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     loss_fn = nn.MSELoss()
