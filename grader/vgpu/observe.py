@@ -94,8 +94,8 @@ class Observer:
     def _pre_forward(self, module, args, kwargs=None):
         depth = getattr(_tls, "depth", 0)
         _tls.depth = depth + 1
-        if depth or not self.trace.enabled:
-            return None
+        if depth or not self.trace.enabled or next(module.parameters(), None) is None:
+            return None  # a loss or activation module called on its own is no model's forward
         self.forwards += 1
         first = _first_tensor(args, kwargs or {})
         thread = threading.current_thread().name
@@ -113,7 +113,7 @@ class Observer:
     def _post_forward(self, module, args, output):
         depth = max(0, getattr(_tls, "depth", 1) - 1)
         _tls.depth = depth
-        if depth or not self.trace.enabled:
+        if depth or not self.trace.enabled or next(module.parameters(), None) is None:
             return None
         out = _first_tensor((output,), {})
         if out is not None:

@@ -1,0 +1,141 @@
+"""Practical 10: hybrid data + model + pipeline parallelism (practical10/sample.py).
+
+PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
+"""
+import pytest
+
+from grader.checks.support import explain, require_run
+
+SCRIPT = "practical10/sample.py"
+GPUS = 4
+BATCH = 64
+MICRO = 4
+
+
+def hybrid(node, processes=2, **sets):
+    return node.script(SCRIPT, gpus=GPUS, nproc=processes, sets=sets or None)
+
+
+def devices_of_rank(run, rank):
+    found = set()
+    for event in run.of("placement", rank):
+        for layer in event.get("layers", []):
+            device = layer.get("device")
+            found.update(device if isinstance(device, list) else [device])
+    return found
+
+
+def step_pattern(run, rank=0):
+    """Per optimizer step: (forward passes, their batch sizes, backward passes, synced backwards)."""
+    pattern = []
+    for events in run.by_step(rank):
+        forwards = [e for e in events if e.get("event") == "forward"
+                    and e.get("thread") == "MainThread"]
+        backwards = synced = 0
+        last_backward_synced = False
+        for event in events:
+            if event.get("event") == "backward":
+                backwards += 1
+                last_backward_synced = False
+            elif (event.get("event") == "collective" and event.get("source") == "ddp_gradients"
+                  and not last_backward_synced and backwards):
+                synced += 1
+                last_backward_synced = True
+        pattern.append((len(forwards), sorted({f["batch"][0] for f in forwards if f.get("batch")}),
+                        backwards, synced))
+    return pattern
+
+
+@pytest.mark.check("practical10.one_process_per_replica")
+def test_one_process_per_replica(node):
+    run = hybrid(node)
+    require_run(run)
+    wraps = {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")}
+    assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2}, explain(
+        "2 processes, each one data-parallel replica wrapped in DDP over a group of 2",
+        f"DDP replicas on ranks {sorted(wraps) or 'none'} with group sizes "
+        f"{sorted(set(wraps.values())) or 'none'}",
+        "wrap each rank's two-stage model in DDP (without device_ids: it spans two GPUs)")
+
+
+@pytest.mark.check("practical10.gpu_pair_per_rank")
+def test_rank_uses_gpus_r_and_r_plus_2(node):
+    run = hybrid(node)
+    require_run(run)
+    wrong = {r: sorted(devices_of_rank(run, r)) for r in (0, 1)
+             if devices_of_rank(run, r) != {f"cuda:{r}", f"cuda:{r + 2}"}}
+    assert not wrong, explain(
+        "rank r puts stage 0 on cuda:r and stage 1 on cuda:r+2 (rank 0: cuda:0 + cuda:2, "
+        "rank 1: cuda:1 + cuda:3)",
+        "; ".join(f"rank {r} uses {d or 'no GPU'}" for r, d in wrong.items()),
+        "device0 = cuda:{local_rank}, device1 = cuda:{local_rank + 2}")
+
+
+@pytest.mark.check("practical10.micro_batches")
+@pytest.mark.parametrize("micro", [2, 4, 8])
+def test_micro_batches_per_step(node, micro):
+    run = hybrid(node, MICRO_BATCHES=micro)
+    require_run(run)
+    pattern = step_pattern(run)
+    expected_rows = BATCH // micro
+    wrong = [p for p in pattern if p[0] != micro or p[1] != [expected_rows] or p[2] != micro]
+    assert pattern and not wrong, explain(
+        f"with MICRO_BATCHES = {micro}: per step {micro} forward and {micro} backward passes on "
+        f"micro-batches of {BATCH} / {micro} = {expected_rows} rows",
+        f"{wrong[0][0]} forward passes on {wrong[0][1]} rows and {wrong[0][2]} backward passes "
+        "in a step" if wrong else "no optimizer step",
+        "split the batch with MICRO_BATCHES (not a fixed number) and run forward + backward "
+        "for each micro-batch before optimizer.step()")
+
+
+@pytest.mark.check("practical10.sync_once_per_step")
+def test_gradients_synchronised_once_per_step(node):
+    run = hybrid(node)
+    require_run(run)
+    pattern = step_pattern(run)
+    wrong = [p for p in pattern if p[3] != 1]
+    assert pattern and not wrong, explain(
+        "gradients are all-reduced across replicas once per step, after the last micro-batch's "
+        "backward (the others run under model.no_sync())",
+        f"{wrong[0][3]} synchronising backward pass(es) in a step of {wrong[0][2]} "
+        "micro-batches" if wrong else "no optimizer step",
+        "wrap all but the last micro-batch's forward + backward in `with model.no_sync():`")
+
+
+@pytest.mark.check("practical10.batch_size_invariant")
+@pytest.mark.parametrize("batch", [32, 128])
+def test_pattern_independent_of_batch_size(node, batch):
+    run = hybrid(node, BATCH_SIZE=batch)
+    require_run(run)
+    pattern = step_pattern(run)
+    expected = (MICRO, [batch // MICRO], MICRO, 1)
+    wrong = [p for p in pattern if p != expected]
+    assert pattern and not wrong, explain(
+        f"with BATCH_SIZE = {batch}: {MICRO} micro-batches of {batch // MICRO} rows, "
+        f"{MICRO} backward passes and one synchronisation per step",
+        f"{wrong[0][0]} forwards on {wrong[0][1]} rows, {wrong[0][2]} backwards, "
+        f"{wrong[0][3]} synchronisations" if wrong else "no optimizer step",
+        "derive the micro-batch size from BATCH_SIZE and MICRO_BATCHES")
+
+
+@pytest.mark.check("practical10.single_process")
+def test_single_process_runs(node):
+    run = hybrid(node, processes=1)
+    require_run(run)
+    assert run.of("step"), explain("one process (one replica on cuda:0 + cuda:2) trains",
+                                   "no optimizer step", "the script must not assume 2 processes")
+    assert devices_of_rank(run, 0) == {"cuda:0", "cuda:2"}, explain(
+        "the single replica uses cuda:0 and cuda:2", f"it uses {sorted(devices_of_rank(run, 0))}")
+
+
+@pytest.mark.check("practical10.broken_mp_one_gpu")
+def test_broken_variant_uses_one_gpu_per_rank(node):
+    run = hybrid(node, BROKEN_MP=True)
+    require_run(run)
+    wrong = {r: sorted(devices_of_rank(run, r)) for r in (0, 1)
+             if devices_of_rank(run, r) != {f"cuda:{r}"}}
+    assert not wrong, explain(
+        "with BROKEN_MP = True both stages of rank r sit on cuda:r (the practical's mistake: "
+        "no model parallelism at all)",
+        "; ".join(f"rank {r} uses {d}" for r, d in wrong.items()),
+        "the BROKEN_MP branch: device1 = device0")
