@@ -1,0 +1,84 @@
+"""Layer layouts: what an even contiguous split is, and how to describe one to a student."""
+from __future__ import annotations
+
+
+def gpu_index(device) -> int | None:
+    if isinstance(device, str) and device.startswith("cuda:"):
+        return int(device.split(":")[1])
+    return None
+
+
+def even_contiguous_layout(depth: int, gpus: int) -> list[str]:
+    """The handout's layout: contiguous blocks, the first `depth % gpus` GPUs one layer more."""
+    base, extra = divmod(depth, gpus)
+    layout = []
+    for g in range(gpus):
+        layout += [f"cuda:{g}"] * (base + (1 if g < extra else 0))
+    return layout
+
+
+def counts_per_gpu(devices: list, gpus: int) -> list[int]:
+    counts = [0] * gpus
+    for device in devices:
+        index = gpu_index(device)
+        if index is not None and index < gpus:
+            counts[index] += 1
+    return counts
+
+
+def contiguous_blocks(devices: list, gpus: int) -> bool:
+    """Layers of each GPU form one block, and the blocks follow the GPUs' order."""
+    indices = [gpu_index(d) for d in devices]
+    if any(i is None for i in indices):
+        return False
+    return all(a <= b for a, b in zip(indices, indices[1:]))
+
+
+def device_changes(devices: list) -> int:
+    return sum(1 for a, b in zip(devices, devices[1:]) if a != b)
+
+
+def describe_layout(devices: list) -> str:
+    """'layers 0-2 on cuda:0, layers 3-5 on cuda:1'."""
+    if not devices:
+        return "no layers"
+    parts, start = [], 0
+    for i in range(1, len(devices) + 1):
+        if i == len(devices) or devices[i] != devices[start]:
+            span = f"layer {start}" if i - 1 == start else f"layers {start}-{i - 1}"
+            parts.append(f"{span} on {devices[start]}")
+            start = i
+    return ", ".join(parts)
+
+
+def first_misplaced(devices: list, expected: list) -> tuple[int, str, str]:
+    for i, (seen, wanted) in enumerate(zip(devices, expected)):
+        if seen != wanted:
+            return i, str(seen), wanted
+    return len(expected), "-", "-"
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Rank correlation with average ranks for ties (scipy is not a dependency)."""
+    def ranks(values):
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        result = [0.0] * len(values)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                result[order[k]] = (i + j) / 2
+            i = j + 1
+        return result
+
+    rx, ry = ranks(xs), ranks(ys)
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mx, my = sum(rx) / n, sum(ry) / n
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = sum((a - mx) ** 2 for a in rx) ** 0.5
+    vy = sum((b - my) ** 2 for b in ry) ** 0.5
+    return cov / (vx * vy) if vx and vy else 0.0
