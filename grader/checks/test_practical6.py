@@ -31,17 +31,18 @@ def test_world_size_is_number_of_processes(node, processes):
 def test_rank_k_uses_gpu_k(node):
     run = ddp_run(node, 2)
     require_run(run)
-    wrong = {}
-    for event in run.of("ddp_wrap"):
-        rank = event.get("rank")
-        if event.get("param_devices") != [f"cuda:{rank}"]:
-            wrong[rank] = event.get("param_devices")
-    assert run.of("ddp_wrap") and not wrong, explain(
-        "rank k keeps its model on cuda:k (LOCAL_RANK) and wraps it in DDP",
-        "no DDP wrapper was observed" if not run.of("ddp_wrap") else
-        "; ".join(f"rank {r} has its model on {d}" for r, d in sorted(wrong.items())),
-        "torch.cuda.set_device(local_rank), model.to(f'cuda:{local_rank}'), "
-        "DDP(model, device_ids=[local_rank])")
+    placed = {}
+    for event in run.of("placement"):
+        for layer in event.get("layers", []):
+            device = layer.get("device")
+            placed.setdefault(event.get("rank"), set()).update(
+                device if isinstance(device, list) else [device])
+    wrong = {r: sorted(d) for r, d in placed.items() if d != {f"cuda:{r}"}}
+    assert sorted(placed) == [0, 1] and not wrong, explain(
+        "rank k keeps its model on cuda:k (its LOCAL_RANK)",
+        "; ".join(f"rank {r} has its model on {d}" for r, d in sorted(wrong.items()))
+        or f"models seen on rank(s) {sorted(placed)}",
+        "torch.cuda.set_device(local_rank) and model.to(f'cuda:{local_rank}')")
 
 
 @pytest.mark.check("practical6.per_rank_batch")
