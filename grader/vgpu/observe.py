@@ -29,6 +29,12 @@ def _first_tensor(args, kwargs):
     return None
 
 
+def _is_model(module) -> bool:
+    # A loss or activation module called on its own is no model's forward pass; DataParallel's
+    # replicas hold their weights as plain tensors, so they have no parameters() yet count.
+    return getattr(module, "_is_replica", False) or next(module.parameters(), None) is not None
+
+
 def placement(module: torch.nn.Module) -> list[dict]:
     """Every submodule that owns parameters, in registration order, with its device."""
     layers = []
@@ -94,8 +100,8 @@ class Observer:
     def _pre_forward(self, module, args, kwargs=None):
         depth = getattr(_tls, "depth", 0)
         _tls.depth = depth + 1
-        if depth or not self.trace.enabled or next(module.parameters(), None) is None:
-            return None  # a loss or activation module called on its own is no model's forward
+        if depth or not self.trace.enabled or not _is_model(module):
+            return None
         self.forwards += 1
         first = _first_tensor(args, kwargs or {})
         thread = threading.current_thread().name
@@ -113,7 +119,7 @@ class Observer:
     def _post_forward(self, module, args, output):
         depth = max(0, getattr(_tls, "depth", 1) - 1)
         _tls.depth = depth
-        if depth or not self.trace.enabled or next(module.parameters(), None) is None:
+        if depth or not self.trace.enabled or not _is_model(module):
             return None
         out = _first_tensor((output,), {})
         if out is not None:

@@ -1,0 +1,96 @@
+"""Tensors and modules on virtual GPUs report and enforce devices as PyTorch on real GPUs does."""
+import pytest
+import torch
+import torch.nn as nn
+
+
+def test_cuda_answers_as_an_n_gpu_node(vnode):
+    vnode(3)
+    assert torch.cuda.is_available() and torch.cuda.device_count() == 3
+    assert torch.cuda.current_device() == 0
+    with torch.cuda.device(2):
+        assert torch.cuda.current_device() == 2
+        assert torch.zeros(1, device="cuda").device == torch.device("cuda:2")
+    assert torch.cuda.current_device() == 0
+    torch.cuda.set_device(1)
+    assert torch.randn(2).cuda().device == torch.device("cuda:1")
+    torch.cuda.set_device(0)
+    assert "Virtual" in torch.cuda.get_device_name(0)
+    assert torch.cuda.get_device_properties(1).total_memory > 0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    end.record()
+    torch.cuda.synchronize()
+    assert start.elapsed_time(end) >= 0.0
+
+
+def test_factories_moves_and_views_carry_the_device(vnode):
+    vnode(2)
+    a = torch.ones(4, 4, device="cuda:1")
+    assert a.device == torch.device("cuda:1") and a.is_cuda and a.get_device() == 1
+    assert a[1:].device == a.t().device == a.data.device == torch.device("cuda:1")
+    assert (a * 2).device == torch.device("cuda:1")
+    assert torch.zeros_like(a).device == torch.device("cuda:1")
+    assert a.new_zeros(3).device == torch.device("cuda:1")
+    b = a.to("cuda:0")
+    assert b.device == torch.device("cuda:0") and a.device == torch.device("cuda:1")
+    assert b.data_ptr() != a.data_ptr(), "a move between GPUs must be a real copy"
+    assert a.to("cuda:1") is a, "moving to the device a tensor is on is a no-op, as in PyTorch"
+    assert b.cpu().device == torch.device("cpu") and not b.cpu().is_cuda
+    assert a.to(0).device == torch.device("cuda:0")
+    assert "device='cuda:1'" in repr(a)
+
+
+def test_mixing_devices_raises_pytorchs_message(vnode):
+    vnode(2)
+    a = torch.ones(3, device="cuda:0")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but "
+                       "found at least two devices, cuda:0 and cuda:1!"):
+        a + torch.ones(3, device="cuda:1")
+    with pytest.raises(RuntimeError, match="cuda:0 and cpu"):
+        torch.cat([a, torch.ones(3)])
+    layer = nn.Linear(3, 2).to("cuda:1")
+    with pytest.raises(RuntimeError, match="same device"):
+        layer(a)
+    # A host scalar mixes with any device, as in PyTorch.
+    assert (a * torch.tensor(2.0)).device == torch.device("cuda:0")
+
+
+def test_invalid_ordinal_and_host_only_operations(vnode):
+    vnode(2)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.zeros(1, device="cuda:2")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.ones(1).to("cuda:5")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.cuda.set_device(2)
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        torch.ones(2, device="cuda:0").numpy()
+    assert torch.ones(2, device="cuda:0").cpu().numpy().tolist() == [1.0, 1.0]
+
+
+def test_module_parameters_and_gradients_follow_the_module(vnode):
+    vnode(2)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    weight = model[0].weight
+    model.to("cuda:1")
+    assert model[0].weight is weight, "Module.to keeps the Parameter objects, as in PyTorch"
+    assert {p.device for p in model.parameters()} == {torch.device("cuda:1")}
+    model(torch.randn(5, 4, device="cuda:1")).sum().backward()
+    assert {p.grad.device for p in model.parameters()} == {torch.device("cuda:1")}
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.step()
+    state = optimizer.state[model[0].weight]
+    assert state["exp_avg"].device == torch.device("cuda:1")
+
+
+def test_optimizer_over_parameters_on_several_gpus(vnode):
+    vnode(3)
+    layers = [nn.Linear(4, 4).to(f"cuda:{i}") for i in range(3)]
+    x = torch.randn(2, 4, device="cuda:0")
+    for i, layer in enumerate(layers):
+        x = layer(x.to(f"cuda:{i}"))
+    x.sum().backward()
+    for optimizer in (torch.optim.Adam, torch.optim.SGD, torch.optim.AdamW):
+        optimizer([p for layer in layers for p in layer.parameters()], lr=0.1).step()
+    assert [layer.weight.device.index for layer in layers] == [0, 1, 2]

@@ -1,0 +1,47 @@
+"""Per-GPU memory is accounted like PyTorch's allocator: 512-byte blocks, freed with the tensor."""
+import gc
+
+import torch
+import torch.nn as nn
+
+
+def test_allocations_and_frees_are_counted(vnode):
+    vnode(2)
+    assert torch.cuda.memory_allocated(0) == 0
+    a = torch.empty(1000, device="cuda:0")          # 4000 bytes -> 4096
+    b = torch.empty(10, dtype=torch.float64, device="cuda:1")  # 80 -> 512
+    assert torch.cuda.memory_allocated(0) == 4096
+    assert torch.cuda.memory_allocated(1) == 512
+    view = a[10:]
+    assert torch.cuda.memory_allocated(0) == 4096, "a view allocates nothing"
+    del a, view
+    gc.collect()
+    assert torch.cuda.memory_allocated(0) == 0
+    assert torch.cuda.max_memory_allocated(0) == 4096
+    torch.cuda.reset_peak_memory_stats(0)
+    assert torch.cuda.max_memory_allocated(0) == 0
+    del b
+
+
+def test_model_memory_matches_hand_computed_sizes(vnode):
+    vnode(2)
+    dim = 256
+    model = nn.Linear(dim, dim).to("cuda:1")
+    weight = dim * dim * 4                 # 262144 bytes, a multiple of 512
+    bias = -(-dim * 4 // 512) * 512        # 1024 bytes
+    assert torch.cuda.memory_allocated(1) == weight + bias
+    model(torch.randn(8, dim, device="cuda:1")).sum().backward()
+    for p in model.parameters():
+        assert p.grad is not None
+    # Parameters plus their gradients (activations of the finished step are freed).
+    assert torch.cuda.memory_allocated(1) == 2 * (weight + bias)
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.step()
+    # Adam keeps two moments per parameter (plus host-side step counters).
+    assert torch.cuda.memory_allocated(1) == 4 * (weight + bias)
+    assert torch.cuda.memory_allocated(0) == 0
+    del optimizer
+    gc.collect()
+    assert torch.cuda.memory_allocated(1) == 2 * (weight + bias), "freed with the optimizer"
+    free, total = torch.cuda.mem_get_info(1)
+    assert 0 < free < total
