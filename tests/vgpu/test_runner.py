@@ -1,0 +1,49 @@
+"""`pdl-grade run`: constants rewritten at the top of a script, errors reported plainly."""
+import subprocess
+import sys
+
+import pytest
+
+from grader.vgpu.runner import ConstantNotFound, parse_assignment, rewrite_constants
+
+
+def test_top_level_constants_are_rewritten_and_nothing_else():
+    source = "BATCH_SIZE = 64\nMICRO_BATCHES: int = 4\ndef f():\n    BATCH_SIZE = 1\n    return BATCH_SIZE\n"
+    namespace = {}
+    exec(compile(rewrite_constants(source, "s.py", {"BATCH_SIZE": 128, "MICRO_BATCHES": 8}),
+                 "s.py", "exec"), namespace)
+    assert namespace["BATCH_SIZE"] == 128 and namespace["MICRO_BATCHES"] == 8
+    assert namespace["f"]() == 1, "assignments inside functions are the student's own"
+
+
+def test_missing_constant_is_named():
+    with pytest.raises(ConstantNotFound, match="MICRO_BATCHES must be assigned at the top level"):
+        rewrite_constants("def main():\n    MICRO_BATCHES = 4\n", "sample.py", {"MICRO_BATCHES": 2})
+
+
+@pytest.mark.parametrize("text,expected", [("DEPTH=20", ("DEPTH", 20)), ("BROKEN_MP=True", ("BROKEN_MP", True)),
+                                           ("NAME=abc", ("NAME", "abc"))])
+def test_assignments_parse_as_python_literals(text, expected):
+    assert parse_assignment(text) == expected
+
+
+def test_cli_runs_a_script_with_a_changed_constant(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nN = 1\nprint(N, torch.cuda.device_count(), "
+                      "torch.ones(1, device=f'cuda:{N}').device)\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "run", "--gpus", "3", "--virtual",
+                           "--set", "N=2", str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2 3 cuda:2"
+
+
+def test_cli_reports_a_crash_with_the_scripts_line(tmp_path):
+    script = tmp_path / "s.py"
+    trace = tmp_path / "t.jsonl"
+    script.write_text("import torch\nx = torch.ones(2, device='cuda:0')\ny = x + torch.ones(2, device='cuda:1')\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "run", "--gpus", "2", "--virtual",
+                           "--trace", str(trace), str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    assert "Expected all tensors to be on the same device" in done.stderr
+    assert '"site": "s.py:3"' in trace.read_text()
