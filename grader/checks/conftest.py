@@ -2,6 +2,8 @@
 so every check that looks at the same run shares it)."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,25 +18,38 @@ class NodeRuns:
         self.scratch = scratch
         self.timeout_s = timeout_s
         self.default_gpus = default_gpus
-        self._cache: dict = {}
+        self._runs: dict = {}
+        # Runs are separate processes: a module's runs go side by side, one per core.
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
+
+    def _submit(self, key, work):
+        if key not in self._runs:
+            self._runs[key] = self._pool.submit(work)
+        return self._runs[key]
+
+    def _script_future(self, script, gpus=None, nproc=1, sets=None, args=()):
+        gpus = gpus or self.default_gpus
+        key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args))
+        return self._submit(key, lambda: run_script(
+            self.submission, script, gpus=gpus, nproc=nproc, sets=sets, args=list(args),
+            timeout_s=self.timeout_s, scratch_root=self.scratch))
+
+    def prefetch(self, *runs: dict) -> None:
+        """Start these runs now (keyword sets of `script`), so they overlap."""
+        for run in runs:
+            self._script_future(**run)
 
     def script(self, script: str, *, gpus: int | None = None, nproc: int = 1,
                sets: dict | None = None, args: tuple = ()):
-        gpus = gpus or self.default_gpus
-        key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args))
-        if key not in self._cache:
-            self._cache[key] = run_script(self.submission, script, gpus=gpus, nproc=nproc,
-                                          sets=sets, args=list(args), timeout_s=self.timeout_s,
-                                          scratch_root=self.scratch)
-        return self._cache[key]
+        return self._script_future(script, gpus, nproc, sets, args).result()
 
     def hw3(self, plan: list[dict], gpus: int):
-        key = ("hw3-probe", gpus)
-        if key not in self._cache:
-            self._cache[key] = run_hw3_probe(self.submission, [dict(p) for p in plan], gpus=gpus,
-                                             timeout_s=self.timeout_s * 2,
-                                             scratch_root=self.scratch)
-        return self._cache[key]
+        return self._submit(("hw3-probe", gpus), lambda: run_hw3_probe(
+            self.submission, [dict(p) for p in plan], gpus=gpus,
+            timeout_s=self.timeout_s * 2, scratch_root=self.scratch)).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +64,9 @@ def submission(request) -> Path:
 
 
 @pytest.fixture(scope="session")
-def node(request, submission, tmp_path_factory) -> NodeRuns:
-    return NodeRuns(submission, tmp_path_factory.mktemp("runs"),
+def node(request, submission, tmp_path_factory):
+    runs = NodeRuns(submission, tmp_path_factory.mktemp("runs"),
                     request.config.getoption("--check-timeout"),
                     request.config.getoption("--gpus") or 5)
+    yield runs
+    runs.close()

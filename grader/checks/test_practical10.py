@@ -12,8 +12,24 @@ BATCH = 64
 MICRO = 4
 
 
+DEFAULTS = {"MICRO_BATCHES": MICRO, "BATCH_SIZE": BATCH, "BROKEN_MP": False}
+
+
+def run_spec(processes=2, **sets):
+    # A constant set to the template's own value is the default run: share it.
+    changed = {k: v for k, v in sets.items() if DEFAULTS.get(k) != v}
+    return dict(script=SCRIPT, gpus=GPUS, nproc=processes, sets=changed or None)
+
+
 def hybrid(node, processes=2, **sets):
-    return node.script(SCRIPT, gpus=GPUS, nproc=processes, sets=sets or None)
+    return node.script(**run_spec(processes, **sets))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def start_runs(node):
+    node.prefetch(run_spec(), run_spec(MICRO_BATCHES=2), run_spec(MICRO_BATCHES=8),
+                  run_spec(BATCH_SIZE=32), run_spec(BATCH_SIZE=128), run_spec(processes=1),
+                  run_spec(BROKEN_MP=True))
 
 
 def devices_of_rank(run, rank):

@@ -10,6 +10,11 @@ SCRIPT = "practical4/concepts.py"
 BATCH, IN_DIM, HIDDEN, OUT_DIM = 64, 1000, 2000, 1000
 
 
+@pytest.fixture(scope="module", autouse=True)
+def start_runs(node):
+    node.prefetch(dict(script=SCRIPT, gpus=2), dict(script=SCRIPT, gpus=1))
+
+
 @pytest.fixture(scope="module")
 def two_gpus(node):
     return node.script(SCRIPT, gpus=2)

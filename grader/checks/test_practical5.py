@@ -13,6 +13,12 @@ SINGLE = "practical5/practical5_single.py"
 BATCH = 64
 
 
+@pytest.fixture(scope="module", autouse=True)
+def start_runs(node):
+    node.prefetch(dict(script=DP, gpus=3), dict(script=DP, gpus=2), dict(script=SINGLE, gpus=1),
+                  dict(script=DP, gpus=5))
+
+
 def forward_scatters(observation):
     """DataParallel's scatters of a forward pass's input (backward scatters gradients too)."""
     return [e for e in observation.of("dp_scatter") if e.get("batch") == BATCH]

@@ -10,6 +10,11 @@ SCRIPT = "practical6/practical6_ddp.py"
 BATCH = 64
 
 
+@pytest.fixture(scope="module", autouse=True)
+def start_runs(node):
+    node.prefetch(*(dict(script=SCRIPT, gpus=n, nproc=n) for n in (2, 4, 1)))
+
+
 def ddp_run(node, processes):
     return node.script(SCRIPT, gpus=processes, nproc=processes)
 
