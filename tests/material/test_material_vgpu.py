@@ -1,7 +1,7 @@
-"""Run reference/ and student_template/ scripts on virtual GPUs.
+"""Run the reference scripts on virtual GPUs, as a student would, and pin the lines they print.
 
-These pin the printed lines the grader relies on, and check that every
-template TODO fails with its own message rather than a torch traceback.
+(The grader's checks on reference/ and student_template/, in tests/grading, run every script
+in every configuration; here one run per script is enough to keep the printed lines true.)
 """
 import re
 import subprocess
@@ -40,14 +40,7 @@ def test_p4_reference_two_gpus():
             "torch.Size([64, 1000]) on cuda:1") in out
 
 
-def test_p4_reference_one_gpu_skips_part3():
-    rc, out, err = grader("run", "--gpus", "1", "reference/practical4/concepts.py")
-    assert rc == 0, err
-    assert "Model parallelism requires at least 2 GPUs" in out
-    assert "Part 3:" not in out
-
-
-@pytest.mark.parametrize("gpus,split", [(2, [32, 32]), (3, [22, 22, 20]), (5, [13, 13, 13, 13, 12])])
+@pytest.mark.parametrize("gpus,split", [(3, [22, 22, 20])])
 def test_p5_dp_split_and_same_loss_as_single(gpus, split):
     rc, out, err = grader("run", "--gpus", str(gpus), "--set", "STEPS=2",
                           "reference/practical5/practical5_dp.py")
@@ -76,7 +69,7 @@ def test_p6_reference():
     assert re.search(r"^final loss: [\d.]+$", out, re.M)
 
 
-@pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.parametrize("broken", [False])
 def test_p10_reference(broken):
     rc, out, err = grader("torchrun", "--gpus", "4", "--nproc-per-node", "2", "--set", "STEPS=1",
                           "--set", f"BROKEN_MP={broken}", "reference/practical10/sample.py")
@@ -92,8 +85,7 @@ def test_p10_reference(broken):
         assert (f"[Rank {r}] BROKEN_MP" in out) == broken
 
 
-@pytest.mark.parametrize("gpus,depth,layers", [(2, 6, [3, 3]), (5, 6, [2, 1, 1, 1, 1]),
-                                                (4, 3, [1, 1, 1, 0])])
+@pytest.mark.parametrize("gpus,depth,layers", [(5, 6, [2, 1, 1, 1, 1])])
 def test_hw3_reference(gpus, depth, layers):
     rc, out, err = grader("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
                           "--depth", str(depth), "--dim", "64", "--steps", "3")
@@ -113,16 +105,9 @@ def test_hw3_reference_count_transfers(gpus, transfers):
     assert f"to() calls: 20, real transfers: {transfers}" in out
 
 
-@pytest.mark.parametrize("cmd,message", [
-    (["run", "--gpus", "2", "student_template/practical4/concepts.py"], "TODO (Practical 4 Part 2)"),
-    (["run", "--gpus", "2", "student_template/practical5/practical5_dp.py"], "TODO (Practical 5)"),
-    (["torchrun", "--gpus", "2", "--nproc-per-node", "2", "student_template/practical6/practical6_ddp.py"],
-     "TODO (Practical 6)"),
-    (["torchrun", "--gpus", "4", "--nproc-per-node", "2", "student_template/practical10/sample.py"],
-     "TODO (Practical 10)"),
-    (["run", "--gpus", "2", "student_template/hw3/model_parallel.py", "--dim", "64"], "TODO (HW3 Task 3)"),
-])
-def test_template_todo_fails_with_message(cmd, message):
-    rc, out, err = grader(*cmd)
-    assert rc != 0
-    assert f"NotImplementedError: {message}" in err
+def test_p5_batch_smaller_than_node_runs_fewer_replicas():
+    rc, out, err = grader("run", "--gpus", "4", "--set", "BATCH_SIZE=6", "--set", "STEPS=1",
+                          "reference/practical5/practical5_dp.py")
+    assert rc == 0, err
+    seen = re.findall(r"Inside model on device (cuda:\d), shape: torch.Size\(\[(\d+), ", out)
+    assert sorted(seen) == [("cuda:0", "2"), ("cuda:1", "2"), ("cuda:2", "2")], seen
