@@ -14,7 +14,7 @@ from pathlib import Path
 from grader.harness.observation import Observation
 from grader.sandbox import SandboxPolicy, run_sandboxed
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
-from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER
+from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER, visible_devices
 from grader.vgpu.trace import merge_rank_files, read_trace
 
 REFERENCE_DIR = PACKAGE_ROOT / "reference"
@@ -43,6 +43,8 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     }
     if force_virtual or os.environ.get(ENV_FORCE_VIRTUAL) == "1":
         env[ENV_FORCE_VIRTUAL] = "1"
+    else:
+        env.update(visible_devices(gpus, os.environ))
     env.update(extra_env or {})
     policy = SandboxPolicy(readonly=[submission, PACKAGE_ROOT / "grader"], writable=[scratch],
                            hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,

@@ -11,6 +11,7 @@ which activates the node in every process of the run.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -57,6 +58,9 @@ def active() -> Activation | None:
 
 
 def real_gpu_count() -> int:
+    if sys.platform.startswith("linux") and not os.path.exists("/dev/nvidiactl") \
+            and "torch" not in sys.modules:
+        return 0  # no NVIDIA driver: don't pay for importing torch to learn that
     import torch
     try:
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -126,18 +130,21 @@ def _install_virtual(handle: Activation) -> None:
     tensor_patches.install(patcher, node)
     cuda_facade.install(patcher, node)
     dataparallel.install(patcher, node)
-    distributed.install(patcher)
+    distributed.install(patcher, virtual=True)
     unsupported.install(patcher)
     _push_mode_in_every_thread(handle, lambda: VirtualGPUMode(node))
     handle.trace.emit("nvml", available=False, reason=NOT_AVAILABLE)
 
 
 def _install_real(handle: Activation) -> None:
+    from grader.vgpu import dataparallel, distributed
     from grader.vgpu.mode import RealGPUObserverMode
     from grader.vgpu.nvml import NvmlSampler
     from grader.vgpu.patcher import Patcher
 
     handle.patcher = Patcher()
+    dataparallel.install_observer(handle.patcher)
+    distributed.install(handle.patcher, virtual=False)
     _push_mode_in_every_thread(handle, RealGPUObserverMode)
     if int(os.environ.get("LOCAL_RANK", "0")) == 0:  # one sampler per node is enough
         handle.sampler = NvmlSampler(handle.trace, list(range(handle.n_gpus)))

@@ -129,3 +129,60 @@ def install(patcher: Patcher, node: Node) -> None:
 
     patcher.set(functions.Scatter, "forward", staticmethod(scatter_forward))
     patcher.set(functions, "_get_stream", lambda device: None)
+
+
+def install_observer(patcher: Patcher) -> None:
+    """On real GPUs: DataParallel's collectives run as they are, and are recorded."""
+    import torch.cuda.comm as cuda_comm
+    import torch.nn.parallel.comm as comm
+
+    def device_of(tensor):
+        return None if tensor.device.type == "cpu" else tensor.device.index
+
+    def record(kind, source, target, tensor):
+        trace = get_trace()
+        if trace.enabled and source != target:
+            trace.emit("transfer", kind=kind, src=describe(source), dst=describe(target),
+                       bytes=tensor.numel() * tensor.element_size(), shape=list(tensor.shape),
+                       site=call_site(3))
+
+    original = {name: getattr(comm, name) for name in
+                ("broadcast_coalesced", "reduce_add_coalesced", "scatter", "gather")}
+
+    def broadcast_coalesced(tensors, devices, buffer_size=10485760):
+        out = original["broadcast_coalesced"](tensors, devices, buffer_size)
+        for copies in out[1:]:
+            for source, copy in zip(tensors, copies):
+                record("broadcast", device_of(source), device_of(copy), copy)
+        return out
+
+    def reduce_add_coalesced(inputs, destination=None, buffer_size=10485760):
+        out = original["reduce_add_coalesced"](inputs, destination, buffer_size)
+        for group in inputs:
+            for tensor, result in zip(group, out):
+                record("reduce", device_of(tensor), device_of(result), tensor)
+        return out
+
+    def scatter(tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
+        chunks = original["scatter"](tensor, devices, chunk_sizes, dim, streams, out=out)
+        trace = get_trace()
+        if trace.enabled:
+            trace.emit("dp_scatter", src=describe(device_of(tensor)), dim=dim,
+                       sizes=[c.shape[dim] if c.dim() else 1 for c in chunks],
+                       devices=[str(c.device) for c in chunks],
+                       batch=tensor.shape[dim] if tensor.dim() else 1, site=call_site(3))
+        for chunk in chunks:
+            record("scatter", device_of(tensor), device_of(chunk), chunk)
+        return chunks
+
+    def gather(tensors, dim=0, destination=None, *, out=None):
+        result = original["gather"](tensors, dim, destination, out=out)
+        for tensor in tensors:
+            record("gather", device_of(tensor), device_of(result), tensor)
+        return result
+
+    for module in (comm, cuda_comm):
+        for name, value in (("broadcast_coalesced", broadcast_coalesced),
+                            ("reduce_add_coalesced", reduce_add_coalesced),
+                            ("scatter", scatter), ("gather", gather)):
+            patcher.set(module, name, value)

@@ -36,7 +36,8 @@ def _gloo_backend(backend):
     return "gloo" if "nccl" in text or text in ("cuda", "gloo") else backend
 
 
-def install(patcher: Patcher, world_size_hint: int | None = None) -> None:
+def install(patcher: Patcher, *, virtual: bool = True) -> None:
+    """Record collectives; on virtual GPUs also run nccl as gloo."""
     import torch.distributed as dist
     if not dist.is_available():
         return
@@ -47,8 +48,10 @@ def install(patcher: Patcher, world_size_hint: int | None = None) -> None:
 
     @functools.wraps(original_init)
     def init_process_group(backend=None, *args, **kwargs):
-        kwargs.pop("device_id", None)  # binds a CUDA device to the group: no such thing here
-        used = _gloo_backend(backend)
+        used = backend
+        if virtual:
+            kwargs.pop("device_id", None)  # binds a CUDA device to the group: none here
+            used = _gloo_backend(backend)
         original_init(used, *args, **kwargs)
         get_trace().emit("init_process_group", backend_requested=str(backend),
                          backend_used=str(used), world_size=dist.get_world_size(),
@@ -60,12 +63,15 @@ def install(patcher: Patcher, world_size_hint: int | None = None) -> None:
     def barrier(group=None, async_op=False, device_ids=None):
         get_trace().emit("collective", op="barrier", bytes=0,
                          group_size=dist.get_world_size(group), site=call_site(2))
-        return original_barrier(group=group, async_op=async_op)
+        if virtual:
+            device_ids = None  # gloo has no devices to pick
+        return original_barrier(group=group, async_op=async_op, device_ids=device_ids)
 
     for module in (dist, c10d):
         patcher.set(module, "init_process_group", init_process_group)
         patcher.set(module, "barrier", barrier)
-        patcher.set(module, "is_nccl_available", lambda: True)
+        if virtual:
+            patcher.set(module, "is_nccl_available", lambda: True)
         for name in _COLLECTIVES:
             original = getattr(c10d, name, None)
             if original is not None:

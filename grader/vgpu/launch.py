@@ -40,12 +40,24 @@ def node_environment(gpus: int, trace: str | None, *, force_virtual: bool = Fals
         env.pop(ENV_TRACE, None)
     if force_virtual:
         env[ENV_FORCE_VIRTUAL] = "1"
+    else:
+        env.update(visible_devices(gpus, env))
     path = [str(BOOT_DIR), str(PACKAGE_ROOT)]
     if env.get("PYTHONPATH"):
         path.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(path)
     env.setdefault("OMP_NUM_THREADS", "1" if gpus > 1 else str(os.cpu_count() or 1))
     return env
+
+
+def visible_devices(gpus: int, env: dict) -> dict:
+    """On a machine with enough real GPUs, show the script exactly the first `gpus` of them."""
+    from grader.vgpu import real_gpu_count
+    if real_gpu_count() < gpus:
+        return {}
+    already = env.get("CUDA_VISIBLE_DEVICES")
+    ids = already.split(",") if already else [str(i) for i in range(real_gpu_count())]
+    return {"CUDA_VISIBLE_DEVICES": ",".join(ids[:gpus])}
 
 
 def script_command(script: str, args: list[str], sets: list[str]) -> list[str]:

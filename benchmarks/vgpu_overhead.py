@@ -1,0 +1,106 @@
+"""What the virtual GPU node costs: step time on 4 virtual GPUs vs the same model plain on CPU,
+and the start-up cost of `pdl-grade run` over plain `python`.
+
+    python benchmarks/vgpu_overhead.py [--runs 5] [--steps 50]
+
+Each measurement runs in a fresh process; plain and virtual runs alternate, so drifting load on
+a shared machine hits both alike. Target (issue 2): ratio of medians <= 1.15 at DEPTH=12,
+DIM=1024, batch 64.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPTH, DIM, BATCH_SIZE, GPUS = 12, 1024, 64, 4
+
+CHILD = textwrap.dedent('''
+    import sys, time, torch, torch.nn as nn
+    depth, dim, batch, gpus, steps, virtual = (int(a) for a in sys.argv[1:7])
+    torch.manual_seed(0)
+    devices = [f"cuda:{i * gpus // depth}" if virtual else "cpu" for i in range(depth)]
+    layers = [nn.Sequential(nn.Linear(dim, dim), nn.ReLU()).to(d) for d in devices]
+    x = torch.randn(batch, dim, device=devices[0])
+    def step():
+        h = x
+        for layer, device in zip(layers, devices):
+            h = layer(h.to(device))
+        h.sum().backward()
+    for _ in range(3):
+        step()
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    print(time.perf_counter() - started)
+''')
+
+
+def run(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def step_ratio(runs: int, steps: int, child: Path) -> dict:
+    common = [str(DEPTH), str(DIM), str(BATCH_SIZE), str(GPUS), str(steps)]
+    plain, virtual = [], []
+    for _ in range(runs):
+        plain.append(float(run([sys.executable, str(child), *common, "0"])))
+        virtual.append(float(run([sys.executable, "-m", "grader", "run", "--gpus", str(GPUS),
+                                  "--virtual", str(child), *common, "1"])))
+    return {"plain_s": statistics.median(plain), "virtual_s": statistics.median(virtual),
+            "ratio": statistics.median(virtual) / statistics.median(plain),
+            "plain_all": plain, "virtual_all": virtual}
+
+
+def startup(runs: int, tmp: Path) -> dict:
+    script = tmp / "startup.py"
+    script.write_text("import torch\nprint(torch.cuda.device_count())\n")
+    plain, virtual = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run([sys.executable, str(script)])
+        plain.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        run([sys.executable, "-m", "grader", "run", "--gpus", "2", "--virtual", str(script)])
+        virtual.append(time.perf_counter() - started)
+    hw3 = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run([sys.executable, "-m", "grader", "run", "--gpus", "2", "--virtual",
+             "reference/hw3/model_parallel.py", "--depth", "6", "--dim", "64", "--steps", "3",
+             "--warmup", "1"])
+        hw3.append(time.perf_counter() - started)
+    return {"python_import_torch_s": statistics.median(plain),
+            "pdl_grade_run_import_torch_s": statistics.median(virtual),
+            "startup_overhead_s": statistics.median(virtual) - statistics.median(plain),
+            "hw3_small_run_s": statistics.median(hw3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=50)
+    options = parser.parse_args()
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        child = Path(tmp) / "child.py"
+        child.write_text(CHILD)
+        ratio = step_ratio(options.runs, options.steps, child)
+        print(f"{options.steps} fwd+bwd steps, DEPTH={DEPTH} DIM={DIM} batch {BATCH_SIZE}: "
+              f"plain CPU {ratio['plain_s']:.3f} s, {GPUS} virtual GPUs {ratio['virtual_s']:.3f} s, "
+              f"ratio of medians {ratio['ratio']:.3f} (target <= 1.15; {options.runs} runs each)")
+        costs = startup(options.runs, Path(tmp))
+        print(f"start-up: python + import torch {costs['python_import_torch_s']:.2f} s, "
+              f"pdl-grade run of the same {costs['pdl_grade_run_import_torch_s']:.2f} s "
+              f"(+{costs['startup_overhead_s']:.2f} s); HW3 reference, DEPTH=6 DIM=64 3 steps "
+              f"under pdl-grade run: {costs['hw3_small_run_s']:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
