@@ -10,6 +10,7 @@ DIM=1024, batch 64.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -42,7 +43,9 @@ CHILD = textwrap.dedent('''
 
 
 def run(command: list[str]) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=True)
+    # The same BLAS threads for both sides: the comparison is about the node, not threading.
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=True, env=env)
     return done.stdout.strip().splitlines()[-1]
 
 

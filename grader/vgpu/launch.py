@@ -46,7 +46,6 @@ def node_environment(gpus: int, trace: str | None, *, force_virtual: bool = Fals
     if env.get("PYTHONPATH"):
         path.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(path)
-    env.setdefault("OMP_NUM_THREADS", "1" if gpus > 1 else str(os.cpu_count() or 1))
     return env
 
 
