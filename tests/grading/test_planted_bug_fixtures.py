@@ -43,6 +43,7 @@ def test_expectations_name_real_items_and_checks(bug):
     checks = {rule.check: item.id for item in items.values() for rule in item.checks}
     assert set(bug.expected) <= set(items), sorted(set(bug.expected) - set(items))
     assert set(bug.failing) <= set(checks), sorted(set(bug.failing) - set(checks))
+    assert set(bug.grader_bugs) <= set(items), sorted(set(bug.grader_bugs) - set(items))
     for item_id, score in bug.expected.items():
         assert 0 <= score < items[item_id].points, (bug.name, item_id, score)
     # An item that loses points has a failing check, and a failing check costs its item points.
