@@ -18,10 +18,14 @@ import sys
 import time
 import traceback
 
-CONFIG_TIME_LIMIT_S = 60
+CONFIG_TIME_LIMIT_S = 30
 
 
 class ConfigTimeout(Exception):
+    pass
+
+
+class ForwardSkipped(Exception):
     pass
 
 
@@ -49,6 +53,7 @@ class Probe:
         self.torch = torch
         self.model_file = model_file
         self.out = open(out_path, "a", encoding="utf-8", buffering=1)
+        self.hung: dict | None = None
         from grader.vgpu import active
         from grader.vgpu.trace import get_trace
         self.activation = active()
@@ -98,7 +103,23 @@ class Probe:
         return found
 
     def logged_forward(self, model, x):
-        """Run forward, logging which layer runs on which device and every `.to()` between."""
+        """Run forward, logging which layer runs on which device and every `.to()` between.
+
+        A forward pass that hung once would hang again: later ones are not attempted (the
+        layouts, built in __init__, are still measured)."""
+        if self.hung is not None:
+            skipped = ForwardSkipped(self.hung["message"])
+            skipped.described = dict(self.hung, message="not run: an earlier forward pass "
+                                     "hung (" + self.hung["message"] + ")")
+            raise skipped
+        try:
+            return self._logged_forward(model, x)
+        except ConfigTimeout as error:
+            self.hung = describe_error(error, self.model_file)
+            error.described = self.hung
+            raise
+
+    def _logged_forward(self, model, x):
         log = []
         handles = []
         for i, layer in enumerate(self.layers_of(model)):
@@ -124,17 +145,27 @@ class Probe:
                 handle.remove()
         return out, log
 
-    def guarded(self, record: dict, work) -> None:
+    def _single_output(self, dim, depth, batch):
+        torch = self.torch
+        model = self.build(dim, depth)
+        first = self.layer_devices(model)[0]
+        x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
+        out, _ = self.logged_forward(model, x.to(first if isinstance(first, str) else first[0]))
+        return out.detach().cpu()
+
+    def guarded(self, record: dict, work, emit: bool = True) -> None:
         signal.alarm(CONFIG_TIME_LIMIT_S)
         try:
             record.update(work())
         except BaseException as error:  # the student's code may raise anything
             if isinstance(error, KeyboardInterrupt):
                 raise
-            record["error"] = describe_error(error, self.model_file)
+            record["error"] = getattr(error, "described", None) or describe_error(
+                error, self.model_file)
         finally:
             signal.alarm(0)
-        self.emit(record)
+        if emit:
+            self.emit(record)
 
     # -- the plan's parts ---------------------------------------------------------------------
     def layouts(self, gpus: list[int], depths: list[int], dim: int, batch: int) -> None:
@@ -142,14 +173,11 @@ class Probe:
         single = {}
         if self.use_gpus(1):
             for depth in depths:
-                try:
-                    model = self.build(dim, depth)
-                    x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
-                    first = self.layer_devices(model)[0]
-                    out, _ = self.logged_forward(model, x.to(first if isinstance(first, str) else first[0]))
-                    single[depth] = out.detach().cpu()
-                except BaseException:
-                    single[depth] = None
+                # The same weights on one GPU: what every layout's output must equal.
+                found = {}
+                self.guarded(found, lambda: {"out": self._single_output(dim, depth, batch)},
+                             emit=False)
+                single[depth] = found.get("out")
         for n in gpus:
             if not self.use_gpus(n):
                 for depth in depths:
@@ -172,7 +200,8 @@ class Probe:
         try:
             out, log = self.logged_forward(model, x)
         except BaseException as error:
-            result["forward_error"] = describe_error(error, self.model_file)
+            result["forward_error"] = getattr(error, "described", None) or describe_error(
+                error, self.model_file)
             return result
         result["log"] = log
         result["output_device"] = str(out.device)
