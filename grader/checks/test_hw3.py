@@ -22,13 +22,12 @@ TASK4_DEPTH = 20
 PLAN = [
     {"part": "layouts", "gpus": NODE_SIZES, "depths": DEPTHS, "dim": LAYOUT_DIM, "batch": 4},
     {"part": "transfers", "gpus": [2, 5], "depth": TRANSFER_DEPTH, "dim": LAYOUT_DIM, "batch": 4},
-    {"part": "timing", "label": "trend", "gpus": 2, "depths": TIMING_DEPTHS, "dim": TIMING_DIM,
-     "batch": 64, "warmup": 2, "rounds": 9},
-    {"part": "timing", "label": "task4_2", "gpus": 2, "depths": [TASK4_DEPTH], "dim": TIMING_DIM,
-     "batch": 64, "warmup": 2, "rounds": 7},
-    {"part": "timing", "label": "task4_5", "gpus": 5, "depths": [TASK4_DEPTH], "dim": TIMING_DIM,
-     "batch": 64, "warmup": 2, "rounds": 7},
+    {"part": "timing", "label": "trend", "configs": [[2, d] for d in TIMING_DEPTHS],
+     "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9},
+    {"part": "timing", "label": "task4", "configs": [[2, TASK4_DEPTH], [5, TASK4_DEPTH]],
+     "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9},
 ]
+NO_SPEEDUP_TOLERANCE = 1.5  # 5 GPUs may not be more than 1.5x faster than 2 (noise, not MP)
 LOOK_TASK3 = "LargeLinearModelMP.__init__ in hw3/model_parallel.py (Task 3: the layout)"
 LOOK_FORWARD = "LargeLinearModelMP.forward in hw3/model_parallel.py (the baton pass)"
 
@@ -66,9 +65,10 @@ def built(found, what="the model") -> None:
     if error:
         todo = " (a TODO of the template is still to be written)" if error.get(
             "type") == "NotImplementedError" else ""
+        where = (f"with {found['gpus']} GPU(s) and DEPTH={found['depth']}" if "gpus" in found
+                 else "for (GPUs, DEPTH) " + ", ".join(f"({g}, {d})" for g, d in found["configs"]))
         raise AssertionError(
-            f"Building or running {what} with {found.get('gpus')} GPU(s) and DEPTH="
-            f"{found.get('depth', found.get('depths'))} failed{todo}: {error['type']}"
+            f"Building or running {what} {where} failed{todo}: {error['type']}"
             f"{' at ' + error['site'] if error.get('site') else ''}: {error['message']}")
 
 
@@ -117,10 +117,11 @@ def test_task1_activation_moves_between_layers_2_and_3(probe):
 # -- Task 2 ----------------------------------------------------------------------------------
 @pytest.mark.check("hw3.task2.trend")
 def test_task2_step_time_grows_with_depth(probe):
-    found = record(probe, "trend", gpus=2)
+    found = record(probe, "trend")
     built(found, "and training the model")
-    medians = [found["median_ms"][str(d)] for d in TIMING_DEPTHS]
-    pairs = [(d, t) for d in TIMING_DEPTHS for t in found["times_ms"][str(d)]]
+    runs = [found["results"][f"2x{d}"] for d in TIMING_DEPTHS]
+    medians = [run["median_ms"] for run in runs]
+    pairs = [(run["depth"], t) for run in runs for t in run["times_ms"]]
     rho = spearman([d for d, _ in pairs], [t for _, t in pairs])
     increasing = all(a < b for a, b in zip(medians, medians[1:]))
     # Doubling the layers should add clearly more than noise: at least 1.5x from 6 to 24.
@@ -195,9 +196,7 @@ def test_task3_output_equals_single_gpu(probe, gpus, depth):
     ran_forward(found)
     assert found.get("matches_single_gpu") is True, explain(
         f"the output on {gpus} GPUs equals the output of the same weights on one GPU",
-        "no single-GPU run to compare with (the model fails on 1 GPU)"
-        if "matches_single_gpu" not in found else
-        f"outputs differ by up to {found.get('max_difference', float('nan')):.3g}",
+        f"outputs differ by up to {found.get('max_difference')}",
         LOOK_FORWARD + ": every layer once, in order")
 
 
@@ -224,9 +223,10 @@ def test_task3_contiguous_blocks(probe, gpus, depth):
 @pytest.mark.check("hw3.task4.all_gpus_hold_layers")
 @pytest.mark.parametrize("gpus", [2, 5])
 def test_task4_all_gpus_hold_layers_and_memory(probe, gpus):
-    found = record(probe, f"task4_{gpus}", gpus=gpus)
+    found = record(probe, "task4")
     built(found, "and training the model")
-    layers, memory = found["layers_per_gpu"], found["peak_memory"]
+    run = found["results"][f"{gpus}x{TASK4_DEPTH}"]
+    layers, memory = run["layers_per_gpu"], run["peak_memory"]
     idle = [i for i in range(gpus) if layers[i] == 0 or memory[i] == 0]
     assert not idle, explain(
         f"DEPTH={TASK4_DEPTH} on {gpus} GPUs: every GPU holds layers and memory",
@@ -236,13 +236,12 @@ def test_task4_all_gpus_hold_layers_and_memory(probe, gpus):
 
 @pytest.mark.check("hw3.task4.no_speedup")
 def test_task4_more_gpus_no_faster(probe):
-    two = record(probe, "task4_2", gpus=2)
-    five = record(probe, "task4_5", gpus=5)
-    built(two, "and training the model")
-    built(five, "and training the model")
-    t2, t5 = two["median_ms"][str(TASK4_DEPTH)], five["median_ms"][str(TASK4_DEPTH)]
+    found = record(probe, "task4")
+    built(found, "and training the model")
+    t2 = found["results"][f"2x{TASK4_DEPTH}"]["median_ms"]
+    t5 = found["results"][f"5x{TASK4_DEPTH}"]["median_ms"]
     # Naive model parallelism runs one GPU at a time: 5 GPUs cannot be clearly faster than 2.
-    assert t5 >= t2 / 1.25, explain(
+    assert t5 >= t2 / NO_SPEEDUP_TOLERANCE, explain(
         "no speed-up from 2 to 5 GPUs beyond noise (only one GPU works at any moment)",
         f"median step {t2:.2f} ms on 2 GPUs, {t5:.2f} ms on 5",
         "LargeLinearModelMP.forward must run the layers one after another, as the task describes")

@@ -119,7 +119,7 @@ def test_gradients_synchronised_once_per_step(node):
 
 
 @pytest.mark.check("practical10.batch_size_invariant")
-@pytest.mark.parametrize("batch", [32, 128])
+@pytest.mark.parametrize("batch", [32, 64, 128])
 def test_pattern_independent_of_batch_size(node, batch):
     run = hybrid(node, BATCH_SIZE=batch)
     require_run(run)

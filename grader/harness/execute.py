@@ -40,6 +40,7 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         "OMP_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PDL_SUBMISSION_ROOT": str(submission.resolve()),  # sites read as hw3/model_parallel.py
     }
     if force_virtual or os.environ.get(ENV_FORCE_VIRTUAL) == "1":
         env[ENV_FORCE_VIRTUAL] = "1"

@@ -50,13 +50,23 @@ class Trace:
                 self._file = None
 
 
+def display_path(filename: str) -> str:
+    """A path as the student knows it: inside the submission (hw3/model_parallel.py), else as is."""
+    root = os.environ.get("PDL_SUBMISSION_ROOT")
+    if filename.startswith("<"):
+        return filename
+    if root and os.path.abspath(filename).startswith(os.path.abspath(root) + os.sep):
+        return os.path.relpath(os.path.abspath(filename), root)
+    return filename
+
+
 def call_site(skip: int = 2) -> str | None:
     """file:line of the innermost frame that belongs to the user's code (not torch, not us)."""
     frame = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not any(part in filename for part in _OWN_CODE):
-            return f"{os.path.relpath(filename) if not filename.startswith('<') else filename}:{frame.f_lineno}"
+            return f"{display_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
