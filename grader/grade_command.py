@@ -89,7 +89,7 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics(rubrics_dir)
-    scored, errors = [], []
+    scored, errors, measurements = [], [], {}
     gpus = real_gpus()
     try:
         for assignment in assignments:
@@ -106,6 +106,7 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
             else:
                 scored.append(score_assignment(rubric, report, overrides=overrides,
                                                submitted_at=submitted_at))
+                measurements[assignment] = collect_measurements(report)
     finally:
         # Written even when something above failed: what was graded is never lost.
         needed = max((rubrics[a].gpus for a in assignments), default=0)
@@ -113,8 +114,29 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
                     else hardware_info("virtual", needed))
         result = build_result(str(submission), scored, hardware=hardware,
                               duration_s=round(time.monotonic() - started, 2), errors=errors)
+        for entry in result["assignments"]:
+            if measurements.get(entry["id"]):
+                entry["measurements"] = measurements[entry["id"]]
         write_result(out / "result.json", result)
     return result
+
+
+def collect_measurements(report: dict) -> dict:
+    """The checks' `measured` values, merged (nested dicts from several cases combine)."""
+    merged: dict = {}
+
+    def merge(into: dict, values: dict) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    for test in report.get("tests", []):
+        values = (test.get("metadata") or {}).get("measured")
+        if isinstance(values, dict):
+            merge(merged, values)
+    return merged
 
 
 def _gpu_names(count: int) -> list[str]:

@@ -65,12 +65,22 @@ def check_id(item) -> str | None:
     return marker.args[0] if marker is not None and marker.args else None
 
 
+@pytest.fixture
+def measured(request) -> dict:
+    """What a check measured on the student's code (step times, layouts, ...), for the reports:
+    set keys on this dict; they reach result.json as the assignment's `measurements`."""
+    found = request.node.__dict__.setdefault("_pdl_measured", {})
+    return found
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-json-report's hook: absent without that plugin
 def pytest_json_runtest_metadata(item, call):
     identifier = check_id(item)
     if identifier is None:
         return {}
     metadata = {"check": identifier, "assignment": identifier.split(".")[0]}
+    if getattr(item, "_pdl_measured", None):
+        metadata["measured"] = item._pdl_measured
     if call.excinfo is not None and call.when == "call":
         metadata["feedback"] = _feedback(call.excinfo)
     return metadata

@@ -84,10 +84,11 @@ def ran_forward(found) -> None:
 
 # -- Task 1 ----------------------------------------------------------------------------------
 @pytest.mark.check("hw3.task1.layout")
-def test_task1_six_layers_on_two_gpus(probe):
+def test_task1_six_layers_on_two_gpus(probe, measured):
     found = record(probe, "layout", gpus=2, depth=6)
     built(found)
     devices = found["devices"]
+    measured["task1.layers_per_gpu"] = counts_per_gpu(devices, 2)
     assert counts_per_gpu(devices, 2) == [3, 3] and contiguous_blocks(devices, 2), explain(
         "DEPTH=6 on 2 GPUs: layers 0-2 on cuda:0 and layers 3-5 on cuda:1",
         describe_layout(devices), "LargeLinearModelMP.__init__ (Task 1: split the layers in two)")
@@ -116,11 +117,12 @@ def test_task1_activation_moves_between_layers_2_and_3(probe):
 
 # -- Task 2 ----------------------------------------------------------------------------------
 @pytest.mark.check("hw3.task2.trend")
-def test_task2_step_time_grows_with_depth(probe):
+def test_task2_step_time_grows_with_depth(probe, measured):
     found = record(probe, "trend")
     built(found, "and training the model")
     runs = [found["results"][f"2x{d}"] for d in TIMING_DEPTHS]
     medians = [run["median_ms"] for run in runs]
+    measured["task2.step_time_ms"] = {str(d): round(m, 3) for d, m in zip(TIMING_DEPTHS, medians)}
     pairs = [(run["depth"], t) for run in runs for t in run["times_ms"]]
     rho = spearman([d for d, _ in pairs], [t for _, t in pairs])
     increasing = all(a < b for a, b in zip(medians, medians[1:]))
@@ -153,10 +155,12 @@ def test_task3_layers_on_existing_gpus(probe, gpus, depth):
 
 @pytest.mark.check("hw3.task3.balanced")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
-def test_task3_even_split(probe, gpus, depth):
+def test_task3_even_split(probe, gpus, depth, measured):
     found = record(probe, "layout", gpus=gpus, depth=depth)
     built(found)
     counts = counts_per_gpu(found["devices"], gpus)
+    if (gpus, depth) == (5, 20):
+        measured["task3.layers_per_gpu_20_5"] = counts
     assert max(counts) - min(counts) <= 1 or (depth < gpus and max(counts) <= 1), explain(
         f"{depth} layers over {gpus} GPUs: per-GPU counts that differ by at most one "
         f"(e.g. {counts_per_gpu(even_contiguous_layout(depth, gpus), gpus)})",
@@ -222,11 +226,13 @@ def test_task3_contiguous_blocks(probe, gpus, depth):
 # -- Task 4 ----------------------------------------------------------------------------------
 @pytest.mark.check("hw3.task4.all_gpus_hold_layers")
 @pytest.mark.parametrize("gpus", [2, 5])
-def test_task4_all_gpus_hold_layers_and_memory(probe, gpus):
+def test_task4_all_gpus_hold_layers_and_memory(probe, gpus, measured):
     found = record(probe, "task4")
     built(found, "and training the model")
     run = found["results"][f"{gpus}x{TASK4_DEPTH}"]
     layers, memory = run["layers_per_gpu"], run["peak_memory"]
+    measured["task4"] = {str(gpus): {"step_time_ms": round(run["median_ms"], 3),
+                                     "memory_per_gpu_mib": [round(m / 2**20, 2) for m in memory]}}
     idle = [i for i in range(gpus) if layers[i] == 0 or memory[i] == 0]
     assert not idle, explain(
         f"DEPTH={TASK4_DEPTH} on {gpus} GPUs: every GPU holds layers and memory",
@@ -295,10 +301,11 @@ def test_task5_every_to_targets_next_layer(probe, gpus):
 
 @pytest.mark.check("hw3.task5.transfers")
 @pytest.mark.parametrize("gpus", [2, 5])
-def test_task5_real_transfers_equal_device_changes(probe, gpus):
+def test_task5_real_transfers_equal_device_changes(probe, gpus, measured):
     found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
     built(found)
     _, calls, between = forward_moves(found)
+    measured["task5"] = {str(gpus): {"to_calls": len(calls), "transfers": len(between)}}
     expected = device_changes(found["devices"])
     assert len(between) == expected, explain(
         f"{expected} real GPU-to-GPU transfer(s) in one forward pass: one per change of device "

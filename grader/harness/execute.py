@@ -78,18 +78,22 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
                 sys.executable, *command]
     else:
         argv = [sys.executable, *command]
+    observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
+            timeout_s=timeout_s)
+    return observation
+
+
+def observe(observation: Observation, argv: list[str], **run_options) -> None:
+    """Run `argv` sandboxed on the node and record in `observation` what happened."""
     started = time.monotonic()
-    result, events = run_command(argv, submission=submission, scratch=scratch, gpus=gpus,
-                                 timeout_s=timeout_s)
+    result, events = run_command(argv, **run_options)
     observation.duration_s = time.monotonic() - started
     observation.returncode = result.returncode
     observation.timed_out = result.timed_out
     observation.memory_exceeded = result.memory_exceeded
-    observation.stdout = result.stdout
-    observation.stderr = result.stderr
+    observation.stdout, observation.stderr = result.stdout, result.stderr
     observation.events = events
     observation.warnings = list(result.warnings)
-    return observation
 
 
 def _script_text(path: Path) -> str:
@@ -115,15 +119,8 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     scratch = Path(tempfile.mkdtemp(prefix="hw3-", dir=scratch_root))
     out = scratch / "probe.jsonl"
     argv = [sys.executable, str(HW3_PROBE), str(model_file.resolve()), str(out), json.dumps(plan)]
-    started = time.monotonic()
-    result, events = run_command(argv, submission=submission, scratch=scratch, gpus=gpus,
-                                 timeout_s=timeout_s)
-    observation.duration_s = time.monotonic() - started
-    observation.returncode = result.returncode
-    observation.timed_out = result.timed_out
-    observation.memory_exceeded = result.memory_exceeded
-    observation.stdout, observation.stderr = result.stdout, result.stderr
-    observation.events = events
+    observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
+            timeout_s=timeout_s)
     records = []
     if out.exists():
         for line in out.read_text(encoding="utf-8", errors="replace").splitlines():

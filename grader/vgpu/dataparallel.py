@@ -15,6 +15,15 @@ from grader.vgpu.patcher import Patcher
 from grader.vgpu.trace import call_site, get_trace
 
 
+def record(kind: str, source: int | None, target: int | None, tensor) -> None:
+    """One DataParallel move of `tensor` between two devices (GPU index or None: the host)."""
+    trace = get_trace()
+    if trace.enabled and source != target:
+        trace.emit("transfer", kind=kind, src=describe(source), dst=describe(target),
+                   bytes=tensor.numel() * tensor.element_size(), shape=list(tensor.shape),
+                   site=call_site(3))
+
+
 def install(patcher: Patcher, node: Node) -> None:
     import torch.cuda.comm as cuda_comm
     import torch.nn.parallel._functions as functions
@@ -37,13 +46,6 @@ def install(patcher: Patcher, node: Node) -> None:
             out = tensor.detach().clone(memory_format=torch.contiguous_format)
         node.label(out, target)
         return out
-
-    def record(kind, source, target, tensor):
-        trace = get_trace()
-        if trace.enabled and source != target:
-            trace.emit("transfer", kind=kind, src=describe(source), dst=describe(target),
-                       bytes=tensor.numel() * tensor.element_size(), shape=list(tensor.shape),
-                       site=call_site(3))
 
     def broadcast(tensor, devices=None, *, out=None):
         targets = [index(d) for d in devices] if devices is not None else [
@@ -138,13 +140,6 @@ def install_observer(patcher: Patcher) -> None:
 
     def device_of(tensor):
         return None if tensor.device.type == "cpu" else tensor.device.index
-
-    def record(kind, source, target, tensor):
-        trace = get_trace()
-        if trace.enabled and source != target:
-            trace.emit("transfer", kind=kind, src=describe(source), dst=describe(target),
-                       bytes=tensor.numel() * tensor.element_size(), shape=list(tensor.shape),
-                       site=call_site(3))
 
     original = {name: getattr(comm, name) for name in
                 ("broadcast_coalesced", "reduce_add_coalesced", "scatter", "gather")}
