@@ -1,0 +1,54 @@
+"""`pdl-grade batch SUBMISSIONS --out DIR`: grade every submission in a folder (Moodle's
+"download all submissions" or plain folders/zips) into DIR/gradebook.sqlite,
+DIR/submissions/<student>/result.json and DIR/grades.csv.
+
+Exit status: 0 when every submission was graded, skipped or rejected (a bad upload is the
+student's, graded 0); 1 when some grading timed out or failed (listed at the end, retried by
+the next batch); 2 when the batch could not start.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from grader.grade_command import ASSIGNMENTS
+
+
+def add_parsers(sub) -> None:
+    batch = sub.add_parser("batch", help="grade a folder of submissions into a gradebook and grades.csv",
+                           description=__doc__)
+    batch.add_argument("submissions", help="folder of submission folders or .zip files "
+                                           "(Moodle's 'download all submissions' works as is)")
+    batch.add_argument("--out", required=True, help="folder for gradebook.sqlite, grades.csv "
+                                                    "and submissions/<student>/result.json")
+    batch.add_argument("--assignment", action="append", choices=ASSIGNMENTS,
+                       help="grade only these (repeatable); default: all")
+    batch.add_argument("--workers", type=int, default=1,
+                       help="submissions graded at once, each in its own process (default 1)")
+    batch.add_argument("--timeout", type=float, default=None,
+                       help="seconds one submission may take before it is killed and recorded "
+                            "as timed out (default 1800)")
+    batch.add_argument("--regrade", action="store_true",
+                       help="grade again even submissions unchanged since the last batch")
+    batch.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
+    batch.add_argument("--check-timeout", type=float, default=180.0,
+                       help="seconds one run of student code may take")
+    batch.set_defaults(handler=run)
+
+
+def run(options) -> int:
+    from grader.batch.runner import DEFAULT_TIMEOUT_S, BatchError, run_batch
+    if options.workers < 1:
+        print("pdl-grade batch: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        report = run_batch(Path(options.submissions), Path(options.out), options.assignment,
+                           workers=options.workers,
+                           timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
+                           regrade=options.regrade, rubrics_dir=options.rubrics,
+                           check_timeout=options.check_timeout)
+    except BatchError as problem:
+        print(f"pdl-grade batch: {problem}", file=sys.stderr)
+        return 2
+    print(f"gradebook: {report.gradebook}\ngrades:    {report.grades_csv}")
+    return 1 if report.failed else 0

@@ -1,0 +1,52 @@
+"""DIR/grades.csv: one row per student, sorted by student key, for Moodle's grade import.
+
+Columns: `Identifier` ("Participant <id>" from Moodle's download, else the folder/zip name),
+`Full name`, one column per assignment, `Total`, `Status`. Moodle's import maps the identifier
+column and one grade column per grade item; unmapped columns (Status) are ignored there.
+
+A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
+grading problem is never imported as a zero. A rejected upload (bad archive) is a 0.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from grader.batch.gradebook import CurrentRun
+from grader.grade_command import ASSIGNMENTS
+
+
+def _points(value: float) -> str:
+    return f"{round(value, 2):g}"
+
+
+def grades_rows(runs: Iterable[CurrentRun]) -> list[list[str]]:
+    runs = sorted(runs, key=lambda r: r.student.key)
+    present = {a for run in runs for a in run.assignment_scores}
+    columns = [a for a in ASSIGNMENTS if a in present] + sorted(present - set(ASSIGNMENTS))
+    rows = [["Identifier", "Full name", *columns, "Total", "Status"]]
+    for run in runs:
+        graded = run.status in ("graded", "rejected")
+        cells = [_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
+                 for a in columns]
+        total = _points(sum(run.assignment_scores.values())) if graded else ""
+        status = run.status.replace("_", " ")
+        if run.message and run.status != "graded":
+            status += ": " + " ".join(run.message.split())[:200]
+        rows.append([run.student.identifier, run.student.name, *cells, total, status])
+    return rows
+
+
+def write_grades_csv(path: Path, runs: Iterable[CurrentRun]) -> Path:
+    """Write atomically (temp file + rename): a killed batch never leaves half a CSV."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(grades_rows(runs))
+    fd, tmp = tempfile.mkstemp(prefix=".grades.", suffix=".csv", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(buffer.getvalue())
+    os.replace(tmp, path)
+    return path

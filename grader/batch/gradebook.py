@@ -1,0 +1,224 @@
+"""DIR/gradebook.sqlite: students, submissions (by content hash), runs, scores and logs.
+
+Crash safety: only the batch's parent process writes; a run is written in ONE transaction
+after its result.json is complete, so a batch killed at any moment leaves each run either
+fully recorded or absent. WAL mode with synchronous=FULL makes a committed run survive the
+kill (and a power cut). The partial unique index `one_current_run_per_student` makes a
+duplicate current result impossible, whatever the code above does.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from grader.batch.inputs import Student
+
+SCHEMA_VERSION = 1
+# Outcomes of a run. `graded` and `rejected` are final for that content and configuration;
+# `timed_out` and `error` are retried by the next batch (the cause may have been the machine).
+FINAL_STATUSES = ("graded", "rejected")
+STATUSES = FINAL_STATUSES + ("timed_out", "error")
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS students (
+    id             INTEGER PRIMARY KEY,
+    key            TEXT NOT NULL UNIQUE,   -- folder name under DIR/submissions/
+    name           TEXT NOT NULL,
+    participant_id TEXT                    -- Moodle's participant id, NULL outside Moodle
+);
+CREATE TABLE IF NOT EXISTS submissions (
+    id           INTEGER PRIMARY KEY,
+    student_id   INTEGER NOT NULL REFERENCES students(id),
+    content_hash TEXT NOT NULL,            -- sha256 of sorted paths + bytes ('raw:' if rejected)
+    source       TEXT NOT NULL,            -- entries of SUBMISSIONS it came from
+    first_seen   TEXT NOT NULL,
+    UNIQUE (student_id, content_hash)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id              INTEGER PRIMARY KEY,
+    student_id      INTEGER NOT NULL REFERENCES students(id),
+    submission_id   INTEGER NOT NULL REFERENCES submissions(id),
+    config_hash     TEXT NOT NULL,         -- grader version + rubric files + assignments + timeout
+    grader_version  TEXT NOT NULL,
+    rubric_hash     TEXT NOT NULL,
+    rubric_versions TEXT NOT NULL,         -- JSON {{assignment: version}}
+    assignments     TEXT NOT NULL,         -- JSON list
+    started_at      TEXT NOT NULL,
+    finished_at     TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ({", ".join(f"'{s}'" for s in STATUSES)})),
+    message         TEXT,                  -- why it was rejected / timed out / errored
+    score           REAL,
+    max_score       REAL,
+    result_json     TEXT,                  -- the complete result.json (NULL if none)
+    current         INTEGER NOT NULL DEFAULT 1 CHECK (current IN (0, 1))
+);
+CREATE UNIQUE INDEX IF NOT EXISTS one_current_run_per_student ON runs(student_id) WHERE current = 1;
+CREATE TABLE IF NOT EXISTS assignment_scores (
+    run_id         INTEGER NOT NULL REFERENCES runs(id),
+    assignment     TEXT NOT NULL,
+    score          REAL NOT NULL,
+    max_score      REAL NOT NULL,
+    status         TEXT,
+    rubric_version TEXT,
+    PRIMARY KEY (run_id, assignment)
+);
+CREATE TABLE IF NOT EXISTS item_scores (
+    run_id     INTEGER NOT NULL REFERENCES runs(id),
+    assignment TEXT NOT NULL,
+    item_id    TEXT NOT NULL,
+    score      REAL NOT NULL,
+    max_score  REAL NOT NULL,
+    status     TEXT,
+    feedback   TEXT,
+    PRIMARY KEY (run_id, item_id)
+);
+CREATE TABLE IF NOT EXISTS logs (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER REFERENCES runs(id),
+    student_id INTEGER REFERENCES students(id),
+    at         TEXT NOT NULL,
+    level      TEXT NOT NULL,
+    message    TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What, besides the submission's content, decides its grades."""
+    grader_version: str
+    rubric_hash: str
+    rubric_versions: dict[str, str]
+    assignments: tuple[str, ...]
+    config_hash: str
+
+
+@dataclass
+class RunRecord:
+    status: str
+    started_at: str
+    finished_at: str
+    message: str | None = None
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CurrentRun:
+    student: Student
+    status: str
+    message: str | None
+    content_hash: str
+    config_hash: str
+    result: dict[str, Any] | None
+    assignment_scores: dict[str, float]
+
+
+class Gradebook:
+    def __init__(self, path: Path):
+        self.path = path
+        # isolation_level=None: transactions are opened explicitly (BEGIN IMMEDIATE).
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        with self.transaction():
+            for statement in _statements():
+                self.db.execute(statement)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    def current_run(self, key: str) -> tuple[str, str, str] | None:
+        """(content_hash, config_hash, status) of the student's current run, if any."""
+        return self.db.execute(
+            "SELECT s.content_hash, r.config_hash, r.status FROM runs r "
+            "JOIN students st ON st.id = r.student_id JOIN submissions s ON s.id = r.submission_id "
+            "WHERE st.key = ? AND r.current = 1", (key,)).fetchone()
+
+    def record_run(self, student: Student, content_hash: str, source: str, config: RunConfig,
+                   run: RunRecord, logs: list[tuple[str, str]]) -> int:
+        """Store one finished run (and make it the student's current one) atomically."""
+        if run.status not in STATUSES:
+            raise ValueError(f"unknown run status {run.status!r}")
+        with self.transaction():
+            student_id = self._upsert_student(student)
+            self.db.execute("INSERT OR IGNORE INTO submissions (student_id, content_hash, source, first_seen) "
+                            "VALUES (?, ?, ?, ?)", (student_id, content_hash, source, run.started_at))
+            submission_id = self.db.execute(
+                "SELECT id FROM submissions WHERE student_id = ? AND content_hash = ?",
+                (student_id, content_hash)).fetchone()[0]
+            self.db.execute("UPDATE runs SET current = 0 WHERE student_id = ? AND current = 1", (student_id,))
+            result = run.result
+            run_id = self.db.execute(
+                "INSERT INTO runs (student_id, submission_id, config_hash, grader_version, rubric_hash, "
+                "rubric_versions, assignments, started_at, finished_at, status, message, score, "
+                "max_score, result_json, current) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)",
+                (student_id, submission_id, config.config_hash, config.grader_version,
+                 config.rubric_hash, json.dumps(config.rubric_versions, sort_keys=True),
+                 json.dumps(list(config.assignments)), run.started_at, run.finished_at,
+                 run.status, run.message,
+                 result["score"] if result else None, result["max_score"] if result else None,
+                 json.dumps(result, ensure_ascii=False) if result else None)).lastrowid
+            for assignment in (result or {}).get("assignments", []):
+                self.db.execute("INSERT INTO assignment_scores VALUES (?,?,?,?,?,?)",
+                                (run_id, assignment["id"], assignment["score"], assignment["max_score"],
+                                 assignment.get("status"), assignment.get("rubric_version")))
+                for item in assignment.get("items", []):
+                    self.db.execute("INSERT INTO item_scores VALUES (?,?,?,?,?,?,?)",
+                                    (run_id, assignment["id"], item["id"], item["score"],
+                                     item["max_score"], item.get("status"), item.get("feedback")))
+            for level, message in logs:
+                self.db.execute("INSERT INTO logs (run_id, student_id, at, level, message) VALUES (?,?,?,?,?)",
+                                (run_id, student_id, run.finished_at, level, message))
+        return run_id
+
+    def _upsert_student(self, student: Student) -> int:
+        self.db.execute("INSERT INTO students (key, name, participant_id) VALUES (?, ?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET name = excluded.name, "
+                        "participant_id = excluded.participant_id",
+                        (student.key, student.name, student.participant_id))
+        return self.db.execute("SELECT id FROM students WHERE key = ?", (student.key,)).fetchone()[0]
+
+    def current_runs(self) -> Iterator[CurrentRun]:
+        """Every student's current run, sorted by student key."""
+        rows = self.db.execute(
+            "SELECT st.key, st.name, st.participant_id, r.id, r.status, r.message, s.content_hash, "
+            "r.config_hash, r.result_json FROM runs r JOIN students st ON st.id = r.student_id "
+            "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1 ORDER BY st.key").fetchall()
+        for key, name, pid, run_id, status, message, chash, config_hash, result_json in rows:
+            scores = dict(self.db.execute(
+                "SELECT assignment, score FROM assignment_scores WHERE run_id = ?", (run_id,)).fetchall())
+            yield CurrentRun(Student(key, name, pid), status, message, chash, config_hash,
+                             json.loads(result_json) if result_json else None, scores)
+
+
+def _statements() -> list[str]:
+    # executescript() would COMMIT the open transaction first; run the statements one by one.
+    return [s.strip() for s in _strip_comments(SCHEMA).split(";") if s.strip()]
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any exception (sqlite3's own context manager
+    does not BEGIN in autocommit mode)."""
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind, value, traceback):
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        return False

@@ -1,0 +1,249 @@
+"""Batches with the fake grader: skip/regrade, bad archives, timeouts, crashes, SIGKILL,
+grades.csv and progress output."""
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_graders import alive, calls, fake_grade, make_submission, zip_bytes, zip_folder
+from grader.batch.command import add_parsers
+from grader.batch.runner import BatchError, run_batch
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def calls_log(tmp_path, monkeypatch):
+    path = tmp_path / "calls.log"
+    monkeypatch.setenv("PDL_FAKE_CALLS", str(path))
+    return path
+
+
+def batch(subs, out, **options):
+    options.setdefault("grade_fn", fake_grade)
+    options.setdefault("stream", io.StringIO())
+    return run_batch(subs, out, ["practical4"], **options)
+
+
+def query(out: Path, sql: str, *args):
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        return db.execute(sql, args).fetchall()
+
+
+def read_csv(out: Path) -> list[list[str]]:
+    return list(csv.reader((out / "grades.csv").open(encoding="utf-8")))
+
+
+def test_rerun_skips_unchanged_regrades_changed_and_regrade_forces(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=9)
+    make_submission(subs / "bob", score=4)
+    zip_folder(make_submission(tmp_path / "c", score=7), subs.joinpath("Carol Chu_42_assignsubmission_file_.zip"))
+
+    first = batch(subs, out, workers=2)
+    assert sorted(k for k, _ in calls(calls_log)) == ["Carol_Chu_42", "alice", "bob"]
+    assert (first.progress.graded, first.progress.skipped) == (3, 0)
+    assert json.loads((out / "submissions" / "alice" / "result.json").read_text())["score"] == 9
+
+    calls_log.unlink()
+    second = batch(subs, out, workers=2)
+    assert calls(calls_log) == [] and (second.progress.graded, second.progress.skipped) == (0, 3)
+
+    make_submission(subs / "bob", score=6, extra="fixed a bug")
+    third = batch(subs, out)
+    assert [k for k, _ in calls(calls_log)] == ["bob"] and third.progress.skipped == 2
+    assert query(out, "SELECT r.score FROM runs r JOIN students s ON s.id = r.student_id "
+                      "WHERE s.key = 'bob' ORDER BY r.id") == [(4.0,), (6.0,)]
+
+    calls_log.unlink()
+    batch(subs, out, regrade=True)
+    assert sorted(k for k, _ in calls(calls_log)) == ["Carol_Chu_42", "alice", "bob"]
+
+    calls_log.unlink()
+    batch(subs, out, check_timeout=99.0)          # another configuration: graded again
+    assert len(calls(calls_log)) == 3
+
+    # History is kept, but each student has exactly one current run.
+    assert query(out, "SELECT count(*) FROM runs") == [(3 + 1 + 3 + 3,)]
+    assert query(out, "SELECT s.key, count(*) FROM runs r JOIN students s ON s.id = r.student_id "
+                      "WHERE r.current = 1 GROUP BY s.key ORDER BY s.key") == [
+        ("Carol_Chu_42", 1), ("alice", 1), ("bob", 1)]
+    assert query(out, "SELECT count(*) FROM submissions") == [(4,)]     # bob's two versions
+    assert query(out, "SELECT count(*) FROM item_scores i JOIN runs r ON r.id = i.run_id "
+                      "WHERE r.current = 1") == [(3,)]
+
+
+def test_grades_csv_rejected_archive_and_moodle_identifiers(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Jane Doe_123456_assignsubmission_file_" / "work", score=7.5)
+    make_submission(subs / "carol", score=10)
+    (subs / "Mallory Evil_999_assignsubmission_file_").mkdir()
+    (subs / "Mallory Evil_999_assignsubmission_file_" / "sub.zip").write_bytes(
+        zip_bytes([("practical4/concepts.py", b"A = 1\n"), ("../../../etc/cron.d/x", b"boom")]))
+
+    report = batch(subs, out)
+    assert (report.progress.graded, report.progress.rejected, report.failed) == (2, 1, 0)
+    assert (out / "grades.csv").read_text() == (
+        "Identifier,Full name,practical4,Total,Status\n"
+        "Participant 123456,Jane Doe,7.5,7.5,graded\n"
+        "Participant 999,Mallory Evil,0,0,rejected: sub.zip: entry '../../../etc/cron.d/x' "
+        "points outside the archive (../); rejected\n"
+        "carol,carol,10,10,graded\n")
+    # The rejected student still gets a result.json that says why, with the rubric's maximum.
+    rejected = json.loads((out / "submissions" / "Mallory_Evil_999" / "result.json").read_text())
+    assert rejected["score"] == 0 and rejected["max_score"] == 10
+    assert "points outside the archive" in rejected["errors"][0]
+    auto_items = [i for i in rejected["assignments"][0]["items"] if i["kind"] == "auto"]
+    assert auto_items and all(i["status"] == "error" and i["score"] == 0 for i in auto_items)
+    assert query(out, "SELECT level FROM logs l JOIN students s ON s.id = l.student_id "
+                      "WHERE s.key = 'Mallory_Evil_999'") == [("error",)]
+    # A rejected upload is not re-examined while unchanged.
+    calls_log.unlink()
+    assert batch(subs, out).progress.skipped == 3
+
+
+def test_hung_grading_is_killed_at_the_timeout_while_others_finish(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "a_hangs", behaviour="hang")
+    make_submission(subs / "b_crashes", behaviour="crash")
+    for name in ("c_ok", "d_ok", "e_ok"):
+        make_submission(subs / name, score=5, sleep_s=0.2)
+    stream = io.StringIO()
+    started = time.monotonic()
+    report = batch(subs, out, workers=2, timeout_s=2.0, stream=stream)
+    took = time.monotonic() - started
+    assert took < 10, f"the hung grading held the batch for {took:.1f} s"
+    statuses = dict(query(out, "SELECT s.key, r.status FROM runs r JOIN students s ON s.id = r.student_id"))
+    assert statuses == {"a_hangs": "timed_out", "b_crashes": "error", "c_ok": "graded",
+                        "d_ok": "graded", "e_ok": "graded"}
+    hung_pid = dict(calls(calls_log))["a_hangs"]
+    assert not alive(hung_pid), "the hung grading process is still running"
+    messages = dict(query(out, "SELECT s.key, r.message FROM runs r JOIN students s ON s.id = r.student_id"))
+    assert messages["a_hangs"] == "grading took longer than 2 s and was stopped"
+    assert "crashed on purpose" in messages["b_crashes"]
+    assert report.failed == 2
+    rows = {row[0]: row for row in read_csv(out)[1:]}
+    assert rows["a_hangs"][2:4] == ["", ""] and rows["a_hangs"][4].startswith("timed out")
+    assert rows["c_ok"][2:4] == ["5", "5"]
+    assert (out / "submissions" / "a_hangs" / "grading-problem.txt").exists()
+    assert not (out / "submissions" / "a_hangs" / "result.json").exists()
+    summary = stream.getvalue().split("Not graded normally:")[1]
+    assert "a_hangs: timed out - grading took longer than 2 s" in summary
+    assert "b_crashes: error - the grading process failed (exit 1)" in summary
+    # Failed gradings are tried again by the next batch; graded ones are not.
+    calls_log.unlink()
+    batch(subs, out, workers=2, timeout_s=2.0)
+    assert sorted(k for k, _ in calls(calls_log)) == ["a_hangs", "b_crashes"]
+
+
+def test_batch_sigkilled_midway_then_rerun_grades_each_submission_exactly_once(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    students = [f"s{i:02d}" for i in range(10)]
+    for i, name in enumerate(students):
+        make_submission(subs / name, score=i, sleep_s=0.4)
+    process = subprocess.Popen([sys.executable, str(HERE / "run_fake_batch.py"), str(subs), str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    recorded = 0
+    while time.monotonic() < deadline and recorded < 3:
+        time.sleep(0.05)
+        if (out / "gradebook.sqlite").exists():
+            try:
+                recorded = query(out, "SELECT count(*) FROM runs")[0][0]
+            except sqlite3.OperationalError:
+                pass            # the schema is not there yet
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 3 <= recorded < len(students), "the batch was not killed midway"
+    done_before = query(out, "SELECT s.key FROM runs r JOIN students s ON s.id = r.student_id")
+    before_calls = calls(calls_log)
+    assert len(before_calls) > len(done_before), "no grading was in flight when killed"
+
+    calls_log.unlink()
+    report = batch(subs, out, workers=2)
+    regraded = sorted(k for k, _ in calls(calls_log))
+    assert regraded == sorted(set(students) - {k for (k,) in done_before})
+    assert report.progress.skipped == len(done_before)
+    assert query(out, "SELECT s.key, count(*), max(r.score) FROM runs r "
+                      "JOIN students s ON s.id = r.student_id GROUP BY s.key ORDER BY s.key") == [
+        (name, 1, float(i)) for i, name in enumerate(students)]
+    rows = read_csv(out)
+    assert [r[0] for r in rows[1:]] == students and [r[2] for r in rows[1:]] == [str(i) for i in range(10)]
+    for i, name in enumerate(students):
+        assert json.loads((out / "submissions" / name / "result.json").read_text())["score"] == i
+    assert not (out / "work").exists() and not (out / "scratch").exists()
+
+
+def test_gradings_of_a_sigkilled_batch_die_with_it(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "hangs", behaviour="hang")
+    process = subprocess.Popen([sys.executable, str(HERE / "run_fake_batch.py"), str(subs), str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not calls(calls_log) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [(_, pid)] = calls(calls_log)
+    assert alive(pid)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 3
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid), "an orphaned grading outlived its batch"
+
+
+def test_progress_is_plain_lines_off_a_terminal_and_one_live_line_on_it(tmp_path, calls_log):
+    subs = tmp_path / "subs"
+    for name in ("a", "b"):
+        make_submission(subs / name, score=1)
+    plain = io.StringIO()
+    batch(subs, tmp_path / "out1", stream=plain, live=False)
+    lines = plain.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] graded a (") and lines[1].startswith("[2/2] graded b (")
+    assert "\r" not in plain.getvalue()
+    assert lines[2].startswith("2/2 done: 2 graded, 0 failed, 0 rejected, 0 skipped")
+    live = io.StringIO()
+    batch(subs, tmp_path / "out2", stream=live, live=True)
+    frames = live.getvalue().split("\r\x1b[K")
+    assert any(f.startswith("1/2 done: 1 graded") and "ETA" in f for f in frames)
+    assert "[1/2]" not in live.getvalue()
+
+
+def test_a_second_batch_on_the_same_folder_is_refused_and_bad_arguments_too(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "a")
+    out.mkdir()
+    # Another process holds the lock (a POSIX lock never conflicts within one process).
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+                               "fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)",
+                               str(out / ".batch.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(BatchError, match="another batch"):
+            batch(subs, out)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert batch(subs, out).progress.graded == 1     # released when its holder died
+    with pytest.raises(BatchError, match="not a folder"):
+        batch(tmp_path / "missing", out)
+
+
+def test_cli_parser(tmp_path):
+    import argparse
+    parser = argparse.ArgumentParser(prog="pdl-grade")
+    add_parsers(parser.add_subparsers(dest="command"))
+    options = parser.parse_args(["batch", "subs", "--out", "o", "--assignment", "practical4",
+                                 "--assignment", "hw3", "--workers", "3", "--timeout", "60", "--regrade"])
+    assert (options.submissions, options.out, options.assignment, options.workers, options.timeout,
+            options.regrade) == ("subs", "o", ["practical4", "hw3"], 3, 60.0, True)
+    assert options.handler.__module__ == "grader.batch.command"

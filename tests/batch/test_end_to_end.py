@@ -1,0 +1,44 @@
+"""The real grader, once: two small submissions (the reference solution and the untouched
+student template), practical4 only, through the CLI handler with two workers."""
+import argparse
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fake_graders import zip_folder
+from grader.batch.command import add_parsers
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_reference_and_template_graded_for_real(tmp_path, capsys):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    # The reference as a Moodle folder, the template as a plain zip with a top folder.
+    shutil.copytree(REPO / "reference" / "practical4",
+                    subs / "Ref Erence_1_assignsubmission_file_" / "practical4")
+    shutil.copytree(REPO / "student_template" / "practical4", tmp_path / "tpl" / "practical4")
+    zip_folder(tmp_path / "tpl", subs / "template.zip", prefix="my-submission/")
+
+    parser = argparse.ArgumentParser(prog="pdl-grade")
+    add_parsers(parser.add_subparsers(dest="command"))
+    options = parser.parse_args(["batch", str(subs), "--out", str(out), "--assignment", "practical4",
+                                 "--workers", "2", "--timeout", "300"])
+    assert options.handler(options) == 0, capsys.readouterr().err
+
+    reference = json.loads((out / "submissions" / "Ref_Erence_1" / "result.json").read_text())
+    template = json.loads((out / "submissions" / "template" / "result.json").read_text())
+    assert [a["id"] for a in reference["assignments"]] == ["practical4"]
+    assert reference["score"] == reference["max_score"] > 0, reference["errors"]
+    assert reference["submission"] == "Ref Erence_1_assignsubmission_file_"
+    assert template["score"] < template["max_score"]
+    assert (out / "submissions" / "template" / "pytest-practical4.json").is_file()
+    rows = list(csv.reader((out / "grades.csv").open()))
+    assert rows[0] == ["Identifier", "Full name", "practical4", "Total", "Status"]
+    assert rows[1] == ["Participant 1", "Ref Erence", f"{reference['score']:g}", f"{reference['score']:g}", "graded"]
+    assert rows[2][:2] == ["template", "template"] and float(rows[2][2]) == template["score"]
+    err = capsys.readouterr().err
+    assert "2/2 done: 2 graded, 0 failed" in err
