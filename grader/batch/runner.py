@@ -219,9 +219,11 @@ class _Batch:
         _publish(self.out, submission.student.key, run.result, work, run.message)
 
 
-def _last_lines(text: str, count: int = 8) -> str:
-    lines = text.strip().splitlines()[-count:]
-    return (":\n" + "\n".join(lines)) if lines else ""
+def _last_lines(text: str) -> str:
+    """The last line of the grading's output (a traceback's last line names the error); the
+    whole tail is kept in the logs table."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return f": {lines[-1]}" if lines else ""
 
 
 def _publish(out: Path, key: str, result: dict[str, Any] | None, work: Path | None,
