@@ -1,0 +1,131 @@
+"""result.json -> Gradescope's results.json (the format in /work/shared/notes/grading-anchors.md).
+
+One Gradescope test per rubric item (automatic items, instructor-scored items, the late
+penalty). Manual items still waiting for the instructor are not tests: a 0-point "passed" or
+an "x / y failed" would both mislead; the summary output lists them instead.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from grader.reports.measurements import lookup
+from grader.reports.render import render_item_markdown, render_markdown
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+OUTPUT_FORMATS = ("text", "html", "simple_format", "md", "ansi")
+STATUSES = ("passed", "failed")
+
+
+def gradescope_results(result: Mapping[str, Any], *, visibility: str = "after_due_date",
+                       stdout_visibility: str = "hidden", leaderboard: bool = False) -> dict:
+    for name, value in (("visibility", visibility), ("stdout_visibility", stdout_visibility)):
+        if value not in VISIBILITIES:
+            raise ValueError(f"{name} must be one of {', '.join(VISIBILITIES)}, got {value!r}")
+    assignments = result.get("assignments") or []
+    several = len(assignments) > 1
+    tests = []
+    for a_number, assignment in enumerate(assignments, start=1):
+        shown = [item for item in assignment.get("items") or [] if not item.get("pending")]
+        for i_number, item in enumerate(shown, start=1):
+            tests.append(_test(assignment, item, f"{a_number}.{i_number}", several, visibility))
+    output = render_markdown(result, summary_only=True) + _hidden_note(tests)
+    results = {
+        "score": _points(result.get("score")),
+        "execution_time": int(round(result.get("duration_s") or 0)),
+        "output": output,
+        "output_format": "md",
+        "visibility": visibility,
+        "stdout_visibility": stdout_visibility,
+        "extra_data": {
+            "schema": result.get("schema"),
+            "grader_version": result.get("grader_version"),
+            "hardware": result.get("hardware"),
+            "errors": list(result.get("errors") or []),
+            "assignments": [_assignment_summary(a) for a in assignments],
+        },
+        "tests": tests,
+    }
+    board = _leaderboard(assignments) if leaderboard else []
+    if board:
+        results["leaderboard"] = board
+    return results
+
+
+def _test(assignment: Mapping, item: Mapping, number: str, several: bool,
+          default_visibility: str) -> dict:
+    score, max_score = _points(item.get("score")), _points(item.get("max_score"))
+    name = str(item.get("title") or item.get("id"))
+    return {
+        "score": score,
+        "max_score": max_score,
+        "status": _status(item, score, max_score),
+        "name": f"[{assignment.get('id')}] {name}" if several else name,
+        "number": number,
+        "output": render_item_markdown(item),
+        "output_format": "md",
+        "tags": [str(assignment.get("id")), str(item.get("kind", "auto"))],
+        "visibility": _visibility(item, default_visibility),
+        "extra_data": {
+            "item_id": item.get("id"),
+            "status": item.get("status"),
+            "checks": [{key: check.get(key) for key in ("id", "status", "score", "max_score")}
+                       for check in item.get("checks") or []],
+        },
+    }
+
+
+def _status(item: Mapping, score: float, max_score: float) -> str:
+    # "partial" with full points cannot happen, but an item with errors could still hold
+    # points from other checks: only a clean pass (or a nothing-to-lose skip) is "passed".
+    if item.get("status") in ("failed", "partial", "error"):
+        return "failed"
+    return "passed" if score >= max_score else "failed"
+
+
+def _visibility(item: Mapping, default: str) -> str:
+    """A rubric item marked hidden stays hidden (its points still count in the total)."""
+    if item.get("hidden") is True:
+        return "hidden"
+    wanted = item.get("visibility")
+    return wanted if wanted in VISIBILITIES else default
+
+
+def _hidden_note(tests: list[dict]) -> str:
+    hidden = [t for t in tests if t["visibility"] == "hidden"]
+    if not hidden:
+        return ""
+    points = sum(t["max_score"] for t in hidden)
+    # Honest totals: say that the total includes tests the student cannot see yet.
+    return (f"\n{len(hidden)} test(s) worth {points:g} point(s) are hidden for now; "
+            "the total above includes them.\n")
+
+
+def _assignment_summary(assignment: Mapping) -> dict:
+    keys = ("id", "rubric_version", "status", "score", "max_score", "rubric_max_score",
+            "excluded_points", "pending_manual", "late")
+    return {key: assignment.get(key) for key in keys}
+
+
+def _leaderboard(assignments: list[Mapping]) -> list[dict]:
+    """HW3's step time at the largest DEPTH measured, when it was measured."""
+    for assignment in assignments:
+        if assignment.get("id") != "hw3":
+            continue
+        times = lookup(assignment.get("measurements"), "task2.step_time_ms")
+        if not isinstance(times, Mapping):
+            continue
+        numeric = {}
+        for depth, value in times.items():
+            try:
+                numeric[int(depth)] = float(value)
+            except (TypeError, ValueError):
+                continue
+        if numeric:
+            depth = max(numeric)
+            return [{"name": f"HW3 step time, DEPTH={depth} (ms)",
+                     "value": round(numeric[depth], 3), "order": "asc"}]
+    return []
+
+
+def _points(value: Any) -> float:
+    return round(float(value or 0), 2)

@@ -1,0 +1,101 @@
+"""Turn an assignment's optional `measurements` (and the student's `answers`, same keys) into
+rows a report can show side by side: (task, quantity, reported, measured).
+
+Any nested dict of numbers and lists is accepted, so a new assignment's measurements show up
+without code here; HW3's keys only get friendlier labels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+# Keys that only make sense in one assignment: (assignment, flattened path) -> label.
+PATH_LABELS = {
+    ("hw3", "task1.layers_per_gpu"): "layers per GPU (DEPTH=6, 2 GPUs)",
+    ("hw3", "task3.layers_per_gpu_20_5"): "layers per GPU (DEPTH=20, 5 GPUs)",
+}
+# Quantity names as a student reads them; unknown names are shown with spaces for "_".
+QUANTITY_LABELS = {
+    "layers_per_gpu": "layers per GPU",
+    "step_time_ms": "step time (ms)",
+    "memory_per_gpu_mib": "peak memory per GPU (MiB)",
+    "to_calls": ".to() calls in forward",
+    "transfers": "GPU-to-GPU transfers",
+}
+# What a numeric key means under a given path ("task2.step_time_ms" -> {"6": ...} is DEPTH=6).
+NUMBER_KEY_MEANING = {
+    ("hw3", "task2.step_time_ms"): "DEPTH={}",
+    ("hw3", "task4"): "{} GPUs",
+    ("hw3", "task5"): "{} GPUs",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    task: str          # "Task 2", or the first key segment when it is not "taskN"
+    quantity: str      # "step time (ms), DEPTH=6"
+    path: str          # the flattened key, stable for tests and tooling
+    reported: Any      # None when the student reported nothing for it
+    measured: Any      # None when only the student's value exists
+
+
+def comparison_rows(measurements: Mapping | None, answers: Mapping | None = None,
+                    assignment: str = "") -> list[Row]:
+    """One row per leaf value of either mapping, measured order first, then answer-only keys."""
+    measured = dict(_flatten(measurements or {}))
+    reported = dict(_flatten(answers or {}))
+    paths = list(measured) + [p for p in reported if p not in measured]
+    return [Row(task=_task(p), quantity=_quantity(p, assignment), path=".".join(p),
+                reported=reported.get(p), measured=measured.get(p)) for p in paths]
+
+
+def lookup(data: Mapping | None, dotted: str):
+    """data["task2.step_time_ms"] or data["task2"]["step_time_ms"]: both spellings occur."""
+    if not isinstance(data, Mapping):
+        return None
+    if dotted in data:
+        return data[dotted]
+    head, _, rest = dotted.partition(".")
+    return lookup(data.get(head), rest) if rest and head in data else None
+
+
+def format_value(value: Any) -> str:
+    """Numbers without trailing zeros, lists as "3, 3"; absent values as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_value(v) for v in value)
+    return str(value)
+
+
+def _flatten(value: Any, path: tuple[str, ...] = ()):
+    # A key like "task1.layers_per_gpu" is split so it lines up with {"task1": {...}} too.
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _flatten(inner, path + tuple(str(key).split(".")))
+    else:
+        yield path, value
+
+
+def _task(path: tuple[str, ...]) -> str:
+    head = path[0] if path else ""
+    if head.startswith("task") and head[4:].isdigit():
+        return f"Task {head[4:]}"
+    return head
+
+
+def _quantity(path: tuple[str, ...], assignment: str) -> str:
+    if (assignment, ".".join(path)) in PATH_LABELS:
+        return PATH_LABELS[assignment, ".".join(path)]
+    words, context = [], []
+    for depth, key in enumerate(path[1:], start=1):
+        if key.lstrip("-").replace(".", "", 1).isdigit():
+            meaning = NUMBER_KEY_MEANING.get((assignment, ".".join(path[:depth])), "{}")
+            context.append(meaning.format(key))
+        else:
+            words.append(QUANTITY_LABELS.get(key, key.replace("_", " ")))
+    return ", ".join([" / ".join(words) or "value"] + context)

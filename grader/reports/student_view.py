@@ -1,0 +1,129 @@
+"""What a student may see of a result.json, shaped for the templates.
+
+Fields are copied by name (an allow-list), so anything instructor-facing that a later version
+of result.json adds (rubric guidance, override comments meant for staff, paths on the grading
+machine) stays out of the student report unless it is added here on purpose.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import PurePath
+from typing import Any, Mapping
+
+from grader.reports.measurements import comparison_rows, format_value
+
+STATUS_WORDS = {
+    "passed": "passed", "failed": "failed", "partial": "partly passed", "error": "error",
+    "skipped": "skipped", "manual": "manual", "penalty": "penalty",
+}
+
+
+def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
+    hardware = result.get("hardware") or {}
+    return {
+        "submission": PurePath(str(result.get("submission") or "")).name,
+        "started_at": _when(result.get("started_at")),
+        "grader_version": result.get("grader_version"),
+        "hardware": _hardware_text(hardware),
+        "score": fmt_points(result.get("score")),
+        "max_score": fmt_points(result.get("max_score")),
+        "errors": list(result.get("errors") or []),
+        "assignments": [assignment_view(a) for a in result.get("assignments") or []],
+    }
+
+
+def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
+    items = assignment.get("items") or []
+    measurements = assignment.get("measurements") or None
+    answers = assignment.get("answers") or None
+    rows = comparison_rows(measurements, answers, str(assignment.get("id", "")))
+    return {
+        "id": assignment.get("id"),
+        "title": assignment.get("title"),
+        "rubric_version": assignment.get("rubric_version"),
+        "status": assignment.get("status"),
+        "score": fmt_points(assignment.get("score")),
+        "max_score": fmt_points(assignment.get("max_score")),
+        "excluded_points": fmt_points(assignment.get("excluded_points") or 0),
+        "has_excluded": bool(assignment.get("excluded_points")),
+        "rubric_max_score": fmt_points(assignment.get("rubric_max_score")),
+        "errors": list(assignment.get("errors") or []),
+        "late": assignment.get("late"),
+        "rubric_items": [item_view(i) for i in items if i.get("kind") != "penalty"],
+        "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
+        "pending": [item_view(i) for i in items if i.get("pending")],
+        "measurements": measurements,
+        "answers": answers,
+        "has_answers": bool(answers),
+        "rows": [{"task": r.task, "quantity": r.quantity, "path": r.path,
+                  "reported": format_value(r.reported), "measured": format_value(r.measured)}
+                 for r in rows],
+    }
+
+
+def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
+    checks = [check_view(c) for c in item.get("checks") or []]
+    return {
+        "id": item.get("id"),
+        "title": item.get("title"),
+        "kind": item.get("kind", "auto"),
+        "status": item.get("status"),
+        "status_word": STATUS_WORDS.get(item.get("status"), item.get("status")),
+        "score": fmt_points(item.get("score")),
+        "max_score": fmt_points(item.get("max_score")),
+        "pending": bool(item.get("pending")),
+        "overridden": bool(item.get("overridden")),
+        "note": rubric_note(item),
+        "checks": checks,
+    }
+
+
+def check_view(check: Mapping[str, Any]) -> dict[str, Any]:
+    cases = check.get("cases") or []
+    return {
+        "id": check.get("id"),
+        "status": check.get("status"),
+        "status_word": STATUS_WORDS.get(check.get("status"), check.get("status")),
+        "score": fmt_points(check.get("score")),
+        "max_score": fmt_points(check.get("max_score")),
+        "counts": {k: check.get(k, 0) for k in ("passed", "failed", "skipped", "errors")},
+        "feedback": check.get("feedback") or "",
+        "skip_reasons": sorted({c.get("message") or "no reason given"
+                                for c in cases if c.get("outcome") == "skipped"}),
+    }
+
+
+def rubric_note(item: Mapping[str, Any]) -> str:
+    """The item's own text (the rubric's pass/fail/skipped text, a penalty's explanation, an
+    instructor's comment): item feedback is that text followed by each check's feedback, and
+    the checks are shown on their own."""
+    text = item.get("feedback") or ""
+    for check in item.get("checks") or []:
+        if check.get("feedback"):
+            text = text.replace(check["feedback"], "")
+    return "\n".join(line for line in text.splitlines() if line.strip())
+
+
+def fmt_points(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, (int, float)):
+        return f"{value:g}"
+    return str(value)
+
+
+def _when(iso: Any) -> str | None:
+    """"2026-05-01T10:00:00.123+00:00" -> "2026-05-01 10:00 UTC+00:00"; anything else as is."""
+    try:
+        moment = _dt.datetime.fromisoformat(str(iso))
+    except ValueError:
+        return None if iso is None else str(iso)
+    return moment.strftime("%Y-%m-%d %H:%M") + (f" {moment.tzname()}" if moment.tzinfo else "")
+
+
+def _hardware_text(hardware: Mapping[str, Any]) -> str:
+    if not hardware:
+        return "unknown"
+    kind = "virtual (simulated)" if hardware.get("kind") == "virtual" else "real"
+    names = ", ".join(sorted(set(hardware.get("names") or [])))
+    return f"{hardware.get('gpus', '?')} {kind} GPU(s)" + (f": {names}" if names else "")
