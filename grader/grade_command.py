@@ -87,6 +87,8 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
     from grader.scoring import (build_result, errored_assignment, hardware_info, load_rubrics,
                                 score_assignment, write_result)
     started = time.monotonic()
+    out = Path(out).resolve()  # pytest runs in a scratch folder: relative paths would land there
+    submission = Path(submission).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics(rubrics_dir)
     scored, errors, measurements = [], [], {}

@@ -1,0 +1,17 @@
+"""`pdl-grade grade` from the command line, with a relative --out, as the README runs it."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_relative_out_folder_and_exit_status(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(ROOT / "reference"),
+                           "--out", "out-rel", "--assignment", "practical4"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "out-rel" / "result.json").read_text())
+    assert result["errors"] == [] and result["score"] == result["max_score"] == 10.0
+    assert "practical4       10 / 10" in done.stdout
