@@ -27,11 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     torchrun = sub.add_parser("torchrun", help="torchrun a script on a node of N GPUs")
     torchrun.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1)
     _node_options(torchrun)
-    try:
-        from grader import grade_command
-        grade_command.add_parsers(sub)
-    except ImportError:
-        pass
+    from grader import grade_command
+    from grader.batch import command as batch_command
+    grade_command.add_parsers(sub)
+    batch_command.add_parsers(sub)
     return parser
 
 
