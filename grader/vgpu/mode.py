@@ -152,7 +152,8 @@ class VirtualGPUMode(TorchFunctionMode):
         if isinstance(target, str):
             return func(*args, **kwargs)
         return self._move(tensor, target, dtype, copy=copy,
-                          memory_format=memory_format or torch.preserve_format)
+                          memory_format=memory_format or torch.preserve_format,
+                          record=device is not None)  # a dtype-only .to() is no device move
 
     def _cuda(self, func, args, kwargs):
         device = args[1] if len(args) > 1 else kwargs.get("device")
@@ -164,12 +165,12 @@ class VirtualGPUMode(TorchFunctionMode):
         return self._move(args[0], None, None, copy=False,
                           memory_format=kwargs.get("memory_format", torch.preserve_format))
 
-    def _move(self, tensor, target, dtype, *, copy, memory_format):
+    def _move(self, tensor, target, dtype, *, copy, memory_format, record=True):
         node = self.node
         source = node.label_of(tensor)
         moved = source != target
         trace = get_trace()
-        if trace.enabled:
+        if trace.enabled and record:
             trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
                        bytes=tensor.numel() * tensor.element_size() if moved else 0,
                        shape=list(tensor.shape), site=call_site(3))

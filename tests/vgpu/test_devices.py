@@ -94,3 +94,20 @@ def test_optimizer_over_parameters_on_several_gpus(vnode):
     for optimizer in (torch.optim.Adam, torch.optim.SGD, torch.optim.AdamW):
         optimizer([p for layer in layers for p in layer.parameters()], lr=0.1).step()
     assert [layer.weight.device.index for layer in layers] == [0, 1, 2]
+
+
+def test_every_device_move_is_recorded_once(vnode):
+    handle = vnode(2)
+    events = []
+    handle.trace.listeners.append(events.append)
+    x = torch.ones(8, device="cuda:0")
+    x.to("cuda:0")                       # a .to() call that moves nothing
+    y = x.to("cuda:1")                   # a real transfer
+    x.to(torch.float64)                  # a dtype change: no device move at all
+    torch.empty(8, device="cuda:0").copy_(y)
+    moves = [(e["event"], e["src"], e["dst"], e.get("copied", True), e["bytes"]) for e in events
+             if e["event"] in ("to", "transfer")]
+    assert moves == [("to", "cuda:0", "cuda:0", False, 0), ("to", "cuda:0", "cuda:1", True, 32),
+                     ("transfer", "cuda:1", "cuda:0", True, 32)]
+    # The site is the user's line, not a line of torch or of the grader.
+    assert all("test_devices.py:" in e["site"] for e in events if e["event"] in ("to", "transfer"))
