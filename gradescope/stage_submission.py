@@ -1,0 +1,53 @@
+"""Copy a Gradescope submission into the layout the grader expects (that of student_template/:
+one folder per assignment), in a folder only the autograder writes to.
+
+Students upload either that layout, the same inside one top-level folder (a zipped project),
+or loose files (model_parallel.py, answers.yaml, report.pdf). Loose files go to the folder of
+the assignment whose template has a file of that name; with a single assignment graded, every
+loose file goes to its folder (a report PDF has no fixed name).
+
+    python stage_submission.py SUBMISSION TARGET TEMPLATE_DIR ASSIGNMENT...
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", "__MACOSX", ".DS_Store")
+
+
+def stage(submission: Path, target: Path, template: Path, assignments: list[str]) -> list[str]:
+    """Fill `target`; returns one line per decision, for the autograder's log."""
+    root = _project_root(submission, assignments)
+    shutil.copytree(root, target, ignore=IGNORED, symlinks=True)
+    notes = [f"submission root: {root}"]
+    loose = [p for p in root.iterdir() if p.is_file() and not IGNORED(str(root), [p.name])]
+    for assignment in assignments:
+        folder = target / assignment
+        if folder.is_dir():
+            continue
+        names = {p.name for p in (template / assignment).glob("*")}
+        chosen = [p for p in loose if p.name in names or len(assignments) == 1]
+        folder.mkdir()
+        for path in chosen:
+            shutil.copy2(path, folder / path.name, follow_symlinks=False)
+        notes.append(f"{assignment}/: {', '.join(p.name for p in chosen) or 'no files found'}")
+    return notes
+
+
+def _project_root(submission: Path, assignments: list[str]) -> Path:
+    if any((submission / a).is_dir() for a in assignments):
+        return submission
+    folders = [p for p in submission.iterdir() if p.is_dir() and p.name not in ("__MACOSX",)]
+    if len(folders) == 1 and any((folders[0] / a).is_dir() for a in assignments):
+        return folders[0]
+    return submission
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 5:
+        sys.exit(__doc__)
+    source, target, template, *names = sys.argv[1:]
+    for line in stage(Path(source), Path(target), Path(template), names):
+        print(f"stage_submission: {line}")
