@@ -1,0 +1,157 @@
+"""Gradescope results.json, checked field by field against the documented format
+(/work/shared/notes/grading-anchors.md, "Gradescope results.json")."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import REFERENCE, ROUND_ROBIN, TEMPLATE, find_item
+from grader.reports import gradescope_results
+
+VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
+FORMATS = {"text", "html", "simple_format", "md", "ansi"}
+TOP_KEYS = {"score", "execution_time", "output", "output_format", "visibility",
+            "stdout_visibility", "extra_data", "tests", "leaderboard"}
+TEST_KEYS = {"score", "max_score", "status", "name", "number", "output", "output_format",
+             "tags", "visibility", "extra_data"}
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def validate(results: dict) -> None:
+    """Raise AssertionError naming the first field that breaks the format."""
+    json.dumps(results, allow_nan=False)            # plain JSON, no NaN/Infinity
+    assert set(results) <= TOP_KEYS, set(results) - TOP_KEYS
+    assert is_number(results["score"])
+    assert isinstance(results["execution_time"], int) and results["execution_time"] >= 0
+    assert isinstance(results["output"], str)
+    assert results["output_format"] in FORMATS
+    assert results["visibility"] in VISIBILITIES
+    assert results["stdout_visibility"] in VISIBILITIES
+    assert isinstance(results["extra_data"], dict)
+    assert isinstance(results["tests"], list)
+    numbers = []
+    for test in results["tests"]:
+        where = test.get("number")
+        assert set(test) == TEST_KEYS, (where, set(test) ^ TEST_KEYS)
+        assert is_number(test["score"]) and is_number(test["max_score"]), where
+        assert test["max_score"] >= 0, where
+        assert test["status"] in ("passed", "failed"), where
+        if test["status"] == "passed":
+            assert test["score"] >= test["max_score"], where
+        assert isinstance(test["name"], str) and test["name"], where
+        assert re.fullmatch(r"\d+\.\d+", test["number"]), where
+        assert isinstance(test["output"], str), where
+        assert test["output_format"] in FORMATS, where
+        assert isinstance(test["tags"], list) and all(isinstance(t, str) for t in test["tags"])
+        assert test["visibility"] in VISIBILITIES, where
+        assert isinstance(test["extra_data"], dict), where
+        numbers.append(test["number"])
+    assert len(numbers) == len(set(numbers)), "test numbers repeat"
+    assert round(sum(t["score"] for t in results["tests"]), 2) == results["score"]
+    for entry in results.get("leaderboard", []):
+        assert set(entry) == {"name", "value", "order"}
+        assert isinstance(entry["name"], str) and is_number(entry["value"])
+        assert entry["order"] in ("asc", "desc")
+
+
+@pytest.mark.parametrize("name", [REFERENCE, TEMPLATE, ROUND_ROBIN])
+def test_every_fixture_gives_valid_results(result, name):
+    data = result(name)
+    results = gradescope_results(data)
+    validate(results)
+    assert results["score"] == data["score"]
+    assert round(sum(t["max_score"] for t in results["tests"]), 2) == data["max_score"]
+    assert results["visibility"] == "after_due_date" and results["stdout_visibility"] == "hidden"
+
+
+def test_the_validator_catches_broken_results(result):
+    good = gradescope_results(result(ROUND_ROBIN))
+    for breakage in (lambda r: r["tests"][0].update(status="partial"),
+                     lambda r: r.update(visibility="public"),
+                     lambda r: r["tests"][0].update(number="one"),
+                     lambda r: r.update(score=r["score"] + 1),
+                     lambda r: r["tests"][1].update(score=float("nan"))):
+        broken = json.loads(json.dumps(good))
+        breakage(broken)
+        with pytest.raises((AssertionError, ValueError)):
+            validate(broken)
+
+
+def test_tests_follow_the_rubric_items(result):
+    results = gradescope_results(result(ROUND_ROBIN))
+    by_name = {t["name"]: t for t in results["tests"]}
+    task1 = by_name["[hw3] Task 1 - Split DEPTH=6 layers over 2 GPUs"]
+    assert (task1["number"], task1["score"], task1["max_score"], task1["status"]) == ("1.1", 0, 3, "failed")
+    assert "Observed: layer 0 on cuda:0, layer 1 on cuda:1" in task1["output"]
+    assert task1["tags"] == ["hw3", "auto"]
+    assert task1["extra_data"]["item_id"] == "hw3.task1"
+    task3 = by_name["[hw3] Task 3 - Distribute the layers over any number of GPUs"]
+    assert (task3["score"], task3["status"]) == (2, "failed")
+    late = by_name["[hw3] Late penalty (2 days late)"]
+    assert (late["score"], late["max_score"], late["status"]) == (-2.2, 0, "failed")
+    skipped = by_name["[practical5] Speed-up on real GPUs"]
+    assert (skipped["score"], skipped["max_score"], skipped["status"]) == (0, 0, "passed")
+    assert "skipped because: needs 2 real GPU(s)" in skipped["output"]
+    # Pending written answers are not tests (neither a free pass nor a failure) ...
+    assert not any("written answer" in name for name in by_name)
+    # ... the summary output names them.
+    assert "Pending instructor grading: Task 2 - written answer" in results["output"]
+    assert [t["number"] for t in results["tests"]][:6] == ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
+
+
+def test_single_assignment_names_have_no_prefix(result):
+    results = gradescope_results(result(TEMPLATE))
+    assert results["tests"][0]["name"] == "Task 1 - Split DEPTH=6 layers over 2 GPUs"
+    assert all(t["status"] == "failed" for t in results["tests"])
+    assert "NotImplementedError at model_parallel.py:35" in results["tests"][0]["output"]
+
+
+def test_instructor_scored_manual_item_becomes_a_test(result):
+    data = result(ROUND_ROBIN)
+    item = find_item(data, "hw3.task2.explanation")
+    item.update(pending=False, score=0.0, max_score=0.0, feedback="Good: linear in DEPTH.")
+    test = next(t for t in gradescope_results(data)["tests"]
+                if t["extra_data"]["item_id"] == "hw3.task2.explanation")
+    assert test["tags"] == ["hw3", "manual"] and "Good: linear in DEPTH." in test["output"]
+
+
+def test_hidden_items_stay_hidden_and_the_total_says_so(result):
+    data = result(ROUND_ROBIN)
+    find_item(data, "hw3.task5")["hidden"] = True
+    results = gradescope_results(data, visibility="visible")
+    validate(results)
+    hidden = [t for t in results["tests"] if t["visibility"] == "hidden"]
+    assert [t["extra_data"]["item_id"] for t in hidden] == ["hw3.task5"]
+    assert {t["visibility"] for t in results["tests"]} == {"hidden", "visible"}
+    assert "1 test(s) worth 3 point(s) are hidden for now" in results["output"]
+
+
+def test_visibility_arguments_are_checked(result):
+    with pytest.raises(ValueError, match="visibility"):
+        gradescope_results(result(REFERENCE), visibility="public")
+    results = gradescope_results(result(REFERENCE), visibility="visible", stdout_visibility="after_published")
+    assert (results["visibility"], results["stdout_visibility"]) == ("visible", "after_published")
+    assert {t["visibility"] for t in results["tests"]} == {"visible"}
+
+
+def test_leaderboard_is_optional_and_uses_the_hw3_step_time(result):
+    assert "leaderboard" not in gradescope_results(result(REFERENCE))
+    results = gradescope_results(result(REFERENCE), leaderboard=True)
+    validate(results)
+    assert results["leaderboard"] == [{"name": "HW3 step time, DEPTH=24 (ms)", "value": 78.784,
+                                       "order": "asc"}]
+    assert "leaderboard" not in gradescope_results(result(TEMPLATE), leaderboard=True)
+
+
+def test_grading_errors_reach_the_output(result):
+    data = result(REFERENCE)
+    data["errors"] = ["rubrics/practical6.yaml: item 'x': points must be a number"]
+    results = gradescope_results(data)
+    validate(results)
+    assert "rubrics/practical6.yaml: item 'x'" in results["output"]
+    assert results["extra_data"]["errors"] == data["errors"]

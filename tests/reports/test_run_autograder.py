@@ -1,0 +1,176 @@
+"""gradescope/run_autograder against a temporary folder standing in for /autograder."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from test_gradescope import validate
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_AUTOGRADER = REPO / "gradescope" / "run_autograder"
+FORGED = {"score": 100.0, "tests": [], "output": "forged by the submission"}
+
+
+def autograder_root(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "results").mkdir()
+    for name, text in files.items():
+        path = root / "submission" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "submission_metadata.json").write_text(json.dumps(
+        {"created_at": "2026-05-01T10:00:00.000000-07:00", "users": [{"name": "A"}],
+         "assignment": {"due_date": "2026-05-02T23:59:00.000000-07:00"}}))
+    # What a submission (or a leftover) could have put there: must never be published.
+    (root / "results" / "results.json").write_text(json.dumps(FORGED))
+    return root
+
+
+def environment(root: Path, fake_bin: Path | None = None, **extra: str) -> dict:
+    env = dict(os.environ)
+    env.update(AUTOGRADER_ROOT=str(root), PDL_GRADER_DIR=str(REPO), PDL_PYTHON=sys.executable,
+               PDL_ASSIGNMENTS="hw3")
+    env.update(extra)
+    env.pop("PDL_GRADE", None)
+    if fake_bin:
+        env["PATH"] = f"{fake_bin}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def fake_pdl_grade(tmp_path: Path, body: str) -> Path:
+    """A `pdl-grade` on PATH that behaves as `body` says (a crash, a hang)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "pdl-grade"
+    script.write_text("#!/usr/bin/env bash\n" + body)
+    script.chmod(0o755)
+    return folder
+
+
+def published(root: Path) -> dict:
+    results = json.loads((root / "results" / "results.json").read_text())
+    validate(results)
+    assert results != FORGED
+    return results
+
+
+def test_crash_writes_score_zero_with_the_error(tmp_path):
+    root = autograder_root(tmp_path, {"hw3/model_parallel.py": "x = 1\n"})
+    crash = fake_pdl_grade(tmp_path, f"""
+echo '{json.dumps(FORGED)}' > "$AUTOGRADER_ROOT/results/results.json"
+echo 'Traceback (most recent call last):' >&2
+echo 'RuntimeError: rubric hw3 exploded <b>here</b>' >&2
+exit 3
+""")
+    done = subprocess.run([str(RUN_AUTOGRADER)], env=environment(root, crash),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    results = published(root)
+    assert results["score"] == 0 and results["tests"] == []
+    assert "pdl-grade grade failed (exit status 3)" in results["output"]
+    assert "RuntimeError: rubric hw3 exploded <b>here</b>" in results["output"]
+    # The log tail is quoted inside a code block, never as Markdown/HTML.
+    before = results["output"].split("RuntimeError")[0]
+    assert before.count("```") % 2 == 1
+    assert results["extra_data"] == {"error": "pdl-grade grade failed (exit status 3)"}
+
+
+def test_results_are_valid_even_without_a_working_python(tmp_path):
+    root = autograder_root(tmp_path, {"model_parallel.py": "x = 1\n"})
+    env = environment(root, fake_pdl_grade(tmp_path, "exit 0\n"), PDL_PYTHON=str(tmp_path / "no-python"))
+    subprocess.run([str(RUN_AUTOGRADER)], env=env, capture_output=True, text=True, timeout=60)
+    results = published(root)
+    assert results["score"] == 0 and "crashed" in results["output"]
+
+
+def test_stopped_grading_still_publishes(tmp_path):
+    root = autograder_root(tmp_path, {"model_parallel.py": "x = 1\n"})
+    hang = fake_pdl_grade(tmp_path, "sleep 60\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    process = subprocess.Popen([str(RUN_AUTOGRADER)], env=environment(root, hang, TMPDIR=str(work)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = False
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not started:   # until the (fake) grader runs
+        started = any("grading hw3" in p.read_text() for p in work.glob("*/grading.log"))
+        time.sleep(0.1)
+    assert started
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=20)
+    results = published(root)
+    assert results["score"] == 0
+    assert "stopped before grading finished" in results["output"]
+
+
+def test_real_grader_on_a_loose_file_upload(tmp_path):
+    """The real pdl-grade on the reference Practical 4, uploaded as loose files."""
+    files = {p.name: p.read_text() for p in (REPO / "reference" / "practical4").glob("*.py")}
+    root = autograder_root(tmp_path, files)
+    env = environment(root, PDL_ASSIGNMENTS="practical4", PDL_GRADE=f"{sys.executable} -m grader")
+    done = subprocess.run([str(RUN_AUTOGRADER)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = published(root)
+    assert results["score"] == 10.0, results["output"]
+    assert [t["number"] for t in results["tests"]] == ["1.1", "1.2", "1.3", "1.4"]
+    assert all(t["status"] == "passed" for t in results["tests"])
+    assert "practical4/: concepts.py" in done.stdout          # the staging decision is logged
+    assert "submitted at: 2026-05-01T10:00:00.000000-07:00" in done.stdout
+    assert not list(root.glob("submission/practical4"))        # the upload itself is untouched
+
+
+def test_staging_finds_the_layout(tmp_path):
+    sys.path.insert(0, str(REPO / "gradescope"))
+    try:
+        from stage_submission import stage
+    finally:
+        sys.path.pop(0)
+    template = REPO / "student_template"
+    nested = tmp_path / "nested"
+    (nested / "my-project" / "hw3").mkdir(parents=True)
+    (nested / "my-project" / "hw3" / "model_parallel.py").write_text("a = 1\n")
+    stage(nested, tmp_path / "out1", template, ["hw3"])
+    assert (tmp_path / "out1" / "hw3" / "model_parallel.py").read_text() == "a = 1\n"
+
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for name in ("model_parallel.py", "concepts.py", "notes.txt"):
+        (loose / name).write_text(name)
+    notes = stage(loose, tmp_path / "out2", template, ["hw3", "practical4"])
+    assert sorted(p.name for p in (tmp_path / "out2" / "hw3").iterdir()) == ["model_parallel.py"]
+    assert sorted(p.name for p in (tmp_path / "out2" / "practical4").iterdir()) == ["concepts.py"]
+    assert "hw3/: model_parallel.py" in notes
+
+
+def test_setup_script_parses():
+    for script in ("setup.sh", "run_autograder"):
+        subprocess.run(["bash", "-n", str(REPO / "gradescope" / script)], check=True)
+    assert os.access(REPO / "gradescope" / "run_autograder", os.X_OK)
+
+
+def test_zip_has_the_scripts_at_its_root_and_no_solutions(tmp_path):
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs the git checkout (the zip lists git-tracked files)")
+    sys.path.insert(0, str(REPO / "gradescope"))
+    try:
+        from build_zip import build
+    finally:
+        sys.path.pop(0)
+    with zipfile.ZipFile(build(tmp_path / "autograder.zip", "hw3 practical4")) as archive:
+        names = set(archive.namelist())
+        assert {"setup.sh", "run_autograder", "grader/cli.py", "rubrics/hw3.yaml",
+                "student_template/hw3/model_parallel.py", "pyproject.toml"} <= names
+        assert not any(n.startswith(("reference/", "tests/", "benchmarks/")) for n in names)
+        assert archive.getinfo("run_autograder").external_attr >> 16 & 0o111
+        assert "${PDL_ASSIGNMENTS:-hw3 practical4}" in archive.read("run_autograder").decode()
