@@ -5,7 +5,7 @@ import argparse
 import json
 import shutil
 
-from conftest import FIXTURES, ROUND_ROBIN
+from report_fixtures import FIXTURES, ROUND_ROBIN
 from grader.reports import command
 
 

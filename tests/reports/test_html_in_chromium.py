@@ -8,7 +8,7 @@ import json
 import pytest
 
 from chromium_pipe import CHROMIUM, Chromium
-from conftest import ROUND_ROBIN, with_hostile_feedback
+from report_fixtures import ROUND_ROBIN, with_hostile_feedback
 from grader.reports import render_html
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
