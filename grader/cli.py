@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     _node_options(torchrun)
     from grader import grade_command
     from grader.batch import command as batch_command
+    from grader.reports import command as report_command
     grade_command.add_parsers(sub)
+    report_command.add_parsers(sub)
     batch_command.add_parsers(sub)
     return parser
 

@@ -158,6 +158,9 @@ def run(options) -> int:
                    rubrics_dir=options.rubrics, overrides=load_overrides(options.overrides),
                    submitted_at=options.submitted_at, check_timeout=options.check_timeout,
                    rescore=options.rescore)
+    from grader.reports.command import write_reports
+    # The student's report beside result.json (Markdown and HTML; Gradescope via `report`).
+    write_reports(result, Path(options.out), ["md", "html"])
     for assignment in result["assignments"]:
         print(f"{assignment['id']:<12} {assignment['score']:>6g} / {assignment['max_score']:g}"
               f"  {assignment.get('status', '')}")
