@@ -33,6 +33,21 @@ def add_parsers(sub) -> None:
     batch.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
     batch.add_argument("--check-timeout", type=float, default=180.0,
                        help="seconds one run of student code may take")
+    cluster = batch.add_argument_group("SLURM (--backend slurm; see grader/cluster/config.py)")
+    cluster.add_argument("--backend", choices=("local", "slurm"), default="local",
+                         help="local: grade here, --workers at a time (default); slurm: one "
+                              "SLURM job per submission on a shared filesystem (--workers "
+                              "does not apply: the cluster decides)")
+    cluster.add_argument("--partition", default=None, help="SLURM partition (e.g. gpu)")
+    cluster.add_argument("--gpus-per-job", type=int, default=None,
+                         help="GPUs each job asks for (--gres=gpu:N); default: the most the "
+                              "graded rubrics' `gpus` fields need")
+    cluster.add_argument("--time", default=None,
+                         help="SLURM time limit per job, HH:MM:SS (default: --timeout, "
+                              "rounded up to minutes)")
+    cluster.add_argument("--slurm-config", default=None,
+                         help="YAML file of SLURM settings (partition, time, account, setup "
+                              "lines...); the options above override it")
     batch.set_defaults(handler=run)
 
 
@@ -41,12 +56,22 @@ def run(options) -> int:
     if options.workers < 1:
         print("pdl-grade batch: --workers must be at least 1", file=sys.stderr)
         return 2
+    backend = None
+    if options.backend == "slurm":
+        from grader.cluster import SlurmBackend, SlurmConfigError, SlurmSettings
+        try:
+            backend = SlurmBackend(SlurmSettings.load(options.slurm_config, partition=options.partition,
+                                                      gpus_per_job=options.gpus_per_job, time=options.time))
+            backend.check()
+        except SlurmConfigError as problem:
+            print(f"pdl-grade batch: {problem}", file=sys.stderr)
+            return 2
     try:
         report = run_batch(Path(options.submissions), Path(options.out), options.assignment,
                            workers=options.workers,
                            timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
                            regrade=options.regrade, rubrics_dir=options.rubrics,
-                           check_timeout=options.check_timeout)
+                           check_timeout=options.check_timeout, backend=backend)
     except BatchError as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2

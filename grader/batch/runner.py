@@ -42,7 +42,15 @@ class BatchError(Exception):
 
 def grade_with_grader(job: GradeJob) -> None:
     """The real grade function: `pdl-grade grade` in this (child) process."""
+    import os
     from grader.grade_command import grade
+    from grader.harness.execute import HIDE_ENV
+    # This student's code must not see the other students' uploads, unpacked copies or results:
+    # hide the batch folder (job.out is DIR/work/<key>-<id>) and the folders holding the uploads.
+    hide = [job.out.parents[1]]
+    if isinstance(job.context, _Context):
+        hide += [source.parent for source in job.context.submission.sources]
+    os.environ[HIDE_ENV] = os.pathsep.join(str(p) for p in hide)  # a child process of its own
     grade(job.submission, job.out, list(job.assignments), rubrics_dir=job.rubrics_dir,
           check_timeout=job.check_timeout)
 
@@ -97,7 +105,10 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
               workers: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S, regrade: bool = False,
               grade_fn: GradeFn = grade_with_grader, rubrics_dir: str | None = None,
               check_timeout: float = 180.0, limits: UnpackLimits = UnpackLimits(),
-              stream: TextIO | None = None, live: bool | None = None) -> BatchReport:
+              stream: TextIO | None = None, live: bool | None = None,
+              backend: Any = None) -> BatchReport:
+    """`backend`: None grades in local child processes (`scheduler.run_jobs`); otherwise an
+    object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend`."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
         raise BatchError(f"{submissions_dir} is not a folder")
@@ -123,7 +134,8 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
         for note in notes:
             progress.note(note)
         batch = _Batch(book, out, config, rubrics, rubrics_dir, check_timeout, limits, regrade, progress)
-        for outcome in run_jobs(batch.jobs(found), grade_fn, workers, timeout_s):
+        schedule = run_jobs if backend is None else backend.run_jobs
+        for outcome in schedule(batch.jobs(found), grade_fn, workers, timeout_s):
             batch.record_outcome(outcome, timeout_s)
         _republish(book, out)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs())
@@ -186,11 +198,13 @@ class _Batch:
         context: _Context = outcome.job.context
         started = dt.datetime.fromtimestamp(outcome.started_at, dt.timezone.utc).isoformat(timespec="seconds")
         result, message = None, None
+        reason = getattr(outcome, "reason", None)   # a backend's own account (SLURM's state, reason)
         if outcome.status == "timed_out":
-            status, message = "timed_out", f"grading took longer than {timeout_s:g} s and was stopped"
+            status, message = "timed_out", reason or f"grading took longer than {timeout_s:g} s and was stopped"
         elif outcome.status == "crashed":
             status = "error"
-            message = f"the grading process failed (exit {outcome.exit_code})" + _last_lines(outcome.log_tail)
+            message = reason or (f"the grading process failed (exit {outcome.exit_code})"
+                                 + _last_lines(outcome.log_tail))
         else:
             try:
                 result = read_result(outcome.job.out / "result.json")
