@@ -1,0 +1,35 @@
+"""The fake grader of tests/batch as a grade *command* for SLURM jobs:
+`python fake_grade_cmd.py SUBMISSION --out DIR --assignment A ... [--check-timeout S]`.
+
+Besides tests/batch's behaviours ("hang", "crash", "slow"), FAKE.json's "behaviour":
+"cancel-self" makes the job scancel itself, as an operator would."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "batch"))
+
+from fake_graders import fake_grade  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("submission")
+parser.add_argument("--out", required=True)
+parser.add_argument("--assignment", action="append", required=True)
+parser.add_argument("--check-timeout", type=float, default=180.0)
+parser.add_argument("--rubrics", default=None)
+options = parser.parse_args()
+submission = Path(options.submission)
+spec_path = submission / "practical4" / "FAKE.json"
+spec = json.loads(spec_path.read_text()) if spec_path.exists() else {}
+if spec.get("behaviour") == "cancel-self":
+    subprocess.run(["scancel", os.environ["SLURM_JOB_ID"]], check=True)
+    time.sleep(60)
+key = os.environ.get("PDL_FAKE_KEY") or Path(options.out).name.rsplit("-", 1)[0]
+fake_grade(SimpleNamespace(student=SimpleNamespace(key=key), submission=submission,
+                           out=Path(options.out), assignments=tuple(options.assignment)))

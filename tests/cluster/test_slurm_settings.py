@@ -1,0 +1,92 @@
+"""The SLURM backend's settings, job script and parsing of SLURM's output: no cluster needed."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.batch.inputs import Student
+from grader.batch.scheduler import GradeJob
+from grader.cluster import SlurmBackend, SlurmConfigError, SlurmSettings
+from grader.cluster.config import seconds_to_time, time_to_seconds
+from grader.cluster.slurm import _info_from_fields, parse_fields
+
+
+def job(tmp_path, assignments=("practical4",), rubrics_dir=None) -> GradeJob:
+    return GradeJob(Student("alice", "Alice"), tmp_path / "scratch" / "alice",
+                    tmp_path / "work" / "alice-1234abcd", tuple(assignments), rubrics_dir, 60.0)
+
+
+def test_options_override_the_file_which_overrides_defaults(tmp_path):
+    config = tmp_path / "slurm.yaml"
+    config.write_text("partition: short\ntime: '01:00:00'\naccount: pdl\n"
+                      "setup: ['module load cuda']\nsbatch_args: ['--constraint=a100']\n")
+    settings = SlurmSettings.load(config, partition="gpu", time=None, gpus_per_job=None)
+    assert (settings.partition, settings.time, settings.account) == ("gpu", "01:00:00", "pdl")
+    assert settings.setup == ("module load cuda",) and settings.sbatch_args == ("--constraint=a100",)
+    assert settings.command == (sys.executable, "-m", "grader", "grade")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("partition: gpu\ngpu: 4\n", "unknown SLURM setting(s): gpu"),
+    ("time: soon\n", "not a SLURM time"),
+    ("gpus_per_job: -1\n", "non-negative"),
+    ("setup: module load cuda\n", "setup must be a list of strings"),
+    ("- gpu\n", "must be a mapping"),
+])
+def test_bad_settings_stop_the_batch_with_a_reason(tmp_path, text, problem):
+    config = tmp_path / "slurm.yaml"
+    config.write_text(text)
+    with pytest.raises(SlurmConfigError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        SlurmSettings.load(config)
+
+
+def test_slurm_time_formats():
+    assert time_to_seconds("00:30:00") == 1800
+    assert time_to_seconds("30") == 1800                 # plain minutes
+    assert time_to_seconds("5:30") == 330                # minutes:seconds
+    assert time_to_seconds("1-02:00:00") == 26 * 3600
+    assert seconds_to_time(1800) == "00:30:00" and seconds_to_time(61) == "00:02:00"
+    assert SlurmSettings().with_time_from(1800).time == "00:30:00"
+    assert SlurmSettings(time="00:05:00").with_time_from(1800).time == "00:05:00"
+
+
+def test_gpus_come_from_the_rubrics_unless_given(tmp_path):
+    assert SlurmBackend(SlurmSettings()).gpus_for(job(tmp_path)) == 2            # practical4.yaml
+    assert SlurmBackend(SlurmSettings()).gpus_for(job(tmp_path, ("practical4", "hw3"))) == 5
+    assert SlurmBackend(SlurmSettings(gpus_per_job=4)).gpus_for(job(tmp_path, ("hw3",))) == 4
+
+
+def test_sbatch_arguments_and_job_script(tmp_path):
+    backend = SlurmBackend(SlurmSettings(partition="gpu", time="00:10:00", cpus_per_task=4,
+                                         setup=("module load cuda/12",), sbatch_args=("--qos=exam",)))
+    grading = job(tmp_path, rubrics_dir="rubrics")
+    out = grading.out.resolve()
+    args = backend.sbatch_args(grading, 2, "pdl-grade-0123456789")
+    assert args == ["--job-name=pdl-grade-0123456789", f"--output={out}/slurm-job.log",
+                    f"--chdir={out}", "--nodes=1", "--ntasks=1", "--no-requeue", "--export=ALL",
+                    "--partition=gpu", "--time=00:10:00", "--gres=gpu:2", "--cpus-per-task=4",
+                    "--qos=exam"]
+    assert "--gres" not in " ".join(backend.sbatch_args(grading, 0, "x"))
+    script = backend.job_script(grading)
+    assert script.startswith("#!/bin/bash\n") and "module load cuda/12\n" in script
+    assert script.rstrip().splitlines()[-1] == (
+        f"exec {sys.executable} -m grader grade {grading.submission.resolve()} --out {out} "
+        f"--assignment practical4 --check-timeout 60 --rubrics {Path('rubrics').resolve()}")
+
+
+def test_scontrol_and_jobcomp_lines_are_parsed():
+    line = ("JobId=17 JobName=pdl-grade-x UserId=root(0) JobState=TIMEOUT Reason=TimeLimit "
+            "Dependency=(null) ExitCode=0:15 RunTime=00:01:30 TimeLimit=00:01:00 "
+            "StartTime=2026-01-02T03:04:05 EndTime=2026-01-02T03:05:35 TresPerNode=gres:gpu:2")
+    info = _info_from_fields(parse_fields(line), "scontrol")
+    assert (info.job_id, info.state, info.reason, info.exit_code, info.signal) == (
+        "17", "TIMEOUT", "TimeLimit", 0, 15)
+    assert info.run_time_s == 90 and info.time_limit == "00:01:00" and info.terminal
+    completing = _info_from_fields(parse_fields("JobId=18 JobState=COMPLETING Reason=None ExitCode=0:0"),
+                                   "scontrol")
+    assert not completing.terminal and completing.reason is None
+    comp = ("JobId=19 UserId=root(0) GroupId=root(0) Name=wrap JobState=CANCELLED Partition=gpu "
+            "TimeLimit=5 StartTime=2026-01-02T03:04:05 EndTime=2026-01-02T03:04:06 NodeList=vm "
+            "ExitCode=0:0")
+    info = _info_from_fields(parse_fields(comp), "jobcomp")
+    assert (info.state, info.terminal, info.source) == ("CANCELLED", True, "jobcomp")
