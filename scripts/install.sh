@@ -9,6 +9,8 @@ packages=(bubblewrap)
 if [[ "${1:-}" == "--test-tools" ]]; then
   # LibreOffice, LaTeX, a browser and a Markdown converter: the tools students write reports with.
   packages+=(libreoffice-writer-nogui texlive-latex-base chromium pandoc qpdf fonts-dejavu-core)
+  # A real single-node SLURM cluster, started and stopped by the cluster tests themselves.
+  packages+=(slurm-wlm munge)
 fi
 if command -v apt-get >/dev/null 2>&1; then
   sudo=""
