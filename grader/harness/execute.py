@@ -21,12 +21,21 @@ REFERENCE_DIR = PACKAGE_ROOT / "reference"
 DEFAULT_TIMEOUT_S = 180.0
 
 
+# Extra folders to hide from student code (os.pathsep-separated), e.g. set by `pdl-grade batch`
+# to its own folder and the folder of uploads, so no student can read another's work.
+HIDE_ENV = "PDL_SANDBOX_HIDE"
+
+
 def _hidden_paths(submission: Path) -> list[Path]:
     # The reference solutions stay invisible to student code (unless they are what is graded).
     hidden = []
     if REFERENCE_DIR.is_dir() and REFERENCE_DIR.resolve() != submission.resolve():
         hidden.append(REFERENCE_DIR)
-    return hidden
+    # Other students' submissions usually sit beside this one (a folder of submissions): hide
+    # the parent folder; the submission itself is bound back read-only inside it.
+    hidden.append(submission.resolve().parent)
+    hidden += [Path(p) for p in os.environ.get(HIDE_ENV, "").split(os.pathsep) if p]
+    return [p for p in hidden if p.resolve() != Path("/")]
 
 
 def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
