@@ -52,7 +52,10 @@ def build_bwrap_argv(argv: list[str], policy: SandboxPolicy, env: dict[str, str]
             cmd += ["--dev-bind", device, device]
 
     hidden_dirs = []
-    for path in _resolved(policy.hidden):
+    hidden = _resolved(policy.hidden)
+    for path in hidden:
+        if any(path != other and path.is_relative_to(other) for other in hidden):
+            continue  # already masked by an outer hidden folder (a second tmpfs would break it)
         if path.is_dir():
             cmd += ["--tmpfs", str(path)]
             hidden_dirs.append(path)
