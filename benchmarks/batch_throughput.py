@@ -1,0 +1,110 @@
+"""Throughput of `pdl-grade batch`: submissions per minute with 1 and 2 workers.
+
+    python benchmarks/batch_throughput.py [--count 50] [--assignment practical4 ...]
+                                          [--workers 1 2] [--sandbox-repeats 20]
+
+Builds COUNT submissions (the reference and the planted-bug variants of
+tests/fixtures/planted_bugs.py, in turn), grades the folder with `python -m grader batch`
+once per worker count (a fresh --out each time, so nothing is skipped), and prints wall time,
+submissions per minute, the speed-up over the first worker count, and the sandbox's own start
+cost (run_sandboxed(true) minus a plain `true`, median) per sandboxed run and per submission.
+Targets: sandbox < 0.2 s per submission; 2 workers >= 1.6x of 1.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fixtures")]
+
+from planted_bugs import BUGS, REFERENCE, copy_tree, plant  # noqa: E402
+from grader.sandbox import SandboxPolicy, run_sandboxed, sandbox_available  # noqa: E402
+
+# Sandboxed runs of student code per submission, per assignment (the checks' distinct runs).
+RUNS_PER_SUBMISSION = {"practical4": 2}
+
+
+def build(folder: Path, count: int, assignments: list[str]) -> None:
+    # Bugs of the graded assignments; practical4 has none, so then every bug (its edits lie in
+    # other files: the practical4 work is the reference's, but each copy is a distinct upload).
+    bugs = [b for b in BUGS if set(b.assignments) & set(assignments)] or list(BUGS)
+    for i in range(count):
+        target = folder / f"student{i:03d}"
+        bug = bugs[(i // 2) % len(bugs)] if bugs and i % 2 else None  # every other: a bug
+        plant(bug, target) if bug else copy_tree(REFERENCE, target)
+
+
+def sandbox_start_ms(repeats: int) -> float:
+    true = shutil.which("true")
+    scratch = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        policy = SandboxPolicy(writable=[scratch])
+
+        def median(fn):
+            fn()
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+            return statistics.median(times) * 1000
+        plain = median(lambda: subprocess.run([true], check=True))
+        full = median(lambda: run_sandboxed([true], policy))
+    finally:
+        shutil.rmtree(scratch)
+    return full - plain
+
+
+def grade_batch(subs: Path, workers: int, assignments: list[str]) -> float:
+    out = Path(tempfile.mkdtemp(prefix=f"pdl-bench-{workers}w-", dir="/var/tmp"))
+    command = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out),
+               "--workers", str(workers)]
+    for assignment in assignments:
+        command += ["--assignment", assignment]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"batch with {workers} worker(s) failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    shutil.rmtree(out, ignore_errors=True)
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=50)
+    parser.add_argument("--assignment", action="append", default=None)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sandbox-repeats", type=int, default=20)
+    options = parser.parse_args()
+    assignments = options.assignment or ["practical4"]
+    usable, why = sandbox_available()
+    if not usable:
+        sys.exit(f"bwrap not usable: {why}")
+
+    start_ms = sandbox_start_ms(options.sandbox_repeats)
+    runs = sum(RUNS_PER_SUBMISSION.get(a, 1) for a in assignments)
+    print(f"sandbox start cost: {start_ms:.1f} ms per run; ~{runs} run(s) per submission "
+          f"-> {start_ms * runs / 1000:.3f} s per submission (target < 0.2 s)")
+
+    with tempfile.TemporaryDirectory(prefix="pdl-bench-subs-", dir="/var/tmp") as folder:
+        subs = Path(folder)
+        build(subs, options.count, assignments)
+        baseline = None
+        for workers in options.workers:
+            seconds = grade_batch(subs, workers, assignments)
+            rate = options.count / seconds * 60
+            baseline = baseline or rate
+            print(f"{options.count} submissions ({', '.join(assignments)}), {workers} worker(s): "
+                  f"{seconds:.1f} s, {rate:.1f} submissions/min, {rate / baseline:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
