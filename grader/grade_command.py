@@ -120,7 +120,17 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
             if measurements.get(entry["id"]):
                 entry["measurements"] = measurements[entry["id"]]
         write_result(out / "result.json", result)
+        _write_student_reports(result, out)
     return result
+
+
+def _write_student_reports(result: dict, out: Path) -> None:
+    """report.md and report.html beside result.json (batch gradings get them too)."""
+    from grader.reports.command import write_reports
+    try:
+        write_reports(result, out, ["md", "html"])
+    except Exception as error:  # a report problem must never cost the result already written
+        print(f"pdl-grade: the report for {out} could not be written: {error}", file=sys.stderr)
 
 
 def collect_measurements(report: dict) -> dict:
@@ -158,9 +168,6 @@ def run(options) -> int:
                    rubrics_dir=options.rubrics, overrides=load_overrides(options.overrides),
                    submitted_at=options.submitted_at, check_timeout=options.check_timeout,
                    rescore=options.rescore)
-    from grader.reports.command import write_reports
-    # The student's report beside result.json (Markdown and HTML; Gradescope via `report`).
-    write_reports(result, Path(options.out), ["md", "html"])
     for assignment in result["assignments"]:
         print(f"{assignment['id']:<12} {assignment['score']:>6g} / {assignment['max_score']:g}"
               f"  {assignment.get('status', '')}")
