@@ -85,9 +85,6 @@ class Observation:
                 current = []
         return steps
 
-    def main_forwards(self, rank: int = 0) -> list[dict]:
-        return [e for e in self.of("forward", rank) if e.get("thread") == "MainThread"]
-
     def copies(self, rank: int | None = None) -> list[dict]:
         """Every move of data between two different devices (`.to`, copy_, DataParallel)."""
         moves = [e for e in self.of("to", rank) if e.get("copied")]

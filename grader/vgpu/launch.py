@@ -26,8 +26,6 @@ RUNNER = Path(__file__).resolve().parent / "runner.py"
 class RunResult:
     returncode: int
     timed_out: bool
-    stdout: str | None = None
-    stderr: str | None = None
 
 
 def node_environment(gpus: int, trace: str | None, *, force_virtual: bool = False,
@@ -76,25 +74,24 @@ def torchrun_command(script: str, args: list[str], sets: list[str], nproc: int) 
             f"--nproc-per-node={nproc}", *script_command(script, args, sets)]
 
 
-def run(command: list[str], env: dict, *, trace: str | None = None, timeout: float | None = None,
-        capture: bool = False, cwd: str | None = None) -> RunResult:
+def run(command: list[str], env: dict, *, trace: str | None = None,
+        timeout: float | None = None) -> RunResult:
+    """Run the command in its own process group (so a timeout stops torchrun's workers too)."""
     if trace:
         Path(trace).parent.mkdir(parents=True, exist_ok=True)
         Path(trace).unlink(missing_ok=True)
-    process = subprocess.Popen(command, env=env, cwd=cwd, start_new_session=True,
-                               stdout=subprocess.PIPE if capture else None,
-                               stderr=subprocess.PIPE if capture else None, text=capture)
+    process = subprocess.Popen(command, env=env, start_new_session=True)
     timed_out = False
     try:
-        out, err = process.communicate(timeout=timeout)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        os.killpg(process.pid, signal.SIGKILL)  # the whole group: torchrun's workers too
-        out, err = process.communicate()
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
     except KeyboardInterrupt:
         os.killpg(process.pid, signal.SIGTERM)
         raise
     finally:
         if trace:
             merge_rank_files(trace)
-    return RunResult(process.returncode, timed_out, out, err)
+    return RunResult(process.returncode, timed_out)
