@@ -139,6 +139,11 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
             batch.record_outcome(outcome, timeout_s)
         _republish(book, out)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs())
+        try:   # DIR/index.html, the class summary: a failure here never touches the grades
+            from grader.batch.class_report import write_class_report
+            write_class_report(out, submissions_dir)
+        except Exception as problem:
+            progress.note(f"class summary (index.html) not written: {problem!r}")
         progress.close()
         return BatchReport(progress, out / "gradebook.sqlite", csv_path, notes)
     finally:

@@ -1,0 +1,171 @@
+"""DIR/index.html, the class summary: its numbers from a hand-built gradebook, its flags, the
+batch writing it, and the page in headless Chromium."""
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_graders import fake_assignment, fake_grade, make_submission
+from grader.batch.class_report import class_summary, normalized_python, write_class_report
+from grader.batch.gradebook import Gradebook, RunConfig, RunRecord
+from grader.batch.inputs import Student
+from grader.batch.runner import run_batch
+from grader.scoring import build_result
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
+from chromium_pipe import CHROMIUM, Chromium  # noqa: E402
+
+CONFIG = RunConfig("test", "rubrics", {"hw3": "1"}, ("hw3",), "config")
+HOSTILE = "<script>alert(1)</script>"
+MP = "import torch\n\ndef split(model, gpus):\n    return [model]  # {comment}\n"
+
+
+def check(check_id: str, passed: bool, feedback: str = "") -> dict:
+    return {"id": check_id, "points": 1, "max_score": 1, "score": 1 if passed else 0,
+            "status": "passed" if passed else "failed", "partial": "all", "passed": int(passed),
+            "failed": int(not passed), "skipped": 0, "errors": 0, "cases": [], "feedback": feedback}
+
+
+def hw3(layout: bool, trend: bool, step_ms: dict | None, feedback: str = "layout wrong") -> dict:
+    checks = [check("hw3.task1.layout", layout, "" if layout else feedback),
+              check("hw3.task2.trend", trend, "" if trend else "step time does not grow")]
+    score = float(layout + trend)
+    items = [{"id": f"hw3.item{i}", "title": "t", "kind": "auto", "score": c["score"], "max_score": 1,
+              "points": 1, "status": c["status"], "feedback": c["feedback"], "checks": [c]}
+             for i, c in enumerate(checks)]
+    return {"id": "hw3", "title": "HW3", "rubric_version": "1", "score": score, "max_score": 2.0,
+            "rubric_max_score": 2.0, "excluded_points": 0.0, "status": "graded", "errors": [],
+            "pending_manual": [], "late": None, "items": items,
+            "measurements": {"task2": {"step_time_ms": step_ms}} if step_ms else {}}
+
+
+def record(book, key, status, content_hash, result=None, message=None):
+    book.record_run(Student(key, key.title()), content_hash, key, CONFIG,
+                    RunRecord(status, "2026-05-01T10:00:00+00:00", "2026-05-01T10:01:00+00:00",
+                              message, result), [])
+
+
+@pytest.fixture
+def batch_dir(tmp_path):
+    """Seven students: four graded (carol and dave uploaded the same bytes; alice and bob the
+    same model_parallel.py apart from comments and blank lines), one of each problem."""
+    out, subs = tmp_path / "out", tmp_path / "subs"
+    out.mkdir()
+    for key, comment in (("alice", "mine"), ("bob", "totally mine"), ("carol", "c"), ("dave", "c")):
+        (subs / key / "hw3").mkdir(parents=True)
+        (subs / key / "hw3" / "model_parallel.py").write_text(MP.format(comment=comment)
+                                                              + "\n\n" * (key == "bob"))
+    (subs / "carol" / "hw3" / "model_parallel.py").write_text("def other():\n    pass\n")
+    (subs / "dave" / "hw3" / "model_parallel.py").write_text("def other():\n    pass\n")
+    book = Gradebook(out / "gradebook.sqlite")
+    record(book, "alice", "graded", "h-alice",
+           build_result("alice", [hw3(True, True, {"6": 10.0, "12": 20.0, "24": 40.0})]))
+    record(book, "bob", "graded", "h-bob",
+           build_result("bob", [hw3(False, True, {"6": 12.0, "12": 22.0, "24": 60.0}, HOSTILE)]))
+    record(book, "carol", "graded", "h-same", build_result("carol", [hw3(False, False, None)]))
+    record(book, "dave", "graded", "h-same", build_result("dave", [hw3(False, True, None)]))
+    record(book, "eve", "timed_out", "h-eve", message="grading took longer than 1800 s and was stopped")
+    record(book, "frank", "rejected", "raw:x", message="submission rejected: not a zip " + HOSTILE,
+           result=build_result("frank", [hw3(False, False, None)]))
+    record(book, "gina", "error", "h-gina", message="the grading process failed (exit 1)")
+    book.close()
+    return out, subs
+
+
+def test_summary_counts_rates_failures_and_flags(batch_dir):
+    out, subs = batch_dir
+    page = write_class_report(out, subs)
+    assert page == out / "index.html"
+    text = page.read_text(encoding="utf-8")
+
+    assert "7 students: 4 graded, 1 rejected, 1 timed out, 1 errored." in text
+    # Pass rates, worst first: layout 1/4 before trend 3/4.
+    rows = re.findall(r"<tr><td>(hw3\.[\w.]+)</td><td>hw3</td><td class=\"num\">(\d+)</td>"
+                      r"<td class=\"num\">(\d+)</td><td class=\"num\">(\d+%)</td></tr>", text)
+    assert rows == [("hw3.task1.layout", "1", "4", "25%"), ("hw3.task2.trend", "3", "4", "75%")]
+    # Most common failure: layout (3 students), with bob's hostile feedback escaped as text.
+    failures = text.split('id="failure-table"')[1].split("</table>")[0]
+    assert failures.index("hw3.task1.layout") < failures.index("hw3.task2.trend")
+    assert '<td class="num">3</td>' in failures and html.escape(HOSTILE) in failures
+    assert HOSTILE not in text
+    # Histograms for hw3 and the total (graded runs only: frank's rejection is not in them).
+    assert text.count('<svg') == 3
+    assert "hw3: score distribution (n=4)" in text and "total: score distribution (n=4)" in text
+    assert "HW3 Task 2: step time vs DEPTH across the class (n=2)" in text
+    # The problems, with their messages.
+    problems = text.split('id="problem-table"')[1].split("</table>")[0]
+    assert re.search(r"eve.*timed out.*grading took longer than 1800 s", problems, re.S)
+    assert "frank" in problems and "gina" in problems and "alice" not in problems
+    # Flags: identical upload hash, and model_parallel.py equal apart from comments/blank lines.
+    assert re.search(r'id="same-hash">\s*<li class="flag">carol, dave</li>\s*</ul>', text)
+    assert re.search(r'id="same-hw3">\s*<li class="flag">alice, bob</li>\s*<li class="flag">carol, dave</li>', text)
+
+
+def test_summary_data_and_step_time_median(batch_dir):
+    out, _ = batch_dir
+    from grader.batch.gradebook import Gradebook
+    book = Gradebook(out / "gradebook.sqlite")
+    summary = class_summary(list(book.current_runs()))
+    book.close()
+    assert [d["id"] for d in summary["distributions"]] == ["hw3", "total"]
+    assert sorted(summary["distributions"][0]["scores"]) == [0.0, 1.0, 1.0, 2.0]
+    assert [s["key"] for s in summary["step_time"]] == ["alice", "bob"]
+    assert summary["same_hash"] == [["carol", "dave"]] and summary["same_hw3"] == []
+    assert [p["status"] for p in summary["problems"]] == ["timed_out", "rejected", "error"]
+
+
+def test_normalized_python_ignores_comments_and_layout_only():
+    a = "def f(x):\n    # add one\n    return x + 1\n"
+    assert normalized_python(a) == normalized_python("def f(x):\n\n    return x+1   # ok\n")
+    assert normalized_python(a) != normalized_python("def f(x):\n    return x + 2\n")
+
+
+def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp_path, monkeypatch):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "ann", score=10)
+    make_submission(subs / "ben", score=10)          # same bytes as ann: flagged
+    make_submission(subs / "cat", behaviour="crash")
+    run_batch(subs, out, ["practical4"], grade_fn=fake_grade, stream=io.StringIO())
+    text = (out / "index.html").read_text()
+    assert "3 students: 2 graded, 0 rejected, 0 timed out, 1 errored." in text
+    assert re.search(r'<li class="flag">ann, ben</li>', text)
+    assert "the grading process failed" in text
+
+    import grader.batch.class_report as class_report
+    monkeypatch.setattr(class_report, "render_class_report", lambda summary: 1 / 0)
+    make_submission(subs / "dan", score=3)
+    stream = io.StringIO()
+    report = run_batch(subs, out, ["practical4"], grade_fn=fake_grade, stream=stream)
+    assert report.progress.graded == 1
+    assert "dan" in (out / "grades.csv").read_text()
+    assert "index.html) not written" in stream.getvalue()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
+def test_page_in_chromium(batch_dir, tmp_path):
+    out, subs = batch_dir
+    page = write_class_report(out, subs)
+    browser = Chromium(tmp_path / "profile")
+    try:
+        session = browser.open_page(page.as_uri())
+        browser.settle()
+        assert browser.console_errors() == []
+        assert browser.evaluate("document.querySelectorAll('script').length", session) == 0
+        boxes = json.loads(browser.evaluate("""JSON.stringify([...document.querySelectorAll('svg.plot')]
+          .map(s => { const b = s.getBoundingClientRect(); const st = getComputedStyle(s);
+            return {w: b.width, h: b.height, shown: st.display !== 'none' && st.visibility === 'visible'}; }))""",
+                                            session))
+        assert len(boxes) == 3
+        for box in boxes:
+            assert box["shown"] and box["w"] > 100 and box["h"] > 100, box
+        from PIL import Image, ImageStat
+        image = Image.open(io.BytesIO(browser.screenshot(session))).convert("L")
+        assert ImageStat.Stat(image).stddev[0] > 10
+    finally:
+        browser.close()
