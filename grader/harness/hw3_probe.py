@@ -33,6 +33,11 @@ def _on_alarm(signum, frame):
     raise ConfigTimeout(f"this configuration took longer than {CONFIG_TIME_LIMIT_S} s")
 
 
+def one_device(device) -> str:
+    """A layer's device; for a layer split over several (a bug the checks report), its first."""
+    return device if isinstance(device, str) else device[0]
+
+
 def student_site(error: BaseException, model_file: str) -> str | None:
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if os.path.abspath(f.filename) == os.path.abspath(model_file)]
@@ -150,7 +155,7 @@ class Probe:
         model = self.build(dim, depth)
         first = self.layer_devices(model)[0]
         x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
-        out, _ = self.logged_forward(model, x.to(first if isinstance(first, str) else first[0]))
+        out, _ = self.logged_forward(model, x.to(one_device(first)))
         return out.detach().cpu()
 
     def guarded(self, record: dict, work, emit: bool = True) -> None:
@@ -169,7 +174,6 @@ class Probe:
 
     # -- the plan's parts ---------------------------------------------------------------------
     def layouts(self, gpus: list[int], depths: list[int], dim: int, batch: int) -> None:
-        torch = self.torch
         single = {}
         if self.use_gpus(1):
             for depth in depths:
@@ -196,7 +200,7 @@ class Probe:
                   "distinct_layers": len({id(layer) for layer in layers})}
         x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
         first = result["devices"][0] if result["devices"] else "cpu"
-        x = x.to(first if isinstance(first, str) else first[0])
+        x = x.to(one_device(first))
         try:
             out, log = self.logged_forward(model, x)
         except BaseException as error:
@@ -246,7 +250,7 @@ class Probe:
             started_on = "cpu"
         except BaseException:
             # A forward that expects its input on the first GPU already, as main() gives it.
-            first = devices[0] if isinstance(devices[0], str) else devices[0][0]
+            first = one_device(devices[0])
             _, log = self.logged_forward(model, x.to(first))
             started_on = first
         return {"devices": devices, "log": log, "input_started_on": started_on}
@@ -272,8 +276,8 @@ class Probe:
             self.use_gpus(gpus)  # the model sees a node of `gpus` GPUs when it is built
             model = self.build(dim, depth)
             devices = self.layer_devices(model)
-            first = devices[0] if isinstance(devices[0], str) else devices[0][0]
-            last = devices[-1] if isinstance(devices[-1], str) else devices[-1][0]
+            first = one_device(devices[0])
+            last = one_device(devices[-1])
             x = torch.randn(batch, dim, device=first)
             y = torch.randn(batch, dim, device=last)
             runs[gpus, depth] = (model, x, y, torch.optim.SGD(model.parameters(), lr=1e-3))

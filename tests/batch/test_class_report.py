@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import fake_assignment, fake_grade, make_submission
+from fake_graders import fake_grade, make_submission
 from grader.batch.class_report import class_summary, normalized_python, write_class_report
 from grader.batch.gradebook import Gradebook, RunConfig, RunRecord
 from grader.batch.inputs import Student

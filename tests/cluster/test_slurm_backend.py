@@ -9,7 +9,6 @@ import argparse
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import signal

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not HAVE_RUNNER, reason="grader.cli (virtual GPUs) not available")]
 
 
-def grader(*args, timeout=300):
+def pdl_grade(*args, timeout=300):
     # --virtual: the same behaviour whether or not this machine has real GPUs.
     cmd, rest = args[0], args[1:]
     r = subprocess.run([sys.executable, "-m", "grader", cmd, "--virtual", *rest], cwd=ROOT,
@@ -31,7 +31,7 @@ def grader(*args, timeout=300):
 
 
 def test_p4_reference_two_gpus():
-    rc, out, err = grader("run", "--gpus", "2", "reference/practical4/concepts.py")
+    rc, out, err = pdl_grade("run", "--gpus", "2", "reference/practical4/concepts.py")
     assert rc == 0, err
     assert "Part 1: output shape torch.Size([64, 1000])" in out
     assert "Part 2: chunk 0 shape torch.Size([32, 1000])" in out
@@ -42,7 +42,7 @@ def test_p4_reference_two_gpus():
 
 @pytest.mark.parametrize("gpus,split", [(3, [22, 22, 20])])
 def test_p5_dp_split_and_same_loss_as_single(gpus, split):
-    rc, out, err = grader("run", "--gpus", str(gpus), "--set", "STEPS=2",
+    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "--set", "STEPS=2",
                           "reference/practical5/practical5_dp.py")
     assert rc == 0, err
     assert f"GPUs visible: {gpus}" in out
@@ -50,7 +50,7 @@ def test_p5_dp_split_and_same_loss_as_single(gpus, split):
                       out, re.M)
     assert len(seen) == 2 * gpus
     assert sorted((int(d), int(b)) for d, b in seen[:gpus]) == list(enumerate(split))
-    rc, single, err = grader("run", "--gpus", "1", "--set", "STEPS=2",
+    rc, single, err = pdl_grade("run", "--gpus", "1", "--set", "STEPS=2",
                              "reference/practical5/practical5_single.py")
     assert rc == 0, err
     loss = lambda text: float(re.search(r"^final loss: ([\d.]+)$", text, re.M).group(1))
@@ -60,7 +60,7 @@ def test_p5_dp_split_and_same_loss_as_single(gpus, split):
 
 
 def test_p6_reference():
-    rc, out, err = grader("torchrun", "--gpus", "2", "--nproc-per-node", "2", "--set", "STEPS=2",
+    rc, out, err = pdl_grade("torchrun", "--gpus", "2", "--nproc-per-node", "2", "--set", "STEPS=2",
                           "reference/practical6/practical6_ddp.py")
     assert rc == 0, err
     for r in range(2):
@@ -71,7 +71,7 @@ def test_p6_reference():
 
 @pytest.mark.parametrize("broken", [False])
 def test_p10_reference(broken):
-    rc, out, err = grader("torchrun", "--gpus", "4", "--nproc-per-node", "2", "--set", "STEPS=1",
+    rc, out, err = pdl_grade("torchrun", "--gpus", "4", "--nproc-per-node", "2", "--set", "STEPS=1",
                           "--set", f"BROKEN_MP={broken}", "reference/practical10/sample.py")
     assert rc == 0, err
     for r in range(2):
@@ -87,7 +87,7 @@ def test_p10_reference(broken):
 
 @pytest.mark.parametrize("gpus,depth,layers", [(5, 6, [2, 1, 1, 1, 1])])
 def test_hw3_reference(gpus, depth, layers):
-    rc, out, err = grader("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
+    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
                           "--depth", str(depth), "--dim", "64", "--steps", "3")
     assert rc == 0, err
     assert f"GPUs: {gpus}" in out
@@ -99,14 +99,14 @@ def test_hw3_reference(gpus, depth, layers):
 
 @pytest.mark.parametrize("gpus,transfers", [(2, 1), (5, 4)])
 def test_hw3_reference_count_transfers(gpus, transfers):
-    rc, out, err = grader("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
+    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
                           "--depth", "20", "--dim", "64", "--count-transfers")
     assert rc == 0, err
     assert f"to() calls: 20, real transfers: {transfers}" in out
 
 
 def test_p5_batch_smaller_than_node_runs_fewer_replicas():
-    rc, out, err = grader("run", "--gpus", "4", "--set", "BATCH_SIZE=6", "--set", "STEPS=1",
+    rc, out, err = pdl_grade("run", "--gpus", "4", "--set", "BATCH_SIZE=6", "--set", "STEPS=1",
                           "reference/practical5/practical5_dp.py")
     assert rc == 0, err
     seen = re.findall(r"Inside model on device (cuda:\d), shape: torch.Size\(\[(\d+), ", out)

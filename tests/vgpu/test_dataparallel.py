@@ -3,7 +3,6 @@ import pytest
 import torch
 import torch.nn as nn
 
-from grader.vgpu.trace import get_trace
 
 
 class Probe(nn.Module):
