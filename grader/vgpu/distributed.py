@@ -11,6 +11,7 @@ import threading
 
 import torch
 
+from grader.vgpu.clean_exit import install_for_spawned_children, note_process_group
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.trace import call_site, get_trace
 
@@ -53,6 +54,7 @@ def install(patcher: Patcher, *, virtual: bool = True) -> None:
             kwargs.pop("device_id", None)  # binds a CUDA device to the group: none here
             used = _gloo_backend(backend)
         original_init(used, *args, **kwargs)
+        note_process_group(dist.get_backend())
         get_trace().emit("init_process_group", backend_requested=str(backend),
                          backend_used=str(used), world_size=dist.get_world_size(),
                          global_rank=dist.get_rank(), site=call_site(2))
@@ -86,6 +88,7 @@ def install(patcher: Patcher, *, virtual: bool = True) -> None:
 
     patcher.set(dist, "_broadcast_coalesced", broadcast_coalesced)
     _install_ddp(patcher, DDP, dist)
+    install_for_spawned_children(patcher)
 
 
 _inside_hook = threading.local()

@@ -98,4 +98,9 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     # Running as a file puts grader/vgpu on sys.path[0]; the package must come from its root.
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.exit(main(sys.argv[1:]))
+    from grader.vgpu.clean_exit import exit_process
+    try:
+        status = main(sys.argv[1:])
+    except SystemExit as request:
+        status = request.code
+    exit_process(status)

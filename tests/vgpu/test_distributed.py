@@ -109,3 +109,30 @@ def test_mp_spawn_children_get_the_node(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rank 0 on cuda:0 sum [3.0, 3.0]" in done.stdout
     assert "rank 1 on cuda:1 sum [3.0, 3.0]" in done.stdout
+
+
+@pytest.mark.parametrize("ending, status", [("sys.exit(3)", 3), ("raise ValueError('x')", 1),
+                                            ("pass", 0)])
+def test_gloo_process_ends_without_finalisation_but_keeps_exit_code(tmp_path, ending, status):
+    """A process that used gloo skips interpreter finalisation (gloo can abort there), yet its
+    exit status, its own atexit handlers, unclosed files and the trace's exit record survive."""
+    script = tmp_path / "one_rank.py"
+    flag = tmp_path / "atexit-ran"
+    unclosed = tmp_path / "unclosed.txt"
+    trace = tmp_path / "trace.jsonl"
+    script.write_text(textwrap.dedent(f'''
+        import atexit, sys, torch, torch.distributed as dist
+        atexit.register(lambda: open({str(flag)!r}, "w").write("yes"))
+        log = open({str(unclosed)!r}, "w")
+        log.write("written but never closed")
+        dist.init_process_group("nccl", init_method="file://{tmp_path / 'store'}", rank=0,
+                                world_size=1)
+        dist.all_reduce(torch.ones(2, device="cuda:0"))
+        dist.destroy_process_group()
+        {ending}
+    '''))
+    done = pdl_grade("run", "--gpus", "1", "--virtual", "--trace", str(trace), str(script))
+    assert done.returncode == status, done.stderr[-3000:]
+    assert flag.read_text() == "yes"
+    assert unclosed.read_text() == "written but never closed"
+    assert any(e["event"] == "exit" for e in read(trace)), "the trace must still be finished"
