@@ -9,6 +9,20 @@ from grader.vgpu.patcher import Patcher
 _base = torch._C.TensorBase
 
 
+class TensorAttribute(property):
+    """A property that passes for the C descriptor of `TensorBase` it replaces.
+
+    PyTorch's own code inspects those descriptors: torch._dynamo 2.11 reads `__objclass__`
+    and `__name__` of `Tensor.grad.__get__.__self__` on import, which a plain property lacks
+    (that broke every optimizer built on virtual GPUs under torch 2.11, seen on an H200).
+    """
+    __objclass__ = _base
+
+    def __init__(self, name: str, *accessors):
+        super().__init__(*accessors)
+        self.__name__ = name
+
+
 def install(patcher: Patcher, node: Node) -> None:
     c_device, c_is_cuda, c_is_cpu, c_grad = _base.device, _base.is_cuda, _base.is_cpu, _base.grad
     c_get_device = _base.get_device
@@ -36,14 +50,14 @@ def install(patcher: Patcher, node: Node) -> None:
                 node.label(grad, index)
         return grad
 
-    patcher.set(torch.Tensor, "device", property(device))
-    patcher.set(torch.Tensor, "is_cuda", property(
-        lambda self: node.label_of(self) is not None or c_is_cuda.__get__(self)))
-    patcher.set(torch.Tensor, "is_cpu", property(
-        lambda self: node.label_of(self) is None and c_is_cpu.__get__(self)))
+    patcher.set(torch.Tensor, "device", TensorAttribute("device", device))
+    patcher.set(torch.Tensor, "is_cuda", TensorAttribute(
+        "is_cuda", lambda self: node.label_of(self) is not None or c_is_cuda.__get__(self)))
+    patcher.set(torch.Tensor, "is_cpu", TensorAttribute(
+        "is_cpu", lambda self: node.label_of(self) is None and c_is_cpu.__get__(self)))
     patcher.set(torch.Tensor, "get_device", get_device)
-    patcher.set(torch.Tensor, "grad", property(
-        grad_get, lambda self, value: c_grad.__set__(self, value),
+    patcher.set(torch.Tensor, "grad", TensorAttribute(
+        "grad", grad_get, lambda self, value: c_grad.__set__(self, value),
         lambda self: c_grad.__delete__(self)))
     _install_custom_function_grads(patcher, node)
 

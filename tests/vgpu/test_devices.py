@@ -111,3 +111,26 @@ def test_every_device_move_is_recorded_once(vnode):
                      ("transfer", "cuda:1", "cuda:0", True, 32)]
     # The site is the user's line, not a line of torch or of the grader.
     assert all("test_devices.py:" in e["site"] for e in events if e["event"] in ("to", "transfer"))
+
+
+def test_patched_tensor_attributes_pass_for_the_descriptors_they_replace(vnode):
+    """torch._dynamo (2.11) lists Tensor's C attribute getters on import by reading
+    `fn.__self__.__objclass__` and `fn.__self__.__name__`; a plain property broke that import
+    (and with it every optimizer) on virtual GPUs. Same list with and without the node."""
+    import types
+
+    from torch.overrides import get_default_nowrap_functions
+
+    def banned_attrs():  # torch 2.11's torch._dynamo.variables.torch_function.banned_attrs
+        return sorted(fn.__self__.__name__ for fn in get_default_nowrap_functions()
+                      if isinstance(fn, types.MethodWrapperType) and fn.__name__ == "__get__"
+                      and fn.__self__.__objclass__ is torch._C._TensorBase)
+
+    before = banned_attrs()
+    vnode(2)
+    assert banned_attrs() == before
+    for name in ("device", "is_cuda", "is_cpu", "grad"):
+        descriptor = torch.Tensor.__dict__.get(name) or getattr(torch.Tensor, name)
+        assert descriptor.__objclass__ is torch._C.TensorBase and descriptor.__name__ == name
+    model = torch.nn.Linear(2, 2).to("cuda:1")
+    torch.optim.Adam(model.parameters())  # imports torch._dynamo with the node active
