@@ -41,8 +41,9 @@ def test_triton_import_is_refused(vnode):
 
 
 def test_deactivation_restores_plain_torch(vnode):
+    plain = (torch.cuda.is_available(), torch.cuda.device_count())  # real GPUs, if any
     handle = vnode(2)
-    assert torch.cuda.is_available()
+    assert (torch.cuda.is_available(), torch.cuda.device_count()) == (True, 2)
     handle.deactivate()
-    assert not torch.cuda.is_available()
+    assert (torch.cuda.is_available(), torch.cuda.device_count()) == plain
     assert torch.ones(1).device == torch.device("cpu")
