@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.harness.execute import run_hw3_probe, run_script
-from grader.pytest_plugin import default_submission
+from grader.pytest_plugin import default_submission, real_gpus
 
 
 class NodeRuns:
@@ -27,12 +27,15 @@ class NodeRuns:
             self._runs[key] = self._pool.submit(work)
         return self._runs[key]
 
-    def _script_future(self, script, gpus=None, nproc=1, sets=None, args=()):
+    def _script_future(self, script, gpus=None, nproc=1, sets=None, args=(), like_gpus=None):
         gpus = gpus or self.default_gpus
-        key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args))
+        # Virtual when a run it is compared with must be virtual (too few real GPUs for it):
+        # real and virtual GPUs draw different random numbers for the same seed.
+        virtual = like_gpus is not None and real_gpus() >= gpus and real_gpus() < like_gpus
+        key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args), virtual)
         return self._submit(key, lambda: run_script(
             self.submission, script, gpus=gpus, nproc=nproc, sets=sets, args=list(args),
-            timeout_s=self.timeout_s, scratch_root=self.scratch))
+            timeout_s=self.timeout_s, scratch_root=self.scratch, force_virtual=virtual))
 
     def prefetch(self, *runs: dict) -> None:
         """Start these runs now (keyword sets of `script`), so they overlap."""
@@ -40,8 +43,10 @@ class NodeRuns:
             self._script_future(**run)
 
     def script(self, script: str, *, gpus: int | None = None, nproc: int = 1,
-               sets: dict | None = None, args: tuple = ()):
-        return self._script_future(script, gpus, nproc, sets, args).result()
+               sets: dict | None = None, args: tuple = (), like_gpus: int | None = None):
+        """One run's Observation; `like_gpus=N`: on the same kind of GPUs (real or virtual)
+        as a run with N GPUs, for checks that compare the numbers of the two."""
+        return self._script_future(script, gpus, nproc, sets, args, like_gpus).result()
 
     def hw3(self, plan: list[dict], gpus: int):
         return self._submit(("hw3-probe", gpus), lambda: run_hw3_probe(

@@ -94,7 +94,7 @@ def test_gpu0_holds_most_memory(three_gpus):
 
 @pytest.mark.check("practical5.dp_loss_equals_single")
 def test_data_parallel_matches_single_gpu(node):
-    single = node.script(SINGLE, gpus=1)
+    single = node.script(SINGLE, gpus=1, like_gpus=2)
     parallel = node.script(DP, gpus=2)
     require_run(single)
     require_run(parallel)

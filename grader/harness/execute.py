@@ -68,8 +68,10 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
 
 def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
                sets: dict | None = None, args: list[str] | None = None,
-               timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None) -> Observation:
-    """Run `submission/script` with `nproc` processes on a node of `gpus` GPUs."""
+               timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None,
+               force_virtual: bool = False) -> Observation:
+    """Run `submission/script` with `nproc` processes on a node of `gpus` GPUs (virtual ones
+    with `force_virtual`, even where the machine has enough real GPUs)."""
     sets = dict(sets or {})
     args = list(args or [])
     path = submission / script
@@ -88,7 +90,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     else:
         argv = [sys.executable, *command]
     observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
-            timeout_s=timeout_s)
+            timeout_s=timeout_s, force_virtual=force_virtual)
     return observation
 
 

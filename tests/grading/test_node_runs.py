@@ -1,0 +1,42 @@
+"""Runs whose numbers a check compares are made on the same kind of GPUs."""
+from pathlib import Path
+
+import pytest
+
+from grader.checks import conftest as checks_conftest
+
+
+@pytest.fixture
+def recorded_runs(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_run_script(submission, script, **options):
+        calls.append((script, options["gpus"], options["force_virtual"]))
+        return (script, options["gpus"], options["force_virtual"])
+
+    monkeypatch.setattr(checks_conftest, "run_script", fake_run_script)
+
+    def node_with(real_gpus):
+        monkeypatch.setattr(checks_conftest, "real_gpus", lambda: real_gpus)
+        return checks_conftest.NodeRuns(Path("sub"), tmp_path, 10.0, 5)
+
+    yield node_with, calls
+
+
+@pytest.mark.parametrize("real, virtual", [(0, False), (1, True), (2, False), (8, False)])
+def test_one_gpu_run_compared_with_a_two_gpu_run_is_of_the_same_kind(recorded_runs, real, virtual):
+    """With one real GPU, the 2-GPU run is virtual (host random numbers), so the 1-GPU run it
+    is compared with must be virtual too; with none or enough, both are of one kind anyway."""
+    node_with, calls = recorded_runs
+    node = node_with(real)
+    assert node.script("single.py", gpus=1, like_gpus=2) == ("single.py", 1, virtual)
+    node.close()
+
+
+def test_the_compared_run_does_not_duplicate_a_plain_one_where_kinds_agree(recorded_runs):
+    node_with, calls = recorded_runs
+    node = node_with(0)
+    node.script("single.py", gpus=1)
+    node.script("single.py", gpus=1, like_gpus=2)
+    node.close()
+    assert calls == [("single.py", 1, False)]
