@@ -64,7 +64,8 @@ def step_prints(events, kind):
 
 def test_ranks_merged_into_one_trace(ddp_runs):
     events = ddp_runs[True]
-    assert {e["rank"] for e in events if e["event"] == "start"} == {0, 1}
+    starts = [e["rank"] for e in events if e["event"] == "start"]
+    assert sorted(starts) == [0, 1], "one node per worker; torchrun's agent process gets none"
     inits = [e for e in events if e["event"] == "init_process_group"]
     assert {(e["backend_requested"], e["backend_used"], e["world_size"]) for e in inits} == {
         ("nccl", "gloo", 2)}

@@ -19,13 +19,22 @@ def _activate_when_torch_is_imported():
 
     def activate(_torch):
         # torchrun's own agent process only starts the workers: it gets no node.
-        launcher = sys.argv[0] if sys.argv else ""
-        if launcher.endswith((os.path.join("distributed", "run.py"), "torchrun")):
+        if _is_torchrun_agent():
             return
         from grader.vgpu import activate_from_environment
         activate_from_environment()
 
     when_imported("torch", activate)
+
+
+def _is_torchrun_agent() -> bool:
+    # `python -m torch.distributed.run` imports torch while finding the module, when
+    # sys.argv[0] is still "-m": only the interpreter's own argv names the module then.
+    argv = list(getattr(sys, "orig_argv", []))
+    if "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] == ["torch.distributed.run"]:
+        return True
+    launcher = sys.argv[0] if sys.argv else ""
+    return launcher.endswith((os.path.join("distributed", "run.py"), "torchrun"))
 
 
 def _chain_to_the_next_sitecustomize():
