@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The real-GPU checks, for a CUDA machine (the course's GPU runner, or a lent one):
+#
+#     OUT=out/gpu-check bash scripts/gpu_check.sh
+#
+# 1. each reference script on the real GPUs it needs (virtual ones make up the rest), with
+#    its trace; 2. `pytest grader/ --submission reference` (what a student runs); 3. the
+#    grade of the reference; 4. the virtual-GPU tests beside a real GPU. Logs go to $OUT.
+set -uo pipefail
+OUT=${OUT:-out/gpu-check}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+step machine
+nvidia-smi -L
+python3 - <<'PY'
+import sys, torch
+print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
+      "gpus", torch.cuda.device_count(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+PY
+
+step "reference scripts on the real GPU(s)"
+run() { local name=$1; shift; local t0=$SECONDS
+  python3 -m grader "$@" >"$OUT/$name.log" 2>&1; local rc=$?
+  echo "$name: rc=$rc $((SECONDS - t0))s"; tail -4 "$OUT/$name.log"; }
+run p5_single run --gpus 1 --trace "$OUT/p5_single.jsonl" reference/practical5/practical5_single.py
+run hw3_1gpu run --gpus 1 --trace "$OUT/hw3_1gpu.jsonl" --set DEPTH=8 reference/hw3/model_parallel.py
+run p6_1rank torchrun --gpus 1 --nproc-per-node 1 --trace "$OUT/p6_1rank.jsonl" \
+    reference/practical6/practical6_ddp.py
+python3 - "$OUT" <<'PY'
+import json, sys, collections
+for name in ("p5_single", "hw3_1gpu", "p6_1rank"):
+    try:
+        events = [json.loads(l) for l in open(f"{sys.argv[1]}/{name}.jsonl") if l.strip()]
+    except OSError as e:
+        print(name, "no trace:", e); continue
+    kinds = collections.Counter(e["event"] for e in events)
+    start = next((e for e in events if e["event"] == "start"), {})
+    exit_ = next((e for e in events if e["event"] == "exit"), {})
+    print(name, dict(kinds), "| start:", {k: start.get(k) for k in ("virtual", "gpus", "real")},
+          "| exit memory:", str(exit_.get("memory"))[:300])
+PY
+
+step "pytest grader/ --submission reference"
+t0=$SECONDS  # the plugin named, as from a checkout that was never pip-installed
+PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -p grader.pytest_plugin grader/checks --submission reference -q -rs \
+    -p no:cacheprovider >"$OUT/pytest_grader.log" 2>&1
+echo "rc=$? $((SECONDS - t0))s"; tail -25 "$OUT/pytest_grader.log"
+
+step "pdl-grade grade reference"
+t0=$SECONDS
+python3 -m grader grade reference --out "$OUT/grade" >"$OUT/grade.log" 2>&1
+echo "rc=$? $((SECONDS - t0))s"; tail -12 "$OUT/grade.log"
+python3 - "$OUT/grade/result.json" <<'PY'
+import json, sys
+for assignment in json.load(open(sys.argv[1]))["assignments"]:
+    for item in assignment["items"]:
+        if item["status"] not in ("passed", "manual"):
+            print(f"{item['id']}: {item['status']} {item['score']}/{item['max_score']}:",
+                  " | ".join(item["feedback"].splitlines()[:4])[:600])
+PY
+
+step "tests/vgpu beside a real GPU"
+t0=$SECONDS
+timeout 200 python3 -m pytest tests/vgpu -q -x -p no:cacheprovider >"$OUT/tests_vgpu.log" 2>&1
+echo "rc=$? $((SECONDS - t0))s"; tail -15 "$OUT/tests_vgpu.log"
