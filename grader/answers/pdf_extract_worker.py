@@ -101,12 +101,29 @@ def _mark_page_furniture(pages: list[dict]) -> None:
             seen_on_pages[text] += 1
     for page in pages:
         for line in page["lines"]:
-            first_cell = line["text"].split("\t")[0].strip()
+            cells = [cell.strip() for cell in line["text"].split("\t") if cell.strip()]
             line["in_margin"] = line.pop("in_band") and (
                 (body_size is not None and line["size"] < 0.9 * body_size)
-                or bool(_FURNITURE_TEXT.search(first_cell) or _FURNITURE_TEXT.search(line["text"].split("\t")[-1].strip()))
-                or seen_on_pages[re.sub(r"\d+", "#", line["text"])] >= 2
+                or _looks_like_furniture(cells)
+                or (not _is_table_row(cells) and seen_on_pages[re.sub(r"\d+", "#", line["text"])] >= 2)
             )
+
+
+def _is_table_row(cells: list[str]) -> bool:
+    # "12  125.61" or "2  182.59 ms  200.4, 200.7": a row of numbers near the page's edge
+    # (a table running onto the next page) is content, even though "12" alone reads like a
+    # page number and rows look alike once digits are masked.
+    return len(cells) >= 2 and all(_NUMBER_CELL.match(cell) for cell in cells)
+
+
+def _looks_like_furniture(cells: list[str]) -> bool:
+    """A page number, URL or print date at either end of the line."""
+    if not cells or _is_table_row(cells):
+        return False
+    return bool(_FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1]))
+
+
+_NUMBER_CELL = re.compile(r"^[\d.,\s]+(?:ms|s|mib|gib|mb|gb)?$", re.IGNORECASE)
 
 
 def _body_font_size(pages: list[dict]) -> float | None:

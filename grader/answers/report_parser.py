@@ -191,6 +191,8 @@ def _rows_after_header(lines: list[Line], spec: contract.TableSpec) -> list[_Row
         for following in lines[index + 1 : index + 40]:
             if _SEPARATOR_LINE.match(following.text) or following.in_margin:
                 continue
+            if rows and header.search(following.text.replace("\t", " | ")):
+                continue  # the header repeated where the table runs onto the next page
             row = _parse_row(following, spec, *_header_units(header_text))
             if row is None:
                 if not rows and not re.match(r"^\W*\d", following.text):

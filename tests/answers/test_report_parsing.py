@@ -126,3 +126,21 @@ def test_explanation_lines_that_start_like_headings_do_not_end_it(tmp_path):
     assert result.answers["task2.explanation"].endswith("doubles the step time of DEPTH=12.")
     assert result.answers["task3.explanation"] == "Twenty layers over five devices is four each."
     assert result.status == "ok", result.problems
+
+
+@pytest.mark.parametrize("header_repeated", [False, True])
+def test_table_running_onto_the_next_page(tmp_path, header_repeated):
+    """A browser's print put rows at the page's bottom edge, where "12" reads like a page
+    number, and repeated the header on the next page: every row must still be read."""
+    start = REPORT_LINES.index("| DEPTH | Step time (ms) |")
+    before = REPORT_LINES[:start]
+    filler = [f"Notes on the setup, line {i}." for i in range(52 - len(before) - 3)]
+    first_page = before + filler + ["DEPTH\tStep time (ms)", "6\t12.5", "12\t23.75"]
+    assert len(first_page) == 52  # the last two rows sit in the page's bottom band
+    second_page = (["DEPTH\tStep time (ms)"] if header_repeated else []) + ["24\t47.1"] \
+        + REPORT_LINES[start + 4:]
+    result = read_report(write_text_pdf(tmp_path / "report.pdf", [first_page, second_page]))
+    assert result.answers["task2.step_time_table"] == [
+        {"depth": 6, "step_time_ms": 12.5}, {"depth": 12, "step_time_ms": 23.75},
+        {"depth": 24, "step_time_ms": 47.1}]
+    assert "task2.step_time_table[depth=12]" not in result.missing
