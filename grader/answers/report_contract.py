@@ -111,3 +111,17 @@ def expected_fields() -> list[str]:
         + [t.field for t in TABLES]
         + [explanation_field(task) for task in EXPLANATION_TASKS]
     )
+
+
+def template_label(field_id: str) -> str | None:
+    """How the report template labels this answer, for messages; None if it has no label."""
+    for answer in LABELLED_ANSWERS:
+        if answer.field == field_id:
+            return answer.template_text
+    for table in TABLES:
+        if table.field == field_id:
+            return f"the table '{table.template_header}'"
+    for task in EXPLANATION_TASKS:
+        if explanation_field(task) == field_id:
+            return f"Task {task} explanation"
+    return None
