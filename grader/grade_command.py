@@ -44,23 +44,27 @@ def add_parsers(sub) -> None:
     grade.set_defaults(handler=run)
 
 
-def pytest_command(assignment: str, submission: Path, report: Path, timeout: float) -> list[str]:
+def pytest_command(assignment: str, submission: Path, report: Path, timeout: float,
+                   rubrics_dir=None) -> list[str]:
+    rubrics = [f"--rubrics={Path(rubrics_dir).resolve()}"] if rubrics_dir else []
     return [sys.executable, "-m", "pytest", str(CHECKS_DIR / f"test_{assignment}.py"),
-            f"--submission={submission}", f"--check-timeout={timeout}",
+            f"--submission={submission}", f"--check-timeout={timeout}", *rubrics,
             "--json-report", f"--json-report-file={report}", "--json-report-omit=collectors",
             "-p", "grader.pytest_plugin", "-p", "pytest_jsonreport.plugin",
             "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
             f"--rootdir={CHECKS_DIR}", "-c", str(CHECKS_DIR / "pytest.ini")]
 
 
-def run_checks(assignment: str, submission: Path, out: Path, timeout: float) -> tuple[dict | None, str | None]:
+def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
+               rubrics_dir=None) -> tuple[dict | None, str | None]:
     report = out / f"pytest-{assignment}.json"
     report.unlink(missing_ok=True)
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="pdl-grade-") as cwd:
         try:
-            done = subprocess.run(pytest_command(assignment, submission, report, timeout),
+            done = subprocess.run(pytest_command(assignment, submission, report, timeout,
+                                                 rubrics_dir),
                                   cwd=cwd, env=env, capture_output=True, text=True,
                                   timeout=ASSIGNMENT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -91,7 +95,7 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
     submission = Path(submission).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics(rubrics_dir)
-    scored, errors, measurements = [], [], {}
+    scored, errors, measurements, answer_data = [], [], {}, {}
     gpus = real_gpus()
     try:
         for assignment in assignments:
@@ -101,7 +105,8 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
                 report, problem = (json.loads(path.read_text()), None) if path.exists() else (
                     None, f"no earlier report {path.name} to re-score")
             else:
-                report, problem = run_checks(assignment, submission, out, check_timeout)
+                report, problem = run_checks(assignment, submission, out, check_timeout,
+                                             rubrics_dir)
             if report is None:
                 errors.append(problem)
                 scored.append(errored_assignment(rubric, problem, overrides=overrides))
@@ -109,6 +114,7 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
                 scored.append(score_assignment(rubric, report, overrides=overrides,
                                                submitted_at=submitted_at))
                 measurements[assignment] = collect_measurements(report)
+                answer_data[assignment] = collect_answer_data(report)
     finally:
         # Written even when something above failed: what was graded is never lost.
         needed = max((rubrics[a].gpus for a in assignments), default=0)
@@ -119,6 +125,7 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
         for entry in result["assignments"]:
             if measurements.get(entry["id"]):
                 entry["measurements"] = measurements[entry["id"]]
+            entry.update(answer_data.get(entry["id"], {}))
         write_result(out / "result.json", result)
         _write_student_reports(result, out)
     return result
@@ -133,8 +140,9 @@ def _write_student_reports(result: dict, out: Path) -> None:
         print(f"pdl-grade: the report for {out} could not be written: {error}", file=sys.stderr)
 
 
-def collect_measurements(report: dict) -> dict:
-    """The checks' `measured` values, merged (nested dicts from several cases combine)."""
+def collect_measurements(report: dict, key: str = "measured") -> dict:
+    """The checks' `measured` (or `reported`) values, merged (nested dicts from several cases
+    combine)."""
     merged: dict = {}
 
     def merge(into: dict, values: dict) -> None:
@@ -145,10 +153,27 @@ def collect_measurements(report: dict) -> dict:
                 into[key] = value
 
     for test in report.get("tests", []):
-        values = (test.get("metadata") or {}).get("measured")
+        values = (test.get("metadata") or {}).get(key)
         if isinstance(values, dict):
             merge(merged, values)
     return merged
+
+
+def collect_answer_data(report: dict) -> dict:
+    """What result.json keeps of the student's answers: `answers` (as read: values, where each
+    came from, what is missing, problems), `reported` (the answers the checks compared, keyed
+    like `measurements`) and `flags` (for the instructor, no points attached)."""
+    found: dict = {}
+    for test in report.get("tests", []):
+        metadata = test.get("metadata") or {}
+        if isinstance(metadata.get("answers"), dict) and "answers" not in found:
+            found["answers"] = metadata["answers"]
+        for text in metadata.get("flags") or []:
+            found.setdefault("flags", []).append({"check": metadata.get("check"), "text": str(text)})
+    reported = collect_measurements(report, "reported")
+    if reported:
+        found["reported"] = reported
+    return found
 
 
 def _gpu_names(count: int) -> list[str]:

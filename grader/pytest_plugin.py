@@ -32,6 +32,9 @@ def pytest_addoption(parser):
                     help="submission folder to grade (default: $PDL_SUBMISSION or student_template/)")
     group.addoption("--gpus", type=int, default=None,
                     help="GPUs of the node for checks that do not set their own (default 5)")
+    group.addoption("--rubrics", default=None,
+                    help="rubrics folder (default: the grader's rubrics/); says where answers "
+                         "are read from (answer sheet and/or PDF report)")
     group.addoption("--check-timeout", type=float, default=180.0,
                     help="seconds one run of student code may take before it counts as hung")
 
@@ -78,6 +81,21 @@ def measured(request) -> dict:
     return found
 
 
+@pytest.fixture
+def reported_values(request) -> dict:
+    """The student's answers that a check compared, under the same keys as `measured`, so the
+    reports can show them side by side; they reach result.json as the assignment's `reported`."""
+    return request.node.__dict__.setdefault("_pdl_reported", {})
+
+
+@pytest.fixture
+def flag(request):
+    """flag(text): note something for the instructor without costing points (an implausible
+    number in a report, say); flags reach result.json as the assignment's `flags`."""
+    found = request.node.__dict__.setdefault("_pdl_flags", [])
+    return found.append
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-json-report's hook: absent without that plugin
 def pytest_json_runtest_metadata(item, call):
     identifier = check_id(item)
@@ -86,6 +104,10 @@ def pytest_json_runtest_metadata(item, call):
     metadata = {"check": identifier, "assignment": identifier.split(".")[0]}
     if getattr(item, "_pdl_measured", None):
         metadata["measured"] = item._pdl_measured
+    for attribute, key in (("_pdl_answers", "answers"), ("_pdl_reported", "reported"),
+                           ("_pdl_flags", "flags")):
+        if getattr(item, attribute, None):
+            metadata[key] = getattr(item, attribute)
     if call.excinfo is not None and call.when == "call":
         metadata["feedback"] = _feedback(call.excinfo)
     return metadata

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
-from grader.pytest_plugin import default_submission, real_gpus
+from grader.pytest_plugin import check_id, default_submission, real_gpus
 
 
 class NodeRuns:
@@ -75,3 +76,31 @@ def node(request, submission, tmp_path_factory):
                     request.config.getoption("--gpus") or 5)
     yield runs
     runs.close()
+
+
+@pytest.fixture(scope="session")
+def answer_book(request, submission):
+    """The submission's answers per assignment, read once (the PDF in a time-limited child)."""
+    from grader.scoring.rubric import load_rubrics
+    rubrics = load_rubrics(request.config.getoption("--rubrics"))
+    read: dict = {}
+
+    def answers_of(assignment: str):
+        if assignment not in read:
+            rubric = rubrics.get(assignment)
+            read[assignment] = collect_answers(
+                submission, assignment, rubric.answers_source if rubric else None)
+        return read[assignment]
+    return answers_of
+
+
+@pytest.fixture
+def answers(request, answer_book):
+    """The answers of the assignment this check belongs to; the first check of an assignment
+    that asks for them carries them into result.json (the assignment's `answers`)."""
+    assignment = (check_id(request.node) or request.module.__name__).split(".")[0]
+    found = answer_book(assignment)
+    if not getattr(found, "_recorded", False):
+        found._recorded = True
+        request.node._pdl_answers = found.to_dict()
+    return found

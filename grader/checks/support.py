@@ -23,3 +23,22 @@ def chunk_sizes(batch: int, parts: int) -> list[int]:
 
 def close(a: float, b: float, rel: float = 1e-4, abs_: float = 1e-6) -> bool:
     return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
+
+
+def reported(answers, qid: str):
+    """The student's answer to `qid`; a check on an answer that is not there fails saying
+    where it belongs (the report's label, the answer sheet's id)."""
+    if qid in answers.values:
+        return answers.values[qid]
+    question = answers.questions.get(qid, qid)
+    raise AssertionError(explain(f"an answer to: {question}", "no answer found",
+                                 answers.where_to_answer(qid)))
+
+
+def disagrees(answers, qid: str, expected: str, observed_in_code: str, value) -> str:
+    """Feedback for an answer that the student's own code contradicts: both, side by side."""
+    source = answers.origin.get(qid, "your answers")
+    shown = value if isinstance(value, str) else repr(value)
+    return explain(f"your answer to {qid} agrees with what your code does: {expected}",
+                   f"you reported {shown} ({source}); your code {observed_in_code}",
+                   f"{source}: correct the answer, or the code if the answer is what you meant")
