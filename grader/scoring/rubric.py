@@ -67,7 +67,7 @@ _POINTS_TOLERANCE = 1e-9
 
 _TOP_KEYS = {"assignment", "title", "version", "gpus", "total_points", "due", "late_policy",
              "answers_source", "when_skipped", "items"}
-_ITEM_KEYS = {"id", "title", "kind", "points", "checks", "feedback", "guidance"}
+_ITEM_KEYS = {"id", "title", "kind", "points", "checks", "feedback", "guidance", "answer"}
 _CHECK_KEYS = {"check", "points", "partial", "when_skipped"}
 _FEEDBACK_KEYS = {"pass", "fail", "skipped"}
 _LATE_KEYS = {"per_day", "max_days", "grace_minutes"}
@@ -108,6 +108,7 @@ class Item:
     checks: tuple[CheckRule, ...] = ()
     feedback: Feedback = field(default_factory=Feedback)
     guidance: str = ""
+    answer: str = ""  # manual items: the answer-sheet id whose text the instructor reads
 
     @property
     def is_manual(self) -> bool:
@@ -244,13 +245,19 @@ def _parse_item(raw: Any, index: int, assignment: str, default_skip: str,
     if "points" in raw and not _is_points(points):
         where.fail(f"points must be a non-negative number, got {points!r}")
 
+    answer = raw.get("answer", "")
+    if not isinstance(answer, str):
+        where.fail(f"answer must be an answer id such as task2.explanation, got {_kind(answer)}")
+    if answer and kind != "manual":
+        where.fail("answer belongs to manual items (the text the instructor grades)")
+
     if kind == "manual":
         if "checks" in raw:
             where.fail("a manual item cannot have checks")
         if "points" not in raw:
             where.fail("points is required for a manual item (0 is allowed)")
         return Item(id=item_id, title=title, points=float(points), kind=kind,
-                    feedback=feedback, guidance=guidance)
+                    feedback=feedback, guidance=guidance, answer=answer)
 
     raw_checks = raw.get("checks")
     if not isinstance(raw_checks, list) or not raw_checks:

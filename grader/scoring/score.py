@@ -67,6 +67,7 @@ class ItemScore:
     checks: list[CheckScore] = field(default_factory=list)
     pending: bool = False    # manual item not graded by the instructor yet
     overridden: bool = False
+    answer: str = ""         # manual items: the answer id whose text is graded
 
 
 @dataclass
@@ -233,7 +234,7 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
 def _score_manual(item: Item) -> ItemScore:
     return ItemScore(id=item.id, title=item.title, kind=item.kind, points=item.points,
                      score=0.0, max_score=item.points, status=STATUS_MANUAL, pending=True,
-                     feedback="To be graded by the instructor.")
+                     feedback="To be graded by the instructor.", answer=item.answer)
 
 
 def _apply_override(scored: ItemScore, item: Item, override: Mapping[str, Any] | None,
