@@ -10,7 +10,7 @@ import pytest
 from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describe_layout,
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, spearman)
-from grader.checks.support import explain
+from grader.checks.support import disagrees, explain, reported
 
 NODE_SIZES = [1, 2, 3, 4, 5, 8]
 DEPTHS = [1, 3, 5, 6, 12, 20, 24]
@@ -315,3 +315,136 @@ def test_task5_real_transfers_equal_device_changes(probe, gpus, measured):
         + (f", e.g. {between[0]['src']} -> {between[0]['dst']} at {between[0].get('site')}"
            if between else ""), LOOK_FORWARD + ": move the activation only when the next "
         "layer is on another GPU, never back")
+
+
+
+# -- What the report says, against what the code does -----------------------------------------
+# The student's answers (hw3/report.pdf, else hw3/answers.yaml) are compared with what the
+# grader measured on the same code. Counts must be equal; times are compared by shape only
+# (they rise with DEPTH; no speed-up with more GPUs), as the student measured them on other
+# hardware. Magnitudes far from ours are flagged for the instructor, never scored.
+PLAUSIBLE_RATIO = 2.0  # a student's time or memory ratio within 2x of ours is plausible
+
+
+def _ratio_flag(flag, what, theirs, ours):
+    if theirs > 0 and ours > 0 and not 1 / PLAUSIBLE_RATIO <= theirs / ours <= PLAUSIBLE_RATIO:
+        flag(f"{what}: the report's ratio {theirs:.2f} is far from the measured {ours:.2f} "
+             f"(more than {PLAUSIBLE_RATIO:g}x apart); were these numbers measured on this code?")
+
+
+@pytest.mark.check("hw3.task1.reported")
+@pytest.mark.parametrize("qid", ["task1.layers_per_gpu", "task1.transfer_between"])
+def test_task1_report_matches_the_code(probe, answers, reported_values, qid):
+    found = record(probe, "layout", gpus=2, depth=6)
+    built(found)
+    devices = found["devices"]
+    value = reported(answers, qid)
+    reported_values[qid] = value
+    if qid == "task1.layers_per_gpu":
+        truth, what = counts_per_gpu(devices, 2), f"puts {counts_per_gpu(devices, 2)} layers on the 2 GPUs"
+    else:
+        change = next((i for i in range(1, len(devices)) if devices[i] != devices[i - 1]), None)
+        truth = [change - 1, change] if change is not None else []
+        what = (f"moves the activation between layers {change - 1} and {change}" if truth
+                else "never moves the activation")
+    assert value == truth, disagrees(answers, qid, str(truth), what, value)
+
+
+def _table(answers, qid, key, keys):
+    rows = reported(answers, qid)
+    by_key = {}
+    for row in rows:
+        if isinstance(row, dict) and row.get(key) is not None:
+            by_key.setdefault(int(row[key]), row)
+    absent = [k for k in keys if k not in by_key or not isinstance(
+        by_key[k].get("step_time_ms"), (int, float))]
+    assert not absent, explain(
+        f"the table {qid} has a step time for {key.upper() if key == 'depth' else key} "
+        + ", ".join(map(str, keys)), "no step time for " + ", ".join(map(str, absent)),
+        answers.where_to_answer(qid))
+    return by_key
+
+
+@pytest.mark.check("hw3.task2.reported")
+def test_task2_reported_times_rise_with_depth(probe, answers, reported_values, flag):
+    found = record(probe, "trend")
+    built(found, "and training the model")
+    rows = _table(answers, "task2.step_time_table", "depth", TIMING_DEPTHS)
+    times = [float(rows[d]["step_time_ms"]) for d in TIMING_DEPTHS]
+    reported_values["task2.step_time_ms"] = {str(d): t for d, t in zip(TIMING_DEPTHS, times)}
+    ours = [found["results"][f"2x{d}"]["median_ms"] for d in TIMING_DEPTHS]
+    _ratio_flag(flag, "Task 2, step time DEPTH=24 over DEPTH=6", times[-1] / times[0] if times[0] else 0,
+                ours[-1] / ours[0])
+    assert all(a < b for a, b in zip(times, times[1:])), disagrees(
+        answers, "task2.step_time_table", "step times that rise with DEPTH (6 < 12 < 24)",
+        "gets slower with every layer added (measured here: " + ", ".join(
+            f"DEPTH {d}: {t:.2f} ms" for d, t in zip(TIMING_DEPTHS, ours)) + ")",
+        ", ".join(f"DEPTH {d}: {t:g} ms" for d, t in zip(TIMING_DEPTHS, times)))
+
+
+@pytest.mark.check("hw3.task3.reported")
+def test_task3_report_matches_the_layout(probe, answers, reported_values):
+    found = record(probe, "layout", gpus=5, depth=20)
+    built(found)
+    truth = counts_per_gpu(found["devices"], 5)
+    value = reported(answers, "task3.layers_per_gpu_20_5")
+    reported_values["task3.layers_per_gpu_20_5"] = value
+    assert value == truth, disagrees(answers, "task3.layers_per_gpu_20_5", str(truth),
+                                     f"puts {truth} layers on the 5 GPUs", value)
+
+
+@pytest.mark.check("hw3.task4.reported")
+@pytest.mark.parametrize("aspect", ["complete", "no_speedup", "memory_shrinks"])
+def test_task4_report_agrees_with_the_runs(probe, answers, reported_values, flag, aspect):
+    found = record(probe, "task4")
+    built(found, "and training the model")
+    rows = _table(answers, "task4.table", "gpus", [2, 5])
+    memory = {g: rows[g].get("memory_per_gpu_mib") for g in (2, 5)}
+    memory = {g: (m if isinstance(m, list) else [m] if isinstance(m, (int, float)) else [])
+              for g, m in memory.items()}
+    times = {g: float(rows[g]["step_time_ms"]) for g in (2, 5)}
+    ours = {g: found["results"][f"{g}x{TASK4_DEPTH}"] for g in (2, 5)}
+    reported_values["task4"] = {str(g): {"step_time_ms": times[g], "memory_per_gpu_mib": memory[g]}
+                                for g in (2, 5)}
+    if aspect == "complete":
+        wrong = [g for g in (2, 5) if len(memory[g]) != g]
+        assert not wrong, explain(
+            "one peak-memory value per GPU: 2 values for 2 GPUs, 5 for 5",
+            "; ".join(f"{len(memory[g])} value(s) for {g} GPUs" for g in wrong),
+            answers.where_to_answer("task4.table"))
+    elif aspect == "no_speedup":
+        ours_ratio = ours[5]["median_ms"] / ours[2]["median_ms"]
+        _ratio_flag(flag, "Task 4, step time 5 GPUs over 2 GPUs", times[5] / times[2] if times[2] else 0,
+                    ours_ratio)
+        assert times[5] >= times[2] / NO_SPEEDUP_TOLERANCE, disagrees(
+            answers, "task4.table", "no speed-up from 2 to 5 GPUs (naive model parallelism runs "
+            "one GPU at a time)", f"takes {ours[2]['median_ms']:.2f} ms per step on 2 GPUs and "
+            f"{ours[5]['median_ms']:.2f} ms on 5 here", f"{times[2]:g} ms and {times[5]:g} ms")
+    else:
+        assert memory[2] and memory[5], explain(
+            "peak memory per GPU for 2 and for 5 GPUs", "a memory column left empty",
+            answers.where_to_answer("task4.table"))
+        theirs = max(memory[5]) / max(memory[2]) if max(memory[2]) else 0
+        mine = max(ours[5]["peak_memory"]) / max(ours[2]["peak_memory"])
+        _ratio_flag(flag, "Task 4, largest per-GPU memory on 5 GPUs over 2 GPUs", theirs, mine)
+        assert max(memory[5]) < max(memory[2]), disagrees(
+            answers, "task4.table", "less memory on the busiest GPU with 5 GPUs than with 2 "
+            "(each holds fewer layers)", "needs {:.0%} of the 2-GPU peak per GPU with 5 GPUs here"
+            .format(mine), f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB")
+
+
+@pytest.mark.check("hw3.task5.reported")
+@pytest.mark.parametrize("gpus,quantity", [(2, "to_calls"), (2, "transfers"), (5, "to_calls"),
+                                           (5, "transfers")])
+def test_task5_reported_counts_match(probe, answers, reported_values, gpus, quantity):
+    found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
+    built(found)
+    _, calls, between = forward_moves(found)
+    truth = len(calls) if quantity == "to_calls" else len(between)
+    qid = f"task5.{quantity}_{gpus}gpus"
+    value = reported(answers, qid)
+    reported_values["task5"] = {str(gpus): {quantity: value}}
+    what = ".to() calls" if quantity == "to_calls" else "GPU-to-GPU transfers"
+    assert value == truth, disagrees(answers, qid, str(truth),
+                                     f"makes {truth} {what} in one forward pass with "
+                                     f"DEPTH={TRANSFER_DEPTH} on {gpus} GPUs", value)
