@@ -1,0 +1,119 @@
+"""Answer sheets (answers.yaml) read against the template, and combined with the HW3 PDF."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader.answers.collect import collect_answers
+from grader.answers.sheet import Question, coerce, read_sheet, template_questions
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENTS = ["practical4", "practical5", "practical6", "practical10", "hw3"]
+
+
+def write_sheet(folder: Path, assignment: str, answers: dict) -> Path:
+    (folder / assignment).mkdir(parents=True, exist_ok=True)
+    path = folder / assignment / "answers.yaml"
+    path.write_text(yaml.safe_dump({"assignment": assignment, "answers": answers}))
+    return path
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_templates_sheet_is_valid_and_unanswered(assignment):
+    answers = collect_answers(ROOT / "student_template", assignment, "sheet")
+    assert not answers.problems and not answers.values
+    assert answers.missing == list(template_questions(assignment))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_reference_answers_every_question(assignment):
+    if not (ROOT / "reference" / assignment / "answers.yaml").exists():
+        pytest.skip(f"reference/{assignment} has no answer sheet yet")
+    answers = collect_answers(ROOT / "reference", assignment, "sheet")
+    assert not answers.problems and not answers.missing
+
+
+@pytest.mark.parametrize("raw, kind, value", [
+    (3, "int", 3), ("3", "int", 3), (3.0, "int", 3), ("yes", "bool", True), (False, "bool", False),
+    ("3, 3", "list[int]", [3, 3]), ("[2, 3]", "list[int]", [2, 3]), ([[32, 16]], "list[list[int]]", [[32, 16]]),
+    ("  cuda:0 ", "str", "cuda:0"), (None, "int", None), ("", "text", None), ([], "list[int]", None),
+])
+def test_values_take_the_templates_type(raw, kind, value):
+    assert coerce(raw, Question("q", kind, "")) == value
+
+
+@pytest.mark.parametrize("raw, kind, message", [
+    ("three", "int", "expected a whole number, got 'three'"), (True, "int", "expected a whole number"),
+    ("maybe", "bool", "expected yes/no"), ({"a": 1}, "list[int]", "expected a list of whole numbers"),
+])
+def test_a_wrongly_typed_value_says_what_was_expected(raw, kind, message):
+    with pytest.raises(ValueError, match=message):
+        coerce(raw, Question("q", kind, ""))
+
+
+def test_tables_keep_their_columns_and_parse_decimal_commas():
+    question = Question("t", "table", "", ("depth", "step_time_ms"))
+    assert coerce([{"depth": 6, "step_time_ms": "12,5"}], question) == [{"depth": 6, "step_time_ms": 12.5}]
+    with pytest.raises(ValueError, match="row 1 has column\\(s\\) time"):
+        coerce([{"depth": 6, "time": 1}], question)
+
+
+def test_broken_sheets_are_problems_not_crashes(tmp_path):
+    questions = template_questions("practical6")
+    path = tmp_path / "answers.yaml"
+    path.write_text("answers:\n  ddp.world_size: {value: 2\n")
+    broken = read_sheet(path, questions, "practical6/answers.yaml")
+    assert broken.found and not broken.values
+    assert "practical6/answers.yaml is not valid YAML (line" in broken.problems[0]
+    path.write_text(yaml.safe_dump({"answers": {"ddp.world_size": {"value": "two"},
+                                                "ddp.per_rank_batch": {"value": 32},
+                                                "made.up": {"value": 1}}}))
+    mixed = read_sheet(path, questions, "practical6/answers.yaml")
+    assert mixed.values == {"ddp.per_rank_batch": 32}
+    assert any("ddp.world_size: expected a whole number, got 'two'" in p for p in mixed.problems)
+    assert any("'made.up' is not a question of this sheet" in p for p in mixed.problems)
+
+
+def test_nothing_handed_in_is_said_once(tmp_path):
+    answers = collect_answers(tmp_path, "practical4")
+    assert answers.problems == ["no answers handed in: practical4/answers.yaml not found"]
+    assert answers.missing == list(template_questions("practical4"))
+
+
+def test_pdf_answers_win_and_the_sheet_fills_the_gaps(tmp_path):
+    shutil.copy(ROOT / "reference" / "hw3" / "report.pdf", write_sheet(tmp_path, "hw3", {
+        "task5.transfers_2gpus": {"value": 7}, "task1.layers_per_gpu": {"value": [3, 3]}}).parent)
+    answers = collect_answers(tmp_path, "hw3", "pdf_then_sheet")
+    assert answers.values["task5.transfers_2gpus"] == 1  # the report says 1
+    assert answers.origin["task5.transfers_2gpus"] == "hw3/report.pdf"
+    assert not answers.missing
+    sheet_only = collect_answers(tmp_path, "hw3", "sheet")
+    assert sheet_only.values["task5.transfers_2gpus"] == 7
+    assert answers.where_to_answer("task5.transfers_2gpus") == (
+        "hw3/report.pdf ('Number of transfers with 2 GPUs') or hw3/answers.yaml (task5.transfers_2gpus)")
+
+
+def test_an_unreadable_report_falls_back_to_the_sheet_and_asks_for_review(tmp_path):
+    write_sheet(tmp_path, "hw3", {"task5.transfers_2gpus": {"value": 1}})
+    (tmp_path / "hw3" / "report.pdf").write_bytes(b"PK\x03\x04 a docx renamed")
+    answers = collect_answers(tmp_path, "hw3", "pdf_then_sheet")
+    assert answers.values == {"task5.transfers_2gpus": 1}
+    assert answers.needs_manual_review
+    assert any("not a PDF but a ZIP archive" in p for p in answers.problems)
+
+
+def test_the_reference_report_pdf_says_what_its_answer_sheet_says():
+    """reference/hw3/report.pdf is a real pandoc + Chromium print whose Task 2 table runs onto
+    the next page; read back, it must give the reference sheet's answers."""
+    from_pdf = collect_answers(ROOT / "reference", "hw3", "pdf")
+    from_sheet = collect_answers(ROOT / "reference", "hw3", "sheet")
+    assert not from_pdf.missing and not from_pdf.problems, from_pdf.problems
+
+    def words(value):
+        return " ".join(str(value).replace("\u2019", "'").replace("micro-batches", "microbatches").split())
+    for qid, value in from_sheet.values.items():
+        assert (words(from_pdf.values[qid]) == words(value) if isinstance(value, str)
+                else from_pdf.values[qid] == value), qid
