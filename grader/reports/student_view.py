@@ -35,8 +35,8 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
 def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
     items = assignment.get("items") or []
     measurements = assignment.get("measurements") or None
-    answers = assignment.get("answers") or None
-    rows = comparison_rows(measurements, answers, str(assignment.get("id", "")))
+    reported = assignment.get("reported") or None
+    rows = comparison_rows(measurements, reported, str(assignment.get("id", "")))
     return {
         "id": assignment.get("id"),
         "title": assignment.get("title"),
@@ -53,8 +53,9 @@ def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
         "pending": [item_view(i) for i in items if i.get("pending")],
         "measurements": measurements,
-        "answers": answers,
-        "has_answers": bool(answers),
+        "answers": reported,
+        "has_answers": bool(reported),
+        "answer_notes": answer_notes(assignment.get("answers")),
         "rows": [{"task": r.task, "quantity": r.quantity, "path": r.path,
                   "reported": format_value(r.reported), "measured": format_value(r.measured)}
                  for r in rows],
@@ -127,3 +128,20 @@ def _hardware_text(hardware: Mapping[str, Any]) -> str:
     kind = "virtual (simulated)" if hardware.get("kind") == "virtual" else "real"
     names = ", ".join(sorted(set(hardware.get("names") or [])))
     return f"{hardware.get('gpus', '?')} {kind} GPU(s)" + (f": {names}" if names else "")
+
+
+def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the student should know about how their answers were read: the files, what could
+    not be found (listed, never silently scored zero) and problems with the files."""
+    if not isinstance(answers, Mapping):
+        return None
+    files = [f"{f.get('file')}: {FILE_STATUS.get(f.get('status'), f.get('status'))}"
+             for f in answers.get("files") or [] if isinstance(f, Mapping)]
+    questions = answers.get("questions") or {}
+    missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in answers.get("missing") or []]
+    return {"files": files, "missing": missing, "problems": list(answers.get("problems") or []),
+            "review": bool(answers.get("needs_manual_review"))}
+
+
+FILE_STATUS = {"ok": "read", "partial": "read in part (see below)", "unreadable": "could not be read",
+               "missing": "not handed in", "problems": "read, with problems (see below)"}

@@ -36,5 +36,6 @@ def with_hostile_feedback(result: dict) -> dict:
     check["cases"][0]["message"] += f" {XSS}"
     find_item(result, "hw3.task1")["feedback"] += f"\nObserved: ValueError: {XSS}"
     hw3 = result["assignments"][0]
-    hw3["answers"]["task1.layers_per_gpu"] = [XSS, "3 | 3"]
+    hw3["reported"]["task1.layers_per_gpu"] = [XSS, "3 | 3"]
+    hw3["answers"]["problems"].append(f"hw3/report.pdf: '{XSS}' is not a number")
     return result

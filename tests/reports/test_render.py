@@ -153,3 +153,15 @@ class _Tags(HTMLParser):
 
     def handle_endtag(self, tag):
         self.closed += tag == self.tag
+
+
+def test_answers_not_found_are_listed_with_the_files_read(result):
+    md = render_markdown(result(ROUND_ROBIN))
+    answers = section(md, "### Your answers")
+    assert ("Read from: hw3/report.pdf: read in part (see below); hw3/answers.yaml: not handed in."
+            in answers)
+    assert "An instructor will look at your report by hand." in answers
+    assert "- task2.explanation: How does the step time grow with DEPTH, and why?" in answers
+    assert "could be 30000 or 30.000" in answers
+    page = render_html(result(ROUND_ROBIN))
+    assert '<ul class="missing"><li>task2.explanation: How does the step time grow' in page
