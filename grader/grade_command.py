@@ -128,7 +128,20 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
             entry.update(answer_data.get(entry["id"], {}))
         write_result(out / "result.json", result)
         _write_student_reports(result, out)
+        _write_instructor_report(result, out, rubrics)
     return result
+
+
+def _write_instructor_report(result: dict, out: Path, rubrics: dict) -> None:
+    """instructor.md: manual items with the rubric's guidance beside the student's text, flags,
+    and an overrides skeleton. Never handed to students (the guidance is the answer key)."""
+    from grader.reports.instructor import render_instructor_markdown
+    try:
+        (out / "instructor.md").write_text(render_instructor_markdown(result, rubrics),
+                                           encoding="utf-8")
+    except Exception as error:
+        print(f"pdl-grade: the instructor view for {out} could not be written: {error}",
+              file=sys.stderr)
 
 
 def _write_student_reports(result: dict, out: Path) -> None:

@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-FORMATS = {"md": "report.md", "html": "report.html", "gradescope": "results.json"}
+FORMATS = {"md": "report.md", "html": "report.html", "gradescope": "results.json",
+           "instructor": "instructor.md"}
 
 
 def add_parsers(sub) -> None:
@@ -27,6 +28,9 @@ def add_parsers(sub) -> None:
                              "after_published, visible)")
     report.add_argument("--stdout-visibility", default="hidden",
                         help="Gradescope: when students see the autograder's stdout")
+    report.add_argument("--rubrics", default=None,
+                        help="instructor: rubrics folder for the written answers' guidance "
+                             "(default: the grader's rubrics/)")
     report.add_argument("--leaderboard", action="store_true",
                         help="Gradescope: add the HW3 step time to the leaderboard")
     report.set_defaults(handler=run)
@@ -42,7 +46,7 @@ def parse_formats(text: str) -> list[str]:
 
 
 def write_reports(result: dict, out: Path, formats: list[str], *, visibility="after_due_date",
-                  stdout_visibility="hidden", leaderboard=False) -> list[Path]:
+                  stdout_visibility="hidden", leaderboard=False, rubrics_dir=None) -> list[Path]:
     from grader.reports import gradescope_results, render_html, render_markdown
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -51,6 +55,10 @@ def write_reports(result: dict, out: Path, formats: list[str], *, visibility="af
             text = render_markdown(result)
         elif fmt == "html":
             text = render_html(result)
+        elif fmt == "instructor":
+            from grader.reports.instructor import render_instructor_markdown
+            from grader.scoring import load_rubrics
+            text = render_instructor_markdown(result, load_rubrics(rubrics_dir))
         else:
             text = json.dumps(gradescope_results(result, visibility=visibility,
                                                  stdout_visibility=stdout_visibility,
@@ -69,7 +77,7 @@ def run(options) -> int:
         written = write_reports(result, Path(options.out), formats,
                                 visibility=options.visibility,
                                 stdout_visibility=options.stdout_visibility,
-                                leaderboard=options.leaderboard)
+                                leaderboard=options.leaderboard, rubrics_dir=options.rubrics)
     except json.JSONDecodeError as exc:
         print(f"pdl-grade report: {options.result} is not JSON: {exc}", file=sys.stderr)
         return 2

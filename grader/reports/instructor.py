@@ -1,0 +1,67 @@
+"""The instructor's view of one graded submission (`instructor.md` beside result.json).
+
+What needs a person: each manual item with the rubric's guidance (never shown to students)
+beside the text the student wrote for it, the flags the checks raised (reported numbers the
+code cannot produce, implausible magnitudes), problems reading the answers, and an overrides
+block to fill in and pass back with `pdl-grade grade --overrides FILE --rescore`.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from grader.reports.measurements import format_value
+from grader.reports.render import _environment, _tidy
+
+
+def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> dict[str, Any]:
+    assignments = []
+    for assignment in result.get("assignments") or []:
+        rubric = rubrics.get(assignment.get("id"))
+        guidance = {item.id: item.guidance for item in rubric.items} if rubric else {}
+        answers = assignment.get("answers") or {}
+        values, origin = answers.get("values") or {}, answers.get("origin") or {}
+        manual = []
+        for item in assignment.get("items") or []:
+            if item.get("kind") != "manual":
+                continue
+            qid = item.get("answer") or ""
+            text = values.get(qid)
+            manual.append({
+                "id": item["id"], "title": item.get("title", ""),
+                "points": format_value(item.get("max_score", 0)),
+                "score": format_value(item.get("score", 0)),
+                "pending": bool(item.get("pending")), "comment": "" if item.get("pending")
+                else item.get("feedback", ""),
+                "guidance": guidance.get(item["id"], ""), "answer_id": qid,
+                "text": format_value(text) if text is not None else None,
+                "source": origin.get(qid, ""),
+            })
+        assignments.append({
+            "id": assignment.get("id"), "title": assignment.get("title", ""),
+            "score": assignment.get("score"), "max_score": assignment.get("max_score"),
+            "flags": list(assignment.get("flags") or []),
+            "review": bool(answers.get("needs_manual_review")),
+            "files": answers.get("files") or [],
+            "problems": list(answers.get("problems") or []),
+            "missing": list(answers.get("missing") or []),
+            "manual": manual,
+        })
+    return {"submission": result.get("submission", ""), "score": result.get("score"),
+            "max_score": result.get("max_score"), "assignments": assignments,
+            "overrides": overrides_template(assignments)}
+
+
+def overrides_template(assignments: list[dict]) -> str:
+    """A YAML skeleton for `--overrides`: every manual item, with its current score."""
+    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}"]
+    for assignment in assignments:
+        for m in assignment["manual"]:
+            comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'{m["id"]}: {{points: {m["score"]}, comment: "{comment}"}}'
+                         f'  # of {m["points"]}')
+    return "\n".join(lines)
+
+
+def render_instructor_markdown(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> str:
+    template = _environment(autoescape=False).get_template("instructor.md.j2")
+    return _tidy(template.render(view=instructor_view(result, rubrics)))

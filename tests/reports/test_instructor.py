@@ -1,0 +1,57 @@
+"""The instructor's view: guidance beside the student's text, flags, an overrides skeleton."""
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+from report_fixtures import ROUND_ROBIN, find_item
+from grader.reports.command import write_reports
+from grader.reports.instructor import render_instructor_markdown
+from grader.reports.render import render_html, render_markdown
+from grader.scoring import load_rubrics
+
+
+def with_written_answer(result: dict) -> dict:
+    data = copy.deepcopy(result)
+    item = find_item(data, "hw3.task2.explanation")
+    item["answer"] = "task2.explanation"
+    hw3 = data["assignments"][0]
+    hw3["answers"]["values"]["task2.explanation"] = "Every layer adds work; the GPUs take turns."
+    hw3["answers"]["origin"]["task2.explanation"] = "hw3/report.pdf"
+    hw3["flags"] = [{"check": "hw3.task2.reported", "text": "ratio 9.0 far from the measured 3.9"}]
+    return data
+
+
+def test_manual_items_show_guidance_and_the_students_text(result):
+    md = render_instructor_markdown(with_written_answer(result(ROUND_ROBIN)), load_rubrics())
+    task2 = md[md.index("### Task 2 - written answer"):]
+    task2 = task2[:task2.index("\n### ")]
+    assert "*Guidance:* Accept answers saying the time grows roughly linearly" in task2
+    assert "Student's answer (`task2.explanation`, from hw3/report.pdf):" in task2
+    assert "Every layer adds work; the GPUs take turns." in task2
+    assert "- `hw3.task2.reported`: ratio 9.0 far from the measured 3.9" in md
+    assert "**Answers: manual review needed.**" in md
+
+
+def test_the_overrides_skeleton_is_valid_yaml_for_every_manual_item(result):
+    data = result(ROUND_ROBIN)
+    md = render_instructor_markdown(data, load_rubrics())
+    block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
+    overrides = yaml.safe_load(block)
+    manual = [i["id"] for a in data["assignments"] for i in a["items"] if i["kind"] == "manual"]
+    assert list(overrides) == manual
+    assert all(set(v) == {"points", "comment"} for v in overrides.values())
+
+
+def test_guidance_and_flags_stay_out_of_the_student_reports(result):
+    data = with_written_answer(result(ROUND_ROBIN))
+    for text in (render_markdown(data), render_html(data)):
+        assert "Accept answers saying the time grows" not in text
+        assert "far from the measured" not in text
+
+
+def test_report_command_writes_the_instructor_view(result, tmp_path):
+    written = write_reports(with_written_answer(result(ROUND_ROBIN)), tmp_path, ["instructor"])
+    assert [p.name for p in written] == ["instructor.md"]
+    assert "## Overrides to fill in" in written[0].read_text()
