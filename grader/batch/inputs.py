@@ -33,6 +33,9 @@ MOODLE_NAME = re.compile(
 # would hit the file limit), and bytecode (a stale .pyc could run other code than the .py
 # shows; Python rebuilds it from the source anyway).
 JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "__pycache__", ".git"}
+# Beside the submissions, not one of them: Gradescope's export lists their times in it
+# (grader/batch/submission_times.py reads it).
+METADATA_NAMES = {"submission_metadata.yml"}
 ROOT_SEARCH_DEPTH = 3
 CHUNK = 1 << 16
 
@@ -102,6 +105,8 @@ def discover(folder: Path) -> tuple[list[Submission], list[str]]:
     notes: list[str] = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or entry.name in JUNK_NAMES:
+            continue
+        if entry.name in METADATA_NAMES and entry.is_file() and not entry.is_symlink():
             continue
         found = identify(entry)
         if found is None:
