@@ -5,6 +5,11 @@ after its result.json is complete, so a batch killed at any moment leaves each r
 fully recorded or absent. WAL mode with synchronous=FULL makes a committed run survive the
 kill (and a power cut). The partial unique index `one_current_run_per_student` makes a
 duplicate current result impossible, whatever the code above does.
+
+Schema versions (meta.schema_version): 1, the first; 2 adds runs.submitted_at, the submission
+time a run was scored with. An older gradebook is migrated when opened, in one transaction
+(ALTER TABLE ... ADD COLUMN: existing runs keep NULL, "time unknown", which is what they were
+scored with); a newer one is refused rather than half understood.
 """
 from __future__ import annotations
 
@@ -12,11 +17,11 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Outcomes of a run. `graded` and `rejected` are final for that content and configuration;
 # `timed_out` and `error` are retried by the next batch (the cause may have been the machine).
 FINAL_STATUSES = ("graded", "rejected")
@@ -54,7 +59,8 @@ CREATE TABLE IF NOT EXISTS runs (
     score           REAL,
     max_score       REAL,
     result_json     TEXT,                  -- the complete result.json (NULL if none)
-    current         INTEGER NOT NULL DEFAULT 1 CHECK (current IN (0, 1))
+    current         INTEGER NOT NULL DEFAULT 1 CHECK (current IN (0, 1)),
+    submitted_at    TEXT                   -- ISO 8601 time it was scored with (NULL: unknown)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_current_run_per_student ON runs(student_id) WHERE current = 1;
 CREATE TABLE IF NOT EXISTS assignment_scores (
@@ -104,6 +110,19 @@ class RunRecord:
     finished_at: str
     message: str | None = None
     result: dict[str, Any] | None = None
+    submitted_at: str | None = None    # the submission time the scores used (late penalty)
+
+
+class GradebookError(Exception):
+    """The gradebook cannot be used by this version (the message says why)."""
+
+
+class RunState(NamedTuple):
+    """What decides whether a student's current run is up to date."""
+    content_hash: str
+    config_hash: str
+    status: str
+    submitted_at: str | None
 
 
 @dataclass(frozen=True)
@@ -115,6 +134,7 @@ class CurrentRun:
     config_hash: str
     result: dict[str, Any] | None
     assignment_scores: dict[str, float]
+    submitted_at: str | None = None
 
 
 class Gradebook:
@@ -125,10 +145,36 @@ class Gradebook:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
+        try:
+            self._open()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _open(self) -> None:
         with self.transaction():
+            found = self._schema_version()
+            if found is not None and found > SCHEMA_VERSION:
+                raise GradebookError(
+                    f"{self.path} has schema version {found}, written by a newer pdl-grade than this "
+                    f"one (which knows up to {SCHEMA_VERSION}); use that version, or another --out")
             for statement in _statements():
                 self.db.execute(statement)
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self._migrate()
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def _schema_version(self) -> int | None:
+        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+            return None
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else None
+
+    def _migrate(self) -> None:
+        """Bring a version-1 gradebook to the current schema (inside the open transaction,
+        so a batch killed here leaves the old gradebook as it was; idempotent)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+        if "submitted_at" not in columns:
+            self.db.execute("ALTER TABLE runs ADD COLUMN submitted_at TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -136,12 +182,20 @@ class Gradebook:
     def transaction(self):
         return _Transaction(self.db)
 
-    def current_run(self, key: str) -> tuple[str, str, str] | None:
-        """(content_hash, config_hash, status) of the student's current run, if any."""
-        return self.db.execute(
-            "SELECT s.content_hash, r.config_hash, r.status FROM runs r "
+    def current_run(self, key: str) -> RunState | None:
+        """(content_hash, config_hash, status, submitted_at) of the student's current run."""
+        row = self.db.execute(
+            "SELECT s.content_hash, r.config_hash, r.status, r.submitted_at FROM runs r "
             "JOIN students st ON st.id = r.student_id JOIN submissions s ON s.id = r.submission_id "
             "WHERE st.key = ? AND r.current = 1", (key,)).fetchone()
+        return RunState(*row) if row else None
+
+    def current_result(self, key: str) -> dict[str, Any] | None:
+        """The student's current run's result.json, if it has one."""
+        row = self.db.execute(
+            "SELECT r.result_json FROM runs r JOIN students st ON st.id = r.student_id "
+            "WHERE st.key = ? AND r.current = 1", (key,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
 
     def record_run(self, student: Student, content_hash: str, source: str, config: RunConfig,
                    run: RunRecord, logs: list[tuple[str, str]]) -> int:
@@ -160,13 +214,14 @@ class Gradebook:
             run_id = self.db.execute(
                 "INSERT INTO runs (student_id, submission_id, config_hash, grader_version, rubric_hash, "
                 "rubric_versions, assignments, started_at, finished_at, status, message, score, "
-                "max_score, result_json, current) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)",
+                "max_score, result_json, submitted_at, current) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)",
                 (student_id, submission_id, config.config_hash, config.grader_version,
                  config.rubric_hash, json.dumps(config.rubric_versions, sort_keys=True),
                  json.dumps(list(config.assignments)), run.started_at, run.finished_at,
                  run.status, run.message,
                  result["score"] if result else None, result["max_score"] if result else None,
-                 json.dumps(result, ensure_ascii=False) if result else None)).lastrowid
+                 json.dumps(result, ensure_ascii=False) if result else None,
+                 run.submitted_at)).lastrowid
             for assignment in (result or {}).get("assignments", []):
                 self.db.execute("INSERT INTO assignment_scores VALUES (?,?,?,?,?,?)",
                                 (run_id, assignment["id"], assignment["score"], assignment["max_score"],
@@ -191,13 +246,14 @@ class Gradebook:
         """Every student's current run, sorted by student key."""
         rows = self.db.execute(
             "SELECT st.key, st.name, st.participant_id, r.id, r.status, r.message, s.content_hash, "
-            "r.config_hash, r.result_json FROM runs r JOIN students st ON st.id = r.student_id "
+            "r.config_hash, r.result_json, r.submitted_at FROM runs r "
+            "JOIN students st ON st.id = r.student_id "
             "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1 ORDER BY st.key").fetchall()
-        for key, name, pid, run_id, status, message, chash, config_hash, result_json in rows:
+        for key, name, pid, run_id, status, message, chash, config_hash, result_json, when in rows:
             scores = dict(self.db.execute(
                 "SELECT assignment, score FROM assignment_scores WHERE run_id = ?", (run_id,)).fetchall())
             yield CurrentRun(Student(key, name, pid), status, message, chash, config_hash,
-                             json.loads(result_json) if result_json else None, scores)
+                             json.loads(result_json) if result_json else None, scores, when)
 
 
 def _statements() -> list[str]:
