@@ -33,6 +33,14 @@ def add_parsers(sub) -> None:
     batch.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
     batch.add_argument("--check-timeout", type=float, default=180.0,
                        help="seconds one run of student code may take")
+    batch.add_argument("--submission-times", metavar="FILE", default=None,
+                       help="when each student submitted, for the rubrics' late penalties: "
+                            "Moodle's grading worksheet (CSV), Gradescope's "
+                            "submission_metadata.yml, or a CSV of student,submitted_at (ISO "
+                            "8601); default: SUBMISSIONS/submission_metadata.yml if present")
+    batch.add_argument("--timezone", metavar="ZONE", default=None,
+                       help="IANA time zone (e.g. Europe/Berlin) of times written without one; "
+                            "required for Moodle's worksheet")
     cluster = batch.add_argument_group("SLURM (--backend slurm; see grader/cluster/config.py)")
     cluster.add_argument("--backend", choices=("local", "slurm"), default="local",
                          help="local: grade here, --workers at a time (default); slurm: one "
@@ -71,7 +79,9 @@ def run(options) -> int:
                            workers=options.workers,
                            timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
                            regrade=options.regrade, rubrics_dir=options.rubrics,
-                           check_timeout=options.check_timeout, backend=backend)
+                           check_timeout=options.check_timeout, backend=backend,
+                           submission_times=getattr(options, "submission_times", None),
+                           timezone=getattr(options, "timezone", None))
     except BatchError as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2

@@ -3,6 +3,10 @@
 Columns: `Identifier` ("Participant <id>" from Moodle's download, else the folder/zip name),
 `Full name`, one column per assignment, `Total`, `Status`. Moodle's import maps the identifier
 column and one grade column per grade item; unmapped columns (Status) are ignored there.
+Assignment cells and the total are the final points, after any late penalty. When some run
+has a submission time or a late penalty, two columns come before `Total`: `Submitted at`
+(ISO 8601, empty when unknown) and `Late penalty` (the points taken, as a negative number;
+0 when on time, empty when there is no deadline or the time is unknown).
 
 A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
 grading problem is never imported as a zero. A rejected upload (bad archive) is a 0.
@@ -24,15 +28,32 @@ def _points(value: float) -> str:
     return f"{round(value, 2):g}"
 
 
+def late_penalty(result: dict | None) -> float | None:
+    """The points a run's late penalties took (negative), 0 when it was on time, None when no
+    assignment had both a due date and a submission time."""
+    assignments = (result or {}).get("assignments") or []
+    if not any(a.get("late") for a in assignments):
+        return None
+    return sum(item.get("score", 0.0) for a in assignments for item in a.get("items") or []
+               if item.get("kind") == "penalty")
+
+
 def grades_rows(runs: Iterable[CurrentRun]) -> list[list[str]]:
     runs = sorted(runs, key=lambda r: r.student.key)
     present = {a for run in runs for a in run.assignment_scores}
     columns = [a for a in ASSIGNMENTS if a in present] + sorted(present - set(ASSIGNMENTS))
-    rows = [["Identifier", "Full name", *columns, "Total", "Status"]]
+    penalties = {run.student.key: late_penalty(run.result) if run.status == "graded" else None
+                 for run in runs}
+    timed = any(run.submitted_at for run in runs) or any(p is not None for p in penalties.values())
+    late_columns = ["Submitted at", "Late penalty"] if timed else []
+    rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status"]]
     for run in runs:
         graded = run.status in ("graded", "rejected")
         cells = [_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
                  for a in columns]
+        if timed:
+            penalty = penalties[run.student.key]
+            cells += [run.submitted_at or "", "" if penalty is None else _points(penalty)]
         total = _points(sum(run.assignment_scores.values())) if graded else ""
         status = run.status.replace("_", " ")
         if run.message and run.status != "graded":

@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+MAX_SUMMARY_WARNINGS = 30
+
 
 def _clock(seconds: float) -> str:
     seconds = int(round(seconds))
@@ -32,7 +34,9 @@ class Progress:
     failed: int = 0                            # timed out or errored (retried next batch)
     rejected: int = 0                          # unusable upload, graded zero
     skipped: int = 0                           # unchanged since the last batch
+    rescored: int = 0                          # of the graded: scores redone, no code run
     failures: list[Failure] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # repeated in the summary
     _durations: list[float] = field(default_factory=list)
     _started: float = field(default_factory=time.monotonic)
 
@@ -56,7 +60,15 @@ class Progress:
         print(text, file=self.stream, flush=True)
         self._draw()
 
+    def warn(self, text: str) -> None:
+        """Shown now and again in the summary: something the instructor must see."""
+        self.warnings.append(text)
+        self.note(f"warning: {text}")
+
     def finished(self, key: str, status: str, detail: str = "", duration_s: float | None = None) -> None:
+        if status == "rescored":
+            self.rescored += 1
+            status = "graded"
         if status == "graded":
             self.graded += 1
         elif status == "skipped":
@@ -79,7 +91,8 @@ class Progress:
 
     def line(self) -> str:
         eta = self.eta_s()
-        return (f"{self.done}/{self.total} done: {self.graded} graded, {self.failed} failed, "
+        rescored = f" ({self.rescored} re-scored)" if self.rescored else ""
+        return (f"{self.done}/{self.total} done: {self.graded} graded{rescored}, {self.failed} failed, "
                 f"{self.rejected} rejected, {self.skipped} skipped"
                 f" | elapsed {_clock(time.monotonic() - self._started)}"
                 + (f" | ETA {_clock(eta)}" if eta is not None and self.done < self.total else ""))
@@ -105,6 +118,12 @@ class Progress:
             if any(f.status in ("timed_out", "error") for f in self.failures):
                 lines.append("Timed-out and errored submissions have no grade in grades.csv; "
                              "the next batch tries them again.")
+        if self.warnings:
+            lines.append("Warnings:")
+            shown = self.warnings[:MAX_SUMMARY_WARNINGS]
+            lines += [f"  {' '.join(w.split())}" for w in shown]
+            if len(self.warnings) > len(shown):
+                lines.append(f"  ... and {len(self.warnings) - len(shown)} more (above)")
         return "\n".join(lines)
 
     def close(self) -> None:

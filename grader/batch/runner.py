@@ -10,6 +10,13 @@ Crash safety: a run reaches the gradebook in one transaction after its result.js
 complete and read back; published files are rewritten from the gradebook at the start and
 end of every batch, so a batch SIGKILLed anywhere and run again ends with each submission
 graded exactly once.
+
+Submission times (`submission_times.py`): a run is up to date when its content, its
+configuration AND the submission time it was scored with are unchanged. A graded run whose
+time alone changed is re-scored here from its raw reports (DIR/submissions/<key>/pytest-*.json),
+without running any code; one that cannot be (a report is gone) is graded again. A batch given
+no times at all (no --submission-times, no Gradescope submission_metadata.yml) keeps, for each
+unchanged submission, the time its current run was scored with.
 """
 from __future__ import annotations
 
@@ -25,13 +32,15 @@ from typing import Any, Iterator, TextIO
 
 import grader
 from grader.batch.csv_export import write_grades_csv
-from grader.batch.gradebook import FINAL_STATUSES, Gradebook, RunConfig, RunRecord
+from grader.batch import submission_times
+from grader.batch.gradebook import FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord, RunState
 from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
 from grader.batch.progress import Progress
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
+from grader.batch.submission_times import SubmissionTimes, SubmissionTimesError
 from grader.grade_command import ASSIGNMENTS
 from grader.scoring import RubricError, build_result, default_rubrics_dir, errored_assignment, load_rubrics
-from grader.scoring import read_result, write_result
+from grader.scoring import read_result, score_assignment, write_result
 
 DEFAULT_TIMEOUT_S = 1800.0
 
@@ -52,7 +61,7 @@ def grade_with_grader(job: GradeJob) -> None:
         hide += [source.parent for source in job.context.submission.sources]
     os.environ[HIDE_ENV] = os.pathsep.join(str(p) for p in hide)  # a child process of its own
     grade(job.submission, job.out, list(job.assignments), rubrics_dir=job.rubrics_dir,
-          check_timeout=job.check_timeout)
+          check_timeout=job.check_timeout, submitted_at=job.submitted_at)
 
 
 @dataclass
@@ -106,12 +115,16 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
               grade_fn: GradeFn = grade_with_grader, rubrics_dir: str | None = None,
               check_timeout: float = 180.0, limits: UnpackLimits = UnpackLimits(),
               stream: TextIO | None = None, live: bool | None = None,
-              backend: Any = None) -> BatchReport:
+              backend: Any = None, submission_times: Path | str | None = None,
+              timezone: str | None = None) -> BatchReport:
     """`backend`: None grades in local child processes (`scheduler.run_jobs`); otherwise an
-    object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend`."""
+    object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend`.
+    `submission_times`: a times file (`submission_times.load`); without one, SUBMISSIONS'
+    own Gradescope submission_metadata.yml if it has one. `timezone`: for zoneless times."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
         raise BatchError(f"{submissions_dir} is not a folder")
+    times = _load_times(submissions_dir, submission_times, timezone)
     wanted = tuple(assignments or ASSIGNMENTS)
     try:
         rubrics = load_rubrics(rubrics_dir)
@@ -123,7 +136,11 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
     config = run_config(wanted, rubrics_dir, check_timeout, rubrics)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
-    book = Gradebook(out / "gradebook.sqlite")
+    try:
+        book = Gradebook(out / "gradebook.sqlite")
+    except GradebookError as problem:
+        lock.release()
+        raise BatchError(str(problem)) from None
     try:
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
@@ -133,10 +150,17 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
                             **({"stream": stream} if stream is not None else {}))
         for note in notes:
             progress.note(note)
-        batch = _Batch(book, out, config, rubrics, rubrics_dir, check_timeout, limits, regrade, progress)
+        if times is not None:
+            progress.note(f"submission times: {times.describe()}, {len(times.entries)} entries")
+            for problem in times.problems:
+                progress.warn(problem)
+            _note_unmatched(times, [s.student for s in found], progress)
+        batch = _Batch(book, out, config, rubrics, rubrics_dir, check_timeout, limits, regrade,
+                       progress, times)
         schedule = run_jobs if backend is None else backend.run_jobs
         for outcome in schedule(batch.jobs(found), grade_fn, workers, timeout_s):
             batch.record_outcome(outcome, timeout_s)
+        batch.warn_untimed()
         _republish(book, out)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs())
         try:   # DIR/index.html, the class summary: a failure here never touches the grades
@@ -153,51 +177,157 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
         lock.release()
 
 
+def _load_times(submissions_dir: Path, path: Path | str | None,
+                timezone: str | None) -> SubmissionTimes | None:
+    """The batch's submission times: --submission-times FILE, else the Gradescope export's
+    own submission_metadata.yml in SUBMISSIONS, else none."""
+    if path is None:
+        own = submissions_dir / submission_times.GRADESCOPE_METADATA
+        if own.is_file() and not own.is_symlink():
+            path = own
+        elif timezone is not None:
+            raise BatchError("--timezone applies to the times of --submission-times FILE, "
+                             "and none was given")
+    if path is None:
+        return None
+    try:
+        return submission_times.load(path, timezone)
+    except SubmissionTimesError as problem:
+        raise BatchError(str(problem)) from None
+
+
+def _note_unmatched(times: SubmissionTimes, students: list, progress: Progress) -> None:
+    unmatched = times.unmatched(students)
+    if not unmatched:
+        return
+    timed = sum(e.when is not None for e in times.entries)
+    shown = ", ".join(f"{e.label} ({e.where})" for e in unmatched[:5])
+    more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+    text = (f"{times.source.name}: {len(unmatched)} of its {timed} submission times match no "
+            f"submission in this folder: {shown}{more}")
+    # Nothing matching at all is almost certainly the wrong file; a few strays are normal
+    # (students whose upload is not in this download).
+    if len(unmatched) == timed:
+        progress.warn(text)
+    else:
+        progress.note(text)
+
+
 @dataclass
 class _Context:
     submission: Submission
     prepared: Prepared
     scratch: Path
+    submitted_at: str | None = None
+    time_warning: str | None = None
 
 
 class _Batch:
     def __init__(self, book: Gradebook, out: Path, config: RunConfig, rubrics: dict,
                  rubrics_dir: str | None, check_timeout: float, limits: UnpackLimits,
-                 regrade: bool, progress: Progress):
+                 regrade: bool, progress: Progress, times: SubmissionTimes | None = None):
         self.book, self.out, self.config, self.rubrics = book, out, config, rubrics
         self.rubrics_dir, self.check_timeout, self.limits = rubrics_dir, check_timeout, limits
-        self.regrade, self.progress = regrade, progress
+        self.regrade, self.progress, self.times = regrade, progress, times
+        self.untimed = 0      # gradable submissions without a submission time
 
     def jobs(self, found: list[Submission]) -> Iterator[GradeJob]:
-        """Prepared one at a time, when a worker is free; skips and rejections are settled
-        here without a worker."""
+        """Prepared one at a time, when a worker is free; skips, rejections and re-scores for
+        a changed submission time are settled here without a worker."""
         for submission in found:
             key = submission.student.key
             scratch = self.out / "scratch" / key
             prepared = prepare(submission, scratch, self.limits)
             current = self.book.current_run(key)
-            if (not self.regrade and current is not None
-                    and current[:2] == (prepared.content_hash, self.config.config_hash)
-                    and current[2] in FINAL_STATUSES):
+            context = _Context(submission, prepared, scratch, *self._time_for(submission, prepared, current))
+            if context.time_warning:
+                self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
+                                   "graded without a late penalty")
+            if context.submitted_at is None and not prepared.problem:
+                self.untimed += 1
+            same = (current is not None
+                    and (current.content_hash, current.config_hash)
+                    == (prepared.content_hash, self.config.config_hash))
+            if (not self.regrade and same and current.status in FINAL_STATUSES
+                    and current.submitted_at == context.submitted_at):
                 shutil.rmtree(scratch, ignore_errors=True)
                 self.progress.finished(key, "skipped")
                 continue
             if prepared.problem:
-                self._record_rejection(submission, prepared)
+                self._record_rejection(context)
                 shutil.rmtree(scratch, ignore_errors=True)
+                continue
+            if not self.regrade and same and current.status == "graded" and self._rescore(context, current):
                 continue
             work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
             yield GradeJob(submission.student, prepared.root, work, self.config.assignments,
-                           self.rubrics_dir, self.check_timeout, _Context(submission, prepared, scratch))
+                           self.rubrics_dir, self.check_timeout, context,
+                           submitted_at=context.submitted_at)
 
-    def _record_rejection(self, submission: Submission, prepared: Prepared) -> None:
+    def _time_for(self, submission: Submission, prepared: Prepared,
+                  current: RunState | None) -> tuple[str | None, str | None]:
+        """(ISO submission time or None, why a listed one is unusable or None)."""
+        if self.times is None:
+            # No times given to this batch: unchanged content keeps the time it was scored with.
+            if current is not None and current.content_hash == prepared.content_hash:
+                return current.submitted_at, None
+            return None, None
+        found = self.times.lookup(submission.student)
+        return (found.when.isoformat() if found.when else None), found.warning
+
+    def warn_untimed(self) -> None:
+        """Once per assignment with a due date: how many submissions got no late penalty
+        because their time is unknown."""
+        if not self.untimed:
+            return
+        for assignment in self.config.assignments:
+            if self.rubrics[assignment].due is None:
+                continue
+            count = (f"{self.untimed} submission has" if self.untimed == 1
+                     else f"{self.untimed} submissions have")
+            self.progress.warn(f"{assignment} has a due date but {count} no submission time: no "
+                               "late penalty applied to them (give the times with "
+                               "--submission-times FILE)")
+
+    def _record_rejection(self, context: _Context) -> None:
+        submission, prepared = context.submission, context.prepared
         started = _now()
         message = f"submission rejected: {prepared.problem}"
         scored = [errored_assignment(self.rubrics[a], message) for a in self.config.assignments]
         result = build_result(submission.describe(), scored, duration_s=0.0, errors=[message])
-        self._store(submission, prepared, RunRecord("rejected", started, _now(), prepared.problem, result),
-                    work=None)
+        self._store(context, RunRecord("rejected", started, _now(), prepared.problem, result,
+                                       context.submitted_at), work=None)
         self.progress.finished(submission.student.key, "rejected", prepared.problem)
+
+    def _rescore(self, context: _Context, current: RunState) -> bool:
+        """Re-score a graded run for its new submission time from the raw reports it left,
+        running no code; False (and nothing recorded) when that cannot be done."""
+        key = context.submission.student.key
+        previous = self.book.current_result(key)
+        published = self.out / "submissions" / key
+        work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
+        started = _now()
+        try:
+            if previous is None:
+                raise RescoreError("the current run has no result.json")
+            shutil.copytree(published, work, symlinks=True)
+            result = rescore_result(previous, work, self.rubrics, context.submitted_at,
+                                    current.submitted_at)
+            write_result(work / "result.json", result)
+            _write_student_reports(result, work)
+        except (RescoreError, OSError, ValueError, KeyError, TypeError) as problem:
+            shutil.rmtree(work, ignore_errors=True)
+            self.progress.note(f"{key}: its submission time changed but it cannot be re-scored "
+                               f"without running it ({problem}); grading it again")
+            return False
+        change = (f"re-scored without running code: the submission time changed from "
+                  f"{current.submitted_at or 'unknown'} to {context.submitted_at or 'unknown'}")
+        self._store(context, RunRecord("graded", started, _now(), None, result, context.submitted_at),
+                    work=work, extra_logs=[("info", change)])
+        shutil.rmtree(context.scratch, ignore_errors=True)
+        # No duration: a re-score is no grading, and must not shrink the ETA's mean.
+        self.progress.finished(key, "rescored", "re-scored for its new submission time (no code run)")
+        return True
 
     def record_outcome(self, outcome: JobOutcome, timeout_s: float) -> None:
         context: _Context = outcome.job.context
@@ -218,16 +348,18 @@ class _Batch:
                 status, message = "error", f"no valid result.json: {exc}" + _last_lines(outcome.log_tail)
         if result is not None:
             result["submission"] = context.submission.describe()   # not the scratch copy
-        run = RunRecord(status, started, _now(), message, result)
-        self._store(context.submission, context.prepared, run, work=outcome.job.out,
-                    output=outcome.log_tail)
+        run = RunRecord(status, started, _now(), message, result, context.submitted_at)
+        self._store(context, run, work=outcome.job.out, output=outcome.log_tail)
         shutil.rmtree(context.scratch, ignore_errors=True)
         self.progress.finished(context.submission.student.key, status, message or "",
                                outcome.duration_s)
 
-    def _store(self, submission: Submission, prepared: Prepared, run: RunRecord,
-               work: Path | None, output: str = "") -> None:
-        logs = [("info", note) for note in prepared.notes]
+    def _store(self, context: _Context, run: RunRecord, work: Path | None, output: str = "",
+               extra_logs: list[tuple[str, str]] = ()) -> None:
+        submission, prepared = context.submission, context.prepared
+        logs = [("info", note) for note in prepared.notes] + list(extra_logs)
+        if context.time_warning:
+            logs.append(("warning", f"no submission time: {context.time_warning}"))
         if run.message:
             logs.append(("error", run.message))
         if output:
@@ -236,6 +368,62 @@ class _Batch:
         self.book.record_run(submission.student, prepared.content_hash, submission.describe(),
                              self.config, run, logs)
         _publish(self.out, submission.student.key, run.result, work, run.message)
+
+
+class RescoreError(Exception):
+    """A run cannot be re-scored from what it left (the message says what is missing)."""
+
+
+def rescore_result(previous: dict[str, Any], folder: Path, rubrics: dict,
+                   submitted_at: str | None, previous_submitted_at: str | None) -> dict[str, Any]:
+    """`previous` (a result.json, scored with `previous_submitted_at`) scored again with
+    another submission time, from the raw pytest reports in `folder`: what `pdl-grade grade
+    --rescore --submitted-at` does, except that everything the grading itself recorded
+    (hardware, duration, measurements, answers) is kept as it was. An assignment whose
+    checks never ran (status error) stays as it is: it has no report, and no late penalty.
+
+    The reports must first give back exactly the scores of `previous`: reports that belong
+    to another run (a batch killed between recording a run and publishing its files) raise
+    RescoreError instead of scoring the wrong grading."""
+    entries = []
+    for entry in previous.get("assignments", []):
+        assignment = entry["id"]
+        if entry.get("status") == "error":
+            entries.append(entry)
+            continue
+        if assignment not in rubrics:
+            raise RescoreError(f"no rubric for {assignment}")
+        path = folder / f"pytest-{assignment}.json"
+        if not path.is_file():
+            raise RescoreError(f"its report {path.name} is missing")
+        report = json.loads(path.read_text(encoding="utf-8"))
+        again = _plain(score_assignment(rubrics[assignment], report,
+                                        submitted_at=previous_submitted_at).to_dict())
+        if any(entry.get(name) != value for name, value in again.items()):
+            raise RescoreError(f"its report {path.name} does not give back the recorded scores")
+        scored = score_assignment(rubrics[assignment], report, submitted_at=submitted_at).to_dict()
+        for name, value in entry.items():     # what grade() added beside the scores
+            scored.setdefault(name, value)
+        entries.append(scored)
+    return build_result(previous.get("submission", ""), entries, hardware=previous.get("hardware"),
+                        started_at=previous.get("started_at"), duration_s=previous.get("duration_s"),
+                        errors=previous.get("errors", []))
+
+
+def _plain(value: Any) -> Any:
+    """As it reads back from result.json."""
+    return json.loads(json.dumps(value))
+
+
+def _write_student_reports(result: dict[str, Any], folder: Path) -> None:
+    """report.md and report.html again; if they cannot be, none rather than stale ones that
+    show the old penalty (result.json, written first, is what counts)."""
+    from grader.reports.command import FORMATS, write_reports
+    try:
+        write_reports(result, folder, ["md", "html"])
+    except Exception:      # as in grade(): a report problem never costs the result
+        for fmt in ("md", "html"):
+            (folder / FORMATS[fmt]).unlink(missing_ok=True)
 
 
 def _last_lines(text: str) -> str:
@@ -264,8 +452,9 @@ def _publish(out: Path, key: str, result: dict[str, Any] | None, work: Path | No
 
 
 def _republish(book: Gradebook, out: Path) -> None:
-    """Rewrite each current run's result.json from the gradebook (repairs a batch killed
-    between its commit and its file writes; cheap and idempotent)."""
+    """Rewrite each current run's result.json, and the student reports made from it, from
+    the gradebook (repairs a batch killed between its commit and its file writes; cheap and
+    idempotent)."""
     for run in book.current_runs():
         folder = out / "submissions" / run.student.key
         if run.result is not None:
@@ -276,5 +465,6 @@ def _republish(book: Gradebook, out: Path) -> None:
             except ValueError:
                 pass
             write_result(target, run.result)
+            _write_student_reports(run.result, folder)
         else:
             _publish(out, run.student.key, None, None, run.message)

@@ -38,6 +38,7 @@ class GradeJob:
     rubrics_dir: str | None = None
     check_timeout: float = 180.0
     context: object = None        # the caller's bookkeeping, untouched here
+    submitted_at: str | None = None   # ISO 8601 submission time, for the rubrics' late penalty
 
 
 GradeFn = Callable[[GradeJob], None]

@@ -85,6 +85,8 @@ class SlurmBackend:
         argv += ["--check-timeout", f"{job.check_timeout:g}"]
         if job.rubrics_dir:
             argv += ["--rubrics", str(Path(job.rubrics_dir).resolve())]
+        if job.submitted_at:
+            argv += ["--submitted-at", job.submitted_at]
         return argv
 
     def sbatch_args(self, job: GradeJob, gpus: int, job_name: str) -> list[str]:
