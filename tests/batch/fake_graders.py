@@ -3,7 +3,11 @@ folders for it. A submission's `practical4/FAKE.json` says what the fake does:
 {"score": 7} (default 0), and optionally "behaviour": "hang" | "crash" | "slow", "sleep_s": s.
 
 Every call appends "<student key> <pid>" to the file named by $PDL_FAKE_CALLS (when set), so a
-test can count gradings and check that killed ones are really gone."""
+test can count gradings and check that killed ones are really gone.
+
+`scoring_grade` runs no code either, but scores like the real grader: it leaves the raw
+pytest-json-report a grading leaves (pytest-<assignment>.json) and scores it through the real
+rubric with the job's submission time, so late penalties and re-scoring are the real ones."""
 from __future__ import annotations
 
 import io
@@ -43,13 +47,46 @@ def fake_assignment(assignment: str, score: float) -> dict:
                        "feedback": f"fake feedback {score}", "checks": []}]}
 
 
-def fake_grade(job) -> None:
+def _log_call(job) -> dict:
     calls = os.environ.get("PDL_FAKE_CALLS")
     if calls:
         with open(calls, "a") as log:
             log.write(f"{job.student.key} {os.getpid()}\n")
     spec_path = job.submission / "practical4" / "FAKE.json"
-    spec = json.loads(spec_path.read_text()) if spec_path.exists() else {}
+    return json.loads(spec_path.read_text()) if spec_path.exists() else {}
+
+
+def fake_report(rubric, passed: int, cases: int = 10) -> dict:
+    """A pytest-json-report as grader.pytest_plugin leaves it: `cases` cases per check of the
+    rubric, the first `passed` of them passing."""
+    tests = []
+    for check in rubric.check_ids:
+        for i in range(cases):
+            ok = i < passed
+            tests.append({"nodeid": f"test_{rubric.assignment}.py::test_{check}[{i}]",
+                          "outcome": "passed" if ok else "failed",
+                          "metadata": {"check": check, "assignment": rubric.assignment,
+                                       **({} if ok else {"feedback": f"case {i} is wrong"})}})
+    return {"exitcode": 0 if passed >= cases else 1, "tests": tests}
+
+
+def scoring_grade(job) -> None:
+    from grader.scoring import load_rubrics, score_assignment, write_result
+    spec = _log_call(job)
+    rubrics = load_rubrics(job.rubrics_dir)
+    scored = []
+    for assignment in job.assignments:
+        report = fake_report(rubrics[assignment], int(spec.get("score", 0)))
+        (job.out / f"pytest-{assignment}.json").write_text(json.dumps(report))
+        scored.append(score_assignment(rubrics[assignment], report, submitted_at=job.submitted_at))
+    result = build_result(str(job.submission), scored)
+    write_result(job.out / "result.json", result)
+    from grader.reports.command import write_reports
+    write_reports(result, job.out, ["md", "html"])
+
+
+def fake_grade(job) -> None:
+    spec = _log_call(job)
     behaviour = spec.get("behaviour")
     if behaviour == "hang":
         time.sleep(10_000)
