@@ -144,7 +144,7 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
     try:
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
-        _republish(book, out)
+        _republish(book, out, rubrics)
         found, notes = discover(submissions_dir)
         progress = Progress(total=len(found), workers=workers, live=live,
                             **({"stream": stream} if stream is not None else {}))
@@ -161,7 +161,7 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
         for outcome in schedule(batch.jobs(found), grade_fn, workers, timeout_s):
             batch.record_outcome(outcome, timeout_s)
         batch.warn_untimed()
-        _republish(book, out)
+        _republish(book, out, rubrics)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs())
         try:   # DIR/index.html, the class summary: a failure here never touches the grades
             from grader.batch.class_report import write_class_report
@@ -314,7 +314,7 @@ class _Batch:
             result = rescore_result(previous, work, self.rubrics, context.submitted_at,
                                     current.submitted_at)
             write_result(work / "result.json", result)
-            _write_student_reports(result, work)
+            _write_reports(result, work, self.rubrics)
         except (RescoreError, OSError, ValueError, KeyError, TypeError) as problem:
             shutil.rmtree(work, ignore_errors=True)
             self.progress.note(f"{key}: its submission time changed but it cannot be re-scored "
@@ -415,15 +415,17 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _write_student_reports(result: dict[str, Any], folder: Path) -> None:
-    """report.md and report.html again; if they cannot be, none rather than stale ones that
-    show the old penalty (result.json, written first, is what counts)."""
-    from grader.reports.command import FORMATS, write_reports
-    try:
-        write_reports(result, folder, ["md", "html"])
-    except Exception:      # as in grade(): a report problem never costs the result
-        for fmt in ("md", "html"):
-            (folder / FORMATS[fmt]).unlink(missing_ok=True)
+def _write_reports(result: dict[str, Any], folder: Path, rubrics: dict) -> None:
+    """What grade() writes beside result.json (report.md, report.html, instructor.md), by
+    grade()'s own writers, which never raise. The old files go first: none is better than
+    one that shows the old scores."""
+    from grader import grade_command
+    from grader.reports.command import FORMATS
+    for fmt, name in FORMATS.items():
+        if fmt != "gradescope":
+            (folder / name).unlink(missing_ok=True)
+    grade_command._write_student_reports(result, folder)
+    grade_command._write_instructor_report(result, folder, rubrics)
 
 
 def _last_lines(text: str) -> str:
@@ -451,7 +453,7 @@ def _publish(out: Path, key: str, result: dict[str, Any] | None, work: Path | No
         (folder / "grading-problem.txt").write_text((message or "") + "\n", encoding="utf-8")
 
 
-def _republish(book: Gradebook, out: Path) -> None:
+def _republish(book: Gradebook, out: Path, rubrics: dict) -> None:
     """Rewrite each current run's result.json, and the student reports made from it, from
     the gradebook (repairs a batch killed between its commit and its file writes; cheap and
     idempotent)."""
@@ -465,6 +467,6 @@ def _republish(book: Gradebook, out: Path) -> None:
             except ValueError:
                 pass
             write_result(target, run.result)
-            _write_student_reports(run.result, folder)
+            _write_reports(run.result, folder, rubrics)
         else:
             _publish(out, run.student.key, None, None, run.message)

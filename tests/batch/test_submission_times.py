@@ -362,6 +362,7 @@ def test_a_changed_time_is_rescored_without_running_code(tmp_path, rubrics, call
     assert penalty_items(bob) == [] and bob["score"] == 10
     assert bob["started_at"] == first_bob["started_at"] and bob["hardware"] == first_bob["hardware"]
     assert "Late penalty" not in (out / "submissions" / "bob" / "report.md").read_text()
+    assert (out / "submissions" / "bob" / "instructor.md").is_file()     # as grade() leaves it
     assert (out / "submissions" / "bob" / "pytest-hw3.json").is_file()   # kept for the next time
     assert grades(out)["bob"]["Total"] == "10" and grades(out)["bob"]["Late penalty"] == "0"
     assert query(out, "SELECT r.submitted_at, r.current FROM runs r JOIN students s ON s.id = r.student_id "
