@@ -4,5 +4,6 @@ grades.csv for Moodle.
 
 Modules: `inputs` finds, identifies and safely unpacks submissions; `gradebook` is the SQLite
 record; `scheduler` runs gradings in killable child processes; `runner` ties them together;
-`progress` and `csv_export` are the outputs; `command` is the CLI.
+`progress` and `csv_export` are the outputs; `submission_times` reads the LMS's submission
+times (late penalties); `command` is the CLI.
 """
