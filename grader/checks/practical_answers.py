@@ -1,0 +1,212 @@
+"""The practicals' answer sheets against what the grader measured on the same code.
+
+Helpers shared by grader/checks/test_practical{4,5,6,10}.py: an answer together with the runs
+it describes (a missing answer and a crashed run are both said, so the untouched template hears
+about its TODOs and its empty sheet), GPUs and devices written the ways students write them,
+and the hardware-independent consistency of a timing table.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import statistics
+from pathlib import Path
+
+from grader.checks.support import explain
+
+# -- an answer and the runs it is compared with ----------------------------------------------
+
+
+def answer_against(answers, qid: str, *runs):
+    """The student's answer to `qid`, to be compared with `runs` (Observations of their code).
+
+    Fails when the answer is missing (saying where it belongs, and why it was not read if the
+    sheet had a problem with it) or when a run it is compared with did not complete (the
+    answer cannot be checked against code that did not run); both reasons when both hold."""
+    broken = [run.problem() for run in runs if not run.ok]
+    if qid not in answers.values:
+        question = answers.questions.get(qid, qid)
+        observed = "no answer found"
+        why = [p for p in getattr(answers, "problems", []) if f": {qid}:" in p]
+        if why:
+            observed += f" ({why[0]})"
+        if broken:
+            observed += f"; and your code could not be run to compare it with: {broken[0]}"
+        raise AssertionError(explain(f"an answer to: {question}", observed,
+                                     answers.where_to_answer(qid)))
+    if broken:
+        raise AssertionError(explain(
+            f"your answer to {qid} can be compared with what your code does",
+            f"your code did not run to the end: {broken[0]}",
+            "make the code run first; the answer is then checked against it"))
+    return answers.values[qid]
+
+
+# -- devices and GPUs as students write them -------------------------------------------------
+_GPU_RE = re.compile(r"^(?:cuda|gpu|device)?\s*[:#]?\s*(\d+)$")
+_TORCH_DEVICE_RE = re.compile(r"^device\(type='cuda',\s*index=(\d+)\)$")
+
+
+def gpu_index(value) -> int | None:
+    """A GPU's index from 0, "0", "cuda:0", "CUDA 0", "GPU 0", "gpu0", "device(type='cuda',
+    index=0)"; None for anything else ("cpu", "cuda" without an index, text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip().strip("'\"`").strip().lower()
+    found = _GPU_RE.match(text) or _TORCH_DEVICE_RE.match(text)
+    return int(found.group(1)) if found else None
+
+
+def device_name(value) -> str | None:
+    """The device as PyTorch prints it ("cuda:1", "cpu"), or None when it names no device."""
+    if isinstance(value, str) and value.strip().strip("'\"`").strip().lower() == "cpu":
+        return "cpu"
+    index = gpu_index(value)
+    return None if index is None else f"cuda:{index}"
+
+
+def gpu_list(value) -> list[int] | None:
+    """GPU indices from [0, 2], ["cuda:0", "cuda:2"], "0, 2", "[cuda:0, cuda:2]",
+    "cuda:0 + cuda:2"; None when any part is not a GPU."""
+    if isinstance(value, str):
+        parts = [p for p in re.split(r"[\s,;+&/]+|\band\b", value.strip().strip("[]()"))
+                 if p and p.strip()]
+        # "cuda 0" and "GPU 0" were split in two: glue a bare name back to its number.
+        glued, pending = [], ""
+        for part in parts:
+            if part.lower() in ("cuda", "gpu") and not pending:
+                pending = part
+                continue
+            glued.append(f"{pending}:{part}" if pending else part)
+            pending = ""
+        if pending:
+            return None
+        value = glued
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    indices = [gpu_index(v) for v in value]
+    return None if any(i is None for i in indices) else indices
+
+
+def rows_by(rows, column: str) -> dict:
+    """A table's rows by one column's value (ints stay ints, words are lower-cased); the first
+    row wins for a repeated key. Rows without that column are left out."""
+    found = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or row.get(column) is None:
+            continue
+        key = row[column]
+        if isinstance(key, float) and key.is_integer():
+            key = int(key)
+        elif isinstance(key, str):
+            key = int(key) if key.strip().isdigit() else key.strip().lower()
+        found.setdefault(key, row)
+    return found
+
+
+# -- what a run printed --------------------------------------------------------------------------
+_NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+
+
+def printed_numbers(stdout: str, pattern: str) -> list[float]:
+    """Every number a line of the output gives for `pattern` (a regex with one {number})."""
+    regex = re.compile(pattern.format(number=_NUMBER))
+    return [float(m.group(1)) for m in regex.finditer(stdout or "")]
+
+
+def step_times(run) -> tuple[list[float], float | None]:
+    """(per-step times in ms, total in s) of a training run as the grader saw them: the
+    script's own "time X ms" / "total time: X s" lines when it prints them, else the gaps
+    between the optimizer steps of rank 0 in the trace (no total then)."""
+    printed = printed_numbers(run.stdout, r"step \d+:.*?time {number} ms")
+    totals = printed_numbers(run.stdout, r"total time: {number} s")
+    if printed:
+        return printed, (totals[-1] if totals else None)
+    stamps = [e["t"] for e in run.of("step", 0) if isinstance(e.get("t"), (int, float))]
+    return [(b - a) * 1000 for a, b in zip(stamps, stamps[1:])], None
+
+
+def steps_of(run, rank: int = 0) -> int:
+    """Optimizer steps rank `rank` took in the run."""
+    return len(run.of("step", rank))
+
+
+def constant_in_source(path: Path, name: str, max_bytes: int = 200_000) -> int | None:
+    """A top-level `NAME = <int>` of a Python file, read without running it (None when the file
+    is missing, too large, not Python, or sets it otherwise)."""
+    try:
+        if not path.is_file() or path.stat().st_size > max_bytes:
+            return None
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = node.value
+            found = value.value if isinstance(value, ast.Constant) and isinstance(
+                value.value, int) and not isinstance(value.value, bool) else None
+    return found
+
+
+def median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+# -- timing tables: consistency that holds on any hardware ------------------------------------
+TOTAL_LOWER = 0.5   # a run of S steps cannot take less than half of S typical steps
+TOTAL_FLAG = 5.0    # more than 5x S steps: a long warm-up step, or ms and s mixed up
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def incomplete_rows(rows: dict, methods: list[str], columns: list[str]) -> list[str]:
+    """What a timing table lacks: a row per method, with a positive number in every column."""
+    problems = []
+    for method in methods:
+        row = rows.get(method)
+        if row is None:
+            problems.append(f"no row with method: {method}")
+            continue
+        for column in columns:
+            number = _number(row.get(column))
+            if number is None:
+                problems.append(f"{method}: {column} is {row.get(column, 'empty')!r}, not a number")
+            elif number <= 0:
+                problems.append(f"{method}: {column} is {row[column]:g}, not a positive number")
+    return problems
+
+
+def total_disagreements(rows: dict, steps: dict[str, int | None]) -> tuple[list[str], list[str]]:
+    """(problems, flags) of total_time_s against steps x step_time_ms, for the methods whose
+    number of steps is known: the total must be at least TOTAL_LOWER of steps x step time (it
+    covers every step); above TOTAL_FLAG times it is only flagged (warm-up varies with the
+    hardware)."""
+    problems, flags = [], []
+    for method, count in steps.items():
+        row = rows.get(method) or {}
+        step_ms, total_s = _number(row.get("step_time_ms")), _number(row.get("total_time_s"))
+        if not count or not step_ms or not total_s or step_ms <= 0 or total_s <= 0:
+            continue
+        expected_s = count * step_ms / 1000
+        ratio = total_s / expected_s
+        if ratio < TOTAL_LOWER:
+            problems.append(
+                f"{method}: a total of {total_s:g} s for {count} steps of {step_ms:g} ms "
+                f"({expected_s:.4g} s): the total is {ratio:.2g}x of that, less than every "
+                "step together (units: step time in ms, total in s)")
+        elif ratio > TOTAL_FLAG:
+            flags.append(
+                f"{method}: total {total_s:g} s is {ratio:.3g}x of {count} steps x {step_ms:g} "
+                "ms: a long warm-up step, or ms and s mixed up?")
+    return problems, flags

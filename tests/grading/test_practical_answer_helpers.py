@@ -1,0 +1,146 @@
+"""The helpers of the practicals' answer cross-checks (grader/checks/practical_answers.py):
+answers next to the runs they describe, GPUs as students write them, timing tables."""
+from __future__ import annotations
+
+import pytest
+
+from grader.answers.collect import Answers
+from grader.checks.practical_answers import (answer_against, constant_in_source, device_name,
+                                             gpu_index, gpu_list, incomplete_rows,
+                                             printed_numbers, rows_by, step_times,
+                                             total_disagreements)
+from grader.harness.observation import Observation
+
+
+def sheet(values=None, problems=()):
+    answers = Answers("practical5", "sheet", values=dict(values or {}),
+                      origin={k: "practical5/answers.yaml" for k in values or {}},
+                      problems=list(problems),
+                      questions={"memory.most_memory_gpu": "Which GPU holds the most memory?"})
+    return answers
+
+
+def ran(**fields):
+    return Observation(script="practical5/practical5_dp.py", gpus=2, returncode=0, **fields)
+
+
+def crashed():
+    return Observation(script="practical5/practical5_dp.py", gpus=2, returncode=1, events=[
+        {"event": "exception", "type": "NotImplementedError", "site": "practical5_dp.py:52",
+         "message": "TODO (Practical 5): wrap the model"}])
+
+
+# -- answer_against ------------------------------------------------------------------------------
+def test_an_answer_next_to_a_run_that_ran_is_returned():
+    assert answer_against(sheet({"memory.most_memory_gpu": 0}), "memory.most_memory_gpu",
+                          ran()) == 0
+
+
+def test_a_missing_answer_says_what_and_where():
+    with pytest.raises(AssertionError) as failure:
+        answer_against(sheet(), "memory.most_memory_gpu", ran())
+    text = str(failure.value)
+    assert "Expected: an answer to: Which GPU holds the most memory?" in text
+    assert "Observed: no answer found" in text and "could not be run" not in text
+    assert "Where to look: practical5/answers.yaml (memory.most_memory_gpu)" in text
+
+
+def test_a_missing_answer_and_a_todo_are_both_said():
+    with pytest.raises(AssertionError) as failure:
+        answer_against(sheet(), "memory.most_memory_gpu", ran(), crashed())
+    text = str(failure.value)
+    assert "no answer found" in text and "TODO" in text and "NotImplementedError" in text
+    assert "practical5/answers.yaml (memory.most_memory_gpu)" in text
+
+
+def test_an_unreadable_answer_says_why_it_was_not_read():
+    problem = "practical5/answers.yaml: memory.most_memory_gpu: expected a whole number, got 'cuda:0'"
+    with pytest.raises(AssertionError, match="expected a whole number, got 'cuda:0'"):
+        answer_against(sheet(problems=[problem]), "memory.most_memory_gpu", ran())
+
+
+def test_an_answer_cannot_be_checked_against_code_that_did_not_run():
+    with pytest.raises(AssertionError) as failure:
+        answer_against(sheet({"memory.most_memory_gpu": 0}), "memory.most_memory_gpu", crashed())
+    assert "your code did not run to the end" in str(failure.value)
+    assert "TODO" in str(failure.value)
+
+
+# -- GPUs and devices ---------------------------------------------------------------------------
+@pytest.mark.parametrize("written, index", [
+    (0, 0), (3, 3), ("2", 2), ("cuda:1", 1), (" CUDA:1 ", 1), ("cuda 1", 1), ("GPU 3", 3),
+    ("gpu0", 0), ("device(type='cuda', index=2)", 2), ("'cuda:0'", 0), (1.0, 1),
+    ("cpu", None), ("cuda", None), (True, None), (-1, None), ("the first GPU", None), (None, None),
+])
+def test_gpu_index_reads_the_ways_students_write_a_gpu(written, index):
+    assert gpu_index(written) == index
+
+
+def test_device_name_is_what_pytorch_prints():
+    assert device_name("GPU 1") == "cuda:1" and device_name(0) == "cuda:0"
+    assert device_name("CPU") == "cpu" and device_name("cuda") is None
+
+
+@pytest.mark.parametrize("written, indices", [
+    ([0, 2], [0, 2]), (["cuda:1", "cuda:3"], [1, 3]), ("0, 2", [0, 2]), ("[cuda:0, cuda:2]", [0, 2]),
+    ("cuda:0 + cuda:2", [0, 2]), ("cuda 1 and cuda 3", [1, 3]), ("GPU 0, GPU 2", [0, 2]),
+    ([], None), ("cuda", None), ([0, "cpu"], None), (3, None),
+])
+def test_gpu_list(written, indices):
+    assert gpu_list(written) == indices
+
+
+def test_rows_by_keys_numbers_and_words():
+    rows = [{"method": "Single", "gpus": 1}, {"method": "dp", "gpus": 2.0}, {"gpus": "3"},
+            {"method": "dp", "gpus": 9}, "not a row"]
+    assert rows_by(rows, "method") == {"single": rows[0], "dp": rows[1]}
+    assert set(rows_by(rows, "gpus")) == {1, 2, 3, 9}
+    assert rows_by(None, "gpus") == {}
+
+
+# -- what a run printed, and a script's constants ----------------------------------------------
+def test_printed_numbers_and_step_times():
+    out = ("step 0: loss 1.056931, time 47.03 ms\nstep 1: loss 1.05, time 20.5 ms\n"
+           "total time: 0.2353 s\nfinal loss: 1.053200\n")
+    assert printed_numbers(out, r"final loss: {number}") == [1.0532]
+    assert step_times(ran(stdout=out)) == ([47.03, 20.5], 0.2353)
+
+
+def test_step_times_fall_back_to_the_trace():
+    run = ran(events=[{"event": "step", "rank": 0, "t": t} for t in (1.0, 1.5, 1.75)]
+              + [{"event": "step", "rank": 1, "t": 9.0}])
+    assert step_times(run) == ([500.0, 250.0], None)
+
+
+def test_constant_in_source(tmp_path):
+    script = tmp_path / "p.py"
+    script.write_text("STEPS = 10\nLR = 0.1\nFLAG = True\ndef f():\n    STEPS = 3\n")
+    assert constant_in_source(script, "STEPS") == 10
+    assert constant_in_source(script, "LR") is None and constant_in_source(script, "FLAG") is None
+    assert constant_in_source(script, "MISSING") is None
+    assert constant_in_source(tmp_path / "absent.py", "STEPS") is None
+    (tmp_path / "broken.py").write_text("STEPS = (\n")
+    assert constant_in_source(tmp_path / "broken.py", "STEPS") is None
+
+
+# -- timing tables -------------------------------------------------------------------------------
+def test_incomplete_rows_name_what_is_missing():
+    rows = rows_by([{"method": "single", "step_time_ms": 20.0, "total_time_s": 0.2},
+                    {"method": "dp", "step_time_ms": 0, "total_time_s": "fast"}], "method")
+    assert incomplete_rows(rows, ["single", "dp"], ["step_time_ms", "total_time_s"]) == [
+        "dp: step_time_ms is 0, not a positive number", "dp: total_time_s is 'fast', not a number"]
+    assert incomplete_rows({}, ["ddp"], ["step_time_ms"]) == ["no row with method: ddp"]
+
+
+def test_total_against_steps_times_step_time():
+    rows = rows_by([
+        {"method": "mean", "step_time_ms": 23.5, "total_time_s": 0.235},      # exactly 10 x
+        {"method": "median", "step_time_ms": 20.0, "total_time_s": 0.689},    # a slow first step
+        {"method": "units", "step_time_ms": 23.5, "total_time_s": 0.0235},    # one step's worth
+        {"method": "warmup", "step_time_ms": 1.0, "total_time_s": 0.3},       # 30x: flagged only
+        {"method": "unknown", "step_time_ms": 1.0, "total_time_s": 0.0001},
+    ], "method")
+    problems, flags = total_disagreements(rows, {"mean": 10, "median": 10, "units": 10,
+                                                 "warmup": 10, "unknown": None})
+    assert len(problems) == 1 and problems[0].startswith("units: a total of 0.0235 s for 10 steps")
+    assert len(flags) == 1 and flags[0].startswith("warmup: total 0.3 s is 30x")
