@@ -2,9 +2,12 @@
 
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
+import re
+
 import pytest
 
-from grader.checks.support import close, explain, require_run
+from grader.checks.practical_answers import answer_against, device_name
+from grader.checks.support import close, disagrees, explain, require_run
 
 SCRIPT = "practical4/concepts.py"
 BATCH, IN_DIM, HIDDEN, OUT_DIM = 64, 1000, 2000, 1000
@@ -120,3 +123,123 @@ def test_one_gpu_branch(node):
         "skips Part 3",
         f"output ended with: {one.stdout.strip().splitlines()[-1:] or 'nothing'}",
         "the `torch.cuda.device_count() < 2` branch before Part 3")
+
+
+# -- What the answer sheet says, against what the code does -----------------------------------
+# practical4/answers.yaml is compared with the grader's run of the same concepts.py on 2 GPUs.
+SHEET = "practical4/answers.yaml"
+
+
+def full_output_shape(observation):
+    """Part 1: the shape of the first full-batch output (the baseline runs first)."""
+    first = next((e for e in observation.of("forward_out") if e.get("thread") == "MainThread"),
+                 None)
+    return list(first["shape"]) if first and first.get("shape") else None
+
+
+def chunk_input_shapes(observation):
+    """Part 2: the input shapes of the forward passes on fewer rows than the batch."""
+    return [list(e["batch"]) for e in observation.of("forward")
+            if e.get("thread") == "MainThread" and e.get("batch") and e["batch"][0] < BATCH]
+
+
+def outputs_equal(observation):
+    """Part 2's `outputs equal:` as the script printed it; from the outputs' sums if it did
+    not print it (None when neither is there)."""
+    printed = re.findall(r"outputs equal:\s*(True|False)", observation.stdout)
+    if printed:
+        return printed[-1] == "True"
+    halves = outputs(observation, BATCH // 2)[:2]
+    fulls = outputs(observation, BATCH)
+    if len(halves) < 2 or not fulls:
+        return None
+    return close(halves[0]["sum"] + halves[1]["sum"], fulls[0]["sum"], rel=1e-4, abs_=1e-3)
+
+
+def gpu_to_gpu_activation_moves(observation):
+    """Moves of an activation (BATCH rows) between two different GPUs in the run."""
+    return [e for e in observation.copies() if str(e.get("src", "")).startswith("cuda")
+            and str(e.get("dst", "")).startswith("cuda") and e.get("src") != e.get("dst")
+            and (e.get("shape") or [None])[0] == BATCH]
+
+
+def part3_only(observation):
+    """The devices of Part 3's own layer1 and layer2: placements of modules holding one of the
+    two layers (Part 1's baseline holds both, on one device)."""
+    first = IN_DIM * HIDDEN + HIDDEN
+    second = HIDDEN * OUT_DIM + OUT_DIM
+    found = {}
+    for event in observation.of("placement"):
+        sizes = {layer.get("params") for layer in event.get("layers", [])}
+        if {first, second} <= sizes:
+            continue
+        for layer in event.get("layers", []):
+            name = {first: "layer1", second: "layer2"}.get(layer.get("params"))
+            if name:
+                device = layer.get("device")
+                found.setdefault(name, set()).update(
+                    map(str, device) if isinstance(device, list) else [str(device)])
+    return found
+
+
+@pytest.mark.check("practical4.output_shape_reported")
+def test_reported_output_shape(two_gpus, answers, measured, reported_values):
+    value = answer_against(answers, "part1.output_shape", two_gpus)
+    truth = full_output_shape(two_gpus)
+    measured["part1.output_shape"] = truth
+    reported_values["part1.output_shape"] = value
+    assert value == truth, disagrees(answers, "part1.output_shape", str(truth),
+                                     f"makes a Part 1 output of shape {truth}", value)
+
+
+@pytest.mark.check("practical4.chunk_shapes_reported")
+def test_reported_chunk_shapes(two_gpus, answers, measured, reported_values):
+    value = answer_against(answers, "part2.chunk_shapes", two_gpus)
+    truth = chunk_input_shapes(two_gpus)
+    measured["part2.chunk_shapes"] = truth
+    reported_values["part2.chunk_shapes"] = value
+    assert value == truth, disagrees(
+        answers, "part2.chunk_shapes", f"{truth} (one shape per chunk, in order)",
+        f"runs the model on chunks of shapes {truth or 'none'} in Part 2", value)
+
+
+@pytest.mark.check("practical4.outputs_equal_reported")
+def test_reported_outputs_equal(two_gpus, answers, measured, reported_values):
+    value = answer_against(answers, "part2.outputs_equal", two_gpus)
+    truth = outputs_equal(two_gpus)
+    measured["part2.outputs_equal"] = truth
+    reported_values["part2.outputs_equal"] = value
+    word = {True: "yes", False: "no"}
+    assert value == truth, disagrees(
+        answers, "part2.outputs_equal", word.get(truth, "what your code shows"),
+        "prints 'Part 2: outputs equal: " + str(truth) + "'" if truth is not None
+        else "shows no comparison of the chunk outputs with the full output", word[value])
+
+
+@pytest.mark.check("practical4.layer_devices_reported")
+@pytest.mark.parametrize("layer", ["layer1", "layer2"])
+def test_reported_layer_devices(two_gpus, answers, measured, reported_values, layer):
+    qid = f"part3.{layer}_device"
+    value = answer_against(answers, qid, two_gpus)
+    seen = sorted(part3_only(two_gpus).get(layer, set()))
+    truth = seen[0] if len(seen) == 1 else seen
+    measured[qid] = truth
+    reported_values[qid] = value
+    name = "Linear(1000, 2000)" if layer == "layer1" else "Linear(2000, 1000)"
+    assert device_name(value) is not None and device_name(value) == truth, disagrees(
+        answers, qid, f"{truth} (written like cuda:0)" if isinstance(truth, str) else str(truth),
+        f"puts {layer} ({name}) on {', '.join(seen) or 'no GPU'}", value)
+
+
+@pytest.mark.check("practical4.transfers_reported")
+def test_reported_transfers_per_forward(two_gpus, answers, measured, reported_values):
+    value = answer_against(answers, "part3.transfers_per_forward", two_gpus)
+    moves = gpu_to_gpu_activation_moves(two_gpus)
+    truth = len(moves)
+    measured["part3.transfers_per_forward"] = truth
+    reported_values["part3.transfers_per_forward"] = value
+    assert value == truth, disagrees(
+        answers, "part3.transfers_per_forward", str(truth),
+        f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"
+        + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else ""),
+        value)
