@@ -42,3 +42,14 @@ def disagrees(answers, qid: str, expected: str, observed_in_code: str, value) ->
     return explain(f"your answer to {qid} agrees with what your code does: {expected}",
                    f"you reported {shown} ({source}); your code {observed_in_code}",
                    f"{source}: correct the answer, or the code if the answer is what you meant")
+
+
+def must_agree(answers, qid: str, value, truth, expected: str, observed_in_code: str,
+               flag=None) -> None:
+    """Fail unless the student's answer equals what their code does; a disagreement is also
+    flagged for the instructor (a report of numbers the code cannot produce)."""
+    if value == truth:
+        return
+    if flag is not None:
+        flag(f"{qid}: reported {value!r}, but the code {observed_in_code}")
+    raise AssertionError(disagrees(answers, qid, expected, observed_in_code, value))

@@ -10,7 +10,7 @@ import pytest
 from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describe_layout,
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, spearman)
-from grader.checks.support import disagrees, explain, reported
+from grader.checks.support import disagrees, explain, must_agree, reported
 
 NODE_SIZES = [1, 2, 3, 4, 5, 8]
 DEPTHS = [1, 3, 5, 6, 12, 20, 24]
@@ -334,7 +334,7 @@ def _ratio_flag(flag, what, theirs, ours):
 
 @pytest.mark.check("hw3.task1.reported")
 @pytest.mark.parametrize("qid", ["task1.layers_per_gpu", "task1.transfer_between"])
-def test_task1_report_matches_the_code(probe, answers, reported_values, qid):
+def test_task1_report_matches_the_code(probe, answers, reported_values, flag, qid):
     found = record(probe, "layout", gpus=2, depth=6)
     built(found)
     devices = found["devices"]
@@ -347,7 +347,7 @@ def test_task1_report_matches_the_code(probe, answers, reported_values, qid):
         truth = [change - 1, change] if change is not None else []
         what = (f"moves the activation between layers {change - 1} and {change}" if truth
                 else "never moves the activation")
-    assert value == truth, disagrees(answers, qid, str(truth), what, value)
+    must_agree(answers, qid, value, truth, str(truth), what, flag)
 
 
 def _table(answers, qid, key, keys):
@@ -383,14 +383,14 @@ def test_task2_reported_times_rise_with_depth(probe, answers, reported_values, f
 
 
 @pytest.mark.check("hw3.task3.reported")
-def test_task3_report_matches_the_layout(probe, answers, reported_values):
+def test_task3_report_matches_the_layout(probe, answers, reported_values, flag):
     found = record(probe, "layout", gpus=5, depth=20)
     built(found)
     truth = counts_per_gpu(found["devices"], 5)
     value = reported(answers, "task3.layers_per_gpu_20_5")
     reported_values["task3.layers_per_gpu_20_5"] = value
-    assert value == truth, disagrees(answers, "task3.layers_per_gpu_20_5", str(truth),
-                                     f"puts {truth} layers on the 5 GPUs", value)
+    must_agree(answers, "task3.layers_per_gpu_20_5", value, truth, str(truth),
+               f"puts {truth} layers on the 5 GPUs", flag)
 
 
 @pytest.mark.check("hw3.task4.reported")
@@ -436,7 +436,7 @@ def test_task4_report_agrees_with_the_runs(probe, answers, reported_values, flag
 @pytest.mark.check("hw3.task5.reported")
 @pytest.mark.parametrize("gpus,quantity", [(2, "to_calls"), (2, "transfers"), (5, "to_calls"),
                                            (5, "transfers")])
-def test_task5_reported_counts_match(probe, answers, reported_values, gpus, quantity):
+def test_task5_reported_counts_match(probe, answers, reported_values, flag, gpus, quantity):
     found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
     built(found)
     _, calls, between = forward_moves(found)
@@ -445,6 +445,5 @@ def test_task5_reported_counts_match(probe, answers, reported_values, gpus, quan
     value = reported(answers, qid)
     reported_values["task5"] = {str(gpus): {quantity: value}}
     what = ".to() calls" if quantity == "to_calls" else "GPU-to-GPU transfers"
-    assert value == truth, disagrees(answers, qid, str(truth),
-                                     f"makes {truth} {what} in one forward pass with "
-                                     f"DEPTH={TRANSFER_DEPTH} on {gpus} GPUs", value)
+    must_agree(answers, qid, value, truth, str(truth), f"makes {truth} {what} in one forward "
+               f"pass with DEPTH={TRANSFER_DEPTH} on {gpus} GPUs", flag)
