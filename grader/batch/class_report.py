@@ -4,7 +4,9 @@ Score histograms per assignment and for the total, the pass rate of every check 
 the most common failures with one example feedback each, HW3's step time against DEPTH across
 the class (median with min-max spread, plus one faint line per student), the gradings that did
 not end in a grade (timed out, errored, rejected, with their message), and flags for
-near-identical submissions: the same content hash for different students, and the same
+reported numbers that disagree with the measurements (or are implausibly far from them), reports
+that need a person (unreadable or partly read), and near-identical submissions: the same content
+hash for different students, and the same
 `hw3/model_parallel.py` once comments and whitespace are stripped (read from the uploads in
 SUBMISSIONS when their folder is given: the unpacked copies are gone when a batch ends).
 
@@ -75,6 +77,8 @@ def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | Non
         "step_time": _step_times(graded),
         "problems": [{"key": r.student.key, "name": r.student.name, "status": r.status,
                       "message": r.message or ""} for r in runs if r.status != "graded"],
+        "answer_flags": _answer_flags(graded),
+        "answer_review": _answer_reviews(graded),
         "same_hash": _groups({r.student.key: r.content_hash for r in runs
                               if not r.content_hash.startswith("raw:")}),
         "same_hw3": _groups(hw3_files or {}),
@@ -170,6 +174,36 @@ def _step_times(graded: list[CurrentRun]) -> list[dict]:
             if points:
                 series.append({"key": run.student.key, "points": points})
     return series
+
+
+def _answer_flags(graded: list[CurrentRun]) -> list[dict]:
+    """Reported numbers the student's own code contradicts, or implausibly far from what was
+    measured: what the checks flagged, per student."""
+    flags = []
+    for run in graded:
+        for assignment in run.result.get("assignments", []):
+            for flag in assignment.get("flags") or []:
+                if isinstance(flag, Mapping):
+                    flags.append({"key": run.student.key, "name": run.student.name,
+                                  "assignment": assignment.get("id", ""),
+                                  "check": str(flag.get("check") or ""),
+                                  "text": str(flag.get("text") or "")})
+    return flags
+
+
+def _answer_reviews(graded: list[CurrentRun]) -> list[dict]:
+    """Answers a person must read: an unreadable, scanned or partly read report."""
+    reviews = []
+    for run in graded:
+        for assignment in run.result.get("assignments", []):
+            answers = assignment.get("answers")
+            if isinstance(answers, Mapping) and answers.get("needs_manual_review"):
+                problems = [str(p) for p in answers.get("problems") or []]
+                reviews.append({"key": run.student.key, "name": run.student.name,
+                                "assignment": assignment.get("id", ""),
+                                "problem": problems[0] if problems else "",
+                                "more": max(0, len(problems) - 1)})
+    return reviews
 
 
 def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:

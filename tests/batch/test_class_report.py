@@ -66,9 +66,15 @@ def batch_dir(tmp_path):
     book = Gradebook(out / "gradebook.sqlite")
     record(book, "alice", "graded", "h-alice",
            build_result("alice", [hw3(True, True, {"6": 10.0, "12": 20.0, "24": 40.0})]))
-    record(book, "bob", "graded", "h-bob",
-           build_result("bob", [hw3(False, True, {"6": 12.0, "12": 22.0, "24": 60.0}, HOSTILE)]))
-    record(book, "carol", "graded", "h-same", build_result("carol", [hw3(False, False, None)]))
+    bob = build_result("bob", [hw3(False, True, {"6": 12.0, "12": 22.0, "24": 60.0}, HOSTILE)])
+    bob["assignments"][0]["flags"] = [{"check": "hw3.task5.reported",
+                                       "text": "task5.transfers_2gpus: reported 1, but the code "
+                                               "makes 19 " + HOSTILE}]
+    record(book, "bob", "graded", "h-bob", bob)
+    carol = build_result("carol", [hw3(False, False, None)])
+    carol["assignments"][0]["answers"] = {"needs_manual_review": True, "problems": [
+        "hw3/report.pdf has no text layer (a scan?)", "second problem"]}
+    record(book, "carol", "graded", "h-same", carol)
     record(book, "dave", "graded", "h-same", build_result("dave", [hw3(False, True, None)]))
     record(book, "eve", "timed_out", "h-eve", message="grading took longer than 1800 s and was stopped")
     record(book, "frank", "rejected", "raw:x", message="submission rejected: not a zip " + HOSTILE,
@@ -102,6 +108,12 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
     problems = text.split('id="problem-table"')[1].split("</table>")[0]
     assert re.search(r"eve.*timed out.*grading took longer than 1800 s", problems, re.S)
     assert "frank" in problems and "gina" in problems and "alice" not in problems
+    # Flags: a reported number the code contradicts (escaped), a report a person must read.
+    flags = text.split('id="answer-flag-table"')[1].split("</table>")[0]
+    assert re.search(r"bob.*hw3.*hw3\.task5\.reported.*reported 1, but the code makes 19", flags, re.S)
+    assert html.escape(HOSTILE) in flags
+    review = text.split('id="answer-review-table"')[1].split("</table>")[0]
+    assert "carol" in review and "has no text layer (a scan?) (and 1 more)" in review
     # Flags: identical upload hash, and model_parallel.py equal apart from comments/blank lines.
     assert re.search(r'id="same-hash">\s*<li class="flag">carol, dave</li>\s*</ul>', text)
     assert re.search(r'id="same-hw3">\s*<li class="flag">alice, bob</li>\s*<li class="flag">carol, dave</li>', text)
