@@ -94,6 +94,23 @@ def gpu_list(value) -> list[int] | None:
     return None if any(i is None for i in indices) else indices
 
 
+def whole_numbers(value) -> list[int] | None:
+    """A list of whole numbers from [22, 22, 20], 64, "22, 22, 20", "[22, 22, 20]"; None when
+    any part is not a whole number."""
+    if isinstance(value, str):
+        value = [p for p in re.split(r"[\s,;]+", value.strip().strip("[]()")) if p]
+    elif not isinstance(value, (list, tuple)):
+        value = [value]
+    found = []
+    for item in value:
+        if isinstance(item, str) and re.fullmatch(r"-?\d+(\.0*)?", item.strip()):
+            item = float(item)
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or not float(item).is_integer():
+            return None
+        found.append(int(item))
+    return found or None
+
+
 def rows_by(rows, column: str) -> dict:
     """A table's rows by one column's value (ints stay ints, words are lower-cased); the first
     row wins for a repeated key. Rows without that column are left out."""

@@ -8,7 +8,7 @@ from grader.answers.collect import Answers
 from grader.checks.practical_answers import (answer_against, constant_in_source, device_name,
                                              gpu_index, gpu_list, incomplete_rows,
                                              printed_numbers, rows_by, step_times,
-                                             total_disagreements)
+                                             total_disagreements, whole_numbers)
 from grader.harness.observation import Observation
 
 
@@ -144,3 +144,12 @@ def test_total_against_steps_times_step_time():
                                                  "warmup": 10, "unknown": None})
     assert len(problems) == 1 and problems[0].startswith("units: a total of 0.0235 s for 10 steps")
     assert len(flags) == 1 and flags[0].startswith("warmup: total 0.3 s is 30x")
+
+
+@pytest.mark.parametrize("written, numbers", [
+    ([22, 22, 20], [22, 22, 20]), (64, [64]), ("22, 22, 20", [22, 22, 20]), ("[13,13]", [13, 13]),
+    ([1.0, 2], [1, 2]), ("1 2 3", [1, 2, 3]), ("3.0", [3]),
+    ("x", None), ([], None), (True, None), ([True], None), (2.5, None), ([1, "two"], None),
+])
+def test_whole_numbers(written, numbers):
+    assert whole_numbers(written) == numbers
