@@ -38,7 +38,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
             })
         assignments.append({
             "id": assignment.get("id"), "title": assignment.get("title", ""),
-            "score": assignment.get("score"), "max_score": assignment.get("max_score"),
+            "score": format_value(assignment.get("score")),
+            "max_score": format_value(assignment.get("max_score")),
             "flags": list(assignment.get("flags") or []),
             "review": bool(answers.get("needs_manual_review")),
             "files": answers.get("files") or [],
@@ -46,8 +47,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
             "missing": list(answers.get("missing") or []),
             "manual": manual,
         })
-    return {"submission": result.get("submission", ""), "score": result.get("score"),
-            "max_score": result.get("max_score"), "assignments": assignments,
+    return {"submission": result.get("submission", ""), "score": format_value(result.get("score")),
+            "max_score": format_value(result.get("max_score")), "assignments": assignments,
             "overrides": overrides_template(assignments)}
 
 
