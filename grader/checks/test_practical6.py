@@ -4,7 +4,10 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
-from grader.checks.support import close, explain, require_run
+from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, constant_in_source,
+                                             device_name, incomplete_rows, median_or_none,
+                                             rows_by, step_times, steps_of, total_disagreements)
+from grader.checks.support import close, disagrees, explain, require_run
 
 SCRIPT = "practical6/practical6_ddp.py"
 BATCH = 64
@@ -104,3 +107,109 @@ def test_parameters_equal_after_step(node):
         "the replicas stay identical: the same parameters on every rank after each step",
         f"the ranks' parameters differ after step {unequal[0] + 1}",
         "DDP broadcasts rank 0's weights when wrapping and averages gradients in backward")
+
+
+# -- What the answer sheet says, against what the code does -----------------------------------
+# practical6/answers.yaml is compared with the grader's run of the same script under torchrun
+# with 2 processes on 2 GPUs (the sheet's "--nproc-per-node 2"). Times depend on the hardware:
+# the timing table is only checked for being complete and consistent; implausible numbers are
+# flagged, never scored.
+SHEET_PROCESSES = 2
+DP_SCRIPT = "practical5/practical5_dp.py"
+
+
+def gpus_by_rank(run):
+    """{rank: sorted devices its model's layers are on}."""
+    placed = {}
+    for event in run.of("placement"):
+        for layer in event.get("layers", []):
+            device = layer.get("device")
+            placed.setdefault(event.get("rank", 0), set()).update(
+                map(str, device) if isinstance(device, list) else [str(device)])
+    return {rank: sorted(devices) for rank, devices in sorted(placed.items())}
+
+
+@pytest.mark.check("practical6.world_size_reported")
+def test_reported_world_size(node, answers, measured, reported_values):
+    run = ddp_run(node, SHEET_PROCESSES)
+    value = answer_against(answers, "ddp.world_size", run)
+    sizes = sorted({e.get("world_size") for e in run.of("init_process_group")} - {None})
+    truth = sizes[0] if len(sizes) == 1 else sizes
+    measured["ddp.world_size"] = truth
+    reported_values["ddp.world_size"] = value
+    assert value == truth, disagrees(
+        answers, "ddp.world_size", str(truth), f"joins a process group of world size "
+        f"{', '.join(map(str, sizes)) or 'none'} in each of the {SHEET_PROCESSES} processes "
+        f"torchrun --nproc-per-node {SHEET_PROCESSES} starts", value)
+
+
+@pytest.mark.check("practical6.rank_gpu_table_reported")
+def test_reported_rank_to_gpu(node, answers, measured, reported_values):
+    run = ddp_run(node, SHEET_PROCESSES)
+    rows = rows_by(answer_against(answers, "ddp.rank_to_gpu", run), "rank")
+    truth = gpus_by_rank(run)
+    measured["ddp.rank_to_gpu"] = {str(r): d[0] if len(d) == 1 else d for r, d in truth.items()}
+    reported_values["ddp.rank_to_gpu"] = {str(r): row.get("gpu") for r, row in rows.items()}
+    wrong = [r for r, devices in truth.items() if len(devices) != 1 or r not in rows
+             or device_name(rows[r].get("gpu")) != devices[0]]
+    extra = sorted(r for r in rows if r not in truth)
+    assert not wrong and not extra, disagrees(
+        answers, "ddp.rank_to_gpu", "; ".join(f"rank {r}: gpu {d[0] if len(d) == 1 else d}"
+                                              for r, d in truth.items()) + " (gpu: 0 or cuda:0)",
+        "puts " + "; ".join(f"rank {r}'s model on {', '.join(d)}" for r, d in truth.items())
+        + f" with {SHEET_PROCESSES} processes",
+        "; ".join(f"rank {r}: gpu {row.get('gpu')}" for r, row in rows.items()) or "no rank")
+
+
+@pytest.mark.check("practical6.per_rank_batch_reported")
+def test_reported_per_rank_batch(node, answers, measured, reported_values):
+    run = ddp_run(node, SHEET_PROCESSES)
+    value = answer_against(answers, "ddp.per_rank_batch", run)
+    seen = sorted({e["batch"][0] for e in run.of("forward")
+                   if e.get("thread") == "MainThread" and e.get("batch")})
+    truth = seen[0] if len(seen) == 1 else seen
+    measured["ddp.per_rank_batch"] = truth
+    reported_values["ddp.per_rank_batch"] = value
+    assert value == truth, disagrees(
+        answers, "ddp.per_rank_batch", str(truth),
+        f"runs each rank's forward pass on {', '.join(map(str, seen)) or 'no'} rows with "
+        f"BATCH_SIZE={BATCH} and {SHEET_PROCESSES} processes", value)
+
+
+TIMING_METHODS = ["dp", "ddp"]
+TIMING_COLUMNS = ["step_time_ms", "total_time_s"]
+
+
+@pytest.mark.check("practical6.timing_table_reported")
+@pytest.mark.parametrize("aspect", ["complete", "consistent"])
+def test_reported_timing_table(node, submission, answers, measured, reported_values, flag,
+                               aspect):
+    run = ddp_run(node, SHEET_PROCESSES)
+    rows = rows_by(answer_against(answers, "timing.table", run), "method")
+    times, total = step_times(run)
+    measured["timing.table"] = {"ddp": {"step_time_ms": round(median_or_none(times), 3)
+                                        if times else None, "total_time_s": total}}
+    reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}
+                                       for m in TIMING_METHODS if m in rows}
+    where = answers.where_to_answer("timing.table")
+    if aspect == "complete":
+        problems = incomplete_rows(rows, TIMING_METHODS, TIMING_COLUMNS)
+        assert not problems, explain(
+            "a row per method (dp: Practical 5's DataParallel, ddp: this script), each with the "
+            "step time in ms and the total time in s, as positive numbers", "; ".join(problems),
+            where)
+        return
+    checkable = [m for m in TIMING_METHODS if not incomplete_rows(rows, [m], TIMING_COLUMNS)]
+    assert checkable, explain("step and total times to compare", "no complete row", where)
+    # The steps each script takes: this run's; Practical 5's from its STEPS (not run here).
+    steps = {"ddp": steps_of(run),
+             "dp": constant_in_source(submission / DP_SCRIPT, "STEPS")}
+    problems, flags = total_disagreements({m: rows[m] for m in checkable},
+                                          {m: steps[m] for m in checkable})
+    for text in flags:
+        flag(f"timing.table {text}")
+    counted = ", ".join(f"{steps[m]} steps for {m}" for m in checkable if steps[m])
+    assert not problems, explain(
+        f"a total covers every step ({counted or 'steps unknown'}), so it is at least "
+        f"{TOTAL_LOWER:g} x steps x step time", "; ".join(problems),
+        where + ": step times in ms, total times in s")
