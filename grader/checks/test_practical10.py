@@ -4,7 +4,8 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
-from grader.checks.support import explain, require_run
+from grader.checks.practical_answers import answer_against, gpu_index, gpu_list, rows_by
+from grader.checks.support import disagrees, explain, require_run
 
 SCRIPT = "practical10/sample.py"
 GPUS = 4
@@ -155,3 +156,102 @@ def test_broken_variant_uses_one_gpu_per_rank(node):
         "no model parallelism at all)",
         "; ".join(f"rank {r} uses {d}" for r, d in wrong.items()),
         "the BROKEN_MP branch: device1 = device0")
+
+
+# -- What the answer sheet says, against what the code does -----------------------------------
+# practical10/answers.yaml is compared with the grader's default run of the same script: torchrun
+# with 2 processes on 4 GPUs, MICRO_BATCHES = 4, BATCH_SIZE = 64 (the sheet's setting).
+
+
+def process_ranks(run):
+    """The ranks that joined the process group (else those that started)."""
+    joined = sorted({e.get("rank", 0) for e in run.of("init_process_group")})
+    return joined or run.ranks()
+
+
+def stage_gpus(run, rank):
+    """The GPUs of a rank's model in layer order (stage 0's first), each once."""
+    order = []
+    for event in run.of("placement", rank):
+        for layer in event.get("layers", []):
+            device = layer.get("device")
+            for d in (device if isinstance(device, list) else [device]):
+                if gpu_index(d) is not None and gpu_index(d) not in order:
+                    order.append(gpu_index(d))
+    return order
+
+
+def one_or_all(values):
+    values = sorted(set(values))
+    return values[0] if len(values) == 1 else values
+
+
+def compared(answers, qid, truth, observed_in_code, value, measured, reported_values):
+    measured[qid] = truth
+    reported_values[qid] = value
+    assert value == truth, disagrees(answers, qid, str(truth), observed_in_code, value)
+
+
+@pytest.mark.check("practical10.num_processes_reported")
+def test_reported_number_of_processes(node, answers, measured, reported_values):
+    run = hybrid(node)
+    value = answer_against(answers, "hybrid.num_processes", run)
+    ranks = process_ranks(run)
+    compared(answers, "hybrid.num_processes", len(ranks),
+             f"runs {len(ranks)} process(es) (ranks {ranks}) under torchrun --nproc-per-node 2",
+             value, measured, reported_values)
+
+
+@pytest.mark.check("practical10.gpus_per_rank_reported")
+def test_reported_gpus_per_rank(node, answers, measured, reported_values):
+    run = hybrid(node)
+    value = answer_against(answers, "hybrid.gpus_per_rank", run)
+    used = {r: stage_gpus(run, r) for r in process_ranks(run)}
+    compared(answers, "hybrid.gpus_per_rank", one_or_all(len(g) for g in used.values()),
+             "gives " + "; ".join(f"rank {r} {len(g)} GPU(s) ({', '.join(f'cuda:{i}' for i in g)})"
+                                  for r, g in used.items()), value, measured, reported_values)
+
+
+@pytest.mark.check("practical10.rank_gpus_reported")
+def test_reported_gpus_of_each_rank(node, answers, measured, reported_values):
+    run = hybrid(node)
+    rows = rows_by(answer_against(answers, "hybrid.rank_gpus", run), "rank")
+    truth = {r: stage_gpus(run, r) for r in process_ranks(run)}
+    measured["hybrid.rank_gpus"] = {str(r): g for r, g in truth.items()}
+    reported_values["hybrid.rank_gpus"] = {str(r): row.get("gpus") for r, row in rows.items()}
+    wrong = [r for r, g in truth.items() if r not in rows or gpu_list(rows[r].get("gpus")) != g]
+    extra = sorted(r for r in rows if r not in truth)
+    assert not wrong and not extra, disagrees(
+        answers, "hybrid.rank_gpus", "; ".join(f"rank {r}: gpus {g}" for r, g in truth.items())
+        + " (stage 0's GPU first)", "puts " + "; ".join(
+            f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g) or 'no GPU'}"
+            for r, g in truth.items()),
+        "; ".join(f"rank {r}: gpus {row.get('gpus')}" for r, row in rows.items()) or "no rank")
+
+
+def micro_batch_pattern(run):
+    """(forward passes per step, rows per forward pass) over every rank's steps."""
+    patterns = [p for r in process_ranks(run) for p in step_pattern(run, r)]
+    return [p[0] for p in patterns], [rows for p in patterns for rows in p[1]]
+
+
+@pytest.mark.check("practical10.micro_batches_reported")
+def test_reported_micro_batches_per_step(node, answers, measured, reported_values):
+    run = hybrid(node)
+    value = answer_against(answers, "hybrid.micro_batches_per_step", run)
+    forwards, _ = micro_batch_pattern(run)
+    compared(answers, "hybrid.micro_batches_per_step", one_or_all(forwards),
+             f"runs {', '.join(map(str, sorted(set(forwards)))) or 'no'} forward + backward "
+             f"pass(es) per optimizer step with MICRO_BATCHES = {MICRO}", value, measured,
+             reported_values)
+
+
+@pytest.mark.check("practical10.micro_batch_size_reported")
+def test_reported_micro_batch_size(node, answers, measured, reported_values):
+    run = hybrid(node)
+    value = answer_against(answers, "hybrid.micro_batch_size", run)
+    _, rows = micro_batch_pattern(run)
+    compared(answers, "hybrid.micro_batch_size", one_or_all(rows),
+             f"runs micro-batches of {', '.join(map(str, sorted(set(rows)))) or 'no'} rows "
+             f"with BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}", value, measured,
+             reported_values)
