@@ -9,16 +9,24 @@ EXPECTED_CHECKS = {
     "practical4": {"practical4.baseline_shape", "practical4.chunk_shapes",
                    "practical4.chunks_equal_full", "practical4.mp_layer_devices",
                    "practical4.mp_one_transfer", "practical4.mp_output_shape",
-                   "practical4.one_gpu_message"},
+                   "practical4.one_gpu_message", "practical4.output_shape_reported",
+                   "practical4.chunk_shapes_reported", "practical4.outputs_equal_reported",
+                   "practical4.layer_devices_reported", "practical4.transfers_reported"},
     "practical5": {"practical5.split_sizes", "practical5.replicated",
                    "practical5.gathered_on_gpu0", "practical5.gpu0_most_memory",
-                   "practical5.dp_loss_equals_single", "practical5.real_speedup"},
+                   "practical5.dp_loss_equals_single", "practical5.real_speedup",
+                   "practical5.split_table_reported", "practical5.most_memory_gpu_reported",
+                   "practical5.final_loss_equal_reported", "practical5.timing_table_reported"},
     "practical6": {"practical6.world_size", "practical6.rank_device", "practical6.per_rank_batch",
-                   "practical6.grads_synchronised", "practical6.params_equal_after_step"},
+                   "practical6.grads_synchronised", "practical6.params_equal_after_step",
+                   "practical6.world_size_reported", "practical6.rank_gpu_table_reported",
+                   "practical6.per_rank_batch_reported", "practical6.timing_table_reported"},
     "practical10": {"practical10.one_process_per_replica", "practical10.gpu_pair_per_rank",
                     "practical10.micro_batches", "practical10.sync_once_per_step",
                     "practical10.batch_size_invariant", "practical10.single_process",
-                    "practical10.broken_mp_one_gpu"},
+                    "practical10.broken_mp_one_gpu", "practical10.num_processes_reported",
+                    "practical10.gpus_per_rank_reported", "practical10.rank_gpus_reported",
+                    "practical10.micro_batches_reported", "practical10.micro_batch_size_reported"},
     "hw3": {"hw3.task1.layout", "hw3.task1.transfer", "hw3.task2.trend",
             "hw3.task3.on_existing_gpu", "hw3.task3.balanced", "hw3.task3.all_gpus_used",
             "hw3.task3.no_layer_lost", "hw3.task3.output_matches", "hw3.task3.contiguous",
@@ -61,5 +69,16 @@ def test_real_gpu_speedup_is_excluded_when_skipped(rubric_for):
 
 
 @pytest.mark.parametrize("assignment", ["practical4", "practical5", "practical6", "practical10"])
-def test_practicals_are_worth_ten_points(assignment, rubric_for):
-    assert rubric_for(assignment).total_points == 10
+def test_practicals_are_worth_twelve_points(assignment, rubric_for):
+    # 10 for the code, 2 for the answer sheet agreeing with it (<assignment>.report).
+    rubric = rubric_for(assignment)
+    assert rubric.total_points == 12
+    assert rubric.item(f"{assignment}.report").points == 2
+
+
+@pytest.mark.parametrize("assignment", ["practical4", "practical5", "practical6", "practical10"])
+def test_practicals_text_answers_each_have_a_manual_item(assignment, rubric_for):
+    from grader.answers.sheet import template_questions
+    texts = {q.id for q in template_questions(assignment).values() if q.type == "text"}
+    linked = {item.answer for item in rubric_for(assignment).items if item.is_manual}
+    assert linked == texts
