@@ -105,7 +105,8 @@ def whole_numbers(value) -> list[int] | None:
     for item in value:
         if isinstance(item, str) and re.fullmatch(r"-?\d+(\.0*)?", item.strip()):
             item = float(item)
-        if isinstance(item, bool) or not isinstance(item, (int, float)) or not float(item).is_integer():
+        if isinstance(item, bool) or not isinstance(item, (int, float)) \
+                or not float(item).is_integer():
             return None
         found.append(int(item))
     return found or None

@@ -157,10 +157,16 @@ def outputs_equal(observation):
 
 
 def gpu_to_gpu_activation_moves(observation):
-    """Moves of an activation (BATCH rows) between two different GPUs in the run."""
-    return [e for e in observation.copies() if str(e.get("src", "")).startswith("cuda")
-            and str(e.get("dst", "")).startswith("cuda") and e.get("src") != e.get("dst")
-            and (e.get("shape") or [None])[0] == BATCH]
+    """Moves of an activation (BATCH rows) between two different GPUs during the forward
+    passes: before the run's last forward pass starts (a move of the final output after it is
+    no transfer between layers)."""
+    events = [e for e in observation.events if e.get("rank", 0) == 0]
+    last = max((i for i, e in enumerate(events) if e.get("event") == "forward"), default=-1)
+    return [e for e in events[:last]
+            if (e.get("event") == "transfer" or (e.get("event") == "to" and e.get("copied")))
+            and str(e.get("src", "")).startswith("cuda")
+            and str(e.get("dst", "")).startswith("cuda")
+            and e.get("src") != e.get("dst") and (e.get("shape") or [None])[0] == BATCH]
 
 
 def part3_only(observation):
@@ -227,7 +233,8 @@ def test_reported_layer_devices(two_gpus, answers, measured, reported_values, la
     reported_values[qid] = value
     name = "Linear(1000, 2000)" if layer == "layer1" else "Linear(2000, 1000)"
     assert device_name(value) is not None and device_name(value) == truth, disagrees(
-        answers, qid, f"{truth} (written like cuda:0)" if isinstance(truth, str) else str(truth),
+        answers, qid,
+        f"{truth} (a device written like cuda:N)" if isinstance(truth, str) else str(truth),
         f"puts {layer} ({name}) on {', '.join(seen) or 'no GPU'}", value)
 
 

@@ -54,7 +54,8 @@ def test_a_missing_answer_and_a_todo_are_both_said():
 
 
 def test_an_unreadable_answer_says_why_it_was_not_read():
-    problem = "practical5/answers.yaml: memory.most_memory_gpu: expected a whole number, got 'cuda:0'"
+    problem = ("practical5/answers.yaml: memory.most_memory_gpu: expected a whole number, "
+               "got 'cuda:0'")
     with pytest.raises(AssertionError, match="expected a whole number, got 'cuda:0'"):
         answer_against(sheet(problems=[problem]), "memory.most_memory_gpu", ran())
 
@@ -82,7 +83,8 @@ def test_device_name_is_what_pytorch_prints():
 
 
 @pytest.mark.parametrize("written, indices", [
-    ([0, 2], [0, 2]), (["cuda:1", "cuda:3"], [1, 3]), ("0, 2", [0, 2]), ("[cuda:0, cuda:2]", [0, 2]),
+    ([0, 2], [0, 2]), (["cuda:1", "cuda:3"], [1, 3]), ("0, 2", [0, 2]),
+    ("[cuda:0, cuda:2]", [0, 2]),
     ("cuda:0 + cuda:2", [0, 2]), ("cuda 1 and cuda 3", [1, 3]), ("GPU 0, GPU 2", [0, 2]),
     ([], None), ("cuda", None), ([0, "cpu"], None), (3, None),
 ])
