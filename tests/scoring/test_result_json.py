@@ -25,7 +25,7 @@ def test_build_result_totals_and_header(two_assignments):
                           started_at="2026-05-01T10:00:00+00:00", duration_s=12.3456)
     assert result["schema"] == SCHEMA == "pdl-autograder/result/1"
     assert result["grader_version"] == grader.__version__
-    assert (result["score"], result["max_score"]) == (24, 24)  # 15 + 9 (speed-up excluded)
+    assert (result["score"], result["max_score"]) == (31, 31)  # 20 + 11 (speed-up excluded)
     assert result["duration_s"] == 12.346
     assert result["hardware"] == {"kind": "virtual", "gpus": 5, "names": ["vgpu0", "vgpu1"]}
     assert [a["id"] for a in result["assignments"]] == ["hw3", "practical5"]
@@ -80,13 +80,13 @@ def test_errored_assignment_keeps_what_was_graded(tmp_path, rubric_for):
     crashed = errored_assignment(p4, "pytest timed out after 600 s",
                                  overrides={"practical4.questions": {"points": 0, "comment": "ok"}})
     assert crashed.status == "error" and crashed.errors == ["pytest timed out after 600 s"]
-    assert (crashed.score, crashed.max_score) == (0, 10)
+    assert (crashed.score, crashed.max_score) == (0, 12)
     auto = [i for i in crashed.items if i.kind == "auto"]
     assert auto and all(i.status == "error" and "pytest timed out after 600 s" in i.feedback for i in auto)
     manual = [i for i in crashed.items if i.kind == "manual"]
-    assert [(i.status, i.pending) for i in manual] == [("manual", False)]
+    assert [(i.id, i.pending) for i in manual if not i.pending] == [("practical4.questions", False)]
 
     write_result(tmp_path / "result.json", build_result("bob", [graded, crashed]))
     saved = read_result(tmp_path / "result.json")
-    assert (saved["score"], saved["max_score"]) == (15, 25)
+    assert (saved["score"], saved["max_score"]) == (20, 32)
     assert [a["status"] for a in saved["assignments"]] == ["graded", "error"]

@@ -31,7 +31,9 @@ EXPECTED_CHECKS = {
             "hw3.task3.on_existing_gpu", "hw3.task3.balanced", "hw3.task3.all_gpus_used",
             "hw3.task3.no_layer_lost", "hw3.task3.output_matches", "hw3.task3.contiguous",
             "hw3.task4.all_gpus_hold_layers", "hw3.task4.no_speedup", "hw3.task4.recorded",
-            "hw3.task5.to_calls", "hw3.task5.transfers"},
+            "hw3.task5.to_calls", "hw3.task5.transfers", "hw3.task1.reported",
+            "hw3.task2.reported", "hw3.task3.reported", "hw3.task4.reported",
+            "hw3.task5.reported"},
 }
 
 
@@ -47,12 +49,15 @@ def test_rubric_names_exactly_the_implemented_checks(assignment):
     assert any(item.is_manual for item in rubric.items), "written questions need a manual item"
 
 
-def test_hw3_is_five_tasks_of_three_points(rubric_for):
+def test_hw3_is_five_tasks_of_three_points_and_a_report_point(rubric_for):
     rubric = rubric_for("hw3")
-    assert rubric.total_points == 15
+    assert rubric.total_points == 20
     auto = {item.id: item.points for item in rubric.items if not item.is_manual}
-    assert auto == {f"hw3.task{n}": 3 for n in range(1, 6)}
+    assert auto == {**{f"hw3.task{n}": 3 for n in range(1, 6)},
+                    **{f"hw3.task{n}.report": 1 for n in range(1, 6)}}
     assert all(item.points == 0 for item in rubric.items if item.is_manual)
+    assert {item.answer for item in rubric.items if item.is_manual} == {
+        f"task{n}.explanation" for n in range(1, 6)}
 
 
 def test_hw3_round_robin_costs_exactly_one_point(rubric_for):

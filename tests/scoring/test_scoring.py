@@ -19,13 +19,15 @@ def check(result, check_id):
 def test_everything_passing_gives_full_marks(rubric_for):
     rubric = rubric_for("hw3")
     result = score_assignment(rubric, report(all_passing(rubric)))
-    assert (result.score, result.max_score) == (15, 15)
+    assert (result.score, result.max_score) == (20, 20)
     assert result.status == "graded" and result.errors == []
     assert {i.id: i.status for i in result.items if i.kind == "auto"} == {
-        f"hw3.task{n}": "passed" for n in range(1, 6)}
+        **{f"hw3.task{n}": "passed" for n in range(1, 6)},
+        **{f"hw3.task{n}.report": "passed" for n in range(1, 6)}}
     # Manual items are listed as pending, even at 0 points, so the instructor sees them.
-    assert result.pending_manual == ["hw3.task2.explanation", "hw3.task3.layout_rule",
-                                     "hw3.task4.explanation", "hw3.task5.explanation"]
+    assert result.pending_manual == ["hw3.task1.explanation", "hw3.task2.explanation",
+                                     "hw3.task3.layout_rule", "hw3.task4.explanation",
+                                     "hw3.task5.explanation"]
     assert item(result, "hw3.task2.explanation").status == "manual"
 
 
@@ -33,7 +35,7 @@ def test_nothing_passing_gives_zero_with_expected_and_observed(rubric_for):
     rubric = rubric_for("hw3")
     tests = [case(c, "failed", feedback=f"{c}: expected A, observed B") for c in rubric.check_ids]
     result = score_assignment(rubric, report(tests))
-    assert (result.score, result.max_score) == (0, 15)
+    assert (result.score, result.max_score) == (0, 20)
     task1 = item(result, "hw3.task1")
     assert task1.status == "failed"
     assert task1.feedback.startswith("With DEPTH=6 on 2 GPUs")  # the rubric's fail text first
@@ -51,7 +53,7 @@ def test_proportional_partial_credit_over_parametrized_cases(rubric_for):
     assert (balanced.passed, balanced.failed, balanced.score, balanced.status) == (21, 21, 0.25, "partial")
     assert item(result, "hw3.task3").score == 2.75
     assert item(result, "hw3.task3").status == "partial"
-    assert result.score == 14.75
+    assert result.score == 19.75
     # The same failure in 21 cases is said once, with the cases it happened in.
     lines = [l for l in balanced.feedback.splitlines() if "observed [8, 0]" in l]
     assert lines == ["- [1], [3], [5], [7], [9] and 16 more: expected [4, 4], observed [8, 0]"]
@@ -63,7 +65,7 @@ def test_round_robin_layout_loses_exactly_the_contiguity_point(rubric_for):
     # Round-robin is contiguous only where it coincides with blocks (DEPTH <= GPUs).
     tests += cases("hw3.task3.contiguous", ["passed"] * 10 + ["failed"] * 32)
     result = score_assignment(rubric, report(tests))
-    assert item(result, "hw3.task3").score == 2 and result.score == 14
+    assert item(result, "hw3.task3").score == 2 and result.score == 19
     assert "round-robin" in item(result, "hw3.task3").feedback
 
 
@@ -76,7 +78,7 @@ def test_skipped_hardware_check_leaves_the_maximum(rubric_for):
     assert (speedup.status, speedup.score, speedup.max_score, speedup.points) == ("skipped", 0, 0, 1)
     assert "needs 2 real GPUs" in speedup.feedback
     assert "left out of the maximum" in speedup.feedback
-    assert (result.score, result.max_score, result.rubric_max_score, result.excluded_points) == (9, 9, 10, 1)
+    assert (result.score, result.max_score, result.rubric_max_score, result.excluded_points) == (11, 11, 12, 1)
     assert result.status == "graded"
 
 
@@ -114,7 +116,7 @@ def test_missing_check_is_an_error_not_a_zero_in_silence(rubric_for):
     assert (task2.status, task2.score, task2.max_score) == ("error", 0, 3)
     assert "check hw3.task2.trend did not run" in task2.feedback
     assert result.errors == ["hw3.task2: check 'hw3.task2.trend' did not run"]
-    assert result.status == "incomplete" and result.score == 12
+    assert result.status == "incomplete" and result.score == 17
 
 
 def test_errored_case_scores_zero_with_the_error_text():
