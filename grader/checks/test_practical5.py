@@ -205,7 +205,10 @@ def most_memory_gpus(run):
 @pytest.mark.check("practical5.most_memory_gpu_reported")
 def test_reported_gpu_with_most_memory(node, answers, measured, reported_values):
     runs = {g: node.script(DP, gpus=g) for g in SPLIT_GPUS}
-    value = answer_against(answers, "memory.most_memory_gpu", *runs.values())
+    # Compared with the runs that completed (a run that crashed on 5 GPUs still leaves 2 and 3).
+    value = answer_against(answers, "memory.most_memory_gpu",
+                           *([r for r in runs.values() if r.ok] or runs.values()))
+    runs = {g: run for g, run in runs.items() if run.ok}
     found = {g: most_memory_gpus(run) for g, run in runs.items()}
     every = set.intersection(*found.values()) if found else set()
     measured["memory.most_memory_gpu"] = (sorted(every)[0] if len(every) == 1 else
@@ -216,7 +219,7 @@ def test_reported_gpu_with_most_memory(node, answers, measured, reported_values)
         f"{g} GPUs: " + ", ".join(f"cuda:{gpu_index(d)} {a / 2**20:.2f} MiB allocated / "
                                   f"{p / 2**20:.2f} MiB peak"
                                   for d, (a, p) in sorted(memory_at_end(runs[g]).items()))
-        for g in SPLIT_GPUS)
+        for g in runs)
     assert agrees, disagrees(
         answers, "memory.most_memory_gpu",
         " or ".join(str(i) for i in sorted(every or set().union(*found.values()))) or "a GPU",

@@ -13,5 +13,5 @@ def test_relative_out_folder_and_exit_status(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "out-rel" / "result.json").read_text())
-    assert result["errors"] == [] and result["score"] == result["max_score"] == 10.0
-    assert "practical4       10 / 10" in done.stdout
+    assert result["errors"] == [] and result["score"] == result["max_score"] == 12.0
+    assert "practical4       12 / 12" in done.stdout

@@ -225,23 +225,25 @@ ATTACKS = [
            "practical4", "os._exit(0) before anything runs", 0, says=["shapes none"]),
     Attack("sys_exit_mid_script", "reference", P4,
            [(PART1_DONE, PART1_DONE + "    import sys\n    sys.exit(0)\n")], "practical4",
-           "sys.exit(0) right after Part 1", 1, says=["0 forward pass(es) on 32 rows"]),
+           # 1 for Part 1's shape, 0.4 for the answer sheet's output shape, which Part 1 shows
+           "sys.exit(0) right after Part 1", 1.4, says=["0 forward pass(es) on 32 rows"]),
     Attack("os_exit_mid_script", "reference", P4,
            [(PART1_DONE, PART1_DONE + "    import os\n    os._exit(0)\n")], "practical4",
-           "os._exit(0) right after Part 1", 1, says=["0 forward pass(es) on 32 rows"]),
+           "os._exit(0) right after Part 1", 1.4, says=["0 forward pass(es) on 32 rows"]),
     Attack("extra_transfer_honest", "reference", P4, [(ONE_TRANSFER, EXTRA_TRANSFER)],
-           "practical4", "(control) a second cuda:0->cuda:1 round trip, not hidden", 8,
+           # 8 for the code, 1.6 for the answer sheet (its transfer count, 1, is not this code's 3)
+           "practical4", "(control) a second cuda:0->cuda:1 round trip, not hidden", 9.6,
            says=["2 such move(s)"]),
     Attack("hide_transfer", "reference", P4, [(ONE_TRANSFER, HIDE_TRANSFER)], "practical4",
            "the same extra round trip, with the trace file and listeners switched off around it",
-           8, succeeds="the vgpu instrumentation lives in the student's process: switching "
-           "Trace._file off around a transfer hides it (scores 10 instead of 8); no "
+           9.6, succeeds="the vgpu instrumentation lives in the student's process: switching "
+           "Trace._file off around a transfer hides it (scores 12 instead of 9.6); no "
            "out-of-process observer of transfers exists"),
     Attack("forge_trace", "student_template", P4, [(None, FORGE_TRACE)], "practical4",
            "does no work; writes the trace records a correct run would write, and prints "
            "the 1-GPU message", 0,
            succeeds="every practical4 check reads the trace (or stdout), which the student's "
-           "process writes; a script that only writes the right records scores 10/10"),
+           "process writes; a script that only writes the right records scores 10/12"),
     Attack("fork_flood", "student_template", P4, [(None, FORK_FLOOD)], "practical4",
            "forks up to 3000 sleeping children (bounded), then carries on", 0,
            says=["NotImplementedError"]),
