@@ -115,17 +115,19 @@ def test_stopped_grading_still_publishes(tmp_path):
 
 def test_real_grader_on_a_loose_file_upload(tmp_path):
     """The real pdl-grade on the reference Practical 4, uploaded as loose files."""
-    files = {p.name: p.read_text() for p in (REPO / "reference" / "practical4").glob("*.py")}
+    files = {p.name: p.read_text() for p in sorted((REPO / "reference" / "practical4").iterdir())
+             if p.suffix in (".py", ".yaml")}  # the code and its answer sheet
     root = autograder_root(tmp_path, files)
     env = environment(root, PDL_ASSIGNMENTS="practical4", PDL_GRADE=f"{sys.executable} -m grader")
     done = subprocess.run([str(RUN_AUTOGRADER)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     results = published(root)
-    assert results["score"] == 10.0, results["output"]
-    assert [t["number"] for t in results["tests"]] == ["1.1", "1.2", "1.3", "1.4"]
+    assert results["score"] == 12.0, results["output"]
+    assert [t["number"] for t in results["tests"]] == ["1.1", "1.2", "1.3", "1.4", "1.5"]
     assert all(t["status"] == "passed" for t in results["tests"])
-    assert "practical4/: concepts.py" in done.stdout          # the staging decision is logged
+    staged = next(l for l in done.stdout.splitlines() if "practical4/: " in l)  # logged
+    assert sorted(staged.split("practical4/: ")[1].split(", ")) == ["answers.yaml", "concepts.py"]
     assert "submitted at: 2026-05-01T10:00:00.000000-07:00" in done.stdout
     assert not list(root.glob("submission/practical4"))        # the upload itself is untouched
 
