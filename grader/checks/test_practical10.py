@@ -5,7 +5,7 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 import pytest
 
 from grader.checks.practical_answers import answer_against, gpu_index, gpu_list, rows_by
-from grader.checks.support import disagrees, explain, require_run
+from grader.checks.support import explain, must_agree, require_run
 
 SCRIPT = "practical10/sample.py"
 GPUS = 4
@@ -186,47 +186,48 @@ def one_or_all(values):
     return values[0] if len(values) == 1 else values
 
 
-def compared(answers, qid, truth, observed_in_code, value, measured, reported_values):
+def compared(answers, qid, truth, observed_in_code, value, measured, reported_values, flag):
     measured[qid] = truth
     reported_values[qid] = value
-    assert value == truth, disagrees(answers, qid, str(truth), observed_in_code, value)
+    must_agree(answers, qid, value, truth, str(truth), observed_in_code, flag)
 
 
 @pytest.mark.check("practical10.num_processes_reported")
-def test_reported_number_of_processes(node, answers, measured, reported_values):
+def test_reported_number_of_processes(node, answers, measured, reported_values, flag):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.num_processes", run)
     ranks = process_ranks(run)
     compared(answers, "hybrid.num_processes", len(ranks),
              f"runs {len(ranks)} process(es) (ranks {ranks}) under torchrun --nproc-per-node 2",
-             value, measured, reported_values)
+             value, measured, reported_values, flag)
 
 
 @pytest.mark.check("practical10.gpus_per_rank_reported")
-def test_reported_gpus_per_rank(node, answers, measured, reported_values):
+def test_reported_gpus_per_rank(node, answers, measured, reported_values, flag):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.gpus_per_rank", run)
     used = {r: stage_gpus(run, r) for r in process_ranks(run)}
     compared(answers, "hybrid.gpus_per_rank", one_or_all(len(g) for g in used.values()),
              "gives " + "; ".join(f"rank {r} {len(g)} GPU(s) ({', '.join(f'cuda:{i}' for i in g)})"
-                                  for r, g in used.items()), value, measured, reported_values)
+                                  for r, g in used.items()), value, measured, reported_values, flag)
 
 
 @pytest.mark.check("practical10.rank_gpus_reported")
-def test_reported_gpus_of_each_rank(node, answers, measured, reported_values):
+def test_reported_gpus_of_each_rank(node, answers, measured, reported_values, flag):
     run = hybrid(node)
     rows = rows_by(answer_against(answers, "hybrid.rank_gpus", run), "rank")
     truth = {r: stage_gpus(run, r) for r in process_ranks(run)}
     measured["hybrid.rank_gpus"] = {str(r): g for r, g in truth.items()}
     reported_values["hybrid.rank_gpus"] = {str(r): row.get("gpus") for r, row in rows.items()}
-    wrong = [r for r, g in truth.items() if r not in rows or gpu_list(rows[r].get("gpus")) != g]
-    extra = sorted(r for r in rows if r not in truth)
-    assert not wrong and not extra, disagrees(
-        answers, "hybrid.rank_gpus", "; ".join(f"rank {r}: gpus {g}" for r, g in truth.items())
-        + " (stage 0's GPU first)", "puts " + "; ".join(
-            f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g) or 'no GPU'}"
-            for r, g in truth.items()),
-        "; ".join(f"rank {r}: gpus {row.get('gpus')}" for r, row in rows.items()) or "no rank")
+    # Both sides as one line, "rank 0: gpus [0, 2]; rank 1: gpus [1, 3]": equal exactly when
+    # every rank lists its GPUs in stage order and no other rank is listed.
+    code = "; ".join(f"rank {r}: gpus {g}" for r, g in truth.items())
+    sheet = "; ".join(f"rank {r}: gpus {gpu_list(rows[r].get('gpus')) or rows[r].get('gpus')}"
+                      for r in sorted(rows, key=lambda k: (not isinstance(k, int), str(k))))
+    must_agree(answers, "hybrid.rank_gpus", sheet or "no rank", code,
+               f"{code} (stage 0's GPU first)", "puts " + "; ".join(
+                   f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g) or 'no GPU'}"
+                   for r, g in truth.items()), flag)
 
 
 def micro_batch_pattern(run):
@@ -236,22 +237,22 @@ def micro_batch_pattern(run):
 
 
 @pytest.mark.check("practical10.micro_batches_reported")
-def test_reported_micro_batches_per_step(node, answers, measured, reported_values):
+def test_reported_micro_batches_per_step(node, answers, measured, reported_values, flag):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.micro_batches_per_step", run)
     forwards, _ = micro_batch_pattern(run)
     compared(answers, "hybrid.micro_batches_per_step", one_or_all(forwards),
              f"runs {', '.join(map(str, sorted(set(forwards)))) or 'no'} forward + backward "
              f"pass(es) per optimizer step with MICRO_BATCHES = {MICRO}", value, measured,
-             reported_values)
+             reported_values, flag)
 
 
 @pytest.mark.check("practical10.micro_batch_size_reported")
-def test_reported_micro_batch_size(node, answers, measured, reported_values):
+def test_reported_micro_batch_size(node, answers, measured, reported_values, flag):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.micro_batch_size", run)
     _, rows = micro_batch_pattern(run)
     compared(answers, "hybrid.micro_batch_size", one_or_all(rows),
              f"runs micro-batches of {', '.join(map(str, sorted(set(rows)))) or 'no'} rows "
              f"with BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}", value, measured,
-             reported_values)
+             reported_values, flag)

@@ -7,7 +7,7 @@ import pytest
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, constant_in_source,
                                              device_name, incomplete_rows, median_or_none,
                                              rows_by, step_times, steps_of, total_disagreements)
-from grader.checks.support import close, disagrees, explain, require_run
+from grader.checks.support import close, explain, must_agree, require_run
 
 SCRIPT = "practical6/practical6_ddp.py"
 BATCH = 64
@@ -130,39 +130,39 @@ def gpus_by_rank(run):
 
 
 @pytest.mark.check("practical6.world_size_reported")
-def test_reported_world_size(node, answers, measured, reported_values):
+def test_reported_world_size(node, answers, measured, reported_values, flag):
     run = ddp_run(node, SHEET_PROCESSES)
     value = answer_against(answers, "ddp.world_size", run)
     sizes = sorted({e.get("world_size") for e in run.of("init_process_group")} - {None})
     truth = sizes[0] if len(sizes) == 1 else sizes
     measured["ddp.world_size"] = truth
     reported_values["ddp.world_size"] = value
-    assert value == truth, disagrees(
-        answers, "ddp.world_size", str(truth), f"joins a process group of world size "
-        f"{', '.join(map(str, sizes)) or 'none'} in each of the {SHEET_PROCESSES} processes "
-        f"torchrun --nproc-per-node {SHEET_PROCESSES} starts", value)
+    must_agree(
+        answers, "ddp.world_size", value, truth, str(truth), f"joins a process group of world "
+        f"size {', '.join(map(str, sizes)) or 'none'} in each of the {SHEET_PROCESSES} "
+        f"processes torchrun --nproc-per-node {SHEET_PROCESSES} starts", flag)
 
 
 @pytest.mark.check("practical6.rank_gpu_table_reported")
-def test_reported_rank_to_gpu(node, answers, measured, reported_values):
+def test_reported_rank_to_gpu(node, answers, measured, reported_values, flag):
     run = ddp_run(node, SHEET_PROCESSES)
     rows = rows_by(answer_against(answers, "ddp.rank_to_gpu", run), "rank")
     truth = gpus_by_rank(run)
     measured["ddp.rank_to_gpu"] = {str(r): d[0] if len(d) == 1 else d for r, d in truth.items()}
     reported_values["ddp.rank_to_gpu"] = {str(r): row.get("gpu") for r, row in rows.items()}
-    wrong = [r for r, devices in truth.items() if len(devices) != 1 or r not in rows
-             or device_name(rows[r].get("gpu")) != devices[0]]
-    extra = sorted(r for r in rows if r not in truth)
-    assert not wrong and not extra, disagrees(
-        answers, "ddp.rank_to_gpu", "; ".join(f"rank {r}: gpu {d[0] if len(d) == 1 else d}"
-                                              for r, d in truth.items()) + " (gpu: 0 or cuda:0)",
-        "puts " + "; ".join(f"rank {r}'s model on {', '.join(d)}" for r, d in truth.items())
-        + f" with {SHEET_PROCESSES} processes",
-        "; ".join(f"rank {r}: gpu {row.get('gpu')}" for r, row in rows.items()) or "no rank")
+    # Both sides as one line, "rank 0: gpu cuda:0; rank 1: gpu cuda:1", GPUs as PyTorch names
+    # them: equal exactly when every rank has its GPU and no other rank is listed.
+    code = "; ".join(f"rank {r}: gpu {d[0] if len(d) == 1 else d}" for r, d in truth.items())
+    sheet = "; ".join(f"rank {r}: gpu {device_name(rows[r].get('gpu')) or rows[r].get('gpu')}"
+                      for r in sorted(rows, key=lambda k: (not isinstance(k, int), str(k))))
+    must_agree(answers, "ddp.rank_to_gpu", sheet or "no rank", code,
+               f"{code} (gpu: 0 or cuda:0)", "puts " + "; ".join(
+                   f"rank {r}'s model on {', '.join(d)}" for r, d in truth.items())
+               + f" with {SHEET_PROCESSES} processes", flag)
 
 
 @pytest.mark.check("practical6.per_rank_batch_reported")
-def test_reported_per_rank_batch(node, answers, measured, reported_values):
+def test_reported_per_rank_batch(node, answers, measured, reported_values, flag):
     run = ddp_run(node, SHEET_PROCESSES)
     value = answer_against(answers, "ddp.per_rank_batch", run)
     seen = sorted({e["batch"][0] for e in run.of("forward")
@@ -170,10 +170,10 @@ def test_reported_per_rank_batch(node, answers, measured, reported_values):
     truth = seen[0] if len(seen) == 1 else seen
     measured["ddp.per_rank_batch"] = truth
     reported_values["ddp.per_rank_batch"] = value
-    assert value == truth, disagrees(
-        answers, "ddp.per_rank_batch", str(truth),
+    must_agree(
+        answers, "ddp.per_rank_batch", value, truth, str(truth),
         f"runs each rank's forward pass on {', '.join(map(str, seen)) or 'no'} rows with "
-        f"BATCH_SIZE={BATCH} and {SHEET_PROCESSES} processes", value)
+        f"BATCH_SIZE={BATCH} and {SHEET_PROCESSES} processes", flag)
 
 
 TIMING_METHODS = ["dp", "ddp"]
