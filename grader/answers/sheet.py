@@ -142,11 +142,20 @@ def _number(raw: Any) -> float | int:
 
 def _cell(raw: Any) -> Any:
     if isinstance(raw, list):
-        return [_number(item) for item in raw]
+        return [_list_item(item) for item in raw]
     if isinstance(raw, str) and not re.fullmatch(r"\s*-?[\d.,]+(e-?\d+)?\s*", raw):
         if raw.strip().startswith("["):
-            return [_number(p) for p in re.split(r"[\s,;]+", raw.strip().strip("[]")) if p]
+            return [_list_item(p) for p in re.split(r"[\s,;]+", raw.strip().strip("[]")) if p]
         return raw.strip()  # a word, e.g. method: dp
+    return _number(raw)
+
+
+def _list_item(raw: Any) -> Any:
+    """A number; a GPU written as a device ("cuda:2") is its index, as the tables ask."""
+    if isinstance(raw, str):
+        device = re.fullmatch(r"\s*(?:cuda|gpu)\s*:?\s*(\d+)\s*", raw, re.IGNORECASE)
+        if device:
+            return int(device.group(1))
     return _number(raw)
 
 

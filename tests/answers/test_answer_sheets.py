@@ -61,6 +61,12 @@ def test_tables_keep_their_columns_and_parse_decimal_commas():
         coerce([{"depth": 6, "time": 1}], question)
 
 
+def test_gpus_written_as_devices_in_a_table_are_their_indices():
+    question = Question("t", "table", "", ("rank", "gpus"))
+    assert coerce([{"rank": 0, "gpus": ["cuda:0", "cuda:2"]}, {"rank": 1, "gpus": "[cuda:1, cuda:3]"}],
+                  question) == [{"rank": 0, "gpus": [0, 2]}, {"rank": 1, "gpus": [1, 3]}]
+
+
 def test_broken_sheets_are_problems_not_crashes(tmp_path):
     questions = template_questions("practical6")
     path = tmp_path / "answers.yaml"
