@@ -21,12 +21,23 @@ QUANTITY_LABELS = {
     "memory_per_gpu_mib": "peak memory per GPU (MiB)",
     "to_calls": ".to() calls in forward",
     "transfers": "GPU-to-GPU transfers",
+    "total_time_s": "total time (s)",
+    "gpus": "GPUs",
+    "final_loss": "final loss",
+    "split_per_gpu": "batch rows per GPU",
+    "rank_to_gpu": "GPU of each rank",
+    "gpus_per_rank": "GPUs per rank",
+    "rank_gpus": "GPUs of each rank",
+    "most_memory_gpu": "GPU with the most memory",
 }
 # What a numeric key means under a given path ("task2.step_time_ms" -> {"6": ...} is DEPTH=6).
 NUMBER_KEY_MEANING = {
     ("hw3", "task2.step_time_ms"): "DEPTH={}",
     ("hw3", "task4"): "{} GPUs",
     ("hw3", "task5"): "{} GPUs",
+    ("practical5", "dp.split_per_gpu"): "{} GPUs",
+    ("practical6", "ddp.rank_to_gpu"): "rank {}",
+    ("practical10", "hybrid.rank_gpus"): "rank {}",
 }
 
 
