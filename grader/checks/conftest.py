@@ -10,6 +10,7 @@ import pytest
 
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
+from grader.checks.support import must_agree
 from grader.pytest_plugin import check_id, default_submission, real_gpus
 
 
@@ -104,3 +105,16 @@ def answers(request, answer_book):
         found._recorded = True
         request.node._pdl_answers = found.to_dict()
     return found
+
+
+@pytest.fixture
+def agree(answers, measured, reported_values, flag):
+    """agree(qid, value, truth, observed_in_code, expected=None, compare_as=None): both sides
+    go to the reports under `qid`; the check fails (and flags) unless the answer is what the
+    code does. `compare_as`: the answer in the form `truth` has (a device name, "yes")."""
+    def check(qid, value, truth, observed_in_code, expected=None, compare_as=None):
+        measured[qid] = truth
+        reported_values[qid] = value
+        must_agree(answers, qid, value if compare_as is None else compare_as, truth,
+                   expected or str(truth), observed_in_code, flag)
+    return check

@@ -186,30 +186,23 @@ def one_or_all(values):
     return values[0] if len(values) == 1 else values
 
 
-def compared(answers, qid, truth, observed_in_code, value, measured, reported_values, flag):
-    measured[qid] = truth
-    reported_values[qid] = value
-    must_agree(answers, qid, value, truth, str(truth), observed_in_code, flag)
-
-
 @pytest.mark.check("practical10.num_processes_reported")
-def test_reported_number_of_processes(node, answers, measured, reported_values, flag):
+def test_reported_number_of_processes(node, answers, agree):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.num_processes", run)
     ranks = process_ranks(run)
-    compared(answers, "hybrid.num_processes", len(ranks),
-             f"runs {len(ranks)} process(es) (ranks {ranks}) under torchrun --nproc-per-node 2",
-             value, measured, reported_values, flag)
+    agree("hybrid.num_processes", value, len(ranks),
+          f"runs {len(ranks)} process(es) (ranks {ranks}) under torchrun --nproc-per-node 2")
 
 
 @pytest.mark.check("practical10.gpus_per_rank_reported")
-def test_reported_gpus_per_rank(node, answers, measured, reported_values, flag):
+def test_reported_gpus_per_rank(node, answers, agree):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.gpus_per_rank", run)
     used = {r: stage_gpus(run, r) for r in process_ranks(run)}
-    compared(answers, "hybrid.gpus_per_rank", one_or_all(len(g) for g in used.values()),
-             "gives " + "; ".join(f"rank {r} {len(g)} GPU(s) ({', '.join(f'cuda:{i}' for i in g)})"
-                                  for r, g in used.items()), value, measured, reported_values, flag)
+    agree("hybrid.gpus_per_rank", value, one_or_all(len(g) for g in used.values()),
+          "gives " + "; ".join(f"rank {r} {len(g)} GPU(s) ({', '.join(f'cuda:{i}' for i in g)})"
+                               for r, g in used.items()))
 
 
 @pytest.mark.check("practical10.rank_gpus_reported")
@@ -237,22 +230,20 @@ def micro_batch_pattern(run):
 
 
 @pytest.mark.check("practical10.micro_batches_reported")
-def test_reported_micro_batches_per_step(node, answers, measured, reported_values, flag):
+def test_reported_micro_batches_per_step(node, answers, agree):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.micro_batches_per_step", run)
     forwards, _ = micro_batch_pattern(run)
-    compared(answers, "hybrid.micro_batches_per_step", one_or_all(forwards),
-             f"runs {', '.join(map(str, sorted(set(forwards)))) or 'no'} forward + backward "
-             f"pass(es) per optimizer step with MICRO_BATCHES = {MICRO}", value, measured,
-             reported_values, flag)
+    agree("hybrid.micro_batches_per_step", value, one_or_all(forwards),
+          f"runs {', '.join(map(str, sorted(set(forwards)))) or 'no'} forward + backward "
+          f"pass(es) per optimizer step with MICRO_BATCHES = {MICRO}")
 
 
 @pytest.mark.check("practical10.micro_batch_size_reported")
-def test_reported_micro_batch_size(node, answers, measured, reported_values, flag):
+def test_reported_micro_batch_size(node, answers, agree):
     run = hybrid(node)
     value = answer_against(answers, "hybrid.micro_batch_size", run)
     _, rows = micro_batch_pattern(run)
-    compared(answers, "hybrid.micro_batch_size", one_or_all(rows),
-             f"runs micro-batches of {', '.join(map(str, sorted(set(rows)))) or 'no'} rows "
-             f"with BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}", value, measured,
-             reported_values, flag)
+    agree("hybrid.micro_batch_size", value, one_or_all(rows),
+          f"runs micro-batches of {', '.join(map(str, sorted(set(rows)))) or 'no'} rows "
+          f"with BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from grader.checks.practical_answers import answer_against, device_name
-from grader.checks.support import close, explain, must_agree, require_run
+from grader.checks.support import close, explain, require_run
 
 SCRIPT = "practical4/concepts.py"
 BATCH, IN_DIM, HIDDEN, OUT_DIM = 64, 1000, 2000, 1000
@@ -189,63 +189,47 @@ def part3_only(observation):
 
 
 @pytest.mark.check("practical4.output_shape_reported")
-def test_reported_output_shape(two_gpus, answers, measured, reported_values, flag):
-    value = answer_against(answers, "part1.output_shape", two_gpus)
+def test_reported_output_shape(two_gpus, answers, agree):
     truth = full_output_shape(two_gpus)
-    measured["part1.output_shape"] = truth
-    reported_values["part1.output_shape"] = value
-    must_agree(answers, "part1.output_shape", value, truth, str(truth),
-               f"makes a Part 1 output of shape {truth}", flag)
+    agree("part1.output_shape", answer_against(answers, "part1.output_shape", two_gpus), truth,
+          f"makes a Part 1 output of shape {truth}")
 
 
 @pytest.mark.check("practical4.chunk_shapes_reported")
-def test_reported_chunk_shapes(two_gpus, answers, measured, reported_values, flag):
-    value = answer_against(answers, "part2.chunk_shapes", two_gpus)
+def test_reported_chunk_shapes(two_gpus, answers, agree):
     truth = chunk_input_shapes(two_gpus)
-    measured["part2.chunk_shapes"] = truth
-    reported_values["part2.chunk_shapes"] = value
-    must_agree(answers, "part2.chunk_shapes", value, truth,
-               f"{truth} (one shape per chunk, in order)",
-               f"runs the model on chunks of shapes {truth or 'none'} in Part 2", flag)
+    agree("part2.chunk_shapes", answer_against(answers, "part2.chunk_shapes", two_gpus), truth,
+          f"runs the model on chunks of shapes {truth or 'none'} in Part 2",
+          expected=f"{truth} (one shape per chunk, in order)")
 
 
 @pytest.mark.check("practical4.outputs_equal_reported")
-def test_reported_outputs_equal(two_gpus, answers, measured, reported_values, flag):
+def test_reported_outputs_equal(two_gpus, answers, agree):
     value = answer_against(answers, "part2.outputs_equal", two_gpus)
     truth = outputs_equal(two_gpus)
-    measured["part2.outputs_equal"] = truth
-    reported_values["part2.outputs_equal"] = value
-    word = {True: "yes", False: "no"}
-    must_agree(answers, "part2.outputs_equal", word[value], word.get(truth),
-               word.get(truth, "what your code shows"),
-               "prints 'Part 2: outputs equal: " + str(truth) + "'" if truth is not None
-               else "shows no comparison of the chunk outputs with the full output", flag)
+    agree("part2.outputs_equal", value, truth,
+          "prints 'Part 2: outputs equal: " + str(truth) + "'" if truth is not None
+          else "shows no comparison of the chunk outputs with the full output",
+          expected={True: "yes", False: "no"}.get(truth, "what your code shows"))
 
 
 @pytest.mark.check("practical4.layer_devices_reported")
 @pytest.mark.parametrize("layer", ["layer1", "layer2"])
-def test_reported_layer_devices(two_gpus, answers, measured, reported_values, flag, layer):
+def test_reported_layer_devices(two_gpus, answers, agree, layer):
     qid = f"part3.{layer}_device"
     value = answer_against(answers, qid, two_gpus)
     seen = sorted(part3_only(two_gpus).get(layer, set()))
     truth = seen[0] if len(seen) == 1 else seen
-    measured[qid] = truth
-    reported_values[qid] = value
     name = "Linear(1000, 2000)" if layer == "layer1" else "Linear(2000, 1000)"
-    must_agree(answers, qid, device_name(value) or value, truth,
-               f"{truth} (a device written like cuda:N)" if isinstance(truth, str) else str(truth),
-               f"puts {layer} ({name}) on {', '.join(seen) or 'no GPU'}", flag)
+    agree(qid, value, truth, f"puts {layer} ({name}) on {', '.join(seen) or 'no GPU'}",
+          expected=f"{truth} (a device written like cuda:N)" if isinstance(truth, str) else None,
+          compare_as=device_name(value) or value)
 
 
 @pytest.mark.check("practical4.transfers_reported")
-def test_reported_transfers_per_forward(two_gpus, answers, measured, reported_values, flag):
+def test_reported_transfers_per_forward(two_gpus, answers, agree):
     value = answer_against(answers, "part3.transfers_per_forward", two_gpus)
     moves = gpu_to_gpu_activation_moves(two_gpus)
-    truth = len(moves)
-    measured["part3.transfers_per_forward"] = truth
-    reported_values["part3.transfers_per_forward"] = value
-    must_agree(
-        answers, "part3.transfers_per_forward", value, truth, str(truth),
-        f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"
-        + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else ""),
-        flag)
+    agree("part3.transfers_per_forward", value, len(moves),
+          f"moves the activation between GPUs {len(moves)} time(s) in Part 3's forward pass"
+          + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else ""))
