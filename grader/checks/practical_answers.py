@@ -228,3 +228,11 @@ def total_disagreements(rows: dict, steps: dict[str, int | None]) -> tuple[list[
                 f"{method}: total {total_s:g} s is {ratio:.3g}x of {count} steps x {step_ms:g} "
                 "ms: a long warm-up step, or ms and s mixed up?")
     return problems, flags
+
+
+def per_rank_line(values: dict, column: str) -> str:
+    """{0: "cuda:0", 1: "cuda:1"} -> "rank 0: gpu cuda:0; rank 1: gpu cuda:1": a per-rank table
+    as one line, so a sheet and a run compare equal exactly when every rank matches and no
+    other rank is listed (ranks that are not numbers sort last)."""
+    order = sorted(values, key=lambda k: (not isinstance(k, int), str(k)))
+    return "; ".join(f"rank {r}: {column} {values[r]}" for r in order)

@@ -4,7 +4,8 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
-from grader.checks.practical_answers import answer_against, gpu_index, gpu_list, rows_by
+from grader.checks.practical_answers import (answer_against, gpu_index, gpu_list, per_rank_line,
+                                             rows_by)
 from grader.checks.support import explain, must_agree, require_run
 
 SCRIPT = "practical10/sample.py"
@@ -214,9 +215,9 @@ def test_reported_gpus_of_each_rank(node, answers, measured, reported_values, fl
     reported_values["hybrid.rank_gpus"] = {str(r): row.get("gpus") for r, row in rows.items()}
     # Both sides as one line, "rank 0: gpus [0, 2]; rank 1: gpus [1, 3]": equal exactly when
     # every rank lists its GPUs in stage order and no other rank is listed.
-    code = "; ".join(f"rank {r}: gpus {g}" for r, g in truth.items())
-    sheet = "; ".join(f"rank {r}: gpus {gpu_list(rows[r].get('gpus')) or rows[r].get('gpus')}"
-                      for r in sorted(rows, key=lambda k: (not isinstance(k, int), str(k))))
+    code = per_rank_line(truth, "gpus")
+    sheet = per_rank_line({r: gpu_list(row.get("gpus")) or row.get("gpus")
+                           for r, row in rows.items()}, "gpus")
     must_agree(answers, "hybrid.rank_gpus", sheet or "no rank", code,
                f"{code} (stage 0's GPU first)", "puts " + "; ".join(
                    f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g) or 'no GPU'}"

@@ -6,7 +6,8 @@ import pytest
 
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, constant_in_source,
                                              device_name, incomplete_rows, median_or_none,
-                                             rows_by, step_times, steps_of, total_disagreements)
+                                             per_rank_line, rows_by, step_times, steps_of,
+                                             total_disagreements)
 from grader.checks.support import close, explain, must_agree, require_run
 
 SCRIPT = "practical6/practical6_ddp.py"
@@ -152,9 +153,9 @@ def test_reported_rank_to_gpu(node, answers, measured, reported_values, flag):
     reported_values["ddp.rank_to_gpu"] = {str(r): row.get("gpu") for r, row in rows.items()}
     # Both sides as one line, "rank 0: gpu cuda:0; rank 1: gpu cuda:1", GPUs as PyTorch names
     # them: equal exactly when every rank has its GPU and no other rank is listed.
-    code = "; ".join(f"rank {r}: gpu {d[0] if len(d) == 1 else d}" for r, d in truth.items())
-    sheet = "; ".join(f"rank {r}: gpu {device_name(rows[r].get('gpu')) or rows[r].get('gpu')}"
-                      for r in sorted(rows, key=lambda k: (not isinstance(k, int), str(k))))
+    code = per_rank_line({r: d[0] if len(d) == 1 else d for r, d in truth.items()}, "gpu")
+    sheet = per_rank_line({r: device_name(row.get("gpu")) or row.get("gpu")
+                           for r, row in rows.items()}, "gpu")
     must_agree(answers, "ddp.rank_to_gpu", sheet or "no rank", code,
                f"{code} (gpu: 0 or cuda:0)", "puts " + "; ".join(
                    f"rank {r}'s model on {', '.join(d)}" for r, d in truth.items())

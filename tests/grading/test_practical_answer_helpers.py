@@ -155,3 +155,10 @@ def test_total_against_steps_times_step_time():
 ])
 def test_whole_numbers(written, numbers):
     assert whole_numbers(written) == numbers
+
+
+def test_per_rank_line_orders_ranks_and_keeps_unknown_ones_last():
+    from grader.checks.practical_answers import per_rank_line
+    assert per_rank_line({1: "cuda:1", 0: "cuda:0"}, "gpu") == "rank 0: gpu cuda:0; rank 1: gpu cuda:1"
+    assert per_rank_line({"x": [3], 0: [0, 2]}, "gpus") == "rank 0: gpus [0, 2]; rank x: gpus [3]"
+    assert per_rank_line({}, "gpu") == ""
