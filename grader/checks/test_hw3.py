@@ -10,6 +10,7 @@ import pytest
 from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describe_layout,
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, spearman)
+from grader.checks.practical_answers import rows_by
 from grader.checks.support import disagrees, explain, must_agree, reported
 
 NODE_SIZES = [1, 2, 3, 4, 5, 8]
@@ -351,11 +352,7 @@ def test_task1_report_matches_the_code(probe, answers, reported_values, flag, qi
 
 
 def _table(answers, qid, key, keys):
-    rows = reported(answers, qid)
-    by_key = {}
-    for row in rows:
-        if isinstance(row, dict) and row.get(key) is not None:
-            by_key.setdefault(int(row[key]), row)
+    by_key = rows_by(reported(answers, qid), key)  # a key written as "six" is no row, no crash
     absent = [k for k in keys if k not in by_key or not isinstance(
         by_key[k].get("step_time_ms"), (int, float))]
     assert not absent, explain(
