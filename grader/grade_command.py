@@ -153,7 +153,7 @@ def _write_student_reports(result: dict, out: Path) -> None:
         print(f"pdl-grade: the report for {out} could not be written: {error}", file=sys.stderr)
 
 
-def collect_measurements(report: dict, key: str = "measured") -> dict:
+def collect_measurements(report: dict, metadata_key: str = "measured") -> dict:
     """The checks' `measured` (or `reported`) values, merged (nested dicts from several cases
     combine)."""
     merged: dict = {}
@@ -166,7 +166,7 @@ def collect_measurements(report: dict, key: str = "measured") -> dict:
                 into[key] = value
 
     for test in report.get("tests", []):
-        values = (test.get("metadata") or {}).get(key)
+        values = (test.get("metadata") or {}).get(metadata_key)
         if isinstance(values, dict):
             merge(merged, values)
     return merged

@@ -335,12 +335,11 @@ def _ratio_flag(flag, what, theirs, ours):
 
 @pytest.mark.check("hw3.task1.reported")
 @pytest.mark.parametrize("qid", ["task1.layers_per_gpu", "task1.transfer_between"])
-def test_task1_report_matches_the_code(probe, answers, reported_values, flag, qid):
+def test_task1_report_matches_the_code(probe, answers, agree, qid):
     found = record(probe, "layout", gpus=2, depth=6)
     built(found)
     devices = found["devices"]
     value = reported(answers, qid)
-    reported_values[qid] = value
     if qid == "task1.layers_per_gpu":
         truth, what = counts_per_gpu(devices, 2), f"puts {counts_per_gpu(devices, 2)} layers on the 2 GPUs"
     else:
@@ -348,7 +347,7 @@ def test_task1_report_matches_the_code(probe, answers, reported_values, flag, qi
         truth = [change - 1, change] if change is not None else []
         what = (f"moves the activation between layers {change - 1} and {change}" if truth
                 else "never moves the activation")
-    must_agree(answers, qid, value, truth, str(truth), what, flag)
+    agree(qid, value, truth, what)
 
 
 def _table(answers, qid, key, keys):
@@ -380,14 +379,12 @@ def test_task2_reported_times_rise_with_depth(probe, answers, reported_values, f
 
 
 @pytest.mark.check("hw3.task3.reported")
-def test_task3_report_matches_the_layout(probe, answers, reported_values, flag):
+def test_task3_report_matches_the_layout(probe, answers, agree):
     found = record(probe, "layout", gpus=5, depth=20)
     built(found)
     truth = counts_per_gpu(found["devices"], 5)
-    value = reported(answers, "task3.layers_per_gpu_20_5")
-    reported_values["task3.layers_per_gpu_20_5"] = value
-    must_agree(answers, "task3.layers_per_gpu_20_5", value, truth, str(truth),
-               f"puts {truth} layers on the 5 GPUs", flag)
+    agree("task3.layers_per_gpu_20_5", reported(answers, "task3.layers_per_gpu_20_5"), truth,
+          f"puts {truth} layers on the 5 GPUs")
 
 
 @pytest.mark.check("hw3.task4.reported")
