@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Filled by the checks' `node` fixture: observations of the session's runs that the grader's
+# instrumentation did not write (forged or removed records); they go into the JSON report.
+INTEGRITY_PROBLEMS = pytest.StashKey[list]()
 
 
 def default_submission() -> Path:
@@ -42,6 +45,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpus(n): needs n real GPUs; skipped where fewer are present")
     config.addinivalue_line("markers", "check(id): the rubric check this test demonstrates")
+    config.pluginmanager.register(_IntegrityInReport(config), "pdl-integrity-report")
     package = Path(__file__).resolve().parent
     if config.option.tbstyle == "auto" and config.args and all(
             Path(arg.split("::")[0]).resolve().is_relative_to(package) for arg in config.args):
@@ -111,6 +115,20 @@ def pytest_json_runtest_metadata(item, call):
     if call.excinfo is not None and call.when == "call":
         metadata["feedback"] = _feedback(call.excinfo)
     return metadata
+
+
+class _IntegrityInReport:
+    """Puts the session's integrity problems into the JSON report (pytest-json-report's hook
+    passes no config, so this small plugin object holds it)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report):
+        problems = self.config.stash.get(INTEGRITY_PROBLEMS, [])
+        if problems:
+            json_report["integrity"] = list(problems)
 
 
 def _feedback(excinfo) -> str:

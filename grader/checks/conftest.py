@@ -11,7 +11,7 @@ import pytest
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.checks.support import must_agree
-from grader.pytest_plugin import check_id, default_submission, real_gpus
+from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submission, real_gpus
 
 
 class NodeRuns:
@@ -55,6 +55,16 @@ class NodeRuns:
             self.submission, [dict(p) for p in plan], gpus=gpus,
             timeout_s=self.timeout_s * 2, scratch_root=self.scratch)).result()
 
+    def integrity_problems(self) -> list[str]:
+        """What the runs left that the grader's instrumentation did not write."""
+        found = []
+        for future in self._runs.values():
+            if future.done() and not future.cancelled() and future.exception() is None:
+                outcome = future.result()
+                observation = outcome[1] if isinstance(outcome, tuple) else outcome
+                found += [p for p in observation.integrity if p not in found]
+        return found
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -77,6 +87,7 @@ def node(request, submission, tmp_path_factory):
                     request.config.getoption("--gpus") or 5)
     yield runs
     runs.close()
+    request.config.stash[INTEGRITY_PROBLEMS] = runs.integrity_problems()
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ Student code never runs in the process that scores it: the child writes JSON obs
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -12,10 +13,12 @@ import time
 from pathlib import Path
 
 from grader.harness.observation import Observation
+from grader.integrity.scan import bytecode_caches
+from grader.integrity.seal import ENV_KEY, new_key, verify_lines
 from grader.sandbox import SandboxPolicy, run_sandboxed
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER, visible_devices
-from grader.vgpu.trace import merge_rank_files, read_trace
+from grader.vgpu.trace import merge_rank_files
 
 REFERENCE_DIR = PACKAGE_ROOT / "reference"
 DEFAULT_TIMEOUT_S = 180.0
@@ -35,17 +38,22 @@ def _hidden_paths(submission: Path) -> list[Path]:
     # the parent folder; the submission itself is bound back read-only inside it.
     hidden.append(submission.resolve().parent)
     hidden += [Path(p) for p in os.environ.get(HIDE_ENV, "").split(os.pathsep) if p]
+    # Python would load a submitted __pycache__/*.pyc instead of the source the grader read
+    # (the .pyc names the source's size and time, both easy to match): never let it see them.
+    hidden += bytecode_caches(submission)
     return [p for p in hidden if p.resolve() != Path("/")]
 
 
 def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
                 timeout_s: float, force_virtual: bool = False, extra_env: dict | None = None):
     trace = scratch / "trace.jsonl"
+    key = new_key()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": os.pathsep.join([str(BOOT_DIR), str(PACKAGE_ROOT)]),
         ENV_GPUS: str(gpus),
         ENV_TRACE: str(trace),
+        ENV_KEY: key,
         "OMP_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -61,9 +69,8 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
                            cwd=scratch, gpu=not force_virtual, memory_bytes=6 * 2**30,
                            max_pids=512)
     result = run_sandboxed(argv, policy)
-    merge_rank_files(str(trace))
-    events = read_trace(str(trace)) if trace.exists() else []
-    return result, events
+    verified = merge_rank_files(str(trace), bytes.fromhex(key))
+    return result, verified, key
 
 
 def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
@@ -97,14 +104,17 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
 def observe(observation: Observation, argv: list[str], **run_options) -> None:
     """Run `argv` sandboxed on the node and record in `observation` what happened."""
     started = time.monotonic()
-    result, events = run_command(argv, **run_options)
+    result, verified, key = run_command(argv, **run_options)
     observation.duration_s = time.monotonic() - started
     observation.returncode = result.returncode
     observation.timed_out = result.timed_out
     observation.memory_exceeded = result.memory_exceeded
     observation.stdout, observation.stderr = result.stdout, result.stderr
-    observation.events = events
+    observation.events = verified.records
+    observation.integrity = [f"the trace of {observation.script} ({observation.configuration}): "
+                             f"{problem}" for problem in verified.problems]
     observation.warnings = list(result.warnings)
+    return key
 
 
 def _script_text(path: Path) -> str:
@@ -120,7 +130,6 @@ HW3_PROBE = Path(__file__).resolve().parent / "hw3_probe.py"
 def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
                   timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None):
     """Run the HW3 probe on the student's model file; returns (records, Observation)."""
-    import json
     script = "hw3/model_parallel.py"
     observation = Observation(script=script, gpus=gpus)
     model_file = submission / script
@@ -130,15 +139,12 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     scratch = Path(tempfile.mkdtemp(prefix="hw3-", dir=scratch_root))
     out = scratch / "probe.jsonl"
     argv = [sys.executable, str(HW3_PROBE), str(model_file.resolve()), str(out), json.dumps(plan)]
-    observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
-            timeout_s=timeout_s)
-    records = []
-    if out.exists():
-        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a killed run
-            if isinstance(record, dict):
-                records.append(record)
-    return records, observation
+    key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
+                  timeout_s=timeout_s)
+    if not out.exists():
+        return [], observation
+    lines = out.read_text(encoding="utf-8", errors="replace").splitlines()
+    verified = verify_lines(lines, bytes.fromhex(key), out.name)
+    observation.integrity += [f"the HW3 probe's records ({gpus} GPU(s)): {problem}"
+                              for problem in verified.problems]
+    return verified.records, observation

@@ -58,6 +58,8 @@ class Probe:
         self.torch = torch
         self.model_file = model_file
         self.out = open(out_path, "a", encoding="utf-8", buffering=1)
+        from grader.integrity.seal import Sealer, key_from_environment
+        self.sealer = Sealer(key_from_environment(), out_path)
         self.hung: dict | None = None
         from grader.vgpu import active
         from grader.vgpu.trace import get_trace
@@ -70,7 +72,7 @@ class Probe:
         spec.loader.exec_module(self.module)
 
     def emit(self, record: dict) -> None:
-        self.out.write(json.dumps(record, default=str) + "\n")
+        self.out.write(self.sealer.line(record) + "\n")
 
     # -- the node's size --------------------------------------------------------------------
     def use_gpus(self, n: int) -> bool:
@@ -321,9 +323,11 @@ def main(argv: list[str]) -> int:
     try:
         probe = Probe(model_file, out_path)
     except BaseException as error:
+        from grader.integrity.seal import Sealer, key_from_environment
+        sealer = Sealer(key_from_environment(), out_path)
         with open(out_path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"kind": "import_error",
-                                  "error": describe_error(error, model_file)}) + "\n")
+            out.write(sealer.line({"kind": "import_error",
+                                   "error": describe_error(error, model_file)}) + "\n")
         return 0
     for part in plan:
         kind = part.pop("part")

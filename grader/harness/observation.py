@@ -25,6 +25,8 @@ class Observation:
     events: list[dict] = field(default_factory=list)
     duration_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    # What the run left that the grader's instrumentation did not write (see grader/integrity).
+    integrity: list[str] = field(default_factory=list)
 
     # -- how the run went ---------------------------------------------------------------------
     @property

@@ -81,7 +81,7 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
     from grader.vgpu.trace import Trace, rank_file, set_trace
     if rank is None:
         rank = int(os.environ.get("RANK", "0"))
-    trace = Trace(rank_file(trace_path, rank) if trace_path else None, rank)
+    trace = Trace(rank_file(trace_path, rank) if trace_path else None, rank, trace_path)
     set_trace(trace)
     virtual = force_virtual or real_gpu_count() < n_gpus
     handle = Activation(n_gpus=n_gpus, virtual=virtual, trace=trace)
@@ -98,6 +98,14 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
                world_size=int(os.environ.get("WORLD_SIZE", "1")),
                torch=torch.__version__)
     return handle
+
+
+def _trace_of_forked_child() -> None:
+    if _active is not None:
+        _active.trace.continue_in_forked_child()
+
+
+os.register_at_fork(after_in_child=_trace_of_forked_child)
 
 
 def _push_mode_in_every_thread(handle: Activation, make_mode) -> None:

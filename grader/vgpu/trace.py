@@ -12,19 +12,34 @@ import sys
 import threading
 import time
 
+from grader.integrity.seal import Sealer, Verified, key_from_environment, verify_lines
+
 SCHEMA = "pdl-autograder/trace/1"
 _OWN_CODE = (os.sep + "torch" + os.sep, os.sep + os.path.join("grader", "vgpu") + os.sep,
              os.sep + "threading.py", os.sep + "contextlib.py", "<frozen ")
 
 
 class Trace:
-    def __init__(self, path: str | None, rank: int):
+    def __init__(self, path: str | None, rank: int, base_path: str | None = None):
         self.rank = rank
         self.t0 = time.perf_counter()
         self._lock = threading.Lock()
         self._file = open(path, "a", buffering=1, encoding="utf-8") if path else None
+        self._sealer = Sealer(key_from_environment(), path or "")
+        # The trace the user asked for: a forked child writes its own file beside it.
+        self.base_path = base_path
         # In-process observers (the grader's harnesses count events without a file).
         self.listeners: list = []
+
+    def continue_in_forked_child(self) -> None:
+        """After fork: the child must not write into its parent's file (two writers, two
+        sequence numberings): it gets a file of its own."""
+        self._lock = threading.Lock()
+        if self._file is not None and self.base_path:
+            self._file = None  # the parent's handle: leave it to the parent
+            path = rank_file(self.base_path, self.rank)
+            self._file = open(path, "a", buffering=1, encoding="utf-8")
+            self._sealer = Sealer(key_from_environment(), path)
 
     @property
     def enabled(self) -> bool:
@@ -38,10 +53,9 @@ class Trace:
         for listener in self.listeners:
             listener(record)
         if self._file is not None:
-            line = json.dumps(record, default=str)
             with self._lock:
                 if self._file is not None:
-                    self._file.write(line + "\n")
+                    self._file.write(self._sealer.line(record) + "\n")
 
     def close(self) -> None:
         if self._file is not None:
@@ -87,31 +101,38 @@ def rank_file(path: str, rank: int) -> str:
     return f"{path}.rank{rank}.{os.getpid()}"
 
 
-def merge_rank_files(path: str) -> int:
-    """Merge every `<path>.rank*` file into `path`, ordered by rank then time; return records."""
+def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
+    """Merge every `<path>.rank*` file into `path` (which is replaced), ordered by rank then
+    time, keeping only records that verify against the run's seal `key`; return what was kept
+    and what was not. In a graded run (a key) anything already in `path` was not written by the
+    instrumentation, which only writes the rank files: it counts as unsealed. Without a key (a
+    student's own `pdl-grade run`) the new records are added after the earlier runs' ones."""
     folder = os.path.dirname(os.path.abspath(path))
     prefix = os.path.basename(path) + ".rank"
-    records = []
-    for name in sorted(os.listdir(folder)):
-        if not name.startswith(prefix):
-            continue
+    merged = Verified()
+    sources = [name for name in sorted(os.listdir(folder)) if name.startswith(prefix)]
+    earlier = _lines(path) if os.path.exists(path) else []
+    if key is not None:
+        merged.unsealed += sum(1 for line in earlier if line.strip())
+        earlier = []
+    for name in sources:
         part = os.path.join(folder, name)
-        with open(part, encoding="utf-8") as handle:
-            for line in handle:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    # A process killed mid-write leaves a torn last line: keep the rest.
-                    continue
+        verified = verify_lines(_lines(part), key, name)
+        merged.records += verified.records
+        merged.unsealed += verified.unsealed
+        merged.missing += verified.missing
         os.unlink(part)
-    records.sort(key=lambda r: r.get("rank", 0))  # stable: each process keeps its order
-    with open(path, "a", encoding="utf-8") as out:
-        for record in records:
+    merged.records.sort(key=lambda r: r.get("rank", 0) if isinstance(r.get("rank"), int) else 0)
+    with open(path, "w", encoding="utf-8") as out:  # stable sort: each process keeps its order
+        out.writelines(line + "\n" for line in earlier if line.strip())
+        for record in merged.records:
             out.write(json.dumps(record) + "\n")
-    return len(records)
+    return merged
+
+
+def _lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read().splitlines()
 
 
 def read_trace(path: str) -> list[dict]:

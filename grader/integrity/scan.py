@@ -1,0 +1,446 @@
+"""Read a submission's Python source (never run it) for code that could deceive the grader.
+
+The grader observes a run from inside the student's processes, so code that reaches the
+grader's instrumentation, its environment, PyTorch's dispatch machinery or the interpreter's
+own workings could forge or hide what is observed. No practical or homework of the course needs
+any of that, so finding it is reason enough for a person to look (grader/scoring/integrity.py
+withholds the assignment's automatic points until then). Each finding names the file, the line,
+the code and why it matters.
+
+What is looked for (`CATEGORIES`): imports of the grader; the grader's `PDL_*` settings or the
+whole environment; exec/eval/compile, dynamic imports, pickle, ctypes; gc, frames, sys.modules,
+tracing hooks; PyTorch's private modules and function/dispatch modes; assignments that replace a
+module's functions (monkeypatching); starting other programs; /proc; compiled files without
+source; files named like a module the grader's own code imports.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+CATEGORIES = {
+    "grader": "reaches into the grader",
+    "grader_settings": "reads the grader's settings",
+    "environment": "reads the whole environment",
+    "dynamic_code": "runs code the grader cannot read",
+    "introspection": "inspects or rewrites the running interpreter",
+    "torch_internals": "uses PyTorch's private dispatch machinery",
+    "patching": "replaces a module's functions at run time",
+    "processes": "starts other programs",
+    "proc_files": "reads the process's /proc files",
+    "compiled": "contains compiled code without its source",
+    "shadowing": "replaces a module the grader uses",
+    "unreadable": "could not be checked",
+}
+
+MAX_FILES = 2000
+MAX_FILE_BYTES = 2 * 2**20
+ASSIGNMENT_FOLDERS = ("practical4", "practical5", "practical6", "practical10", "hw3")
+
+_MODULE_CATEGORIES = {
+    "grader": "grader",
+    "gc": "introspection", "inspect": "introspection", "builtins": "introspection",
+    "__builtin__": "introspection", "sys.monitoring": "introspection",
+    "ctypes": "dynamic_code", "cffi": "dynamic_code", "marshal": "dynamic_code",
+    "pickle": "dynamic_code", "_pickle": "dynamic_code", "dill": "dynamic_code",
+    "cloudpickle": "dynamic_code", "shelve": "dynamic_code", "runpy": "dynamic_code",
+    "imp": "dynamic_code", "importlib": "dynamic_code", "zipimport": "dynamic_code",
+    "code": "dynamic_code", "codeop": "dynamic_code",
+    "posix": "environment", "nt": "environment",
+    "subprocess": "processes", "_posixsubprocess": "processes", "pty": "processes",
+    "torch.overrides": "torch_internals",
+}
+_DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__"}
+_INTROSPECTION_CALLS = {"vars"}
+_INTROSPECTION_ATTRIBUTES = {
+    "__closure__", "__globals__", "__code__", "__subclasses__", "__builtins__", "__defaults__",
+    "__kwdefaults__", "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame",
+    "cr_frame", "ag_frame", "__loader__", "__spec__"}
+_SYS_INTROSPECTION = {
+    "_getframe", "_current_frames", "modules", "settrace", "setprofile", "meta_path",
+    "path_hooks", "path_importer_cache", "addaudithook", "_getframemodulename", "monitoring",
+    "setrecursionlimit", "call_tracing"}
+_THREADING_INTROSPECTION = {"settrace", "setprofile", "settrace_all_threads",
+                            "setprofile_all_threads"}
+_TORCH_INTERNAL_NAMES = {
+    "__torch_function__", "__torch_dispatch__", "as_subclass", "_make_subclass",
+    "_make_wrapper_subclass", "TorchFunctionMode", "TorchDispatchMode", "DisableTorchFunction",
+    "DisableTorchFunctionSubclass", "_disable_torch_function_subclass", "_pop_mode",
+    "_push_mode", "_get_current_function_mode", "_get_current_dispatch_mode",
+    "_pop_torch_function_stack", "_push_on_torch_function_stack"}
+_PROCESS_CALLS = {"system", "popen", "fork", "forkpty", "execv", "execve", "execl", "execle",
+                  "execlp", "execlpe", "execvp", "execvpe", "spawnl", "spawnle", "spawnlp",
+                  "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "posix_spawn",
+                  "posix_spawnp"}
+# Modules whose attributes looked up by a computed name could be anything private.
+_SENSITIVE_ROOTS = {"torch", "sys", "os", "builtins", "gc", "threading", "importlib"}
+_ENV_METHODS_WITH_KEY = {"get", "setdefault", "pop", "__getitem__", "__contains__"}
+# Settings students legitimately change on PyTorch modules.
+_ALLOWED_TORCH_SETTINGS = ("torch.backends.",)
+# Files named like these would replace them for the grader's own code in the same process.
+_SHADOW_EXTRA = {"grader", "torch", "numpy", "sitecustomize", "usercustomize", "pytest",
+                 "_pytest", "yaml", "pynvml"}
+_SHADOW_HARMLESS = {"test", "this", "antigravity", "turtle", "turtledemo", "idlelib",
+                    "tkinter", "curses", "lib2to3", "xdrlib", "nntplib", "telnetlib"}
+# Names of the files a run's observations are written to.
+_OBSERVATION_FILES = ("trace.jsonl", "probe.jsonl")
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str          # relative to the submission
+    line: int
+    category: str
+    what: str          # what the code does, for the student and the instructor
+    code: str          # the line of source, shortened
+
+    @property
+    def assignment(self) -> str | None:
+        """The assignment whose folder holds the file; None: a file outside them all."""
+        top = Path(self.file).parts[0] if Path(self.file).parts else ""
+        return top if top in ASSIGNMENT_FOLDERS else None
+
+    def describe(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        code = f" (`{self.code}`)" if self.code else ""
+        return f"{where} {CATEGORIES[self.category]}: {self.what}{code}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "assignment": self.assignment, "text": self.describe()}
+
+
+def scan_submission(submission: Path) -> list[Finding]:
+    """Every finding in the submission's files, in file and line order."""
+    submission = Path(submission)
+    findings: list[Finding] = []
+    for path in _files(submission, findings):
+        relative = path.relative_to(submission).as_posix()
+        findings += _check_file_name(path, relative)
+        if path.suffix == ".py":
+            findings += scan_source(path, relative)
+    return sorted(findings, key=lambda f: (f.file, f.line, f.category))
+
+
+def findings_for(findings: list[Finding], assignment: str) -> list[Finding]:
+    """The findings that concern `assignment`: in its folder, or outside every assignment's."""
+    return [f for f in findings if f.assignment in (assignment, None)]
+
+
+def bytecode_caches(submission: Path) -> list[Path]:
+    """The submission's __pycache__ folders (never followed through symlinks)."""
+    found = []
+    for root, dirs, _files_here in os.walk(submission, followlinks=False):
+        if "__pycache__" in dirs:
+            found.append(Path(root) / "__pycache__")
+            dirs.remove("__pycache__")
+        if len(found) > MAX_FILES:
+            break
+    return found
+
+
+def _files(submission: Path, findings: list[Finding]):
+    count = 0
+    for root, dirs, names in os.walk(submission, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        if Path(root) == submission:
+            for name in dirs:
+                findings += _check_file_name(Path(root) / name, name, package=True)
+        for name in sorted(names):
+            path = Path(root) / name
+            if path.is_symlink() or not path.is_file():
+                continue  # a symlink is the sandbox's business; its target is not the student's
+            count += 1
+            if count > MAX_FILES:
+                findings.append(Finding(path.relative_to(submission).as_posix(), 0, "unreadable",
+                                        f"more than {MAX_FILES} files: the rest were not read", ""))
+                return
+            yield path
+
+
+def _check_file_name(path: Path, relative: str, package: bool = False) -> list[Finding]:
+    name, suffix = path.stem, path.suffix
+    if not package and suffix in (".pyc", ".pyo", ".so", ".pyd", ".dylib"):
+        return [Finding(relative, 0, "compiled", f"a {suffix} file is run as it is, and the "
+                        "grader can read only source: submit the .py file instead", "")]
+    if package or suffix == ".py":
+        name = path.name if package else name
+        if name in _SHADOW_EXTRA or (name in sys.stdlib_module_names
+                                     and name not in _SHADOW_HARMLESS):
+            return [Finding(relative, 0, "shadowing", f"a module named '{name}' replaces the "
+                            f"real '{name}' for every import beside it: rename it", "")]
+    return []
+
+
+def scan_source(path: Path, relative: str) -> list[Finding]:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return [Finding(relative, 0, "unreadable",
+                            f"larger than {MAX_FILE_BYTES // 2**20} MiB of Python", "")]
+        source = path.read_bytes()
+    except OSError as error:
+        return [Finding(relative, 0, "unreadable", f"cannot be read ({error.strerror})", "")]
+    try:
+        tree = ast.parse(source, filename=relative)
+    except (SyntaxError, ValueError):
+        return []  # it cannot run either: the run itself reports the syntax error
+    lines = source.decode("utf-8", errors="replace").splitlines()
+    visitor = _Visitor(relative, lines)
+    visitor.visit(tree)
+    return visitor.findings
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` for an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _literal_str(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, relative: str, lines: list[str]):
+        self.relative = relative
+        self.lines = lines
+        self.findings: list[Finding] = []
+        self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
+        self.checked_env: set[int] = set()  # os.environ nodes already judged as keyed uses
+
+    # -- recording ----------------------------------------------------------------------------
+    def found(self, node: ast.AST, category: str, what: str) -> None:
+        line = getattr(node, "lineno", 0)
+        code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        if len(code) > 100:
+            code = code[:97] + "..."
+        if any(f.line == line and f.category == category for f in self.findings):
+            return  # one finding of a kind per line is enough to look at it
+        self.findings.append(Finding(self.relative, line, category, what, code))
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The full dotted name behind an expression, through import aliases (`nn.Linear` ->
+        `torch.nn.Linear`); None when it does not start at an imported module."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head not in self.modules:
+            return None
+        return self.modules[head] + ("." + rest if rest else "")
+
+    # -- imports ------------------------------------------------------------------------------
+    def _module_used(self, node: ast.AST, module: str) -> bool:
+        for prefix, category in _MODULE_CATEGORIES.items():
+            if module == prefix or module.startswith(prefix + "."):
+                self.found(node, category, f"imports {module}")
+                return True
+        if module.split(".")[0] == "torch" and any(part.startswith("_")
+                                                   for part in module.split(".")[1:]):
+            self.found(node, "torch_internals", f"imports {module}")
+            return True
+        return False
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._module_used(node, alias.name)
+            if alias.asname:
+                self.modules[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                self.modules[head] = head
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.generic_visit(node)
+            return  # the submission's own modules: scanned as files
+        reported = self._module_used(node, module)
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            if not reported:
+                self._module_used(node, full)
+                self._attribute_used(node, full)
+            self.modules[alias.asname or alias.name] = full
+        self.generic_visit(node)
+
+    # -- names, attributes, strings ---------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "__builtins__":
+            self.found(node, "introspection", "uses __builtins__")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _INTROSPECTION_ATTRIBUTES:
+            self.found(node, "introspection", f"reads {node.attr}")
+        if node.attr in _TORCH_INTERNAL_NAMES:
+            self.found(node, "torch_internals", f"uses {node.attr}")
+        full = self.resolve(node)
+        if full is not None:
+            self._attribute_used(node, full)
+        self.generic_visit(node)
+
+    def _attribute_used(self, node: ast.AST, full: str) -> None:
+        parts = full.split(".")
+        root, last = parts[0], parts[-1]
+        if root == "sys" and len(parts) > 1 and parts[1] in _SYS_INTROSPECTION:
+            self.found(node, "introspection", f"uses sys.{parts[1]}")
+        elif root == "threading" and last in _THREADING_INTROSPECTION:
+            self.found(node, "introspection", f"uses threading.{last}")
+        elif root == "torch" and any(p.startswith("_") and not p.startswith("__")
+                                     for p in parts[1:]):
+            self.found(node, "torch_internals", f"uses {full}")
+        elif root == "torch" and last in _TORCH_INTERNAL_NAMES:
+            self.found(node, "torch_internals", f"uses {full}")
+        elif root == "os" and last in _PROCESS_CALLS and len(parts) == 2:
+            self.found(node, "processes", f"uses os.{last}")
+        elif root == "os" and last == "environb":
+            self.found(node, "environment", "uses os.environb")
+        elif root == "types" and last in ("CodeType", "FunctionType"):
+            self.found(node, "dynamic_code", f"builds code with types.{last}")
+        elif len(parts) > 1 and last == "__dict__":
+            self.found(node, "introspection", f"reads {full}")
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant):
+            return  # a docstring or a bare string: it does nothing (reading __doc__ is computed)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str):
+            text = node.value
+            if text.startswith("PDL_") or "PDL_SEAL" in text or "PDL_VGPU" in text:
+                self.found(node, "grader_settings", f"names the grader's setting {text[:40]!r}")
+            if text.startswith("/proc/") or text == "/proc":
+                self.found(node, "proc_files", f"opens {text[:40]!r}")
+            if any(name in text for name in _OBSERVATION_FILES):
+                self.found(node, "grader", f"names the grader's observation file {text[:40]!r}")
+        self.generic_visit(node)
+
+    # -- calls and assignments --------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        function = node.func
+        name = function.id if isinstance(function, ast.Name) else None
+        if name in _DYNAMIC_CALLS and name not in self.modules:
+            self.found(node, "dynamic_code", f"calls {name}()")
+        if name in _INTROSPECTION_CALLS and node.args and self.resolve(node.args[0]):
+            self.found(node, "introspection", f"lists the names of a module with {name}()")
+        if name in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
+            self._dynamic_attribute(node, name)
+        full = self.resolve(function)
+        if full in ("importlib.import_module", "builtins.__import__"):
+            self.found(node, "dynamic_code", f"imports a module by name with {full}()")
+        if full in ("os.getenv", "os.putenv", "os.unsetenv"):
+            self._env_key(node, node.args[0] if node.args else None, full)
+        if isinstance(function, ast.Attribute) and self._is_environ(function.value):
+            self.checked_env.add(id(function.value))
+            if function.attr in _ENV_METHODS_WITH_KEY:
+                self._env_key(node, node.args[0] if node.args else None, "os.environ")
+            elif function.attr == "update" and not node.args:
+                pass  # os.environ.update(NAME=value): names written in the code
+            else:
+                self.found(node, "environment", f"uses os.environ.{function.attr}()")
+        self.generic_visit(node)
+
+    def _dynamic_attribute(self, node: ast.Call, name: str) -> None:
+        target, attribute = node.args[0], _literal_str(node.args[1])
+        full = self.resolve(target)
+        if attribute is not None:
+            synthetic = ast.Attribute(value=target, attr=attribute, ctx=ast.Load(),
+                                      lineno=node.lineno, col_offset=node.col_offset)
+            self.visit_Attribute(synthetic)
+        if name in ("setattr", "delattr") and full is not None and \
+                not full.startswith(_ALLOWED_TORCH_SETTINGS):
+            self.found(node, "patching", f"{name}() on {full}")
+        elif attribute is None and full in _SENSITIVE_ROOTS:
+            self.found(node, "introspection", f"{name}() with a computed name on {full}")
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self._is_environ(node.value):
+            self.checked_env.add(id(node.value))
+            self._env_key(node, node.slice, "os.environ")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for operator, right in zip(node.ops, node.comparators):
+            if isinstance(operator, (ast.In, ast.NotIn)) and self._is_environ(right):
+                self.checked_env.add(id(right))
+                self._env_key(node, node.left, "os.environ")
+        self.generic_visit(node)
+
+    def _env_key(self, node: ast.AST, key: ast.AST | None, where: str) -> None:
+        text = _literal_str(key)
+        if text is None:
+            self.found(node, "environment", f"reads {where} with a computed name")
+        # A literal key is fine; a PDL_ one is reported by visit_Constant.
+
+    def _assigned(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._assigned(element, node)
+            return
+        if not isinstance(target, ast.Attribute):
+            return
+        full = self.resolve(target)
+        if full is not None and not full.startswith(_ALLOWED_TORCH_SETTINGS):
+            self.found(node, "patching", f"replaces {full}")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._assigned(target, node)
+            # `t = torch`, `L = nn.Linear`: the name stands for what it was given
+            if isinstance(target, ast.Name):
+                full = self.resolve(node.value) if isinstance(
+                    node.value, (ast.Name, ast.Attribute)) else None
+                if full is not None:
+                    self.modules[target.id] = full
+                else:
+                    self.modules.pop(target.id, None)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._assigned(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._assigned(target, node)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in ("__torch_function__", "__torch_dispatch__"):
+            self.found(node, "torch_internals", f"defines {node.name}")
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            full = self.resolve(base) or _dotted(base) or ""
+            if full.split(".")[-1] in _TORCH_INTERNAL_NAMES:
+                self.found(node, "torch_internals", f"subclasses {full}")
+        self.generic_visit(node)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _is_environ(self, node: ast.AST) -> bool:
+        return self.resolve(node) in ("os.environ",)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        super().generic_visit(node)
+        # os.environ used in any way not judged above (passed along, iterated, copied):
+        if isinstance(node, ast.Module):
+            return
+        for child in ast.iter_child_nodes(node):
+            if self._is_environ(child) and id(child) not in self.checked_env and not (
+                    isinstance(node, ast.Attribute)):
+                self.checked_env.add(id(child))
+                self.found(child, "environment", "uses os.environ as a whole")
