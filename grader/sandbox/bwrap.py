@@ -53,19 +53,30 @@ def build_bwrap_argv(argv: list[str], policy: SandboxPolicy, env: dict[str, str]
 
     hidden_dirs = []
     hidden = _resolved(policy.hidden)
+    bound = _resolved([*_always_readonly(), *policy.readonly, *policy.writable])
+
+    def mask(path: Path) -> list[str]:
+        if path.is_dir():
+            hidden_dirs.append(path)
+            return ["--tmpfs", str(path)]
+        return ["--ro-bind", "/dev/null", str(path)] if path.exists() else []
+
+    # A hidden path inside a folder that is bound (a submission's __pycache__) is masked after
+    # that bind, which would otherwise cover the mask again.
+    inside_binds = [path for path in hidden if any(path != b and path.is_relative_to(b)
+                                                   for b in bound)]
     for path in hidden:
         if any(path != other and path.is_relative_to(other) for other in hidden):
             continue  # already masked by an outer hidden folder (a second tmpfs would break it)
-        if path.is_dir():
-            cmd += ["--tmpfs", str(path)]
-            hidden_dirs.append(path)
-        elif path.exists():
-            cmd += ["--ro-bind", "/dev/null", str(path)]
+        if path not in inside_binds:
+            cmd += mask(path)
     for path in _resolved([*_always_readonly(), *policy.readonly]):
         if path.exists():
             cmd += ["--ro-bind", str(path), str(path)]
     for path in _resolved(policy.writable):
         cmd += ["--bind", str(path), str(path)]
+    for path in inside_binds:
+        cmd += mask(path)
     # Last, so bwrap could still create mount points for binds inside them; the
     # remount is not recursive, so those binds keep their own mode.
     for path in hidden_dirs:
