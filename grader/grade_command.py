@@ -96,6 +96,8 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
     out.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics(rubrics_dir)
     scored, errors, measurements, answer_data = [], [], {}, {}
+    errors += _overrides_for_no_assignment(overrides, assignments)
+    findings = source_findings(submission, out, rescore)
     gpus = real_gpus()
     try:
         for assignment in assignments:
@@ -107,12 +109,16 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
             else:
                 report, problem = run_checks(assignment, submission, out, check_timeout,
                                              rubrics_dir)
+            integrity = [f["text"] for f in findings
+                         if f.get("assignment") in (assignment, None)]
             if report is None:
                 errors.append(problem)
-                scored.append(errored_assignment(rubric, problem, overrides=overrides))
+                scored.append(errored_assignment(rubric, problem, overrides=overrides,
+                                                 integrity=integrity))
             else:
+                integrity += [str(p) for p in report.get("integrity") or []]
                 scored.append(score_assignment(rubric, report, overrides=overrides,
-                                               submitted_at=submitted_at))
+                                               submitted_at=submitted_at, integrity=integrity))
                 measurements[assignment] = collect_measurements(report)
                 answer_data[assignment] = collect_answer_data(report)
     finally:
@@ -130,6 +136,31 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
         _write_student_reports(result, out)
         _write_instructor_report(result, out, rubrics)
     return result
+
+
+def source_findings(submission: Path, out: Path, rescore: bool) -> list[dict]:
+    """The static integrity scan of the submission's source (grader/integrity/scan.py), kept in
+    DIR/integrity.json so that a re-score uses the same findings without the submission."""
+    from grader.integrity.scan import scan_submission
+    saved = out / "integrity.json"
+    if rescore and saved.exists():
+        try:
+            return json.loads(saved.read_text(encoding="utf-8"))["findings"]
+        except (ValueError, KeyError, TypeError):
+            pass  # unreadable: scan again
+    findings = [f.to_dict() for f in scan_submission(submission)] if submission.is_dir() else []
+    saved.write_text(json.dumps({"findings": findings}, indent=1), encoding="utf-8")
+    return findings
+
+
+def _overrides_for_no_assignment(overrides, assignments) -> list[str]:
+    prefixes = tuple(f"{a}." for a in ASSIGNMENTS)
+    graded = tuple(f"{a}." for a in assignments)
+    return [f"override for unknown item '{key}' ignored" for key in (overrides or {})
+            if not str(key).startswith(prefixes)] + \
+           [f"override for '{key}' ignored: {str(key).split('.')[0]} is not graded in this run"
+            for key in (overrides or {}) if str(key).startswith(prefixes)
+            and not str(key).startswith(graded)]
 
 
 def _write_instructor_report(result: dict, out: Path, rubrics: dict) -> None:

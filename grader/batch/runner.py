@@ -397,11 +397,13 @@ def rescore_result(previous: dict[str, Any], folder: Path, rubrics: dict,
         if not path.is_file():
             raise RescoreError(f"its report {path.name} is missing")
         report = json.loads(path.read_text(encoding="utf-8"))
-        again = _plain(score_assignment(rubrics[assignment], report,
+        integrity = (entry.get("integrity") or {}).get("problems")  # the same, recorded at grading
+        again = _plain(score_assignment(rubrics[assignment], report, integrity=integrity,
                                         submitted_at=previous_submitted_at).to_dict())
         if any(entry.get(name) != value for name, value in again.items()):
             raise RescoreError(f"its report {path.name} does not give back the recorded scores")
-        scored = score_assignment(rubrics[assignment], report, submitted_at=submitted_at).to_dict()
+        scored = score_assignment(rubrics[assignment], report, submitted_at=submitted_at,
+                                  integrity=integrity).to_dict()
         for name, value in entry.items():     # what grade() added beside the scores
             scored.setdefault(name, value)
         entries.append(scored)

@@ -9,7 +9,11 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
   ``partial: proportional`` gives points x passed / counted cases;
 - cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
 - manual items score what the instructor's overrides say, else 0 and ``pending``;
-- a late submission gets its own negative line item ``<assignment>.late_penalty``.
+- a late submission gets its own negative line item ``<assignment>.late_penalty``;
+- integrity problems (code that could deceive the grader, observations the grader's
+  instrumentation did not write; grader/integrity) withhold every automatic item's points
+  (status ``withheld``, the computed score kept in ``withheld_score``) until the instructor
+  clears them with the override ``<assignment>.integrity: {cleared: true, comment: ...}``.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ _MAX_MESSAGES_PER_CHECK = 20
 
 STATUS_PASSED, STATUS_FAILED, STATUS_PARTIAL = "passed", "failed", "partial"
 STATUS_ERROR, STATUS_SKIPPED, STATUS_MANUAL, STATUS_PENALTY = "error", "skipped", "manual", "penalty"
+STATUS_WITHHELD = "withheld"
 
 
 @dataclass
@@ -68,6 +73,7 @@ class ItemScore:
     pending: bool = False    # manual item not graded by the instructor yet
     overridden: bool = False
     answer: str = ""         # manual items: the answer id whose text is graded
+    withheld_score: float | None = None  # the checks' score while withheld for review
 
 
 @dataclass
@@ -84,6 +90,9 @@ class AssignmentScore:
     errors: list[str] = field(default_factory=list)
     pending_manual: list[str] = field(default_factory=list)
     late: dict[str, Any] | None = None
+    # {problems: [...], withheld: bool, withheld_points, cleared: bool, comment} when the
+    # integrity checks found something; None when they found nothing
+    integrity: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,16 +100,19 @@ class AssignmentScore:
 
 def score_assignment(rubric: Rubric, report: Mapping[str, Any],
                      overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                     submitted_at: _dt.datetime | str | None = None) -> AssignmentScore:
+                     submitted_at: _dt.datetime | str | None = None,
+                     integrity: list[str] | None = None) -> AssignmentScore:
     """Score one assignment from a pytest-json-report dict; never raises on bad report data.
 
     ``overrides``: ``{item_id: {"points": x, "comment": "..."}}`` from the instructor;
     required for manual items to count, allowed on automatic ones (regrades).
     ``submitted_at``: timezone-aware datetime or ISO string; enables the late penalty.
+    ``integrity``: problems that withhold the automatic points for review (see above).
     """
     errors: list[str] = list(session_problems(report))
     grouped = cases_by_check(report)
-    overrides = dict(overrides or {})
+    overrides = _own(overrides, rubric)
+    clearance = overrides.pop(f"{rubric.assignment}.integrity", None)
 
     items = []
     for item in rubric.items:
@@ -112,19 +124,22 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
     errors.extend(f"override for unknown item '{item_id}' ignored" for item_id in overrides)
     errors.extend(_checks_not_in_rubric(rubric, grouped))
 
+    review = _integrity_review(items, integrity, clearance, errors) if integrity else None
     result = _assemble(rubric, items, errors)
+    result.integrity = review
     if submitted_at is not None:
         _apply_late_penalty(result, rubric, submitted_at)
     return result
 
 
 def errored_assignment(rubric: Rubric, message: str,
-                       overrides: Mapping[str, Mapping[str, Any]] | None = None) -> AssignmentScore:
+                       overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                       integrity: list[str] | None = None) -> AssignmentScore:
     """The result for an assignment whose checks could not run at all (pytest crashed,
     timed out, no report): every automatic item is an error carrying ``message``, manual
     items keep the instructor's overrides, and the maximum stays the rubric's total."""
     errors = [message]
-    overrides = dict(overrides or {})
+    overrides = _own(overrides, rubric)
     items = []
     for item in rubric.items:
         if item.is_manual:
@@ -135,9 +150,19 @@ def errored_assignment(rubric: Rubric, message: str,
                                status=STATUS_ERROR, points=item.points,
                                feedback=f"Not graded: {message}")
         items.append(scored)
+    overrides.pop(f"{rubric.assignment}.integrity", None)
     result = _assemble(rubric, items, errors)
     result.status = "error"
+    if integrity:  # nothing automatic was scored to withhold; the problems are still shown
+        result.integrity = {"problems": list(integrity), "withheld": False,
+                            "withheld_points": 0.0, "cleared": False, "comment": ""}
     return result
+
+
+def _own(overrides: Mapping[str, Any] | None, rubric: Rubric) -> dict[str, Any]:
+    # One overrides file serves every assignment of a submission: each takes its own ids.
+    return {key: value for key, value in (overrides or {}).items()
+            if str(key).startswith(rubric.assignment + ".")}
 
 
 # --- automatic items ---------------------------------------------------------------------
@@ -258,6 +283,30 @@ def _apply_override(scored: ItemScore, item: Item, override: Mapping[str, Any] |
         scored.feedback = "\n".join(t for t in (f"Score set by the instructor: {comment}"
                                                 if comment else "Score set by the instructor.",
                                                 scored.feedback) if t)
+
+
+def _integrity_review(items: list[ItemScore], problems: list[str], clearance: Any,
+                      errors: list[str]) -> dict[str, Any]:
+    """Withhold the automatic items' points unless the instructor cleared the problems."""
+    review: dict[str, Any] = {"problems": list(problems), "withheld": False,
+                              "withheld_points": 0.0, "cleared": False, "comment": ""}
+    if clearance is not None:
+        if isinstance(clearance, Mapping) and clearance.get("cleared") is True:
+            review.update(cleared=True, comment=str(clearance.get("comment") or "").strip())
+            return review
+        errors.append("integrity override ignored: it must be {cleared: true, comment: ...}")
+    for item in items:
+        if item.kind != "auto" or item.overridden:
+            continue  # manual items and instructor-set scores are a person's grade already
+        item.withheld_score = item.score
+        review["withheld_points"] = _round(review["withheld_points"] + item.score)
+        item.score = 0.0
+        item.status = STATUS_WITHHELD
+        item.feedback = (f"Withheld for review by the course staff (see the assignment's "
+                         f"integrity problems); the checks gave {_fmt(item.withheld_score)} of "
+                         f"{_fmt(item.max_score)}.\n{item.feedback}").strip()
+    review["withheld"] = True
+    return review
 
 
 def _apply_late_penalty(result: AssignmentScore, rubric: Rubric,

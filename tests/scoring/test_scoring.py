@@ -163,6 +163,58 @@ def test_override_of_an_automatic_item_is_marked():
     assert a.feedback.startswith("Score set by the instructor: regrade: tolerance too tight")
 
 
+def test_overrides_for_other_assignments_are_left_to_them():
+    # One overrides file serves a whole submission: practical4's ids are not hw3's business.
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 1, "items": [
+        {"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 2}]}]})
+    result = score_assignment(rubric, report(case("p.a.x")),
+                              overrides={"q.a": {"points": 1}, "pp.a": {"points": 0}})
+    assert result.errors == [] and result.status == "graded" and result.score == 2
+
+
+INTEGRITY_RUBRIC = {"assignment": "p", "title": "t", "version": "1", "gpus": 1,
+                    "due": "2026-04-30T23:59:00+02:00", "late_policy": {"per_day": 0.1, "max_days": 5},
+                    "items": [{"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 6}]},
+                              {"id": "p.b", "title": "B", "checks": [{"check": "p.b.x", "points": 4}]},
+                              {"id": "p.q", "title": "Q", "kind": "manual", "points": 2}]}
+FOUND = ["practical4/concepts.py:3 reaches into the grader: imports grader.vgpu.trace"]
+
+
+def test_integrity_problems_withhold_the_automatic_points_and_keep_them_for_review():
+    rubric = parse_rubric(INTEGRITY_RUBRIC)
+    result = score_assignment(rubric, report([case("p.a.x"), case("p.b.x", "failed")]),
+                              overrides={"p.q": {"points": 2}}, integrity=FOUND)
+    a, b, q = item(result, "p.a"), item(result, "p.b"), item(result, "p.q")
+    assert (a.score, a.status, a.withheld_score) == (0, "withheld", 6)
+    assert (b.score, b.status, b.withheld_score) == (0, "withheld", 0)
+    assert "Withheld for review by the course staff" in a.feedback and "gave 6 of 6" in a.feedback
+    assert (q.score, q.status) == (2, "manual"), "a person's grade is not withheld"
+    assert (result.score, result.max_score) == (2, 12)
+    assert result.integrity == {"problems": FOUND, "withheld": True, "withheld_points": 6.0,
+                                "cleared": False, "comment": ""}
+
+
+def test_the_instructor_clears_the_hold_with_an_override():
+    rubric = parse_rubric(INTEGRITY_RUBRIC)
+    cleared = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=FOUND,
+                               overrides={"p.integrity": {"cleared": True, "comment": "harmless"}},
+                               submitted_at="2026-05-01T10:00:00+02:00")
+    assert cleared.errors == [] and item(cleared, "p.a").status == "passed"
+    assert cleared.integrity["cleared"] and not cleared.integrity["withheld"]
+    assert cleared.integrity["comment"] == "harmless"
+    assert cleared.score == 9, "10 points, one day late"
+    wrong = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=FOUND,
+                             overrides={"p.integrity": {"cleared": "yes"}})
+    assert wrong.errors == ["integrity override ignored: it must be {cleared: true, comment: ...}"]
+    assert wrong.integrity["withheld"] and wrong.score == 0
+
+
+def test_without_integrity_problems_there_is_no_hold():
+    rubric = parse_rubric(INTEGRITY_RUBRIC)
+    result = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=[])
+    assert result.integrity is None and result.score == 10
+
+
 LATE_RUBRIC = {"assignment": "p", "title": "t", "version": "1", "gpus": 1,
                "due": "2026-04-30T23:59:00+02:00", "late_policy": {"per_day": 0.1, "max_days": 5},
                "items": [{"id": "p.a", "title": "A", "checks": [{"check": "p.a.x", "points": 10}]}]}
