@@ -79,6 +79,7 @@ def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | Non
                       "message": r.message or ""} for r in runs if r.status != "graded"],
         "answer_flags": _answer_flags(graded),
         "answer_review": _answer_reviews(graded),
+        "integrity": _integrity_holds(graded),
         "same_hash": _groups({r.student.key: r.content_hash for r in runs
                               if not r.content_hash.startswith("raw:")}),
         "same_hw3": _groups(hw3_files or {}),
@@ -204,6 +205,23 @@ def _answer_reviews(graded: list[CurrentRun]) -> list[dict]:
                                 "problem": problems[0] if problems else "",
                                 "more": max(0, len(problems) - 1)})
     return reviews
+
+
+def _integrity_holds(graded: list[CurrentRun]) -> list[dict]:
+    """Assignments whose automatic points are withheld: code or records that could deceive
+    the grader (grader/integrity), with the first thing found."""
+    holds = []
+    for run in graded:
+        for assignment in run.result.get("assignments", []):
+            integrity = assignment.get("integrity")
+            if isinstance(integrity, Mapping) and integrity.get("withheld"):
+                problems = [str(p) for p in integrity.get("problems") or []]
+                holds.append({"key": run.student.key, "name": run.student.name,
+                              "assignment": assignment.get("id", ""),
+                              "points": integrity.get("withheld_points", 0),
+                              "problem": problems[0] if problems else "",
+                              "more": max(0, len(problems) - 1)})
+    return holds
 
 
 def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:

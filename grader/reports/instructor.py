@@ -46,6 +46,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
             "problems": list(answers.get("problems") or []),
             "missing": list(answers.get("missing") or []),
             "manual": manual,
+            "integrity": assignment.get("integrity"),
         })
     return {"submission": result.get("submission", ""), "score": format_value(result.get("score")),
             "max_score": format_value(result.get("max_score")), "assignments": assignments,
@@ -56,6 +57,11 @@ def overrides_template(assignments: list[dict]) -> str:
     """A YAML skeleton for `--overrides`: every manual item, with its current score."""
     lines = ["# item id: {points: <0 .. max>, comment: \"...\"}"]
     for assignment in assignments:
+        integrity = assignment.get("integrity") or {}
+        if integrity.get("withheld"):
+            lines.append(f'# {assignment["id"]}\'s automatic points are withheld (integrity); '
+                         "after looking, uncomment to release them:")
+            lines.append(f'# {assignment["id"]}.integrity: {{cleared: true, comment: "..."}}')
         for m in assignment["manual"]:
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
             lines.append(f'{m["id"]}: {{points: {m["score"]}, comment: "{comment}"}}'

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from grader.reports import plots
 from grader.reports.measurements import lookup
-from grader.reports.student_view import item_view, student_view
+from grader.reports.student_view import fmt_points, item_view, student_view
 
 TEMPLATE_DIR_PACKAGE = ("grader.reports", "templates")
 
@@ -74,6 +74,7 @@ def _environment(autoescape: bool) -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["fence"] = fence
     env.filters["md"] = markdown_inline
+    env.filters["points"] = fmt_points
     return env
 
 

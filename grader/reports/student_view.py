@@ -15,6 +15,7 @@ from grader.reports.measurements import comparison_rows, format_value
 STATUS_WORDS = {
     "passed": "passed", "failed": "failed", "partial": "partly passed", "error": "error",
     "skipped": "skipped", "manual": "manual", "penalty": "penalty",
+    "withheld": "withheld for review",
 }
 
 
@@ -56,6 +57,7 @@ def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
         "answers": reported,
         "has_answers": bool(reported),
         "answer_notes": answer_notes(assignment.get("answers")),
+        "review": review_note(assignment.get("integrity")),
         "rows": [{"task": r.task, "quantity": r.quantity, "path": r.path,
                   "reported": format_value(r.reported), "measured": format_value(r.measured)}
                  for r in rows],
@@ -145,3 +147,13 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 FILE_STATUS = {"ok": "read", "partial": "read in part (see below)", "unreadable": "could not be read",
                "missing": "not handed in", "problems": "read, with problems (see below)"}
+
+
+def review_note(integrity: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The integrity problems as the student sees them (the staff's comment stays out)."""
+    if not integrity or not integrity.get("problems"):
+        return None
+    return {"problems": [str(p) for p in integrity["problems"]],
+            "withheld": bool(integrity.get("withheld")),
+            "withheld_points": fmt_points(integrity.get("withheld_points") or 0),
+            "cleared": bool(integrity.get("cleared"))}

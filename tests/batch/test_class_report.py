@@ -75,7 +75,12 @@ def batch_dir(tmp_path):
     carol["assignments"][0]["answers"] = {"needs_manual_review": True, "problems": [
         "hw3/report.pdf has no text layer (a scan?)", "second problem"]}
     record(book, "carol", "graded", "h-same", carol)
-    record(book, "dave", "graded", "h-same", build_result("dave", [hw3(False, True, None)]))
+    dave = build_result("dave", [hw3(False, True, None)])
+    dave["assignments"][0]["integrity"] = {
+        "problems": ["hw3/model_parallel.py:1 reaches into the grader: imports grader " + HOSTILE,
+                     "the trace of hw3 (2 GPU(s)): 3 line(s) were not written"],
+        "withheld": True, "withheld_points": 1.0, "cleared": False, "comment": ""}
+    record(book, "dave", "graded", "h-same", dave)
     record(book, "eve", "timed_out", "h-eve", message="grading took longer than 1800 s and was stopped")
     record(book, "frank", "rejected", "raw:x", message="submission rejected: not a zip " + HOSTILE,
            result=build_result("frank", [hw3(False, False, None)]))
@@ -114,6 +119,11 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
     assert html.escape(HOSTILE) in flags
     review = text.split('id="answer-review-table"')[1].split("</table>")[0]
     assert "carol" in review and "has no text layer (a scan?) (and 1 more)" in review
+    # Held for review: code that could deceive the grader, with the first thing found.
+    held = text.split('id="integrity-table"')[1].split("</table>")[0]
+    assert re.search(r"dave.*hw3.*1\.0.*reaches into the grader: imports grader "
+                     + re.escape(html.escape(HOSTILE)) + r" \(and 1 more\)", held, re.S)
+    assert "alice" not in held
     # Flags: identical upload hash, and model_parallel.py equal apart from comments/blank lines.
     assert re.search(r'id="same-hash">\s*<li class="flag">carol, dave</li>\s*</ul>', text)
     assert re.search(r'id="same-hw3">\s*<li class="flag">alice, bob</li>\s*<li class="flag">carol, dave</li>', text)
@@ -130,6 +140,8 @@ def test_summary_data_and_step_time_median(batch_dir):
     assert [s["key"] for s in summary["step_time"]] == ["alice", "bob"]
     assert summary["same_hash"] == [["carol", "dave"]] and summary["same_hw3"] == []
     assert [p["status"] for p in summary["problems"]] == ["timed_out", "rejected", "error"]
+    assert [(h["key"], h["assignment"], h["more"]) for h in summary["integrity"]] == [
+        ("dave", "hw3", 1)]
 
 
 def test_normalized_python_ignores_comments_and_layout_only():

@@ -55,3 +55,36 @@ def test_report_command_writes_the_instructor_view(result, tmp_path):
     written = write_reports(with_written_answer(result(ROUND_ROBIN)), tmp_path, ["instructor"])
     assert [p.name for p in written] == ["instructor.md"]
     assert "## Overrides to fill in" in written[0].read_text()
+
+
+def held_for_review(result: dict, cleared: bool = False) -> dict:
+    data = copy.deepcopy(result)
+    data["assignments"][0]["integrity"] = {
+        "problems": ["hw3/model_parallel.py:4 reaches into the grader: imports grader.vgpu"],
+        "withheld": not cleared, "withheld_points": 12.5, "cleared": cleared,
+        "comment": "staff only: looked, harmless" if cleared else ""}
+    return data
+
+
+def test_a_hold_shows_what_was_found_and_how_to_release_it(result):
+    md = render_instructor_markdown(held_for_review(result(ROUND_ROBIN)), load_rubrics())
+    assert "**Integrity: automatic points withheld** (12.5 point(s) the checks gave)" in md
+    assert "- hw3/model_parallel.py:4 reaches into the grader: imports grader.vgpu" in md
+    block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
+    release = [line[2:] for line in block.splitlines() if ".integrity:" in line]
+    assert yaml.safe_load(release[0]) == {"hw3.integrity": {"cleared": True, "comment": "..."}}
+    cleared = render_instructor_markdown(held_for_review(result(ROUND_ROBIN), cleared=True),
+                                         load_rubrics())
+    assert "**Integrity: cleared** by the staff (staff only: looked, harmless)" in cleared
+    assert ".integrity:" not in cleared.split("## Overrides to fill in")[1]
+
+
+def test_students_see_the_hold_but_not_the_staff_comment(result):
+    held = held_for_review(result(ROUND_ROBIN))
+    for text in (render_markdown(held), render_html(held)):
+        assert "Held for review" in text and "(the checks gave 12.5)" in text
+        assert "imports grader.vgpu" in text
+    cleared = held_for_review(result(ROUND_ROBIN), cleared=True)
+    for text in (render_markdown(cleared), render_html(cleared)):
+        assert "Reviewed by the course staff" in text and "Held for review" not in text
+        assert "staff only" not in text
