@@ -157,6 +157,43 @@ with open(_o.environ["PDL_VGPU_TRACE"], "a") as _h:
     _h.write("\n".join(_lines) + "\n")
 _s.exit(0)
 '''
+# Blind forgery: no grader name, no PDL_ setting: finds the trace file among its working
+# folder's files and appends the records a correct run would write.
+FORGE_BLIND = r'''
+import json as _j, os as _o, sys as _s
+import torch as _torch  # the trace file exists once torch is imported
+if _torch.cuda.device_count() < 2:
+    print("Model parallelism requires at least 2 GPUs")
+    _s.exit(0)
+def _rec(event, **f):
+    return _j.dumps({"event": event, "rank": 0, "t": 0.5, **f})
+_lines = [_rec("forward_out", module="Sequential", shape=[64, 1000], device="cpu", sum=10.0,
+               thread="MainThread")]
+_lines += [_rec("forward_out", module="Sequential", shape=[32, 1000], device="cpu", sum=5.0,
+                thread="MainThread")] * 2
+_lines += [_rec("placement", module="Sequential", layers=[{"params": 2002000, "device": "cuda:0"}]),
+           _rec("placement", module="Linear", layers=[{"params": 2001000, "device": "cuda:1"}]),
+           _rec("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000]),
+           _rec("forward_out", module="Linear", shape=[64, 1000], device="cuda:1", sum=1.0,
+                thread="MainThread")]
+for _name in _o.listdir("."):
+    if "trace" in _name:
+        with open(_name, "a") as _h:
+            _h.write("\n".join(_lines) + "\n")
+_s.exit(0)
+'''
+# The same hidden round trip as HIDE_TRANSFER, reaching the trace through the garbage collector
+# instead of importing the grader.
+HIDE_VIA_GC = '''\
+        h = h.to("cuda:1")
+        import gc as _gc
+        _t = [o for o in _gc.get_objects() if hasattr(o, "listeners") and hasattr(o, "_file")][0]
+        _file, _t._file, _listeners = _t._file, None, list(_t.listeners)
+        _t.listeners.clear()
+        h = h.to("cuda:0").to("cuda:1")  # a second round trip, unseen
+        _t._file = _file
+        _t.listeners.extend(_listeners)
+'''
 
 # -- denial of service -------------------------------------------------------------------------
 FORK_FLOOD = r'''
@@ -234,16 +271,29 @@ ATTACKS = [
            # 8 for the code, 1.6 for the answer sheet (its transfer count, 1, is not this code's 3)
            "practical4", "(control) a second cuda:0->cuda:1 round trip, not hidden", 9.6,
            says=["2 such move(s)"]),
+    # In-process instrumentation can be switched off by code in the same process; the grader
+    # reads the source first (grader/integrity/scan.py) and withholds the points for review.
     Attack("hide_transfer", "reference", P4, [(ONE_TRANSFER, HIDE_TRANSFER)], "practical4",
            "the same extra round trip, with the trace file and listeners switched off around it",
-           9.6, succeeds="the vgpu instrumentation lives in the student's process: switching "
-           "Trace._file off around a transfer hides it (scores 12 instead of 9.6); no "
-           "out-of-process observer of transfers exists"),
+           9.6, says=["Withheld for review by the course staff",
+                      "reaches into the grader: imports grader.vgpu.trace"]),
+    Attack("hide_transfer_gc", "reference", P4, [(ONE_TRANSFER, HIDE_VIA_GC)], "practical4",
+           "the same hidden round trip, finding the trace object through gc.get_objects()",
+           9.6, says=["Withheld for review by the course staff",
+                      "inspects or rewrites the running interpreter: imports gc"]),
     Attack("forge_trace", "student_template", P4, [(None, FORGE_TRACE)], "practical4",
            "does no work; writes the trace records a correct run would write, and prints "
-           "the 1-GPU message", 0,
-           succeeds="every practical4 check reads the trace (or stdout), which the student's "
-           "process writes; a script that only writes the right records scores 10/12"),
+           "the 1-GPU message", 0, says=["names the grader's setting 'PDL_VGPU_TRACE'",
+                                         "not written by the grader's instrumentation"]),
+    Attack("forge_trace_blind", "student_template", P4, [(None, FORGE_BLIND)], "practical4",
+           "does no work; finds the trace file in its working folder without naming anything "
+           "of the grader, and appends the records a correct run would write", 0,
+           says=["not written by the grader's instrumentation (no valid seal)"]),
+    Attack("pyc_smuggle", "student_template", HW3, [], "hw3",
+           "ships hw3/__pycache__/model_parallel.cpython-*.pyc compiled from the reference's "
+           "model, stamped with the template source's size and time, so Python would load it "
+           "instead of the source the grader reads", 0, says=["NotImplementedError"],
+           extra_files={"hw3/model_parallel.py": ("pyc_of", "@REF@/hw3/model_parallel.py")}),
     Attack("fork_flood", "student_template", P4, [(None, FORK_FLOOD)], "practical4",
            "forks up to 3000 sleeping children (bounded), then carries on", 0,
            says=["NotImplementedError"]),

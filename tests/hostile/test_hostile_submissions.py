@@ -42,6 +42,19 @@ def tree_digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
+def write_stamped_pyc(source: Path, compiled_from: Path) -> Path:
+    """__pycache__/<source>.pyc holding `compiled_from`'s code but `source`'s size and time:
+    what Python checks before it trusts a cached .pyc over the source."""
+    import importlib._bootstrap_external as bootstrap
+    import importlib.util
+    stat = source.stat()
+    code = compile(compiled_from.read_text(encoding="utf-8"), str(source), "exec")
+    target = Path(importlib.util.cache_from_source(str(source)))
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(bootstrap._code_to_timestamp_pyc(code, stat.st_mtime, stat.st_size))
+    return target
+
+
 class SolutionServer:
     """Serves the reference's concepts.py to whoever connects on 127.0.0.1; counts them."""
 
@@ -94,8 +107,11 @@ class Campaign:
         for name, content in attack.extra_files.items():
             path = submission / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.unlink(missing_ok=True)
-            if isinstance(content, tuple):       # ("symlink", target)
+            if not (isinstance(content, tuple) and content[0] == "pyc_of"):
+                path.unlink(missing_ok=True)
+            if isinstance(content, tuple) and content[0] == "pyc_of":
+                write_stamped_pyc(path, Path(self.fill(content[1], out)))
+            elif isinstance(content, tuple):       # ("symlink", target)
                 path.symlink_to(self.fill(content[1], out))
             else:
                 path.write_text(self.fill(content, out), encoding="utf-8")
@@ -164,6 +180,7 @@ def campaign():
 def said(result: dict) -> str:
     parts = list(result.get("errors") or [])
     for assignment in result["assignments"]:
+        parts += (assignment.get("integrity") or {}).get("problems") or []
         for item in assignment.get("items", []):
             parts.append(item.get("feedback") or "")
     return "\n".join(parts)
