@@ -75,6 +75,11 @@ _PROCESS_CALLS = {"system", "popen", "fork", "forkpty", "execv", "execve", "exec
                   "execlp", "execlpe", "execvp", "execvpe", "spawnl", "spawnle", "spawnlp",
                   "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "posix_spawn",
                   "posix_spawnp"}
+# `from X import *` brings names the scanner cannot follow (environ, system, _getframe).
+_STAR_SENSITIVE = {"os": ("environment", "processes"), "posix": ("environment", "processes"),
+                   "nt": ("environment", "processes"), "sys": ("introspection",),
+                   "builtins": ("introspection",), "threading": ("introspection",),
+                   "asyncio": ("processes",)}
 # Modules whose attributes looked up by a computed name could be anything private.
 _SENSITIVE_ROOTS = {"torch", "sys", "os", "builtins", "gc", "threading", "importlib"}
 _ENV_METHODS_WITH_KEY = {"get", "setdefault", "pop", "__getitem__", "__contains__"}
@@ -85,6 +90,7 @@ _SHADOW_EXTRA = {"grader", "torch", "numpy", "sitecustomize", "usercustomize", "
                  "_pytest", "yaml", "pynvml"}
 _SHADOW_HARMLESS = {"test", "this", "antigravity", "turtle", "turtledemo", "idlelib",
                     "tkinter", "curses", "lib2to3", "xdrlib", "nntplib", "telnetlib"}
+_ARCHIVES = (".zip", ".egg", ".whl", ".pyz")
 # Names of the files a run's observations are written to.
 _OBSERVATION_FILES = ("trace.jsonl", "probe.jsonl")
 
@@ -116,11 +122,13 @@ def scan_submission(submission: Path) -> list[Finding]:
     """Every finding in the submission's files, in file and line order."""
     submission = Path(submission)
     findings: list[Finding] = []
-    for path in _files(submission, findings):
-        relative = path.relative_to(submission).as_posix()
-        findings += _check_file_name(path, relative)
-        if path.suffix == ".py":
-            findings += scan_source(path, relative)
+    files = list(_files(submission, findings))
+    # The submission's own modules: setting their variables is not patching a library.
+    own = {p.stem for p in files if p.suffix == ".py"} | {
+        p.parent.name for p in files if p.name == "__init__.py"}
+    for path in files:
+        if path.suffix == ".py" and not path.is_symlink():
+            findings += scan_source(path, path.relative_to(submission).as_posix(), own)
     return sorted(findings, key=lambda f: (f.file, f.line, f.category))
 
 
@@ -142,19 +150,25 @@ def bytecode_caches(submission: Path) -> list[Path]:
 
 
 def _files(submission: Path, findings: list[Finding]):
+    """The submission's files (symlinks included, never followed), with findings about their
+    names: a folder or file named like a module shadows it wherever it is on sys.path (a
+    script's own folder comes first)."""
     count = 0
     for root, dirs, names in os.walk(submission, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        if Path(root) == submission:
-            for name in dirs:
-                findings += _check_file_name(Path(root) / name, name, package=True)
+        for name in dirs:
+            path = Path(root) / name
+            findings += _check_file_name(path, path.relative_to(submission).as_posix(),
+                                         package=True)
         for name in sorted(names):
             path = Path(root) / name
-            if path.is_symlink() or not path.is_file():
-                continue  # a symlink is the sandbox's business; its target is not the student's
+            relative = path.relative_to(submission).as_posix()
+            findings += _check_file_name(path, relative)
+            if not path.is_symlink() and not path.is_file():
+                continue  # a FIFO or a device: nothing to read
             count += 1
             if count > MAX_FILES:
-                findings.append(Finding(path.relative_to(submission).as_posix(), 0, "unreadable",
+                findings.append(Finding(relative, 0, "unreadable",
                                         f"more than {MAX_FILES} files: the rest were not read", ""))
                 return
             yield path
@@ -165,6 +179,9 @@ def _check_file_name(path: Path, relative: str, package: bool = False) -> list[F
     if not package and suffix in (".pyc", ".pyo", ".so", ".pyd", ".dylib"):
         return [Finding(relative, 0, "compiled", f"a {suffix} file is run as it is, and the "
                         "grader can read only source: submit the .py file instead", "")]
+    if not package and suffix in _ARCHIVES:
+        return [Finding(relative, 0, "compiled", f"Python can import code from a {suffix} "
+                        "file, which the grader does not read: submit the .py files instead", "")]
     if package or suffix == ".py":
         name = path.name if package else name
         if name in _SHADOW_EXTRA or (name in sys.stdlib_module_names
@@ -174,7 +191,7 @@ def _check_file_name(path: Path, relative: str, package: bool = False) -> list[F
     return []
 
 
-def scan_source(path: Path, relative: str) -> list[Finding]:
+def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset()) -> list[Finding]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return [Finding(relative, 0, "unreadable",
@@ -187,7 +204,8 @@ def scan_source(path: Path, relative: str) -> list[Finding]:
     except (SyntaxError, ValueError):
         return []  # it cannot run either: the run itself reports the syntax error
     lines = source.decode("utf-8", errors="replace").splitlines()
-    visitor = _Visitor(relative, lines)
+    visitor = _Visitor(relative, lines, own_modules)
+    visitor.learn_imports(tree)
     visitor.visit(tree)
     return visitor.findings
 
@@ -209,12 +227,27 @@ def _literal_str(node: ast.AST | None) -> str | None:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, relative: str, lines: list[str]):
+    def __init__(self, relative: str, lines: list[str], own_modules=frozenset()):
         self.relative = relative
         self.lines = lines
+        self.own_modules = set(own_modules)
         self.findings: list[Finding] = []
         self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
         self.checked_env: set[int] = set()  # os.environ nodes already judged as keyed uses
+        self.called: set[int] = set()       # expressions in the called position of a call
+
+    def learn_imports(self, tree: ast.AST) -> None:
+        """Every import of the file, wherever it is: a function may be written above the
+        import it uses."""
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    head = alias.name.split(".")[0]
+                    self.modules[alias.asname or head] = alias.name if alias.asname else head
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     # -- recording ----------------------------------------------------------------------------
     def found(self, node: ast.AST, category: str, what: str) -> None:
@@ -228,7 +261,16 @@ class _Visitor(ast.NodeVisitor):
 
     def resolve(self, node: ast.AST) -> str | None:
         """The full dotted name behind an expression, through import aliases (`nn.Linear` ->
-        `torch.nn.Linear`); None when it does not start at an imported module."""
+        `torch.nn.Linear`) and getattr with a written name; None when it does not start at an
+        imported module."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "getattr" and len(node.args) >= 2 and \
+                _literal_str(node.args[1]) is not None:
+            base = self.resolve(node.args[0])
+            return f"{base}.{_literal_str(node.args[1])}" if base else None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
         dotted = _dotted(node)
         if dotted is None:
             return None
@@ -264,6 +306,9 @@ class _Visitor(ast.NodeVisitor):
         if node.level:
             self.generic_visit(node)
             return  # the submission's own modules: scanned as files
+        if any(alias.name == "*" for alias in node.names):
+            for category in _STAR_SENSITIVE.get(module, ()):
+                self.found(node, category, f"imports every name of {module}")
         reported = self._module_used(node, module)
         for alias in node.names:
             full = f"{module}.{alias.name}"
@@ -277,9 +322,21 @@ class _Visitor(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
             self.found(node, "introspection", "uses __builtins__")
+        elif node.id in self.modules:
+            pass  # an import of the same name
+        elif node.id in _DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) \
+                and id(node) not in self.called:
+            self.found(node, "dynamic_code", f"passes {node.id} around")
+        elif node.id in ("setattr", "delattr") and isinstance(node.ctx, ast.Load) \
+                and id(node) not in self.called:
+            self.found(node, "patching", f"passes {node.id} around")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if self._is_environ(node.value) and node.attr not in _ENV_METHODS_WITH_KEY | {"update"}:
+            self.found(node, "environment", f"uses os.environ.{node.attr}")
+        if node.attr in ("__setattr__", "__delattr__"):
+            self.found(node, "patching", f"uses {node.attr}")
         if node.attr in _INTROSPECTION_ATTRIBUTES:
             self.found(node, "introspection", f"reads {node.attr}")
         if node.attr in _TORCH_INTERNAL_NAMES:
@@ -303,8 +360,10 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "torch_internals", f"uses {full}")
         elif root == "os" and last in _PROCESS_CALLS and len(parts) == 2:
             self.found(node, "processes", f"uses os.{last}")
-        elif root == "os" and last == "environb":
-            self.found(node, "environment", "uses os.environb")
+        elif root == "os" and last in ("environb", "getenvb"):
+            self.found(node, "environment", f"uses os.{last}")
+        elif root == "asyncio" and last in ("create_subprocess_shell", "create_subprocess_exec"):
+            self.found(node, "processes", f"uses asyncio.{last}")
         elif root == "types" and last in ("CodeType", "FunctionType"):
             self.found(node, "dynamic_code", f"builds code with types.{last}")
         elif len(parts) > 1 and last == "__dict__":
@@ -316,12 +375,15 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str):
-            text = node.value
+        if isinstance(node.value, (str, bytes)):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
             if text.startswith("PDL_") or "PDL_SEAL" in text or "PDL_VGPU" in text:
                 self.found(node, "grader_settings", f"names the grader's setting {text[:40]!r}")
-            if text.startswith("/proc/") or text == "/proc":
+            if text.startswith("/") and \
+                    (os.path.normpath("/" + text.lstrip("/")) + "/").startswith("/proc/"):
                 self.found(node, "proc_files", f"opens {text[:40]!r}")
+            if text in _INTROSPECTION_ATTRIBUTES or text in ("__setattr__", "__delattr__"):
+                self.found(node, "introspection", f"names {text}")
             if any(name in text for name in _OBSERVATION_FILES):
                 self.found(node, "grader", f"names the grader's observation file {text[:40]!r}")
         self.generic_visit(node)
@@ -329,9 +391,14 @@ class _Visitor(ast.NodeVisitor):
     # -- calls and assignments --------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         function = node.func
+        self.called.add(id(function))
         name = function.id if isinstance(function, ast.Name) else None
         if name in _DYNAMIC_CALLS and name not in self.modules:
             self.found(node, "dynamic_code", f"calls {name}()")
+        if name in ("getattr", "setattr", "delattr") and any(
+                isinstance(a, ast.Starred) for a in node.args):
+            self.found(node, "introspection" if name == "getattr" else "patching",
+                       f"calls {name}() with unpacked arguments")
         if name in _INTROSPECTION_CALLS and node.args and self.resolve(node.args[0]):
             self.found(node, "introspection", f"lists the names of a module with {name}()")
         if name in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
@@ -339,14 +406,16 @@ class _Visitor(ast.NodeVisitor):
         full = self.resolve(function)
         if full in ("importlib.import_module", "builtins.__import__"):
             self.found(node, "dynamic_code", f"imports a module by name with {full}()")
-        if full in ("os.getenv", "os.putenv", "os.unsetenv"):
+        if full in ("os.getenv", "os.putenv", "os.unsetenv", "os.getenvb"):
             self._env_key(node, node.args[0] if node.args else None, full)
         if isinstance(function, ast.Attribute) and self._is_environ(function.value):
             self.checked_env.add(id(function.value))
             if function.attr in _ENV_METHODS_WITH_KEY:
                 self._env_key(node, node.args[0] if node.args else None, "os.environ")
-            elif function.attr == "update" and not node.args:
-                pass  # os.environ.update(NAME=value): names written in the code
+            elif function.attr == "update" and (not node.args or (
+                    len(node.args) == 1 and isinstance(node.args[0], ast.Dict) and all(
+                        _literal_str(k) is not None for k in node.args[0].keys))):
+                pass  # os.environ.update(NAME=value) or ({"NAME": value}): names in the code
             else:
                 self.found(node, "environment", f"uses os.environ.{function.attr}()")
         self.generic_visit(node)
@@ -391,20 +460,40 @@ class _Visitor(ast.NodeVisitor):
         if not isinstance(target, ast.Attribute):
             return
         full = self.resolve(target)
-        if full is not None and not full.startswith(_ALLOWED_TORCH_SETTINGS):
+        if full is not None and not full.startswith(_ALLOWED_TORCH_SETTINGS) and \
+                full.split(".")[0] not in self.own_modules:
             self.found(node, "patching", f"replaces {full}")
+
+    def _alias(self, name: str, value: ast.AST | None) -> None:
+        # `t = torch`, `L = nn.Linear`: the name stands for what it was given
+        full = self.resolve(value) if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) \
+            else None
+        if full is not None:
+            self.modules[name] = full
+        elif name in self.modules and value is not None:
+            self.modules.pop(name)
+
+    def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
+        if isinstance(target, ast.Name):
+            self._alias(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and \
+                isinstance(value, (ast.Tuple, ast.List)) and len(target.elts) == len(value.elts):
+            for element, given in zip(target.elts, value.elts):
+                self._bind(element, given)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._assigned(target, node)
-            # `t = torch`, `L = nn.Linear`: the name stands for what it was given
-            if isinstance(target, ast.Name):
-                full = self.resolve(node.value) if isinstance(
-                    node.value, (ast.Name, ast.Attribute)) else None
-                if full is not None:
-                    self.modules[target.id] = full
-                else:
-                    self.modules.pop(target.id, None)
+            self._bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._assigned(node.target, node)
+        self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._bind(node.target, node.value)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
