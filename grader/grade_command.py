@@ -128,6 +128,8 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
                     else hardware_info("virtual", needed))
         result = build_result(str(submission), scored, hardware=hardware,
                               duration_s=round(time.monotonic() - started, 2), errors=errors)
+        if overrides:
+            result["overrides"] = dict(overrides)  # what the scores were given with
         for entry in result["assignments"]:
             if measurements.get(entry["id"]):
                 entry["measurements"] = measurements[entry["id"]]

@@ -41,6 +41,10 @@ def add_parsers(sub) -> None:
     batch.add_argument("--timezone", metavar="ZONE", default=None,
                        help="IANA time zone (e.g. Europe/Berlin) of times written without one; "
                             "required for Moodle's worksheet")
+    batch.add_argument("--overrides", metavar="FILE", default=None,
+                       help="YAML/JSON of the instructor's overrides per student: {student key: "
+                            "{item id: {points: x, comment: ...}, <assignment>.integrity: "
+                            "{cleared: true}}}; a changed file re-scores without running code")
     cluster = batch.add_argument_group("SLURM (--backend slurm; see grader/cluster/config.py)")
     cluster.add_argument("--backend", choices=("local", "slurm"), default="local",
                          help="local: grade here, --workers at a time (default); slurm: one "
@@ -81,7 +85,8 @@ def run(options) -> int:
                            regrade=options.regrade, rubrics_dir=options.rubrics,
                            check_timeout=options.check_timeout, backend=backend,
                            submission_times=getattr(options, "submission_times", None),
-                           timezone=getattr(options, "timezone", None))
+                           timezone=getattr(options, "timezone", None),
+                           overrides=getattr(options, "overrides", None))
     except BatchError as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2

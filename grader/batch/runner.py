@@ -17,6 +17,11 @@ time alone changed is re-scored here from its raw reports (DIR/submissions/<key>
 without running any code; one that cannot be (a report is gone) is graded again. A batch given
 no times at all (no --submission-times, no Gradescope submission_metadata.yml) keeps, for each
 unchanged submission, the time its current run was scored with.
+
+Overrides (`--overrides FILE`: `{student key: {item id: {points, comment}, <assignment>.integrity:
+{cleared: true}}}`): the instructor's manual points and released holds. Each run's result.json
+records the overrides it was scored with (`overrides`); a graded run whose overrides changed is
+re-scored from its raw reports like a changed submission time, running no code.
 """
 from __future__ import annotations
 
@@ -116,15 +121,17 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
               check_timeout: float = 180.0, limits: UnpackLimits = UnpackLimits(),
               stream: TextIO | None = None, live: bool | None = None,
               backend: Any = None, submission_times: Path | str | None = None,
-              timezone: str | None = None) -> BatchReport:
+              timezone: str | None = None, overrides: Path | str | None = None) -> BatchReport:
     """`backend`: None grades in local child processes (`scheduler.run_jobs`); otherwise an
     object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend`.
     `submission_times`: a times file (`submission_times.load`); without one, SUBMISSIONS'
-    own Gradescope submission_metadata.yml if it has one. `timezone`: for zoneless times."""
+    own Gradescope submission_metadata.yml if it has one. `timezone`: for zoneless times.
+    `overrides`: a YAML/JSON file of the instructor's overrides per student (see above)."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
         raise BatchError(f"{submissions_dir} is not a folder")
     times = _load_times(submissions_dir, submission_times, timezone)
+    student_overrides = _load_overrides(overrides)
     wanted = tuple(assignments or ASSIGNMENTS)
     try:
         rubrics = load_rubrics(rubrics_dir)
@@ -155,8 +162,10 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
             for problem in times.problems:
                 progress.warn(problem)
             _note_unmatched(times, [s.student for s in found], progress)
+        for key in sorted(set(student_overrides) - {s.student.key for s in found}):
+            progress.warn(f"overrides for '{key}' ignored: no such submission")
         batch = _Batch(book, out, config, rubrics, rubrics_dir, check_timeout, limits, regrade,
-                       progress, times)
+                       progress, times, student_overrides)
         schedule = run_jobs if backend is None else backend.run_jobs
         for outcome in schedule(batch.jobs(found), grade_fn, workers, timeout_s):
             batch.record_outcome(outcome, timeout_s)
@@ -175,6 +184,21 @@ def run_batch(submissions_dir: Path, out: Path, assignments: list[str] | None = 
         shutil.rmtree(out / "scratch", ignore_errors=True)
         shutil.rmtree(out / "work", ignore_errors=True)
         lock.release()
+
+
+def _load_overrides(path: Path | str | None) -> dict[str, dict]:
+    """{student key: {item id: override}} from a YAML or JSON file."""
+    if path is None:
+        return {}
+    import yaml
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as problem:
+        raise BatchError(f"overrides file {path} cannot be read: {problem}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise BatchError(f"overrides file {path} must map each student's key to "
+                         "{item id: {points: x, comment: ...}}")
+    return {str(key): value for key, value in data.items()}
 
 
 def _load_times(submissions_dir: Path, path: Path | str | None,
@@ -220,15 +244,18 @@ class _Context:
     scratch: Path
     submitted_at: str | None = None
     time_warning: str | None = None
+    overrides: dict = field(default_factory=dict)
 
 
 class _Batch:
     def __init__(self, book: Gradebook, out: Path, config: RunConfig, rubrics: dict,
                  rubrics_dir: str | None, check_timeout: float, limits: UnpackLimits,
-                 regrade: bool, progress: Progress, times: SubmissionTimes | None = None):
+                 regrade: bool, progress: Progress, times: SubmissionTimes | None = None,
+                 overrides: dict[str, dict] | None = None):
         self.book, self.out, self.config, self.rubrics = book, out, config, rubrics
         self.rubrics_dir, self.check_timeout, self.limits = rubrics_dir, check_timeout, limits
         self.regrade, self.progress, self.times = regrade, progress, times
+        self.overrides = overrides or {}
         self.untimed = 0      # gradable submissions without a submission time
 
     def jobs(self, found: list[Submission]) -> Iterator[GradeJob]:
@@ -239,7 +266,9 @@ class _Batch:
             scratch = self.out / "scratch" / key
             prepared = prepare(submission, scratch, self.limits)
             current = self.book.current_run(key)
-            context = _Context(submission, prepared, scratch, *self._time_for(submission, prepared, current))
+            context = _Context(submission, prepared, scratch,
+                               *self._time_for(submission, prepared, current),
+                               overrides=self.overrides.get(key, {}))
             if context.time_warning:
                 self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
                                    "graded without a late penalty")
@@ -249,7 +278,10 @@ class _Batch:
                     and (current.content_hash, current.config_hash)
                     == (prepared.content_hash, self.config.config_hash))
             if (not self.regrade and same and current.status in FINAL_STATUSES
-                    and current.submitted_at == context.submitted_at):
+                    and current.submitted_at == context.submitted_at
+                    # overrides matter to a graded run only (a rejection has no items)
+                    and (current.status != "graded"
+                         or self._overrides_of(key) == context.overrides)):
                 shutil.rmtree(scratch, ignore_errors=True)
                 self.progress.finished(key, "skipped")
                 continue
@@ -263,6 +295,11 @@ class _Batch:
             yield GradeJob(submission.student, prepared.root, work, self.config.assignments,
                            self.rubrics_dir, self.check_timeout, context,
                            submitted_at=context.submitted_at)
+
+    def _overrides_of(self, key: str) -> dict:
+        """The overrides the student's current run was scored with."""
+        result = self.book.current_result(key)
+        return (result or {}).get("overrides") or {}
 
     def _time_for(self, submission: Submission, prepared: Prepared,
                   current: RunState | None) -> tuple[str | None, str | None]:
@@ -300,8 +337,8 @@ class _Batch:
         self.progress.finished(submission.student.key, "rejected", prepared.problem)
 
     def _rescore(self, context: _Context, current: RunState) -> bool:
-        """Re-score a graded run for its new submission time from the raw reports it left,
-        running no code; False (and nothing recorded) when that cannot be done."""
+        """Re-score a graded run for its new submission time or overrides from the raw reports
+        it left, running no code; False (and nothing recorded) when that cannot be done."""
         key = context.submission.student.key
         previous = self.book.current_result(key)
         published = self.out / "submissions" / key
@@ -312,21 +349,27 @@ class _Batch:
                 raise RescoreError("the current run has no result.json")
             shutil.copytree(published, work, symlinks=True)
             result = rescore_result(previous, work, self.rubrics, context.submitted_at,
-                                    current.submitted_at)
+                                    current.submitted_at, overrides=context.overrides,
+                                    previous_overrides=previous.get("overrides") or {})
             write_result(work / "result.json", result)
             _write_reports(result, work, self.rubrics)
         except (RescoreError, OSError, ValueError, KeyError, TypeError) as problem:
             shutil.rmtree(work, ignore_errors=True)
-            self.progress.note(f"{key}: its submission time changed but it cannot be re-scored "
-                               f"without running it ({problem}); grading it again")
+            self.progress.note(f"{key}: its submission time or overrides changed but it cannot "
+                               f"be re-scored without running it ({problem}); grading it again")
             return False
-        change = (f"re-scored without running code: the submission time changed from "
-                  f"{current.submitted_at or 'unknown'} to {context.submitted_at or 'unknown'}")
+        changes = []
+        if current.submitted_at != context.submitted_at:
+            changes.append(f"the submission time changed from {current.submitted_at or 'unknown'} "
+                           f"to {context.submitted_at or 'unknown'}")
+        if (previous.get("overrides") or {}) != context.overrides:
+            changes.append("the instructor's overrides changed")
+        change = "re-scored without running code: " + "; ".join(changes)
         self._store(context, RunRecord("graded", started, _now(), None, result, context.submitted_at),
                     work=work, extra_logs=[("info", change)])
         shutil.rmtree(context.scratch, ignore_errors=True)
         # No duration: a re-score is no grading, and must not shrink the ETA's mean.
-        self.progress.finished(key, "rescored", "re-scored for its new submission time (no code run)")
+        self.progress.finished(key, "rescored", change)
         return True
 
     def record_outcome(self, outcome: JobOutcome, timeout_s: float) -> None:
@@ -348,6 +391,17 @@ class _Batch:
                 status, message = "error", f"no valid result.json: {exc}" + _last_lines(outcome.log_tail)
         if result is not None:
             result["submission"] = context.submission.describe()   # not the scratch copy
+        if result is not None and context.overrides:
+            # Applied here, in the batch's own process, the way a later change would be.
+            try:
+                result = rescore_result(result, outcome.job.out, self.rubrics,
+                                        context.submitted_at, context.submitted_at,
+                                        overrides=context.overrides)
+                write_result(outcome.job.out / "result.json", result)
+                _write_reports(result, outcome.job.out, self.rubrics)
+            except (RescoreError, OSError, ValueError, KeyError, TypeError) as problem:
+                self.progress.warn(f"{context.submission.student.key}: overrides not applied "
+                                   f"({problem})")
         run = RunRecord(status, started, _now(), message, result, context.submitted_at)
         self._store(context, run, work=outcome.job.out, output=outcome.log_tail)
         shutil.rmtree(context.scratch, ignore_errors=True)
@@ -375,12 +429,15 @@ class RescoreError(Exception):
 
 
 def rescore_result(previous: dict[str, Any], folder: Path, rubrics: dict,
-                   submitted_at: str | None, previous_submitted_at: str | None) -> dict[str, Any]:
+                   submitted_at: str | None, previous_submitted_at: str | None, *,
+                   overrides: dict | None = None,
+                   previous_overrides: dict | None = None) -> dict[str, Any]:
     """`previous` (a result.json, scored with `previous_submitted_at`) scored again with
     another submission time, from the raw pytest reports in `folder`: what `pdl-grade grade
     --rescore --submitted-at` does, except that everything the grading itself recorded
     (hardware, duration, measurements, answers) is kept as it was. An assignment whose
     checks never ran (status error) stays as it is: it has no report, and no late penalty.
+    `overrides` replace `previous_overrides` (the instructor's, for this student).
 
     The reports must first give back exactly the scores of `previous`: reports that belong
     to another run (a batch killed between recording a run and publishing its files) raise
@@ -399,17 +456,21 @@ def rescore_result(previous: dict[str, Any], folder: Path, rubrics: dict,
         report = json.loads(path.read_text(encoding="utf-8"))
         integrity = (entry.get("integrity") or {}).get("problems")  # the same, recorded at grading
         again = _plain(score_assignment(rubrics[assignment], report, integrity=integrity,
+                                        overrides=previous_overrides,
                                         submitted_at=previous_submitted_at).to_dict())
         if any(entry.get(name) != value for name, value in again.items()):
             raise RescoreError(f"its report {path.name} does not give back the recorded scores")
         scored = score_assignment(rubrics[assignment], report, submitted_at=submitted_at,
-                                  integrity=integrity).to_dict()
+                                  integrity=integrity, overrides=overrides).to_dict()
         for name, value in entry.items():     # what grade() added beside the scores
             scored.setdefault(name, value)
         entries.append(scored)
-    return build_result(previous.get("submission", ""), entries, hardware=previous.get("hardware"),
-                        started_at=previous.get("started_at"), duration_s=previous.get("duration_s"),
-                        errors=previous.get("errors", []))
+    result = build_result(previous.get("submission", ""), entries,
+                          hardware=previous.get("hardware"), started_at=previous.get("started_at"),
+                          duration_s=previous.get("duration_s"), errors=previous.get("errors", []))
+    if overrides:
+        result["overrides"] = overrides
+    return result
 
 
 def _plain(value: Any) -> Any:

@@ -595,3 +595,62 @@ def test_cli_options():
                                  "--timezone", BERLIN])
     assert (options.submission_times, options.timezone) == ("ws.csv", BERLIN)
     assert parser.parse_args(["batch", "subs", "--out", "o"]).submission_times is None
+
+
+# --- the instructor's overrides: like a changed time, a re-score without running code -----------
+
+def test_overrides_per_student_rescore_without_running_code(tmp_path, rubrics, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name in ("alice", "bob"):
+        make_submission(subs / name, score=4)
+    batch(subs, out, rubrics)
+    assert sorted(k for k, _ in calls(calls_log)) == ["alice", "bob"]
+    calls_log.unlink()
+
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text("bob:\n  hw3.code: {points: 9, comment: 'regrade: tolerance'}\n"
+                         "zoe:\n  hw3.code: {points: 1}\n")
+    stream = io.StringIO()
+    first = batch(subs, out, rubrics, overrides=overrides, stream=stream)
+    assert calls(calls_log) == [] and (first.progress.rescored, first.progress.skipped) == (1, 1)
+    assert "overrides for 'zoe' ignored: no such submission" in stream.getvalue()
+    bob = result(out, "bob")
+    assert bob["score"] == 9 and bob["overrides"] == {"hw3.code": {"points": 9,
+                                                                   "comment": "regrade: tolerance"}}
+    assert "Score set by the instructor: regrade: tolerance" in (
+        out / "submissions" / "bob" / "report.md").read_text()
+    assert grades(out)["bob"]["Total"] == "9" and grades(out)["alice"]["Total"] == "4"
+    assert query(out, "SELECT l.message FROM logs l JOIN students s ON s.id = l.student_id "
+                      "WHERE s.key = 'bob' AND l.message LIKE 're-scored%'") == [
+        ("re-scored without running code: the instructor's overrides changed",)]
+
+    again = batch(subs, out, rubrics, overrides=overrides)          # the same file: nothing to do
+    assert calls(calls_log) == [] and again.progress.skipped == 2
+
+    overrides.write_text("alice:\n  hw3.code: {points: 5}\n")        # bob's entry taken away
+    changed = batch(subs, out, rubrics, overrides=overrides)
+    assert calls(calls_log) == [] and changed.progress.rescored == 2
+    assert (result(out, "bob")["score"], result(out, "alice")["score"]) == (4, 5)
+    assert "overrides" not in result(out, "bob")
+
+    # A new upload is graded (code runs) and the overrides are applied to its new result.
+    make_submission(subs / "alice", score=2)
+    (subs / "alice" / "extra.txt").write_text("changed")
+    regraded = batch(subs, out, rubrics, overrides=overrides)
+    assert [k for k, _ in calls(calls_log)] == ["alice"] and regraded.progress.rescored == 0
+    assert result(out, "alice")["score"] == 5 and result(out, "alice")["overrides"]
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("- alice\n", "must map each student's key"),
+    ("alice: 3\n", "must map each student's key"),
+    ("alice: {hw3.code: [\n", "cannot be read"),
+])
+def test_a_bad_overrides_file_stops_the_batch_before_anything_runs(tmp_path, rubrics, calls_log,
+                                                                   content, expected):
+    make_submission(tmp_path / "subs" / "alice", score=4)
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text(content)
+    with pytest.raises(BatchError, match=expected):
+        batch(tmp_path / "subs", tmp_path / "out", rubrics, overrides=overrides)
+    assert not calls_log.exists()
