@@ -8,11 +8,15 @@ tests/fixtures/planted_bugs.py, in turn), grades the folder with `python -m grad
 once per worker count (a fresh --out each time, so nothing is skipped), and prints wall time,
 submissions per minute, the speed-up over the first worker count, and the sandbox's own start
 cost (run_sandboxed(true) minus a plain `true`, median) per sandboxed run and per submission.
+It also prints how busy the cores were (CPU seconds of the batch and everything it started, over
+wall time x cores): 1 worker that already keeps the cores X% busy cannot be sped up by more
+than about 1/X, whatever the scheduler does.
 Targets: sandbox < 0.2 s per submission; 2 workers >= 1.6x of 1.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -62,19 +66,22 @@ def sandbox_start_ms(repeats: int) -> float:
     return full - plain
 
 
-def grade_batch(subs: Path, workers: int, assignments: list[str]) -> float:
+def grade_batch(subs: Path, workers: int, assignments: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the batch and all its descendants)."""
     out = Path(tempfile.mkdtemp(prefix=f"pdl-bench-{workers}w-", dir="/var/tmp"))
     command = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out),
                "--workers", str(workers)]
     for assignment in assignments:
         command += ["--assignment", assignment]
-    started = time.perf_counter()
+    started, before = time.perf_counter(), os.times()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+    seconds, after = time.perf_counter() - started, os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system
+                                                          - before.children_system)
     if done.returncode != 0:
         sys.exit(f"batch with {workers} worker(s) failed ({done.returncode}):\n{done.stderr[-2000:]}")
     shutil.rmtree(out, ignore_errors=True)
-    return seconds
+    return seconds, cpu
 
 
 def main() -> None:
@@ -99,11 +106,14 @@ def main() -> None:
         build(subs, options.count, assignments)
         baseline = None
         for workers in options.workers:
-            seconds = grade_batch(subs, workers, assignments)
+            seconds, cpu = grade_batch(subs, workers, assignments)
             rate = options.count / seconds * 60
             baseline = baseline or rate
+            busy = cpu / (seconds * (os.cpu_count() or 1))
             print(f"{options.count} submissions ({', '.join(assignments)}), {workers} worker(s): "
-                  f"{seconds:.1f} s, {rate:.1f} submissions/min, {rate / baseline:.2f}x")
+                  f"{seconds:.1f} s, {rate:.1f} submissions/min, {rate / baseline:.2f}x; "
+                  f"cores busy {busy:.0%} ({cpu / options.count:.1f} CPU s per submission; "
+                  f"at most {1 / busy:.2f}x more from more workers)")
 
 
 if __name__ == "__main__":
