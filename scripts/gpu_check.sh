@@ -5,7 +5,8 @@
 #
 # 1. each reference script on the real GPUs it needs (virtual ones make up the rest), with
 #    its trace; 2. `pytest grader/ --submission reference` (what a student runs); 3. the
-#    grade of the reference; 4. the virtual-GPU tests beside a real GPU. Logs go to $OUT.
+#    grade of the reference (no integrity hold: real-GPU traces are sealed too); 4. the
+#    virtual-GPU and seal tests beside a real GPU. Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-out/gpu-check}
 mkdir -p "$OUT"
@@ -56,6 +57,8 @@ echo "rc=$? $((SECONDS - t0))s"; tail -12 "$OUT/grade.log"
 python3 - "$OUT/grade/result.json" <<'PY'
 import json, sys
 for assignment in json.load(open(sys.argv[1]))["assignments"]:
+    print(assignment["id"], assignment["score"], "/", assignment["max_score"],
+          "integrity:", assignment.get("integrity"))
     for item in assignment["items"]:
         if item["status"] not in ("passed", "manual"):
             print(f"{item['id']}: {item['status']} {item['score']}/{item['max_score']}:",
@@ -66,3 +69,8 @@ step "tests/vgpu beside a real GPU"
 t0=$SECONDS
 timeout 200 python3 -m pytest tests/vgpu -q -x -p no:cacheprovider >"$OUT/tests_vgpu.log" 2>&1
 echo "rc=$? $((SECONDS - t0))s"; tail -15 "$OUT/tests_vgpu.log"
+
+step "tests/integrity beside a real GPU"
+t0=$SECONDS
+timeout 120 python3 -m pytest tests/integrity -q -x -p no:cacheprovider >"$OUT/tests_integrity.log" 2>&1
+echo "rc=$? $((SECONDS - t0))s"; tail -8 "$OUT/tests_integrity.log"
