@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The real-GPU checks, for a CUDA machine (the course's GPU runner, or a lent one):
 #
-#     OUT=out/gpu-check bash scripts/gpu_check.sh
+#     OUT=out/gpu-check [WHEELS=folder-of-wheels] bash scripts/gpu_check.sh
+#
+# WHEELS: a folder of wheels for a machine without network (pdfplumber, pytest-json-report and
+# their dependencies, e.g. Pillow): installed first into the interpreter that runs the grader
+# (`python3 -m pip`: a bare `pip` may belong to another Python).
 #
 # 1. each reference script on the real GPUs it needs (virtual ones make up the rest), with
 #    its trace; 2. `pytest grader/ --submission reference` (what a student runs); 3. the
@@ -12,6 +16,14 @@ OUT=${OUT:-out/gpu-check}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 step() { echo; echo "=== $* ($(date +%T))"; }
+
+if [ -n "${WHEELS:-}" ]; then
+    step "dependencies from $WHEELS"
+    python3 -m pip install -q --no-index --find-links "$WHEELS" pdfplumber pytest-json-report \
+        2>&1 | grep -v "^WARNING: Running pip as" | tail -3
+fi
+python3 -c "import pytest_jsonreport, pdfplumber" 2>/dev/null \
+    || echo "WARNING: pytest-json-report or pdfplumber missing: 'pdl-grade grade' cannot score"
 
 step machine
 nvidia-smi -L
