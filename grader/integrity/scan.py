@@ -11,7 +11,8 @@ What is looked for (`CATEGORIES`): imports of the grader; the grader's `PDL_*` s
 whole environment; exec/eval/compile, dynamic imports, pickle, ctypes; gc, frames, sys.modules,
 tracing hooks; PyTorch's private modules and function/dispatch modes; assignments that replace a
 module's functions (monkeypatching); starting other programs; /proc; compiled files without
-source; files named like a module the grader's own code imports.
+source; files named like a module the grader's own code imports; hmac/hashlib (what forging
+the grader's seals would need).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ CATEGORIES = {
     "patching": "replaces a module's functions at run time",
     "processes": "starts other programs",
     "proc_files": "reads the process's /proc files",
+    "digests": "computes keyed digests like the grader's seals",
     "compiled": "contains compiled code without its source",
     "shadowing": "replaces a module the grader uses",
     "unreadable": "could not be checked",
@@ -52,6 +54,9 @@ _MODULE_CATEGORIES = {
     "posix": "environment", "nt": "environment",
     "subprocess": "processes", "_posixsubprocess": "processes", "pty": "processes",
     "torch.overrides": "torch_internals",
+    # The grader seals its records with HMAC-SHA256: a homework has no use for digests.
+    "hmac": "digests", "hashlib": "digests", "_hashlib": "digests", "_sha2": "digests",
+    "_sha256": "digests",
 }
 _DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__"}
 _INTROSPECTION_CALLS = {"vars"}

@@ -70,6 +70,9 @@ POSITIVES = [
     ("names_trace_file", "import os\nf = open(os.path.join(d, 'trace.jsonl'), 'a')\n",
      "grader", 2),
     ("names_probe_file", "path = 'out/probe.jsonl'\n", "grader", 1),
+    # digests: what forging a seal needs
+    ("import_hmac", "import hmac\nh = hmac.new(key, line, 'sha256')\n", "digests", 1),
+    ("from_hashlib", "from hashlib import sha256\n", "digests", 1),
     # grader_settings
     ("pdl_key_subscript", "import os\nk = os.environ['PDL_SEAL_KEY']\n", "grader_settings", 2),
     ("pdl_getenv", "import os\np = os.getenv('PDL_VGPU_TRACE')\n", "grader_settings", 2),
