@@ -192,36 +192,33 @@ def _answer_flags(graded: list[CurrentRun]) -> list[dict]:
     return flags
 
 
-def _answer_reviews(graded: list[CurrentRun]) -> list[dict]:
-    """Answers a person must read: an unreadable, scanned or partly read report."""
-    reviews = []
+def _needing_a_person(graded: list[CurrentRun], block: str, flag: str,
+                      extra: Mapping[str, str] = {}) -> list[dict]:
+    """One row per assignment whose `block` (a dict of result.json) has `flag` set: the
+    student, the first of its `problems` and how many more, and the `extra` fields asked for."""
+    rows = []
     for run in graded:
         for assignment in run.result.get("assignments", []):
-            answers = assignment.get("answers")
-            if isinstance(answers, Mapping) and answers.get("needs_manual_review"):
-                problems = [str(p) for p in answers.get("problems") or []]
-                reviews.append({"key": run.student.key, "name": run.student.name,
-                                "assignment": assignment.get("id", ""),
-                                "problem": problems[0] if problems else "",
-                                "more": max(0, len(problems) - 1)})
-    return reviews
+            found = assignment.get(block)
+            if isinstance(found, Mapping) and found.get(flag):
+                problems = [str(p) for p in found.get("problems") or []]
+                rows.append({"key": run.student.key, "name": run.student.name,
+                             "assignment": assignment.get("id", ""),
+                             "problem": problems[0] if problems else "",
+                             "more": max(0, len(problems) - 1),
+                             **{name: found.get(field, 0) for name, field in extra.items()}})
+    return rows
+
+
+def _answer_reviews(graded: list[CurrentRun]) -> list[dict]:
+    """Answers a person must read: an unreadable, scanned or partly read report."""
+    return _needing_a_person(graded, "answers", "needs_manual_review")
 
 
 def _integrity_holds(graded: list[CurrentRun]) -> list[dict]:
     """Assignments whose automatic points are withheld: code or records that could deceive
     the grader (grader/integrity), with the first thing found."""
-    holds = []
-    for run in graded:
-        for assignment in run.result.get("assignments", []):
-            integrity = assignment.get("integrity")
-            if isinstance(integrity, Mapping) and integrity.get("withheld"):
-                problems = [str(p) for p in integrity.get("problems") or []]
-                holds.append({"key": run.student.key, "name": run.student.name,
-                              "assignment": assignment.get("id", ""),
-                              "points": integrity.get("withheld_points", 0),
-                              "problem": problems[0] if problems else "",
-                              "more": max(0, len(problems) - 1)})
-    return holds
+    return _needing_a_person(graded, "integrity", "withheld", {"points": "withheld_points"})
 
 
 def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:

@@ -135,16 +135,11 @@ EXTRA_TRANSFER = '''\
         h = h.to("cuda:1")
         h = h.to("cuda:0").to("cuda:1")  # a second round trip
 '''
-FORGE_TRACE = r'''
-import json as _j, os as _o, sys as _s
-_gpus = int(_o.environ.get("PDL_VGPU_GPUS", "0"))
-if _gpus < 2:
-    print("Model parallelism requires at least 2 GPUs")
-    _s.exit(0)
+# The records a correct practical4 run writes (Parts 1-3), as a script would make them up.
+FORGED_RECORDS = r'''
 def _rec(event, **f):
     return _j.dumps({"event": event, "rank": 0, "t": 0.0, **f})
-_lines = [_rec("start", virtual=True, gpus=_gpus, pid=_o.getpid(), local_rank=0, world_size=1),
-          _rec("forward_out", module="Sequential", shape=[64, 1000], device="cpu", sum=10.0,
+_lines = [_rec("forward_out", module="Sequential", shape=[64, 1000], device="cpu", sum=10.0,
                thread="MainThread")]
 _lines += [_rec("forward_out", module="Sequential", shape=[32, 1000], device="cpu", sum=5.0,
                 thread="MainThread")] * 2
@@ -153,6 +148,16 @@ _lines += [_rec("placement", module="Sequential", layers=[{"params": 2002000, "d
            _rec("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000]),
            _rec("forward_out", module="Linear", shape=[64, 1000], device="cuda:1", sum=1.0,
                 thread="MainThread")]
+'''
+FORGE_TRACE = r'''
+import json as _j, os as _o, sys as _s
+_gpus = int(_o.environ.get("PDL_VGPU_GPUS", "0"))
+if _gpus < 2:
+    print("Model parallelism requires at least 2 GPUs")
+    _s.exit(0)
+''' + FORGED_RECORDS + r'''
+_lines.insert(0, _rec("start", virtual=True, gpus=_gpus, pid=_o.getpid(), local_rank=0,
+                      world_size=1))
 with open(_o.environ["PDL_VGPU_TRACE"], "a") as _h:
     _h.write("\n".join(_lines) + "\n")
 _s.exit(0)
@@ -165,17 +170,7 @@ import torch as _torch  # the trace file exists once torch is imported
 if _torch.cuda.device_count() < 2:
     print("Model parallelism requires at least 2 GPUs")
     _s.exit(0)
-def _rec(event, **f):
-    return _j.dumps({"event": event, "rank": 0, "t": 0.5, **f})
-_lines = [_rec("forward_out", module="Sequential", shape=[64, 1000], device="cpu", sum=10.0,
-               thread="MainThread")]
-_lines += [_rec("forward_out", module="Sequential", shape=[32, 1000], device="cpu", sum=5.0,
-                thread="MainThread")] * 2
-_lines += [_rec("placement", module="Sequential", layers=[{"params": 2002000, "device": "cuda:0"}]),
-           _rec("placement", module="Linear", layers=[{"params": 2001000, "device": "cuda:1"}]),
-           _rec("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000]),
-           _rec("forward_out", module="Linear", shape=[64, 1000], device="cuda:1", sum=1.0,
-                thread="MainThread")]
+''' + FORGED_RECORDS + r'''
 for _name in _o.listdir("."):
     if "trace" in _name:
         with open(_name, "a") as _h:
