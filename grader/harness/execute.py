@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from grader.harness.observation import Observation
+from grader.integrity import untrusted_files
 from grader.integrity.scan import bytecode_caches
 from grader.integrity.seal import ENV_KEY, new_key, verify_lines
 from grader.sandbox import SandboxPolicy, run_sandboxed
@@ -101,8 +102,9 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     return observation
 
 
-def observe(observation: Observation, argv: list[str], **run_options) -> None:
-    """Run `argv` sandboxed on the node and record in `observation` what happened."""
+def observe(observation: Observation, argv: list[str], **run_options) -> str:
+    """Run `argv` sandboxed on the node and record in `observation` what happened; return the
+    run's seal key (hex), for files the run wrote beside its trace."""
     started = time.monotonic()
     result, verified, key = run_command(argv, **run_options)
     observation.duration_s = time.monotonic() - started
@@ -119,8 +121,8 @@ def observe(observation: Observation, argv: list[str], **run_options) -> None:
 
 def _script_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return untrusted_files.read_text(path, limit=2**20)[0]
+    except (OSError, untrusted_files.NotARegularFile):
         return ""
 
 
@@ -141,9 +143,12 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     argv = [sys.executable, str(HW3_PROBE), str(model_file.resolve()), str(out), json.dumps(plan)]
     key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
                   timeout_s=timeout_s)
-    if not out.exists():
+    lines = untrusted_files.read_lines(out)
+    if lines is None:   # no records (the probe never started), or a name student code made
+        if os.path.lexists(out):
+            observation.integrity.append(f"the HW3 probe's records ({gpus} GPU(s)): "
+                                         f"{out.name} was not a file the grader wrote")
         return [], observation
-    lines = out.read_text(encoding="utf-8", errors="replace").splitlines()
     verified = verify_lines(lines, bytes.fromhex(key), out.name)
     observation.integrity += [f"the HW3 probe's records ({gpus} GPU(s)): {problem}"
                               for problem in verified.problems]

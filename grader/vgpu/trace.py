@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+from grader.integrity import untrusted_files
 from grader.integrity.seal import Sealer, Verified, key_from_environment, verify_lines
 
 SCHEMA = "pdl-autograder/trace/1"
@@ -106,33 +107,35 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
     time, keeping only records that verify against the run's seal `key`; return what was kept
     and what was not. In a graded run (a key) anything already in `path` was not written by the
     instrumentation, which only writes the rank files: it counts as unsealed. Without a key (a
-    student's own `pdl-grade run`) the new records are added after the earlier runs' ones."""
+    student's own `pdl-grade run`) the new records are added after the earlier runs' ones.
+    The folder may hold what student code made (symlinks, FIFOs): see untrusted_files."""
     folder = os.path.dirname(os.path.abspath(path))
     prefix = os.path.basename(path) + ".rank"
     merged = Verified()
     sources = [name for name in sorted(os.listdir(folder)) if name.startswith(prefix)]
-    earlier = _lines(path) if os.path.exists(path) else []
-    if key is not None:
-        merged.unsealed += sum(1 for line in earlier if line.strip())
+    earlier = untrusted_files.read_lines(path) if os.path.lexists(path) else []
+    if earlier is None or key is not None:
+        merged.unsealed += 1 if earlier is None else sum(1 for line in earlier if line.strip())
         earlier = []
     for name in sources:
         part = os.path.join(folder, name)
-        verified = verify_lines(_lines(part), key, name)
-        merged.records += verified.records
-        merged.unsealed += verified.unsealed
-        merged.missing += verified.missing
-        os.unlink(part)
+        lines = untrusted_files.read_lines(part)
+        if lines is None:
+            merged.unsealed += 1    # a symlink, FIFO or folder with a part file's name
+        else:
+            verified = verify_lines(lines, key, name)
+            merged.records += verified.records
+            merged.unsealed += verified.unsealed
+            merged.missing += verified.missing
+        try:
+            os.unlink(part)
+        except OSError:
+            pass  # a folder: left where it is, already counted
     merged.records.sort(key=lambda r: r.get("rank", 0) if isinstance(r.get("rank"), int) else 0)
-    with open(path, "w", encoding="utf-8") as out:  # stable sort: each process keeps its order
-        out.writelines(line + "\n" for line in earlier if line.strip())
-        for record in merged.records:
-            out.write(json.dumps(record) + "\n")
+    # stable sort: each process keeps its order
+    untrusted_files.replace(path, "".join(line + "\n" for line in earlier if line.strip())
+                            + "".join(json.dumps(record) + "\n" for record in merged.records))
     return merged
-
-
-def _lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return handle.read().splitlines()
 
 
 def read_trace(path: str) -> list[dict]:
