@@ -55,7 +55,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
 
 def overrides_template(assignments: list[dict]) -> str:
     """A YAML skeleton for `--overrides`: every manual item, with its current score."""
-    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}"]
+    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}",
+             "# (in a batch's --overrides file: these lines indented under the student's key)"]
     for assignment in assignments:
         integrity = assignment.get("integrity") or {}
         if integrity.get("withheld"):
