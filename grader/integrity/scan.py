@@ -237,6 +237,7 @@ class _Visitor(ast.NodeVisitor):
         self.lines = lines
         self.own_modules = set(own_modules)
         self.findings: list[Finding] = []
+        self.seen: set[tuple[int, str]] = set()
         self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
         self.checked_env: set[int] = set()  # os.environ nodes already judged as keyed uses
         self.called: set[int] = set()       # expressions in the called position of a call
@@ -260,8 +261,9 @@ class _Visitor(ast.NodeVisitor):
         code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         if len(code) > 100:
             code = code[:97] + "..."
-        if any(f.line == line and f.category == category for f in self.findings):
+        if (line, category) in self.seen:
             return  # one finding of a kind per line is enough to look at it
+        self.seen.add((line, category))
         self.findings.append(Finding(self.relative, line, category, what, code))
 
     def resolve(self, node: ast.AST) -> str | None:
