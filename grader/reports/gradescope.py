@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from grader.reports.measurements import lookup
-from grader.reports.render import render_item_markdown, render_markdown
+from grader.reports.render import markdown_inline, render_item_markdown, render_markdown
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 OUTPUT_FORMATS = ("text", "html", "simple_format", "md", "ansi")
@@ -61,7 +61,7 @@ def _test(assignment: Mapping, item: Mapping, number: str, several: bool,
         "status": _status(item, score, max_score),
         "name": f"[{assignment.get('id')}] {name}" if several else name,
         "number": number,
-        "output": render_item_markdown(item),
+        "output": render_item_markdown(item) + _held_note(assignment, item),
         "output_format": "md",
         "tags": [str(assignment.get("id")), str(item.get("kind", "auto"))],
         "visibility": _visibility(item, default_visibility),
@@ -72,6 +72,15 @@ def _test(assignment: Mapping, item: Mapping, number: str, several: bool,
                        for check in item.get("checks") or []],
         },
     }
+
+
+def _held_note(assignment: Mapping, item: Mapping) -> str:
+    """A withheld item names what the grader found: Gradescope shows tests, not assignments."""
+    problems = (assignment.get("integrity") or {}).get("problems") or []
+    if item.get("status") != "withheld" or not problems:
+        return ""
+    return "\n\n**Held for review** because of:\n\n" + "\n".join(
+        f"- {markdown_inline(str(p))}" for p in problems) + "\n"
 
 
 def _status(item: Mapping, score: float, max_score: float) -> str:
@@ -103,7 +112,12 @@ def _hidden_note(tests: list[dict]) -> str:
 def _assignment_summary(assignment: Mapping) -> dict:
     keys = ("id", "rubric_version", "status", "score", "max_score", "rubric_max_score",
             "excluded_points", "pending_manual", "late")
-    return {key: assignment.get(key) for key in keys}
+    summary = {key: assignment.get(key) for key in keys}
+    integrity = assignment.get("integrity")
+    if isinstance(integrity, Mapping):   # the staff's comment stays out
+        summary["integrity"] = {key: integrity.get(key)
+                                for key in ("problems", "withheld", "withheld_points", "cleared")}
+    return summary
 
 
 def _leaderboard(assignments: list[Mapping]) -> list[dict]:

@@ -155,3 +155,21 @@ def test_grading_errors_reach_the_output(result):
     validate(results)
     assert "rubrics/practical6.yaml: item 'x'" in results["output"]
     assert results["extra_data"]["errors"] == data["errors"]
+
+
+def test_a_withheld_item_says_why_and_the_staff_comment_stays_out(result):
+    data = result(REFERENCE)
+    assignment = data["assignments"][0]
+    assignment["integrity"] = {"problems": ["practical4/concepts.py:3 reaches into the grader: "
+                                            "imports grader.vgpu.trace"], "withheld": True,
+                               "withheld_points": 10.0, "cleared": False, "comment": "staff only"}
+    item = assignment["items"][0]
+    item.update(status="withheld", withheld_score=item["score"], score=0.0,
+                feedback="Withheld for review by the course staff")
+    results = gradescope_results(data)
+    test = results["tests"][0]
+    assert (test["status"], test["score"]) == ("failed", 0.0)
+    assert "**Held for review** because of:" in test["output"]
+    assert "imports grader.vgpu.trace" in test["output"]
+    assert "staff only" not in json.dumps(results)
+    assert "Held for review" not in results["tests"][1]["output"]
