@@ -47,6 +47,17 @@ def query(out: Path, sql: str, *args):
         return db.execute(sql, args).fetchall()
 
 
+def recorded_runs(out: Path) -> int:
+    """Runs in the gradebook so far; 0 while the batch is still creating it (the file can
+    exist before its tables, or be locked by the batch's first transaction)."""
+    if not (out / "gradebook.sqlite").exists():
+        return 0
+    try:
+        return query(out, "SELECT count(*) FROM runs")[0][0]
+    except sqlite3.OperationalError:
+        return 0
+
+
 def current(out: Path) -> dict[str, tuple]:
     rows = query(out, "SELECT s.key, r.status, r.score, r.max_score, r.message FROM runs r "
                       "JOIN students s ON s.id = r.student_id WHERE r.current = 1")
@@ -196,7 +207,7 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:          # kill it once one grading is recorded
-        if (out / "gradebook.sqlite").exists() and query(out, "SELECT count(*) FROM runs")[0][0] >= 1:
+        if recorded_runs(out) >= 1:
             break
         time.sleep(0.1)
     batch.send_signal(signal.SIGKILL)
