@@ -88,6 +88,7 @@ def load_overrides(path: str | None) -> dict:
 
 def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrides=None,
           submitted_at=None, check_timeout=180.0, rescore=False) -> dict:
+    from grader.integrity.scan import findings_for
     from grader.scoring import (build_result, errored_assignment, hardware_info, load_rubrics,
                                 score_assignment, write_result)
     started = time.monotonic()
@@ -109,8 +110,7 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
             else:
                 report, problem = run_checks(assignment, submission, out, check_timeout,
                                              rubrics_dir)
-            integrity = [f["text"] for f in findings
-                         if f.get("assignment") in (assignment, None)]
+            integrity = [f.describe() for f in findings_for(findings, assignment)]
             if report is None:
                 errors.append(problem)
                 scored.append(errored_assignment(rubric, problem, overrides=overrides,
@@ -140,18 +140,20 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
     return result
 
 
-def source_findings(submission: Path, out: Path, rescore: bool) -> list[dict]:
+def source_findings(submission: Path, out: Path, rescore: bool) -> list:
     """The static integrity scan of the submission's source (grader/integrity/scan.py), kept in
     DIR/integrity.json so that a re-score uses the same findings without the submission."""
-    from grader.integrity.scan import scan_submission
+    from grader.integrity.scan import Finding, scan_submission
     saved = out / "integrity.json"
     if rescore and saved.exists():
         try:
-            return json.loads(saved.read_text(encoding="utf-8"))["findings"]
+            return [Finding.from_dict(f)
+                    for f in json.loads(saved.read_text(encoding="utf-8"))["findings"]]
         except (ValueError, KeyError, TypeError):
             pass  # unreadable: scan again
-    findings = [f.to_dict() for f in scan_submission(submission)] if submission.is_dir() else []
-    saved.write_text(json.dumps({"findings": findings}, indent=1), encoding="utf-8")
+    findings = scan_submission(submission) if submission.is_dir() else []
+    saved.write_text(json.dumps({"findings": [f.to_dict() for f in findings]}, indent=1),
+                     encoding="utf-8")
     return findings
 
 

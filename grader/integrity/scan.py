@@ -122,6 +122,14 @@ class Finding:
     def to_dict(self) -> dict:
         return {**asdict(self), "assignment": self.assignment, "text": self.describe()}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Finding":
+        """Back from to_dict (the derived `assignment` and `text` are made again)."""
+        if data.get("category") not in CATEGORIES:
+            raise ValueError(f"unknown finding category {data.get('category')!r}")
+        return cls(str(data["file"]), int(data["line"]), str(data["category"]),
+                   str(data["what"]), str(data["code"]))
+
 
 def scan_submission(submission: Path) -> list[Finding]:
     """Every finding in the submission's files, in file and line order."""

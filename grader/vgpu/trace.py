@@ -137,7 +137,3 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
                             + "".join(json.dumps(record) + "\n" for record in merged.records))
     return merged
 
-
-def read_trace(path: str) -> list[dict]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
