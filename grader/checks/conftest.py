@@ -14,7 +14,7 @@ from grader.checks.support import must_agree
 from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submission, real_gpus
 
 
-class NodeRuns:
+class ScriptRuns:
     def __init__(self, submission: Path, scratch: Path, timeout_s: float, default_gpus: int):
         self.submission = submission
         self.scratch = scratch
@@ -81,8 +81,8 @@ def submission(request) -> Path:
 
 
 @pytest.fixture(scope="session")
-def node(request, submission, tmp_path_factory):
-    runs = NodeRuns(submission, tmp_path_factory.mktemp("runs"),
+def runs(request, submission, tmp_path_factory):
+    runs = ScriptRuns(submission, tmp_path_factory.mktemp("runs"),
                     request.config.getoption("--check-timeout"),
                     request.config.getoption("--gpus") or 5)
     yield runs

@@ -39,9 +39,9 @@ def script_spec(gpus):
 
 
 @pytest.fixture(scope="module")
-def probe(node):
-    node.prefetch(script_spec(2), script_spec(5))
-    records, run = node.hw3(PLAN, gpus=max(NODE_SIZES))
+def probe(runs):
+    runs.prefetch(script_spec(2), script_spec(5))
+    records, run = runs.hw3(PLAN, gpus=max(NODE_SIZES))
     return records, run
 
 
@@ -256,8 +256,8 @@ def test_task4_more_gpus_no_faster(probe):
 
 @pytest.mark.check("hw3.task4.recorded")
 @pytest.mark.parametrize("gpus", [2, 5])
-def test_task4_script_runs_and_records(node, gpus):
-    run = node.script(**script_spec(gpus))
+def test_task4_script_runs_and_records(runs, gpus):
+    run = runs.script(**script_spec(gpus))
     if not run.ok:
         raise AssertionError(run.problem())
     steps = run.of("step")

@@ -23,13 +23,13 @@ def run_spec(processes=2, **sets):
     return dict(script=SCRIPT, gpus=GPUS, nproc=processes, sets=changed or None)
 
 
-def hybrid(node, processes=2, **sets):
-    return node.script(**run_spec(processes, **sets))
+def hybrid(runs, processes=2, **sets):
+    return runs.script(**run_spec(processes, **sets))
 
 
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(node):
-    node.prefetch(run_spec(), run_spec(MICRO_BATCHES=2), run_spec(MICRO_BATCHES=8),
+def start_runs(runs):
+    runs.prefetch(run_spec(), run_spec(MICRO_BATCHES=2), run_spec(MICRO_BATCHES=8),
                   run_spec(BATCH_SIZE=32), run_spec(BATCH_SIZE=128), run_spec(processes=1),
                   run_spec(BROKEN_MP=True))
 
@@ -65,8 +65,8 @@ def step_pattern(run, rank=0):
 
 
 @pytest.mark.check("practical10.one_process_per_replica")
-def test_one_process_per_replica(node):
-    run = hybrid(node)
+def test_one_process_per_replica(runs):
+    run = hybrid(runs)
     require_run(run)
     wraps = {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")}
     assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2}, explain(
@@ -77,8 +77,8 @@ def test_one_process_per_replica(node):
 
 
 @pytest.mark.check("practical10.gpu_pair_per_rank")
-def test_rank_uses_gpus_r_and_r_plus_2(node):
-    run = hybrid(node)
+def test_rank_uses_gpus_r_and_r_plus_2(runs):
+    run = hybrid(runs)
     require_run(run)
     wrong = {r: sorted(devices_of_rank(run, r)) for r in (0, 1)
              if devices_of_rank(run, r) != {f"cuda:{r}", f"cuda:{r + 2}"}}
@@ -91,8 +91,8 @@ def test_rank_uses_gpus_r_and_r_plus_2(node):
 
 @pytest.mark.check("practical10.micro_batches")
 @pytest.mark.parametrize("micro", [2, 4, 8])
-def test_micro_batches_per_step(node, micro):
-    run = hybrid(node, MICRO_BATCHES=micro)
+def test_micro_batches_per_step(runs, micro):
+    run = hybrid(runs, MICRO_BATCHES=micro)
     require_run(run)
     pattern = step_pattern(run)
     expected_rows = BATCH // micro
@@ -107,8 +107,8 @@ def test_micro_batches_per_step(node, micro):
 
 
 @pytest.mark.check("practical10.sync_once_per_step")
-def test_gradients_synchronised_once_per_step(node):
-    run = hybrid(node)
+def test_gradients_synchronised_once_per_step(runs):
+    run = hybrid(runs)
     require_run(run)
     pattern = step_pattern(run)
     wrong = [p for p in pattern if p[3] != 1]
@@ -122,8 +122,8 @@ def test_gradients_synchronised_once_per_step(node):
 
 @pytest.mark.check("practical10.batch_size_invariant")
 @pytest.mark.parametrize("batch", [32, 64, 128])
-def test_pattern_independent_of_batch_size(node, batch):
-    run = hybrid(node, BATCH_SIZE=batch)
+def test_pattern_independent_of_batch_size(runs, batch):
+    run = hybrid(runs, BATCH_SIZE=batch)
     require_run(run)
     pattern = step_pattern(run)
     expected = (MICRO, [batch // MICRO], MICRO, 1)
@@ -137,8 +137,8 @@ def test_pattern_independent_of_batch_size(node, batch):
 
 
 @pytest.mark.check("practical10.single_process")
-def test_single_process_runs(node):
-    run = hybrid(node, processes=1)
+def test_single_process_runs(runs):
+    run = hybrid(runs, processes=1)
     require_run(run)
     assert run.of("step"), explain("one process (one replica on cuda:0 + cuda:2) trains",
                                    "no optimizer step", "the script must not assume 2 processes")
@@ -147,8 +147,8 @@ def test_single_process_runs(node):
 
 
 @pytest.mark.check("practical10.broken_mp_one_gpu")
-def test_broken_variant_uses_one_gpu_per_rank(node):
-    run = hybrid(node, BROKEN_MP=True)
+def test_broken_variant_uses_one_gpu_per_rank(runs):
+    run = hybrid(runs, BROKEN_MP=True)
     require_run(run)
     wrong = {r: sorted(devices_of_rank(run, r)) for r in (0, 1)
              if devices_of_rank(run, r) != {f"cuda:{r}"}}
@@ -188,8 +188,8 @@ def one_or_all(values):
 
 
 @pytest.mark.check("practical10.num_processes_reported")
-def test_reported_number_of_processes(node, answers, agree):
-    run = hybrid(node)
+def test_reported_number_of_processes(runs, answers, agree):
+    run = hybrid(runs)
     value = answer_against(answers, "hybrid.num_processes", run)
     ranks = process_ranks(run)
     agree("hybrid.num_processes", value, len(ranks),
@@ -197,8 +197,8 @@ def test_reported_number_of_processes(node, answers, agree):
 
 
 @pytest.mark.check("practical10.gpus_per_rank_reported")
-def test_reported_gpus_per_rank(node, answers, agree):
-    run = hybrid(node)
+def test_reported_gpus_per_rank(runs, answers, agree):
+    run = hybrid(runs)
     value = answer_against(answers, "hybrid.gpus_per_rank", run)
     used = {r: stage_gpus(run, r) for r in process_ranks(run)}
     agree("hybrid.gpus_per_rank", value, one_or_all(len(g) for g in used.values()),
@@ -207,8 +207,8 @@ def test_reported_gpus_per_rank(node, answers, agree):
 
 
 @pytest.mark.check("practical10.rank_gpus_reported")
-def test_reported_gpus_of_each_rank(node, answers, measured, reported_values, flag):
-    run = hybrid(node)
+def test_reported_gpus_of_each_rank(runs, answers, measured, reported_values, flag):
+    run = hybrid(runs)
     rows = rows_by(answer_against(answers, "hybrid.rank_gpus", run), "rank")
     truth = {r: stage_gpus(run, r) for r in process_ranks(run)}
     measured["hybrid.rank_gpus"] = {str(r): g for r, g in truth.items()}
@@ -231,8 +231,8 @@ def micro_batch_pattern(run):
 
 
 @pytest.mark.check("practical10.micro_batches_reported")
-def test_reported_micro_batches_per_step(node, answers, agree):
-    run = hybrid(node)
+def test_reported_micro_batches_per_step(runs, answers, agree):
+    run = hybrid(runs)
     value = answer_against(answers, "hybrid.micro_batches_per_step", run)
     forwards, _ = micro_batch_pattern(run)
     agree("hybrid.micro_batches_per_step", value, one_or_all(forwards),
@@ -241,8 +241,8 @@ def test_reported_micro_batches_per_step(node, answers, agree):
 
 
 @pytest.mark.check("practical10.micro_batch_size_reported")
-def test_reported_micro_batch_size(node, answers, agree):
-    run = hybrid(node)
+def test_reported_micro_batch_size(runs, answers, agree):
+    run = hybrid(runs)
     value = answer_against(answers, "hybrid.micro_batch_size", run)
     _, rows = micro_batch_pattern(run)
     agree("hybrid.micro_batch_size", value, one_or_all(rows),

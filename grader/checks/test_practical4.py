@@ -14,13 +14,13 @@ BATCH, IN_DIM, HIDDEN, OUT_DIM = 64, 1000, 2000, 1000
 
 
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(node):
-    node.prefetch(dict(script=SCRIPT, gpus=2), dict(script=SCRIPT, gpus=1))
+def start_runs(runs):
+    runs.prefetch(dict(script=SCRIPT, gpus=2), dict(script=SCRIPT, gpus=1))
 
 
 @pytest.fixture(scope="module")
-def two_gpus(node):
-    return node.script(SCRIPT, gpus=2)
+def two_gpus(runs):
+    return runs.script(SCRIPT, gpus=2)
 
 
 def outputs(observation, rows):
@@ -115,8 +115,8 @@ def test_model_parallel_output_on_second_gpu(two_gpus):
 
 
 @pytest.mark.check("practical4.one_gpu_message")
-def test_one_gpu_branch(node):
-    one = node.script(SCRIPT, gpus=1)
+def test_one_gpu_branch(runs):
+    one = runs.script(SCRIPT, gpus=1)
     require_run(one)
     assert "at least 2 gpus" in one.stdout.lower(), explain(
         "with a single GPU the script prints 'Model parallelism requires at least 2 GPUs' and "

@@ -18,8 +18,8 @@ BATCH = 64
 
 
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(node):
-    node.prefetch(dict(script=DP, gpus=3), dict(script=DP, gpus=2), dict(script=SINGLE, gpus=1),
+def start_runs(runs):
+    runs.prefetch(dict(script=DP, gpus=3), dict(script=DP, gpus=2), dict(script=SINGLE, gpus=1),
                   dict(script=DP, gpus=5))
 
 
@@ -30,8 +30,8 @@ def forward_scatters(observation):
 
 @pytest.mark.check("practical5.split_sizes")
 @pytest.mark.parametrize("gpus", [2, 3, 5])
-def test_batch_split_follows_chunk_rule(node, gpus):
-    run = node.script(DP, gpus=gpus)
+def test_batch_split_follows_chunk_rule(runs, gpus):
+    run = runs.script(DP, gpus=gpus)
     require_run(run)
     expected = chunk_sizes(BATCH, gpus)
     scatters = forward_scatters(run)
@@ -54,8 +54,8 @@ def test_batch_split_follows_chunk_rule(node, gpus):
 
 
 @pytest.fixture(scope="module")
-def three_gpus(node):
-    return node.script(DP, gpus=3)
+def three_gpus(runs):
+    return runs.script(DP, gpus=3)
 
 
 @pytest.mark.check("practical5.replicated")
@@ -97,9 +97,9 @@ def test_gpu0_holds_most_memory(three_gpus):
 
 
 @pytest.mark.check("practical5.dp_loss_equals_single")
-def test_data_parallel_matches_single_gpu(node):
-    single = node.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = node.script(DP, gpus=2)
+def test_data_parallel_matches_single_gpu(runs):
+    single = runs.script(SINGLE, gpus=1, like_gpus=2)
+    parallel = runs.script(DP, gpus=2)
     require_run(single)
     require_run(parallel)
     one = single.fingerprints("params").get(0, [])
@@ -117,9 +117,9 @@ def test_data_parallel_matches_single_gpu(node):
 
 @pytest.mark.gpus(2)
 @pytest.mark.check("practical5.real_speedup")
-def test_real_speedup_with_two_gpus(node):
-    single = node.script(SINGLE, gpus=1)
-    parallel = node.script(DP, gpus=2)
+def test_real_speedup_with_two_gpus(runs):
+    single = runs.script(SINGLE, gpus=1)
+    parallel = runs.script(DP, gpus=2)
     require_run(single)
     require_run(parallel)
 
@@ -158,8 +158,8 @@ def observed_split(run):
 
 @pytest.mark.check("practical5.split_table_reported")
 @pytest.mark.parametrize("gpus", SPLIT_GPUS)
-def test_reported_split_per_gpu(node, answers, measured, reported_values, flag, gpus):
-    run = node.script(DP, gpus=gpus)
+def test_reported_split_per_gpu(runs, answers, measured, reported_values, flag, gpus):
+    run = runs.script(DP, gpus=gpus)
     rows = rows_by(answer_against(answers, "dp.split_per_gpu", run), "gpus")
     rule = chunk_sizes(BATCH, gpus)
     seen = observed_split(run)
@@ -204,13 +204,13 @@ def most_memory_gpus(run):
 
 
 @pytest.mark.check("practical5.most_memory_gpu_reported")
-def test_reported_gpu_with_most_memory(node, answers, measured, reported_values, flag):
-    runs = {g: node.script(DP, gpus=g) for g in SPLIT_GPUS}
+def test_reported_gpu_with_most_memory(runs, answers, measured, reported_values, flag):
+    by_gpus = {g: runs.script(DP, gpus=g) for g in SPLIT_GPUS}
     # Compared with the runs that completed (a run that crashed on 5 GPUs still leaves 2 and 3).
     value = answer_against(answers, "memory.most_memory_gpu",
-                           *([r for r in runs.values() if r.ok] or runs.values()))
-    runs = {g: run for g, run in runs.items() if run.ok}
-    found = {g: most_memory_gpus(run) for g, run in runs.items()}
+                           *([r for r in by_gpus.values() if r.ok] or by_gpus.values()))
+    completed = {g: run for g, run in by_gpus.items() if run.ok}
+    found = {g: most_memory_gpus(run) for g, run in completed.items()}
     every = set.intersection(*found.values()) if found else set()
     measured["memory.most_memory_gpu"] = (sorted(every)[0] if len(every) == 1 else
                                           {str(g): sorted(f) for g, f in found.items()})
@@ -219,8 +219,8 @@ def test_reported_gpu_with_most_memory(node, answers, measured, reported_values,
     readings = "; ".join(
         f"{g} GPUs: " + ", ".join(f"cuda:{gpu_index(d)} {a / 2**20:.2f} MiB allocated / "
                                   f"{p / 2**20:.2f} MiB peak"
-                                  for d, (a, p) in sorted(memory_at_end(runs[g]).items()))
-        for g in runs)
+                                  for d, (a, p) in sorted(memory_at_end(completed[g]).items()))
+        for g in completed)
     candidates = sorted(every or set().union(*found.values()))
     must_agree(
         answers, "memory.most_memory_gpu", value, value if agrees else candidates,
@@ -237,9 +237,9 @@ def final_loss(run):
 
 
 @pytest.mark.check("practical5.final_loss_equal_reported")
-def test_reported_final_loss_equality(node, answers, measured, reported_values, flag):
-    single = node.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = node.script(DP, gpus=2)
+def test_reported_final_loss_equality(runs, answers, measured, reported_values, flag):
+    single = runs.script(SINGLE, gpus=1, like_gpus=2)
+    parallel = runs.script(DP, gpus=2)
     value = answer_against(answers, "timing.final_loss_equal", single, parallel)
     losses = {"single": final_loss(single), "dp": final_loss(parallel)}
     if None not in losses.values():
@@ -273,9 +273,9 @@ def our_timing(run, gpus):
 
 @pytest.mark.check("practical5.timing_table_reported")
 @pytest.mark.parametrize("aspect", ["complete", "consistent"])
-def test_reported_timing_table(node, answers, measured, reported_values, flag, aspect):
-    single = node.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = node.script(DP, gpus=2)
+def test_reported_timing_table(runs, answers, measured, reported_values, flag, aspect):
+    single = runs.script(SINGLE, gpus=1, like_gpus=2)
+    parallel = runs.script(DP, gpus=2)
     rows = rows_by(answer_against(answers, "timing.table", single, parallel), "method")
     measured["timing.table"] = {"single": our_timing(single, 1), "dp": our_timing(parallel, 2)}
     reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}

@@ -15,18 +15,18 @@ BATCH = 64
 
 
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(node):
-    node.prefetch(*(dict(script=SCRIPT, gpus=n, nproc=n) for n in (2, 4, 1)))
+def start_runs(runs):
+    runs.prefetch(*(dict(script=SCRIPT, gpus=n, nproc=n) for n in (2, 4, 1)))
 
 
-def ddp_run(node, processes):
-    return node.script(SCRIPT, gpus=processes, nproc=processes)
+def ddp_run(runs, processes):
+    return runs.script(SCRIPT, gpus=processes, nproc=processes)
 
 
 @pytest.mark.check("practical6.world_size")
 @pytest.mark.parametrize("processes", [1, 2, 4])
-def test_world_size_is_number_of_processes(node, processes):
-    run = ddp_run(node, processes)
+def test_world_size_is_number_of_processes(runs, processes):
+    run = ddp_run(runs, processes)
     require_run(run)
     sizes = {e.get("rank"): e.get("world_size") for e in run.of("init_process_group")}
     assert len(sizes) == processes and set(sizes.values()) == {processes}, explain(
@@ -37,8 +37,8 @@ def test_world_size_is_number_of_processes(node, processes):
 
 
 @pytest.mark.check("practical6.rank_device")
-def test_rank_k_uses_gpu_k(node):
-    run = ddp_run(node, 2)
+def test_rank_k_uses_gpu_k(runs):
+    run = ddp_run(runs, 2)
     require_run(run)
     placed = {}
     for event in run.of("placement"):
@@ -56,8 +56,8 @@ def test_rank_k_uses_gpu_k(node):
 
 @pytest.mark.check("practical6.per_rank_batch")
 @pytest.mark.parametrize("processes", [2, 4])
-def test_batch_divided_by_world_size(node, processes):
-    run = ddp_run(node, processes)
+def test_batch_divided_by_world_size(runs, processes):
+    run = ddp_run(runs, processes)
     require_run(run)
     expected = BATCH // processes
     seen = {}
@@ -79,8 +79,8 @@ def per_rank_prints(run, kind):
 
 
 @pytest.mark.check("practical6.grads_synchronised")
-def test_gradients_all_reduced(node):
-    run = ddp_run(node, 2)
+def test_gradients_all_reduced(runs):
+    run = ddp_run(runs, 2)
     require_run(run)
     prints, steps = per_rank_prints(run, "grads")
     assert len(prints) == 2 and steps, explain("both ranks take optimizer steps",
@@ -97,8 +97,8 @@ def test_gradients_all_reduced(node):
 
 
 @pytest.mark.check("practical6.params_equal_after_step")
-def test_parameters_equal_after_step(node):
-    run = ddp_run(node, 2)
+def test_parameters_equal_after_step(runs):
+    run = ddp_run(runs, 2)
     require_run(run)
     prints, steps = per_rank_prints(run, "params")
     assert len(prints) == 2 and steps, explain("both ranks take optimizer steps",
@@ -131,8 +131,8 @@ def gpus_by_rank(run):
 
 
 @pytest.mark.check("practical6.world_size_reported")
-def test_reported_world_size(node, answers, measured, reported_values, flag):
-    run = ddp_run(node, SHEET_PROCESSES)
+def test_reported_world_size(runs, answers, measured, reported_values, flag):
+    run = ddp_run(runs, SHEET_PROCESSES)
     value = answer_against(answers, "ddp.world_size", run)
     sizes = sorted({e.get("world_size") for e in run.of("init_process_group")} - {None})
     truth = sizes[0] if len(sizes) == 1 else sizes
@@ -145,8 +145,8 @@ def test_reported_world_size(node, answers, measured, reported_values, flag):
 
 
 @pytest.mark.check("practical6.rank_gpu_table_reported")
-def test_reported_rank_to_gpu(node, answers, measured, reported_values, flag):
-    run = ddp_run(node, SHEET_PROCESSES)
+def test_reported_rank_to_gpu(runs, answers, measured, reported_values, flag):
+    run = ddp_run(runs, SHEET_PROCESSES)
     rows = rows_by(answer_against(answers, "ddp.rank_to_gpu", run), "rank")
     truth = gpus_by_rank(run)
     measured["ddp.rank_to_gpu"] = {str(r): d[0] if len(d) == 1 else d for r, d in truth.items()}
@@ -163,8 +163,8 @@ def test_reported_rank_to_gpu(node, answers, measured, reported_values, flag):
 
 
 @pytest.mark.check("practical6.per_rank_batch_reported")
-def test_reported_per_rank_batch(node, answers, measured, reported_values, flag):
-    run = ddp_run(node, SHEET_PROCESSES)
+def test_reported_per_rank_batch(runs, answers, measured, reported_values, flag):
+    run = ddp_run(runs, SHEET_PROCESSES)
     value = answer_against(answers, "ddp.per_rank_batch", run)
     seen = sorted({e["batch"][0] for e in run.of("forward")
                    if e.get("thread") == "MainThread" and e.get("batch")})
@@ -183,9 +183,9 @@ TIMING_COLUMNS = ["step_time_ms", "total_time_s"]
 
 @pytest.mark.check("practical6.timing_table_reported")
 @pytest.mark.parametrize("aspect", ["complete", "consistent"])
-def test_reported_timing_table(node, submission, answers, measured, reported_values, flag,
+def test_reported_timing_table(runs, submission, answers, measured, reported_values, flag,
                                aspect):
-    run = ddp_run(node, SHEET_PROCESSES)
+    run = ddp_run(runs, SHEET_PROCESSES)
     rows = rows_by(answer_against(answers, "timing.table", run), "method")
     times, total = step_times(run)
     measured["timing.table"] = {"ddp": {"step_time_ms": round(median_or_none(times), 3)

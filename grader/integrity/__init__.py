@@ -9,5 +9,5 @@ the student's processes:
 - `seal`: every record the instrumentation writes is numbered and HMAC-sealed with a key drawn
   per run, and only records that verify are used; lines written any other way are reported.
 What either finds withholds the assignment's automatic points for a person to review
-(grader/scoring/integrity.py).
+(`_integrity_review` in grader/scoring/score.py).
 """

@@ -3,7 +3,7 @@
 The grader observes a run from inside the student's processes, so code that reaches the
 grader's instrumentation, its environment, PyTorch's dispatch machinery or the interpreter's
 own workings could forge or hide what is observed. No practical or homework of the course needs
-any of that, so finding it is reason enough for a person to look (grader/scoring/integrity.py
+any of that, so finding it is reason enough for a person to look (grader/scoring/score.py
 withholds the assignment's automatic points until then). Each finding names the file, the line,
 the code and why it matters.
 

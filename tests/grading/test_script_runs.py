@@ -16,27 +16,27 @@ def recorded_runs(monkeypatch, tmp_path):
 
     monkeypatch.setattr(checks_conftest, "run_script", fake_run_script)
 
-    def node_with(real_gpus):
+    def runs_with(real_gpus):
         monkeypatch.setattr(checks_conftest, "real_gpus", lambda: real_gpus)
-        return checks_conftest.NodeRuns(Path("sub"), tmp_path, 10.0, 5)
+        return checks_conftest.ScriptRuns(Path("sub"), tmp_path, 10.0, 5)
 
-    yield node_with, calls
+    yield runs_with, calls
 
 
 @pytest.mark.parametrize("real, virtual", [(0, False), (1, True), (2, False), (8, False)])
 def test_one_gpu_run_compared_with_a_two_gpu_run_is_of_the_same_kind(recorded_runs, real, virtual):
     """With one real GPU, the 2-GPU run is virtual (host random numbers), so the 1-GPU run it
     is compared with must be virtual too; with none or enough, both are of one kind anyway."""
-    node_with, calls = recorded_runs
-    node = node_with(real)
-    assert node.script("single.py", gpus=1, like_gpus=2) == ("single.py", 1, virtual)
-    node.close()
+    runs_with, calls = recorded_runs
+    runs = runs_with(real)
+    assert runs.script("single.py", gpus=1, like_gpus=2) == ("single.py", 1, virtual)
+    runs.close()
 
 
 def test_the_compared_run_does_not_duplicate_a_plain_one_where_kinds_agree(recorded_runs):
-    node_with, calls = recorded_runs
-    node = node_with(0)
-    node.script("single.py", gpus=1)
-    node.script("single.py", gpus=1, like_gpus=2)
-    node.close()
+    runs_with, calls = recorded_runs
+    runs = runs_with(0)
+    runs.script("single.py", gpus=1)
+    runs.script("single.py", gpus=1, like_gpus=2)
+    runs.close()
     assert calls == [("single.py", 1, False)]
