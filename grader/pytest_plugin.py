@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.common.hardware import real_gpu_count
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Filled by the checks' `node` fixture: observations of the session's runs that the grader's
 # instrumentation did not write (forged or removed records); they go into the JSON report.
@@ -53,24 +55,12 @@ def pytest_configure(config):
         config.option.tbstyle = "line"
 
 
-def real_gpus() -> int:
-    import sys
-    if sys.platform.startswith("linux") and not os.path.exists("/dev/nvidiactl") \
-            and "torch" not in sys.modules:
-        return 0  # no NVIDIA driver: importing torch (1-2 s of CPU per process) would say so too
-    try:
-        import torch
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:
-        return 0
-
-
 def pytest_runtest_setup(item):
     marker = item.get_closest_marker("gpus")
     if marker is None:
         return
     needed = marker.args[0] if marker.args else 1
-    found = real_gpus()
+    found = real_gpu_count()
     if found < needed:
         pytest.skip(f"needs {needed} real GPU(s), this machine has {found}: "
                     "virtual GPUs cannot show real speed-ups or utilisation")

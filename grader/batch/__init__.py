@@ -1,9 +1,10 @@
 """`pdl-grade batch`: grade a folder of submissions (Moodle's "download all submissions" or
-plain folders/zips) into a crash-safe SQLite gradebook, per-student result.json files and a
-grades.csv for Moodle.
+plain folders/zips) into a crash-safe SQLite gradebook, per-student folders and the class's files.
 
 Modules: `inputs` finds, identifies and safely unpacks submissions; `gradebook` is the SQLite
-record; `scheduler` runs gradings in killable child processes; `runner` ties them together;
-`progress` and `csv_export` are the outputs; `submission_times` reads the LMS's submission
-times (late penalties); `command` is the CLI.
+record; `scheduler` runs gradings in killable child processes (grader/cluster runs them as
+SLURM jobs instead); `pipeline` ties them together around grader/grading's stages;
+`published` keeps DIR/submissions/ in step with the gradebook; `grades_csv`, `class_page` and
+`progress` are the outputs; `submission_times` reads the LMS's submission times (late
+penalties). The CLI is grader/cli/batch.py.
 """

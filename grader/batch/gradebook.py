@@ -242,6 +242,12 @@ class Gradebook:
                         (student.key, student.name, student.participant_id))
         return self.db.execute("SELECT id FROM students WHERE key = ?", (student.key,)).fetchone()[0]
 
+    def current_sources(self) -> dict[str, str]:
+        """{student key: the entries of SUBMISSIONS its current run was graded from}."""
+        return dict(self.db.execute(
+            "SELECT st.key, s.source FROM runs r JOIN students st ON st.id = r.student_id "
+            "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1").fetchall())
+
     def current_runs(self) -> Iterator[CurrentRun]:
         """Every student's current run, sorted by student key."""
         rows = self.db.execute(

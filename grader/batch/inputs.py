@@ -23,8 +23,9 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
-from grader.grade_command import ASSIGNMENTS
+from grader.scoring.rubric import assignment_ids
 
 # `<full name>_<participant id>_assign<submission|feedback>_<plugin>_<original file name>`
 MOODLE_NAME = re.compile(
@@ -142,8 +143,10 @@ class _Budget:
                            "(limit); rejected as a possible archive bomb")
 
 
-def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = UnpackLimits()) -> Prepared:
-    """Copy/unpack the submission into `scratch` (emptied first), find its root, hash it.
+def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = UnpackLimits(),
+            assignments: Sequence[str] | None = None) -> Prepared:
+    """Copy/unpack the submission into `scratch` (emptied first), find its root (the folder
+    holding the `assignments`' folders; default: every rubric's), hash it.
 
     Never raises for a bad submission: the problem comes back in `Prepared.problem`, with the
     hash of the raw entries so that an unchanged bad upload is not re-examined next time."""
@@ -157,7 +160,7 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         budget = _Budget(limits)
         for source in submission.sources:
             _materialize_entry(source, scratch, budget, notes)
-        root = find_root(scratch)
+        root = find_root(scratch, assignments=assignments)
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
         return Prepared(root=root, content_hash=content_hash(root), notes=notes)
@@ -296,16 +299,18 @@ def extract_zip(archive: Path, dest: Path, budget: _Budget) -> int:
         return count
 
 
-def _assignment_dirs(folder: Path) -> int:
-    return sum((folder / a).is_dir() and not (folder / a).is_symlink() for a in ASSIGNMENTS)
+def _assignment_dirs(folder: Path, assignments: Sequence[str]) -> int:
+    return sum((folder / a).is_dir() and not (folder / a).is_symlink() for a in assignments)
 
 
-def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH) -> Path:
+def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH,
+              assignments: Sequence[str] | None = None) -> Path:
     """The shallowest folder holding assignment folders (practical4/, ..., hw3/); at equal
     depth the one holding most of them. Two equally good candidates: Rejected (ambiguous)."""
+    assignments = list(assignments or assignment_ids())
     level = [top]
     for _ in range(depth + 1):
-        scored = [(_assignment_dirs(d), d) for d in level]
+        scored = [(_assignment_dirs(d, assignments), d) for d in level]
         best = max((count for count, _ in scored), default=0)
         if best:
             winners = [d for count, d in scored if count == best]
@@ -316,7 +321,7 @@ def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH) -> Path:
         level = [child for d in level for child in sorted(d.iterdir())
                  if child.is_dir() and not child.is_symlink() and child.name not in JUNK_NAMES]
     raise Rejected("no assignment folder found (expected the layout of student_template/: "
-                   + ", ".join(f"{a}/" for a in ASSIGNMENTS) + ")")
+                   + ", ".join(f"{a}/" for a in assignments) + ")")
 
 
 def _files(root: Path) -> list[tuple[str, Path]]:

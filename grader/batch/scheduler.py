@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from grader.batch.inputs import Student
+from grader.common.text import file_tail
 
 # fork: the child starts at once and inherits the grade function (tests pass plain closures).
 _CONTEXT = multiprocessing.get_context("fork")
@@ -88,16 +89,6 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _tail(path: Path, chars: int = 4000) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - chars))
-            return handle.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
 def run_jobs(jobs: Iterable[GradeJob], grade_fn: GradeFn, workers: int,
              timeout_s: float) -> Iterator[JobOutcome]:
     """Yield an outcome per job as each finishes. `jobs` is read lazily, one when a worker
@@ -135,7 +126,7 @@ def run_jobs(jobs: Iterable[GradeJob], grade_fn: GradeFn, workers: int,
                 del running[sentinel]
                 status = "timed_out" if timed_out else ("finished" if process.exitcode == 0 else "crashed")
                 yield JobOutcome(job, status, process.exitcode, wall_start, now - start,
-                                 _tail(job.out / LOG_NAME))
+                                 file_tail(job.out / LOG_NAME))
     finally:
         # Interrupted (Ctrl-C, an exception in the caller): leave no grading running.
         for process, *_ in running.values():

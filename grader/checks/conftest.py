@@ -11,7 +11,8 @@ import pytest
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.checks.support import must_agree
-from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submission, real_gpus
+from grader.common.hardware import real_gpu_count
+from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submission
 
 
 class ScriptRuns:
@@ -33,7 +34,7 @@ class ScriptRuns:
         gpus = gpus or self.default_gpus
         # Virtual when a run it is compared with must be virtual (too few real GPUs for it):
         # real and virtual GPUs draw different random numbers for the same seed.
-        virtual = like_gpus is not None and real_gpus() >= gpus and real_gpus() < like_gpus
+        virtual = like_gpus is not None and real_gpu_count() >= gpus and real_gpu_count() < like_gpus
         key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args), virtual)
         return self._submit(key, lambda: run_script(
             self.submission, script, gpus=gpus, nproc=nproc, sets=sets, args=list(args),

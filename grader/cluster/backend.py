@@ -1,7 +1,7 @@
 """The SLURM backend of `pdl-grade batch`: one job per submission.
 
 `SlurmBackend.run_jobs` has the signature of `grader.batch.scheduler.run_jobs`, so the batch
-runner prepares submissions, skips unchanged ones and records outcomes exactly as it does
+pipeline prepares submissions, skips unchanged ones and records outcomes exactly as it does
 for local gradings; only *where* the grading runs differs.
 
 Each job runs a shell script the batch writes into the job's own folder (on the shared
@@ -33,6 +33,7 @@ from typing import Iterable, Iterator
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome
 from grader.cluster import slurm
 from grader.cluster.config import SlurmConfigError, SlurmSettings
+from grader.common.text import file_tail, last_line_suffix
 
 SCRIPT_NAME = "slurm-job.sh"
 LOG_NAME = "slurm-job.log"
@@ -194,7 +195,7 @@ class SlurmBackend:
                                  f"SLURM job {run.job_id} cannot start ({info.reason}); cancelled")
         if not info.terminal:
             return None
-        tail = _tail(Path(run.job.out) / LOG_NAME)
+        tail = file_tail(Path(run.job.out) / LOG_NAME)
         where = f"SLURM job {run.job_id}"
         if info.state == "COMPLETED" and info.exit_code == 0:
             self._wait_for_result(run)
@@ -208,9 +209,9 @@ class SlurmBackend:
             message = f"{where} was cancelled{reason}"
         elif info.state in ("FAILED", "COMPLETED"):
             code = f"signal {info.signal}" if info.signal else f"exit {info.exit_code}"
-            message = f"{where} FAILED ({code}){reason}" + _last_line(tail)
+            message = f"{where} FAILED ({code}){reason}" + last_line_suffix(tail)
         else:                                   # NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, ...
-            message = f"{where} ended {info.state}{reason}" + _last_line(tail)
+            message = f"{where} ended {info.state}{reason}" + last_line_suffix(tail)
         return self._outcome(run, "crashed", info.exit_code, info, message, tail)
 
     def _outcome(self, run: _Running, status: str, exit_code: int | None,
@@ -234,16 +235,3 @@ def batch_job_name(out: Path) -> str:
     return "pdl-grade-" + hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:10]
 
 
-def _tail(path: Path, chars: int = 4000) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - chars))
-            return handle.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return f": {lines[-1]}" if lines else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
-from grader.reports.render import _environment, _tidy
+from grader.reports.jinja_env import environment, tidy
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,5 +71,5 @@ def overrides_template(assignments: list[dict]) -> str:
 
 
 def render_instructor_markdown(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> str:
-    template = _environment(autoescape=False).get_template("instructor.md.j2")
-    return _tidy(template.render(view=instructor_view(result, rubrics)))
+    template = environment(autoescape=False).get_template("instructor.md.j2")
+    return tidy(template.render(view=instructor_view(result, rubrics)))

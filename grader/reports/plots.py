@@ -19,7 +19,7 @@ COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00")
 
 def step_time_plot(measured: Mapping | None, reported: Mapping | None = None) -> str | None:
     """Step time against DEPTH (Task 2): the measured line, and the student's if reported."""
-    series = [(name, _points(data)) for name, data in (("measured", measured), ("reported", reported))]
+    series = [(name, series_points(data)) for name, data in (("measured", measured), ("reported", reported))]
     series = [(name, pts) for name, pts in series if pts]
     if not series:
         return None
@@ -147,7 +147,7 @@ def _scale(low: float, high: float, out_low: float, out_high: float):
     return lambda v: out_low + (v - low) / span * (out_high - out_low)
 
 
-def _points(data: Mapping | None) -> list[tuple[float, float]]:
+def series_points(data: Mapping | None) -> list[tuple[float, float]]:
     """{"6": 4.1, "12": 8.0} -> [(6, 4.1), (12, 8.0)], sorted; non-numbers are left out."""
     if not isinstance(data, Mapping):
         return []

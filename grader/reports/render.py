@@ -9,37 +9,34 @@ from __future__ import annotations
 
 import html
 import re
-from functools import lru_cache
 from typing import Any, Mapping
 
-import jinja2
 from markupsafe import Markup
 
 from grader.reports import plots
+from grader.reports.jinja_env import environment, tidy
 from grader.reports.measurements import lookup
-from grader.reports.student_view import fmt_points, item_view, student_view
-
-TEMPLATE_DIR_PACKAGE = ("grader.reports", "templates")
+from grader.reports.student_view import item_view, student_view
 
 
 def render_markdown(result: Mapping[str, Any], *, summary_only: bool = False) -> str:
     """The student report; `summary_only` keeps totals, tables and measurements (the per-task
     details are Gradescope's tests)."""
-    template = _environment(autoescape=False).get_template("report.md.j2")
-    return _tidy(template.render(report=student_view(result), summary_only=summary_only))
+    template = environment(autoescape=False).get_template("report.md.j2")
+    return tidy(template.render(report=student_view(result), summary_only=summary_only))
 
 
 def render_item_markdown(item: Mapping[str, Any]) -> str:
     """One item's details (its text, checks, expected vs observed), as a Gradescope test output."""
-    template = _environment(autoescape=False).get_template("item.md.j2")
-    return _tidy(template.module.item_body(item_view(item)))
+    template = environment(autoescape=False).get_template("item.md.j2")
+    return tidy(template.module.item_body(item_view(item)))
 
 
 def render_html(result: Mapping[str, Any]) -> str:
     report = student_view(result)
     for view, assignment in zip(report["assignments"], result.get("assignments") or []):
         view["plots"] = [Markup(svg) for svg in assignment_plots(assignment) if svg]
-    return _environment(autoescape=True).get_template("report.html.j2").render(report=report)
+    return environment(autoescape=True).get_template("report.html.j2").render(report=report)
 
 
 def assignment_plots(assignment: Mapping[str, Any]) -> list[str | None]:
@@ -65,19 +62,3 @@ def markdown_inline(text: Any) -> str:
     """Text for a Markdown table cell or heading: no raw HTML, no cell breaks, one line."""
     escaped = html.escape(str(text), quote=False).replace("|", "\\|")
     return " ".join(escaped.split())
-
-
-@lru_cache(maxsize=2)
-def _environment(autoescape: bool) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader(*TEMPLATE_DIR_PACKAGE),
-                             autoescape=autoescape, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["fence"] = fence
-    env.filters["md"] = markdown_inline
-    env.filters["points"] = fmt_points
-    return env
-
-
-def _tidy(text: str) -> str:
-    # Templates stay readable with blank lines around blocks; the output keeps at most one.
-    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

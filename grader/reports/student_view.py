@@ -10,6 +10,7 @@ import datetime as _dt
 from pathlib import PurePath
 from typing import Any, Mapping
 
+from grader.reports.formatting import format_points
 from grader.reports.measurements import comparison_rows, format_value
 
 STATUS_WORDS = {
@@ -26,8 +27,8 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "started_at": _when(result.get("started_at")),
         "grader_version": result.get("grader_version"),
         "hardware": _hardware_text(hardware),
-        "score": fmt_points(result.get("score")),
-        "max_score": fmt_points(result.get("max_score")),
+        "score": format_points(result.get("score")),
+        "max_score": format_points(result.get("max_score")),
         "errors": list(result.get("errors") or []),
         "assignments": [assignment_view(a) for a in result.get("assignments") or []],
     }
@@ -43,11 +44,11 @@ def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
         "title": assignment.get("title"),
         "rubric_version": assignment.get("rubric_version"),
         "status": assignment.get("status"),
-        "score": fmt_points(assignment.get("score")),
-        "max_score": fmt_points(assignment.get("max_score")),
-        "excluded_points": fmt_points(assignment.get("excluded_points") or 0),
+        "score": format_points(assignment.get("score")),
+        "max_score": format_points(assignment.get("max_score")),
+        "excluded_points": format_points(assignment.get("excluded_points") or 0),
         "has_excluded": bool(assignment.get("excluded_points")),
-        "rubric_max_score": fmt_points(assignment.get("rubric_max_score")),
+        "rubric_max_score": format_points(assignment.get("rubric_max_score")),
         "errors": list(assignment.get("errors") or []),
         "late": assignment.get("late"),
         "rubric_items": [item_view(i) for i in items if i.get("kind") != "penalty"],
@@ -72,8 +73,8 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         "kind": item.get("kind", "auto"),
         "status": item.get("status"),
         "status_word": STATUS_WORDS.get(item.get("status"), item.get("status")),
-        "score": fmt_points(item.get("score")),
-        "max_score": fmt_points(item.get("max_score")),
+        "score": format_points(item.get("score")),
+        "max_score": format_points(item.get("max_score")),
         "pending": bool(item.get("pending")),
         "overridden": bool(item.get("overridden")),
         "note": rubric_note(item),
@@ -87,8 +88,8 @@ def check_view(check: Mapping[str, Any]) -> dict[str, Any]:
         "id": check.get("id"),
         "status": check.get("status"),
         "status_word": STATUS_WORDS.get(check.get("status"), check.get("status")),
-        "score": fmt_points(check.get("score")),
-        "max_score": fmt_points(check.get("max_score")),
+        "score": format_points(check.get("score")),
+        "max_score": format_points(check.get("max_score")),
         "counts": {k: check.get(k, 0) for k in ("passed", "failed", "skipped", "errors")},
         "feedback": check.get("feedback") or "",
         "skip_reasons": sorted({c.get("message") or "no reason given"
@@ -107,12 +108,6 @@ def rubric_note(item: Mapping[str, Any]) -> str:
     return "\n".join(line for line in text.splitlines() if line.strip())
 
 
-def fmt_points(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, (int, float)):
-        return f"{value:g}"
-    return str(value)
 
 
 def _when(iso: Any) -> str | None:
@@ -155,5 +150,5 @@ def review_note(integrity: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {"problems": [str(p) for p in integrity["problems"]],
             "withheld": bool(integrity.get("withheld")),
-            "withheld_points": fmt_points(integrity.get("withheld_points") or 0),
+            "withheld_points": format_points(integrity.get("withheld_points") or 0),
             "cleared": bool(integrity.get("cleared"))}

@@ -7,7 +7,7 @@
 """
 from .bwrap import sandbox_available
 from .policy import SandboxPolicy, SandboxResult
-from .runner import SandboxSetupError, run_sandboxed
+from .confined_run import SandboxSetupError, run_sandboxed
 
 __all__ = ["SandboxPolicy", "SandboxResult", "SandboxSetupError", "run_sandboxed",
            "sandbox_available"]

@@ -1,18 +1,20 @@
-"""Build, write and read ``result.json`` (schema: RESULT_SCHEMA.md beside this file).
+"""``result.json``: the scored result of one submission (schema: RESULT_SCHEMA.md beside this file).
 
-The file is written atomically (temp file in the same folder + ``os.replace``): a crash or a
-killed grader leaves either the previous file or the new one, never half of one.
+`Result` is what the score stage hands to the publish stage; its `to_dict()` is the file's
+content, totals recomputed from the assignments. The file is written atomically
+(grader/common/files.py): a crash or a killed grader leaves either the previous file or the
+new one, never half of one.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import grader
+from grader.common.files import write_atomically
 from grader.scoring.score import AssignmentScore
 
 SCHEMA = "pdl-autograder/result/1"
@@ -26,54 +28,68 @@ def hardware_info(kind: str, gpus: int, names: Iterable[str] = ()) -> dict[str, 
     return {"kind": kind, "gpus": int(gpus), "names": [str(n) for n in names]}
 
 
+@dataclass
+class Result:
+    """One submission's scores. `assignments` are JSON-ready dicts: an AssignmentScore's
+    fields plus what the run recorded beside them (measurements, answers, reported, flags)."""
+    submission: str
+    assignments: list[dict[str, Any]]
+    hardware: dict[str, Any] | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    # Grading problems not tied to one assignment (a missing rubric, say): recorded, never
+    # raised, so that what was graded is kept.
+    errors: list[str] = field(default_factory=list)
+    # The instructor's overrides as given, and the entries that could not apply.
+    overrides: dict[str, Any] | None = None
+    override_problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        entries = [dict(a) for a in self.assignments]
+        document = {
+            "schema": SCHEMA,
+            "grader_version": grader.__version__,
+            "submission": str(self.submission),
+            "started_at": self.started_at or _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "duration_s": None if self.duration_s is None else round(float(self.duration_s), 3),
+            "hardware": dict(self.hardware) if self.hardware is not None else None,
+            "assignments": entries,
+            "score": round(sum(a["score"] for a in entries), 2),
+            "max_score": round(sum(a["max_score"] for a in entries), 2),
+            "pending_points": round(sum(a.get("pending_points") or 0.0 for a in entries), 2),
+            "errors": [str(e) for e in self.errors],
+        }
+        if self.overrides:
+            document["overrides"] = dict(self.overrides)
+        if self.override_problems:
+            document["override_problems"] = list(self.override_problems)
+        return document
+
+
 def build_result(submission: str,
                  assignments: Iterable[AssignmentScore | Mapping[str, Any]],
                  hardware: Mapping[str, Any] | None = None,
                  started_at: _dt.datetime | str | None = None,
                  duration_s: float | None = None,
                  errors: Iterable[str] = ()) -> dict[str, Any]:
-    """The whole result.json document; totals are recomputed from the assignments.
-
-    ``errors``: grading problems not tied to one assignment (a missing rubric, say); they are
-    recorded, never raised, so that what was graded is kept.
-    """
-    entries = [a.to_dict() if isinstance(a, AssignmentScore) else dict(a) for a in assignments]
+    """The whole result.json document (a `Result` without overrides, as a dict)."""
     if isinstance(started_at, _dt.datetime):
         started_at = started_at.isoformat()
-    return {
-        "schema": SCHEMA,
-        "grader_version": grader.__version__,
-        "submission": str(submission),
-        "started_at": started_at or _dt.datetime.now(_dt.timezone.utc).isoformat(),
-        "duration_s": None if duration_s is None else round(float(duration_s), 3),
-        "hardware": dict(hardware) if hardware is not None else None,
-        "assignments": entries,
-        "score": round(sum(a["score"] for a in entries), 2),
-        "max_score": round(sum(a["max_score"] for a in entries), 2),
-        "errors": [str(e) for e in errors],
-    }
+    entries = [a.to_dict() if isinstance(a, AssignmentScore) else dict(a) for a in assignments]
+    return Result(str(submission), entries, dict(hardware) if hardware is not None else None,
+                  started_at, duration_s, [str(e) for e in errors]).to_dict()
 
 
-def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
+def result_json_text(result: Mapping[str, Any]) -> str:
+    """Serialised first, before anything touches the disk: an unserialisable value fails here."""
+    return json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_result(path: str | Path, result: Mapping[str, Any] | Result) -> Path:
     """Write ``result`` as JSON to ``path`` atomically; return the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Serialise first: an unserialisable value must fail before anything touches the disk.
-    text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
+    if isinstance(result, Result):
+        result = result.to_dict()
+    return write_atomically(path, result_json_text(result))
 
 
 def read_result(path: str | Path) -> dict[str, Any]:

@@ -13,6 +13,8 @@ Schema (unknown keys are errors everywhere, to catch typos such as ``point:``)::
     title: "Home Work 3 - ..."       # required
     version: "2026.1"                # required; recorded in result.json
     gpus: 5                          # required; most virtual/real GPUs the checks need (int >= 0)
+    order: 5                         # optional; where the assignment comes in the course (columns
+                                     #   of grades.csv, reports); ties and omissions go by id
     total_points: 15                 # optional; if given, must equal the sum of item points
     due: "2026-04-30T23:59:00+02:00" # optional; ISO 8601 with a time zone offset
     late_policy:                     # optional; needs `due`
@@ -65,8 +67,10 @@ _ID_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_]+)+$")
 # Points are compared with a tolerance because rubrics may split points into decimals.
 _POINTS_TOLERANCE = 1e-9
 
-_TOP_KEYS = {"assignment", "title", "version", "gpus", "total_points", "due", "late_policy",
-             "answers_source", "when_skipped", "items"}
+_TOP_KEYS = {"assignment", "title", "version", "gpus", "order", "total_points", "due",
+             "late_policy", "answers_source", "when_skipped", "items"}
+# A rubric without `order` comes after every ordered one.
+_UNORDERED = 10**6
 _ITEM_KEYS = {"id", "title", "kind", "points", "checks", "feedback", "guidance", "answer"}
 _CHECK_KEYS = {"check", "points", "partial", "when_skipped"}
 _FEEDBACK_KEYS = {"pass", "fail", "skipped"}
@@ -126,6 +130,7 @@ class Rubric:
     due: _dt.datetime | None = None
     late_policy: LatePolicy | None = None
     answers_source: str | None = None
+    order: int = _UNORDERED
 
     @property
     def total_points(self) -> float:
@@ -167,9 +172,16 @@ def load_rubric(path: str | Path) -> Rubric:
 
 
 def load_rubrics(directory: str | Path | None = None) -> dict[str, Rubric]:
-    """Every ``*.yaml`` rubric in a folder, by assignment id."""
+    """Every ``*.yaml`` rubric in a folder, by assignment id, in the course's order."""
     folder = Path(directory) if directory is not None else default_rubrics_dir()
-    return {r.assignment: r for r in map(load_rubric, sorted(folder.glob("*.yaml")))}
+    rubrics = sorted(map(load_rubric, folder.glob("*.yaml")), key=lambda r: (r.order, r.assignment))
+    return {r.assignment: r for r in rubrics}
+
+
+def assignment_ids(directory: str | Path | None = None) -> list[str]:
+    """The assignments the grader knows: one per rubric file, in the course's order. This is
+    the only list of assignments; the CLI, the batch and the reports all read it."""
+    return list(load_rubrics(directory))
 
 
 def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
@@ -197,6 +209,9 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
     answers_source = data.get("answers_source")
     if answers_source is not None:
         where.one_of("answers_source", answers_source, ANSWER_SOURCES)
+    order = data.get("order", _UNORDERED)
+    if not _is_int(order) or order < 0:
+        where.fail(f"order must be a non-negative integer, got {order!r}")
     default_skip = data.get("when_skipped", "exclude")
     where.one_of("when_skipped", default_skip, SKIP_MODES)
 
@@ -209,7 +224,7 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
 
     rubric = Rubric(assignment=assignment, title=title, version=version, gpus=gpus,
                     items=items, source=source, due=due, late_policy=late_policy,
-                    answers_source=answers_source)
+                    answers_source=answers_source, order=order)
     if "total_points" in data:
         declared = data["total_points"]
         if not _is_number(declared):

@@ -8,7 +8,10 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
 - ``partial: all`` gives the points only when every counted case passed,
   ``partial: proportional`` gives points x passed / counted cases;
 - cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
-- manual items score what the instructor's overrides say, else 0 and ``pending``;
+- manual items score what the instructor's overrides say, else 0 and ``pending``: their
+  points are counted in the maximum and in ``pending_points`` until a person grades them;
+- overrides are checked by grader/scoring/overrides.py; one that cannot apply is ignored
+  there (a problem for the instructor, never an error of the student's grading);
 - a late submission gets its own negative line item ``<assignment>.late_penalty``;
 - integrity problems (code that could deceive the grader, observations the grader's
   instrumentation did not write; grader/integrity) withhold every automatic item's points
@@ -22,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from grader.scoring import late as _late
-from grader.scoring.report import ERROR, FAILED, PASSED, SKIPPED, Case, cases_by_check, session_problems
+from grader.scoring.check_results import ERROR, FAILED, PASSED, SKIPPED, Case, cases_by_check, session_problems
+from grader.scoring.overrides import ItemOverride, Overrides, Release, check_overrides
 from grader.scoring.rubric import CheckRule, Item, Rubric
 
 # Fractions of a point are kept to two decimals: enough for 42-case proportional checks,
@@ -89,6 +93,7 @@ class AssignmentScore:
     items: list[ItemScore] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     pending_manual: list[str] = field(default_factory=list)
+    pending_points: float = 0.0  # the points of manual items no person has graded yet
     late: dict[str, Any] | None = None
     # {problems: [...], withheld: bool, withheld_points, cleared: bool, comment} when the
     # integrity checks found something; None when they found nothing
@@ -99,32 +104,32 @@ class AssignmentScore:
 
 
 def score_assignment(rubric: Rubric, report: Mapping[str, Any],
-                     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                     overrides: Overrides | Mapping[str, Any] | None = None,
                      submitted_at: _dt.datetime | str | None = None,
                      integrity: list[str] | None = None) -> AssignmentScore:
-    """Score one assignment from a pytest-json-report dict; never raises on bad report data.
+    """Score one assignment from its checks' results (a pytest-json-report dict); never
+    raises on bad report data.
 
-    ``overrides``: ``{item_id: {"points": x, "comment": "..."}}`` from the instructor;
-    required for manual items to count, allowed on automatic ones (regrades).
+    ``overrides``: the instructor's (grader/scoring/overrides.py); a plain mapping is checked
+    here and entries that cannot apply are ignored.
     ``submitted_at``: timezone-aware datetime or ISO string; enables the late penalty.
     ``integrity``: problems that withhold the automatic points for review (see above).
     """
     errors: list[str] = list(session_problems(report))
     grouped = cases_by_check(report)
-    overrides = _own(overrides, rubric)
-    clearance = overrides.pop(f"{rubric.assignment}.integrity", None)
+    overrides = check_overrides(overrides, {rubric.assignment: rubric})
 
     items = []
     for item in rubric.items:
         scored = _score_manual(item) if item.is_manual else _score_auto(item, grouped)
-        _apply_override(scored, item, overrides.pop(item.id, None), errors)
+        _apply_override(scored, item, overrides.item(item.id))
         items.append(scored)
         errors.extend(f"{item.id}: check '{c.id}' did not run" for c in scored.checks
                       if c.status == STATUS_ERROR and not (c.passed + c.failed + c.skipped + c.errors))
-    errors.extend(f"override for unknown item '{item_id}' ignored" for item_id in overrides)
     errors.extend(_checks_not_in_rubric(rubric, grouped))
 
-    review = _integrity_review(items, integrity, clearance, errors) if integrity else None
+    release = overrides.release(rubric.assignment)
+    review = _integrity_review(items, integrity, release) if integrity else None
     result = _assemble(rubric, items, errors)
     result.integrity = review
     if submitted_at is not None:
@@ -133,36 +138,28 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
 
 
 def errored_assignment(rubric: Rubric, message: str,
-                       overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                       overrides: Overrides | Mapping[str, Any] | None = None,
                        integrity: list[str] | None = None) -> AssignmentScore:
     """The result for an assignment whose checks could not run at all (pytest crashed,
     timed out, no report): every automatic item is an error carrying ``message``, manual
     items keep the instructor's overrides, and the maximum stays the rubric's total."""
-    errors = [message]
-    overrides = _own(overrides, rubric)
+    overrides = check_overrides(overrides, {rubric.assignment: rubric})
     items = []
     for item in rubric.items:
         if item.is_manual:
             scored = _score_manual(item)
-            _apply_override(scored, item, overrides.pop(item.id, None), errors)
+            _apply_override(scored, item, overrides.item(item.id))
         else:
             scored = ItemScore(id=item.id, title=item.title, score=0.0, max_score=item.points,
                                status=STATUS_ERROR, points=item.points,
                                feedback=f"Not graded: {message}")
         items.append(scored)
-    overrides.pop(f"{rubric.assignment}.integrity", None)
-    result = _assemble(rubric, items, errors)
+    result = _assemble(rubric, items, [message])
     result.status = "error"
     if integrity:  # nothing automatic was scored to withhold; the problems are still shown
         result.integrity = {"problems": list(integrity), "withheld": False,
                             "withheld_points": 0.0, "cleared": False, "comment": ""}
     return result
-
-
-def _own(overrides: Mapping[str, Any] | None, rubric: Rubric) -> dict[str, Any]:
-    # One overrides file serves every assignment of a submission: each takes its own ids.
-    return {key: value for key, value in (overrides or {}).items()
-            if str(key).startswith(rubric.assignment + ".")}
 
 
 # --- automatic items ---------------------------------------------------------------------
@@ -262,39 +259,29 @@ def _score_manual(item: Item) -> ItemScore:
                      feedback="To be graded by the instructor.", answer=item.answer)
 
 
-def _apply_override(scored: ItemScore, item: Item, override: Mapping[str, Any] | None,
-                    errors: list[str]) -> None:
+def _apply_override(scored: ItemScore, item: Item, override: ItemOverride | None) -> None:
     if override is None:
         return
-    points = override.get("points") if isinstance(override, Mapping) else None
-    if isinstance(points, bool) or not isinstance(points, (int, float)) \
-            or not 0 <= points <= item.points:
-        errors.append(f"override for '{item.id}' ignored: points must be a number between 0 "
-                      f"and {_fmt(item.points)}, got {points!r}")
-        return
-    comment = str(override.get("comment") or "").strip()
-    scored.score = _round(float(points))
+    scored.score = _round(override.points)
     scored.pending = False
     if item.is_manual:
-        scored.feedback = comment
+        scored.feedback = override.comment
     else:
         scored.overridden = True
         scored.max_score = item.points  # an instructor's score is out of the full points
-        scored.feedback = "\n".join(t for t in (f"Score set by the instructor: {comment}"
-                                                if comment else "Score set by the instructor.",
+        scored.feedback = "\n".join(t for t in (f"Score set by the instructor: {override.comment}"
+                                                if override.comment else "Score set by the instructor.",
                                                 scored.feedback) if t)
 
 
-def _integrity_review(items: list[ItemScore], problems: list[str], clearance: Any,
-                      errors: list[str]) -> dict[str, Any]:
-    """Withhold the automatic items' points unless the instructor cleared the problems."""
+def _integrity_review(items: list[ItemScore], problems: list[str],
+                      release: Release | None) -> dict[str, Any]:
+    """Withhold the automatic items' points unless the instructor released them."""
     review: dict[str, Any] = {"problems": list(problems), "withheld": False,
                               "withheld_points": 0.0, "cleared": False, "comment": ""}
-    if clearance is not None:
-        if isinstance(clearance, Mapping) and clearance.get("cleared") is True:
-            review.update(cleared=True, comment=str(clearance.get("comment") or "").strip())
-            return review
-        errors.append("integrity override ignored: it must be {cleared: true, comment: ...}")
+    if release is not None:
+        review.update(cleared=True, comment=release.comment)
+        return review
     for item in items:
         if item.kind != "auto" or item.overridden:
             continue  # manual items and instructor-set scores are a person's grade already
@@ -343,7 +330,8 @@ def _assemble(rubric: Rubric, items: list[ItemScore], errors: list[str]) -> Assi
         rubric_max_score=_round(rubric.total_points),
         excluded_points=_round(rubric.total_points - max_score),
         status="incomplete" if has_errors else "graded", items=items, errors=errors,
-        pending_manual=[i.id for i in items if i.pending])
+        pending_manual=[i.id for i in items if i.pending],
+        pending_points=_round(sum(i.max_score for i in items if i.pending)))
 
 
 def _checks_not_in_rubric(rubric: Rubric, grouped: dict[str, list[Case]]) -> list[str]:

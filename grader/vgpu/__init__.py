@@ -11,9 +11,10 @@ which activates the node in every process of the run.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from dataclasses import dataclass, field
+
+from grader.common.hardware import real_gpu_count
 
 ENV_GPUS = "PDL_VGPU_GPUS"
 ENV_TRACE = "PDL_VGPU_TRACE"
@@ -55,17 +56,6 @@ _active: Activation | None = None
 
 def active() -> Activation | None:
     return _active
-
-
-def real_gpu_count() -> int:
-    if sys.platform.startswith("linux") and not os.path.exists("/dev/nvidiactl") \
-            and "torch" not in sys.modules:
-        return 0  # no NVIDIA driver: don't pay for importing torch to learn that
-    import torch
-    try:
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:
-        return 0
 
 
 def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = None,

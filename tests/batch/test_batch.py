@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import alive, calls, fake_grade, make_submission, zip_bytes, zip_folder
-from grader.batch.command import add_parsers
-from grader.batch.runner import BatchError, run_batch
+from tests.support.fake_graders import alive, calls, fake_grade, make_submission, zip_bytes, zip_folder
+from grader.batch.pipeline import BatchError
+from grader.cli import build_parser
 from grader.scoring import load_rubrics
+from tests.support import run_test_batch, subprocess_env
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,9 +30,8 @@ def calls_log(tmp_path, monkeypatch):
 
 
 def batch(subs, out, **options):
-    options.setdefault("grade_fn", fake_grade)
-    options.setdefault("stream", io.StringIO())
-    return run_batch(subs, out, ["practical4"], **options)
+    options.setdefault("live", None)
+    return run_test_batch(subs, out, ["practical4"], **options)
 
 
 def query(out: Path, sql: str, *args):
@@ -151,7 +151,8 @@ def test_batch_sigkilled_midway_then_rerun_grades_each_submission_exactly_once(t
     students = [f"s{i:02d}" for i in range(10)]
     for i, name in enumerate(students):
         make_submission(subs / name, score=i, sleep_s=0.4)
-    process = subprocess.Popen([sys.executable, str(HERE / "run_fake_batch.py"), str(subs), str(out)],
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.run_fake_batch", str(subs), str(out)],
+                               env=subprocess_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     recorded = 0
@@ -187,7 +188,8 @@ def test_batch_sigkilled_midway_then_rerun_grades_each_submission_exactly_once(t
 def test_gradings_of_a_sigkilled_batch_die_with_it(tmp_path, calls_log):
     subs, out = tmp_path / "subs", tmp_path / "out"
     make_submission(subs / "hangs", behaviour="hang")
-    process = subprocess.Popen([sys.executable, str(HERE / "run_fake_batch.py"), str(subs), str(out)],
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.run_fake_batch", str(subs), str(out)],
+                               env=subprocess_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not calls(calls_log) and time.monotonic() < deadline:
@@ -241,11 +243,8 @@ def test_a_second_batch_on_the_same_folder_is_refused_and_bad_arguments_too(tmp_
 
 
 def test_cli_parser(tmp_path):
-    import argparse
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    add_parsers(parser.add_subparsers(dest="command"))
-    options = parser.parse_args(["batch", "subs", "--out", "o", "--assignment", "practical4",
+    options = build_parser().parse_args(["batch", "subs", "--out", "o", "--assignment", "practical4",
                                  "--assignment", "hw3", "--workers", "3", "--timeout", "60", "--regrade"])
     assert (options.submissions, options.out, options.assignment, options.workers, options.timeout,
             options.regrade) == ("subs", "o", ["practical4", "hw3"], 3, 60.0, True)
-    assert options.handler.__module__ == "grader.batch.command"
+    assert options.handler.__module__ == "grader.cli.batch"

@@ -1,6 +1,5 @@
 """The real grader, once: two small submissions (the reference solution and the untouched
-student template), practical4 only, through the CLI handler with two workers."""
-import argparse
+student template), practical4 only, through the command line with two workers."""
 import csv
 import json
 import shutil
@@ -8,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import zip_folder
-from grader.batch.command import add_parsers
+from tests.support.fake_graders import zip_folder
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_reference_and_template_graded_for_real(tmp_path, capsys):
+def test_reference_and_template_graded_for_real(tmp_path, pdl_grade):
     subs, out = tmp_path / "subs", tmp_path / "out"
     # The reference as a Moodle folder, the template as a plain zip with a top folder.
     shutil.copytree(REPO / "reference" / "practical4",
@@ -23,11 +21,9 @@ def test_reference_and_template_graded_for_real(tmp_path, capsys):
     shutil.copytree(REPO / "student_template" / "practical4", tmp_path / "tpl" / "practical4")
     zip_folder(tmp_path / "tpl", subs / "template.zip", prefix="my-submission/")
 
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    add_parsers(parser.add_subparsers(dest="command"))
-    options = parser.parse_args(["batch", str(subs), "--out", str(out), "--assignment", "practical4",
-                                 "--workers", "2", "--timeout", "300"])
-    assert options.handler(options) == 0, capsys.readouterr().err
+    run = pdl_grade("batch", subs, "--out", out, "--assignment", "practical4", "--workers", "2",
+                    "--timeout", "300")
+    assert run.code == 0, run.err
 
     reference = json.loads((out / "submissions" / "Ref_Erence_1" / "result.json").read_text())
     template = json.loads((out / "submissions" / "template" / "result.json").read_text())
@@ -35,7 +31,7 @@ def test_reference_and_template_graded_for_real(tmp_path, capsys):
     assert reference["score"] == reference["max_score"] > 0, reference["errors"]
     assert reference["submission"] == "Ref Erence_1_assignsubmission_file_"
     assert template["score"] < template["max_score"]
-    assert (out / "submissions" / "template" / "pytest-practical4.json").is_file()
+    assert (out / "submissions" / "template" / "checks-practical4.json").is_file()
     rows = list(csv.reader((out / "grades.csv").open()))
     assert rows[0] == ["Identifier", "Full name", "practical4", "Total", "Status"]
     assert rows[1] == ["Participant 1", "Ref Erence", f"{reference['score']:g}", f"{reference['score']:g}", "graded"]

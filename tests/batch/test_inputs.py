@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import make_submission, zip_bytes, zip_folder
+from tests.support.fake_graders import make_submission, zip_bytes, zip_folder
 from grader.batch.inputs import UnpackLimits, discover, prepare
 
 

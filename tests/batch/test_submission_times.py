@@ -1,7 +1,6 @@
 """Submission times in batch grading: the three file formats, matching them to the Moodle and
 Gradescope layouts, late penalties reaching result.json, report.md and grades.csv, re-scoring
 when only a time changes, bad files never stopping a batch, and the gradebook's migration."""
-import argparse
 import csv
 import datetime as dt
 import io
@@ -11,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import calls, fake_report, make_submission, scoring_grade
+from tests.support.fake_graders import calls, fake_report, make_submission, scoring_grade
 from grader.batch import gradebook as gradebook_module
-from grader.batch.command import add_parsers
 from grader.batch.gradebook import Gradebook
 from grader.batch.inputs import Student, discover
-from grader.batch.runner import BatchError, run_batch
+from grader.batch.pipeline import BatchError
+from grader.cli import build_parser
 from grader.batch.submission_times import (GRADESCOPE_KIND, MOODLE_KIND, PLAIN_KIND,
                                            SubmissionTimesError, load, parse_moodle)
 from grader.scoring import load_rubrics, score_assignment
+from tests.support import run_test_batch
 
 BERLIN = "Europe/Berlin"
 CEST = dt.timezone(dt.timedelta(hours=2))
@@ -66,9 +66,7 @@ def calls_log(tmp_path, monkeypatch):
 
 def batch(subs, out, rubrics, **options):
     options.setdefault("grade_fn", scoring_grade)
-    options.setdefault("stream", io.StringIO())
-    options.setdefault("live", False)
-    return run_batch(subs, out, ["hw3"], rubrics_dir=str(rubrics), **options)
+    return run_test_batch(subs, out, ["hw3"], rubrics_dir=str(rubrics), **options)
 
 
 def grades(out: Path) -> dict[str, dict[str, str]]:
@@ -125,7 +123,7 @@ def test_moodle_worksheet_dates_in_the_zone_given(tmp_path):
         Student("Jane_Doe_101", "Jane Doe", "101")).when.isoformat() == "2026-04-30T23:59:00-04:00"
 
 
-def test_moodle_worksheet_without_a_zone_is_refused_naming_the_option(tmp_path, rubrics, capsys):
+def test_moodle_worksheet_without_a_zone_is_refused_naming_the_option(tmp_path, rubrics, pdl_grade):
     path = tmp_path / "worksheet.csv"
     path.write_text(WORKSHEET_HEADER + worksheet_row(101, "Jane Doe", "Thursday, 30 April 2026, 11:59 PM"))
     with pytest.raises(SubmissionTimesError, match="--timezone"):
@@ -134,12 +132,10 @@ def test_moodle_worksheet_without_a_zone_is_refused_naming_the_option(tmp_path, 
         load(path, "Mars/Olympus")
     subs, out = tmp_path / "subs", tmp_path / "out"
     make_submission(subs / "Jane Doe_101_assignsubmission_file_", score=10)
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    add_parsers(parser.add_subparsers(dest="command"))
-    options = parser.parse_args(["batch", str(subs), "--out", str(out), "--assignment", "hw3",
-                                 "--rubrics", str(rubrics), "--submission-times", str(path)])
-    assert options.handler(options) == 2
-    err = capsys.readouterr().err
+    run = pdl_grade("batch", subs, "--out", out, "--assignment", "hw3", "--rubrics", rubrics,
+                    "--submission-times", path)
+    assert run.code == 2
+    err = run.err
     assert "worksheet.csv is a Moodle grading worksheet" in err and "--timezone Europe/Berlin" in err
     assert not (out / "gradebook.sqlite").exists()           # refused before anything started
     with pytest.raises(BatchError, match="--timezone applies to the times of --submission-times"):
@@ -363,7 +359,7 @@ def test_a_changed_time_is_rescored_without_running_code(tmp_path, rubrics, call
     assert bob["started_at"] == first_bob["started_at"] and bob["hardware"] == first_bob["hardware"]
     assert "Late penalty" not in (out / "submissions" / "bob" / "report.md").read_text()
     assert (out / "submissions" / "bob" / "instructor.md").is_file()     # as grade() leaves it
-    assert (out / "submissions" / "bob" / "pytest-hw3.json").is_file()   # kept for the next time
+    assert (out / "submissions" / "bob" / "checks-hw3.json").is_file()   # kept for the next time
     assert grades(out)["bob"]["Total"] == "10" and grades(out)["bob"]["Late penalty"] == "0"
     assert query(out, "SELECT r.submitted_at, r.current FROM runs r JOIN students s ON s.id = r.student_id "
                       "WHERE s.key = 'bob' ORDER BY r.id") == [
@@ -380,13 +376,13 @@ def test_a_changed_time_is_rescored_without_running_code(tmp_path, rubrics, call
 
     # A raw report that does not give back the recorded scores belongs to another grading
     # (a batch killed between recording and publishing): graded again, never re-scored from it.
-    report = out / "submissions" / "bob" / "pytest-hw3.json"
+    report = out / "submissions" / "bob" / "checks-hw3.json"
     report.write_text(json.dumps(fake_report(load_rubrics(rubrics)["hw3"], passed=3)))
     times.write_text(f"student,submitted_at\nalice,{DUE}\nbob,2026-05-01T10:00:00+02:00\n")
     stream = io.StringIO()
     regraded = batch(subs, out, rubrics, submission_times=times, stream=stream)
     assert [k for k, _ in calls(calls_log)] == ["bob"] and regraded.progress.rescored == 0
-    assert "pytest-hw3.json does not give back the recorded scores" in stream.getvalue()
+    assert "its files do not give back the recorded scores" in stream.getvalue()
     assert penalty_items(result(out, "bob"))[0]["score"] == -1.0
     assert grades(out)["bob"]["Total"] == "9"
 
@@ -415,22 +411,20 @@ def test_a_result_republished_after_a_kill_gets_its_reports_again(tmp_path, rubr
     assert penalty_items(result(out, "bob")) and "Late penalty (2 days late)" in (folder / "report.md").read_text()
 
 
-def test_a_bad_times_file_never_stops_the_batch(tmp_path, rubrics, calls_log, capsys, monkeypatch):
+def test_a_bad_times_file_never_stops_the_batch(tmp_path, rubrics, calls_log, pdl_grade, monkeypatch):
     subs, out = tmp_path / "subs", tmp_path / "out"
     for name in ("alice", "bob"):
         make_submission(subs / name, score=10)
     times = tmp_path / "times.csv"
     times.write_text("student,submitted_at\nalice,2026-05-02T10:00:00+02:00\nbob,02/05/2026 10:00\n")
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    add_parsers(parser.add_subparsers(dest="command"))
-    options = parser.parse_args(["batch", str(subs), "--out", str(out), "--assignment", "hw3",
-                                 "--rubrics", str(rubrics), "--submission-times", str(times)])
-    import grader.batch.runner as runner
-    original = runner.run_batch
-    monkeypatch.setattr(runner, "run_batch",
-                        lambda *a, **k: original(*a, grade_fn=scoring_grade, live=False, **k))
-    assert options.handler(options) == 0
-    err = capsys.readouterr().err
+    import grader.batch.pipeline as pipeline
+    original = pipeline.run_batch
+    monkeypatch.setattr(pipeline, "run_batch",
+                        lambda *a, **k: original(*a, **{"grade_fn": scoring_grade, "live": False, **k}))
+    run = pdl_grade("batch", subs, "--out", out, "--assignment", "hw3", "--rubrics", rubrics,
+                    "--submission-times", times)
+    assert run.code == 0
+    err = run.err
     summary = err.split("Warnings:")[1]
     assert ("bob: no submission time (times.csv line 3: '02/05/2026 10:00' is not an ISO 8601 "
             "date and time (such as 2026-04-30T23:59:00+02:00)); graded without a late penalty") in summary
@@ -493,16 +487,16 @@ def test_gradescope_export_layout_needs_no_option(tmp_path, rubrics, calls_log):
 # --- the grading side -----------------------------------------------------------------------
 
 def test_the_grade_function_and_slurm_jobs_get_the_time(tmp_path, monkeypatch):
-    import grader.grade_command
-    from grader.batch.runner import grade_with_grader
+    import grader.grading
+    from grader.batch.pipeline import grade_in_child
     from grader.batch.scheduler import GradeJob
     from grader.cluster import SlurmBackend, SlurmSettings
     seen = {}
-    monkeypatch.setattr(grader.grade_command, "grade", lambda *a, **k: seen.update(k))
+    monkeypatch.setattr(grader.grading, "grade_submission", lambda *a, **k: seen.update(k))
     monkeypatch.delenv("PDL_SANDBOX_HIDE", raising=False)
     job = GradeJob(Student("bob", "bob"), tmp_path / "scratch" / "bob", tmp_path / "work" / "bob-1",
                    ("hw3",), None, 60.0, submitted_at="2026-05-02T10:00:00+02:00")
-    grade_with_grader(job)
+    grade_in_child(job)
     assert seen["submitted_at"] == "2026-05-02T10:00:00+02:00"
     command = SlurmBackend(SlurmSettings.load(None, partition="gpu")).grade_command(job)
     assert command[command.index("--submitted-at") + 1] == "2026-05-02T10:00:00+02:00"
@@ -589,8 +583,7 @@ def test_a_gradebook_from_a_newer_version_is_refused(tmp_path, rubrics):
 
 
 def test_cli_options():
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    add_parsers(parser.add_subparsers(dest="command"))
+    parser = build_parser()
     options = parser.parse_args(["batch", "subs", "--out", "o", "--submission-times", "ws.csv",
                                  "--timezone", BERLIN])
     assert (options.submission_times, options.timezone) == ("ws.csv", BERLIN)

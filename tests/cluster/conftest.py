@@ -1,16 +1,10 @@
 """A real single-node SLURM cluster for the whole session (see slurm_cluster.py); skipped,
 with the reason, where slurm-wlm/munge are not installed or we are not root."""
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "batch"))
-
-from slurm_cluster import SlurmCluster, missing_tools  # noqa: E402
+from slurm_cluster import SlurmCluster, missing_tools
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,7 @@ one runs the real grader on reference/practical4.
 The time-limit test needs SLURM's own pace (a limit is at least one minute and slurmctld
 checks limits every 30 s: 60-90 s), so its batch starts before the other tests, in its own
 process, and is checked last."""
-import argparse
 import csv
-import io
 import json
 import re
 import shutil
@@ -20,15 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import calls, fake_grade, make_submission, zip_folder
-from grader.batch.command import add_parsers
-from grader.batch.runner import run_batch
+from tests.support.fake_graders import calls, fake_grade, make_submission, zip_folder
+from tests.support import fake_grade_command, run_test_batch, subprocess_env
 from grader.cluster import SlurmBackend, SlurmSettings, slurm
 from grader.cluster.backend import LOG_NAME, batch_job_name
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-FAKE_COMMAND = [sys.executable, str(HERE / "fake_grade_cmd.py")]
+FAKE_COMMAND = fake_grade_command()
 
 
 def fake_backend(**settings) -> SlurmBackend:
@@ -38,8 +35,7 @@ def fake_backend(**settings) -> SlurmBackend:
 
 
 def slurm_batch(subs, out, assignments=("practical4",), **settings):
-    return run_batch(subs, out, list(assignments), backend=fake_backend(**settings),
-                     stream=io.StringIO(), live=False)
+    return run_test_batch(subs, out, assignments, backend=fake_backend(**settings))
 
 
 def query(out: Path, sql: str, *args):
@@ -91,8 +87,9 @@ def timeout_batch(slurm_cluster, tmp_path_factory):
     root = tmp_path_factory.mktemp("timeout")
     make_submission(root / "subs" / "hanger", behaviour="hang")
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, str(HERE / "run_slurm_batch.py"), str(root / "subs"),
-                                str(root / "out"), "--time", "1", "--gpus", "0"],
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.run_slurm_batch",
+                                str(root / "subs"), str(root / "out"), "--time", "1", "--gpus", "0"],
+                               env=subprocess_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     yield root / "out", process, started
     if process.poll() is None:
@@ -107,8 +104,7 @@ def test_batch_lands_in_the_gradebook_exactly_like_the_local_backend(slurm_clust
     make_submission(subs / "bob", score=4)
     zip_folder(make_submission(tmp_path / "c", score=7), subs / "Carol Chu_42_assignsubmission_file_.zip")
 
-    local = run_batch(subs, tmp_path / "local", ["practical4"], grade_fn=fake_grade,
-                      stream=io.StringIO(), live=False)
+    local = run_test_batch(subs, tmp_path / "local", ["practical4"], grade_fn=fake_grade)
     calls_log.unlink()
     report = slurm_batch(subs, tmp_path / "slurm")
     assert (report.progress.graded, report.progress.failed) == (3, 0) == (local.progress.graded, 0)
@@ -203,7 +199,8 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
     subs, out = tmp_path / "subs", tmp_path / "out"
     for key in ("alice", "bob", "carol", "dave"):
         make_submission(subs / key, score=5, sleep_s=2)
-    batch = subprocess.Popen([sys.executable, str(HERE / "run_slurm_batch.py"), str(subs), str(out)],
+    batch = subprocess.Popen([sys.executable, "-m", "tests.support.run_slurm_batch", str(subs),
+                              str(out)], env=subprocess_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:          # kill it once one grading is recorded
@@ -229,21 +226,18 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
 
 
 @pytest.mark.slow
-def test_the_real_grader_runs_as_a_slurm_job_on_the_reference(slurm_cluster, tmp_path, capsys):
+def test_the_real_grader_runs_as_a_slurm_job_on_the_reference(slurm_cluster, tmp_path, pdl_grade):
     subs, out = tmp_path / "subs", tmp_path / "out"
     shutil.copytree(REPO / "reference" / "practical4", subs / "reference" / "practical4")
     config = tmp_path / "slurm.yaml"           # the default poll (5 s) suits a real cluster
     config.write_text("partition: nowhere\ntime: '00:01:00'\npoll_interval_s: 0.5\n")
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    add_parsers(parser.add_subparsers(dest="command"))
-    options = parser.parse_args(["batch", str(subs), "--out", str(out), "--assignment", "practical4",
-                                 "--backend", "slurm", "--slurm-config", str(config),
-                                 "--partition", "gpu", "--time", "00:05:00"])   # options win
-    assert options.handler(options) == 0, capsys.readouterr().err
+    run = pdl_grade("batch", subs, "--out", out, "--assignment", "practical4", "--backend", "slurm",
+                    "--slurm-config", config, "--partition", "gpu", "--time", "00:05:00")  # options win
+    assert run.code == 0, run.err
     result = json.loads((out / "submissions" / "reference" / "result.json").read_text())
     assert [a["id"] for a in result["assignments"]] == ["practical4"]
     assert result["score"] == result["max_score"] > 0, result["errors"]
-    assert (out / "submissions" / "reference" / "pytest-practical4.json").is_file()
+    assert (out / "submissions" / "reference" / "checks-practical4.json").is_file()
     job = job_fields(slurm_cluster, job_id_of(out, "reference"))
     assert job["JobState"] == "COMPLETED" and job["TresPerNode"] == "gres:gpu:2"
     assert job["TimeLimit"] == "00:05:00"

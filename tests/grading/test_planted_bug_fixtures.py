@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import planted_bugs as pb  # noqa: E402
+from tests.fixtures import planted_bugs as pb
 
 from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
 

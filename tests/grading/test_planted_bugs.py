@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import planted_bugs as pb  # noqa: E402
+from tests.fixtures import planted_bugs as pb
 
-from grader.grade_command import grade  # noqa: E402
-from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+from grader.grading import grade_submission
+from grader.scoring import default_rubrics_dir, load_rubric
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +43,7 @@ def graded(tmp_path_factory):
                 bug = pb.BY_NAME[name]
                 submission = pb.plant(bug, base / "submission")
                 assignments = bug.assignments
-            cache[name] = grade(submission, base / "out", assignments)
+            cache[name] = grade_submission(submission, base / "out", assignments)
         return cache[name]
 
     return get

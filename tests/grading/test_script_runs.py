@@ -17,7 +17,7 @@ def recorded_runs(monkeypatch, tmp_path):
     monkeypatch.setattr(checks_conftest, "run_script", fake_run_script)
 
     def runs_with(real_gpus):
-        monkeypatch.setattr(checks_conftest, "real_gpus", lambda: real_gpus)
+        monkeypatch.setattr(checks_conftest, "real_gpu_count", lambda: real_gpus)
         return checks_conftest.ScriptRuns(Path("sub"), tmp_path, 10.0, 5)
 
     yield runs_with, calls

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from attacks import ATTACKS, Attack
-from grader.grade_command import grade
+from grader.grading import grade_submission
 from grader.sandbox import sandbox_available
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ class Campaign:
         submission, out = self.build(attack)
         started = time.monotonic()
         try:
-            result = grade(submission, out, [attack.assignment],
+            result = grade_submission(submission, out, [attack.assignment],
                            check_timeout=attack.check_timeout)
             crash = None
         except Exception as error:  # (b): must not happen

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import planted_bugs as pb  # noqa: E402
+from tests.fixtures import planted_bugs as pb
 
 from grader.integrity import scan  # noqa: E402
 from grader.integrity.scan import (  # noqa: E402

@@ -1,6 +1,6 @@
 import pytest
 
-from report_fixtures import fresh
+from tests.support.report_fixtures import fresh
 
 
 @pytest.fixture

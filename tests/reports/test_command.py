@@ -1,19 +1,15 @@
-"""`pdl-grade report RESULT_JSON --out DIR [--format ...]` (grader/reports/command.py)."""
+"""`pdl-grade report RESULT_JSON --out DIR [--format ...]` (grader/cli/report.py)."""
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 
-from report_fixtures import FIXTURES, ROUND_ROBIN
-from grader.reports import command
+from tests.support.report_fixtures import FIXTURES, ROUND_ROBIN
+from grader.cli import main
 
 
 def run(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="pdl-grade")
-    command.add_parsers(parser.add_subparsers(dest="command", required=True))
-    options = parser.parse_args(["report", *argv])
-    return options.handler(options)
+    return main(["report", *argv])
 
 
 def test_writes_every_format(tmp_path, capsys):
@@ -56,7 +52,7 @@ def test_unknown_format_is_an_error(tmp_path, capsys):
 def test_module_entry_point(tmp_path):
     import subprocess
     import sys
-    done = subprocess.run([sys.executable, "-m", "grader.reports.command", str(FIXTURES / ROUND_ROBIN),
+    done = subprocess.run([sys.executable, "-m", "grader", "report", str(FIXTURES / ROUND_ROBIN),
                            "--out", str(tmp_path), "--format", "gradescope"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from report_fixtures import REFERENCE, ROUND_ROBIN, TEMPLATE, find_item
+from tests.support.report_fixtures import REFERENCE, ROUND_ROBIN, TEMPLATE, find_item
 from grader.reports import gradescope_results
 
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from chromium_pipe import CHROMIUM, Chromium
-from report_fixtures import ROUND_ROBIN, with_hostile_feedback
+from tests.support.chromium_pipe import CHROMIUM, Chromium
+from tests.support.report_fixtures import ROUND_ROBIN, with_hostile_feedback
 from grader.reports import render_html
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),

@@ -5,8 +5,8 @@ import copy
 
 import yaml
 
-from report_fixtures import ROUND_ROBIN, find_item
-from grader.reports.command import write_reports
+from tests.support.report_fixtures import ROUND_ROBIN, find_item
+from grader.grading import write_rendered
 from grader.reports.instructor import render_instructor_markdown
 from grader.reports.render import render_html, render_markdown
 from grader.scoring import load_rubrics
@@ -52,7 +52,7 @@ def test_guidance_and_flags_stay_out_of_the_student_reports(result):
 
 
 def test_report_command_writes_the_instructor_view(result, tmp_path):
-    written = write_reports(with_written_answer(result(ROUND_ROBIN)), tmp_path, ["instructor"])
+    written = write_rendered(with_written_answer(result(ROUND_ROBIN)), tmp_path, ["instructor"])
     assert [p.name for p in written] == ["instructor.md"]
     assert "## Overrides to fill in" in written[0].read_text()
 

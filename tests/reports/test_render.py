@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from report_fixtures import REFERENCE, ROUND_ROBIN, TEMPLATE, XSS, find_item, with_hostile_feedback
+from tests.support.report_fixtures import REFERENCE, ROUND_ROBIN, TEMPLATE, XSS, find_item, with_hostile_feedback
 from grader.reports import render_html, render_markdown
 
 

@@ -1,7 +1,7 @@
 """Where bwrap cannot run, the run still happens, but is labelled as unsandboxed."""
 import pytest
 
-import grader.sandbox.runner as runner
+import grader.sandbox.confined_run as runner
 
 
 @pytest.fixture

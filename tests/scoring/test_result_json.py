@@ -58,7 +58,8 @@ def test_failed_replace_keeps_the_old_file_and_no_temp(tmp_path, monkeypatch, tw
 
     def crash(*args):
         raise OSError("disk full")
-    monkeypatch.setattr(result_module.os, "replace", crash)
+    import grader.common.files as files_module
+    monkeypatch.setattr(files_module.os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         write_result(path, build_result("alice", two_assignments))
     assert path.read_text() == "previous\n"

@@ -3,8 +3,8 @@ import datetime as dt
 
 import pytest
 
-from grader.scoring import parse_rubric, score_assignment
-from grader.scoring.report import parse_skip_longrepr
+from grader.scoring import check_overrides, parse_rubric, score_assignment
+from grader.scoring.check_results import parse_skip_longrepr
 from scoring_reports import all_passing, case, cases, report
 
 
@@ -147,9 +147,12 @@ def test_manual_item_override_and_bad_overrides(rubric_for):
     assert (q1.status, q1.score, q1.max_score, q1.pending, q1.feedback) == (
         "manual", 1.5, 2, False, "Right idea, no numbers.")
     assert (q2.score, q2.pending) == (0, True)
-    assert result.pending_manual == ["p.q2"]
-    assert result.errors == ["override for 'p.q2' ignored: points must be a number between 0 and 2, got 3",
-                             "override for unknown item 'p.q9' ignored"]
+    assert result.pending_manual == ["p.q2"] and result.pending_points == 2
+    # An instructor's typo is the instructor's problem, never an error of the student's grading:
+    assert result.errors == [] and result.status == "graded"
+    assert check_overrides(overrides, {"p": rubric}).problems == [
+        "override 'p.q2' ignored: points must be a number between 0 and 2, got 3",
+        "override 'p.q9' ignored: p has no item with that id (did you mean 'p.q2' or 'p.q1'?)"]
     assert (result.score, result.max_score) == (2.5, 5)
 
 
@@ -203,10 +206,12 @@ def test_the_instructor_clears_the_hold_with_an_override():
     assert cleared.integrity["cleared"] and not cleared.integrity["withheld"]
     assert cleared.integrity["comment"] == "harmless"
     assert cleared.score == 9, "10 points, one day late"
-    wrong = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=FOUND,
-                             overrides={"p.integrity": {"cleared": "yes"}})
-    assert wrong.errors == ["integrity override ignored: it must be {cleared: true, comment: ...}"]
-    assert wrong.integrity["withheld"] and wrong.score == 0
+    wrong = {"p.integrity": {"cleared": "yes"}}
+    held = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=FOUND,
+                            overrides=wrong)
+    assert held.errors == [] and held.integrity["withheld"] and held.score == 0
+    assert check_overrides(wrong, {"p": rubric}).problems == [
+        "override 'p.integrity' ignored: it must be {cleared: true, comment: ...}"]
 
 
 def test_without_integrity_problems_there_is_no_hold():

@@ -1,5 +1,5 @@
 """Score a report that pytest-json-report really wrote, so the format assumptions in
-grader/scoring/report.py are checked against the installed plugin, not only our builders."""
+grader/scoring/check_results.py are checked against the installed plugin, not only our builders."""
 import json
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""DIR/index.html, the class summary: its numbers from a hand-built gradebook, its flags, the
+"""DIR/index.html, the class page: its numbers from a hand-built gradebook, its flags, the
 batch writing it, and the page in headless Chromium."""
 from __future__ import annotations
 
@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from fake_graders import fake_grade, make_submission
-from grader.batch.class_report import class_summary, normalized_python, write_class_report
+from tests.support.fake_graders import make_submission
+from grader.batch.class_page import class_summary, normalized_python, write_class_page
 from grader.batch.gradebook import Gradebook, RunConfig, RunRecord
 from grader.batch.inputs import Student
-from grader.batch.runner import run_batch
 from grader.scoring import build_result
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
-from chromium_pipe import CHROMIUM, Chromium  # noqa: E402
+from tests.support import run_test_batch
+from tests.support.chromium_pipe import CHROMIUM, Chromium
 
 CONFIG = RunConfig("test", "rubrics", {"hw3": "1"}, ("hw3",), "config")
 HOSTILE = "<script>alert(1)</script>"
@@ -91,7 +89,7 @@ def batch_dir(tmp_path):
 
 def test_summary_counts_rates_failures_and_flags(batch_dir):
     out, subs = batch_dir
-    page = write_class_report(out, subs)
+    page = write_class_page(out, subs)
     assert page == out / "index.html"
     text = page.read_text(encoding="utf-8")
 
@@ -155,17 +153,17 @@ def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp
     make_submission(subs / "ann", score=10)
     make_submission(subs / "ben", score=10)          # same bytes as ann: flagged
     make_submission(subs / "cat", behaviour="crash")
-    run_batch(subs, out, ["practical4"], grade_fn=fake_grade, stream=io.StringIO())
+    run_test_batch(subs, out, ["practical4"])
     text = (out / "index.html").read_text()
     assert "3 students: 2 graded, 0 rejected, 0 timed out, 1 errored." in text
     assert re.search(r'<li class="flag">ann, ben</li>', text)
     assert "the grading process failed" in text
 
-    import grader.batch.class_report as class_report
-    monkeypatch.setattr(class_report, "render_class_report", lambda summary: 1 / 0)
+    import grader.batch.class_page as class_page
+    monkeypatch.setattr(class_page, "render_class_page", lambda summary: 1 / 0)
     make_submission(subs / "dan", score=3)
     stream = io.StringIO()
-    report = run_batch(subs, out, ["practical4"], grade_fn=fake_grade, stream=stream)
+    report = run_test_batch(subs, out, ["practical4"], stream=stream)
     assert report.progress.graded == 1
     assert "dan" in (out / "grades.csv").read_text()
     assert "index.html) not written" in stream.getvalue()
@@ -174,7 +172,7 @@ def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
 def test_page_in_chromium(batch_dir, tmp_path):
     out, subs = batch_dir
-    page = write_class_report(out, subs)
+    page = write_class_page(out, subs)
     browser = Chromium(tmp_path / "profile")
     try:
         session = browser.open_page(page.as_uri())

@@ -8,7 +8,7 @@ import copy
 import json
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "reports" / "fixtures"
 REFERENCE = "reference_p4_hw3.json"           # everything passes; hw3 has measurements
 TEMPLATE = "template_hw3.json"                # every automatic item fails (TODOs)
 ROUND_ROBIN = "round_robin_late_hw3_p5.json"  # partial Task 3, skipped check, late penalty, answers

@@ -1,5 +1,5 @@
 """What the checks measure reaches result.json as each assignment's `measurements`."""
-from grader.grade_command import collect_measurements
+from grader.scoring.check_results import measurements as collect_measurements
 
 
 def test_measurements_of_several_cases_merge():

@@ -1,4 +1,4 @@
-"""DIR/index.html: the class summary of a batch folder, rebuilt from the gradebook's current runs.
+"""DIR/index.html: the class page of a batch folder, rebuilt from the gradebook's current runs.
 
 Score histograms per assignment and for the total, the pass rate of every check (worst first),
 the most common failures with one example feedback each, HW3's step time against DEPTH across
@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
 import statistics
-import tempfile
 import tokenize
 import zipfile
 from collections import Counter, defaultdict
@@ -31,10 +29,10 @@ from typing import Any, Iterable, Mapping
 import jinja2
 from markupsafe import Markup
 
-from grader.batch.csv_export import _points
 from grader.batch.gradebook import CurrentRun, Gradebook
-from grader.grade_command import ASSIGNMENTS
+from grader.common.files import write_atomically
 from grader.reports import plots
+from grader.reports.formatting import format_points
 from grader.reports.measurements import lookup
 
 HW3_FILE = "hw3/model_parallel.py"
@@ -42,28 +40,23 @@ MAX_SOURCE_BYTES = 2_000_000      # a larger model_parallel.py is not read for t
 HISTOGRAM_BINS = 10
 
 
-def write_class_report(out_dir: Path, submissions_dir: Path | None = None) -> Path:
-    """Render DIR/index.html from DIR/gradebook.sqlite (atomically: temp file + rename)."""
+def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
+                     order: list[str] | None = None) -> Path:
+    """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments."""
     out_dir = Path(out_dir)
     book = Gradebook(out_dir / "gradebook.sqlite")
     try:
         runs = list(book.current_runs())
-        sources = dict(book.db.execute(
-            "SELECT st.key, s.source FROM runs r JOIN students st ON st.id = r.student_id "
-            "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1").fetchall())
+        sources = book.current_sources()
     finally:
         book.close()
     hw3_files = _hw3_fingerprints(runs, sources, Path(submissions_dir)) if submissions_dir else {}
-    page = render_class_report(class_summary(runs, hw3_files))
-    target = out_dir / "index.html"
-    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".html", dir=out_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(page)
-    os.replace(tmp, target)
-    return target
+    page = render_class_page(class_summary(runs, hw3_files, order))
+    return write_atomically(out_dir / "index.html", page)
 
 
-def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | None = None) -> dict:
+def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | None = None,
+                  order: list[str] | None = None) -> dict:
     """Everything the page shows, as plain data (the tests assert on this and on the HTML)."""
     runs = sorted(runs, key=lambda r: r.student.key)
     graded = [r for r in runs if r.status == "graded" and r.result]
@@ -71,7 +64,7 @@ def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | Non
     return {
         "students": len(runs),
         "counts": {s: counts.get(s, 0) for s in ("graded", "rejected", "timed_out", "error")},
-        "distributions": _distributions(graded),
+        "distributions": _distributions(graded, order or []),
         "checks": _check_rates(graded),
         "failures": _common_failures(graded),
         "step_time": _step_times(graded),
@@ -87,18 +80,18 @@ def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | Non
     }
 
 
-def render_class_report(summary: Mapping[str, Any]) -> str:
+def render_class_page(summary: Mapping[str, Any]) -> str:
     view = dict(summary)
     view["histograms"] = [Markup(svg) for svg in (_histogram(d) for d in summary["distributions"]) if svg]
     view["step_plot"] = Markup(_step_plot(summary["step_time"])) if summary["step_time"] else None
-    return _environment().get_template("class_report.html.j2").render(summary=view)
+    return _environment().get_template("class_page.html.j2").render(summary=view)
 
 
 # ---- the sections -------------------------------------------------------------------------
 
-def _distributions(graded: list[CurrentRun]) -> list[dict]:
+def _distributions(graded: list[CurrentRun], course_order: list[str]) -> list[dict]:
     present = {a["id"] for r in graded for a in r.result.get("assignments", [])}
-    order = [a for a in ASSIGNMENTS if a in present] + sorted(present - set(ASSIGNMENTS))
+    order = [a for a in course_order if a in present] + sorted(present - set(course_order))
     out = []
     for assignment in order + ["total"]:
         scores, maxima = [], []
@@ -113,8 +106,8 @@ def _distributions(graded: list[CurrentRun]) -> list[dict]:
                     maxima.append(float(a["max_score"]))
         if scores:
             out.append({"id": assignment, "scores": scores, "max_score": max(maxima),
-                        "n": len(scores), "max_points": _points(max(maxima)), "mean": _points(statistics.fmean(scores)),
-                        "median": _points(statistics.median(scores))})
+                        "n": len(scores), "max_points": format_points(max(maxima)), "mean": format_points(statistics.fmean(scores)),
+                        "median": format_points(statistics.median(scores))})
     return out
 
 
@@ -171,7 +164,7 @@ def _step_times(graded: list[CurrentRun]) -> list[dict]:
             measured = assignment.get("measurements") if assignment.get("id") == "hw3" else None
             if not isinstance(measured, Mapping):
                 continue
-            points = plots._points(lookup(measured, "task2.step_time_ms"))
+            points = plots.series_points(lookup(measured, "task2.step_time_ms"))
             if points:
                 series.append({"key": run.student.key, "points": points})
     return series
@@ -287,7 +280,7 @@ def _histogram(distribution: Mapping) -> str | None:
     counts = [0] * HISTOGRAM_BINS
     for score in distribution["scores"]:
         counts[min(HISTOGRAM_BINS - 1, max(0, int(score / width)))] += 1
-    bars = [(f"{_points(i * width)}-{_points((i + 1) * width)}", float(c)) for i, c in enumerate(counts)]
+    bars = [(f"{format_points(i * width)}-{format_points((i + 1) * width)}", float(c)) for i, c in enumerate(counts)]
     title = f"{distribution['id']}: score distribution (n={distribution['n']})"
     return plots.bar_chart(title, "score (points)", "students", [("", bars)])
 

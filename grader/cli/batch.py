@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from grader.grade_command import ASSIGNMENTS
+from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 
 
 def add_parsers(sub) -> None:
@@ -21,8 +21,8 @@ def add_parsers(sub) -> None:
                                            "(Moodle's 'download all submissions' works as is)")
     batch.add_argument("--out", required=True, help="folder for gradebook.sqlite, grades.csv "
                                                     "and submissions/<student>/result.json")
-    batch.add_argument("--assignment", action="append", choices=ASSIGNMENTS,
-                       help="grade only these (repeatable); default: all")
+    batch.add_argument("--assignment", action="append", metavar="ID",
+                       help="grade only these (repeatable; the ids of rubrics/); default: all")
     batch.add_argument("--workers", type=int, default=1,
                        help="submissions graded at once, each in its own process (default 1)")
     batch.add_argument("--timeout", type=float, default=None,
@@ -31,7 +31,7 @@ def add_parsers(sub) -> None:
     batch.add_argument("--regrade", action="store_true",
                        help="grade again even submissions unchanged since the last batch")
     batch.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
-    batch.add_argument("--check-timeout", type=float, default=180.0,
+    batch.add_argument("--check-timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
                        help="seconds one run of student code may take")
     batch.add_argument("--submission-times", metavar="FILE", default=None,
                        help="when each student submitted, for the rubrics' late penalties: "
@@ -64,7 +64,8 @@ def add_parsers(sub) -> None:
 
 
 def run(options) -> int:
-    from grader.batch.runner import DEFAULT_TIMEOUT_S, BatchError, run_batch
+    from grader.batch.pipeline import DEFAULT_TIMEOUT_S, BatchError, BatchOptions, run_batch
+    from grader.cli.grade import chosen_assignments
     if options.workers < 1:
         print("pdl-grade batch: --workers must be at least 1", file=sys.stderr)
         return 2
@@ -79,16 +80,17 @@ def run(options) -> int:
             print(f"pdl-grade batch: {problem}", file=sys.stderr)
             return 2
     try:
-        report = run_batch(Path(options.submissions), Path(options.out), options.assignment,
-                           workers=options.workers,
-                           timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
-                           regrade=options.regrade, rubrics_dir=options.rubrics,
-                           check_timeout=options.check_timeout, backend=backend,
-                           submission_times=getattr(options, "submission_times", None),
-                           timezone=getattr(options, "timezone", None),
-                           overrides=getattr(options, "overrides", None))
-    except BatchError as problem:
+        batch_options = BatchOptions(
+            assignments=tuple(chosen_assignments(options.assignment, options.rubrics)),
+            workers=options.workers,
+            timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
+            regrade=options.regrade, rubrics_dir=options.rubrics,
+            check_timeout=options.check_timeout, submission_times=options.submission_times,
+            timezone=options.timezone, overrides=options.overrides)
+        summary = run_batch(Path(options.submissions), Path(options.out), batch_options,
+                            backend=backend)
+    except (BatchError, ValueError) as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2
-    print(f"gradebook: {report.gradebook}\ngrades:    {report.grades_csv}")
-    return 1 if report.failed else 0
+    print(f"gradebook: {summary.gradebook}\ngrades:    {summary.grades_csv}")
+    return 1 if summary.failed else 0

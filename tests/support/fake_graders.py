@@ -5,9 +5,10 @@ folders for it. A submission's `practical4/FAKE.json` says what the fake does:
 Every call appends "<student key> <pid>" to the file named by $PDL_FAKE_CALLS (when set), so a
 test can count gradings and check that killed ones are really gone.
 
-`scoring_grade` runs no code either, but scores like the real grader: it leaves the raw
-pytest-json-report a grading leaves (pytest-<assignment>.json) and scores it through the real
-rubric with the job's submission time, so late penalties and re-scoring are the real ones."""
+`scoring_grade` runs no code either, but scores like the real grader: it stands in for the run
+stage only (grader/grading), leaving the checks' results a grading leaves (run.json,
+checks-<assignment>.json), then scores and publishes them through the real stages with the
+job's submission time, so late penalties and re-scoring are the real ones."""
 from __future__ import annotations
 
 import io
@@ -71,18 +72,19 @@ def fake_report(rubric, passed: int, cases: int = 10) -> dict:
 
 
 def scoring_grade(job) -> None:
-    from grader.scoring import load_rubrics, score_assignment, write_result
+    from grader.grading import AssignmentRun, RawRun, publish, score_run
+    from grader.grading.raw import check_results_file
+    from grader.scoring import load_rubrics
     spec = _log_call(job)
     rubrics = load_rubrics(job.rubrics_dir)
-    scored = []
+    run = RawRun(str(job.submission), [], hardware={"kind": "virtual", "gpus": 2, "names": []},
+                 started_at="2026-05-01T12:00:00+00:00", duration_s=1.0)
     for assignment in job.assignments:
-        report = fake_report(rubrics[assignment], int(spec.get("score", 0)))
-        (job.out / f"pytest-{assignment}.json").write_text(json.dumps(report))
-        scored.append(score_assignment(rubrics[assignment], report, submitted_at=job.submitted_at))
-    result = build_result(str(job.submission), scored)
-    write_result(job.out / "result.json", result)
-    from grader.reports.command import write_reports
-    write_reports(result, job.out, ["md", "html"])
+        results = fake_report(rubrics[assignment], int(spec.get("score", 0)))
+        (job.out / check_results_file(assignment)).write_text(json.dumps(results))
+        run.assignments.append(AssignmentRun(assignment, results))
+    run.save(job.out)
+    publish(score_run(run, rubrics, submitted_at=job.submitted_at), job.out, rubrics=rubrics)
 
 
 def fake_grade(job) -> None:

@@ -1,5 +1,6 @@
-"""The fake grader of tests/batch as a grade *command* for SLURM jobs:
-`python fake_grade_cmd.py SUBMISSION --out DIR --assignment A ... [--check-timeout S]`.
+"""The fake grader (fake_graders.py) as a grade *command* for SLURM jobs:
+`python -m tests.support.fake_grade_cmd SUBMISSION --out DIR --assignment A ... [--check-timeout S]`
+with the repository on PYTHONPATH (`tests.support.fake_grade_command()` is that command).
 
 Besides tests/batch's behaviours ("hang", "crash", "slow"), FAKE.json's "behaviour":
 "cancel-self" makes the job scancel itself, as an operator would."""
@@ -7,15 +8,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "batch"))
-
-from fake_graders import fake_grade  # noqa: E402
+from tests.support.fake_graders import fake_grade
 
 parser = argparse.ArgumentParser()
 parser.add_argument("submission")

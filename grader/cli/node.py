@@ -1,4 +1,5 @@
-"""`pdl-grade`: run course scripts on real or virtual GPUs, and grade submissions."""
+"""`pdl-grade run` / `pdl-grade torchrun`: a script on a node of N GPUs (virtual ones where the
+machine has fewer real ones)."""
 from __future__ import annotations
 
 import argparse
@@ -19,24 +20,17 @@ def _node_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("args", nargs=argparse.REMAINDER)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pdl-grade", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parsers(sub) -> None:
     run = sub.add_parser("run", help="run a script as if on a node of N GPUs")
     _node_options(run)
+    run.set_defaults(handler=run_on_node)
     torchrun = sub.add_parser("torchrun", help="torchrun a script on a node of N GPUs")
     torchrun.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1)
     _node_options(torchrun)
-    from grader import grade_command
-    from grader.batch import command as batch_command
-    from grader.reports import command as report_command
-    grade_command.add_parsers(sub)
-    report_command.add_parsers(sub)
-    batch_command.add_parsers(sub)
-    return parser
+    torchrun.set_defaults(handler=run_on_node)
 
 
-def _run_on_node(options) -> int:
+def run_on_node(options) -> int:
     from grader.vgpu import launch
     if options.command == "torchrun":
         command = launch.torchrun_command(options.script, options.args, options.sets,
@@ -50,14 +44,3 @@ def _run_on_node(options) -> int:
               "stopped", file=sys.stderr)
         return 124
     return result.returncode
-
-
-def main(argv: list[str] | None = None) -> int:
-    options = build_parser().parse_args(argv)
-    if options.command in ("run", "torchrun"):
-        return _run_on_node(options)
-    return options.handler(options)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Read a pytest-json-report dict into per-check test cases.
+"""The checks' results: a pytest-json-report dict read into per-check test cases.
 
 Only this module knows pytest-json-report's layout (version 1.5): ``tests[]`` entries with
 ``nodeid``, ``outcome`` (passed, failed, skipped, error, xfailed, xpassed), ``metadata``
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+
+from grader.common.text import last_lines
 
 # Keeps one runaway message (a student's script printing in a loop) from swamping result.json.
 MAX_MESSAGE_CHARS = 4000
@@ -56,7 +58,7 @@ def session_problems(report: dict) -> list[str]:
     problems = []
     for collector in report.get("collectors") or []:
         if collector.get("outcome") == "failed":
-            detail = _truncate(_last_lines(str(collector.get("longrepr", "")), 5))
+            detail = _truncate(last_lines(str(collector.get("longrepr", "")), 5))
             problems.append(f"could not collect {collector.get('nodeid') or 'the checks'}: {detail}")
     exitcode = report.get("exitcode")
     if exitcode in _BAD_EXITCODES:
@@ -97,7 +99,7 @@ def _failure_message(test: dict, metadata: dict, outcome: str) -> str:
         if crash:
             return prefix + str(crash).strip()
         if stage.get("longrepr"):
-            return prefix + _last_lines(str(stage["longrepr"]), 10)
+            return prefix + last_lines(str(stage["longrepr"]), 10)
     return "the test errored without a message" if outcome == ERROR else "failed without a message"
 
 
@@ -122,12 +124,51 @@ def parse_skip_longrepr(longrepr) -> str:
     return reason[len("Skipped:"):].strip() if reason.startswith("Skipped:") else reason
 
 
-def _last_lines(text: str, count: int) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(lines[-count:])
-
-
 def _truncate(text: str) -> str:
     if len(text) <= MAX_MESSAGE_CHARS:
         return text
     return text[:MAX_MESSAGE_CHARS] + f"... [{len(text) - MAX_MESSAGE_CHARS} more characters cut]"
+
+
+# --- what the checks recorded beside their outcomes (grader.pytest_plugin's metadata) --------
+
+def measurements(report: dict, metadata_key: str = "measured") -> dict:
+    """The checks' `measured` (or `reported`) values, merged: nested dicts from several cases
+    combine, so a parametrized check's cases fill one table."""
+    merged: dict = {}
+
+    def merge(into: dict, values: dict) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    for test in report.get("tests") or []:
+        values = (test.get("metadata") or {}).get(metadata_key)
+        if isinstance(values, dict):
+            merge(merged, values)
+    return merged
+
+
+def answer_data(report: dict) -> dict:
+    """What result.json keeps of the student's answers: `answers` (as read: values, where each
+    came from, what is missing, problems), `reported` (the answers the checks compared, keyed
+    like `measurements`) and `flags` (for the instructor, no points attached)."""
+    found: dict = {}
+    for test in report.get("tests") or []:
+        metadata = test.get("metadata") or {}
+        if isinstance(metadata.get("answers"), dict) and "answers" not in found:
+            found["answers"] = metadata["answers"]
+        for text in metadata.get("flags") or []:
+            found.setdefault("flags", []).append({"check": metadata.get("check"), "text": str(text)})
+    reported = measurements(report, "reported")
+    if reported:
+        found["reported"] = reported
+    return found
+
+
+def run_integrity_problems(report: dict) -> list[str]:
+    """What the runs left that the grader's instrumentation did not write (the checks'
+    session puts it under `integrity`)."""
+    return [str(p) for p in report.get("integrity") or []]

@@ -10,22 +10,29 @@ has a submission time or a late penalty, two columns come before `Total`: `Submi
 
 A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
 grading problem is never imported as a zero. A rejected upload (bad archive) is a 0.
+
+Text cells come from uploads (names, messages): one that a spreadsheet would read as a formula
+(starting with =, +, -, @, a tab or a carriage return: OWASP's CSV-injection list) is written
+with a leading apostrophe, which spreadsheets show as text. Numbers are ours and stay numbers.
 """
 from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from grader.batch.gradebook import CurrentRun
-from grader.grade_command import ASSIGNMENTS
+from grader.common.files import write_atomically
+from grader.reports.formatting import format_points
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _points(value: float) -> str:
-    return f"{round(value, 2):g}"
+def inert_cell(text: str) -> str:
+    """A text cell no spreadsheet evaluates."""
+    text = str(text)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def late_penalty(result: dict | None) -> float | None:
@@ -38,10 +45,11 @@ def late_penalty(result: dict | None) -> float | None:
                if item.get("kind") == "penalty")
 
 
-def grades_rows(runs: Iterable[CurrentRun]) -> list[list[str]]:
+def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[list[str]]:
+    """`order`: the course's assignments (rubrics' order); others present follow by id."""
     runs = sorted(runs, key=lambda r: r.student.key)
     present = {a for run in runs for a in run.assignment_scores}
-    columns = [a for a in ASSIGNMENTS if a in present] + sorted(present - set(ASSIGNMENTS))
+    columns = [a for a in order if a in present] + sorted(present - set(order))
     penalties = {run.student.key: late_penalty(run.result) if run.status == "graded" else None
                  for run in runs}
     timed = any(run.submitted_at for run in runs) or any(p is not None for p in penalties.values())
@@ -49,25 +57,22 @@ def grades_rows(runs: Iterable[CurrentRun]) -> list[list[str]]:
     rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status"]]
     for run in runs:
         graded = run.status in ("graded", "rejected")
-        cells = [_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
+        cells = [format_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
                  for a in columns]
         if timed:
             penalty = penalties[run.student.key]
-            cells += [run.submitted_at or "", "" if penalty is None else _points(penalty)]
-        total = _points(sum(run.assignment_scores.values())) if graded else ""
+            cells += [run.submitted_at or "", "" if penalty is None else format_points(penalty)]
+        total = format_points(sum(run.assignment_scores.values())) if graded else ""
         status = run.status.replace("_", " ")
         if run.message and run.status != "graded":
             status += ": " + " ".join(run.message.split())[:200]
-        rows.append([run.student.identifier, run.student.name, *cells, total, status])
+        rows.append([inert_cell(run.student.identifier), inert_cell(run.student.name), *cells,
+                     total, inert_cell(status)])
     return rows
 
 
-def write_grades_csv(path: Path, runs: Iterable[CurrentRun]) -> Path:
-    """Write atomically (temp file + rename): a killed batch never leaves half a CSV."""
+def write_grades_csv(path: Path, runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> Path:
+    """Write atomically: a killed batch never leaves half a CSV."""
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(grades_rows(runs))
-    fd, tmp = tempfile.mkstemp(prefix=".grades.", suffix=".csv", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(buffer.getvalue())
-    os.replace(tmp, path)
-    return path
+    csv.writer(buffer, lineterminator="\n").writerows(grades_rows(runs, order))
+    return write_atomically(path, buffer.getvalue(), newline="")

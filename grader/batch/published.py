@@ -1,0 +1,53 @@
+"""DIR/submissions/<key>/: each student's current run as files, kept in step with the gradebook.
+
+The gradebook is the record; these folders are what people open. A batch killed between
+recording a run and writing its files is repaired by `republish` at the start and end of every
+batch (cheap and idempotent: only folders whose result.json differs are rewritten).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from grader.batch.gradebook import Gradebook
+from grader.common.files import write_atomically
+from grader.grading import RESULT_FILE, publish
+from grader.scoring import read_result
+
+PROBLEM_FILE = "grading-problem.txt"
+
+
+def publish_run(out: Path, key: str, result: dict[str, Any] | None, work: Path | None,
+                message: str | None) -> None:
+    """DIR/submissions/<key>/ mirrors the current run: the folder its grading wrote (result.json,
+    reports, what a re-score needs) or, without a result, the reason in grading-problem.txt."""
+    folder = out / "submissions" / key
+    if work is not None and work.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        work.replace(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if result is not None:
+        from grader.scoring import write_result
+        write_result(folder / RESULT_FILE, result)
+        (folder / PROBLEM_FILE).unlink(missing_ok=True)
+    else:
+        (folder / RESULT_FILE).unlink(missing_ok=True)
+        write_atomically(folder / PROBLEM_FILE, (message or "") + "\n")
+
+
+def republish(book: Gradebook, out: Path, rubrics: dict) -> None:
+    """Rewrite each current run's result.json, and the reports made from it, from the gradebook."""
+    for run in book.current_runs():
+        folder = out / "submissions" / run.student.key
+        if run.result is not None:
+            target = folder / RESULT_FILE
+            try:
+                if target.exists() and read_result(target) == run.result:
+                    continue
+            except ValueError:
+                pass
+            publish(run.result, folder, rubrics=rubrics)
+        else:
+            publish_run(out, run.student.key, None, None, run.message)

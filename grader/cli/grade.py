@@ -1,0 +1,78 @@
+"""`pdl-grade grade SUBMISSION --out DIR`: grade one submission (grader/grading): run its checks,
+score them through the rubrics, write DIR/result.json with the student's report and the
+instructor's view beside it. Exit 0 whenever grading itself worked, whatever the score."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
+
+
+def add_parsers(sub) -> None:
+    grade = sub.add_parser("grade", help="grade one submission and write result.json",
+                           description=__doc__)
+    grade.add_argument("submission", help="the submission folder (the layout of student_template/)")
+    grade.add_argument("--out", required=True, help="folder for result.json and the raw results")
+    grade.add_argument("--assignment", action="append", metavar="ID",
+                       help="grade only these (repeatable; the ids of rubrics/); default: all")
+    grade.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
+    grade.add_argument("--overrides", default=None,
+                       help="YAML/JSON of the instructor's points: {item_id: {points: x, "
+                            "comment: ...}, <assignment>.integrity: {cleared: true}}")
+    grade.add_argument("--submitted-at", default=None,
+                       help="submission time (ISO 8601 with a zone) for late penalties")
+    grade.add_argument("--check-timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
+                       help="seconds one run of student code may take")
+    grade.add_argument("--rescore", action="store_true",
+                       help="re-score what a grading left in --out (after overrides) without "
+                            "running any code")
+    grade.set_defaults(handler=run)
+
+
+def chosen_assignments(chosen: list[str] | None, rubrics_dir: str | None) -> list[str]:
+    """The assignments asked for, checked against the rubrics (the one list of assignments)."""
+    from grader.scoring import assignment_ids
+    known = assignment_ids(rubrics_dir)
+    unknown = [a for a in chosen or [] if a not in known]
+    if unknown:
+        raise ValueError(f"no rubric for {', '.join(unknown)}; the assignments are "
+                         f"{', '.join(known)}")
+    return list(chosen or known)
+
+
+def print_overrides_problems(problems: list[str], prefix: str = "") -> None:
+    for problem in problems:
+        print(f"pdl-grade: {prefix}{problem}", file=sys.stderr)
+
+
+def run(options) -> int:
+    from grader.grading import grade_submission, rescore_submission
+    from grader.scoring import OverridesError, RubricError, read_overrides_file
+    submission = Path(options.submission).resolve()
+    if not submission.is_dir() and not options.rescore:
+        print(f"pdl-grade: {submission} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        assignments = chosen_assignments(options.assignment, options.rubrics)
+        overrides = read_overrides_file(options.overrides) if options.overrides else None
+    except (ValueError, OverridesError, RubricError) as problem:
+        print(f"pdl-grade: {problem}", file=sys.stderr)
+        return 2
+    common = dict(rubrics_dir=options.rubrics, overrides=overrides,
+                  submitted_at=options.submitted_at)
+    if options.rescore:
+        result = rescore_submission(Path(options.out), options.assignment, submission=submission,
+                                    **common)
+    else:
+        result = grade_submission(submission, Path(options.out), assignments,
+                                  check_timeout=options.check_timeout, **common)
+    print_overrides_problems(result.get("override_problems") or [])
+    for assignment in result["assignments"]:
+        print(f"{assignment['id']:<12} {assignment['score']:>6g} / {assignment['max_score']:g}"
+              f"  {assignment.get('status', '')}")
+    pending = result.get("pending_points") or 0
+    waiting = f"  ({pending:g} for a person to grade)" if pending else ""
+    print(f"{'total':<12} {result['score']:>6g} / {result['max_score']:g}{waiting}   "
+          f"-> {Path(options.out) / 'result.json'}")
+    return 0

@@ -1,0 +1,59 @@
+"""The stages composed: grade a submission from scratch, or score again what a grading left."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from grader.grading.publish import GRADING_FORMATS, RESULT_FILE, publish
+from grader.grading.raw import RawRun, load_findings
+from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S, run_submission, scan_source
+from grader.grading.score import score_run
+from grader.scoring import Overrides, load_rubrics
+
+
+def grade_submission(submission: Path, out: Path, assignments: Sequence[str] | None = None, *,
+                     rubrics_dir: str | None = None,
+                     overrides: Overrides | Mapping[str, Any] | None = None,
+                     submitted_at: dt.datetime | str | None = None,
+                     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
+                     formats: Sequence[str] = GRADING_FORMATS) -> dict[str, Any]:
+    """Run, score and publish; return result.json's content. `assignments`: default every
+    rubric's. Grading problems are in the result, never raised."""
+    rubrics = load_rubrics(rubrics_dir)
+    out = Path(out).resolve()   # the checks run in a scratch folder: relative paths would land there
+    raw = run_submission(submission, out, rubrics, list(assignments or rubrics),
+                         rubrics_dir=rubrics_dir, check_timeout=check_timeout)
+    result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at)
+    return publish(result, out, rubrics=rubrics, formats=formats)
+
+
+def rescore_submission(out: Path, assignments: Sequence[str] | None = None, *,
+                       submission: Path | None = None, rubrics_dir: str | None = None,
+                       overrides: Overrides | Mapping[str, Any] | None = None,
+                       submitted_at: dt.datetime | str | None = None,
+                       formats: Sequence[str] = GRADING_FORMATS) -> dict[str, Any]:
+    """Score again what a grading left in `out` (other overrides, another time), running no
+    code; publish into the same folder."""
+    rubrics = load_rubrics(rubrics_dir)
+    out = Path(out).resolve()
+    raw = RawRun.load(out, list(assignments) if assignments else None)
+    previous = _previous_result(out)
+    if not raw.submission:
+        raw.submission = str(previous.get("submission") or submission or "")
+    if raw.hardware is None:   # a folder from before run.json: keep what the grading recorded
+        raw.hardware = previous.get("hardware")
+        raw.started_at, raw.duration_s = previous.get("started_at"), previous.get("duration_s")
+    if load_findings(out) is None and submission is not None and Path(submission).is_dir():
+        raw.findings = scan_source(Path(submission), out)   # unreadable: scan the source again
+    result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at)
+    return publish(result, out, rubrics=rubrics, formats=formats)
+
+
+def _previous_result(out: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((out / RESULT_FILE).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}

@@ -1,0 +1,114 @@
+"""Stage 1, run: a submission -> raw observations on disk (a `RawRun`).
+
+Each assignment's checks run in their own pytest process, rooted in the grader's own files (no
+conftest or plugin of the submission is ever loaded); student code runs only in the sandboxed
+children those checks start. A crash or hang of one assignment's checks costs that assignment
+only: it is recorded as the assignment's problem and the next one runs. The submission's source
+is scanned (read, never run) for code that could deceive the grader (grader/integrity).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from grader.common.hardware import real_gpu_count, real_gpu_names
+from grader.common.text import last_lines
+from grader.grading.raw import (AssignmentRun, RawRun, _read_json, check_log_file,
+                                check_results_file, load_findings, save_findings)
+from grader.scoring import hardware_info
+from grader.scoring.rubric import Rubric
+
+GRADER_ROOT = Path(__file__).resolve().parents[2]       # the folder holding grader/
+CHECKS_DIR = GRADER_ROOT / "grader" / "checks"
+# Generous: an assignment runs several scripts; each run has its own, shorter, timeout.
+ASSIGNMENT_TIMEOUT_S = 1200
+DEFAULT_CHECK_TIMEOUT_S = 180.0
+
+
+def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
+                   assignments: Sequence[str], *, rubrics_dir: str | None = None,
+                   check_timeout: float = DEFAULT_CHECK_TIMEOUT_S) -> RawRun:
+    """Run the checks of `assignments` on `submission`; their results go into `out`."""
+    started, clock = dt.datetime.now(dt.timezone.utc).isoformat(), time.monotonic()
+    submission, out = Path(submission).resolve(), Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    run = RawRun(str(submission), [], hardware=hardware_for(rubrics, assignments),
+                 started_at=started)
+    try:
+        run.findings = scan_source(submission, out)
+    except Exception as error:   # the scan is a tripwire: its failure must not stop grading
+        run.problems.append(f"the integrity scan of the source failed ({error!r}): a person "
+                            "should read the code")
+    for assignment in assignments:
+        try:
+            results, problem = run_checks(assignment, submission, out, check_timeout, rubrics_dir)
+        except Exception as error:   # one assignment's trouble is that assignment's only
+            results, problem = None, f"the checks of {assignment} could not run: {error!r}"
+        run.assignments.append(AssignmentRun(assignment, results, problem))
+    run.duration_s = round(time.monotonic() - clock, 2)
+    run.save(out)
+    return run
+
+
+def checks_command(assignment: str, submission: Path, results: Path, timeout: float,
+                   rubrics_dir: str | None = None) -> list[str]:
+    rubrics = [f"--rubrics={Path(rubrics_dir).resolve()}"] if rubrics_dir else []
+    return [sys.executable, "-m", "pytest", str(CHECKS_DIR / f"test_{assignment}.py"),
+            f"--submission={submission}", f"--check-timeout={timeout}", *rubrics,
+            "--json-report", f"--json-report-file={results}", "--json-report-omit=collectors",
+            "-p", "grader.pytest_plugin", "-p", "pytest_jsonreport.plugin",
+            "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
+            f"--rootdir={CHECKS_DIR}", "-c", str(CHECKS_DIR / "pytest.ini")]
+
+
+def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
+               rubrics_dir: str | None = None) -> tuple[dict | None, str | None]:
+    """(the checks' results, None) or (None, why there are none)."""
+    results = out / check_results_file(assignment)
+    results.unlink(missing_ok=True)
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_ROOT), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="pdl-grade-") as cwd:
+        try:
+            done = subprocess.run(checks_command(assignment, submission, results, timeout,
+                                                 rubrics_dir),
+                                  cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=ASSIGNMENT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None, (f"grading {assignment} took longer than {ASSIGNMENT_TIMEOUT_S} s and "
+                          "was stopped")
+    output = done.stdout + done.stderr
+    (out / check_log_file(assignment)).write_text(output, encoding="utf-8")
+    loaded = _read_json(results) if results.exists() else None
+    if not isinstance(loaded, dict):
+        return None, (f"the checks of {assignment} could not run (pytest exit "
+                      f"{done.returncode}):\n{last_lines(output, 8)}")
+    return loaded, None
+
+
+def scan_source(submission: Path, out: Path, *, reuse: bool = False) -> list:
+    """The static integrity scan of the submission's source, kept in out/integrity.json so that
+    a re-score uses the same findings without the submission (`reuse`: read it back if there)."""
+    from grader.integrity.scan import scan_submission
+    if reuse:
+        kept = load_findings(out)
+        if kept is not None:
+            return kept
+    findings = scan_submission(submission) if Path(submission).is_dir() else []
+    save_findings(out, findings)
+    return findings
+
+
+def hardware_for(rubrics: Mapping[str, Rubric], assignments: Sequence[str]) -> dict:
+    """Real GPUs when the machine has as many as the graded rubrics need, else virtual ones."""
+    needed = max((rubrics[a].gpus for a in assignments if a in rubrics), default=0)
+    found = real_gpu_count()
+    if found and found >= needed:
+        return hardware_info("real", found, real_gpu_names(found))
+    return hardware_info("virtual", needed)

@@ -1,0 +1,64 @@
+"""Stage 2, score: a raw run + rubrics + overrides + submission time -> a `Result`.
+
+The one scoring path: `pdl-grade grade` after running the checks, `pdl-grade grade --rescore`,
+and the batch's re-score (a changed submission time or overrides) all call `score_run`. It runs
+no code and never raises on bad data: an assignment without checks' results is an error worth 0
+with the reason, everything else is scored.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Mapping
+
+from grader.grading.raw import RawRun
+from grader.scoring import Overrides, Result, check_overrides, errored_assignment, score_assignment
+from grader.scoring.check_results import answer_data, measurements, run_integrity_problems
+from grader.scoring.rubric import Rubric
+
+
+def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
+              overrides: Overrides | Mapping[str, Any] | None = None,
+              submitted_at: dt.datetime | str | None = None,
+              submission: str | None = None) -> Result:
+    """`submission`: how the result names the submission (default: the run's folder); a batch
+    names the upload, not its unpacked copy."""
+    from grader.integrity.scan import findings_for
+    graded = run.assignment_ids()
+    overrides = check_overrides(overrides, rubrics, graded)
+    entries, errors = [], list(run.problems)
+    for entry in run.assignments:
+        rubric = rubrics.get(entry.assignment)
+        if rubric is None:
+            errors.append(f"no rubric for {entry.assignment}: it was not scored")
+            continue
+        integrity = [f.describe() for f in findings_for(run.findings, entry.assignment)]
+        if not entry.ran:
+            errors.append(entry.problem or f"the checks of {entry.assignment} did not run")
+            scored = errored_assignment(rubric, entry.problem or "the checks did not run",
+                                        overrides=overrides, integrity=integrity)
+            entries.append(scored.to_dict())
+            continue
+        results = entry.check_results
+        scored = score_assignment(rubric, results, overrides=overrides, submitted_at=submitted_at,
+                                  integrity=integrity + run_integrity_problems(results))
+        document = scored.to_dict()
+        found = measurements(results)
+        if found:
+            document["measurements"] = found
+        document.update(answer_data(results))
+        entries.append(document)
+    return Result(submission if submission is not None else run.submission, entries,
+                  hardware=run.hardware, started_at=run.started_at, duration_s=run.duration_s,
+                  errors=errors, overrides=dict(overrides.given) or None,
+                  override_problems=list(overrides.problems))
+
+
+def same_scores(recorded: Mapping[str, Any], again: Mapping[str, Any]) -> bool:
+    """Whether two results give every assignment and item the same score and status: a batch
+    re-scoring a run first checks that its raw files give back what was recorded (a batch
+    killed between recording a run and publishing its files leaves another run's files)."""
+    def scores(result: Mapping[str, Any]) -> list:
+        return [(a.get("id"), a.get("score"), a.get("max_score"), a.get("status"),
+                 [(i.get("id"), i.get("score"), i.get("status")) for i in a.get("items") or []])
+                for a in result.get("assignments") or []]
+    return scores(recorded) == scores(again)

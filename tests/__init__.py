@@ -1,0 +1,1 @@
+"""The project's own tests (CI). Shared helpers live in tests/support."""
