@@ -48,7 +48,7 @@ _report = {"tests": [{"nodeid": "x", "outcome": "passed", "metadata": {"check": 
     "practical4.baseline_shape", "practical4.chunk_shapes", "practical4.chunks_equal_full",
     "practical4.mp_layer_devices", "practical4.mp_one_transfer", "practical4.mp_output_shape",
     "practical4.one_gpu_message")]}
-_targets = ["@OUT@/result.json", "@OUT@/pytest-practical4.json", "@OUT@/@MARK@-out",
+_targets = ["@OUT@/result.json", "@OUT@/checks-practical4.json", "@OUT@/@MARK@-out",
             "@REF@/@MARK@-ref", "@REF@/practical4/@MARK@.py", "@OTHER@/@MARK@-other",
             _o.environ.get("PDL_SUBMISSION_ROOT", ".") + "/@MARK@-own",
             "/var/tmp/@MARK@-vartmp", "/root/@MARK@-home", "/dev/shm/@MARK@-shm",
@@ -231,7 +231,7 @@ ATTACKS = [
            "submission also ships a pre-made result.json and pytest report",
            0, says=["NotImplementedError"],
            extra_files={"result.json": '{"score": 10, "max_score": 10}',
-                        "pytest-practical4.json": '{"tests": []}',
+                        "checks-practical4.json": '{"tests": []}',
                         "practical4/result.json": '{"score": 10}'}),
     Attack("steal_solution", "student_template", P4, [(None, STEAL)], "practical4",
            "reads the reference solution, another student's folder, a symlink to the "

@@ -220,7 +220,7 @@ def test_nothing_escaped_the_sandbox(campaign):
 def test_grader_owned_results_replace_planted_ones(campaign):
     result = campaign["graded"]["escape_writes"]["result"]
     assert result["score"] == 0
-    report = json.loads((campaign["outs"] / "escape_writes" / "pytest-practical4.json").read_text())
+    report = json.loads((campaign["outs"] / "escape_writes" / "checks-practical4.json").read_text())
     # practical4's 13 tests: 7 on the code, 6 comparing the answer sheet with it
     assert len(report["tests"]) == 13 and all(t["outcome"] == "failed" for t in report["tests"])
 
@@ -228,7 +228,7 @@ def test_grader_owned_results_replace_planted_ones(campaign):
 def test_plugin_in_submission_never_loads(campaign):
     assert not Path(f"/var/tmp/{campaign['mark']}-plugin-loaded").exists()
     result = campaign["graded"]["conftest_plugin"]["result"]
-    report = json.loads((campaign["outs"] / "conftest_plugin" / "pytest-practical4.json").read_text())
+    report = json.loads((campaign["outs"] / "conftest_plugin" / "checks-practical4.json").read_text())
     assert result["score"] == 0 and all(t["outcome"] == "failed" for t in report["tests"])
 
 
