@@ -23,6 +23,9 @@ from tests.support import fake_grade_command, run_test_batch, subprocess_env
 from grader.cluster import SlurmBackend, SlurmSettings, slurm
 from grader.cluster.backend import LOG_NAME, batch_job_name
 
+# Slow: a real SLURM cluster is started for these, and some wait out its time limits.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 FAKE_COMMAND = fake_grade_command()
@@ -225,7 +228,6 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
         assert job_fields(slurm_cluster, job_id)["JobState"] in ("CANCELLED", "COMPLETED")
 
 
-@pytest.mark.slow
 def test_the_real_grader_runs_as_a_slurm_job_on_the_reference(slurm_cluster, tmp_path, pdl_grade):
     subs, out = tmp_path / "subs", tmp_path / "out"
     shutil.copytree(REPO / "reference" / "practical4", subs / "reference" / "practical4")

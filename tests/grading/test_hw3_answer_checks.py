@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,6 +20,7 @@ def run_checks(submission: Path, select: str) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
+@pytest.mark.slow   # runs the reference's HW3 checks for real
 def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path):
     submission = tmp_path / "sub"
     shutil.copytree(ROOT / "reference", submission)

@@ -33,8 +33,10 @@ from grader.sandbox import sandbox_available
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "reference"
-pytestmark = pytest.mark.skipif(not sandbox_available()[0],
-                                reason=f"bubblewrap not usable here: {sandbox_available()[1]}")
+# Slow: the campaign grades every attack for real (minutes on 2 cores).
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not sandbox_available()[0],
+                                 reason=f"bubblewrap not usable here: {sandbox_available()[1]}")]
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
