@@ -78,7 +78,7 @@ class RawRun:
         """The run recorded in `folder`. Without a run.json (an older folder), the assignments
         are `assignments` and the rest of the run is unknown (None)."""
         folder = Path(folder)
-        recorded = _read_json(folder / RUN_FILE)
+        recorded = read_json(folder / RUN_FILE)
         if recorded is not None and recorded.get("schema") == RUN_SCHEMA:
             entries = [(str(a["id"]), a.get("problem")) for a in recorded.get("assignments") or []]
             if assignments is not None:
@@ -103,14 +103,14 @@ def _load_check_results(folder: Path, assignment: str) -> tuple[dict | None, str
     for name in (check_results_file(assignment), _legacy_check_results_file(assignment)):
         path = folder / name
         if path.is_file():
-            data = _read_json(path)
+            data = read_json(path)
             if isinstance(data, dict):
                 return data, None
             return None, f"the checks' results of {assignment} ({name}) cannot be read"
     return None, f"the checks' results of {assignment} ({check_results_file(assignment)}) are missing"
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -126,7 +126,7 @@ def load_findings(folder: Path) -> list | None:
     """The scan's findings kept beside a run; None when the file is missing or unreadable
     (the caller scans again where it still has the submission)."""
     from grader.integrity.scan import Finding
-    data = _read_json(Path(folder) / FINDINGS_FILE)
+    data = read_json(Path(folder) / FINDINGS_FILE)
     try:
         return [Finding.from_dict(f) for f in data["findings"]]
     except (TypeError, KeyError, ValueError):

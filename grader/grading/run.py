@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 from grader.common.hardware import real_gpu_count, real_gpu_names
 from grader.common.text import last_lines
-from grader.grading.raw import (AssignmentRun, RawRun, _read_json, check_log_file,
+from grader.grading.raw import (AssignmentRun, RawRun, read_json, check_log_file,
                                 check_results_file, load_findings, save_findings)
 from grader.scoring import hardware_info
 from grader.scoring.rubric import Rubric
@@ -85,7 +85,7 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
                           "was stopped")
     output = done.stdout + done.stderr
     (out / check_log_file(assignment)).write_text(output, encoding="utf-8")
-    loaded = _read_json(results) if results.exists() else None
+    loaded = read_json(results) if results.exists() else None
     if not isinstance(loaded, dict):
         return None, (f"the checks of {assignment} could not run (pytest exit "
                       f"{done.returncode}):\n{last_lines(output, 8)}")

@@ -50,6 +50,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
         })
     return {"submission": result.get("submission", ""), "score": format_value(result.get("score")),
             "max_score": format_value(result.get("max_score")), "assignments": assignments,
+            "pending_points": format_value(result.get("pending_points") or 0)
+            if result.get("pending_points") else None,
+            "override_problems": [str(p) for p in result.get("override_problems") or []],
             "overrides": overrides_template(assignments)}
 
 

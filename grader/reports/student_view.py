@@ -29,6 +29,8 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "hardware": _hardware_text(hardware),
         "score": format_points(result.get("score")),
         "max_score": format_points(result.get("max_score")),
+        "pending_points": format_points(result.get("pending_points"))
+        if result.get("pending_points") else None,
         "errors": list(result.get("errors") or []),
         "assignments": [assignment_view(a) for a in result.get("assignments") or []],
     }

@@ -88,3 +88,15 @@ def test_students_see_the_hold_but_not_the_staff_comment(result):
     for text in (render_markdown(cleared), render_html(cleared)):
         assert "Reviewed by the course staff" in text and "Held for review" not in text
         assert "staff only" not in text
+
+
+def test_ignored_overrides_and_pending_points_are_told_to_the_instructor(result):
+    graded = result(ROUND_ROBIN)
+    graded["pending_points"] = 2.5
+    graded["override_problems"] = ["override 'hw3.task9' ignored: hw3 has no item with that id"]
+    text = render_instructor_markdown(graded, load_rubrics())
+    assert "of which 2.5 point(s) of written answers wait for a person" in text
+    assert "**Overrides that were ignored**" in text
+    assert "- override 'hw3.task9' ignored: hw3 has no item with that id" in text
+    # ...and never to the student:
+    assert "hw3.task9" not in render_markdown(graded) and "hw3.task9" not in render_html(graded)

@@ -165,3 +165,12 @@ def test_answers_not_found_are_listed_with_the_files_read(result):
     assert "could be 30000 or 30.000" in answers
     page = render_html(result(ROUND_ROBIN))
     assert '<ul class="missing"><li>task2.explanation: How does the step time grow' in page
+
+
+def test_points_still_waiting_for_a_person_are_said_in_the_total(result):
+    graded = result(ROUND_ROBIN)
+    graded["pending_points"] = 3
+    for text in (render_markdown(graded), render_html(graded)):
+        assert "(3 of them for written answers the staff still have to grade)" in text
+    graded["pending_points"] = 0
+    assert "still have to grade" not in render_markdown(graded)
