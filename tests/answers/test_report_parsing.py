@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bad_pdfs import REPORT_LINES
-from grader.answers import read_report
-from grader.answers.number_parsing import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
+from grader.answers.hw3_pdf import read_hw3_pdf
+from grader.answers.hw3_pdf.numbers import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
 from tiny_pdf import write_text_pdf
 
 
@@ -22,7 +22,7 @@ def test_decimal_marks(text, value):
 def test_comma_with_three_digits_is_flagged_as_ambiguous():
     number = parse_decimal("1,024")
     assert number.value == pytest.approx(1.024)
-    assert "could be 1024 or 1.024" in number.ambiguity
+    assert "is ambiguous: 1024 or 1.024" in number.ambiguity
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_int_lists(text, values):
 
 
 def _report_from_lines(tmp_path, lines):
-    return read_report(write_text_pdf(tmp_path / "report.pdf", [lines]))
+    return read_hw3_pdf(write_text_pdf(tmp_path / "report.pdf", [lines]))
 
 
 def test_labels_wrapped_and_in_other_case_and_spacing(tmp_path):
@@ -139,7 +139,7 @@ def test_table_running_onto_the_next_page(tmp_path, header_repeated):
     assert len(first_page) == 52  # the last two rows sit in the page's bottom band
     second_page = (["DEPTH\tStep time (ms)"] if header_repeated else []) + ["24\t47.1"] \
         + REPORT_LINES[start + 4:]
-    result = read_report(write_text_pdf(tmp_path / "report.pdf", [first_page, second_page]))
+    result = read_hw3_pdf(write_text_pdf(tmp_path / "report.pdf", [first_page, second_page]))
     assert result.answers["task2.step_time_table"] == [
         {"depth": 6, "step_time_ms": 12.5}, {"depth": 12, "step_time_ms": 23.75},
         {"depth": 24, "step_time_ms": 47.1}]
