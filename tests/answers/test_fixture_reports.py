@@ -30,7 +30,6 @@ KNOWN_MISREADS = {
     "chromium_transposed_devices": "one memory value per line in a vertically centred cell of a turned table",
     "latex_booktabs_two_columns": "two-column LaTeX with a table of contents: the contents' entries run into the columns",
     "latex_question_answer_table": "justified narrow p{} cells: the label's words spread wider than the column gap",
-    "latex_small_font_appendix": "the running header of the appendix pages ends the Task 5 explanation late",
     "lo_docx_two_columns": "tables inside a column of a two-column section",
     "scan_with_ocr": "OCR misreads a comma in the memory lists (the problem is flagged for a person)",
 }

@@ -21,6 +21,7 @@ def _assert_tables_equal(actual, expected):
             assert got[key] == pytest.approx(value, rel=1e-9), (key, got)
 
 
+@pytest.mark.slow  # builds PDFs with LibreOffice, LaTeX and a browser: minutes
 @pytest.mark.parametrize("build_name", list(BUILDS))
 def test_every_answer_is_read_from_the_tools_pdf(build_name, built_report):
     variant, pdf = built_report(build_name)
@@ -41,6 +42,7 @@ def test_every_answer_is_read_from_the_tools_pdf(build_name, built_report):
     assert elapsed < 10, f"reading a 2-page report took {elapsed:.1f} s"
 
 
+@pytest.mark.slow  # builds PDFs with LibreOffice, LaTeX and a browser: minutes
 @pytest.mark.parametrize("build_name", list(BUILDS))
 def test_explanations_stop_at_the_next_heading(build_name, built_report):
     _, pdf = built_report(build_name)
@@ -53,6 +55,7 @@ def test_explanations_stop_at_the_next_heading(build_name, built_report):
         assert not re.search(r"Task \d|Layers per GPU|Number of|file://|\d+/\d+$", text), (task, text)
 
 
+@pytest.mark.slow
 def test_the_ruled_and_unruled_table_paths_are_both_exercised(built_report):
     """Guards the fixtures themselves: if every tool produced ruled tables
     (or none did), one of the two table readers would go untested."""

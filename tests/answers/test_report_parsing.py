@@ -144,3 +144,31 @@ def test_table_running_onto_the_next_page(tmp_path, header_repeated):
         {"depth": 6, "step_time_ms": 12.5}, {"depth": 12, "step_time_ms": 23.75},
         {"depth": 24, "step_time_ms": 47.1}]
     assert "task2.step_time_table[depth=12]" not in result.missing
+
+
+def test_a_yes_no_question_keeps_the_answer_and_its_explanation(tmp_path, monkeypatch):
+    """The hw3 track may add yes/no questions to the contract's list; the reader takes them
+    as they come: "yes" or "no" first, the rest of the text kept as the explanation."""
+    from grader.answers.hw3_pdf import contract
+    question = contract.LabelledAnswer("task2.depth_improves_speed", r"does\s*increasing\s*depth\s*improve\s*speed\s*\??",
+                                       "yes_no", "Does increasing DEPTH improve speed?")
+    monkeypatch.setattr(contract, "LABELLED_ANSWERS", contract.LABELLED_ANSWERS + [question])
+    at = REPORT_LINES.index("Task 2 explanation")
+    lines = REPORT_LINES[:at] + ["Does increasing DEPTH improve speed? No, every layer adds work",
+                                 "that runs after the previous one."] + REPORT_LINES[at:]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task2.depth_improves_speed"] == {
+        "value": "no", "explanation": "every layer adds work that runs after the previous one."}
+    assert result.where["task2.depth_improves_speed"]["page"] == 1
+    assert result.status == "ok", result.problems
+
+
+def test_where_each_answer_was_read_is_kept(tmp_path):
+    from grader.answers.hw3_pdf import describe_where
+    result = _report_from_lines(tmp_path, REPORT_LINES)
+    where = result.where
+    assert where["task5.transfers_5gpus"] == {"kind": "line", "page": 1, "pages": [1],
+                                              "text": "Number of transfers with 5 GPUs: 4"}
+    assert where["task2.step_time_table"]["rows"]["12"] == {"page": 1, "text": "12 | 23.75"}
+    assert describe_where(where["task2.step_time_table"]) == "page 1, table 'depth | step time (ms)'"
+    assert describe_where(where["task1.explanation"]) == "page 1, under 'Task 1 explanation'"

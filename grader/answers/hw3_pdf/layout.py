@@ -366,10 +366,10 @@ def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: flo
 
 
 def _body_size(lines: list[Line]) -> float | None:
-    """The size most text is set in on the first pages: an appendix in a small font (a log,
+    """The size most text is set in on the first page: an appendix in a small font (a log,
     code) can hold more characters than the answers, but it comes last."""
     sizes: Counter = Counter()
-    first_pages = sorted({l.page for l in lines})[:2]
+    first_pages = sorted({l.page for l in lines})[:1]
     for line in lines:
         if line.page in first_pages:
             for word in line.words:

@@ -130,14 +130,15 @@ def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | Non
     return sorted(columns, key=lambda c: c.x0)
 
 
-def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = False) -> tuple[list[Column], int, int] | None:
+def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = False,
+               wrapped: bool = True) -> tuple[list[Column], int, int] | None:
     """Columns of a header whose last line is lines[index] (wrapped upwards: up to two lines
     above it) or whose first line is it (wrapped downwards); (columns, first, last)."""
     line = lines[index]
     if line.furniture:
         return None
     options = [(index, index)]
-    if line.ruled is None:
+    if line.ruled is None and wrapped:
         options += ([] if starting_here else [(index - 1, index), (index - 2, index)]) + [(index, index + 1), (index, index + 2)]
     for first, last in options:
         if first < 0 or last >= len(lines):
@@ -339,7 +340,7 @@ def _parse_rows(rows: list[_Row], header: list[Column], spec, reading: TableRead
                 entry[column.name] = values
         if complete:
             reading.rows.append(entry)
-            reading.where.setdefault("rows", {})[str(row.key)] = {"page": row.page, "text": " / ".join(row.raw)}
+            reading.where.setdefault("rows", {})[str(row.key)] = {"page": row.page, "text": " / ".join(row.raw).replace("\t", " | ")}
     found = {entry[spec.key.name] for entry in reading.rows}
     reading.missing += [f"{spec.field}[{spec.key.name}={key}]" for key in spec.expected_keys if key not in found]
 
@@ -353,14 +354,15 @@ def _after(text: str, spec, name: str) -> str:
 def read_table(layout: Layout, spec: contract.TableSpec) -> TableReading | None:
     """The first table in the report with `spec`'s header and at least one row, or None."""
     lines = layout.lines
-    for index in range(len(lines)):
-        header = _header_at(lines, index, spec)
+    # One-line headers first, so a heading just above a table is not taken into its header.
+    for index, wrapped in [(i, False) for i in range(len(lines))] + [(i, True) for i in range(len(lines))]:
+        header = _header_at(lines, index, spec, wrapped=wrapped)
         if header:
             columns, first, last = header
             rows, used = _rows_below(lines, last + 1, columns, spec)
             window = lines[first:last + 1]
         else:
-            turned = _transposed(lines, index, spec)
+            turned = None if wrapped else _transposed(lines, index, spec)
             if not turned:
                 continue
             rows, used, columns = turned
