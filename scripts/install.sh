@@ -9,6 +9,9 @@ packages=(bubblewrap)
 if [[ "${1:-}" == "--test-tools" ]]; then
   # LibreOffice, LaTeX, a browser and a Markdown converter: the tools students write reports with.
   packages+=(libreoffice-writer-nogui texlive-latex-base chromium pandoc qpdf fonts-dejavu-core)
+  # Only to rebuild tests/answers/fixtures/reports (build_fixture_reports.py, run by hand):
+  # booktabs/fancyhdr, pandoc's LaTeX fonts, a scan (pdftoppm, img2pdf) and OCR.
+  packages+=(texlive-latex-recommended lmodern poppler-utils img2pdf ocrmypdf tesseract-ocr-eng)
   # A real single-node SLURM cluster, started and stopped by the cluster tests themselves.
   packages+=(slurm-wlm munge)
 fi
@@ -26,3 +29,6 @@ fi
 # would pull a multi-GB CUDA build. On a GPU node the same pin gives the CUDA build.
 python3 -m pip install -q "torch==2.13.0"
 python3 -m pip install -q -e .
+if [[ "${1:-}" == "--test-tools" ]]; then
+  python3 -m pip install -q python-docx weasyprint  # the fixture reports' Word and WeasyPrint PDFs
+fi

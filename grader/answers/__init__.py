@@ -1,5 +1,2 @@
-"""Answers that students write in reports (HW3: hw3/report.pdf)."""
-
-from .pdf_report import ReportExtraction, read_report
-
-__all__ = ["ReportExtraction", "read_report"]
+"""Answers that students hand in: answer sheets (sheet.py) and, for HW3, the report PDF
+(hw3_pdf/), put together per assignment by collect.py."""

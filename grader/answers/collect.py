@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import report_contract
-from .pdf_report import read_report
+from .hw3_pdf import describe_where, read_hw3_pdf
+from .hw3_pdf import contract as hw3_pdf_contract
 from .sheet import read_sheet, template_questions
 
 REPORT_NAME = "report.pdf"
@@ -27,7 +27,10 @@ class Answers:
     assignment: str
     source: str
     values: dict[str, Any] = field(default_factory=dict)
-    origin: dict[str, str] = field(default_factory=dict)   # id -> file it was read from
+    # id -> where it was read, for people: "hw3/report.pdf, page 2, table 'DEPTH | Step time (ms)'"
+    origin: dict[str, str] = field(default_factory=dict)
+    # id -> the same as data: {"file", "page", "pages", "kind", "text", "ocr", "rows": {key: {"page", "text"}}}
+    where: dict[str, dict] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
@@ -41,7 +44,7 @@ class Answers:
         """Where a student writes this answer, for messages."""
         places = []
         if self.source in ("pdf", "pdf_then_sheet"):
-            label = report_contract.template_label(qid)
+            label = hw3_pdf_contract.template_label(qid)
             places.append(f"{self.assignment}/{REPORT_NAME}" + (f" ('{label}')" if label else ""))
         if self.source in ("sheet", "pdf_then_sheet"):
             places.append(f"{self.assignment}/{SHEET_NAME} ({qid})")
@@ -62,16 +65,18 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
 
     if source in ("pdf", "pdf_then_sheet"):
         display = f"{assignment}/{REPORT_NAME}"
-        report = read_report(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
-        answers.files.append({"file": display, "status": report.status, "pages": report.pages,
-                              "producer": report.producer})
-        answers.problems += report.problems
-        answers.needs_manual_review |= report.needs_manual_review and (
-            source == "pdf" or (folder / REPORT_NAME).exists())
-        for qid, value in report.answers.items():
+        pdf = read_hw3_pdf(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
+        answers.files.append({"file": display, "status": pdf.status, "pages": pdf.pages,
+                              "producer": pdf.producer, "ocr": pdf.ocr})
+        answers.problems += pdf.problems
+        answers.needs_manual_review |= pdf.needs_manual_review and (source == "pdf" or pdf.status != "missing")
+        for qid, value in pdf.answers.items():
             if qid in questions and value not in (None, "", []):
                 answers.values[qid] = value
-                answers.origin[qid] = display
+                where = pdf.where.get(qid)
+                answers.origin[qid] = f"{display}, {describe_where(where)}" if where else display
+                if where:
+                    answers.where[qid] = {"file": display, **where}
 
     if source in ("sheet", "pdf_then_sheet"):
         display = f"{assignment}/{SHEET_NAME}"
@@ -85,7 +90,10 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
                 answers.origin[qid] = display
 
     answers.missing = [qid for qid in questions if qid not in answers.values]
-    if not any(f["status"] in ("ok", "partial", "problems") for f in answers.files):
+    # "Not handed in" only when no file is there: a file that is there but unreadable (a scan,
+    # a renamed .docx) has its own message, and saying both would contradict it.
+    if all(f["status"] == "missing" for f in answers.files):
         names = " or ".join(f["file"] for f in answers.files)
+        answers.problems = [p for p in answers.problems if "was not handed in" not in p]
         answers.problems.insert(0, f"no answers handed in: {names} not found")
     return answers

@@ -94,7 +94,14 @@ def test_pdf_answers_win_and_the_sheet_fills_the_gaps(tmp_path):
         "task5.transfers_2gpus": {"value": 7}, "task1.layers_per_gpu": {"value": [3, 3]}}).parent)
     answers = collect_answers(tmp_path, "hw3", "pdf_then_sheet")
     assert answers.values["task5.transfers_2gpus"] == 1  # the report says 1
-    assert answers.origin["task5.transfers_2gpus"] == "hw3/report.pdf"
+    # Where it was read reaches result.json, for people and as data.
+    assert answers.origin["task5.transfers_2gpus"] == (
+        "hw3/report.pdf, page 3, line 'Number of transfers with 2 GPUs: 1'")
+    assert answers.where["task5.transfers_2gpus"] == {
+        "file": "hw3/report.pdf", "kind": "line", "page": 3, "pages": [3],
+        "text": "Number of transfers with 2 GPUs: 1"}
+    assert answers.to_dict()["where"]["task2.step_time_table"]["rows"]["24"]["page"] == 2  # ran onto page 2
+    assert answers.origin["task1.layers_per_gpu"].startswith("hw3/report.pdf, page ")
     assert not answers.missing
     sheet_only = collect_answers(tmp_path, "hw3", "sheet")
     assert sheet_only.values["task5.transfers_2gpus"] == 7
@@ -123,3 +130,17 @@ def test_the_reference_report_pdf_says_what_its_answer_sheet_says():
     for qid, value in from_sheet.values.items():
         assert (words(from_pdf.values[qid]) == words(value) if isinstance(value, str)
                 else from_pdf.values[qid] == value), qid
+
+
+def test_a_report_not_handed_in_and_one_that_cannot_be_read_are_told_apart(tmp_path):
+    """Not handed in: one message naming what is missing. There but unreadable (a whole
+    scan): the scan's own message, and never also "not handed in"."""
+    nothing = collect_answers(tmp_path, "hw3", "pdf_then_sheet")
+    assert nothing.problems == ["no answers handed in: hw3/report.pdf or hw3/answers.yaml not found"]
+    assert [f["status"] for f in nothing.files] == ["missing", "missing"]
+    (tmp_path / "hw3").mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "reports" / "scan_image_only.pdf", tmp_path / "hw3" / "report.pdf")
+    scan = collect_answers(tmp_path, "hw3", "pdf_then_sheet")
+    assert scan.problems == ["hw3/report.pdf is a scan: its 2 pages are pictures with no text; a person must read "
+                             "it (export the report from the editor as PDF so the grader can read it)"]
+    assert scan.files[0]["status"] == "unreadable" and scan.needs_manual_review

@@ -1,6 +1,6 @@
 """Every file that is not a readable report gets a clear message, the manual
 review flag and the full list of missing answers, within the time bound, and
-read_report never raises."""
+read_hw3_pdf never raises."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import pytest
 
 import bad_pdfs
-from grader.answers import read_report
-from grader.answers.report_contract import expected_fields
+from grader.answers.hw3_pdf import read_hw3_pdf
+from grader.answers.hw3_pdf.contract import expected_fields
 from report_builders import ToolMissing
 
 TIME_LIMIT_S = 30
@@ -18,7 +18,7 @@ TIME_LIMIT_S = 30
 
 def _read(path, **kwargs):
     started = time.monotonic()
-    result = read_report(path, **kwargs)
+    result = read_hw3_pdf(path, **kwargs)
     elapsed = time.monotonic() - started
     assert elapsed < kwargs.get("time_limit_s", TIME_LIMIT_S) + 5, f"took {elapsed:.1f} s"
     return result
@@ -44,7 +44,9 @@ def test_plain_report_is_read_without_any_external_tool(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    _assert_unreadable(_read(tmp_path / "report.pdf"), "hw3/report.pdf is missing")
+    result = _read(tmp_path / "report.pdf")
+    assert result.status == "missing"  # "not handed in", not "could not be read"
+    assert result.problems == ["hw3/report.pdf was not handed in; hand the report in under that name"]
 
 
 def test_empty_file(tmp_path):
@@ -75,7 +77,7 @@ def test_encrypted_pdf(tmp_path):
 
 def test_scanned_pdf_has_no_text_layer(tmp_path):
     result = _read(bad_pdfs.scanned_report(tmp_path / "report.pdf"))
-    _assert_unreadable(result, "hw3/report.pdf has no text layer (a scan?)")
+    _assert_unreadable(result, "hw3/report.pdf is a scan: its page is a picture with no text; a person must read it")
     assert result.pages == 1
 
 
@@ -98,7 +100,7 @@ def test_time_limit_stops_a_slow_read(tmp_path):
     """Reading all 300 dense pages takes several seconds; a 1 s limit must cut it off."""
     path = bad_pdfs.huge_report(tmp_path / "report.pdf", lines_per_page=60)
     started = time.monotonic()
-    result = read_report(path, time_limit_s=1, max_pages=300)
+    result = read_hw3_pdf(path, time_limit_s=1, max_pages=300)
     elapsed = time.monotonic() - started
     _assert_unreadable(result, "reading hw3/report.pdf took longer than 1 s")
     assert elapsed < 3, f"the limit was 1 s but the call took {elapsed:.1f} s"
@@ -106,7 +108,7 @@ def test_time_limit_stops_a_slow_read(tmp_path):
 
 def test_display_name_appears_in_messages(tmp_path):
     result = _read(tmp_path / "nothing.pdf", display_name="hw3/final_report.pdf")
-    assert result.problems == ["hw3/final_report.pdf is missing; hand the report in under that name"]
+    assert result.problems == ["hw3/final_report.pdf was not handed in; hand the report in under that name"]
 
 
 def test_never_raises_on_a_directory(tmp_path):

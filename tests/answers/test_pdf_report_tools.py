@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grader.answers import read_report
+from grader.answers.hw3_pdf import read_hw3_pdf
 from report_builders import BUILDS, EXPECTED_ANSWERS, EXPLANATION_ENDS
 
 
@@ -21,11 +21,12 @@ def _assert_tables_equal(actual, expected):
             assert got[key] == pytest.approx(value, rel=1e-9), (key, got)
 
 
+@pytest.mark.slow  # builds PDFs with LibreOffice, LaTeX and a browser: minutes
 @pytest.mark.parametrize("build_name", list(BUILDS))
 def test_every_answer_is_read_from_the_tools_pdf(build_name, built_report):
     variant, pdf = built_report(build_name)
     started = time.monotonic()
-    result = read_report(pdf)
+    result = read_hw3_pdf(pdf)
     elapsed = time.monotonic() - started
 
     assert result.problems == []
@@ -41,10 +42,11 @@ def test_every_answer_is_read_from_the_tools_pdf(build_name, built_report):
     assert elapsed < 10, f"reading a 2-page report took {elapsed:.1f} s"
 
 
+@pytest.mark.slow  # builds PDFs with LibreOffice, LaTeX and a browser: minutes
 @pytest.mark.parametrize("build_name", list(BUILDS))
 def test_explanations_stop_at_the_next_heading(build_name, built_report):
     _, pdf = built_report(build_name)
-    answers = read_report(pdf).answers
+    answers = read_hw3_pdf(pdf).answers
     for task, (first_words, last_words) in EXPLANATION_ENDS.items():
         text = " ".join(answers[f"task{task}.explanation"].split())  # line breaks differ per tool
         assert text.startswith(first_words), (task, text)
@@ -53,10 +55,11 @@ def test_explanations_stop_at_the_next_heading(build_name, built_report):
         assert not re.search(r"Task \d|Layers per GPU|Number of|file://|\d+/\d+$", text), (task, text)
 
 
+@pytest.mark.slow
 def test_the_ruled_and_unruled_table_paths_are_both_exercised(built_report):
     """Guards the fixtures themselves: if every tool produced ruled tables
     (or none did), one of the two table readers would go untested."""
-    from grader.answers.pdf_extract_worker import extract
+    from grader.answers.hw3_pdf.extract_worker import extract
 
     ruled = extract(str(built_report("chromium-html-dot")[1]), 5)
     unruled = extract(str(built_report("pdflatex-tabular-no-rules-dot")[1]), 5)

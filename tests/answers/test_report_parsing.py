@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bad_pdfs import REPORT_LINES
-from grader.answers import read_report
-from grader.answers.number_parsing import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
+from grader.answers.hw3_pdf import read_hw3_pdf
+from grader.answers.hw3_pdf.numbers import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
 from tiny_pdf import write_text_pdf
 
 
@@ -22,7 +22,7 @@ def test_decimal_marks(text, value):
 def test_comma_with_three_digits_is_flagged_as_ambiguous():
     number = parse_decimal("1,024")
     assert number.value == pytest.approx(1.024)
-    assert "could be 1024 or 1.024" in number.ambiguity
+    assert "is ambiguous: 1024 or 1.024" in number.ambiguity
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_int_lists(text, values):
 
 
 def _report_from_lines(tmp_path, lines):
-    return read_report(write_text_pdf(tmp_path / "report.pdf", [lines]))
+    return read_hw3_pdf(write_text_pdf(tmp_path / "report.pdf", [lines]))
 
 
 def test_labels_wrapped_and_in_other_case_and_spacing(tmp_path):
@@ -139,8 +139,36 @@ def test_table_running_onto_the_next_page(tmp_path, header_repeated):
     assert len(first_page) == 52  # the last two rows sit in the page's bottom band
     second_page = (["DEPTH\tStep time (ms)"] if header_repeated else []) + ["24\t47.1"] \
         + REPORT_LINES[start + 4:]
-    result = read_report(write_text_pdf(tmp_path / "report.pdf", [first_page, second_page]))
+    result = read_hw3_pdf(write_text_pdf(tmp_path / "report.pdf", [first_page, second_page]))
     assert result.answers["task2.step_time_table"] == [
         {"depth": 6, "step_time_ms": 12.5}, {"depth": 12, "step_time_ms": 23.75},
         {"depth": 24, "step_time_ms": 47.1}]
     assert "task2.step_time_table[depth=12]" not in result.missing
+
+
+def test_a_yes_no_question_keeps_the_answer_and_its_explanation(tmp_path, monkeypatch):
+    """The hw3 track may add yes/no questions to the contract's list; the reader takes them
+    as they come: "yes" or "no" first, the rest of the text kept as the explanation."""
+    from grader.answers.hw3_pdf import contract
+    question = contract.LabelledAnswer("task2.depth_improves_speed", r"does\s*increasing\s*depth\s*improve\s*speed\s*\??",
+                                       "yes_no", "Does increasing DEPTH improve speed?")
+    monkeypatch.setattr(contract, "LABELLED_ANSWERS", contract.LABELLED_ANSWERS + [question])
+    at = REPORT_LINES.index("Task 2 explanation")
+    lines = REPORT_LINES[:at] + ["Does increasing DEPTH improve speed? No, every layer adds work",
+                                 "that runs after the previous one."] + REPORT_LINES[at:]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task2.depth_improves_speed"] == {
+        "value": "no", "explanation": "every layer adds work that runs after the previous one."}
+    assert result.where["task2.depth_improves_speed"]["page"] == 1
+    assert result.status == "ok", result.problems
+
+
+def test_where_each_answer_was_read_is_kept(tmp_path):
+    from grader.answers.hw3_pdf import describe_where
+    result = _report_from_lines(tmp_path, REPORT_LINES)
+    where = result.where
+    assert where["task5.transfers_5gpus"] == {"kind": "line", "page": 1, "pages": [1],
+                                              "text": "Number of transfers with 5 GPUs: 4"}
+    assert where["task2.step_time_table"]["rows"]["12"] == {"page": 1, "text": "12 | 23.75"}
+    assert describe_where(where["task2.step_time_table"]) == "page 1, table 'depth | step time (ms)'"
+    assert describe_where(where["task1.explanation"]) == "page 1, under 'Task 1 explanation'"

@@ -189,7 +189,7 @@ def test_hw3_report_template_labels():
 
 
 def test_hw3_answers_match_report_contract():
-    contract = pytest.importorskip("grader.answers.report_contract")
+    contract = pytest.importorskip("grader.answers.hw3_pdf.contract")
     ids = set(yaml.safe_load((ROOT / "student_template/hw3/answers.yaml").read_text())["answers"])
     assert set(contract.expected_fields()) == ids
     text = (ROOT / "student_template/hw3/REPORT_TEMPLATE.md").read_text()

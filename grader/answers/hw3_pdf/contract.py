@@ -1,9 +1,11 @@
-"""What the HW3 report template promises: labels, tables, sections, fields.
+"""What the HW3 report template promises: its labelled answers, tables and explanations.
 
-student_template/hw3/REPORT_TEMPLATE.md is written from the same list; a
-label changed there must change here too. Patterns run on normalised text
-(lower case, dashes and spaces unified, see report_parser.normalise), and
-`\\s*` between words lets a label wrap onto the next line.
+student_template/hw3/REPORT_TEMPLATE.md is written from these lists; a label changed there
+must change here too. Adding a question is adding an entry to a list below: the readers
+(labels.py, tables.py, explanations.py) take every entry as it comes.
+
+Patterns run on normalised text (lower case, dashes and spaces unified, see
+layout.normalise); `\\s*` between words lets a label wrap onto the next line.
 """
 
 from __future__ import annotations
@@ -23,8 +25,15 @@ def _gpus_label(depth: int, gpus: int) -> str:
 class LabelledAnswer:
     field: str
     pattern: str  # regex for the label, up to where the value starts
-    kind: str  # "int_list" or "int"
+    # "int_list": "3, 3"; "int": one whole number; "yes_no": "yes" or "no" first, the rest
+    # of the text kept as the explanation ({"value": "no", "explanation": "..."}).
+    kind: str
     template_text: str  # as the template writes it, for messages
+
+    @property
+    def task(self) -> int | None:
+        found = re.match(r"task(\d+)\.", self.field)
+        return int(found.group(1)) if found else None
 
 
 LABELLED_ANSWERS = [
@@ -53,36 +62,54 @@ LABELLED_ANSWERS = [
     ),
 ]
 
-_STEP_TIME = r"(?:step\s*-?\s*time|time\s*per\s*step)"
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # the key in each row of the answer: "depth", "step_time_ms", ...
+    header: str  # regex for the column's header cell
+    kind: str  # "key" (whole number naming the row), "time_ms", "memory_mib_list"
+
+
+_STEP_TIME = Column("step_time_ms", r"step\s*-?\s*times?|time\s*per\s*(?:\w+\s*){0,2}step|iteration\s*time", "time_ms")
+_MEMORY = Column(
+    "memory_per_gpu_mib",
+    r"(?:peak\s*)?(?:gpu\s*)?(?:memory|\bmem\b)(?:\s*(?:usage|used|allocated))?"
+    r"(?:\s*(?:per|/|of\s*each|on\s*each|by)\s*(?:gpu|device)s?)?",
+    "memory_mib_list",
+)
 
 
 @dataclass(frozen=True)
 class TableSpec:
     field: str
-    # The header line must start with the first column's name, so prose that
-    # mentions "step time" and "DEPTH" is not taken for the header.
-    header_pattern: str
-    key_name: str  # "depth" or "gpus"
+    key: Column
+    values: tuple[Column, ...]
     expected_keys: tuple[int, ...]
-    has_memory_column: bool
     template_header: str
+
+    @property
+    def task(self) -> int | None:
+        found = re.match(r"task(\d+)\.", self.field)
+        return int(found.group(1)) if found else None
+
+    @property
+    def key_name(self) -> str:
+        return self.key.name
 
 
 TABLES = [
     TableSpec(
         "task2.step_time_table",
-        rf"^\W*depth\b.*{_STEP_TIME}",
-        "depth",
+        Column("depth", r"\bdepth\b|\b(?:number\s*of\s*|#\s*)?layers\b", "key"),
+        (_STEP_TIME,),
         (6, 12, 24),
-        False,
         "DEPTH | Step time (ms)",
     ),
     TableSpec(
         "task4.table",
-        rf"^\W*(?:number\s*of\s*|#\s*|n\s*)?gpus?\b.*{_STEP_TIME}.*memory",
-        "gpus",
+        Column("gpus", r"(?:\bnumber\s*of\s*|#\s*|\bnum\s*|\bn\s*)?\b(?:gpus?|devices)\b", "key"),
+        (_STEP_TIME, _MEMORY),
         (2, 5),
-        True,
         "GPUs | Step time (ms) | Memory per GPU (MiB)",
     ),
 ]
@@ -94,13 +121,14 @@ def explanation_field(task: int) -> str:
     return f"task{task}.explanation"
 
 
-# "Task 2 explanation", "Task 2 - Explanation:", "Explanation for Task 2".
+# "Task 2 explanation", "1.2 Task 2 - Explanation:", "Explanation for Task 2", "Task 2: explanation".
 EXPLANATION_HEADING = re.compile(
-    r"^\W*(?:task\s*(?P<a>\d)\s*[-:.)]?\s*explanations?|explanations?\s*(?:for|of|to)?\s*task\s*(?P<b>\d))\b\s*[:.\-]?\s*"
+    r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:task\s*(?P<a>\d)\s*[-:.)]?\s*(?:explanation|answer)s?"
+    r"|explanations?\s*(?:for|of|to)?\s*task\s*(?P<b>\d))\b\s*[:.\-]?\s*"
 )
 
-# A line that starts another part of the report ends an explanation.
-SECTION_START = re.compile(r"^\W*(?:task\s*\d|part\s*\d|question\s*\d)\b")
+# A line that starts another part of the report ends an explanation; "1 Task 2", "2.1 Task 2".
+SECTION_START = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:task|part|question|appendix)\s*(?P<task>\d*)\b")
 
 
 def expected_fields() -> list[str]:

@@ -1,0 +1,417 @@
+"""From the worker's words and boxes to the report's lines, in the order a person reads them.
+
+    build_layout(worker_output) -> Layout
+
+A line keeps its page, its height on the page, its font size and its cells (words far apart
+on a line, or the cells of a ruled table's row), so the readers after it can find a table's
+columns by position and say where each answer came from. What this module settles:
+
+- pieces of one word split by a font change (LaTeX math mode puts the decimal point of
+  "182.59" in another font) are joined again;
+- a ruled table's row is one line whose cells are the ruled cells, however their text wraps;
+  a table ruled only above and below its body (booktabs) is split into its text lines again;
+- a page set in two columns is read left column first, then the right one, with lines that
+  span both (a title) kept in place;
+- running headers and footers, page numbers and tables of contents are marked `furniture`
+  and never taken for answers.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
+_SPACES = dict.fromkeys(map(ord, "\u00a0\u2007\u202f\u2009\u200a\u3000"), " ")
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\ufeff\u00ad"), None)
+
+# Words closer than this (in ems) are pieces of one word; a gap wider than CELL_GAP_EM
+# separates cells (an ordinary space is a quarter to a third of an em).
+TOUCH_EM = 0.12
+CELL_GAP_EM = 0.9
+# Running headers and footers live in these bands at the top and bottom of a page.
+BAND = 0.075
+
+
+def normalise(text: str) -> str:
+    """Lower case, NFKC (splits ligatures like "ﬁ"), one kind of dash, quote and space, so
+    patterns need not list every typographic variant."""
+    text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_SPACES).translate(_INVISIBLE)
+    text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
+    return re.sub(r"[ \t]+", " ", text).strip().lower()
+
+
+def clean(text: str) -> str:
+    """The student's own text, readable: NFKC and one kind of space, case kept."""
+    text = unicodedata.normalize("NFKC", text).translate(_SPACES).translate(_INVISIBLE)
+    return text.replace("\u2019", "'")
+
+
+@dataclass
+class Word:
+    text: str
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float
+    bold: bool
+
+    @property
+    def middle(self) -> float:
+        return (self.top + self.bottom) / 2
+
+
+@dataclass
+class Cell:
+    words: list[Word]
+    x0: float  # a ruled cell's box, else its words' extent
+    x1: float
+
+    @property
+    def raw(self) -> str:
+        return clean(" ".join(w.text for w in self.words))
+
+    @property
+    def text(self) -> str:
+        return normalise(self.raw)
+
+
+@dataclass
+class Line:
+    page: int  # 1-based
+    top: float
+    bottom: float
+    cells: list[Cell]
+    ruled: int | None = None  # id of the ruled table this row belongs to
+    region: int = 0  # 0: full width, 1: left column, 2: right column
+    furniture: str = ""  # "", "header/footer", "contents"
+    index: int = 0  # position in the document's reading order
+
+    @property
+    def words(self) -> list[Word]:
+        return [w for c in self.cells for w in c.words]
+
+    @property
+    def raw(self) -> str:
+        return "\t".join(c.raw for c in self.cells)
+
+    @property
+    def text(self) -> str:
+        """Normalised, cells joined by a space."""
+        return " ".join(c.text for c in self.cells)
+
+    @property
+    def size(self) -> float:
+        return max((w.size for w in self.words), default=0.0)
+
+    @property
+    def bold(self) -> bool:
+        letters = [w for w in self.words if re.search(r"[A-Za-z]", w.text)]
+        return bool(letters) and all(w.bold for w in letters)
+
+    @property
+    def x0(self) -> float:
+        return min((c.x0 for c in self.cells), default=0.0)
+
+    @property
+    def x1(self) -> float:
+        return max((c.x1 for c in self.cells), default=0.0)
+
+    def where(self) -> str:
+        return f"page {self.page}"
+
+
+@dataclass
+class Picture:
+    page: int
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+    index: float = 0.0  # between the lines it sits between in reading order
+
+
+@dataclass
+class Layout:
+    lines: list[Line] = field(default_factory=list)
+    pictures: list[Picture] = field(default_factory=list)
+    body_size: float | None = None
+    pages: int = 0
+    text_pages: int = 0
+    ocr: bool = False
+
+    def body(self) -> list[Line]:
+        return [line for line in self.lines if not line.furniture]
+
+
+# ---------------------------------------------------------------- words and lines
+
+
+def _words(page: dict) -> list[Word]:
+    return [Word(w[0], w[1], w[2], w[3], w[4], w[5] or 1.0, bool(w[6])) for w in page.get("words", [])]
+
+
+def _rows(words: list[Word]) -> list[list[Word]]:
+    """Words on one baseline, left to right; touching pieces joined into one word."""
+    rows: list[list[Word]] = []
+    for word in sorted(words, key=lambda w: (w.middle, w.x0)):
+        if rows:
+            last = rows[-1]
+            middle = sum(w.middle for w in last) / len(last)
+            if abs(word.middle - middle) <= 0.45 * min(word.size, last[0].size):
+                last.append(word)
+                continue
+        rows.append([word])
+    joined = []
+    for row in rows:
+        row.sort(key=lambda w: w.x0)
+        merged = [row[0]]
+        for word in row[1:]:
+            previous = merged[-1]
+            if word.x0 - previous.x1 < TOUCH_EM * min(word.size, previous.size):
+                merged[-1] = Word(previous.text + word.text, previous.x0, max(previous.x1, word.x1),
+                                  min(previous.top, word.top), max(previous.bottom, word.bottom),
+                                  max(previous.size, word.size), previous.bold and word.bold)
+            else:
+                merged.append(word)
+        joined.append(merged)
+    return joined
+
+
+def _cells(words: list[Word]) -> list[Cell]:
+    cells: list[list[Word]] = []
+    after_bar = False
+    for word in words:
+        if word.text in ("|", "¦"):  # a Markdown table printed as text: the bars part the cells
+            after_bar = True
+            continue
+        if cells and not after_bar and word.x0 - cells[-1][-1].x1 <= CELL_GAP_EM * word.size:
+            cells[-1].append(word)
+        else:
+            cells.append([word])
+        after_bar = False
+    return [Cell(c, c[0].x0, max(w.x1 for w in c)) for c in cells]
+
+
+def _line(page: int, words: list[Word], **extra) -> Line | None:
+    cells = _cells(words)
+    return Line(page, min(w.top for w in words), max(w.bottom for w in words), cells, **extra) if cells else None
+
+
+# ---------------------------------------------------------------- ruled tables
+
+
+def _inside(word: Word, box: list) -> bool:
+    x = (word.x0 + word.x1) / 2
+    return box[0] - 1 <= x <= box[2] + 1 and box[1] - 1 <= word.middle <= box[3] + 1
+
+
+def _ruled_lines(page_number: int, table: dict, table_id: int, free: list[Word]) -> list[Line]:
+    """One line per row of the ruled table, its cells the ruled cells; the words used are
+    taken out of `free`."""
+    lines = []
+    for row in table["rows"]:
+        boxes = [box for box in row if box]
+        cell_rows = []
+        for box in boxes:
+            inside = [w for w in free if _inside(w, box)]
+            for word in inside:
+                free.remove(word)
+            cell_rows.append((box, _rows(inside)))
+        filled = [(box, rows) for box, rows in cell_rows if rows]
+        if not filled:
+            continue
+        counts = {len(rows) for _, rows in filled}
+        if len(filled) >= 2 and len(counts) == 1 and (k := counts.pop()) > 1 and _aligned(filled, k):
+            # Body rows stacked in one ruled row (booktabs): one line per text line.
+            for i in range(k):
+                cells = [Cell(rows[i], box[0], box[2]) for box, rows in filled]
+                words = [w for c in cells for w in c.words]
+                lines.append(Line(page_number, min(w.top for w in words), max(w.bottom for w in words), cells,
+                                  ruled=table_id))
+            continue
+        cells = [Cell([w for r in rows for w in r], box[0], box[2]) for box, rows in filled]
+        words = [w for c in cells for w in c.words]
+        lines.append(Line(page_number, min(w.top for w in words), max(w.bottom for w in words), cells, ruled=table_id))
+    return lines
+
+
+def _aligned(filled, k: int) -> bool:
+    for i in range(k):
+        middles = [sum(w.middle for w in rows[i]) / len(rows[i]) for _, rows in filled]
+        if max(middles) - min(middles) > 0.6 * max(w.size for _, rows in filled for w in rows[i]):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- columns of text
+
+
+def _gutter(lines: list[Line], width: float) -> tuple[float, float] | None:
+    """The gap between two columns of text, if the page has them: a vertical strip in the
+    middle third that no line's words cross, with many lines on each side ending (left) or
+    starting (right) next to it. A table's gap between columns has no such lines."""
+    if len(lines) < 8:
+        return None
+    for_gaps = [line for line in lines if not line.ruled]
+    lo, hi = int(width * 0.3), int(width * 0.7)
+    covered = [0] * (hi - lo + 1)
+    for line in for_gaps:
+        for word in line.words:
+            for x in range(max(lo, int(word.x0)), min(hi, int(word.x1)) + 1):
+                covered[x - lo] += 1
+    best, start = None, None
+    for i, count in enumerate(covered + [1]):
+        if count == 0 and start is None:
+            start = i
+        elif count and start is not None:
+            if i - start >= 6 and (best is None or i - start > best[1] - best[0]):
+                best = (start, i)
+            start = None
+    if best is None:
+        return None
+    g0, g1 = lo + best[0], lo + best[1]
+    left = [line for line in lines if line.x1 <= g0 + 1]
+    right = [line for line in lines if line.x0 >= g1 - 1]
+    left_full = [line for line in left if line.x1 >= g0 - 0.12 * width]
+    right_full = [line for line in right if line.x0 <= g1 + 0.05 * width]
+    if len(left_full) >= 6 and len(right_full) >= 3 and len(left_full) >= 0.4 * len(left):
+        return g0, g1
+    return None
+
+
+def _split_for_columns(lines: list[Line], gutter: tuple[float, float]) -> list[Line]:
+    g0, g1 = gutter
+    out = []
+    for line in lines:
+        # By the words, not a ruled cell's box, which may reach into the gutter.
+        left = [c for c in line.cells if max(w.x1 for w in c.words) <= g0 + 1]
+        right = [c for c in line.cells if min(w.x0 for w in c.words) >= g1 - 1]
+        if len(left) + len(right) < len(line.cells) or not left or not right:
+            line.region = 0 if len(left) + len(right) < len(line.cells) else (1 if left else 2)
+            out.append(line)
+            continue
+        for region, cells in ((1, left), (2, right)):
+            words = [w for c in cells for w in c.words]
+            out.append(Line(line.page, min(w.top for w in words), max(w.bottom for w in words), cells,
+                            ruled=line.ruled, region=region))
+    return out
+
+
+def _reading_order(lines: list[Line]) -> list[Line]:
+    """Top to bottom; where the page has two columns, lines spanning both cut the page into
+    bands, and each band is read left column first."""
+    lines.sort(key=lambda l: (l.top, l.x0))
+    ordered, band = [], []
+    for line in lines:
+        if line.region == 0:
+            ordered += sorted(band, key=lambda l: (l.region, l.top, l.x0)) + [line]
+            band = []
+        else:
+            band.append(line)
+    return ordered + sorted(band, key=lambda l: (l.region, l.top, l.x0))
+
+
+# ---------------------------------------------------------------- furniture
+
+_FURNITURE_TEXT = re.compile(
+    r"^(?:page\s*)?\d+(?:\s*(?:/|of)\s*\d+)?$|^(?:file|https?)://|^\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}",
+)
+_NUMBER_CELL = re.compile(r"^[\d.,\s]+(?:ms|s|us|µs|mib|gib|mb|gb)?$")
+_LEADER = re.compile(r"(?:\.\s*){4,}\d+$|(?:\s\.){3,}\s*\d+$")
+_CONTENTS = re.compile(r"^\W*(?:table\s+of\s+)?contents\W*$")
+
+
+def _is_number_row(line: Line) -> bool:
+    # "12  125.61" near the page's edge (a table running onto the next page) is content,
+    # even though "12" alone reads like a page number and rows look alike once digits are masked.
+    return len(line.cells) >= 2 and all(_NUMBER_CELL.match(c.text) for c in line.cells)
+
+
+def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: float | None) -> None:
+    in_band = {id(l): l.top < BAND * heights[l.page] or l.bottom > (1 - BAND) * heights[l.page] for l in lines}
+    masked = Counter()
+    for page in {l.page for l in lines}:
+        masked.update({re.sub(r"\d+", "#", l.text) for l in lines if l.page == page and in_band[id(l)]})
+    for line in lines:
+        if not in_band[id(line)] or _is_number_row(line):
+            continue
+        # Repeated lines count only when not set larger than the body text: "Task 2
+        # explanation" at the top of two pages is a heading each time.
+        repeated = masked[re.sub(r"\d+", "#", line.text)] >= 2 and line.size <= (body_size or line.size) * 1.02
+        cells = [c.text for c in line.cells]
+        if ((body_size and line.size < 0.88 * body_size and len(line.text.split()) < 12)
+                or _FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1])
+                or repeated):
+            line.furniture = "header/footer"
+    in_contents = False
+    for line in lines:
+        if line.furniture:
+            continue
+        if _LEADER.search(line.text):
+            line.furniture, in_contents = "contents", True
+            continue
+        if _CONTENTS.match(line.text):
+            line.furniture, in_contents = "contents", True
+            continue
+        # Under a "Contents" heading, entries end with their page number (LaTeX's section
+        # entries have no dot leaders).
+        if in_contents and re.search(r"\s\d{1,3}$", line.text) and len(line.text.split()) <= 14:
+            line.furniture = "contents"
+        else:
+            in_contents = False
+
+
+def _body_size(lines: list[Line]) -> float | None:
+    """The size most text is set in on the first page: an appendix in a small font (a log,
+    code) can hold more characters than the answers, but it comes last."""
+    sizes: Counter = Counter()
+    first_pages = sorted({l.page for l in lines})[:1]
+    for line in lines:
+        if line.page in first_pages:
+            for word in line.words:
+                sizes[round(word.size, 1)] += len(word.text)
+    return sizes.most_common(1)[0][0] if sizes else None
+
+
+# ---------------------------------------------------------------- the document
+
+
+def build_layout(worker_output: dict) -> Layout:
+    layout = Layout(pages=len(worker_output.get("pages", [])))
+    heights, lines, pictures = {}, [], []
+    ocr_chars = chars = 0
+    for number, page in enumerate(worker_output.get("pages", []), start=1):
+        heights[number] = page.get("height") or 842.0
+        chars += page.get("chars", 0)
+        ocr_chars += page.get("ocr_chars", 0)
+        layout.text_pages += bool(page.get("chars"))
+        free = _words(page)
+        page_lines = []
+        for table_id, table in enumerate(page.get("ruled", [])):
+            page_lines += _ruled_lines(number, table, number * 1000 + table_id, free)
+        page_lines += [line for line in (_line(number, row) for row in _rows(free)) if line]
+        gutter = _gutter(page_lines, page.get("width") or 595.0)
+        if gutter:
+            page_lines = _split_for_columns(page_lines, gutter)
+        page_lines = _reading_order(page_lines)
+        lines += page_lines
+        for x0, top, x1, bottom in page.get("images", []):
+            if x1 - x0 >= 30 and bottom - top >= 12:  # bullets, rules drawn as images, logos' dots
+                region = 0 if not gutter else (1 if x1 <= gutter[0] + 1 else 2 if x0 >= gutter[1] - 1 else 0)
+                pictures.append((number, region, Picture(number, x0, top, x1, bottom)))
+    for index, line in enumerate(lines):
+        line.index = index
+    for number, region, picture in pictures:
+        before = [l.index for l in lines if l.page < number or (l.page == number and (
+            (l.region, l.top) <= (region, picture.top) if region and l.region else l.top <= picture.top))]
+        picture.index = (max(before) if before else -1) + 0.5
+        layout.pictures.append(picture)
+    layout.body_size = _body_size(lines)
+    _mark_furniture(lines, heights, layout.body_size)
+    layout.lines = lines
+    layout.ocr = chars > 0 and ocr_chars >= 0.5 * chars
+    return layout

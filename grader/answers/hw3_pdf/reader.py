@@ -1,0 +1,276 @@
+"""Read the answers out of a student's HW3 PDF report.
+
+    read_hw3_pdf(path) -> Hw3PdfReading
+
+Never raises and never hangs: cheap checks on the file's bytes catch the common hand-in
+mistakes (missing, empty, a .docx or a text file renamed), and the PDF itself is opened in a
+child process with a time and memory limit (extract_worker). Anything that is not a clean
+read sets needs_manual_review, with a message a student can act on. Every answer keeps
+where it was read (`where`: page, line, table and rows), so the student's report can show it
+beside the value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import contract
+from .explanations import is_short_title, placeholder, read_explanations
+from .labels import read_labels
+from .layout import Layout, Line, build_layout
+from .tables import read_table
+
+DEFAULT_DISPLAY_NAME = "hw3/report.pdf"
+# Package root, so the child can import grader.answers whatever its cwd.
+_IMPORT_ROOT = str(Path(__file__).resolve().parents[3])
+
+
+@dataclass
+class Hw3PdfReading:
+    answers: dict = field(default_factory=dict)
+    # field -> where it was read: {"page", "pages", "kind": "line" | "table" | "heading" |
+    # "question-answer table", "text", "ocr", and for tables "rows": {key: {"page", "text"}}}
+    where: dict = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    status: str = "unreadable"  # "ok" | "partial" | "unreadable" | "missing"
+    needs_manual_review: bool = True
+    pages: int = 0
+    producer: str | None = None
+    ocr: bool = False
+
+
+def _unreadable(name: str, message: str, *, status: str = "unreadable", pages: int = 0,
+                producer: str | None = None) -> Hw3PdfReading:
+    return Hw3PdfReading(missing=contract.expected_fields(), problems=[message.replace("{name}", name)],
+                         status=status, needs_manual_review=True, pages=pages, producer=producer)
+
+
+def _describe_non_pdf(head: bytes) -> str:
+    """Why a file with no %PDF header is not a PDF, in the student's terms."""
+    if head.startswith(b"PK\x03\x04"):
+        return "{name} is not a PDF but a ZIP archive (a .docx or .odt renamed?); export it as PDF"
+    if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"GIF8")):
+        return "{name} is not a PDF but an image renamed to .pdf; export the report as PDF"
+    if head.lstrip().lower().startswith((b"<!doctype html", b"<html")):
+        return "{name} is not a PDF but an HTML page; print it to PDF instead of saving it"
+    try:
+        head.decode("utf-8")
+        return "{name} is not a PDF but a text file; convert the report to PDF"
+    except UnicodeDecodeError:
+        return "{name} is not a PDF (no %PDF header); export the report as PDF"
+
+
+def check_file(path: Path) -> str | None:
+    """A message for a file that is there but cannot be a PDF report, or None."""
+    if not path.is_file():
+        return "{name} is not a file"
+    if path.stat().st_size == 0:
+        return "{name} is empty (0 bytes); export the report again"
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+    # The PDF spec lets a few junk bytes precede the header; readers accept 1 KiB.
+    if b"%PDF-" not in head:
+        return _describe_non_pdf(head)
+    return None
+
+
+def run_extract_worker(
+    path: Path, max_pages: int, time_left_s: float, time_limit_s: float
+) -> tuple[dict | None, str | None]:
+    """(worker output, None) or (None, why it failed). The child gets the
+    time left of the caller's limit; messages name the limit itself."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_IMPORT_ROOT, os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "grader.answers.hw3_pdf.extract_worker", str(path), str(max_pages)]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, timeout=max(time_left_s, 0.5), env=env, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:  # subprocess.run kills the child before raising
+        return None, "reading {name} took longer than %g s; a person has to open it" % time_limit_s
+    except OSError as error:
+        return None, f"could not start the PDF reader for {{name}}: {error}"
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return None, "{name} could not be read as a PDF (" + tail[0][:200] + ")"
+    try:
+        return json.loads(done.stdout), None
+    except json.JSONDecodeError:
+        return None, "{name} could not be read as a PDF (the reader gave no result)"
+
+
+def read_hw3_pdf(
+    path: str | os.PathLike,
+    *,
+    time_limit_s: float = 30,
+    max_pages: int = 50,
+    display_name: str = DEFAULT_DISPLAY_NAME,
+) -> Hw3PdfReading:
+    try:
+        return _read(Path(path), time_limit_s, max_pages, display_name)
+    except Exception as error:  # the contract is "never raises": a bug here must not stop grading
+        return _unreadable(display_name, f"{{name}} could not be read: internal error {type(error).__name__}: {error}")
+
+
+def _read(path: Path, time_limit_s: float, max_pages: int, name: str) -> Hw3PdfReading:
+    started = time.monotonic()
+    if not path.exists() and not path.is_symlink():
+        return _unreadable(name, "{name} was not handed in; hand the report in under that name", status="missing")
+    message = check_file(path)
+    if message:
+        return _unreadable(name, message)
+    output, failure = run_extract_worker(path, max_pages, time_limit_s - (time.monotonic() - started), time_limit_s)
+    if failure:
+        return _unreadable(name, failure)
+    return reading_from_worker_output(output, name)
+
+
+def reading_from_worker_output(output: dict, name: str = DEFAULT_DISPLAY_NAME) -> Hw3PdfReading:
+    """The answers in what the worker pulled out of the PDF (pure: tests call it directly)."""
+    pages_total, producer = output.get("pages_total") or 0, output.get("producer") or output.get("creator")
+    error = output.get("error")
+    if error and error["kind"] == "encrypted":
+        return _unreadable(name, "{name} is encrypted; export it again without a password", pages=pages_total, producer=producer)
+    pages = output.get("pages", [])
+    if not pages and error:
+        return _unreadable(name, "{name} could not be read as a PDF (%s)" % error["detail"][:200], pages=pages_total, producer=producer)
+    if not any(page["chars"] for page in pages):
+        if any(page["images"] for page in pages):
+            count = f"its {len(pages)} pages are pictures" if len(pages) > 1 else "its page is a picture"
+            message = (f"{{name}} is a scan: {count} with no text; a person must read it "
+                       "(export the report from the editor as PDF so the grader can read it)")
+        else:
+            message = "{name} has no text at all (blank pages?); export the report again"
+        return _unreadable(name, message, pages=pages_total, producer=producer)
+
+    layout = build_layout(output)
+    reading = Hw3PdfReading(pages=pages_total, producer=producer, ocr=layout.ocr)
+    _read_answers(layout, reading)
+    if layout.ocr:
+        reading.problems.insert(0, f"{name}'s text comes from OCR (a program read it off pictures of the pages): "
+                                   "every number read from it must be checked by a person against the pictures")
+        for where in reading.where.values():
+            where["ocr"] = True
+    else:
+        for page_number, page in enumerate(pages, start=1):
+            if not page["chars"] and page["images"]:
+                reading.problems.append(f"page {page_number} of {name} is a picture with no text: a person must read it")
+    if pages_total > len(pages):
+        reading.problems.insert(0, f"{name} has {pages_total} pages; only the first {len(pages)} were read")
+    if error:
+        reading.problems.insert(0, f"{name} is partly broken: {error['detail'][:200]}")
+    if not reading.answers:
+        reading.problems.insert(0, f"none of the report template's labels were found in {name}; was it written from the template?")
+    reading.status = "ok" if not reading.missing and not reading.problems else "partial"
+    reading.needs_manual_review = reading.status != "ok"
+    return reading
+
+
+# ---------------------------------------------------------------- answers and where they are
+
+
+def _line_where(line: Line, kind: str) -> dict:
+    text = line.raw.replace("\t", " | ")
+    return {"kind": kind, "page": line.page, "pages": [line.page], "text": text[:160]}
+
+
+def _sections(layout: Layout) -> list[tuple[float, int]]:
+    """(position, task) where each task's part of the report starts."""
+    found = []
+    for line in layout.body():
+        match = contract.SECTION_START.match(line.text)
+        if match and match.group("task") and is_short_title(line.text):
+            found.append((line.index, int(match.group("task"))))
+    return found
+
+
+def _pictures_of(layout: Layout, task: int | None, sections) -> list:
+    if task is None:
+        return []
+    pictures = []
+    for picture in layout.pictures:
+        before = [t for position, t in sections if position < picture.index]
+        if before and before[-1] == task:
+            pictures.append(picture)
+    return pictures
+
+
+def _picture_problem(what: str, pictures) -> str:
+    pages = sorted({p.page for p in pictures})
+    where = f"page{'s' if len(pages) > 1 else ''} {', '.join(map(str, pages))}"
+    return f"{what} is a picture ({where}): a person must read it"
+
+
+def _read_answers(layout: Layout, reading: Hw3PdfReading) -> None:
+    sections = _sections(layout)
+    for field_id, label in read_labels(layout).items():
+        answer = next(a for a in contract.LABELLED_ANSWERS if a.field == field_id)
+        reading.problems += list(label.problems)
+        if label.value is None:
+            reading.missing.append(field_id)
+            pictures = _pictures_of(layout, answer.task, sections)
+            if pictures and not label.found_label:
+                reading.problems.append(_picture_problem(f"'{answer.template_text}' was not found as text; "
+                                                         f"if it is in Task {answer.task}'s picture, it", pictures))
+            continue
+        reading.answers[field_id] = label.value
+        reading.where[field_id] = _line_where(label.line, "line" if label.line.ruled is None and len(label.line.cells) < 2
+                                              else "question-answer table")
+
+    for spec in contract.TABLES:
+        table = read_table(layout, spec)
+        if table is None:
+            reading.missing.append(spec.field)
+            pictures = _pictures_of(layout, spec.task, sections)
+            if pictures:
+                reading.problems.append(_picture_problem(f"Task {spec.task}'s table ({spec.template_header})", pictures))
+            elif layout.pictures and not sections:
+                reading.problems.append(f"no table with the header '{spec.template_header}' found as text; "
+                                        "the report has pictures: if the table is one of them, a person must read it")
+            else:
+                reading.problems.append(f"no table with the header '{spec.template_header}' found")
+            continue
+        reading.problems += table.problems
+        reading.missing += table.missing
+        reading.answers[spec.field] = table.rows
+        reading.where[spec.field] = table.where
+
+    explanations = read_explanations(layout)
+    for task in contract.EXPLANATION_TASKS:
+        name = contract.explanation_field(task)
+        text, line = explanations.get(task, (None, None))
+        if text is None:
+            reading.missing.append(name)
+            pictures = _pictures_of(layout, task, sections)
+            if pictures:
+                reading.problems.append(_picture_problem(f"Task {task}'s explanation was not found as text; if it", pictures))
+            else:
+                reading.problems.append(f"no 'Task {task} explanation' heading found")
+        elif placeholder(text):
+            reading.missing.append(name)
+            reading.problems.append(f"'Task {task} explanation' has no text" + (f" (only '{text}')" if text else ""))
+        else:
+            reading.answers[name] = text
+            reading.where[name] = _line_where(line, "heading" if len(line.cells) < 2 else "question-answer table")
+            reading.where[name]["text"] = line.cells[0].raw[:160]
+
+
+def describe_where(where: dict) -> str:
+    """Where an answer was read, for people: "page 2, table 'DEPTH | Step time (ms)'"."""
+    pages = where.get("pages") or [where.get("page")]
+    place = f"page {pages[0]}" if len(pages) == 1 else f"pages {pages[0]}-{pages[-1]}"
+    kind = where.get("kind")
+    text = where.get("text", "")
+    if kind == "table":
+        described = f"{place}, table '{text}'" + (" (turned: configurations as columns)" if where.get("transposed") else "")
+    elif kind == "heading":
+        described = f"{place}, under '{text}'"
+    else:
+        described = f"{place}, {'row' if kind == 'question-answer table' else 'line'} '{text}'"
+    return described + (" (OCR: check it against the picture)" if where.get("ocr") else "")

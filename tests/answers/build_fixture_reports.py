@@ -1,0 +1,922 @@
+"""Build the HW3 report PDFs in tests/answers/fixtures/reports/ with the tools students use.
+
+Run by hand when a fixture is added or changed (the PDFs and their expected answers are
+committed; the tests only read them):
+
+    cd <checkout> && python3 tests/answers/build_fixture_reports.py            # all
+    cd <checkout> && python3 tests/answers/build_fixture_reports.py NAME ...   # some
+
+Needs (Debian): libreoffice-writer-nogui, texlive-latex-recommended (booktabs, fancyhdr),
+lmodern (pandoc's LaTeX template), pandoc, chromium, poppler-utils (pdftoppm), img2pdf,
+ocrmypdf + tesseract-ocr-eng; (PyPI): python-docx, weasyprint.
+
+Each report is written once as a list of blocks (headings, paragraphs, tables, pictures)
+and rendered by one of four writers (HTML for Chromium / WeasyPrint, LaTeX, Word .docx for
+LibreOffice, also saved as .odt, and Markdown for pandoc). The expected answers in
+NAME.json are the numbers and texts the script put into the document, never what a reader
+got back from the PDF. Each fixture also checks the layout property it exists for (a table
+that really runs over a page break, a page that really is only a picture) so a tool update
+that silently changes the layout fails here instead of making a test pass for the wrong
+reason. Total size stays around 1-2 MB: scans are 1-bit images.
+"""
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "fixtures" / "reports"
+TIMEOUT_S = 240
+
+# ------------------------------------------------------------------ the content
+
+
+EXPLANATIONS = {
+    1: "With DEPTH=6 and two GPUs the first three layers live on cuda:0 and the last three on "
+       "cuda:1. The activation leaves cuda:0 once, after layer 2, because a layer can only read "
+       "its input from its own device; consecutive layers on one GPU need no copy.",
+    2: "The step time grows almost linearly with the depth. Every layer adds the same amount of "
+       "work and the GPUs take turns, so twice the layers means twice the sequential work and "
+       "no overlap between the devices.",
+    3: "Layer i goes to GPU i * N // DEPTH, which gives every GPU DEPTH // N layers and spreads "
+       "the remainder over the first GPUs. With fewer layers than GPUs some GPUs hold nothing "
+       "and are skipped in the forward pass.",
+    4: "All GPUs hold layers and their memory falls as more GPUs share the model, but only one "
+       "GPU computes at any moment. Adding GPUs therefore does not make a step faster here; it "
+       "only buys room for a larger model.",
+    5: "A call moves data only when the next layer sits on another device, so the number of real "
+       "transfers is the number of GPUs minus one. The communication overhead grows linearly "
+       "with the number of GPUs while the useful work stays the same.",
+}
+
+
+@dataclass
+class Values:
+    layers: list = field(default_factory=lambda: [3, 3])
+    transfer: list = field(default_factory=lambda: [2, 3])
+    layers20: list = field(default_factory=lambda: [4, 4, 4, 4, 4])
+    t2: dict = field(default_factory=lambda: {6: 61.27, 12: 118.4, 24: 231.95})
+    t4: dict = field(default_factory=lambda: {2: 182.59, 5: 191.3})
+    mem: dict = field(default_factory=lambda: {2: [200.4, 200.7], 5: [81.2, 80.9, 80.9, 80.9, 82.5]})
+    counts: tuple = (20, 1, 20, 4)  # .to() 2 GPUs, transfers 2, .to() 5, transfers 5
+    explanations: dict = field(default_factory=lambda: dict(EXPLANATIONS))
+
+    def expected(self) -> dict:
+        return {
+            "task1.layers_per_gpu": self.layers,
+            "task1.transfer_between": self.transfer,
+            "task2.step_time_table": [{"depth": d, "step_time_ms": t} for d, t in self.t2.items()],
+            "task3.layers_per_gpu_20_5": self.layers20,
+            "task4.table": [{"gpus": g, "step_time_ms": self.t4[g], "memory_per_gpu_mib": self.mem[g]}
+                            for g in self.t4],
+            "task5.to_calls_2gpus": self.counts[0],
+            "task5.transfers_2gpus": self.counts[1],
+            "task5.to_calls_5gpus": self.counts[2],
+            "task5.transfers_5gpus": self.counts[3],
+            **{f"task{t}.explanation": text for t, text in self.explanations.items()},
+        }
+
+
+def fmt(value: float, decimal: str = ".", thousands: str = "") -> str:
+    """A number as a student types it: no trailing zeros, the locale's marks."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    whole, _, frac = text.partition(".")
+    if thousands and len(whole) > 3:
+        whole = f"{int(whole):,}".replace(",", thousands)
+    return whole + (decimal + frac if frac else "")
+
+
+# ------------------------------------------------------------------ blocks
+
+
+@dataclass
+class Table:
+    header: list          # list of header cells (str)
+    rows: list            # list of rows (list of str)
+    ruled: bool = True
+    widths_cm: list | None = None
+    header_bottom: bool = False   # header cells aligned to the bottom (Word / LibreOffice)
+    repeat_header: bool = True    # header repeated on the next page when the table breaks
+    small: bool = False
+    index_column: bool = False    # a DataFrame's unnamed index column (HTML writer)
+    math_numbers: bool = False    # LaTeX: numbers in $...$ (the decimal point in another font)
+
+
+def report_blocks(v: Values, *, time_fmt, mem_fmt, task2_table=None, task4_table=None,
+                  numbered=False, qa_table=False, filler_before_task2=0, filler_before_task4=0,
+                  unit="(ms)", mem_unit="(MiB)", label_sep=": ", extra_after=None) -> list:
+    """The report in the template's order. time_fmt(ms) / mem_fmt(list) give the cells."""
+    n = {1: "1 ", 1.1: "1.1 ", 2: "2 ", 2.1: "2.1 ", 3: "3 ", 3.1: "3.1 ", 4: "4 ", 4.1: "4.1 ",
+         5: "5 ", 5.1: "5.1 "} if numbered else {k: "" for k in (1, 1.1, 2, 2.1, 3, 3.1, 4, 4.1, 5, 5.1)}
+    e = v.explanations
+    labels1 = [("Layers per GPU (DEPTH=6, 2 GPUs)", ", ".join(map(str, v.layers))),
+               ("Transfer between layers", f"{v.transfer[0]} and {v.transfer[1]}")]
+    labels3 = [("Layers per GPU (DEPTH=20, 5 GPUs)", ", ".join(map(str, v.layers20)))]
+    labels5 = [("Number of .to() calls with 2 GPUs", str(v.counts[0])),
+               ("Number of transfers with 2 GPUs", str(v.counts[1])),
+               ("Number of .to() calls with 5 GPUs", str(v.counts[2])),
+               ("Number of transfers with 5 GPUs", str(v.counts[3]))]
+    t2 = task2_table or Table(["DEPTH", f"Step time {unit}"], [[str(d), time_fmt(t)] for d, t in v.t2.items()])
+    t4 = task4_table or Table(["GPUs", f"Step time {unit}", f"Memory per GPU {mem_unit}"],
+                              [[str(g), time_fmt(v.t4[g]), mem_fmt(v.mem[g])] for g in v.t4])
+
+    def labelled(pairs):
+        if qa_table:
+            return [("table", Table(["Question", "Answer"], [[q, a] for q, a in pairs],
+                                    widths_cm=[3.2, 3.0]))]
+        return [("p", "\n".join(f"{q}{label_sep}{a}" for q, a in pairs))]
+
+    blocks = [("title", "HW3 report: naive model parallelism"), ("p", "Ada Example, student 123456")]
+    blocks += [("h", 1, f"{n[1]}Task 1: splitting the model over 2 GPUs")] + labelled(labels1)
+    blocks += [("h", 2, f"{n[1.1]}Task 1 explanation"), ("p", e[1])]
+    blocks += [("h", 1, f"{n[2]}Task 2: effect of depth")]
+    blocks += [("filler", filler_before_task2)] if filler_before_task2 else []
+    blocks += [("p", "Median step time on 2 GPUs."), ("table", t2)]
+    blocks += [("h", 2, f"{n[2.1]}Task 2 explanation"), ("p", e[2])]
+    blocks += [("h", 1, f"{n[3]}Task 3: spreading the layers over all GPUs")] + labelled(labels3)
+    blocks += [("h", 2, f"{n[3.1]}Task 3 explanation"), ("p", e[3])]
+    blocks += [("h", 1, f"{n[4]}Task 4: more GPUs")]
+    blocks += [("filler", filler_before_task4)] if filler_before_task4 else []
+    blocks += [("p", "DEPTH=20, peak memory of each GPU."), ("table", t4)]
+    blocks += [("h", 2, f"{n[4.1]}Task 4 explanation"), ("p", e[4])]
+    blocks += [("h", 1, f"{n[5]}Task 5: counting transfers")] + labelled(labels5)
+    blocks += [("h", 2, f"{n[5.1]}Task 5 explanation"), ("p", e[5])]
+    return blocks + (extra_after or [])
+
+
+FILLER = ("The measurements were taken on the course's virtual GPUs with the default batch size, "
+          "after two warm-up steps, and each number is the median of twenty steps.")
+
+APPENDIX_LOG = [f"step {i:3d}  loss {2.5 - i * 0.01:.4f}  time {60 + (i * 7) % 5}.{i % 10} ms  "
+                f"cuda:0 {200 + i % 3}.{i % 7} MiB  cuda:1 {200 + i % 4}.{i % 9} MiB" for i in range(60)]
+
+
+def replace_block(blocks, kind_text, new):
+    """Replace the first block whose repr contains kind_text by the blocks in `new`."""
+    for i, block in enumerate(blocks):
+        if kind_text in repr(block):
+            return blocks[:i] + new + blocks[i + 1:]
+    raise KeyError(kind_text)
+
+
+# ------------------------------------------------------------------ tools
+
+
+def run(command: list, cwd: Path) -> None:
+    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, timeout=TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[0]} failed ({done.returncode}):\n"
+                           + (done.stdout + done.stderr).decode("utf-8", "replace")[-2000:])
+
+
+def chromium(html_file: Path, pdf: Path, *, header_footer=True) -> None:
+    flags = [] if header_footer else ["--no-pdf-header-footer"]
+    run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--no-first-run", "--disable-background-networking", f"--user-data-dir={html_file.parent / 'prof'}",
+         *flags, f"--print-to-pdf={pdf}", html_file.resolve().as_uri()], html_file.parent)
+
+
+def screenshot_png(html_text: str, png: Path, work: Path) -> None:
+    """A table 'pasted as a screenshot': the browser's rendering, cropped, as a small PNG."""
+    from PIL import Image, ImageOps
+    page = work / "shot.html"
+    page.write_text(html_text, encoding="utf-8")
+    run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={work / 'prof'}", f"--screenshot={png}", "--window-size=700,300",
+         page.resolve().as_uri()], work)
+    image = Image.open(png).convert("L")
+    box = ImageOps.invert(image).getbbox()
+    image.crop(box).convert("1").save(png, optimize=True)
+
+
+def soffice(document: Path, target: str) -> Path:
+    profile = f"-env:UserInstallation={(document.parent / 'lo-profile').as_uri()}"
+    run(["soffice", profile, "--headless", "--norestore", "--nolockcheck", "--convert-to", target,
+         document.name], document.parent)
+    return document.with_suffix("." + target.split(":")[0])
+
+
+# ------------------------------------------------------------------ writers
+
+
+def to_html(blocks, *, css="", dataframe=False) -> str:
+    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>HW3 report</title><style>",
+           "body{font-family:'DejaVu Sans',sans-serif;font-size:11pt;margin:1.5em}"
+           "table{border-collapse:collapse;margin:.4em 0}td,th{padding:2px 8px}"
+           "table.ruled td,table.ruled th{border:1px solid #000}"
+           "table.dataframe{border:none}table.dataframe td,table.dataframe th{text-align:right;border:none}"
+           "table.dataframe thead{border-bottom:1px solid #000}.small{font-size:7pt}"
+           "pre{font-size:9pt;background:#f4f4f4;padding:4px}" + css, "</style></head><body>"]
+    for block in blocks:
+        kind = block[0]
+        if kind == "title":
+            out.append(f"<h1>{html.escape(block[1])}</h1>")
+        elif kind == "h":
+            out.append(f"<h{block[1] + 1}>{html.escape(block[2])}</h{block[1] + 1}>")
+        elif kind == "p":
+            out.append("<p>" + "<br>".join(html.escape(x) for x in block[1].split("\n")) + "</p>")
+        elif kind == "filler":
+            out += [f"<p>{FILLER}</p>"] * block[1]
+        elif kind == "code":
+            out.append("<pre>" + html.escape("\n".join(block[1])) + "</pre>")
+        elif kind == "small":
+            out.append("<div class='small'>" + "<br>".join(html.escape(x) for x in block[1]) + "</div>")
+        elif kind == "image":
+            out.append(f"<p><img src='{block[1]}' style='width:{block[2]}cm'></p>")
+        elif kind == "raw_html":
+            out.append(block[1])
+        elif kind == "table":
+            t: Table = block[1]
+            cls = "dataframe" if t.index_column else ("ruled" if t.ruled else "")
+            widths = "".join(f"<col style='width:{w}cm'>" for w in t.widths_cm) if t.widths_cm else ""
+            valign = " style='vertical-align:bottom'" if t.header_bottom else ""
+            head = ("<th></th>" if t.index_column else "") + "".join(
+                f"<th{valign}>{html.escape(c)}</th>" for c in t.header)
+            body = "".join(
+                "<tr>" + (f"<th>{i}</th>" if t.index_column else "")
+                + "".join(f"<td>{html.escape(c).replace(chr(10), '<br>')}</td>" for c in row) + "</tr>"
+                for i, row in enumerate(t.rows))
+            head_html = f"<thead><tr>{head}</tr></thead>" if t.repeat_header else f"<tr>{head}</tr>"
+            out.append(f"<table class='{cls}'>{widths}{head_html}<tbody>{body}</tbody></table>")
+        elif kind == "pagebreak":
+            out.append("<div style='break-after:page'></div>")
+        else:
+            raise ValueError(kind)
+    return "\n".join(out + ["</body></html>"])
+
+
+def tex_escape(text: str) -> str:
+    return (text.replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
+            .replace("_", r"\_").replace("#", r"\#").replace("$", r"\$"))
+
+
+def to_latex(blocks, *, twocolumn=False, numbered=False, toc=False, fancy=False, booktabs=True,
+             colsep_pt=None) -> str:
+    opts = "11pt,a4paper" + (",twocolumn" if twocolumn else "")
+    out = [rf"\documentclass[{opts}]{{article}}", r"\usepackage[margin=2.2cm]{geometry}",
+           r"\usepackage{booktabs}", r"\usepackage{longtable}", r"\usepackage{array}"]
+    if fancy:
+        out += [r"\usepackage{fancyhdr}", r"\pagestyle{fancy}", r"\fancyhf{}",
+                r"\lhead{HW3 report -- Ada Example}", r"\rhead{LTAT.06.030}", r"\cfoot{Page \thepage}"]
+    out += [r"\setcounter{secnumdepth}{" + ("2" if numbered else "0") + "}", r"\begin{document}"]
+    for block in blocks:
+        kind = block[0]
+        if kind == "title":
+            out.append(rf"\begin{{center}}{{\Large\bfseries {tex_escape(block[1])}}}\end{{center}}")
+            if toc:
+                out.append(r"\tableofcontents")
+        elif kind == "h":
+            text = re.sub(r"^[\d.]+ ", "", block[2]) if numbered else block[2]
+            out.append((r"\section{" if block[1] == 1 else r"\subsection{") + tex_escape(text) + "}")
+        elif kind == "p":
+            out.append(r"\noindent " + r"\\ ".join(tex_escape(x) for x in block[1].split("\n")) + "\n")
+        elif kind == "filler":
+            out += [tex_escape(FILLER) + "\n"] * block[1]
+        elif kind == "small":
+            out.append(r"{\scriptsize\begin{verbatim}" + "\n" + "\n".join(block[1]) + "\n" + r"\end{verbatim}}")
+        elif kind == "image":
+            out.append(rf"\includegraphics[width={block[2]}cm]{{{block[1]}}}")
+        elif kind == "pagebreak":
+            out.append(r"\newpage")
+        elif kind == "latex":
+            out.append(block[1])
+        elif kind == "table":
+            t: Table = block[1]
+
+            def cell(text):
+                if t.math_numbers and re.fullmatch(r"[\d.,]+", text):
+                    return f"${text}$"
+                return tex_escape(text).replace("\n", " ")
+            spec = "".join(f"p{{{w}cm}}" for w in t.widths_cm) if t.widths_cm else "l" * len(t.header)
+            if t.ruled and not booktabs:
+                spec = "|" + "|".join(spec) + "|"
+            sep = rf"\setlength{{\tabcolsep}}{{{colsep_pt}pt}}" if colsep_pt is not None else ""
+            top, mid, bottom = (r"\toprule ", r"\midrule ", r"\bottomrule ") if booktabs else (
+                (r"\hline ",) * 3 if t.ruled else ("", "", ""))
+            head = " & ".join(tex_escape(c) for c in t.header) + r" \\"
+            body = "\n".join(" & ".join(cell(c) for c in row) + r" \\" for row in t.rows)
+            size = r"\small" if t.small else ""
+            if t.repeat_header is None:  # a plain tabular: never breaks
+                out.append(rf"{{{sep}{size}\begin{{tabular}}{{{spec}}}{top}{head}{mid}{body}{bottom}\end{{tabular}}}}" + "\n")
+            else:
+                again = f"{top}{head}{mid}" if t.repeat_header else ""
+                out.append(rf"{{{sep}{size}\begin{{longtable}}{{{spec}}}{top}{head}{mid}\endfirsthead {again}\endhead "
+                           rf"{body}{bottom}\end{{longtable}}}}" + "\n")
+        else:
+            raise ValueError(kind)
+    return "\n".join(out + [r"\end{document}"])
+
+
+def to_markdown(blocks) -> str:
+    out = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "title":
+            out.append(f"---\ntitle: \"{block[1]}\"\n---\n")
+        elif kind == "h":
+            out.append("#" * (block[1] + 1) + " " + block[2] + "\n")
+        elif kind == "p":
+            out.append("\\\n".join(block[1].split("\n")) + "\n")
+        elif kind == "filler":
+            out += [FILLER + "\n"] * block[1]
+        elif kind == "table":
+            t: Table = block[1]
+            out.append("| " + " | ".join(t.header) + " |\n|" + "|".join("---" for _ in t.header) + "|\n"
+                       + "\n".join("| " + " | ".join(r) + " |" for r in t.rows) + "\n")
+        else:
+            raise ValueError(kind)
+    return "\n".join(out)
+
+
+def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> Path:
+    import docx
+    from docx.enum.table import WD_ALIGN_VERTICAL
+    from docx.enum.text import WD_TAB_ALIGNMENT, WD_TAB_LEADER
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+    from docx.shared import Cm, Pt
+
+    document = docx.Document()
+    document.styles["Normal"].font.size = Pt(font_pt)
+    document.styles["Normal"].font.name = "Liberation Serif"
+    if two_columns:
+        cols = document.sections[0]._sectPr.xpath("./w:cols")
+        element = cols[0] if cols else OxmlElement("w:cols")
+        element.set(qn("w:num"), "2")
+        element.set(qn("w:space"), "567")
+        if not cols:
+            document.sections[0]._sectPr.append(element)
+    for block in blocks:
+        kind = block[0]
+        if kind == "title":
+            document.add_heading(block[1], 0)
+            for text, page in toc or []:
+                paragraph = document.add_paragraph()
+                paragraph.paragraph_format.tab_stops.add_tab_stop(Cm(15), WD_TAB_ALIGNMENT.RIGHT, WD_TAB_LEADER.DOTS)
+                paragraph.add_run(f"{text}\t{page}")
+        elif kind == "h":
+            document.add_heading(block[2], block[1])
+        elif kind == "p":
+            paragraph = document.add_paragraph()
+            for i, line in enumerate(block[1].split("\n")):
+                run_ = paragraph.add_run(line)
+                if i < len(block[1].split("\n")) - 1:
+                    run_.add_break()
+        elif kind == "filler":
+            for _ in range(block[1]):
+                document.add_paragraph(FILLER)
+        elif kind == "small":
+            for line in block[1]:
+                run_ = document.add_paragraph().add_run(line)
+                run_.font.size = Pt(6.5)
+        elif kind == "image":
+            document.add_picture(str(block[1]), width=Cm(block[2]))
+        elif kind == "pagebreak":
+            document.add_page_break()
+        elif kind == "table":
+            t: Table = block[1]
+            table = document.add_table(rows=1 + len(t.rows), cols=len(t.header))
+            if t.ruled:
+                table.style = "Table Grid"
+            for r, row in enumerate([t.header] + t.rows):
+                for c, text in enumerate(row):
+                    cell = table.cell(r, c)
+                    cell.text = text
+                    if r == 0:
+                        for run_ in cell.paragraphs[0].runs:
+                            run_.bold = True
+                        if t.header_bottom:
+                            cell.vertical_alignment = WD_ALIGN_VERTICAL.BOTTOM
+                    if t.widths_cm:
+                        cell.width = Cm(t.widths_cm[c])
+                    if t.small:
+                        for run_ in cell.paragraphs[0].runs:
+                            run_.font.size = Pt(9)
+            if t.widths_cm:  # LibreOffice takes the grid's widths, Word the cells'
+                table.autofit = False
+                for c, width in enumerate(t.widths_cm):
+                    table.columns[c].width = Cm(width)
+            if t.repeat_header:
+                properties = table.rows[0]._tr.get_or_add_trPr()
+                marker = OxmlElement("w:tblHeader")
+                marker.set(qn("w:val"), "true")
+                properties.append(marker)
+            document.add_paragraph()
+        else:
+            raise ValueError(kind)
+    document.save(path)
+    return path
+
+
+# ------------------------------------------------------------------ checks on the result
+
+
+def page_words(pdf: Path):
+    import pdfplumber
+    with pdfplumber.open(pdf) as document:
+        return [(page.extract_words(), len(page.images)) for page in document.pages]
+
+
+def on_pages(pdf: Path, *texts: str) -> list:
+    """The page (1-based) each text's first word is on; checks a table really breaks."""
+    pages = page_words(pdf)
+    found = []
+    for text in texts:
+        hit = [i + 1 for i, (words, _) in enumerate(pages)
+               if text in " ".join(w["text"] for w in words)]
+        found.append(hit[0] if hit else None)
+    return found
+
+
+def expect(condition: bool, what: str) -> None:
+    if not condition:
+        raise AssertionError(what)
+
+
+# ------------------------------------------------------------------ the fixtures
+
+FIXTURES: dict = {}
+
+
+def fixture(tool: str, causes: str):
+    def register(function):
+        FIXTURES[function.__name__] = (tool, causes, function)
+        return function
+    return register
+
+
+def dot(ms):
+    return fmt(ms)
+
+
+def comma(ms):
+    return fmt(ms, ",")
+
+
+def mem_dot(values):
+    return ", ".join(fmt(m) for m in values)
+
+
+def mem_semicolon_comma(values):
+    return "; ".join(fmt(m, ",") for m in values)
+
+
+def ok(values: Values, **extra) -> dict:
+    return {"answers": values.expected(), "missing": [], "problems": [], "status": "ok", **extra}
+
+
+def docx_pdf(blocks, work: Path, *, odt=False, **options) -> Path:
+    document = to_docx(blocks, work / "report.docx", **options)
+    if odt:
+        document = soffice(document, "odt:writer8")
+        (work / "report.docx").unlink()
+    return soffice(document, "pdf")
+
+
+def latex_pdf(source: str, work: Path) -> Path:
+    (work / "report.tex").write_text(source, encoding="utf-8")
+    for _ in range(2):  # twice: the table of contents needs the first run's .toc
+        run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"], work)
+    return work / "report.pdf"
+
+
+def html_pdf(source: str, work: Path, *, engine="chromium", header_footer=True) -> Path:
+    page = work / "report.html"
+    page.write_text(source, encoding="utf-8")
+    pdf = work / "report.pdf"
+    if engine == "weasyprint":
+        run([sys.executable, "-m", "weasyprint", page.name, pdf.name], work)
+    else:
+        chromium(page, pdf, header_footer=header_footer)
+    return pdf
+
+
+def breaks_between(pdf: Path, first: str, last: str) -> bool:
+    a, b = on_pages(pdf, first, last)
+    return a is not None and b is not None and b == a + 1
+
+
+def with_filler_until_break(make, first: str, last: str) -> Path:
+    """make(n) builds the report with n filler paragraphs before the table; the first n
+    that puts the table's first line and last row on consecutive pages is kept."""
+    for n in range(0, 30):
+        pdf = make(n)
+        if breaks_between(pdf, first, last):
+            return pdf
+    raise AssertionError(f"no amount of filler made the table run from {first!r} onto the next page")
+
+
+# --- LibreOffice (Word .docx and .odt)
+
+@fixture("python-docx -> LibreOffice", "ruled tables, labels in prose")
+def lo_docx_plain(work):
+    v = Values()
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot), work), ok(v)
+
+
+@fixture("python-docx -> .odt -> LibreOffice", "decimal commas, '; ' between memory values")
+def lo_odt_decimal_comma(work):
+    v = Values(t2={6: 61.3, 12: 118.45, 24: 231.9}, t4={2: 182.59, 5: 190.1},
+               mem={2: [200.4, 200.75], 5: [81.2, 80.9, 80.9, 80.9, 82.5]})
+    return docx_pdf(report_blocks(v, time_fmt=comma, mem_fmt=mem_semicolon_comma), work, odt=True), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "ruled table over a page break, header repeated")
+def lo_docx_table_breaks_repeated_header(work):
+    v = Values(t2={6: 60.5, 12: 119.25, 24: 230.75, 48: 466.0})
+    table = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], repeat_header=True)
+    pdf = with_filler_until_break(lambda n: docx_pdf(report_blocks(
+        v, time_fmt=dot, mem_fmt=mem_dot, task2_table=table, filler_before_task2=n), work), "Median step time", "466")
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> .odt -> LibreOffice", "ruled table over a page break, header not repeated")
+def lo_odt_table_breaks_no_header(work):
+    v = Values(t4={2: 183.0, 5: 189.5}, mem={2: [201.5, 199.0], 5: [82.0, 81.0, 81.0, 81.0, 83.0]})
+    table = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+                  [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], repeat_header=False)
+    pdf = with_filler_until_break(lambda n: docx_pdf(report_blocks(
+        v, time_fmt=dot, mem_fmt=mem_dot, task4_table=table, filler_before_task4=n), work, odt=True),
+        "DEPTH=20, peak", "82, 81, 81")
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "header cells wrap upwards (bottom-aligned, narrow columns)")
+def lo_docx_header_wraps_upwards(work):
+    v = Values()
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4],
+               widths_cm=[1.6, 2.4, 6.0 / 2], header_bottom=True)
+    t2 = Table(["DEPTH", "Step time per training step (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()],
+               widths_cm=[1.8, 2.6], header_bottom=True)
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "extra columns before the time and after the memory")
+def lo_docx_extra_columns(work):
+    v = Values()
+    t2 = Table(["Run", "DEPTH", "Parameters (M)", "Step time (ms)", "Notes"],
+               [[str(i + 1), str(d), str(d * 4), dot(t), "warm"] for i, (d, t) in enumerate(v.t2.items())])
+    t4 = Table(["GPUs", "Batch", "Step time (ms)", "Memory per GPU (MiB)", "Remarks"],
+               [[str(g), "64", dot(v.t4[g]), mem_dot(v.mem[g]), "ok 2024"] for g in v.t4])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work), ok(v)
+
+
+@fixture("python-docx -> .odt -> LibreOffice", "columns in another order")
+def lo_odt_columns_reordered(work):
+    v = Values()
+    t2 = Table(["Step time (ms)", "DEPTH"], [[dot(t), str(d)] for d, t in v.t2.items()])
+    t4 = Table(["Memory per GPU (MiB)", "Step time (ms)", "GPUs"],
+               [[mem_dot(v.mem[g]), dot(v.t4[g]), str(g)] for g in v.t4])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work, odt=True), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "transposed tables (configurations as columns)")
+def lo_docx_transposed(work):
+    v = Values()
+    t2 = Table(["DEPTH"] + [str(d) for d in v.t2], [["Step time (ms)"] + [dot(t) for t in v.t2.values()]])
+    t4 = Table(["GPUs", "2", "5"], [["Step time (ms)", dot(v.t4[2]), dot(v.t4[5])],
+                                    ["Memory per GPU (MiB)", mem_dot(v.mem[2]), mem_dot(v.mem[5])]],
+               widths_cm=[4, 3, 6])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "labels in Question | Answer tables, wrapped in narrow cells")
+def lo_docx_question_answer_table(work):
+    v = Values(counts=(20, 1, 20, 4))
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True), work), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "numbered headings and a table of contents with dot leaders")
+def lo_docx_numbered_with_contents(work):
+    v = Values()
+    toc = [("1 Task 1: splitting the model over 2 GPUs", 1), ("1.1 Task 1 explanation", 1),
+           ("2 Task 2: effect of depth", 1), ("2.1 Task 2 explanation", 1), ("3.1 Task 3 explanation", 2),
+           ("4.1 Task 4 explanation", 2), ("5.1 Task 5 explanation", 2)]
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, numbered=True), work, toc=toc), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "Task 4's table pasted as a screenshot")
+def lo_docx_table_screenshot(work):
+    v = Values()
+    png = work / "task4.png"
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4])
+    screenshot_png(to_html([("table", t4)]), png, work)
+    blocks = replace_block(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot), "Memory per GPU (MiB)", [("image", png, 9)])
+    expected = ok(v, status="partial", missing=["task4.table"],
+                  problems=["Task 4's table (GPUs | Step time (ms) | Memory per GPU (MiB)) is a picture"])
+    del expected["answers"]["task4.table"]
+    return docx_pdf(blocks, work), expected
+
+
+@fixture("python-docx -> LibreOffice", "two-column page layout")
+def lo_docx_two_columns(work):
+    v = Values()
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot), work, two_columns=True), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "thousands separators in microseconds ('182,590 us')")
+def lo_docx_thousands_microseconds(work):
+    v = Values(t4={2: 182.59, 5: 191.3})
+    t4 = Table(["GPUs", "Step time", "Memory per GPU (MiB)"],
+               [[str(g), fmt(v.t4[g] * 1000, ".", ",") + " us", mem_dot(v.mem[g])] for g in v.t4])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4), work), ok(v)
+
+
+@fixture("python-docx -> .odt -> LibreOffice", "a comma that may group thousands or mark decimals: ambiguous")
+def lo_odt_ambiguous_comma(work):
+    v = Values(t2={6: 61.27, 12: 118.4, 24: 231.95})
+    t2 = Table(["DEPTH", "Step time (us)"], [[str(d), fmt(t * 1000, ".", ",")] for d, t in v.t2.items()])
+    expected = ok(v, status="partial",
+                  missing=[f"task2.step_time_table[depth={d}]" for d in (6, 12, 24)],
+                  problems=[f"task2.step_time_table[depth={d}]: '{fmt(t * 1000, '.', ',')}' is ambiguous"
+                            for d, t in v.t2.items()])
+    expected["answers"]["task2.step_time_table"] = []
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2), work, odt=True), expected
+
+
+@fixture("python-docx -> LibreOffice", "memory cells written as 'cuda:0: 200.4 MiB'")
+def lo_docx_memory_per_device(work):
+    v = Values()
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU"],
+               [[str(g), dot(v.t4[g]), ", ".join(f"cuda:{i}: {fmt(m)} MiB" for i, m in enumerate(v.mem[g]))]
+                for g in v.t4], widths_cm=[1.5, 2.5, 11])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4), work), ok(v)
+
+
+# --- pdflatex
+
+@fixture("pdflatex", "two columns, booktabs, numbered sections, table of contents")
+def latex_booktabs_two_columns(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=lambda m: ", ".join(fmt(x) for x in m),
+                           numbered=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 4.6]
+    return latex_pdf(to_latex(blocks, twocolumn=True, numbered=True, toc=True), work), ok(v)
+
+
+@fixture("pdflatex", "numbers in math mode: the decimal point in another font")
+def latex_math_mode_numbers(work):
+    v = Values(t2={6: 61.27, 12: 118.4, 24: 231.95}, t4={2: 182.59, 5: 191.3})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].math_numbers = True
+            block[1].repeat_header = None
+    blocks = replace_block(blocks, "Layers per GPU (DEPTH=20", [("latex", r"\noindent Layers per GPU (DEPTH=20, 5 GPUs): $4, 4, 4, 4, 4$" + "\n")])
+    return latex_pdf(to_latex(blocks), work), ok(v)
+
+
+@fixture("pdflatex", "an unruled table whose first two columns are close")
+def latex_close_columns(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=lambda t: dot(t) + " ms", mem_fmt=mem_dot)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            block[1].ruled = False
+    return latex_pdf(to_latex(blocks, booktabs=False, colsep_pt=1.5), work), ok(v)
+
+
+@fixture("pdflatex", "a small-font appendix longer than the body; running header and footer")
+def latex_small_font_appendix(work):
+    v = Values()
+    appendix = [("h", 1, "Appendix: training log"), ("small", APPENDIX_LOG), ("small", APPENDIX_LOG)]
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, extra_after=appendix)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+    return latex_pdf(to_latex(blocks, fancy=True), work), ok(v)
+
+
+@fixture("pdflatex", "longtable over a page break without the header repeated")
+def latex_longtable_break(work):
+    v = Values(t2={6: 61.0, 12: 118.5, 24: 232.25, 48: 470.5, 96: 941.0})
+
+    def make(n):
+        blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, filler_before_task2=n)
+        for block in blocks:
+            if block[0] == "table":
+                block[1].repeat_header = False
+        return latex_pdf(to_latex(blocks, fancy=True), work)
+    pdf = with_filler_until_break(make, "Median step time", "941")
+    return pdf, ok(v)
+
+
+@fixture("pdflatex", "step time in seconds, memory in GiB")
+def latex_seconds_and_gib(work):
+    v = Values(t2={6: 61.25, 12: 118.5, 24: 232.0}, t4={2: 182.5, 5: 191.25},
+               mem={2: [204.8, 204.8], 5: [102.4, 102.4, 102.4, 102.4, 102.4]})
+    blocks = report_blocks(v, time_fmt=lambda ms: fmt(ms / 1000), mem_fmt=lambda m: ", ".join(fmt(x / 1024) for x in m),
+                           unit="(s)", mem_unit="(GiB)")
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+    return latex_pdf(to_latex(blocks), work), ok(v)
+
+
+@fixture("pdflatex", "Question | Answer tables with wrapped labels (p{} columns, booktabs)")
+def latex_question_answer_table(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+    return latex_pdf(to_latex(blocks), work), ok(v)
+
+
+# --- pandoc
+
+def markdown_blocks(v):
+    return report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)
+
+
+@fixture("pandoc (LaTeX)", "pipe tables as booktabs longtables, --toc --number-sections")
+def pandoc_latex_toc(work):
+    v = Values(t2={6: 60.75, 12: 119.0, 24: 233.5})
+    (work / "report.md").write_text(to_markdown(markdown_blocks(v)), encoding="utf-8")
+    run(["pandoc", "report.md", "-o", "report.pdf", "--pdf-engine=pdflatex", "--toc", "--number-sections"], work)
+    return work / "report.pdf", ok(v)
+
+
+@fixture("pandoc (HTML) -> Chromium", "browser print headers and footers, ruled tables")
+def pandoc_html_chromium(work):
+    v = Values(t4={2: 180.25, 5: 190.75})
+    (work / "report.md").write_text(to_markdown(markdown_blocks(v)), encoding="utf-8")
+    run(["pandoc", "--standalone", "report.md", "-o", "report.html"], work)
+    pdf = work / "report.pdf"
+    chromium(work / "report.html", pdf)
+    return pdf, ok(v)
+
+
+@fixture("pandoc (HTML) -> WeasyPrint", "unruled HTML tables from Markdown")
+def pandoc_html_weasyprint(work):
+    v = Values(counts=(20, 1, 20, 4), t2={6: 62.5, 12: 120.0, 24: 240.0})
+    (work / "report.md").write_text(to_markdown(markdown_blocks(v)), encoding="utf-8")
+    run(["pandoc", "--standalone", "report.md", "-o", "report.html"], work)
+    run([sys.executable, "-m", "weasyprint", "report.html", "report.pdf"], work)
+    return work / "report.pdf", ok(v)
+
+
+# --- Chromium / WeasyPrint from HTML
+
+@fixture("HTML -> Chromium", "two text columns (CSS columns)")
+def chromium_css_columns(work):
+    v = Values()
+    source = to_html(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot),
+                     css="body{columns:2;column-gap:2em}table{font-size:9pt}h1{column-span:all}")
+    return html_pdf(source, work), ok(v)
+
+
+@fixture("Jupyter-like HTML -> Chromium", "a DataFrame with its index column, code cells, 'cuda:0: 200.4' cells")
+def chromium_jupyter_dataframe(work):
+    v = Values(t2={6: 61.04, 12: 118.73, 24: 231.66}, t4={2: 182.59, 5: 191.31})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), f"{t:.2f}"] for d, t in v.t2.items()], index_column=True)
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), f"{v.t4[g]:.2f}", ", ".join(f"cuda:{i}: {fmt(m)}" for i, m in enumerate(v.mem[g]))]
+                for g in v.t4], index_column=True)
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4)
+    code = ("code", ["In [3]: import pandas as pd", "df = pd.DataFrame(rows, columns=['DEPTH', 'Step time (ms)'])", "df"])
+    blocks = replace_block(blocks, "Median step time", [code])
+    blocks = replace_block(blocks, "DEPTH=20, peak memory", [("code", ["In [7]: pd.DataFrame(results)"])])
+    return html_pdf(to_html(blocks, css="pre{border-left:3px solid #48c}"), work), ok(v)
+
+
+@fixture("HTML -> Chromium", "transposed table with one memory value per line ('cuda:1: 200.7')")
+def chromium_transposed_devices(work):
+    v = Values()
+    t4 = Table(["GPUs", "2", "5"], [["Step time (ms)", dot(v.t4[2]), dot(v.t4[5])],
+                                    ["Memory per GPU (MiB)"] + ["\n".join(f"cuda:{i}: {fmt(m)}" for i, m in enumerate(v.mem[g]))
+                                                                for g in (2, 5)]])
+    return html_pdf(to_html(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4)), work), ok(v)
+
+
+@fixture("HTML -> Chromium", "Task 2's table pasted as a screenshot")
+def chromium_table_screenshot(work):
+    v = Values()
+    png = work / "task2.png"
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()])
+    screenshot_png(to_html([("table", t2)]), png, work)
+    blocks = replace_block(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot), "'DEPTH', 'Step time (ms)'", [("image", png.name, 5)])
+    expected = ok(v, status="partial", missing=["task2.step_time_table"],
+                  problems=["Task 2's table (DEPTH | Step time (ms)) is a picture"])
+    del expected["answers"]["task2.step_time_table"]
+    return html_pdf(to_html(blocks), work), expected
+
+
+@fixture("HTML -> WeasyPrint", "Question | Answer table for labels and explanations")
+def weasyprint_question_answer(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    return html_pdf(to_html(blocks), work, engine="weasyprint"), ok(v)
+
+
+@fixture("HTML -> WeasyPrint", "bottom-aligned wrapped header cells, table over a page break without <thead>")
+def weasyprint_wrapped_header_break(work):
+    v = Values(t4={2: 181.5, 5: 192.0})
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4],
+               widths_cm=[1.2, 1.8, 2.2], header_bottom=True, repeat_header=False)
+    pdf = with_filler_until_break(lambda n: html_pdf(to_html(report_blocks(
+        v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4, filler_before_task4=n)), work, engine="weasyprint"),
+        "DEPTH=20, peak", "82.5")
+    return pdf, ok(v)
+
+
+@fixture("HTML -> Chromium", "answers left out: placeholders and a missing explanation")
+def chromium_partly_answered(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)
+    blocks = replace_block(blocks, "Number of .to() calls with 2 GPUs", [("p", "Number of .to() calls with 2 GPUs: 20\n"
+                           "Number of transfers with 2 GPUs: 1\nNumber of .to() calls with 5 GPUs: ...\n"
+                           "Number of transfers with 5 GPUs: ...")])
+    blocks = replace_block(blocks, EXPLANATIONS[3][:30], [("p", "TODO")])
+    expected = ok(v, status="partial", missing=["task5.to_calls_5gpus", "task5.transfers_5gpus", "task3.explanation"],
+                  problems=["found 'Number of .to() calls with 5 GPUs' but no number after it",
+                            "found 'Number of transfers with 5 GPUs' but no number after it",
+                            "'Task 3 explanation' has no text"])
+    for qid in expected["missing"]:
+        del expected["answers"][qid]
+    return html_pdf(to_html(blocks), work), expected
+
+
+# --- scans
+
+def rasterise(pdf: Path, out: Path, dpi: int) -> Path:
+    """Print and scan: every page becomes a 1-bit picture, no text layer."""
+    run(["pdftoppm", "-r", str(dpi), "-mono", "-png", pdf, out.parent / "page"], out.parent)
+    pages = sorted(out.parent.glob("page*.png"))
+    run(["img2pdf", "--output", out, *pages], out.parent)
+    return out
+
+
+@fixture("LibreOffice -> pdftoppm -> img2pdf", "a whole scan: pictures only")
+def scan_image_only(work):
+    source, _ = lo_docx_plain(work)
+    shutil.move(source, work / "source.pdf")
+    pdf = rasterise(work / "source.pdf", work / "scan.pdf", 100)
+    expect(all(not words and images for words, images in page_words(pdf)), "the scan should have no text")
+    return pdf, {"answers": {}, "missing": "all", "status": "unreadable",
+                 "problems": ["hw3/report.pdf is a scan: its 2 pages are pictures with no text"]}
+
+
+@fixture("LibreOffice -> pdftoppm -> img2pdf -> ocrmypdf (tesseract)", "a scan with an OCR text layer")
+def scan_with_ocr(work):
+    v = Values()
+    source, _ = lo_docx_plain(work)
+    shutil.move(source, work / "source.pdf")
+    scan = rasterise(work / "source.pdf", work / "scan.pdf", 200)
+    run(["ocrmypdf", "-q", "--output-type", "pdf", "--optimize", "0", "-l", "eng", scan, work / "ocr.pdf"], work)
+    expected = ok(v, status="partial", problems=["hw3/report.pdf's text comes from OCR"])
+    expected["ocr"] = True
+    return work / "ocr.pdf", expected
+
+
+# ------------------------------------------------------------------ main
+
+
+def build(name: str) -> int:
+    tool, causes, function = FIXTURES[name]
+    with tempfile.TemporaryDirectory(prefix=f"fixture-{name}-") as folder:
+        pdf, expected = function(Path(folder))
+        OUT.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pdf, OUT / f"{name}.pdf")
+    record = {"tool": tool, "causes": causes, **copy.deepcopy(expected)}
+    (OUT / f"{name}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return (OUT / f"{name}.pdf").stat().st_size
+
+
+def main(names: list) -> int:
+    unknown = [n for n in names if n not in FIXTURES]
+    if unknown:
+        print("unknown fixture(s):", ", ".join(unknown), "\nknown:", ", ".join(FIXTURES))
+        return 2
+    failed = 0
+    for name in names or list(FIXTURES):
+        try:
+            size = build(name)
+            print(f"{name:45s} {size / 1024:7.1f} KiB")
+        except Exception as error:  # go on with the others; report every failure
+            failed += 1
+            print(f"{name:45s} FAILED: {type(error).__name__}: {error}")
+    total = sum(p.stat().st_size for p in OUT.glob("*.pdf"))
+    print(f"{len(list(OUT.glob('*.pdf')))} fixtures, {total / 1024 / 1024:.2f} MiB in {OUT}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
