@@ -139,7 +139,28 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
     questions = answers.get("questions") or {}
     missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in answers.get("missing") or []]
     return {"files": files, "missing": missing, "problems": list(answers.get("problems") or []),
-            "review": bool(answers.get("needs_manual_review"))}
+            "review": bool(answers.get("needs_manual_review")),
+            "readings": readings(answers)}
+
+
+def readings(answers: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Every answer as it was read, beside where it was read (file, page, the line or table),
+    so that a misreading is visible to the student and the staff. Written explanations are
+    shown by their start only: their full text is the instructor's to read."""
+    values, origin = answers.get("values") or {}, answers.get("origin") or {}
+    found = []
+    for qid, value in values.items():
+        if isinstance(value, Mapping) and "value" in value:      # a yes/no answer
+            value = value.get("value")
+        if isinstance(value, list) and value and isinstance(value[0], Mapping):   # a table
+            shown = "; ".join(" ".join(f"{k}={format_value(v)}" for k, v in row.items())
+                              for row in value if isinstance(row, Mapping))
+        else:
+            shown = format_value(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        found.append({"id": str(qid), "value": shown, "origin": str(origin.get(qid, ""))})
+    return found
 
 
 FILE_STATUS = {"ok": "read", "partial": "read in part (see below)", "unreadable": "could not be read",

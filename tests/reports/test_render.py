@@ -174,3 +174,20 @@ def test_points_still_waiting_for_a_person_are_said_in_the_total(result):
         assert "(3 of them for written answers the staff still have to grade)" in text
     graded["pending_points"] = 0
     assert "still have to grade" not in render_markdown(graded)
+
+
+def test_each_answer_is_shown_with_where_it_was_read(result):
+    graded = result(ROUND_ROBIN)
+    hw3 = next(a for a in graded["assignments"] if a["id"] == "hw3")
+    hw3["answers"] = {"values": {"task5.transfers_2gpus": 1, "task2.step_time_table": [
+                          {"depth": 6, "step_time_ms": 182.59}]},
+                      "origin": {"task5.transfers_2gpus": "hw3/report.pdf, page 3, line "
+                                 "'Number of transfers with 2 GPUs: 1'",
+                                 "task2.step_time_table": "hw3/report.pdf, page 2, table"},
+                      "files": [{"file": "hw3/report.pdf", "status": "ok"}]}
+    markdown = render_markdown(graded)
+    assert ("| `task5.transfers_2gpus` | 1 | hw3/report.pdf, page 3, line 'Number of transfers "
+            "with 2 GPUs: 1' |") in markdown
+    assert "| `task2.step_time_table` | depth=6 step_time_ms=182.6 | hw3/report.pdf, page 2, table |" in markdown
+    html = render_html(graded)
+    assert "<td>hw3/report.pdf, page 2, table</td>" in html
