@@ -20,10 +20,21 @@ STATUS_WORDS = {
 }
 
 
+def display_name(result: Mapping[str, Any]) -> str:
+    """Whose submission: the student's name from the LMS export (result.json's `student`,
+    filled by the batch), else their key, else the submission folder's name."""
+    student = result.get("student")
+    if isinstance(student, Mapping):
+        for key in ("name", "key"):
+            if isinstance(student.get(key), str) and student[key].strip():
+                return student[key].strip()
+    return PurePath(str(result.get("submission") or "")).name
+
+
 def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
     hardware = result.get("hardware") or {}
     return {
-        "submission": PurePath(str(result.get("submission") or "")).name,
+        "submission": display_name(result),
         "started_at": _when(result.get("started_at")),
         "grader_version": result.get("grader_version"),
         "hardware": _hardware_text(hardware),
