@@ -65,9 +65,9 @@ def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) ->
             for check in item.get("checks") or []:
                 ran = sum(check.get(k) or 0 for k in ("passed", "failed", "skipped", "errors"))
                 if not ran and check.get("status") == "error":
-                    if not selected_only:
-                        _add(causes, check.get("feedback") or "this check did not run",
-                             check["id"], check["id"])
+                    if not selected_only:   # one cause, whichever checks it hit
+                        _add(causes, "the check did not run: a grading problem, not your code "
+                                     "(the grading's log says why)", check["id"], "")
                     continue
                 for case in check.get("cases") or []:
                     if case.get("outcome") in ("failed", "error"):
