@@ -12,6 +12,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       gpu_index, spearman)
 from grader.checks.practical_answers import rows_by
 from grader.checks.support import disagrees, explain, must_agree, reported
+from grader.harness.course_environment import missing_module_note
 
 NODE_SIZES = [1, 2, 3, 4, 5, 8]
 DEPTHS = [1, 3, 5, 6, 12, 20, 24]
@@ -49,9 +50,10 @@ def record(probe, kind, **match):
     records, run = probe
     for failure in (r for r in records if r.get("kind") == "import_error"):
         error = failure["error"]
+        missing = missing_module_note(error["message"])
         raise AssertionError(f"hw3/model_parallel.py could not be imported: {error['type']}"
                              f"{' at ' + error['site'] if error.get('site') else ''}: "
-                             f"{error['message']}")
+                             f"{error['message']}" + (f"\n{missing}" if missing else ""))
     for found in records:
         if found.get("kind") == kind and all(found.get(k) == v for k, v in match.items()):
             if found.get("skipped"):
