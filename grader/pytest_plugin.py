@@ -147,6 +147,15 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def measured_under(item) -> dict:
+    """The settings the values this test measured were taken under: the entries of its check
+    module's `MEASURED_UNDER` ({key prefix: text}) whose prefix names one of the keys."""
+    declared = getattr(getattr(item, "module", None), "MEASURED_UNDER", None) or {}
+    keys = list(getattr(item, "_pdl_measured", None) or {})
+    return {prefix: str(text) for prefix, text in declared.items()
+            if any(key == prefix or str(key).startswith(prefix + ".") for key in keys)}
+
+
 def _skip_reason(longrepr) -> str:
     if isinstance(longrepr, tuple) and longrepr:
         reason = str(longrepr[-1])
@@ -174,6 +183,9 @@ def pytest_json_runtest_metadata(item, call):
     metadata = {"check": identifier, "assignment": identifier.split(".")[0]}
     if getattr(item, "_pdl_measured", None):
         metadata["measured"] = item._pdl_measured
+        under = measured_under(item)
+        if under:
+            metadata["conditions"] = under
     for attribute, key in (("_pdl_answers", "answers"), ("_pdl_reported", "reported"),
                            ("_pdl_flags", "flags")):
         if getattr(item, attribute, None):

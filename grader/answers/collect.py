@@ -63,8 +63,10 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     if source in ("pdf", "pdf_then_sheet"):
         display = f"{assignment}/{REPORT_NAME}"
         report = read_report(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
-        answers.files.append({"file": display, "status": report.status, "pages": report.pages,
-                              "producer": report.producer})
+        # No file at all is "not handed in", not "could not be read" (a file that is there).
+        handed_in = (folder / REPORT_NAME).exists() or (folder / REPORT_NAME).is_symlink()
+        answers.files.append({"file": display, "status": report.status if handed_in else "missing",
+                              "pages": report.pages, "producer": report.producer})
         answers.problems += report.problems
         answers.needs_manual_review |= report.needs_manual_review and (
             source == "pdf" or (folder / REPORT_NAME).exists())

@@ -1,5 +1,6 @@
 """`pdl-grade check` and `pytest --pyargs grader.checks`, run as a student runs them: in the
 student's own folder, a copy of the template with some work done."""
+import json
 import os
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def test_hw3_with_two_gpus_hard_coded(pdl_grade, tmp_path):
     """The issue's student: Task 3 left at Task 1's two GPUs. The one-GPU crash is one entry
     (42 cases, the six Task 3 checks), not 42."""
     folder = plant(TWO_GPUS_HARD_CODED, tmp_path / "liis")
-    done = pdl_grade("check", "hw3", "--submission", folder)
+    done = pdl_grade("check", "hw3", "--submission", folder, "--out", tmp_path / "kept")
     assert done.code == 1
     out = done.out
     assert "42 cases of 6 checks failed the same way" in out, out
@@ -84,6 +85,10 @@ def test_hw3_with_two_gpus_hard_coded(pdl_grade, tmp_path):
     assert len(crash) == 1, out
     assert "Task 1 - Split DEPTH=6 layers over 2 GPUs" in out and "3 / 3" in out
     assert "Still for a person (hw3)" in out
+    # The report says under which settings the grader measured (the student used DIM=1024).
+    result = json.loads((tmp_path / "kept" / "result.json").read_text())
+    assert "DIM=256" in result["assignments"][0]["conditions"]["task4"]
+    assert "- Task 4: DEPTH=20 on 2 and 5 GPUs, DIM=256" in (tmp_path / "kept" / "report.md").read_text()
 
 
 @pytest.mark.slow
