@@ -23,7 +23,6 @@ import pytest
 
 from grader.common.hardware import real_gpu_count
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Filled by the checks' `node` fixture: observations of the session's runs that the grader's
 # instrumentation did not write (forged or removed records); they go into the JSON report.
 INTEGRITY_PROBLEMS = pytest.StashKey[list]()
@@ -40,7 +39,8 @@ def default_submission() -> Path:
     from grader.scoring import assignment_ids
     if any((here / assignment).is_dir() for assignment in assignment_ids()):
         return here   # a student's own course folder
-    return REPO_ROOT / "student_template"
+    from grader.common.locations import data_folder
+    return data_folder("student_template")
 
 
 def pytest_addoption(parser):
