@@ -20,8 +20,8 @@ OUT_DIM = 1000
 CHUNKS = 2
 SEED = 0
 
-# Without a GPU, say how to run Part 3 on virtual ones.
-if not torch.cuda.is_available():
+# Run without a GPU: say how to run Part 3 on virtual ones.
+if __name__ == "__main__" and not torch.cuda.is_available():
     print("No CUDA GPU found: Parts 1-2 run on the CPU, Part 3 needs 2 GPUs. Without "
           "GPUs, use virtual ones: "
           "pdl-grade run --gpus 2 practical4/concepts.py", file=sys.stderr)

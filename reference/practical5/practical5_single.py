@@ -18,8 +18,8 @@ STEPS = 10
 LR = 0.01
 SEED = 0
 
-# Without a GPU, say how to run on virtual ones instead of failing with a CUDA error.
-if not torch.cuda.is_available():
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
     sys.exit("No CUDA GPU found: this script needs a GPU. Without one, use a virtual GPU:"
              " "
              "pdl-grade run --gpus 1 practical5/practical5_single.py")

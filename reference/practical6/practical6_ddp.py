@@ -22,8 +22,8 @@ STEPS = 10
 LR = 0.01
 SEED = 0
 
-# Without a GPU, say how to run on virtual ones instead of failing with a CUDA error.
-if not torch.cuda.is_available():
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
     sys.exit("No CUDA GPU found: this script needs one GPU per process. Without GPUs, use"
              " virtual ones: "
              "pdl-grade torchrun --gpus 2 --nproc-per-node 2 practical6/practical6_ddp.py")

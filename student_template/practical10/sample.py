@@ -32,8 +32,8 @@ SEED = 0
 # The practical's illustrative mistake: both "stages" on the same GPU.
 BROKEN_MP = False
 
-# Without a GPU, say how to run on virtual ones instead of failing with a CUDA error.
-if not torch.cuda.is_available():
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
     sys.exit("No CUDA GPU found: this script needs 4 GPUs (two per process). Without "
              "them, use virtual GPUs: "
              "pdl-grade torchrun --gpus 4 --nproc-per-node 2 practical10/sample.py")

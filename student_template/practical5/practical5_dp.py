@@ -19,8 +19,8 @@ STEPS = 10
 LR = 0.01
 SEED = 0
 
-# Without a GPU, say how to run on virtual ones instead of failing with a CUDA error.
-if not torch.cuda.is_available():
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
     sys.exit("No CUDA GPU found: this script needs GPUs to split the batch over. Without "
              "them, use virtual GPUs: "
              "pdl-grade run --gpus 3 practical5/practical5_dp.py")
