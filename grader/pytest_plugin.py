@@ -147,7 +147,7 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def measured_under(item) -> dict:
+def _measured_under(item) -> dict:
     """The settings the values this test measured were taken under: the entries of its check
     module's `MEASURED_UNDER` ({key prefix: text}) whose prefix names one of the keys."""
     declared = getattr(getattr(item, "module", None), "MEASURED_UNDER", None) or {}
@@ -183,7 +183,7 @@ def pytest_json_runtest_metadata(item, call):
     metadata = {"check": identifier, "assignment": identifier.split(".")[0]}
     if getattr(item, "_pdl_measured", None):
         metadata["measured"] = item._pdl_measured
-        under = measured_under(item)
+        under = _measured_under(item)
         if under:
             metadata["conditions"] = under
     for attribute, key in (("_pdl_answers", "answers"), ("_pdl_reported", "reported"),
