@@ -1,14 +1,21 @@
 """The pytest plugin behind `pytest grader/` (registered through the `pytest11` entry point).
 
-- `--submission PATH` (or `PDL_SUBMISSION`): the folder to grade; `student_template/` by default.
-- `--gpus N`: the size of the node for checks that do not fix their own.
+- `--submission PATH` (or `PDL_SUBMISSION`): the folder to grade; by default the current
+  folder's `student_template/`, else the current folder when it holds an assignment's folder
+  (a student's own course folder), else the grader's `student_template/`.
 - `@pytest.mark.gpus(n)`: the check needs n *real* GPUs; elsewhere it is skipped, with that
   reason, and never faked.
 - `@pytest.mark.check("hw3.task3.balanced")`: the rubric check a test demonstrates; it goes
   into pytest-json-report's metadata with the failure's feedback, for the scorer.
+- A session of the checks alone (`pytest grader/`, `pytest --pyargs grader.checks`) reports
+  as a student reads it: no tracebacks of the grader's own code, each failed check's message
+  once per cause and the points per rubric item at the end (grader/reports/terminal.py, scored
+  through grader/scoring from the session's own outcomes), unless `--tb` or `-r` ask for
+  pytest's usual report.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -16,27 +23,30 @@ import pytest
 
 from grader.common.hardware import real_gpu_count
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Filled by the checks' `node` fixture: observations of the session's runs that the grader's
 # instrumentation did not write (forged or removed records); they go into the JSON report.
 INTEGRITY_PROBLEMS = pytest.StashKey[list]()
+# The outcome of every check's test in this session, for the points at the end.
+CHECK_OUTCOMES = pytest.StashKey[dict]()   # nodeid -> (check, outcome, message)
 
 
 def default_submission() -> Path:
     if os.environ.get("PDL_SUBMISSION"):
         return Path(os.environ["PDL_SUBMISSION"])
-    for base in (Path.cwd(), REPO_ROOT):
-        if (base / "student_template").is_dir():
-            return base / "student_template"
-    return Path.cwd() / "student_template"
+    here = Path.cwd()
+    if (here / "student_template").is_dir():
+        return here / "student_template"
+    from grader.scoring import assignment_ids
+    if any((here / assignment).is_dir() for assignment in assignment_ids()):
+        return here   # a student's own course folder
+    from grader.common.locations import data_folder
+    return data_folder("student_template")
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("pdl-autograder")
     group.addoption("--submission", default=None,
                     help="submission folder to grade (default: $PDL_SUBMISSION or student_template/)")
-    group.addoption("--gpus", type=int, default=None,
-                    help="GPUs of the node for checks that do not set their own (default 5)")
     group.addoption("--rubrics", default=None,
                     help="rubrics folder (default: the grader's rubrics/); says where answers "
                          "are read from (answer sheet and/or PDF report)")
@@ -44,15 +54,41 @@ def pytest_addoption(parser):
                     help="seconds one run of student code may take before it counts as hung")
 
 
+@pytest.hookimpl(tryfirst=True)   # before the terminal reporter reads the report options
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpus(n): needs n real GPUs; skipped where fewer are present")
     config.addinivalue_line("markers", "check(id): the rubric check this test demonstrates")
     config.pluginmanager.register(_IntegrityInReport(config), "pdl-integrity-report")
+    if _checks_only(config):
+        config.stash[CHECK_OUTCOMES] = {}
+        # A failing check's message is the feedback, shown once per cause in the summary;
+        # tracebacks into the grader's own code and a line per failed test are noise to a
+        # student. Options the user gave (--tb, -r) are kept.
+        if config.option.tbstyle == "auto":
+            config.option.tbstyle = "no"
+        if config.option.reportchars == "fE":
+            config.option.reportchars = "N"
+
+
+def _checks_only(config) -> bool:
+    """Whether every argument names the grader's package or part of it (a path, or a module
+    with --pyargs): a session of the checks, as a student runs it."""
     package = Path(__file__).resolve().parent
-    if config.option.tbstyle == "auto" and config.args and all(
-            Path(arg.split("::")[0]).resolve().is_relative_to(package) for arg in config.args):
-        # A failing check's message is the feedback; the grader's own code is noise to a student.
-        config.option.tbstyle = "line"
+    if not config.args:
+        return False
+    for arg in config.args:
+        target = arg.split("::")[0]
+        if getattr(config.option, "pyargs", False) and not os.path.exists(target):
+            try:
+                spec = importlib.util.find_spec(target)
+            except (ImportError, ValueError):
+                return False
+            if spec is None or not spec.origin:
+                return False
+            target = spec.origin
+        if not Path(target).resolve().is_relative_to(package):
+            return False
+    return True
 
 
 def pytest_runtest_setup(item):
@@ -94,6 +130,51 @@ def flag(request):
     return found.append
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    outcomes = item.config.stash.get(CHECK_OUTCOMES, None)
+    identifier = check_id(item)
+    if outcomes is None or identifier is None:
+        return report
+    if report.outcome != "passed":   # a failed teardown after a passed call is an error
+        message = (_skip_reason(report.longrepr) if report.skipped
+                   else _feedback(call.excinfo) if call.excinfo is not None else "")
+        outcome = "skipped" if report.skipped else "failed" if call.when == "call" else "error"
+        outcomes[item.nodeid] = (identifier, outcome, message)
+    elif call.when == "call":
+        outcomes.setdefault(item.nodeid, (identifier, "passed", ""))
+    return report
+
+
+def _measured_under(item) -> dict:
+    """The settings the values this test measured were taken under: the entries of its check
+    module's `MEASURED_UNDER` ({key prefix: text}) whose prefix names one of the keys."""
+    declared = getattr(getattr(item, "module", None), "MEASURED_UNDER", None) or {}
+    keys = list(getattr(item, "_pdl_measured", None) or {})
+    return {prefix: str(text) for prefix, text in declared.items()
+            if any(key == prefix or str(key).startswith(prefix + ".") for key in keys)}
+
+
+def _skip_reason(longrepr) -> str:
+    if isinstance(longrepr, tuple) and longrepr:
+        reason = str(longrepr[-1])
+        return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+    return str(longrepr or "skipped")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    outcomes = config.stash.get(CHECK_OUTCOMES, None)
+    if not outcomes:
+        return
+    from grader.reports.terminal import render_check_text
+    from grader.scoring.session import score_session
+    result = score_session(outcomes, rubrics_dir=config.getoption("--rubrics"),
+                           submission=str(config.getoption("--submission") or default_submission()))
+    terminalreporter.section("points per task, and what to fix")
+    terminalreporter.write(render_check_text(result, selected_only=True, header=False))
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-json-report's hook: absent without that plugin
 def pytest_json_runtest_metadata(item, call):
     identifier = check_id(item)
@@ -102,6 +183,9 @@ def pytest_json_runtest_metadata(item, call):
     metadata = {"check": identifier, "assignment": identifier.split(".")[0]}
     if getattr(item, "_pdl_measured", None):
         metadata["measured"] = item._pdl_measured
+        under = _measured_under(item)
+        if under:
+            metadata["conditions"] = under
     for attribute, key in (("_pdl_answers", "answers"), ("_pdl_reported", "reported"),
                            ("_pdl_flags", "flags")):
         if getattr(item, attribute, None):

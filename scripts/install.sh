@@ -28,6 +28,8 @@ fi
 # Pin torch first: on these machines 2.13.0 is the CPU build pip finds; a looser requirement
 # would pull a multi-GB CUDA build. On a GPU node the same pin gives the CUDA build.
 python3 -m pip install -q "torch==2.13.0"
+# What students' code may import beside torch (README: "what your code may import").
+python3 -m pip install -q numpy
 python3 -m pip install -q -e .
 if [[ "${1:-}" == "--test-tools" ]]; then
   python3 -m pip install -q python-docx weasyprint  # the fixture reports' Word and WeasyPrint PDFs

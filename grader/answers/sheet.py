@@ -14,7 +14,9 @@ from typing import Any
 
 import yaml
 
-TEMPLATE_ROOT = Path(__file__).resolve().parents[2] / "student_template"
+from grader.common.locations import data_folder
+
+TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
 
 

@@ -12,6 +12,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       gpu_index, spearman)
 from grader.checks.practical_answers import rows_by
 from grader.checks.support import disagrees, explain, must_agree, reported
+from grader.harness.course_environment import missing_module_note
 
 NODE_SIZES = [1, 2, 3, 4, 5, 8]
 DEPTHS = [1, 3, 5, 6, 12, 20, 24]
@@ -28,6 +29,19 @@ PLAN = [
     {"part": "timing", "label": "task4", "configs": [[2, TASK4_DEPTH], [5, TASK4_DEPTH]],
      "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9},
 ]
+# The settings each task's numbers were measured under, shown in the reports beside the values
+# (a student's own numbers come from their runs, e.g. at the script's DIM=1024).
+_TIMING = PLAN[2]
+_STEPS = f"median of {_TIMING['rounds']} steps after {_TIMING['warmup']} warm-up steps"
+MEASURED_UNDER = {
+    "task1": "DEPTH=6 on 2 GPUs",
+    "task2": (f"DEPTH {', '.join(map(str, TIMING_DEPTHS))} on 2 GPUs, DIM={TIMING_DIM}, "
+              f"batch {_TIMING['batch']}, {_STEPS}"),
+    "task3": "DEPTH=20 on 5 GPUs",
+    "task4": (f"DEPTH={TASK4_DEPTH} on 2 and 5 GPUs, DIM={TIMING_DIM}, batch {_TIMING['batch']}, "
+              f"{_STEPS}; memory: the peak PyTorch allocated on each GPU"),
+    "task5": f"one forward pass, DEPTH={TRANSFER_DEPTH}, on 2 and 5 GPUs",
+}
 NO_SPEEDUP_TOLERANCE = 1.5  # 5 GPUs may not be more than 1.5x faster than 2 (noise, not MP)
 LOOK_TASK3 = "LargeLinearModelMP.__init__ in hw3/model_parallel.py (Task 3: the layout)"
 LOOK_FORWARD = "LargeLinearModelMP.forward in hw3/model_parallel.py (the baton pass)"
@@ -49,9 +63,10 @@ def record(probe, kind, **match):
     records, run = probe
     for failure in (r for r in records if r.get("kind") == "import_error"):
         error = failure["error"]
+        missing = missing_module_note(error["message"])
         raise AssertionError(f"hw3/model_parallel.py could not be imported: {error['type']}"
                              f"{' at ' + error['site'] if error.get('site') else ''}: "
-                             f"{error['message']}")
+                             f"{error['message']}" + (f"\n{missing}" if missing else ""))
     for found in records:
         if found.get("kind") == kind and all(found.get(k) == v for k, v in match.items()):
             if found.get("skipped"):

@@ -262,6 +262,10 @@ def test_reported_final_loss_equality(runs, answers, measured, reported_values, 
 
 
 TIMING_METHODS = ["single", "dp"]
+# Shown in the reports beside the values (grader/pytest_plugin.py).
+MEASURED_UNDER = {"timing": "your scripts as handed in (their own DIM, BATCH_SIZE, STEPS): "
+                            "single on 1 GPU, dp on 2 GPUs",
+                  "dp": f"your practical5_dp.py with batch {BATCH} on 2, 3 and 5 GPUs"}
 TIMING_COLUMNS = ["gpus", "step_time_ms", "total_time_s"]
 
 

@@ -178,6 +178,9 @@ def test_reported_per_rank_batch(runs, answers, measured, reported_values, flag)
 
 
 TIMING_METHODS = ["dp", "ddp"]
+# Shown in the reports beside the values (grader/pytest_plugin.py).
+MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM, BATCH_SIZE, STEPS), "
+                            f"{SHEET_PROCESSES} processes on {SHEET_PROCESSES} GPUs"}
 TIMING_COLUMNS = ["step_time_ms", "total_time_s"]
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from grader.cli import batch, grade, node, report
+from grader.cli import batch, check, grade, node, report
+from grader.edition import STUDENT_KIT
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pdl-grade", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (node, grade, report, batch):
+    for command in (node, check, grade, report, *(() if STUDENT_KIT else (batch,))):
         command.add_parsers(sub)
     return parser
 

@@ -18,14 +18,17 @@ def grade_submission(submission: Path, out: Path, assignments: Sequence[str] | N
                      overrides: Overrides | Mapping[str, Any] | None = None,
                      submitted_at: dt.datetime | str | None = None,
                      check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
-                     formats: Sequence[str] = GRADING_FORMATS) -> dict[str, Any]:
+                     formats: Sequence[str] = GRADING_FORMATS,
+                     student: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run, score and publish; return result.json's content. `assignments`: default every
-    rubric's. Grading problems are in the result, never raised."""
+    rubric's; `student`: {key, name} from the LMS export, for the reports' heading. Grading
+    problems are in the result, never raised."""
     rubrics = load_rubrics(rubrics_dir)
     out = Path(out).resolve()   # the checks run in a scratch folder: relative paths would land there
     raw = run_submission(submission, out, rubrics, list(assignments or rubrics),
                          rubrics_dir=rubrics_dir, check_timeout=check_timeout)
-    result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at)
+    result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at,
+                       student=student)
     return publish(result, out, rubrics=rubrics, formats=formats)
 
 
@@ -33,9 +36,10 @@ def rescore_submission(out: Path, assignments: Sequence[str] | None = None, *,
                        submission: Path | None = None, rubrics_dir: str | None = None,
                        overrides: Overrides | Mapping[str, Any] | None = None,
                        submitted_at: dt.datetime | str | None = None,
-                       formats: Sequence[str] = GRADING_FORMATS) -> dict[str, Any]:
+                       formats: Sequence[str] = GRADING_FORMATS,
+                       student: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Score again what a grading left in `out` (other overrides, another time), running no
-    code; publish into the same folder."""
+    code; publish into the same folder. The student named before is kept unless `student`."""
     rubrics = load_rubrics(rubrics_dir)
     out = Path(out).resolve()
     raw = RawRun.load(out, list(assignments) if assignments else None)
@@ -47,7 +51,8 @@ def rescore_submission(out: Path, assignments: Sequence[str] | None = None, *,
         raw.started_at, raw.duration_s = previous.get("started_at"), previous.get("duration_s")
     if load_findings(out) is None and submission is not None and Path(submission).is_dir():
         raw.findings = scan_source(Path(submission), out)   # unreadable: scan the source again
-    result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at)
+    result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at,
+                       student=student or previous.get("student"))
     return publish(result, out, rubrics=rubrics, formats=formats)
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from grader.common.files import write_atomically
-from grader.reports.formats import FORMATS, STUDENT_FORMATS, GradescopeOptions, render
+from grader.reports.formats import FORMATS, STAFF_FORMATS, STUDENT_FORMATS, GradescopeOptions, render
 from grader.scoring import Result, write_result
 
 RESULT_FILE = "result.json"
-# What a grading folder gets: the student's report, and the staff's view beside it.
-GRADING_FORMATS = (*STUDENT_FORMATS, "instructor")
+# What a grading folder gets: the student's report, and the staff's view beside it (not in
+# the student kit, whose FORMATS leave it out).
+GRADING_FORMATS = (*STUDENT_FORMATS, *(f for f in STAFF_FORMATS if f in FORMATS))
 
 
 def publish(result: Result | Mapping[str, Any], folder: Path, *, rubrics: Mapping | None = None,

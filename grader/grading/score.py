@@ -19,9 +19,10 @@ from grader.scoring.rubric import Rubric
 def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
               overrides: Overrides | Mapping[str, Any] | None = None,
               submitted_at: dt.datetime | str | None = None,
-              submission: str | None = None) -> Result:
+              submission: str | None = None,
+              student: Mapping[str, str] | None = None) -> Result:
     """`submission`: how the result names the submission (default: the run's folder); a batch
-    names the upload, not its unpacked copy."""
+    names the upload, not its unpacked copy. `student`: {key, name} from the LMS export."""
     from grader.integrity.scan import findings_for
     graded = run.assignment_ids()
     overrides = check_overrides(overrides, rubrics, graded)
@@ -45,12 +46,16 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
         found = measurements(results)
         if found:
             document["measurements"] = found
+            under = measurements(results, "conditions")
+            if under:
+                document["conditions"] = under
         document.update(answer_data(results))
         entries.append(document)
     return Result(submission if submission is not None else run.submission, entries,
                   hardware=run.hardware, started_at=run.started_at, duration_s=run.duration_s,
                   errors=errors, overrides=dict(overrides.given) or None,
-                  override_problems=list(overrides.problems))
+                  override_problems=list(overrides.problems),
+                  student=dict(student) if student else None)
 
 
 def same_scores(recorded: Mapping[str, Any], again: Mapping[str, Any]) -> bool:

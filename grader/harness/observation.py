@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from grader.harness.course_environment import missing_module_note
+
 
 @dataclass
 class Observation:
@@ -60,8 +62,9 @@ class Observation:
             message = str(exception.get("message", "")).strip().splitlines()
             todo = " (a TODO of the template is still to be written)" if exception.get(
                 "type") == "NotImplementedError" else ""
+            missing = missing_module_note(exception.get("message", ""))
             return (f"{where} stopped with {exception.get('type')}{site}{todo}: "
-                    f"{message[0] if message else ''}")
+                    f"{message[0] if message else ''}" + (f"\n{missing}" if missing else ""))
         for error in self.of("error"):
             return f"{where}: {error.get('message')}"
         tail = "\n".join(self.stderr.strip().splitlines()[-6:])

@@ -11,9 +11,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from grader.edition import STUDENT_KIT
+
 FORMATS = {"md": "report.md", "html": "report.html", "instructor": "instructor.md",
            "gradescope": "results.json"}
 STUDENT_FORMATS = ("md", "html")
+# The staff's own view (the rubrics' guidance beside the student's answers): never made by the
+# student kit's grader.
+STAFF_FORMATS = ("instructor",)
+if STUDENT_KIT:
+    FORMATS = {fmt: name for fmt, name in FORMATS.items() if fmt not in STAFF_FORMATS}
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ def parse_formats(text: str) -> list[str]:
 def render(fmt: str, result: Mapping[str, Any], *, rubrics: Mapping | None = None,
            gradescope: GradescopeOptions = GradescopeOptions()) -> str:
     """The text of one format. `rubrics` (instructor.md's guidance): the grader's own when None."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if fmt == "md":
         from grader.reports.render import render_markdown
         return render_markdown(result)

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
+from grader.reports.student_view import FILE_STATUS, display_name
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,13 +43,19 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
             "max_score": format_value(assignment.get("max_score")),
             "flags": list(assignment.get("flags") or []),
             "review": bool(answers.get("needs_manual_review")),
-            "files": answers.get("files") or [],
+            "files": [{"file": f.get("file"), "status": FILE_STATUS.get(f.get("status"), f.get("status"))}
+                      for f in answers.get("files") or [] if isinstance(f, Mapping)],
             "problems": list(answers.get("problems") or []),
             "missing": list(answers.get("missing") or []),
             "manual": manual,
             "integrity": assignment.get("integrity"),
         })
-    return {"submission": result.get("submission", ""), "score": format_value(result.get("score")),
+    # Named as the LMS names the student, never by a path: a batch grades an unpacked copy in
+    # a scratch folder that is gone by the time anyone reads this.
+    student = result.get("student") if isinstance(result.get("student"), Mapping) else {}
+    key = student.get("key") if student.get("key") != display_name(result) else None
+    return {"submission": display_name(result) + (f" ({key})" if key else ""),
+            "score": format_value(result.get("score")),
             "max_score": format_value(result.get("max_score")), "assignments": assignments,
             "pending_points": format_value(result.get("pending_points") or 0)
             if result.get("pending_points") else None,

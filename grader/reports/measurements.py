@@ -60,6 +60,11 @@ def comparison_rows(measurements: Mapping | None, answers: Mapping | None = None
                 reported=reported.get(p), measured=measured.get(p)) for p in paths]
 
 
+def task_label(key: str) -> str:
+    """"task2" -> "Task 2"; any other key as it is."""
+    return _task(tuple(str(key).split(".")))
+
+
 def lookup(data: Mapping | None, dotted: str):
     """data["task2.step_time_ms"] or data["task2"]["step_time_ms"]: both spellings occur."""
     if not isinstance(data, Mapping):

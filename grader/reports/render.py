@@ -58,7 +58,25 @@ def fence(text: Any) -> str:
     return f"{marks}text\n{text}\n{marks}"
 
 
+# Markdown escaping (CommonMark + GFM), not HTML escaping: "DEPTH < N" must read as written,
+# in the raw file and rendered, while student text stays inert. A backslash before ASCII
+# punctuation makes it a literal character, so only what could start markup is escaped:
+_MD_MARKUP = re.compile(
+    r"\\(?=[!-/:-@\[-`{-~])"      # a backslash that would escape what follows
+    r"|[`*\[\]|~]"                  # code spans, emphasis, links and images, cells, strikethrough
+    r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"   # emphasis by _ (never inside a word)
+    r"|<(?=[A-Za-z/!?])"            # raw HTML, comments, autolinks; "DEPTH < N" is left alone
+    r"|&(?=#?[A-Za-z0-9]+;)"        # entity references such as &lt;
+    r"|(?<=[A-Za-z]:)/(?=/)|(?<=\bwww)\.")   # GFM's bare-URL links (http://, www.)
+# What starts a block when the text begins a line (a list item's text, a table cell's).
+_MD_LINE_START = re.compile(r"^(?:#+(?=\s|$)|>|[-+=](?=[-+=\s]|$)|\d+[.)](?=\s|$))")
+
+
 def markdown_inline(text: Any) -> str:
-    """Text for a Markdown table cell or heading: no raw HTML, no cell breaks, one line."""
-    escaped = html.escape(str(text), quote=False).replace("|", "\\|")
-    return " ".join(escaped.split())
+    """Text for a Markdown table cell, heading or list item: one line, no cell breaks, and no
+    markup of its own (raw HTML, links, images, emphasis, code spans, blocks) that a student's
+    text could bring in; characters that start none stay as written."""
+    line = " ".join(str(text).split())
+    line = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), line)
+    return _MD_LINE_START.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1]
+                              if m.group(0)[0].isdigit() else "\\" + m.group(0), line)

@@ -11,7 +11,7 @@ from pathlib import PurePath
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
-from grader.reports.measurements import comparison_rows, format_value
+from grader.reports.measurements import comparison_rows, format_value, task_label
 
 STATUS_WORDS = {
     "passed": "passed", "failed": "failed", "partial": "partly passed", "error": "error",
@@ -20,10 +20,21 @@ STATUS_WORDS = {
 }
 
 
+def display_name(result: Mapping[str, Any]) -> str:
+    """Whose submission: the student's name from the LMS export (result.json's `student`,
+    filled by the batch), else their key, else the submission folder's name."""
+    student = result.get("student")
+    if isinstance(student, Mapping):
+        for key in ("name", "key"):
+            if isinstance(student.get(key), str) and student[key].strip():
+                return student[key].strip()
+    return PurePath(str(result.get("submission") or "")).name
+
+
 def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
     hardware = result.get("hardware") or {}
     return {
-        "submission": PurePath(str(result.get("submission") or "")).name,
+        "submission": display_name(result),
         "started_at": _when(result.get("started_at")),
         "grader_version": result.get("grader_version"),
         "hardware": _hardware_text(hardware),
@@ -32,11 +43,12 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "pending_points": format_points(result.get("pending_points"))
         if result.get("pending_points") else None,
         "errors": list(result.get("errors") or []),
-        "assignments": [assignment_view(a) for a in result.get("assignments") or []],
+        "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
     }
 
 
-def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
+def assignment_view(assignment: Mapping[str, Any],
+                    hardware: Mapping[str, Any] | None = None) -> dict[str, Any]:
     items = assignment.get("items") or []
     measurements = assignment.get("measurements") or None
     reported = assignment.get("reported") or None
@@ -64,7 +76,21 @@ def assignment_view(assignment: Mapping[str, Any]) -> dict[str, Any]:
         "rows": [{"task": r.task, "quantity": r.quantity, "path": r.path,
                   "reported": format_value(r.reported), "measured": format_value(r.measured)}
                  for r in rows],
+        "conditions": measured_under(assignment.get("conditions"), hardware or {}) if rows else None,
     }
+
+
+def measured_under(conditions: Any, hardware: Mapping[str, Any]) -> dict[str, Any]:
+    """What the measured column was measured under: the GPUs, and per task the settings the
+    checks ran the code with (a student's own numbers come from their own runs, which the
+    grader cannot know)."""
+    kind = hardware.get("kind")
+    gpus = ("virtual GPUs (simulated on the CPU: times are the CPU's, memory is what PyTorch "
+            "allocated)" if kind == "virtual" else "real GPUs" if kind == "real" else "GPUs")
+    names = ", ".join(sorted(set(hardware.get("names") or [])))
+    settings = [{"task": task_label(key), "text": str(text)}
+                for key, text in (conditions.items() if isinstance(conditions, Mapping) else [])]
+    return {"gpus": gpus + (f" ({names})" if names else ""), "settings": settings}
 
 
 def item_view(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -53,6 +53,21 @@ def cases_by_check(report: dict) -> dict[str, list[Case]]:
     return grouped
 
 
+def report_of_cases(cases: list[Case]) -> dict:
+    """The layout above for cases already known: the checks' own pytest session scores its
+    outcomes through the same path as a grading (grader/scoring/session.py)."""
+    tests = []
+    for case in cases:
+        metadata = {"check": case.check, "assignment": case.assignment}
+        test = {"nodeid": case.nodeid, "outcome": case.outcome, "metadata": metadata}
+        if case.outcome == SKIPPED:
+            test["setup"] = {"outcome": "skipped", "longrepr": case.message}
+        elif case.outcome in (FAILED, ERROR):
+            metadata["feedback"] = case.message
+        tests.append(test)
+    return {"tests": tests}
+
+
 def session_problems(report: dict) -> list[str]:
     """Problems with the pytest run itself: modules that failed to import, a bad exit code."""
     problems = []

@@ -43,6 +43,9 @@ class Result:
     # The instructor's overrides as given, and the entries that could not apply.
     overrides: dict[str, Any] | None = None
     override_problems: list[str] = field(default_factory=list)
+    # Who handed it in, as the LMS export names them ({key, name}; the batch fills it): the
+    # reports' heading, instead of a folder's name.
+    student: dict[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         entries = [dict(a) for a in self.assignments]
@@ -59,6 +62,8 @@ class Result:
             "pending_points": round(sum(a.get("pending_points") or 0.0 for a in entries), 2),
             "errors": [str(e) for e in self.errors],
         }
+        if self.student:
+            document["student"] = {k: str(v) for k, v in self.student.items() if v is not None}
         if self.overrides:
             document["overrides"] = dict(self.overrides)
         if self.override_problems:

@@ -148,8 +148,10 @@ class Rubric:
 
 
 def default_rubrics_dir() -> Path:
-    """The repository's ``rubrics/`` folder (beside the ``grader`` package)."""
-    return Path(__file__).resolve().parents[2] / "rubrics"
+    """The repository's ``rubrics/`` folder (beside the ``grader`` package; inside it in the
+    student kit: grader/common/locations.py)."""
+    from grader.common.locations import data_folder
+    return data_folder("rubrics")
 
 
 def load_rubric(path: str | Path) -> Rubric:

@@ -50,8 +50,11 @@ def _flush_open_files() -> None:
     # Finalisation would flush files the script never closed (and stdio); do it here.
     import gc
     import io
+    # type(o), not isinstance(o, ...): an ABC's isinstance reads o.__class__ through the
+    # object's own __getattribute__, and some objects warn on any attribute access
+    # (torch.distributed.reduce_op: a FutureWarning printed at every exit).
     for stream in [sys.stdout, sys.stderr] + [o for o in gc.get_objects()
-                                             if isinstance(o, io.IOBase)]:
+                                             if issubclass(type(o), io.IOBase)]:
         try:
             if not stream.closed and stream.writable():
                 stream.flush()

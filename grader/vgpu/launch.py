@@ -69,8 +69,9 @@ def python_command(script: str, args: list[str], sets: list[str]) -> list[str]:
 
 
 def torchrun_command(script: str, args: list[str], sets: list[str], nproc: int) -> list[str]:
-    # --standalone: a rendezvous on localhost with a free port, never a fixed one.
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+    # --standalone: a rendezvous on localhost with a free port, never a fixed one. torchrun's
+    # agent runs in torchrun_launcher, whose failure summary names the script, not the runner.
+    return [sys.executable, "-m", "grader.vgpu.torchrun_launcher", script, "--", "--standalone",
             f"--nproc-per-node={nproc}", *script_command(script, args, sets)]
 
 

@@ -85,7 +85,11 @@ def main(argv: list[str]) -> int:
         get_trace().emit("error", kind="constant_not_found", message=str(error))
         return 3
     except BaseException as error:
-        traceback.print_exc()
+        # The traceback starts in the student's script: this runner's frames are no lead.
+        tb = error.__traceback__
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(__file__):
+            tb = tb.tb_next
+        traceback.print_exception(type(error), error, tb or error.__traceback__)
         frames = [f for f in traceback.extract_tb(error.__traceback__)
                   if os.path.abspath(f.filename) == os.path.abspath(script)]
         where = f"{os.path.basename(script)}:{frames[-1].lineno}" if frames else None

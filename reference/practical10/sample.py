@@ -13,6 +13,7 @@ With 2 processes this uses 4 GPUs:  rank 0 -> cuda:0 + cuda:2,
 Run:  torchrun --nproc-per-node 2 practical10/sample.py
 """
 import os
+import sys
 import time
 from contextlib import nullcontext
 
@@ -30,6 +31,12 @@ LR = 0.01
 SEED = 0
 # The practical's illustrative mistake: both "stages" on the same GPU.
 BROKEN_MP = False
+
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
+    sys.exit("No CUDA GPU found: this script needs 4 GPUs (two per process). Without "
+             "them, use virtual GPUs: "
+             "pdl-grade torchrun --gpus 4 --nproc-per-node 2 practical10/sample.py")
 
 
 class TwoStageModel(nn.Module):

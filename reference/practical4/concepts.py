@@ -8,6 +8,8 @@ Part 3  model parallelism: split the model, put each half on its own GPU and
 
 Run:  python practical4/concepts.py
 """
+import sys
+
 import torch
 import torch.nn as nn
 
@@ -17,6 +19,12 @@ HIDDEN = 2000
 OUT_DIM = 1000
 CHUNKS = 2
 SEED = 0
+
+# Run without a GPU: say how to run Part 3 on virtual ones.
+if __name__ == "__main__" and not torch.cuda.is_available():
+    print("No CUDA GPU found: Parts 1-2 run on the CPU, Part 3 needs 2 GPUs. Without "
+          "GPUs, use virtual ones: "
+          "pdl-grade run --gpus 2 practical4/concepts.py", file=sys.stderr)
 
 
 def main():

@@ -6,6 +6,7 @@ threads and gathers the outputs back on GPU 0, where loss and optimizer live.
 
 Run:  python practical5/practical5_dp.py
 """
+import sys
 import time
 
 import torch
@@ -17,6 +18,12 @@ BATCH_SIZE = 64
 STEPS = 10
 LR = 0.01
 SEED = 0
+
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
+    sys.exit("No CUDA GPU found: this script needs GPUs to split the batch over. Without "
+             "them, use virtual GPUs: "
+             "pdl-grade run --gpus 3 practical5/practical5_dp.py")
 
 
 class MLP(nn.Module):

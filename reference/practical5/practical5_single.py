@@ -5,6 +5,7 @@ final losses can be compared and the step times set side by side.
 
 Run:  python practical5/practical5_single.py
 """
+import sys
 import time
 
 import torch
@@ -16,6 +17,12 @@ BATCH_SIZE = 64
 STEPS = 10
 LR = 0.01
 SEED = 0
+
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
+    sys.exit("No CUDA GPU found: this script needs a GPU. Without one, use a virtual GPU:"
+             " "
+             "pdl-grade run --gpus 1 practical5/practical5_single.py")
 
 
 class MLP(nn.Module):

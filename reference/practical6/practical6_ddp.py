@@ -7,6 +7,7 @@ between processes is the gradient all-reduce that DDP overlaps with backward.
 Run:  torchrun --nproc-per-node 2 practical6/practical6_ddp.py
 """
 import os
+import sys
 import time
 
 import torch
@@ -20,6 +21,12 @@ HIDDEN = 1024
 STEPS = 10
 LR = 0.01
 SEED = 0
+
+# Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
+if __name__ == "__main__" and not torch.cuda.is_available():
+    sys.exit("No CUDA GPU found: this script needs one GPU per process. Without GPUs, use"
+             " virtual ones: "
+             "pdl-grade torchrun --gpus 2 --nproc-per-node 2 practical6/practical6_ddp.py")
 
 
 class MLP(nn.Module):

@@ -106,11 +106,11 @@ def test_html_escapes_student_controlled_text(result):
 
 def test_markdown_keeps_student_text_inert(result):
     md = render_markdown(with_hostile_feedback(result(ROUND_ROBIN)))
-    # In feedback: inside a code block (shown literally); in table cells: entity-escaped.
+    # In feedback: inside a code block (shown literally); in table cells: Markdown-escaped.
     for match in re.finditer(re.escape(XSS), md):
         before = md[:match.start()]
         assert before.count("```") % 2 == 1, "raw markup outside a code block"
-    assert "| Task 1 | layers per GPU (DEPTH=6, 2 GPUs) | &lt;script&gt;alert(1)&lt;/script&gt;, 3 \\| 3 | 3, 3 |" in md
+    assert "| Task 1 | layers per GPU (DEPTH=6, 2 GPUs) | \\<script>alert(1)\\</script>, 3 \\| 3 | 3, 3 |" in md
 
 
 def test_code_block_cannot_be_closed_by_the_student(result):

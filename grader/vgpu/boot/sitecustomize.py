@@ -31,7 +31,8 @@ def _is_torchrun_agent() -> bool:
     # `python -m torch.distributed.run` imports torch while finding the module, when
     # sys.argv[0] is still "-m": only the interpreter's own argv names the module then.
     argv = list(getattr(sys, "orig_argv", []))
-    if "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] == ["torch.distributed.run"]:
+    if "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] in (
+            ["torch.distributed.run"], ["grader.vgpu.torchrun_launcher"]):   # pdl-grade torchrun's
         return True
     launcher = sys.argv[0] if sys.argv else ""
     return launcher.endswith((os.path.join("distributed", "run.py"), "torchrun"))

@@ -1,0 +1,68 @@
+"""`pdl-grade check [ASSIGNMENT ...]`: grade your own work before you hand it in.
+
+Run it in your course folder (the one holding hw3/, practical4/, ...), or name the folder with
+--submission. It grades the assignments whose folders are there (or the ones named) with the
+same checks, the same rubrics and the same stages as the course's grading, then prints the
+points per task, each failed check once (what was expected, what was observed, where to look;
+checks that failed for one reason are one entry), and the written answers the course staff
+grade by hand.
+
+Nothing is written into your folder; --out DIR keeps the full report there (report.html with
+the plots, report.md, result.json). Exit status: 0 when every automatic point is earned, 1
+otherwise, 2 when the folder or an assignment's name is wrong.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
+
+
+def add_parsers(sub) -> None:
+    check = sub.add_parser("check", help="grade your own work locally and say what to fix",
+                           description=__doc__)
+    check.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                       help="e.g. hw3 practical4; default: every assignment whose folder is there")
+    check.add_argument("--submission", default=".", metavar="DIR",
+                       help="your course folder (default: the current folder)")
+    check.add_argument("--out", default=None, metavar="DIR",
+                       help="keep result.json, report.md and report.html here (default: none kept)")
+    check.add_argument("--check-timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
+                       help="seconds one run of your code may take before it counts as hung")
+    check.set_defaults(handler=run)
+
+
+def run(options) -> int:
+    from grader.grading import grade_submission
+    from grader.reports.formats import STUDENT_FORMATS
+    from grader.reports.terminal import earned_every_automatic_point, render_check_text
+    from grader.scoring import assignment_ids
+    submission = Path(options.submission).resolve()
+    known = assignment_ids()
+    if not submission.is_dir():
+        print(f"pdl-grade check: {submission} is not a folder", file=sys.stderr)
+        return 2
+    unknown = [a for a in options.assignments if a not in known]
+    if unknown:
+        print(f"pdl-grade check: no assignment called {', '.join(unknown)}; the assignments "
+              f"are {', '.join(known)}", file=sys.stderr)
+        return 2
+    chosen = list(options.assignments) or [a for a in known if (submission / a).is_dir()]
+    if not chosen:
+        print(f"pdl-grade check: {submission} holds none of the assignment folders "
+              f"({', '.join(a + '/' for a in known)}): run this in your course folder, or pass "
+              "--submission DIR", file=sys.stderr)
+        return 2
+    print(f"Grading {', '.join(chosen)} in {submission}: every check runs your code, so this "
+          "takes a minute or more per assignment ...", flush=True)
+    with tempfile.TemporaryDirectory(prefix="pdl-check-") as scratch:
+        # Only the student's formats: the staff's view (instructor.md) is never written here.
+        result = grade_submission(submission, Path(options.out or scratch), chosen,
+                                  check_timeout=options.check_timeout, formats=STUDENT_FORMATS)
+    print()
+    print(render_check_text(result), end="")
+    if options.out:
+        print(f"\nFull report: {Path(options.out).resolve() / 'report.html'}")
+    return 0 if earned_every_automatic_point(result) else 1

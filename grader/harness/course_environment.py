@@ -1,0 +1,43 @@
+"""What a submission's code may import when it is graded: the course's environment.
+
+The course's handouts use PyTorch and Python's standard library; students also reach for
+NumPy (a median, an array of timings). Those are installed wherever the grader is
+(pyproject.toml, scripts/install.sh), and the README lists them under "what your code may
+import". A script that imports anything else stops with ModuleNotFoundError: the run's
+problem then says that the module is not in the grading environment, not only the traceback.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+
+# Beside Python's standard library; each is a dependency of the grader itself.
+COURSE_PACKAGES = ("torch", "numpy")
+
+_NO_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def may_import() -> str:
+    return ", ".join(COURSE_PACKAGES) + " and Python's standard library"
+
+
+def missing_module_note(message: str) -> str | None:
+    """For "No module named 'x'": what it means here and what to do; None otherwise."""
+    found = _NO_MODULE.search(str(message))
+    if not found:
+        return None
+    name = found.group(1)
+    top = name.split(".")[0]
+    if top != name and _installed(top):
+        return (f"{top} is installed in the grading environment but has no module {name} "
+                f"there; the course's code may import: {may_import()}.")
+    return (f"{top} is not installed in the grading environment; the course's code may import: "
+            f"{may_import()}. If {top} is a module of your own, hand in {top}.py beside your "
+            "script.")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,0 +1,216 @@
+"""A result.json as a student reads it in a terminal: `pdl-grade check` prints it, and the
+summary at the end of `pytest grader/` is the same text.
+
+Three parts, in the order a student acts on them:
+
+1. points per task (rubric item), per assignment, with the total;
+2. what to fix: each failed check's message once. Many cases of a parametrized check, and
+   several checks, often fail for one reason (a script that crashes on one GPU fails every
+   check of every one-GPU case): messages that differ only in their numbers are one cause,
+   shown once with the checks and cases it cost;
+3. what is still for a person: the written answers the course staff grade, and their points.
+
+Plain text: the student's own output and exception messages are quoted as they are, a
+terminal interprets no markup.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from grader.reports.formatting import format_points
+from grader.reports.student_view import FILE_STATUS, display_name
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# After masking: a list of numbers or of devices, however long, is one token.
+_REPEATS = re.compile(r"([\w:]*#)(?:, \1)+")
+# Cases listed by name under one cause before the rest are counted.
+_CASES_SHOWN = 6
+_INDENT = "   "
+
+
+@dataclass
+class Cause:
+    """One reason some checks failed: its first message, and every (check, case) it cost."""
+    message: str
+    checks: dict[str, int] = field(default_factory=dict)   # check id -> cases, in order
+    cases: list[tuple[str, str]] = field(default_factory=list)   # (check, "[1gpus-depth1]" or "")
+
+    @property
+    def count(self) -> int:
+        return sum(self.checks.values())
+
+
+def earned_every_automatic_point(result: Mapping[str, Any]) -> bool:
+    """Every automatic item at its maximum (what `pdl-grade check` exits 0 for); an
+    assignment whose checks could not run has earned nothing."""
+    for assignment in result.get("assignments") or []:
+        if assignment.get("status") == "error":
+            return False
+        for item in assignment.get("items") or []:
+            if item.get("kind", "auto") == "auto" and (
+                    item.get("status") in ("error", "withheld")
+                    or (item.get("score") or 0) < (item.get("max_score") or 0)):
+                return False
+    return True
+
+
+def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) -> list[Cause]:
+    """Every failed or errored case of every check, grouped by cause, in rubric order.
+    `selected_only`: a check with no case at all was not selected (pytest -k), not broken."""
+    causes: dict[str, Cause] = {}
+    for assignment in result.get("assignments") or []:
+        for item in assignment.get("items") or []:
+            for check in item.get("checks") or []:
+                ran = sum(check.get(k) or 0 for k in ("passed", "failed", "skipped", "errors"))
+                if not ran and check.get("status") == "error":
+                    if not selected_only:   # one cause, whichever checks it hit
+                        _add(causes, "the check did not run: a grading problem, not your code "
+                                     "(the grading's log says why)", check["id"], "")
+                    continue
+                for case in check.get("cases") or []:
+                    if case.get("outcome") in ("failed", "error"):
+                        _add(causes, str(case.get("message") or "failed without a message"),
+                             check["id"], str(case.get("case") or check["id"]))
+    return list(causes.values())
+
+
+def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
+    key = _REPEATS.sub(r"\1", _NUMBER.sub("#", " ".join(message.split())))
+    cause = causes.setdefault(key, Cause(message.strip()))
+    cause.checks[check] = cause.checks.get(check, 0) + 1
+    # A parametrized case is named by its parameters; a plain test by its check alone.
+    cause.cases.append((check, case if case.startswith("[") else ""))
+
+
+def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,
+                      header: bool = True) -> str:
+    """The whole summary; `header`: say whose submission, on what hardware."""
+    lines: list[str] = []
+    if header:
+        lines += _header(result)
+    lines += points_lines(result, selected_only=selected_only)
+    lines += _problem_lines(result)
+    causes = failure_causes(result, selected_only=selected_only)
+    if causes:
+        total = sum(c.count for c in causes)
+        lines += ["", f"What to fix ({len(causes)} cause(s) of {total} failed case(s); "
+                      "each cause once, with the checks it cost):"]
+        for number, cause in enumerate(causes, start=1):
+            lines += [""] + cause_lines(number, cause)
+    lines += pending_lines(result)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n") + "\n"
+
+
+def _header(result: Mapping[str, Any]) -> list[str]:
+    hardware = result.get("hardware") or {}
+    kind = {"virtual": "virtual GPUs (simulated on the CPU)", "real": "real GPUs"}.get(
+        hardware.get("kind"), "GPUs")
+    took = result.get("duration_s")
+    return [f"{display_name(result) or 'submission'}: graded on up to {hardware.get('gpus', '?')} "
+            f"{kind}" + (f" in {took:.0f} s" if isinstance(took, (int, float)) else ""), ""]
+
+
+def points_lines(result: Mapping[str, Any], *, selected_only: bool = False) -> list[str]:
+    """Per assignment: its total, then one line per task (automatic rubric item)."""
+    lines = []
+    for assignment in result.get("assignments") or []:
+        auto = [i for i in assignment.get("items") or [] if i.get("kind", "auto") != "manual"]
+        lines.append(f"{assignment.get('id')}: {assignment.get('title') or ''}  "
+                     f"{_points(assignment.get('score'), assignment.get('max_score'))}")
+        for item in auto:
+            status = _item_status(item, selected_only)
+            lines.append(f"  {_points(item.get('score'), item.get('max_score')):>11}  "
+                         f"{status:<8}  {item.get('title') or item.get('id')}")
+        lines.append("")
+    if len(result.get("assignments") or []) > 1:
+        lines.append(f"total: {_points(result.get('score'), result.get('max_score'))}")
+    return lines
+
+
+def _item_status(item: Mapping[str, Any], selected_only: bool) -> str:
+    checks = item.get("checks") or []
+    if selected_only and checks and not any(
+            sum(c.get(k) or 0 for k in ("passed", "failed", "skipped", "errors")) for c in checks):
+        return "not run"
+    return {"partial": "partly", "withheld": "held", "penalty": "penalty"}.get(
+        item.get("status"), str(item.get("status")))
+
+
+def _points(score: Any, max_score: Any) -> str:
+    return f"{format_points(score)} / {format_points(max_score)}"
+
+
+def cause_lines(number: int, cause: Cause) -> list[str]:
+    if cause.count == 1:
+        lines = [f"{number}. {''.join(cause.cases[0])}"]
+    else:
+        if len(cause.checks) == 1:
+            head = f"{next(iter(cause.checks))}: {cause.count} cases failed the same way"
+        else:
+            head = (f"{cause.count} cases of {len(cause.checks)} checks failed the same way: "
+                    + ", ".join(f"{check} ({n})" if n > 1 else check
+                                for check, n in cause.checks.items()))
+        # The same parameters in several checks are one case to look at.
+        names = list(dict.fromkeys(label for _, label in cause.cases if label))
+        shown = ", ".join(names[:_CASES_SHOWN])
+        more = len(names) - _CASES_SHOWN
+        lines = [f"{number}. {head}"]
+        if names:
+            lines.append(f"{_INDENT}cases: {shown}" + (f" and {more} more" if more > 0 else ""))
+        lines.append(f"{_INDENT}the first of them:")
+    return lines + _indented(cause.message)
+
+
+def _problem_lines(result: Mapping[str, Any]) -> list[str]:
+    """Held for review, grading problems, and how the answers were read."""
+    lines = []
+    for error in result.get("errors") or []:
+        lines += ["", "Grading problem (not caused by your code):"] + _indented(error)
+    for assignment in result.get("assignments") or []:
+        name = assignment.get("id")
+        review = assignment.get("integrity") or {}
+        if review.get("withheld"):
+            lines += ["", f"{name}: held for review: the automatic points are withheld until the "
+                          "course staff have looked at what the grader found (remove it if it "
+                          "is a leftover):"]
+            lines += [f"{_INDENT}- {p}" for p in review.get("problems") or []]
+        for error in assignment.get("errors") or []:
+            lines += ["", f"{name}: grading problem:"] + _indented(error)
+        answers = assignment.get("answers") or {}
+        files = [f"{f.get('file')} ({FILE_STATUS.get(f.get('status'), f.get('status'))})"
+                 for f in answers.get("files") or [] if isinstance(f, Mapping)]
+        if files:
+            lines += ["", f"{name}: answers read from " + ", ".join(files)]
+            lines += [f"{_INDENT}- {p}" for p in answers.get("problems") or []]
+    return lines
+
+
+def _indented(text: Any) -> list[str]:
+    return [f"{_INDENT}{line}" for line in str(text).splitlines() if line.strip()]
+
+
+def pending_lines(result: Mapping[str, Any]) -> list[str]:
+    """The written answers a person grades: per assignment, each with its points and whether
+    an answer was found for it."""
+    lines = []
+    for assignment in result.get("assignments") or []:
+        pending = [i for i in assignment.get("items") or [] if i.get("pending")]
+        if not pending:
+            continue
+        values = (assignment.get("answers") or {}).get("values") or {}
+        points = sum(i.get("max_score") or 0 for i in pending)
+        lines += ["", f"Still for a person ({assignment.get('id')}): {len(pending)} written "
+                      f"answer(s) worth {format_points(points)} point(s), graded by the course "
+                      "staff after the deadline:"]
+        for item in pending:
+            qid = item.get("answer") or ""
+            found = "answered" if qid and values.get(qid) not in (None, "", []) else "no answer found yet"
+            lines.append(f"{_INDENT}- {item.get('title') or item.get('id')} "
+                         f"({format_points(item.get('max_score'))} point(s); "
+                         f"{qid + ': ' if qid else ''}{found})")
+    waiting = result.get("pending_points")
+    if lines and waiting:
+        lines.append(f"{_INDENT}{format_points(waiting)} point(s) in all wait for a person.")
+    return lines

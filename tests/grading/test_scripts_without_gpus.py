@@ -1,0 +1,103 @@
+"""The course's scripts on a laptop: plain `python`/`torchrun` without GPUs say which
+`pdl-grade` command runs them on virtual GPUs; `pdl-grade torchrun` names the student's script
+when it fails and prints no warnings of the grader's own on exit."""
+import ast
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from grader.vgpu import clean_exit
+from grader.vgpu.torchrun_launcher import failure_summary
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = {   # script -> the command its message must name
+    "practical4/concepts.py": "pdl-grade run --gpus 2 practical4/concepts.py",
+    "practical5/practical5_single.py": "pdl-grade run --gpus 1 practical5/practical5_single.py",
+    "practical5/practical5_dp.py": "pdl-grade run --gpus 3 practical5/practical5_dp.py",
+    "practical6/practical6_ddp.py":
+        "pdl-grade torchrun --gpus 2 --nproc-per-node 2 practical6/practical6_ddp.py",
+    "practical10/sample.py": "pdl-grade torchrun --gpus 4 --nproc-per-node 2 practical10/sample.py",
+}
+FOLDERS = ["reference", "student_template"]
+NO_GPU = dict(os.environ, CUDA_VISIBLE_DEVICES="")   # a GPU machine, seen as a laptop
+
+
+def _guard(path: Path) -> ast.If | None:
+    """The top-level `if not torch.cuda.is_available():` before the first def or class."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            return None
+        if isinstance(node, ast.If) and "torch.cuda.is_available()" in ast.unparse(node.test):
+            return node
+    return None
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_the_no_gpu_message_comes_before_any_cuda_call(folder, script):
+    guard = _guard(ROOT / folder / script)
+    assert guard is not None, f"{folder}/{script}: no `if not torch.cuda.is_available():` near the top"
+    assert SCRIPTS[script] in ast.unparse(guard).replace("' '", " ").replace("''", "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", FOLDERS)
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_plain_python_without_gpus_says_what_to_run(folder, script):
+    done = subprocess.run([sys.executable, script], cwd=ROOT / folder, env=NO_GPU,
+                          capture_output=True, text=True, timeout=120)
+    assert "No CUDA GPU found" in done.stderr and SCRIPTS[script] in done.stderr, done.stderr
+    assert "_cuda_setDevice" not in done.stderr and "not compiled with CUDA" not in done.stderr
+    if script != "practical4/concepts.py":   # P4's Parts 1-2 run on the CPU
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+
+
+def test_torchrun_failure_summary_names_the_script_and_each_rank():
+    failures = {1: SimpleNamespace(local_rank=1, exitcode=-15),
+                0: SimpleNamespace(local_rank=0, exitcode=1)}
+    text = failure_summary("practical6/practical6_ddp.py", failures)
+    assert text.splitlines() == [
+        "pdl-grade torchrun: practical6/practical6_ddp.py failed:",
+        "  rank 0 (local rank 0): exit code 1",
+        "  rank 1 (local rank 1): killed by SIGTERM",
+        "The traceback of each failed rank is printed above."]
+
+
+def test_flushing_files_at_exit_touches_no_deprecated_torch_object():
+    import torch.distributed as dist
+    assert dist.reduce_op is not None   # alive, as in every process that imported torch
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clean_exit._flush_open_files()
+    assert [str(w.message) for w in caught] == []
+
+
+def _pdl_torchrun(script: str, *sets: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", "torchrun", "--gpus", "2",
+                           "--nproc-per-node", "2", *(a for s in sets for a in ("--set", s)),
+                           script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+@pytest.mark.slow
+def test_pdl_grade_torchrun_failure_names_the_students_script():
+    done = _pdl_torchrun("student_template/practical6/practical6_ddp.py", "STEPS=1")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1
+    assert "pdl-grade torchrun: student_template/practical6/practical6_ddp.py failed:" in done.stderr
+    assert 'File "student_template/practical6/practical6_ddp.py"' in done.stderr   # each rank's
+    assert "runner.py" not in output and "ChildFailedError" not in output
+    assert "FutureWarning" not in output
+
+
+@pytest.mark.slow
+def test_pdl_grade_torchrun_exits_without_warnings_of_its_own():
+    done = _pdl_torchrun("reference/practical6/practical6_ddp.py", "STEPS=1")
+    assert done.returncode == 0, done.stderr
+    assert "final loss" in done.stdout
+    assert "Warning" not in done.stderr, done.stderr

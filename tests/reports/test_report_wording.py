@@ -1,0 +1,88 @@
+"""What the reports say around the numbers: whose submission (the LMS name, not a folder),
+under which settings the grader measured, and a report that was not handed in versus one that
+could not be read."""
+from pathlib import Path
+
+import pytest
+
+from grader.answers.collect import collect_answers
+from grader.grading.raw import AssignmentRun, RawRun
+from grader.grading.score import score_run
+from grader.reports.instructor import render_instructor_markdown
+from grader.reports.render import render_html, render_markdown
+from grader.scoring import load_rubrics
+from tests.support.report_fixtures import ROUND_ROBIN, fresh
+
+MOODLE_FOLDER = "/tmp/pdl-batch-x1/work/mari-3f2a/unpacked/Mari Maasikas_123456_assignsubmission_file_"
+
+
+def named(result: dict) -> dict:
+    result["submission"] = MOODLE_FOLDER
+    result["student"] = {"key": "Mari_Maasikas_123456", "name": "Mari Maasikas"}
+    return result
+
+
+def test_headings_show_the_students_name_not_the_folder():
+    result = named(fresh(ROUND_ROBIN))
+    md, page = render_markdown(result), render_html(result)
+    assert md.startswith("# Grading report: Mari Maasikas\n")
+    assert "<h1>Grading report: Mari Maasikas</h1>" in page
+    assert "assignsubmission" not in md and "assignsubmission" not in page
+    instructor = render_instructor_markdown(result, load_rubrics())
+    assert instructor.startswith("# Instructor view: Mari Maasikas (Mari_Maasikas_123456)\n")
+    assert "/tmp/" not in instructor and "unpacked" not in instructor
+
+
+def test_without_a_name_the_folders_name_and_never_its_path():
+    result = fresh(ROUND_ROBIN)
+    result["submission"] = "/tmp/pdl-batch-x1/work/liis/Liis_HW3"
+    assert render_markdown(result).startswith("# Grading report: Liis_HW3\n")
+    assert render_instructor_markdown(result, load_rubrics()).startswith("# Instructor view: Liis_HW3\n")
+
+
+def test_score_run_carries_the_student_into_result_json():
+    rubrics = load_rubrics()
+    run = RawRun("/scratch/x", [AssignmentRun("practical4", None, "did not run")])
+    result = score_run(run, rubrics, student={"key": "mari", "name": "Mari Maasikas"}).to_dict()
+    assert result["student"] == {"key": "mari", "name": "Mari Maasikas"}
+    assert "student" not in score_run(run, rubrics).to_dict()
+
+
+def test_measured_values_say_the_settings_they_were_measured_under():
+    result = fresh(ROUND_ROBIN)
+    hw3 = result["assignments"][0]
+    hw3["conditions"] = {"task2": "DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64",
+                         "task4": "DEPTH=20 on 2 and 5 GPUs, DIM=256, batch 64"}
+    md, page = render_markdown(result), render_html(result)
+    assert "*Measured* is the grader's run of your code on virtual GPUs" in md
+    assert "*you reported* is what your own runs gave, with your settings" in md
+    assert "- Task 2: DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64" in md
+    assert "- Task 4: DEPTH=20 on 2 and 5 GPUs, DIM=256, batch 64" in md
+    assert "<li>Task 2: DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64</li>" in page
+    result["hardware"] = {"kind": "real", "gpus": 5, "names": ["NVIDIA H200"]}
+    assert "on real GPUs (NVIDIA H200), with these settings" in render_markdown(result)
+
+
+def test_hw3_checks_declare_the_settings_of_what_they_measure():
+    from grader.checks import test_hw3
+    under = test_hw3.MEASURED_UNDER
+    assert f"DIM={test_hw3.TIMING_DIM}" in under["task2"] and f"DIM={test_hw3.TIMING_DIM}" in under["task4"]
+    assert "batch 64" in under["task4"] and f"DEPTH={test_hw3.TASK4_DEPTH}" in under["task4"]
+
+
+@pytest.mark.slow
+def test_a_missing_report_is_not_handed_in_and_a_broken_one_could_not_be_read(tmp_path):
+    hw3 = tmp_path / "sub" / "hw3"
+    hw3.mkdir(parents=True)
+    missing = collect_answers(tmp_path / "sub", "hw3", "pdf_then_sheet").to_dict()
+    assert missing["files"][0]["status"] == "missing"
+    (hw3 / "report.pdf").write_bytes(b"%PDF-1.4 broken")
+    broken = collect_answers(tmp_path / "sub", "hw3", "pdf_then_sheet").to_dict()
+    assert broken["files"][0]["status"] == "unreadable"
+    result = fresh(ROUND_ROBIN)
+    for answers, words in ((missing, "hw3/report.pdf: not handed in"),
+                           (broken, "hw3/report.pdf: could not be read")):
+        result["assignments"][0]["answers"] = answers
+        assert words in render_markdown(result)
+        instructor = render_instructor_markdown(result, load_rubrics())
+        assert "unreadable" not in instructor

@@ -1,0 +1,114 @@
+"""The text `pdl-grade check` and `pytest grader/` print: points per task, each cause of failure
+once, what is left for a person (grader/reports/terminal.py)."""
+from grader.reports.terminal import (earned_every_automatic_point, failure_causes,
+                                     render_check_text)
+from tests.support.report_fixtures import REFERENCE, ROUND_ROBIN, TEMPLATE, find_item, fresh, load
+
+CRASH = ("Building or running the model with {gpus} GPU(s) and DEPTH={depth} failed: "
+         "InvalidDeviceOrdinal at model_parallel.py:38 (nn.Sequential(nn.Linear(dim, dim), "
+         "nn.ReLU()).to(device)): CUDA error: invalid device ordinal\n(the virtual node has "
+         "{gpus} GPU(s): cuda:0 .. cuda:0; cuda:1 does not exist)")
+TASK3 = ["hw3.task3.on_existing_gpu", "hw3.task3.balanced", "hw3.task3.all_gpus_used",
+         "hw3.task3.no_layer_lost", "hw3.task3.output_matches", "hw3.task3.contiguous"]
+DEPTHS = [1, 3, 5, 6, 12, 20, 24]
+
+
+def two_gpus_hard_coded() -> dict:
+    """HW3 with cuda:0/cuda:1 written into __init__: every one-GPU case of the six Task 3
+    checks crashes the same way (42 cases), the three-GPU case of `balanced` fails on its own."""
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+    item["checks"] = []
+    for check in TASK3:
+        cases = [{"case": f"[1gpus-depth{d}]", "outcome": "failed",
+                  "message": CRASH.format(gpus=1, depth=d)} for d in DEPTHS]
+        if check == "hw3.task3.balanced":
+            cases += [{"case": f"[3gpus-depth{d}]", "outcome": "failed",
+                       "message": f"Expected: {d} layers over 3 GPUs: per-GPU counts that differ "
+                                  f"by at most one\nObserved: layers per GPU [{d // 2}, {d - d // 2}, 0]"
+                                  f"\nWhere to look: LargeLinearModelMP.__init__"}
+                      for d in (12, 20, 24)]
+        item["checks"].append({"id": check, "status": "partial", "score": 0.1, "max_score": 0.5,
+                               "passed": 35, "failed": len(cases), "skipped": 0, "errors": 0,
+                               "cases": cases, "feedback": ""})
+    return result
+
+
+def test_one_crash_in_42_cases_is_one_cause_naming_the_checks_it_cost():
+    causes = failure_causes(two_gpus_hard_coded())
+    crash = next(c for c in causes if "InvalidDeviceOrdinal" in c.message)
+    assert crash.count == 42 and list(crash.checks) == TASK3
+    assert sum("InvalidDeviceOrdinal" in c.message for c in causes) == 1
+    # The three-GPU layouts differ in their numbers only: one more cause, not three.
+    balanced = [c for c in causes if list(c.checks) == ["hw3.task3.balanced"]]
+    assert len(balanced) == 1 and balanced[0].count == 3
+
+    text = render_check_text(two_gpus_hard_coded())
+    assert text.count("InvalidDeviceOrdinal") == 1, text
+    assert "42 cases of 6 checks failed the same way" in text
+    assert "[1gpus-depth1], [1gpus-depth3]" in text   # the configurations, once each
+
+
+def test_every_failed_check_once_with_expected_observed_where():
+    text = render_check_text(load(ROUND_ROBIN))
+    for item in load(ROUND_ROBIN)["assignments"][0]["items"]:
+        for check in item.get("checks") or []:
+            if check["status"] != "passed":
+                assert check["id"] in text, check["id"]
+    assert "Expected:" in text and "Observed:" in text and "Where to look:" in text
+    assert "support.py" not in text and "AssertionError" not in text
+
+
+def test_points_per_task_and_the_total():
+    result = load(ROUND_ROBIN)
+    text = render_check_text(result)
+    for assignment in result["assignments"]:
+        for item in assignment["items"]:
+            if item.get("kind", "auto") == "auto":
+                assert item["title"] in text
+    assert "total: 16 / 24" in text
+
+
+def test_written_answers_are_left_for_a_person_with_their_points():
+    result = fresh(ROUND_ROBIN)
+    hw3 = result["assignments"][0]
+    manual = {"id": "hw3.task1.explanation", "title": "Task 1 - written answer", "kind": "manual",
+              "score": 0.0, "max_score": 2.0, "status": "manual", "pending": True,
+              "answer": "task1.explanation", "checks": []}
+    hw3["items"].append(manual)
+    hw3["pending_manual"], hw3["pending_points"] = ["hw3.task1.explanation"], 2.0
+    result["pending_points"] = 2.0
+    others = [i for i in hw3["items"] if i.get("pending") and i is not manual]
+    text = render_check_text(result)
+    assert f"Still for a person (hw3): {len(others) + 1} written answer(s)" in text
+    assert "Task 1 - written answer (2 point(s); task1.explanation: no answer found yet)" in text
+    assert "2 point(s) in all wait for a person" in text
+    hw3["answers"]["values"]["task1.explanation"] = "It moves once."
+    assert "task1.explanation: answered" in render_check_text(result)
+
+
+def test_exit_decision_every_automatic_point():
+    assert earned_every_automatic_point(load(REFERENCE))
+    assert not earned_every_automatic_point(load(TEMPLATE))
+    held = fresh(REFERENCE)
+    for item in held["assignments"][0]["items"]:
+        item["status"] = "withheld"
+    held["assignments"][0]["integrity"] = {"withheld": True, "problems": ["concepts.py:3: gc"]}
+    assert not earned_every_automatic_point(held)
+    assert "held for review" in render_check_text(held) and "concepts.py:3: gc" in render_check_text(held)
+    # A pending written answer is no automatic point: the student cannot earn it here.
+    pending = fresh(REFERENCE)
+    pending["assignments"][0]["items"].append({"id": "x.manual", "kind": "manual", "score": 0,
+                                               "max_score": 1, "pending": True, "status": "manual"})
+    assert earned_every_automatic_point(pending)
+
+
+def test_unselected_checks_are_not_run_not_broken():
+    result = fresh(TEMPLATE)
+    for item in result["assignments"][0]["items"]:
+        for check in item.get("checks") or []:
+            check.update(passed=0, failed=0, skipped=0, errors=0, cases=[], status="error",
+                         feedback=f"check {check['id']} did not run (a grading problem, not your code)")
+    assert failure_causes(result, selected_only=True) == []
+    assert "not run" in render_check_text(result, selected_only=True)
+    assert len(failure_causes(result)) == 1   # in a grading, a check that did not run is a problem
