@@ -85,7 +85,13 @@ def grade_in_child(job: GradeJob) -> None:
         hide += [source.parent for source in job.context.submission.sources]
     os.environ[HIDE_ENV] = os.pathsep.join(str(p) for p in hide)  # a child process of its own
     grade_submission(job.submission, job.out, list(job.assignments), rubrics_dir=job.rubrics_dir,
-                     check_timeout=job.check_timeout, submitted_at=job.submitted_at)
+                     check_timeout=job.check_timeout, submitted_at=job.submitted_at,
+                     student=student_of(job.student))
+
+
+def student_of(student) -> dict[str, str]:
+    """How result.json names the student: the LMS export's name, and the batch's key."""
+    return {"key": student.key, "name": student.name}
 
 
 @dataclass
@@ -357,6 +363,7 @@ class _ClassBatch:
         message = f"submission rejected: {prepared.problem}"
         scored = [errored_assignment(self.rubrics[a], message) for a in self.config.assignments]
         result = build_result(submission.describe(), scored, duration_s=0.0, errors=[message])
+        result["student"] = student_of(submission.student)
         self._store(context, RunRecord("rejected", started, _now(), prepared.problem, result,
                                        context.submitted_at), work=None)
         self.progress.finished(submission.student.key, "rejected", prepared.problem)
@@ -373,7 +380,8 @@ class _ClassBatch:
                 raise RescoreError("the current run has no result.json")
             shutil.copytree(self.out / "submissions" / key, work, symlinks=True)
             result = rescore_from(work, previous, self.rubrics, current.submitted_at,
-                                  context.submitted_at, context.overrides)
+                                  context.submitted_at, context.overrides,
+                                  student_of(context.submission.student))
             publish(result, work, rubrics=self.rubrics)
         except (RescoreError, RawRunError, OSError, ValueError, KeyError, TypeError) as problem:
             shutil.rmtree(work, ignore_errors=True)
@@ -426,15 +434,17 @@ class _ClassBatch:
         the student's overrides, scored here in the batch's own process from the run's files
         (a grading on a cluster node never sees the overrides file)."""
         label = context.submission.describe()
+        student = student_of(context.submission.student)
         if context.overrides:
             try:
                 scored = score_run(RawRun.load(folder), self.rubrics, overrides=context.overrides,
-                                   submitted_at=context.submitted_at, submission=label)
+                                   submitted_at=context.submitted_at, submission=label,
+                                   student=student)
                 return publish(scored, folder, rubrics=self.rubrics)
             except (RawRunError, OSError, ValueError, KeyError, TypeError) as problem:
                 self.progress.warn(f"{context.submission.student.key}: overrides not applied "
                                    f"({problem})")
-        result["submission"] = label
+        result["submission"], result["student"] = label, student
         return publish(result, folder, rubrics=self.rubrics)
 
     def _store(self, context: _Context, run: RunRecord, work: Path | None, output: str = "",
@@ -455,7 +465,7 @@ class _ClassBatch:
 
 def rescore_from(folder: Path, previous: dict[str, Any], rubrics: dict,
                  previous_submitted_at: str | None, submitted_at: str | None,
-                 overrides: dict) -> dict[str, Any]:
+                 overrides: dict, student: dict[str, str] | None = None) -> dict[str, Any]:
     """`previous` (a result.json, scored with `previous_submitted_at` and its own `overrides`)
     scored again from the run in `folder` with another time and overrides. The run's files must
     first give back exactly the scores of `previous`: files that belong to another run (a batch
@@ -471,4 +481,4 @@ def rescore_from(folder: Path, previous: dict[str, Any], rubrics: dict,
     if not same_scores(previous, again.to_dict()):
         raise RescoreError("its files do not give back the recorded scores")
     return score_run(run, rubrics, overrides=overrides, submitted_at=submitted_at,
-                     submission=label).to_dict()
+                     submission=label, student=student or previous.get("student")).to_dict()

@@ -647,3 +647,21 @@ def test_a_bad_overrides_file_stops_the_batch_before_anything_runs(tmp_path, rub
     with pytest.raises(BatchError, match=expected):
         batch(tmp_path / "subs", tmp_path / "out", rubrics, overrides=overrides)
     assert not calls_log.exists()
+
+
+def test_results_name_the_student_from_the_lms_export(tmp_path, rubrics, calls_log):
+    """Graded, re-scored and rejected alike: the name Moodle's folder gives, never a path."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Mari Maasikas_123456_assignsubmission_file_", score=10)
+    (subs / "Jaan Tamm_777_assignsubmission_file_").mkdir(parents=True)
+    (subs / "Jaan Tamm_777_assignsubmission_file_" / "notes.txt").write_text("nothing here")
+    batch(subs, out, rubrics)
+    graded = result(out, "Mari_Maasikas_123456")
+    assert graded["student"] == {"key": "Mari_Maasikas_123456", "name": "Mari Maasikas"}
+    assert "# Grading report: Mari Maasikas" in (
+        out / "submissions" / "Mari_Maasikas_123456" / "report.md").read_text()
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text("Mari_Maasikas_123456:\n  hw3.code: {points: 9}\n")
+    assert batch(subs, out, rubrics, overrides=overrides).progress.rescored == 1
+    assert result(out, "Mari_Maasikas_123456")["student"]["name"] == "Mari Maasikas"
+    assert result(out, "Jaan_Tamm_777")["student"] == {"key": "Jaan_Tamm_777", "name": "Jaan Tamm"}
