@@ -87,3 +87,16 @@ def test_practicals_text_answers_each_have_a_manual_item(assignment, rubric_for)
     texts = {q.id for q in template_questions(assignment).values() if q.type == "text"}
     linked = {item.answer for item in rubric_for(assignment).items if item.is_manual}
     assert linked == texts
+
+
+def test_hw3_is_due_at_2359_tartu_summer_time(rubric_for):
+    import datetime as dt
+
+    from grader.scoring.late import lateness
+    rubric = rubric_for("hw3")
+    assert rubric.timezone == "Europe/Tallinn"
+    assert rubric.due.isoformat() == "2026-04-30T23:59:00+03:00"  # EEST on 30 April
+    on_time = dt.datetime.fromisoformat("2026-04-30T20:58:00+00:00")
+    an_hour_after = dt.datetime.fromisoformat("2026-04-30T23:30:00+02:00")  # 00:30 in Tartu
+    assert lateness(on_time, rubric.due, rubric.late_policy).days_late == 0
+    assert lateness(an_hour_after, rubric.due, rubric.late_policy).days_late == 1
