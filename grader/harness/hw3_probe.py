@@ -73,8 +73,7 @@ def import_student_module(model_file: str):
         sys.modules["model_parallel"] = module
         spec.loader.exec_module(module)
     finally:
-        sys.path.remove(folder)
-        sys.path.append(folder)
+        sys.path[:] = [entry for entry in sys.path if entry != folder] + [folder]
     return module
 
 
@@ -137,26 +136,26 @@ class Probe:
         self.activation = active()
         self.trace = get_trace()
         self.real_device_count = torch.cuda.device_count
+        self.node_size: int | None = None
         self._module = None
-        self._import_error: BaseException | None = None
+        self._module_node: int | None = None
 
     @property
     def module(self):
-        """The student's module, imported on first use: the base code is measured before any
-        student code runs. A failed import is reported once (`import_error`) and re-raised
-        for every configuration that needs the module."""
-        if self._module is None:
-            if self._import_error is not None:
-                raise self._import_error
+        """The student's module as a run on the current node imports it: imported on first
+        use (the base code is measured before any student code runs), and again when the
+        node changes size, so a module-level `torch.cuda.device_count()` sees this node. An
+        import that fails is that configuration's error."""
+        if self._module is None or self._module_node != self.node_size:
+            self._module = None
             try:
                 self._module = import_student_module(self.model_file)
             except BaseException as error:
                 if isinstance(error, KeyboardInterrupt):
                     raise
-                self._import_error = error
-                error.described = describe_error(error, self.model_file)
-                self.emit({"kind": "import_error", "error": error.described})
+                error.described = dict(describe_error(error, self.model_file), during="import")
                 raise
+            self._module_node = self.node_size
         return self._module
 
     def emit(self, record: dict) -> None:
@@ -167,11 +166,13 @@ class Probe:
         torch = self.torch
         if self.activation is not None and self.activation.virtual:
             self.activation.node.resize(n)
+            self.node_size = n
             return True
         available = self.real_device_count()
         if n > available:
             return False
         torch.cuda.device_count = lambda: n  # the model may use only the first n GPUs
+        self.node_size = n
         return True
 
     # -- building and running the student's model ---------------------------------------------
