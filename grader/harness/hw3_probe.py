@@ -60,12 +60,17 @@ def describe_error(error: BaseException, model_file: str) -> dict:
 
 # -- the student's module, imported as `python hw3/model_parallel.py` would see it ------------
 def import_student_module(model_file: str):
-    """Import the student's script with its folder first on sys.path, as running it does, so
-    helper modules beside it are found. Afterwards the folder moves to the end of sys.path:
-    the student's later imports still find their helpers, and nothing the grader or PyTorch
-    imports lazily can be shadowed by a student's file named like a standard module
-    (hw3/profile.py). Everything the probe itself needs is imported before (module top)."""
+    """Import the student's script as running it does: its folder first on sys.path, so the
+    helper modules beside it are found, even one named like a standard module that the grader
+    imported already (hw3/profile.py: set aside while the script imports). Afterwards nothing
+    of the student's may stand in for what the grader or PyTorch imports later: the folder
+    moves to the end of sys.path, and the standard modules come back into sys.modules (the
+    student's code keeps its references). Everything the probe itself needs is imported
+    before (module top)."""
     folder = os.path.dirname(os.path.abspath(model_file))
+    shadowed = _standard_names_in(folder)
+    set_aside = {name: sys.modules.pop(name) for name in list(sys.modules)
+                 if name.split(".")[0] in shadowed}
     sys.path.insert(0, folder)
     try:
         spec = importlib.util.spec_from_file_location("model_parallel", model_file)
@@ -74,7 +79,20 @@ def import_student_module(model_file: str):
         spec.loader.exec_module(module)
     finally:
         sys.path[:] = [entry for entry in sys.path if entry != folder] + [folder]
+        for name in [n for n in sys.modules if n.split(".")[0] in shadowed]:
+            del sys.modules[name]
+        sys.modules.update(set_aside)
     return module
+
+
+def _standard_names_in(folder: str) -> set[str]:
+    """Standard modules that a file or package in `folder` would shadow."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return set()
+    names = {entry[:-3] if entry.endswith(".py") else entry for entry in entries}
+    return {name for name in names if name in sys.stdlib_module_names}
 
 
 # Constructor parameters the probe recognises by name (lower case), in order of preference.
