@@ -139,8 +139,11 @@ def test_hw3_report_template_labels():
     for label in [
         "Layers per GPU (DEPTH=6, 2 GPUs):",
         "Transfer between layers:",
-        "Layers per GPU (DEPTH=20, 5 GPUs):",
         "| DEPTH | Step time (ms) |",
+        "Does increasing DEPTH improve speed (yes/no):",
+        "All GPUs utilized with 5 GPUs (yes/no):",
+        "Faster with 5 GPUs than with 2 (yes/no):",
+        "Transfers grow with the number of GPUs (yes/no):",
         "| GPUs | Step time (ms) | Memory per GPU (MiB) |",
         "Number of .to() calls with 2 GPUs:",
         "Number of transfers with 2 GPUs:",
