@@ -103,6 +103,8 @@ def built(found, what="the model") -> None:
         where = (f"with {found['gpus']} GPU(s) and DEPTH={found['depth']}" if "gpus" in found
                  else "for (GPUs, DEPTH) " + ", ".join(f"({g}, {d})" for g, d in found["configs"]))
         at = f"{error['type']}{' at ' + error['site'] if error.get('site') else ''}: {error['message']}"
+        if error["type"] == "CannotBuild":  # the same for every configuration: said once
+            raise AssertionError(error["message"])
         if error.get("during") == "import":
             raise AssertionError(f"Importing hw3/model_parallel.py (to build {what} {where}) "
                                  f"failed: {at}")

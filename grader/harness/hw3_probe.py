@@ -136,8 +136,8 @@ def construct(module, dim: int, depth: int):
         except TypeError:
             continue
         return cls(*args, **kwargs)
-    raise CannotBuild(f"LargeLinearModelMP{signature} cannot be built for a configuration: the "
-                      f"grader builds it as {SIGNATURES}")
+    raise CannotBuild(f"hw3/model_parallel.py: LargeLinearModelMP{signature} cannot be built: "
+                      f"the grader builds it as {SIGNATURES}")
 
 
 class Probe:
