@@ -105,9 +105,9 @@ def built(found, what="the model") -> None:
         at = f"{error['type']}{' at ' + error['site'] if error.get('site') else ''}: {error['message']}"
         if error["type"] == "CannotBuild":  # the same for every configuration: said once
             raise AssertionError(error["message"])
-        if error.get("during") == "import":
-            raise AssertionError(f"Importing hw3/model_parallel.py (to build {what} {where}) "
-                                 f"failed: {at}")
+        if error.get("during") == "import":  # said once per node size, not per DEPTH
+            node = (f" on a node of {found['gpus']} GPU(s)" if "gpus" in found else "")
+            raise AssertionError(f"Importing hw3/model_parallel.py{node} failed: {at}")
         raise AssertionError(f"Building or running {what} {where} failed: {at}")
 
 
