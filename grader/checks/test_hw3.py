@@ -83,9 +83,11 @@ def probe(runs):
 
 def record(probe, kind, **match):
     records, run = probe
+    # The probe imports the student's module per configuration (an import that fails is that
+    # configuration's error); `import_error` is written only when the probe could not start.
     for failure in (r for r in records if r.get("kind") == "import_error"):
         error = failure["error"]
-        raise AssertionError(f"hw3/model_parallel.py could not be imported: {error['type']}"
+        raise AssertionError(f"The HW3 probe could not start: {error['type']}"
                              f"{' at ' + error['site'] if error.get('site') else ''}: "
                              f"{error['message']}")
     for found in records:
