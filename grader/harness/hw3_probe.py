@@ -2,8 +2,9 @@
 
     python hw3_probe.py MODEL_FILE OUT_JSONL PLAN_JSON
 
-Imports the student's `model_parallel.py` once and measures every configuration of the plan
-(layouts over node sizes and depths, transfers in one forward pass, step times, memory),
+Imports the student's `model_parallel.py` (once per node size, as a run on that node would) and
+measures every configuration of the plan (layouts over node sizes and depths, transfers in one
+forward pass, step times, memory),
 writing one JSON line per configuration as soon as it is done, so a later crash or hang
 loses nothing already measured. The scoring process only reads these lines.
 
