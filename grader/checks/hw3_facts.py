@@ -44,8 +44,10 @@ def direction(before: float, after: float) -> str:
 
 
 def yes_no(value) -> bool | None:
-    """A yes/no answer as a bool (the sheet gives bools, a report may give words); None when
-    it is neither."""
+    """A yes/no answer as a bool (the sheet gives bools; the PDF reader gives words, or
+    {"value": "no", "explanation": "..."} with the text after them); None when it is neither."""
+    if isinstance(value, dict):
+        value = value.get("value")
     if isinstance(value, bool):
         return value
     if isinstance(value, str):

@@ -32,6 +32,8 @@ def test_direction_reads_reported_numbers_literally():
 
 @pytest.mark.parametrize("written,value", [
     (True, True), (False, False), ("yes", True), ("No.", False), (" YES ", True),
-    ("jah", True), ("ei", False), ("maybe", None), (1, None), (None, None)])
+    ("jah", True), ("ei", False), ("maybe", None), (1, None), (None, None),
+    # the PDF reader's yes/no: the word first, the rest of the line kept beside it
+    ({"value": "no", "explanation": "each layer adds work"}, False), ({"value": None}, None)])
 def test_yes_no_as_students_write_it(written, value):
     assert yes_no(written) == value
