@@ -82,3 +82,16 @@ def spearman(xs: list[float], ys: list[float]) -> float:
     vx = sum((a - mx) ** 2 for a in rx) ** 0.5
     vy = sum((b - my) ** 2 for b in ry) ** 0.5
     return cov / (vx * vy) if vx and vy else 0.0
+
+
+def layers_around_move(log: list[dict], src: str, dst: str) -> list[int]:
+    """[a, b]: the layers that run just before and just after the first copy of the
+    activation from `src` to `dst` in a forward pass's log (the probe's: "layer" entries
+    and .to() calls in order); [] when it never moves that way."""
+    arrival = next((i for i, e in enumerate(log) if e["kind"] != "layer" and e.get("copied")
+                    and e.get("src") == src and e.get("dst") == dst), None)
+    if arrival is None:
+        return []
+    before = [e["index"] for e in log[:arrival] if e["kind"] == "layer"]
+    after = next((e["index"] for e in log[arrival:] if e["kind"] == "layer"), None)
+    return [before[-1] if before else -1, after if after is not None else -1]

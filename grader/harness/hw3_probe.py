@@ -2,14 +2,20 @@
 
     python hw3_probe.py MODEL_FILE OUT_JSONL PLAN_JSON
 
-Imports the student's `model_parallel.py` once and measures every configuration of the plan
-(layouts over node sizes and depths, transfers in one forward pass, step times, memory),
+Imports the student's `model_parallel.py` (once per node size, as a run on that node would) and
+measures every configuration of the plan (layouts over node sizes and depths, transfers in one
+forward pass, step times, memory),
 writing one JSON line per configuration as soon as it is done, so a later crash or hang
 loses nothing already measured. The scoring process only reads these lines.
+
+The plan may also carry the course's base code (the template's script, as text): Task 1 asks
+what *that* code does, so it is measured too, before the student's module is imported.
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
+import inspect
 import json
 import os
 import signal
@@ -17,6 +23,7 @@ import statistics
 import sys
 import time
 import traceback
+import types
 
 CONFIG_TIME_LIMIT_S = 30
 
@@ -52,6 +59,88 @@ def describe_error(error: BaseException, model_file: str) -> dict:
             "site": student_site(error, model_file)}
 
 
+# -- the student's module, imported as `python hw3/model_parallel.py` would see it ------------
+def import_student_module(model_file: str):
+    """Import the student's script as running it does: its folder first on sys.path, so the
+    helper modules beside it are found, even one named like a standard module that the grader
+    imported already (hw3/profile.py: set aside while the script imports). Afterwards nothing
+    of the student's may stand in for what the grader or PyTorch imports later: the folder
+    moves to the end of sys.path, and the standard modules come back into sys.modules (the
+    student's code keeps its references). Everything the probe itself needs is imported
+    before (module top)."""
+    folder = os.path.dirname(os.path.abspath(model_file))
+    shadowed = _standard_names_in(folder)
+    set_aside = {name: sys.modules.pop(name) for name in list(sys.modules)
+                 if name.split(".")[0] in shadowed}
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location("model_parallel", model_file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["model_parallel"] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = [entry for entry in sys.path if entry != folder] + [folder]
+        for name in [n for n in sys.modules if n.split(".")[0] in shadowed]:
+            del sys.modules[name]
+        sys.modules.update(set_aside)
+    return module
+
+
+def _standard_names_in(folder: str) -> set[str]:
+    """Standard modules that a file or package in `folder` would shadow."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return set()
+    names = {entry[:-3] if entry.endswith(".py") else entry for entry in entries}
+    return {name for name in names if name in sys.stdlib_module_names}
+
+
+# Constructor parameters the probe recognises by name (lower case), in order of preference.
+DIM_NAMES = ("dim", "hidden_dim", "hidden_size", "hidden", "width", "size", "d_model",
+             "features", "in_features", "input_dim", "n_embd", "d")
+DEPTH_NAMES = ("depth", "num_layers", "n_layers", "layers", "n_layer", "num_layer", "nlayers",
+               "layer_count", "num_blocks", "n_blocks")
+SIGNATURES = ("LargeLinearModelMP(dim=..., depth=...) (e.g. `def __init__(self, dim=DIM, "
+              "depth=DEPTH)`), LargeLinearModelMP(DIM, DEPTH) (two positional parameters), or "
+              "LargeLinearModelMP() with the module constants DIM and DEPTH (`def "
+              "__init__(self)`, as the course's code does)")
+
+
+class CannotBuild(TypeError):
+    pass
+
+
+def construct(module, dim: int, depth: int):
+    """Build module.LargeLinearModelMP for `dim` and `depth` in whichever way its constructor
+    takes them: by keyword, positionally, or (`__init__(self)`) from the module's constants
+    DIM and DEPTH, which are set first in every case, so a constructor that reads them sees
+    the configuration too. The signature is matched with `inspect` before the call: a
+    TypeError raised inside the student's __init__ is theirs, not a wrong guess."""
+    cls = getattr(module, "LargeLinearModelMP", None)
+    if not isinstance(cls, type):
+        raise CannotBuild("hw3/model_parallel.py defines no class LargeLinearModelMP: keep the "
+                          "class name of the course's base code")
+    module.DIM, module.DEPTH = dim, depth
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return cls()
+    named = {p.name.lower(): p.name for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    dim_name = next((named[n] for n in DIM_NAMES if n in named), None)
+    depth_name = next((named[n] for n in DEPTH_NAMES if n in named), None)
+    keywords = {name: value for name, value in ((dim_name, dim), (depth_name, depth)) if name}
+    for args, kwargs in (((), keywords), ((), {}), ((dim, depth), {})):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError:
+            continue
+        return cls(*args, **kwargs)
+    raise CannotBuild(f"hw3/model_parallel.py: LargeLinearModelMP{signature} cannot be built: "
+                      f"the grader builds it as {SIGNATURES}")
+
+
 class Probe:
     def __init__(self, model_file: str, out_path: str):
         import torch
@@ -66,10 +155,27 @@ class Probe:
         self.activation = active()
         self.trace = get_trace()
         self.real_device_count = torch.cuda.device_count
-        spec = importlib.util.spec_from_file_location("model_parallel", model_file)
-        self.module = importlib.util.module_from_spec(spec)
-        sys.modules["model_parallel"] = self.module
-        spec.loader.exec_module(self.module)
+        self.node_size: int | None = None
+        self._module = None
+        self._module_node: int | None = None
+
+    @property
+    def module(self):
+        """The student's module as a run on the current node imports it: imported on first
+        use (the base code is measured before any student code runs), and again when the
+        node changes size, so a module-level `torch.cuda.device_count()` sees this node. An
+        import that fails is that configuration's error."""
+        if self._module is None or self._module_node != self.node_size:
+            self._module = None
+            try:
+                self._module = import_student_module(self.model_file)
+            except BaseException as error:
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                error.described = dict(describe_error(error, self.model_file), during="import")
+                raise
+            self._module_node = self.node_size
+        return self._module
 
     def emit(self, record: dict) -> None:
         self.out.write(self.sealer.line(record) + "\n")
@@ -79,28 +185,31 @@ class Probe:
         torch = self.torch
         if self.activation is not None and self.activation.virtual:
             self.activation.node.resize(n)
+            self.node_size = n
             return True
         available = self.real_device_count()
         if n > available:
             return False
         torch.cuda.device_count = lambda: n  # the model may use only the first n GPUs
+        self.node_size = n
         return True
 
     # -- building and running the student's model ---------------------------------------------
-    def build(self, dim: int, depth: int, seed: int = 0):
+    def build(self, dim: int, depth: int, seed: int = 0, module=None):
         self.torch.manual_seed(seed)
-        cls = self.module.LargeLinearModelMP
-        try:
-            return cls(dim=dim, depth=depth)
-        except TypeError:
-            return cls(dim, depth)
+        return construct(self.module if module is None else module, dim, depth)
 
-    def layers_of(self, model):
-        layers = getattr(model, "layers", None)
-        if layers is None:
-            raise AttributeError("LargeLinearModelMP keeps no `self.layers`: the template asks "
-                                 "for the layers, in order, in `self.layers`")
-        return list(layers)
+    def modules_of(self, model) -> list:
+        modules = getattr(model, "layers", None)
+        if modules is None:
+            raise AttributeError("LargeLinearModelMP keeps no `self.layers`: the base code keeps "
+                                 "the layers, in order, in `self.layers`")
+        return list(modules)
+
+    def layers_of(self, model) -> list:
+        """The layers with weights, in order; an activation kept in the list (nn.ReLU()) is
+        not a layer of its own."""
+        return [m for m in self.modules_of(model) if next(m.parameters(), None) is not None]
 
     def layer_devices(self, model) -> list:
         found = []
@@ -211,9 +320,11 @@ class Probe:
             return result
         result["log"] = log
         result["output_device"] = str(out.device)
-        # What the same weights give on one device: the layers applied in order on the host,
-        # or (for a forward that adds work of its own between layers) the model built on 1 GPU.
-        baselines = [self._layers_in_order_on_host(layers, x)]
+        # What the same weights give on one device: the layers applied in order on the host
+        # (bare, or with the course's ReLU after each, as a forward that applies the activation
+        # itself does), or, for a forward with work of its own, the model built on 1 GPU.
+        modules = self.modules_of(model)
+        baselines = [self._layers_in_order_on_host(modules, x, relu) for relu in (False, True)]
         if reference_out is not None:
             baselines.append(reference_out)
         got = out.detach().cpu()
@@ -223,12 +334,13 @@ class Probe:
         result["max_difference"] = min(differences) if differences else None
         return result
 
-    def _layers_in_order_on_host(self, layers, x):
-        import copy
+    def _layers_in_order_on_host(self, modules, x, relu: bool):
         with self.torch.no_grad():
             h = x.cpu()
-            for layer in layers:
-                h = copy.deepcopy(layer).cpu()(h)
+            for module in modules:
+                h = copy.deepcopy(module).cpu()(h)
+                if relu:
+                    h = self.torch.relu(h)  # idempotent: a ReLU kept in the list is no harm
         return h
 
     def transfers(self, gpus: list[int], depth: int, dim: int, batch: int) -> None:
@@ -244,18 +356,39 @@ class Probe:
         torch = self.torch
         model = self.build(dim, depth)
         devices = self.layer_devices(model)
-        # The input starts on the host, as data from a loader does: its move onto the first
-        # GPU is reported apart from the moves between GPUs.
         x = torch.randn(batch, dim)
+        # As the base code's main() gives it: the input already where the first layer is.
+        first = one_device(devices[0]) if devices else "cpu"
+        _, log = self.logged_forward(model, x.to(first))
+        result = {"devices": devices, "log": log}
+        # A main() of the student's own may start from the host (a forward that moves only
+        # when needed then makes one call more): measured too, where the forward takes it.
         try:
-            _, log = self.logged_forward(model, x)
-            started_on = "cpu"
-        except BaseException:
-            # A forward that expects its input on the first GPU already, as main() gives it.
-            first = one_device(devices[0])
-            _, log = self.logged_forward(model, x.to(first))
-            started_on = first
-        return {"devices": devices, "log": log, "input_started_on": started_on}
+            _, result["log_from_host"] = self.logged_forward(model, x)
+        except ConfigTimeout:
+            raise
+        except Exception:
+            pass
+        return result
+
+    def base_code(self, source: str, gpus: int, depth: int, dim: int, batch: int) -> None:
+        """What the course's base code (the template's script, given as text) does with
+        `depth` layers on `gpus` GPUs: where its layers are and where its forward moves the
+        activation. Task 1 asks about this code, whatever the student changed since."""
+        record = {"kind": "base_code", "gpus": gpus, "depth": depth}
+        if not self.use_gpus(gpus):
+            self.emit(dict(record, skipped=f"needs {gpus} GPUs"))
+            return
+        self.guarded(record, lambda: self._base_code(source, depth, dim, batch))
+
+    def _base_code(self, source, depth, dim, batch):
+        module = types.ModuleType("hw3_base_code")
+        exec(compile(source, "hw3_base_code.py", "exec"), module.__dict__)
+        model = self.build(dim, depth, module=module)
+        devices = self.layer_devices(model)
+        x = self.torch.randn(batch, dim).to(one_device(devices[0]))
+        _, log = self.logged_forward(model, x)
+        return {"devices": devices, "log": log}
 
     def timing(self, label: str, configs: list, dim: int, batch: int, warmup: int,
                rounds: int) -> None:

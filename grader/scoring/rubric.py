@@ -16,7 +16,10 @@ Schema (unknown keys are errors everywhere, to catch typos such as ``point:``)::
     order: 5                         # optional; where the assignment comes in the course (columns
                                      #   of grades.csv, reports); ties and omissions go by id
     total_points: 15                 # optional; if given, must equal the sum of item points
-    due: "2026-04-30T23:59:00+02:00" # optional; ISO 8601 with a time zone offset
+    due: "2026-04-30 23:59"          # optional; ISO 8601 date-time: the zone's local time
+    timezone: Europe/Tallinn         # optional; IANA name of the course's zone. Without it
+                                     #   `due` needs an offset ("2026-04-30T23:59:00+03:00");
+                                     #   with both, the offset must be the zone's on that day
     late_policy:                     # optional; needs `due`
       per_day: 0.1                   #   fraction of the score lost per started day late (0..1)
       max_days: 5                    #   later than this many days: score 0
@@ -51,6 +54,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +72,7 @@ _ID_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_]+)+$")
 _POINTS_TOLERANCE = 1e-9
 
 _TOP_KEYS = {"assignment", "title", "version", "gpus", "order", "total_points", "due",
-             "late_policy", "answers_source", "when_skipped", "items"}
+             "timezone", "late_policy", "answers_source", "when_skipped", "items"}
 # A rubric without `order` comes after every ordered one.
 _UNORDERED = 10**6
 _ITEM_KEYS = {"id", "title", "kind", "points", "checks", "feedback", "guidance", "answer"}
@@ -131,6 +135,7 @@ class Rubric:
     late_policy: LatePolicy | None = None
     answers_source: str | None = None
     order: int = _UNORDERED
+    timezone: str | None = None  # the IANA zone `due` was given in, when the rubric names one
 
     @property
     def total_points(self) -> float:
@@ -204,7 +209,10 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
     if not _is_int(gpus) or gpus < 0:
         where.fail(f"gpus must be a non-negative integer, got {gpus!r}")
 
-    due = _parse_due(data.get("due"), where) if "due" in data else None
+    zone = _parse_zone(data["timezone"], where) if "timezone" in data else None
+    if zone is not None and "due" not in data:
+        where.fail("timezone needs a due date")
+    due = _parse_due(data.get("due"), zone, where) if "due" in data else None
     late_policy = _parse_late_policy(data["late_policy"], where) if "late_policy" in data else None
     if late_policy is not None and due is None:
         where.fail("late_policy needs a due date")
@@ -226,7 +234,8 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
 
     rubric = Rubric(assignment=assignment, title=title, version=version, gpus=gpus,
                     items=items, source=source, due=due, late_policy=late_policy,
-                    answers_source=answers_source, order=order)
+                    answers_source=answers_source, order=order,
+                    timezone=zone.key if zone else None)
     if "total_points" in data:
         declared = data["total_points"]
         if not _is_number(declared):
@@ -327,7 +336,17 @@ def _parse_feedback(raw: Any, where: "_Where") -> Feedback:
                     skipped=raw.get("skipped", ""))
 
 
-def _parse_due(raw: Any, where: "_Where") -> _dt.datetime:
+def _parse_zone(raw: Any, where: "_Where") -> ZoneInfo:
+    if not isinstance(raw, str) or not raw.strip():
+        where.fail(f"timezone must be an IANA time zone name such as Europe/Tallinn, got {raw!r}")
+    try:
+        return ZoneInfo(raw.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        where.fail(f"timezone {raw!r} is not a time zone name (use an IANA name such as "
+                   f"Europe/Tallinn or UTC)")
+
+
+def _parse_due(raw: Any, zone: ZoneInfo | None, where: "_Where") -> _dt.datetime:
     # YAML turns an unquoted timestamp into a datetime (or a date) already.
     if isinstance(raw, _dt.datetime):
         due = raw
@@ -335,14 +354,31 @@ def _parse_due(raw: Any, where: "_Where") -> _dt.datetime:
         try:
             due = _dt.datetime.fromisoformat(raw.strip())
         except ValueError:
-            where.fail(f"due must be an ISO 8601 date-time such as "
-                       f"'2026-04-30T23:59:00+02:00', got {raw!r}")
+            where.fail(f"due must be an ISO 8601 date-time such as '2026-04-30 23:59' (with "
+                       f"timezone) or '2026-04-30T23:59:00+03:00', got {raw!r}")
     else:
-        where.fail(f"due must be an ISO 8601 date-time with a time zone, got {raw!r}")
-    # A due date without a zone would shift by hours depending on the grading machine.
-    if due.tzinfo is None or due.utcoffset() is None:
-        where.fail(f"due must include a time zone offset (e.g. +02:00), got {raw!s}")
-    return due
+        where.fail(f"due must be an ISO 8601 date-time such as '2026-04-30 23:59', got {raw!r}")
+    if zone is None:
+        # A due date without a zone would shift by hours depending on the grading machine.
+        if due.tzinfo is None or due.utcoffset() is None:
+            where.fail(f"due must include a time zone offset (e.g. +03:00) or the rubric a "
+                       f"timezone (e.g. Europe/Tallinn), got {raw!s}")
+        return due
+    local = due.replace(tzinfo=zone)
+    # A wall-clock time the zone skips (the hour lost to summer time) names no instant.
+    if local.astimezone(_dt.timezone.utc).astimezone(zone).replace(tzinfo=None) \
+            != due.replace(tzinfo=None):
+        where.fail(f"due {raw!s} does not exist in {zone.key} (the clocks skip it)")
+    if due.tzinfo is not None and due.utcoffset() != local.utcoffset():
+        where.fail(f"due {raw!s} has the offset {_offset(due)}, but {zone.key} is on "
+                   f"{_offset(local)} then; give the local time without an offset")
+    return local
+
+
+def _offset(when: _dt.datetime) -> str:
+    minutes = int(when.utcoffset().total_seconds() // 60)
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def _parse_late_policy(raw: Any, where: "_Where") -> LatePolicy:

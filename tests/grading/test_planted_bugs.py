@@ -6,7 +6,8 @@ test shows both that the bug's checks fail and that nothing else loses a point. 
 reference gets every point; the untouched template gets no automatic point, and every failing
 item tells the student about the TODO.
 
-Slow: one grading per bug (HW3 ~20-40 s, practical 6 ~40 s, practical 10 ~60 s on 2 cores).
+Slow: one grading per bug (practical 6 ~40 s, practical 10 ~60 s on 2 cores). HW3's
+submissions are graded by test_hw3_matrix.py.
 """
 from __future__ import annotations
 

@@ -287,7 +287,9 @@ ATTACKS = [
     Attack("pyc_smuggle", "student_template", HW3, [], "hw3",
            "ships hw3/__pycache__/model_parallel.cpython-*.pyc compiled from the reference's "
            "model, stamped with the template source's size and time, so Python would load it "
-           "instead of the source the grader reads", 0, says=["NotImplementedError"],
+           "instead of the source the grader reads", 0,
+           # The template's base code is what ran: its two-GPU split leaves a third GPU idle.
+           says=["no layer on cuda:2 (layers per GPU [3, 3, 0])"],
            extra_files={"hw3/model_parallel.py": ("pyc_of", "@REF@/hw3/model_parallel.py")}),
     Attack("fork_flood", "student_template", P4, [(None, FORK_FLOOD)], "practical4",
            "forks up to 3000 sleeping children (bounded), then carries on", 0,

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn as nn
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +77,12 @@ def test_template_has_todos_unless_nothing_to_write(rel):
     text = (ROOT / "student_template" / rel).read_text()
     if rel == "practical5/practical5_single.py":
         assert text == (ROOT / "reference" / rel).read_text()
+    elif rel == "hw3/model_parallel.py":
+        # HW3 ships the course's base code, runnable as given: TODO comments mark only what
+        # the handout asks to change (tests/material/test_hw3_layouts.py runs it).
+        assert "raise NotImplementedError" not in text
+        assert [line.strip()[:18] for line in text.splitlines() if "TODO" in line] == [
+            "# TODO (Task 3): d", "# TODO (Task 5): c"]
     else:
         assert 'raise NotImplementedError(' in text and '"TODO (' in text
 
@@ -111,48 +116,6 @@ def test_hw3_without_gpu_exits_1_with_message():
     assert "Traceback" not in r.stderr
 
 
-def build_hw3(monkeypatch, tree, depth, n):
-    mod = load(tree, "hw3/model_parallel.py")
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: n)
-    # Construction only: keep the layers on the CPU.
-    monkeypatch.setattr(nn.Module, "to", lambda self, *a, **k: self)
-    return mod, mod.LargeLinearModelMP(dim=8, depth=depth)
-
-
-@pytest.mark.parametrize("depth,n,counts", [
-    (6, 2, [3, 3]), (12, 2, [6, 6]), (20, 5, [4, 4, 4, 4, 4]), (20, 2, [10, 10]),
-    (6, 4, [2, 2, 1, 1]), (7, 3, [3, 2, 2]), (3, 5, [1, 1, 1, 0, 0]), (5, 1, [5]),
-])
-def test_hw3_reference_layout(monkeypatch, depth, n, counts):
-    _, model = build_hw3(monkeypatch, "reference", depth, n)
-    assert len(model.layers) == depth and len(model.devices) == depth
-    expected = [torch.device(f"cuda:{g}") for g, c in enumerate(counts) for _ in range(c)]
-    assert model.devices == expected
-
-
-def test_hw3_reference_counts_transfers(monkeypatch):
-    _, model = build_hw3(monkeypatch, "reference", 5, 2)
-    monkeypatch.undo()
-    # Stand-ins for two GPUs that exist on any machine: 3 layers on the CPU,
-    # 2 on the meta device.
-    model.devices = [torch.device("cpu")] * 3 + [torch.device("meta")] * 2
-    for layer, device in zip(model.layers, model.devices):
-        layer.to(device)
-    model.to_calls = model.transfers = 0
-    out = model(torch.randn(4, 8))
-    assert out.device.type == "meta"
-    assert (model.to_calls, model.transfers) == (5, 1)
-
-
-def test_hw3_template_todos(monkeypatch):
-    mod = load("student_template", "hw3/model_parallel.py")
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    with pytest.raises(NotImplementedError, match=r"TODO \(HW3 Task 3\)"):
-        mod.LargeLinearModelMP(dim=8, depth=6)
-    with pytest.raises(NotImplementedError, match=r"TODO \(HW3 Task 1\)"):
-        mod.LargeLinearModelMP.forward(nn.Module(), torch.zeros(1, 8))
-
-
 ASSIGNMENTS = ["practical4", "practical5", "practical6", "practical10", "hw3"]
 TYPES = {"int", "bool", "str", "text", "list[int]", "list[list[int]]", "table"}
 
@@ -176,8 +139,11 @@ def test_hw3_report_template_labels():
     for label in [
         "Layers per GPU (DEPTH=6, 2 GPUs):",
         "Transfer between layers:",
-        "Layers per GPU (DEPTH=20, 5 GPUs):",
         "| DEPTH | Step time (ms) |",
+        "Does increasing DEPTH improve speed (yes/no):",
+        "All GPUs utilized with 5 GPUs (yes/no):",
+        "Faster with 5 GPUs than with 2 (yes/no):",
+        "Transfers grow with the number of GPUs (yes/no):",
         "| GPUs | Step time (ms) | Memory per GPU (MiB) |",
         "Number of .to() calls with 2 GPUs:",
         "Number of transfers with 2 GPUs:",

@@ -85,22 +85,29 @@ def test_p10_reference(broken):
         assert (f"[Rank {r}] BROKEN_MP" in out) == broken
 
 
-@pytest.mark.parametrize("gpus,depth,layers", [(5, 6, [2, 1, 1, 1, 1])])
-def test_hw3_reference(gpus, depth, layers):
-    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
-                          "--depth", str(depth), "--dim", "64", "--steps", "3")
+@pytest.mark.parametrize("tree,gpus,layers,counts", [
+    ("reference", 5, ["cuda:0"] * 2 + ["cuda:1", "cuda:2", "cuda:3", "cuda:4"], (6, 4)),
+    # The untouched template is the course's base code: half the layers on each of 2 GPUs,
+    # and the Task 5 counters not written yet.
+    ("student_template", 2, ["cuda:0"] * 3 + ["cuda:1"] * 3, (0, 0)),
+])
+def test_hw3_runs_as_given(tree, gpus, layers, counts):
+    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "--set", "DIM=64", "--set", "STEPS=3",
+                          f"{tree}/hw3/model_parallel.py")
     assert rc == 0, err
-    assert f"GPUs: {gpus}" in out
-    assert f"Layers per GPU: {layers}" in out
+    assert f"GPUs: {gpus}, DEPTH: 6, DIM: 64" in out
+    assert re.findall(r"^Layer (\d+): (cuda:\d)$", out, re.M) == [
+        (str(i), device) for i, device in enumerate(layers)]
+    assert f"to() calls: {counts[0]}, real transfers: {counts[1]}" in out
     assert re.search(r"^Median step time: [\d.]+ ms$", out, re.M)
     for i in range(gpus):
         assert re.search(rf"^GPU {i}: max memory allocated [\d.]+ MiB$", out, re.M)
 
 
 @pytest.mark.parametrize("gpus,transfers", [(2, 1), (5, 4)])
-def test_hw3_reference_count_transfers(gpus, transfers):
-    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "reference/hw3/model_parallel.py",
-                          "--depth", "20", "--dim", "64", "--count-transfers")
+def test_hw3_reference_counts_transfers_with_depth_20(gpus, transfers):
+    rc, out, err = pdl_grade("run", "--gpus", str(gpus), "--set", "DEPTH=20", "--set", "DIM=64",
+                          "--set", "STEPS=1", "reference/hw3/model_parallel.py")
     assert rc == 0, err
     assert f"to() calls: 20, real transfers: {transfers}" in out
 

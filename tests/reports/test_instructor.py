@@ -27,7 +27,7 @@ def test_manual_items_show_guidance_and_the_students_text(result):
     md = render_instructor_markdown(with_written_answer(result(ROUND_ROBIN)), load_rubrics())
     task2 = md[md.index("### Task 2 - written answer"):]
     task2 = task2[:task2.index("\n### ")]
-    assert "*Guidance:* Accept answers saying the time grows roughly linearly" in task2
+    assert "*Guidance:* 1 point: the step time grows roughly in proportion to DEPTH" in task2
     assert "Student's answer (`task2.explanation`, from hw3/report.pdf):" in task2
     assert "Every layer adds work; the GPUs take turns." in task2
     assert "- `hw3.task2.reported`: ratio 9.0 far from the measured 3.9" in md

@@ -151,7 +151,43 @@ def test_manual_item_cannot_have_checks(write_rubric):
 
 def test_due_needs_a_time_zone(write_rubric):
     message = load_error(write_rubric, GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30T23:59:00"'))
-    assert message == "rubrics/hw3.yaml: due must include a time zone offset (e.g. +02:00), got 2026-04-30T23:59:00"
+    assert message == ("rubrics/hw3.yaml: due must include a time zone offset (e.g. +03:00) or the "
+                       "rubric a timezone (e.g. Europe/Tallinn), got 2026-04-30T23:59:00")
+
+
+def test_due_in_a_named_zone_takes_that_days_offset(write_rubric):
+    # Tartu is on summer time (EEST, +03:00) on 30 April, on +02:00 in winter.
+    text = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30 23:59"\ntimezone: Europe/Tallinn')
+    rubric = load_rubric(write_rubric(text))
+    assert rubric.due.isoformat() == "2026-04-30T23:59:00+03:00"
+    assert rubric.timezone == "Europe/Tallinn"
+    winter = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-01-15 23:59"\ntimezone: Europe/Tallinn')
+    assert load_rubric(write_rubric(winter)).due.isoformat() == "2026-01-15T23:59:00+02:00"
+
+
+def test_due_offset_must_be_the_zones(write_rubric):
+    text = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30T23:59:00+02:00"\ntimezone: Europe/Tallinn')
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: due 2026-04-30T23:59:00+02:00 has the offset +02:00, but "
+        "Europe/Tallinn is on +03:00 then; give the local time without an offset")
+    same = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30T23:59:00+03:00"\ntimezone: Europe/Tallinn')
+    assert load_rubric(write_rubric(same)).due.isoformat() == "2026-04-30T23:59:00+03:00"
+
+
+def test_timezone_must_be_a_zone_name_and_needs_due(write_rubric):
+    text = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-04-30 23:59"\ntimezone: Europe/Tartu')
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: timezone 'Europe/Tartu' is not a time zone name (use an IANA name "
+        "such as Europe/Tallinn or UTC)")
+    alone = GOOD.replace("gpus: 5", "gpus: 5\ntimezone: Europe/Tallinn")
+    assert load_error(write_rubric, alone) == "rubrics/hw3.yaml: timezone needs a due date"
+
+
+def test_due_skipped_by_summer_time_is_refused(write_rubric):
+    # 29 March 2026: Tallinn's clocks jump from 03:00 to 04:00.
+    text = GOOD.replace("gpus: 5", 'gpus: 5\ndue: "2026-03-29 03:30"\ntimezone: Europe/Tallinn')
+    assert load_error(write_rubric, text) == (
+        "rubrics/hw3.yaml: due 2026-03-29 03:30 does not exist in Europe/Tallinn (the clocks skip it)")
 
 
 def test_due_must_parse(write_rubric):

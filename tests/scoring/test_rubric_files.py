@@ -27,13 +27,12 @@ EXPECTED_CHECKS = {
                     "practical10.broken_mp_one_gpu", "practical10.num_processes_reported",
                     "practical10.gpus_per_rank_reported", "practical10.rank_gpus_reported",
                     "practical10.micro_batches_reported", "practical10.micro_batch_size_reported"},
-    "hw3": {"hw3.task1.layout", "hw3.task1.transfer", "hw3.task2.trend",
-            "hw3.task3.on_existing_gpu", "hw3.task3.balanced", "hw3.task3.all_gpus_used",
-            "hw3.task3.no_layer_lost", "hw3.task3.output_matches", "hw3.task3.contiguous",
-            "hw3.task4.all_gpus_hold_layers", "hw3.task4.no_speedup", "hw3.task4.recorded",
-            "hw3.task5.to_calls", "hw3.task5.transfers", "hw3.task1.reported",
-            "hw3.task2.reported", "hw3.task3.reported", "hw3.task4.reported",
-            "hw3.task5.reported"},
+    "hw3": {"hw3.task1.layers_reported", "hw3.task1.transfer_reported",
+            "hw3.task2.table_reported", "hw3.task2.speed_answer", "hw3.task2.trend",
+            "hw3.task3.all_gpus_used", "hw3.task3.balanced", "hw3.task3.output_matches",
+            "hw3.task3.contiguous", "hw3.task4.table_reported", "hw3.task4.utilised_answer",
+            "hw3.task4.faster_answer", "hw3.task4.no_speedup", "hw3.task5.counts_printed",
+            "hw3.task5.counts_reported", "hw3.task5.growth_answer"},
 }
 
 
@@ -49,22 +48,28 @@ def test_rubric_names_exactly_the_implemented_checks(assignment):
     assert any(item.is_manual for item in rubric.items), "written questions need a manual item"
 
 
-def test_hw3_is_five_tasks_of_three_points_and_a_report_point(rubric_for):
+def test_hw3_is_five_tasks_of_three_points(rubric_for):
+    """The handout: "Task N (3 Points)", five tasks. Each task's points are its automatic item
+    (`hw3.taskN`), its written answer (`hw3.taskN.explanation`, manual) and, for Tasks 2 and
+    4, a measurement worth nothing (`hw3.taskN.measured`)."""
     rubric = rubric_for("hw3")
-    assert rubric.total_points == 20
-    auto = {item.id: item.points for item in rubric.items if not item.is_manual}
-    assert auto == {**{f"hw3.task{n}": 3 for n in range(1, 6)},
-                    **{f"hw3.task{n}.report": 1 for n in range(1, 6)}}
-    assert all(item.points == 0 for item in rubric.items if item.is_manual)
-    assert {item.answer for item in rubric.items if item.is_manual} == {
-        f"task{n}.explanation" for n in range(1, 6)}
+    assert rubric.total_points == 15
+    for n in range(1, 6):
+        own = [item for item in rubric.items if item.id.startswith(f"hw3.task{n}")]
+        assert sum(item.points for item in own) == 3, f"Task {n}"
+        written = [item for item in own if item.is_manual]
+        assert [(item.id, item.answer) for item in written] == [
+            (f"hw3.task{n}.explanation", f"task{n}.explanation")]
+        assert written[0].points > 0 and written[0].guidance, "a person grades it by the guidance"
+    measured = {item.id: item.points for item in rubric.items if item.id.endswith(".measured")}
+    assert measured == {"hw3.task2.measured": 0, "hw3.task4.measured": 0}
 
 
-def test_hw3_round_robin_costs_exactly_one_point(rubric_for):
+def test_hw3_round_robin_costs_exactly_the_contiguity_check(rubric_for):
     task3 = rubric_for("hw3").item("hw3.task3")
     contiguous = [c for c in task3.checks if c.check == "hw3.task3.contiguous"]
     assert len(contiguous) == 1
-    assert contiguous[0].points == 1 and contiguous[0].partial == "all"
+    assert contiguous[0].points == 0.5 and contiguous[0].partial == "proportional"
     assert "round-robin" in task3.feedback.failed
 
 
@@ -87,3 +92,16 @@ def test_practicals_text_answers_each_have_a_manual_item(assignment, rubric_for)
     texts = {q.id for q in template_questions(assignment).values() if q.type == "text"}
     linked = {item.answer for item in rubric_for(assignment).items if item.is_manual}
     assert linked == texts
+
+
+def test_hw3_is_due_at_2359_tartu_summer_time(rubric_for):
+    import datetime as dt
+
+    from grader.scoring.late import lateness
+    rubric = rubric_for("hw3")
+    assert rubric.timezone == "Europe/Tallinn"
+    assert rubric.due.isoformat() == "2026-04-30T23:59:00+03:00"  # EEST on 30 April
+    on_time = dt.datetime.fromisoformat("2026-04-30T20:58:00+00:00")
+    an_hour_after = dt.datetime.fromisoformat("2026-04-30T23:30:00+02:00")  # 00:30 in Tartu
+    assert lateness(on_time, rubric.due, rubric.late_policy).days_late == 0
+    assert lateness(an_hour_after, rubric.due, rubric.late_policy).days_late == 1

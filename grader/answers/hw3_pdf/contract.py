@@ -41,7 +41,24 @@ LABELLED_ANSWERS = [
     LabelledAnswer(
         "task1.transfer_between", r"transfers?\s*between\s*layers", "int_list", "Transfer between layers"
     ),
-    LabelledAnswer("task3.layers_per_gpu_20_5", _gpus_label(20, 5), "int_list", "Layers per GPU (DEPTH=20, 5 GPUs)"),
+    LabelledAnswer(
+        "task2.depth_improves_speed",
+        r"does\s*increasing\s*depth\s*improve\s*(?:the\s*)?speed\s*(?:\(\s*yes\s*/\s*no\s*\))?",
+        "yes_no",
+        "Does increasing DEPTH improve speed (yes/no)",
+    ),
+    LabelledAnswer(
+        "task4.all_gpus_utilised",
+        r"all\s*gpus\s*utili[sz]ed\s*with\s*5\s*gpus?\s*(?:\(\s*yes\s*/\s*no\s*\))?",
+        "yes_no",
+        "All GPUs utilized with 5 GPUs (yes/no)",
+    ),
+    LabelledAnswer(
+        "task4.more_gpus_faster",
+        r"faster\s*with\s*5\s*gpus?\s*than\s*with\s*2\s*(?:gpus?\s*)?(?:\(\s*yes\s*/\s*no\s*\))?",
+        "yes_no",
+        "Faster with 5 GPUs than with 2 (yes/no)",
+    ),
     LabelledAnswer(
         "task5.to_calls_2gpus",
         r"number\s*of\s*\.?\s*to\s*\(?\s*\)?\s*calls\s*with\s*2\s*gpus?",
@@ -59,6 +76,12 @@ LABELLED_ANSWERS = [
     ),
     LabelledAnswer(
         "task5.transfers_5gpus", r"number\s*of\s*transfers\s*with\s*5\s*gpus?", "int", "Number of transfers with 5 GPUs"
+    ),
+    LabelledAnswer(
+        "task5.transfers_grow_with_gpus",
+        r"transfers\s*grow\s*with\s*the\s*number\s*of\s*gpus\s*(?:\(\s*yes\s*/\s*no\s*\))?",
+        "yes_no",
+        "Transfers grow with the number of GPUs (yes/no)",
     ),
 ]
 

@@ -1,0 +1,122 @@
+"""HW3 graded end to end: each submission of the matrix earns exactly the points the rubric
+says, task by task (tests/fixtures/hw3_variants.py gives the submissions and, worked out from
+the rubric's stated intent, the points).
+
+Every variant is one full grading (`pdl-grade grade`'s python API, virtual GPUs): the untouched
+template, the reference, Task 3's layouts (all on cuda:0, the unchanged two-GPU split,
+round-robin, uneven, a GPU that does not exist), the course's ways of writing the code
+(module constants and `__init__(self)`, a forward that moves only when needed, helper modules),
+Task 5's counter, wrong answers in four tasks, and code the grader cannot build or run.
+
+Slow: one grading per variant, 15-25 s each on 2 cores (about 5 minutes in all).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import hw3_variants as hv  # noqa: E402
+
+from grader.grade_command import grade  # noqa: E402
+from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """variant name -> its HW3 assignment in result.json, graded once per module."""
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            base = tmp_path_factory.mktemp(f"hw3-{name}")
+            submission = hv.build(hv.BY_NAME[name], base / "submission")
+            result = grade(submission, base / "out", ["hw3"])
+            assert not result["errors"], f"[{name}] grading errors: {result['errors']}"
+            (cache[name],) = result["assignments"]
+        return cache[name]
+
+    return get
+
+
+def earned(item: dict) -> float:
+    # A submission held for review keeps what the checks gave in `withheld_score`.
+    return item["withheld_score"] if item["status"] == "withheld" else item["score"]
+
+
+def by_id(assignment: dict) -> dict[str, dict]:
+    return {item["id"]: item for item in assignment["items"]}
+
+
+NAMES = [variant.name for variant in hv.VARIANTS]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_task_earns_exactly_its_points(graded, name):
+    variant = hv.BY_NAME[name]
+    assignment = graded(name)
+    items = by_id(assignment)
+    wrong = [f"{task}: expected {want:g}, observed {earned(items[task]):g} of "
+             f"{items[task]['max_score']:g} ({items[task]['status']})\n--- feedback ---\n"
+             f"{items[task]['feedback']}"
+             for task, want in variant.expected.items()
+             if earned(items[task]) != pytest.approx(want, abs=0.005)]
+    assert not wrong, f"[{name}] {variant.description}\n\n" + "\n\n".join(wrong)
+    # The timing checks show the measurement; they are worth nothing themselves.
+    assert all(earned(items[f"hw3.task{n}.measured"]) == 0 for n in (2, 4))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_failing_checks_say_what_was_expected_and_observed(graded, name):
+    variant = hv.BY_NAME[name]
+    checks = {check["id"]: check for item in graded(name)["items"] for check in item["checks"]}
+    for check_id, phrases in variant.failing.items():
+        check = checks[check_id]
+        assert check["score"] < check["max_score"], f"[{name}] {check_id} lost no point"
+        missing = [p for p in phrases if p not in check["feedback"]]
+        assert not missing, (f"[{name}] {check_id}: the feedback lacks {missing}\n"
+                             f"--- feedback ---\n{check['feedback']}")
+
+
+@pytest.mark.parametrize("name", ["reference", "template", "round_robin"])
+def test_written_answers_wait_for_a_person_with_their_points(graded, name):
+    assignment = graded(name)
+    rubric = load_rubric(default_rubrics_dir() / "hw3.yaml")
+    manual = {item.id: item.points for item in rubric.items if item.is_manual}
+    assert sum(manual.values()) == 4.5
+    items = by_id(assignment)
+    for item_id, points in manual.items():
+        assert items[item_id]["status"] == "manual" and items[item_id]["pending"], item_id
+        assert items[item_id]["max_score"] == points and items[item_id]["score"] == 0
+    assert sorted(assignment["pending_manual"]) == sorted(manual)
+    assert assignment["rubric_max_score"] == 15
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_only_what_shadows_a_module_is_held_for_a_person(graded, name):
+    held_for = hv.BY_NAME[name].held_for
+    integrity = graded(name)["integrity"] or {}
+    if not held_for:
+        assert not integrity.get("withheld"), f"[{name}] held: {integrity.get('problems')}"
+        return
+    assert integrity.get("withheld"), f"[{name}] not held for review: {integrity}"
+    assert any(held_for in problem for problem in integrity["problems"]), integrity["problems"]
+
+
+def test_the_expectations_keep_the_rubrics_bounds():
+    """What the rubric promises of Task 3, read off the matrix's expectations (no grading)."""
+    expected = {variant.name: variant.expected for variant in hv.VARIANTS}
+    assert sum(expected["template"].values()) == 0, "no points for what a non-solution has"
+    assert expected["all_on_gpu0"]["hw3.task3"] <= 3 / 4, "a one-GPU layout: a quarter at most"
+    assert expected["unchanged_two_gpu_split"]["hw3.task3"] <= 3 / 2, "the base split: half"
+    assert expected["round_robin"]["hw3.task3"] == hv.FULL["hw3.task3"] - 0.5
+    for name in ("all_on_gpu0", "unchanged_two_gpu_split", "round_robin", "uneven_split",
+                 "layers_on_missing_gpu", "counter_prints_zero", "extra_transfers_to_gpu0"):
+        own = "hw3.task5" if name in ("counter_prints_zero", "extra_transfers_to_gpu0") \
+            else "hw3.task3"
+        others = {t: p for t, p in expected[name].items() if t != own}
+        assert others == {t: hv.FULL[t] for t in others}, f"{name} costs points outside {own}"

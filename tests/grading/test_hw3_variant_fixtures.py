@@ -1,0 +1,60 @@
+"""Fast checks of the HW3 matrix's submissions themselves (no grading): each still applies to
+the current reference or template, is valid Python, and its expectations name the rubric's
+tasks and checks. The slow end-to-end grading is test_hw3_matrix.py."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import hw3_variants as hv  # noqa: E402
+
+from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rubric():
+    return load_rubric(default_rubrics_dir() / "hw3.yaml")
+
+
+def test_full_points_are_the_rubrics_automatic_points(rubric):
+    assert hv.FULL == {item.id: item.points for item in rubric.items
+                       if not item.is_manual and item.points > 0}
+
+
+@pytest.mark.parametrize("variant", hv.VARIANTS, ids=lambda v: v.name)
+def test_variant_builds_into_valid_python(variant, tmp_path):
+    built = hv.build(variant, tmp_path / "submission")
+    model = (built / hv.MODEL).read_text(encoding="utf-8")
+    ast.parse(model, filename=f"{variant.name}:{hv.MODEL}")
+    if variant.code:
+        assert model != (variant.base / hv.MODEL).read_text(encoding="utf-8")
+    for name in variant.files:
+        ast.parse((built / name).read_text(encoding="utf-8"), filename=f"{variant.name}:{name}")
+    answers = yaml.safe_load((built / "hw3" / "answers.yaml").read_text(encoding="utf-8"))
+    for qid, value in variant.answers.items():
+        entry = answers["answers"][qid]
+        assert entry.get("rows", entry.get("value")) == value
+    # A changed sheet is what gets read: the reference's report would say otherwise.
+    assert (built / "hw3" / "report.pdf").exists() == (
+        not variant.answers and (variant.base / "hw3" / "report.pdf").exists())
+
+
+@pytest.mark.parametrize("variant", hv.VARIANTS, ids=lambda v: v.name)
+def test_expectations_name_every_task_and_real_checks(variant, rubric):
+    assert sorted(variant.expected) == hv.TASKS
+    for task, points in variant.expected.items():
+        assert 0 <= points <= hv.FULL[task], (variant.name, task, points)
+    owner = {rule.check: item.id for item in rubric.items for rule in item.checks}
+    assert set(variant.failing) <= set(owner), sorted(set(variant.failing) - set(owner))
+    # A check expected to lose points belongs to a task expected to lose points.
+    losing = {owner[check] for check in variant.failing}
+    assert all(variant.expected[task] < hv.FULL[task] for task in losing), (variant.name, losing)
+
+
+def test_variant_names_are_unique():
+    assert len(hv.BY_NAME) == len(hv.VARIANTS)
