@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.planted_bugs import (HW3, REFERENCE, REFERENCE_LAYOUT, TEMPLATE, PlantedBug,
-                                         copy_tree, plant)
+from tests.fixtures import hw3_variants as hv
+from tests.fixtures.planted_bugs import REFERENCE, TEMPLATE, copy_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TWO_GPUS_HARD_CODED = PlantedBug(
-    name="two_gpus_hard_coded", assignment="hw3", file=HW3,
-    replacements=[(REFERENCE_LAYOUT, """\
-        self.devices = [torch.device("cuda:0") if i < depth // 2 else torch.device("cuda:1")
-                        for i in range(depth)]
-""")],
-    description="Task 1's split kept for Task 3: two GPUs hard-coded")
+# The issue's student: Task 3 left at the base code's two GPUs.
+TWO_GPUS_HARD_CODED = hv.BY_NAME["unchanged_two_gpu_split"]
 
 
 def listing(folder: Path) -> list[str]:
@@ -76,7 +71,7 @@ def test_the_template_exits_1_with_each_cause_once(pdl_grade, tmp_path):
 def test_hw3_with_two_gpus_hard_coded(pdl_grade, tmp_path):
     """The issue's student: Task 3 left at Task 1's two GPUs. The one-GPU crash is one entry
     (42 cases, the six Task 3 checks), not 42."""
-    folder = plant(TWO_GPUS_HARD_CODED, tmp_path / "liis")
+    folder = hv.build(TWO_GPUS_HARD_CODED, tmp_path / "liis")
     done = pdl_grade("check", "hw3", "--submission", folder, "--out", tmp_path / "kept")
     assert done.code == 1
     out = done.out

@@ -12,16 +12,14 @@ Slow: one grading per variant, 15-25 s each on 2 cores (about 5 minutes in all).
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import hw3_variants as hv  # noqa: E402
+from tests.fixtures import hw3_variants as hv
 
-from grader.grade_command import grade  # noqa: E402
-from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+from grader.grading import grade_submission
+from grader.scoring import default_rubrics_dir, load_rubric
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +33,7 @@ def graded(tmp_path_factory):
         if name not in cache:
             base = tmp_path_factory.mktemp(f"hw3-{name}")
             submission = hv.build(hv.BY_NAME[name], base / "submission")
-            result = grade(submission, base / "out", ["hw3"])
+            result = grade_submission(submission, base / "out", ["hw3"])
             assert not result["errors"], f"[{name}] grading errors: {result['errors']}"
             (cache[name],) = result["assignments"]
         return cache[name]

@@ -4,16 +4,14 @@ tasks and checks. The slow end-to-end grading is test_hw3_matrix.py."""
 from __future__ import annotations
 
 import ast
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import hw3_variants as hv  # noqa: E402
+from tests.fixtures import hw3_variants as hv
 
-from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+from grader.scoring import default_rubrics_dir, load_rubric
 
 
 @pytest.fixture(scope="module")
