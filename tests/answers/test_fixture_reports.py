@@ -24,11 +24,8 @@ NAMES = sorted(p.stem for p in REPORTS.glob("*.pdf"))
 # Fixtures the reader does not read exactly yet, with the reason; each is an xfail(strict),
 # so fixing one without removing it here fails the suite.
 KNOWN_MISREADS = {
-    "chromium_css_columns": "CSS columns: Chromium lays the columns out so that lines of the two columns "
-                            "share baselines unevenly; the gutter is not found",
     "chromium_jupyter_dataframe": "Task 4's DataFrame: its right-aligned headers sit over other columns' cells",
     "chromium_transposed_devices": "one memory value per line in a vertically centred cell of a turned table",
-    "latex_booktabs_two_columns": "two-column LaTeX with a table of contents: the contents' entries run into the columns",
     "latex_question_answer_table": "justified narrow p{} cells: the label's words spread wider than the column gap",
     "lo_docx_two_columns": "tables inside a column of a two-column section",
     "scan_with_ocr": "OCR misreads a comma in the memory lists (the problem is flagged for a person)",

@@ -11,7 +11,9 @@ columns by position and say where each answer came from. What this module settle
 - a ruled table's row is one line whose cells are the ruled cells, however their text wraps;
   a table ruled only above and below its body (booktabs) is split into its text lines again;
 - a page set in two columns is read left column first, then the right one, with lines that
-  span both (a title) kept in place;
+  span both (a title, a one-column section, a wide table) cutting the page into bands; the
+  gutter is the whitespace river the fewest rows cross, found on the words before they are
+  joined into lines, so lines of the two columns that share a baseline stay apart;
 - running headers and footers, page numbers and tables of contents are marked `furniture`
   and never taken for answers.
 """
@@ -33,6 +35,9 @@ TOUCH_EM = 0.12
 CELL_GAP_EM = 0.9
 # Running headers and footers live in these bands at the top and bottom of a page.
 BAND = 0.075
+# Two columns of text are at least this far apart (pt): LaTeX's \\columnsep is 10 pt, Word's
+# default 1.25 cm, CSS's column-gap 1 em.
+_MIN_GUTTER_PT = 6
 
 
 def normalise(text: str) -> str:
@@ -250,55 +255,95 @@ def _aligned(filled, k: int) -> bool:
 # ---------------------------------------------------------------- columns of text
 
 
-def _gutter(lines: list[Line], width: float) -> tuple[float, float] | None:
-    """The gap between two columns of text, if the page has them: a vertical strip in the
-    middle third that no line's words cross, with many lines on each side ending (left) or
-    starting (right) next to it. A table's gap between columns has no such lines."""
-    if len(lines) < 8:
+def _strip(row: list[Word], g0: float, g1: float) -> tuple[list[Word], list[Word], bool]:
+    """A row's words left of the strip [g0, g1], right of it, and whether a word crosses it."""
+    left = [w for w in row if w.x1 <= g0 + 0.5]
+    right = [w for w in row if w.x0 >= g1 - 0.5]
+    return left, right, len(left) + len(right) < len(row)
+
+
+def _is_gutter(rows: list[list[Word]], g0: float, g1: float, width: float) -> bool:
+    """Whether [g0, g1] parts two columns of text: many rows on the left end next to it (a
+    column's right margin), rows on the right start next to it, both sides hold lines of
+    text as wide as a column, and few rows cross it (a title, a one-column section, a page
+    number). A wide gap between a table's columns has no such lines beside it."""
+    lefts, rights, crossing = [], [], 0
+    for row in rows:
+        left, right, crosses = _strip(row, g0, g1)
+        if crosses:
+            crossing += 1
+            continue
+        if left:
+            lefts.append((min(w.x0 for w in left), max(w.x1 for w in left)))
+        if right:
+            rights.append((min(w.x0 for w in right), max(w.x1 for w in right)))
+    left_full = [x0 for x0, x1 in lefts if x1 >= g0 - 0.12 * width]
+    right_near = [x0 for x0, x1 in rights if x0 <= g1 + 0.05 * width]
+    wide = 0.25 * width
+    return (len(left_full) >= 6 and len(right_near) >= 3 and len(left_full) >= 0.4 * len(lefts)
+            and sum(x1 - x0 >= wide for x0, x1 in lefts) >= 3 and sum(x1 - x0 >= wide for x0, x1 in rights) >= 3
+            and crossing <= 0.5 * min(len(lefts), len(rights)))
+
+
+def _gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | None:
+    """The gap between two columns of text, if the page has them: the widest vertical strip
+    in the middle of the page that the fewest rows of words cross (a whitespace river).
+    Rows that do cross it (a title over both columns, a page number in the footer, a
+    one-column section) are allowed as long as the columns beside it are plainly there."""
+    if len(rows) < 8:
         return None
-    for_gaps = [line for line in lines if not line.ruled]
     lo, hi = int(width * 0.3), int(width * 0.7)
     covered = [0] * (hi - lo + 1)
-    for line in for_gaps:
-        for word in line.words:
-            for x in range(max(lo, int(word.x0)), min(hi, int(word.x1)) + 1):
-                covered[x - lo] += 1
-    best, start = None, None
-    for i, count in enumerate(covered + [1]):
-        if count == 0 and start is None:
-            start = i
-        elif count and start is not None:
-            if i - start >= 6 and (best is None or i - start > best[1] - best[0]):
-                best = (start, i)
-            start = None
-    if best is None:
-        return None
-    g0, g1 = lo + best[0], lo + best[1]
-    left = [line for line in lines if line.x1 <= g0 + 1]
-    right = [line for line in lines if line.x0 >= g1 - 1]
-    left_full = [line for line in left if line.x1 >= g0 - 0.12 * width]
-    right_full = [line for line in right if line.x0 <= g1 + 0.05 * width]
-    if len(left_full) >= 6 and len(right_full) >= 3 and len(left_full) >= 0.4 * len(left):
-        return g0, g1
+    for row in rows:
+        spans = sorted({x for w in row for x in range(max(lo, int(w.x0) + 1), min(hi, int(w.x1)) + 1)})
+        for x in spans:  # each row counts once however many words it has there
+            covered[x - lo] += 1
+    tried = set()
+    for allowed in sorted(set(covered)):
+        if allowed > 0.3 * len(rows):
+            break
+        runs, start = [], None
+        for i, count in enumerate(covered + [len(rows) + 1]):
+            if count <= allowed and start is None:
+                start = i
+            elif count > allowed and start is not None:
+                if i - start >= _MIN_GUTTER_PT:
+                    runs.append((lo + start, lo + i - 1))
+                start = None
+        for g0, g1 in sorted(runs, key=lambda r: r[0] - r[1]):
+            if (g0, g1) not in tried:
+                tried.add((g0, g1))
+                if _is_gutter(rows, g0, g1, width):
+                    return g0, g1
     return None
 
 
-def _split_for_columns(lines: list[Line], gutter: tuple[float, float]) -> list[Line]:
+def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: float) -> tuple[list[Line], tuple | None]:
+    """The page's lines, each in its region: 0 across the page, 1 the left column, 2 the
+    right one. Words are put in a column before they are joined into lines, so two columns
+    whose baselines nearly match never share a line."""
+    rows = _rows(free)
+    gutter = _gutter(rows + [line.words for line in ruled], width)
+    if gutter is None:
+        return ruled + [line for line in (_line(page, row) for row in rows) if line], None
     g0, g1 = gutter
-    out = []
-    for line in lines:
-        # By the words, not a ruled cell's box, which may reach into the gutter.
-        left = [c for c in line.cells if max(w.x1 for w in c.words) <= g0 + 1]
-        right = [c for c in line.cells if min(w.x0 for w in c.words) >= g1 - 1]
-        if len(left) + len(right) < len(line.cells) or not left or not right:
-            line.region = 0 if len(left) + len(right) < len(line.cells) else (1 if left else 2)
-            out.append(line)
-            continue
-        for region, cells in ((1, left), (2, right)):
-            words = [w for c in cells for w in c.words]
-            out.append(Line(line.page, min(w.top for w in words), max(w.bottom for w in words), cells,
-                            ruled=line.ruled, region=region))
-    return out
+    lines: list[Line] = []
+    sides: dict[int, list[Word]] = {1: [], 2: []}
+    for row in rows:
+        left, right, crosses = _strip(row, g0, g1)
+        if crosses:
+            lines.append(_line(page, row))
+        else:
+            sides[1] += left
+            sides[2] += right
+    for region, words in sides.items():
+        for row in _rows(words):
+            lines.append(_line(page, row, region=region))
+    for line in ruled:
+        left, right, crosses = _strip(line.words, g0, g1)
+        line.region = 0 if crosses or (left and right) else (1 if left else 2)
+        lines.append(line)
+    return [line for line in lines if line], gutter
 
 
 def _reading_order(lines: list[Line]) -> list[Line]:
@@ -390,13 +435,10 @@ def build_layout(worker_output: dict) -> Layout:
         ocr_chars += page.get("ocr_chars", 0)
         layout.text_pages += bool(page.get("chars"))
         free = _words(page)
-        page_lines = []
+        ruled = []
         for table_id, table in enumerate(page.get("ruled", [])):
-            page_lines += _ruled_lines(number, table, number * 1000 + table_id, free)
-        page_lines += [line for line in (_line(number, row) for row in _rows(free)) if line]
-        gutter = _gutter(page_lines, page.get("width") or 595.0)
-        if gutter:
-            page_lines = _split_for_columns(page_lines, gutter)
+            ruled += _ruled_lines(number, table, number * 1000 + table_id, free)
+        page_lines, gutter = _lines_in_columns(number, ruled, free, page.get("width") or 595.0)
         page_lines = _reading_order(page_lines)
         lines += page_lines
         for x0, top, x1, bottom in page.get("images", []):
