@@ -27,7 +27,6 @@ KNOWN_MISREADS = {
     "chromium_jupyter_dataframe": "Task 4's DataFrame: its right-aligned headers sit over other columns' cells",
     "chromium_transposed_devices": "one memory value per line in a vertically centred cell of a turned table",
     "latex_question_answer_table": "justified narrow p{} cells: the label's words spread wider than the column gap",
-    "lo_docx_two_columns": "tables inside a column of a two-column section",
     "scan_with_ocr": "OCR misreads a comma in the memory lists (the problem is flagged for a person)",
 }
 
