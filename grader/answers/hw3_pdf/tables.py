@@ -157,6 +157,25 @@ def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = Fal
     return None
 
 
+def _join_cells_the_body_bridges(columns: list[Column], body: list[Line]) -> list[Column]:
+    """An unruled header's cells are its words' clusters, and words spaced wider than a cell
+    gap (OCR's estimated positions, justified text) split one header into several: "Memory"
+    | "per GPU" | "(MiB)". Two neighbouring clusters are one column when a word of the body
+    bridges them (no whitespace river runs down between them); a cluster that names no
+    column is then joined to its named neighbour. Two named columns are never joined: their
+    body words set close together are split by the header later (_assign)."""
+    words = [w for line in body for w in line.words]
+    out = [columns[0]] if columns else []
+    for column in columns[1:]:
+        last = out[-1]
+        bridged = any(w.x0 < last.x1 and w.x1 > column.x0 for w in words)
+        if bridged and (last.name is None) != (column.name is None):
+            out[-1] = Column(last.name or column.name, last.x0, max(last.x1, column.x1), f"{last.text} {column.text}")
+        else:
+            out.append(column)
+    return out
+
+
 # ---------------------------------------------------------------- rows
 
 
@@ -361,6 +380,10 @@ def read_table(layout: Layout, spec: contract.TableSpec) -> TableReading | None:
             columns, first, last = header
             rows, used = _rows_below(lines, last + 1, columns, spec)
             window = lines[first:last + 1]
+            joined = _join_cells_the_body_bridges(columns, used) if window[0].ruled is None else columns
+            if joined != columns:
+                columns = joined
+                rows, used = _rows_below(lines, last + 1, columns, spec)
         else:
             turned = None if wrapped else _transposed(lines, index, spec)
             if not turned:
