@@ -25,7 +25,6 @@ NAMES = sorted(p.stem for p in REPORTS.glob("*.pdf"))
 # so fixing one without removing it here fails the suite.
 KNOWN_MISREADS = {
     "chromium_jupyter_dataframe": "Task 4's DataFrame: its right-aligned headers sit over other columns' cells",
-    "chromium_transposed_devices": "one memory value per line in a vertically centred cell of a turned table",
     "latex_question_answer_table": "justified narrow p{} cells: the label's words spread wider than the column gap",
 }
 

@@ -370,10 +370,16 @@ _LEADER = re.compile(r"(?:\.\s*){4,}\d+$|(?:\s\.){3,}\s*\d+$")
 _CONTENTS = re.compile(r"^\W*(?:table\s+of\s+)?contents\W*$")
 
 
-def _is_number_row(line: Line) -> bool:
-    # "12  125.61" near the page's edge (a table running onto the next page) is content,
-    # even though "12" alone reads like a page number and rows look alike once digits are masked.
-    return len(line.cells) >= 2 and all(_NUMBER_CELL.match(c.text) for c in line.cells)
+def _is_table_row(line: Line) -> bool:
+    """A row of a table near the page's edge (a table running onto the next page) is
+    content, even though "12" alone reads like a page number and rows look alike once digits
+    are masked: a ruled row, "12 | 125.61", or a row with three or more cells holding
+    numbers ("0 | 2 | 182.59 | cuda:0: 200.4"), which no running header or footer has."""
+    if line.ruled is not None:
+        return True
+    if len(line.cells) >= 2 and all(_NUMBER_CELL.match(c.text) for c in line.cells):
+        return True
+    return sum(bool(re.search(r"\d", c.text)) for c in line.cells) >= 3
 
 
 def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: float | None) -> None:
@@ -382,7 +388,7 @@ def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: flo
     for page in {l.page for l in lines}:
         masked.update({re.sub(r"\d+", "#", l.text) for l in lines if l.page == page and in_band[id(l)]})
     for line in lines:
-        if not in_band[id(line)] or _is_number_row(line):
+        if not in_band[id(line)] or _is_table_row(line):
             continue
         # Repeated lines count only when not set larger than the body text: "Task 2
         # explanation" at the top of two pages is a heading each time.

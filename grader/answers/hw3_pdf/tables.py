@@ -262,6 +262,11 @@ def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> t
 # ---------------------------------------------------------------- transposed
 
 
+def _same_keys(line: Line, spec, keys: list[int]) -> bool:
+    return (len(line.cells) == len(keys) + 1 and bool(re.fullmatch(rf"\W*(?:{spec.key.header})\W*", line.cells[0].text))
+            and [_key([c.raw]) for c in line.cells[1:]] == keys)
+
+
 def _transposed(lines: list[Line], index: int, spec) -> tuple[list[_Row], list[Line], list[Column]] | None:
     """A table with the configurations as columns: "GPUs | 2 | 5", then a row per quantity."""
     line = lines[index]
@@ -276,14 +281,26 @@ def _transposed(lines: list[Line], index: int, spec) -> tuple[list[_Row], list[L
     quantities: list[tuple[list[str], dict[int, list[str]]]] = []
     used = [line]
     last = line
-    for following in lines[index + 1:index + 12]:
+    for following in lines[index + 1:index + 16]:
         if following.furniture:
             continue
-        if following.page != last.page or following.top - last.bottom > 1.5 * max(following.size, 1):
+        new_page = following.page != last.page
+        if new_page:
+            # A turned table runs on at the top of the next page: its configurations' row
+            # may be repeated there, and a row cut by the page break goes on under it.
+            if not quantities or following.page != last.page + 1:
+                break
+            if _same_keys(following, spec, keys):
+                used.append(following)
+                last = following
+                continue
+        elif following.top - last.bottom > 1.5 * max(following.size, 1):
             break
         assigned = _assign(following, columns)
         values = {i: t for i, t in assigned.items() if i > 0}
         label_text = assigned.get(0)
+        if new_page and (label_text or not values):
+            break  # only the rest of a cut row goes on past the break
         if label_text and values:
             quantities.append((list(label_text), values))
         elif quantities and values:
