@@ -24,7 +24,6 @@ NAMES = sorted(p.stem for p in REPORTS.glob("*.pdf"))
 # Fixtures the reader does not read exactly yet, with the reason; each is an xfail(strict),
 # so fixing one without removing it here fails the suite.
 KNOWN_MISREADS = {
-    "chromium_jupyter_dataframe": "Task 4's DataFrame: its right-aligned headers sit over other columns' cells",
     "latex_question_answer_table": "justified narrow p{} cells: the label's words spread wider than the column gap",
 }
 

@@ -7,8 +7,10 @@ align header cells to the bottom, or downwards) whose cells, read column by colu
 every column the spec names; any other column is ignored. Each data word goes to the column
 whose header it sits under, so the order of columns, extra columns, a DataFrame's index and
 two columns set close together ("2 182.59 ms") do not matter. A table runs on while its key
-column holds whole numbers, over a page break with or without its header repeated. A table
-with the configurations as columns (transposed) is read the same way, turned.
+column holds whole numbers, over a page break with or without its header repeated. Each key
+line is a row; a cell's other lines (a value wrapped in a narrow cell, above and below the
+key line when the cell is vertically centred) go to the row they sit beside. A table with
+the configurations as columns (transposed) is read the same way, turned.
 """
 
 from __future__ import annotations
@@ -213,24 +215,36 @@ def _key(texts: list[str] | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> tuple[list[_Row], list[Line]]:
+@dataclass
+class _Entry:
+    """One line of a table's body: its texts by column name, and its key if it starts a row."""
+    line: Line
+    cells: dict[str, list[str]]
+    key: int | None
+
+
+def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> list[_Entry]:
+    """The lines of the table whose header ends just above lines[start]: lines with a key,
+    and lines that continue a cell (a wrapped value) above or below them. The table runs on
+    over a page or column break, its header repeated or not."""
     key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
-    rows: list[_Row] = []
-    used: list[Line] = []
+    entries: list[_Entry] = []
+    keys = 0
     last = lines[start - 1]
     index = start
-    while index < len(lines) and len(rows) < _MAX_ROWS:
+    while index < len(lines) and keys < _MAX_ROWS:
         line = lines[index]
         index += 1
         if line.furniture:
             continue
-        if line.page != last.page or line.region != last.region:
-            if not rows or line.page < last.page:
+        moved = line.page != last.page or line.region != last.region
+        if moved:
+            if not keys or line.page < last.page:
                 break  # a table runs on only from where it stopped, onto the next page or column
         elif line.top - last.bottom > 2.5 * max(line.size, last.size, 1):
             break
         repeated = _header_at(lines, index - 1, spec, starting_here=True)
-        if repeated and rows:
+        if repeated and keys:
             columns, _, header_last = repeated
             key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
             index = header_last + 1
@@ -242,21 +256,68 @@ def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> t
             # Cells not under their headers (a Markdown table printed as plain text): by order.
             assigned = {i: [cell.raw] for i, cell in enumerate(line.cells)}
             key = _key(assigned[key_index])
+        named = {columns[i].name: t for i, t in assigned.items() if columns[i].name}
         if key is not None:
-            rows.append(_Row(key, {columns[i].name: t for i, t in assigned.items() if columns[i].name},
-                             line.page, [line.raw]))
-        elif rows and not assigned.get(key_index) and assigned and line.page == last.page \
-                and line.top - last.bottom < 0.9 * max(line.size, 1):
-            # A value wrapped onto the next line of its cell.
-            for i, texts in assigned.items():
-                if columns[i].name:
-                    rows[-1].cells.setdefault(columns[i].name, []).extend(texts)
-            rows[-1].raw.append(line.raw)
-        else:
+            keys += 1
+        elif assigned.get(key_index) or not assigned:
             break
-        used.append(line)
+        elif not moved and line.top - last.bottom >= 0.9 * max(line.size, 1):
+            break  # too far below to be a wrapped value
+        elif not keys and not re.search(r"\d", line.text):
+            break  # above the first row only a value can wrap (a vertically centred cell)
+        entries.append(_Entry(line, named, key))
         last = line
-    return rows, used
+    return entries
+
+
+def _owner(member: _Entry, block: list[_Entry], entries: list[_Entry]) -> _Entry | None:
+    """The row a continuation line of `block` (one cell's lines) belongs to. A cell's lines
+    are the row's when they sit beside its key line: top-aligned cells start on it,
+    vertically centred ones reach above and below it. Where a block of lines set tight
+    reaches beside several key lines (top-aligned rows with no space between them), each
+    line belongs to the nearest key line at or above it. A block beside no key line is
+    the rest of a row cut by a page break, or runs on from the row above."""
+    top, bottom = min(m.line.top for m in block), max(m.line.bottom for m in block)
+    beside = [e for e in entries if e.key is not None and e.line.page == member.line.page
+              and e.line.region == member.line.region and e.line.top < bottom - 1 and e.line.bottom > top + 1]
+    if beside:
+        above = [e for e in beside if e.line.top <= member.line.top + 1]
+        return above[-1] if above else beside[0]
+    position = next(i for i, e in enumerate(entries) if e is member)
+    before = [e for e in entries[:position] if e.key is not None]
+    after = [e for e in entries[position:] if e.key is not None]
+    return before[-1] if before else (after[0] if after else None)
+
+
+def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> tuple[list[_Row], list[Line]]:
+    """The table's rows: each key line is a row, and each cell's other lines go to the row
+    they sit beside (not just the row above), column by column."""
+    entries = _table_lines(lines, start, columns, spec)
+    rows = {id(e): _Row(e.key, {}, e.line.page, []) for e in entries if e.key is not None}
+    members: dict[int, set] = {key: set() for key in rows}
+    names = list(dict.fromkeys(name for e in entries for name in e.cells))
+    for name in names:
+        blocks: list[list[_Entry]] = []
+        for entry in (e for e in entries if e.cells.get(name)):
+            previous = blocks[-1][-1] if blocks else None
+            if (previous and previous.line.page == entry.line.page and previous.line.region == entry.line.region
+                    and entry.line.top - previous.line.bottom < 0.6 * max(entry.line.size, 1)):
+                blocks[-1].append(entry)
+            else:
+                blocks.append([entry])
+        for block in blocks:
+            for member in block:
+                owner = member if member.key is not None else _owner(member, block, entries)
+                if owner is None:
+                    continue
+                rows[id(owner)].cells.setdefault(name, []).extend(member.cells[name])
+                members[id(owner)].add(id(member))
+    for entry in entries:
+        if entry.key is not None:
+            members[id(entry)].add(id(entry))
+    for key, row in rows.items():
+        row.raw = [e.line.raw for e in entries if id(e) in members[key]]
+    return list(rows.values()), [e.line for e in entries]
 
 
 # ---------------------------------------------------------------- transposed
