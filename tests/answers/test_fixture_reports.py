@@ -23,9 +23,7 @@ REPORTS = Path(__file__).parent / "fixtures" / "reports"
 NAMES = sorted(p.stem for p in REPORTS.glob("*.pdf"))
 # Fixtures the reader does not read exactly yet, with the reason; each is an xfail(strict),
 # so fixing one without removing it here fails the suite.
-KNOWN_MISREADS = {
-    "latex_question_answer_table": "justified narrow p{} cells: the label's words spread wider than the column gap",
-}
+KNOWN_MISREADS: dict[str, str] = {}
 
 
 def _read(name: str):

@@ -11,11 +11,10 @@ together (a label cell that wraps over three lines beside its answer on the firs
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from . import contract
-from .layout import Layout, Line, clean, normalise
+from .layout import CellLines, Layout, Line, clean, normalise, rows_by_anchor
 from .numbers import parse_int_list
 
 
@@ -51,32 +50,70 @@ def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
     return [(" | ".join(c.text for c in line.cells), line) for line in lines]
 
 
-def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
-    """Unruled rows put back together: lines under the first cell of a row of two or more
-    cells, and left of its second cell, continue that first cell."""
-    # The answer column starts where the last cells of several nearby lines start: in a
-    # narrow justified cell the gaps between words can be wider than the gap between columns.
-    starts = Counter(round(line.cells[-1].x0 / 2) for line in lines if len(line.cells) >= 2 and line.ruled is None)
-    out: list[list] = []
-    row = None
+def _runs(lines: list[Line]) -> list[list[Line]]:
+    """Unruled lines set tight one under the other (a table without ruling lines is one)."""
+    runs: list[list[Line]] = []
     for line in lines:
-        column_x = next((2 * x for x in (round(c.x0 / 2) for c in reversed(line.cells[1:]))
-                         if starts[x] + starts[x - 1] + starts[x + 1] >= 2), None)
-        if column_x is not None and line.ruled is None:
-            first = [c.text for c in line.cells if c.x0 < column_x - 2]
-            rest = [c.text for c in line.cells if c.x0 >= column_x - 2]
-            row = [first, rest, line, line, column_x]
-            out.append(row)
+        previous = runs[-1][-1] if runs else None
+        if (previous is not None and line.ruled is None and previous.ruled is None and line.page == previous.page
+                and line.region == previous.region and line.top - previous.bottom < 0.9 * max(line.size, 1)):
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+    return runs
+
+
+def _rivers(run: list[Line]) -> list[tuple[float, float]]:
+    """The x-gaps that run down the whole of `run` through no word, where at least one line
+    has a gap between cells: the gaps between the columns of a table. In a narrow justified
+    cell the space between words can be wider than the gap between the columns, but the
+    other lines' words fill it; nothing fills the gap between the columns."""
+    if len(run) < 2 or not any(len(line.cells) >= 2 for line in run):
+        return []
+    spans = sorted((w.x0, w.x1) for line in run for w in line.words)
+    covered = [list(spans[0])]
+    for x0, x1 in spans[1:]:
+        if x0 <= covered[-1][1]:
+            covered[-1][1] = max(covered[-1][1], x1)
+        else:
+            covered.append([x0, x1])
+    size = max(line.size for line in run)
+    gaps = [(a[1], b[0]) for a, b in zip(covered, covered[1:]) if b[0] - a[1] >= 0.5 * size]
+    cell_gaps = [(a.x1, b.x0) for line in run for a, b in zip(line.cells, line.cells[1:])]
+    return [(g0, g1) for g0, g1 in gaps if any(c0 <= g0 + 0.5 and c1 >= g1 - 0.5 for c0, c1 in cell_gaps)]
+
+
+def _join_wrapped(texts: list[str]) -> str:
+    """A cell's lines as one text; a word hyphenated at the end of a line ("trans-" /
+    "fers") is joined again."""
+    return re.sub(r"([a-z])- ([a-z])", r"\1\2", " ".join(texts))
+
+
+def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
+    """Unruled tables put back together row by row: the columns are the whitespace rivers
+    that run down the table (_rivers), and each cell's lines go to the row they sit beside
+    (layout.rows_by_anchor), a row starting where a line holds both a question and an answer."""
+    out: list[tuple[str, Line]] = []
+    for run in _runs(lines):
+        rivers = _rivers(run)
+        if not rivers:
+            out += [(line.text, line) for line in run]
             continue
-        if (row is not None and line.ruled is None and line.page == row[3].page
-                and abs(line.x0 - row[2].cells[0].x0) < 3 and line.x1 < row[4] - 2
-                and line.top - row[3].bottom < 0.8 * max(line.size, 1)):
-            row[0].append(line.text)
-            row[3] = line
-            continue
-        row = None
-        out.append([[line.text], [], line, line, 0])
-    return [(" ".join(first) + (" | " + " | ".join(rest) if rest else ""), start) for first, rest, start, _, _ in out]
+        entries = []
+        for line in run:
+            columns: dict[int, list[str]] = {}
+            for word in line.words:
+                column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
+                columns.setdefault(column, []).append(word.text)
+            texts = {c: [normalise(" ".join(words))] for c, words in columns.items()}
+            entries.append(CellLines(line, texts, 0 in texts and len(texts) > 1))
+        rows = rows_by_anchor(entries)
+        grouped = {id(line) for _, _, members in rows for line in members}
+        out += [(line.text, line) for line in run if id(line) not in grouped]
+        for anchor, cells, _ in rows:
+            text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
+            out.append((text, anchor.line))
+    return sorted(out, key=lambda entry: entry[1].index)
 
 
 def _match(answer: contract.LabelledAnswer, text: str, starts) -> LabelReading:

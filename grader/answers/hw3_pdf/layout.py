@@ -360,6 +360,62 @@ def _reading_order(lines: list[Line]) -> list[Line]:
     return ordered + sorted(band, key=lambda l: (l.region, l.top, l.x0))
 
 
+# ---------------------------------------------------------------- rows of unruled tables
+
+
+@dataclass
+class CellLines:
+    """A line of an unruled table: its texts by column, and whether it starts a row (an
+    anchor: a line with the row's key, or with both a question and its answer)."""
+    line: Line
+    cells: dict
+    anchor: bool
+
+
+def _owner(member: CellLines, block: list[CellLines], entries: list[CellLines]) -> CellLines | None:
+    top, bottom = min(m.line.top for m in block), max(m.line.bottom for m in block)
+    beside = [e for e in entries if e.anchor and e.line.page == member.line.page
+              and e.line.region == member.line.region and e.line.top < bottom - 1 and e.line.bottom > top + 1]
+    if beside:
+        above = [e for e in beside if e.line.top <= member.line.top + 1]
+        return above[-1] if above else beside[0]
+    position = next(i for i, e in enumerate(entries) if e is member)
+    before = [e for e in entries[:position] if e.anchor]
+    after = [e for e in entries[position:] if e.anchor]
+    return before[-1] if before else (after[0] if after else None)
+
+
+def rows_by_anchor(entries: list[CellLines]) -> list[tuple[CellLines, dict, list[Line]]]:
+    """(anchor, texts by column, lines) per row of an unruled table, entries in reading order.
+
+    Without ruling lines, a cell's lines are the row's when they sit beside its anchor line:
+    top-aligned cells start on it, vertically centred ones reach above and below it. So
+    each column's lines are cut into blocks of lines set tight one under the other; a block
+    beside one anchor line is that row's; where a block reaches beside several (top-aligned
+    rows with no space between them) each line belongs to the nearest anchor at or above
+    it; a block beside none is the rest of a row cut by a page break, or runs on from the
+    row above.
+    """
+    cells: dict[int, dict] = {id(e): {} for e in entries if e.anchor}
+    members: dict[int, set] = {id(e): {id(e)} for e in entries if e.anchor}
+    for column in dict.fromkeys(c for e in entries for c in e.cells):
+        blocks: list[list[CellLines]] = []
+        for entry in (e for e in entries if e.cells.get(column)):
+            previous = blocks[-1][-1].line if blocks else None
+            if (previous and previous.page == entry.line.page and previous.region == entry.line.region
+                    and entry.line.top - previous.bottom < 0.6 * max(entry.line.size, 1)):
+                blocks[-1].append(entry)
+            else:
+                blocks.append([entry])
+        for block in blocks:
+            for member in block:
+                owner = member if member.anchor else _owner(member, block, entries)
+                if owner is not None:
+                    cells[id(owner)].setdefault(column, []).extend(member.cells[column])
+                    members[id(owner)].add(id(member))
+    return [(e, cells[id(e)], [m.line for m in entries if id(m) in members[id(e)]]) for e in entries if e.anchor]
+
+
 # ---------------------------------------------------------------- furniture
 
 _FURNITURE_TEXT = re.compile(

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import contract
-from .layout import CELL_GAP_EM, Layout, Line, Word, normalise
+from .layout import CELL_GAP_EM, CellLines, Layout, Line, Word, normalise, rows_by_anchor
 from .numbers import decimal_mark, memory_unit_factor_mib, parse_memory_list_mib, parse_time_ms, time_unit_factor_ms
 
 _KEY_CELL = re.compile(r"^\W*(?:depth|gpus?)?\s*[=:]?\s*(\d+)\s*(?:gpus?|layers?)?\W*$")
@@ -270,54 +270,15 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
     return entries
 
 
-def _owner(member: _Entry, block: list[_Entry], entries: list[_Entry]) -> _Entry | None:
-    """The row a continuation line of `block` (one cell's lines) belongs to. A cell's lines
-    are the row's when they sit beside its key line: top-aligned cells start on it,
-    vertically centred ones reach above and below it. Where a block of lines set tight
-    reaches beside several key lines (top-aligned rows with no space between them), each
-    line belongs to the nearest key line at or above it. A block beside no key line is
-    the rest of a row cut by a page break, or runs on from the row above."""
-    top, bottom = min(m.line.top for m in block), max(m.line.bottom for m in block)
-    beside = [e for e in entries if e.key is not None and e.line.page == member.line.page
-              and e.line.region == member.line.region and e.line.top < bottom - 1 and e.line.bottom > top + 1]
-    if beside:
-        above = [e for e in beside if e.line.top <= member.line.top + 1]
-        return above[-1] if above else beside[0]
-    position = next(i for i, e in enumerate(entries) if e is member)
-    before = [e for e in entries[:position] if e.key is not None]
-    after = [e for e in entries[position:] if e.key is not None]
-    return before[-1] if before else (after[0] if after else None)
-
-
 def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> tuple[list[_Row], list[Line]]:
     """The table's rows: each key line is a row, and each cell's other lines go to the row
-    they sit beside (not just the row above), column by column."""
+    they sit beside (layout.rows_by_anchor), not just the row above."""
     entries = _table_lines(lines, start, columns, spec)
-    rows = {id(e): _Row(e.key, {}, e.line.page, []) for e in entries if e.key is not None}
-    members: dict[int, set] = {key: set() for key in rows}
-    names = list(dict.fromkeys(name for e in entries for name in e.cells))
-    for name in names:
-        blocks: list[list[_Entry]] = []
-        for entry in (e for e in entries if e.cells.get(name)):
-            previous = blocks[-1][-1] if blocks else None
-            if (previous and previous.line.page == entry.line.page and previous.line.region == entry.line.region
-                    and entry.line.top - previous.line.bottom < 0.6 * max(entry.line.size, 1)):
-                blocks[-1].append(entry)
-            else:
-                blocks.append([entry])
-        for block in blocks:
-            for member in block:
-                owner = member if member.key is not None else _owner(member, block, entries)
-                if owner is None:
-                    continue
-                rows[id(owner)].cells.setdefault(name, []).extend(member.cells[name])
-                members[id(owner)].add(id(member))
-    for entry in entries:
-        if entry.key is not None:
-            members[id(entry)].add(id(entry))
-    for key, row in rows.items():
-        row.raw = [e.line.raw for e in entries if id(e) in members[key]]
-    return list(rows.values()), [e.line for e in entries]
+    grouped = rows_by_anchor([CellLines(e.line, e.cells, e.key is not None) for e in entries])
+    keys = {id(e.line): e.key for e in entries}
+    rows = [_Row(keys[id(anchor.line)], cells, anchor.line.page, [line.raw for line in members])
+            for anchor, cells, members in grouped]
+    return rows, [e.line for e in entries]
 
 
 # ---------------------------------------------------------------- transposed
