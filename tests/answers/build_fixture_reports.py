@@ -108,6 +108,7 @@ class Table:
     small: bool = False
     index_column: bool = False    # a DataFrame's unnamed index column (HTML writer)
     math_numbers: bool = False    # LaTeX: numbers in $...$ (the decimal point in another font)
+    body_middle: bool = False     # body cells vertically centred (HTML's default; Word, LaTeX m{})
 
 
 def report_blocks(v: Values, *, time_fmt, mem_fmt, task2_table=None, task4_table=None,
@@ -337,7 +338,7 @@ def to_markdown(blocks) -> str:
     return "\n".join(out)
 
 
-def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> Path:
+def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11, font="Liberation Serif") -> Path:
     import docx
     from docx.enum.table import WD_ALIGN_VERTICAL
     from docx.enum.text import WD_TAB_ALIGNMENT, WD_TAB_LEADER
@@ -347,16 +348,26 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> P
 
     document = docx.Document()
     document.styles["Normal"].font.size = Pt(font_pt)
-    document.styles["Normal"].font.name = "Liberation Serif"
-    if two_columns:
-        cols = document.sections[0]._sectPr.xpath("./w:cols")
+    document.styles["Normal"].font.name = font
+    if font != "Liberation Serif":  # a Google-Docs-like document: one sans font for everything
+        for style in ("Title", "Heading 1", "Heading 2"):
+            document.styles[style].font.name = font
+
+    def set_columns(section, number):
+        cols = section._sectPr.xpath("./w:cols")
         element = cols[0] if cols else OxmlElement("w:cols")
-        element.set(qn("w:num"), "2")
+        element.set(qn("w:num"), str(number))
         element.set(qn("w:space"), "567")
         if not cols:
-            document.sections[0]._sectPr.append(element)
+            section._sectPr.append(element)
+    if two_columns:
+        set_columns(document.sections[0], 2)
     for block in blocks:
         kind = block[0]
+        if kind == "section":  # a continuous section break; what follows has block[1] columns
+            from docx.enum.section import WD_SECTION
+            set_columns(document.add_section(WD_SECTION.CONTINUOUS), block[1])
+            continue
         if kind == "title":
             document.add_heading(block[1], 0)
             for text, page in toc or []:
@@ -396,6 +407,8 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> P
                             run_.bold = True
                         if t.header_bottom:
                             cell.vertical_alignment = WD_ALIGN_VERTICAL.BOTTOM
+                    elif t.body_middle:
+                        cell.vertical_alignment = WD_ALIGN_VERTICAL.CENTER
                     if t.widths_cm:
                         cell.width = Cm(t.widths_cm[c])
                     if t.small:
@@ -435,6 +448,13 @@ def on_pages(pdf: Path, *texts: str) -> list:
                if text in " ".join(w["text"] for w in words)]
         found.append(hit[0] if hit else None)
     return found
+
+
+def _extract(pdf: Path) -> dict:
+    """What the grader's PDF worker sees (its ruled tables, words), to check a fixture's layout."""
+    sys.path.insert(0, str(HERE.parents[1]))
+    from grader.answers.hw3_pdf.extract_worker import extract
+    return extract(str(pdf), 50)
 
 
 def expect(condition: bool, what: str) -> None:
@@ -640,6 +660,44 @@ def lo_docx_two_columns(work):
     pdf = docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work,
                    two_columns=True)
     expect_table_values_shown(pdf, v)
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "two-column sections around a one-column section whose table spans the page")
+def lo_docx_sections_wide_table(work):
+    v = Values(t2={6: 60.8, 12: 119.35, 24: 232.1}, t4={2: 183.4, 5: 190.65})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], widths_cm=[2.2, 3.2])
+    t4 = Table(["GPUs", "Layers per GPU", "Step time (ms)", "Memory per GPU (MiB)", "Command"],
+               [[str(g), ", ".join(["10"] * 2 if g == 2 else ["4"] * 5), dot(v.t4[g]), mem_dot(v.mem[g]),
+                 f"torchrun --nproc_per_node={g} mp.py"] for g in v.t4], widths_cm=[1.3, 2.6, 2.4, 5.0, 4.6])
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4)
+    # Word: title over the page, the answers in two columns, Task 4's wide table in a
+    # one-column section between continuous section breaks, then two columns again.
+    blocks = replace_block(blocks, "Ada Example", [("p", "Ada Example, student 123456"), ("section", 2)])
+    blocks = replace_block(blocks, "Task 4: more GPUs", [("section", 1), ("h", 1, "Task 4: more GPUs")])
+    blocks = replace_block(blocks, "Task 5: counting", [("section", 2), ("h", 1, "Task 5: counting transfers")])
+    pdf = docx_pdf(blocks, work)
+    expect_table_values_shown(pdf, v)
+    return pdf, ok(v)
+
+
+@fixture("Google-Docs-like .docx (Arial, borderless tables) -> LibreOffice",
+         "unruled vertically centred cells: Question | Answer labels wrapped beside their answer, "
+         "one memory value per line, decimal commas with units in the cells")
+def lo_docx_google_docs_like(work):
+    v = Values(t2={6: 61.5, 12: 118.05, 24: 231.4}, t4={2: 182.9, 5: 191.05},
+               mem={2: [200.4, 200.75], 5: [81.25, 80.9, 80.9, 80.9, 82.5]})
+    t2 = Table(["DEPTH", "Step time"], [[str(d), comma(t) + " ms"] for d, t in v.t2.items()], widths_cm=[2.4, 3.2])
+    t4 = Table(["GPUs", "Step time", "Memory per GPU"],
+               [[str(g), comma(v.t4[g]) + " ms", "\n".join(fmt(m, ",") + " MiB" for m in v.mem[g])] for g in v.t4],
+               widths_cm=[2.0, 3.0, 3.4])
+    blocks = report_blocks(v, time_fmt=comma, mem_fmt=mem_semicolon_comma, task2_table=t2, task4_table=t4,
+                           qa_table=True)
+    for block in blocks:
+        if block[0] == "table":  # Google Docs: borders set to 0 pt, cells centred vertically
+            block[1].ruled, block[1].body_middle, block[1].repeat_header = False, True, False
+    pdf = docx_pdf(blocks, work, font="Arial")
+    expect(not any(page["ruled"] for page in _extract(pdf)["pages"]), "the tables should have no ruling lines")
     return pdf, ok(v)
 
 

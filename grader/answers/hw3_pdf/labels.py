@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from . import contract
-from .layout import CellLines, Layout, Line, clean, normalise, rows_by_anchor
+from .layout import CELL_GAP_EM, Layout, Line, clean, normalise, rows_by_anchor
 from .numbers import parse_int_list
 
 
@@ -51,12 +51,14 @@ def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
 
 
 def _runs(lines: list[Line]) -> list[list[Line]]:
-    """Unruled lines set tight one under the other (a table without ruling lines is one)."""
+    """Unruled lines of one size set tight one under the other (a table without ruling lines
+    is one; a heading just above it is bigger)."""
     runs: list[list[Line]] = []
     for line in lines:
         previous = runs[-1][-1] if runs else None
         if (previous is not None and line.ruled is None and previous.ruled is None and line.page == previous.page
-                and line.region == previous.region and line.top - previous.bottom < 0.9 * max(line.size, 1)):
+                and line.region == previous.region and abs(line.size - previous.size) <= 0.5
+                and line.top - previous.bottom < 0.9 * max(line.size, 1)):
             runs[-1].append(line)
         else:
             runs.append([line])
@@ -64,12 +66,14 @@ def _runs(lines: list[Line]) -> list[list[Line]]:
 
 
 def _rivers(run: list[Line]) -> list[tuple[float, float]]:
-    """The x-gaps that run down the whole of `run` through no word, where at least one line
-    has a gap between cells: the gaps between the columns of a table. In a narrow justified
+    """The x-gaps that run down the whole of `run` through no word, where the words of at
+    least one band (lines that overlap vertically: a label and an answer centred beside it)
+    are a cell gap apart: the gaps between the columns of a table. In a narrow justified
     cell the space between words can be wider than the gap between the columns, but the
     other lines' words fill it; nothing fills the gap between the columns."""
-    if len(run) < 2 or not any(len(line.cells) >= 2 for line in run):
-        return []
+    if len(run) < 2:
+        return []  # one line's gaps between words are no river
+    bands = _overlapping(run)
     spans = sorted((w.x0, w.x1) for line in run for w in line.words)
     covered = [list(spans[0])]
     for x0, x1 in spans[1:]:
@@ -79,8 +83,46 @@ def _rivers(run: list[Line]) -> list[tuple[float, float]]:
             covered.append([x0, x1])
     size = max(line.size for line in run)
     gaps = [(a[1], b[0]) for a, b in zip(covered, covered[1:]) if b[0] - a[1] >= 0.5 * size]
-    cell_gaps = [(a.x1, b.x0) for line in run for a, b in zip(line.cells, line.cells[1:])]
+    cell_gaps = []
+    for band in bands:
+        words = sorted((w for line in band for w in line.words), key=lambda w: w.x0)
+        cell_gaps += [(a.x1, b.x0) for a, b in zip(words, words[1:]) if b.x0 - a.x1 > CELL_GAP_EM * min(a.size, b.size)]
     return [(g0, g1) for g0, g1 in gaps if any(c0 <= g0 + 0.5 and c1 >= g1 - 0.5 for c0, c1 in cell_gaps)]
+
+
+def _overlapping(run: list[Line]) -> list[list[Line]]:
+    bands: list[list[Line]] = []
+    for line in run:
+        if bands and min(bands[-1][-1].bottom, line.bottom) - max(bands[-1][-1].top, line.top) > 0.25 * (line.bottom - line.top):
+            bands[-1].append(line)
+        else:
+            bands.append([line])
+    return bands
+
+
+def _across_page_breaks(runs: list[list[Line]]) -> list[tuple[list[Line], list]]:
+    """(run, its rivers), a table's run joined with the lines at the top of the next page
+    that keep a river running down it (the rest of a row cut by the page break), as long
+    as they are set like it (a heading there is bigger or bold)."""
+    out: list[tuple[list[Line], list]] = []
+    for run in runs:
+        if (out and any(len(line.cells) > 1 for line in out[-1][0]) and run[0].page == out[-1][0][-1].page + 1
+                and run[0].region == out[-1][0][-1].region):
+            # Runs follow one another: this one opens its page, the one before ended its page.
+            previous, rivers = out[-1]
+            taken = 0
+            for line in run:
+                if (abs(line.size - previous[-1].size) > 0.5 or line.bold != previous[-1].bold
+                        or not _rivers(previous + run[:taken + 1])):
+                    break
+                taken += 1
+            if taken:
+                out[-1] = (previous + run[:taken], _rivers(previous + run[:taken]))
+                run = run[taken:]
+                if not run:
+                    continue
+        out.append((run, _rivers(run)))
+    return out
 
 
 def _join_wrapped(texts: list[str]) -> str:
@@ -94,8 +136,7 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
     that run down the table (_rivers), and each cell's lines go to the row they sit beside
     (layout.rows_by_anchor), a row starting where a line holds both a question and an answer."""
     out: list[tuple[str, Line]] = []
-    for run in _runs(lines):
-        rivers = _rivers(run)
+    for run, rivers in _across_page_breaks(_runs(lines)):
         if not rivers:
             out += [(line.text, line) for line in run]
             continue
@@ -105,14 +146,14 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
             for word in line.words:
                 column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
                 columns.setdefault(column, []).append(word.text)
-            texts = {c: [normalise(" ".join(words))] for c, words in columns.items()}
-            entries.append(CellLines(line, texts, 0 in texts and len(texts) > 1))
-        rows = rows_by_anchor(entries)
-        grouped = {id(line) for _, _, members in rows for line in members}
+            entries.append((line, {c: [normalise(" ".join(words))] for c, words in columns.items()}))
+        rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1)
+        grouped = {id(line) for members, _ in rows for line in members}
         out += [(line.text, line) for line in run if id(line) not in grouped]
-        for anchor, cells, _ in rows:
+        for members, cells in rows:
             text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
-            out.append((text, anchor.line))
+            # Where it was read: the row's line that holds the answer.
+            out.append((text, max(members, key=lambda line: (len(line.cells), -line.top))))
     return sorted(out, key=lambda entry: entry[1].index)
 
 

@@ -365,55 +365,91 @@ def _reading_order(lines: list[Line]) -> list[Line]:
 
 @dataclass
 class CellLines:
-    """A line of an unruled table: its texts by column, and whether it starts a row (an
-    anchor: a line with the row's key, or with both a question and its answer)."""
-    line: Line
+    """Lines of an unruled table that overlap vertically (a band: cells set at different
+    heights, like a vertically centred value beside a two-line label), their texts by
+    column, and whether they start a row (an anchor: the row's key, or both a question and
+    its answer)."""
+    lines: list[Line]
     cells: dict
-    anchor: bool
+    anchor: bool = False
+
+    @property
+    def top(self) -> float:
+        return min(line.top for line in self.lines)
+
+    @property
+    def bottom(self) -> float:
+        return max(line.bottom for line in self.lines)
+
+    @property
+    def size(self) -> float:
+        return max(line.size for line in self.lines)
+
+    def next_to(self, other: "CellLines") -> bool:
+        first, second = self.lines[0], other.lines[0]
+        return first.page == second.page and first.region == second.region
 
 
-def _owner(member: CellLines, block: list[CellLines], entries: list[CellLines]) -> CellLines | None:
-    top, bottom = min(m.line.top for m in block), max(m.line.bottom for m in block)
-    beside = [e for e in entries if e.anchor and e.line.page == member.line.page
-              and e.line.region == member.line.region and e.line.top < bottom - 1 and e.line.bottom > top + 1]
+def _bands(entries: list[tuple[Line, dict]]) -> list[CellLines]:
+    """Lines that overlap vertically by more than a quarter of a line are one band."""
+    bands: list[CellLines] = []
+    for line, cells in entries:
+        band = bands[-1] if bands else None
+        if (band and band.lines[-1].page == line.page and band.lines[-1].region == line.region
+                and min(band.bottom, line.bottom) - max(band.top, line.top) > 0.25 * min(line.bottom - line.top, 99)):
+            band.lines.append(line)
+            for column, texts in cells.items():
+                band.cells.setdefault(column, []).extend(texts)
+        else:
+            bands.append(CellLines([line], {column: list(texts) for column, texts in cells.items()}))
+    return bands
+
+
+def _owner(member: CellLines, block: list[CellLines], bands: list[CellLines]) -> CellLines | None:
+    top, bottom = min(m.top for m in block), max(m.bottom for m in block)
+    beside = [b for b in bands if b.anchor and b.next_to(member) and b.top < bottom - 1 and b.bottom > top + 1]
     if beside:
-        above = [e for e in beside if e.line.top <= member.line.top + 1]
+        above = [b for b in beside if b.top <= member.top + 1]
         return above[-1] if above else beside[0]
-    position = next(i for i, e in enumerate(entries) if e is member)
-    before = [e for e in entries[:position] if e.anchor]
-    after = [e for e in entries[position:] if e.anchor]
+    position = next(i for i, b in enumerate(bands) if b is member)
+    before = [b for b in bands[:position] if b.anchor]
+    after = [b for b in bands[position:] if b.anchor]
     return before[-1] if before else (after[0] if after else None)
 
 
-def rows_by_anchor(entries: list[CellLines]) -> list[tuple[CellLines, dict, list[Line]]]:
-    """(anchor, texts by column, lines) per row of an unruled table, entries in reading order.
+def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[list[Line], dict]]:
+    """(lines, texts by column) per row of an unruled table, from its lines in reading order
+    with their texts by column; is_anchor(texts by column) says whether a band starts a row.
 
-    Without ruling lines, a cell's lines are the row's when they sit beside its anchor line:
+    Without ruling lines, a cell's lines are the row's when they sit beside its anchor:
     top-aligned cells start on it, vertically centred ones reach above and below it. So
     each column's lines are cut into blocks of lines set tight one under the other; a block
-    beside one anchor line is that row's; where a block reaches beside several (top-aligned
-    rows with no space between them) each line belongs to the nearest anchor at or above
-    it; a block beside none is the rest of a row cut by a page break, or runs on from the
-    row above.
+    beside one anchor is that row's; where a block reaches beside several (top-aligned rows
+    with no space between them) each line belongs to the nearest anchor at or above it; a
+    block beside none is the rest of a row cut by a page break, or runs on from the row
+    above.
     """
-    cells: dict[int, dict] = {id(e): {} for e in entries if e.anchor}
-    members: dict[int, set] = {id(e): {id(e)} for e in entries if e.anchor}
-    for column in dict.fromkeys(c for e in entries for c in e.cells):
+    bands = _bands(entries)
+    for band in bands:
+        band.anchor = bool(is_anchor(band.cells))
+    cells: dict[int, dict] = {id(b): {} for b in bands if b.anchor}
+    members: dict[int, set] = {id(b): {id(b)} for b in bands if b.anchor}
+    for column in dict.fromkeys(c for b in bands for c in b.cells):
         blocks: list[list[CellLines]] = []
-        for entry in (e for e in entries if e.cells.get(column)):
-            previous = blocks[-1][-1].line if blocks else None
-            if (previous and previous.page == entry.line.page and previous.region == entry.line.region
-                    and entry.line.top - previous.bottom < 0.6 * max(entry.line.size, 1)):
-                blocks[-1].append(entry)
+        for band in (b for b in bands if b.cells.get(column)):
+            previous = blocks[-1][-1] if blocks else None
+            if previous and previous.next_to(band) and band.top - previous.bottom < 0.6 * max(band.size, 1):
+                blocks[-1].append(band)
             else:
-                blocks.append([entry])
+                blocks.append([band])
         for block in blocks:
             for member in block:
-                owner = member if member.anchor else _owner(member, block, entries)
+                owner = member if member.anchor else _owner(member, block, bands)
                 if owner is not None:
                     cells[id(owner)].setdefault(column, []).extend(member.cells[column])
                     members[id(owner)].add(id(member))
-    return [(e, cells[id(e)], [m.line for m in entries if id(m) in members[id(e)]]) for e in entries if e.anchor]
+    return [([line for m in bands if id(m) in members[id(b)] for line in m.lines], cells[id(b)])
+            for b in bands if b.anchor]
 
 
 # ---------------------------------------------------------------- furniture

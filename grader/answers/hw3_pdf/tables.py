@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import contract
-from .layout import CELL_GAP_EM, CellLines, Layout, Line, Word, normalise, rows_by_anchor
+from .layout import CELL_GAP_EM, Layout, Line, Word, normalise, rows_by_anchor
 from .numbers import decimal_mark, memory_unit_factor_mib, parse_memory_list_mib, parse_time_ms, time_unit_factor_ms
 
 _KEY_CELL = re.compile(r"^\W*(?:depth|gpus?)?\s*[=:]?\s*(\d+)\s*(?:gpus?|layers?)?\W*$")
@@ -226,12 +226,23 @@ class _Entry:
 def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> list[_Entry]:
     """The lines of the table whose header ends just above lines[start]: lines with a key,
     and lines that continue a cell (a wrapped value) above or below them. The table runs on
-    over a page or column break, its header repeated or not."""
+    over a page or column break, its header repeated or not.
+
+    Lines set tight one under the other (or overlapping: cells centred at different
+    heights) make a cluster; cells are padded, so rows may stand apart, but a row's own
+    lines never do. A cluster without a key line ends the table, unless it opens the next
+    page: the rest of a row cut by the page break."""
     key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
     entries: list[_Entry] = []
+    cluster: list[_Entry] = []
+    cluster_opens_page = False
     keys = 0
     last = lines[start - 1]
     index = start
+
+    def keep(cluster: list[_Entry]) -> bool:
+        return any(e.key is not None for e in cluster) or (cluster_opens_page and any(e.key is not None for e in entries))
+
     while index < len(lines) and keys < _MAX_ROWS:
         line = lines[index]
         index += 1
@@ -249,6 +260,11 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
             key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
             index = header_last + 1
             last = lines[header_last]
+            if cluster and not keep(cluster):
+                cluster = []
+                break
+            entries += cluster
+            cluster, cluster_opens_page = [], False
             continue
         assigned = _assign(line, columns)
         key = _key(assigned.get(key_index))
@@ -256,17 +272,24 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
             # Cells not under their headers (a Markdown table printed as plain text): by order.
             assigned = {i: [cell.raw] for i, cell in enumerate(line.cells)}
             key = _key(assigned[key_index])
-        named = {columns[i].name: t for i, t in assigned.items() if columns[i].name}
-        if key is not None:
-            keys += 1
-        elif assigned.get(key_index) or not assigned:
+        if key is None and (assigned.get(key_index) or not assigned):
             break
-        elif not moved and line.top - last.bottom >= 0.9 * max(line.size, 1):
-            break  # too far below to be a wrapped value
-        elif not keys and not re.search(r"\d", line.text):
+        if key is None and not keys and not re.search(r"\d", line.text):
             break  # above the first row only a value can wrap (a vertically centred cell)
-        entries.append(_Entry(line, named, key))
+        new_cluster = moved or line.top - last.bottom >= 0.9 * max(line.size, 1)
+        if new_cluster and cluster:
+            if not keep(cluster):
+                cluster = []
+                break
+            entries += cluster
+            cluster = []
+        if not cluster:
+            cluster_opens_page = line.page != (entries[-1].line.page if entries else lines[start - 1].page)
+        keys += key is not None
+        cluster.append(_Entry(line, {columns[i].name: t for i, t in assigned.items() if columns[i].name}, key))
         last = line
+    if cluster and keep(cluster):
+        entries += cluster
     return entries
 
 
@@ -274,10 +297,9 @@ def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> t
     """The table's rows: each key line is a row, and each cell's other lines go to the row
     they sit beside (layout.rows_by_anchor), not just the row above."""
     entries = _table_lines(lines, start, columns, spec)
-    grouped = rows_by_anchor([CellLines(e.line, e.cells, e.key is not None) for e in entries])
-    keys = {id(e.line): e.key for e in entries}
-    rows = [_Row(keys[id(anchor.line)], cells, anchor.line.page, [line.raw for line in members])
-            for anchor, cells, members in grouped]
+    key = spec.key.name
+    grouped = rows_by_anchor([(e.line, e.cells) for e in entries], lambda cells: _key(cells.get(key)) is not None)
+    rows = [_Row(_key(cells[key]), cells, members[0].page, [line.raw for line in members]) for members, cells in grouped]
     return rows, [e.line for e in entries]
 
 
