@@ -848,6 +848,31 @@ def pandoc_html_weasyprint(work):
     return work / "report.pdf", ok(v)
 
 
+RUN_IDS = {6: "5e0c9a7f13b24d68a1c3e9f02b7d46e8c5b1a09f7e3d2c4b6a8f0e1d3c5b7a91",
+           12: "b71d2e4c09a3f58e6d1c7b2a40f9e3d8c6b5a4f1e2d3c9b8a7f6e5d4c3b2a190",
+           24: "0f3e2d1c9b8a7f6e5d4c3b2a1908f7e6d5c4b3a2918f7e6d5c4b3a29180f7e6d",
+           2: "c4e8a1f09b3d27e6a5c1f8b0d49e3a7c2f6b1e0d8a9c3f5b7e2d4a6c8f1b3e50",
+           5: "9a2c4e6f8b1d3f5a7c9e0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f21"}
+
+
+@fixture("pandoc (HTML) -> Chromium", "tables wider than the page: an unbreakable run id after the answers is cut off "
+                                      "at the page's edge, with the browser's scroll bar drawn under the table")
+def pandoc_html_wide_tables(work):
+    v = Values(t2={6: 61.9, 12: 118.6, 24: 230.85}, t4={2: 181.75, 5: 192.4})
+    t2 = Table(["DEPTH", "Step time (ms)", "Run id"], [[str(d), dot(t), f"`{RUN_IDS[d]}`"] for d, t in v.t2.items()])
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)", "Run id"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g]), f"`{RUN_IDS[g]}`"] for g in v.t4])
+    (work / "report.md").write_text(to_markdown(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2,
+                                                              task4_table=t4)), encoding="utf-8")
+    run(["pandoc", "--standalone", "report.md", "-o", "report.html"], work)
+    pdf = work / "report.pdf"
+    chromium(work / "report.html", pdf)
+    text = " ".join(w["text"] for words, _ in page_words(pdf) for w in words)
+    expect(all(run_id not in text for run_id in RUN_IDS.values()), "the run ids should be cut off at the page's edge")
+    expect_table_values_shown(pdf, v)
+    return pdf, ok(v)
+
+
 # --- Chromium / WeasyPrint from HTML
 
 @fixture("HTML -> Chromium", "two text columns (CSS columns)")

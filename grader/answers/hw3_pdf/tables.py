@@ -24,6 +24,9 @@ from .numbers import decimal_mark, memory_unit_factor_mib, parse_memory_list_mib
 
 _KEY_CELL = re.compile(r"^\W*(?:depth|gpus?)?\s*[=:]?\s*(\d+)\s*(?:gpus?|layers?)?\W*$")
 _MAX_ROWS = 60
+# A header cell wraps over a few lines, and cells centred vertically at different heights
+# interleave their lines: "Memory / per / GPU / (MiB)" beside "Step / time / (ms)" is 7 lines.
+_MAX_HEADER_LINES = 7
 
 
 @dataclass
@@ -132,16 +135,19 @@ def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | Non
     return sorted(columns, key=lambda c: c.x0)
 
 
-def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = False,
-               wrapped: bool = True) -> tuple[list[Column], int, int] | None:
-    """Columns of a header whose last line is lines[index] (wrapped upwards: up to two lines
-    above it) or whose first line is it (wrapped downwards); (columns, first, last)."""
+def _headers_at(lines: list[Line], index: int, spec, *, starting_here: bool = False,
+                wrapped: bool = True):
+    """Candidate headers (columns, first, last) whose last line is lines[index] (wrapped
+    upwards: up to two lines above it) or whose first line is it (wrapped downwards, up to
+    _MAX_HEADER_LINES lines), smallest first: a window that names every column may still
+    stop short of the header's last line, which the caller finds out from the rows below."""
     line = lines[index]
     if line.furniture:
-        return None
+        return
     options = [(index, index)]
     if line.ruled is None and wrapped:
-        options += ([] if starting_here else [(index - 1, index), (index - 2, index)]) + [(index, index + 1), (index, index + 2)]
+        options += ([] if starting_here else [(index - 1, index), (index - 2, index)]) + [
+            (index, index + k) for k in range(1, _MAX_HEADER_LINES)]
     for first, last in options:
         if first < 0 or last >= len(lines):
             continue
@@ -155,6 +161,13 @@ def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = Fal
             continue  # prose that names the columns is not a header
         columns = _columns(window, spec)
         if columns:
+            yield columns, first, last
+
+
+def _repeated_header(lines: list[Line], index: int, spec) -> tuple[list[Column], int, int] | None:
+    """A header repeated where a table runs on: the first window after which a value follows."""
+    for columns, first, last in _headers_at(lines, index, spec, starting_here=True):
+        if last + 1 >= len(lines) or re.search(r"\d", lines[last + 1].text):
             return columns, first, last
     return None
 
@@ -254,7 +267,7 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
                 break  # a table runs on only from where it stopped, onto the next page or column
         elif line.top - last.bottom > 2.5 * max(line.size, last.size, 1):
             break
-        repeated = _header_at(lines, index - 1, spec, starting_here=True)
+        repeated = _repeated_header(lines, index - 1, spec)
         if repeated and keys:
             columns, _, header_last = repeated
             key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
@@ -436,16 +449,18 @@ def read_table(layout: Layout, spec: contract.TableSpec) -> TableReading | None:
     lines = layout.lines
     # One-line headers first, so a heading just above a table is not taken into its header.
     for index, wrapped in [(i, False) for i in range(len(lines))] + [(i, True) for i in range(len(lines))]:
-        header = _header_at(lines, index, spec, wrapped=wrapped)
-        if header:
-            columns, first, last = header
+        header = None
+        for columns, first, last in _headers_at(lines, index, spec, wrapped=wrapped):
             rows, used = _rows_below(lines, last + 1, columns, spec)
             window = lines[first:last + 1]
             joined = _join_cells_the_body_bridges(columns, used) if window[0].ruled is None else columns
             if joined != columns:
                 columns = joined
                 rows, used = _rows_below(lines, last + 1, columns, spec)
-        else:
+            if rows:
+                header = columns
+                break
+        if not header:
             turned = None if wrapped else _transposed(lines, index, spec)
             if not turned:
                 continue
