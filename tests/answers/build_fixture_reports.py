@@ -297,7 +297,8 @@ def to_latex(blocks, *, twocolumn=False, numbered=False, toc=False, fancy=False,
                 if t.math_numbers and re.fullmatch(r"[\d.,]+", text):
                     return f"${text}$"
                 return tex_escape(text).replace("\n", " ")
-            spec = "".join(f"p{{{w}cm}}" for w in t.widths_cm) if t.widths_cm else "l" * len(t.header)
+            wrapping = "m" if t.body_middle else "p"  # m{}: cells centred vertically in the row
+            spec = "".join(f"{wrapping}{{{w}cm}}" for w in t.widths_cm) if t.widths_cm else "l" * len(t.header)
             if t.ruled and not booktabs:
                 spec = "|" + "|".join(spec) + "|"
             sep = rf"\setlength{{\tabcolsep}}{{{colsep_pt}pt}}" if colsep_pt is not None else ""
@@ -813,6 +814,32 @@ def latex_question_answer_table(work):
         if block[0] == "table":
             block[1].repeat_header = None
     return latex_pdf(to_latex(blocks), work), ok(v)
+
+
+@fixture("pdflatex", "tables in an appendix after the written answers, referred to from the tasks; "
+                     "m{} columns centre a wrapped memory list around its row")
+def latex_appendix_tables(work):
+    v = Values(t2={6: 60.95, 12: 119.1, 24: 231.6}, t4={2: 182.05, 5: 190.8},
+               mem={2: [200.45, 200.7], 5: [81.2, 80.95, 80.9, 80.9, 82.45]})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], repeat_header=None)
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4],
+               widths_cm=[1.2, 2.2, 2.6], body_middle=True, repeat_header=None)
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4)
+    blocks = replace_block(blocks, "Median step time", [("p", "The median step times on 2 GPUs are in Table A.1 "
+                                                              "in the appendix.")])
+    blocks = replace_block(blocks, "'DEPTH', 'Step time (ms)'", [])
+    blocks = replace_block(blocks, "DEPTH=20, peak memory", [("p", "Table A.2 in the appendix gives the step time "
+                                                                   "and the peak memory of each GPU for DEPTH=20.")])
+    blocks = replace_block(blocks, "'GPUs', 'Step time (ms)'", [])
+    blocks += [("pagebreak",), ("h", 1, "Appendix A: measurements"),
+               ("p", "Table A.1: median step time against DEPTH on 2 GPUs."), ("table", t2),
+               ("p", "Table A.2: step time and peak memory of each GPU, DEPTH=20."), ("table", t4),
+               ("p", "Every number is the median of twenty steps after two warm-up steps.")]
+    pdf = latex_pdf(to_latex(blocks), work)
+    pages = on_pages(pdf, "Task 5 explanation", "Appendix", "82.45")
+    expect(pages[0] < pages[1] == pages[2], f"the tables should come after the answers, in the appendix: {pages}")
+    return pdf, ok(v)
 
 
 # --- pandoc

@@ -46,7 +46,8 @@ def test_there_are_at_least_thirty_small_fixtures_each_with_its_answers():
 # The fast tier reads one fixture per kind of cause; the rest are in the slow tier (the whole
 # folder takes about half a minute on two shared cores).
 FAST = {"lo_docx_plain", "lo_odt_decimal_comma", "lo_docx_header_wraps_upwards", "lo_odt_ambiguous_comma",
-        "latex_math_mode_numbers", "latex_close_columns", "chromium_table_screenshot", "scan_image_only"}
+        "latex_math_mode_numbers", "latex_close_columns", "chromium_table_screenshot", "scan_image_only",
+        "lo_docx_sections_wide_table", "lo_docx_google_docs_like"}
 
 
 def _param(name: str):

@@ -405,11 +405,26 @@ def _bands(entries: list[tuple[Line, dict]]) -> list[CellLines]:
     return bands
 
 
-def _owner(member: CellLines, block: list[CellLines], bands: list[CellLines]) -> CellLines | None:
+def _opens_a_value(member: CellLines, block: list[CellLines], column) -> bool:
+    """Whether `member` starts a new value rather than continuing the line above it: the
+    line above is a complete value ("200.45, 200.7": ends in a number or unit, no list
+    separator after it) and this one starts with a number."""
+    position = next(i for i, b in enumerate(block) if b is member)
+    if position == 0:
+        return False
+    above, mine = block[position - 1].cells[column][-1], member.cells[column][0]
+    return (bool(re.search(r"\w\)?\s*$", above)) and not re.search(r"(?:\band|[,;/&+\-])\s*$", above)
+            and bool(re.match(r"\s*\d", mine)))
+
+
+def _owner(member: CellLines, block: list[CellLines], bands: list[CellLines], column) -> CellLines | None:
     top, bottom = min(m.top for m in block), max(m.bottom for m in block)
     beside = [b for b in bands if b.anchor and b.next_to(member) and b.top < bottom - 1 and b.bottom > top + 1]
     if beside:
         above = [b for b in beside if b.top <= member.top + 1]
+        below = [b for b in beside if b.top > member.top + 1]
+        if above and below and _opens_a_value(member, block, column):
+            return below[0]  # centred cells: the next row's value starts above its anchor
         return above[-1] if above else beside[0]
     position = next(i for i, b in enumerate(bands) if b is member)
     before = [b for b in bands[:position] if b.anchor]
@@ -424,10 +439,11 @@ def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[li
     Without ruling lines, a cell's lines are the row's when they sit beside its anchor:
     top-aligned cells start on it, vertically centred ones reach above and below it. So
     each column's lines are cut into blocks of lines set tight one under the other; a block
-    beside one anchor is that row's; where a block reaches beside several (top-aligned rows
-    with no space between them) each line belongs to the nearest anchor at or above it; a
-    block beside none is the rest of a row cut by a page break, or runs on from the row
-    above.
+    beside one anchor is that row's; where a block reaches beside several (rows with no
+    space between them) each line belongs to the nearest anchor at or above it (top-aligned
+    cells), unless the line above it is a complete value and it starts with a number: then
+    it opens the next row's value, centred around that row's anchor; a block beside none is
+    the rest of a row cut by a page break, or runs on from the row above.
     """
     bands = _bands(entries)
     for band in bands:
@@ -444,7 +460,7 @@ def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[li
                 blocks.append([band])
         for block in blocks:
             for member in block:
-                owner = member if member.anchor else _owner(member, block, bands)
+                owner = member if member.anchor else _owner(member, block, bands, column)
                 if owner is not None:
                     cells[id(owner)].setdefault(column, []).extend(member.cells[column])
                     members[id(owner)].add(id(member))

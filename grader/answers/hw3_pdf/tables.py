@@ -56,7 +56,7 @@ class TableReading:
 # ---------------------------------------------------------------- headers
 
 
-def _clusters(window: list[Line]) -> list[tuple[list[Word], float, float]]:
+def _clusters(window: list[Line], spec=None) -> list[tuple[list[Word], float, float]]:
     """The header's cells: a ruled row's cells as they are; in an unruled header, words
     next to each other on a line, or above each other on adjacent lines, are one cell."""
     if len(window) == 1 and window[0].ruled is not None:
@@ -81,12 +81,30 @@ def _clusters(window: list[Line]) -> list[tuple[list[Word], float, float]]:
     groups: dict[int, list] = {}
     for i, (line_index, word) in enumerate(words):
         groups.setdefault(root(i), []).append((line_index, word))
-    clusters = []
-    for members in groups.values():
-        members.sort(key=lambda m: (m[0], m[1].x0))
-        cluster_words = [w for _, w in members]
-        clusters.append((cluster_words, min(w.x0 for w in cluster_words), max(w.x1 for w in cluster_words)))
-    return sorted(clusters, key=lambda c: c[1])
+    return [([w for _, w in members], min(w.x0 for _, w in members), max(w.x1 for _, w in members))
+            for members in _spread_phrases_joined(list(groups.values()), spec)]
+
+
+def _joined_text(members: list[tuple[int, Word]]) -> str:
+    return " ".join(normalise(w.text) for _, w in sorted(members, key=lambda m: (m[0], m[1].x0)))
+
+
+def _spread_phrases_joined(groups: list[list[tuple[int, Word]]], spec) -> list[list[tuple[int, Word]]]:
+    """Clusters in x order, neighbours on a common line joined where only their text together
+    names a column: a justified narrow cell spreads "Step" and "time" as far apart as two
+    columns are, but "step" or "time" alone names nothing. "GPUs" beside "Step time" stays
+    apart: each names its own column."""
+    names = [c.header for c in (spec.key,) + tuple(spec.values)] if spec else []
+    ordered = sorted(groups, key=lambda g: min(w.x0 for _, w in g))
+    out: list[list[tuple[int, Word]]] = []
+    for group in ordered:
+        if out and {i for i, _ in out[-1]} & {i for i, _ in group}:
+            before, mine, both = _joined_text(out[-1]), _joined_text(group), _joined_text(out[-1] + group)
+            if any(re.search(n, both) and not re.search(n, before) and not re.search(n, mine) for n in names):
+                out[-1] = out[-1] + group
+                continue
+        out.append(group)
+    return [sorted(g, key=lambda m: (m[0], m[1].x0)) for g in out]
 
 
 def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | None:
@@ -94,7 +112,7 @@ def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | Non
     wanted = list(spec.values) + [spec.key]
     columns: list[Column] = []
     found = set()
-    for words, x0, x1 in _clusters(window):
+    for words, x0, x1 in _clusters(window, spec):
         text = ""
         starts = []
         for word in words:
