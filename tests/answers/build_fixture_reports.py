@@ -910,6 +910,36 @@ def chromium_css_columns(work):
     return html_pdf(source, work), ok(v)
 
 
+def word_boxes(pdf: Path, text: str) -> list:
+    """(page, x0, top) of every word that is `text`."""
+    return [(n, w["x0"], w["top"]) for n, (words, _) in enumerate(page_words(pdf), start=1)
+            for w in words if w["text"] == text]
+
+
+@fixture("HTML -> Chromium", "CSS columns: an unruled table that breaks from the left column into the right one; "
+                             "unruled Question | Answer tables with labels wrapped beside their answer")
+def chromium_css_columns_table_breaks(work):
+    v = Values(t2={6: 61.35, 12: 118.9, 24: 232.4, 48: 463.15, 96: 925.7, 192: 1851.05})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], ruled=False)
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], ruled=False)
+
+    def make(n):
+        blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4, qa_table=True,
+                               filler_before_task2=n)
+        for block in blocks:
+            if block[0] == "table" and block[1].header == ["Question", "Answer"]:
+                block[1].ruled, block[1].widths_cm = False, [3.4, 2.6]
+        css = "body{columns:2;column-gap:1.6em}h1{column-span:all}table{font-size:10pt}"
+        return html_pdf(to_html(blocks, css=css), work)
+    for n in range(0, 12):
+        pdf = make(n)
+        first, last = word_boxes(pdf, "61.35"), word_boxes(pdf, "1851.05")
+        if first and last and first[0][0] == last[0][0] and first[0][1] < 250 < last[0][1]:
+            return pdf, ok(v)
+    raise AssertionError("no amount of filler made Task 2's table break from the left column into the right one")
+
+
 @fixture("Jupyter-like HTML -> Chromium", "a DataFrame with its index column, code cells, 'cuda:0: 200.4' cells")
 def chromium_jupyter_dataframe(work):
     v = Values(t2={6: 61.04, 12: 118.73, 24: 231.66}, t4={2: 182.59, 5: 191.31})

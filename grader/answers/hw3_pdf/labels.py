@@ -11,10 +11,10 @@ together (a label cell that wraps over three lines beside its answer on the firs
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import contract
-from .layout import CELL_GAP_EM, Layout, Line, clean, normalise, rows_by_anchor
+from .layout import CELL_GAP_EM, Cell, Layout, Line, clean, normalise, rows_by_anchor
 from .numbers import parse_int_list
 
 
@@ -93,32 +93,55 @@ def _rivers(run: list[Line]) -> list[tuple[float, float]]:
 def _overlapping(run: list[Line]) -> list[list[Line]]:
     bands: list[list[Line]] = []
     for line in run:
-        if bands and min(bands[-1][-1].bottom, line.bottom) - max(bands[-1][-1].top, line.top) > 0.25 * (line.bottom - line.top):
+        last = bands[-1][-1] if bands else None
+        if (last and last.page == line.page and last.region == line.region
+                and min(last.bottom, line.bottom) - max(last.top, line.top) > 0.25 * (line.bottom - line.top)):
             bands[-1].append(line)
         else:
             bands.append([line])
     return bands
 
 
-def _across_page_breaks(runs: list[list[Line]]) -> list[tuple[list[Line], list]]:
-    """(run, its rivers), a table's run joined with the lines at the top of the next page
-    that keep a river running down it (the rest of a row cut by the page break), as long
-    as they are set like it (a heading there is bigger or bold)."""
+def _shifted(line: Line, dx: float) -> Line:
+    """`line` moved dx to the right, so that a table's part in the next column lines up with
+    its part in the column before."""
+    cells = [Cell([replace(w, x0=w.x0 + dx, x1=w.x1 + dx) for w in c.words], c.x0 + dx, c.x1 + dx) for c in line.cells]
+    return replace(line, cells=cells)
+
+
+def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list[Line], list]]:
+    """(run, its rivers), a table's run joined with the lines that open the next page or
+    column and keep a river running down it (the rest of a row cut by the break), as long
+    as they are set like it (a heading there is bigger or bold). In the next column the
+    table stands further right: its lines are moved back by the distance between the two
+    columns' left edges, or between its header and the header repeated there (skipped)."""
+    margins: dict[tuple[int, int], float] = {}
+    for line in lines:
+        key = (line.page, line.region)
+        margins[key] = min(margins.get(key, line.x0), line.x0)
     out: list[tuple[list[Line], list]] = []
     for run in runs:
-        if (out and any(len(line.cells) > 1 for line in out[-1][0]) and run[0].page == out[-1][0][-1].page + 1
-                and run[0].region == out[-1][0][-1].region):
-            # Runs follow one another: this one opens its page, the one before ended its page.
-            previous, rivers = out[-1]
+        previous = out[-1][0] if out else []
+        last = previous[-1] if previous else None
+        if (last and any(len(line.cells) > 1 for line in previous)
+                and (run[0].page == last.page + 1 or (run[0].page == last.page and run[0].region > last.region))):
+            # Runs follow one another: this one opens a page or column, the one before ended one.
+            head, rest = [], run
+            dx = margins[(last.page, last.region)] - margins[(run[0].page, run[0].region)]
+            if len(run) > 1 and run[0].text == previous[0].text:
+                head, rest, dx = run[:1], run[1:], previous[0].x0 - run[0].x0
+            moved = [_shifted(line, dx) if abs(dx) > 0.5 else line for line in rest]
             taken = 0
-            for line in run:
-                if (abs(line.size - previous[-1].size) > 0.5 or line.bold != previous[-1].bold
-                        or not _rivers(previous + run[:taken + 1])):
+            for line in moved:
+                if (abs(line.size - last.size) > 0.5 or line.bold != last.bold
+                        or not _rivers(previous + moved[:taken + 1])):
                     break
                 taken += 1
             if taken:
-                out[-1] = (previous + run[:taken], _rivers(previous + run[:taken]))
-                run = run[taken:]
+                out[-1] = (previous + moved[:taken], _rivers(previous + moved[:taken]))
+                if head:
+                    out.append((head, []))
+                run = rest[taken:]
                 if not run:
                     continue
         out.append((run, _rivers(run)))
@@ -136,7 +159,7 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
     that run down the table (_rivers), and each cell's lines go to the row they sit beside
     (layout.rows_by_anchor), a row starting where a line holds both a question and an answer."""
     out: list[tuple[str, Line]] = []
-    for run, rivers in _across_page_breaks(_runs(lines)):
+    for run, rivers in _across_breaks(_runs(lines), lines):
         if not rivers:
             out += [(line.text, line) for line in run]
             continue

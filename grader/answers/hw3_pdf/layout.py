@@ -285,11 +285,35 @@ def _is_gutter(rows: list[list[Word]], g0: float, g1: float, width: float) -> bo
             and crossing <= 0.5 * min(len(lefts), len(rights)))
 
 
-def _gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | None:
+def _still_columns(rows: list[list[Word]], g0: float, g1: float) -> bool:
+    """Whether a page goes on in the previous page's columns: its gutter is still free (a
+    footer may cross it), there is text on both sides, and the sides are not row by row
+    beside each other as a table's columns are. A short last page, or one whose left
+    column holds only the end of a table, has too few lines to show its columns itself."""
+    crossing = sides = alone = left = right = 0
+    for row in rows:
+        l, r, crosses = _strip(row, g0, g1)
+        crossing += crosses
+        if not crosses:
+            left += bool(l)
+            right += bool(r)
+            alone += bool(l) != bool(r)
+    return crossing <= max(2, 0.15 * len(rows)) and left >= 3 and right >= 3 and alone >= 3
+
+
+def _gutter(rows: list[list[Word]], width: float, previous: tuple | None = None) -> tuple[float, float] | None:
     """The gap between two columns of text, if the page has them: the widest vertical strip
     in the middle of the page that the fewest rows of words cross (a whitespace river).
     Rows that do cross it (a title over both columns, a page number in the footer, a
-    one-column section) are allowed as long as the columns beside it are plainly there."""
+    one-column section) are allowed as long as the columns beside it are plainly there.
+    Failing that, the previous page's gutter, where this page plainly goes on in it."""
+    found = _own_gutter(rows, width)
+    if found is None and previous is not None and _still_columns(rows, *previous):
+        return previous
+    return found
+
+
+def _own_gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | None:
     if len(rows) < 8:
         return None
     lo, hi = int(width * 0.3), int(width * 0.7)
@@ -318,12 +342,13 @@ def _gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | None:
     return None
 
 
-def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: float) -> tuple[list[Line], tuple | None]:
+def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: float,
+                      previous: tuple | None = None) -> tuple[list[Line], tuple | None]:
     """The page's lines, each in its region: 0 across the page, 1 the left column, 2 the
     right one. Words are put in a column before they are joined into lines, so two columns
     whose baselines nearly match never share a line."""
     rows = _rows(free)
-    gutter = _gutter(rows + [line.words for line in ruled], width)
+    gutter = _gutter(rows + [line.words for line in ruled], width, previous)
     if gutter is None:
         return ruled + [line for line in (_line(page, row) for row in rows) if line], None
     g0, g1 = gutter
@@ -432,13 +457,31 @@ def _owner(member: CellLines, block: list[CellLines], bands: list[CellLines], co
     return before[-1] if before else (after[0] if after else None)
 
 
+def _split_at_padding(block: list[CellLines]) -> list[list[CellLines]]:
+    """A column's block cut where the space between two lines is clearly wider than its
+    tightest: cells are padded, so the space between rows is wider than between the lines
+    of one cell (tables set with no padding at all keep one block)."""
+    gaps = [b.top - a.bottom for a, b in zip(block, block[1:])]
+    if len(gaps) < 2:
+        return [block]
+    tightest = min(gaps)
+    pieces = [[block[0]]]
+    for gap, band in zip(gaps, block[1:]):
+        if gap > tightest + max(1.5, 0.15 * band.size):
+            pieces.append([band])
+        else:
+            pieces[-1].append(band)
+    return pieces
+
+
 def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[list[Line], dict]]:
     """(lines, texts by column) per row of an unruled table, from its lines in reading order
     with their texts by column; is_anchor(texts by column) says whether a band starts a row.
 
     Without ruling lines, a cell's lines are the row's when they sit beside its anchor:
     top-aligned cells start on it, vertically centred ones reach above and below it. So
-    each column's lines are cut into blocks of lines set tight one under the other; a block
+    each column's lines are cut into blocks of lines set tight one under the other (and cut
+    again where the space between lines is clearly wider than the block's tightest); a block
     beside one anchor is that row's; where a block reaches beside several (rows with no
     space between them) each line belongs to the nearest anchor at or above it (top-aligned
     cells), unless the line above it is a complete value and it starts with a number: then
@@ -458,7 +501,7 @@ def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[li
                 blocks[-1].append(band)
             else:
                 blocks.append([band])
-        for block in blocks:
+        for block in (piece for block in blocks for piece in _split_at_padding(block)):
             for member in block:
                 owner = member if member.anchor else _owner(member, block, bands, column)
                 if owner is not None:
@@ -495,17 +538,29 @@ def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: flo
     masked = Counter()
     for page in {l.page for l in lines}:
         masked.update({re.sub(r"\d+", "#", l.text) for l in lines if l.page == page and in_band[id(l)]})
-    for line in lines:
-        if not in_band[id(line)] or _is_table_row(line):
-            continue
+
+    def running(line: Line) -> bool:
+        if _is_table_row(line):
+            return False
         # Repeated lines count only when not set larger than the body text: "Task 2
         # explanation" at the top of two pages is a heading each time.
         repeated = masked[re.sub(r"\d+", "#", line.text)] >= 2 and line.size <= (body_size or line.size) * 1.02
         cells = [c.text for c in line.cells]
-        if ((body_size and line.size < 0.88 * body_size and len(line.text.split()) < 12)
-                or _FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1])
-                or repeated):
-            line.furniture = "header/footer"
+        return bool((body_size and line.size < 0.88 * body_size and len(line.text.split()) < 12)
+                    or _FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1]) or repeated)
+
+    # A running header or footer sits between the page's edge and the body: walking in from
+    # the edge, the first line that is not one ends it ("calls with 2 | 20" under a table's
+    # repeated header near the top is body, however much "20" looks like a page number).
+    for page in {l.page for l in lines}:
+        mine = [l for l in lines if l.page == page and in_band[id(l)]]
+        middle = heights[page] / 2
+        for edge in (sorted((l for l in mine if l.top < middle), key=lambda l: l.top),
+                     sorted((l for l in mine if l.top >= middle), key=lambda l: -l.bottom)):
+            for line in edge:
+                if not running(line):
+                    break
+                line.furniture = "header/footer"
     in_contents = False
     for line in lines:
         if line.furniture:
@@ -541,7 +596,7 @@ def _body_size(lines: list[Line]) -> float | None:
 
 def build_layout(worker_output: dict) -> Layout:
     layout = Layout(pages=len(worker_output.get("pages", [])))
-    heights, lines, pictures = {}, [], []
+    heights, lines, pictures, gutter = {}, [], [], None
     ocr_chars = chars = 0
     for number, page in enumerate(worker_output.get("pages", []), start=1):
         heights[number] = page.get("height") or 842.0
@@ -552,7 +607,7 @@ def build_layout(worker_output: dict) -> Layout:
         ruled = []
         for table_id, table in enumerate(page.get("ruled", [])):
             ruled += _ruled_lines(number, table, number * 1000 + table_id, free)
-        page_lines, gutter = _lines_in_columns(number, ruled, free, page.get("width") or 595.0)
+        page_lines, gutter = _lines_in_columns(number, ruled, free, page.get("width") or 595.0, gutter)
         page_lines = _reading_order(page_lines)
         lines += page_lines
         for x0, top, x1, bottom in page.get("images", []):
