@@ -5,7 +5,11 @@ Answer tables, a label wrapped inside a narrow cell included.
 
 The text is read twice: line by line (prose, and ruled tables whose cells already hold
 their whole wrapped text), then, for what is still missing, with unruled table rows put back
-together (a label cell that wraps over three lines beside its answer on the first).
+together: the columns are the whitespace rivers that run down the table (justified words
+in a narrow cell may be spaced wider than the gap between the columns, but the other lines
+fill those gaps), a label wrapped over several lines goes with the answer beside it (on its
+first line, or centred beside it), and a row cut by a page or column break goes on where
+the table does.
 """
 
 from __future__ import annotations

@@ -2,9 +2,12 @@
 
     read_table(layout, spec) -> TableReading | None
 
-A header is one to three lines (a header cell may wrap upwards, as Word and LibreOffice
-align header cells to the bottom, or downwards) whose cells, read column by column, hold
-every column the spec names; any other column is ignored. Each data word goes to the column
+A header is one line or several (a header cell may wrap upwards, as Word and LibreOffice
+align header cells to the bottom, or downwards, and cells centred at different heights
+interleave their lines) whose cells, read column by column, hold every column the spec
+names; any other column is ignored. A header cell's words spread wider than a cell gap
+(justified text, OCR) are joined again where only together they name a column, or where
+the values below bridge them. Each data word goes to the column
 whose header it sits under, so the order of columns, extra columns, a DataFrame's index and
 two columns set close together ("2 182.59 ms") do not matter. A table runs on while its key
 column holds whole numbers, over a page break with or without its header repeated. Each key
