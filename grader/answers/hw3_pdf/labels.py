@@ -51,7 +51,50 @@ def _line_at(starts, offset: int) -> Line:
 
 
 def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
-    return [(" | ".join(c.text for c in line.cells), line) for line in lines]
+    """Each line as it is, its cells parted by " | "; a ruled row cut by a page break (Word
+    and LibreOffice let a row break) joined with its rest on the next page."""
+    tables: dict[int, list[Line]] = {}
+    for line in lines:
+        if line.ruled is not None:
+            tables.setdefault(line.ruled, []).append(line)
+    out, joined = [], set()
+    for index, line in enumerate(lines):
+        if id(line) in joined:
+            continue
+        rest = _rest_of_cut_row(lines, index, tables)
+        if rest is None:
+            out.append((" | ".join(c.text for c in line.cells), line))
+            continue
+        joined.add(id(rest))
+        header = tables[line.ruled][0]
+        shift = min(c.x0 for l in tables[line.ruled] for c in l.cells) - min(c.x0 for l in tables[rest.ruled] for c in l.cells)
+        texts: dict[int, list[str]] = {}
+        for row, dx in ((line, 0.0), (rest, shift)):
+            for cell in row.cells:
+                column = max(range(len(header.cells)), key=lambda i: min(cell.x1 + dx, header.cells[i].x1)
+                             - max(cell.x0 + dx, header.cells[i].x0))
+                texts.setdefault(column, []).append(cell.text)
+        out.append((" | ".join(_join_wrapped(texts[c]) for c in sorted(texts)), line))
+    return out
+
+
+def _rest_of_cut_row(lines: list[Line], index: int, tables: dict[int, list[Line]]) -> Line | None:
+    """The rest of ruled row lines[index] when the row is cut by a page break: the next
+    table's first row on the next page (after its header, repeated), with fewer cells
+    filled than the table has columns (the cells that ended before the break are empty)."""
+    line = lines[index]
+    if line.ruled is None or index + 1 >= len(lines) or tables[line.ruled][-1] is not line:
+        return None
+    following = lines[index + 1:index + 3]
+    if not following or following[0].ruled is None or following[0].page != line.page + 1:
+        return None
+    header = tables[line.ruled][0]
+    rest = following[0]
+    if rest.text == header.text and len(following) > 1 and following[1].ruled == rest.ruled:
+        rest = following[1]
+    if len(header.cells) < 2 or len(rest.cells) >= len(header.cells) or rest.text == header.text:
+        return None
+    return rest
 
 
 def _runs(lines: list[Line]) -> list[list[Line]]:
@@ -116,39 +159,46 @@ def _shifted(line: Line, dx: float) -> Line:
 def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list[Line], list]]:
     """(run, its rivers), a table's run joined with the lines that open the next page or
     column and keep a river running down it (the rest of a row cut by the break), as long
-    as they are set like it (a heading there is bigger or bold). In the next column the
-    table stands further right: its lines are moved back by the distance between the two
-    columns' left edges, or between its header and the header repeated there (skipped)."""
+    as they are set like it (a heading there is bigger or bold). The table's header,
+    repeated there, is skipped. In the next column the table stands further right: its
+    lines are moved back by the distance between the two columns' left edges, or between
+    its header and the header repeated."""
     margins: dict[tuple[int, int], float] = {}
     for line in lines:
         key = (line.page, line.region)
         margins[key] = min(margins.get(key, line.x0), line.x0)
     out: list[tuple[list[Line], list]] = []
+    cut: int | None = None  # the run cut by a break, while the header repeated after it is skipped
     for run in runs:
-        previous = out[-1][0] if out else []
+        target = cut if cut is not None else len(out) - 1
+        cut, previous = None, out[target][0] if out else []
         last = previous[-1] if previous else None
-        if (last and any(len(line.cells) > 1 for line in previous)
+        if not (last and any(len(line.cells) > 1 for line in previous)
                 and (run[0].page == last.page + 1 or (run[0].page == last.page and run[0].region > last.region))):
-            # Runs follow one another: this one opens a page or column, the one before ended one.
-            head, rest = [], run
-            dx = margins[(last.page, last.region)] - margins[(run[0].page, run[0].region)]
-            if len(run) > 1 and run[0].text == previous[0].text:
-                head, rest, dx = run[:1], run[1:], previous[0].x0 - run[0].x0
-            moved = [_shifted(line, dx) if abs(dx) > 0.5 else line for line in rest]
-            taken = 0
-            for line in moved:
-                if (abs(line.size - last.size) > 0.5 or line.bold != last.bold
-                        or not _rivers(previous + moved[:taken + 1])):
-                    break
-                taken += 1
-            if taken:
-                out[-1] = (previous + moved[:taken], _rivers(previous + moved[:taken]))
-                if head:
-                    out.append((head, []))
-                run = rest[taken:]
-                if not run:
-                    continue
-        out.append((run, _rivers(run)))
+            out.append((run, _rivers(run)))
+            continue
+        # This run opens a page or column, the target run ended one.
+        before = [l for l in lines if (l.page, l.region) == (last.page, last.region) and len(l.cells) > 1]
+        header = next((l for l in before if l.text == run[0].text), None)
+        dx = margins[(last.page, last.region)] - margins[(run[0].page, run[0].region)]
+        if header is not None:
+            dx = header.x0 - run[0].x0
+            out.append((run[:1], []))
+            run = run[1:]
+            if not run:
+                cut = target  # the rest of the cut row is the next run
+                continue
+        moved = [_shifted(line, dx) if abs(dx) > 0.5 else line for line in run]
+        taken = 0
+        for line in moved:
+            if (abs(line.size - last.size) > 0.5 or line.bold != last.bold
+                    or not _rivers(previous + moved[:taken + 1])):
+                break
+            taken += 1
+        if taken:
+            out[target] = (previous + moved[:taken], _rivers(previous + moved[:taken]))
+        if run[taken:]:
+            out.append((run[taken:], _rivers(run[taken:])))
     return out
 
 

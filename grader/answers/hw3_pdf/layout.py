@@ -342,7 +342,29 @@ def _own_gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | N
     return None
 
 
-def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: float,
+def _running_rows(rows: list[list[Word]], height: float) -> set[int]:
+    """The rows of a running header or footer: in the page's top (bottom) band and set apart
+    from the body below (above) them. They run over the page's width, over the columns too:
+    split into columns, 'LTAT.06.030' at the top right would be read after the left column."""
+    found: set[int] = set()
+    ordered = sorted(rows, key=lambda r: min(w.top for w in r))
+    for edge, in_band in ((ordered, lambda r: max(w.bottom for w in r) <= BAND * height),
+                          (ordered[::-1], lambda r: min(w.top for w in r) >= (1 - BAND) * height)):
+        band = []
+        for row, inner in zip(edge, edge[1:]):
+            if not in_band(row):
+                break
+            band.append(row)
+            outer_top, outer_bottom = min(w.top for w in row), max(w.bottom for w in row)
+            gap = (min(w.top for w in inner) - outer_bottom if edge is ordered
+                   else outer_top - max(w.bottom for w in inner))
+            if gap >= 1.2 * max(w.size for w in row):
+                found |= {id(r) for r in band}
+                break
+    return found
+
+
+def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: float, height: float,
                       previous: tuple | None = None) -> tuple[list[Line], tuple | None]:
     """The page's lines, each in its region: 0 across the page, 1 the left column, 2 the
     right one. Words are put in a column before they are joined into lines, so two columns
@@ -352,11 +374,12 @@ def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: flo
     if gutter is None:
         return ruled + [line for line in (_line(page, row) for row in rows) if line], None
     g0, g1 = gutter
+    running = _running_rows(rows, height)
     lines: list[Line] = []
     sides: dict[int, list[Word]] = {1: [], 2: []}
     for row in rows:
         left, right, crosses = _strip(row, g0, g1)
-        if crosses:
+        if crosses or id(row) in running:
             lines.append(_line(page, row))
         else:
             sides[1] += left
@@ -607,7 +630,7 @@ def build_layout(worker_output: dict) -> Layout:
         ruled = []
         for table_id, table in enumerate(page.get("ruled", [])):
             ruled += _ruled_lines(number, table, number * 1000 + table_id, free)
-        page_lines, gutter = _lines_in_columns(number, ruled, free, page.get("width") or 595.0, gutter)
+        page_lines, gutter = _lines_in_columns(number, ruled, free, page.get("width") or 595.0, heights[number], gutter)
         page_lines = _reading_order(page_lines)
         lines += page_lines
         for x0, top, x1, bottom in page.get("images", []):
