@@ -451,6 +451,18 @@ def on_pages(pdf: Path, *texts: str) -> list:
     return found
 
 
+def word_boxes(pdf: Path, text: str) -> list:
+    """(page, x0, top) of every word that is `text`."""
+    return [(n, w["x0"], w["top"]) for n, (words, _) in enumerate(page_words(pdf), start=1)
+            for w in words if w["text"] == text]
+
+
+def first_words_of_page(pdf: Path, page: int, n: int = 2) -> str:
+    """The first n words of a page, top to bottom, left to right."""
+    words = sorted(page_words(pdf)[page - 1][0], key=lambda w: (round(w["top"]), w["x0"]))
+    return " ".join(w["text"] for w in words[:n])
+
+
 def _extract(pdf: Path) -> dict:
     """What the grader's PDF worker sees (its ruled tables, words), to check a fixture's layout."""
     sys.path.insert(0, str(HERE.parents[1]))
@@ -702,6 +714,37 @@ def lo_docx_google_docs_like(work):
     return pdf, ok(v)
 
 
+@fixture("python-docx -> LibreOffice", "two columns with ruled Question | Answer tables; a row cut by the page break, "
+                                       "its rest under the header repeated on the next page")
+def lo_docx_two_columns_qa_row_breaks(work):
+    v = Values(t2={6: 61.6, 12: 118.15, 24: 232.2})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], widths_cm=[2.5, 3.5])
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], widths_cm=[1.4, 2.4, 3.6])
+    pdf = docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4, qa_table=True),
+                   work, two_columns=True)
+    pages = on_pages(pdf, "Task 5: counting", "calls with 5 GPUs")
+    expect(pages == [1, 2], f"the row 'Number of .to() calls with 5 GPUs' should break onto page 2: {pages}")
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "borderless Question | Answer tables, cells top-aligned; a row cut by the page "
+                                       "break, the header repeated as its own row before its rest")
+def lo_docx_unruled_qa_repeated_header(work):
+    v = Values(t4={2: 182.35, 5: 191.8})
+    t4 = Table(["GPUs", "Step time", "Memory per GPU"],
+               [[str(g), dot(v.t4[g]) + " ms", "\n".join(fmt(m) + " MiB" for m in v.mem[g])] for g in v.t4],
+               widths_cm=[2.0, 3.0, 3.4], ruled=False)
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].ruled = False
+    pdf = docx_pdf(blocks, work)
+    expect(first_words_of_page(pdf, 3) == "Question Answer", "page 3 should open with the Q|A header repeated")
+    expect(on_pages(pdf, "transfers with 2")[0] == 2, "the row 'Number of transfers with 2 GPUs' should start on page 2")
+    return pdf, ok(v)
+
+
 @fixture("python-docx -> LibreOffice", "thousands separators in microseconds ('182,590 us')")
 def lo_docx_thousands_microseconds(work):
     v = Values(t4={2: 182.59, 5: 191.3})
@@ -744,6 +787,21 @@ def latex_booktabs_two_columns(work):
             if len(block[1].header) == 3:
                 block[1].widths_cm = [0.9, 1.3, 4.6]
     return latex_pdf(to_latex(blocks, twocolumn=True, numbered=True, toc=True), work), ok(v)
+
+
+@fixture("pdflatex", "two columns with a running header over both (fancyhdr, left and right parts), no contents")
+def latex_two_columns_running_header(work):
+    v = Values(t2={6: 60.7, 12: 119.45, 24: 231.2}, t4={2: 182.2, 5: 190.95})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, numbered=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 4.6]
+    pdf = latex_pdf(to_latex(blocks, twocolumn=True, numbered=True, fancy=True), work)
+    right = [box for box in word_boxes(pdf, "LTAT.06.030") if box[0] == 1]
+    expect(bool(right) and right[0][1] > 300, "the running header's right part should stand over the right column")
+    return pdf, ok(v)
 
 
 @fixture("pdflatex", "numbers in math mode: the decimal point in another font")
@@ -908,12 +966,6 @@ def chromium_css_columns(work):
     source = to_html(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot),
                      css="body{columns:2;column-gap:2em}table{font-size:9pt}h1{column-span:all}")
     return html_pdf(source, work), ok(v)
-
-
-def word_boxes(pdf: Path, text: str) -> list:
-    """(page, x0, top) of every word that is `text`."""
-    return [(n, w["x0"], w["top"]) for n, (words, _) in enumerate(page_words(pdf), start=1)
-            for w in words if w["text"] == text]
 
 
 @fixture("HTML -> Chromium", "CSS columns: an unruled table that breaks from the left column into the right one; "
