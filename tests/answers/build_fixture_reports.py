@@ -804,6 +804,23 @@ def latex_two_columns_running_header(work):
     return pdf, ok(v)
 
 
+@fixture("pdflatex", "two columns holding Question | Answer tables in m{} columns (labels wrapped, answers centred "
+                     "beside them), so most of the left column's lines are short table rows")
+def latex_two_columns_qa_centred(work):
+    v = Values(t2={6: 61.45, 12: 118.3, 24: 231.75})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if block[1].header == ["Question", "Answer"]:
+                block[1].body_middle, block[1].widths_cm = True, [3.0, 2.6]
+            elif len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 4.6]
+    pdf = latex_pdf(to_latex(blocks, twocolumn=True), work)
+    expect(on_pages(pdf, "Task 5 explanation") == [1], "the whole report should fit on one two-column page")
+    return pdf, ok(v)
+
+
 @fixture("pdflatex", "numbers in math mode: the decimal point in another font")
 def latex_math_mode_numbers(work):
     v = Values(t2={6: 61.27, 12: 118.4, 24: 231.95}, t4={2: 182.59, 5: 191.3})

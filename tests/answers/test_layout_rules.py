@@ -89,6 +89,17 @@ def test_a_page_that_goes_on_in_the_previous_pages_columns_keeps_them():
     assert [line.region for line in second] == sorted(line.region for line in second)
 
 
+def test_a_short_last_page_whose_columns_share_baselines_keeps_the_columns():
+    """CSS columns balanced over a short last page: three lines on each side, row by row."""
+    first = two_column_page(crossing=[])
+    left = [words(column_text(i, 220), 60, 60 + 14 * i) for i in range(3)]
+    right = [words(column_text(i + 9, 220), 310, 60 + 14 * i) for i in range(3)]
+    layout = build_layout(worker_output(first, page(*left, *right)))
+    second = [line for line in layout.lines if line.page == 2]
+    assert [line.region for line in second] == [1, 1, 1, 2, 2, 2], \
+        "the left column's three lines, then the right column's"
+
+
 def test_a_table_with_a_wide_gap_between_its_columns_is_not_two_columns():
     prose = [words(column_text(i, 470), 60, 70 + 14 * i) for i in range(4)]
     table = [words("Run DEPTH", 60, 140)] + [words(f"{i} {6 * 2 ** i}", 60, 154 + 14 * i) for i in range(10)]

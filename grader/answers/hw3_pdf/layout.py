@@ -280,17 +280,18 @@ def _is_gutter(rows: list[list[Word]], g0: float, g1: float, width: float) -> bo
     left_full = [x0 for x0, x1 in lefts if x1 >= g0 - 0.12 * width]
     right_near = [x0 for x0, x1 in rights if x0 <= g1 + 0.05 * width]
     wide = 0.25 * width
-    return (len(left_full) >= 6 and len(right_near) >= 3 and len(left_full) >= 0.4 * len(lefts)
+    return (len(left_full) >= 6 and len(right_near) >= 3 and len(left_full) >= 0.25 * len(lefts)
             and sum(x1 - x0 >= wide for x0, x1 in lefts) >= 3 and sum(x1 - x0 >= wide for x0, x1 in rights) >= 3
             and crossing <= 0.5 * min(len(lefts), len(rights)))
 
 
-def _still_columns(rows: list[list[Word]], g0: float, g1: float) -> bool:
+def _still_columns(rows: list[list[Word]], g0: float, g1: float, width: float) -> bool:
     """Whether a page goes on in the previous page's columns: its gutter is still free (a
-    footer may cross it), there is text on both sides, and the sides are not row by row
-    beside each other as a table's columns are. A short last page, or one whose left
-    column holds only the end of a table, has too few lines to show its columns itself."""
-    crossing = sides = alone = left = right = 0
+    footer may cross it), there is text on both sides, and the sides are either not row by
+    row beside each other as a table's columns are, or both hold lines of prose as wide as a
+    column. A short last page, or one whose left column holds only the end of a table, has
+    too few lines to show its columns itself."""
+    crossing = alone = left = right = wide_left = wide_right = 0
     for row in rows:
         l, r, crosses = _strip(row, g0, g1)
         crossing += crosses
@@ -298,7 +299,10 @@ def _still_columns(rows: list[list[Word]], g0: float, g1: float) -> bool:
             left += bool(l)
             right += bool(r)
             alone += bool(l) != bool(r)
-    return crossing <= max(2, 0.15 * len(rows)) and left >= 3 and right >= 3 and alone >= 3
+            wide_left += bool(l) and max(w.x1 for w in l) - min(w.x0 for w in l) >= 0.25 * width
+            wide_right += bool(r) and max(w.x1 for w in r) - min(w.x0 for w in r) >= 0.25 * width
+    return (crossing <= max(2, 0.15 * len(rows)) and left >= 3 and right >= 3
+            and (alone >= 3 or (wide_left >= 2 and wide_right >= 2)))
 
 
 def _gutter(rows: list[list[Word]], width: float, previous: tuple | None = None) -> tuple[float, float] | None:
@@ -308,7 +312,7 @@ def _gutter(rows: list[list[Word]], width: float, previous: tuple | None = None)
     one-column section) are allowed as long as the columns beside it are plainly there.
     Failing that, the previous page's gutter, where this page plainly goes on in it."""
     found = _own_gutter(rows, width)
-    if found is None and previous is not None and _still_columns(rows, *previous):
+    if found is None and previous is not None and _still_columns(rows, *previous, width):
         return previous
     return found
 
