@@ -1052,6 +1052,22 @@ def weasyprint_question_answer(work):
     return html_pdf(to_html(blocks), work, engine="weasyprint"), ok(v)
 
 
+@fixture("HTML -> WeasyPrint", "CSS columns with borderless Question | Answer tables: a row cut by the column break "
+                               "leaves its answer at the foot of the left column, its label under the header repeated "
+                               "at the top of the right one")
+def weasyprint_css_columns_qa_cut(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].ruled = False
+    pdf = html_pdf(to_html(blocks, css="body{columns:2;column-gap:1.4em}h1{column-span:all}"), work, engine="weasyprint")
+    label, answer = word_boxes(pdf, "(DEPTH=20,"), word_boxes(pdf, "4,")
+    expect(bool(answer and label) and answer[0][1] < 300 < label[0][1],
+           "the answer '4, 4, 4, 4, 4' should stay in the left column, its label go to the right one")
+    return pdf, ok(v)
+
+
 @fixture("HTML -> WeasyPrint", "bottom-aligned wrapped header cells, table over a page break without <thead>")
 def weasyprint_wrapped_header_break(work):
     v = Values(t4={2: 181.5, 5: 192.0})

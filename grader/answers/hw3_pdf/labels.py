@@ -15,6 +15,7 @@ the table does.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from . import contract
@@ -212,6 +213,10 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
     """Unruled tables put back together row by row: the columns are the whitespace rivers
     that run down the table (_rivers), and each cell's lines go to the row they sit beside
     (layout.rows_by_anchor), a row starting where a line holds both a question and an answer."""
+    # A table's header (its first line, no number in it, repeated on each page or column or
+    # over each Q|A table) is no row: an answer cut from its label by a column break must
+    # not be taken into it.
+    seen = Counter(line.text for line in lines if len(line.cells) > 1 and not re.search(r"\d", line.text))
     out: list[tuple[str, Line]] = []
     for run, rivers in _across_breaks(_runs(lines), lines):
         if not rivers:
@@ -219,12 +224,15 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
             continue
         entries = []
         for line in run:
+            if line is run[0] and seen[line.text] > 1:
+                continue
             columns: dict[int, list[str]] = {}
             for word in line.words:
                 column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
                 columns.setdefault(column, []).append(word.text)
             entries.append((line, {c: [normalise(" ".join(words))] for c, words in columns.items()}))
-        rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1)
+        rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1,
+                              orphans_start_rows=range(1, len(rivers) + 1))
         grouped = {id(line) for members, _ in rows for line in members}
         out += [(line.text, line) for line in run if id(line) not in grouped]
         for members, cells in rows:

@@ -470,8 +470,7 @@ def _opens_a_value(member: CellLines, block: list[CellLines], column) -> bool:
 
 
 def _owner(member: CellLines, block: list[CellLines], bands: list[CellLines], column) -> CellLines | None:
-    top, bottom = min(m.top for m in block), max(m.bottom for m in block)
-    beside = [b for b in bands if b.anchor and b.next_to(member) and b.top < bottom - 1 and b.bottom > top + 1]
+    beside = _beside(block, bands)
     if beside:
         above = [b for b in beside if b.top <= member.top + 1]
         below = [b for b in beside if b.top > member.top + 1]
@@ -501,9 +500,29 @@ def _split_at_padding(block: list[CellLines]) -> list[list[CellLines]]:
     return pieces
 
 
-def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[list[Line], dict]]:
+def _blocks(bands: list[CellLines], column) -> list[list[CellLines]]:
+    """The column's lines cut into blocks of lines set tight one under the other, cut again
+    where the space between lines is clearly wider than the block's tightest."""
+    blocks: list[list[CellLines]] = []
+    for band in (b for b in bands if b.cells.get(column)):
+        previous = blocks[-1][-1] if blocks else None
+        if previous and previous.next_to(band) and band.top - previous.bottom < 0.6 * max(band.size, 1):
+            blocks[-1].append(band)
+        else:
+            blocks.append([band])
+    return [piece for block in blocks for piece in _split_at_padding(block)]
+
+
+def _beside(block: list[CellLines], bands: list[CellLines]) -> list[CellLines]:
+    top, bottom = min(m.top for m in block), max(m.bottom for m in block)
+    return [b for b in bands if b.anchor and b.next_to(block[0]) and b.top < bottom - 1 and b.bottom > top + 1]
+
+
+def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor, orphans_start_rows=()) -> list[tuple[list[Line], dict]]:
     """(lines, texts by column) per row of an unruled table, from its lines in reading order
-    with their texts by column; is_anchor(texts by column) says whether a band starts a row.
+    with their texts by column; is_anchor(texts by column) says whether a band starts a row;
+    a block of a column in orphans_start_rows beside no anchor starts a row of its own (an
+    answer whose label went on past a column break).
 
     Without ruling lines, a cell's lines are the row's when they sit beside its anchor:
     top-aligned cells start on it, vertically centred ones reach above and below it. So
@@ -518,17 +537,15 @@ def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor) -> list[tuple[li
     bands = _bands(entries)
     for band in bands:
         band.anchor = bool(is_anchor(band.cells))
+    columns = list(dict.fromkeys(c for b in bands for c in b.cells))
+    for column in (c for c in columns if c in orphans_start_rows):
+        for block in _blocks(bands, column):
+            if not _beside(block, bands):
+                block[0].anchor = True
     cells: dict[int, dict] = {id(b): {} for b in bands if b.anchor}
     members: dict[int, set] = {id(b): {id(b)} for b in bands if b.anchor}
-    for column in dict.fromkeys(c for b in bands for c in b.cells):
-        blocks: list[list[CellLines]] = []
-        for band in (b for b in bands if b.cells.get(column)):
-            previous = blocks[-1][-1] if blocks else None
-            if previous and previous.next_to(band) and band.top - previous.bottom < 0.6 * max(band.size, 1):
-                blocks[-1].append(band)
-            else:
-                blocks.append([band])
-        for block in (piece for block in blocks for piece in _split_at_padding(block)):
+    for column in columns:
+        for block in _blocks(bands, column):
             for member in block:
                 owner = member if member.anchor else _owner(member, block, bands, column)
                 if owner is not None:
