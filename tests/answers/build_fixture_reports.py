@@ -108,6 +108,7 @@ class Table:
     small: bool = False
     index_column: bool = False    # a DataFrame's unnamed index column (HTML writer)
     math_numbers: bool = False    # LaTeX: numbers in $...$ (the decimal point in another font)
+    body_middle: bool = False     # body cells vertically centred (HTML's default; Word, LaTeX m{})
 
 
 def report_blocks(v: Values, *, time_fmt, mem_fmt, task2_table=None, task4_table=None,
@@ -296,7 +297,8 @@ def to_latex(blocks, *, twocolumn=False, numbered=False, toc=False, fancy=False,
                 if t.math_numbers and re.fullmatch(r"[\d.,]+", text):
                     return f"${text}$"
                 return tex_escape(text).replace("\n", " ")
-            spec = "".join(f"p{{{w}cm}}" for w in t.widths_cm) if t.widths_cm else "l" * len(t.header)
+            wrapping = "m" if t.body_middle else "p"  # m{}: cells centred vertically in the row
+            spec = "".join(f"{wrapping}{{{w}cm}}" for w in t.widths_cm) if t.widths_cm else "l" * len(t.header)
             if t.ruled and not booktabs:
                 spec = "|" + "|".join(spec) + "|"
             sep = rf"\setlength{{\tabcolsep}}{{{colsep_pt}pt}}" if colsep_pt is not None else ""
@@ -337,7 +339,7 @@ def to_markdown(blocks) -> str:
     return "\n".join(out)
 
 
-def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> Path:
+def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11, font="Liberation Serif") -> Path:
     import docx
     from docx.enum.table import WD_ALIGN_VERTICAL
     from docx.enum.text import WD_TAB_ALIGNMENT, WD_TAB_LEADER
@@ -347,16 +349,26 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> P
 
     document = docx.Document()
     document.styles["Normal"].font.size = Pt(font_pt)
-    document.styles["Normal"].font.name = "Liberation Serif"
-    if two_columns:
-        cols = document.sections[0]._sectPr.xpath("./w:cols")
+    document.styles["Normal"].font.name = font
+    if font != "Liberation Serif":  # a Google-Docs-like document: one sans font for everything
+        for style in ("Title", "Heading 1", "Heading 2"):
+            document.styles[style].font.name = font
+
+    def set_columns(section, number):
+        cols = section._sectPr.xpath("./w:cols")
         element = cols[0] if cols else OxmlElement("w:cols")
-        element.set(qn("w:num"), "2")
+        element.set(qn("w:num"), str(number))
         element.set(qn("w:space"), "567")
         if not cols:
-            document.sections[0]._sectPr.append(element)
+            section._sectPr.append(element)
+    if two_columns:
+        set_columns(document.sections[0], 2)
     for block in blocks:
         kind = block[0]
+        if kind == "section":  # a continuous section break; what follows has block[1] columns
+            from docx.enum.section import WD_SECTION
+            set_columns(document.add_section(WD_SECTION.CONTINUOUS), block[1])
+            continue
         if kind == "title":
             document.add_heading(block[1], 0)
             for text, page in toc or []:
@@ -396,6 +408,8 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11) -> P
                             run_.bold = True
                         if t.header_bottom:
                             cell.vertical_alignment = WD_ALIGN_VERTICAL.BOTTOM
+                    elif t.body_middle:
+                        cell.vertical_alignment = WD_ALIGN_VERTICAL.CENTER
                     if t.widths_cm:
                         cell.width = Cm(t.widths_cm[c])
                     if t.small:
@@ -435,6 +449,25 @@ def on_pages(pdf: Path, *texts: str) -> list:
                if text in " ".join(w["text"] for w in words)]
         found.append(hit[0] if hit else None)
     return found
+
+
+def word_boxes(pdf: Path, text: str) -> list:
+    """(page, x0, top) of every word that is `text`."""
+    return [(n, w["x0"], w["top"]) for n, (words, _) in enumerate(page_words(pdf), start=1)
+            for w in words if w["text"] == text]
+
+
+def first_words_of_page(pdf: Path, page: int, n: int = 2) -> str:
+    """The first n words of a page, top to bottom, left to right."""
+    words = sorted(page_words(pdf)[page - 1][0], key=lambda w: (round(w["top"]), w["x0"]))
+    return " ".join(w["text"] for w in words[:n])
+
+
+def _extract(pdf: Path) -> dict:
+    """What the grader's PDF worker sees (its ruled tables, words), to check a fixture's layout."""
+    sys.path.insert(0, str(HERE.parents[1]))
+    from grader.answers.hw3_pdf.extract_worker import extract
+    return extract(str(pdf), 50)
 
 
 def expect(condition: bool, what: str) -> None:
@@ -619,10 +652,97 @@ def lo_docx_table_screenshot(work):
     return docx_pdf(blocks, work), expected
 
 
-@fixture("python-docx -> LibreOffice", "two-column page layout")
+def expect_table_values_shown(pdf: Path, v: Values) -> None:
+    """Every number of both tables is on a page: a table wider than its column is cut off
+    by LibreOffice (the cells past the column's edge are not drawn), and a fixture whose
+    answers cannot be seen cannot expect them to be read."""
+    text = " ".join(w["text"] for words, _ in page_words(pdf) for w in words)
+    shown = [dot(t) for t in list(v.t2.values()) + list(v.t4.values())] + [fmt(m) for ms in v.mem.values() for m in ms]
+    hidden = [n for n in shown if n not in text]
+    expect(not hidden, f"table values not shown in the PDF: {hidden}")
+
+
+@fixture("python-docx -> LibreOffice", "two-column page layout, tables inside a column")
 def lo_docx_two_columns(work):
     v = Values()
-    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot), work, two_columns=True), ok(v)
+    # Sized to the column as Word's "AutoFit to window" does: python-docx's default widths
+    # are the page's, which LibreOffice cuts off at the column's edge.
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], widths_cm=[2.5, 3.5])
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], widths_cm=[1.4, 2.4, 3.6])
+    pdf = docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work,
+                   two_columns=True)
+    expect_table_values_shown(pdf, v)
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "two-column sections around a one-column section whose table spans the page")
+def lo_docx_sections_wide_table(work):
+    v = Values(t2={6: 60.8, 12: 119.35, 24: 232.1}, t4={2: 183.4, 5: 190.65})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], widths_cm=[2.2, 3.2])
+    t4 = Table(["GPUs", "Layers per GPU", "Step time (ms)", "Memory per GPU (MiB)", "Command"],
+               [[str(g), ", ".join(["10"] * 2 if g == 2 else ["4"] * 5), dot(v.t4[g]), mem_dot(v.mem[g]),
+                 f"torchrun --nproc_per_node={g} mp.py"] for g in v.t4], widths_cm=[1.3, 2.6, 2.4, 5.0, 4.6])
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4)
+    # Word: title over the page, the answers in two columns, Task 4's wide table in a
+    # one-column section between continuous section breaks, then two columns again.
+    blocks = replace_block(blocks, "Ada Example", [("p", "Ada Example, student 123456"), ("section", 2)])
+    blocks = replace_block(blocks, "Task 4: more GPUs", [("section", 1), ("h", 1, "Task 4: more GPUs")])
+    blocks = replace_block(blocks, "Task 5: counting", [("section", 2), ("h", 1, "Task 5: counting transfers")])
+    pdf = docx_pdf(blocks, work)
+    expect_table_values_shown(pdf, v)
+    return pdf, ok(v)
+
+
+@fixture("Google-Docs-like .docx (Arial, borderless tables) -> LibreOffice",
+         "unruled vertically centred cells: Question | Answer labels wrapped beside their answer, "
+         "one memory value per line, decimal commas with units in the cells")
+def lo_docx_google_docs_like(work):
+    v = Values(t2={6: 61.5, 12: 118.05, 24: 231.4}, t4={2: 182.9, 5: 191.05},
+               mem={2: [200.4, 200.75], 5: [81.25, 80.9, 80.9, 80.9, 82.5]})
+    t2 = Table(["DEPTH", "Step time"], [[str(d), comma(t) + " ms"] for d, t in v.t2.items()], widths_cm=[2.4, 3.2])
+    t4 = Table(["GPUs", "Step time", "Memory per GPU"],
+               [[str(g), comma(v.t4[g]) + " ms", "\n".join(fmt(m, ",") + " MiB" for m in v.mem[g])] for g in v.t4],
+               widths_cm=[2.0, 3.0, 3.4])
+    blocks = report_blocks(v, time_fmt=comma, mem_fmt=mem_semicolon_comma, task2_table=t2, task4_table=t4,
+                           qa_table=True)
+    for block in blocks:
+        if block[0] == "table":  # Google Docs: borders set to 0 pt, cells centred vertically
+            block[1].ruled, block[1].body_middle, block[1].repeat_header = False, True, False
+    pdf = docx_pdf(blocks, work, font="Arial")
+    expect(not any(page["ruled"] for page in _extract(pdf)["pages"]), "the tables should have no ruling lines")
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "two columns with ruled Question | Answer tables; a row cut by the page break, "
+                                       "its rest under the header repeated on the next page")
+def lo_docx_two_columns_qa_row_breaks(work):
+    v = Values(t2={6: 61.6, 12: 118.15, 24: 232.2})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], widths_cm=[2.5, 3.5])
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], widths_cm=[1.4, 2.4, 3.6])
+    pdf = docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4, qa_table=True),
+                   work, two_columns=True)
+    pages = on_pages(pdf, "Task 5: counting", "calls with 5 GPUs")
+    expect(pages == [1, 2], f"the row 'Number of .to() calls with 5 GPUs' should break onto page 2: {pages}")
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "borderless Question | Answer tables, cells top-aligned; a row cut by the page "
+                                       "break, the header repeated as its own row before its rest")
+def lo_docx_unruled_qa_repeated_header(work):
+    v = Values(t4={2: 182.35, 5: 191.8})
+    t4 = Table(["GPUs", "Step time", "Memory per GPU"],
+               [[str(g), dot(v.t4[g]) + " ms", "\n".join(fmt(m) + " MiB" for m in v.mem[g])] for g in v.t4],
+               widths_cm=[2.0, 3.0, 3.4], ruled=False)
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].ruled = False
+    pdf = docx_pdf(blocks, work)
+    expect(first_words_of_page(pdf, 3) == "Question Answer", "page 3 should open with the Q|A header repeated")
+    expect(on_pages(pdf, "transfers with 2")[0] == 2, "the row 'Number of transfers with 2 GPUs' should start on page 2")
+    return pdf, ok(v)
 
 
 @fixture("python-docx -> LibreOffice", "thousands separators in microseconds ('182,590 us')")
@@ -667,6 +787,38 @@ def latex_booktabs_two_columns(work):
             if len(block[1].header) == 3:
                 block[1].widths_cm = [0.9, 1.3, 4.6]
     return latex_pdf(to_latex(blocks, twocolumn=True, numbered=True, toc=True), work), ok(v)
+
+
+@fixture("pdflatex", "two columns with a running header over both (fancyhdr, left and right parts), no contents")
+def latex_two_columns_running_header(work):
+    v = Values(t2={6: 60.7, 12: 119.45, 24: 231.2}, t4={2: 182.2, 5: 190.95})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, numbered=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 4.6]
+    pdf = latex_pdf(to_latex(blocks, twocolumn=True, numbered=True, fancy=True), work)
+    right = [box for box in word_boxes(pdf, "LTAT.06.030") if box[0] == 1]
+    expect(bool(right) and right[0][1] > 300, "the running header's right part should stand over the right column")
+    return pdf, ok(v)
+
+
+@fixture("pdflatex", "two columns holding Question | Answer tables in m{} columns (labels wrapped, answers centred "
+                     "beside them), so most of the left column's lines are short table rows")
+def latex_two_columns_qa_centred(work):
+    v = Values(t2={6: 61.45, 12: 118.3, 24: 231.75})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if block[1].header == ["Question", "Answer"]:
+                block[1].body_middle, block[1].widths_cm = True, [3.0, 2.6]
+            elif len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 4.6]
+    pdf = latex_pdf(to_latex(blocks, twocolumn=True), work)
+    expect(on_pages(pdf, "Task 5 explanation") == [1], "the whole report should fit on one two-column page")
+    return pdf, ok(v)
 
 
 @fixture("pdflatex", "numbers in math mode: the decimal point in another font")
@@ -739,6 +891,32 @@ def latex_question_answer_table(work):
     return latex_pdf(to_latex(blocks), work), ok(v)
 
 
+@fixture("pdflatex", "tables in an appendix after the written answers, referred to from the tasks; "
+                     "m{} columns centre a wrapped memory list around its row")
+def latex_appendix_tables(work):
+    v = Values(t2={6: 60.95, 12: 119.1, 24: 231.6}, t4={2: 182.05, 5: 190.8},
+               mem={2: [200.45, 200.7], 5: [81.2, 80.95, 80.9, 80.9, 82.45]})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], repeat_header=None)
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4],
+               widths_cm=[1.2, 2.2, 2.6], body_middle=True, repeat_header=None)
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4)
+    blocks = replace_block(blocks, "Median step time", [("p", "The median step times on 2 GPUs are in Table A.1 "
+                                                              "in the appendix.")])
+    blocks = replace_block(blocks, "'DEPTH', 'Step time (ms)'", [])
+    blocks = replace_block(blocks, "DEPTH=20, peak memory", [("p", "Table A.2 in the appendix gives the step time "
+                                                                   "and the peak memory of each GPU for DEPTH=20.")])
+    blocks = replace_block(blocks, "'GPUs', 'Step time (ms)'", [])
+    blocks += [("pagebreak",), ("h", 1, "Appendix A: measurements"),
+               ("p", "Table A.1: median step time against DEPTH on 2 GPUs."), ("table", t2),
+               ("p", "Table A.2: step time and peak memory of each GPU, DEPTH=20."), ("table", t4),
+               ("p", "Every number is the median of twenty steps after two warm-up steps.")]
+    pdf = latex_pdf(to_latex(blocks), work)
+    pages = on_pages(pdf, "Task 5 explanation", "Appendix", "82.45")
+    expect(pages[0] < pages[1] == pages[2], f"the tables should come after the answers, in the appendix: {pages}")
+    return pdf, ok(v)
+
+
 # --- pandoc
 
 def markdown_blocks(v):
@@ -772,6 +950,31 @@ def pandoc_html_weasyprint(work):
     return work / "report.pdf", ok(v)
 
 
+RUN_IDS = {6: "5e0c9a7f13b24d68a1c3e9f02b7d46e8c5b1a09f7e3d2c4b6a8f0e1d3c5b7a91",
+           12: "b71d2e4c09a3f58e6d1c7b2a40f9e3d8c6b5a4f1e2d3c9b8a7f6e5d4c3b2a190",
+           24: "0f3e2d1c9b8a7f6e5d4c3b2a1908f7e6d5c4b3a2918f7e6d5c4b3a29180f7e6d",
+           2: "c4e8a1f09b3d27e6a5c1f8b0d49e3a7c2f6b1e0d8a9c3f5b7e2d4a6c8f1b3e50",
+           5: "9a2c4e6f8b1d3f5a7c9e0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f21"}
+
+
+@fixture("pandoc (HTML) -> Chromium", "tables wider than the page: an unbreakable run id after the answers is cut off "
+                                      "at the page's edge, with the browser's scroll bar drawn under the table")
+def pandoc_html_wide_tables(work):
+    v = Values(t2={6: 61.9, 12: 118.6, 24: 230.85}, t4={2: 181.75, 5: 192.4})
+    t2 = Table(["DEPTH", "Step time (ms)", "Run id"], [[str(d), dot(t), f"`{RUN_IDS[d]}`"] for d, t in v.t2.items()])
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)", "Run id"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g]), f"`{RUN_IDS[g]}`"] for g in v.t4])
+    (work / "report.md").write_text(to_markdown(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2,
+                                                              task4_table=t4)), encoding="utf-8")
+    run(["pandoc", "--standalone", "report.md", "-o", "report.html"], work)
+    pdf = work / "report.pdf"
+    chromium(work / "report.html", pdf)
+    text = " ".join(w["text"] for words, _ in page_words(pdf) for w in words)
+    expect(all(run_id not in text for run_id in RUN_IDS.values()), "the run ids should be cut off at the page's edge")
+    expect_table_values_shown(pdf, v)
+    return pdf, ok(v)
+
+
 # --- Chromium / WeasyPrint from HTML
 
 @fixture("HTML -> Chromium", "two text columns (CSS columns)")
@@ -780,6 +983,30 @@ def chromium_css_columns(work):
     source = to_html(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot),
                      css="body{columns:2;column-gap:2em}table{font-size:9pt}h1{column-span:all}")
     return html_pdf(source, work), ok(v)
+
+
+@fixture("HTML -> Chromium", "CSS columns: an unruled table that breaks from the left column into the right one; "
+                             "unruled Question | Answer tables with labels wrapped beside their answer")
+def chromium_css_columns_table_breaks(work):
+    v = Values(t2={6: 61.35, 12: 118.9, 24: 232.4, 48: 463.15, 96: 925.7, 192: 1851.05})
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], ruled=False)
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], ruled=False)
+
+    def make(n):
+        blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4, qa_table=True,
+                               filler_before_task2=n)
+        for block in blocks:
+            if block[0] == "table" and block[1].header == ["Question", "Answer"]:
+                block[1].ruled, block[1].widths_cm = False, [3.4, 2.6]
+        css = "body{columns:2;column-gap:1.6em}h1{column-span:all}table{font-size:10pt}"
+        return html_pdf(to_html(blocks, css=css), work)
+    for n in range(0, 12):
+        pdf = make(n)
+        first, last = word_boxes(pdf, "61.35"), word_boxes(pdf, "1851.05")
+        if first and last and first[0][0] == last[0][0] and first[0][1] < 250 < last[0][1]:
+            return pdf, ok(v)
+    raise AssertionError("no amount of filler made Task 2's table break from the left column into the right one")
 
 
 @fixture("Jupyter-like HTML -> Chromium", "a DataFrame with its index column, code cells, 'cuda:0: 200.4' cells")
@@ -823,6 +1050,22 @@ def weasyprint_question_answer(work):
     v = Values()
     blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
     return html_pdf(to_html(blocks), work, engine="weasyprint"), ok(v)
+
+
+@fixture("HTML -> WeasyPrint", "CSS columns with borderless Question | Answer tables: a row cut by the column break "
+                               "leaves its answer at the foot of the left column, its label under the header repeated "
+                               "at the top of the right one")
+def weasyprint_css_columns_qa_cut(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].ruled = False
+    pdf = html_pdf(to_html(blocks, css="body{columns:2;column-gap:1.4em}h1{column-span:all}"), work, engine="weasyprint")
+    label, answer = word_boxes(pdf, "(DEPTH=20,"), word_boxes(pdf, "4,")
+    expect(bool(answer and label) and answer[0][1] < 300 < label[0][1],
+           "the answer '4, 4, 4, 4, 4' should stay in the left column, its label go to the right one")
+    return pdf, ok(v)
 
 
 @fixture("HTML -> WeasyPrint", "bottom-aligned wrapped header cells, table over a page break without <thead>")

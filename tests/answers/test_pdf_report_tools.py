@@ -63,5 +63,5 @@ def test_the_ruled_and_unruled_table_paths_are_both_exercised(built_report):
 
     ruled = extract(str(built_report("chromium-html-dot")[1]), 5)
     unruled = extract(str(built_report("pdflatex-tabular-no-rules-dot")[1]), 5)
-    assert any(page["tables"] for page in ruled["pages"])
-    assert not any(page["tables"] for page in unruled["pages"])
+    assert any(page["ruled"] for page in ruled["pages"])
+    assert not any(page["ruled"] for page in unruled["pages"])

@@ -5,17 +5,21 @@ Answer tables, a label wrapped inside a narrow cell included.
 
 The text is read twice: line by line (prose, and ruled tables whose cells already hold
 their whole wrapped text), then, for what is still missing, with unruled table rows put back
-together (a label cell that wraps over three lines beside its answer on the first).
+together: the columns are the whitespace rivers that run down the table (justified words
+in a narrow cell may be spaced wider than the gap between the columns, but the other lines
+fill those gaps), a label wrapped over several lines goes with the answer beside it (on its
+first line, or centred beside it), and a row cut by a page or column break goes on where
+the table does.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import contract
-from .layout import Layout, Line, clean, normalise
+from .layout import CELL_GAP_EM, Cell, Layout, Line, clean, normalise, rows_by_anchor
 from .numbers import parse_int_list
 
 
@@ -48,35 +52,194 @@ def _line_at(starts, offset: int) -> Line:
 
 
 def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
-    return [(" | ".join(c.text for c in line.cells), line) for line in lines]
+    """Each line as it is, its cells parted by " | "; a ruled row cut by a page break (Word
+    and LibreOffice let a row break) joined with its rest on the next page."""
+    tables: dict[int, list[Line]] = {}
+    for line in lines:
+        if line.ruled is not None:
+            tables.setdefault(line.ruled, []).append(line)
+    out, joined = [], set()
+    for index, line in enumerate(lines):
+        if id(line) in joined:
+            continue
+        rest = _rest_of_cut_row(lines, index, tables)
+        if rest is None:
+            out.append((" | ".join(c.text for c in line.cells), line))
+            continue
+        joined.add(id(rest))
+        header = tables[line.ruled][0]
+        shift = min(c.x0 for l in tables[line.ruled] for c in l.cells) - min(c.x0 for l in tables[rest.ruled] for c in l.cells)
+        texts: dict[int, list[str]] = {}
+        for row, dx in ((line, 0.0), (rest, shift)):
+            for cell in row.cells:
+                column = max(range(len(header.cells)), key=lambda i: min(cell.x1 + dx, header.cells[i].x1)
+                             - max(cell.x0 + dx, header.cells[i].x0))
+                texts.setdefault(column, []).append(cell.text)
+        out.append((" | ".join(_join_wrapped(texts[c]) for c in sorted(texts)), line))
+    return out
+
+
+def _rest_of_cut_row(lines: list[Line], index: int, tables: dict[int, list[Line]]) -> Line | None:
+    """The rest of ruled row lines[index] when the row is cut by a page break: the next
+    table's first row on the next page (after its header, repeated), with fewer cells
+    filled than the table has columns (the cells that ended before the break are empty)."""
+    line = lines[index]
+    if line.ruled is None or index + 1 >= len(lines) or tables[line.ruled][-1] is not line:
+        return None
+    following = lines[index + 1:index + 3]
+    if not following or following[0].ruled is None or following[0].page != line.page + 1:
+        return None
+    header = tables[line.ruled][0]
+    rest = following[0]
+    if rest.text == header.text and len(following) > 1 and following[1].ruled == rest.ruled:
+        rest = following[1]
+    if len(header.cells) < 2 or len(rest.cells) >= len(header.cells) or rest.text == header.text:
+        return None
+    return rest
+
+
+def _runs(lines: list[Line]) -> list[list[Line]]:
+    """Unruled lines of one size set tight one under the other (a table without ruling lines
+    is one; a heading just above it is bigger)."""
+    runs: list[list[Line]] = []
+    for line in lines:
+        previous = runs[-1][-1] if runs else None
+        if (previous is not None and line.ruled is None and previous.ruled is None and line.page == previous.page
+                and line.region == previous.region and abs(line.size - previous.size) <= 0.5
+                and line.top - previous.bottom < 0.9 * max(line.size, 1)):
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+    return runs
+
+
+def _rivers(run: list[Line]) -> list[tuple[float, float]]:
+    """The x-gaps that run down the whole of `run` through no word, where the words of at
+    least one band (lines that overlap vertically: a label and an answer centred beside it)
+    are a cell gap apart: the gaps between the columns of a table. In a narrow justified
+    cell the space between words can be wider than the gap between the columns, but the
+    other lines' words fill it; nothing fills the gap between the columns."""
+    if len(run) < 2:
+        return []  # one line's gaps between words are no river
+    bands = _overlapping(run)
+    spans = sorted((w.x0, w.x1) for line in run for w in line.words)
+    covered = [list(spans[0])]
+    for x0, x1 in spans[1:]:
+        if x0 <= covered[-1][1]:
+            covered[-1][1] = max(covered[-1][1], x1)
+        else:
+            covered.append([x0, x1])
+    size = max(line.size for line in run)
+    gaps = [(a[1], b[0]) for a, b in zip(covered, covered[1:]) if b[0] - a[1] >= 0.5 * size]
+    cell_gaps = []
+    for band in bands:
+        words = sorted((w for line in band for w in line.words), key=lambda w: w.x0)
+        cell_gaps += [(a.x1, b.x0) for a, b in zip(words, words[1:]) if b.x0 - a.x1 > CELL_GAP_EM * min(a.size, b.size)]
+    return [(g0, g1) for g0, g1 in gaps if any(c0 <= g0 + 0.5 and c1 >= g1 - 0.5 for c0, c1 in cell_gaps)]
+
+
+def _overlapping(run: list[Line]) -> list[list[Line]]:
+    bands: list[list[Line]] = []
+    for line in run:
+        last = bands[-1][-1] if bands else None
+        if (last and last.page == line.page and last.region == line.region
+                and min(last.bottom, line.bottom) - max(last.top, line.top) > 0.25 * (line.bottom - line.top)):
+            bands[-1].append(line)
+        else:
+            bands.append([line])
+    return bands
+
+
+def _shifted(line: Line, dx: float) -> Line:
+    """`line` moved dx to the right, so that a table's part in the next column lines up with
+    its part in the column before."""
+    cells = [Cell([replace(w, x0=w.x0 + dx, x1=w.x1 + dx) for w in c.words], c.x0 + dx, c.x1 + dx) for c in line.cells]
+    return replace(line, cells=cells)
+
+
+def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list[Line], list]]:
+    """(run, its rivers), a table's run joined with the lines that open the next page or
+    column and keep a river running down it (the rest of a row cut by the break), as long
+    as they are set like it (a heading there is bigger or bold). The table's header,
+    repeated there, is skipped. In the next column the table stands further right: its
+    lines are moved back by the distance between the two columns' left edges, or between
+    its header and the header repeated."""
+    margins: dict[tuple[int, int], float] = {}
+    for line in lines:
+        key = (line.page, line.region)
+        margins[key] = min(margins.get(key, line.x0), line.x0)
+    out: list[tuple[list[Line], list]] = []
+    cut: int | None = None  # the run cut by a break, while the header repeated after it is skipped
+    for run in runs:
+        target = cut if cut is not None else len(out) - 1
+        cut, previous = None, out[target][0] if out else []
+        last = previous[-1] if previous else None
+        if not (last and any(len(line.cells) > 1 for line in previous)
+                and (run[0].page == last.page + 1 or (run[0].page == last.page and run[0].region > last.region))):
+            out.append((run, _rivers(run)))
+            continue
+        # This run opens a page or column, the target run ended one.
+        before = [l for l in lines if (l.page, l.region) == (last.page, last.region) and len(l.cells) > 1]
+        header = next((l for l in before if l.text == run[0].text), None)
+        dx = margins[(last.page, last.region)] - margins[(run[0].page, run[0].region)]
+        if header is not None:
+            dx = header.x0 - run[0].x0
+            out.append((run[:1], []))
+            run = run[1:]
+            if not run:
+                cut = target  # the rest of the cut row is the next run
+                continue
+        moved = [_shifted(line, dx) if abs(dx) > 0.5 else line for line in run]
+        taken = 0
+        for line in moved:
+            if (abs(line.size - last.size) > 0.5 or line.bold != last.bold
+                    or not _rivers(previous + moved[:taken + 1])):
+                break
+            taken += 1
+        if taken:
+            out[target] = (previous + moved[:taken], _rivers(previous + moved[:taken]))
+        if run[taken:]:
+            out.append((run[taken:], _rivers(run[taken:])))
+    return out
+
+
+def _join_wrapped(texts: list[str]) -> str:
+    """A cell's lines as one text; a word hyphenated at the end of a line ("trans-" /
+    "fers") is joined again."""
+    return re.sub(r"([a-z])- ([a-z])", r"\1\2", " ".join(texts))
 
 
 def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
-    """Unruled rows put back together: lines under the first cell of a row of two or more
-    cells, and left of its second cell, continue that first cell."""
-    # The answer column starts where the last cells of several nearby lines start: in a
-    # narrow justified cell the gaps between words can be wider than the gap between columns.
-    starts = Counter(round(line.cells[-1].x0 / 2) for line in lines if len(line.cells) >= 2 and line.ruled is None)
-    out: list[list] = []
-    row = None
-    for line in lines:
-        column_x = next((2 * x for x in (round(c.x0 / 2) for c in reversed(line.cells[1:]))
-                         if starts[x] + starts[x - 1] + starts[x + 1] >= 2), None)
-        if column_x is not None and line.ruled is None:
-            first = [c.text for c in line.cells if c.x0 < column_x - 2]
-            rest = [c.text for c in line.cells if c.x0 >= column_x - 2]
-            row = [first, rest, line, line, column_x]
-            out.append(row)
+    """Unruled tables put back together row by row: the columns are the whitespace rivers
+    that run down the table (_rivers), and each cell's lines go to the row they sit beside
+    (layout.rows_by_anchor), a row starting where a line holds both a question and an answer."""
+    # A table's header (its first line, no number in it, repeated on each page or column or
+    # over each Q|A table) is no row: an answer cut from its label by a column break must
+    # not be taken into it.
+    seen = Counter(line.text for line in lines if len(line.cells) > 1 and not re.search(r"\d", line.text))
+    out: list[tuple[str, Line]] = []
+    for run, rivers in _across_breaks(_runs(lines), lines):
+        if not rivers:
+            out += [(line.text, line) for line in run]
             continue
-        if (row is not None and line.ruled is None and line.page == row[3].page
-                and abs(line.x0 - row[2].cells[0].x0) < 3 and line.x1 < row[4] - 2
-                and line.top - row[3].bottom < 0.8 * max(line.size, 1)):
-            row[0].append(line.text)
-            row[3] = line
-            continue
-        row = None
-        out.append([[line.text], [], line, line, 0])
-    return [(" ".join(first) + (" | " + " | ".join(rest) if rest else ""), start) for first, rest, start, _, _ in out]
+        entries = []
+        for line in run:
+            if line is run[0] and seen[line.text] > 1:
+                continue
+            columns: dict[int, list[str]] = {}
+            for word in line.words:
+                column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
+                columns.setdefault(column, []).append(word.text)
+            entries.append((line, {c: [normalise(" ".join(words))] for c, words in columns.items()}))
+        rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1,
+                              orphans_start_rows=range(1, len(rivers) + 1))
+        grouped = {id(line) for members, _ in rows for line in members}
+        out += [(line.text, line) for line in run if id(line) not in grouped]
+        for members, cells in rows:
+            text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
+            # Where it was read: the row's line that holds the answer.
+            out.append((text, max(members, key=lambda line: (len(line.cells), -line.top))))
+    return sorted(out, key=lambda entry: entry[1].index)
 
 
 def _match(answer: contract.LabelledAnswer, text: str, starts) -> LabelReading:

@@ -11,7 +11,9 @@ columns by position and say where each answer came from. What this module settle
 - a ruled table's row is one line whose cells are the ruled cells, however their text wraps;
   a table ruled only above and below its body (booktabs) is split into its text lines again;
 - a page set in two columns is read left column first, then the right one, with lines that
-  span both (a title) kept in place;
+  span both (a title, a one-column section, a wide table) cutting the page into bands; the
+  gutter is the whitespace river the fewest rows cross, found on the words before they are
+  joined into lines, so lines of the two columns that share a baseline stay apart;
 - running headers and footers, page numbers and tables of contents are marked `furniture`
   and never taken for answers.
 """
@@ -33,6 +35,9 @@ TOUCH_EM = 0.12
 CELL_GAP_EM = 0.9
 # Running headers and footers live in these bands at the top and bottom of a page.
 BAND = 0.075
+# Two columns of text are at least this far apart (pt): LaTeX's \\columnsep is 10 pt, Word's
+# default 1.25 cm, CSS's column-gap 1 em.
+_MIN_GUTTER_PT = 6
 
 
 def normalise(text: str) -> str:
@@ -250,55 +255,147 @@ def _aligned(filled, k: int) -> bool:
 # ---------------------------------------------------------------- columns of text
 
 
-def _gutter(lines: list[Line], width: float) -> tuple[float, float] | None:
-    """The gap between two columns of text, if the page has them: a vertical strip in the
-    middle third that no line's words cross, with many lines on each side ending (left) or
-    starting (right) next to it. A table's gap between columns has no such lines."""
-    if len(lines) < 8:
+def _strip(row: list[Word], g0: float, g1: float) -> tuple[list[Word], list[Word], bool]:
+    """A row's words left of the strip [g0, g1], right of it, and whether a word crosses it."""
+    left = [w for w in row if w.x1 <= g0 + 0.5]
+    right = [w for w in row if w.x0 >= g1 - 0.5]
+    return left, right, len(left) + len(right) < len(row)
+
+
+def _is_gutter(rows: list[list[Word]], g0: float, g1: float, width: float) -> bool:
+    """Whether [g0, g1] parts two columns of text: many rows on the left end next to it (a
+    column's right margin), rows on the right start next to it, both sides hold lines of
+    text as wide as a column, and few rows cross it (a title, a one-column section, a page
+    number). A wide gap between a table's columns has no such lines beside it."""
+    lefts, rights, crossing = [], [], 0
+    for row in rows:
+        left, right, crosses = _strip(row, g0, g1)
+        if crosses:
+            crossing += 1
+            continue
+        if left:
+            lefts.append((min(w.x0 for w in left), max(w.x1 for w in left)))
+        if right:
+            rights.append((min(w.x0 for w in right), max(w.x1 for w in right)))
+    left_full = [x0 for x0, x1 in lefts if x1 >= g0 - 0.12 * width]
+    right_near = [x0 for x0, x1 in rights if x0 <= g1 + 0.05 * width]
+    wide = 0.25 * width
+    return (len(left_full) >= 6 and len(right_near) >= 3 and len(left_full) >= 0.25 * len(lefts)
+            and sum(x1 - x0 >= wide for x0, x1 in lefts) >= 3 and sum(x1 - x0 >= wide for x0, x1 in rights) >= 3
+            and crossing <= 0.5 * min(len(lefts), len(rights)))
+
+
+def _still_columns(rows: list[list[Word]], g0: float, g1: float, width: float) -> bool:
+    """Whether a page goes on in the previous page's columns: its gutter is still free (a
+    footer may cross it), there is text on both sides, and the sides are either not row by
+    row beside each other as a table's columns are, or both hold lines of prose as wide as a
+    column. A short last page, or one whose left column holds only the end of a table, has
+    too few lines to show its columns itself."""
+    crossing = alone = left = right = wide_left = wide_right = 0
+    for row in rows:
+        l, r, crosses = _strip(row, g0, g1)
+        crossing += crosses
+        if not crosses:
+            left += bool(l)
+            right += bool(r)
+            alone += bool(l) != bool(r)
+            wide_left += bool(l) and max(w.x1 for w in l) - min(w.x0 for w in l) >= 0.25 * width
+            wide_right += bool(r) and max(w.x1 for w in r) - min(w.x0 for w in r) >= 0.25 * width
+    return (crossing <= max(2, 0.15 * len(rows)) and left >= 3 and right >= 3
+            and (alone >= 3 or (wide_left >= 2 and wide_right >= 2)))
+
+
+def _gutter(rows: list[list[Word]], width: float, previous: tuple | None = None) -> tuple[float, float] | None:
+    """The gap between two columns of text, if the page has them: the widest vertical strip
+    in the middle of the page that the fewest rows of words cross (a whitespace river).
+    Rows that do cross it (a title over both columns, a page number in the footer, a
+    one-column section) are allowed as long as the columns beside it are plainly there.
+    Failing that, the previous page's gutter, where this page plainly goes on in it."""
+    found = _own_gutter(rows, width)
+    if found is None and previous is not None and _still_columns(rows, *previous, width):
+        return previous
+    return found
+
+
+def _own_gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | None:
+    if len(rows) < 8:
         return None
-    for_gaps = [line for line in lines if not line.ruled]
     lo, hi = int(width * 0.3), int(width * 0.7)
     covered = [0] * (hi - lo + 1)
-    for line in for_gaps:
-        for word in line.words:
-            for x in range(max(lo, int(word.x0)), min(hi, int(word.x1)) + 1):
-                covered[x - lo] += 1
-    best, start = None, None
-    for i, count in enumerate(covered + [1]):
-        if count == 0 and start is None:
-            start = i
-        elif count and start is not None:
-            if i - start >= 6 and (best is None or i - start > best[1] - best[0]):
-                best = (start, i)
-            start = None
-    if best is None:
-        return None
-    g0, g1 = lo + best[0], lo + best[1]
-    left = [line for line in lines if line.x1 <= g0 + 1]
-    right = [line for line in lines if line.x0 >= g1 - 1]
-    left_full = [line for line in left if line.x1 >= g0 - 0.12 * width]
-    right_full = [line for line in right if line.x0 <= g1 + 0.05 * width]
-    if len(left_full) >= 6 and len(right_full) >= 3 and len(left_full) >= 0.4 * len(left):
-        return g0, g1
+    for row in rows:
+        spans = sorted({x for w in row for x in range(max(lo, int(w.x0) + 1), min(hi, int(w.x1)) + 1)})
+        for x in spans:  # each row counts once however many words it has there
+            covered[x - lo] += 1
+    tried = set()
+    for allowed in sorted(set(covered)):
+        if allowed > 0.3 * len(rows):
+            break
+        runs, start = [], None
+        for i, count in enumerate(covered + [len(rows) + 1]):
+            if count <= allowed and start is None:
+                start = i
+            elif count > allowed and start is not None:
+                if i - start >= _MIN_GUTTER_PT:
+                    runs.append((lo + start, lo + i - 1))
+                start = None
+        for g0, g1 in sorted(runs, key=lambda r: r[0] - r[1]):
+            if (g0, g1) not in tried:
+                tried.add((g0, g1))
+                if _is_gutter(rows, g0, g1, width):
+                    return g0, g1
     return None
 
 
-def _split_for_columns(lines: list[Line], gutter: tuple[float, float]) -> list[Line]:
+def _running_rows(rows: list[list[Word]], height: float) -> set[int]:
+    """The rows of a running header or footer: in the page's top (bottom) band and set apart
+    from the body below (above) them. They run over the page's width, over the columns too:
+    split into columns, 'LTAT.06.030' at the top right would be read after the left column."""
+    found: set[int] = set()
+    ordered = sorted(rows, key=lambda r: min(w.top for w in r))
+    for edge, in_band in ((ordered, lambda r: max(w.bottom for w in r) <= BAND * height),
+                          (ordered[::-1], lambda r: min(w.top for w in r) >= (1 - BAND) * height)):
+        band = []
+        for row, inner in zip(edge, edge[1:]):
+            if not in_band(row):
+                break
+            band.append(row)
+            outer_top, outer_bottom = min(w.top for w in row), max(w.bottom for w in row)
+            gap = (min(w.top for w in inner) - outer_bottom if edge is ordered
+                   else outer_top - max(w.bottom for w in inner))
+            if gap >= 1.2 * max(w.size for w in row):
+                found |= {id(r) for r in band}
+                break
+    return found
+
+
+def _lines_in_columns(page: int, ruled: list[Line], free: list[Word], width: float, height: float,
+                      previous: tuple | None = None) -> tuple[list[Line], tuple | None]:
+    """The page's lines, each in its region: 0 across the page, 1 the left column, 2 the
+    right one. Words are put in a column before they are joined into lines, so two columns
+    whose baselines nearly match never share a line."""
+    rows = _rows(free)
+    gutter = _gutter(rows + [line.words for line in ruled], width, previous)
+    if gutter is None:
+        return ruled + [line for line in (_line(page, row) for row in rows) if line], None
     g0, g1 = gutter
-    out = []
-    for line in lines:
-        # By the words, not a ruled cell's box, which may reach into the gutter.
-        left = [c for c in line.cells if max(w.x1 for w in c.words) <= g0 + 1]
-        right = [c for c in line.cells if min(w.x0 for w in c.words) >= g1 - 1]
-        if len(left) + len(right) < len(line.cells) or not left or not right:
-            line.region = 0 if len(left) + len(right) < len(line.cells) else (1 if left else 2)
-            out.append(line)
-            continue
-        for region, cells in ((1, left), (2, right)):
-            words = [w for c in cells for w in c.words]
-            out.append(Line(line.page, min(w.top for w in words), max(w.bottom for w in words), cells,
-                            ruled=line.ruled, region=region))
-    return out
+    running = _running_rows(rows, height)
+    lines: list[Line] = []
+    sides: dict[int, list[Word]] = {1: [], 2: []}
+    for row in rows:
+        left, right, crosses = _strip(row, g0, g1)
+        if crosses or id(row) in running:
+            lines.append(_line(page, row))
+        else:
+            sides[1] += left
+            sides[2] += right
+    for region, words in sides.items():
+        for row in _rows(words):
+            lines.append(_line(page, row, region=region))
+    for line in ruled:
+        left, right, crosses = _strip(line.words, g0, g1)
+        line.region = 0 if crosses or (left and right) else (1 if left else 2)
+        lines.append(line)
+    return [line for line in lines if line], gutter
 
 
 def _reading_order(lines: list[Line]) -> list[Line]:
@@ -315,6 +412,149 @@ def _reading_order(lines: list[Line]) -> list[Line]:
     return ordered + sorted(band, key=lambda l: (l.region, l.top, l.x0))
 
 
+# ---------------------------------------------------------------- rows of unruled tables
+
+
+@dataclass
+class CellLines:
+    """Lines of an unruled table that overlap vertically (a band: cells set at different
+    heights, like a vertically centred value beside a two-line label), their texts by
+    column, and whether they start a row (an anchor: the row's key, or both a question and
+    its answer)."""
+    lines: list[Line]
+    cells: dict
+    anchor: bool = False
+
+    @property
+    def top(self) -> float:
+        return min(line.top for line in self.lines)
+
+    @property
+    def bottom(self) -> float:
+        return max(line.bottom for line in self.lines)
+
+    @property
+    def size(self) -> float:
+        return max(line.size for line in self.lines)
+
+    def next_to(self, other: "CellLines") -> bool:
+        first, second = self.lines[0], other.lines[0]
+        return first.page == second.page and first.region == second.region
+
+
+def _bands(entries: list[tuple[Line, dict]]) -> list[CellLines]:
+    """Lines that overlap vertically by more than a quarter of a line are one band."""
+    bands: list[CellLines] = []
+    for line, cells in entries:
+        band = bands[-1] if bands else None
+        if (band and band.lines[-1].page == line.page and band.lines[-1].region == line.region
+                and min(band.bottom, line.bottom) - max(band.top, line.top) > 0.25 * min(line.bottom - line.top, 99)):
+            band.lines.append(line)
+            for column, texts in cells.items():
+                band.cells.setdefault(column, []).extend(texts)
+        else:
+            bands.append(CellLines([line], {column: list(texts) for column, texts in cells.items()}))
+    return bands
+
+
+def _opens_a_value(member: CellLines, block: list[CellLines], column) -> bool:
+    """Whether `member` starts a new value rather than continuing the line above it: the
+    line above is a complete value ("200.45, 200.7": ends in a number or unit, no list
+    separator after it) and this one starts with a number."""
+    position = next(i for i, b in enumerate(block) if b is member)
+    if position == 0:
+        return False
+    above, mine = block[position - 1].cells[column][-1], member.cells[column][0]
+    return (bool(re.search(r"\w\)?\s*$", above)) and not re.search(r"(?:\band|[,;/&+\-])\s*$", above)
+            and bool(re.match(r"\s*\d", mine)))
+
+
+def _owner(member: CellLines, block: list[CellLines], bands: list[CellLines], column) -> CellLines | None:
+    beside = _beside(block, bands)
+    if beside:
+        above = [b for b in beside if b.top <= member.top + 1]
+        below = [b for b in beside if b.top > member.top + 1]
+        if above and below and _opens_a_value(member, block, column):
+            return below[0]  # centred cells: the next row's value starts above its anchor
+        return above[-1] if above else beside[0]
+    position = next(i for i, b in enumerate(bands) if b is member)
+    before = [b for b in bands[:position] if b.anchor]
+    after = [b for b in bands[position:] if b.anchor]
+    return before[-1] if before else (after[0] if after else None)
+
+
+def _split_at_padding(block: list[CellLines]) -> list[list[CellLines]]:
+    """A column's block cut where the space between two lines is clearly wider than its
+    tightest: cells are padded, so the space between rows is wider than between the lines
+    of one cell (tables set with no padding at all keep one block)."""
+    gaps = [b.top - a.bottom for a, b in zip(block, block[1:])]
+    if len(gaps) < 2:
+        return [block]
+    tightest = min(gaps)
+    pieces = [[block[0]]]
+    for gap, band in zip(gaps, block[1:]):
+        if gap > tightest + max(1.5, 0.15 * band.size):
+            pieces.append([band])
+        else:
+            pieces[-1].append(band)
+    return pieces
+
+
+def _blocks(bands: list[CellLines], column) -> list[list[CellLines]]:
+    """The column's lines cut into blocks of lines set tight one under the other, cut again
+    where the space between lines is clearly wider than the block's tightest."""
+    blocks: list[list[CellLines]] = []
+    for band in (b for b in bands if b.cells.get(column)):
+        previous = blocks[-1][-1] if blocks else None
+        if previous and previous.next_to(band) and band.top - previous.bottom < 0.6 * max(band.size, 1):
+            blocks[-1].append(band)
+        else:
+            blocks.append([band])
+    return [piece for block in blocks for piece in _split_at_padding(block)]
+
+
+def _beside(block: list[CellLines], bands: list[CellLines]) -> list[CellLines]:
+    top, bottom = min(m.top for m in block), max(m.bottom for m in block)
+    return [b for b in bands if b.anchor and b.next_to(block[0]) and b.top < bottom - 1 and b.bottom > top + 1]
+
+
+def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor, orphans_start_rows=()) -> list[tuple[list[Line], dict]]:
+    """(lines, texts by column) per row of an unruled table, from its lines in reading order
+    with their texts by column; is_anchor(texts by column) says whether a band starts a row;
+    a block of a column in orphans_start_rows beside no anchor starts a row of its own (an
+    answer whose label went on past a column break).
+
+    Without ruling lines, a cell's lines are the row's when they sit beside its anchor:
+    top-aligned cells start on it, vertically centred ones reach above and below it. So
+    each column's lines are cut into blocks of lines set tight one under the other (and cut
+    again where the space between lines is clearly wider than the block's tightest); a block
+    beside one anchor is that row's; where a block reaches beside several (rows with no
+    space between them) each line belongs to the nearest anchor at or above it (top-aligned
+    cells), unless the line above it is a complete value and it starts with a number: then
+    it opens the next row's value, centred around that row's anchor; a block beside none is
+    the rest of a row cut by a page break, or runs on from the row above.
+    """
+    bands = _bands(entries)
+    for band in bands:
+        band.anchor = bool(is_anchor(band.cells))
+    columns = list(dict.fromkeys(c for b in bands for c in b.cells))
+    for column in (c for c in columns if c in orphans_start_rows):
+        for block in _blocks(bands, column):
+            if not _beside(block, bands):
+                block[0].anchor = True
+    cells: dict[int, dict] = {id(b): {} for b in bands if b.anchor}
+    members: dict[int, set] = {id(b): {id(b)} for b in bands if b.anchor}
+    for column in columns:
+        for block in _blocks(bands, column):
+            for member in block:
+                owner = member if member.anchor else _owner(member, block, bands, column)
+                if owner is not None:
+                    cells[id(owner)].setdefault(column, []).extend(member.cells[column])
+                    members[id(owner)].add(id(member))
+    return [([line for m in bands if id(m) in members[id(b)] for line in m.lines], cells[id(b)])
+            for b in bands if b.anchor]
+
+
 # ---------------------------------------------------------------- furniture
 
 _FURNITURE_TEXT = re.compile(
@@ -325,10 +565,16 @@ _LEADER = re.compile(r"(?:\.\s*){4,}\d+$|(?:\s\.){3,}\s*\d+$")
 _CONTENTS = re.compile(r"^\W*(?:table\s+of\s+)?contents\W*$")
 
 
-def _is_number_row(line: Line) -> bool:
-    # "12  125.61" near the page's edge (a table running onto the next page) is content,
-    # even though "12" alone reads like a page number and rows look alike once digits are masked.
-    return len(line.cells) >= 2 and all(_NUMBER_CELL.match(c.text) for c in line.cells)
+def _is_table_row(line: Line) -> bool:
+    """A row of a table near the page's edge (a table running onto the next page) is
+    content, even though "12" alone reads like a page number and rows look alike once digits
+    are masked: a ruled row, "12 | 125.61", or a row with three or more cells holding
+    numbers ("0 | 2 | 182.59 | cuda:0: 200.4"), which no running header or footer has."""
+    if line.ruled is not None:
+        return True
+    if len(line.cells) >= 2 and all(_NUMBER_CELL.match(c.text) for c in line.cells):
+        return True
+    return sum(bool(re.search(r"\d", c.text)) for c in line.cells) >= 3
 
 
 def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: float | None) -> None:
@@ -336,17 +582,29 @@ def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: flo
     masked = Counter()
     for page in {l.page for l in lines}:
         masked.update({re.sub(r"\d+", "#", l.text) for l in lines if l.page == page and in_band[id(l)]})
-    for line in lines:
-        if not in_band[id(line)] or _is_number_row(line):
-            continue
+
+    def running(line: Line) -> bool:
+        if _is_table_row(line):
+            return False
         # Repeated lines count only when not set larger than the body text: "Task 2
         # explanation" at the top of two pages is a heading each time.
         repeated = masked[re.sub(r"\d+", "#", line.text)] >= 2 and line.size <= (body_size or line.size) * 1.02
         cells = [c.text for c in line.cells]
-        if ((body_size and line.size < 0.88 * body_size and len(line.text.split()) < 12)
-                or _FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1])
-                or repeated):
-            line.furniture = "header/footer"
+        return bool((body_size and line.size < 0.88 * body_size and len(line.text.split()) < 12)
+                    or _FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1]) or repeated)
+
+    # A running header or footer sits between the page's edge and the body: walking in from
+    # the edge, the first line that is not one ends it ("calls with 2 | 20" under a table's
+    # repeated header near the top is body, however much "20" looks like a page number).
+    for page in {l.page for l in lines}:
+        mine = [l for l in lines if l.page == page and in_band[id(l)]]
+        middle = heights[page] / 2
+        for edge in (sorted((l for l in mine if l.top < middle), key=lambda l: l.top),
+                     sorted((l for l in mine if l.top >= middle), key=lambda l: -l.bottom)):
+            for line in edge:
+                if not running(line):
+                    break
+                line.furniture = "header/footer"
     in_contents = False
     for line in lines:
         if line.furniture:
@@ -382,7 +640,7 @@ def _body_size(lines: list[Line]) -> float | None:
 
 def build_layout(worker_output: dict) -> Layout:
     layout = Layout(pages=len(worker_output.get("pages", [])))
-    heights, lines, pictures = {}, [], []
+    heights, lines, pictures, gutter = {}, [], [], None
     ocr_chars = chars = 0
     for number, page in enumerate(worker_output.get("pages", []), start=1):
         heights[number] = page.get("height") or 842.0
@@ -390,13 +648,10 @@ def build_layout(worker_output: dict) -> Layout:
         ocr_chars += page.get("ocr_chars", 0)
         layout.text_pages += bool(page.get("chars"))
         free = _words(page)
-        page_lines = []
+        ruled = []
         for table_id, table in enumerate(page.get("ruled", [])):
-            page_lines += _ruled_lines(number, table, number * 1000 + table_id, free)
-        page_lines += [line for line in (_line(number, row) for row in _rows(free)) if line]
-        gutter = _gutter(page_lines, page.get("width") or 595.0)
-        if gutter:
-            page_lines = _split_for_columns(page_lines, gutter)
+            ruled += _ruled_lines(number, table, number * 1000 + table_id, free)
+        page_lines, gutter = _lines_in_columns(number, ruled, free, page.get("width") or 595.0, heights[number], gutter)
         page_lines = _reading_order(page_lines)
         lines += page_lines
         for x0, top, x1, bottom in page.get("images", []):

@@ -2,13 +2,18 @@
 
     read_table(layout, spec) -> TableReading | None
 
-A header is one to three lines (a header cell may wrap upwards, as Word and LibreOffice
-align header cells to the bottom, or downwards) whose cells, read column by column, hold
-every column the spec names; any other column is ignored. Each data word goes to the column
+A header is one line or several (a header cell may wrap upwards, as Word and LibreOffice
+align header cells to the bottom, or downwards, and cells centred at different heights
+interleave their lines) whose cells, read column by column, hold every column the spec
+names; any other column is ignored. A header cell's words spread wider than a cell gap
+(justified text, OCR) are joined again where only together they name a column, or where
+the values below bridge them. Each data word goes to the column
 whose header it sits under, so the order of columns, extra columns, a DataFrame's index and
 two columns set close together ("2 182.59 ms") do not matter. A table runs on while its key
-column holds whole numbers, over a page break with or without its header repeated. A table
-with the configurations as columns (transposed) is read the same way, turned.
+column holds whole numbers, over a page break with or without its header repeated. Each key
+line is a row; a cell's other lines (a value wrapped in a narrow cell, above and below the
+key line when the cell is vertically centred) go to the row they sit beside. A table with
+the configurations as columns (transposed) is read the same way, turned.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ import re
 from dataclasses import dataclass, field
 
 from . import contract
-from .layout import CELL_GAP_EM, Layout, Line, Word, normalise
+from .layout import CELL_GAP_EM, Layout, Line, Word, normalise, rows_by_anchor
 from .numbers import decimal_mark, memory_unit_factor_mib, parse_memory_list_mib, parse_time_ms, time_unit_factor_ms
 
 _KEY_CELL = re.compile(r"^\W*(?:depth|gpus?)?\s*[=:]?\s*(\d+)\s*(?:gpus?|layers?)?\W*$")
 _MAX_ROWS = 60
+# A header cell wraps over a few lines, and cells centred vertically at different heights
+# interleave their lines: "Memory / per / GPU / (MiB)" beside "Step / time / (ms)" is 7 lines.
+_MAX_HEADER_LINES = 7
 
 
 @dataclass
@@ -51,7 +59,7 @@ class TableReading:
 # ---------------------------------------------------------------- headers
 
 
-def _clusters(window: list[Line]) -> list[tuple[list[Word], float, float]]:
+def _clusters(window: list[Line], spec=None) -> list[tuple[list[Word], float, float]]:
     """The header's cells: a ruled row's cells as they are; in an unruled header, words
     next to each other on a line, or above each other on adjacent lines, are one cell."""
     if len(window) == 1 and window[0].ruled is not None:
@@ -76,12 +84,30 @@ def _clusters(window: list[Line]) -> list[tuple[list[Word], float, float]]:
     groups: dict[int, list] = {}
     for i, (line_index, word) in enumerate(words):
         groups.setdefault(root(i), []).append((line_index, word))
-    clusters = []
-    for members in groups.values():
-        members.sort(key=lambda m: (m[0], m[1].x0))
-        cluster_words = [w for _, w in members]
-        clusters.append((cluster_words, min(w.x0 for w in cluster_words), max(w.x1 for w in cluster_words)))
-    return sorted(clusters, key=lambda c: c[1])
+    return [([w for _, w in members], min(w.x0 for _, w in members), max(w.x1 for _, w in members))
+            for members in _spread_phrases_joined(list(groups.values()), spec)]
+
+
+def _joined_text(members: list[tuple[int, Word]]) -> str:
+    return " ".join(normalise(w.text) for _, w in sorted(members, key=lambda m: (m[0], m[1].x0)))
+
+
+def _spread_phrases_joined(groups: list[list[tuple[int, Word]]], spec) -> list[list[tuple[int, Word]]]:
+    """Clusters in x order, neighbours on a common line joined where only their text together
+    names a column: a justified narrow cell spreads "Step" and "time" as far apart as two
+    columns are, but "step" or "time" alone names nothing. "GPUs" beside "Step time" stays
+    apart: each names its own column."""
+    names = [c.header for c in (spec.key,) + tuple(spec.values)] if spec else []
+    ordered = sorted(groups, key=lambda g: min(w.x0 for _, w in g))
+    out: list[list[tuple[int, Word]]] = []
+    for group in ordered:
+        if out and {i for i, _ in out[-1]} & {i for i, _ in group}:
+            before, mine, both = _joined_text(out[-1]), _joined_text(group), _joined_text(out[-1] + group)
+            if any(re.search(n, both) and not re.search(n, before) and not re.search(n, mine) for n in names):
+                out[-1] = out[-1] + group
+                continue
+        out.append(group)
+    return [sorted(g, key=lambda m: (m[0], m[1].x0)) for g in out]
 
 
 def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | None:
@@ -89,7 +115,7 @@ def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | Non
     wanted = list(spec.values) + [spec.key]
     columns: list[Column] = []
     found = set()
-    for words, x0, x1 in _clusters(window):
+    for words, x0, x1 in _clusters(window, spec):
         text = ""
         starts = []
         for word in words:
@@ -130,16 +156,19 @@ def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | Non
     return sorted(columns, key=lambda c: c.x0)
 
 
-def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = False,
-               wrapped: bool = True) -> tuple[list[Column], int, int] | None:
-    """Columns of a header whose last line is lines[index] (wrapped upwards: up to two lines
-    above it) or whose first line is it (wrapped downwards); (columns, first, last)."""
+def _headers_at(lines: list[Line], index: int, spec, *, starting_here: bool = False,
+                wrapped: bool = True):
+    """Candidate headers (columns, first, last) whose last line is lines[index] (wrapped
+    upwards: up to two lines above it) or whose first line is it (wrapped downwards, up to
+    _MAX_HEADER_LINES lines), smallest first: a window that names every column may still
+    stop short of the header's last line, which the caller finds out from the rows below."""
     line = lines[index]
     if line.furniture:
-        return None
+        return
     options = [(index, index)]
     if line.ruled is None and wrapped:
-        options += ([] if starting_here else [(index - 1, index), (index - 2, index)]) + [(index, index + 1), (index, index + 2)]
+        options += ([] if starting_here else [(index - 1, index), (index - 2, index)]) + [
+            (index, index + k) for k in range(1, _MAX_HEADER_LINES)]
     for first, last in options:
         if first < 0 or last >= len(lines):
             continue
@@ -153,8 +182,34 @@ def _header_at(lines: list[Line], index: int, spec, *, starting_here: bool = Fal
             continue  # prose that names the columns is not a header
         columns = _columns(window, spec)
         if columns:
+            yield columns, first, last
+
+
+def _repeated_header(lines: list[Line], index: int, spec) -> tuple[list[Column], int, int] | None:
+    """A header repeated where a table runs on: the first window after which a value follows."""
+    for columns, first, last in _headers_at(lines, index, spec, starting_here=True):
+        if last + 1 >= len(lines) or re.search(r"\d", lines[last + 1].text):
             return columns, first, last
     return None
+
+
+def _join_cells_the_body_bridges(columns: list[Column], body: list[Line]) -> list[Column]:
+    """An unruled header's cells are its words' clusters, and words spaced wider than a cell
+    gap (OCR's estimated positions, justified text) split one header into several: "Memory"
+    | "per GPU" | "(MiB)". Two neighbouring clusters are one column when a word of the body
+    bridges them (no whitespace river runs down between them); a cluster that names no
+    column is then joined to its named neighbour. Two named columns are never joined: their
+    body words set close together are split by the header later (_assign)."""
+    words = [w for line in body for w in line.words]
+    out = [columns[0]] if columns else []
+    for column in columns[1:]:
+        last = out[-1]
+        bridged = any(w.x0 < last.x1 and w.x1 > column.x0 for w in words)
+        if bridged and (last.name is None) != (column.name is None):
+            out[-1] = Column(last.name or column.name, last.x0, max(last.x1, column.x1), f"{last.text} {column.text}")
+        else:
+            out.append(column)
+    return out
 
 
 # ---------------------------------------------------------------- rows
@@ -194,28 +249,56 @@ def _key(texts: list[str] | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> tuple[list[_Row], list[Line]]:
+@dataclass
+class _Entry:
+    """One line of a table's body: its texts by column name, and its key if it starts a row."""
+    line: Line
+    cells: dict[str, list[str]]
+    key: int | None
+
+
+def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> list[_Entry]:
+    """The lines of the table whose header ends just above lines[start]: lines with a key,
+    and lines that continue a cell (a wrapped value) above or below them. The table runs on
+    over a page or column break, its header repeated or not.
+
+    Lines set tight one under the other (or overlapping: cells centred at different
+    heights) make a cluster; cells are padded, so rows may stand apart, but a row's own
+    lines never do. A cluster without a key line ends the table, unless it opens the next
+    page: the rest of a row cut by the page break."""
     key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
-    rows: list[_Row] = []
-    used: list[Line] = []
+    entries: list[_Entry] = []
+    cluster: list[_Entry] = []
+    cluster_opens_page = False
+    keys = 0
     last = lines[start - 1]
     index = start
-    while index < len(lines) and len(rows) < _MAX_ROWS:
+
+    def keep(cluster: list[_Entry]) -> bool:
+        return any(e.key is not None for e in cluster) or (cluster_opens_page and any(e.key is not None for e in entries))
+
+    while index < len(lines) and keys < _MAX_ROWS:
         line = lines[index]
         index += 1
         if line.furniture:
             continue
-        if line.page != last.page or line.region != last.region:
-            if not rows or line.page < last.page:
+        moved = line.page != last.page or line.region != last.region
+        if moved:
+            if not keys or line.page < last.page:
                 break  # a table runs on only from where it stopped, onto the next page or column
         elif line.top - last.bottom > 2.5 * max(line.size, last.size, 1):
             break
-        repeated = _header_at(lines, index - 1, spec, starting_here=True)
-        if repeated and rows:
+        repeated = _repeated_header(lines, index - 1, spec)
+        if repeated and keys:
             columns, _, header_last = repeated
             key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
             index = header_last + 1
             last = lines[header_last]
+            if cluster and not keep(cluster):
+                cluster = []
+                break
+            entries += cluster
+            cluster, cluster_opens_page = [], False
             continue
         assigned = _assign(line, columns)
         key = _key(assigned.get(key_index))
@@ -223,24 +306,43 @@ def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> t
             # Cells not under their headers (a Markdown table printed as plain text): by order.
             assigned = {i: [cell.raw] for i, cell in enumerate(line.cells)}
             key = _key(assigned[key_index])
-        if key is not None:
-            rows.append(_Row(key, {columns[i].name: t for i, t in assigned.items() if columns[i].name},
-                             line.page, [line.raw]))
-        elif rows and not assigned.get(key_index) and assigned and line.page == last.page \
-                and line.top - last.bottom < 0.9 * max(line.size, 1):
-            # A value wrapped onto the next line of its cell.
-            for i, texts in assigned.items():
-                if columns[i].name:
-                    rows[-1].cells.setdefault(columns[i].name, []).extend(texts)
-            rows[-1].raw.append(line.raw)
-        else:
+        if key is None and (assigned.get(key_index) or not assigned):
             break
-        used.append(line)
+        if key is None and not keys and not re.search(r"\d", line.text):
+            break  # above the first row only a value can wrap (a vertically centred cell)
+        new_cluster = moved or line.top - last.bottom >= 0.9 * max(line.size, 1)
+        if new_cluster and cluster:
+            if not keep(cluster):
+                cluster = []
+                break
+            entries += cluster
+            cluster = []
+        if not cluster:
+            cluster_opens_page = line.page != (entries[-1].line.page if entries else lines[start - 1].page)
+        keys += key is not None
+        cluster.append(_Entry(line, {columns[i].name: t for i, t in assigned.items() if columns[i].name}, key))
         last = line
-    return rows, used
+    if cluster and keep(cluster):
+        entries += cluster
+    return entries
+
+
+def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> tuple[list[_Row], list[Line]]:
+    """The table's rows: each key line is a row, and each cell's other lines go to the row
+    they sit beside (layout.rows_by_anchor), not just the row above."""
+    entries = _table_lines(lines, start, columns, spec)
+    key = spec.key.name
+    grouped = rows_by_anchor([(e.line, e.cells) for e in entries], lambda cells: _key(cells.get(key)) is not None)
+    rows = [_Row(_key(cells[key]), cells, members[0].page, [line.raw for line in members]) for members, cells in grouped]
+    return rows, [e.line for e in entries]
 
 
 # ---------------------------------------------------------------- transposed
+
+
+def _same_keys(line: Line, spec, keys: list[int]) -> bool:
+    return (len(line.cells) == len(keys) + 1 and bool(re.fullmatch(rf"\W*(?:{spec.key.header})\W*", line.cells[0].text))
+            and [_key([c.raw]) for c in line.cells[1:]] == keys)
 
 
 def _transposed(lines: list[Line], index: int, spec) -> tuple[list[_Row], list[Line], list[Column]] | None:
@@ -257,14 +359,26 @@ def _transposed(lines: list[Line], index: int, spec) -> tuple[list[_Row], list[L
     quantities: list[tuple[list[str], dict[int, list[str]]]] = []
     used = [line]
     last = line
-    for following in lines[index + 1:index + 12]:
+    for following in lines[index + 1:index + 16]:
         if following.furniture:
             continue
-        if following.page != last.page or following.top - last.bottom > 1.5 * max(following.size, 1):
+        new_page = following.page != last.page
+        if new_page:
+            # A turned table runs on at the top of the next page: its configurations' row
+            # may be repeated there, and a row cut by the page break goes on under it.
+            if not quantities or following.page != last.page + 1:
+                break
+            if _same_keys(following, spec, keys):
+                used.append(following)
+                last = following
+                continue
+        elif following.top - last.bottom > 1.5 * max(following.size, 1):
             break
         assigned = _assign(following, columns)
         values = {i: t for i, t in assigned.items() if i > 0}
         label_text = assigned.get(0)
+        if new_page and (label_text or not values):
+            break  # only the rest of a cut row goes on past the break
         if label_text and values:
             quantities.append((list(label_text), values))
         elif quantities and values:
@@ -356,12 +470,18 @@ def read_table(layout: Layout, spec: contract.TableSpec) -> TableReading | None:
     lines = layout.lines
     # One-line headers first, so a heading just above a table is not taken into its header.
     for index, wrapped in [(i, False) for i in range(len(lines))] + [(i, True) for i in range(len(lines))]:
-        header = _header_at(lines, index, spec, wrapped=wrapped)
-        if header:
-            columns, first, last = header
+        header = None
+        for columns, first, last in _headers_at(lines, index, spec, wrapped=wrapped):
             rows, used = _rows_below(lines, last + 1, columns, spec)
             window = lines[first:last + 1]
-        else:
+            joined = _join_cells_the_body_bridges(columns, used) if window[0].ruled is None else columns
+            if joined != columns:
+                columns = joined
+                rows, used = _rows_below(lines, last + 1, columns, spec)
+            if rows:
+                header = columns
+                break
+        if not header:
             turned = None if wrapped else _transposed(lines, index, spec)
             if not turned:
                 continue

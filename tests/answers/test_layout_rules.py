@@ -1,0 +1,180 @@
+"""The layout rules of the HW3 PDF reader, each on a page built by hand as the PDF worker
+would describe it (words with their boxes), so a rule is pinned down apart from the tools
+that make real PDFs (tests/answers/fixtures/reports holds those):
+
+- two columns of text found by the whitespace river between them, however a title, a
+  footer or a one-column section crosses it, and never in a table's gap between columns;
+- an unruled table's cell lines going to the row they sit beside (vertically centred
+  cells), and a header cell split by wide word spacing joined again;
+- Question | Answer rows put back together by the river between their columns when
+  justified words are spaced wider than it;
+- running headers and footers only between the page's edge and the body.
+"""
+
+from __future__ import annotations
+
+from grader.answers.hw3_pdf.layout import build_layout
+from grader.answers.hw3_pdf.reader import reading_from_worker_output
+
+WIDTH, HEIGHT = 595.0, 842.0
+PROSE = ("the step time grows with the depth because every layer adds work and the devices "
+         "take turns so twice the layers means twice the sequential work").split()
+
+
+def words(text: str, x: float, top: float, size: float = 10.0, space: float | None = None, bold: int = 0) -> list:
+    """One line's words as the worker gives them: [text, x0, x1, top, bottom, size, bold];
+    a character is half an em wide, words `space` apart (an ordinary space by default)."""
+    out, space = [], 0.28 * size if space is None else space
+    for word in text.split():
+        width = 0.5 * size * len(word)
+        out.append([word, round(x, 2), round(x + width, 2), top, top + size, size, bold])
+        x += width + space
+    return out
+
+
+def page(*lines: list) -> dict:
+    all_words = [w for line in lines for w in line]
+    return {"width": WIDTH, "height": HEIGHT, "chars": sum(len(w[0]) for w in all_words), "ocr_chars": 0,
+            "words": all_words, "images": [], "ruled": [], "fonts": []}
+
+
+def worker_output(*pages: dict) -> dict:
+    return {"pages_total": len(pages), "pages_read": len(pages), "producer": "hand", "creator": None,
+            "error": None, "pages": list(pages)}
+
+
+def column_text(start: int, width: float = 220, size: float = 10) -> str:
+    """Prose filling a column `width` wide, as a word processor sets it: ragged on the right."""
+    out, used = [], 0.0
+    for i in range(start, start + 40):
+        word = PROSE[i % len(PROSE)]
+        if used + 0.5 * size * len(word) > width:
+            break
+        out.append(word)
+        used += 0.5 * size * len(word) + 0.28 * size
+    return " ".join(out)
+
+
+# ---------------------------------------------------------------- two columns
+
+
+def two_column_page(*, crossing: list) -> dict:
+    """Twelve lines in each column (left 60-280, right 310-530), plus `crossing` lines;
+    every fourth line ends a paragraph, short."""
+    left = [words(column_text(i, 220 if i % 4 != 3 else 90), 60, 120 + 14 * i) for i in range(12)]
+    right = [words(column_text(i + 5, 220 if i % 4 != 3 else 70), 310, 124 + 14 * i) for i in range(12)]
+    return page(*crossing, *left, *right)
+
+
+def test_two_columns_are_read_left_column_first_though_a_title_and_the_page_number_cross_the_gutter():
+    title = words("HW3 report naive model parallelism over several devices", 60, 70, size=20)
+    footer = words("1", 293, 800)
+    layout = build_layout(worker_output(two_column_page(crossing=[title, footer])))
+    body = [line for line in layout.lines if not line.furniture]
+    assert body[0].text.startswith("hw3 report"), "the title spans the page and comes first"
+    regions = [line.region for line in body[1:]]
+    assert regions == sorted(regions) and set(regions) == {1, 2}, \
+        f"expected the left column's lines, then the right column's; read regions {regions}"
+    assert all(len(line.cells) == 1 for line in body), "a line never holds words of both columns"
+
+
+def test_a_page_that_goes_on_in_the_previous_pages_columns_keeps_them():
+    first = two_column_page(crossing=[])
+    # Page 2: the end of a short table in the left column, prose in the right one.
+    rows = [words(f"{6 * 2 ** i} {60 + i}.5", 70, 60 + 14 * i) for i in range(3)]
+    right = [words(column_text(i, 220), 310, 67 + 14 * i) for i in range(5)]
+    layout = build_layout(worker_output(first, page(*rows, *right)))
+    second = [line for line in layout.lines if line.page == 2]
+    assert {line.region for line in second} == {1, 2}, "page 2 goes on in page 1's two columns"
+    assert [line.region for line in second] == sorted(line.region for line in second)
+
+
+def test_a_short_last_page_whose_columns_share_baselines_keeps_the_columns():
+    """CSS columns balanced over a short last page: three lines on each side, row by row."""
+    first = two_column_page(crossing=[])
+    left = [words(column_text(i, 220), 60, 60 + 14 * i) for i in range(3)]
+    right = [words(column_text(i + 9, 220), 310, 60 + 14 * i) for i in range(3)]
+    layout = build_layout(worker_output(first, page(*left, *right)))
+    second = [line for line in layout.lines if line.page == 2]
+    assert [line.region for line in second] == [1, 1, 1, 2, 2, 2], \
+        "the left column's three lines, then the right column's"
+
+
+def test_a_table_with_a_wide_gap_between_its_columns_is_not_two_columns():
+    prose = [words(column_text(i, 470), 60, 70 + 14 * i) for i in range(4)]
+    table = [words("Run DEPTH", 60, 140)] + [words(f"{i} {6 * 2 ** i}", 60, 154 + 14 * i) for i in range(10)]
+    table = [line + words(f"{60 + i}.25 ms", 320, line[0][3]) for i, line in enumerate(table)]
+    layout = build_layout(worker_output(page(*prose, *table)))
+    assert {line.region for line in layout.lines} == {0}, "one column: the table's rows stay whole"
+
+
+# ---------------------------------------------------------------- unruled tables
+
+
+def task4_header(top: float) -> list:
+    return [words("GPUs", 60, top), words("Step time (ms)", 130, top), words("Memory per GPU (MiB)", 250, top)]
+
+
+def test_a_vertically_centred_memory_cell_belongs_to_the_row_beside_it():
+    """HTML centres cells vertically: a wrapped value starts above its row's key line."""
+    lines = [words("Task 4: more GPUs", 60, 60, size=14), *task4_header(90)]
+    lines += [words("2", 60, 110), words("182.59", 130, 110), words("200.4, 200.7", 250, 110)]
+    # Row 5: three memory lines around the key line (the middle one).
+    lines += [words("81.2, 80.9,", 250, 128), words("80.9, 80.9,", 250, 140), words("82.5", 250, 152)]
+    lines += [words("5", 60, 140), words("191.3", 130, 140)]
+    reading = reading_from_worker_output(worker_output(page(*lines)))
+    assert reading.answers.get("task4.table") == [
+        {"gpus": 2, "step_time_ms": 182.59, "memory_per_gpu_mib": [200.4, 200.7]},
+        {"gpus": 5, "step_time_ms": 191.3, "memory_per_gpu_mib": [81.2, 80.9, 80.9, 80.9, 82.5]},
+    ], f"expected the memory lines above and below '5' in row 5; read {reading.answers.get('task4.table')}"
+
+
+def test_a_header_split_by_wide_word_spacing_is_one_column_when_the_values_bridge_it():
+    """OCR places words by estimate: 'Memory  per GPU  (MiB)' more than a cell gap apart."""
+    header = [words("GPUs", 60, 90), words("Step time (ms)", 130, 90), words("Memory", 250, 90),
+              words("per GPU", 290, 90), words("(MiB)", 332, 90)]
+    rows = [words("2", 60, 106) + words("182.59", 130, 106) + words("200.4, 200.7", 245, 106, space=6.5),
+            words("5", 60, 120) + words("191.3", 130, 120) + words("81.2, 80.9, 80.9, 80.9, 82.5", 245, 120, space=6.5)]
+    reading = reading_from_worker_output(worker_output(page(*header, *rows)))
+    assert [row["memory_per_gpu_mib"] for row in reading.answers.get("task4.table", [])] == [
+        [200.4, 200.7], [81.2, 80.9, 80.9, 80.9, 82.5]], reading.problems
+
+
+# ---------------------------------------------------------------- Question | Answer
+
+
+def test_a_label_justified_wider_than_the_gap_between_columns_is_found():
+    """LaTeX p{} cells: 'Layers   per   GPU' spread wider than the gap to the answer column."""
+    lines = [words("Question", 68, 150), words("Answer", 171, 150),
+             words("Layers per GPU", 68, 170, space=10), words("3, 3", 171, 170),
+             words("(DEPTH=6,", 68, 184), words("2", 143, 184),  # justified: flush with 'GPU' above
+             words("GPUs)", 68, 198),
+             words("Number of trans-", 68, 212, space=4), words("1", 171, 212),
+             words("fers with 2 GPUs", 68, 226, space=3)]
+    reading = reading_from_worker_output(worker_output(page(*lines)))
+    assert reading.answers.get("task1.layers_per_gpu") == [3, 3], reading.problems
+    assert reading.answers.get("task5.transfers_2gpus") == 1, "the hyphenated label is joined again"
+
+
+def test_a_centred_answer_beside_a_two_line_label_is_one_row():
+    lines = [words("Question", 90, 200), words("Answer", 181, 200),
+             words("Transfer", 90, 290, size=11), words("2 and 3", 181, 297.5, size=11),
+             words("between layers", 90, 305, size=11)]
+    reading = reading_from_worker_output(worker_output(page(*lines)))
+    assert reading.answers.get("task1.transfer_between") == [2, 3], reading.problems
+
+
+# ---------------------------------------------------------------- headers and footers
+
+
+def test_a_table_line_near_the_top_of_the_page_is_not_a_page_number():
+    """'calls with 2 | 20' under a header repeated at the top of a page ends in a number,
+    as a page number would; but it is body, not the running header (which stops at it)."""
+    lines = [words("HW3 report", 250, 16, size=8),
+             words("Question", 68, 31), words("Answer", 157, 31),
+             words("Number of .to()", 50, 45), words("calls with 2", 50, 56), words("20", 147, 56),
+             words("GPUs", 50, 67)]
+    layout = build_layout(worker_output(page(*lines)))
+    furniture = {line.text: line.furniture for line in layout.lines}
+    assert furniture["hw3 report"] == "header/footer"
+    assert furniture["calls with 2 20"] == "", f"read as {furniture['calls with 2 20']!r}"
