@@ -1,10 +1,13 @@
 """Run one script as `__main__` on the node, optionally with its top-level constants changed.
 
-    python runner.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]
+    python runner.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]
 
 The course's scripts keep their constants (`BATCH_SIZE`, `MICRO_BATCHES`, `DEPTH`, ...) as
 literal assignments at the top; `--set` rewrites those assignments in the parsed source, so
-the script runs exactly as if the student had typed the other value.
+the script runs exactly as if the student had typed the other value. `--edit` makes a change
+a handout asks for by hand (Practical 10, Part 5: replace `cuda:{local_rank + 2}` by
+`cuda:{local_rank}`): the text OLD must occur exactly once in the script, and the script runs
+as if the student had typed NEW there; the file itself is never touched.
 """
 from __future__ import annotations
 
@@ -17,6 +20,21 @@ import types
 
 class ConstantNotFound(Exception):
     pass
+
+
+class EditNotFound(Exception):
+    pass
+
+
+def apply_edits(source: str, filename: str, edits: list[tuple[str, str]]) -> str:
+    for old, new in edits:
+        found = source.count(old)
+        if found != 1:
+            raise EditNotFound(
+                f"{os.path.basename(filename)}: the line to change, `{old.strip()}`, occurs "
+                f"{found} times in the script (it must occur once, as in the course's code)")
+        source = source.replace(old, new)
+    return source
 
 
 def parse_assignment(text: str) -> tuple[str, object]:
@@ -49,9 +67,10 @@ def rewrite_constants(source: str, filename: str, values: dict[str, object]) -> 
     return ast.fix_missing_locations(tree)
 
 
-def run_script(path: str, args: list[str], values: dict[str, object]) -> None:
+def run_script(path: str, args: list[str], values: dict[str, object],
+               edits: list[tuple[str, str]] = ()) -> None:
     with open(path, encoding="utf-8") as handle:
-        source = handle.read()
+        source = apply_edits(handle.read(), path, list(edits))
     code = compile(rewrite_constants(source, path, values), path, "exec")
     module = types.ModuleType("__main__")
     module.__file__ = path
@@ -63,13 +82,20 @@ def run_script(path: str, args: list[str], values: dict[str, object]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    values = {}
-    while argv and argv[0] == "--set":
-        name, value = parse_assignment(argv[1])
-        values[name] = value
-        argv = argv[2:]
+    values, edits = {}, []
+    while argv and argv[0] in ("--set", "--edit"):
+        if argv[0] == "--set" and len(argv) >= 2:
+            name, value = parse_assignment(argv[1])
+            values[name] = value
+            argv = argv[2:]
+        elif argv[0] == "--edit" and len(argv) >= 3:
+            edits.append((argv[1], argv[2]))
+            argv = argv[3:]
+        else:
+            argv = []
     if not argv:
-        print("usage: runner.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]", file=sys.stderr)
+        print("usage: runner.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]",
+              file=sys.stderr)
         return 2
     script, args = argv[0], argv[1:]
 
@@ -77,12 +103,16 @@ def main(argv: list[str]) -> int:
     activate_from_environment()
     from grader.vgpu.trace import get_trace
     try:
-        run_script(script, args, values)
+        run_script(script, args, values, edits)
     except SystemExit:
         raise
     except ConstantNotFound as error:
         print(f"pdl-autograder: {error}", file=sys.stderr)
         get_trace().emit("error", kind="constant_not_found", message=str(error))
+        return 3
+    except EditNotFound as error:
+        print(f"pdl-autograder: {error}", file=sys.stderr)
+        get_trace().emit("error", kind="edit_not_found", message=str(error))
         return 3
     except BaseException as error:
         traceback.print_exc()
