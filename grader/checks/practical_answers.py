@@ -261,3 +261,27 @@ def per_rank_line(values: dict, column: str) -> str:
     other rank is listed (ranks that are not numbers sort last)."""
     order = sorted(values, key=lambda k: (not isinstance(k, int), str(k)))
     return "; ".join(f"rank {r}: {column} {values[r]}" for r in order)
+
+
+# -- nvidia-smi's readings, as students copy them ----------------------------------------
+USAGE_COLUMNS = ["utilization_percent", "memory_mib"]
+
+
+def usage_rows(rows) -> dict:
+    """An nvidia-smi table's rows by GPU index ("0", "cuda:0" and "GPU 0" are GPU 0)."""
+    found = rows_by(rows, "gpu")
+    return {gpu_index(k) if gpu_index(k) is not None else k: row for k, row in found.items()}
+
+
+def usage_table_problems(rows: dict) -> list[str]:
+    """What an nvidia-smi table lacks: at least 2 GPUs, utilization 0-100 %, memory > 0 MiB."""
+    gpus = {k: row for k, row in rows.items() if isinstance(k, int)}
+    problems = [] if len(gpus) >= 2 else [f"rows for {len(gpus)} GPU(s); the run used 2 or "
+                                          "more"]
+    for gpu, row in sorted(gpus.items()):
+        util, memory = row.get("utilization_percent"), row.get("memory_mib")
+        if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 <= util <= 100:
+            problems.append(f"GPU {gpu}: utilization_percent is {util!r}, not 0-100")
+        if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
+            problems.append(f"GPU {gpu}: memory_mib is {memory!r}, not a positive number")
+    return problems

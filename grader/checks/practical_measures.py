@@ -135,22 +135,19 @@ def peak_memory(run) -> dict[str, int]:
 BALANCED = 1.10   # peaks within 10% of each other are balanced; GPU 0 above that is "more loaded"
 
 
-def used_gpus(peaks: dict[str, int]) -> dict[str, int]:
-    return {d: p for d, p in peaks.items() if p > 0}
-
-
 def gpu0_more_loaded(peaks: dict[str, int]) -> bool | None:
-    used = used_gpus(peaks)
-    if "cuda:0" not in used or len(used) < 2:
+    """Does GPU 0 hold clearly more than every other GPU of the node (an idle GPU holds 0)?"""
+    others = [p for d, p in peaks.items() if d != "cuda:0"]
+    if "cuda:0" not in peaks or not others or not any(peaks.values()):
         return None
-    return used["cuda:0"] > BALANCED * max(p for d, p in used.items() if d != "cuda:0")
+    return peaks["cuda:0"] > BALANCED * max(others)
 
 
 def balanced(peaks: dict[str, int]) -> bool | None:
-    used = used_gpus(peaks)
-    if len(used) < 2:
+    """Do all GPUs of the node hold about the same (an idle GPU holds 0)?"""
+    if len(peaks) < 2 or not any(peaks.values()):
         return None
-    return max(used.values()) <= BALANCED * min(used.values())
+    return max(peaks.values()) <= BALANCED * min(peaks.values())
 
 
 def describe_memory(peaks: dict[str, int]) -> str:

@@ -261,9 +261,9 @@ def test_reported_outputs_equal(two_gpus, answers, agree):
 
 
 @pytest.mark.check("practical4.layer_devices_reported")
-@pytest.mark.parametrize("layer", ["layer1", "layer2"])
-def test_reported_layer_devices(two_gpus, answers, agree, layer):
-    qid = f"part3.{layer}_device"
+@pytest.mark.parametrize("layer, qid", [("layer1", "part3.layer1_device"),
+                                        ("layer2", "part3.layer2_device")], ids=["layer1", "layer2"])
+def test_reported_layer_devices(two_gpus, answers, agree, layer, qid):
     seen = sorted(part3_layers(two_gpus).get(layer, set()))
     truth = (seen[0] if len(seen) == 1 else seen) if seen else None
     value, truth = answer_and_truth(answers, qid, truth, two_gpus)

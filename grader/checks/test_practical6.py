@@ -11,10 +11,11 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
-from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
-                                             constant_in_source, device_name, incomplete_rows,
-                                             median_or_none, per_rank_line, rows_by, step_times,
-                                             steps_of, total_disagreements)
+from grader.checks.practical_answers import (TOTAL_LOWER, USAGE_COLUMNS, answer_against,
+                                             answer_and_truth, constant_in_source, device_name,
+                                             incomplete_rows, median_or_none, per_rank_line,
+                                             rows_by, step_times, steps_of, total_disagreements,
+                                             usage_rows, usage_table_problems)
 from grader.checks.practical_measures import (BALANCED, balanced, clocks, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
@@ -280,6 +281,22 @@ def more_balanced(ddp_peaks, dp_peaks):
     if ddp_even is None or dp_even is None:
         return None
     return ddp_even and not dp_even
+
+
+@pytest.mark.check("practical6.usage_table_reported")
+def test_reported_usage_table(runs, answers, reported_values, flag):
+    rows = usage_rows(answer_against(answers, "usage.table"))
+    reported_values["usage.table"] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
+                                      for k, row in rows.items()}
+    problems = usage_table_problems(rows)
+    assert not problems, explain(
+        "nvidia-smi's readings during the DDP run: a row per GPU it used, with the utilization "
+        "in % and the memory used in MiB", "; ".join(problems),
+        answers.where_to_answer("usage.table"))
+    memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
+    if memory and max(memory) > 1.5 * min(memory):
+        flag("usage.table: the reported nvidia-smi memory differs by more than 1.5x between "
+             "GPUs, although every DDP rank holds the same replica")
 
 
 @pytest.mark.check("practical6.more_balanced_reported")
