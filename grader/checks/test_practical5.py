@@ -94,15 +94,16 @@ def test_outputs_gathered_on_gpu0(three_gpus):
 
 @pytest.mark.check("practical5.gpu0_most_memory")
 def test_gpu0_holds_most_memory(three_gpus):
-    peaks = evidence(three_gpus, peak_memory(three_gpus), "cuda:0 holds the most memory",
-                     "no optimizer step, so no memory reading")
+    expected = ("the replicas use every GPU, and cuda:0 holds the most memory: the master copy of "
+                "the model, the optimizer state, the whole batch and the gathered outputs live "
+                "there")
+    look = "keep the model, optimizer and data on cuda:0 (DataParallel's source device)"
+    evidence(three_gpus, three_gpus.of("step"), expected, "no optimizer step", look)
+    peaks = peak_memory(three_gpus)
     used = sorted(d for d, v in peaks.items() if v > 0)
     assert len(used) > 1 and peaks.get("cuda:0", 0) >= max(peaks.values()), explain(
-        "the replicas use every GPU, and cuda:0 holds the most memory: the master copy of the "
-        "model, the optimizer state, the whole batch and the gathered outputs live there",
-        ", ".join(f"{d}: {v / 2**20:.1f} MiB" for d, v in peaks.items()) or "no memory readings"
-        + ("" if len(used) > 1 else " (only one GPU held anything: no replicas ran)"),
-        "keep the model, optimizer and data on cuda:0 (DataParallel's source device)")
+        expected, describe_memory(peaks)
+        + ("" if len(used) > 1 else " (only one GPU held anything: no replicas ran)"), look)
 
 
 @pytest.mark.check("practical5.dp_loss_equals_single")
