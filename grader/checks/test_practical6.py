@@ -16,11 +16,11 @@ from grader.checks.practical_answers import (TOTAL_LOWER, USAGE_COLUMNS, answer_
                                              incomplete_rows, median_or_none, per_rank_line,
                                              rows_by, step_times, steps_of, total_disagreements,
                                              usage_rows, usage_table_problems)
-from grader.checks.practical_measures import (BALANCED, balanced, clocks, describe_memory,
+from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
                                               median_step_seconds, peak_memory, rows_of,
-                                              same_row, trained_ranks)
+                                              same_row, shared_clock, trained_ranks)
 from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"
@@ -400,11 +400,11 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
     trained = bool(dp.of("step") and ddp.of("step")) or None
     value, _ = answer_and_truth(answers, "compare.faster", trained, dp, ddp)
     t_dp, t_ddp = median_step_seconds(dp), median_step_seconds(ddp)
-    verdict = faster(t_dp, t_ddp)
+    clock = shared_clock(dp, ddp)
+    verdict = faster(t_dp, t_ddp, clock)
     truth = None if verdict is None else "ddp" if verdict else "dp"
-    clock = clocks(dp, ddp)
-    measured["compare.faster"] = {"dp_step_s": t_dp, "ddp_step_s": t_ddp, "clock": clock,
-                                  "answer": truth or "either"}
+    measured["compare.faster"] = {"dp_step_s": t_dp, "ddp_step_s": t_ddp,
+                                  "clock": clock_words(clock), "answer": truth or "either"}
     reported_values["compare.faster"] = value
     if truth is None:
         return   # too close to call, or no clock: either answer is right
@@ -413,7 +413,7 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
         "dp" if said in ("dp", "dataparallel", "nn.dataparallel") else said
     must_agree(answers, "compare.faster", said, truth, truth,
                f"takes {t_dp:.4g} s per step with DataParallel on 2 GPUs and {t_ddp:.4g} s with "
-               f"DDP on {SHEET_PROCESSES} ({clock})", flag)
+               f"DDP on {SHEET_PROCESSES} ({clock_words(clock)})", flag)
 
 
 TIMING_METHODS = ["dp", "ddp"]

@@ -112,25 +112,34 @@ def stepped(virtual, times, **extra):
 
 def test_real_gpus_are_timed_by_their_step_gaps():
     timed = stepped(False, [0.0, 0.5, 0.6, 0.7])
-    assert pm.step_clock(timed) == "real GPUs"
+    assert pm.step_clock(timed) == "real"
     assert pm.step_seconds(timed) == pytest.approx([0.5, 0.1, 0.1])
     assert pm.median_step_seconds(timed) == pytest.approx(0.1)
 
 
-def test_virtual_gpus_have_no_clock_until_the_simulated_one_lands(monkeypatch):
-    timed = stepped(True, [0.0, 0.5, 0.6], sim=[0.0, 0.002, 0.004])
-    assert pm.step_clock(timed) is None and pm.step_seconds(timed) == []
-    assert "either answer is accepted" in pm.clocks(timed)
-    monkeypatch.setattr(pm, "SIMULATED_STEP_FIELD", "sim")   # the one line issue 16 changes
-    assert pm.step_clock(timed) == "the virtual GPUs' simulated clock"
-    assert pm.step_seconds(timed) == pytest.approx([0.002, 0.002])
+def test_virtual_gpus_are_timed_by_the_simulated_clock_only():
+    wall_only = stepped(True, [0.0, 0.5, 0.6])
+    assert pm.step_clock(wall_only) is None and pm.step_seconds(wall_only) == []
+    assert "either answer is accepted" in pm.clock_words(pm.shared_clock(wall_only))
+    simulated = stepped(True, [0.0, 0.5, 0.6], sim_t=[0.0001, 0.0003, 0.0005])
+    assert pm.step_clock(simulated) == "simulated"
+    assert pm.step_seconds(simulated) == pytest.approx([0.0002, 0.0002])
 
 
-@pytest.mark.parametrize("first, second, verdict", [
-    (1.0, 0.5, True), (0.5, 1.0, False), (1.0, 0.9, None), (1.0, 1.2, None), (None, 1.0, None),
+def test_runs_on_different_clocks_are_not_compared():
+    real, simulated = stepped(False, [0, 1]), stepped(True, [0, 1], sim_t=[0, 1])
+    assert pm.shared_clock(real, real) == "real"
+    assert pm.shared_clock(real, simulated) is None
+
+
+@pytest.mark.parametrize("first, second, clock, verdict", [
+    (1.0, 0.5, "real", True), (0.5, 1.0, "real", False), (1.0, 0.9, "real", None),
+    (1.0, 1.2, "real", None), (None, 1.0, "real", None), (1.0, 0.5, None, None),
+    (1.0, 0.9, "simulated", True), (0.231, 0.196, "simulated", True),
+    (1.0, 0.97, "simulated", None),
 ])
-def test_faster_needs_a_clear_difference(first, second, verdict):
-    assert pm.faster(first, second) is verdict
+def test_faster_needs_a_difference_beyond_the_clocks_margin(first, second, clock, verdict):
+    assert pm.faster(first, second, clock) is verdict
 
 
 # -- Practical 10, Part 5: the handout's line change ----------------------------------------------
