@@ -22,21 +22,6 @@ class ConstantNotFound(Exception):
     pass
 
 
-class EditNotFound(Exception):
-    pass
-
-
-def apply_edits(source: str, filename: str, edits: list[tuple[str, str]]) -> str:
-    for old, new in edits:
-        found = source.count(old)
-        if found != 1:
-            raise EditNotFound(
-                f"{os.path.basename(filename)}: the line to change, `{old.strip()}`, occurs "
-                f"{found} times in the script (it must occur once, as in the course's code)")
-        source = source.replace(old, new)
-    return source
-
-
 def parse_assignment(text: str) -> tuple[str, object]:
     name, sep, value = text.partition("=")
     if not sep or not name.isidentifier():
@@ -69,6 +54,7 @@ def rewrite_constants(source: str, filename: str, values: dict[str, object]) -> 
 
 def run_script(path: str, args: list[str], values: dict[str, object],
                edits: list[tuple[str, str]] = ()) -> None:
+    from grader.vgpu.script_edits import apply_edits
     with open(path, encoding="utf-8") as handle:
         source = apply_edits(handle.read(), path, list(edits))
     code = compile(rewrite_constants(source, path, values), path, "exec")
@@ -100,6 +86,7 @@ def main(argv: list[str]) -> int:
     script, args = argv[0], argv[1:]
 
     from grader.vgpu import activate_from_environment
+    from grader.vgpu.script_edits import EditNotFound
     activate_from_environment()
     from grader.vgpu.trace import get_trace
     try:

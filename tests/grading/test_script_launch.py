@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from grader.harness.execute import launch_argv, run_script
-from grader.vgpu.runner import EditNotFound, apply_edits
+from grader.vgpu.script_edits import EditNotFound, apply_edits
 
 COMMAND = ["runner.py", "script.py"]
 
@@ -70,7 +70,8 @@ def test_an_edit_whose_text_is_not_there_once_is_refused(source, found):
 def test_the_runner_runs_the_edited_script_and_leaves_the_file(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("X = 1\ndevice1 = 'cuda:{}'.format(X + 2)\nprint(device1)\n")
-    from grader.vgpu.launch import RUNNER
+    from grader.vgpu import launch
+    RUNNER = getattr(launch, "RUN_ON_NODE", None) or launch.RUNNER  # the runner's two names
     done = subprocess.run([sys.executable, str(RUNNER), "--set", "X=2", "--edit",
                            "format(X + 2)", "format(X)", str(script)],
                           capture_output=True, text=True, timeout=60,
