@@ -278,7 +278,7 @@ def test_batch_rejects_unsafe_uploads_and_isolates_students(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["Identifier"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
-    assert rows["alice"]["Total"] == "12"
+    assert rows["alice"]["Total"] == "9.5"   # every automatic point; 2.5 await a person
     assert rows["bob"]["Total"] == "0", "bob scored by running alice's code"
     carol, dave = rows["carol"], rows["dave"]
     assert carol["Total"] == "0" and carol["Status"].startswith("rejected")
