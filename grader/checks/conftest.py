@@ -30,15 +30,19 @@ class ScriptRuns:
             self._runs[key] = self._pool.submit(work)
         return self._runs[key]
 
-    def _script_future(self, script, gpus=None, nproc=1, sets=None, args=(), like_gpus=None):
+    def _script_future(self, script, gpus=None, nproc=1, launcher="python", sets=None,
+                       edits=(), args=(), like_gpus=None):
         gpus = gpus or self.default_gpus
         # Virtual when a run it is compared with must be virtual (too few real GPUs for it):
         # real and virtual GPUs draw different random numbers for the same seed.
         virtual = like_gpus is not None and real_gpu_count() >= gpus and real_gpu_count() < like_gpus
-        key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args), virtual)
+        edits = tuple(tuple(edit) for edit in edits)
+        key = (script, gpus, nproc, launcher, tuple(sorted((sets or {}).items())), edits,
+               tuple(args), virtual)
         return self._submit(key, lambda: run_script(
-            self.submission, script, gpus=gpus, nproc=nproc, sets=sets, args=list(args),
-            timeout_s=self.timeout_s, scratch_root=self.scratch, force_virtual=virtual))
+            self.submission, script, gpus=gpus, nproc=nproc, launcher=launcher, sets=sets,
+            edits=list(edits), args=list(args), timeout_s=self.timeout_s,
+            scratch_root=self.scratch, force_virtual=virtual))
 
     def prefetch(self, *runs: dict) -> None:
         """Start these runs now (keyword sets of `script`), so they overlap."""
@@ -46,10 +50,14 @@ class ScriptRuns:
             self._script_future(**run)
 
     def script(self, script: str, *, gpus: int | None = None, nproc: int = 1,
-               sets: dict | None = None, args: tuple = (), like_gpus: int | None = None):
-        """One run's Observation; `like_gpus=N`: on the same kind of GPUs (real or virtual)
-        as a run with N GPUs, for checks that compare the numbers of the two."""
-        return self._script_future(script, gpus, nproc, sets, args, like_gpus).result()
+               launcher: str = "python", sets: dict | None = None, edits=(), args: tuple = (),
+               like_gpus: int | None = None):
+        """One run's Observation, started as `launcher` starts it (`python`, or `torchrun`
+        with `nproc` processes, as the course launches the script); `like_gpus=N`: on the
+        same kind of GPUs (real or virtual) as a run with N GPUs, for checks that compare the
+        numbers of the two."""
+        return self._script_future(script, gpus, nproc, launcher, sets, edits, args,
+                                   like_gpus).result()
 
     def hw3(self, plan: list[dict], gpus: int):
         return self._submit(("hw3-probe", gpus), lambda: run_hw3_probe(

@@ -24,22 +24,43 @@ def answer_against(answers, qid: str, *runs):
     sheet had a problem with it) or when a run it is compared with did not complete (the
     answer cannot be checked against code that did not run); both reasons when both hold."""
     broken = [run.problem() for run in runs if not run.ok]
-    if qid not in answers.values:
-        question = answers.questions.get(qid, qid)
-        observed = "no answer found"
-        why = [p for p in getattr(answers, "problems", []) if f": {qid}:" in p]
-        if why:
-            observed += f" ({why[0]})"
-        if broken:
-            observed += f"; and your code could not be run to compare it with: {broken[0]}"
-        raise AssertionError(explain(f"an answer to: {question}", observed,
-                                     answers.where_to_answer(qid)))
+    _require_answer(answers, qid, broken)
     if broken:
         raise AssertionError(explain(
             f"your answer to {qid} can be compared with what your code does",
             f"your code did not run to the end: {broken[0]}",
             "make the code run first; the answer is then checked against it"))
     return answers.values[qid]
+
+
+def answer_and_truth(answers, qid: str, truth, *runs):
+    """(the student's answer to `qid`, what their code did), for an answer about one part of
+    a run: `truth` is None when the runs never got to that part. A run that crashed after it
+    does not matter. Fails when the answer is missing, or when there is no truth (the runs'
+    problem is the cause); both reasons when both hold."""
+    broken = [run.problem() for run in runs if not run.ok] if truth is None else []
+    _require_answer(answers, qid, broken)
+    if truth is None:
+        raise AssertionError(explain(
+            f"your answer to {qid} can be compared with what your code does",
+            f"your code did not get that far: {broken[0]}" if broken else
+            "your code never did what the question is about",
+            "make the code run first; the answer is then checked against it"))
+    return answers.values[qid], truth
+
+
+def _require_answer(answers, qid: str, broken: list[str]) -> None:
+    if qid in answers.values:
+        return
+    question = answers.questions.get(qid, qid)
+    observed = "no answer found"
+    why = [p for p in getattr(answers, "problems", []) if f": {qid}:" in p]
+    if why:
+        observed += f" ({why[0]})"
+    if broken:
+        observed += f"; and your code could not be run to compare it with: {broken[0]}"
+    raise AssertionError(explain(f"an answer to: {question}", observed,
+                                 answers.where_to_answer(qid)))
 
 
 # -- devices and GPUs as students write them -------------------------------------------------
@@ -139,15 +160,19 @@ def printed_numbers(stdout: str, pattern: str) -> list[float]:
 
 
 def step_times(run) -> tuple[list[float], float | None]:
-    """(per-step times in ms, total in s) of a training run as the grader saw them: the
-    script's own "time X ms" / "total time: X s" lines when it prints them, else the gaps
-    between the optimizer steps of rank 0 in the trace (no total then)."""
-    printed = printed_numbers(run.stdout, r"step \d+:.*?time {number} ms")
+    """(per-step times in s, total in s) of a training run as its own output says: its
+    "step time X s" (or "time X ms") lines and its "total time: X s" line; else the gaps
+    between the optimizer steps of rank 0 in the trace (no total then). For the reports
+    only: facts about speed come from practical_measures.step_seconds."""
+    seconds = printed_numbers(run.stdout, r"step \d+:.*?time:? {number} s\b")
+    if not seconds:
+        seconds = [ms / 1000 for ms in printed_numbers(run.stdout,
+                                                      r"step \d+:.*?time:? {number} ms")]
     totals = printed_numbers(run.stdout, r"total time: {number} s")
-    if printed:
-        return printed, (totals[-1] if totals else None)
+    if seconds:
+        return seconds, (totals[-1] if totals else None)
     stamps = [e["t"] for e in run.of("step", 0) if isinstance(e.get("t"), (int, float))]
-    return [(b - a) * 1000 for a, b in zip(stamps, stamps[1:])], None
+    return [b - a for a, b in zip(stamps, stamps[1:])], None
 
 
 def steps_of(run, rank: int = 0) -> int:
@@ -180,7 +205,7 @@ def median_or_none(values: list[float]) -> float | None:
 
 # -- timing tables: consistency that holds on any hardware ------------------------------------
 TOTAL_LOWER = 0.5   # a run of S steps cannot take less than half of S typical steps
-TOTAL_FLAG = 5.0    # more than 5x S steps: a long warm-up step, or ms and s mixed up
+TOTAL_FLAG = 5.0    # more than 5x S steps: a long warm-up step, or a step time in ms
 
 
 def _number(value) -> float | None:
@@ -206,27 +231,27 @@ def incomplete_rows(rows: dict, methods: list[str], columns: list[str]) -> list[
 
 
 def total_disagreements(rows: dict, steps: dict[str, int | None]) -> tuple[list[str], list[str]]:
-    """(problems, flags) of total_time_s against steps x step_time_ms, for the methods whose
-    number of steps is known: the total must be at least TOTAL_LOWER of steps x step time (it
-    covers every step); above TOTAL_FLAG times it is only flagged (warm-up varies with the
-    hardware)."""
+    """(problems, flags) of total_time_s against steps x step_time_s (both in seconds, as the
+    handout's table has them), for the methods whose number of steps is known: the total must
+    be at least TOTAL_LOWER of steps x step time (it covers every step); above TOTAL_FLAG times
+    it is only flagged (warm-up varies with the hardware)."""
     problems, flags = [], []
     for method, count in steps.items():
         row = rows.get(method) or {}
-        step_ms, total_s = _number(row.get("step_time_ms")), _number(row.get("total_time_s"))
-        if not count or not step_ms or not total_s or step_ms <= 0 or total_s <= 0:
+        step_s, total_s = _number(row.get("step_time_s")), _number(row.get("total_time_s"))
+        if not count or not step_s or not total_s or step_s <= 0 or total_s <= 0:
             continue
-        expected_s = count * step_ms / 1000
+        expected_s = count * step_s
         ratio = total_s / expected_s
         if ratio < TOTAL_LOWER:
             problems.append(
-                f"{method}: a total of {total_s:g} s for {count} steps of {step_ms:g} ms "
+                f"{method}: a total of {total_s:g} s for {count} steps of {step_s:g} s "
                 f"({expected_s:.4g} s): the total is {ratio:.2g}x of that, less than every "
-                "step together (units: step time in ms, total in s)")
+                "step together (both in seconds)")
         elif ratio > TOTAL_FLAG:
             flags.append(
-                f"{method}: total {total_s:g} s is {ratio:.3g}x of {count} steps x {step_ms:g} "
-                "ms: a long warm-up step, or ms and s mixed up?")
+                f"{method}: total {total_s:g} s is {ratio:.3g}x of {count} steps x {step_s:g} "
+                "s: a long warm-up step, or the step time in ms?")
     return problems, flags
 
 
@@ -236,3 +261,27 @@ def per_rank_line(values: dict, column: str) -> str:
     other rank is listed (ranks that are not numbers sort last)."""
     order = sorted(values, key=lambda k: (not isinstance(k, int), str(k)))
     return "; ".join(f"rank {r}: {column} {values[r]}" for r in order)
+
+
+# -- nvidia-smi's readings, as students copy them ----------------------------------------
+USAGE_COLUMNS = ["utilization_percent", "memory_mib"]
+
+
+def usage_rows(rows) -> dict:
+    """An nvidia-smi table's rows by GPU index ("0", "cuda:0" and "GPU 0" are GPU 0)."""
+    found = rows_by(rows, "gpu")
+    return {gpu_index(k) if gpu_index(k) is not None else k: row for k, row in found.items()}
+
+
+def usage_table_problems(rows: dict) -> list[str]:
+    """What an nvidia-smi table lacks: at least 2 GPUs, utilization 0-100 %, memory > 0 MiB."""
+    gpus = {k: row for k, row in rows.items() if isinstance(k, int)}
+    problems = [] if len(gpus) >= 2 else [f"rows for {len(gpus)} GPU(s); the run used 2 or "
+                                          "more"]
+    for gpu, row in sorted(gpus.items()):
+        util, memory = row.get("utilization_percent"), row.get("memory_mib")
+        if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 <= util <= 100:
+            problems.append(f"GPU {gpu}: utilization_percent is {util!r}, not 0-100")
+        if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
+            problems.append(f"GPU {gpu}: memory_mib is {memory!r}, not a positive number")
+    return problems

@@ -1,167 +1,253 @@
 """Practical 10: hybrid data + model + pipeline parallelism (practical10/sample.py).
 
+The script is launched as the handout launches it, `torchrun --nproc_per_node=2` on 4 GPUs,
+and changed as the handout's parts change it: MICRO_BATCHES = 2 and 8 (Part 2), BATCH_SIZE =
+32 and 128 (Part 3), one process (Part 4), and the line `device1 = torch.device(
+f"cuda:{local_rank + 2}")` replaced by `... f"cuda:{local_rank}" ...` (Part 5; the grader
+makes that change on a copy of the text, see practical_measures.broken_layout_edit). Two more
+runs check what those parts teach: MICRO_BATCHES = 3, where 64 rows do not divide evenly (every
+row must still be trained on, in 3 micro-batches), and MICRO_BATCHES = 1, the full-batch step
+that the accumulated gradient of 2, 4 and 8 micro-batches must equal.
+
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
+import math
+
 import pytest
 
-from grader.checks.practical_answers import (answer_against, gpu_index, gpu_list, per_rank_line,
-                                             rows_by)
-from grader.checks.support import explain, must_agree, require_run
+from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_list,
+                                             per_rank_line, rows_by, whole_numbers)
+from grader.checks.practical_measures import (broken_layout_edit, devices_of_rank,
+                                              distinct_rows, evidence, first_step_rows,
+                                              rows_of, trained_ranks)
+from grader.checks.support import close, explain, must_agree
+from grader.integrity import untrusted_files
 
 SCRIPT = "practical10/sample.py"
 GPUS = 4
 BATCH = 64
 MICRO = 4
+DEFAULTS = {"MICRO_BATCHES": MICRO, "BATCH_SIZE": BATCH}
+# (BATCH_SIZE, MICRO_BATCHES) runs of Parts 2 and 3, and 64 over 3 (no even split).
+CONFIGS = [(64, 2), (64, 3), (64, 4), (64, 8), (32, 4), (128, 4)]
+INVARIANCE = [2, 4, 8]     # against MICRO_BATCHES = 1, the full-batch step
+BROKEN_LINE = 'device1 = torch.device(f"cuda:{local_rank + 2}")'
 
 
-DEFAULTS = {"MICRO_BATCHES": MICRO, "BATCH_SIZE": BATCH, "BROKEN_MP": False}
-
-
-def run_spec(processes=2, **sets):
+def run_spec(processes=2, edits=(), **sets):
     # A constant set to the template's own value is the default run: share it.
     changed = {k: v for k, v in sets.items() if DEFAULTS.get(k) != v}
-    return dict(script=SCRIPT, gpus=GPUS, nproc=processes, sets=changed or None)
+    return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
+                sets=changed or None, edits=edits)
 
 
 def hybrid(runs, processes=2, **sets):
     return runs.script(**run_spec(processes, **sets))
 
 
+def config_spec(batch, micro):
+    return run_spec(BATCH_SIZE=batch, MICRO_BATCHES=micro)
+
+
+def broken_edit(submission):
+    try:
+        text = untrusted_files.read_text(submission / SCRIPT, limit=2**20)[0]
+    except (OSError, untrusted_files.NotARegularFile):
+        return None
+    return broken_layout_edit(text)
+
+
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(runs):
-    runs.prefetch(run_spec(), run_spec(MICRO_BATCHES=2), run_spec(MICRO_BATCHES=8),
-                  run_spec(BATCH_SIZE=32), run_spec(BATCH_SIZE=128), run_spec(processes=1),
-                  run_spec(BROKEN_MP=True))
-
-
-def devices_of_rank(run, rank):
-    found = set()
-    for event in run.of("placement", rank):
-        for layer in event.get("layers", []):
-            device = layer.get("device")
-            found.update(device if isinstance(device, list) else [device])
-    return found
+def start_runs(runs, submission):
+    edit = broken_edit(submission)
+    runs.prefetch(run_spec(), *(config_spec(b, m) for b, m in CONFIGS if (b, m) != (64, 4)),
+                  run_spec(MICRO_BATCHES=1), run_spec(processes=1),
+                  *([run_spec(edits=[edit])] if edit else []))
 
 
 def step_pattern(run, rank=0):
-    """Per optimizer step: (forward passes, their batch sizes, backward passes, synced backwards)."""
+    """Per optimizer step: (forward passes, their row counts, backward passes, synchronising
+    backward passes, the index of the last one among the backwards)."""
     pattern = []
     for events in run.by_step(rank):
         forwards = [e for e in events if e.get("event") == "forward"
                     and e.get("thread") == "MainThread"]
         backwards = synced = 0
-        last_backward_synced = False
+        last_synced_at = None
+        synced_this_backward = False
         for event in events:
             if event.get("event") == "backward":
                 backwards += 1
-                last_backward_synced = False
+                synced_this_backward = False
             elif (event.get("event") == "collective" and event.get("source") == "ddp_gradients"
-                  and not last_backward_synced and backwards):
+                  and not synced_this_backward and backwards):
                 synced += 1
-                last_backward_synced = True
-        pattern.append((len(forwards), sorted({f["batch"][0] for f in forwards if f.get("batch")}),
-                        backwards, synced))
+                synced_this_backward = True
+                last_synced_at = backwards
+        pattern.append({"forwards": len(forwards),
+                        "rows": [rows_of(f.get("batch")) for f in forwards],
+                        "backwards": backwards, "synced": synced, "synced_at": last_synced_at})
     return pattern
+
+
+def describe_step(step) -> str:
+    return (f"{step['forwards']} forward pass(es) on {step['rows']} rows, {step['backwards']} "
+            f"backward pass(es), {step['synced']} of them all-reducing the gradients")
+
+
+# -- layout: a DDP replica per process, two GPUs per replica ------------------------------------
 
 
 @pytest.mark.check("practical10.one_process_per_replica")
 def test_one_process_per_replica(runs):
     run = hybrid(runs)
-    require_run(run)
-    wraps = {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")}
-    assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2}, explain(
-        "2 processes, each one data-parallel replica wrapped in DDP over a group of 2",
-        f"DDP replicas on ranks {sorted(wraps) or 'none'} with group sizes "
-        f"{sorted(set(wraps.values())) or 'none'}",
-        "wrap each rank's two-stage model in DDP (without device_ids: it spans two GPUs)")
+    look = "wrap each rank's two-stage model in DDP (without device_ids: it spans two GPUs)"
+    expected = "2 processes, each one data-parallel replica wrapped in DDP over a group of 2, " \
+               "each training"
+    wraps = evidence(run, {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")},
+                     expected, "no model was wrapped in DDP", look)
+    trained = evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
+    assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2} and trained == [0, 1], explain(
+        expected, f"DDP replicas on ranks {sorted(wraps)} with group sizes "
+        f"{sorted(set(wraps.values()))}; optimizer steps on ranks {trained}", look)
 
 
 @pytest.mark.check("practical10.gpu_pair_per_rank")
 def test_rank_uses_gpus_r_and_r_plus_2(runs):
     run = hybrid(runs)
-    require_run(run)
-    wrong = {r: sorted(devices_of_rank(run, r)) for r in (0, 1)
-             if devices_of_rank(run, r) != {f"cuda:{r}", f"cuda:{r + 2}"}}
-    assert not wrong, explain(
-        "rank r puts stage 0 on cuda:r and stage 1 on cuda:r+2 (rank 0: cuda:0 + cuda:2, "
-        "rank 1: cuda:1 + cuda:3)",
-        "; ".join(f"rank {r} uses {d or 'no GPU'}" for r, d in wrong.items()),
-        "device0 = cuda:{local_rank}, device1 = cuda:{local_rank + 2}")
+    look = "device0 = cuda:{local_rank}, device1 = cuda:{local_rank + 2}"
+    expected = ("rank r puts stage 0 on cuda:r and stage 1 on cuda:r+2 (rank 0: cuda:0 + "
+                "cuda:2, rank 1: cuda:1 + cuda:3) and trains there")
+    placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
+                      expected, "no forward pass of the model on any rank", look)
+    evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
+    wrong = {r: sorted(placed.get(r, [])) for r in (0, 1)
+             if placed.get(r) != {f"cuda:{r}", f"cuda:{r + 2}"}}
+    assert not wrong, explain(expected, "; ".join(
+        f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
+
+
+# -- accumulation: MICRO_BATCHES passes per step, every row, one all-reduce -------------------------
 
 
 @pytest.mark.check("practical10.micro_batches")
-@pytest.mark.parametrize("micro", [2, 4, 8])
-def test_micro_batches_per_step(runs, micro):
-    run = hybrid(runs, MICRO_BATCHES=micro)
-    require_run(run)
-    pattern = step_pattern(run)
-    expected_rows = BATCH // micro
-    wrong = [p for p in pattern if p[0] != micro or p[1] != [expected_rows] or p[2] != micro]
-    assert pattern and not wrong, explain(
-        f"with MICRO_BATCHES = {micro}: per step {micro} forward and {micro} backward passes on "
-        f"micro-batches of {BATCH} / {micro} = {expected_rows} rows",
-        f"{wrong[0][0]} forward passes on {wrong[0][1]} rows and {wrong[0][2]} backward passes "
-        "in a step" if wrong else "no optimizer step",
-        "split the batch with MICRO_BATCHES (not a fixed number) and run forward + backward "
-        "for each micro-batch before optimizer.step()")
+@pytest.mark.parametrize("batch, micro", CONFIGS, ids=[f"batch{b}-micro{m}" for b, m in CONFIGS])
+def test_micro_batches_cover_the_batch(runs, batch, micro):
+    run = runs.script(**config_spec(batch, micro))
+    even = batch % micro == 0
+    look = ("split the batch into MICRO_BATCHES micro-batches (x.tensor_split(MICRO_BATCHES), "
+            "or chunks of ceil(BATCH_SIZE / MICRO_BATCHES)) and run forward + backward for each "
+            "before optimizer.step()")
+    expected = (f"with BATCH_SIZE = {batch} and MICRO_BATCHES = {micro}: per step {micro} "
+                f"forward and {micro} backward passes on micro-batches of "
+                + (f"{batch // micro} rows" if even else f"about {batch / micro:.3g} rows")
+                + f", together every one of the {batch} rows")
+    steps = evidence(run, step_pattern(run), expected, "no optimizer step", look)
+    wrong = [s for s in steps if s["forwards"] != micro or s["backwards"] != micro
+             or sum(r or 0 for r in s["rows"]) != batch or (even and set(s["rows"]) != {batch // micro})]
+    if wrong:
+        rows = sum(r or 0 for r in wrong[0]["rows"])
+        lost = f"; {batch - rows} of the batch's {batch} rows never trained on" if rows < batch \
+            else ""
+        raise AssertionError(explain(expected, describe_step(wrong[0]) + lost, look))
+    seen = distinct_rows(first_step_rows(run, 0))
+    assert len(seen) in (0, batch), explain(
+        expected, f"the micro-batches of the first step hold {len(seen)} different rows, not "
+        f"the batch's {batch}", look + " (each micro-batch a different part of x)")
 
 
 @pytest.mark.check("practical10.sync_once_per_step")
-def test_gradients_synchronised_once_per_step(runs):
-    run = hybrid(runs)
-    require_run(run)
-    pattern = step_pattern(run)
-    wrong = [p for p in pattern if p[3] != 1]
-    assert pattern and not wrong, explain(
-        "gradients are all-reduced across replicas once per step, after the last micro-batch's "
-        "backward (the others run under model.no_sync())",
-        f"{wrong[0][3]} synchronising backward pass(es) in a step of {wrong[0][2]} "
-        "micro-batches" if wrong else "no optimizer step",
-        "wrap all but the last micro-batch's forward + backward in `with model.no_sync():`")
+@pytest.mark.parametrize("batch, micro", CONFIGS, ids=[f"batch{b}-micro{m}" for b, m in CONFIGS])
+def test_gradients_synchronised_once_per_step(runs, batch, micro):
+    run = runs.script(**config_spec(batch, micro))
+    look = "wrap all but the last micro-batch's forward + backward in `with model.no_sync():`"
+    expected = ("gradients are all-reduced across replicas once per step, in the last "
+                "micro-batch's backward (the others run under model.no_sync())")
+    steps = evidence(run, step_pattern(run), expected, "no optimizer step", look)
+    wrong = [s for s in steps if s["synced"] != 1 or s["synced_at"] != s["backwards"]]
+    assert not wrong, explain(
+        expected, describe_step(wrong[0]) + (
+            "" if wrong[0]["synced"] else ": the gradients were never all-reduced")
+        + (f" (the all-reduce came with backward {wrong[0]['synced_at']})"
+           if wrong[0]["synced"] == 1 else ""), look)
 
 
-@pytest.mark.check("practical10.batch_size_invariant")
-@pytest.mark.parametrize("batch", [32, 64, 128])
-def test_pattern_independent_of_batch_size(runs, batch):
-    run = hybrid(runs, BATCH_SIZE=batch)
-    require_run(run)
-    pattern = step_pattern(run)
-    expected = (MICRO, [batch // MICRO], MICRO, 1)
-    wrong = [p for p in pattern if p != expected]
-    assert pattern and not wrong, explain(
-        f"with BATCH_SIZE = {batch}: {MICRO} micro-batches of {batch // MICRO} rows, "
-        f"{MICRO} backward passes and one synchronisation per step",
-        f"{wrong[0][0]} forwards on {wrong[0][1]} rows, {wrong[0][2]} backwards, "
-        f"{wrong[0][3]} synchronisations" if wrong else "no optimizer step",
-        "derive the micro-batch size from BATCH_SIZE and MICRO_BATCHES")
+# -- invariance: the accumulated gradient is the full-batch gradient --------------------------------
+
+
+def first_gradient(run):
+    """Rank 0's gradient at the first optimizer step: (sum, norm)."""
+    prints = run.fingerprints("grads").get(0, [])
+    if not prints or "sumsq" not in prints[0]:
+        return None
+    return prints[0]["sum"], math.sqrt(max(prints[0]["sumsq"], 0.0))
+
+
+@pytest.mark.check("practical10.gradient_equals_full_batch")
+@pytest.mark.parametrize("micro", INVARIANCE)
+def test_accumulated_gradient_equals_full_batch_gradient(runs, micro):
+    full_run = hybrid(runs, MICRO_BATCHES=1)
+    run = hybrid(runs, MICRO_BATCHES=micro)
+    look = "loss = loss_fn(out, my) / MICRO_BATCHES, for every micro-batch"
+    expected = (f"with MICRO_BATCHES = {micro}, the gradient accumulated over the micro-batches "
+                "equals the full-batch gradient (MICRO_BATCHES = 1) at the first step")
+    full = evidence(full_run, first_gradient(full_run), expected,
+                    "the full-batch run (MICRO_BATCHES = 1) took no optimizer step", look)
+    mine = evidence(run, first_gradient(run), expected, "no optimizer step", look)
+    (full_sum, full_norm), (sum_, norm) = full, mine
+    if close(norm, full_norm, rel=1e-3) and abs(sum_ - full_sum) <= 1e-3 * full_norm + 1e-9:
+        return
+    ratio = norm / full_norm if full_norm else float("inf")
+    if close(ratio, micro, rel=0.02):
+        cause = (f"the accumulated gradient is {ratio:.2f}x the full-batch gradient (its norm): "
+                 f"the micro-batch losses are added up without dividing by MICRO_BATCHES = "
+                 f"{micro}")
+    elif close(ratio, 1 / micro, rel=0.02):
+        cause = (f"the accumulated gradient is 1/{micro} of the full-batch gradient: the loss "
+                 "is divided by MICRO_BATCHES twice (or the gradients averaged once more)")
+    else:
+        cause = (f"the accumulated gradient differs from the full-batch gradient (norm "
+                 f"{norm:.6g} against {full_norm:.6g}, {ratio:.3g}x): rows left out, counted "
+                 "twice, or other data than the full batch")
+    raise AssertionError(explain(expected, cause, look))
+
+
+# -- the handout's Parts 4 and 5: one process, and the broken layout ---------------------------------
 
 
 @pytest.mark.check("practical10.single_process")
 def test_single_process_runs(runs):
     run = hybrid(runs, processes=1)
-    require_run(run)
-    assert run.of("step"), explain("one process (one replica on cuda:0 + cuda:2) trains",
-                                   "no optimizer step", "the script must not assume 2 processes")
+    look = "the script must not assume 2 processes"
+    expected = ("torchrun --nproc_per_node=1: one process, one replica on cuda:0 + cuda:2, "
+                "training")
+    evidence(run, trained_ranks(run), expected, "no optimizer step", look)
     assert devices_of_rank(run, 0) == {"cuda:0", "cuda:2"}, explain(
-        "the single replica uses cuda:0 and cuda:2", f"it uses {sorted(devices_of_rank(run, 0))}")
+        expected, f"the replica uses {sorted(devices_of_rank(run, 0))}", look)
 
 
-@pytest.mark.check("practical10.broken_mp_one_gpu")
-def test_broken_variant_uses_one_gpu_per_rank(runs):
-    run = hybrid(runs, BROKEN_MP=True)
-    require_run(run)
-    wrong = {r: sorted(devices_of_rank(run, r)) for r in (0, 1)
-             if devices_of_rank(run, r) != {f"cuda:{r}"}}
-    assert not wrong, explain(
-        "with BROKEN_MP = True both stages of rank r sit on cuda:r (the practical's mistake: "
-        "no model parallelism at all)",
-        "; ".join(f"rank {r} uses {d}" for r, d in wrong.items()),
-        "the BROKEN_MP branch: device1 = device0")
+@pytest.mark.check("practical10.broken_layout_one_gpu")
+def test_broken_layout_puts_each_replica_on_one_gpu(runs, submission):
+    look = f"keep the handout's line `{BROKEN_LINE}` (Part 5 changes it)"
+    expected = ("with device1 = torch.device(f\"cuda:{local_rank}\") (the handout's Part 5) "
+                "both stages of rank r sit on cuda:r, and the script still trains")
+    edit = broken_edit(submission)
+    assert edit, explain(
+        expected, f"{SCRIPT} has no line `device1 = ...local_rank + 2...` for the grader to "
+        "change as Part 5 asks", look)
+    run = runs.script(**run_spec(edits=[edit]))
+    placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
+                      expected, "no forward pass of the model on any rank", look)
+    evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
+    wrong = {r: sorted(placed.get(r, [])) for r in (0, 1) if placed.get(r) != {f"cuda:{r}"}}
+    assert not wrong, explain(expected, "; ".join(
+        f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
 
 
 # -- What the answer sheet says, against what the code does -----------------------------------
-# practical10/answers.yaml is compared with the grader's default run of the same script: torchrun
-# with 2 processes on 4 GPUs, MICRO_BATCHES = 4, BATCH_SIZE = 64 (the sheet's setting).
+# practical10/answers.yaml is compared with the grader's runs of the same script: the default
+# (torchrun with 2 processes on 4 GPUs, MICRO_BATCHES = 4, BATCH_SIZE = 64), and the handout's
+# changes for the answers about them.
 
 
 def process_ranks(run):
@@ -184,24 +270,25 @@ def stage_gpus(run, rank):
 
 def one_or_all(values):
     values = sorted(set(values))
-    return values[0] if len(values) == 1 else values
+    return (values[0] if len(values) == 1 else values) if values else None
 
 
 @pytest.mark.check("practical10.num_processes_reported")
 def test_reported_number_of_processes(runs, answers, agree):
     run = hybrid(runs)
-    value = answer_against(answers, "hybrid.num_processes", run)
     ranks = process_ranks(run)
-    agree("hybrid.num_processes", value, len(ranks),
-          f"runs {len(ranks)} process(es) (ranks {ranks}) under torchrun --nproc-per-node 2")
+    value, truth = answer_and_truth(answers, "hybrid.num_processes", len(ranks) or None, run)
+    agree("hybrid.num_processes", value, truth,
+          f"runs {truth} process(es) (ranks {ranks}) under torchrun --nproc_per_node=2")
 
 
 @pytest.mark.check("practical10.gpus_per_rank_reported")
 def test_reported_gpus_per_rank(runs, answers, agree):
     run = hybrid(runs)
-    value = answer_against(answers, "hybrid.gpus_per_rank", run)
-    used = {r: stage_gpus(run, r) for r in process_ranks(run)}
-    agree("hybrid.gpus_per_rank", value, one_or_all(len(g) for g in used.values()),
+    used = {r: stage_gpus(run, r) for r in process_ranks(run) if stage_gpus(run, r)}
+    value, truth = answer_and_truth(answers, "hybrid.gpus_per_rank",
+                                    one_or_all(len(g) for g in used.values()), run)
+    agree("hybrid.gpus_per_rank", value, truth,
           "gives " + "; ".join(f"rank {r} {len(g)} GPU(s) ({', '.join(f'cuda:{i}' for i in g)})"
                                for r, g in used.items()))
 
@@ -209,8 +296,9 @@ def test_reported_gpus_per_rank(runs, answers, agree):
 @pytest.mark.check("practical10.rank_gpus_reported")
 def test_reported_gpus_of_each_rank(runs, answers, measured, reported_values, flag):
     run = hybrid(runs)
-    rows = rows_by(answer_against(answers, "hybrid.rank_gpus", run), "rank")
-    truth = {r: stage_gpus(run, r) for r in process_ranks(run)}
+    truth = {r: stage_gpus(run, r) for r in process_ranks(run) if stage_gpus(run, r)}
+    value, truth = answer_and_truth(answers, "hybrid.rank_gpus", truth or None, run)
+    rows = rows_by(value, "rank")
     measured["hybrid.rank_gpus"] = {str(r): g for r, g in truth.items()}
     reported_values["hybrid.rank_gpus"] = {str(r): row.get("gpus") for r, row in rows.items()}
     # Both sides as one line, "rank 0: gpus [0, 2]; rank 1: gpus [1, 3]": equal exactly when
@@ -220,31 +308,92 @@ def test_reported_gpus_of_each_rank(runs, answers, measured, reported_values, fl
                            for r, row in rows.items()}, "gpus")
     must_agree(answers, "hybrid.rank_gpus", sheet or "no rank", code,
                f"{code} (stage 0's GPU first)", "puts " + "; ".join(
-                   f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g) or 'no GPU'}"
+                   f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g)}"
                    for r, g in truth.items()), flag)
 
 
 def micro_batch_pattern(run):
     """(forward passes per step, rows per forward pass) over every rank's steps."""
-    patterns = [p for r in process_ranks(run) for p in step_pattern(run, r)]
-    return [p[0] for p in patterns], [rows for p in patterns for rows in p[1]]
+    steps = [s for r in process_ranks(run) for s in step_pattern(run, r)]
+    return [s["forwards"] for s in steps], [rows for s in steps for rows in s["rows"] if rows]
 
 
 @pytest.mark.check("practical10.micro_batches_reported")
 def test_reported_micro_batches_per_step(runs, answers, agree):
     run = hybrid(runs)
-    value = answer_against(answers, "hybrid.micro_batches_per_step", run)
     forwards, _ = micro_batch_pattern(run)
-    agree("hybrid.micro_batches_per_step", value, one_or_all(forwards),
-          f"runs {', '.join(map(str, sorted(set(forwards)))) or 'no'} forward + backward "
-          f"pass(es) per optimizer step with MICRO_BATCHES = {MICRO}")
+    value, truth = answer_and_truth(answers, "hybrid.micro_batches_per_step",
+                                    one_or_all(forwards), run)
+    agree("hybrid.micro_batches_per_step", value, truth,
+          f"runs {', '.join(map(str, sorted(set(forwards))))} forward + backward pass(es) per "
+          f"optimizer step with MICRO_BATCHES = {MICRO}")
 
 
 @pytest.mark.check("practical10.micro_batch_size_reported")
 def test_reported_micro_batch_size(runs, answers, agree):
     run = hybrid(runs)
-    value = answer_against(answers, "hybrid.micro_batch_size", run)
     _, rows = micro_batch_pattern(run)
-    agree("hybrid.micro_batch_size", value, one_or_all(rows),
-          f"runs micro-batches of {', '.join(map(str, sorted(set(rows)))) or 'no'} rows "
-          f"with BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}")
+    value, truth = answer_and_truth(answers, "hybrid.micro_batch_size", one_or_all(rows), run)
+    agree("hybrid.micro_batch_size", value, truth,
+          f"runs micro-batches of {', '.join(map(str, sorted(set(rows))))} rows with "
+          f"BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}")
+
+
+@pytest.mark.check("practical10.micro_table_reported")
+@pytest.mark.parametrize("micro", [2, 8])
+def test_reported_micro_batch_table(runs, answers, measured, reported_values, flag, micro):
+    run = hybrid(runs, MICRO_BATCHES=micro)
+    forwards, rows = micro_batch_pattern(run)
+    truth = {"passes_per_step": one_or_all(forwards), "micro_batch_size": one_or_all(rows)}
+    value, truth = answer_and_truth(answers, "micro.table",
+                                    truth if forwards and rows else None, run)
+    row = rows_by(value, "micro_batches").get(micro)
+    measured["micro.table"] = {str(micro): truth}
+    where = answers.where_to_answer("micro.table")
+    assert row is not None, explain(
+        f"a row - {{micro_batches: {micro}, passes_per_step: ..., micro_batch_size: ...}}",
+        f"rows for MICRO_BATCHES = {sorted(k for k in rows_by(value, 'micro_batches'))}", where)
+    said = {c: (whole_numbers(row.get(c)) or [None])[0] if not isinstance(row.get(c), int)
+            else row.get(c) for c in truth}
+    reported_values["micro.table"] = {str(micro): said}
+    line = lambda values: ", ".join(f"{c} {values[c]}" for c in truth)  # noqa: E731
+    must_agree(answers, "micro.table", f"MICRO_BATCHES = {micro}: {line(said)}",
+               f"MICRO_BATCHES = {micro}: {line(truth)}", line(truth),
+               f"runs {truth['passes_per_step']} forward + backward passes per step on "
+               f"{truth['micro_batch_size']} rows each with MICRO_BATCHES = {micro}", flag)
+
+
+def pattern_of(run):
+    """What a step looks like apart from its sizes: passes and synchronisations."""
+    return sorted({(s["forwards"], s["backwards"], s["synced"]) for s in step_pattern(run)})
+
+
+@pytest.mark.check("practical10.batch_pattern_reported")
+def test_reported_pattern_change_with_batch_size(runs, answers, agree):
+    by_batch = {b: hybrid(runs, BATCH_SIZE=b) for b in (32, 64, 128)}
+    patterns = {b: pattern_of(run) for b, run in by_batch.items()}
+    truth = (len({tuple(p) for p in patterns.values()}) > 1) if all(patterns.values()) else None
+    value, truth = answer_and_truth(answers, "batch.pattern_changes", truth, *by_batch.values())
+    shown = "; ".join(f"BATCH_SIZE = {b}: " + ", ".join(
+        f"{f} forward, {bw} backward, {s} all-reduce(s) per step" for f, bw, s in p)
+        for b, p in patterns.items())
+    agree("batch.pattern_changes", value, truth,
+          f"{'changes' if truth else 'keeps'} its execution pattern with the batch size "
+          f"({shown})", expected={True: "yes", False: "no"}[truth])
+
+
+@pytest.mark.check("practical10.broken_gpus_reported")
+def test_reported_gpus_after_the_broken_layout(runs, submission, answers, agree):
+    edit = broken_edit(submission)
+    assert edit, explain(
+        "your answer to broken.gpus_in_use can be compared with your code after Part 5's change",
+        f"{SCRIPT} has no line `device1 = ...local_rank + 2...` for the grader to change",
+        f"keep the handout's line `{BROKEN_LINE}`")
+    run = runs.script(**run_spec(edits=[edit]))
+    used = sorted({gpu_index(d) for r in run.ranks() for d in devices_of_rank(run, r)
+                   if gpu_index(d) is not None})
+    value, truth = answer_and_truth(answers, "broken.gpus_in_use", used or None, run)
+    agree("broken.gpus_in_use", sorted(set(value)), truth,
+          "uses " + ", ".join(f"cuda:{i}" for i in truth) + " after device1 = "
+          "torch.device(f\"cuda:{local_rank}\") with 2 processes",
+          expected=f"{truth} (the GPUs of all ranks together)")

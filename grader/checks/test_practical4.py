@@ -1,186 +1,71 @@
 """Practical 4: data and model parallelism as concepts (practical4/concepts.py).
 
+The script runs as the handout runs it (`python concepts.py`): on 2 GPUs with the batch of
+64, on 2 GPUs with a batch of 63 that two chunks cannot share evenly (torch.chunk: 32 + 31,
+and the combined output must still be the full one), and on 1 GPU (Part 3 must say it needs
+2 GPUs). Each part is judged by what it recorded, so a part that ran keeps its points when a
+later part crashes.
+
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
 import re
 
 import pytest
 
-from grader.checks.practical_answers import answer_against, device_name
-from grader.checks.support import close, explain, require_run
+from grader.checks.practical_answers import answer_and_truth, device_name
+from grader.checks.practical_measures import (concatenations, evidence, forward_passes,
+                                              match_rows, rows_of)
+from grader.checks.support import explain
 
 SCRIPT = "practical4/concepts.py"
-BATCH, IN_DIM, HIDDEN, OUT_DIM = 64, 1000, 2000, 1000
+BATCH, IN_DIM, HIDDEN, OUT_DIM, CHUNKS = 64, 1000, 2000, 1000, 2
+UNEVEN = 63           # two chunks of a batch of 63: 32 + 31 rows (torch.chunk)
+BATCHES = [BATCH, UNEVEN]
+LAYER1_PARAMS = IN_DIM * HIDDEN + HIDDEN
+LAYER2_PARAMS = HIDDEN * OUT_DIM + OUT_DIM
+
+
+def run_spec(batch=BATCH, gpus=2):
+    return dict(script=SCRIPT, gpus=gpus, sets={"BATCH_SIZE": batch} if batch != BATCH else None)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def start_runs(runs):
-    runs.prefetch(dict(script=SCRIPT, gpus=2), dict(script=SCRIPT, gpus=1))
+    runs.prefetch(run_spec(), run_spec(UNEVEN), run_spec(gpus=1))
 
 
 @pytest.fixture(scope="module")
 def two_gpus(runs):
-    return runs.script(SCRIPT, gpus=2)
+    return runs.script(**run_spec())
 
 
-def outputs(observation, rows):
-    return [e for e in observation.of("forward_out")
-            if e.get("thread") == "MainThread" and e.get("shape", [None])[0] == rows]
+# -- what each part recorded ----------------------------------------------------------------------
 
 
-@pytest.mark.check("practical4.baseline_shape")
-def test_baseline_output_shape(two_gpus):
-    require_run(two_gpus)
-    shapes = [e["shape"] for e in outputs(two_gpus, BATCH)]
-    assert [BATCH, OUT_DIM] in shapes, explain(
-        f"Part 1's model maps a batch of {BATCH} to an output of shape [{BATCH}, {OUT_DIM}]",
-        f"full-batch outputs of shapes {shapes or 'none'}",
-        "Part 1 of concepts.py: the baseline Linear(1000,2000)-ReLU-Linear(2000,1000)")
+def full_batch_pass(run, batch):
+    """Part 1: the first forward pass of the whole model on the whole batch."""
+    return next((p for p in forward_passes(run) if rows_of(p["batch"]) == batch
+                 and rows_of(p["out_shape"]) == batch), None)
 
 
-@pytest.mark.check("practical4.chunk_shapes")
-def test_two_chunks_of_half_the_batch(two_gpus):
-    require_run(two_gpus)
-    halves = outputs(two_gpus, BATCH // 2)
-    assert len(halves) >= 2 and all(e["shape"] == [BATCH // 2, OUT_DIM] for e in halves), explain(
-        f"torch.chunk splits the batch of {BATCH} into 2 chunks of {BATCH // 2}, and the model "
-        f"runs on each: two outputs of shape [{BATCH // 2}, {OUT_DIM}]",
-        f"{len(halves)} forward pass(es) on {BATCH // 2} rows "
-        f"(all outputs: {[e['shape'] for e in two_gpus.of('forward_out')]})",
-        "Part 2: `torch.chunk(x, 2, dim=0)` and one forward pass per chunk")
+def chunk_passes(run, batch):
+    """Part 2: the forward passes on fewer rows than the batch, after Part 1's."""
+    passes = forward_passes(run)
+    full = full_batch_pass(run, batch)
+    start = passes.index(full) + 1 if full in passes else 0
+    return [p for p in passes[start:] if (rows_of(p["batch"]) or batch) < batch]
 
 
-@pytest.mark.check("practical4.chunks_equal_full")
-def test_concatenated_chunks_equal_full_output(two_gpus):
-    require_run(two_gpus)
-    halves = outputs(two_gpus, BATCH // 2)[:2]
-    fulls = [e for e in outputs(two_gpus, BATCH) if e["shape"] == [BATCH, OUT_DIM]]
-    assert len(halves) == 2 and fulls, explain(
-        "Part 2 runs the model on the full batch and on its two chunks",
-        f"{len(fulls)} full-batch and {len(halves)} chunk forward passes")
-    combined = halves[0]["sum"] + halves[1]["sum"]
-    assert any(close(combined, full["sum"], rel=1e-4, abs_=1e-3) for full in fulls), explain(
-        "torch.cat of the two chunk outputs equals the full-batch output (same model, same data)",
-        f"the chunk outputs add up to {combined:.6g}, the full outputs to "
-        f"{[round(f['sum'], 6) for f in fulls]}",
-        "Part 2: run the *same* model (same weights) on each chunk of the *same* batch")
-
-
-def part3(observation):
-    """The Part 3 layers: parameters of Linear(1000,2000) and Linear(2000,1000) by device."""
-    first = IN_DIM * HIDDEN + HIDDEN
-    second = HIDDEN * OUT_DIM + OUT_DIM
+def part3_layers(run):
+    """Part 3's layer1 and layer2 (parameter counts of Linear(1000, 2000) and
+    Linear(2000, 1000)) -> their devices; Part 1's model, which holds both, is left out."""
     found = {}
-    for event in observation.of("placement"):
-        for layer in event.get("layers", []):
-            if layer.get("params") == first:
-                found.setdefault("layer1", set()).add(str(layer.get("device")))
-            elif layer.get("params") == second:
-                found.setdefault("layer2", set()).add(str(layer.get("device")))
-    return found
-
-
-@pytest.mark.check("practical4.mp_layer_devices")
-def test_model_parallel_layers_on_two_gpus(two_gpus):
-    require_run(two_gpus)
-    found = part3(two_gpus)
-    assert "cuda:0" in found.get("layer1", set()) and "cuda:1" in found.get("layer2", set()), explain(
-        "in Part 3, layer 1 (Linear 1000->2000) on cuda:0 and layer 2 (Linear 2000->1000) on cuda:1",
-        f"layer 1 on {sorted(found.get('layer1', [])) or 'no GPU seen'}, layer 2 on "
-        f"{sorted(found.get('layer2', [])) or 'no GPU seen'}",
-        "Part 3: `.to('cuda:0')` for the first layer and `.to('cuda:1')` for the second")
-
-
-@pytest.mark.check("practical4.mp_one_transfer")
-def test_one_activation_transfer(two_gpus):
-    require_run(two_gpus)
-    moves = [e for e in two_gpus.copies() if e.get("src") == "cuda:0" and e.get("dst") == "cuda:1"
-             and e.get("shape") == [BATCH, HIDDEN]]
-    assert len(moves) == 1, explain(
-        f"exactly one move of the activation [{BATCH}, {HIDDEN}] from cuda:0 to cuda:1 per "
-        "forward pass of Part 3",
-        f"{len(moves)} such move(s)" + (f" at {', '.join(str(m.get('site')) for m in moves)}"
-                                       if moves else ""),
-        "Part 3: `h = h.to('cuda:1')` between the two layers, once")
-
-
-@pytest.mark.check("practical4.mp_output_shape")
-def test_model_parallel_output_on_second_gpu(two_gpus):
-    require_run(two_gpus)
-    final = [e for e in outputs(two_gpus, BATCH) if e.get("device") == "cuda:1"]
-    assert any(e["shape"] == [BATCH, OUT_DIM] for e in final), explain(
-        f"Part 3's output of shape [{BATCH}, {OUT_DIM}] comes out on cuda:1",
-        f"outputs on cuda:1: {[e['shape'] for e in final] or 'none'}",
-        "Part 3: the second layer runs on cuda:1 and produces the output")
-
-
-@pytest.mark.check("practical4.one_gpu_message")
-def test_one_gpu_branch(runs):
-    one = runs.script(SCRIPT, gpus=1)
-    require_run(one)
-    assert "at least 2 gpus" in one.stdout.lower(), explain(
-        "with a single GPU the script prints 'Model parallelism requires at least 2 GPUs' and "
-        "skips Part 3",
-        f"output ended with: {one.stdout.strip().splitlines()[-1:] or 'nothing'}",
-        "the `torch.cuda.device_count() < 2` branch before Part 3")
-
-
-# -- What the answer sheet says, against what the code does -----------------------------------
-# practical4/answers.yaml is compared with the grader's run of the same concepts.py on 2 GPUs.
-SHEET = "practical4/answers.yaml"
-
-
-def full_output_shape(observation):
-    """Part 1: the shape of the first full-batch output (the baseline runs first)."""
-    first = next((e for e in observation.of("forward_out") if e.get("thread") == "MainThread"),
-                 None)
-    return list(first["shape"]) if first and first.get("shape") else None
-
-
-def chunk_input_shapes(observation):
-    """Part 2: the input shapes of the forward passes on fewer rows than the batch."""
-    return [list(e["batch"]) for e in observation.of("forward")
-            if e.get("thread") == "MainThread" and e.get("batch") and e["batch"][0] < BATCH]
-
-
-def outputs_equal(observation):
-    """Part 2's `outputs equal:` as the script printed it; from the outputs' sums if it did
-    not print it (None when neither is there)."""
-    printed = re.findall(r"outputs equal:\s*(True|False)", observation.stdout)
-    if printed:
-        return printed[-1] == "True"
-    halves = outputs(observation, BATCH // 2)[:2]
-    fulls = outputs(observation, BATCH)
-    if len(halves) < 2 or not fulls:
-        return None
-    return close(halves[0]["sum"] + halves[1]["sum"], fulls[0]["sum"], rel=1e-4, abs_=1e-3)
-
-
-def gpu_to_gpu_activation_moves(observation):
-    """Moves of an activation (BATCH rows) between two different GPUs during the forward
-    passes: before the run's last forward pass starts (a move of the final output after it is
-    no transfer between layers)."""
-    events = [e for e in observation.events if e.get("rank", 0) == 0]
-    last = max((i for i, e in enumerate(events) if e.get("event") == "forward"), default=-1)
-    return [e for e in events[:last]
-            if (e.get("event") == "transfer" or (e.get("event") == "to" and e.get("copied")))
-            and str(e.get("src", "")).startswith("cuda")
-            and str(e.get("dst", "")).startswith("cuda")
-            and e.get("src") != e.get("dst") and (e.get("shape") or [None])[0] == BATCH]
-
-
-def part3_only(observation):
-    """The devices of Part 3's own layer1 and layer2: placements of modules holding one of the
-    two layers (Part 1's baseline holds both, on one device)."""
-    first = IN_DIM * HIDDEN + HIDDEN
-    second = HIDDEN * OUT_DIM + OUT_DIM
-    found = {}
-    for event in observation.of("placement"):
+    for event in run.of("placement", 0):
         sizes = {layer.get("params") for layer in event.get("layers", [])}
-        if {first, second} <= sizes:
+        if {LAYER1_PARAMS, LAYER2_PARAMS} <= sizes:
             continue
         for layer in event.get("layers", []):
-            name = {first: "layer1", second: "layer2"}.get(layer.get("params"))
+            name = {LAYER1_PARAMS: "layer1", LAYER2_PARAMS: "layer2"}.get(layer.get("params"))
             if name:
                 device = layer.get("device")
                 found.setdefault(name, set()).update(
@@ -188,48 +73,211 @@ def part3_only(observation):
     return found
 
 
+def activation_moves(run, batch=BATCH):
+    """Moves of Part 3's activation ([batch, HIDDEN]) from one GPU to another."""
+    return [e for e in run.copies(0) if str(e.get("src", "")).startswith("cuda")
+            and str(e.get("dst", "")).startswith("cuda") and e.get("src") != e.get("dst")
+            and e.get("shape") == [batch, HIDDEN]]
+
+
+def part3_output(run, batch=BATCH):
+    """Part 3's output: the last forward pass that maps HIDDEN to OUT_DIM on batch rows."""
+    found = [p for p in forward_passes(run) if p["batch"] == [batch, HIDDEN]
+             and p["out_shape"] == [batch, OUT_DIM]]
+    return found[-1] if found else None
+
+
+def combined_against_full(run, batch):
+    """Part 2's verdict on torch.cat of the chunk outputs against Part 1's output, row by row:
+    (True, text) when equal and in order, (False, cause) otherwise, None when no concatenation
+    of `batch` rows was recorded."""
+    full = full_batch_pass(run, batch)
+    joined = [c for c in concatenations(run) if rows_of(c.get("shape")) == batch]
+    if not joined or not full or not full["rows_out"]:
+        return None
+    verdicts = []
+    for concat in joined:
+        where = match_rows(concat["rows"], full["rows_out"])
+        if where == list(range(batch)):
+            return True, f"torch.cat at {concat.get('site')} gives the full output, in order"
+        verdicts.append((concat, where))
+    concat, where = verdicts[-1]
+    site = concat.get("site")
+    if None not in where and sorted(where) == list(range(batch)):
+        first_wrong = next(i for i, w in enumerate(where) if w != i)
+        return False, (f"torch.cat at {site} has all the rows of the full-batch output, but not "
+                       f"in order: its row {first_wrong} is the full output's row "
+                       f"{where[first_wrong]} (the chunks' outputs are joined in another order "
+                       "than the chunks)")
+    missing = [i for i, w in enumerate(where) if w is None]
+    return False, (f"torch.cat at {site} gives rows that are not the full-batch output's: "
+                   f"{len(missing)} of its {batch} rows ({_ranges(missing)}) match no row of "
+                   "Part 1's output (another model, other weights or other data?)")
+
+
+def _ranges(indices):
+    if not indices:
+        return "none"
+    text, start, prev = [], indices[0], indices[0]
+    for i in indices[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        text.append(f"row {start}" if start == prev else f"rows {start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(text[:4]) + (", ..." if len(text) > 4 else "")
+
+
+# -- Part 2: simulated data parallelism -------------------------------------------------------------
+
+
+@pytest.mark.check("practical4.chunk_shapes")
+@pytest.mark.parametrize("batch", BATCHES)
+def test_batch_split_into_chunks(runs, batch):
+    run = runs.script(**run_spec(batch))
+    look = "Part 2: chunks = torch.chunk(x, 2), and one forward pass of the model per chunk"
+    expected = (f"the batch of {batch} rows split into {CHUNKS} chunks along dim 0 "
+                f"({' + '.join(map(str, chunk_rule(batch)))} rows with torch.chunk), the model "
+                "run on each chunk, every row of the batch in one chunk")
+    full = evidence(run, full_batch_pass(run, batch), expected,
+                    f"no forward pass of the model on the whole batch of {batch} (Part 1)", look)
+    chunks = evidence(run, chunk_passes(run, batch), expected,
+                      "no forward pass of the model on part of the batch after Part 1", look)
+    sizes = [rows_of(p["batch"]) for p in chunks]
+    assert len(chunks) == CHUNKS and sum(sizes) == batch, explain(
+        expected, f"{len(chunks)} forward pass(es) on parts of the batch, of {sizes} rows"
+        + ("" if sum(sizes) == batch else f" ({sum(sizes)} of the batch's {batch} rows)"), look)
+    seen = [w for p in chunks for w in match_rows(p["rows_in"], full["rows_in"])]
+    assert None not in seen and sorted(seen) == list(range(batch)), explain(
+        expected, f"the chunks hold {len([w for w in seen if w is not None])} rows of the batch "
+        f"and {seen.count(None)} other rows; "
+        f"{batch - len(set(w for w in seen if w is not None))} row(s) of the batch are in no chunk",
+        look + " (split x itself, not another tensor)")
+
+
+def chunk_rule(batch, parts=CHUNKS):
+    size = -(-batch // parts)
+    return [min(size, batch - start) for start in range(0, batch, size)]
+
+
+@pytest.mark.check("practical4.chunks_equal_full")
+@pytest.mark.parametrize("batch", BATCHES)
+def test_combined_output_equals_full_output(runs, batch):
+    run = runs.script(**run_spec(batch))
+    look = "Part 2: final_output = torch.cat(outputs), the chunks' outputs in the chunks' order"
+    expected = (f"torch.cat of the chunks' outputs equals Part 1's output on the batch of "
+                f"{batch}, row by row and in order (up to float rounding)")
+    verdict = evidence(run, combined_against_full(run, batch), expected,
+                       f"no torch.cat of outputs into {batch} rows was seen after Part 1's "
+                       "forward pass", look)
+    equal, cause = verdict
+    assert equal, explain(expected, cause, look)
+
+
+# -- Part 3: simulated model parallelism --------------------------------------------------------
+
+
+@pytest.mark.check("practical4.mp_layer_devices")
+def test_layers_on_two_gpus(two_gpus):
+    look = "Part 3: layer1 = nn.Linear(1000, 2000).to(device0), layer2 = nn.Linear(2000, " \
+           "1000).to(device1)"
+    expected = "in Part 3, layer1 (Linear 1000->2000) on cuda:0 and layer2 (Linear 2000->1000) " \
+               "on cuda:1"
+    found = evidence(two_gpus, part3_layers(two_gpus), expected,
+                     "no forward pass through Part 3's layer1 or layer2", look)
+    assert found.get("layer1") == {"cuda:0"} and found.get("layer2") == {"cuda:1"}, explain(
+        expected, f"layer1 on {sorted(found.get('layer1', [])) or 'no device seen'}, layer2 on "
+        f"{sorted(found.get('layer2', [])) or 'no device seen'}", look)
+
+
+@pytest.mark.check("practical4.mp_one_transfer")
+def test_one_activation_transfer(two_gpus):
+    look = "Part 3: out = out.to(device1) between the two layers, once"
+    expected = (f"exactly one move of the activation [{BATCH}, {HIDDEN}] from cuda:0 to cuda:1 "
+                "in Part 3's forward pass")
+    evidence(two_gpus, part3_layers(two_gpus), expected,
+             "no forward pass through Part 3's layers", look)
+    moves = activation_moves(two_gpus)
+    right = [m for m in moves if m.get("src") == "cuda:0" and m.get("dst") == "cuda:1"]
+    assert len(moves) == len(right) == 1, explain(
+        expected, f"{len(moves)} move(s) of the activation between GPUs"
+        + (": " + ", ".join(f"{m['src']} -> {m['dst']} at {m.get('site')}" for m in moves)
+           if moves else ""), look)
+
+
+@pytest.mark.check("practical4.mp_output_shape")
+def test_output_comes_out_of_second_gpu(two_gpus):
+    look = "Part 3: out = layer2(out) on cuda:1"
+    expected = f"Part 3's output of shape [{BATCH}, {OUT_DIM}] comes out of layer2 on cuda:1"
+    output = evidence(two_gpus, part3_output(two_gpus), expected,
+                      f"no forward pass from [{BATCH}, {HIDDEN}] to [{BATCH}, {OUT_DIM}] "
+                      "(Part 3's layer2)", look)
+    assert output["out_device"] == "cuda:1", explain(
+        expected, f"layer2's output on {output['out_device']}", look)
+
+
+@pytest.mark.check("practical4.one_gpu_message")
+def test_one_gpu_says_two_are_needed(runs):
+    one = runs.script(**run_spec(gpus=1))
+    look = "Part 3: if torch.cuda.device_count() >= 2: ... else: print(\"Model parallelism " \
+           "requires at least 2 GPUs.\")"
+    expected = "on a machine with 1 GPU, Part 3 prints that model parallelism requires at " \
+               "least 2 GPUs instead of failing"
+    said = re.search(r"at least (2|two) gpus", one.stdout, re.I)
+    evidence(one, said, expected, "no such line; the output ended with: "
+             f"{one.stdout.strip().splitlines()[-1:] or 'nothing'}", look)
+
+
+# -- What the answer sheet says, against what the code does -----------------------------------
+# practical4/answers.yaml is compared with the grader's run of the same concepts.py on 2 GPUs;
+# an answer is checked wherever the part it is about ran, even if a later part crashed.
+
+
 @pytest.mark.check("practical4.output_shape_reported")
 def test_reported_output_shape(two_gpus, answers, agree):
-    truth = full_output_shape(two_gpus)
-    agree("part1.output_shape", answer_against(answers, "part1.output_shape", two_gpus), truth,
-          f"makes a Part 1 output of shape {truth}")
+    full = full_batch_pass(two_gpus, BATCH)
+    truth = list(full["out_shape"]) if full and full["out_shape"] else None
+    value, truth = answer_and_truth(answers, "part1.output_shape", truth, two_gpus)
+    agree("part1.output_shape", value, truth, f"makes a Part 1 output of shape {truth}")
 
 
 @pytest.mark.check("practical4.chunk_shapes_reported")
 def test_reported_chunk_shapes(two_gpus, answers, agree):
-    truth = chunk_input_shapes(two_gpus)
-    agree("part2.chunk_shapes", answer_against(answers, "part2.chunk_shapes", two_gpus), truth,
-          f"runs the model on chunks of shapes {truth or 'none'} in Part 2",
+    truth = [list(p["batch"]) for p in chunk_passes(two_gpus, BATCH)] or None
+    value, truth = answer_and_truth(answers, "part2.chunk_shapes", truth, two_gpus)
+    agree("part2.chunk_shapes", value, truth,
+          f"runs the model on chunks of shapes {truth} in Part 2",
           expected=f"{truth} (one shape per chunk, in order)")
 
 
 @pytest.mark.check("practical4.outputs_equal_reported")
 def test_reported_outputs_equal(two_gpus, answers, agree):
-    value = answer_against(answers, "part2.outputs_equal", two_gpus)
-    truth = outputs_equal(two_gpus)
-    agree("part2.outputs_equal", value, truth,
-          "prints 'Part 2: outputs equal: " + str(truth) + "'" if truth is not None
-          else "shows no comparison of the chunk outputs with the full output",
-          expected={True: "yes", False: "no"}.get(truth, "what your code shows"))
+    verdict = combined_against_full(two_gpus, BATCH)
+    value, verdict = answer_and_truth(answers, "part2.outputs_equal", verdict, two_gpus)
+    equal, cause = verdict
+    agree("part2.outputs_equal", value, equal, f"combines the chunks so that {cause}",
+          expected={True: "yes", False: "no"}[equal])
 
 
 @pytest.mark.check("practical4.layer_devices_reported")
-@pytest.mark.parametrize("layer", ["layer1", "layer2"])
-def test_reported_layer_devices(two_gpus, answers, agree, layer):
-    qid = f"part3.{layer}_device"
-    value = answer_against(answers, qid, two_gpus)
-    seen = sorted(part3_only(two_gpus).get(layer, set()))
-    truth = seen[0] if len(seen) == 1 else seen
+@pytest.mark.parametrize("layer, qid", [("layer1", "part3.layer1_device"),
+                                        ("layer2", "part3.layer2_device")], ids=["layer1", "layer2"])
+def test_reported_layer_devices(two_gpus, answers, agree, layer, qid):
+    seen = sorted(part3_layers(two_gpus).get(layer, set()))
+    truth = (seen[0] if len(seen) == 1 else seen) if seen else None
+    value, truth = answer_and_truth(answers, qid, truth, two_gpus)
     name = "Linear(1000, 2000)" if layer == "layer1" else "Linear(2000, 1000)"
-    agree(qid, value, truth, f"puts {layer} ({name}) on {', '.join(seen) or 'no GPU'}",
+    agree(qid, value, truth, f"puts {layer} ({name}) on {', '.join(seen)}",
           expected=f"{truth} (a device written like cuda:N)" if isinstance(truth, str) else None,
           compare_as=device_name(value) or value)
 
 
 @pytest.mark.check("practical4.transfers_reported")
 def test_reported_transfers_per_forward(two_gpus, answers, agree):
-    value = answer_against(answers, "part3.transfers_per_forward", two_gpus)
-    moves = gpu_to_gpu_activation_moves(two_gpus)
-    agree("part3.transfers_per_forward", value, len(moves),
-          f"moves the activation between GPUs {len(moves)} time(s) in Part 3's forward pass"
+    moves = activation_moves(two_gpus)
+    truth = len(moves) if part3_layers(two_gpus) else None
+    value, truth = answer_and_truth(answers, "part3.transfers_per_forward", truth, two_gpus)
+    agree("part3.transfers_per_forward", value, truth,
+          f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"
           + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else ""))

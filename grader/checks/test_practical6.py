@@ -1,76 +1,163 @@
 """Practical 6: DistributedDataParallel under torchrun (practical6/practical6_ddp.py).
 
+The script is launched as the handout launches it, `torchrun --nproc_per_node=N` (one process
+included), on N GPUs for N = 1, 2, 3 and 4. 64 rows over 3 processes do not divide evenly:
+the handout's `BATCH_SIZE // dist.get_world_size()` gives each rank 21 rows (a
+DistributedSampler 22, padding with repeats); either is accepted, as long as the ranks train
+on different rows. The answer sheet's comparison with DataParallel uses the student's own
+Practical 5 script on 2 GPUs.
+
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
 import pytest
 
-from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, constant_in_source,
-                                             device_name, incomplete_rows, median_or_none,
-                                             per_rank_line, rows_by, step_times, steps_of,
-                                             total_disagreements)
-from grader.checks.support import close, explain, must_agree, require_run
+from grader.checks.practical_answers import (TOTAL_LOWER, USAGE_COLUMNS, answer_against,
+                                             answer_and_truth, constant_in_source, device_name,
+                                             incomplete_rows, median_or_none, per_rank_line,
+                                             rows_by, step_times, steps_of, total_disagreements,
+                                             usage_rows, usage_table_problems)
+from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
+                                              devices_of_rank, distinct_rows, evidence, faster,
+                                              first_step_rows, forward_passes, gpu0_more_loaded,
+                                              median_step_seconds, peak_memory, rows_of,
+                                              same_row, shared_clock, trained_ranks)
+from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"
+DP_SCRIPT = "practical5/practical5_dp.py"
 BATCH = 64
+PROCESSES = [1, 2, 3, 4]
+SHARED = [2, 3, 4]        # runs where the batch is shared out (3: 64 does not divide evenly)
+SHEET_PROCESSES = 2
+
+
+def ddp_spec(processes):
+    return dict(script=SCRIPT, gpus=processes, nproc=processes, launcher="torchrun")
+
+
+def ddp_run(runs, processes):
+    return runs.script(**ddp_spec(processes))
+
+
+def dp_run(runs):
+    return runs.script(DP_SCRIPT, gpus=SHEET_PROCESSES)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def start_runs(runs):
-    runs.prefetch(*(dict(script=SCRIPT, gpus=n, nproc=n) for n in (2, 4, 1)))
+    runs.prefetch(*(ddp_spec(n) for n in (2, 4, 3, 1)))
 
 
-def ddp_run(runs, processes):
-    return runs.script(SCRIPT, gpus=processes, nproc=processes)
+def first_batches(run):
+    """{rank: rows of its first forward pass} for the ranks that ran one."""
+    found = {}
+    for rank in run.ranks():
+        passes = forward_passes(run, rank)
+        if passes and rows_of(passes[0]["batch"]):
+            found[rank] = rows_of(passes[0]["batch"])
+    return found
+
+
+def shares(processes):
+    """Rows a rank may train on out of the batch: BATCH // N (the handout's line), or
+    ceil(BATCH / N) (a DistributedSampler pads the last share with repeated samples)."""
+    return sorted({BATCH // processes, -(-BATCH // processes)})
+
+
+# -- setup: processes, ranks, GPUs --------------------------------------------------------------
 
 
 @pytest.mark.check("practical6.world_size")
-@pytest.mark.parametrize("processes", [1, 2, 4])
+@pytest.mark.parametrize("processes", PROCESSES)
 def test_world_size_is_number_of_processes(runs, processes):
     run = ddp_run(runs, processes)
-    require_run(run)
+    look = "dist.init_process_group() with torchrun's environment (no hard-coded world_size)"
+    expected = (f"torchrun --nproc_per_node={processes}: {processes} process(es), each joining "
+                f"a process group of world size {processes} and training")
     sizes = {e.get("rank"): e.get("world_size") for e in run.of("init_process_group")}
+    evidence(run, sizes, expected, "no process joined a process group", look)
     assert len(sizes) == processes and set(sizes.values()) == {processes}, explain(
-        f"{processes} process(es), each joining a process group of world size {processes}",
-        f"process groups joined by rank(s) {sorted(sizes)} with world sizes "
-        f"{sorted(set(sizes.values())) or 'none'}",
-        "dist.init_process_group() with torchrun's environment (no hard-coded world_size)")
+        expected, f"process groups joined by rank(s) {sorted(sizes)} with world sizes "
+        f"{sorted(set(sizes.values()))}", look)
+    trained = evidence(run, trained_ranks(run), expected, "no rank took an optimizer step")
+    assert trained == list(range(processes)), explain(
+        expected, f"only rank(s) {trained} took an optimizer step"
+        + (f"; {run.problem()}" if not run.ok else ""), look)
 
 
 @pytest.mark.check("practical6.rank_device")
 def test_rank_k_uses_gpu_k(runs):
     run = ddp_run(runs, 2)
-    require_run(run)
-    placed = {}
-    for event in run.of("placement"):
-        for layer in event.get("layers", []):
-            device = layer.get("device")
-            placed.setdefault(event.get("rank"), set()).update(
-                device if isinstance(device, list) else [device])
+    look = "torch.cuda.set_device(local_rank) and model.to(f'cuda:{local_rank}')"
+    expected = "rank k keeps its model on cuda:k (its LOCAL_RANK)"
+    placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1)
+                            if devices_of_rank(run, r)}, expected,
+                      "no forward pass of a model on any rank", look)
     wrong = {r: sorted(d) for r, d in placed.items() if d != {f"cuda:{r}"}}
     assert sorted(placed) == [0, 1] and not wrong, explain(
-        "rank k keeps its model on cuda:k (its LOCAL_RANK)",
-        "; ".join(f"rank {r} has its model on {d}" for r, d in sorted(wrong.items()))
-        or f"models seen on rank(s) {sorted(placed)}",
-        "torch.cuda.set_device(local_rank) and model.to(f'cuda:{local_rank}')")
+        expected, "; ".join(f"rank {r} has its model on {', '.join(d)}"
+                            for r, d in sorted(wrong.items()))
+        or f"models seen on rank(s) {sorted(placed)}", look)
+
+
+# -- data: each rank its own share of the batch --------------------------------------------------
 
 
 @pytest.mark.check("practical6.per_rank_batch")
-@pytest.mark.parametrize("processes", [2, 4])
-def test_batch_divided_by_world_size(runs, processes):
+@pytest.mark.parametrize("processes", SHARED)
+def test_each_rank_trains_on_its_share(runs, processes):
     run = ddp_run(runs, processes)
-    require_run(run)
-    expected = BATCH // processes
-    seen = {}
-    for event in run.of("forward"):
-        if event.get("thread") == "MainThread" and event.get("batch"):
-            seen.setdefault(event.get("rank"), set()).add(event["batch"][0])
-    wrong = {r: sorted(b) for r, b in seen.items() if b != {expected}}
+    allowed = shares(processes)
+    look = "x, y = get_batch(BATCH_SIZE // dist.get_world_size(), DIM, device)"
+    expected = (f"with {processes} processes each rank trains on BATCH_SIZE // world_size = "
+                f"{BATCH} // {processes} = {BATCH // processes} rows"
+                + (f" (or {allowed[-1]}, a DistributedSampler's padded share)"
+                   if len(allowed) > 1 else "") + f", so the global batch stays {BATCH}")
+    seen = evidence(run, first_batches(run), expected, "no forward pass on any rank", look)
+    wrong = {r: b for r, b in seen.items() if b not in allowed}
     assert len(seen) == processes and not wrong, explain(
-        f"with {processes} processes each rank trains on BATCH_SIZE // world_size = "
-        f"{BATCH} // {processes} = {expected} rows, so the global batch stays {BATCH}",
-        "; ".join(f"rank {r} ran batches of {b}" for r, b in sorted(wrong.items()))
-        or f"forward passes on {len(seen)} rank(s)",
-        "x, y = get_batch(BATCH_SIZE // dist.get_world_size(), DIM, device)")
+        expected, "; ".join(f"rank {r} trains on {b} rows" for r, b in sorted(wrong.items()))
+        or f"forward passes on rank(s) {sorted(seen)} only", look)
+
+
+@pytest.mark.check("practical6.different_data")
+@pytest.mark.parametrize("processes", SHARED)
+def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
+    run = ddp_run(runs, processes)
+    look = ("get_batch seeds its generator with SEED + dist.get_rank() (or a DistributedSampler "
+            "gives each rank its own indices), and asks for BATCH_SIZE // world_size rows")
+    expected = (f"the {processes} ranks train on different rows: no row on two ranks, and "
+                f"together about one batch of {BATCH} rows per step")
+    rows = evidence(run, {r: first_step_rows(run, r) for r in range(processes)
+                          if first_step_rows(run, r)}, expected,
+                    "no rank recorded the rows it trained on", look)
+    shared = []
+    for a in sorted(rows):
+        for b in sorted(rows):
+            if a < b:
+                common = sum(1 for row in rows[b] if any(same_row(row, o) for o in rows[a]))
+                if common:
+                    shared.append((a, b, common, len(rows[b])))
+    together = distinct_rows([row for r in sorted(rows) for row in rows[r]])
+    # A DistributedSampler pads the batch to a multiple of N with repeats: that many may recur.
+    padding = -(-BATCH // processes) * processes - BATCH
+    repeated = sum(common for *_, common, _ in shared)
+    problems = []
+    if repeated > padding:
+        a, b, common, size = shared[0]
+        problems.append(f"rank {b} trains on {common} of its {size} rows that rank {a} also "
+                        "trains on" + (" (the same data on every rank)" if common == size else ""))
+    if len(together) > BATCH:
+        problems.append(f"together the ranks train on {len(together)} different rows per step, "
+                        f"more than the batch of {BATCH} (each rank takes a whole batch?)")
+    elif len(together) < processes * (BATCH // processes):
+        problems.append(f"together the ranks train on {len(together)} different rows per step, "
+                        f"fewer than {processes} x {BATCH // processes}")
+    assert not problems and len(rows) == processes, explain(
+        expected, "; ".join(problems) or f"rows seen on rank(s) {sorted(rows)} only", look)
+
+
+# -- gradients: all-reduced by DDP ----------------------------------------------------------------
 
 
 def per_rank_prints(run, kind):
@@ -81,74 +168,63 @@ def per_rank_prints(run, kind):
 @pytest.mark.check("practical6.grads_synchronised")
 def test_gradients_all_reduced(runs):
     run = ddp_run(runs, 2)
-    require_run(run)
+    look = "wrap the model with DDP(model, device_ids=[local_rank]) and call the wrapper"
+    expected = "after backward every rank holds the same (averaged) gradients: DDP all-reduces them"
     prints, steps = per_rank_prints(run, "grads")
-    assert len(prints) == 2 and steps, explain("both ranks take optimizer steps",
-                                               f"steps on ranks {sorted(prints)}")
+    evidence(run, len(prints) == 2 and steps, expected,
+             f"optimizer steps on rank(s) {sorted(prints)} only", look)
     synced = [e for e in run.of("collective") if e.get("source") == "ddp_gradients"]
     unequal = [k for k in range(steps) if not close(prints[0][k]["sum"], prints[1][k]["sum"])
                or not close(prints[0][k]["sumsq"], prints[1][k]["sumsq"])]
     assert not unequal, explain(
-        "after backward every rank holds the same (averaged) gradients: DDP all-reduces them",
-        f"the ranks' gradients differ at step {unequal[0] + 1}"
-        + ("" if synced else "; no gradient all-reduce was observed (is the model wrapped in DDP, "
-           "and is the wrapper what you call?)"),
-        "wrap the model with DDP(model, device_ids=[local_rank]) and run forward through the wrapper")
+        expected, f"the ranks' gradients differ at step {unequal[0] + 1}"
+        + ("" if synced else "; no gradient all-reduce was observed (is the model wrapped in "
+           "DDP, and is the wrapper what you call?)"), look)
 
 
 @pytest.mark.check("practical6.params_equal_after_step")
 def test_parameters_equal_after_step(runs):
     run = ddp_run(runs, 2)
-    require_run(run)
+    look = "DDP broadcasts rank 0's weights when wrapping and averages gradients in backward"
+    expected = "the replicas stay identical: the same parameters on every rank after each step"
     prints, steps = per_rank_prints(run, "params")
-    assert len(prints) == 2 and steps, explain("both ranks take optimizer steps",
-                                               f"steps on ranks {sorted(prints)}")
+    evidence(run, len(prints) == 2 and steps, expected,
+             f"optimizer steps on rank(s) {sorted(prints)} only", look)
     unequal = [k for k in range(steps) if not close(prints[0][k]["sum"], prints[1][k]["sum"])]
     assert not unequal, explain(
-        "the replicas stay identical: the same parameters on every rank after each step",
-        f"the ranks' parameters differ after step {unequal[0] + 1}",
-        "DDP broadcasts rank 0's weights when wrapping and averages gradients in backward")
+        expected, f"the ranks' parameters differ after step {unequal[0] + 1}", look)
 
 
 # -- What the answer sheet says, against what the code does -----------------------------------
 # practical6/answers.yaml is compared with the grader's run of the same script under torchrun
-# with 2 processes on 2 GPUs (the sheet's "--nproc-per-node 2"). Times depend on the hardware:
-# the timing table is only checked for being complete and consistent; implausible numbers are
-# flagged, never scored.
-SHEET_PROCESSES = 2
-DP_SCRIPT = "practical5/practical5_dp.py"
+# with 2 processes on 2 GPUs (the handout's --nproc_per_node=2), and with the student's
+# Practical 5 DataParallel script on 2 GPUs for the comparison with DataParallel. Times depend
+# on the hardware: the timing table is only checked for being complete and consistent.
 
 
 def gpus_by_rank(run):
     """{rank: sorted devices its model's layers are on}."""
-    placed = {}
-    for event in run.of("placement"):
-        for layer in event.get("layers", []):
-            device = layer.get("device")
-            placed.setdefault(event.get("rank", 0), set()).update(
-                map(str, device) if isinstance(device, list) else [str(device)])
-    return {rank: sorted(devices) for rank, devices in sorted(placed.items())}
+    return {rank: sorted(devices_of_rank(run, rank)) for rank in run.ranks()
+            if devices_of_rank(run, rank)}
 
 
 @pytest.mark.check("practical6.world_size_reported")
-def test_reported_world_size(runs, answers, measured, reported_values, flag):
+def test_reported_world_size(runs, answers, agree):
     run = ddp_run(runs, SHEET_PROCESSES)
-    value = answer_against(answers, "ddp.world_size", run)
     sizes = sorted({e.get("world_size") for e in run.of("init_process_group")} - {None})
-    truth = sizes[0] if len(sizes) == 1 else sizes
-    measured["ddp.world_size"] = truth
-    reported_values["ddp.world_size"] = value
-    must_agree(
-        answers, "ddp.world_size", value, truth, str(truth), f"joins a process group of world "
-        f"size {', '.join(map(str, sizes)) or 'none'} in each of the {SHEET_PROCESSES} "
-        f"processes torchrun --nproc-per-node {SHEET_PROCESSES} starts", flag)
+    truth = (sizes[0] if len(sizes) == 1 else sizes) if sizes else None
+    value, truth = answer_and_truth(answers, "ddp.world_size", truth, run)
+    agree("ddp.world_size", value, truth, f"joins a process group of world size "
+          f"{', '.join(map(str, sizes))} in each of the {SHEET_PROCESSES} processes "
+          f"torchrun --nproc_per_node={SHEET_PROCESSES} starts")
 
 
 @pytest.mark.check("practical6.rank_gpu_table_reported")
 def test_reported_rank_to_gpu(runs, answers, measured, reported_values, flag):
     run = ddp_run(runs, SHEET_PROCESSES)
-    rows = rows_by(answer_against(answers, "ddp.rank_to_gpu", run), "rank")
-    truth = gpus_by_rank(run)
+    truth = gpus_by_rank(run) or None
+    value, truth = answer_and_truth(answers, "ddp.rank_to_gpu", truth, run)
+    rows = rows_by(value, "rank")
     measured["ddp.rank_to_gpu"] = {str(r): d[0] if len(d) == 1 else d for r, d in truth.items()}
     reported_values["ddp.rank_to_gpu"] = {str(r): row.get("gpu") for r, row in rows.items()}
     # Both sides as one line, "rank 0: gpu cuda:0; rank 1: gpu cuda:1", GPUs as PyTorch names
@@ -162,26 +238,189 @@ def test_reported_rank_to_gpu(runs, answers, measured, reported_values, flag):
                + f" with {SHEET_PROCESSES} processes", flag)
 
 
-@pytest.mark.check("practical6.per_rank_batch_reported")
-def test_reported_per_rank_batch(runs, answers, measured, reported_values, flag):
+@pytest.mark.check("practical6.split_automatically_reported")
+def test_reported_split_automatically(runs, answers, agree):
     run = ddp_run(runs, SHEET_PROCESSES)
-    value = answer_against(answers, "ddp.per_rank_batch", run)
-    seen = sorted({e["batch"][0] for e in run.of("forward")
-                   if e.get("thread") == "MainThread" and e.get("batch")})
-    truth = seen[0] if len(seen) == 1 else seen
-    measured["ddp.per_rank_batch"] = truth
-    reported_values["ddp.per_rank_batch"] = value
-    must_agree(
-        answers, "ddp.per_rank_batch", value, truth, str(truth),
-        f"runs each rank's forward pass on {', '.join(map(str, seen)) or 'no'} rows with "
-        f"BATCH_SIZE={BATCH} and {SHEET_PROCESSES} processes", flag)
+    # Automatic: something split a batch the script handed over whole (DataParallel's
+    # scatter). DDP splits nothing: each rank loads its own share.
+    truth = bool(run.of("dp_scatter")) if first_batches(run) else None
+    value, truth = answer_and_truth(answers, "data.split_automatically", truth, run)
+    agree("data.split_automatically", value, truth,
+          "lets DataParallel scatter the batch" if truth else
+          f"gives each rank its own share of the batch ({first_batches(run)} rows by rank), "
+          "loaded by the script itself; nothing splits it automatically",
+          expected={True: "yes", False: "no"}[truth])
+
+
+@pytest.mark.check("practical6.per_rank_batch_reported")
+def test_reported_per_rank_batch(runs, answers, agree):
+    run = ddp_run(runs, SHEET_PROCESSES)
+    seen = sorted(set(first_batches(run).values()))
+    truth = (seen[0] if len(seen) == 1 else seen) if seen else None
+    value, truth = answer_and_truth(answers, "ddp.per_rank_batch", truth, run)
+    agree("ddp.per_rank_batch", value, truth,
+          f"runs each rank's forward pass on {', '.join(map(str, seen))} rows with "
+          f"BATCH_SIZE={BATCH} and {SHEET_PROCESSES} processes")
+
+
+def memory_truth(runs, answers, qid, fact, *, dp_needed):
+    ddp = ddp_run(runs, SHEET_PROCESSES)
+    ddp_peaks = peak_memory(ddp)
+    dp_peaks = peak_memory(dp_run(runs))
+    truth = fact(ddp_peaks, dp_peaks)
+    involved = (ddp, dp_run(runs)) if dp_needed else (ddp,)
+    value, truth = answer_and_truth(answers, qid, truth, *involved)
+    shown = f"DDP with {SHEET_PROCESSES} processes: {describe_memory(ddp_peaks)}"
+    if dp_needed:
+        shown += f"; DataParallel (your Practical 5) on 2 GPUs: {describe_memory(dp_peaks)}"
+    return value, truth, shown
+
+
+def more_balanced(ddp_peaks, dp_peaks):
+    ddp_even, dp_even = balanced(ddp_peaks), balanced(dp_peaks)
+    if ddp_even is None or dp_even is None:
+        return None
+    return ddp_even and not dp_even
+
+
+@pytest.mark.check("practical6.usage_table_reported")
+def test_reported_usage_table(runs, answers, reported_values, flag):
+    rows = usage_rows(answer_against(answers, "usage.table"))
+    reported_values["usage.table"] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
+                                      for k, row in rows.items()}
+    problems = usage_table_problems(rows)
+    assert not problems, explain(
+        "nvidia-smi's readings during the DDP run: a row per GPU it used, with the utilization "
+        "in % and the memory used in MiB", "; ".join(problems),
+        answers.where_to_answer("usage.table"))
+    memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
+    if memory and max(memory) > 1.5 * min(memory):
+        flag("usage.table: the reported nvidia-smi memory differs by more than 1.5x between "
+             "GPUs, although every DDP rank holds the same replica")
+
+
+@pytest.mark.check("practical6.more_balanced_reported")
+def test_reported_more_balanced(runs, answers, agree):
+    value, truth, shown = memory_truth(runs, answers, "usage.more_balanced", more_balanced,
+                                       dp_needed=True)
+    agree("usage.more_balanced", value, truth,
+          f"{'balances' if truth else 'does not balance'} the GPUs better than DataParallel "
+          f"(peak memory per GPU, more than {BALANCED - 1:.0%} apart counts as unbalanced: "
+          f"{shown})", expected={True: "yes", False: "no"}[truth])
+
+
+@pytest.mark.check("practical6.gpu0_bottleneck_reported")
+def test_reported_gpu0_bottleneck(runs, answers, agree):
+    value, truth, shown = memory_truth(runs, answers, "usage.gpu0_bottleneck",
+                                       lambda ddp, dp: gpu0_more_loaded(ddp), dp_needed=False)
+    agree("usage.gpu0_bottleneck", value, truth,
+          f"{'loads' if truth else 'does not load'} GPU 0 more than the others (peak memory "
+          f"per GPU, more than {BALANCED - 1:.0%} apart: {shown})",
+          expected={True: "yes", False: "no"}[truth])
+
+
+ASPECTS = {
+    "processes": ("processes", "process"),
+    "data split": ("data split", "data", "split", "data splitting"),
+    "gpu usage": ("gpu usage", "gpu", "usage", "gpu utilization", "gpu utilisation", "balance"),
+}
+
+
+def aspect_rows(rows: dict) -> dict:
+    found = {}
+    for key, row in rows.items():
+        for aspect, names in ASPECTS.items():
+            if isinstance(key, str) and key.strip().lower() in names:
+                found.setdefault(aspect, row)
+    return found
+
+
+def words_for(aspect, cell) -> str | None:
+    """A table cell as the word the comparison uses ("1"/"multiple", "automatic"/"manual",
+    "balanced"/"imbalanced"); None when it says none of them."""
+    text = str(cell).strip().lower() if cell is not None else ""
+    if aspect == "processes":
+        if text in ("1", "one", "single", "1 process", "one process", "single process"):
+            return "1"
+        if (text.isdigit() and int(text) > 1) or text in ("n", "n processes") or any(
+                w in text for w in ("multi", "many", "several", "one per", "per gpu")):
+            return "multiple"
+        return None
+    if aspect == "data split":
+        return "automatic" if "auto" in text else "manual" if "manual" in text else None
+    if any(w in text for w in ("imbalanced", "unbalanced", "not balanced", "uneven", "unequal")):
+        return "imbalanced"
+    return "balanced" if any(w in text for w in ("balanced", "even", "equal")) else None
+
+
+def observed_aspects(dp, ddp):
+    """What the runs show for each aspect, DataParallel's and DDP's (None where not seen)."""
+    def processes(run):
+        return None if not run.ranks() else "1" if len(run.ranks()) == 1 else "multiple"
+
+    def split(run):
+        if not forward_passes(run):
+            return None
+        return "automatic" if run.of("dp_scatter") else "manual"
+
+    def usage(run):
+        even = balanced(peak_memory(run))
+        return None if even is None else "balanced" if even else "imbalanced"
+
+    return {"processes": (processes(dp), processes(ddp)),
+            "data split": (split(dp), split(ddp)),
+            "gpu usage": (usage(dp), usage(ddp))}
+
+
+@pytest.mark.check("practical6.compare_table_reported")
+@pytest.mark.parametrize("aspect", list(ASPECTS))
+def test_reported_comparison_table(runs, answers, measured, reported_values, flag, aspect):
+    dp, ddp = dp_run(runs), ddp_run(runs, SHEET_PROCESSES)
+    observed = observed_aspects(dp, ddp)[aspect]
+    truth = observed if None not in observed else None
+    value, truth = answer_and_truth(answers, "compare.table", truth, dp, ddp)
+    row = aspect_rows(rows_by(value, "aspect")).get(aspect)
+    measured[f"compare.table.{aspect}"] = {"dp": truth[0], "ddp": truth[1]}
+    where = answers.where_to_answer("compare.table")
+    assert row is not None, explain(
+        f"a row - {{aspect: {aspect}, dp: ..., ddp: ...}} in the comparison table",
+        f"rows for {sorted(str(k) for k in rows_by(value, 'aspect'))}", where)
+    reported_values[f"compare.table.{aspect}"] = {"dp": row.get("dp"), "ddp": row.get("ddp")}
+    said = (words_for(aspect, row.get("dp")), words_for(aspect, row.get("ddp")))
+    must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
+               f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
+               f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
+               f"shows {aspect} {truth[0]} with DataParallel (your practical5_dp.py on 2 GPUs) "
+               f"and {truth[1]} with DDP (torchrun --nproc_per_node={SHEET_PROCESSES})", flag)
+
+
+@pytest.mark.check("practical6.faster_reported")
+def test_reported_faster(runs, answers, measured, reported_values, flag):
+    dp, ddp = dp_run(runs), ddp_run(runs, SHEET_PROCESSES)
+    trained = bool(dp.of("step") and ddp.of("step")) or None
+    value, _ = answer_and_truth(answers, "compare.faster", trained, dp, ddp)
+    t_dp, t_ddp = median_step_seconds(dp), median_step_seconds(ddp)
+    clock = shared_clock(dp, ddp)
+    verdict = faster(t_dp, t_ddp, clock)
+    truth = None if verdict is None else "ddp" if verdict else "dp"
+    measured["compare.faster"] = {"dp_step_s": t_dp, "ddp_step_s": t_ddp,
+                                  "clock": clock_words(clock), "answer": truth or "either"}
+    reported_values["compare.faster"] = value
+    if truth is None:
+        return   # too close to call, or no clock: either answer is right
+    said = str(value).strip().lower().replace(" ", "")
+    said = "ddp" if "ddp" in said or "distributed" in said else \
+        "dp" if said in ("dp", "dataparallel", "nn.dataparallel") else said
+    must_agree(answers, "compare.faster", said, truth, truth,
+               f"takes {t_dp:.4g} s per step with DataParallel on 2 GPUs and {t_ddp:.4g} s with "
+               f"DDP on {SHEET_PROCESSES} ({clock_words(clock)})", flag)
 
 
 TIMING_METHODS = ["dp", "ddp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
 MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM, BATCH_SIZE, STEPS), "
                             f"{SHEET_PROCESSES} processes on {SHEET_PROCESSES} GPUs"}
-TIMING_COLUMNS = ["step_time_ms", "total_time_s"]
+TIMING_COLUMNS = ["step_time_s", "total_time_s"]
 
 
 @pytest.mark.check("practical6.timing_table_reported")
@@ -191,7 +430,7 @@ def test_reported_timing_table(runs, submission, answers, measured, reported_val
     run = ddp_run(runs, SHEET_PROCESSES)
     rows = rows_by(answer_against(answers, "timing.table", run), "method")
     times, total = step_times(run)
-    measured["timing.table"] = {"ddp": {"step_time_ms": round(median_or_none(times), 3)
+    measured["timing.table"] = {"ddp": {"step_time_s": round(median_or_none(times), 6)
                                         if times else None, "total_time_s": total}}
     reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}
                                        for m in TIMING_METHODS if m in rows}
@@ -200,8 +439,8 @@ def test_reported_timing_table(runs, submission, answers, measured, reported_val
         problems = incomplete_rows(rows, TIMING_METHODS, TIMING_COLUMNS)
         assert not problems, explain(
             "a row per method (dp: Practical 5's DataParallel, ddp: this script), each with the "
-            "step time in ms and the total time in s, as positive numbers", "; ".join(problems),
-            where)
+            "step time and the total time in seconds, as positive numbers",
+            "; ".join(problems), where)
         return
     checkable = [m for m in TIMING_METHODS if not incomplete_rows(rows, [m], TIMING_COLUMNS)]
     assert checkable, explain("step and total times to compare", "no complete row", where)
@@ -216,4 +455,4 @@ def test_reported_timing_table(runs, submission, answers, measured, reported_val
     assert not problems, explain(
         f"a total covers every step ({counted or 'steps unknown'}), so it is at least "
         f"{TOTAL_LOWER:g} x steps x step time", "; ".join(problems),
-        where + ": step times in ms, total times in s")
+        where + ": step and total times in seconds")

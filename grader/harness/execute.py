@@ -74,16 +74,42 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     return result, verified, key
 
 
+# How the course starts each kind of script: `python SCRIPT`, or torchrun for scripts written
+# for it (Practicals 6 and 10), with one process as much as with several. The checks say which;
+# the grader never guesses from the script's text.
+LAUNCHERS = ("python", "torchrun")
+
+
+def launch_argv(command: list[str], *, launcher: str, nproc: int) -> list[str]:
+    """The argv that starts `command` (the runner and the script) the way `launcher` would:
+    torchrun's workers get RANK, LOCAL_RANK, WORLD_SIZE and a rendezvous address (see
+    grader.vgpu.ranks), whatever the script contains."""
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"launcher must be one of {LAUNCHERS}, got {launcher!r}")
+    if launcher == "python":
+        if nproc != 1:
+            raise ValueError("`python SCRIPT` starts one process; use launcher='torchrun' for "
+                             f"{nproc}")
+        return [sys.executable, *command]
+    return [sys.executable, "-m", "grader.vgpu.ranks", "--nproc", str(nproc), "--",
+            sys.executable, *command]
+
+
 def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
-               sets: dict | None = None, args: list[str] | None = None,
+               launcher: str = "python", sets: dict | None = None,
+               edits: list[tuple[str, str]] | None = None, args: list[str] | None = None,
                timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None,
                force_virtual: bool = False) -> Observation:
-    """Run `submission/script` with `nproc` processes on a node of `gpus` GPUs (virtual ones
-    with `force_virtual`, even where the machine has enough real GPUs)."""
+    """Run `submission/script` as `launcher` starts it (`python`, or `torchrun` with `nproc`
+    processes) on a node of `gpus` GPUs (virtual ones with `force_virtual`, even where the
+    machine has enough real GPUs). `sets` change top-level constants, `edits` replace a text
+    of the script that occurs exactly once (the runner's --set and --edit)."""
     sets = dict(sets or {})
+    edits = [tuple(edit) for edit in edits or []]
     args = list(args or [])
     path = submission / script
-    observation = Observation(script=script, gpus=gpus, nproc=nproc, sets=sets, args=args)
+    observation = Observation(script=script, gpus=gpus, nproc=nproc, sets=sets, args=args,
+                              launcher=launcher, edits=edits)
     if not path.is_file():
         observation.missing = True
         return observation
@@ -91,14 +117,12 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     command = [str(RUNNER)]
     for name, value in sets.items():
         command += ["--set", f"{name}={value!r}"]
+    for old, new in edits:
+        command += ["--edit", old, new]
     command += [str(path.resolve()), *args]
-    if nproc > 1 or "LOCAL_RANK" in _script_text(path):
-        argv = [sys.executable, "-m", "grader.vgpu.ranks", "--nproc", str(nproc), "--",
-                sys.executable, *command]
-    else:
-        argv = [sys.executable, *command]
-    observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
-            timeout_s=timeout_s, force_virtual=force_virtual)
+    observe(observation, launch_argv(command, launcher=launcher, nproc=nproc),
+            submission=submission, scratch=scratch, gpus=gpus, timeout_s=timeout_s,
+            force_virtual=force_virtual)
     return observation
 
 
@@ -117,13 +141,6 @@ def observe(observation: Observation, argv: list[str], **run_options) -> str:
                              f"{problem}" for problem in verified.problems]
     observation.warnings = list(result.warnings)
     return key
-
-
-def _script_text(path: Path) -> str:
-    try:
-        return untrusted_files.read_text(path, limit=2**20)[0]
-    except (OSError, untrusted_files.NotARegularFile):
-        return ""
 
 
 HW3_PROBE = Path(__file__).resolve().parent / "hw3_probe.py"

@@ -18,6 +18,8 @@ class Observation:
     nproc: int = 1
     sets: dict = field(default_factory=dict)
     args: list = field(default_factory=list)
+    launcher: str = "python"          # or "torchrun" (with nproc processes)
+    edits: list = field(default_factory=list)  # (old, new) text replacements in the script
     missing: bool = False
     returncode: int | None = None
     timed_out: bool = False
@@ -34,9 +36,12 @@ class Observation:
     @property
     def configuration(self) -> str:
         parts = [f"{self.gpus} GPU(s)"]
-        if self.nproc > 1:
+        if self.launcher == "torchrun":
+            parts.append(f"torchrun --nproc-per-node {self.nproc}")
+        elif self.nproc > 1:
             parts.append(f"{self.nproc} processes")
         parts += [f"{k}={v}" for k, v in self.sets.items()]
+        parts += [f"with `{old.strip()}` changed to `{new.strip()}`" for old, new in self.edits]
         if self.args:
             parts.append(" ".join(self.args))
         return ", ".join(parts)

@@ -13,6 +13,7 @@ import threading
 import torch
 
 from grader.vgpu.patcher import Patcher
+from grader.vgpu.rows import RowRecorder
 from grader.vgpu.trace import Trace, call_site
 
 _tls = threading.local()
@@ -77,6 +78,7 @@ class Observer:
         self.forwards = 0
         self._placements: dict[int, list] = {}
         self._handles = []
+        self.rows = RowRecorder(lambda: self.steps)
 
     def install(self, patcher: Patcher) -> None:
         from torch.nn.modules import module as module_hooks
@@ -88,6 +90,7 @@ class Observer:
             optimizer_hooks.register_optimizer_step_pre_hook(self._pre_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._post_step),
         ]
+        self.rows.install_concatenations(patcher)
         atexit.register(self.finish)
 
     def uninstall(self) -> None:
@@ -108,7 +111,7 @@ class Observer:
         self.trace.emit("forward", module=type(module).__name__, step=self.steps,
                         batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
-                        thread=thread, site=call_site(2))
+                        thread=thread, site=call_site(2), **self.rows.fields(first))
         if thread == "MainThread":
             layout = placement(module)
             if self._placements.get(id(module)) != layout:
@@ -127,7 +130,7 @@ class Observer:
             # the full batch's output without ever seeing the tensors.
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
-                            thread=threading.current_thread().name)
+                            thread=threading.current_thread().name, **self.rows.fields(out))
         return None
 
     # -- optimizer steps ----------------------------------------------------------------------

@@ -1,10 +1,13 @@
 """Run one script as `__main__` on the node, optionally with its top-level constants changed.
 
-    python runner.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]
+    python runner.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]
 
 The course's scripts keep their constants (`BATCH_SIZE`, `MICRO_BATCHES`, `DEPTH`, ...) as
 literal assignments at the top; `--set` rewrites those assignments in the parsed source, so
-the script runs exactly as if the student had typed the other value.
+the script runs exactly as if the student had typed the other value. `--edit` makes a change
+a handout asks for by hand (Practical 10, Part 5: replace `cuda:{local_rank + 2}` by
+`cuda:{local_rank}`): the text OLD must occur exactly once in the script, and the script runs
+as if the student had typed NEW there; the file itself is never touched.
 """
 from __future__ import annotations
 
@@ -49,9 +52,11 @@ def rewrite_constants(source: str, filename: str, values: dict[str, object]) -> 
     return ast.fix_missing_locations(tree)
 
 
-def run_script(path: str, args: list[str], values: dict[str, object]) -> None:
+def run_script(path: str, args: list[str], values: dict[str, object],
+               edits: list[tuple[str, str]] = ()) -> None:
+    from grader.vgpu.script_edits import apply_edits
     with open(path, encoding="utf-8") as handle:
-        source = handle.read()
+        source = apply_edits(handle.read(), path, list(edits))
     code = compile(rewrite_constants(source, path, values), path, "exec")
     module = types.ModuleType("__main__")
     module.__file__ = path
@@ -63,26 +68,38 @@ def run_script(path: str, args: list[str], values: dict[str, object]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    values = {}
-    while argv and argv[0] == "--set":
-        name, value = parse_assignment(argv[1])
-        values[name] = value
-        argv = argv[2:]
+    values, edits = {}, []
+    while argv and argv[0] in ("--set", "--edit"):
+        if argv[0] == "--set" and len(argv) >= 2:
+            name, value = parse_assignment(argv[1])
+            values[name] = value
+            argv = argv[2:]
+        elif argv[0] == "--edit" and len(argv) >= 3:
+            edits.append((argv[1], argv[2]))
+            argv = argv[3:]
+        else:
+            argv = []
     if not argv:
-        print("usage: runner.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]", file=sys.stderr)
+        print("usage: runner.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]",
+              file=sys.stderr)
         return 2
     script, args = argv[0], argv[1:]
 
     from grader.vgpu import activate_from_environment
+    from grader.vgpu.script_edits import EditNotFound
     activate_from_environment()
     from grader.vgpu.trace import get_trace
     try:
-        run_script(script, args, values)
+        run_script(script, args, values, edits)
     except SystemExit:
         raise
     except ConstantNotFound as error:
         print(f"pdl-autograder: {error}", file=sys.stderr)
         get_trace().emit("error", kind="constant_not_found", message=str(error))
+        return 3
+    except EditNotFound as error:
+        print(f"pdl-autograder: {error}", file=sys.stderr)
+        get_trace().emit("error", kind="edit_not_found", message=str(error))
         return 3
     except BaseException as error:
         # The traceback starts in the student's script: this runner's frames are no lead.

@@ -1,10 +1,11 @@
 """Practical 4: the two basic ideas behind parallel training, on one small MLP.
 
-Part 1  baseline: one model, one device, one batch.
-Part 2  data parallelism, simulated: split the batch, run the same model on
-        each piece, glue the outputs back together.
-Part 3  model parallelism: split the model, put each half on its own GPU and
-        move the activation between them.
+Part 1  Baseline (single GPU): the whole model on one device, the full batch at once.
+Part 2  Simulated data parallelism: split the data, not the model. The same model
+        processes each chunk of the batch; the outputs are combined at the end.
+Part 3  Simulated model parallelism: split the model, not the data. The first
+        layer lives on GPU 0, the second on GPU 1, and the activation moves
+        between them.
 
 Run:  python practical4/concepts.py
 """
@@ -29,56 +30,68 @@ if __name__ == "__main__" and not torch.cuda.is_available():
 
 def main():
     torch.manual_seed(SEED)
-    # Parts 1-2 are the practical's baseline and make sense on one device, so
-    # they fall back to the CPU; Part 3 does not.
-    device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    print(f"Using device: {device}")
 
-    # ---- Part 1: baseline -------------------------------------------------
+    # ---- Part 1: Baseline (single GPU) ------------------------------------
+    # Select device: GPU if available, otherwise CPU
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    # A simple neural network (2 linear layers), moved to the device
     model = nn.Sequential(
-        nn.Linear(IN_DIM, HIDDEN),
-        nn.ReLU(),
-        nn.Linear(HIDDEN, OUT_DIM),
+        nn.Linear(IN_DIM, HIDDEN),  # First layer
+        nn.ReLU(),                  # Activation
+        nn.Linear(HIDDEN, OUT_DIM)  # Second layer
     ).to(device)
-    x = torch.randn(BATCH_SIZE, IN_DIM, device=device)
-    with torch.no_grad():
-        full_output = model(x)
-    print(f"Part 1: output shape {full_output.shape}")
 
-    # ---- Part 2: simulated data parallelism -------------------------------
-    # Every "replica" is the same model here; on a real DP setup each chunk
-    # would go to its own GPU with its own copy of the weights.
-    chunks = torch.chunk(x, CHUNKS, dim=0)
+    # Dummy input data: a batch of 64 samples, each of size 1000
+    x = torch.randn(BATCH_SIZE, IN_DIM).to(device)
+
+    # Forward pass: the full batch goes through the model at once
+    output = model(x)
+    print("Output shape:", output.shape)
+
+    # ---- Part 2: Simulated Data Parallelism -------------------------------
+    # Split the batch into 2 smaller chunks (64 samples -> 2 chunks of 32)
+    chunks = torch.chunk(x, CHUNKS)
+
     outputs = []
-    with torch.no_grad():
-        for i, chunk in enumerate(chunks):
-            print(f"Part 2: chunk {i} shape {chunk.shape}")
-            outputs.append(model(chunk))
-    combined = torch.cat(outputs, dim=0)
-    print(f"Part 2: combined output shape {combined.shape}")
-    # Rows of a batch are independent in an MLP, so splitting must not change
-    # the result (up to float rounding from different kernel tilings).
-    print(f"Part 2: outputs equal: {torch.allclose(combined, full_output, atol=1e-5)}")
+    for i, chunk in enumerate(chunks):
+        print(f"Processing chunk {i} with shape {chunk.shape}")
+        # The SAME model processes each chunk; in real data parallelism each
+        # chunk would run on its own GPU, on its own copy of the model.
+        out = model(chunk)
+        outputs.append(out)
 
-    # ---- Part 3: simulated model parallelism ------------------------------
-    if torch.cuda.device_count() < 2:
-        print("Model parallelism requires at least 2 GPUs")
-        return
+    # Combine the outputs back into a single tensor, in the chunks' order
+    final_output = torch.cat(outputs)
+    print("Final output shape:", final_output.shape)
+    # Rows of a batch are independent in an MLP, so splitting must not change the
+    # result (up to float rounding: other matrix sizes may be tiled differently).
+    print("Outputs equal:", torch.allclose(final_output, output, atol=1e-5))
 
-    layer1 = nn.Sequential(nn.Linear(IN_DIM, HIDDEN), nn.ReLU()).to("cuda:0")
-    layer2 = nn.Linear(HIDDEN, OUT_DIM).to("cuda:1")
-    x0 = torch.randn(BATCH_SIZE, IN_DIM, device="cuda:0")
-    with torch.no_grad():
-        h = layer1(x0)
-        # A layer only accepts inputs on its own device: the activation has
-        # to cross from GPU 0 to GPU 1 once per forward pass.
-        h = h.to("cuda:1")
-        out = layer2(h)
-    dev1 = next(layer1.parameters()).device
-    dev2 = next(layer2.parameters()).device
-    print(f"Part 3: layer1 on {dev1}, layer2 on {dev2}, "
-          f"output shape {out.shape} on {out.device}")
-    print("Part 3: activation transfers per forward pass: 1")
+    # ---- Part 3: Simulated Model Parallelism ------------------------------
+    # Check if at least 2 GPUs are available
+    if torch.cuda.device_count() >= 2:
+        device0 = torch.device("cuda:0")
+        device1 = torch.device("cuda:1")
+
+        # Split the model into two parts
+        layer1 = nn.Linear(IN_DIM, HIDDEN).to(device0)   # First layer on GPU 0
+        layer2 = nn.Linear(HIDDEN, OUT_DIM).to(device1)  # Second layer on GPU 1
+
+        # Input data starts on GPU 0
+        x = torch.randn(BATCH_SIZE, IN_DIM).to(device0)
+
+        # Forward pass through the first layer (GPU 0)
+        out = layer1(x)
+        # A layer only accepts inputs on its own device: the activation moves
+        # to GPU 1, once per forward pass. This is model parallelism's overhead.
+        out = out.to(device1)
+        # Continue the forward pass on GPU 1
+        out = layer2(out)
+
+        print("Output shape:", out.shape)
+    else:
+        print("Model parallelism requires at least 2 GPUs.")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ def main():
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         step_times.append(dt)
-        print(f"step {step}: loss {loss.item():.6f}, time {dt * 1000:.2f} ms")
+        print(f"step {step}: loss {loss.item():.6f}, step time {dt:.4f} s")
 
     print(f"total time: {sum(step_times):.4f} s")
     for i in range(torch.cuda.device_count()):

@@ -29,8 +29,6 @@ HIDDEN = 1024
 STEPS = 3
 LR = 0.01
 SEED = 0
-# The practical's illustrative mistake: both "stages" on the same GPU.
-BROKEN_MP = False
 
 # Run without a GPU: say how to run on virtual ones instead of failing with a CUDA error.
 if __name__ == "__main__" and not torch.cuda.is_available():
@@ -62,16 +60,13 @@ def main():
     rank = dist.get_rank()
     world_size = dist.get_world_size()
 
+    # Part 5 of the handout breaks model parallelism by changing the next line to
+    #     device1 = torch.device(f"cuda:{local_rank}")
     device0 = torch.device(f"cuda:{local_rank}")
     device1 = torch.device(f"cuda:{local_rank + 2}")
-    if BROKEN_MP:
-        device1 = device0
     print(f"[Rank {rank}] world size {world_size}: {world_size} processes, "
           f"one data-parallel replica each")
     print(f"[Rank {rank}] stage 0 on {device0}, stage 1 on {device1}")
-    if BROKEN_MP:
-        print(f"[Rank {rank}] BROKEN_MP: both stages on {device0}; the model is "
-              f"split in code but not across GPUs, so this is not model parallelism")
 
     torch.manual_seed(SEED)
     model = TwoStageModel(device0, device1)
@@ -83,9 +78,13 @@ def main():
     x = torch.randn(BATCH_SIZE, DIM, generator=g).to(device0)
     y = torch.randn(BATCH_SIZE, DIM, generator=g).to(device1)
 
-    micro_size = BATCH_SIZE // MICRO_BATCHES
+    # tensor_split makes exactly MICRO_BATCHES micro-batches and keeps every row,
+    # also when BATCH_SIZE does not divide evenly (64 over 3: 22, 21, 21 rows).
+    micro_x = x.tensor_split(MICRO_BATCHES)
+    micro_y = y.tensor_split(MICRO_BATCHES)
+    sizes = "/".join(str(n) for n in sorted({len(m) for m in micro_x}, reverse=True))
     print(f"[Rank {rank}] batch {BATCH_SIZE} per replica -> {MICRO_BATCHES} "
-          f"micro-batches of {micro_size} per step")
+          f"micro-batches of {sizes} per step")
 
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     loss_fn = nn.MSELoss()
@@ -97,8 +96,7 @@ def main():
 
         optimizer.zero_grad()
         step_loss = 0.0
-        # TODO: split x and y into MICRO_BATCHES micro-batches of micro_size
-        # rows. For each micro-batch i: forward through `model`, compute
+        # TODO: for each micro-batch i (mx, my): forward through `model`, compute
         # loss_fn(out, my) / MICRO_BATCHES (why divide?), backward, and add
         # loss.item() to step_loss. Run every micro-batch except the last
         # inside `with model.no_sync():` (nullcontext() is imported for the

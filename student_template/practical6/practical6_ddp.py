@@ -60,7 +60,10 @@ def main():
     dist.init_process_group(backend="nccl")
     rank = dist.get_rank()
     world_size = dist.get_world_size()
-    print(f"rank {rank}, local rank {local_rank}, world size {world_size}")
+    # TODO (Part 2): add the handout's print of this process's rank and local rank:
+    #     print(f"Rank: {dist.get_rank()} | Local Rank: {local_rank}")
+    if rank == 0:
+        print(f"World size: {world_size}")
 
     # Same seed on every rank; DDP would broadcast rank 0's weights anyway.
     torch.manual_seed(SEED)
@@ -97,7 +100,7 @@ def main():
         dt = time.perf_counter() - t0
         step_times.append(dt)
         if rank == 0:
-            print(f"step {step}: loss {loss.item():.6f}, time {dt * 1000:.2f} ms")
+            print(f"step {step}: loss {loss.item():.6f}, step time {dt:.4f} s")
 
     if rank == 0:
         print(f"total time: {sum(step_times):.4f} s")

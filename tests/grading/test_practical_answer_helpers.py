@@ -101,17 +101,22 @@ def test_rows_by_keys_numbers_and_words():
 
 
 # -- what a run printed, and a script's constants ----------------------------------------------
-def test_printed_numbers_and_step_times():
-    out = ("step 0: loss 1.056931, time 47.03 ms\nstep 1: loss 1.05, time 20.5 ms\n"
+def test_printed_numbers_and_step_times_in_seconds():
+    out = ("step 0: loss 1.056931, step time 0.0470 s\nstep 1: loss 1.05, step time 0.0205 s\n"
            "total time: 0.2353 s\nfinal loss: 1.053200\n")
     assert printed_numbers(out, r"final loss: {number}") == [1.0532]
-    assert step_times(ran(stdout=out)) == ([47.03, 20.5], 0.2353)
+    assert step_times(ran(stdout=out)) == ([0.047, 0.0205], 0.2353)
+
+
+def test_step_times_printed_in_ms_become_seconds():
+    out = "step 0: loss 1.05, time 47.0 ms\nstep 1: loss 1.05, time 20.5 ms\n"
+    assert step_times(ran(stdout=out)) == ([0.047, 0.0205], None)
 
 
 def test_step_times_fall_back_to_the_trace():
     run = ran(events=[{"event": "step", "rank": 0, "t": t} for t in (1.0, 1.5, 1.75)]
               + [{"event": "step", "rank": 1, "t": 9.0}])
-    assert step_times(run) == ([500.0, 250.0], None)
+    assert step_times(run) == ([0.5, 0.25], None)
 
 
 def test_constant_in_source(tmp_path):
@@ -127,24 +132,26 @@ def test_constant_in_source(tmp_path):
 
 # -- timing tables -------------------------------------------------------------------------------
 def test_incomplete_rows_name_what_is_missing():
-    rows = rows_by([{"method": "single", "step_time_ms": 20.0, "total_time_s": 0.2},
-                    {"method": "dp", "step_time_ms": 0, "total_time_s": "fast"}], "method")
-    assert incomplete_rows(rows, ["single", "dp"], ["step_time_ms", "total_time_s"]) == [
-        "dp: step_time_ms is 0, not a positive number", "dp: total_time_s is 'fast', not a number"]
-    assert incomplete_rows({}, ["ddp"], ["step_time_ms"]) == ["no row with method: ddp"]
+    rows = rows_by([{"method": "single", "step_time_s": 0.02, "total_time_s": 0.2},
+                    {"method": "dp", "step_time_s": 0, "total_time_s": "fast"}], "method")
+    assert incomplete_rows(rows, ["single", "dp"], ["step_time_s", "total_time_s"]) == [
+        "dp: step_time_s is 0, not a positive number", "dp: total_time_s is 'fast', not a number"]
+    assert incomplete_rows({}, ["ddp"], ["step_time_s"]) == ["no row with method: ddp"]
 
 
 def test_total_against_steps_times_step_time():
     rows = rows_by([
-        {"method": "mean", "step_time_ms": 23.5, "total_time_s": 0.235},      # exactly 10 x
-        {"method": "median", "step_time_ms": 20.0, "total_time_s": 0.689},    # a slow first step
-        {"method": "units", "step_time_ms": 23.5, "total_time_s": 0.0235},    # one step's worth
-        {"method": "warmup", "step_time_ms": 1.0, "total_time_s": 0.3},       # 30x: flagged only
-        {"method": "unknown", "step_time_ms": 1.0, "total_time_s": 0.0001},
+        {"method": "mean", "step_time_s": 0.0235, "total_time_s": 0.235},     # exactly 10 x
+        {"method": "median", "step_time_s": 0.02, "total_time_s": 0.689},     # a slow first step
+        {"method": "units", "step_time_s": 0.0235, "total_time_s": 0.0235},   # one step's worth
+        {"method": "warmup", "step_time_s": 0.001, "total_time_s": 0.3},      # 30x: flagged only
+        {"method": "ms", "step_time_s": 23.5, "total_time_s": 0.235},         # ms in the s column
+        {"method": "unknown", "step_time_s": 0.001, "total_time_s": 0.0001},
     ], "method")
     problems, flags = total_disagreements(rows, {"mean": 10, "median": 10, "units": 10,
-                                                 "warmup": 10, "unknown": None})
-    assert len(problems) == 1 and problems[0].startswith("units: a total of 0.0235 s for 10 steps")
+                                                 "warmup": 10, "ms": 10, "unknown": None})
+    assert len(problems) == 2 and problems[0].startswith("units: a total of 0.0235 s for 10 steps")
+    assert problems[1].startswith("ms: a total of 0.235 s for 10 steps of 23.5 s")
     assert len(flags) == 1 and flags[0].startswith("warmup: total 0.3 s is 30x")
 
 

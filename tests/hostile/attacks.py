@@ -10,7 +10,7 @@ copy), plus optional extra files. Placeholders in the code, filled in per test r
     @PORT@   a TCP port on 127.0.0.1 where the test serves the reference solution
     @REPO@   the grader's repository
 `max_score` is what the submission would honestly earn without the attack: the template's
-practical4 earns 0; the reference cut short after Part 1 earns Part 1's point only.
+practical4 earns 0; the reference cut short after Part 1 earns only the answer about Part 1.
 `says` are phrases the student's feedback (or the result's errors) must contain.
 """
 from __future__ import annotations
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 P4 = "practical4/concepts.py"
 HW3 = "hw3/model_parallel.py"
-PART1_DONE = '    print(f"Part 1: output shape {full_output.shape}")\n'
+PART1_DONE = '    print("Output shape:", output.shape)\n'
 TEMPLATE_TODO = '    raise NotImplementedError(\n        "TODO (Practical 4 Part 2)'
-ONE_TRANSFER = '        h = h.to("cuda:1")\n'
+ONE_TRANSFER = '        out = out.to(device1)\n'
 
 
 @dataclass(frozen=True)
@@ -122,18 +122,18 @@ def pytest_runtest_makereport(item, call):
 
 # -- forge: hide a transfer from the instrumentation, or write the trace without doing the work --
 HIDE_TRANSFER = '''\
-        h = h.to("cuda:1")
+        out = out.to(device1)
         from grader.vgpu.trace import get_trace as _gt
         _t = _gt()
         _file, _t._file, _listeners = _t._file, None, list(_t.listeners)
         _t.listeners.clear()
-        h = h.to("cuda:0").to("cuda:1")  # a second round trip, unseen
+        out = out.to(device0).to(device1)  # a second round trip, unseen
         _t._file = _file
         _t.listeners.extend(_listeners)
 '''
 EXTRA_TRANSFER = '''\
-        h = h.to("cuda:1")
-        h = h.to("cuda:0").to("cuda:1")  # a second round trip
+        out = out.to(device1)
+        out = out.to(device0).to(device1)  # a second round trip
 '''
 # The records a correct practical4 run writes (Parts 1-3), as a script would make them up.
 FORGED_RECORDS = r'''
@@ -180,12 +180,12 @@ _s.exit(0)
 # The same hidden round trip as HIDE_TRANSFER, reaching the trace through the garbage collector
 # instead of importing the grader.
 HIDE_VIA_GC = '''\
-        h = h.to("cuda:1")
+        out = out.to(device1)
         import gc as _gc
         _t = [o for o in _gc.get_objects() if hasattr(o, "listeners") and hasattr(o, "_file")][0]
         _file, _t._file, _listeners = _t._file, None, list(_t.listeners)
         _t.listeners.clear()
-        h = h.to("cuda:0").to("cuda:1")  # a second round trip, unseen
+        out = out.to(device0).to(device1)  # a second round trip, unseen
         _t._file = _file
         _t.listeners.extend(_listeners)
 '''
@@ -252,29 +252,34 @@ ATTACKS = [
                         "pytest.ini": "[pytest]\naddopts = -p pdl_evil\n",
                         "tox.ini": "[pytest]\naddopts = -p pdl_evil\n"}),
     Attack("sys_exit_at_import", "student_template", P4, [(None, "import sys\nsys.exit(0)\n")],
-           "practical4", "sys.exit(0) before anything runs", 0, says=["shapes none"]),
+           "practical4", "sys.exit(0) before anything runs", 0,
+           says=["no forward pass of the model on the whole batch of 64"]),
     Attack("os_exit_at_import", "student_template", P4, [(None, "import os\nos._exit(0)\n")],
-           "practical4", "os._exit(0) before anything runs", 0, says=["shapes none"]),
+           "practical4", "os._exit(0) before anything runs", 0,
+           says=["no forward pass of the model on the whole batch of 64"]),
     Attack("sys_exit_mid_script", "reference", P4,
            [(PART1_DONE, PART1_DONE + "    import sys\n    sys.exit(0)\n")], "practical4",
-           # 1 for Part 1's shape, 0.4 for the answer sheet's output shape, which Part 1 shows
-           "sys.exit(0) right after Part 1", 1.4, says=["0 forward pass(es) on 32 rows"]),
+           # 0.4 for the answer sheet's output shape, which Part 1 shows
+           "sys.exit(0) right after Part 1", 0.4,
+           says=["no forward pass of the model on part of the batch after Part 1"]),
     Attack("os_exit_mid_script", "reference", P4,
            [(PART1_DONE, PART1_DONE + "    import os\n    os._exit(0)\n")], "practical4",
-           "os._exit(0) right after Part 1", 1.4, says=["0 forward pass(es) on 32 rows"]),
+           "os._exit(0) right after Part 1", 0.4,
+           says=["no forward pass of the model on part of the batch after Part 1"]),
     Attack("extra_transfer_honest", "reference", P4, [(ONE_TRANSFER, EXTRA_TRANSFER)],
-           # 8 for the code, 1.6 for the answer sheet (its transfer count, 1, is not this code's 3)
-           "practical4", "(control) a second cuda:0->cuda:1 round trip, not hidden", 9.6,
-           says=["2 such move(s)"]),
+           # 6 for the code (not Part 3's one transfer), 1.6 for the answer sheet (its transfer
+           # count, 1, is not this code's 3)
+           "practical4", "(control) a second cuda:0->cuda:1 round trip, not hidden", 7.6,
+           says=["3 move(s) of the activation between GPUs"]),
     # In-process instrumentation can be switched off by code in the same process; the grader
     # reads the source first (grader/integrity/scan.py) and withholds the points for review.
     Attack("hide_transfer", "reference", P4, [(ONE_TRANSFER, HIDE_TRANSFER)], "practical4",
            "the same extra round trip, with the trace file and listeners switched off around it",
-           9.6, says=["Withheld for review by the course staff",
+           7.6, says=["Withheld for review by the course staff",
                       "reaches into the grader: imports grader.vgpu.trace"]),
     Attack("hide_transfer_gc", "reference", P4, [(ONE_TRANSFER, HIDE_VIA_GC)], "practical4",
            "the same hidden round trip, finding the trace object through gc.get_objects()",
-           9.6, says=["Withheld for review by the course staff",
+           7.6, says=["Withheld for review by the course staff",
                       "inspects or rewrites the running interpreter: imports gc"]),
     Attack("forge_trace", "student_template", P4, [(None, FORGE_TRACE)], "practical4",
            "does no work; writes the trace records a correct run would write, and prints "

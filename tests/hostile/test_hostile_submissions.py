@@ -223,8 +223,9 @@ def test_grader_owned_results_replace_planted_ones(campaign):
     result = campaign["graded"]["escape_writes"]["result"]
     assert result["score"] == 0
     report = json.loads((campaign["outs"] / "escape_writes" / "checks-practical4.json").read_text())
-    # practical4's 13 tests: 7 on the code, 6 comparing the answer sheet with it
-    assert len(report["tests"]) == 13 and all(t["outcome"] == "failed" for t in report["tests"])
+    # practical4's 14 tests: 8 on the code (Part 2's two at 64 and 63 rows), 6 comparing the
+    # answer sheet with it
+    assert len(report["tests"]) == 14 and all(t["outcome"] == "failed" for t in report["tests"])
 
 
 def test_plugin_in_submission_never_loads(campaign):
@@ -279,7 +280,7 @@ def test_batch_rejects_unsafe_uploads_and_isolates_students(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["Identifier"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
-    assert rows["alice"]["Total"] == "12"
+    assert rows["alice"]["Total"] == "9.5"   # every automatic point; 2.5 await a person
     assert rows["bob"]["Total"] == "0", "bob scored by running alice's code"
     carol, dave = rows["carol"], rows["dave"]
     assert carol["Total"] == "0" and carol["Status"].startswith("rejected")

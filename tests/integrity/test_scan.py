@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import planted_bugs as pb
+from tests.fixtures import hw3_variants as hv
+from tests.fixtures import practical_variants as pv
 
 from grader.integrity import scan  # noqa: E402
 from grader.integrity.scan import (  # noqa: E402
@@ -440,10 +441,15 @@ def test_course_material_gives_no_finding(folder):
     assert findings == [], f"{folder}/ is reported:\n{shown(findings)}"
 
 
-@pytest.mark.parametrize("bug", pb.BUGS, ids=lambda bug: bug.name)
-def test_planted_bug_submissions_give_no_finding(bug, tmp_path):
-    findings = scan_submission(pb.plant(bug, tmp_path / "submission"))
-    assert findings == [], f"[{bug.name}] an honest mistake is reported:\n{shown(findings)}"
+MATRIX = ([(v.name, hv.build, v) for v in hv.VARIANTS]
+          + [(v.name, pv.plant, v) for v in pv.VARIANTS])
+
+
+@pytest.mark.parametrize("name, build, variant", MATRIX, ids=[m[0] for m in MATRIX])
+def test_the_matrices_submissions_give_no_finding(name, build, variant, tmp_path):
+    """Every way of writing a solution, and every honest mistake, of the grading matrices."""
+    findings = scan_submission(build(variant, tmp_path / "submission"))
+    assert findings == [], f"[{name}] an honest submission is reported:\n{shown(findings)}"
 
 
 # -- 4. assignment, findings_for, to_dict ----------------------------------------------------

@@ -33,11 +33,12 @@ def pdl_grade(*args, timeout=300):
 def test_p4_reference_two_gpus():
     rc, out, err = pdl_grade("run", "--gpus", "2", "reference/practical4/concepts.py")
     assert rc == 0, err
-    assert "Part 1: output shape torch.Size([64, 1000])" in out
-    assert "Part 2: chunk 0 shape torch.Size([32, 1000])" in out
-    assert "Part 2: outputs equal: True" in out
-    assert ("Part 3: layer1 on cuda:0, layer2 on cuda:1, output shape "
-            "torch.Size([64, 1000]) on cuda:1") in out
+    assert out.splitlines() == ["Output shape: torch.Size([64, 1000])",
+                                "Processing chunk 0 with shape torch.Size([32, 1000])",
+                                "Processing chunk 1 with shape torch.Size([32, 1000])",
+                                "Final output shape: torch.Size([64, 1000])",
+                                "Outputs equal: True",
+                                "Output shape: torch.Size([64, 1000])"]
 
 
 @pytest.mark.parametrize("gpus,split", [(3, [22, 22, 20])])
@@ -53,6 +54,8 @@ def test_p5_dp_split_and_same_loss_as_single(gpus, split):
     rc, single, err = pdl_grade("run", "--gpus", "1", "--set", "STEPS=2",
                              "reference/practical5/practical5_single.py")
     assert rc == 0, err
+    # Part 3's table is in seconds: so are the printed step times.
+    assert re.search(r"^step 1: loss [\d.]+, step time [\d.]+ s$", out, re.M)
     loss = lambda text: float(re.search(r"^final loss: ([\d.]+)$", text, re.M).group(1))
     assert loss(out) == pytest.approx(loss(single), abs=1e-5)
     for i in range(gpus):
@@ -64,25 +67,33 @@ def test_p6_reference():
                           "reference/practical6/practical6_ddp.py")
     assert rc == 0, err
     for r in range(2):
-        assert f"rank {r}, local rank {r}, world size 2" in out
+        assert f"Rank: {r} | Local Rank: {r}" in out     # the handout's Part 2 print
         assert f"rank {r}: batch shape torch.Size([32, 512]) on cuda:{r}" in out
+    assert "World size: 2" in out
+    assert re.search(r"^step 1: loss [\d.]+, step time [\d.]+ s$", out, re.M)
     assert re.search(r"^final loss: [\d.]+$", out, re.M)
 
 
-@pytest.mark.parametrize("broken", [False])
-def test_p10_reference(broken):
+@pytest.mark.parametrize("micro, sizes", [(4, "16"), (3, "22/21")])
+def test_p10_reference(micro, sizes):
     rc, out, err = pdl_grade("torchrun", "--gpus", "4", "--nproc-per-node", "2", "--set", "STEPS=1",
-                          "--set", f"BROKEN_MP={broken}", "reference/practical10/sample.py")
+                          "--set", f"MICRO_BATCHES={micro}", "reference/practical10/sample.py")
     assert rc == 0, err
     for r in range(2):
-        other = r if broken else r + 2
-        assert f"[Rank {r}] stage 0 on cuda:{r}, stage 1 on cuda:{other}" in out
-        assert f"[Rank {r}] batch 64 per replica -> 4 micro-batches of 16 per step" in out
-        for i in range(3):
-            assert (f"[Rank {r}] step 0: micro-batch {i}/4 backward -> "
+        assert f"[Rank {r}] stage 0 on cuda:{r}, stage 1 on cuda:{r + 2}" in out
+        assert f"[Rank {r}] batch 64 per replica -> {micro} micro-batches of {sizes} per step" in out
+        for i in range(micro - 1):
+            assert (f"[Rank {r}] step 0: micro-batch {i}/{micro} backward -> "
                     "gradients accumulated locally (no_sync)") in out
-        assert f"[Rank {r}] step 0: micro-batch 3/4 backward -> gradients all-reduced across 2 replicas" in out
-        assert (f"[Rank {r}] BROKEN_MP" in out) == broken
+        assert (f"[Rank {r}] step 0: micro-batch {micro - 1}/{micro} backward -> gradients "
+                "all-reduced across 2 replicas") in out
+
+
+def test_p10_reference_has_the_handouts_line_for_part5():
+    # Part 5 replaces this exact line; the grader makes that change (test_practical10.py).
+    text = (ROOT / "reference/practical10/sample.py").read_text()
+    assert text.count('    device1 = torch.device(f"cuda:{local_rank + 2}")\n') == 1
+    assert "BROKEN_MP" not in text
 
 
 @pytest.mark.parametrize("tree,gpus,layers,counts", [

@@ -47,3 +47,15 @@ def report(*tests, exitcode: int = 0, collectors: list | None = None) -> dict:
 
 def all_passing(rubric) -> list[dict]:
     return [case(check) for check in rubric.check_ids]
+
+
+# A rubric with a check that needs real GPUs (no shipped practical has one any more: Practical
+# 5's speed-up became an answer checked against the student's own runs).
+REAL_GPU_RUBRIC = {"assignment": "p", "title": "t", "version": "1", "gpus": 2, "total_points": 12,
+                   "items": [
+                       {"id": "p.code", "title": "Code", "checks": [
+                           {"check": "p.code.right", "points": 11}]},
+                       {"id": "p.speedup", "title": "Speed-up on real GPUs", "checks": [
+                           {"check": "p.speedup.real", "points": 1, "when_skipped": "exclude"}],
+                        "feedback": {"skipped": "Speed-up can only be measured on real GPUs; "
+                                                "this point was not counted."}}]}

@@ -5,18 +5,17 @@ import os
 import pytest
 
 import grader
-from grader.scoring import (SCHEMA, build_result, errored_assignment, hardware_info, read_result,
-                            score_assignment, write_result)
+from grader.scoring import (SCHEMA, build_result, errored_assignment, hardware_info, parse_rubric,
+                            read_result, score_assignment, write_result)
 from grader.scoring import result as result_module
-from scoring_reports import all_passing, case, report
+from scoring_reports import REAL_GPU_RUBRIC, all_passing, case, report
 
 
 @pytest.fixture
 def two_assignments(rubric_for):
-    hw3, p5 = rubric_for("hw3"), rubric_for("practical5")
-    p5_tests = [case(c) for c in p5.check_ids if c != "practical5.real_speedup"]
-    p5_tests.append(case("practical5.real_speedup", "skipped"))
-    return [score_assignment(hw3, report(all_passing(hw3))), score_assignment(p5, report(p5_tests))]
+    hw3, p = rubric_for("hw3"), parse_rubric(REAL_GPU_RUBRIC)
+    p_tests = [case("p.code.right"), case("p.speedup.real", "skipped")]
+    return [score_assignment(hw3, report(all_passing(hw3))), score_assignment(p, report(p_tests))]
 
 
 def test_build_result_totals_and_header(two_assignments):
@@ -29,7 +28,7 @@ def test_build_result_totals_and_header(two_assignments):
     assert (result["score"], result["max_score"]) == (21.5, 26)
     assert result["duration_s"] == 12.346
     assert result["hardware"] == {"kind": "virtual", "gpus": 5, "names": ["vgpu0", "vgpu1"]}
-    assert [a["id"] for a in result["assignments"]] == ["hw3", "practical5"]
+    assert [a["id"] for a in result["assignments"]] == ["hw3", "p"]
     assert result["assignments"][1]["excluded_points"] == 1
     assert result["errors"] == []
 
@@ -80,13 +79,14 @@ def test_errored_assignment_keeps_what_was_graded(tmp_path, rubric_for):
     hw3, p4 = rubric_for("hw3"), rubric_for("practical4")
     graded = score_assignment(hw3, report(all_passing(hw3)))
     crashed = errored_assignment(p4, "pytest timed out after 600 s",
-                                 overrides={"practical4.questions": {"points": 0, "comment": "ok"}})
+                                 overrides={"practical4.questions.easier": {"points": 0, "comment": "ok"}})
     assert crashed.status == "error" and crashed.errors == ["pytest timed out after 600 s"]
     assert (crashed.score, crashed.max_score) == (0, 12)
     auto = [i for i in crashed.items if i.kind == "auto"]
     assert auto and all(i.status == "error" and "pytest timed out after 600 s" in i.feedback for i in auto)
     manual = [i for i in crashed.items if i.kind == "manual"]
-    assert [(i.id, i.pending) for i in manual if not i.pending] == [("practical4.questions", False)]
+    assert [(i.id, i.pending) for i in manual if not i.pending] == [
+        ("practical4.questions.easier", False)]
 
     write_result(tmp_path / "result.json", build_result("bob", [graded, crashed]))
     saved = read_result(tmp_path / "result.json")

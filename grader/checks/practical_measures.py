@@ -1,0 +1,243 @@
+"""What the practicals' checks measure on a run of the student's code, from its trace.
+
+Each function reads one fact (the forward passes of the main thread and the rows they saw,
+a concatenation, the steps and their times, memory per GPU) and returns None, or an empty
+list, where the run did not record it. A check then asks `evidence(run, fact, ...)`: a fact
+recorded before a later part crashed still counts (Parts 1 and 3 of a Practical 4 script earn
+their points when Part 2 crashes); a missing fact fails with the run's crash as its cause,
+or with what is missing when the run completed.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+
+from grader.checks.support import explain
+
+# -- evidence before a crash -------------------------------------------------------------------
+
+
+def evidence(run, found, expected: str, missing: str, look: str | None = None):
+    """`found` when the run recorded it (even if it crashed later); otherwise the check fails:
+    with the run's problem (crash, hang, missing file) as the cause, or with `missing`."""
+    if found:
+        return found
+    if not run.ok:
+        raise AssertionError(explain(expected, run.problem(), look))
+    raise AssertionError(explain(expected, missing, look))
+
+
+# -- forward passes and the rows they saw ------------------------------------------------------
+
+
+def forward_passes(run, rank: int = 0) -> list[dict]:
+    """The rank's forward passes of root modules in the main thread, in order, each as
+    {module, step, batch, rows_in, out_shape, out_device, rows_out}. Rows are fingerprints
+    (sum, sum of squares per row), recorded before the first optimizer step only."""
+    passes, open_pass = [], None
+    for event in run.events:
+        if event.get("rank", 0) != rank or event.get("thread") != "MainThread":
+            continue
+        if event.get("event") == "forward":
+            open_pass = {"module": event.get("module"), "step": event.get("step"),
+                         "batch": event.get("batch"), "rows_in": event.get("rows"),
+                         "out_shape": None, "out_device": None, "rows_out": None,
+                         "input_device": event.get("input_device")}
+            passes.append(open_pass)
+        elif event.get("event") == "forward_out" and open_pass is not None:
+            open_pass.update(out_shape=event.get("shape"), out_device=event.get("device"),
+                             rows_out=event.get("rows"))
+            open_pass = None
+    return passes
+
+
+def rows_of(batch_shape) -> int | None:
+    return batch_shape[0] if isinstance(batch_shape, list) and batch_shape else None
+
+
+def same_row(a, b) -> bool:
+    """Two row fingerprints [sum, sum of squares] of one row computed twice (float rounding
+    from other kernel tilings allowed), or of two different rows."""
+    try:
+        (s1, q1), (s2, q2) = a, b
+    except (TypeError, ValueError):
+        return False
+    norm = math.sqrt(max(abs(q1), abs(q2), 0.0))
+    return (abs(s1 - s2) <= 1e-4 * max(abs(s1), abs(s2)) + 1e-3 * norm + 1e-9
+            and abs(q1 - q2) <= 1e-4 * max(abs(q1), abs(q2)) + 1e-9)
+
+
+def match_rows(rows, reference) -> list[int | None]:
+    """For each row of `rows`, the index of an equal row of `reference` (None if none)."""
+    found = []
+    for row in rows or []:
+        found.append(next((i for i, other in enumerate(reference or []) if same_row(row, other)),
+                          None))
+    return found
+
+
+def concatenations(run, rank: int = 0) -> list[dict]:
+    """torch.cat (concat, concatenate, vstack) calls of the user's code along dim 0."""
+    return [e for e in run.of("concat", rank) if e.get("dim") in (0, None) and e.get("rows")]
+
+
+# -- processes, steps, placement ----------------------------------------------------------------
+
+
+def trained_ranks(run) -> list[int]:
+    """Ranks that took at least one optimizer step."""
+    return sorted({e.get("rank", 0) for e in run.of("step")})
+
+
+def devices_of_rank(run, rank: int) -> set[str]:
+    """Devices of the rank's model parameters, as its forward passes found them."""
+    found = set()
+    for event in run.of("placement", rank):
+        for layer in event.get("layers", []):
+            device = layer.get("device")
+            found.update(map(str, device) if isinstance(device, list) else [str(device)])
+    return found
+
+
+def first_step_rows(run, rank: int) -> list[list[float]]:
+    """The rows the rank's model saw before its first optimizer step (its first batch)."""
+    rows = []
+    for forward in forward_passes(run, rank):
+        if forward["step"] == 0 and forward["rows_in"]:
+            rows += forward["rows_in"]
+    return rows
+
+
+def distinct_rows(rows) -> list:
+    kept = []
+    for row in rows:
+        if not any(same_row(row, other) for other in kept):
+            kept.append(row)
+    return kept
+
+
+# -- memory ---------------------------------------------------------------------------------------
+
+
+def peak_memory(run) -> dict[str, int]:
+    """Peak bytes per GPU over the whole run, every rank's process together (on virtual GPUs
+    each process sees only what it allocated itself)."""
+    peaks: dict[str, int] = {}
+    for event in [*run.of("step"), *run.of("exit")]:
+        for m in event.get("memory") or []:
+            device = str(m.get("device", ""))
+            if device.startswith("cuda"):
+                peaks[device] = max(peaks.get(device, 0), int(m.get("peak", 0) or 0))
+    return peaks
+
+
+BALANCED = 1.10   # peaks within 10% of each other are balanced; GPU 0 above that is "more loaded"
+
+
+def gpu0_more_loaded(peaks: dict[str, int]) -> bool | None:
+    """Does GPU 0 hold clearly more than every other GPU of the node (an idle GPU holds 0)?"""
+    others = [p for d, p in peaks.items() if d != "cuda:0"]
+    if "cuda:0" not in peaks or not others or not any(peaks.values()):
+        return None
+    return peaks["cuda:0"] > BALANCED * max(others)
+
+
+def balanced(peaks: dict[str, int]) -> bool | None:
+    """Do all GPUs of the node hold about the same (an idle GPU holds 0)?"""
+    if len(peaks) < 2 or not any(peaks.values()):
+        return None
+    return max(peaks.values()) <= BALANCED * min(peaks.values())
+
+
+def describe_memory(peaks: dict[str, int]) -> str:
+    return ", ".join(f"{d}: {p / 2**20:.2f} MiB" for d, p in sorted(peaks.items())) or \
+        "no memory readings"
+
+
+# -- time -------------------------------------------------------------------------------------------
+# The one place the practicals' checks read how long a run's steps took, and on which clock.
+# On real GPUs: the gaps between rank 0's optimizer steps in the trace (real time). On virtual
+# GPUs every "GPU" is the same shared CPU, and a wall clock there says nothing about GPUs and
+# moves with the machine's load: only the virtual node's simulated clock counts (issue 16:
+# each `step` record's `sim_t`, seconds on that clock). A run without it has no clock, so no
+# verdict: either answer is accepted. Switching to another source of step times (e.g. the
+# Observation's own helper once it exists) is a change of `step_seconds` alone.
+SIMULATED_STEP_FIELD = "sim_t"
+CLOCKS = {"real": "real GPUs (wall clock)", "simulated": "the virtual GPUs' simulated clock"}
+# How far apart two step times must be to call one faster: a wall clock is noisy, the
+# simulated one is exact (its model's own margin, like HW3's no-speed-up check).
+MARGIN = {"real": 1.25, "simulated": 1.05}
+
+
+def step_clock(run) -> str | None:
+    """"real", "simulated", or None where the run has no clock that says anything about GPUs."""
+    starts = run.of("start")
+    if not starts:
+        return None
+    if not any(e.get("virtual") for e in starts):
+        return "real"
+    steps = run.of("step")
+    if steps and all(isinstance(e.get(SIMULATED_STEP_FIELD), (int, float)) for e in steps):
+        return "simulated"
+    return None
+
+
+def step_seconds(run, rank: int = 0) -> list[float]:
+    """The rank's step times in seconds on the run's clock (the first step, a warm-up, left
+    out); empty where the run has no clock."""
+    clock = step_clock(run)
+    if clock is None:
+        return []
+    field = "t" if clock == "real" else SIMULATED_STEP_FIELD
+    stamps = [e[field] for e in run.of("step", rank) if isinstance(e.get(field), (int, float))]
+    return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def median_step_seconds(run, rank: int = 0) -> float | None:
+    times = step_seconds(run, rank)
+    return statistics.median(times) if times else None
+
+
+def shared_clock(*runs) -> str | None:
+    """The clock every run has, or None (a run without one, or a real and a simulated one,
+    which cannot be compared)."""
+    found = {step_clock(run) for run in runs}
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def clock_words(clock: str | None) -> str:
+    """Which clock decided, for the feedback and the reports."""
+    if clock is None:
+        return ("no clock both runs share (on virtual GPUs without the simulated clock, wall "
+                "times say nothing about GPUs): either answer is accepted")
+    return CLOCKS[clock]
+
+
+def faster(first: float | None, second: float | None, clock: str | None) -> bool | None:
+    """Is `second` clearly faster than `first` (True), clearly not (False), or too close or
+    unknown to say (None)? Clearly: more than the clock's MARGIN apart."""
+    if not first or not second or clock is None:
+        return None
+    if first > MARGIN[clock] * second:
+        return True
+    if second > MARGIN[clock] * first:
+        return False
+    return None
+
+
+# -- the handout's line changes ------------------------------------------------------------------
+# Practical 10, Part 5: "Replace device1 = torch.device(f"cuda:{local_rank + 2}") with
+# device1 = torch.device(f"cuda:{local_rank}")". The grader makes that change on the student's
+# script text (whatever the spacing) and runs the result.
+_SECOND_STAGE = re.compile(r"^([ \t]*device1[ \t]*=.*?)local_rank[ \t]*\+[ \t]*2\b(.*)$", re.M)
+
+
+def broken_layout_edit(source: str) -> tuple[str, str] | None:
+    """(old line, new line) for Practical 10's Part 5 in this script, or None when the script
+    has no `device1 = ...local_rank + 2...` line (or more than one)."""
+    found = list(_SECOND_STAGE.finditer(source))
+    if len(found) != 1:
+        return None
+    line = found[0].group(0)
+    return line, f"{found[0].group(1)}local_rank{found[0].group(2)}"

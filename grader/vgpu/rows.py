@@ -1,0 +1,91 @@
+"""Which rows a forward pass saw, and what a concatenation put together: row fingerprints.
+
+Questions of the practicals are about rows, not sums: does each DDP rank train on different
+samples, and do they add up to the batch (Practical 6)? Is `torch.cat` of the chunk outputs
+the full-batch output, row by row and in order (Practical 4)? A row's fingerprint is two
+numbers, the sum and the sum of squares of its elements in float64: rows drawn from different
+random numbers differ in both, and a row computed twice differs only by float rounding.
+
+They are recorded only where those questions look, so a long run's trace does not grow:
+forward passes of the main thread before the first optimizer step (the data a rank starts
+with; the chunks of a script that never steps), at most MAX_ROWS rows each and MAX_RECORDS
+records per process; and `torch.cat` (`concat`, `concatenate`, `vstack`) called from the
+user's own code, under the same limits.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+
+import torch
+
+from grader.vgpu.trace import _OWN_CODE, call_site, get_trace
+
+MAX_ROWS = 1024
+MAX_RECORDS = 64
+_CONCATENATIONS = ("cat", "concat", "concatenate", "vstack")
+
+
+def _significant(value: float) -> float:
+    return float(f"{value:.10g}")
+
+
+def row_prints(tensor) -> list[list[float]] | None:
+    """[[sum, sum of squares], ...] of the first MAX_ROWS rows of `tensor` (dim 0), or None
+    for something that has no rows of numbers."""
+    if not isinstance(tensor, torch.Tensor) or tensor.dim() == 0 or tensor.is_complex():
+        return None
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        rows = tensor.detach()[:MAX_ROWS]
+        flat = rows.reshape(rows.shape[0], -1).double()
+        sums = flat.sum(dim=1).tolist()
+        squares = (flat * flat).sum(dim=1).tolist()
+    return [[_significant(s), _significant(q)] for s, q in zip(sums, squares)]
+
+
+class RowRecorder:
+    """Decides where row fingerprints are recorded; one per process (see the module doc)."""
+
+    def __init__(self, steps_taken):
+        self._steps_taken = steps_taken  # () -> optimizer steps so far in this process
+        self._records = 0
+        self._lock = threading.Lock()
+
+    def _take(self) -> bool:
+        if self._steps_taken() or threading.current_thread() is not threading.main_thread():
+            return False
+        with self._lock:
+            if self._records >= MAX_RECORDS:
+                return False
+            self._records += 1
+            return True
+
+    def fields(self, tensor) -> dict:
+        """`{"rows": ...}` for a forward record, or nothing where rows are not recorded."""
+        if tensor is None or not self._take():
+            return {}
+        prints = row_prints(tensor)
+        return {} if prints is None else {"rows": prints}
+
+    def install_concatenations(self, patcher) -> None:
+        for name in _CONCATENATIONS:
+            original = getattr(torch, name, None)
+            if original is not None:
+                patcher.set(torch, name, self._recorded(name, original))
+
+    def _recorded(self, name, original):
+        @functools.wraps(original)
+        def concatenation(*args, **kwargs):
+            out = original(*args, **kwargs)
+            caller = sys._getframe(1).f_code.co_filename
+            trace = get_trace()
+            if trace.enabled and not any(part in caller for part in _OWN_CODE) \
+                    and isinstance(out, torch.Tensor) and self._take():
+                parts = args[0] if args else kwargs.get("tensors", ())
+                trace.emit("concat", op=name, shape=list(out.shape), device=str(out.device),
+                           inputs=[list(t.shape) for t in parts if isinstance(t, torch.Tensor)],
+                           dim=args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis", 0)),
+                           rows=row_prints(out), site=call_site(2))
+            return out
+        return concatenation

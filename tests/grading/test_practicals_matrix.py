@@ -1,0 +1,172 @@
+"""The practicals graded as students write them: every item's exact points, per variant.
+
+Variants (tests/fixtures/practical_variants.py) are the reference with text edits: other
+correct styles (torch.split or slicing; a DistributedSampler; the rank from dist.get_rank()
+or from --local-rank; .cuda() instead of .to(); torch.chunk micro-batches; the handout's print
+in the training loop) must keep every point, and each classic bug (full batch or the same
+data on every rank, all ranks on cuda:0, no DDP wrap, no no_sync, no loss scaling, dropped
+rows, reversed concatenation, no DataParallel, a crash in a later part) costs exactly the
+item that is about it. Controls: the reference gets every automatic point, the untouched
+template none, and each of its failing code checks names the TODO.
+
+The fast tests check the fixtures; the gradings are slow (python API of `pdl-grade grade`,
+virtual GPUs, on 2 cores: P4 about 15 s, P5 40 s, P6 60 s, P10 90 s per variant).
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import practical_variants as pv  # noqa: E402
+
+from grader.grade_command import grade  # noqa: E402
+from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+
+REFERENCE, TEMPLATE = "reference", "student_template"
+NAMES = [variant.name for variant in pv.VARIANTS]
+
+
+def rubric(assignment: str):
+    return load_rubric(default_rubrics_dir() / f"{assignment}.yaml")
+
+
+def auto_items(assignment: str) -> dict:
+    return {item.id: item for item in rubric(assignment).items if item.kind == "auto"}
+
+
+# -- the fixtures themselves (fast) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", pv.VARIANTS, ids=NAMES)
+def test_variant_applies_to_the_reference_and_stays_valid_python(variant, tmp_path):
+    planted = pv.plant(variant, tmp_path / "submission")
+    for rel in variant.edits:
+        patched = (planted / rel).read_text(encoding="utf-8")
+        assert patched != (pv.REFERENCE / rel).read_text(encoding="utf-8"), variant.name
+        ast.parse(patched, filename=f"{variant.name}:{rel}")
+        assert rel.startswith(variant.assignment + "/"), (variant.name, rel)
+
+
+@pytest.mark.parametrize("variant", pv.VARIANTS, ids=NAMES)
+def test_expectations_follow_the_rubric(variant):
+    items = auto_items(variant.assignment)
+    checks = {rule.check: item.id for item in items.values() for rule in item.checks}
+    assert set(variant.expected) <= set(items), sorted(set(variant.expected) - set(items))
+    assert set(variant.failing) <= set(checks), sorted(set(variant.failing) - set(checks))
+    for item_id, score in variant.expected.items():
+        assert 0 <= score < items[item_id].points, (variant.name, item_id, score)
+    # An item that loses points has a failing check, and a failing check costs its item points.
+    assert {checks[c] for c in variant.failing} == set(variant.expected), variant.name
+    if variant.kind == "correct":
+        assert not variant.expected and not variant.failing, variant.name
+    else:
+        assert variant.expected or variant.name == "p4_crash_after_part3", variant.name
+
+
+def test_the_matrix_covers_the_styles_and_bugs_of_issue_17():
+    text = " ".join(f"{v.name} {v.description}" for v in pv.VARIANTS).lower()
+    for needle in ("distributedsampler", "dist.get_rank()", "--local-rank", ".cuda()",
+                   "torch.split", "slices", "torch.chunk", "full_batch_on_every_rank",
+                   "same_data_on_every_rank", "all_ranks_on_gpu0", "no_ddp_wrap",
+                   "no_no_sync", "no_loss_scaling", "reversed_concatenation",
+                   "no_data_parallel", "drops_the_remainder"):
+        assert needle in text, needle
+
+
+# -- the gradings (slow) ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """name -> result dict; each submission is made and graded once per module."""
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            base = tmp_path_factory.mktemp(f"graded-{name}")
+            if name in (REFERENCE, TEMPLATE):
+                source = pv.REFERENCE if name == REFERENCE else pv.TEMPLATE
+                submission = pv.copy_tree(source, base / "submission")
+                assignments = pv.ASSIGNMENTS
+            else:
+                variant = pv.BY_NAME[name]
+                submission = pv.plant(variant, base / "submission")
+                assignments = [variant.assignment]
+            cache[name] = grade(submission, base / "out", assignments)
+        return cache[name]
+
+    return get
+
+
+def graded_auto_items(result: dict):
+    for assignment in result["assignments"]:
+        assert assignment["status"] == "graded" and not assignment["errors"], (
+            assignment["id"], assignment["status"], assignment["errors"])
+        for item in assignment["items"]:
+            if item["kind"] == "auto":
+                yield item
+
+
+def mismatches(name: str, result: dict, expected: dict[str, float]) -> list[str]:
+    wrong = []
+    for item in graded_auto_items(result):
+        want = expected.get(item["id"], item["points"])
+        if item["score"] != pytest.approx(want, abs=0.005):
+            wrong.append(f"[{name}] {item['id']}: expected {want:g}, observed {item['score']:g} "
+                         f"of {item['max_score']:g} ({item['status']})\n--- feedback ---\n"
+                         f"{item['feedback']}")
+    return wrong
+
+
+@pytest.mark.slow
+def test_reference_gets_every_automatic_point(graded):
+    result = graded(REFERENCE)
+    assert [a["id"] for a in result["assignments"]] == pv.ASSIGNMENTS
+    wrong = mismatches(REFERENCE, result, {})
+    assert not wrong, "\n\n".join(wrong)
+
+
+@pytest.mark.slow
+def test_template_gets_no_automatic_point_and_points_at_the_todos(graded):
+    result = graded(TEMPLATE)
+    items = list(graded_auto_items(result))
+    wrong = mismatches(TEMPLATE, result, {item["id"]: 0.0 for item in items})
+    assert not wrong, "\n\n".join(wrong)
+    # Every failing check of the code names the open TODO; the answer checks say the answer is
+    # missing (the template's sheet is empty).
+    silent = [f"{item['id']} / {check['id']}:\n{check['feedback']}"
+              for item in items for check in item["checks"]
+              if check["status"] != "passed" and "TODO" not in check["feedback"]
+              and "no answer found" not in check["feedback"]]
+    assert not silent, "\n\n".join(silent)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_variant_earns_exactly_its_points(graded, name):
+    variant = pv.BY_NAME[name]
+    result = graded(name)
+    assert [a["id"] for a in result["assignments"]] == [variant.assignment]
+    wrong = mismatches(name, result, variant.expected)
+    assert not wrong, f"[{name}] {variant.description}\n\n" + "\n\n".join(wrong)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [v.name for v in pv.VARIANTS if v.failing])
+def test_variant_fails_its_own_checks_and_says_why(graded, name):
+    variant = pv.BY_NAME[name]
+    checks = {check["id"]: check for item in graded_auto_items(graded(name))
+              for check in item["checks"]}
+    losing = {cid for cid, check in checks.items() if check["score"] < check["max_score"]}
+    assert losing == set(variant.failing), (
+        f"[{name}] checks that lost points: {sorted(losing)}; expected {sorted(variant.failing)}"
+        + "".join(f"\n--- {cid} ---\n{checks[cid]['feedback']}"
+                  for cid in sorted(losing ^ set(variant.failing)) if cid in checks))
+    for cid, phrases in variant.failing.items():
+        missing = [p for p in phrases if p not in checks[cid]["feedback"]]
+        assert not missing, (f"[{name}] {cid}: the feedback lacks {missing}\n--- feedback ---\n"
+                             f"{checks[cid]['feedback']}")
