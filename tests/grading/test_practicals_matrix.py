@@ -15,16 +15,12 @@ virtual GPUs, on 2 cores: P4 about 15 s, P5 40 s, P6 60 s, P10 90 s per variant)
 from __future__ import annotations
 
 import ast
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import practical_variants as pv  # noqa: E402
-
-from grader.grade_command import grade  # noqa: E402
-from grader.scoring import default_rubrics_dir, load_rubric  # noqa: E402
+from grader.grading import grade_submission as grade
+from grader.scoring import default_rubrics_dir, load_rubric
+from tests.fixtures import practical_variants as pv
 
 REFERENCE, TEMPLATE = "reference", "student_template"
 NAMES = [variant.name for variant in pv.VARIANTS]
