@@ -18,6 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # Filled by the checks' `node` fixture: observations of the session's runs that the grader's
 # instrumentation did not write (forged or removed records); they go into the JSON report.
 INTEGRITY_PROBLEMS = pytest.StashKey[list]()
+INTEGRITY_NOTES = pytest.StashKey[list]()
 
 
 def default_submission() -> Path:
@@ -133,6 +134,9 @@ class _IntegrityInReport:
         problems = self.config.stash.get(INTEGRITY_PROBLEMS, [])
         if problems:
             json_report["integrity"] = list(problems)
+        notes = self.config.stash.get(INTEGRITY_NOTES, [])
+        if notes:
+            json_report["integrity_notes"] = list(notes)
 
 
 def _feedback(excinfo) -> str:

@@ -1,15 +1,29 @@
 """HW3 probe: runs *inside* the sandboxed child, on the node, next to the student's code.
 
-    python hw3_probe.py MODEL_FILE OUT_JSONL PLAN_JSON
+    python -m grader.harness.hw3_launch MODEL_FILE OUT_JSONL PLAN_JSON
 
 Imports the student's `model_parallel.py` once and measures every configuration of the plan
 (layouts over node sizes and depths, transfers in one forward pass, step times, memory),
-writing one JSON line per configuration as soon as it is done, so a later crash or hang
+writing one sealed JSON line per configuration as soon as it is done, so a later crash or hang
 loses nothing already measured. The scoring process only reads these lines.
+
+What the student's code could reach is kept out of its way: this module is loaded by the
+launcher under no importable name and is in no `sys.modules` entry (`__main__` is the
+launcher); the sealer of its records is taken before the model is imported and lives only in
+the closure of `emit`; what it reads from the model goes through torch's own functions taken
+before the model is imported (never the model's overridable methods), its hooks refuse calls
+that do not come from torch, and before each record it checks that torch, builtins, the
+runtime and this module are unreplaced (grader/vgpu/guard.py). Each layout's weights, input
+and output are saved (tensors only) so that the grader can recompute the output outside
+this process (grader/harness/hw3_recompute.py).
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import importlib.util
+import inspect
+import io
 import json
 import os
 import signal
@@ -52,27 +66,58 @@ def describe_error(error: BaseException, model_file: str) -> dict:
             "site": student_site(error, model_file)}
 
 
+class TorchReadings:
+    """torch's own ways of reading a model, taken before the student's module is imported:
+    a model or layer class may override `parameters`, `register_forward_pre_hook` or
+    `__call__`, and a Tensor class its `device`; these are the base functions, called
+    unbound, so what they report is what torch has."""
+
+    def __init__(self, torch):
+        self.Module = torch.nn.Module
+        self.tensor_types = (torch.Tensor, torch.nn.Parameter)
+        self.parameters = torch.nn.Module.parameters
+        self.state_dict = torch.nn.Module.state_dict
+        self.add_pre_hook = torch.nn.Module.register_forward_pre_hook
+        self.device_get = inspect.getattr_static(torch.Tensor, "device").__get__
+        # The code that calls a module's forward pre-hooks (torch.nn.Module._call_impl and
+        # the functions nested in it): a hook called from anywhere else is a forged call.
+        codes, pending = set(), [torch.nn.Module._call_impl.__code__]
+        while pending:
+            code = pending.pop()
+            codes.add(code)
+            pending += [c for c in code.co_consts if inspect.iscode(c)]
+        self.hook_callers = frozenset(codes)
+
+    def device(self, tensor) -> str:
+        if type(tensor) not in self.tensor_types:
+            raise TypeError(f"a layer's parameter is a {type(tensor).__name__}, not a torch "
+                            "tensor: keep the layers' weights as nn.Parameter")
+        return str(self.device_get(tensor, type(tensor)))
+
+
 class Probe:
-    def __init__(self, model_file: str, out_path: str):
+    def __init__(self, model_file: str, emit):
         import torch
         self.torch = torch
         self.model_file = model_file
-        self.out = open(out_path, "a", encoding="utf-8", buffering=1)
-        from grader.integrity.seal import Sealer, key_from_environment
-        self.sealer = Sealer(key_from_environment(), out_path)
+        self._emit = emit
+        self.read = TorchReadings(torch)
         self.hung: dict | None = None
         from grader.vgpu import active
-        from grader.vgpu.trace import get_trace
+        from grader.vgpu.trace import Trace, get_trace
         self.activation = active()
         self.trace = get_trace()
+        self.trace_emit_code = Trace.emit.__code__
         self.real_device_count = torch.cuda.device_count
+        self.kept: dict[str, bytes] = {}
+        self.weights_dir = None
         spec = importlib.util.spec_from_file_location("model_parallel", model_file)
         self.module = importlib.util.module_from_spec(spec)
         sys.modules["model_parallel"] = self.module
         spec.loader.exec_module(self.module)
 
     def emit(self, record: dict) -> None:
-        self.out.write(self.sealer.line(record) + "\n")
+        self._emit(record)
 
     # -- the node's size --------------------------------------------------------------------
     def use_gpus(self, n: int) -> bool:
@@ -100,12 +145,17 @@ class Probe:
         if layers is None:
             raise AttributeError("LargeLinearModelMP keeps no `self.layers`: the template asks "
                                  "for the layers, in order, in `self.layers`")
-        return list(layers)
+        layers = list(layers)
+        for index, layer in enumerate(layers):
+            if not isinstance(layer, self.read.Module):
+                raise TypeError(f"self.layers[{index}] is a {type(layer).__name__}, not an "
+                                "nn.Module: keep the layers in an nn.ModuleList")
+        return layers
 
     def layer_devices(self, model) -> list:
         found = []
         for layer in self.layers_of(model):
-            devices = sorted({str(p.device) for p in layer.parameters()})
+            devices = sorted({self.read.device(p) for p in self.read.parameters(layer)})
             found.append(devices[0] if len(devices) == 1 else devices)
         return found
 
@@ -129,14 +179,26 @@ class Probe:
     def _logged_forward(self, model, x):
         log = []
         handles = []
+        read, getframe = self.read, sys._getframe
         for i, layer in enumerate(self.layers_of(model)):
             def hook(module, args, index=i):
+                if getframe(1).f_code not in read.hook_callers:
+                    log.append({"kind": "forged", "what": "a layer hook called by the "
+                                "submission, not by torch"})
+                    return
                 first = args[0] if args else None
                 log.append({"kind": "layer", "index": index,
-                            "input_device": str(first.device) if hasattr(first, "device") else None})
-            handles.append(layer.register_forward_pre_hook(hook))
+                            "input_device": read.device(first)
+                            if type(first) in read.tensor_types else None})
+            handles.append(read.add_pre_hook(layer, hook))
+
+        emit_code = self.trace_emit_code
 
         def listen(record):
+            if getframe(1).f_code is not emit_code:
+                log.append({"kind": "forged", "what": "a transfer reported by the submission, "
+                            "not by the grader's trace"})
+                return
             if record["event"] in ("to", "transfer"):
                 log.append({"kind": record["event"], "src": record.get("src"),
                             "dst": record.get("dst"), "copied": record.get("copied", True),
@@ -221,10 +283,34 @@ class Probe:
         result["matches_single_gpu"] = any(
             torch.allclose(got, b, rtol=1e-4, atol=1e-5) for b in baselines if b.shape == got.shape)
         result["max_difference"] = min(differences) if differences else None
+        result["recompute"] = self.keep_for_recompute(f"{n}x{depth}", layers, x, got,
+                                                      reference_out)
         return result
 
+    # -- what the grader recomputes outside this process -----------------------------------
+    def keep_for_recompute(self, name: str, layers, x, got, single) -> dict:
+        """Save the layers' weights, the input and the output (tensors only) for
+        grader/harness/hw3_recompute.py; returns what the record says about them."""
+        from grader.harness.hw3_recompute import describe_layers
+        torch = self.torch
+        structure, custom = describe_layers(layers, torch)
+        tensors = {"input": x.detach().cpu().clone(), "output": got.clone()}
+        if single is not None:
+            tensors["single"] = single.detach().cpu().clone()
+        for index, layer in enumerate(layers):
+            for key, value in self.read.state_dict(layer).items():
+                tensors[f"layer{index}.{key}"] = value.detach().cpu().clone()
+        buffer = io.BytesIO()
+        torch.save(tensors, buffer)
+        data = buffer.getvalue()
+        if self.weights_dir is None:
+            return {"error": "no folder for the weights"}
+        path = os.path.join(self.weights_dir, name + ".pt")
+        _write_new(path, data)
+        return {"file": os.path.basename(path), "sha256": hashlib.sha256(data).hexdigest(),
+                "layers": structure, "custom": custom}
+
     def _layers_in_order_on_host(self, layers, x):
-        import copy
         with self.torch.no_grad():
             h = x.cpu()
             for layer in layers:
@@ -316,26 +402,72 @@ class Probe:
         return (time.perf_counter() - started) * 1000.0
 
 
-def main(argv: list[str]) -> int:
+def _write_new(path: str, data: bytes) -> None:
+    """A new file at `path`, whatever student code put under that name before."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _sealed_writer(out_path: str, seal, replaced):
+    """emit(record): one sealed line in OUT_JSONL, saying whether anything the probe relies on
+    was replaced since the probe started (`tampered`, read as an integrity problem)."""
+    handle = open(out_path, "a", encoding="utf-8", buffering=1)
+    write = handle.write
+    alarm_handler = _on_alarm
+    getsignal, SIGALRM = signal.getsignal, signal.SIGALRM
+
+    def emit(record: dict) -> None:
+        found = replaced()
+        if getsignal(SIGALRM) is not alarm_handler:
+            found.append("the probe's time limit (its SIGALRM handler)")
+        if found:
+            record = dict(record, tampered=found)
+        write(seal(record) + "\n")
+    return emit
+
+
+def _keep_student_files_off_the_grader_path(model_file: str) -> None:
+    # `python -m` put the working folder (the run's scratch, which student code can write) on
+    # sys.path: off it. The model's own folder goes first, as when the student runs the script,
+    # so its helper modules import (hw3/profile.py shadows the standard library's `profile`
+    # for the student's code only: everything the probe uses is imported already).
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(model_file)))
+
+
+def run(argv: list[str]) -> int:
+    """The probe's process, from the launcher (grader/harness/hw3_launch.py)."""
     model_file, out_path, plan_text = argv
     plan = json.loads(plan_text)
+    import torch  # noqa: F401  (activates the node: the run's seal key is taken now)
+    from grader.harness import hw3_recompute  # noqa: F401  (imported before student code)
+    from grader.vgpu import active
+    from grader.vgpu.guard import make_check
+    from grader.vgpu.trace import get_trace
+    activation = active()
+    replaced = make_check(activation.patcher if activation is not None else None,
+                          extra_owners=[("grader.harness.hw3_probe", globals()),
+                                        ("grader.harness.hw3_probe.Probe", Probe),
+                                        ("grader.harness.hw3_probe.TorchReadings", TorchReadings)])
+    emit = _sealed_writer(out_path, get_trace().sealer_for(out_path), replaced)
     signal.signal(signal.SIGALRM, _on_alarm)
+    weights_dir = os.path.join(os.path.dirname(os.path.abspath(out_path)), "hw3-weights")
+    os.makedirs(weights_dir, exist_ok=True)
+    _keep_student_files_off_the_grader_path(model_file)
     try:
-        probe = Probe(model_file, out_path)
+        probe = Probe(model_file, emit)
     except BaseException as error:
-        from grader.integrity.seal import Sealer, key_from_environment
-        sealer = Sealer(key_from_environment(), out_path)
-        with open(out_path, "a", encoding="utf-8") as out:
-            out.write(sealer.line({"kind": "import_error",
-                                   "error": describe_error(error, model_file)}) + "\n")
+        emit({"kind": "import_error", "error": describe_error(error, model_file)})
         return 0
+    probe.weights_dir = weights_dir
     for part in plan:
         kind = part.pop("part")
         getattr(probe, kind)(**part)
-    probe.emit({"kind": "done"})
+    emit({"kind": "done"})
     return 0
-
-
-if __name__ == "__main__":
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.exit(main(sys.argv[1:]))

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from grader.harness.execute import run_script
-from grader.integrity.seal import Sealer, new_key, verify_lines
+from grader.records.seal import new_key, sealer, verify_lines
 from grader.vgpu.trace import merge_rank_files
 
-KEY = bytes.fromhex(new_key())
+KEY = new_key()
 RECORDS = [{"event": "start", "rank": 0, "t": 0.0}, {"event": "to", "src": "cuda:0",
                                                      "dst": "cuda:1", "shape": [64, 2000]},
            {"event": "forward_out", "module": "Linear", "sum": 1.5, "device": object()}]
 
 
 def sealed(stream="trace.jsonl.rank0.7", key=KEY) -> list[str]:
-    sealer = Sealer(key, stream)
-    return [sealer.line(record) for record in RECORDS]
+    seal = sealer(key, stream)
+    return [seal(record) for record in RECORDS]
 
 
 def test_what_the_instrumentation_writes_verifies_as_written():
@@ -61,7 +61,7 @@ def test_replayed_or_reordered_records_do_not_count_twice():
 
 def test_records_copied_into_another_file_or_sealed_with_another_key_fail():
     assert verify_lines(sealed(), KEY, "trace.jsonl.rank1.8").unsealed == 3
-    other_key = bytes.fromhex(new_key())
+    other_key = new_key()
     assert verify_lines(sealed(key=other_key), KEY, "trace.jsonl.rank0.7").unsealed == 3
 
 
@@ -74,7 +74,7 @@ def test_a_torn_last_line_is_a_killed_writer_not_a_forgery():
 
 
 def test_without_a_key_records_are_plain_json_and_read_as_they_are():
-    plain = Sealer(None, "x").line({"event": "start"})
+    plain = sealer(None, "x")({"event": "start"})
     assert json.loads(plain) == {"event": "start"}
     assert verify_lines([plain, "not json", plain], None, "x").records == [{"event": "start"}] * 2
 
@@ -83,9 +83,9 @@ def test_merge_keeps_only_verified_records_and_counts_what_was_there_before(tmp_
     trace = tmp_path / "trace.jsonl"
     trace.write_text('{"event": "forward_out", "sum": 1}\n')        # planted before the merge
     for rank, pid in ((0, 11), (1, 12)):
-        sealer = Sealer(KEY, f"trace.jsonl.rank{rank}.{pid}")
-        lines = [sealer.line({"event": "start", "rank": rank}),
-                 sealer.line({"event": "to", "rank": rank})]
+        seal = sealer(KEY, f"trace.jsonl.rank{rank}.{pid}")
+        lines = [seal({"event": "start", "rank": rank}),
+                 seal({"event": "to", "rank": rank})]
         if rank == 1:
             lines.append(json.dumps({"event": "to", "rank": 1}))  # appended by the script
         (tmp_path / f"trace.jsonl.rank{rank}.{pid}").write_text("\n".join(lines) + "\n")
