@@ -88,7 +88,7 @@ def load_overrides(path: str | None) -> dict:
 
 def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrides=None,
           submitted_at=None, check_timeout=180.0, rescore=False) -> dict:
-    from grader.integrity.scan import findings_for
+    from grader.integrity.scan import findings_for, split_by_kind
     from grader.scoring import (build_result, errored_assignment, hardware_info, load_rubrics,
                                 score_assignment, write_result)
     started = time.monotonic()
@@ -110,15 +110,21 @@ def grade(submission: Path, out: Path, assignments, *, rubrics_dir=None, overrid
             else:
                 report, problem = run_checks(assignment, submission, out, check_timeout,
                                              rubrics_dir)
-            integrity = [f.describe() for f in findings_for(findings, assignment)]
+            # Tampering withholds the points for review; notes are for the instructor only.
+            holds, notes = split_by_kind(findings_for(findings, assignment))
+            integrity = [f.describe() for f in holds]
+            integrity_notes = [f.describe() for f in notes]
             if report is None:
                 errors.append(problem)
                 scored.append(errored_assignment(rubric, problem, overrides=overrides,
-                                                 integrity=integrity))
+                                                 integrity=integrity,
+                                                 integrity_notes=integrity_notes))
             else:
                 integrity += [str(p) for p in report.get("integrity") or []]
+                integrity_notes += [str(n) for n in report.get("integrity_notes") or []]
                 scored.append(score_assignment(rubric, report, overrides=overrides,
-                                               submitted_at=submitted_at, integrity=integrity))
+                                               submitted_at=submitted_at, integrity=integrity,
+                                               integrity_notes=integrity_notes))
                 measurements[assignment] = collect_measurements(report)
                 answer_data[assignment] = collect_answer_data(report)
     finally:

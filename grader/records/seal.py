@@ -47,6 +47,17 @@ def hand_over(key: bytes) -> int:
     return read_end
 
 
+def _no_memory_readers() -> None:
+    """Make this process's memory unreadable to the other processes of the sandbox (they all
+    run as the same user): without it a program the student's code starts could read the key
+    out of /proc/<parent>/mem. Linux's PR_SET_DUMPABLE=0; it lasts until the process execs."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def take_key(environ=None) -> bytes | None:
     """The run's key, read once from the descriptor ENV_FD names, which is then closed; None
     outside a graded run, and for every later caller (student code included)."""
@@ -55,6 +66,7 @@ def take_key(environ=None) -> bytes | None:
     if not value or value == TAKEN:
         return None
     environ[ENV_FD] = TAKEN
+    _no_memory_readers()
     try:
         fd = int(value)
     except ValueError:

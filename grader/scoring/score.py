@@ -101,13 +101,15 @@ class AssignmentScore:
 def score_assignment(rubric: Rubric, report: Mapping[str, Any],
                      overrides: Mapping[str, Mapping[str, Any]] | None = None,
                      submitted_at: _dt.datetime | str | None = None,
-                     integrity: list[str] | None = None) -> AssignmentScore:
+                     integrity: list[str] | None = None,
+                     integrity_notes: list[str] | None = None) -> AssignmentScore:
     """Score one assignment from a pytest-json-report dict; never raises on bad report data.
 
     ``overrides``: ``{item_id: {"points": x, "comment": "..."}}`` from the instructor;
     required for manual items to count, allowed on automatic ones (regrades).
     ``submitted_at``: timezone-aware datetime or ISO string; enables the late penalty.
-    ``integrity``: problems that withhold the automatic points for review (see above).
+    ``integrity``: problems that withhold the automatic points for review (see above);
+    ``integrity_notes``: unusual but honest things, shown to the instructor, never held.
     """
     errors: list[str] = list(session_problems(report))
     grouped = cases_by_check(report)
@@ -124,7 +126,8 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
     errors.extend(f"override for unknown item '{item_id}' ignored" for item_id in overrides)
     errors.extend(_checks_not_in_rubric(rubric, grouped))
 
-    review = _integrity_review(items, integrity, clearance, errors) if integrity else None
+    review = _integrity_review(items, integrity or [], clearance, errors, integrity_notes) \
+        if integrity or integrity_notes else None
     result = _assemble(rubric, items, errors)
     result.integrity = review
     if submitted_at is not None:
@@ -134,7 +137,8 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
 
 def errored_assignment(rubric: Rubric, message: str,
                        overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                       integrity: list[str] | None = None) -> AssignmentScore:
+                       integrity: list[str] | None = None,
+                       integrity_notes: list[str] | None = None) -> AssignmentScore:
     """The result for an assignment whose checks could not run at all (pytest crashed,
     timed out, no report): every automatic item is an error carrying ``message``, manual
     items keep the instructor's overrides, and the maximum stays the rubric's total."""
@@ -153,8 +157,9 @@ def errored_assignment(rubric: Rubric, message: str,
     overrides.pop(f"{rubric.assignment}.integrity", None)
     result = _assemble(rubric, items, errors)
     result.status = "error"
-    if integrity:  # nothing automatic was scored to withhold; the problems are still shown
-        result.integrity = {"problems": list(integrity), "withheld": False,
+    if integrity or integrity_notes:  # nothing automatic was scored to withhold: shown only
+        result.integrity = {"problems": list(integrity or []),
+                            "notes": list(integrity_notes or []), "withheld": False,
                             "withheld_points": 0.0, "cleared": False, "comment": ""}
     return result
 
@@ -286,10 +291,14 @@ def _apply_override(scored: ItemScore, item: Item, override: Mapping[str, Any] |
 
 
 def _integrity_review(items: list[ItemScore], problems: list[str], clearance: Any,
-                      errors: list[str]) -> dict[str, Any]:
-    """Withhold the automatic items' points unless the instructor cleared the problems."""
-    review: dict[str, Any] = {"problems": list(problems), "withheld": False,
-                              "withheld_points": 0.0, "cleared": False, "comment": ""}
+                      errors: list[str], notes: list[str] | None = None) -> dict[str, Any]:
+    """Withhold the automatic items' points unless the instructor cleared the problems; notes
+    (unusual but honest) withhold nothing."""
+    review: dict[str, Any] = {"problems": list(problems), "notes": list(notes or []),
+                              "withheld": False, "withheld_points": 0.0, "cleared": False,
+                              "comment": ""}
+    if not problems:
+        return review
     if clearance is not None:
         if isinstance(clearance, Mapping) and clearance.get("cleared") is True:
             review.update(cleared=True, comment=str(clearance.get("comment") or "").strip())

@@ -88,3 +88,23 @@ def test_students_see_the_hold_but_not_the_staff_comment(result):
     for text in (render_markdown(cleared), render_html(cleared)):
         assert "Reviewed by the course staff" in text and "Held for review" not in text
         assert "staff only" not in text
+
+
+def with_notes_only(result: dict) -> dict:
+    data = copy.deepcopy(result)
+    data["assignments"][0]["integrity"] = {
+        "problems": [], "notes": ["hw3/profile.py ships a module of its own: a module named "
+                                  "'profile' shadows the standard library's 'profile' for the "
+                                  "code beside it"],
+        "withheld": False, "withheld_points": 0.0, "cleared": False, "comment": ""}
+    return data
+
+
+def test_notes_are_shown_to_the_instructor_only_and_withhold_nothing(result):
+    data = with_notes_only(result(ROUND_ROBIN))
+    md = render_instructor_markdown(data, load_rubrics())
+    assert "**Worth knowing**" in md and "shadows the standard library's 'profile'" in md
+    assert "automatic points withheld" not in md
+    assert ".integrity:" not in md.split("## Overrides to fill in")[1]
+    for text in (render_markdown(data), render_html(data)):
+        assert "profile" not in text and "Held for review" not in text
