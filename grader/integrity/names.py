@@ -17,10 +17,10 @@ INTERPRETER_ATTRIBUTES = frozenset({
     "getclosurevars", "getmembers", "getmembers_static", "walk_stack", "walk_tb",
     "settrace_all_threads", "setprofile_all_threads", "_bootstrap_inner"})
 # `x.__setattr__(...)` on super() is how a class of one's own sets its attributes.
-_ALLOWED_ON_SUPER = frozenset({"__setattr__", "__delattr__", "__getattribute__"})
+ALLOWED_ON_SUPER = frozenset({"__setattr__", "__delattr__", "__getattribute__"})
 # sys.modules is reached as an attribute named `modules` that is not called (model.modules()
 # is a method call).
-_UNCALLED_MODULES = "modules"
+UNCALLED_MODULES = "modules"
 # PyTorch's private machinery: its function modes, dispatch, and hook tables.
 TORCH_INTERNAL_NAMES = frozenset({
     "__torch_function__", "__torch_dispatch__", "as_subclass", "_make_subclass",
@@ -32,9 +32,9 @@ TORCH_INTERNAL_NAMES = frozenset({
     "_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks",
     "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", "hooks_dict_ref",
     "_call_impl", "_wrapped_call_impl", "_C", "_DisableTorchDispatch"})
-_TORCH_INTERNAL_PREFIXES = ("_global_",)
+TORCH_INTERNAL_PREFIXES = ("_global_",)
 # torch's private modules students meet in error messages and torch.compile recipes.
-_TORCH_PRIVATE_SETTINGS = ("torch._dynamo", "torch._inductor", "torch._logging")
+TORCH_PRIVATE_SETTINGS = ("torch._dynamo", "torch._inductor", "torch._logging")
 # The grader's own objects, as attributes or as strings.
 GRADER_IDENTIFIERS = frozenset({
     "get_trace", "set_trace_object", "get_node", "set_node", "sealer_for", "_seal",
@@ -62,11 +62,11 @@ PROTECTED_ROOTS = frozenset({
     "operator", "io", "hmac", "hashlib", "pickle", "copy", "copyreg", "traceback", "grader",
     "__main__", "math", "contextlib", "weakref", "abc", "statistics", "numpy"})
 # Honest settings on those modules.
-_ALLOWED_SETTINGS = ("torch.backends.", "sys.argv", "sys.path", "sys.tracebacklimit",
+ALLOWED_SETTINGS = ("torch.backends.", "sys.argv", "sys.path", "sys.tracebacklimit",
                      "sys.dont_write_bytecode", "sys.excepthook", "numpy.set_printoptions")
-_OUTPUT_STREAMS = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__")
+OUTPUT_STREAMS = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__")
 
-_MODULE_CATEGORIES = {
+MODULE_CATEGORIES = {
     "grader": "grader", "__main__": "grader",
     "ctypes": "dynamic_code", "_ctypes": "dynamic_code", "cffi": "dynamic_code",
     "marshal": "dynamic_code", "runpy": "dynamic_code", "imp": "dynamic_code",
@@ -86,27 +86,27 @@ _MODULE_CATEGORIES = {
     "_sha256": "digests", "_md5": "digests",
     "atexit": "exit_hooks", "signal": "exit_hooks",
 }
-_STAR_SENSITIVE = {"os": ("environment", "processes"), "posix": ("introspection",),
+STAR_SENSITIVE = {"os": ("environment", "processes"), "posix": ("introspection",),
                    "nt": ("introspection",), "sys": ("introspection",),
                    "builtins": ("introspection",), "gc": ("introspection",),
                    "inspect": ("introspection",), "threading": ("introspection",),
                    "subprocess": ("processes",), "pickle": ("serialization",)}
-_DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__"})
+DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__"})
 # Modules whose attributes looked up by a computed name could be anything private.
-_COMPUTED_LOOKUP_TAMPERING = frozenset({"sys", "builtins", "gc", "inspect", "grader",
+COMPUTED_LOOKUP_TAMPERING = frozenset({"sys", "builtins", "gc", "inspect", "grader",
                                         "__main__", "posix", "ctypes"})
-_PROCESS_CALLS = frozenset({
+PROCESS_CALLS = frozenset({
     "fork", "forkpty", "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp",
     "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
     "spawnvpe", "posix_spawn", "posix_spawnp", "create_subprocess_shell",
     "create_subprocess_exec"})
-_OS_PROCESS_CALLS = frozenset({"system", "popen"})
-_ENVIRON = frozenset({"environ", "environb"})
-_GETENV = frozenset({"getenv", "getenvb", "putenv", "unsetenv"})
-_ENV_METHODS_WITH_KEY = frozenset({"get", "setdefault", "pop", "__getitem__", "__contains__",
+OS_PROCESS_CALLS = frozenset({"system", "popen"})
+ENVIRON = frozenset({"environ", "environb"})
+GETENV = frozenset({"getenv", "getenvb", "putenv", "unsetenv"})
+ENV_METHODS_WITH_KEY = frozenset({"get", "setdefault", "pop", "__getitem__", "__contains__",
                                    "__setitem__", "__delitem__"})
 # Other names that say what a line does (notes): digests and pickles reached as attributes
 # (`torch.hub.hashlib`, `torch.serialization.pickle`).
-_NOTE_ATTRIBUTES = {"hashlib": "digests", "hmac": "digests", "pickle": "serialization",
+NOTE_ATTRIBUTES = {"hashlib": "digests", "hmac": "digests", "pickle": "serialization",
                     "_pickle": "serialization"}
-_OUTPUT_CALLS = frozenset({"redirect_stdout", "redirect_stderr", "dup2"})
+OUTPUT_CALLS = frozenset({"redirect_stdout", "redirect_stderr", "dup2"})

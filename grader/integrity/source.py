@@ -6,12 +6,11 @@ import ast
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.findings import Finding
 from grader.integrity.names import (
-    GRADER_FILES, GRADER_IDENTIFIERS, INTERPRETER_ATTRIBUTES, PATCHED_NAMES,
-    PROTECTED_ROOTS, TORCH_INTERNAL_NAMES, _ALLOWED_ON_SUPER, _ALLOWED_SETTINGS,
-    _COMPUTED_LOOKUP_TAMPERING, _DYNAMIC_CALLS, _ENVIRON, _ENV_METHODS_WITH_KEY, _GETENV,
-    _MODULE_CATEGORIES, _NOTE_ATTRIBUTES, _OS_PROCESS_CALLS, _OUTPUT_CALLS, _OUTPUT_STREAMS,
-    _PROCESS_CALLS, _STAR_SENSITIVE, _TORCH_INTERNAL_PREFIXES, _TORCH_PRIVATE_SETTINGS,
-    _UNCALLED_MODULES)
+    ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
+    ENV_METHODS_WITH_KEY, GETENV, GRADER_FILES, GRADER_IDENTIFIERS, INTERPRETER_ATTRIBUTES,
+    MODULE_CATEGORIES, NOTE_ATTRIBUTES, OS_PROCESS_CALLS, OUTPUT_CALLS, OUTPUT_STREAMS,
+    PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, STAR_SENSITIVE, TORCH_INTERNAL_NAMES,
+    TORCH_INTERNAL_PREFIXES, TORCH_PRIVATE_SETTINGS, UNCALLED_MODULES)
 from grader.integrity.pickles import dangerous_globals, pickle_globals
 
 
@@ -149,13 +148,13 @@ class _Visitor(ast.NodeVisitor):
 
     # -- imports ------------------------------------------------------------------------------
     def imported(self, node: ast.AST, module: str) -> None:
-        for prefix, category in _MODULE_CATEGORIES.items():
+        for prefix, category in MODULE_CATEGORIES.items():
             if module == prefix or module.startswith(prefix + "."):
                 self.found(node, category, f"imports {module}")
                 return
         parts = module.split(".")
         if parts[0] == "torch" and any(p.startswith("_") for p in parts[1:]):
-            if module.startswith(_TORCH_PRIVATE_SETTINGS):
+            if module.startswith(TORCH_PRIVATE_SETTINGS):
                 self.found(node, "library_settings", f"imports torch's private {module}")
             else:
                 self.found(node, "torch_internals", f"imports {module}")
@@ -176,7 +175,7 @@ class _Visitor(ast.NodeVisitor):
             self.generic_visit(node)
             return  # the submission's own modules: scanned as files
         if any(alias.name == "*" for alias in node.names):
-            for category in _STAR_SENSITIVE.get(module, ()):
+            for category in STAR_SENSITIVE.get(module, ()):
                 self.found(node, category, f"imports every name of {module}")
         self.imported(node, module)
         for alias in node.names:
@@ -193,7 +192,7 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "environment", "uses the environment as a whole")
         if node.id == "__builtins__":
             self.found(node, "introspection", "uses __builtins__")
-        elif node.id in _DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) and \
+        elif node.id in DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) and \
                 id(node) not in self.called and node.id not in self.modules and \
                 node.id not in self.defined:
             self.found(node, "dynamic_code", f"passes {node.id} around")
@@ -212,25 +211,25 @@ class _Visitor(ast.NodeVisitor):
             called = id(node) in self.called
         on_self = base is not None and _is_self(base)
         if name in INTERPRETER_ATTRIBUTES and not (
-                name in _ALLOWED_ON_SUPER and base is not None and
+                name in ALLOWED_ON_SUPER and base is not None and
                 (_is_super_call(base) or on_self)):
             self.found(node, "introspection", f"reads {name}")
-        if name == _UNCALLED_MODULES and not called and base is not None and not on_self:
+        if name == UNCALLED_MODULES and not called and base is not None and not on_self:
             self.found(node, "introspection", "reads sys.modules (the loaded modules)")
-        if (name in TORCH_INTERNAL_NAMES or name.startswith(_TORCH_INTERNAL_PREFIXES)) and \
+        if (name in TORCH_INTERNAL_NAMES or name.startswith(TORCH_INTERNAL_PREFIXES)) and \
                 not on_self:
             self.found(node, "torch_internals", f"uses {name}")
         if name in GRADER_IDENTIFIERS and not on_self:
             self.found(node, "grader", f"uses {name}, a name of the grader's own objects")
-        if name in _NOTE_ATTRIBUTES and base is not None and not on_self:
-            self.found(node, _NOTE_ATTRIBUTES[name], f"uses {name}")
+        if name in NOTE_ATTRIBUTES and base is not None and not on_self:
+            self.found(node, NOTE_ATTRIBUTES[name], f"uses {name}")
         if name == "marshal" and base is not None and not on_self:
             self.found(node, "dynamic_code", "uses marshal")
         if base is not None and self.is_environ(node) and id(node) not in self.judged_env:
             self.found(node, "environment", "uses the environment as a whole")
-        if name in _PROCESS_CALLS and not on_self:
+        if name in PROCESS_CALLS and not on_self:
             self.found(node, "processes", f"uses {name}")
-        if name in _OUTPUT_CALLS:
+        if name in OUTPUT_CALLS:
             self.found(node, "output", f"uses {name}")
         if name == "__dict__" and base is not None and (
                 _class_level(base) or (self.resolve(base) or "").split(".")[0]
@@ -247,11 +246,11 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "introspection", f"uses sys.{parts[1]}")
         elif root == "torch" and any(p.startswith("_") and not p.startswith("__")
                                      for p in parts[1:]):
-            if full.startswith(_TORCH_PRIVATE_SETTINGS):
+            if full.startswith(TORCH_PRIVATE_SETTINGS):
                 self.found(node, "library_settings", f"uses torch's private {full}")
             else:
                 self.found(node, "torch_internals", f"uses {full}")
-        elif root in ("os", "posix") and last in _OS_PROCESS_CALLS and len(parts) == 2:
+        elif root in ("os", "posix") and last in OS_PROCESS_CALLS and len(parts) == 2:
             self.found(node, "processes", f"uses {root}.{last}")
         elif root == "inspect" and last in ("stack", "trace") and len(parts) == 2:
             self.found(node, "introspection", f"uses inspect.{last} (the frames of the stack)")
@@ -282,7 +281,7 @@ class _Visitor(ast.NodeVisitor):
                 self.found(node, "proc_files", f"opens {text.replace(HOLE, '…')[:40]!r}")
             if text in INTERPRETER_ATTRIBUTES:
                 self.found(node, "introspection", f"names {text}")
-            if text in TORCH_INTERNAL_NAMES or text.startswith(_TORCH_INTERNAL_PREFIXES) and \
+            if text in TORCH_INTERNAL_NAMES or text.startswith(TORCH_INTERNAL_PREFIXES) and \
                     len(text) > 8:
                 self.found(node, "torch_internals", f"names {text}")
             if text == "grader" or text.startswith("grader.") or text in GRADER_IDENTIFIERS \
@@ -318,7 +317,7 @@ class _Visitor(ast.NodeVisitor):
     # -- the environment: a key written in the code is plain; anything else is a note ------------
     def is_environ(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Attribute):
-            return node.attr in _ENVIRON and not _is_self(node.value)
+            return node.attr in ENVIRON and not _is_self(node.value)
         if isinstance(node, ast.Name):
             return self.modules.get(node.id) in ("os.environ", "os.environb")
         return False
@@ -336,7 +335,7 @@ class _Visitor(ast.NodeVisitor):
         self.check_strings(node)
         name = function.id if isinstance(function, ast.Name) else None
         full = self.resolve(function)
-        if name in _DYNAMIC_CALLS and name not in self.modules and name not in self.defined \
+        if name in DYNAMIC_CALLS and name not in self.modules and name not in self.defined \
                 or full in ("builtins.exec", "builtins.eval", "builtins.compile",
                             "builtins.__import__"):
             self.dynamic_call(node, name or full.split(".")[-1])
@@ -346,7 +345,7 @@ class _Visitor(ast.NodeVisitor):
             self.attribute_call(node, name)
         if isinstance(function, ast.Attribute) and self.is_environ(function.value):
             self.judged_env.add(id(function.value))
-            if function.attr in _ENV_METHODS_WITH_KEY:
+            if function.attr in ENV_METHODS_WITH_KEY:
                 self.env_key(node, None, node.args[0] if node.args else None)
             elif function.attr == "update" and (not node.args or (
                     len(node.args) == 1 and isinstance(node.args[0], ast.Dict) and all(
@@ -355,13 +354,13 @@ class _Visitor(ast.NodeVisitor):
             else:
                 self.found(node, "environment", f"uses the environment as a whole "
                            f"(environ.{function.attr}())")
-        if (isinstance(function, ast.Attribute) and function.attr in _GETENV and
-                not _is_self(function.value)) or (full or "").split(".")[-1] in _GETENV and \
+        if (isinstance(function, ast.Attribute) and function.attr in GETENV and
+                not _is_self(function.value)) or (full or "").split(".")[-1] in GETENV and \
                 (full or "").startswith("os."):
             self.env_key(node, None, node.args[0] if node.args else None)
         if name in ("vars", "dir") and node.args and name not in self.defined:
             target = (self.resolve(node.args[0]) or "").split(".")[0]
-            if target in _COMPUTED_LOOKUP_TAMPERING or _class_level(node.args[0]):
+            if target in COMPUTED_LOOKUP_TAMPERING or _class_level(node.args[0]):
                 self.found(node, "introspection", f"lists the names of {target or 'a class'} "
                            f"with {name}()")
         if full is not None and full.split(".")[0] in ("pickle", "_pickle", "dill",
@@ -423,7 +422,7 @@ class _Visitor(ast.NodeVisitor):
                 self.assigned_attribute(node, target, text, full)
         if not names:
             root = (base_full or "").split(".")[0]
-            if root in _COMPUTED_LOOKUP_TAMPERING or _class_level(target):
+            if root in COMPUTED_LOOKUP_TAMPERING or _class_level(target):
                 self.found(node, "introspection", f"{name}() with a computed name on "
                            f"{base_full or 'a class'}")
             elif name in ("setattr", "delattr") and base_full is not None and \
@@ -449,11 +448,11 @@ class _Visitor(ast.NodeVisitor):
         if full is None:
             return
         root = full.split(".")[0]
-        if root in self.own_modules or full.startswith(_ALLOWED_SETTINGS):
+        if root in self.own_modules or full.startswith(ALLOWED_SETTINGS):
             return
-        if full in _OUTPUT_STREAMS:
+        if full in OUTPUT_STREAMS:
             self.found(node, "output", f"replaces {full}")
-        elif root in PROTECTED_ROOTS and not full.startswith(_TORCH_PRIVATE_SETTINGS):
+        elif root in PROTECTED_ROOTS and not full.startswith(TORCH_PRIVATE_SETTINGS):
             self.found(node, "patching", f"replaces {full}")
         else:
             self.found(node, "library_settings", f"sets {full}")

@@ -181,6 +181,8 @@ class Verified:
     replaced: list[str] = field(default_factory=list)
     # processes started by the submission itself, which had no key: their records are unused
     unkeyed: int = 0
+    # what the runtime saw the submission's own code do to the interpreter (guard.py)
+    tampering: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> list[str]:
@@ -194,6 +196,9 @@ class Verified:
         if self.replaced:
             found.append("the grader's instrumentation was replaced while it ran: "
                          + ", ".join(sorted(set(self.replaced))[:12]))
+        if self.tampering:
+            found.append("the submission's code walked or rewrote the interpreter while it "
+                         "ran: " + "; ".join(sorted(set(self.tampering))[:12]))
         return found
 
     def closing_problems(self, exited_normally: bool) -> list[str]:

@@ -125,7 +125,12 @@ def make_check(patcher=None, extra_owners=()):
     that hold another function, class or descriptor, or grader functions whose code changed.
     Patches the node installs later (heavy modules patched when first imported) are its own.
     Made before any student code runs; it keeps what it noted only in its closure."""
-    noted = _entries(_watched() + list(extra_owners))
+    owners = _watched() + list(extra_owners)
+    noted = _entries(owners)
+    # A class's own names: one added later hides what it inherited (`torch.Tensor.to = f`
+    # puts a `to` in torch.Tensor's own namespace, in front of torch._C.TensorBase's).
+    classes = [(label, owner, frozenset(_namespace(owner))) for label, owner in owners
+               if isinstance(owner, type)]
     get = dict.get
     ident = id
     namespace_of = _namespace
@@ -147,6 +152,10 @@ def make_check(patcher=None, extra_owners=()):
                 found.append(label)
             elif code is not None and getattr(now, "__code__", None) is not code:
                 found.append(label + ".__code__")
+        for label, owner, names in classes:
+            for name in namespace_of(owner).keys() - names:
+                if (ident(owner), name) not in own:
+                    found.append(f"{label}.{name}")
         return found
     return replaced
 
@@ -177,10 +186,116 @@ def _mode_and_hooks_in_place(handle) -> list[str]:
     return found
 
 
+# Audit events (PEP 578) that walk or rewrite the interpreter. An audit hook cannot be removed
+# once added, and it sees the operation whatever name the code reached it by.
+_WALK_EVENTS = frozenset({
+    "sys._getframe", "sys._current_frames", "sys._getframemodulename", "gc.get_objects",
+    "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
+    "sys.addaudithook", "marshal.loads", "marshal.load", "code.__new__", "function.__new__",
+    "object.__getattr__", "object.__setattr__", "object.__delattr__",
+    "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks"})
+# stdlib functions that walk frames on their caller's behalf: the caller is who walks.
+_WALKERS = frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
+                      "walk_stack", "getframeinfo"})
+_PROC_PER_PROCESS = ("/proc/self", "/proc/thread-self")
+
+
+def _folders():
+    """(library folders: site-packages and the grader; the standard library's folders)."""
+    import site
+    import sysconfig
+    paths = sysconfig.get_paths()
+    libraries = {paths.get("purelib"), paths.get("platlib"), *site.getsitepackages(),
+                 os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    stdlib = {paths.get("stdlib"), paths.get("platstdlib")}
+    norm = lambda found: tuple(sorted(os.path.abspath(p) + os.sep for p in found if p))  # noqa: E731
+    return norm(libraries), norm(stdlib)
+
+
+def _per_process_proc(path) -> bool:
+    if isinstance(path, int):
+        return False
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    path = os.path.normpath("/" + str(path).lstrip("/")) if str(path).startswith("/") else \
+        os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    if not path.startswith("/proc/"):
+        return False
+    head = path.split("/")[2]
+    return head in ("self", "thread-self") or head.isdigit()
+
+
+def watch_interpreter(trace) -> None:
+    """Add the run's audit hook: what the student's own code does to walk or rewrite the
+    interpreter (frames, gc's object lists, code objects, ctypes, tracing, audit hooks of its
+    own) is written to the trace as a `tampering` record, whatever name it used; opening
+    another process's or its own /proc files is refused as well (a process's memory holds the
+    seal key). Only the code that calls is looked at: torch, the grader and the standard
+    library use these on their own behalf all the time."""
+    libraries, stdlib = _folders()
+    getframe = sys._getframe
+    write = trace.emit
+    busy = threading.local()
+    reported: set = set()
+
+    def whose(frame):
+        """'student', 'library' or 'stdlib' for a frame's code."""
+        name = frame.f_code.co_filename
+        if name.startswith(libraries):
+            return "library"
+        if name.startswith(stdlib) or name.startswith("<frozen "):
+            return "stdlib"
+        return "student"
+
+    def site_of(frame) -> str:
+        return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+    def record(what: str, frame) -> None:
+        key = (what, frame.f_code.co_filename, frame.f_lineno)
+        if key in reported:
+            return
+        reported.add(key)
+        write("tampering", what=what, site=site_of(frame))
+
+    def hook(event, args):
+        if getattr(busy, "on", False):
+            return
+        if event != "open" and event not in _WALK_EVENTS and not event.startswith("ctypes."):
+            return
+        busy.on = True
+        try:
+            frame = getframe(1)
+            if event == "open":
+                if args and _per_process_proc(args[0]):
+                    caller = frame
+                    while caller is not None and whose(caller) == "stdlib":
+                        caller = caller.f_back
+                    if caller is not None and whose(caller) == "student":
+                        record(f"opened {str(args[0])[:60]}", caller)
+                        raise PermissionError(f"{args[0]}: the grader does not let a "
+                                              "submission read its process's /proc files")
+                return
+            if whose(frame) == "stdlib" and frame.f_code.co_name in _WALKERS and frame.f_back:
+                frame = frame.f_back
+            if whose(frame) != "student":
+                return
+            detail = f" {args[1]}" if event.startswith("object.") and len(args) > 1 else ""
+            record(f"{event}{detail}", frame)
+            if event == "sys.addaudithook":
+                raise RuntimeError("the grader does not let a submission add audit hooks")
+        finally:
+            busy.on = False
+
+    sys.addaudithook(hook)
+
+
 def start(trace):
     """Register the closing check at exit before anything else of the runtime (atexit runs
     last what was registered first), so it is the process's last record. Returns `arm`, to be
     called once the node is installed: it notes what is in place."""
+    from grader.records.seal import in_sealed_run
+    if in_sealed_run():   # never in a process of the grader's own (tests, the CLI)
+        watch_interpreter(trace)
     state = {"check": None, "handle": None, "closed_in": None}
     write = trace.emit
     close = trace.close

@@ -18,6 +18,8 @@ from grader.records.seal import Verified, in_sealed_run, sealer_factory, take_ke
 SCHEMA = "pdl-autograder/trace/1"
 # The last record of every process the runtime activated in (grader/vgpu/guard.py).
 CLOSING_EVENT = "closing_check"
+# What the runtime's audit hook saw the submission's code do (grader/vgpu/guard.py).
+TAMPERING_EVENT = "tampering"
 # A process of a graded run that has no key (started by the submission itself, e.g. a
 # `subprocess.run([sys.executable, ...])`) writes here: read by nobody, counted as a note.
 UNKEYED_SUFFIX = ".unkeyed"
@@ -159,6 +161,7 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
             merged.records += verified.records
             merged.unclosed += verified.unclosed
             merged.replaced += verified.replaced
+            merged.tampering += verified.tampering
             merged.unsealed += verified.unsealed
             merged.missing += verified.missing
         try:
@@ -174,14 +177,16 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
 
 
 def _check_closing(verified: Verified, key: bytes | None) -> None:
-    """A process the runtime activated in (its file starts with `start`) ends its file with
+    """A process the runtime activated in (its file has a `start`) ends its file with
     the guard's closing record; what that record found replaced is a problem of the run. (A
     forked child continues its parent's file and starts with no `start`: nothing asked.)"""
     records = verified.records
     for record in records:
         if record.get("event") == CLOSING_EVENT:
             verified.replaced += [str(r) for r in record.get("replaced") or []]
-    if key is None or not records or records[0].get("event") != "start":
+        elif record.get("event") == TAMPERING_EVENT:
+            verified.tampering.append(f"{record.get('what')} at {record.get('site')}")
+    if key is None or not any(record.get("event") == "start" for record in records):
         return
     if records[-1].get("event") != CLOSING_EVENT:
         verified.unclosed += 1
