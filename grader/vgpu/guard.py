@@ -131,10 +131,10 @@ def make_check(patcher=None, extra_owners=()):
     # puts a `to` in torch.Tensor's own namespace, in front of torch._C.TensorBase's).
     classes = [(label, owner, frozenset(_namespace(owner))) for label, owner in owners
                if isinstance(owner, type)]
-    get = dict.get
     ident = id
     namespace_of = _namespace
     torch_rewrap = _torch_rewrap_test()
+    behaviour = _behaviour
 
     def replaced() -> list[str]:
         own = {}
@@ -143,18 +143,17 @@ def make_check(patcher=None, extra_owners=()):
                 own[ident(owner), name] = value
         found = []
         for key, (label, owner, value, code) in noted.items():
-            try:
-                now = get(namespace_of(owner), key[1], _MISSING)
-            except TypeError:
-                continue
+            now = namespace_of(owner).get(key[1], _MISSING)   # a dict or a mappingproxy
             expected = own.get(key, value)
             if now is not expected and not torch_rewrap(expected, now):
                 found.append(label)
             elif code is not None and getattr(now, "__code__", None) is not code:
                 found.append(label + ".__code__")
         for label, owner, names in classes:
-            for name in namespace_of(owner).keys() - names:
-                if (ident(owner), name) not in own:
+            namespace = namespace_of(owner)
+            for name in namespace.keys() - names:
+                # (data such as copyreg's cached __slotnames__ is no behaviour)
+                if (ident(owner), name) not in own and behaviour(namespace.get(name)):
                     found.append(f"{label}.{name}")
         return found
     return replaced

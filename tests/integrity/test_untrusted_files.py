@@ -97,6 +97,7 @@ print("planted")
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_plants_symlinks_changes_nothing_outside_and_is_reported(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("the grader's own file\n")
