@@ -183,6 +183,7 @@ def _probe_tampering(records: list[dict], label: str, observation: Observation) 
                      + ", ".join(replaced[:12]))
     forged = sorted({str(entry.get("what")) for r in records for entry in (r.get("log") or [])
                      if isinstance(entry, dict) and entry.get("kind") == "forged"})
+    forged += sorted({str(r.get("what")) for r in records if r.get("kind") == "tampering"})
     found += [f"{label}: {what}" for what in forged]
     if observation.returncode == 0 and not observation.timed_out and \
             not any(r.get("kind") in ("done", "import_error") for r in records):

@@ -109,7 +109,6 @@ class Probe:
         self.trace = get_trace()
         self.trace_emit_code = Trace.emit.__code__
         self.real_device_count = torch.cuda.device_count
-        self.kept: dict[str, bytes] = {}
         self.weights_dir = None
         spec = importlib.util.spec_from_file_location("model_parallel", model_file)
         self.module = importlib.util.module_from_spec(spec)
@@ -413,22 +412,66 @@ def _write_new(path: str, data: bytes) -> None:
         handle.write(data)
 
 
-def _sealed_writer(out_path: str, seal, replaced):
+def _own_code(namespace: dict) -> set:
+    """Every code object of this module's functions and methods, nested ones included."""
+    codes, pending = set(), []
+    for value in list(namespace.values()):
+        if isinstance(value, type) and value.__module__ == namespace.get("__name__"):
+            pending += [v for v in vars(value).values()]
+        else:
+            pending.append(value)
+    pending = [getattr(v, "__code__", None) for v in pending]
+    while pending:
+        code = pending.pop()
+        if code is None or code in codes or not inspect.iscode(code):
+            continue
+        codes.add(code)
+        pending += [c for c in code.co_consts if inspect.iscode(c)]
+    return codes
+
+
+def _sealed_writer(out_path: str, seal, replaced, watched: list):
     """emit(record): one sealed line in OUT_JSONL, saying whether anything the probe relies on
-    was replaced since the probe started (`tampered`, read as an integrity problem)."""
+    was replaced since the probe started (`tampered`, read as an integrity problem).
+
+    Only the probe writes records: every frame on the stack when a record is written must be
+    the probe's or its launcher's (a student's function reaching `emit`, or a method of the
+    probe, is on the stack when it calls it). The probe's own objects (`watched`: the Probe
+    and its TorchReadings, with what their attributes held) are compared before each record."""
     handle = open(out_path, "a", encoding="utf-8", buffering=1)
     write = handle.write
     alarm_handler = _on_alarm
-    getsignal, SIGALRM = signal.getsignal, signal.SIGALRM
+    getsignal, SIGALRM, getframe = signal.getsignal, signal.SIGALRM, sys._getframe
+    allowed = _own_code(globals())
+    frame = getframe(1)
+    while frame is not None:           # the launcher and runpy, below run()
+        allowed.add(frame.f_code)
+        frame = frame.f_back
 
     def emit(record: dict) -> None:
+        frame = getframe(1)
+        while frame is not None:
+            if frame.f_code not in allowed:
+                record = {"kind": "tampering", "what": "a record written from code that is not "
+                          f"the probe's ({frame.f_code.co_filename}:{frame.f_lineno})"}
+                break
+            frame = frame.f_back
         found = replaced()
         if getsignal(SIGALRM) is not alarm_handler:
             found.append("the probe's time limit (its SIGALRM handler)")
+        for owner, noted in watched:
+            now = vars(owner)
+            found += [f"the probe's {type(owner).__name__}.{name}" for name in
+                      set(now) | set(noted) if name not in _PROBE_STATE and
+                      now.get(name, _on_alarm) is not noted.get(name, _on_alarm)]
         if found:
             record = dict(record, tampered=found)
         write(seal(record) + "\n")
     return emit
+
+
+# The probe's attributes that change as it measures (the rest is compared before each record).
+_PROBE_STATE = frozenset({"hung"})
 
 
 def _keep_student_files_off_the_grader_path(model_file: str) -> None:
@@ -455,8 +498,9 @@ def run(argv: list[str]) -> int:
                           extra_owners=[("grader.harness.hw3_probe", globals()),
                                         ("grader.harness.hw3_probe.Probe", Probe),
                                         ("grader.harness.hw3_probe.TorchReadings", TorchReadings)])
-    emit = _sealed_writer(out_path, get_trace().sealer_for(out_path), replaced)
     signal.signal(signal.SIGALRM, _on_alarm)
+    watched: list = []
+    emit = _sealed_writer(out_path, get_trace().sealer_for(out_path), replaced, watched)
     weights_dir = os.path.join(os.path.dirname(os.path.abspath(out_path)), "hw3-weights")
     os.makedirs(weights_dir, exist_ok=True)
     _keep_student_files_off_the_grader_path(model_file)
@@ -466,7 +510,9 @@ def run(argv: list[str]) -> int:
         emit({"kind": "import_error", "error": describe_error(error, model_file)})
         return 0
     probe.weights_dir = weights_dir
-    for part in plan:
+    watched += [(probe, dict(vars(probe))), (probe.read, dict(vars(probe.read)))]
+    for index in range(len(plan)):
+        part = json.loads(plan_text)[index]   # parsed afresh: nothing can edit what comes next
         kind = part.pop("part")
         getattr(probe, kind)(**part)
     emit({"kind": "done"})

@@ -110,3 +110,7 @@ ENV_METHODS_WITH_KEY = frozenset({"get", "setdefault", "pop", "__getitem__", "__
 NOTE_ATTRIBUTES = {"hashlib": "digests", "hmac": "digests", "pickle": "serialization",
                     "_pickle": "serialization"}
 OUTPUT_CALLS = frozenset({"redirect_stdout", "redirect_stderr", "dup2"})
+# signal's ways to install a handler or deliver a signal: a handler is called with the frame
+# it interrupts (the instrumentation's, as likely as not).
+SIGNAL_HANDLING = frozenset({"signal", "setitimer", "alarm", "raise_signal", "pthread_kill",
+                             "set_wakeup_fd", "sigwait"})

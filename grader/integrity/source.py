@@ -9,7 +9,8 @@ from grader.integrity.names import (
     ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
     ENV_METHODS_WITH_KEY, GETENV, GRADER_FILES, GRADER_IDENTIFIERS, INTERPRETER_ATTRIBUTES,
     MODULE_CATEGORIES, NOTE_ATTRIBUTES, OS_PROCESS_CALLS, OUTPUT_CALLS, OUTPUT_STREAMS,
-    PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, STAR_SENSITIVE, TORCH_INTERNAL_NAMES,
+    PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, SIGNAL_HANDLING, STAR_SENSITIVE,
+    TORCH_INTERNAL_NAMES,
     TORCH_INTERNAL_PREFIXES, TORCH_PRIVATE_SETTINGS, UNCALLED_MODULES)
 from grader.integrity.pickles import dangerous_globals, pickle_globals
 
@@ -252,6 +253,9 @@ class _Visitor(ast.NodeVisitor):
                 self.found(node, "torch_internals", f"uses {full}")
         elif root in ("os", "posix") and last in OS_PROCESS_CALLS and len(parts) == 2:
             self.found(node, "processes", f"uses {root}.{last}")
+        elif root == "signal" and last in SIGNAL_HANDLING and len(parts) == 2:
+            self.found(node, "introspection", f"uses signal.{last} (a signal handler is given "
+                       "the frame it interrupts)")
         elif root == "inspect" and last in ("stack", "trace") and len(parts) == 2:
             self.found(node, "introspection", f"uses inspect.{last} (the frames of the stack)")
         elif root == "types" and last in ("CodeType", "FunctionType", "CellType"):

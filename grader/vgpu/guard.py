@@ -82,6 +82,19 @@ def _watched() -> list[tuple[str, object]]:
     return owners
 
 
+def _signal_handlers() -> dict:
+    """The Python-level handler of every signal: a handler is called with the frame it
+    interrupted, a way into whatever runs."""
+    import signal
+    found = {}
+    for number in range(1, signal.NSIG):
+        try:
+            found[number] = signal.getsignal(number)
+        except (ValueError, OSError):
+            continue
+    return found
+
+
 def _torch_rewrap_test():
     """Whether a replaced name is torch wrapping one of its own functions later, as
     torch._dynamo does to `torch.manual_seed` when it is first imported: a wrapper written in
@@ -135,6 +148,7 @@ def make_check(patcher=None, extra_owners=()):
     namespace_of = _namespace
     torch_rewrap = _torch_rewrap_test()
     behaviour = _behaviour
+    handlers = _signal_handlers()
 
     def replaced() -> list[str]:
         own = {}
@@ -149,6 +163,9 @@ def make_check(patcher=None, extra_owners=()):
                 found.append(label)
             elif code is not None and getattr(now, "__code__", None) is not code:
                 found.append(label + ".__code__")
+        now_handlers = _signal_handlers()
+        found += [f"the handler of signal {number}" for number, handler in now_handlers.items()
+                  if handlers.get(number) is not handler]
         for label, owner, names in classes:
             namespace = namespace_of(owner)
             for name in namespace.keys() - names:
@@ -196,6 +213,13 @@ _WALK_EVENTS = frozenset({
 # stdlib functions that walk frames on their caller's behalf: the caller is who walks.
 _WALKERS = frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
                       "walk_stack", "getframeinfo"})
+# stdlib modules that read frames or code objects for their own work (logging's caller,
+# warnings' location, namedtuple's module, a traceback's lines). Any other stdlib module doing
+# it runs a function the submission handed it (contextlib's callbacks, a Thread's target).
+_STDLIB_FRAME_USERS = frozenset({
+    "logging", "warnings", "collections", "typing", "enum", "traceback", "inspect",
+    "linecache", "dis", "dataclasses", "abc", "pdb", "bdb", "pydoc", "doctest", "unittest",
+    "tokenize", "ast", "site", "importlib"})
 _PROC_PER_PROCESS = ("/proc/self", "/proc/thread-self")
 
 
@@ -246,6 +270,13 @@ def watch_interpreter(trace) -> None:
             return "stdlib"
         return "student"
 
+    def stdlib_module(frame) -> str:
+        name = frame.f_code.co_filename
+        for folder in stdlib:
+            if name.startswith(folder):
+                return name[len(folder):].split(os.sep)[0].removesuffix(".py")
+        return name.strip("<>").split()[-1].split(".")[0]   # <frozen importlib._bootstrap>
+
     def site_of(frame) -> str:
         return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
@@ -259,7 +290,8 @@ def watch_interpreter(trace) -> None:
     def hook(event, args):
         if getattr(busy, "on", False):
             return
-        if event != "open" and event not in _WALK_EVENTS and not event.startswith("ctypes."):
+        if event != "open" and event != "compile" and event not in _WALK_EVENTS and \
+                not event.startswith("ctypes."):
             return
         busy.on = True
         try:
@@ -274,9 +306,17 @@ def watch_interpreter(trace) -> None:
                         raise PermissionError(f"{args[0]}: the grader does not let a "
                                               "submission read its process's /proc files")
                 return
-            if whose(frame) == "stdlib" and frame.f_code.co_name in _WALKERS and frame.f_back:
-                frame = frame.f_back
-            if whose(frame) != "student":
+            if event == "compile":
+                # code compiled under the name of a library's file would pass for its code
+                filename = str(args[1]) if len(args) > 1 else ""
+                if not filename.startswith(libraries):
+                    return
+            if whose(frame) == "stdlib":
+                if frame.f_code.co_name in _WALKERS and frame.f_back is not None:
+                    frame = frame.f_back
+                elif stdlib_module(frame) in _STDLIB_FRAME_USERS:
+                    return
+            if whose(frame) == "library":
                 return
             detail = f" {args[1]}" if event.startswith("object.") and len(args) > 1 else ""
             record(f"{event}{detail}", frame)

@@ -38,11 +38,12 @@ class Trace:
         self._keyless = bool(path) and key is None and in_sealed_run()
         if self._keyless:
             path += UNKEYED_SUFFIX
-        self._streams = sealer_factory(key)
+        # In a graded run only the instrumentation's own code writes records (see emit).
+        self._only_instrumentation = key is not None
+        self._streams, self._probe_sealer = _sealers(key, base_path or path or "")
         del key
         self._file = open(path, "a", buffering=1, encoding="utf-8") if path else None
         self._seal = self._streams(path or "")
-        self._probe_stream_given = False
         # The trace the user asked for: a forked child writes its own file beside it.
         self.base_path = base_path
         # In-process observers (the grader's harnesses count events without a file).
@@ -62,10 +63,7 @@ class Trace:
         """A sealer, with this run's key, for one more file of the run (the HW3 probe's own
         records); given once per process, to the grader's code that asks before student code
         runs."""
-        if self._probe_stream_given:
-            raise RuntimeError("the run's second sealed stream was already given out")
-        self._probe_stream_given = True
-        return self._streams(stream)
+        return self._probe_sealer(stream)
 
     @property
     def enabled(self) -> bool:
@@ -74,20 +72,55 @@ class Trace:
     def emit(self, event: str, **fields) -> None:
         if not self.enabled:
             return
+        if self._only_instrumentation and \
+                not sys._getframe(1).f_code.co_filename.startswith(_GRADER_FOLDER):
+            # Code of the submission that reached this object: what it wanted written is not
+            # written; that it tried is.
+            fields = {"what": f"wrote a '{event}' record through the grader's trace",
+                      "site": call_site(2)}
+            event = TAMPERING_EVENT
         record = {"event": event, "rank": self.rank, "t": round(time.perf_counter() - self.t0, 6)}
         record.update(fields)
-        for listener in self.listeners:
-            listener(record)
         if self._file is not None:
             with self._lock:
                 if self._file is not None:
                     self._file.write(self._seal(record) + "\n")
+        # Sealed first; each listener gets its own copy, so none can change what is written.
+        for listener in list(self.listeners):
+            listener(dict(record))
 
     def close(self) -> None:
         if self._file is not None:
             with self._lock:
                 self._file.close()
                 self._file = None
+
+
+_GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _sealers(key: bytes | None, trace_path: str):
+    """(rank-file sealers, the one-shot sealer of one more stream). The first makes sealers
+    only for this trace's own part files (a forked child's included); the second gives one
+    sealer, once, for another file of the run (the HW3 probe's): nothing holding a Trace can
+    mint sealers for the probe's records."""
+    factory = sealer_factory(key)
+    prefix = os.path.basename(trace_path).split(".rank")[0] + ".rank"
+    basename = os.path.basename
+    given = []
+
+    def rank_files(stream: str):
+        if key_given and not basename(stream).startswith(prefix):
+            raise ValueError(f"{stream}: not a part file of this trace")
+        return factory(stream)
+
+    def once(stream: str):
+        if given:
+            raise RuntimeError("the run's second sealed stream was already given out")
+        given.append(True)
+        return factory(stream)
+    key_given = key is not None
+    return rank_files, once
 
 
 def display_path(filename: str) -> str:

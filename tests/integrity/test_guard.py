@@ -79,9 +79,9 @@ def test_torch_wrapping_its_own_function_is_no_replacement(monkeypatch):
     monkeypatch.setattr(torch, "manual_seed", wrapper)
     assert check() == ["torch.manual_seed"]
     monkeypatch.undo()
-    from torch._dynamo import disable   # torch._dynamo wraps torch.manual_seed this way
     check = guard.make_check()
-    monkeypatch.setattr(torch, "manual_seed", disable(torch.manual_seed))
+    # how torch._dynamo wraps torch.manual_seed when it is imported (torch/_compile.py)
+    monkeypatch.setattr(torch, "manual_seed", torch._disable_dynamo(torch.manual_seed))
     assert check() == [], "torch._dynamo's own wrapper, written in torch's files"
 
 
@@ -173,3 +173,25 @@ def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(tmp_p
     observation = run_source(tmp_path, HONEST_RUN)
     assert observation.ok, observation.stderr[-2000:]
     assert observation.integrity == []
+
+
+LAUNDERED = {
+    "gc.get_objects run by contextlib": "import contextlib, gc\n"
+                                        "with contextlib.ExitStack() as stack:\n"
+                                        "    stack.callback(gc.get_objects)\n",
+    "sys._getframe as a thread's target": "import sys, threading\n"
+                                          "t = threading.Thread(target=sys._getframe)\n"
+                                          "t.start(); t.join()\n",
+    "code compiled under torch's name": "import torch, os\n"
+                                        "name = os.path.join(os.path.dirname(torch.__file__), 'x.py')\n"
+                                        "code = compile('y = 1', name, 'exec')\n",
+    "a signal handler of its own": "import signal\nsignal.signal(signal.SIGUSR1, lambda n, f: None)\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", list(LAUNDERED))
+def test_calls_handed_to_the_standard_library_are_seen_too(tmp_path, route):
+    found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
+                     LAUNDERED[route])
+    assert found, f"{route}: no problem found"

@@ -178,11 +178,25 @@ def test_a_trace_takes_the_key_from_the_descriptor(tmp_path, monkeypatch):
     key = new_key()
     monkeypatch.setenv(ENV_FD, str(hand_over(key)))
     trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
-    trace.emit("start")
+    seen = []
+    trace.listeners.append(lambda record: (seen.append(record), record.update(event="x")))
+    trace.emit("step", index=1)     # from this file: no code of the grader's instrumentation
     trace.close()
     assert os.environ[ENV_FD] == TAKEN
     lines = (tmp_path / "trace.jsonl.rank0.1").read_text().splitlines()
-    assert verify_lines(lines, key, "trace.jsonl.rank0.1").records[0]["event"] == "start"
+    (record,) = verify_lines(lines, key, "trace.jsonl.rank0.1").records
+    assert record["event"] == "tampering" and "wrote a 'step' record" in record["what"], \
+        "in a graded run only the instrumentation writes records; others are reported"
+    assert seen[0]["event"] == "x", "a listener gets a copy: what it changes is not written"
+
+
+def test_a_trace_mints_sealers_only_for_its_own_part_files(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FD, str(hand_over(new_key())))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0, str(tmp_path / "trace.jsonl"))
+    trace._streams(str(tmp_path / "trace.jsonl.rank0.2"))     # a forked child's file
+    with pytest.raises(ValueError):
+        trace._streams(str(tmp_path / "probe.jsonl"))
+    trace.close()
 
 
 def test_the_probes_stream_is_given_once(tmp_path, monkeypatch):
