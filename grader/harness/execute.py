@@ -70,6 +70,8 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         env[ENV_FORCE_VIRTUAL] = "1"
     else:
         env.update(visible_devices(gpus, os.environ))
+    if "CUDA_VISIBLE_DEVICES" not in env:   # virtual GPUs: their nvidia-smi comes first
+        env["PATH"] = os.pathsep.join([str(BOOT_DIR / "bin"), env["PATH"]])
     env.update(extra_env or {})
     policy = SandboxPolicy(readonly=[submission, PACKAGE_ROOT / "grader"], writable=[scratch],
                            hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,
