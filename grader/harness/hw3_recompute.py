@@ -139,9 +139,15 @@ def recompute_outputs(records: list[dict], weights_dir: Path, label: str,
     problems, notes, jobs, by_name, custom = [], [], [], {}, set()
     for record in records:
         kept = record.get("recompute")
-        if record.get("kind") != "layout" or not isinstance(kept, dict) or "file" not in kept:
+        if record.get("kind") != "layout":
             continue
         name = f"{record.get('gpus')}x{record.get('depth')}"
+        if not isinstance(kept, dict) or "file" not in kept:
+            if record.get("matches_single_gpu"):   # a claim nothing outside the run can check
+                record["matches_single_gpu"] = False
+                notes.append(f"{label}: {name}'s output was not saved for recomputation, so "
+                             "it does not count as equal to one GPU's")
+            continue
         try:
             data = untrusted_files.read_bytes(weights_dir / os.path.basename(str(kept["file"])),
                                               MAX_FILE_BYTES)

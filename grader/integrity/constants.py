@@ -11,6 +11,7 @@ import bz2
 import codecs
 import lzma
 import os
+import re
 import zlib
 
 MAX_FOLDED = 1 << 16          # longest constant the folder builds (a decoded blob)
@@ -267,6 +268,14 @@ class Folder:
 
     def _call(self, node: ast.Call):
         function = node.func
+        if isinstance(function, ast.Attribute) and function.attr == "join" and \
+                len(node.args) == 1 and not isinstance(function.value, ast.Attribute):
+            separators = self.values(function.value)   # "".join(<constants>)
+            items = self._iterable(node.args[0])
+            if isinstance(separators, Unknown) or items is None:
+                return UNKNOWN
+            return frozenset(sep.join(items) for sep in separators if isinstance(sep, str)
+                             and all(isinstance(i, str) for i in items))
         args = [self.values(a) for a in node.args]
         if any(isinstance(a, ast.Starred) for a in node.args) or any(isinstance(a, Unknown) for a in args):
             return UNKNOWN
@@ -334,6 +343,12 @@ class Folder:
             return None if any(i is UNKNOWN for i in items) else items
         if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
             return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("reversed", "list", "tuple") and len(node.args) == 1:
+            items = self._iterable(node.args[0])
+            if items is None:
+                return None
+            return list(reversed(items)) if node.func.id == "reversed" else items
         value = self._one(node)
         if isinstance(value, tuple):
             return list(value)
@@ -370,10 +385,22 @@ def skeleton(node) -> str | None:
     return None
 
 
+# Files under /proc that say nothing about a process (cores, memory of the machine, uptime).
+_SYSTEM_PROC_FILES = ("cpuinfo", "meminfo", "loadavg", "uptime", "version", "stat", "devices")
+_PER_PROCESS = re.compile(r"/proc/(self|thread-self|[0-9]+|%|\{|\$|" + HOLE + r")")
+
+
 def proc_path(text: str) -> bool:
+    """Whether a string names /proc or a process's files under it (anywhere in it: a command
+    line `cat /proc/$PPID/maps` counts too); /proc/cpuinfo and its like do not."""
     normal = text.replace("\\", "/")
     while "//" in normal:
         normal = normal.replace("//", "/")
     normal = normal.replace("/./", "/")
-    return normal.startswith(("/proc/", "proc/self", "proc/" + HOLE)) or normal == "/proc" \
-        or "/proc/self" in normal or "/proc/" + HOLE in normal or normal.startswith("/proc" + HOLE)
+    if normal.startswith("proc/"):
+        normal = "/" + normal
+    if _PER_PROCESS.search(normal):
+        return True
+    if normal == "/proc" or normal.startswith("/proc" + HOLE):
+        return True
+    return normal.startswith("/proc/") and normal[6:].split("/")[0] not in _SYSTEM_PROC_FILES

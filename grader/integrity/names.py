@@ -54,7 +54,8 @@ PATCHED_NAMES = frozenset({
     "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "__call__",
     "allclose", "_exit", "get_device", "is_cuda", "is_cpu", "__class__", "__init_subclass__",
-    "forward", "listeners", "_file", "_seal", "_streams"})
+    "forward", "parameters", "named_parameters", "state_dict", "listeners", "_file", "_seal",
+    "_streams"})
 # Modules whose attributes, replaced, change what the grader's runtime does or sees.
 PROTECTED_ROOTS = frozenset({
     "torch", "builtins", "__builtin__", "sys", "os", "posix", "time", "json", "threading",

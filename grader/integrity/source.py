@@ -273,6 +273,13 @@ class _Visitor(ast.NodeVisitor):
         that walks the interpreter."""
         if id(node) in self.skip_strings:
             return
+        values = self.folder.values(node)
+        for blob in (values if not isinstance(values, Unknown) else ()):
+            if isinstance(blob, bytes) and len(blob) > 4:   # a pickle that calls when loaded
+                bad = dangerous_globals(pickle_globals(blob) or [])
+                if bad:
+                    self.found(node, "dynamic_code", "a pickle that calls "
+                               + ", ".join(sorted(set(bad))[:5]) + " when it is loaded")
         texts = self.folder.strings(node)
         partial = skeleton(node)
         if partial is not None:
@@ -281,7 +288,7 @@ class _Visitor(ast.NodeVisitor):
             if "PDL_" in text:
                 self.found(node, "grader_settings", f"names the grader's setting "
                            f"{text.replace(HOLE, '…')[:40]!r}")
-            if text.startswith(("/", "proc")) and proc_path(text):
+            if "proc" in text and proc_path(text):
                 self.found(node, "proc_files", f"opens {text.replace(HOLE, '…')[:40]!r}")
             if text in INTERPRETER_ATTRIBUTES:
                 self.found(node, "introspection", f"names {text}")
@@ -347,6 +354,8 @@ class _Visitor(ast.NodeVisitor):
             self.dynamic_call(node, "__import__")
         if name in ("getattr", "setattr", "delattr", "hasattr") and name not in self.defined:
             self.attribute_call(node, name)
+        else:
+            self.patching_by_proxy(node)
         if isinstance(function, ast.Attribute) and self.is_environ(function.value):
             self.judged_env.add(id(function.value))
             if function.attr in ENV_METHODS_WITH_KEY:
@@ -376,6 +385,21 @@ class _Visitor(ast.NodeVisitor):
                 self.findings += scan_pickle_bytes(blob, self.relative, node.lineno,
                                                     self._code(node.lineno))
         self.generic_visit(node)
+
+    def patching_by_proxy(self, node: ast.Call) -> None:
+        """A call handed a module or class of torch (builtins, ...) and the name of a function
+        the instrumentation relies on: a helper or decorator that replaces it (`@replace(
+        nn.Module, "parameters")`), whatever it calls the two inside."""
+        values = [*node.args, *(k.value for k in node.keywords)]
+        owners = [v for v in values if (self.resolve(v) or "").split(".")[0] in PROTECTED_ROOTS]
+        if not owners:
+            return
+        for value in values:
+            named = [t for t in self.folder.strings(value) if t in PATCHED_NAMES and len(t) > 2]
+            if named:
+                self.found(node, "patching", f"hands {self.resolve(owners[0])} and "
+                           f"'{named[0]}' to a function (replacing it by proxy)")
+                return
 
     def _code(self, line: int) -> str:
         code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
