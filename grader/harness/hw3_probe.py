@@ -484,10 +484,25 @@ def _keep_student_files_off_the_grader_path(model_file: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(model_file)))
 
 
+def _standard_library_first(model_folder: str) -> None:
+    """Once the model is imported: a helper of the student's named like a standard module
+    (hw3/profile.py) served the student's imports, but torch imports the real one later
+    (`cProfile` imports `profile` when torch._dynamo loads): the helper leaves sys.modules (the
+    model keeps its own reference) and the model's folder goes last on sys.path, where the
+    student's other helpers are still found."""
+    folder = os.path.abspath(model_folder) + os.sep
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if name.split(".")[0] in sys.stdlib_module_names and path.startswith(folder):
+            del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p) + os.sep != folder] + [model_folder]
+
+
 def run(argv: list[str]) -> int:
     """The probe's process, from the launcher (grader/harness/hw3_launch.py)."""
     model_file, out_path, plan_text = argv
     plan = json.loads(plan_text)
+    signal.signal(signal.SIGALRM, _on_alarm)   # before the node: the probe's own handler
     import torch  # noqa: F401  (activates the node: the run's seal key is taken now)
     from grader.harness import hw3_recompute  # noqa: F401  (imported before student code)
     from grader.vgpu import active
@@ -498,7 +513,6 @@ def run(argv: list[str]) -> int:
                           extra_owners=[("grader.harness.hw3_probe", globals()),
                                         ("grader.harness.hw3_probe.Probe", Probe),
                                         ("grader.harness.hw3_probe.TorchReadings", TorchReadings)])
-    signal.signal(signal.SIGALRM, _on_alarm)
     watched: list = []
     emit = _sealed_writer(out_path, get_trace().sealer_for(out_path), replaced, watched)
     weights_dir = os.path.join(os.path.dirname(os.path.abspath(out_path)), "hw3-weights")
@@ -510,6 +524,7 @@ def run(argv: list[str]) -> int:
         emit({"kind": "import_error", "error": describe_error(error, model_file)})
         return 0
     probe.weights_dir = weights_dir
+    _standard_library_first(os.path.dirname(os.path.abspath(model_file)))
     watched += [(probe, dict(vars(probe))), (probe.read, dict(vars(probe.read)))]
     for index in range(len(plan)):
         part = json.loads(plan_text)[index]   # parsed afresh: nothing can edit what comes next

@@ -42,12 +42,11 @@ def _behaviour(value) -> bool:
 
 
 def _watched() -> list[tuple[str, object]]:
+    import importlib
     import json
     import json.decoder
     import json.encoder
     import time
-
-    import importlib
 
     import torch
     module_of = importlib.import_module   # torch.optim deletes its `optimizer` attribute
@@ -82,16 +81,21 @@ def _watched() -> list[tuple[str, object]]:
     return owners
 
 
-def _signal_handlers() -> dict:
-    """The Python-level handler of every signal: a handler is called with the frame it
-    interrupted, a way into whatever runs."""
+def _signal_handlers(libraries: tuple[str, ...]) -> dict:
+    """The handlers written in the submission's code, per signal: a handler is called with the
+    frame it interrupted, a way into whatever runs. (torch's own, such as the DataLoader's
+    SIGCHLD handler, and the grader's are not the submission's.)"""
     import signal
     found = {}
     for number in range(1, signal.NSIG):
         try:
-            found[number] = signal.getsignal(number)
+            handler = signal.getsignal(number)
         except (ValueError, OSError):
             continue
+        function = getattr(handler, "func", handler)          # a functools.partial's
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+        if code is not None and not code.co_filename.startswith(libraries):
+            found[number] = handler
     return found
 
 
@@ -148,7 +152,8 @@ def make_check(patcher=None, extra_owners=()):
     namespace_of = _namespace
     torch_rewrap = _torch_rewrap_test()
     behaviour = _behaviour
-    handlers = _signal_handlers()
+    libraries, _stdlib = _folders()
+    handlers = _signal_handlers(libraries)
 
     def replaced() -> list[str]:
         own = {}
@@ -163,9 +168,8 @@ def make_check(patcher=None, extra_owners=()):
                 found.append(label)
             elif code is not None and getattr(now, "__code__", None) is not code:
                 found.append(label + ".__code__")
-        now_handlers = _signal_handlers()
-        found += [f"the handler of signal {number}" for number, handler in now_handlers.items()
-                  if handlers.get(number) is not handler]
+        found += [f"the handler of signal {number} (the submission's)" for number, handler
+                  in _signal_handlers(libraries).items() if handlers.get(number) is not handler]
         for label, owner, names in classes:
             namespace = namespace_of(owner)
             for name in namespace.keys() - names:
