@@ -455,13 +455,15 @@ def rescore_result(previous: dict[str, Any], folder: Path, rubrics: dict,
             raise RescoreError(f"its report {path.name} is missing")
         report = json.loads(path.read_text(encoding="utf-8"))
         integrity = (entry.get("integrity") or {}).get("problems")  # the same, recorded at grading
+        notes = (entry.get("integrity") or {}).get("notes")
         again = _plain(score_assignment(rubrics[assignment], report, integrity=integrity,
-                                        overrides=previous_overrides,
+                                        integrity_notes=notes, overrides=previous_overrides,
                                         submitted_at=previous_submitted_at).to_dict())
         if any(entry.get(name) != value for name, value in again.items()):
             raise RescoreError(f"its report {path.name} does not give back the recorded scores")
         scored = score_assignment(rubrics[assignment], report, submitted_at=submitted_at,
-                                  integrity=integrity, overrides=overrides).to_dict()
+                                  integrity=integrity, integrity_notes=notes,
+                                  overrides=overrides).to_dict()
         for name, value in entry.items():     # what grade() added beside the scores
             scored.setdefault(name, value)
         entries.append(scored)

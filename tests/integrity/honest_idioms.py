@@ -23,6 +23,9 @@ class Idiom:
     code: str
     notes: tuple = ()
     extra_files: dict = field(default_factory=dict)
+    # Items the idiom's code really loses, as it would on the student's own machine: {item id:
+    # points}. Graded for real means that too.
+    loses: dict = field(default_factory=dict)
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -85,9 +88,12 @@ IDIOMS = [
     Idiom("plots_zip", HW3, "", notes=("archive",),
           extra_files={"hw3/plots.zip": _zip({"step_time_vs_depth.png": b"\x89PNG\r\n fake",
                                               "table.csv": b"depth,ms\n6,12.1\n12,23.5\n"})}),
+    # The probe imports it (the model's helpers come first for the model's imports); run as a
+    # script it breaks at the first optimizer step, as it does at home with this torch
+    # (torch._dynamo imports cProfile, which imports `profile`: the student's): a real loss.
     Idiom("helper_module_named_profile", HW3,
           "from profile import Stopwatch\n_watch = Stopwatch()\n", notes=("helper_module",),
-          extra_files={"hw3/profile.py": PROFILE_HELPER}),
+          extra_files={"hw3/profile.py": PROFILE_HELPER}, loses={"hw3.task4": 1.0}),
     # -- everyday debugging, logging and bookkeeping ------------------------------------------
     Idiom("os_system_nvidia_smi", P4, 'import os as _os2\n_os2.system("nvidia-smi")\n',
           notes=("processes",)),

@@ -140,11 +140,16 @@ def test_honest_idioms_are_graded_for_real_and_never_held(honest_gradings, label
         assert not integrity.get("problems") and not integrity.get("withheld"), (
             f"{assignment['id']} with the honest idioms {planted} was held for review:\n"
             + "\n".join(integrity.get("problems") or []))
-        lost = [f"{i['id']}: {i.get('feedback', '')[:400]}" for i in assignment["items"]
-                if i.get("kind") == "auto" and i["score"] < i["max_score"]]
-        assert assignment["score"] == assignment["max_score"] and not lost, (
+        expected_losses = {item: points for i in IDIOMS if ASSIGNMENT_OF[i.file] ==
+                           assignment["id"] for item, points in i.loses.items()}
+        lost = {i["id"]: round(i["max_score"] - i["score"], 2) for i in assignment["items"]
+                if i.get("kind") == "auto" and i["score"] < i["max_score"]}
+        assert lost == expected_losses, (
             f"{assignment['id']} with the honest idioms {planted} earned {assignment['score']} "
-            f"of {assignment['max_score']} (the reference earns all):\n" + "\n".join(lost))
+            f"of {assignment['max_score']}; the reference earns all, less what the idioms' "
+            f"code really loses ({expected_losses or 'nothing'}). Lost:\n" + "\n".join(
+                f"{i['id']}: {i.get('feedback', '')[:400]}" for i in assignment["items"]
+                if i["id"] in lost))
         notes = "\n".join(integrity.get("notes") or [])
         for idiom in IDIOMS:
             if ASSIGNMENT_OF[idiom.file] == assignment["id"] and idiom.notes:
