@@ -39,25 +39,33 @@ def _decoders():
 
 
 def _bounded_decompress(data):
+    """At most MAX_FOLDED bytes of a zlib, gzip, bz2 or xz constant: a small constant that
+    expands to gigabytes must not take the grader's memory (the scan runs in its process)."""
     if not isinstance(data, bytes):
         return UNKNOWN
-    for module in (zlib, bz2, lzma):
+    for make in (lambda: zlib.decompressobj(47), bz2.BZ2Decompressor, lzma.LZMADecompressor):
         try:
-            if module is zlib:
-                d = zlib.decompressobj(47)
-                out = d.decompress(data, MAX_FOLDED)
-            else:
-                out = module.decompress(data)[:MAX_FOLDED]
-            return out
+            return make().decompress(data, MAX_FOLDED)
         except Exception:
             continue
     return UNKNOWN
 
 
+def _small_result(method: str, base, arguments) -> bool:
+    """Whether a string method on constants gives a result small enough to build (a format
+    width or a replacement can turn a short constant into gigabytes)."""
+    if method == "replace" and len(arguments) >= 2:
+        growth = max(1, len(arguments[1]) if isinstance(arguments[1], (str, bytes)) else 1)
+        return len(base) * growth <= MAX_FOLDED
+    if method == "format":
+        return not re.search(r"[0-9]{4,}", base if isinstance(base, str) else "")
+    return True
+
+
 _DECODERS = _decoders()
 _STR_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "replace", "format",
-                          "decode", "encode", "join", "title", "capitalize", "swapcase",
-                          "removeprefix", "removesuffix", "casefold", "zfill", "center"})
+                          "decode", "encode", "title", "capitalize", "swapcase", "removeprefix",
+                          "removesuffix", "casefold"})
 
 
 class Folder:
@@ -231,7 +239,8 @@ class Folder:
                     out.add(a * b)
                 elif isinstance(node.op, ast.Mult) and isinstance(b, (str, bytes)) and isinstance(a, int) and 0 <= a <= 64:
                     out.add(b * a)
-                elif isinstance(node.op, ast.Mod) and isinstance(a, str):
+                elif isinstance(node.op, ast.Mod) and isinstance(a, str) and \
+                        not re.search(r"%[-+ #0]*[0-9]{4,}", a):   # no gigabyte-wide fields
                     out.add(a % (b if isinstance(b, tuple) else (b,)))
                 elif isinstance(node.op, ast.Div) and isinstance(a, str) and isinstance(b, str):
                     out.add(a.rstrip("/") + "/" + b)   # pathlib's Path / name
@@ -289,13 +298,6 @@ class Folder:
         if name in ("bytes", "bytearray") and singles and isinstance(singles[0], tuple) and \
                 all(isinstance(i, int) and 0 <= i < 256 for i in singles[0]):
             return frozenset({bytes(singles[0])})
-        if name in ("join",) and isinstance(function, ast.Attribute) and len(singles) == 1:
-            separators = self.values(function.value)
-            items = self._iterable(node.args[0])
-            if isinstance(separators, Unknown) or items is None:
-                return UNKNOWN
-            return frozenset(s.join(items) for s in separators if isinstance(s, str)
-                             and all(isinstance(i, str) for i in items))
         if name in ("join",) and isinstance(function, ast.Attribute) and \
                 isinstance(function.value, ast.Attribute) and function.value.attr == "path":
             if all(isinstance(s, str) for s in singles):
@@ -307,20 +309,18 @@ class Folder:
                 not (name == "decode" and isinstance(function, ast.Attribute)):
             decoded = _DECODERS[name](singles[0])
             return UNKNOWN if decoded is UNKNOWN else frozenset({decoded})
-        if name == "decode" and isinstance(function, ast.Attribute) and node.args and \
-                singles and isinstance(singles[0], str) and "rot" in singles[0].replace("_", ""):
-            base = self._one(function.value)   # codecs.decode(x, "rot13") is handled below
-            if isinstance(base, (str, bytes)):
-                return UNKNOWN
         if name == "decode" and isinstance(function, ast.Attribute) and \
-                isinstance(function.value, ast.Name) and function.value.id == "codecs" and \
-                len(singles) == 2 and isinstance(singles[1], str):
+                len(singles) == 2 and isinstance(singles[1], str) and \
+                isinstance(function.value, (ast.Name, ast.Attribute)):   # codecs.decode(x, enc)
             encoding = singles[1].lower().replace("-", "_")
             if encoding in ("rot13", "rot_13") and isinstance(singles[0], str):
                 return frozenset({codecs.decode(singles[0], "rot13")})
-            if encoding in ("hex", "base64", "hex_codec", "base64_codec", "zlib", "bz2") and \
+            if encoding in ("hex", "base64", "hex_codec", "base64_codec") and \
                     isinstance(singles[0], bytes):
                 return frozenset({codecs.decode(singles[0], encoding)})
+            if encoding in ("zlib", "zlib_codec", "bz2", "bz2_codec"):
+                decoded = _bounded_decompress(singles[0])
+                return UNKNOWN if decoded is UNKNOWN else frozenset({decoded})
             return UNKNOWN
         if isinstance(function, ast.Attribute) and name in _STR_METHODS:
             bases = self.values(function.value)
@@ -328,12 +328,10 @@ class Folder:
                 return UNKNOWN
             out = set()
             for base in bases:
-                if not isinstance(base, (str, bytes)):
+                if not isinstance(base, (str, bytes)) or any(s is UNKNOWN for s in singles) \
+                        or not _small_result(name, base, singles):
                     return UNKNOWN
-                method = getattr(base, name, None)
-                if method is None or any(s is UNKNOWN for s in singles):
-                    return UNKNOWN
-                out.add(method(*singles))
+                out.add(getattr(base, name)(*singles))
             return frozenset(out)
         return UNKNOWN
 

@@ -18,13 +18,19 @@ from grader.integrity.pickles import dangerous_globals, pickle_globals
 def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Finding]:
     try:
         tree = ast.parse(source, filename=relative)
+    except (RecursionError, MemoryError):
+        return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
     except (SyntaxError, ValueError) as error:
         # It cannot run either: the run itself reports the error.
         return [Finding(relative, getattr(error, "lineno", 0) or 0, "unparsable",
                         "Python cannot read it, so it cannot run either", "")]
     lines = source.decode("utf-8", errors="replace").splitlines()
     visitor = _Visitor(relative, lines, own_modules)
-    visitor.scan(tree)
+    try:
+        visitor.scan(tree)
+    except (RecursionError, MemoryError):
+        # Nested beyond what any homework writes (thousands of levels): not read, so held.
+        return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
     return visitor.findings
 
 

@@ -661,3 +661,28 @@ def test_the_scan_of_a_large_honest_file_is_quick(tmp_path):
     started = time.monotonic()
     scan_snippet(tmp_path, source, file="hw3/model_parallel.py")
     assert time.monotonic() - started < 10
+
+
+# -- the scan runs in the grader's process: constants must not take its memory or its stack -----
+BOMBS = {
+    "zlib_bomb": "import zlib\nx = zlib.decompress(" + repr(__import__("zlib").compress(b"a" * (64 << 20))) + ")\n",
+    "bz2_bomb_through_codecs": "import codecs\nx = codecs.decode(" + repr(
+        __import__("bz2").compress(b"a" * (64 << 20))) + ", 'bz2')\n",
+    "wide_format": "x = '%999999999d' % 1\ny = '{:>999999999}'.format(1)\n",
+    "replacement_growth": "x = ('a' * 60000).replace('a', 'b' * 60000)\n",
+}
+
+
+@pytest.mark.parametrize("source", list(BOMBS.values()), ids=list(BOMBS))
+def test_constants_that_would_expand_enormously_are_not_built(tmp_path, source):
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scan_in_thread(write(tmp_path, {DEFAULT_FILE: source}), seconds=20)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 200, f"the scan grew by {grown_mib:.0f} MiB on {source[:60]!r}"
+
+
+def test_code_nested_too_deeply_is_held_not_a_crash(tmp_path):
+    source = "x = " + " + ".join(["'a'"] * 20000) + "\n"
+    findings = scan_in_thread(write(tmp_path, {DEFAULT_FILE: source}), seconds=30)
+    assert all(f.category in ("unreadable", "helper_module") for f in findings), shown(findings)
