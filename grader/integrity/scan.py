@@ -27,6 +27,10 @@ computed from data at run time) is covered at run time by the runtime's identity
 """
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
+import lzma
 import os
 import sys
 import tarfile
@@ -188,7 +192,7 @@ def _scan_archive(path: Path, relative: str, own) -> list[Finding]:
     try:
         members = list(_archive_members(path))
     except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
-        return findings  # not an archive after all: nothing Python could import from it
+        return findings  # not an archive after all, or one larger than the scan reads (noted)
     for name, read in members[:MAX_ARCHIVE_MEMBERS]:
         inner = f"{relative}/{name}"
         lower = name.lower()
@@ -212,7 +216,31 @@ def _scan_archive(path: Path, relative: str, own) -> list[Finding]:
     return findings
 
 
+_READ_SUFFIXES = (".py", *_COMPILED_SUFFIXES, *PICKLE_SUFFIXES)
+MAX_TAR_BYTES = 256 * 2**20   # what is decompressed of one tar archive, at most
+
+
+class _Capped(io.RawIOBase):
+    """A file read through to at most `limit` bytes (a compressed tar may be a bomb)."""
+
+    def __init__(self, handle, limit: int):
+        self.handle, self.left = handle, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.left <= 0:
+            raise ValueError("archive larger than the scan reads")
+        data = self.handle.read(min(len(buffer), self.left))
+        buffer[:len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+
 def _archive_members(path: Path):
+    """(name, read) of an archive's files; `read()` gives the bytes of a member worth reading
+    (Python, compiled, pickled), or None when too large."""
     def limited(open_member, size):
         def read():
             if size > MAX_MEMBER_BYTES:
@@ -226,10 +254,32 @@ def _archive_members(path: Path):
             if not info.is_dir():
                 yield info.filename, limited(lambda i=info: archive.open(i), info.file_size)
     elif tarfile.is_tarfile(path):
-        archive = tarfile.open(path)
-        for info in archive.getmembers():
-            if info.isfile():
-                yield info.name, limited(lambda i=info: archive.extractfile(i), info.size)
+        # Streamed once, members read as they come, decompressed bytes capped.
+        with open(path, "rb") as raw, tarfile.open(
+                fileobj=io.BufferedReader(_Capped(_decompressed(raw), MAX_TAR_BYTES)),
+                mode="r|") as archive:
+            for count, info in enumerate(archive):
+                if count > MAX_ARCHIVE_MEMBERS:
+                    return
+                if not info.isfile():
+                    continue
+                data = None
+                if info.name.lower().endswith(_READ_SUFFIXES) and info.size <= MAX_MEMBER_BYTES:
+                    data = archive.extractfile(info).read()
+                yield info.name, (lambda d=data: d)
+
+
+def _decompressed(raw):
+    """The tar stream inside a .tar, .tar.gz, .tar.bz2 or .tar.xz file."""
+    magic = raw.read(6)
+    raw.seek(0)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=raw)
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(raw)
+    if magic.startswith(b"\xfd7zXZ"):
+        return lzma.LZMAFile(raw)
+    return raw
 
 
 def _scan_pickle_file(path: Path, relative: str) -> list[Finding]:

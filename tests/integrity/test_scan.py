@@ -686,3 +686,52 @@ def test_code_nested_too_deeply_is_held_not_a_crash(tmp_path):
     source = "x = " + " + ".join(["'a'"] * 20000) + "\n"
     findings = scan_in_thread(write(tmp_path, {DEFAULT_FILE: source}), seconds=30)
     assert all(f.category in ("unreadable", "helper_module") for f in findings), shown(findings)
+
+
+def tar_bytes(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
+    import io
+    import tarfile
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_code_in_a_compressed_tar_is_read(tmp_path):
+    findings = scan_submission(write(tmp_path, {"hw3/lib.tar.gz": tar_bytes(
+        {"pkg/hidden.py": b"import gc\ngc.get_objects()\n", "big.bin": b"\0" * 100})}))
+    assert ("hw3/lib.tar.gz/pkg/hidden.py", "introspection") in {
+        (f.file, f.category) for f in findings}, shown(findings)
+
+
+def test_a_tar_bomb_is_not_decompressed_to_the_end(tmp_path, monkeypatch):
+    import gzip
+    import io
+    import tarfile
+    import time
+    monkeypatch.setattr(scan, "MAX_TAR_BYTES", 1 << 20)   # 1 MiB read, of a 64 MiB member
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1) as packed:
+        with tarfile.open(fileobj=packed, mode="w|") as archive:
+            info = tarfile.TarInfo("zeros.bin")
+            info.size = 64 << 20
+            archive.addfile(info, _Zeros(info.size))
+            archive.addfile(tarfile.TarInfo("after.py"), io.BytesIO(b""))
+    write(tmp_path, {"hw3/bomb.tar.gz": buffer.getvalue()})
+    started = time.monotonic()
+    findings = scan_in_thread(tmp_path, seconds=60)
+    assert time.monotonic() - started < 10, "the scan read through the bomb"
+    assert ("hw3/bomb.tar.gz", "archive") in {(f.file, f.category) for f in findings}
+
+
+class _Zeros:
+    def __init__(self, size):
+        self.left = size
+
+    def read(self, n=-1):
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return b"\0" * n
