@@ -23,9 +23,11 @@ import pytest
 
 from grader.common.hardware import real_gpu_count
 
-# Filled by the checks' `node` fixture: observations of the session's runs that the grader's
+# Filled by the checks' `runs` fixture: observations of the session's runs that the grader's
 # instrumentation did not write (forged or removed records); they go into the JSON report.
 INTEGRITY_PROBLEMS = pytest.StashKey[list]()
+# Unusual but honest things the runs did (programs they started): notes for the instructor.
+INTEGRITY_NOTES = pytest.StashKey[list]()
 # The outcome of every check's test in this session, for the points at the end.
 CHECK_OUTCOMES = pytest.StashKey[dict]()   # nodeid -> (check, outcome, message)
 
@@ -207,6 +209,9 @@ class _IntegrityInReport:
         problems = self.config.stash.get(INTEGRITY_PROBLEMS, [])
         if problems:
             json_report["integrity"] = list(problems)
+        notes = self.config.stash.get(INTEGRITY_NOTES, [])
+        if notes:
+            json_report["integrity_notes"] = list(notes)
 
 
 def _feedback(excinfo) -> str:

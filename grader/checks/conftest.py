@@ -12,7 +12,7 @@ from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.checks.support import must_agree
 from grader.common.hardware import real_gpu_count
-from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submission
+from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
 
 
 class ScriptRuns:
@@ -64,14 +64,16 @@ class ScriptRuns:
             self.submission, [dict(p) for p in plan], gpus=gpus,
             timeout_s=self.timeout_s * 2, scratch_root=self.scratch)).result()
 
-    def integrity_problems(self) -> list[str]:
-        """What the runs left that the grader's instrumentation did not write."""
+    def integrity_problems(self, notes: bool = False) -> list[str]:
+        """What the runs left that the grader's instrumentation did not write or found
+        replaced (held for review); with `notes`, the unusual but honest things they showed."""
         found = []
         for future in self._runs.values():
             if future.done() and not future.cancelled() and future.exception() is None:
                 outcome = future.result()
                 observation = outcome[1] if isinstance(outcome, tuple) else outcome
-                found += [p for p in observation.integrity if p not in found]
+                seen = observation.integrity_notes if notes else observation.integrity
+                found += [p for p in seen if p not in found]
         return found
 
     def close(self) -> None:
@@ -97,6 +99,7 @@ def runs(request, submission, tmp_path_factory):
     yield runs
     runs.close()
     request.config.stash[INTEGRITY_PROBLEMS] = runs.integrity_problems()
+    request.config.stash[INTEGRITY_NOTES] = runs.integrity_problems(notes=True)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 from grader.grading.raw import RawRun
 from grader.scoring import Overrides, Result, check_overrides, errored_assignment, score_assignment
-from grader.scoring.check_results import answer_data, measurements, run_integrity_problems
+from grader.scoring.check_results import (answer_data, measurements, run_integrity_notes,
+                                          run_integrity_problems)
 from grader.scoring.rubric import Rubric
 
 
@@ -23,7 +24,7 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
               student: Mapping[str, str] | None = None) -> Result:
     """`submission`: how the result names the submission (default: the run's folder); a batch
     names the upload, not its unpacked copy. `student`: {key, name} from the LMS export."""
-    from grader.integrity.scan import findings_for
+    from grader.integrity.scan import findings_for, split_by_kind
     graded = run.assignment_ids()
     overrides = check_overrides(overrides, rubrics, graded)
     entries, errors = [], list(run.problems)
@@ -32,16 +33,21 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
         if rubric is None:
             errors.append(f"no rubric for {entry.assignment}: it was not scored")
             continue
-        integrity = [f.describe() for f in findings_for(run.findings, entry.assignment)]
+        # Tampering withholds the points for review; notes are for the instructor only.
+        holds, notes = split_by_kind(findings_for(run.findings, entry.assignment))
+        integrity = [f.describe() for f in holds]
+        integrity_notes = [f.describe() for f in notes]
         if not entry.ran:
             errors.append(entry.problem or f"the checks of {entry.assignment} did not run")
             scored = errored_assignment(rubric, entry.problem or "the checks did not run",
-                                        overrides=overrides, integrity=integrity)
+                                        overrides=overrides, integrity=integrity,
+                                        integrity_notes=integrity_notes)
             entries.append(scored.to_dict())
             continue
         results = entry.check_results
         scored = score_assignment(rubric, results, overrides=overrides, submitted_at=submitted_at,
-                                  integrity=integrity + run_integrity_problems(results))
+                                  integrity=integrity + run_integrity_problems(results),
+                                  integrity_notes=integrity_notes + run_integrity_notes(results))
         document = scored.to_dict()
         found = measurements(results)
         if found:

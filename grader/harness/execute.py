@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from grader.harness.observation import Observation
-from grader.integrity import untrusted_files
 from grader.integrity.scan import bytecode_caches
-from grader.integrity.seal import ENV_KEY, new_key, verify_lines
+from grader.records import untrusted_files
+from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
 from grader.sandbox import SandboxPolicy, run_sandboxed
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER, visible_devices
@@ -47,14 +47,20 @@ def _hidden_paths(submission: Path) -> list[Path]:
 
 def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
                 timeout_s: float, force_virtual: bool = False, extra_env: dict | None = None):
+    """Run `argv` sandboxed on the node; returns (SandboxResult, the verified trace, the key).
+
+    The run's seal key reaches the run through an inherited pipe, never its environment: the
+    first process reads it before any student code runs and closes it (grader/records/seal.py).
+    """
     trace = scratch / "trace.jsonl"
     key = new_key()
+    key_fd = hand_over(key)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": os.pathsep.join([str(BOOT_DIR), str(PACKAGE_ROOT)]),
         ENV_GPUS: str(gpus),
         ENV_TRACE: str(trace),
-        ENV_KEY: key,
+        ENV_FD: str(key_fd),
         "OMP_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -64,13 +70,18 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         env[ENV_FORCE_VIRTUAL] = "1"
     else:
         env.update(visible_devices(gpus, os.environ))
+    if "CUDA_VISIBLE_DEVICES" not in env:   # virtual GPUs: their nvidia-smi comes first
+        env["PATH"] = os.pathsep.join([str(BOOT_DIR / "bin"), env["PATH"]])
     env.update(extra_env or {})
     policy = SandboxPolicy(readonly=[submission, PACKAGE_ROOT / "grader"], writable=[scratch],
                            hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,
                            cwd=scratch, gpu=not force_virtual, memory_bytes=6 * 2**30,
-                           max_pids=512)
-    result = run_sandboxed(argv, policy)
-    verified = merge_rank_files(str(trace), bytes.fromhex(key))
+                           max_pids=512, pass_fds=(key_fd,))
+    try:
+        result = run_sandboxed(argv, policy)
+    finally:
+        os.close(key_fd)
+    verified = merge_rank_files(str(trace), key)
     return result, verified, key
 
 
@@ -128,7 +139,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
 
 def observe(observation: Observation, argv: list[str], **run_options) -> str:
     """Run `argv` sandboxed on the node and record in `observation` what happened; return the
-    run's seal key (hex), for files the run wrote beside its trace."""
+    run's seal key, for files the run wrote beside its trace."""
     started = time.monotonic()
     result, verified, key = run_command(argv, **run_options)
     observation.duration_s = time.monotonic() - started
@@ -137,18 +148,22 @@ def observe(observation: Observation, argv: list[str], **run_options) -> str:
     observation.memory_exceeded = result.memory_exceeded
     observation.stdout, observation.stderr = result.stdout, result.stderr
     observation.events = verified.records
-    observation.integrity = [f"the trace of {observation.script} ({observation.configuration}): "
-                             f"{problem}" for problem in verified.problems]
+    where = f"the trace of {observation.script} ({observation.configuration})"
+    exited_normally = result.returncode == 0 and not result.timed_out
+    observation.integrity = [f"{where}: {problem}" for problem in
+                             verified.problems + verified.closing_problems(exited_normally)]
+    observation.integrity_notes = [f"{where}: {note}" for note in verified.notes]
     observation.warnings = list(result.warnings)
     return key
 
 
-HW3_PROBE = Path(__file__).resolve().parent / "hw3_probe.py"
+HW3_LAUNCH_MODULE = "grader.harness.hw3_launch"   # loads hw3_probe.py under no importable name
 
 
 def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
                   timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None):
     """Run the HW3 probe on the student's model file; returns (records, Observation)."""
+    from grader.harness.hw3_recompute import recompute_outputs
     script = "hw3/model_parallel.py"
     observation = Observation(script=script, gpus=gpus)
     model_file = submission / script
@@ -157,16 +172,40 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
         return [], observation
     scratch = Path(tempfile.mkdtemp(prefix="hw3-", dir=scratch_root))
     out = scratch / "probe.jsonl"
-    argv = [sys.executable, str(HW3_PROBE), str(model_file.resolve()), str(out), json.dumps(plan)]
+    argv = [sys.executable, "-m", HW3_LAUNCH_MODULE, str(model_file.resolve()), str(out),
+            json.dumps(plan)]
     key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
                   timeout_s=timeout_s)
+    label = f"the HW3 probe's records ({gpus} GPU(s))"
     lines = untrusted_files.read_lines(out)
     if lines is None:   # no records (the probe never started), or a name student code made
         if os.path.lexists(out):
-            observation.integrity.append(f"the HW3 probe's records ({gpus} GPU(s)): "
-                                         f"{out.name} was not a file the grader wrote")
+            observation.integrity.append(f"{label}: {out.name} was not a file the grader wrote")
         return [], observation
-    verified = verify_lines(lines, bytes.fromhex(key), out.name)
-    observation.integrity += [f"the HW3 probe's records ({gpus} GPU(s)): {problem}"
-                              for problem in verified.problems]
-    return verified.records, observation
+    verified = verify_lines(lines, key, out.name)
+    observation.integrity += [f"{label}: {problem}" for problem in verified.problems]
+    records = verified.records
+    observation.integrity += _probe_tampering(records, label, observation)
+    problems, notes = recompute_outputs(records, scratch / "hw3-weights", label)
+    observation.integrity += problems
+    observation.integrity_notes += notes
+    return records, observation
+
+
+def _probe_tampering(records: list[dict], label: str, observation: Observation) -> list[str]:
+    """What the probe's records say it found replaced or forged, and a probe that exited
+    normally without its closing record."""
+    found = []
+    replaced = sorted({str(name) for r in records for name in (r.get("tampered") or [])})
+    if replaced:
+        found.append(f"{label}: the grader's instrumentation was replaced while the probe ran: "
+                     + ", ".join(replaced[:12]))
+    forged = sorted({str(entry.get("what")) for r in records for entry in (r.get("log") or [])
+                     if isinstance(entry, dict) and entry.get("kind") == "forged"})
+    forged += sorted({str(r.get("what")) for r in records if r.get("kind") == "tampering"})
+    found += [f"{label}: {what}" for what in forged]
+    if observation.returncode == 0 and not observation.timed_out and \
+            not any(r.get("kind") in ("done", "import_error") for r in records):
+        found.append(f"{label}: the probe exited normally without its closing record "
+                     "(ended around it)")
+    return found

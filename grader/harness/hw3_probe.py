@@ -1,21 +1,31 @@
 """HW3 probe: runs *inside* the sandboxed child, on the node, next to the student's code.
 
-    python hw3_probe.py MODEL_FILE OUT_JSONL PLAN_JSON
+    python -m grader.harness.hw3_launch MODEL_FILE OUT_JSONL PLAN_JSON
 
 Imports the student's `model_parallel.py` (once per node size, as a run on that node would) and
 measures every configuration of the plan (layouts over node sizes and depths, transfers in one
-forward pass, step times, memory),
-writing one JSON line per configuration as soon as it is done, so a later crash or hang
-loses nothing already measured. The scoring process only reads these lines.
+forward pass, step times, memory), writing one sealed JSON line per configuration as soon as it
+is done, so a later crash or hang loses nothing already measured. The scoring process only
+reads these lines. The plan may also carry the course's base code (the template's script, as
+text): Task 1 asks what *that* code does, so it is measured too, before any student code runs.
 
-The plan may also carry the course's base code (the template's script, as text): Task 1 asks
-what *that* code does, so it is measured too, before the student's module is imported.
+What the student's code could reach is kept out of its way: this module is loaded by the
+launcher under no importable name and is in no `sys.modules` entry (`__main__` is the
+launcher); the sealer of its records is taken before the model is imported and lives only in
+the closure of `emit`; what it reads from the model goes through torch's own functions taken
+before the model is imported (never the model's overridable methods), its hooks refuse calls
+that do not come from torch, and before each record it checks that torch, builtins, the
+runtime and this module are unreplaced (grader/vgpu/guard.py). Each layout's weights, input
+and output are saved (tensors only) so that the grader can recompute the output outside
+this process (grader/harness/hw3_recompute.py).
 """
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.util
 import inspect
+import io
 import json
 import os
 import signal
@@ -141,20 +151,50 @@ def construct(module, dim: int, depth: int):
                       f"the grader builds it as {SIGNATURES}")
 
 
+class TorchReadings:
+    """torch's own ways of reading a model, taken before the student's module is imported:
+    a model or layer class may override `parameters`, `register_forward_pre_hook` or
+    `__call__`, and a Tensor class its `device`; these are the base functions, called
+    unbound, so what they report is what torch has."""
+
+    def __init__(self, torch):
+        self.Module = torch.nn.Module
+        self.tensor_types = (torch.Tensor, torch.nn.Parameter)
+        self.parameters = torch.nn.Module.parameters
+        self.state_dict = torch.nn.Module.state_dict
+        self.add_pre_hook = torch.nn.Module.register_forward_pre_hook
+        self.device_get = inspect.getattr_static(torch.Tensor, "device").__get__
+        # The code that calls a module's forward pre-hooks (torch.nn.Module._call_impl and
+        # the functions nested in it): a hook called from anywhere else is a forged call.
+        codes, pending = set(), [torch.nn.Module._call_impl.__code__]
+        while pending:
+            code = pending.pop()
+            codes.add(code)
+            pending += [c for c in code.co_consts if inspect.iscode(c)]
+        self.hook_callers = frozenset(codes)
+
+    def device(self, tensor) -> str:
+        if type(tensor) not in self.tensor_types:
+            raise TypeError(f"a layer's parameter is a {type(tensor).__name__}, not a torch "
+                            "tensor: keep the layers' weights as nn.Parameter")
+        return str(self.device_get(tensor, type(tensor)))
+
+
 class Probe:
-    def __init__(self, model_file: str, out_path: str):
+    def __init__(self, model_file: str, emit):
         import torch
         self.torch = torch
         self.model_file = model_file
-        self.out = open(out_path, "a", encoding="utf-8", buffering=1)
-        from grader.integrity.seal import Sealer, key_from_environment
-        self.sealer = Sealer(key_from_environment(), out_path)
+        self._emit = emit
+        self.read = TorchReadings(torch)
         self.hung: dict | None = None
         from grader.vgpu import active
-        from grader.vgpu.trace import get_trace
+        from grader.vgpu.trace import Trace, get_trace
         self.activation = active()
         self.trace = get_trace()
+        self.trace_emit_code = Trace.emit.__code__
         self.real_device_count = torch.cuda.device_count
+        self.weights_dir = None
         self.node_size: int | None = None
         self._module = None
         self._module_node: int | None = None
@@ -178,7 +218,7 @@ class Probe:
         return self._module
 
     def emit(self, record: dict) -> None:
-        self.out.write(self.sealer.line(record) + "\n")
+        self._emit(record)
 
     # -- the node's size --------------------------------------------------------------------
     def use_gpus(self, n: int) -> bool:
@@ -204,17 +244,23 @@ class Probe:
         if modules is None:
             raise AttributeError("LargeLinearModelMP keeps no `self.layers`: the base code keeps "
                                  "the layers, in order, in `self.layers`")
-        return list(modules)
+        modules = list(modules)
+        for index, module in enumerate(modules):
+            if not isinstance(module, self.read.Module):
+                raise TypeError(f"self.layers[{index}] is a {type(module).__name__}, not an "
+                                "nn.Module: keep the layers in an nn.ModuleList")
+        return modules
 
     def layers_of(self, model) -> list:
         """The layers with weights, in order; an activation kept in the list (nn.ReLU()) is
         not a layer of its own."""
-        return [m for m in self.modules_of(model) if next(m.parameters(), None) is not None]
+        return [m for m in self.modules_of(model)
+                if next(iter(self.read.parameters(m)), None) is not None]
 
     def layer_devices(self, model) -> list:
         found = []
         for layer in self.layers_of(model):
-            devices = sorted({str(p.device) for p in layer.parameters()})
+            devices = sorted({self.read.device(p) for p in self.read.parameters(layer)})
             found.append(devices[0] if len(devices) == 1 else devices)
         return found
 
@@ -238,14 +284,26 @@ class Probe:
     def _logged_forward(self, model, x):
         log = []
         handles = []
+        read, getframe = self.read, sys._getframe
         for i, layer in enumerate(self.layers_of(model)):
             def hook(module, args, index=i):
+                if getframe(1).f_code not in read.hook_callers:
+                    log.append({"kind": "forged", "what": "a layer hook called by the "
+                                "submission, not by torch"})
+                    return
                 first = args[0] if args else None
                 log.append({"kind": "layer", "index": index,
-                            "input_device": str(first.device) if hasattr(first, "device") else None})
-            handles.append(layer.register_forward_pre_hook(hook))
+                            "input_device": read.device(first)
+                            if type(first) in read.tensor_types else None})
+            handles.append(read.add_pre_hook(layer, hook))
+
+        emit_code = self.trace_emit_code
 
         def listen(record):
+            if getframe(1).f_code is not emit_code:
+                log.append({"kind": "forged", "what": "a transfer reported by the submission, "
+                            "not by the grader's trace"})
+                return
             if record["event"] in ("to", "transfer"):
                 log.append({"kind": record["event"], "src": record.get("src"),
                             "dst": record.get("dst"), "copied": record.get("copied", True),
@@ -332,7 +390,32 @@ class Probe:
         result["matches_single_gpu"] = any(
             torch.allclose(got, b, rtol=1e-4, atol=1e-5) for b in baselines if b.shape == got.shape)
         result["max_difference"] = min(differences) if differences else None
+        result["recompute"] = self.keep_for_recompute(f"{n}x{depth}", modules, x, got,
+                                                      reference_out)
         return result
+
+    # -- what the grader recomputes outside this process -----------------------------------
+    def keep_for_recompute(self, name: str, layers, x, got, single) -> dict:
+        """Save the layers' weights, the input and the output (tensors only) for
+        grader/harness/hw3_recompute.py; returns what the record says about them."""
+        from grader.harness.hw3_recompute import describe_layers
+        torch = self.torch
+        structure, custom = describe_layers(layers, torch)
+        tensors = {"input": x.detach().cpu().clone(), "output": got.clone()}
+        if single is not None:
+            tensors["single"] = single.detach().cpu().clone()
+        for index, layer in enumerate(layers):
+            for key, value in self.read.state_dict(layer).items():
+                tensors[f"layer{index}.{key}"] = value.detach().cpu().clone()
+        buffer = io.BytesIO()
+        torch.save(tensors, buffer)
+        data = buffer.getvalue()
+        if self.weights_dir is None:
+            return {"error": "no folder for the weights"}
+        path = os.path.join(self.weights_dir, name + ".pt")
+        _write_new(path, data)
+        return {"file": os.path.basename(path), "sha256": hashlib.sha256(data).hexdigest(),
+                "layers": structure, "custom": custom}
 
     def _layers_in_order_on_host(self, modules, x, relu: bool):
         with self.torch.no_grad():
@@ -449,26 +532,117 @@ class Probe:
         return (time.perf_counter() - started) * 1000.0
 
 
-def main(argv: list[str]) -> int:
+def _write_new(path: str, data: bytes) -> None:
+    """A new file at `path`, whatever student code put under that name before."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _own_code(namespace: dict) -> set:
+    """Every code object of this module's functions and methods, nested ones included."""
+    codes, pending = set(), []
+    for value in list(namespace.values()):
+        if isinstance(value, type) and value.__module__ == namespace.get("__name__"):
+            pending += [v for v in vars(value).values()]
+        else:
+            pending.append(value)
+    pending = [getattr(v, "__code__", None) for v in pending]
+    while pending:
+        code = pending.pop()
+        if code is None or code in codes or not inspect.iscode(code):
+            continue
+        codes.add(code)
+        pending += [c for c in code.co_consts if inspect.iscode(c)]
+    return codes
+
+
+def _sealed_writer(out_path: str, seal, replaced, watched: list):
+    """emit(record): one sealed line in OUT_JSONL, saying whether anything the probe relies on
+    was replaced since the probe started (`tampered`, read as an integrity problem).
+
+    Only the probe writes records: every frame on the stack when a record is written must be
+    the probe's or its launcher's (a student's function reaching `emit`, or a method of the
+    probe, is on the stack when it calls it). The probe's own objects (`watched`: the Probe
+    and its TorchReadings, with what their attributes held) are compared before each record."""
+    handle = open(out_path, "a", encoding="utf-8", buffering=1)
+    write = handle.write
+    alarm_handler = _on_alarm
+    getsignal, SIGALRM, getframe = signal.getsignal, signal.SIGALRM, sys._getframe
+    allowed = _own_code(globals())
+    frame = getframe(1)
+    while frame is not None:           # the launcher and runpy, below run()
+        allowed.add(frame.f_code)
+        frame = frame.f_back
+
+    def emit(record: dict) -> None:
+        frame = getframe(1)
+        while frame is not None:
+            if frame.f_code not in allowed:
+                record = {"kind": "tampering", "what": "a record written from code that is not "
+                          f"the probe's ({frame.f_code.co_filename}:{frame.f_lineno})"}
+                break
+            frame = frame.f_back
+        found = replaced()
+        if getsignal(SIGALRM) is not alarm_handler:
+            found.append("the probe's time limit (its SIGALRM handler)")
+        for owner, noted in watched:
+            now = vars(owner)
+            found += [f"the probe's {type(owner).__name__}.{name}" for name in
+                      set(now) | set(noted) if name not in _PROBE_STATE and
+                      now.get(name, _on_alarm) is not noted.get(name, _on_alarm)]
+        if found:
+            record = dict(record, tampered=found)
+        write(seal(record) + "\n")
+    return emit
+
+
+# The probe's attributes that change as it measures (the rest is compared before each record).
+_PROBE_STATE = frozenset({"hung", "node_size", "_module", "_module_node"})
+
+
+def _keep_student_files_off_the_grader_path() -> None:
+    # `python -m` put the working folder (the run's scratch, which student code can write) on
+    # sys.path: off it. The model's own folder is put first only while the model imports
+    # (import_student_module), as when the student runs the script.
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
+
+
+def run(argv: list[str]) -> int:
+    """The probe's process, from the launcher (grader/harness/hw3_launch.py)."""
     model_file, out_path, plan_text = argv
     plan = json.loads(plan_text)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGALRM, _on_alarm)   # before the node: the probe's own handler
+    import torch  # noqa: F401  (activates the node: the run's seal key is taken now)
+    from grader.harness import hw3_recompute  # noqa: F401  (imported before student code)
+    from grader.vgpu import active
+    from grader.vgpu.guard import make_check
+    from grader.vgpu.trace import get_trace
+    activation = active()
+    replaced = make_check(activation.patcher if activation is not None else None,
+                          extra_owners=[("grader.harness.hw3_probe", globals()),
+                                        ("grader.harness.hw3_probe.Probe", Probe),
+                                        ("grader.harness.hw3_probe.TorchReadings", TorchReadings)])
+    watched: list = []
+    emit = _sealed_writer(out_path, get_trace().sealer_for(out_path), replaced, watched)
+    weights_dir = os.path.join(os.path.dirname(os.path.abspath(out_path)), "hw3-weights")
+    os.makedirs(weights_dir, exist_ok=True)
+    _keep_student_files_off_the_grader_path()
     try:
-        probe = Probe(model_file, out_path)
-    except BaseException as error:
-        from grader.integrity.seal import Sealer, key_from_environment
-        sealer = Sealer(key_from_environment(), out_path)
-        with open(out_path, "a", encoding="utf-8") as out:
-            out.write(sealer.line({"kind": "import_error",
-                                   "error": describe_error(error, model_file)}) + "\n")
+        probe = Probe(model_file, emit)
+    except BaseException as error:   # the probe could not start (the model imports later)
+        emit({"kind": "import_error", "error": describe_error(error, model_file)})
         return 0
-    for part in plan:
+    probe.weights_dir = weights_dir
+    watched += [(probe, dict(vars(probe))), (probe.read, dict(vars(probe.read)))]
+    for index in range(len(plan)):
+        part = json.loads(plan_text)[index]   # parsed afresh: nothing can edit what comes next
         kind = part.pop("part")
         getattr(probe, kind)(**part)
-    probe.emit({"kind": "done"})
+    emit({"kind": "done"})
     return 0
-
-
-if __name__ == "__main__":
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.exit(main(sys.argv[1:]))

@@ -29,8 +29,12 @@ class Observation:
     events: list[dict] = field(default_factory=list)
     duration_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
-    # What the run left that the grader's instrumentation did not write (see grader/integrity).
+    # What the run left that the grader's instrumentation did not write, or found replaced
+    # (see grader/integrity): withholds the points for review.
     integrity: list[str] = field(default_factory=list)
+    # Unusual but honest things seen in the run (a process the submission started that the
+    # grader did not observe, ...): shown to the instructor, never held.
+    integrity_notes: list[str] = field(default_factory=list)
 
     # -- how the run went ---------------------------------------------------------------------
     @property

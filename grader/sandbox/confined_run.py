@@ -79,7 +79,7 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
             command, stdin=subprocess.PIPE if cgroup else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=popen_env, cwd=popen_cwd,
             start_new_session=True,  # its own process group, so a timeout kill gets all of it
-            preexec_fn=_fallback_rlimits(policy, cgroup))
+            pass_fds=tuple(policy.pass_fds), preexec_fn=_fallback_rlimits(policy, cgroup))
     except OSError:
         if cgroup:
             cgroup.remove()

@@ -30,6 +30,9 @@ class SandboxPolicy:
     cwd: Path | None = None
     # Bind /dev/nvidia* so CUDA works (/sys is already visible read-only).
     gpu: bool = False
+    # Descriptors the sandboxed program inherits, at the same numbers (e.g. the read end of a
+    # pipe holding a run's seal key: grader/records/seal.py); every other one is closed.
+    pass_fds: tuple[int, ...] = ()
 
 
 @dataclass

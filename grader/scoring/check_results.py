@@ -187,3 +187,9 @@ def run_integrity_problems(report: dict) -> list[str]:
     """What the runs left that the grader's instrumentation did not write (the checks'
     session puts it under `integrity`)."""
     return [str(p) for p in report.get("integrity") or []]
+
+
+def run_integrity_notes(report: dict) -> list[str]:
+    """Unusual but honest things the runs did (programs they started, say): for the
+    instructor, never a hold."""
+    return [str(n) for n in report.get("integrity_notes") or []]

@@ -106,14 +106,16 @@ class AssignmentScore:
 def score_assignment(rubric: Rubric, report: Mapping[str, Any],
                      overrides: Overrides | Mapping[str, Any] | None = None,
                      submitted_at: _dt.datetime | str | None = None,
-                     integrity: list[str] | None = None) -> AssignmentScore:
+                     integrity: list[str] | None = None,
+                     integrity_notes: list[str] | None = None) -> AssignmentScore:
     """Score one assignment from its checks' results (a pytest-json-report dict); never
     raises on bad report data.
 
     ``overrides``: the instructor's (grader/scoring/overrides.py); a plain mapping is checked
     here and entries that cannot apply are ignored.
     ``submitted_at``: timezone-aware datetime or ISO string; enables the late penalty.
-    ``integrity``: problems that withhold the automatic points for review (see above).
+    ``integrity``: problems that withhold the automatic points for review (see above);
+    ``integrity_notes``: unusual but honest things, shown to the instructor, never held.
     """
     errors: list[str] = list(session_problems(report))
     grouped = cases_by_check(report)
@@ -129,7 +131,8 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
     errors.extend(_checks_not_in_rubric(rubric, grouped))
 
     release = overrides.release(rubric.assignment)
-    review = _integrity_review(items, integrity, release) if integrity else None
+    review = _integrity_review(items, integrity or [], release, integrity_notes) \
+        if integrity or integrity_notes else None
     result = _assemble(rubric, items, errors)
     result.integrity = review
     if submitted_at is not None:
@@ -139,7 +142,8 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
 
 def errored_assignment(rubric: Rubric, message: str,
                        overrides: Overrides | Mapping[str, Any] | None = None,
-                       integrity: list[str] | None = None) -> AssignmentScore:
+                       integrity: list[str] | None = None,
+                       integrity_notes: list[str] | None = None) -> AssignmentScore:
     """The result for an assignment whose checks could not run at all (pytest crashed,
     timed out, no report): every automatic item is an error carrying ``message``, manual
     items keep the instructor's overrides, and the maximum stays the rubric's total."""
@@ -156,8 +160,9 @@ def errored_assignment(rubric: Rubric, message: str,
         items.append(scored)
     result = _assemble(rubric, items, [message])
     result.status = "error"
-    if integrity:  # nothing automatic was scored to withhold; the problems are still shown
-        result.integrity = {"problems": list(integrity), "withheld": False,
+    if integrity or integrity_notes:  # nothing automatic was scored to withhold: shown only
+        result.integrity = {"problems": list(integrity or []),
+                            "notes": list(integrity_notes or []), "withheld": False,
                             "withheld_points": 0.0, "cleared": False, "comment": ""}
     return result
 
@@ -274,11 +279,15 @@ def _apply_override(scored: ItemScore, item: Item, override: ItemOverride | None
                                                 scored.feedback) if t)
 
 
-def _integrity_review(items: list[ItemScore], problems: list[str],
-                      release: Release | None) -> dict[str, Any]:
-    """Withhold the automatic items' points unless the instructor released them."""
-    review: dict[str, Any] = {"problems": list(problems), "withheld": False,
-                              "withheld_points": 0.0, "cleared": False, "comment": ""}
+def _integrity_review(items: list[ItemScore], problems: list[str], release: Release | None,
+                      notes: list[str] | None = None) -> dict[str, Any]:
+    """Withhold the automatic items' points unless the instructor released them; notes
+    (unusual but honest) withhold nothing."""
+    review: dict[str, Any] = {"problems": list(problems), "notes": list(notes or []),
+                              "withheld": False, "withheld_points": 0.0, "cleared": False,
+                              "comment": ""}
+    if not problems:
+        return review
     if release is not None:
         review.update(cleared=True, comment=release.comment)
         return review

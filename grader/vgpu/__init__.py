@@ -76,6 +76,8 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
     virtual = force_virtual or real_gpu_count() < n_gpus
     handle = Activation(n_gpus=n_gpus, virtual=virtual, trace=trace)
     _active = handle
+    from grader.vgpu import guard
+    arm_guard = guard.start(trace)  # first at exit, so its closing record comes last
     if virtual:
         _install_virtual(handle)
     else:
@@ -83,6 +85,7 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
     from grader.vgpu.observe import Observer
     handle.observer = Observer(trace)
     handle.observer.install(handle.patcher)
+    arm_guard(handle)
     trace.emit("start", virtual=virtual, gpus=n_gpus, pid=os.getpid(),
                local_rank=int(os.environ.get("LOCAL_RANK", "0")),
                world_size=int(os.environ.get("WORLD_SIZE", "1")),

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from grader.records.seal import ENV_FD, hand_over, take_key
+
 GRACE_AFTER_FAILURE_S = 5.0
 
 
@@ -28,13 +30,25 @@ def free_port() -> int:
 
 def launch(command: list[str], nproc: int) -> int:
     port = str(free_port())
+    # In a graded run each rank gets the run's seal key as this launcher got it: through a
+    # descriptor of its own (grader/records/seal.py), read before the rank runs student code.
+    key = take_key()
     processes = []
     for rank in range(nproc):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
                    LOCAL_WORLD_SIZE=str(nproc), GROUP_RANK="0", ROLE_RANK=str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
                    TORCHELASTIC_RUN_ID="pdl-autograder")
-        processes.append(subprocess.Popen(command, env=env))
+        if key is None:
+            processes.append(subprocess.Popen(command, env=env))
+            continue
+        key_fd = hand_over(key)
+        env[ENV_FD] = str(key_fd)
+        try:
+            processes.append(subprocess.Popen(command, env=env, pass_fds=(key_fd,)))
+        finally:
+            os.close(key_fd)
+    del key
     failed_at = None
     codes: dict[int, int] = {}
     try:

@@ -12,10 +12,17 @@ import sys
 import threading
 import time
 
-from grader.integrity import untrusted_files
-from grader.integrity.seal import Sealer, Verified, key_from_environment, verify_lines
+from grader.records import untrusted_files
+from grader.records.seal import Verified, in_sealed_run, sealer_factory, take_key, verify_lines
 
 SCHEMA = "pdl-autograder/trace/1"
+# The last record of every process the runtime activated in (grader/vgpu/guard.py).
+CLOSING_EVENT = "closing_check"
+# What the runtime's audit hook saw the submission's code do (grader/vgpu/guard.py).
+TAMPERING_EVENT = "tampering"
+# A process of a graded run that has no key (started by the submission itself, e.g. a
+# `subprocess.run([sys.executable, ...])`) writes here: read by nobody, counted as a note.
+UNKEYED_SUFFIX = ".unkeyed"
 _OWN_CODE = (os.sep + "torch" + os.sep, os.sep + os.path.join("grader", "vgpu") + os.sep,
              os.sep + "threading.py", os.sep + "contextlib.py", "<frozen ")
 
@@ -25,8 +32,18 @@ class Trace:
         self.rank = rank
         self.t0 = time.perf_counter()
         self._lock = threading.Lock()
+        # The run's seal key is read here, once per process, before any student code runs
+        # (grader/records/seal.py); it lives on only inside the sealers' closures.
+        key = take_key() if path else None
+        self._keyless = bool(path) and key is None and in_sealed_run()
+        if self._keyless:
+            path += UNKEYED_SUFFIX
+        # In a graded run only the instrumentation's own code writes records (see emit).
+        self._only_instrumentation = key is not None
+        self._streams, self._probe_sealer = _sealers(key, base_path or path or "")
+        del key
         self._file = open(path, "a", buffering=1, encoding="utf-8") if path else None
-        self._sealer = Sealer(key_from_environment(), path or "")
+        self._seal = self._streams(path or "")
         # The trace the user asked for: a forked child writes its own file beside it.
         self.base_path = base_path
         # In-process observers (the grader's harnesses count events without a file).
@@ -38,9 +55,15 @@ class Trace:
         self._lock = threading.Lock()
         if self._file is not None and self.base_path:
             self._file = None  # the parent's handle: leave it to the parent
-            path = rank_file(self.base_path, self.rank)
+            path = rank_file(self.base_path, self.rank) + (UNKEYED_SUFFIX if self._keyless else "")
             self._file = open(path, "a", buffering=1, encoding="utf-8")
-            self._sealer = Sealer(key_from_environment(), path)
+            self._seal = self._streams(path)
+
+    def sealer_for(self, stream: str):
+        """A sealer, with this run's key, for one more file of the run (the HW3 probe's own
+        records); given once per process, to the grader's code that asks before student code
+        runs."""
+        return self._probe_sealer(stream)
 
     @property
     def enabled(self) -> bool:
@@ -49,20 +72,55 @@ class Trace:
     def emit(self, event: str, **fields) -> None:
         if not self.enabled:
             return
+        if self._only_instrumentation and \
+                not sys._getframe(1).f_code.co_filename.startswith(_GRADER_FOLDER):
+            # Code of the submission that reached this object: what it wanted written is not
+            # written; that it tried is.
+            fields = {"what": f"wrote a '{event}' record through the grader's trace",
+                      "site": call_site(2)}
+            event = TAMPERING_EVENT
         record = {"event": event, "rank": self.rank, "t": round(time.perf_counter() - self.t0, 6)}
         record.update(fields)
-        for listener in self.listeners:
-            listener(record)
         if self._file is not None:
             with self._lock:
                 if self._file is not None:
-                    self._file.write(self._sealer.line(record) + "\n")
+                    self._file.write(self._seal(record) + "\n")
+        # Sealed first; each listener gets its own copy, so none can change what is written.
+        for listener in list(self.listeners):
+            listener(dict(record))
 
     def close(self) -> None:
         if self._file is not None:
             with self._lock:
                 self._file.close()
                 self._file = None
+
+
+_GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _sealers(key: bytes | None, trace_path: str):
+    """(rank-file sealers, the one-shot sealer of one more stream). The first makes sealers
+    only for this trace's own part files (a forked child's included); the second gives one
+    sealer, once, for another file of the run (the HW3 probe's): nothing holding a Trace can
+    mint sealers for the probe's records."""
+    factory = sealer_factory(key)
+    prefix = os.path.basename(trace_path).split(".rank")[0] + ".rank"
+    basename = os.path.basename
+    given = []
+
+    def rank_files(stream: str):
+        if key_given and not basename(stream).startswith(prefix):
+            raise ValueError(f"{stream}: not a part file of this trace")
+        return factory(stream)
+
+    def once(stream: str):
+        if given:
+            raise RuntimeError("the run's second sealed stream was already given out")
+        given.append(True)
+        return factory(stream)
+    key_given = key is not None
+    return rank_files, once
 
 
 def display_path(filename: str) -> str:
@@ -113,6 +171,14 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
     prefix = os.path.basename(path) + ".rank"
     merged = Verified()
     sources = [name for name in sorted(os.listdir(folder)) if name.startswith(prefix)]
+    unkeyed = [name for name in sources if name.endswith(UNKEYED_SUFFIX)]
+    sources = [name for name in sources if name not in unkeyed]
+    merged.unkeyed = len(unkeyed)
+    for name in unkeyed:   # never read: nothing in them was observed with the run's key
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
     earlier = untrusted_files.read_lines(path) if os.path.lexists(path) else []
     if earlier is None or key is not None:
         merged.unsealed += 1 if earlier is None else sum(1 for line in earlier if line.strip())
@@ -124,7 +190,11 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
             merged.unsealed += 1    # a symlink, FIFO or folder with a part file's name
         else:
             verified = verify_lines(lines, key, name)
+            _check_closing(verified, key)
             merged.records += verified.records
+            merged.unclosed += verified.unclosed
+            merged.replaced += verified.replaced
+            merged.tampering += verified.tampering
             merged.unsealed += verified.unsealed
             merged.missing += verified.missing
         try:
@@ -137,3 +207,19 @@ def merge_rank_files(path: str, key: bytes | None = None) -> Verified:
                             + "".join(json.dumps(record) + "\n" for record in merged.records))
     return merged
 
+
+
+def _check_closing(verified: Verified, key: bytes | None) -> None:
+    """A process the runtime activated in (its file has a `start`) ends its file with
+    the guard's closing record; what that record found replaced is a problem of the run. (A
+    forked child continues its parent's file and starts with no `start`: nothing asked.)"""
+    records = verified.records
+    for record in records:
+        if record.get("event") == CLOSING_EVENT:
+            verified.replaced += [str(r) for r in record.get("replaced") or []]
+        elif record.get("event") == TAMPERING_EVENT:
+            verified.tampering.append(f"{record.get('what')} at {record.get('site')}")
+    if key is None or not any(record.get("event") == "start" for record in records):
+        return
+    if records[-1].get("event") != CLOSING_EVENT:
+        verified.unclosed += 1

@@ -280,7 +280,7 @@ ATTACKS = [
     Attack("hide_transfer_gc", "reference", P4, [(ONE_TRANSFER, HIDE_VIA_GC)], "practical4",
            "the same hidden round trip, finding the trace object through gc.get_objects()",
            7.6, says=["Withheld for review by the course staff",
-                      "inspects or rewrites the running interpreter: imports gc"]),
+                      "inspects or rewrites the running interpreter: reads get_objects"]),
     Attack("forge_trace", "student_template", P4, [(None, FORGE_TRACE)], "practical4",
            "does no work; writes the trace records a correct run would write, and prints "
            "the 1-GPU message", 0, says=["names the grader's setting 'PDL_VGPU_TRACE'",

@@ -1,15 +1,20 @@
-"""The static source scan (grader/integrity/scan.py): what it reports, what it must leave alone.
+"""The static source scan (grader/integrity/scan.py): what it holds, what it notes, what it
+must leave alone.
 
 Every snippet is written into a throwaway submission folder and read by `scan_submission`;
-nothing here runs student code or starts a process. Positives cover every category of
-`CATEGORIES`, with the evasions a student could try (aliases, computed names, getattr/setattr);
-negatives are the idioms honest solutions use; the course's own material (reference/,
-student_template/, every planted bug) must give no finding at all. The evasions at the end are
-the ones a first version missed, each with why it matters.
+nothing here runs student code or starts a process. TAMPERING lists code that reaches the
+grader or the interpreter's machinery, including the forging routes found against earlier
+versions (a module passed into a function or kept in a list, names built by concatenation,
+class-level patching, ...): each must give a *tampering* finding. NOTES lists unusual but
+honest code: a *note*, never tampering. HONEST is what students write every day: no finding
+at all. The course's own material (reference/, student_template/, every planted bug) gives
+none either. End-to-end gradings of both kinds are in test_corpus.py.
 """
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 import sys
 import threading
 import zipfile
@@ -22,8 +27,8 @@ from tests.fixtures import practical_variants as pv
 
 from grader.integrity import scan  # noqa: E402
 from grader.integrity.scan import (  # noqa: E402
-    ASSIGNMENT_FOLDERS, CATEGORIES, MAX_FILE_BYTES, Finding, bytecode_caches, findings_for,
-    scan_submission)
+    ASSIGNMENT_FOLDERS, CATEGORIES, MAX_FILE_BYTES, NOTE, TAMPERING, Finding, bytecode_caches,
+    findings_for, scan_submission, split_by_kind)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FILE = "practical4/concepts.py"
@@ -46,7 +51,7 @@ def scan_snippet(tmp_path: Path, source: str, file: str = DEFAULT_FILE) -> list[
 
 
 def shown(findings: list[Finding]) -> str:
-    return "\n".join(f.describe() for f in findings) or "(no finding)"
+    return "\n".join(f"[{f.kind}] {f.describe()}" for f in findings) or "(no finding)"
 
 
 def scan_in_thread(submission: Path, seconds: float = 5.0) -> list[Finding]:
@@ -60,90 +65,91 @@ def scan_in_thread(submission: Path, seconds: float = 5.0) -> list[Finding]:
     return result["found"]
 
 
-# -- 1. positives: every category, with evasions ------------------------------------------------
+# -- 1. tampering: held for review ------------------------------------------------------------
 # (id, source, category, line of the finding)
-POSITIVES = [
-    # grader
+TAMPERING_CASES = [
+    # the grader itself: its modules, records, settings, the program that started the run
     ("import_grader", "import grader\n", "grader", 1),
     ("from_grader_import", "from grader.vgpu import trace\n", "grader", 1),
     ("import_grader_submodule_as", "import grader.vgpu.trace as t\n", "grader", 1),
+    ("import_dunder_main", "import __main__\nprobe = __main__.Probe\n", "grader", 1),
     ("names_trace_file", "import os\nf = open(os.path.join(d, 'trace.jsonl'), 'a')\n",
      "grader", 2),
     ("names_probe_file", "path = 'out/probe.jsonl'\n", "grader", 1),
-    # digests: what forging a seal needs
-    ("import_hmac", "import hmac\nh = hmac.new(key, line, 'sha256')\n", "digests", 1),
-    ("from_hashlib", "from hashlib import sha256\n", "digests", 1),
-    # grader_settings
+    ("names_weights_folder", "p = scratch + '/hw3-weights/2x6.pt'\n", "grader", 1),
+    ("grader_module_by_string", "import importlib\nm = importlib.import_module('gra' + 'der.vgpu')\n",
+     "grader", 2),
+    ("grader_object_attribute", "t = thing.get_trace()\nt.listeners.clear()\n", "grader", 1),
+    ("grader_listeners", "tr.listeners.append(fake)\n", "grader", 1),
+    ("main_module_by_string", "m = mods.get('__main__')\n", "grader", 1),
     ("pdl_key_subscript", "import os\nk = os.environ['PDL_SEAL_KEY']\n", "grader_settings", 2),
     ("pdl_getenv", "import os\np = os.getenv('PDL_VGPU_TRACE')\n", "grader_settings", 2),
     ("pdl_set", "import os\nos.environ['PDL_VGPU_GPUS'] = '8'\n", "grader_settings", 2),
     ("pdl_in_fstring", "import os\nv = os.environ.get(f'PDL_{x}')\n", "grader_settings", 2),
-    # environment
-    ("from_os_import_environ_dict", "from os import environ\nsettings = dict(environ)\n",
-     "environment", 2),
-    ("environ_computed_subscript", "import os\nname = 'RANK'\nv = os.environ[name]\n",
-     "environment", 3),
-    ("environ_iterated", "import os\nfor key in os.environ:\n    print(key)\n", "environment", 2),
-    ("environ_copy", "import os\nsnapshot = os.environ.copy()\n", "environment", 2),
-    ("environ_items", "import os\npairs = list(os.environ.items())\n", "environment", 2),
-    ("environ_get_computed", "import os\nv = os.environ.get(prefix + 'KEY')\n",
-     "environment", 2),
-    ("environ_in_computed", "import os\nfound = name in os.environ\n", "environment", 2),
-    ("environ_printed_via_module_alias", "import os as o\nprint(o.environ)\n", "environment", 2),
-    ("environ_name_alias", "import os\nenv = os.environ\npairs = list(env.items())\n",
-     "environment", 3),
-    ("environ_unpacked", "import os\nx = {**os.environ}\n", "environment", 2),
-    ("environ_update_from_dict_object", "import os\nos.environ.update(saved)\n",
-     "environment", 2),
-    ("getenv_computed", "import os\nv = os.getenv(name)\n", "environment", 2),
-    ("from_os_import_getenv_computed", "from os import getenv as g\nv = g(name)\n",
-     "environment", 2),
-    ("environb", "import os\nraw = os.environb\n", "environment", 2),
-    ("import_posix", "import posix\n", "environment", 1),
-    # dynamic_code
-    ("exec", "exec('x = 1')\n", "dynamic_code", 1),
-    ("eval", "y = eval('1 + 1')\n", "dynamic_code", 1),
-    ("compile", "c = compile('1', 'f', 'eval')\n", "dynamic_code", 1),
-    ("dunder_import_computed", "m = __import__('gr' + 'ader')\n", "dynamic_code", 1),
-    ("importlib_import_module", "import importlib\nm = importlib.import_module('gr' + 'ader')\n",
-     "dynamic_code", 2),
-    ("from_importlib_import", "from importlib import import_module\n", "dynamic_code", 1),
-    ("import_pickle", "import pickle\n", "dynamic_code", 1),
-    ("import_ctypes", "import ctypes\n", "dynamic_code", 1),
-    ("from_ctypes_import", "from ctypes import CDLL\n", "dynamic_code", 1),
-    ("import_marshal", "import marshal\n", "dynamic_code", 1),
-    ("import_runpy", "import runpy\n", "dynamic_code", 1),
-    ("types_function_type", "import types\nf = types.FunctionType(code, {})\n",
-     "dynamic_code", 2),
-    # introspection
-    ("import_gc", "import gc\nobjects = gc.get_objects()\n", "introspection", 1),
-    ("import_inspect", "import inspect\n", "introspection", 1),
-    ("import_builtins", "import builtins\n", "introspection", 1),
+    ("pdl_concatenated_list_os",
+     "import os\nk = [os][0].environ.get('PD' + 'L_SEAL_KEY')\n", "grader_settings", 2),
+    ("pdl_fd", "import os\nfd = int(os.environ['PDL_SEAL_FD'])\n", "grader_settings", 2),
+    ("pdl_bytes", "import os\nk = os.getenvb(b'PDL_SEAL_KEY')\n", "grader_settings", 2),
+    ("pdl_joined", "import os\nk = os.environ.get(''.join(['PD', 'L_', 'SEAL']))\n",
+     "grader_settings", 2),
+    # the interpreter: frames, closures, code, class walks, gc's object lists, sys.modules
     ("sys_getframe", "import sys\nframe = sys._getframe(1)\n", "introspection", 2),
     ("frame_f_back", "caller = frame.f_back\n", "introspection", 1),
-    ("frame_f_globals", "g = frame.f_globals\n", "introspection", 1),
+    ("frame_f_back_computed", "caller = getattr(frame, 'f_' + 'back')\n", "introspection", 1),
+    ("frame_f_locals_passed", "def peek(f):\n    return f.f_locals\n", "introspection", 2),
     ("traceback_tb_frame", "f = error.__traceback__.tb_frame\n", "introspection", 1),
     ("closure", "cells = fn.__closure__\n", "introspection", 1),
+    ("closure_cell_contents", "v = cells[0].cell_contents\n", "introspection", 1),
     ("function_globals", "g = fn.__globals__\n", "introspection", 1),
     ("function_code", "c = fn.__code__\n", "introspection", 1),
+    ("bound_self", "owner = torch.cuda.current_device.__wrapped__.__self__\n",
+     "introspection", 1),
     ("subclasses", "subclasses = object.__subclasses__()\n", "introspection", 1),
+    ("mro_walk", "base = type(x).__mro__[1]\n", "introspection", 1),
+    ("bases_walk", "base = T.__bases__[0]\n", "introspection", 1),
     ("dunder_builtins_name", "b = __builtins__\n", "introspection", 1),
+    ("globals_builtins_concatenated", "b = globals()['__buil' + 'tins__']\n", "introspection",
+     1),
     ("sys_modules", "import sys\nm = sys.modules['torch']\n", "introspection", 2),
+    ("sys_modules_through_a_list",
+     "def find(holder):\n    return holder[0].modules.get('x')\nimport sys\nfind([sys])\n",
+     "introspection", 2),
     ("from_sys_import_modules", "from sys import modules\n", "introspection", 1),
-    ("sys_alias_getframe", "import sys as s\nf = s._getframe()\n", "introspection", 2),
+    ("sys_modules_by_getattr", "import sys\nm = getattr(sys, 'mod' + 'ules')\n",
+     "introspection", 2),
+    ("sys_computed_getattr", "import sys\nm = getattr(sys, name)\n", "introspection", 2),
+    ("vars_of_sys", "import sys\nm = vars(sys)\n", "introspection", 2),
     ("sys_settrace", "import sys\nsys.settrace(tracer)\n", "introspection", 2),
+    ("threading_settrace", "import threading\nthreading.settrace(tracer)\n", "introspection",
+     2),
     ("sys_meta_path", "import sys\nsys.meta_path.insert(0, finder)\n", "introspection", 2),
-    ("threading_settrace", "import threading\nthreading.settrace(tracer)\n",
+    ("gc_get_objects", "import gc\nobjects = gc.get_objects()\n", "introspection", 2),
+    ("gc_alias_referrers", "import gc as g\nr = g.get_referrers(x)\n", "introspection", 2),
+    ("gc_from_import", "from gc import get_objects\n", "introspection", 1),
+    ("inspect_currentframe", "import inspect\nf = inspect.currentframe()\n", "introspection",
+     2),
+    ("inspect_stack", "import inspect\nf = inspect.stack()[1]\n", "introspection", 2),
+    ("traceback_walk_stack", "import traceback\nfs = list(traceback.walk_stack(None))\n",
      "introspection", 2),
-    ("getattr_literal_sys_modules", "import sys\nm = getattr(sys, 'modules')\n",
+    ("import_posix", "import posix\nposix._exit(0)\n", "introspection", 1),
+    ("name_from_bytes", "n = bytes([102, 95, 98, 97, 99, 107]).decode()\n", "introspection", 1),
+    ("name_from_chr", "n = chr(102) + '_back'\n", "introspection", 1),
+    ("name_from_base64", "import base64\nn = base64.b64decode('X19nbG9iYWxzX18=').decode()\n",
      "introspection", 2),
-    ("vars_of_module", "import torch\nnames = vars(torch)\n", "introspection", 2),
-    ("module_dict", "import torch\nd = torch.__dict__\n", "introspection", 2),
-    ("getattr_computed_on_torch", "import torch\nname = '_C'\nc = getattr(torch, name)\n",
-     "introspection", 3),
-    ("getattr_computed_on_os", "import os\nf = getattr(os, 'sys' + 'tem')\n",
+    ("name_from_rot13", "import codecs\nn = codecs.decode('s_onpx', 'rot13')\n",
      "introspection", 2),
-    # torch_internals
+    ("name_reversed", "n = 'kcab_f'[::-1]\n", "introspection", 1),
+    ("name_from_constant_variables", "a = 'f_'\nb = 'back'\nn = a + b\n", "introspection", 3),
+    ("name_from_loop", "for part in (('__glo', 'bals__'),):\n    n = part[0] + part[1]\n",
+     "introspection", 2),
+    ("name_through_format", "n = '{}{}'.format('__clo', 'sure__')\n", "introspection", 1),
+    ("name_in_fstring_of_constants", "a = 'sure'\nn = f'__clo{a}__'\n", "introspection", 2),
+    ("getattr_unpacked", "g = getattr(*pair)\n", "introspection", 1),
+    ("signal_handler", "import signal\nsignal.signal(signal.SIGUSR1, peek)\n",
+     "introspection", 2),
+    ("signal_timer", "import signal as s\ns.setitimer(s.ITIMER_REAL, 0.01)\n", "introspection",
+     2),
+    # PyTorch's private machinery
     ("torch_alias_private", "import torch as t\nc = t._C\n", "torch_internals", 2),
     ("torch_private_call", "import torch\ntorch._C._set_grad_enabled(False)\n",
      "torch_internals", 2),
@@ -154,11 +160,14 @@ POSITIVES = [
     ("import_torch_overrides", "import torch.overrides\n", "torch_internals", 1),
     ("getattr_literal_private", "import torch\nc = getattr(torch, '_C')\n",
      "torch_internals", 2),
+    ("getattr_concatenated_private", "import torch\nc = getattr(torch, '_' + 'C')\n",
+     "torch_internals", 2),
+    ("global_hook_table", "from torch.nn.modules import module\nh = module._global_forward_hooks\n",
+     "torch_internals", 2),
+    ("layer_hook_table", "hooks = layer._forward_pre_hooks\n", "torch_internals", 1),
+    ("hook_handle_dict", "d = handle.hooks_dict_ref()\n", "torch_internals", 1),
     ("subclass_torch_function_mode",
      "from torch.overrides import TorchFunctionMode\n\nclass M(TorchFunctionMode):\n    pass\n",
-     "torch_internals", 3),
-    ("subclass_torch_function_mode_dotted",
-     "import torch\n\nclass M(torch.overrides.TorchFunctionMode):\n    pass\n",
      "torch_internals", 3),
     ("subclass_dispatch_mode_unimported", "class M(TorchDispatchMode):\n    pass\n",
      "torch_internals", 1),
@@ -166,174 +175,164 @@ POSITIVES = [
      "import torch\n\nclass T(torch.Tensor):\n    @classmethod\n"
      "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
      "        return func(*args)\n", "torch_internals", 5),
-    ("define_torch_dispatch",
-     "class T:\n    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):\n"
-     "        pass\n", "torch_internals", 2),
     ("as_subclass", "import torch\ny = x.as_subclass(torch.Tensor)\n", "torch_internals", 2),
-    ("make_subclass", "import torch\ny = torch.Tensor._make_subclass(T, x)\n",
-     "torch_internals", 2),
-    # patching
+    # replacing torch's, builtins' or the standard library's functions and classes
     ("assign_torch_attribute", "import torch\ntorch.Tensor.to = fake_to\n", "patching", 2),
     ("assign_through_module_alias", "import torch\nT = torch\nT.Tensor.to = fake_to\n",
      "patching", 3),
     ("assign_through_class_alias_nn",
      "import torch.nn as nn\nL = nn.Linear\nL.forward = fake_forward\n", "patching", 3),
-    ("assign_through_class_alias_from",
-     "from torch import nn\nL = nn.Linear\nL.forward = fake_forward\n", "patching", 3),
     ("assign_imported_class", "from torch.nn import Linear\nLinear.forward = fake_forward\n",
      "patching", 2),
+    ("type_of_object_to", "type(x).to = fake_to\n", "patching", 1),
+    ("type_mro_to", "type(x).__mro__[0].to = fake_to\n", "patching", 1),
+    ("class_of_object", "x.__class__.device = property(lambda self: 'cuda:1')\n", "patching",
+     1),
+    ("object_class_swapped", "x.__class__ = FakeTensor\n", "patching", 1),
+    ("module_passed_to_function",
+     "def patch(m):\n    m.cuda.device_count = lambda: 8\nimport torch\npatch(torch)\n",
+     "patching", 2),
+    ("class_in_a_loop", "import torch\nfor c in [torch.Tensor]:\n    c.to = fake\n", "patching",
+     3),
+    ("decorator_patching",
+     "def replace(owner):\n    def deco(fn):\n        owner.to = fn\n        return fn\n"
+     "    return deco\n", "patching", 3),
+    ("forward_of_a_class_from_a_list", "for c in classes:\n    c.forward = fake\n", "patching",
+     2),
+    ("init_subclass", "class Evil:\n    def __init_subclass__(cls, **kw):\n        pass\n",
+     "patching", 2),
     ("setattr_literal", "import torch\nsetattr(torch.Tensor, 'to', fake_to)\n", "patching", 2),
-    ("setattr_computed", "import torch\nname = 'to'\nsetattr(torch.Tensor, name, fake_to)\n",
-     "patching", 3),
+    ("setattr_computed_on_torch", "import torch\nsetattr(torch.Tensor, name, fake_to)\n",
+     "patching", 2),
+    ("setattr_concatenated_name", "setattr(t, 't' + 'o', fake)\n", "patching", 1),
     ("delattr", "import torch\ndelattr(torch.Tensor, 'to')\n", "patching", 2),
     ("del_attribute", "import torch\ndel torch.cuda.device_count\n", "patching", 2),
-    ("device_count_lambda", "import torch\ntorch.cuda.device_count = lambda: 8\n",
-     "patching", 2),
     ("tuple_target", "import torch\ntorch.cuda.device_count, torch.cuda.is_available = f, g\n",
      "patching", 2),
-    ("augmented", "import torch\ntorch.cuda.device_count += 1\n", "patching", 2),
     ("stdlib_time", "import time\ntime.perf_counter = lambda: 0.0\n", "patching", 2),
-    ("dist_alias", "import torch.distributed as dist\ndist.all_reduce = lambda *a, **k: None\n",
+    ("perf_counter_of_anything", "clock.perf_counter = lambda: 0.0\n", "patching", 1),
+    ("builtins_print", "import builtins\nbuiltins.print = quiet\n", "patching", 2),
+    ("json_encoder", "import json\njson.encoder.JSONEncoder.encode = forged\n", "patching", 2),
+    ("object_setattr", "import torch\nobject.__setattr__(torch.cuda, 'device_count', f)\n",
+     "introspection", 2),
+    ("trace_file_switched_off", "t._file = None\n", "patching", 1),
+    ("import_after_use",
+     "def patch():\n    torch.Tensor.to = fake_to\n\nimport torch\npatch()\n", "patching", 2),
+    ("annotated_assignment_patch", "import torch\ntorch.Tensor.to: object = fake_to\n",
      "patching", 2),
-    ("inside_function",
-     "import torch\n\ndef patch():\n    torch.Tensor.to = fake_to\n", "patching", 4),
-    # processes
-    ("import_subprocess", "import subprocess\nsubprocess.run(['ls'])\n", "processes", 1),
-    ("from_subprocess_import", "from subprocess import run\n", "processes", 1),
-    ("os_system", "import os\nos.system('nvidia-smi')\n", "processes", 2),
-    ("os_popen", "import os\nout = os.popen('ls').read()\n", "processes", 2),
-    ("os_fork", "import os\npid = os.fork()\n", "processes", 2),
-    ("os_execv", "import os\nos.execv('/bin/sh', ['sh'])\n", "processes", 2),
-    ("os_posix_spawn", "import os\nos.posix_spawn('/bin/sh', ['sh'], {})\n", "processes", 2),
-    ("from_os_import_system", "from os import system\n", "processes", 1),
-    ("import_pty", "import pty\n", "processes", 1),
-    # proc_files
+    # code the grader cannot read
+    ("exec_computed", "exec(code)\n", "dynamic_code", 1),
+    ("eval_computed", "y = eval(expression)\n", "dynamic_code", 1),
+    ("compile_computed", "c = compile(text, 'f', 'exec')\n", "dynamic_code", 1),
+    ("exec_of_constant_is_read", "exec('import gc; gc.get_objects()')\n", "introspection", 1),
+    ("exec_of_base64", "import base64\nexec(base64.b64decode('aW1wb3J0IHN5czsgc3lzLl9nZXRmcmFtZSgp'))\n",
+     "introspection", 2),
+    ("aliased_exec", "run = exec\nrun('x = 1')\n", "dynamic_code", 1),
+    ("dunder_import_computed", "m = __import__(name)\n", "dynamic_code", 1),
+    ("importlib_computed", "import importlib\nm = importlib.import_module(name)\n",
+     "dynamic_code", 2),
+    ("importlib_util", "import importlib.util\n", "dynamic_code", 1),
+    ("import_ctypes", "import ctypes\n", "dynamic_code", 1),
+    ("import_marshal", "import marshal\n", "dynamic_code", 1),
+    ("import_runpy", "import runpy\n", "dynamic_code", 1),
+    ("types_function_type", "import types\nf = types.FunctionType(code, {})\n", "dynamic_code",
+     2),
+    ("define_reduce", "class P:\n    def __reduce__(self):\n        return (print, ('x',))\n",
+     "dynamic_code", 2),
+    ("pickle_loads_payload", "import pickle\npickle.loads(" + repr(
+        b"cbuiltins\neval\n(Vprint(1)\ntR.") + ")\n", "dynamic_code", 2),
+    # /proc
     ("open_proc_environ", "data = open('/proc/self/environ').read()\n", "proc_files", 1),
     ("path_proc", "from pathlib import Path\np = Path('/proc')\n", "proc_files", 2),
     ("fstring_proc", "p = f'/proc/{pid}/environ'\n", "proc_files", 1),
     ("percent_proc", "p = '/proc/%d/maps' % pid\n", "proc_files", 1),
+    ("concatenated_proc", "p = '/pr' + 'oc/self/' + 'mem'\n", "proc_files", 1),
+    ("joined_proc", "import os\np = os.path.join('/', 'proc', 'self', 'maps')\n", "proc_files",
+     2),
+    ("double_slash_proc", "data = open('//proc/self/environ').read()\n", "proc_files", 1),
+    ("bytes_proc", "data = open(b'/proc/self/environ').read()\n", "proc_files", 1),
 ]
 
 
 @pytest.mark.parametrize("source, category, line",
-                         [pytest.param(*case[1:], id=case[0]) for case in POSITIVES])
-def test_code_that_could_deceive_the_grader_is_reported(tmp_path, source, category, line):
+                         [pytest.param(*case[1:], id=case[0]) for case in TAMPERING_CASES])
+def test_code_that_could_deceive_the_grader_is_held(tmp_path, source, category, line):
     findings = scan_snippet(tmp_path, source)
     match = [f for f in findings if (f.line, f.category) == (line, category)]
     assert match, (f"expected a '{category}' finding on line {line} of\n{source}\n"
                    f"observed:\n{shown(findings)}")
     finding = match[0]
-    assert all(f.file == DEFAULT_FILE for f in findings)
+    assert finding.kind == TAMPERING, f"{category} must hold the points: {finding.describe()}"
     assert finding.code == source.splitlines()[line - 1].strip(), "the code shown is the line"
-    assert finding.what, "every finding says what the code does"
     text = finding.describe()
-    assert text.startswith(f"{DEFAULT_FILE}:{line} {CATEGORIES[category]}: "), text
-    assert f"(`{finding.code}`)" in text, text
+    assert text.startswith(f"{DEFAULT_FILE}:{line} {CATEGORIES[category][1]}: "), text
 
 
-# Findings about the files themselves (names, compiled code, size): line 0, no code.
-FILE_POSITIVES = [
-    # (id, files, file of the finding, category)
-    ("stdlib_name_in_assignment", {"practical4/json.py": "x = 1\n"}, "practical4/json.py",
-     "shadowing"),
-    ("torch_name", {"hw3/torch.py": "x = 1\n"}, "hw3/torch.py", "shadowing"),
-    ("numpy_name_top_level", {"numpy.py": "x = 1\n"}, "numpy.py", "shadowing"),
-    ("sitecustomize", {"practical6/sitecustomize.py": ""}, "practical6/sitecustomize.py",
-     "shadowing"),
-    ("pynvml", {"practical10/pynvml.py": ""}, "practical10/pynvml.py", "shadowing"),
-    ("grader_package_folder", {"grader/__init__.py": "", "grader/vgpu.py": "x = 1\n"},
-     "grader", "shadowing"),
-    ("stdlib_package_folder", {"json/__init__.py": ""}, "json", "shadowing"),
-    ("torch_folder_without_init", {"torch/readme.txt": "hi"}, "torch", "shadowing"),
-    ("legacy_pyc", {"practical4/helper.pyc": b"\x00\x01compiled"}, "practical4/helper.pyc",
-     "compiled"),
-    ("shared_object", {"practical4/helper.so": b"\x7fELF"}, "practical4/helper.so", "compiled"),
-    ("extension_module", {"hw3/fast.cpython-311-x86_64-linux-gnu.so": b"\x7fELF"},
-     "hw3/fast.cpython-311-x86_64-linux-gnu.so", "compiled"),
-    ("pyo", {"practical5/old.pyo": b"\x00"}, "practical5/old.pyo", "compiled"),
-    ("too_large", {"practical4/big.py": "#" * (MAX_FILE_BYTES + 1)}, "practical4/big.py",
-     "unreadable"),
+# -- 2. notes: unusual but honest, for the instructor -----------------------------------------
+NOTE_CASES = [
+    ("environ_printed", "import os\nprint(dict(os.environ))\n", "environment", 2),
+    ("environ_iterated", "import os\nfor key in os.environ:\n    print(key)\n", "environment", 2),
+    ("environ_computed_key", "import os\nv = os.environ[name]\n", "environment", 2),
+    ("getenv_computed", "import os\nv = os.getenv(name)\n", "environment", 2),
+    ("environ_items", "import os\npairs = list(os.environ.items())\n", "environment", 2),
+    ("getattr_computed_on_torch", "import torch\ndtype = getattr(torch, args.dtype)\n",
+     "dynamic_attribute", 2),
+    ("getattr_computed_on_nn", "import torch.nn as nn\nact = getattr(nn, args.activation)()\n",
+     "dynamic_attribute", 2),
+    ("stdout_tee", "import sys\nsys.stdout = Tee('log.txt', sys.stdout)\n", "output", 2),
+    ("redirect_stdout", "from contextlib import redirect_stdout\n", "output", 1),
+    ("pickle_dump", "import pickle\npickle.dump(step_times, f)\n", "serialization", 1),
+    ("torch_serialization_pickle", "import torch\np = torch.serialization.pickle\n",
+     "serialization", 2),
+    ("subprocess_nvidia_smi", "import subprocess\nsubprocess.run(['nvidia-smi'])\n",
+     "processes", 1),
+    ("os_system", "import os\nos.system('nvidia-smi')\n", "processes", 2),
+    ("os_popen", "import os\nout = os.popen('nvidia-smi').read()\n", "processes", 2),
+    ("execv_through_a_list", "import os\n[os][0].execv('/bin/sh', ['sh'])\n", "processes", 2),
+    ("multiprocessing", "import multiprocessing as mp\n", "processes", 1),
+    ("atexit", "import atexit\natexit.register(save)\n", "exit_hooks", 1),
+    ("signal_imported", "import signal\nprint(signal.SIGINT)\n", "exit_hooks", 1),
+    ("hashlib", "import hashlib\nh = hashlib.md5(data).hexdigest()\n", "digests", 1),
+    ("torch_hub_hashlib", "import torch\nh = torch.hub.hashlib.sha256(b'x')\n", "digests", 2),
+    ("numpy_alias_hack", "import matplotlib\nmatplotlib.rcdefaults = None\n", "library_settings",
+     2),
+    ("dynamo_config", "import torch._dynamo\ntorch._dynamo.config.suppress_errors = True\n",
+     "library_settings", 1),
 ]
 
 
-@pytest.mark.parametrize("files, file, category",
-                         [pytest.param(*case[1:], id=case[0]) for case in FILE_POSITIVES])
-def test_files_that_could_deceive_the_grader_are_reported(tmp_path, files, file, category):
-    findings = scan_submission(write(tmp_path, files))
-    match = [f for f in findings if (f.file, f.category) == (file, category)]
-    assert match, f"expected a '{category}' finding for {file}; observed:\n{shown(findings)}"
-    finding = match[0]
-    assert (finding.line, finding.code) == (0, ""), "a file's finding has no line and no code"
-    assert finding.describe().startswith(f"{file} {CATEGORIES[category]}: "), finding.describe()
+@pytest.mark.parametrize("source, category, line",
+                         [pytest.param(*case[1:], id=case[0]) for case in NOTE_CASES])
+def test_unusual_but_honest_code_is_a_note_and_never_held(tmp_path, source, category, line):
+    findings = scan_snippet(tmp_path, source)
+    match = [f for f in findings if (f.line, f.category) == (line, category)]
+    assert match, (f"expected a '{category}' note on line {line} of\n{source}\n"
+                   f"observed:\n{shown(findings)}")
+    assert match[0].kind == NOTE
+    held, _notes = split_by_kind(findings)
+    assert held == [], f"honest code held for review:\n{shown(held)}"
 
 
-def test_a_too_large_file_is_not_parsed(tmp_path):
-    findings = scan_snippet(tmp_path, "import grader\n" + "#" * MAX_FILE_BYTES)
-    assert [(f.line, f.category) for f in findings] == [(0, "unreadable")], shown(findings)
-    assert "MiB" in findings[0].what
-
-
-def test_past_the_file_limit_the_rest_is_reported_unread(tmp_path, monkeypatch):
-    monkeypatch.setattr(scan, "MAX_FILES", 3)
-    write(tmp_path, {f"practical4/m{n}.py": "x = 1\n" for n in range(3)})
-    write(tmp_path, {"practical4/m3.py": "import grader\n", "practical4/m4.py": "import gc\n"})
-    findings = scan_submission(tmp_path)
-    assert [(f.file, f.line, f.category) for f in findings] == [
-        ("practical4/m3.py", 0, "unreadable")], shown(findings)
-    assert "more than 3 files" in findings[0].what
-
-
-def test_every_category_has_a_positive_case():
-    covered = {case[2] for case in POSITIVES} | {case[3] for case in FILE_POSITIVES}
-    assert covered == set(CATEGORIES), f"categories without a case: {set(CATEGORIES) - covered}"
-
-
-def test_findings_are_sorted_by_file_and_line_and_said_once_per_line_and_category(tmp_path):
-    write(tmp_path, {
-        "practical4/b.py": "import os\nimport gc, inspect\nx = eval('1') + eval('2')\n",
-        "practical4/a.py": "x = 1\nexec('y = 2')\n"})
-    findings = scan_submission(tmp_path)
-    assert [(f.file, f.line, f.category) for f in findings] == [
-        ("practical4/a.py", 2, "dynamic_code"),
-        ("practical4/b.py", 2, "introspection"),   # gc and inspect: one line, one finding
-        ("practical4/b.py", 3, "dynamic_code")], shown(findings)
-
-
-def test_long_lines_are_shortened_in_the_finding(tmp_path):
-    source = "import os\nos.system('" + "x" * 200 + "')\n"
-    (finding,) = scan_snippet(tmp_path, source)
-    assert len(finding.code) == 100 and finding.code.endswith("..."), finding.code
-    assert finding.code.startswith("os.system('xxx")
-
-
-def test_a_finding_is_reported_in_any_python_file_at_any_depth(tmp_path):
-    write(tmp_path, {"practical6/utils/deep/helper.py": "import gc\n",
-                     "top_level.py": "import grader\n"})
-    findings = scan_submission(tmp_path)
-    assert [(f.file, f.category) for f in findings] == [
-        ("practical6/utils/deep/helper.py", "introspection"),
-        ("top_level.py", "grader")], shown(findings)
-
-
-# -- 2. negatives: what honest students write -------------------------------------------------
-NEGATIVES = {
+# -- 3. honest: no finding at all ---------------------------------------------------------------
+HONEST = {
     "environ_literal_key": "import os\nrank = int(os.environ['LOCAL_RANK'])\n",
     "environ_get_default": "import os\nworld = int(os.environ.get('WORLD_SIZE', 1))\n",
     "environ_contains": "import os\nif 'RANK' in os.environ:\n    pass\n",
-    "environ_not_contains": "import os\nif 'RANK' not in os.environ:\n    pass\n",
     "environ_set": "import os\nos.environ['MASTER_ADDR'] = 'localhost'\n"
                    "os.environ['MASTER_PORT'] = str(29500)\n",
     "environ_setdefault": "import os\nos.environ.setdefault('X', '1')\n",
-    "environ_pop_and_del": "import os\nos.environ.pop('X', None)\ndel os.environ['Y']\n",
     "environ_update_kwargs": "import os\nos.environ.update(MASTER_ADDR='localhost')\n",
+    "environ_update_literal_dict": "import os\nos.environ.update({'MASTER_ADDR': 'localhost'})\n",
     "environ_in_fstring": "import os\nprint(f\"rank {os.environ['RANK']}\")\n",
+    "environ_loop_over_literal_names":
+        "import os\nfor var in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE'):\n"
+        "    print(var, os.environ.get(var))\n",
     "from_os_import_environ_literal": "from os import environ\nr = environ['RANK']\n",
     "getenv_literal": "import os\nrank = os.getenv('RANK')\n",
-    "cuda_visible_devices": "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ','.join(ids)\n",
     "backends_settings": "import torch\ntorch.backends.cudnn.benchmark = True\n"
-                         "torch.backends.cudnn.deterministic = True\n"
                          "torch.backends.cuda.matmul.allow_tf32 = True\n",
-    "backends_setattr": "import torch\nsetattr(torch.backends.cudnn, 'benchmark', True)\n",
+    "argparse_cuda_flag": "import torch\nargs.cuda = not args.no_cuda and torch.cuda.is_available()\n"
+                          "args.device = torch.device('cuda' if args.cuda else 'cpu')\n",
     "setattr_getattr_on_self": (
         "import torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        for i in range(3):\n"
@@ -343,67 +342,198 @@ NEGATIVES = {
     "getattr_literal_on_nn": "import torch.nn as nn\nact = getattr(nn, 'ReLU')()\n",
     "hasattr_on_module": "import torch\nok = hasattr(torch, 'compile')\n",
     "getattr_computed_on_object": "layer = getattr(model, name)\n",
-    "model_to_device": "model.to('cuda:1')\nx = x.to(f'cuda:{rank}')\n",
-    "device_count": "import torch\nn = torch.cuda.device_count()\n",
+    "model_modules_called": "for m in model.modules():\n    print(type(m).__name__)\n",
+    "class_name": "print(model.__class__.__name__, type(model).__name__)\n",
+    "gc_collect": "import gc\nimport torch\ngc.collect()\ntorch.cuda.empty_cache()\n",
     "mp_spawn": "import torch\ntorch.multiprocessing.spawn(run, args=(2,), nprocs=2)\n",
-    "mp_alias_spawn": "import torch.multiprocessing as mp\nmp.spawn(run, nprocs=2, join=True)\n",
     "init_process_group": "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
                           "dist.all_reduce(t)\ndist.destroy_process_group()\n",
-    "ddp_import": "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-                  "model = DDP(model, device_ids=[rank])\n",
-    "perf_counter": "import time\nstart = time.perf_counter()\n",
+    "perf_counter_read": "import time\nstart = time.perf_counter()\n",
+    "timer_class": "import time\nclass Timer:\n    def __enter__(self):\n"
+                   "        self.start = time.perf_counter()\n        return self\n"
+                   "    def __exit__(self, *exc):\n"
+                   "        self.elapsed = time.perf_counter() - self.start\n",
+    "own_object_attributes": "stats.time = 3.0\nresult.device = 'cuda:0'\ndataset.labels = y\n",
     "docstrings_name_grader_things": (
         '"""Sets PDL_VGPU_TRACE? No: the grader writes trace.jsonl and reads /proc."""\n'
         "def f():\n    '''Mentions PDL_SEAL_KEY, probe.jsonl and /proc/self/environ.'''\n"
-        "    return 1\n\nclass C:\n    \"\"\"PDL_VGPU_GPUS\"\"\"\n"),
+        "    return 1\n"),
     "comments_name_grader_things": "# import grader; os.environ['PDL_SEAL_KEY']; exec(x)\nx = 1\n",
-    "future_import": "from __future__ import annotations\n",
     "module_state_of_objects": (
         "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\n"
         "m.weight = nn.Parameter(m.weight * 2)\nx = torch.randn(2)\nx.data = x.data * 2\n"
-        "x.requires_grad = True\n"),
-    "torch_version": "import torch\nprint(torch.__version__)\n",
-    "vars_of_args": "cfg = vars(args)\n",
-    "seeds_and_settings": "import torch\nimport random\nimport numpy as np\n"
-                          "torch.manual_seed(0)\nrandom.seed(0)\nnp.random.seed(0)\n"
-                          "torch.set_num_threads(1)\n",
+        "x.requires_grad = True\np.grad = None\n"),
+    "vars_of_args": "import json\ncfg = vars(args)\nprint(json.dumps(args.__dict__))\n",
     "sys_basics": "import sys\nimport os\nsys.path.insert(0, os.path.dirname(__file__))\n"
-                  "print(sys.argv)\nsys.exit(0)\n",
+                  "print(sys.argv, sys.version)\nsys.stdout.flush()\nsys.exit(0)\n",
     "main_guard": "if __name__ == '__main__':\n    main()\n",
     "relative_import": "from .helpers import run\nfrom . import helpers\n",
     "checkpointing": "import torch\ntorch.save(model.state_dict(), 'ckpt.pt')\n"
                      "state = torch.load('ckpt.pt')\n",
-    "functional_alias": "import torch.nn.functional as F\ny = F.relu(x)\n",
-    "no_grad_and_sync": "import torch\nwith torch.no_grad():\n    torch.cuda.synchronize()\n",
-    "os_path_and_files": "import os\nos.makedirs('out', exist_ok=True)\n"
-                         "p = os.path.join('out', 'loss.txt')\n",
-    "attribute_of_alias_rebound": "import time\ntime = Timer()\ntime.start = 0\n",
+    "platform_and_host": "import platform, socket, os\nprint(platform.system(), "
+                         "socket.gethostname(), os.getpid(), os.cpu_count())\n",
+    "traceback_print": "import traceback\ntry:\n    run()\nexcept Exception:\n"
+                       "    traceback.print_exc()\n",
+    "warnings_filter": "import warnings\nwarnings.filterwarnings('ignore')\n",
+    "deepcopy_model": "import copy\nreplica = copy.deepcopy(model)\n",
+    "results_folder": "import os, json\nos.makedirs('results', exist_ok=True)\n"
+                      "json.dump(times, open(os.path.join('results', 'times.json'), 'w'))\n",
+    "archive_made_at_run_time": "import shutil\nshutil.make_archive('results', 'zip', 'out')\n",
+    "re_and_torch_compile": "import re, torch\npattern = re.compile(r'\\d+')\n"
+                            "model = torch.compile(model)\n",
+    "inspect_free_eval_of_model": "model.eval()\nmodel.train(False)\n",
+    "set_printoptions": "import torch\ntorch.set_printoptions(precision=3)\n",
+    "sys_excepthook_untouched_print": "print(sys_info)\n",
+    "optimizer_from_literal": "import torch\nopt = getattr(torch.optim, 'SGD')(params, lr=0.1)\n",
+    "format_strings": "msg = f'step {step}: {loss:.3f} ms'\nprint('%d GPUs' % n)\n",
+    "process_group_literal_strings": "backend = 'nccl' if cuda else 'gloo'\n",
+    "super_setattr_in_module": (
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __setattr__(self, name, value):\n"
+        "        super().__setattr__(name, value)\n"),
 }
 
 
-@pytest.mark.parametrize("source", list(NEGATIVES.values()), ids=list(NEGATIVES))
+@pytest.mark.parametrize("source", list(HONEST.values()), ids=list(HONEST))
 def test_honest_idioms_give_no_finding(tmp_path, source):
     findings = scan_snippet(tmp_path, source)
-    assert findings == [], f"false positive on\n{source}\n{shown(findings)}"
+    assert findings == [], f"a finding on honest code\n{source}\n{shown(findings)}"
 
 
-def test_bytecode_caches_beside_their_source_are_no_finding(tmp_path):
-    write(tmp_path, {"practical4/concepts.py": "x = 1\n",
-                     "practical4/__pycache__/concepts.cpython-311.pyc": b"\x00compiled",
-                     "hw3/__pycache__/model_parallel.cpython-311.pyc": b"\x00compiled",
-                     "hw3/__pycache__/json.py": "import grader\n",
-                     "__pycache__/x.cpython-311.pyc": b"\x00"})
+# -- 4. files ---------------------------------------------------------------------------------
+def zip_bytes(members: dict[str, bytes]) -> bytes:
+    import io
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+# (id, files, file of the finding, category)
+FILE_CASES = [
+    ("grader_package_folder", {"grader/__init__.py": "", "grader/vgpu.py": "x = 1\n"},
+     "grader", "shadowing"),
+    ("torch_name", {"hw3/torch.py": "x = 1\n"}, "hw3/torch.py", "shadowing"),
+    ("sitecustomize", {"practical6/sitecustomize.py": ""}, "practical6/sitecustomize.py",
+     "shadowing"),
+    ("torch_folder_without_init", {"torch/readme.txt": "hi"}, "torch", "shadowing"),
+    ("legacy_pyc", {"practical4/helper.pyc": b"\x00\x01compiled"}, "practical4/helper.pyc",
+     "compiled"),
+    ("shared_object", {"practical4/helper.so": b"\x7fELF"}, "practical4/helper.so", "compiled"),
+    ("extension_module", {"hw3/fast.cpython-311-x86_64-linux-gnu.so": b"\x7fELF"},
+     "hw3/fast.cpython-311-x86_64-linux-gnu.so", "compiled"),
+    ("too_large", {"practical4/big.py": "#" * (MAX_FILE_BYTES + 1)}, "practical4/big.py",
+     "unreadable"),
+    ("code_in_an_archive", {"practical5/lib.zip": zip_bytes({"hidden.py": b"import gc\n"
+                                                            b"gc.get_objects()\n"})},
+     "practical5/lib.zip/hidden.py", "introspection"),
+    ("compiled_code_in_an_archive", {"hw3/lib.zip": zip_bytes({"x.pyc": b"\x00"})},
+     "hw3/lib.zip/x.pyc", "compiled"),
+    ("pickle_that_calls_eval", {"hw3/results.pkl": b"cbuiltins\neval\n(Vprint(1)\ntR."},
+     "hw3/results.pkl", "dynamic_code"),
+    ("pickle_that_calls_os_system", {"hw3/state.pt": pickle.dumps(os.system, protocol=2)
+                                     .replace(b"posix", b"posix")},
+     "hw3/state.pt", "dynamic_code"),
+]
+
+
+@pytest.mark.parametrize("files, file, category",
+                         [pytest.param(*case[1:], id=case[0]) for case in FILE_CASES])
+def test_files_that_could_deceive_the_grader_are_held(tmp_path, files, file, category):
+    findings = scan_submission(write(tmp_path, files))
+    match = [f for f in findings if (f.file, f.category) == (file, category)]
+    assert match, f"expected a '{category}' finding for {file}; observed:\n{shown(findings)}"
+    assert match[0].kind == TAMPERING
+
+
+NOTE_FILE_CASES = [
+    ("plots_zip", {"hw3/plots.zip": zip_bytes({"step_times.png": b"\x89PNG...",
+                                               "table.csv": b"depth,ms\n6,1.0\n"})},
+     "hw3/plots.zip", "archive"),
+    ("results_tar", {"practical5/results.tar.gz": b"\x1f\x8b not really"},
+     "practical5/results.tar.gz", "archive"),
+    ("helper_module_shadowing_stdlib", {"hw3/profile.py": "def timer():\n    pass\n"},
+     "hw3/profile.py", "helper_module"),
+    ("helper_module_of_its_own", {"hw3/utils.py": "def timer():\n    pass\n"},
+     "hw3/utils.py", "helper_module"),
+    ("stdlib_package_folder", {"practical4/json/__init__.py": ""}, "practical4/json",
+     "helper_module"),
+    ("syntax_error", {"practical4/broken.py": "def f(:\n"}, "practical4/broken.py", "unparsable"),
+    ("nul_byte", {"practical4/nul.py": b"x = 1\x00\n"}, "practical4/nul.py", "unparsable"),
+]
+
+
+@pytest.mark.parametrize("files, file, category",
+                         [pytest.param(*case[1:], id=case[0]) for case in NOTE_FILE_CASES])
+def test_unusual_files_are_notes(tmp_path, files, file, category):
+    findings = scan_submission(write(tmp_path, files))
+    match = [f for f in findings if (f.file, f.category) == (file, category)]
+    assert match, f"expected a '{category}' note for {file}; observed:\n{shown(findings)}"
+    assert split_by_kind(findings)[0] == [], shown(findings)
+
+
+def test_honest_pickles_and_checkpoints_are_no_finding(tmp_path):
+    import torch
+    torch.save({"weight": torch.ones(2), "steps": [1.0, 2.0]}, tmp_path / "ckpt.pt")
+    files = {"hw3/step_times.pkl": pickle.dumps([1.5, 2.5, {"depth": 6}]),
+             "hw3/ckpt.pt": (tmp_path / "ckpt.pt").read_bytes()}
+    findings = scan_submission(write(tmp_path / "submission", files))
+    assert split_by_kind(findings)[0] == [], shown(findings)
+
+
+def test_a_py_name_linked_to_another_file_of_the_submission_is_read_as_python(tmp_path):
+    write(tmp_path, {"hw3/notes.txt": "import gc\nobjects = gc.get_objects()\n"})
+    (tmp_path / "hw3" / "helper.py").symlink_to("notes.txt")
     findings = scan_submission(tmp_path)
-    assert findings == [], f"__pycache__ is masked at run time, not a finding:\n{shown(findings)}"
+    assert ("hw3/helper.py", "introspection") in {(f.file, f.category) for f in findings}, \
+        shown(findings)
 
 
-def test_a_syntax_error_is_no_finding_and_no_crash(tmp_path):
+def test_a_too_large_file_is_not_parsed(tmp_path):
+    findings = scan_snippet(tmp_path, "import grader\n" + "#" * MAX_FILE_BYTES)
+    assert [(f.line, f.category) for f in findings] == [(0, "unreadable")], shown(findings)
+    assert "MiB" in findings[0].what and findings[0].kind == TAMPERING
+
+
+def test_past_the_file_limit_the_rest_is_reported_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(scan, "MAX_FILES", 3)
+    write(tmp_path, {f"practical4/m{n}.py": "x = 1\n" for n in range(3)})
+    write(tmp_path, {"practical4/m3.py": "import grader\n", "practical4/m4.py": "import gc\n"})
+    findings = [f for f in scan_submission(tmp_path) if f.category != "helper_module"]
+    assert [(f.file, f.line, f.category) for f in findings] == [
+        ("practical4/m3.py", 0, "unreadable")], shown(findings)
+    assert "more than 3 files" in findings[0].what
+
+
+def test_every_category_has_a_case():
+    covered = {case[2] for case in TAMPERING_CASES + NOTE_CASES} | {
+        case[3] for case in FILE_CASES + NOTE_FILE_CASES}
+    assert covered == set(CATEGORIES), f"categories without a case: {set(CATEGORIES) - covered}"
+
+
+def test_a_syntax_error_is_a_note_and_the_other_files_are_still_read(tmp_path):
     write(tmp_path, {"practical4/broken.py": "import grader\ndef f(:\n",
-                     "practical4/nul.py": b"import gc\x00\n",
-                     "practical4/ok.py": "import gc\n"})
-    findings = scan_submission(tmp_path)
-    assert [(f.file, f.category) for f in findings] == [("practical4/ok.py", "introspection")], \
-        f"files that cannot run are not findings; the others are still read:\n{shown(findings)}"
+                     "practical4/ok.py": "import gc\ngc.get_objects()\n"})
+    findings = [f for f in scan_submission(tmp_path) if f.category != "helper_module"]
+    assert [(f.file, f.category, f.kind) for f in findings] == [
+        ("practical4/broken.py", "unparsable", NOTE),
+        ("practical4/ok.py", "introspection", TAMPERING)], shown(findings)
+
+
+def test_findings_are_sorted_by_file_and_line_and_said_once_per_line_and_category(tmp_path):
+    write(tmp_path, {
+        "practical4/b.py": "import os\nimport gc, inspect\nx = eval(a) + eval(b)\n",
+        "practical4/a.py": "x = 1\nexec(y)\n"})
+    findings = [f for f in scan_submission(tmp_path) if f.category != "helper_module"]
+    assert [(f.file, f.line, f.category) for f in findings] == [
+        ("practical4/a.py", 2, "dynamic_code"),
+        ("practical4/b.py", 3, "dynamic_code")], shown(findings)
+
+
+def test_long_lines_are_shortened_in_the_finding(tmp_path):
+    source = "import gc\ngc.get_objects('" + "x" * 200 + "')\n"
+    (finding,) = scan_snippet(tmp_path, source)
+    assert len(finding.code) == 100 and finding.code.endswith("..."), finding.code
 
 
 def test_non_python_files_are_not_read(tmp_path):
@@ -411,11 +541,10 @@ def test_non_python_files_are_not_read(tmp_path):
                      "hw3/REPORT.md": "exec('x') /proc/self/environ trace.jsonl\n",
                      "hw3/report.pdf": b"%PDF-1.4 import grader",
                      "practical4/notes.txt": "import os; os.system('ls')\n"})
-    findings = scan_submission(tmp_path)
-    assert findings == [], shown(findings)
+    assert scan_submission(tmp_path) == []
 
 
-def test_symlinks_are_not_followed(tmp_path):
+def test_symlinks_are_not_followed_out_of_the_submission(tmp_path):
     submission = write(tmp_path / "submission", {"practical4/concepts.py": "x = 1\n"})
     outside = write(tmp_path / "outside", {"evil.py": "import grader\n"})
     folder = submission / "practical4"
@@ -424,7 +553,7 @@ def test_symlinks_are_not_followed(tmp_path):
     (folder / "up").symlink_to(submission, target_is_directory=True)
     (folder / "elsewhere").symlink_to(outside, target_is_directory=True)
     (folder / "evil.py").symlink_to(outside / "evil.py")
-    findings = scan_in_thread(submission)
+    findings = [f for f in scan_in_thread(submission) if f.category != "helper_module"]
     assert findings == [], shown(findings)
 
 
@@ -434,7 +563,14 @@ def test_a_fifo_does_not_hang_the_scan(tmp_path):
     assert scan_in_thread(tmp_path) == []
 
 
-# -- 3. the course's own material ---------------------------------------------------------------
+def test_bytecode_caches_beside_their_source_are_no_finding(tmp_path):
+    write(tmp_path, {"practical4/concepts.py": "x = 1\n",
+                     "practical4/__pycache__/concepts.cpython-311.pyc": b"\x00compiled",
+                     "hw3/__pycache__/json.py": "import grader\n"})
+    assert scan_submission(tmp_path) == []
+
+
+# -- 5. the course's own material ---------------------------------------------------------------
 @pytest.mark.parametrize("folder", ["reference", "student_template"])
 def test_course_material_gives_no_finding(folder):
     findings = scan_submission(ROOT / folder)
@@ -452,7 +588,7 @@ def test_the_matrices_submissions_give_no_finding(name, build, variant, tmp_path
     assert findings == [], f"[{name}] an honest submission is reported:\n{shown(findings)}"
 
 
-# -- 4. assignment, findings_for, to_dict ----------------------------------------------------
+# -- 6. assignment, findings_for, to_dict ----------------------------------------------------
 @pytest.mark.parametrize("file, assignment", [
     *[(f"{a}/x.py", a) for a in ASSIGNMENT_FOLDERS],
     ("hw3/sub/deep/x.py", "hw3"),
@@ -462,47 +598,40 @@ def test_a_findings_assignment_is_its_top_assignment_folder(file, assignment):
     assert Finding(file, 1, "grader", "w", "c").assignment == assignment
 
 
-def test_assignment_folders_are_the_courses():
-    assert set(ASSIGNMENT_FOLDERS) == {"practical4", "practical5", "practical6", "practical10",
-                                       "hw3"}
-
-
 def test_findings_for_an_assignment_include_those_outside_every_assignment(tmp_path):
     write(tmp_path, {"hw3/model_parallel.py": "import grader\n",
-                     "hw3/sub/helper.py": "import gc\n",
-                     "practical4/concepts.py": "import gc\n",
-                     "practical10/sample.py": "import pickle\n",
-                     "common/util.py": "exec('x')\n",
-                     "top.py": "import inspect\n",
-                     "json.py": ""})
-    findings = scan_submission(tmp_path)
-    assert len(findings) == 7, shown(findings)
+                     "hw3/sub/helper.py": "import gc\ngc.get_objects()\n",
+                     "practical4/concepts.py": "import gc\ngc.get_referrers(x)\n",
+                     "practical10/sample.py": "import ctypes\n",
+                     "common/util.py": "exec(x)\n",
+                     "top.py": "import inspect\ninspect.stack()\n"})
+    findings = [f for f in scan_submission(tmp_path) if f.kind == TAMPERING]
+    assert len(findings) == 6, shown(findings)
     assert {f.file for f in findings_for(findings, "hw3")} == {
-        "hw3/model_parallel.py", "hw3/sub/helper.py", "common/util.py", "top.py", "json.py"}
-    assert {f.file for f in findings_for(findings, "practical4")} == {
-        "practical4/concepts.py", "common/util.py", "top.py", "json.py"}
-    assert {f.file for f in findings_for(findings, "practical6")} == {
-        "common/util.py", "top.py", "json.py"}
+        "hw3/model_parallel.py", "hw3/sub/helper.py", "common/util.py", "top.py"}
+    assert {f.file for f in findings_for(findings, "practical6")} == {"common/util.py", "top.py"}
     assert findings_for([], "hw3") == []
 
 
 def test_to_dict_has_everything_a_report_shows(tmp_path):
-    (finding,) = scan_snippet(tmp_path, "x = 1\nimport gc\n", file="hw3/model_parallel.py")
+    (finding,) = scan_snippet(tmp_path, "x = 1\nimport gc\ngc.get_objects()\n",
+                              file="hw3/model_parallel.py")
     data = finding.to_dict()
-    assert data == {"file": "hw3/model_parallel.py", "line": 2, "category": "introspection",
-                    "what": "imports gc", "code": "import gc", "assignment": "hw3",
-                    "text": finding.describe()}
-    assert data["text"] == ("hw3/model_parallel.py:2 inspects or rewrites the running "
-                            "interpreter: imports gc (`import gc`)")
+    assert data == {"file": "hw3/model_parallel.py", "line": 3, "category": "introspection",
+                    "what": "reads get_objects", "code": "gc.get_objects()", "kind": TAMPERING,
+                    "assignment": "hw3", "text": finding.describe()}
+    assert data["text"] == ("hw3/model_parallel.py:3 inspects or rewrites the running "
+                            "interpreter: reads get_objects (`gc.get_objects()`)")
+    assert Finding.from_dict(data) == finding
 
 
-def test_to_dict_of_a_file_outside_assignments():
-    data = Finding("helper.so", 0, "compiled", "a .so file", "").to_dict()
-    assert (data["assignment"], data["line"], data["code"]) == (None, 0, "")
-    assert data["text"] == f"helper.so {CATEGORIES['compiled']}: a .so file"
+def test_split_by_kind():
+    held = Finding("x.py", 1, "grader", "w", "c")
+    noted = Finding("x.py", 2, "environment", "w", "c")
+    assert split_by_kind([held, noted]) == ([held], [noted])
 
 
-# -- 5. bytecode caches ------------------------------------------------------------------------
+# -- 7. bytecode caches ------------------------------------------------------------------------
 def test_bytecode_caches_are_found_at_any_depth(tmp_path):
     write(tmp_path, {"__pycache__/a.pyc": b"", "practical4/__pycache__/b.pyc": b"",
                      "hw3/x/y/z/__pycache__/c.pyc": b"", "hw3/x/y/z/w.py": "",
@@ -513,7 +642,6 @@ def test_bytecode_caches_are_found_at_any_depth(tmp_path):
     assert sorted(p.relative_to(tmp_path).as_posix() for p in found) == [
         "__pycache__", "hw3/x/y/z/__pycache__", "practical10/__pycache__",
         "practical4/__pycache__", "practical5/__pycache__"]
-    assert all(p.is_dir() for p in found)
 
 
 def test_bytecode_caches_are_not_followed_through_symlinks(tmp_path):
@@ -525,106 +653,90 @@ def test_bytecode_caches_are_not_followed_through_symlinks(tmp_path):
     assert bytecode_caches(tmp_path / "missing") == []
 
 
-def test_course_material_bytecode_caches_are_listed():
-    # student_template/ carries __pycache__ leftovers; they are found (to be masked at run time)
-    # and, as tested above, are no finding.
-    template = ROOT / "student_template"
-    expected = sorted(p.relative_to(template).as_posix() for p in template.rglob("__pycache__"))
-    assert sorted(p.relative_to(template).as_posix() for p in bytecode_caches(template)) == \
-        expected
-
-
-# -- evasions a first version of scan.py missed (each was a strict xfail until fixed) ------------
-# (id, source, category expected anywhere in the file, why it matters)
-MISSED = [
-    ("getattr_literal_environ_then_copied",
-     "import os\ne = getattr(os, 'environ')\nd = dict(e)\n", "environment",
-     "getattr(os, 'environ') is not tracked as os.environ, so dict(e) copies the whole "
-     "environment unreported"),
-    ("environ_private_data", "import os\nd = os.environ._data\n", "environment",
-     "an attribute of os.environ other than a called method (here the raw dict of every "
-     "variable) is never judged: generic_visit skips os.environ under an ast.Attribute"),
-    ("environ_method_bound_not_called", "import os\nk = os.environ.keys\nnames = list(k())\n",
-     "environment", "os.environ.keys taken without calling it is not judged"),
-    ("star_import_os_environ", "from os import *\nd = dict(environ)\n", "environment",
-     "names bound by `from os import *` are unknown to the scanner"),
-    ("star_import_os_system", "from os import *\nsystem('ls')\n", "processes",
-     "names bound by `from os import *` are unknown to the scanner"),
-    ("aliased_exec", "run = exec\nrun('x = 1')\n", "dynamic_code",
-     "exec/eval/compile/__import__ are only caught when called by their own name"),
-    ("aliased_setattr", "import torch\ns = setattr\ns(torch.Tensor, 'to', fake_to)\n",
-     "patching", "setattr is only caught when called by its own name"),
-    ("setattr_star_args", "import torch\nsetattr(*[torch.Tensor, 'to', fake_to])\n", "patching",
-     "setattr with *args has fewer than 2 positional args in the AST and is skipped"),
-    ("object_setattr", "import torch\nobject.__setattr__(torch.cuda, 'device_count', f)\n",
-     "patching", "object.__setattr__/type.__setattr__ on a module or class is not judged"),
-    ("import_after_use",
-     "def patch():\n    torch.Tensor.to = fake_to\n\nimport torch\npatch()\n", "patching",
-     "aliases are learnt in visiting order, so a function body above the import is read with "
-     "`torch` unknown"),
-    ("annotated_assignment_patch", "import torch\ntorch.Tensor.to: object = fake_to\n",
-     "patching", "ast.AnnAssign has no visitor: `x.attr: T = value` is never judged"),
-    ("annotated_assignment_alias", "import torch\nT: object = torch\nT.Tensor.to = fake_to\n",
-     "patching", "an alias made by an annotated assignment is not tracked"),
-    ("tuple_assignment_alias", "import torch\nT, n = torch, 1\nT.Tensor.to = fake_to\n",
-     "patching", "an alias made by tuple unpacking is not tracked"),
-    ("walrus_alias", "import torch\nprint(T := torch)\nT.Tensor.to = fake_to\n", "patching",
-     "an alias made by := is not tracked"),
-    ("getenvb_pdl", "import os\nk = os.getenvb(b'PDL_SEAL_KEY')\n", "grader_settings",
-     "bytes constants are not checked for PDL_ names, and os.getenvb is not judged"),
-    ("bytes_proc_path", "data = open(b'/proc/self/environ').read()\n", "proc_files",
-     "bytes constants are not checked for /proc paths"),
-    ("double_slash_proc_path", "data = open('//proc/self/environ').read()\n", "proc_files",
-     "the /proc check is on the raw text, not the normalised path ('//proc', '/./proc')"),
-    ("asyncio_subprocess", "import asyncio\nasyncio.create_subprocess_shell('ls')\n",
-     "processes", "asyncio.create_subprocess_shell/_exec start programs and are not listed"),
-    ("globals_builtins_key", "b = globals()['__builtins__']\n", "introspection",
-     "__builtins__ is caught only as a name, not as the key of globals()"),
-]
-
-
-@pytest.mark.parametrize("source, category", [
-    pytest.param(source, category, id=name) for name, source, category, _why in MISSED])
-def test_evasions_are_reported(tmp_path, source, category):
-    findings = scan_snippet(tmp_path, source)
-    assert category in {f.category for f in findings}, (
-        f"expected a '{category}' finding for\n{source}\nobserved:\n{shown(findings)}")
-
-
-def test_a_nested_package_named_like_a_module_shadows_it(tmp_path):
-    findings = scan_submission(write(tmp_path, {"practical4/concepts.py": "import json\n",
-                                                "practical4/json/__init__.py": "x = 1\n"}))
-    assert ("practical4/json", "shadowing") in {(f.file, f.category) for f in findings}, \
-        shown(findings)
-
-
-def test_a_symlink_named_like_a_module_shadows_it(tmp_path):
-    write(tmp_path, {"practical4/helper.py": "x = 1\n"})
-    (tmp_path / "practical4" / "torch.py").symlink_to("helper.py")
-    findings = scan_submission(tmp_path)
-    assert ("practical4/torch.py", "shadowing") in {(f.file, f.category) for f in findings}, \
-        shown(findings)
-
-
-def test_an_archive_of_modules_is_reported(tmp_path):
-    write(tmp_path, {"practical5/practical5_dp.py":
-                     "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), "
-                     "'lib.zip'))\nimport hidden\n"})
-    with zipfile.ZipFile(tmp_path / "practical5" / "lib.zip", "w") as archive:
-        archive.writestr("hidden.py", "import grader\n")
-    findings = scan_submission(tmp_path)
-    assert findings, "expected some finding (the zip's code could not be checked); observed none"
-
-
-def test_environ_update_with_a_literal_dict_is_no_finding(tmp_path):
-    source = ("import os\nos.environ.update({'MASTER_ADDR': 'localhost', "
-              "'MASTER_PORT': '29500'})\n")
-    findings = scan_snippet(tmp_path, source)
-    assert findings == [], shown(findings)
-
-
 def test_setting_a_variable_of_the_submissions_own_module_is_no_finding(tmp_path):
     findings = scan_submission(write(tmp_path, {
         "practical5/helpers.py": "EPOCHS = 10\n",
         "practical5/practical5_dp.py": "import helpers\nhelpers.EPOCHS = 1\n"}))
-    assert findings == [], shown(findings)
+    assert split_by_kind(findings)[0] == [], shown(findings)
+
+
+def test_the_scan_of_a_large_honest_file_is_quick(tmp_path):
+    import time
+    source = (ROOT / "reference" / "hw3" / "model_parallel.py").read_text() * 40
+    started = time.monotonic()
+    scan_snippet(tmp_path, source, file="hw3/model_parallel.py")
+    assert time.monotonic() - started < 10
+
+
+# -- the scan runs in the grader's process: constants must not take its memory or its stack -----
+BOMBS = {
+    "zlib_bomb": "import zlib\nx = zlib.decompress(" + repr(__import__("zlib").compress(b"a" * (64 << 20))) + ")\n",
+    "bz2_bomb_through_codecs": "import codecs\nx = codecs.decode(" + repr(
+        __import__("bz2").compress(b"a" * (64 << 20))) + ", 'bz2')\n",
+    "wide_format": "x = '%999999999d' % 1\ny = '{:>999999999}'.format(1)\n",
+    "replacement_growth": "x = ('a' * 60000).replace('a', 'b' * 60000)\n",
+}
+
+
+@pytest.mark.parametrize("source", list(BOMBS.values()), ids=list(BOMBS))
+def test_constants_that_would_expand_enormously_are_not_built(tmp_path, source):
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scan_in_thread(write(tmp_path, {DEFAULT_FILE: source}), seconds=20)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 200, f"the scan grew by {grown_mib:.0f} MiB on {source[:60]!r}"
+
+
+def test_code_nested_too_deeply_is_held_not_a_crash(tmp_path):
+    source = "x = " + " + ".join(["'a'"] * 20000) + "\n"
+    findings = scan_in_thread(write(tmp_path, {DEFAULT_FILE: source}), seconds=30)
+    assert all(f.category in ("unreadable", "helper_module") for f in findings), shown(findings)
+
+
+def tar_bytes(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
+    import io
+    import tarfile
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_code_in_a_compressed_tar_is_read(tmp_path):
+    findings = scan_submission(write(tmp_path, {"hw3/lib.tar.gz": tar_bytes(
+        {"pkg/hidden.py": b"import gc\ngc.get_objects()\n", "big.bin": b"\0" * 100})}))
+    assert ("hw3/lib.tar.gz/pkg/hidden.py", "introspection") in {
+        (f.file, f.category) for f in findings}, shown(findings)
+
+
+def test_a_tar_bomb_is_not_decompressed_to_the_end(tmp_path, monkeypatch):
+    import gzip
+    import io
+    import tarfile
+    import time
+    monkeypatch.setattr(scan, "MAX_TAR_BYTES", 1 << 20)   # 1 MiB read, of a 64 MiB member
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1) as packed:
+        with tarfile.open(fileobj=packed, mode="w|") as archive:
+            info = tarfile.TarInfo("zeros.bin")
+            info.size = 64 << 20
+            archive.addfile(info, _Zeros(info.size))
+            archive.addfile(tarfile.TarInfo("after.py"), io.BytesIO(b""))
+    write(tmp_path, {"hw3/bomb.tar.gz": buffer.getvalue()})
+    started = time.monotonic()
+    findings = scan_in_thread(tmp_path, seconds=60)
+    assert time.monotonic() - started < 10, "the scan read through the bomb"
+    assert ("hw3/bomb.tar.gz", "archive") in {(f.file, f.category) for f in findings}
+
+
+class _Zeros:
+    def __init__(self, size):
+        self.left = size
+
+    def read(self, n=-1):
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return b"\0" * n

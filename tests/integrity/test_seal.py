@@ -1,25 +1,30 @@
 """Sealed observations: what the instrumentation writes verifies; anything else is counted,
-never used. The last tests run real scripts in the sandbox with a per-run key."""
+never used. How the key reaches a run (an inherited pipe, read once, never the environment)
+and where it lives afterwards (closures only). The tests marked slow run real scripts in the
+sandbox with a per-run key."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from grader.harness.execute import run_script
-from grader.integrity.seal import Sealer, new_key, verify_lines
-from grader.vgpu.trace import merge_rank_files
+from grader.records import seal as seal_module
+from grader.records.seal import (ENV_FD, TAKEN, hand_over, in_sealed_run, new_key, sealer,
+                                 sealer_factory, take_key, verify_lines)
+from grader.vgpu.trace import CLOSING_EVENT, Trace, merge_rank_files
 
-KEY = bytes.fromhex(new_key())
+KEY = new_key()
 RECORDS = [{"event": "start", "rank": 0, "t": 0.0}, {"event": "to", "src": "cuda:0",
                                                      "dst": "cuda:1", "shape": [64, 2000]},
            {"event": "forward_out", "module": "Linear", "sum": 1.5, "device": object()}]
 
 
 def sealed(stream="trace.jsonl.rank0.7", key=KEY) -> list[str]:
-    sealer = Sealer(key, stream)
-    return [sealer.line(record) for record in RECORDS]
+    seal = sealer(key, stream)
+    return [seal(record) for record in RECORDS]
 
 
 def test_what_the_instrumentation_writes_verifies_as_written():
@@ -61,7 +66,7 @@ def test_replayed_or_reordered_records_do_not_count_twice():
 
 def test_records_copied_into_another_file_or_sealed_with_another_key_fail():
     assert verify_lines(sealed(), KEY, "trace.jsonl.rank1.8").unsealed == 3
-    other_key = bytes.fromhex(new_key())
+    other_key = new_key()
     assert verify_lines(sealed(key=other_key), KEY, "trace.jsonl.rank0.7").unsealed == 3
 
 
@@ -74,7 +79,7 @@ def test_a_torn_last_line_is_a_killed_writer_not_a_forgery():
 
 
 def test_without_a_key_records_are_plain_json_and_read_as_they_are():
-    plain = Sealer(None, "x").line({"event": "start"})
+    plain = sealer(None, "x")({"event": "start"})
     assert json.loads(plain) == {"event": "start"}
     assert verify_lines([plain, "not json", plain], None, "x").records == [{"event": "start"}] * 2
 
@@ -83,9 +88,9 @@ def test_merge_keeps_only_verified_records_and_counts_what_was_there_before(tmp_
     trace = tmp_path / "trace.jsonl"
     trace.write_text('{"event": "forward_out", "sum": 1}\n')        # planted before the merge
     for rank, pid in ((0, 11), (1, 12)):
-        sealer = Sealer(KEY, f"trace.jsonl.rank{rank}.{pid}")
-        lines = [sealer.line({"event": "start", "rank": rank}),
-                 sealer.line({"event": "to", "rank": rank})]
+        seal = sealer(KEY, f"trace.jsonl.rank{rank}.{pid}")
+        lines = [seal({"event": "start", "rank": rank}),
+                 seal({"event": "to", "rank": rank})]
         if rank == 1:
             lines.append(json.dumps({"event": "to", "rank": 1}))  # appended by the script
         (tmp_path / f"trace.jsonl.rank{rank}.{pid}").write_text("\n".join(lines) + "\n")
@@ -106,8 +111,152 @@ def test_merge_without_a_key_adds_to_an_earlier_trace(tmp_path):
         "start", "exit"]
 
 
-# -- real runs: the key is drawn per run and never leaves the grader's side -------------------
+# -- the key: handed over through a pipe, read once, then only in closures -------------------
+def test_the_key_is_read_once_from_its_descriptor_which_is_then_closed():
+    key = new_key()
+    fd = hand_over(key)
+    environ = {ENV_FD: str(fd)}
+    assert in_sealed_run(environ)
+    assert take_key(environ) == key
+    assert environ[ENV_FD] == TAKEN, "children of this process are told there is no key"
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    assert take_key(environ) is None, "whoever asks later (student code) gets nothing"
+    assert in_sealed_run(environ)
 
+
+@pytest.mark.parametrize("value", [None, "", "not-a-number", "99999", TAKEN])
+def test_without_a_readable_descriptor_there_is_no_key(value):
+    environ = {} if value is None else {ENV_FD: value}
+    assert take_key(environ) is None
+
+
+def test_a_short_or_long_key_is_refused():
+    for wrong in (b"short", b"x" * 200):
+        read_end, write_end = os.pipe()
+        os.write(write_end, wrong)
+        os.close(write_end)
+        assert take_key({ENV_FD: str(read_end)}) is None
+
+
+def _reachable_bytes(function, depth=0) -> list[bytes]:
+    """Every bytes object reachable from a function's closure, recursively."""
+    found = []
+    for cell in function.__closure__ or ():
+        value = cell.cell_contents
+        if isinstance(value, bytes):
+            found.append(value)
+        elif callable(value) and hasattr(value, "__closure__") and depth < 4:
+            found += _reachable_bytes(value, depth + 1)
+    return found
+
+
+def test_the_raw_key_is_kept_nowhere_once_the_sealer_is_made():
+    key = new_key()
+    seal = sealer(key, "trace.jsonl.rank0.1")
+    assert key not in _reachable_bytes(seal), "the key is folded into an HMAC object"
+    factory = sealer_factory(key)
+    assert key not in _reachable_bytes(factory)
+    assert not [v for v in vars(seal_module).values() if v == key]
+
+
+def test_replacing_json_in_the_process_changes_nothing_that_is_sealed(monkeypatch):
+    import json.encoder
+    seal = sealer(KEY, "probe.jsonl")
+    honest = seal({"kind": "layout", "matches_single_gpu": False})
+    monkeypatch.setattr(json, "dumps", lambda *a, **k: '{"matches_single_gpu": true}')
+    monkeypatch.setattr(json, "loads", lambda *a, **k: {"matches_single_gpu": True})
+    monkeypatch.setattr(json.encoder.JSONEncoder, "encode", lambda self, o: "{}")
+    again = sealer(KEY, "probe.jsonl")({"kind": "layout", "matches_single_gpu": False})
+    monkeypatch.undo()
+    assert again == honest
+    assert verify_lines([again], KEY, "probe.jsonl").records == [
+        {"kind": "layout", "matches_single_gpu": False}]
+
+
+def test_a_trace_takes_the_key_from_the_descriptor(tmp_path, monkeypatch):
+    key = new_key()
+    monkeypatch.setenv(ENV_FD, str(hand_over(key)))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
+    seen = []
+    trace.listeners.append(lambda record: (seen.append(record), record.update(event="x")))
+    trace.emit("step", index=1)     # from this file: no code of the grader's instrumentation
+    trace.close()
+    assert os.environ[ENV_FD] == TAKEN
+    lines = (tmp_path / "trace.jsonl.rank0.1").read_text().splitlines()
+    (record,) = verify_lines(lines, key, "trace.jsonl.rank0.1").records
+    assert record["event"] == "tampering" and "wrote a 'step' record" in record["what"], \
+        "in a graded run only the instrumentation writes records; others are reported"
+    assert seen[0]["event"] == "x", "a listener gets a copy: what it changes is not written"
+
+
+def test_a_trace_mints_sealers_only_for_its_own_part_files(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FD, str(hand_over(new_key())))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0, str(tmp_path / "trace.jsonl"))
+    trace._streams(str(tmp_path / "trace.jsonl.rank0.2"))     # a forked child's file
+    with pytest.raises(ValueError):
+        trace._streams(str(tmp_path / "probe.jsonl"))
+    trace.close()
+
+
+def test_the_probes_stream_is_given_once(tmp_path, monkeypatch):
+    key = new_key()
+    monkeypatch.setenv(ENV_FD, str(hand_over(key)))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
+    probe = trace.sealer_for(str(tmp_path / "probe.jsonl"))
+    assert verify_lines([probe({"kind": "done"})], key, "probe.jsonl").records == [
+        {"kind": "done"}]
+    with pytest.raises(RuntimeError):
+        trace.sealer_for(str(tmp_path / "probe.jsonl"))
+    trace.close()
+
+
+def test_a_process_of_a_graded_run_without_a_key_writes_beside_the_trace(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FD, TAKEN)   # as a child the submission started sees it
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.9"), 0)
+    trace.emit("start")
+    trace.emit("to", src="cuda:0", dst="cuda:1")
+    trace.close()
+    merged = merge_rank_files(str(tmp_path / "trace.jsonl"), new_key())
+    assert merged.records == [] and merged.problems == [] and merged.unkeyed == 1
+    assert "started by the submission itself" in merged.notes[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.jsonl"]
+
+
+# -- the closing check: every process the runtime activated in closes its file ----------------
+def closing_stream(tmp_path, records, name="trace.jsonl.rank0.5"):
+    seal = sealer(KEY, name)
+    (tmp_path / name).write_text("".join(seal(r) + "\n" for r in records))
+
+
+def test_a_stream_without_its_closing_record_is_a_problem_only_after_a_normal_exit(tmp_path):
+    closing_stream(tmp_path, [{"event": "nvml"}, {"event": "start"}, {"event": "to"}])
+    merged = merge_rank_files(str(tmp_path / "trace.jsonl"), KEY)
+    assert merged.problems == [] and merged.unclosed == 1
+    assert merged.closing_problems(exited_normally=False) == []
+    assert "without the instrumentation's closing check" in \
+        merged.closing_problems(exited_normally=True)[0]
+
+
+def test_a_forked_childs_stream_needs_no_closing_record(tmp_path):
+    closing_stream(tmp_path, [{"event": "to"}], name="trace.jsonl.rank0.6")
+    merged = merge_rank_files(str(tmp_path / "trace.jsonl"), KEY)
+    assert merged.unclosed == 0 and merged.closing_problems(exited_normally=True) == []
+
+
+def test_what_the_closing_check_found_replaced_is_a_problem(tmp_path):
+    closing_stream(tmp_path, [{"event": "start"}, {"event": "tampering", "what": "gc.get_objects",
+                                                   "site": "concepts.py:3"},
+                              {"event": CLOSING_EVENT, "replaced": ["torch.Tensor.to"]}])
+    merged = merge_rank_files(str(tmp_path / "trace.jsonl"), KEY)
+    assert merged.unclosed == 0
+    assert merged.problems == [
+        "the grader's instrumentation was replaced while it ran: torch.Tensor.to",
+        "the submission's code walked or rewrote the interpreter while it ran: "
+        "gc.get_objects at concepts.py:3"]
+
+
+# -- real runs: the key is drawn per run and never reaches student code -----------------------
 def run_source(tmp_path: Path, source: str, gpus: int = 2):
     submission = tmp_path / "submission"
     (submission / "practical4").mkdir(parents=True)
@@ -129,6 +278,7 @@ print("done")
 """
 
 
+@pytest.mark.slow
 def test_a_forked_child_writes_its_own_sealed_file(tmp_path):
     observation = run_source(tmp_path, FORKING)
     assert observation.ok, observation.stderr
@@ -149,6 +299,7 @@ for name in os.listdir("."):
 """
 
 
+@pytest.mark.slow
 def test_lines_a_script_adds_to_its_trace_are_reported_and_dropped(tmp_path):
     observation = run_source(tmp_path, APPENDING)
     assert observation.ok, observation.stderr
@@ -158,10 +309,34 @@ def test_lines_a_script_adds_to_its_trace_are_reported_and_dropped(tmp_path):
         "grader's instrumentation (no valid seal)"]
 
 
-@pytest.mark.parametrize("name", ["PDL_SEAL_KEY", "PDL_VGPU_TRACE"])
-def test_the_key_is_in_the_run_only(tmp_path, name):
-    # The scan reports any code naming these; here: they reach the run, and differ per run.
-    source = f"import os\nprint(os.environ.get({name!r}, 'absent'))\n"
-    first, second = run_source(tmp_path / "a", source), run_source(tmp_path / "b", source)
-    assert first.stdout.strip() != "absent"
-    assert first.stdout != second.stdout
+LOOKING_FOR_THE_KEY = r"""
+import os, sys, torch
+torch.ones(2, device="cuda:0")
+print("fd", os.environ.get("PDL_SEAL_FD"))
+print("env", sorted(k for k in os.environ if "KEY" in k or "SEAL" in k))
+readable = []
+for fd in range(3, 256):
+    try:
+        readable.append(len(os.read(fd, 64)))
+    except OSError:
+        pass
+print("read", readable)
+for path in ("/proc/self/environ", "/proc/self/mem", f"/proc/{os.getppid()}/mem"):
+    try:
+        open(path, "rb").read(16)
+        print("opened", path)
+    except OSError as error:
+        print("refused", path, type(error).__name__)
+"""
+
+
+@pytest.mark.slow
+def test_the_key_never_reaches_student_code(tmp_path):
+    observation = run_source(tmp_path, LOOKING_FOR_THE_KEY)
+    assert observation.ok, observation.stderr
+    out = observation.stdout.splitlines()
+    assert out[:3] == ["fd taken", "env ['PDL_SEAL_FD']", "read []"], observation.stdout
+    assert not [line for line in out if line.startswith("opened")], observation.stdout
+    sealed = [e for e in observation.events if e["event"] == "start"]
+    assert sealed, "the instrumentation itself got the key: its records verify"
+    assert any("opened /proc/self/mem" in p for p in observation.integrity), observation.integrity

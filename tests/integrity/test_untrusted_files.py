@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from grader.integrity import untrusted_files
-from grader.integrity.seal import Sealer, new_key
+from grader.records import untrusted_files
+from grader.records.seal import new_key, sealer
 from grader.vgpu.trace import merge_rank_files
 from test_seal import run_source
 
-KEY = bytes.fromhex(new_key())
+KEY = new_key()
 
 
 def finishes(fn, seconds=5.0):
@@ -79,8 +79,8 @@ def test_merge_counts_planted_names_and_leaves_their_targets_alone(tmp_path):
     trace.symlink_to(outside)                                      # would be overwritten
     (scratch / "trace.jsonl.rank0.66").symlink_to("/dev/zero")     # would be read forever
     os.mkfifo(scratch / "trace.jsonl.rank0.67")                    # would block the read
-    sealer = Sealer(KEY, "trace.jsonl.rank0.68")
-    (scratch / "trace.jsonl.rank0.68").write_text(sealer.line({"event": "start", "rank": 0}) + "\n")
+    seal = sealer(KEY, "trace.jsonl.rank0.68")
+    (scratch / "trace.jsonl.rank0.68").write_text(seal({"event": "start", "rank": 0}) + "\n")
     merged = finishes(lambda: merge_rank_files(str(trace), KEY))
     assert merged.unsealed == 3 and [r["event"] for r in merged.records] == ["start"]
     assert outside.read_text() == "print('the grader')\n"
@@ -97,6 +97,7 @@ print("planted")
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_plants_symlinks_changes_nothing_outside_and_is_reported(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("the grader's own file\n")

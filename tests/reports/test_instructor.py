@@ -100,3 +100,23 @@ def test_ignored_overrides_and_pending_points_are_told_to_the_instructor(result)
     assert "- override 'hw3.task9' ignored: hw3 has no item with that id" in text
     # ...and never to the student:
     assert "hw3.task9" not in render_markdown(graded) and "hw3.task9" not in render_html(graded)
+
+
+def with_notes_only(result: dict) -> dict:
+    data = copy.deepcopy(result)
+    data["assignments"][0]["integrity"] = {
+        "problems": [], "notes": ["hw3/profile.py ships a module of its own: a module named "
+                                  "'profile' shadows the standard library's 'profile' for the "
+                                  "code beside it"],
+        "withheld": False, "withheld_points": 0.0, "cleared": False, "comment": ""}
+    return data
+
+
+def test_notes_are_shown_to_the_instructor_only_and_withhold_nothing(result):
+    data = with_notes_only(result(ROUND_ROBIN))
+    md = render_instructor_markdown(data, load_rubrics())
+    assert "**Worth knowing**" in md and "shadows the standard library's 'profile'" in md
+    assert "automatic points withheld" not in md
+    assert ".integrity:" not in md.split("## Overrides to fill in")[1]
+    for text in (render_markdown(data), render_html(data)):
+        assert "profile" not in text and "Held for review" not in text

@@ -192,8 +192,8 @@ def test_integrity_problems_withhold_the_automatic_points_and_keep_them_for_revi
     assert "Withheld for review by the course staff" in a.feedback and "gave 6 of 6" in a.feedback
     assert (q.score, q.status) == (2, "manual"), "a person's grade is not withheld"
     assert (result.score, result.max_score) == (2, 12)
-    assert result.integrity == {"problems": FOUND, "withheld": True, "withheld_points": 6.0,
-                                "cleared": False, "comment": ""}
+    assert result.integrity == {"problems": FOUND, "notes": [], "withheld": True,
+                                "withheld_points": 6.0, "cleared": False, "comment": ""}
 
 
 def test_the_instructor_clears_the_hold_with_an_override():
@@ -217,6 +217,23 @@ def test_without_integrity_problems_there_is_no_hold():
     rubric = parse_rubric(INTEGRITY_RUBRIC)
     result = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=[])
     assert result.integrity is None and result.score == 10
+
+
+NOTES = ["practical4/concepts.py:4 reads environment variables: reads an environment variable "
+         "by a computed name (`print(os.environ.get(var))`)"]
+
+
+def test_notes_are_kept_for_the_instructor_and_hold_nothing():
+    rubric = parse_rubric(INTEGRITY_RUBRIC)
+    result = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]),
+                              integrity_notes=NOTES)
+    assert result.score == 10 and {i.status for i in result.items if i.kind == "auto"} == {
+        "passed"}, "an unusual but honest line costs nothing"
+    assert result.integrity == {"problems": [], "notes": NOTES, "withheld": False,
+                                "withheld_points": 0.0, "cleared": False, "comment": ""}
+    both = score_assignment(rubric, report([case("p.a.x"), case("p.b.x")]), integrity=FOUND,
+                            integrity_notes=NOTES)
+    assert both.integrity["withheld"] and both.integrity["notes"] == NOTES and both.score == 0
 
 
 LATE_RUBRIC = {"assignment": "p", "title": "t", "version": "1", "gpus": 1,

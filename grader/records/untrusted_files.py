@@ -22,6 +22,18 @@ class NotARegularFile(Exception):
 def read_text(path: str | os.PathLike, limit: int = MAX_BYTES) -> tuple[str, bool]:
     """(text, cut): the file's text, at most `limit` bytes of it (cut says whether more was
     there); raises NotARegularFile or FileNotFoundError."""
+    data, cut = _read(path, limit)
+    return data.decode("utf-8", errors="replace"), cut
+
+
+def read_bytes(path: str | os.PathLike, limit: int = MAX_BYTES) -> bytes | None:
+    """The file's bytes; None when it holds more than `limit` (not a file the grader's code
+    wrote); raises NotARegularFile or FileNotFoundError."""
+    data, cut = _read(path, limit)
+    return None if cut else data
+
+
+def _read(path: str | os.PathLike, limit: int) -> tuple[bytes, bool]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
@@ -38,8 +50,7 @@ def read_text(path: str | os.PathLike, limit: int = MAX_BYTES) -> tuple[str, boo
                 break
             chunks.append(chunk)
             size += len(chunk)
-        data = b"".join(chunks)
-        return data[:limit].decode("utf-8", errors="replace"), size > limit
+        return b"".join(chunks)[:limit], size > limit
     finally:
         os.close(fd)
 

@@ -1,0 +1,564 @@
+"""The scan's rules on one file's Python source (its syntax tree; nothing is run)."""
+from __future__ import annotations
+
+import ast
+
+from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
+from grader.integrity.findings import Finding
+from grader.integrity.names import (
+    ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
+    ENV_METHODS_WITH_KEY, GETENV, GRADER_FILES, GRADER_IDENTIFIERS, INTERPRETER_ATTRIBUTES,
+    MODULE_CATEGORIES, NOTE_ATTRIBUTES, OS_PROCESS_CALLS, OUTPUT_CALLS, OUTPUT_STREAMS,
+    PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, SIGNAL_HANDLING, STAR_SENSITIVE,
+    TORCH_INTERNAL_NAMES,
+    TORCH_INTERNAL_PREFIXES, TORCH_PRIVATE_SETTINGS, UNCALLED_MODULES)
+from grader.integrity.pickles import dangerous_globals, pickle_globals
+
+
+def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Finding]:
+    try:
+        tree = ast.parse(source, filename=relative)
+    except (RecursionError, MemoryError):
+        return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
+    except (SyntaxError, ValueError) as error:
+        # It cannot run either: the run itself reports the error.
+        return [Finding(relative, getattr(error, "lineno", 0) or 0, "unparsable",
+                        "Python cannot read it, so it cannot run either", "")]
+    lines = source.decode("utf-8", errors="replace").splitlines()
+    visitor = _Visitor(relative, lines, own_modules)
+    try:
+        visitor.scan(tree)
+    except (RecursionError, MemoryError):
+        # Nested beyond what any homework writes (thousands of levels): not read, so held.
+        return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
+    return visitor.findings
+
+
+
+def scan_pickle_bytes(data: bytes, relative: str, line: int = 0, code: str = "") -> list[Finding]:
+    names = pickle_globals(data)
+    bad = dangerous_globals(names or [])
+    if bad:
+        return [Finding(relative, line, "dynamic_code", "a pickle that calls "
+                        + ", ".join(sorted(set(bad))[:5]) + " when it is loaded", code)]
+    return []
+
+
+
+# -- the visitor ------------------------------------------------------------------------------
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` for an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+def _is_super_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "super"
+
+
+def _class_level(node: ast.AST) -> bool:
+    """An expression that stands for a class of an object (`type(x)`, `x.__class__`,
+    `T.__mro__[0]`, `T.__bases__[0]`): assigning its attributes patches the class."""
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
+                return True
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            if node.attr in ("__class__", "__mro__", "__bases__", "__base__"):
+                return True
+            node = node.value
+        else:
+            node = node.value
+    return False
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, relative: str, lines: list[str], own_modules=frozenset(),
+                 line_offset: int | None = None):
+        self.relative = relative
+        self.lines = lines
+        self.own_modules = set(own_modules)
+        self.findings: list[Finding] = []
+        self.seen: set[tuple[int, str]] = set()
+        self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
+        self.called: set[int] = set()       # expressions in the called position of a call
+        self.skip_strings: set[int] = set()  # constants judged where they are used
+        self.line_offset = line_offset      # code from exec("..."): its findings on that line
+        self.defined: set[str] = set()      # names the file defines itself (def/class)
+        self.judged_env: set[int] = set()   # os.environ nodes already judged as keyed uses
+
+    def scan(self, tree: ast.AST) -> None:
+        self.folder = Folder(tree)
+        self.learn(tree)
+        self.visit(tree)
+
+    def learn(self, tree: ast.AST) -> None:
+        """Every import and definition of the file, wherever it is: a function may be written
+        above the import it uses."""
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    head = alias.name.split(".")[0]
+                    self.modules[alias.asname or head] = alias.name if alias.asname else head
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.defined.add(node.name)
+            elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and \
+                    node.left.id == "__name__":
+                self.skip_strings |= {id(c) for c in node.comparators}
+
+    # -- recording ----------------------------------------------------------------------------
+    def found(self, node: ast.AST, category: str, what: str) -> None:
+        line = self.line_offset if self.line_offset is not None else getattr(node, "lineno", 0)
+        code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        if len(code) > 100:
+            code = code[:97] + "..."
+        if (line, category) in self.seen:
+            return  # one finding of a kind per line is enough to look at it
+        self.seen.add((line, category))
+        self.findings.append(Finding(self.relative, line, category, what, code))
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The full dotted name behind an expression, through import aliases (`nn.Linear` ->
+        `torch.nn.Linear`) and getattr with a constant name; None when it does not start at an
+        imported module."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "getattr" and len(node.args) >= 2:
+            names = self.folder.strings(node.args[1])
+            base = self.resolve(node.args[0])
+            return f"{base}.{names[0]}" if base and len(names) == 1 else None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head not in self.modules:
+            return None
+        return self.modules[head] + ("." + rest if rest else "")
+
+    # -- imports ------------------------------------------------------------------------------
+    def imported(self, node: ast.AST, module: str) -> None:
+        for prefix, category in MODULE_CATEGORIES.items():
+            if module == prefix or module.startswith(prefix + "."):
+                self.found(node, category, f"imports {module}")
+                return
+        parts = module.split(".")
+        if parts[0] == "torch" and any(p.startswith("_") for p in parts[1:]):
+            if module.startswith(TORCH_PRIVATE_SETTINGS):
+                self.found(node, "library_settings", f"imports torch's private {module}")
+            else:
+                self.found(node, "torch_internals", f"imports {module}")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.imported(node, alias.name)
+            if alias.asname:
+                self.modules[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                self.modules[head] = head
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.generic_visit(node)
+            return  # the submission's own modules: scanned as files
+        if any(alias.name == "*" for alias in node.names):
+            for category in STAR_SENSITIVE.get(module, ()):
+                self.found(node, category, f"imports every name of {module}")
+        self.imported(node, module)
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            self.imported(node, full)
+            self.attribute_named(node, alias.name, base=None, full=full, load=True)
+            self.modules[alias.asname or alias.name] = full
+        self.generic_visit(node)
+
+    # -- names, attributes, strings ---------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if self.is_environ(node) and id(node) not in self.judged_env and \
+                isinstance(node.ctx, ast.Load):
+            self.found(node, "environment", "uses the environment as a whole")
+        if node.id == "__builtins__":
+            self.found(node, "introspection", "uses __builtins__")
+        elif node.id in DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) and \
+                id(node) not in self.called and node.id not in self.modules and \
+                node.id not in self.defined:
+            self.found(node, "dynamic_code", f"passes {node.id} around")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.attribute_named(node, node.attr, base=node.value, full=self.resolve(node),
+                             load=isinstance(node.ctx, ast.Load))
+        self.generic_visit(node)
+
+    def attribute_named(self, node, name: str, *, base, full: str | None, load: bool,
+                        called: bool | None = None) -> None:
+        """The rules on an attribute `name` read from `base` (None: imported by name), by its
+        name alone, then by the module it resolves to (`full`)."""
+        if called is None:
+            called = id(node) in self.called
+        on_self = base is not None and _is_self(base)
+        if name in INTERPRETER_ATTRIBUTES and not (
+                name in ALLOWED_ON_SUPER and base is not None and
+                (_is_super_call(base) or on_self)):
+            self.found(node, "introspection", f"reads {name}")
+        if name == UNCALLED_MODULES and not called and base is not None and not on_self:
+            self.found(node, "introspection", "reads sys.modules (the loaded modules)")
+        if (name in TORCH_INTERNAL_NAMES or name.startswith(TORCH_INTERNAL_PREFIXES)) and \
+                not on_self:
+            self.found(node, "torch_internals", f"uses {name}")
+        if name in GRADER_IDENTIFIERS and not on_self:
+            self.found(node, "grader", f"uses {name}, a name of the grader's own objects")
+        if name in NOTE_ATTRIBUTES and base is not None and not on_self:
+            self.found(node, NOTE_ATTRIBUTES[name], f"uses {name}")
+        if name == "marshal" and base is not None and not on_self:
+            self.found(node, "dynamic_code", "uses marshal")
+        if base is not None and self.is_environ(node) and id(node) not in self.judged_env:
+            self.found(node, "environment", "uses the environment as a whole")
+        if name in PROCESS_CALLS and not on_self:
+            self.found(node, "processes", f"uses {name}")
+        if name in OUTPUT_CALLS:
+            self.found(node, "output", f"uses {name}")
+        if name == "__dict__" and base is not None and (
+                _class_level(base) or (self.resolve(base) or "").split(".")[0]
+                in PROTECTED_ROOTS | {"torch"}):
+            self.found(node, "introspection", "reads the namespace of a module or class "
+                       "(__dict__)")
+        if full is not None:
+            self.module_attribute(node, full)
+
+    def module_attribute(self, node, full: str) -> None:
+        parts = full.split(".")
+        root, last = parts[0], parts[-1]
+        if root == "sys" and len(parts) > 1 and parts[1] in ("monitoring", "modules"):
+            self.found(node, "introspection", f"uses sys.{parts[1]}")
+        elif root == "torch" and any(p.startswith("_") and not p.startswith("__")
+                                     for p in parts[1:]):
+            if full.startswith(TORCH_PRIVATE_SETTINGS):
+                self.found(node, "library_settings", f"uses torch's private {full}")
+            else:
+                self.found(node, "torch_internals", f"uses {full}")
+        elif root in ("os", "posix") and last in OS_PROCESS_CALLS and len(parts) == 2:
+            self.found(node, "processes", f"uses {root}.{last}")
+        elif root == "signal" and last in SIGNAL_HANDLING and len(parts) == 2:
+            self.found(node, "introspection", f"uses signal.{last} (a signal handler is given "
+                       "the frame it interrupts)")
+        elif root == "inspect" and last in ("stack", "trace") and len(parts) == 2:
+            self.found(node, "introspection", f"uses inspect.{last} (the frames of the stack)")
+        elif root == "types" and last in ("CodeType", "FunctionType", "CellType"):
+            self.found(node, "dynamic_code", f"builds code with types.{last}")
+        elif root == "grader" or root == "__main__":
+            self.found(node, "grader", f"uses {full}")
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant):
+            return  # a docstring or a bare string: it does nothing (reading __doc__ is computed)
+        self.generic_visit(node)
+
+    def check_strings(self, node: ast.AST) -> None:
+        """What a (folded) string spells: a grader setting, name or file, a /proc path, a name
+        that walks the interpreter."""
+        if id(node) in self.skip_strings:
+            return
+        values = self.folder.values(node)
+        for blob in (values if not isinstance(values, Unknown) else ()):
+            if isinstance(blob, bytes) and len(blob) > 4:   # a pickle that calls when loaded
+                bad = dangerous_globals(pickle_globals(blob) or [])
+                if bad:
+                    self.found(node, "dynamic_code", "a pickle that calls "
+                               + ", ".join(sorted(set(bad))[:5]) + " when it is loaded")
+        texts = self.folder.strings(node)
+        partial = skeleton(node)
+        if partial is not None:
+            texts = texts + [partial]
+        for text in texts:
+            if "PDL_" in text:
+                self.found(node, "grader_settings", f"names the grader's setting "
+                           f"{text.replace(HOLE, '…')[:40]!r}")
+            if "proc" in text and proc_path(text):
+                self.found(node, "proc_files", f"opens {text.replace(HOLE, '…')[:40]!r}")
+            if text in INTERPRETER_ATTRIBUTES:
+                self.found(node, "introspection", f"names {text}")
+            if text in TORCH_INTERNAL_NAMES or text.startswith(TORCH_INTERNAL_PREFIXES) and \
+                    len(text) > 8:
+                self.found(node, "torch_internals", f"names {text}")
+            if text == "grader" or text.startswith("grader.") or text in GRADER_IDENTIFIERS \
+                    or text == "__main__":
+                self.found(node, "grader", f"names the grader's {text[:40]!r}")
+            if any(name in text for name in GRADER_FILES):
+                self.found(node, "grader", f"names the grader's file {text[:40]!r}")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, (str, bytes)):
+            self.check_strings(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.check_strings(node)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self.check_strings(node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        self.check_strings(node)
+        if self.is_environ(node.value):
+            self.env_key(node, node.value, node.slice)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for operator, right in zip(node.ops, node.comparators):
+            if isinstance(operator, (ast.In, ast.NotIn)) and self.is_environ(right):
+                self.env_key(node, right, node.left)
+        self.generic_visit(node)
+
+    # -- the environment: a key written in the code is plain; anything else is a note ------------
+    def is_environ(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr in ENVIRON and not _is_self(node.value)
+        if isinstance(node, ast.Name):
+            return self.modules.get(node.id) in ("os.environ", "os.environb")
+        return False
+
+    def env_key(self, node: ast.AST, environ: ast.AST | None, key: ast.AST | None) -> None:
+        if environ is not None:
+            self.judged_env.add(id(environ))
+        if key is None or not self.folder.strings(key):
+            self.found(node, "environment", "reads an environment variable by a computed name")
+
+    # -- calls and assignments --------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        function = node.func
+        self.called.add(id(function))
+        self.check_strings(node)
+        name = function.id if isinstance(function, ast.Name) else None
+        full = self.resolve(function)
+        if name in DYNAMIC_CALLS and name not in self.modules and name not in self.defined \
+                or full in ("builtins.exec", "builtins.eval", "builtins.compile",
+                            "builtins.__import__"):
+            self.dynamic_call(node, name or full.split(".")[-1])
+        if full in ("importlib.import_module", "importlib.__import__"):
+            self.dynamic_call(node, "__import__")
+        if name in ("getattr", "setattr", "delattr", "hasattr") and name not in self.defined:
+            self.attribute_call(node, name)
+        else:
+            self.patching_by_proxy(node)
+        if isinstance(function, ast.Attribute) and self.is_environ(function.value):
+            self.judged_env.add(id(function.value))
+            if function.attr in ENV_METHODS_WITH_KEY:
+                self.env_key(node, None, node.args[0] if node.args else None)
+            elif function.attr == "update" and (not node.args or (
+                    len(node.args) == 1 and isinstance(node.args[0], ast.Dict) and all(
+                        k is not None and self.folder.strings(k) for k in node.args[0].keys))):
+                pass  # os.environ.update(NAME=value) or ({"NAME": value}): names in the code
+            else:
+                self.found(node, "environment", f"uses the environment as a whole "
+                           f"(environ.{function.attr}())")
+        if (isinstance(function, ast.Attribute) and function.attr in GETENV and
+                not _is_self(function.value)) or (full or "").split(".")[-1] in GETENV and \
+                (full or "").startswith("os."):
+            self.env_key(node, None, node.args[0] if node.args else None)
+        if name in ("vars", "dir") and node.args and name not in self.defined:
+            target = (self.resolve(node.args[0]) or "").split(".")[0]
+            if target in COMPUTED_LOOKUP_TAMPERING or _class_level(node.args[0]):
+                self.found(node, "introspection", f"lists the names of {target or 'a class'} "
+                           f"with {name}()")
+        if full is not None and full.split(".")[0] in ("pickle", "_pickle", "dill",
+                                                       "cloudpickle") and \
+                full.endswith(".loads") and node.args:
+            blobs = [v for v in self.folder.values(node.args[0]) if isinstance(v, bytes)] \
+                if not isinstance(self.folder.values(node.args[0]), Unknown) else []
+            for blob in blobs:
+                self.findings += scan_pickle_bytes(blob, self.relative, node.lineno,
+                                                    self._code(node.lineno))
+        self.generic_visit(node)
+
+    def patching_by_proxy(self, node: ast.Call) -> None:
+        """A call handed a module or class of torch (builtins, ...) and the name of a function
+        the instrumentation relies on: a helper or decorator that replaces it (`@replace(
+        nn.Module, "parameters")`), whatever it calls the two inside."""
+        values = [*node.args, *(k.value for k in node.keywords)]
+        owners = [v for v in values if (self.resolve(v) or "").split(".")[0] in PROTECTED_ROOTS]
+        if not owners:
+            return
+        for value in values:
+            named = [t for t in self.folder.strings(value) if t in PATCHED_NAMES and len(t) > 2]
+            if named:
+                self.found(node, "patching", f"hands {self.resolve(owners[0])} and "
+                           f"'{named[0]}' to a function (replacing it by proxy)")
+                return
+
+    def _code(self, line: int) -> str:
+        code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        return code[:97] + "..." if len(code) > 100 else code
+
+    def dynamic_call(self, node: ast.Call, name: str) -> None:
+        argument = node.args[0] if node.args else None
+        texts = self.folder.strings(argument) if argument is not None else []
+        if name == "__import__":
+            if texts:
+                for text in texts:
+                    self.imported(node, text)
+            else:
+                self.found(node, "dynamic_code", f"imports a module by a computed name "
+                           f"({name})")
+            return
+        if not texts:
+            self.found(node, "dynamic_code", f"calls {name}() on text the grader cannot read")
+            return
+        for text in texts:   # code in a constant: read it as the code it is
+            try:
+                tree = ast.parse(text, mode="exec" if name != "eval" else "eval")
+            except (SyntaxError, ValueError):
+                continue
+            inner = _Visitor(self.relative, self.lines, self.own_modules,
+                             line_offset=self.line_offset or node.lineno)
+            inner.scan(tree)
+            for finding in inner.findings:
+                if (finding.line, finding.category) not in self.seen:
+                    self.seen.add((finding.line, finding.category))
+                    self.findings.append(finding)
+
+    def attribute_call(self, node: ast.Call, name: str) -> None:
+        if any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) < 2:
+            if name != "hasattr":
+                self.found(node, "introspection" if name == "getattr" else "patching",
+                           f"calls {name}() with unpacked arguments")
+            return
+        target, attribute = node.args[0], node.args[1]
+        self.skip_strings.add(id(attribute))
+        names = self.folder.strings(attribute)
+        base_full = self.resolve(target)
+        for text in names:
+            full = f"{base_full}.{text}" if base_full else None
+            self.attribute_named(node, text, base=target, full=full, load=name != "setattr",
+                                 called=False)
+            if name in ("setattr", "delattr"):
+                self.assigned_attribute(node, target, text, full)
+        if not names:
+            root = (base_full or "").split(".")[0]
+            if root in COMPUTED_LOOKUP_TAMPERING or _class_level(target):
+                self.found(node, "introspection", f"{name}() with a computed name on "
+                           f"{base_full or 'a class'}")
+            elif name in ("setattr", "delattr") and base_full is not None and \
+                    root not in self.own_modules:
+                self.found(node, "patching" if root in PROTECTED_ROOTS else "library_settings",
+                           f"{name}() with a computed name on {base_full}")
+            elif base_full is not None and root not in self.own_modules:
+                self.found(node, "dynamic_attribute", f"{name}() with a computed name on "
+                           f"{base_full}")
+
+    def assigned_attribute(self, node, base: ast.AST, name: str, full: str | None) -> None:
+        """`base.name = value` (also augmented, annotated, deleted, setattr)."""
+        if _class_level(base):
+            self.found(node, "patching", f"replaces {name} on a class it looked up from an object")
+            return
+        if name == "__class__":
+            self.found(node, "patching", "changes an object's class")
+            return
+        if name in PATCHED_NAMES and not _is_self(base):
+            self.found(node, "patching", f"replaces {name}, which the grader's instrumentation "
+                       "relies on")
+            return
+        if full is None:
+            return
+        root = full.split(".")[0]
+        if root in self.own_modules or full.startswith(ALLOWED_SETTINGS):
+            return
+        if full in OUTPUT_STREAMS:
+            self.found(node, "output", f"replaces {full}")
+        elif root in PROTECTED_ROOTS and not full.startswith(TORCH_PRIVATE_SETTINGS):
+            self.found(node, "patching", f"replaces {full}")
+        else:
+            self.found(node, "library_settings", f"sets {full}")
+
+    def _assigned(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._assigned(element, node)
+            return
+        if isinstance(target, ast.Starred):
+            self._assigned(target.value, node)
+            return
+        if isinstance(target, ast.Attribute):
+            self.assigned_attribute(node, target.value, target.attr, self.resolve(target))
+
+    def _alias(self, name: str, value: ast.AST | None) -> None:
+        # `t = torch`, `L = nn.Linear`: the name stands for what it was given
+        full = self.resolve(value) if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) \
+            else None
+        if full is not None:
+            self.modules[name] = full
+        elif name in self.modules and value is not None:
+            self.modules.pop(name)
+
+    def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
+        if isinstance(target, ast.Name):
+            self._alias(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and \
+                isinstance(value, (ast.Tuple, ast.List)) and len(target.elts) == len(value.elts):
+            for element, given in zip(target.elts, value.elts):
+                self._bind(element, given)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._assigned(target, node)
+            self._bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._assigned(node.target, node)
+        self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._assigned(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._assigned(target, node)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in ("__torch_function__", "__torch_dispatch__"):
+            self.found(node, "torch_internals", f"defines {node.name}")
+        elif node.name == "__init_subclass__":
+            self.found(node, "patching", "defines __init_subclass__ (runs code whenever a class "
+                       "derives from it)")
+        elif node.name in ("__reduce__", "__reduce_ex__"):
+            self.found(node, "dynamic_code", f"defines {node.name} (decides what unpickling "
+                       "calls)")
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            full = self.resolve(base) or _dotted(base) or ""
+            if full.split(".")[-1] in TORCH_INTERNAL_NAMES:
+                self.found(node, "torch_internals", f"subclasses {full}")
+        self.generic_visit(node)

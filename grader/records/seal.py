@@ -1,0 +1,252 @@
+"""Sealed observation files: each record a run's instrumentation writes carries a sequence
+number and an HMAC of the record, its number and the file's name.
+
+The grader draws a fresh key per run and hands it to the processes it starts itself (the
+runner, the ranks launcher, the HW3 probe) through an inherited pipe, never the environment:
+the environment only says which descriptor to read (`ENV_FD`). The first thing to activate
+in that process reads the key and closes the descriptor (`take_key`) before any student code
+runs; from then on the key exists only inside the closures `sealer` returns (an HMAC object
+already keyed), where code can reach it only by inspecting the interpreter (frames, closures,
+the garbage collector): what the static scan holds for review. The scoring side verifies every
+file the run left behind. A line written any other way (a script appending "good" records,
+a file made up, a real one copied) has no valid seal; a record cut out leaves a gap in the
+numbers; both are reported, and only records that verify are used.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import json.decoder
+import json.encoder
+import json.scanner
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Callable
+
+ENV_FD = "PDL_SEAL_FD"      # the descriptor holding the key (a pipe), in a graded run only
+TAKEN = "taken"             # ENV_FD's value once the key has been read: children get none
+KEY_BYTES = 32
+_SEAL_FIELDS = ("seq", "seal")
+
+
+def new_key() -> bytes:
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def hand_over(key: bytes) -> int:
+    """A descriptor to pass to a child (`pass_fds`, and its number in ENV_FD) from which it
+    reads `key`; the caller closes it once the child has started."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, key)
+    finally:
+        os.close(write_end)
+    os.set_inheritable(read_end, True)
+    return read_end
+
+
+def _no_memory_readers() -> None:
+    """Make this process's memory unreadable to the other processes of the sandbox (they all
+    run as the same user): without it a program the student's code starts could read the key
+    out of /proc/<parent>/mem. Linux's PR_SET_DUMPABLE=0; it lasts until the process execs."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+def take_key(environ=None) -> bytes | None:
+    """The run's key, read once from the descriptor ENV_FD names, which is then closed; None
+    outside a graded run, and for every later caller (student code included)."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(ENV_FD)
+    if not value or value == TAKEN:
+        return None
+    environ[ENV_FD] = TAKEN
+    _no_memory_readers()
+    try:
+        fd = int(value)
+    except ValueError:
+        return None
+    chunks = []
+    try:
+        while sum(map(len, chunks)) < 4 * KEY_BYTES:
+            chunk = os.read(fd, 4 * KEY_BYTES)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    key = b"".join(chunks)
+    return key if len(key) == KEY_BYTES else None
+
+
+def in_sealed_run(environ=None) -> bool:
+    """Whether this process belongs to a graded run (with or without a key of its own)."""
+    return ENV_FD in (os.environ if environ is None else environ)
+
+
+def _json_functions():
+    """(dumps, loads) for the writer: `json.dumps(x, sort_keys=True, default=str)` and
+    `json.loads`, built from the C encoder and scanner taken when this module is imported
+    (before any student code). Student code that later replaces json's Python-level functions
+    or methods cannot change what is sealed, or make a record say what it did not say."""
+    make_encoder, encode_string = json.encoder.c_make_encoder, json.encoder.c_encode_basestring_ascii
+    make_scanner = json.scanner.c_make_scanner
+    if make_encoder is None or encode_string is None or make_scanner is None:
+        return (lambda value: json.dumps(value, sort_keys=True, default=str)), json.loads
+    encode = make_encoder({}, str, encode_string, None, ": ", ", ", True, False, True)
+    scan = make_scanner(json.decoder.JSONDecoder())
+    join = "".join
+
+    def dumps(value) -> str:
+        return join(encode(value, 0))
+
+    def loads(text: str):
+        return scan(text, 0)[0]
+    return dumps, loads
+
+
+_dumps, _loads = _json_functions()
+
+
+def _keyed(key: bytes) -> Callable[[str, int, str], str]:
+    # The raw key goes into the HMAC object and is not kept: only this object can seal.
+    base = hmac.new(key, digestmod=hashlib.sha256)
+    copy = base.copy
+
+    def digest(stream: str, seq: int, body: str) -> str:
+        mac = copy()
+        mac.update(f"{stream}\n{seq}\n{body}".encode("utf-8"))
+        return mac.hexdigest()
+    return digest
+
+
+def _body(record: dict) -> str:
+    # Canonical text of the record without its seal: the writer and the reader agree on it
+    # whatever order the reader's JSON parser keeps.
+    return json.dumps({k: v for k, v in record.items() if k not in _SEAL_FIELDS},
+                      sort_keys=True, default=str)
+
+
+def sealer_factory(key: bytes | None) -> Callable[[str], Callable[[dict], str]]:
+    """stream -> a function turning records into the sealed JSON lines of the file `stream`
+    (plain JSON without a key). Each sealer numbers its own lines; it is not thread-safe:
+    callers writing from several threads hold a lock around the call and the write."""
+    if key is None:
+        return lambda stream: (lambda record: json.dumps(record, default=str))
+    digest = _keyed(key)
+    dumps, loads, basename = _dumps, _loads, os.path.basename
+
+    def for_stream(stream: str) -> Callable[[dict], str]:
+        name = basename(stream)
+        seq = 0
+
+        def seal(record: dict) -> str:
+            nonlocal seq
+            # Through JSON and back first (default=str as in the line itself), so the
+            # reader's canonical text of what it parses is the text sealed here.
+            record = loads(dumps(record))
+            record.pop("seal", None)
+            record["seq"] = seq
+            body = dumps({k: v for k, v in record.items() if k not in _SEAL_FIELDS})
+            record["seal"] = digest(name, seq, body)
+            seq += 1
+            return dumps(record)
+        return seal
+    return for_stream
+
+
+def sealer(key: bytes | None, stream: str) -> Callable[[dict], str]:
+    return sealer_factory(key)(stream)
+
+
+@dataclass
+class Verified:
+    records: list[dict] = field(default_factory=list)
+    unsealed: int = 0          # lines that are not a record our instrumentation wrote
+    missing: int = 0           # records cut out of the chain (sequence gaps)
+    torn: bool = False         # the last line was cut short (a process killed mid-write)
+    # processes whose instrumentation did not close its file (see grader/vgpu/guard.py)
+    unclosed: int = 0
+    # what the instrumentation found replaced when it closed (grader/vgpu/guard.py)
+    replaced: list[str] = field(default_factory=list)
+    # processes started by the submission itself, which had no key: their records are unused
+    unkeyed: int = 0
+    # what the runtime saw the submission's own code do to the interpreter (guard.py)
+    tampering: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        found = []
+        if self.unsealed:
+            found.append(f"{self.unsealed} line(s) were not written by the grader's "
+                         "instrumentation (no valid seal)")
+        if self.missing:
+            found.append(f"{self.missing} record(s) written by the grader's instrumentation "
+                         "were removed")
+        if self.replaced:
+            found.append("the grader's instrumentation was replaced while it ran: "
+                         + ", ".join(sorted(set(self.replaced))[:12]))
+        if self.tampering:
+            found.append("the submission's code walked or rewrote the interpreter while it "
+                         "ran: " + "; ".join(sorted(set(self.tampering))[:12]))
+        return found
+
+    def closing_problems(self, exited_normally: bool) -> list[str]:
+        """A process that exits normally always closes its file (the runtime makes sure even
+        through os._exit); one that did not was ended around the instrumentation."""
+        if exited_normally and self.unclosed:
+            return [f"{self.unclosed} process(es) exited normally without the instrumentation's "
+                    "closing check (ended around it, e.g. posix._exit, atexit cleared, exec)"]
+        return []
+
+    @property
+    def notes(self) -> list[str]:
+        if self.unkeyed:
+            return [f"{self.unkeyed} process(es) started by the submission itself (not by the "
+                    "grader) ran torch: what they did is not part of the observations"]
+        return []
+
+
+def verify_lines(lines: list[str], key: bytes | None, stream: str) -> Verified:
+    """The records of the sealed file `stream` that verify, and what did not; without a key
+    (a run outside grading) every well-formed record is taken as it is."""
+    result = Verified()
+    stream = os.path.basename(stream)
+    digest = _keyed(key) if key is not None else None
+    lines = [line for line in lines if line.strip()]
+    expected_seq = 0
+    for index, line in enumerate(lines):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if index == len(lines) - 1:
+                result.torn = True   # a killed writer's last line, not a forgery
+            else:
+                result.unsealed += 1
+            continue
+        if not isinstance(record, dict):
+            result.unsealed += 1
+            continue
+        if digest is None:
+            result.records.append(record)
+            continue
+        seal, seq = record.get("seal"), record.get("seq")
+        if not isinstance(seal, str) or not isinstance(seq, int) or isinstance(seq, bool) or \
+                seq < expected_seq or \
+                not hmac.compare_digest(seal, digest(stream, seq, _body(record))):
+            result.unsealed += 1   # forged, altered, replayed or out of order
+            continue
+        result.missing += seq - expected_seq
+        expected_seq = seq + 1
+        result.records.append({k: v for k, v in record.items() if k not in _SEAL_FIELDS})
+    return result

@@ -1,0 +1,371 @@
+"""Is what the runtime installed still what runs? The closing check of every process.
+
+The instrumentation lives in the student's process, so code there could replace what it
+relies on: a patched torch function, a method of the trace, `builtins.getattr`, the JSON
+encoder the seals are computed over. Replacing is found by identity, whatever route the code
+took to do it (an alias passed through a function, `type(x).to = ...`, a decorator, a class
+attribute, `setattr` with a computed name): right after the node is installed the guard
+notes, for the objects below, which function, class or descriptor each name holds; when the
+process ends it compares, and writes one sealed `closing_check` record naming what changed.
+The trusted side reads a replaced name as tampering, and a process that exited normally
+without this record as one that was ended around the instrumentation (grader/records/seal.py,
+grader/vgpu/trace.py). `os._exit` runs the check too, so ending that way is no finding.
+
+Watched: the runtime's own modules and classes (and their functions' code), every function the
+node patched, `builtins`, `time`, `json`, torch's top-level functions, `torch.Tensor`,
+`torch.nn.Module` and every class of `torch.nn` and `torch.optim`, `torch.cuda`,
+`torch.autograd`, `torch.nn.functional`, torch's function-mode entry points; plus the node's
+torch-function mode still on the mode stack and its module hooks still registered.
+"""
+from __future__ import annotations
+
+import atexit
+import builtins
+import os
+import sys
+import threading
+import types
+
+_MISSING = object()
+_BEHAVIOUR = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+              types.MethodDescriptorType, types.WrapperDescriptorType,
+              types.GetSetDescriptorType, types.MemberDescriptorType,
+              types.ClassMethodDescriptorType, types.MethodWrapperType, types.ModuleType,
+              property, classmethod, staticmethod, type)
+
+
+def _behaviour(value) -> bool:
+    # What decides how code runs (functions, classes, descriptors, modules), not the data
+    # that changes as it runs (counters, caches, flags such as cudnn.benchmark).
+    return isinstance(value, _BEHAVIOUR) or (callable(value) and not isinstance(value, (
+        dict, list, set, tuple)))
+
+
+def _watched() -> list[tuple[str, object]]:
+    import importlib
+    import json
+    import json.decoder
+    import json.encoder
+    import time
+
+    import torch
+    module_of = importlib.import_module   # torch.optim deletes its `optimizer` attribute
+    owners: list[tuple[str, object]] = [
+        ("builtins", builtins), ("time", time), ("json", json), ("json.encoder", json.encoder),
+        ("json.decoder", json.decoder), ("json.encoder.JSONEncoder", json.encoder.JSONEncoder),
+        ("json.decoder.JSONDecoder", json.decoder.JSONDecoder),
+        ("threading.Thread", threading.Thread), ("atexit", atexit),
+        ("torch", torch), ("torch.Tensor", torch.Tensor),
+        ("torch._C.TensorBase", torch._C.TensorBase), ("torch.cuda", torch.cuda),
+        ("torch.autograd", torch.autograd),
+        ("torch.nn.functional", module_of("torch.nn.functional")),
+        ("torch.nn.modules.module", module_of("torch.nn.modules.module")),
+        ("torch.optim.optimizer", module_of("torch.optim.optimizer")),
+        ("torch.overrides", module_of("torch.overrides")),
+        ("torch.autograd.Function", torch.autograd.Function),
+    ]
+    if hasattr(torch, "accelerator"):
+        owners.append(("torch.accelerator", torch.accelerator))
+    for package, prefix in ((torch.nn, "torch.nn"), (torch.optim, "torch.optim")):
+        for name in dir(package):
+            value = getattr(package, name, None)
+            if isinstance(value, type):
+                owners.append((f"{prefix}.{name}", value))
+    for name, module in list(sys.modules.items()):
+        if (name == "grader" or name.startswith("grader.")) and isinstance(module,
+                                                                         types.ModuleType):
+            owners.append((name, module))
+            for attribute, value in list(vars(module).items()):
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    owners.append((f"{name}.{attribute}", value))
+    return owners
+
+
+def _signal_handlers(libraries: tuple[str, ...]) -> dict:
+    """The handlers written in the submission's code, per signal: a handler is called with the
+    frame it interrupted, a way into whatever runs. (torch's own, such as the DataLoader's
+    SIGCHLD handler, and the grader's are not the submission's.)"""
+    import signal
+    found = {}
+    for number in range(1, signal.NSIG):
+        try:
+            handler = signal.getsignal(number)
+        except (ValueError, OSError):
+            continue
+        function = getattr(handler, "func", handler)          # a functools.partial's
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+        if code is not None and not code.co_filename.startswith(libraries):
+            found[number] = handler
+    return found
+
+
+def _torch_rewrap_test():
+    """Whether a replaced name is torch wrapping one of its own functions later, as
+    torch._dynamo does to `torch.manual_seed` when it is first imported: a wrapper written in
+    torch's own files whose `__wrapped__` is what was there."""
+    import torch
+    folder = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    absolute = os.path.abspath
+
+    def rewrap(old, new) -> bool:
+        if getattr(new, "__wrapped__", None) is not old:
+            return False
+        code = getattr(new, "__code__", None)
+        return code is not None and absolute(code.co_filename).startswith(folder)
+    return rewrap
+
+
+def _namespace(owner) -> dict:
+    # A module's or class's namespace, or a module's globals() given as they are.
+    return owner if type(owner) is dict else vars(owner)
+
+
+def _entries(owners) -> dict[tuple[int, str], tuple[str, object, object, object]]:
+    """(id(owner), name) -> (label, owner, value, the code of a grader function)."""
+    noted = {}
+    for label, owner in owners:
+        try:
+            namespace = _namespace(owner)
+        except TypeError:
+            continue
+        grader_owned = label == "grader" or label.startswith("grader.")
+        for name, value in list(namespace.items()):
+            if not _behaviour(value):
+                continue
+            code = getattr(value, "__code__", None) if grader_owned else None
+            noted[id(owner), name] = (f"{label}.{name}", owner, value, code)
+    return noted
+
+
+def make_check(patcher=None, extra_owners=()):
+    """A function that lists what was replaced since it was made: names of the watched objects
+    that hold another function, class or descriptor, or grader functions whose code changed.
+    Patches the node installs later (heavy modules patched when first imported) are its own.
+    Made before any student code runs; it keeps what it noted only in its closure."""
+    owners = _watched() + list(extra_owners)
+    noted = _entries(owners)
+    # A class's own names: one added later hides what it inherited (`torch.Tensor.to = f`
+    # puts a `to` in torch.Tensor's own namespace, in front of torch._C.TensorBase's).
+    classes = [(label, owner, frozenset(_namespace(owner))) for label, owner in owners
+               if isinstance(owner, type)]
+    ident = id
+    namespace_of = _namespace
+    torch_rewrap = _torch_rewrap_test()
+    behaviour = _behaviour
+    libraries, _stdlib = _folders()
+    handlers = _signal_handlers(libraries)
+
+    def replaced() -> list[str]:
+        own = {}
+        if patcher is not None:
+            for owner, name, value in patcher.installed():
+                own[ident(owner), name] = value
+        found = []
+        for key, (label, owner, value, code) in noted.items():
+            now = namespace_of(owner).get(key[1], _MISSING)   # a dict or a mappingproxy
+            expected = own.get(key, value)
+            if now is not expected and not torch_rewrap(expected, now):
+                found.append(label)
+            elif code is not None and getattr(now, "__code__", None) is not code:
+                found.append(label + ".__code__")
+        found += [f"the handler of signal {number} (the submission's)" for number, handler
+                  in _signal_handlers(libraries).items() if handlers.get(number) is not handler]
+        for label, owner, names in classes:
+            namespace = namespace_of(owner)
+            for name in namespace.keys() - names:
+                # (data such as copyreg's cached __slotnames__ is no behaviour)
+                if (ident(owner), name) not in own and behaviour(namespace.get(name)):
+                    found.append(f"{label}.{name}")
+        return found
+    return replaced
+
+
+def _mode_and_hooks_in_place(handle) -> list[str]:
+    found = []
+    try:
+        from torch.overrides import _get_current_function_mode_stack
+        stack = _get_current_function_mode_stack()
+        for mode in handle.modes:
+            if threading.current_thread() is threading.main_thread() and \
+                    not any(m is mode for m in stack):
+                found.append("the node's torch-function mode (popped off the mode stack)")
+    except Exception:
+        pass
+    observer = getattr(handle, "observer", None)
+    try:
+        from torch.nn.modules import module as module_hooks
+        for hook_handle in getattr(observer, "_handles", [])[:2]:
+            if hook_handle.id not in module_hooks._global_forward_pre_hooks and \
+                    hook_handle.id not in module_hooks._global_forward_hooks:
+                found.append("the node's module hooks (removed)")
+                break
+    except Exception:
+        pass
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        found.append("sys.settrace/sys.setprofile (a tracing function was installed)")
+    return found
+
+
+# Audit events (PEP 578) that walk or rewrite the interpreter. An audit hook cannot be removed
+# once added, and it sees the operation whatever name the code reached it by.
+_WALK_EVENTS = frozenset({
+    "sys._getframe", "sys._current_frames", "sys._getframemodulename", "gc.get_objects",
+    "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
+    "sys.addaudithook", "marshal.loads", "marshal.load", "code.__new__", "function.__new__",
+    "object.__getattr__", "object.__setattr__", "object.__delattr__",
+    "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks"})
+# stdlib functions that walk frames on their caller's behalf: the caller is who walks.
+_WALKERS = frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
+                      "walk_stack", "getframeinfo"})
+# stdlib modules that read frames or code objects for their own work (logging's caller,
+# warnings' location, namedtuple's module, a traceback's lines). Any other stdlib module doing
+# it runs a function the submission handed it (contextlib's callbacks, a Thread's target).
+_STDLIB_FRAME_USERS = frozenset({
+    "logging", "warnings", "collections", "typing", "enum", "traceback", "inspect",
+    "linecache", "dis", "dataclasses", "abc", "pdb", "bdb", "pydoc", "doctest", "unittest",
+    "tokenize", "ast", "site", "importlib"})
+_PROC_PER_PROCESS = ("/proc/self", "/proc/thread-self")
+
+
+def _folders():
+    """(library folders: site-packages and the grader; the standard library's folders)."""
+    import site
+    import sysconfig
+    paths = sysconfig.get_paths()
+    libraries = {paths.get("purelib"), paths.get("platlib"), *site.getsitepackages(),
+                 os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    stdlib = {paths.get("stdlib"), paths.get("platstdlib")}
+    norm = lambda found: tuple(sorted(os.path.abspath(p) + os.sep for p in found if p))  # noqa: E731
+    return norm(libraries), norm(stdlib)
+
+
+def _per_process_proc(path) -> bool:
+    if isinstance(path, int):
+        return False
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    path = os.path.normpath("/" + str(path).lstrip("/")) if str(path).startswith("/") else \
+        os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    if not path.startswith("/proc/"):
+        return False
+    head = path.split("/")[2]
+    return head in ("self", "thread-self") or head.isdigit()
+
+
+def watch_interpreter(trace) -> None:
+    """Add the run's audit hook: what the student's own code does to walk or rewrite the
+    interpreter (frames, gc's object lists, code objects, ctypes, tracing, audit hooks of its
+    own) is written to the trace as a `tampering` record, whatever name it used; opening
+    another process's or its own /proc files is refused as well (a process's memory holds the
+    seal key). Only the code that calls is looked at: torch, the grader and the standard
+    library use these on their own behalf all the time."""
+    libraries, stdlib = _folders()
+    getframe = sys._getframe
+    write = trace.emit
+    busy = threading.local()
+    reported: set = set()
+
+    def whose(frame):
+        """'student', 'library' or 'stdlib' for a frame's code."""
+        name = frame.f_code.co_filename
+        if name.startswith(libraries):
+            return "library"
+        if name.startswith(stdlib) or name.startswith("<frozen "):
+            return "stdlib"
+        return "student"
+
+    def stdlib_module(frame) -> str:
+        name = frame.f_code.co_filename
+        for folder in stdlib:
+            if name.startswith(folder):
+                return name[len(folder):].split(os.sep)[0].removesuffix(".py")
+        return name.strip("<>").split()[-1].split(".")[0]   # <frozen importlib._bootstrap>
+
+    def site_of(frame) -> str:
+        return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+    def record(what: str, frame) -> None:
+        key = (what, frame.f_code.co_filename, frame.f_lineno)
+        if key in reported:
+            return
+        reported.add(key)
+        write("tampering", what=what, site=site_of(frame))
+
+    def hook(event, args):
+        if getattr(busy, "on", False):
+            return
+        if event != "open" and event != "compile" and event not in _WALK_EVENTS and \
+                not event.startswith("ctypes."):
+            return
+        busy.on = True
+        try:
+            frame = getframe(1)
+            if event == "open":
+                if args and _per_process_proc(args[0]):
+                    caller = frame
+                    while caller is not None and whose(caller) == "stdlib":
+                        caller = caller.f_back
+                    if caller is not None and whose(caller) == "student":
+                        record(f"opened {str(args[0])[:60]}", caller)
+                        raise PermissionError(f"{args[0]}: the grader does not let a "
+                                              "submission read its process's /proc files")
+                return
+            if event == "compile":
+                # code compiled under the name of a library's file would pass for its code
+                filename = str(args[1]) if len(args) > 1 else ""
+                if not filename.startswith(libraries):
+                    return
+            if whose(frame) == "stdlib":
+                if frame.f_code.co_name in _WALKERS and frame.f_back is not None:
+                    frame = frame.f_back
+                elif stdlib_module(frame) in _STDLIB_FRAME_USERS:
+                    return
+            if whose(frame) == "library":
+                return
+            detail = f" {args[1]}" if event.startswith("object.") and len(args) > 1 else ""
+            record(f"{event}{detail}", frame)
+            if event == "sys.addaudithook":
+                raise RuntimeError("the grader does not let a submission add audit hooks")
+        finally:
+            busy.on = False
+
+    sys.addaudithook(hook)
+
+
+def start(trace):
+    """Register the closing check at exit before anything else of the runtime (atexit runs
+    last what was registered first), so it is the process's last record. Returns `arm`, to be
+    called once the node is installed: it notes what is in place."""
+    from grader.records.seal import in_sealed_run
+    if in_sealed_run():   # never in a process of the grader's own (tests, the CLI)
+        watch_interpreter(trace)
+    state = {"check": None, "handle": None, "closed_in": None}
+    write = trace.emit
+    close = trace.close
+    getpid = os.getpid
+
+    def closing() -> None:
+        if state["check"] is None or state["closed_in"] == getpid():
+            return
+        state["closed_in"] = getpid()
+        try:
+            replaced = state["check"]() + _mode_and_hooks_in_place(state["handle"])
+        except Exception as error:   # the check itself broken: that is a finding too
+            replaced = [f"the closing check failed ({type(error).__name__})"]
+        write("closing_check", replaced=replaced, pid=getpid())
+        close()
+
+    atexit.register(closing)
+
+    def arm(handle) -> None:
+        state["handle"] = handle
+        state["check"] = make_check(handle.patcher)
+        real_exit = os._exit
+
+        def _exit(status):
+            # Ending the process here skips atexit: close the trace as a normal exit would.
+            closing()
+            real_exit(status)
+        handle.patcher.set(os, "_exit", _exit)
+        # os._exit is watched from now on as the node's own patch.
+    return arm

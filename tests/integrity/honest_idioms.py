@@ -1,0 +1,208 @@
+"""Honest idioms real students write: each must be graded for real, never held.
+
+An idiom is a few lines put into a copy of the reference solution, right after the file's
+imports (so it runs when the script runs and when the HW3 probe imports the model), plus
+extra files. Idioms that share a file share one submission and one grading (gradings take tens
+of seconds each). `notes` are the note categories the instructor should see for it (none of
+them holds anything). The first seven are the ones issue 11 found held.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+P4 = "practical4/concepts.py"
+P5 = "practical5/practical5_dp.py"
+P6 = "practical6/practical6_ddp.py"
+HW3 = "hw3/model_parallel.py"
+
+
+@dataclass(frozen=True)
+class Idiom:
+    name: str
+    file: str
+    code: str
+    notes: tuple = ()
+    extra_files: dict = field(default_factory=dict)
+    # Items the idiom's code really loses, as it would on the student's own machine: {item id:
+    # points}. Graded for real means that too.
+    loses: dict = field(default_factory=dict)
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _pickled(value) -> bytes:
+    import pickle
+    return pickle.dumps(value)
+
+
+PROFILE_HELPER = '''"""Timing helpers for my HW3 runs (named profile.py, like the standard library's)."""
+import time
+
+
+class Stopwatch:
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    def elapsed_ms(self):
+        return (time.perf_counter() - self.start) * 1000.0
+'''
+
+UTILS_HELPER = '''"""Small helpers shared by my practical 5 scripts."""
+
+
+def describe(n_gpus):
+    return f"running on {n_gpus} GPU(s)"
+'''
+
+IDIOMS = [
+    # -- the seven of issue 11 --------------------------------------------------------------
+    Idiom("env_loop_rank_local_rank", P4,
+          'import os as _os\nfor _var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR"):\n'
+          '    print(f"{_var}={_os.environ.get(_var)}")\n'),
+    Idiom("getattr_torch_dtype", HW3,
+          "import argparse as _argparse\n_p = _argparse.ArgumentParser(add_help=False)\n"
+          '_p.add_argument("--dtype", default="float32")\n_args, _ = _p.parse_known_args()\n'
+          "DTYPE = getattr(torch, _args.dtype)\n", notes=("dynamic_attribute",)),
+    Idiom("stdout_tee", P4,
+          "import sys as _sys\n\nclass Tee:\n    def __init__(self, path, stream):\n"
+          '        self.file = open(path, "a")\n        self.stream = stream\n\n'
+          "    def write(self, text):\n        self.file.write(text)\n"
+          "        return self.stream.write(text)\n\n    def flush(self):\n"
+          "        self.file.flush()\n        self.stream.flush()\n\n"
+          '_sys.stdout = Tee("log.txt", _sys.stdout)\n', notes=("output",)),
+    Idiom("pickle_step_times", HW3,
+          'import pickle\nwith open("step_times.pkl", "wb") as _f:\n'
+          "    pickle.dump([12.1, 12.4, 12.0], _f)\n", notes=("serialization",)),
+    Idiom("subprocess_nvidia_smi", P4,
+          "import subprocess\n_smi = subprocess.run([\"nvidia-smi\", \"--query-gpu=index,name\","
+          ' "--format=csv"], capture_output=True, text=True)\nprint(_smi.stdout)\n',
+          notes=("processes",)),
+    Idiom("plots_zip", HW3, "", notes=("archive",),
+          extra_files={"hw3/plots.zip": _zip({"step_time_vs_depth.png": b"\x89PNG\r\n fake",
+                                              "table.csv": b"depth,ms\n6,12.1\n12,23.5\n"})}),
+    # The probe imports it (the model's helpers come first for the model's imports); run as a
+    # script it breaks at the first optimizer step, as it does at home with this torch
+    # (torch._dynamo imports cProfile, which imports `profile`: the student's): a real loss.
+    Idiom("helper_module_named_profile", HW3,
+          "from profile import Stopwatch\n_watch = Stopwatch()\n", notes=("helper_module",),
+          extra_files={"hw3/profile.py": PROFILE_HELPER}, loses={"hw3.task4": 1.0}),
+    # -- everyday debugging, logging and bookkeeping ------------------------------------------
+    Idiom("os_system_nvidia_smi", P4, 'import os as _os2\n_os2.system("nvidia-smi")\n',
+          notes=("processes",)),
+    Idiom("gc_collect_and_empty_cache", P4, "import gc\ngc.collect()\ntorch.cuda.empty_cache()\n"),
+    Idiom("print_cuda_environment", P4,
+          "import os as _os3\nprint({k: v for k, v in _os3.environ.items() if k.startswith('CUDA')})\n",
+          notes=("environment",)),
+    Idiom("getenv_slurm_job", P4, 'import os as _os4\nJOB = _os4.getenv("SLURM_JOB_ID", "local")\n'),
+    Idiom("logging_basic_config", P4,
+          'import logging\nlogging.basicConfig(level=logging.INFO, format="%(message)s")\n'
+          'logging.getLogger(__name__).info("starting")\n'),
+    Idiom("warnings_filtered", P4, 'import warnings\nwarnings.filterwarnings("ignore")\n'
+                                   'warnings.warn("ignored")\n'),
+    Idiom("timer_context_manager", P4,
+          "import time as _time\n\nclass Timer:\n    def __enter__(self):\n"
+          "        self.start = _time.perf_counter()\n        return self\n\n"
+          "    def __exit__(self, *exc):\n        self.ms = (_time.perf_counter() - self.start) * 1e3\n\n"
+          "with Timer() as _t:\n    sum(range(1000))\n"),
+    Idiom("results_json_in_a_folder", P4,
+          'import json, os as _os5\n_os5.makedirs("results", exist_ok=True)\n'
+          'json.dump({"run": 1}, open(_os5.path.join("results", "run.json"), "w"))\n'),
+    Idiom("csv_writer", P4,
+          'import csv\nwith open("times.csv", "w", newline="") as _f:\n'
+          '    csv.writer(_f).writerow(["depth", "ms"])\n'),
+    Idiom("cudnn_benchmark", P4, "torch.backends.cudnn.benchmark = True\n"),
+    Idiom("seeds_everywhere", P4,
+          "import random\nimport numpy as np\nrandom.seed(0)\nnp.random.seed(0)\n"),
+    Idiom("platform_and_host", HW3,
+          "import platform, socket, os as _os6\n"
+          "print(platform.system(), socket.gethostname(), _os6.getpid(), _os6.cpu_count())\n"),
+    Idiom("device_name", HW3,
+          "if torch.cuda.is_available():\n    print(torch.cuda.get_device_name(0))\n"),
+    Idiom("redirect_stdout_capture", HW3,
+          "import contextlib, io\n_buffer = io.StringIO()\n"
+          "with contextlib.redirect_stdout(_buffer):\n    print('captured')\n",
+          notes=("output",)),
+    Idiom("atexit_summary", HW3, "import atexit\natexit.register(lambda: print('bye'))\n",
+          notes=("exit_hooks",)),
+    Idiom("hashlib_of_config", HW3,
+          "import hashlib\nRUN_ID = hashlib.md5(b'depth=12').hexdigest()[:8]\n",
+          notes=("digests",)),
+    Idiom("deepcopy_layer", HW3,
+          "import copy\n_layer = copy.deepcopy(nn.Linear(4, 4))\n"),
+    Idiom("dataclass_config", HW3,
+          "import dataclasses\n\n@dataclasses.dataclass\nclass RunConfig:\n"
+          "    depth: int = 12\n    dim: int = 1024\n\nCONFIG = RunConfig()\n"),
+    Idiom("namedtuple_result", HW3,
+          "import collections\nResult = collections.namedtuple('Result', 'depth ms')\n"
+          "_r = Result(6, 1.0)\n"),
+    Idiom("enum_mode", HW3, "import enum\n\nclass Mode(enum.Enum):\n    TRAIN = 1\n    EVAL = 2\n"),
+    Idiom("lru_cache_helper", HW3,
+          "import functools\n\n@functools.lru_cache(maxsize=None)\ndef _layers_for(n):\n"
+          "    return n * 2\n\n_layers_for(3)\n"),
+    Idiom("inspect_signature", HW3,
+          "import inspect\nprint(inspect.signature(nn.Linear.__init__))\n"),
+    Idiom("argparse_namespace_as_config", HW3,
+          "import argparse as _ap, json as _json\n_ns = _ap.Namespace(lr=0.1)\n"
+          "setattr(_ns, 'depth', 12)\nprint(_json.dumps(vars(_ns)))\n"),
+    Idiom("class_names_printed", HW3,
+          "_m = nn.Linear(2, 2)\nprint(type(_m).__name__, _m.__class__.__name__)\n"),
+    Idiom("getattr_nn_literal", HW3, "_act = getattr(nn, 'ReLU')()\n"),
+    Idiom("getattr_optimizer_from_config", HW3,
+          "_CONFIG = {'optimizer': 'SGD'}\n_opt_class = getattr(torch.optim, _CONFIG['optimizer'])\n",
+          notes=("dynamic_attribute",)),
+    Idiom("sys_path_insert", HW3,
+          "import os as _os7\nsys.path.insert(0, _os7.path.dirname(_os7.path.abspath(__file__)))\n"),
+    Idiom("shipped_pickle_of_results", HW3, "", extra_files={
+        "hw3/step_times.pkl": _pickled({"depth": [6, 12, 24], "ms": [12.0, 23.9, 47.5]})}),
+    Idiom("shipped_notes", HW3, "", extra_files={"hw3/NOTES.md": "# my notes\nran on 2 GPUs\n"}),
+    # -- practical 5 and 6: processes, files, threads, helper modules -------------------------
+    Idiom("multiprocessing_cpu_count", P5,
+          "import multiprocessing\nprint('cores', multiprocessing.cpu_count())\n",
+          notes=("processes",)),
+    Idiom("checkpoint_save_and_load", P5,
+          "_ckpt = nn.Linear(2, 2)\ntorch.save(_ckpt.state_dict(), 'ckpt.pt')\n"
+          "_ckpt.load_state_dict(torch.load('ckpt.pt'))\n"),
+    Idiom("archive_results_at_run_time", P5,
+          "import os as _o, shutil\n_o.makedirs('out', exist_ok=True)\n"
+          "open(_o.path.join('out', 'a.txt'), 'w').write('x')\n"
+          "shutil.make_archive('results', 'zip', 'out')\n"),
+    Idiom("tempfile_folder", P5,
+          "import tempfile\nwith tempfile.TemporaryDirectory() as _d:\n    pass\n"),
+    Idiom("set_printoptions", P5, "torch.set_printoptions(precision=4)\n"),
+    Idiom("memory_summary", P5,
+          "if torch.cuda.is_available():\n    print(torch.cuda.memory_summary())\n"),
+    Idiom("helper_module_utils", P5, "from utils import describe\nprint(describe(1))\n",
+          notes=("helper_module",), extra_files={"practical5/utils.py": UTILS_HELPER}),
+    Idiom("background_thread", P5,
+          "import threading\n_box = []\n_t = threading.Thread(target=lambda: _box.append(1))\n"
+          "_t.start()\n_t.join()\n"),
+    Idiom("print_flush_and_reconfigure", P5,
+          "import sys as _sys5\n_sys5.stdout.reconfigure(line_buffering=True)\n"
+          "print('flushed', flush=True)\n"),
+    Idiom("read_own_source", P5, "_lines = len(open(__file__).read().splitlines())\n"),
+    Idiom("traceback_of_a_caught_error", P5,
+          "import traceback\ntry:\n    int('x')\nexcept ValueError as _e:\n"
+          "    traceback.print_exception(type(_e), _e, _e.__traceback__)\n"),
+    Idiom("env_loop_in_ddp", P6,
+          'for _var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):\n'
+          '    print(_var, os.environ.get(_var), flush=True)\n'),
+    Idiom("master_addr_setdefault", P6,
+          'os.environ.setdefault("MASTER_ADDR", "localhost")\n'
+          'os.environ.setdefault("MASTER_PORT", "29500")\n'),
+    Idiom("dataloader_with_workers", P6,
+          "from torch.utils.data import DataLoader, TensorDataset\n"
+          "_loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, num_workers=2)\n"
+          "_n = sum(len(b[0]) for b in _loader)\n"),
+]
+
+ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
+# Idioms that share an assignment are graded together; these two submissions cover them all.
+SUBMISSIONS = {"with_practical4_and_hw3": (P4, HW3), "with_practical5_and_6": (P5, P6)}

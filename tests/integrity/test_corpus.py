@@ -1,0 +1,213 @@
+"""The corpus of issue 11: honest idioms are graded for real and never held; forging attempts
+are held or gain nothing.
+
+Fast: every idiom is scanned in a copy of its assignment (no tampering; the notes it should
+give), every forgery the scan must catch is caught. Slow: the idioms are graded end to end in
+two submissions (the reference with every idiom planted: full points, no hold, the notes in the
+result), and every forgery marked `run` is run against the grader's runtime (the HW3 probe, or
+the practical-4 script) from the untouched template: whatever it forged never counts.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import json
+import shutil
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from forgeries import FORGERIES, HW3, P4, Forgery
+from grader.integrity.scan import NOTE, TAMPERING, scan_submission
+from grader.sandbox import sandbox_available
+from honest_idioms import ASSIGNMENT_OF, IDIOMS, SUBMISSIONS, Idiom
+
+ROOT = Path(__file__).resolve().parents[2]
+ISSUE_SEVEN = {"env_loop_rank_local_rank", "getattr_torch_dtype", "stdout_tee",
+               "pickle_step_times", "subprocess_nvidia_smi", "plots_zip",
+               "helper_module_named_profile"}
+needs_sandbox = pytest.mark.skipif(not sandbox_available()[0],
+                                   reason=f"bubblewrap not usable here: {sandbox_available()[1]}")
+
+
+# -- building submissions ---------------------------------------------------------------------
+def insert_after_imports(source: str, code: str) -> str:
+    """`code` right after the file's last top-level import (where a student puts setup code)."""
+    if not code:
+        return source
+    tree = ast.parse(source)
+    last = max((node.end_lineno for node in tree.body
+                if isinstance(node, (ast.Import, ast.ImportFrom))), default=0)
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[:last]) + "\n" + code + "\n" + "".join(lines[last:])
+
+
+def write_extra(folder: Path, files: dict) -> None:
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        if isinstance(content, tuple) and content[0] == "symlink":
+            path.symlink_to(content[1])
+        elif isinstance(content, tuple) and content[0] == "zip":
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as archive:
+                for member, text in content[1].items():
+                    archive.writestr(member, text)
+            path.write_bytes(buffer.getvalue())
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def plant(folder: Path, base: str, planted: list, assignments: set[str]) -> Path:
+    """A copy of `base` (reference or student_template) with the idioms or forgeries planted:
+    only the folders of `assignments`."""
+    for assignment in assignments:
+        shutil.copytree(ROOT / base / assignment, folder / assignment,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for entry in planted:
+        target = folder / entry.file
+        target.write_text(insert_after_imports(target.read_text(encoding="utf-8"), entry.code),
+                          encoding="utf-8")
+        write_extra(folder, entry.extra_files)
+    return folder
+
+
+def shown(findings) -> str:
+    return "\n".join(f"[{f.kind}] {f.describe()}" for f in findings) or "(no finding)"
+
+
+# -- the corpus itself --------------------------------------------------------------------------
+def test_the_corpus_has_what_issue_11_asks():
+    names = {idiom.name for idiom in IDIOMS}
+    assert len(IDIOMS) >= 40 and len(names) == len(IDIOMS)
+    assert ISSUE_SEVEN <= names, f"missing: {ISSUE_SEVEN - names}"
+    assert len(FORGERIES) >= 25 and len({f.name for f in FORGERIES}) == len(FORGERIES)
+    assert {ASSIGNMENT_OF[i.file] for i in IDIOMS} <= {a for files in SUBMISSIONS.values()
+                                                       for a in map(ASSIGNMENT_OF.get, files)}
+
+
+@pytest.mark.parametrize("idiom", IDIOMS, ids=[i.name for i in IDIOMS])
+def test_an_honest_idiom_is_never_tampering(tmp_path, idiom: Idiom):
+    submission = plant(tmp_path, "reference", [idiom], {ASSIGNMENT_OF[idiom.file]})
+    findings = scan_submission(submission)
+    held = [f for f in findings if f.kind == TAMPERING]
+    assert held == [], (f"the honest idiom '{idiom.name}' would be held for review:\n"
+                        f"{idiom.code}\n{shown(held)}")
+    noted = {f.category for f in findings if f.kind == NOTE}
+    assert set(idiom.notes) <= noted, (f"'{idiom.name}' should be noted for the instructor as "
+                                       f"{set(idiom.notes)}; noted: {noted or 'nothing'}")
+
+
+@pytest.mark.parametrize("forgery", [f for f in FORGERIES if f.scan],
+                         ids=[f.name for f in FORGERIES if f.scan])
+def test_the_scan_holds_a_forgery_it_can_read(tmp_path, forgery: Forgery):
+    submission = plant(tmp_path, "student_template", [forgery], {forgery.file.split("/")[0]})
+    held = [f for f in scan_submission(submission) if f.kind == TAMPERING]
+    assert held, f"'{forgery.name}' ({forgery.route}) is not held by the scan"
+
+
+# -- end to end: the honest idioms graded for real -----------------------------------------------
+@pytest.fixture(scope="module")
+def honest_gradings(tmp_path_factory):
+    from grader.grade_command import grade
+    area = tmp_path_factory.mktemp("honest")
+
+    def run(label):
+        files = SUBMISSIONS[label]
+        idioms = [i for i in IDIOMS if i.file in files]
+        assignments = [ASSIGNMENT_OF[f] for f in files]
+        submission = plant(area / label / "submission", "reference", idioms, set(assignments))
+        return grade(submission, area / label / "out", assignments)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {label: pool.submit(run, label) for label in SUBMISSIONS}
+        return {label: future.result() for label, future in futures.items()}
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("label", list(SUBMISSIONS))
+def test_honest_idioms_are_graded_for_real_and_never_held(honest_gradings, label):
+    result = honest_gradings[label]
+    for assignment in result["assignments"]:
+        planted = [i.name for i in IDIOMS if ASSIGNMENT_OF[i.file] == assignment["id"]]
+        integrity = assignment.get("integrity") or {}
+        assert not integrity.get("problems") and not integrity.get("withheld"), (
+            f"{assignment['id']} with the honest idioms {planted} was held for review:\n"
+            + "\n".join(integrity.get("problems") or []))
+        expected_losses = {item: points for i in IDIOMS if ASSIGNMENT_OF[i.file] ==
+                           assignment["id"] for item, points in i.loses.items()}
+        lost = {i["id"]: round(i["max_score"] - i["score"], 2) for i in assignment["items"]
+                if i.get("kind") == "auto" and i["score"] < i["max_score"]}
+        assert lost == expected_losses, (
+            f"{assignment['id']} with the honest idioms {planted} earned {assignment['score']} "
+            f"of {assignment['max_score']}; the reference earns all, less what the idioms' "
+            f"code really loses ({expected_losses or 'nothing'}). Lost:\n" + "\n".join(
+                f"{i['id']}: {i.get('feedback', '')[:400]}" for i in assignment["items"]
+                if i["id"] in lost))
+        notes = "\n".join(integrity.get("notes") or [])
+        for idiom in IDIOMS:
+            if ASSIGNMENT_OF[idiom.file] == assignment["id"] and idiom.notes:
+                marker = idiom.file if idiom.code else next(iter(idiom.extra_files))
+                assert marker.split("/")[0] in notes, (
+                    f"'{idiom.name}' should be a note in {assignment['id']}'s instructor "
+                    f"view; the notes are:\n{notes}")
+
+
+# -- end to end: forgeries against the runtime ---------------------------------------------------
+def earned(records: list[dict]) -> list[str]:
+    """What of a probe's records a check could give points for: a layout that was built, a
+    timing that ran, a transfer log (the template builds nothing, so none)."""
+    found = []
+    for record in records:
+        if record.get("kind") in ("layout", "transfers") and record.get("devices") \
+                and not record.get("error"):
+            found.append(f"{record['kind']} {record.get('gpus')}x{record.get('depth')}")
+        if record.get("kind") in ("trend", "task4") and record.get("results"):
+            found.append(record["kind"])
+    return found
+
+
+def run_forgery(area: Path, forgery: Forgery):
+    from grader.checks.test_hw3 import PLAN
+    from grader.harness.execute import run_hw3_probe, run_script
+    submission = plant(area / forgery.name / "submission", "student_template", [forgery],
+                       {forgery.file.split("/")[0]})
+    scratch = area / forgery.name / "scratch"
+    scratch.mkdir()
+    if forgery.file == HW3:
+        return run_hw3_probe(submission, json.loads(json.dumps(PLAN)), gpus=8, timeout_s=240,
+                             scratch_root=scratch)
+    return [], run_script(submission, P4, gpus=2, timeout_s=120, scratch_root=scratch)
+
+
+@pytest.fixture(scope="module")
+def forged_runs(tmp_path_factory):
+    area = tmp_path_factory.mktemp("forged")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {f.name: pool.submit(run_forgery, area, f) for f in FORGERIES if f.run}
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("forgery", [f for f in FORGERIES if f.run],
+                         ids=[f.name for f in FORGERIES if f.run])
+def test_a_forgery_gains_nothing_at_run_time(forged_runs, forgery: Forgery):
+    records, observation = forged_runs[forgery.name]
+    if forgery.file == P4:
+        moves = [e for e in observation.events if e.get("event") == "to"
+                 and e.get("dst") == "cuda:1"]
+        assert moves == [], f"'{forgery.name}': a move that never happened was recorded"
+        assert observation.integrity, f"'{forgery.name}' tried and nothing says so"
+        return
+    gained = earned(records)
+    assert gained == [], (f"'{forgery.name}' ({forgery.route}) got forged measurements "
+                          f"accepted: {gained[:5]}\nintegrity: {observation.integrity}")
+    if not forgery.scan:   # the scan cannot read it: the runtime must say what happened
+        assert observation.integrity, f"'{forgery.name}' tried and nothing says so"

@@ -1,0 +1,197 @@
+"""The runtime's own checks (grader/vgpu/guard.py): what it installed is still what runs, and
+what the submission's code does to the interpreter is seen whatever names it used.
+
+The fast tests call `make_check` in this process (every replacement undone by monkeypatch);
+the slow ones run scripts in the sandbox and read the run's integrity problems.
+"""
+from __future__ import annotations
+
+import builtins
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.vgpu import guard
+from grader.vgpu.patcher import Patcher
+from test_seal import run_source
+
+
+def test_nothing_replaced_nothing_found():
+    assert guard.make_check()() == []
+
+
+@pytest.mark.parametrize("owner, name", [
+    (torch.cuda, "device_count"), (torch, "allclose"), (torch.nn.Module, "__call__"),
+    (torch.nn.Linear, "forward"), (torch.optim.SGD, "step"), (builtins, "isinstance"),
+    (json.encoder.JSONEncoder, "encode"), (torch.Tensor, "backward"),
+    (builtins, "sorted")])
+def test_a_replaced_function_is_named_whatever_route_replaced_it(monkeypatch, owner, name):
+    check = guard.make_check()
+    original = getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda *a, **k: original(*a, **k))  # still works
+    found = check()
+    monkeypatch.undo()
+    assert len(found) == 1 and found[0].endswith(f".{name}"), found
+
+
+def test_a_method_added_in_front_of_an_inherited_one_is_named(monkeypatch):
+    # torch.Tensor.to comes from torch._C.TensorBase: `type(x).to = f` adds a `to` in front.
+    check = guard.make_check()
+    assert "to" not in vars(torch.Tensor)
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: self, raising=False)
+    assert check() == ["torch.Tensor.to"]
+
+
+def test_data_cached_on_a_class_is_no_replacement(monkeypatch):
+    check = guard.make_check()
+    monkeypatch.setattr(torch.Tensor, "__slotnames__", [], raising=False)  # copyreg's cache
+    assert check() == []
+
+
+def test_a_grader_functions_code_swapped_is_named(monkeypatch):
+    from grader.vgpu import trace
+    check = guard.make_check()
+    monkeypatch.setattr(trace.Trace.emit, "__code__", (lambda self, event, **f: None).__code__)
+    assert check() == ["grader.vgpu.trace.Trace.emit.__code__"]
+
+
+def test_the_nodes_own_patches_are_not_replacements():
+    patcher = Patcher()
+    check = guard.make_check(patcher)
+    try:
+        patcher.set(torch.cuda, "device_count", lambda: 3)
+        patcher.set(torch.Tensor, "get_device", lambda self: 0)
+        assert check() == []
+    finally:
+        patcher.restore()
+
+
+def test_torch_wrapping_its_own_function_is_no_replacement(monkeypatch):
+    import functools
+    check = guard.make_check()
+    original = torch.manual_seed
+
+    @functools.wraps(original)
+    def wrapper(*a, **k):          # this test's file is no torch file: a replacement
+        return original(*a, **k)
+    monkeypatch.setattr(torch, "manual_seed", wrapper)
+    assert check() == ["torch.manual_seed"]
+    monkeypatch.undo()
+    check = guard.make_check()
+    # how torch._dynamo wraps torch.manual_seed when it is imported (torch/_compile.py)
+    monkeypatch.setattr(torch, "manual_seed", torch._disable_dynamo(torch.manual_seed))
+    assert check() == [], "torch._dynamo's own wrapper, written in torch's files"
+
+
+def test_extra_owners_are_watched_too():
+    namespace = {"measure": lambda: 1}
+    check = guard.make_check(extra_owners=[("grader.harness.hw3_probe", namespace)])
+    namespace["measure"] = lambda: 2
+    assert check() == ["grader.harness.hw3_probe.measure"]
+
+
+# -- in real runs --------------------------------------------------------------------------------
+def problems(tmp_path, source) -> list[str]:
+    observation = run_source(tmp_path, source)
+    return observation.integrity
+
+
+ENDINGS = {
+    "os._exit(0)": ("import os, torch\ntorch.ones(1, device='cuda:0')\nos._exit(0)\n", []),
+    "sys.exit(0)": ("import sys, torch\ntorch.ones(1, device='cuda:0')\nsys.exit(0)\n", []),
+    "an exception": ("import torch\ntorch.ones(1, device='cuda:0')\nraise ValueError('x')\n", []),
+    "posix._exit(0)": ("import posix, torch\ntorch.ones(1, device='cuda:0')\nposix._exit(0)\n",
+                       ["without the instrumentation's closing check"]),
+    "atexit cleared": ("import atexit, torch\ntorch.ones(1, device='cuda:0')\natexit._clear()\n",
+                       ["without the instrumentation's closing check"]),
+    "exec into a new python": ("import os, sys, torch\ntorch.ones(1, device='cuda:0')\n"
+                               "os.execv(sys.executable, [sys.executable, '-c', 'pass'])\n",
+                               ["without the instrumentation's closing check"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_only_ending_around_the_instrumentation_is_a_problem(tmp_path, ending):
+    source, expected = ENDINGS[ending]
+    found = problems(tmp_path, source)
+    assert len(found) == len(expected) and all(e in p for e, p in zip(expected, found)), (
+        f"{ending}: expected {expected or 'no problem'}, observed {found}")
+
+
+TRIPWIRES = {
+    "gc.get_objects through an alias": "import gc as g\nobjects = g.get_objects()\n",
+    "sys._getframe through a list": "import sys\nf = [sys][0]._getframe()\n",
+    "getattr with a name from data": "import sys\nname = ''.join(reversed('emarfteg_'))\n"
+                                     "f = getattr(sys, name)()\n",
+    "a function's code object": "def f():\n    pass\nc = getattr(f, '__co' + 'de__')\n",
+    "the process's memory": "p = '/proc/' + str(__import__('os').getpid()) + '/mem'\n"
+                            "try:\n    open(p, 'rb')\nexcept PermissionError:\n    pass\n",
+    "an audit hook of its own": "import sys\ntry:\n    sys.addaudithook(lambda *a: None)\n"
+                                "except RuntimeError:\n    pass\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", list(TRIPWIRES))
+def test_walking_the_interpreter_is_seen_at_run_time(tmp_path, route):
+    found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
+                     TRIPWIRES[route])
+    assert any("walked or rewrote the interpreter" in p for p in found), (route, found)
+
+
+HONEST_RUN = r"""
+import collections, dataclasses, enum, logging, traceback, typing, warnings, inspect
+import torch
+logging.basicConfig(level=logging.INFO)
+logging.info("step %d", 1)
+warnings.warn("a warning")
+Point = collections.namedtuple("Point", "x y")
+@dataclasses.dataclass
+class Config:
+    depth: int = 6
+class Color(enum.Enum):
+    RED = 1
+T = typing.TypeVar("T")
+try:
+    raise ValueError("caught")
+except ValueError:
+    traceback.print_exc()
+print(inspect.signature(torch.nn.Linear.__init__))
+model = torch.nn.Linear(4, 4).to("cuda:0")
+torch.save(model.state_dict(), "ckpt.pt")
+print(torch.load("ckpt.pt").keys())
+import copy, pickle
+print(len(pickle.dumps([1.0, 2.0])), copy.deepcopy(model).weight.device)
+"""
+
+
+@pytest.mark.slow
+def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(tmp_path):
+    observation = run_source(tmp_path, HONEST_RUN)
+    assert observation.ok, observation.stderr[-2000:]
+    assert observation.integrity == []
+
+
+LAUNDERED = {
+    "gc.get_objects run by contextlib": "import contextlib, gc\n"
+                                        "with contextlib.ExitStack() as stack:\n"
+                                        "    stack.callback(gc.get_objects)\n",
+    "sys._getframe as a thread's target": "import sys, threading\n"
+                                          "t = threading.Thread(target=sys._getframe)\n"
+                                          "t.start(); t.join()\n",
+    "code compiled under torch's name": "import torch, os\n"
+                                        "name = os.path.join(os.path.dirname(torch.__file__), 'x.py')\n"
+                                        "code = compile('y = 1', name, 'exec')\n",
+    "a signal handler of its own": "import signal\nsignal.signal(signal.SIGUSR1, lambda n, f: None)\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", list(LAUNDERED))
+def test_calls_handed_to_the_standard_library_are_seen_too(tmp_path, route):
+    found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
+                     LAUNDERED[route])
+    assert found, f"{route}: no problem found"
