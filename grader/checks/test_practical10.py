@@ -21,7 +21,7 @@ from grader.checks.practical_measures import (broken_layout_edit, devices_of_ran
                                               distinct_rows, evidence, first_step_rows,
                                               rows_of, trained_ranks)
 from grader.checks.support import close, explain, must_agree
-from grader.integrity import untrusted_files
+from grader.records import untrusted_files
 
 SCRIPT = "practical10/sample.py"
 GPUS = 4
