@@ -40,12 +40,23 @@ BAND = 0.075
 _MIN_GUTTER_PT = 6
 
 
-def normalise(text: str) -> str:
+def normalise(text: str, *, keep_case: bool = False) -> str:
     """Lower case, NFKC (splits ligatures like "ﬁ"), one kind of dash, quote and space, so
-    patterns need not list every typographic variant."""
+    patterns need not list every typographic variant. With keep_case, the same text in the
+    student's case: lower_same_length() of it is the normalised text, offset for offset."""
     text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_SPACES).translate(_INVISIBLE)
     text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
-    return re.sub(r"[ \t]+", " ", text).strip().lower()
+    text = re.sub(r"[ \t]+", " ", text).strip()
+    return text if keep_case else lower_same_length(text)
+
+
+def lower_same_length(text: str) -> str:
+    """Lower case, character for character ("İ" would lower to two), so that a match found in
+    the lower-case text is at the same offsets in the text as written."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def clean(text: str) -> str:
@@ -83,6 +94,11 @@ class Cell:
     def text(self) -> str:
         return normalise(self.raw)
 
+    @property
+    def cased(self) -> str:
+        """The normalised text in the student's case (explanations are shown as written)."""
+        return normalise(self.raw, keep_case=True)
+
 
 @dataclass
 class Line:
@@ -107,6 +123,10 @@ class Line:
     def text(self) -> str:
         """Normalised, cells joined by a space."""
         return " ".join(c.text for c in self.cells)
+
+    @property
+    def cased(self) -> str:
+        return " ".join(c.cased for c in self.cells)
 
     @property
     def size(self) -> float:
