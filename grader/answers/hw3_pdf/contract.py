@@ -165,6 +165,19 @@ EXPLANATION_HEADING = re.compile(
 SECTION_START = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:task|part|question|appendix)\s*(?P<task>\d*)\b")
 
 
+def question_span(texts: list[str]) -> int:
+    """How many of `texts` (a Question cell's lines, normalised, top to bottom) the question
+    that opens the first of them runs over: a label or "Task N explanation" wrapped in a
+    narrow cell. 0 when the first line opens none of the template's questions."""
+    stream, starts = "", []
+    for text in texts:
+        starts.append(len(stream))
+        stream += text + "\n"
+    patterns = [r"[\W_]*" + a.pattern for a in LABELLED_ANSWERS] + [EXPLANATION_HEADING.pattern.lstrip("^")]
+    end = max((m.end() for p in patterns if (m := re.match(p, stream))), default=0)
+    return sum(1 for start in starts if start < end and stream[start:end].strip())
+
+
 def expected_fields() -> list[str]:
     """Every answer the report must hold. A table that is there but lacks a
     row is reported as missing "task2.step_time_table[depth=24]" instead."""

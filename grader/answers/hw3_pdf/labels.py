@@ -189,18 +189,22 @@ def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list
     lines are moved back by the distance between the two columns' left edges, or between
     its header and the header repeated."""
     margins: dict[tuple[int, int], float] = {}
+    original = {line.index: line for line in lines}
     for line in lines:
         key = (line.page, line.region)
         margins[key] = min(margins.get(key, line.x0), line.x0)
     out: list[tuple[list[Line], list]] = []
-    cut: int | None = None  # the run cut by a break, while the header repeated after it is skipped
+    # The run the text so far ended in (a header repeated after a break, set apart as its own
+    # entry, is none: the table goes on in the run before it).
+    current = -1
     for run in runs:
-        target = cut if cut is not None else len(out) - 1
-        cut, previous = None, out[target][0] if out else []
+        target = current
+        previous = out[target][0] if out else []
         last = previous[-1] if previous else None
         if not (last and any(len(line.cells) > 1 for line in previous)
                 and (run[0].page == last.page + 1 or (run[0].page == last.page and run[0].region > last.region))):
             out.append((run, _rivers(run)))
+            current = len(out) - 1
             continue
         # This run opens a page or column, the target run ended one.
         before = [l for l in lines if (l.page, l.region) == (last.page, last.region) and len(l.cells) > 1]
@@ -211,8 +215,10 @@ def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list
             out.append((run[:1], []))
             run = run[1:]
             if not run:
-                cut = target  # the rest of the cut row is the next run
-                continue
+                continue  # the rest of the cut row is the next run
+        # The column the table ended in may itself have been moved to line up with the one
+        # before it (a table over three columns: right, then left of the next page, then right).
+        dx += last.x0 - original[last.index].x0
         moved = [_shifted(line, dx) if abs(dx) > 0.5 else line for line in run]
         taken = 0
         for line in moved:
@@ -224,6 +230,7 @@ def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list
             out[target] = (previous + moved[:taken], _rivers(previous + moved[:taken]))
         if run[taken:]:
             out.append((run[taken:], _rivers(run[taken:])))
+            current = len(out) - 1
     return out
 
 
@@ -231,6 +238,22 @@ def _join_wrapped(texts: list[str]) -> str:
     """A cell's lines as one text; a word hyphenated at the end of a line ("trans-" /
     "fers") is joined again."""
     return re.sub(r"([A-Za-z])- ([a-z])", r"\1\2", " ".join(texts))
+
+
+def _question_rows(entries: list[tuple[Line, dict]]) -> dict[int, int]:
+    """line id -> the line that opens its question, for the lines of an unruled Q|A table
+    that one of the template's questions (a label, "Task N explanation") runs over, wrapped
+    in its cell. A top-aligned row whose question and answer both wrap has both cells filled
+    on every line; a centred answer stands beside the question's middle line, its first
+    line above it; LaTeX sets no more space between rows than between a cell's lines: only
+    the question's words say where its row starts and ends."""
+    texts = [lower_same_length(" ".join(cells.get(0, []))) for _, cells in entries]
+    opened: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        if text.strip() and id(entries[i][0]) not in opened:
+            for j in range(i, i + contract.question_span(texts[i:])):
+                opened.setdefault(id(entries[j][0]), id(entries[i][0]))
+    return opened
 
 
 def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
@@ -243,27 +266,54 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
     seen = Counter(line.text for line in lines if len(line.cells) > 1 and not re.search(r"\d", line.text))
     out: list[tuple[str, Line, str]] = []
     for run, rivers in _across_breaks(_runs(lines), lines):
-        if not rivers:
-            out += [(line.cased, line, PROSE if len(line.cells) < 2 and line.ruled is None else ROW) for line in run]
-            continue
-        entries = []
-        for line in run:
-            if line is run[0] and seen[line.text] > 1:
-                continue
-            columns: dict[int, list[str]] = {}
-            for word in line.words:
-                column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
-                columns.setdefault(column, []).append(word.text)
-            entries.append((line, {c: [normalise(" ".join(words), keep_case=True)] for c, words in columns.items()}))
-        rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1,
-                              orphans_start_rows=range(1, len(rivers) + 1))
-        grouped = {id(line) for members, _ in rows for line in members}
-        out += [(line.cased, line, PROSE if len(line.cells) < 2 else ROW) for line in run if id(line) not in grouped]
-        for members, cells in rows:
-            text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
-            # Where it was read: the row's line that holds the answer.
-            out.append((text, max(members, key=lambda line: (len(line.cells), -line.top)), ROW))
+        pieces = [(run, rivers)] if rivers else [(piece, _rivers(piece)) for piece in _tables_in(run)]
+        for piece, piece_rivers in pieces:
+            out += _rows_of(piece, piece_rivers, seen)
     return sorted(out, key=lambda entry: entry[1].index)
+
+
+def _tables_in(run: list[Line]) -> list[list[Line]]:
+    """A run with no river down the whole of it cut where the space between its lines is
+    clearly wider than the tightest: two tables set close one under the other (a data table
+    and a Question | Answer table), whose columns do not line up, each have their own rivers.
+    Lines that overlap (a value centred beside a wrapped label) are never cut apart."""
+    bands = _overlapping(run)
+    gaps = [min(l.top for l in b) - max(l.bottom for l in a) for a, b in zip(bands, bands[1:])]
+    if len(gaps) < 2:
+        return [run]
+    tightest = min(gaps)
+    pieces = [list(bands[0])]
+    for gap, band in zip(gaps, bands[1:]):
+        if gap > tightest + max(1.5, 0.15 * max(line.size for line in band)):
+            pieces.append(list(band))
+        else:
+            pieces[-1] += band
+    return pieces
+
+
+def _rows_of(run: list[Line], rivers: list, seen: Counter) -> list[tuple[str, Line, str]]:
+    if not rivers:
+        return [(line.cased, line, PROSE if len(line.cells) < 2 and line.ruled is None else ROW) for line in run]
+    entries = []
+    for line in run:
+        if line is run[0] and seen[line.text] > 1:
+            continue
+        columns: dict[int, list[str]] = {}
+        for word in line.words:
+            column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
+            columns.setdefault(column, []).append(word.text)
+        entries.append((line, {c: [normalise(" ".join(words), keep_case=True)] for c, words in columns.items()}))
+    questions = _question_rows(entries)
+    rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1,
+                          orphans_start_rows=range(1, len(rivers) + 1),
+                          row_key=lambda band: next((questions[id(l)] for l in band.lines if id(l) in questions), None))
+    grouped = {id(line) for members, _ in rows for line in members}
+    out = [(line.cased, line, PROSE if len(line.cells) < 2 else ROW) for line in run if id(line) not in grouped]
+    for members, cells in rows:
+        text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
+        # Where it was read: the row's line that holds the answer.
+        out.append((text, max(members, key=lambda line: (len(line.cells), -line.top)), ROW))
+    return out
 
 
 def _label_regex(answer: contract.LabelledAnswer) -> re.Pattern:
@@ -345,6 +395,10 @@ def _lines_after(layout: Layout, line: Line):
         if same_place and following.top - previous.bottom > 0.9 * max(previous.size, 1):
             return  # a paragraph's gap
         if abs(following.size - line.size) > 0.5 or starts_something_else(following, line.size, line.bold):
+            return
+        # Another question asked in prose ("Is it faster with 5 GPUs than with 2? No.") is no
+        # part of this answer's explanation, wherever its label stands in the line.
+        if any(re.search(a.pattern, following.text) for a in contract.LABELLED_ANSWERS):
             return
         yield following
         previous = following
