@@ -22,10 +22,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from ..yes_no import YesNo, read_yes_no
+from ..yes_no import read_yes_no
 from . import contract
 from .explanations import starts_something_else
-from .layout import CELL_GAP_EM, Cell, Layout, Line, clean, lower_same_length, normalise, rows_by_anchor
+from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
 from .numbers import parse_int_list
 
 
