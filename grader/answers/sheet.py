@@ -16,6 +16,8 @@ import yaml
 
 from grader.common.locations import data_folder
 
+from .yes_no import read_yes_no
+
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
 
@@ -89,14 +91,7 @@ def coerce(raw: Any, question: Question) -> Any:
     if kind == "int":
         return _int(raw)
     if kind == "bool":
-        if isinstance(raw, bool):
-            return raw
-        text = str(raw).strip().lower()
-        if text in ("yes", "true", "y"):
-            return True
-        if text in ("no", "false", "n"):
-            return False
-        raise ValueError(f"expected yes/no (true/false), got {raw!r}")
+        return _yes_no(raw)
     if kind == "list[int]":
         return _int_list(raw)
     if kind == "list[list[int]]":
@@ -106,6 +101,28 @@ def coerce(raw: Any, question: Question) -> Any:
     if kind == "table":
         return _table(raw, question)
     raise ValueError(f"unknown answer type {kind!r} in the template")
+
+
+def _yes_no(raw: Any) -> bool | None:
+    """`no` (YAML's false), "No.", "no, because ...", or the PDF reader's shape
+    {value: no, explanation: ...}; the same rule as the PDF report (yes_no.read_yes_no)."""
+    if isinstance(raw, dict) and "value" in raw:
+        raw = raw["value"]
+        if raw is None:
+            return None
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip()
+    if text.lower() in ("true", "y"):
+        return True
+    if text.lower() in ("false", "n"):
+        return False
+    answer = read_yes_no(text)
+    if answer.answered:
+        return answer.value == "yes"
+    if answer.unanswered:
+        return None
+    raise ValueError(f"expected yes/no (true/false), got {raw!r}: write yes or no first")
 
 
 def _int(raw: Any) -> int:

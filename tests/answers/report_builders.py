@@ -34,7 +34,7 @@ EXPECTED_ANSWERS = {
         {"depth": 12, "step_time_ms": 23.75},
         {"depth": 24, "step_time_ms": 47.1},
     ],
-    "task3.layers_per_gpu_20_5": [4, 4, 4, 4, 4],
+    "task2.depth_improves_speed": {"value": "no", "explanation": "every added layer adds sequential work."},
     "task4.table": [
         {"gpus": 2, "step_time_ms": 31.2, "memory_per_gpu_mib": [812.5, 790.0]},
         {"gpus": 5, "step_time_ms": 18.1, "memory_per_gpu_mib": [402.0, 398.0, 398.0, 398.0, 410.0]},
@@ -43,6 +43,9 @@ EXPECTED_ANSWERS = {
     "task5.transfers_2gpus": 1,
     "task5.to_calls_5gpus": 6,
     "task5.transfers_5gpus": 4,
+    "task4.all_gpus_utilised": {"value": "yes", "explanation": ""},
+    "task4.more_gpus_faster": {"value": "yes", "explanation": ""},
+    "task5.transfers_grow_with_gpus": {"value": "yes", "explanation": "one more transfer per added GPU."},
 }
 
 # First and last words of each explanation in the fixtures: both must be in

@@ -45,6 +45,36 @@ def test_values_take_the_templates_type(raw, kind, value):
     assert coerce(raw, Question("q", kind, "")) == value
 
 
+@pytest.mark.parametrize("line, value", [
+    ("no", False),                                  # YAML 1.1: a bare no is false
+    ("No", False), ("yes", True), ("'no'", False), ("'No.'", False),
+    ("'NO, because only one GPU works at a time'", False), ("'Yes - every GPU holds layers'", True),
+    ("{type: bool, value: no}", False),             # the template's own mapping
+    ("{value: 'yes', explanation: every GPU holds four layers}", True),   # the PDF reader's shape
+    ("{type: bool, value: {value: no, explanation: the GPUs take turns}}", False),
+    ("{type: bool, value: null}", None),            # left as in the template
+    ("'yes/no'", None), ("'...'", None),            # the placeholder left: not answered, not a guess
+])
+def test_a_yes_no_answer_in_the_sheet(tmp_path, line, value):
+    """hw3/answers.yaml's yes/no questions as students fill them in: the same rule as the PDF
+    report (grader/answers/yes_no.py), bare or as a mapping."""
+    path = tmp_path / "answers.yaml"
+    path.write_text(f"assignment: hw3\nanswers:\n  task2.depth_improves_speed: {line}\n")
+    sheet = read_sheet(path, template_questions("hw3"), "hw3/answers.yaml")
+    assert sheet.problems == [], sheet.problems
+    assert sheet.values.get("task2.depth_improves_speed") == value, (
+        f"answers.yaml line 'task2.depth_improves_speed: {line}' should read as {value!r}, read {sheet.values}")
+
+
+@pytest.mark.parametrize("line", ["'Not faster'", "'partly'", "'yes and no, it depends'", "maybe", "3"])
+def test_a_yes_no_answer_that_is_neither_is_a_problem_never_a_guess(tmp_path, line):
+    path = tmp_path / "answers.yaml"
+    path.write_text(f"assignment: hw3\nanswers:\n  task4.more_gpus_faster: {{type: bool, value: {line}}}\n")
+    sheet = read_sheet(path, template_questions("hw3"), "hw3/answers.yaml")
+    assert "task4.more_gpus_faster" not in sheet.values
+    assert len(sheet.problems) == 1 and "task4.more_gpus_faster: expected yes/no" in sheet.problems[0], sheet.problems
+
+
 @pytest.mark.parametrize("raw, kind, message", [
     ("three", "int", "expected a whole number, got 'three'"), (True, "int", "expected a whole number"),
     ("maybe", "bool", "expected yes/no"), ({"a": 1}, "list[int]", "expected a list of whole numbers"),
@@ -128,6 +158,9 @@ def test_the_reference_report_pdf_says_what_its_answer_sheet_says():
     def words(value):
         return " ".join(str(value).replace("\u2019", "'").replace("micro-batches", "microbatches").split())
     for qid, value in from_sheet.values.items():
+        if isinstance(value, bool):  # the sheet's yes/no is a bool; the report's {value, explanation}
+            assert from_pdf.values[qid]["value"] == ("yes" if value else "no"), (qid, from_pdf.values[qid])
+            continue
         assert (words(from_pdf.values[qid]) == words(value) if isinstance(value, str)
                 else from_pdf.values[qid] == value), qid
 

@@ -66,6 +66,10 @@ def test_every_fixture_is_read_exactly(name):
         got = reading.answers.get(qid)
         if isinstance(value, str):
             assert _words(got) == _words(value), f"{where}: {qid}\nexpected: {value!r}\nread:     {got!r}"
+        elif isinstance(value, dict):  # a yes/no: the word exactly, the explanation as the student wrote it
+            assert isinstance(got, dict) and got["value"] == value["value"] and \
+                _words(got["explanation"]) == _words(value["explanation"]), \
+                f"{where}: {qid}\nexpected: {value!r}\nread:     {got!r}"
         else:
             assert got == value, f"{where}: {qid}\nexpected: {value!r}\nread:     {got!r}"
     assert set(reading.answers) - set(expected["answers"]) <= {k for k, v in reading.answers.items() if v == []}, where

@@ -7,8 +7,11 @@ that make real PDFs (tests/answers/fixtures/reports holds those):
 - an unruled table's cell lines going to the row they sit beside (vertically centred
   cells), and a header cell split by wide word spacing joined again;
 - Question | Answer rows put back together by the river between their columns when
-  justified words are spaced wider than it;
-- running headers and footers only between the page's edge and the body.
+  justified words are spaced wider than it, and by the question's own words where a
+  question and its answer both wrap (no space between rows tells them apart);
+- running headers and footers only between the page's edge and the body, coming back at
+  the same edge and height; a number alone at a page's foot is the page number only when
+  it is the page's number.
 """
 
 from __future__ import annotations
@@ -178,3 +181,61 @@ def test_a_table_line_near_the_top_of_the_page_is_not_a_page_number():
     furniture = {line.text: line.furniture for line in layout.lines}
     assert furniture["hw3 report"] == "header/footer"
     assert furniture["calls with 2 20"] == "", f"read as {furniture['calls with 2 20']!r}"
+
+
+def test_a_number_alone_at_a_pages_foot_is_an_answer_unless_it_is_the_pages_number():
+    """A Q|A row cut by the page break leaves its answer ("20") at the foot of page 1, its
+    label under the header repeated on page 2; a "1" there would be the page number."""
+    prose = [words(column_text(i, 400), 50, 600 + 14 * i) for i in range(5)]
+    first = page(*prose, words("Task 5: counting transfers", 50, 700, size=14),
+                 words("Question", 50, 776), words("Answer", 160, 776), words("20", 160, 790))
+    second = page(words("Question", 50, 60), words("Answer", 160, 60),
+                  words("Number of .to()", 50, 74), words("calls with 2 GPUs", 50, 87),
+                  words("Number of", 50, 102), words("transfers with 2", 50, 115), words("1", 160, 115),
+                  words("GPUs", 50, 128), words("2", 290, 800))
+    layout = build_layout(worker_output(first, second))
+    assert [(l.page, l.furniture) for l in layout.lines if l.text == "20"] == [(1, "")]
+    assert [(l.page, l.furniture) for l in layout.lines if l.text == "2"] == [(2, "header/footer")]
+    reading = reading_from_worker_output(worker_output(first, second))
+    assert reading.answers.get("task5.to_calls_2gpus") == 20, reading.problems
+    assert reading.answers.get("task5.transfers_2gpus") == 1, reading.problems
+
+
+def test_lines_alike_at_the_foot_of_one_page_and_the_top_of_the_next_are_no_running_header():
+    """'Number of transfers with 2 GPUs: 1' at page 1's foot and '... 5 GPUs: 4' at page 2's
+    top are alike with their digits masked; a running header comes back at the same edge."""
+    first = page(words("Number of .to() calls with 2 GPUs: 20", 50, 700),
+                 words("Number of transfers with 2 GPUs: 1", 50, 790))
+    second = page(words("HW3 report", 250, 16, size=8),
+                  words("Number of transfers with 5 GPUs: 4", 50, 40),
+                  words("Task 5 explanation", 50, 80))
+    reading = reading_from_worker_output(worker_output(first, second))
+    assert reading.answers.get("task5.transfers_2gpus") == 1
+    assert reading.answers.get("task5.transfers_5gpus") == 4, reading.problems
+
+
+def test_a_question_and_its_answer_both_wrapped_in_an_unruled_row_are_one_row():
+    """LaTeX p{} columns without rules: no more space between rows than between a cell's
+    lines, both cells filled on every line; only the question's words say where a row ends."""
+    rows = [("Does increasing", "No. Each layer"), ("DEPTH improve", "adds the same"),
+            ("speed (yes/no)", "work, so the time grows."),
+            ("All GPUs utilized", "Yes, all five"), ("with 5 GPUs", "hold layers."), ("(yes/no)", "")]
+    lines = [words("Question", 60, 186), words("Answer", 180, 186)]
+    for i, (question, answer) in enumerate(rows):
+        lines += [words(question, 60, 200 + 12 * i), words(answer, 180, 200 + 12 * i)]
+    reading = reading_from_worker_output(worker_output(page(*lines)))
+    assert reading.answers.get("task2.depth_improves_speed") == {
+        "value": "no", "explanation": "Each layer adds the same work, so the time grows."}, reading.problems
+    assert reading.answers.get("task4.all_gpus_utilised") == {"value": "yes", "explanation": "all five hold layers."}
+
+
+def test_a_yes_no_centred_beside_its_wrapped_question_goes_with_it_not_the_row_above():
+    """LaTeX m{} columns: each answer centred beside the middle line of its three-line
+    question; the next question's first line sits right under the answer above."""
+    lines = [words("Question", 60, 186), words("Answer", 180, 186),
+             words("All GPUs utilized", 60, 200), words("with 5 GPUs", 60, 212), words("Yes", 180, 212),
+             words("(yes/no)", 60, 224), words("Faster with 5", 60, 236), words("GPUs than with", 60, 248),
+             words("no", 180, 248), words("2 (yes/no)", 60, 260)]
+    reading = reading_from_worker_output(worker_output(page(*lines)))
+    assert reading.answers.get("task4.all_gpus_utilised") == {"value": "yes", "explanation": ""}, reading.problems
+    assert reading.answers.get("task4.more_gpus_faster") == {"value": "no", "explanation": ""}, reading.problems

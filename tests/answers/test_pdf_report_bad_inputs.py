@@ -41,6 +41,8 @@ def test_plain_report_is_read_without_any_external_tool(tmp_path):
     assert result.answers["task2.step_time_table"][2] == {"depth": 24, "step_time_ms": 47.1}
     assert result.answers["task4.table"][1]["memory_per_gpu_mib"] == [402, 398, 398, 398, 410]
     assert result.answers["task5.transfers_5gpus"] == 4
+    assert result.answers["task4.more_gpus_faster"] == {"value": "no", "explanation": ""}
+    assert result.answers["task5.transfers_grow_with_gpus"] == {"value": "yes", "explanation": "one more per added GPU."}
 
 
 def test_missing_file(tmp_path):

@@ -52,7 +52,7 @@ def test_explanations_stop_at_the_next_heading(build_name, built_report):
         assert text.startswith(first_words), (task, text)
         assert text.endswith(last_words), (task, text)
         # Nothing from the next section, nor a browser's print header/footer.
-        assert not re.search(r"Task \d|Layers per GPU|Number of|file://|\d+/\d+$", text), (task, text)
+        assert not re.search(r"Task \d|Layers per GPU|Number of|\(yes/no\)|file://|\d+/\d+$", text), (task, text)
 
 
 @pytest.mark.slow

@@ -21,6 +21,17 @@ def _gpus_label(depth: int, gpus: int) -> str:
     )
 
 
+def _yes_no_label(words: str) -> str:
+    # "... (yes/no):", "...? (yes or no)", "... [yes/no]", "... yes/no:" or just "...?".
+    # No bare \s* at the end: a label with nothing after it must not run onto the next line.
+    return words + r"(?:\s*\?)?(?:\s*[\(\[]?\s*yes\s*(?:/|or)\s*no\s*[\)\]]?(?:\s*\?)?)?"
+
+
+# What may stand between a label and its answer: "Label: 3", "Label = 3", "Label | 3" (a
+# table's cell), "Label -> 3", "Label? No".
+LABEL_END = r"(?:[ \t]*[:=|>\-?])*[ \t]*"
+
+
 @dataclass(frozen=True)
 class LabelledAnswer:
     field: str
@@ -43,19 +54,19 @@ LABELLED_ANSWERS = [
     ),
     LabelledAnswer(
         "task2.depth_improves_speed",
-        r"does\s*increasing\s*depth\s*improve\s*(?:the\s*)?speed\s*(?:\(\s*yes\s*/\s*no\s*\))?",
+        _yes_no_label(r"does\s*increasing\s*depth\s*improve\s*(?:the\s*)?speed"),
         "yes_no",
         "Does increasing DEPTH improve speed (yes/no)",
     ),
     LabelledAnswer(
         "task4.all_gpus_utilised",
-        r"all\s*gpus\s*utili[sz]ed\s*with\s*5\s*gpus?\s*(?:\(\s*yes\s*/\s*no\s*\))?",
+        _yes_no_label(r"all\s*gpus\s*utili[sz]ed\s*with\s*5\s*gpus?"),
         "yes_no",
         "All GPUs utilized with 5 GPUs (yes/no)",
     ),
     LabelledAnswer(
         "task4.more_gpus_faster",
-        r"faster\s*with\s*5\s*gpus?\s*than\s*with\s*2\s*(?:gpus?\s*)?(?:\(\s*yes\s*/\s*no\s*\))?",
+        _yes_no_label(r"faster\s*with\s*5\s*gpus?\s*than\s*with\s*2(?:\s*gpus?)?"),
         "yes_no",
         "Faster with 5 GPUs than with 2 (yes/no)",
     ),
@@ -79,7 +90,7 @@ LABELLED_ANSWERS = [
     ),
     LabelledAnswer(
         "task5.transfers_grow_with_gpus",
-        r"transfers\s*grow\s*with\s*the\s*number\s*of\s*gpus\s*(?:\(\s*yes\s*/\s*no\s*\))?",
+        _yes_no_label(r"transfers\s*grow\s*with\s*the\s*number\s*of\s*gpus"),
         "yes_no",
         "Transfers grow with the number of GPUs (yes/no)",
     ),
@@ -152,6 +163,19 @@ EXPLANATION_HEADING = re.compile(
 
 # A line that starts another part of the report ends an explanation; "1 Task 2", "2.1 Task 2".
 SECTION_START = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:task|part|question|appendix)\s*(?P<task>\d*)\b")
+
+
+def question_span(texts: list[str]) -> int:
+    """How many of `texts` (a Question cell's lines, normalised, top to bottom) the question
+    that opens the first of them runs over: a label or "Task N explanation" wrapped in a
+    narrow cell. 0 when the first line opens none of the template's questions."""
+    stream, starts = "", []
+    for text in texts:
+        starts.append(len(stream))
+        stream += text + "\n"
+    patterns = [r"[\W_]*" + a.pattern for a in LABELLED_ANSWERS] + [EXPLANATION_HEADING.pattern.lstrip("^")]
+    end = max((m.end() for p in patterns if (m := re.match(p, stream))), default=0)
+    return sum(1 for start in starts if start < end and stream[start:end].strip())
 
 
 def expected_fields() -> list[str]:

@@ -25,7 +25,7 @@ def is_short_title(text: str) -> bool:
     return len(text.split()) <= 12 and not text.rstrip().endswith((".", ",", ";"))
 
 
-def _starts_something_else(line: Line, text_size: float | None, text_bold: bool) -> bool:
+def starts_something_else(line: Line, text_size: float | None, text_bold: bool) -> bool:
     text = line.text
     if line.ruled is not None:
         return True
@@ -37,7 +37,9 @@ def _starts_something_else(line: Line, text_size: float | None, text_bold: bool)
         return True
     if line.bold and not text_bold and is_short_title(text) and len(text.split()) <= 8:
         return True
-    if any(re.match(r"^[\W_]*" + a.pattern + r"[ :=|>\-]*\w", text) for a in contract.LABELLED_ANSWERS):
+    # A line that opens with a label, answered or not ("Faster with 5 GPUs than with 2 (yes/no):"
+    # with its answer under it, or "...": the template's placeholder left).
+    if any(re.match(r"^[\W_]*" + a.pattern, text) for a in contract.LABELLED_ANSWERS):
         return True
     if len(line.cells) >= 2 and is_short_title(text) and any(
             re.search(t.key.header, text) and any(re.search(v.header, text) for v in t.values) for t in contract.TABLES):
@@ -53,7 +55,7 @@ def following_text(layout: Layout, start: int, first: str = "") -> str:
         if line.furniture or re.fullmatch(r"\W*\d+\W*", line.text):
             continue  # page numbers, running headers and footers, contents
         size = text_size or layout.body_size
-        if _starts_something_else(line, size, text_bold):
+        if starts_something_else(line, size, text_bold):
             break
         if text_size is None:
             text_size, text_bold = line.size, line.bold

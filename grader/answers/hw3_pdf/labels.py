@@ -10,6 +10,10 @@ in a narrow cell may be spaced wider than the gap between the columns, but the o
 fill those gaps), a label wrapped over several lines goes with the answer beside it (on its
 first line, or centred beside it), and a row cut by a page or column break goes on where
 the table does.
+
+A yes/no answer (grader/answers/yes_no.py) is read on the label's line, or first on the line
+under a label that stands alone; its explanation is the rest of its cell, or of its paragraph
+in prose. An answer that is not a clear yes or no is said, never guessed.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
+from ..yes_no import read_yes_no
 from . import contract
-from .layout import CELL_GAP_EM, Cell, Layout, Line, clean, normalise, rows_by_anchor
+from .explanations import starts_something_else
+from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
 from .numbers import parse_int_list
 
 
@@ -29,26 +35,43 @@ class LabelReading:
     line: Line | None = None
     problems: tuple = ()
     found_label: bool = False
+    answer_line: Line | None = None  # where the answer is, when not on the label's line
 
 
-_YES_NO = re.compile(r"^[\s|:=\->]*(yes|no)\b[\s,.;:!\-]*(.*)", re.S)
+# How a view's entry was put together, which says where a yes/no answer's explanation ends:
+# a line of prose goes on in the lines under it; a ruled row, or an unruled row put back
+# together, holds its whole answer cell; an unruled line of cells goes on under its answer cell.
+PROSE, ROW, CELLS = "prose", "row", "cells"
 
 
-def _stream(entries: list[tuple[str, Line]]) -> tuple[str, list[tuple[int, Line]]]:
+@dataclass(frozen=True)
+class Entry:
+    start: int  # offset in the view's text
+    line: Line
+    kind: str
+
+
+def _stream(entries: list[tuple[str, Line, str]]) -> tuple[str, list[Entry]]:
+    """The view's entries as one text, one entry a line, in the student's case (the labels are
+    matched in lower_same_length() of it, at the same offsets)."""
     text, starts = "", []
-    for entry, line in entries:
-        starts.append((len(text), line))
+    for entry, line, kind in entries:
+        starts.append(Entry(len(text), line, kind))
         text += entry + "\n"
     return text, starts
 
 
-def _line_at(starts, offset: int) -> Line:
-    found = starts[0][1]
-    for start, line in starts:
-        if start > offset:
+def _entry_at(starts: list[Entry], offset: int) -> Entry:
+    found = starts[0]
+    for entry in starts:
+        if entry.start > offset:
             break
-        found = line
+        found = entry
     return found
+
+
+def _line_at(starts: list[Entry], offset: int) -> Line:
+    return _entry_at(starts, offset).line
 
 
 def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
@@ -64,7 +87,8 @@ def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
             continue
         rest = _rest_of_cut_row(lines, index, tables)
         if rest is None:
-            out.append((" | ".join(c.text for c in line.cells), line))
+            kind = ROW if line.ruled is not None else CELLS if len(line.cells) > 1 else PROSE
+            out.append((" | ".join(c.cased for c in line.cells), line, kind))
             continue
         joined.add(id(rest))
         header = tables[line.ruled][0]
@@ -74,8 +98,8 @@ def _view_lines(lines: list[Line]) -> list[tuple[str, Line]]:
             for cell in row.cells:
                 column = max(range(len(header.cells)), key=lambda i: min(cell.x1 + dx, header.cells[i].x1)
                              - max(cell.x0 + dx, header.cells[i].x0))
-                texts.setdefault(column, []).append(cell.text)
-        out.append((" | ".join(_join_wrapped(texts[c]) for c in sorted(texts)), line))
+                texts.setdefault(column, []).append(cell.cased)
+        out.append((" | ".join(_join_wrapped(texts[c]) for c in sorted(texts)), line, ROW))
     return out
 
 
@@ -165,18 +189,22 @@ def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list
     lines are moved back by the distance between the two columns' left edges, or between
     its header and the header repeated."""
     margins: dict[tuple[int, int], float] = {}
+    original = {line.index: line for line in lines}
     for line in lines:
         key = (line.page, line.region)
         margins[key] = min(margins.get(key, line.x0), line.x0)
     out: list[tuple[list[Line], list]] = []
-    cut: int | None = None  # the run cut by a break, while the header repeated after it is skipped
+    # The run the text so far ended in (a header repeated after a break, set apart as its own
+    # entry, is none: the table goes on in the run before it).
+    current = -1
     for run in runs:
-        target = cut if cut is not None else len(out) - 1
-        cut, previous = None, out[target][0] if out else []
+        target = current
+        previous = out[target][0] if out else []
         last = previous[-1] if previous else None
         if not (last and any(len(line.cells) > 1 for line in previous)
                 and (run[0].page == last.page + 1 or (run[0].page == last.page and run[0].region > last.region))):
             out.append((run, _rivers(run)))
+            current = len(out) - 1
             continue
         # This run opens a page or column, the target run ended one.
         before = [l for l in lines if (l.page, l.region) == (last.page, last.region) and len(l.cells) > 1]
@@ -187,8 +215,10 @@ def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list
             out.append((run[:1], []))
             run = run[1:]
             if not run:
-                cut = target  # the rest of the cut row is the next run
-                continue
+                continue  # the rest of the cut row is the next run
+        # The column the table ended in may itself have been moved to line up with the one
+        # before it (a table over three columns: right, then left of the next page, then right).
+        dx += last.x0 - original[last.index].x0
         moved = [_shifted(line, dx) if abs(dx) > 0.5 else line for line in run]
         taken = 0
         for line in moved:
@@ -200,13 +230,30 @@ def _across_breaks(runs: list[list[Line]], lines: list[Line]) -> list[tuple[list
             out[target] = (previous + moved[:taken], _rivers(previous + moved[:taken]))
         if run[taken:]:
             out.append((run[taken:], _rivers(run[taken:])))
+            current = len(out) - 1
     return out
 
 
 def _join_wrapped(texts: list[str]) -> str:
     """A cell's lines as one text; a word hyphenated at the end of a line ("trans-" /
     "fers") is joined again."""
-    return re.sub(r"([a-z])- ([a-z])", r"\1\2", " ".join(texts))
+    return re.sub(r"([A-Za-z])- ([a-z])", r"\1\2", " ".join(texts))
+
+
+def _question_rows(entries: list[tuple[Line, dict]]) -> dict[int, int]:
+    """line id -> the line that opens its question, for the lines of an unruled Q|A table
+    that one of the template's questions (a label, "Task N explanation") runs over, wrapped
+    in its cell. A top-aligned row whose question and answer both wrap has both cells filled
+    on every line; a centred answer stands beside the question's middle line, its first
+    line above it; LaTeX sets no more space between rows than between a cell's lines: only
+    the question's words say where its row starts and ends."""
+    texts = [lower_same_length(" ".join(cells.get(0, []))) for _, cells in entries]
+    opened: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        if text.strip() and id(entries[i][0]) not in opened:
+            for j in range(i, i + contract.question_span(texts[i:])):
+                opened.setdefault(id(entries[j][0]), id(entries[i][0]))
+    return opened
 
 
 def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
@@ -217,68 +264,166 @@ def _view_rows(lines: list[Line]) -> list[tuple[str, Line]]:
     # over each Q|A table) is no row: an answer cut from its label by a column break must
     # not be taken into it.
     seen = Counter(line.text for line in lines if len(line.cells) > 1 and not re.search(r"\d", line.text))
-    out: list[tuple[str, Line]] = []
+    out: list[tuple[str, Line, str]] = []
     for run, rivers in _across_breaks(_runs(lines), lines):
-        if not rivers:
-            out += [(line.text, line) for line in run]
-            continue
-        entries = []
-        for line in run:
-            if line is run[0] and seen[line.text] > 1:
-                continue
-            columns: dict[int, list[str]] = {}
-            for word in line.words:
-                column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
-                columns.setdefault(column, []).append(word.text)
-            entries.append((line, {c: [normalise(" ".join(words))] for c, words in columns.items()}))
-        rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1,
-                              orphans_start_rows=range(1, len(rivers) + 1))
-        grouped = {id(line) for members, _ in rows for line in members}
-        out += [(line.text, line) for line in run if id(line) not in grouped]
-        for members, cells in rows:
-            text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
-            # Where it was read: the row's line that holds the answer.
-            out.append((text, max(members, key=lambda line: (len(line.cells), -line.top))))
+        pieces = [(run, rivers)] if rivers else [(piece, _rivers(piece)) for piece in _tables_in(run)]
+        for piece, piece_rivers in pieces:
+            out += _rows_of(piece, piece_rivers, seen)
     return sorted(out, key=lambda entry: entry[1].index)
 
 
-def _match(answer: contract.LabelledAnswer, text: str, starts) -> LabelReading:
-    label = re.compile(r"(?m)(?P<start>^[\W_]*)?" + answer.pattern + r"(?:[ \t]*[:=|>\-])*[ \t]*")
-    matches = sorted(label.finditer(text), key=lambda m: m.group("start") is None)  # line starts first
-    values = []
-    for match in matches:
-        rest = text[match.end():]
-        if answer.kind == "yes_no":
-            found = _YES_NO.match(rest)
-            value = {"value": found.group(1), "explanation": found.group(2).split("\n")[0].strip()} if found else None
+def _tables_in(run: list[Line]) -> list[list[Line]]:
+    """A run with no river down the whole of it cut where the space between its lines is
+    clearly wider than the tightest: two tables set close one under the other (a data table
+    and a Question | Answer table), whose columns do not line up, each have their own rivers.
+    Lines that overlap (a value centred beside a wrapped label) are never cut apart."""
+    bands = _overlapping(run)
+    gaps = [min(l.top for l in b) - max(l.bottom for l in a) for a, b in zip(bands, bands[1:])]
+    if len(gaps) < 2:
+        return [run]
+    tightest = min(gaps)
+    pieces = [list(bands[0])]
+    for gap, band in zip(gaps, bands[1:]):
+        if gap > tightest + max(1.5, 0.15 * max(line.size for line in band)):
+            pieces.append(list(band))
         else:
-            value = parse_int_list(rest)
+            pieces[-1] += band
+    return pieces
+
+
+def _rows_of(run: list[Line], rivers: list, seen: Counter) -> list[tuple[str, Line, str]]:
+    if not rivers:
+        return [(line.cased, line, PROSE if len(line.cells) < 2 and line.ruled is None else ROW) for line in run]
+    entries = []
+    for line in run:
+        if line is run[0] and seen[line.text] > 1:
+            continue
+        columns: dict[int, list[str]] = {}
+        for word in line.words:
+            column = sum(word.x0 >= g1 - 0.5 for _, g1 in rivers)
+            columns.setdefault(column, []).append(word.text)
+        entries.append((line, {c: [normalise(" ".join(words), keep_case=True)] for c, words in columns.items()}))
+    questions = _question_rows(entries)
+    rows = rows_by_anchor(entries, lambda cells: 0 in cells and len(cells) > 1,
+                          orphans_start_rows=range(1, len(rivers) + 1),
+                          row_key=lambda band: next((questions[id(l)] for l in band.lines if id(l) in questions), None))
+    grouped = {id(line) for members, _ in rows for line in members}
+    out = [(line.cased, line, PROSE if len(line.cells) < 2 else ROW) for line in run if id(line) not in grouped]
+    for members, cells in rows:
+        text = " | ".join(_join_wrapped(cells[c]) for c in sorted(cells))
+        # Where it was read: the row's line that holds the answer.
+        out.append((text, max(members, key=lambda line: (len(line.cells), -line.top)), ROW))
+    return out
+
+
+def _label_regex(answer: contract.LabelledAnswer) -> re.Pattern:
+    return re.compile(r"(?m)(?P<start>^[\W_]*)?" + answer.pattern + contract.LABEL_END)
+
+
+def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layout: Layout) -> LabelReading:
+    cased, starts = view
+    text = lower_same_length(cased)
+    matches = sorted(_label_regex(answer).finditer(text), key=lambda m: m.group("start") is None)  # line starts first
+    values, unclear = [], []
+    for match in matches:
+        if answer.kind == "yes_no":
+            reading = _yes_no_after(match.end(), cased, starts, layout)
+            if reading.value is not None:
+                values.append((reading.value, match, reading.answer_line))
+            elif reading.problems and match.group("start") is not None:
+                unclear.append(reading.problems[0])
+            continue
+        value = parse_int_list(text[match.end():])
         if value:
-            values.append((value, match))
+            values.append((value, match, None))
     if not values:
+        if unclear:
+            problem = f"'{answer.template_text}' is answered {unclear[0]}, not with a clear yes or no: " \
+                      "a person must read it (start the answer with yes or no)"
+            return LabelReading(problems=(problem,), found_label=True)
         problems = (f"found '{answer.template_text}' but no "
                     + ("yes or no" if answer.kind == "yes_no" else "number") + " after it",) if matches else ()
         return LabelReading(problems=problems, found_label=bool(matches))
-    value, match = values[0]
+    value, match, answer_line = values[0]
     problems = []
     if answer.kind == "int":
         if len(value) > 1:
             problems.append(f"'{answer.template_text}' expects one number, found {value}; took {value[0]}")
         value = value[0]
-    distinct = {str(v) for v, _ in values}
-    if len(distinct) > 1 and all(m.group("start") is not None for _, m in values):
+    said = (lambda v: v["value"]) if answer.kind == "yes_no" else str
+    distinct = {said(v) for v, _, _ in values}
+    if len(distinct) > 1 and all(m.group("start") is not None for _, m, _ in values):
         problems.append(f"'{answer.template_text}' is answered more than once with different values: {sorted(distinct)}")
-    return LabelReading(value, _line_at(starts, match.start()), tuple(problems), True)
+    label_line = _line_at(starts, match.start())
+    return LabelReading(value, label_line, tuple(problems), True,
+                        answer_line if answer_line is not None and answer_line is not label_line else None)
 
 
-def _yes_no_explanation(answer, reading: LabelReading, layout: Layout) -> None:
-    """The rest of a yes/no answer's paragraph is its explanation, in the student's own case."""
-    from .explanations import following_text
-    raw = clean(reading.line.raw.replace("\t", " "))
-    found = re.search(answer.pattern + r"(?:[ \t]*[:=|>\-])*[ \t]*(?:yes|no)\b[\s,.;:!\-]*(.*)", raw, re.I)
-    first = found.group(1).strip() if found else reading.value["explanation"]
-    rest = following_text(layout, reading.line.index + 1)
-    reading.value["explanation"] = (first + " " + rest).strip()
+def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layout) -> LabelReading:
+    """The yes or no after a label that ends at `label_end`: on the label's line, or, when
+    nothing follows the label there, first on the next line. value is {"value", "explanation"};
+    an answer that is there but not a clear yes or no gives no value and says what it is."""
+    line_end = cased.find("\n", label_end)
+    answer_at, said = label_end, cased[label_end:line_end]
+    answer = read_yes_no(said)
+    if answer.unanswered and not said.strip():
+        following = cased[line_end + 1:cased.find("\n", line_end + 1)]
+        if read_yes_no(following).answered:  # the label on its own line, the answer under it
+            answer_at, said, answer = line_end + 1, following, read_yes_no(following)
+    if answer.unclear:
+        shown = said.strip(" |:-")
+        return LabelReading(problems=(repr(shown if len(shown) <= 60 else shown[:57] + "..."),))
+    if not answer.answered:
+        return LabelReading()
+    entry = _entry_at(starts, answer_at)
+    explanation = answer.explanation
+    if entry.kind == PROSE:
+        explanation = " ".join(filter(None, [explanation, _rest_of_paragraph(layout, entry.line)]))
+    elif entry.kind == CELLS:
+        explanation = " ".join(filter(None, [explanation, _under_last_cell(layout, entry.line)]))
+    return LabelReading({"value": answer.value, "explanation": explanation}, answer_line=entry.line)
+
+
+def _lines_after(layout: Layout, line: Line):
+    """The body lines after `line`, each with the line before it, as long as they are set
+    tight under it: a paragraph's next line, also across a page or column break."""
+    previous = line
+    for following in layout.lines[line.index + 1:]:
+        if following.furniture:
+            continue
+        same_place = (following.page, following.region) == (previous.page, previous.region)
+        if same_place and following.top - previous.bottom > 0.9 * max(previous.size, 1):
+            return  # a paragraph's gap
+        if abs(following.size - line.size) > 0.5 or starts_something_else(following, line.size, line.bold):
+            return
+        # Another question asked in prose ("Is it faster with 5 GPUs than with 2? No.") is no
+        # part of this answer's explanation, wherever its label stands in the line.
+        if any(re.search(a.pattern, following.text) for a in contract.LABELLED_ANSWERS):
+            return
+        yield following
+        previous = following
+
+
+def _rest_of_paragraph(layout: Layout, line: Line) -> str:
+    """The lines of prose under `line` in its paragraph (a yes/no's explanation wrapped)."""
+    parts = []
+    for following in _lines_after(layout, line):
+        if len(following.cells) > 1 or following.ruled is not None:
+            break
+        parts.append(following.cased)
+    return _join_wrapped(parts)
+
+
+def _under_last_cell(layout: Layout, line: Line) -> str:
+    """The lines under the last cell of an unruled line of cells, as long as nothing stands
+    left of that cell (an answer cell's text wrapped; the next row starts with its label)."""
+    left = line.cells[-1].x0 - 0.5 * max(line.size, 1)
+    parts = []
+    for following in _lines_after(layout, line):
+        if following.ruled is not None or following.x0 < left:
+            break
+        parts.append(following.cased)
+    return _join_wrapped(parts)
 
 
 def read_labels(layout: Layout) -> dict[str, LabelReading]:
@@ -287,18 +432,12 @@ def read_labels(layout: Layout) -> dict[str, LabelReading]:
     found = {}
     for answer in contract.LABELLED_ANSWERS:
         reading = LabelReading()
-        for text, starts in views:
-            attempt = _match(answer, normalise_keep_lines(text), starts)
+        for view in views:
+            attempt = _match(answer, view, layout)
             if attempt.value is not None:
                 reading = attempt
                 break
             if attempt.found_label and not reading.found_label:
                 reading = attempt
-        if answer.kind == "yes_no" and reading.value is not None:
-            _yes_no_explanation(answer, reading, layout)
         found[answer.field] = reading
     return found
-
-
-def normalise_keep_lines(text: str) -> str:
-    return "\n".join(normalise(line) if line else "" for line in text.split("\n"))

@@ -25,6 +25,8 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import contract
+
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
 _SPACES = dict.fromkeys(map(ord, "\u00a0\u2007\u202f\u2009\u200a\u3000"), " ")
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\ufeff\u00ad"), None)
@@ -40,12 +42,23 @@ BAND = 0.075
 _MIN_GUTTER_PT = 6
 
 
-def normalise(text: str) -> str:
+def normalise(text: str, *, keep_case: bool = False) -> str:
     """Lower case, NFKC (splits ligatures like "ﬁ"), one kind of dash, quote and space, so
-    patterns need not list every typographic variant."""
+    patterns need not list every typographic variant. With keep_case, the same text in the
+    student's case: lower_same_length() of it is the normalised text, offset for offset."""
     text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_SPACES).translate(_INVISIBLE)
     text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
-    return re.sub(r"[ \t]+", " ", text).strip().lower()
+    text = re.sub(r"[ \t]+", " ", text).strip()
+    return text if keep_case else lower_same_length(text)
+
+
+def lower_same_length(text: str) -> str:
+    """Lower case, character for character ("İ" would lower to two), so that a match found in
+    the lower-case text is at the same offsets in the text as written."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def clean(text: str) -> str:
@@ -83,6 +96,11 @@ class Cell:
     def text(self) -> str:
         return normalise(self.raw)
 
+    @property
+    def cased(self) -> str:
+        """The normalised text in the student's case (explanations are shown as written)."""
+        return normalise(self.raw, keep_case=True)
+
 
 @dataclass
 class Line:
@@ -107,6 +125,10 @@ class Line:
     def text(self) -> str:
         """Normalised, cells joined by a space."""
         return " ".join(c.text for c in self.cells)
+
+    @property
+    def cased(self) -> str:
+        return " ".join(c.cased for c in self.cells)
 
     @property
     def size(self) -> float:
@@ -230,7 +252,8 @@ def _ruled_lines(page_number: int, table: dict, table_id: int, free: list[Word])
         if not filled:
             continue
         counts = {len(rows) for _, rows in filled}
-        if len(filled) >= 2 and len(counts) == 1 and (k := counts.pop()) > 1 and _aligned(filled, k):
+        if (len(filled) >= 2 and len(counts) == 1 and (k := counts.pop()) > 1 and _aligned(filled, k)
+                and not _one_question(filled)):
             # Body rows stacked in one ruled row (booktabs): one line per text line.
             for i in range(k):
                 cells = [Cell(rows[i], box[0], box[2]) for box, rows in filled]
@@ -242,6 +265,14 @@ def _ruled_lines(page_number: int, table: dict, table_id: int, free: list[Word])
         words = [w for c in cells for w in c.words]
         lines.append(Line(page_number, min(w.top for w in words), max(w.bottom for w in words), cells, ruled=table_id))
     return lines
+
+
+def _one_question(filled) -> bool:
+    """Whether a ruled row's text lines are one Question | Answer row, both cells wrapped
+    to the same number of lines, rather than body rows stacked: its first cell's lines are
+    one of the template's questions, wrapped."""
+    first = min(filled, key=lambda cell: cell[0][0])[1]
+    return contract.question_span([normalise(" ".join(w.text for w in row)) for row in first]) > 1
 
 
 def _aligned(filled, k: int) -> bool:
@@ -518,11 +549,15 @@ def _beside(block: list[CellLines], bands: list[CellLines]) -> list[CellLines]:
     return [b for b in bands if b.anchor and b.next_to(block[0]) and b.top < bottom - 1 and b.bottom > top + 1]
 
 
-def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor, orphans_start_rows=()) -> list[tuple[list[Line], dict]]:
+def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor, orphans_start_rows=(),
+                   row_key=None) -> list[tuple[list[Line], dict]]:
     """(lines, texts by column) per row of an unruled table, from its lines in reading order
     with their texts by column; is_anchor(texts by column) says whether a band starts a row;
+    bands with the same row_key(band) (a question wrapped over them) are one row, whose
+    anchor is the first of them that is one;
     a block of a column in orphans_start_rows beside no anchor starts a row of its own (an
-    answer whose label went on past a column break).
+    answer whose label went on past a column break), unless it opens the page or column the
+    table went on to (the rest of an answer the break cut).
 
     Without ruling lines, a cell's lines are the row's when they sit beside its anchor:
     top-aligned cells start on it, vertically centred ones reach above and below it. So
@@ -535,19 +570,28 @@ def rows_by_anchor(entries: list[tuple[Line, dict]], is_anchor, orphans_start_ro
     the rest of a row cut by a page break, or runs on from the row above.
     """
     bands = _bands(entries)
+    keys = {id(band): row_key(band) if row_key else None for band in bands}
+    keyed: dict = {}  # row key -> its anchor
     for band in bands:
         band.anchor = bool(is_anchor(band.cells))
+        if band.anchor and keys[id(band)] is not None:
+            band.anchor = keyed.setdefault(keys[id(band)], band) is band
     columns = list(dict.fromkeys(c for b in bands for c in b.cells))
     for column in (c for c in columns if c in orphans_start_rows):
         for block in _blocks(bands, column):
-            if not _beside(block, bands):
+            # At the top of a page or column the table went on to, a block beside no anchor
+            # is the rest of the row the break cut (its answer ran on); at the foot of one it
+            # is an answer whose question went on past the break.
+            opens_the_place = block[0] is next(b for b in bands if b.next_to(block[0])) and block[0] is not bands[0]
+            if not _beside(block, bands) and not opens_the_place:
                 block[0].anchor = True
     cells: dict[int, dict] = {id(b): {} for b in bands if b.anchor}
     members: dict[int, set] = {id(b): {id(b)} for b in bands if b.anchor}
     for column in columns:
         for block in _blocks(bands, column):
             for member in block:
-                owner = member if member.anchor else _owner(member, block, bands, column)
+                owner = member if member.anchor else (keyed.get(keys[id(member)]) if keys[id(member)] is not None
+                                                       else None) or _owner(member, block, bands, column)
                 if owner is not None:
                     cells[id(owner)].setdefault(column, []).extend(member.cells[column])
                     members[id(owner)].add(id(member))
@@ -579,17 +623,30 @@ def _is_table_row(line: Line) -> bool:
 
 def _mark_furniture(lines: list[Line], heights: dict[int, float], body_size: float | None) -> None:
     in_band = {id(l): l.top < BAND * heights[l.page] or l.bottom > (1 - BAND) * heights[l.page] for l in lines}
-    masked = Counter()
-    for page in {l.page for l in lines}:
-        masked.update({re.sub(r"\d+", "#", l.text) for l in lines if l.page == page and in_band[id(l)]})
+    # A running header or footer comes back at the same edge and height on other pages:
+    # "Number of transfers with 2 GPUs: 1" at the foot of one page and "... 5 GPUs: 4" at the
+    # top of the next look alike with their digits masked, but are body text.
+    places: dict[tuple, list] = {}
+    for l in lines:
+        if in_band[id(l)]:
+            places.setdefault((l.top < heights[l.page] / 2, re.sub(r"\d+", "#", l.text)), []).append(l)
+
+    def repeated_at_its_place(line: Line) -> bool:
+        alike = places.get((line.top < heights[line.page] / 2, re.sub(r"\d+", "#", line.text)), [])
+        return any(o.page != line.page and abs(o.top - line.top) <= 0.6 * max(line.size, 1) for o in alike)
 
     def running(line: Line) -> bool:
         if _is_table_row(line):
             return False
         # Repeated lines count only when not set larger than the body text: "Task 2
         # explanation" at the top of two pages is a heading each time.
-        repeated = masked[re.sub(r"\d+", "#", line.text)] >= 2 and line.size <= (body_size or line.size) * 1.02
+        repeated = repeated_at_its_place(line) and line.size <= (body_size or line.size) * 1.02
         cells = [c.text for c in line.cells]
+        if len(cells) == 1 and cells[0].isdigit():
+            # A number alone is the page's number, or one at that place on other pages too;
+            # otherwise it is body text: an answer ("20") left at the page's foot when its
+            # Question | Answer row was cut by the break.
+            return int(cells[0]) == line.page or repeated
         return bool((body_size and line.size < 0.88 * body_size and len(line.text.split()) < 12)
                     or _FURNITURE_TEXT.search(cells[0]) or _FURNITURE_TEXT.search(cells[-1]) or repeated)
 

@@ -220,8 +220,13 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading) -> None:
                                                          f"if it is in Task {answer.task}'s picture, it", pictures))
             continue
         reading.answers[field_id] = label.value
-        reading.where[field_id] = _line_where(label.line, "line" if label.line.ruled is None and len(label.line.cells) < 2
-                                              else "question-answer table")
+        where = _line_where(label.line, "line" if label.line.ruled is None and len(label.line.cells) < 2
+                            else "question-answer table")
+        if label.answer_line is not None:  # the answer under its label: show both
+            answer_line = _line_where(label.answer_line, "line")
+            where["text"] = (where["text"] + " / " + answer_line["text"])[:160]
+            where["pages"] = sorted(set(where["pages"] + answer_line["pages"]))
+        reading.where[field_id] = where
 
     for spec in contract.TABLES:
         table = read_table(layout, spec)

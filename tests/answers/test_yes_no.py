@@ -1,0 +1,40 @@
+"""How a yes/no answer is read (grader/answers/yes_no.py), the one rule the PDF report and the
+answer sheet share: the first word decides, the rest is the explanation, nothing is guessed."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.answers.yes_no import read_yes_no
+
+
+@pytest.mark.parametrize("text, value, explanation", [
+    ("No", "no", ""),
+    ("no.", "no", ""),
+    ("NO, because only one GPU works at a time", "no", "because only one GPU works at a time"),
+    ("Yes - every GPU holds four layers.", "yes", "every GPU holds four layers."),
+    ("Yes: N GPUs need N - 1 transfers.", "yes", "N GPUs need N - 1 transfers."),
+    ("No. Each layer adds work.", "no", "Each layer adds work."),
+    ("**No**", "no", ""),                                   # Markdown emphasis left in the PDF
+    ("(yes)", "yes", ""),
+    ("| no, one GPU at a time", "no", "one GPU at a time"),  # the answer cell after a table's bar
+    ("no (the GPUs take turns)", "no", "(the GPUs take turns)"),
+])
+def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
+    answer = read_yes_no(text)
+    assert (answer.value, answer.explanation) == (value, explanation), (
+        f"{text!r} should read as {value!r} + {explanation!r}, read {answer}")
+    assert not answer.unclear and not answer.unanswered
+
+
+@pytest.mark.parametrize("text", ["Not faster", "Nope", "Partly, the memory fell.", "It depends on the model",
+                                  "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster"])
+def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
+    answer = read_yes_no(text)
+    assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("text", ["", "   ", "...", "…", "___", "TODO", "yes/no", "Yes / No", "yes or no", "(yes/no)"])
+def test_the_templates_placeholder_left_is_unanswered(text):
+    answer = read_yes_no(text)
+    assert answer.value is None and answer.unanswered and not answer.unclear, f"{text!r} read as {answer}"
