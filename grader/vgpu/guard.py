@@ -240,12 +240,21 @@ def _folders():
 
 
 def _per_process_proc(path) -> bool:
+    """Whether opening `path` opens /proc itself or a process's files under it, as the kernel
+    resolves it: through symlinks (`/dev/fd/../mem` is /proc/<pid>/mem, and so is a link of
+    the submission's own to it), `//`, `..`. (A path relative to a directory descriptor is
+    resolved against the working folder: see README, Known limits.)"""
     if isinstance(path, int):
         return False
     if isinstance(path, bytes):
         path = path.decode("utf-8", "replace")
-    path = os.path.normpath("/" + str(path).lstrip("/")) if str(path).startswith("/") else \
-        os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    try:
+        path = os.path.realpath(str(path))
+    except (OSError, ValueError):
+        path = os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    path = "/" + path.lstrip("/")
+    if path == "/proc":
+        return True
     if not path.startswith("/proc/"):
         return False
     head = path.split("/")[2]

@@ -131,6 +131,14 @@ TRIPWIRES = {
                             "try:\n    open(p, 'rb')\nexcept PermissionError:\n    pass\n",
     "an audit hook of its own": "import sys\ntry:\n    sys.addaudithook(lambda *a: None)\n"
                                 "except RuntimeError:\n    pass\n",
+    # /dev/fd links to /proc/self/fd, so its parent is /proc/self: the memory, by a path that
+    # names no /proc (the name read from data, as a forger would)
+    "the process's memory through /dev/fd": "p = ''.join(reversed('mem/../df/ved/'))\n"
+                                            "try:\n    open(p, 'rb')\n"
+                                            "except PermissionError:\n    pass\n",
+    "the process's memory through a link of its own": (
+        "import os\nos.symlink(''.join(reversed('mem/fles/corp/')), 'notes.bin')\n"
+        "try:\n    open('notes.bin', 'rb')\nexcept PermissionError:\n    pass\n"),
 }
 
 
@@ -195,3 +203,20 @@ def test_calls_handed_to_the_standard_library_are_seen_too(tmp_path, route):
     found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
                      LAUNDERED[route])
     assert found, f"{route}: no problem found"
+
+
+@pytest.mark.parametrize("path, per_process", [
+    ("/proc/self/mem", True), ("//proc/self/mem", True), ("/dev/fd/../mem", True),
+    ("/proc", True), ("/proc/thread-self/maps", True),
+    ("/proc/cpuinfo", False), ("/proc/meminfo", False), ("results/times.json", False),
+    ("/dev/stdout", False), (3, False)])
+def test_the_audit_hook_resolves_paths_as_the_kernel_does(path, per_process):
+    from grader.vgpu.guard import _per_process_proc
+    assert _per_process_proc(path) is per_process, path
+
+
+def test_a_link_of_the_submissions_own_to_proc_is_resolved(tmp_path, monkeypatch):
+    from grader.vgpu.guard import _per_process_proc
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.bin").symlink_to("/proc/self/mem")
+    assert _per_process_proc("notes.bin") and _per_process_proc(str(tmp_path / "notes.bin"))
