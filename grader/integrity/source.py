@@ -17,8 +17,8 @@ from grader.integrity.pickles import dangerous_globals, pickle_globals
 
 
 # A grader setting: PDL_ and a word of its settings, or PDL_ and a part computed at run time
-# (HOLE) or added later (the string ends there).
-_GRADER_SETTING = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + "|" + HOLE + "|$)")
+# (HOLE: `"PDL_" + name`, f"PDL_{name}").
+_GRADER_SETTING = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + "|" + HOLE + ")")
 
 
 def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Finding]:
