@@ -131,6 +131,11 @@ TRIPWIRES = {
                             "try:\n    open(p, 'rb')\nexcept PermissionError:\n    pass\n",
     "an audit hook of its own": "import sys\ntry:\n    sys.addaudithook(lambda *a: None)\n"
                                 "except RuntimeError:\n    pass\n",
+    "a profile function of its own": "import sys\nsys.setprofile(lambda *a: None)\n"
+                                     "sys.setprofile(None)\n",
+    "a profile function for every new thread": (
+        "import threading\nthreading.setprofile(lambda *a: None)\n"
+        "t = threading.Thread(target=print)\nt.start(); t.join()\nthreading.setprofile(None)\n"),
     # /dev/fd links to /proc/self/fd, so its parent is /proc/self: the memory, by a path that
     # names no /proc (the name read from data, as a forger would)
     "the process's memory through /dev/fd": "p = ''.join(reversed('mem/../df/ved/'))\n"
@@ -174,6 +179,32 @@ print(torch.load("ckpt.pt").keys())
 import copy, pickle
 print(len(pickle.dumps([1.0, 2.0])), copy.deepcopy(model).weight.device)
 """
+
+
+PROFILED = r"""
+import cProfile, io, pstats
+import torch
+profiler = cProfile.Profile()
+profiler.enable()
+x = torch.ones(64, 64, device="cuda:0") @ torch.ones(64, 64, device="cuda:0")
+profiler.disable()
+report = io.StringIO()
+pstats.Stats(profiler, stream=report).sort_stats("cumulative").print_stats(5)
+print(report.getvalue()[:300])
+cProfile.run("torch.ones(4, device='cuda:1') * 2")
+left_on = cProfile.Profile()
+left_on.enable()   # never disabled: still profiling when the script ends
+"""
+
+
+@pytest.mark.slow
+def test_profiling_with_cprofile_is_no_problem(tmp_path):
+    """cProfile's profiler is C code that counts calls and hands no frame to Python: the
+    standard way to profile a training step, never a finding (a profile function of Python
+    code, which is handed every frame, is: TRIPWIRES)."""
+    observation = run_source(tmp_path, PROFILED)
+    assert observation.ok, observation.stderr[-2000:]
+    assert observation.integrity == [], observation.integrity
 
 
 @pytest.mark.slow
