@@ -114,7 +114,7 @@ def test_the_scan_holds_a_forgery_it_can_read(tmp_path, forgery: Forgery):
 # -- end to end: the honest idioms graded for real -----------------------------------------------
 @pytest.fixture(scope="module")
 def honest_gradings(tmp_path_factory):
-    from grader.grade_command import grade
+    from grader.grading import grade_submission as grade
     area = tmp_path_factory.mktemp("honest")
 
     def run(label):
