@@ -32,6 +32,7 @@ CATEGORIES = {
     "exit_hooks": (NOTE, "registers exit or signal handlers"),
     "digests": (NOTE, "computes digests"),
     "library_settings": (NOTE, "changes a library's attribute"),
+    "torch_private": (NOTE, "uses a private part of PyTorch"),
     "archive": (NOTE, "ships an archive"),
     "helper_module": (NOTE, "ships a module of its own"),
     "unparsable": (NOTE, "is not valid Python"),

@@ -35,12 +35,33 @@ TORCH_INTERNAL_NAMES = frozenset({
 TORCH_INTERNAL_PREFIXES = ("_global_",)
 # torch's private modules students meet in error messages and torch.compile recipes.
 TORCH_PRIVATE_SETTINGS = ("torch._dynamo", "torch._inductor", "torch._logging")
+# The private parts of torch that are its dispatch machinery (function and dispatch modes, the
+# C bindings, operator registries, fake and wrapper tensors): code using them sees or rewrites
+# every operation the instrumentation observes. torch's other private parts are what public
+# recipes use (the CUDA memory snapshot, DTensor and FSDP2 before they were public, pytree):
+# a note.
+TORCH_DISPATCH_MODULES = (
+    "torch._C", "torch.overrides", "torch.utils._python_dispatch", "torch.utils._device",
+    "torch._subclasses", "torch._ops", "torch._dispatch", "torch._prims", "torch._prims_common",
+    "torch._decomp", "torch._refs", "torch._higher_order_ops", "torch._library",
+    "torch._functorch", "torch._guards", "torch._tensor", "torch._jit_internal",
+    "torch._utils_internal", "torch.nn.modules.module._")
+# Views of raw memory: numpy's array interfaces over an address (and ctypes reached through
+# numpy). Honest homework never builds one; with one, code reads or writes any byte of its own
+# process, the instrumentation's state included.
+RAW_MEMORY_NAMES = frozenset({"__array_interface__", "__array_struct__",
+                              "__cuda_array_interface__"})
+RAW_MEMORY_FUNCTIONS = ("numpy.lib.stride_tricks.as_strided", "numpy.ctypeslib",
+                        "numpy.lib._stride_tricks_impl.as_strided")
 # The grader's own objects, as attributes or as strings.
 GRADER_IDENTIFIERS = frozenset({
     "get_trace", "set_trace_object", "get_node", "set_node", "sealer_for", "_seal",
     "_streams", "_sealer", "label_of", "listeners", "take_key", "hand_over", "make_check",
     "hook_callers", "trace_emit_code", "TorchReadings", "keep_for_recompute",
     "activate_from_environment", "merge_rank_files", "verify_lines", "sealer_factory"})
+# The grader's settings are PDL_ and one of these words (PDL_SEAL_FD, PDL_VGPU_TRACE, ...);
+# "PDL" alone is the course's name (PDL_HW3_results.json), no setting.
+GRADER_SETTING_FAMILIES = ("SANDBOX", "SEAL", "SUBMISSION", "VGPU")
 GRADER_FILES = ("trace.jsonl", "probe.jsonl", "hw3-weights", "hw3_probe", "hw3_launch",
                 "pdl-hw3-probe")
 # Functions the instrumentation replaces or relies on: assigning one, on anything but

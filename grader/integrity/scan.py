@@ -54,8 +54,11 @@ _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".tx
 _OTHER_ARCHIVES = (".7z", ".rar", ".gz", ".bz2", ".xz")
 # Names that shadow what the grader's runtime imports (held), and stdlib names nobody imports
 # (no note).
-_SHADOW_TAMPERING = frozenset({"grader", "torch", "sitecustomize", "usercustomize", "pytest",
-                               "_pytest", "conftest"})
+_SHADOW_TAMPERING = frozenset({"grader", "torch", "sitecustomize", "usercustomize"})
+# pytest's names: a student's own tests (tests/conftest.py with fixtures). The grader's checks run
+# from the grader's folder with the submission outside every path pytest looks at, so nothing
+# of the submission's is ever loaded by them (tests/hostile: conftest_plugin).
+_PYTEST_NAMES = frozenset({"conftest", "pytest", "_pytest"})
 _SHADOW_HARMLESS = frozenset({"test", "this", "antigravity", "turtle", "turtledemo", "idlelib",
                               "tkinter", "curses", "lib2to3", "xdrlib", "nntplib", "telnetlib"})
 
@@ -153,6 +156,9 @@ def _check_file_name(path: Path, relative: str, expected=frozenset(),
     if name in _SHADOW_TAMPERING:
         return [Finding(relative, 0, "shadowing", f"a module named '{name}' replaces the "
                         f"real '{name}' for every import beside it: rename it", "")]
+    if name in _PYTEST_NAMES:
+        return [Finding(relative, 0, "helper_module", f"a module named '{name}' of the "
+                        "submission's own tests (the grader's checks never load it)", "")]
     if name in sys.stdlib_module_names and name not in _SHADOW_HARMLESS:
         return [Finding(relative, 0, "helper_module", f"a module named '{name}' shadows the "
                         f"standard library's '{name}' for the code beside it", "")]

@@ -2,17 +2,23 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.findings import Finding
 from grader.integrity.names import (
     ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
-    ENV_METHODS_WITH_KEY, GETENV, GRADER_FILES, GRADER_IDENTIFIERS, INTERPRETER_ATTRIBUTES,
-    MODULE_CATEGORIES, NOTE_ATTRIBUTES, OS_PROCESS_CALLS, OUTPUT_CALLS, OUTPUT_STREAMS,
-    PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, SIGNAL_HANDLING, STAR_SENSITIVE,
-    TORCH_INTERNAL_NAMES,
-    TORCH_INTERNAL_PREFIXES, TORCH_PRIVATE_SETTINGS, UNCALLED_MODULES)
+    ENV_METHODS_WITH_KEY, GETENV, GRADER_FILES, GRADER_IDENTIFIERS, GRADER_SETTING_FAMILIES,
+    INTERPRETER_ATTRIBUTES, MODULE_CATEGORIES, NOTE_ATTRIBUTES, OS_PROCESS_CALLS, OUTPUT_CALLS,
+    OUTPUT_STREAMS, PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, RAW_MEMORY_FUNCTIONS,
+    RAW_MEMORY_NAMES, SIGNAL_HANDLING, STAR_SENSITIVE, TORCH_DISPATCH_MODULES,
+    TORCH_INTERNAL_NAMES, TORCH_INTERNAL_PREFIXES, TORCH_PRIVATE_SETTINGS, UNCALLED_MODULES)
 from grader.integrity.pickles import dangerous_globals, pickle_globals
+
+
+# A grader setting: PDL_ and a word of its settings, or PDL_ and a part computed at run time
+# (HOLE: `"PDL_" + name`, f"PDL_{name}").
+_GRADER_SETTING = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + "|" + HOLE + ")")
 
 
 def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Finding]:
@@ -31,6 +37,10 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Fin
     except (RecursionError, MemoryError):
         # Nested beyond what any homework writes (thousands of levels): not read, so held.
         return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
+    if visitor.folder.exhausted:
+        # Past the budget nothing more was folded, so names built later were not read.
+        visitor.findings.append(Finding(relative, 0, "unreadable", "builds more text out of "
+                                        "constants than the scan reads", ""))
     return visitor.findings
 
 
@@ -161,10 +171,18 @@ class _Visitor(ast.NodeVisitor):
                 return
         parts = module.split(".")
         if parts[0] == "torch" and any(p.startswith("_") for p in parts[1:]):
-            if module.startswith(TORCH_PRIVATE_SETTINGS):
-                self.found(node, "library_settings", f"imports torch's private {module}")
-            else:
-                self.found(node, "torch_internals", f"imports {module}")
+            self.torch_private(node, module, "imports")
+        if module.startswith(RAW_MEMORY_FUNCTIONS):
+            self.found(node, "introspection", f"imports {module} (a view of raw memory)")
+
+    def torch_private(self, node, full: str, verb: str) -> None:
+        """A private part of torch: its dispatch machinery is tampering, the rest a note."""
+        if full.startswith(TORCH_PRIVATE_SETTINGS):
+            self.found(node, "library_settings", f"{verb} torch's private {full}")
+        elif full.startswith(TORCH_DISPATCH_MODULES):
+            self.found(node, "torch_internals", f"{verb} {full}")
+        else:
+            self.found(node, "torch_private", f"{verb} {full}")
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -199,6 +217,8 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "environment", "uses the environment as a whole")
         if node.id == "__builtins__":
             self.found(node, "introspection", "uses __builtins__")
+        elif node.id in RAW_MEMORY_NAMES:
+            self.found(node, "introspection", f"defines {node.id} (a view of raw memory)")
         elif node.id in DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) and \
                 id(node) not in self.called and node.id not in self.modules and \
                 node.id not in self.defined:
@@ -232,6 +252,10 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, NOTE_ATTRIBUTES[name], f"uses {name}")
         if name == "marshal" and base is not None and not on_self:
             self.found(node, "dynamic_code", "uses marshal")
+        if name in ("ctypes", "_ctypes") and base is not None and not on_self:
+            self.found(node, "dynamic_code", f"reaches ctypes through {_dotted(base) or 'an object'}")
+        if name in RAW_MEMORY_NAMES:
+            self.found(node, "introspection", f"uses {name} (a view of raw memory)")
         if base is not None and self.is_environ(node) and id(node) not in self.judged_env:
             self.found(node, "environment", "uses the environment as a whole")
         if name in PROCESS_CALLS and not on_self:
@@ -253,10 +277,9 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "introspection", f"uses sys.{parts[1]}")
         elif root == "torch" and any(p.startswith("_") and not p.startswith("__")
                                      for p in parts[1:]):
-            if full.startswith(TORCH_PRIVATE_SETTINGS):
-                self.found(node, "library_settings", f"uses torch's private {full}")
-            else:
-                self.found(node, "torch_internals", f"uses {full}")
+            self.torch_private(node, full, "uses")
+        elif full.startswith(RAW_MEMORY_FUNCTIONS):
+            self.found(node, "introspection", f"uses {full} (a view of raw memory)")
         elif root in ("os", "posix") and last in OS_PROCESS_CALLS and len(parts) == 2:
             self.found(node, "processes", f"uses {root}.{last}")
         elif root == "signal" and last in SIGNAL_HANDLING and len(parts) == 2:
@@ -291,13 +314,15 @@ class _Visitor(ast.NodeVisitor):
         if partial is not None:
             texts = texts + [partial]
         for text in texts:
-            if "PDL_" in text:
+            if "PDL_" in text and _GRADER_SETTING.search(text):
                 self.found(node, "grader_settings", f"names the grader's setting "
                            f"{text.replace(HOLE, '…')[:40]!r}")
-            if "proc" in text and proc_path(text):
+            if ("proc" in text or "/dev/fd/" in text) and proc_path(text):
                 self.found(node, "proc_files", f"opens {text.replace(HOLE, '…')[:40]!r}")
             if text in INTERPRETER_ATTRIBUTES:
                 self.found(node, "introspection", f"names {text}")
+            if text in RAW_MEMORY_NAMES:
+                self.found(node, "introspection", f"names {text} (a view of raw memory)")
             if text in TORCH_INTERNAL_NAMES or text.startswith(TORCH_INTERNAL_PREFIXES) and \
                     len(text) > 8:
                 self.found(node, "torch_internals", f"names {text}")
@@ -549,6 +574,8 @@ class _Visitor(ast.NodeVisitor):
         elif node.name == "__init_subclass__":
             self.found(node, "patching", "defines __init_subclass__ (runs code whenever a class "
                        "derives from it)")
+        elif node.name in RAW_MEMORY_NAMES:
+            self.found(node, "introspection", f"defines {node.name} (a view of raw memory)")
         elif node.name in ("__reduce__", "__reduce_ex__"):
             self.found(node, "dynamic_code", f"defines {node.name} (decides what unpickling "
                        "calls)")

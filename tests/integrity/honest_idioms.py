@@ -62,6 +62,25 @@ def describe(n_gpus):
     return f"running on {n_gpus} GPU(s)"
 '''
 
+OWN_CONFTEST = '''"""Fixtures for my own tests of the HW3 layout (pytest tests/)."""
+import pytest
+
+
+@pytest.fixture
+def depths():
+    return [6, 12, 24]
+'''
+
+OWN_TEST = '''import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hw3"))
+
+
+def test_depths_are_increasing(depths):
+    assert depths == sorted(depths)
+'''
+
 IDIOMS = [
     # -- the seven of issue 11 --------------------------------------------------------------
     Idiom("env_loop_rank_local_rank", P4,
@@ -163,6 +182,15 @@ IDIOMS = [
     Idiom("shipped_pickle_of_results", HW3, "", extra_files={
         "hw3/step_times.pkl": _pickled({"depth": [6, 12, 24], "ms": [12.0, 23.9, 47.5]})}),
     Idiom("shipped_notes", HW3, "", extra_files={"hw3/NOTES.md": "# my notes\nran on 2 GPUs\n"}),
+    # -- found attacking the scheme as a student would (issue 11's adversary) -------------------
+    Idiom("own_tests_folder_with_conftest", HW3, "", notes=("helper_module",), extra_files={
+        "tests/conftest.py": OWN_CONFTEST, "tests/test_layout.py": OWN_TEST}),
+    Idiom("pytree_moves_a_nested_batch", HW3,
+          "from torch.utils._pytree import tree_map as _tree_map\n"
+          "_BATCH = _tree_map(lambda t: t * 1, {'x': torch.zeros(2), 'y': [torch.ones(2)]})\n",
+          notes=("torch_private",)),
+    Idiom("course_acronym_in_names", P4,
+          'RESULTS_FILE = "PDL_P4_results.json"\nRUN_TAG = "PDL_" + "P4"\n'),
     # -- practical 5 and 6: processes, files, threads, helper modules -------------------------
     Idiom("multiprocessing_cpu_count", P5,
           "import multiprocessing\nprint('cores', multiprocessing.cpu_count())\n",
@@ -197,6 +225,14 @@ IDIOMS = [
     Idiom("master_addr_setdefault", P6,
           'os.environ.setdefault("MASTER_ADDR", "localhost")\n'
           'os.environ.setdefault("MASTER_PORT", "29500")\n'),
+    Idiom("memory_snapshot_helpers", P5,
+          "def start_memory_recording():\n"
+          "    torch.cuda.memory._record_memory_history(max_entries=100000)\n\n\n"
+          "def save_memory_snapshot(path='memory.pickle'):\n"
+          "    torch.cuda.memory._dump_snapshot(path)\n", notes=("torch_private",)),
+    Idiom("fsdp2_import_tried_after_ddp", P6,
+          "from torch.distributed._composable.fsdp import fully_shard as _fully_shard  # FSDP2\n",
+          notes=("torch_private",)),
     Idiom("dataloader_with_workers", P6,
           "from torch.utils.data import DataLoader, TensorDataset\n"
           "_loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, num_workers=2)\n"

@@ -114,7 +114,7 @@ def test_the_scan_holds_a_forgery_it_can_read(tmp_path, forgery: Forgery):
 # -- end to end: the honest idioms graded for real -----------------------------------------------
 @pytest.fixture(scope="module")
 def honest_gradings(tmp_path_factory):
-    from grader.grade_command import grade
+    from grader.grading import grade_submission as grade
     area = tmp_path_factory.mktemp("honest")
 
     def run(label):
@@ -160,16 +160,29 @@ def test_honest_idioms_are_graded_for_real_and_never_held(honest_gradings, label
 
 
 # -- end to end: forgeries against the runtime ---------------------------------------------------
+def template_split(depth) -> list[str]:
+    """Where the untouched template (the course's base code) puts `depth` layers."""
+    depth = depth if isinstance(depth, int) else 0
+    return ["cuda:0"] * (depth // 2) + ["cuda:1"] * (depth - depth // 2)
+
+
 def earned(records: list[dict]) -> list[str]:
-    """What of a probe's records a check could give points for: a layout that was built, a
-    timing that ran, a transfer log (the template builds nothing, so none)."""
+    """What of a probe's records says something the untouched template's code does not do: a
+    layout or transfer log with its layers anywhere but the base code's two-GPU split, a timing
+    of another split (the template builds and trains only that split, which earns no Task 3
+    point; anything else in the records is forged)."""
     found = []
     for record in records:
         if record.get("kind") in ("layout", "transfers") and record.get("devices") \
-                and not record.get("error"):
+                and not record.get("error") \
+                and record["devices"] != template_split(record.get("depth")):
             found.append(f"{record['kind']} {record.get('gpus')}x{record.get('depth')}")
-        if record.get("kind") in ("trend", "task4") and record.get("results"):
-            found.append(record["kind"])
+        if record.get("kind") in ("trend", "task4"):
+            for key, run in (record.get("results") or {}).items():
+                split = template_split(run.get("depth"))
+                gpus = run.get("gpus") if isinstance(run.get("gpus"), int) else 0
+                if run.get("layers_per_gpu") != [split.count(f"cuda:{i}") for i in range(gpus)]:
+                    found.append(f"{record['kind']} {key}")
     return found
 
 
@@ -194,10 +207,16 @@ def forged_runs(tmp_path_factory):
         return {name: future.result() for name, future in futures.items()}
 
 
+def _at_run_time(forgery: Forgery):
+    """A forgery's case; one of a known limit is a strict xfail (closing it must be noticed)."""
+    marks = [pytest.mark.xfail(strict=True, reason=forgery.known_limit)] \
+        if forgery.known_limit else []
+    return pytest.param(forgery, id=forgery.name, marks=marks)
+
+
 @pytest.mark.slow
 @needs_sandbox
-@pytest.mark.parametrize("forgery", [f for f in FORGERIES if f.run],
-                         ids=[f.name for f in FORGERIES if f.run])
+@pytest.mark.parametrize("forgery", [_at_run_time(f) for f in FORGERIES if f.run])
 def test_a_forgery_gains_nothing_at_run_time(forged_runs, forgery: Forgery):
     records, observation = forged_runs[forgery.name]
     if forgery.file == P4:

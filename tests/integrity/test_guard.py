@@ -131,6 +131,19 @@ TRIPWIRES = {
                             "try:\n    open(p, 'rb')\nexcept PermissionError:\n    pass\n",
     "an audit hook of its own": "import sys\ntry:\n    sys.addaudithook(lambda *a: None)\n"
                                 "except RuntimeError:\n    pass\n",
+    "a profile function of its own": "import sys\nsys.setprofile(lambda *a: None)\n"
+                                     "sys.setprofile(None)\n",
+    "a profile function for every new thread": (
+        "import threading\nthreading.setprofile(lambda *a: None)\n"
+        "t = threading.Thread(target=print)\nt.start(); t.join()\nthreading.setprofile(None)\n"),
+    # /dev/fd links to /proc/self/fd, so its parent is /proc/self: the memory, by a path that
+    # names no /proc (the name read from data, as a forger would)
+    "the process's memory through /dev/fd": "p = ''.join(reversed('mem/../df/ved/'))\n"
+                                            "try:\n    open(p, 'rb')\n"
+                                            "except PermissionError:\n    pass\n",
+    "the process's memory through a link of its own": (
+        "import os\nos.symlink(''.join(reversed('mem/fles/corp/')), 'notes.bin')\n"
+        "try:\n    open('notes.bin', 'rb')\nexcept PermissionError:\n    pass\n"),
 }
 
 
@@ -168,6 +181,32 @@ print(len(pickle.dumps([1.0, 2.0])), copy.deepcopy(model).weight.device)
 """
 
 
+PROFILED = r"""
+import cProfile, io, pstats
+import torch
+profiler = cProfile.Profile()
+profiler.enable()
+x = torch.ones(64, 64, device="cuda:0") @ torch.ones(64, 64, device="cuda:0")
+profiler.disable()
+report = io.StringIO()
+pstats.Stats(profiler, stream=report).sort_stats("cumulative").print_stats(5)
+print(report.getvalue()[:300])
+cProfile.run("torch.ones(4, device='cuda:1') * 2")
+left_on = cProfile.Profile()
+left_on.enable()   # never disabled: still profiling when the script ends
+"""
+
+
+@pytest.mark.slow
+def test_profiling_with_cprofile_is_no_problem(tmp_path):
+    """cProfile's profiler is C code that counts calls and hands no frame to Python: the
+    standard way to profile a training step, never a finding (a profile function of Python
+    code, which is handed every frame, is: TRIPWIRES)."""
+    observation = run_source(tmp_path, PROFILED)
+    assert observation.ok, observation.stderr[-2000:]
+    assert observation.integrity == [], observation.integrity
+
+
 @pytest.mark.slow
 def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(tmp_path):
     observation = run_source(tmp_path, HONEST_RUN)
@@ -195,3 +234,20 @@ def test_calls_handed_to_the_standard_library_are_seen_too(tmp_path, route):
     found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
                      LAUNDERED[route])
     assert found, f"{route}: no problem found"
+
+
+@pytest.mark.parametrize("path, per_process", [
+    ("/proc/self/mem", True), ("//proc/self/mem", True), ("/dev/fd/../mem", True),
+    ("/proc", True), ("/proc/thread-self/maps", True),
+    ("/proc/cpuinfo", False), ("/proc/meminfo", False), ("results/times.json", False),
+    ("/dev/stdout", False), (3, False)])
+def test_the_audit_hook_resolves_paths_as_the_kernel_does(path, per_process):
+    from grader.vgpu.guard import _per_process_proc
+    assert _per_process_proc(path) is per_process, path
+
+
+def test_a_link_of_the_submissions_own_to_proc_is_resolved(tmp_path, monkeypatch):
+    from grader.vgpu.guard import _per_process_proc
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.bin").symlink_to("/proc/self/mem")
+    assert _per_process_proc("notes.bin") and _per_process_proc(str(tmp_path / "notes.bin"))

@@ -250,6 +250,26 @@ TAMPERING_CASES = [
     ("joined_proc", "import os\np = os.path.join('/', 'proc', 'self', 'maps')\n", "proc_files",
      2),
     ("double_slash_proc", "data = open('//proc/self/environ').read()\n", "proc_files", 1),
+    ("dev_fd_parent_is_proc", "m = open('/dev/fd/../mem', 'rb')\n", "proc_files", 1),
+    # raw memory: numpy's array interface over an address reads any byte of the process
+    ("numpy_array_interface_of_a_class",
+     "import numpy as np\nv = np.asarray(type('V', (), {'__array_interface__': spec})())\n",
+     "introspection", 2),
+    ("array_interface_defined", "class V:\n    __array_interface__ = {'data': (address, True)}\n",
+     "introspection", 2),
+    ("array_interface_property",
+     "class V:\n    @property\n    def __array_interface__(self):\n        return spec\n",
+     "introspection", 3),
+    ("numpy_as_strided", "from numpy.lib.stride_tricks import as_strided\n", "introspection", 1),
+    ("numpy_as_strided_through_alias",
+     "import numpy as np\nv = np.lib.stride_tricks.as_strided(a, (1 << 30,), (1,))\n",
+     "introspection", 2),
+    ("ctypes_through_numpy", "import numpy as np\nc = np.ctypeslib.ctypes\n", "dynamic_code", 2),
+    ("ctypes_through_torch", "import torch\ns = torch.cuda.ctypes.string_at\n", "dynamic_code",
+     2),
+    # a grader setting's name finished at run time
+    ("pdl_prefix_concatenated_later", "import os\nv = os.environ.get('PDL_' + name)\n",
+     "grader_settings", 2),
     ("bytes_proc", "data = open(b'/proc/self/environ').read()\n", "proc_files", 1),
 ]
 
@@ -298,6 +318,17 @@ NOTE_CASES = [
      2),
     ("dynamo_config", "import torch._dynamo\ntorch._dynamo.config.suppress_errors = True\n",
      "library_settings", 1),
+    # torch's private parts that public recipes use (its dispatch machinery is held, above)
+    ("torch_memory_snapshot",
+     "import torch\ntorch.cuda.memory._record_memory_history(max_entries=100000)\n",
+     "torch_private", 2),
+    ("torch_memory_snapshot_dump", "import torch\ntorch.cuda.memory._dump_snapshot('m.pickle')\n",
+     "torch_private", 2),
+    ("dtensor_before_it_was_public", "from torch.distributed._tensor import DeviceMesh, Shard\n",
+     "torch_private", 1),
+    ("fsdp2_before_it_was_public", "from torch.distributed._composable.fsdp import fully_shard\n",
+     "torch_private", 1),
+    ("pytree_map", "from torch.utils._pytree import tree_map\n", "torch_private", 1),
 ]
 
 
@@ -387,6 +418,8 @@ HONEST = {
     "optimizer_from_literal": "import torch\nopt = getattr(torch.optim, 'SGD')(params, lr=0.1)\n",
     "format_strings": "msg = f'step {step}: {loss:.3f} ms'\nprint('%d GPUs' % n)\n",
     "process_group_literal_strings": "backend = 'nccl' if cuda else 'gloo'\n",
+    "course_acronym_in_names": "OUT = 'PDL_HW3_results.json'\nprint('=== PDL_HW3 ===')\n"
+                               "LABEL = f'PDL_HW3 depth {depth}'\n",
     "super_setattr_in_module": (
         "import torch.nn as nn\nclass M(nn.Module):\n    def __setattr__(self, name, value):\n"
         "        super().__setattr__(name, value)\n"),
@@ -460,6 +493,10 @@ NOTE_FILE_CASES = [
      "helper_module"),
     ("syntax_error", {"practical4/broken.py": "def f(:\n"}, "practical4/broken.py", "unparsable"),
     ("nul_byte", {"practical4/nul.py": b"x = 1\x00\n"}, "practical4/nul.py", "unparsable"),
+    ("own_tests_with_conftest",
+     {"tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef dim():\n    return 4\n",
+      "tests/test_layout.py": "def test_dim(dim):\n    assert dim == 4\n"},
+     "tests/conftest.py", "helper_module"),
 ]
 
 
@@ -741,3 +778,23 @@ class _Zeros:
         n = self.left if n < 0 else min(n, self.left)
         self.left -= n
         return b"\0" * n
+
+
+def test_constants_folded_past_the_budget_are_held_quickly(tmp_path):
+    """A few kilobytes of code can make the folder build gigabytes (a name bound to 60 strings of
+    60 KB, used thousands of times): the scan runs in the grader's process, so past a budget it
+    stops folding, quickly and in little memory, and holds the file (names built after the
+    budget would not be read)."""
+    import resource
+    import time
+    lines = ["a = 'x' * 64", "b = a * 64", "c = b * 15"]
+    lines += [f"s = c + '{i:02d}'" for i in range(60)]
+    lines += ["t = s + 'y'", "u = s + ''"] * 2000
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    findings = scan_in_thread(write(tmp_path, {DEFAULT_FILE: "\n".join(lines) + "\n"}), seconds=60)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert time.monotonic() - started < 10 and grown_mib < 200, (
+        f"the scan took {time.monotonic() - started:.1f} s and grew by {grown_mib:.0f} MiB")
+    assert (DEFAULT_FILE, "unreadable") in {(f.file, f.category) for f in findings}, \
+        shown(findings)
