@@ -17,6 +17,7 @@ from grader.integrity import untrusted_files
 from grader.integrity.scan import bytecode_caches
 from grader.integrity.seal import ENV_KEY, new_key, verify_lines
 from grader.sandbox import SandboxPolicy, run_sandboxed
+from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER, visible_devices
 from grader.vgpu.trace import merge_rank_files
@@ -26,8 +27,23 @@ DEFAULT_TIMEOUT_S = 180.0
 
 
 # Extra folders to hide from student code (os.pathsep-separated), e.g. set by `pdl-grade batch`
-# to its own folder and the folder of uploads, so no student can read another's work.
+# to its own folder and the folder of uploads, so no student can read another's work. (The
+# sandbox shows nothing it is not given; these matter where something given holds them.)
 HIDE_ENV = "PDL_SANDBOX_HIDE"
+# What student code needs of the grader: the runtime inside its processes (grader/vgpu with
+# its boot folder, the seal and the safe readers of records), the HW3 probe and the helpers
+# they import; the sandbox binds only these, so reference/, rubrics/, tests/, the checks, the
+# integrity scan's rules and every other package are absent inside.
+RUNTIME_PARTS = ("__init__.py", "vgpu", "common", "records", "integrity/__init__.py",
+                 "integrity/seal.py", "integrity/untrusted_files.py", "harness/__init__.py",
+                 "harness/hw3_probe.py")
+# A run's working folder may hold this much (its trace and what the script saves).
+SCRATCH_LIMIT_BYTES = 512 * 2**20
+
+
+def runtime_parts() -> list[Path]:
+    package = PACKAGE_ROOT / "grader"
+    return [package / part for part in RUNTIME_PARTS if (package / part).exists()]
 
 
 def _hidden_paths(submission: Path) -> list[Path]:
@@ -65,10 +81,10 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     else:
         env.update(visible_devices(gpus, os.environ))
     env.update(extra_env or {})
-    policy = SandboxPolicy(readonly=[submission, PACKAGE_ROOT / "grader"], writable=[scratch],
+    policy = SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
                            hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,
                            cwd=scratch, gpu=not force_virtual, memory_bytes=6 * 2**30,
-                           max_pids=512)
+                           max_pids=512, scratch_limit_bytes=SCRATCH_LIMIT_BYTES)
     result = run_sandboxed(argv, policy)
     verified = merge_rank_files(str(trace), bytes.fromhex(key))
     return result, verified, key
@@ -97,8 +113,11 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
                 sys.executable, *command]
     else:
         argv = [sys.executable, *command]
-    observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
-            timeout_s=timeout_s, force_virtual=force_virtual)
+    try:
+        observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
+                timeout_s=timeout_s, force_virtual=force_virtual)
+    finally:
+        remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
     return observation
 
 
@@ -110,7 +129,9 @@ def observe(observation: Observation, argv: list[str], **run_options) -> str:
     observation.duration_s = time.monotonic() - started
     observation.returncode = result.returncode
     observation.timed_out = result.timed_out
+    observation.time_limit_s = run_options.get("timeout_s")
     observation.memory_exceeded = result.memory_exceeded
+    observation.disk_exceeded = result.disk_exceeded
     observation.stdout, observation.stderr = result.stdout, result.stderr
     observation.events = verified.records
     observation.integrity = [f"the trace of {observation.script} ({observation.configuration}): "
@@ -144,8 +165,10 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
                   timeout_s=timeout_s)
     lines = untrusted_files.read_lines(out)
+    planted = os.path.lexists(out)
+    remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
     if lines is None:   # no records (the probe never started), or a name student code made
-        if os.path.lexists(out):
+        if planted:
             observation.integrity.append(f"the HW3 probe's records ({gpus} GPU(s)): "
                                          f"{out.name} was not a file the grader wrote")
         return [], observation

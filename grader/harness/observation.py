@@ -19,7 +19,9 @@ class Observation:
     missing: bool = False
     returncode: int | None = None
     timed_out: bool = False
+    time_limit_s: float | None = None     # the run's time budget (the rubric's run_timeout_s)
     memory_exceeded: bool = False
+    disk_exceeded: bool = False           # wrote more than its working folder may hold
     stdout: str = ""
     stderr: str = ""
     events: list[dict] = field(default_factory=list)
@@ -49,8 +51,13 @@ class Observation:
         if self.missing:
             return f"{self.script} is missing from the submission: keep the template's file layout."
         if self.timed_out:
-            return (f"{where} did not finish in time and was stopped: look for an endless loop, "
-                    "a rank waiting for a collective no other rank joins, or far too many steps.")
+            within = f"within {self.time_limit_s:g} s" if self.time_limit_s else "in time"
+            return (f"{where} did not finish {within} and was stopped: look for an endless loop, "
+                    "a rank waiting for a collective no other rank joins, a sleep, or far too "
+                    "many steps.")
+        if self.disk_exceeded:
+            return (f"{where} wrote more files than its working folder may hold and was "
+                    "stopped: save only what the assignment asks for.")
         if self.memory_exceeded:
             return f"{where} used more memory than allowed and was stopped."
         if self.returncode == 0:
