@@ -123,3 +123,24 @@ def test_the_reference_report_pdf_says_what_its_answer_sheet_says():
     for qid, value in from_sheet.values.items():
         assert (words(from_pdf.values[qid]) == words(value) if isinstance(value, str)
                 else from_pdf.values[qid] == value), qid
+
+
+def test_an_answer_sheet_of_nested_aliases_is_refused_not_expanded(tmp_path):
+    """'Billion laughs': 511 bytes that expand to gigabytes in whatever walks them (the answers
+    go into result.json and the reports); the sheet is read through grader.common.safe_yaml."""
+    levels = ["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"]
+    for n in range(1, 9):
+        previous = chr(ord("a") + n - 1)
+        levels.append(f"{chr(ord('a') + n)}: &{chr(ord('a') + n)} [" + ",".join([f"*{previous}"] * 9) + "]")
+    path = tmp_path / "answers.yaml"
+    path.write_text("\n".join(levels) + "\nanswers:\n  ddp.world_size: *i\n")
+    assert len(path.read_bytes()) < 600
+    import resource
+    import time
+    before, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.monotonic()
+    sheet = read_sheet(path, template_questions("practical6"), "practical6/answers.yaml")
+    assert time.monotonic() - started < 2
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000   # KiB
+    assert sheet.found and sheet.values == {}
+    assert sheet.problems == ["practical6/answers.yaml expands to more than 100000 values (nested "
+                              "aliases?); no answer of it was read"], sheet.problems
