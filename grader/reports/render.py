@@ -58,7 +58,36 @@ def fence(text: Any) -> str:
     return f"{marks}text\n{text}\n{marks}"
 
 
+# What a Markdown renderer would turn into a link or an image from text a student wrote: a
+# URL or an address (GitHub and most viewers link them bare), and [..](..) / ![..](..).
+_LINKABLE = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://|\bwww\.)[^\s<>]*|[\w.+-]+@[\w-]+\.[\w.-]+")
+_ACTIVE = re.compile(r"([\\`\[\]|])")
+
+
+def code_span(text: Any) -> str:
+    """`text` as an inline code span (nothing in it is a link, an image or markup), one line;
+    no backtick run inside can close it early."""
+    text = " ".join(str(text).split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{marks}{pad}{text}{pad}{marks}"
+
+
 def markdown_inline(text: Any) -> str:
-    """Text for a Markdown table cell or heading: no raw HTML, no cell breaks, one line."""
-    escaped = html.escape(str(text), quote=False).replace("|", "\\|")
-    return " ".join(escaped.split())
+    """Text for a Markdown table cell or heading: one line, no raw HTML, no cell breaks, and
+    inert: link and image brackets and backticks escaped, URLs and addresses in code spans
+    (a student's answer must not become a remote image or a link in what the staff open)."""
+    text = " ".join(str(text).split())
+    parts, last = [], 0
+    for match in _LINKABLE.finditer(text):
+        found = match.group().rstrip(").,;:!?'\"]}")      # closing punctuation is the sentence's
+        parts.append(_escape_inline(text[last:match.start()]))
+        parts.append(code_span(found))
+        last = match.start() + len(found)
+    parts.append(_escape_inline(text[last:]))
+    return "".join(parts)
+
+
+def _escape_inline(text: str) -> str:
+    return _ACTIVE.sub(r"\\\1", html.escape(text, quote=False))
