@@ -2,7 +2,8 @@
 
 Layout of DIR:
     gradebook.sqlite            the record (source of truth)
-    grades.csv                  from the gradebook's current runs
+    grades.csv                  from the gradebook's current runs (the course's own record)
+    moodle/<assignment>.csv     Moodle's grading worksheet per assignment (moodle_worksheet.py)
     index.html                  the class page (grader/batch/class_page.py)
     submissions/<key>/          the current run's folder: result.json, the reports, and what the
                                 run stage left (run.json, checks-*.json) for re-scoring
@@ -39,6 +40,8 @@ from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, R
                                     RunState)
 from grader.batch.grades_csv import late_penalty, write_grades_csv
 from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
+from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
+                                           write_moodle_worksheets)
 from grader.batch.progress import Progress
 from grader.batch.similarity import code_fingerprints
 from grader.batch.published import publish_run, republish
@@ -72,6 +75,8 @@ class BatchOptions:
     submission_times: Path | str | None = None    # a times file (submission_times.load)
     timezone: str | None = None                   # for zoneless times
     overrides: Path | str | None = None           # {student key: {item id: {points, comment}}}
+    # Worksheets downloaded from Moodle to fill: (assignment or None for the one graded, file).
+    moodle_worksheets: tuple[tuple[str | None, Path | str], ...] = ()
 
 
 def grade_in_child(job: GradeJob) -> None:
@@ -159,6 +164,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     if missing:
         raise BatchError(f"no rubric for {', '.join(missing)}")
     config = run_config(wanted, options.rubrics_dir, options.check_timeout, rubrics)
+    worksheets = _load_worksheets(options.moodle_worksheets, wanted)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
     try:
@@ -190,6 +196,12 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         batch.warn_untimed()
         republish(book, out, rubrics)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))
+        try:   # DIR/moodle/: Moodle's grading worksheets (grades.csv stays the record)
+            for note in write_moodle_worksheets(out, list(book.current_runs()), rubrics, wanted,
+                                                worksheets):
+                progress.note(note)
+        except (OSError, ValueError) as problem:
+            progress.warn(f"Moodle worksheets (moodle/) not written: {problem}")
         try:   # DIR/index.html, the class page: a failure here never touches the grades
             from grader.batch.class_page import write_class_page
             write_class_page(out, submissions_dir, list(rubrics))
@@ -216,6 +228,26 @@ def _check_overrides(student_overrides: dict[str, dict], found: list[Submission]
     for key in sorted(set(student_overrides) & keys):
         for problem in check_overrides(student_overrides[key], rubrics, graded).problems:
             progress.warn(f"{key}: {problem}")
+
+
+def _load_worksheets(given, graded: tuple[str, ...]) -> dict[str, Worksheet]:
+    """The downloaded worksheets by assignment, read and checked before anything is graded."""
+    found: dict[str, Worksheet] = {}
+    for assignment, path in given:
+        if assignment is None:
+            if len(graded) != 1:
+                raise BatchError("--moodle-worksheet: this batch grades "
+                                 f"{', '.join(graded)}; say which assignment the worksheet is "
+                                 "for: --moodle-worksheet ASSIGNMENT=FILE")
+            assignment = graded[0]
+        if assignment not in graded:
+            raise BatchError(f"--moodle-worksheet {assignment}=...: {assignment} is not graded "
+                             f"by this batch ({', '.join(graded)})")
+        try:
+            found[assignment] = read_worksheet(path)
+        except WorksheetError as problem:
+            raise BatchError(str(problem)) from None
+    return found
 
 
 def _load_times(submissions_dir: Path, path: Path | str | None,
