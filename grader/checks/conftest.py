@@ -16,11 +16,15 @@ from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submissio
 
 
 class ScriptRuns:
-    def __init__(self, submission: Path, scratch: Path, timeout_s: float, default_gpus: int):
+    def __init__(self, submission: Path, scratch: Path, timeout_s: float, default_gpus: int,
+                 budgets: dict[str, float] | None = None):
         self.submission = submission
         self.scratch = scratch
         self.timeout_s = timeout_s
         self.default_gpus = default_gpus
+        # Per assignment, the time one run may take: the rubric's run_timeout_s, never more
+        # than --check-timeout (an endless loop costs its checks, not the batch).
+        self.budgets = {a: min(timeout_s, b) for a, b in (budgets or {}).items()}
         self._runs: dict = {}
         # Runs are separate processes: a module's runs go side by side, one per core.
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
@@ -38,7 +42,11 @@ class ScriptRuns:
         key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args), virtual)
         return self._submit(key, lambda: run_script(
             self.submission, script, gpus=gpus, nproc=nproc, sets=sets, args=list(args),
-            timeout_s=self.timeout_s, scratch_root=self.scratch, force_virtual=virtual))
+            timeout_s=self.budget(script), scratch_root=self.scratch, force_virtual=virtual))
+
+    def budget(self, script: str) -> float:
+        """Seconds a run of `script` (practical5/x.py: practical5's budget) may take."""
+        return self.budgets.get(Path(script).parts[0], self.timeout_s)
 
     def prefetch(self, *runs: dict) -> None:
         """Start these runs now (keyword sets of `script`), so they overlap."""
@@ -54,7 +62,7 @@ class ScriptRuns:
     def hw3(self, plan: list[dict], gpus: int):
         return self._submit(("hw3-probe", gpus), lambda: run_hw3_probe(
             self.submission, [dict(p) for p in plan], gpus=gpus,
-            timeout_s=self.timeout_s * 2, scratch_root=self.scratch)).result()
+            timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch)).result()
 
     def integrity_problems(self) -> list[str]:
         """What the runs left that the grader's instrumentation did not write."""
@@ -83,9 +91,12 @@ def submission(request) -> Path:
 
 @pytest.fixture(scope="session")
 def runs(request, submission, tmp_path_factory):
+    from grader.scoring.rubric import load_rubrics
+    budgets = {a: r.run_timeout_s for a, r in load_rubrics(request.config.getoption("--rubrics")).items()
+               if r.run_timeout_s is not None}
     runs = ScriptRuns(submission, tmp_path_factory.mktemp("runs"),
                     request.config.getoption("--check-timeout"),
-                    request.config.getoption("--gpus") or 5)
+                    request.config.getoption("--gpus") or 5, budgets)
     yield runs
     runs.close()
     request.config.stash[INTEGRITY_PROBLEMS] = runs.integrity_problems()

@@ -51,10 +51,10 @@ class Observation:
         if self.missing:
             return f"{self.script} is missing from the submission: keep the template's file layout."
         if self.timed_out:
-            within = f"within {self.time_limit_s:g} s" if self.time_limit_s else "in time"
-            return (f"{where} did not finish {within} and was stopped: look for an endless loop, "
-                    "a rank waiting for a collective no other rank joins, a sleep, or far too "
-                    "many steps.")
+            within = f" (within {self.time_limit_s:g} s)" if self.time_limit_s else ""
+            return (f"{where} did not finish in time{within} and was stopped: look for an "
+                    "endless loop, a rank waiting for a collective no other rank joins, a sleep, "
+                    "or far too many steps.")
         if self.disk_exceeded:
             return (f"{where} wrote more files than its working folder may hold and was "
                     "stopped: save only what the assignment asks for.")

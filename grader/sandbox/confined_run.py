@@ -200,6 +200,7 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
             backend="bwrap" if usable else "subprocess",
             warnings=warnings,
             disk_exceeded=disk_exceeded,
+            budget_used_s=round(clock.used, 3),
         )
     finally:
         if proc.poll() is None:

@@ -64,3 +64,6 @@ class SandboxResult:
     warnings: list[str] = field(default_factory=list)
     # Stopped because the writable folders grew past scratch_limit_bytes.
     disk_exceeded: bool = False
+    # How much of timeout_s the run used: its real duration, less what other processes took
+    # of the machine meanwhile (grader/sandbox/clock.py).
+    budget_used_s: float = 0.0

@@ -291,3 +291,20 @@ def test_one_upload_can_only_fail_itself(tmp_path, calls_log, monkeypatch):
     calls_log.unlink()
     again = batch(subs, out)
     assert calls(calls_log) == [] and again.progress.skipped == 5
+
+
+def test_every_file_the_staff_open_has_the_same_mode_whatever_the_umask(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Mari Maasikas_7_assignsubmission_file_", score=3)
+    make_submission(subs / "crashes", behaviour="crash")
+    (subs / "broken.zip").write_bytes(b"not a zip")
+    old = os.umask(0o077)
+    try:
+        batch(subs, out)
+    finally:
+        os.umask(old)
+    opened = [out / "grades.csv", out / "index.html", out / "moodle" / "practical4.csv",
+              *out.glob("submissions/*/*.*")]
+    assert len(opened) > 6
+    modes = {p.relative_to(out).as_posix(): oct(p.stat().st_mode & 0o777) for p in opened}
+    assert set(modes.values()) == {"0o644"}, modes
