@@ -87,3 +87,11 @@ def test_practicals_text_answers_each_have_a_manual_item(assignment, rubric_for)
     texts = {q.id for q in template_questions(assignment).values() if q.type == "text"}
     linked = {item.answer for item in rubric_for(assignment).items if item.is_manual}
     assert linked == texts
+
+
+@pytest.mark.parametrize("assignment", sorted(EXPECTED_CHECKS))
+def test_every_shipped_rubric_states_its_run_budget(assignment, rubric_for):
+    """run_timeout_s = max(30, 4 x the reference's slowest run) (rubrics/README.md): at least
+    the floor, and far below --check-timeout's 180 s, so a hang costs its checks only."""
+    budget = rubric_for(assignment).run_timeout_s
+    assert budget is not None and 30 <= budget <= 150, (assignment, budget)
