@@ -2,7 +2,7 @@
 submission costs within the rubrics' `run_timeout_s`.
 
     python benchmarks/run_budgets.py [--assignment hw3 ...]             # reference runs
-    python benchmarks/run_budgets.py --hostile [--assignment hw3 ...]   # grading times
+    python benchmarks/run_budgets.py --hostile [--assignment hw3 ...] [--hang "sleep" ...]
 
 Without --hostile: runs each assignment's checks on reference/ (budgets lifted to 600 s) and
 prints every sandboxed run's wall seconds and the seconds of budget it used (its clock slows
@@ -100,12 +100,12 @@ def _lifted_rubrics(work: Path) -> Path:
     return folder
 
 
-def hostile(assignments: list[str]) -> None:
+def hostile(assignments: list[str], hangs: list[str]) -> None:
     with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
         work = Path(work)
         for assignment in assignments:
             rows = []
-            for name, code in [("reference", None), *HANGS.items()]:
+            for name, code in [("reference", None), *((h, HANGS[h]) for h in hangs)]:
                 submission = work / name.replace(" ", "_") / assignment
                 submission.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copytree(ROOT / "reference" / assignment, submission)
@@ -131,9 +131,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assignment", action="append", default=None)
     parser.add_argument("--hostile", action="store_true")
+    parser.add_argument("--hang", action="append", choices=sorted(HANGS), default=None,
+                        help="with --hostile: only these hangs (default: all)")
     options = parser.parse_args()
     assignments = options.assignment or list(load_rubrics())
-    (hostile if options.hostile else reference_runs)(assignments)
+    if options.hostile:
+        hostile(assignments, options.hang or list(HANGS))
+    else:
+        reference_runs(assignments)
 
 
 if __name__ == "__main__":
