@@ -3,6 +3,7 @@ so every check that looks at the same run shares it)."""
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -10,9 +11,17 @@ import pytest
 
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
+from grader.harness.observation import Observation
 from grader.checks.support import must_agree
 from grader.common.hardware import real_gpu_count
 from grader.pytest_plugin import INTEGRITY_PROBLEMS, check_id, default_submission
+
+
+# A script that did not finish in time this often is not started again: its other
+# configurations would hang too (an endless loop at import hangs them all) and each would cost
+# a whole budget; their checks fail saying so.
+HANGS_BEFORE_GIVING_UP = 2
+HW3_SCRIPT = "hw3/model_parallel.py"      # what the HW3 probe imports
 
 
 class ScriptRuns:
@@ -26,6 +35,8 @@ class ScriptRuns:
         # than --check-timeout (an endless loop costs its checks, not the batch).
         self.budgets = {a: min(timeout_s, b) for a, b in (budgets or {}).items()}
         self._runs: dict = {}
+        self._hung: dict[str, int] = {}
+        self._lock = threading.Lock()
         # Runs are separate processes: a module's runs go side by side, one per core.
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
 
@@ -40,9 +51,26 @@ class ScriptRuns:
         # real and virtual GPUs draw different random numbers for the same seed.
         virtual = like_gpus is not None and real_gpu_count() >= gpus and real_gpu_count() < like_gpus
         key = (script, gpus, nproc, tuple(sorted((sets or {}).items())), tuple(args), virtual)
-        return self._submit(key, lambda: run_script(
+        return self._submit(key, lambda: self._unless_hung(script, lambda: run_script(
             self.submission, script, gpus=gpus, nproc=nproc, sets=sets, args=list(args),
-            timeout_s=self.budget(script), scratch_root=self.scratch, force_virtual=virtual))
+            timeout_s=self.budget(script), scratch_root=self.scratch, force_virtual=virtual),
+            Observation(script=script, gpus=gpus, nproc=nproc, sets=dict(sets or {}),
+                        args=list(args))))
+
+    def _unless_hung(self, script: str, start, skipped: Observation):
+        """start() unless `script` already hung HANGS_BEFORE_GIVING_UP times; counts its hangs."""
+        with self._lock:
+            hung = self._hung.get(script, 0)
+        if hung >= HANGS_BEFORE_GIVING_UP:
+            skipped.not_run = (f"{hung} other runs of {script} did not finish in time (within "
+                               f"{self.budget(script):g} s), so this one was not started")
+            return ([], skipped) if script == HW3_SCRIPT else skipped
+        outcome = start()
+        observation = outcome[1] if isinstance(outcome, tuple) else outcome
+        if observation.timed_out:
+            with self._lock:
+                self._hung[script] = self._hung.get(script, 0) + 1
+        return outcome
 
     def budget(self, script: str) -> float:
         """Seconds a run of `script` (practical5/x.py: practical5's budget) may take."""
@@ -60,9 +88,11 @@ class ScriptRuns:
         return self._script_future(script, gpus, nproc, sets, args, like_gpus).result()
 
     def hw3(self, plan: list[dict], gpus: int):
-        return self._submit(("hw3-probe", gpus), lambda: run_hw3_probe(
-            self.submission, [dict(p) for p in plan], gpus=gpus,
-            timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch)).result()
+        return self._submit(("hw3-probe", gpus), lambda: self._unless_hung(
+            HW3_SCRIPT, lambda: run_hw3_probe(
+                self.submission, [dict(p) for p in plan], gpus=gpus,
+                timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch),
+            Observation(script=HW3_SCRIPT, gpus=gpus))).result()
 
     def integrity_problems(self) -> list[str]:
         """What the runs left that the grader's instrumentation did not write."""

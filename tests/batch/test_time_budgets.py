@@ -68,3 +68,29 @@ def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_pa
         # work keeps the CPUs busy), plus pytest's start: nowhere near the 900 s backstop.
         assert duration < 4 * BUDGET_S * 2 + 60, f"{name} took {duration} s to grade"
     assert took < 900 / 2, f"the batch took {took:.0f} s"
+
+
+@pytest.mark.slow
+def test_a_script_that_hung_twice_is_not_started_again(tmp_path, pdl_grade):
+    """practical10 runs its script in 7 configurations: an endless loop at import would cost 4
+    rounds of budgets; after 2 hangs the others are not started, and say why."""
+    folder = tmp_path / "rubrics"
+    shutil.copytree(ROOT / "rubrics", folder)
+    data = yaml.safe_load((folder / "practical10.yaml").read_text())
+    data["run_timeout_s"] = BUDGET_S
+    (folder / "practical10.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    submission = tmp_path / "hangs"
+    shutil.copytree(ROOT / "reference" / "practical10", submission / "practical10")
+    script = submission / "practical10" / "sample.py"
+    script.write_text(HANGS["loop_at_import"] + script.read_text())
+    started = time.monotonic()
+    run = pdl_grade("grade", submission, "--out", tmp_path / "out", "--assignment", "practical10",
+                    "--rubrics", folder)
+    took = time.monotonic() - started
+    assert run.code == 0, run.err
+    feedback = json.dumps(json.loads((tmp_path / "out" / "result.json").read_text()))
+    assert f"did not finish in time (within {BUDGET_S:g} s)" in feedback
+    assert ("was not run: 2 other runs of practical10/sample.py did not finish in time "
+            f"(within {BUDGET_S:g} s), so this one was not started") in feedback
+    # One round of two hung runs (each at most 4x its budget on a busy machine), not four.
+    assert took < 2 * 4 * BUDGET_S + 60, f"grading took {took:.0f} s"
