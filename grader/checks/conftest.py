@@ -57,17 +57,18 @@ class ScriptRuns:
             Observation(script=script, gpus=gpus, nproc=nproc, sets=dict(sets or {}),
                         args=list(args))))
 
-    def _unless_hung(self, script: str, start, skipped: Observation):
-        """start() unless `script` already hung HANGS_BEFORE_GIVING_UP times; counts its hangs."""
+    def _unless_hung(self, script: str, start, skipped: Observation, probe: bool = False):
+        """start() unless `script` already hung HANGS_BEFORE_GIVING_UP times; counts its hangs.
+        `probe`: start() is the HW3 probe's, which returns (records, Observation)."""
         with self._lock:
             hung = self._hung.get(script, 0)
         if hung >= HANGS_BEFORE_GIVING_UP:
             skipped.not_run = (f"{hung} other runs of {script} did not finish in time (within "
                                f"{self.budget(script):g} s), so this one was not started")
-            return ([], skipped) if script == HW3_SCRIPT else skipped
+            return ([], skipped) if probe else skipped
         outcome = start()
-        observation = outcome[1] if isinstance(outcome, tuple) else outcome
-        if observation.timed_out:
+        observation = outcome[1] if probe else outcome
+        if getattr(observation, "timed_out", False):
             with self._lock:
                 self._hung[script] = self._hung.get(script, 0) + 1
         return outcome
@@ -92,7 +93,7 @@ class ScriptRuns:
             HW3_SCRIPT, lambda: run_hw3_probe(
                 self.submission, [dict(p) for p in plan], gpus=gpus,
                 timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch),
-            Observation(script=HW3_SCRIPT, gpus=gpus))).result()
+            Observation(script=HW3_SCRIPT, gpus=gpus), probe=True)).result()
 
     def integrity_problems(self) -> list[str]:
         """What the runs left that the grader's instrumentation did not write."""
