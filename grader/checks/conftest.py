@@ -89,8 +89,10 @@ class ScriptRuns:
         return self._script_future(script, gpus, nproc, sets, args, like_gpus).result()
 
     def hw3(self, plan: list[dict], gpus: int):
+        # The probe counts its own hangs: it imports the module, it does not run main(), so
+        # scripts that hang (too many steps, a deadlock in main) say nothing about it.
         return self._submit(("hw3-probe", gpus), lambda: self._unless_hung(
-            HW3_SCRIPT, lambda: run_hw3_probe(
+            "the HW3 probe", lambda: run_hw3_probe(
                 self.submission, [dict(p) for p in plan], gpus=gpus,
                 timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch),
             Observation(script=HW3_SCRIPT, gpus=gpus), probe=True)).result()
