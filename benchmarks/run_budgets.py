@@ -17,7 +17,7 @@ With --hostile: `pdl-grade grade` of the reference, then of copies in which ever
 the assignment hangs in one way (an endless loop at import, a sleep, an output flood, a fork
 flood, a recursive search of /); prints each grading's wall time, its score and its ratio to
 the reference's. Run it on an otherwise idle machine (a busy one stretches every budget, up
-to 4x: grader/sandbox/clock.py).
+to 2x: grader/sandbox/clock.py).
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ class SandboxPolicy:
     # processes; PyTorch starts one thread per core, so leave headroom.
     max_pids: int | None = 256
     # Seconds of a machine the run has to itself: while other processes keep the CPUs busy the
-    # run's clock runs slower, up to 4x (grader/sandbox/clock.py); then it is killed.
+    # run's clock runs slower, up to 2x (grader/sandbox/clock.py); then it is killed.
     timeout_s: float = 600
     # stdout and stderr are each kept up to this many bytes; the rest is read and dropped.
     output_limit_bytes: int = 1_000_000

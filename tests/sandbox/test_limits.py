@@ -190,24 +190,25 @@ def test_remove_tree_removes_what_a_run_locked_or_nested(tmp_path):
     assert (tmp_path / "outside").read_text() == "kept"     # a link is removed, not followed
 
 
-def test_the_run_clock_does_not_count_time_others_take():
-    # 2 CPUs; the machine has 9 runnable threads, 1 of them the run's: the others slow it 4x
-    # at most (the cap), so a second of real time is a quarter of the budget.
-    clock = RunClock(own_threads=lambda: [], cpus=2, machine=lambda: 9)
-    clock.runnable = None
+def test_the_run_clock_does_not_count_time_others_take(monkeypatch):
     import grader.sandbox.clock as clock_module
-    real = clock_module.runnable_threads
-    try:
-        clock_module.runnable_threads = lambda tids: 1
-        assert clock.slowdown() == CONTENTION_CAP
-        quiet = RunClock(own_threads=lambda: [], cpus=2, machine=lambda: 2)
-        assert quiet.slowdown() == 1.0                          # the run and this process
-        # A fork flood's own threads never stretch its budget.
-        flood = RunClock(own_threads=lambda: [], cpus=2, machine=lambda: 502)
-        clock_module.runnable_threads = lambda tids: 500
-        assert flood.slowdown() == pytest.approx(1.0, abs=0.01)
-    finally:
-        clock_module.runnable_threads = real
+    own = {"runnable": 1}
+    monkeypatch.setattr(clock_module, "runnable_threads", lambda tids: own["runnable"])
+
+    def clock(cpus, machine):
+        return RunClock(own_threads=lambda: [], cpus=cpus, machine=lambda: machine)
+    # 4 CPUs, 7 runnable threads: this process, the run's 1, 5 others: (5 + 1) / 4 = 1.5x.
+    assert clock(4, 7).slowdown() == 1.5
+    assert clock(2, 2).slowdown() == 1.0           # only the run and this process
+    assert clock(2, 40).slowdown() == CONTENTION_CAP   # a very busy machine: capped
+    # A fork flood's own threads never stretch its budget.
+    own["runnable"] = 500
+    assert clock(2, 502).slowdown() == pytest.approx(1.0, abs=0.01)
+    # The budget used is real time divided by the slowdown.
+    own["runnable"] = 1
+    busy = clock(4, 7)
+    time.sleep(0.3)
+    assert 0.3 / 1.5 <= busy.tick() < 0.6 / 1.5
     alone = RunClock()                                          # no cgroup: real time
     time.sleep(0.2)
     assert 0.2 <= alone.tick() < 0.5
