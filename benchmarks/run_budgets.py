@@ -3,6 +3,7 @@ submission costs within the rubrics' `run_timeout_s`.
 
     python benchmarks/run_budgets.py [--assignment hw3 ...]             # reference runs
     python benchmarks/run_budgets.py --hostile [--assignment hw3 ...] [--hang "sleep" ...]
+    python benchmarks/run_budgets.py --hostile --whole [--hang "sleep"]   # all assignments at once
 
 Without --hostile: runs each assignment's checks on reference/ (budgets lifted to 600 s) and
 prints every sandboxed run's wall seconds and the seconds of budget it used (its clock slows
@@ -100,30 +101,34 @@ def _lifted_rubrics(work: Path) -> Path:
     return folder
 
 
-def hostile(assignments: list[str], hangs: list[str]) -> None:
+def hostile(assignments: list[str], hangs: list[str], whole: bool = False) -> None:
+    """`whole`: one submission holding every assignment, graded at once (the assignments'
+    costs add up, as in a batch)."""
     with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
         work = Path(work)
-        for assignment in assignments:
+        for assignment in ([assignments] if whole else assignments):
             rows = []
             for name, code in [("reference", None), *((h, HANGS[h]) for h in hangs)]:
-                submission = work / name.replace(" ", "_") / assignment
-                submission.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copytree(ROOT / "reference" / assignment, submission)
-                if code is not None:
-                    for script in submission.rglob("*.py"):
-                        script.write_text(code + script.read_text())
-                out = work / "out" / assignment / name.replace(" ", "_")
+                graded = assignment if whole else [assignment]
+                top = work / name.replace(" ", "_")
+                for one in graded:
+                    shutil.copytree(ROOT / "reference" / one, top / one)
+                    if code is not None:
+                        for script in (top / one).rglob("*.py"):
+                            script.write_text(code + script.read_text())
+                out = work / "out" / "-".join(graded) / name.replace(" ", "_")
                 started = time.monotonic()
-                subprocess.run([sys.executable, "-m", "grader", "grade", str(submission.parent),
-                                "--out", str(out), "--assignment", assignment],
+                subprocess.run([sys.executable, "-m", "grader", "grade", str(top), "--out", str(out),
+                                *(a for one in graded for a in ("--assignment", one))],
                                cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
                                capture_output=True)
                 took = time.monotonic() - started
                 result = json.loads((out / "result.json").read_text())
                 rows.append((name, took, f"{result['score']:g}/{result['max_score']:g}"))
             base = rows[0][1]
+            label = "all" if whole else assignment
             for name, took, score in rows:
-                print(f"{assignment:<12} {name:<24} {took:7.1f} s  {took / base:5.2f}x  {score}",
+                print(f"{label:<12} {name:<24} {took:7.1f} s  {took / base:5.2f}x  {score}",
                       flush=True)
 
 
@@ -133,10 +138,12 @@ def main() -> None:
     parser.add_argument("--hostile", action="store_true")
     parser.add_argument("--hang", action="append", choices=sorted(HANGS), default=None,
                         help="with --hostile: only these hangs (default: all)")
+    parser.add_argument("--whole", action="store_true",
+                        help="with --hostile: one submission of all the assignments")
     options = parser.parse_args()
     assignments = options.assignment or list(load_rubrics())
     if options.hostile:
-        hostile(assignments, options.hang or list(HANGS))
+        hostile(assignments, options.hang or list(HANGS), options.whole)
     else:
         reference_runs(assignments)
 

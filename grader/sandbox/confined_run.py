@@ -72,10 +72,19 @@ def _identity_files() -> dict[str, int]:
     return fds
 
 
-def _hand_over(writable: list[Path]) -> None:
-    """As root the run's user is SANDBOX_UID on the host too: it must own its scratch."""
+def _hand_over(writable: list[Path]) -> list[str]:
+    """As root the run's user is SANDBOX_UID on the host too: it must own its scratch. Where
+    the filesystem refuses (root squashed on NFS), the folder is opened to everyone instead
+    (its parent, the grader's, is not); returns warnings."""
+    warnings = []
     for path in writable:
-        os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        try:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        except OSError as error:
+            os.chmod(path, 0o777)
+            warnings.append(f"cannot give {path} to the sandbox's user ({error.strerror}): "
+                            "opened it to everyone instead")
+    return warnings
 
 
 def _unreadable(paths: list[Path], limit: int = 2000) -> list[str]:
@@ -118,7 +127,7 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     data_fds: dict[str, int] = {}
     if usable:
         if runs_as_root() and setpriv_path():
-            _hand_over([Path(p).resolve() for p in policy.writable])
+            warnings += _hand_over([Path(p).resolve() for p in policy.writable])
             unreadable = _unreadable([Path(p).resolve() for p in policy.readonly])
             if unreadable:
                 warnings.append("not readable by the sandbox's unprivileged user (give others "
