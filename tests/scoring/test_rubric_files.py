@@ -94,4 +94,4 @@ def test_every_shipped_rubric_states_its_run_budget(assignment, rubric_for):
     """run_timeout_s = max(30, 4 x the reference's slowest run) (rubrics/README.md): at least
     the floor, and far below --check-timeout's 180 s, so a hang costs its checks only."""
     budget = rubric_for(assignment).run_timeout_s
-    assert budget is not None and 30 <= budget <= 150, (assignment, budget)
+    assert budget is not None and 30 <= budget <= 90, (assignment, budget)
