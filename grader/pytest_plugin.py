@@ -53,7 +53,8 @@ def pytest_addoption(parser):
                     help="rubrics folder (default: the grader's rubrics/); says where answers "
                          "are read from (answer sheet and/or PDF report)")
     group.addoption("--check-timeout", type=float, default=180.0,
-                    help="seconds one run of student code may take before it counts as hung")
+                    help="the most seconds one run of student code may take before it counts as "
+                         "hung (a rubric's run_timeout_s may give less; default 180)")
 
 
 @pytest.hookimpl(tryfirst=True)   # before the terminal reporter reads the report options

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from grader.common.locations import data_folder
+from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .yes_no import read_yes_no
 
@@ -53,12 +54,14 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
         result.problems.append(f"{display} is larger than 1 MiB; it was not read")
         return result
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        where = getattr(error, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        result.problems.append(f"{display} is not valid YAML{line}: "
-                               f"{str(getattr(error, 'problem', error))[:200]}; no answer of it was read")
+        # Bounded: a few hundred bytes of nested aliases must not expand in the grader.
+        data = load_yaml_text(path.read_text(encoding="utf-8"), source=display,
+                              max_bytes=MAX_SHEET_BYTES)
+    except UnicodeDecodeError as error:
+        result.problems.append(f"{display} is not UTF-8 text ({error.reason}); no answer of it was read")
+        return result
+    except YamlError as error:
+        result.problems.append(f"{str(error)[:300]}; no answer of it was read")
         return result
     answers = data.get("answers") if isinstance(data, dict) else None
     if not isinstance(answers, dict):

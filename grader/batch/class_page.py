@@ -1,26 +1,23 @@
 """DIR/index.html: the class page of a batch folder, rebuilt from the gradebook's current runs.
 
-Score histograms per assignment and for the total, the pass rate of every check (worst first),
-the most common failures with one example feedback each, HW3's step time against DEPTH across
-the class (median with min-max spread, plus one faint line per student), the gradings that did
-not end in a grade (timed out, errored, rejected, with their message), and flags for
-reported numbers that disagree with the measurements (or are implausibly far from them), reports
-that need a person (unreadable or partly read), and near-identical submissions: the same content
-hash for different students, and the same
-`hw3/model_parallel.py` once comments and whitespace are stripped (read from the uploads in
-SUBMISSIONS when their folder is given: the unpacked copies are gone when a batch ends).
+Every student with their score per assignment, status, and links to their report and instructor
+view; what needs a person (uploads with nothing to grade, override problems, submissions held
+for review, reports to read); score histograms per assignment (and for the total when there is
+more than one assignment), the pass rate of every check (worst first), the most common
+failures with one example feedback each and the item id an override needs, HW3's step time
+against DEPTH across the class (median with min-max spread), the gradings that did not end in
+a grade (timed out, errored, rejected, with their message), flags for reported numbers that
+disagree with the measurements (with their item id), and near-identical submissions: the same
+content hash for different students, and the same code file once comments and whitespace are
+stripped (fingerprints taken from the unpacked uploads, zips included, and kept in the
+gradebook: grader/batch/similarity.py).
 
 Feedback and messages come from student code and are hostile: the template autoescapes
 everything; only the SVG built (and escaped) by grader.reports.plots is let through.
 """
 from __future__ import annotations
 
-import hashlib
-import io
-import re
 import statistics
-import tokenize
-import zipfile
 from collections import Counter, defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -30,53 +27,75 @@ import jinja2
 from markupsafe import Markup
 
 from grader.batch.gradebook import CurrentRun, Gradebook
+from grader.batch.similarity import normalized_python
 from grader.common.files import write_atomically
 from grader.reports import plots
 from grader.reports.formatting import format_points
 from grader.reports.measurements import lookup
 
-HW3_FILE = "hw3/model_parallel.py"
-MAX_SOURCE_BYTES = 2_000_000      # a larger model_parallel.py is not read for the comparison
+__all__ = ["write_class_page", "class_summary", "render_class_page", "normalized_python"]
+
 HISTOGRAM_BINS = 10
+# Where a student's files are, relative to DIR (index.html's folder): links on the page.
+STUDENT_FILES = {"report": "report.html", "instructor": "instructor.md",
+                 "problem": "grading-problem.txt"}
 
 
 def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
                      order: list[str] | None = None) -> Path:
-    """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments."""
+    """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments.
+    (`submissions_dir` is no longer read: the code fingerprints are in the gradebook.)"""
     out_dir = Path(out_dir)
     book = Gradebook(out_dir / "gradebook.sqlite")
     try:
         runs = list(book.current_runs())
-        sources = book.current_sources()
+        fingerprints = book.current_fingerprints()
     finally:
         book.close()
-    hw3_files = _hw3_fingerprints(runs, sources, Path(submissions_dir)) if submissions_dir else {}
-    page = render_class_page(class_summary(runs, hw3_files, order))
+    files = {r.student.key: _student_files(out_dir, r.student.key) for r in runs}
+    page = render_class_page(class_summary(runs, fingerprints, order, files))
     return write_atomically(out_dir / "index.html", page)
 
 
-def class_summary(runs: Iterable[CurrentRun], hw3_files: Mapping[str, str] | None = None,
-                  order: list[str] | None = None) -> dict:
-    """Everything the page shows, as plain data (the tests assert on this and on the HTML)."""
+def _student_files(out_dir: Path, key: str) -> dict[str, str]:
+    folder = out_dir / "submissions" / key
+    return {kind: f"submissions/{key}/{name}" for kind, name in STUDENT_FILES.items()
+            if (folder / name).is_file()}
+
+
+def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping[str, str]] | None = None,
+                  order: list[str] | None = None,
+                  files: Mapping[str, Mapping[str, str]] | None = None) -> dict:
+    """Everything the page shows, as plain data (the tests assert on this and on the HTML).
+    `fingerprints`: {student: {code file: fingerprint}}; `files`: {student: {report,
+    instructor, problem: link relative to DIR}}."""
     runs = sorted(runs, key=lambda r: r.student.key)
     graded = [r for r in runs if r.status == "graded" and r.result]
     counts = Counter(r.status for r in runs)
+    order = _assignment_order(runs, order or [])
+    code = _same_code(fingerprints or {})
     return {
         "students": len(runs),
         "counts": {s: counts.get(s, 0) for s in ("graded", "rejected", "timed_out", "error")},
-        "distributions": _distributions(graded, order or []),
+        "assignments": order,
+        "roster": _roster(runs, order, files or {}),
+        "distributions": _distributions(graded, order),
         "checks": _check_rates(graded),
         "failures": _common_failures(graded),
         "step_time": _step_times(graded),
         "problems": [{"key": r.student.key, "name": r.student.name, "status": r.status,
-                      "message": r.message or ""} for r in runs if r.status != "graded"],
+                      "message": r.message or ""} for r in runs
+                     if r.status != "graded" and not r.needs_person],
+        "needs_person": [{"key": r.student.key, "name": r.student.name, "message": r.message or ""}
+                         for r in runs if r.needs_person],
+        "override_problems": _override_problems(runs),
         "answer_flags": _answer_flags(graded),
         "answer_review": _answer_reviews(graded),
         "integrity": _integrity_holds(graded),
         "same_hash": _groups({r.student.key: r.content_hash for r in runs
                               if not r.content_hash.startswith("raw:")}),
-        "same_hw3": _groups(hw3_files or {}),
-        "hw3_compared": len(hw3_files or {}),
+        "same_code": code,
+        "code_compared": sum(1 for prints in (fingerprints or {}).values() if prints),
     }
 
 
@@ -89,11 +108,42 @@ def render_class_page(summary: Mapping[str, Any]) -> str:
 
 # ---- the sections -------------------------------------------------------------------------
 
-def _distributions(graded: list[CurrentRun], course_order: list[str]) -> list[dict]:
-    present = {a["id"] for r in graded for a in r.result.get("assignments", [])}
-    order = [a for a in course_order if a in present] + sorted(present - set(course_order))
+def _assignment_order(runs: list[CurrentRun], course_order: list[str]) -> list[str]:
+    present = {a["id"] for r in runs for a in (r.result or {}).get("assignments", [])}
+    present |= {a for r in runs for a in r.assignment_scores}
+    return [a for a in course_order if a in present] + sorted(present - set(course_order))
+
+
+def _roster(runs: list[CurrentRun], order: list[str], files: Mapping[str, Mapping[str, str]]) -> list[dict]:
+    """Every student: name, status, the score of each assignment and the total (empty where
+    there is no grade), and links to the files the staff open."""
+    rows = []
+    for run in runs:
+        result = run.result or {}
+        by_id = {a["id"]: a for a in result.get("assignments", [])}
+        graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
+        scores = {}
+        for assignment in order:
+            found = by_id.get(assignment)
+            scores[assignment] = (f"{format_points(found['score'])}/{format_points(found['max_score'])}"
+                                  if graded and found else "")
+        total = (f"{format_points(result.get('score', 0))}/{format_points(result.get('max_score', 0))}"
+                 if graded and result else "")
+        status = "needs a person" if run.needs_person else run.status.replace("_", " ")
+        if run.status == "graded" and any((a.get("integrity") or {}).get("withheld")
+                                          for a in by_id.values()):
+            status = "graded, held for review"
+        rows.append({"key": run.student.key, "name": run.student.name,
+                     "identifier": run.student.identifier, "status": status,
+                     "scores": scores, "total": total, "links": dict(files.get(run.student.key, {}))})
+    return rows
+
+
+def _distributions(graded: list[CurrentRun], order: list[str]) -> list[dict]:
+    # With one assignment its histogram and the total's would be the same chart: only one.
+    present = [a for a in order if any(x["id"] == a for r in graded for x in r.result.get("assignments", []))]
     out = []
-    for assignment in order + ["total"]:
+    for assignment in present + (["total"] if len(present) != 1 else []):
         scores, maxima = [], []
         for run in graded:
             if assignment == "total":
@@ -106,9 +156,17 @@ def _distributions(graded: list[CurrentRun], course_order: list[str]) -> list[di
                     maxima.append(float(a["max_score"]))
         if scores:
             out.append({"id": assignment, "scores": scores, "max_score": max(maxima),
-                        "n": len(scores), "max_points": format_points(max(maxima)), "mean": format_points(statistics.fmean(scores)),
+                        "n": len(scores), "max_points": format_points(max(maxima)),
+                        "mean": format_points(statistics.fmean(scores)),
                         "median": format_points(statistics.median(scores))})
     return out
+
+
+def _override_problems(runs: list[CurrentRun]) -> list[dict]:
+    """Overrides the scoring could not apply (unknown item id, points out of range): the
+    instructor's mistakes, ignored until fixed (grader/scoring/overrides.py)."""
+    return [{"key": r.student.key, "name": r.student.name, "problem": str(problem)}
+            for r in runs for problem in (r.result or {}).get("override_problems") or []]
 
 
 def _check_rates(graded: list[CurrentRun]) -> list[dict]:
@@ -142,6 +200,7 @@ def _common_failures(graded: list[CurrentRun], limit: int = 15) -> list[dict]:
                     if unit.get("status") not in ("failed", "partial", "error"):
                         continue
                     entry = found.setdefault(unit["id"], {"id": unit["id"], "students": 0,
+                                                          "item": item.get("id", ""),
                                                           "example_student": run.student.key,
                                                           "example": _example(unit, item)})
                     entry["students"] += 1
@@ -176,11 +235,14 @@ def _answer_flags(graded: list[CurrentRun]) -> list[dict]:
     flags = []
     for run in graded:
         for assignment in run.result.get("assignments", []):
+            item_of = {check.get("id"): item.get("id", "") for item in assignment.get("items", [])
+                       for check in item.get("checks") or []}
             for flag in assignment.get("flags") or []:
                 if isinstance(flag, Mapping):
+                    check = str(flag.get("check") or "")
                     flags.append({"key": run.student.key, "name": run.student.name,
-                                  "assignment": assignment.get("id", ""),
-                                  "check": str(flag.get("check") or ""),
+                                  "assignment": assignment.get("id", ""), "check": check,
+                                  "item": item_of.get(check, ""),
                                   "text": str(flag.get("text") or "")})
     return flags
 
@@ -221,55 +283,16 @@ def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:
     return sorted(sorted(keys) for keys in by_value.values() if len(keys) > 1)
 
 
-# ---- HW3 source comparison ----------------------------------------------------------------
-
-def normalized_python(source: str) -> str:
-    """The code's tokens without comments, blank lines or layout (docstrings stay: code)."""
-    try:
-        tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-        kept = [t.string for t in tokens if t.type not in (
-            tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-            tokenize.ENDMARKER)]
-        return " ".join(kept)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        text = re.sub(r"#[^\n]*", "", source)
-        return " ".join(text.split())
-
-
-def _hw3_fingerprints(runs: list[CurrentRun], sources: Mapping[str, str],
-                      submissions_dir: Path) -> dict[str, str]:
-    out = {}
-    for run in runs:
-        for name in (sources.get(run.student.key) or "").split(", "):
-            if not name:
-                continue
-            source = _read_hw3(submissions_dir / name)
-            if source is not None:
-                normalized = normalized_python(source)
-                if normalized:
-                    out[run.student.key] = hashlib.sha256(normalized.encode()).hexdigest()
-                break
-    return out
-
-
-def _read_hw3(entry: Path) -> str | None:
-    """hw3/model_parallel.py from an upload (a folder, or a zip), at most one folder down."""
-    try:
-        if entry.is_dir():
-            for candidate in [entry / HW3_FILE, *sorted(entry.glob(f"*/{HW3_FILE}"))]:
-                if candidate.is_file() and not candidate.is_symlink() \
-                        and candidate.stat().st_size <= MAX_SOURCE_BYTES:
-                    return candidate.read_text(encoding="utf-8", errors="replace")
-        elif entry.is_file() and zipfile.is_zipfile(entry):
-            with zipfile.ZipFile(entry) as archive:
-                for info in archive.infolist():
-                    parts = info.filename.split("/")
-                    if info.filename.endswith(HW3_FILE) and len(parts) <= 3 \
-                            and info.file_size <= MAX_SOURCE_BYTES:
-                        return archive.read(info).decode("utf-8", errors="replace")
-    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
-        return None
-    return None
+def _same_code(fingerprints: Mapping[str, Mapping[str, str]]) -> list[dict]:
+    """Per code file, the groups of students whose file is the same apart from comments and
+    layout."""
+    files = sorted({name for prints in fingerprints.values() for name in prints})
+    found = []
+    for name in files:
+        groups = _groups({key: prints[name] for key, prints in fingerprints.items() if name in prints})
+        if groups:
+            found.append({"file": name, "groups": groups})
+    return found
 
 
 # ---- charts -------------------------------------------------------------------------------
@@ -282,7 +305,7 @@ def _histogram(distribution: Mapping) -> str | None:
         counts[min(HISTOGRAM_BINS - 1, max(0, int(score / width)))] += 1
     bars = [(f"{format_points(i * width)}-{format_points((i + 1) * width)}", float(c)) for i, c in enumerate(counts)]
     title = f"{distribution['id']}: score distribution (n={distribution['n']})"
-    return plots.bar_chart(title, "score (points)", "students", [("", bars)])
+    return plots.bar_chart(title, "score (points)", "students", [("", bars)], whole_numbers=True)
 
 
 def _step_plot(series: list[dict]) -> str:

@@ -7,9 +7,12 @@ kill (and a power cut). The partial unique index `one_current_run_per_student` m
 duplicate current result impossible, whatever the code above does.
 
 Schema versions (meta.schema_version): 1, the first; 2 adds runs.submitted_at, the submission
-time a run was scored with. An older gradebook is migrated when opened, in one transaction
-(ALTER TABLE ... ADD COLUMN: existing runs keep NULL, "time unknown", which is what they were
-scored with); a newer one is refused rather than half understood.
+time a run was scored with; 3 adds runs.needs_person (a rejected upload in which nothing the
+assignments expect was found: a person's to look at, not a zero) and submissions.fingerprints
+(the code files' fingerprints, for the class page's identical-code flags). An older gradebook
+is migrated when opened, in one transaction (ALTER TABLE ... ADD COLUMN: existing runs keep
+NULL, "time unknown", which is what they were scored with, and 0, "not for a person"); a newer
+one is refused rather than half understood.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from typing import Any, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Outcomes of a run. `graded` and `rejected` are final for that content and configuration;
 # `timed_out` and `error` are retried by the next batch (the cause may have been the machine).
 FINAL_STATUSES = ("graded", "rejected")
@@ -41,6 +44,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     content_hash TEXT NOT NULL,            -- sha256 of sorted paths + bytes ('raw:' if rejected)
     source       TEXT NOT NULL,            -- entries of SUBMISSIONS it came from
     first_seen   TEXT NOT NULL,
+    fingerprints TEXT,                     -- JSON {{file: normalised code hash}} (NULL: none)
     UNIQUE (student_id, content_hash)
 );
 CREATE TABLE IF NOT EXISTS runs (
@@ -60,7 +64,8 @@ CREATE TABLE IF NOT EXISTS runs (
     max_score       REAL,
     result_json     TEXT,                  -- the complete result.json (NULL if none)
     current         INTEGER NOT NULL DEFAULT 1 CHECK (current IN (0, 1)),
-    submitted_at    TEXT                   -- ISO 8601 time it was scored with (NULL: unknown)
+    submitted_at    TEXT,                  -- ISO 8601 time it was scored with (NULL: unknown)
+    needs_person    INTEGER NOT NULL DEFAULT 0  -- rejected: nothing expected found; no zero
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_current_run_per_student ON runs(student_id) WHERE current = 1;
 CREATE TABLE IF NOT EXISTS assignment_scores (
@@ -111,6 +116,7 @@ class RunRecord:
     message: str | None = None
     result: dict[str, Any] | None = None
     submitted_at: str | None = None    # the submission time the scores used (late penalty)
+    needs_person: bool = False         # (rejected) nothing to grade found: a person looks
 
 
 class GradebookError(Exception):
@@ -135,6 +141,7 @@ class CurrentRun:
     result: dict[str, Any] | None
     assignment_scores: dict[str, float]
     submitted_at: str | None = None
+    needs_person: bool = False
 
 
 class Gradebook:
@@ -170,11 +177,15 @@ class Gradebook:
         return int(row[0]) if row else None
 
     def _migrate(self) -> None:
-        """Bring a version-1 gradebook to the current schema (inside the open transaction,
+        """Bring a version-1 or -2 gradebook to the current schema (inside the open transaction,
         so a batch killed here leaves the old gradebook as it was; idempotent)."""
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
         if "submitted_at" not in columns:
             self.db.execute("ALTER TABLE runs ADD COLUMN submitted_at TEXT")
+        if "needs_person" not in columns:
+            self.db.execute("ALTER TABLE runs ADD COLUMN needs_person INTEGER NOT NULL DEFAULT 0")
+        if "fingerprints" not in {row[1] for row in self.db.execute("PRAGMA table_info(submissions)")}:
+            self.db.execute("ALTER TABLE submissions ADD COLUMN fingerprints TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -198,14 +209,20 @@ class Gradebook:
         return json.loads(row[0]) if row and row[0] else None
 
     def record_run(self, student: Student, content_hash: str, source: str, config: RunConfig,
-                   run: RunRecord, logs: list[tuple[str, str]]) -> int:
-        """Store one finished run (and make it the student's current one) atomically."""
+                   run: RunRecord, logs: list[tuple[str, str]],
+                   fingerprints: dict[str, str] | None = None) -> int:
+        """Store one finished run (and make it the student's current one) atomically;
+        `fingerprints`: of the submission's code files (kept with the first run that has them)."""
         if run.status not in STATUSES:
             raise ValueError(f"unknown run status {run.status!r}")
         with self.transaction():
             student_id = self._upsert_student(student)
             self.db.execute("INSERT OR IGNORE INTO submissions (student_id, content_hash, source, first_seen) "
                             "VALUES (?, ?, ?, ?)", (student_id, content_hash, source, run.started_at))
+            if fingerprints:
+                self.db.execute("UPDATE submissions SET fingerprints = ? WHERE student_id = ? AND "
+                                "content_hash = ?", (json.dumps(fingerprints, sort_keys=True),
+                                                     student_id, content_hash))
             submission_id = self.db.execute(
                 "SELECT id FROM submissions WHERE student_id = ? AND content_hash = ?",
                 (student_id, content_hash)).fetchone()[0]
@@ -214,14 +231,15 @@ class Gradebook:
             run_id = self.db.execute(
                 "INSERT INTO runs (student_id, submission_id, config_hash, grader_version, rubric_hash, "
                 "rubric_versions, assignments, started_at, finished_at, status, message, score, "
-                "max_score, result_json, submitted_at, current) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)",
+                "max_score, result_json, submitted_at, needs_person, current) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)",
                 (student_id, submission_id, config.config_hash, config.grader_version,
                  config.rubric_hash, json.dumps(config.rubric_versions, sort_keys=True),
                  json.dumps(list(config.assignments)), run.started_at, run.finished_at,
                  run.status, run.message,
                  result["score"] if result else None, result["max_score"] if result else None,
                  json.dumps(result, ensure_ascii=False) if result else None,
-                 run.submitted_at)).lastrowid
+                 run.submitted_at, int(run.needs_person))).lastrowid
             for assignment in (result or {}).get("assignments", []):
                 self.db.execute("INSERT INTO assignment_scores VALUES (?,?,?,?,?,?)",
                                 (run_id, assignment["id"], assignment["score"], assignment["max_score"],
@@ -252,14 +270,38 @@ class Gradebook:
         """Every student's current run, sorted by student key."""
         rows = self.db.execute(
             "SELECT st.key, st.name, st.participant_id, r.id, r.status, r.message, s.content_hash, "
-            "r.config_hash, r.result_json, r.submitted_at FROM runs r "
+            "r.config_hash, r.result_json, r.submitted_at, r.needs_person FROM runs r "
             "JOIN students st ON st.id = r.student_id "
             "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1 ORDER BY st.key").fetchall()
-        for key, name, pid, run_id, status, message, chash, config_hash, result_json, when in rows:
+        for key, name, pid, run_id, status, message, chash, config_hash, result_json, when, person in rows:
             scores = dict(self.db.execute(
                 "SELECT assignment, score FROM assignment_scores WHERE run_id = ?", (run_id,)).fetchall())
             yield CurrentRun(Student(key, name, pid), status, message, chash, config_hash,
-                             json.loads(result_json) if result_json else None, scores, when)
+                             json.loads(result_json) if result_json else None, scores, when,
+                             bool(person))
+
+    def update_fingerprints(self, key: str, content_hash: str, fingerprints: dict[str, str]) -> None:
+        """Keep the fingerprints of a submission already recorded (a run skipped as unchanged
+        in a gradebook from before they were kept)."""
+        with self.transaction():
+            self.db.execute("UPDATE submissions SET fingerprints = ? WHERE content_hash = ? AND "
+                            "student_id = (SELECT id FROM students WHERE key = ?)",
+                            (json.dumps(fingerprints, sort_keys=True), content_hash, key))
+
+    def current_fingerprints(self) -> dict[str, dict[str, str]]:
+        """{student key: {code file: fingerprint}} of each current run's submission."""
+        rows = self.db.execute(
+            "SELECT st.key, s.fingerprints FROM runs r JOIN students st ON st.id = r.student_id "
+            "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1").fetchall()
+        found = {}
+        for key, text in rows:
+            try:
+                value = json.loads(text) if text else None
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                found[key] = {str(k): str(v) for k, v in value.items()}
+        return found
 
 
 def _statements() -> list[str]:

@@ -9,7 +9,8 @@ has a submission time or a late penalty, two columns come before `Total`: `Submi
 0 when on time, empty when there is no deadline or the time is unknown).
 
 A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
-grading problem is never imported as a zero. A rejected upload (bad archive) is a 0.
+grading problem is never imported as a zero. A rejected upload (bad archive) is a 0; an upload
+in which nothing the assignments expect was found ("needs a person") leaves them empty too.
 
 Text cells come from uploads (names, messages): one that a spreadsheet would read as a formula
 (starting with =, +, -, @, a tab or a carriage return: OWASP's CSV-injection list) is written
@@ -56,14 +57,14 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
     late_columns = ["Submitted at", "Late penalty"] if timed else []
     rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status"]]
     for run in runs:
-        graded = run.status in ("graded", "rejected")
+        graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
         cells = [format_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
                  for a in columns]
         if timed:
             penalty = penalties[run.student.key]
             cells += [run.submitted_at or "", "" if penalty is None else format_points(penalty)]
         total = format_points(sum(run.assignment_scores.values())) if graded else ""
-        status = run.status.replace("_", " ")
+        status = "needs a person" if run.needs_person else run.status.replace("_", " ")
         if run.message and run.status != "graded":
             status += ": " + " ".join(run.message.split())[:200]
         rows.append([inert_cell(run.student.identifier), inert_cell(run.student.name), *cells,

@@ -7,11 +7,13 @@ Accepted layouts (one entry per student in SUBMISSIONS):
 - Moodle, flat: `Jane Doe_123456_assignsubmission_file_work.zip` (several files of one student
   are grouped by participant id);
 - anything else: a folder or a .zip named after the student (`alice/`, `alice.zip`).
+Inside an entry, grader/batch/layout.py finds the assignments (nested folders, a zip named
+after a folder it holds, files without their folder).
 
-Nothing from a submission is trusted: zip entries with `..` or absolute paths, symbolic
-links (in a zip or a folder), special files and archives over the size or file-count limits
-reject the submission with a message that says why. Only archives at the top of a student's
-entry are unpacked (never a zip inside a zip), so a nested bomb is never opened.
+Nothing from a submission is trusted (grader/batch/unpack.py: limits checked before anything
+is written), and nothing about one upload can stop the batch: whatever goes wrong while
+preparing it, an exception of any kind included, rejects that upload with a message naming
+the cause, and the next one is prepared.
 """
 from __future__ import annotations
 
@@ -19,37 +21,23 @@ import hashlib
 import os
 import re
 import shutil
-import stat
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from grader.batch.layout import ROOT_SEARCH_DEPTH, NeedsPerson, find_root, require_expected_files
+from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, Rejected, UnpackLimits,
+                                 check_zip_entry, extract_zip, materialize_entry)
 from grader.scoring.rubric import assignment_ids
 
-# `<full name>_<participant id>_assign<submission|feedback>_<plugin>_<original file name>`
-MOODLE_NAME = re.compile(
-    r"^(?P<name>.+)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[A-Za-z0-9]+)_(?P<rest>.*)$")
-# Never copied, never hashed: OS junk, version-control history (thousands of files that
-# would hit the file limit), and bytecode (a stale .pyc could run other code than the .py
-# shows; Python rebuilds it from the source anyway).
-JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "__pycache__", ".git"}
+__all__ = ["Student", "Submission", "Prepared", "Rejected", "NeedsPerson", "UnpackLimits",
+           "discover", "prepare", "find_root", "check_zip_entry", "extract_zip", "content_hash",
+           "source_hash", "safe_key", "identify", "ROOT_SEARCH_DEPTH"]
+
 # Beside the submissions, not one of them: Gradescope's export lists their times in it
 # (grader/batch/submission_times.py reads it).
 METADATA_NAMES = {"submission_metadata.yml"}
-ROOT_SEARCH_DEPTH = 3
 CHUNK = 1 << 16
-
-
-class Rejected(Exception):
-    """The submission cannot be graded; the message is shown to the instructor and stored."""
-
-
-@dataclass(frozen=True)
-class UnpackLimits:
-    """Per submission, over everything copied or unpacked (a zip bomb stops here)."""
-    max_total_bytes: int = 200 * 1024 * 1024
-    max_files: int = 5000
 
 
 @dataclass(frozen=True)
@@ -80,6 +68,8 @@ class Prepared:
     content_hash: str
     problem: str | None = None
     notes: list[str] = field(default_factory=list)
+    # Nothing the graded assignments expect was found: not a grade, a person's to look at.
+    needs_person: bool = False
 
 
 def safe_key(text: str) -> str:
@@ -126,202 +116,49 @@ def discover(folder: Path) -> tuple[list[Submission], list[str]]:
     return [by_key[k] for k in sorted(by_key)], notes
 
 
-class _Budget:
-    def __init__(self, limits: UnpackLimits):
-        self.limits, self.bytes, self.files = limits, 0, 0
-
-    def add_file(self, what: str) -> None:
-        self.files += 1
-        if self.files > self.limits.max_files:
-            raise Rejected(f"{what}: more than {self.limits.max_files} files (limit); "
-                           "rejected as a possible archive bomb")
-
-    def add_bytes(self, count: int, what: str) -> None:
-        self.bytes += count
-        if self.bytes > self.limits.max_total_bytes:
-            raise Rejected(f"{what}: more than {self.limits.max_total_bytes} bytes unpacked "
-                           "(limit); rejected as a possible archive bomb")
-
-
 def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = UnpackLimits(),
-            assignments: Sequence[str] | None = None) -> Prepared:
+            assignments: Sequence[str] | None = None, graded: Sequence[str] | None = None) -> Prepared:
     """Copy/unpack the submission into `scratch` (emptied first), find its root (the folder
-    holding the `assignments`' folders; default: every rubric's), hash it.
+    holding the `assignments`' folders; default: every rubric's), hash it. An upload holding
+    no file of the `graded` assignments (default: `assignments`) needs a person.
 
     Never raises for a bad submission: the problem comes back in `Prepared.problem`, with the
     hash of the raw entries so that an unchanged bad upload is not re-examined next time."""
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    scratch.mkdir(parents=True)
     notes: list[str] = []
     try:
+        if scratch.exists():
+            shutil.rmtree(scratch)
+        scratch.mkdir(parents=True)
+        os.chmod(scratch, 0o755)
         if submission.problem:
             raise Rejected(submission.problem)
-        budget = _Budget(limits)
+        budget = Budget(limits)
         for source in submission.sources:
-            _materialize_entry(source, scratch, budget, notes)
-        root = find_root(scratch, assignments=assignments)
+            materialize_entry(source, scratch, budget, notes)
+        layout = list(assignments or assignment_ids())
+        require_expected_files(scratch, list(graded or layout), layout)
+        root = find_root(scratch, assignments=layout, notes=notes)
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
         return Prepared(root=root, content_hash=content_hash(root), notes=notes)
     except Rejected as problem:
-        return Prepared(root=None, content_hash=source_hash(submission.sources),
-                        problem=str(problem), notes=notes)
+        return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
-        return Prepared(root=None, content_hash=source_hash(submission.sources),
-                        problem=f"could not be unpacked: {exc}", notes=notes)
+        return _refused(submission, f"could not be unpacked: {exc}", notes)
+    except Exception as exc:   # one upload can only fail itself, however it fails
+        return _refused(submission, f"could not be unpacked ({type(exc).__name__}: "
+                                    f"{str(exc)[:300] or 'no message'})", notes)
 
 
-def _display_name(entry: Path) -> str:
-    match = MOODLE_NAME.match(entry.name)
-    return (match["rest"] if match and match["rest"] else entry.name)
-
-
-def _materialize_entry(entry: Path, dest: Path, budget: _Budget, notes: list[str]) -> None:
-    """The student's own entry: a folder's contents, or the file itself, go into `dest`;
-    zips right there are unpacked (Moodle folders often hold just the student's zip)."""
-    _refuse_links_and_specials(entry)
-    children = sorted(entry.iterdir()) if entry.is_dir() else [entry]
-    for child in children:
-        _materialize(child, dest, budget, notes, unpack_zips=True)
-
-
-def _refuse_links_and_specials(entry: Path) -> int:
-    mode = entry.lstat().st_mode
-    if stat.S_ISLNK(mode):
-        raise Rejected(f"{entry.name} is a symbolic link; submissions may not contain links")
-    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-        raise Rejected(f"{entry.name} is not a regular file; submissions may only hold files")
-    return mode
-
-
-def _materialize(entry: Path, dest: Path, budget: _Budget, notes: list[str], unpack_zips: bool) -> None:
-    if entry.name in JUNK_NAMES:
-        return
-    mode = _refuse_links_and_specials(entry)
-    name = _display_name(entry)
-    if stat.S_ISDIR(mode):
-        budget.add_file(name)
-        target = dest / name
-        target.mkdir(exist_ok=True)
-        for child in sorted(entry.iterdir()):
-            _materialize(child, target, budget, notes, unpack_zips=False)
-    elif unpack_zips and name.lower().endswith(".zip"):
-        # Unpacked into a folder named after the archive (Moodle's flat `..._file_.zip`
-        # has no name left once the prefix is gone).
-        count = extract_zip(entry, _free_name(dest / (name[:-4].strip() or "archive")), budget)
-        notes.append(f"unpacked {name} ({count} files)")
-    else:
-        budget.add_file(name)
-        _copy_counted(entry, dest / name, budget)
-
-
-def _free_name(path: Path) -> Path:
-    candidate, n = path, 1
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}-{n}")
-    return candidate
-
-
-def _copy_counted(source: Path, target: Path, budget: _Budget) -> None:
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        while chunk := src.read(CHUNK):
-            budget.add_bytes(len(chunk), source.name)
-            dst.write(chunk)
-
-
-def check_zip_entry(info: zipfile.ZipInfo, archive: str) -> list[str]:
-    """The safe relative path parts of one entry; Rejected for anything unsafe."""
-    name = info.filename.replace("\\", "/")
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise Rejected(f"{archive}: entry '{info.filename}' has an absolute path; rejected")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise Rejected(f"{archive}: entry '{info.filename}' points outside the archive (../); rejected")
-    kind = stat.S_IFMT(info.external_attr >> 16)
-    if kind == stat.S_IFLNK:
-        raise Rejected(f"{archive}: entry '{info.filename}' is a symbolic link; rejected")
-    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
-        raise Rejected(f"{archive}: entry '{info.filename}' is not a regular file; rejected")
-    if info.flag_bits & 0x1:
-        raise Rejected(f"{archive}: entry '{info.filename}' is encrypted; upload it without a password")
-    return parts
-
-
-def extract_zip(archive: Path, dest: Path, budget: _Budget) -> int:
-    """Unpack `archive` into `dest` after checking every entry; returns the number of files.
-
-    All entries are checked before anything is written, so a rejected archive leaves nothing
-    half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers
-    (which an attacker writes)."""
-    label = _display_name(archive)
+def _refused(submission: Submission, problem: str, notes: list[str],
+             needs_person: bool = False) -> Prepared:
     try:
-        zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
-        raise Rejected(f"{label} is not a readable zip file ({exc})") from None
-    with zf:
-        infos = zf.infolist()
-        entries = []
-        declared = 0
-        for info in infos:
-            parts = check_zip_entry(info, label)
-            if not parts or any(p in JUNK_NAMES for p in parts):
-                continue
-            entries.append((info, parts))
-            declared += info.file_size
-        if len(entries) + budget.files > budget.limits.max_files:
-            raise Rejected(f"{label}: {len(entries)} entries, more than the limit of "
-                           f"{budget.limits.max_files} files; rejected as a possible archive bomb")
-        if declared + budget.bytes > budget.limits.max_total_bytes:
-            raise Rejected(f"{label}: would unpack to {declared} bytes, more than the limit of "
-                           f"{budget.limits.max_total_bytes}; rejected as a possible archive bomb")
-        dest.mkdir(parents=True, exist_ok=True)
-        top = dest.resolve()
-        count = 0
-        for info, parts in entries:
-            target = dest.joinpath(*parts)
-            if not target.resolve().is_relative_to(top):    # belt and braces after the checks
-                raise Rejected(f"{label}: entry '{info.filename}' points outside the archive; rejected")
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            budget.add_file(label)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                with zf.open(info) as src, open(target, "wb") as dst:
-                    while chunk := src.read(CHUNK):
-                        budget.add_bytes(len(chunk), label)
-                        dst.write(chunk)
-            except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as exc:
-                raise Rejected(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
-            count += 1
-        return count
-
-
-def _assignment_dirs(folder: Path, assignments: Sequence[str]) -> int:
-    return sum((folder / a).is_dir() and not (folder / a).is_symlink() for a in assignments)
-
-
-def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH,
-              assignments: Sequence[str] | None = None) -> Path:
-    """The shallowest folder holding assignment folders (practical4/, ..., hw3/); at equal
-    depth the one holding most of them. Two equally good candidates: Rejected (ambiguous)."""
-    assignments = list(assignments or assignment_ids())
-    level = [top]
-    for _ in range(depth + 1):
-        scored = [(_assignment_dirs(d, assignments), d) for d in level]
-        best = max((count for count, _ in scored), default=0)
-        if best:
-            winners = [d for count, d in scored if count == best]
-            if len(winners) > 1:
-                names = ", ".join(w.relative_to(top).as_posix() + "/" for w in winners)
-                raise Rejected(f"ambiguous submission: several folders hold the assignments ({names})")
-            return winners[0]
-        level = [child for d in level for child in sorted(d.iterdir())
-                 if child.is_dir() and not child.is_symlink() and child.name not in JUNK_NAMES]
-    raise Rejected("no assignment folder found (expected the layout of student_template/: "
-                   + ", ".join(f"{a}/" for a in assignments) + ")")
+        digest = source_hash(submission.sources)
+    except Exception as exc:   # e.g. an unreadable entry: still a stable key for this upload
+        digest = "raw:unreadable:" + hashlib.sha256(
+            repr((sorted(map(str, submission.sources)), type(exc).__name__)).encode()).hexdigest()
+    return Prepared(root=None, content_hash=digest, problem=problem, notes=notes,
+                    needs_person=needs_person)
 
 
 def _files(root: Path) -> list[tuple[str, Path]]:
@@ -351,16 +188,22 @@ def content_hash(root: Path) -> str:
 
 def source_hash(sources: list[Path]) -> str:
     """Hash of the raw entries as uploaded (for a rejected submission: nothing unpacked,
-    links hashed by their target and never followed)."""
+    links hashed by their target and never followed). Walked without recursion: a rejected
+    upload may be nested far deeper than Python's recursion limit."""
     digest = hashlib.sha256()
     for source in sorted(sources):
         items = [(source.name, source)]
         if source.is_dir() and not source.is_symlink():
-            for folder, dirs, names in os.walk(source):   # os.walk never follows links
-                dirs.sort()
-                for name in sorted(dirs + names):
-                    path = Path(folder, name)
+            stack = [source]                 # depth first, in os.walk's top-down order
+            while stack:
+                folder = stack.pop()
+                with os.scandir(folder) as scan:
+                    entries = sorted(scan, key=lambda e: e.name)
+                for entry in entries:
+                    path = Path(entry.path)
                     items.append((f"{source.name}/{path.relative_to(source).as_posix()}", path))
+                stack += [Path(e.path) for e in reversed(entries)
+                          if e.is_dir(follow_symlinks=False)]
         for rel, path in items:
             digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
             if path.is_symlink():

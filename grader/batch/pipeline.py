@@ -2,7 +2,8 @@
 
 Layout of DIR:
     gradebook.sqlite            the record (source of truth)
-    grades.csv                  from the gradebook's current runs
+    grades.csv                  from the gradebook's current runs (the course's own record)
+    moodle/<assignment>.csv     Moodle's grading worksheet per assignment (moodle_worksheet.py)
     index.html                  the class page (grader/batch/class_page.py)
     submissions/<key>/          the current run's folder: result.json, the reports, and what the
                                 run stage left (run.json, checks-*.json) for re-scoring
@@ -37,13 +38,17 @@ import grader
 from grader.batch import submission_times
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState)
-from grader.batch.grades_csv import write_grades_csv
+from grader.batch.grades_csv import late_penalty, write_grades_csv
 from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
+from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
+                                           write_moodle_worksheets)
 from grader.batch.progress import Progress
+from grader.batch.similarity import code_fingerprints
 from grader.batch.published import publish_run, republish
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
 from grader.batch.submission_times import SubmissionTimes, SubmissionTimesError
 from grader.common.text import last_line_suffix
+from grader.reports.formatting import format_points
 from grader.grading import RESULT_FILE, RawRun, RawRunError, publish, same_scores, score_run
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 from grader.scoring import (OverridesError, RubricError, assignment_ids, build_result, check_overrides,
@@ -70,6 +75,8 @@ class BatchOptions:
     submission_times: Path | str | None = None    # a times file (submission_times.load)
     timezone: str | None = None                   # for zoneless times
     overrides: Path | str | None = None           # {student key: {item id: {points, comment}}}
+    # Worksheets downloaded from Moodle to fill: (assignment or None for the one graded, file).
+    moodle_worksheets: tuple[tuple[str | None, Path | str], ...] = ()
 
 
 def grade_in_child(job: GradeJob) -> None:
@@ -163,6 +170,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     if missing:
         raise BatchError(f"no rubric for {', '.join(missing)}")
     config = run_config(wanted, options.rubrics_dir, options.check_timeout, rubrics)
+    worksheets = _load_worksheets(options.moodle_worksheets, wanted)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
     try:
@@ -170,6 +178,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     except GradebookError as problem:
         lock.release()
         raise BatchError(str(problem)) from None
+    progress: Progress | None = None
     try:
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
@@ -193,6 +202,12 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         batch.warn_untimed()
         republish(book, out, rubrics)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))
+        try:   # DIR/moodle/: Moodle's grading worksheets (grades.csv stays the record)
+            for note in write_moodle_worksheets(out, list(book.current_runs()), rubrics, wanted,
+                                                worksheets):
+                progress.note(note)
+        except (OSError, ValueError) as problem:
+            progress.warn(f"Moodle worksheets (moodle/) not written: {problem}")
         try:   # DIR/index.html, the class page: a failure here never touches the grades
             from grader.batch.class_page import write_class_page
             write_class_page(out, submissions_dir, list(rubrics))
@@ -201,6 +216,8 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         progress.close()
         return BatchSummary(progress, out / "gradebook.sqlite", csv_path, notes)
     finally:
+        if progress is not None:
+            progress.stop()
         book.close()
         shutil.rmtree(out / "scratch", ignore_errors=True)
         shutil.rmtree(out / "work", ignore_errors=True)
@@ -217,6 +234,26 @@ def _check_overrides(student_overrides: dict[str, dict], found: list[Submission]
     for key in sorted(set(student_overrides) & keys):
         for problem in check_overrides(student_overrides[key], rubrics, graded).problems:
             progress.warn(f"{key}: {problem}")
+
+
+def _load_worksheets(given, graded: tuple[str, ...]) -> dict[str, Worksheet]:
+    """The downloaded worksheets by assignment, read and checked before anything is graded."""
+    found: dict[str, Worksheet] = {}
+    for assignment, path in given:
+        if assignment is None:
+            if len(graded) != 1:
+                raise BatchError("--moodle-worksheet: this batch grades "
+                                 f"{', '.join(graded)}; say which assignment the worksheet is "
+                                 "for: --moodle-worksheet ASSIGNMENT=FILE")
+            assignment = graded[0]
+        if assignment not in graded:
+            raise BatchError(f"--moodle-worksheet {assignment}=...: {assignment} is not graded "
+                             f"by this batch ({', '.join(graded)})")
+        try:
+            found[assignment] = read_worksheet(path)
+        except WorksheetError as problem:
+            raise BatchError(str(problem)) from None
+    return found
 
 
 def _load_times(submissions_dir: Path, path: Path | str | None,
@@ -264,6 +301,7 @@ class _Context:
     submitted_at: str | None = None
     time_warning: str | None = None
     overrides: dict = field(default_factory=dict)
+    fingerprints: dict = field(default_factory=dict)   # of its code files (class page)
 
 
 class RescoreError(Exception):
@@ -294,11 +332,13 @@ class _ClassBatch:
         for submission in found:
             key = submission.student.key
             scratch = self.out / "scratch" / key
-            prepared = prepare(submission, scratch, self.options.limits, self.layout)
+            prepared = prepare(submission, scratch, self.options.limits, self.layout,
+                               graded=self.config.assignments)
             current = self.book.current_run(key)
             context = _Context(submission, prepared, scratch,
                                *self._time_for(submission, prepared, current),
-                               overrides=self.overrides.get(key, {}))
+                               overrides=self.overrides.get(key, {}),
+                               fingerprints=self._fingerprints(prepared))
             if context.time_warning:
                 self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
                                    "graded without a late penalty")
@@ -313,6 +353,8 @@ class _ClassBatch:
                     and (current.status != "graded"
                          or self._overrides_of(key) == context.overrides)):
                 shutil.rmtree(scratch, ignore_errors=True)
+                if context.fingerprints:
+                    self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
                 self.progress.finished(key, "skipped")
                 continue
             if prepared.problem:
@@ -323,9 +365,19 @@ class _ClassBatch:
                     and self._rescore(context, current):
                 continue
             work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
+            self.progress.started(key)
             yield GradeJob(submission.student, prepared.root, work, self.config.assignments,
                            self.options.rubrics_dir, self.options.check_timeout, context,
                            submitted_at=context.submitted_at)
+
+    def _fingerprints(self, prepared: Prepared) -> dict[str, str]:
+        if prepared.root is None:
+            return {}
+        try:
+            return code_fingerprints(prepared.root, self.layout)
+        except Exception as problem:   # a flag for the class page: never worth a grade
+            self.progress.note(f"code fingerprints not taken ({problem!r})")
+            return {}
 
     def _overrides_of(self, key: str) -> dict:
         """The overrides the student's current run was scored with."""
@@ -358,15 +410,21 @@ class _ClassBatch:
                                "--submission-times FILE)")
 
     def _record_rejection(self, context: _Context) -> None:
+        """A rejected upload: a zero with the reason, or, when nothing in it is what the
+        assignments expect, no grade until a person has looked (needs_person)."""
         submission, prepared = context.submission, context.prepared
         started = _now()
-        message = f"submission rejected: {prepared.problem}"
+        message = (f"needs a person: {prepared.problem}" if prepared.needs_person
+                   else f"submission rejected: {prepared.problem}")
         scored = [errored_assignment(self.rubrics[a], message) for a in self.config.assignments]
         result = build_result(submission.describe(), scored, duration_s=0.0, errors=[message])
         result["student"] = student_of(submission.student)
         self._store(context, RunRecord("rejected", started, _now(), prepared.problem, result,
-                                       context.submitted_at), work=None)
-        self.progress.finished(submission.student.key, "rejected", prepared.problem)
+                                       context.submitted_at, needs_person=prepared.needs_person),
+                    work=None)
+        self.progress.finished(submission.student.key,
+                               "needs_person" if prepared.needs_person else "rejected",
+                               prepared.problem)
 
     def _rescore(self, context: _Context, current: RunState) -> bool:
         """Score a graded run again for its new submission time or overrides from what its
@@ -399,7 +457,7 @@ class _ClassBatch:
                     work=work, extra_logs=[("info", change)])
         shutil.rmtree(context.scratch, ignore_errors=True)
         # No duration: a re-score is no grading, and must not shrink the ETA's mean.
-        self.progress.finished(key, "rescored", change)
+        self.progress.finished(key, "rescored", change, score=_score_of(result))
         return True
 
     def record_outcome(self, outcome: JobOutcome) -> None:
@@ -427,7 +485,7 @@ class _ClassBatch:
         self._store(context, run, work=outcome.job.out, output=outcome.log_tail)
         shutil.rmtree(context.scratch, ignore_errors=True)
         self.progress.finished(context.submission.student.key, status, message or "",
-                               outcome.duration_s)
+                               outcome.duration_s, score=_score_of(run.result))
 
     def _finish(self, result: dict, folder: Path, context: _Context) -> dict:
         """The grading child's result, named after the upload (not its scratch copy) and with
@@ -459,8 +517,17 @@ class _ClassBatch:
             logs.append(("output", output))
         # The one transaction: after this the run is recorded, before it nothing is.
         self.book.record_run(submission.student, prepared.content_hash, submission.describe(),
-                             self.config, run, logs)
+                             self.config, run, logs, fingerprints=context.fingerprints)
         publish_run(self.out, submission.student.key, run.result, work, run.message)
+
+
+def _score_of(result: dict | None) -> str | None:
+    """"17/20" (and the late penalty, if any) for the progress display."""
+    if not result:
+        return None
+    text = f"{format_points(result.get('score', 0))}/{format_points(result.get('max_score', 0))}"
+    penalty = late_penalty(result)
+    return f"{text} (late {format_points(penalty)})" if penalty else text
 
 
 def rescore_from(folder: Path, previous: dict[str, Any], rubrics: dict,

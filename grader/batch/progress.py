@@ -1,14 +1,23 @@
-"""Progress on stderr: one live line on a terminal, plain log lines otherwise (CI, `2> log`),
-and the summary of failures at the end."""
+"""A batch's progress on stderr, and the summary of what did not go normally at the end.
+
+On a terminal: a live display drawn by rich (redrawn twice a second, so the clocks move):
+what is done (graded, failed, rejected, skipped), the elapsed time and an ETA, every
+submission being graded with how long it has been running, and the last scores; notes and
+warnings scroll above it. Off a terminal (CI, `2> log`, a test's StringIO): plain lines, one per
+finished submission with its score.
+"""
 from __future__ import annotations
 
-import shutil
 import sys
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
 MAX_SUMMARY_WARNINGS = 30
+LAST_SHOWN = 6           # finished submissions in the live display
+RUNNING_SHOWN = 8        # running ones listed by name (the rest are counted)
 
 
 def _clock(seconds: float) -> str:
@@ -20,7 +29,7 @@ def _clock(seconds: float) -> str:
 @dataclass
 class Failure:
     key: str
-    status: str       # timed_out, error or rejected
+    status: str       # timed_out, error, rejected or needs_person
     message: str
 
 
@@ -32,17 +41,30 @@ class Progress:
     live: bool | None = None                   # None: live only when stream is a terminal
     graded: int = 0
     failed: int = 0                            # timed out or errored (retried next batch)
-    rejected: int = 0                          # unusable upload, graded zero
+    rejected: int = 0                          # unusable upload (graded zero, or for a person)
     skipped: int = 0                           # unchanged since the last batch
     rescored: int = 0                          # of the graded: scores redone, no code run
+    needs_person: int = 0                      # of the rejected: nothing to grade found
     failures: list[Failure] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # repeated in the summary
     _durations: list[float] = field(default_factory=list)
     _started: float = field(default_factory=time.monotonic)
+    _running: dict[str, float] = field(default_factory=dict)
+    _last: deque = field(default_factory=lambda: deque(maxlen=LAST_SHOWN))
+    _display: object = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self):
         if self.live is None:
             self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        if self.live:
+            from rich.console import Console
+            from rich.live import Live
+            console = Console(file=self.stream, force_terminal=True, highlight=False,
+                              soft_wrap=False)
+            self._display = Live(self, console=console, refresh_per_second=2, transient=True,
+                                 redirect_stdout=False, redirect_stderr=False)
+            self._display.start()
 
     @property
     def done(self) -> int:
@@ -56,56 +78,84 @@ class Progress:
         return (self.total - self.done) * mean / max(1, self.workers)
 
     def note(self, text: str) -> None:
-        self._clear()
-        print(text, file=self.stream, flush=True)
-        self._draw()
+        if self._display is not None:
+            self._display.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=self.stream, flush=True)
 
     def warn(self, text: str) -> None:
         """Shown now and again in the summary: something the instructor must see."""
         self.warnings.append(text)
         self.note(f"warning: {text}")
 
-    def finished(self, key: str, status: str, detail: str = "", duration_s: float | None = None) -> None:
-        if status == "rescored":
-            self.rescored += 1
-            status = "graded"
-        if status == "graded":
-            self.graded += 1
-        elif status == "skipped":
-            self.skipped += 1
-        elif status == "rejected":
-            self.rejected += 1
-        else:
-            self.failed += 1
-        if status in ("timed_out", "error", "rejected"):
-            self.failures.append(Failure(key, status, detail))
-        if duration_s is not None and status != "skipped":
-            self._durations.append(duration_s)
-        if self.live:
-            self._draw()
+    def started(self, key: str) -> None:
+        """A submission is handed to a worker (or a cluster job) now."""
+        with self._lock:
+            self._running[key] = time.monotonic()
+        if self._display is not None:
+            self._display.refresh()
+
+    def finished(self, key: str, status: str, detail: str = "", duration_s: float | None = None,
+                 score: str | None = None) -> None:
+        """`score`: "17/20" for a graded submission, shown with it."""
+        with self._lock:
+            self._running.pop(key, None)
+            shown = status
+            if status == "rescored":
+                self.rescored += 1
+                status = "graded"
+            if status == "graded":
+                self.graded += 1
+            elif status == "skipped":
+                self.skipped += 1
+            elif status in ("rejected", "needs_person"):
+                self.rejected += 1
+                self.needs_person += status == "needs_person"
+            else:
+                self.failed += 1
+            if status in ("timed_out", "error", "rejected", "needs_person"):
+                self.failures.append(Failure(key, status, detail))
+            if duration_s is not None and status != "skipped":
+                self._durations.append(duration_s)
+            if status != "skipped":
+                self._last.append((key, shown.replace("_", " "), score))
+        if self._display is not None:
+            self._display.refresh()
         else:
             took = f" ({duration_s:.1f} s)" if duration_s is not None else ""
             first_line = detail.splitlines()[0] if detail else ""
-            print(f"[{self.done}/{self.total}] {status} {key}{took}"
-                  + (f": {first_line}" if first_line else ""), file=self.stream, flush=True)
+            print(f"[{self.done}/{self.total}] {status.replace('_', ' ')} {key}{took}"
+                  + (f": {score}" if score else "")
+                  + (f": {first_line}" if first_line and status != "graded" else ""),
+                  file=self.stream, flush=True)
 
     def line(self) -> str:
         eta = self.eta_s()
         rescored = f" ({self.rescored} re-scored)" if self.rescored else ""
+        person = f" ({self.needs_person} for a person)" if self.needs_person else ""
         return (f"{self.done}/{self.total} done: {self.graded} graded{rescored}, {self.failed} failed, "
-                f"{self.rejected} rejected, {self.skipped} skipped"
+                f"{self.rejected} rejected{person}, {self.skipped} skipped"
                 f" | elapsed {_clock(time.monotonic() - self._started)}"
                 + (f" | ETA {_clock(eta)}" if eta is not None and self.done < self.total else ""))
 
-    def _draw(self) -> None:
-        if self.live:
-            width = shutil.get_terminal_size((100, 20)).columns - 1
-            self.stream.write("\r\x1b[K" + self.line()[:width])
-            self.stream.flush()
-
-    def _clear(self) -> None:
-        if self.live:
-            self.stream.write("\r\x1b[K")
+    def __rich__(self):
+        """The live display (rich calls this at every redraw)."""
+        from rich.console import Group
+        from rich.text import Text
+        now = time.monotonic()
+        with self._lock:
+            running = sorted(self._running.items(), key=lambda item: item[1])
+            last = list(self._last)
+            header = self.line()
+        parts = [Text(header, style="bold")]
+        if running:
+            shown = ", ".join(f"{key} {_clock(now - since)}" for key, since in running[:RUNNING_SHOWN])
+            more = f" and {len(running) - RUNNING_SHOWN} more" if len(running) > RUNNING_SHOWN else ""
+            parts.append(Text(f"running: {shown}{more}"))
+        if last:
+            parts.append(Text("last: " + ", ".join(
+                f"{key} {score}" if score else f"{key} {status}" for key, status, score in last)))
+        return Group(*parts)
 
     def summary(self) -> str:
         lines = [self.line()]
@@ -118,6 +168,9 @@ class Progress:
             if any(f.status in ("timed_out", "error") for f in self.failures):
                 lines.append("Timed-out and errored submissions have no grade in grades.csv; "
                              "the next batch tries them again.")
+            if self.needs_person:
+                lines.append("Uploads for a person (nothing the assignments expect was found) "
+                             "have no grade in grades.csv; index.html lists them.")
         if self.warnings:
             lines.append("Warnings:")
             shown = self.warnings[:MAX_SUMMARY_WARNINGS]
@@ -126,6 +179,12 @@ class Progress:
                 lines.append(f"  ... and {len(self.warnings) - len(shown)} more (above)")
         return "\n".join(lines)
 
+    def stop(self) -> None:
+        """End the live display (also when the batch stops on an error)."""
+        if self._display is not None:
+            self._display.stop()
+            self._display = None
+
     def close(self) -> None:
-        self._clear()
+        self.stop()
         print(self.summary(), file=self.stream, flush=True)

@@ -58,6 +58,7 @@ class JobOutcome:
 def _child(grade_fn: GradeFn, job: GradeJob, parent: int) -> None:
     os.setsid()
     log = os.open(job.out / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.fchmod(log, 0o644)      # like every file the staff open, whatever the umask
     os.dup2(log, 1)
     os.dup2(log, 2)
     # Python-level streams too: the parent's may be objects that are not fd 1/2 (pytest's).

@@ -3,6 +3,7 @@ so every check that looks at the same run shares it)."""
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -10,18 +11,32 @@ import pytest
 
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
+from grader.harness.observation import Observation
 from grader.checks.support import must_agree
 from grader.common.hardware import real_gpu_count
 from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
 
 
+# A script that did not finish in time this often is not started again: its other
+# configurations would hang too (an endless loop at import hangs them all) and each would cost
+# a whole budget; their checks fail saying so.
+HANGS_BEFORE_GIVING_UP = 2
+HW3_SCRIPT = "hw3/model_parallel.py"      # what the HW3 probe imports
+
+
 class ScriptRuns:
-    def __init__(self, submission: Path, scratch: Path, timeout_s: float, default_gpus: int):
+    def __init__(self, submission: Path, scratch: Path, timeout_s: float, default_gpus: int,
+                 budgets: dict[str, float] | None = None):
         self.submission = submission
         self.scratch = scratch
         self.timeout_s = timeout_s
         self.default_gpus = default_gpus
+        # Per assignment, the time one run may take: the rubric's run_timeout_s, never more
+        # than --check-timeout (an endless loop costs its checks, not the batch).
+        self.budgets = {a: min(timeout_s, b) for a, b in (budgets or {}).items()}
         self._runs: dict = {}
+        self._hung: dict[str, int] = {}
+        self._lock = threading.Lock()
         # Runs are separate processes: a module's runs go side by side, one per core.
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
 
@@ -39,10 +54,32 @@ class ScriptRuns:
         edits = tuple(tuple(edit) for edit in edits)
         key = (script, gpus, nproc, launcher, tuple(sorted((sets or {}).items())), edits,
                tuple(args), virtual)
-        return self._submit(key, lambda: run_script(
+        return self._submit(key, lambda: self._unless_hung(script, lambda: run_script(
             self.submission, script, gpus=gpus, nproc=nproc, launcher=launcher, sets=sets,
-            edits=list(edits), args=list(args), timeout_s=self.timeout_s,
-            scratch_root=self.scratch, force_virtual=virtual))
+            edits=list(edits), args=list(args), timeout_s=self.budget(script),
+            scratch_root=self.scratch, force_virtual=virtual),
+            Observation(script=script, gpus=gpus, nproc=nproc, launcher=launcher,
+                        sets=dict(sets or {}), args=list(args))))
+
+    def _unless_hung(self, script: str, start, skipped: Observation, probe: bool = False):
+        """start() unless `script` already hung HANGS_BEFORE_GIVING_UP times; counts its hangs.
+        `probe`: start() is the HW3 probe's, which returns (records, Observation)."""
+        with self._lock:
+            hung = self._hung.get(script, 0)
+        if hung >= HANGS_BEFORE_GIVING_UP:
+            skipped.not_run = (f"{hung} other runs of {script} did not finish in time (within "
+                               f"{self.budget(script):g} s), so this one was not started")
+            return ([], skipped) if probe else skipped
+        outcome = start()
+        observation = outcome[1] if probe else outcome
+        if getattr(observation, "timed_out", False):
+            with self._lock:
+                self._hung[script] = self._hung.get(script, 0) + 1
+        return outcome
+
+    def budget(self, script: str) -> float:
+        """Seconds a run of `script` (practical5/x.py: practical5's budget) may take."""
+        return self.budgets.get(Path(script).parts[0], self.timeout_s)
 
     def prefetch(self, *runs: dict) -> None:
         """Start these runs now (keyword sets of `script`), so they overlap."""
@@ -60,9 +97,13 @@ class ScriptRuns:
                                    like_gpus).result()
 
     def hw3(self, plan: list[dict], gpus: int):
-        return self._submit(("hw3-probe", gpus), lambda: run_hw3_probe(
-            self.submission, [dict(p) for p in plan], gpus=gpus,
-            timeout_s=self.timeout_s * 2, scratch_root=self.scratch)).result()
+        # The probe counts its own hangs: it imports the module, it does not run main(), so
+        # scripts that hang (too many steps, a deadlock in main) say nothing about it.
+        return self._submit(("hw3-probe", gpus), lambda: self._unless_hung(
+            "the HW3 probe", lambda: run_hw3_probe(
+                self.submission, [dict(p) for p in plan], gpus=gpus,
+                timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch),
+            Observation(script=HW3_SCRIPT, gpus=gpus), probe=True)).result()
 
     def integrity_problems(self, notes: bool = False) -> list[str]:
         """What the runs left that the grader's instrumentation did not write or found
@@ -93,9 +134,12 @@ def submission(request) -> Path:
 
 @pytest.fixture(scope="session")
 def runs(request, submission, tmp_path_factory):
+    from grader.scoring.rubric import load_rubrics
+    budgets = {a: r.run_timeout_s for a, r in load_rubrics(request.config.getoption("--rubrics")).items()
+               if r.run_timeout_s is not None}
     # Every check names the node it needs; 5 GPUs (HW3's largest) is only the fallback.
     runs = ScriptRuns(submission, tmp_path_factory.mktemp("runs"),
-                      request.config.getoption("--check-timeout"), 5)
+                      request.config.getoption("--check-timeout"), 5, budgets)
     yield runs
     runs.close()
     request.config.stash[INTEGRITY_PROBLEMS] = runs.integrity_problems()

@@ -45,6 +45,13 @@ def add_parsers(sub) -> None:
                        help="YAML/JSON of the instructor's overrides per student: {student key: "
                             "{item id: {points: x, comment: ...}, <assignment>.integrity: "
                             "{cleared: true}}}; a changed file re-scores without running code")
+    batch.add_argument("--moodle-worksheet", action="append", default=[], metavar="[ASSIGNMENT=]FILE",
+                       help="the grading worksheet downloaded from Moodle's assignment (Grading "
+                            "action: Download grading worksheet): its rows are filled with the "
+                            "grades and a feedback comment into DIR/moodle/<assignment>-worksheet.csv "
+                            "for Moodle's 'Upload grading worksheet'; name the assignment when "
+                            "the batch grades several (repeatable). Without it, "
+                            "DIR/moodle/<assignment>.csv is written with Moodle's own header")
     cluster = batch.add_argument_group("SLURM (--backend slurm; see grader/cluster/config.py)")
     cluster.add_argument("--backend", choices=("local", "slurm"), default="local",
                          help="local: grade here, --workers at a time (default); slurm: one "
@@ -61,6 +68,14 @@ def add_parsers(sub) -> None:
                          help="YAML file of SLURM settings (partition, time, account, setup "
                               "lines...); the options above override it")
     batch.set_defaults(handler=run)
+
+
+def _worksheet_argument(text: str) -> tuple[str | None, str]:
+    """"hw3=FILE" or "FILE" (a file named like "a=b.csv" is a file when it exists)."""
+    assignment, sep, path = text.partition("=")
+    if sep and assignment and not Path(text).exists() and "/" not in assignment:
+        return assignment, path
+    return None, text
 
 
 def run(options) -> int:
@@ -86,7 +101,8 @@ def run(options) -> int:
             timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
             regrade=options.regrade, rubrics_dir=options.rubrics,
             check_timeout=options.check_timeout, submission_times=options.submission_times,
-            timezone=options.timezone, overrides=options.overrides)
+            timezone=options.timezone, overrides=options.overrides,
+            moodle_worksheets=tuple(_worksheet_argument(text) for text in options.moodle_worksheet))
         summary = run_batch(Path(options.submissions), Path(options.out), batch_options,
                             backend=backend)
     except (BatchError, ValueError) as problem:

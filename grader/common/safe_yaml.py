@@ -35,7 +35,9 @@ def load_yaml_text(text: str, *, source: str = "the file", max_bytes: int = MAX_
                             f"{max_aliases} are read")
         data = yaml.safe_load(text)
     except yaml.YAMLError as problem:
-        raise YamlError(f"{source} is not valid YAML: {' '.join(str(problem).split())}") from None
+        mark = getattr(problem, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        raise YamlError(f"{source} is not valid YAML{line}: {' '.join(str(problem).split())}") from None
     except RecursionError:
         raise YamlError(f"{source} is nested too deeply") from None
     _check_expansion(data, source, max_nodes)

@@ -17,6 +17,7 @@ from grader.integrity.scan import bytecode_caches
 from grader.records import untrusted_files
 from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
 from grader.sandbox import SandboxPolicy, run_sandboxed
+from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER, visible_devices
 from grader.vgpu.trace import merge_rank_files
@@ -26,8 +27,23 @@ DEFAULT_TIMEOUT_S = 180.0
 
 
 # Extra folders to hide from student code (os.pathsep-separated), e.g. set by `pdl-grade batch`
-# to its own folder and the folder of uploads, so no student can read another's work.
+# to its own folder and the folder of uploads, so no student can read another's work. (The
+# sandbox shows nothing it is not given; these matter where something given holds them.)
 HIDE_ENV = "PDL_SANDBOX_HIDE"
+# What student code needs of the grader: the runtime inside its processes (grader/vgpu with
+# its boot folder, the seal and the safe readers of records), the HW3 probe and the helpers
+# they import; the sandbox binds only these, so reference/, rubrics/, tests/, the checks, the
+# integrity scan's rules and every other package are absent inside.
+RUNTIME_PARTS = ("__init__.py", "vgpu", "common", "records", "integrity/__init__.py",
+                 "integrity/seal.py", "integrity/untrusted_files.py", "harness/__init__.py",
+                 "harness/hw3_probe.py")
+# A run's working folder may hold this much (its trace and what the script saves).
+SCRATCH_LIMIT_BYTES = 512 * 2**20
+
+
+def runtime_parts() -> list[Path]:
+    package = PACKAGE_ROOT / "grader"
+    return [package / part for part in RUNTIME_PARTS if (package / part).exists()]
 
 
 def _hidden_paths(submission: Path) -> list[Path]:
@@ -73,10 +89,11 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     if "CUDA_VISIBLE_DEVICES" not in env:   # virtual GPUs: their nvidia-smi comes first
         env["PATH"] = os.pathsep.join([str(BOOT_DIR / "bin"), env["PATH"]])
     env.update(extra_env or {})
-    policy = SandboxPolicy(readonly=[submission, PACKAGE_ROOT / "grader"], writable=[scratch],
+    policy = SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
                            hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,
                            cwd=scratch, gpu=not force_virtual, memory_bytes=6 * 2**30,
-                           max_pids=512, pass_fds=(key_fd,))
+                           max_pids=512, pass_fds=(key_fd,),
+                           scratch_limit_bytes=SCRATCH_LIMIT_BYTES)
     try:
         result = run_sandboxed(argv, policy)
     finally:
@@ -131,9 +148,12 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     for old, new in edits:
         command += ["--edit", old, new]
     command += [str(path.resolve()), *args]
-    observe(observation, launch_argv(command, launcher=launcher, nproc=nproc),
-            submission=submission, scratch=scratch, gpus=gpus, timeout_s=timeout_s,
-            force_virtual=force_virtual)
+    try:
+        observe(observation, launch_argv(command, launcher=launcher, nproc=nproc),
+                submission=submission, scratch=scratch, gpus=gpus, timeout_s=timeout_s,
+                force_virtual=force_virtual)
+    finally:
+        remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
     return observation
 
 
@@ -145,7 +165,9 @@ def observe(observation: Observation, argv: list[str], **run_options) -> str:
     observation.duration_s = time.monotonic() - started
     observation.returncode = result.returncode
     observation.timed_out = result.timed_out
+    observation.time_limit_s = run_options.get("timeout_s")
     observation.memory_exceeded = result.memory_exceeded
+    observation.disk_exceeded = result.disk_exceeded
     observation.stdout, observation.stderr = result.stdout, result.stderr
     observation.events = verified.records
     where = f"the trace of {observation.script} ({observation.configuration})"
@@ -163,7 +185,6 @@ HW3_LAUNCH_MODULE = "grader.harness.hw3_launch"   # loads hw3_probe.py under no 
 def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
                   timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None):
     """Run the HW3 probe on the student's model file; returns (records, Observation)."""
-    from grader.harness.hw3_recompute import recompute_outputs
     script = "hw3/model_parallel.py"
     observation = Observation(script=script, gpus=gpus)
     model_file = submission / script
@@ -174,8 +195,18 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     out = scratch / "probe.jsonl"
     argv = [sys.executable, "-m", HW3_LAUNCH_MODULE, str(model_file.resolve()), str(out),
             json.dumps(plan)]
-    key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
-                  timeout_s=timeout_s)
+    try:
+        key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
+                      timeout_s=timeout_s)
+        return _read_probe_records(observation, out, key, scratch / "hw3-weights", gpus)
+    finally:
+        remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
+
+
+def _read_probe_records(observation: Observation, out: Path, key, weights: Path, gpus: int):
+    """The probe's sealed records and what they, and the weights it kept, say was tampered
+    with; (records, observation)."""
+    from grader.harness.hw3_recompute import recompute_outputs
     label = f"the HW3 probe's records ({gpus} GPU(s))"
     lines = untrusted_files.read_lines(out)
     if lines is None:   # no records (the probe never started), or a name student code made
@@ -186,7 +217,7 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     observation.integrity += [f"{label}: {problem}" for problem in verified.problems]
     records = verified.records
     observation.integrity += _probe_tampering(records, label, observation)
-    problems, notes = recompute_outputs(records, scratch / "hw3-weights", label)
+    problems, notes = recompute_outputs(records, weights, label)
     observation.integrity += problems
     observation.integrity_notes += notes
     return records, observation

@@ -23,7 +23,10 @@ class Observation:
     missing: bool = False
     returncode: int | None = None
     timed_out: bool = False
+    time_limit_s: float | None = None     # the run's time budget (the rubric's run_timeout_s)
     memory_exceeded: bool = False
+    disk_exceeded: bool = False           # wrote more than its working folder may hold
+    not_run: str | None = None            # why the run was not started (other runs hung)
     stdout: str = ""
     stderr: str = ""
     events: list[dict] = field(default_factory=list)
@@ -52,16 +55,25 @@ class Observation:
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.timed_out and self.returncode == 0
+        return (not self.missing and not self.timed_out and self.not_run is None
+                and self.returncode == 0)
 
     def problem(self) -> str | None:
         """Why the run cannot be graded, in words a student can act on (None if it ran)."""
         where = f"{self.script} ({self.configuration})"
         if self.missing:
             return f"{self.script} is missing from the submission: keep the template's file layout."
+        if self.not_run:
+            return (f"{where} was not run: {self.not_run}. Look for an endless loop (at import "
+                    "too), a sleep, or a rank waiting for a collective no other rank joins.")
         if self.timed_out:
-            return (f"{where} did not finish in time and was stopped: look for an endless loop, "
-                    "a rank waiting for a collective no other rank joins, or far too many steps.")
+            within = f" (within {self.time_limit_s:g} s)" if self.time_limit_s else ""
+            return (f"{where} did not finish in time{within} and was stopped: look for an "
+                    "endless loop, a rank waiting for a collective no other rank joins, a sleep, "
+                    "or far too many steps.")
+        if self.disk_exceeded:
+            return (f"{where} wrote more files than its working folder may hold and was "
+                    "stopped: save only what the assignment asks for.")
         if self.memory_exceeded:
             return f"{where} used more memory than allowed and was stopped."
         if self.returncode == 0:

@@ -61,10 +61,11 @@ def line_chart(title: str, x_label: str, y_label: str,
 
 
 def bar_chart(title: str, x_label: str, y_label: str,
-              groups: list[tuple[str, list[tuple[str, float]]]]) -> str:
+              groups: list[tuple[str, list[tuple[str, float]]]], whole_numbers: bool = False) -> str:
+    """`whole_numbers`: the values are counts (students): ticks only at whole numbers."""
     bars = sum(len(b) for _, b in groups) + len(groups) - 1   # one empty slot between groups
     slot = (WIDTH - LEFT - RIGHT) / max(bars, 1)
-    y_ticks = nice_ticks(0.0, max(v for _, b in groups for _, v in b))
+    y_ticks = nice_ticks(0.0, max(v for _, b in groups for _, v in b), whole=whole_numbers)
     sy = _scale(y_ticks[0], y_ticks[-1], HEIGHT - BOTTOM, TOP)
     parts = _axes(None, y_ticks, None, sy, x_label, y_label)
     position = 0
@@ -86,13 +87,17 @@ def bar_chart(title: str, x_label: str, y_label: str,
     return _svg(title, f"{y_label} per {x_label}. {description}", parts)
 
 
-def nice_ticks(low: float, high: float, target: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5 or 5 x 10^k apart) covering [low, high]."""
+def nice_ticks(low: float, high: float, target: int = 5, whole: bool = False) -> list[float]:
+    """Round tick values (1, 2, 2.5 or 5 x 10^k apart) covering [low, high]; `whole`: only
+    whole numbers (a count of students has no 0.5)."""
     if high <= low:
         high = low + (abs(low) or 1.0)
     raw = (high - low) / target
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    multiples = (1, 2, 5, 10) if whole else (1, 2, 2.5, 5, 10)
+    step = next(m * power for m in multiples if m * power >= raw)
+    if whole:
+        step = max(1, round(step))
     first = math.floor(low / step) * step
     ticks = [first]
     while ticks[-1] < high - 1e-9 * step:

@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .clock import RunClock
+
 CHUNK = 65536
 # After the child exits, how long pipes may stay open (held by an escaped grandchild,
 # only possible in the unsandboxed fallback) before we stop reading them.
 EXIT_GRACE_S = 0.5
-POLL_S = 0.2
+POLL_S = 0.1
 
 
 @dataclass
@@ -42,15 +44,20 @@ class Captured:
     stdout: CappedBuffer
     stderr: CappedBuffer
     timed_out: bool
+    stopped: bool = False        # killed because `watch` said so
 
 
 def capture(proc: subprocess.Popen, timeout_s: float, limit: int,
-            kill: Callable[[], None]) -> Captured:
-    """Drain both pipes until the child exits; call kill() once at the deadline."""
+            kill: Callable[[], None], watch: Callable[[], bool] | None = None,
+            clock: RunClock | None = None) -> Captured:
+    """Drain both pipes until the child exits; call kill() once `clock` (default: real time)
+    reaches `timeout_s`, or as soon as `watch()` (asked about every POLL_S while the child
+    runs) returns True."""
     out, err = CappedBuffer(limit), CappedBuffer(limit)
-    deadline = time.monotonic() + timeout_s
-    timed_out = False
+    clock = clock or RunClock()
+    timed_out = stopped = False
     exited_at: float | None = None
+    watched_at = time.monotonic()
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ, out)
         sel.register(proc.stderr, selectors.EVENT_READ, err)
@@ -58,28 +65,39 @@ def capture(proc: subprocess.Popen, timeout_s: float, limit: int,
             now = time.monotonic()
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if exited_at is None and now >= deadline:
+            if exited_at is None and watch is not None and now - watched_at >= POLL_S:
+                watched_at = now
+                if watch():
+                    stopped = True
+                    kill()
+                    proc.wait()
+                    exited_at = now = time.monotonic()
+            if exited_at is None and clock.tick() >= timeout_s:
                 timed_out = True
                 kill()
                 proc.wait()
                 exited_at = now = time.monotonic()
             if exited_at is not None and now - exited_at > EXIT_GRACE_S:
                 break
-            wait = EXIT_GRACE_S if exited_at is not None else min(POLL_S, deadline - now)
+            wait = EXIT_GRACE_S if exited_at is not None else min(POLL_S, max(0.0, timeout_s - clock.used))
             for key, _ in sel.select(wait):
                 chunk = os.read(key.fd, CHUNK)
                 if chunk:
                     key.data.add(chunk)
                 else:
                     sel.unregister(key.fileobj)
-    if exited_at is None:
-        # Both pipes closed while the child lives on: just wait for it.
+    while exited_at is None:
+        # Both pipes closed while the child lives on: wait for it, still watching.
         try:
-            proc.wait(timeout=max(deadline - time.monotonic(), 0))
+            proc.wait(timeout=max(min(POLL_S, timeout_s - clock.used), 0))
+            exited_at = time.monotonic()
         except subprocess.TimeoutExpired:
-            timed_out = True
-            kill()
-            proc.wait()
+            if clock.tick() >= timeout_s or (watch is not None and watch()):
+                timed_out = clock.used >= timeout_s
+                stopped = not timed_out
+                kill()
+                proc.wait()
+                exited_at = time.monotonic()
     proc.stdout.close()
     proc.stderr.close()
-    return Captured(out, err, timed_out)
+    return Captured(out, err, timed_out, stopped)

@@ -1,5 +1,6 @@
 """run_sandboxed: start argv under bwrap (or, where bwrap cannot work, a loudly
-labelled plain subprocess), inside a per-run cgroup, with timeout and output cap."""
+labelled plain subprocess), inside a per-run cgroup, with timeout, output cap and a bound on
+what it may write."""
 from __future__ import annotations
 
 import os
@@ -9,8 +10,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from .bwrap import build_bwrap_argv, sandbox_available
+from . import scratch
+from .bwrap import (IDENTITY_FILES, SANDBOX_UID, build_bwrap_argv, runs_as_root, sandbox_available,
+                    setpriv_path)
 from .capture import capture
+from .clock import RunClock
 from .limits import RunCgroup, create_run_cgroup
 from .policy import SandboxPolicy, SandboxResult
 
@@ -40,6 +44,10 @@ def _fallback_rlimits(policy: SandboxPolicy, cgroup: RunCgroup | None):
 
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if policy.scratch_limit_bytes is not None:
+            # No single file past the scratch limit (a write past it fails with EFBIG; Python
+            # ignores SIGXFSZ); the watch in run_sandboxed bounds the total.
+            resource.setrlimit(resource.RLIMIT_FSIZE, (policy.scratch_limit_bytes,) * 2)
         if policy.memory_bytes is not None and not has_memory_cgroup:
             # RLIMIT_DATA (private writable memory) rather than RLIMIT_AS, which
             # PyTorch's large virtual reservations would trip long before real use.
@@ -50,6 +58,58 @@ def _fallback_rlimits(policy: SandboxPolicy, cgroup: RunCgroup | None):
 def _signal_aware(returncode: int) -> int:
     # Popen reports death by signal N as -N; bwrap reports 128+N. Use bwrap's form.
     return 128 - returncode if returncode < 0 else returncode
+
+
+def _identity_files() -> dict[str, int]:
+    """/etc/passwd, group and hosts for inside, as memory files bwrap copies from (their fds
+    are passed to it and closed here once it has started)."""
+    fds = {}
+    for path, text in IDENTITY_FILES.items():
+        fd = os.memfd_create(f"sandbox{path.replace('/', '-')}", 0)
+        os.write(fd, text.encode())
+        os.lseek(fd, 0, os.SEEK_SET)
+        fds[path] = fd
+    return fds
+
+
+def _hand_over(writable: list[Path]) -> list[str]:
+    """As root the run's user is SANDBOX_UID on the host too: it must own its scratch. Where
+    the filesystem refuses (root squashed on NFS), the folder is opened to everyone instead
+    (its parent, the grader's, is not); returns warnings."""
+    warnings = []
+    for path in writable:
+        try:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        except OSError as error:
+            os.chmod(path, 0o777)
+            warnings.append(f"cannot give {path} to the sandbox's user ({error.strerror}): "
+                            "opened it to everyone instead")
+    return warnings
+
+
+def _unreadable(paths: list[Path], limit: int = 2000) -> list[str]:
+    """Up to three files or folders under `paths` that others cannot read (or enter): the
+    sandbox's unprivileged user will not read them either."""
+    found: list[str] = []
+    stack = [Path(p) for p in paths]
+    while stack and limit > 0 and len(found) < 3:
+        path = stack.pop()
+        limit -= 1
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            continue
+        if os.path.isdir(path) and not path.is_symlink():
+            if mode & 0o005 != 0o005:
+                found.append(str(path))
+                continue
+            try:
+                stack += list(path.iterdir())
+            except OSError:
+                pass
+        elif not path.is_symlink() and not mode & 0o004:
+            found.append(str(path))
+    return found
 
 
 def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
@@ -64,9 +124,18 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     warnings: list[str] = []
     cgroup, cgroup_warnings = create_run_cgroup(policy.memory_bytes, policy.max_pids)
     warnings += cgroup_warnings
+    data_fds: dict[str, int] = {}
     if usable:
-        command, popen_env, popen_cwd = (
-            build_bwrap_argv(argv, policy, env, cwd), {"PATH": DEFAULT_PATH}, "/")
+        if runs_as_root() and setpriv_path():
+            warnings += _hand_over([Path(p).resolve() for p in policy.writable])
+            unreadable = _unreadable([Path(p).resolve() for p in policy.readonly])
+            if unreadable:
+                warnings.append("not readable by the sandbox's unprivileged user (give others "
+                                "read access): " + ", ".join(unreadable))
+        data_fds = _identity_files()
+        # The environment goes in through bwrap's own (never its argv: /proc/1/cmdline is
+        # readable inside).
+        command, popen_env, popen_cwd = build_bwrap_argv(argv, policy, cwd, data_fds), env, "/"
     else:
         warnings.append(f"NOT SANDBOXED ({why_not}): no filesystem, network or pid isolation")
         command, popen_env, popen_cwd = list(argv), env, str(cwd)
@@ -79,11 +148,21 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
             command, stdin=subprocess.PIPE if cgroup else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=popen_env, cwd=popen_cwd,
             start_new_session=True,  # its own process group, so a timeout kill gets all of it
-            pass_fds=tuple(policy.pass_fds), preexec_fn=_fallback_rlimits(policy, cgroup))
+            preexec_fn=_fallback_rlimits(policy, cgroup),
+            pass_fds=(*policy.pass_fds, *data_fds.values()))
     except OSError:
         if cgroup:
             cgroup.remove()
         raise
+    finally:
+        for fd in data_fds.values():
+            os.close(fd)
+
+    writable = [Path(p).resolve() for p in policy.writable]
+    limit = policy.scratch_limit_bytes
+
+    def over_disk_limit() -> bool:
+        return limit is not None and scratch.usage(writable, stop_at=limit).over(limit)
 
     def kill_everything() -> None:
         try:
@@ -104,12 +183,19 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
                 kill_everything()
                 proc.wait()
                 raise SandboxSetupError(f"cannot move the sandbox into its cgroup: {e}") from e
-        captured = capture(proc, policy.timeout_s, policy.output_limit_bytes, kill_everything)
+        # The budget is time of a machine the run has to itself (grader/sandbox/clock.py).
+        clock = RunClock(cgroup.threads if cgroup is not None else None)
+        captured = capture(proc, policy.timeout_s, policy.output_limit_bytes, kill_everything,
+                           watch=over_disk_limit if limit is not None and writable else None,
+                           clock=clock)
         duration = time.monotonic() - started
         if cgroup is not None:
             # Normally empty already (bwrap's pid namespace died with it); in the
             # fallback this is what ends a detached grandchild.
             cgroup.kill_all()
+        # A burst just before the end counts too.
+        disk_exceeded = captured.stopped or (limit is not None and bool(writable)
+                                             and over_disk_limit())
         return SandboxResult(
             returncode=None if captured.timed_out else _signal_aware(proc.returncode),
             stdout=captured.stdout.text(),
@@ -122,6 +208,8 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
             sandboxed=usable,
             backend="bwrap" if usable else "subprocess",
             warnings=warnings,
+            disk_exceeded=disk_exceeded,
+            budget_used_s=round(clock.used, 3),
         )
     finally:
         if proc.poll() is None:

@@ -84,6 +84,16 @@ class RunCgroup:
                 pass
         return sorted(found)
 
+    def threads(self) -> list[int]:
+        """Every thread of the run (for its clock: grader/sandbox/clock.py)."""
+        name = "cgroup.threads" if self.version == 2 else "tasks"
+        for d in self.dirs.values():
+            try:
+                return [int(t) for t in (d / name).read_text().split()]
+            except (OSError, ValueError):
+                continue
+        return []
+
     def kill_all(self) -> None:
         """SIGKILL every process in the run, however it detached itself."""
         unified = self.dirs.get("unified")

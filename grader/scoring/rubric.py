@@ -15,6 +15,8 @@ Schema (unknown keys are errors everywhere, to catch typos such as ``point:``)::
     gpus: 5                          # required; most virtual/real GPUs the checks need (int >= 0)
     order: 5                         # optional; where the assignment comes in the course (columns
                                      #   of grades.csv, reports); ties and omissions go by id
+    run_timeout_s: 30                # optional; seconds one run of the student's code may take
+                                     #   (the HW3 probe twice that); default: --check-timeout
     total_points: 15                 # optional; if given, must equal the sum of item points
     due: "2026-04-30 23:59"          # optional; ISO 8601 date-time: the zone's local time
     timezone: Europe/Tallinn         # optional; IANA name of the course's zone. Without it
@@ -72,7 +74,8 @@ _ID_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_]+)+$")
 _POINTS_TOLERANCE = 1e-9
 
 _TOP_KEYS = {"assignment", "title", "version", "gpus", "order", "total_points", "due",
-             "timezone", "late_policy", "answers_source", "when_skipped", "items"}
+             "timezone", "late_policy", "answers_source", "when_skipped", "items",
+             "run_timeout_s"}
 # A rubric without `order` comes after every ordered one.
 _UNORDERED = 10**6
 _ITEM_KEYS = {"id", "title", "kind", "points", "checks", "feedback", "guidance", "answer"}
@@ -136,6 +139,7 @@ class Rubric:
     answers_source: str | None = None
     order: int = _UNORDERED
     timezone: str | None = None  # the IANA zone `due` was given in, when the rubric names one
+    run_timeout_s: float | None = None   # one run's time budget (None: the --check-timeout)
 
     @property
     def total_points(self) -> float:
@@ -224,6 +228,9 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
         where.fail(f"order must be a non-negative integer, got {order!r}")
     default_skip = data.get("when_skipped", "exclude")
     where.one_of("when_skipped", default_skip, SKIP_MODES)
+    run_timeout = data.get("run_timeout_s")
+    if "run_timeout_s" in data and (not _is_number(run_timeout) or run_timeout <= 0):
+        where.fail(f"run_timeout_s must be a positive number of seconds, got {run_timeout!r}")
 
     raw_items = data.get("items")
     if not isinstance(raw_items, list) or not raw_items:
@@ -235,7 +242,8 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
     rubric = Rubric(assignment=assignment, title=title, version=version, gpus=gpus,
                     items=items, source=source, due=due, late_policy=late_policy,
                     answers_source=answers_source, order=order,
-                    timezone=zone.key if zone else None)
+                    timezone=zone.key if zone else None,
+                    run_timeout_s=float(run_timeout) if run_timeout is not None else None)
     if "total_points" in data:
         declared = data["total_points"]
         if not _is_number(declared):

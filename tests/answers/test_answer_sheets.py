@@ -177,3 +177,24 @@ def test_a_report_not_handed_in_and_one_that_cannot_be_read_are_told_apart(tmp_p
     assert scan.problems == ["hw3/report.pdf is a scan: its 2 pages are pictures with no text; a person must read "
                              "it (export the report from the editor as PDF so the grader can read it)"]
     assert scan.files[0]["status"] == "unreadable" and scan.needs_manual_review
+
+
+def test_an_answer_sheet_of_nested_aliases_is_refused_not_expanded(tmp_path):
+    """'Billion laughs': 511 bytes that expand to gigabytes in whatever walks them (the answers
+    go into result.json and the reports); the sheet is read through grader.common.safe_yaml."""
+    levels = ["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"]
+    for n in range(1, 9):
+        previous = chr(ord("a") + n - 1)
+        levels.append(f"{chr(ord('a') + n)}: &{chr(ord('a') + n)} [" + ",".join([f"*{previous}"] * 9) + "]")
+    path = tmp_path / "answers.yaml"
+    path.write_text("\n".join(levels) + "\nanswers:\n  ddp.world_size: *i\n")
+    assert len(path.read_bytes()) < 600
+    import resource
+    import time
+    before, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.monotonic()
+    sheet = read_sheet(path, template_questions("practical6"), "practical6/answers.yaml")
+    assert time.monotonic() - started < 2
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000   # KiB
+    assert sheet.found and sheet.values == {}
+    assert sheet.problems == ["practical6/answers.yaml expands to more than 100000 values (nested "
+                              "aliases?); no answer of it was read"], sheet.problems

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -204,21 +205,27 @@ def test_gradings_of_a_sigkilled_batch_die_with_it(tmp_path, calls_log):
     assert not alive(pid), "an orphaned grading outlived its batch"
 
 
-def test_progress_is_plain_lines_off_a_terminal_and_one_live_line_on_it(tmp_path, calls_log):
+def test_progress_is_plain_lines_with_scores_off_a_terminal_and_a_live_display_on_it(tmp_path, calls_log):
     subs = tmp_path / "subs"
-    for name in ("a", "b"):
-        make_submission(subs / name, score=1)
+    for name, score in (("a", 1), ("b", 7)):
+        make_submission(subs / name, score=score, sleep_s=0.1)
     plain = io.StringIO()
     batch(subs, tmp_path / "out1", stream=plain, live=False)
     lines = plain.getvalue().splitlines()
-    assert lines[0].startswith("[1/2] graded a (") and lines[1].startswith("[2/2] graded b (")
-    assert "\r" not in plain.getvalue()
+    assert re.fullmatch(r"\[1/2\] graded a \(\d+\.\d s\): 1/10", lines[0]), lines[0]
+    assert re.fullmatch(r"\[2/2\] graded b \(\d+\.\d s\): 7/10", lines[1]), lines[1]
+    assert "\r" not in plain.getvalue() and "\x1b" not in plain.getvalue()
     assert lines[2].startswith("2/2 done: 2 graded, 0 failed, 0 rejected, 0 skipped")
+    # On a terminal (forced here): rich's live display, redrawn while gradings run: what is
+    # running and for how long, then the last scores; the plain lines are not printed.
     live = io.StringIO()
     batch(subs, tmp_path / "out2", stream=live, live=True)
-    frames = live.getvalue().split("\r\x1b[K")
-    assert any(f.startswith("1/2 done: 1 graded") and "ETA" in f for f in frames)
-    assert "[1/2]" not in live.getvalue()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", live.getvalue())
+    assert re.search(r"running: a 0:0\d", text), text
+    assert "1/2 done: 1 graded" in text and "ETA" in text
+    assert "last: a 1/10" in text
+    assert "[1/2]" not in text
+    assert text.rstrip().splitlines()[-1].startswith("2/2 done: 2 graded")   # the summary stays
 
 
 def test_a_second_batch_on_the_same_folder_is_refused_and_bad_arguments_too(tmp_path):
@@ -248,3 +255,56 @@ def test_cli_parser(tmp_path):
     assert (options.submissions, options.out, options.assignment, options.workers, options.timeout,
             options.regrade) == ("subs", "o", ["practical4", "hw3"], 3, 60.0, True)
     assert options.handler.__module__ == "grader.cli.batch"
+
+
+def test_one_upload_can_only_fail_itself(tmp_path, calls_log, monkeypatch):
+    """The uploads that stopped whole classes (an entry 1100 folders deep, Deflate64 from
+    Windows Explorer, and anything unforeseen) are rejected with their cause; the others are
+    graded, grades.csv and index.html are written, and a rerun does not look at them again."""
+    from tests.batch.test_inputs import _with_method
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "a_fine", score=7)
+    deep = "/".join(["d"] * 1100) + "/x.py"
+    (subs / "b_deep.zip").write_bytes(zip_bytes([("practical4/concepts.py", b"A = 1\n"), (deep, b"x")]))
+    (subs / "c_windows.zip").write_bytes(_with_method(
+        zip_bytes([("practical4/concepts.py", b"A = 1\n" * 500)]), "practical4/concepts.py", 9))
+    make_submission(subs / "d_unforeseen", score=3)
+    make_submission(subs / "e_fine", score=9)
+    import grader.batch.inputs as inputs
+    real = inputs.content_hash
+
+    def content_hash(root):
+        if "d_unforeseen" in str(root):
+            raise MemoryError("out of memory while hashing")
+        return real(root)
+    monkeypatch.setattr(inputs, "content_hash", content_hash)
+    report = batch(subs, out)
+    assert (report.progress.graded, report.progress.rejected) == (2, 3)
+    rows = {row[0]: row for row in read_csv(out)[1:]}
+    assert rows["a_fine"][2] == "7" and rows["e_fine"][2] == "9"
+    assert rows["b_deep"][4].startswith("rejected: b_deep.zip: entry 'd/d/d/...' is nested 1101 "
+                                        "folders deep")
+    assert "compressed with Deflate64 (zip method 9)" in rows["c_windows"][4]
+    assert rows["d_unforeseen"][4] == ("rejected: could not be unpacked (MemoryError: out of "
+                                       "memory while hashing)")
+    assert "c_windows" in (out / "index.html").read_text()
+    calls_log.unlink()
+    again = batch(subs, out)
+    assert calls(calls_log) == [] and again.progress.skipped == 5
+
+
+def test_every_file_the_staff_open_has_the_same_mode_whatever_the_umask(tmp_path, calls_log):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Mari Maasikas_7_assignsubmission_file_", score=3)
+    make_submission(subs / "crashes", behaviour="crash")
+    (subs / "broken.zip").write_bytes(b"not a zip")
+    old = os.umask(0o077)
+    try:
+        batch(subs, out)
+    finally:
+        os.umask(old)
+    opened = [out / "grades.csv", out / "index.html", out / "moodle" / "practical4.csv",
+              *out.glob("submissions/*/*.*")]
+    assert len(opened) > 6
+    modes = {p.relative_to(out).as_posix(): oct(p.stat().st_mode & 0o777) for p in opened}
+    assert set(modes.values()) == {"0o644"}, modes

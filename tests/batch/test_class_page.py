@@ -2,6 +2,7 @@
 batch writing it, and the page in headless Chromium."""
 from __future__ import annotations
 
+import csv
 import html
 import io
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_graders import make_submission
+from tests.support.fake_graders import make_submission, zip_folder
 from grader.batch.class_page import class_summary, normalized_python, write_class_page
 from grader.batch.gradebook import Gradebook, RunConfig, RunRecord
 from grader.batch.inputs import Student
@@ -43,77 +44,108 @@ def hw3(layout: bool, trend: bool, step_ms: dict | None, feedback: str = "layout
             "measurements": {"task2": {"step_time_ms": step_ms}} if step_ms else {}}
 
 
-def record(book, key, status, content_hash, result=None, message=None):
-    book.record_run(Student(key, key.title()), content_hash, key, CONFIG,
+def record(book, key, status, content_hash, result=None, message=None, fingerprints=None,
+           needs_person=False, name=None):
+    book.record_run(Student(key, name or key.title()), content_hash, key, CONFIG,
                     RunRecord(status, "2026-05-01T10:00:00+00:00", "2026-05-01T10:01:00+00:00",
-                              message, result), [])
+                              message, result, needs_person=needs_person), [],
+                    fingerprints=fingerprints)
+
+
+def fingerprint_of(source: str) -> str:
+    import hashlib
+    return hashlib.sha256(normalized_python(source).encode()).hexdigest()
 
 
 @pytest.fixture
 def batch_dir(tmp_path):
-    """Seven students: four graded (carol and dave uploaded the same bytes; alice and bob the
-    same model_parallel.py apart from comments and blank lines), one of each problem."""
-    out, subs = tmp_path / "out", tmp_path / "subs"
+    """Eight students: four graded (carol and dave uploaded the same bytes; alice and bob the
+    same model_parallel.py apart from comments and blank lines), one of each problem, and one
+    upload with nothing to grade; bob's overrides name an item that does not exist."""
+    out = tmp_path / "out"
     out.mkdir()
-    for key, comment in (("alice", "mine"), ("bob", "totally mine"), ("carol", "c"), ("dave", "c")):
-        (subs / key / "hw3").mkdir(parents=True)
-        (subs / key / "hw3" / "model_parallel.py").write_text(MP.format(comment=comment)
-                                                              + "\n\n" * (key == "bob"))
-    (subs / "carol" / "hw3" / "model_parallel.py").write_text("def other():\n    pass\n")
-    (subs / "dave" / "hw3" / "model_parallel.py").write_text("def other():\n    pass\n")
+    mp = {key: MP.format(comment=comment) + "\n\n" * (key == "bob")
+          for key, comment in (("alice", "mine"), ("bob", "totally mine"))}
+    mp["carol"] = mp["dave"] = "def other():\n    pass\n"
+    prints = {key: {"hw3/model_parallel.py": fingerprint_of(text)} for key, text in mp.items()}
     book = Gradebook(out / "gradebook.sqlite")
     record(book, "alice", "graded", "h-alice",
-           build_result("alice", [hw3(True, True, {"6": 10.0, "12": 20.0, "24": 40.0})]))
+           build_result("alice", [hw3(True, True, {"6": 10.0, "12": 20.0, "24": 40.0})]),
+           fingerprints=prints["alice"], name="Alice Ääremaa")
     bob = build_result("bob", [hw3(False, True, {"6": 12.0, "12": 22.0, "24": 60.0}, HOSTILE)])
-    bob["assignments"][0]["flags"] = [{"check": "hw3.task5.reported",
+    bob["assignments"][0]["flags"] = [{"check": "hw3.task2.trend",
                                        "text": "task5.transfers_2gpus: reported 1, but the code "
                                                "makes 19 " + HOSTILE}]
-    record(book, "bob", "graded", "h-bob", bob)
+    bob["override_problems"] = ["override 'hw3.task9' ignored: hw3 has no item with that id"]
+    record(book, "bob", "graded", "h-bob", bob, fingerprints=prints["bob"])
     carol = build_result("carol", [hw3(False, False, None)])
     carol["assignments"][0]["answers"] = {"needs_manual_review": True, "problems": [
         "hw3/report.pdf has no text layer (a scan?)", "second problem"]}
-    record(book, "carol", "graded", "h-same", carol)
+    record(book, "carol", "graded", "h-same", carol, fingerprints=prints["carol"])
     dave = build_result("dave", [hw3(False, True, None)])
     dave["assignments"][0]["integrity"] = {
         "problems": ["hw3/model_parallel.py:1 reaches into the grader: imports grader " + HOSTILE,
                      "the trace of hw3 (2 GPU(s)): 3 line(s) were not written"],
         "withheld": True, "withheld_points": 1.0, "cleared": False, "comment": ""}
-    record(book, "dave", "graded", "h-same", dave)
+    record(book, "dave", "graded", "h-same", dave, fingerprints=prints["dave"])
     record(book, "eve", "timed_out", "h-eve", message="grading took longer than 1800 s and was stopped")
     record(book, "frank", "rejected", "raw:x", message="submission rejected: not a zip " + HOSTILE,
            result=build_result("frank", [hw3(False, False, None)]))
     record(book, "gina", "error", "h-gina", message="the grading process failed (exit 1)")
+    record(book, "hank", "rejected", "raw:y", needs_person=True,
+           message="no file of hw3 found anywhere in the upload; it holds hw3.docx " + HOSTILE,
+           result=build_result("hank", [hw3(False, False, None)]))
     book.close()
-    return out, subs
+    for key, files in {"alice": ("report.html", "instructor.md"), "bob": ("report.html", "instructor.md"),
+                       "eve": ("grading-problem.txt",)}.items():
+        for name in files:
+            (out / "submissions" / key).mkdir(parents=True, exist_ok=True)
+            (out / "submissions" / key / name).write_text(f"{key} {name}")
+    return out
 
 
 def test_summary_counts_rates_failures_and_flags(batch_dir):
-    out, subs = batch_dir
-    page = write_class_page(out, subs)
+    out = batch_dir
+    page = write_class_page(out)
     assert page == out / "index.html"
     text = page.read_text(encoding="utf-8")
 
-    assert "7 students: 4 graded, 1 rejected, 1 timed out, 1 errored." in text
+    assert ("8 students: 4 graded, 1 rejected, 1 for a person, 1 timed out, 1 errored." in text)
     # Pass rates, worst first: layout 1/4 before trend 3/4.
     rows = re.findall(r"<tr><td>(hw3\.[\w.]+)</td><td>hw3</td><td class=\"num\">(\d+)</td>"
                       r"<td class=\"num\">(\d+)</td><td class=\"num\">(\d+%)</td></tr>", text)
     assert rows == [("hw3.task1.layout", "1", "4", "25%"), ("hw3.task2.trend", "3", "4", "75%")]
-    # Most common failure: layout (3 students), with bob's hostile feedback escaped as text.
+    # Most common failure: layout (3 students), with the item id an override needs, and bob's
+    # hostile feedback escaped as text.
     failures = text.split('id="failure-table"')[1].split("</table>")[0]
     assert failures.index("hw3.task1.layout") < failures.index("hw3.task2.trend")
+    assert "<td><code>hw3.item0</code></td>" in failures
     assert '<td class="num">3</td>' in failures and html.escape(HOSTILE) in failures
     assert HOSTILE not in text
-    # Histograms for hw3 and the total (graded runs only: frank's rejection is not in them).
-    assert text.count('<svg') == 3
-    assert "hw3: score distribution (n=4)" in text and "total: score distribution (n=4)" in text
+    # One assignment: its histogram only (the total's would be the same chart), and the
+    # step-time plot.
+    assert text.count('<svg') == 2
+    assert "hw3: score distribution (n=4)" in text and "total: score distribution" not in text
     assert "HW3 Task 2: step time vs DEPTH across the class (n=2)" in text
-    # The problems, with their messages.
+    # The histogram counts students: whole-number ticks only.
+    histogram = text[text.index("hw3: score distribution"):].split("</svg>")[0]
+    ticks = re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]+)</text>', histogram)
+    assert ticks and all(re.fullmatch(r"\d+", t) for t in ticks), ticks
+    # The problems, with their messages; the upload with nothing to grade is for a person.
     problems = text.split('id="problem-table"')[1].split("</table>")[0]
     assert re.search(r"eve.*timed out.*grading took longer than 1800 s", problems, re.S)
     assert "frank" in problems and "gina" in problems and "alice" not in problems
-    # Flags: a reported number the code contradicts (escaped), a report a person must read.
+    assert "hank" not in problems and "Every submission was graded" not in text
+    person = text.split('id="needs-person-table"')[1].split("</table>")[0]
+    assert "hank" in person and "hw3.docx " + html.escape(HOSTILE) in person
+    overrides = text.split('id="override-problem-table"')[1].split("</table>")[0]
+    assert re.search(r"bob.*override &#39;hw3.task9&#39; ignored: hw3 has no item with that id",
+                     overrides, re.S)
+    # Flags: a reported number the code contradicts (escaped, with its item id), a report a
+    # person must read.
     flags = text.split('id="answer-flag-table"')[1].split("</table>")[0]
-    assert re.search(r"bob.*hw3.*hw3\.task5\.reported.*reported 1, but the code makes 19", flags, re.S)
+    assert re.search(r"bob.*hw3.*hw3\.task2\.trend.*<code>hw3\.item1</code>.*reported 1, but the "
+                     r"code makes 19", flags, re.S)
     assert html.escape(HOSTILE) in flags
     review = text.split('id="answer-review-table"')[1].split("</table>")[0]
     assert "carol" in review and "has no text layer (a scan?) (and 1 more)" in review
@@ -124,20 +156,43 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
     assert "alice" not in held
     # Flags: identical upload hash, and model_parallel.py equal apart from comments/blank lines.
     assert re.search(r'id="same-hash">\s*<li class="flag">carol, dave</li>\s*</ul>', text)
-    assert re.search(r'id="same-hw3">\s*<li class="flag">alice, bob</li>\s*<li class="flag">carol, dave</li>', text)
+    same = text.split('id="same-code"')[1].split("</ul>")[0]
+    assert re.findall(r"<code>hw3/model_parallel.py</code>: ([\w, ]+)</li>", same) == [
+        "alice, bob", "carol, dave"]
+
+
+def test_every_student_is_listed_with_scores_and_links(batch_dir):
+    out = batch_dir
+    text = write_class_page(out, order=["practical4", "hw3"]).read_text(encoding="utf-8")
+    table = text.split('id="student-table"')[1].split("</table>")[0]
+    rows = re.findall(r'<tr class="student" id="student-(\w+)">(.*?)</tr>', table, re.S)
+    assert [key for key, _ in rows] == ["alice", "bob", "carol", "dave", "eve", "frank", "gina", "hank"]
+    cells = {key: re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for key, row in rows}
+    assert cells["alice"][0].startswith("Alice Ääremaa<br><small>alice</small>")
+    assert cells["alice"][2:5] == ["2/2", "2/2", "graded"]
+    assert cells["dave"][2:5] == ["1/2", "1/2", "graded, held for review"]
+    assert cells["frank"][2:5] == ["0/2", "0/2", "rejected"]          # a bad archive: a zero
+    assert cells["hank"][2:5] == ["", "", "needs a person"]            # nothing to grade: none
+    assert cells["eve"][2:5] == ["", "", "timed out"]
+    assert '<a href="submissions/alice/report.html">report</a>' in cells["alice"][5]
+    assert '<a href="submissions/alice/instructor.md">instructor.md</a>' in cells["alice"][6]
+    assert '<a href="submissions/eve/grading-problem.txt">why not graded</a>' in cells["eve"][5]
+    assert cells["carol"][5] == cells["carol"][6] == ""               # no files: no dead links
 
 
 def test_summary_data_and_step_time_median(batch_dir):
-    out, _ = batch_dir
-    from grader.batch.gradebook import Gradebook
+    out = batch_dir
     book = Gradebook(out / "gradebook.sqlite")
-    summary = class_summary(list(book.current_runs()))
+    summary = class_summary(list(book.current_runs()), book.current_fingerprints())
     book.close()
-    assert [d["id"] for d in summary["distributions"]] == ["hw3", "total"]
+    assert [d["id"] for d in summary["distributions"]] == ["hw3"]
     assert sorted(summary["distributions"][0]["scores"]) == [0.0, 1.0, 1.0, 2.0]
     assert [s["key"] for s in summary["step_time"]] == ["alice", "bob"]
-    assert summary["same_hash"] == [["carol", "dave"]] and summary["same_hw3"] == []
+    assert summary["same_hash"] == [["carol", "dave"]]
+    assert summary["same_code"] == [{"file": "hw3/model_parallel.py",
+                                     "groups": [["alice", "bob"], ["carol", "dave"]]}]
     assert [p["status"] for p in summary["problems"]] == ["timed_out", "rejected", "error"]
+    assert [p["key"] for p in summary["needs_person"]] == ["hank"]
     assert [(h["key"], h["assignment"], h["more"]) for h in summary["integrity"]] == [
         ("dave", "hw3", 1)]
 
@@ -148,6 +203,30 @@ def test_normalized_python_ignores_comments_and_layout_only():
     assert normalized_python(a) != normalized_python("def f(x):\n    return x + 2\n")
 
 
+def test_the_batch_finds_identical_code_inside_zips_and_lists_uploads_for_a_person(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    copied = "import torch\n\ndef split(model):\n    return [model]\n"
+    subs.mkdir()
+    for name, comment in (("ann", "# mine\n"), ("ben", "")):    # zipped, in different shapes
+        folder = make_submission(tmp_path / name, score=5, extra=name)
+        (folder / "hw3" / "model_parallel.py").write_text(comment + copied)
+        zip_folder(folder, subs / f"{name}.zip", prefix="my work/" if name == "ben" else "")
+    make_submission(subs / "cy", score=5, extra="cy")          # the template's own file: not compared
+    (subs / "cy" / "hw3" / "model_parallel.py").write_bytes(
+        (Path(__file__).resolve().parents[2] / "student_template/hw3/model_parallel.py").read_bytes())
+    (subs / "dee" / "homework").mkdir(parents=True)
+    (subs / "dee" / "homework" / "HW3 final.docx").write_bytes(b"PK\x03\x04 not code")
+    report = run_test_batch(subs, out, ["practical4"])
+    assert (report.progress.graded, report.progress.needs_person) == (3, 1)
+    text = (out / "index.html").read_text()
+    same = text.split('id="same-code"')[1].split("</ul>")[0]
+    assert re.findall(r"<code>hw3/model_parallel.py</code>: ([\w, ]+)</li>", same) == ["ann, ben"]
+    assert "homework/HW3 final.docx" in text.split('id="needs-person-table"')[1].split("</table>")[0]
+    assert "Every submission was graded" not in text
+    rows = {row[0]: row for row in csv.reader((out / "grades.csv").open())}
+    assert rows["dee"][2:4] == ["", ""] and rows["dee"][4].startswith("needs a person: no file of")
+
+
 def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp_path, monkeypatch):
     subs, out = tmp_path / "subs", tmp_path / "out"
     make_submission(subs / "ann", score=10)
@@ -155,7 +234,7 @@ def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp
     make_submission(subs / "cat", behaviour="crash")
     run_test_batch(subs, out, ["practical4"])
     text = (out / "index.html").read_text()
-    assert "3 students: 2 graded, 0 rejected, 0 timed out, 1 errored." in text
+    assert "3 students: 2 graded, 0 rejected, 0 for a person, 0 timed out, 1 errored." in text
     assert re.search(r'<li class="flag">ann, ben</li>', text)
     assert "the grading process failed" in text
 
@@ -171,8 +250,8 @@ def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
 def test_page_in_chromium(batch_dir, tmp_path):
-    out, subs = batch_dir
-    page = write_class_page(out, subs)
+    out = batch_dir
+    page = write_class_page(out)
     browser = Chromium(tmp_path / "profile")
     try:
         session = browser.open_page(page.as_uri())
@@ -183,9 +262,26 @@ def test_page_in_chromium(batch_dir, tmp_path):
           .map(s => { const b = s.getBoundingClientRect(); const st = getComputedStyle(s);
             return {w: b.width, h: b.height, shown: st.display !== 'none' && st.visibility === 'visible'}; }))""",
                                             session))
-        assert len(boxes) == 3
+        assert len(boxes) == 2
         for box in boxes:
             assert box["shown"] and box["w"] > 100 and box["h"] > 100, box
+        # Every student is a visible row; every link leads to a file of the batch folder.
+        students = json.loads(browser.evaluate("""JSON.stringify([...document.querySelectorAll(
+            '#student-table tr.student')].map(r => [r.id, r.getBoundingClientRect().height > 0,
+            [...r.querySelectorAll('a')].map(a => a.href)]))""", session))
+        assert [s[0] for s in students] == [f"student-{k}" for k in
+                                            ("alice", "bob", "carol", "dave", "eve", "frank", "gina", "hank")]
+        assert all(visible for _, visible, _ in students)
+        links = [href for _, _, hrefs in students for href in hrefs]
+        assert len(links) == 5
+        for href in links:
+            assert href.startswith("file://") and Path(href[len("file://"):]).is_file(), href
+        # The page's own text: the sections the staff look for, nothing from a student as markup.
+        body = browser.evaluate("document.body.innerText", session)
+        for heading in ("Students", "Needs a person", "Overrides that could not be applied",
+                        "Identical code"):
+            assert heading in body
+        assert HOSTILE in body            # shown as text, never run (no script element above)
         from PIL import Image, ImageStat
         image = Image.open(io.BytesIO(browser.screenshot(session))).convert("L")
         assert ImageStat.Stat(image).stddev[0] > 10

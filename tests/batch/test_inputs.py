@@ -8,6 +8,7 @@ import pytest
 
 from tests.support.fake_graders import make_submission, zip_bytes, zip_folder
 from grader.batch.inputs import UnpackLimits, discover, prepare
+from grader.sandbox.scratch import remove_tree
 
 
 def _by_key(folder: Path) -> dict:
@@ -152,6 +153,184 @@ def test_no_root_ambiguous_root_and_duplicate_entries(tmp_path):
     make_submission(subs / "alice")
     zip_folder(subs / "alice", subs / "alice.zip")
     found, _ = _by_key(subs)
-    assert "no assignment folder found" in prepare(found["empty"], tmp_path / "a").problem
+    empty = prepare(found["empty"], tmp_path / "a")
+    assert empty.needs_person and "no file of practical4" in empty.problem
+    assert "it holds stuff/readme.txt: a person should look at it" in empty.problem
     assert "ambiguous submission" in prepare(found["twice"], tmp_path / "b").problem
     assert "several submissions for alice" in prepare(found["alice"], tmp_path / "c").problem
+
+
+# --- limits checked before anything is written; any failure is that upload's only -------------
+
+def _with_method(data: bytes, name: str, method: int) -> bytes:
+    """The zip `data` with entry `name` marked as compressed with `method` (zipfile cannot
+    write Deflate64: Windows Explorer's archives are imitated by patching both headers)."""
+    out = bytearray(data)
+    encoded = name.encode()
+    for signature, method_at, name_at in ((b"PK\x03\x04", 8, 30), (b"PK\x01\x02", 10, 46)):
+        start = 0
+        while (at := out.find(signature, start)) >= 0:
+            if out[at + name_at:at + name_at + len(encoded)] == encoded:
+                out[at + method_at:at + method_at + 2] = method.to_bytes(2, "little")
+            start = at + 4
+    return bytes(out)
+
+
+def _prepare_one(tmp_path, name: str, data: bytes | None = None, limits=UnpackLimits()):
+    subs = tmp_path / "subs"
+    subs.mkdir(parents=True, exist_ok=True)
+    if data is not None:
+        (subs / name).write_bytes(data)
+    found, _ = _by_key(subs)
+    scratch = tmp_path / "scratch"
+    return prepare(found[Path(name).stem], scratch, limits), scratch
+
+
+@pytest.mark.parametrize("method, says", [
+    (9, "compressed with Deflate64 (zip method 9) (what Windows Explorer"),
+    (93, "compressed with Zstandard (zip method 93)"),
+    (77, "compressed with an unknown method (zip method 77)")])
+def test_compression_methods_python_cannot_inflate_are_refused_by_name(tmp_path, method, says):
+    data = _with_method(zip_bytes([OK_FILE, ("hw3/model_parallel.py", b"X = 1\n" * 1000)]),
+                        "hw3/model_parallel.py", method)
+    prepared, scratch = _prepare_one(tmp_path, "windows.zip", data)
+    assert prepared.root is None and says in prepared.problem, prepared.problem
+    assert "zip the folder again with ordinary Deflate" in prepared.problem
+    assert [p for p in scratch.rglob("*") if p.is_file()] == []
+
+
+def test_an_entry_nested_1100_folders_deep_is_refused_before_unpacking(tmp_path):
+    deep = "/".join(["d"] * 1100) + "/x.py"
+    prepared, scratch = _prepare_one(tmp_path, "deep.zip", zip_bytes([OK_FILE, (deep, b"x")]))
+    assert prepared.root is None
+    assert "nested 1101 folders deep, more than the limit of 32" in prepared.problem
+    assert [p for p in scratch.rglob("*") if p.is_file()] == []
+
+
+def test_a_folder_upload_nested_1100_deep_is_refused_not_a_recursion_error(tmp_path):
+    top = tmp_path / "subs" / "mallory"
+    (top / "practical4").mkdir(parents=True)
+    (top / "practical4" / "concepts.py").write_text("A = 1\n")
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1100):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    try:
+        prepared, _ = _prepare_one(tmp_path, "mallory")
+        assert prepared.root is None and "nested more than 32 folders deep" in prepared.problem
+        assert prepared.content_hash.startswith("raw:")       # stable: the next batch skips it
+    finally:
+        remove_tree(top)     # deeper than pytest's own clean-up of tmp_path can walk
+
+
+def test_names_too_long_and_a_directory_of_too_many_entries(tmp_path):
+    long_name = "practical4/" + "n" * 300 + ".py"
+    prepared, _ = _prepare_one(tmp_path, "long.zip", zip_bytes([OK_FILE, (long_name, b"x")]))
+    assert "a name is longer than 255 bytes" in prepared.problem
+    # The end record claims 60000 entries: refused before zipfile reads the directory.
+    data = bytearray(zip_bytes([OK_FILE]))
+    end = data.rfind(b"PK\x05\x06")
+    data[end + 8:end + 12] = (60000).to_bytes(2, "little") * 2
+    many, _ = _prepare_one(tmp_path / "b", "many.zip", bytes(data))
+    assert "60000 entries, more than the limit of 5000 files" in many.problem
+
+
+def test_any_exception_while_preparing_rejects_that_upload_with_its_cause(tmp_path, monkeypatch):
+    import grader.batch.inputs as inputs
+    def explode(*args, **kwargs):
+        raise RuntimeError("something nobody foresaw")
+    monkeypatch.setattr(inputs, "find_root", explode)
+    make_submission(tmp_path / "subs" / "alice")
+    prepared, _ = _prepare_one(tmp_path, "alice")
+    assert prepared.root is None
+    assert prepared.problem == "could not be unpacked (RuntimeError: something nobody foresaw)"
+
+
+def test_unpacked_files_are_readable_by_the_sandbox_user_whatever_the_archive_says(tmp_path):
+    private = zipfile.ZipInfo("practical4/concepts.py")
+    private.external_attr = (stat.S_IFREG | 0o600) << 16
+    old = os.umask(0o077)
+    try:
+        prepared, _ = _prepare_one(tmp_path, "alice.zip", zip_bytes([(private, b"A = 1\n")]))
+    finally:
+        os.umask(old)
+    concepts = prepared.root / "practical4" / "concepts.py"
+    assert stat.S_IMODE(concepts.stat().st_mode) == 0o644
+    assert stat.S_IMODE(concepts.parent.stat().st_mode) == 0o755
+
+
+# --- the shapes students upload in ------------------------------------------------------------
+
+HW3 = ("hw3/model_parallel.py", b"import torch\n")
+
+
+def _root_of(tmp_path, entries: dict[str, bytes | list]) -> tuple:
+    """Build SUBMISSIONS from {entry name: bytes of a file, or [(path, bytes)] for a zip, or
+    {path: bytes} for a folder}; prepare its one student."""
+    subs = tmp_path / "subs"
+    for name, content in entries.items():
+        target = subs / name
+        if isinstance(content, dict):
+            for rel, data in content.items():
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                (target / rel).write_bytes(data)
+        elif isinstance(content, list):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zip_bytes(content))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+    found, _ = _by_key(subs)
+    assert len(found) == 1, found
+    prepared = prepare(next(iter(found.values())), tmp_path / "scratch")
+    return prepared
+
+
+@pytest.mark.parametrize("shape, entries", [
+    ("a zip named after a folder it holds", {"alice.zip": [("hw3/" + HW3[0], HW3[1])]}),
+    ("Moodle's flat download of hw3.zip", {
+        "Jane Doe_42_assignsubmission_file_hw3.zip": [HW3, ("hw3/report.pdf", b"%PDF")]}),
+    ("hw3.zip inside the Moodle folder", {
+        "Jane Doe_42_assignsubmission_file_": {"hw3.zip": zip_bytes([HW3])}}),
+    ("a top folder named after the student", {"alice": {"Alice Smith/" + HW3[0]: HW3[1]}}),
+    ("files without their folder, in Moodle's folder", {
+        "Jane Doe_42_assignsubmission_file_": {"model_parallel.py": HW3[1],
+                                               "report.pdf": b"%PDF"}}),
+    ("files without their folder, in a zip of any name", {
+        "alice.zip": [("my homework/model_parallel.py", HW3[1]), ("my homework/answers.yaml", b"{}")]}),
+    ("Moodle's flat download of loose files", {
+        "Jane Doe_42_assignsubmission_file_model_parallel.py": HW3[1],
+        "Jane Doe_42_assignsubmission_file_report.pdf": b"%PDF"}),
+])
+def test_common_upload_shapes_are_found_and_graded(tmp_path, shape, entries):
+    prepared = _root_of(tmp_path, entries)
+    assert prepared.problem is None, f"{shape}: {prepared.problem}"
+    assert (prepared.root / "hw3" / "model_parallel.py").read_bytes() == HW3[1], (
+        f"{shape}: hw3/model_parallel.py not at the root found ({prepared.root}): "
+        f"{sorted(p.relative_to(tmp_path).as_posix() for p in prepared.root.rglob('*'))}")
+    assert not (prepared.root / "hw3" / "hw3").exists()
+
+
+def test_loose_files_say_where_they_were_put(tmp_path):
+    prepared = _root_of(tmp_path, {"alice": {"model_parallel.py": HW3[1], "report.pdf": b"%PDF"}})
+    assert any("graded as hw3/: the files of hw3 without their folder" in n for n in prepared.notes)
+    assert (prepared.root / "hw3" / "report.pdf").is_file()
+
+
+def test_loose_files_of_several_assignments_are_refused_with_what_to_do(tmp_path):
+    prepared = _root_of(tmp_path, {"alice": {"model_parallel.py": HW3[1], "concepts.py": b"A = 1"}})
+    assert prepared.root is None and not prepared.needs_person
+    assert "files of several assignments without their folders (concepts.py, model_parallel.py)" \
+        in prepared.problem
+
+
+def test_an_upload_with_nothing_expected_anywhere_needs_a_person(tmp_path):
+    prepared = _root_of(tmp_path, {"alice": {"hw3/homework.docx": b"PK...", "notes.txt": b"hi"}})
+    assert prepared.root is None and prepared.needs_person
+    assert "it holds notes.txt, hw3/homework.docx" in prepared.problem
+    # An answer sheet alone in its assignment's folder is something to grade.
+    sheet_only = _root_of(tmp_path / "b", {"bob": {"hw3/answers.yaml": b"task1: {}\n"}})
+    assert sheet_only.problem is None and not sheet_only.needs_person

@@ -525,6 +525,8 @@ def _downgrade_to_schema_1(path: Path) -> None:
     """What a gradebook written before submission times looks like."""
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE runs DROP COLUMN submitted_at")
+        db.execute("ALTER TABLE runs DROP COLUMN needs_person")
+        db.execute("ALTER TABLE submissions DROP COLUMN fingerprints")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
 
 
@@ -539,8 +541,10 @@ def test_a_schema_1_gradebook_is_migrated_in_place_and_nothing_is_regraded(tmp_p
     calls_log.unlink()
     again = batch(subs, out, rubrics)
     assert calls(calls_log) == [] and again.progress.skipped == 2      # the old runs still count
-    assert query(out, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
-    assert query(out, "SELECT submitted_at FROM runs") == [(None,), (None,)]
+    assert query(out, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert query(out, "SELECT submitted_at, needs_person FROM runs") == [(None, 0), (None, 0)]
+    # The skipped submissions got their code fingerprints (kept since schema 3).
+    assert query(out, "SELECT count(*) FROM submissions WHERE fingerprints IS NOT NULL") == [(2,)]
     # ... and the migrated gradebook takes times like a new one.
     times = tmp_path / "times.csv"
     times.write_text("student,submitted_at\nbob,2026-05-02T10:00:00+02:00\n")

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 import grader
+from grader.sandbox.bwrap import SANDBOX_UID
+
 pytestmark = pytest.mark.usefixtures("bwrap")
 
 
@@ -56,30 +58,47 @@ def test_network_when_the_policy_allows_it(run_python, listening_port):
     assert r.stdout == "connected\n", r.stdout + r.stderr
 
 
-def test_hidden_folder_is_invisible(run_python, area):
+def test_a_folder_the_policy_does_not_name_is_absent(run_python, area):
     reference = area / "reference"
     reference.mkdir()
     (reference / "solution.py").write_text("ANSWER = 42\n")
     r = run_python(f"""
 import os
-print(os.listdir({str(reference)!r}))
-try:
-    open({str(reference / 'solution.py')!r}).read(); print("read")
-except OSError as e:
-    print(type(e).__name__)
+for path in {[str(reference), str(reference / 'solution.py')]!r}:
+    print(os.path.exists(path))
+print(os.listdir({str(area)!r}))     # only the way to the scratch folder
 try:
     open({str(reference / 'planted.py')!r}, "w"); print("wrote")
 except OSError as e:
     print(type(e).__name__)
-""", hidden=[reference])
-    assert r.stdout == "[]\nFileNotFoundError\nOSError\n", r.stdout + r.stderr
+""")
+    assert r.stdout == "False\nFalse\n['scratch']\nFileNotFoundError\n", r.stdout + r.stderr
     assert sorted(os.listdir(reference)) == ["solution.py"]
 
 
-def test_hidden_file_cannot_be_read(run_python, area):
-    secret = area / "token.txt"
+def test_hidden_folder_inside_a_bound_one_is_empty(run_python, area):
+    submission = area / "submission"
+    cache = submission / "__pycache__"
+    cache.mkdir(parents=True)
+    (cache / "model.cpython-311.pyc").write_bytes(b"smuggled")
+    (submission / "model.py").write_text("A = 1\n")
+    r = run_python(f"""
+import os
+print(sorted(os.listdir({str(submission)!r})), os.listdir({str(cache)!r}))
+try:
+    open({str(cache / 'planted.pyc')!r}, "w"); print("wrote")
+except OSError as e:
+    print(type(e).__name__)
+""", readonly=[submission], hidden=[cache])
+    assert r.stdout == "['__pycache__', 'model.py'] []\nOSError\n", r.stdout + r.stderr
+
+
+def test_hidden_file_inside_a_bound_folder_cannot_be_read(run_python, area):
+    folder = area / "submission"
+    folder.mkdir()
+    secret = folder / "token.txt"
     secret.write_text("hunter2")
-    r = run_python(f"print(repr(open({str(secret)!r}).read()))", hidden=[secret])
+    r = run_python(f"print(repr(open({str(secret)!r}).read()))", readonly=[folder], hidden=[secret])
     # /dev/null is bound over it on a nodev mount: opening it is refused.
     assert "hunter2" not in r.stdout + r.stderr
     assert "PermissionError" in r.stderr
@@ -209,6 +228,9 @@ def test_host_tmp_is_not_visible(run_python, tmp_path):
 
 
 def test_cgroup_limits_cannot_be_raised_from_inside(run_python):
+    # Without GPUs /sys is not there at all; with them it is bound read-only.
+    absent = run_python("import os; print(os.path.exists('/sys/fs/cgroup'))")
+    assert absent.stdout == "False\n", absent.stdout + absent.stderr
     r = run_python("""
 import glob
 names = ("pids.max", "memory.limit_in_bytes", "memory.max", "cgroup.procs")
@@ -220,5 +242,57 @@ for f in files:
     except OSError:
         pass
 print(len(files) > 0, written)
-""")
+""", gpu=True)
     assert r.stdout == "True []\n", r.stdout + r.stderr
+
+
+def test_the_run_is_an_unprivileged_user(run_python, area, scratch):
+    # The uid inside, and, where the grader is root, on the host too: the files it writes are
+    # SANDBOX_UID's, and a root-only file inside a folder it may read stays closed to it.
+    folder = area / "submission"
+    folder.mkdir()
+    private = folder / "root_only.txt"
+    private.write_text("for root's eyes")
+    os.chmod(private, 0o600)
+    r = run_python(f"""
+import os
+print(os.getuid(), os.getgid())
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+print(status["CapEff"].strip(), status["CapBnd"].strip(), status["NoNewPrivs"].strip())
+open("written.txt", "w").write("x")
+try:
+    print(open({str(private)!r}).read())
+except OSError as e:
+    print(type(e).__name__)
+""", readonly=[folder])
+    uid, caps, read = r.stdout.splitlines()
+    assert uid == f"{SANDBOX_UID} {SANDBOX_UID}", r.stdout + r.stderr
+    assert caps.split()[0] == "0" * 16 and caps.split()[2] == "1", caps
+    if os.geteuid() == 0:
+        assert (scratch / "written.txt").stat().st_uid == SANDBOX_UID
+        assert read == "PermissionError", f"a root-only file was read from inside: {read}"
+        assert caps.split()[1] == "0" * 16     # no capability can ever come back
+
+
+def test_a_secret_in_the_environment_is_in_no_command_line(run_python):
+    r = run_python("""
+import glob, os
+needle = b"s3cret" + b"-value"    # not spelled out: this code is itself a command line
+found = [p for p in glob.glob("/proc/[0-9]*/cmdline") if needle in open(p, "rb").read()]
+print(found, os.environ["TOKEN"])
+""", env={"TOKEN": "s3cret-value"})
+    assert r.stdout == "[] s3cret-value\n", r.stdout + r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the scratch folder is handed over only by root")
+def test_a_scratch_folder_that_cannot_be_handed_over_is_opened_instead(run_python, scratch,
+                                                                       monkeypatch):
+    # Root squashed on NFS refuses chown: the run must still be able to write its scratch.
+    import grader.sandbox.confined_run as confined_run
+
+    def refuse(*args):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(confined_run.os, "chown", refuse)
+    r = run_python("open('out.txt', 'w').write('ok'); print('wrote')")
+    assert r.stdout == "wrote\n", r.stdout + r.stderr
+    assert any("opened it to everyone instead" in w for w in r.warnings)

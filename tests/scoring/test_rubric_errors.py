@@ -231,3 +231,18 @@ def test_not_a_mapping():
 def test_empty_items():
     with pytest.raises(RubricError, match=r"items must be a non-empty list, got list"):
         parse_rubric({"assignment": "hw3", "title": "t", "version": "1", "gpus": 1, "items": []}, "x.yaml")
+
+
+@pytest.mark.parametrize("value, ok", [(30, True), (7.5, True), (0, False), (-5, False),
+                                       ("30 s", False), (True, False)])
+def test_run_timeout_is_a_positive_number_of_seconds(value, ok):
+    import yaml
+    data = yaml.safe_load(GOOD)
+    data["run_timeout_s"] = value
+    if ok:
+        assert parse_rubric(data, "rubrics/hw3.yaml").run_timeout_s == float(value)
+    else:
+        with pytest.raises(RubricError, match=r"rubrics/hw3.yaml: run_timeout_s must be a positive "
+                                              r"number of seconds, got"):
+            parse_rubric(data, "rubrics/hw3.yaml")
+    assert parse_rubric(yaml.safe_load(GOOD)).run_timeout_s is None     # optional

@@ -125,3 +125,11 @@ def test_hw3_is_due_at_2359_tartu_summer_time(rubric_for):
     an_hour_after = dt.datetime.fromisoformat("2026-04-30T23:30:00+02:00")  # 00:30 in Tartu
     assert lateness(on_time, rubric.due, rubric.late_policy).days_late == 0
     assert lateness(an_hour_after, rubric.due, rubric.late_policy).days_late == 1
+
+
+@pytest.mark.parametrize("assignment", sorted(EXPECTED_CHECKS))
+def test_every_shipped_rubric_states_its_run_budget(assignment, rubric_for):
+    """run_timeout_s = max(30, 4 x the reference's slowest run) (rubrics/README.md): at least
+    the floor, and far below --check-timeout's 180 s, so a hang costs its checks only."""
+    budget = rubric_for(assignment).run_timeout_s
+    assert budget is not None and 30 <= budget <= 90, (assignment, budget)

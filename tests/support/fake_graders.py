@@ -23,8 +23,13 @@ from grader.scoring import build_result
 
 def make_submission(folder: Path, score: float = 0, behaviour: str | None = None,
                     sleep_s: float = 0.0, extra: str = "") -> Path:
+    """A fake upload: practical4/ (what the fake grader reads) and an hw3/ file, so that it
+    holds something of each assignment the batch tests grade (an upload with nothing the
+    graded assignments expect is for a person, not graded: grader/batch/layout.py)."""
     (folder / "practical4").mkdir(parents=True, exist_ok=True)
     (folder / "practical4" / "concepts.py").write_text(f"ANSWER = 42  # {extra}\n")
+    (folder / "hw3").mkdir(exist_ok=True)
+    (folder / "hw3" / "model_parallel.py").write_text("import torch\n")
     (folder / "practical4" / "FAKE.json").write_text(
         json.dumps({"score": score, "behaviour": behaviour, "sleep_s": sleep_s}))
     return folder

@@ -1,0 +1,246 @@
+"""Moodle's offline grading worksheet, per assignment: DIR/moodle/<assignment>.csv.
+
+Moodle's assignment page takes grades back through "Upload grading worksheet" (the
+assignment's feedback type "Offline grading worksheet" must be on). Its importer
+(mod/assign/feedback/offline/importgradeslib.php) finds its columns by their names in the
+language the uploader uses Moodle in (English below), and needs three of them:
+`Identifier` ("Participant N": N is the participant id of Moodle's download, which the batch
+reads from the submission folders' names), `Grade` (points; an empty cell is skipped) and
+`Last modified (grade)` (a grade changed in Moodle after this time is not overwritten unless
+"Allow updating records that have been modified more recently in Moodle" is ticked). Feedback
+goes in `Feedback comments` (when the assignment's "Feedback comments" are on; never the first
+column: the importer ignores a feedback column at index 0).
+
+Two ways, for each graded assignment:
+- written from scratch with Moodle's own header (MOODLE_HEADER), one row per student whose
+  upload came from Moodle's download (`Participant N`); the others cannot be matched by Moodle
+  and are named on the console;
+- or, given the worksheet downloaded from Moodle (`--moodle-worksheet [ASSIGNMENT=]FILE`),
+  that file with its columns and rows kept and `Grade` and `Feedback comments` filled for the
+  participants graded here (written to DIR/moodle/<assignment>-worksheet.csv; the downloaded
+  file is never changed).
+
+A grade is written only for a submission that was graded or rejected (a bad archive is a 0);
+timed out, errored and "needs a person" leave the cell as it was, so Moodle skips them. The
+comment is a short summary and where the full report is; it is plain text, HTML-escaped
+(Moodle stores feedback comments as HTML). Cells of our own that came from an upload (the
+full name) are made inert like grades.csv's.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import html
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from grader.batch.gradebook import CurrentRun
+from grader.batch.grades_csv import inert_cell
+from grader.common.files import write_atomically
+from grader.reports.formatting import format_points
+
+# The header of Moodle's own download (English), in its order.
+MOODLE_HEADER = ("Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+                 "Grade can be changed", "Last modified (submission)", "Last modified (grade)",
+                 "Feedback comments")
+# What the importer requires: get_string('recordid', 'assign'), get_string('grade'),
+# get_string('lastmodifiedgrade', 'assign').
+REQUIRED = ("Identifier", "Grade", "Last modified (grade)")
+# get_string('pluginname', 'assignfeedback_comments'): the comments plugin's editor field.
+FEEDBACK = "Feedback comments"
+MAX_COMMENT_CHARS = 600
+_PARTICIPANT = re.compile(r"(\d+)\s*$")      # "Participant 123456" (the word is translated)
+
+
+class WorksheetError(ValueError):
+    """A downloaded worksheet that cannot be filled (the message says why)."""
+
+
+@dataclass
+class Worksheet:
+    """A worksheet downloaded from Moodle: its header and rows as read, kept as they are."""
+    source: Path
+    header: list[str]
+    rows: list[list[str]]
+    bom: bool = False
+
+    def column(self, name: str) -> int | None:
+        return self.header.index(name) if name in self.header else None
+
+
+def read_worksheet(path: Path | str) -> Worksheet:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise WorksheetError(f"{path}: cannot be read ({error.strerror or error})") from None
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise WorksheetError(f"{path}: not UTF-8 text; download it again from Moodle "
+                             "(Upload grading worksheet reads UTF-8)") from None
+    table = list(csv.reader(io.StringIO(text, newline="")))
+    if not table:
+        raise WorksheetError(f"{path}: empty")
+    sheet = Worksheet(path, table[0], table[1:], bom)
+    missing = [name for name in REQUIRED if sheet.column(name) is None]
+    if missing:
+        raise WorksheetError(
+            f"{path}: no column {', '.join(repr(m) for m in missing)}: not Moodle's grading "
+            "worksheet, or downloaded with Moodle in another language (Moodle names the columns "
+            "in your language and reads them back the same way: switch it to English, download "
+            "the worksheet again)")
+    return sheet
+
+
+def participant_id(identifier: str) -> str | None:
+    match = _PARTICIPANT.search(identifier or "")
+    return match.group(1) if match else None
+
+
+def _graded(run: CurrentRun) -> bool:
+    return run.status == "graded" or (run.status == "rejected" and not run.needs_person)
+
+
+def _assignment_result(run: CurrentRun, assignment: str) -> dict | None:
+    for found in (run.result or {}).get("assignments") or []:
+        if found.get("id") == assignment:
+            return found
+    return None
+
+
+def grade_cell(run: CurrentRun, assignment: str) -> str | None:
+    """The points to upload, or None: leave Moodle's cell as it is."""
+    if not _graded(run) or assignment not in run.assignment_scores:
+        return None
+    return format_points(run.assignment_scores[assignment])
+
+
+def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
+    """A short summary of the grading and where the full report is (plain text, escaped)."""
+    found = _assignment_result(run, assignment) or {}
+    parts = []
+    if _graded(run) and found:
+        parts.append(f"{assignment}: {format_points(found.get('score', 0))} of "
+                     f"{format_points(found.get('max_score', 0))} points.")
+        lost = [item for item in found.get("items") or []
+                if item.get("kind") == "auto" and item.get("score", 0) < item.get("max_score", 0)]
+        if lost:
+            parts.append("Points lost in: " + ", ".join(
+                f"{item.get('title') or item.get('id')} ({format_points(item.get('score', 0))}/"
+                f"{format_points(item.get('max_score', 0))})" for item in lost[:4])
+                + (f" and {len(lost) - 4} more" if len(lost) > 4 else "") + ".")
+        penalty = sum(item.get("score", 0) for item in found.get("items") or []
+                      if item.get("kind") == "penalty")
+        if penalty:
+            parts.append(f"Late penalty: {format_points(penalty)} points.")
+        pending = [i for i in found.get("items") or [] if i.get("kind") == "manual"
+                   and i.get("status") == "manual" and i.get("max_score", 0) > 0]
+        if pending:
+            parts.append(f"{len(pending)} written answer(s) are still to be graded by the staff.")
+        if (found.get("integrity") or {}).get("withheld"):
+            parts.append("Automatic points are held until the staff have reviewed the code.")
+    if run.status == "rejected" and run.message and not run.needs_person:
+        parts.append(f"The upload could not be graded: {' '.join(run.message.split())[:200]}")
+    parts.append(f"Full report: {report_location}")
+    text = " ".join(parts)
+    if len(text) > MAX_COMMENT_CHARS:
+        text = text[:MAX_COMMENT_CHARS - 1] + "…"
+    return html.escape(text, quote=False)
+
+
+def _now() -> str:
+    # ISO 8601 with its offset: PHP's strtotime reads it whatever the server's time zone.
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def worksheet_rows(runs: Iterable[CurrentRun], assignment: str, max_points: float,
+                   report_location, written_at: str | None = None) -> tuple[list[list[str]], list[str]]:
+    """(rows with MOODLE_HEADER first, keys of students Moodle cannot match)."""
+    written_at = written_at or _now()
+    rows = [list(MOODLE_HEADER)]
+    unmatched = []
+    for run in sorted(runs, key=lambda r: r.student.key):
+        if run.student.participant_id is None:
+            unmatched.append(run.student.key)
+            continue
+        grade = grade_cell(run, assignment)
+        rows.append([f"Participant {run.student.participant_id}", inert_cell(run.student.name), "",
+                     "Submitted for grading", grade or "", format_points(max_points), "Yes",
+                     run.submitted_at or "", written_at if grade is not None else "",
+                     comment(run, assignment, report_location(run.student.key))
+                     if grade is not None else ""])
+    return rows, unmatched
+
+
+def fill_worksheet(sheet: Worksheet, runs: Iterable[CurrentRun], assignment: str,
+                   report_location) -> tuple[list[list[str]], list[str], int]:
+    """(the sheet's rows, header first, with Grade and Feedback comments filled; keys of graded
+    students not in the sheet; how many rows were filled)."""
+    by_participant = {run.student.participant_id: run for run in runs
+                      if run.student.participant_id is not None}
+    grade_at, identifier_at = sheet.column("Grade"), sheet.column("Identifier")
+    feedback_at = sheet.column(FEEDBACK)
+    rows = [list(sheet.header)]
+    seen, filled = set(), 0
+    for original in sheet.rows:
+        row = list(original) + [""] * (len(sheet.header) - len(original))
+        pid = participant_id(row[identifier_at])
+        run = by_participant.get(pid)
+        if run is not None:
+            seen.add(pid)
+            grade = grade_cell(run, assignment)
+            if grade is not None:
+                row[grade_at] = grade
+                if feedback_at:     # never index 0: the importer would ignore it there
+                    row[feedback_at] = comment(run, assignment, report_location(run.student.key))
+                filled += 1
+        rows.append(row)
+    missing = sorted(run.student.key for pid, run in by_participant.items()
+                     if pid not in seen and grade_cell(run, assignment) is not None)
+    return rows, missing, filled
+
+
+def _csv(rows: list[list[str]], bom: bool = False) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return ("\ufeff" if bom else "") + buffer.getvalue()
+
+
+def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping, assignments,
+                            downloaded: Mapping[str, Worksheet] | None = None) -> list[str]:
+    """DIR/moodle/<assignment>.csv for each assignment (and <assignment>-worksheet.csv filled
+    from a downloaded worksheet); returns notes for the console."""
+    notes = []
+    folder = out / "moodle"
+
+    def report_location(key: str) -> str:
+        return f"report.html, in {out.name}/submissions/{key}/"
+
+    for assignment in assignments:
+        rubric = rubrics[assignment]
+        rows, unmatched = worksheet_rows(runs, assignment, rubric.total_points, report_location)
+        if len(rows) > 1:     # a class not from Moodle's download gets no worksheet, no note
+            write_atomically(folder / f"{assignment}.csv", _csv(rows), newline="")
+        if unmatched and len(rows) > 1:
+            notes.append(f"moodle/{assignment}.csv: {len(unmatched)} student(s) not from a Moodle "
+                         f"download (no participant id), left out: {', '.join(unmatched[:8])}"
+                         + (" ..." if len(unmatched) > 8 else ""))
+        sheet = (downloaded or {}).get(assignment)
+        if sheet is not None:
+            filled_rows, missing, filled = fill_worksheet(sheet, runs, assignment, report_location)
+            target = folder / f"{assignment}-worksheet.csv"
+            write_atomically(target, _csv(filled_rows, sheet.bom), newline="")
+            notes.append(f"{target.relative_to(out)}: {filled} of {len(sheet.rows)} rows of "
+                         f"{sheet.source.name} filled")
+            if sheet.column(FEEDBACK) is None:
+                notes.append(f"{sheet.source.name} has no '{FEEDBACK}' column (the assignment's "
+                             "feedback comments are off): grades only")
+            if missing:
+                notes.append(f"{sheet.source.name}: no row for {len(missing)} graded student(s): "
+                             f"{', '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""))
+    return notes

@@ -1,0 +1,291 @@
+"""Copy or unpack one student's upload into a scratch folder, within limits checked first.
+
+Nothing from an upload is trusted. Every limit is checked *before* anything is written, from
+what can be read without inflating (the zip's end record, its central directory, a folder's
+own entries), and again on the bytes actually written (an archive's headers are written by
+whoever made it):
+
+- depth: no path deeper than `max_depth` folders (an entry nested 1100 folders deep would
+  otherwise exhaust the recursion of whatever walks it next);
+- names: no name longer than 255 bytes, no path longer than 1024;
+- entries and bytes: at most `max_files` files and `max_total_bytes` unpacked, over the whole
+  upload (a zip bomb stops here);
+- compression: only the methods Python inflates (stored, deflate, bzip2, lzma); Deflate64
+  (method 9, what Windows Explorer writes for large files) and others are named in the
+  rejection with what to do instead;
+- kinds: no `..` or absolute paths, no symbolic links, no special files, no encryption.
+
+Only archives at the top of a student's entry are unpacked (never a zip inside a zip), so a
+nested bomb is never opened. Files are written 0644 and folders 0755 whatever the archive
+says: the sandboxed run reads them as an unprivileged user.
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CHUNK = 1 << 16
+# Never copied, never hashed: OS junk, version-control history (thousands of files that
+# would hit the file limit), and bytecode (a stale .pyc could run other code than the .py
+# shows; Python rebuilds it from the source anyway).
+JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "__pycache__", ".git"}
+# `<full name>_<participant id>_assign<submission|feedback>_<plugin>_<original file name>`
+MOODLE_NAME = re.compile(
+    r"^(?P<name>.+)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[A-Za-z0-9]+)_(?P<rest>.*)$")
+
+# What zipfile inflates; everything else is refused by name before a byte is read.
+SUPPORTED_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate",
+                     zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}
+KNOWN_METHODS = {9: "Deflate64", 6: "implode", 1: "shrink", 93: "Zstandard", 95: "xz",
+                 96: "JPEG", 97: "WavPack", 98: "PPMd", 99: "AES encryption"}
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
+FILE_MODE, DIR_MODE = 0o644, 0o755
+
+
+class Rejected(Exception):
+    """The submission cannot be graded; the message is shown to the instructor and stored."""
+
+
+@dataclass(frozen=True)
+class UnpackLimits:
+    """Per submission, over everything copied or unpacked."""
+    max_total_bytes: int = 200 * 1024 * 1024
+    max_files: int = 5000
+    max_depth: int = 32
+
+
+class Budget:
+    """What one submission has used of its limits so far."""
+
+    def __init__(self, limits: UnpackLimits):
+        self.limits, self.bytes, self.files = limits, 0, 0
+
+    def add_file(self, what: str) -> None:
+        self.files += 1
+        if self.files > self.limits.max_files:
+            raise Rejected(f"{what}: more than {self.limits.max_files} files (limit); "
+                           "rejected as a possible archive bomb")
+
+    def add_bytes(self, count: int, what: str) -> None:
+        self.bytes += count
+        if self.bytes > self.limits.max_total_bytes:
+            raise Rejected(f"{what}: more than {self.limits.max_total_bytes} bytes unpacked "
+                           "(limit); rejected as a possible archive bomb")
+
+    def check_depth(self, depth: int, what: str) -> None:
+        if depth > self.limits.max_depth:
+            raise Rejected(f"{what} is nested more than {self.limits.max_depth} folders deep "
+                           "(limit); keep the template's layout")
+
+
+def display_name(entry: Path) -> str:
+    """The name the student gave the file (Moodle's flat download prefixes it)."""
+    match = MOODLE_NAME.match(entry.name)
+    return match["rest"] if match and match["rest"] else entry.name
+
+
+def check_name(name: str, what: str) -> None:
+    if len(os.fsencode(name)) > MAX_NAME_BYTES:
+        raise Rejected(f"{what}: a name is longer than {MAX_NAME_BYTES} bytes ({name[:60]}...)")
+
+
+def materialize_entry(entry: Path, dest: Path, budget: Budget, notes: list[str]) -> None:
+    """The student's own entry: a folder's contents, or the file itself, go into `dest`;
+    zips right there are unpacked (Moodle folders often hold just the student's zip)."""
+    refuse_links_and_specials(entry)
+    children = sorted(entry.iterdir()) if entry.is_dir() else [entry]
+    for child in children:
+        _materialize(child, dest, budget, notes, unpack_zips=True, depth=1)
+
+
+def refuse_links_and_specials(entry: Path) -> int:
+    mode = entry.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        raise Rejected(f"{entry.name} is a symbolic link; submissions may not contain links")
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise Rejected(f"{entry.name} is not a regular file; submissions may only hold files")
+    return mode
+
+
+def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpack_zips: bool,
+                 depth: int) -> None:
+    if entry.name in JUNK_NAMES:
+        return
+    mode = refuse_links_and_specials(entry)
+    name = display_name(entry)
+    check_name(name, name)
+    budget.check_depth(depth, name)
+    if stat.S_ISDIR(mode):
+        budget.add_file(name)
+        target = dest / name
+        target.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(target, DIR_MODE)
+        # Depth-first without recursion past the limit: the depth is checked above, before
+        # the next level is opened.
+        for child in sorted(entry.iterdir()):
+            _materialize(child, target, budget, notes, unpack_zips=False, depth=depth + 1)
+    elif unpack_zips and name.lower().endswith(".zip"):
+        # Unpacked into a folder named after the archive (Moodle's flat `..._file_.zip` has no
+        # name left once the prefix is gone); grader/batch/layout.py decides where the root is.
+        count = extract_zip(entry, free_name(dest / (name[:-4].strip() or "archive")), budget)
+        notes.append(f"unpacked {name} ({count} files)")
+    else:
+        budget.add_file(name)
+        _copy_counted(entry, dest / name, budget)
+
+
+def free_name(path: Path) -> Path:
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
+def _copy_counted(source: Path, target: Path, budget: Budget) -> None:
+    with open(source, "rb") as src, _create(target) as dst:
+        while chunk := src.read(CHUNK):
+            budget.add_bytes(len(chunk), source.name)
+            dst.write(chunk)
+
+
+def _create(target: Path):
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)    # whatever the umask: the sandbox's user reads it
+    return os.fdopen(fd, "wb")
+
+
+def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None) -> list[str]:
+    """The safe relative path parts of one entry; Rejected for anything unsafe."""
+    limits = limits or UnpackLimits()
+    name = info.filename.replace("\\", "/")
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        raise Rejected(f"{archive}: entry '{info.filename}' has an absolute path; rejected")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise Rejected(f"{archive}: entry '{info.filename}' points outside the archive (../); rejected")
+    if len(parts) > limits.max_depth:
+        raise Rejected(f"{archive}: entry '{'/'.join(parts[:3])}/...' is nested {len(parts)} "
+                       f"folders deep, more than the limit of {limits.max_depth}; rejected")
+    if len(os.fsencode(name)) > MAX_PATH_BYTES:
+        raise Rejected(f"{archive}: entry '{info.filename[:80]}...' has a path longer than "
+                       f"{MAX_PATH_BYTES} bytes; rejected")
+    for part in parts:
+        check_name(part, archive)
+    kind = stat.S_IFMT(info.external_attr >> 16)
+    if kind == stat.S_IFLNK:
+        raise Rejected(f"{archive}: entry '{info.filename}' is a symbolic link; rejected")
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        raise Rejected(f"{archive}: entry '{info.filename}' is not a regular file; rejected")
+    if info.flag_bits & 0x1:
+        raise Rejected(f"{archive}: entry '{info.filename}' is encrypted; upload it without a password")
+    if info.compress_type not in SUPPORTED_METHODS and not info.is_dir():
+        method = KNOWN_METHODS.get(info.compress_type, "an unknown method")
+        hint = (" (what Windows Explorer's 'Send to > Compressed folder' writes for large files)"
+                if info.compress_type == 9 else "")
+        raise Rejected(f"{archive}: entry '{info.filename}' is compressed with {method} (zip "
+                       f"method {info.compress_type}){hint}, which the grader cannot unpack; zip "
+                       "the folder again with ordinary Deflate (`zip -r`, 7-Zip's 'Deflate', "
+                       "or macOS 'Compress')")
+    return parts
+
+
+def zip_directory_size(archive: Path) -> tuple[int, int] | None:
+    """(entries, bytes of the central directory) from the zip's end record, read without
+    parsing the directory itself; None where no end record is found (not a zip)."""
+    with open(archive, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        tail_length = min(size, 22 + 65535)        # the record and the longest comment
+        handle.seek(size - tail_length)
+        tail = handle.read(tail_length)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            return None
+        entries, directory_bytes = struct.unpack("<HI", tail[at + 10:at + 16])
+        locator = tail.rfind(b"PK\x06\x07", 0, at)
+        if (entries == 0xFFFF or directory_bytes == 0xFFFFFFFF) and locator >= 0:
+            # zip64: the real numbers are in the zip64 end record the locator points at.
+            (record_at,) = struct.unpack("<Q", tail[locator + 8:locator + 16])
+            handle.seek(record_at)
+            record = handle.read(56)
+            if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                entries, directory_bytes = struct.unpack("<QQ", record[32:48])
+        return entries, directory_bytes
+
+
+def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
+    """Unpack `archive` into `dest` after checking every entry; returns the number of files.
+
+    All entries are checked before anything is written, so a rejected archive leaves nothing
+    half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers."""
+    label = display_name(archive)
+    limits = budget.limits
+    try:
+        directory = zip_directory_size(archive)
+    except OSError as exc:
+        raise Rejected(f"{label} could not be read ({exc.strerror or exc})") from None
+    if directory is None:
+        raise Rejected(f"{label} is not a readable zip file (no end-of-archive record)")
+    entries_declared, directory_bytes = directory
+    # Checked before zipfile builds an object per entry: a directory of millions of entries
+    # would cost the grader gigabytes before any other limit is looked at.
+    if entries_declared > 2 * limits.max_files or directory_bytes > 64 * 2**20:
+        raise Rejected(f"{label}: {entries_declared} entries, more than the limit of "
+                       f"{limits.max_files} files; rejected as a possible archive bomb")
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+        raise Rejected(f"{label} is not a readable zip file ({exc})") from None
+    with zf:
+        entries = []
+        declared = 0
+        for info in zf.infolist():
+            parts = check_zip_entry(info, label, limits)
+            if not parts or any(p in JUNK_NAMES for p in parts):
+                continue
+            entries.append((info, parts))
+            declared += info.file_size
+        if len(entries) + budget.files > limits.max_files:
+            raise Rejected(f"{label}: {len(entries)} entries, more than the limit of "
+                           f"{limits.max_files} files; rejected as a possible archive bomb")
+        if declared + budget.bytes > limits.max_total_bytes:
+            raise Rejected(f"{label}: would unpack to {declared} bytes, more than the limit of "
+                           f"{limits.max_total_bytes}; rejected as a possible archive bomb")
+        dest.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        top = dest.resolve()
+        count = 0
+        for info, parts in entries:
+            target = dest.joinpath(*parts)
+            if not target.resolve().is_relative_to(top):    # belt and braces after the checks
+                raise Rejected(f"{label}: entry '{info.filename}' points outside the archive; rejected")
+            if info.is_dir():
+                _make_folders(dest, parts)
+                continue
+            budget.add_file(label)
+            _make_folders(dest, parts[:-1])
+            try:
+                with zf.open(info) as src, _create(target) as dst:
+                    while chunk := src.read(CHUNK):
+                        budget.add_bytes(len(chunk), label)
+                        dst.write(chunk)
+            except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError,
+                    RuntimeError) as exc:
+                raise Rejected(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
+            count += 1
+        return count
+
+
+def _make_folders(top: Path, parts: list[str]) -> None:
+    folder = top
+    for part in parts:
+        folder = folder / part
+        if not folder.is_dir():
+            folder.mkdir(mode=DIR_MODE)
+            os.chmod(folder, DIR_MODE)

@@ -1,0 +1,148 @@
+"""Moodle's "Upload grading worksheet": the CSV per assignment, read the way Moodle's importer
+reads it, and a worksheet downloaded from Moodle filled in place of its Grade and Feedback
+comments."""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+
+import pytest
+
+from grader.batch.moodle_worksheet import FEEDBACK, MOODLE_HEADER, REQUIRED
+from grader.batch.pipeline import BatchError
+from tests.support import run_test_batch
+from tests.support.fake_graders import make_submission
+
+# What Moodle's importer looks for (mod/assign/feedback/offline/importgradeslib.php, init()):
+# get_string('recordid', 'assign'), get_string('grade'), get_string('lastmodifiedgrade',
+# 'assign'), English language pack; the comments plugin's editor field is
+# get_string('pluginname', 'assignfeedback_comments'); an identifier is
+# get_string('hiddenuser', 'assign') followed by the participant id.
+MOODLE_RECORDID, MOODLE_GRADE, MOODLE_MODIFIED = "Identifier", "Grade", "Last modified (grade)"
+MOODLE_COMMENTS, MOODLE_HIDDENUSER = "Feedback comments", "Participant "
+# The header of a worksheet as Moodle 4 downloads it with an ID-number field and online text.
+DOWNLOADED = ['Identifier', 'Full name', 'ID number', 'Email address', 'Status', 'Grade',
+              'Maximum Grade', 'Grade can be changed', 'Last modified (submission)', 'Online text',
+              'Last modified (grade)', 'Feedback comments']
+
+
+def moodle_import(text: str) -> list[dict]:
+    """importgradeslib.php's init() and next() in Python: columns found by name, the three
+    required ones or nothing, the participant id after the 'Participant ' prefix, feedback
+    columns used only at an index other than 0 (its `!empty($details['index'])`)."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    columns = rows[0]
+    index = {name: i for i, name in enumerate(columns)}
+    if any(name not in index for name in (MOODLE_RECORDID, MOODLE_GRADE, MOODLE_MODIFIED)):
+        raise AssertionError(f"Moodle refuses the file: invalidgradeimport (columns {columns})")
+    records = []
+    for row in rows[1:]:
+        feedback = index.get(MOODLE_COMMENTS)
+        records.append({"id": row[index[MOODLE_RECORDID]][len(MOODLE_HIDDENUSER):],
+                        "grade": row[index[MOODLE_GRADE]],
+                        "modified": row[index[MOODLE_MODIFIED]],
+                        "feedback": row[feedback] if feedback else None})
+    return records
+
+
+def test_the_header_has_what_moodles_importer_requires():
+    assert set(REQUIRED) == {MOODLE_RECORDID, MOODLE_GRADE, MOODLE_MODIFIED}
+    assert set(REQUIRED) <= set(MOODLE_HEADER) and FEEDBACK == MOODLE_COMMENTS
+    assert MOODLE_HEADER.index(FEEDBACK) > 0                 # index 0 would be ignored
+    # The order and names of Moodle's own download (the issue's list; tests/batch's fixture).
+    assert MOODLE_HEADER == ("Identifier", "Full name", "Email address", "Status", "Grade",
+                             "Maximum Grade", "Grade can be changed", "Last modified (submission)",
+                             "Last modified (grade)", "Feedback comments")
+
+
+def _moodle_class(subs, scores: dict[str, float]):
+    for (name, pid), score in scores.items():
+        make_submission(subs / f"{name}_{pid}_assignsubmission_file_", score=score)
+
+
+def test_a_worksheet_per_assignment_that_moodle_reads_back(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    _moodle_class(subs, {("Mari Maasikas", 101): 7, ("Jaan Tamm", 102): 10})
+    make_submission(subs / "liis", score=4)                 # not from Moodle: no participant id
+    make_submission(subs / "Kalle Kask_103_assignsubmission_file_", behaviour="crash")
+    stream = io.StringIO()
+    run_test_batch(subs, out, ["practical4"], stream=stream)
+    text = (out / "moodle" / "practical4.csv").read_text(encoding="utf-8")
+    assert next(csv.reader(io.StringIO(text))) == list(MOODLE_HEADER)
+    records = {r["id"]: r for r in moodle_import(text)}
+    assert sorted(records) == ["101", "102", "103"]
+    assert (records["101"]["grade"], records["102"]["grade"]) == ("7", "10")
+    assert records["103"]["grade"] == ""                      # errored: Moodle skips it
+    when = dt.datetime.fromisoformat(records["101"]["modified"])
+    assert abs((dt.datetime.now(dt.timezone.utc) - when).total_seconds()) < 600
+    assert records["101"]["feedback"].startswith("practical4: 7 of 10 points. Points lost in: "
+                                                 "everything (7/10).")
+    assert "Full report: report.html, in out/submissions/Mari_Maasikas_101/" in records["101"]["feedback"]
+    assert "liis" in stream.getvalue() and "no participant id" in stream.getvalue()
+    assert (out / "grades.csv").is_file()                    # the course's own record stays
+
+
+def _downloaded(path, rows: list[list[str]], bom: bool = True):
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n").writerows([DOWNLOADED, *rows])
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + buffer.getvalue().encode("utf-8"))
+    return path
+
+
+def test_the_downloaded_worksheet_is_filled_keeping_its_columns_and_rows(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    _moodle_class(subs, {("Mari Maasikas", 101): 7, ("Jaan Tamm", 102): 10})
+    make_submission(subs / "Kalle Kask_103_assignsubmission_file_", behaviour="crash")
+    sheet = _downloaded(tmp_path / "worksheet.csv", [
+        ["Participant 101", "Mari Maasikas", "A1", "mari@uni.example", "Submitted for grading", "",
+         "12.00", "Yes", "Friday, 1 May 2026, 10:05 AM", "", "-", ""],
+        ["Participant 102", "Jaan Tamm", "A2", "jaan@uni.example", "Submitted for grading", "",
+         "12.00", "Yes", "Friday, 1 May 2026, 11:00 AM", "my text, with, commas", "-", ""],
+        ["Participant 103", "Kalle Kask", "A3", "kalle@uni.example", "Submitted for grading", "5.00",
+         "12.00", "Yes", "-", "", "Monday, 4 May 2026, 9:00 AM", "graded by hand"],
+        ["Participant 104", "Nobody Here", "A4", "n@uni.example", "No submission", "", "12.00",
+         "Yes", "-", "", "-", ""]])
+    original = sheet.read_bytes()
+    run_test_batch(subs, out, ["practical4"], moodle_worksheets=((None, sheet),))
+    assert sheet.read_bytes() == original                    # the download is never changed
+    filled = (out / "moodle" / "practical4-worksheet.csv").read_bytes()
+    assert filled.startswith(b"\xef\xbb\xbf")
+    rows = list(csv.reader(io.StringIO(filled.decode("utf-8-sig"))))
+    assert rows[0] == DOWNLOADED and len(rows) == 5
+    by_id = {row[0]: row for row in rows[1:]}
+    assert by_id["Participant 101"][5] == "7" and by_id["Participant 102"][5] == "10"
+    assert by_id["Participant 102"][9] == "my text, with, commas"            # kept
+    assert by_id["Participant 101"][10] == "-"          # Moodle's own time: its stale check holds
+    assert by_id["Participant 101"][11].startswith("practical4: 7 of 10 points.")
+    assert by_id["Participant 103"][5:] == ["5.00", "12.00", "Yes", "-", "",
+                                            "Monday, 4 May 2026, 9:00 AM", "graded by hand"]
+    assert by_id["Participant 104"] == rows[4]          # untouched
+    records = {r["id"]: r for r in moodle_import(filled.decode("utf-8"))}
+    assert records["101"]["grade"] == "7" and records["104"]["grade"] == ""
+
+
+def test_a_worksheet_moodle_would_refuse_stops_the_batch_before_grading(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    _moodle_class(subs, {("Mari Maasikas", 101): 7})
+    german = tmp_path / "bewertungstabelle.csv"
+    german.write_text("Identifikationsnummer,Vollständiger Name,Bewertung,Zuletzt geändert (Bewertung)\n")
+    with pytest.raises(BatchError, match=r"no column 'Identifier', 'Grade', 'Last modified \(grade\)'"
+                                         r".*switch it to English"):
+        run_test_batch(subs, out, ["practical4"], moodle_worksheets=((None, german),))
+    assert not (out / "gradebook.sqlite").exists()
+    sheet = _downloaded(tmp_path / "w.csv", [])
+    with pytest.raises(BatchError, match="say which assignment the worksheet is for"):
+        run_test_batch(subs, out, ["practical4", "hw3"], moodle_worksheets=((None, sheet),))
+    with pytest.raises(BatchError, match="hw3 is not graded by this batch"):
+        run_test_batch(subs, out, ["practical4"], moodle_worksheets=(("hw3", sheet),))
+
+
+def test_the_command_line_takes_a_worksheet_with_or_without_its_assignment(tmp_path):
+    from grader.cli import build_parser
+    from grader.cli.batch import _worksheet_argument
+    options = build_parser().parse_args(["batch", "subs", "--out", "o", "--moodle-worksheet",
+                                         "hw3=ws.csv", "--moodle-worksheet", "other.csv"])
+    assert [_worksheet_argument(t) for t in options.moodle_worksheet] == [
+        ("hw3", "ws.csv"), (None, "other.csv")]

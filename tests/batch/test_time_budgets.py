@@ -1,0 +1,97 @@
+"""A run's time budget (the rubric's run_timeout_s): hangs of every kind cost the checks of the
+run that hangs, with "did not finish in time (within N s)", and the submission is graded, with
+a score, long before the batch's backstop. Real grading of practical4 (two runs), in a batch."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader.batch.pipeline import grade_in_child
+from grader.sandbox.clock import CONTENTION_CAP
+from tests.support import run_test_batch
+
+ROOT = Path(__file__).resolve().parents[2]
+BUDGET_S = 6
+HANGS = {
+    "loop_at_import": "while True:\n    pass\n",
+    "sleep": "import time\ntime.sleep(10**6)\n",
+    "output_flood": "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
+    "fork_flood": ("import os, time\nwhile True:\n    try:\n        os.fork()\n"
+                   "    except OSError:\n        time.sleep(0.01)\n"),
+    "search_of_root": ("import os\nwhile True:\n    for folder, dirs, files in os.walk('/'):\n"
+                       "        for name in files:\n            try:\n"
+                       "                open(os.path.join(folder, name), 'rb').read(1 << 16)\n"
+                       "            except OSError:\n                pass\n"),
+}
+
+
+@pytest.fixture
+def rubrics(tmp_path) -> Path:
+    """The real rubrics, practical4's budget cut to BUDGET_S."""
+    folder = tmp_path / "rubrics"
+    shutil.copytree(ROOT / "rubrics", folder)
+    data = yaml.safe_load((folder / "practical4.yaml").read_text())
+    data["run_timeout_s"] = BUDGET_S
+    (folder / "practical4.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return folder
+
+
+@pytest.mark.slow
+def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_path, rubrics):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name, code in {"reference": None, **HANGS}.items():
+        folder = subs / name / "practical4"
+        shutil.copytree(ROOT / "reference" / "practical4", folder)
+        if code is not None:
+            script = folder / "concepts.py"
+            script.write_text(code + script.read_text())
+    started = time.monotonic()
+    summary = run_test_batch(subs, out, ["practical4"], grade_fn=grade_in_child,
+                             rubrics_dir=str(rubrics), timeout_s=900)
+    took = time.monotonic() - started
+    assert summary.progress.graded == 1 + len(HANGS) and summary.failed == 0
+    rows = {row[0]: row for row in csv.reader((out / "grades.csv").open())}
+    assert rows["reference"][2] == "12"
+    for name in HANGS:
+        result = json.loads((out / "submissions" / name / "result.json").read_text())
+        feedback = json.dumps(result)
+        assert f"did not finish in time (within {BUDGET_S:g} s)" in feedback, (
+            f"{name}: the hang is not named in its checks' feedback")
+        assert rows[name][2] != "" and float(rows[name][2]) < 12, (name, rows[name])
+        duration = result["duration_s"]
+        # Two runs side by side, each stopped at its budget (stretched at most 2x while other
+        # work keeps the CPUs busy), plus pytest's start: nowhere near the 900 s backstop.
+        assert duration < CONTENTION_CAP * BUDGET_S * 2 + 60, f"{name} took {duration} s to grade"
+    assert took < 900 / 2, f"the batch took {took:.0f} s"
+
+
+@pytest.mark.slow
+def test_a_script_that_hung_twice_is_not_started_again(tmp_path, pdl_grade):
+    """practical10 runs its script in 7 configurations: an endless loop at import would cost 4
+    rounds of budgets; after 2 hangs the others are not started, and say why."""
+    folder = tmp_path / "rubrics"
+    shutil.copytree(ROOT / "rubrics", folder)
+    data = yaml.safe_load((folder / "practical10.yaml").read_text())
+    data["run_timeout_s"] = BUDGET_S
+    (folder / "practical10.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    submission = tmp_path / "hangs"
+    shutil.copytree(ROOT / "reference" / "practical10", submission / "practical10")
+    script = submission / "practical10" / "sample.py"
+    script.write_text(HANGS["loop_at_import"] + script.read_text())
+    started = time.monotonic()
+    run = pdl_grade("grade", submission, "--out", tmp_path / "out", "--assignment", "practical10",
+                    "--rubrics", folder)
+    took = time.monotonic() - started
+    assert run.code == 0, run.err
+    feedback = json.dumps(json.loads((tmp_path / "out" / "result.json").read_text()))
+    assert f"did not finish in time (within {BUDGET_S:g} s)" in feedback
+    assert ("was not run: 2 other runs of practical10/sample.py did not finish in time "
+            f"(within {BUDGET_S:g} s), so this one was not started") in feedback
+    # One round of two hung runs (each at most 2x its budget on a busy machine), not four.
+    assert took < 2 * CONTENTION_CAP * BUDGET_S + 60, f"grading took {took:.0f} s"
