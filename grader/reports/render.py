@@ -70,34 +70,13 @@ _MD_MARKUP = re.compile(
     r"|(?<=[A-Za-z]:)/(?=/)|(?<=\bwww)\.")   # GFM's bare-URL links (http://, www.)
 # What starts a block when the text begins a line (a list item's text, a table cell's).
 _MD_LINE_START = re.compile(r"^(?:#+(?=\s|$)|>|[-+=](?=[-+=\s]|$)|\d+[.)](?=\s|$))")
-# What a Markdown viewer would link bare (GitHub and most viewers link URLs and addresses
-# found in text, escaped or not): such a run goes into a code span, where nothing links
-# (it stops at | and `, which a code span in a table cell cannot hold).
-_LINKABLE = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://|\bwww\.)[^\s<>|`]*|[\w.+-]+@[\w-]+\.[\w.-]+")
-
-
-def code_span(text: Any) -> str:
-    """`text` as an inline code span (nothing in it is a link, an image or markup), one line;
-    no backtick run inside can close it early."""
-    text = " ".join(str(text).split())
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    marks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{marks}{pad}{text}{pad}{marks}"
 
 
 def markdown_inline(text: Any) -> str:
     """Text for a Markdown table cell, heading or list item: one line, no cell breaks, and no
     markup of its own (raw HTML, links, images, emphasis, code spans, blocks) that a student's
-    text could bring in; URLs and addresses in code spans; other characters stay as written."""
+    text could bring in; characters that start none stay as written."""
     line = " ".join(str(text).split())
-    parts, last = [], 0
-    for match in _LINKABLE.finditer(line):
-        found = match.group().rstrip(").,;:!?'\"]}")      # closing punctuation is the sentence's
-        parts.append(_MD_MARKUP.sub(lambda m: "\\" + m.group(0), line[last:match.start()]))
-        parts.append(code_span(found))
-        last = match.start() + len(found)
-    parts.append(_MD_MARKUP.sub(lambda m: "\\" + m.group(0), line[last:]))
-    line = "".join(parts)
+    line = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), line)
     return _MD_LINE_START.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1]
                               if m.group(0)[0].isdigit() else "\\" + m.group(0), line)
