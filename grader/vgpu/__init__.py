@@ -162,7 +162,7 @@ def _install_real(handle: Activation) -> None:
 
 
 def activate_from_environment() -> Activation | None:
-    """Used by the boot `sitecustomize` and the runner: the launcher's variables decide."""
+    """Used by the boot `sitecustomize` and run_on_node.py: the launcher's variables decide."""
     gpus = os.environ.get(ENV_GPUS)
     if not gpus:
         return None

@@ -1,6 +1,6 @@
 """Run one script as `__main__` on the node, optionally with its top-level constants changed.
 
-    python runner.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]
+    python run_on_node.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]
 
 The course's scripts keep their constants (`BATCH_SIZE`, `MICRO_BATCHES`, `DEPTH`, ...) as
 literal assignments at the top; `--set` rewrites those assignments in the parsed source, so
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
         values[name] = value
         argv = argv[2:]
     if not argv:
-        print("usage: runner.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]", file=sys.stderr)
+        print("usage: run_on_node.py [--set NAME=VALUE ...] SCRIPT [ARGS ...]", file=sys.stderr)
         return 2
     script, args = argv[0], argv[1:]
 
