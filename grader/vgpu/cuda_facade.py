@@ -2,17 +2,18 @@
 
 Each piece takes the node it answers for, so it can be built and tested alone:
 `CudaFunctions(node)` holds the module-level functions (`device_count`, `memory_stats`, ...),
-and `bound(Stream, node)` / `bound(DeviceContext, node)` give the classes `torch.cuda` exposes.
+and `bound(Event, node)`, `bound(Stream, node)`, `bound(DeviceContext, node)` give the classes
+`torch.cuda` exposes. Timing (events, streams, `synchronize`) reads the node's simulated clock.
 `install` puts them in place.
 """
 from __future__ import annotations
 
 import functools
-import time
 import types
 
 import torch
 
+from grader.vgpu.clock import ms
 from grader.vgpu.devices import parse
 from grader.vgpu.node import VIRTUAL_DEVICE_NAME, VIRTUAL_TOTAL_MEMORY, Node
 from grader.vgpu.patcher import Patcher
@@ -44,35 +45,46 @@ def bound(cls: type, node: Node) -> type:
 
 
 class Event:
-    """`torch.cuda.Event`: host wall-clock time; on a virtual GPU every op has finished."""
+    """`torch.cuda.Event`: a mark on a GPU's stream, timed by the node's simulated clock.
+
+    Recorded, it stands for the moment the stream reaches it: when the work enqueued before it
+    ends, or now if the GPU is idle. `elapsed_time` is the simulated time between two marks.
+    """
+    node: Node  # set by `bound`
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False, **_):
         self.enable_timing = enable_timing
-        self._time: float | None = None
+        self._time: int | None = None  # ns on the node's clock
+        self._device: int | None = None
 
     def record(self, stream=None):
-        self._time = time.perf_counter()
+        device = stream.device.index if stream is not None else self.node.current_device()
+        self._device = device
+        self._time = self.node.clock.device_time(device)
 
     def elapsed_time(self, end_event: "Event") -> float:
         if not (self.enable_timing and end_event.enable_timing):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
         if self._time is None or end_event._time is None:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
-        return (end_event._time - self._time) * 1000.0
+        return ms(end_event._time - self._time)
 
     def synchronize(self):
-        pass
+        self.node.clock.host_wait(self._time)
 
     def query(self) -> bool:
-        return True
+        return self._time is None or self._time <= (self.node.clock.host() or 0)
 
     def wait(self, stream=None):
-        pass
+        if self._time is not None:
+            device = stream.device.index if stream is not None else self.node.current_device()
+            self.node.clock.stream_wait(device, self._time)
 
 
 class Stream:
-    """A CUDA stream: work on a virtual GPU is already finished when it returns."""
+    """A CUDA stream. Each virtual GPU runs one stream: every stream of a GPU shares its
+    timeline on the simulated clock (work on side streams does not overlap)."""
     node: Node  # set by `bound`
 
     def __init__(self, device=None, priority: int = 0, **_):
@@ -80,21 +92,22 @@ class Stream:
         self.priority = priority
 
     def wait_stream(self, stream):
-        pass
+        pass  # one timeline per GPU: already in order
 
     def wait_event(self, event):
-        pass
+        event.wait(self)
 
     def record_event(self, event=None):
-        event = event or Event()
+        event = event or bound(Event, self.node)()
         event.record(self)
         return event
 
     def synchronize(self):
-        pass
+        self.node.clock.synchronize(self.device.index)
 
     def query(self) -> bool:
-        return True
+        clock = self.node.clock
+        return clock.busy_until[self.device.index] <= (clock.host() or 0)
 
     def is_capturing(self) -> bool:
         return False  # CUDA graphs are refused on virtual GPUs, so never capturing
@@ -144,6 +157,7 @@ class CudaFunctions:
 
     def __init__(self, node: Node):
         self.node = node
+        self.Event = bound(Event, node)
         self.Stream = bound(Stream, node)
         self.device = bound(DeviceContext, node)
 
@@ -172,7 +186,8 @@ class CudaFunctions:
         return self.get_device_properties(device).name
 
     def synchronize(self, device=None) -> None:
-        return None
+        """The host waits for one GPU (the current one by default), as in CUDA."""
+        self.node.clock.synchronize(device_index(self.node, device))
 
     # -- streams -------------------------------------------------------------------------------
     def stream(self, s=None):
@@ -237,7 +252,7 @@ class CudaFunctions:
             "is_initialized": lambda: True,
             "init": _noop,
             "_lazy_init": _noop,
-            "Event": Event,
+            "Event": self.Event,
             "Stream": self.Stream,
             "stream": self.stream,
             "current_stream": self.current_stream,

@@ -3,12 +3,14 @@
 The split rule is PyTorch's own (C++ `comm::scatter`): `tensor.chunk(len(devices), dim)`
 unless chunk sizes are given, so a batch can give fewer chunks than GPUs and DataParallel
 then runs fewer replicas, exactly as on real hardware. Every chunk, copy, sum and
-concatenation is recorded in the trace.
+concatenation is recorded in the trace, and costs a copy over the GPU link on the simulated
+clock, on the lane of DataParallel's own GPU (GPU 0: where it scatters from and gathers to).
 """
 from __future__ import annotations
 
 import torch
 
+from grader.vgpu.backward_schedule import note_transfer
 from grader.vgpu.devices import describe
 from grader.vgpu.node import Node
 from grader.vgpu.patcher import Patcher
@@ -30,6 +32,15 @@ class VirtualComm:
 
     def __init__(self, node: Node):
         self.node = node
+        self.clock = node.clock
+
+    def charge(self, source, target, nbytes, lane) -> None:
+        """One move of DataParallel on the clock (a whole coalesced group counts as one)."""
+        if not self.clock.timed:
+            return
+        if source != target and source is not None and target is not None:
+            self.clock.copy(source, target, nbytes, lane=lane)
+            note_transfer(source, target, nbytes, lane)
 
     def index(self, device) -> int | None:
         """A device argument of comm's functions as a GPU index (None: the host)."""
@@ -57,17 +68,20 @@ class VirtualComm:
         results = []
         for target in targets:
             record("broadcast", source, target, tensor)
+            self.charge(source, target, tensor.nbytes, source)
             results.append(tensor if target == source else self.copy_to(tensor, target))
         return tuple(results)
 
     def broadcast_coalesced(self, tensors, devices, buffer_size=10485760):
         targets = [self.index(d) for d in devices]
         results = [list(tensors)]  # the first device keeps the originals, as in C++
+        source = self.node.label_of(tensors[0]) if tensors else None
         for target in targets[1:]:
             copies = []
             for tensor in tensors:
                 record("broadcast", self.node.label_of(tensor), target, tensor)
                 copies.append(self.copy_to(tensor, target))
+            self.charge(source, target, sum(t.nbytes for t in tensors), source)
             results.append(copies)
         return results
 
@@ -75,6 +89,7 @@ class VirtualComm:
         target = self.index(destination)
         for tensor in inputs:
             record("reduce", self.node.label_of(tensor), target, tensor)
+            self.charge(self.node.label_of(tensor), target, tensor.nbytes, target)
         with _disabled():
             total = inputs[0].detach().clone()
             for tensor in inputs[1:]:
@@ -83,7 +98,13 @@ class VirtualComm:
         return total
 
     def reduce_add_coalesced(self, inputs, destination=None, buffer_size=10485760):
-        return [self.reduce_add(list(group), destination) for group in zip(*inputs)]
+        target = self.index(destination)
+        for tensors in inputs:  # one coalesced move per source GPU
+            if tensors:
+                self.charge(self.node.label_of(tensors[0]), target,
+                            sum(t.nbytes for t in tensors), target)
+        with self.clock.untimed():
+            return [self.reduce_add(list(group), destination) for group in zip(*inputs)]
 
     def scatter(self, tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
         label_of = self.node.label_of
@@ -102,6 +123,7 @@ class VirtualComm:
         results = []
         for chunk, target in zip(chunks, targets):
             record("scatter", source, target, chunk)
+            self.charge(source, target, chunk.nbytes, source)
             results.append(self.copy_to(chunk, target))
         return tuple(results)
 
@@ -109,6 +131,7 @@ class VirtualComm:
         target = self.node.label_of(out) if out is not None else self.index(destination)
         for tensor in tensors:
             record("gather", self.node.label_of(tensor), target, tensor)
+            self.charge(self.node.label_of(tensor), target, tensor.nbytes, target)
         with _disabled():
             result = torch.cat([t.detach() for t in tensors], dim)
             if out is not None:

@@ -2,7 +2,10 @@
 
 Tensors on virtual GPUs are host tensors underneath, so gloo moves them for real between
 processes; DDP's gradient all-reduce is observed through a comm hook that records each
-bucket and then does what DDP's default does (average over the group).
+bucket and then does what DDP's default does (average over the group). On the simulated
+clock a collective costs the ring formula; a DDP bucket's all-reduce starts when its
+gradients are ready and runs beside the rest of backward. Each process keeps its own clock:
+the ranks are taken to reach a collective together (they run the same steps).
 """
 from __future__ import annotations
 
@@ -39,12 +42,14 @@ def _gloo_backend(backend):
 
 class ProcessGroupPatches:
     """`init_process_group`, `barrier` and the collectives of `torch.distributed`, recorded;
-    on virtual GPUs (`virtual`) nccl becomes gloo and device arguments are dropped."""
+    on virtual GPUs (`virtual`) nccl becomes gloo and device arguments are dropped, and the
+    collectives are charged to the `node`'s simulated clock."""
 
-    def __init__(self, dist, virtual: bool):
+    def __init__(self, dist, virtual: bool, node=None):
         import torch.distributed.distributed_c10d as c10d
         self.dist = dist
         self.virtual = virtual
+        self.node = node
         self.original_init = c10d.init_process_group
         self.original_barrier = c10d.barrier
         self.original_broadcast_coalesced = dist._broadcast_coalesced
@@ -87,7 +92,7 @@ class ProcessGroupPatches:
             for name in _COLLECTIVES:
                 original = getattr(c10d, name, None)
                 if original is not None:
-                    patcher.set(module, name, _recorded(name, original, dist))
+                    patcher.set(module, name, _recorded(name, original, dist, self.node))
         patcher.set(dist, "_broadcast_coalesced", self.broadcast_coalesced)
 
 
@@ -98,32 +103,45 @@ def _call(method):
     return function
 
 
-def install(patcher: Patcher, *, virtual: bool = True) -> None:
-    """Record collectives; on virtual GPUs also run nccl as gloo."""
+def install(patcher: Patcher, *, virtual: bool = True, node=None) -> None:
+    """Record collectives; on virtual GPUs also run nccl as gloo, timed on `node`'s clock."""
     import torch.distributed as dist
     if not dist.is_available():
         return
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    ProcessGroupPatches(dist, virtual).install(patcher)
-    DDPPatches(DDP, dist).install(patcher)
+    ProcessGroupPatches(dist, virtual, node).install(patcher)
+    DDPPatches(DDP, dist, node).install(patcher)
     install_for_spawned_children(patcher)
 
 
 _inside_hook = threading.local()
 
 
-def _recorded(name, original, dist):
+def _recorded(name, original, dist, node=None):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        trace = get_trace()
-        if trace.enabled and not getattr(_inside_hook, "active", False):
+        if not getattr(_inside_hook, "active", False):
+            trace = get_trace()
             group = kwargs.get("group")
-            trace.emit("collective", op=name, bytes=_nbytes(args[:2]),
-                       group_size=dist.get_world_size(group) if dist.is_initialized() else None,
-                       site=call_site(2))
+            size = dist.get_world_size(group) if dist.is_initialized() else None
+            if trace.enabled:
+                trace.emit("collective", op=name, bytes=_nbytes(args[:2]), group_size=size,
+                           site=call_site(2))
+            if node is not None:
+                _charge_collective(node, name, args, size)
         return original(*args, **kwargs)
     return wrapper
+
+
+def _charge_collective(node, name, args, group_size) -> None:
+    """A collective the script calls, on the stream of the GPU its tensor lives on."""
+    tensor = next((t for value in args[:2] for t in (
+        value if isinstance(value, (list, tuple)) else [value]) if isinstance(t, torch.Tensor)),
+        None)
+    device = node.label_of(tensor) if tensor is not None else None
+    if device is not None:
+        node.clock.collective(device, name, _nbytes(args[:2]), group_size or 1)
 
 
 def _bucket_bytes(bucket) -> int:
@@ -132,11 +150,13 @@ def _bucket_bytes(bucket) -> int:
 
 class DDPPatches:
     """DistributedDataParallel recorded: its wrapping, and each gradient bucket's all-reduce
-    (through a comm hook that then does what DDP's default does: average over the group)."""
+    (through a comm hook that then does what DDP's default does: average over the group);
+    on virtual GPUs (`node`) each bucket's all-reduce is laid on the simulated clock."""
 
-    def __init__(self, DDP, dist):
+    def __init__(self, DDP, dist, node=None):
         self.DDP = DDP
         self.dist = dist
+        self.node = node
         self.original_init = DDP.__init__
         self.original_forward = DDP.forward
         self.original_register = DDP.register_comm_hook
@@ -146,14 +166,36 @@ class DDPPatches:
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         dist = self.dist
         group = process_group if process_group is not None else dist.group.WORLD
+        size = dist.get_world_size(group)
         get_trace().emit("collective", op="all_reduce", source="ddp_gradients",
-                         bytes=_bucket_bytes(bucket), group_size=dist.get_world_size(group),
+                         bytes=_bucket_bytes(bucket), group_size=size,
                          bucket=bucket.index(), last_bucket=bucket.is_last())
+        self.charge_bucket(bucket, size)
         _inside_hook.active = True  # its own all_reduce is this one, not another
         try:
-            return default_hooks.allreduce_hook(process_group, bucket)
+            return self._untimed(default_hooks.allreduce_hook, process_group, bucket)
         finally:
             _inside_hook.active = False
+
+    def charge_bucket(self, bucket, group_size) -> None:
+        """The bucket's all-reduce on the communication stream, from when its last gradient
+        is ready (the averaging DDP does with it is folded into the all-reduce)."""
+        node = self.node
+        if node is None:
+            return
+        parameters = bucket.parameters()
+        device = node.label_of(parameters[0]) if parameters else None
+        if device is None:
+            return
+        ready = max(node.clock.grad_ready.get(id(p), 0) for p in parameters)
+        node.clock.overlapped_collective(device, ready, "all_reduce", _bucket_bytes(bucket),
+                                         group_size)
+
+    def _untimed(self, hook, *args):
+        if self.node is None:
+            return hook(*args)
+        with self.node.clock.untimed():
+            return hook(*args)
 
     def init(self, ddp, module, *args, **kwargs):
         self.original_init(ddp, module, *args, **kwargs)
@@ -178,7 +220,9 @@ class DDPPatches:
             get_trace().emit("collective", op="comm_hook", source="ddp_gradients",
                              hook=getattr(hook, "__name__", "hook"), bytes=_bucket_bytes(bucket),
                              bucket=bucket.index(), last_bucket=bucket.is_last())
-            return hook(state_, bucket)
+            # Timed as DDP's own all-reduce of the bucket, whatever the hook does with it.
+            self.charge_bucket(bucket, self.dist.get_world_size(ddp.process_group))
+            return self._untimed(hook, state_, bucket)
 
         return self.original_register(ddp, state, traced)
 

@@ -28,6 +28,8 @@ class InvalidDeviceOrdinal(RuntimeError):
 
 class Node:
     def __init__(self, n_gpus: int):
+        from grader.vgpu.clock import SimulatedClock
+        self.clock = SimulatedClock(n_gpus)
         self.resize(n_gpus)
         self.labels: dict[int, int] = {}
         self._tls = threading.local()
@@ -39,6 +41,7 @@ class Node:
             raise ValueError(f"a virtual node needs at least one GPU, got {n_gpus}")
         old = getattr(self, "n", 0)
         self.n = n_gpus
+        self.clock.resize(n_gpus)
         self.devices = [torch.device("cuda", i) for i in range(n_gpus)]
         grow = max(0, n_gpus - old)
         self.allocated = getattr(self, "allocated", [])[:n_gpus] + [0] * grow

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from grader.vgpu.backward_schedule import note_function_backward, transfers_of_function
 from grader.vgpu.node import Node
 from grader.vgpu.patcher import Patcher
 
@@ -85,6 +86,7 @@ class FunctionGradLabels:
     Incoming gradients are made by the C++ engine on the host; DataParallel's own Functions
     (Gather, Broadcast, ...) look at their devices, so give them their forward outputs' devices:
     `apply` notes them on the backward node, `backward_apply` labels the gradients with them.
+    `apply` also notes the transfers the forward made, for the simulated clock's backward.
     """
 
     def __init__(self, node: Node):
@@ -94,7 +96,8 @@ class FunctionGradLabels:
         self.original_backward_apply = BackwardCFunction.apply
 
     def apply(self, cls, *args, **kwargs):
-        out = self.original_apply(cls, *args, **kwargs)
+        with transfers_of_function() as moved:
+            out = self.original_apply(cls, *args, **kwargs)
         outputs = out if isinstance(out, tuple) else (out,)
         label_of = self.node.label_of
         devices = [label_of(o) if isinstance(o, torch.Tensor) else None for o in outputs]
@@ -105,6 +108,8 @@ class FunctionGradLabels:
                         o.grad_fn._pdl_output_devices = devices
                     except AttributeError:
                         pass
+                    if moved:
+                        note_function_backward(o, moved)
                     break
         return out
 
