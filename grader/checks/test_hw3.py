@@ -28,9 +28,13 @@ PLAN = [
     {"part": "timing", "label": "task4", "configs": [[2, TASK4_DEPTH], [5, TASK4_DEPTH]],
      "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9},
 ]
-NO_SPEEDUP_TOLERANCE = 1.5  # 5 GPUs may not be more than 1.5x faster than 2 (noise, not MP)
 # On virtual GPUs the step times come from the simulated clock (grader/vgpu/clock.py): the same
 # on every run, under any load; on real GPUs from the wall clock. Each record says which.
+# 5 GPUs may not be more than this much faster than 2: on the wall clock a margin for noise;
+# on the simulated clock naive model parallelism is never faster with more GPUs (it only adds
+# transfers), so a small margin is enough and a real speed-up (e.g. a backward cut short by a
+# detach) is caught.
+NO_SPEEDUP_TOLERANCE = {"real": 1.5, "simulated": 1.05}
 LOOK_TASK3 = "LargeLinearModelMP.__init__ in hw3/model_parallel.py (Task 3: the layout)"
 LOOK_FORWARD = "LargeLinearModelMP.forward in hw3/model_parallel.py (the baton pass)"
 
@@ -257,7 +261,7 @@ def test_task4_more_gpus_no_faster(probe):
     t2 = found["results"][f"2x{TASK4_DEPTH}"]["median_ms"]
     t5 = found["results"][f"5x{TASK4_DEPTH}"]["median_ms"]
     # Naive model parallelism runs one GPU at a time: 5 GPUs cannot be clearly faster than 2.
-    assert t5 >= t2 / NO_SPEEDUP_TOLERANCE, explain(
+    assert t5 >= t2 / NO_SPEEDUP_TOLERANCE[clock_of(found)], explain(
         "no speed-up from 2 to 5 GPUs beyond noise (only one GPU works at any moment)",
         f"median step {t2:.2f} ms on 2 GPUs, {t5:.2f} ms on 5 ({clock_of(found)} clock)",
         "LargeLinearModelMP.forward must run the layers one after another, as the task describes")
@@ -419,7 +423,7 @@ def test_task4_report_agrees_with_the_runs(probe, answers, reported_values, flag
         ours_ratio = ours[5]["median_ms"] / ours[2]["median_ms"] if ours[2]["median_ms"] else 0.0
         _ratio_flag(flag, "Task 4, step time 5 GPUs over 2 GPUs", times[5] / times[2] if times[2] else 0,
                     ours_ratio)
-        assert times[5] >= times[2] / NO_SPEEDUP_TOLERANCE, disagrees(
+        assert times[5] >= times[2] / NO_SPEEDUP_TOLERANCE["real"], disagrees(
             answers, "task4.table", "no speed-up from 2 to 5 GPUs (naive model parallelism runs "
             "one GPU at a time)", f"takes {ours[2]['median_ms']:.2f} ms per step on 2 GPUs and "
             f"{ours[5]['median_ms']:.2f} ms on 5 here", f"{times[2]:g} ms and {times[5]:g} ms")

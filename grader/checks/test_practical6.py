@@ -5,9 +5,9 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 import pytest
 
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, constant_in_source,
-                                             device_name, incomplete_rows, median_or_none,
-                                             per_rank_line, rows_by, step_times, steps_of,
-                                             total_disagreements)
+                                             device_name, incomplete_rows, per_rank_line,
+                                             rows_by, steps_of, total_disagreements)
+from grader.checks.step_timing import faster, step_timing
 from grader.checks.support import close, explain, must_agree, require_run
 
 SCRIPT = "practical6/practical6_ddp.py"
@@ -15,8 +15,10 @@ BATCH = 64
 
 
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(runs):
+def start_runs(runs, submission):
     runs.prefetch(*(dict(script=SCRIPT, gpus=n, nproc=n) for n in (2, 4, 1)))
+    if (submission / DP_SCRIPT).is_file():  # "Which is faster?" compares it with DDP
+        runs.prefetch(dict(script=DP_SCRIPT, gpus=SHEET_PROCESSES))
 
 
 def ddp_run(runs, processes):
@@ -187,9 +189,16 @@ def test_reported_timing_table(runs, submission, answers, measured, reported_val
                                aspect):
     run = ddp_run(runs, SHEET_PROCESSES)
     rows = rows_by(answer_against(answers, "timing.table", run), "method")
-    times, total = step_times(run)
-    measured["timing.table"] = {"ddp": {"step_time_ms": round(median_or_none(times), 3)
-                                        if times else None, "total_time_s": total}}
+    # The grader's own times (grader/checks/step_timing.py: the simulated clock on virtual
+    # GPUs, `clock` says which): DDP here, DataParallel from Practical 5's script on as many
+    # GPUs; "Which is faster?" is the method with the shorter step.
+    timings = {"ddp": step_timing(run)}
+    if (submission / DP_SCRIPT).is_file():
+        timings["dp"] = step_timing(runs.script(DP_SCRIPT, gpus=SHEET_PROCESSES))
+    measured["timing.table"] = {m: t for m, t in timings.items() if t is not None}
+    comparison = faster(timings)
+    if comparison is not None:
+        measured["timing.faster"] = comparison
     reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}
                                        for m in TIMING_METHODS if m in rows}
     where = answers.where_to_answer("timing.table")

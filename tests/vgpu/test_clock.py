@@ -110,7 +110,7 @@ def test_a_host_bound_step_costs_its_launches(timed):
 
 # -- a copy waits for its input; a synchronize for its GPU --------------------------------------
 def test_a_copy_waits_for_its_input_and_other_gpus_do_not(timed):
-    clock = timed(2)
+    timed(2)
     l0, l1 = layer("cuda:0"), layer("cuda:1")
     x0, x1 = torch.randn(B, D, device="cuda:0"), torch.randn(B, D, device="cuda:1")
     start, own_work, copied = (torch.cuda.Event(enable_timing=True) for _ in range(3))
@@ -279,7 +279,7 @@ def test_a_slow_host_gives_the_same_simulated_times(timed):
 
 
 def test_events_read_the_simulated_clock_and_perf_counter_the_wall_clock(timed):
-    clock = timed(1)
+    timed(1)
     l0, x = layer("cuda:0"), torch.randn(B, D, device="cuda:0")
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     sync_all()
