@@ -90,9 +90,12 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
         _install_virtual(handle)
     else:
         _install_real(handle)
-    from grader.vgpu.observe import Observer
-    handle.observer = Observer(trace, handle.node.clock if handle.node is not None else None)
-    handle.observer.install(handle.patcher)
+    if trace_path:
+        # What the script does goes to the trace file; without one (a student's own run) the
+        # module and optimizer hooks would only cost time.
+        from grader.vgpu.observe import Observer
+        handle.observer = Observer(trace, handle.node.clock if handle.node is not None else None)
+        handle.observer.install(handle.patcher)
     trace.emit("start", virtual=virtual, gpus=n_gpus, pid=os.getpid(),
                local_rank=int(os.environ.get("LOCAL_RANK", "0")),
                world_size=int(os.environ.get("WORLD_SIZE", "1")),
@@ -112,7 +115,8 @@ class ThreadHooks:
     """What every thread started while the node is active gets: the torch-function mode
     (modes are per thread: DataParallel's workers need one too) and, on virtual GPUs, a host
     timeline on the simulated clock that starts where its parent's was at `start()` and that
-    the parent catches up with at `join()` (DataParallel's replicas launch in parallel)."""
+    the parent catches up with at `join()` (DataParallel's replicas launch in parallel), and
+    a tape the parent takes over at `join()`."""
 
     def __init__(self, handle: Activation, make_mode, clock=None):
         self.handle = handle
@@ -121,6 +125,8 @@ class ThreadHooks:
         self.original_bootstrap = threading.Thread._bootstrap_inner
         self.original_start = threading.Thread.start
         self.original_join = threading.Thread.join
+        from grader.vgpu.backward_schedule import record_threads
+        self.record_threads = record_threads
 
     def bootstrap_inner(self, thread) -> None:
         if _active is not self.handle:
@@ -133,6 +139,7 @@ class ThreadHooks:
         finally:
             if self.clock is not None:
                 thread._pdl_host_end = self.clock.host()
+                thread._pdl_tape = self.clock.take_tape()
 
     def start(self, thread) -> None:
         if self.clock is not None:
@@ -143,6 +150,9 @@ class ThreadHooks:
         self.original_join(thread, timeout)
         if self.clock is not None and not thread.is_alive():
             self.clock.host_wait(getattr(thread, "_pdl_host_end", None))
+            # What the thread did that backward will replay (a DataParallel replica's forward).
+            self.record_threads(self.clock, getattr(thread, "_pdl_tape", None))
+            thread._pdl_tape = None
 
     def install(self, patcher) -> None:
         hooks = self

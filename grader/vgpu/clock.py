@@ -12,17 +12,19 @@ and one per GPU (until when its stream is busy), in simulated seconds since acti
 - DDP's all-reduce runs on a communication stream of its own beside the compute stream.
 
 Nothing here reads a wall clock: the same script gives the same times on any machine, under
-any load. Times are whole nanoseconds (costs are rounded to the nanosecond when they are laid
+any load. Work whose result needs a gradient is also written on a tape, which `backward()`
+replays (grader/vgpu/backward_schedule.py). Times are whole nanoseconds (costs are rounded to the nanosecond when they are laid
 on a timeline), so a duration is the same wherever on the timeline it falls: the same work
 measured twice in one run gives the same number to the last digit. `backward_schedule` lays a
 backward pass on these timelines.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 
 from grader.vgpu.cost_model import MODEL, CostModel
+
+TAPE_LIMIT = 200_000  # entries of work waiting for a backward, per thread
 
 
 def ns(seconds: float) -> int:
@@ -32,6 +34,25 @@ def ns(seconds: float) -> int:
 def ms(nanoseconds: int) -> float:
     """A duration on the clock (whole ns) in milliseconds."""
     return nanoseconds / 1e6
+
+
+class _Untimed:
+    """The context of `SimulatedClock.untimed` (a class: a generator context costs more)."""
+    __slots__ = ("state",)
+
+    def __init__(self, state):
+        self.state = state
+
+    def __enter__(self):
+        state = self.state
+        state.untimed = getattr(state, "untimed", 0) + 1
+        state.on = False
+
+    def __exit__(self, *exc):
+        state = self.state
+        state.untimed -= 1
+        state.on = state.untimed == 0 and getattr(state, "host", None) is not None
+        return False
 
 
 class SimulatedClock:
@@ -45,8 +66,25 @@ class SimulatedClock:
         # When each parameter's gradient is complete (by id), for DDP's gradient buckets.
         self.grad_ready: dict[int, int] = {}
         self._local = threading.local()
-        self._local.host = 0  # the thread that made the node is the script's main thread
-        self._local.untimed = 0
+        self.start_thread(0)  # the thread that made the node is the script's main thread
+
+    @property
+    def model(self) -> CostModel:
+        return self._model
+
+    @model.setter
+    def model(self, model: CostModel) -> None:
+        self._model = model
+        # The model's constants as the hot paths use them (the mode inlines CostModel.kernel).
+        self.host_op_ns = ns(model.host_op_s)
+        self.kernel_s = model.kernel_s
+        self.s_per_byte = 1.0 / model.memory_bytes_per_s
+        self.s_per_flop = 1.0 / model.flops_per_s
+        self.backward_factor = model.backward_factor
+
+    @staticmethod
+    def ns(seconds: float) -> int:
+        return round(seconds * 1e9)
 
     def resize(self, n_gpus: int) -> None:
         grow = max(0, n_gpus - len(self.busy_until))
@@ -60,9 +98,28 @@ class SimulatedClock:
         return getattr(self._local, "host", None)
 
     def start_thread(self, at: int | None) -> None:
-        """In a new thread: its host timeline starts where its parent's was when it started it."""
-        self._local.host = at
-        self._local.untimed = 0
+        """In a new thread: its host timeline starts where its parent's was when it started it,
+        with a tape of its own (backward_schedule)."""
+        state = self._local
+        state.host = at
+        state.untimed = 0
+        state.on = at is not None  # timed: `timed`, kept as one flag for the hot paths
+        state.tape = []
+
+    # -- the tape of work backward will replay (grader/vgpu/backward_schedule.py) -----------------
+    def record(self, entry: tuple) -> None:
+        tape = self._local.tape
+        tape.append(entry)
+        if len(tape) > TAPE_LIMIT:  # a forward nothing back-propagates: keep the newest
+            del tape[:len(tape) // 2]
+
+    def tape(self) -> list:
+        return getattr(self._local, "tape", [])
+
+    def take_tape(self) -> list:
+        tape = getattr(self._local, "tape", [])
+        self._local.tape = []
+        return tape
 
     def host_wait(self, until: int | None) -> None:
         """The host blocks until `until` (a joined thread's end, an event, a GPU's stream)."""
@@ -72,34 +129,29 @@ class SimulatedClock:
 
     @property
     def timed(self) -> bool:
-        state = self._local
-        return getattr(state, "host", None) is not None and not state.untimed
+        """Whether work in this thread goes on the clock: a thread the node saw start, outside
+        `untimed`."""
+        return getattr(self._local, "on", False)
 
-    @contextlib.contextmanager
-    def untimed(self):
-        """Work that is already on the timelines (a backward pass laid out in advance) or that a
-        real GPU would fold into other work: not charged again."""
-        state = self._local
-        state.untimed = getattr(state, "untimed", 0) + 1
-        try:
-            yield
-        finally:
-            state.untimed -= 1
+    def untimed(self) -> "_Untimed":
+        """`with clock.untimed():` work that is already on the timelines (a backward pass laid
+        out in advance) or that a real GPU would fold into other work: not charged again."""
+        return _Untimed(self._local)
 
     # -- work --------------------------------------------------------------------------------------
     def host_op(self) -> None:
         """An operation on host tensors: the host's launch cost only."""
         if self.timed:
-            self._local.host += ns(self.model.host_op_s)
+            self._local.host += self.host_op_ns
 
     def launch(self, device: int, seconds: float) -> int:
-        """One kernel of `seconds` on `device`; returns when it ends."""
-        if not self.timed:
-            return self.busy_until[device]
+        """One kernel of `seconds` on `device`; returns when it ends. (The caller checks
+        `timed`: this is the hottest path of the node.)"""
         state = self._local
-        state.host += ns(self.model.host_op_s)
-        start = max(self.busy_until[device], state.host)
-        end = self.busy_until[device] = start + ns(seconds)
+        host = state.host = state.host + self.host_op_ns
+        busy = self.busy_until
+        start = busy[device] if busy[device] > host else host
+        end = busy[device] = start + round(seconds * 1e9)
         return end
 
     def copy(self, source: int | None, target: int | None, nbytes: int,
@@ -110,7 +162,7 @@ class SimulatedClock:
         if not self.timed or source == target:
             return self.host() or 0
         state = self._local
-        state.host += ns(self.model.host_op_s)
+        state.host += self.host_op_ns
         busy = self.busy_until
         cost = ns(self.model.copy(nbytes, host_side=source is None or target is None))
         start = state.host
@@ -163,9 +215,8 @@ class SimulatedClock:
         """`.item()`, printing a tensor, `if tensor:`: a small copy to the host, after the
         device's stream has finished what was enqueued before."""
         if self.timed:
-            model = self.model
-            self.host_wait(max(self.busy_until[device], self._local.host + ns(model.host_op_s))
-                           + ns(model.host_link_s))
+            self.host_wait(max(self.busy_until[device], self._local.host + self.host_op_ns)
+                           + ns(self.model.host_link_s))
 
     def completion(self) -> int:
         """When everything enqueued so far is done: the host's time after synchronizing every

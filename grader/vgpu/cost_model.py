@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -85,8 +87,12 @@ _TRANSPOSED_CONVOLUTIONS = frozenset({"conv_transpose1d", "conv_transpose2d",
                                       "conv_transpose3d"})
 
 
+# The operations whose cost can be bound by arithmetic rather than memory traffic.
+FLOP_OPS = frozenset({*_MATMUL_FIRST_OPERAND, *_CONVOLUTIONS, *_TRANSPOSED_CONVOLUTIONS,
+                      "einsum", "scaled_dot_product_attention"})
+
+
 def _tensor(value):
-    import torch
     return value if isinstance(value, torch.Tensor) else None
 
 
@@ -96,8 +102,8 @@ def flops(name: str, args: tuple, out) -> float:
     position = _MATMUL_FIRST_OPERAND.get(name)
     out = _tensor(out)
     if position is not None:
-        first = _tensor(args[position]) if len(args) > position else None
-        if first is None or out is None or first.dim() == 0:
+        first = args[position] if len(args) > position else None
+        if not isinstance(first, torch.Tensor) or out is None or first.dim() == 0:
             return 0.0
         return 2.0 * max(out.numel(), 1) * first.shape[-1]
     if name in _CONVOLUTIONS and len(args) > 1 and out is not None:

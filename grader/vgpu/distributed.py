@@ -187,7 +187,10 @@ class DDPPatches:
         device = node.label_of(parameters[0]) if parameters else None
         if device is None:
             return
-        ready = max(node.clock.grad_ready.get(id(p), 0) for p in parameters)
+        # A parameter whose gradient the tape did not see made (used through a view): ready
+        # when the backward is done, so its bucket waits rather than starts early.
+        done = node.clock.busy_until[device]
+        ready = max(node.clock.grad_ready.get(id(p), done) for p in parameters)
         node.clock.overlapped_collective(device, ready, "all_reduce", _bucket_bytes(bucket),
                                          group_size)
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from grader.vgpu.backward_schedule import note_copy, note_operation, schedule_backward
-from grader.vgpu.cost_model import FREE_OPS, flops
+from grader.vgpu.backward_schedule import (OP, next_entry, record_copy, record_operation,
+                                           schedule_backward)
+from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
-from grader.vgpu.node import Node
+from grader.vgpu.node import Node, storage_id
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
@@ -64,6 +65,29 @@ def _nbytes(values) -> int:
     return total
 
 
+def _tensors(args, kwargs) -> list:
+    found = []
+    for value in (*args, *kwargs.values()) if kwargs else args:
+        found.extend(_tensors_in(value))
+    return found
+
+
+# How the mode treats a call, by the function's name (decided once per name).
+_PASS, _READ, _FOREACH, _FREE, _GENERIC = (object() for _ in range(5))
+
+
+def _kind_of(name: str):
+    if name in _PASSTHROUGH_NAMES:
+        return _PASS
+    if name in _READ_BACK_NAMES:
+        return _READ
+    if name.startswith(("_foreach_", "_fused_")):
+        return _FOREACH
+    if name in FREE_OPS:
+        return _FREE  # a view: labelled, but no kernel runs
+    return _GENERIC
+
+
 def _first_tensor(out):
     if isinstance(out, Tensor):
         return out
@@ -79,6 +103,8 @@ class VirtualGPUMode(TorchFunctionMode):
         super().__init__()
         self.node = node
         self.clock = node.clock
+        self._kinds: dict = {}  # function name -> how it is treated (_kind_of)
+        self._devices: dict = {}  # `.to()` argument ("cuda:1", torch.device) -> GPU index
         self.special = {
             Tensor.to: self._to,
             Tensor.cuda: self._cuda,
@@ -96,58 +122,142 @@ class VirtualGPUMode(TorchFunctionMode):
         }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         handler = self.special.get(func)
         if handler is not None:
-            return handler(func, args, kwargs)
+            return handler(func, args, kwargs or {})
         name = getattr(func, "__name__", "")
-        if name in _PASSTHROUGH_NAMES:
-            return func(*args, **kwargs)
-        if name in _READ_BACK_NAMES:
-            return self._read_back(func, args, kwargs)
-        return self._generic(func, name, args, kwargs)
+        kind = self._kinds.get(name)
+        if kind is None:
+            kind = self._kinds[name] = _kind_of(name)
+        if kind is _PASS:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if kind is _READ:
+            return self._read_back(func, args, kwargs or {})
+        if kind is _FOREACH:
+            return self._foreach(func, name, args, kwargs or {})
+        return self._generic(func, name, kind, args, kwargs)
 
     # -- every other op ------------------------------------------------------------------------
-    def _generic(self, func, name, args, kwargs):
+    # The hottest path of the node: every op of the script passes here, so it is written out
+    # flat (local names, no helper calls on the common path) rather than in small functions.
+    def _generic(self, func, name, kind, args, kwargs):
+        if kwargs and "device" in kwargs:
+            return self._factory(func, name, args, kwargs)
         node = self.node
-        if "device" in kwargs:
-            target = parse(node, kwargs["device"])
-            if isinstance(target, int):
-                kwargs = dict(kwargs, device="cpu")
-            elif isinstance(target, str):
-                return func(*args, **kwargs)  # meta and friends: not ours
-            out = func(*args, **kwargs)
-            self._label(out, target)
-            self._charge(name, args, kwargs, out, target)
+        labels = node.labels
+        # The devices of the op's tensors (one, or PyTorch's error) and the bytes they hold.
+        found = _UNSET
+        nbytes = 0
+        inputs = []
+        keys = []
+        try:
+            for value in (*args, *kwargs.values()) if kwargs else args:
+                if isinstance(value, Tensor):
+                    tensors = (value,)
+                elif isinstance(value, (list, tuple)) and value and isinstance(value[0], Tensor):
+                    tensors = value
+                else:
+                    continue
+                for tensor in tensors:
+                    key = storage_id(tensor)
+                    inputs.append(tensor)
+                    keys.append(key)
+                    index = labels.get(key)
+                    nbytes += tensor.nbytes
+                    if index is None and tensor.dim() == 0:
+                        continue  # host scalars may meet tensors on any device, as in PyTorch
+                    if found is _UNSET:
+                        found = index
+                    elif index != found:
+                        raise mismatch(found, index)
+        except (NotImplementedError, TypeError):  # sparse and other storage-less tensors
+            found = self._common_device(args, kwargs or {})
+            inputs, keys = _tensors(args, kwargs), []
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        clock = self.clock
+        state = clock._local
+        if found is _UNSET or found is None:
+            if kind is _GENERIC and getattr(state, "on", False) and _first_tensor(out) is not None:
+                clock.host_op()  # grad mode, profiler marks and the like launch nothing
             return out
-        if name.startswith(("_foreach_", "_fused_")):
-            return self._foreach(func, name, args, kwargs)
-        target = self._common_device(args, kwargs)
-        out = func(*args, **kwargs)
-        self._label(out, target)
-        self._charge(name, args, kwargs, out, target)
+        if isinstance(out, Tensor):
+            first = out
+            try:
+                out_key = storage_id(out)
+                if out_key not in labels:
+                    node.label_storage(out, out_key, found)
+            except (NotImplementedError, TypeError):
+                out_key = None
+            nbytes += out.nbytes
+        else:
+            first = _first_tensor(out)
+            out_key = None
+            self._label(out, found)
+            nbytes += _nbytes((out,))
+        if kind is _FREE or not getattr(state, "on", False):
+            return out
+        # The op's cost on the simulated clock (CostModel.kernel and clock.launch, inlined) ...
+        work = nbytes * clock.s_per_byte
+        if name in FLOP_OPS:
+            work = max(work, flops(name, args, first) * clock.s_per_flop)
+        seconds = clock.kernel_s + work
+        host = state.host = state.host + clock.host_op_ns
+        busy = clock.busy_until
+        busy[found] = (busy[found] if busy[found] > host else host) + round(seconds * 1e9)
+        # ... and its backward's, on the tape (backward_schedule.record_operation, inlined).
+        if first is not None and first.requires_grad:
+            producers = node.producers
+            made_by, leaves = [], []
+            for tensor, key in zip(inputs, keys):
+                entry = producers.get(key)
+                if entry is not None:
+                    made_by.append(entry)
+                elif tensor.requires_grad:
+                    leaves.append(tensor)
+            entry = next_entry()
+            clock.record((OP, entry, found, round(clock.backward_factor * seconds * 1e9),
+                          leaves or None, made_by))
+            if out_key is None:
+                try:
+                    out_key = storage_id(first)
+                except (NotImplementedError, TypeError):
+                    return out
+            producers[out_key] = entry
         return out
 
-    def _charge(self, name, args, kwargs, out, target):
-        """The op's cost on the simulated clock; its backward's, noted on its grad_fn."""
+    def _charge(self, name, args, kwargs, out, first, device, nbytes):
+        """The op's cost on the simulated clock; its backward's, on the clock's tape."""
         clock = self.clock
-        if name in FREE_OPS or not clock.timed:
-            return
-        first = _first_tensor(out)
-        if target is None:
-            if first is not None:  # grad mode, profiler marks and the like launch nothing
-                clock.host_op()
-            return
-        nbytes = _nbytes(args) + _nbytes(kwargs.values()) + _nbytes((out,))
-        seconds = self.clock.model.kernel(flops(name, args, first), nbytes)
-        clock.launch(target, seconds)
+        nbytes += _nbytes((out,)) if first is not out else out.nbytes
+        flop_count = flops(name, args, first) if name in FLOP_OPS else 0
+        seconds = clock.model.kernel(flop_count, nbytes)
+        clock.launch(device, seconds)
         if first is not None and first.requires_grad:
-            note_operation(first, target, seconds)
+            record_operation(self.node, device, seconds, _tensors(args, kwargs), first)
+
+    def _factory(self, func, name, args, kwargs):
+        """`torch.zeros(..., device="cuda:k")` and the like: made on the host, labelled k."""
+        target = parse(self.node, kwargs["device"])
+        if isinstance(target, str):
+            return func(*args, **kwargs)  # meta and friends: not ours
+        if isinstance(target, int):
+            kwargs = dict(kwargs, device="cpu")
+        out = func(*args, **kwargs)
+        self._label(out, target)
+        clock = self.clock
+        first = _first_tensor(out)
+        if first is None or not clock.timed or _kind_of(name) is _FREE:
+            return out
+        if target is None:
+            clock.host_op()
+        else:
+            self._charge(name, args, kwargs, out, first, target, 0)
+        return out
 
     def _read_back(self, func, args, kwargs):
         if args and isinstance(args[0], Tensor):
             index = self.node.label_of(args[0])
-            if index is not None:
+            if index is not None and self.clock.timed:
                 self.clock.read_back(index)
         return func(*args, **kwargs)
 
@@ -207,6 +317,12 @@ class VirtualGPUMode(TorchFunctionMode):
 
     # -- crossing devices ---------------------------------------------------------------------
     def _to(self, func, args, kwargs):
+        if len(args) == 2 and not kwargs:
+            # `x.to(device)` where x already is: the common case of a forward's baton pass.
+            target = self._devices.get(args[1], _UNSET)
+            if target is not _UNSET and target == self.node.label_of(args[0]):
+                self._note_to(args[0], target, target)
+                return args[0]
         tensor, rest, kw = args[0], list(args[1:]), dict(kwargs)
         copy = kw.pop("copy", False)
         if rest and isinstance(rest[0], Tensor):
@@ -222,6 +338,12 @@ class VirtualGPUMode(TorchFunctionMode):
         target = self.node.label_of(tensor) if device is None else parse(self.node, device)
         if isinstance(target, str):
             return func(*args, **kwargs)
+        if len(args) == 2 and not kwargs and device is not None and dtype is None \
+                and memory_format is None and (device.index is not None or device.type == "cpu"):
+            try:
+                self._devices[args[1]] = target  # a device argument always means the same GPU
+            except TypeError:
+                pass
         return self._move(tensor, target, dtype, copy=copy,
                           memory_format=memory_format or torch.preserve_format,
                           record=device is not None)  # a dtype-only .to() is no device move
@@ -236,15 +358,20 @@ class VirtualGPUMode(TorchFunctionMode):
         return self._move(args[0], None, None, copy=False,
                           memory_format=kwargs.get("memory_format", torch.preserve_format))
 
+    def _note_to(self, tensor, source, target):
+        trace = get_trace()
+        if trace.enabled:
+            moved = source != target
+            trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
+                       bytes=tensor.numel() * tensor.element_size() if moved else 0,
+                       shape=list(tensor.shape), site=call_site(4))
+
     def _move(self, tensor, target, dtype, *, copy, memory_format, record=True):
         node = self.node
         source = node.label_of(tensor)
         moved = source != target
-        trace = get_trace()
-        if trace.enabled and record:
-            trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
-                       bytes=tensor.numel() * tensor.element_size() if moved else 0,
-                       shape=list(tensor.shape), site=call_site(3))
+        if record:
+            self._note_to(tensor, source, target)
         out = tensor.to(dtype=dtype or tensor.dtype, copy=copy or moved,
                         memory_format=memory_format)
         if out is not tensor:
@@ -260,14 +387,14 @@ class VirtualGPUMode(TorchFunctionMode):
         if moved:
             clock.copy(source, target, nbytes)
             if out.requires_grad:
-                note_copy(out, source, target, nbytes)
+                record_copy(self.node, source, target, nbytes, tensor, out)
         elif target is None:
             clock.host_op()
         else:  # a new dtype or layout on the same GPU: one kernel
-            seconds = self.clock.model.kernel(0, tensor.nbytes + nbytes)
+            seconds = clock.model.kernel(0, tensor.nbytes + nbytes)
             clock.launch(target, seconds)
             if out.requires_grad:
-                note_operation(out, target, seconds)
+                record_operation(self.node, target, seconds, (tensor,), out)
 
     def _copy_(self, func, args, kwargs):
         destination, source = args[0], args[1]
@@ -319,10 +446,10 @@ class VirtualGPUMode(TorchFunctionMode):
         if index is not None and clock.timed and isinstance(out, Tensor) \
                 and out.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr():
             # Advanced indexing gathers into new memory (basic indexing is a view: free).
-            seconds = self.clock.model.kernel(0, 2 * out.nbytes)
+            seconds = clock.model.kernel(0, 2 * out.nbytes)
             clock.launch(index, seconds)
             if out.requires_grad:
-                note_operation(out, index, seconds)
+                record_operation(self.node, index, seconds, (args[0],), out)
         return out
 
     def _setitem(self, func, args, kwargs):
@@ -338,23 +465,22 @@ class VirtualGPUMode(TorchFunctionMode):
         trace = get_trace()
         if trace.enabled:
             trace.emit("backward", site=call_site(3))
-        roots = args[0] if args else kwargs.get("tensors")
-        return self._run_backward(func, args, kwargs, roots)
+        return self._run_backward(func, args, kwargs)
 
-    def _run_backward(self, func, args, kwargs, roots):
+    def _run_backward(self, func, args, kwargs):
         """Lay the whole backward pass on the clock first, then let autograd run it untimed
         (DataParallel's backward collectives are already on the timelines then)."""
         clock = self.clock
         if not clock.timed:
             return func(*args, **kwargs)
         clock.host_op()
-        schedule_backward(clock, [t.grad_fn for t in _tensors_in(roots)], self.node.label_of)
+        roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+        schedule_backward(self.node, list(_tensors_in(roots)))
         with clock.untimed():
             return func(*args, **kwargs)
 
     def _grad(self, func, args, kwargs):
-        outputs = args[0] if args else kwargs.get("outputs")
-        grads = self._run_backward(func, args, kwargs, outputs)
+        grads = self._run_backward(func, args, kwargs)
         inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs or ())
         for grad, source in zip(grads, inputs):

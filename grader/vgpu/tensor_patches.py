@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from grader.vgpu.backward_schedule import note_function_backward, transfers_of_function
-from grader.vgpu.node import Node
+from grader.vgpu.backward_schedule import record_function_transfers, transfers_of_function
+from grader.vgpu.node import Node, storage_id
 from grader.vgpu.patcher import Patcher
 
 _base = torch._C.TensorBase
@@ -29,10 +29,14 @@ class DeviceAttributes:
 
     def __init__(self, node: Node):
         self.node = node
+        self.labels = node.labels
         self._cuda_devices: dict[int, torch.device] = {}
 
     def device(self, tensor):
-        index = self.node.label_of(tensor)
+        try:
+            index = self.labels.get(storage_id(tensor))
+        except (RuntimeError, NotImplementedError, TypeError):
+            index = None
         if index is None:
             return _C_DEVICE.__get__(tensor)
         found = self._cuda_devices.get(index)
@@ -108,8 +112,10 @@ class FunctionGradLabels:
                         o.grad_fn._pdl_output_devices = devices
                     except AttributeError:
                         pass
-                    if moved:
-                        note_function_backward(o, moved)
+                    if moved and self.node.clock.timed and o.requires_grad:
+                        record_function_transfers(
+                            self.node, moved, [a for a in args if isinstance(a, torch.Tensor)],
+                            [t for t in outputs if isinstance(t, torch.Tensor)])
                     break
         return out
 
