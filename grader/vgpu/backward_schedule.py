@@ -2,8 +2,9 @@
 
 The kernels of backward run inside autograd's C++ engine and never pass through the
 torch-function mode. So while the forward runs, every operation whose result needs a gradient
-is written on a tape (per host thread), with the entries that made its inputs (found by the
-storages they wrote: `node.producers`). When `backward()` is called, the entries its tensors
+is written on a tape (per host thread), with the entries that made those of its inputs a
+gradient flows back into (found by the storages they wrote: `node.producers`; a detached
+input needs no gradient, so none flows through it). When `backward()` is called, the entries its tensors
 depend on are replayed in reverse, before autograd runs, and the tape is cleared (work that
 backward does not reach, e.g. before a `detach()`, costs nothing):
 
@@ -43,10 +44,13 @@ next_entry = itertools.count(1).__next__  # ids of entries (thread-safe in CPyth
 
 
 def _made_by(node, tensors) -> tuple:
-    """The entries that wrote the storages of `tensors` (none for parameters and inputs)."""
+    """The entries that wrote the storages of `tensors` that a gradient flows back into
+    (none for parameters, data, and detached tensors)."""
     producers = node.producers
     found = ()
     for tensor in tensors:
+        if not tensor.requires_grad:
+            continue
         try:
             entry = producers.get(storage_id(tensor))
         except (RuntimeError, NotImplementedError, TypeError):
@@ -72,13 +76,15 @@ def record_operation(node, device: int, seconds: float, inputs, output) -> None:
     producers = node.producers
     made_by, leaves = [], []
     for tensor in inputs:
+        if not tensor.requires_grad:  # no gradient flows back into it (data, or detached)
+            continue
         try:
             entry = producers.get(storage_id(tensor))
         except (RuntimeError, NotImplementedError, TypeError):
             continue
         if entry is not None:
             made_by.append(entry)
-        elif tensor.requires_grad:
+        else:
             leaves.append(tensor)
     entry = next_entry()
     clock.record((OP, entry, device, round(clock.model.backward_factor * seconds * 1e9),

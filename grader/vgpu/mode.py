@@ -209,11 +209,12 @@ class VirtualGPUMode(TorchFunctionMode):
             producers = node.producers
             made_by, leaves = [], []
             for tensor, key in zip(inputs, keys):
-                entry = producers.get(key)
-                if entry is not None:
-                    made_by.append(entry)
-                elif tensor.requires_grad:
-                    leaves.append(tensor)
+                if tensor.requires_grad:  # a gradient flows back into it (not if detached)
+                    entry = producers.get(key)
+                    if entry is not None:
+                        made_by.append(entry)
+                    else:
+                        leaves.append(tensor)
             entry = next_entry()
             clock.record((OP, entry, found, round(clock.backward_factor * seconds * 1e9),
                           leaves or None, made_by))

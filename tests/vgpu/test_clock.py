@@ -108,6 +108,21 @@ def test_a_host_bound_step_costs_its_launches(timed):
             2 * HOST + link_ms(4), abs=1e-9)
 
 
+def test_backward_costs_only_what_the_loss_depends_on(timed):
+    """A detached activation and a forward nobody back-propagates cost their forward only."""
+    clock = timed(1)
+    l0, l1 = layer("cuda:0"), layer("cuda:0")
+    x, y = torch.randn(B, D, device="cuda:0"), torch.randn(B, D, device="cuda:0")
+
+    def step():
+        l0(x)                                           # forward only: its result is dropped
+        h = l1(l0(x).detach())                          # backward stops at the detach
+        nn.functional.mse_loss(h, y).backward()
+    step()
+    # Three forwards (3T) and one backward (2T); the first launch is the only host time seen.
+    assert measured_ms(clock, step) == pytest.approx(HOST + 5 * T, abs=1e-9)
+
+
 # -- a copy waits for its input; a synchronize for its GPU --------------------------------------
 def test_a_copy_waits_for_its_input_and_other_gpus_do_not(timed):
     timed(2)
