@@ -12,11 +12,11 @@ and one per GPU (until when its stream is busy), in simulated seconds since acti
 - DDP's all-reduce runs on a communication stream of its own beside the compute stream.
 
 Nothing here reads a wall clock: the same script gives the same times on any machine, under
-any load. Work whose result needs a gradient is also written on a tape, which `backward()`
-replays (grader/vgpu/backward_schedule.py). Times are whole nanoseconds (costs are rounded to the nanosecond when they are laid
+any load. Times are whole nanoseconds (costs are rounded to the nanosecond when they are laid
 on a timeline), so a duration is the same wherever on the timeline it falls: the same work
-measured twice in one run gives the same number to the last digit. `backward_schedule` lays a
-backward pass on these timelines.
+measured twice in one run gives the same number to the last digit. Work whose result needs a
+gradient is also written on a tape per host thread, which `backward()` replays on these
+timelines (grader/vgpu/backward_schedule.py).
 """
 from __future__ import annotations
 

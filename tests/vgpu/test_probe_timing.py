@@ -32,6 +32,7 @@ def medians(probe, configs, rounds=2):
     return [found["results"][f"{g}x{d}"]["median_ms"] for g, d in configs], found
 
 
+@pytest.mark.slow
 def test_reference_times_grow_with_depth_and_five_gpus_are_no_faster(probe_of):
     probe = probe_of()
     trend, found = medians(probe, TREND)
@@ -53,6 +54,7 @@ def test_timing_records_say_which_clock(probe_of, tmp_path):
     assert [len(r["times_ms"]) for r in record["results"].values()] == [3, 3, 3]
 
 
+@pytest.mark.slow
 def test_a_slowed_host_gives_the_same_step_times(probe_of):
     import time
 
