@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from grader.vgpu.backward_schedule import (OP, next_entry, record_copy, record_operation,
                                            schedule_backward)
+from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import Node, storage_id
@@ -198,7 +199,9 @@ class VirtualGPUMode(TorchFunctionMode):
             return out
         # The op's cost on the simulated clock (CostModel.kernel and clock.launch, inlined) ...
         work = nbytes * clock.s_per_byte
-        if name in FLOP_OPS:
+        if name == "linear" and first is not None and args[0].dim():
+            work = max(work, 2.0 * first.numel() * args[0].shape[-1] * clock.s_per_flop)
+        elif name in FLOP_OPS:
             work = max(work, flops(name, args, first) * clock.s_per_flop)
         seconds = clock.kernel_s + work
         host = state.host = state.host + clock.host_op_ns
@@ -216,8 +219,11 @@ class VirtualGPUMode(TorchFunctionMode):
                     else:
                         leaves.append(tensor)
             entry = next_entry()
-            clock.record((OP, entry, found, round(clock.backward_factor * seconds * 1e9),
-                          leaves or None, made_by))
+            tape = state.tape
+            tape.append((OP, entry, found, round(clock.backward_factor * seconds * 1e9),
+                         leaves or None, made_by))
+            if len(tape) > TAPE_LIMIT:
+                clock.record(tape.pop())  # trims the tape
             if out_key is None:
                 try:
                     out_key = storage_id(first)
