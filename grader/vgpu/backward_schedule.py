@@ -4,9 +4,9 @@ The kernels of backward run inside autograd's C++ engine and never pass through 
 torch-function mode. So while the forward runs, every operation whose result needs a gradient
 is written on a tape (per host thread), with the entries that made those of its inputs a
 gradient flows back into (found by the storages they wrote: `node.producers`; a detached
-input needs no gradient, so none flows through it). When `backward()` is called, the entries its tensors
-depend on are replayed in reverse, before autograd runs, and the tape is cleared (work that
-backward does not reach, e.g. before a `detach()`, costs nothing):
+input needs no gradient, so none flows through it). When `backward()` is called, the entries
+its tensors depend on are replayed in reverse, before autograd runs, and the tape is cleared
+(work that backward does not reach, e.g. before a `detach()`, costs nothing):
 
 - an operation's backward costs `backward_factor` times its forward, on the same GPU, launched
   `backward_factor` times; its gradient is needed by the operation before it, so launches
