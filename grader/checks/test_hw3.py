@@ -74,7 +74,13 @@ MEASURED_UNDER = {
               f"{_STEPS}; memory: the peak PyTorch allocated on each GPU"),
     "task5": f"one forward pass, DEPTH={TRANSFER_DEPTH}, on 2 and 5 GPUs",
 }
-NO_SPEEDUP_TOLERANCE = 1.5  # 5 GPUs may not be more than 1.5x faster than 2 (noise, not MP)
+# On virtual GPUs the step times come from the simulated clock (grader/vgpu/clock.py): the same
+# on every run, under any load; on real GPUs from the wall clock. Each record says which.
+# 5 GPUs may not be more than this much faster than 2: on the wall clock a margin for noise;
+# on the simulated clock naive model parallelism is never faster with more GPUs (it only adds
+# transfers), so a small margin is enough and a real speed-up (e.g. a backward cut short by a
+# detach) is caught.
+NO_SPEEDUP_TOLERANCE = {"real": 1.5, "simulated": 1.05}
 LOOK_TASK3 = "LargeLinearModelMP.__init__ in hw3/model_parallel.py (Task 3: the layout)"
 LOOK_FORWARD = "LargeLinearModelMP.forward in hw3/model_parallel.py (the baton pass)"
 LOOK_COUNTING = (LOOK_FORWARD + " (Task 5: add 1 to self.to_calls at every x.to(layer_device), "
@@ -113,6 +119,11 @@ def record(probe, kind, **match):
             return found
     problem = run.problem() or "the probe stopped before reaching it"
     raise AssertionError(f"This configuration ({kind}, {match}) was not measured: {problem}")
+
+
+def clock_of(found) -> str:
+    """Which clock a timing record's step times come from: "simulated" or "real"."""
+    return found.get("clock", "real")
 
 
 def built(found, what="the model") -> None:
@@ -215,6 +226,7 @@ def test_task2_step_time_grows_with_depth(probe, measured):
     runs = [found["results"][f"2x{d}"] for d in TIMING_DEPTHS]
     medians = [run["median_ms"] for run in runs]
     measured["task2.step_time_ms"] = {str(d): round(m, 3) for d, m in zip(TIMING_DEPTHS, medians)}
+    measured["task2.clock"] = clock_of(found)
     pairs = [(run["depth"], t) for run in runs for t in run["times_ms"]]
     rho = spearman([d for d, _ in pairs], [t for _, t in pairs])
     increasing = all(a < b for a, b in zip(medians, medians[1:]))
@@ -223,7 +235,7 @@ def test_task2_step_time_grows_with_depth(probe, measured):
         "the median step time rises with DEPTH (6 < 12 < 24), at least 1.5x from 6 to 24 "
         "layers, consistently over repeated steps (rank correlation >= 0.6)",
         "median step times " + ", ".join(f"DEPTH {d}: {m:.2f} ms" for d, m in zip(TIMING_DEPTHS, medians))
-        + f"; rank correlation {rho:.2f}",
+        + f" ({clock_of(found)} clock); rank correlation {rho:.2f}",
         "every layer must do its work in forward and backward: look for layers skipped or "
         "reused in LargeLinearModelMP.forward")
 
@@ -368,9 +380,9 @@ def test_task4_more_gpus_no_faster(probe):
     t2 = found["results"][f"2x{TASK4_DEPTH}"]["median_ms"]
     t5 = found["results"][f"5x{TASK4_DEPTH}"]["median_ms"]
     # Naive model parallelism runs one GPU at a time: 5 GPUs cannot be clearly faster than 2.
-    assert t5 >= t2 / NO_SPEEDUP_TOLERANCE, explain(
+    assert t5 >= t2 / NO_SPEEDUP_TOLERANCE[clock_of(found)], explain(
         "no speed-up from 2 to 5 GPUs beyond noise (only one GPU works at any moment)",
-        f"median step {t2:.2f} ms on 2 GPUs, {t5:.2f} ms on 5",
+        f"median step {t2:.2f} ms on 2 GPUs, {t5:.2f} ms on 5 ({clock_of(found)} clock)",
         "LargeLinearModelMP.forward must run the layers one after another, as the task describes")
 
 
@@ -382,6 +394,7 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
     built(found, "and training the model")
     ours = {g: found["results"][f"{g}x{TASK4_DEPTH}"] for g in TASK4_GPUS}
     measured["task4"] = {str(g): {"step_time_ms": round(run["median_ms"], 3),
+                                  "clock": clock_of(found),
                                   "memory_per_gpu_mib": [round(m / 2**20, 2)
                                                          for m in run["peak_memory"]]}
                          for g, run in ours.items()}

@@ -19,7 +19,7 @@ from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
 from grader.sandbox import SandboxPolicy, run_sandboxed
 from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
-from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUNNER, visible_devices
+from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUN_ON_NODE, visible_devices
 from grader.vgpu.trace import merge_rank_files
 
 REFERENCE_DIR = PACKAGE_ROOT / "reference"
@@ -142,7 +142,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
         observation.missing = True
         return observation
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
-    command = [str(RUNNER)]
+    command = [str(RUN_ON_NODE)]
     for name, value in sets.items():
         command += ["--set", f"{name}={value!r}"]
     for old, new in edits:

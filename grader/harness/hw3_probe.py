@@ -473,16 +473,29 @@ class Probe:
         _, log = self.logged_forward(model, x)
         return {"devices": devices, "log": log}
 
+    # -- step times: the simulated clock on virtual GPUs, the wall clock on real ones ----------
+    def clock(self):
+        """The node's simulated clock (virtual GPUs), or None (real GPUs: wall-clock time)."""
+        if self.activation is not None and self.activation.virtual:
+            return self.activation.node.clock
+        return None
+
     def timing(self, label: str, configs: list, dim: int, batch: int, warmup: int,
                rounds: int) -> None:
-        """Step times of several (GPUs, DEPTH) configurations, measured in interleaved rounds
-        (a burst of load on a shared machine then hits every configuration alike)."""
+        """Step times of several (GPUs, DEPTH) configurations. On virtual GPUs they come from
+        the simulated clock: the same every round and on any machine, so one warm-up step and
+        three rounds say all there is. On real GPUs they are measured in interleaved rounds (a
+        burst of load then hits every configuration alike)."""
         configs = [tuple(c) for c in configs]
         most = max(g for g, _ in configs)
         if not self.use_gpus(most):
             self.emit({"kind": label, "skipped": f"needs {most} GPUs"})
             return
-        self.guarded({"kind": label, "configs": [list(c) for c in configs]},
+        simulated = self.clock() is not None
+        if simulated:
+            warmup, rounds = min(warmup, 1), min(rounds, 3)
+        self.guarded({"kind": label, "configs": [list(c) for c in configs],
+                      "clock": "simulated" if simulated else "real"},
                      lambda: self._timing(configs, most, dim, batch, warmup, rounds))
 
     def _timing(self, configs, most, dim, batch, warmup, rounds):
@@ -517,19 +530,23 @@ class Probe:
             found["median_ms"] = statistics.median(found["times_ms"])
         return {"results": results}
 
-    def _step(self, run, gpus):
+    def _step(self, run, gpus) -> float:
+        """One training step, from idle GPUs to idle GPUs, in ms."""
         torch = self.torch
         model, x, y, optimizer = run
+        clock = self.clock()
+        # The simulated clock counts whole ns; the wall clock seconds.
+        now, per_ms = (clock.host, 1e6) if clock is not None else (time.perf_counter, 1e-3)
         for i in range(gpus):
             torch.cuda.synchronize(i)
-        started = time.perf_counter()
+        started = now()
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimizer.step()
         for i in range(gpus):
             torch.cuda.synchronize(i)
-        return (time.perf_counter() - started) * 1000.0
+        return (now() - started) / per_ms
 
 
 def _write_new(path: str, data: bytes) -> None:

@@ -123,6 +123,19 @@ class Observation:
             return {m["device"]: int(m["peak"]) for m in event.get("memory", [])}
         return {}
 
+    def step_times_ms(self, rank: int = 0) -> tuple[list[float], str]:
+        """The rank's optimizer steps' times in ms, and the clock they come from: on virtual
+        GPUs the simulated clock ("simulated": each step's `sim_step_ms`, the same on any
+        machine), on real GPUs the wall clock ("real": the gaps between the steps' records,
+        so one time fewer than steps)."""
+        steps = self.of("step", rank)
+        simulated = [e["sim_step_ms"] for e in steps
+                     if isinstance(e.get("sim_step_ms"), (int, float))]
+        if steps and len(simulated) == len(steps):
+            return [float(t) for t in simulated], "simulated"
+        stamps = [e["t"] for e in steps if isinstance(e.get("t"), (int, float))]
+        return [(b - a) * 1000 for a, b in zip(stamps, stamps[1:])], "real"
+
     def fingerprints(self, kind: str) -> dict[int, list[dict]]:
         """Per rank, the `grads` or `params` fingerprints of every optimizer step."""
         found = defaultdict(list)

@@ -82,9 +82,12 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
         _install_virtual(handle)
     else:
         _install_real(handle)
-    from grader.vgpu.observe import Observer
-    handle.observer = Observer(trace)
-    handle.observer.install(handle.patcher)
+    if trace_path:
+        # What the script does goes to the trace file; without one (a student's own run) the
+        # module and optimizer hooks would only cost time.
+        from grader.vgpu.observe import Observer
+        handle.observer = Observer(trace, handle.node.clock if handle.node is not None else None)
+        handle.observer.install(handle.patcher)
     arm_guard(handle)
     trace.emit("start", virtual=virtual, gpus=n_gpus, pid=os.getpid(),
                local_rank=int(os.environ.get("LOCAL_RANK", "0")),
@@ -101,20 +104,66 @@ def _trace_of_forked_child() -> None:
 os.register_at_fork(after_in_child=_trace_of_forked_child)
 
 
-def _push_mode_in_every_thread(handle: Activation, make_mode) -> None:
-    original = threading.Thread._bootstrap_inner
+class ThreadHooks:
+    """What every thread started while the node is active gets: the torch-function mode
+    (modes are per thread: DataParallel's workers need one too) and, on virtual GPUs, a host
+    timeline on the simulated clock that starts where its parent's was at `start()` and that
+    the parent catches up with at `join()` (DataParallel's replicas launch in parallel), and
+    a tape the parent takes over at `join()`."""
 
-    def bootstrap_inner(self):
-        # Torch-function modes are per thread: DataParallel's workers need one too.
-        if _active is handle:
-            with make_mode():
-                return original(self)
-        return original(self)
+    def __init__(self, handle: Activation, make_mode, clock=None):
+        self.handle = handle
+        self.make_mode = make_mode
+        self.clock = clock
+        self.original_bootstrap = threading.Thread._bootstrap_inner
+        self.original_start = threading.Thread.start
+        self.original_join = threading.Thread.join
+        from grader.vgpu.backward_schedule import record_threads
+        self.record_threads = record_threads
 
-    handle.patcher.set(threading.Thread, "_bootstrap_inner", bootstrap_inner)
-    mode = make_mode()
-    mode.__enter__()
-    handle.modes.append(mode)
+    def bootstrap_inner(self, thread) -> None:
+        if _active is not self.handle:
+            return self.original_bootstrap(thread)
+        if self.clock is not None:
+            self.clock.start_thread(getattr(thread, "_pdl_host_start", None))
+        try:
+            with self.make_mode():
+                return self.original_bootstrap(thread)
+        finally:
+            if self.clock is not None:
+                thread._pdl_host_end = self.clock.host()
+                thread._pdl_tape = self.clock.take_tape()
+
+    def start(self, thread) -> None:
+        if self.clock is not None:
+            thread._pdl_host_start = self.clock.host()
+        return self.original_start(thread)
+
+    def join(self, thread, timeout=None) -> None:
+        self.original_join(thread, timeout)
+        if self.clock is not None and not thread.is_alive():
+            self.clock.host_wait(getattr(thread, "_pdl_host_end", None))
+            # What the thread did that backward will replay (a DataParallel replica's forward).
+            self.record_threads(self.clock, getattr(thread, "_pdl_tape", None))
+            thread._pdl_tape = None
+
+    def install(self, patcher) -> None:
+        hooks = self
+
+        def _bootstrap_inner(thread):
+            return hooks.bootstrap_inner(thread)
+
+        def start(thread):
+            return hooks.start(thread)
+
+        def join(thread, timeout=None):
+            return hooks.join(thread, timeout)
+
+        for function in (_bootstrap_inner, start, join):
+            patcher.set(threading.Thread, function.__name__, function)
+        mode = self.make_mode()
+        mode.__enter__()
+        self.handle.modes.append(mode)
 
 
 def _install_virtual(handle: Activation) -> None:
@@ -131,9 +180,9 @@ def _install_virtual(handle: Activation) -> None:
     tensor_patches.install(patcher, node)
     cuda_facade.install(patcher, node)
     dataparallel.install(patcher, node)
-    distributed.install(patcher, virtual=True)
+    distributed.install(patcher, virtual=True, node=node)
     unsupported.install(patcher)
-    _push_mode_in_every_thread(handle, lambda: VirtualGPUMode(node))
+    ThreadHooks(handle, lambda: VirtualGPUMode(node), node.clock).install(patcher)
     handle.trace.emit("nvml", available=False, reason=NOT_AVAILABLE)
 
 
@@ -146,7 +195,7 @@ def _install_real(handle: Activation) -> None:
     handle.patcher = Patcher()
     dataparallel.install_observer(handle.patcher)
     distributed.install(handle.patcher, virtual=False)
-    _push_mode_in_every_thread(handle, RealGPUObserverMode)
+    ThreadHooks(handle, RealGPUObserverMode).install(handle.patcher)
     if int(os.environ.get("LOCAL_RANK", "0")) == 0:  # one sampler per node is enough
         handle.sampler = NvmlSampler(handle.trace, list(range(handle.n_gpus)))
         if handle.sampler.start():
@@ -155,7 +204,7 @@ def _install_real(handle: Activation) -> None:
 
 
 def activate_from_environment() -> Activation | None:
-    """Used by the boot `sitecustomize` and the runner: the launcher's variables decide."""
+    """Used by the boot `sitecustomize` and run_on_node.py: the launcher's variables decide."""
     gpus = os.environ.get(ENV_GPUS)
     if not gpus:
         return None

@@ -3,12 +3,14 @@
 The split rule is PyTorch's own (C++ `comm::scatter`): `tensor.chunk(len(devices), dim)`
 unless chunk sizes are given, so a batch can give fewer chunks than GPUs and DataParallel
 then runs fewer replicas, exactly as on real hardware. Every chunk, copy, sum and
-concatenation is recorded in the trace.
+concatenation is recorded in the trace, and costs a copy over the GPU link on the simulated
+clock, on the lane of DataParallel's own GPU (GPU 0: where it scatters from and gathers to).
 """
 from __future__ import annotations
 
 import torch
 
+from grader.vgpu.backward_schedule import note_transfer
 from grader.vgpu.devices import describe
 from grader.vgpu.node import Node
 from grader.vgpu.patcher import Patcher
@@ -24,71 +26,94 @@ def record(kind: str, source: int | None, target: int | None, tensor) -> None:
                    site=call_site(3))
 
 
-def install(patcher: Patcher, node: Node) -> None:
-    import torch.cuda.comm as cuda_comm
-    import torch.nn.parallel._functions as functions
-    import torch.nn.parallel.comm as comm
+class VirtualComm:
+    """`torch.nn.parallel.comm` between the virtual GPUs of `node`: real copies on the host,
+    labelled with their GPU, each recorded."""
 
-    disabled = torch._C.DisableTorchFunction
+    def __init__(self, node: Node):
+        self.node = node
+        self.clock = node.clock
 
-    def index(device) -> int | None:
+    def charge(self, source, target, nbytes, lane) -> None:
+        """One move of DataParallel on the clock (a whole coalesced group counts as one)."""
+        if not self.clock.timed:
+            return
+        if source != target and source is not None and target is not None:
+            self.clock.copy(source, target, nbytes, lane=lane)
+            note_transfer(source, target, nbytes, lane)
+
+    def index(self, device) -> int | None:
+        """A device argument of comm's functions as a GPU index (None: the host)."""
+        node = self.node
         if device is None:
             return node.current_device()
         if isinstance(device, torch.device):
             return None if device.type == "cpu" else (
                 device.index if device.index is not None else node.current_device())
         if isinstance(device, str):
-            return index(torch.device(device))
+            return self.index(torch.device(device))
         return None if device == -1 else int(device)
 
-    def copy_to(tensor, target):
-        with disabled():
+    def copy_to(self, tensor, target):
+        with _disabled():
             out = tensor.detach().clone(memory_format=torch.contiguous_format)
-        node.label(out, target)
+        self.node.label(out, target)
         return out
 
-    def broadcast(tensor, devices=None, *, out=None):
-        targets = [index(d) for d in devices] if devices is not None else [
-            node.label_of(o) for o in out]
-        source = node.label_of(tensor)
+    def broadcast(self, tensor, devices=None, *, out=None):
+        label_of = self.node.label_of
+        targets = [self.index(d) for d in devices] if devices is not None else [
+            label_of(o) for o in out]
+        source = label_of(tensor)
         results = []
         for target in targets:
             record("broadcast", source, target, tensor)
-            results.append(tensor if target == source else copy_to(tensor, target))
+            self.charge(source, target, tensor.nbytes, source)
+            results.append(tensor if target == source else self.copy_to(tensor, target))
         return tuple(results)
 
-    def broadcast_coalesced(tensors, devices, buffer_size=10485760):
-        targets = [index(d) for d in devices]
+    def broadcast_coalesced(self, tensors, devices, buffer_size=10485760):
+        targets = [self.index(d) for d in devices]
         results = [list(tensors)]  # the first device keeps the originals, as in C++
+        source = self.node.label_of(tensors[0]) if tensors else None
         for target in targets[1:]:
             copies = []
             for tensor in tensors:
-                record("broadcast", node.label_of(tensor), target, tensor)
-                copies.append(copy_to(tensor, target))
+                record("broadcast", self.node.label_of(tensor), target, tensor)
+                copies.append(self.copy_to(tensor, target))
+            self.charge(source, target, sum(t.nbytes for t in tensors), source)
             results.append(copies)
         return results
 
-    def reduce_add(inputs, destination=None):
-        target = index(destination)
+    def reduce_add(self, inputs, destination=None):
+        target = self.index(destination)
         for tensor in inputs:
-            record("reduce", node.label_of(tensor), target, tensor)
-        with disabled():
+            record("reduce", self.node.label_of(tensor), target, tensor)
+            self.charge(self.node.label_of(tensor), target, tensor.nbytes, target)
+        with _disabled():
             total = inputs[0].detach().clone()
             for tensor in inputs[1:]:
                 total.add_(tensor)
-        node.label(total, target)
+        self.node.label(total, target)
         return total
 
-    def reduce_add_coalesced(inputs, destination=None, buffer_size=10485760):
-        return [reduce_add(list(group), destination) for group in zip(*inputs)]
+    def reduce_add_coalesced(self, inputs, destination=None, buffer_size=10485760):
+        target = self.index(destination)
+        for tensors in inputs:  # one coalesced move per source GPU
+            if tensors:
+                self.charge(self.node.label_of(tensors[0]), target,
+                            sum(t.nbytes for t in tensors), target)
+        with self.clock.untimed():
+            return [self.reduce_add(list(group), destination) for group in zip(*inputs)]
 
-    def scatter(tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
-        targets = [index(d) for d in devices] if devices is not None else [
-            node.label_of(o) for o in out]
-        with disabled():
+    def scatter(self, tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
+        label_of = self.node.label_of
+        targets = [self.index(d) for d in devices] if devices is not None else [
+            label_of(o) for o in out]
+        with _disabled():
             chunks = (tensor.split(list(chunk_sizes), dim) if chunk_sizes is not None
                       else tensor.chunk(len(targets), dim))
-        source = node.label_of(tensor)
+        source = label_of(tensor)
         trace = get_trace()
         if trace.enabled:
             trace.emit("dp_scatter", src=describe(source), dim=dim,
@@ -98,86 +123,109 @@ def install(patcher: Patcher, node: Node) -> None:
         results = []
         for chunk, target in zip(chunks, targets):
             record("scatter", source, target, chunk)
-            results.append(copy_to(chunk, target))
+            self.charge(source, target, chunk.nbytes, source)
+            results.append(self.copy_to(chunk, target))
         return tuple(results)
 
-    def gather(tensors, dim=0, destination=None, *, out=None):
-        target = node.label_of(out) if out is not None else index(destination)
+    def gather(self, tensors, dim=0, destination=None, *, out=None):
+        target = self.node.label_of(out) if out is not None else self.index(destination)
         for tensor in tensors:
-            record("gather", node.label_of(tensor), target, tensor)
-        with disabled():
+            record("gather", self.node.label_of(tensor), target, tensor)
+            self.charge(self.node.label_of(tensor), target, tensor.nbytes, target)
+        with _disabled():
             result = torch.cat([t.detach() for t in tensors], dim)
             if out is not None:
                 out.copy_(result)
                 return out
-        node.label(result, target)
+        self.node.label(result, target)
         return result
 
-    for module in (comm, cuda_comm):
-        for name, value in (("broadcast", broadcast),
-                            ("broadcast_coalesced", broadcast_coalesced),
-                            ("reduce_add", reduce_add),
-                            ("reduce_add_coalesced", reduce_add_coalesced),
-                            ("scatter", scatter), ("gather", gather)):
-            patcher.set(module, name, value)
-
-    def scatter_forward(ctx, target_gpus, chunk_sizes, dim, input):
-        # The original opens side streams with `torch.device(int)`, which a CPU build refuses.
-        from torch._utils import _get_device_index
-        target_gpus = [_get_device_index(x, True) for x in target_gpus]
-        ctx.dim = dim
-        ctx.input_device = input.get_device() if input.device.type != "cpu" else -1
-        return comm.scatter(input, target_gpus, chunk_sizes, ctx.dim, None)
-
-    patcher.set(functions.Scatter, "forward", staticmethod(scatter_forward))
-    patcher.set(functions, "_get_stream", lambda device: None)
+    def table(self) -> dict:
+        return {"broadcast": self.broadcast, "broadcast_coalesced": self.broadcast_coalesced,
+                "reduce_add": self.reduce_add, "reduce_add_coalesced": self.reduce_add_coalesced,
+                "scatter": self.scatter, "gather": self.gather}
 
 
-def install_observer(patcher: Patcher) -> None:
-    """On real GPUs: DataParallel's collectives run as they are, and are recorded."""
+def _disabled():
+    return torch._C.DisableTorchFunction()
+
+
+def scatter_forward(ctx, target_gpus, chunk_sizes, dim, input):
+    """`Scatter.forward` without side streams: the original opens them with `torch.device(int)`,
+    which a CPU build refuses."""
+    import torch.nn.parallel.comm as comm
+    from torch._utils import _get_device_index
+    target_gpus = [_get_device_index(x, True) for x in target_gpus]
+    ctx.dim = dim
+    ctx.input_device = input.get_device() if input.device.type != "cpu" else -1
+    return comm.scatter(input, target_gpus, chunk_sizes, ctx.dim, None)
+
+
+def install(patcher: Patcher, node: Node) -> VirtualComm:
     import torch.cuda.comm as cuda_comm
+    import torch.nn.parallel._functions as functions
     import torch.nn.parallel.comm as comm
 
-    def device_of(tensor):
-        return None if tensor.device.type == "cpu" else tensor.device.index
+    virtual = VirtualComm(node)
+    for module in (comm, cuda_comm):
+        for name, value in virtual.table().items():
+            patcher.set(module, name, value)
+    patcher.set(functions.Scatter, "forward", staticmethod(scatter_forward))
+    patcher.set(functions, "_get_stream", lambda device: None)
+    return virtual
 
-    original = {name: getattr(comm, name) for name in
-                ("broadcast_coalesced", "reduce_add_coalesced", "scatter", "gather")}
 
-    def broadcast_coalesced(tensors, devices, buffer_size=10485760):
-        out = original["broadcast_coalesced"](tensors, devices, buffer_size)
+def _device_of(tensor) -> int | None:
+    return None if tensor.device.type == "cpu" else tensor.device.index
+
+
+class ObservedComm:
+    """On real GPUs: DataParallel's collectives run as they are (`originals`), and are recorded."""
+
+    NAMES = ("broadcast_coalesced", "reduce_add_coalesced", "scatter", "gather")
+
+    def __init__(self, originals: dict):
+        self.original = originals
+
+    def broadcast_coalesced(self, tensors, devices, buffer_size=10485760):
+        out = self.original["broadcast_coalesced"](tensors, devices, buffer_size)
         for copies in out[1:]:
             for source, copy in zip(tensors, copies):
-                record("broadcast", device_of(source), device_of(copy), copy)
+                record("broadcast", _device_of(source), _device_of(copy), copy)
         return out
 
-    def reduce_add_coalesced(inputs, destination=None, buffer_size=10485760):
-        out = original["reduce_add_coalesced"](inputs, destination, buffer_size)
+    def reduce_add_coalesced(self, inputs, destination=None, buffer_size=10485760):
+        out = self.original["reduce_add_coalesced"](inputs, destination, buffer_size)
         for group in inputs:
             for tensor, result in zip(group, out):
-                record("reduce", device_of(tensor), device_of(result), tensor)
+                record("reduce", _device_of(tensor), _device_of(result), tensor)
         return out
 
-    def scatter(tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
-        chunks = original["scatter"](tensor, devices, chunk_sizes, dim, streams, out=out)
+    def scatter(self, tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
+        chunks = self.original["scatter"](tensor, devices, chunk_sizes, dim, streams, out=out)
         trace = get_trace()
         if trace.enabled:
-            trace.emit("dp_scatter", src=describe(device_of(tensor)), dim=dim,
+            trace.emit("dp_scatter", src=describe(_device_of(tensor)), dim=dim,
                        sizes=[c.shape[dim] if c.dim() else 1 for c in chunks],
                        devices=[str(c.device) for c in chunks],
                        batch=tensor.shape[dim] if tensor.dim() else 1, site=call_site(3))
         for chunk in chunks:
-            record("scatter", device_of(tensor), device_of(chunk), chunk)
+            record("scatter", _device_of(tensor), _device_of(chunk), chunk)
         return chunks
 
-    def gather(tensors, dim=0, destination=None, *, out=None):
-        result = original["gather"](tensors, dim, destination, out=out)
+    def gather(self, tensors, dim=0, destination=None, *, out=None):
+        result = self.original["gather"](tensors, dim, destination, out=out)
         for tensor in tensors:
-            record("gather", device_of(tensor), device_of(result), tensor)
+            record("gather", _device_of(tensor), _device_of(result), tensor)
         return result
 
+
+def install_observer(patcher: Patcher) -> ObservedComm:
+    import torch.cuda.comm as cuda_comm
+    import torch.nn.parallel.comm as comm
+
+    observed = ObservedComm({name: getattr(comm, name) for name in ObservedComm.NAMES})
     for module in (comm, cuda_comm):
-        for name, value in (("broadcast_coalesced", broadcast_coalesced),
-                            ("reduce_add_coalesced", reduce_add_coalesced),
-                            ("scatter", scatter), ("gather", gather)):
-            patcher.set(module, name, value)
+        for name in ObservedComm.NAMES:
+            patcher.set(module, name, getattr(observed, name))
+    return observed

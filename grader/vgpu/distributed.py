@@ -2,7 +2,10 @@
 
 Tensors on virtual GPUs are host tensors underneath, so gloo moves them for real between
 processes; DDP's gradient all-reduce is observed through a comm hook that records each
-bucket and then does what DDP's default does (average over the group).
+bucket and then does what DDP's default does (average over the group). On the simulated
+clock a collective costs the ring formula; a DDP bucket's all-reduce starts when its
+gradients are ready and runs beside the rest of backward. Each process keeps its own clock:
+the ranks are taken to reach a collective together (they run the same steps).
 """
 from __future__ import annotations
 
@@ -37,129 +40,214 @@ def _gloo_backend(backend):
     return "gloo" if "nccl" in text or text in ("cuda", "gloo") else backend
 
 
-def install(patcher: Patcher, *, virtual: bool = True) -> None:
-    """Record collectives; on virtual GPUs also run nccl as gloo."""
-    import torch.distributed as dist
-    if not dist.is_available():
-        return
-    import torch.distributed.distributed_c10d as c10d
-    from torch.nn.parallel import DistributedDataParallel as DDP
+class ProcessGroupPatches:
+    """`init_process_group`, `barrier` and the collectives of `torch.distributed`, recorded;
+    on virtual GPUs (`virtual`) nccl becomes gloo and device arguments are dropped, and the
+    collectives are charged to the `node`'s simulated clock."""
 
-    original_init = c10d.init_process_group
+    def __init__(self, dist, virtual: bool, node=None):
+        import torch.distributed.distributed_c10d as c10d
+        self.dist = dist
+        self.virtual = virtual
+        self.node = node
+        self.original_init = c10d.init_process_group
+        self.original_barrier = c10d.barrier
+        self.original_broadcast_coalesced = dist._broadcast_coalesced
 
-    @functools.wraps(original_init)
-    def init_process_group(backend=None, *args, **kwargs):
+    def init_process_group(self, backend=None, *args, **kwargs):
+        dist = self.dist
         used = backend
-        if virtual:
+        if self.virtual:
             kwargs.pop("device_id", None)  # binds a CUDA device to the group: none here
             used = _gloo_backend(backend)
-        original_init(used, *args, **kwargs)
+        self.original_init(used, *args, **kwargs)
         note_process_group(dist.get_backend())
         get_trace().emit("init_process_group", backend_requested=str(backend),
                          backend_used=str(used), world_size=dist.get_world_size(),
                          global_rank=dist.get_rank(), site=call_site(2))
 
-    original_barrier = c10d.barrier
-
-    @functools.wraps(original_barrier)
-    def barrier(group=None, async_op=False, device_ids=None):
+    def barrier(self, group=None, async_op=False, device_ids=None):
         get_trace().emit("collective", op="barrier", bytes=0,
-                         group_size=dist.get_world_size(group), site=call_site(2))
-        if virtual:
+                         group_size=self.dist.get_world_size(group), site=call_site(2))
+        if self.virtual:
             device_ids = None  # gloo has no devices to pick
-        return original_barrier(group=group, async_op=async_op, device_ids=device_ids)
+        return self.original_barrier(group=group, async_op=async_op, device_ids=device_ids)
 
-    for module in (dist, c10d):
-        patcher.set(module, "init_process_group", init_process_group)
-        patcher.set(module, "barrier", barrier)
-        if virtual:
-            patcher.set(module, "is_nccl_available", lambda: True)
-        for name in _COLLECTIVES:
-            original = getattr(c10d, name, None)
-            if original is not None:
-                patcher.set(module, name, _recorded(name, original, dist))
-
-    original_broadcast_coalesced = dist._broadcast_coalesced
-
-    def broadcast_coalesced(process_group, tensors, buffer_size, src=0):
+    def broadcast_coalesced(self, process_group, tensors, buffer_size, src=0):
+        """DDP's broadcast of rank 0's weights when wrapping."""
         get_trace().emit("collective", op="broadcast", source="ddp_init", bytes=_nbytes(tensors),
                          group_size=process_group.size(), src=src)
-        return original_broadcast_coalesced(process_group, tensors, buffer_size, src)
+        return self.original_broadcast_coalesced(process_group, tensors, buffer_size, src)
 
-    patcher.set(dist, "_broadcast_coalesced", broadcast_coalesced)
-    _install_ddp(patcher, DDP, dist)
+    def install(self, patcher: Patcher) -> None:
+        import torch.distributed.distributed_c10d as c10d
+        dist = self.dist
+        init = functools.wraps(self.original_init)(_call(self.init_process_group))
+        barrier = functools.wraps(self.original_barrier)(_call(self.barrier))
+        for module in (dist, c10d):
+            patcher.set(module, "init_process_group", init)
+            patcher.set(module, "barrier", barrier)
+            if self.virtual:
+                patcher.set(module, "is_nccl_available", lambda: True)
+            for name in _COLLECTIVES:
+                original = getattr(c10d, name, None)
+                if original is not None:
+                    patcher.set(module, name, _recorded(name, original, dist, self.node))
+        patcher.set(dist, "_broadcast_coalesced", self.broadcast_coalesced)
+
+
+def _call(method):
+    """A plain function calling `method`, for functools.wraps to dress as the original."""
+    def function(*args, **kwargs):
+        return method(*args, **kwargs)
+    return function
+
+
+def install(patcher: Patcher, *, virtual: bool = True, node=None) -> None:
+    """Record collectives; on virtual GPUs also run nccl as gloo, timed on `node`'s clock."""
+    import torch.distributed as dist
+    if not dist.is_available():
+        return
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ProcessGroupPatches(dist, virtual, node).install(patcher)
+    DDPPatches(DDP, dist, node).install(patcher)
     install_for_spawned_children(patcher)
 
 
 _inside_hook = threading.local()
 
 
-def _recorded(name, original, dist):
+def _recorded(name, original, dist, node=None):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        trace = get_trace()
-        if trace.enabled and not getattr(_inside_hook, "active", False):
+        if not getattr(_inside_hook, "active", False):
+            trace = get_trace()
             group = kwargs.get("group")
-            trace.emit("collective", op=name, bytes=_nbytes(args[:2]),
-                       group_size=dist.get_world_size(group) if dist.is_initialized() else None,
-                       site=call_site(2))
+            size = dist.get_world_size(group) if dist.is_initialized() else None
+            if trace.enabled:
+                trace.emit("collective", op=name, bytes=_nbytes(args[:2]), group_size=size,
+                           site=call_site(2))
+            if node is not None:
+                _charge_collective(node, name, args, size)
         return original(*args, **kwargs)
     return wrapper
 
 
-def _install_ddp(patcher: Patcher, DDP, dist) -> None:
-    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+def _charge_collective(node, name, args, group_size) -> None:
+    """A collective the script calls, on the stream of the GPU its tensor lives on."""
+    tensor = next((t for value in args[:2] for t in (
+        value if isinstance(value, (list, tuple)) else [value]) if isinstance(t, torch.Tensor)),
+        None)
+    device = node.label_of(tensor) if tensor is not None else None
+    if device is not None:
+        node.clock.collective(device, name, _nbytes(args[:2]), group_size or 1)
 
-    original_init = DDP.__init__
-    original_forward = DDP.forward
-    original_register = DDP.register_comm_hook
-    original_builtin = DDP._register_builtin_comm_hook
 
-    def traced_allreduce(process_group, bucket):
+def _bucket_bytes(bucket) -> int:
+    return bucket.buffer().numel() * bucket.buffer().element_size()
+
+
+class DDPPatches:
+    """DistributedDataParallel recorded: its wrapping, and each gradient bucket's all-reduce
+    (through a comm hook that then does what DDP's default does: average over the group);
+    on virtual GPUs (`node`) each bucket's all-reduce is laid on the simulated clock."""
+
+    def __init__(self, DDP, dist, node=None):
+        self.DDP = DDP
+        self.dist = dist
+        self.node = node
+        self.original_init = DDP.__init__
+        self.original_forward = DDP.forward
+        self.original_register = DDP.register_comm_hook
+        self.original_builtin = DDP._register_builtin_comm_hook
+
+    def traced_allreduce(self, process_group, bucket):
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        dist = self.dist
         group = process_group if process_group is not None else dist.group.WORLD
+        size = dist.get_world_size(group)
         get_trace().emit("collective", op="all_reduce", source="ddp_gradients",
-                         bytes=bucket.buffer().numel() * bucket.buffer().element_size(),
-                         group_size=dist.get_world_size(group), bucket=bucket.index(),
-                         last_bucket=bucket.is_last())
+                         bytes=_bucket_bytes(bucket), group_size=size,
+                         bucket=bucket.index(), last_bucket=bucket.is_last())
+        self.charge_bucket(bucket, size)
         _inside_hook.active = True  # its own all_reduce is this one, not another
         try:
-            return default_hooks.allreduce_hook(process_group, bucket)
+            return self._untimed(default_hooks.allreduce_hook, process_group, bucket)
         finally:
             _inside_hook.active = False
 
-    def init(self, module, *args, **kwargs):
-        original_init(self, module, *args, **kwargs)
+    def charge_bucket(self, bucket, group_size) -> None:
+        """The bucket's all-reduce on the communication stream, from when its last gradient
+        is ready (the averaging DDP does with it is folded into the all-reduce)."""
+        node = self.node
+        if node is None:
+            return
+        parameters = bucket.parameters()
+        device = node.label_of(parameters[0]) if parameters else None
+        if device is None:
+            return
+        # A parameter whose gradient the tape did not see made (used through a view): ready
+        # when the backward is done, so its bucket waits rather than starts early.
+        done = node.clock.busy_until[device]
+        ready = max(node.clock.grad_ready.get(id(p), done) for p in parameters)
+        node.clock.overlapped_collective(device, ready, "all_reduce", _bucket_bytes(bucket),
+                                         group_size)
+
+    def _untimed(self, hook, *args):
+        if self.node is None:
+            return hook(*args)
+        with self.node.clock.untimed():
+            return hook(*args)
+
+    def init(self, ddp, module, *args, **kwargs):
+        self.original_init(ddp, module, *args, **kwargs)
         devices = sorted({str(p.device) for p in module.parameters()})
         get_trace().emit("ddp_wrap", module=type(module).__name__, param_devices=devices,
-                         device_ids=[str(d) for d in (self.device_ids or [])],
-                         world_size=dist.get_world_size(self.process_group),
-                         site=call_site(2))
+                         device_ids=[str(d) for d in (ddp.device_ids or [])],
+                         world_size=self.dist.get_world_size(ddp.process_group),
+                         site=call_site(3))
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, ddp, *inputs, **kwargs):
         # Hook lazily, so that a script registering its own comm hook right after wrapping
         # keeps it (DDP accepts one hook only); that hook is then traced instead.
-        if not getattr(self, "_pdl_hooked", False):
-            self._pdl_hooked = True
-            original_register(self, None, traced_allreduce)
-        return original_forward(self, *inputs, **kwargs)
+        if not getattr(ddp, "_pdl_hooked", False):
+            ddp._pdl_hooked = True
+            self.original_register(ddp, None, self.traced_allreduce)
+        return self.original_forward(ddp, *inputs, **kwargs)
 
-    def register_comm_hook(self, state, hook):
-        self._pdl_hooked = True
+    def register_comm_hook(self, ddp, state, hook):
+        ddp._pdl_hooked = True
 
         def traced(state_, bucket):
             get_trace().emit("collective", op="comm_hook", source="ddp_gradients",
-                             hook=getattr(hook, "__name__", "hook"),
-                             bytes=bucket.buffer().numel() * bucket.buffer().element_size(),
+                             hook=getattr(hook, "__name__", "hook"), bytes=_bucket_bytes(bucket),
                              bucket=bucket.index(), last_bucket=bucket.is_last())
-            return hook(state_, bucket)
+            # Timed as DDP's own all-reduce of the bucket, whatever the hook does with it.
+            self.charge_bucket(bucket, self.dist.get_world_size(ddp.process_group))
+            return self._untimed(hook, state_, bucket)
 
-        return original_register(self, state, traced)
+        return self.original_register(ddp, state, traced)
 
-    def register_builtin(self, comm_hook_type):
-        self._pdl_hooked = True
-        return original_builtin(self, comm_hook_type)
+    def register_builtin(self, ddp, comm_hook_type):
+        ddp._pdl_hooked = True
+        return self.original_builtin(ddp, comm_hook_type)
 
-    patcher.set(DDP, "__init__", init)
-    patcher.set(DDP, "forward", forward)
-    patcher.set(DDP, "register_comm_hook", register_comm_hook)
-    patcher.set(DDP, "_register_builtin_comm_hook", register_builtin)
+    def install(self, patcher: Patcher) -> None:
+        patches = self
+        # Plain functions: they become DDP's methods, bound to the wrapper object.
+
+        def __init__(ddp, module, *args, **kwargs):
+            patches.init(ddp, module, *args, **kwargs)
+
+        def forward(ddp, *inputs, **kwargs):
+            return patches.forward(ddp, *inputs, **kwargs)
+
+        def register_comm_hook(ddp, state, hook):
+            return patches.register_comm_hook(ddp, state, hook)
+
+        def _register_builtin_comm_hook(ddp, comm_hook_type):
+            return patches.register_builtin(ddp, comm_hook_type)
+
+        for function in (__init__, forward, register_comm_hook, _register_builtin_comm_hook):
+            patcher.set(self.DDP, function.__name__, function)

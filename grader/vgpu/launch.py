@@ -19,7 +19,8 @@ from grader.vgpu.trace import merge_rank_files
 
 PACKAGE_ROOT = Path(grader.__file__).resolve().parent.parent
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
-RUNNER = Path(__file__).resolve().parent / "runner.py"
+# Runs one script as `__main__` on the node (the child of every run and torchrun worker).
+RUN_ON_NODE = Path(__file__).resolve().parent / "run_on_node.py"
 
 
 @dataclass
@@ -58,7 +59,7 @@ def visible_devices(gpus: int, env: dict) -> dict:
 
 
 def script_command(script: str, args: list[str], sets: list[str]) -> list[str]:
-    command = [str(RUNNER)]
+    command = [str(RUN_ON_NODE)]
     for assignment in sets:
         command += ["--set", assignment]
     return command + [script, *args]

@@ -5,7 +5,9 @@ Every PyTorch call of the script passes through `VirtualGPUMode.__torch_function
 - any other op checks that its tensors share one device (raising PyTorch's own message
   otherwise) and labels its new outputs with that device;
 - `.to`, `.cuda`, `.cpu`, `copy_` and indexing are where data crosses devices: they copy
-  for real (a fresh storage, so the label can differ) and write a transfer to the trace.
+  for real (a fresh storage, so the label can differ) and write a transfer to the trace;
+- each op, copy and read-back is charged to the node's simulated clock (grader/vgpu/clock.py),
+  and its backward noted for when `backward()` is called (grader/vgpu/backward_schedule.py).
 The mode is thread-local, so `grader.vgpu.activate` enters it in every new thread too.
 """
 from __future__ import annotations
@@ -13,8 +15,12 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
+from grader.vgpu.backward_schedule import (OP, next_entry, record_copy, record_operation,
+                                           schedule_backward)
+from grader.vgpu.clock import TAPE_LIMIT
+from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
-from grader.vgpu.node import Node
+from grader.vgpu.node import Node, storage_id
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
@@ -24,10 +30,14 @@ _UNSET = object()
 _PASSTHROUGH_NAMES = frozenset({
     "__get__", "__set__", "dim", "size", "numel", "stride", "is_contiguous", "element_size",
     "data_ptr", "untyped_storage", "storage_offset", "__len__", "is_floating_point",
-    "is_complex", "item", "tolist", "__bool__", "__format__", "__repr__", "__hash__",
-    "requires_grad_", "retain_grad", "register_post_accumulate_grad_hook", "_is_view",
-    "nelement", "ndimension", "is_leaf", "__index__", "__int__", "__float__",
-    "_has_compatible_shallow_copy_type", "set_", "is_set_to", "get_device",
+    "is_complex", "__hash__", "requires_grad_", "retain_grad", "register_post_accumulate_grad_hook",
+    "_is_view", "nelement", "ndimension", "is_leaf", "_has_compatible_shallow_copy_type",
+    "set_", "is_set_to", "get_device",
+})
+# Calls that bring a value from the device to the host: the host waits for the GPU.
+_READ_BACK_NAMES = frozenset({
+    "item", "tolist", "__bool__", "__format__", "__repr__", "__index__", "__int__",
+    "__float__", "__complex__", "equal", "allclose", "is_nonzero", "__array__",
 })
 
 
@@ -48,10 +58,54 @@ def _tensors_in(value):
                 yield item
 
 
+def _nbytes(values) -> int:
+    total = 0
+    for value in values:
+        for tensor in _tensors_in(value):
+            total += tensor.nbytes
+    return total
+
+
+def _tensors(args, kwargs) -> list:
+    found = []
+    for value in (*args, *kwargs.values()) if kwargs else args:
+        found.extend(_tensors_in(value))
+    return found
+
+
+# How the mode treats a call, by the function's name (decided once per name).
+_PASS, _READ, _FOREACH, _FREE, _GENERIC = (object() for _ in range(5))
+
+
+def _kind_of(name: str):
+    if name in _PASSTHROUGH_NAMES:
+        return _PASS
+    if name in _READ_BACK_NAMES:
+        return _READ
+    if name.startswith(("_foreach_", "_fused_")):
+        return _FOREACH
+    if name in FREE_OPS:
+        return _FREE  # a view: labelled, but no kernel runs
+    return _GENERIC
+
+
+def _first_tensor(out):
+    if isinstance(out, Tensor):
+        return out
+    if isinstance(out, (list, tuple)):
+        for item in out:
+            if isinstance(item, Tensor):
+                return item
+    return None
+
+
 class VirtualGPUMode(TorchFunctionMode):
     def __init__(self, node: Node):
         super().__init__()
         self.node = node
+        self.clock = node.clock
+        self._kinds: dict = {}  # function name -> how it is treated (_kind_of)
+        self._devices: dict = {}  # `.to()` argument ("cuda:1", torch.device) -> GPU index
         self.special = {
             Tensor.to: self._to,
             Tensor.cuda: self._cuda,
@@ -69,33 +123,150 @@ class VirtualGPUMode(TorchFunctionMode):
         }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         handler = self.special.get(func)
         if handler is not None:
-            return handler(func, args, kwargs)
-        if getattr(func, "__name__", "") in _PASSTHROUGH_NAMES:
-            return func(*args, **kwargs)
-        return self._generic(func, args, kwargs)
+            return handler(func, args, kwargs or {})
+        name = getattr(func, "__name__", "")
+        kind = self._kinds.get(name)
+        if kind is None:
+            kind = self._kinds[name] = _kind_of(name)
+        if kind is _PASS:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if kind is _READ:
+            return self._read_back(func, args, kwargs or {})
+        if kind is _FOREACH:
+            return self._foreach(func, name, args, kwargs or {})
+        return self._generic(func, name, kind, args, kwargs)
 
     # -- every other op ------------------------------------------------------------------------
-    def _generic(self, func, args, kwargs):
+    # The hottest path of the node: every op of the script passes here, so it is written out
+    # flat (local names, no helper calls on the common path) rather than in small functions.
+    def _generic(self, func, name, kind, args, kwargs):
+        if kwargs and "device" in kwargs:
+            return self._factory(func, name, args, kwargs)
         node = self.node
-        if "device" in kwargs:
-            target = parse(node, kwargs["device"])
-            if isinstance(target, int):
-                kwargs = dict(kwargs, device="cpu")
-            elif isinstance(target, str):
-                return func(*args, **kwargs)  # meta and friends: not ours
-            out = func(*args, **kwargs)
-            self._label(out, target)
+        labels = node.labels
+        # The devices of the op's tensors (one, or PyTorch's error) and the bytes they hold.
+        found = _UNSET
+        nbytes = 0
+        inputs = []
+        keys = []
+        try:
+            for value in (*args, *kwargs.values()) if kwargs else args:
+                if isinstance(value, Tensor):
+                    tensors = (value,)
+                elif isinstance(value, (list, tuple)) and value and isinstance(value[0], Tensor):
+                    tensors = value
+                else:
+                    continue
+                for tensor in tensors:
+                    key = storage_id(tensor)
+                    inputs.append(tensor)
+                    keys.append(key)
+                    index = labels.get(key)
+                    nbytes += tensor.nbytes
+                    if index is None and tensor.dim() == 0:
+                        continue  # host scalars may meet tensors on any device, as in PyTorch
+                    if found is _UNSET:
+                        found = index
+                    elif index != found:
+                        raise mismatch(found, index)
+        except (NotImplementedError, TypeError):  # sparse and other storage-less tensors
+            found = self._common_device(args, kwargs or {})
+            inputs, keys = _tensors(args, kwargs), []
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        clock = self.clock
+        state = clock._local
+        if found is _UNSET or found is None:
+            if kind is _GENERIC and getattr(state, "on", False) and _first_tensor(out) is not None:
+                clock.host_op()  # grad mode, profiler marks and the like launch nothing
             return out
-        name = getattr(func, "__name__", "")
-        if name.startswith(("_foreach_", "_fused_")):
-            return self._foreach(func, args, kwargs)
-        target = self._common_device(args, kwargs)
+        if isinstance(out, Tensor):
+            first = out
+            try:
+                out_key = storage_id(out)
+                if out_key not in labels:
+                    node.label_storage(out, out_key, found)
+            except (NotImplementedError, TypeError):
+                out_key = None
+            nbytes += out.nbytes
+        else:
+            first = _first_tensor(out)
+            out_key = None
+            self._label(out, found)
+            nbytes += _nbytes((out,))
+        if kind is _FREE or not getattr(state, "on", False):
+            return out
+        # The op's cost on the simulated clock (CostModel.kernel and clock.launch, inlined) ...
+        work = nbytes * clock.s_per_byte
+        if name == "linear" and first is not None and args[0].dim():
+            work = max(work, 2.0 * first.numel() * args[0].shape[-1] * clock.s_per_flop)
+        elif name in FLOP_OPS:
+            work = max(work, flops(name, args, first) * clock.s_per_flop)
+        seconds = clock.kernel_s + work
+        host = state.host = state.host + clock.host_op_ns
+        busy = clock.busy_until
+        busy[found] = (busy[found] if busy[found] > host else host) + round(seconds * 1e9)
+        # ... and its backward's, on the tape (backward_schedule.record_operation, inlined).
+        if first is not None and first.requires_grad:
+            producers = node.producers
+            made_by, leaves = [], []
+            for tensor, key in zip(inputs, keys):
+                if tensor.requires_grad:  # a gradient flows back into it (not if detached)
+                    entry = producers.get(key)
+                    if entry is not None:
+                        made_by.append(entry)
+                    else:
+                        leaves.append(tensor)
+            entry = next_entry()
+            tape = state.tape
+            tape.append((OP, entry, found, round(clock.backward_factor * seconds * 1e9),
+                         leaves or None, made_by))
+            if len(tape) > TAPE_LIMIT:
+                clock.record(tape.pop())  # trims the tape
+            if out_key is None:
+                try:
+                    out_key = storage_id(first)
+                except (NotImplementedError, TypeError):
+                    return out
+            producers[out_key] = entry
+        return out
+
+    def _charge(self, name, args, kwargs, out, first, device, nbytes):
+        """The op's cost on the simulated clock; its backward's, on the clock's tape."""
+        clock = self.clock
+        nbytes += _nbytes((out,)) if first is not out else out.nbytes
+        flop_count = flops(name, args, first) if name in FLOP_OPS else 0
+        seconds = clock.model.kernel(flop_count, nbytes)
+        clock.launch(device, seconds)
+        if first is not None and first.requires_grad:
+            record_operation(self.node, device, seconds, _tensors(args, kwargs), first)
+
+    def _factory(self, func, name, args, kwargs):
+        """`torch.zeros(..., device="cuda:k")` and the like: made on the host, labelled k."""
+        target = parse(self.node, kwargs["device"])
+        if isinstance(target, str):
+            return func(*args, **kwargs)  # meta and friends: not ours
+        if isinstance(target, int):
+            kwargs = dict(kwargs, device="cpu")
         out = func(*args, **kwargs)
         self._label(out, target)
+        clock = self.clock
+        first = _first_tensor(out)
+        if first is None or not clock.timed or _kind_of(name) is _FREE:
+            return out
+        if target is None:
+            clock.host_op()
+        else:
+            self._charge(name, args, kwargs, out, first, target, 0)
         return out
+
+    def _read_back(self, func, args, kwargs):
+        if args and isinstance(args[0], Tensor):
+            index = self.node.label_of(args[0])
+            if index is not None and self.clock.timed:
+                self.clock.read_back(index)
+        return func(*args, **kwargs)
 
     def _common_device(self, args, kwargs):
         found = _UNSET
@@ -111,7 +282,7 @@ class VirtualGPUMode(TorchFunctionMode):
                     raise mismatch(found, index)
         return None if found is _UNSET else found
 
-    def _foreach(self, func, args, kwargs):
+    def _foreach(self, func, name, args, kwargs):
         # Optimizers group tensors by their *real* device (always the host here), so one
         # foreach call can hold parameters of several GPUs: check position by position.
         lists = [a for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple)) and a
@@ -126,7 +297,24 @@ class VirtualGPUMode(TorchFunctionMode):
         if isinstance(out, (list, tuple)):
             for tensor, index in zip(out, per_position):
                 self._label(tensor, index)
+        if self.clock.timed:
+            self._charge_foreach(lists, per_position, out)
         return out
+
+    def _charge_foreach(self, lists, per_position, out):
+        # On a GPU, PyTorch groups the lists by device: one kernel per GPU, over all its tensors.
+        traffic: dict = {}
+        outputs = out if isinstance(out, (list, tuple)) else ()
+        for i, index in enumerate(per_position):
+            nbytes = sum(lst[i].nbytes for lst in lists if i < len(lst))
+            if i < len(outputs) and isinstance(outputs[i], Tensor):
+                nbytes += outputs[i].nbytes
+            traffic[index] = traffic.get(index, 0) + nbytes
+        for index, nbytes in traffic.items():
+            if index is None:
+                self.clock.host_op()
+            else:
+                self.clock.launch(index, self.clock.model.kernel(0, nbytes))
 
     def _label(self, out, index):
         if index is None:
@@ -136,6 +324,12 @@ class VirtualGPUMode(TorchFunctionMode):
 
     # -- crossing devices ---------------------------------------------------------------------
     def _to(self, func, args, kwargs):
+        if len(args) == 2 and not kwargs:
+            # `x.to(device)` where x already is: the common case of a forward's baton pass.
+            target = self._devices.get(args[1], _UNSET)
+            if target is not _UNSET and target == self.node.label_of(args[0]):
+                self._note_to(args[0], target, target)
+                return args[0]
         tensor, rest, kw = args[0], list(args[1:]), dict(kwargs)
         copy = kw.pop("copy", False)
         if rest and isinstance(rest[0], Tensor):
@@ -151,6 +345,12 @@ class VirtualGPUMode(TorchFunctionMode):
         target = self.node.label_of(tensor) if device is None else parse(self.node, device)
         if isinstance(target, str):
             return func(*args, **kwargs)
+        if len(args) == 2 and not kwargs and device is not None and dtype is None \
+                and memory_format is None and (device.index is not None or device.type == "cpu"):
+            try:
+                self._devices[args[1]] = target  # a device argument always means the same GPU
+            except TypeError:
+                pass
         return self._move(tensor, target, dtype, copy=copy,
                           memory_format=memory_format or torch.preserve_format,
                           record=device is not None)  # a dtype-only .to() is no device move
@@ -165,25 +365,65 @@ class VirtualGPUMode(TorchFunctionMode):
         return self._move(args[0], None, None, copy=False,
                           memory_format=kwargs.get("memory_format", torch.preserve_format))
 
+    def _note_to(self, tensor, source, target):
+        trace = get_trace()
+        if trace.enabled:
+            moved = source != target
+            trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
+                       bytes=tensor.numel() * tensor.element_size() if moved else 0,
+                       shape=list(tensor.shape), site=call_site(4))
+
     def _move(self, tensor, target, dtype, *, copy, memory_format, record=True):
         node = self.node
         source = node.label_of(tensor)
         moved = source != target
-        trace = get_trace()
-        if trace.enabled and record:
-            trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
-                       bytes=tensor.numel() * tensor.element_size() if moved else 0,
-                       shape=list(tensor.shape), site=call_site(3))
+        if record:
+            self._note_to(tensor, source, target)
         out = tensor.to(dtype=dtype or tensor.dtype, copy=copy or moved,
                         memory_format=memory_format)
         if out is not tensor:
             node.label(out, target)
+            self._charge_move(tensor, out, source, target, moved)
         return out
+
+    def _charge_move(self, tensor, out, source, target, moved):
+        clock = self.clock
+        if not clock.timed:
+            return
+        nbytes = out.nbytes
+        if moved:
+            clock.copy(source, target, nbytes)
+            if out.requires_grad:
+                record_copy(self.node, source, target, nbytes, tensor, out)
+        elif target is None:
+            clock.host_op()
+        else:  # a new dtype or layout on the same GPU: one kernel
+            seconds = clock.model.kernel(0, tensor.nbytes + nbytes)
+            clock.launch(target, seconds)
+            if out.requires_grad:
+                record_operation(self.node, target, seconds, (tensor,), out)
 
     def _copy_(self, func, args, kwargs):
         destination, source = args[0], args[1]
         self._record_copy(source, destination, "copy")
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._charge_copy(source, destination)
+        return out
+
+    def _charge_copy(self, source, destination):
+        """`destination[...] = source` or `destination.copy_(source)` on the clock."""
+        clock = self.clock
+        if not clock.timed:
+            return
+        label_of = self.node.label_of
+        src, dst = label_of(source) if isinstance(source, Tensor) else None, label_of(destination)
+        nbytes = source.nbytes if isinstance(source, Tensor) else 0
+        if src != dst and not (src is None and isinstance(source, Tensor) and source.dim() == 0):
+            clock.copy(src, dst, nbytes)
+        elif dst is None:
+            clock.host_op()
+        else:
+            clock.launch(dst, self.clock.model.kernel(0, 2 * max(nbytes, 1)))
 
     def _record_copy(self, source, destination, kind):
         node = self.node
@@ -207,23 +447,47 @@ class VirtualGPUMode(TorchFunctionMode):
     def _getitem(self, func, args, kwargs):
         # Index tensors may live on the host next to a GPU tensor, as in PyTorch.
         out = func(*args, **kwargs)
-        self._label(out, self.node.label_of(args[0]))
+        index = self.node.label_of(args[0])
+        self._label(out, index)
+        clock = self.clock
+        if index is not None and clock.timed and isinstance(out, Tensor) \
+                and out.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr():
+            # Advanced indexing gathers into new memory (basic indexing is a view: free).
+            seconds = clock.model.kernel(0, 2 * out.nbytes)
+            clock.launch(index, seconds)
+            if out.requires_grad:
+                record_operation(self.node, index, seconds, (args[0],), out)
         return out
 
     def _setitem(self, func, args, kwargs):
         if len(args) > 2 and isinstance(args[2], Tensor):
             self._record_copy(args[2], args[0], "copy")
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if len(args) > 2:
+            self._charge_copy(args[2], args[0])
+        return out
 
     # -- autograd -----------------------------------------------------------------------------
     def _backward(self, func, args, kwargs):
         trace = get_trace()
         if trace.enabled:
             trace.emit("backward", site=call_site(3))
-        return func(*args, **kwargs)
+        return self._run_backward(func, args, kwargs)
+
+    def _run_backward(self, func, args, kwargs):
+        """Lay the whole backward pass on the clock first, then let autograd run it untimed
+        (DataParallel's backward collectives are already on the timelines then)."""
+        clock = self.clock
+        if not clock.timed:
+            return func(*args, **kwargs)
+        clock.host_op()
+        roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+        schedule_backward(self.node, list(_tensors_in(roots)))
+        with clock.untimed():
+            return func(*args, **kwargs)
 
     def _grad(self, func, args, kwargs):
-        grads = func(*args, **kwargs)
+        grads = self._run_backward(func, args, kwargs)
         inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs or ())
         for grad, source in zip(grads, inputs):

@@ -14,6 +14,10 @@ import torch
 # PyTorch's caching allocator rounds every block up to 512 bytes; do the same so the numbers
 # students read from `memory_allocated` look like the ones a real GPU gives.
 ALLOCATION_GRANULE = 512
+# The identity of a tensor's storage (what labels are keyed by): PyTorch's own, about three
+# times cheaper than `tensor.untyped_storage()._cdata`, which it equals.
+storage_id = getattr(torch._C, "_storage_id", None) or (
+    lambda tensor: tensor.untyped_storage()._cdata)
 VIRTUAL_TOTAL_MEMORY = 80 * 2**30  # an 80 GiB card, the course cluster's A100/H100 size
 VIRTUAL_DEVICE_NAME = "Virtual GPU (pdl-autograder)"
 
@@ -28,8 +32,13 @@ class InvalidDeviceOrdinal(RuntimeError):
 
 class Node:
     def __init__(self, n_gpus: int):
+        from grader.vgpu.clock import SimulatedClock
+        self.clock = SimulatedClock(n_gpus)
         self.resize(n_gpus)
         self.labels: dict[int, int] = {}
+        self._watched: dict[int, tuple] = {}  # id(weak reference) -> (it, key, GPU, bytes)
+        # Which entry of the clock's tape last wrote each storage (backward_schedule).
+        self.producers: dict[int, int] = {}
         self._tls = threading.local()
         self._lock = threading.Lock()
 
@@ -39,6 +48,7 @@ class Node:
             raise ValueError(f"a virtual node needs at least one GPU, got {n_gpus}")
         old = getattr(self, "n", 0)
         self.n = n_gpus
+        self.clock.resize(n_gpus)
         self.devices = [torch.device("cuda", i) for i in range(n_gpus)]
         grow = max(0, n_gpus - old)
         self.allocated = getattr(self, "allocated", [])[:n_gpus] + [0] * grow
@@ -64,33 +74,43 @@ class Node:
     # -- labels --------------------------------------------------------------------------------
     def label_of(self, tensor: torch.Tensor) -> int | None:
         try:
-            return self.labels.get(tensor.untyped_storage()._cdata)
+            return self.labels.get(storage_id(tensor))
         except (RuntimeError, NotImplementedError, TypeError):
-            return None  # sparse, meta and other storage-less tensors live on the CPU here
+            return None  # sparse and other storage-less tensors live on the CPU here
 
     def label(self, tensor: torch.Tensor, index: int | None) -> None:
         """Mark the tensor's storage as living on cuda:index (None: the host)."""
         if index is None:
             return
         try:
-            storage = tensor.untyped_storage()
+            key = storage_id(tensor)
         except (RuntimeError, NotImplementedError, TypeError):
             return
-        key = storage._cdata
-        if key in self.labels:
-            return
-        nbytes = rounded(storage.nbytes())
+        if key not in self.labels:
+            self.label_storage(tensor, key, index)
+
+    def label_storage(self, tensor: torch.Tensor, key: int, index: int) -> None:
+        """`label` of a tensor whose storage (`key`) has no label yet."""
+        storage = tensor.untyped_storage()
+        nbytes = -(-storage.nbytes() // ALLOCATION_GRANULE) * ALLOCATION_GRANULE
+        # A weak reference that tells when PyTorch frees the storage (also one autograd saved).
+        watch = weakref.ref(storage, self._release)
         with self._lock:
             self.labels[key] = index
-            self.allocated[index] += nbytes
-            if self.allocated[index] > self.peak[index]:
-                self.peak[index] = self.allocated[index]
-        weakref.finalize(storage, self._release, key, index, nbytes)
+            self._watched[id(watch)] = (watch, key, index, nbytes)
+            allocated = self.allocated[index] = self.allocated[index] + nbytes
+            if allocated > self.peak[index]:
+                self.peak[index] = allocated
 
-    def _release(self, key: int, index: int, nbytes: int) -> None:
+    def _release(self, watch) -> None:
         with self._lock:
+            found = self._watched.pop(id(watch), None)
+            if found is None:
+                return
+            _, key, index, nbytes = found
             if self.labels.pop(key, None) is not None and index < self.n:
                 self.allocated[index] -= nbytes
+            self.producers.pop(key, None)
 
     # -- memory statistics ------------------------------------------------------------------
     def reset_peak(self, index: int) -> None:

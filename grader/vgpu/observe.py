@@ -2,7 +2,8 @@
 
 Forward passes of root modules (with the placement of every parameter), backward passes,
 optimizer steps (timing, gradient and parameter fingerprints, memory per device) and a
-memory summary at exit go to the trace. Transfers and collectives are recorded where they
+memory summary at exit go to the trace. On virtual GPUs each step also carries the simulated
+clock (`sim_t`, `sim_step_ms`: docs/trace-format.md). Transfers and collectives are recorded where they
 happen (mode, dataparallel, distributed).
 """
 from __future__ import annotations
@@ -72,8 +73,10 @@ def memory_by_device() -> list[dict]:
 
 
 class Observer:
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, clock=None):
         self.trace = trace
+        self.clock = clock  # the node's simulated clock (virtual GPUs); None on real GPUs
+        self._last_sim_t = 0  # ns on the clock
         self.steps = 0
         self.forwards = 0
         self._placements: dict[int, list] = {}
@@ -106,6 +109,8 @@ class Observer:
         if depth or not self.trace.enabled or not _is_model(module):
             return None
         self.forwards += 1
+        if self.clock is not None and self.forwards == 1:
+            self._last_sim_t = self.clock.completion()  # the first step counts from here
         first = _first_tensor(args, kwargs or {})
         thread = threading.current_thread().name
         self.trace.emit("forward", module=type(module).__name__, step=self.steps,
@@ -146,8 +151,19 @@ class Observer:
             return
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
                         grads=self._grad_print, params=_fingerprint(self._step_params),
-                        memory=memory_by_device(), site=call_site(2))
+                        memory=memory_by_device(), site=call_site(2), **self._simulated_time())
+
+    def _simulated_time(self) -> dict:
+        """When the work enqueued so far will be done, and how long since the previous step
+        (the first step: since the first forward pass began), in simulated time; nothing on
+        real GPUs."""
+        if self.clock is None:
+            return {}
+        now = self.clock.completion()
+        since, self._last_sim_t = now - self._last_sim_t, now
+        return {"sim_t": now / 1e9, "sim_step_ms": since / 1e6}
 
     def finish(self) -> None:
+        extra = {"sim_t": self.clock.completion() / 1e9} if self.clock is not None else {}
         self.trace.emit("exit", steps=self.steps, forwards=self.forwards,
-                        memory=memory_by_device())
+                        memory=memory_by_device(), **extra)

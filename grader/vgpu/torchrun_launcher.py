@@ -2,7 +2,7 @@
 process that starts the ranks), for `pdl-grade torchrun`, whose failure names the script.
 
 torchrun's own failure summary is a traceback through its code ending in a box titled with its
-entry point, which under `pdl-grade torchrun` is grader/vgpu/runner.py, not the student's
+entry point, which under `pdl-grade torchrun` is grader/vgpu/run_on_node.py, not the student's
 script. The ranks' tracebacks are printed above it already, so a failure ends here with one
 short paragraph: the script, and each rank that failed with its exit code or signal.
 """

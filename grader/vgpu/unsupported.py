@@ -46,27 +46,30 @@ class RefuseImports(importlib.abc.MetaPathFinder):
         return None
 
 
+def compile_noop(model=None, *args, **kwargs):
+    """`torch.compile`: compilation changes speed, not behaviour: run the eager model."""
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
+def sync_batch_norm_forward(self, input):
+    """SyncBatchNorm on one process is BatchNorm; across processes it needs CUDA kernels."""
+    import torch.distributed as dist
+    import torch.nn as nn
+    if self.training and dist.is_available() and dist.is_initialized() \
+            and dist.get_world_size() > 1:
+        raise VirtualGPUUnsupported(message("SyncBatchNorm across processes"))
+    return nn.functional.batch_norm(
+        input, self.running_mean, self.running_var, self.weight, self.bias,
+        self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
+
+
 def install(patcher) -> None:
     import torch
     import torch.nn as nn
 
-    def compile_noop(model=None, *args, **kwargs):
-        # Compilation changes speed, not behaviour: run the eager model on virtual GPUs.
-        if model is None:
-            return lambda fn: fn
-        return model
-
     patcher.set(torch, "compile", compile_noop)
-
-    def sync_batch_norm_forward(self, input):
-        import torch.distributed as dist
-        if self.training and dist.is_available() and dist.is_initialized() \
-                and dist.get_world_size() > 1:
-            raise VirtualGPUUnsupported(message("SyncBatchNorm across processes"))
-        return nn.functional.batch_norm(
-            input, self.running_mean, self.running_var, self.weight, self.bias,
-            self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
-
     patcher.set(nn.SyncBatchNorm, "forward", sync_batch_norm_forward)
     if not any(isinstance(f, RefuseImports) for f in sys.meta_path):
         sys.meta_path.insert(0, RefuseImports())
@@ -83,16 +86,24 @@ def _refuse_fsdp(patcher, fsdp) -> None:
         patcher.set(fsdp, "fully_shard", unsupported("FSDP2 fully_shard"))
 
 
+def builds_cuda_code(args, kwargs) -> bool:
+    """Whether a call of cpp_extension's `load`/`load_inline` compiles CUDA sources."""
+    sources = list(kwargs.get("sources") or (args[1] if len(args) > 1 else []))
+    return bool(kwargs.get("cuda_sources") or kwargs.get("with_cuda") or any(
+        str(s).endswith((".cu", ".cuh")) for s in sources))
+
+
+def refusing_cuda_code(original):
+    """`original` (load or load_inline), refusing to build CUDA code."""
+    def guarded(*args, **kwargs):
+        if builds_cuda_code(args, kwargs):
+            raise VirtualGPUUnsupported(message("A custom CUDA extension"))
+        return original(*args, **kwargs)
+    guarded.__name__ = getattr(original, "__name__", "guarded")
+    return guarded
+
+
 def _refuse_cuda_extensions(patcher, ext) -> None:
     for name in ("load", "load_inline"):
-        original = getattr(ext, name)
-
-        def guarded(*args, _original=original, **kwargs):
-            sources = list(kwargs.get("sources") or (args[1] if len(args) > 1 else []))
-            if kwargs.get("cuda_sources") or kwargs.get("with_cuda") or any(
-                    str(s).endswith((".cu", ".cuh")) for s in sources):
-                raise VirtualGPUUnsupported(message("A custom CUDA extension"))
-            return _original(*args, **kwargs)
-
-        patcher.set(ext, name, guarded)
+        patcher.set(ext, name, refusing_cuda_code(getattr(ext, name)))
     patcher.set(ext, "CUDAExtension", unsupported("A custom CUDA extension"))

@@ -91,7 +91,7 @@ def test_pdl_grade_torchrun_failure_names_the_students_script():
     assert done.returncode == 1
     assert "pdl-grade torchrun: student_template/practical6/practical6_ddp.py failed:" in done.stderr
     assert 'File "student_template/practical6/practical6_ddp.py"' in done.stderr   # each rank's
-    assert "runner.py" not in output and "ChildFailedError" not in output
+    assert "run_on_node.py" not in output and "runner.py" not in output and "ChildFailedError" not in output
     assert "FutureWarning" not in output
 
 

@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import torch
+
 DDP_SCRIPT = textwrap.dedent('''
     import os, torch, torch.nn as nn, torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -86,6 +88,27 @@ def test_without_ddp_gradients_differ(ddp_runs):
     grads = step_prints(ddp_runs[False], "grads")
     assert grads[0] != grads[1]
     assert not [e for e in ddp_runs[False] if e.get("source") == "ddp_gradients"]
+
+
+def test_simulated_step_times_are_the_same_on_every_run(ddp_runs, tmp_path):
+    """The simulated clock of each rank gives the same step times, to the digit, on a rerun
+    (whatever the machine did meanwhile); every step carries them."""
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_SCRIPT)
+    trace = tmp_path / "again.jsonl"
+    done = pdl_grade("torchrun", "--gpus", "2", "--nproc-per-node", "2", "--virtual",
+                     "--trace", str(trace), str(script))
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def times(events):
+        found = {}
+        for event in events:
+            if event["event"] == "step":
+                found.setdefault(event["rank"], []).append(event["sim_step_ms"])
+        return found
+    first, again = times(ddp_runs[True]), times(read(trace))
+    assert sorted(first) == [0, 1] and all(len(t) == 2 and min(t) > 0 for t in first.values())
+    assert again == first
 
 
 def test_mp_spawn_children_get_the_node(tmp_path):

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from grader.vgpu.runner import ConstantNotFound, parse_assignment, rewrite_constants
+from grader.vgpu.run_on_node import ConstantNotFound, parse_assignment, rewrite_constants
 
 
 def test_top_level_constants_are_rewritten_and_nothing_else():

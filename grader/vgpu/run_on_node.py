@@ -1,6 +1,6 @@
 """Run one script as `__main__` on the node, optionally with its top-level constants changed.
 
-    python runner.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]
+    python run_on_node.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]
 
 The course's scripts keep their constants (`BATCH_SIZE`, `MICRO_BATCHES`, `DEPTH`, ...) as
 literal assignments at the top; `--set` rewrites those assignments in the parsed source, so
@@ -80,8 +80,8 @@ def main(argv: list[str]) -> int:
         else:
             argv = []
     if not argv:
-        print("usage: runner.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT [ARGS ...]",
-              file=sys.stderr)
+        print("usage: run_on_node.py [--set NAME=VALUE ...] [--edit OLD NEW ...] SCRIPT "
+              "[ARGS ...]", file=sys.stderr)
         return 2
     script, args = argv[0], argv[1:]
 
