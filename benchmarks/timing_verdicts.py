@@ -27,29 +27,35 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import planted_bugs as pb  # noqa: E402
 
-TIMING_CHECKS = ("hw3.task2.trend", "hw3.task4.no_speedup", "hw3.task2.reported",
-                 "hw3.task4.reported")
-# Planted bugs and the timing checks each must fail. `missing_to_in_forward` is the fixtures'
-# (its forward crashes); the other two run and are caught by their times alone.
+TIMING_CHECKS = ("hw3.task2.trend", "hw3.task4.no_speedup", "hw3.task2.table_reported",
+                 "hw3.task2.speed_answer", "hw3.task4.table_reported", "hw3.task4.faster_answer")
+# Planted bugs and the timing checks each must fail: the first crashes its forward, the other
+# two run and are caught by their times alone.
 TIMING_BUGS = {
     "missing_to_in_forward": ("hw3.task2.trend", "hw3.task4.no_speedup"),
-    "global_depth": ("hw3.task2.trend",),
+    "seven_layers_only": ("hw3.task2.trend",),
     "detached_between_gpus": ("hw3.task4.no_speedup",),
 }
-EXTRA_BUGS = [
+TIMING_BUG_LIST = [
     pb.PlantedBug(
-        name="global_depth", assignment="hw3", file=pb.HW3,
-        replacements=[("base, extra = divmod(depth, n)", "base, extra = divmod(DEPTH, n)")],
-        description="__init__ reads the module's DEPTH instead of its `depth` argument: every "
-                    "model has 12 layers, so the step time does not grow with DEPTH."),
+        name="missing_to_in_forward", assignment="hw3", file="hw3/model_parallel.py",
+        replacements=[('            x = x.to(layer_device)  # the "baton pass"\n', "")],
+        description="forward() never moves the activation: the second GPU's first layer "
+                    "gets an input on another device and the step fails."),
     pb.PlantedBug(
-        name="detached_between_gpus", assignment="hw3", file=pb.HW3,
+        name="seven_layers_only", assignment="hw3", file="hw3/model_parallel.py",
+        replacements=[("        for layer in self.layers:\n",
+                       "        for layer in [*self.layers[:6], self.layers[-1]]:\n")],
+        description="forward() runs the first six layers and the last whatever DEPTH built: "
+                    "the step time does not grow with DEPTH."),
+    pb.PlantedBug(
+        name="detached_between_gpus", assignment="hw3", file="hw3/model_parallel.py",
         replacements=[("                self.transfers += 1\n",
                        "                self.transfers += 1\n                x = x.detach()\n")],
         description="The activation is detached where it changes GPU: backward stops at the "
                     "last GPU's block, so 5 GPUs train faster than 2."),
 ]
-BUGS = {bug.name: bug for bug in [*pb.BUGS, *EXTRA_BUGS]}
+BUGS = {bug.name: bug for bug in TIMING_BUG_LIST}
 
 
 def grade(submission: Path, out: Path) -> dict:
