@@ -24,10 +24,12 @@ current run was scored with.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from typing import Any, Iterator, TextIO
 
 import grader
 from grader.batch import submission_times
+from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState)
 from grader.batch.grades_csv import late_penalty, write_grades_csv
@@ -82,7 +85,6 @@ class BatchOptions:
 def grade_in_child(job: GradeJob) -> None:
     """The real grade function, run in the scheduler's child process: grade the job's
     submission with grader/grading into job.out."""
-    import os
     from grader.grading import grade_submission
     from grader.harness.execute import HIDE_ENV
     # This student's code must not see the other students' uploads, unpacked copies or results:
@@ -94,6 +96,23 @@ def grade_in_child(job: GradeJob) -> None:
     grade_submission(job.submission, job.out, list(job.assignments), rubrics_dir=job.rubrics_dir,
                      check_timeout=job.check_timeout, submitted_at=job.submitted_at,
                      student=student_of(job.student))
+
+
+@contextlib.contextmanager
+def _cpu_share(workers: int | None):
+    """Each local grading's share of the cores, for the gradings the batch starts (they inherit
+    it): their runs side by side and their threads follow from it (grader/common/cpu_share.py).
+    A SLURM job has its own node's share (None)."""
+    saved = os.environ.get(CPU_SHARE_ENV)
+    if workers is not None:
+        os.environ[CPU_SHARE_ENV] = f"{worker_share(workers):g}"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(CPU_SHARE_ENV, None)
+        else:
+            os.environ[CPU_SHARE_ENV] = saved
 
 
 def student_of(student) -> dict[str, str]:
@@ -197,8 +216,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         batch = _ClassBatch(book=book, out=out, config=config, rubrics=rubrics, options=options,
                             progress=progress, times=times, overrides=student_overrides)
         schedule = run_jobs if backend is None else backend.run_jobs
-        for outcome in schedule(batch.jobs(found), grade_fn, options.workers, options.timeout_s):
-            batch.record_outcome(outcome)
+        with _cpu_share(options.workers if backend is None else None):
+            for outcome in schedule(batch.jobs(found), grade_fn, options.workers, options.timeout_s):
+                batch.record_outcome(outcome)
         batch.warn_untimed()
         republish(book, out, rubrics)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))

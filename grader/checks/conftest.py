@@ -2,7 +2,6 @@
 so every check that looks at the same run shares it)."""
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,6 +12,7 @@ from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.harness.observation import Observation
 from grader.checks.support import must_agree
+from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
 from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
 
@@ -37,8 +37,9 @@ class ScriptRuns:
         self._runs: dict = {}
         self._hung: dict[str, int] = {}
         self._lock = threading.Lock()
-        # Runs are separate processes: a module's runs go side by side, one per core.
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
+        # Runs are separate processes: a module's runs go side by side, as many as this
+        # grading's share of the cores keeps busy (grader/common/cpu_share.py).
+        self._pool = ThreadPoolExecutor(max_workers=runs_at_once(grading_share()))
 
     def _submit(self, key, work):
         if key not in self._runs:

@@ -23,8 +23,10 @@ def add_parsers(sub) -> None:
                                                     "and submissions/<student>/result.json")
     batch.add_argument("--assignment", action="append", metavar="ID",
                        help="grade only these (repeatable; the ids of rubrics/); default: all")
-    batch.add_argument("--workers", type=int, default=1,
-                       help="submissions graded at once, each in its own process (default 1)")
+    batch.add_argument("--workers", type=int, default=None,
+                       help="submissions graded at once, each in its own process (default: "
+                            "one per 2 cores the batch may use; each grading's runs and "
+                            "threads then share its part of the cores)")
     batch.add_argument("--timeout", type=float, default=None,
                        help="seconds one submission may take before it is killed and recorded "
                             "as timed out (default 1800)")
@@ -81,6 +83,9 @@ def _worksheet_argument(text: str) -> tuple[str | None, str]:
 def run(options) -> int:
     from grader.batch.pipeline import DEFAULT_TIMEOUT_S, BatchError, BatchOptions, run_batch
     from grader.cli.grade import chosen_assignments
+    if options.workers is None:
+        from grader.common.cpu_share import default_workers
+        options.workers = default_workers()
     if options.workers < 1:
         print("pdl-grade batch: --workers must be at least 1", file=sys.stderr)
         return 2

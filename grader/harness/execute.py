@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
 from grader.harness.observation import Observation
 from grader.integrity.scan import bytecode_caches
 from grader.records import untrusted_files
@@ -77,7 +78,8 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         ENV_GPUS: str(gpus),
         ENV_TRACE: str(trace),
         ENV_FD: str(key_fd),
-        "OMP_NUM_THREADS": "1",
+        # This run's share of the grading's cores (grader/common/cpu_share.py).
+        **thread_environment(threads_per_run(grading_share())),
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PDL_SUBMISSION_ROOT": str(submission.resolve()),  # sites read as hw3/model_parallel.py

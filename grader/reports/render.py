@@ -7,7 +7,6 @@ in plots.py), and Markdown puts such text in code blocks, where nothing is inter
 """
 from __future__ import annotations
 
-import html
 import re
 from typing import Any, Mapping
 

@@ -88,16 +88,18 @@ def test_the_runner_runs_the_edited_script_and_leaves_the_file(tmp_path):
 @pytest.mark.slow
 def test_a_ddp_script_that_never_spells_local_rank_runs_under_torchrun_with_one_process(tmp_path):
     """The issue's case: rank from dist.get_rank() after init_process_group("nccl")."""
-    (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "ddp.py").write_text(
+    submission, scratch = tmp_path / "submission", tmp_path / "scratch"
+    (submission / "p").mkdir(parents=True)
+    scratch.mkdir()
+    (submission / "p" / "ddp.py").write_text(
         "import torch, torch.distributed as dist\n"
         "dist.init_process_group('nccl')\n"
         "rank = dist.get_rank()\n"
         "torch.cuda.set_device(rank)\n"
         "print('rank', rank, 'of', dist.get_world_size(), torch.ones(1).cuda().device)\n"
         "dist.destroy_process_group()\n")
-    observation = run_script(tmp_path, "p/ddp.py", gpus=1, nproc=1, launcher="torchrun",
-                             scratch_root=tmp_path, force_virtual=True, timeout_s=120)
+    observation = run_script(submission, "p/ddp.py", gpus=1, nproc=1, launcher="torchrun",
+                             scratch_root=scratch, force_virtual=True, timeout_s=120)
     assert observation.ok, observation.problem()
     assert "rank 0 of 1 cuda:0" in observation.stdout
     assert [e["world_size"] for e in observation.of("init_process_group")] == [1]
