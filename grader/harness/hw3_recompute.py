@@ -207,7 +207,7 @@ def _run_child(jobs: list[dict], timeout_s: float) -> tuple[dict, str | None]:
             [{k: v for k, v in job.items() if k != "data"} for job in jobs]), encoding="utf-8")
         result = run_sandboxed(
             [sys.executable, "-I", str(Path(__file__).resolve()), str(folder)],
-            SandboxPolicy(readonly=[folder], timeout_s=timeout_s, memory_bytes=2 * 2**30,
+            SandboxPolicy(readonly=[folder, Path(__file__).resolve()], timeout_s=timeout_s, memory_bytes=2 * 2**30,
                           max_pids=64, env={"OMP_NUM_THREADS": "1"}))
         if result.timed_out or result.returncode != 0:
             tail = " ".join(result.stderr.strip().splitlines()[-2:])[:300]
