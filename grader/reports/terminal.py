@@ -25,6 +25,12 @@ from grader.reports.student_view import FILE_STATUS, display_name
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # After masking: a list of numbers or of devices, however long, is one token.
 _REPEATS = re.compile(r"([\w:]*#)(?:, \1)+")
+# A check's "Observed:" line saying its run crashed or hung (not a missing answer, whose
+# fix is an answer even when the run crashed too).
+_CRASH = re.compile(r"^Observed: (?!no answer found)(.*\b(?:stopped with|exited with status|"
+                    r"did not finish in time|was killed)\b.*)$", re.M)
+# The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
+_CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
 # Cases listed by name under one cause before the rest are counted.
 _CASES_SHOWN = 6
 _INDENT = "   "
@@ -77,8 +83,18 @@ def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) ->
 
 
 def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
-    key = _REPEATS.sub(r"\1", _NUMBER.sub("#", " ".join(message.split())))
-    cause = causes.setdefault(key, Cause(message.strip()))
+    crash = _CRASH.search(message)
+    if crash:
+        # A run that crashed or hung fails every check that needed it, whatever each check
+        # expected: one cause, the crash, in whichever configuration it happened.
+        observed = _CONFIGURATION.sub("", crash.group(1))
+        key = "run: " + _NUMBER.sub("#", " ".join(observed.split()))
+        shown = ("Every one of these checks needs your script to run to its end; it did not.\n"
+                 f"Observed: {crash.group(1)}")
+    else:
+        key = _REPEATS.sub(r"\1", _NUMBER.sub("#", " ".join(message.split())))
+        shown = message.strip()
+    cause = causes.setdefault(key, Cause(shown))
     cause.checks[check] = cause.checks.get(check, 0) + 1
     # A parametrized case is named by its parameters; a plain test by its check alone.
     cause.cases.append((check, case if case.startswith("[") else ""))

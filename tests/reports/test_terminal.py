@@ -49,6 +49,40 @@ def test_one_crash_in_42_cases_is_one_cause_naming_the_checks_it_cost():
     assert "[1gpus-depth1], [1gpus-depth3]" in text   # the configurations, once each
 
 
+def test_one_crash_under_checks_that_expect_different_things_is_one_cause():
+    """Practical 4's template: each check expects its own thing, but every one fails because
+    the script stops at the TODO, in whichever configuration it ran; a missing answer stays
+    its own cause (its fix is an answer)."""
+    stop = ("practical4/concepts.py ({config}) stopped with NotImplementedError at concepts.py:58 "
+            "(a TODO of the template is still to be written): TODO (Practical 4 Part 2)")
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+    item["checks"] = [
+        {"id": check, "status": "failed", "score": 0, "max_score": 1, "passed": 0,
+         "failed": len(configs), "skipped": 0, "errors": 0, "feedback": "",
+         "cases": [{"case": label, "outcome": "failed",
+                    "message": f"Expected: {expected}\nObserved: {stop.format(config=config)}"
+                               f"\nWhere to look: Part 2"} for label, config in configs]}
+        for check, expected, configs in [
+            ("practical4.chunk_shapes", "the batch split into 2 chunks",
+             [("[64]", "2 GPU(s)"), ("[63]", "2 GPU(s), BATCH_SIZE=63")]),
+            ("practical4.mp_layer_devices", "layer1 on cuda:0, layer2 on cuda:1",
+             [("", "2 GPU(s)")])]]
+    item["checks"].append({
+        "id": "practical4.chunk_shapes_reported", "status": "failed", "score": 0, "max_score": 1,
+        "passed": 0, "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
+        "cases": [{"case": "", "outcome": "failed", "message":
+                   "Expected: an answer\nObserved: no answer found; and your code could not be "
+                   f"run to compare it with: {stop.format(config='2 GPU(s)')}"}]})
+    causes = [c for c in failure_causes(result) if any("practical4" in k for k in c.checks)]
+    assert [(c.count, list(c.checks)) for c in causes] == [
+        (3, ["practical4.chunk_shapes", "practical4.mp_layer_devices"]),
+        (1, ["practical4.chunk_shapes_reported"])]
+    text = render_check_text(result)
+    assert "3 cases of 2 checks failed the same way" in text
+    assert "needs your script to run to its end" in text and text.count("concepts.py:58") == 2
+
+
 def test_every_failed_check_once_with_expected_observed_where():
     text = render_check_text(load(ROUND_ROBIN))
     for item in load(ROUND_ROBIN)["assignments"][0]["items"]:
