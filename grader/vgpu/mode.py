@@ -262,6 +262,9 @@ class VirtualGPUMode(TorchFunctionMode):
         return out
 
     def _read_back(self, func, args, kwargs):
+        if len(args) > 1 and isinstance(args[1], Tensor):
+            # equal, allclose: PyTorch compares on one device and refuses two.
+            self._common_device(args[:2], {})
         if args and isinstance(args[0], Tensor):
             index = self.node.label_of(args[0])
             if index is not None and self.clock.timed:

@@ -38,5 +38,5 @@ def test_reference_and_template_graded_for_real(tmp_path, pdl_grade):
     assert rows[0] == ["Identifier", "Full name", "practical4", "Total", "Status"]
     assert rows[1] == ["Participant 1", "Ref Erence", f"{reference['score']:g}", f"{reference['score']:g}", "graded"]
     assert rows[2][:2] == ["template", "template"] and float(rows[2][2]) == template["score"]
-    err = capsys.readouterr().err
+    err = run.err
     assert "2/2 done: 2 graded, 0 failed" in err

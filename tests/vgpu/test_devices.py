@@ -54,6 +54,12 @@ def test_mixing_devices_raises_pytorchs_message(vnode):
         layer(a)
     # A host scalar mixes with any device, as in PyTorch.
     assert (a * torch.tensor(2.0)).device == torch.device("cuda:0")
+    # Comparisons that hand a Python value back compare on one device too (Practical 4's
+    # `torch.allclose(final_output, output.cpu())` fails on real GPUs).
+    for compare in (torch.allclose, torch.equal):
+        with pytest.raises(RuntimeError, match="cuda:0 and cpu"):
+            compare(a, torch.ones(3))
+        assert compare(a, torch.ones(3, device="cuda:0"))
 
 
 def test_invalid_ordinal_and_host_only_operations(vnode):
