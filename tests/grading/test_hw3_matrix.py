@@ -12,11 +12,11 @@ Slow: one grading per variant, 15-25 s each on 2 cores (about 5 minutes in all).
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from tests.fixtures import hw3_variants as hv
+from tests.support.gradings import Gradings, names_in_order
 
 from grader.grading import grade_submission
 from grader.scoring import default_rubrics_dir, load_rubric
@@ -25,20 +25,20 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """variant name -> its HW3 assignment in result.json, graded once per module."""
-    cache: dict[str, dict] = {}
+def graded(request, tmp_path_factory):
+    """variant name -> its HW3 assignment in result.json, graded once per module (the next
+    ones the selected tests need are graded meanwhile: tests/support/gradings.py)."""
+    def grade_one(name: str) -> dict:
+        base = tmp_path_factory.mktemp(f"hw3-{name}")
+        submission = hv.build(hv.BY_NAME[name], base / "submission")
+        result = grade_submission(submission, base / "out", ["hw3"])
+        assert not result["errors"], f"[{name}] grading errors: {result['errors']}"
+        (assignment,) = result["assignments"]
+        return assignment
 
-    def get(name: str) -> dict:
-        if name not in cache:
-            base = tmp_path_factory.mktemp(f"hw3-{name}")
-            submission = hv.build(hv.BY_NAME[name], base / "submission")
-            result = grade_submission(submission, base / "out", ["hw3"])
-            assert not result["errors"], f"[{name}] grading errors: {result['errors']}"
-            (cache[name],) = result["assignments"]
-        return cache[name]
-
-    return get
+    gradings = Gradings(grade_one, names_in_order(request))
+    yield gradings.get
+    gradings.close()
 
 
 def earned(item: dict) -> float:

@@ -21,6 +21,7 @@ import pytest
 from grader.grading import grade_submission as grade
 from grader.scoring import default_rubrics_dir, load_rubric
 from tests.fixtures import practical_variants as pv
+from tests.support.gradings import Gradings, names_in_order
 
 REFERENCE, TEMPLATE = "reference", "student_template"
 NAMES = [variant.name for variant in pv.VARIANTS]
@@ -77,25 +78,24 @@ def test_the_matrix_covers_the_styles_and_bugs_of_issue_17():
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """name -> result dict; each submission is made and graded once per module."""
-    cache: dict[str, dict] = {}
+def graded(request, tmp_path_factory):
+    """name -> result dict; each submission is made and graded once per module (the next ones
+    the selected tests need are graded meanwhile: tests/support/gradings.py)."""
+    def grade_one(name: str) -> dict:
+        base = tmp_path_factory.mktemp(f"graded-{name}")
+        if name in (REFERENCE, TEMPLATE):
+            source = pv.REFERENCE if name == REFERENCE else pv.TEMPLATE
+            submission = pv.copy_tree(source, base / "submission")
+            assignments = pv.ASSIGNMENTS
+        else:
+            variant = pv.BY_NAME[name]
+            submission = pv.plant(variant, base / "submission")
+            assignments = [variant.assignment]
+        return grade(submission, base / "out", assignments)
 
-    def get(name: str) -> dict:
-        if name not in cache:
-            base = tmp_path_factory.mktemp(f"graded-{name}")
-            if name in (REFERENCE, TEMPLATE):
-                source = pv.REFERENCE if name == REFERENCE else pv.TEMPLATE
-                submission = pv.copy_tree(source, base / "submission")
-                assignments = pv.ASSIGNMENTS
-            else:
-                variant = pv.BY_NAME[name]
-                submission = pv.plant(variant, base / "submission")
-                assignments = [variant.assignment]
-            cache[name] = grade(submission, base / "out", assignments)
-        return cache[name]
-
-    return get
+    gradings = Gradings(grade_one, names_in_order(request))
+    yield gradings.get
+    gradings.close()
 
 
 def graded_auto_items(result: dict):

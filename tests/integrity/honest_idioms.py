@@ -109,10 +109,11 @@ IDIOMS = [
                                               "table.csv": b"depth,ms\n6,12.1\n12,23.5\n"})}),
     # The probe imports it (the model's helpers come first for the model's imports); run as a
     # script it breaks at the first optimizer step, as it does at home with this torch
-    # (torch._dynamo imports cProfile, which imports `profile`: the student's): a real loss.
+    # (torch._dynamo imports cProfile, which imports `profile`: the student's): a real loss,
+    # the counts the script should print (Task 5's counts_printed, the rubric's script run).
     Idiom("helper_module_named_profile", HW3,
           "from profile import Stopwatch\n_watch = Stopwatch()\n", notes=("helper_module",),
-          extra_files={"hw3/profile.py": PROFILE_HELPER}, loses={"hw3.task4": 1.0}),
+          extra_files={"hw3/profile.py": PROFILE_HELPER}, loses={"hw3.task5": 1.0}),
     # -- everyday debugging, logging and bookkeeping ------------------------------------------
     Idiom("os_system_nvidia_smi", P4, 'import os as _os2\n_os2.system("nvidia-smi")\n',
           notes=("processes",)),
