@@ -205,6 +205,11 @@ def _run_child(jobs: list[dict], timeout_s: float) -> tuple[dict, str | None]:
             (folder / job["file"]).write_bytes(job["data"])
         (folder / "jobs.json").write_text(json.dumps(
             [{k: v for k, v in job.items() if k != "data"} for job in jobs]), encoding="utf-8")
+        # The child runs as the sandbox's unprivileged user: it must read what it recomputes
+        # (the student's own weights; nothing secret), whatever the grader's umask.
+        for path in folder.iterdir():
+            path.chmod(0o644)
+        folder.chmod(0o755)
         result = run_sandboxed(
             [sys.executable, "-I", str(Path(__file__).resolve()), str(folder)],
             SandboxPolicy(readonly=[folder, Path(__file__).resolve()], timeout_s=timeout_s, memory_bytes=2 * 2**30,

@@ -95,9 +95,15 @@ def test_written_answers_wait_for_a_person_with_their_points(graded, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_only_what_shadows_a_module_is_held_for_a_person(graded, name):
-    held_for = hv.BY_NAME[name].held_for
+def test_only_what_the_variant_says_is_held_or_noted_for_a_person(graded, name):
+    held_for, noted_for = hv.BY_NAME[name].held_for, hv.BY_NAME[name].noted_for
     integrity = graded(name)["integrity"] or {}
+    if noted_for:
+        assert any(noted_for in note for note in integrity.get("notes") or []), integrity
+    # The outputs are recomputed outside the run for every submission that built a model
+    # (the sandboxed child must be able to read the weights it is handed).
+    assert not [n for n in integrity.get("notes") or [] if "could not be recomputed" in n], \
+        integrity.get("notes")
     if not held_for:
         assert not integrity.get("withheld"), f"[{name}] held: {integrity.get('problems')}"
         return
