@@ -21,6 +21,7 @@ from grader.sandbox import SandboxPolicy, run_sandboxed
 from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUN_ON_NODE, visible_devices
+from grader.vgpu.ranks import FORK_ENV as RANKS_FORK_ENV
 from grader.vgpu.trace import merge_rank_files
 
 REFERENCE_DIR = PACKAGE_ROOT / "reference"
@@ -83,6 +84,8 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         "PYTHONDONTWRITEBYTECODE": "1",
         "PDL_SUBMISSION_ROOT": str(submission.resolve()),  # sites read as hw3/model_parallel.py
     }
+    if os.environ.get(RANKS_FORK_ENV):   # the staff's switch: fresh interpreters per rank
+        env[RANKS_FORK_ENV] = os.environ[RANKS_FORK_ENV]
     if force_virtual or os.environ.get(ENV_FORCE_VIRTUAL) == "1":
         env[ENV_FORCE_VIRTUAL] = "1"
     else:

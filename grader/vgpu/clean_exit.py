@@ -38,6 +38,12 @@ def exit_process(code) -> None:
     """`sys.exit(code)`, minus the finalisation that gloo can crash in."""
     if not _gloo_used:
         sys.exit(code)
+    end_without_finalisation(code)
+
+
+def end_without_finalisation(code) -> None:
+    """End this process as multiprocessing's forked children end (also what a rank forked by
+    grader/vgpu/ranks.py must do: it may not return into its launcher's code)."""
     status = exit_code_of(code)
     if threading.current_thread() is threading.main_thread() and hasattr(threading, "_shutdown"):
         threading._shutdown()  # what finalisation would do first: join non-daemon threads

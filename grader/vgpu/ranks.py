@@ -33,21 +33,26 @@ def launch(command: list[str], nproc: int) -> int:
     # In a graded run each rank gets the run's seal key as this launcher got it: through a
     # descriptor of its own (grader/records/seal.py), read before the rank runs student code.
     key = take_key()
+    forking = forks_ranks(command, nproc)
     processes = []
     for rank in range(nproc):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
                    LOCAL_WORLD_SIZE=str(nproc), GROUP_RANK="0", ROLE_RANK=str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
                    TORCHELASTIC_RUN_ID="pdl-autograder")
-        if key is None:
-            processes.append(subprocess.Popen(command, env=env))
-            continue
-        key_fd = hand_over(key)
-        env[ENV_FD] = str(key_fd)
+        key_fd = None
+        if key is not None:
+            key_fd = hand_over(key)
+            env[ENV_FD] = str(key_fd)
         try:
-            processes.append(subprocess.Popen(command, env=env, pass_fds=(key_fd,)))
+            if forking:
+                processes.append(ForkedRank(command, env))
+            else:
+                processes.append(subprocess.Popen(command, env=env, pass_fds=(
+                    () if key_fd is None else (key_fd,))))
         finally:
-            os.close(key_fd)
+            if key_fd is not None:
+                os.close(key_fd)
     del key
     failed_at = None
     codes: dict[int, int] = {}
@@ -71,6 +76,92 @@ def launch(command: list[str], nproc: int) -> int:
             if process.poll() is None:
                 process.kill()
     return next((code for code in codes.values() if code != 0), 0)
+
+
+# -- ranks forked from this launcher -------------------------------------------------------------
+# Every process of a graded run pays `import torch` and, at its first DDP model or optimizer
+# step, `import torch._dynamo`: about 3.5 s of CPU together, more than the course's runs
+# themselves. When the ranks run grader/vgpu/run_on_node.py, this launcher imports both once
+# (no node of its own: the boot treats it as torchrun's agent, and no student code runs here)
+# and forks each rank, which then starts exactly as `python run_on_node.py ...` would: its
+# RANK and key descriptor in the environment, the node activated, the script run as __main__.
+FORK_ENV = "PDL_RANKS_FORK"            # "0": start every rank as a fresh interpreter
+PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim")
+
+
+def forks_ranks(command: list[str], nproc: int) -> bool:
+    """Fork the ranks (after importing torch here once) rather than start fresh interpreters:
+    only for run_on_node.py under this interpreter, several ranks, on a platform with fork."""
+    if os.environ.get(FORK_ENV) == "0" or nproc < 2 or not hasattr(os, "fork"):
+        return False
+    if len(command) < 2 or command[0] != sys.executable or \
+            os.path.basename(command[1]) != "run_on_node.py":
+        return False
+    import importlib
+    import threading
+    try:
+        for name in PRELOADED:
+            importlib.import_module(name)
+    except Exception:
+        return False
+    # fork() copies only the calling thread: a library thread started by these imports would
+    # be missing (and hold its locks) in every rank.
+    return threading.active_count() == 1
+
+
+class ForkedRank:
+    """One rank, forked from this launcher; poll/kill/wait/returncode like subprocess.Popen."""
+
+    def __init__(self, command: list[str], env: dict[str, str]):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_rank(command, env)        # never returns
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _run_rank(command: list[str], env: dict[str, str]) -> None:
+    """In the forked child: become `python run_on_node.py ARGS` for this rank, then end the
+    process here (atexit handlers run, stdio flushed): it never returns into the launcher."""
+    status = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = command[1:]
+        from grader.vgpu.clean_exit import end_without_finalisation
+        from grader.vgpu.run_on_node import main as run_on_node
+        try:
+            status = run_on_node(command[2:])
+        except SystemExit as request:
+            status = request.code
+        end_without_finalisation(status)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+    os._exit(status if isinstance(status, int) and status else 1)
 
 
 def main(argv: list[str]) -> int:

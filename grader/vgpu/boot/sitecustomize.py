@@ -32,7 +32,8 @@ def _is_torchrun_agent() -> bool:
     # sys.argv[0] is still "-m": only the interpreter's own argv names the module then.
     argv = list(getattr(sys, "orig_argv", []))
     if "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] in (
-            ["torch.distributed.run"], ["grader.vgpu.torchrun_launcher"]):   # pdl-grade torchrun's
+            ["torch.distributed.run"], ["grader.vgpu.torchrun_launcher"],   # pdl-grade torchrun's
+            ["grader.vgpu.ranks"]):   # the grader's, which may import torch to fork its ranks
         return True
     launcher = sys.argv[0] if sys.argv else ""
     return launcher.endswith((os.path.join("distributed", "run.py"), "torchrun"))

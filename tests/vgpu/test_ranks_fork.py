@@ -1,0 +1,91 @@
+"""The ranks of a graded torchrun run are forked from a launcher that imported torch once
+(grader/vgpu/ranks.py): the same run, the same records, the same failures as ranks started as
+fresh interpreters, for about a third of the CPU (issue 15)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.harness.execute import run_script
+from grader.vgpu.ranks import FORK_ENV, forks_ranks
+
+DDP = """\
+import sys, torch, torch.distributed as dist, torch.nn as nn
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.cuda.set_device(rank)
+model = nn.parallel.DistributedDataParallel(nn.Linear(8, 2).cuda(), device_ids=[rank])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    model(torch.randn(4, 8, device="cuda")).sum().backward()
+    opt.step()
+print("rank", rank, "of", dist.get_world_size(), "launched by", sys.orig_argv[1:3], flush=True)
+dist.destroy_process_group()
+"""
+
+FAILS_ON_RANK_1 = """\
+import os, time, torch
+if os.environ["RANK"] == "1":
+    raise ValueError("rank 1 gives up")
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def folders(tmp_path):
+    submission, scratch = tmp_path / "submission", tmp_path / "scratch"
+    (submission / "p").mkdir(parents=True)
+    scratch.mkdir()
+    return submission, scratch
+
+
+def run(folders, text, monkeypatch, fork: str, nproc: int = 2):
+    submission, scratch = folders
+    (submission / "p" / "s.py").write_text(text)
+    monkeypatch.setenv(FORK_ENV, fork)
+    return run_script(submission, "p/s.py", gpus=nproc, nproc=nproc, launcher="torchrun",
+                      scratch_root=scratch, force_virtual=True, timeout_s=120)
+
+
+def summary(observation) -> dict:
+    kinds: dict[str, int] = {}
+    for event in observation.events:
+        kinds[event.get("kind")] = kinds.get(event.get("kind"), 0) + 1
+    kinds.pop("sample", None)          # NVML-like samples come with time
+    return kinds
+
+
+def test_forked_ranks_run_as_fresh_ones_do(folders, monkeypatch):
+    forked = run(folders, DDP, monkeypatch, "1")
+    fresh = run(folders, DDP, monkeypatch, "0")
+    for observation in (forked, fresh):
+        assert observation.ok, observation.problem()
+        assert observation.integrity == [], observation.integrity
+    # Forked: the ranks' interpreter is the launcher's; fresh: each its own run_on_node.py.
+    assert forked.stdout.count("['-m', 'grader.vgpu.ranks']") == 2, forked.stdout
+    assert "grader.vgpu.ranks" not in fresh.stdout, fresh.stdout
+    for observation in (forked, fresh):      # two ranks print at once: lines may interleave
+        assert "0 of 2" in observation.stdout and "1 of 2" in observation.stdout
+    assert summary(forked) == summary(fresh)
+    assert {e.get("rank") for e in forked.of("step")} == {0, 1}
+
+
+def test_a_forked_rank_that_fails_fails_the_run_with_its_traceback(folders, monkeypatch):
+    observation = run(folders, FAILS_ON_RANK_1, monkeypatch, "1")
+    assert not observation.ok and observation.returncode != 0
+    assert "ValueError: rank 1 gives up" in observation.stderr
+    assert 's.py", line 3' in observation.stderr, observation.stderr
+    assert "rank 0 stopped: another rank failed" in observation.stderr
+
+
+def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch, tmp_path):
+    python = sys.executable
+    runner = str(Path("grader/vgpu/run_on_node.py"))
+    monkeypatch.delenv(FORK_ENV, raising=False)
+    assert forks_ranks([python, runner, "s.py"], 2)
+    assert not forks_ranks([python, runner, "s.py"], 1)         # nothing to share
+    assert not forks_ranks([python, "s.py"], 2)                   # not the grader's runner
+    assert not forks_ranks(["/other/python", runner, "s.py"], 2)  # another interpreter
+    monkeypatch.setenv(FORK_ENV, "0")
+    assert not forks_ranks([python, runner, "s.py"], 2)
