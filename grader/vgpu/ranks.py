@@ -89,13 +89,19 @@ FORK_ENV = "PDL_RANKS_FORK"            # "0": start every rank as a fresh interp
 PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim")
 
 
-def forks_ranks(command: list[str], nproc: int) -> bool:
-    """Fork the ranks (after importing torch here once) rather than start fresh interpreters:
-    only for run_on_node.py under this interpreter, several ranks, on a platform with fork."""
+def may_fork(command: list[str], nproc: int) -> bool:
+    """Whether these ranks may be forked: run_on_node.py under this interpreter, several
+    ranks, a platform with fork, and not switched off."""
     if os.environ.get(FORK_ENV) == "0" or nproc < 2 or not hasattr(os, "fork"):
         return False
-    if len(command) < 2 or command[0] != sys.executable or \
-            os.path.basename(command[1]) != "run_on_node.py":
+    return len(command) >= 2 and command[0] == sys.executable and \
+        os.path.basename(command[1]) == "run_on_node.py"
+
+
+def forks_ranks(command: list[str], nproc: int) -> bool:
+    """Fork the ranks (after importing torch here once) rather than start fresh interpreters,
+    where may_fork() allows it and this launcher is still one thread."""
+    if not may_fork(command, nproc):
         return False
     import importlib
     import threading

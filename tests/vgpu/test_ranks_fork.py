@@ -2,15 +2,16 @@
 (grader/vgpu/ranks.py): the same run, the same records, the same failures as ranks started as
 fresh interpreters, for about a third of the CPU (issue 15)."""
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from grader.harness.execute import run_script
-from grader.vgpu.ranks import FORK_ENV, forks_ranks
+from grader.vgpu.ranks import FORK_ENV, forks_ranks, may_fork
 
 DDP = """\
-import sys, torch, torch.distributed as dist, torch.nn as nn
+import os, sys, torch, torch.distributed as dist, torch.nn as nn
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.cuda.set_device(rank)
@@ -20,7 +21,7 @@ for _ in range(2):
     opt.zero_grad()
     model(torch.randn(4, 8, device="cuda")).sum().backward()
     opt.step()
-print("rank", rank, "of", dist.get_world_size(), "launched by", sys.orig_argv[1:3], flush=True)
+os.write(1, f"rank {rank} of {dist.get_world_size()} launched by {sys.orig_argv[1:3]}\\n".encode())
 dist.destroy_process_group()
 """
 
@@ -65,8 +66,8 @@ def test_forked_ranks_run_as_fresh_ones_do(folders, monkeypatch):
     # Forked: the ranks' interpreter is the launcher's; fresh: each its own run_on_node.py.
     assert forked.stdout.count("['-m', 'grader.vgpu.ranks']") == 2, forked.stdout
     assert "grader.vgpu.ranks" not in fresh.stdout, fresh.stdout
-    for observation in (forked, fresh):      # two ranks print at once: lines may interleave
-        assert "0 of 2" in observation.stdout and "1 of 2" in observation.stdout
+    for observation in (forked, fresh):      # one write per line: lines never interleave
+        assert "rank 0 of 2" in observation.stdout and "rank 1 of 2" in observation.stdout
     assert summary(forked) == summary(fresh)
     assert {e.get("rank") for e in forked.of("step")} == {0, 1}
 
@@ -79,13 +80,27 @@ def test_a_forked_rank_that_fails_fails_the_run_with_its_traceback(folders, monk
     assert "rank 0 stopped: another rank failed" in observation.stderr
 
 
-def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch, tmp_path):
+def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch):
     python = sys.executable
     runner = str(Path("grader/vgpu/run_on_node.py"))
     monkeypatch.delenv(FORK_ENV, raising=False)
-    assert forks_ranks([python, runner, "s.py"], 2)
-    assert not forks_ranks([python, runner, "s.py"], 1)         # nothing to share
-    assert not forks_ranks([python, "s.py"], 2)                   # not the grader's runner
-    assert not forks_ranks(["/other/python", runner, "s.py"], 2)  # another interpreter
+    assert may_fork([python, runner, "s.py"], 2)
+    assert not may_fork([python, runner, "s.py"], 1)         # nothing to share
+    assert not may_fork([python, "s.py"], 2)                   # not the grader's runner
+    assert not may_fork(["/other/python", runner, "s.py"], 2)  # another interpreter
     monkeypatch.setenv(FORK_ENV, "0")
-    assert not forks_ranks([python, runner, "s.py"], 2)
+    assert not may_fork([python, runner, "s.py"], 2)
+
+
+def test_a_launcher_with_a_second_thread_does_not_fork(monkeypatch):
+    """fork() copies only the calling thread: a launcher with another would hand every rank a
+    half-copied process."""
+    monkeypatch.delenv(FORK_ENV, raising=False)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not forks_ranks([sys.executable, "grader/vgpu/run_on_node.py", "s.py"], 2)
+    finally:
+        stop.set()
+        other.join()
