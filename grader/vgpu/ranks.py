@@ -91,9 +91,14 @@ PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel",
 
 def may_fork(command: list[str], nproc: int) -> bool:
     """Whether these ranks may be forked: run_on_node.py under this interpreter, several
-    ranks, a platform with fork, and not switched off."""
+    ranks on virtual GPUs, a platform with fork, and not switched off. Real GPUs keep fresh
+    interpreters: CUDA cannot be used in a child forked after the driver was touched, and no
+    machine with GPUs has checked what torch's imports touch."""
     if os.environ.get(FORK_ENV) == "0" or nproc < 2 or not hasattr(os, "fork"):
         return False
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None and \
+            os.environ.get("PDL_VGPU_FORCE_VIRTUAL") != "1":
+        return False                   # real GPUs (grader/vgpu/launch.py visible_devices)
     return len(command) >= 2 and command[0] == sys.executable and \
         os.path.basename(command[1]) == "run_on_node.py"
 

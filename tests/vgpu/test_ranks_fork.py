@@ -84,10 +84,16 @@ def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch):
     python = sys.executable
     runner = str(Path("grader/vgpu/run_on_node.py"))
     monkeypatch.delenv(FORK_ENV, raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert may_fork([python, runner, "s.py"], 2)
     assert not may_fork([python, runner, "s.py"], 1)         # nothing to share
     assert not may_fork([python, "s.py"], 2)                   # not the grader's runner
     assert not may_fork(["/other/python", runner, "s.py"], 2)  # another interpreter
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")            # real GPUs: fresh ones
+    monkeypatch.delenv("PDL_VGPU_FORCE_VIRTUAL", raising=False)
+    assert not may_fork([python, runner, "s.py"], 2)
+    monkeypatch.setenv("PDL_VGPU_FORCE_VIRTUAL", "1")
+    assert may_fork([python, runner, "s.py"], 2)
     monkeypatch.setenv(FORK_ENV, "0")
     assert not may_fork([python, runner, "s.py"], 2)
 
