@@ -9,11 +9,10 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
-from grader.checks.practical_answers import (TOTAL_LOWER, USAGE_COLUMNS, answer_against,
-                                             answer_and_truth, gpu_index, incomplete_rows,
-                                             median_or_none, printed_numbers, rows_by,
-                                             step_times, steps_of, total_disagreements,
-                                             usage_rows, usage_table_problems, whole_numbers)
+from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
+                                             checked_usage_table, gpu_index, incomplete_rows,
+                                             median_or_none, printed_numbers, rows_by, step_times,
+                                             steps_of, total_disagreements, whole_numbers)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
                                               evidence, faster, forward_passes, gpu0_more_loaded,
                                               median_step_seconds, peak_memory, rows_of,
@@ -427,14 +426,7 @@ def test_reported_equally_utilized(runs, answers, measured, reported_values, fla
 
 @pytest.mark.check("practical5.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
-    rows = usage_rows(answer_against(answers, "usage.table"))
-    reported_values["usage.table"] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
-                                      for k, row in rows.items()}
-    problems = usage_table_problems(rows)
-    assert not problems, explain(
-        "nvidia-smi's readings during the DataParallel run: a row per GPU it used, with the "
-        "utilization in % and the memory used in MiB", "; ".join(problems),
-        answers.where_to_answer("usage.table"))
+    rows = checked_usage_table(answers, reported_values, "DataParallel")
     memory = {k: row["memory_mib"] for k, row in rows.items() if isinstance(k, int)}
     if memory and 0 in memory and memory[0] < max(memory.values()):
         flag("usage.table: GPU 0 does not hold the most memory in the reported nvidia-smi "

@@ -11,11 +11,10 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
-from grader.checks.practical_answers import (TOTAL_LOWER, USAGE_COLUMNS, answer_against,
-                                             answer_and_truth, constant_in_source, device_name,
+from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
+                                             checked_usage_table, constant_in_source, device_name,
                                              incomplete_rows, median_or_none, per_rank_line,
-                                             rows_by, step_times, steps_of, total_disagreements,
-                                             usage_rows, usage_table_problems)
+                                             rows_by, step_times, steps_of, total_disagreements)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
@@ -285,14 +284,7 @@ def more_balanced(ddp_peaks, dp_peaks):
 
 @pytest.mark.check("practical6.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
-    rows = usage_rows(answer_against(answers, "usage.table"))
-    reported_values["usage.table"] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
-                                      for k, row in rows.items()}
-    problems = usage_table_problems(rows)
-    assert not problems, explain(
-        "nvidia-smi's readings during the DDP run: a row per GPU it used, with the utilization "
-        "in % and the memory used in MiB", "; ".join(problems),
-        answers.where_to_answer("usage.table"))
+    rows = checked_usage_table(answers, reported_values, "DDP")
     memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
     if memory and max(memory) > 1.5 * min(memory):
         flag("usage.table: the reported nvidia-smi memory differs by more than 1.5x between "

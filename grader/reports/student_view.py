@@ -85,8 +85,9 @@ def measured_under(conditions: Any, hardware: Mapping[str, Any]) -> dict[str, An
     checks ran the code with (a student's own numbers come from their own runs, which the
     grader cannot know)."""
     kind = hardware.get("kind")
-    gpus = ("virtual GPUs (simulated on the CPU: times are the CPU's, memory is what PyTorch "
-            "allocated)" if kind == "virtual" else "real GPUs" if kind == "real" else "GPUs")
+    gpus = ("virtual GPUs (simulated on the CPU: times come from the grader's simulated clock, "
+            "the same on any machine; memory is what PyTorch allocated)" if kind == "virtual"
+            else "real GPUs" if kind == "real" else "GPUs")
     names = ", ".join(sorted(set(hardware.get("names") or [])))
     settings = [{"task": task_label(key), "text": str(text)}
                 for key, text in (conditions.items() if isinstance(conditions, Mapping) else [])]
