@@ -287,15 +287,15 @@ def usage_table_problems(rows: dict) -> list[str]:
     return problems
 
 
-def checked_usage_table(answers, reported_values, method: str) -> dict:
-    """The answer sheet's nvidia-smi table (`usage.table`) by GPU index, recorded for the
-    reports; the check fails unless it is complete (usage_table_problems)."""
-    rows = usage_rows(answer_against(answers, "usage.table"))
-    reported_values["usage.table"] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
-                                      for k, row in rows.items()}
+def checked_usage_table(answers, reported_values, qid: str, method: str) -> dict:
+    """The answer sheet's nvidia-smi table (`qid`) by GPU index, recorded for the reports; the
+    check fails unless it is complete (usage_table_problems)."""
+    rows = usage_rows(answer_against(answers, qid))
+    reported_values[qid] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
+                            for k, row in rows.items()}
     problems = usage_table_problems(rows)
     assert not problems, explain(
         f"nvidia-smi's readings during the {method} run: a row per GPU it used, with the "
         "utilization in % and the memory used in MiB", "; ".join(problems),
-        answers.where_to_answer("usage.table"))
+        answers.where_to_answer(qid))
     return rows

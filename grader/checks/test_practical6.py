@@ -284,7 +284,7 @@ def more_balanced(ddp_peaks, dp_peaks):
 
 @pytest.mark.check("practical6.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
-    rows = checked_usage_table(answers, reported_values, "DDP")
+    rows = checked_usage_table(answers, reported_values, "usage.table", "DDP")
     memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
     if memory and max(memory) > 1.5 * min(memory):
         flag("usage.table: the reported nvidia-smi memory differs by more than 1.5x between "
