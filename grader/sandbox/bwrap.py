@@ -86,6 +86,17 @@ def _is_or_holds(path: Path, other: Path) -> bool:
     return path == other or other.is_relative_to(path)
 
 
+def _library_folder(entry: str, prefixes: set[str]) -> bool:
+    """An import folder of the installation (under a prefix, or a site-/dist-packages folder
+    a .pth file or a module system added), not the grader's own script folder, working folder
+    or PYTHONPATH: those may be anything (a results folder, /tmp itself, which bound read-only
+    would hide the run's private /tmp)."""
+    path = Path(entry).resolve()
+    if any(path.is_relative_to(Path(prefix).resolve()) for prefix in prefixes):
+        return True
+    return any(part in ("site-packages", "dist-packages") for part in path.parts)
+
+
 @functools.lru_cache(maxsize=1)
 def runtime_roots() -> tuple[Path, ...]:
     """The Python installation and the folders it imports from, without the grader's checkout
@@ -94,7 +105,7 @@ def runtime_roots() -> tuple[Path, ...]:
     paths = set(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
     if site.ENABLE_USER_SITE and site.getusersitepackages():
         paths.add(site.getusersitepackages())
-    paths.update(p for p in sys.path if p)
+    paths.update(p for p in sys.path if p and _library_folder(p, prefixes))
     found: list[Path] = []
     for raw in [*sorted(prefixes), *sorted(paths)]:
         path = Path(raw).resolve()

@@ -296,3 +296,24 @@ def test_a_scratch_folder_that_cannot_be_handed_over_is_opened_instead(run_pytho
     r = run_python("open('out.txt', 'w').write('ok'); print('wrote')")
     assert r.stdout == "wrote\n", r.stdout + r.stderr
     assert any("opened it to everyone instead" in w for w in r.warnings)
+
+
+def test_private_tmp_is_writable_whatever_the_graders_import_path(run_python, tmp_path,
+                                                                 monkeypatch):
+    # A grader started from a folder under /tmp (a results folder, a pytest temporary folder)
+    # has it on sys.path; bound read-only as part of "the Python runtime", it hid the run's
+    # private /tmp: every student's tempfile or torch cache failed with a read-only /tmp, and
+    # the host folder was shown to the run.
+    from grader.sandbox import bwrap
+    (tmp_path / "results.csv").write_text("student,points\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), "/tmp", *sys.path])
+    bwrap.runtime_roots.cache_clear()
+    try:
+        r = run_python("import os, tempfile\n"
+                       "with tempfile.NamedTemporaryFile(dir='/tmp') as f: f.write(b'x')\n"
+                       f"print(os.access('/tmp', os.W_OK), os.path.exists({str(tmp_path)!r}))")
+    finally:
+        bwrap.runtime_roots.cache_clear()
+    assert r.stdout == "True False\n", (
+        "expected a writable private /tmp and no host folder from the grader's sys.path inside "
+        f"the sandbox; got stdout {r.stdout!r}, stderr {r.stderr[-500:]!r}")
