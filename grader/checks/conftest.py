@@ -11,6 +11,7 @@ import pytest
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.harness.observation import Observation
+from grader.sandbox.forked_runs import ForkServer
 from grader.checks.support import must_agree
 from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
@@ -40,6 +41,8 @@ class ScriptRuns:
         # Runs are separate processes: a module's runs go side by side, as many as this
         # grading's share of the cores keeps busy (grader/common/cpu_share.py).
         self._pool = ThreadPoolExecutor(max_workers=runs_at_once(grading_share()))
+        # torch imported once for all of them (grader/sandbox/forked_runs.py).
+        self.forks = ForkServer(scratch)
 
     def _submit(self, key, work):
         if key not in self._runs:
@@ -58,7 +61,7 @@ class ScriptRuns:
         return self._submit(key, lambda: self._unless_hung(script, lambda: run_script(
             self.submission, script, gpus=gpus, nproc=nproc, launcher=launcher, sets=sets,
             edits=list(edits), args=list(args), timeout_s=self.budget(script),
-            scratch_root=self.scratch, force_virtual=virtual),
+            scratch_root=self.scratch, force_virtual=virtual, forks=self.forks),
             Observation(script=script, gpus=gpus, nproc=nproc, launcher=launcher,
                         sets=dict(sets or {}), args=list(args))))
 
@@ -103,7 +106,7 @@ class ScriptRuns:
         return self._submit(("hw3-probe", gpus), lambda: self._unless_hung(
             "the HW3 probe", lambda: run_hw3_probe(
                 self.submission, [dict(p) for p in plan], gpus=gpus,
-                timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch),
+                timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch, forks=self.forks),
             Observation(script=HW3_SCRIPT, gpus=gpus), probe=True)).result()
 
     def integrity_problems(self, notes: bool = False) -> list[str]:
@@ -120,6 +123,7 @@ class ScriptRuns:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self.forks.close()
 
 
 @pytest.fixture(scope="session")

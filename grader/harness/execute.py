@@ -17,7 +17,9 @@ from grader.harness.observation import Observation
 from grader.integrity.scan import bytecode_caches
 from grader.records import untrusted_files
 from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
+from grader.common.hardware import real_gpu_count
 from grader.sandbox import SandboxPolicy, run_sandboxed
+from grader.sandbox.forked_runs import ForkServer
 from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUN_ON_NODE, visible_devices
@@ -63,11 +65,14 @@ def _hidden_paths(submission: Path) -> list[Path]:
 
 
 def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
-                timeout_s: float, force_virtual: bool = False, extra_env: dict | None = None):
+                timeout_s: float, force_virtual: bool = False, extra_env: dict | None = None,
+                forks: ForkServer | None = None):
     """Run `argv` sandboxed on the node; returns (SandboxResult, the verified trace, the key).
 
     The run's seal key reaches the run through an inherited pipe, never its environment: the
     first process reads it before any student code runs and closes it (grader/records/seal.py).
+    With `forks` (the grading's fork server) and virtual GPUs, the run is forked from it rather
+    than started as a fresh interpreter (grader/sandbox/forked_runs.py).
     """
     trace = scratch / "trace.jsonl"
     key = new_key()
@@ -99,11 +104,26 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
                            max_pids=512, pass_fds=(key_fd,),
                            scratch_limit_bytes=SCRATCH_LIMIT_BYTES)
     try:
-        result = run_sandboxed(argv, policy)
+        result = None
+        if forks is not None and real_gpu_count() == 0:
+            result = forks.run(argv, policy, server_environment(env))
+        if result is None:
+            result = run_sandboxed(argv, policy)
     finally:
         os.close(key_fd)
     verified = merge_rank_files(str(trace), key)
     return result, verified, key
+
+
+# What differs between two runs of one grading: a fork server (which imports torch before any
+# run) must not see these, or the boot would give it a node of its own.
+PER_RUN_ENV = (ENV_GPUS, ENV_TRACE, ENV_FD, ENV_FORCE_VIRTUAL, RANKS_FORK_ENV, "CUDA_VISIBLE_DEVICES")
+
+
+def server_environment(run_env: dict[str, str]) -> dict[str, str]:
+    """The environment a grading's fork server imports torch in: a run's, less what is the
+    run's own (its threads, paths and PYTHONPATH are the grading's)."""
+    return {name: value for name, value in run_env.items() if name not in PER_RUN_ENV}
 
 
 # How the course starts each kind of script: `python SCRIPT`, or torchrun for scripts written
@@ -131,7 +151,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
                launcher: str = "python", sets: dict | None = None,
                edits: list[tuple[str, str]] | None = None, args: list[str] | None = None,
                timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None,
-               force_virtual: bool = False) -> Observation:
+               force_virtual: bool = False, forks: ForkServer | None = None) -> Observation:
     """Run `submission/script` as `launcher` starts it (`python`, or `torchrun` with `nproc`
     processes) on a node of `gpus` GPUs (virtual ones with `force_virtual`, even where the
     machine has enough real GPUs). `sets` change top-level constants, `edits` replace a text
@@ -145,7 +165,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     if not path.is_file():
         observation.missing = True
         return observation
-    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
+    scratch = new_scratch("run-", scratch_root, forks)
     command = [str(RUN_ON_NODE)]
     for name, value in sets.items():
         command += ["--set", f"{name}={value!r}"]
@@ -155,10 +175,18 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     try:
         observe(observation, launch_argv(command, launcher=launcher, nproc=nproc),
                 submission=submission, scratch=scratch, gpus=gpus, timeout_s=timeout_s,
-                force_virtual=force_virtual)
+                force_virtual=force_virtual, forks=forks)
     finally:
         remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
     return observation
+
+
+def new_scratch(prefix: str, scratch_root: Path | None, forks: ForkServer | None) -> Path:
+    """A run's scratch folder: in its fork server's folder (the only one the server's sandbox
+    may write), else under scratch_root."""
+    if forks is not None:
+        return forks.new_scratch(prefix)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_root))
 
 
 def observe(observation: Observation, argv: list[str], **run_options) -> str:
@@ -187,7 +215,8 @@ HW3_LAUNCH_MODULE = "grader.harness.hw3_launch"   # loads hw3_probe.py under no 
 
 
 def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
-                  timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None):
+                  timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None,
+                  forks: ForkServer | None = None):
     """Run the HW3 probe on the student's model file; returns (records, Observation)."""
     script = "hw3/model_parallel.py"
     observation = Observation(script=script, gpus=gpus)
@@ -195,13 +224,13 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     if not model_file.is_file():
         observation.missing = True
         return [], observation
-    scratch = Path(tempfile.mkdtemp(prefix="hw3-", dir=scratch_root))
+    scratch = new_scratch("hw3-", scratch_root, forks)
     out = scratch / "probe.jsonl"
     argv = [sys.executable, "-m", HW3_LAUNCH_MODULE, str(model_file.resolve()), str(out),
             json.dumps(plan)]
     try:
         key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
-                      timeout_s=timeout_s)
+                      timeout_s=timeout_s, forks=forks)
         return _read_probe_records(observation, out, key, scratch / "hw3-weights", gpus)
     finally:
         remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk

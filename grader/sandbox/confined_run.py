@@ -8,6 +8,7 @@ import resource
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import scratch
@@ -72,7 +73,7 @@ def _identity_files() -> dict[str, int]:
     return fds
 
 
-def _hand_over(writable: list[Path]) -> list[str]:
+def hand_over_folders(writable: list[Path]) -> list[str]:
     """As root the run's user is SANDBOX_UID on the host too: it must own its scratch. Where
     the filesystem refuses (root squashed on NFS), the folder is opened to everyone instead
     (its parent, the grader's, is not); returns warnings."""
@@ -112,7 +113,20 @@ def _unreadable(paths: list[Path], limit: int = 2000) -> list[str]:
     return found
 
 
-def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
+@dataclass
+class Started:
+    """A sandboxed program just started (and, with a cgroup, moved into it and let go)."""
+    proc: subprocess.Popen
+    cgroup: RunCgroup | None
+    sandboxed: bool
+    warnings: list[str]
+    started: float
+
+
+def start_sandboxed(argv: list[str], policy: SandboxPolicy, *, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE) -> Started:
+    """Start argv in the sandbox the policy describes, inside its own cgroup; the caller
+    supervises it (supervise()) and removes the cgroup."""
     for path in policy.writable:
         if not Path(path).is_dir():
             raise ValueError(f"writable folder does not exist: {path}")
@@ -127,7 +141,7 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     data_fds: dict[str, int] = {}
     if usable:
         if runs_as_root() and setpriv_path():
-            warnings += _hand_over([Path(p).resolve() for p in policy.writable])
+            warnings += hand_over_folders([Path(p).resolve() for p in policy.writable])
             unreadable = _unreadable([Path(p).resolve() for p in policy.readonly])
             if unreadable:
                 warnings.append("not readable by the sandbox's unprivileged user (give others "
@@ -146,7 +160,7 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     try:
         proc = subprocess.Popen(
             command, stdin=subprocess.PIPE if cgroup else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=popen_env, cwd=popen_cwd,
+            stdout=stdout, stderr=stderr, env=popen_env, cwd=popen_cwd,
             start_new_session=True,  # its own process group, so a timeout kill gets all of it
             preexec_fn=_fallback_rlimits(policy, cgroup),
             pass_fds=(*policy.pass_fds, *data_fds.values()))
@@ -157,63 +171,90 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     finally:
         for fd in data_fds.values():
             os.close(fd)
+    if cgroup is not None:
+        try:
+            for procs in cgroup.procs_files:
+                procs.write_text(str(proc.pid))
+            proc.stdin.write(b"go\n")
+            proc.stdin.close()
+        except OSError as e:
+            _kill_group(proc, cgroup)
+            proc.wait()
+            cgroup.remove()
+            raise SandboxSetupError(f"cannot move the sandbox into its cgroup: {e}") from e
+    return Started(proc, cgroup, usable, warnings, started)
 
+
+def _kill_group(proc, cgroup: RunCgroup | None) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if cgroup is not None:
+        cgroup.kill_all()
+
+
+def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
+    started = start_sandboxed(argv, policy)
+    proc, cgroup = started.proc, started.cgroup
+    try:
+        return supervise(proc, policy, cgroup, lambda: _kill_group(proc, cgroup),
+                         started=started.started, sandboxed=started.sandboxed,
+                         warnings=started.warnings, backend="bwrap" if started.sandboxed
+                         else "subprocess")
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc, cgroup)
+            proc.wait()
+        if cgroup is not None:
+            cgroup.remove()
+
+
+def supervise(proc, policy: SandboxPolicy, cgroup: RunCgroup | None, kill_everything,
+              *, started: float, sandboxed: bool, warnings: list[str], backend: str,
+              extra_watch: tuple[Path, int] | None = None) -> SandboxResult:
+    """Read the run's output while enforcing its time budget and its scratch limit; what
+    happened. `proc` is a subprocess.Popen or anything with its poll/wait/returncode and
+    stdout/stderr pipes (a run forked by grader/sandbox/forked_runs.py). `extra_watch`
+    (FOLDER, N): the run is also stopped when FOLDER, which holds its writable folder beside
+    others, grows past N scratch limits."""
     writable = [Path(p).resolve() for p in policy.writable]
     limit = policy.scratch_limit_bytes
 
     def over_disk_limit() -> bool:
-        return limit is not None and scratch.usage(writable, stop_at=limit).over(limit)
+        if limit is None:
+            return False
+        if extra_watch is not None:
+            folder, times = extra_watch
+            if scratch.usage([folder], stop_at=limit * times).over(limit * times):
+                return True
+        return scratch.usage(writable, stop_at=limit).over(limit)
 
-    def kill_everything() -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if cgroup is not None:
-            cgroup.kill_all()
-
-    try:
-        if cgroup is not None:
-            try:
-                for procs in cgroup.procs_files:
-                    procs.write_text(str(proc.pid))
-                proc.stdin.write(b"go\n")
-                proc.stdin.close()
-            except OSError as e:
-                kill_everything()
-                proc.wait()
-                raise SandboxSetupError(f"cannot move the sandbox into its cgroup: {e}") from e
-        # The budget is time of a machine the run has to itself (grader/sandbox/clock.py).
-        clock = RunClock(cgroup.threads if cgroup is not None else None)
-        captured = capture(proc, policy.timeout_s, policy.output_limit_bytes, kill_everything,
-                           watch=over_disk_limit if limit is not None and writable else None,
-                           clock=clock)
-        duration = time.monotonic() - started
-        if cgroup is not None:
-            # Normally empty already (bwrap's pid namespace died with it); in the
-            # fallback this is what ends a detached grandchild.
-            cgroup.kill_all()
-        # A burst just before the end counts too.
-        disk_exceeded = captured.stopped or (limit is not None and bool(writable)
-                                             and over_disk_limit())
-        return SandboxResult(
-            returncode=None if captured.timed_out else _signal_aware(proc.returncode),
-            stdout=captured.stdout.text(),
-            stderr=captured.stderr.text(),
-            timed_out=captured.timed_out,
-            memory_exceeded=cgroup.memory_exceeded() if cgroup else False,
-            pids_exceeded=cgroup.pids_exceeded() if cgroup else None,
-            output_truncated=captured.stdout.truncated or captured.stderr.truncated,
-            duration_s=duration,
-            sandboxed=usable,
-            backend="bwrap" if usable else "subprocess",
-            warnings=warnings,
-            disk_exceeded=disk_exceeded,
-            budget_used_s=round(clock.used, 3),
-        )
-    finally:
-        if proc.poll() is None:
-            kill_everything()
-            proc.wait()
-        if cgroup is not None:
-            cgroup.remove()
+    # The budget is time of a machine the run has to itself (grader/sandbox/clock.py).
+    clock = RunClock(cgroup.threads if cgroup is not None else None)
+    captured = capture(proc, policy.timeout_s, policy.output_limit_bytes, kill_everything,
+                       watch=over_disk_limit if limit is not None and writable else None,
+                       clock=clock)
+    duration = time.monotonic() - started
+    if cgroup is not None:
+        # Normally empty already (bwrap's pid namespace died with it); in the
+        # fallback this is what ends a detached grandchild.
+        cgroup.kill_all()
+    # A burst just before the end counts too.
+    disk_exceeded = captured.stopped or (limit is not None and bool(writable)
+                                         and over_disk_limit())
+    return SandboxResult(
+        returncode=None if captured.timed_out else _signal_aware(proc.returncode),
+        stdout=captured.stdout.text(),
+        stderr=captured.stderr.text(),
+        timed_out=captured.timed_out,
+        memory_exceeded=cgroup.memory_exceeded() if cgroup else False,
+        pids_exceeded=cgroup.pids_exceeded() if cgroup else None,
+        output_truncated=captured.stdout.truncated or captured.stderr.truncated,
+        duration_s=duration,
+        sandboxed=sandboxed,
+        backend=backend,
+        warnings=warnings,
+        disk_exceeded=disk_exceeded,
+        budget_used_s=round(clock.used, 3),
+    )

@@ -1,0 +1,229 @@
+"""Inside one submission's sandbox: import torch once, then fork each of its runs.
+
+    python -m grader.vgpu.fork_server       (its socket's descriptor in PDL_FORK_SERVER_FD)
+
+Every run of a grading pays `import torch` and, at its first DDP model or optimizer step,
+`import torch._dynamo`: about 3.5 s of CPU, more than most of the course's runs themselves.
+This server, started once per grading in the submission's sandbox by
+grader/sandbox/forked_runs.py, imports both (no node, no student code: it is trusted until it
+forks) and then forks one child per run, which becomes `python ARGV...` exactly as a fresh
+interpreter would run it: its environment, working folder, argv, `__main__`, the node
+activated as the boot's sitecustomize would, and its end as the interpreter's (atexit handlers
+run, open files flushed).
+
+The protocol, on a SOCK_SEQPACKET unix socket (one message per request):
+- server -> grader: b"ready" once the imports are done (or b"failed: WHY").
+- grader -> server: a JSON request {"argv", "env", "cwd"} with four descriptors: the run's
+  control socket, its stdout and stderr pipes and its seal key's pipe.
+- child -> grader, on the control socket: b"started" (the kernel attaches the child's pid as
+  the grader sees it), then it waits for b"go": the grader has moved it into the run's cgroup.
+- server -> grader, on the control socket: b"exit N" (the wait status) when the child ends.
+The child closes its copy of the control socket before the run's code starts, and the server
+is not dumpable, so no run can read its memory or speak for it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+ENV_SOCKET_FD = "PDL_FORK_SERVER_FD"
+# What a run's first `import` would cost (grader/vgpu/ranks.py imports the same for its ranks).
+PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim",
+             "torch.utils.data")
+MAX_REQUEST = 1 << 20
+PR_SET_DUMPABLE = 4
+
+
+def _not_dumpable() -> None:
+    """No other process of the user may trace this one or read its memory (/proc/PID/mem):
+    a run could otherwise read the descriptors and keys handed to later runs."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0)")
+
+
+def serve(sock: socket.socket) -> int:
+    import importlib
+    import threading
+    try:
+        for name in PRELOADED:
+            importlib.import_module(name)
+        _not_dumpable()
+        # fork() copies only the calling thread: a library thread started by these imports
+        # would be missing (holding its locks) in every run.
+        if threading.active_count() != 1:
+            raise RuntimeError(f"{threading.active_count()} threads after the imports")
+    except Exception as error:          # the grader starts each run fresh instead
+        sock.send(f"failed: {type(error).__name__}: {error}".encode()[:4000])
+        return 1
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sock.send(b"ready")
+    children: dict[int, socket.socket] = {}
+    while True:
+        _reap(children)
+        ready, _, _ = select.select([sock, wake_read], [], [], 1.0)
+        if wake_read in ready:
+            os.read(wake_read, 4096)
+        if sock not in ready:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 8)
+        except OSError:
+            message, fds = b"", []
+        if not message:                  # the grader is gone: so are its runs
+            for fd in fds:
+                os.close(fd)
+            for pid in children:
+                _kill(pid)
+            return 0
+        if len(fds) != 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        control = socket.socket(fileno=fds[0])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            for fd in (sock.fileno(), wake_read, wake_write,
+                       *(c.fileno() for c in children.values())):
+                os.close(fd)
+            _become_run(json.loads(message), control, *fds[1:])    # never returns
+        for fd in fds[1:]:
+            os.close(fd)
+        children[pid] = control
+
+
+def _reap(children: dict[int, socket.socket]) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        control = children.pop(pid, None)
+        if control is not None:
+            try:
+                control.send(f"exit {os.waitstatus_to_exitcode(status)}".encode())
+            except OSError:
+                pass
+            control.close()
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _become_run(request: dict, control: socket.socket, stdout: int, stderr: int,
+                key: int) -> None:
+    """In the forked child: wait to be confined, then run the request's argv as a fresh
+    interpreter would, and end the process (it never returns into the server's loop)."""
+    status = 1
+    try:
+        # What a fresh interpreter has: Python's own SIGINT handler, SIGPIPE ignored.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        control.send(b"started")
+        if control.recv(16) != b"go":
+            os._exit(125)
+        control.close()
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from grader.records.seal import ENV_FD
+        if ENV_FD in os.environ:        # the key's pipe, at the number it has in this process
+            os.environ[ENV_FD] = str(key)
+        else:
+            os.close(key)
+        os.chdir(request["cwd"])
+        _reset_process_state()
+        sys.modules.pop(__name__, None)
+        status = _run_argv(list(request["argv"]))
+    except SystemExit as request_to_exit:
+        status = request_to_exit.code
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        status = 1
+    from grader.vgpu.clean_exit import end_without_finalisation
+    try:
+        end_without_finalisation(status)
+    finally:
+        os._exit(1)
+
+
+def _reset_process_state() -> None:
+    """What a fresh interpreter would have, which the fork copied from the server: its random
+    seeds (torch's start the same in every fresh process and the server drew none), the
+    threads the run's environment allows."""
+    import random
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    import torch
+    threads = os.environ.get("OMP_NUM_THREADS")
+    if threads and threads.isdigit() and int(threads) > 0:
+        torch.set_num_threads(int(threads))
+
+
+def _run_argv(argv: list[str]) -> int:
+    """`python SCRIPT ARGS` or `python -m MODULE ARGS`, in this process."""
+    import runpy
+    import types
+    sys.orig_argv = list(argv)
+    main = types.ModuleType("__main__")
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    if argv[1] == "-m":
+        sys.argv = [argv[2], *argv[3:]]
+        sys.path[0] = os.getcwd()
+        _activate_node()
+        runpy._run_module_as_main(argv[2], alter_argv=True)
+        return 0
+    script = os.path.abspath(argv[1])
+    sys.argv = [argv[1], *argv[2:]]
+    sys.path[0] = os.path.dirname(script)
+    _activate_node()
+    with open(script, "rb") as handle:
+        code = compile(handle.read(), script, "exec")
+    main.__file__ = script
+    main.__cached__ = None
+    exec(code, main.__dict__)
+    return 0
+
+
+def _activate_node() -> None:
+    # The boot's sitecustomize ran in the server, where no node was wanted; in a fresh
+    # interpreter it would activate the run's node when torch is imported (now: it is).
+    boot = sys.modules.get("sitecustomize")
+    activate = getattr(boot, "_activate_when_torch_is_imported", None)
+    if activate is not None:
+        activate()
+
+
+def main() -> int:
+    sock = socket.socket(fileno=int(os.environ.pop(ENV_SOCKET_FD)))
+    return serve(sock)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Runs forked from a grading's fork server (grader/sandbox/forked_runs.py) behave as fresh
+sandboxed runs do: the same view, the same limits, and nothing a run does to the server
+changes what the grader records of it or of the next run."""
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.records.seal import ENV_FD, hand_over, new_key
+from grader.sandbox import SandboxPolicy, run_sandboxed
+from grader.sandbox import forked_runs
+from grader.sandbox.forked_runs import ForkServer
+
+pytestmark = pytest.mark.usefixtures("cgroups")
+
+BOOT = Path(forked_runs.__file__).resolve().parents[1] / "vgpu" / "boot"
+PACKAGE_ROOT = Path(forked_runs.__file__).resolve().parents[2]
+
+
+def _env(**extra) -> dict:
+    return {"PYTHONPATH": os.pathsep.join([str(BOOT), str(PACKAGE_ROOT)]),
+            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra}
+
+
+SCRIPTS = Path(tempfile.mkdtemp(prefix="pdl-forked-runs-", dir="/var/tmp"))
+os.chmod(SCRIPTS, 0o755)    # read by the sandbox's unprivileged user
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _scripts_removed():
+    yield
+    shutil.rmtree(SCRIPTS, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    forks = ForkServer(tmp_path_factory.mktemp("forks"))
+    yield forks
+    forks.close()
+
+
+def _script(code: str) -> Path:
+    script = SCRIPTS / f"script_{time.monotonic_ns()}.py"
+    script.write_text(code)
+    os.chmod(script, 0o644)
+    return script
+
+
+def _policy(scratch: Path, script: Path, **fields) -> SandboxPolicy:
+    fields.setdefault("timeout_s", 30)
+    return SandboxPolicy(readonly=[script.parent, PACKAGE_ROOT / "grader"], writable=[scratch],
+                         cwd=scratch, env=_env(), **fields)
+
+
+def _run(server: ForkServer, code: str, *, forked: bool = True, args=(), **fields):
+    """Run `code` as a script, forked from `server` (or, forked=False, fresh), with a seal key
+    handed over as the grader hands one to every run."""
+    scratch = server.new_scratch("run-")
+    script = _script(code)
+    key_fd = hand_over(new_key())
+    try:
+        policy = _policy(scratch, script, pass_fds=(key_fd,), **fields)
+        policy.env[ENV_FD] = str(key_fd)
+        argv = [sys.executable, str(script), *args]
+        if forked:
+            result = server.run(argv, policy, _env())
+            assert result is not None, f"the fork server was not used: {server.why_unusable}"
+            return result
+        return run_sandboxed(argv, policy)
+    finally:
+        os.close(key_fd)
+
+
+VIEW = """
+import os, sys
+import __main__
+print(__name__, __main__.__file__ == os.path.abspath(sys.argv[0]), sys.argv[1:])
+print(sys.path[0] == os.path.dirname(os.path.abspath(sys.argv[0])), os.getcwd() == os.environ["HOME"])
+print(sorted(k for k in os.environ if k.startswith(("PDL_", "PYTHON", "HOME", "TMPDIR"))))
+print(os.getuid(), os.access("/tmp", os.W_OK), "fork_server" in " ".join(sys.modules))
+print(open("/proc/self/status").read().count("Pid:"), len(os.listdir("/proc/self/fd")) > 2)
+print(input() if False else "", file=sys.stderr, end="to stderr")
+"""
+
+
+def test_a_forked_run_sees_what_a_fresh_one_sees(server):
+    forked = _run(server, VIEW, args=("--steps", "3"))
+    fresh = _run(server, VIEW, args=("--steps", "3"), forked=False)
+    assert forked.returncode == 0, forked.stderr
+    assert (forked.stdout, forked.stderr) == (fresh.stdout, fresh.stderr), (
+        f"expected the forked run to print what the fresh one did:\n{fresh.stdout}\ngot:\n"
+        f"{forked.stdout}")
+    assert forked.stdout.splitlines()[0] == "__main__ True ['--steps', '3']"
+
+
+def test_exit_status_and_signals_come_back_as_from_a_fresh_run(server):
+    assert _run(server, "import sys; sys.exit(3)").returncode == 3
+    assert _run(server, "raise SystemExit('bad input')").returncode == 1
+    killed = _run(server, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert killed.returncode == 128 + 9 and not killed.timed_out
+
+
+def test_a_hang_is_stopped_at_its_budget_and_the_next_run_is_served(server):
+    started = time.monotonic()
+    hung = _run(server, "while True:\n    pass\n", timeout_s=2)
+    assert hung.timed_out and hung.returncode is None
+    assert time.monotonic() - started < 10
+    assert _run(server, "print('next')").stdout == "next\n"
+
+
+def test_memory_and_output_limits_are_the_runs_own(server):
+    hog = _run(server, "x = bytearray(900 * 2**20)\nx[::4096] = b'1' * len(x[::4096])\n",
+               memory_bytes=256 * 2**20)
+    assert hog.memory_exceeded and hog.returncode != 0, hog
+    flood = _run(server, "import sys\nfor _ in range(100): sys.stdout.write('x' * 100000)\n",
+                 output_limit_bytes=10_000)
+    assert flood.output_truncated and len(flood.stdout) == 10_000
+
+
+def test_a_run_writing_past_its_scratch_limit_is_stopped(server):
+    big = _run(server, "import os\nfor i in range(64):\n"
+                       "    open(f'f{i}', 'wb').write(os.urandom(2**20))\n"
+                       "import time; time.sleep(30)\n", scratch_limit_bytes=8 * 2**20)
+    assert big.disk_exceeded and not big.timed_out
+
+
+def test_the_server_is_out_of_reach_of_its_runs(server):
+    # Not dumpable: no run reads the keys and descriptors the server hands to later runs. (The
+    # runs inherit it: a run cannot read its own /proc/self/mem or environ either, which the
+    # integrity rules refuse anyway; /proc/self/status, maps and fd stay readable.)
+    r = _run(server, "import os\nfor name in ('mem', 'environ', 'fd'):\n"
+                     "    try:\n        os.listdir(f'/proc/{os.getppid()}/{name}') if name == 'fd' "
+                     "else open(f'/proc/{os.getppid()}/{name}', 'rb').read(1)\n"
+                     "        print(name, 'read')\n"
+                     "    except OSError as error:\n        print(name, type(error).__name__)\n")
+    assert r.stdout == "mem PermissionError\nenviron PermissionError\nfd PermissionError\n", \
+        r.stdout + r.stderr
+
+
+def test_a_run_that_kills_the_server_gains_nothing_and_later_runs_start_fresh(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setattr(forked_runs, "REPORT_TIMEOUT_S", 3)
+    forks = ForkServer(tmp_path)
+    try:
+        assert _run(forks, "print('first')").stdout == "first\n"
+        # It cannot report its own success: its exit status was the server's to report.
+        killer = _run(forks, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                             "import time; time.sleep(1)\n")
+        assert killer.returncode == 128 + 9
+        assert any("fork server ended" in w for w in killer.warnings), killer.warnings
+        scratch = forks.new_scratch("run-")
+        key_fd = hand_over(new_key())
+        script = _script("print('after')")
+        try:
+            policy = _policy(scratch, script, pass_fds=(key_fd,))
+            assert forks.run([sys.executable, str(script)], policy, _env()) is None
+        finally:
+            os.close(key_fd)
+        assert forks.why_unusable
+    finally:
+        forks.close()
+
+
+def test_a_stopped_server_costs_the_next_run_a_handshake_then_runs_start_fresh(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setattr(forked_runs, "HANDSHAKE_TIMEOUT_S", 2)
+    monkeypatch.setattr(forked_runs, "REPORT_TIMEOUT_S", 3)
+    forks = ForkServer(tmp_path)
+    try:
+        stopper = _run(forks, "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n")
+        # Its exit is never reported (the server is stopped): counted as killed, never as 0.
+        assert stopper.returncode == 128 + 9
+        scratch = forks.new_scratch("run-")
+        key_fd = hand_over(new_key())
+        script = _script("print('after')")
+        try:
+            policy = _policy(scratch, script, pass_fds=(key_fd,))
+            assert forks.run([sys.executable, str(script)], policy, _env()) is None
+            assert run_sandboxed([sys.executable, str(script)], policy).stdout == "after\n"
+        finally:
+            os.close(key_fd)
+    finally:
+        forks.close()
+
+
+def test_switched_off_every_run_is_fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv(forked_runs.SWITCH_ENV, "0")
+    forks = ForkServer(tmp_path)
+    try:
+        scratch = forks.new_scratch("run-")
+        script = _script("print(1)")
+        key_fd = hand_over(new_key())
+        try:
+            assert forks.run([sys.executable, str(script)],
+                             _policy(scratch, script, pass_fds=(key_fd,)), _env()) is None
+        finally:
+            os.close(key_fd)
+        assert forks.why_unusable == f"{forked_runs.SWITCH_ENV}=0"
+    finally:
+        forks.close()
