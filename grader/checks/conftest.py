@@ -41,8 +41,9 @@ class ScriptRuns:
         # Runs are separate processes: a module's runs go side by side, as many as this
         # grading's share of the cores keeps busy (grader/common/cpu_share.py).
         self._pool = ThreadPoolExecutor(max_workers=runs_at_once(grading_share()))
-        # torch imported once for all of them (grader/sandbox/forked_runs.py).
-        self.forks = ForkServer(scratch)
+        # torch imported once for all of them (grader/sandbox/forked_runs.py): in the fork
+        # server `pdl-grade grade` started for the whole submission, else in this grading's.
+        self.forks = ForkServer.inherited() or ForkServer(scratch)
 
     def _submit(self, key, work):
         if key not in self._runs:

@@ -40,17 +40,24 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
     out.mkdir(parents=True, exist_ok=True)
     run = RawRun(str(submission), [], hardware=hardware_for(rubrics, assignments),
                  started_at=started)
+    # One fork server for all the assignments' runs: torch imported once per submission
+    # (grader/sandbox/forked_runs.py); it starts while the source is scanned.
+    forks = ForkServerStart(submission)
     try:
-        run.findings = scan_source(submission, out)
-    except Exception as error:   # the scan is a tripwire: its failure must not stop grading
-        run.problems.append(f"the integrity scan of the source failed ({error!r}): a person "
-                            "should read the code")
-    for assignment in assignments:
         try:
-            results, problem = run_checks(assignment, submission, out, check_timeout, rubrics_dir)
-        except Exception as error:   # one assignment's trouble is that assignment's only
-            results, problem = None, f"the checks of {assignment} could not run: {error!r}"
-        run.assignments.append(AssignmentRun(assignment, results, problem))
+            run.findings = scan_source(submission, out)
+        except Exception as error:   # the scan is a tripwire: its failure must not stop grading
+            run.problems.append(f"the integrity scan of the source failed ({error!r}): a "
+                                "person should read the code")
+        for assignment in assignments:
+            try:
+                results, problem = run_checks(assignment, submission, out, check_timeout,
+                                              rubrics_dir, forks=forks.server())
+            except Exception as error:   # one assignment's trouble is that assignment's only
+                results, problem = None, f"the checks of {assignment} could not run: {error!r}"
+            run.assignments.append(AssignmentRun(assignment, results, problem))
+    finally:
+        forks.close()
     run.duration_s = round(time.monotonic() - clock, 2)
     run.save(out)
     return run
@@ -67,19 +74,48 @@ def checks_command(assignment: str, submission: Path, results: Path, timeout: fl
             f"--rootdir={CHECKS_DIR}", "-c", str(CHECKS_DIR / "pytest.ini")]
 
 
+class ForkServerStart:
+    """A submission's fork server, started in the background; server() waits for it."""
+
+    def __init__(self, submission: Path):
+        import threading
+        self._server = None
+        self._thread = threading.Thread(target=self._start, args=(submission,), daemon=True)
+        self._thread.start()
+
+    def _start(self, submission: Path) -> None:
+        from grader.harness.execute import start_fork_server
+        try:
+            self._server = start_fork_server(submission)
+        except Exception:   # noqa: BLE001 - without it each run imports torch itself
+            self._server = None
+
+    def server(self):
+        self._thread.join()
+        return self._server
+
+    def close(self) -> None:
+        server = self.server()
+        if server is not None:
+            server.close()
+
+
 def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
-               rubrics_dir: str | None = None) -> tuple[dict | None, str | None]:
-    """(the checks' results, None) or (None, why there are none)."""
+               rubrics_dir: str | None = None, *, forks=None) -> tuple[dict | None, str | None]:
+    """(the checks' results, None) or (None, why there are none). `forks`: a fork server the
+    checks' runs are forked from (grader/sandbox/forked_runs.py)."""
     results = out / check_results_file(assignment)
     results.unlink(missing_ok=True)
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_ROOT), env.get("PYTHONPATH")]))
+    shared_env, shared_fds = forks.share() if forks is not None else ({}, ())
+    env.update(shared_env)
     with tempfile.TemporaryDirectory(prefix="pdl-grade-") as cwd:
         try:
             done = subprocess.run(checks_command(assignment, submission, results, timeout,
                                                  rubrics_dir),
                                   cwd=cwd, env=env, capture_output=True, text=True,
-                                  timeout=ASSIGNMENT_TIMEOUT_S)
+                                  timeout=ASSIGNMENT_TIMEOUT_S, pass_fds=shared_fds)
         except subprocess.TimeoutExpired:
             return None, (f"grading {assignment} took longer than {ASSIGNMENT_TIMEOUT_S} s and "
                           "was stopped")

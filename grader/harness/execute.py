@@ -77,12 +77,29 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     trace = scratch / "trace.jsonl"
     key = new_key()
     key_fd = hand_over(key)
+    env = run_environment(submission, gpus, force_virtual)
+    env.update({ENV_TRACE: str(trace), ENV_FD: str(key_fd), **(extra_env or {})})
+    policy = run_policy(submission, scratch, env, timeout_s=timeout_s, gpu=not force_virtual,
+                        pass_fds=(key_fd,))
+    try:
+        result = None
+        if forks is not None and forks_usable():
+            result = forks.run(argv, policy, server_environment(env))
+        if result is None:
+            result = run_sandboxed(argv, policy)
+    finally:
+        os.close(key_fd)
+    verified = merge_rank_files(str(trace), key)
+    return result, verified, key
+
+
+def run_environment(submission: Path, gpus: int, force_virtual: bool = False) -> dict[str, str]:
+    """The environment of a run of `submission` on a node of `gpus` GPUs (its trace and key
+    descriptor aside)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": os.pathsep.join([str(BOOT_DIR), str(PACKAGE_ROOT)]),
         ENV_GPUS: str(gpus),
-        ENV_TRACE: str(trace),
-        ENV_FD: str(key_fd),
         # This run's share of the grading's cores (grader/common/cpu_share.py).
         **thread_environment(threads_per_run(grading_share())),
         "PYTHONUNBUFFERED": "1",
@@ -97,22 +114,14 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         env.update(visible_devices(gpus, os.environ))
     if "CUDA_VISIBLE_DEVICES" not in env:   # virtual GPUs: their nvidia-smi comes first
         env["PATH"] = os.pathsep.join([str(BOOT_DIR / "bin"), env["PATH"]])
-    env.update(extra_env or {})
-    policy = SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
-                           hidden=_hidden_paths(submission), timeout_s=timeout_s, env=env,
-                           cwd=scratch, gpu=not force_virtual, memory_bytes=6 * 2**30,
-                           max_pids=512, pass_fds=(key_fd,),
-                           scratch_limit_bytes=SCRATCH_LIMIT_BYTES)
-    try:
-        result = None
-        if forks is not None and real_gpu_count() == 0:
-            result = forks.run(argv, policy, server_environment(env))
-        if result is None:
-            result = run_sandboxed(argv, policy)
-    finally:
-        os.close(key_fd)
-    verified = merge_rank_files(str(trace), key)
-    return result, verified, key
+    return env
+
+
+def run_policy(submission: Path, scratch: Path, env: dict[str, str], **fields) -> SandboxPolicy:
+    return SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
+                         hidden=_hidden_paths(submission), env=env, cwd=scratch,
+                         memory_bytes=6 * 2**30, max_pids=512,
+                         scratch_limit_bytes=SCRATCH_LIMIT_BYTES, **fields)
 
 
 # What differs between two runs of one grading: a fork server (which imports torch before any
@@ -124,6 +133,24 @@ def server_environment(run_env: dict[str, str]) -> dict[str, str]:
     """The environment a grading's fork server imports torch in: a run's, less what is the
     run's own (its threads, paths and PYTHONPATH are the grading's)."""
     return {name: value for name, value in run_env.items() if name not in PER_RUN_ENV}
+
+
+def forks_usable() -> bool:
+    """Runs may be forked from a fork server: virtual GPUs only (CUDA does not survive a fork
+    after the driver was touched, and no GPU machine has checked what torch's imports touch)."""
+    return real_gpu_count() == 0
+
+
+def start_fork_server(submission: Path, parent: Path | None = None) -> ForkServer | None:
+    """A fork server for the gradings of `submission`, started now (its imports take a few
+    seconds: start it before what else the grading does first); None where runs cannot fork.
+    Its sandbox is the one every run of the submission gets."""
+    if not forks_usable():
+        return None
+    forks = ForkServer(parent)
+    env = server_environment(run_environment(submission, 1))
+    forks.start(run_policy(submission, forks.root, env, timeout_s=float("inf")))
+    return forks
 
 
 # How the course starts each kind of script: `python SCRIPT`, or torchrun for scripts written

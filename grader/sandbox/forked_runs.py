@@ -147,17 +147,56 @@ class ForkedRun:
             pass
 
 
-class ForkServer:
-    """One grading's fork server: started at its first run, closed with the grading."""
+SHARED_ENV = "PDL_FORK_SERVER_SHARED"    # a server handed to a child process: share()
 
-    def __init__(self, parent: Path | None = None):
-        self.root = Path(tempfile.mkdtemp(prefix="forked-runs-", dir=parent))
+
+class ForkServer:
+    """One grading's fork server: started at its first run (or by start()), closed with the
+    grading. `pdl-grade grade` starts one per submission and hands it to each assignment's
+    checks process (share(), inherited()), so torch is imported once per submission."""
+
+    def __init__(self, parent: Path | None = None, *, _shared: dict | None = None):
         self._lock = threading.RLock()
-        self._state = "new"            # new, ready, unusable, closed
         self.why_unusable = ""
         self._proc = self._cgroup = self._sock = None
-        self._server_pid: int | None = None
-        self._log = tempfile.TemporaryFile()
+        self._log = None
+        self.owner = _shared is None
+        if _shared is None:
+            self.root = Path(tempfile.mkdtemp(prefix="forked-runs-", dir=parent))
+            self._state = "new"            # new, ready, unusable, closed
+            self._server_pid: int | None = None
+            self._log = tempfile.TemporaryFile()
+        else:
+            self.root = Path(_shared["root"])
+            self._sock = socket.socket(fileno=int(_shared["fd"]))
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            self._server_pid = int(_shared["pid"])
+            self._state = "ready"
+
+    def start(self, policy: SandboxPolicy) -> bool:
+        """Start the server now, in the sandbox `policy` describes (its env the server's);
+        whether runs can be forked from it."""
+        return self._ensure_started(policy)
+
+    def share(self) -> tuple[dict[str, str], tuple[int, ...]]:
+        """(environment, descriptors) that let a child process fork runs from this server;
+        nothing where it is not running. The child gets no right to stop it."""
+        with self._lock:
+            if self._state != "ready":
+                return {}, ()
+            shared = {"fd": self._sock.fileno(), "pid": self._server_pid, "root": str(self.root)}
+            return {SHARED_ENV: json.dumps(shared)}, (self._sock.fileno(),)
+
+    @classmethod
+    def inherited(cls, environ=os.environ) -> "ForkServer | None":
+        """The server a parent process shared with this one (share()), if any."""
+        text = environ.get(SHARED_ENV)
+        if not text or not enabled():
+            return None
+        try:
+            return cls(_shared=json.loads(text))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     # -- the server -----------------------------------------------------------------------
     def _usable_here(self) -> str:
@@ -238,6 +277,11 @@ class ForkServer:
     def close(self) -> None:
         with self._lock:
             self._state = "closed"
+            if not self.owner:          # a shared server: the owner stops it
+                if self._sock is not None:
+                    self._sock.close()
+                    self._sock = None
+                return
             self._stop_server()
             self._log.close()
         remove_tree(self.root)
@@ -317,4 +361,5 @@ class ForkServer:
         with self._lock:
             if self._state == "ready":
                 self._state, self.why_unusable = "unusable", why
-                self._stop_server()
+                if self.owner:
+                    self._stop_server()

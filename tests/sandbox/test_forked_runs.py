@@ -39,6 +39,7 @@ def _scripts_removed():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     forks = ForkServer(tmp_path_factory.mktemp("forks"))
+    assert _run(forks, "print('warm')").stdout == "warm\n", forks.why_unusable
     yield forks
     forks.close()
 
@@ -202,3 +203,76 @@ def test_switched_off_every_run_is_fresh(tmp_path, monkeypatch):
         assert forks.why_unusable == f"{forked_runs.SWITCH_ENV}=0"
     finally:
         forks.close()
+
+
+SHARED_CLIENT = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+import test_forked_runs
+from test_forked_runs import _run
+from grader.sandbox.forked_runs import ForkServer
+import shutil
+shutil.rmtree(test_forked_runs.SCRIPTS)          # its import made one; the server shows this:
+test_forked_runs.SCRIPTS = Path({scripts!r})
+forks = ForkServer.inherited()
+result = _run(forks, "import sys; print('torch' in sys.modules)")
+print(result.stdout.strip(), forks.owner)
+forks.close()
+"""
+
+
+def test_a_server_shared_with_a_child_process_serves_it_and_outlives_it(server):
+    # `pdl-grade grade` starts one server per submission and hands it to each assignment's
+    # checks process: torch was imported before the run's first line, in the server.
+    import subprocess
+    assert _run(server, "print('warm')").stdout == "warm\n"
+    env, fds = server.share()
+    assert env and fds
+    child = subprocess.run([sys.executable, "-c", SHARED_CLIENT.format(
+        tests=str(Path(__file__).parent), scripts=str(SCRIPTS))], env=dict(os.environ, **env), pass_fds=fds,
+        capture_output=True, text=True, timeout=120)
+    assert child.stdout == "True False\n", child.stdout + child.stderr
+    # The child's close() left the server to its owner.
+    assert _run(server, "import sys; print('torch' in sys.modules)").stdout == "True\n"
+
+
+def test_runs_without_a_server_start_bare(server):
+    assert _run(server, "import sys; print('torch' in sys.modules)",
+                forked=False).stdout == "False\n"
+
+
+def test_each_assignments_checks_get_the_submissions_server(server, tmp_path, monkeypatch):
+    # pdl-grade grade: one server per submission, handed to every assignment's pytest process.
+    import subprocess
+    from grader.grading import run as grading_run
+    seen = []
+
+    def fake_run(command, **options):
+        seen.append((options["env"].get(forked_runs.SHARED_ENV), options.get("pass_fds")))
+        return subprocess.CompletedProcess(command, 0, "", "")
+    monkeypatch.setattr(grading_run.subprocess, "run", fake_run)
+    for assignment in ("practical4", "hw3"):
+        grading_run.run_checks(assignment, tmp_path, tmp_path, 30, forks=server)
+    env, fds = server.share()
+    assert seen == [(env[forked_runs.SHARED_ENV], fds)] * 2
+
+
+def test_a_checks_process_given_a_server_forks_from_it(server, tmp_path, monkeypatch):
+    import json
+    from grader.checks.conftest import ScriptRuns
+    env, _ = server.share()
+    shared = json.loads(env[forked_runs.SHARED_ENV])
+    shared["fd"] = os.dup(shared["fd"])     # what a child process would have: its own copy
+    monkeypatch.setenv(forked_runs.SHARED_ENV, json.dumps(shared))
+    runs = ScriptRuns(tmp_path, tmp_path, 30, 2)
+    try:
+        assert (runs.forks.owner, runs.forks.root) == (False, server.root)
+    finally:
+        runs.close()
+    monkeypatch.delenv(forked_runs.SHARED_ENV)
+    alone = ScriptRuns(tmp_path, tmp_path, 30, 2)
+    try:
+        assert alone.forks.owner and alone.forks.root.parent == tmp_path
+    finally:
+        alone.close()
