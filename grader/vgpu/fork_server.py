@@ -172,14 +172,19 @@ def _become_run(request: dict, control: socket.socket, stdout: int, stderr: int,
 
 def _reset_process_state() -> None:
     """What a fresh interpreter would have, which the fork copied from the server: its random
-    seeds (torch's start the same in every fresh process and the server drew none), the
-    threads the run's environment allows."""
+    seeds (a fresh process seeds Python's, numpy's and torch's from the OS; forked runs would
+    all draw the server's numbers), its original folder, the threads its environment allows."""
     import random
     random.seed()
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()
+    # multiprocessing resolves a spawned child's relative paths from the folder it was
+    # imported in: the run's, not the server's.
+    import multiprocessing.process
+    multiprocessing.process.ORIGINAL_DIR = os.getcwd()
     import torch
+    torch.default_generator.seed()      # a fresh process seeds it from the OS too
     threads = os.environ.get("OMP_NUM_THREADS")
     if threads and threads.isdigit() and int(threads) > 0:
         torch.set_num_threads(int(threads))

@@ -84,18 +84,28 @@ print(sys.path[0] == os.path.dirname(os.path.abspath(sys.argv[0])), os.getcwd() 
 print(sorted(k for k in os.environ if k.startswith(("PDL_", "PYTHON", "HOME", "TMPDIR"))))
 print(os.getuid(), os.access("/tmp", os.W_OK), "fork_server" in " ".join(sys.modules))
 print(open("/proc/self/status").read().count("Pid:"), len(os.listdir("/proc/self/fd")) > 2)
+import multiprocessing.process, random, torch
+print(multiprocessing.process.ORIGINAL_DIR == os.getcwd(),
+      torch.get_num_threads() == int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads())))
+print(torch.initial_seed(), random.random())   # differ from run to run, as in fresh processes
 print(input() if False else "", file=sys.stderr, end="to stderr")
 """
 
 
 def test_a_forked_run_sees_what_a_fresh_one_sees(server):
-    forked = _run(server, VIEW, args=("--steps", "3"))
+    forked, again = (_run(server, VIEW, args=("--steps", "3")) for _ in range(2))
     fresh = _run(server, VIEW, args=("--steps", "3"), forked=False)
     assert forked.returncode == 0, forked.stderr
-    assert (forked.stdout, forked.stderr) == (fresh.stdout, fresh.stderr), (
+    view, seeds = forked.stdout.rsplit("\n", 2)[0], forked.stdout.splitlines()[-1]
+    assert (view, forked.stderr) == (fresh.stdout.rsplit("\n", 2)[0], fresh.stderr), (
         f"expected the forked run to print what the fresh one did:\n{fresh.stdout}\ngot:\n"
         f"{forked.stdout}")
     assert forked.stdout.splitlines()[0] == "__main__ True ['--steps', '3']"
+    # Unseeded code draws other numbers in each run (torch and Python seed themselves from
+    # the OS in a fresh process); runs forked from one server must not all draw the same.
+    torch_seed, python_draw = seeds.split()
+    other_torch_seed, other_python_draw = again.stdout.splitlines()[-1].split()
+    assert torch_seed != other_torch_seed and python_draw != other_python_draw
 
 
 def test_exit_status_and_signals_come_back_as_from_a_fresh_run(server):
