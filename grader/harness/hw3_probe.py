@@ -35,6 +35,8 @@ import time
 import traceback
 import types
 
+from grader.vgpu.script_folder import standard_names_in
+
 CONFIG_TIME_LIMIT_S = 30
 
 
@@ -79,7 +81,7 @@ def import_student_module(model_file: str):
     student's code keeps its references). Everything the probe itself needs is imported
     before (module top)."""
     folder = os.path.dirname(os.path.abspath(model_file))
-    shadowed = _standard_names_in(folder)
+    shadowed = standard_names_in(folder)
     set_aside = {name: sys.modules.pop(name) for name in list(sys.modules)
                  if name.split(".")[0] in shadowed}
     sys.path.insert(0, folder)
@@ -94,16 +96,6 @@ def import_student_module(model_file: str):
             del sys.modules[name]
         sys.modules.update(set_aside)
     return module
-
-
-def _standard_names_in(folder: str) -> set[str]:
-    """Standard modules that a file or package in `folder` would shadow."""
-    try:
-        entries = os.listdir(folder)
-    except OSError:
-        return set()
-    names = {entry[:-3] if entry.endswith(".py") else entry for entry in entries}
-    return {name for name in names if name in sys.stdlib_module_names}
 
 
 # Constructor parameters the probe recognises by name (lower case), in order of preference.

@@ -55,6 +55,7 @@ def rewrite_constants(source: str, filename: str, values: dict[str, object]) -> 
 def run_script(path: str, args: list[str], values: dict[str, object],
                edits: list[tuple[str, str]] = ()) -> None:
     from grader.vgpu.script_edits import apply_edits
+    from grader.vgpu.script_folder import forget_modules_shadowed_by
     with open(path, encoding="utf-8") as handle:
         source = apply_edits(handle.read(), path, list(edits))
     code = compile(rewrite_constants(source, path, values), path, "exec")
@@ -64,6 +65,7 @@ def run_script(path: str, args: list[str], values: dict[str, object],
     sys.modules["__main__"] = module
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(os.path.abspath(path))
+    forget_modules_shadowed_by(sys.path[0])
     exec(code, module.__dict__)
 
 

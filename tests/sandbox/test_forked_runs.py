@@ -286,3 +286,23 @@ def test_a_checks_process_given_a_server_forks_from_it(server, tmp_path, monkeyp
         assert alone.forks.owner and alone.forks.root.parent == tmp_path
     finally:
         alone.close()
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "fresh"])
+def test_a_helper_named_like_a_module_the_server_imported_is_the_students(server, forked):
+    # The server has torch._dynamo, which imports the standard `profile`; a student's
+    # hw3/profile.py must still be what `import profile` finds, as on the student's machine.
+    from grader.harness.execute import run_script
+    submission = Path(tempfile.mkdtemp(prefix="submission-", dir=SCRIPTS))
+    (submission / "hw3").mkdir()
+    (submission / "hw3" / "profile.py").write_text("layer_gpus = 'the student'\n")
+    (submission / "hw3" / "uses_profile.py").write_text(
+        "import torch, sys\nfrom profile import layer_gpus\n"
+        "print(layer_gpus, 'torch._dynamo' in sys.modules)\n")
+    for path in (submission, submission / "hw3"):
+        os.chmod(path, 0o755)
+    for path in (submission / "hw3").iterdir():
+        os.chmod(path, 0o644)
+    observation = run_script(submission, "hw3/uses_profile.py", gpus=2, timeout_s=60,
+                             forks=server if forked else None)
+    assert observation.stdout == f"the student {forked}\n", observation.stderr[-2000:]

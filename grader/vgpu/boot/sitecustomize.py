@@ -6,6 +6,10 @@ Activation waits for `import torch` so that processes that never use torch pay n
 import os
 import sys
 
+# What a fresh interpreter has imported before its script starts: no module of the script's
+# folder can shadow these (grader/vgpu/script_folder.py).
+STARTUP_MODULES = frozenset(sys.modules)
+
 
 def _activate_when_torch_is_imported():
     if not os.environ.get("PDL_VGPU_GPUS"):
