@@ -32,7 +32,7 @@ class SandboxSetupError(RuntimeError):
     """The sandbox could not be set up; nothing of the student's code ran."""
 
 
-def _inside_env(policy: SandboxPolicy, home: Path) -> dict[str, str]:
+def inside_environment(policy: SandboxPolicy, home: Path) -> dict[str, str]:
     env = {"PATH": DEFAULT_PATH, "HOME": str(home), "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
     env.update(policy.env)
     return env
@@ -132,7 +132,7 @@ def start_sandboxed(argv: list[str], policy: SandboxPolicy, *, stdout=subprocess
             raise ValueError(f"writable folder does not exist: {path}")
     home = Path(policy.writable[0]).resolve() if policy.writable else Path("/tmp")
     cwd = Path(policy.cwd).resolve() if policy.cwd else home if policy.writable else Path("/")
-    env = _inside_env(policy, home)
+    env = inside_environment(policy, home)
 
     usable, why_not = sandbox_available()
     warnings: list[str] = []

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .bwrap import runs_as_root, sandbox_available, setpriv_path
-from .confined_run import _inside_env, hand_over_folders, start_sandboxed, supervise
+from .confined_run import inside_environment, hand_over_folders, start_sandboxed, supervise
 from .limits import create_run_cgroup
 from .policy import SandboxPolicy, SandboxResult
 from .scratch import remove_tree
@@ -309,7 +309,7 @@ class ForkServer:
         ours, theirs = _credentials_socketpair()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        request = json.dumps({"argv": argv, "env": _inside_env(policy, scratch),
+        request = json.dumps({"argv": argv, "env": inside_environment(policy, scratch),
                               "cwd": str(Path(policy.cwd or scratch).resolve())}).encode()
         try:
             with self._lock:
