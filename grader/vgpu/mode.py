@@ -196,7 +196,7 @@ class VirtualGPUMode(TorchFunctionMode):
         clock = self.clock
         state = clock._local
         if found is _UNSET or found is None:
-            if kind is _GENERIC and getattr(state, "on", False) and _first_tensor(out) is not None:
+            if kind is _GENERIC and state.on and _first_tensor(out) is not None:
                 clock.host_op()  # grad mode, profiler marks and the like launch nothing
             return out
         if isinstance(out, Tensor):
@@ -213,7 +213,7 @@ class VirtualGPUMode(TorchFunctionMode):
             out_key = None
             self._label(out, found)
             nbytes += _nbytes((out,))
-        if kind is _FREE or not getattr(state, "on", False):
+        if kind is _FREE or not state.on:
             return out
         # The op's cost on the simulated clock (CostModel.kernel and clock.launch, inlined) ...
         work = nbytes * clock.s_per_byte
