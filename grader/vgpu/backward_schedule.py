@@ -184,8 +184,11 @@ def _replay(clock: SimulatedClock, tape: list, needed: set, launched: int, engin
     """Replay the `needed` entries of `tape` backwards from host time `launched`; returns
     when its last part was launched."""
     model = clock.model
-    host_op, busy = clock.host_op_ns, clock.busy_until
+    host_op, busy, grad_ready = clock.host_op_ns, clock.busy_until, clock.grad_ready
     launches = model.backward_factor * host_op
+    # What `model.kernel(0, nbytes)` adds up, for the gradients accumulated into a `.grad`
+    # below (inlined: one per parameter per backward; the same arithmetic, to the digit).
+    kernel_s, bytes_per_s = model.kernel_s, model.memory_bytes_per_s
     for entry in reversed(tape):
         kind = entry[0]
         if kind == PARALLEL:  # the replicas' backward, side by side
@@ -205,9 +208,9 @@ def _replay(clock: SimulatedClock, tape: list, needed: set, launched: int, engin
                 for leaf in leaves:
                     if _grad_of(leaf) is not None:  # accumulated into an existing gradient
                         launched += host_op
-                        done = busy[device] = max(done, launched) + clock.ns(
-                            model.kernel(0, 3 * leaf.nbytes))
-                    clock.grad_ready[id(leaf)] = done
+                        done = busy[device] = (done if done > launched else launched) + round(
+                            (kernel_s + 3 * leaf.nbytes / bytes_per_s) * 1e9)
+                    grad_ready[id(leaf)] = done
         elif kind == COPY:
             _, _, source, target, nbytes, _ = entry  # the gradient goes from target to source
             launched = max(engine.get(target, 0), launched) + host_op

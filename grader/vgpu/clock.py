@@ -36,6 +36,14 @@ def ms(nanoseconds: int) -> float:
     return nanoseconds / 1e6
 
 
+class _ThreadState(threading.local):
+    """Each host thread's part of the clock. The class attributes are what a thread the node
+    did not see start reads (not timed), so the hot paths read `state.on` without a getattr."""
+    host: int | None = None
+    untimed = 0
+    on = False
+
+
 class _Untimed:
     """The context of `SimulatedClock.untimed` (a class: a generator context costs more)."""
     __slots__ = ("state",)
@@ -45,13 +53,13 @@ class _Untimed:
 
     def __enter__(self):
         state = self.state
-        state.untimed = getattr(state, "untimed", 0) + 1
+        state.untimed += 1
         state.on = False
 
     def __exit__(self, *exc):
         state = self.state
         state.untimed -= 1
-        state.on = state.untimed == 0 and getattr(state, "host", None) is not None
+        state.on = state.untimed == 0 and state.host is not None
         return False
 
 
@@ -65,7 +73,7 @@ class SimulatedClock:
         self.resize(n_gpus)
         # When each parameter's gradient is complete (by id), for DDP's gradient buckets.
         self.grad_ready: dict[int, int] = {}
-        self._local = threading.local()
+        self._local = _ThreadState()
         self.start_thread(0)  # the thread that made the node is the script's main thread
 
     @property
@@ -95,7 +103,7 @@ class SimulatedClock:
     def host(self) -> int | None:
         """This thread's host time (ns); None for a thread the node did not see start (not
         timed)."""
-        return getattr(self._local, "host", None)
+        return self._local.host
 
     def start_thread(self, at: int | None) -> None:
         """In a new thread: its host timeline starts where its parent's was when it started it,
@@ -124,14 +132,14 @@ class SimulatedClock:
     def host_wait(self, until: int | None) -> None:
         """The host blocks until `until` (a joined thread's end, an event, a GPU's stream)."""
         state = self._local
-        if until is not None and getattr(state, "host", None) is not None and until > state.host:
+        if until is not None and state.host is not None and until > state.host:
             state.host = until
 
     @property
     def timed(self) -> bool:
         """Whether work in this thread goes on the clock: a thread the node saw start, outside
         `untimed`."""
-        return getattr(self._local, "on", False)
+        return self._local.on
 
     def untimed(self) -> "_Untimed":
         """`with clock.untimed():` work that is already on the timelines (a backward pass laid

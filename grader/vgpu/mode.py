@@ -75,6 +75,9 @@ def _tensors(args, kwargs) -> list:
 
 # How the mode treats a call, by the function's name (decided once per name).
 _PASS, _READ, _FOREACH, _FREE, _GENERIC = (object() for _ in range(5))
+# Functions whose route the mode keeps (more would be functions made on the fly, e.g. bound
+# methods passed as `func`: past this, they are routed by name every time, as before).
+_ROUTES_KEPT = 4096
 
 
 def _kind_of(name: str):
@@ -105,6 +108,7 @@ class VirtualGPUMode(TorchFunctionMode):
         self.node = node
         self.clock = node.clock
         self._kinds: dict = {}  # function name -> how it is treated (_kind_of)
+        self._routes: dict = {}  # function -> (special handler or kind, name): see _route
         self._devices: dict = {}  # `.to()` argument ("cuda:1", torch.device) -> GPU index
         self.special = {
             Tensor.to: self._to,
@@ -123,20 +127,34 @@ class VirtualGPUMode(TorchFunctionMode):
         }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        handler = self.special.get(func)
-        if handler is not None:
-            return handler(func, args, kwargs or {})
-        name = getattr(func, "__name__", "")
-        kind = self._kinds.get(name)
-        if kind is None:
-            kind = self._kinds[name] = _kind_of(name)
+        try:
+            kind, name = self._routes[func]
+        except KeyError:  # a function not seen yet
+            kind, name = self._route(func)
+        if kind is _GENERIC or kind is _FREE:
+            return self._generic(func, name, kind, args, kwargs)
         if kind is _PASS:
             return func(*args, **kwargs) if kwargs else func(*args)
         if kind is _READ:
             return self._read_back(func, args, kwargs or {})
         if kind is _FOREACH:
             return self._foreach(func, name, args, kwargs or {})
-        return self._generic(func, name, kind, args, kwargs)
+        return kind(func, args, kwargs or {})  # one of `special`'s handlers
+
+    def _route(self, func) -> tuple:
+        """(how the mode treats `func`: a `special` handler or a `_kind_of`, its name), kept
+        per function object: a script calls the same few functions over and over, and one
+        dict lookup is cheaper than finding the handler, the name and its kind every time."""
+        handler = self.special.get(func)
+        name = getattr(func, "__name__", "")
+        if handler is None:
+            handler = self._kinds.get(name)
+            if handler is None:
+                handler = self._kinds[name] = _kind_of(name)
+        route = (handler, name)
+        if len(self._routes) < _ROUTES_KEPT:
+            self._routes[func] = route
+        return route
 
     # -- every other op ------------------------------------------------------------------------
     # The hottest path of the node: every op of the script passes here, so it is written out
@@ -178,7 +196,7 @@ class VirtualGPUMode(TorchFunctionMode):
         clock = self.clock
         state = clock._local
         if found is _UNSET or found is None:
-            if kind is _GENERIC and getattr(state, "on", False) and _first_tensor(out) is not None:
+            if kind is _GENERIC and state.on and _first_tensor(out) is not None:
                 clock.host_op()  # grad mode, profiler marks and the like launch nothing
             return out
         if isinstance(out, Tensor):
@@ -195,7 +213,7 @@ class VirtualGPUMode(TorchFunctionMode):
             out_key = None
             self._label(out, found)
             nbytes += _nbytes((out,))
-        if kind is _FREE or not getattr(state, "on", False):
+        if kind is _FREE or not state.on:
             return out
         # The op's cost on the simulated clock (CostModel.kernel and clock.launch, inlined) ...
         work = nbytes * clock.s_per_byte
@@ -328,11 +346,17 @@ class VirtualGPUMode(TorchFunctionMode):
     # -- crossing devices ---------------------------------------------------------------------
     def _to(self, func, args, kwargs):
         if len(args) == 2 and not kwargs:
-            # `x.to(device)` where x already is: the common case of a forward's baton pass.
+            # `x.to(device)` with a device argument seen before: the forward's baton pass.
             target = self._devices.get(args[1], _UNSET)
-            if target is not _UNSET and target == self.node.label_of(args[0]):
-                self._note_to(args[0], target, target)
-                return args[0]
+            if target is not _UNSET:
+                if target == self.node.label_of(args[0]):  # x already is there
+                    self._note_to(args[0], target, target)
+                    return args[0]
+                if target is None or target < self.node.n:  # (the node may have shrunk since)
+                    # What the general path below does with this argument, without parsing it
+                    # again.
+                    return self._move(args[0], target, None, copy=False,
+                                      memory_format=torch.preserve_format)
         tensor, rest, kw = args[0], list(args[1:]), dict(kwargs)
         copy = kw.pop("copy", False)
         if rest and isinstance(rest[0], Tensor):

@@ -41,6 +41,8 @@ class Node:
         self.producers: dict[int, int] = {}
         self._tls = threading.local()
         self._lock = threading.Lock()
+        # The weak references' callback, bound once (label_storage runs for every new tensor).
+        self._on_release = self._release
 
     def resize(self, n_gpus: int) -> None:
         """Change the node's size (harnesses reuse one process for several node sizes)."""
@@ -94,7 +96,7 @@ class Node:
         storage = tensor.untyped_storage()
         nbytes = -(-storage.nbytes() // ALLOCATION_GRANULE) * ALLOCATION_GRANULE
         # A weak reference that tells when PyTorch frees the storage (also one autograd saved).
-        watch = weakref.ref(storage, self._release)
+        watch = weakref.ref(storage, self._on_release)
         with self._lock:
             self.labels[key] = index
             self._watched[id(watch)] = (watch, key, index, nbytes)
