@@ -41,8 +41,8 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
     run = RawRun(str(submission), [], hardware=hardware_for(rubrics, assignments),
                  started_at=started)
     # One fork server for all the assignments' runs: torch imported once per submission
-    # (grader/sandbox/forked_runs.py); it starts while the source is scanned.
-    forks = ForkServerStart(submission)
+    # (grader/sandbox/forked_runs.py); it imports while the source is scanned.
+    forks = start_fork_server_quietly(submission)
     try:
         try:
             run.findings = scan_source(submission, out)
@@ -52,12 +52,13 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
         for assignment in assignments:
             try:
                 results, problem = run_checks(assignment, submission, out, check_timeout,
-                                              rubrics_dir, forks=forks.server())
+                                              rubrics_dir, forks=forks)
             except Exception as error:   # one assignment's trouble is that assignment's only
                 results, problem = None, f"the checks of {assignment} could not run: {error!r}"
             run.assignments.append(AssignmentRun(assignment, results, problem))
     finally:
-        forks.close()
+        if forks is not None:
+            forks.close()
     run.duration_s = round(time.monotonic() - clock, 2)
     run.save(out)
     return run
@@ -74,30 +75,13 @@ def checks_command(assignment: str, submission: Path, results: Path, timeout: fl
             f"--rootdir={CHECKS_DIR}", "-c", str(CHECKS_DIR / "pytest.ini")]
 
 
-class ForkServerStart:
-    """A submission's fork server, started in the background; server() waits for it."""
-
-    def __init__(self, submission: Path):
-        import threading
-        self._server = None
-        self._thread = threading.Thread(target=self._start, args=(submission,), daemon=True)
-        self._thread.start()
-
-    def _start(self, submission: Path) -> None:
-        from grader.harness.execute import start_fork_server
-        try:
-            self._server = start_fork_server(submission)
-        except Exception:   # noqa: BLE001 - without it each run imports torch itself
-            self._server = None
-
-    def server(self):
-        self._thread.join()
-        return self._server
-
-    def close(self) -> None:
-        server = self.server()
-        if server is not None:
-            server.close()
+def start_fork_server_quietly(submission: Path):
+    """The submission's fork server, or None (then each run imports torch itself)."""
+    from grader.harness.execute import start_fork_server
+    try:
+        return start_fork_server(submission)
+    except Exception:   # noqa: BLE001 - a slower grading, not a failed one
+        return None
 
 
 def run_checks(assignment: str, submission: Path, out: Path, timeout: float,

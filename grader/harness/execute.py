@@ -19,6 +19,7 @@ from grader.records import untrusted_files
 from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
 from grader.common.hardware import real_gpu_count
 from grader.sandbox import SandboxPolicy, run_sandboxed
+from grader.sandbox import forked_runs
 from grader.sandbox.forked_runs import ForkServer
 from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
@@ -85,6 +86,9 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
         result = None
         if forks is not None and forks_usable():
             result = forks.run(argv, policy, server_environment(env))
+            if result is None and forked_runs.required():
+                raise RuntimeError(f"{forked_runs.SWITCH_ENV}=require, and this run could not "
+                                   f"be forked: {forks.why_unusable or 'not a python run'}")
         if result is None:
             result = run_sandboxed(argv, policy)
     finally:
@@ -143,8 +147,8 @@ def forks_usable() -> bool:
 
 def start_fork_server(submission: Path, parent: Path | None = None) -> ForkServer | None:
     """A fork server for the gradings of `submission`, started now (its imports take a few
-    seconds: start it before what else the grading does first); None where runs cannot fork.
-    Its sandbox is the one every run of the submission gets."""
+    seconds: start it before what else the grading does first; from a thread that outlives
+    it); None where runs cannot fork. Its sandbox is the one every run of the submission gets."""
     if not forks_usable():
         return None
     forks = ForkServer(parent)

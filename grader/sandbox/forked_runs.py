@@ -39,7 +39,9 @@ from .limits import create_run_cgroup
 from .policy import SandboxPolicy, SandboxResult
 from .scratch import remove_tree
 
-SWITCH_ENV = "PDL_FORK_SERVER"          # "0": every run a fresh interpreter
+SWITCH_ENV = "PDL_FORK_SERVER"          # "0": every run a fresh interpreter; "require": a
+                                        # run that cannot be forked fails (tests: no silent
+                                        # fallback to the slow path)
 SERVER_MODULE = "grader.vgpu.fork_server"
 SERVER_SOCKET_ENV = "PDL_FORK_SERVER_FD"  # grader/vgpu/fork_server.py ENV_SOCKET_FD
 # The server's imports take about 3.5 s of CPU; on a loaded machine much longer.
@@ -56,6 +58,10 @@ _UCRED = struct.Struct("3i")
 
 def enabled() -> bool:
     return os.environ.get(SWITCH_ENV) != "0" and hasattr(os, "fork")
+
+
+def required() -> bool:
+    return os.environ.get(SWITCH_ENV) == "require"
 
 
 def _recv_with_sender(sock: socket.socket) -> tuple[bytes, int | None]:
@@ -163,7 +169,7 @@ class ForkServer:
         self.owner = _shared is None
         if _shared is None:
             self.root = Path(tempfile.mkdtemp(prefix="forked-runs-", dir=parent))
-            self._state = "new"            # new, ready, unusable, closed
+            self._state = "new"            # new, starting, ready, unusable, closed
             self._server_pid: int | None = None
             self._log = tempfile.TemporaryFile()
         else:
@@ -173,16 +179,25 @@ class ForkServer:
             self._server_pid = int(_shared["pid"])
             self._state = "ready"
 
-    def start(self, policy: SandboxPolicy) -> bool:
-        """Start the server now, in the sandbox `policy` describes (its env the server's);
-        whether runs can be forked from it."""
-        return self._ensure_started(policy)
+    def start(self, policy: SandboxPolicy) -> None:
+        """Start the server now, in the sandbox `policy` describes (its env the server's),
+        without waiting for its imports: the first run (or share()) waits for them. Call it
+        from a thread that lives as long as the server: bwrap's --die-with-parent ends the
+        sandbox when the *thread* that started it ends (PR_SET_PDEATHSIG)."""
+        with self._lock:
+            if self._state == "new":
+                self._spawn(policy)
 
     def share(self) -> tuple[dict[str, str], tuple[int, ...]]:
         """(environment, descriptors) that let a child process fork runs from this server;
         nothing where it is not running. The child gets no right to stop it."""
         with self._lock:
+            if self._state == "starting":
+                self._await_ready()
             if self._state != "ready":
+                if required():
+                    raise RuntimeError(f"{SWITCH_ENV}=require, and the fork server is not "
+                                       f"running: {self.why_unusable}")
                 return {}, ()
             shared = {"fd": self._sock.fileno(), "pid": self._server_pid, "root": str(self.root)}
             return {SHARED_ENV: json.dumps(shared)}, (self._sock.fileno(),)
@@ -212,10 +227,12 @@ class ForkServer:
     def _ensure_started(self, policy: SandboxPolicy) -> bool:
         with self._lock:
             if self._state == "new":
-                self._start(policy)
+                self._spawn(policy)
+            if self._state == "starting":
+                self._await_ready()
             return self._state == "ready"
 
-    def _start(self, policy: SandboxPolicy) -> None:
+    def _spawn(self, policy: SandboxPolicy) -> None:
         why = self._usable_here()
         if why:
             self._state, self.why_unusable = "unusable", why
@@ -239,6 +256,10 @@ class ForkServer:
             # The sandbox's user may write in its runs' scratch folders, not beside them.
             os.chown(self.root, os.getuid(), os.getgid())
             os.chmod(self.root, 0o755)
+        self._state = "starting"
+
+    def _await_ready(self) -> None:
+        ours = self._sock
         message, sender = (_recv_with_sender(ours) if _readable(ours, START_TIMEOUT_S)
                            else (b"", None))
         if message != b"ready" or sender is None:

@@ -1,5 +1,6 @@
 """`pdl-grade grade` from the command line, with a relative --out, as the README runs it."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,3 +17,19 @@ def test_relative_out_folder_and_exit_status(tmp_path):
     # Every automatic point; the written answers (2.5 points of manual items) wait for a person.
     assert result["errors"] == [] and (result["score"], result["max_score"]) == (9.5, 12.0)
     assert "practical4" in done.stdout and "9.5 / 12" in done.stdout
+
+
+def test_every_run_of_a_grading_is_forked_from_the_submissions_server(tmp_path):
+    # PDL_FORK_SERVER=require fails any run that falls back to a fresh interpreter: the fork
+    # server pdl-grade starts for the submission must serve every assignment's checks process
+    # (a server started from a thread that then ended died with it, unseen: only slower).
+    env = dict(os.environ, PDL_FORK_SERVER="require")
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(ROOT / "reference"),
+                           "--out", "out", "--assignment", "practical4", "--assignment",
+                           "practical5"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["errors"] == [] and (result["score"], result["max_score"]) == (18.75, 24.0), (
+        "expected the reference's automatic points with every run forked; see "
+        f"{tmp_path / 'out'}/checks-*.log for 'could not be forked'")
