@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fixtures")]
 
-from planted_bugs import BUGS, REFERENCE, copy_tree, plant  # noqa: E402
+from planted_bugs import REFERENCE, copy_tree  # noqa: E402
+from practical_variants import VARIANTS, plant  # noqa: E402
 from grader.sandbox import SandboxPolicy, run_sandboxed, sandbox_available  # noqa: E402
 
 # Sandboxed runs of student code per submission, per assignment (the checks' distinct runs).
@@ -37,9 +38,9 @@ RUNS_PER_SUBMISSION = {"practical4": 2}
 
 
 def build(folder: Path, count: int, assignments: list[str]) -> None:
-    # Bugs of the graded assignments; practical4 has none, so then every bug (its edits lie in
-    # other files: the practical4 work is the reference's, but each copy is a distinct upload).
-    bugs = [b for b in BUGS if set(b.assignments) & set(assignments)] or list(BUGS)
+    # The practicals matrix's variants of the graded assignments (other correct styles and
+    # classic bugs, tests/fixtures/practical_variants.py).
+    bugs = [v for v in VARIANTS if v.assignment in assignments] or list(VARIANTS)
     for i in range(count):
         target = folder / f"student{i:03d}"
         bug = bugs[(i // 2) % len(bugs)] if bugs and i % 2 else None  # every other: a bug
