@@ -90,8 +90,10 @@ class ForkedRun:
     for confined_run.supervise. Its exit status comes from the server (its parent)."""
 
     def __init__(self, control: socket.socket, pid: int, server_pid: int, stdout: int,
-                 stderr: int):
+                 stderr: int, kill):
         self.control = control
+        # Through the run's cgroup, never by pid: the pid may be another process's by then.
+        self.kill = kill
         self.pid = pid
         self.server_pid = server_pid
         self.stdout = os.fdopen(stdout, "rb", buffering=0)
@@ -145,12 +147,6 @@ class ForkedRun:
                 raise subprocess.TimeoutExpired(f"forked run {self.pid}", timeout)
             self._give_up()
         return self.returncode
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 SHARED_ENV = "PDL_FORK_SERVER_SHARED"    # a server handed to a child process: share()
@@ -356,13 +352,9 @@ class ForkServer:
             for procs in cgroup.procs_files:
                 procs.write_text(str(pid))
             ours.send(b"go")
-            run = ForkedRun(ours, pid, self._server_pid, out_read, err_read)
+            run = ForkedRun(ours, pid, self._server_pid, out_read, err_read, cgroup.kill_all)
             out_read = err_read = None
-
-            def kill_everything() -> None:
-                run.kill()
-                cgroup.kill_all()
-            result = supervise(run, policy, cgroup, kill_everything, started=started,
+            result = supervise(run, policy, cgroup, cgroup.kill_all, started=started,
                                sandboxed=True, warnings=warnings, backend="bwrap",
                                extra_watch=(self.root, MAX_RUNS_AT_ONCE))
             if run.lost:

@@ -76,6 +76,19 @@ def _run(server: ForkServer, code: str, *, forked: bool = True, args=(), **field
         os.close(key_fd)
 
 
+def _refused_then_fresh(forks: ForkServer, code: str) -> str:
+    """Asserts `forks` no longer forks a run of `code`; what the same run prints fresh."""
+    scratch = forks.new_scratch("run-")
+    key_fd = hand_over(new_key())
+    script = _script(code)
+    try:
+        policy = _policy(scratch, script, pass_fds=(key_fd,))
+        assert forks.run([sys.executable, str(script)], policy, _env()) is None
+        return run_sandboxed([sys.executable, str(script)], policy).stdout
+    finally:
+        os.close(key_fd)
+
+
 VIEW = """
 import os, sys
 import __main__
@@ -163,14 +176,7 @@ def test_a_run_that_kills_the_server_gains_nothing_and_later_runs_start_fresh(tm
                              "import time; time.sleep(1)\n")
         assert killer.returncode == 128 + 9
         assert any("fork server ended" in w for w in killer.warnings), killer.warnings
-        scratch = forks.new_scratch("run-")
-        key_fd = hand_over(new_key())
-        script = _script("print('after')")
-        try:
-            policy = _policy(scratch, script, pass_fds=(key_fd,))
-            assert forks.run([sys.executable, str(script)], policy, _env()) is None
-        finally:
-            os.close(key_fd)
+        assert _refused_then_fresh(forks, "print('after')") == "after\n"
         assert forks.why_unusable
     finally:
         forks.close()
@@ -185,15 +191,7 @@ def test_a_stopped_server_costs_the_next_run_a_handshake_then_runs_start_fresh(t
         stopper = _run(forks, "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n")
         # Its exit is never reported (the server is stopped): counted as killed, never as 0.
         assert stopper.returncode == 128 + 9
-        scratch = forks.new_scratch("run-")
-        key_fd = hand_over(new_key())
-        script = _script("print('after')")
-        try:
-            policy = _policy(scratch, script, pass_fds=(key_fd,))
-            assert forks.run([sys.executable, str(script)], policy, _env()) is None
-            assert run_sandboxed([sys.executable, str(script)], policy).stdout == "after\n"
-        finally:
-            os.close(key_fd)
+        assert _refused_then_fresh(forks, "print('after')") == "after\n"
     finally:
         forks.close()
 
@@ -202,14 +200,7 @@ def test_switched_off_every_run_is_fresh(tmp_path, monkeypatch):
     monkeypatch.setenv(forked_runs.SWITCH_ENV, "0")
     forks = ForkServer(tmp_path)
     try:
-        scratch = forks.new_scratch("run-")
-        script = _script("print(1)")
-        key_fd = hand_over(new_key())
-        try:
-            assert forks.run([sys.executable, str(script)],
-                             _policy(scratch, script, pass_fds=(key_fd,)), _env()) is None
-        finally:
-            os.close(key_fd)
+        assert _refused_then_fresh(forks, "print(1)") == "1\n"
         assert forks.why_unusable == f"{forked_runs.SWITCH_ENV}=0"
     finally:
         forks.close()
