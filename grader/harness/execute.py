@@ -24,7 +24,9 @@ from grader.sandbox.forked_runs import ForkServer
 from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUN_ON_NODE, visible_devices
+from grader.vgpu.fork_server import ENV_SUBMISSION_MODULES as SERVER_SUBMISSION_MODULES
 from grader.vgpu.ranks import FORK_ENV as RANKS_FORK_ENV
+from grader.vgpu.script_folder import module_names_in
 from grader.vgpu.trace import merge_rank_files
 
 REFERENCE_DIR = PACKAGE_ROOT / "reference"
@@ -85,7 +87,7 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     try:
         result = None
         if forks is not None and forks_usable():
-            result = forks.run(argv, policy, server_environment(env))
+            result = forks.run(argv, policy, lambda: server_environment(env, submission))
             if result is None and forked_runs.required():
                 raise RuntimeError(f"{forked_runs.SWITCH_ENV}=require, and this run could not "
                                    f"be forked: {forks.why_unusable or 'not a python run'}")
@@ -133,10 +135,14 @@ def run_policy(submission: Path, scratch: Path, env: dict[str, str], **fields) -
 PER_RUN_ENV = (ENV_GPUS, ENV_TRACE, ENV_FD, ENV_FORCE_VIRTUAL, RANKS_FORK_ENV, "CUDA_VISIBLE_DEVICES")
 
 
-def server_environment(run_env: dict[str, str]) -> dict[str, str]:
+def server_environment(run_env: dict[str, str], submission: Path | None = None) -> dict[str, str]:
     """The environment a grading's fork server imports torch in: a run's, less what is the
-    run's own (its threads, paths and PYTHONPATH are the grading's)."""
-    return {name: value for name, value in run_env.items() if name not in PER_RUN_ENV}
+    run's own (its threads, paths and PYTHONPATH are the grading's), and the submission's module
+    names (grader/vgpu/fork_server.py preloads nothing any of them could stand in for)."""
+    env = {name: value for name, value in run_env.items() if name not in PER_RUN_ENV}
+    if submission is not None:
+        env[SERVER_SUBMISSION_MODULES] = ",".join(sorted(submission_module_names(submission)))
+    return env
 
 
 def forks_usable() -> bool:
@@ -152,9 +158,24 @@ def start_fork_server(submission: Path, parent: Path | None = None) -> ForkServe
     if not forks_usable():
         return None
     forks = ForkServer(parent)
-    env = server_environment(run_environment(submission, 1))
+    env = server_environment(run_environment(submission, 1), submission)
     forks.start(run_policy(submission, forks.root, env, timeout_s=float("inf")))
     return forks
+
+
+def submission_module_names(submission: Path, limit: int = 5000) -> set[str]:
+    """Names `import` finds beside the submission's scripts (every folder of it holding a .py
+    file; at most `limit` entries looked at: an upload of thousands gets no preload at all)."""
+    names: set[str] = set()
+    seen = 0
+    for folder, dirs, files in os.walk(submission):
+        seen += len(dirs) + len(files)
+        if seen > limit:
+            return {"__too_many_files__"}
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        if any(name.endswith(".py") for name in files):
+            names |= module_names_in(folder)
+    return names
 
 
 # How the course starts each kind of script: `python SCRIPT`, or torchrun for scripts written

@@ -308,14 +308,18 @@ class ForkServer:
 
     # -- one run --------------------------------------------------------------------------
     def run(self, argv: list[str], policy: SandboxPolicy,
-            server_env: dict[str, str]) -> SandboxResult | None:
+            server_env) -> SandboxResult | None:
         """Run argv forked from the server, under the policy's limits; None where it cannot
         be (the caller then runs it fresh): not `python ...`, its scratch not in this server's
         folder, or no server."""
         if len(argv) < 2 or argv[0] != sys.executable or len(policy.pass_fds) != 1 or \
                 len(policy.writable) != 1 or Path(policy.writable[0]).parent != self.root:
             return None
-        if not self._ensure_started(replace(policy, env=server_env)):
+        # server_env: the server's environment, or a function giving it (asked only to start).
+        if self._state == "new" and callable(server_env):
+            server_env = server_env()
+        if not self._ensure_started(replace(policy, env=server_env if isinstance(
+                server_env, dict) else {})):
             return None
         cgroup, warnings = create_run_cgroup(policy.memory_bytes, policy.max_pids)
         if cgroup is None:

@@ -31,9 +31,15 @@ import socket
 import sys
 
 ENV_SOCKET_FD = "PDL_FORK_SERVER_FD"
-# What a run's first `import` would cost (grader/vgpu/ranks.py imports the same for its ranks).
-PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim",
-             "torch.utils.data")
+# The submission's own module names (the files beside its scripts), comma-separated.
+ENV_SUBMISSION_MODULES = "PDL_FORK_SERVER_MODULES"
+# What a run's first `import` would cost (grader/vgpu/ranks.py imports the same for its ranks):
+# torch, as every run has it before the script starts...
+BASELINE = ("torch",)
+# ...and what a run imports later, lazily (DDP's constructor and the first optimizer step import
+# dynamo): preloaded only where no module of the submission could stand in for one of theirs.
+LAZY = ("torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim",
+        "torch.utils.data")
 MAX_REQUEST = 1 << 20
 PR_SET_DUMPABLE = 4
 
@@ -51,8 +57,11 @@ def serve(sock: socket.socket) -> int:
     import importlib
     import threading
     try:
-        for name in PRELOADED:
+        for name in BASELINE:
             importlib.import_module(name)
+        if not shadowed_later(os.environ.get(ENV_SUBMISSION_MODULES, "")):
+            for name in LAZY:
+                importlib.import_module(name)
         _not_dumpable()
         # fork() copies only the calling thread: a library thread started by these imports
         # would be missing (holding its locks) in every run.
@@ -101,6 +110,23 @@ def serve(sock: socket.socket) -> int:
         for fd in fds[1:]:
             os.close(fd)
         children[pid] = control
+
+
+def shadowed_later(names: str) -> list[str]:
+    """The submission's modules named like an installed module that a fresh run imports only
+    later (after its script's folder is first on sys.path): in a fresh run, a lazy import of
+    that name (dynamo imports the standard `profile`) finds the student's file, and so it must
+    in a forked one; where there are any, nothing is imported ahead of the run but torch."""
+    import importlib.util
+    found = []
+    for name in filter(None, names.split(",")):
+        if name.isidentifier() and name not in sys.modules:
+            try:
+                if importlib.util.find_spec(name) is not None:
+                    found.append(name)
+            except (ImportError, ValueError):
+                found.append(name)
+    return found
 
 
 def _reap(children: dict[int, socket.socket]) -> None:

@@ -297,3 +297,25 @@ def test_a_helper_named_like_a_module_the_server_imported_is_the_students(server
     observation = run_script(submission, "hw3/uses_profile.py", gpus=2, timeout_s=60,
                              forks=server if forked else None)
     assert observation.stdout == f"the student {forked}\n", observation.stderr[-2000:]
+
+
+def test_a_submission_that_could_shadow_a_lazy_import_gets_no_preload(tmp_path):
+    # hw3/profile.py: with `python hw3/model_parallel.py`, the first optimizer step imports
+    # dynamo, whose `import profile` finds the student's file; a server that had imported
+    # dynamo ahead would hide that from the run. Such a submission's server imports torch only.
+    import subprocess
+    from grader.harness.execute import submission_module_names
+    (tmp_path / "hw3").mkdir()
+    for name in ("model_parallel.py", "profile.py", "notes.txt"):
+        (tmp_path / "hw3" / name).write_text("")
+    (tmp_path / "practical4").mkdir()
+    (tmp_path / "practical4" / "concepts.py").write_text("")
+    names = submission_module_names(tmp_path)
+    assert names == {"model_parallel", "profile", "concepts"}
+    probe = ("import torch\nfrom grader.vgpu.fork_server import shadowed_later\n"
+             f"print(shadowed_later({','.join(sorted(names | {'torch'}))!r}))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(PACKAGE_ROOT)),
+                          timeout=120)
+    # torch is imported by every run before its script: no file can stand in for it there.
+    assert done.stdout == "['profile']\n", done.stdout + done.stderr
