@@ -173,19 +173,19 @@ def start_sandboxed(argv: list[str], policy: SandboxPolicy, *, stdout=subprocess
             os.close(fd)
     if cgroup is not None:
         try:
-            for procs in cgroup.procs_files:
-                procs.write_text(str(proc.pid))
+            cgroup.admit(proc.pid)
             proc.stdin.write(b"go\n")
             proc.stdin.close()
         except OSError as e:
-            _kill_group(proc, cgroup)
+            kill_group(proc, cgroup)
             proc.wait()
             cgroup.remove()
             raise SandboxSetupError(f"cannot move the sandbox into its cgroup: {e}") from e
     return Started(proc, cgroup, usable, warnings, started)
 
 
-def _kill_group(proc, cgroup: RunCgroup | None) -> None:
+def kill_group(proc, cgroup: RunCgroup | None) -> None:
+    """SIGKILL a sandbox started by start_sandboxed: its process group and its cgroup."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -198,13 +198,13 @@ def run_sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxResult:
     started = start_sandboxed(argv, policy)
     proc, cgroup = started.proc, started.cgroup
     try:
-        return supervise(proc, policy, cgroup, lambda: _kill_group(proc, cgroup),
+        return supervise(proc, policy, cgroup, lambda: kill_group(proc, cgroup),
                          started=started.started, sandboxed=started.sandboxed,
                          warnings=started.warnings, backend="bwrap" if started.sandboxed
                          else "subprocess")
     finally:
         if proc.poll() is None:
-            _kill_group(proc, cgroup)
+            kill_group(proc, cgroup)
             proc.wait()
         if cgroup is not None:
             cgroup.remove()

@@ -30,11 +30,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from .bwrap import runs_as_root, sandbox_available, setpriv_path
-from .confined_run import inside_environment, hand_over_folders, start_sandboxed, supervise
+from .confined_run import (hand_over_folders, inside_environment, kill_group,
+                           start_sandboxed, supervise)
 from .limits import create_run_cgroup
 from .policy import SandboxPolicy, SandboxResult
 from .scratch import remove_tree
@@ -220,10 +222,10 @@ class ForkServer:
             return "no setpriv"
         return ""
 
-    def _ensure_started(self, policy: SandboxPolicy) -> bool:
+    def _ensure_started(self, server_policy: Callable[[], SandboxPolicy]) -> bool:
         with self._lock:
             if self._state == "new":
-                self._spawn(policy)
+                self._spawn(server_policy())
             if self._state == "starting":
                 self._await_ready()
             return self._state == "ready"
@@ -280,12 +282,7 @@ class ForkServer:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            if self._cgroup is not None:
-                self._cgroup.kill_all()
+            kill_group(self._proc, self._cgroup)
             self._proc.wait()
         if self._cgroup is not None:
             self._cgroup.remove()
@@ -308,18 +305,15 @@ class ForkServer:
 
     # -- one run --------------------------------------------------------------------------
     def run(self, argv: list[str], policy: SandboxPolicy,
-            server_env) -> SandboxResult | None:
+            server_env: Callable[[], dict[str, str]]) -> SandboxResult | None:
         """Run argv forked from the server, under the policy's limits; None where it cannot
         be (the caller then runs it fresh): not `python ...`, its scratch not in this server's
-        folder, or no server."""
+        folder, or no server. `server_env()`: the server's environment, asked for only if
+        this run starts it."""
         if len(argv) < 2 or argv[0] != sys.executable or len(policy.pass_fds) != 1 or \
                 len(policy.writable) != 1 or Path(policy.writable[0]).parent != self.root:
             return None
-        # server_env: the server's environment, or a function giving it (asked only to start).
-        if self._state == "new" and callable(server_env):
-            server_env = server_env()
-        if not self._ensure_started(replace(policy, env=server_env if isinstance(
-                server_env, dict) else {})):
+        if not self._ensure_started(lambda: replace(policy, env=server_env())):
             return None
         cgroup, warnings = create_run_cgroup(policy.memory_bytes, policy.max_pids)
         if cgroup is None:
@@ -353,8 +347,7 @@ class ForkServer:
                            f"{HANDSHAKE_TIMEOUT_S:g} s: {message[:200]!r}")
                 return None
             started = time.monotonic()
-            for procs in cgroup.procs_files:
-                procs.write_text(str(pid))
+            cgroup.admit(pid)
             ours.send(b"go")
             run = ForkedRun(ours, pid, self._server_pid, out_read, err_read, cgroup.kill_all)
             out_read = err_read = None

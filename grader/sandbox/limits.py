@@ -57,6 +57,11 @@ class RunCgroup:
         """Files the launcher writes its pid into before exec'ing the sandbox."""
         return [d / "cgroup.procs" for d in self.dirs.values()]
 
+    def admit(self, pid: int) -> None:
+        """Move the process `pid` into this cgroup (every hierarchy of it); OSError if not."""
+        for procs in self.procs_files:
+            procs.write_text(str(pid))
+
     def controller_dir(self, controller: str) -> Path | None:
         return self.dirs.get("unified") or self.dirs.get(controller)
 

@@ -68,7 +68,7 @@ def _run(server: ForkServer, code: str, *, forked: bool = True, args=(), **field
         policy.env[ENV_FD] = str(key_fd)
         argv = [sys.executable, str(script), *args]
         if forked:
-            result = server.run(argv, policy, _env())
+            result = server.run(argv, policy, _env)
             assert result is not None, f"the fork server was not used: {server.why_unusable}"
             return result
         return run_sandboxed(argv, policy)
@@ -83,7 +83,7 @@ def _refused_then_fresh(forks: ForkServer, code: str) -> str:
     script = _script(code)
     try:
         policy = _policy(scratch, script, pass_fds=(key_fd,))
-        assert forks.run([sys.executable, str(script)], policy, _env()) is None
+        assert forks.run([sys.executable, str(script)], policy, _env) is None
         return run_sandboxed([sys.executable, str(script)], policy).stdout
     finally:
         os.close(key_fd)
