@@ -1,4 +1,5 @@
 """What the student's code can see and touch inside the bubblewrap sandbox."""
+import json
 import os
 import secrets
 import socket
@@ -218,13 +219,16 @@ def test_gpu_policy_binds_nvidia_devices_when_present(run_python):
 
 def test_host_tmp_is_not_visible(run_python, tmp_path):
     (tmp_path / "other_submission.py").write_text("x = 1")
-    r = run_python(f"import os; print(os.path.exists({str(tmp_path)!r}), sorted(os.listdir('/tmp')))")
+    r = run_python(f"import os, json; print(json.dumps([os.path.exists({str(tmp_path)!r}), "
+                   "sorted(os.listdir('/tmp'))]))")
     # Only mount points of what is bound back read-only (the grader itself, when this checkout
     # lives under /tmp) may appear in the private /tmp.
     grader_package = Path(__file__).resolve().parents[2] / "grader"
-    allowed = sorted({p.relative_to("/tmp").parts[0] for p in (grader_package, Path(sys.prefix))
-                      if p.is_relative_to("/tmp")})
-    assert r.stdout == f"False {allowed}\n"
+    allowed = {p.relative_to("/tmp").parts[0] for p in (grader_package, Path(sys.prefix))
+               if p.is_relative_to("/tmp")}
+    exists, listed = json.loads(r.stdout)
+    assert not exists and set(listed) <= allowed, (
+        f"expected no host folder in the private /tmp beyond {sorted(allowed)}; observed {listed}")
 
 
 def test_cgroup_limits_cannot_be_raised_from_inside(run_python):
