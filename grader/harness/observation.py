@@ -78,7 +78,7 @@ class Observation:
             return f"{where} used more memory than allowed and was stopped."
         if self.returncode == 0:
             return None
-        for exception in self.of("exception"):
+        for exception in sorted(self.of("exception"), key=_cause_first):
             site = f" at {exception['site']}" if exception.get("site") else ""
             message = str(exception.get("message", "")).strip().splitlines()
             todo = " (a TODO of the template is still to be written)" if exception.get(
@@ -142,3 +142,15 @@ class Observation:
         for event in self.of("step"):
             found[event.get("rank", 0)].append(event.get(kind) or {})
         return dict(found)
+
+
+# What a rank raises when another rank of its process group died first: a consequence, never
+# the cause a student should be shown (gloo's words; the others wait in their collective).
+_PEER_DIED = ("Connection closed by peer", "remote worker crashing", "Connection reset by peer")
+
+
+def _cause_first(exception: dict) -> tuple:
+    """Order a run's exceptions so the one that ended it comes first: a rank's own error
+    before another rank's report that its peer went away, then the earliest."""
+    message = str(exception.get("message", ""))
+    return (any(words in message for words in _PEER_DIED), exception.get("t", 0.0))
