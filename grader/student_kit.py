@@ -31,7 +31,9 @@ GRADER_PACKAGE = Path(grader.__file__).resolve().parent
 # Parts of the grader package that are the staff's alone (relative to grader/).
 STAFF_ONLY = ["batch", "cluster", "student_kit.py", "reports/instructor.py",
               "reports/templates/instructor.md.j2", "data"]
-_JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+# Built files are this machine's: the kit builds its own (the C hot path, where a compiler is).
+_JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.so", "*.pyd")
+SETUP = Path(grader.__file__).resolve().parents[1] / "setup.py"
 
 
 def build_kit(out: Path) -> Path:
@@ -53,6 +55,8 @@ def build_kit(out: Path) -> Path:
     _write_rubrics(data_folder("rubrics"), out / "grader" / "data" / "rubrics")
     (out / "pyproject.toml").write_text(PYPROJECT.format(version=grader.__version__),
                                         encoding="utf-8")
+    if SETUP.is_file():  # the optional C part (grader/vgpu/c_path.py); from a checkout only
+        shutil.copyfile(SETUP, out / "setup.py")
     (out / "README.md").write_text(README, encoding="utf-8")
     return out
 

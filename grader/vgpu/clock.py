@@ -94,6 +94,10 @@ class SimulatedClock:
     def ns(seconds: float) -> int:
         return round(seconds * 1e9)
 
+    def copy_ns(self, nbytes: int) -> int:
+        """How long a copy of `nbytes` between two GPUs takes (ns)."""
+        return round(self.model.copy(nbytes) * 1e9)
+
     def resize(self, n_gpus: int) -> None:
         grow = max(0, n_gpus - len(self.busy_until))
         self.busy_until = self.busy_until[:n_gpus] + [0] * grow

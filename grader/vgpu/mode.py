@@ -20,11 +20,12 @@ from grader.vgpu.backward_schedule import (OP, next_entry, record_copy, record_o
 from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
-from grader.vgpu.node import Node, storage_id
+from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
 _UNSET = object()
+_DECLINED = object()  # what the C fast path answers for an op it leaves to `_generic`
 
 # Calls whose result never carries new device memory: skip the device bookkeeping entirely.
 _PASSTHROUGH_NAMES = frozenset({
@@ -118,13 +119,23 @@ class VirtualGPUMode(TorchFunctionMode):
             Tensor.numpy: self._numpy,
             Tensor.pin_memory: lambda func, args, kwargs: args[0],
             Tensor.is_pinned: lambda func, args, kwargs: False,
-            Tensor.record_stream: lambda func, args, kwargs: None,
             Tensor.__getitem__: self._getitem,
             Tensor.__setitem__: self._setitem,
             Tensor.backward: self._backward,
             torch.autograd.backward: self._backward,
             torch.autograd.grad: self._grad,
         }
+        self._fast = self._fast_path()
+
+    def _fast_path(self):
+        """`_generic` in C (grader/vgpu/c_path.py) where it was built, else None."""
+        if self.node.c_path is None:
+            return None
+        return self.node.c_path.FastPath(
+            tensor_type=Tensor, storage_id=storage_id, node=self.node, flop_ops=FLOP_OPS,
+            flops=flops, next_entry=next_entry, mismatch=mismatch, account=self._account,
+            declined=_DECLINED, op_kind=OP, granule=ALLOCATION_GRANULE,
+            tape_limit=TAPE_LIMIT).generic
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         try:
@@ -132,6 +143,11 @@ class VirtualGPUMode(TorchFunctionMode):
         except KeyError:  # a function not seen yet
             kind, name = self._route(func)
         if kind is _GENERIC or kind is _FREE:
+            fast = self._fast
+            if fast is not None:
+                out = fast(func, name, kind is _FREE, args, kwargs)
+                if out is not _DECLINED:
+                    return out
             return self._generic(func, name, kind, args, kwargs)
         if kind is _PASS:
             return func(*args, **kwargs) if kwargs else func(*args)
@@ -193,10 +209,17 @@ class VirtualGPUMode(TorchFunctionMode):
             found = self._common_device(args, kwargs or {})
             inputs, keys = _tensors(args, kwargs), []
         out = func(*args, **kwargs) if kwargs else func(*args)
+        return self._account(out, name, kind is _FREE, args, found, inputs, keys, nbytes)
+
+    def _account(self, out, name, free, args, found, inputs, keys, nbytes):
+        """What follows the op of `_generic` (also the C fast path's, for an output other than
+        one tensor): the output's label, the op's cost and its backward's tape entry."""
+        node = self.node
+        labels = node.labels
         clock = self.clock
         state = clock._local
         if found is _UNSET or found is None:
-            if kind is _GENERIC and state.on and _first_tensor(out) is not None:
+            if not free and state.on and _first_tensor(out) is not None:
                 clock.host_op()  # grad mode, profiler marks and the like launch nothing
             return out
         if isinstance(out, Tensor):
@@ -213,11 +236,11 @@ class VirtualGPUMode(TorchFunctionMode):
             out_key = None
             self._label(out, found)
             nbytes += _nbytes((out,))
-        if kind is _FREE or not state.on:
+        if free or not state.on:
             return out
         # The op's cost on the simulated clock (CostModel.kernel and clock.launch, inlined) ...
         work = nbytes * clock.s_per_byte
-        if name == "linear" and first is not None and args[0].dim():
+        if name == "linear" and first is not None and args and args[0].dim():
             work = max(work, 2.0 * first.numel() * args[0].shape[-1] * clock.s_per_flop)
         elif name in FLOP_OPS:
             work = max(work, flops(name, args, first) * clock.s_per_flop)
@@ -349,9 +372,15 @@ class VirtualGPUMode(TorchFunctionMode):
             # `x.to(device)` with a device argument seen before: the forward's baton pass.
             target = self._devices.get(args[1], _UNSET)
             if target is not _UNSET:
-                if target == self.node.label_of(args[0]):  # x already is there
-                    self._note_to(args[0], target, target)
-                    return args[0]
+                tensor = args[0]
+                try:
+                    source = self.node.labels.get(storage_id(tensor))  # node.label_of, inlined
+                except (RuntimeError, NotImplementedError, TypeError):
+                    source = None
+                if target == source:  # x already is there
+                    if get_trace().enabled:
+                        self._note_to(tensor, target, target)
+                    return tensor
                 if target is None or target < self.node.n:  # (the node may have shrunk since)
                     # What the general path below does with this argument, without parsing it
                     # again.

@@ -2,6 +2,7 @@
 one pip command, and its `pdl-grade check` grades the template there, never writing the
 staff's view."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,16 @@ def test_the_kit_is_the_student_edition_with_the_template(kit):
     assert 'name = "pdl-student-kit"' in (kit / "pyproject.toml").read_text()
 
 
+def test_the_kit_builds_its_own_c_path_and_carries_none_built_here(kit):
+    """The virtual node's C part travels as source with its optional build (a laptop without
+    a compiler installs the kit all the same, on the Python path); this machine's build does
+    not travel (another Python or OS could not load it)."""
+    names = files(kit)
+    assert "setup.py" in names and "grader/vgpu/_fastpath.c" in names
+    assert "optional=True" in (kit / "setup.py").read_text()
+    assert not [n for n in names if n.endswith((".so", ".pyd"))]
+
+
 def test_a_kit_is_built_into_a_new_folder_only(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_student_kit.py"),
                            str(tmp_path)], capture_output=True, text=True, timeout=120)
@@ -80,6 +91,11 @@ def test_installed_in_a_fresh_venv_it_checks_the_template(kit, tmp_path):
     where = subprocess.run([str(bin_dir / "python"), "-c", "import grader; print(grader.__file__)"],
                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert where.stdout.startswith(str(venv)), where.stdout + where.stderr
+    if shutil.which("gcc") or shutil.which("cc"):  # pip built the C path beside the Python one
+        built = subprocess.run([str(bin_dir / "python"), "-c", "from grader.vgpu.c_path import "
+                                "c_module; print(c_module() is not None)"], env=env, cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120)
+        assert built.stdout.strip() == "True", built.stdout + built.stderr
 
     work = tmp_path / "work"
     work.mkdir()
