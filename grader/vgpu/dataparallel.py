@@ -171,8 +171,16 @@ def install(patcher: Patcher, node: Node) -> VirtualComm:
         for name, value in virtual.table().items():
             patcher.set(module, name, value)
     patcher.set(functions.Scatter, "forward", staticmethod(scatter_forward))
-    patcher.set(functions, "_get_stream", lambda device: None)
+    patcher.set(functions, "_get_stream", _side_stream)
     return virtual
+
+
+def _side_stream(device):
+    """`_get_stream`: the side stream DataParallel's scatter and DDP's input move copy on. A
+    virtual GPU's stream (one timeline per GPU: copies stay in order); none for the host, as in
+    PyTorch. (It answered None for every device once: DDP's `with stream:` then failed.)"""
+    device = torch.device(device)
+    return None if device.type == "cpu" else torch.cuda.Stream(device)
 
 
 def _device_of(tensor) -> int | None:

@@ -70,10 +70,18 @@ class DeviceAttributes:
         patcher.set(torch.Tensor, "get_device", _as_method(self.get_device))
         patcher.set(torch.Tensor, "grad", TensorAttribute(
             "grad", self.grad, _C_GRAD.__set__, _C_GRAD.__delete__))
+        patcher.set(torch.Tensor, "record_stream", _record_stream)
 
 
 _C_DEVICE, _C_IS_CUDA, _C_IS_CPU, _C_GRAD = _base.device, _base.is_cuda, _base.is_cpu, _base.grad
 _C_GET_DEVICE = _base.get_device
+
+
+def _record_stream(tensor, stream):
+    """`tensor.record_stream(s)`: the caching allocator's note that a side stream uses the
+    memory; nothing to note on a virtual GPU (PyTorch's own refuses the node's streams, which
+    DDP's input move hands it)."""
+    return None
 
 
 def _as_method(function):

@@ -135,6 +135,36 @@ def test_mp_spawn_children_get_the_node(tmp_path):
     assert "rank 1 on cuda:1 sum [3.0, 3.0]" in done.stdout
 
 
+def test_ddp_moves_inputs_to_its_device_through_a_side_stream(tmp_path):
+    """DDP copies inputs that live on another GPU on a side stream (`_get_stream`, then
+    `record_stream`), as on real GPUs: the copy is a recorded transfer, and a module on another
+    GPU than `device_ids` fails with PyTorch's own device mismatch (not a TypeError of the node's
+    own making, as once)."""
+    script = tmp_path / "side_stream.py"
+    trace = tmp_path / "trace.jsonl"
+    script.write_text(textwrap.dedent(f'''
+        import torch, torch.nn as nn, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        dist.init_process_group("nccl", init_method="file://{tmp_path / 'store'}", rank=0,
+                                world_size=1)
+        ddp = DDP(nn.Linear(8, 8).to("cuda:0"), device_ids=[0])
+        print("output on", ddp(torch.randn(4, 8, device="cuda:1")).device)
+        wrong = DDP(nn.Linear(8, 8).to("cuda:0"), device_ids=[1])
+        try:
+            wrong(torch.randn(4, 8, device="cuda:0"))
+        except RuntimeError as error:
+            print("refused:", error)
+        dist.destroy_process_group()
+    '''))
+    done = pdl_grade("run", "--gpus", "2", "--virtual", "--trace", str(trace), str(script))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "output on cuda:0" in done.stdout
+    assert ("refused: Expected all tensors to be on the same device, but found at least two "
+            "devices, cuda:1 and cuda:0!") in done.stdout, done.stdout
+    moves = [(e["src"], e["dst"]) for e in read(trace) if e["event"] == "to" and e["copied"]]
+    assert ("cuda:1", "cuda:0") in moves and ("cuda:0", "cuda:1") in moves, moves
+
+
 @pytest.mark.parametrize("ending, status", [("sys.exit(3)", 3), ("raise ValueError('x')", 1),
                                             ("pass", 0)])
 def test_gloo_process_ends_without_finalisation_but_keeps_exit_code(tmp_path, ending, status):
