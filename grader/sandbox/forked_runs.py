@@ -77,7 +77,7 @@ def _recv_with_sender(sock: socket.socket) -> tuple[bytes, int | None]:
     return message, pid
 
 
-def _readable(sock: socket.socket, timeout_s: float) -> bool:
+def _readable(sock: socket.socket | int, timeout_s: float) -> bool:
     return bool(select.select([sock], [], [], max(0.0, timeout_s))[0])
 
 
@@ -174,8 +174,12 @@ class ForkServer:
             self.root = Path(_shared["root"])
             self._sock = socket.socket(fileno=int(_shared["fd"]))
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-            self._server_pid = int(_shared["pid"])
-            self._state = "ready"
+            self._server_pid = _shared["pid"] and int(_shared["pid"])
+            # Shared before the server was ready: the owner says on this pipe when it is.
+            self._ready_fd = _shared.get("ready_fd")
+            self._state = "ready" if self._ready_fd is None else "announced"
+        # The owner's pipe, read end, that tells children it was shared with early (share()).
+        self._ready_pipe: int | None = None
 
     def start(self, policy: SandboxPolicy) -> None:
         """Start the server now, in the sandbox `policy` describes (its env the server's),
@@ -190,8 +194,15 @@ class ForkServer:
         """(environment, descriptors) that let a child process fork runs from this server;
         nothing where it is not running. The child gets no right to stop it."""
         with self._lock:
+            if self._state == "announced":
+                self._read_announcement()
             if self._state == "starting":
-                self._await_ready()
+                # The child starts now, while the server still imports torch (a second or so
+                # of the child's own start saved); it waits for this pipe at its first run.
+                ready_fd = self._announce_when_ready()
+                shared = {"fd": self._sock.fileno(), "pid": None, "root": str(self.root),
+                          "ready_fd": ready_fd}
+                return {SHARED_ENV: json.dumps(shared)}, (self._sock.fileno(), ready_fd)
             if self._state != "ready":
                 if required():
                     raise RuntimeError(f"{SWITCH_ENV}=require, and the fork server is not "
@@ -199,6 +210,45 @@ class ForkServer:
                 return {}, ()
             shared = {"fd": self._sock.fileno(), "pid": self._server_pid, "root": str(self.root)}
             return {SHARED_ENV: json.dumps(shared)}, (self._sock.fileno(),)
+
+    def _announce_when_ready(self) -> int:
+        """The read end of a pipe on which a thread of this (the owner's) process writes the
+        server's pid once its "ready" came, with the kernel's credentials, or why it is
+        unusable: the owner alone reads the server's socket before it is ready."""
+        if self._ready_pipe is None:
+            read, write = os.pipe()
+            self._ready_pipe = read
+
+            def announce():
+                with self._lock:
+                    if self._state == "starting":
+                        self._await_ready()
+                    answer = ({"pid": self._server_pid} if self._state == "ready"
+                              else {"unusable": self.why_unusable or self._state})
+                try:
+                    os.write(write, json.dumps(answer).encode())
+                finally:
+                    os.close(write)
+
+            threading.Thread(target=announce, name="fork-server-ready", daemon=True).start()
+        return self._ready_pipe
+
+    def _read_announcement(self) -> None:
+        """In a child the server was shared with before it was ready: wait for the owner's
+        word (EOF or silence: the owner is gone, so is the server)."""
+        fd, self._ready_fd = self._ready_fd, None
+        try:
+            answer = os.read(fd, 4096) if _readable(fd, START_TIMEOUT_S) else b""
+        finally:
+            os.close(fd)
+        try:
+            told = json.loads(answer)
+        except ValueError:
+            told = {"unusable": "the grader that shared the fork server went away"}
+        if isinstance(told.get("pid"), int):
+            self._server_pid, self._state = told["pid"], "ready"
+        else:
+            self._state, self.why_unusable = "unusable", str(told.get("unusable"))
 
     @classmethod
     def inherited(cls, environ=os.environ) -> "ForkServer | None":
@@ -228,6 +278,8 @@ class ForkServer:
                 self._spawn(server_policy())
             if self._state == "starting":
                 self._await_ready()
+            if self._state == "announced":
+                self._read_announcement()
             return self._state == "ready"
 
     def _spawn(self, policy: SandboxPolicy) -> None:
@@ -291,6 +343,10 @@ class ForkServer:
     def close(self) -> None:
         with self._lock:
             self._state = "closed"
+            for fd in (self._ready_fd if not self.owner else None, self._ready_pipe):
+                if fd is not None:
+                    os.close(fd)
+            self._ready_fd = self._ready_pipe = None
             if not self.owner:          # a shared server: the owner stops it
                 if self._sock is not None:
                     self._sock.close()

@@ -1,8 +1,10 @@
 """Runs forked from a grading's fork server (grader/sandbox/forked_runs.py) behave as fresh
 sandboxed runs do: the same view, the same limits, and nothing a run does to the server
 changes what the grader records of it or of the next run."""
+import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -236,6 +238,49 @@ def test_a_server_shared_with_a_child_process_serves_it_and_outlives_it(server):
     assert child.stdout == "True False\n", child.stdout + child.stderr
     # The child's close() left the server to its owner.
     assert _run(server, "import sys; print('torch' in sys.modules)").stdout == "True\n"
+
+
+def test_a_server_shared_before_it_is_ready_is_awaited_by_the_child(tmp_path):
+    """`pdl-grade grade` hands the server to the first checks process while the server still
+    imports torch (the child's own start overlaps it): the child waits for the owner's word at
+    its first run; the server's socket is read by the owner alone until then. A later child
+    (the next assignment) gets the ready server."""
+    import subprocess
+    forks = ForkServer(tmp_path)
+    try:
+        forks.start(_policy(forks.new_scratch("server-"), _script("")))
+        env, fds = forks.share()                  # at once: the server is still importing
+        early = json.loads(env[forked_runs.SHARED_ENV])
+        assert early["pid"] is None and early["ready_fd"] in fds and len(fds) == 2
+        command = [sys.executable, "-c", SHARED_CLIENT.format(
+            tests=str(Path(__file__).parent), scripts=str(SCRIPTS))]
+        first = subprocess.run(command, env=dict(os.environ, **env), pass_fds=fds,
+                               capture_output=True, text=True, timeout=120)
+        assert first.stdout == "True False\n", first.stdout + first.stderr
+        env, fds = forks.share()
+        assert json.loads(env[forked_runs.SHARED_ENV])["pid"] and len(fds) == 1
+        second = subprocess.run(command, env=dict(os.environ, **env), pass_fds=fds,
+                                capture_output=True, text=True, timeout=120)
+        assert second.stdout == "True False\n", second.stdout + second.stderr
+    finally:
+        forks.close()
+
+
+def test_a_child_told_the_early_shared_server_failed_runs_fresh(tmp_path):
+    """The owner's word is "unusable" (or the owner went away): the child's runs start as
+    fresh interpreters, as with no server."""
+    read, write = os.pipe()
+    os.write(write, json.dumps({"unusable": "cannot start: no bwrap"}).encode())
+    os.close(write)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    theirs.close()
+    child = ForkServer(_shared={"fd": ours.detach(), "pid": None, "root": str(tmp_path),
+                                "ready_fd": read})
+    try:
+        assert child._ensure_started(lambda: None) is False
+        assert child.why_unusable == "cannot start: no bwrap"
+    finally:
+        child.close()
 
 
 def test_runs_without_a_server_start_bare(server):
