@@ -203,7 +203,7 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
     # Staggered: when the first grading is recorded the others are still running (with equal
     # times all four could land between two polls of the loop below, on a loaded machine).
     for i, key in enumerate(("alice", "bob", "carol", "dave")):
-        make_submission(subs / key, score=5, sleep_s=2 + 6 * i)
+        make_submission(subs / key, score=5, sleep_s=2 + 3 * i)
     batch = subprocess.Popen([sys.executable, "-m", "tests.support.run_slurm_batch", str(subs),
                               str(out)], env=subprocess_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
