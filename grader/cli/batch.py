@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from grader.common.run_memory import set_run_memory
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 
 
@@ -35,6 +36,10 @@ def add_parsers(sub) -> None:
     batch.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
     batch.add_argument("--check-timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
                        help="seconds one run of student code may take")
+    batch.add_argument("--memory", metavar="SIZE", default=None,
+                       help="memory one run of student code may use, e.g. 4G or 512M (default "
+                            "6G; a grading runs up to 4 side by side, so workers x 4 x SIZE "
+                            "should fit in the machine's memory)")
     batch.add_argument("--submission-times", metavar="FILE", default=None,
                        help="when each student submitted, for the rubrics' late penalties: "
                             "Moodle's grading worksheet (CSV), Gradescope's "
@@ -100,6 +105,7 @@ def run(options) -> int:
             print(f"pdl-grade batch: {problem}", file=sys.stderr)
             return 2
     try:
+        set_run_memory(options.memory)
         batch_options = BatchOptions(
             assignments=tuple(chosen_assignments(options.assignment, options.rubrics)),
             workers=options.workers,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from grader.common.run_memory import set_run_memory
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 
 
@@ -24,6 +25,9 @@ def add_parsers(sub) -> None:
                        help="submission time (ISO 8601 with a zone) for late penalties")
     grade.add_argument("--check-timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
                        help="seconds one run of student code may take")
+    grade.add_argument("--memory", metavar="SIZE", default=None,
+                       help="memory one run of student code may use, e.g. 4G or 512M "
+                            "(default 6G); past it the run is stopped and said so")
     grade.add_argument("--rescore", action="store_true",
                        help="re-score what a grading left in --out (after overrides) without "
                             "running any code")
@@ -56,6 +60,7 @@ def run(options) -> int:
     try:
         assignments = chosen_assignments(options.assignment, options.rubrics)
         overrides = read_overrides_file(options.overrides) if options.overrides else None
+        set_run_memory(options.memory)
     except (ValueError, OverridesError, RubricError) as problem:
         print(f"pdl-grade: {problem}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
+from grader.common.run_memory import run_memory_bytes
 from grader.harness.observation import Observation
 from grader.integrity.scan import bytecode_caches
 from grader.records import untrusted_files
@@ -126,7 +127,7 @@ def run_environment(submission: Path, gpus: int, force_virtual: bool = False) ->
 def run_policy(submission: Path, scratch: Path, env: dict[str, str], **fields) -> SandboxPolicy:
     return SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
                          hidden=_hidden_paths(submission), env=env, cwd=scratch,
-                         memory_bytes=6 * 2**30, max_pids=512,
+                         memory_bytes=run_memory_bytes(), max_pids=512,
                          scratch_limit_bytes=SCRATCH_LIMIT_BYTES, **fields)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from attacks import ATTACKS, Attack
+from grader.common.run_memory import RUN_MEMORY_ENV
 from grader.grading import grade_submission
 from grader.sandbox import sandbox_available
 
@@ -159,9 +160,19 @@ def campaign():
     server = SolutionServer()
     reference_before = tree_digest(REFERENCE)
     run = Campaign(area, mark, server)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {a.name: pool.submit(run.grade, a) for a in ATTACKS}
-        graded = {name: future.result() for name, future in futures.items()}
+    # Each run may use 2 GiB (`--memory 2G`): the memory bomb reaches it in a third of the time
+    # the default 6 GiB takes (pages are slow to fault in here), and every honest run fits.
+    saved_memory = os.environ.get(RUN_MEMORY_ENV)
+    os.environ[RUN_MEMORY_ENV] = str(2 * 2**30)
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {a.name: pool.submit(run.grade, a) for a in ATTACKS}
+            graded = {name: future.result() for name, future in futures.items()}
+    finally:
+        if saved_memory is None:
+            os.environ.pop(RUN_MEMORY_ENV, None)
+        else:
+            os.environ[RUN_MEMORY_ENV] = saved_memory
     time.sleep(5)  # the detached grandchild of escape_writes would write by now
     outs = area / "outs"
     leaks = [p for p in find_marked(mark, [ROOT, "/tmp", "/var/tmp", "/root", "/dev/shm"])
