@@ -58,7 +58,8 @@ GRADER_IDENTIFIERS = frozenset({
     "get_trace", "set_trace_object", "get_node", "set_node", "sealer_for", "_seal",
     "_streams", "_sealer", "label_of", "listeners", "take_key", "hand_over", "make_check",
     "hook_callers", "trace_emit_code", "TorchReadings", "keep_for_recompute",
-    "activate_from_environment", "merge_rank_files", "verify_lines", "sealer_factory"})
+    "activate_from_environment", "merge_rank_files", "verify_lines", "sealer_factory",
+    "_fastpath", "FastPath", "c_module"})
 # The grader's settings are PDL_ and one of these words (PDL_SEAL_FD, PDL_VGPU_TRACE, ...);
 # "PDL" alone is the course's name (PDL_HW3_results.json), no setting.
 GRADER_SETTING_FAMILIES = ("SANDBOX", "SEAL", "SUBMISSION", "VGPU")

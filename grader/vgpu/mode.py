@@ -175,6 +175,8 @@ class VirtualGPUMode(TorchFunctionMode):
     # -- every other op ------------------------------------------------------------------------
     # The hottest path of the node: every op of the script passes here, so it is written out
     # flat (local names, no helper calls on the common path) rather than in small functions.
+    # grader/vgpu/_fastpath.c does the same in C where it was built: a change here is a change
+    # there (tests/vgpu/test_c_path.py compares the two).
     def _generic(self, func, name, kind, args, kwargs):
         if kwargs and "device" in kwargs:
             return self._factory(func, name, args, kwargs)
@@ -372,15 +374,9 @@ class VirtualGPUMode(TorchFunctionMode):
             # `x.to(device)` with a device argument seen before: the forward's baton pass.
             target = self._devices.get(args[1], _UNSET)
             if target is not _UNSET:
-                tensor = args[0]
-                try:
-                    source = self.node.labels.get(storage_id(tensor))  # node.label_of, inlined
-                except (RuntimeError, NotImplementedError, TypeError):
-                    source = None
-                if target == source:  # x already is there
-                    if get_trace().enabled:
-                        self._note_to(tensor, target, target)
-                    return tensor
+                if target == self.node.label_of(args[0]):  # x already is there
+                    self._note_to(args[0], target, target)
+                    return args[0]
                 if target is None or target < self.node.n:  # (the node may have shrunk since)
                     # What the general path below does with this argument, without parsing it
                     # again.

@@ -81,6 +81,7 @@ TAMPERING_CASES = [
      "grader", 2),
     ("grader_object_attribute", "t = thing.get_trace()\nt.listeners.clear()\n", "grader", 1),
     ("grader_listeners", "tr.listeners.append(fake)\n", "grader", 1),
+    ("grader_c_path", "fast = mode._fastpath.FastPath(node=fake)\n", "grader", 1),
     ("main_module_by_string", "m = mods.get('__main__')\n", "grader", 1),
     ("pdl_key_subscript", "import os\nk = os.environ['PDL_SEAL_KEY']\n", "grader_settings", 2),
     ("pdl_getenv", "import os\np = os.getenv('PDL_VGPU_TRACE')\n", "grader_settings", 2),
