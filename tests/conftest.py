@@ -4,6 +4,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from grader.sandbox import sandbox_available
+from grader.sandbox.limits import create_run_cgroup
+
 
 @pytest.fixture
 def vnode():
@@ -19,6 +22,34 @@ def vnode():
     yield make
     for handle in handles:
         handle.deactivate()
+
+
+# Where a test needs the sandbox (bubblewrap) or the runs' cgroups (memory, pids), it asks for
+# these fixtures: skipped, saying why, on a machine that has neither.
+def _cgroups_usable() -> tuple[bool, str]:
+    cgroup, warnings = create_run_cgroup(64 * 2**20, 64)
+    if cgroup is None or warnings:
+        if cgroup is not None:
+            cgroup.remove()
+        return False, "; ".join(warnings) or "no cgroup"
+    cgroup.remove()
+    return True, ""
+
+
+@pytest.fixture(scope="session")
+def bwrap():
+    """Skips the test, with the reason, where bubblewrap cannot sandbox here."""
+    usable, why = sandbox_available()
+    if not usable:
+        pytest.skip(f"bubblewrap not usable here: {why}")
+
+
+@pytest.fixture(scope="session")
+def cgroups(bwrap):
+    """Skips the test, with the reason, where this user cannot create cgroups."""
+    usable, why = _cgroups_usable()
+    if not usable:
+        pytest.skip(f"cannot create memory/pids cgroups here: {why}")
 
 
 @dataclass

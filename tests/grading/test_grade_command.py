@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,18 +21,11 @@ def test_relative_out_folder_and_exit_status(tmp_path):
     assert "practical4" in done.stdout and "9.5 / 12" in done.stdout
 
 
+@pytest.mark.usefixtures("cgroups")   # skipped where no fork server can run (no sandbox)
 def test_every_run_of_a_grading_is_forked_from_the_submissions_server(tmp_path):
     # PDL_FORK_SERVER=require fails any run that falls back to a fresh interpreter: the fork
     # server pdl-grade starts for the submission must serve every assignment's checks process
     # (a server started from a thread that then ended died with it, unseen: only slower).
-    import pytest
-    from grader.sandbox import sandbox_available
-    from grader.sandbox.limits import create_run_cgroup
-    usable, why = sandbox_available()
-    cgroup, _ = create_run_cgroup(64 * 2**20, 64) if usable else (None, [])
-    if cgroup is None:
-        pytest.skip(f"no fork server here: {why if not usable else 'no cgroups for its runs'}")
-    cgroup.remove()
     env = dict(os.environ, PDL_FORK_SERVER="require")
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(ROOT / "reference"),
                            "--out", "out", "--assignment", "practical4", "--assignment",

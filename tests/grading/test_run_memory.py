@@ -55,15 +55,9 @@ def test_a_bad_memory_option_stops_before_grading(command, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("cgroups")
 def test_a_run_over_the_given_limit_is_stopped_and_said_so(tmp_path):
     """1.5 GiB held by Practical 4's script: well inside the default, over `--memory 1G`."""
-    from grader.sandbox import sandbox_available
-    from grader.sandbox.limits import create_run_cgroup
-    usable, why = sandbox_available()
-    cgroup, _ = create_run_cgroup(64 * 2**20, 64) if usable else (None, [])
-    if cgroup is None:
-        pytest.skip(f"no memory cgroup for runs here: {why if not usable else 'no cgroups'}")
-    cgroup.remove()
     submission = tmp_path / "submission"
     shutil.copytree(ROOT / "reference" / "practical4", submission / "practical4")
     script = submission / "practical4" / "concepts.py"
