@@ -709,7 +709,7 @@ static PyObject *
 fastpath_release(FastPath *self, PyObject *watch)
 {
     PyObject *watch_id = PyLong_FromVoidPtr(watch), *allocated = NULL, *n_gpus = NULL;
-    PyObject *result = NULL;
+    PyObject *record = NULL, *result = NULL;
     int locked = 0;
     if (watch_id == NULL)
         return NULL;
@@ -718,55 +718,45 @@ fastpath_release(FastPath *self, PyObject *watch)
     if (allocated == NULL || n_gpus == NULL || lock_call(self, s_acquire) < 0)
         goto done;
     locked = 1;
-    /* Popped, then released once the lock is: the record holds nothing that can run code. */
-    PyObject *record = PyDict_GetItemWithError(self->watched, watch_id);
+    /* Popped here, its last reference dropped once the lock is released (below). */
+    record = PyDict_GetItemWithError(self->watched, watch_id);
     if (record == NULL) {
         if (!PyErr_Occurred())
             result = Py_NewRef(Py_None);
         goto done;
     }
     Py_INCREF(record);
-    if (PyDict_DelItem(self->watched, watch_id) < 0 || !PyTuple_Check(record) ||
-        PyTuple_GET_SIZE(record) != 4) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "a watched storage's record is (it, key, GPU, bytes)");
-        Py_DECREF(record);
+    if (PyDict_DelItem(self->watched, watch_id) < 0)
+        goto done;
+    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 4) {
+        PyErr_SetString(PyExc_TypeError, "a watched storage's record is (it, key, GPU, bytes)");
         goto done;
     }
     PyObject *key = PyTuple_GET_ITEM(record, 1), *index = PyTuple_GET_ITEM(record, 2);
     PyObject *label = PyDict_GetItemWithError(self->labels, key);
-    int failed = 0;
+    if (label == NULL && PyErr_Occurred())
+        goto done;
     if (label != NULL) {
         if (PyDict_DelItem(self->labels, key) < 0)
-            failed = 1;
-        else {
-            int inside = PyObject_RichCompareBool(index, n_gpus, Py_LT);
+            goto done;
+        int inside = PyObject_RichCompareBool(index, n_gpus, Py_LT);
+        if (inside < 0)
+            goto done;
+        if (inside) {
             long long bytes, now;
-            Py_ssize_t gpu;
-            if (inside < 0)
-                failed = 1;
-            else if (inside) {
-                gpu = PyLong_AsSsize_t(index);
-                failed = (gpu == -1 && PyErr_Occurred()) ||
-                         as_long_long(PyTuple_GET_ITEM(record, 3), &bytes) < 0 ||
-                         list_add(allocated, gpu, -bytes, &now) < 0;
-            }
+            Py_ssize_t gpu = PyLong_AsSsize_t(index);
+            if ((gpu == -1 && PyErr_Occurred()) ||
+                as_long_long(PyTuple_GET_ITEM(record, 3), &bytes) < 0 ||
+                list_add(allocated, gpu, -bytes, &now) < 0)
+                goto done;
         }
-    } else if (PyErr_Occurred())
-        failed = 1;
-    if (!failed) {
-        int known = PyDict_Contains(self->producers, key);
-        failed = known < 0 || (known && PyDict_DelItem(self->producers, key) < 0);
     }
-    if (!failed)
-        result = Py_NewRef(Py_None);
-    /* The record's last reference goes after the lock is released (below). */
-    if (lock_call(self, s_release) < 0)
-        Py_CLEAR(result);
-    locked = 0;
-    Py_DECREF(record);
+    int known = PyDict_Contains(self->producers, key);
+    if (known < 0 || (known && PyDict_DelItem(self->producers, key) < 0))
+        goto done;
+    result = Py_NewRef(Py_None);
 done:
-    if (locked) {
+    if (locked) { /* released with any pending error set aside: it runs Python code */
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
         if (lock_call(self, s_release) < 0)
@@ -774,6 +764,7 @@ done:
         if (type != NULL)
             PyErr_Restore(type, value, traceback);
     }
+    Py_XDECREF(record);
     Py_XDECREF(watch_id);
     Py_XDECREF(allocated);
     Py_XDECREF(n_gpus);
@@ -848,14 +839,16 @@ needed_entries(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
             goto failed;
         }
         if (entry != NULL) {
-            PyObject *made_by = PyTuple_GET_ITEM(entry, PyTuple_GET_SIZE(entry) - 1);
-            PyObject *grown = PySet_Add(needed, entry_id) < 0 ? NULL
-                              : _PyList_Extend((PyListObject *)pending, made_by);
-            if (grown == NULL) {
+            PyObject *made_by = PySequence_Fast(
+                PyTuple_GET_ITEM(entry, PyTuple_GET_SIZE(entry) - 1), "made_by is a sequence");
+            int failed = made_by == NULL || PySet_Add(needed, entry_id) < 0;
+            for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(made_by); i++)
+                failed = PyList_Append(pending, PySequence_Fast_GET_ITEM(made_by, i)) < 0;
+            Py_XDECREF(made_by);
+            if (failed) {
                 Py_DECREF(entry_id);
                 goto failed;
             }
-            Py_DECREF(grown);
         }
         Py_DECREF(entry_id);
     }
