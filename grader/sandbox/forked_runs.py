@@ -165,6 +165,8 @@ class ForkServer:
         self._proc = self._cgroup = self._sock = None
         self._log = None
         self.owner = _shared is None
+        # A child's end of the owner's pipe, when the server was shared before it was ready.
+        self._ready_fd: int | None = None
         if _shared is None:
             self.root = Path(tempfile.mkdtemp(prefix="forked-runs-", dir=parent))
             self._state = "new"            # new, starting, ready, unusable, closed
@@ -175,7 +177,7 @@ class ForkServer:
             self._sock = socket.socket(fileno=int(_shared["fd"]))
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             self._server_pid = _shared["pid"] and int(_shared["pid"])
-            # Shared before the server was ready: the owner says on this pipe when it is.
+            # Shared before the server was ready: the owner says on that pipe when it is.
             self._ready_fd = _shared.get("ready_fd")
             self._state = "ready" if self._ready_fd is None else "announced"
         # The owner's pipe, read end, that tells children it was shared with early (share()).
@@ -343,7 +345,7 @@ class ForkServer:
     def close(self) -> None:
         with self._lock:
             self._state = "closed"
-            for fd in (self._ready_fd if not self.owner else None, self._ready_pipe):
+            for fd in (self._ready_fd, self._ready_pipe):
                 if fd is not None:
                     os.close(fd)
             self._ready_fd = self._ready_pipe = None
