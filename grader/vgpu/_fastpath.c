@@ -191,6 +191,19 @@ lock_call(FastPath *self, PyObject *name)
     return 0;
 }
 
+/* node._lock.release() with any pending error set aside (the release runs Python code) and
+ * put back after; -1 if the release itself failed. */
+static int
+unlock(FastPath *self)
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    int failed = lock_call(self, s_release);
+    if (type != NULL)
+        PyErr_Restore(type, value, traceback);
+    return failed;
+}
+
 static int
 list_get(PyObject *list, Py_ssize_t index, long long *value)
 {
@@ -268,14 +281,8 @@ label_storage(FastPath *self, PyObject *tensor, PyObject *key, PyObject *index)
     }
     status = 0;
 done:
-    if (locked) {
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        if (lock_call(self, s_release) < 0)
-            status = -1;
-        if (type != NULL)
-            PyErr_Restore(type, value, traceback);
-    }
+    if (locked && unlock(self) < 0)
+        status = -1;
     Py_XDECREF(storage_bytes);
     Py_XDECREF(rounded_bytes);
     Py_XDECREF(watch_id);
@@ -756,14 +763,8 @@ fastpath_release(FastPath *self, PyObject *watch)
         goto done;
     result = Py_NewRef(Py_None);
 done:
-    if (locked) { /* released with any pending error set aside: it runs Python code */
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        if (lock_call(self, s_release) < 0)
-            Py_CLEAR(result);
-        if (type != NULL)
-            PyErr_Restore(type, value, traceback);
-    }
+    if (locked && unlock(self) < 0)
+        Py_CLEAR(result);
     Py_XDECREF(record);
     Py_XDECREF(watch_id);
     Py_XDECREF(allocated);

@@ -96,7 +96,7 @@ class SimulatedClock:
 
     def copy_ns(self, nbytes: int) -> int:
         """How long a copy of `nbytes` between two GPUs takes (ns)."""
-        return round(self.model.copy(nbytes) * 1e9)
+        return self.ns(self.model.copy(nbytes))
 
     def resize(self, n_gpus: int) -> None:
         grow = max(0, n_gpus - len(self.busy_until))
