@@ -236,6 +236,9 @@ _STDLIB_FRAME_USERS = frozenset({
     "linecache", "dis", "dataclasses", "abc", "pdb", "bdb", "pydoc", "doctest", "unittest",
     "tokenize", "ast", "site", "importlib"})
 _PROC_PER_PROCESS = ("/proc/self", "/proc/thread-self")
+# The one stdlib module that makes ctypes objects for its own work (multiprocessing.Value and
+# Array over shared memory) and calls nothing the submission handed it while doing so.
+_STDLIB_CTYPES_USERS = frozenset({f"multiprocessing{os.sep}sharedctypes.py"})
 
 
 def _folders():
@@ -295,12 +298,23 @@ def watch_interpreter(trace):
             return "stdlib"
         return "student"
 
-    def stdlib_module(frame) -> str:
+    def stdlib_path(frame) -> str:
+        """A stdlib frame's file relative to the standard library's folder."""
         name = frame.f_code.co_filename
         for folder in stdlib:
             if name.startswith(folder):
-                return name[len(folder):].split(os.sep)[0].removesuffix(".py")
-        return name.strip("<>").split()[-1].split(".")[0]   # <frozen importlib._bootstrap>
+                return name[len(folder):]
+        return name.strip("<>").split()[-1]                  # <frozen importlib._bootstrap>
+
+    def stdlib_module(frame) -> str:
+        return stdlib_path(frame).split(os.sep)[0].split(".")[0]
+
+    def ctypes_caller(frame):
+        """Who asked ctypes' own Python code (CDLL's constructor, a function looked up by
+        name) for what raised the event: the first frame outside the ctypes package."""
+        while frame is not None and whose(frame) == "stdlib" and stdlib_module(frame) == "ctypes":
+            frame = frame.f_back
+        return frame
 
     def site_of(frame) -> str:
         return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
@@ -341,6 +355,17 @@ def watch_interpreter(trace):
                 filename = str(args[1]) if len(args) > 1 else ""
                 if not filename.startswith(libraries):
                     return
+            if event.startswith("ctypes."):
+                # A library's ctypes is its own business: pynvml and torch load NVML through
+                # it on a real GPU. The submission's own use, or one laundered through a
+                # stdlib module that runs what it is handed (a Thread's target), is reported
+                # where the submission's code (or that module) asked for it.
+                caller = ctypes_caller(frame)
+                if caller is not None and (whose(caller) == "library" or (
+                        whose(caller) == "stdlib" and stdlib_path(caller) in _STDLIB_CTYPES_USERS)):
+                    return
+                record(event, caller or frame)
+                return
             if whose(frame) == "stdlib":
                 if frame.f_code.co_name in _WALKERS and frame.f_back is not None:
                     frame = frame.f_back

@@ -141,6 +141,7 @@ TRIPWIRES = {
     "the process's memory through /dev/fd": "p = ''.join(reversed('mem/../df/ved/'))\n"
                                             "try:\n    open(p, 'rb')\n"
                                             "except PermissionError:\n    pass\n",
+    "ctypes from the submission's own code": "import ctypes\nctypes.CDLL(None)\n",
     "the process's memory through a link of its own": (
         "import os\nos.symlink(''.join(reversed('mem/fles/corp/')), 'notes.bin')\n"
         "try:\n    open('notes.bin', 'rb')\nexcept PermissionError:\n    pass\n"),
@@ -207,6 +208,38 @@ def test_profiling_with_cprofile_is_no_problem(tmp_path):
     assert observation.integrity == [], observation.integrity
 
 
+LIBRARIES_USING_CTYPES = r"""
+import multiprocessing
+import pynvml
+import torch
+try:                      # what torch and the grader do on a real GPU: NVML through ctypes
+    pynvml.nvmlInit()
+    pynvml.nvmlShutdown()
+except pynvml.NVMLError as error:
+    print("no NVML here:", error)
+counter = multiprocessing.Value("i", 0)       # shared memory made of ctypes objects
+with counter.get_lock():
+    counter.value += 1
+print(counter.value, len(multiprocessing.Array("d", 4)), torch.ones(2, device="cuda:0").sum())
+"""
+
+
+@pytest.mark.slow
+def test_ctypes_used_by_a_library_on_the_submissions_behalf_is_no_problem(tmp_path):
+    """On a real GPU pynvml loads NVML with ctypes.CDLL inside the run (an honest reference
+    was held for it once, on a lent H200); multiprocessing.Value builds ctypes objects. The
+    submission's own ctypes calls are found (TRIPWIRES, LAUNDERED)."""
+    observation = run_source(tmp_path, LIBRARIES_USING_CTYPES)
+    assert observation.ok, observation.stderr[-2000:]
+    assert observation.integrity == [], observation.integrity
+
+
+@pytest.mark.slow
+def test_the_submissions_ctypes_call_is_reported_where_it_made_it(tmp_path):
+    found = problems(tmp_path, "import torch\nimport ctypes\n\n\nctypes.CDLL(None)\n")
+    assert any("ctypes.dlopen" in p and ":5" in p for p in found), found
+
+
 @pytest.mark.slow
 def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(tmp_path):
     observation = run_source(tmp_path, HONEST_RUN)
@@ -225,6 +258,9 @@ LAUNDERED = {
                                         "name = os.path.join(os.path.dirname(torch.__file__), 'x.py')\n"
                                         "code = compile('y = 1', name, 'exec')\n",
     "a signal handler of its own": "import signal\nsignal.signal(signal.SIGUSR1, lambda n, f: None)\n",
+    "ctypes.CDLL as a thread's target": "import ctypes, threading\n"
+                                        "t = threading.Thread(target=ctypes.CDLL, args=(None,))\n"
+                                        "t.start(); t.join()\n",
 }
 
 
