@@ -7,9 +7,14 @@
 # their dependencies, e.g. Pillow): installed first into the interpreter that runs the grader
 # (`python3 -m pip`: a bare `pip` may belong to another Python).
 #
-# 1. each reference script on the real GPUs it needs (virtual ones make up the rest), with
-#    its trace; 2. `pytest grader/ --submission reference` (what a student runs); 3. the
-#    grade of the reference (no integrity hold: real-GPU traces are sealed too); 4. the
+# BATCH_WORKERS="1 4 8" (default; empty skips it) and BATCH_COUNT=16: `pdl-grade batch` of
+# practical4 submissions on this node's cores with CUDA hidden, once per worker count
+# (benchmarks/batch_throughput.py: throughput, cores busy, CPU-seconds per submission).
+#
+# 0. the C hot path built in place, the sandbox probed; 1. the batch on the node's cores;
+# 2. each reference script on the real GPUs it needs (virtual ones make up the rest), with
+#    its trace; 3. the grade of the reference (no integrity hold: real-GPU traces are sealed
+#    too); 4. `pytest grader/ --submission reference` (what a student runs); 5. the
 #    virtual-GPU and seal tests beside a real GPU. Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-out/gpu-check}
@@ -34,6 +39,28 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 PY
 
+step "the C hot path (built in place: this checkout is used without pip install) and the sandbox"
+python3 setup.py -q build_ext --inplace >"$OUT/build_ext.log" 2>&1 || echo "build_ext failed (rc=$?)"
+tail -3 "$OUT/build_ext.log"
+python3 - <<'PY'
+from grader.vgpu.c_path import c_module
+from grader.sandbox import sandbox_available
+from grader.common.cpu_share import machine_cpus, default_workers
+print("C hot path:", c_module() or "not built (the Python path runs)")
+print("sandbox:", sandbox_available())
+print("cores:", machine_cpus(), "default --workers:", default_workers())
+PY
+
+BATCH_WORKERS=${BATCH_WORKERS-1 4 8}
+if [ -n "$BATCH_WORKERS" ]; then
+    step "pdl-grade batch on this node's cores, CUDA hidden (workers: $BATCH_WORKERS)"
+    t0=$SECONDS
+    # shellcheck disable=SC2086  # the worker counts are separate arguments
+    CUDA_VISIBLE_DEVICES= timeout 420 python3 benchmarks/batch_throughput.py \
+        --count "${BATCH_COUNT:-16}" --workers $BATCH_WORKERS 2>&1 | tee "$OUT/batch.log"
+    echo "rc=${PIPESTATUS[0]} $((SECONDS - t0))s"
+fi
+
 step "reference scripts on the real GPU(s)"
 run() { local name=$1; shift; local t0=$SECONDS
   python3 -m grader "$@" >"$OUT/$name.log" 2>&1; local rc=$?
@@ -56,12 +83,6 @@ for name in ("p5_single", "hw3_1gpu", "p6_1rank"):
           "| exit memory:", str(exit_.get("memory"))[:300])
 PY
 
-step "pytest grader/ --submission reference"
-t0=$SECONDS  # the plugin named, as from a checkout that was never pip-installed
-PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -p grader.pytest_plugin grader/checks --submission reference -q -rs \
-    -p no:cacheprovider >"$OUT/pytest_grader.log" 2>&1
-echo "rc=$? $((SECONDS - t0))s"; tail -25 "$OUT/pytest_grader.log"
-
 step "pdl-grade grade reference"
 t0=$SECONDS
 python3 -m grader grade reference --out "$OUT/grade" >"$OUT/grade.log" 2>&1
@@ -77,6 +98,12 @@ for assignment in json.load(open(sys.argv[1]))["assignments"]:
                   " | ".join(item["feedback"].splitlines()[:4])[:600])
 PY
 
+step "pytest grader/ --submission reference"
+t0=$SECONDS  # the plugin named, as from a checkout that was never pip-installed
+PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -p grader.pytest_plugin grader/checks --submission reference -q -rs \
+    -p no:cacheprovider >"$OUT/pytest_grader.log" 2>&1
+echo "rc=$? $((SECONDS - t0))s"; tail -25 "$OUT/pytest_grader.log"
+
 step "tests/vgpu beside a real GPU"
 t0=$SECONDS
 timeout 200 python3 -m pytest tests/vgpu -q -x -p no:cacheprovider >"$OUT/tests_vgpu.log" 2>&1
@@ -84,5 +111,5 @@ echo "rc=$? $((SECONDS - t0))s"; tail -15 "$OUT/tests_vgpu.log"
 
 step "tests/integrity beside a real GPU"
 t0=$SECONDS
-timeout 120 python3 -m pytest tests/integrity -q -x -p no:cacheprovider >"$OUT/tests_integrity.log" 2>&1
+timeout 90 python3 -m pytest tests/integrity -q -x -p no:cacheprovider >"$OUT/tests_integrity.log" 2>&1
 echo "rc=$? $((SECONDS - t0))s"; tail -8 "$OUT/tests_integrity.log"
