@@ -7,6 +7,9 @@ import re
 import sys
 from pathlib import Path
 
+# The count the grading's CLI found, handed to the checks process it starts (same machine,
+# same CUDA_VISIBLE_DEVICES): that process asks again for every check that needs GPUs.
+REAL_GPUS_ENV = "PDL_REAL_GPUS"
 # torch/version.py's line for the CUDA it was built with: `cuda: Optional[str] = '13.0'`, or
 # None for a CPU build (older releases write `cuda = None`).
 _CUDA_LINE = re.compile(r"^cuda\s*(?::[^=\n]*)?=\s*(?P<value>\S+)", re.MULTILINE)
@@ -39,9 +42,12 @@ def torch_built_with_cuda(version_text: str | None = None) -> bool:
 
 def real_gpu_count() -> int:
     """How many CUDA GPUs torch sees here; 0 without a driver or a CUDA build. Every grading
-    process asks, so the answers that need no `import torch` are given without it: no NVIDIA
-    driver, a CPU build of torch, or CUDA_VISIBLE_DEVICES hiding every GPU (grading on a GPU
-    node's cores)."""
+    process asks, so the answers that need no `import torch` are given without it: the count
+    the grading's CLI passed on (PDL_REAL_GPUS), no NVIDIA driver, a CPU build of torch, or
+    CUDA_VISIBLE_DEVICES hiding every GPU (grading on a GPU node's cores)."""
+    told = os.environ.get(REAL_GPUS_ENV, "")
+    if told.isdigit():
+        return int(told)
     if "torch" not in sys.modules:
         if sys.platform.startswith("linux") and not os.path.exists("/dev/nvidiactl"):
             return 0  # no NVIDIA driver
@@ -52,6 +58,11 @@ def real_gpu_count() -> int:
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:
         return 0
+
+
+def real_gpu_environment() -> dict[str, str]:
+    """What a grading process passes on to the processes it starts so they need not ask."""
+    return {REAL_GPUS_ENV: str(real_gpu_count())}
 
 
 def real_gpu_names(count: int) -> list[str]:

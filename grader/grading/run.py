@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from grader.common.hardware import real_gpu_count, real_gpu_names
+from grader.common.hardware import real_gpu_count, real_gpu_environment, real_gpu_names
 from grader.common.text import last_lines
 from grader.grading.raw import (AssignmentRun, RawRun, read_json, check_log_file,
                                 check_results_file, load_findings, save_findings)
@@ -90,7 +90,8 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
     checks' runs are forked from (grader/sandbox/forked_runs.py)."""
     results = out / check_results_file(assignment)
     results.unlink(missing_ok=True)
-    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
+               **real_gpu_environment())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_ROOT), env.get("PYTHONPATH")]))
     shared_env, shared_fds = forks.share() if forks is not None else ({}, ())
     env.update(shared_env)

@@ -5,6 +5,7 @@ the answer is known: every grading process asks, and a CUDA build's `import torc
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -48,8 +49,10 @@ print(json.dumps({"count": hardware.real_gpu_count(), "imported": "torch" in sys
 """
 
 
-def count_in_a_fresh_process(build: str, visible: str | None) -> dict:
-    env = {k: v for k, v in __import__("os").environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+def count_in_a_fresh_process(build: str, visible: str | None, extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CUDA_VISIBLE_DEVICES", "PDL_REAL_GPUS")}
+    env.update(extra or {})
     if visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible
     done = subprocess.run([sys.executable, "-c", COUNT, build], capture_output=True, text=True,
@@ -71,3 +74,26 @@ def test_torch_is_imported_only_where_it_must_answer(build, visible, imports):
         assert found["count"] == 0, found
     else:
         assert found["count"] == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
+def test_the_count_handed_down_by_the_grading_is_taken_without_torch():
+    env_count = {"PDL_REAL_GPUS": "3"}
+    found = count_in_a_fresh_process("cuda-build", None, env_count)
+    assert found == {"count": 3, "imported": False}, found
+    found = count_in_a_fresh_process("cuda-build", "", {"PDL_REAL_GPUS": "many"})   # not a count
+    assert found == {"count": 0, "imported": False}, found
+
+
+def test_the_checks_process_is_handed_the_count(monkeypatch, tmp_path):
+    """The grading's CLI counted once; the pytest process of each assignment's checks (which
+    asks for every check that needs GPUs) is told, not left to import torch again."""
+    from grader.common.hardware import REAL_GPUS_ENV, real_gpu_count
+    from grader.grading import run as grading_run
+    seen = {}
+
+    def fake_run(command, **options):
+        seen.update(options["env"])
+        return subprocess.CompletedProcess(command, 1, "", "")
+    monkeypatch.setattr(grading_run.subprocess, "run", fake_run)
+    grading_run.run_checks("practical4", tmp_path, tmp_path, 10.0)
+    assert seen.get(REAL_GPUS_ENV) == str(real_gpu_count()), seen.get(REAL_GPUS_ENV)
