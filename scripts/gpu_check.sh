@@ -39,16 +39,9 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 PY
 # What one `import torch` costs here, and whether torch's bytecode is cached: every sandboxed
-# run pays the import, and without .pyc files (a read-only install made with --no-compile)
-# Python compiles torch from source each time (2.4x the CPU on the 2-core machine).
-python3 - <<'PY'
-import importlib.util, os, sys
-init = importlib.util.find_spec("torch").origin
-cached = importlib.util.cache_from_source(init)
-print("torch bytecode:", "cached" if os.path.exists(cached) else "NOT cached", cached,
-      "| dont_write_bytecode:", sys.flags.dont_write_bytecode, "| pycache_prefix:",
-      sys.pycache_prefix, "| torch folder writable:", os.access(os.path.dirname(init), os.W_OK))
-PY
+# run pays the import, and without .pyc files Python compiles torch each time
+# (grader/common/bytecode.py).
+python3 -c "from grader.common.bytecode import torch_bytecode_warning as w; print(w() or 'torch bytecode: cached')"
 for i in 1 2; do
     CUDA_VISIBLE_DEVICES= /usr/bin/time -f "import torch, CUDA hidden: %U s user, %S s system" \
         python3 -c "import torch"

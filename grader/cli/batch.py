@@ -104,6 +104,10 @@ def run(options) -> int:
         except SlurmConfigError as problem:
             print(f"pdl-grade batch: {problem}", file=sys.stderr)
             return 2
+    from grader.common.bytecode import torch_bytecode_warning
+    slow_imports = torch_bytecode_warning()
+    if slow_imports:
+        print(f"pdl-grade batch: warning: {slow_imports}", file=sys.stderr)
     try:
         set_run_memory(options.memory)
         batch_options = BatchOptions(
