@@ -124,6 +124,8 @@ class VirtualGPUMode(TorchFunctionMode):
             Tensor.backward: self._backward,
             torch.autograd.backward: self._backward,
             torch.autograd.grad: self._grad,
+            # Module.to parses its arguments with this before it moves any tensor.
+            torch._C._nn._parse_to: self._parse_to,
         }
         self._fast = self._fast_path()
 
@@ -369,6 +371,17 @@ class VirtualGPUMode(TorchFunctionMode):
             self.node.label(tensor, index)
 
     # -- crossing devices ---------------------------------------------------------------------
+    @staticmethod
+    def _parse_to(func, args, kwargs):
+        """`.to(1)` means cuda:1 on a GPU machine (the DDP tutorial's `model.to(rank)`), but on a
+        CPU build an int names "the accelerator", and there is none: ints become cuda:N."""
+        args, kwargs = list(args), dict(kwargs)
+        if args and isinstance(args[0], int) and not isinstance(args[0], bool):
+            args[0] = torch.device("cuda", args[0])
+        if isinstance(kwargs.get("device"), int) and not isinstance(kwargs["device"], bool):
+            kwargs["device"] = torch.device("cuda", kwargs["device"])
+        return torch._C._nn._parse_to(*args, **kwargs)
+
     def _to(self, func, args, kwargs):
         if len(args) == 2 and not kwargs:
             # `x.to(device)` with a device argument seen before: the forward's baton pass.
@@ -388,12 +401,7 @@ class VirtualGPUMode(TorchFunctionMode):
             other = rest.pop(0)
             return self._move(tensor, self.node.label_of(other), other.dtype,
                               copy=copy, memory_format=torch.preserve_format)
-        # `torch.device(int)` fails on a CPU build, so ints never reach `_parse_to`.
-        if rest and isinstance(rest[0], int) and not isinstance(rest[0], bool):
-            rest[0] = torch.device("cuda", rest[0])
-        if isinstance(kw.get("device"), int):
-            kw["device"] = torch.device("cuda", kw["device"])
-        device, dtype, _, memory_format = torch._C._nn._parse_to(*rest, **kw)
+        device, dtype, _, memory_format = self._parse_to(None, rest, kw)
         target = self.node.label_of(tensor) if device is None else parse(self.node, device)
         if isinstance(target, str):
             return func(*args, **kwargs)

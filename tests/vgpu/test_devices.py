@@ -90,6 +90,21 @@ def test_module_parameters_and_gradients_follow_the_module(vnode):
     assert state["exp_avg"].device == torch.device("cuda:1")
 
 
+def test_a_module_moved_by_gpu_index_as_the_ddp_tutorial_does(vnode):
+    """`model.to(rank)` (PyTorch's DDP tutorial) means cuda:rank on a GPU machine; on a CPU
+    build an int names "the accelerator" and failed with "Cannot access accelerator device"."""
+    vnode(2)
+    model = nn.Linear(4, 2).to(1)
+    assert {p.device for p in model.parameters()} == {torch.device("cuda:1")}
+    assert nn.Linear(4, 2).to(device=0).weight.device == torch.device("cuda:0")
+    doubled = nn.Linear(4, 2).to(1, torch.float64)
+    assert doubled.weight.device == torch.device("cuda:1") and doubled.weight.dtype == torch.float64
+    assert nn.Linear(4, 2).to(torch.float16).weight.device == torch.device("cpu")
+    assert model(torch.randn(3, 4).to(1)).device == torch.device("cuda:1")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        nn.Linear(4, 2).to(2)
+
+
 def test_optimizer_over_parameters_on_several_gpus(vnode):
     vnode(3)
     layers = [nn.Linear(4, 4).to(f"cuda:{i}") for i in range(3)]
