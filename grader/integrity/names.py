@@ -87,7 +87,10 @@ PROTECTED_ROOTS = frozenset({
 # Honest settings on those modules.
 ALLOWED_SETTINGS = ("torch.backends.", "sys.argv", "sys.path", "sys.tracebacklimit",
                      "sys.dont_write_bytecode", "sys.excepthook", "numpy.set_printoptions")
-OUTPUT_STREAMS = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__")
+# (builtins.print too: DDP code replaces it so that only rank 0 prints; the runtime prints only
+# messages for people, never a record.)
+OUTPUT_STREAMS = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__",
+                  "builtins.print", "__builtin__.print")
 
 MODULE_CATEGORIES = {
     "grader": "grader", "__main__": "grader",

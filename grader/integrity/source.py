@@ -104,6 +104,9 @@ class _Visitor(ast.NodeVisitor):
         self.seen: set[tuple[int, str]] = set()
         self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
         self.called: set[int] = set()       # expressions in the called position of a call
+        # ... of a call whose first argument is `self` or `cls`: `object.__setattr__(self, ...)`
+        # in a frozen dataclass's __post_init__ works on the student's own object.
+        self.called_on_self: set[int] = set()
         self.skip_strings: set[int] = set()  # constants judged where they are used
         self.line_offset = line_offset      # code from exec("..."): its findings on that line
         self.defined: set[str] = set()      # names the file defines itself (def/class)
@@ -239,7 +242,7 @@ class _Visitor(ast.NodeVisitor):
         on_self = base is not None and _is_self(base)
         if name in INTERPRETER_ATTRIBUTES and not (
                 name in ALLOWED_ON_SUPER and base is not None and
-                (_is_super_call(base) or on_self)):
+                (_is_super_call(base) or on_self or id(node) in self.called_on_self)):
             self.found(node, "introspection", f"reads {name}")
         if name == UNCALLED_MODULES and not called and base is not None and not on_self:
             self.found(node, "introspection", "reads sys.modules (the loaded modules)")
@@ -374,6 +377,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         function = node.func
         self.called.add(id(function))
+        if node.args and _is_self(node.args[0]):
+            self.called_on_self.add(id(function))
         self.check_strings(node)
         name = function.id if isinstance(function, ast.Name) else None
         full = self.resolve(function)

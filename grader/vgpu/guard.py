@@ -120,6 +120,12 @@ def _namespace(owner) -> dict:
     return owner if type(owner) is dict else vars(owner)
 
 
+# Watched names an honest submission replaces and the runtime never relies on: DDP code
+# (torchvision's references, DeiT, MAE) replaces builtins.print so that only rank 0 prints; the
+# runtime prints only messages for people, never a record.
+_FREE_TO_REPLACE = frozenset({("builtins", "print")})
+
+
 def _entries(owners) -> dict[tuple[int, str], tuple[str, object, object, object]]:
     """(id(owner), name) -> (label, owner, value, the code of a grader function)."""
     noted = {}
@@ -130,7 +136,7 @@ def _entries(owners) -> dict[tuple[int, str], tuple[str, object, object, object]
             continue
         grader_owned = label == "grader" or label.startswith("grader.")
         for name, value in list(namespace.items()):
-            if not _behaviour(value):
+            if not _behaviour(value) or (label, name) in _FREE_TO_REPLACE:
                 continue
             code = getattr(value, "__code__", None) if grader_owned else None
             noted[id(owner), name] = (f"{label}.{name}", owner, value, code)

@@ -238,6 +238,23 @@ IDIOMS = [
           "from torch.utils.data import DataLoader, TensorDataset\n"
           "_loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, num_workers=2)\n"
           "_n = sum(len(b[0]) for b in _loader)\n"),
+    # torchvision's references, DeiT, MAE: print replaced so that only rank 0 prints (here
+    # every rank stays a "master", so the script's output is unchanged)
+    Idiom("print_replaced_as_ddp_references_do", P6,
+          "import builtins as _builtins\n\n\ndef setup_for_distributed(is_master):\n"
+          "    builtin_print = _builtins.print\n\n"
+          "    def print(*args, **kwargs):\n        force = kwargs.pop('force', False)\n"
+          "        if is_master or force:\n            builtin_print(*args, **kwargs)\n\n"
+          "    _builtins.print = print\n\n\nsetup_for_distributed(True)\n",
+          notes=("output",)),
+    # PyTorch's DDP tutorial: `model.to(rank)` with the GPU's index
+    Idiom("module_to_gpu_index", P6,
+          "_layer = torch.nn.Linear(2, 2).to(int(os.environ.get('LOCAL_RANK', 0)))\n"),
+    Idiom("frozen_dataclass_post_init", P5,
+          "import dataclasses as _dc\n\n\n@_dc.dataclass(frozen=True)\nclass _Config:\n"
+          "    depth: int = 6\n\n    def __post_init__(self):\n"
+          "        object.__setattr__(self, 'depth', max(1, self.depth))\n\n\n"
+          "_config = _Config(0)\n"),
 ]
 
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}

@@ -36,6 +36,15 @@ def test_a_replaced_function_is_named_whatever_route_replaced_it(monkeypatch, ow
     assert len(found) == 1 and found[0].endswith(f".{name}"), found
 
 
+def test_print_replaced_for_rank_zero_is_no_replacement(monkeypatch):
+    """DDP code (torchvision's references, DeiT, MAE) replaces builtins.print so that only
+    rank 0 prints; the runtime never relies on print (isinstance, sorted: still watched)."""
+    check = guard.make_check()
+    original = builtins.print
+    monkeypatch.setattr(builtins, "print", lambda *a, **k: original(*a, **k))
+    assert check() == []
+
+
 def test_a_method_added_in_front_of_an_inherited_one_is_named(monkeypatch):
     # torch.Tensor.to comes from torch._C.TensorBase: `type(x).to = f` adds a `to` in front.
     check = guard.make_check()

@@ -212,7 +212,6 @@ TAMPERING_CASES = [
      "patching", 2),
     ("stdlib_time", "import time\ntime.perf_counter = lambda: 0.0\n", "patching", 2),
     ("perf_counter_of_anything", "clock.perf_counter = lambda: 0.0\n", "patching", 1),
-    ("builtins_print", "import builtins\nbuiltins.print = quiet\n", "patching", 2),
     ("json_encoder", "import json\njson.encoder.JSONEncoder.encode = forged\n", "patching", 2),
     ("object_setattr", "import torch\nobject.__setattr__(torch.cuda, 'device_count', f)\n",
      "introspection", 2),
@@ -291,6 +290,10 @@ def test_code_that_could_deceive_the_grader_is_held(tmp_path, source, category, 
 
 # -- 2. notes: unusual but honest, for the instructor -----------------------------------------
 NOTE_CASES = [
+    # DDP code (torchvision's references, DeiT, MAE) prints on rank 0 only this way
+    ("builtins_print", "import builtins\nbuiltins.print = quiet\n", "output", 2),
+    ("builtins_print_partial", "import builtins, functools\n"
+     "builtins.print = functools.partial(builtins.print, flush=True)\n", "output", 2),
     ("environ_printed", "import os\nprint(dict(os.environ))\n", "environment", 2),
     ("environ_iterated", "import os\nfor key in os.environ:\n    print(key)\n", "environment", 2),
     ("environ_computed_key", "import os\nv = os.environ[name]\n", "environment", 2),
@@ -421,6 +424,15 @@ HONEST = {
     "process_group_literal_strings": "backend = 'nccl' if cuda else 'gloo'\n",
     "course_acronym_in_names": "OUT = 'PDL_HW3_results.json'\nprint('=== PDL_HW3 ===')\n"
                                "LABEL = f'PDL_HW3 depth {depth}'\n",
+    "object_setattr_in_frozen_dataclass": (
+        "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass Config:\n"
+        "    depth: int = 6\n    def __post_init__(self):\n"
+        "        object.__setattr__(self, 'depth', max(1, self.depth))\n"),
+    "module_setattr_and_getattribute_on_self": (
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __setattr__(self, name, value):\n"
+        "        nn.Module.__setattr__(self, name, value)\n"
+        "class Cfg:\n    def __getattr__(self, name):\n"
+        "        return object.__getattribute__(self, '_values')[name]\n"),
     "super_setattr_in_module": (
         "import torch.nn as nn\nclass M(nn.Module):\n    def __setattr__(self, name, value):\n"
         "        super().__setattr__(name, value)\n"),
