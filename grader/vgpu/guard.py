@@ -373,8 +373,12 @@ def watch_interpreter(trace):
                 record(event, caller or frame)
                 return
             if whose(frame) == "stdlib":
-                if frame.f_code.co_name in _WALKERS and frame.f_back is not None:
-                    frame = frame.f_back
+                # Walkers call walkers (inspect.stack -> getouterframes -> getframeinfo): the
+                # first caller that is not one is who walks.
+                if frame.f_code.co_name in _WALKERS:
+                    while frame.f_back is not None and whose(frame) == "stdlib" and \
+                            frame.f_code.co_name in _WALKERS:
+                        frame = frame.f_back
                 elif stdlib_module(frame) in _STDLIB_FRAME_USERS:
                     return
             if whose(frame) == "library":

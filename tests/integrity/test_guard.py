@@ -151,6 +151,7 @@ TRIPWIRES = {
                                             "try:\n    open(p, 'rb')\n"
                                             "except PermissionError:\n    pass\n",
     "ctypes from the submission's own code": "import ctypes\nctypes.CDLL(None)\n",
+    "inspect.stack from the submission's own code": "import inspect\ncaller = inspect.stack()[0]\n",
     "the process's memory through a link of its own": (
         "import os\nos.symlink(''.join(reversed('mem/fles/corp/')), 'notes.bin')\n"
         "try:\n    open('notes.bin', 'rb')\nexcept PermissionError:\n    pass\n"),
@@ -226,6 +227,8 @@ try:                      # what torch and the grader do on a real GPU: NVML thr
     pynvml.nvmlShutdown()
 except pynvml.NVMLError as error:
     print("no NVML here:", error)
+from torch.distributed.elastic.utils.logging import get_logger
+get_logger().warning("devices: %s", torch.cuda.device_count())   # inspect.stack() in torch
 counter = multiprocessing.Value("i", 0)       # shared memory made of ctypes objects
 with counter.get_lock():
     counter.value += 1
@@ -236,8 +239,9 @@ print(counter.value, len(multiprocessing.Array("d", 4)), torch.ones(2, device="c
 @pytest.mark.slow
 def test_ctypes_used_by_a_library_on_the_submissions_behalf_is_no_problem(tmp_path):
     """On a real GPU pynvml loads NVML with ctypes.CDLL inside the run (an honest reference
-    was held for it once, on a lent H200); multiprocessing.Value builds ctypes objects. The
-    submission's own ctypes calls are found (TRIPWIRES, LAUNDERED)."""
+    was held for it once, on a lent H200); multiprocessing.Value builds ctypes objects; torch's
+    elastic logger calls inspect.stack(), a walker that calls walkers. The submission's own
+    calls are found (TRIPWIRES, LAUNDERED)."""
     observation = run_source(tmp_path, LIBRARIES_USING_CTYPES)
     assert observation.ok, observation.stderr[-2000:]
     assert observation.integrity == [], observation.integrity
