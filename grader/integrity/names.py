@@ -111,6 +111,8 @@ MODULE_CATEGORIES = {
     "hmac": "digests", "hashlib": "digests", "_hashlib": "digests", "_sha2": "digests",
     "_sha256": "digests", "_md5": "digests",
     "atexit": "exit_hooks", "signal": "exit_hooks",
+    # signal's C module: a handler installed through it is given the frame it interrupts
+    "_signal": "introspection",
 }
 STAR_SENSITIVE = {"os": ("environment", "processes"), "posix": ("introspection",),
                    "nt": ("introspection",), "sys": ("introspection",),

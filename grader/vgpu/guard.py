@@ -41,6 +41,11 @@ def _behaviour(value) -> bool:
         dict, list, set, tuple)))
 
 
+def _c_signal():
+    import _signal
+    return _signal
+
+
 def _watched() -> list[tuple[str, object]]:
     import importlib
     import json
@@ -54,7 +59,7 @@ def _watched() -> list[tuple[str, object]]:
         ("builtins", builtins), ("time", time), ("json", json), ("json.encoder", json.encoder),
         ("json.decoder", json.decoder), ("json.encoder.JSONEncoder", json.encoder.JSONEncoder),
         ("json.decoder.JSONDecoder", json.decoder.JSONDecoder),
-        ("threading.Thread", threading.Thread), ("atexit", atexit),
+        ("threading.Thread", threading.Thread), ("atexit", atexit), ("_signal", _c_signal()),
         ("torch", torch), ("torch.Tensor", torch.Tensor),
         ("torch._C.TensorBase", torch._C.TensorBase), ("torch.cuda", torch.cuda),
         ("torch.autograd", torch.autograd),
@@ -81,22 +86,55 @@ def _watched() -> list[tuple[str, object]]:
     return owners
 
 
+def _library_function(handler, libraries: tuple[str, ...]) -> bool:
+    """Whether a signal handler is a function of torch's, the grader's or another library's."""
+    function = getattr(handler, "func", handler)              # a functools.partial's
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    return code is not None and code.co_filename.startswith(libraries)
+
+
 def _signal_handlers(libraries: tuple[str, ...]) -> dict:
-    """The handlers written in the submission's code, per signal: a handler is called with the
-    frame it interrupted, a way into whatever runs. (torch's own, such as the DataLoader's
-    SIGCHLD handler, and the grader's are not the submission's.)"""
-    import signal
+    """The handlers the submission installed past the node's signal.signal (through the C
+    module `_signal`), per signal: a handler is called with the frame it interrupted, a way into
+    whatever runs. (Handlers installed through signal.signal are the node's frameless wrappers:
+    `frameless_signals`; torch's own, such as the DataLoader's SIGCHLD handler, and the grader's
+    are not the submission's.)"""
+    import _signal
     found = {}
-    for number in range(1, signal.NSIG):
+    for number in range(1, _signal.NSIG):
         try:
-            handler = signal.getsignal(number)
+            handler = _signal.getsignal(number)
         except (ValueError, OSError):
             continue
-        function = getattr(handler, "func", handler)          # a functools.partial's
-        code = getattr(getattr(function, "__func__", function), "__code__", None)
-        if code is not None and not code.co_filename.startswith(libraries):
+        if callable(handler) and not _library_function(handler, libraries):
             found[number] = handler
     return found
+
+
+def frameless_signals(libraries: tuple[str, ...], real_signal, real_getsignal):
+    """signal.signal and signal.getsignal as the submission gets them. A handler of its own
+    (a function, a partial, a callable object) is installed wrapped, so that it is called with
+    frame=None instead of the frame it interrupted, which could be the instrumentation's: the
+    checkpoint-on-SIGTERM handler of honest training code works as before and sees nothing.
+    getsignal, and signal's return value, give back the submission's own handler, so saving and
+    restoring one works as before."""
+    own_handler = {}              # the installed wrapper -> the submission's handler
+
+    def signal(signalnum, handler):
+        if callable(handler) and not _library_function(handler, libraries):
+            students = handler
+
+            def frameless(number, frame):
+                return students(number, None)
+            own_handler[frameless] = students
+            handler = frameless
+        previous = real_signal(signalnum, handler)
+        return own_handler.get(previous, previous)
+
+    def getsignal(signalnum):
+        current = real_getsignal(signalnum)
+        return own_handler.get(current, current)
+    return signal, getsignal
 
 
 def _torch_rewrap_test():
@@ -443,6 +481,11 @@ def start(trace):
             real_exit(status)
         handle.patcher.set(os, "_exit", _exit)
         # os._exit is watched from now on as the node's own patch.
-        if profile_guard is not None:
+        if profile_guard is not None:   # a sealed run: the submission's own process
             handle.patcher.set(sys, "setprofile", profile_guard(sys.setprofile))
+            import signal
+            libraries, _stdlib = _folders()
+            frameless, getsignal = frameless_signals(libraries, signal.signal, signal.getsignal)
+            handle.patcher.set(signal, "signal", frameless)
+            handle.patcher.set(signal, "getsignal", getsignal)
     return arm

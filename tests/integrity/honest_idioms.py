@@ -250,6 +250,11 @@ IDIOMS = [
     # PyTorch's DDP tutorial: `model.to(rank)` with the GPU's index
     Idiom("module_to_gpu_index", P6,
           "_layer = torch.nn.Linear(2, 2).to(int(os.environ.get('LOCAL_RANK', 0)))\n"),
+    # checkpoint on preemption (SLURM sends SIGTERM): the node calls it without a frame
+    Idiom("checkpoint_on_sigterm", P5,
+          "import signal as _sig\n_stop = []\n\n\ndef _on_sigterm(signum, frame):\n"
+          "    _stop.append(signum)\n\n\n_sig.signal(_sig.SIGTERM, _on_sigterm)\n",
+          notes=("exit_hooks",)),
     Idiom("frozen_dataclass_post_init", P5,
           "import dataclasses as _dc\n\n\n@_dc.dataclass(frozen=True)\nclass _Config:\n"
           "    depth: int = 6\n\n    def __post_init__(self):\n"

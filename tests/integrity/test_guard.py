@@ -236,6 +236,41 @@ print(counter.value, len(multiprocessing.Array("d", 4)), torch.ones(2, device="c
 """
 
 
+CHECKPOINT_ON_SIGTERM = r"""
+import os, signal
+import torch
+
+seen = []
+
+
+def on_sigterm(number, frame):
+    seen.append((number, frame))
+
+
+previous = signal.signal(signal.SIGTERM, on_sigterm)
+assert signal.getsignal(signal.SIGTERM) is on_sigterm, "getsignal gives back the handler"
+model = torch.nn.Linear(4, 4).to("cuda:0")
+os.kill(os.getpid(), signal.SIGTERM)
+model(torch.randn(2, 4, device="cuda:0")).sum().backward()
+assert seen == [(signal.SIGTERM, None)], seen
+torch.save(model.state_dict(), "ckpt.pt")
+assert signal.signal(signal.SIGTERM, previous) is on_sigterm
+print("handled without a frame")
+signal.signal(signal.SIGINT, on_sigterm)      # left installed at the end: still no finding
+"""
+
+
+@pytest.mark.slow
+def test_a_signal_handler_of_the_submissions_own_gets_no_frame_and_is_no_problem(tmp_path):
+    """Training code that checkpoints on SIGTERM (a SLURM preemption) installs a handler; the
+    node calls it with frame=None, so it can reach nothing (a handler that walks the frame is a
+    forgery of tests/integrity/forgeries.py), and it is no finding."""
+    observation = run_source(tmp_path, CHECKPOINT_ON_SIGTERM)
+    assert observation.ok, observation.stderr[-2000:]
+    assert "handled without a frame" in observation.stdout, observation.stdout[-2000:]
+    assert observation.integrity == [], observation.integrity
+
+
 @pytest.mark.slow
 def test_ctypes_used_by_a_library_on_the_submissions_behalf_is_no_problem(tmp_path):
     """On a real GPU pynvml loads NVML with ctypes.CDLL inside the run (an honest reference
@@ -270,7 +305,8 @@ LAUNDERED = {
     "code compiled under torch's name": "import torch, os\n"
                                         "name = os.path.join(os.path.dirname(torch.__file__), 'x.py')\n"
                                         "code = compile('y = 1', name, 'exec')\n",
-    "a signal handler of its own": "import signal\nsignal.signal(signal.SIGUSR1, lambda n, f: None)\n",
+    "a signal handler installed through signal's C module": (
+        "import _signal, signal\n_signal.signal(signal.SIGUSR1, lambda n, f: None)\n"),
     "ctypes.CDLL as a thread's target": "import ctypes, threading\n"
                                         "t = threading.Thread(target=ctypes.CDLL, args=(None,))\n"
                                         "t.start(); t.join()\n",

@@ -146,10 +146,8 @@ TAMPERING_CASES = [
     ("name_through_format", "n = '{}{}'.format('__clo', 'sure__')\n", "introspection", 1),
     ("name_in_fstring_of_constants", "a = 'sure'\nn = f'__clo{a}__'\n", "introspection", 2),
     ("getattr_unpacked", "g = getattr(*pair)\n", "introspection", 1),
-    ("signal_handler", "import signal\nsignal.signal(signal.SIGUSR1, peek)\n",
-     "introspection", 2),
-    ("signal_timer", "import signal as s\ns.setitimer(s.ITIMER_REAL, 0.01)\n", "introspection",
-     2),
+    # signal's C module installs a handler the node cannot wrap: it gets the interrupted frame
+    ("signal_c_module", "import _signal\n_signal.signal(10, peek)\n", "introspection", 1),
     # PyTorch's private machinery
     ("torch_alias_private", "import torch as t\nc = t._C\n", "torch_internals", 2),
     ("torch_private_call", "import torch\ntorch._C._set_grad_enabled(False)\n",
@@ -290,6 +288,9 @@ def test_code_that_could_deceive_the_grader_is_held(tmp_path, source, category, 
 
 # -- 2. notes: unusual but honest, for the instructor -----------------------------------------
 NOTE_CASES = [
+    # the node calls the submission's handlers without the frame (checkpoint on SIGTERM)
+    ("signal_handler", "import signal\nsignal.signal(signal.SIGUSR1, peek)\n", "exit_hooks", 2),
+    ("signal_timer", "import signal as s\ns.setitimer(s.ITIMER_REAL, 0.01)\n", "exit_hooks", 2),
     # DDP code (torchvision's references, DeiT, MAE) prints on rank 0 only this way
     ("builtins_print", "import builtins\nbuiltins.print = quiet\n", "output", 2),
     ("builtins_print_partial", "import builtins, functools\n"
