@@ -167,7 +167,8 @@ class ThreadHooks:
 
 
 def _install_virtual(handle: Activation) -> None:
-    from grader.vgpu import cuda_facade, dataparallel, distributed, tensor_patches, unsupported
+    from grader.vgpu import (cuda_facade, dataparallel, distributed, serialization,
+                             tensor_patches, unsupported)
     from grader.vgpu.mode import VirtualGPUMode
     from grader.vgpu.node import Node, set_node
     from grader.vgpu.nvml import NOT_AVAILABLE
@@ -182,6 +183,7 @@ def _install_virtual(handle: Activation) -> None:
     dataparallel.install(patcher, node)
     distributed.install(patcher, virtual=True, node=node)
     unsupported.install(patcher)
+    serialization.install(patcher, node)
     ThreadHooks(handle, lambda: VirtualGPUMode(node), node.clock).install(patcher)
     handle.trace.emit("nvml", available=False, reason=NOT_AVAILABLE)
 

@@ -97,7 +97,15 @@ class Node:
 
     def label_storage(self, tensor: torch.Tensor, key: int, index: int) -> None:
         """`label` of a tensor whose storage (`key`) has no label yet."""
-        storage = tensor.untyped_storage()
+        self._label(tensor.untyped_storage(), key, index)
+
+    def label_loaded_storage(self, storage, index: int) -> None:
+        """Label an untyped storage that torch.load restores to cuda:index, or a copy that
+        `storage.cuda(index)` made (grader/vgpu/serialization.py)."""
+        if storage._cdata not in self.labels:
+            self._label(storage, storage._cdata, index)
+
+    def _label(self, storage, key: int, index: int) -> None:
         nbytes = -(-storage.nbytes() // ALLOCATION_GRANULE) * ALLOCATION_GRANULE
         # A weak reference that tells when PyTorch frees the storage (also one autograd saved).
         watch = weakref.ref(storage, self._on_release)
