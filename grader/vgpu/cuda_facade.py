@@ -275,6 +275,7 @@ class CudaFunctions:
             "seed": _noop,
             "seed_all": _noop,
             "utilization": unsupported("GPU utilisation (NVML) on a virtual GPU"),
+            "list_gpu_processes": unsupported("NVML's list of GPU processes on a virtual GPU"),
             "CUDAGraph": unsupported("CUDA graphs", kind="class"),
             "graph": unsupported("CUDA graphs", kind="class"),
             "make_graphed_callables": unsupported("CUDA graphs"),
@@ -308,10 +309,24 @@ class CudaFunctions:
         }
 
 
+def _nvtx_noop(*args, **kwargs) -> int:
+    return 0
+
+
+# NVTX ranges and marks only label a profiler's timeline (Nsight): with no profiler attached
+# they do nothing on a real GPU either, and a virtual GPU has none. (A CPU build of torch has no
+# NVTX: "NVTX functions not installed".) range() calls range_push and range_pop.
+NVTX_FUNCTIONS = ("range_push", "range_pop", "range_start", "range_end", "mark")
+
+
 def install(patcher: Patcher, node: Node) -> CudaFunctions:
     functions = CudaFunctions(node)
     for name, value in functions.cuda_table().items():
         patcher.set(torch.cuda, name, _distinct(value))
+    import torch.cuda.nvtx as nvtx
+    for name in NVTX_FUNCTIONS:
+        if hasattr(nvtx, name):
+            patcher.set(nvtx, name, _distinct(_nvtx_noop))
     for name, value in functions.accelerator_table().items():
         if hasattr(torch.accelerator, name):
             patcher.set(torch.accelerator, name, _distinct(value))
