@@ -280,6 +280,10 @@ _STDLIB_FRAME_USERS = frozenset({
     "linecache", "dis", "dataclasses", "abc", "pdb", "bdb", "pydoc", "doctest", "unittest",
     "tokenize", "ast", "site", "importlib"})
 _PROC_PER_PROCESS = ("/proc/self", "/proc/thread-self")
+# A class's labels (what a class factory or functools.wraps sets), and the modules whose
+# classes no submission renames.
+_CLASS_LABELS = frozenset({"__name__", "__qualname__", "__doc__"})
+_LIBRARY_MODULES = ("torch", "grader")
 # The one stdlib module that makes ctypes objects for its own work (multiprocessing.Value and
 # Array over shared memory) and calls nothing the submission handed it while doing so.
 _STDLIB_CTYPES_USERS = frozenset({f"multiprocessing{os.sep}sharedctypes.py"})
@@ -315,7 +319,12 @@ def _per_process_proc(path) -> bool:
         return True
     if not path.startswith("/proc/"):
         return False
-    head = path.split("/")[2]
+    parts = path.split("/")
+    if len(parts) == 5 and parts[3] == "fd" and not parts[4].isdigit():
+        # What realpath leaves of a descriptor that is no file (`/dev/stdout` when stdout is a
+        # pipe: /proc/<pid>/fd/pipe:[N]): no such name exists under fd/, nothing is read.
+        return False
+    head = parts[2]
     return head in ("self", "thread-self") or head.isdigit()
 
 
@@ -335,12 +344,7 @@ def watch_interpreter(trace):
 
     def whose(frame):
         """'student', 'library' or 'stdlib' for a frame's code."""
-        name = frame.f_code.co_filename
-        if name.startswith(libraries):
-            return "library"
-        if name.startswith(stdlib) or name.startswith("<frozen "):
-            return "stdlib"
-        return "student"
+        return whose_file(frame.f_code.co_filename)
 
     def stdlib_path(frame) -> str:
         """A stdlib frame's file relative to the standard library's folder."""
@@ -362,6 +366,32 @@ def watch_interpreter(trace):
 
     def site_of(frame) -> str:
         return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+    def harmless_attribute(event, args) -> bool:
+        """Attribute events of honest code: a class of the submission's own renamed or
+        documented (a class factory, functools.wraps on a class), or the defaults of a function
+        of its own read. (Code objects, frames, __bases__ and anything of torch's or the
+        grader's stay findings.)"""
+        if len(args) < 2:
+            return False
+        target, name = args[0], args[1]
+        if event == "object.__setattr__" and isinstance(target, type):
+            if str(getattr(target, "__module__", "")).startswith(_LIBRARY_MODULES):
+                return False
+            return name in _CLASS_LABELS or (
+                name == "__module__" and len(args) > 2 and isinstance(args[2], str)
+                and not args[2].startswith(_LIBRARY_MODULES))
+        if event == "object.__getattr__" and name in ("__defaults__", "__kwdefaults__"):
+            code = getattr(target, "__code__", None)
+            return code is not None and not whose_file(code.co_filename) == "library"
+        return False
+
+    def whose_file(name: str) -> str:
+        if name.startswith(libraries):
+            return "library"
+        if name.startswith(stdlib) or name.startswith("<frozen "):
+            return "stdlib"
+        return "student"
 
     def record(what: str, frame) -> None:
         key = (what, frame.f_code.co_filename, frame.f_lineno)
@@ -399,6 +429,8 @@ def watch_interpreter(trace):
                 filename = str(args[1]) if len(args) > 1 else ""
                 if not filename.startswith(libraries):
                     return
+            if event.startswith("object.") and harmless_attribute(event, args):
+                return
             if event.startswith("ctypes."):
                 # A library's ctypes is its own business: pynvml and torch load NVML through
                 # it on a real GPU. The submission's own use, or one laundered through a

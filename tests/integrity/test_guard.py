@@ -152,6 +152,8 @@ TRIPWIRES = {
                                             "except PermissionError:\n    pass\n",
     "ctypes from the submission's own code": "import ctypes\nctypes.CDLL(None)\n",
     "inspect.stack from the submission's own code": "import inspect\ncaller = inspect.stack()[0]\n",
+    "a torch class renamed": "import torch\ntorch.nn.Linear.__qualname__ = 'Dense'\n",
+    "the defaults of torch's function read": "import torch\nd = torch.nn.functional.dropout.__defaults__\n",
     "the process's memory through a link of its own": (
         "import os\nos.symlink(''.join(reversed('mem/fles/corp/')), 'notes.bin')\n"
         "try:\n    open('notes.bin', 'rb')\nexcept PermissionError:\n    pass\n"),
@@ -260,6 +262,58 @@ signal.signal(signal.SIGINT, on_sigterm)      # left installed at the end: still
 """
 
 
+OWN_CLASSES_AND_DEFAULTS = r"""
+import functools, json
+import torch
+import torch.nn as nn
+
+
+def make_block(width):
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(width, width)
+
+        def forward(self, x):
+            return torch.relu(self.fc(x))
+    Block.__name__ = Block.__qualname__ = f"Block{width}"
+    Block.__doc__ = "a block"
+    return Block
+
+
+def scaled(cls):
+    @functools.wraps(cls, updated=())
+    class Scaled(cls):
+        def forward(self, x):
+            return super().forward(x) * 0.5
+    return Scaled
+
+
+@scaled
+class Head(nn.Linear):
+    "A linear head."
+
+
+def train(epochs=3, lr=0.1):
+    return lr
+
+
+print(make_block(8)().to("cuda:0"), Head(2, 2).to("cuda:0"), train.__defaults__)
+print(json.dumps({"gpus": torch.cuda.device_count()}))
+"""
+
+
+@pytest.mark.slow
+def test_own_classes_renamed_and_own_defaults_read_are_no_problem(tmp_path):
+    """A class factory naming its classes, functools.wraps on a class, reading a function's
+    own defaults: honest, each was a finding (a torch class renamed or torch's defaults read
+    still are: TRIPWIRES)."""
+    observation = run_source(tmp_path, OWN_CLASSES_AND_DEFAULTS)
+    assert observation.ok, observation.stderr[-2000:]
+    assert '{"gpus": 2}' in observation.stdout, observation.stdout[-1000:]
+    assert observation.integrity == [], observation.integrity
+
+
 @pytest.mark.slow
 def test_a_signal_handler_of_the_submissions_own_gets_no_frame_and_is_no_problem(tmp_path):
     """Training code that checkpoints on SIGTERM (a SLURM preemption) installs a handler; the
@@ -325,7 +379,9 @@ def test_calls_handed_to_the_standard_library_are_seen_too(tmp_path, route):
     ("/proc/self/mem", True), ("//proc/self/mem", True), ("/dev/fd/../mem", True),
     ("/proc", True), ("/proc/thread-self/maps", True),
     ("/proc/cpuinfo", False), ("/proc/meminfo", False), ("results/times.json", False),
-    ("/dev/stdout", False), (3, False)])
+    ("/dev/stdout", False), (3, False),
+    # what realpath leaves of /dev/stdout when stdout is a pipe: no file of the process
+    ("/proc/self/fd/pipe:[7]", False), ("/proc/1/fd/socket:[9]", False)])
 def test_the_audit_hook_resolves_paths_as_the_kernel_does(path, per_process):
     from grader.vgpu.guard import _per_process_proc
     assert _per_process_proc(path) is per_process, path
