@@ -12,6 +12,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from grader.common.locations import installed_torch_folder
+
 # Modules every run imports: torch's top, the tensor, nn's Module, and dynamo (optimizers).
 PROBES = ("__init__.py", "_tensor.py", os.path.join("nn", "modules", "module.py"),
           os.path.join("_dynamo", "__init__.py"))
@@ -38,11 +40,9 @@ def stale_or_missing(source: Path) -> bool:
 
 def torch_bytecode_warning(folder: Path | None = None) -> str | None:
     """A message for the instructor when torch's bytecode is missing or stale, else None."""
+    folder = installed_torch_folder() if folder is None else folder
     if folder is None:
-        spec = importlib.util.find_spec("torch")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        folder = Path(next(iter(spec.submodule_search_locations)))
+        return None
     missing = [name for name in PROBES
                if (folder / name).exists() and stale_or_missing(folder / name)]
     if not missing:

@@ -1,11 +1,11 @@
 """What GPUs this machine really has (not the virtual node's)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
-from pathlib import Path
+
+from grader.common.locations import installed_torch_folder
 
 # The count the grading's CLI found, handed to the checks process it starts (same machine,
 # same CUDA_VISIBLE_DEVICES): that process asks again for every check that needs GPUs.
@@ -30,11 +30,10 @@ def torch_built_with_cuda(version_text: str | None = None) -> bool:
     importing torch (a CUDA build's import costs about 6 CPU-seconds). True when it cannot be
     told: the caller then asks torch itself."""
     if version_text is None:
+        folder = installed_torch_folder()
         try:
-            spec = importlib.util.find_spec("torch")
-            folder = Path(next(iter(spec.submodule_search_locations)))
             version_text = (folder / "version.py").read_text(encoding="utf-8")
-        except (ImportError, AttributeError, TypeError, StopIteration, OSError, ValueError):
+        except (TypeError, OSError, ValueError):    # (TypeError: no folder)
             return True
     found = _CUDA_LINE.search(version_text)
     return found is None or found.group("value") != "None"

@@ -19,8 +19,10 @@ torch-function mode still on the mode stack and its module hooks still registere
 """
 from __future__ import annotations
 
+import _signal
 import atexit
 import builtins
+import functools
 import os
 import sys
 import threading
@@ -41,11 +43,6 @@ def _behaviour(value) -> bool:
         dict, list, set, tuple)))
 
 
-def _c_signal():
-    import _signal
-    return _signal
-
-
 def _watched() -> list[tuple[str, object]]:
     import importlib
     import json
@@ -59,7 +56,7 @@ def _watched() -> list[tuple[str, object]]:
         ("builtins", builtins), ("time", time), ("json", json), ("json.encoder", json.encoder),
         ("json.decoder", json.decoder), ("json.encoder.JSONEncoder", json.encoder.JSONEncoder),
         ("json.decoder.JSONDecoder", json.decoder.JSONDecoder),
-        ("threading.Thread", threading.Thread), ("atexit", atexit), ("_signal", _c_signal()),
+        ("threading.Thread", threading.Thread), ("atexit", atexit), ("_signal", _signal),
         ("torch", torch), ("torch.Tensor", torch.Tensor),
         ("torch._C.TensorBase", torch._C.TensorBase), ("torch.cuda", torch.cuda),
         ("torch.autograd", torch.autograd),
@@ -99,7 +96,6 @@ def _signal_handlers(libraries: tuple[str, ...]) -> dict:
     whatever runs. (Handlers installed through signal.signal are the node's frameless wrappers:
     `frameless_signals`; torch's own, such as the DataLoader's SIGCHLD handler, and the grader's
     are not the submission's.)"""
-    import _signal
     found = {}
     for number in range(1, _signal.NSIG):
         try:
@@ -289,6 +285,7 @@ _LIBRARY_MODULES = ("torch", "grader")
 _STDLIB_CTYPES_USERS = frozenset({f"multiprocessing{os.sep}sharedctypes.py"})
 
 
+@functools.lru_cache(maxsize=1)   # asked three times as a run starts; the same each time
 def _folders():
     """(library folders: site-packages and the grader; the standard library's folders)."""
     import site
@@ -342,8 +339,15 @@ def watch_interpreter(trace):
     busy = threading.local()
     reported: set = set()
 
+    def whose_file(name: str) -> str:
+        """'student', 'library' or 'stdlib' for a file of code."""
+        if name.startswith(libraries):
+            return "library"
+        if name.startswith(stdlib) or name.startswith("<frozen "):
+            return "stdlib"
+        return "student"
+
     def whose(frame):
-        """'student', 'library' or 'stdlib' for a frame's code."""
         return whose_file(frame.f_code.co_filename)
 
     def stdlib_path(frame) -> str:
@@ -385,13 +389,6 @@ def watch_interpreter(trace):
             code = getattr(target, "__code__", None)
             return code is not None and not whose_file(code.co_filename) == "library"
         return False
-
-    def whose_file(name: str) -> str:
-        if name.startswith(libraries):
-            return "library"
-        if name.startswith(stdlib) or name.startswith("<frozen "):
-            return "stdlib"
-        return "student"
 
     def record(what: str, frame) -> None:
         key = (what, frame.f_code.co_filename, frame.f_lineno)

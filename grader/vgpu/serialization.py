@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from grader.vgpu.devices import parse
 from grader.vgpu.node import Node
 
 # Before PyTorch's own entries (cpu is 10, cuda 20): the node's storages are host storages.
@@ -30,24 +31,21 @@ def install(patcher, node: Node) -> None:
     def restore(storage, location):
         if not (location == "cuda" or location.startswith("cuda:")):
             return None
-        index = torch.device(location).index
-        index = node.current_device() if index is None else index
-        if index >= node.n:
+        device = torch.device(location)
+        if device.index is not None and device.index >= node.n:
             # PyTorch's words for a checkpoint saved on a GPU this node does not have.
             raise RuntimeError(
-                f"Attempting to deserialize object on CUDA device {index} but "
+                f"Attempting to deserialize object on CUDA device {device.index} but "
                 f"torch.cuda.device_count() is {node.n}. Please use torch.load with "
                 "map_location to map your storages to an existing device.")
-        node.label_loaded_storage(getattr(storage, "_untyped_storage", storage), index)
+        node.label_loaded_storage(getattr(storage, "_untyped_storage", storage),
+                                  parse(node, device))
         return storage
 
     def storage_cuda(self, device=None, non_blocking=False):
         # `map_location=lambda storage, location: storage.cuda(rank)` (older DDP examples):
         # a copy of the host storage on virtual cuda:N, or the storage if it is there already.
-        index = torch.device("cuda", device).index if isinstance(device, int) else \
-            None if device is None else torch.device(device).index
-        index = node.current_device() if index is None else index
-        node.check_ordinal(index)
+        index = parse(node, "cuda" if device is None else device)
         if node.labels.get(self._cdata) == index:
             return self
         copy = self.clone()
