@@ -167,8 +167,8 @@ class ThreadHooks:
 
 
 def _install_virtual(handle: Activation) -> None:
-    from grader.vgpu import (cuda_facade, dataparallel, distributed, serialization,
-                             tensor_patches, unsupported)
+    from grader.vgpu import (cuda_facade, dataparallel, distributed, python_dispatch,
+                             serialization, tensor_patches, unsupported)
     from grader.vgpu.mode import VirtualGPUMode
     from grader.vgpu.node import Node, set_node
     from grader.vgpu.nvml import NOT_AVAILABLE
@@ -184,6 +184,7 @@ def _install_virtual(handle: Activation) -> None:
     distributed.install(patcher, virtual=True, node=node)
     unsupported.install(patcher)
     serialization.install(patcher, node)
+    python_dispatch.install(patcher, VirtualGPUMode)
     ThreadHooks(handle, lambda: VirtualGPUMode(node), node.clock).install(patcher)
     handle.trace.emit("nvml", available=False, reason=NOT_AVAILABLE)
 
