@@ -39,6 +39,18 @@ typedef struct {
     PyObject *account;       /* mode._account: the Python tail for unusual outputs */
     PyObject *declined;      /* returned when the op is left to the Python path */
     PyObject *op_kind;       /* backward_schedule.OP */
+    PyObject *lock_acquire;  /* node._lock.acquire, bound once */
+    PyObject *lock_release;  /* node._lock.release */
+    /* The mode's own entry (`dispatch`), once `bind_mode` gave it what it routes by: */
+    PyObject *routes;        /* mode._routes: function -> (kind or handler, name) */
+    PyObject *generic_kind;  /* mode._GENERIC */
+    PyObject *free_kind;     /* mode._FREE */
+    PyObject *pass_kind;     /* mode._PASS */
+    PyObject *slow;          /* the mode's __torch_function__ in Python: everything else */
+    PyObject *python_generic;/* mode._generic: an op this path declines */
+    PyObject *to_handler;    /* mode._to, as the routes hold it */
+    PyObject *devices;       /* mode._devices: `.to()` argument -> GPU index */
+    PyObject *tracing;       /* () -> whether the run writes a trace */
     long long granule;       /* node.ALLOCATION_GRANULE */
     Py_ssize_t tape_limit;   /* clock.TAPE_LIMIT */
 } FastPath;
@@ -46,12 +58,15 @@ typedef struct {
 static PyObject *s_nbytes, *s_dim, *s_requires_grad, *s_untyped_storage, *s_on, *s_host,
     *s_tape, *s_host_op_ns, *s_s_per_byte, *s_s_per_flop, *s_kernel_s, *s_backward_factor,
     *s_busy_until, *s_allocated, *s_peak, *s_acquire, *s_release, *s_record, *s_shape,
-    *s_numel, *s_linear, *s_pop, *s_device, *s_n, *s_memory_bytes_per_s;
+    *s_numel, *s_linear, *s_pop, *s_device, *s_n, *s_memory_bytes_per_s, *s_dict, *s_hot;
 
 #define FIELDS(apply) \
     apply(tensor_type) apply(storage_id) apply(node) apply(labels) apply(producers) \
     apply(watched) apply(lock) apply(on_release) apply(clock) apply(state) apply(flop_ops) \
-    apply(flops) apply(next_entry) apply(mismatch) apply(account) apply(declined) apply(op_kind)
+    apply(flops) apply(next_entry) apply(mismatch) apply(account) apply(declined) apply(op_kind) \
+    apply(lock_acquire) apply(lock_release) apply(routes) apply(generic_kind) apply(free_kind) \
+    apply(pass_kind) apply(slow) apply(python_generic) apply(to_handler) apply(devices) \
+    apply(tracing)
 
 static int
 fastpath_traverse(FastPath *self, visitproc visit, void *arg)
@@ -121,6 +136,8 @@ fastpath_init(FastPath *self, PyObject *args, PyObject *kwds)
     KEEP_ATTR(producers, node, "producers");
     KEEP_ATTR(watched, node, "_watched");
     KEEP_ATTR(lock, node, "_lock");
+    KEEP_ATTR(lock_acquire, self->lock, "acquire");
+    KEEP_ATTR(lock_release, self->lock, "release");
     /* Storages labelled here are released here too (the same as Node._release, in C). */
     KEEP_ATTR(on_release, (PyObject *)self, "release");
     KEEP_ATTR(clock, node, "clock");
@@ -182,9 +199,9 @@ round_ns(double value)
 }
 
 static int
-lock_call(FastPath *self, PyObject *name)
+lock_call(PyObject *bound)
 {
-    PyObject *done = PyObject_CallMethodNoArgs(self->lock, name);
+    PyObject *done = PyObject_CallNoArgs(bound);
     if (done == NULL)
         return -1;
     Py_DECREF(done);
@@ -198,7 +215,7 @@ unlock(FastPath *self)
 {
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
-    int failed = lock_call(self, s_release);
+    int failed = lock_call(self->lock_release);
     if (type != NULL)
         PyErr_Restore(type, value, traceback);
     return failed;
@@ -264,7 +281,7 @@ label_storage(FastPath *self, PyObject *tensor, PyObject *key, PyObject *index)
     peak = PyObject_GetAttr(self->node, s_peak);
     if (allocated == NULL || peak == NULL)
         goto done;
-    if (lock_call(self, s_acquire) < 0)
+    if (lock_call(self->lock_acquire) < 0)
         goto done;
     locked = 1;
     if (PyDict_SetItem(self->labels, key, index) < 0 ||
@@ -412,11 +429,37 @@ take_value(FastPath *self, PyObject *value, PyObject *inputs, PyObject *keys, Py
     return taken;
 }
 
+/* This thread's dict of clock._local (a threading.local): its attributes are read from it
+ * with plain dict lookups, one lookup of the thread's dict per op instead of one per read. */
+static PyObject *
+state_dict(FastPath *self)
+{
+    PyObject *found = PyObject_GetAttr(self->state, s_dict);
+    if (found != NULL && !PyDict_Check(found)) {
+        Py_DECREF(found);
+        PyErr_SetString(PyExc_TypeError, "the clock's thread state has no dict");
+        return NULL;
+    }
+    return found;
+}
+
+/* state.<name> as Python reads it: the thread's own value, else the class's default. */
+static PyObject *
+state_get(FastPath *self, PyObject *sdict, PyObject *name)
+{
+    PyObject *value = PyDict_GetItemWithError(sdict, name);
+    if (value != NULL)
+        return Py_NewRef(value);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_GetAttr(self->state, name);
+}
+
 /* Whether this thread's host time and the GPU's stream time are ints (0: no, -1: error). */
 static int
-whole_nanoseconds(FastPath *self, PyObject *found)
+whole_nanoseconds(FastPath *self, PyObject *sdict, PyObject *found)
 {
-    PyObject *host = PyObject_GetAttr(self->state, s_host);
+    PyObject *host = state_get(self, sdict, s_host);
     if (host == NULL)
         return -1;
     int whole = PyLong_CheckExact(host);
@@ -436,22 +479,25 @@ whole_nanoseconds(FastPath *self, PyObject *found)
 
 /* The op's cost on the clock and its backward's entry on the tape (mode._generic's tail). */
 static int
-charge(FastPath *self, PyObject *name, PyObject *args, PyObject *out, PyObject *out_key,
-       PyObject *found, PyObject *inputs, PyObject *keys, long long nbytes)
+charge(FastPath *self, PyObject *sdict, PyObject *name, PyObject *args, PyObject *out,
+       PyObject *out_key, PyObject *found, PyObject *inputs, PyObject *keys, long long nbytes)
 {
-    PyObject *clock = self->clock, *state = self->state;
+    PyObject *clock = self->clock;
     double s_per_byte, s_per_flop, kernel_s, backward_factor;
     long long host_op_ns, host, busy_now;
     /* Whole nanoseconds only (a cost model with a fractional factor makes times floats, which
      * the Python path follows): 1 tells the caller to leave the charge to it. */
-    int whole = whole_nanoseconds(self, found);
+    int whole = whole_nanoseconds(self, sdict, found);
     if (whole <= 0)
         return whole < 0 ? -1 : 1;
-    if (get_double(clock, s_s_per_byte, &s_per_byte) < 0 ||
-        get_double(clock, s_s_per_flop, &s_per_flop) < 0 ||
-        get_double(clock, s_kernel_s, &kernel_s) < 0 ||
-        get_double(clock, s_backward_factor, &backward_factor) < 0 ||
-        get_long_long(clock, s_host_op_ns, &host_op_ns) < 0)
+    /* The cost model's constants, as clock.hot holds them (one read instead of five). */
+    PyObject *hot = PyObject_GetAttr(clock, s_hot);
+    if (hot == NULL)
+        return -1;
+    int unpacked = PyArg_ParseTuple(hot, "ddddL", &s_per_byte, &s_per_flop, &kernel_s,
+                                    &backward_factor, &host_op_ns);
+    Py_DECREF(hot);
+    if (!unpacked)
         return -1;
     double work = (double)nbytes * s_per_byte;
     /* `name == "linear" and args[0].dim()`: 2 * out.numel() * in_features; otherwise, an op
@@ -507,11 +553,16 @@ charge(FastPath *self, PyObject *name, PyObject *args, PyObject *out, PyObject *
         }
     }
     double seconds = kernel_s + work;
-    if (get_long_long(state, s_host, &host) < 0)
+    PyObject *host_now = state_get(self, sdict, s_host);
+    if (host_now == NULL)
+        return -1;
+    int failed_host = as_long_long(host_now, &host);
+    Py_DECREF(host_now);
+    if (failed_host)
         return -1;
     host += host_op_ns;
     PyObject *boxed = PyLong_FromLongLong(host);
-    if (boxed == NULL || PyObject_SetAttr(state, s_host, boxed) < 0) {
+    if (boxed == NULL || PyDict_SetItem(sdict, s_host, boxed) < 0) {
         Py_XDECREF(boxed);
         return -1;
     }
@@ -559,7 +610,7 @@ charge(FastPath *self, PyObject *name, PyObject *args, PyObject *out, PyObject *
     }
     entry = PyObject_CallNoArgs(self->next_entry);
     duration = PyLong_FromLongLong(round_ns(backward_factor * seconds * 1e9));
-    tape = PyObject_GetAttr(state, s_tape);
+    tape = state_get(self, sdict, s_tape);
     if (entry == NULL || duration == NULL || tape == NULL)
         goto done;
     record = PyTuple_Pack(6, self->op_kind, entry, found, duration,
@@ -588,18 +639,11 @@ done:
     return status;
 }
 
-/* fast.generic(func, name, free, args, kwargs): VirtualGPUMode._generic for `func`. */
+/* VirtualGPUMode._generic for `func`: the op, labelled and charged; or `declined`. */
 static PyObject *
-fastpath_generic(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
+generic(FastPath *self, PyObject *func, PyObject *name, int free_op, PyObject *args,
+        PyObject *kwargs)
 {
-    if (argc != 5) {
-        PyErr_SetString(PyExc_TypeError, "generic(func, name, free, args, kwargs)");
-        return NULL;
-    }
-    PyObject *func = argv[0], *name = argv[1], *args = argv[3], *kwargs = argv[4];
-    int free_op = PyObject_IsTrue(argv[2]);
-    if (free_op < 0)
-        return NULL;
     if (!PyTuple_Check(args) || (kwargs != Py_None && !PyDict_Check(kwargs)))
         goto declined;
     int has_kwargs = kwargs != Py_None && PyDict_GET_SIZE(kwargs) > 0;
@@ -611,7 +655,7 @@ fastpath_generic(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
             goto declined; /* a factory: made on the host, labelled (mode._factory) */
     }
 
-    PyObject *found = NULL, *out = NULL, *out_key = NULL, *result = NULL;
+    PyObject *found = NULL, *out = NULL, *out_key = NULL, *result = NULL, *sdict = NULL;
     PyObject *inputs = PyList_New(0), *keys = PyList_New(0);
     int have_found = 0, taken = 1;
     long long nbytes = 0;
@@ -638,7 +682,12 @@ fastpath_generic(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
     out = has_kwargs ? PyObject_Call(func, args, kwargs) : PyObject_Call(func, args, NULL);
     if (out == NULL)
         goto finish;
-    int on = is_true_attr(self->state, s_on);
+    sdict = state_dict(self);
+    if (sdict == NULL)
+        goto finish;
+    PyObject *on_value = state_get(self, sdict, s_on);
+    int on = on_value == NULL ? -1 : PyObject_IsTrue(on_value);
+    Py_XDECREF(on_value);
     if (on < 0)
         goto finish;
     if (!have_found || found == Py_None) {
@@ -683,7 +732,7 @@ fastpath_generic(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
     if (get_long_long(out, s_nbytes, &out_bytes) < 0)
         goto finish;
     if (!free_op && on) {
-        int charged = charge(self, name, args, out, out_key, found, inputs, keys,
+        int charged = charge(self, sdict, name, args, out, out_key, found, inputs, keys,
                              nbytes + out_bytes);
         if (charged < 0)
             goto finish;
@@ -704,10 +753,131 @@ finish:
     Py_XDECREF(out_key);
     Py_XDECREF(inputs);
     Py_XDECREF(keys);
+    Py_XDECREF(sdict);
     return result;
 declined:
     Py_INCREF(self->declined);
     return self->declined;
+}
+
+/* fast.generic(func, name, free, args, kwargs): VirtualGPUMode._generic for `func`. */
+static PyObject *
+fastpath_generic(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
+{
+    if (argc != 5) {
+        PyErr_SetString(PyExc_TypeError, "generic(func, name, free, args, kwargs)");
+        return NULL;
+    }
+    int free_op = PyObject_IsTrue(argv[2]);
+    if (free_op < 0)
+        return NULL;
+    return generic(self, argv[0], argv[1], free_op, argv[3], argv[4]);
+}
+
+/* fast.bind_mode(routes, generic_kind, free_kind, pass_kind, slow, python_generic, to_handler,
+ * devices, tracing): what `dispatch` routes by (VirtualGPUMode's tables and its Python
+ * paths). */
+static PyObject *
+fastpath_bind_mode(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
+{
+    if (argc != 9 || !PyDict_Check(argv[0]) || !PyDict_Check(argv[7])) {
+        PyErr_SetString(PyExc_TypeError, "bind_mode(routes: dict, generic_kind, free_kind, "
+                        "pass_kind, slow, python_generic, to_handler, devices: dict, tracing)");
+        return NULL;
+    }
+    PyObject **fields[] = {&self->routes, &self->generic_kind, &self->free_kind,
+                           &self->pass_kind, &self->slow, &self->python_generic,
+                           &self->to_handler, &self->devices, &self->tracing};
+    for (Py_ssize_t i = 0; i < argc; i++)
+        Py_XSETREF(*fields[i], Py_NewRef(argv[i]));
+    Py_RETURN_NONE;
+}
+
+/* `x.to(device)` with a device argument seen before, on a tensor already there: x itself, as
+ * mode._to answers it. NULL without an error: not this case (or a run that writes a trace,
+ * whose record of the call the Python path writes), left to the mode's Python path. */
+static PyObject *
+to_where_it_is(FastPath *self, PyObject *args)
+{
+    PyObject *tensor = PyTuple_GET_ITEM(args, 0), *device = PyTuple_GET_ITEM(args, 1);
+    PyObject *target = PyDict_GetItemWithError(self->devices, device); /* borrowed */
+    if (target == NULL) {
+        if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_TypeError))
+            PyErr_Clear(); /* an unhashable argument: the Python path parses it */
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(tensor, (PyTypeObject *)self->tensor_type))
+        return NULL;
+    PyObject *source = Py_None;
+    PyObject *key = PyObject_CallOneArg(self->storage_id, tensor);
+    if (key == NULL) {
+        /* node.label_of: a storage-less tensor lives on the host */
+        if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
+            return NULL;
+        PyErr_Clear();
+    } else {
+        source = PyDict_GetItemWithError(self->labels, key);
+        Py_DECREF(key);
+        if (source == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            source = Py_None;
+        }
+    }
+    int same = PyObject_RichCompareBool(target, source, Py_EQ);
+    if (same <= 0)
+        return NULL;
+    PyObject *traced = PyObject_CallNoArgs(self->tracing);
+    int tracing = traced == NULL ? -1 : PyObject_IsTrue(traced);
+    Py_XDECREF(traced);
+    if (tracing != 0)
+        return NULL;
+    return Py_NewRef(tensor);
+}
+
+/* mode.__torch_function__(func, types, args=(), kwargs=None), bound to the mode as its own
+ * method (torch calls it with the mode as `__self__`): the common routes in C, the rest in
+ * the mode's Python __torch_function__. */
+static PyObject *
+fastpath_dispatch(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
+{
+    if (argc < 3 || argc > 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "__torch_function__(func, types, args=(), kwargs=None)");
+        return NULL;
+    }
+    PyObject *func = argv[1], *args = argc > 3 ? argv[3] : NULL;
+    PyObject *kwargs = argc > 4 ? argv[4] : Py_None;
+    if (self->routes != NULL && args != NULL && PyTuple_Check(args)) {
+        PyObject *route = PyDict_GetItemWithError(self->routes, func); /* borrowed */
+        if (route == NULL && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError))
+                return NULL;
+            PyErr_Clear(); /* an unhashable func: the Python path routes it */
+        }
+        if (route != NULL && PyTuple_CheckExact(route) && PyTuple_GET_SIZE(route) == 2) {
+            PyObject *kind = PyTuple_GET_ITEM(route, 0), *name = PyTuple_GET_ITEM(route, 1);
+            int has_kwargs = kwargs != Py_None && PyDict_Check(kwargs) &&
+                             PyDict_GET_SIZE(kwargs) > 0;
+            if (kind == self->generic_kind || kind == self->free_kind) {
+                PyObject *out = generic(self, func, name, kind == self->free_kind, args,
+                                        kwargs);
+                if (out != self->declined)
+                    return out;
+                Py_DECREF(out);
+                return PyObject_CallFunctionObjArgs(self->python_generic, func, name, kind,
+                                                    args, kwargs, NULL);
+            }
+            if (kind == self->pass_kind && (kwargs == Py_None || PyDict_Check(kwargs)))
+                return PyObject_Call(func, args, has_kwargs ? kwargs : NULL);
+            if (kind == self->to_handler && !has_kwargs && PyTuple_GET_SIZE(args) == 2) {
+                PyObject *out = to_where_it_is(self, args);
+                if (out != NULL || PyErr_Occurred())
+                    return out;
+            }
+        }
+    }
+    return PyObject_Vectorcall(self->slow, argv + 1, argc - 1, NULL);
 }
 
 /* fast.release(watch): Node._release, the weak references' callback of the storages this path
@@ -722,7 +892,7 @@ fastpath_release(FastPath *self, PyObject *watch)
         return NULL;
     allocated = PyObject_GetAttr(self->node, s_allocated);
     n_gpus = PyObject_GetAttr(self->node, s_n);
-    if (allocated == NULL || n_gpus == NULL || lock_call(self, s_acquire) < 0)
+    if (allocated == NULL || n_gpus == NULL || lock_call(self->lock_acquire) < 0)
         goto done;
     locked = 1;
     /* Popped here, its last reference dropped once the lock is released (below). */
@@ -1133,6 +1303,11 @@ static PyMethodDef fastpath_methods[] = {
      "generic(func, name, free, args, kwargs): the op, labelled and charged; or `declined`"},
     {"release", (PyCFunction)fastpath_release, METH_O,
      "release(watch): the weak references' callback: a labelled storage was freed"},
+    {"bind_mode", (PyCFunction)(void (*)(void))fastpath_bind_mode, METH_FASTCALL,
+     "bind_mode(routes, generic_kind, free_kind, pass_kind, slow, python_generic, "
+     "to_handler, devices, tracing): what dispatch routes by"},
+    {"dispatch", (PyCFunction)(void (*)(void))fastpath_dispatch, METH_FASTCALL,
+     "dispatch(mode, func, types, args=(), kwargs=None): the mode's __torch_function__"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1185,6 +1360,8 @@ PyInit__fastpath(void)
     INTERN(s_device, "device");
     INTERN(s_n, "n");
     INTERN(s_memory_bytes_per_s, "memory_bytes_per_s");
+    INTERN(s_dict, "__dict__");
+    INTERN(s_hot, "hot");
 #undef INTERN
     if (PyType_Ready(&FastPathType) < 0)
         return NULL;

@@ -220,8 +220,18 @@ def make_check(patcher=None, extra_owners=()):
     return replaced
 
 
-def _mode_and_hooks_in_place(handle) -> list[str]:
+def _mode_entries(handle) -> list:
+    """(mode, the method torch calls on it) for each of the node's modes, as armed: where the C
+    path was built the mode's `__torch_function__` is its own attribute (grader/vgpu/mode.py)."""
+    return [(mode, vars(mode).get("__torch_function__")) for mode in handle.modes]
+
+
+def _mode_and_hooks_in_place(handle, entries=()) -> list[str]:
     found = []
+    for mode, method in entries:
+        if vars(mode).get("__torch_function__") is not method:
+            found.append("the node's torch-function mode (its __torch_function__ replaced)")
+            break
     try:
         from torch.overrides import _get_current_function_mode_stack
         stack = _get_current_function_mode_stack()
@@ -481,7 +491,7 @@ def start(trace):
     profile_guard = None
     if in_sealed_run():   # never in a process of the grader's own (tests, the CLI)
         profile_guard = watch_interpreter(trace)
-    state = {"check": None, "handle": None, "closed_in": None}
+    state = {"check": None, "handle": None, "closed_in": None, "modes": ()}
     write = trace.emit
     close = trace.close
     getpid = os.getpid
@@ -491,7 +501,8 @@ def start(trace):
             return
         state["closed_in"] = getpid()
         try:
-            replaced = state["check"]() + _mode_and_hooks_in_place(state["handle"])
+            replaced = state["check"]() + _mode_and_hooks_in_place(state["handle"],
+                                                                    state["modes"])
         except Exception as error:   # the check itself broken: that is a finding too
             replaced = [f"the closing check failed ({type(error).__name__})"]
         write("closing_check", replaced=replaced, pid=getpid())
@@ -502,6 +513,7 @@ def start(trace):
     def arm(handle) -> None:
         state["handle"] = handle
         state["check"] = make_check(handle.patcher)
+        state["modes"] = _mode_entries(handle)
         real_exit = os._exit
 
         def _exit(status):

@@ -12,6 +12,8 @@ The mode is thread-local, so `grader.vgpu.activate` enters it in every new threa
 """
 from __future__ import annotations
 
+from types import MethodType
+
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -127,17 +129,27 @@ class VirtualGPUMode(TorchFunctionMode):
             # Module.to parses its arguments with this before it moves any tensor.
             torch._C._nn._parse_to: self._parse_to,
         }
-        self._fast = self._fast_path()
+        self._fast = None
+        if self.node.c_path is not None:
+            self._bind_c_path(self.node.c_path)
 
-    def _fast_path(self):
-        """`_generic` in C (grader/vgpu/c_path.py) where it was built, else None."""
-        if self.node.c_path is None:
-            return None
-        return self.node.c_path.FastPath(
+    def _bind_c_path(self, c_path) -> None:
+        """`_generic`, and the common routes of `__torch_function__`, in C
+        (grader/vgpu/c_path.py), where it was built."""
+        fast = c_path.FastPath(
             tensor_type=Tensor, storage_id=storage_id, node=self.node, flop_ops=FLOP_OPS,
             flops=flops, next_entry=next_entry, mismatch=mismatch, account=self._account,
-            declined=_DECLINED, op_kind=OP, granule=ALLOCATION_GRANULE,
-            tape_limit=TAPE_LIMIT).generic
+            declined=_DECLINED, op_kind=OP, granule=ALLOCATION_GRANULE, tape_limit=TAPE_LIMIT)
+        self._fast = fast.generic
+        # Every op passes through `__torch_function__`: in C its common routes (an op of
+        # `_generic`, a passthrough, `x.to(device)` where x already is) cost no Python frame;
+        # any other call goes on to the Python method below, as before. Bound to this mode,
+        # as torch requires of a mode's method.
+        fast.bind_mode(self._routes, _GENERIC, _FREE, _PASS,
+                       MethodType(VirtualGPUMode.__torch_function__, self),
+                       self._generic, self.special[Tensor.to], self._devices,
+                       lambda: get_trace().enabled)
+        self.__torch_function__ = MethodType(fast.dispatch, self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         try:

@@ -77,6 +77,25 @@ def test_the_nodes_own_patches_are_not_replacements():
         patcher.restore()
 
 
+def test_the_nodes_mode_with_its_method_replaced_is_named(vnode):
+    """Where the C path is built, the method torch calls on the node's mode is the mode's own
+    attribute: a script that finds the mode on torch's stack and swaps it is found out."""
+    handle = vnode(2)
+    entries = guard._mode_entries(handle)
+    assert guard._mode_and_hooks_in_place(handle, entries) == []
+    mode = handle.modes[0]
+    installed = vars(mode).get("__torch_function__")
+    mode.__torch_function__ = lambda func, types, args=(), kwargs=None: func(*args, **(kwargs or {}))
+    try:
+        found = guard._mode_and_hooks_in_place(handle, entries)
+    finally:
+        if installed is None:
+            del mode.__torch_function__
+        else:
+            mode.__torch_function__ = installed
+    assert found == ["the node's torch-function mode (its __torch_function__ replaced)"], found
+
+
 def test_torch_wrapping_its_own_function_is_no_replacement(monkeypatch):
     import functools
     check = guard.make_check()
