@@ -109,9 +109,12 @@ class Node:
         nbytes = -(-storage.nbytes() // ALLOCATION_GRANULE) * ALLOCATION_GRANULE
         # A weak reference that tells when PyTorch frees the storage (also one autograd saved).
         watch = weakref.ref(storage, self._on_release)
+        # Made before the lock is taken: making it may start a garbage collection, which may
+        # free another labelled storage, whose callback (_release) takes the same lock.
+        record = (watch, key, index, nbytes)
         with self._lock:
             self.labels[key] = index
-            self._watched[id(watch)] = (watch, key, index, nbytes)
+            self._watched[id(watch)] = record
             allocated = self.allocated[index] = self.allocated[index] + nbytes
             if allocated > self.peak[index]:
                 self.peak[index] = allocated
