@@ -42,11 +42,13 @@ class Node:
         # Which entry of the clock's tape last wrote each storage (backward_schedule).
         self.producers: dict[int, int] = {}
         self._tls = threading.local()
-        self._lock = threading.Lock()
-        # The weak references' callback, bound once (label_storage runs for every new tensor).
-        self._on_release = self._release
         # The hot paths in C, or None: the Python ones (grader/vgpu/c_path.py).
         self.c_path = c_module()
+        # Where the C path runs, its lock, which the C sections wait on without calling into
+        # Python (grader/vgpu/_fastpath.c, GilLock); the Python sections take either alike.
+        self._lock = self.c_path.GilLock() if self.c_path is not None else threading.Lock()
+        # The weak references' callback, bound once (label_storage runs for every new tensor).
+        self._on_release = self._release
 
     def resize(self, n_gpus: int) -> None:
         """Change the node's size (harnesses reuse one process for several node sizes)."""

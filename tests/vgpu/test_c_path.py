@@ -184,3 +184,80 @@ def test_a_fractional_backward_factor_takes_the_python_replay(c_path_built, vnod
     before = clock.host()
     on_host.relu()                                         # host work: the launch only
     assert clock.host() == before + clock.host_op_ns
+
+
+# -- the node's lock where the C path runs (grader/vgpu/_fastpath.c, GilLock) ------------------
+def test_the_c_path_waits_while_another_thread_holds_the_nodes_lock(c_path_built, vnode,
+                                                                    monkeypatch):
+    """A Python section of the node (Node._label, _release) that lost the GIL half-way holds
+    the lock: the C path must not update labels and memory under it."""
+    import threading
+    import time
+    monkeypatch.delenv(ENV_PURE_PYTHON, raising=False)
+    node = vnode(2).node
+    x = torch.randn(64, 64, device="cuda:1")
+    taken, hold_s = threading.Event(), 0.3
+
+    def python_section():
+        with node._lock:
+            taken.set()
+            time.sleep(hold_s)
+
+    holder = threading.Thread(target=python_section)
+    holder.start()
+    taken.wait(5)
+    started = time.perf_counter()
+    y = x.relu()                                          # labelled by the C path
+    waited = time.perf_counter() - started
+    holder.join()
+    assert waited >= hold_s * 0.5, (
+        f"the C path labelled a storage after {waited:.3f} s while another thread held the "
+        f"node's lock for {hold_s} s: it should have waited (grader/vgpu/_fastpath.c)")
+    assert y.device == torch.device("cuda", 1)
+
+
+def test_the_nodes_lock_lets_its_own_thread_through(c_path_built, vnode, monkeypatch):
+    """A storage freed by a garbage collection that a Python section of the node started is
+    released, by the C path, in the thread that holds the lock: no deadlock."""
+    monkeypatch.delenv(ENV_PURE_PYTHON, raising=False)
+    node = vnode(2).node
+    before = torch.cuda.memory_allocated(0)
+    with node._lock:
+        y = torch.ones(128, device="cuda:0").relu()
+        del y                                             # released under the held lock
+    assert torch.cuda.memory_allocated(0) == before
+    with pytest.raises(RuntimeError, match="does not hold"):
+        node._lock.release()
+
+
+def test_threads_labelling_in_c_and_in_python_keep_memory_exact(c_path_built, vnode,
+                                                                monkeypatch):
+    """Copies between GPUs are labelled by Python, ops by C: from several threads at once the
+    node's memory is still the sum of what lives, and all of it comes back."""
+    import threading
+    monkeypatch.delenv(ENV_PURE_PYTHON, raising=False)
+    vnode(2)
+    before = [torch.cuda.memory_allocated(i) for i in range(2)]
+    kept, errors = [], []
+
+    def work(seed):
+        try:
+            generator = torch.Generator().manual_seed(seed)
+            h = torch.randn(32, 32, generator=generator).to("cuda:0")
+            for step in range(300):
+                h = (h.to(f"cuda:{step % 2}") * 0.5).relu()   # a Python copy, two C ops
+            kept.append(h)
+        except Exception as error:  # reported below with the thread's own error
+            errors.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    live = [sum(-(-t.untyped_storage().nbytes() // 512) * 512 for t in kept
+                if t.device.index == i) for i in range(2)]
+    assert [torch.cuda.memory_allocated(i) - before[i] for i in range(2)] == live
+    kept.clear()
+    assert [torch.cuda.memory_allocated(i) for i in range(2)] == before
