@@ -135,6 +135,10 @@ typedef struct {
     PyObject *to_handler;    /* mode._to, as the routes hold it */
     PyObject *devices;       /* mode._devices: `.to()` argument -> GPU index */
     PyObject *tracing;       /* () -> whether the run writes a trace */
+    PyObject *copy_kind;     /* backward_schedule.COPY */
+    PyObject *preserve;      /* torch.preserve_format */
+    PyObject *thread_state;  /* clock._local's dict of the thread that last used this path */
+    unsigned long thread_id; /* that thread */
     long long granule;       /* node.ALLOCATION_GRANULE */
     Py_ssize_t tape_limit;   /* clock.TAPE_LIMIT */
 } FastPath;
@@ -142,7 +146,8 @@ typedef struct {
 static PyObject *s_nbytes, *s_dim, *s_requires_grad, *s_untyped_storage, *s_on, *s_host,
     *s_tape, *s_host_op_ns, *s_s_per_byte, *s_s_per_flop, *s_kernel_s, *s_backward_factor,
     *s_busy_until, *s_allocated, *s_peak, *s_acquire, *s_release, *s_record, *s_shape,
-    *s_numel, *s_linear, *s_pop, *s_device, *s_n, *s_memory_bytes_per_s, *s_dict, *s_hot;
+    *s_numel, *s_linear, *s_pop, *s_device, *s_n, *s_memory_bytes_per_s, *s_dict, *s_hot,
+    *s_to, *s_copy, *s_dtype, *s_move_kwnames;
 
 #define FIELDS(apply) \
     apply(tensor_type) apply(storage_id) apply(node) apply(labels) apply(producers) \
@@ -150,7 +155,8 @@ static PyObject *s_nbytes, *s_dim, *s_requires_grad, *s_untyped_storage, *s_on, 
     apply(flops) apply(next_entry) apply(mismatch) apply(account) apply(declined) apply(op_kind) \
     apply(routes) apply(generic_kind) apply(free_kind) \
     apply(pass_kind) apply(slow) apply(python_generic) apply(to_handler) apply(devices) \
-    apply(tracing)
+    apply(tracing) apply(copy_kind) apply(preserve) \
+    apply(thread_state)
 
 static int
 fastpath_traverse(FastPath *self, visitproc visit, void *arg)
@@ -501,11 +507,20 @@ take_value(FastPath *self, PyObject *value, PyObject *inputs, PyObject *keys, Py
 static PyObject *
 state_dict(FastPath *self)
 {
+    /* A mode, and so this path, serves the one thread that entered it: its dict is kept (a
+     * thread's dict of a threading.local stays the same object while the thread lives). */
+    unsigned long me = PyThread_get_thread_ident();
+    if (self->thread_state != NULL && self->thread_id == me)
+        return Py_NewRef(self->thread_state);
     PyObject *found = PyObject_GetAttr(self->state, s_dict);
     if (found != NULL && !PyDict_Check(found)) {
         Py_DECREF(found);
         PyErr_SetString(PyExc_TypeError, "the clock's thread state has no dict");
         return NULL;
+    }
+    if (found != NULL) {
+        Py_XSETREF(self->thread_state, Py_NewRef(found));
+        self->thread_id = me;
     }
     return found;
 }
@@ -842,29 +857,143 @@ fastpath_generic(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
 }
 
 /* fast.bind_mode(routes, generic_kind, free_kind, pass_kind, slow, python_generic, to_handler,
- * devices, tracing): what `dispatch` routes by (VirtualGPUMode's tables and its Python
- * paths). */
+ * devices, tracing, copy_kind, preserve_format): what `dispatch` routes by (VirtualGPUMode's
+ * tables and its Python paths). */
 static PyObject *
 fastpath_bind_mode(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
 {
-    if (argc != 9 || !PyDict_Check(argv[0]) || !PyDict_Check(argv[7])) {
+    if (argc != 11 || !PyDict_Check(argv[0]) || !PyDict_Check(argv[7])) {
         PyErr_SetString(PyExc_TypeError, "bind_mode(routes: dict, generic_kind, free_kind, "
-                        "pass_kind, slow, python_generic, to_handler, devices: dict, tracing)");
+                        "pass_kind, slow, python_generic, to_handler, devices: dict, tracing, "
+                        "copy_kind, preserve_format)");
         return NULL;
     }
     PyObject **fields[] = {&self->routes, &self->generic_kind, &self->free_kind,
                            &self->pass_kind, &self->slow, &self->python_generic,
-                           &self->to_handler, &self->devices, &self->tracing};
+                           &self->to_handler, &self->devices, &self->tracing,
+                           &self->copy_kind, &self->preserve};
     for (Py_ssize_t i = 0; i < argc; i++)
         Py_XSETREF(*fields[i], Py_NewRef(argv[i]));
     Py_RETURN_NONE;
 }
 
-/* `x.to(device)` with a device argument seen before, on a tensor already there: x itself, as
- * mode._to answers it. NULL without an error: not this case (or a run that writes a trace,
- * whose record of the call the Python path writes), left to the mode's Python path. */
+/* backward_schedule.record_copy between two GPUs: the copy's entry on this thread's tape, with
+ * the entry that made `tensor` (if a gradient flows back into it); `out` is now made by it. */
+static int
+record_copy(FastPath *self, PyObject *source, PyObject *target, PyObject *nbytes,
+            PyObject *tensor, PyObject *out)
+{
+    PyObject *entry = PyObject_CallNoArgs(self->next_entry), *made_by = NULL, *record = NULL;
+    PyObject *sdict = NULL, *tape = NULL, *key = NULL;
+    int status = -1;
+    if (entry == NULL)
+        return -1;
+    int flows = is_true_attr(tensor, s_requires_grad);
+    if (flows < 0)
+        goto done;
+    PyObject *maker = NULL; /* borrowed */
+    if (flows) {
+        key = PyObject_CallOneArg(self->storage_id, tensor);
+        if (key == NULL) {
+            if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
+                goto done;
+            PyErr_Clear();
+        } else {
+            maker = PyDict_GetItemWithError(self->producers, key);
+            Py_CLEAR(key);
+            if (maker == NULL && PyErr_Occurred())
+                goto done;
+        }
+    }
+    made_by = maker != NULL ? PyTuple_Pack(1, maker) : PyTuple_New(0);
+    record = made_by == NULL ? NULL : PyTuple_Pack(6, self->copy_kind, entry, source, target,
+                                                   nbytes, made_by);
+    sdict = record == NULL ? NULL : state_dict(self);
+    tape = sdict == NULL ? NULL : state_get(self, sdict, s_tape);
+    if (tape == NULL || PyList_Append(tape, record) < 0)
+        goto done;
+    if (PyList_Check(tape) && PyList_GET_SIZE(tape) > self->tape_limit &&  /* clock.record */
+        PyList_SetSlice(tape, 0, PyList_GET_SIZE(tape) / 2, NULL) < 0)
+        goto done;
+    key = PyObject_CallOneArg(self->storage_id, out); /* backward_schedule._made */
+    if (key == NULL) {
+        if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
+            goto done;
+        PyErr_Clear();
+    } else if (PyDict_SetItem(self->producers, key, entry) < 0)
+        goto done;
+    status = 0;
+done:
+    Py_XDECREF(entry);
+    Py_XDECREF(made_by);
+    Py_XDECREF(record);
+    Py_XDECREF(sdict);
+    Py_XDECREF(tape);
+    Py_XDECREF(key);
+    return status;
+}
+
+/* A copy of `tensor` to GPU `target` (None: the host) from `source`: mode._move and
+ * _charge_move for a device known in advance, with neither a dtype nor a layout to change. */
 static PyObject *
-to_where_it_is(FastPath *self, PyObject *args)
+move(FastPath *self, PyObject *tensor, PyObject *source, PyObject *target)
+{
+    PyObject *dtype = PyObject_GetAttr(tensor, s_dtype);
+    if (dtype == NULL)
+        return NULL;
+    PyObject *call[] = {tensor, dtype, Py_True, self->preserve};
+    PyObject *out = PyObject_VectorcallMethod(s_to, call, 1, s_move_kwnames);
+    Py_DECREF(dtype);
+    if (out == NULL || out == tensor)
+        return out;
+    if (target != Py_None) { /* node.label(out, target) */
+        PyObject *key = PyObject_CallOneArg(self->storage_id, out);
+        if (key == NULL) {
+            if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
+                goto failed;
+            PyErr_Clear();
+        } else {
+            int known = PyDict_Contains(self->labels, key);
+            int labelled = known < 0 ? -1 : known ? 0 : label_storage(self, out, key, target);
+            Py_DECREF(key);
+            if (labelled < 0)
+                goto failed;
+        }
+    }
+    /* _charge_move: on the clock when this thread is timed */
+    PyObject *sdict = state_dict(self);
+    PyObject *on_value = sdict == NULL ? NULL : state_get(self, sdict, s_on);
+    Py_XDECREF(sdict);
+    int on = on_value == NULL ? -1 : PyObject_IsTrue(on_value);
+    Py_XDECREF(on_value);
+    if (on < 0)
+        goto failed;
+    if (on) {
+        PyObject *nbytes = PyObject_GetAttr(out, s_nbytes);
+        if (nbytes == NULL)
+            goto failed;
+        PyObject *done = PyObject_CallMethodObjArgs(self->clock, s_copy, source, target, nbytes,
+                                                    NULL);
+        int needs_grad = done == NULL ? -1 : is_true_attr(out, s_requires_grad);
+        Py_XDECREF(done);
+        if (needs_grad > 0 && source != Py_None && target != Py_None)
+            needs_grad = record_copy(self, source, target, nbytes, tensor, out);
+        Py_DECREF(nbytes);
+        if (needs_grad < 0)
+            goto failed;
+    }
+    return out;
+failed:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* `x.to(device)` with a device argument seen before: x itself where it already is, else its
+ * copy there, as mode._to answers them. NULL without an error: not this case (or a run that
+ * writes a trace, whose record of the call the Python path writes), left to the mode's Python
+ * path. */
+static PyObject *
+to_known_device(FastPath *self, PyObject *args)
 {
     PyObject *tensor = PyTuple_GET_ITEM(args, 0), *device = PyTuple_GET_ITEM(args, 1);
     PyObject *target = PyDict_GetItemWithError(self->devices, device); /* borrowed */
@@ -891,15 +1020,27 @@ to_where_it_is(FastPath *self, PyObject *args)
             source = Py_None;
         }
     }
+    Py_INCREF(source); /* a label may go while Python code runs below */
+    PyObject *result = NULL;
     int same = PyObject_RichCompareBool(target, source, Py_EQ);
-    if (same <= 0)
-        return NULL;
+    if (same < 0)
+        goto done;
+    if (!same && target != Py_None) { /* (the node may have shrunk since: Python says so) */
+        PyObject *n_gpus = PyObject_GetAttr(self->node, s_n);
+        int inside = n_gpus == NULL ? -1 : PyObject_RichCompareBool(target, n_gpus, Py_LT);
+        Py_XDECREF(n_gpus);
+        if (inside <= 0)
+            goto done;
+    }
     PyObject *traced = PyObject_CallNoArgs(self->tracing);
     int tracing = traced == NULL ? -1 : PyObject_IsTrue(traced);
     Py_XDECREF(traced);
     if (tracing != 0)
-        return NULL;
-    return Py_NewRef(tensor);
+        goto done;
+    result = same ? Py_NewRef(tensor) : move(self, tensor, source, target);
+done:
+    Py_DECREF(source);
+    return result;
 }
 
 /* mode.__torch_function__(func, types, args=(), kwargs=None), bound to the mode as its own
@@ -938,7 +1079,7 @@ fastpath_dispatch(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
             if (kind == self->pass_kind && (kwargs == Py_None || PyDict_Check(kwargs)))
                 return PyObject_Call(func, args, has_kwargs ? kwargs : NULL);
             if (kind == self->to_handler && !has_kwargs && PyTuple_GET_SIZE(args) == 2) {
-                PyObject *out = to_where_it_is(self, args);
+                PyObject *out = to_known_device(self, args);
                 if (out != NULL || PyErr_Occurred())
                     return out;
             }
@@ -1426,6 +1567,12 @@ PyInit__fastpath(void)
     INTERN(s_memory_bytes_per_s, "memory_bytes_per_s");
     INTERN(s_dict, "__dict__");
     INTERN(s_hot, "hot");
+    INTERN(s_to, "to");
+    INTERN(s_copy, "copy");
+    INTERN(s_dtype, "dtype");
+    s_move_kwnames = Py_BuildValue("(sss)", "dtype", "copy", "memory_format");
+    if (s_move_kwnames == NULL)
+        return NULL;
 #undef INTERN
     if (PyType_Ready(&FastPathType) < 0 || PyType_Ready(&GilLockType) < 0)
         return NULL;

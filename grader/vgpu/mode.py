@@ -17,8 +17,8 @@ from types import MethodType
 import torch
 from torch.overrides import TorchFunctionMode
 
-from grader.vgpu.backward_schedule import (OP, next_entry, record_copy, record_operation,
-                                           schedule_backward)
+from grader.vgpu.backward_schedule import (COPY, OP, next_entry, record_copy,
+                                           record_operation, schedule_backward)
 from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
@@ -142,13 +142,13 @@ class VirtualGPUMode(TorchFunctionMode):
             declined=_DECLINED, op_kind=OP, granule=ALLOCATION_GRANULE, tape_limit=TAPE_LIMIT)
         self._fast = fast.generic
         # Every op passes through `__torch_function__`: in C its common routes (an op of
-        # `_generic`, a passthrough, `x.to(device)` where x already is) cost no Python frame;
-        # any other call goes on to the Python method below, as before. Bound to this mode,
-        # as torch requires of a mode's method.
+        # `_generic`, a passthrough, `x.to(device)` to a device seen before) cost no Python
+        # frame; any other call goes on to the Python method below, as before. Bound to this
+        # mode, as torch requires of a mode's method.
         fast.bind_mode(self._routes, _GENERIC, _FREE, _PASS,
                        MethodType(VirtualGPUMode.__torch_function__, self),
                        self._generic, self.special[Tensor.to], self._devices,
-                       lambda: get_trace().enabled)
+                       lambda: get_trace().enabled, COPY, torch.preserve_format)
         self.__torch_function__ = MethodType(fast.dispatch, self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -85,7 +85,7 @@ def test_the_nodes_mode_with_its_method_replaced_is_named(vnode):
     assert guard._mode_and_hooks_in_place(handle, entries) == []
     mode = handle.modes[0]
     installed = vars(mode).get("__torch_function__")
-    mode.__torch_function__ = lambda func, types, args=(), kwargs=None: func(*args, **(kwargs or {}))
+    mode.__torch_function__ = lambda func, types, args=(), kwargs=None: func(*args)
     try:
         found = guard._mode_and_hooks_in_place(handle, entries)
     finally:
