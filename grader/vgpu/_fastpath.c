@@ -576,8 +576,16 @@ charge(FastPath *self, PyObject *sdict, PyObject *name, PyObject *args, PyObject
     PyObject *hot = PyObject_GetAttr(clock, s_hot);
     if (hot == NULL)
         return -1;
-    int unpacked = PyArg_ParseTuple(hot, "ddddL", &s_per_byte, &s_per_flop, &kernel_s,
-                                    &backward_factor, &host_op_ns);
+    int unpacked = PyTuple_Check(hot) && PyTuple_GET_SIZE(hot) == 5;
+    if (unpacked) {
+        s_per_byte = PyFloat_AsDouble(PyTuple_GET_ITEM(hot, 0));
+        s_per_flop = PyFloat_AsDouble(PyTuple_GET_ITEM(hot, 1));
+        kernel_s = PyFloat_AsDouble(PyTuple_GET_ITEM(hot, 2));
+        backward_factor = PyFloat_AsDouble(PyTuple_GET_ITEM(hot, 3));
+        unpacked = as_long_long(PyTuple_GET_ITEM(hot, 4), &host_op_ns) == 0 && !PyErr_Occurred();
+    } else
+        PyErr_SetString(PyExc_TypeError, "clock.hot is (s_per_byte, s_per_flop, kernel_s, "
+                        "backward_factor, host_op_ns)");
     Py_DECREF(hot);
     if (!unpacked)
         return -1;

@@ -181,7 +181,10 @@ def _whole_nanoseconds(clock: SimulatedClock, host) -> bool:
     """Whether every time the replay reads is an int (the C replay counts in int64); a cost
     model with a fractional backward factor makes them floats, which only Python follows."""
     return type(host) is int and type(clock.model.backward_factor) is int \
-        and all(type(busy) is int for busy in clock.busy_until)
+        and set(map(type, clock.busy_until)) <= _INT_ONLY
+
+
+_INT_ONLY = {int}
 
 
 def _index(tape: list, by_id: dict) -> None:
