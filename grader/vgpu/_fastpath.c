@@ -885,6 +885,34 @@ fastpath_bind_mode(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
     Py_RETURN_NONE;
 }
 
+/* storage_id(tensor) as node.label_of and backward_schedule take it: 1 and the key (a new
+ * reference) in *key; 0 for a tensor without a storage (RuntimeError, NotImplementedError,
+ * TypeError: none is kept); -1 on any other error. */
+static int
+storage_key(FastPath *self, PyObject *tensor, PyObject **key)
+{
+    *key = PyObject_CallOneArg(self->storage_id, tensor);
+    if (*key != NULL)
+        return 1;
+    if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* dict[storage_id(tensor)], borrowed: NULL for none (no error set: no such key, or no
+ * storage) or on an error. */
+static PyObject *
+stored_under(FastPath *self, PyObject *dict, PyObject *tensor)
+{
+    PyObject *key;
+    if (storage_key(self, tensor, &key) <= 0)
+        return NULL;
+    PyObject *value = PyDict_GetItemWithError(dict, key);
+    Py_DECREF(key);
+    return value;
+}
+
 /* backward_schedule.record_copy between two GPUs: the copy's entry on this thread's tape, with
  * the entry that made `tensor` (if a gradient flows back into it); `out` is now made by it. */
 static int
@@ -899,20 +927,9 @@ record_copy(FastPath *self, PyObject *source, PyObject *target, PyObject *nbytes
     int flows = is_true_attr(tensor, s_requires_grad);
     if (flows < 0)
         goto done;
-    PyObject *maker = NULL; /* borrowed */
-    if (flows) {
-        key = PyObject_CallOneArg(self->storage_id, tensor);
-        if (key == NULL) {
-            if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
-                goto done;
-            PyErr_Clear();
-        } else {
-            maker = PyDict_GetItemWithError(self->producers, key);
-            Py_CLEAR(key);
-            if (maker == NULL && PyErr_Occurred())
-                goto done;
-        }
-    }
+    PyObject *maker = flows ? stored_under(self, self->producers, tensor) : NULL; /* borrowed */
+    if (maker == NULL && PyErr_Occurred())
+        goto done;
     made_by = maker != NULL ? PyTuple_Pack(1, maker) : PyTuple_New(0);
     record = made_by == NULL ? NULL : PyTuple_Pack(6, self->copy_kind, entry, source, target,
                                                    nbytes, made_by);
@@ -923,12 +940,8 @@ record_copy(FastPath *self, PyObject *source, PyObject *target, PyObject *nbytes
     if (PyList_Check(tape) && PyList_GET_SIZE(tape) > self->tape_limit &&  /* clock.record */
         PyList_SetSlice(tape, 0, PyList_GET_SIZE(tape) / 2, NULL) < 0)
         goto done;
-    key = PyObject_CallOneArg(self->storage_id, out); /* backward_schedule._made */
-    if (key == NULL) {
-        if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
-            goto done;
-        PyErr_Clear();
-    } else if (PyDict_SetItem(self->producers, key, entry) < 0)
+    int keyed = storage_key(self, out, &key); /* backward_schedule._made */
+    if (keyed < 0 || (keyed > 0 && PyDict_SetItem(self->producers, key, entry) < 0))
         goto done;
     status = 0;
 done:
@@ -955,12 +968,11 @@ move(FastPath *self, PyObject *tensor, PyObject *source, PyObject *target)
     if (out == NULL || out == tensor)
         return out;
     if (target != Py_None) { /* node.label(out, target) */
-        PyObject *key = PyObject_CallOneArg(self->storage_id, out);
-        if (key == NULL) {
-            if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
-                goto failed;
-            PyErr_Clear();
-        } else {
+        PyObject *key;
+        int keyed = storage_key(self, out, &key);
+        if (keyed < 0)
+            goto failed;
+        if (keyed > 0) {
             int known = PyDict_Contains(self->labels, key);
             int labelled = known < 0 ? -1 : known ? 0 : label_storage(self, out, key, target);
             Py_DECREF(key);
@@ -1012,21 +1024,12 @@ to_known_device(FastPath *self, PyObject *args)
     }
     if (!PyObject_TypeCheck(tensor, (PyTypeObject *)self->tensor_type))
         return NULL;
-    PyObject *source = Py_None;
-    PyObject *key = PyObject_CallOneArg(self->storage_id, tensor);
-    if (key == NULL) {
-        /* node.label_of: a storage-less tensor lives on the host */
-        if (!(PyErr_ExceptionMatches(PyExc_RuntimeError) || odd_tensor_error()))
+    /* node.label_of: unlabelled, and a storage-less tensor, live on the host */
+    PyObject *source = stored_under(self, self->labels, tensor);
+    if (source == NULL) {
+        if (PyErr_Occurred())
             return NULL;
-        PyErr_Clear();
-    } else {
-        source = PyDict_GetItemWithError(self->labels, key);
-        Py_DECREF(key);
-        if (source == NULL) {
-            if (PyErr_Occurred())
-                return NULL;
-            source = Py_None;
-        }
+        source = Py_None;
     }
     Py_INCREF(source); /* a label may go while Python code runs below */
     PyObject *result = NULL;
