@@ -1031,7 +1031,9 @@ to_known_device(FastPath *self, PyObject *args)
             return NULL;
         source = Py_None;
     }
-    Py_INCREF(source); /* a label may go while Python code runs below */
+    /* Both kept: a label may go, a cached device too, while Python code runs below. */
+    Py_INCREF(source);
+    Py_INCREF(target);
     PyObject *result = NULL;
     int same = PyObject_RichCompareBool(target, source, Py_EQ);
     if (same < 0)
@@ -1051,7 +1053,29 @@ to_known_device(FastPath *self, PyObject *args)
     result = same ? Py_NewRef(tensor) : move(self, tensor, source, target);
 done:
     Py_DECREF(source);
+    Py_DECREF(target);
     return result;
+}
+
+/* The call by its route: its result, or NULL without an error for a route left to Python. */
+static PyObject *
+routed(FastPath *self, PyObject *func, PyObject *kind, PyObject *name, PyObject *args,
+       PyObject *kwargs)
+{
+    int has_kwargs = kwargs != Py_None && PyDict_Check(kwargs) && PyDict_GET_SIZE(kwargs) > 0;
+    if (kind == self->generic_kind || kind == self->free_kind) {
+        PyObject *out = generic(self, func, name, kind == self->free_kind, args, kwargs);
+        if (out != self->declined)
+            return out;
+        Py_DECREF(out);
+        return PyObject_CallFunctionObjArgs(self->python_generic, func, name, kind, args,
+                                            kwargs, NULL);
+    }
+    if (kind == self->pass_kind && (kwargs == Py_None || PyDict_Check(kwargs)))
+        return PyObject_Call(func, args, has_kwargs ? kwargs : NULL);
+    if (kind == self->to_handler && !has_kwargs && PyTuple_GET_SIZE(args) == 2)
+        return to_known_device(self, args);
+    return NULL;
 }
 
 /* mode.__torch_function__(func, types, args=(), kwargs=None), bound to the mode as its own
@@ -1075,25 +1099,12 @@ fastpath_dispatch(FastPath *self, PyObject *const *argv, Py_ssize_t argc)
             PyErr_Clear(); /* an unhashable func: the Python path routes it */
         }
         if (route != NULL && PyTuple_CheckExact(route) && PyTuple_GET_SIZE(route) == 2) {
+            Py_INCREF(route); /* kept while the op (Python code) runs */
             PyObject *kind = PyTuple_GET_ITEM(route, 0), *name = PyTuple_GET_ITEM(route, 1);
-            int has_kwargs = kwargs != Py_None && PyDict_Check(kwargs) &&
-                             PyDict_GET_SIZE(kwargs) > 0;
-            if (kind == self->generic_kind || kind == self->free_kind) {
-                PyObject *out = generic(self, func, name, kind == self->free_kind, args,
-                                        kwargs);
-                if (out != self->declined)
-                    return out;
-                Py_DECREF(out);
-                return PyObject_CallFunctionObjArgs(self->python_generic, func, name, kind,
-                                                    args, kwargs, NULL);
-            }
-            if (kind == self->pass_kind && (kwargs == Py_None || PyDict_Check(kwargs)))
-                return PyObject_Call(func, args, has_kwargs ? kwargs : NULL);
-            if (kind == self->to_handler && !has_kwargs && PyTuple_GET_SIZE(args) == 2) {
-                PyObject *out = to_known_device(self, args);
-                if (out != NULL || PyErr_Occurred())
-                    return out;
-            }
+            PyObject *out = routed(self, func, kind, name, args, kwargs);
+            Py_DECREF(route);
+            if (out != NULL || PyErr_Occurred())
+                return out;
         }
     }
     return PyObject_Vectorcall(self->slow, argv + 1, argc - 1, NULL);
