@@ -232,8 +232,9 @@ def test_the_nodes_lock_lets_its_own_thread_through(c_path_built, vnode, monkeyp
 
 def test_threads_labelling_in_c_and_in_python_keep_memory_exact(c_path_built, vnode,
                                                                 monkeypatch):
-    """Copies between GPUs are labelled by Python, ops by C: from several threads at once the
-    node's memory is still the sum of what lives, and all of it comes back."""
+    """Copies between GPUs asked for by keyword are labelled by Python, ops (and copies to a
+    device seen before) by C: from several threads at once the node's memory is still the sum
+    of what lives, and all of it comes back."""
     import threading
     monkeypatch.delenv(ENV_PURE_PYTHON, raising=False)
     vnode(2)
@@ -245,7 +246,8 @@ def test_threads_labelling_in_c_and_in_python_keep_memory_exact(c_path_built, vn
             generator = torch.Generator().manual_seed(seed)
             h = torch.randn(32, 32, generator=generator).to("cuda:0")
             for step in range(300):
-                h = (h.to(f"cuda:{step % 2}") * 0.5).relu()   # a Python copy, two C ops
+                h = (h.to(device=f"cuda:{step % 2}") * 0.5).relu()  # Python copy, C ops
+                h = h.to(f"cuda:{(step + 1) % 2}")                 # a copy in C
             kept.append(h)
         except Exception as error:  # reported below with the thread's own error
             errors.append(repr(error))
