@@ -537,6 +537,16 @@ state_get(FastPath *self, PyObject *sdict, PyObject *name)
     return PyObject_GetAttr(self->state, name);
 }
 
+/* clock.timed: whether work in this thread goes on the clock (1, 0; -1 on an error). */
+static int
+thread_is_timed(FastPath *self, PyObject *sdict)
+{
+    PyObject *on = state_get(self, sdict, s_on);
+    int timed = on == NULL ? -1 : PyObject_IsTrue(on);
+    Py_XDECREF(on);
+    return timed;
+}
+
 /* Whether this thread's host time and the GPU's stream time are ints (0: no, -1: error). */
 static int
 whole_nanoseconds(FastPath *self, PyObject *sdict, PyObject *found)
@@ -775,19 +785,17 @@ generic(FastPath *self, PyObject *func, PyObject *name, int free_op, PyObject *a
     sdict = state_dict(self);
     if (sdict == NULL)
         goto finish;
-    PyObject *on_value = state_get(self, sdict, s_on);
-    int on = on_value == NULL ? -1 : PyObject_IsTrue(on_value);
-    Py_XDECREF(on_value);
+    int on = thread_is_timed(self, sdict);
     if (on < 0)
         goto finish;
     if (!have_found || found == Py_None) {
         if (!free_op && on && first_tensor(self, out) != NULL) {
             /* clock.host_op(): grad mode, profiler marks and the like launch nothing (in
              * Python's arithmetic: the host's time may be a float, see whole_nanoseconds) */
-            PyObject *host = PyObject_GetAttr(self->state, s_host);
+            PyObject *host = state_get(self, sdict, s_host);
             PyObject *cost = PyObject_GetAttr(self->clock, s_host_op_ns);
             PyObject *later = host && cost ? PyNumber_Add(host, cost) : NULL;
-            int failed = later == NULL || PyObject_SetAttr(self->state, s_host, later) < 0;
+            int failed = later == NULL || PyDict_SetItem(sdict, s_host, later) < 0;
             Py_XDECREF(host);
             Py_XDECREF(cost);
             Py_XDECREF(later);
@@ -982,10 +990,8 @@ move(FastPath *self, PyObject *tensor, PyObject *source, PyObject *target)
     }
     /* _charge_move: on the clock when this thread is timed */
     PyObject *sdict = state_dict(self);
-    PyObject *on_value = sdict == NULL ? NULL : state_get(self, sdict, s_on);
+    int on = sdict == NULL ? -1 : thread_is_timed(self, sdict);
     Py_XDECREF(sdict);
-    int on = on_value == NULL ? -1 : PyObject_IsTrue(on_value);
-    Py_XDECREF(on_value);
     if (on < 0)
         goto failed;
     if (on) {
