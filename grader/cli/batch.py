@@ -104,10 +104,7 @@ def run(options) -> int:
         except SlurmConfigError as problem:
             print(f"pdl-grade batch: {problem}", file=sys.stderr)
             return 2
-    from grader.common.bytecode import torch_bytecode_warning
-    slow_imports = torch_bytecode_warning()
-    if slow_imports:
-        print(f"pdl-grade batch: warning: {slow_imports}", file=sys.stderr)
+    _prepare_bytecode()
     try:
         set_run_memory(options.memory)
         batch_options = BatchOptions(
@@ -125,3 +122,14 @@ def run(options) -> int:
         return 2
     print(f"gradebook: {summary.gradebook}\ngrades:    {summary.grades_csv}")
     return 1 if summary.failed else 0
+
+
+def _prepare_bytecode() -> None:
+    """Where torch's bytecode is missing, the grader compiles it once for the sandboxed runs
+    before any worker starts (each would otherwise wait on the first); where it cannot (no
+    sandbox, or the cache failed), the instructor is told once what every run will cost."""
+    from grader.common.bytecode import shared_bytecode, torch_bytecode_warning
+    from grader.sandbox import sandbox_available
+    slow_imports = torch_bytecode_warning()
+    if slow_imports and not (sandbox_available()[0] and shared_bytecode() is not None):
+        print(f"pdl-grade batch: warning: {slow_imports}", file=sys.stderr)

@@ -8,8 +8,10 @@ import resource
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from grader.common.bytecode import PREFIX_ENV, shared_bytecode
 
 from . import scratch
 from .bwrap import (IDENTITY_FILES, SANDBOX_UID, build_bwrap_argv, runs_as_root, sandbox_available,
@@ -36,6 +38,16 @@ def inside_environment(policy: SandboxPolicy, home: Path) -> dict[str, str]:
     env = {"PATH": DEFAULT_PATH, "HOME": str(home), "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
     env.update(policy.env)
     return env
+
+
+def with_shared_bytecode(env: dict[str, str], policy: SandboxPolicy
+                         ) -> tuple[dict[str, str], SandboxPolicy]:
+    """A sandboxed Python reads the grader's compile of torch, read-only, where the
+    installation has no bytecode (grader/common/bytecode.py); never an unsandboxed one."""
+    cache = shared_bytecode()
+    if cache is None or PREFIX_ENV in env:
+        return env, policy
+    return {**env, PREFIX_ENV: str(cache)}, replace(policy, readonly=[*policy.readonly, cache])
 
 
 def _fallback_rlimits(policy: SandboxPolicy, cgroup: RunCgroup | None):
@@ -140,6 +152,7 @@ def start_sandboxed(argv: list[str], policy: SandboxPolicy, *, stdout=subprocess
     warnings += cgroup_warnings
     data_fds: dict[str, int] = {}
     if usable:
+        env, policy = with_shared_bytecode(env, policy)
         if runs_as_root() and setpriv_path():
             warnings += hand_over_folders([Path(p).resolve() for p in policy.writable])
             unreadable = _unreadable([Path(p).resolve() for p in policy.readonly])

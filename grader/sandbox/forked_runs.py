@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .bwrap import runs_as_root, sandbox_available, setpriv_path
-from .confined_run import (hand_over_folders, inside_environment, kill_group,
+from .confined_run import (hand_over_folders, inside_environment, kill_group, with_shared_bytecode,
                            start_sandboxed, supervise)
 from .limits import create_run_cgroup
 from .policy import SandboxPolicy, SandboxResult
@@ -382,7 +382,10 @@ class ForkServer:
         ours, theirs = _credentials_socketpair()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        request = json.dumps({"argv": argv, "env": inside_environment(policy, scratch),
+        # The server's sandbox has the bytecode cache; a run's own interpreters (torchrun's
+        # ranks) are told where it is, as a fresh run would be.
+        env, _ = with_shared_bytecode(inside_environment(policy, scratch), policy)
+        request = json.dumps({"argv": argv, "env": env,
                               "cwd": str(Path(policy.cwd or scratch).resolve())}).encode()
         try:
             with self._lock:

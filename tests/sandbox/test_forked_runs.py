@@ -123,6 +123,22 @@ def test_a_forked_run_sees_what_a_fresh_one_sees(server):
     assert torch_seed != other_torch_seed and python_draw != other_python_draw
 
 
+def test_a_forked_runs_own_interpreters_are_told_of_the_bytecode_cache(server, monkeypatch):
+    """Where the grader compiled torch for the runs (grader/common/bytecode.py), a forked run
+    inherits the server's reading of it, and an interpreter it starts (torchrun's ranks) is
+    told where it is, as a fresh run's would be."""
+    from grader.sandbox import confined_run
+    cache = Path("/var/tmp/pdl-bytecode-for-this-test")
+    monkeypatch.setattr(confined_run, "shared_bytecode", lambda: cache)
+    code = ("import os, subprocess, sys\n"
+            "print(os.environ.get('PYTHONPYCACHEPREFIX'))\n"
+            "print(subprocess.run([sys.executable, '-c', 'import sys; print(sys.pycache_prefix)'],"
+            " capture_output=True, text=True).stdout.strip())\n")
+    result = _run(server, code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [str(cache), str(cache)], result.stdout
+
+
 def test_exit_status_and_signals_come_back_as_from_a_fresh_run(server):
     assert _run(server, "import sys; sys.exit(3)").returncode == 3
     assert _run(server, "raise SystemExit('bad input')").returncode == 1
