@@ -55,6 +55,17 @@ def test_good_rubric_loads(write_rubric):
     assert rubric.item("hw3.task1").checks[1].when_skipped == "exclude"
 
 
+def test_a_rubric_edited_at_once_is_read_again(write_rubric):
+    """Rubrics are parsed once per text (the batch reads them for every submission): an edit
+    of the same size within the file system's time resolution is still seen."""
+    first = load_rubric(write_rubric(GOOD))
+    edited = GOOD.replace('title: "Task 1"', 'title: "Task 9"')
+    assert len(edited) == len(GOOD)
+    second = load_rubric(write_rubric(edited))
+    assert (first.item("hw3.task1").title, second.item("hw3.task1").title) == ("Task 1", "Task 9")
+    assert load_rubric(write_rubric(GOOD)).item("hw3.task1").title == "Task 1"
+
+
 def test_points_as_text(write_rubric):
     text = GOOD.replace("{check: hw3.task2.trend, points: 3}", "{check: hw3.task2.trend, points: three}")
     assert load_error(write_rubric, text) == (
