@@ -39,9 +39,11 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 PY
 # What one `import torch` costs here, and whether torch's bytecode is cached: every sandboxed
-# run pays the import, and without .pyc files Python compiles torch each time
-# (grader/common/bytecode.py).
+# run pays the import, and without .pyc files Python compiles torch each time, unless the
+# grader compiles it once into its own cache (grader/common/bytecode.py; a few seconds, once).
 python3 -c "from grader.common.bytecode import torch_bytecode_warning as w; print(w() or 'torch bytecode: cached')"
+CUDA_VISIBLE_DEVICES= python3 -c "from grader.common.bytecode import shared_bytecode as s
+print('bytecode the sandboxed runs read:', s() or 'the installation\'s own')"
 for i in 1 2; do
     CUDA_VISIBLE_DEVICES= /usr/bin/time -f "import torch, CUDA hidden: %U s user, %S s system" \
         python3 -c "import torch"

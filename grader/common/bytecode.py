@@ -45,6 +45,9 @@ PROBES = ("__init__.py", "_tensor.py", os.path.join("nn", "modules", "module.py"
 # What a run has imported before the student's script starts, and what it imports lazily at
 # its first DDP model or optimizer step: the fork server's preloads.
 WARM_MODULES = (*BASELINE, *LAZY)
+# What the grader's own processes import (the checks' pytest, the reports): compiled where
+# they import, skipped where one is not installed.
+GRADER_MODULES = ("pytest", "pytest_jsonreport.plugin", "yaml", "jinja2", "pdfplumber")
 # The grader's own code, parts of which run in the sandbox: compiled whole (it is small).
 RUNTIME_PROBE = GRADER_PACKAGE / "vgpu" / "node.py"
 WARM_TIMEOUT_S = 600
@@ -107,24 +110,40 @@ def cache_folder() -> Path:
 
 
 def cache_is_warm(cache: Path, torch_folder: Path | None) -> bool:
+    """Whether `cache` holds current bytecode for torch, the grader and the grader's own
+    imports (one file of each: a cache warmed before one was installed, or before the list
+    grew, is warmed again)."""
     probes = [RUNTIME_PROBE]
     if torch_folder is not None:
         probes += [torch_folder / name for name in PROBES if (torch_folder / name).exists()]
+    for name in GRADER_MODULES:
+        try:
+            origin = importlib.util.find_spec(name.split(".")[0]).origin
+        except (ImportError, AttributeError, ValueError):
+            continue
+        if origin and origin.endswith(".py"):
+            probes.append(Path(origin))
     return not any(stale_or_missing(probe, cache) for probe in probes)
 
 
-def warm_cache(cache: Path, modules=WARM_MODULES, folders=None,
+def warm_cache(cache: Path, modules=WARM_MODULES, folders=None, optional=GRADER_MODULES,
                timeout_s: float = WARM_TIMEOUT_S) -> str | None:
-    """Compile into `cache` what `modules` import and the `folders`' Python files, in a fresh
-    interpreter of this installation (no student code runs there). Returns None, or why not."""
+    """Compile into `cache` what `modules` (and those of `optional` that import) import and
+    the `folders`' Python files, in a fresh interpreter of this installation (no student code
+    runs there). Returns None, or why not."""
     folders = [GRADER_PACKAGE] if folders is None else folders
     cache.mkdir(parents=True, exist_ok=True)
     code = ("import compileall, importlib, sys\n"
             f"for name in {list(modules)!r}: importlib.import_module(name)\n"
+            f"for name in {list(optional)!r}:\n"
+            "    try: importlib.import_module(name)\n"
+            "    except Exception: pass\n"
             f"for folder in {[str(f) for f in folders]!r}: "
             "compileall.compile_dir(folder, quiet=2)\n")
     env = {name: value for name, value in os.environ.items()
            if name not in ("PYTHONDONTWRITEBYTECODE", PREFIX_ENV)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_PACKAGE.parent),
+                                                      env.get("PYTHONPATH")]))
     env["CUDA_VISIBLE_DEVICES"] = ""     # importing must not touch (or wait for) a GPU
     with _exclusive(cache / ".lock"):
         try:

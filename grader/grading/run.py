@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from grader.common.bytecode import PREFIX_ENV, shared_bytecode
 from grader.common.hardware import real_gpu_count, real_gpu_environment, real_gpu_names
 from grader.common.text import last_lines
 from grader.grading.raw import (AssignmentRun, RawRun, read_json, check_log_file,
@@ -93,6 +94,9 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
                **real_gpu_environment())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_ROOT), env.get("PYTHONPATH")]))
+    cache = shared_bytecode()   # trusted, and it writes none: it may read the runs' cache
+    if cache is not None:
+        env[PREFIX_ENV] = str(cache)
     shared_env, shared_fds = forks.share() if forks is not None else ({}, ())
     env.update(shared_env)
     with tempfile.TemporaryDirectory(prefix="pdl-grade-") as cwd:

@@ -197,6 +197,15 @@ def recompute_outputs(records: list[dict], weights_dir: Path, label: str,
     return problems, notes
 
 
+def _bytecode_options() -> list[str]:
+    """-I ignores PYTHONPYCACHEPREFIX: the child is told on its command line where the
+    grader's compile of torch is (mounted read-only in its sandbox; grader/common/bytecode.py)."""
+    from grader.common.bytecode import shared_bytecode
+    from grader.sandbox import sandbox_available
+    cache = shared_bytecode() if sandbox_available()[0] else None
+    return ["-X", f"pycache_prefix={cache}"] if cache is not None else []
+
+
 def _run_child(jobs: list[dict], timeout_s: float) -> tuple[dict, str | None]:
     from grader.sandbox import SandboxPolicy, run_sandboxed
     folder = Path(tempfile.mkdtemp(prefix="pdl-hw3-recompute-"))
@@ -211,7 +220,8 @@ def _run_child(jobs: list[dict], timeout_s: float) -> tuple[dict, str | None]:
             path.chmod(0o644)
         folder.chmod(0o755)
         result = run_sandboxed(
-            [sys.executable, "-I", str(Path(__file__).resolve()), str(folder)],
+            [sys.executable, "-I", *_bytecode_options(), str(Path(__file__).resolve()),
+             str(folder)],
             SandboxPolicy(readonly=[folder, Path(__file__).resolve()], timeout_s=timeout_s, memory_bytes=2 * 2**30,
                           max_pids=64, env={"OMP_NUM_THREADS": "1"}))
         if result.timed_out or result.returncode != 0:

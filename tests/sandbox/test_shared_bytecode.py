@@ -154,13 +154,15 @@ def _decide(monkeypatch, torch_folder: Path, cache: Path, mode: str | None = Non
         monkeypatch.delenv(bytecode.SWITCH_ENV, raising=False)
     else:
         monkeypatch.setenv(bytecode.SWITCH_ENV, mode)
+    monkeypatch.setattr(bytecode, "GRADER_MODULES", ())
     calls = []
 
     def warm_instead(folder):
         calls.append(folder)
         # What warming writes, for the fake torch and the grader's probe alone.
         return warm(folder) if warm else warm_cache(
-            folder, modules=[], folders=[torch_folder, bytecode.RUNTIME_PROBE.parent])
+            folder, modules=[], optional=[],
+            folders=[torch_folder, bytecode.RUNTIME_PROBE.parent])
     monkeypatch.setattr(bytecode, "warm_cache", warm_instead)
     return calls
 
@@ -199,3 +201,36 @@ def test_the_staff_switch(fake_torch, area, monkeypatch, fresh_decision):
     compileall.compile_dir(str(fake_torch), quiet=1)   # the installation's own would serve...
     _decide(monkeypatch, fake_torch, area / "cache", mode="on")
     assert bytecode.shared_bytecode() == area / "cache"   # ...but `on` asks for the cache
+
+
+# -- the grader's own processes --------------------------------------------------------------
+
+def test_the_checks_process_reads_the_cache_and_writes_none(area, monkeypatch):
+    """The checks' pytest (trusted, never sandboxed) imports pytest and the grader from the
+    same cache; it writes no bytecode of its own."""
+    import subprocess
+    import grader.grading.run as grading_run
+    cache = area / "cache"
+    monkeypatch.setattr(grading_run, "shared_bytecode", lambda: cache)
+    seen = {}
+
+    def started(command, **options):
+        seen.update(options["env"])
+        raise subprocess.TimeoutExpired(command, 1)
+    monkeypatch.setattr(grading_run.subprocess, "run", started)
+    results, why = grading_run.run_checks("practical4", area, area, 10)
+    assert results is None and "took longer" in why
+    assert seen[PREFIX_ENV] == str(cache) and seen["PYTHONDONTWRITEBYTECODE"] == "1"
+
+
+def test_the_recompute_child_is_told_on_its_command_line(area, monkeypatch):
+    """HW3's recomputation runs `python -I` (no environment): the cache goes on its argv, and
+    only where it runs sandboxed (the cache then mounted read-only)."""
+    import grader.sandbox
+    from grader.harness.hw3_recompute import _bytecode_options
+    cache = area / "cache"
+    monkeypatch.setattr(bytecode, "shared_bytecode", lambda: cache)
+    monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (True, "test"))
+    assert _bytecode_options() == ["-X", f"pycache_prefix={cache}"]
+    monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (False, "test: no bwrap"))
+    assert _bytecode_options() == []
