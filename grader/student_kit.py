@@ -25,12 +25,10 @@ import yaml
 
 import grader
 from grader.common.locations import data_folder
+from grader.edition import STAFF_ONLY
 from grader.scoring.rubric import load_rubric, load_rubrics
 
 GRADER_PACKAGE = Path(grader.__file__).resolve().parent
-# Parts of the grader package that are the staff's alone (relative to grader/).
-STAFF_ONLY = ["batch", "cluster", "student_kit.py", "reports/instructor.py",
-              "reports/templates/instructor.md.j2", "data"]
 # Built files are this machine's: the kit builds its own (the C hot path, where a compiler is).
 _JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.so", "*.pyd")
 SETUP = Path(grader.__file__).resolve().parents[1] / "setup.py"

@@ -27,12 +27,14 @@ import fcntl
 import functools
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from grader.common.locations import GRADER_PACKAGE, installed_torch_folder
+from grader.edition import STAFF_ONLY
 from grader.vgpu.fork_server import BASELINE, LAZY
 
 SWITCH_ENV = "PDL_SHARED_BYTECODE"
@@ -48,7 +50,7 @@ WARM_MODULES = (*BASELINE, *LAZY)
 # What the grader's own processes import (the checks' pytest, the reports): compiled where
 # they import, skipped where one is not installed.
 GRADER_MODULES = ("pytest", "pytest_jsonreport.plugin", "yaml", "jinja2", "pdfplumber")
-# The grader's own code, parts of which run in the sandbox: compiled whole (it is small).
+# The grader's own code, parts of which run in the sandbox: compiled but for the staff's parts.
 RUNTIME_PROBE = GRADER_PACKAGE / "vgpu" / "node.py"
 WARM_TIMEOUT_S = 600
 
@@ -131,15 +133,19 @@ def warm_cache(cache: Path, modules=WARM_MODULES, folders=None, optional=GRADER_
     """Compile into `cache` what `modules` (and those of `optional` that import) import and
     the `folders`' Python files, in a fresh interpreter of this installation (no student code
     runs there). Returns None, or why not."""
-    folders = [GRADER_PACKAGE] if folders is None else folders
+    if folders is None:      # the grader, less what is the staff's alone (the runs can read it)
+        folders = [GRADER_PACKAGE]
+        skip = "^(" + "|".join(re.escape(str(GRADER_PACKAGE / part)) for part in STAFF_ONLY) + ")"
+    else:
+        skip = "^$"
     cache.mkdir(parents=True, exist_ok=True)
-    code = ("import compileall, importlib, sys\n"
+    code = ("import compileall, importlib, re, sys\n"
             f"for name in {list(modules)!r}: importlib.import_module(name)\n"
             f"for name in {list(optional)!r}:\n"
             "    try: importlib.import_module(name)\n"
             "    except Exception: pass\n"
             f"for folder in {[str(f) for f in folders]!r}: "
-            "compileall.compile_dir(folder, quiet=2)\n")
+            f"compileall.compile_dir(folder, quiet=2, rx=re.compile({skip!r}))\n")
     env = {name: value for name, value in os.environ.items()
            if name not in ("PYTHONDONTWRITEBYTECODE", PREFIX_ENV)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_PACKAGE.parent),

@@ -234,3 +234,16 @@ def test_the_recompute_child_is_told_on_its_command_line(area, monkeypatch):
     assert _bytecode_options() == ["-X", f"pycache_prefix={cache}"]
     monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (False, "test: no bwrap"))
     assert _bytecode_options() == []
+
+
+def test_the_staffs_parts_of_the_grader_are_not_compiled_where_runs_can_read(area, monkeypatch):
+    """The cache is mounted in every run's sandbox: it holds what students have anyway (the
+    kit's grader), never what the kit leaves out (grader/edition.py's STAFF_ONLY)."""
+    from grader.common.locations import GRADER_PACKAGE
+    cache = area / "cache"
+    assert warm_cache(cache, modules=[], optional=[]) is None
+    assert not stale_or_missing(bytecode.RUNTIME_PROBE, cache)
+    assert not stale_or_missing(GRADER_PACKAGE / "scoring" / "rubric.py", cache)
+    for staff in (GRADER_PACKAGE / "batch" / "pipeline.py", GRADER_PACKAGE / "student_kit.py",
+                  GRADER_PACKAGE / "reports" / "instructor.py"):
+        assert staff.exists() and not cached_path(staff, cache).exists(), staff
