@@ -151,14 +151,13 @@ def warm_cache(cache: Path, modules=WARM_MODULES, folders=None, optional=GRADER_
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_PACKAGE.parent),
                                                       env.get("PYTHONPATH")]))
     env["CUDA_VISIBLE_DEVICES"] = ""     # importing must not touch (or wait for) a GPU
-    with _exclusive(cache / ".lock"):
-        try:
-            done = subprocess.run([sys.executable, "-X", f"pycache_prefix={cache}", "-c", code],
-                                  env=env, capture_output=True, text=True, timeout=timeout_s,
-                                  cwd=cache)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"could not compile into {cache}: {error}"
-        _readable_by_all(cache)
+    try:
+        done = subprocess.run([sys.executable, "-X", f"pycache_prefix={cache}", "-c", code],
+                              env=env, capture_output=True, text=True, timeout=timeout_s,
+                              cwd=cache)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"could not compile into {cache}: {error}"
+    _readable_by_all(cache)
     if done.returncode != 0:
         tail = " ".join(done.stderr.strip().splitlines()[-2:])[:300]
         return f"compiling into {cache} failed (exit {done.returncode}): {tail}"
@@ -167,8 +166,8 @@ def warm_cache(cache: Path, modules=WARM_MODULES, folders=None, optional=GRADER_
 
 @contextlib.contextmanager
 def _exclusive(lock: Path):
-    """One compiler at a time: a batch's workers all ask at once, and the later ones find the
-    cache warm."""
+    """One compiler at a time: a batch's workers (or SLURM jobs) may all ask at once, and the
+    later ones find the cache warm."""
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -201,7 +200,10 @@ def shared_bytecode() -> Path | None:
         return cache
     started = time.monotonic()
     try:
-        problem = warm_cache(cache)
+        cache.mkdir(parents=True, exist_ok=True)
+        with _exclusive(cache / ".lock"):
+            # Another process (a batch's worker) may have warmed it while this one waited.
+            problem = None if cache_is_warm(cache, torch_folder) else warm_cache(cache)
     except OSError as error:
         problem = f"could not prepare {cache}: {error}"
     if problem is None and not cache_is_warm(cache, torch_folder):

@@ -186,6 +186,27 @@ def test_missing_bytecode_is_compiled_once_and_then_found(fake_torch, area, monk
     assert len(calls) == 1, "a warm cache was compiled again"
 
 
+def test_workers_asking_at_once_compile_once(fake_torch, area, monkeypatch, fresh_decision):
+    """A batch's workers (or SLURM jobs sharing a home folder) ask together: one compiles, the
+    others wait for it and find the cache warm."""
+    import threading
+    calls = _decide(monkeypatch, fake_torch, area / "cache")
+    compile_slowly = bytecode.warm_cache
+
+    def slow(folder):
+        time.sleep(0.3)
+        return compile_slowly(folder)
+    monkeypatch.setattr(bytecode, "warm_cache", slow)
+    found = []
+    workers = [threading.Thread(target=lambda: found.append(bytecode.shared_bytecode.__wrapped__()))
+               for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert found == [area / "cache"] * 3 and len(calls) == 1, calls
+
+
 def test_a_cache_that_cannot_be_made_falls_back_with_a_warning(fake_torch, area, monkeypatch,
                                                                fresh_decision, capsys):
     _decide(monkeypatch, fake_torch, area / "cache", warm=lambda folder: "disk full")
