@@ -7,9 +7,10 @@
 # their dependencies, e.g. Pillow): installed first into the interpreter that runs the grader
 # (`python3 -m pip`: a bare `pip` may belong to another Python).
 #
-# BATCH_WORKERS="1 4 8" (default; empty skips it) and BATCH_COUNT=16: `pdl-grade batch` of
+# BATCH_WORKERS="1 4 8" (default; empty skips it) and BATCH_COUNT=32: `pdl-grade batch` of
 # practical4 submissions on this node's cores with CUDA hidden, once per worker count
-# (benchmarks/batch_throughput.py: throughput, cores busy, CPU-seconds per submission).
+# (benchmarks/batch_throughput.py: throughput, cores busy, CPU-seconds per submission; with
+# 16, 8 workers get two submissions each and the batch's own start and end weigh too much).
 #
 # 0. the C hot path built in place, the sandbox probed; 1. the batch on the node's cores;
 # 2. each reference script on the real GPUs it needs (virtual ones make up the rest), with
@@ -67,7 +68,7 @@ if [ -n "$BATCH_WORKERS" ]; then
     t0=$SECONDS
     # shellcheck disable=SC2086  # the worker counts are separate arguments
     CUDA_VISIBLE_DEVICES= timeout 420 python3 benchmarks/batch_throughput.py \
-        --count "${BATCH_COUNT:-16}" --workers $BATCH_WORKERS 2>&1 | tee "$OUT/batch.log"
+        --count "${BATCH_COUNT:-32}" --workers $BATCH_WORKERS 2>&1 | tee "$OUT/batch.log"
     echo "rc=${PIPESTATUS[0]} $((SECONDS - t0))s"
 fi
 
