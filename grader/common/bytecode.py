@@ -189,11 +189,17 @@ def _readable_by_all(cache: Path) -> None:
 @functools.lru_cache(maxsize=1)
 def shared_bytecode() -> Path | None:
     """The bytecode cache for sandboxed runs, warmed if needed, or None where the
-    installation's own bytecode serves (or the cache could not be made: said on stderr)."""
+    installation's own bytecode serves, where runs are not sandboxed, or where the cache could
+    not be made (said on stderr)."""
     mode = os.environ.get(SWITCH_ENV, "auto").strip().lower()
     torch_folder = installed_torch_folder()
     if mode == "off" or (mode != "on" and (torch_folder is None
                                            or not missing_bytecode(torch_folder))):
+        return None
+    from grader.sandbox import sandbox_available
+    if not sandbox_available()[0]:
+        # Unsandboxed runs could write into it, and the checks' pytest would load what they
+        # wrote: without a sandbox, every process compiles for itself.
         return None
     cache = cache_folder()
     if cache_is_warm(cache, torch_folder):

@@ -201,8 +201,7 @@ def _bytecode_options() -> list[str]:
     """-I ignores PYTHONPYCACHEPREFIX: the child is told on its command line where the
     grader's compile of torch is (mounted read-only in its sandbox; grader/common/bytecode.py)."""
     from grader.common.bytecode import shared_bytecode
-    from grader.sandbox import sandbox_available
-    cache = shared_bytecode() if sandbox_available()[0] else None
+    cache = shared_bytecode()
     return ["-X", f"pycache_prefix={cache}"] if cache is not None else []
 
 

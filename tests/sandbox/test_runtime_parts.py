@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "grader"
 # Imports in runtime files that run on the grader's side only, never inside a run.
 HOST_SIDE = {("harness/hw3_recompute.py", "grader.sandbox"),
              # the bytecode cache is prepared by the grader, before any run
-             ("common/bytecode.py", "grader.edition")}
+             ("common/bytecode.py", "grader.edition"), ("common/bytecode.py", "grader.sandbox")}
 
 
 def module_file(name: str) -> Path | None:

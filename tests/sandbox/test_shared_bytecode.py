@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import grader.common.bytecode as bytecode
+import grader.sandbox
 from grader.common.bytecode import PREFIX_ENV, cached_path, stale_or_missing, warm_cache
 from grader.sandbox import SandboxPolicy, confined_run, run_sandboxed, sandbox_available
 
@@ -155,6 +156,7 @@ def _decide(monkeypatch, torch_folder: Path, cache: Path, mode: str | None = Non
     else:
         monkeypatch.setenv(bytecode.SWITCH_ENV, mode)
     monkeypatch.setattr(bytecode, "GRADER_MODULES", ())
+    monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (True, "test"))
     calls = []
 
     def warm_instead(folder):
@@ -214,6 +216,15 @@ def test_a_cache_that_cannot_be_made_falls_back_with_a_warning(fake_torch, area,
     assert "disk full" in capsys.readouterr().err
 
 
+def test_without_a_sandbox_there_is_no_cache(fake_torch, area, monkeypatch, fresh_decision):
+    """Unsandboxed runs could write into it, and the checks' pytest would load what they
+    wrote: nothing uses it, so nothing compiles it."""
+    calls = _decide(monkeypatch, fake_torch, area / "cache")
+    monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (False, "test: no bwrap"))
+    assert bytecode.shared_bytecode() is None
+    assert calls == [] and not (area / "cache").exists()
+
+
 def test_the_staff_switch(fake_torch, area, monkeypatch, fresh_decision):
     _decide(monkeypatch, fake_torch, area / "cache", mode="off")
     assert bytecode.shared_bytecode() is None
@@ -245,15 +256,13 @@ def test_the_checks_process_reads_the_cache_and_writes_none(area, monkeypatch):
 
 
 def test_the_recompute_child_is_told_on_its_command_line(area, monkeypatch):
-    """HW3's recomputation runs `python -I` (no environment): the cache goes on its argv, and
-    only where it runs sandboxed (the cache then mounted read-only)."""
-    import grader.sandbox
+    """HW3's recomputation runs `python -I` (no environment): the cache goes on its argv (the
+    sandbox mounts it read-only)."""
     from grader.harness.hw3_recompute import _bytecode_options
     cache = area / "cache"
     monkeypatch.setattr(bytecode, "shared_bytecode", lambda: cache)
-    monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (True, "test"))
     assert _bytecode_options() == ["-X", f"pycache_prefix={cache}"]
-    monkeypatch.setattr(grader.sandbox, "sandbox_available", lambda: (False, "test: no bwrap"))
+    monkeypatch.setattr(bytecode, "shared_bytecode", lambda: None)
     assert _bytecode_options() == []
 
 
