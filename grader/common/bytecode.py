@@ -13,8 +13,9 @@ starts with `-X pycache_prefix=CACHE`, and compiles the grader's runtime there t
 runs get the cache read-only with PYTHONPYCACHEPREFIX (grader/sandbox/confined_run.py), so a
 run reads torch's bytecode and can write none. Python checks each cached file against its
 source's size and time, so an updated torch or grader is never run from stale bytecode (the
-next grading compiles what changed). Unsandboxed runs never get it: code that runs as the
-grader's user outside a sandbox could write bytecode every later run would load.
+next grading compiles what changed). The checks' pytest and HW3's recomputation read it too.
+Where runs are not sandboxed there is no cache: code running as the grader's user outside a
+sandbox could write bytecode that later runs and the checks' pytest would load.
 
 PDL_SHARED_BYTECODE: `auto` (the default: only where the installation's bytecode is missing
 or stale), `on` (always, e.g. to measure it) or `off`. PDL_BYTECODE_CACHE: the cache's folder
