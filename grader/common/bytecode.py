@@ -54,6 +54,7 @@ GRADER_MODULES = ("pytest", "pytest_jsonreport.plugin", "yaml", "jinja2", "pdfpl
 # The grader's own code, parts of which run in the sandbox: compiled but for the staff's parts.
 RUNTIME_PROBE = GRADER_PACKAGE / "vgpu" / "node.py"
 WARM_TIMEOUT_S = 600
+MARKER = ".pdl-bytecode-cache"
 
 
 def cached_path(source: Path, prefix: Path | None = None) -> Path:
@@ -165,6 +166,22 @@ def warm_cache(cache: Path, modules=WARM_MODULES, folders=None, optional=GRADER_
     return None
 
 
+def _claim(cache: Path) -> str | None:
+    """The cache's folder is the grader's alone (warming makes everything in it world-readable):
+    a new or empty folder is marked as the cache, and a folder with other things in it and no
+    mark (PDL_BYTECODE_CACHE set to a home or /tmp by mistake) is refused."""
+    marker = cache / MARKER
+    if marker.exists():
+        return None
+    if cache.exists() and any(cache.iterdir()):
+        return (f"{cache} is not empty and is not the grader's bytecode cache: "
+                f"{CACHE_ENV} must name a folder of its own")
+    cache.mkdir(parents=True, exist_ok=True)
+    marker.write_text("pdl-autograder's bytecode for the sandboxed runs "
+                      "(grader/common/bytecode.py); safe to delete\n", encoding="utf-8")
+    return None
+
+
 @contextlib.contextmanager
 def _exclusive(lock: Path):
     """One compiler at a time: a batch's workers (or SLURM jobs) may all ask at once, and the
@@ -207,10 +224,11 @@ def shared_bytecode() -> Path | None:
         return cache
     started = time.monotonic()
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        with _exclusive(cache / ".lock"):
-            # Another process (a batch's worker) may have warmed it while this one waited.
-            problem = None if cache_is_warm(cache, torch_folder) else warm_cache(cache)
+        problem = _claim(cache)
+        if problem is None:
+            with _exclusive(cache / ".lock"):
+                # Another process (a batch's worker) may have warmed it while this one waited.
+                problem = None if cache_is_warm(cache, torch_folder) else warm_cache(cache)
     except OSError as error:
         problem = f"could not prepare {cache}: {error}"
     if problem is None and not cache_is_warm(cache, torch_folder):

@@ -183,6 +183,7 @@ def test_missing_bytecode_is_compiled_once_and_then_found(fake_torch, area, monk
     calls = _decide(monkeypatch, fake_torch, area / "cache")
     assert bytecode.shared_bytecode() == area / "cache"
     assert "compiled torch's bytecode once" in capsys.readouterr().err
+    assert (area / "cache" / bytecode.MARKER).exists()
     bytecode.shared_bytecode.cache_clear()           # a batch's next worker process
     assert bytecode.shared_bytecode() == area / "cache"
     assert len(calls) == 1, "a warm cache was compiled again"
@@ -214,6 +215,22 @@ def test_a_cache_that_cannot_be_made_falls_back_with_a_warning(fake_torch, area,
     _decide(monkeypatch, fake_torch, area / "cache", warm=lambda folder: "disk full")
     assert bytecode.shared_bytecode() is None
     assert "disk full" in capsys.readouterr().err
+
+
+def test_a_folder_that_is_not_the_caches_is_refused_untouched(fake_torch, area, monkeypatch,
+                                                              fresh_decision, capsys):
+    """Warming makes everything in the cache world-readable: PDL_BYTECODE_CACHE set to a
+    folder holding other things (a home, /tmp) is refused, and nothing in it is changed."""
+    busy = area / "home"
+    busy.mkdir()
+    private = busy / "notes.txt"
+    private.write_text("mine\n")
+    private.chmod(0o600)
+    calls = _decide(monkeypatch, fake_torch, busy)
+    assert bytecode.shared_bytecode() is None
+    assert "not the grader's bytecode cache" in capsys.readouterr().err
+    assert calls == [] and stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
 
 
 def test_without_a_sandbox_there_is_no_cache(fake_torch, area, monkeypatch, fresh_decision):
