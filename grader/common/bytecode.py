@@ -173,10 +173,12 @@ def _claim(cache: Path) -> str | None:
     marker = cache / MARKER
     if marker.exists():
         return None
-    if cache.exists() and any(cache.iterdir()):
+    cache.mkdir(parents=True, exist_ok=True)
+    # Another grader process may be claiming it at the same moment: its mark and lock are not
+    # someone else's things.
+    if any(entry.name not in (MARKER, ".lock") for entry in cache.iterdir()):
         return (f"{cache} is not empty and is not the grader's bytecode cache: "
                 f"{CACHE_ENV} must name a folder of its own")
-    cache.mkdir(parents=True, exist_ok=True)
     marker.write_text("pdl-autograder's bytecode for the sandboxed runs "
                       "(grader/common/bytecode.py); safe to delete\n", encoding="utf-8")
     return None

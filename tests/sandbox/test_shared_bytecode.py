@@ -217,6 +217,27 @@ def test_a_cache_that_cannot_be_made_falls_back_with_a_warning(fake_torch, area,
     assert "disk full" in capsys.readouterr().err
 
 
+def test_processes_claiming_a_new_cache_folder_together_all_get_it(area):
+    """Each sees the others' mark (or lock) appear while it looks: those are not someone
+    else's things."""
+    import threading
+    for attempt in range(40):
+        folder = area / f"cache{attempt}"
+        start = threading.Barrier(4)
+        answers = []
+
+        def claim():
+            start.wait()
+            answers.append(bytecode._claim(folder))
+            (folder / ".lock").touch()
+        claimers = [threading.Thread(target=claim) for _ in range(4)]
+        for claimer in claimers:
+            claimer.start()
+        for claimer in claimers:
+            claimer.join()
+        assert answers == [None] * 4, answers
+
+
 def test_a_folder_that_is_not_the_caches_is_refused_untouched(fake_torch, area, monkeypatch,
                                                               fresh_decision, capsys):
     """Warming makes everything in the cache world-readable: PDL_BYTECODE_CACHE set to a
