@@ -59,13 +59,14 @@ MARKER = ".pdl-bytecode-cache"
 
 def cached_path(source: Path, prefix: Path | None = None) -> Path:
     """Where Python looks for `source`'s bytecode: its __pycache__, or under `prefix` as an
-    interpreter started with `-X pycache_prefix=PREFIX` would (importlib's own rule)."""
-    saved = sys.pycache_prefix
-    sys.pycache_prefix = None if prefix is None else str(prefix)
-    try:
-        return Path(importlib.util.cache_from_source(str(source)))
-    finally:
-        sys.pycache_prefix = saved
+    interpreter started with `-X pycache_prefix=PREFIX` would (importlib's rule: the source's
+    absolute folder below the prefix). Never through sys.pycache_prefix, which every thread's
+    imports read."""
+    name = Path(importlib.util.cache_from_source(str(source))).name
+    folder = os.path.dirname(os.path.abspath(source))
+    if prefix is None:
+        return Path(folder) / "__pycache__" / name
+    return Path(prefix) / folder.lstrip(os.sep) / name
 
 
 def stale_or_missing(source: Path, prefix: Path | None = None) -> bool:
