@@ -184,7 +184,7 @@ def _install_virtual(handle: Activation) -> None:
     distributed.install(patcher, virtual=True, node=node)
     unsupported.install(patcher)
     serialization.install(patcher, node)
-    python_dispatch.install(patcher, VirtualGPUMode)
+    python_dispatch.install(patcher, VirtualGPUMode, node.c_path)
     ThreadHooks(handle, lambda: VirtualGPUMode(node), node.clock).install(patcher)
     handle.trace.emit("nvml", available=False, reason=NOT_AVAILABLE)
 

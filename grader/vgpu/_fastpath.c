@@ -21,6 +21,7 @@
 #include <pythread.h>
 #include <math.h>
 #include <sched.h>
+#include <stddef.h>
 
 /* The node's lock (Node._lock) where this module is built. Every section it guards runs with
  * the GIL held; the C sections below run no Python code and never let the GIL go, so they
@@ -147,7 +148,7 @@ static PyObject *s_nbytes, *s_dim, *s_requires_grad, *s_untyped_storage, *s_on, 
     *s_tape, *s_host_op_ns, *s_s_per_byte, *s_s_per_flop, *s_kernel_s, *s_backward_factor,
     *s_busy_until, *s_allocated, *s_peak, *s_acquire, *s_release, *s_record, *s_shape,
     *s_numel, *s_linear, *s_pop, *s_device, *s_n, *s_memory_bytes_per_s, *s_dict, *s_hot,
-    *s_to, *s_copy, *s_dtype, *s_move_kwnames;
+    *s_to, *s_copy, *s_dtype, *s_move_kwnames, *s_torch_function;
 
 #define FIELDS(apply) \
     apply(tensor_type) apply(storage_id) apply(node) apply(labels) apply(producers) \
@@ -1523,6 +1524,197 @@ replay(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
     return failed ? NULL : PyLong_FromLongLong(launched);
 }
 
+/* -- torch's handle_torch_function, shortened (grader/vgpu/python_dispatch.py) ------------ */
+
+/* python_dispatch.shortcut's function in C: while the node's mode is the lone mode on the
+ * thread's stack, a torch function written in Python goes to it straight away (popped and
+ * pushed back around the call, as PyTorch does); anything else takes torch's own path. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *torch_handle;  /* torch.overrides.handle_torch_function */
+    PyObject *mode_type;     /* the node's mode class */
+    PyObject *depth;         /* torch._C._len_torch_function_stack */
+    PyObject *enabled;       /* torch._C._is_torch_function_mode_enabled */
+    PyObject *pop;           /* torch._C._pop_torch_function_stack */
+    PyObject *push;          /* torch._C._push_on_torch_function_stack */
+    PyObject *dict;          /* __wrapped__, __doc__ and the like */
+    vectorcallfunc vectorcall;
+} Shortcut;
+
+static PyObject *
+shortcut_to_torch(Shortcut *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return PyObject_Vectorcall(self->torch_handle, args, nargsf, kwnames);
+}
+
+/* 1 when the node's mode is the one mode on the stack and modes are on; -1 on an error. */
+static int
+lone_mode(Shortcut *self)
+{
+    PyObject *depth = PyObject_CallNoArgs(self->depth);
+    if (depth == NULL)
+        return -1;
+    long long n;
+    int failed = as_long_long(depth, &n);
+    Py_DECREF(depth);
+    if (failed)
+        return -1;
+    if (n != 1)
+        return 0;
+    PyObject *on = PyObject_CallNoArgs(self->enabled);
+    if (on == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(on);
+    Py_DECREF(on);
+    return truth;
+}
+
+static PyObject *
+shortcut_call(Shortcut *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2)
+        return shortcut_to_torch(self, args, nargsf, kwnames);
+    int lone = lone_mode(self);
+    if (lone < 0)
+        return NULL;
+    if (!lone)
+        return shortcut_to_torch(self, args, nargsf, kwnames);
+    PyObject *mode = PyObject_CallNoArgs(self->pop);
+    if (mode == NULL)
+        return NULL;
+    PyObject *result = NULL;
+    if ((PyObject *)Py_TYPE(mode) == self->mode_type) {
+        /* mode.__torch_function__(public_api, (), args, kwargs) */
+        PyObject *call_args = PyTuple_New(nargs - 2), *kwargs = NULL, *handler = NULL;
+        PyObject *types = PyTuple_New(0);
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+        if (call_args != NULL && types != NULL) {
+            for (Py_ssize_t i = 2; i < nargs; i++)
+                PyTuple_SET_ITEM(call_args, i - 2, Py_NewRef(args[i]));
+            kwargs = PyDict_New();
+            for (Py_ssize_t i = 0; kwargs != NULL && i < nkw; i++)
+                if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
+                    Py_CLEAR(kwargs);
+        }
+        handler = kwargs == NULL ? NULL : PyObject_GetAttr(mode, s_torch_function);
+        if (handler != NULL) {
+            PyObject *call[] = {args[0], types, call_args, kwargs};
+            result = PyObject_Vectorcall(handler, call, 4, NULL);
+            if (result == Py_NotImplemented) {
+                /* What torch does next: ask the arguments' own __torch_function__ (with the
+                 * mode off the stack, torch's path goes straight there). */
+                Py_DECREF(result);
+                result = shortcut_to_torch(self, args, nargsf, kwnames);
+            }
+        }
+        Py_XDECREF(handler);
+        Py_XDECREF(kwargs);
+        Py_XDECREF(call_args);
+        Py_XDECREF(types);
+    } else
+        result = shortcut_to_torch(self, args, nargsf, kwnames);
+    /* pushed back whatever happened, the error of the call kept */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *pushed = PyObject_CallOneArg(self->push, mode);
+    Py_DECREF(mode);
+    if (pushed == NULL) {
+        Py_XDECREF(result);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return NULL;
+    }
+    Py_DECREF(pushed);
+    PyErr_Restore(type, value, traceback);
+    return result;
+}
+
+static int
+shortcut_traverse(Shortcut *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->torch_handle);
+    Py_VISIT(self->mode_type);
+    Py_VISIT(self->depth);
+    Py_VISIT(self->enabled);
+    Py_VISIT(self->pop);
+    Py_VISIT(self->push);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+shortcut_clear(Shortcut *self)
+{
+    Py_CLEAR(self->torch_handle);
+    Py_CLEAR(self->mode_type);
+    Py_CLEAR(self->depth);
+    Py_CLEAR(self->enabled);
+    Py_CLEAR(self->pop);
+    Py_CLEAR(self->push);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+shortcut_dealloc(Shortcut *self)
+{
+    PyObject_GC_UnTrack(self);
+    shortcut_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+shortcut_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"torch_handle", "mode_type", "depth", "enabled", "pop", "push",
+                             NULL};
+    PyObject *fields[6];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO", kwlist, &fields[0], &fields[1],
+                                     &fields[2], &fields[3], &fields[4], &fields[5]))
+        return NULL;
+    for (int i = 0; i < 6; i++)
+        if (!PyCallable_Check(fields[i])) {
+            PyErr_Format(PyExc_TypeError, "Shortcut's %s must be callable", kwlist[i]);
+            return NULL;
+        }
+    Shortcut *self = (Shortcut *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->torch_handle = Py_NewRef(fields[0]);
+    self->mode_type = Py_NewRef(fields[1]);
+    self->depth = Py_NewRef(fields[2]);
+    self->enabled = Py_NewRef(fields[3]);
+    self->pop = Py_NewRef(fields[4]);
+    self->push = Py_NewRef(fields[5]);
+    self->dict = PyDict_New();
+    if (self->dict == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->vectorcall = (vectorcallfunc)shortcut_call;
+    return (PyObject *)self;
+}
+
+static PyTypeObject ShortcutType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grader.vgpu._fastpath.Shortcut",
+    .tp_basicsize = sizeof(Shortcut),
+    .tp_dealloc = (destructor)shortcut_dealloc,
+    .tp_vectorcall_offset = offsetof(Shortcut, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)shortcut_traverse,
+    .tp_clear = (inquiry)shortcut_clear,
+    .tp_dictoffset = offsetof(Shortcut, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_doc = "torch's handle_torch_function, straight to the node's mode while it is the "
+              "only one",
+    .tp_new = shortcut_new,
+};
+
 static PyMethodDef module_functions[] = {
     {"needed_entries", (PyCFunction)(void (*)(void))needed_entries, METH_FASTCALL,
      "needed_entries(tape, roots): the ids of the tape's entries the roots depend on"},
@@ -1598,11 +1790,13 @@ PyInit__fastpath(void)
     INTERN(s_to, "to");
     INTERN(s_copy, "copy");
     INTERN(s_dtype, "dtype");
+    INTERN(s_torch_function, "__torch_function__");
     s_move_kwnames = Py_BuildValue("(sss)", "dtype", "copy", "memory_format");
     if (s_move_kwnames == NULL)
         return NULL;
 #undef INTERN
-    if (PyType_Ready(&FastPathType) < 0 || PyType_Ready(&GilLockType) < 0)
+    if (PyType_Ready(&FastPathType) < 0 || PyType_Ready(&GilLockType) < 0 ||
+        PyType_Ready(&ShortcutType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&fastpath_module);
     if (module == NULL)
@@ -1616,6 +1810,12 @@ PyInit__fastpath(void)
     Py_INCREF(&GilLockType);
     if (PyModule_AddObject(module, "GilLock", (PyObject *)&GilLockType) < 0) {
         Py_DECREF(&GilLockType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&ShortcutType);
+    if (PyModule_AddObject(module, "Shortcut", (PyObject *)&ShortcutType) < 0) {
+        Py_DECREF(&ShortcutType);
         Py_DECREF(module);
         return NULL;
     }

@@ -8,6 +8,8 @@ bookkeeping of the op (benchmarks/vgpu_overhead.py). While the node's mode is th
 the thread's stack, the call goes to it straight away, popped and pushed back around the call
 as PyTorch does; the mode reads neither the types nor the overloaded arguments. Anything else
 (a mode of the script's own, torch functions disabled) takes torch's own path, unchanged.
+Where the node's C module was built (grader/vgpu/c_path.py) the shortcut is its `Shortcut`,
+the same steps without a Python frame per call.
 """
 from __future__ import annotations
 
@@ -22,9 +24,15 @@ _modes_on_stack = torch._C._len_torch_function_stack
 _modes_enabled = torch._C._is_torch_function_mode_enabled
 
 
-def shortcut(torch_handle, mode_type):
+def shortcut(torch_handle, mode_type, c_module=None):
     """`torch_handle` (torch.overrides.handle_torch_function) that hands the call straight to
-    a lone mode of `mode_type`."""
+    a lone mode of `mode_type`: `c_module`'s Shortcut where given, else in Python."""
+    if c_module is not None:
+        fast = c_module.Shortcut(torch_handle, mode_type, _modes_on_stack, _modes_enabled,
+                                 _pop_mode, _push_mode)
+        fast.__wrapped__ = torch_handle
+        fast.__doc__ = torch_handle.__doc__
+        return fast
 
     def handle_torch_function(public_api, relevant_args, *args, **kwargs):
         if _modes_on_stack() == 1 and _modes_enabled():
@@ -46,13 +54,13 @@ def shortcut(torch_handle, mode_type):
     return handle_torch_function
 
 
-def install(patcher, mode_type) -> None:
+def install(patcher, mode_type, c_module=None) -> None:
     """Every torch module imported so far that calls torch's handle_torch_function calls the
     shortcut instead (torch.overrides' too, for those imported later)."""
     torch_handle = torch.overrides.handle_torch_function
     if getattr(torch_handle, "__wrapped__", None) is not None:
         return  # installed already (a node made twice in one process)
-    fast = shortcut(torch_handle, mode_type)
+    fast = shortcut(torch_handle, mode_type, c_module)
     for name, module in list(sys.modules.items()):
         if name.startswith("torch") and module is not None \
                 and getattr(module, "handle_torch_function", None) is torch_handle:

@@ -8,7 +8,34 @@ import torch.nn.functional as F
 import torch.overrides
 from torch.overrides import TorchFunctionMode
 
+from grader.vgpu.c_path import ENV_PURE_PYTHON, c_module
+
 TORCH_HANDLE = torch.overrides.handle_torch_function
+BUILT = c_module() is not None
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def implementation(request, monkeypatch):
+    """Every test runs against the C shortcut (where it was built) and the Python one."""
+    if request.param == "c":
+        if not BUILT:
+            pytest.skip("the C module was not built here")
+        monkeypatch.delenv(ENV_PURE_PYTHON, raising=False)
+        return c_module()
+    monkeypatch.setenv(ENV_PURE_PYTHON, "1")
+    return None
+
+
+def test_the_node_installs_the_shortcut_of_its_own_path(vnode, implementation):
+    vnode(2)
+    if implementation is None:
+        assert callable(F.handle_torch_function) and \
+            type(F.handle_torch_function).__name__ == "function", (
+                "without the C module the shortcut should be the Python function")
+    else:
+        assert isinstance(F.handle_torch_function, implementation.Shortcut), (
+            "where the C module is built the node should install its Shortcut, got "
+            f"{type(F.handle_torch_function)}")
 
 
 def test_the_shortcut_is_in_place_while_the_node_is_and_gone_after(vnode):
@@ -69,7 +96,25 @@ def test_a_tensor_subclass_still_gets_its_own_torch_function(vnode):
     assert str(out.device) == "cuda:0"
 
 
-def test_a_declining_mode_result_goes_on_to_the_arguments_as_torch_does():
+def test_an_error_inside_the_mode_leaves_the_mode_on_the_stack(vnode):
+    vnode(2)
+    depth = torch._C._len_torch_function_stack()
+    with pytest.raises(RuntimeError, match="same device"):
+        F.mse_loss(torch.zeros(2, device="cuda:0"), torch.zeros(2, device="cuda:1"))
+    assert torch._C._len_torch_function_stack() == depth, (
+        "the shortcut should push the node's mode back even when the op raised")
+    assert str(F.relu(torch.ones(2, device="cuda:1")).device) == "cuda:1"
+
+
+def test_keyword_arguments_reach_the_function(vnode):
+    vnode(2)
+    x = torch.tensor([-1.0, 2.0], device="cuda:1")
+    out = F.leaky_relu(x, negative_slope=0.5)
+    assert out.tolist() == [-0.5, 2.0], f"F.leaky_relu(x, negative_slope=0.5) gave {out}"
+    assert str(out.device) == "cuda:1"
+
+
+def test_a_declining_mode_result_goes_on_to_the_arguments_as_torch_does(implementation):
     from grader.vgpu.python_dispatch import shortcut
 
     class Declines(TorchFunctionMode):
@@ -81,7 +126,7 @@ def test_a_declining_mode_result_goes_on_to_the_arguments_as_torch_does():
         def __torch_function__(cls, func, types, args=(), kwargs=None):
             return "answered by the argument"
 
-    handle = shortcut(TORCH_HANDLE, Declines)
+    handle = shortcut(TORCH_HANDLE, Declines, implementation)
     value = torch.zeros(2).as_subclass(Answers)
     with Declines():
         result = handle(F.relu, (value,), value)
