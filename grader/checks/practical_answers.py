@@ -287,10 +287,13 @@ def usage_table_problems(rows: dict) -> list[str]:
     return problems
 
 
-def checked_usage_table(answers, reported_values, qid: str, method: str) -> dict:
+def checked_usage_table(answers, reported_values, qid: str, method: str, *runs) -> dict:
     """The answer sheet's nvidia-smi table (`qid`) by GPU index, recorded for the reports; the
-    check fails unless it is complete (usage_table_problems)."""
-    rows = usage_rows(answer_against(answers, qid))
+    check fails unless it is complete (usage_table_problems) and each of `runs` (the student's
+    scripts the readings are of) trained: readings of training that never happens were not
+    observed, and a table filled in beside an untouched template earns nothing."""
+    trained = all(run.of("step") for run in runs) or None
+    rows = usage_rows(answer_and_truth(answers, qid, trained, *runs)[0])
     reported_values[qid] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
                             for k, row in rows.items()}
     problems = usage_table_problems(rows)

@@ -132,6 +132,13 @@ def peak_memory(run) -> dict[str, int]:
     return peaks
 
 
+def training_peak_memory(run) -> dict[str, int]:
+    """peak_memory of a run that trained (took at least one optimizer step), else {}: what a
+    script holds when it stops before training (at a TODO, say) tells nothing about how
+    training uses the GPUs, so answers about that usage are not checked against it."""
+    return peak_memory(run) if run.of("step") else {}
+
+
 BALANCED = 1.10   # peaks within 10% of each other are balanced; GPU 0 above that is "more loaded"
 
 

@@ -16,7 +16,7 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
                                               evidence, faster, forward_passes, gpu0_more_loaded,
                                               median_step_seconds, peak_memory, rows_of,
-                                              shared_clock)
+                                              shared_clock, training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 
 DP = "practical5/practical5_dp.py"
@@ -380,10 +380,10 @@ def test_reported_split_manually(runs, answers, agree):
 
 
 def dp_memory(runs):
-    """Peak memory per GPU of each DataParallel run that recorded memory: {gpus: peaks}."""
+    """Peak memory per GPU of each DataParallel run that trained: {gpus: peaks}."""
     found = {}
     for gpus in SPLIT_GPUS:
-        peaks = peak_memory(runs.script(DP, gpus=gpus))
+        peaks = training_peak_memory(runs.script(DP, gpus=gpus))
         if any(peaks.values()):
             found[gpus] = peaks
     return found
@@ -426,7 +426,8 @@ def test_reported_equally_utilized(runs, answers, measured, reported_values, fla
 
 @pytest.mark.check("practical5.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
-    rows = checked_usage_table(answers, reported_values, "usage.table", "DataParallel")
+    rows = checked_usage_table(answers, reported_values, "usage.table", "DataParallel",
+                               runs.script(DP, gpus=2))
     memory = {k: row["memory_mib"] for k, row in rows.items() if isinstance(k, int)}
     if memory and 0 in memory and memory[0] < max(memory.values()):
         flag("usage.table: GPU 0 does not hold the most memory in the reported nvidia-smi "

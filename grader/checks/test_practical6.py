@@ -18,8 +18,9 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
-                                              median_step_seconds, peak_memory, rows_of,
-                                              same_row, shared_clock, trained_ranks)
+                                              median_step_seconds, rows_of,
+                                              same_row, shared_clock, trained_ranks,
+                                              training_peak_memory)
 from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"
@@ -264,8 +265,8 @@ def test_reported_per_rank_batch(runs, answers, agree):
 
 def memory_truth(runs, answers, qid, fact, *, dp_needed):
     ddp = ddp_run(runs, SHEET_PROCESSES)
-    ddp_peaks = peak_memory(ddp)
-    dp_peaks = peak_memory(dp_run(runs))
+    ddp_peaks = training_peak_memory(ddp)
+    dp_peaks = training_peak_memory(dp_run(runs))
     truth = fact(ddp_peaks, dp_peaks)
     involved = (ddp, dp_run(runs)) if dp_needed else (ddp,)
     value, truth = answer_and_truth(answers, qid, truth, *involved)
@@ -284,7 +285,8 @@ def more_balanced(ddp_peaks, dp_peaks):
 
 @pytest.mark.check("practical6.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
-    rows = checked_usage_table(answers, reported_values, "usage.table", "DDP")
+    rows = checked_usage_table(answers, reported_values, "usage.table", "DDP",
+                               ddp_run(runs, SHEET_PROCESSES))
     memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
     if memory and max(memory) > 1.5 * min(memory):
         flag("usage.table: the reported nvidia-smi memory differs by more than 1.5x between "
@@ -356,7 +358,7 @@ def observed_aspects(dp, ddp):
         return "automatic" if run.of("dp_scatter") else "manual"
 
     def usage(run):
-        even = balanced(peak_memory(run))
+        even = balanced(training_peak_memory(run))
         return None if even is None else "balanced" if even else "imbalanced"
 
     return {"processes": (processes(dp), processes(ddp)),

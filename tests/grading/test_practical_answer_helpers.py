@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from grader.answers.collect import Answers
-from grader.checks.practical_answers import (answer_against, constant_in_source, device_name,
+from grader.checks.practical_answers import (answer_against, checked_usage_table,
+                                             constant_in_source, device_name,
                                              gpu_index, gpu_list, incomplete_rows,
                                              printed_numbers, rows_by, step_times,
                                              total_disagreements, whole_numbers)
@@ -65,6 +66,46 @@ def test_an_answer_cannot_be_checked_against_code_that_did_not_run():
         answer_against(sheet({"memory.most_memory_gpu": 0}), "memory.most_memory_gpu", crashed())
     assert "your code did not run to the end" in str(failure.value)
     assert "TODO" in str(failure.value)
+
+
+# -- the nvidia-smi table -----------------------------------------------------------------------
+READINGS = [{"gpu": 0, "utilization_percent": 35, "memory_mib": 900},
+            {"gpu": 1, "utilization_percent": 20, "memory_mib": 600}]
+
+
+def trained():
+    return ran(events=[{"event": "step", "index": 1}])
+
+
+def test_a_complete_usage_table_beside_a_script_that_trained_is_read_by_gpu():
+    reported = {}
+    rows = checked_usage_table(sheet({"usage.table": READINGS}), reported, "usage.table",
+                               "DataParallel", trained())
+    assert rows[0]["memory_mib"] == 900 and rows[1]["utilization_percent"] == 20
+    assert reported["usage.table"]["0"] == {"utilization_percent": 35, "memory_mib": 900}
+
+
+def test_a_usage_table_beside_a_script_that_does_not_run_earns_nothing():
+    # The template's TODO left in place: the readings cannot have been observed, and a filled
+    # table is what a non-solution can have too.
+    with pytest.raises(AssertionError) as failure:
+        checked_usage_table(sheet({"usage.table": READINGS}), {}, "usage.table", "DataParallel",
+                            crashed())
+    text = str(failure.value)
+    assert "your code did not get that far" in text and "TODO" in text, text
+
+
+def test_a_usage_table_beside_a_script_that_never_trains_earns_nothing():
+    with pytest.raises(AssertionError, match="your code never did what the question is about"):
+        checked_usage_table(sheet({"usage.table": READINGS}), {}, "usage.table", "DataParallel",
+                            ran())
+
+
+def test_an_incomplete_usage_table_says_what_it_lacks():
+    with pytest.raises(AssertionError) as failure:
+        checked_usage_table(sheet({"usage.table": READINGS[:1]}), {}, "usage.table",
+                            "DataParallel", trained())
+    assert "rows for 1 GPU(s)" in str(failure.value)
 
 
 # -- GPUs and devices ---------------------------------------------------------------------------
