@@ -21,6 +21,7 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
@@ -34,6 +35,7 @@ from grader.scoring.rubric import CheckRule, Item, Rubric
 _DIGITS = 2
 # Distinct failure messages listed per check before the rest are summarised.
 _MAX_MESSAGES_PER_CHECK = 20
+_IN_FULL_PER_SHAPE = 2
 
 STATUS_PASSED, STATUS_FAILED, STATUS_PARTIAL = "passed", "failed", "partial"
 STATUS_ERROR, STATUS_SKIPPED, STATUS_MANUAL, STATUS_PENALTY = "error", "skipped", "manual", "penalty"
@@ -247,13 +249,33 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
         if case.outcome in (FAILED, ERROR):
             prefix = "error: " if case.outcome == ERROR else ""
             by_message.setdefault(prefix + case.message, []).append(case.label)
-    for message, labels in list(by_message.items())[:_MAX_MESSAGES_PER_CHECK]:
-        shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
-        lines.append(f"- {shown}: {message}")
-    if len(by_message) > _MAX_MESSAGES_PER_CHECK:
-        lines.append(f"- ... {len(by_message) - _MAX_MESSAGES_PER_CHECK} more distinct messages "
+    # ... and one bug usually fails every configuration with only its numbers changed (19
+    # layouts "no layer on cuda:1, cuda:2 (layers per GPU [5, 0, 0])"): the first two in full,
+    # then the cases alike.
+    by_shape: dict[str, list[tuple[str, list[str]]]] = {}
+    for message, labels in by_message.items():
+        by_shape.setdefault(_shape(message), []).append((message, labels))
+    for groups in list(by_shape.values())[:_MAX_MESSAGES_PER_CHECK]:
+        for message, labels in groups[:_IN_FULL_PER_SHAPE]:
+            lines.append(f"- {_some(labels)}: {message}")
+        alike = [label for _, more in groups[_IN_FULL_PER_SHAPE:] for label in more]
+        if alike:
+            lines.append(f"- the same failure, with each case's own numbers: {_some(alike)}")
+    if len(by_shape) > _MAX_MESSAGES_PER_CHECK:
+        lines.append(f"- ... {len(by_shape) - _MAX_MESSAGES_PER_CHECK} more distinct messages "
                      f"(see the check's cases)")
     return "\n".join(lines)
+
+
+def _some(labels: list[str]) -> str:
+    return ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+
+
+def _shape(message: str) -> str:
+    """A failure message with its numbers, and lists of them, left out: the same for two cases
+    that fail alike in different configurations."""
+    numbered = re.sub(r"\d+(?:\.\d+)?(?:e-?\d+)?", "#", message)
+    return re.sub(r"([^\s,\[]*#)(?:, [^\s,\]]*#)+", r"\1...", numbered)
 
 
 # --- manual items, overrides, late penalty -----------------------------------------------

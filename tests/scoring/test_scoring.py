@@ -58,6 +58,29 @@ def test_proportional_partial_credit_over_parametrized_cases(rubric_for):
     assert lines == ["- [1], [3], [5], [7], [9] and 7 more: expected [4, 4], observed [8, 0]"]
 
 
+def test_one_bug_failing_every_configuration_is_told_once_with_its_cases(rubric_for):
+    rubric = rubric_for("hw3")
+    tests = [case(c) for c in rubric.check_ids if c != "hw3.task3.all_gpus_used"]
+    configurations = [(3, 5), (4, 12), (5, 20), (8, 24)]
+    tests += [case("hw3.task3.all_gpus_used", "failed", param=f"{g}gpus-depth{d}",
+                   feedback=f"Expected: the {d} layers spread over all {g} GPUs\nObserved: no "
+                            f"layer on {', '.join(f'cuda:{i}' for i in range(1, g))} (layers per "
+                            f"GPU {[d] + [0] * (g - 1)})")
+              for g, d in configurations]
+    feedback = check(score_assignment(rubric, report(tests)), "hw3.task3.all_gpus_used").feedback
+    assert feedback.count("Expected:") == 2, f"two examples, then the cases alike:\n{feedback}"
+    assert "- [3gpus-depth5]: Expected: the 5 layers spread over all 3 GPUs" in feedback
+    assert "- [4gpus-depth12]: Expected: the 12 layers spread over all 4 GPUs" in feedback
+    assert ("- the same failure, with each case's own numbers: [5gpus-depth20], [8gpus-depth24]"
+            in feedback), feedback
+    # Different failures stay apart.
+    tests[-1] = case("hw3.task3.all_gpus_used", "failed", param="2gpus-depth4",
+                     feedback="layer 3 is on cpu")
+    feedback = check(score_assignment(rubric, report(tests)), "hw3.task3.all_gpus_used").feedback
+    assert "- [2gpus-depth4]: layer 3 is on cpu" in feedback and feedback.count("Expected:") == 2
+    assert "[5gpus-depth20]" in feedback.splitlines()[-2], feedback
+
+
 def test_round_robin_layout_loses_exactly_the_contiguity_check(rubric_for):
     rubric = rubric_for("hw3")
     tests = [case(c) for c in rubric.check_ids if c != "hw3.task3.contiguous"]
