@@ -87,9 +87,17 @@ def main(argv: list[str]) -> int:
         return 2
     script, args = argv[0], argv[1:]
 
-    from grader.vgpu import activate_from_environment
+    from grader.vgpu import activate_from_environment, step_report
+    steps = step_report.watch(activate_from_environment())
+    rank = os.environ.get("RANK", "0") if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1 else ""
+    try:
+        return _run(script, args, values, edits)
+    finally:
+        step_report.say(steps, rank)
+
+
+def _run(script: str, args: list[str], values: dict, edits: list) -> int:
     from grader.vgpu.script_edits import EditNotFound
-    activate_from_environment()
     from grader.vgpu.trace import get_trace
     try:
         run_script(script, args, values, edits)

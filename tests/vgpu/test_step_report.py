@@ -1,0 +1,92 @@
+"""A student's own run on virtual GPUs says its step times on the simulated clock (what the
+grader's timing checks read), since the times the script prints are the CPU's wall clock."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+
+import torch
+import torch.nn as nn
+
+from grader.vgpu import step_report
+
+TRAIN = textwrap.dedent("""\
+    import torch, torch.nn as nn
+    DEPTH = 2
+    layers = [nn.Linear(64, 64).to(f"cuda:{i % 2}") for i in range(DEPTH)]
+    optimizer = torch.optim.SGD([p for l in layers for p in l.parameters()], lr=0.1)
+    for step in range(5):
+        x = torch.randn(32, 64, device="cuda:0")
+        for layer in layers:
+            x = layer(x.to(next(layer.parameters()).device))
+        optimizer.zero_grad()
+        x.sum().backward()
+        optimizer.step()
+    print("trained")
+""")
+
+
+def train(depth: int, steps: int) -> None:
+    layers = [nn.Linear(64, 64).to(f"cuda:{i % 2}") for i in range(depth)]
+    optimizer = torch.optim.SGD([p for layer in layers for p in layer.parameters()], lr=0.1)
+    for _ in range(steps):
+        x = torch.randn(32, 64, device="cuda:0")
+        for layer in layers:
+            x = layer(x.to(next(layer.parameters()).device))
+        optimizer.zero_grad()
+        x.sum().backward()
+        optimizer.step()
+
+
+def simulated_step_ms(depth: int) -> list[float]:
+    from grader.vgpu import activate
+    handle = activate(2, force_virtual=True)
+    steps = step_report.watch(handle)
+    try:
+        train(depth, steps=4)
+    finally:
+        steps.close()
+        handle.deactivate()
+    return steps.step_ms()
+
+
+def test_step_times_are_the_simulated_clocks_the_same_every_run_and_grow_with_depth():
+    shallow, again, deep = (simulated_step_ms(d) for d in (2, 2, 6))
+    assert len(shallow) == 3, f"4 optimizer steps give 3 step times (the first left out): {shallow}"
+    assert shallow == again, f"the simulated clock should not depend on the machine's load: " \
+                             f"{shallow} then {again}"
+    assert min(deep) > max(shallow), f"6 layers should take longer than 2: {deep} vs {shallow}"
+
+
+def test_nothing_is_said_without_an_optimizer_step_and_one_step_says_why(vnode):
+    handle = vnode(2)
+    steps = step_report.watch(handle)
+    assert steps.summary() is None, "a script that never steps gets no line"
+    train(2, steps=1)
+    steps.close()
+    assert "1 optimizer step, no step time" in steps.summary()
+
+
+def test_no_counting_where_the_grader_traces_the_run(tmp_path):
+    from grader.vgpu import activate
+    handle = activate(2, str(tmp_path / "t.jsonl"), force_virtual=True)
+    try:
+        assert step_report.watch(handle) is None, "graded runs read the trace's step records"
+    finally:
+        handle.deactivate()
+
+
+def test_pdl_grade_run_ends_with_the_simulated_step_time(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    done = subprocess.run([sys.executable, "-m", "grader", "run", "--gpus", "2", "--virtual",
+                           str(script)], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "trained", "the script's own output stays as it was"
+    said = re.search(r"virtual GPUs: 5 optimizer steps; on the simulated clock .* the median step "
+                     r"took (\d+\.\d+) ms", done.stderr)
+    assert said and float(said.group(1)) > 0, (
+        f"`pdl-grade run` should end by saying the simulated step time; stderr:\n{done.stderr}")
+    assert "wall clock" in done.stderr and "simulated" in done.stderr
