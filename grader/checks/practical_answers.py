@@ -12,7 +12,7 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.checks.support import explain
+from grader.checks.support import explain, not_found
 
 # -- an answer and the runs it is compared with ----------------------------------------------
 
@@ -53,10 +53,7 @@ def _require_answer(answers, qid: str, broken: list[str]) -> None:
     if qid in answers.values:
         return
     question = answers.questions.get(qid, qid)
-    observed = "no answer found"
-    why = [p for p in getattr(answers, "problems", []) if f": {qid}:" in p]
-    if why:
-        observed += f" ({why[0]})"
+    observed = not_found(answers, qid)
     if broken:
         observed += f"; and your code could not be run to compare it with: {broken[0]}"
     raise AssertionError(explain(f"an answer to: {question}", observed,

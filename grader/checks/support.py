@@ -31,8 +31,15 @@ def reported(answers, qid: str):
     if qid in answers.values:
         return answers.values[qid]
     question = answers.questions.get(qid, qid)
-    raise AssertionError(explain(f"an answer to: {question}", "no answer found",
+    raise AssertionError(explain(f"an answer to: {question}", not_found(answers, qid),
                                  answers.where_to_answer(qid)))
+
+
+def not_found(answers, qid: str) -> str:
+    """'no answer found', with why where the answer was there but could not be read (a table
+    written as a list of lists, a word where a number belongs)."""
+    why = [p for p in getattr(answers, "problems", []) if f": {qid}:" in p]
+    return "no answer found" + (f" ({why[0]})" if why else "")
 
 
 def disagrees(answers, qid: str, expected: str, observed_in_code: str, value) -> str:

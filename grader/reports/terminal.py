@@ -26,9 +26,16 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # After masking: a list of numbers or of devices, however long, is one token.
 _REPEATS = re.compile(r"([\w:]*#)(?:, \1)+")
 # A check's "Observed:" line saying its run crashed or hung (not a missing answer, whose
-# fix is an answer even when the run crashed too).
-_CRASH = re.compile(r"^Observed: (?!no answer found)(.*\b(?:stopped with|exited with status|"
-                    r"did not finish in time|was killed)\b.*)$", re.M)
+# fix is an answer even when the run crashed too), or a message that is only that run's
+# problem ("practical5/practical5_dp.py (2 GPU(s)) stopped with ...").
+_CRASH = re.compile(r"^(?:Observed: (?!no answer found)|(?=\S+\.py \())(.*\b(?:stopped with|"
+                    r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
+# An answer the sheet lacks (nothing else wrong with it): "Observed: no answer found" alone
+# or with the code's own problem after it, and where it belongs, "FILE (qid)" last.
+_MISSING = re.compile(r"^Observed: no answer found(?:$|; and your code could not be run to "
+                      r"compare it with: (?P<code>.*)$)", re.M)
+_LABEL = re.compile(r" \(('.*')\)")
+_WHERE = re.compile(r"^Where to look: (?P<where>.*?)\s*\((?P<qid>[\w.]+)\)\s*$", re.M)
 # The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
 _CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
 # Cases listed by name under one cause before the rest are counted.
@@ -42,6 +49,7 @@ class Cause:
     message: str
     checks: dict[str, int] = field(default_factory=dict)   # check id -> cases, in order
     cases: list[tuple[str, str]] = field(default_factory=list)   # (check, "[1gpus-depth1]" or "")
+    missing: list[str] = field(default_factory=list)   # answers missing from one file: their ids
 
     @property
     def count(self) -> int:
@@ -84,6 +92,22 @@ def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) ->
 
 def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
     crash = _CRASH.search(message)
+    missing, where = _MISSING.search(message), _WHERE.search(message)
+    if missing and where:
+        # An empty sheet fails every answer check: one cause per file, the ids to write (and
+        # the report's label of each, where the answer may be in a PDF).
+        label = _LABEL.search(where.group("where"))
+        place = _LABEL.sub("", where.group("where")).replace(" or ", ", or in ")
+        code = missing.group("code")
+        cause = causes.setdefault("missing: " + place, Cause(
+            f"Write them in {place}: each answer is compared with what your code does."
+            + (f"\nYour code does not run yet, so none can be compared: {code}" if code else "")))
+        entry = where.group("qid") + (f" ({label.group(1)})" if label else "")
+        if entry not in cause.missing:
+            cause.missing.append(entry)
+        cause.checks[check] = cause.checks.get(check, 0) + 1
+        cause.cases.append((check, case if case.startswith("[") else ""))
+        return
     if crash:
         # A run that crashed or hung fails every check that needed it, whatever each check
         # expected: one cause, the crash, in whichever configuration it happened.
@@ -159,6 +183,12 @@ def _points(score: Any, max_score: Any) -> str:
 
 
 def cause_lines(number: int, cause: Cause) -> list[str]:
+    if cause.missing:
+        head = f"{number}. {len(cause.missing)} answer(s) not found ({len(cause.checks)} check(s))"
+        if any(" (" in entry for entry in cause.missing):   # with the report's labels
+            return [head + ":"] + [f"{_INDENT}- {entry}" for entry in cause.missing] \
+                + _indented(cause.message)
+        return [f"{head}: {', '.join(cause.missing)}"] + _indented(cause.message)
     if cause.count == 1:
         lines = [f"{number}. {''.join(cause.cases[0])}"]
     else:

@@ -83,6 +83,69 @@ def test_one_crash_under_checks_that_expect_different_things_is_one_cause():
     assert "needs your script to run to its end" in text and text.count("concepts.py:58") == 2
 
 
+def answer_check(check: str, qid: str, observed: str, where: str) -> dict:
+    return {"id": check, "status": "failed", "score": 0, "max_score": 0.25, "passed": 0,
+            "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
+            "cases": [{"case": "", "outcome": "failed", "message":
+                       f"Expected: an answer to: the question of {qid}\nObserved: {observed}\n"
+                       f"Where to look: {where}"}]}
+
+
+def test_an_empty_sheet_is_one_cause_naming_the_answers_to_write():
+    stop = ("practical5/practical5_dp.py (2 GPU(s)) stopped with NotImplementedError at "
+            "practical5_dp.py:60 (a TODO of the template is still to be written): TODO (P5)")
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+    qids = ["timing.faster", "usage.table", "dp.split_manually"]
+    item["checks"] = [answer_check(f"practical5.check{n}", qid,
+                                   "no answer found; and your code could not be run to compare "
+                                   f"it with: {stop}", f"practical5/answers.yaml ({qid})")
+                      for n, qid in enumerate(qids)]
+    # An answer that was there but could not be read says why: its own cause.
+    item["checks"].append(answer_check(
+        "practical5.unreadable", "memory.most_memory_gpu",
+        "no answer found (practical5/answers.yaml: memory.most_memory_gpu: expected a whole "
+        "number, got 'cuda:0')", "practical5/answers.yaml (memory.most_memory_gpu)"))
+    causes = [c for c in failure_causes(result) if any("practical5" in k for k in c.checks)]
+    assert [c.missing for c in causes] == [qids, []], [c.message for c in causes]
+    text = render_check_text(result)
+    assert "3 answer(s) not found (3 check(s)): timing.faster, usage.table, dp.split_manually" \
+        in text, text
+    assert "Write them in practical5/answers.yaml" in text and text.count("TODO (P5)") == 1
+    assert "expected a whole number, got 'cuda:0'" in text
+
+
+def test_answers_missing_from_a_report_are_listed_with_its_labels():
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+    labels = {"task5.transfers_2gpus": "Number of transfers with 2 GPUs",
+              "task4.table": "the table 'GPUs | Step time (ms) | Memory per GPU (MiB)'"}
+    item["checks"] = [answer_check(f"hw3.c{n}", qid, "no answer found",
+                                   f"hw3/report.pdf ('{label}') or hw3/answers.yaml ({qid})")
+                      for n, (qid, label) in enumerate(labels.items())]
+    text = render_check_text(result)
+    assert "2 answer(s) not found (2 check(s)):" in text
+    assert "   - task5.transfers_2gpus ('Number of transfers with 2 GPUs')" in text, text
+    assert "Write them in hw3/report.pdf, or in hw3/answers.yaml" in text
+
+
+def test_a_run_that_stopped_is_one_cause_whether_or_not_its_message_says_observed():
+    stop = ("practical5/practical5_dp.py (2 GPU(s)) stopped with NotImplementedError at "
+            "practical5_dp.py:60: TODO")
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+    item["checks"] = [
+        {"id": "practical5.a", "status": "failed", "score": 0, "max_score": 1, "passed": 0,
+         "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
+         "cases": [{"case": "", "outcome": "failed",
+                    "message": f"Expected: a scatter\nObserved: {stop}"}]},
+        {"id": "practical5.b", "status": "failed", "score": 0, "max_score": 1, "passed": 0,
+         "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
+         "cases": [{"case": "", "outcome": "failed", "message": stop}]}]
+    causes = [c for c in failure_causes(result) if any("practical5" in k for k in c.checks)]
+    assert [list(c.checks) for c in causes] == [["practical5.a", "practical5.b"]]
+
+
 def test_every_failed_check_once_with_expected_observed_where():
     text = render_check_text(load(ROUND_ROBIN))
     for item in load(ROUND_ROBIN)["assignments"][0]["items"]:
