@@ -30,6 +30,8 @@ INTEGRITY_PROBLEMS = pytest.StashKey[list]()
 INTEGRITY_NOTES = pytest.StashKey[list]()
 # The outcome of every check's test in this session, for the points at the end.
 CHECK_OUTCOMES = pytest.StashKey[dict]()   # nodeid -> (check, outcome, message)
+# assignment -> its answers as read (Answers.to_dict), for the summary's written answers
+CHECK_ANSWERS = pytest.StashKey[dict]()
 
 
 def default_submission() -> Path:
@@ -140,6 +142,9 @@ def pytest_runtest_makereport(item, call):
     identifier = check_id(item)
     if outcomes is None or identifier is None:
         return report
+    if getattr(item, "_pdl_answers", None):
+        item.config.stash.setdefault(CHECK_ANSWERS, {}).setdefault(
+            identifier.split(".")[0], item._pdl_answers)
     if report.outcome != "passed":   # a failed teardown after a passed call is an error
         message = (_skip_reason(report.longrepr) if report.skipped
                    else _feedback(call.excinfo) if call.excinfo is not None else "")
@@ -174,6 +179,12 @@ def pytest_terminal_summary(terminalreporter, config):
     from grader.scoring.session import score_session
     result = score_session(outcomes, rubrics_dir=config.getoption("--rubrics"),
                            submission=str(config.getoption("--submission") or default_submission()))
+    # The answers as the checks read them, as `pdl-grade check` has them in result.json: the
+    # written answers' "answered" / "no answer found yet" reads them.
+    answers = config.stash.get(CHECK_ANSWERS, {})
+    for assignment in result.get("assignments") or []:
+        if assignment.get("id") in answers and not assignment.get("answers"):
+            assignment["answers"] = answers[assignment["id"]]
     terminalreporter.section("points per task, and what to fix")
     terminalreporter.write(render_check_text(result, selected_only=True, header=False))
 

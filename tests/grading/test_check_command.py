@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.fixtures import hw3_variants as hv
 from tests.fixtures.planted_bugs import REFERENCE, TEMPLATE, copy_tree
@@ -93,6 +94,10 @@ def test_pytest_from_the_students_folder(tmp_path):
     """`pytest --pyargs grader.checks --submission .` where there is no grader/ folder: one
     summary, each failed check named, no traceback of the grader's code, points per task."""
     folder = copy_tree(TEMPLATE, tmp_path / "my-course")
+    sheet = folder / "practical4" / "answers.yaml"
+    data = yaml.safe_load(sheet.read_text(encoding="utf-8"))
+    data["answers"]["questions.easier"]["value"] = "Data parallelism: the model stays as it is."
+    sheet.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "grader.checks.test_practical4",
                            "--submission", ".", "-p", "no:cacheprovider"], cwd=folder, env=env,
@@ -103,6 +108,8 @@ def test_pytest_from_the_students_folder(tmp_path):
     assert "practical4: Practical 4" in out and "0 / 12" in out
     assert "8 cases of 6 checks failed the same way: practical4.chunk_shapes" in out
     assert "support.py" not in out and "AssertionError" not in out and "FAILED " not in out
+    # The written answers are read as `pdl-grade check` reads them.
+    assert "questions.easier: answered" in out, out
     # Without --submission, the current folder is the student's.
     again = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "grader.checks.test_practical4",
                             "-p", "no:cacheprovider", "-k", "batch_split_into_chunks"], cwd=folder, env=env,
