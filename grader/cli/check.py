@@ -56,7 +56,8 @@ def run(options) -> int:
               "--submission DIR", file=sys.stderr)
         return 2
     print(f"Grading {', '.join(chosen)} in {submission}: every check runs your code, so this "
-          "takes a minute or more per assignment ...", flush=True)
+          "takes a while (about 5 to 20 s per assignment on a 2-core laptop, longer where your "
+          "code is slow) ...", flush=True)
     with tempfile.TemporaryDirectory(prefix="pdl-check-") as scratch:
         # Only the student's formats: the staff's view (instructor.md) is never written here.
         result = grade_submission(submission, Path(options.out or scratch), chosen,
