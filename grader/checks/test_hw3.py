@@ -139,14 +139,12 @@ def built(found, what="the model") -> None:
             missing = missing_module_note(error["message"])
             raise AssertionError(f"Importing hw3/model_parallel.py{node} failed: {at}"
                                  + (f"\n{missing}" if missing else ""))
-        look = ""
-        if "gpus" in found:
-            look = (f"\nWhere to look: run it as the grader did: pdl-grade run --gpus "
-                    f"{found['gpus']} --set DEPTH={found['depth']} hw3/model_parallel.py")
-            if "invalid device ordinal" in error["message"].lower():
-                look += (f"; a node of {found['gpus']} GPU(s) has cuda:0 .. "
-                         f"cuda:{found['gpus'] - 1} only: take the number of GPUs from "
-                         "torch.cuda.device_count()")
+        gpus, depth = (found["gpus"], found["depth"]) if "gpus" in found else found["configs"][0]
+        look = (f"\nWhere to look: run it as the grader did: pdl-grade run --gpus {gpus} --set "
+                f"DEPTH={depth} hw3/model_parallel.py")
+        if "invalid device ordinal" in error["message"].lower():
+            look += (f"; a node of {gpus} GPU(s) has cuda:0 .. cuda:{gpus - 1} only: take the "
+                     "number of GPUs from torch.cuda.device_count()")
         raise AssertionError(f"Building or running {what} {where} failed: {at}{look}")
 
 

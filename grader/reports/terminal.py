@@ -36,6 +36,11 @@ _MISSING = re.compile(r"^Observed: no answer found(?:$|; and your code could not
                       r"compare it with: (?P<code>.*)$)", re.M)
 _LABEL = re.compile(r" \(('.*')\)")
 _WHERE = re.compile(r"^Where to look: (?P<where>.*?)\s*\((?P<qid>[\w.]+)\)\s*$", re.M)
+# An exception of the student's code, as a build that failed or a check's "Observed:" line
+# quotes it: "RuntimeError at model_parallel.py:50 (x = layer(x)): Expected all tensors ...".
+# The same exception fails checks of several tasks, each naming its configurations its way.
+_RAISED = re.compile(r"(?:^(?:Building or running|Importing) .*? failed: |^Observed: )"
+                     r"(?P<error>\w+ at [\w./-]+\.py:\d+ .*)$", re.M)
 # The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
 _CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
 # Cases listed by name under one cause before the rest are counted.
@@ -105,6 +110,15 @@ def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
         entry = where.group("qid") + (f" ({label.group(1)})" if label else "")
         if entry not in cause.missing:
             cause.missing.append(entry)
+        cause.checks[check] = cause.checks.get(check, 0) + 1
+        cause.cases.append((check, case if case.startswith("[") else ""))
+        return
+    raised = None if crash else _RAISED.search(message)
+    if raised:
+        key = "raised: " + " ".join(raised.group("error").split())
+        cause = causes.setdefault(key, Cause(message.strip()))
+        if "Where to look:" not in cause.message and "Where to look:" in message:
+            cause.message = message.strip()   # the wording that says where to look
         cause.checks[check] = cause.checks.get(check, 0) + 1
         cause.cases.append((check, case if case.startswith("[") else ""))
         return

@@ -146,6 +146,29 @@ def test_a_run_that_stopped_is_one_cause_whether_or_not_its_message_says_observe
     assert [list(c.checks) for c in causes] == [["practical5.a", "practical5.b"]]
 
 
+def test_one_exception_under_checks_of_several_tasks_is_one_cause_that_says_where_to_look():
+    """HW3's forward that never moves x: Task 2's build, Task 3's forward and Task 5's counts
+    each quote the same RuntimeError, naming their configurations their own way."""
+    error = ("RuntimeError at model_parallel.py:50 (x = torch.relu(layer(x))): Expected all "
+             "tensors to be on the same device, but found at least two devices, cuda:0 and cuda:1!")
+    messages = {
+        "hw3.task2.trend": f"Building or running and training the model for (GPUs, DEPTH) "
+                           f"(2, 6), (2, 12) failed: {error}",
+        "hw3.task3.output_matches": f"Expected: the forward pass runs\nObserved: {error}\n"
+                                    "Where to look: LargeLinearModelMP.forward (the baton pass)",
+        "hw3.task5.counts_printed": f"Building or running the model with 2 GPU(s) and DEPTH=20 "
+                                    f"failed: {error}"}
+    result = fresh(TEMPLATE)
+    find_item(result, "hw3.task3")["checks"] = [
+        {"id": check, "status": "failed", "score": 0, "max_score": 1, "passed": 0, "failed": 1,
+         "skipped": 0, "errors": 0, "feedback": "",
+         "cases": [{"case": "", "outcome": "failed", "message": message}]}
+        for check, message in messages.items()]
+    causes = [c for c in failure_causes(result) if "RuntimeError" in c.message]
+    assert len(causes) == 1 and list(causes[0].checks) == list(messages), causes
+    assert "Where to look: LargeLinearModelMP.forward" in causes[0].message
+
+
 def test_every_failed_check_once_with_expected_observed_where():
     text = render_check_text(load(ROUND_ROBIN))
     for item in load(ROUND_ROBIN)["assignments"][0]["items"]:
