@@ -6,7 +6,7 @@ works at any moment, so more GPUs buy memory capacity, not speed.
 
 Run:  python hw3/model_parallel.py      (on 2 GPUs, then on 5)
 Change DIM and DEPTH below for the tasks (Task 2: DEPTH = 6, 12, 24; Task 4: DEPTH = 20).
-No GPU here? Virtual ones: python -m grader run --gpus 2 hw3/model_parallel.py
+No GPU here? Virtual ones: pdl-grade run --gpus 2 hw3/model_parallel.py
 """
 import statistics
 import sys
@@ -61,7 +61,7 @@ def sync_all():
 def main():
     if not torch.cuda.is_available():
         print("No CUDA GPU found: this script needs GPUs. On a machine without them, use "
-              "virtual GPUs: python -m grader run --gpus 2 hw3/model_parallel.py",
+              "virtual GPUs: pdl-grade run --gpus 2 hw3/model_parallel.py",
               file=sys.stderr)
         sys.exit(1)
 

@@ -5,7 +5,7 @@ half on GPU 1. In forward() the activation is handed from GPU to GPU like a bato
 
 Run (2 GPUs):  python hw3/model_parallel.py
 Change DIM and DEPTH below for the tasks (Task 2: DEPTH = 6, 12, 24; Task 4: DEPTH = 20).
-No GPU here? Virtual ones: python -m grader run --gpus 2 hw3/model_parallel.py
+No GPU here? Virtual ones: pdl-grade run --gpus 2 hw3/model_parallel.py
 """
 import statistics
 import sys
@@ -59,7 +59,7 @@ def sync_all():
 def main():
     if not torch.cuda.is_available():
         print("No CUDA GPU found: this script needs GPUs. On a machine without them, use "
-              "virtual GPUs: python -m grader run --gpus 2 hw3/model_parallel.py",
+              "virtual GPUs: pdl-grade run --gpus 2 hw3/model_parallel.py",
               file=sys.stderr)
         sys.exit(1)
 
