@@ -42,8 +42,9 @@ STUDENT_FILES = {"report": "report.html", "instructor": "instructor.md",
 
 
 def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
-                     order: list[str] | None = None) -> Path:
-    """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments.
+                     order: list[str] | None = None, unmatched_overrides: list[str] = ()) -> Path:
+    """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments;
+    `unmatched_overrides`: keys of this run's overrides file that name no submission.
     (`submissions_dir` is no longer read: the code fingerprints are in the gradebook.)"""
     out_dir = Path(out_dir)
     book = Gradebook(out_dir / "gradebook.sqlite")
@@ -53,7 +54,12 @@ def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
     finally:
         book.close()
     files = {r.student.key: _student_files(out_dir, r.student.key) for r in runs}
-    page = render_class_page(class_summary(runs, fingerprints, order, files))
+    summary = class_summary(runs, fingerprints, order, files)
+    summary["override_problems"] += [
+        {"key": key, "name": key, "problem": "no such submission: its overrides were ignored "
+                                             "(a key is a folder name under submissions/)"}
+        for key in unmatched_overrides]
+    page = render_class_page(summary)
     return write_atomically(out_dir / "index.html", page)
 
 

@@ -1,8 +1,9 @@
 """DIR/grades.csv: one row per student, sorted by student key, for Moodle's grade import.
 
 Columns: `Identifier` ("Participant <id>" from Moodle's download, else the folder/zip name),
-`Full name`, one column per assignment, `Total`, `Status`. Moodle's import maps the identifier
-column and one grade column per grade item; unmapped columns (Status) are ignored there.
+`Full name`, one column per assignment, `Total`, `Status`, `Key` (the student's folder under
+submissions/, what a batch's overrides file is keyed by). Moodle's import maps the identifier
+column and one grade column per grade item; unmapped columns (Status, Key) are ignored there.
 Assignment cells and the total are the final points, after any late penalty. When some run
 has a submission time or a late penalty, two columns come before `Total`: `Submitted at`
 (ISO 8601, empty when unknown) and `Late penalty` (the points taken, as a negative number;
@@ -55,7 +56,7 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
                  for run in runs}
     timed = any(run.submitted_at for run in runs) or any(p is not None for p in penalties.values())
     late_columns = ["Submitted at", "Late penalty"] if timed else []
-    rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status"]]
+    rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status", "Key"]]
     for run in runs:
         graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
         cells = [format_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
@@ -68,7 +69,7 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
         if run.message and run.status != "graded":
             status += ": " + " ".join(run.message.split())[:200]
         rows.append([inert_cell(run.student.identifier), inert_cell(run.student.name), *cells,
-                     total, inert_cell(status)])
+                     total, inert_cell(status), inert_cell(run.student.key)])
     return rows
 
 

@@ -124,6 +124,13 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
     """A short summary of the grading and where the full report is (plain text, escaped)."""
     found = _assignment_result(run, assignment) or {}
     parts = []
+    if run.status == "rejected":
+        # Nothing was graded: no items to list, no report to point to.
+        reason = " ".join((run.message or "the upload could not be read").split())[:200]
+        text = (f"{assignment}: {format_points(found.get('score', 0))} of "
+                f"{format_points(found.get('max_score', 0))} points: the upload could not be "
+                f"graded ({reason.rstrip('.')}). Hand it in again, or ask the course staff.")
+        return html.escape(text[:MAX_COMMENT_CHARS], quote=False)
     if _graded(run) and found:
         parts.append(f"{assignment}: {format_points(found.get('score', 0))} of "
                      f"{format_points(found.get('max_score', 0))} points.")
@@ -138,14 +145,13 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
                       if item.get("kind") == "penalty")
         if penalty:
             parts.append(f"Late penalty: {format_points(penalty)} points.")
+        # Still pending: an instructor's override of a written answer scores it.
         pending = [i for i in found.get("items") or [] if i.get("kind") == "manual"
-                   and i.get("status") == "manual" and i.get("max_score", 0) > 0]
+                   and i.get("pending") and i.get("max_score", 0) > 0]
         if pending:
             parts.append(f"{len(pending)} written answer(s) are still to be graded by the staff.")
         if (found.get("integrity") or {}).get("withheld"):
             parts.append("Automatic points are held until the staff have reviewed the code.")
-    if run.status == "rejected" and run.message and not run.needs_person:
-        parts.append(f"The upload could not be graded: {' '.join(run.message.split())[:200]}")
     parts.append(f"Full report: {report_location}")
     text = " ".join(parts)
     if len(text) > MAX_COMMENT_CHARS:
@@ -219,7 +225,8 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
     folder = out / "moodle"
 
     def report_location(key: str) -> str:
-        return f"report.html, in {out.name}/submissions/{key}/"
+        # Where the staff find it (the student gets it from them): no path of this machine.
+        return f"report.html (submissions/{key}/ of the course staff's grading)"
 
     for assignment in assignments:
         rubric = rubrics[assignment]

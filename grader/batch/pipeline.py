@@ -25,6 +25,7 @@ current run was scored with.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import datetime as dt
 import fcntl
 import hashlib
@@ -212,7 +213,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             for problem in times.problems:
                 progress.warn(problem)
             _note_unmatched(times, [s.student for s in found], progress)
-        _check_overrides(student_overrides, found, rubrics, wanted, progress)
+        unmatched = _check_overrides(student_overrides, found, rubrics, wanted, progress)
         batch = _ClassBatch(book=book, out=out, config=config, rubrics=rubrics, options=options,
                             progress=progress, times=times, overrides=student_overrides)
         schedule = run_jobs if backend is None else backend.run_jobs
@@ -230,7 +231,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.warn(f"Moodle worksheets (moodle/) not written: {problem}")
         try:   # DIR/index.html, the class page: a failure here never touches the grades
             from grader.batch.class_page import write_class_page
-            write_class_page(out, submissions_dir, list(rubrics))
+            write_class_page(out, submissions_dir, list(rubrics), unmatched_overrides=unmatched)
         except Exception as problem:
             progress.note(f"class summary (index.html) not written: {problem!r}")
         progress.close()
@@ -245,15 +246,21 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
 
 
 def _check_overrides(student_overrides: dict[str, dict], found: list[Submission],
-                     rubrics: dict, graded: tuple[str, ...], progress: Progress) -> None:
+                     rubrics: dict, graded: tuple[str, ...], progress: Progress) -> list[str]:
     """Every problem of the overrides file, said once, before anything is graded (the same
-    problems are kept in each student's result.json and listed on the class page)."""
+    problems are kept in each student's result.json and listed on the class page); returns
+    the keys that name no submission (the class page lists them too)."""
     keys = {s.student.key for s in found}
-    for key in sorted(set(student_overrides) - keys):
-        progress.warn(f"overrides for '{key}' ignored: no such submission")
+    unmatched = sorted(set(student_overrides) - keys)
+    for key in unmatched:
+        near = difflib.get_close_matches(key, sorted(keys), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(repr(k) for k in near)}?" if near else ""
+        progress.warn(f"overrides for '{key}' ignored: no such submission (a student's key is "
+                      f"their folder's name under submissions/, grades.csv's Key column{hint})")
     for key in sorted(set(student_overrides) & keys):
         for problem in check_overrides(student_overrides[key], rubrics, graded).problems:
             progress.warn(f"{key}: {problem}")
+    return unmatched
 
 
 def _load_worksheets(given, graded: tuple[str, ...]) -> dict[str, Worksheet]:

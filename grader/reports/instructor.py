@@ -60,22 +60,29 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
             "pending_points": format_value(result.get("pending_points") or 0)
             if result.get("pending_points") else None,
             "override_problems": [str(p) for p in result.get("override_problems") or []],
-            "overrides": overrides_template(assignments)}
+            # A batch's student (keyed): scored through the batch, whose gradebook is the
+            # record (a `grade --rescore` of this folder is overwritten by the next batch run).
+            "batch_key": student.get("key") or None,
+            "overrides": overrides_template(assignments, student.get("key") or None)}
 
 
-def overrides_template(assignments: list[dict]) -> str:
-    """A YAML skeleton for `--overrides`: every manual item, with its current score."""
-    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}",
-             "# (in a batch's --overrides file: these lines indented under the student's key)"]
+def overrides_template(assignments: list[dict], batch_key: str | None = None) -> str:
+    """A YAML skeleton for `--overrides`: every manual item, with its current score; under
+    the student's key for a batch's overrides file."""
+    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}"]
+    if batch_key:
+        lines += ["# for the batch's --overrides file (one key per student):", f"{batch_key}:"]
+    indent = "  " if batch_key else ""
     for assignment in assignments:
         integrity = assignment.get("integrity") or {}
         if integrity.get("withheld"):
-            lines.append(f'# {assignment["id"]}\'s automatic points are withheld (integrity); '
-                         "after looking, uncomment to release them:")
-            lines.append(f'# {assignment["id"]}.integrity: {{cleared: true, comment: "..."}}')
+            lines.append(f'{indent}# {assignment["id"]}\'s automatic points are withheld '
+                         "(integrity); after looking, uncomment to release them:")
+            lines.append(f'{indent}# {assignment["id"]}.integrity: {{cleared: true, comment: '
+                         '"..."}')
         for m in assignment["manual"]:
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
-            lines.append(f'{m["id"]}: {{points: {m["score"]}, comment: "{comment}"}}'
+            lines.append(f'{indent}{m["id"]}: {{points: {m["score"]}, comment: "{comment}"}}'
                          f'  # of {m["points"]}')
     return "\n".join(lines)
 

@@ -35,8 +35,9 @@ def test_reference_and_template_graded_for_real(tmp_path, pdl_grade):
     assert template["score"] < template["max_score"]
     assert (out / "submissions" / "template" / "checks-practical4.json").is_file()
     rows = list(csv.reader((out / "grades.csv").open()))
-    assert rows[0] == ["Identifier", "Full name", "practical4", "Total", "Status"]
-    assert rows[1] == ["Participant 1", "Ref Erence", f"{reference['score']:g}", f"{reference['score']:g}", "graded"]
+    assert rows[0] == ["Identifier", "Full name", "practical4", "Total", "Status", "Key"]
+    assert rows[1] == ["Participant 1", "Ref Erence", f"{reference['score']:g}",
+                       f"{reference['score']:g}", "graded", "Ref_Erence_1"]
     assert rows[2][:2] == ["template", "template"] and float(rows[2][2]) == template["score"]
     err = run.err
     assert "2/2 done: 2 graded, 0 failed" in err

@@ -79,7 +79,9 @@ def test_a_worksheet_per_assignment_that_moodle_reads_back(tmp_path):
     assert abs((dt.datetime.now(dt.timezone.utc) - when).total_seconds()) < 600
     assert records["101"]["feedback"].startswith("practical4: 7 of 10 points. Points lost in: "
                                                  "everything (7/10).")
-    assert "Full report: report.html, in out/submissions/Mari_Maasikas_101/" in records["101"]["feedback"]
+    assert "Full report: report.html (submissions/Mari_Maasikas_101/ of the course staff's " \
+        "grading)" in records["101"]["feedback"]
+    assert str(tmp_path) not in text and "out/" not in text, "no path of the staff's machine"
     assert "liis" in stream.getvalue() and "no participant id" in stream.getvalue()
     assert (out / "grades.csv").is_file()                    # the course's own record stays
 
@@ -146,3 +148,35 @@ def test_the_command_line_takes_a_worksheet_with_or_without_its_assignment(tmp_p
                                          "hw3=ws.csv", "--moodle-worksheet", "other.csv"])
     assert [_worksheet_argument(t) for t in options.moodle_worksheet] == [
         ("hw3", "ws.csv"), (None, "other.csv")]
+
+
+def _run(status: str, items: list[dict], message: str | None = None):
+    from grader.batch.gradebook import CurrentRun
+    from grader.batch.inputs import Student
+    result = {"assignments": [{"id": "hw3", "score": sum(i["score"] for i in items),
+                               "max_score": 15, "items": items}]}
+    return CurrentRun(Student("Mari_Maasikas_101", "Mari Maasikas", "101"), status, message,
+                      "c", "g", result, {"hw3": result["assignments"][0]["score"]})
+
+
+def test_a_rejected_upload_says_why_and_nothing_about_items_or_a_report():
+    from grader.batch.moodle_worksheet import comment
+    items = [{"id": "hw3.task1", "title": "Task 1", "kind": "auto", "score": 0, "max_score": 2},
+             {"id": "hw3.task1.explanation", "kind": "manual", "status": "manual",
+              "pending": True, "score": 0, "max_score": 1}]
+    text = comment(_run("rejected", items, "mari.zip is not a readable zip file (no "
+                                            "end-of-archive record)"), "hw3", "report.html")
+    assert text.startswith("hw3: 0 of 15 points: the upload could not be graded (mari.zip is "
+                           "not a readable zip file (no end-of-archive record)). Hand it in "
+                           "again, or ask the course staff."), text
+    assert "Points lost" not in text and "written answer" not in text and "report" not in text
+
+
+def test_written_answers_the_staff_scored_are_no_longer_said_to_wait():
+    from grader.batch.moodle_worksheet import comment
+    scored = {"id": "hw3.task1.explanation", "kind": "manual", "status": "manual",
+              "pending": False, "score": 1, "max_score": 1}
+    waiting = dict(scored, id="hw3.task2.explanation", pending=True, score=0)
+    assert "still to be graded" not in comment(_run("graded", [scored]), "hw3", "r")
+    assert "1 written answer(s) are still to be graded" in comment(
+        _run("graded", [scored, waiting]), "hw3", "r")

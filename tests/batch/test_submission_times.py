@@ -317,11 +317,12 @@ def test_late_penalty_reaches_result_report_and_grades_csv(tmp_path, rubrics, ca
 
     rows = list(csv.reader((out / "grades.csv").open(encoding="utf-8")))
     assert rows == [
-        ["Identifier", "Full name", "hw3", "Submitted at", "Late penalty", "Total", "Status"],
-        ["alice", "alice", "10", DUE, "0", "10", "graded"],
-        ["bob", "bob", "8", "2026-05-02T10:00:00+02:00", "-2", "8", "graded"],
-        ["carol", "carol", "10", "", "", "10", "graded"],
-        ["dave", "dave", "0", "2026-05-09T10:00:00+02:00", "-10", "0", "graded"]]
+        ["Identifier", "Full name", "hw3", "Submitted at", "Late penalty", "Total", "Status",
+         "Key"],
+        ["alice", "alice", "10", DUE, "0", "10", "graded", "alice"],
+        ["bob", "bob", "8", "2026-05-02T10:00:00+02:00", "-2", "8", "graded", "bob"],
+        ["carol", "carol", "10", "", "", "10", "graded", "carol"],
+        ["dave", "dave", "0", "2026-05-09T10:00:00+02:00", "-10", "0", "graded", "dave"]]
     assert query(out, "SELECT st.key, r.submitted_at FROM runs r JOIN students st ON st.id = r.student_id "
                       "ORDER BY st.key") == [("alice", DUE), ("bob", "2026-05-02T10:00:00+02:00"),
                                               ("carol", None), ("dave", "2026-05-09T10:00:00+02:00")]
@@ -607,11 +608,16 @@ def test_overrides_per_student_rescore_without_running_code(tmp_path, rubrics, c
 
     overrides = tmp_path / "overrides.yaml"
     overrides.write_text("bob:\n  hw3.code: {points: 9, comment: 'regrade: tolerance'}\n"
-                         "zoe:\n  hw3.code: {points: 1}\n")
+                         "zoe:\n  hw3.code: {points: 1}\nAlice:\n  hw3.code: {points: 1}\n")
     stream = io.StringIO()
     first = batch(subs, out, rubrics, overrides=overrides, stream=stream)
     assert calls(calls_log) == [] and (first.progress.rescored, first.progress.skipped) == (1, 1)
     assert "overrides for 'zoe' ignored: no such submission" in stream.getvalue()
+    assert "overrides for 'Alice' ignored: no such submission" in stream.getvalue()
+    assert "did you mean 'alice'?" in stream.getvalue(), stream.getvalue()
+    # The class page lists them too, never "every override applied".
+    page = (out / "index.html").read_text()
+    assert "every override applied" not in page and "zoe" in page and "Alice" in page
     bob = result(out, "bob")
     assert bob["score"] == 9 and bob["overrides"] == {"hw3.code": {"points": 9,
                                                                    "comment": "regrade: tolerance"}}

@@ -44,6 +44,24 @@ def test_the_overrides_skeleton_is_valid_yaml_for_every_manual_item(result):
     assert all(set(v) == {"points", "comment"} for v in overrides.values())
 
 
+def test_a_batchs_student_is_scored_through_the_batch_under_their_key(result):
+    """A `grade --rescore` of one folder of a batch is overwritten by the next batch run, and
+    never reaches grades.csv: a batch's student gets the batch's overrides file, keyed."""
+    data = result(ROUND_ROBIN)
+    data["student"] = {"key": "Mari_Maasikas_101", "name": "Mari Maasikas"}
+    md = render_instructor_markdown(data, load_rubrics())
+    assert "pdl-grade batch SUBMISSIONS --out DIR --overrides overrides.yaml" in md
+    assert "pdl-grade grade SUBMISSION" not in md
+    block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
+    overrides = yaml.safe_load(block)
+    manual = [i["id"] for a in data["assignments"] for i in a["items"] if i["kind"] == "manual"]
+    assert list(overrides) == ["Mari_Maasikas_101"] and list(overrides["Mari_Maasikas_101"]) == manual
+    # One submission graded on its own keeps the single command.
+    del data["student"]
+    assert "pdl-grade grade SUBMISSION --out DIR --rescore" in render_instructor_markdown(
+        data, load_rubrics())
+
+
 def test_guidance_and_flags_stay_out_of_the_student_reports(result):
     data = with_written_answer(result(ROUND_ROBIN))
     for text in (render_markdown(data), render_html(data)):
