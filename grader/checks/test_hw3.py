@@ -452,6 +452,22 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
         # Whether the busiest GPU needs less memory with 5 GPUs is decided by the layers it
         # holds (its weights, gradients and activations go with them), not by the peaks, which
         # also count what the grader's earlier runs left on the node.
+        # A GPU the code gives no layer holds no weights, gradients or activations: whatever
+        # tool read the memory (PyTorch's counters, nvidia-smi with or without a CUDA context
+        # there), it shows less than every GPU that holds layers.
+        for g in TASK4_GPUS:
+            layers, theirs = ours[g]["layers_per_gpu"], memory[g]
+            idle = [i for i, n in enumerate(layers) if n == 0]
+            busy = [i for i, n in enumerate(layers) if n > 0]
+            if not idle or not busy or len(theirs) != len(layers) or not all(
+                    isinstance(m, (int, float)) and not isinstance(m, bool) for m in theirs):
+                continue
+            assert max(theirs[i] for i in idle) < min(theirs[i] for i in busy), disagrees(
+                answers, "task4.table",
+                f"with {g} GPUs, less memory on {', '.join(f'cuda:{i}' for i in idle)} (no "
+                "layers there) than on the GPUs holding layers",
+                f"puts its layers on {', '.join(f'cuda:{i}' for i in busy)} only with {g} GPUs "
+                f"(layers per GPU {layers})", f"{g} GPUs: {theirs} MiB")
         busiest = {g: max(ours[g]["layers_per_gpu"]) for g in TASK4_GPUS}
         expected = change(busiest[2], busiest[5])
         assert expected is None or direction(max(memory[2]), max(memory[5])) == expected, disagrees(
