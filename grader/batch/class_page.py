@@ -101,6 +101,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
         "same_hash": _groups({r.student.key: r.content_hash for r in runs
                               if not r.content_hash.startswith("raw:")}),
         "same_code": code,
+        "same_answers": _same_written_answers(graded),
         "code_compared": sum(1 for prints in (fingerprints or {}).values() if prints),
     }
 
@@ -109,7 +110,8 @@ def render_class_page(summary: Mapping[str, Any]) -> str:
     view = dict(summary)
     view["histograms"] = [Markup(svg) for svg in (_histogram(d) for d in summary["distributions"]) if svg]
     view["step_plot"] = Markup(_step_plot(summary["step_time"])) if summary["step_time"] else None
-    return _environment().get_template("class_page.html.j2").render(summary=view)
+    return _environment().get_template("class_page.html.j2").render(
+        summary=view, min_written_chars=MIN_WRITTEN_CHARS)
 
 
 # ---- the sections -------------------------------------------------------------------------
@@ -287,6 +289,31 @@ def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:
     for key, value in fingerprints.items():
         by_value[value].append(key)
     return sorted(sorted(keys) for keys in by_value.values() if len(keys) > 1)
+
+
+# Written answers shorter than this in all (a word or two) are alike by chance, not copied.
+MIN_WRITTEN_CHARS = 80
+
+
+def _same_written_answers(graded: list[CurrentRun]) -> list[dict]:
+    """Per assignment, the groups of students whose written answers (the items a person
+    grades; as read from the sheet or the PDF) are the same text, case and spacing ignored.
+    Factual answers are left out: honest students with the same correct code share them."""
+    found = []
+    by_assignment: dict[str, dict[str, str]] = defaultdict(dict)
+    for run in graded:
+        for assignment in (run.result or {}).get("assignments") or []:
+            values = (assignment.get("answers") or {}).get("values") or {}
+            texts = [" ".join(str(values.get(item.get("answer"))).lower().split())
+                     for item in assignment.get("items") or []
+                     if item.get("kind") == "manual" and values.get(item.get("answer"))]
+            if sum(map(len, texts)) >= MIN_WRITTEN_CHARS:
+                by_assignment[assignment.get("id")][run.student.key] = "\n".join(texts)
+    for assignment in sorted(by_assignment):
+        groups = _groups(by_assignment[assignment])
+        if groups:
+            found.append({"assignment": assignment, "groups": groups})
+    return found
 
 
 def _same_code(fingerprints: Mapping[str, Mapping[str, str]]) -> list[dict]:

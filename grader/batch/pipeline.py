@@ -554,7 +554,12 @@ def _score_of(result: dict | None) -> str | None:
         return None
     text = f"{format_points(result.get('score', 0))}/{format_points(result.get('max_score', 0))}"
     penalty = late_penalty(result)
-    return f"{text} (late {format_points(penalty)})" if penalty else text
+    if penalty:
+        text += f" (late {format_points(penalty)})"
+    held = [a.get("id") for a in result.get("assignments") or []
+            if (a.get("integrity") or {}).get("withheld")]
+    # A held submission's low score is no verdict yet: say so where the score is read.
+    return text + (f" (held for review: {', '.join(held)})" if held else "")
 
 
 def rescore_from(folder: Path, previous: dict[str, Any], rubrics: dict,

@@ -308,3 +308,13 @@ def test_every_file_the_staff_open_has_the_same_mode_whatever_the_umask(tmp_path
     assert len(opened) > 6
     modes = {p.relative_to(out).as_posix(): oct(p.stat().st_mode & 0o777) for p in opened}
     assert set(modes.values()) == {"0o644"}, modes
+
+
+def test_a_held_submissions_score_says_it_is_held_where_it_is_shown():
+    from grader.batch.pipeline import _score_of
+    held = {"score": 0, "max_score": 15, "assignments": [
+        {"id": "hw3", "integrity": {"withheld": True}, "items": []},
+        {"id": "practical5", "integrity": {"withheld": False}, "items": []}]}
+    assert _score_of(held) == "0/15 (held for review: hw3)"
+    held["assignments"][0]["integrity"]["withheld"] = False
+    assert _score_of(held) == "0/15"

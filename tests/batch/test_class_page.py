@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_graders import make_submission, zip_folder
-from grader.batch.class_page import class_summary, normalized_python, write_class_page
+from grader.batch.class_page import (class_summary, normalized_python, render_class_page,
+                                     write_class_page)
 from grader.batch.gradebook import Gradebook, RunConfig, RunRecord
 from grader.batch.inputs import Student
 from grader.scoring import build_result
@@ -287,3 +288,33 @@ def test_page_in_chromium(batch_dir, tmp_path):
         assert ImageStat.Stat(image).stddev[0] > 10
     finally:
         browser.close()
+
+
+def with_written(result: dict, texts: dict[str, str]) -> dict:
+    """An HW3 result with written answers (manual items) and a factual one."""
+    result = json.loads(json.dumps(result))
+    result["items"] += [{"id": f"hw3.{qid}", "title": qid, "kind": "manual", "score": 0,
+                         "max_score": 1, "points": 1, "status": "manual", "pending": True,
+                         "answer": qid, "checks": [], "feedback": ""} for qid in texts]
+    result["answers"] = {"values": {**texts, "task5.transfers_2gpus": 1}}
+    return result
+
+
+def test_identical_written_answers_are_flagged_and_shared_facts_are_not(tmp_path):
+    explanation = ("Naive model parallelism runs one GPU at a time, so five GPUs wait on each "
+                   "other and are not faster than two.")
+    book = Gradebook(tmp_path / "gradebook.sqlite")
+    for key, text in [("ann", explanation), ("ben", "  NAIVE model parallelism runs one GPU at "
+                      "a time, so five GPUs wait on each other and are not faster than two."),
+                      ("cid", "Each GPU waits for the previous one: the work is sequential, "
+                              "more GPUs only add transfers between them, so no speed-up."),
+                      ("dan", "No."), ("eva", "No.")]:
+        assignment = with_written(hw3(True, True, None), {"task4.explanation": text})
+        record(book, key, "graded", f"hash-{key}", build_result(key, [assignment]))
+    summary = class_summary(list(book.current_runs()), book.current_fingerprints())
+    book.close()
+    # ann and ben wrote the same text (case and spacing aside); dan's and eva's "No." is too
+    # short to tell anything; the same factual answer (1 transfer) is every honest student's.
+    assert summary["same_answers"] == [{"assignment": "hw3", "groups": [["ann", "ben"]]}]
+    page = render_class_page(summary)
+    assert '<ul id="same-answers">' in page and "hw3: ann, ben" in page
