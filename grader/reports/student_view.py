@@ -6,6 +6,8 @@ machine) stays out of the student report unless it is added here on purpose.
 """
 from __future__ import annotations
 
+import re
+
 import datetime as _dt
 from pathlib import PurePath
 from typing import Any, Mapping
@@ -65,7 +67,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "rubric_max_score": format_points(assignment.get("rubric_max_score")),
         "errors": list(assignment.get("errors") or []),
         "late": assignment.get("late"),
-        "rubric_items": [item_view(i) for i in items if i.get("kind") != "penalty"],
+        "rubric_items": _said_once([item_view(i) for i in items if i.get("kind") != "penalty"]),
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
         "pending": [item_view(i) for i in items if i.get("pending")],
         "measurements": measurements,
@@ -109,6 +111,34 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         "note": rubric_note(item),
         "checks": checks,
     }
+
+
+# A line of a check's feedback that names its cases: "- [2], [3] and 4 more: " or
+# "- test_name: " before the message.
+_CASES_PREFIX = re.compile(r"^- (?:\[[^\]]*\](?:, \[[^\]]*\])*(?: and \d+ more)?|test_\w+): ",
+                           re.M)
+# The lines a check's feedback starts with, about the check itself (kept for every check).
+_CHECK_HEAD = re.compile(r"^\S+: \d+ (?:of \d+ case\(s\) did not pass|case\(s\) skipped)")
+
+
+def _said_once(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One failure behind several checks (a script that does not run fails every check of
+    the assignment; one layout fails Task 3's four checks) is told in full under the first;
+    the others say so instead of repeating it."""
+    first: dict[str, str] = {}
+    for item in items:
+        for check in item["checks"]:
+            lines = check["feedback"].splitlines()
+            head = [line for line in lines if _CHECK_HEAD.match(line)]
+            body = _CASES_PREFIX.sub("- ", "\n".join(l for l in lines if l not in head)).strip()
+            if not body or check["status"] == "passed":
+                continue
+            if body in first:
+                check["feedback"] = "\n".join(
+                    head + [f"- the same failure as {first[body]} above"])
+            else:
+                first[body] = check["id"]
+    return items
 
 
 def check_view(check: Mapping[str, Any]) -> dict[str, Any]:

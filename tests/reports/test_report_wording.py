@@ -86,3 +86,27 @@ def test_a_missing_report_is_not_handed_in_and_a_broken_one_could_not_be_read(tm
         assert words in render_markdown(result)
         instructor = render_instructor_markdown(result, load_rubrics())
         assert "unreadable" not in instructor
+
+
+def test_one_failure_behind_several_checks_is_told_once_in_the_report():
+    """A script that stops at a TODO fails every check of the assignment with the same
+    message: the report tells it under the first check and points there from the others."""
+    result = fresh(ROUND_ROBIN)
+    stop = ("practical5/practical5_dp.py (2 GPU(s)) stopped with SyntaxError: '(' was never "
+            "closed (practical5_dp.py, line 59)")
+    item = result["assignments"][0]["items"][0]
+    shared = []
+    for n, label in enumerate(("[2], [3], [5]", "test_model_replicated", "[2]")):
+        check = {"id": f"hw3.same{n}", "status": "failed", "score": 0, "max_score": 1,
+                 "passed": 0, "failed": 1, "skipped": 0, "errors": 0, "cases": [],
+                 "feedback": f"hw3.same{n}: 1 of 1 case(s) did not pass (0 of 1 point(s)).\n"
+                             f"- {label}: {stop}"}
+        shared.append(check)
+    item["checks"] = shared + [{**shared[0], "id": "hw3.other", "feedback":
+                                "hw3.other: 1 of 1 case(s) did not pass (0 of 1 point(s)).\n"
+                                "- [2]: Expected: a scatter\nObserved: none"}]
+    md = render_markdown(result)
+    assert md.count("was never closed") == 1, md
+    assert "hw3.same1: 1 of 1 case(s) did not pass" in md
+    assert md.count("- the same failure as hw3.same0 above") == 2
+    assert "Expected: a scatter" in md
