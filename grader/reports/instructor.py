@@ -7,6 +7,8 @@ block to fill in and pass back with `pdl-grade grade --overrides FILE --rescore`
 """
 from __future__ import annotations
 
+import json
+
 from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
@@ -71,7 +73,9 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
     the student's key for a batch's overrides file."""
     lines = ["# item id: {points: <0 .. max>, comment: \"...\"}"]
     if batch_key:
-        lines += ["# for the batch's --overrides file (one key per student):", f"{batch_key}:"]
+        # Quoted: a folder name may hold what YAML would read otherwise (a colon, a leading #).
+        lines += ["# for the batch's --overrides file (one key per student):",
+                  f"{json.dumps(batch_key)}:"]
     indent = "  " if batch_key else ""
     for assignment in assignments:
         integrity = assignment.get("integrity") or {}
