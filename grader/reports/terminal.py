@@ -21,10 +21,8 @@ from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
 from grader.reports.student_view import FILE_STATUS, display_name
+from grader.scoring.score import failure_shape
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-# After masking: a list of numbers or of devices, however long, is one token.
-_REPEATS = re.compile(r"([\w:]*#)(?:, \1)+")
 # A check's "Observed:" line saying its run crashed or hung (not a missing answer, whose
 # fix is an answer even when the run crashed too), or a message that is only that run's
 # problem ("practical5/practical5_dp.py (2 GPU(s)) stopped with ...").
@@ -126,11 +124,11 @@ def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
         # A run that crashed or hung fails every check that needed it, whatever each check
         # expected: one cause, the crash, in whichever configuration it happened.
         observed = _CONFIGURATION.sub("", crash.group(1))
-        key = "run: " + _NUMBER.sub("#", " ".join(observed.split()))
+        key = "run: " + failure_shape(" ".join(observed.split()))
         shown = ("Every one of these checks needs your script to run to its end; it did not.\n"
                  f"Observed: {crash.group(1)}")
     else:
-        key = _REPEATS.sub(r"\1", _NUMBER.sub("#", " ".join(message.split())))
+        key = failure_shape(" ".join(message.split()))
         shown = message.strip()
     cause = causes.setdefault(key, Cause(shown))
     cause.checks[check] = cause.checks.get(check, 0) + 1

@@ -254,7 +254,7 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
     # then the cases alike.
     by_shape: dict[str, list[tuple[str, list[str]]]] = {}
     for message, labels in by_message.items():
-        by_shape.setdefault(_shape(message), []).append((message, labels))
+        by_shape.setdefault(failure_shape(message), []).append((message, labels))
     for groups in list(by_shape.values())[:_MAX_MESSAGES_PER_CHECK]:
         for message, labels in groups[:_IN_FULL_PER_SHAPE]:
             lines.append(f"- {_some(labels)}: {message}")
@@ -271,9 +271,10 @@ def _some(labels: list[str]) -> str:
     return ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
 
 
-def _shape(message: str) -> str:
+def failure_shape(message: str) -> str:
     """A failure message with its numbers, and lists of them, left out: the same for two cases
-    that fail alike in different configurations."""
+    that fail alike in different configurations (also what `pdl-grade check` groups causes by:
+    grader/reports/terminal.py)."""
     numbered = re.sub(r"\d+(?:\.\d+)?(?:e-?\d+)?", "#", message)
     return re.sub(r"([^\s,\[]*#)(?:, [^\s,\]]*#)+", r"\1...", numbered)
 
