@@ -250,8 +250,8 @@ def test_the_real_grader_runs_as_a_slurm_job_on_the_reference(slurm_cluster, tmp
     job = job_fields(slurm_cluster, job_id_of(out, "reference"))
     assert job["JobState"] == "COMPLETED" and job["TresPerNode"] == "gres:gpu:2"
     assert job["TimeLimit"] == "00:05:00"
-    rows = list(csv.reader((out / "grades.csv").open()))
-    assert rows[1][-1] == "graded"
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert rows[0]["Status"] == "graded"
 
 
 def test_a_job_over_its_time_limit_is_recorded_as_timed_out(slurm_cluster, timeout_batch):
