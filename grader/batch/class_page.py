@@ -54,12 +54,8 @@ def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
     finally:
         book.close()
     files = {r.student.key: _student_files(out_dir, r.student.key) for r in runs}
-    summary = class_summary(runs, fingerprints, order, files)
-    summary["override_problems"] += [
-        {"key": key, "name": key, "problem": "no such submission: its overrides were ignored "
-                                             "(a key is a folder name under submissions/)"}
-        for key in unmatched_overrides]
-    page = render_class_page(summary)
+    page = render_class_page(class_summary(runs, fingerprints, order, files,
+                                           unmatched_overrides))
     return write_atomically(out_dir / "index.html", page)
 
 
@@ -71,10 +67,12 @@ def _student_files(out_dir: Path, key: str) -> dict[str, str]:
 
 def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping[str, str]] | None = None,
                   order: list[str] | None = None,
-                  files: Mapping[str, Mapping[str, str]] | None = None) -> dict:
+                  files: Mapping[str, Mapping[str, str]] | None = None,
+                  unmatched_overrides: Iterable[str] = ()) -> dict:
     """Everything the page shows, as plain data (the tests assert on this and on the HTML).
     `fingerprints`: {student: {code file: fingerprint}}; `files`: {student: {report,
-    instructor, problem: link relative to DIR}}."""
+    instructor, problem: link relative to DIR}}; `unmatched_overrides`: keys of the overrides
+    file that name no submission."""
     runs = sorted(runs, key=lambda r: r.student.key)
     graded = [r for r in runs if r.status == "graded" and r.result]
     counts = Counter(r.status for r in runs)
@@ -94,7 +92,11 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
                      if r.status != "graded" and not r.needs_person],
         "needs_person": [{"key": r.student.key, "name": r.student.name, "message": r.message or ""}
                          for r in runs if r.needs_person],
-        "override_problems": _override_problems(runs),
+        "override_problems": _override_problems(runs) + [
+            {"key": key, "name": key, "problem": "no such submission: its overrides were "
+                                                 "ignored (a key is a folder name under "
+                                                 "submissions/)"}
+            for key in unmatched_overrides],
         "answer_flags": _answer_flags(graded),
         "answer_review": _answer_reviews(graded),
         "integrity": _integrity_holds(graded),

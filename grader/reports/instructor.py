@@ -56,6 +56,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
     # a scratch folder that is gone by the time anyone reads this.
     student = result.get("student") if isinstance(result.get("student"), Mapping) else {}
     key = student.get("key") if student.get("key") != display_name(result) else None
+    batch_key = student.get("key") or None
     return {"submission": display_name(result) + (f" ({key})" if key else ""),
             "score": format_value(result.get("score")),
             "max_score": format_value(result.get("max_score")), "assignments": assignments,
@@ -64,8 +65,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
             "override_problems": [str(p) for p in result.get("override_problems") or []],
             # A batch's student (keyed): scored through the batch, whose gradebook is the
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
-            "batch_key": student.get("key") or None,
-            "overrides": overrides_template(assignments, student.get("key") or None)}
+            "batch_key": batch_key,
+            "overrides": overrides_template(assignments, batch_key)}
 
 
 def overrides_template(assignments: list[dict], batch_key: str | None = None) -> str:

@@ -94,6 +94,14 @@ def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) ->
 
 
 def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
+    cause = _cause_of(causes, message)
+    cause.checks[check] = cause.checks.get(check, 0) + 1
+    # A parametrized case is named by its parameters; a plain test by its check alone.
+    cause.cases.append((check, case if case.startswith("[") else ""))
+
+
+def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
+    """The cause `message` belongs to (made on its first message)."""
     crash = _CRASH.search(message)
     missing, where = _MISSING.search(message), _WHERE.search(message)
     if missing and where:
@@ -108,32 +116,23 @@ def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
         entry = where.group("qid") + (f" ({label.group(1)})" if label else "")
         if entry not in cause.missing:
             cause.missing.append(entry)
-        cause.checks[check] = cause.checks.get(check, 0) + 1
-        cause.cases.append((check, case if case.startswith("[") else ""))
-        return
+        return cause
     raised = None if crash else _RAISED.search(message)
     if raised:
-        key = "raised: " + " ".join(raised.group("error").split())
-        cause = causes.setdefault(key, Cause(message.strip()))
+        cause = causes.setdefault("raised: " + " ".join(raised.group("error").split()),
+                                  Cause(message.strip()))
         if "Where to look:" not in cause.message and "Where to look:" in message:
             cause.message = message.strip()   # the wording that says where to look
-        cause.checks[check] = cause.checks.get(check, 0) + 1
-        cause.cases.append((check, case if case.startswith("[") else ""))
-        return
+        return cause
     if crash:
         # A run that crashed or hung fails every check that needed it, whatever each check
         # expected: one cause, the crash, in whichever configuration it happened.
         observed = _CONFIGURATION.sub("", crash.group(1))
-        key = "run: " + failure_shape(" ".join(observed.split()))
-        shown = ("Every one of these checks needs your script to run to its end; it did not.\n"
-                 f"Observed: {crash.group(1)}")
-    else:
-        key = failure_shape(" ".join(message.split()))
-        shown = message.strip()
-    cause = causes.setdefault(key, Cause(shown))
-    cause.checks[check] = cause.checks.get(check, 0) + 1
-    # A parametrized case is named by its parameters; a plain test by its check alone.
-    cause.cases.append((check, case if case.startswith("[") else ""))
+        return causes.setdefault(
+            "run: " + failure_shape(" ".join(observed.split())),
+            Cause("Every one of these checks needs your script to run to its end; it did not.\n"
+                  f"Observed: {crash.group(1)}"))
+    return causes.setdefault(failure_shape(" ".join(message.split())), Cause(message.strip()))
 
 
 def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,
