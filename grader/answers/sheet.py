@@ -17,10 +17,16 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
+from .numbers import column_unit, int_list_in, int_lists_in, quantity_in, whole_number_in
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
+
+
+# The types a template's question may have ("gpu": a GPU's index, read from "cuda:0" too).
+ANSWER_TYPES = frozenset({"int", "gpu", "bool", "str", "text", "list[int]", "list[list[int]]",
+                          "table"})
 
 
 @dataclass(frozen=True)
@@ -93,11 +99,16 @@ def coerce(raw: Any, question: Question) -> Any:
         return str(raw).strip()
     if kind == "int":
         return _int(raw)
+    if kind == "gpu":
+        return _int(raw, gpu=True)
     if kind == "bool":
         return _yes_no(raw)
     if kind == "list[int]":
         return _int_list(raw)
     if kind == "list[list[int]]":
+        lists = int_lists_in(raw) if isinstance(raw, str) else None
+        if lists is not None:
+            return lists
         if not isinstance(raw, list):
             raise ValueError(f"expected a list of lists such as [[32, 16], [32, 16]], got {raw!r}")
         return [_int_list(inner) for inner in raw]
@@ -128,57 +139,81 @@ def _yes_no(raw: Any) -> bool | None:
     raise ValueError(f"expected yes/no (true/false), got {raw!r}: write yes or no first")
 
 
-def _int(raw: Any) -> int:
+def _int(raw: Any, gpu: bool = False) -> int:
+    """3, "3", "one", "32 per GPU", "cuda:0" (numbers.whole_number_in)."""
     if isinstance(raw, bool):
         raise ValueError(f"expected a whole number, got {raw!r}")
     if isinstance(raw, int):
         return raw
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
-    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+\s*", raw):
-        return int(raw)
+    if isinstance(raw, str):
+        number = whole_number_in(raw, gpu=gpu)
+        if number is not None:
+            return number
     raise ValueError(f"expected a whole number, got {raw!r}")
 
 
 def _int_list(raw: Any) -> list[int]:
-    if isinstance(raw, str):  # "3, 3" or "[3, 3]"
-        raw = [part for part in re.split(r"[\s,;]+", raw.strip().strip("[]()")) if part]
+    if isinstance(raw, str):  # "3, 3", "[3, 3]", "32/32", "torch.Size([64, 1000])"
+        found = int_list_in(raw)
+        if found is None:
+            raise ValueError(f"expected a list of whole numbers such as [3, 3], got {raw!r}")
+        return found
     if not isinstance(raw, (list, tuple)):
         raise ValueError(f"expected a list of whole numbers such as [3, 3], got {raw!r}")
-    return [_int(item) for item in raw]
+    return [_int(item, gpu=True) for item in raw]
 
 
-def _number(raw: Any) -> float | int:
-    if isinstance(raw, bool):
-        raise ValueError(f"expected a number, got {raw!r}")
-    if isinstance(raw, (int, float)):
-        return raw
-    if isinstance(raw, str):
-        text = raw.strip().replace(",", ".") if raw.count(",") == 1 and "." not in raw else raw.strip()
-        try:
-            return float(text) if re.search(r"[.eE]", text) else int(text)
-        except ValueError:
-            pass
-    raise ValueError(f"expected a number, got {raw!r}")
-
-
-def _cell(raw: Any) -> Any:
+def _cell(raw: Any, column: str) -> Any:
+    """A table cell: a number in the column's unit where its name gives one (step_time_s,
+    memory_mib: "7.5 ms", "1012MiB", "38%"), a list ("22/22/20", "[cuda:0, cuda:2]"), a
+    whole number ("Rank 0", "8 samples"), else the words as written (method: dp)."""
+    unit = column_unit(column)
     if isinstance(raw, list):
-        return [_list_item(item) for item in raw]
-    if isinstance(raw, str) and not re.fullmatch(r"\s*-?[\d.,]+(e-?\d+)?\s*", raw):
-        if raw.strip().startswith("["):
-            return [_list_item(p) for p in re.split(r"[\s,;]+", raw.strip().strip("[]")) if p]
-        return raw.strip()  # a word, e.g. method: dp
-    return _number(raw)
+        return [_list_item(item, unit) for item in raw]
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if unit is not None:
+        # A column of one value per GPU (memory_per_gpu_mib) lists them: "80,80" is two.
+        values = _quantities(text, unit)
+        one = quantity_in(text, unit)
+        if values is not None and (one is None or "per_gpu" in column):
+            return values
+        return one if one is not None else text
+    listed = int_list_in(text)
+    if listed is not None:
+        return listed[0] if len(listed) == 1 else listed
+    if re.fullmatch(r"-?\d+\.\d+", text):
+        return float(text)
+    number = whole_number_in(text)
+    if number is not None and re.search(r"[a-z]", text, re.IGNORECASE):
+        return number
+    return text  # a word, e.g. method: dp
 
 
-def _list_item(raw: Any) -> Any:
-    """A number; a GPU written as a device ("cuda:2") is its index, as the tables ask."""
-    if isinstance(raw, str):
-        device = re.fullmatch(r"\s*(?:cuda|gpu)\s*:?\s*(\d+)\s*", raw, re.IGNORECASE)
-        if device:
-            return int(device.group(1))
-    return _number(raw)
+def _quantities(text: str, unit: str) -> list | None:
+    """Several values of one unit in one cell: "80, 80", "80 MiB / 80 MiB", "80,80"; None
+    unless there are two or more and each is one."""
+    parts = [p for p in re.split(r"\s*(?:,\s+|[/;|]|\band\b)\s*|,(?!\d{3}\b)",
+                                 text.strip("[]() ")) if p and p.strip()]
+    values = [quantity_in(part, unit) for part in parts]
+    return values if len(values) > 1 and all(v is not None for v in values) else None
+
+
+def _list_item(raw: Any, unit: str | None) -> Any:
+    """A number in the column's unit; a GPU written as a device ("cuda:2") is its index."""
+    if isinstance(raw, bool) or not isinstance(raw, str):
+        return raw
+    if unit is not None:
+        value = quantity_in(raw, unit)
+        if value is not None:
+            return value
+    number = whole_number_in(raw, gpu=True)
+    if number is None and re.fullmatch(r"\s*-?\d+[.,]\d+\s*", raw):
+        return float(raw.replace(",", "."))
+    return raw.strip() if number is None else number  # the check says what it is not
 
 
 def _table(raw: Any, question: Question) -> list[dict]:
@@ -191,5 +226,5 @@ def _table(raw: Any, question: Question) -> list[dict]:
         if unknown:
             raise ValueError(f"row {number} has column(s) {', '.join(unknown)}; the table's "
                              f"columns are {', '.join(question.columns)}")
-        rows.append({str(k): _cell(v) for k, v in row.items() if v is not None})
+        rows.append({str(k): _cell(v, str(k)) for k, v in row.items() if v is not None})
     return rows

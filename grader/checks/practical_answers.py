@@ -7,11 +7,12 @@ and the hardware-independent consistency of a timing table.
 """
 from __future__ import annotations
 
-import ast
 import re
 import statistics
 from pathlib import Path
 
+from grader.answers.numbers import int_list_in, whole_number_in
+from grader.checks.practical_measures import assigned_constants
 from grader.checks.support import explain, not_found
 
 # -- an answer and the runs it is compared with ----------------------------------------------
@@ -78,7 +79,10 @@ def gpu_index(value) -> int | None:
         return None
     text = value.strip().strip("'\"`").strip().lower()
     found = _GPU_RE.match(text) or _TORCH_DEVICE_RE.match(text)
-    return int(found.group(1)) if found else None
+    if found:
+        return int(found.group(1))
+    # "cuda:0 (GPU 0)", "GPU 1, the second one": the GPU the text names, if it names one.
+    return whole_number_in(text, gpu=True) if re.search(r"cuda|gpu|device", text) else None
 
 
 def device_name(value) -> str | None:
@@ -91,21 +95,11 @@ def device_name(value) -> str | None:
 
 def gpu_list(value) -> list[int] | None:
     """GPU indices from [0, 2], ["cuda:0", "cuda:2"], "0, 2", "[cuda:0, cuda:2]",
-    "cuda:0 + cuda:2"; None when any part is not a GPU."""
-    if isinstance(value, str):
-        parts = [p for p in re.split(r"[\s,;+&/]+|\band\b", value.strip().strip("[]()"))
-                 if p and p.strip()]
-        # "cuda 0" and "GPU 0" were split in two: glue a bare name back to its number.
-        glued, pending = [], ""
-        for part in parts:
-            if part.lower() in ("cuda", "gpu") and not pending:
-                pending = part
-                continue
-            glued.append(f"{pending}:{part}" if pending else part)
-            pending = ""
-        if pending:
-            return None
-        value = glued
+    "cuda:0 + cuda:2", a lone 0 or "cuda:0"; None when any part is not a GPU."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    elif isinstance(value, str):
+        value = int_list_in(value)
     if not isinstance(value, (list, tuple)) or not value:
         return None
     indices = [gpu_index(v) for v in value]
@@ -113,11 +107,11 @@ def gpu_list(value) -> list[int] | None:
 
 
 def whole_numbers(value) -> list[int] | None:
-    """A list of whole numbers from [22, 22, 20], 64, "22, 22, 20", "[22, 22, 20]"; None when
-    any part is not a whole number."""
+    """A list of whole numbers from [22, 22, 20], 64, "22, 22, 20", "22/22/20", "[22, 22, 20]";
+    None when any part is not a whole number."""
     if isinstance(value, str):
-        value = [p for p in re.split(r"[\s,;]+", value.strip().strip("[]()")) if p]
-    elif not isinstance(value, (list, tuple)):
+        return int_list_in(value)
+    if not isinstance(value, (list, tuple)):
         value = [value]
     found = []
     for item in value:
@@ -141,7 +135,8 @@ def rows_by(rows, column: str) -> dict:
         if isinstance(key, float) and key.is_integer():
             key = int(key)
         elif isinstance(key, str):
-            key = int(key) if key.strip().isdigit() else key.strip().lower()
+            number = whole_number_in(key, gpu=True)   # "0", "Rank 0", "GPU 0"
+            key = number if number is not None else key.strip().lower()
         found.setdefault(key, row)
     return found
 
@@ -183,17 +178,11 @@ def constant_in_source(path: Path, name: str, max_bytes: int = 200_000) -> int |
     try:
         if not path.is_file() or path.stat().st_size > max_bytes:
             return None
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return None
-    found = None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = node.value
-            found = value.value if isinstance(value, ast.Constant) and isinstance(
-                value.value, int) and not isinstance(value.value, bool) else None
-    return found
+    value = assigned_constants(text, {name}).get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def median_or_none(values: list[float]) -> float | None:

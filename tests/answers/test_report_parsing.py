@@ -12,7 +12,7 @@ from grader.answers.hw3_pdf import read_hw3_pdf
 from grader.answers.hw3_pdf.contract import expected_fields
 from grader.answers.hw3_pdf.extract_worker import extract
 from grader.answers.hw3_pdf.reader import reading_from_worker_output
-from grader.answers.hw3_pdf.numbers import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
+from grader.answers.numbers import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
 from tiny_pdf import write_text_pdf
 
 
@@ -197,9 +197,9 @@ def test_an_answer_under_its_label_is_shown_with_the_label(tmp_path):
 
 
 @pytest.mark.parametrize("answer, problem", [
-    # Not a yes or no: a person reads it; the grader never guesses "no" from "Not".
-    ("Not faster", "'Faster with 5 GPUs than with 2 (yes/no)' is answered 'Not faster', not with a clear yes or no: "
-                   "a person must read it"),
+    # Not a yes or no: a person reads it; a hedged "not" is never guessed.
+    ("Not necessarily", "'Faster with 5 GPUs than with 2 (yes/no)' is answered 'Not necessarily', not with a clear "
+                        "yes or no: a person must read it"),
     ("Partly, the memory per GPU fell.", "is answered 'Partly, the memory per GPU fell.', not with a clear yes or no"),
     ("Yes and no: it depends on the model.", "is answered 'Yes and no: it depends on the model.', not with a clear"),
     # Left as the template has it: not answered.

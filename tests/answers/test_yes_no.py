@@ -1,5 +1,6 @@
 """How a yes/no answer is read (grader/answers/yes_no.py), the one rule the PDF report and the
-answer sheet share: the first word decides, the rest is the explanation, nothing is guessed."""
+answer sheet share: the first word decides, the rest is the explanation; a no written without
+the word ("Not faster") is a no, and a hedge is never guessed."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ from grader.answers.yes_no import read_yes_no
     ("(yes)", "yes", ""),
     ("| no, one GPU at a time", "no", "one GPU at a time"),  # the answer cell after a table's bar
     ("no (the GPUs take turns)", "no", "(the GPUs take turns)"),
+    ("Yeah, a little", "yes", "a little"), ("Nope", "no", ""),
+    # A no without the word, as a TA reads it (found grading by hand): the text explains itself.
+    ("Not faster", "no", "Not faster"),
+    ("Not proportional at all: 2 GPUs gave no speed-up", "no",
+     "Not proportional at all: 2 GPUs gave no speed-up"),
+    ("Not really, GPU 0 holds more", "no", "Not really, GPU 0 holds more"),
+    ("Never: every rank holds its own replica", "no", "Never: every rank holds its own replica"),
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)
@@ -27,7 +35,8 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
     assert not answer.unclear and not answer.unanswered
 
 
-@pytest.mark.parametrize("text", ["Not faster", "Nope", "Partly, the memory fell.", "It depends on the model",
+@pytest.mark.parametrize("text", ["Not necessarily", "Not always, only when it divides", "Not sure",
+                                  "Partly, the memory fell.", "It depends on the model", "Nothing changes",
                                   "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)

@@ -127,7 +127,7 @@ def test_device_name_is_what_pytorch_prints():
     ([0, 2], [0, 2]), (["cuda:1", "cuda:3"], [1, 3]), ("0, 2", [0, 2]),
     ("[cuda:0, cuda:2]", [0, 2]),
     ("cuda:0 + cuda:2", [0, 2]), ("cuda 1 and cuda 3", [1, 3]), ("GPU 0, GPU 2", [0, 2]),
-    ([], None), ("cuda", None), ([0, "cpu"], None), (3, None),
+    ([], None), ("cuda", None), ([0, "cpu"], None), (3, [3]), ("cuda:1", [1]), ("22/22", [22, 22]),
 ])
 def test_gpu_list(written, indices):
     assert gpu_list(written) == indices

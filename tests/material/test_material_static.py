@@ -14,6 +14,8 @@ import pytest
 import torch
 import yaml
 
+from grader.answers.sheet import ANSWER_TYPES
+
 ROOT = Path(__file__).resolve().parents[2]
 TREES = ["reference", "student_template"]
 
@@ -119,7 +121,7 @@ def test_hw3_without_gpu_exits_1_with_message():
 
 
 ASSIGNMENTS = ["practical4", "practical5", "practical6", "practical10", "hw3"]
-TYPES = {"int", "bool", "str", "text", "list[int]", "list[list[int]]", "table"}
+TYPES = ANSWER_TYPES
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -26,7 +26,7 @@ from ..yes_no import read_yes_no
 from . import contract
 from .explanations import starts_something_else
 from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
-from .numbers import parse_int_list
+from ..numbers import parse_int_list
 
 
 @dataclass

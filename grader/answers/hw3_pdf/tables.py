@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from . import contract
 from .layout import CELL_GAP_EM, Layout, Line, Word, normalise, rows_by_anchor
-from .numbers import decimal_mark, memory_unit_factor_mib, parse_memory_list_mib, parse_time_ms, time_unit_factor_ms
+from ..numbers import decimal_mark, memory_unit_factor_mib, parse_memory_list_mib, parse_time_ms, time_unit_factor_ms
 
 _KEY_CELL = re.compile(r"^\W*(?:depth|gpus?)?\s*[=:]?\s*(\d+)\s*(?:gpus?|layers?)?\W*$")
 _MAX_ROWS = 60

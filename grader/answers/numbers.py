@@ -1,6 +1,8 @@
-"""Numbers as students write them in a report: decimal commas, thousands separators, units, lists.
+"""Numbers as students write them, in a report or an answer sheet: decimal commas, thousands
+separators, units, lists, devices and words.
 
-Kept apart from the PDF code so the rules can be tested on plain strings. Which of "." and
+Kept apart from the PDF code so the rules can be tested on plain strings; the PDF reader
+(hw3_pdf/) and the answer sheets (sheet.py) share them. Which of "." and
 "," is the decimal mark is decided per table from the table's own numbers (decimal_mark):
 "182,59" shows a decimal comma, "200.4" a decimal point. A number the table does not
 decide ("56,230" in a table with no other comma or point) is ambiguous: it is reported,
@@ -173,3 +175,106 @@ def parse_int_list(text: str) -> list[int] | None:
     if not match:
         return None
     return [int(d) for d in re.findall(r"\d+", match.group(1))]
+
+
+# -- answers written in a sheet's field: a count, a list, a quantity with its unit --------------
+# A GPU or rank named with its number ("cuda:0", "GPU 1", "gpu0", "Rank 0"): the number counts.
+_NAMED_INDEX_RE = re.compile(r"\b(?:cuda|gpu|device|rank)\s*[:#]?\s*(\d+)\b", re.IGNORECASE)
+# Counts written as words ("one transfer", "twice"); "none" is a count too ("none move").
+_NUMBER_WORDS = {
+    "zero": 0, "none": 0, "one": 1, "once": 1, "two": 2, "twice": 2, "three": 3, "four": 4,
+    "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
+    "twelve": 12, "sixteen": 16, "twenty": 20,
+}
+_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+_PLAIN_NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
+# What a list of whole numbers may be wrapped in: "torch.Size([64, 1000])", "[32, 32]", "(2, 3)".
+_LIST_WRAPPER_RE = re.compile(r"^\s*(?:torch\.size\s*)?[\[(]*\s*|\s*[\])]*\s*$", re.IGNORECASE)
+# Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", or spaces alone.
+_ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|\band\b)\s*|\s+", re.IGNORECASE)
+
+
+def whole_number_in(text: str, gpu: bool = False) -> int | None:
+    """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
+    whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2
+    backward", "2 (one per stage)", "one transfer, from cuda:0 to cuda:1", "cuda:0", "GPU 0
+    (cuda:0)". A count is what the digits say, else the number words, the GPUs named being a
+    remark; a GPU is the one named ("cuda:0 with 1012 MiB" is GPU 0). The numbers that decide
+    must all be the same one: None otherwise ("1 or 2"), and for fractions and text without a
+    number."""
+    named, words, digits = [], [], []
+    rest = _NAMED_INDEX_RE.sub(lambda m: (named.append(int(m.group(1))), " ")[1], str(text))
+    rest = _NUMBER_WORD_RE.sub(
+        lambda m: (words.append(_NUMBER_WORDS[m.group(1).lower()]), " ")[1], rest)
+    for token in _PLAIN_NUMBER_RE.findall(rest):
+        number = float(token)
+        if not number.is_integer():
+            return None
+        digits.append(int(number))
+    if re.search(r"\d", _PLAIN_NUMBER_RE.sub(" ", rest)):
+        return None   # digits inside a word or an expression ("64x2000", "1e3"): not a count
+    order = (named, digits, words) if gpu else (digits, words, named)
+    deciding = next((found for found in order if found), [])
+    return deciding[0] if deciding and len(set(deciding)) == 1 else None
+
+
+def int_list_in(text: str) -> list[int] | None:
+    """Whole numbers listed the ways students list them: "22, 22, 20", "22,22,20", "32/32" (the
+    handouts' tables), "[32, 1000]", "torch.Size([64, 1000])", "13 13 13 13 12", "0 + 2",
+    "cuda:0 and cuda:2", "[GPU 0, GPU 1]"; None when any item is not a whole number or a GPU."""
+    body = _LIST_WRAPPER_RE.sub("", str(text))
+    body = _NAMED_INDEX_RE.sub(lambda m: m.group(1), body)
+    items = [item for item in _ITEM_SPLIT_RE.split(body.strip()) if item]
+    if not items or not all(re.fullmatch(r"-?\d+(?:\.0*)?", item) for item in items):
+        return None
+    return [int(float(item)) for item in items]
+
+
+def int_lists_in(text: str) -> list[list[int]] | None:
+    """Lists of whole numbers written as one text: "[32, 1000], [32, 1000]",
+    "[[32, 1000], [32, 1000]]", "torch.Size([32, 1000]) and torch.Size([32, 1000])"."""
+    groups = re.findall(r"\[([^\[\]]*)\]", str(text))
+    lists = [int_list_in(group) for group in groups]
+    return lists if lists and all(lists) else None
+
+
+# A table column's unit, by the suffix the templates give its name (step_time_s, memory_mib).
+COLUMN_UNITS = {"_s": "s", "_ms": "ms", "_percent": "percent", "_mib": "mib"}
+_QUANTITY_RE = re.compile(r"^\s*~?\s*(\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)\s*([a-zµμ%]*)\s*\.?\s*$",
+                          re.IGNORECASE)
+
+
+def column_unit(column: str) -> str | None:
+    return next((unit for suffix, unit in COLUMN_UNITS.items() if column.endswith(suffix)), None)
+
+
+def quantity_in(text: str, unit: str) -> float | int | None:
+    """One measured value in the column's unit ("s", "ms", "percent", "mib") as students copy
+    it: "0.0075", "0,0075", "7.5 ms" (in seconds: 0.0075), "0.0075 s", "38%", "1012MiB",
+    "1,012 MiB", "1.2 GiB". None when it is not one number, or names a unit of another kind."""
+    match = _QUANTITY_RE.match(str(text))
+    if match is None:
+        return None
+    token, written = match.group(1), match.group(2).lower()
+    if "," in token:
+        whole, _, frac = token.partition(",")
+        # MiB are whole and often grouped ("1,012 MiB"); a time or a percentage has decimals.
+        token = whole + frac if unit == "mib" and len(frac) == 3 else f"{whole}.{frac}"
+    value = float(token)
+    if unit in ("s", "ms"):
+        if written:
+            factor = time_unit_factor_ms(written)
+            if factor is None or _TIME_UNIT_RE.fullmatch(written) is None:
+                return None
+            value = value * factor / (1000.0 if unit == "s" else 1.0)
+    elif unit == "percent":
+        if written not in ("", "%"):
+            return None
+    elif unit == "mib":
+        if written:
+            factor = memory_unit_factor_mib(written)
+            if factor is None or _MEMORY_UNIT_RE.fullmatch(written) is None:
+                return None
+            value *= factor
+    value = round(value, 12)
+    return int(value) if value.is_integer() and "." not in token and unit != "s" else value
