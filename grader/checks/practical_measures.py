@@ -9,6 +9,7 @@ or with what is missing when the run completed.
 """
 from __future__ import annotations
 
+import ast
 import math
 import re
 import statistics
@@ -248,3 +249,45 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
         return None
     line = found[0].group(0)
     return line, f"{found[0].group(1)}local_rank{found[0].group(2)}"
+
+
+# The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script
+# handed in as the handout leaves it. `local_rank` right before the f-string's closing brace.
+_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=.*?\blocal_rank)([ \t]*\}.*)$", re.M)
+
+
+def restored_layout_edit(source: str) -> tuple[str, str] | None:
+    """(old line, new line) that undoes Part 5's change in a script handed in with it, so the
+    other parts run the course's layout; None unless the script has exactly one such line and
+    no `device1 = ...local_rank + 2...` line."""
+    if _SECOND_STAGE.search(source):
+        return None
+    found = list(_SECOND_STAGE_BROKEN.finditer(source))
+    if len(found) != 1:
+        return None
+    # With the line break before it: the handout's line also sits in comments ("#     device1
+    # = ..."), and the edit must name one place.
+    return "\n" + found[0].group(0), f"\n{found[0].group(1)} + 2{found[0].group(2)}"
+
+
+# -- the constants a script is handed in with ------------------------------------------------------
+UNKNOWN = object()   # assigned, but not to a literal the grader can read without running it
+
+
+def assigned_constants(source: str, names) -> dict:
+    """{NAME: value} of the top-level `NAME = <literal>` assignments of `names` in a script's
+    text (the last one wins; UNKNOWN where it is assigned something else); names the script does
+    not assign at its top level are left out. Read without running it; {} if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    found = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in names:
+                value = node.value
+                found[target.id] = value.value if isinstance(value, ast.Constant) else UNKNOWN
+    return found

@@ -4,10 +4,12 @@ The script is launched as the handout launches it, `torchrun --nproc_per_node=2`
 and changed as the handout's parts change it: MICRO_BATCHES = 2 and 8 (Part 2), BATCH_SIZE =
 32 and 128 (Part 3), one process (Part 4), and the line `device1 = torch.device(
 f"cuda:{local_rank + 2}")` replaced by `... f"cuda:{local_rank}" ...` (Part 5; the grader
-makes that change on a copy of the text, see practical_measures.broken_layout_edit). Two more
-runs check what those parts teach: MICRO_BATCHES = 3, where 64 rows do not divide evenly (every
-row must still be trained on, in 3 micro-batches), and MICRO_BATCHES = 1, the full-batch step
-that the accumulated gradient of 2, 4 and 8 micro-batches must equal.
+makes that change on a copy of the text, see practical_measures.broken_layout_edit; a script
+handed in with that change, or with the constants at the last values tried, is run the course's
+way all the same: HandoutRuns). Two more runs check what those parts teach: MICRO_BATCHES = 1,
+the full-batch step that the accumulated gradient of 2, 4 and 8 micro-batches must equal, and
+MICRO_BATCHES = 3, where 64 rows do not divide evenly (every row should still be trained on;
+told, for no point, as no handout part splits unevenly).
 
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
@@ -17,9 +19,10 @@ import pytest
 
 from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_list,
                                              per_rank_line, rows_by, whole_numbers)
-from grader.checks.practical_measures import (broken_layout_edit, devices_of_rank,
-                                              distinct_rows, evidence, first_step_rows,
-                                              rows_of, trained_ranks)
+from grader.checks.practical_measures import (assigned_constants, broken_layout_edit,
+                                              devices_of_rank, distinct_rows, evidence,
+                                              first_step_rows, restored_layout_edit, rows_of,
+                                              trained_ranks)
 from grader.checks.support import close, explain, must_agree
 from grader.records import untrusted_files
 
@@ -28,41 +31,65 @@ GPUS = 4
 BATCH = 64
 MICRO = 4
 DEFAULTS = {"MICRO_BATCHES": MICRO, "BATCH_SIZE": BATCH}
-# (BATCH_SIZE, MICRO_BATCHES) runs of Parts 2 and 3, and 64 over 3 (no even split).
-CONFIGS = [(64, 2), (64, 3), (64, 4), (64, 8), (32, 4), (128, 4)]
+# (BATCH_SIZE, MICRO_BATCHES) of the handout's Parts 2 and 3.
+CONFIGS = [(64, 2), (64, 4), (64, 8), (32, 4), (128, 4)]
+# 64 rows in 3 micro-batches: no even split. No handout part runs it, so it earns no point;
+# its check tells a student whose split would drop rows (practical10.uneven_micro_batches).
+UNEVEN = (64, 3)
 INVARIANCE = [2, 4, 8]     # against MICRO_BATCHES = 1, the full-batch step
 BROKEN_LINE = 'device1 = torch.device(f"cuda:{local_rank + 2}")'
 
 
-def run_spec(processes=2, edits=(), **sets):
-    # A constant set to the template's own value is the default run: share it.
-    changed = {k: v for k, v in sets.items() if DEFAULTS.get(k) != v}
-    return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
-                sets=changed or None, edits=edits)
+class HandoutRuns:
+    """The runs the handout makes of sample.py, from the script in whatever state a student
+    who followed the handout hands it in: its constants left at the last values tried (Parts 2
+    and 3) and Part 5's line left replaced. Every run sets the constants it is about (a value
+    the file already holds is left as written, so runs asking the same share one), and runs
+    the course's layout (`cuda:{local_rank + 2}`) except the run of Part 5, which runs the
+    broken one (`cuda:{local_rank}`); the file itself is never touched."""
+
+    def __init__(self, runs, submission):
+        self.runs = runs
+        try:
+            text = untrusted_files.read_text(submission / SCRIPT, limit=2**20)[0]
+        except (OSError, untrusted_files.NotARegularFile):
+            text = ""
+        self.written = assigned_constants(text, DEFAULTS)
+        broken, restore = broken_layout_edit(text), restored_layout_edit(text)
+        # (edits of the course's layout, edits of Part 5's broken layout or None if unknown)
+        self.layout = ((), [broken]) if broken else ([restore], ()) if restore else ((), None)
+
+    def spec(self, processes=2, broken=False, **sets):
+        wanted = {**DEFAULTS, **sets}
+        changed = {name: value for name, value in wanted.items()
+                   if self.written.get(name, DEFAULTS[name]) != value}
+        edits = self.layout[1] if broken else self.layout[0]
+        return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
+                    sets=changed or None, edits=tuple(edits))
+
+    def run(self, processes=2, **sets):
+        return self.runs.script(**self.spec(processes, **sets))
+
+    @property
+    def can_break(self) -> bool:
+        return self.layout[1] is not None
+
+    def broken(self):
+        return self.runs.script(**self.spec(broken=True))
 
 
-def hybrid(runs, processes=2, **sets):
-    return runs.script(**run_spec(processes, **sets))
-
-
-def config_spec(batch, micro):
-    return run_spec(BATCH_SIZE=batch, MICRO_BATCHES=micro)
-
-
-def broken_edit(submission):
-    try:
-        text = untrusted_files.read_text(submission / SCRIPT, limit=2**20)[0]
-    except (OSError, untrusted_files.NotARegularFile):
-        return None
-    return broken_layout_edit(text)
+@pytest.fixture(scope="module")
+def handout(runs, submission):
+    return HandoutRuns(runs, submission)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(runs, submission):
-    edit = broken_edit(submission)
-    runs.prefetch(run_spec(), *(config_spec(b, m) for b, m in CONFIGS if (b, m) != (64, 4)),
-                  run_spec(MICRO_BATCHES=1), run_spec(processes=1),
-                  *([run_spec(edits=[edit])] if edit else []))
+def start_runs(runs, handout):
+    runs.prefetch(handout.spec(),
+                  *(handout.spec(BATCH_SIZE=b, MICRO_BATCHES=m) for b, m in CONFIGS + [UNEVEN]
+                    if (b, m) != (BATCH, MICRO)),
+                  handout.spec(MICRO_BATCHES=1), handout.spec(processes=1),
+                  *([handout.spec(broken=True)] if handout.can_break else []))
 
 
 def step_pattern(run, rank=0):
@@ -99,8 +126,8 @@ def describe_step(step) -> str:
 
 
 @pytest.mark.check("practical10.one_process_per_replica")
-def test_one_process_per_replica(runs):
-    run = hybrid(runs)
+def test_one_process_per_replica(handout):
+    run = handout.run()
     look = "wrap each rank's two-stage model in DDP (without device_ids: it spans two GPUs)"
     expected = "2 processes, each one data-parallel replica wrapped in DDP over a group of 2, " \
                "each training"
@@ -113,8 +140,8 @@ def test_one_process_per_replica(runs):
 
 
 @pytest.mark.check("practical10.gpu_pair_per_rank")
-def test_rank_uses_gpus_r_and_r_plus_2(runs):
-    run = hybrid(runs)
+def test_rank_uses_gpus_r_and_r_plus_2(handout):
+    run = handout.run()
     look = "device0 = cuda:{local_rank}, device1 = cuda:{local_rank + 2}"
     expected = ("rank r puts stage 0 on cuda:r and stage 1 on cuda:r+2 (rank 0: cuda:0 + "
                 "cuda:2, rank 1: cuda:1 + cuda:3) and trains there")
@@ -132,8 +159,19 @@ def test_rank_uses_gpus_r_and_r_plus_2(runs):
 
 @pytest.mark.check("practical10.micro_batches")
 @pytest.mark.parametrize("batch, micro", CONFIGS, ids=[f"batch{b}-micro{m}" for b, m in CONFIGS])
-def test_micro_batches_cover_the_batch(runs, batch, micro):
-    run = runs.script(**config_spec(batch, micro))
+def test_micro_batches_cover_the_batch(handout, batch, micro):
+    micro_batches_cover(handout.run(BATCH_SIZE=batch, MICRO_BATCHES=micro), batch, micro)
+
+
+@pytest.mark.check("practical10.uneven_micro_batches")
+def test_uneven_micro_batches_cover_the_batch(handout):
+    """No point (no handout part splits unevenly): a split of BATCH_SIZE // MICRO_BATCHES rows
+    is right for every setting the handout tries; this tells the student it drops rows."""
+    batch, micro = UNEVEN
+    micro_batches_cover(handout.run(BATCH_SIZE=batch, MICRO_BATCHES=micro), batch, micro)
+
+
+def micro_batches_cover(run, batch, micro):
     even = batch % micro == 0
     look = ("split the batch into MICRO_BATCHES micro-batches (x.tensor_split(MICRO_BATCHES), "
             "or chunks of ceil(BATCH_SIZE / MICRO_BATCHES)) and run forward + backward for each "
@@ -158,8 +196,8 @@ def test_micro_batches_cover_the_batch(runs, batch, micro):
 
 @pytest.mark.check("practical10.sync_once_per_step")
 @pytest.mark.parametrize("batch, micro", CONFIGS, ids=[f"batch{b}-micro{m}" for b, m in CONFIGS])
-def test_gradients_synchronised_once_per_step(runs, batch, micro):
-    run = runs.script(**config_spec(batch, micro))
+def test_gradients_synchronised_once_per_step(handout, batch, micro):
+    run = handout.run(BATCH_SIZE=batch, MICRO_BATCHES=micro)
     look = "wrap all but the last micro-batch's forward + backward in `with model.no_sync():`"
     expected = ("gradients are all-reduced across replicas once per step, in the last "
                 "micro-batch's backward (the others run under model.no_sync())")
@@ -185,9 +223,9 @@ def first_gradient(run):
 
 @pytest.mark.check("practical10.gradient_equals_full_batch")
 @pytest.mark.parametrize("micro", INVARIANCE)
-def test_accumulated_gradient_equals_full_batch_gradient(runs, micro):
-    full_run = hybrid(runs, MICRO_BATCHES=1)
-    run = hybrid(runs, MICRO_BATCHES=micro)
+def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
+    full_run = handout.run(MICRO_BATCHES=1)
+    run = handout.run(MICRO_BATCHES=micro)
     look = "loss = loss_fn(out, my) / MICRO_BATCHES, for every micro-batch"
     expected = (f"with MICRO_BATCHES = {micro}, the gradient accumulated over the micro-batches "
                 "equals the full-batch gradient (MICRO_BATCHES = 1) at the first step")
@@ -216,8 +254,8 @@ def test_accumulated_gradient_equals_full_batch_gradient(runs, micro):
 
 
 @pytest.mark.check("practical10.single_process")
-def test_single_process_runs(runs):
-    run = hybrid(runs, processes=1)
+def test_single_process_runs(handout):
+    run = handout.run(processes=1)
     look = "the script must not assume 2 processes"
     expected = ("torchrun --nproc_per_node=1: one process, one replica on cuda:0 + cuda:2, "
                 "training")
@@ -227,15 +265,14 @@ def test_single_process_runs(runs):
 
 
 @pytest.mark.check("practical10.broken_layout_one_gpu")
-def test_broken_layout_puts_each_replica_on_one_gpu(runs, submission):
+def test_broken_layout_puts_each_replica_on_one_gpu(handout):
     look = f"keep the handout's line `{BROKEN_LINE}` (Part 5 changes it)"
     expected = ("with device1 = torch.device(f\"cuda:{local_rank}\") (the handout's Part 5) "
                 "both stages of rank r sit on cuda:r, and the script still trains")
-    edit = broken_edit(submission)
-    assert edit, explain(
-        expected, f"{SCRIPT} has no line `device1 = ...local_rank + 2...` for the grader to "
-        "change as Part 5 asks", look)
-    run = runs.script(**run_spec(edits=[edit]))
+    assert handout.can_break, explain(
+        expected, f"{SCRIPT} has no line `device1 = ...local_rank + 2...` (nor Part 5's "
+        "`device1 = ...local_rank...`) for the grader to change as Part 5 asks", look)
+    run = handout.broken()
     placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
                       expected, "no forward pass of the model on any rank", look)
     evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
@@ -274,8 +311,8 @@ def one_or_all(values):
 
 
 @pytest.mark.check("practical10.num_processes_reported")
-def test_reported_number_of_processes(runs, answers, agree):
-    run = hybrid(runs)
+def test_reported_number_of_processes(handout, answers, agree):
+    run = handout.run()
     ranks = process_ranks(run)
     value, truth = answer_and_truth(answers, "hybrid.num_processes", len(ranks) or None, run)
     agree("hybrid.num_processes", value, truth,
@@ -283,8 +320,8 @@ def test_reported_number_of_processes(runs, answers, agree):
 
 
 @pytest.mark.check("practical10.gpus_per_rank_reported")
-def test_reported_gpus_per_rank(runs, answers, agree):
-    run = hybrid(runs)
+def test_reported_gpus_per_rank(handout, answers, agree):
+    run = handout.run()
     used = {r: stage_gpus(run, r) for r in process_ranks(run) if stage_gpus(run, r)}
     value, truth = answer_and_truth(answers, "hybrid.gpus_per_rank",
                                     one_or_all(len(g) for g in used.values()), run)
@@ -294,8 +331,8 @@ def test_reported_gpus_per_rank(runs, answers, agree):
 
 
 @pytest.mark.check("practical10.rank_gpus_reported")
-def test_reported_gpus_of_each_rank(runs, answers, measured, reported_values, flag):
-    run = hybrid(runs)
+def test_reported_gpus_of_each_rank(handout, answers, measured, reported_values, flag):
+    run = handout.run()
     truth = {r: stage_gpus(run, r) for r in process_ranks(run) if stage_gpus(run, r)}
     value, truth = answer_and_truth(answers, "hybrid.rank_gpus", truth or None, run)
     rows = rows_by(value, "rank")
@@ -319,8 +356,8 @@ def micro_batch_pattern(run):
 
 
 @pytest.mark.check("practical10.micro_batches_reported")
-def test_reported_micro_batches_per_step(runs, answers, agree):
-    run = hybrid(runs)
+def test_reported_micro_batches_per_step(handout, answers, agree):
+    run = handout.run()
     forwards, _ = micro_batch_pattern(run)
     value, truth = answer_and_truth(answers, "hybrid.micro_batches_per_step",
                                     one_or_all(forwards), run)
@@ -330,8 +367,8 @@ def test_reported_micro_batches_per_step(runs, answers, agree):
 
 
 @pytest.mark.check("practical10.micro_batch_size_reported")
-def test_reported_micro_batch_size(runs, answers, agree):
-    run = hybrid(runs)
+def test_reported_micro_batch_size(handout, answers, agree):
+    run = handout.run()
     _, rows = micro_batch_pattern(run)
     value, truth = answer_and_truth(answers, "hybrid.micro_batch_size", one_or_all(rows), run)
     agree("hybrid.micro_batch_size", value, truth,
@@ -341,8 +378,8 @@ def test_reported_micro_batch_size(runs, answers, agree):
 
 @pytest.mark.check("practical10.micro_table_reported")
 @pytest.mark.parametrize("micro", [2, 8])
-def test_reported_micro_batch_table(runs, answers, measured, reported_values, flag, micro):
-    run = hybrid(runs, MICRO_BATCHES=micro)
+def test_reported_micro_batch_table(handout, answers, measured, reported_values, flag, micro):
+    run = handout.run(MICRO_BATCHES=micro)
     forwards, rows = micro_batch_pattern(run)
     truth = {"passes_per_step": one_or_all(forwards), "micro_batch_size": one_or_all(rows)}
     value, truth = answer_and_truth(answers, "micro.table",
@@ -369,8 +406,8 @@ def pattern_of(run):
 
 
 @pytest.mark.check("practical10.batch_pattern_reported")
-def test_reported_pattern_change_with_batch_size(runs, answers, agree):
-    by_batch = {b: hybrid(runs, BATCH_SIZE=b) for b in (32, 64, 128)}
+def test_reported_pattern_change_with_batch_size(handout, answers, agree):
+    by_batch = {b: handout.run(BATCH_SIZE=b) for b in (32, 64, 128)}
     patterns = {b: pattern_of(run) for b, run in by_batch.items()}
     truth = (len({tuple(p) for p in patterns.values()}) > 1) if all(patterns.values()) else None
     value, truth = answer_and_truth(answers, "batch.pattern_changes", truth, *by_batch.values())
@@ -383,13 +420,12 @@ def test_reported_pattern_change_with_batch_size(runs, answers, agree):
 
 
 @pytest.mark.check("practical10.broken_gpus_reported")
-def test_reported_gpus_after_the_broken_layout(runs, submission, answers, agree):
-    edit = broken_edit(submission)
-    assert edit, explain(
+def test_reported_gpus_after_the_broken_layout(handout, answers, agree):
+    assert handout.can_break, explain(
         "your answer to broken.gpus_in_use can be compared with your code after Part 5's change",
         f"{SCRIPT} has no line `device1 = ...local_rank + 2...` for the grader to change",
         f"keep the handout's line `{BROKEN_LINE}`")
-    run = runs.script(**run_spec(edits=[edit]))
+    run = handout.broken()
     used = sorted({gpu_index(d) for r in run.ranks() for d in devices_of_rank(run, r)
                    if gpu_index(d) is not None})
     value, truth = answer_and_truth(answers, "broken.gpus_in_use", used or None, run)

@@ -1,9 +1,9 @@
 """Practical 4: data and model parallelism as concepts (practical4/concepts.py).
 
 The script runs as the handout runs it (`python concepts.py`): on 2 GPUs with the batch of
-64, on 2 GPUs with a batch of 63 that two chunks cannot share evenly (torch.chunk: 32 + 31,
-and the combined output must still be the full one), and on 1 GPU (Part 3 must say it needs
-2 GPUs). Each part is judged by what it recorded, so a part that ran keeps its points when a
+64, and on 1 GPU (Part 3 must say it needs 2 GPUs); and, for no point, on 2 GPUs with a batch
+of 63 that two chunks cannot share evenly (torch.chunk: 32 + 31, and the combined output is
+still the full one), which tells a student whose split would drop a row. Each part is judged by what it recorded, so a part that ran keeps its points when a
 later part crashes.
 
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
@@ -19,8 +19,9 @@ from grader.checks.support import explain
 
 SCRIPT = "practical4/concepts.py"
 BATCH, IN_DIM, HIDDEN, OUT_DIM, CHUNKS = 64, 1000, 2000, 1000, 2
-UNEVEN = 63           # two chunks of a batch of 63: 32 + 31 rows (torch.chunk)
-BATCHES = [BATCH, UNEVEN]
+# Two chunks of a batch of 63: 32 + 31 rows (torch.chunk). The handout's batch is 64, so this
+# run earns no point; it tells a student whose split would drop a row (practical4.uneven_batch).
+UNEVEN = 63
 LAYER1_PARAMS = IN_DIM * HIDDEN + HIDDEN
 LAYER2_PARAMS = HIDDEN * OUT_DIM + OUT_DIM
 
@@ -58,13 +59,20 @@ def chunk_passes(run, batch):
 
 def part3_layers(run):
     """Part 3's layer1 and layer2 (parameter counts of Linear(1000, 2000) and
-    Linear(2000, 1000)) -> their devices; Part 1's model, which holds both, is left out."""
-    found = {}
+    Linear(2000, 1000)) -> their devices, whether they are loose layers (the handout's way)
+    or held by a module of the student's (a class with self.layer1 and self.layer2). Part 1's
+    model, the first module seen to hold both, is left out (Part 2 runs it again)."""
+    found, part1 = {}, None
     for event in run.of("placement", 0):
-        sizes = {layer.get("params") for layer in event.get("layers", [])}
+        layers = event.get("layers", [])
+        sizes = {layer.get("params") for layer in layers}
         if {LAYER1_PARAMS, LAYER2_PARAMS} <= sizes:
-            continue
-        for layer in event.get("layers", []):
+            shape = (event.get("module"), repr(layers))
+            if part1 is None:
+                part1 = shape
+            if shape == part1:
+                continue
+        for layer in layers:
             name = {LAYER1_PARAMS: "layer1", LAYER2_PARAMS: "layer2"}.get(layer.get("params"))
             if name:
                 device = layer.get("device")
@@ -81,9 +89,12 @@ def activation_moves(run, batch=BATCH):
 
 
 def part3_output(run, batch=BATCH):
-    """Part 3's output: the last forward pass that maps HIDDEN to OUT_DIM on batch rows."""
-    found = [p for p in forward_passes(run) if p["batch"] == [batch, HIDDEN]
-             and p["out_shape"] == [batch, OUT_DIM]]
+    """Part 3's output: the last forward pass after Parts 1 and 2 that gives [batch, OUT_DIM]:
+    layer2's (the handout's loose layers) or the student's two-GPU module's."""
+    passes = forward_passes(run)
+    earlier = chunk_passes(run, batch) or [full_batch_pass(run, batch)]
+    start = passes.index(earlier[-1]) + 1 if earlier[-1] in passes else 0
+    found = [p for p in passes[start:] if p["out_shape"] == [batch, OUT_DIM]]
     return found[-1] if found else None
 
 
@@ -133,9 +144,25 @@ def _ranges(indices):
 
 
 @pytest.mark.check("practical4.chunk_shapes")
-@pytest.mark.parametrize("batch", BATCHES)
-def test_batch_split_into_chunks(runs, batch):
-    run = runs.script(**run_spec(batch))
+def test_batch_split_into_chunks(two_gpus):
+    split_into_chunks(two_gpus, BATCH)
+
+
+@pytest.mark.check("practical4.chunks_equal_full")
+def test_combined_output_equals_full_output(two_gpus):
+    combined_equals_full(two_gpus, BATCH)
+
+
+@pytest.mark.check("practical4.uneven_batch")
+def test_uneven_batch_split_and_combined(runs):
+    """No point (the handout's batch is 64): a split into BATCH_SIZE // 2 rows is right for
+    it; this tells the student whether their split keeps every row of a batch of 63."""
+    run = runs.script(**run_spec(UNEVEN))
+    split_into_chunks(run, UNEVEN)
+    combined_equals_full(run, UNEVEN)
+
+
+def split_into_chunks(run, batch):
     look = "Part 2: chunks = torch.chunk(x, 2), and one forward pass of the model per chunk"
     expected = (f"the batch of {batch} rows split into {CHUNKS} chunks along dim 0 "
                 f"({' + '.join(map(str, chunk_rule(batch)))} rows with torch.chunk), the model "
@@ -161,10 +188,7 @@ def chunk_rule(batch, parts=CHUNKS):
     return [min(size, batch - start) for start in range(0, batch, size)]
 
 
-@pytest.mark.check("practical4.chunks_equal_full")
-@pytest.mark.parametrize("batch", BATCHES)
-def test_combined_output_equals_full_output(runs, batch):
-    run = runs.script(**run_spec(batch))
+def combined_equals_full(run, batch):
     look = "Part 2: final_output = torch.cat(outputs), the chunks' outputs in the chunks' order"
     expected = (f"torch.cat of the chunks' outputs equals Part 1's output on the batch of "
                 f"{batch}, row by row and in order (up to float rounding)")
@@ -211,7 +235,7 @@ def test_output_comes_out_of_second_gpu(two_gpus):
     look = "Part 3: out = layer2(out) on cuda:1"
     expected = f"Part 3's output of shape [{BATCH}, {OUT_DIM}] comes out of layer2 on cuda:1"
     output = evidence(two_gpus, part3_output(two_gpus), expected,
-                      f"no forward pass from [{BATCH}, {HIDDEN}] to [{BATCH}, {OUT_DIM}] "
+                      f"no forward pass after Part 2 giving [{BATCH}, {OUT_DIM}] "
                       "(Part 3's layer2)", look)
     assert output["out_device"] == "cuda:1", explain(
         expected, f"layer2's output on {output['out_device']}", look)

@@ -11,6 +11,7 @@ PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting
 """
 import pytest
 
+from grader.answers.numbers import whole_number_in
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
                                              checked_usage_table, constant_in_source, device_name,
                                              incomplete_rows, median_or_none, per_rank_line,
@@ -41,6 +42,46 @@ def ddp_run(runs, processes):
 
 def dp_run(runs):
     return runs.script(DP_SCRIPT, gpus=SHEET_PROCESSES)
+
+
+class DataParallelSide:
+    """DataParallel's side of Part 6's comparison. The handout says "run your Practical 5 code
+    and compare", and never asks for that code again: where the student's practical5_dp.py
+    trained in the grader's run, its measurements; where it was not handed in, or did not
+    train (Practical 5's own checks cost that), what DataParallel does whatever the script
+    (one process; the batch scattered by DataParallel itself; GPU 0 holding the outputs and
+    the loss: Practical 5's gpu0_most_memory), and no verdict on speed (either answer)."""
+
+    def __init__(self, runs):
+        self.run = dp_run(runs)
+        self.trained = bool(self.run.of("step"))
+        self.peaks = training_peak_memory(self.run) if self.trained else {}
+
+    @property
+    def runs_compared(self) -> tuple:
+        """The runs an answer about DataParallel is checked against: none but its own."""
+        return (self.run,) if self.trained else ()
+
+    def even(self) -> bool | None:
+        return balanced(self.peaks) if self.trained else False
+
+    def aspects(self) -> dict:
+        if not self.trained:
+            return {"processes": "1", "data split": "automatic", "gpu usage": "imbalanced"}
+        split = "automatic" if self.run.of("dp_scatter") else "manual" \
+            if forward_passes(self.run) else None
+        even = self.even()
+        return {"processes": None if not self.run.ranks() else
+                "1" if len(self.run.ranks()) == 1 else "multiple",
+                "data split": split,
+                "gpu usage": None if even is None else "balanced" if even else "imbalanced"}
+
+    def described(self) -> str:
+        if self.trained:
+            return f"DataParallel (your Practical 5) on 2 GPUs: {describe_memory(self.peaks)}"
+        return ("DataParallel: GPU 0 holds the most, as DataParallel gathers the outputs and "
+                f"computes the loss there (your Practical 5 did not train here: "
+                f"{self.run.problem() or 'no optimizer step'})")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -266,18 +307,18 @@ def test_reported_per_rank_batch(runs, answers, agree):
 def memory_truth(runs, answers, qid, fact, *, dp_needed):
     ddp = ddp_run(runs, SHEET_PROCESSES)
     ddp_peaks = training_peak_memory(ddp)
-    dp_peaks = training_peak_memory(dp_run(runs))
-    truth = fact(ddp_peaks, dp_peaks)
-    involved = (ddp, dp_run(runs)) if dp_needed else (ddp,)
+    dp = DataParallelSide(runs) if dp_needed else None
+    truth = fact(ddp_peaks, dp)
+    involved = (ddp, *dp.runs_compared) if dp_needed else (ddp,)
     value, truth = answer_and_truth(answers, qid, truth, *involved)
     shown = f"DDP with {SHEET_PROCESSES} processes: {describe_memory(ddp_peaks)}"
     if dp_needed:
-        shown += f"; DataParallel (your Practical 5) on 2 GPUs: {describe_memory(dp_peaks)}"
+        shown += f"; {dp.described()}"
     return value, truth, shown
 
 
-def more_balanced(ddp_peaks, dp_peaks):
-    ddp_even, dp_even = balanced(ddp_peaks), balanced(dp_peaks)
+def more_balanced(ddp_peaks, dp):
+    ddp_even, dp_even = balanced(ddp_peaks), dp.even()
     if ddp_even is None or dp_even is None:
         return None
     return ddp_even and not dp_even
@@ -306,7 +347,7 @@ def test_reported_more_balanced(runs, answers, agree):
 @pytest.mark.check("practical6.gpu0_bottleneck_reported")
 def test_reported_gpu0_bottleneck(runs, answers, agree):
     value, truth, shown = memory_truth(runs, answers, "usage.gpu0_bottleneck",
-                                       lambda ddp, dp: gpu0_more_loaded(ddp), dp_needed=False)
+                                       lambda ddp, _: gpu0_more_loaded(ddp), dp_needed=False)
     agree("usage.gpu0_bottleneck", value, truth,
           f"{'loads' if truth else 'does not load'} GPU 0 more than the others (peak memory "
           f"per GPU, more than {BALANCED - 1:.0%} apart: {shown})",
@@ -334,12 +375,14 @@ def words_for(aspect, cell) -> str | None:
     "balanced"/"imbalanced"); None when it says none of them."""
     text = str(cell).strip().lower() if cell is not None else ""
     if aspect == "processes":
-        if text in ("1", "one", "single", "1 process", "one process", "single process"):
-            return "1"
-        if (text.isdigit() and int(text) > 1) or text in ("n", "n processes") or any(
-                w in text for w in ("multi", "many", "several", "one per", "per gpu")):
+        # "Mutiple" is the handout's own table's spelling.
+        if text in ("n", "n processes") or any(
+                w in text for w in ("multi", "muti", "many", "several", "one per", "per gpu")):
             return "multiple"
-        return None
+        count = whole_number_in(text)
+        if count == 1 or text in ("single", "single process"):
+            return "1"
+        return "multiple" if count is not None and count > 1 else None
     if aspect == "data split":
         return "automatic" if "auto" in text else "manual" if "manual" in text else None
     if any(w in text for w in ("imbalanced", "unbalanced", "not balanced", "uneven", "unequal")):
@@ -349,30 +392,22 @@ def words_for(aspect, cell) -> str | None:
 
 def observed_aspects(dp, ddp):
     """What the runs show for each aspect, DataParallel's and DDP's (None where not seen)."""
-    def processes(run):
-        return None if not run.ranks() else "1" if len(run.ranks()) == 1 else "multiple"
-
-    def split(run):
-        if not forward_passes(run):
-            return None
-        return "automatic" if run.of("dp_scatter") else "manual"
-
-    def usage(run):
-        even = balanced(training_peak_memory(run))
-        return None if even is None else "balanced" if even else "imbalanced"
-
-    return {"processes": (processes(dp), processes(ddp)),
-            "data split": (split(dp), split(ddp)),
-            "gpu usage": (usage(dp), usage(ddp))}
+    split = None if not forward_passes(ddp) else "automatic" if ddp.of("dp_scatter") else "manual"
+    even = balanced(training_peak_memory(ddp))
+    theirs = {"processes": None if not ddp.ranks() else
+              "1" if len(ddp.ranks()) == 1 else "multiple",
+              "data split": split,
+              "gpu usage": None if even is None else "balanced" if even else "imbalanced"}
+    return {aspect: (dp.aspects()[aspect], theirs[aspect]) for aspect in theirs}
 
 
 @pytest.mark.check("practical6.compare_table_reported")
 @pytest.mark.parametrize("aspect", list(ASPECTS))
 def test_reported_comparison_table(runs, answers, measured, reported_values, flag, aspect):
-    dp, ddp = dp_run(runs), ddp_run(runs, SHEET_PROCESSES)
+    dp, ddp = DataParallelSide(runs), ddp_run(runs, SHEET_PROCESSES)
     observed = observed_aspects(dp, ddp)[aspect]
     truth = observed if None not in observed else None
-    value, truth = answer_and_truth(answers, "compare.table", truth, dp, ddp)
+    value, truth = answer_and_truth(answers, "compare.table", truth, *dp.runs_compared, ddp)
     row = aspect_rows(rows_by(value, "aspect")).get(aspect)
     measured[f"compare.table.{aspect}"] = {"dp": truth[0], "ddp": truth[1]}
     where = answers.where_to_answer("compare.table")
@@ -384,15 +419,17 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
     must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
-               f"shows {aspect} {truth[0]} with DataParallel (your practical5_dp.py on 2 GPUs) "
-               f"and {truth[1]} with DDP (torchrun --nproc_per_node={SHEET_PROCESSES})", flag)
+               f"shows {aspect} {truth[0]} with DataParallel ("
+               + ("your practical5_dp.py on 2 GPUs" if dp.trained else "what DataParallel does")
+               + f") and {truth[1]} with DDP (torchrun --nproc_per_node={SHEET_PROCESSES})", flag)
 
 
 @pytest.mark.check("practical6.faster_reported")
 def test_reported_faster(runs, answers, measured, reported_values, flag):
-    dp, ddp = dp_run(runs), ddp_run(runs, SHEET_PROCESSES)
-    trained = bool(dp.of("step") and ddp.of("step")) or None
-    value, _ = answer_and_truth(answers, "compare.faster", trained, dp, ddp)
+    side, ddp = DataParallelSide(runs), ddp_run(runs, SHEET_PROCESSES)
+    dp = side.run
+    value, _ = answer_and_truth(answers, "compare.faster", bool(ddp.of("step")) or None,
+                                *side.runs_compared, ddp)
     t_dp, t_ddp = median_step_seconds(dp), median_step_seconds(ddp)
     clock = shared_clock(dp, ddp)
     verdict = faster(t_dp, t_ddp, clock)

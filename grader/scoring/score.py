@@ -173,7 +173,10 @@ def errored_assignment(rubric: Rubric, message: str,
 
 def _score_auto(item: Item, grouped: dict[str, list[Case]]) -> ItemScore:
     checks = [_score_check(rule, grouped.get(rule.check, [])) for rule in item.checks]
-    ran = [c for c in checks if c.status != STATUS_SKIPPED]
+    # A check worth no point only tells (practical4.uneven_batch): it never sets the item's
+    # status, which says how the item's points went.
+    ran = [c for c in checks if c.status != STATUS_SKIPPED and c.points > 0] or \
+        [c for c in checks if c.status != STATUS_SKIPPED]
     if not ran:
         status = STATUS_SKIPPED
     elif any(c.status == STATUS_ERROR for c in ran):
@@ -239,7 +242,9 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
     lines = []
     if score.status != STATUS_PASSED:
         lines.append(f"{rule.check}: {counted - score.passed} of {counted} case(s) did not pass "
-                     f"({_fmt(score.score)} of {_fmt(rule.points)} point(s)).")
+                     + (f"({_fmt(score.score)} of {_fmt(rule.points)} point(s))." if rule.points
+                        else "(worth no point: it tells you something the handout's own "
+                             "settings do not show)."))
     if score.skipped:
         lines.append(f"{rule.check}: {score.skipped} case(s) skipped and "
                      f"{'not counted' if excluded else 'counted as not passed'}.")

@@ -7,7 +7,7 @@ from grader.scoring import load_rubrics
 # otherwise make a check "did not run" for every student.
 EXPECTED_CHECKS = {
     "practical4": {"practical4.chunk_shapes", "practical4.chunk_shapes_reported",
-                   "practical4.chunks_equal_full", "practical4.layer_devices_reported",
+                   "practical4.chunks_equal_full", "practical4.uneven_batch", "practical4.layer_devices_reported",
                    "practical4.mp_layer_devices", "practical4.mp_one_transfer",
                    "practical4.mp_output_shape", "practical4.one_gpu_message",
                    "practical4.output_shape_reported",
@@ -36,7 +36,7 @@ EXPECTED_CHECKS = {
                     "practical10.broken_layout_one_gpu", "practical10.gpu_pair_per_rank",
                     "practical10.gpus_per_rank_reported",
                     "practical10.gradient_equals_full_batch",
-                    "practical10.micro_batch_size_reported", "practical10.micro_batches",
+                    "practical10.micro_batch_size_reported", "practical10.micro_batches", "practical10.uneven_micro_batches",
                     "practical10.micro_batches_reported",
                     "practical10.micro_table_reported",
                     "practical10.num_processes_reported",

@@ -130,6 +130,22 @@ def test_all_or_nothing_check_with_one_failing_case():
     assert (result.score, item(result, "p.a").status) == (0, "failed")
 
 
+def test_a_check_worth_no_point_tells_and_leaves_the_items_points_and_status():
+    """practical4.uneven_batch: a split right for the handout's batch keeps every point and its
+    item passes; the check still tells the student, saying it costs nothing."""
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 2, "items": [
+        {"id": "p.a", "title": "A", "feedback": {"pass": "Well split.", "fail": "Split every row."},
+         "checks": [{"check": "p.a.split", "points": 2}, {"check": "p.a.uneven", "points": 0}]}]})
+    result = score_assignment(rubric, report(case("p.a.split"), case("p.a.uneven", "failed",
+                                                                        feedback="row 62 in no chunk")))
+    scored = item(result, "p.a")
+    assert (result.score, result.max_score, scored.status) == (2, 2, "passed")
+    assert scored.feedback.startswith("Well split.")
+    assert "worth no point" in check(result, "p.a.uneven").feedback
+    assert "row 62 in no chunk" in check(result, "p.a.uneven").feedback
+    assert check(result, "p.a.uneven").status == "failed"
+
+
 def test_missing_check_is_an_error_not_a_zero_in_silence(rubric_for):
     rubric = rubric_for("hw3")
     tests = [case(c) for c in rubric.check_ids if c != "hw3.task2.speed_answer"]
