@@ -33,4 +33,6 @@ python3 -m pip install -q numpy
 python3 -m pip install -q -e .
 if [[ "${1:-}" == "--test-tools" ]]; then
   python3 -m pip install -q python-docx weasyprint  # the fixture reports' Word and WeasyPrint PDFs
+  # The suite runs two test files at a time (README, Tests): many slow tests wait on time budgets.
+  python3 -m pip install -q "pytest-xdist>=3.5"
 fi

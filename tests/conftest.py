@@ -8,6 +8,15 @@ from grader.sandbox import sandbox_available
 from grader.sandbox.limits import create_run_cgroup
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`-n 2` (pytest-xdist, README: Tests) hands out whole test files: a module's gradings are
+    made once (module-scoped fixtures, prefetched in order) and never twice on two workers.
+    An explicit --dist wins."""
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
+        config.option.dist = "loadfile"
+
+
 @pytest.fixture
 def vnode():
     from grader.vgpu import activate, active

@@ -190,8 +190,16 @@ _NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNOR
 _PLAIN_NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
 # What a list of whole numbers may be wrapped in: "torch.Size([64, 1000])", "[32, 32]", "(2, 3)".
 _LIST_WRAPPER_RE = re.compile(r"^\s*(?:torch\.size\s*)?[\[(]*\s*|\s*[\])]*\s*$", re.IGNORECASE)
-# Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", or spaces alone.
-_ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|\band\b)\s*|\s+", re.IGNORECASE)
+# Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", "to", "-", "->", "→",
+# or spaces alone (no list answer holds a negative number).
+_ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|->|→|–|-|\band\b|\bto\b)\s*|\s+", re.IGNORECASE)
+# A GPU naming the value after it ("GPU 0: 3, GPU 1: 3") or before it ("3 on GPU 0"): a label.
+_LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*[:=]|\bon\s+(?:cuda|gpu|device)"
+                       r"\s*[:#]?\s*\d+\b", re.IGNORECASE)
+# Words around the numbers of a list that say what they are ("layers 2 and 3", "between layer
+# 2 and layer 3", "from 2 to 3").
+_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|from|after|indices|index|each)\b",
+                            re.IGNORECASE)
 
 
 def whole_number_in(text: str, gpu: bool = False) -> int | None:
@@ -202,6 +210,9 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
     remark; a GPU is the one named ("cuda:0 with 1012 MiB" is GPU 0). The numbers that decide
     must all be the same one: None otherwise ("1 or 2"), and for fractions and text without a
     number."""
+    lead = re.match(r"\s*(\d+)\s*[(\[]", str(text))
+    if lead:   # "4 (N-1)", "2 (cuda:0 and cuda:2)": the number, then a remark on it
+        return int(lead.group(1))
     named, words, digits = [], [], []
     rest = _NAMED_INDEX_RE.sub(lambda m: (named.append(int(m.group(1))), " ")[1], str(text))
     rest = _NUMBER_WORD_RE.sub(
@@ -221,8 +232,12 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
 def int_list_in(text: str) -> list[int] | None:
     """Whole numbers listed the ways students list them: "22, 22, 20", "22,22,20", "32/32" (the
     handouts' tables), "[32, 1000]", "torch.Size([64, 1000])", "13 13 13 13 12", "0 + 2",
-    "cuda:0 and cuda:2", "[GPU 0, GPU 1]"; None when any item is not a whole number or a GPU."""
+    "cuda:0 and cuda:2", "[GPU 0, GPU 1]", "GPU 0: 3, GPU 1: 3", "3 on GPU 0, 3 on GPU 1",
+    "layers 2 and 3", "2 -> 3"; None when any item is not a whole number or a GPU."""
     body = _LIST_WRAPPER_RE.sub("", str(text))
+    if _LABEL_RE.search(body):
+        body = _LABEL_RE.sub(" ", body)
+    body = _LIST_WORDS_RE.sub(" ", body)
     body = _NAMED_INDEX_RE.sub(lambda m: m.group(1), body)
     items = [item for item in _ITEM_SPLIT_RE.split(body.strip()) if item]
     if not items or not all(re.fullmatch(r"-?\d+(?:\.0*)?", item) for item in items):

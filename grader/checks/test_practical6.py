@@ -68,13 +68,7 @@ class DataParallelSide:
     def aspects(self) -> dict:
         if not self.trained:
             return {"processes": "1", "data split": "automatic", "gpu usage": "imbalanced"}
-        split = "automatic" if self.run.of("dp_scatter") else "manual" \
-            if forward_passes(self.run) else None
-        even = self.even()
-        return {"processes": None if not self.run.ranks() else
-                "1" if len(self.run.ranks()) == 1 else "multiple",
-                "data split": split,
-                "gpu usage": None if even is None else "balanced" if even else "imbalanced"}
+        return run_aspects(self.run)
 
     def described(self) -> str:
         if self.trained:
@@ -390,15 +384,20 @@ def words_for(aspect, cell) -> str | None:
     return "balanced" if any(w in text for w in ("balanced", "even", "equal")) else None
 
 
+def run_aspects(run) -> dict:
+    """What a run shows for each aspect (None where it did not get that far)."""
+    split = None if not forward_passes(run) else "automatic" if run.of("dp_scatter") else "manual"
+    even = balanced(training_peak_memory(run))
+    return {"processes": None if not run.ranks() else
+            "1" if len(run.ranks()) == 1 else "multiple",
+            "data split": split,
+            "gpu usage": None if even is None else "balanced" if even else "imbalanced"}
+
+
 def observed_aspects(dp, ddp):
-    """What the runs show for each aspect, DataParallel's and DDP's (None where not seen)."""
-    split = None if not forward_passes(ddp) else "automatic" if ddp.of("dp_scatter") else "manual"
-    even = balanced(training_peak_memory(ddp))
-    theirs = {"processes": None if not ddp.ranks() else
-              "1" if len(ddp.ranks()) == 1 else "multiple",
-              "data split": split,
-              "gpu usage": None if even is None else "balanced" if even else "imbalanced"}
-    return {aspect: (dp.aspects()[aspect], theirs[aspect]) for aspect in theirs}
+    """Each aspect as (DataParallel's, DDP's): a DataParallelSide and the DDP run."""
+    theirs, ours = dp.aspects(), run_aspects(ddp)
+    return {aspect: (theirs[aspect], ours[aspect]) for aspect in ours}
 
 
 @pytest.mark.check("practical6.compare_table_reported")

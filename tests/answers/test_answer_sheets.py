@@ -98,6 +98,12 @@ def test_a_wrongly_typed_value_says_what_was_expected(raw, kind, message):
     ("torch.Size([64, 1000])", "list[int]", [64, 1000]), ("[cuda:0, cuda:1]", "list[int]", [0, 1]),
     (["cuda:0", "GPU 1"], "list[int]", [0, 1]), ("13 13 13 13 12", "list[int]", [13, 13, 13, 13, 12]),
     ("[32, 1000], [32, 1000]", "list[list[int]]", [[32, 1000], [32, 1000]]),
+    # HW3 Task 1 in words: layers per GPU labelled by their GPU, the move between two layers.
+    ("GPU 0: 3, GPU 1: 3", "list[int]", [3, 3]), ("3 on GPU 0, 3 on GPU 1", "list[int]", [3, 3]),
+    ("layers 2 and 3", "list[int]", [2, 3]), ("between layer 2 and layer 3", "list[int]", [2, 3]),
+    ("2 -> 3", "list[int]", [2, 3]), ("2-3", "list[int]", [2, 3]),
+    # A number, then a remark on it.
+    ("4 (N-1)", "int", 4), ("20 (one per layer)", "int", 20), ("1 (cuda:0 -> cuda:1)", "int", 1),
     (["torch.Size([32, 1000])", "[32, 1000]"], "list[list[int]]", [[32, 1000], [32, 1000]]),
 ])
 def test_answers_written_the_ways_students_write_them(raw, kind, value):

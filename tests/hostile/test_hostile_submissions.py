@@ -238,9 +238,9 @@ def test_grader_owned_results_replace_planted_ones(campaign):
     result = campaign["graded"]["escape_writes"]["result"]
     assert result["score"] == 0
     report = json.loads((campaign["outs"] / "escape_writes" / "checks-practical4.json").read_text())
-    # practical4's 14 tests: 8 on the code (Part 2's two at 64 and 63 rows), 6 comparing the
+    # practical4's 13 tests: 7 on the code (the batch of 63 among them, worth no point), 6 comparing the
     # answer sheet with it
-    assert len(report["tests"]) == 14 and all(t["outcome"] == "failed" for t in report["tests"])
+    assert len(report["tests"]) == 13 and all(t["outcome"] == "failed" for t in report["tests"])
 
 
 def test_plugin_in_submission_never_loads(campaign):
