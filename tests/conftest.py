@@ -17,6 +17,14 @@ def pytest_cmdline_main(config):
         config.option.dist = "loadfile"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def basetemp_made_before_threads(tmp_path_factory):
+    """The matrices grade in threads (tests/support/gradings.py), each making a temp folder.
+    pytest makes its base folder on first use, and under xdist (a fixed --basetemp per worker)
+    two threads racing there fail with FileExistsError: make it before any thread starts."""
+    tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture
 def vnode():
     from grader.vgpu import activate, active

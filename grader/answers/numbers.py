@@ -178,6 +178,9 @@ def parse_int_list(text: str) -> list[int] | None:
 
 
 # -- answers written in a sheet's field: a count, a list, a quantity with its unit --------------
+# Lenient only where a TA would read the same number at a glance: anything that could mean
+# another value ("1 or 2", "GPUs - 1", "thirty-two", "0-2, 3-5") is not read, so the check says
+# the answer is unreadable and a person sees it, instead of a guess.
 # A GPU or rank named with its number ("cuda:0", "GPU 1", "gpu0", "Rank 0"): the number counts.
 _NAMED_INDEX_RE = re.compile(r"\b(?:cuda|gpu|device|rank)\s*[:#]?\s*(\d+)\b", re.IGNORECASE)
 # Counts written as words ("one transfer", "twice"); "none" is a count too ("none move").
@@ -186,61 +189,88 @@ _NUMBER_WORDS = {
     "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
     "twelve": 12, "sixteen": 16, "twenty": 20,
 }
-_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
-_PLAIN_NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
+_NUMBER_WORD_RE = re.compile(r"(?<![\w-])(" + "|".join(_NUMBER_WORDS) + r")(?![\w-])", re.IGNORECASE)
+# Tens and compounds ("thirty-two", "twenty one"): not read as words.
+_COMPOUND_WORD_RE = re.compile(r"\b(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+                               r"hundred)\b\W*\w|\b(?:thirty|forty|fifty|sixty|seventy|eighty|"
+                               r"ninety|hundred)\b", re.IGNORECASE)
+# A number standing alone (not "1st", "4GPUs", "64x2000", "1e3").
+_PLAIN_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)(?![A-Za-z])")
+# A measured value with its unit, a remark beside a GPU ("cuda:0 with 1012 MiB").
+_QUANTITY_REMARK_RE = re.compile(r"\d+(?:[.,]\d+)?\s*(?:[kmg]i?b|%|ms|s)\b", re.IGNORECASE)
 # What a list of whole numbers may be wrapped in: "torch.Size([64, 1000])", "[32, 32]", "(2, 3)".
 _LIST_WRAPPER_RE = re.compile(r"^\s*(?:torch\.size\s*)?[\[(]*\s*|\s*[\])]*\s*$", re.IGNORECASE)
-# Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", "to", "-", "->", "→",
-# or spaces alone (no list answer holds a negative number).
-_ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|->|→|–|-|\band\b|\bto\b)\s*|\s+", re.IGNORECASE)
-# A GPU naming the value after it ("GPU 0: 3, GPU 1: 3") or before it ("3 on GPU 0"): a label.
-_LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*[:=]|\bon\s+(?:cuda|gpu|device)"
-                       r"\s*[:#]?\s*\d+\b", re.IGNORECASE)
+# A remark in parentheses after a number ("22 (cuda:0), 21, 21", "0 (stage 0), 2 (stage 1)").
+_REMARK_RE = re.compile(r"(?<=\d)\s*\([^()]*[A-Za-z][^()]*\)")
+# Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", "->", "→", or spaces.
+_ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|->|→|\band\b)\s*|\s+", re.IGNORECASE)
+# One range and nothing else ("0-3", "2–3", "from 2 to 3"): every number in it.
+_RANGE_RE = re.compile(r"^\s*(?:from\s+)?(\d+)\s*(?:-|–|\bto\b)\s*(\d+)\s*$", re.IGNORECASE)
+# A GPU naming the value after it ("GPU 0: 3", "GPU 0 - 22") or before it ("3 on GPU 0").
+_LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*(?:[:=]|[-–](?=\s*\d))|"
+                       r"\bon\s+(?:cuda|gpu|device)\s*[:#]?\s*\d+\b", re.IGNORECASE)
 # Words around the numbers of a list that say what they are ("layers 2 and 3", "between layer
-# 2 and layer 3", "from 2 to 3").
-_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|from|after|indices|index|each)\b",
-                            re.IGNORECASE)
+# 2 and layer 3").
+_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|indices|index)\b", re.IGNORECASE)
 
 
 def whole_number_in(text: str, gpu: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
     whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2
-    backward", "2 (one per stage)", "one transfer, from cuda:0 to cuda:1", "cuda:0", "GPU 0
-    (cuda:0)". A count is what the digits say, else the number words, the GPUs named being a
-    remark; a GPU is the one named ("cuda:0 with 1012 MiB" is GPU 0). The numbers that decide
-    must all be the same one: None otherwise ("1 or 2"), and for fractions and text without a
-    number."""
-    lead = re.match(r"\s*(\d+)\s*[(\[]", str(text))
-    if lead:   # "4 (N-1)", "2 (cuda:0 and cuda:2)": the number, then a remark on it
+    backward", "4 (N-1)", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0", "GPU 0
+    (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the same one (a
+    count's GPUs are a remark; a GPU's number words are not read: "the first one"); None
+    otherwise ("1 or 2", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
+    and for text without a number."""
+    text = str(text)
+    lead = re.fullmatch(r"\s*(\d+)\s*\([^()]*\)\s*\.?\s*", text)
+    if lead:   # "4 (N-1)", "20 (one per layer)": the number, then a remark on it
         return int(lead.group(1))
-    named, words, digits = [], [], []
-    rest = _NAMED_INDEX_RE.sub(lambda m: (named.append(int(m.group(1))), " ")[1], str(text))
-    rest = _NUMBER_WORD_RE.sub(
-        lambda m: (words.append(_NUMBER_WORDS[m.group(1).lower()]), " ")[1], rest)
+    if _COMPOUND_WORD_RE.search(text):
+        return None
+    named = []
+    rest = _QUANTITY_REMARK_RE.sub(" ", text) if gpu else text
+    rest = _NAMED_INDEX_RE.sub(lambda m: (named.append(int(m.group(1))), " ")[1], rest)
+    words = []
+    if not gpu:
+        rest = _NUMBER_WORD_RE.sub(
+            lambda m: (words.append(_NUMBER_WORDS[m.group(1).lower()]), " ")[1], rest)
+    digits = []
     for token in _PLAIN_NUMBER_RE.findall(rest):
         number = float(token)
         if not number.is_integer():
             return None
         digits.append(int(number))
     if re.search(r"\d", _PLAIN_NUMBER_RE.sub(" ", rest)):
-        return None   # digits inside a word or an expression ("64x2000", "1e3"): not a count
-    order = (named, digits, words) if gpu else (digits, words, named)
-    deciding = next((found for found in order if found), [])
+        return None   # digits inside a word or an expression ("64x2000", "1st"): not a count
+    said = digits + words
+    if len(said) == 1 and (re.search(r"[-+*/×]", rest) or (words and re.search(r"\bper\b", rest))):
+        return None   # a formula ("GPUs - 1") or a rate ("one per layer"), not the count
+    deciding = named + said if gpu else said or named
     return deciding[0] if deciding and len(set(deciding)) == 1 else None
 
 
 def int_list_in(text: str) -> list[int] | None:
     """Whole numbers listed the ways students list them: "22, 22, 20", "22,22,20", "32/32" (the
     handouts' tables), "[32, 1000]", "torch.Size([64, 1000])", "13 13 13 13 12", "0 + 2",
-    "cuda:0 and cuda:2", "[GPU 0, GPU 1]", "GPU 0: 3, GPU 1: 3", "3 on GPU 0, 3 on GPU 1",
-    "layers 2 and 3", "2 -> 3"; None when any item is not a whole number or a GPU."""
-    body = _LIST_WRAPPER_RE.sub("", str(text))
+    "cuda:0 and cuda:2", "[GPU 0, GPU 1]", "GPU 0: 3, GPU 1: 3", "GPU 0 - 22, GPU 1 - 21",
+    "3 on GPU 0, 3 on GPU 1", "layers 2 and 3", "2 -> 3", "22 (cuda:0), 21, 21"; one range
+    alone is every number in it ("0-3", "from 2 to 3"). None when any item is not a whole number
+    or a GPU ("0-2, 3-5", "6 layers, 3 each")."""
+    if re.search(r"\(\s*[x×*]\s*\d+\s*\)", str(text)):
+        return None   # "13 (x4) and 12": a count of items, which a list of them is not
+    body = _REMARK_RE.sub(" ", str(text))
+    body = _LIST_WRAPPER_RE.sub("", body)
     if _LABEL_RE.search(body):
         body = _LABEL_RE.sub(" ", body)
     body = _LIST_WORDS_RE.sub(" ", body)
     body = _NAMED_INDEX_RE.sub(lambda m: m.group(1), body)
+    span = _RANGE_RE.match(body)
+    if span:
+        first, last = int(span.group(1)), int(span.group(2))
+        return list(range(first, last + 1)) if first < last else None
     items = [item for item in _ITEM_SPLIT_RE.split(body.strip()) if item]
-    if not items or not all(re.fullmatch(r"-?\d+(?:\.0*)?", item) for item in items):
+    if not items or not all(re.fullmatch(r"\d+(?:\.0*)?", item) for item in items):
         return None
     return [int(float(item)) for item in items]
 
@@ -249,8 +279,10 @@ def int_lists_in(text: str) -> list[list[int]] | None:
     """Lists of whole numbers written as one text: "[32, 1000], [32, 1000]",
     "[[32, 1000], [32, 1000]]", "torch.Size([32, 1000]) and torch.Size([32, 1000])"."""
     groups = re.findall(r"\[([^\[\]]*)\]", str(text))
+    # Nothing but the lists: "[32, 1000] twice" or a remark holding another shape is not read.
+    around = re.sub(r"\[[^\[\]]*\]|torch\.size|\band\b|[\s,;()\[\]]", "", str(text), flags=re.I)
     lists = [int_list_in(group) for group in groups]
-    return lists if lists and all(lists) else None
+    return lists if lists and all(lists) and not around else None
 
 
 # A table column's unit, by the suffix the templates give its name (step_time_s, memory_mib).
@@ -273,8 +305,10 @@ def quantity_in(text: str, unit: str) -> float | int | None:
     token, written = match.group(1), match.group(2).lower()
     if "," in token:
         whole, _, frac = token.partition(",")
-        # MiB are whole and often grouped ("1,012 MiB"); a time or a percentage has decimals.
-        token = whole + frac if unit == "mib" and len(frac) == 3 else f"{whole}.{frac}"
+        # MiB are whole and often grouped ("1,012 MiB"); a time, a percentage or GiB ("0,512
+        # GiB") has decimals.
+        grouped = unit == "mib" and len(frac) == 3 and written in ("", "mib", "mb")
+        token = whole + frac if grouped else f"{whole}.{frac}"
     value = float(token)
     if unit in ("s", "ms"):
         if written:

@@ -35,6 +35,8 @@ class Question:
     type: str
     text: str
     columns: tuple[str, ...] = ()
+    # Table columns of words (method: dp, ddp: multiple): kept as written, never read as numbers.
+    text_columns: tuple[str, ...] = ()
 
 
 @dataclass
@@ -47,7 +49,7 @@ class SheetAnswers:
 def template_questions(assignment: str, root: Path = TEMPLATE_ROOT) -> dict[str, Question]:
     data = yaml.safe_load((root / assignment / "answers.yaml").read_text(encoding="utf-8"))
     return {qid: Question(qid, spec["type"], spec.get("question", ""),
-                          tuple(spec.get("columns", ())))
+                          tuple(spec.get("columns", ())), tuple(spec.get("text_columns", ())))
             for qid, spec in (data.get("answers") or {}).items()}
 
 
@@ -176,11 +178,13 @@ def _cell(raw: Any, column: str) -> Any:
         return raw
     text = raw.strip()
     if unit is not None:
-        # A column of one value per GPU (memory_per_gpu_mib) lists them: "80,80" is two.
-        values = _quantities(text, unit)
         one = quantity_in(text, unit)
-        if values is not None and (one is None or "per_gpu" in column):
+        values = _quantities(text, unit)
+        if values is not None and "per_gpu" in column:   # one value per GPU: a list
             return values
+        if one is None and values is not None and unit == "mib" and len(values) == 2 \
+                and values[1] > values[0] and "/" in text:
+            return values[0]   # nvidia-smi's "1012MiB / 81920MiB": used of total
         return one if one is not None else text
     listed = int_list_in(text)
     if listed is not None:
@@ -194,25 +198,42 @@ def _cell(raw: Any, column: str) -> Any:
 
 
 def _quantities(text: str, unit: str) -> list | None:
-    """Several values of one unit in one cell: "80, 80", "80 MiB / 80 MiB", "80,80"; None
-    unless there are two or more and each is one."""
-    parts = [p for p in re.split(r"\s*(?:,\s+|[/;|]|\band\b)\s*|,(?!\d{3}\b)",
-                                 text.strip("[]() ")) if p and p.strip()]
+    """Several values of one unit in one cell: "80, 80", "80 MiB / 80 MiB", "1,5 GiB, 1,5 GiB";
+    "80,80" too, but only where nothing else separates them and the parts are alike ("1012,5"
+    is one value with a decimal comma). None unless there are two or more and each is one."""
+    body = text.strip("[]() ")
+    if re.search(r",\s|[/;|]|\band\b", body):
+        parts = re.split(r"\s*(?:,\s+|[/;|]|\band\b)\s*", body)
+    else:
+        parts = body.split(",")
+        if len({len(part.strip()) for part in parts}) != 1:
+            return None
+    parts = [_without_label(part) for part in parts if part.strip()]
     values = [quantity_in(part, unit) for part in parts]
     return values if len(values) > 1 and all(v is not None for v in values) else None
 
 
+# "cuda:0: 80", "GPU 0 - 22", "GPU 1 = 80": the GPU names the value that follows.
+_ITEM_LABEL_RE = re.compile(r"^\s*(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*[:=\-–]\s*(?=\d)", re.I)
+
+
+def _without_label(text: str) -> str:
+    return _ITEM_LABEL_RE.sub("", text)
+
+
 def _list_item(raw: Any, unit: str | None) -> Any:
-    """A number in the column's unit; a GPU written as a device ("cuda:2") is its index."""
+    """A number in the column's unit; a GPU written as a device ("cuda:2") is its index; a
+    value labelled with its GPU ("cuda:0: 80") is the value."""
     if isinstance(raw, bool) or not isinstance(raw, str):
         return raw
+    text = _without_label(raw)
     if unit is not None:
-        value = quantity_in(raw, unit)
+        value = quantity_in(text, unit)
         if value is not None:
             return value
-    number = whole_number_in(raw, gpu=True)
-    if number is None and re.fullmatch(r"\s*-?\d+[.,]\d+\s*", raw):
-        return float(raw.replace(",", "."))
+    number = whole_number_in(text, gpu=text == raw)
+    if number is None and re.fullmatch(r"\s*-?\d+[.,]\d+\s*", text):
+        return float(text.replace(",", "."))
     return raw.strip() if number is None else number  # the check says what it is not
 
 
@@ -226,5 +247,6 @@ def _table(raw: Any, question: Question) -> list[dict]:
         if unknown:
             raise ValueError(f"row {number} has column(s) {', '.join(unknown)}; the table's "
                              f"columns are {', '.join(question.columns)}")
-        rows.append({str(k): _cell(v, str(k)) for k, v in row.items() if v is not None})
+        rows.append({str(k): v.strip() if isinstance(v, str) and str(k) in question.text_columns
+                     else _cell(v, str(k)) for k, v in row.items() if v is not None})
     return rows

@@ -4,11 +4,13 @@
         -> YesNo(value="no", explanation="because only one GPU works at a time")
 
 The first word decides and the rest is the explanation: "No", "no.", "Yes - every GPU holds
-four layers", "**No**"; "Yeah", "Yep" are yes, and a no written without the word ("Not
-faster", "Not proportional at all", "Nope", "Never") is no, the whole text its explanation.
-Nothing else is guessed: a hedged "not" ("Not necessarily", "Not always", "Not sure"), "Partly",
-"It depends" are `unclear`, so a person reads them; the template's "yes/no" left as it is (or
-"yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`.
+four layers", "**No**"; "Yeah", "Yep" are yes, and a no written without the word where the
+next words leave no doubt ("Not faster", "Not really", "Not proportional at all", "Nope") is
+no, the whole text its explanation. Nothing else is guessed: a hedged "not" ("Not
+necessarily", "Not identical, but allclose", "Not just faster"), "no" before a noun ("No
+difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no for 5"),
+"Partly", "It depends" are `unclear`, so a person reads them; the template's "yes/no" left as
+it is (or "yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`.
 """
 from __future__ import annotations
 
@@ -20,10 +22,17 @@ from dataclasses import dataclass
 _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
 _FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope)\b(?P<rest>.*)", re.I | re.S)
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}
-# A no without the word: "Not faster", "Never". Followed by a hedge it says neither.
-_NOT = re.compile(_LEAD + r"(?:not|never)\b(?P<rest>.*)", re.I | re.S)
-_HEDGE = re.compile(r"^\W*(?:only|sure|necessarily|always|quite|exactly|entirely|completely|"
-                    r"fully|much|really sure|yet|certain|clear)\b", re.I)
+# A no without the word, only where the next words leave no doubt: "Not faster", "Not really",
+# "Not proportional at all". "Not identical, but allclose", "Not just faster", "Not slower" say
+# something else: a person reads them.
+_NOT = re.compile(_LEAD + r"not\s+(?:really|at\s+all|faster|quicker|proportional(?:ly)?|"
+                  r"linear(?:ly)?|balanced|evenly|equally(?:\s+utili[sz]ed)?|improved|"
+                  r"improving)\b(?P<rest>.*)", re.I | re.S)
+# "No difference", "No speed-up": "no" before a noun is not the answer word, and which answer it
+# makes depends on the question ("same loss?": yes).
+_NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeable\s+|big\s+|"
+                             r"major\s+)?(?:difference|change|changes|effect|improvement|"
+                             r"speed-?up|gain|benefit)\b", re.I)
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)
@@ -50,16 +59,23 @@ def read_yes_no(text: str) -> YesNo:
     first = _FIRST.match(text)
     if first is None:
         negative = _NOT.match(text)
-        if negative and not _HEDGE.match(negative.group("rest")):
+        if negative and not re.search(r"\bbut\b|\byes\b", negative.group("rest"), re.I):
             return YesNo("no", text.strip(" *_\"'"))
         return YesNo(unclear=True)
     rest = first.group("rest")
+    word = _WORDS[first.group("word").lower()]
+    if word == "no" and _NO_BEFORE_NOUN.match(rest):
+        return YesNo(unclear=True)
+    # "Yes for 2 GPUs, no for 5", "Yeah, no": both answers given.
+    if re.search(r"\b(?:no|nope)\b" if word == "yes" else r"\b(?:yes|yeah|yep)\b", rest, re.I) \
+            and not _BOTH.match(rest):
+        return YesNo(unclear=True)
     if _BOTH.match(rest):
         # "yes/no" alone is the template's placeholder; "yes and no, it depends" is a fence.
         if _PLACEHOLDER.match(_BOTH.sub("", rest, count=1)):
             return YesNo(unanswered=True)
         return YesNo(unclear=True)
-    return YesNo(_WORDS[first.group("word").lower()], _AFTER_WORD.sub("", rest, count=1).strip())
+    return YesNo(word, _AFTER_WORD.sub("", rest, count=1).strip())
 
 
 def starts_with_yes_no(text: str) -> bool:

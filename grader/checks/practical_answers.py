@@ -124,6 +124,9 @@ def whole_numbers(value) -> list[int] | None:
     return found or None
 
 
+_INDEX_KEY = re.compile(r"^\s*(?:rank|gpu|cuda|device)?\s*[:#]?\s*(\d+)\s*$", re.IGNORECASE)
+
+
 def rows_by(rows, column: str) -> dict:
     """A table's rows by one column's value (ints stay ints, words are lower-cased); the first
     row wins for a repeated key. Rows without that column are left out."""
@@ -135,8 +138,11 @@ def rows_by(rows, column: str) -> dict:
         if isinstance(key, float) and key.is_integer():
             key = int(key)
         elif isinstance(key, str):
-            number = whole_number_in(key, gpu=True)   # "0", "Rank 0", "GPU 0"
-            key = number if number is not None else key.strip().lower()
+            index = _INDEX_KEY.match(key)   # "0", "Rank 0", "GPU 0"; "dp (2 GPUs)" stays dp's
+            key = int(index.group(1)) if index else key.strip().lower()
+            word = re.match(r"[a-z][a-z_.]*", key) if isinstance(key, str) else None
+            if word and word.group(0) != key:   # "dp (2 gpus)" is dp's row too
+                found.setdefault(word.group(0), row)
         found.setdefault(key, row)
     return found
 

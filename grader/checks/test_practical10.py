@@ -390,14 +390,21 @@ def test_reported_micro_batch_table(handout, answers, measured, reported_values,
     assert row is not None, explain(
         f"a row - {{micro_batches: {micro}, passes_per_step: ..., micro_batch_size: ...}}",
         f"rows for MICRO_BATCHES = {sorted(k for k in rows_by(value, 'micro_batches'))}", where)
-    said = {c: (whole_numbers(row.get(c)) or [None])[0] if not isinstance(row.get(c), int)
-            else row.get(c) for c in truth}
+    said = {c: row.get(c) if isinstance(row.get(c), int) else one_number(row.get(c))
+            for c in truth}
     reported_values["micro.table"] = {str(micro): said}
     line = lambda values: ", ".join(f"{c} {values[c]}" for c in truth)  # noqa: E731
     must_agree(answers, "micro.table", f"MICRO_BATCHES = {micro}: {line(said)}",
                f"MICRO_BATCHES = {micro}: {line(truth)}", line(truth),
                f"runs {truth['passes_per_step']} forward + backward passes per step on "
                f"{truth['micro_batch_size']} rows each with MICRO_BATCHES = {micro}", flag)
+
+
+def one_number(cell):
+    """A cell's one number ("2 / 2" for 2 forward and 2 backward); None for "64/2" (a formula)
+    and anything else that is not one number."""
+    numbers = whole_numbers(cell)
+    return numbers[0] if numbers and len(set(numbers)) == 1 else None
 
 
 def pattern_of(run):

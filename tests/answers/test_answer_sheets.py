@@ -78,7 +78,7 @@ def test_a_yes_no_answer_that_is_neither_is_a_problem_never_a_guess(tmp_path, li
 @pytest.mark.parametrize("raw, kind, message", [
     ("a few", "int", "expected a whole number, got 'a few'"), (True, "int", "expected a whole number"),
     ("1 or 2", "int", "expected a whole number"), ("12.5", "int", "expected a whole number"),
-    ("22/22/20 (uneven)", "list[int]", "expected a list of whole numbers"),
+    ("layers 0-2 on GPU 0, 3-5 on GPU 1", "list[int]", "expected a list of whole numbers"),
     ("maybe", "bool", "expected yes/no"), ({"a": 1}, "list[int]", "expected a list of whole numbers"),
 ])
 def test_a_wrongly_typed_value_says_what_was_expected(raw, kind, message):
@@ -110,6 +110,58 @@ def test_answers_written_the_ways_students_write_them(raw, kind, value):
     """Each a correct answer a TA reads at a glance (found grading by hand against the
     handouts): the grader reads it as the same value."""
     assert coerce(raw, Question("q", kind, "")) == value
+
+
+@pytest.mark.parametrize("raw, kind", [
+    # Found by an adversarial read of the lenient rules: each could mean another value than
+    # the one a rule would pick, so it is not read (the check says so, a person sees it).
+    ("none; they are equal", "gpu"), ("the first one", "gpu"), ("1st GPU", "gpu"),
+    ("GPU 1 (0-indexed: 0)", "gpu"), ("thirty-two", "int"), ("sixty-four", "int"),
+    ("thirty two", "int"), ("1 (per pair of GPUs), so 4 in total", "int"), ("GPUs - 1", "int"),
+    ("one per layer", "int"), ("64/2", "int"), ("6 layers, 3 each", "list[int]"),
+    ("0-2, 3-5", "list[int]"), ("13 (x4) and 12", "list[int]"),
+    ("[32, 1000] twice", "list[list[int]]"), ("[32, 1000], [32, 1000] (2 chunks of [64, 1000])", "list[list[int]]"),
+    ("No difference", "bool"), ("Not bit-identical, but allclose is True", "bool"), ("Yes for 2 GPUs, no for 5", "bool"),
+])
+def test_an_answer_that_could_mean_another_value_is_not_guessed(raw, kind):
+    with pytest.raises(ValueError):
+        coerce(raw, Question("q", kind, ""))
+
+
+@pytest.mark.parametrize("raw, kind, value", [
+    ("22 (cuda:0), 21, 21", "list[int]", [22, 21, 21]), ("GPU 0 - 22, GPU 1 - 21, GPU 2 - 21", "list[int]", [22, 21, 21]),
+    ("0 (stage 0), 2 (stage 1)", "list[int]", [0, 2]), ("0-3", "list[int]", [0, 1, 2, 3]),
+    ("0 to 3", "list[int]", [0, 1, 2, 3]), ("cuda:0 with 1012 MiB", "gpu", 0),
+])
+def test_the_adversarial_read_s_readable_answers_are_read_as_meant(raw, kind, value):
+    assert coerce(raw, Question("q", kind, "")) == value
+
+
+@pytest.mark.parametrize("columns, cells, read", [
+    # Decimal commas in a list of values per GPU, GiB with a decimal comma, labelled values,
+    # nvidia-smi's "used / total": each was a silently wrong reading once.
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "1,5 GiB, 1,5 GiB"},
+     {"gpus": 2, "memory_per_gpu_mib": [1536, 1536]}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "48,8 / 48,8"},
+     {"gpus": 2, "memory_per_gpu_mib": [48.8, 48.8]}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": ["cuda:0: 80", "cuda:1: 80"]},
+     {"gpus": 2, "memory_per_gpu_mib": [80, 80]}),
+    (("gpus", "split"), {"gpus": 3, "split": ["cuda:0: 22", "cuda:1: 21", "cuda:2: 21"]}, {"gpus": 3, "split": [22, 21, 21]}),
+    (("gpu", "utilization_percent", "memory_mib"), {"gpu": 0, "memory_mib": "0,512 GiB"}, {"gpu": 0, "memory_mib": 524.288}),
+    (("gpu", "utilization_percent", "memory_mib"), {"gpu": 0, "memory_mib": "1012MiB / 81920MiB"}, {"gpu": 0, "memory_mib": 1012}),
+])
+def test_values_per_gpu_and_units_are_read_as_meant(columns, cells, read):
+    assert coerce([cells], Question("t", "table", "", columns)) == [read]
+
+
+def test_a_column_of_words_keeps_its_words():
+    """practical6's comparison table: 'multiple (one per GPU)' is the word multiple, not 1."""
+    question = template_questions("practical6")["compare.table"]
+    assert "ddp" in question.text_columns
+    rows = coerce([{"aspect": "Processes", "dp": 1, "ddp": "multiple (one per GPU)"},
+                   {"aspect": "GPU usage", "dp": "GPU 0 overloaded (unbalanced)", "ddp": "balanced"}], question)
+    assert rows == [{"aspect": "Processes", "dp": 1, "ddp": "multiple (one per GPU)"},
+                    {"aspect": "GPU usage", "dp": "GPU 0 overloaded (unbalanced)", "ddp": "balanced"}]
 
 
 @pytest.mark.parametrize("columns, cells, read", [

@@ -26,7 +26,7 @@ from grader.answers.yes_no import read_yes_no
     ("Not proportional at all: 2 GPUs gave no speed-up", "no",
      "Not proportional at all: 2 GPUs gave no speed-up"),
     ("Not really, GPU 0 holds more", "no", "Not really, GPU 0 holds more"),
-    ("Never: every rank holds its own replica", "no", "Never: every rank holds its own replica"),
+    ("No, there is no speed-up", "no", "there is no speed-up"),
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)
@@ -35,7 +35,12 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
     assert not answer.unclear and not answer.unanswered
 
 
-@pytest.mark.parametrize("text", ["Not necessarily", "Not always, only when it divides", "Not sure",
+@pytest.mark.parametrize("text", [
+    # Found by an adversarial read of the lenient rule: each would have been a silent guess.
+    "No difference", "No significant difference", "Not different", "Not bit-identical, but allclose is True",
+    "Not just faster, much faster", "Never slower", "Not slower", "Yes for 2 GPUs, no for 5", "Yeah, no",
+    "Nope, yes actually", "No, but yes for larger batch sizes",
+    "Not necessarily", "Not always, only when it divides", "Not sure",
                                   "Partly, the memory fell.", "It depends on the model", "Nothing changes",
                                   "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):

@@ -141,6 +141,13 @@ def test_rows_by_keys_numbers_and_words():
     assert rows_by(None, "gpus") == {}
 
 
+def test_rows_by_reads_a_key_with_a_remark_as_its_first_word_and_ranks_by_name():
+    rows = [{"method": "dp (2 GPUs)"}, {"method": "single (1 GPU)"}, {"rank": "Rank 1"}]
+    by_method = rows_by(rows[:2], "method")
+    assert by_method["dp"] is rows[0] and by_method["single"] is rows[1] and 2 not in by_method
+    assert rows_by(rows[2:], "rank") == {1: rows[2]}
+
+
 # -- what a run printed, and a script's constants ----------------------------------------------
 def test_printed_numbers_and_step_times_in_seconds():
     out = ("step 0: loss 1.056931, step time 0.0470 s\nstep 1: loss 1.05, step time 0.0205 s\n"
