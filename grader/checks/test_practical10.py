@@ -390,7 +390,9 @@ def test_reported_micro_batch_table(handout, answers, measured, reported_values,
     assert row is not None, explain(
         f"a row - {{micro_batches: {micro}, passes_per_step: ..., micro_batch_size: ...}}",
         f"rows for MICRO_BATCHES = {sorted(k for k in rows_by(value, 'micro_batches'))}", where)
-    said = {c: row.get(c) if isinstance(row.get(c), int) else one_number(row.get(c))
+    # As written where it is not one number ("64/2"), so the feedback shows what was read.
+    said = {c: row.get(c) if isinstance(row.get(c), int) else
+            one_number(row.get(c)) if one_number(row.get(c)) is not None else row.get(c)
             for c in truth}
     reported_values["micro.table"] = {str(micro): said}
     line = lambda values: ", ".join(f"{c} {values[c]}" for c in truth)  # noqa: E731

@@ -3,8 +3,8 @@
 The script runs as the handout runs it (`python concepts.py`): on 2 GPUs with the batch of
 64, and on 1 GPU (Part 3 must say it needs 2 GPUs); and, for no point, on 2 GPUs with a batch
 of 63 that two chunks cannot share evenly (torch.chunk: 32 + 31, and the combined output is
-still the full one), which tells a student whose split would drop a row. Each part is judged by what it recorded, so a part that ran keeps its points when a
-later part crashes.
+still the full one), which tells a student whose split would drop a row. Each part is judged
+by what it recorded, so a part that ran keeps its points when a later part crashes.
 
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
