@@ -160,23 +160,6 @@ def parse_memory_list_mib(cell: str, header_factor_mib: float | None, gpus: int 
     return values, notes
 
 
-_INT_LIST_RE = re.compile(r"^[\s\[\(\{]*(\d+(?:\s*(?:,|;|/|&|\band\b|-|–)\s*\d+|[ \t]+\d+)*)(?![.,]\d)")
-
-
-def parse_int_list(text: str) -> list[int] | None:
-    """Leading list of integers: "3, 3", "[3, 3]", "2 and 3", "4 4 4 4 4".
-
-    Only the leading run counts, so a remark after the answer ("3, 3 (cuda:0
-    gets layers 0-2)") does not add numbers. Newlines inside the run are
-    allowed only after an explicit separator (a wrapped "4, 4,\n4"), so a
-    following table row is never swallowed.
-    """
-    match = _INT_LIST_RE.match(text)
-    if not match:
-        return None
-    return [int(d) for d in re.findall(r"\d+", match.group(1))]
-
-
 # -- answers written in a sheet's field: a count, a list, a quantity with its unit --------------
 # Lenient only where a TA would read the same number at a glance: anything that could mean
 # another value ("1 or 2", "GPUs - 1", "thirty-two", "0-2, 3-5") is not read, so the check says
@@ -209,6 +192,8 @@ _RANGE_RE = re.compile(r"^\s*(?:from\s+)?(\d+)\s*(?:-|–|\bto\b)\s*(\d+)\s*$", 
 # A GPU naming the value after it ("GPU 0: 3", "GPU 0 - 22") or before it ("3 on GPU 0").
 _LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*(?:[:=]|[-–](?=\s*\d))|"
                        r"\bon\s+(?:cuda|gpu|device)\s*[:#]?\s*\d+\b", re.IGNORECASE)
+# Every GPU named and followed by its value with a space only ("cuda:0 22, cuda:1 21").
+_SPACED_LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s+(?=\d)", re.IGNORECASE)
 # Words around the numbers of a list that say what they are ("layers 2 and 3", "between layer
 # 2 and layer 3").
 _LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|indices|index)\b", re.IGNORECASE)
@@ -223,8 +208,8 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
     otherwise ("1 or 2", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
     and for text without a number."""
     text = str(text)
-    lead = re.fullmatch(r"\s*(\d+)\s*\([^()]*\)\s*\.?\s*", text)
-    if lead:   # "4 (N-1)", "20 (one per layer)": the number, then a remark on it
+    lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\([^()]*\)\s*\.?\s*", text)
+    if lead:   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
         return int(lead.group(1))
     if _COMPOUND_WORD_RE.search(text):
         return None
@@ -244,7 +229,9 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
     if re.search(r"\d", _PLAIN_NUMBER_RE.sub(" ", rest)):
         return None   # digits inside a word or an expression ("64x2000", "1st"): not a count
     said = digits + words
-    if len(said) == 1 and (re.search(r"[-+*/×]", rest) or (words and re.search(r"\bper\b", rest))):
+    formula = re.search(r"\s[-+*/×]\s|\d\s*[-+*/×]|[-+*/×]\s*\d|\b[A-Za-z]\s*[-+*/×]\s*\b[A-Za-z]\b",
+                        rest)
+    if len(said) == 1 and (formula or (words and re.search(r"\bper\b", rest))):
         return None   # a formula ("GPUs - 1") or a rate ("one per layer"), not the count
     deciding = named + said if gpu else said or named
     return deciding[0] if deciding and len(set(deciding)) == 1 else None
@@ -263,6 +250,9 @@ def int_list_in(text: str) -> list[int] | None:
     body = _LIST_WRAPPER_RE.sub("", body)
     if _LABEL_RE.search(body):
         body = _LABEL_RE.sub(" ", body)
+    elif len(_SPACED_LABEL_RE.findall(body)) >= 2 and \
+            len(_SPACED_LABEL_RE.findall(body)) == len(_NAMED_INDEX_RE.findall(body)):
+        body = _SPACED_LABEL_RE.sub(" ", body)   # "cuda:0 22, cuda:1 22, cuda:2 20"
     body = _LIST_WORDS_RE.sub(" ", body)
     body = _NAMED_INDEX_RE.sub(lambda m: m.group(1), body)
     span = _RANGE_RE.match(body)

@@ -277,7 +277,7 @@ def _task2_depths(answers) -> list[int]:
 
 
 def _table(answers, qid, key, keys):
-    by_key = rows_by(reported(answers, qid), key)  # a key written as "six" is no row, no crash
+    by_key = rows_by(reported(answers, qid), key)  # a key that is no number is no row, no crash
     absent = [k for k in keys if k not in by_key or not isinstance(
         by_key[k].get("step_time_ms"), (int, float))]
     assert not absent, explain(

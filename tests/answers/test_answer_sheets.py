@@ -132,6 +132,9 @@ def test_an_answer_that_could_mean_another_value_is_not_guessed(raw, kind):
     ("22 (cuda:0), 21, 21", "list[int]", [22, 21, 21]), ("GPU 0 - 22, GPU 1 - 21, GPU 2 - 21", "list[int]", [22, 21, 21]),
     ("0 (stage 0), 2 (stage 1)", "list[int]", [0, 2]), ("0-3", "list[int]", [0, 1, 2, 3]),
     ("0 to 3", "list[int]", [0, 1, 2, 3]), ("cuda:0 with 1012 MiB", "gpu", 0),
+    # A second audit's: values after GPUs with a space only, a count with words and a remark.
+    ("cuda:0 22, cuda:1 22, cuda:2 20", "list[int]", [22, 22, 20]), ("16 samples (64/4)", "int", 16),
+    ("2 processes (one per GPU pair)", "int", 2), ("16 per micro-batch", "int", 16),
 ])
 def test_the_adversarial_read_s_readable_answers_are_read_as_meant(raw, kind, value):
     assert coerce(raw, Question("q", kind, "")) == value

@@ -11,8 +11,9 @@ from bad_pdfs import REPORT_LINES
 from grader.answers.hw3_pdf import read_hw3_pdf
 from grader.answers.hw3_pdf.contract import expected_fields
 from grader.answers.hw3_pdf.extract_worker import extract
+from grader.answers.hw3_pdf.labels import numbers_after
 from grader.answers.hw3_pdf.reader import reading_from_worker_output
-from grader.answers.numbers import parse_decimal, parse_int_list, parse_memory_list_mib, parse_time_ms
+from grader.answers.numbers import parse_decimal, parse_memory_list_mib, parse_time_ms
 from tiny_pdf import write_text_pdf
 
 
@@ -81,7 +82,22 @@ def test_memory_comma_without_space_is_one_value_per_gpu_but_noted():
     ],
 )
 def test_int_lists(text, values):
-    assert parse_int_list(text) == values
+    assert numbers_after(text, "int_list") == values
+
+
+@pytest.mark.parametrize("rest, kind, value", [
+    # The words a sheet reads, read alike after a report's label (found comparing the two).
+    (" 3 on GPU 0, 3 on GPU 1\nTask 2", "int_list", [3, 3]), (" 2 -> 3", "int_list", [2, 3]),
+    (" GPU 0: 3, GPU 1: 3", "int_list", [3, 3]), (" between layer 2 and layer 3", "int_list", [2, 3]),
+    (" 20.0", "int", [20]), (" one", "int", [1]), (" 4 (N-1)", "int", [4]),
+    (" 3, 3 (cuda:0 gets layers 0-2)", "int_list", [3, 3]), (" 3, 3 - GPU 0 gets layers 0-2", "int_list", [3, 3]),
+    (" -\n3 / 3\nnext", "int_list", [3, 3]), (" 4, 4,\n4\nTask 3", "int_list", [4, 4, 4]),
+    # What could mean another value is not read (a person reads the report): these were read
+    # as 1, [0, 2, 3, 5] and [6] by the leading-digits rule.
+    (" 1 or 2", "int", None), (" 0-2, 3-5", "int_list", None), (" 6 layers, 3 each", "int_list", None),
+])
+def test_a_labels_answer_is_read_by_the_sheets_rules(rest, kind, value):
+    assert numbers_after(rest, kind) == value
 
 
 def _report_from_lines(tmp_path, lines):

@@ -64,7 +64,9 @@ def test_expectations_follow_the_rubric(variant):
     if variant.kind == "correct":
         assert not variant.expected and not costly, variant.name
     else:
-        assert variant.expected or variant.name == "p4_crash_after_part3", variant.name
+        # A crash after everything the rubric asks for costs nothing.
+        assert variant.expected or variant.name in ("p4_crash_after_part3",
+                                                    "p5_crash_after_training"), variant.name
 
 
 def test_the_matrix_covers_the_styles_and_bugs_of_issue_17():

@@ -26,7 +26,7 @@ from ..yes_no import read_yes_no
 from . import contract
 from .explanations import starts_something_else
 from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
-from ..numbers import parse_int_list
+from ..numbers import int_list_in, whole_number_in
 
 
 @dataclass
@@ -316,6 +316,37 @@ def _rows_of(run: list[Line], rivers: list, seen: Counter) -> list[tuple[str, Li
     return out
 
 
+# Where a remark starts after the answer on its line: "3, 3 - GPU 0 gets layers 0-2",
+# "1; the data moves once", "4 because N - 1".
+_REMARK_START = re.compile(r"\s+[-–—]\s+|[;:]\s|\s+(?:because|since|as|so|which|where|i\.e\.|"
+                           r"e\.g\.)\b", re.IGNORECASE)
+
+
+def numbers_after(rest: str, kind: str) -> list[int] | None:
+    """The number(s) answering a label, read from the rest of its line by the answer sheet's
+    rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
+    whole line, else the line up to where a remark starts. A label alone on its line is answered
+    on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when neither reads as one answer ("1 or 2", "0-2, 3-5"):
+    the label is then unanswered, and a person reads it."""
+    line, _, more = rest.partition("\n")
+    if not line.strip(" |:=-–"):   # the label on its own line, the answer under it
+        line, _, more = more.partition("\n")
+    if re.search(r"(?:[,;/+&]|\band)\s*$", line) and re.match(r"\s*\d", more):
+        line = line + " " + more.partition("\n")[0]
+    line = line.strip(" |:=-")
+    heads = [line] + ([line[:cut.start()]] if (cut := _REMARK_START.search(line)) else [])
+    for head in heads:
+        if kind == "int":
+            number = whole_number_in(head)
+            if number is not None:
+                return [number]
+        else:
+            found = int_list_in(head)
+            if found:
+                return found
+    return None
+
+
 def _label_regex(answer: contract.LabelledAnswer) -> re.Pattern:
     return re.compile(r"(?m)(?P<start>^[\W_]*)?" + answer.pattern + contract.LABEL_END)
 
@@ -333,7 +364,7 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
             elif reading.problems and match.group("start") is not None:
                 unclear.append(reading.problems[0])
             continue
-        value = parse_int_list(text[match.end():])
+        value = numbers_after(text[match.end():], answer.kind)
         if value:
             values.append((value, match, None))
     if not values:
