@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from grader.answers.hw3_pdf import contract  # noqa: E402
 from grader.answers.hw3_pdf.extract_worker import extract  # noqa: E402
 from grader.answers.hw3_pdf.layout import normalise  # noqa: E402
-from grader.answers.hw3_pdf.numbers import (decimal_mark, memory_unit_factor_mib,  # noqa: E402
-                                            parse_memory_list_mib, parse_time_ms, time_unit_factor_ms)
+from grader.answers.numbers import (decimal_mark, memory_unit_factor_mib,  # noqa: E402
+                                    parse_memory_list_mib, parse_time_ms, time_unit_factor_ms)
 from grader.answers.hw3_pdf.reader import reading_from_worker_output  # noqa: E402
 
 REPORTS = ROOT / "tests" / "answers" / "fixtures" / "reports"
