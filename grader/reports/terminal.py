@@ -53,6 +53,7 @@ class Cause:
     checks: dict[str, int] = field(default_factory=dict)   # check id -> cases, in order
     cases: list[tuple[str, str]] = field(default_factory=list)   # (check, "[1gpus-depth1]" or "")
     missing: list[str] = field(default_factory=list)   # answers missing from one file: their ids
+    free: bool = True   # every check it hit is worth no point (it only tells)
 
     @property
     def count(self) -> int:
@@ -84,20 +85,23 @@ def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) ->
                 if not ran and check.get("status") == "error":
                     if not selected_only:   # one cause, whichever checks it hit
                         _add(causes, "the check did not run: a grading problem, not your code "
-                                     "(the grading's log says why)", check["id"], "")
+                                     "(the grading's log says why)", check["id"], "").free = False
                     continue
+                worth = check.get("points", check.get("max_score"))
                 for case in check.get("cases") or []:
                     if case.get("outcome") in ("failed", "error"):
-                        _add(causes, str(case.get("message") or "failed without a message"),
-                             check["id"], str(case.get("case") or check["id"]))
+                        cause = _add(causes, str(case.get("message") or "failed without a message"),
+                                     check["id"], str(case.get("case") or check["id"]))
+                        cause.free = cause.free and worth == 0
     return list(causes.values())
 
 
-def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> None:
+def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> Cause:
     cause = _cause_of(causes, message)
     cause.checks[check] = cause.checks.get(check, 0) + 1
     # A parametrized case is named by its parameters; a plain test by its check alone.
     cause.cases.append((check, case if case.startswith("[") else ""))
+    return cause
 
 
 def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
@@ -143,12 +147,19 @@ def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,
         lines += _header(result)
     lines += points_lines(result, selected_only=selected_only)
     lines += _problem_lines(result)
-    causes = failure_causes(result, selected_only=selected_only)
+    found = failure_causes(result, selected_only=selected_only)
+    causes = [c for c in found if not c.free]
     if causes:
         total = sum(c.count for c in causes)
         lines += ["", f"What to fix ({len(causes)} cause(s) of {total} failed case(s); "
                       "each cause once, with the checks it cost):"]
         for number, cause in enumerate(causes, start=1):
+            lines += [""] + cause_lines(number, cause)
+    tips = [c for c in found if c.free]
+    if tips:
+        lines += ["", "Worth no point, but worth knowing (settings the handout does not use, "
+                      "e.g. a batch that does not divide evenly):"]
+        for number, cause in enumerate(tips, start=len(causes) + 1):
             lines += [""] + cause_lines(number, cause)
     lines += pending_lines(result)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n") + "\n"

@@ -232,3 +232,23 @@ def test_unselected_checks_are_not_run_not_broken():
     assert failure_causes(result, selected_only=True) == []
     assert "not run" in render_check_text(result, selected_only=True)
     assert len(failure_causes(result)) == 1   # in a grading, a check that did not run is a problem
+
+
+def test_a_check_worth_no_point_is_told_apart_from_what_to_fix():
+    """practical4.uneven_batch fails for a split right at the handout's batch of 64: the student
+    has every point, and reads the tip under its own heading, not as something to fix; the
+    same failure hitting a check with points is something to fix."""
+    result = fresh(REFERENCE)   # every other check passed
+    item = find_item(result, "hw3.task3")
+    tip = {"id": "practical4.uneven_batch", "status": "failed", "score": 0, "max_score": 0,
+           "points": 0, "passed": 0, "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
+           "cases": [{"case": "", "outcome": "failed",
+                      "message": "Expected: the batch of 63 rows split\nObserved: [31, 31] rows"}]}
+    item["checks"] = [tip]
+    text = render_check_text(result)
+    assert "Worth no point, but worth knowing" in text and "What to fix" not in text, text
+    assert "practical4.uneven_batch" in text and "[31, 31] rows" in text
+    costly = dict(tip, id="practical4.chunk_shapes", points=1, max_score=1)
+    item["checks"] = [costly, tip]
+    text = render_check_text(result)
+    assert "What to fix" in text and "Worth no point" not in text, text
