@@ -33,6 +33,10 @@ _NOT = re.compile(_LEAD + r"not\s+(?:really|at\s+all|faster|quicker|proportional
 _NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeable\s+|big\s+|"
                              r"major\s+)?(?:difference|change|changes|effect|improvement|"
                              r"speed-?up|gain|benefit)\b", re.I)
+# A second answer after a yes: "no" standing alone or before a condition ("no for 5"), not the
+# "no" of "no GPU is idle".
+_OTHER_NO = (r"\b(?:no|nope)\b(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|otherwise|"
+             r"actually)\b))")
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)
@@ -66,8 +70,8 @@ def read_yes_no(text: str) -> YesNo:
     word = _WORDS[first.group("word").lower()]
     if word == "no" and _NO_BEFORE_NOUN.match(rest):
         return YesNo(unclear=True)
-    # "Yes for 2 GPUs, no for 5", "Yeah, no": both answers given.
-    if re.search(r"\b(?:no|nope)\b" if word == "yes" else r"\b(?:yes|yeah|yep)\b", rest, re.I) \
+    # "Yes for 2 GPUs, no for 5", "Yeah, no": both answers given ("Yes, no GPU idles" is one).
+    if re.search(_OTHER_NO if word == "yes" else r"\b(?:yes|yeah|yep)\b", rest, re.I) \
             and not _BOTH.match(rest):
         return YesNo(unclear=True)
     if _BOTH.match(rest):

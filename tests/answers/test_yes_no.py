@@ -27,6 +27,7 @@ from grader.answers.yes_no import read_yes_no
      "Not proportional at all: 2 GPUs gave no speed-up"),
     ("Not really, GPU 0 holds more", "no", "Not really, GPU 0 holds more"),
     ("No, there is no speed-up", "no", "there is no speed-up"),
+    ("Yes, no GPU is idle", "yes", "no GPU is idle"),   # "no" before a noun is no second answer
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)
