@@ -189,11 +189,14 @@ _REMARK_RE = re.compile(r"(?<=\d)\s*\([^()]*[A-Za-z][^()]*\)")
 _ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|->|→|\band\b)\s*|\s+", re.IGNORECASE)
 # One range and nothing else ("0-3", "2–3", "from 2 to 3"): every number in it.
 _RANGE_RE = re.compile(r"^\s*(?:from\s+)?(\d+)\s*(?:-|–|\bto\b)\s*(\d+)\s*$", re.IGNORECASE)
+# A GPU by name and number: "cuda:0", "GPU 1", "gpu0", "device #2".
+_GPU = r"(?:cuda|gpu|device)\s*[:#]?\s*\d+"
 # A GPU naming the value after it ("GPU 0: 3", "GPU 0 - 22") or before it ("3 on GPU 0").
-_LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*(?:[:=]|[-–](?=\s*\d))|"
-                       r"\bon\s+(?:cuda|gpu|device)\s*[:#]?\s*\d+\b", re.IGNORECASE)
+_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|[-–](?=\s*\d))|\bon\s+{_GPU}\b", re.IGNORECASE)
 # Every GPU named and followed by its value with a space only ("cuda:0 22, cuda:1 21").
-_SPACED_LABEL_RE = re.compile(r"\b(?:cuda|gpu|device)\s*[:#]?\s*\d+\s+(?=\d)", re.IGNORECASE)
+_SPACED_LABEL_RE = re.compile(rf"\b{_GPU}\s+(?=\d)", re.IGNORECASE)
+# One value led by its GPU ("cuda:0: 80", "GPU 0 - 22", "GPU 1 = 80"), a list's item.
+_ITEM_LABEL_RE = re.compile(rf"^\s*{_GPU}\s*[:=\-–]\s*(?=\d)", re.IGNORECASE)
 # Words around the numbers of a list that say what they are ("layers 2 and 3", "between layer
 # 2 and layer 3").
 _LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|indices|index)\b", re.IGNORECASE)
@@ -235,6 +238,11 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
         return None   # a formula ("GPUs - 1") or a rate ("one per layer"), not the count
     deciding = named + said if gpu else said or named
     return deciding[0] if deciding and len(set(deciding)) == 1 else None
+
+
+def without_gpu_label(text: str) -> str:
+    """An item's value without the GPU that leads it: "cuda:0: 80" -> "80"."""
+    return _ITEM_LABEL_RE.sub("", text)
 
 
 def int_list_in(text: str) -> list[int] | None:

@@ -17,7 +17,8 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
-from .numbers import column_unit, int_list_in, int_lists_in, quantity_in, whole_number_in
+from .numbers import (column_unit, int_list_in, int_lists_in, quantity_in, whole_number_in,
+                      without_gpu_label)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -208,17 +209,9 @@ def _quantities(text: str, unit: str) -> list | None:
         parts = body.split(",")
         if len({len(part.strip()) for part in parts}) != 1:
             return None
-    parts = [_without_label(part) for part in parts if part.strip()]
+    parts = [without_gpu_label(part) for part in parts if part.strip()]
     values = [quantity_in(part, unit) for part in parts]
     return values if len(values) > 1 and all(v is not None for v in values) else None
-
-
-# "cuda:0: 80", "GPU 0 - 22", "GPU 1 = 80": the GPU names the value that follows.
-_ITEM_LABEL_RE = re.compile(r"^\s*(?:cuda|gpu|device)\s*[:#]?\s*\d+\s*[:=\-–]\s*(?=\d)", re.I)
-
-
-def _without_label(text: str) -> str:
-    return _ITEM_LABEL_RE.sub("", text)
 
 
 def _list_item(raw: Any, unit: str | None) -> Any:
@@ -226,7 +219,7 @@ def _list_item(raw: Any, unit: str | None) -> Any:
     value labelled with its GPU ("cuda:0: 80") is the value."""
     if isinstance(raw, bool) or not isinstance(raw, str):
         return raw
-    text = _without_label(raw)
+    text = without_gpu_label(raw)
     if unit is not None:
         value = quantity_in(text, unit)
         if value is not None:
