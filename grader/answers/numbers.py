@@ -45,7 +45,8 @@ class ParsedNumber:
 
 def shows_decimal_mark(token: str) -> str | None:
     """The decimal mark this one number proves, if any: "12,5" a comma, "1,234.5" a point,
-    "1,234,567" a point (commas that group). "56,230" proves nothing."""
+    "1,234,567" a point (commas that group), "0,612" and "1826,500" a comma (no thousands
+    group follows a 0 or four digits). "56,230" proves nothing."""
     mantissa = token.lower().partition("e")[0]
     if "," in mantissa and "." in mantissa:
         return "," if mantissa.rfind(",") > mantissa.rfind(".") else "."
@@ -54,7 +55,8 @@ def shows_decimal_mark(token: str) -> str | None:
             groups = mantissa.split(mark)
             if len(groups) > 2:
                 return other
-            return mark if len(groups[1]) != 3 else None
+            grouping_possible = len(groups[1]) == 3 and 0 < len(groups[0]) <= 3 and groups[0] != "0"
+            return None if grouping_possible else mark
     return None
 
 
@@ -293,19 +295,26 @@ def column_unit(column: str) -> str | None:
     return next((unit for suffix, unit in COLUMN_UNITS.items() if column.endswith(suffix)), None)
 
 
-def quantity_in(text: str, unit: str) -> float | int | None:
+def quantity_in(text: str, unit: str, mark: str | None = None) -> float | int | None:
     """One measured value in the column's unit ("s", "ms", "percent", "mib") as students copy
     it: "0.0075", "0,0075", "7.5 ms" (in seconds: 0.0075), "0.0075 s", "38%", "1012MiB",
-    "1,012 MiB", "1.2 GiB". None when it is not one number, or names a unit of another kind."""
+    "1,012 MiB", "1.2 GiB". None when it is not one number, or names a unit of another kind.
+    `mark` is the decimal mark the rest of its table shows (decimal_mark): with ".", "1,826 ms"
+    is 1826 ms; with ",", "1.826 ms" is 1826 ms too."""
     match = _QUANTITY_RE.match(str(text))
     if match is None:
         return None
     token, written = match.group(1), match.group(2).lower()
+    if mark == "," and "." in token and shows_decimal_mark(token) is None:
+        token = token.replace(".", "")   # "1.826" in a table of decimal commas groups thousands
     if "," in token:
         whole, _, frac = token.partition(",")
         # MiB are whole and often grouped ("1,012 MiB"); a time, a percentage or GiB ("0,512
-        # GiB") has decimals.
-        grouped = unit == "mib" and len(frac) == 3 and written in ("", "mib", "mb")
+        # GiB") has decimals, unless the table's own numbers show a decimal point.
+        if shows_decimal_mark(token) is None and mark in (".", ","):
+            grouped = mark == "."
+        else:
+            grouped = unit == "mib" and len(frac) == 3 and written in ("", "mib", "mb")
         token = whole + frac if grouped else f"{whole}.{frac}"
     value = float(token)
     if unit in ("s", "ms"):

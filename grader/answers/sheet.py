@@ -17,8 +17,8 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
-from .numbers import (column_unit, int_list_in, int_lists_in, quantity_in, whole_number_in,
-                      without_gpu_label)
+from .numbers import (column_unit, decimal_mark, int_list_in, int_lists_in, quantity_in,
+                      whole_number_in, without_gpu_label)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -168,19 +168,20 @@ def _int_list(raw: Any) -> list[int]:
     return [_int(item, gpu=True) for item in raw]
 
 
-def _cell(raw: Any, column: str) -> Any:
+def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
     """A table cell: a number in the column's unit where its name gives one (step_time_s,
     memory_mib: "7.5 ms", "1012MiB", "38%"), a list ("22/22/20", "[cuda:0, cuda:2]"), a
-    whole number ("Rank 0", "8 samples"), else the words as written (method: dp)."""
+    whole number ("Rank 0", "8 samples"), else the words as written (method: dp). `mark`: the
+    decimal mark the table's numbers of this kind show (_table_marks)."""
     unit = column_unit(column)
     if isinstance(raw, list):
-        return [_list_item(item, unit) for item in raw]
+        return [_list_item(item, unit, mark) for item in raw]
     if not isinstance(raw, str):
         return raw
     text = raw.strip()
     if unit is not None:
-        one = quantity_in(text, unit)
-        values = _quantities(text, unit)
+        one = quantity_in(text, unit, mark)
+        values = _quantities(text, unit, mark)
         if values is not None and "per_gpu" in column:   # one value per GPU: a list
             return values
         if one is None and values is not None and unit == "mib" and len(values) == 2 \
@@ -198,7 +199,7 @@ def _cell(raw: Any, column: str) -> Any:
     return text  # a word, e.g. method: dp
 
 
-def _quantities(text: str, unit: str) -> list | None:
+def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
     """Several values of one unit in one cell: "80, 80", "80 MiB / 80 MiB", "1,5 GiB, 1,5 GiB";
     "80,80" too, but only where nothing else separates them and the parts are alike ("1012,5"
     is one value with a decimal comma). None unless there are two or more and each is one."""
@@ -210,18 +211,18 @@ def _quantities(text: str, unit: str) -> list | None:
         if len({len(part.strip()) for part in parts}) != 1:
             return None
     parts = [without_gpu_label(part) for part in parts if part.strip()]
-    values = [quantity_in(part, unit) for part in parts]
+    values = [quantity_in(part, unit, mark) for part in parts]
     return values if len(values) > 1 and all(v is not None for v in values) else None
 
 
-def _list_item(raw: Any, unit: str | None) -> Any:
+def _list_item(raw: Any, unit: str | None, mark: str | None = None) -> Any:
     """A number in the column's unit; a GPU written as a device ("cuda:2") is its index; a
     value labelled with its GPU ("cuda:0: 80") is the value."""
     if isinstance(raw, bool) or not isinstance(raw, str):
         return raw
     text = without_gpu_label(raw)
     if unit is not None:
-        value = quantity_in(text, unit)
+        value = quantity_in(text, unit, mark)
         if value is not None:
             return value
     number = whole_number_in(text, gpu=text == raw)
@@ -240,6 +241,30 @@ def _table(raw: Any, question: Question) -> list[dict]:
         if unknown:
             raise ValueError(f"row {number} has column(s) {', '.join(unknown)}; the table's "
                              f"columns are {', '.join(question.columns)}")
+    marks = _table_marks(raw, question)
+    for row in raw:
         rows.append({str(k): v.strip() if isinstance(v, str) and str(k) in question.text_columns
-                     else _cell(v, str(k)) for k, v in row.items() if v is not None})
+                     else _cell(v, str(k), marks.get(_unit_kind(str(k))))
+                     for k, v in row.items() if v is not None})
     return rows
+
+
+def _unit_kind(column: str) -> str | None:
+    unit = column_unit(column)
+    return "time" if unit in ("s", "ms") else unit
+
+
+def _table_marks(raw: list[dict], question: Question) -> dict[str, str]:
+    """Per kind of quantity (times, MiB, percentages), the decimal mark the table's own numbers
+    show, as the PDF reader decides it per table: beside "0,912 ms", "1,826 ms" is 1.826 ms;
+    beside "950.5 ms", 1826 ms. A kind whose numbers show no mark, or both, has none."""
+    texts: dict[str, list[str]] = {}
+    for row in raw:
+        for column, value in row.items():
+            kind = _unit_kind(str(column))
+            if kind is None or str(column) in question.text_columns:
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str):
+                    texts.setdefault(kind, []).append(item)
+    return {kind: mark for kind, items in texts.items() if (mark := decimal_mark(items))}

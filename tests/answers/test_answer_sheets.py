@@ -209,6 +209,30 @@ def test_tables_keep_their_columns_and_parse_decimal_commas():
         coerce([{"depth": 6, "time": 1}], question)
 
 
+@pytest.mark.parametrize("cells, read", [
+    # The table's other times show a decimal comma ("0,912"): "1,826 ms" is 1.826 ms.
+    ([{"depth": 6, "step_time_ms": "0,912 ms"}, {"depth": 12, "step_time_ms": "1,826 ms"}], [0.912, 1.826]),
+    # ... or a decimal point ("950.5"): the comma groups thousands, 1826 ms.
+    ([{"depth": 6, "step_time_ms": "950.5 ms"}, {"depth": 12, "step_time_ms": "1,826 ms"}], [950.5, 1826]),
+    # In a table of decimal commas a point groups thousands.
+    ([{"depth": 6, "step_time_ms": "912,5"}, {"depth": 12, "step_time_ms": "1.826"}], [912.5, 1826]),
+    # Nothing in the table shows the mark: a time's comma is a decimal comma, as before.
+    ([{"depth": 6, "step_time_ms": "1,826 ms"}, {"depth": 12, "step_time_ms": "3,652 ms"}], [1.826, 3.652]),
+])
+def test_a_tables_own_numbers_decide_its_decimal_mark(cells, read):
+    """A step time written "1,826 ms" was always read 1.826; the PDF reader decides it from the
+    table's other numbers, and a sheet's table now does the same."""
+    question = template_questions("hw3")["task2.step_time_table"]
+    assert [row["step_time_ms"] for row in coerce(cells, question)] == pytest.approx(read)
+
+
+def test_a_tables_memory_keeps_its_own_mark():
+    """Times with decimal commas say nothing about MiB grouped by thousands in the same table."""
+    question = template_questions("hw3")["task4.table"]
+    rows = coerce([{"gpus": 2, "step_time_ms": "1,2", "memory_per_gpu_mib": ["1,012 MiB", "1,012 MiB"]}], question)
+    assert rows == [{"gpus": 2, "step_time_ms": 1.2, "memory_per_gpu_mib": [1012, 1012]}]
+
+
 def test_gpus_written_as_devices_in_a_table_are_their_indices():
     question = Question("t", "table", "", ("rank", "gpus"))
     assert coerce([{"rank": 0, "gpus": ["cuda:0", "cuda:2"]}, {"rank": 1, "gpus": "[cuda:1, cuda:3]"}],

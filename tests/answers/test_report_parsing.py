@@ -13,7 +13,7 @@ from grader.answers.hw3_pdf.contract import expected_fields
 from grader.answers.hw3_pdf.extract_worker import extract
 from grader.answers.hw3_pdf.labels import numbers_after
 from grader.answers.hw3_pdf.reader import reading_from_worker_output
-from grader.answers.numbers import parse_decimal, parse_memory_list_mib, parse_time_ms
+from grader.answers.numbers import parse_decimal, parse_memory_list_mib, parse_time_ms, shows_decimal_mark
 from tiny_pdf import write_text_pdf
 
 
@@ -23,6 +23,15 @@ from tiny_pdf import write_text_pdf
 )
 def test_decimal_marks(text, value):
     assert parse_decimal(text).value == pytest.approx(value)
+
+
+@pytest.mark.parametrize("token, mark", [
+    ("12,5", ","), ("1,234.5", "."), ("1,234,567", "."), ("56,230", None), ("56.230", None),
+    # No thousands group follows a 0 or four digits: these show their decimal mark.
+    ("0,612", ","), ("0.612", "."), ("1826,500", ","), ("1826.500", "."),
+])
+def test_which_decimal_mark_one_number_shows(token, mark):
+    assert shows_decimal_mark(token) == mark
 
 
 def test_comma_with_three_digits_is_flagged_as_ambiguous():
