@@ -6,7 +6,7 @@
 The first word decides and the rest is the explanation: "No", "no.", "Yes - every GPU holds
 four layers", "**No**"; "Yeah", "Yep" are yes, and a no written without the word where the
 next words leave no doubt ("Not faster", "Not really", "Not proportional at all", "Nope") is
-no, the whole text its explanation. Nothing else is guessed: a hedged "not" ("Not
+no, the whole text its explanation; "True." and "False, only one GPU works" answer too. Nothing else is guessed: a hedged "not" ("Not
 necessarily", "Not identical, but allclose", "Not just faster"), "no" before a noun ("No
 difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no for 5"),
 "Partly", "It depends" are `unclear`, so a person reads them; the template's "yes/no" left as
@@ -20,8 +20,12 @@ from dataclasses import dataclass
 # Marks a student puts before the word: a colon or dash after the label, a table's "|",
 # Markdown emphasis left in the PDF, an opening quote or bracket.
 _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
-_FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope)\b(?P<rest>.*)", re.I | re.S)
-_WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}
+# "True" and "False" (YAML's spelling, a programmer's habit) only as a word of their own:
+# "True parallelism is not reached" does not begin with an answer.
+_FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!)\-–]|$)))\b"
+                    r"(?P<rest>.*)", re.I | re.S)
+_WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes",
+          "no": "no", "nope": "no", "false": "no"}
 # A no without the word, only where the next words leave no doubt: "Not faster", "Not really",
 # "Not proportional at all". "Not identical, but allclose", "Not just faster", "Not slower" say
 # something else: a person reads them.
@@ -35,8 +39,11 @@ _NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeab
                              r"speed-?up|gain|benefit)\b", re.I)
 # A second answer after a yes: "no" standing alone or before a condition ("no for 5"), not the
 # "no" of "no GPU is idle".
-_OTHER_NO = (r"\b(?:no|nope)\b(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|otherwise|"
-             r"actually)\b))")
+_SECOND_ANSWER_FOLLOWS = (r"(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|otherwise|"
+                          r"actually)\b))")
+_OTHER_NO = r"\b(?:no|nope|false)\b" + _SECOND_ANSWER_FOLLOWS
+# A second answer after a no: any yes word ("No... yes for 2"), or "true" as an answer.
+_OTHER_YES = r"\b(?:yes|yeah|yep)\b|\btrue\b" + _SECOND_ANSWER_FOLLOWS
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)
@@ -71,7 +78,7 @@ def read_yes_no(text: str) -> YesNo:
     if word == "no" and _NO_BEFORE_NOUN.match(rest):
         return YesNo(unclear=True)
     # "Yes for 2 GPUs, no for 5", "Yeah, no": both answers given ("Yes, no GPU idles" is one).
-    if re.search(_OTHER_NO if word == "yes" else r"\b(?:yes|yeah|yep)\b", rest, re.I) \
+    if re.search(_OTHER_NO if word == "yes" else _OTHER_YES, rest, re.I) \
             and not _BOTH.match(rest):
         return YesNo(unclear=True)
     if _BOTH.match(rest):

@@ -197,6 +197,7 @@ def _with(lines_instead_of_faster: list[str]) -> list[str]:
     (["Faster with 5 GPUs than with 2? No (the GPUs take turns)"], "no", "(the GPUs take turns)"),
     (["Faster with 5 GPUs than with 2 (yes or no): **No**"], "no", ""),
     (["Faster with 5 GPUs than with 2 yes/no: no"], "no", ""),
+    (["Faster with 5 GPUs than with 2 (yes/no): False, one GPU at a time"], "no", "one GPU at a time"),
     # The explanation wrapped over lines, and the label on its own line with the answer under it.
     (["Faster with 5 GPUs than with 2 (yes/no): No, only one GPU computes", "at any moment while the others wait."],
      "no", "only one GPU computes at any moment while the others wait."),

@@ -28,6 +28,11 @@ from grader.answers.yes_no import read_yes_no
     ("Not really, GPU 0 holds more", "no", "Not really, GPU 0 holds more"),
     ("No, there is no speed-up", "no", "there is no speed-up"),
     ("Yes, no GPU is idle", "yes", "no GPU is idle"),   # "no" before a noun is no second answer
+    # YAML's spelling, as a word of its own: a report says what the sheet says with true/false.
+    ("True", "yes", ""), ("TRUE.", "yes", ""), ("False, only one GPU works at a time", "no",
+                                                "only one GPU works at a time"),
+    ("false - one at a time", "no", "one at a time"), ("True, no GPU idles", "yes", "no GPU idles"),
+    ("No, true parallelism needs more GPUs busy", "no", "true parallelism needs more GPUs busy"),
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)
@@ -43,7 +48,10 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
     "Nope, yes actually", "No, but yes for larger batch sizes",
     "Not necessarily", "Not always, only when it divides", "Not sure",
                                   "Partly, the memory fell.", "It depends on the model", "Nothing changes",
-                                  "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster"])
+                                  "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster",
+                                  # "true" that is not the answer word, or both answers.
+                                  "True parallelism is not reached", "Truly faster", "True/False",
+                                  "False for 5 GPUs, true for 2", "True, false for 5 GPUs"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"
