@@ -136,6 +136,22 @@ def test_unanswered_label_and_missing_row_are_listed_not_zero(tmp_path):
     assert result.status == "partial" and result.needs_manual_review
 
 
+def test_a_task2_table_at_depths_of_the_students_own_is_complete(tmp_path):
+    """The handout's "e.g., from 6 to 12, then 24" is an example: three depths of the student's
+    own are the table (the check compares them, as it does from the sheet), not a review."""
+    rows = {"| 6 | 12.5 |": "| 8 | 16.1 |", "| 12 | 23.75 |": "| 16 | 31.9 |", "| 24 | 47.1 |": "| 32 | 63.0 |"}
+    result = _report_from_lines(tmp_path, [rows.get(l, l) for l in REPORT_LINES])
+    assert [row["depth"] for row in result.answers["task2.step_time_table"]] == [8, 16, 32]
+    assert result.missing == [] and result.status == "ok" and not result.needs_manual_review, result.problems
+
+
+def test_task4s_table_needs_its_own_gpu_counts(tmp_path):
+    """Task 4 asks for 2 and 5 GPUs: a row for 3 GPUs does not stand for the 5."""
+    result = _report_from_lines(tmp_path, [l.replace("5\t18.1", "3\t18.1").replace(" / 398 / 410", "")
+                                           for l in REPORT_LINES])
+    assert result.missing == ["task4.table[gpus=5]"] and result.needs_manual_review
+
+
 def test_absent_table_and_empty_explanation(tmp_path):
     lines = [l for l in REPORT_LINES if not l.startswith(("GPUs\t", "2\t", "5\t"))]
     lines = [l for l in lines if not l.startswith("Twenty layers")]
