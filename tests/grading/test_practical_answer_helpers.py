@@ -217,3 +217,24 @@ def test_per_rank_line_orders_ranks_and_keeps_unknown_ones_last():
     assert per_rank_line({1: "cuda:1", 0: "cuda:0"}, "gpu") == "rank 0: gpu cuda:0; rank 1: gpu cuda:1"
     assert per_rank_line({"x": [3], 0: [0, 2]}, "gpus") == "rank 0: gpus [0, 2]; rank x: gpus [3]"
     assert per_rank_line({}, "gpu") == ""
+
+
+# -- practical10: the passes a step runs, as the feedback says them -------------------------------
+def _steps(forwards, backwards, ranks=(0, 1)):
+    events = [{"event": "init_process_group", "rank": r} for r in ranks]
+    for rank in ranks:
+        for _ in range(2):
+            events += [{"event": "forward", "thread": "MainThread", "rank": rank, "batch": [32, 8]}] * forwards
+            events += [{"event": "backward", "rank": rank}] * backwards
+            events.append({"event": "step", "rank": rank})
+    return Observation(script="practical10/sample.py", gpus=4, returncode=0, events=events)
+
+
+@pytest.mark.parametrize("forwards, backwards, said", [
+    (2, 2, "2 forward + backward pass(es)"),
+    # The micro-batches' losses summed before one backward: the feedback must not claim 2 backwards.
+    (2, 1, "2 forward and 1 backward pass(es)"),
+])
+def test_practical10_says_the_backward_passes_a_step_really_runs(forwards, backwards, said):
+    from grader.checks.test_practical10 import passes_said
+    assert passes_said(_steps(forwards, backwards)) == said
