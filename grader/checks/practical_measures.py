@@ -207,6 +207,34 @@ def median_step_seconds(run, rank: int = 0) -> float | None:
     return statistics.median(times) if times else None
 
 
+def work_seconds(run, rank: int = 0) -> list[float]:
+    """The rank's steps' training work in seconds: on the simulated clock, from each step's
+    first forward pass (once the work enqueued before it, such as the batch's copy to the GPU,
+    is done) to its optimizer step, as the handouts' timers measure it (zero_grad to step). A
+    DataLoader that copies each batch inside the loop is the same method, not a slower one.
+    On real GPUs (kernels run after their launch) and in a trace without forward times: the
+    gaps between steps, step_seconds. The first step, a warm-up, is left out."""
+    if step_clock(run) != "simulated":
+        return step_seconds(run, rank)
+    times, begun = [], None
+    for event in run.events:
+        if event.get("rank", 0) != rank:
+            continue
+        if event.get("event") == "forward" and event.get("thread") == "MainThread" and begun is None:
+            begun = event.get(SIMULATED_STEP_FIELD)
+        elif event.get("event") == "step":
+            if not isinstance(begun, (int, float)):
+                return step_seconds(run, rank)   # a trace from before forwards were timed
+            times.append(event[SIMULATED_STEP_FIELD] - begun)
+            begun = None
+    return times[1:]
+
+
+def median_work_seconds(run, rank: int = 0) -> float | None:
+    times = work_seconds(run, rank)
+    return statistics.median(times) if times else None
+
+
 def shared_clock(*runs) -> str | None:
     """The clock every run has, or None (a run without one, or a real and a simulated one,
     which cannot be compared)."""

@@ -16,7 +16,7 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
                                              whole_numbers)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
                                               evidence, faster, forward_passes, gpu0_more_loaded,
-                                              median_step_seconds, peak_memory, rows_of,
+                                              median_work_seconds, peak_memory, rows_of,
                                               shared_clock, training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 
@@ -361,7 +361,7 @@ def timed_fact(runs, answers, measured, reported_values, flag, qid, verdict, cla
     parallel = runs.script(DP, gpus=2)
     trained = bool(single.of("step") and parallel.of("step")) or None
     value, _ = answer_and_truth(answers, qid, trained, single, parallel)
-    t1, t2 = median_step_seconds(single), median_step_seconds(parallel)
+    t1, t2 = median_work_seconds(single), median_work_seconds(parallel)
     clock = shared_clock(single, parallel)
     truth = verdict(t1, t2, clock)
     measured[qid] = {"single_step_s": t1, "dp_step_s": t2, "clock": clock_words(clock),

@@ -126,6 +126,34 @@ def test_virtual_gpus_are_timed_by_the_simulated_clock_only():
     assert pm.step_seconds(simulated) == pytest.approx([0.0002, 0.0002])
 
 
+def _loop(virtual, copy_s, work_s, steps=4, forward_times=True):
+    """A rank whose every step copies its batch (copy_s) and then trains (work_s)."""
+    events, now = [{"event": "start", "rank": 0, "virtual": virtual}], 0.0
+    for _ in range(steps):
+        now += copy_s
+        events.append({"event": "forward", "rank": 0, "thread": "MainThread", "t": now,
+                       **({"sim_t": now} if virtual and forward_times else {})})
+        now += work_s
+        events.append({"event": "step", "rank": 0, "t": now, **({"sim_t": now} if virtual else {})})
+    return run(events)
+
+
+def test_a_steps_work_is_timed_from_its_forward_pass_on_the_simulated_clock():
+    """A batch copied to the GPU inside the loop is data loading, not the method's work: the
+    practicals' 'which is faster?' compares what the handouts' timers measure."""
+    loader = _loop(True, copy_s=0.00008, work_s=0.0002)
+    assert pm.step_seconds(loader) == pytest.approx([0.00028] * 3)
+    assert pm.work_seconds(loader) == pytest.approx([0.0002] * 3)
+    assert pm.median_work_seconds(loader) == pytest.approx(0.0002)
+
+
+def test_without_forward_times_a_steps_work_is_the_gap_between_steps():
+    # Real GPUs run kernels after their launch (a forward's wall time is no start of its work),
+    # and a trace from before forwards were timed has none.
+    for timed in (_loop(False, 0.08, 0.2), _loop(True, 0.00008, 0.0002, forward_times=False)):
+        assert pm.work_seconds(timed) == pytest.approx(pm.step_seconds(timed))
+
+
 def test_runs_on_different_clocks_are_not_compared():
     real, simulated = stepped(False, [0, 1]), stepped(True, [0, 1], sim_t=[0, 1])
     assert pm.shared_clock(real, real) == "real"
