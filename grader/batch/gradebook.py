@@ -16,6 +16,7 @@ one is refused rather than half understood.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
+from grader.common.text import storable
 
 SCHEMA_VERSION = 3
 # Outcomes of a run. `graded` and `rejected` are final for that content and configuration;
@@ -215,6 +217,11 @@ class Gradebook:
         `fingerprints`: of the submission's code files (kept with the first run that has them)."""
         if run.status not in STATUSES:
             raise ValueError(f"unknown run status {run.status!r}")
+        # A name or message quoting a file name that is not UTF-8 is read as text: SQLite
+        # takes no other, and one upload's name must not stop the batch.
+        student = dataclasses.replace(student, name=storable(student.name))
+        source, logs = storable(source), storable(list(logs))
+        run = dataclasses.replace(run, message=storable(run.message), result=storable(run.result))
         with self.transaction():
             student_id = self._upsert_student(student)
             self.db.execute("INSERT OR IGNORE INTO submissions (student_id, content_hash, source, first_seen) "

@@ -17,10 +17,12 @@ the cause, and the next one is prepared.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +30,7 @@ from typing import Sequence
 from grader.batch.layout import ROOT_SEARCH_DEPTH, NeedsPerson, find_root, require_expected_files
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, Rejected, UnpackLimits,
                                  check_zip_entry, extract_zip, materialize_entry)
+from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
 __all__ = ["Student", "Submission", "Prepared", "Rejected", "NeedsPerson", "UnpackLimits",
@@ -59,7 +62,7 @@ class Submission:
     problem: str | None = None                           # known unusable before unpacking
 
     def describe(self) -> str:
-        return ", ".join(p.name for p in self.sources)
+        return ", ".join(readable_text(p.name) for p in self.sources)
 
 
 @dataclass
@@ -73,20 +76,24 @@ class Prepared:
 
 
 def safe_key(text: str) -> str:
-    key = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")
+    """A folder name for the student: letters of any script kept ("王伟", "Jüri"; one Unicode
+    form, so the same name typed two ways is one key), anything else one "_"."""
+    key = re.sub(r"[^\w.-]+", "_", unicodedata.normalize("NFC", text)).strip("._")
     return key or "unnamed"
 
 
 def identify(entry: Path) -> tuple[Student, str | None] | None:
     """Whose entry this is, and its Moodle plugin (None outside Moodle); None to ignore it."""
-    match = MOODLE_NAME.match(entry.name)
+    entry_name = readable_text(entry.name)
+    match = MOODLE_NAME.match(entry_name)
     if match:
         name, pid = match["name"].strip(), match["pid"]
         return Student(key=safe_key(f"{name}_{pid}"), name=name, participant_id=pid), match["plugin"]
     if entry.is_symlink() or entry.is_dir():
-        return Student(key=safe_key(entry.name), name=entry.name), None
+        return Student(key=safe_key(entry_name), name=entry_name), None
     if entry.suffix.lower() == ".zip":
-        return Student(key=safe_key(entry.stem), name=entry.stem), None
+        stem = entry_name[:-len(entry.suffix)]
+        return Student(key=safe_key(stem), name=stem), None
     return None
 
 
@@ -101,17 +108,22 @@ def discover(folder: Path) -> tuple[list[Submission], list[str]]:
             continue
         found = identify(entry)
         if found is None:
-            notes.append(f"ignored {entry.name}: not a folder, a .zip or a Moodle submission file")
+            notes.append(f"ignored {readable_text(entry.name)}: not a folder, a .zip or a Moodle submission file")
             continue
         student, plugin = found
         if plugin is not None and plugin != "file":
-            notes.append(f"ignored {entry.name}: Moodle '{plugin}' submissions are not graded")
+            notes.append(f"ignored {readable_text(entry.name)}: Moodle '{plugin}' submissions are not graded")
             continue
+        held = by_key.get(student.key)
+        if held is not None and held.student.name != student.name:
+            # Two students whose names make one key ("a b" and "a_b"): each keeps their own.
+            digest = hashlib.sha256(student.name.encode("utf-8")).hexdigest()[:8]
+            student = Student(f"{student.key}_{digest}", student.name, student.participant_id)
         submission = by_key.setdefault(student.key, Submission(student))
         if submission.sources and plugin is None:
             # Two plain entries for one name (alice/ and alice.zip): refuse to guess.
             submission.problem = (f"several submissions for {student.name}: "
-                                  f"{submission.describe()}, {entry.name}; keep one")
+                                  f"{submission.describe()}, {readable_text(entry.name)}; keep one")
         submission.sources.append(entry)
     return [by_key[k] for k in sorted(by_key)], notes
 
@@ -144,10 +156,29 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
     except Rejected as problem:
         return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
-        return _refused(submission, f"could not be unpacked: {exc}", notes)
+        return _refused(submission, _unpack_problem(exc, scratch), notes)
     except Exception as exc:   # one upload can only fail itself, however it fails
         return _refused(submission, f"could not be unpacked ({type(exc).__name__}: "
                                     f"{str(exc)[:300] or 'no message'})", notes)
+
+
+def _unpack_problem(exc: OSError, scratch: Path) -> str:
+    """What went wrong unpacking, in the upload's own names: the batch's scratch folder is no
+    business of the student's (the message reaches their feedback)."""
+    where = None
+    if exc.filename is not None:
+        path = Path(os.fsdecode(exc.filename))
+        where = readable_text(path.relative_to(scratch).as_posix() if path.is_relative_to(scratch)
+                              else path.name)
+        where = where.split("/", 1)[1] if "/" in where and exc.errno in _CLASHES else where
+    if exc.errno in _CLASHES and where:
+        return f"could not be unpacked: '{where}' is both a file and a folder in the upload"
+    reason = readable_text(exc.strerror or type(exc).__name__)
+    return f"could not be unpacked: {reason}" + (f" ('{where}')" if where else "")
+
+
+# A name that is a file in one entry and a folder in another.
+_CLASHES = {errno.EISDIR, errno.EEXIST, errno.ENOTDIR}
 
 
 def _refused(submission: Submission, problem: str, notes: list[str],

@@ -6,6 +6,8 @@ Students upload in many shapes; each of these is found and graded:
 - a zip named after a folder it also holds (`hw3.zip` holding `hw3/...`): the zip's own folder
   is not mistaken for the assignment folder, because an assignment folder only counts as such
   when it holds one of that assignment's files;
+- one folder or zip per assignment (`practical4.zip` holding `practical4/` beside
+  `practical5.zip` holding `practical5/`): their assignment folders are gathered into one root;
 - an assignment's files without their folder (`model_parallel.py` and `report.pdf` loose, or in
   a zip or folder of any name): placed into the folder of the one assignment whose code files
   they are (the template's `.py` names tell: `model_parallel.py` is HW3's).
@@ -27,6 +29,7 @@ from grader.batch.unpack import JUNK_NAMES, Rejected
 ROOT_SEARCH_DEPTH = 3
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "student_template"
 ARRANGED = "_arranged"        # the root made when loose files are put into their folder
+GATHERED = "_gathered"        # the root made of one folder (or zip) per assignment
 _NOT_EXPECTED = ("readme", "report_template")
 
 
@@ -76,18 +79,41 @@ def _levels(top: Path, depth: int) -> list[list[Path]]:
     return levels
 
 
-def _best(levels: list[list[Path]], top: Path, score) -> Path | None:
-    """The shallowest folder with the highest positive score; Rejected on a tie at that level."""
+def _best(levels: list[list[Path]], top: Path, score, gather=None) -> Path | None:
+    """The shallowest folder with the highest positive score; on a tie at that level, what
+    `gather` makes of the tied folders, else Rejected."""
     for level in levels:
         scored = [(score(d), d) for d in level]
         best = max((count for count, _ in scored), default=0)
         if best:
             winners = [d for count, d in scored if count == best]
             if len(winners) > 1:
+                gathered = gather(winners) if gather is not None else None
+                if gathered is not None:
+                    return gathered
                 names = ", ".join(w.relative_to(top).as_posix() + "/" for w in winners)
                 raise Rejected(f"ambiguous submission: several folders hold the assignments ({names})")
             return winners[0]
     return None
+
+
+def _gather(top: Path, folders: list[Path], holds, notes: list[str]) -> Path | None:
+    """One root made of folders that each hold other assignments (practical4.zip holding
+    practical4/ beside practical5.zip holding practical5/): their assignment folders are moved
+    into `top/_gathered/`. None where two hold the same assignment (two versions of one
+    homework: which one counts is the student's to say)."""
+    held = [holds(folder) for folder in folders]
+    if sum(map(len, held)) != len(set().union(*held)):
+        return None
+    root = top / GATHERED
+    root.mkdir()
+    os.chmod(root, 0o755)
+    for folder, assignments in zip(folders, held):
+        for assignment in sorted(assignments):
+            (folder / assignment).rename(root / assignment)
+            notes.append(f"{assignment}/ graded from {(folder / assignment).relative_to(top).as_posix()}/ "
+                         "(one folder per assignment in the upload)")
+    return root
 
 
 def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[str] | None = None,
@@ -99,13 +125,16 @@ def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[s
     notes = notes if notes is not None else []
     levels = _levels(top, depth)
 
+    def holding(d: Path) -> set[str]:
+        return {a for a in assignments if (d / a).is_dir() and _holds_its_files(d / a, a)}
+
     def with_files(d: Path) -> int:
-        return sum((d / a).is_dir() and _holds_its_files(d / a, a) for a in assignments)
+        return len(holding(d))
 
     def by_name(d: Path) -> int:
         return sum((d / a).is_dir() and not (d / a).is_symlink() for a in assignments)
 
-    root = _best(levels, top, with_files)
+    root = _best(levels, top, with_files, lambda tied: _gather(top, tied, holding, notes))
     if root is not None:
         return root
     arranged = _arrange_loose_files(top, levels, assignments, notes)

@@ -164,14 +164,28 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def shared_participants(runs: Iterable[CurrentRun]) -> dict[str, list[str]]:
+    """Participant ids that more than one graded upload claims, with their keys. Moodle gives
+    each student one id, so this is never honest work alone: neither grade goes into a row
+    of that id, and a person decides whose it is."""
+    keys: dict[str, list[str]] = {}
+    for run in runs:
+        if run.student.participant_id is not None:
+            keys.setdefault(run.student.participant_id, []).append(run.student.key)
+    return {pid: sorted(found) for pid, found in keys.items() if len(found) > 1}
+
+
 def worksheet_rows(runs: Iterable[CurrentRun], assignment: str, max_points: float,
                    report_location, written_at: str | None = None) -> tuple[list[list[str]], list[str]]:
-    """(rows with MOODLE_HEADER first, keys of students Moodle cannot match)."""
+    """(rows with MOODLE_HEADER first, keys of students Moodle cannot match or whose
+    participant id another upload claims too)."""
+    runs = list(runs)
     written_at = written_at or _now()
     rows = [list(MOODLE_HEADER)]
     unmatched = []
+    shared = shared_participants(runs)
     for run in sorted(runs, key=lambda r: r.student.key):
-        if run.student.participant_id is None:
+        if run.student.participant_id is None or run.student.participant_id in shared:
             unmatched.append(run.student.key)
             continue
         grade = grade_cell(run, assignment)
@@ -187,8 +201,10 @@ def fill_worksheet(sheet: Worksheet, runs: Iterable[CurrentRun], assignment: str
                    report_location) -> tuple[list[list[str]], list[str], int]:
     """(the sheet's rows, header first, with Grade and Feedback comments filled; keys of graded
     students not in the sheet; how many rows were filled)."""
+    runs = list(runs)
+    shared = shared_participants(runs)
     by_participant = {run.student.participant_id: run for run in runs
-                      if run.student.participant_id is not None}
+                      if run.student.participant_id is not None and run.student.participant_id not in shared}
     grade_at, identifier_at = sheet.column("Grade"), sheet.column("Identifier")
     feedback_at = sheet.column(FEEDBACK)
     rows = [list(sheet.header)]
@@ -228,6 +244,9 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
         # Where the staff find it (the student gets it from them): no path of this machine.
         return f"report.html (submissions/{key}/ of the course staff's grading)"
 
+    for pid, keys in shared_participants(runs).items():
+        notes.append(f"Participant {pid} is claimed by {len(keys)} uploads ({', '.join(keys)}): "
+                     "no grade of that id was written to moodle/; a person must decide whose it is")
     for assignment in assignments:
         rubric = rubrics[assignment]
         rows, unmatched = worksheet_rows(runs, assignment, rubric.total_points, report_location)

@@ -219,7 +219,11 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         schedule = run_jobs if backend is None else backend.run_jobs
         with _cpu_share(options.workers if backend is None else None):
             for outcome in schedule(batch.jobs(found), grade_fn, options.workers, options.timeout_s):
-                batch.record_outcome(outcome)
+                try:
+                    batch.record_outcome(outcome)
+                except Exception as problem:   # one upload's record can only fail itself
+                    batch._unrecorded(outcome.job.context.submission.student.key,
+                                      "recording its grading", problem)
         batch.warn_untimed()
         republish(book, out, rubrics)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))
@@ -357,45 +361,64 @@ class _ClassBatch:
         """Prepared one at a time, when a worker is free; skips, rejections and re-scores are
         settled here without a worker."""
         for submission in found:
-            key = submission.student.key
-            scratch = self.out / "scratch" / key
-            prepared = prepare(submission, scratch, self.options.limits, self.layout,
-                               graded=self.config.assignments)
-            current = self.book.current_run(key)
-            context = _Context(submission, prepared, scratch,
-                               *self._time_for(submission, prepared, current),
-                               overrides=self.overrides.get(key, {}),
-                               fingerprints=self._fingerprints(prepared))
-            if context.time_warning:
-                self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
-                                   "graded without a late penalty")
-            if context.submitted_at is None and not prepared.problem:
-                self.untimed += 1
-            same = (current is not None
-                    and (current.content_hash, current.config_hash)
-                    == (prepared.content_hash, self.config.config_hash))
-            if (not self.options.regrade and same and current.status in FINAL_STATUSES
-                    and current.submitted_at == context.submitted_at
-                    # overrides matter to a graded run only (a rejection has no items)
-                    and (current.status != "graded"
-                         or self._overrides_of(key) == context.overrides)):
-                shutil.rmtree(scratch, ignore_errors=True)
-                if context.fingerprints:
-                    self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
-                self.progress.finished(key, "skipped")
+            try:
+                job = self._settle(submission)
+            except Exception as problem:   # one upload can only fail itself
+                self._unrecorded(submission.student.key, "preparing it", problem)
                 continue
-            if prepared.problem:
-                self._record_rejection(context)
-                shutil.rmtree(scratch, ignore_errors=True)
-                continue
-            if not self.options.regrade and same and current.status == "graded" \
-                    and self._rescore(context, current):
-                continue
-            work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
-            self.progress.started(key)
-            yield GradeJob(submission.student, prepared.root, work, self.config.assignments,
-                           self.options.rubrics_dir, self.options.check_timeout, context,
-                           submitted_at=context.submitted_at)
+            if job is not None:
+                yield job
+
+    def _unrecorded(self, key: str, doing: str, problem: Exception) -> None:
+        """What went wrong that no record of this upload could hold: said, and the batch goes
+        on; the upload has no current run, so the next batch grades it again."""
+        self.progress.warn(f"{key}: not recorded, {doing} failed ({type(problem).__name__}: "
+                           f"{str(problem)[:300]}); the next batch grades it again")
+        self.progress.finished(key, "error", f"not recorded: {type(problem).__name__}")
+        shutil.rmtree(self.out / "scratch" / key, ignore_errors=True)
+
+    def _settle(self, submission: Submission) -> GradeJob | None:
+        """A job for a worker, or None where the upload was settled here (skipped, rejected,
+        re-scored)."""
+        key = submission.student.key
+        scratch = self.out / "scratch" / key
+        prepared = prepare(submission, scratch, self.options.limits, self.layout,
+                           graded=self.config.assignments)
+        current = self.book.current_run(key)
+        context = _Context(submission, prepared, scratch,
+                           *self._time_for(submission, prepared, current),
+                           overrides=self.overrides.get(key, {}),
+                           fingerprints=self._fingerprints(prepared))
+        if context.time_warning:
+            self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
+                               "graded without a late penalty")
+        if context.submitted_at is None and not prepared.problem:
+            self.untimed += 1
+        same = (current is not None
+                and (current.content_hash, current.config_hash)
+                == (prepared.content_hash, self.config.config_hash))
+        if (not self.options.regrade and same and current.status in FINAL_STATUSES
+                and current.submitted_at == context.submitted_at
+                # overrides matter to a graded run only (a rejection has no items)
+                and (current.status != "graded"
+                     or self._overrides_of(key) == context.overrides)):
+            shutil.rmtree(scratch, ignore_errors=True)
+            if context.fingerprints:
+                self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
+            self.progress.finished(key, "skipped")
+            return None
+        if prepared.problem:
+            self._record_rejection(context)
+            shutil.rmtree(scratch, ignore_errors=True)
+            return None
+        if not self.options.regrade and same and current.status == "graded" \
+                and self._rescore(context, current):
+            return None
+        work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
+        self.progress.started(key)
+        return GradeJob(submission.student, prepared.root, work, self.config.assignments,
+                        self.options.rubrics_dir, self.options.check_timeout, context,
+                        submitted_at=context.submitted_at)
 
     def _fingerprints(self, prepared: Prepared) -> dict[str, str]:
         if prepared.root is None:

@@ -35,8 +35,10 @@ CHUNK = 1 << 16
 # shows; Python rebuilds it from the source anyway).
 JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "__pycache__", ".git"}
 # `<full name>_<participant id>_assign<submission|feedback>_<plugin>_<original file name>`
+# Moodle's prefix comes first and the rest is the student's own file name, which may imitate
+# one ("x_999_assignsubmission_file_y.zip"): the first match is Moodle's, so the name is lazy.
 MOODLE_NAME = re.compile(
-    r"^(?P<name>.+)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[A-Za-z0-9]+)_(?P<rest>.*)$")
+    r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[A-Za-z0-9]+)_(?P<rest>.*)$")
 
 # What zipfile inflates; everything else is refused by name before a byte is read.
 SUPPORTED_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate",
@@ -196,9 +198,9 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
     return parts
 
 
-def zip_directory_size(archive: Path) -> tuple[int, int] | None:
-    """(entries, bytes of the central directory) from the zip's end record, read without
-    parsing the directory itself; None where no end record is found (not a zip)."""
+def zip_directory_size(archive: Path) -> tuple[int, int, int] | None:
+    """(entries, bytes of the central directory, where it starts) from the zip's end record,
+    read without parsing the directory itself; None where no end record is found (not a zip)."""
     with open(archive, "rb") as handle:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
@@ -208,16 +210,31 @@ def zip_directory_size(archive: Path) -> tuple[int, int] | None:
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or len(tail) - at < 22:
             return None
-        entries, directory_bytes = struct.unpack("<HI", tail[at + 10:at + 16])
+        entries, directory_bytes, offset = struct.unpack("<HII", tail[at + 10:at + 20])
         locator = tail.rfind(b"PK\x06\x07", 0, at)
-        if (entries == 0xFFFF or directory_bytes == 0xFFFFFFFF) and locator >= 0:
+        if (entries == 0xFFFF or directory_bytes == 0xFFFFFFFF or offset == 0xFFFFFFFF) \
+                and locator >= 0:
             # zip64: the real numbers are in the zip64 end record the locator points at.
             (record_at,) = struct.unpack("<Q", tail[locator + 8:locator + 16])
             handle.seek(record_at)
             record = handle.read(56)
             if record[:4] == b"PK\x06\x06" and len(record) == 56:
-                entries, directory_bytes = struct.unpack("<QQ", record[32:48])
-        return entries, directory_bytes
+                entries, directory_bytes, offset = struct.unpack("<QQQ", record[32:56])
+        return entries, directory_bytes, offset
+
+
+# What one entry of a central directory can honestly take: 46 bytes, its name, and a little
+# room for the extra fields tools add (times, zip64 sizes, Unicode names).
+DIRECTORY_BYTES_PER_ENTRY = 46 + MAX_NAME_BYTES + 1024
+
+
+def directory_entries(archive: Path, offset: int, directory_bytes: int) -> int:
+    """How many entries the central directory really holds, counted by their signatures (an
+    end record can claim one entry over a directory of a million): zipfile follows the
+    directory's bytes, not the claimed count."""
+    with open(archive, "rb") as handle:
+        handle.seek(offset)
+        return handle.read(directory_bytes).count(b"PK\x01\x02")
 
 
 def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
@@ -233,12 +250,23 @@ def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
         raise Rejected(f"{label} could not be read ({exc.strerror or exc})") from None
     if directory is None:
         raise Rejected(f"{label} is not a readable zip file (no end-of-archive record)")
-    entries_declared, directory_bytes = directory
+    entries_declared, directory_bytes, offset = directory
     # Checked before zipfile builds an object per entry: a directory of millions of entries
-    # would cost the grader gigabytes before any other limit is looked at.
-    if entries_declared > 2 * limits.max_files or directory_bytes > 64 * 2**20:
+    # would cost the grader gigabytes before any other limit is looked at. The end record's
+    # count is the archive's claim; the directory's size and its signatures are what zipfile
+    # will read.
+    most = 2 * limits.max_files
+    if entries_declared > most or directory_bytes > most * DIRECTORY_BYTES_PER_ENTRY:
         raise Rejected(f"{label}: {entries_declared} entries, more than the limit of "
                        f"{limits.max_files} files; rejected as a possible archive bomb")
+    try:
+        entries_found = directory_entries(archive, offset, directory_bytes)
+    except (OSError, ValueError, OverflowError) as exc:
+        raise Rejected(f"{label} could not be read ({exc})") from None
+    if entries_found > most:
+        raise Rejected(f"{label}: {entries_found} entries in its directory (its end record says "
+                       f"{entries_declared}), more than the limit of {limits.max_files} files; "
+                       "rejected as a possible archive bomb")
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:

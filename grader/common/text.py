@@ -1,8 +1,11 @@
-"""Cutting long output down to what a message needs."""
+"""Text for messages and records: cutting long output down to what a message needs, and file
+names that are not UTF-8 made into text every file and database takes."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 
 def last_lines(text: str, count: int) -> str:
@@ -26,3 +29,40 @@ def file_tail(path: str | Path, chars: int = 4000) -> str:
             return handle.read().decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+# Python keeps a byte of a file name that is not UTF-8 as a lone "surrogate" (U+DC80-U+DCFF):
+# printable, but no UTF-8 file, JSON or SQLite text takes it.
+_ESCAPED_BYTES = re.compile("[\udc80-\udcff]+")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable_text(text: str) -> str:
+    """`text` with each run of escaped bytes read as the text they were: UTF-8 where they are,
+    else the Windows code page some unzip tools leave ("M\\xe4rt" -> "Märt"); any other lone
+    surrogate becomes U+FFFD. Text without them is returned as it is."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+
+    def decoded(run: re.Match) -> str:
+        raw = run.group(0).encode("utf-8", "surrogateescape")
+        for codec in ("utf-8", "cp1252"):
+            try:
+                return raw.decode(codec)
+            except UnicodeDecodeError:
+                pass
+        return raw.decode("latin-1")
+
+    return _LONE_SURROGATE.sub("\ufffd", _ESCAPED_BYTES.sub(decoded, text))
+
+
+def storable(value: Any) -> Any:
+    """`value` (str, or dicts, lists and tuples of them) with every text readable_text: what
+    is written to a result, a report or the gradebook never fails on a student's file name."""
+    if isinstance(value, str):
+        return readable_text(value)
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(storable(v) for v in value)
+    return value

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import grader
 from grader.common.files import write_atomically
+from grader.common.text import storable
 from grader.scoring.score import AssignmentScore
 
 SCHEMA = "pdl-autograder/result/1"
@@ -87,7 +88,8 @@ def build_result(submission: str,
 
 def result_json_text(result: Mapping[str, Any]) -> str:
     """Serialised first, before anything touches the disk: an unserialisable value fails here."""
-    return json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    # storable: a student's file name that is not UTF-8 (a finding, a note) is read as text.
+    return json.dumps(storable(result), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def write_result(path: str | Path, result: Mapping[str, Any] | Result) -> Path:

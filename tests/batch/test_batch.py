@@ -318,3 +318,66 @@ def test_a_held_submissions_score_says_it_is_held_where_it_is_shown():
     assert _score_of(held) == "0/15 (held for review: hw3)"
     held["assignments"][0]["integrity"]["withheld"] = False
     assert _score_of(held) == "0/15"
+
+
+def test_names_in_any_script_or_not_utf8_are_each_their_own_students(tmp_path, calls_log):
+    """Found by an adversarial pass: a folder named in Latin-1 bytes ('M\\xe4rt', what some unzip
+    tools leave) stopped the batch at the gradebook on every run, and names that only differ
+    outside ASCII ('Jüri', 'Jõri'; '王伟', '李娜') were taken for one student's two uploads and
+    both refused. Each is graded once, under a name a person reads."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Anna Aru_111_assignsubmission_file_", score=5)
+    latin1 = os.fsdecode(os.fsencode(str(subs)) + b"/M\xe4rt Tamm_555_assignsubmission_file_")
+    make_submission(Path(latin1), score=6)
+    for name, score in (("Jüri", 7), ("Jõri", 8), ("王伟", 9), ("李娜", 10), ("a b", 3), ("a_b", 4)):
+        make_submission(subs / name, score=score)
+    report = batch(subs, out)
+    assert (report.progress.graded, report.progress.rejected, report.failed) == (8, 0, 0)
+    rows = {row[1]: row for row in read_csv(out)[1:]}
+    assert {name: rows[name][2] for name in rows} == {
+        "Anna Aru": "5", "Märt Tamm": "6", "Jüri": "7", "Jõri": "8", "王伟": "9", "李娜": "10",
+        "a b": "3", "a_b": "4"}
+    assert len({row[5] for row in rows.values()}) == 8, "every student has a key of their own"
+    assert "Märt Tamm" in (out / "index.html").read_text(encoding="utf-8")
+    calls_log.unlink()
+    assert batch(subs, out).progress.skipped == 8
+
+
+def test_a_file_name_that_is_not_utf8_inside_a_submission_is_graded(tmp_path, calls_log):
+    """The result.json of a submission holding 'caf\\xe9.py' could not be written (the name is
+    in its notes): the student errored on every run."""
+    from grader.scoring.result import result_json_text
+    assert json.loads(result_json_text({"notes": [os.fsdecode(b"practical4/caf\xe9.py")]})) == {
+        "notes": ["practical4/café.py"]}
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    bob = make_submission(subs / "bob", score=7)
+    Path(os.fsdecode(os.fsencode(str(bob / "practical4")) + b"/caf\xe9.py")).write_text("X = 1\n")
+    report = batch(subs, out)
+    assert (report.progress.graded, report.failed) == (1, 0)
+
+
+def test_an_upload_whose_record_fails_is_said_and_the_batch_goes_on(tmp_path, calls_log, monkeypatch):
+    """Whatever goes wrong storing one grading, the others are graded and written; that one
+    has no current run, so the next batch grades it again."""
+    from grader.batch.gradebook import Gradebook
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name, score in (("a", 1), ("b", 2), ("c", 3)):
+        make_submission(subs / name, score=score)
+    real = Gradebook.record_run
+
+    def record_run(self, student, *args, **kwargs):
+        if student.key == "b":
+            raise RuntimeError("disk said no")
+        return real(self, student, *args, **kwargs)
+    monkeypatch.setattr(Gradebook, "record_run", record_run)
+    stream = io.StringIO()
+    report = batch(subs, out, stream=stream)
+    assert report.progress.graded == 2 and report.failed == 1
+    assert "b: not recorded, recording its grading failed (RuntimeError: disk said no); the next " \
+        "batch grades it again" in stream.getvalue()
+    assert [row[0] for row in read_csv(out)[1:]] == ["a", "c"]
+    monkeypatch.setattr(Gradebook, "record_run", real)
+    calls_log.unlink()
+    again = batch(subs, out)
+    assert again.progress.graded == 1 and again.progress.skipped == 2
+    assert {row[0]: row[2] for row in read_csv(out)[1:]} == {"a": "1", "b": "2", "c": "3"}

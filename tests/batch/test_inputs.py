@@ -238,6 +238,33 @@ def test_names_too_long_and_a_directory_of_too_many_entries(tmp_path):
     assert "60000 entries, more than the limit of 5000 files" in many.problem
 
 
+def _directory_of(entries: int, claimed: int) -> bytes:
+    """A zip of nothing but `entries` minimal central-directory entries whose end record claims
+    `claimed` (the adversary's 63 MiB 'one entry' archive, smaller)."""
+    import struct
+    directory = b"".join(struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0,
+                                     len(name), 0, 0, 0, 0, 0, 0) + name
+                         for name in (f"{i:x}".encode() for i in range(entries)))
+    return directory + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, claimed, claimed, len(directory), 0, 0)
+
+
+@pytest.mark.parametrize("entries, says", [
+    # A directory far larger than 2 x 5000 entries can honestly take: refused by its size.
+    (400_000, "1 entries, more than the limit of 5000 files"),
+    # Small enough entries to fit that size: counted by their signatures, not the claim.
+    (12_000, "12000 entries in its directory (its end record says 1)"),
+])
+def test_an_end_record_that_lies_about_its_entries_is_refused_before_zipfile_reads_them(
+        tmp_path, monkeypatch, entries, says):
+    import zipfile
+    def never(*args, **kwargs):
+        raise AssertionError("zipfile was asked to read the directory of a refused archive")
+    monkeypatch.setattr(zipfile, "ZipFile", never)
+    prepared, _ = _prepare_one(tmp_path, "liar.zip", _directory_of(entries, claimed=1))
+    assert prepared.root is None and says in prepared.problem, prepared.problem
+    assert "rejected as a possible archive bomb" in prepared.problem
+
+
 def test_any_exception_while_preparing_rejects_that_upload_with_its_cause(tmp_path, monkeypatch):
     import grader.batch.inputs as inputs
     def explode(*args, **kwargs):
@@ -334,3 +361,28 @@ def test_an_upload_with_nothing_expected_anywhere_needs_a_person(tmp_path):
     # An answer sheet alone in its assignment's folder is something to grade.
     sheet_only = _root_of(tmp_path / "b", {"bob": {"hw3/answers.yaml": b"task1: {}\n"}})
     assert sheet_only.problem is None and not sheet_only.needs_person
+
+
+def test_one_zip_per_assignment_is_one_submission(tmp_path):
+    """practical4.zip holding practical4/ beside hw3.zip holding hw3/ unpack into two folders
+    that each hold an assignment: gathered, not refused as ambiguous (a 0 in Moodle)."""
+    prepared = _root_of(tmp_path, {"Kai Kask_321_assignsubmission_file_": {
+        "practical4.zip": zip_bytes([OK_FILE]), "hw3.zip": zip_bytes([HW3])}})
+    assert prepared.problem is None, prepared.problem
+    assert (prepared.root / "practical4" / "concepts.py").read_bytes() == OK_FILE[1]
+    assert (prepared.root / "hw3" / "model_parallel.py").read_bytes() == HW3[1]
+    assert "hw3/ graded from hw3/hw3/ (one folder per assignment in the upload)" in prepared.notes
+
+
+def test_two_versions_of_one_assignment_stay_ambiguous(tmp_path):
+    prepared = _root_of(tmp_path, {"alice": {"v1/" + HW3[0]: HW3[1], "v2/" + HW3[0]: b"import os\n"}})
+    assert prepared.root is None and "ambiguous submission: several folders hold the assignments " \
+        "(v1/, v2/)" in prepared.problem
+
+
+def test_an_entry_that_is_a_file_and_a_folder_is_said_in_the_uploads_own_names(tmp_path):
+    prepared, scratch = _prepare_one(tmp_path, "clash.zip", zip_bytes([
+        ("practical4/concepts.py/", b""), ("practical4/concepts.py", b"A = 1\n")]))
+    assert prepared.problem == ("could not be unpacked: 'practical4/concepts.py' is both a file "
+                                "and a folder in the upload"), prepared.problem
+    assert str(scratch) not in prepared.problem

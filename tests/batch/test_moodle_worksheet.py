@@ -180,3 +180,44 @@ def test_written_answers_the_staff_scored_are_no_longer_said_to_wait():
     assert "still to be graded" not in comment(_run("graded", [scored]), "hw3", "r")
     assert "1 written answer(s) are still to be graded" in comment(
         _run("graded", [scored, waiting]), "hw3", "r")
+
+
+def test_a_file_name_imitating_moodles_prefix_cannot_take_another_participants_row(tmp_path):
+    """Moodle's flat download prefixes the student's own file name: a file named like another
+    participant's upload ("x_999_assignsubmission_file_y.zip") stays its uploader's."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Vic Tim_999_assignsubmission_file_", score=9)
+    forged = subs / "Zed Zorro_123_assignsubmission_file_x_999_assignsubmission_file_y"
+    make_submission(forged, score=1)
+    sheet = _downloaded(tmp_path / "worksheet.csv", [
+        ["Participant 999", "Vic Tim", "A1", "vic@uni.example", "Submitted for grading", "", "12.00",
+         "Yes", "-", "", "-", ""],
+        ["Participant 123", "Zed Zorro", "A2", "zed@uni.example", "Submitted for grading", "", "12.00",
+         "Yes", "-", "", "-", ""]])
+    run_test_batch(subs, out, ["practical4"], moodle_worksheets=((None, sheet),))
+    rows = {row[0]: row for row in csv.reader(io.StringIO(
+        (out / "moodle" / "practical4-worksheet.csv").read_text(encoding="utf-8-sig")))}
+    assert rows["Participant 999"][5] == "9" and rows["Participant 123"][5] == "1"
+    grades = list(csv.reader((out / "grades.csv").open(encoding="utf-8")))
+    assert sorted((row[0], row[1], row[2]) for row in grades[1:]) == [
+        ("Participant 123", "Zed Zorro", "1"), ("Participant 999", "Vic Tim", "9")]
+
+
+def test_a_participant_id_two_uploads_claim_gets_no_grade_and_a_note(tmp_path):
+    """Moodle gives each student one id: two names with one id is for a person, never a row
+    filled with whichever upload sorted last."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    _moodle_class(subs, {("Vic Tim", 999): 9, ("Evil Twin", 999): 1, ("Mari Maasikas", 101): 7})
+    sheet = _downloaded(tmp_path / "worksheet.csv", [
+        ["Participant 999", "Vic Tim", "A1", "vic@uni.example", "Submitted for grading", "", "12.00",
+         "Yes", "-", "", "-", ""],
+        ["Participant 101", "Mari Maasikas", "A2", "m@uni.example", "Submitted for grading", "",
+         "12.00", "Yes", "-", "", "-", ""]])
+    stream = io.StringIO()
+    run_test_batch(subs, out, ["practical4"], moodle_worksheets=((None, sheet),), stream=stream)
+    filled = {row[0]: row for row in csv.reader(io.StringIO(
+        (out / "moodle" / "practical4-worksheet.csv").read_text(encoding="utf-8-sig")))}
+    assert filled["Participant 999"][5] == "" and filled["Participant 101"][5] == "7"
+    own = {r["id"]: r for r in moodle_import((out / "moodle" / "practical4.csv").read_text())}
+    assert sorted(own) == ["101"]
+    assert "Participant 999 is claimed by 2 uploads (Evil_Twin_999, Vic_Tim_999)" in stream.getvalue()
