@@ -152,6 +152,31 @@ def test_task4s_table_needs_its_own_gpu_counts(tmp_path):
     assert result.missing == ["task4.table[gpus=5]"] and result.needs_manual_review
 
 
+def test_labels_joined_into_one_paragraph_are_each_read(tmp_path):
+    """REPORT_TEMPLATE.md made into a PDF through Markdown (pandoc, VS Code, Typora) joins
+    consecutive label lines into one paragraph: each answer ends where the next label starts
+    (a student's 1.5 points were 'no number after it' with the number there)."""
+    joined = {"Layers per GPU (DEPTH=6, 2 GPUs): 3, 3": "Layers per GPU (DEPTH=6, 2 GPUs): 3, 3 Transfer between layers: 2 and 3",
+              "Transfer between layers: 2 and 3": None,
+              "All GPUs utilized with 5 GPUs (yes/no): yes": "All GPUs utilized with 5 GPUs (yes/no): yes Faster with 5 "
+                                                            "GPUs than with 2 (yes/no): No.",
+              "Faster with 5 GPUs than with 2 (yes/no): No.": None,
+              "Number of .to() calls with 2 GPUs: 6": "Number of .to() calls with 2 GPUs: 6 Number of transfers with 2 "
+                                                      "GPUs: 1 Number",
+              "Number of transfers with 2 GPUs: 1": "of .to() calls with 5 GPUs: 6 Number of transfers with 5 GPUs: 4",
+              "Number of .to() calls with 5 GPUs: 6": None, "Number of transfers with 5 GPUs: 4": None}
+    lines = [joined.get(l, l) for l in REPORT_LINES]
+    assert all(l in REPORT_LINES or l in joined.values() for l in lines)
+    result = _report_from_lines(tmp_path, [l for l in lines if l is not None])
+    assert result.answers["task1.layers_per_gpu"] == [3, 3]
+    assert result.answers["task1.transfer_between"] == [2, 3]
+    assert result.answers["task4.all_gpus_utilised"] == {"value": "yes", "explanation": ""}
+    assert result.answers["task4.more_gpus_faster"]["value"] == "no"
+    assert [result.answers[f"task5.{k}"] for k in ("to_calls_2gpus", "transfers_2gpus", "to_calls_5gpus",
+                                                   "transfers_5gpus")] == [6, 1, 6, 4]
+    assert not any("no number after it" in p for p in result.problems), result.problems
+
+
 def test_absent_table_and_empty_explanation(tmp_path):
     lines = [l for l in REPORT_LINES if not l.startswith(("GPUs\t", "2\t", "5\t"))]
     lines = [l for l in lines if not l.startswith("Twenty layers")]

@@ -322,6 +322,18 @@ _REMARK_START = re.compile(r"\s+[-–—]\s+|[;:]\s|\s+(?:because|since|as|so|wh
                            r"e\.g\.)\b", re.IGNORECASE)
 
 
+# Any of the template's labels: where one starts inside a line, the answer before it ends. A
+# report written from REPORT_TEMPLATE.md in Markdown has consecutive label lines joined into
+# one paragraph ("Layers per GPU (DEPTH=6, 2 GPUs): 3, 3 Transfer between layers: 2 and 3").
+_ANY_LABEL = re.compile("|".join(f"(?:{a.pattern})" for a in contract.LABELLED_ANSWERS), re.IGNORECASE)
+
+
+def until_next_label(text: str) -> str:
+    """`text` up to where another of the template's labels starts in it, if one does."""
+    found = _ANY_LABEL.search(text, 1)
+    return text[:found.start()] if found else text
+
+
 def numbers_after(rest: str, kind: str) -> list[int] | None:
     """The number(s) answering a label, read from the rest of its line by the answer sheet's
     rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
@@ -333,7 +345,7 @@ def numbers_after(rest: str, kind: str) -> list[int] | None:
         line, _, more = more.partition("\n")
     if re.search(r"(?:[,;/+&]|\band)\s*$", line) and re.match(r"\s*\d", more):
         line = line + " " + more.partition("\n")[0]
-    line = line.strip(" |:=-")
+    line = until_next_label(line).strip(" |:=-")
     heads = [line] + ([line[:cut.start()]] if (cut := _REMARK_START.search(line)) else [])
     for head in heads:
         if kind == "int":
@@ -395,7 +407,8 @@ def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layou
     nothing follows the label there, first on the next line. value is {"value", "explanation"};
     an answer that is there but not a clear yes or no gives no value and says what it is."""
     line_end = cased.find("\n", label_end)
-    answer_at, said = label_end, cased[label_end:line_end]
+    answer_at, said = label_end, until_next_label(cased[label_end:line_end])
+    joined = len(said) < line_end - label_end   # another label follows on this line
     answer = read_yes_no(said)
     if answer.unanswered and not said.strip():
         following = cased[line_end + 1:cased.find("\n", line_end + 1)]
@@ -408,9 +421,10 @@ def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layou
         return LabelReading()
     entry = _entry_at(starts, answer_at)
     explanation = answer.explanation
-    if entry.kind == PROSE:
+    # Where another label follows on the line, the explanation ends there.
+    if entry.kind == PROSE and not joined:
         explanation = " ".join(filter(None, [explanation, _rest_of_paragraph(layout, entry.line)]))
-    elif entry.kind == CELLS:
+    elif entry.kind == CELLS and not joined:
         explanation = " ".join(filter(None, [explanation, _under_last_cell(layout, entry.line)]))
     return LabelReading({"value": answer.value, "explanation": explanation}, answer_line=entry.line)
 
