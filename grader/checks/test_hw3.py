@@ -364,8 +364,20 @@ def spread_layout(probe, gpus, depth):
     assert not idle, explain(
         f"the {depth} layers spread over all {gpus} GPUs: every GPU holds at least one",
         f"no layer on {', '.join(f'cuda:{i}' for i in idle)} (layers per GPU {counts})",
-        LOOK_TASK3 + ": detect the GPUs with torch.cuda.device_count() and use every one")
+        LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus))
     return found, devices, counts
+
+
+def why_gpus_idle(counts: list[int], depth: int, gpus: int) -> str:
+    """What to change where GPUs hold no layer: a chunk of ceil(DEPTH / N) layers per GPU (a
+    common split) fills too few GPUs; anything else, the GPUs were not all detected or used."""
+    chunk = -(-depth // gpus)
+    filled = [c for c in counts if c]
+    if len(filled) > 1 and filled[:-1] == [chunk] * (len(filled) - 1) and counts[:len(filled)] == filled:
+        return (f"chunks of ceil(DEPTH / N) = {chunk} layers fill only {len(filled)} of the {gpus} "
+                f"GPUs; give each GPU DEPTH // N layers and the first DEPTH % N one more (or put "
+                "layer i on GPU i * N // DEPTH)")
+    return "detect the GPUs with torch.cuda.device_count() and use every one"
 
 
 def only_a_failure_counts_on_one_gpu(gpus):

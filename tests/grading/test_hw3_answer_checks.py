@@ -36,3 +36,16 @@ def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path):
     assert "2 failed, 3 passed" in out, out[-3000:]
     assert "Observed: no step time for 6" in out and "ValueError" not in out
     assert "you reported 5 (hw3/answers.yaml); your code makes 4 GPU-to-GPU transfers" in out
+
+
+@pytest.mark.parametrize("counts, depth, gpus, says", [
+    # The ceil split a student walking through the kit wrote: its cause, not "detect the GPUs".
+    ([2, 2, 1, 0], 6, 4, "chunks of ceil(DEPTH / N) = 2 layers fill only 3 of the 4 GPUs"),
+    ([2, 2, 2, 0, 0], 6, 5, "chunks of ceil(DEPTH / N) = 2 layers fill only 3 of the 5 GPUs"),
+    # The provided code's two halves, and everything on one GPU: the GPUs were not detected.
+    ([3, 3, 0, 0], 6, 4, "detect the GPUs with torch.cuda.device_count()"),
+    ([6, 0], 6, 2, "detect the GPUs with torch.cuda.device_count()"),
+])
+def test_idle_gpus_are_told_their_cause(counts, depth, gpus, says):
+    from grader.checks.test_hw3 import why_gpus_idle
+    assert says in why_gpus_idle(counts, depth, gpus)
