@@ -49,3 +49,18 @@ def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path):
 def test_idle_gpus_are_told_their_cause(counts, depth, gpus, says):
     from grader.checks.test_hw3 import why_gpus_idle
     assert says in why_gpus_idle(counts, depth, gpus)
+
+
+def test_one_transfer_too_many_from_an_input_on_the_cpu_is_told_its_cause():
+    """A student who created the input without device=first printed 2 transfers on 2 GPUs and
+    was pointed at their (correct) counting code."""
+    from grader.checks.test_hw3 import input_from_the_cpu
+    from grader.harness.observation import Observation
+    run = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0, events=[
+        {"event": "to", "src": "cpu", "dst": "cuda:0", "copied": True, "site": "model_parallel.py:47"},
+        {"event": "to", "src": "cuda:0", "dst": "cuda:1", "copied": True, "site": "model_parallel.py:47"}])
+    said = input_from_the_cpu(run, extra_transfers=1)
+    assert said.startswith("the input starts on the CPU and is moved to cuda:0 at model_parallel.py:47")
+    assert input_from_the_cpu(run, extra_transfers=2) is None      # something else is wrong too
+    on_gpu = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0, events=run.events[1:])
+    assert input_from_the_cpu(on_gpu, extra_transfers=1) is None
