@@ -281,7 +281,10 @@ def failure_shape(message: str) -> str:
     that fail alike in different configurations (also what `pdl-grade check` groups causes by:
     grader/reports/terminal.py)."""
     numbered = re.sub(r"\d+(?:\.\d+)?(?:e-?\d+)?", "#", message)
-    return re.sub(r"([^\s,\[]*#)(?:, [^\s,\]]*#)+", r"\1...", numbered)
+    numbered = re.sub(r"([^\s,\[]*#)(?:, [^\s,\]]*#)+", r"\1...", numbered)
+    # An enumeration in parentheses grows with the configuration ("(layers 0-1 on cuda:0,
+    # layer 2 on cuda:1, ...)" over 3 or 8 GPUs): one shape whatever its length.
+    return re.sub(r"\((?=[^()]*#)[^()]*, [^()]*\)", "(...)", numbered)
 
 
 # --- manual items, overrides, late penalty -----------------------------------------------

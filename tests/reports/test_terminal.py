@@ -49,6 +49,29 @@ def test_one_crash_in_42_cases_is_one_cause_naming_the_checks_it_cost():
     assert "[1gpus-depth1], [1gpus-depth3]" in text   # the configurations, once each
 
 
+def test_a_layout_told_over_every_node_size_is_one_cause():
+    """A round-robin layout fails `contiguous` on 3 to 8 GPUs; each case's expected layout is
+    listed in parentheses and grows with the node ("(layers 0-1 on cuda:0, layer 2 on cuda:1,
+    ...)"): a student was shown 9 causes for one design choice."""
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+
+    def expected(gpus, depth):
+        blocks = [list(range(depth))[g::gpus] for g in range(gpus)]
+        return ", ".join(f"layers {b[0]}-{b[-1]} on cuda:{g}" if len(b) > 1 else f"layer {b[0]} on cuda:{g}"
+                         for g, b in enumerate(blocks))
+    cases = [{"case": f"[{g}gpus-depth{d}]", "outcome": "failed",
+              "message": f"Expected: contiguous blocks of layers per GPU, in GPU order ({expected(g, d)})\n"
+                         f"Observed: layer 1 is on cuda:1, but an even contiguous split of {d} layers over "
+                         f"{g} GPUs puts it on cuda:0\nWhere to look: LargeLinearModelMP.__init__"}
+             for g, d in ((3, 5), (3, 6), (4, 5), (4, 12), (5, 6), (8, 12), (8, 20))]
+    item["checks"] = [{"id": "hw3.task3.contiguous", "status": "partial", "score": 0.1, "max_score": 0.5,
+                       "passed": 3, "failed": len(cases), "skipped": 0, "errors": 0, "cases": cases,
+                       "feedback": ""}]
+    causes = [c for c in failure_causes(result) if "hw3.task3.contiguous" in c.checks]
+    assert len(causes) == 1 and causes[0].count == 7, [c.message for c in causes]
+
+
 def test_one_crash_under_checks_that_expect_different_things_is_one_cause():
     """Practical 4's template: each check expects its own thing, but every one fails because
     the script stops at the TODO, in whichever configuration it ran; a missing answer stays
