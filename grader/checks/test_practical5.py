@@ -52,11 +52,27 @@ def forward_scatters(observation):
     return [e for e in observation.of("dp_scatter") if e.get("batch") == BATCH]
 
 
+def used_data_parallel(run) -> None:
+    """One failure, one message: a DP script whose model ran but never through DataParallel
+    (`nn.DataParallel(model)` without `model =`, the inner model called) fails every
+    DataParallel check for that one reason, and each says it alike (one cause in the student's
+    list, not six with hints about things already done)."""
+    if run.ok and run.of("forward") and not run.of("dp_scatter") and not any(
+            e.get("module") == "DataParallel" for e in run.of("forward")):
+        raise AssertionError(explain(
+            "practical5_dp.py runs its model through nn.DataParallel",
+            "the model ran, but never through a DataParallel wrapper: no batch was split and no "
+            "replica ran (all on one GPU)",
+            "keep the wrapper and call it: model = nn.DataParallel(model), then model(x) "
+            "(nn.DataParallel(model) alone makes a wrapper nobody calls)"))
+
+
 @pytest.mark.check("practical5.split_sizes")
 @pytest.mark.parametrize("gpus", [2, 3, 5])
 def test_batch_split_follows_chunk_rule(runs, gpus):
     run = runs.script(DP, gpus=gpus)
     expected = chunk_sizes(BATCH, gpus)
+    used_data_parallel(run)
     scatters = evidence(
         run, forward_scatters(run), f"DataParallel scatters each batch of {BATCH} over the "
         f"{gpus} GPUs", "no scatter of a batch of 64 was observed", "wrap the model in "
@@ -82,6 +98,7 @@ def three_gpus(runs):
 
 @pytest.mark.check("practical5.replicated")
 def test_model_replicated_to_every_gpu(three_gpus):
+    used_data_parallel(three_gpus)
     evidence(three_gpus, three_gpus.of("forward"), "DataParallel runs one replica per GPU",
              "no forward pass of the model")
     targets = {e["dst"] for e in three_gpus.of("transfer") if e.get("kind") == "broadcast"}
@@ -97,6 +114,7 @@ def test_model_replicated_to_every_gpu(three_gpus):
 
 @pytest.mark.check("practical5.gathered_on_gpu0")
 def test_outputs_gathered_on_gpu0(three_gpus):
+    used_data_parallel(three_gpus)
     evidence(three_gpus, three_gpus.of("forward_out"), "the replicas' outputs are gathered on "
              "cuda:0", "no forward pass of the model returned")
     gathers = [e for e in three_gpus.of("transfer") if e.get("kind") == "gather"]
@@ -115,6 +133,7 @@ def test_gpu0_holds_most_memory(three_gpus):
                 "the model, the optimizer state, the whole batch and the gathered outputs live "
                 "there")
     look = "keep the model, optimizer and data on cuda:0 (DataParallel's source device)"
+    used_data_parallel(three_gpus)
     evidence(three_gpus, three_gpus.of("step"), expected, "no optimizer step", look)
     peaks = peak_memory(three_gpus)
     used = sorted(d for d, v in peaks.items() if v > 0)
@@ -129,6 +148,7 @@ def test_data_parallel_matches_single_gpu(runs, submission):
     parallel = runs.script(DP, gpus=2)
     for run in not_trained(submission, (single, SINGLE), (parallel, DP)):
         require_run(run)
+    used_data_parallel(parallel)
     assert forward_scatters(parallel), explain(
         "practical5_dp.py trains with DataParallel over the 2 GPUs, and reaches the weights of "
         "the single-GPU training", "no batch was scattered over the GPUs: the DP script trains "
