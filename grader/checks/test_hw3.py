@@ -411,7 +411,7 @@ def test_task3_even_split(probe, gpus, depth):
 def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth):
     found, devices, _ = spread_layout(probe, gpus, depth)
     assert found["n_layers"] == depth and found["distinct_layers"] == depth, explain(
-        f"exactly DEPTH={depth} distinct layers in self.layers",
+        f"exactly DEPTH={depth} distinct layers with weights in the model",
         f"{found['n_layers']} layers ({found['distinct_layers']} distinct)", LOOK_TASK3)
     ran_forward(found)
     assert found.get("matches_single_gpu") is True, explain(

@@ -153,6 +153,7 @@ class TorchReadings:
         self.Module = torch.nn.Module
         self.tensor_types = (torch.Tensor, torch.nn.Parameter)
         self.parameters = torch.nn.Module.parameters
+        self.children = lambda module: list(object.__getattribute__(module, "_modules").values())
         self.state_dict = torch.nn.Module.state_dict
         self.add_pre_hook = torch.nn.Module.register_forward_pre_hook
         self.device_get = inspect.getattr_static(torch.Tensor, "device").__get__
@@ -232,10 +233,18 @@ class Probe:
         return construct(self.module if module is None else module, dim, depth)
 
     def modules_of(self, model) -> list:
+        """What the model's forward applies in order: `self.layers` as the base code keeps it
+        (layers, or a stage per GPU); a model that keeps its layers under another name
+        (`self.stages` of nn.Sequential, `self.blocks`) its layers with weights, in the order
+        they were made (the handout never names the attribute)."""
         modules = getattr(model, "layers", None)
         if modules is None:
-            raise AttributeError("LargeLinearModelMP keeps no `self.layers`: the base code keeps "
-                                 "the layers, in order, in `self.layers`")
+            modules = self.own_weights(model)
+            if not modules:
+                raise AttributeError("LargeLinearModelMP holds no layer with weights (nn.Linear) "
+                                     "that torch can see: keep the layers in an nn.ModuleList "
+                                     "or nn.Sequential, as the base code's self.layers")
+            return modules
         modules = list(modules)
         for index, module in enumerate(modules):
             if not isinstance(module, self.read.Module):
@@ -243,11 +252,25 @@ class Probe:
                                 "nn.Module: keep the layers in an nn.ModuleList")
         return modules
 
+    def own_weights(self, root) -> list:
+        """The modules under `root` (itself included) that hold weights of their own, in the
+        order they were registered: a stage nn.Sequential(Linear, ReLU, Linear, ReLU) is its
+        two Linear layers."""
+        found, pending, expanded = [], [root], set()
+        while pending:
+            module = pending.pop(0)
+            if next(iter(self.read.parameters(module, recurse=False)), None) is not None:
+                found.append(module)   # a layer used twice is found twice (distinct_layers)
+            if id(module) not in expanded:
+                expanded.add(id(module))
+                pending[:0] = [m for m in self.read.children(module) if isinstance(m, self.read.Module)]
+        return found
+
     def layers_of(self, model) -> list:
-        """The layers with weights, in order; an activation kept in the list (nn.ReLU()) is
-        not a layer of its own."""
-        return [m for m in self.modules_of(model)
-                if next(iter(self.read.parameters(m)), None) is not None]
+        """The layers with weights, in order: an activation kept in the list (nn.ReLU()) is
+        not a layer of its own, and a stage per GPU (nn.Sequential of Linear and ReLU) is its
+        Linear layers, so DEPTH layers are DEPTH however they are grouped."""
+        return [layer for module in self.modules_of(model) for layer in self.own_weights(module)]
 
     def layer_devices(self, model) -> list:
         found = []
