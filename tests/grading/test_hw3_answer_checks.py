@@ -51,16 +51,22 @@ def test_idle_gpus_are_told_their_cause(counts, depth, gpus, says):
     assert says in why_gpus_idle(counts, depth, gpus)
 
 
-def test_one_transfer_too_many_from_an_input_on_the_cpu_is_told_its_cause():
-    """A student who created the input without device=first printed 2 transfers on 2 GPUs and
-    was pointed at their (correct) counting code."""
-    from grader.checks.test_hw3 import input_from_the_cpu
+def test_a_script_whose_input_starts_on_the_host_is_told_apart():
+    """Its forward's first x.to(layer_device) moves data from the host: the transfer a student
+    counts (an audit's s8 reported 2 and 5 and explained why; 1.5 points were lost)."""
+    from grader.checks.test_hw3 import observed_counts, starts_on_the_host
     from grader.harness.observation import Observation
-    run = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0, events=[
-        {"event": "to", "src": "cpu", "dst": "cuda:0", "copied": True, "site": "model_parallel.py:47"},
-        {"event": "to", "src": "cuda:0", "dst": "cuda:1", "copied": True, "site": "model_parallel.py:47"}])
-    said = input_from_the_cpu(run, extra_transfers=1)
-    assert said.startswith("the input starts on the CPU and is moved to cuda:0 at model_parallel.py:47")
-    assert input_from_the_cpu(run, extra_transfers=2) is None      # something else is wrong too
-    on_gpu = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0, events=run.events[1:])
-    assert input_from_the_cpu(on_gpu, extra_transfers=1) is None
+    built_on_gpus = [{"event": "to", "src": "cpu", "dst": "cuda:0", "copied": True}]   # __init__'s .to()
+    forward = [{"event": "forward", "thread": "MainThread"},
+               {"event": "to", "src": "cpu", "dst": "cuda:0", "copied": True},
+               {"event": "to", "src": "cuda:0", "dst": "cuda:1", "copied": True},
+               {"event": "forward_out", "thread": "MainThread"}]
+    host = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0, events=built_on_gpus + forward)
+    on_gpu = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0,
+                         events=built_on_gpus + [forward[0], *forward[2:]])
+    assert starts_on_the_host(host) and not starts_on_the_host(on_gpu)
+    moves = [{"kind": "to", "src": "cuda:0", "dst": "cuda:0", "copied": False},
+             {"kind": "to", "src": "cuda:0", "dst": "cuda:1", "copied": True}]
+    found = {"log": moves, "log_from_host": [dict(moves[0], src="cpu", copied=True), moves[1]]}
+    assert observed_counts(found) == [(2, 1), (2, 1)]
+    assert observed_counts(found, from_host=True) == [(2, 1), (2, 2)]
