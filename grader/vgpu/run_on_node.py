@@ -47,8 +47,8 @@ def rewrite_constants(source: str, filename: str, values: dict[str, object]) -> 
         names = ", ".join(sorted(missing))
         raise ConstantNotFound(
             f"{os.path.basename(filename)}: the constant(s) {names} must be assigned at the top "
-            "level of the script (e.g. `MICRO_BATCHES = 4`), as in the course template; the "
-            "grader sets them to other values to test your code")
+            f"level of the script (e.g. `{sorted(missing)[0]} = ...`), as in the course template; "
+            "the grader sets them to other values to test your code")
     return ast.fix_missing_locations(tree)
 
 
