@@ -204,6 +204,17 @@ _ITEM_LABEL_RE = re.compile(rf"^\s*{_GPU}\s*[:=\-–]\s*(?=\d)", re.IGNORECASE)
 _LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|indices|index)\b", re.IGNORECASE)
 
 
+# Markdown emphasis or code around a value ("**1**", "`20`", "_3, 3_"), as a sheet written like
+# a README has it: marks that open and close at the value's edges, never a "*" between digits
+# ("2*3*4" is a product, not "234").
+_MARKED_RE = re.compile(r"(?<![\w*`])(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1(?![\w*`])")
+
+
+def without_markdown(text: str) -> str:
+    """`text` without the Markdown emphasis and code marks around its values."""
+    return _MARKED_RE.sub(r"\2", text)
+
+
 def whole_number_in(text: str, gpu: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
     whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2

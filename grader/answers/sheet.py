@@ -18,7 +18,7 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .numbers import (column_unit, decimal_mark, int_list_in, int_lists_in, quantity_in,
-                      whole_number_in, without_gpu_label)
+                      whole_number_in, without_gpu_label, without_markdown)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -100,6 +100,8 @@ def coerce(raw: Any, question: Question) -> Any:
     kind = question.type
     if kind in ("text", "str"):
         return str(raw).strip()
+    if isinstance(raw, str) and kind != "table":
+        raw = without_markdown(raw)   # "**1**", "`20`": a sheet written like a README
     if kind == "int":
         return _int(raw)
     if kind == "gpu":
@@ -178,7 +180,7 @@ def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
         return [_list_item(item, unit, mark) for item in raw]
     if not isinstance(raw, str):
         return raw
-    text = raw.strip()
+    text = without_markdown(raw.strip())
     if unit is not None:
         one = quantity_in(text, unit, mark)
         values = _quantities(text, unit, mark)
@@ -220,6 +222,7 @@ def _list_item(raw: Any, unit: str | None, mark: str | None = None) -> Any:
     value labelled with its GPU ("cuda:0: 80") is the value."""
     if isinstance(raw, bool) or not isinstance(raw, str):
         return raw
+    raw = without_markdown(raw)
     text = without_gpu_label(raw)
     if unit is not None:
         value = quantity_in(text, unit, mark)
@@ -231,7 +234,24 @@ def _list_item(raw: Any, unit: str | None, mark: str | None = None) -> Any:
     return raw.strip() if number is None else number  # the check says what it is not
 
 
+def markdown_rows(text: str, question: Question) -> list[dict] | None:
+    """A table written in Markdown as the table's text ("| DEPTH | Step time (ms) |", a rule,
+    then its rows), each header named like its column ("Step time (ms)" is step_time_ms); None
+    when the text is no such table."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) < 3 or not all(line.startswith("|") for line in lines) \
+            or not re.fullmatch(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?", lines[1]):
+        return None
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    header = [re.sub(r"[^a-z0-9]+", "_", cell.lower()).strip("_") for cell in cells[0]]
+    if not set(header) <= set(question.columns):
+        return None
+    return [{name: value for name, value in zip(header, row) if value} for row in cells[2:]]
+
+
 def _table(raw: Any, question: Question) -> list[dict]:
+    if isinstance(raw, str):
+        raw = markdown_rows(raw, question) or raw
     if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
         raise ValueError("expected rows as a list of mappings, e.g. "
                          f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}")

@@ -340,3 +340,29 @@ def test_an_answer_sheet_of_nested_aliases_is_refused_not_expanded(tmp_path):
     assert sheet.found and sheet.values == {}
     assert sheet.problems == ["practical6/answers.yaml expands to more than 100000 values (nested "
                               "aliases?); no answer of it was read"], sheet.problems
+
+
+@pytest.mark.parametrize("raw, kind, value", [
+    # A sheet written like a README (an audit's s4): emphasis and code marks around the value.
+    ("**1**", "int", 1), ("`20`", "int", 20), ("**4** (N-1)", "int", 4), ("**3, 3**", "list[int]", [3, 3]),
+    ("_cuda:0_", "gpu", 0),
+])
+def test_markdown_marks_around_a_value_are_not_part_of_it(raw, kind, value):
+    assert coerce(raw, Question("q", kind, "")) == value
+
+
+@pytest.mark.parametrize("raw", ["2*3*4", "3 * 4", "*"])
+def test_a_star_between_numbers_stays_a_product_never_a_number(raw):
+    with pytest.raises(ValueError, match="expected a whole number"):
+        coerce(raw, Question("q", "int", ""))
+
+
+def test_a_table_written_in_markdown_is_its_rows():
+    """The report template's table pasted into the sheet as text: read by its headers."""
+    question = template_questions("hw3")["task2.step_time_table"]
+    text = ("| DEPTH | Step time (ms) |\n|-------|----------------|\n| 6     | 0.608 |\n"
+            "| 12 | 1.080 |\n| 24 | **2.040** |\n")
+    assert coerce(text, question) == [{"depth": 6, "step_time_ms": 0.608}, {"depth": 12, "step_time_ms": 1.08},
+                                      {"depth": 24, "step_time_ms": 2.04}]
+    with pytest.raises(ValueError, match="expected rows as a list of mappings"):
+        coerce("| Layers | Seconds |\n|---|---|\n| 6 | 1 |", question)   # not the table's columns
