@@ -72,7 +72,9 @@ MEASURED_UNDER = {
     "task3": (f"{', '.join(map(str, NODE_SIZES))} GPUs x DEPTH {', '.join(map(str, DEPTHS))}, "
               f"DIM={LAYOUT_DIM}"),
     "task4": (f"DEPTH={TASK4_DEPTH} on 2 and 5 GPUs, DIM={TIMING_DIM}, batch {_TIMING['batch']}, "
-              f"{_STEPS}; memory: the peak PyTorch allocated on each GPU"),
+              f"{_STEPS}, the grader's own training step (your model, MSE loss, SGD without "
+              "momentum: no optimizer state, so less memory than a run with Adam); memory: the "
+              "peak PyTorch allocated on each GPU for this configuration"),
     "task5": f"one forward pass, DEPTH={TRANSFER_DEPTH}, on 2 and 5 GPUs",
 }
 # On virtual GPUs the step times come from the simulated clock (grader/vgpu/clock.py): the same
