@@ -150,10 +150,14 @@ class Observer:
 
     def _post_step(self, optimizer, args, kwargs):
         self.steps += 1
+        # Held only across the step: kept longer, a model the program has let go of (and its
+        # gradients) would stay allocated on its GPUs until the next optimizer's step, and
+        # every memory reading in between would count it.
+        params, self._step_params = self._step_params, []
         if not self.trace.enabled:
             return
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
-                        grads=self._grad_print, params=_fingerprint(self._step_params),
+                        grads=self._grad_print, params=_fingerprint(params),
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())
 
     def _simulated_time(self) -> dict:
