@@ -44,11 +44,12 @@ class SimulatedSteps:
             return (f"pdl-grade: {who}virtual GPUs: 1 optimizer step, no step time to measure "
                     "on the simulated clock (it needs two steps or more)")
         return (f"pdl-grade: {who}virtual GPUs: {len(self.done_ns)} optimizer steps; on the "
-                f"simulated clock (README: How the simulated clock works) the median step took "
-                f"{statistics.median(durations):.3f} ms (min {min(durations):.3f}, max "
-                f"{max(durations):.3f}; the first step left out). The times your script printed "
-                "are this computer's wall clock, not GPU speed: without a real GPU, report these "
-                "and say they are simulated.")
+                f"simulated clock (the grader's README, 'How the simulated clock works') the "
+                f"median step took {statistics.median(durations):.3f} ms (min "
+                f"{min(durations):.3f}, max {max(durations):.3f}; the first step left out), the "
+                f"{len(durations)} steps after the first {sum(durations):.3f} ms in all. The times "
+                "your script printed are this computer's wall clock, not GPU speed: without a "
+                "real GPU, report these (a total time too) and say they are simulated.")
 
 
 def watch(handle) -> SimulatedSteps | None:

@@ -167,6 +167,18 @@ def test_step_times_fall_back_to_the_trace():
     assert step_times(run) == ([0.5, 0.25], None)
 
 
+def test_step_times_on_virtual_gpus_are_the_simulated_clocks():
+    """Shown beside a student's timing table: on virtual GPUs the script's prints are this
+    machine's wall clock (a student saw 0.036 s 'measured' beside their simulated 0.000172)."""
+    out = "step 0: loss 1.05, step time 0.0470 s\nstep 1: loss 1.05, step time 0.0358 s\ntotal time: 0.1 s\n"
+    run = ran(stdout=out, events=[
+        {"event": "start", "rank": 0, "virtual": True},
+        {"event": "forward", "rank": 0, "thread": "MainThread", "sim_t": 0.0001},
+        *({"event": "step", "rank": 0, "t": 1.0 + i, "sim_t": 0.0003 + 0.0002 * i} for i in range(3))])
+    seconds, total = step_times(run)
+    assert seconds == pytest.approx([0.0002, 0.0002]) and total == pytest.approx(0.0006)
+
+
 def test_constant_in_source(tmp_path):
     script = tmp_path / "p.py"
     script.write_text("STEPS = 10\nLR = 0.1\nFLAG = True\ndef f():\n    STEPS = 3\n")
