@@ -275,21 +275,36 @@ def usage_rows(rows) -> dict:
     return {gpu_index(k) if gpu_index(k) is not None else k: row for k, row in found.items()}
 
 
+# What a student without nvidia-smi (virtual GPUs have none) honestly writes for utilization.
+NOT_AVAILABLE_RE = re.compile(r"^\s*(?:n/?a|-+|–|none|not available|unavailable|not measured|"
+                              r"no (?:gpu|nvidia-smi)\b.*|virtual.*)\s*$", re.IGNORECASE)
+
+
+def not_available(value) -> bool:
+    return isinstance(value, str) and bool(NOT_AVAILABLE_RE.match(value))
+
+
 def usage_table_problems(rows: dict) -> list[str]:
-    """What an nvidia-smi table lacks: at least 2 GPUs, utilization 0-100 %, memory > 0 MiB."""
+    """What an nvidia-smi table lacks: at least 2 GPUs, utilization 0-100 % (or said not to be
+    available: virtual GPUs have no nvidia-smi, and a made-up 0 % must not be the only way to
+    a complete table), memory > 0 MiB."""
     gpus = {k: row for k, row in rows.items() if isinstance(k, int)}
     problems = [] if len(gpus) >= 2 else [f"rows for {len(gpus)} GPU(s); the run used 2 or "
                                           "more"]
     for gpu, row in sorted(gpus.items()):
         util, memory = row.get("utilization_percent"), row.get("memory_mib")
-        if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 <= util <= 100:
-            problems.append(f"GPU {gpu}: utilization_percent is {util!r}, not 0-100")
+        if not_available(util):
+            pass
+        elif not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 <= util <= 100:
+            problems.append(f"GPU {gpu}: utilization_percent is {util!r}, not 0-100 (or n/a "
+                            "where no nvidia-smi could be run)")
         if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
             problems.append(f"GPU {gpu}: memory_mib is {memory!r}, not a positive number")
     return problems
 
 
-def checked_usage_table(answers, reported_values, qid: str, method: str, *runs) -> dict:
+def checked_usage_table(answers, reported_values, qid: str, method: str, *runs,
+                        flag=None) -> dict:
     """The answer sheet's nvidia-smi table (`qid`) by GPU index, recorded for the reports; the
     check fails unless it is complete (usage_table_problems) and each of `runs` (the student's
     scripts the readings are of) trained: readings of training that never happens were not
@@ -299,6 +314,9 @@ def checked_usage_table(answers, reported_values, qid: str, method: str, *runs) 
     reported_values[qid] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
                             for k, row in rows.items()}
     problems = usage_table_problems(rows)
+    if flag is not None and any(not_available(row.get("utilization_percent")) for row in rows.values()):
+        flag(f"{qid}: utilization given as not available (no nvidia-smi where it was measured?): "
+             "the handout asks for nvidia-smi's readings on a GPU node")
     assert not problems, explain(
         f"nvidia-smi's readings during the {method} run: a row per GPU it used, with the "
         "utilization in % and the memory used in MiB", "; ".join(problems),

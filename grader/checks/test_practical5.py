@@ -481,7 +481,7 @@ def test_reported_equally_utilized(runs, answers, measured, reported_values, fla
 @pytest.mark.check("practical5.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
     rows = checked_usage_table(answers, reported_values, "usage.table", "DataParallel",
-                               runs.script(DP, gpus=2))
+                               runs.script(DP, gpus=2), flag=flag)
     memory = {k: row["memory_mib"] for k, row in rows.items() if isinstance(k, int)}
     if memory and 0 in memory and memory[0] < max(memory.values()):
         flag("usage.table: GPU 0 does not hold the most memory in the reported nvidia-smi "

@@ -321,7 +321,7 @@ def more_balanced(ddp_peaks, dp):
 @pytest.mark.check("practical6.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
     rows = checked_usage_table(answers, reported_values, "usage.table", "DDP",
-                               ddp_run(runs, SHEET_PROCESSES))
+                               ddp_run(runs, SHEET_PROCESSES), flag=flag)
     memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
     if memory and max(memory) > 1.5 * min(memory):
         flag("usage.table: the reported nvidia-smi memory differs by more than 1.5x between "

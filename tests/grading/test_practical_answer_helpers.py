@@ -108,6 +108,24 @@ def test_an_incomplete_usage_table_says_what_it_lacks():
     assert "rows for 1 GPU(s)" in str(failure.value)
 
 
+@pytest.mark.parametrize("utilization", ["n/a", "N/A", "-", "not available", "no GPU (virtual GPUs)"])
+def test_utilization_said_not_to_be_available_is_complete_and_flagged(utilization):
+    """Virtual GPUs have no nvidia-smi: a student writing n/a lost the point that a made-up 0 %
+    earned. Said so, the table is complete, and the instructor is told."""
+    flags = []
+    readings = [dict(row, utilization_percent=utilization) for row in READINGS]
+    checked_usage_table(sheet({"usage.table": readings}), {}, "usage.table", "DataParallel",
+                        trained(), flag=flags.append)
+    assert len(flags) == 1 and "utilization given as not available" in flags[0]
+
+
+def test_utilization_that_is_neither_a_percentage_nor_not_available_is_said():
+    readings = [dict(row, utilization_percent="busy") for row in READINGS]
+    with pytest.raises(AssertionError, match="utilization_percent is 'busy', not 0-100"):
+        checked_usage_table(sheet({"usage.table": readings}), {}, "usage.table", "DataParallel",
+                            trained())
+
+
 # -- GPUs and devices ---------------------------------------------------------------------------
 @pytest.mark.parametrize("written, index", [
     (0, 0), (3, 3), ("2", 2), ("cuda:1", 1), (" CUDA:1 ", 1), ("cuda 1", 1), ("GPU 3", 3),
