@@ -217,7 +217,9 @@ def test_reported_split_per_gpu(runs, answers, measured, reported_values, flag, 
         answers, "dp.split_per_gpu", row["split"] if value is None else value, truth,
         f"{gpus} GPUs: {truth} (one batch size per GPU, cuda:0 first){differs}",
         f"has DataParallel split a batch of {BATCH} over {gpus} GPUs as {truth} (its chunk "
-        "rule; the 'Inside model on device ...' lines)", flag)
+        "rule; the 'Inside model on device ...' lines printed inside MLP.forward, once per "
+        f"replica: the same print in the training loop shows the whole batch of {BATCH})",
+        flag)
 
 
 def memory_at_end(run):
