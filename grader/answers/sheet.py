@@ -163,10 +163,10 @@ def _int_list(raw: Any) -> list[int]:
     if isinstance(raw, str):  # "3, 3", "[3, 3]", "32/32", "torch.Size([64, 1000])"
         found = int_list_in(raw)
         if found is None:
-            raise ValueError(f"expected a list of whole numbers such as [3, 3], got {raw!r}")
+            raise ValueError(f"expected a list of whole numbers such as [5, 4] or 5, 4, got {raw!r}")
         return found
     if not isinstance(raw, (list, tuple)):
-        raise ValueError(f"expected a list of whole numbers such as [3, 3], got {raw!r}")
+        raise ValueError(f"expected a list of whole numbers such as [5, 4] or 5, 4, got {raw!r}")
     return [_int(item, gpu=True) for item in raw]
 
 
