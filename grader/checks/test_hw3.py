@@ -302,6 +302,18 @@ def _table(answers, qid, key, keys):
     return by_key
 
 
+def wall_clock_hint(theirs: dict, ours: dict, clock: str) -> str:
+    """Where reported step times are tens of times the simulated ones: what they likely are (a
+    student copying the times their script printed on virtual GPUs saw 5 GPUs 'faster')."""
+    far = [g for g in ours if ours[g] > 0 and theirs.get(g, 0) > 20 * ours[g]]
+    if clock != "simulated" or not far:
+        return ""
+    return ("; your times are tens of times these: on virtual GPUs the times a script prints "
+            "are this computer's wall clock, which says nothing about GPUs (5 virtual GPUs are "
+            "no slower to emulate than 2): report the simulated clock's, the line `pdl-grade "
+            "run` prints at the end, or real GPUs' times")
+
+
 # The student measured on other hardware: times are compared by shape, never by value.
 # Magnitudes far from ours are flagged for the instructor, never scored.
 PLAUSIBLE_RATIO = 2.0  # a student's time or memory ratio within 2x of ours is plausible
@@ -503,7 +515,7 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
             answers, "task4.table", "5 GPUs " + ("clearly faster than 2" if verdict == {True}
                                                  else "not clearly faster than 2"),
             f"takes {t2:.2f} ms per step on 2 GPUs and {t5:.2f} ms on 5 in the grader's run "
-            f"({clock_of(found)} clock)",
+            f"({clock_of(found)} clock)" + wall_clock_hint(times, {2: t2, 5: t5}, clock_of(found)),
             f"{times[2]:g} ms and {times[5]:g} ms")
     else:
         assert memory[2] and memory[5], explain(

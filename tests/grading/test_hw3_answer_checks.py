@@ -70,3 +70,13 @@ def test_a_script_whose_input_starts_on_the_host_is_told_apart():
     found = {"log": moves, "log_from_host": [dict(moves[0], src="cpu", copied=True), moves[1]]}
     assert observed_counts(found) == [(2, 1), (2, 1)]
     assert observed_counts(found, from_host=True) == [(2, 1), (2, 2)]
+
+
+def test_times_tens_of_times_the_simulated_ones_are_told_what_they_likely_are():
+    """A student copied the wall-clock times their script printed on virtual GPUs (797 and 145
+    ms: 5 GPUs 'faster') and was told only that their code takes 1.29 and 1.37 ms."""
+    from grader.checks.test_hw3 import wall_clock_hint
+    assert "this computer's wall clock" in wall_clock_hint({2: 797.61, 5: 145.45}, {2: 1.29, 5: 1.37},
+                                                           "simulated")
+    assert wall_clock_hint({2: 1.3, 5: 1.2}, {2: 1.29, 5: 1.37}, "simulated") == ""
+    assert wall_clock_hint({2: 797.61, 5: 145.45}, {2: 1.29, 5: 1.37}, "real") == ""
