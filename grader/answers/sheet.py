@@ -132,9 +132,9 @@ def _yes_no(raw: Any) -> bool | None:
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip()
-    if text.lower() in ("true", "y"):
+    if text.lower() == "y":
         return True
-    if text.lower() in ("false", "n"):
+    if text.lower() == "n":
         return False
     answer = read_yes_no(text)
     if answer.answered:

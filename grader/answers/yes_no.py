@@ -22,7 +22,7 @@ from dataclasses import dataclass
 _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
 # "True" and "False" (YAML's spelling, a programmer's habit) only as a word of their own:
 # "True parallelism is not reached" does not begin with an answer.
-_FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!)\-–]|$)))\b"
+_FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!()\-–]|$)))\b"
                     r"(?P<rest>.*)", re.I | re.S)
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes",
           "no": "no", "nope": "no", "false": "no"}
@@ -41,9 +41,12 @@ _NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeab
 # "no" of "no GPU is idle".
 _SECOND_ANSWER_FOLLOWS = (r"(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|otherwise|"
                           r"actually)\b))")
-_OTHER_NO = r"\b(?:no|nope|false)\b" + _SECOND_ANSWER_FOLLOWS
-# A second answer after a no: any yes word ("No... yes for 2"), or "true" as an answer.
-_OTHER_YES = r"\b(?:yes|yeah|yep)\b|\btrue\b" + _SECOND_ANSWER_FOLLOWS
+# "true"/"false" answer only where a clause starts ("False, true for 2 GPUs"), never inside
+# one ("No, the opposite is true.").
+_CLAUSE_START = r"(?:^|(?<=[,;.:!])\s*|(?<=[,;.:!]\s))"
+_OTHER_NO = (r"(?:\b(?:no|nope)\b|" + _CLAUSE_START + r"\bfalse\b)" + _SECOND_ANSWER_FOLLOWS)
+# A second answer after a no: any yes word ("No... yes for 2"), or "true" starting a clause.
+_OTHER_YES = r"\b(?:yes|yeah|yep)\b|" + _CLAUSE_START + r"\btrue\b" + _SECOND_ANSWER_FOLLOWS
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)

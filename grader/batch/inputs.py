@@ -76,15 +76,21 @@ class Prepared:
 
 
 def safe_key(text: str) -> str:
-    """A folder name for the student: letters of any script kept ("王伟", "Jüri"; one Unicode
-    form, so the same name typed two ways is one key), anything else one "_"."""
-    key = re.sub(r"[^\w.-]+", "_", unicodedata.normalize("NFC", text)).strip("._")
+    """A folder name for the student: ASCII letters, digits and ._- kept, anything else one
+    "_" (the keys of every gradebook so far: a student graded before keeps theirs). Names that
+    make one key ("Jüri" and "Jõri", "王伟" and "李娜") are told apart by discover()."""
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")
     return key or "unnamed"
+
+
+def same_name(name: str) -> str:
+    """One form of a name whatever way it was typed (macOS writes "ü" as "u" and a mark)."""
+    return unicodedata.normalize("NFC", name)
 
 
 def identify(entry: Path) -> tuple[Student, str | None] | None:
     """Whose entry this is, and its Moodle plugin (None outside Moodle); None to ignore it."""
-    entry_name = readable_text(entry.name)
+    entry_name = same_name(readable_text(entry.name))
     match = MOODLE_NAME.match(entry_name)
     if match:
         name, pid = match["name"].strip(), match["pid"]
@@ -101,23 +107,29 @@ def discover(folder: Path) -> tuple[list[Submission], list[str]]:
     """Every student's submission in `folder`, sorted by key, and notes on what was ignored."""
     by_key: dict[str, Submission] = {}
     notes: list[str] = []
+    found: list[tuple[Path, Student, str | None]] = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or entry.name in JUNK_NAMES:
             continue
         if entry.name in METADATA_NAMES and entry.is_file() and not entry.is_symlink():
             continue
-        found = identify(entry)
-        if found is None:
+        identified = identify(entry)
+        if identified is None:
             notes.append(f"ignored {readable_text(entry.name)}: not a folder, a .zip or a Moodle submission file")
             continue
-        student, plugin = found
+        student, plugin = identified
         if plugin is not None and plugin != "file":
             notes.append(f"ignored {readable_text(entry.name)}: Moodle '{plugin}' submissions are not graded")
             continue
-        held = by_key.get(student.key)
-        if held is not None and held.student.name != student.name:
-            # Two students whose names make one key ("a b" and "a_b"): each keeps their own.
-            digest = hashlib.sha256(student.name.encode("utf-8")).hexdigest()[:8]
+        found.append((entry, student, plugin))
+    # Students whose different names make one key ("Jüri" and "Jõri", "a b" and "a_b") each
+    # get the key with their name's own hash: the same whatever else is in the folder's order.
+    names: dict[str, set[str]] = {}
+    for _, student, _ in found:
+        names.setdefault(student.key, set()).add(same_name(student.name))
+    for entry, student, plugin in found:
+        if len(names[student.key]) > 1:
+            digest = hashlib.sha256(same_name(student.name).encode("utf-8")).hexdigest()[:8]
             student = Student(f"{student.key}_{digest}", student.name, student.participant_id)
         submission = by_key.setdefault(student.key, Submission(student))
         if submission.sources and plugin is None:

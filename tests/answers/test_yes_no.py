@@ -33,6 +33,11 @@ from grader.answers.yes_no import read_yes_no
                                                 "only one GPU works at a time"),
     ("false - one at a time", "no", "one at a time"), ("True, no GPU idles", "yes", "no GPU idles"),
     ("No, true parallelism needs more GPUs busy", "no", "true parallelism needs more GPUs busy"),
+    # "true" inside a clause is a word of the explanation, not a second answer (a review found
+    # these unclear, a point lost in the sheet).
+    ("No, the opposite is true.", "no", "the opposite is true."),
+    ("No, that would only be true for a pipeline.", "no", "that would only be true for a pipeline."),
+    ("False (one GPU at a time)", "no", "(one GPU at a time)"),
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)

@@ -386,3 +386,22 @@ def test_an_entry_that_is_a_file_and_a_folder_is_said_in_the_uploads_own_names(t
     assert prepared.problem == ("could not be unpacked: 'practical4/concepts.py' is both a file "
                                 "and a folder in the upload"), prepared.problem
     assert str(scratch) not in prepared.problem
+
+
+def test_keys_stay_what_earlier_gradebooks_have_and_collisions_do_not_depend_on_order(tmp_path):
+    """A student graded under 'M_e_Tamm_7' keeps that key (their runs and overrides); only names
+    that make one key get their name's hash, whatever else is in the folder."""
+    subs = tmp_path / "subs"
+    for name in ("Mäe Tamm_7_assignsubmission_file_", "a b", "a_b", "Ju\u0308ri", "Jüri.zip"):
+        (subs / name).mkdir(parents=True) if not name.endswith(".zip") else \
+            (subs / name).write_bytes(zip_bytes([OK_FILE]))
+    found, _ = _by_key(subs)
+    assert "M_e_Tamm_7" in found
+    pair = sorted(k for k in found if k.startswith("a_b"))
+    assert len(pair) == 2 and all(len(k) == len("a_b_") + 8 for k in pair), pair
+    # The same name typed two ways (a macOS folder and a zip) is one student's two uploads.
+    juri = [s for k, s in found.items() if s.student.name in ("Ju\u0308ri", "Jüri")]
+    assert len(juri) == 1 and "several submissions" in juri[0].problem
+    (subs / "a_b").rmdir()
+    again, _ = _by_key(subs)
+    assert "a_b" in again, "without the other name, the plain key"
