@@ -177,6 +177,17 @@ def test_labels_joined_into_one_paragraph_are_each_read(tmp_path):
     assert not any("no number after it" in p for p in result.problems), result.problems
 
 
+@pytest.mark.parametrize("rest, value", [
+    # A remark quoting another label's words, with or without its colon, ends nothing (a
+    # review found the first read as no answer at all).
+    (" 3, 3 (transfer between layers 2 and 3)", [3, 3]),
+    (" 3, 3 (transfer between layers: 2 and 3)", [3, 3]),
+    (" 3, 3 Transfer between layers: 2 and 3", [3, 3]),
+])
+def test_an_answer_ends_at_the_next_label_not_at_its_words(rest, value):
+    assert numbers_after(rest.lower(), "int_list") == value
+
+
 def test_absent_table_and_empty_explanation(tmp_path):
     lines = [l for l in REPORT_LINES if not l.startswith(("GPUs\t", "2\t", "5\t"))]
     lines = [l for l in lines if not l.startswith("Twenty layers")]

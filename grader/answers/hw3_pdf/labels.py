@@ -325,7 +325,10 @@ _REMARK_START = re.compile(r"\s+[-–—]\s+|[;:]\s|\s+(?:because|since|as|so|wh
 # Any of the template's labels: where one starts inside a line, the answer before it ends. A
 # report written from REPORT_TEMPLATE.md in Markdown has consecutive label lines joined into
 # one paragraph ("Layers per GPU (DEPTH=6, 2 GPUs): 3, 3 Transfer between layers: 2 and 3").
-_ANY_LABEL = re.compile("|".join(f"(?:{a.pattern})" for a in contract.LABELLED_ANSWERS), re.IGNORECASE)
+# Only a label as the template writes one, with its colon (or "?"): the same words in a remark
+# ("3, 3 (transfer between layers 2 and 3)") end nothing.
+_ANY_LABEL = re.compile("(?:" + "|".join(f"(?:{a.pattern})" for a in contract.LABELLED_ANSWERS)
+                        + r")[ \t]*[:=?]", re.IGNORECASE)
 
 
 def until_next_label(text: str) -> str:
@@ -345,8 +348,11 @@ def numbers_after(rest: str, kind: str) -> list[int] | None:
         line, _, more = more.partition("\n")
     if re.search(r"(?:[,;/+&]|\band)\s*$", line) and re.match(r"\s*\d", more):
         line = line + " " + more.partition("\n")[0]
-    line = until_next_label(line).strip(" |:=-")
-    heads = [line] + ([line[:cut.start()]] if (cut := _REMARK_START.search(line)) else [])
+    heads = []
+    # Up to the next label first (labels joined into one paragraph), then the whole line (a
+    # remark that quotes a label, colon and all).
+    for whole in dict.fromkeys([until_next_label(line).strip(" |:=-"), line.strip(" |:=-")]):
+        heads += [whole] + ([whole[:cut.start()]] if (cut := _REMARK_START.search(whole)) else [])
     for head in heads:
         if kind == "int":
             number = whole_number_in(head)
