@@ -239,7 +239,8 @@ class Probe:
         they were made (the handout never names the attribute)."""
         modules = getattr(model, "layers", None)
         if modules is None:
-            modules = self.own_weights(model)
+            # A layer registered twice (a list of the layers and stages reusing them) is one.
+            modules = list({id(m): m for m in self.own_weights(model)}.values())
             if not modules:
                 raise AttributeError("LargeLinearModelMP holds no layer with weights (nn.Linear) "
                                      "that torch can see: keep the layers in an nn.ModuleList "
