@@ -199,8 +199,10 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
 
 
 def zip_directory_size(archive: Path) -> tuple[int, int, int] | None:
-    """(entries, bytes of the central directory, where it starts) from the zip's end record,
-    read without parsing the directory itself; None where no end record is found (not a zip)."""
+    """(entries the end record claims, bytes of the central directory, where zipfile will read
+    it) from the zip's end record, without parsing the directory; None where no end record is
+    found (not a zip). zipfile reads the directory's bytes just before the end record (and the
+    zip64 records before it), whatever offset the record states, so that is where it counts."""
     with open(archive, "rb") as handle:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
@@ -210,17 +212,17 @@ def zip_directory_size(archive: Path) -> tuple[int, int, int] | None:
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or len(tail) - at < 22:
             return None
-        entries, directory_bytes, offset = struct.unpack("<HII", tail[at + 10:at + 20])
-        locator = tail.rfind(b"PK\x06\x07", 0, at)
-        if (entries == 0xFFFF or directory_bytes == 0xFFFFFFFF or offset == 0xFFFFFFFF) \
-                and locator >= 0:
-            # zip64: the real numbers are in the zip64 end record the locator points at.
-            (record_at,) = struct.unpack("<Q", tail[locator + 8:locator + 16])
-            handle.seek(record_at)
-            record = handle.read(56)
-            if record[:4] == b"PK\x06\x06" and len(record) == 56:
-                entries, directory_bytes, offset = struct.unpack("<QQQ", record[32:56])
-        return entries, directory_bytes, offset
+        record_at = size - tail_length + at
+        entries, directory_bytes = struct.unpack("<HI", tail[at + 10:at + 16])
+        end = record_at
+        # zip64 as zipfile sees it: a locator right before the end record, its record before it.
+        if record_at >= 20 + 56:
+            handle.seek(record_at - 20 - 56)
+            zip64 = handle.read(76)
+            if zip64[56:60] == b"PK\x06\x07" and zip64[:4] == b"PK\x06\x06":
+                entries, directory_bytes = struct.unpack("<QQ", zip64[32:48])
+                end = record_at - 76
+        return entries, directory_bytes, end - directory_bytes
 
 
 # What one entry of a central directory can honestly take: 46 bytes, its name, and a little
@@ -228,12 +230,14 @@ def zip_directory_size(archive: Path) -> tuple[int, int, int] | None:
 DIRECTORY_BYTES_PER_ENTRY = 46 + MAX_NAME_BYTES + 1024
 
 
-def directory_entries(archive: Path, offset: int, directory_bytes: int) -> int:
+def directory_entries(archive: Path, start: int, directory_bytes: int) -> int:
     """How many entries the central directory really holds, counted by their signatures (an
     end record can claim one entry over a directory of a million): zipfile follows the
     directory's bytes, not the claimed count."""
+    if start < 0:
+        return 0   # zipfile finds no directory there either ("Bad offset")
     with open(archive, "rb") as handle:
-        handle.seek(offset)
+        handle.seek(start)
         return handle.read(directory_bytes).count(b"PK\x01\x02")
 
 
@@ -250,17 +254,21 @@ def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
         raise Rejected(f"{label} could not be read ({exc.strerror or exc})") from None
     if directory is None:
         raise Rejected(f"{label} is not a readable zip file (no end-of-archive record)")
-    entries_declared, directory_bytes, offset = directory
+    entries_declared, directory_bytes, start = directory
     # Checked before zipfile builds an object per entry: a directory of millions of entries
     # would cost the grader gigabytes before any other limit is looked at. The end record's
     # count is the archive's claim; the directory's size and its signatures are what zipfile
     # will read.
     most = 2 * limits.max_files
-    if entries_declared > most or directory_bytes > most * DIRECTORY_BYTES_PER_ENTRY:
+    if entries_declared > most:
         raise Rejected(f"{label}: {entries_declared} entries, more than the limit of "
                        f"{limits.max_files} files; rejected as a possible archive bomb")
+    if directory_bytes > most * DIRECTORY_BYTES_PER_ENTRY:
+        raise Rejected(f"{label}: a directory of {directory_bytes} bytes, room for more entries "
+                       f"than the limit of {limits.max_files} files; rejected as a possible "
+                       "archive bomb")
     try:
-        entries_found = directory_entries(archive, offset, directory_bytes)
+        entries_found = directory_entries(archive, start, directory_bytes)
     except (OSError, ValueError, OverflowError) as exc:
         raise Rejected(f"{label} could not be read ({exc})") from None
     if entries_found > most:
