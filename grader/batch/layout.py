@@ -20,6 +20,7 @@ report template aside; `report.pdf` where the template has a report template).
 from __future__ import annotations
 
 import os
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -80,17 +81,20 @@ def _levels(top: Path, depth: int) -> list[list[Path]]:
 
 
 def _best(levels: list[list[Path]], top: Path, score, gather=None) -> Path | None:
-    """The shallowest folder with the highest positive score; on a tie at that level, what
-    `gather` makes of the tied folders, else Rejected."""
+    """The shallowest folder with the highest positive score; where several folders of that
+    level hold assignments, what `gather` makes of them all (each holding other assignments:
+    one zip per assignment, or practical4+5 in one and hw3 in another); else, on a tie,
+    Rejected."""
     for level in levels:
         scored = [(score(d), d) for d in level]
         best = max((count for count, _ in scored), default=0)
         if best:
+            holding = [d for count, d in scored if count > 0]
+            gathered = gather(holding) if gather is not None and len(holding) > 1 else None
+            if gathered is not None:
+                return gathered
             winners = [d for count, d in scored if count == best]
             if len(winners) > 1:
-                gathered = gather(winners) if gather is not None else None
-                if gathered is not None:
-                    return gathered
                 names = ", ".join(w.relative_to(top).as_posix() + "/" for w in winners)
                 raise Rejected(f"ambiguous submission: several folders hold the assignments ({names})")
             return winners[0]
@@ -105,8 +109,8 @@ def _gather(top: Path, folders: list[Path], holds, notes: list[str]) -> Path | N
     held = [holds(folder) for folder in folders]
     if sum(map(len, held)) != len(set().union(*held)):
         return None
-    root = top / GATHERED
-    root.mkdir()
+    # A name no upload's folder can already have (a student's own `_gathered/` is left be).
+    root = Path(tempfile.mkdtemp(prefix=GATHERED, dir=top))
     os.chmod(root, 0o755)
     for folder, assignments in zip(folders, held):
         for assignment in sorted(assignments):

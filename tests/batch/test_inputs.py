@@ -376,6 +376,18 @@ def test_one_zip_per_assignment_is_one_submission(tmp_path):
     assert (prepared.root / "practical4" / "concepts.py").read_bytes() == OK_FILE[1]
     assert (prepared.root / "hw3" / "model_parallel.py").read_bytes() == HW3[1]
     assert "hw3/ graded from hw3/hw3/ (one folder per assignment in the upload)" in prepared.notes
+    assert prepared.root.name.startswith("_gathered")
+
+
+def test_zips_holding_different_assignments_are_gathered_even_when_unequal(tmp_path):
+    """practical4+practical5 in one zip and hw3 in another: hw3 was silently left out (the zip
+    with two assignments won) and graded as missing."""
+    prepared = _root_of(tmp_path, {"alice": {
+        "p45.zip": zip_bytes([OK_FILE, ("practical5/practical5_dp.py", b"A = 1\n")]),
+        "hw3.zip": zip_bytes([HW3])}})
+    assert prepared.problem is None, prepared.problem
+    assert (prepared.root / "practical4" / "concepts.py").is_file()
+    assert (prepared.root / "hw3" / "model_parallel.py").read_bytes() == HW3[1]
 
 
 def test_two_versions_of_one_assignment_stay_ambiguous(tmp_path):
