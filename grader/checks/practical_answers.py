@@ -12,8 +12,7 @@ import statistics
 from pathlib import Path
 
 from grader.answers.numbers import int_list_in, whole_number_in
-from grader.checks.practical_measures import (SIMULATED_STEP_FIELD, assigned_constants,
-                                              step_clock, step_seconds)
+from grader.checks.practical_measures import assigned_constants, step_clock, step_seconds
 from grader.checks.support import explain, not_found
 
 # -- an answer and the runs it is compared with ----------------------------------------------
@@ -161,17 +160,14 @@ def printed_numbers(stdout: str, pattern: str) -> list[float]:
 def step_times(run) -> tuple[list[float], float | None]:
     """(per-step times in s, total in s) of a training run, shown beside a student's timing
     table: on virtual GPUs the simulated clock's (what a student without a GPU is told to
-    report; the script's own prints are this machine's wall clock there), the total from the
-    first forward pass to the last step; else as the run's own output says: its "step time X s"
+    report; the script's own prints are this machine's wall clock there), the total of the
+    steps after the first, as `pdl-grade run` says it; else as the run's own output says: its "step time X s"
     (or "time X ms") lines and its "total time: X s" line, or the gaps between the optimizer
     steps of rank 0 in the trace (no total then). For the reports only: facts about speed come
     from practical_measures.step_seconds."""
     if step_clock(run) == "simulated":
-        begun = next((e.get(SIMULATED_STEP_FIELD) for e in run.of("forward")
-                      if e.get("rank", 0) == 0 and e.get("thread", "MainThread") == "MainThread"), None)
-        ends = [e[SIMULATED_STEP_FIELD] for e in run.of("step", 0)]
-        total = ends[-1] - begun if isinstance(begun, (int, float)) and ends else None
-        return step_seconds(run), total
+        seconds = step_seconds(run)
+        return seconds, (sum(seconds) if seconds else None)
     seconds = printed_numbers(run.stdout, r"step \d+:.*?time:? {number} s\b")
     if not seconds:
         seconds = [ms / 1000 for ms in printed_numbers(run.stdout,

@@ -207,15 +207,15 @@ def median_step_seconds(run, rank: int = 0) -> float | None:
     return statistics.median(times) if times else None
 
 
-def work_seconds(run, rank: int = 0) -> list[float]:
+def work_seconds(run, rank: int = 0) -> list[float] | None:
     """The rank's steps' training work in seconds: on the simulated clock, from each step's
     first forward pass (once the work enqueued before it, such as the batch's copy to the GPU,
     is done) to its optimizer step, as the handouts' timers measure it (zero_grad to step). A
     DataLoader that copies each batch inside the loop is the same method, not a slower one.
-    On real GPUs (kernels run after their launch) and in a trace without forward times: the
-    gaps between steps, step_seconds. The first step, a warm-up, is left out."""
+    None on real GPUs (kernels run after their launch) and for a trace without forward times.
+    The first step, a warm-up, is left out."""
     if step_clock(run) != "simulated":
-        return step_seconds(run, rank)
+        return None
     times, begun = [], None
     for event in run.events:
         if event.get("rank", 0) != rank:
@@ -224,15 +224,19 @@ def work_seconds(run, rank: int = 0) -> list[float]:
             begun = event.get(SIMULATED_STEP_FIELD)
         elif event.get("event") == "step":
             if not isinstance(begun, (int, float)):
-                return step_seconds(run, rank)   # a trace from before forwards were timed
+                return None   # a step without a timed forward pass before it
             times.append(event[SIMULATED_STEP_FIELD] - begun)
             begun = None
     return times[1:]
 
 
-def median_work_seconds(run, rank: int = 0) -> float | None:
-    times = work_seconds(run, rank)
-    return statistics.median(times) if times else None
+def compared_step_seconds(*runs) -> list[float | None]:
+    """The median step times of runs compared with each other, by one measure for all: each
+    step's training work (work_seconds) where every run has it, else the gaps between steps
+    (step_seconds); None for a run without a clock."""
+    works = [work_seconds(run) for run in runs]
+    chosen = works if all(w is not None for w in works) else [step_seconds(run) for run in runs]
+    return [statistics.median(times) if times else None for times in chosen]
 
 
 def shared_clock(*runs) -> str | None:

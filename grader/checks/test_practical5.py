@@ -14,10 +14,11 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
                                              incomplete_rows, median_or_none, printed_numbers,
                                              rows_by, step_times, steps_of, total_disagreements,
                                              whole_numbers)
-from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
-                                              evidence, faster, forward_passes, gpu0_more_loaded,
-                                              median_work_seconds, peak_memory, rows_of,
-                                              shared_clock, training_peak_memory)
+from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
+                                              compared_step_seconds, describe_memory, evidence,
+                                              faster, forward_passes, gpu0_more_loaded,
+                                              peak_memory, rows_of, shared_clock,
+                                              training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 
 DP = "practical5/practical5_dp.py"
@@ -383,7 +384,7 @@ def timed_fact(runs, answers, measured, reported_values, flag, qid, verdict, cla
     parallel = runs.script(DP, gpus=2)
     trained = bool(single.of("step") and parallel.of("step")) or None
     value, _ = answer_and_truth(answers, qid, trained, single, parallel)
-    t1, t2 = median_work_seconds(single), median_work_seconds(parallel)
+    t1, t2 = compared_step_seconds(single, parallel)
     clock = shared_clock(single, parallel)
     truth = verdict(t1, t2, clock)
     measured[qid] = {"single_step_s": t1, "dp_step_s": t2, "clock": clock_words(clock),

@@ -16,11 +16,11 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
                                              checked_usage_table, constant_in_source, device_name,
                                              incomplete_rows, median_or_none, per_rank_line,
                                              rows_by, step_times, steps_of, total_disagreements)
-from grader.checks.practical_measures import (BALANCED, balanced, clock_words, describe_memory,
+from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
+                                              compared_step_seconds, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
-                                              median_work_seconds, rows_of,
-                                              same_row, shared_clock, trained_ranks,
+                                              rows_of, same_row, shared_clock, trained_ranks,
                                               training_peak_memory)
 from grader.checks.support import close, explain, must_agree
 
@@ -429,7 +429,7 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
     dp = side.run
     value, _ = answer_and_truth(answers, "compare.faster", bool(ddp.of("step")) or None,
                                 *side.runs_compared, ddp)
-    t_dp, t_ddp = median_work_seconds(dp), median_work_seconds(ddp)
+    t_dp, t_ddp = compared_step_seconds(dp, ddp)
     clock = shared_clock(dp, ddp)
     verdict = faster(t_dp, t_ddp, clock)
     truth = None if verdict is None else "ddp" if verdict else "dp"

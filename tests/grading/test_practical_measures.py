@@ -144,14 +144,17 @@ def test_a_steps_work_is_timed_from_its_forward_pass_on_the_simulated_clock():
     loader = _loop(True, copy_s=0.00008, work_s=0.0002)
     assert pm.step_seconds(loader) == pytest.approx([0.00028] * 3)
     assert pm.work_seconds(loader) == pytest.approx([0.0002] * 3)
-    assert pm.median_work_seconds(loader) == pytest.approx(0.0002)
+    assert pm.compared_step_seconds(loader) == pytest.approx([0.0002])
 
 
-def test_without_forward_times_a_steps_work_is_the_gap_between_steps():
-    # Real GPUs run kernels after their launch (a forward's wall time is no start of its work),
-    # and a trace from before forwards were timed has none.
-    for timed in (_loop(False, 0.08, 0.2), _loop(True, 0.00008, 0.0002, forward_times=False)):
-        assert pm.work_seconds(timed) == pytest.approx(pm.step_seconds(timed))
+def test_runs_compared_are_timed_by_one_measure():
+    """Real GPUs run kernels after their launch (a forward's wall time is no start of its work),
+    and a trace from before forwards were timed has none: there the gaps between steps, and for
+    every run compared with it too (a review: one run by its work, the other by its gaps)."""
+    real, untimed = _loop(False, 0.08, 0.2), _loop(True, 0.00008, 0.0002, forward_times=False)
+    assert pm.work_seconds(real) is None and pm.work_seconds(untimed) is None
+    loader = _loop(True, 0.00008, 0.0002)
+    assert pm.compared_step_seconds(loader, untimed) == pytest.approx([0.00028, 0.00028])
 
 
 def test_runs_on_different_clocks_are_not_compared():
