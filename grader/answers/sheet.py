@@ -240,12 +240,12 @@ def markdown_rows(text: str, question: Question) -> list[dict] | None:
     when the text is no such table."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if len(lines) < 3 or not all(line.startswith("|") for line in lines) \
-            or not re.fullmatch(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?", lines[1]):
+            or not re.fullmatch(r"\|(?:\s*:?-+:?\s*\|)+", lines[1]):
         return None
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
-    header = [re.sub(r"[^a-z0-9]+", "_", cell.lower()).strip("_") for cell in cells[0]]
-    if not set(header) <= set(question.columns):
-        return None
+    header = [re.sub(r"[^a-z0-9]+", "_", without_markdown(cell).lower()).strip("_") for cell in cells[0]]
+    if not set(header) <= set(question.columns) or any(len(row) > len(header) for row in cells[2:]):
+        return None   # not this table, or a row with more cells than it has columns
     return [{name: value for name, value in zip(header, row) if value} for row in cells[2:]]
 
 
@@ -263,7 +263,7 @@ def _table(raw: Any, question: Question) -> list[dict]:
                              f"columns are {', '.join(question.columns)}")
     marks = _table_marks(raw, question)
     for row in raw:
-        rows.append({str(k): v.strip() if isinstance(v, str) and str(k) in question.text_columns
+        rows.append({str(k): without_markdown(v.strip()) if isinstance(v, str) and str(k) in question.text_columns
                      else _cell(v, str(k), marks.get(_unit_kind(str(k))))
                      for k, v in row.items() if v is not None})
     return rows

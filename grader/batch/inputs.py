@@ -178,7 +178,7 @@ def _unpack_problem(exc: OSError, scratch: Path) -> str:
     """What went wrong unpacking, in the upload's own names: the batch's scratch folder is no
     business of the student's (the message reaches their feedback)."""
     where = None
-    if exc.filename is not None:
+    if isinstance(exc.filename, (str, bytes, os.PathLike)):
         path = Path(os.fsdecode(exc.filename))
         where = readable_text(path.relative_to(scratch).as_posix() if path.is_relative_to(scratch)
                               else path.name)

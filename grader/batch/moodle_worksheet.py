@@ -177,15 +177,17 @@ def shared_participants(runs: Iterable[CurrentRun]) -> dict[str, list[str]]:
 
 def worksheet_rows(runs: Iterable[CurrentRun], assignment: str, max_points: float,
                    report_location, written_at: str | None = None) -> tuple[list[list[str]], list[str]]:
-    """(rows with MOODLE_HEADER first, keys of students Moodle cannot match or whose
-    participant id another upload claims too)."""
+    """(rows with MOODLE_HEADER first, keys of students Moodle cannot match); students whose
+    participant id another upload claims too get no row."""
     runs = list(runs)
     written_at = written_at or _now()
     rows = [list(MOODLE_HEADER)]
     unmatched = []
     shared = shared_participants(runs)
     for run in sorted(runs, key=lambda r: r.student.key):
-        if run.student.participant_id is None or run.student.participant_id in shared:
+        if run.student.participant_id in shared:
+            continue   # said once, by write_moodle_worksheets
+        if run.student.participant_id is None:
             unmatched.append(run.student.key)
             continue
         grade = grade_cell(run, assignment)

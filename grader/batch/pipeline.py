@@ -568,7 +568,12 @@ class _ClassBatch:
         # The one transaction: after this the run is recorded, before it nothing is.
         self.book.record_run(submission.student, prepared.content_hash, submission.describe(),
                              self.config, run, logs, fingerprints=context.fingerprints)
-        publish_run(self.out, submission.student.key, run.result, work, run.message)
+        try:
+            publish_run(self.out, submission.student.key, run.result, work, run.message)
+        except Exception as problem:   # the grade is recorded; only its files are missing
+            self.progress.warn(f"{submission.student.key}: graded and recorded, but its report "
+                               f"files were not written ({type(problem).__name__}: "
+                               f"{str(problem)[:200]}); --regrade writes them")
 
 
 def _score_of(result: dict | None) -> str | None:

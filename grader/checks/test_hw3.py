@@ -22,8 +22,7 @@ from grader.checks.hw3_facts import accepted, change, direction, faster, said, y
 from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describe_layout,
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, layers_around_move, spearman)
-from grader.checks.practical_answers import rows_by
-from grader.checks.practical_measures import assigned_constants
+from grader.checks.practical_answers import constant_in_source, rows_by
 from grader.checks.support import disagrees, explain, reported
 from grader.harness.course_environment import missing_module_note
 
@@ -116,16 +115,9 @@ def script_spec(gpus, submission: Path):
     timing DIM, and STEPS=3 only to shorten the run where the script has that constant (the
     handout names DIM and DEPTH only; a loop of the student's own keeps its steps)."""
     sets = {"DEPTH": TASK4_DEPTH, "DIM": TIMING_DIM}
-    if "STEPS" in assigned_constants(_text_of(submission / "hw3" / "model_parallel.py"), {"STEPS"}):
+    if constant_in_source(submission / "hw3" / "model_parallel.py", "STEPS") is not None:
         sets["STEPS"] = 3
     return dict(script="hw3/model_parallel.py", gpus=gpus, sets=sets)
-
-
-def _text_of(path: Path, max_bytes: int = 1_000_000) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace") if path.stat().st_size <= max_bytes else ""
-    except OSError:
-        return ""
 
 
 @pytest.fixture(scope="module")

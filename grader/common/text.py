@@ -63,6 +63,8 @@ def storable(value: Any) -> Any:
         return readable_text(value)
     if isinstance(value, dict):
         return {storable(k): storable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(storable(v) for v in value)
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(storable(v) for v in value)
     return value

@@ -364,5 +364,15 @@ def test_a_table_written_in_markdown_is_its_rows():
             "| 12 | 1.080 |\n| 24 | **2.040** |\n")
     assert coerce(text, question) == [{"depth": 6, "step_time_ms": 0.608}, {"depth": 12, "step_time_ms": 1.08},
                                       {"depth": 24, "step_time_ms": 2.04}]
+    # GitHub's shortest rules, and bold headers.
+    assert coerce("| **DEPTH** | Step time (ms) |\n|-|:-:|\n| 6 | 0.608 |", question) == [
+        {"depth": 6, "step_time_ms": 0.608}]
     with pytest.raises(ValueError, match="expected rows as a list of mappings"):
         coerce("| Layers | Seconds |\n|---|---|\n| 6 | 1 |", question)   # not the table's columns
+    with pytest.raises(ValueError, match="expected rows as a list of mappings"):
+        coerce("| DEPTH | Step time (ms) |\n|---|---|\n| 6 | 0.6 | 9 |", question)   # a cell too many
+
+
+def test_a_word_column_written_in_bold_is_its_word():
+    question = template_questions("practical6")["timing.table"]
+    assert coerce([{"method": "**dp**", "step_time_s": 0.02}], question) == [{"method": "dp", "step_time_s": 0.02}]
