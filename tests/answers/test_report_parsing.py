@@ -188,6 +188,21 @@ def test_an_answer_ends_at_the_next_label_not_at_its_words(rest, value):
     assert numbers_after(rest.lower(), "int_list") == value
 
 
+@pytest.mark.parametrize("rest", [
+    # A blank answer is never the next label's numbers (an adversary's: 'with 2 GPUs' read as 2).
+    "\nNumber of transfers with 2 GPUs: 1", " ... Number of transfers with 2 GPUs: 1", " ___",
+])
+def test_a_blank_answer_before_another_label_is_no_answer(rest):
+    assert numbers_after(rest.lower(), "int") is None
+
+
+def test_a_blank_label_in_a_report_is_missing_not_the_next_labels_gpus(tmp_path):
+    lines = [l.replace(": 6", ":") if l.startswith("Number of .to() calls with 2") else l for l in REPORT_LINES]
+    result = _report_from_lines(tmp_path, lines)
+    assert "task5.to_calls_2gpus" not in result.answers, result.answers.get("task5.to_calls_2gpus")
+    assert "task5.to_calls_2gpus" in result.missing and result.needs_manual_review
+
+
 def test_absent_table_and_empty_explanation(tmp_path):
     lines = [l for l in REPORT_LINES if not l.startswith(("GPUs\t", "2\t", "5\t"))]
     lines = [l for l in lines if not l.startswith("Twenty layers")]

@@ -332,8 +332,9 @@ _ANY_LABEL = re.compile("(?:" + "|".join(f"(?:{a.pattern})" for a in contract.LA
 
 
 def until_next_label(text: str) -> str:
-    """`text` up to where another of the template's labels starts in it, if one does."""
-    found = _ANY_LABEL.search(text, 1)
+    """`text` up to where another of the template's labels starts in it, if one does ("" when
+    it starts with one: the answer was left blank)."""
+    found = _ANY_LABEL.search(text)
     return text[:found.start()] if found else text
 
 
@@ -349,9 +350,12 @@ def numbers_after(rest: str, kind: str) -> list[int] | None:
     if re.search(r"(?:[,;/+&]|\band)\s*$", line) and re.match(r"\s*\d", more):
         line = line + " " + more.partition("\n")[0]
     heads = []
-    # Up to the next label first (labels joined into one paragraph), then the whole line (a
-    # remark that quotes a label, colon and all).
-    for whole in dict.fromkeys([until_next_label(line).strip(" |:=-"), line.strip(" |:=-")]):
+    # Up to the next label first (labels joined into one paragraph), then, where an answer
+    # began before it, the whole line (a remark that quotes a label, colon and all). Nothing
+    # before the next label is a blank answer: never the next label's numbers.
+    before = until_next_label(line)
+    tried = [before] + ([line] if before != line and re.search(r"\d", before) else [])
+    for whole in (part.strip(" |:=-") for part in tried):
         heads += [whole] + ([whole[:cut.start()]] if (cut := _REMARK_START.search(whole)) else [])
     for head in heads:
         if kind == "int":
