@@ -18,7 +18,7 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .numbers import (column_unit, decimal_mark, int_list_in, int_lists_in, quantity_in,
-                      whole_number_in, without_gpu_label, without_markdown)
+                      shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -182,6 +182,7 @@ def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
         return raw
     text = without_markdown(raw.strip())
     if unit is not None:
+        _never_guessed(text, unit, mark, column)
         one = quantity_in(text, unit, mark)
         values = _quantities(text, unit, mark)
         if values is not None and "per_gpu" in column:   # one value per GPU: a list
@@ -199,6 +200,20 @@ def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
     if number is not None and re.search(r"[a-z]", text, re.IGNORECASE):
         return number
     return text  # a word, e.g. method: dp
+
+
+def _never_guessed(text: str, unit: str, mark: str | None, column: str) -> None:
+    """ValueError for a time or percentage like "1,826" that nothing in its table decides: 1826
+    or 1.826 (an adversary's '912, 1,826, 3,652 ms' was read 912, 1.826, 3.652). MiB stay
+    grouped thousands ("1,012 MiB"), as nvidia-smi's readers write them."""
+    if unit == "mib" or mark is not None:
+        return
+    for token in re.findall(r"\d+(?:[.,]\d+)+", text):
+        if "," in token and shows_decimal_mark(token) is None:
+            whole, _, frac = token.partition(",")
+            raise ValueError(f"{column} '{text}' could be {whole}{frac} or {whole}.{frac}: nothing "
+                             "else in the table shows which; write it without the comma, or with "
+                             "a decimal point")
 
 
 def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
@@ -276,8 +291,9 @@ def _unit_kind(column: str) -> str | None:
 
 def _table_marks(raw: list[dict], question: Question) -> dict[str, str]:
     """Per kind of quantity (times, MiB, percentages), the decimal mark the table's own numbers
-    show, as the PDF reader decides it per table: beside "0,912 ms", "1,826 ms" is 1.826 ms;
-    beside "950.5 ms", 1826 ms. A kind whose numbers show no mark, or both, has none."""
+    show: that kind's where they decide it, else the whole table's, as the PDF reader decides
+    it: beside "0,912 ms", "1,826 ms" is 1.826 ms; beside "950.5 ms" (or 950.5 written as a
+    YAML number) 1826 ms. A kind left undecided has none (an ambiguous "1,826" is then said)."""
     texts: dict[str, list[str]] = {}
     for row in raw:
         for column, value in row.items():
@@ -285,6 +301,10 @@ def _table_marks(raw: list[dict], question: Question) -> dict[str, str]:
             if kind is None or str(column) in question.text_columns:
                 continue
             for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, float):
+                    item = repr(item)   # written with a point: YAML read it as a float
                 if isinstance(item, str):
                     texts.setdefault(kind, []).append(item)
-    return {kind: mark for kind, items in texts.items() if (mark := decimal_mark(items))}
+    table = decimal_mark(item for items in texts.values() for item in items)
+    marks = {kind: decimal_mark(items) or table for kind, items in texts.items()}
+    return {kind: mark for kind, mark in marks.items() if mark}

@@ -216,8 +216,8 @@ def test_tables_keep_their_columns_and_parse_decimal_commas():
     ([{"depth": 6, "step_time_ms": "950.5 ms"}, {"depth": 12, "step_time_ms": "1,826 ms"}], [950.5, 1826]),
     # In a table of decimal commas a point groups thousands.
     ([{"depth": 6, "step_time_ms": "912,5"}, {"depth": 12, "step_time_ms": "1.826"}], [912.5, 1826]),
-    # Nothing in the table shows the mark: a time's comma is a decimal comma, as before.
-    ([{"depth": 6, "step_time_ms": "1,826 ms"}, {"depth": 12, "step_time_ms": "3,652 ms"}], [1.826, 3.652]),
+    # A YAML number written with a point shows the mark too.
+    ([{"depth": 6, "step_time_ms": 950.5}, {"depth": 12, "step_time_ms": "1,826"}], [950.5, 1826]),
 ])
 def test_a_tables_own_numbers_decide_its_decimal_mark(cells, read):
     """A step time written "1,826 ms" was always read 1.826; the PDF reader decides it from the
@@ -226,11 +226,27 @@ def test_a_tables_own_numbers_decide_its_decimal_mark(cells, read):
     assert [row["step_time_ms"] for row in coerce(cells, question)] == pytest.approx(read)
 
 
-def test_a_tables_memory_keeps_its_own_mark():
-    """Times with decimal commas say nothing about MiB grouped by thousands in the same table."""
+@pytest.mark.parametrize("cells", [
+    # An adversary's: read 912, 1.826, 3.652 without a word (the PDF asks a person).
+    [{"depth": 6, "step_time_ms": "912"}, {"depth": 12, "step_time_ms": "1,826"}, {"depth": 24, "step_time_ms": "3,652"}],
+    [{"depth": 6, "step_time_ms": "1,826 ms"}, {"depth": 12, "step_time_ms": "3,652 ms"}],
+])
+def test_a_time_nothing_in_its_table_decides_is_said_never_guessed(cells):
+    question = template_questions("hw3")["task2.step_time_table"]
+    with pytest.raises(ValueError, match="'1,826(?: ms)?' could be 1826 or 1.826"):
+        coerce(cells, question)
+
+
+def test_a_kind_undecided_takes_the_tables_mark_as_the_pdf_reader_does():
+    """A table written with decimal commas ("1,2 ms") reads its "1,012 MiB" so too; MiB alone
+    in a table that shows nothing stay grouped thousands; times beside "812.5 MiB" group."""
     question = template_questions("hw3")["task4.table"]
     rows = coerce([{"gpus": 2, "step_time_ms": "1,2", "memory_per_gpu_mib": ["1,012 MiB", "1,012 MiB"]}], question)
-    assert rows == [{"gpus": 2, "step_time_ms": 1.2, "memory_per_gpu_mib": [1012, 1012]}]
+    assert rows == [{"gpus": 2, "step_time_ms": 1.2, "memory_per_gpu_mib": [1.012, 1.012]}]
+    rows = coerce([{"gpus": 2, "step_time_ms": 12, "memory_per_gpu_mib": ["1,012 MiB", "1,012 MiB"]}], question)
+    assert rows == [{"gpus": 2, "step_time_ms": 12, "memory_per_gpu_mib": [1012, 1012]}]
+    rows = coerce([{"gpus": 2, "step_time_ms": "1,826", "memory_per_gpu_mib": "812.5, 812.5"}], question)
+    assert rows == [{"gpus": 2, "step_time_ms": 1826, "memory_per_gpu_mib": [812.5, 812.5]}]
 
 
 def test_gpus_written_as_devices_in_a_table_are_their_indices():
