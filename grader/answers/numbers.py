@@ -211,8 +211,9 @@ _MARKED_RE = re.compile(r"(?<![\w*`])(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1(?![\w*
 
 
 def without_markdown(text: str) -> str:
-    """`text` without the Markdown emphasis and code marks around its values."""
-    return _MARKED_RE.sub(r"\2", text)
+    """`text` without the Markdown emphasis and code marks around its values (a value is short:
+    longer text is left as it is, never searched, which would take time growing with its square)."""
+    return _MARKED_RE.sub(r"\2", text) if len(text) <= 1000 else text
 
 
 def whole_number_in(text: str, gpu: bool = False) -> int | None:
@@ -283,7 +284,7 @@ def int_list_in(text: str) -> list[int] | None:
     items = [item for item in _ITEM_SPLIT_RE.split(body.strip()) if item]
     if not items or not all(re.fullmatch(r"\d+(?:\.0*)?", item) for item in items):
         return None
-    return [int(float(item)) for item in items]
+    return [int(item.partition(".")[0]) for item in items]   # exact, however many digits
 
 
 def int_lists_in(text: str) -> list[list[int]] | None:

@@ -23,6 +23,8 @@ from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
+# A value (a count, a list, a time) is short; the readers are not given longer text to search.
+MAX_VALUE_CHARS = 1000
 
 
 # The types a template's question may have ("gpu": a GPU's index, read from "cuda:0" too).
@@ -88,6 +90,10 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
         except ValueError as error:
             result.problems.append(f"{display}: {qid}: {error}")
             continue
+        except (ArithmeticError, TypeError, RecursionError) as error:   # one answer fails alone
+            result.problems.append(f"{display}: {qid}: could not be read ({type(error).__name__}); "
+                                   "write the value as the template shows")
+            continue
         if value is not None:
             result.values[question.id] = value
     return result
@@ -100,6 +106,8 @@ def coerce(raw: Any, question: Question) -> Any:
     kind = question.type
     if kind in ("text", "str"):
         return str(raw).strip()
+    if isinstance(raw, str) and len(raw) > MAX_VALUE_CHARS and kind != "bool":
+        raise ValueError(f"{len(raw)} characters where a value is expected; write the value alone")
     if isinstance(raw, str) and kind != "table":
         raw = without_markdown(raw)   # "**1**", "`20`": a sheet written like a README
     if kind == "int":

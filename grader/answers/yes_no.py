@@ -68,7 +68,7 @@ class YesNo:
 
 def read_yes_no(text: str) -> YesNo:
     text = (text or "").strip()
-    if _PLACEHOLDER.match(text):
+    if len(text) <= 40 and _PLACEHOLDER.match(text):   # short: the pattern's time grows fast
         return YesNo(unanswered=True)
     first = _FIRST.match(text)
     if first is None:
@@ -86,7 +86,8 @@ def read_yes_no(text: str) -> YesNo:
         return YesNo(unclear=True)
     if _BOTH.match(rest):
         # "yes/no" alone is the template's placeholder; "yes and no, it depends" is a fence.
-        if _PLACEHOLDER.match(_BOTH.sub("", rest, count=1)):
+        left = _BOTH.sub("", rest, count=1)
+        if len(left) <= 40 and _PLACEHOLDER.match(left):
             return YesNo(unanswered=True)
         return YesNo(unclear=True)
     return YesNo(word, _AFTER_WORD.sub("", rest, count=1).strip())

@@ -392,3 +392,22 @@ def test_a_table_written_in_markdown_is_its_rows():
 def test_a_word_column_written_in_bold_is_its_word():
     question = template_questions("practical6")["timing.table"]
     assert coerce([{"method": "**dp**", "step_time_s": 0.02}], question) == [{"method": "dp", "step_time_s": 0.02}]
+
+
+def test_a_huge_number_in_a_list_is_read_exactly_or_refused_never_a_crash(tmp_path):
+    """An adversary's 400-digit number raised OverflowError and lost every answer of the sheet."""
+    assert coerce("1" * 400 + ", 2", Question("q", "list[int]", "")) == [int("1" * 400), 2]
+    sheet = tmp_path / "answers.yaml"
+    sheet.write_text("answers:\n  q: {value: '" + "9" * 400 + ".5, 1'}\n  r: {value: 3}\n")
+    result = read_sheet(sheet, {"q": Question("q", "list[int]", ""), "r": Question("r", "int", "")},
+                        "answers.yaml")
+    assert result.values == {"r": 3}, (result.values, result.problems)
+
+
+def test_a_long_text_where_a_value_belongs_is_refused_at_once():
+    """The readers' patterns take time growing with the square of long crafted text (8.5 s at
+    48 KB): a value is short, and longer text is refused before any of them runs."""
+    with pytest.raises(ValueError, match="60000 characters where a value is expected"):
+        coerce("*a" * 30000, Question("q", "int", ""))
+    from grader.answers.yes_no import read_yes_no
+    assert read_yes_no("!" * 80000 + "a").unclear            # was 53 s in the placeholder check
