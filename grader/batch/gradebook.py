@@ -267,6 +267,18 @@ class Gradebook:
                         (student.key, student.name, student.participant_id))
         return self.db.execute("SELECT id FROM students WHERE key = ?", (student.key,)).fetchone()[0]
 
+    def update_name(self, student: Student) -> None:
+        """The name a known student goes by now (a Moodle participant renamed, an upload
+        skipped as unchanged)."""
+        with self.transaction():
+            self.db.execute("UPDATE students SET name = ? WHERE key = ?",
+                            (storable(student.name), student.key))
+
+    def known_students(self) -> list[Student]:
+        """Every student graded so far, as they were last seen: discover() keeps their keys."""
+        return [Student(key, name, participant_id) for key, name, participant_id in
+                self.db.execute("SELECT key, name, participant_id FROM students ORDER BY id")]
+
     def current_sources(self) -> dict[str, str]:
         """{student key: the entries of SUBMISSIONS its current run was graded from}."""
         return dict(self.db.execute(

@@ -103,8 +103,11 @@ def identify(entry: Path) -> tuple[Student, str | None] | None:
     return None
 
 
-def discover(folder: Path) -> tuple[list[Submission], list[str]]:
-    """Every student's submission in `folder`, sorted by key, and notes on what was ignored."""
+def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submission], list[str]]:
+    """Every student's submission in `folder`, sorted by key, and notes on what was ignored.
+    `known`: the students of the gradebook so far; each keeps their key (a Moodle participant
+    by id, whatever their name is now; anyone else by name), and a new student never takes a
+    key a known one has."""
     by_key: dict[str, Submission] = {}
     notes: list[str] = []
     found: list[tuple[Path, Student, str | None]] = []
@@ -122,13 +125,21 @@ def discover(folder: Path) -> tuple[list[Submission], list[str]]:
             notes.append(f"ignored {readable_text(entry.name)}: Moodle '{plugin}' submissions are not graded")
             continue
         found.append((entry, student, plugin))
-    # Students whose different names make one key ("Jüri" and "Jõri", "a b" and "a_b") each
-    # get the key with their name's own hash: the same whatever else is in the folder's order.
+    # Students whose different names make one key ("Jüri" and "Jõri", "a b" and "a_b"), here
+    # or with a student graded before, each get the key with their name's own hash.
+    by_participant = {s.participant_id: s.key for s in known if s.participant_id}
+    by_name = {same_name(s.name): s.key for s in known if not s.participant_id}
     names: dict[str, set[str]] = {}
+    for s in known:
+        names.setdefault(s.key, set()).add(same_name(s.name))
     for _, student, _ in found:
         names.setdefault(student.key, set()).add(same_name(student.name))
     for entry, student, plugin in found:
-        if len(names[student.key]) > 1:
+        kept = by_participant.get(student.participant_id) if student.participant_id \
+            else by_name.get(same_name(student.name))
+        if kept is not None:
+            student = Student(kept, student.name, student.participant_id)
+        elif len(names[student.key]) > 1:
             digest = hashlib.sha256(same_name(student.name).encode("utf-8")).hexdigest()[:8]
             student = Student(f"{student.key}_{digest}", student.name, student.participant_id)
         submission = by_key.setdefault(student.key, Submission(student))

@@ -254,6 +254,8 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
         rows, unmatched = worksheet_rows(runs, assignment, rubric.total_points, report_location)
         if len(rows) > 1:     # a class not from Moodle's download gets no worksheet, no note
             write_atomically(folder / f"{assignment}.csv", _csv(rows), newline="")
+        else:   # none left to write: an older file's grades are not this batch's
+            (folder / f"{assignment}.csv").unlink(missing_ok=True)
         if unmatched and len(rows) > 1:
             notes.append(f"moodle/{assignment}.csv: {len(unmatched)} student(s) not from a Moodle "
                          f"download (no participant id), left out: {', '.join(unmatched[:8])}"

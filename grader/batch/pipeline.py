@@ -203,7 +203,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
         republish(book, out, rubrics)
-        found, notes = discover(submissions_dir)
+        found, notes = discover(submissions_dir, book.known_students())
         progress = Progress(total=len(found), workers=options.workers, live=live,
                             **({"stream": stream} if stream is not None else {}))
         for note in notes:
@@ -405,6 +405,7 @@ class _ClassBatch:
             shutil.rmtree(scratch, ignore_errors=True)
             if context.fingerprints:
                 self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
+            self.book.update_name(submission.student)
             self.progress.finished(key, "skipped")
             return None
         if prepared.problem:
