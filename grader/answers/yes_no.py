@@ -43,7 +43,7 @@ _SECOND_ANSWER_FOLLOWS = (r"(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|o
                           r"actually)\b))")
 # "true"/"false" answer only where a clause starts ("False, true for 2 GPUs"), never inside
 # one ("No, the opposite is true.").
-_CLAUSE_START = r"(?:^|(?<=[,;.:!])\s*|(?<=[,;.:!]\s))"
+_CLAUSE_START = r"(?:^|(?<=[,;.:!])\s*|(?<=[,;.:!]\s)|(?<=\bbut\s))"
 _OTHER_NO = (r"(?:\b(?:no|nope)\b|" + _CLAUSE_START + r"\bfalse\b)" + _SECOND_ANSWER_FOLLOWS)
 # A second answer after a no: any yes word ("No... yes for 2"), or "true" starting a clause.
 _OTHER_YES = r"\b(?:yes|yeah|yep)\b|" + _CLAUSE_START + r"\btrue\b" + _SECOND_ANSWER_FOLLOWS
@@ -73,7 +73,7 @@ def read_yes_no(text: str) -> YesNo:
     first = _FIRST.match(text)
     if first is None:
         negative = _NOT.match(text)
-        if negative and not re.search(r"\bbut\b|\byes\b", negative.group("rest"), re.I):
+        if negative and not re.search(r"\bbut\b|\byes\b|\btrue\b", negative.group("rest"), re.I):
             return YesNo("no", text.strip(" *_\"'"))
         return YesNo(unclear=True)
     rest = first.group("rest")

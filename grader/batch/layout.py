@@ -20,6 +20,7 @@ report template aside; `report.pdf` where the template has a report template).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -140,6 +141,7 @@ def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[s
 
     root = _best(levels, top, with_files, lambda tied: _gather(top, tied, holding, notes))
     if root is not None:
+        _lift_doubled(top, root, assignments, notes)
         return root
     arranged = _arrange_loose_files(top, levels, assignments, notes)
     if arranged is not None:
@@ -151,6 +153,23 @@ def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[s
         return root
     raise Rejected("no assignment folder found (expected the layout of student_template/: "
                    + ", ".join(f"{a}/" for a in assignments) + ")")
+
+
+def _lift_doubled(top: Path, root: Path, assignments: Sequence[str], notes: list[str]) -> None:
+    """An assignment folder of the root that holds none of its files but a folder of its own
+    name that does (practical4.zip holding practical4/ beside a practical5.zip of loose files,
+    unpacked into practical4/practical4/): the inner folder is the assignment's."""
+    for assignment in assignments:
+        outer = root / assignment
+        inner = outer / assignment
+        if outer.is_dir() and not outer.is_symlink() and not _holds_its_files(outer, assignment) \
+                and inner.is_dir() and not inner.is_symlink() and _holds_its_files(inner, assignment):
+            aside = Path(tempfile.mkdtemp(prefix=f"_{assignment}-wrapper", dir=top))
+            outer.rename(aside / assignment)
+            (aside / assignment / assignment).rename(outer)
+            shutil.rmtree(aside)   # the wrapper: not graded, and no part of the content hash
+            notes.append(f"{assignment}/ graded from {inner.relative_to(top).as_posix()}/ (the "
+                         "assignment's folder inside a folder of its name)")
 
 
 def _arrange_loose_files(top: Path, levels: list[list[Path]], assignments: Sequence[str],

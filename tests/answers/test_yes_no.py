@@ -56,7 +56,10 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
                                   "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster",
                                   # "true" that is not the answer word, or both answers.
                                   "True parallelism is not reached", "Truly faster", "True/False",
-                                  "False for 5 GPUs, true for 2", "True, false for 5 GPUs"])
+                                  "False for 5 GPUs, true for 2", "True, false for 5 GPUs",
+                                  # hedges whose second answer is written true/false (an adversary's)
+                                  "Yes, but False for 5 GPUs", "False, but true for 2 GPUs",
+                                  "Not really, true for 2 GPUs"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"

@@ -390,6 +390,23 @@ def test_zips_holding_different_assignments_are_gathered_even_when_unequal(tmp_p
     assert (prepared.root / "hw3" / "model_parallel.py").read_bytes() == HW3[1]
 
 
+def test_an_assignment_folder_inside_a_folder_of_its_name_is_the_assignments(tmp_path):
+    """An adversary's mixed shapes: practical4.zip holding practical4/ beside a practical5.zip of
+    loose files; practical4 was graded from practical4/practical4/, every file missing."""
+    prepared = _root_of(tmp_path, {"alice": {
+        "practical4.zip": zip_bytes([OK_FILE]),
+        "practical5.zip": zip_bytes([("practical5_dp.py", b"A = 1\n"), ("practical5_single.py", b"A = 1\n")])}})
+    assert prepared.problem is None, prepared.problem
+    assert (prepared.root / "practical4" / "concepts.py").read_bytes() == OK_FILE[1]
+    assert (prepared.root / "practical5" / "practical5_dp.py").is_file()
+    assert any("practical4/ graded from" in note for note in prepared.notes), prepared.notes
+    assert not any(p.name.startswith("_practical4") for p in prepared.root.iterdir())
+    again = _root_of(tmp_path / "again", {"alice": {
+        "practical4.zip": zip_bytes([OK_FILE]),
+        "practical5.zip": zip_bytes([("practical5_dp.py", b"A = 1\n"), ("practical5_single.py", b"A = 1\n")])}})
+    assert again.content_hash == prepared.content_hash, "an unchanged upload is skipped next time"
+
+
 def test_two_versions_of_one_assignment_stay_ambiguous(tmp_path):
     prepared = _root_of(tmp_path, {"alice": {"v1/" + HW3[0]: HW3[1], "v2/" + HW3[0]: b"import os\n"}})
     assert prepared.root is None and "ambiguous submission: several folders hold the assignments " \
