@@ -283,6 +283,18 @@ def _task2_depths(answers) -> list[int]:
     return timed
 
 
+def own_depths_ratios(ours: dict, depths: list[int], times: dict) -> tuple[float, float] | None:
+    """(the student's time ratio from their first depth to their last, what a line through the
+    code's times at DEPTH 6 and 24 gives for the same depths), for the plausibility flag; None
+    where the line gives no positive time or the first time is 0."""
+    per_layer = (ours[24] - ours[6]) / 18
+    base = ours[6] - 6 * per_layer
+    predicted = [base + per_layer * d for d in (depths[0], depths[-1])]
+    if min(predicted) <= 0 or not times[depths[0]]:
+        return None
+    return times[depths[-1]] / times[depths[0]], predicted[1] / predicted[0]
+
+
 def _table(answers, qid, key, keys):
     by_key = rows_by(reported(answers, qid), key)  # a key that is no number is no row, no crash
     absent = [k for k in keys if k not in by_key or not isinstance(
@@ -338,8 +350,13 @@ def test_task2_reported_times_move_with_depth_as_the_code(probe, answers, report
         expected = {(a, b): change(ours[a], ours[b]) for a, b in steps}
     else:
         # Depths of the student's own: each step between them goes the way the code's time goes
-        # from DEPTH 6 to 24 (step time is monotone in the depth).
+        # from DEPTH 6 to 24 (step time is monotone in the depth), and the ratio from the first
+        # to the last is flagged where far from what a line through the code's times gives.
         expected = {(a, b): change(ours[6], ours[24]) for a, b in steps}
+        ratios = own_depths_ratios(ours, depths, times)
+        if ratios is not None:
+            _ratio_flag(flag, f"Task 2, step time DEPTH={depths[-1]} over DEPTH={depths[0]}",
+                        *ratios)
     wrong = [(a, b) for a, b in steps if expected[(a, b)]
              and direction(times[a], times[b]) != expected[(a, b)]]
     assert not wrong, disagrees(

@@ -80,3 +80,15 @@ def test_times_tens_of_times_the_simulated_ones_are_told_what_they_likely_are():
                                                            "simulated")
     assert wall_clock_hint({2: 1.3, 5: 1.2}, {2: 1.29, 5: 1.37}, "simulated") == ""
     assert wall_clock_hint({2: 797.61, 5: 145.45}, {2: 1.29, 5: 1.37}, "real") == ""
+
+
+def test_made_up_depths_of_the_students_own_are_measured_for_the_flag():
+    """Depths of the student's own passed on direction alone, never compared with the code's
+    times (the handout's 6/12/24 table is): the line through the code's times says 1.8x from
+    DEPTH 1 to 3, not 10x."""
+    from grader.checks.test_hw3 import PLAUSIBLE_RATIO, own_depths_ratios
+    ours = {6: 0.444, 12: 0.805, 24: 1.528}
+    theirs, predicted = own_depths_ratios(ours, [1, 2, 3], {1: 1.0, 2: 5.0, 3: 10.0})
+    assert theirs == 10.0 and theirs / predicted > PLAUSIBLE_RATIO
+    honest, line = own_depths_ratios(ours, [8, 16, 32], {8: 0.55, 16: 1.0, 32: 1.95})
+    assert 1 / PLAUSIBLE_RATIO <= honest / line <= PLAUSIBLE_RATIO
