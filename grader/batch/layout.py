@@ -105,8 +105,8 @@ def _best(levels: list[list[Path]], top: Path, score, gather=None) -> Path | Non
 def _gather(top: Path, folders: list[Path], holds, notes: list[str]) -> Path | None:
     """One root made of folders that each hold other assignments (practical4.zip holding
     practical4/ beside practical5.zip holding practical5/): their assignment folders are moved
-    into `top/_gathered/`. None where two hold the same assignment (two versions of one
-    homework: which one counts is the student's to say)."""
+    into a new `_gathered...` folder of `top`. None where two hold the same assignment (two
+    versions of one homework: which one counts is the student's to say)."""
     held = [holds(folder) for folder in folders]
     if sum(map(len, held)) != len(set().union(*held)):
         return None
