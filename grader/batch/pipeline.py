@@ -222,7 +222,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                 try:
                     batch.record_outcome(outcome)
                 except Exception as problem:   # one upload's record can only fail itself
-                    batch._unrecorded(outcome.job.context.submission.student.key,
+                    batch.unrecorded(outcome.job.context.submission.student.key,
                                       "recording its grading", problem)
         batch.warn_untimed()
         republish(book, out, rubrics)
@@ -364,12 +364,12 @@ class _ClassBatch:
             try:
                 job = self._settle(submission)
             except Exception as problem:   # one upload can only fail itself
-                self._unrecorded(submission.student.key, "preparing it", problem)
+                self.unrecorded(submission.student.key, "preparing it", problem)
                 continue
             if job is not None:
                 yield job
 
-    def _unrecorded(self, key: str, doing: str, problem: Exception) -> None:
+    def unrecorded(self, key: str, doing: str, problem: Exception) -> None:
         """What went wrong that no record of this upload could hold: said, and the batch goes
         on; the upload has no current run, so the next batch grades it again."""
         self.progress.warn(f"{key}: not recorded, {doing} failed ({type(problem).__name__}: "
