@@ -15,6 +15,7 @@ user's own code, under the same limits.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 
@@ -24,7 +25,9 @@ from grader.vgpu.trace import _OWN_CODE, call_site, get_trace
 
 MAX_ROWS = 1024
 MAX_RECORDS = 64
-_CONCATENATIONS = ("cat", "concat", "concatenate", "vstack")
+# torch.stack too: stacked along dim 0 and flattened, the chunks' outputs are the batch's rows
+# (its rows are recorded as the flattened tensor's, dim 0).
+_CONCATENATIONS = ("cat", "concat", "concatenate", "vstack", "stack")
 
 
 def _significant(value: float) -> float:
@@ -80,12 +83,19 @@ class RowRecorder:
             out = original(*args, **kwargs)
             caller = sys._getframe(1).f_code.co_filename
             trace = get_trace()
-            if trace.enabled and not any(part in caller for part in _OWN_CODE) \
+            # A stack inside torch (a DataLoader's collate) is no combining of the student's.
+            inside_torch = name == "stack" and f"{os.sep}torch{os.sep}" in caller
+            if trace.enabled and not any(part in caller for part in _OWN_CODE) and not inside_torch \
                     and isinstance(out, torch.Tensor) and self._take():
                 parts = args[0] if args else kwargs.get("tensors", ())
-                trace.emit("concat", op=name, shape=list(out.shape), device=str(out.device),
+                dim = args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis", 0))
+                if isinstance(dim, int) and dim < 0:   # torch.cat(outputs, dim=-2): counted from the end
+                    dim += out.dim()
+                rows = out
+                if name == "stack" and dim == 0 and out.dim() >= 2:
+                    rows = out.flatten(0, 1)
+                trace.emit("concat", op=name, shape=list(rows.shape), device=str(out.device),
                            inputs=[list(t.shape) for t in parts if isinstance(t, torch.Tensor)],
-                           dim=args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis", 0)),
-                           rows=row_prints(out), site=call_site(2))
+                           dim=dim, rows=row_prints(rows), site=call_site(2))
             return out
         return concatenation
