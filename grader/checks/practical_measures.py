@@ -44,7 +44,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
             open_pass = {"module": event.get("module"), "step": event.get("step"),
                          "batch": event.get("batch"), "rows_in": event.get("rows"),
                          "out_shape": None, "out_device": None, "rows_out": None,
-                         "input_device": event.get("input_device")}
+                         "input_device": event.get("input_device"),
+                         "grad": event.get("grad", True)}
             passes.append(open_pass)
         elif event.get("event") == "forward_out" and open_pass is not None:
             open_pass.update(out_shape=event.get("shape"), out_device=event.get("device"),
@@ -102,10 +103,11 @@ def devices_of_rank(run, rank: int) -> set[str]:
 
 
 def first_step_rows(run, rank: int) -> list[list[float]]:
-    """The rows the rank's model saw before its first optimizer step (its first batch)."""
+    """The rows the rank's model trained on before its first optimizer step (its first batch;
+    an evaluation pass under torch.no_grad() is no training batch)."""
     rows = []
     for forward in forward_passes(run, rank):
-        if forward["step"] == 0 and forward["rows_in"]:
+        if forward["step"] == 0 and forward["rows_in"] and forward["grad"]:
             rows += forward["rows_in"]
     return rows
 

@@ -116,10 +116,12 @@ class Observer:
         # When the work enqueued before this forward (a batch's copy to the GPU, say) is done:
         # a step's training work is timed from here (practical_measures.work_seconds).
         begun = {"sim_t": self.clock.completion() / 1e9} if self.clock is not None else {}
+        # grad: False under torch.no_grad() (an evaluation pass, not a training batch).
         self.trace.emit("forward", module=type(module).__name__, step=self.steps,
                         batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
-                        thread=thread, site=call_site(2), **self.rows.fields(first), **begun)
+                        thread=thread, site=call_site(2), grad=torch.is_grad_enabled(),
+                        **self.rows.fields(first), **begun)
         if thread == "MainThread":
             layout = placement(module)
             if self._placements.get(id(module)) != layout:
