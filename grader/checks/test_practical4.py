@@ -60,25 +60,33 @@ def chunk_passes(run, batch):
 def part3_layers(run):
     """Part 3's layer1 and layer2 (parameter counts of Linear(1000, 2000) and
     Linear(2000, 1000)) -> their devices, whether they are loose layers (the handout's way)
-    or held by a module of the student's (a class with self.layer1 and self.layer2). Part 1's
-    model, the first module seen to hold both, is left out (Part 2 runs it again)."""
-    found, part1 = {}, None
+    or held by a module of the student's (a class with self.layer1 and self.layer2). A whole
+    model on one GPU is Part 1's, or a replica of it a Part 2 of real data parallelism runs on
+    each GPU: left out, unless nothing else is there (then the last one, after Part 1's, is
+    Part 3's, all on one GPU)."""
+    found: dict[str, set[str]] = {}
+    whole = []
     for event in run.of("placement", 0):
         layers = event.get("layers", [])
         sizes = {layer.get("params") for layer in layers}
-        if {LAYER1_PARAMS, LAYER2_PARAMS} <= sizes:
-            shape = (event.get("module"), repr(layers))
-            if part1 is None:
-                part1 = shape
-            if shape == part1:
-                continue
-        for layer in layers:
-            name = {LAYER1_PARAMS: "layer1", LAYER2_PARAMS: "layer2"}.get(layer.get("params"))
-            if name:
-                device = layer.get("device")
-                found.setdefault(name, set()).update(
-                    map(str, device) if isinstance(device, list) else [str(device)])
+        devices = {str(d) for layer in layers for d in
+                   (layer.get("device") if isinstance(layer.get("device"), list) else [layer.get("device")])}
+        if {LAYER1_PARAMS, LAYER2_PARAMS} <= sizes and len(devices) == 1:
+            whole.append(layers)
+            continue
+        _add_part3_devices(found, layers)
+    if not found and len(whole) > 1:
+        _add_part3_devices(found, whole[-1])
     return found
+
+
+def _add_part3_devices(found: dict, layers: list[dict]) -> None:
+    for layer in layers:
+        name = {LAYER1_PARAMS: "layer1", LAYER2_PARAMS: "layer2"}.get(layer.get("params"))
+        if name:
+            device = layer.get("device")
+            found.setdefault(name, set()).update(
+                map(str, device) if isinstance(device, list) else [str(device)])
 
 
 def activation_moves(run, batch=BATCH):
