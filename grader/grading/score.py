@@ -27,7 +27,7 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
     from grader.integrity.scan import findings_for, split_by_kind
     graded = run.assignment_ids()
     overrides = check_overrides(overrides, rubrics, graded)
-    entries, errors = [], list(run.problems)
+    entries, errors, stale = [], list(run.problems), []
     for entry in run.assignments:
         rubric = rubrics.get(entry.assignment)
         if rubric is None:
@@ -56,12 +56,25 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
             if under:
                 document["conditions"] = under
         document.update(answer_data(results))
+        stale += scored_without_an_answer(document)
         entries.append(document)
     return Result(submission if submission is not None else run.submission, entries,
                   hardware=run.hardware, started_at=run.started_at, duration_s=run.duration_s,
                   errors=errors, overrides=dict(overrides.given) or None,
-                  override_problems=list(overrides.problems),
+                  override_problems=list(overrides.problems) + stale,
                   student=dict(student) if student else None)
+
+
+def scored_without_an_answer(assignment: Mapping[str, Any]) -> list[str]:
+    """Written answers the overrides score although this upload has no answer to them: a score
+    given to an earlier upload, kept after a re-upload without it (an instructor's day found
+    0.4 still given for an answer deleted since). Applied, and said where overrides are."""
+    values = ((assignment.get("answers") or {}).get("values")) or {}
+    return [f"{item['id']}: the overrides score it {item.get('score'):g}, but this upload has no "
+            f"answer to {item.get('answer')} (given to an earlier upload?)"
+            for item in assignment.get("items") or []
+            if item.get("kind") == "manual" and not item.get("pending") and item.get("answer")
+            and item.get("score") and values.get(item["answer"]) in (None, "")]
 
 
 def same_scores(recorded: Mapping[str, Any], again: Mapping[str, Any]) -> bool:

@@ -345,3 +345,17 @@ def test_bad_pytest_exit_code_is_reported():
 ])
 def test_skip_reason_formats(longrepr, reason):
     assert parse_skip_longrepr(longrepr) == reason
+
+
+def test_an_override_scoring_an_answer_the_upload_no_longer_has_is_said():
+    """An instructor's day: 0.4 given to a written answer stayed after the student re-uploaded
+    without it, with no word anywhere; it is applied, and listed with the overrides' problems."""
+    from grader.grading.score import scored_without_an_answer
+    assignment = {"answers": {"values": {"q.kept": "an answer"}}, "items": [
+        {"id": "p.gone", "kind": "manual", "answer": "q.gone", "score": 0.4, "pending": False},
+        {"id": "p.kept", "kind": "manual", "answer": "q.kept", "score": 0.5, "pending": False},
+        {"id": "p.zero", "kind": "manual", "answer": "q.zero", "score": 0, "pending": False},
+        {"id": "p.waiting", "kind": "manual", "answer": "q.waiting", "score": 0, "pending": True}]}
+    assert scored_without_an_answer(assignment) == [
+        "p.gone: the overrides score it 0.4, but this upload has no answer to q.gone (given to an "
+        "earlier upload?)"]
