@@ -213,6 +213,11 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             for problem in times.problems:
                 progress.warn(problem)
             _note_unmatched(times, [s.student for s in found], progress)
+            undated = [a for a in wanted if a in rubrics and rubrics[a].due is None]
+            if undated:
+                progress.note(f"no due date in the rubric of {', '.join(undated)}: the submission "
+                              "times give no late penalty there (a copy of the rubrics with `due` "
+                              "and --rubrics DIR does)")
         unmatched = _check_overrides(student_overrides, found, rubrics, wanted, progress)
         batch = _ClassBatch(book=book, out=out, config=config, rubrics=rubrics, options=options,
                             progress=progress, times=times, overrides=student_overrides)

@@ -676,3 +676,15 @@ def test_results_name_the_student_from_the_lms_export(tmp_path, rubrics, calls_l
     assert batch(subs, out, rubrics, overrides=overrides).progress.rescored == 1
     assert result(out, "Mari_Maasikas_123456")["student"]["name"] == "Mari Maasikas"
     assert result(out, "Jaan_Tamm_777")["student"] == {"key": "Jaan_Tamm_777", "name": "Jaan Tamm"}
+
+
+def test_times_for_an_assignment_without_a_due_date_are_said_to_give_no_penalty(tmp_path, calls_log):
+    """An instructor's day: practicals' times were read, then ignored without a word."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=10)
+    times = tmp_path / "times.csv"
+    times.write_text("student,submitted_at\nalice,2026-05-09T10:00:00+02:00\n")
+    stream = io.StringIO()
+    run_test_batch(subs, out, ["practical4"], submission_times=times, stream=stream)
+    assert "no due date in the rubric of practical4: the submission times give no late penalty" \
+        in stream.getvalue()
