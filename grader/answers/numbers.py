@@ -210,10 +210,15 @@ _LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|indices|index)\b", re.I
 _MARKED_RE = re.compile(r"(?<![\w*`])(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1(?![\w*`])")
 
 
+# A value (a count, a list, a time) is short: the readers' patterns, whose time can grow with
+# the square of crafted text, are not given longer text to search.
+MAX_VALUE_CHARS = 1000
+
+
 def without_markdown(text: str) -> str:
-    """`text` without the Markdown emphasis and code marks around its values (a value is short:
-    longer text is left as it is, never searched, which would take time growing with its square)."""
-    return _MARKED_RE.sub(r"\2", text) if len(text) <= 1000 else text
+    """`text` without the Markdown emphasis and code marks around its values (text longer than
+    a value is left as it is, never searched)."""
+    return _MARKED_RE.sub(r"\2", text) if len(text) <= MAX_VALUE_CHARS else text
 
 
 def whole_number_in(text: str, gpu: bool = False) -> int | None:

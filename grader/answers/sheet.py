@@ -17,14 +17,13 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
-from .numbers import (column_unit, decimal_mark, int_list_in, int_lists_in, quantity_in,
-                      shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown)
+from .numbers import (MAX_VALUE_CHARS, column_unit, decimal_mark, int_list_in, int_lists_in,
+                      quantity_in, shows_decimal_mark, whole_number_in, without_gpu_label,
+                      without_markdown)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
-# A value (a count, a list, a time) is short; the readers are not given longer text to search.
-MAX_VALUE_CHARS = 1000
 
 
 # The types a template's question may have ("gpu": a GPU's index, read from "cuda:0" too).

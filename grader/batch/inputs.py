@@ -185,6 +185,10 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                                     f"{str(exc)[:300] or 'no message'})", notes)
 
 
+# A name that is a file in one entry and a folder in another.
+_CLASHES = {errno.EISDIR, errno.EEXIST, errno.ENOTDIR}
+
+
 def _unpack_problem(exc: OSError, scratch: Path) -> str:
     """What went wrong unpacking, in the upload's own names: the batch's scratch folder is no
     business of the student's (the message reaches their feedback)."""
@@ -198,10 +202,6 @@ def _unpack_problem(exc: OSError, scratch: Path) -> str:
         return f"could not be unpacked: '{where}' is both a file and a folder in the upload"
     reason = readable_text(exc.strerror or type(exc).__name__)
     return f"could not be unpacked: {reason}" + (f" ('{where}')" if where else "")
-
-
-# A name that is a file in one entry and a folder in another.
-_CLASHES = {errno.EISDIR, errno.EEXIST, errno.ENOTDIR}
 
 
 def _refused(submission: Submission, problem: str, notes: list[str],

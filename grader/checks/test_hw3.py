@@ -110,19 +110,21 @@ def printed_count_pairs(stdout: str) -> list[tuple[int, int]]:
     return pairs
 
 
-def script_spec(gpus, submission: Path):
-    """The student's script as the grader runs it for Task 5's printed counts: DEPTH=20 at the
-    timing DIM, and STEPS=3 only to shorten the run where the script has that constant (the
-    handout names DIM and DEPTH only; a loop of the student's own keeps its steps)."""
+@pytest.fixture(scope="module")
+def script_specs(submission) -> dict[int, dict]:
+    """The student's script as the grader runs it for Task 5's printed counts, by GPU count:
+    DEPTH=20 at the timing DIM, and STEPS=3 only to shorten the run where the script has that
+    constant (the handout names DIM and DEPTH only; a loop of the student's own keeps its
+    steps)."""
     sets = {"DEPTH": TASK4_DEPTH, "DIM": TIMING_DIM}
     if constant_in_source(submission / "hw3" / "model_parallel.py", "STEPS") is not None:
         sets["STEPS"] = 3
-    return dict(script="hw3/model_parallel.py", gpus=gpus, sets=sets)
+    return {g: dict(script="hw3/model_parallel.py", gpus=g, sets=sets) for g in TASK4_GPUS}
 
 
 @pytest.fixture(scope="module")
-def probe(runs, submission):
-    runs.prefetch(*(script_spec(g, submission) for g in TASK4_GPUS))
+def probe(runs, script_specs):
+    runs.prefetch(*script_specs.values())
     records, run = runs.hw3(PLAN, gpus=max(NODE_SIZES))
     return records, run
 
@@ -632,8 +634,8 @@ def starts_on_the_host(run) -> bool:
 
 @pytest.mark.check("hw3.task5.counts_printed")
 @pytest.mark.parametrize("gpus", TASK4_GPUS)
-def test_task5_printed_counts_are_the_forward_passes(probe, runs, submission, measured, gpus):
-    run = runs.script(**script_spec(gpus, submission))
+def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, measured, gpus):
+    run = runs.script(**script_specs[gpus])
     counts = forward_counts(probe, gpus, starts_on_the_host(run))
     calls, copies = counts[0]
     measured["task5"] = {str(gpus): {"to_calls": calls, "transfers": copies}}
@@ -656,9 +658,9 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, submission, me
 @pytest.mark.check("hw3.task5.counts_reported")
 @pytest.mark.parametrize("gpus,quantity", [(g, q) for g in TASK4_GPUS
                                            for q in ("to_calls", "transfers")])
-def test_task5_reported_counts_match(probe, runs, submission, answers, reported_values, flag, gpus,
-                                    quantity):
-    counts = forward_counts(probe, gpus, starts_on_the_host(runs.script(**script_spec(gpus, submission))))
+def test_task5_reported_counts_match(probe, runs, script_specs, answers, reported_values, flag,
+                                    gpus, quantity):
+    counts = forward_counts(probe, gpus, starts_on_the_host(runs.script(**script_specs[gpus])))
     position = 0 if quantity == "to_calls" else 1
     allowed = {c[position] for c in counts}
     truth = counts[0][position]

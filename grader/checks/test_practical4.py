@@ -69,8 +69,7 @@ def part3_layers(run):
     for event in run.of("placement", 0):
         layers = event.get("layers", [])
         sizes = {layer.get("params") for layer in layers}
-        devices = {str(d) for layer in layers for d in
-                   (layer.get("device") if isinstance(layer.get("device"), list) else [layer.get("device")])}
+        devices = {d for layer in layers for d in _devices(layer)}
         if {LAYER1_PARAMS, LAYER2_PARAMS} <= sizes and len(devices) == 1:
             whole.append(layers)
             continue
@@ -80,13 +79,17 @@ def part3_layers(run):
     return found
 
 
+def _devices(layer: dict) -> list[str]:
+    """A placement's layer's device(s): one, or a list where its parameters are spread."""
+    device = layer.get("device")
+    return [str(d) for d in device] if isinstance(device, list) else [str(device)]
+
+
 def _add_part3_devices(found: dict, layers: list[dict]) -> None:
     for layer in layers:
         name = {LAYER1_PARAMS: "layer1", LAYER2_PARAMS: "layer2"}.get(layer.get("params"))
         if name:
-            device = layer.get("device")
-            found.setdefault(name, set()).update(
-                map(str, device) if isinstance(device, list) else [str(device)])
+            found.setdefault(name, set()).update(_devices(layer))
 
 
 def activation_moves(run, batch=BATCH):

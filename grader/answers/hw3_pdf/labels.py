@@ -342,8 +342,9 @@ def numbers_after(rest: str, kind: str) -> list[int] | None:
     """The number(s) answering a label, read from the rest of its line by the answer sheet's
     rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
     whole line, else the line up to where a remark starts. A label alone on its line is answered
-    on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when neither reads as one answer ("1 or 2", "0-2, 3-5"):
-    the label is then unanswered, and a person reads it."""
+    on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when
+    neither reads as one answer ("1 or 2", "0-2, 3-5"): the label is then unanswered, and a
+    person reads it."""
     line, _, more = rest.partition("\n")
     if not line.strip(" |:=-–"):   # the label on its own line, the answer under it
         line, _, more = more.partition("\n")
