@@ -56,11 +56,16 @@ def _flush_open_files() -> None:
     # Finalisation would flush files the script never closed (and stdio); do it here.
     import gc
     import io
-    # type(o), not isinstance(o, ...): an ABC's isinstance reads o.__class__ through the
+    from itertools import compress
+    # By type(o), never isinstance(o, ...): an ABC's isinstance reads o.__class__ through the
     # object's own __getattribute__, and some objects warn on any attribute access
-    # (torch.distributed.reduce_op: a FutureWarning printed at every exit).
-    for stream in [sys.stdout, sys.stderr] + [o for o in gc.get_objects()
-                                             if issubclass(type(o), io.IOBase)]:
+    # (torch.distributed.reduce_op: a FutureWarning printed at every exit). The hundreds of
+    # thousands of objects torch makes are filtered in C (map, compress): a Python loop over
+    # them cost every rank about 0.15 s of CPU at its exit.
+    objects = gc.get_objects()
+    files = {kind for kind in set(map(type, objects)) if issubclass(kind, io.IOBase)}
+    for stream in [sys.stdout, sys.stderr] + list(compress(objects, map(files.__contains__,
+                                                                        map(type, objects)))):
         try:
             if not stream.closed and stream.writable():
                 stream.flush()

@@ -1,6 +1,8 @@
 """The ranks of a graded torchrun run are forked from a launcher that imported torch once
 (grader/vgpu/ranks.py): the same run, the same records, the same failures as ranks started as
 fresh interpreters, for about a third of the CPU (issue 15)."""
+import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -8,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader.harness.execute import run_script
+from grader.sandbox.forked_runs import ForkServer
 from grader.vgpu.ranks import FORK_ENV, forks_ranks, may_fork
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DDP = """\
 import os, sys, torch, torch.distributed as dist, torch.nn as nn
@@ -86,7 +91,6 @@ def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch):
     monkeypatch.delenv(FORK_ENV, raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert may_fork([python, runner, "s.py"], 2)
-    assert not may_fork([python, runner, "s.py"], 1)         # nothing to share
     assert not may_fork([python, "s.py"], 2)                   # not the grader's runner
     assert not may_fork(["/other/python", runner, "s.py"], 2)  # another interpreter
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")            # real GPUs: fresh ones
@@ -96,6 +100,44 @@ def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch):
     assert may_fork([python, runner, "s.py"], 2)
     monkeypatch.setenv(FORK_ENV, "0")
     assert not may_fork([python, runner, "s.py"], 2)
+
+
+def test_one_rank_is_forked_only_from_a_launcher_that_has_torch_already():
+    """A fresh launcher would import torch for one rank alone (nothing to share); one forked
+    from a grading's fork server has it, and a fresh interpreter would import it again."""
+    code = ("import sys\nfrom grader.vgpu.ranks import may_fork\n"
+            "command = [sys.executable, 'grader/vgpu/run_on_node.py', 's.py']\n"
+            "print(may_fork(command, 1), may_fork(command, 2))\n"
+            "import torch\nprint(may_fork(command, 1))\n")
+    env = {k: v for k, v in os.environ.items() if k not in (FORK_ENV, "CUDA_VISIBLE_DEVICES")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True"], done.stdout + done.stderr
+
+
+def test_one_rank_from_the_fork_server_is_forked_and_runs_as_a_fresh_one(folders, monkeypatch):
+    """P6's and P10's one-process runs: forked from the launcher the grading's fork server
+    forked, not a fresh interpreter that imports torch (about 3.5 s of CPU) again."""
+    submission, scratch = folders
+    (submission / "p" / "s.py").write_text(DDP)
+    monkeypatch.delenv(FORK_ENV, raising=False)
+    (scratch / "forks").mkdir()
+    forks = ForkServer(scratch / "forks")
+    try:
+        forked = run_script(submission, "p/s.py", gpus=1, nproc=1, launcher="torchrun",
+                            scratch_root=scratch, force_virtual=True, timeout_s=120, forks=forks)
+    finally:
+        forks.close()
+    monkeypatch.setenv(FORK_ENV, "0")
+    fresh = run_script(submission, "p/s.py", gpus=1, nproc=1, launcher="torchrun",
+                       scratch_root=scratch, force_virtual=True, timeout_s=120)
+    for observation in (forked, fresh):
+        assert observation.ok, observation.problem()
+        assert observation.integrity == [], observation.integrity
+        assert "rank 0 of 1" in observation.stdout
+    assert "run_on_node.py" not in forked.stdout and "run_on_node.py" in fresh.stdout, (
+        forked.stdout, fresh.stdout)
+    assert summary(forked) == summary(fresh)
 
 
 def test_a_launcher_with_a_second_thread_does_not_fork(monkeypatch):
