@@ -139,6 +139,19 @@ def test_a_forked_runs_own_interpreters_are_told_of_the_bytecode_cache(server, m
     assert result.stdout.splitlines() == [str(cache), str(cache)], result.stdout
 
 
+def test_what_the_server_imported_stays_out_of_a_runs_garbage_collections(server):
+    """torch's objects, shared with the server, are frozen (gc.freeze): a run's collections
+    and its exit's search for unclosed files do not walk (and so copy) every page of them;
+    what the run makes is collected as in a fresh process (its unclosed files are flushed:
+    tests/vgpu/test_distributed.py)."""
+    code = ("import gc\nprint(gc.get_freeze_count() > 100_000)\n"
+            "cycle = []\ncycle.append(cycle)\ndel cycle\nprint(gc.collect() >= 1)\n")
+    forked, fresh = _run(server, code), _run(server, code, forked=False)
+    assert forked.returncode == 0, forked.stderr
+    assert forked.stdout.split() == ["True", "True"], forked.stdout
+    assert fresh.stdout.split() == ["False", "True"], fresh.stdout
+
+
 def test_exit_status_and_signals_come_back_as_from_a_fresh_run(server):
     assert _run(server, "import sys; sys.exit(3)").returncode == 3
     assert _run(server, "raise SystemExit('bad input')").returncode == 1

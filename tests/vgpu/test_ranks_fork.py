@@ -26,7 +26,9 @@ for _ in range(2):
     opt.zero_grad()
     model(torch.randn(4, 8, device="cuda")).sum().backward()
     opt.step()
-os.write(1, f"rank {rank} of {dist.get_world_size()} launched by {sys.orig_argv[1:3]}\\n".encode())
+import gc
+os.write(1, f"rank {rank} of {dist.get_world_size()} launched by {sys.orig_argv[1:3]}, "
+            f"frozen {gc.get_freeze_count() > 0}\\n".encode())
 dist.destroy_process_group()
 """
 
@@ -73,6 +75,8 @@ def test_forked_ranks_run_as_fresh_ones_do(folders, monkeypatch):
     assert "grader.vgpu.ranks" not in fresh.stdout, fresh.stdout
     for observation in (forked, fresh):      # one write per line: lines never interleave
         assert "rank 0 of 2" in observation.stdout and "rank 1 of 2" in observation.stdout
+    # What the forked ranks share with their launcher stays out of their garbage collections.
+    assert forked.stdout.count("frozen True") == 2 and "frozen True" not in fresh.stdout
     assert summary(forked) == summary(fresh)
     assert {e.get("rank") for e in forked.of("step")} == {0, 1}
 
