@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
 from grader.reports.measurements import comparison_rows, format_value, task_label
+from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
 
 STATUS_WORDS = {
     "passed": "passed", "failed": "failed", "partial": "partly passed", "error": "error",
@@ -55,6 +56,8 @@ def assignment_view(assignment: Mapping[str, Any],
     measurements = assignment.get("measurements") or None
     reported = assignment.get("reported") or None
     rows = comparison_rows(measurements, reported, str(assignment.get("id", "")))
+    rubric_items, stops = _stops_told_once(
+        [item_view(i) for i in items if i.get("kind") != "penalty"])
     return {
         "id": assignment.get("id"),
         "title": assignment.get("title"),
@@ -67,7 +70,8 @@ def assignment_view(assignment: Mapping[str, Any],
         "rubric_max_score": format_points(assignment.get("rubric_max_score")),
         "errors": list(assignment.get("errors") or []),
         "late": assignment.get("late"),
-        "rubric_items": _said_once([item_view(i) for i in items if i.get("kind") != "penalty"]),
+        "rubric_items": _said_once(rubric_items),
+        "stops": stops,
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
         "pending": [item_view(i) for i in items if i.get("pending")],
         "measurements": measurements,
@@ -141,6 +145,19 @@ def _said_once(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
+def _stops_told_once(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict]]:
+    """A run that stopped (a SyntaxError, an exception, a hang) observed by several checks:
+    told once, at the top of the assignment; each of those checks says which run it needed
+    and points there."""
+    failing = [check for item in items for check in item["checks"] if check["status"] != "passed"]
+    stops = [stop for stop in stopped_runs(check["feedback"] for check in failing)
+             if stop["checks"] > 1]
+    told = {stop["text"] for stop in stops}
+    for check in failing:
+        check["feedback"] = point_to_the_stop(check["feedback"], told)
+    return items, stops
+
+
 def check_view(check: Mapping[str, Any]) -> dict[str, Any]:
     cases = check.get("cases") or []
     return {
@@ -191,7 +208,7 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
     not be found (listed, never silently scored zero) and problems with the files."""
     if not isinstance(answers, Mapping):
         return None
-    files = [f"{f.get('file')}: {FILE_STATUS.get(f.get('status'), f.get('status'))}"
+    files = [f"{f.get('file')} ({FILE_STATUS.get(f.get('status'), f.get('status'))})"
              for f in answers.get("files") or [] if isinstance(f, Mapping)]
     questions = answers.get("questions") or {}
     missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in answers.get("missing") or []]
@@ -220,8 +237,8 @@ def readings(answers: Mapping[str, Any]) -> list[dict[str, str]]:
     return found
 
 
-FILE_STATUS = {"ok": "read", "partial": "read in part (see below)", "unreadable": "could not be read",
-               "missing": "not handed in", "problems": "read, with problems (see below)"}
+FILE_STATUS = {"ok": "read", "partial": "read in part: see below", "unreadable": "could not be read",
+               "missing": "not handed in", "problems": "read, with problems: see below"}
 
 
 def review_note(integrity: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -20,14 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
+from grader.reports.stopped_runs import CONFIGURATION, CRASH
 from grader.reports.student_view import FILE_STATUS, display_name
 from grader.scoring.score import failure_shape
 
-# A check's "Observed:" line saying its run crashed or hung (not a missing answer, whose
-# fix is an answer even when the run crashed too), or a message that is only that run's
-# problem ("practical5/practical5_dp.py (2 GPU(s)) stopped with ...").
-_CRASH = re.compile(r"^(?:Observed: (?!no answer found)|(?=\S+\.py \())(.*\b(?:stopped with|"
-                    r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
 # An answer the sheet lacks (nothing else wrong with it): "Observed: no answer found" alone
 # or with the code's own problem after it, and where it belongs, "FILE (qid)" last.
 _MISSING = re.compile(r"^Observed: no answer found(?:$|; and your code could not be run to "
@@ -39,8 +35,6 @@ _WHERE = re.compile(r"^Where to look: (?P<where>.*?)\s*\((?P<qid>[\w.]+)\)\s*$",
 # The same exception fails checks of several tasks, each naming its configurations its way.
 _RAISED = re.compile(r"(?:^(?:Building or running|Importing) .*? failed: |^Observed: )"
                      r"(?P<error>\w+ at [\w./-]+\.py:\d+ .*)$", re.M)
-# The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
-_CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
 # Cases listed by name under one cause before the rest are counted.
 _CASES_SHOWN = 6
 _INDENT = "   "
@@ -106,7 +100,7 @@ def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> Cause
 
 def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
     """The cause `message` belongs to (made on its first message)."""
-    crash = _CRASH.search(message)
+    crash = CRASH.search(message)
     missing, where = _MISSING.search(message), _WHERE.search(message)
     if missing and where:
         # An empty sheet fails every answer check: one cause per file, the ids to write (and
@@ -131,7 +125,7 @@ def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
     if crash:
         # A run that crashed or hung fails every check that needed it, whatever each check
         # expected: one cause, the crash, in whichever configuration it happened.
-        observed = _CONFIGURATION.sub("", crash.group(1))
+        observed = CONFIGURATION.sub("", crash.group(1))
         return causes.setdefault(
             "run: " + failure_shape(" ".join(observed.split())),
             Cause("Every one of these checks needs your script to run to its end; it did not.\n"

@@ -158,7 +158,7 @@ class _Tags(HTMLParser):
 def test_answers_not_found_are_listed_with_the_files_read(result):
     md = render_markdown(result(ROUND_ROBIN))
     answers = section(md, "### Your answers")
-    assert ("Read from: hw3/report.pdf: read in part (see below); hw3/answers.yaml: not handed in."
+    assert ("Your answer files: hw3/report.pdf (read in part: see below); hw3/answers.yaml (not handed in)."
             in answers)
     assert "An instructor will look at your report by hand." in answers
     assert "- task2.explanation: How does the step time grow with DEPTH, and why?" in answers

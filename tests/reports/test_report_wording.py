@@ -80,8 +80,8 @@ def test_a_missing_report_is_not_handed_in_and_a_broken_one_could_not_be_read(tm
     broken = collect_answers(tmp_path / "sub", "hw3", "pdf_then_sheet").to_dict()
     assert broken["files"][0]["status"] == "unreadable"
     result = fresh(ROUND_ROBIN)
-    for answers, words in ((missing, "hw3/report.pdf: not handed in"),
-                           (broken, "hw3/report.pdf: could not be read")):
+    for answers, words in ((missing, "hw3/report.pdf (not handed in)"),
+                           (broken, "hw3/report.pdf (could not be read)")):
         result["assignments"][0]["answers"] = answers
         assert words in render_markdown(result)
         instructor = render_instructor_markdown(result, load_rubrics())
@@ -110,3 +110,42 @@ def test_one_failure_behind_several_checks_is_told_once_in_the_report():
     assert "hw3.same1: 1 of 1 case(s) did not pass" in md
     assert md.count("- the same failure as hw3.same0 above") == 2
     assert "Expected: a scatter" in md
+
+
+def test_a_run_that_stopped_is_told_once_at_the_top_and_each_check_keeps_what_it_expected():
+    """A SyntaxError fails every check that runs the script, each expecting something else:
+    the stop is told once at the top of the assignment (with the runs it stopped), and each
+    check keeps its Expected and Where-to-look lines and says which run it needed. A stop only
+    one check observed stays where it is."""
+    result = fresh(ROUND_ROBIN)
+    stop = ("stopped with SyntaxError: '(' was never closed (concepts.py, line 88)")
+    item = result["assignments"][0]["items"][0]
+    checks = []
+    for n, (label, configuration, lead) in enumerate((
+            ("test_split", "2 GPU(s)", ""), ("[63]", "2 GPU(s), BATCH_SIZE=63", ""),
+            ("test_answer", "2 GPU(s)", "your code did not get that far: "))):
+        checks.append({"id": f"practical4.c{n}", "status": "failed", "score": 0,
+                       "max_score": 1, "passed": 0, "failed": 1, "skipped": 0, "errors": 0,
+                       "cases": [], "feedback":
+                       f"practical4.c{n}: 1 of 1 case(s) did not pass (0 of 1 point(s)).\n"
+                       f"- {label}: Expected: thing {n}\nObserved: {lead}practical4/concepts.py "
+                       f"({configuration}) {stop}\nWhere to look: part {n}"})
+    checks.append({**checks[0], "id": "practical4.alone", "feedback":
+                   "practical4.alone: 1 of 1 case(s) did not pass (0 of 1 point(s)).\n"
+                   "- test_one: Expected: a message\nObserved: practical4/concepts.py (1 GPU(s))"
+                   " stopped with ValueError: no GPU\nWhere to look: part 9"})
+    item["checks"] = checks
+    md, page = render_markdown(result), render_html(result)
+    assert md.count("was never closed") == 1 and page.count("was never closed") == 1, md
+    assert ("- practical4/concepts.py stopped with SyntaxError: '(' was never closed "
+            "(concepts.py, line 88) (runs: 2 GPU(s); 2 GPU(s), BATCH_SIZE=63; 3 checks)") in md
+    md_top = md.index("**Your code did not run to its end**")
+    assert md_top < md.index("**practical4.c0**"), "the stop is told before the checks"
+    for n in range(3):
+        assert f"Expected: thing {n}" in md and f"Where to look: part {n}" in md
+    assert ("Observed: practical4/concepts.py (2 GPU(s), BATCH_SIZE=63) did not run to its end "
+            "(what stopped it: at the top of this assignment)") in md
+    assert "Observed: your code did not get that far: practical4/concepts.py (2 GPU(s)) did not" in md
+    assert ("Observed: practical4/concepts.py (1 GPU(s)) stopped with ValueError: no GPU" in md
+            and md.count("no GPU") == 1)
+    assert "Your code did not run to its end" in page

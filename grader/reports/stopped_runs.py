@@ -1,0 +1,61 @@
+"""Runs of the student's code that stopped before their end, as the checks' feedback says.
+
+A script that does not run (a SyntaxError, an exception in Part 1, a hang) fails every check
+that needed it, each with the same "Observed: ... stopped with ..." line: the terminal summary
+shows it as one cause (grader/reports/terminal.py), and the report names it once at the top of
+its assignment, the checks below pointing there instead of repeating it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+# A check's "Observed:" line saying its run crashed or hung (not a missing answer, whose
+# fix is an answer even when the run crashed too), or a message that is only that run's
+# problem ("practical5/practical5_dp.py (2 GPU(s)) stopped with ...").
+CRASH = re.compile(r"^(?:Observed: (?!no answer found)|(?=\S+\.py \())(.*\b(?:stopped with|"
+                   r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
+# The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
+CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
+# The same, where the report may shorten it: a run named by its script and configuration
+# (an answer check first says the code did not reach what the answer is about).
+_OBSERVED_STOP = re.compile(r"^Observed: (?P<lead>your code did not get that far: )?(?P<run>\S+\.py \([^()\n]*GPU\(s\)[^()\n]*\)) (?P<stop>(?:stopped with|"
+                            r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
+
+
+def without_configuration(observed: str) -> str:
+    return " ".join(CONFIGURATION.sub("", observed).split())
+
+
+def stopped_runs(feedbacks: Iterable[str]) -> list[dict]:
+    """The distinct stops that the feedbacks (one per check) observe, in order, each with
+    "text" (the run without its configuration), "configurations" (as the runs were named: "2 GPU(s), BATCH_SIZE=63")
+    and "checks" (how many feedbacks observe it)."""
+    found: dict[str, dict] = {}
+    for feedback in feedbacks:
+        seen = set()
+        for match in _OBSERVED_STOP.finditer(feedback or ""):
+            text = _stop_text(match)
+            entry = found.setdefault(text, {"text": text, "configurations": [], "checks": 0})
+            configuration = CONFIGURATION.search(match.group("run")).group(0).strip()[1:-1]
+            if configuration not in entry["configurations"]:
+                entry["configurations"].append(configuration)
+            if text not in seen:
+                entry["checks"] += 1
+                seen.add(text)
+    return list(found.values())
+
+
+def _stop_text(match: re.Match) -> str:
+    return without_configuration(f"{match.group('run')} {match.group('stop')}")
+
+
+def point_to_the_stop(feedback: str, told: set[str]) -> str:
+    """The feedback with each "Observed:" stop among `told` (texts of stopped_runs, told in
+    full at the top of the assignment) shortened to the run it names and a pointer there."""
+    def shortened(match: re.Match) -> str:
+        if _stop_text(match) not in told:
+            return match.group(0)
+        return (f"Observed: {match.group('lead') or ''}{match.group('run')} did not run to its "
+                "end (what stopped it: at the top of this assignment)")
+    return _OBSERVED_STOP.sub(shortened, feedback)
