@@ -200,7 +200,9 @@ def _check_rates(graded: list[CurrentRun]) -> list[dict]:
 
 def _common_failures(graded: list[CurrentRun], limit: int = 15) -> list[dict]:
     """Checks (or items without checks) that did not pass, by how many students, with the
-    first student's feedback (by key) as the example."""
+    first student's feedback (by key) as the example: the first whose code got past the
+    template's TODOs where there is one (an untouched template fails every check the same
+    way, and shows nothing of how students really fail)."""
     found: dict[str, dict] = {}
     for run in graded:
         for assignment in run.result.get("assignments", []):
@@ -209,12 +211,19 @@ def _common_failures(graded: list[CurrentRun], limit: int = 15) -> list[dict]:
                 for unit in units:
                     if unit.get("status") not in ("failed", "partial", "error"):
                         continue
+                    example = _example(unit, item)
                     entry = found.setdefault(unit["id"], {"id": unit["id"], "students": 0,
                                                           "item": item.get("id", ""),
                                                           "example_student": run.student.key,
-                                                          "example": _example(unit, item)})
+                                                          "example": example})
                     entry["students"] += 1
+                    if _AT_A_TODO in entry["example"] and _AT_A_TODO not in example:
+                        entry.update(example_student=run.student.key, example=example)
     return sorted(found.values(), key=lambda f: (-f["students"], f["id"]))[:limit]
+
+
+# How a run that stopped at one of the template's TODOs says so (grader/harness/observation.py).
+_AT_A_TODO = "a TODO of the template is still to be written"
 
 
 def _example(unit: Mapping, item: Mapping) -> str:

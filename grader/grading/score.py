@@ -57,6 +57,7 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
                 document["conditions"] = under
         document.update(answer_data(results))
         stale += scored_without_an_answer(document)
+        stale += released_without_a_hold(document, overrides)
         entries.append(document)
     return Result(submission if submission is not None else run.submission, entries,
                   hardware=run.hardware, started_at=run.started_at, duration_s=run.duration_s,
@@ -75,6 +76,17 @@ def scored_without_an_answer(assignment: Mapping[str, Any]) -> list[str]:
             for item in assignment.get("items") or []
             if item.get("kind") == "manual" and not item.get("pending") and item.get("answer")
             and item.get("score") and values.get(item["answer"]) in (None, "")]
+
+
+def released_without_a_hold(assignment: Mapping[str, Any], overrides: Overrides) -> list[str]:
+    """A release of an assignment that holds nothing: a typo in the student's key of a real
+    hold (whose points then stay withheld) or a release kept from an earlier upload reads the
+    same, so it is said where the overrides' problems are, not silently ignored."""
+    assignment_id = str(assignment.get("id"))
+    if overrides.release(assignment_id) is None or (assignment.get("integrity") or {}).get("problems"):
+        return []
+    return [f"{assignment_id}.integrity: cleared, but nothing of {assignment_id} is held for "
+            "review in this upload: the release changes nothing (meant for another student?)"]
 
 
 def same_scores(recorded: Mapping[str, Any], again: Mapping[str, Any]) -> bool:

@@ -111,7 +111,20 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
     assert page == out / "index.html"
     text = page.read_text(encoding="utf-8")
 
-    assert ("8 students: 4 graded, 1 rejected, 1 for a person, 1 timed out, 1 errored." in text)
+    assert ("8 students: 4 graded, 1 rejected, 1 with nothing to grade, 1 timed out, 1 errored."
+            in text)
+    # What needs a person, counted where the counts are (an instructor's day found "0 for a
+    # person" above a list of overrides to correct).
+    book = Gradebook(out / "gradebook.sqlite")
+    summary = class_summary(book.current_runs())
+    book.close()
+    to_do = re.search(r'<p id="to-do">(.*?)</p>', text).group(1)
+    assert to_do.startswith(
+        f"For a person: 1 upload(s) with nothing to grade, {len(summary['override_problems'])} "
+        f"override problem(s), {len(summary['integrity'])} assignment(s) held for review, "
+        f"{len(summary['answer_review'])} answer file(s) to read by hand, "
+        f"{len(summary['answer_flags'])} flag(s) on reported numbers"), to_do
+    assert summary["override_problems"], "the fixture has an override problem to count"
     # Pass rates, worst first: layout 1/4 before trend 3/4.
     rows = re.findall(r"<tr><td>(hw3\.[\w.]+)</td><td>hw3</td><td class=\"num\">(\d+)</td>"
                       r"<td class=\"num\">(\d+)</td><td class=\"num\">(\d+%)</td></tr>", text)
@@ -235,7 +248,7 @@ def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp
     make_submission(subs / "cat", behaviour="crash")
     run_test_batch(subs, out, ["practical4"])
     text = (out / "index.html").read_text()
-    assert "3 students: 2 graded, 0 rejected, 0 for a person, 0 timed out, 1 errored." in text
+    assert "3 students: 2 graded, 0 rejected, 0 with nothing to grade, 0 timed out, 1 errored." in text
     assert re.search(r'<li class="flag">ann, ben</li>', text)
     assert "the grading process failed" in text
 
@@ -318,3 +331,19 @@ def test_identical_written_answers_are_flagged_and_shared_facts_are_not(tmp_path
     assert summary["same_answers"] == [{"assignment": "hw3", "groups": [["ann", "ben"]]}]
     page = render_class_page(summary)
     assert '<ul id="same-answers">' in page and "hw3: ann, ben" in page
+
+
+def test_a_failures_example_is_a_student_past_the_templates_todos(tmp_path):
+    """An instructor's day: every example of 'Most common failures' came from the untouched
+    template (first by key), which shows nothing of how students really fail."""
+    book = Gradebook(tmp_path / "gradebook.sqlite")
+    todo = ("Observed: hw3/model_parallel.py (2 GPU(s)) stopped with NotImplementedError at "
+            "model_parallel.py:40 (a TODO of the template is still to be written): Task 3")
+    real = "Observed: hw3/model_parallel.py (2 GPU(s)) stopped with IndexError at x.py:3: out"
+    for key, feedback in (("aaron_template", todo), ("beth", real), ("carl_template", todo)):
+        record(book, key, "graded", f"h-{key}", build_result(key, [hw3(False, True, None, feedback)]))
+    failures = class_summary(book.current_runs())["failures"]
+    book.close()
+    (layout,) = [f for f in failures if f["id"] == "hw3.task1.layout"]
+    assert (layout["students"], layout["example_student"]) == (3, "beth"), layout
+    assert "IndexError" in layout["example"]

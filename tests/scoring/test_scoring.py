@@ -359,3 +359,19 @@ def test_an_override_scoring_an_answer_the_upload_no_longer_has_is_said():
     assert scored_without_an_answer(assignment) == [
         "p.gone: the overrides score it 0.4, but this upload has no answer to q.gone (given to an "
         "earlier upload?)"]
+
+
+def test_a_release_of_an_assignment_that_holds_nothing_is_said():
+    """An instructor's day: `practical4.integrity: {cleared: true}` under a student with
+    nothing held was accepted without a word, as a typo in the key of a real hold would be."""
+    from grader.grading.score import released_without_a_hold
+    from grader.scoring import check_overrides, load_rubrics
+    overrides = check_overrides({"practical4.integrity": {"cleared": True, "comment": "ok"}},
+                                load_rubrics(), ["practical4"])
+    assert overrides.release("practical4") is not None and not overrides.problems
+    held = {"id": "practical4", "integrity": {"problems": ["concepts.py:3 reads the seal"]}}
+    assert released_without_a_hold(held, overrides) == []
+    assert released_without_a_hold({"id": "practical5"}, overrides) == []
+    said = released_without_a_hold({"id": "practical4", "integrity": {"problems": []}}, overrides)
+    assert said == ["practical4.integrity: cleared, but nothing of practical4 is held for review "
+                    "in this upload: the release changes nothing (meant for another student?)"]
