@@ -103,7 +103,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
         "same_hash": _groups({r.student.key: r.content_hash for r in runs
                               if not r.content_hash.startswith("raw:")}),
         "same_code": code,
-        "same_answers": _same_written_answers(graded),
+        "same_answers": same_written_answers(graded),
         "code_compared": sum(1 for prints in (fingerprints or {}).values() if prints),
     }
 
@@ -302,29 +302,40 @@ def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:
     return sorted(sorted(keys) for keys in by_value.values() if len(keys) > 1)
 
 
-# Written answers shorter than this in all (a word or two) are alike by chance, not copied.
-MIN_WRITTEN_CHARS = 80
+# A written answer shorter than this (a word or a short phrase) is alike by chance, not copied.
+MIN_WRITTEN_CHARS = 40
 
 
-def _same_written_answers(graded: list[CurrentRun]) -> list[dict]:
-    """Per assignment, the groups of students whose written answers (the items a person
-    grades; as read from the sheet or the PDF) are the same text, case and spacing ignored.
-    Factual answers are left out: honest students with the same correct code share them."""
-    found = []
-    by_assignment: dict[str, dict[str, str]] = defaultdict(dict)
+def same_written_answers(graded: Iterable[CurrentRun]) -> list[dict]:
+    """Per written answer (a manual item, as read from the sheet or the PDF), the groups of
+    students who wrote the same text, case and spacing ignored: one copied answer is seen
+    even where the rest of the sheet was changed. Factual answers are left out: honest
+    students with the same correct code share them."""
+    texts: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for run in graded:
         for assignment in (run.result or {}).get("assignments") or []:
             values = (assignment.get("answers") or {}).get("values") or {}
-            texts = [" ".join(str(values.get(item.get("answer"))).lower().split())
-                     for item in assignment.get("items") or []
-                     if item.get("kind") == "manual" and values.get(item.get("answer"))]
-            if sum(map(len, texts)) >= MIN_WRITTEN_CHARS:
-                by_assignment[assignment.get("id")][run.student.key] = "\n".join(texts)
-    for assignment in sorted(by_assignment):
-        groups = _groups(by_assignment[assignment])
+            for item in assignment.get("items") or []:
+                value = values.get(item.get("answer"))
+                text = " ".join(str(value).lower().split()) if value else ""
+                if item.get("kind") == "manual" and len(text) >= MIN_WRITTEN_CHARS:
+                    texts[(str(assignment.get("id")), str(item.get("id")))][run.student.key] = text
+    found = []
+    for (assignment, item) in sorted(texts):
+        groups = _groups(texts[(assignment, item)])
         if groups:
-            found.append({"assignment": assignment, "groups": groups})
+            found.append({"assignment": assignment, "item": item, "groups": groups})
     return found
+
+
+def shared_answers_of(found: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """{student: {item id: the other students with the same text}} from same_written_answers."""
+    shared: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for entry in found:
+        for group in entry["groups"]:
+            for key in group:
+                shared[key][entry["item"]] = [other for other in group if other != key]
+    return dict(shared)
 
 
 def _same_code(fingerprints: Mapping[str, Mapping[str, str]]) -> list[dict]:

@@ -48,7 +48,7 @@ from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_works
                                            write_moodle_worksheets)
 from grader.batch.progress import Progress
 from grader.batch.similarity import code_fingerprints
-from grader.batch.published import publish_run, republish
+from grader.batch.published import note_shared_answers, publish_run, republish
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
 from grader.batch.submission_times import SubmissionTimes, SubmissionTimesError
 from grader.common.text import last_line_suffix
@@ -231,6 +231,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                                       "recording its grading", problem)
         batch.warn_untimed()
         republish(book, out, rubrics)
+        note_shared_answers(book, out, rubrics)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))
         try:   # DIR/moodle/: Moodle's grading worksheets (grades.csv stays the record)
             for note in write_moodle_worksheets(out, list(book.current_runs()), rubrics, wanted,

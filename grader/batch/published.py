@@ -51,3 +51,25 @@ def republish(book: Gradebook, out: Path, rubrics: dict) -> None:
             publish(run.result, folder, rubrics=rubrics)
         else:
             publish_run(out, run.student.key, None, None, run.message)
+
+
+def note_shared_answers(book: Gradebook, out: Path, rubrics: dict) -> None:
+    """Each graded student's instructor.md names, beside a written answer, the students of
+    the class who wrote the same text (grader/batch/class_page.py); rewritten where that
+    changed, so a re-upload that ends the match ends the note too."""
+    from grader.batch.class_page import same_written_answers, shared_answers_of
+    from grader.reports.formats import FORMATS
+    from grader.reports.instructor import render_instructor_markdown
+    runs = [run for run in book.current_runs() if run.status == "graded" and run.result]
+    shared = shared_answers_of(same_written_answers(runs))
+    for run in runs:
+        target = out / "submissions" / run.student.key / FORMATS["instructor"]
+        if not target.parent.is_dir():
+            continue
+        text = render_instructor_markdown(run.result, rubrics, shared.get(run.student.key))
+        try:
+            if target.read_text(encoding="utf-8") == text:
+                continue
+        except (OSError, UnicodeDecodeError):
+            pass
+        write_atomically(target, text)

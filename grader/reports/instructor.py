@@ -16,7 +16,10 @@ from grader.reports.jinja_env import environment, tidy
 from grader.reports.student_view import FILE_STATUS, display_name
 
 
-def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> dict[str, Any]:
+def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
+                    shared: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+    """`shared`: {item id: other students who wrote the same answer}, from a batch's class."""
+    shared = shared or {}
     assignments = []
     for assignment in result.get("assignments") or []:
         rubric = rubrics.get(assignment.get("id"))
@@ -38,6 +41,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> di
                 "guidance": guidance.get(item["id"], ""), "answer_id": qid,
                 "text": format_value(text) if text is not None else None,
                 "source": origin.get(qid, ""),
+                "same_as": list(shared.get(item["id"]) or []),
             })
         assignments.append({
             "id": assignment.get("id"), "title": assignment.get("title", ""),
@@ -92,6 +96,7 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
     return "\n".join(lines)
 
 
-def render_instructor_markdown(result: Mapping[str, Any], rubrics: Mapping[str, Any]) -> str:
+def render_instructor_markdown(result: Mapping[str, Any], rubrics: Mapping[str, Any],
+                               shared: Mapping[str, list[str]] | None = None) -> str:
     template = environment(autoescape=False).get_template("instructor.md.j2")
-    return tidy(template.render(view=instructor_view(result, rubrics)))
+    return tidy(template.render(view=instructor_view(result, rubrics, shared)))

@@ -328,9 +328,50 @@ def test_identical_written_answers_are_flagged_and_shared_facts_are_not(tmp_path
     book.close()
     # ann and ben wrote the same text (case and spacing aside); dan's and eva's "No." is too
     # short to tell anything; the same factual answer (1 transfer) is every honest student's.
-    assert summary["same_answers"] == [{"assignment": "hw3", "groups": [["ann", "ben"]]}]
+    assert summary["same_answers"] == [{"assignment": "hw3", "item": "hw3.task4.explanation",
+                                        "groups": [["ann", "ben"]]}]
     page = render_class_page(summary)
-    assert '<ul id="same-answers">' in page and "hw3: ann, ben" in page
+    assert '<ul id="same-answers">' in page
+    assert "hw3 <code>hw3.task4.explanation</code>: ann, ben" in page
+
+
+def test_one_copied_answer_is_flagged_where_the_rest_of_the_sheet_differs(tmp_path):
+    """An instructor's day: a student who copied 4 of 5 answers and rewrote one was not
+    flagged (the whole sheet was compared); each answer is compared on its own, and named
+    beside the answer in the students' instructor.md."""
+    from grader.batch.published import note_shared_answers
+    from grader.scoring import load_rubrics
+    copied = {"task4.explanation": "Naive model parallelism runs one GPU at a time, so more "
+                                   "GPUs only add transfers between them.",
+              "task2.explanation": "Every layer adds the same work, so the step time grows "
+                                   "linearly with DEPTH."}
+    own = dict(copied, **{"task2.explanation": "The step time doubles when DEPTH doubles: each "
+                                                "layer costs about the same."})
+    out = tmp_path / "out"
+    out.mkdir()
+    book = Gradebook(out / "gradebook.sqlite")
+    for key, texts in (("kati", copied), ("juri", own), ("mari", copied)):
+        record(book, key, "graded", f"h-{key}",
+               build_result(key, [with_written(hw3(True, True, None), texts)]))
+        (out / "submissions" / key).mkdir(parents=True)
+    summary = class_summary(list(book.current_runs()))
+    assert summary["same_answers"] == [
+        {"assignment": "hw3", "item": "hw3.task2.explanation", "groups": [["kati", "mari"]]},
+        {"assignment": "hw3", "item": "hw3.task4.explanation",
+         "groups": [["juri", "kati", "mari"]]}]
+    note_shared_answers(book, out, load_rubrics())
+    juri = (out / "submissions" / "juri" / "instructor.md").read_text(encoding="utf-8")
+    task4 = juri[juri.index("(`hw3.task4.explanation`"):]
+    assert ("**The same text** (case and spacing ignored) as the answer of `kati`, `mari` in "
+            "this batch") in task4.split("###")[0], juri
+    assert juri.count("**The same text**") == 1
+    # Mari rewrites hers: the note ends in everyone's view at the next batch.
+    record(book, "mari", "graded", "h-mari-2", build_result("mari", [with_written(
+        hw3(True, True, None), {"task4.explanation": "Only one GPU works at any moment."})]))
+    note_shared_answers(book, out, load_rubrics())
+    book.close()
+    kati = (out / "submissions" / "kati" / "instructor.md").read_text(encoding="utf-8")
+    assert kati.count("**The same text**") == 1 and "as the answer of `juri` in" in kati
 
 
 def test_a_failures_example_is_a_student_past_the_templates_todos(tmp_path):
