@@ -24,7 +24,9 @@ A grade is written only for a submission that was graded or rejected (a bad arch
 timed out, errored and "needs a person" leave the cell as it was, so Moodle skips them. The
 comment is a short summary and where the full report is; it is plain text, HTML-escaped
 (Moodle stores feedback comments as HTML). Cells of our own that came from an upload (the
-full name) are made inert like grades.csv's.
+full name) are made inert like grades.csv's. The full reports go to the students as feedback
+files: DIR/moodle/<assignment>-feedback-files.zip, for "Upload multiple feedback files in a
+zip" (write_feedback_files).
 """
 from __future__ import annotations
 
@@ -243,8 +245,9 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
     folder = out / "moodle"
 
     def report_location(key: str) -> str:
-        # Where the staff find it (the student gets it from them): no path of this machine.
-        return f"report.html (submissions/{key}/ of the course staff's grading)"
+        # The student's copy is among the assignment's feedback files once the staff upload
+        # <assignment>-feedback-files.zip: never a path of this machine.
+        return "report.html, among this assignment's feedback files"
 
     for pid, keys in shared_participants(runs).items():
         notes.append(f"Participant {pid} is claimed by {len(keys)} uploads ({', '.join(keys)}): "
@@ -260,6 +263,11 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
             notes.append(f"moodle/{assignment}.csv: {len(unmatched)} student(s) not from a Moodle "
                          f"download (no participant id), left out: {', '.join(unmatched[:8])}"
                          + (" ..." if len(unmatched) > 8 else ""))
+        files = write_feedback_files(folder / f"{assignment}-feedback-files.zip", out, runs,
+                                     assignment)
+        if files:
+            notes.append(f"moodle/{assignment}-feedback-files.zip: report.html of {files} "
+                         "student(s), for Moodle's 'Upload multiple feedback files in a zip'")
         sheet = (downloaded or {}).get(assignment)
         if sheet is not None:
             filled_rows, missing, filled = fill_worksheet(sheet, runs, assignment, report_location)
@@ -274,3 +282,38 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
                 notes.append(f"{sheet.source.name}: no row for {len(missing)} graded student(s): "
                              f"{', '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""))
     return notes
+
+
+# Moodle's feedback-file importer (mod/assign/feedback/file/importziplib.php) takes a folder
+# named FULLNAME_PARTICIPANTID_PLUGINTYPE_PLUGINNAME: it splits the name at underscores, so a
+# full name may hold none; the files inside become that participant's feedback files.
+FEEDBACK_FOLDER = "{name}_{participant}_assignfeedback_file"
+_FOLDER_NAME_UNSAFE = re.compile(r"[_/\\\x00-\x1f\x7f]+")
+
+
+def write_feedback_files(target: Path, out: Path, runs: Iterable[CurrentRun],
+                         assignment: str) -> int:
+    """DIR/moodle/<assignment>-feedback-files.zip: each graded participant's report.html in a
+    folder Moodle matches to them; returns how many (no zip, and an older one removed, when
+    none)."""
+    import zipfile
+    shared = shared_participants(runs)
+    entries = []
+    for run in sorted(runs, key=lambda r: r.student.key):
+        pid = run.student.participant_id
+        report = out / "submissions" / run.student.key / "report.html"
+        if pid is None or pid in shared or grade_cell(run, assignment) is None \
+                or not report.is_file():
+            continue
+        name = " ".join(_FOLDER_NAME_UNSAFE.sub(" ", run.student.name).split()) or "Participant"
+        entries.append((f"{FEEDBACK_FOLDER.format(name=name, participant=pid)}/report.html",
+                        report.read_bytes()))
+    if not entries:
+        target.unlink(missing_ok=True)
+        return 0
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member, data in entries:
+            archive.writestr(member, data)
+    write_atomically(target, buffer.getvalue())
+    return len(entries)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import zipfile
 import re
 
 import pytest
@@ -79,9 +80,24 @@ def test_a_worksheet_per_assignment_that_moodle_reads_back(tmp_path):
     assert abs((dt.datetime.now(dt.timezone.utc) - when).total_seconds()) < 600
     assert records["101"]["feedback"].startswith("practical4: 7 of 10 points. Points lost in: "
                                                  "everything (7/10).")
-    assert "Full report: report.html (submissions/Mari_Maasikas_101/ of the course staff's " \
-        "grading)" in records["101"]["feedback"]
+    assert "Full report: report.html, among this assignment's feedback files" \
+        in records["101"]["feedback"]
     assert str(tmp_path) not in text and "out/" not in text, "no path of the staff's machine"
+    # The reports themselves, for "Upload multiple feedback files in a zip": one folder per
+    # graded participant, named as Moodle's importer reads it (errored Kalle and Liis, who has
+    # no participant id, have none).
+    with zipfile.ZipFile(out / "moodle" / "practical4-feedback-files.zip") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    imported = {}
+    for member, data in members.items():
+        folder, _, filename = member.partition("/")
+        info = folder.split("_", 4)     # Moodle: explode('_', $pathpart, 5)
+        assert len(info) == 4 and info[1].isdigit() and info[2:] == ["assignfeedback", "file"], member
+        imported[info[1]] = (filename, data)
+    assert sorted(imported) == ["101", "102"]
+    key = "Mari_Maasikas_101"
+    assert imported["101"] == ("report.html",
+                               (out / "submissions" / key / "report.html").read_bytes())
     assert "liis" in stream.getvalue() and "no participant id" in stream.getvalue()
     assert (out / "grades.csv").is_file()                    # the course's own record stays
 
@@ -221,3 +237,29 @@ def test_a_participant_id_two_uploads_claim_gets_no_grade_and_a_note(tmp_path):
     own = {r["id"]: r for r in moodle_import((out / "moodle" / "practical4.csv").read_text())}
     assert sorted(own) == ["101"]
     assert "Participant 999 is claimed by 2 uploads (Evil_Twin_999, Vic_Tim_999)" in stream.getvalue()
+    # Nor does either report go to participant 999 as a feedback file.
+    with zipfile.ZipFile(out / "moodle" / "practical4-feedback-files.zip") as archive:
+        assert archive.namelist() == ["Mari Maasikas_101_assignfeedback_file/report.html"]
+
+
+def test_a_feedback_folder_name_keeps_moodles_underscores_its_own(tmp_path):
+    """Moodle splits the folder's name at underscores to find the participant id: a full name
+    with an underscore (or a slash) would hand the report to no one, or to another id."""
+    from grader.batch.gradebook import Gradebook
+    from grader.batch.moodle_worksheet import write_feedback_files
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    _moodle_class(subs, {("Anna_Maria", 105): 8})
+    run_test_batch(subs, out, ["practical4"])
+    book = Gradebook(out / "gradebook.sqlite")
+    runs = list(book.current_runs())
+    book.close()
+    import dataclasses
+    (run,) = runs
+    run = dataclasses.replace(run, student=dataclasses.replace(run.student,
+                                                               name="Anna_Maria/../101_x"))
+    target = tmp_path / "feedback.zip"
+    assert write_feedback_files(target, out, [run], "practical4") == 1
+    with zipfile.ZipFile(target) as archive:
+        (member,) = archive.namelist()
+    assert member == "Anna Maria .. 101 x_105_assignfeedback_file/report.html"
+    assert member.split("/")[0].split("_", 4)[1] == "105"
