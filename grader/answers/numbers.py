@@ -221,10 +221,16 @@ def without_markdown(text: str) -> str:
     return _MARKED_RE.sub(r"\2", text) if len(text) <= MAX_VALUE_CHARS else text
 
 
+# A calculation with its result last: an expression with an operator, "=", one whole number,
+# perhaps its unit ("64/4 = 16", "64 / 4 = 16 rows"); a bare "64/2" says no result.
+_WORKED_OUT_RE = re.compile(r"\s*[\w .()]*?[\w)]\s*[-+*/×][\w .()*/×+-]*=\s*(\d+)(?:\.0+)?"
+                            r"(?:\s+[A-Za-z]+)?\s*\.?\s*")
+
+
 def whole_number_in(text: str, gpu: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
     whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2
-    backward", "4 (N-1)", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0", "GPU 0
+    backward", "4 (N-1)", "64/4 = 16", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0", "GPU 0
     (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the same one (a
     count's GPUs are a remark; a GPU's number words are not read: "the first one"); None
     otherwise ("1 or 2", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
@@ -233,6 +239,9 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
     lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\([^()]*\)\s*\.?\s*", text)
     if lead:   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
         return int(lead.group(1))
+    worked = _WORKED_OUT_RE.fullmatch(text)
+    if worked:   # "64/4 = 16", "BATCH_SIZE / MICRO_BATCHES = 16 rows": the result, worked out
+        return int(worked.group(1))
     if _COMPOUND_WORD_RE.search(text):
         return None
     named = []

@@ -147,6 +147,25 @@ def rows_by(rows, column: str) -> dict:
     return found
 
 
+# The handouts' own labels of a timing table's rows (P5's "Single GPU" and "DataParallel"),
+# letters and digits only, read as the sheet's method ids.
+METHOD_LABELS = {"singlegpu": "single", "onegpu": "single", "1gpu": "single",
+                 "dataparallel": "dp", "nndataparallel": "dp",
+                 "distributeddataparallel": "ddp", "nnparalleldistributeddataparallel": "ddp"}
+
+
+def method_rows(rows) -> dict:
+    """A timing table's rows by method (rows_by), a row labelled as the handout labels it
+    ("DataParallel", "Single GPU (1 GPU)") standing for its method id too."""
+    found = rows_by(rows, "method")
+    for key, row in list(found.items()):
+        if isinstance(key, str):
+            label = re.sub(r"[^a-z0-9]", "", re.sub(r"\([^()]*\)", "", key))
+            if label in METHOD_LABELS:
+                found.setdefault(METHOD_LABELS[label], row)
+    return found
+
+
 # -- what a run printed --------------------------------------------------------------------------
 _NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 

@@ -271,8 +271,10 @@ def faster(first: float | None, second: float | None, clock: str | None) -> bool
 # -- the handout's line changes ------------------------------------------------------------------
 # Practical 10, Part 5: "Replace device1 = torch.device(f"cuda:{local_rank + 2}") with
 # device1 = torch.device(f"cuda:{local_rank}")". The grader makes that change on the student's
-# script text (whatever the spacing) and runs the result.
-_SECOND_STAGE = re.compile(r"^([ \t]*device1[ \t]*=.*?)local_rank[ \t]*\+[ \t]*2\b(.*)$", re.M)
+# script text (whatever the spacing, and whatever the student named the rank: `gpu + 2`,
+# `rank + 2`) and runs the result.
+_SECOND_STAGE = re.compile(r"^([ \t]*device1[ \t]*=.*?)\b([A-Za-z_]\w*)[ \t]*\+[ \t]*2\b(.*)$",
+                           re.M)
 
 
 def broken_layout_edit(source: str) -> tuple[str, str] | None:
@@ -282,7 +284,7 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
     if len(found) != 1:
         return None
     line = found[0].group(0)
-    return line, f"{found[0].group(1)}local_rank{found[0].group(2)}"
+    return line, f"{found[0].group(1)}{found[0].group(2)}{found[0].group(3)}"
 
 
 # The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script

@@ -94,11 +94,12 @@ def start_runs(runs, handout):
 
 def step_pattern(run, rank=0):
     """Per optimizer step: (forward passes, their row counts, backward passes, synchronising
-    backward passes, the index of the last one among the backwards)."""
+    backward passes, the index of the last one among the backwards). A forward pass under
+    torch.no_grad() (a loss logged after the step) is no micro-batch: it trains nothing."""
     pattern = []
     for events in run.by_step(rank):
         forwards = [e for e in events if e.get("event") == "forward"
-                    and e.get("thread") == "MainThread"]
+                    and e.get("thread") == "MainThread" and e.get("grad", True)]
         backwards = synced = 0
         last_synced_at = None
         synced_this_backward = False
@@ -183,12 +184,19 @@ def micro_batches_cover(run, batch, micro):
     steps = evidence(run, step_pattern(run), expected, "no optimizer step", look)
     wrong = [s for s in steps if s["forwards"] != micro or s["backwards"] != micro
              or sum(r or 0 for r in s["rows"]) != batch or (even and set(s["rows"]) != {batch // micro})]
-    if wrong:
-        rows = sum(r or 0 for r in wrong[0]["rows"])
-        lost = f"; {batch - rows} of the batch's {batch} rows never trained on" if rows < batch \
-            else ""
-        raise AssertionError(explain(expected, describe_step(wrong[0]) + lost, look))
     seen = distinct_rows(first_step_rows(run, 0))
+    if wrong:
+        # The rows a step holds, as distinct rows where they were recorded (micro-batches that
+        # overlap hold fewer than their sizes add up to). Rows are never trained on only where
+        # every step splits the batch alike; a step per micro-batch trains them all, each in a
+        # step of its own.
+        step = wrong[0]
+        rows = len(seen) if seen and step is steps[0] else sum(r or 0 for r in step["rows"])
+        held = "" if rows >= batch else \
+            f"; {batch - rows} of the batch's {batch} rows never trained on" \
+            if step["forwards"] == micro else \
+            f"; the step's micro-batches hold {rows} of the batch's {batch} rows"
+        raise AssertionError(explain(expected, describe_step(step) + held, look))
     assert len(seen) in (0, batch), explain(
         expected, f"the micro-batches of the first step hold {len(seen)} different rows, not "
         f"the batch's {batch}", look + " (each micro-batch a different part of x)")

@@ -11,25 +11,58 @@ import pytest
 
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
                                              checked_usage_table, constant_in_source, gpu_index,
-                                             incomplete_rows, median_or_none, printed_numbers,
+                                             incomplete_rows, median_or_none, method_rows, printed_numbers,
                                              rows_by, step_times, steps_of, total_disagreements,
                                              whole_numbers)
-from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
+from grader.checks.practical_measures import (BALANCED, assigned_constants, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
                                               peak_memory, rows_of, shared_clock,
                                               training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
+from grader.records import untrusted_files
 
 DP = "practical5/practical5_dp.py"
 SINGLE = "practical5/practical5_single.py"
 BATCH = 64
 
 
+class HandoutRuns:
+    """The runs the handout makes of the two scripts: with its BATCH_SIZE = 64 (its table's
+    splits), set back for the run where a student left another value from trying when the
+    split is equal (the file itself is never changed; P10's runs do the same)."""
+
+    def __init__(self, runs, submission):
+        self.runs = runs
+        self.sets = {}
+        for script in (DP, SINGLE):
+            try:
+                text = untrusted_files.read_text(submission / script, limit=2**20)[0]
+            except (OSError, untrusted_files.NotARegularFile):
+                text = ""
+            written = assigned_constants(text, {"BATCH_SIZE"}).get("BATCH_SIZE", BATCH)
+            self.sets[script] = None if written == BATCH else {"BATCH_SIZE": BATCH}
+
+    def spec(self, script, gpus):
+        return dict(script=script, gpus=gpus, sets=self.sets[script])
+
+    def dp(self, gpus):
+        return self.runs.script(**self.spec(DP, gpus))
+
+    def single(self):
+        """On one GPU, on the same kind of GPUs as the DP run on 2 it is compared with."""
+        return self.runs.script(**self.spec(SINGLE, 1), like_gpus=2)
+
+
+@pytest.fixture(scope="module")
+def handout(runs, submission):
+    return HandoutRuns(runs, submission)
+
+
 @pytest.fixture(scope="module", autouse=True)
-def start_runs(runs):
-    runs.prefetch(dict(script=DP, gpus=3), dict(script=DP, gpus=2), dict(script=SINGLE, gpus=1),
-                  dict(script=DP, gpus=5))
+def start_runs(runs, handout):
+    runs.prefetch(handout.spec(DP, 3), handout.spec(DP, 2), handout.spec(SINGLE, 1),
+                  handout.spec(DP, 5))
 
 
 def trained_to_the_end(run, submission, script) -> bool:
@@ -70,8 +103,8 @@ def used_data_parallel(run) -> None:
 
 @pytest.mark.check("practical5.split_sizes")
 @pytest.mark.parametrize("gpus", [2, 3, 5])
-def test_batch_split_follows_chunk_rule(runs, gpus):
-    run = runs.script(DP, gpus=gpus)
+def test_batch_split_follows_chunk_rule(handout, gpus):
+    run = handout.dp(gpus)
     expected = chunk_sizes(BATCH, gpus)
     used_data_parallel(run)
     scatters = evidence(
@@ -93,8 +126,8 @@ def test_batch_split_follows_chunk_rule(runs, gpus):
 
 
 @pytest.fixture(scope="module")
-def three_gpus(runs):
-    return runs.script(DP, gpus=3)
+def three_gpus(handout):
+    return handout.dp(3)
 
 
 @pytest.mark.check("practical5.replicated")
@@ -144,9 +177,9 @@ def test_gpu0_holds_most_memory(three_gpus):
 
 
 @pytest.mark.check("practical5.dp_loss_equals_single")
-def test_data_parallel_matches_single_gpu(runs, submission):
-    single = runs.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = runs.script(DP, gpus=2)
+def test_data_parallel_matches_single_gpu(handout, submission):
+    single = handout.single()
+    parallel = handout.dp(2)
     for run in not_trained(submission, (single, SINGLE), (parallel, DP)):
         require_run(run)
     used_data_parallel(parallel)
@@ -193,8 +226,8 @@ def observed_split(run):
 
 @pytest.mark.check("practical5.split_table_reported")
 @pytest.mark.parametrize("gpus", SPLIT_GPUS)
-def test_reported_split_per_gpu(runs, answers, measured, reported_values, flag, gpus):
-    run = runs.script(DP, gpus=gpus)
+def test_reported_split_per_gpu(handout, answers, measured, reported_values, flag, gpus):
+    run = handout.dp(gpus)
     # The question is how DataParallel divides the batch: its chunk rule, as a TA reads it
     # with the handout open, once the code has DataParallel scatter a batch at all (a script
     # without it cannot have shown the split; one with device_ids hard-coded shows another,
@@ -245,9 +278,9 @@ def most_memory_gpus(run):
 
 
 @pytest.mark.check("practical5.most_memory_gpu_reported")
-def test_reported_gpu_with_most_memory(runs, submission, answers, measured, reported_values,
+def test_reported_gpu_with_most_memory(handout, submission, answers, measured, reported_values,
                                        flag):
-    by_gpus = {g: runs.script(DP, gpus=g) for g in SPLIT_GPUS}
+    by_gpus = {g: handout.dp(g) for g in SPLIT_GPUS}
     # Compared with the runs that trained to the end (a run that crashed on 5 GPUs still
     # leaves 2 and 3; a crash after the last step leaves its run).
     completed = {g: run for g, run in by_gpus.items() if trained_to_the_end(run, submission, DP)}
@@ -280,10 +313,10 @@ def final_loss(run):
 
 
 @pytest.mark.check("practical5.final_loss_equal_reported")
-def test_reported_final_loss_equality(runs, submission, answers, measured, reported_values,
+def test_reported_final_loss_equality(handout, submission, answers, measured, reported_values,
                                       flag):
-    single = runs.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = runs.script(DP, gpus=2)
+    single = handout.single()
+    parallel = handout.dp(2)
     value = answer_against(answers, "timing.final_loss_equal",
                            *not_trained(submission, (single, SINGLE), (parallel, DP)))
     losses = {"single": final_loss(single), "dp": final_loss(parallel)}
@@ -325,13 +358,12 @@ def our_timing(run, gpus):
 
 @pytest.mark.check("practical5.timing_table_reported")
 @pytest.mark.parametrize("aspect", ["complete", "consistent"])
-def test_reported_timing_table(runs, submission, answers, measured, reported_values, flag,
+def test_reported_timing_table(handout, submission, answers, measured, reported_values, flag,
                                aspect):
-    single = runs.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = runs.script(DP, gpus=2)
-    rows = rows_by(answer_against(answers, "timing.table",
-                                  *not_trained(submission, (single, SINGLE), (parallel, DP))),
-                   "method")
+    single = handout.single()
+    parallel = handout.dp(2)
+    rows = method_rows(answer_against(answers, "timing.table",
+                                      *not_trained(submission, (single, SINGLE), (parallel, DP))))
     measured["timing.table"] = {"single": our_timing(single, 1), "dp": our_timing(parallel, 2)}
     reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}
                                        for m in TIMING_METHODS if m in rows}
@@ -376,12 +408,12 @@ def test_reported_timing_table(runs, submission, answers, measured, reported_val
 # two times are within 25% of each other either answer is accepted.
 
 
-def timed_fact(runs, answers, measured, reported_values, flag, qid, verdict, claim):
+def timed_fact(handout, answers, measured, reported_values, flag, qid, verdict, claim):
     """Compare a yes/no answer about speed with the grader's runs of the single-GPU script
     (1 GPU) and the DataParallel one (2 GPUs): `verdict(t_single, t_dp)` gives True, False, or
     None when the times are too close to call or there is no clock (then either answer)."""
-    single = runs.script(SINGLE, gpus=1, like_gpus=2)
-    parallel = runs.script(DP, gpus=2)
+    single = handout.single()
+    parallel = handout.dp(2)
     trained = bool(single.of("step") and parallel.of("step")) or None
     value, _ = answer_and_truth(answers, qid, trained, single, parallel)
     t1, t2 = compared_step_seconds(single, parallel)
@@ -399,8 +431,8 @@ def timed_fact(runs, answers, measured, reported_values, flag, qid, verdict, cla
 
 
 @pytest.mark.check("practical5.faster_reported")
-def test_reported_faster(runs, answers, measured, reported_values, flag):
-    timed_fact(runs, answers, measured, reported_values, flag, "timing.faster", faster,
+def test_reported_faster(handout, answers, measured, reported_values, flag):
+    timed_fact(handout, answers, measured, reported_values, flag, "timing.faster", faster,
                lambda truth, ratio: "trains faster with DataParallel" if truth else
                "does not train faster with DataParallel")
 
@@ -416,14 +448,14 @@ def proportional(t1, t2, clock):
 
 
 @pytest.mark.check("practical5.proportional_reported")
-def test_reported_proportional(runs, answers, measured, reported_values, flag):
-    timed_fact(runs, answers, measured, reported_values, flag, "timing.proportional",
+def test_reported_proportional(handout, answers, measured, reported_values, flag):
+    timed_fact(handout, answers, measured, reported_values, flag, "timing.proportional",
                proportional, lambda truth, ratio: f"gets a speed-up of {ratio:.2f}x from 2 GPUs")
 
 
 @pytest.mark.check("practical5.split_manually_reported")
-def test_reported_split_manually(runs, answers, agree):
-    run = runs.script(DP, gpus=2)
+def test_reported_split_manually(handout, answers, agree):
+    run = handout.dp(2)
     passes = forward_passes(run)
     # Split by the code: a forward pass of the script's own on part of the batch; split by
     # DataParallel: its scatter (the replicas' passes run in worker threads).
@@ -436,24 +468,24 @@ def test_reported_split_manually(runs, answers, agree):
           expected={True: "yes", False: "no"}[truth])
 
 
-def dp_memory(runs):
+def dp_memory(handout):
     """Peak memory per GPU of each DataParallel run that trained: {gpus: peaks}."""
     found = {}
     for gpus in SPLIT_GPUS:
-        peaks = training_peak_memory(runs.script(DP, gpus=gpus))
+        peaks = training_peak_memory(handout.dp(gpus))
         if any(peaks.values()):
             found[gpus] = peaks
     return found
 
 
-def memory_fact(runs, answers, measured, reported_values, flag, qid, fact, said):
+def memory_fact(handout, answers, measured, reported_values, flag, qid, fact, said):
     """A yes/no answer about the DataParallel runs' memory per GPU; where runs on different
     GPU counts disagree, either answer is right."""
-    by_gpus = dp_memory(runs)
+    by_gpus = dp_memory(handout)
     truths = {g: fact(peaks) for g, peaks in by_gpus.items()}
     settled = {t for t in truths.values() if t is not None}
     known = bool(settled) or None
-    value, _ = answer_and_truth(answers, qid, known, *[runs.script(DP, gpus=g)
+    value, _ = answer_and_truth(answers, qid, known, *[handout.dp(g)
                                                        for g in SPLIT_GPUS])
     truth = settled.pop() if len(settled) == 1 else None
     measured[qid] = "either" if truth is None else truth
@@ -468,23 +500,23 @@ def memory_fact(runs, answers, measured, reported_values, flag, qid, fact, said)
 
 
 @pytest.mark.check("practical5.gpu0_more_loaded_reported")
-def test_reported_gpu0_more_loaded(runs, answers, measured, reported_values, flag):
-    memory_fact(runs, answers, measured, reported_values, flag, "usage.gpu0_more_loaded",
+def test_reported_gpu0_more_loaded(handout, answers, measured, reported_values, flag):
+    memory_fact(handout, answers, measured, reported_values, flag, "usage.gpu0_more_loaded",
                 gpu0_more_loaded, {True: "loads GPU 0 more than the others",
                                    False: "does not load GPU 0 more than the others"})
 
 
 @pytest.mark.check("practical5.equally_utilized_reported")
-def test_reported_equally_utilized(runs, answers, measured, reported_values, flag):
-    memory_fact(runs, answers, measured, reported_values, flag, "usage.equally_utilized",
+def test_reported_equally_utilized(handout, answers, measured, reported_values, flag):
+    memory_fact(handout, answers, measured, reported_values, flag, "usage.equally_utilized",
                 balanced, {True: "uses every GPU about equally",
                            False: "does not use the GPUs equally"})
 
 
 @pytest.mark.check("practical5.usage_table_reported")
-def test_reported_usage_table(runs, answers, reported_values, flag):
+def test_reported_usage_table(handout, answers, reported_values, flag):
     rows = checked_usage_table(answers, reported_values, "usage.table", "DataParallel",
-                               runs.script(DP, gpus=2), flag=flag)
+                               handout.dp(2), flag=flag)
     memory = {k: row["memory_mib"] for k, row in rows.items() if isinstance(k, int)}
     if memory and 0 in memory and memory[0] < max(memory.values()):
         flag("usage.table: GPU 0 does not hold the most memory in the reported nvidia-smi "

@@ -14,7 +14,7 @@ import pytest
 from grader.answers.numbers import whole_number_in
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
                                              checked_usage_table, constant_in_source, device_name,
-                                             incomplete_rows, median_or_none, per_rank_line,
+                                             incomplete_rows, median_or_none, method_rows, per_rank_line,
                                              rows_by, step_times, steps_of, total_disagreements)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
@@ -462,7 +462,7 @@ TIMING_COLUMNS = ["step_time_s", "total_time_s"]
 def test_reported_timing_table(runs, submission, answers, measured, reported_values, flag,
                                aspect):
     run = ddp_run(runs, SHEET_PROCESSES)
-    rows = rows_by(answer_against(answers, "timing.table", run), "method")
+    rows = method_rows(answer_against(answers, "timing.table", run))
     times, total = step_times(run)
     measured["timing.table"] = {"ddp": {"step_time_s": round(median_or_none(times), 6)
                                         if times else None, "total_time_s": total}}

@@ -104,6 +104,9 @@ def test_a_wrongly_typed_value_says_what_was_expected(raw, kind, message):
     ("2 -> 3", "list[int]", [2, 3]), ("2-3", "list[int]", [2, 3]),
     # A number, then a remark on it.
     ("4 (N-1)", "int", 4), ("20 (one per layer)", "int", 20), ("1 (cuda:0 -> cuda:1)", "int", 1),
+    # A calculation with its result (a TA's P10 sheet).
+    ("64/4 = 16", "int", 16), ("64 / 4 = 16 rows", "int", 16),
+    ("BATCH_SIZE / MICRO_BATCHES = 16", "int", 16), ("(64 + 0) // 4 = 16.", "int", 16),
     (["torch.Size([32, 1000])", "[32, 1000]"], "list[list[int]]", [[32, 1000], [32, 1000]]),
 ])
 def test_answers_written_the_ways_students_write_them(raw, kind, value):
@@ -118,7 +121,8 @@ def test_answers_written_the_ways_students_write_them(raw, kind, value):
     ("none; they are equal", "gpu"), ("the first one", "gpu"), ("1st GPU", "gpu"),
     ("GPU 1 (0-indexed: 0)", "gpu"), ("thirty-two", "int"), ("sixty-four", "int"),
     ("thirty two", "int"), ("1 (per pair of GPUs), so 4 in total", "int"), ("GPUs - 1", "int"),
-    ("one per layer", "int"), ("64/2", "int"), ("6 layers, 3 each", "list[int]"),
+    ("one per layer", "int"), ("64/2", "int"), ("64/4 = 16 or 17", "int"),
+    ("16 = 64/4 = 15", "int"), ("6 layers, 3 each", "list[int]"),
     ("0-2, 3-5", "list[int]"), ("13 (x4) and 12", "list[int]"),
     ("[32, 1000] twice", "list[list[int]]"), ("[32, 1000], [32, 1000] (2 chunks of [64, 1000])", "list[list[int]]"),
     ("No difference", "bool"), ("Not bit-identical, but allclose is True", "bool"), ("Yes for 2 GPUs, no for 5", "bool"),

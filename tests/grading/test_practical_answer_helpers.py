@@ -269,3 +269,31 @@ def _steps(forwards, backwards, ranks=(0, 1)):
 def test_practical10_says_the_backward_passes_a_step_really_runs(forwards, backwards, said):
     from grader.checks.test_practical10 import passes_said
     assert passes_said(_steps(forwards, backwards)) == said
+
+
+def test_practical10_a_loss_logged_under_no_grad_is_no_micro_batch():
+    """A TA's P10: a full-batch loss printed under torch.no_grad() after each optimizer step
+    counted as a fifth micro-batch of 64 rows, costing a correct solution 2.75 points."""
+    from grader.checks.test_practical10 import micro_batch_pattern, step_pattern
+    run = _steps(4, 4)
+    logged = []
+    for event in run.events:
+        logged.append(event)
+        if event.get("event") == "step":
+            logged.append({"event": "forward", "thread": "MainThread", "rank": event["rank"],
+                           "batch": [64, 8], "grad": False})
+    run = Observation(script="practical10/sample.py", gpus=4, returncode=0, events=logged)
+    assert [s["forwards"] for s in step_pattern(run)] == [4, 4]
+    forwards, rows = micro_batch_pattern(run)
+    assert set(forwards) == {4} and set(rows) == {32}
+
+
+@pytest.mark.parametrize("label, method", [
+    ("DataParallel", "dp"), ("nn.DataParallel (2 GPUs)", "dp"), ("Single GPU", "single"),
+    ("single", "single"), ("DistributedDataParallel", "ddp"), ("DDP", "ddp"), ("dp", "dp")])
+def test_a_timing_rows_label_as_the_handout_writes_it_is_its_method(label, method):
+    """A TA's P5 sheet labelled its timing rows as the handout's table does ("DataParallel")."""
+    from grader.checks.practical_answers import method_rows
+    row = {"method": label, "step_time_s": 0.1}
+    assert method_rows([row])[method] is row
+    assert "dp" not in method_rows([{"method": "Data-parallel-ish", "step_time_s": 1}])

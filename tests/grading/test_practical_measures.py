@@ -181,6 +181,9 @@ def test_faster_needs_a_difference_beyond_the_clocks_margin(first, second, clock
      "    device1 = torch.device(f'cuda:{local_rank}')  # stage 1"),
     ('    device1 = torch.device("cuda", local_rank + 2)',
      '    device1 = torch.device("cuda", local_rank)'),
+    # The rank under a name of the student's own (a TA's P10: `gpu = int(os.environ[...])`).
+    ('    device1 = torch.device("cuda", gpu + 2)', '    device1 = torch.device("cuda", gpu)'),
+    ("    device1 = torch.device(f'cuda:{rank+2}')", "    device1 = torch.device(f'cuda:{rank}')"),
 ])
 def test_the_broken_layout_is_the_handouts_line_change(line, changed):
     source = f"import torch\n\ndef main():\n    device0 = 0\n{line}\n    return device1\n"
