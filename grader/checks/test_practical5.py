@@ -14,13 +14,12 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
                                              incomplete_rows, median_or_none, method_rows, printed_numbers,
                                              rows_by, step_times, steps_of, total_disagreements,
                                              whole_numbers)
-from grader.checks.practical_measures import (BALANCED, assigned_constants, balanced, clock_words,
+from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
-                                              faster, forward_passes, gpu0_more_loaded,
+                                              faster, forward_passes, gpu0_more_loaded, handout_sets,
                                               peak_memory, rows_of, shared_clock,
                                               training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
-from grader.records import untrusted_files
 
 DP = "practical5/practical5_dp.py"
 SINGLE = "practical5/practical5_single.py"
@@ -34,14 +33,7 @@ class HandoutRuns:
 
     def __init__(self, runs, submission):
         self.runs = runs
-        self.sets = {}
-        for script in (DP, SINGLE):
-            try:
-                text = untrusted_files.read_text(submission / script, limit=2**20)[0]
-            except (OSError, untrusted_files.NotARegularFile):
-                text = ""
-            written = assigned_constants(text, {"BATCH_SIZE"}).get("BATCH_SIZE", BATCH)
-            self.sets[script] = None if written == BATCH else {"BATCH_SIZE": BATCH}
+        self.sets = {script: handout_sets(submission, script) for script in (DP, SINGLE)}
 
     def spec(self, script, gpus):
         return dict(script=script, gpus=gpus, sets=self.sets[script])
@@ -341,8 +333,8 @@ def test_reported_final_loss_equality(handout, submission, answers, measured, re
 
 TIMING_METHODS = ["single", "dp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
-MEASURED_UNDER = {"timing": "your scripts as handed in (their own DIM, BATCH_SIZE, STEPS): "
-                            "single on 1 GPU, dp on 2 GPUs",
+MEASURED_UNDER = {"timing": "your scripts as handed in (their own DIM and STEPS; BATCH_SIZE the "
+                            "handout's 64): single on 1 GPU, dp on 2 GPUs",
                   "dp": f"your practical5_dp.py with batch {BATCH} on 2, 3 and 5 GPUs"}
 TIMING_COLUMNS = ["gpus", "step_time_s", "total_time_s"]
 # The handout's table has the times only ("Set up / Step Time (sec) / Total Time (sec)"); the

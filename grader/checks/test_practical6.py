@@ -20,6 +20,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
+                                              handout_sets,
                                               rows_of, same_row, shared_clock, trained_ranks,
                                               training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
@@ -32,16 +33,21 @@ SHARED = [2, 3, 4]        # runs where the batch is shared out (3: 64 does not d
 SHEET_PROCESSES = 2
 
 
-def ddp_spec(processes):
-    return dict(script=SCRIPT, gpus=processes, nproc=processes, launcher="torchrun")
+def ddp_spec(runs, processes):
+    """The DDP script's run on `processes` ranks, the course's way: the handout's BATCH_SIZE
+    (set back where the file was left with another; handout_sets)."""
+    return dict(script=SCRIPT, gpus=processes, nproc=processes, launcher="torchrun",
+                sets=handout_sets(runs.submission, SCRIPT))
 
 
 def ddp_run(runs, processes):
-    return runs.script(**ddp_spec(processes))
+    return runs.script(**ddp_spec(runs, processes))
 
 
 def dp_run(runs):
-    return runs.script(DP_SCRIPT, gpus=SHEET_PROCESSES)
+    # As Practical 5's own checks run it, so both share the one run.
+    return runs.script(DP_SCRIPT, gpus=SHEET_PROCESSES,
+                       sets=handout_sets(runs.submission, DP_SCRIPT))
 
 
 class DataParallelSide:
@@ -80,7 +86,7 @@ class DataParallelSide:
 
 @pytest.fixture(scope="module", autouse=True)
 def start_runs(runs):
-    runs.prefetch(*(ddp_spec(n) for n in (2, 4, 3, 1)))
+    runs.prefetch(*(ddp_spec(runs, n) for n in (2, 4, 3, 1)))
 
 
 def first_batches(run):
@@ -452,7 +458,8 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
 
 TIMING_METHODS = ["dp", "ddp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
-MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM, BATCH_SIZE, STEPS), "
+MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM and STEPS; BATCH_SIZE the "
+                            f"handout's 64), "
                             f"{SHEET_PROCESSES} processes on {SHEET_PROCESSES} GPUs"}
 TIMING_COLUMNS = ["step_time_s", "total_time_s"]
 

@@ -197,3 +197,20 @@ def test_the_broken_layout_is_the_handouts_line_change(line, changed):
 ])
 def test_no_edit_where_the_handouts_line_is_not_there_once(source):
     assert pm.broken_layout_edit(source) is None
+
+
+@pytest.mark.parametrize("text, sets", [
+    ("BATCH_SIZE = 64\nDIM = 512\n", None),
+    ("BATCH_SIZE = 60  # tried equal splits\n", {"BATCH_SIZE": 64}),
+    ("BATCH_SIZE = 32 * 2\n", {"BATCH_SIZE": 64}),          # not a literal: set to be sure
+    ("def main():\n    BATCH_SIZE = 60\n", None),           # not top-level: nothing to set
+    ("BATCH_SIZE = (\n", None),                             # does not parse: run as it is
+])
+def test_a_batch_size_left_from_trying_is_set_back_to_the_handouts(tmp_path, text, sets):
+    """A TA's P5: BATCH_SIZE = 60 left after trying when the split is equal lost 3.75 points;
+    P5's and P6's runs are made with the handout's 64 (the file is never changed)."""
+    script = tmp_path / "practical5" / "practical5_dp.py"
+    script.parent.mkdir()
+    script.write_text(text)
+    assert pm.handout_sets(tmp_path, "practical5/practical5_dp.py") == sets
+    assert script.read_text() == text
