@@ -230,8 +230,8 @@ _WORKED_OUT_RE = re.compile(r"\s*[\w .()]*?[\w)]\s*[-+*/×][\w .()*/×+-]*=\s*(\
 def whole_number_in(text: str, gpu: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
     whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2
-    backward", "4 (N-1)", "64/4 = 16", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0", "GPU 0
-    (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the same one (a
+    backward", "4 (N-1)", "64/4 = 16", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0",
+    "GPU 0 (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the same one (a
     count's GPUs are a remark; a GPU's number words are not read: "the first one"); None
     otherwise ("1 or 2", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
     and for text without a number."""

@@ -11,13 +11,13 @@ import pytest
 
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
                                              checked_usage_table, constant_in_source, gpu_index,
-                                             incomplete_rows, median_or_none, method_rows, printed_numbers,
-                                             rows_by, step_times, steps_of, total_disagreements,
-                                             whole_numbers)
+                                             incomplete_rows, median_or_none, method_rows,
+                                             printed_numbers, rows_by, step_times, steps_of,
+                                             total_disagreements, whole_numbers)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
-                                              faster, forward_passes, gpu0_more_loaded, handout_sets,
-                                              peak_memory, rows_of, shared_clock,
+                                              faster, forward_passes, gpu0_more_loaded,
+                                              handout_sets, peak_memory, rows_of, shared_clock,
                                               training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 

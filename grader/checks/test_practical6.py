@@ -14,15 +14,15 @@ import pytest
 from grader.answers.numbers import whole_number_in
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
                                              checked_usage_table, constant_in_source, device_name,
-                                             incomplete_rows, median_or_none, method_rows, per_rank_line,
-                                             rows_by, step_times, steps_of, total_disagreements)
+                                             incomplete_rows, median_or_none, method_rows,
+                                             per_rank_line, rows_by, step_times, steps_of,
+                                             total_disagreements)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
-                                              handout_sets,
-                                              rows_of, same_row, shared_clock, trained_ranks,
-                                              training_peak_memory)
+                                              handout_sets, rows_of, same_row, shared_clock,
+                                              trained_ranks, training_peak_memory)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"

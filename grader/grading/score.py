@@ -83,7 +83,8 @@ def released_without_a_hold(assignment: Mapping[str, Any], overrides: Overrides)
     hold (whose points then stay withheld) or a release kept from an earlier upload reads the
     same, so it is said where the overrides' problems are, not silently ignored."""
     assignment_id = str(assignment.get("id"))
-    if overrides.release(assignment_id) is None or (assignment.get("integrity") or {}).get("problems"):
+    held = (assignment.get("integrity") or {}).get("problems")
+    if overrides.release(assignment_id) is None or held:
         return []
     return [f"{assignment_id}.integrity: cleared, but nothing of {assignment_id} is held for "
             "review in this upload: the release changes nothing (meant for another student?)"]

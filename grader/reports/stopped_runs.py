@@ -19,8 +19,10 @@ CRASH = re.compile(r"^(?:Observed: (?!no answer found)|(?=\S+\.py \())(.*\b(?:st
 CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
 # The same, where the report may shorten it: a run named by its script and configuration
 # (an answer check first says the code did not reach what the answer is about).
-_OBSERVED_STOP = re.compile(r"^Observed: (?P<lead>your code did not get that far: )?(?P<run>\S+\.py \([^()\n]*GPU\(s\)[^()\n]*\)) (?P<stop>(?:stopped with|"
-                            r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
+_OBSERVED_STOP = re.compile(r"^Observed: (?P<lead>your code did not get that far: )?"
+                            r"(?P<run>\S+\.py \([^()\n]*GPU\(s\)[^()\n]*\)) "
+                            r"(?P<stop>(?:stopped with|exited with status|did not finish in time|"
+                            r"was killed)\b.*)$", re.M)
 
 
 def without_configuration(observed: str) -> str:
