@@ -251,10 +251,19 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
     elif close(ratio, 1 / micro, rel=0.02):
         cause = (f"the accumulated gradient is 1/{micro} of the full-batch gradient: the loss "
                  "is divided by MICRO_BATCHES twice (or the gradients averaged once more)")
+        look += (", and nowhere else: no second division of the loss, nor of the gradients "
+                 "(p.grad /= ...) before optimizer.step()")
     else:
         cause = (f"the accumulated gradient differs from the full-batch gradient (norm "
                  f"{norm:.6g} against {full_norm:.6g}, {ratio:.3g}x): rows left out, counted "
                  "twice, or other data than the full batch")
+        held = len(distinct_rows(first_step_rows(run, 0)))
+        if 0 < held < BATCH:
+            # The loss line may well be right: the data the micro-batches hold is not.
+            cause += (f"; the first step's micro-batches hold {held} different rows of the "
+                      f"batch's {BATCH}")
+            look = ("the split of x and y into micro-batches: each a different part of the "
+                    "batch, together every row (x.tensor_split(MICRO_BATCHES))")
     raise AssertionError(explain(expected, cause, look))
 
 
