@@ -7,6 +7,7 @@ batch (cheap and idempotent: only folders whose result.json differs are rewritte
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,11 @@ def note_shared_answers(book: Gradebook, out: Path, rubrics: dict) -> None:
         target = out / "submissions" / run.student.key / FORMATS["instructor"]
         if not target.parent.is_dir():
             continue
-        text = render_instructor_markdown(run.result, rubrics, shared.get(run.student.key))
         try:
-            if target.read_text(encoding="utf-8") == text:
+            text = render_instructor_markdown(run.result, rubrics, shared.get(run.student.key))
+            if target.is_file() and target.read_text(encoding="utf-8") == text:
                 continue
-        except (OSError, UnicodeDecodeError):
-            pass
-        write_atomically(target, text)
+            write_atomically(target, text)
+        except Exception as problem:   # one student's view can only fail itself: it stays
+            print(f"pdl-grade: {target} could not be rewritten with the class's shared "
+                  f"answers: {problem!r}", file=sys.stderr)

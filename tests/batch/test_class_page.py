@@ -388,3 +388,36 @@ def test_a_failures_example_is_a_student_past_the_templates_todos(tmp_path):
     (layout,) = [f for f in failures if f["id"] == "hw3.task1.layout"]
     assert (layout["students"], layout["example_student"]) == (3, "beth"), layout
     assert "IndexError" in layout["example"]
+
+
+def test_one_students_instructor_view_that_cannot_be_rendered_stops_nothing(tmp_path, capsys,
+                                                                           monkeypatch):
+    """The shared-answer notes are written at every batch's end: a view that cannot be made
+    (a result of another version, a bug) leaves that student's file as it was, and the
+    others are still written; the batch goes on to grades.csv."""
+    from grader.batch.published import note_shared_answers
+    from grader.reports import instructor
+    from grader.scoring import load_rubrics
+    text = ("Naive model parallelism runs one GPU at a time, so five GPUs wait on each other "
+            "and are not faster than two.")
+    out = tmp_path / "out"
+    out.mkdir()
+    book = Gradebook(out / "gradebook.sqlite")
+    for key in ("ann", "ben"):
+        record(book, key, "graded", f"h-{key}",
+               build_result(key, [with_written(hw3(True, True, None), {"task4.explanation": text})]))
+        (out / "submissions" / key).mkdir(parents=True)
+    (out / "submissions" / "ann" / "instructor.md").write_text("as published")
+    render = instructor.render_instructor_markdown
+
+    def failing_for_ann(result, rubrics, shared=None):
+        if result.get("submission") == "ann":
+            raise KeyError("a field of another version")
+        return render(result, rubrics, shared)
+
+    monkeypatch.setattr(instructor, "render_instructor_markdown", failing_for_ann)
+    note_shared_answers(book, out, load_rubrics())
+    book.close()
+    assert (out / "submissions" / "ann" / "instructor.md").read_text() == "as published"
+    assert "as the answer of `ann`" in (out / "submissions" / "ben" / "instructor.md").read_text()
+    assert "could not be rewritten" in capsys.readouterr().err
