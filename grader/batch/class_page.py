@@ -302,8 +302,9 @@ def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:
     return sorted(sorted(keys) for keys in by_value.values() if len(keys) > 1)
 
 
-# A written answer shorter than this (a word or a short phrase) is alike by chance, not copied.
-MIN_WRITTEN_CHARS = 40
+# A written answer shorter than this (a phrase, a sentence many would write: "When the batch
+# size is divisible by the number of GPUs.") is alike by chance, not copied.
+MIN_WRITTEN_CHARS = 80
 
 
 def same_written_answers(graded: Iterable[CurrentRun]) -> list[dict]:

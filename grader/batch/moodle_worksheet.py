@@ -285,9 +285,11 @@ def write_moodle_worksheets(out: Path, runs: list[CurrentRun], rubrics: Mapping,
 
 
 # Moodle's feedback-file importer (mod/assign/feedback/file/importziplib.php) takes a folder
-# named FULLNAME_PARTICIPANTID_PLUGINTYPE_PLUGINNAME: it splits the name at underscores, so a
-# full name may hold none; the files inside become that participant's feedback files.
-FEEDBACK_FOLDER = "{name}_{participant}_assignfeedback_file"
+# named FULLNAME_PARTICIPANTID_PLUGINTYPE_PLUGINNAME_ (the trailing underscore as Moodle's own
+# downloads before 4.1 name it: those versions split the path at underscores into five parts
+# and skip a name of four; 4.1 and later take both): a full name may hold no underscore; the
+# files inside become that participant's feedback files.
+FEEDBACK_FOLDER = "{name}_{participant}_assignfeedback_file_"
 _FOLDER_NAME_UNSAFE = re.compile(r"[_/\\\x00-\x1f\x7f]+")
 
 

@@ -290,8 +290,18 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
 
 
 # The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script
-# handed in as the handout leaves it. `local_rank` right before the f-string's closing brace.
-_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=.*?\blocal_rank)([ \t]*\}.*)$", re.M)
+# handed in as the handout leaves it. The rank right before the f-string's closing brace:
+# `local_rank`, or a name of the student's own that the script assigns from the rank (`gpu =
+# int(os.environ["LOCAL_RANK"])`), never any name (`{second}` may already be the rank + 2).
+_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=.*?\b(?P<name>[A-Za-z_]\w*))"
+                                  r"([ \t]*\}.*)$", re.M)
+_FROM_THE_RANK = (r"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?![^\n]*\+)[^=\n]*"
+                  r"(?:LOCAL_RANK|\bRANK\b|get_rank|local_rank)")
+
+
+def _is_the_rank(source: str, name: str) -> bool:
+    return name == "local_rank" or re.search(_FROM_THE_RANK.format(name=re.escape(name)), source,
+                                             re.M) is not None
 
 
 def restored_layout_edit(source: str) -> tuple[str, str] | None:
@@ -300,12 +310,12 @@ def restored_layout_edit(source: str) -> tuple[str, str] | None:
     no `device1 = ...local_rank + 2...` line."""
     if _SECOND_STAGE.search(source):
         return None
-    found = list(_SECOND_STAGE_BROKEN.finditer(source))
+    found = [m for m in _SECOND_STAGE_BROKEN.finditer(source) if _is_the_rank(source, m["name"])]
     if len(found) != 1:
         return None
     # With the line break before it: the handout's line also sits in comments ("#     device1
     # = ..."), and the edit must name one place.
-    return "\n" + found[0].group(0), f"\n{found[0].group(1)} + 2{found[0].group(2)}"
+    return "\n" + found[0].group(0), f"\n{found[0].group(1)} + 2{found[0].group(3)}"
 
 
 # -- the constants a script is handed in with ------------------------------------------------------

@@ -92,13 +92,15 @@ PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel",
 def may_fork(command: list[str], nproc: int) -> bool:
     """Whether these ranks may be forked: run_on_node.py under this interpreter, ranks on
     virtual GPUs, a platform with fork, and not switched off; one rank only where this launcher
-    has torch already (forked from a grading's fork server): a fresh launcher would import it
-    for that rank alone. Real GPUs keep fresh interpreters: CUDA cannot be used in a child
-    forked after the driver was touched, and no machine with GPUs has checked what torch's
-    imports touch."""
+    has every preload already (forked from a grading's fork server that preloaded them): a
+    fresh launcher would import them for that rank alone, and where the server left dynamo's
+    lazy imports to the run (a submission's module shadows one of them) the rank must import
+    them itself, as a fresh one would. Real GPUs keep fresh interpreters: CUDA cannot be used
+    in a child forked after the driver was touched, and no machine with GPUs has checked what
+    torch's imports touch."""
     if os.environ.get(FORK_ENV) == "0" or nproc < 1 or not hasattr(os, "fork"):
         return False
-    if nproc == 1 and "torch" not in sys.modules:
+    if nproc == 1 and not all(name in sys.modules for name in PRELOADED):
         return False
     if os.environ.get("CUDA_VISIBLE_DEVICES") is not None and \
             os.environ.get("PDL_VGPU_FORCE_VIRTUAL") != "1":

@@ -342,11 +342,11 @@ def test_one_copied_answer_is_flagged_where_the_rest_of_the_sheet_differs(tmp_pa
     from grader.batch.published import note_shared_answers
     from grader.scoring import load_rubrics
     copied = {"task4.explanation": "Naive model parallelism runs one GPU at a time, so more "
-                                   "GPUs only add transfers between them.",
-              "task2.explanation": "Every layer adds the same work, so the step time grows "
-                                   "linearly with DEPTH."}
+                                   "GPUs only add transfers between them and no speed-up.",
+              "task2.explanation": "Every layer adds the same work to the forward and the "
+                                   "backward pass, so the step time grows linearly with DEPTH."}
     own = dict(copied, **{"task2.explanation": "The step time doubles when DEPTH doubles: each "
-                                                "layer costs about the same."})
+                                                "layer costs about the same, forward and back."})
     out = tmp_path / "out"
     out.mkdir()
     book = Gradebook(out / "gradebook.sqlite")
@@ -421,3 +421,15 @@ def test_one_students_instructor_view_that_cannot_be_rendered_stops_nothing(tmp_
     assert (out / "submissions" / "ann" / "instructor.md").read_text() == "as published"
     assert "as the answer of `ann`" in (out / "submissions" / "ben" / "instructor.md").read_text()
     assert "could not be rewritten" in capsys.readouterr().err
+
+
+def test_a_sentence_many_students_write_is_no_copy(tmp_path):
+    """A reviewer's find: at 40 characters, "When the batch size is divisible by the number of
+    GPUs." (54) named every student who wrote it in each other's instructor.md."""
+    book = Gradebook(tmp_path / "gradebook.sqlite")
+    for key in ("ann", "ben"):
+        assignment = with_written(hw3(True, True, None), {
+            "task3.explanation": "When the batch size is divisible by the number of GPUs."})
+        record(book, key, "graded", f"h-{key}", build_result(key, [assignment]))
+    assert class_summary(list(book.current_runs()))["same_answers"] == []
+    book.close()

@@ -90,10 +90,11 @@ def test_a_worksheet_per_assignment_that_moodle_reads_back(tmp_path):
         members = {name: archive.read(name) for name in archive.namelist()}
     imported = {}
     for member, data in members.items():
-        folder, _, filename = member.partition("/")
-        info = folder.split("_", 4)     # Moodle: explode('_', $pathpart, 5)
-        assert len(info) == 4 and info[1].isdigit() and info[2:] == ["assignfeedback", "file"], member
-        imported[info[1]] = (filename, data)
+        # Moodle before 4.1: explode('_', $filepath . $filename, 5), five parts or skipped,
+        # the last the file's name (4.1 and later also split each folder's name so).
+        info = ("/" + member).split("_", 4)
+        assert len(info) == 5 and info[1].isdigit() and info[2:4] == ["assignfeedback", "file"], member
+        imported[info[1]] = (info[4].lstrip("/"), data)
     assert sorted(imported) == ["101", "102"]
     key = "Mari_Maasikas_101"
     assert imported["101"] == ("report.html",
@@ -239,7 +240,7 @@ def test_a_participant_id_two_uploads_claim_gets_no_grade_and_a_note(tmp_path):
     assert "Participant 999 is claimed by 2 uploads (Evil_Twin_999, Vic_Tim_999)" in stream.getvalue()
     # Nor does either report go to participant 999 as a feedback file.
     with zipfile.ZipFile(out / "moodle" / "practical4-feedback-files.zip") as archive:
-        assert archive.namelist() == ["Mari Maasikas_101_assignfeedback_file/report.html"]
+        assert archive.namelist() == ["Mari Maasikas_101_assignfeedback_file_/report.html"]
 
 
 def test_a_feedback_folder_name_keeps_moodles_underscores_its_own(tmp_path):
@@ -261,5 +262,5 @@ def test_a_feedback_folder_name_keeps_moodles_underscores_its_own(tmp_path):
     assert write_feedback_files(target, out, [run], "practical4") == 1
     with zipfile.ZipFile(target) as archive:
         (member,) = archive.namelist()
-    assert member == "Anna Maria .. 101 x_105_assignfeedback_file/report.html"
+    assert member == "Anna Maria .. 101 x_105_assignfeedback_file_/report.html"
     assert member.split("/")[0].split("_", 4)[1] == "105"

@@ -214,3 +214,21 @@ def test_a_batch_size_left_from_trying_is_set_back_to_the_handouts(tmp_path, tex
     script.write_text(text)
     assert pm.handout_sets(tmp_path, "practical5/practical5_dp.py") == sets
     assert script.read_text() == text
+
+
+@pytest.mark.parametrize("source, restored", [
+    ('    device1 = torch.device(f"cuda:{local_rank}")\n',
+     '    device1 = torch.device(f"cuda:{local_rank + 2}")'),
+    # Part 5's change left in, the rank named by the student (a reviewer's find: the line
+    # was changed for any name but set back only for local_rank).
+    ('    gpu = int(os.environ["LOCAL_RANK"])\n    device1 = torch.device(f"cuda:{gpu}")\n',
+     '    device1 = torch.device(f"cuda:{gpu + 2}")'),
+    ('    gpu: int = dist.get_rank()\n    device1 = torch.device(f"cuda:{gpu}")\n',
+     '    device1 = torch.device(f"cuda:{gpu + 2}")'),
+    # Not the rank itself: nothing is set back (cuda:{second + 2} would be another GPU).
+    ('    second = local_rank + 2\n    device1 = torch.device(f"cuda:{second}")\n', None),
+    ('    device1 = torch.device(f"cuda:{idx}")\n', None),
+])
+def test_part5s_change_left_in_is_set_back_for_the_other_parts(source, restored):
+    edit = pm.restored_layout_edit(source)
+    assert (edit[1].strip("\n") if edit else None) == restored

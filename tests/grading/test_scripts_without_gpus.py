@@ -101,3 +101,17 @@ def test_pdl_grade_torchrun_exits_without_warnings_of_its_own():
     assert done.returncode == 0, done.stderr
     assert "final loss" in done.stdout
     assert "Warning" not in done.stderr, done.stderr
+
+
+def test_flushing_at_the_end_survives_a_metaclass_without_a_hash(tmp_path):
+    """A reviewer's find: the exit's search for unclosed files hashed every type, and a
+    student's metaclass with __eq__ and no __hash__ made a correct forked run exit 1."""
+    code = ("class Meta(type):\n    def __eq__(cls, other):\n        return cls is other\n"
+            "class Odd(metaclass=Meta):\n    pass\nkept = Odd()\n"
+            f"log = open({str(tmp_path / 'log.txt')!r}, 'w')\nlog.write('written')\n"
+            "from grader.vgpu.clean_exit import end_without_finalisation\n"
+            "end_without_finalisation(0)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "log.txt").read_text() == "written"
