@@ -91,16 +91,19 @@ PRELOADED = ("torch", "torch._dynamo", "torch.distributed", "torch.nn.parallel",
 
 def may_fork(command: list[str], nproc: int) -> bool:
     """Whether these ranks may be forked: run_on_node.py under this interpreter, ranks on
-    virtual GPUs, a platform with fork, and not switched off; one rank only where this launcher
-    has every preload already (forked from a grading's fork server that preloaded them): a
-    fresh launcher would import them for that rank alone, and where the server left dynamo's
-    lazy imports to the run (a submission's module shadows one of them) the rank must import
-    them itself, as a fresh one would. Real GPUs keep fresh interpreters: CUDA cannot be used
-    in a child forked after the driver was touched, and no machine with GPUs has checked what
-    torch's imports touch."""
+    virtual GPUs, a platform with fork, and not switched off. A launcher forked from a
+    grading's fork server has torch: it forks only where the server preloaded dynamo's lazy
+    imports too (it leaves them to the run where a submission's module shadows one of them,
+    and each rank must then import them itself, as a fresh one would). One rank is forked only
+    from such a launcher: a fresh one would import torch for that rank alone. Real GPUs keep
+    fresh interpreters: CUDA cannot be used in a child forked after the driver was touched,
+    and no machine with GPUs has checked what torch's imports touch."""
     if os.environ.get(FORK_ENV) == "0" or nproc < 1 or not hasattr(os, "fork"):
         return False
-    if nproc == 1 and not all(name in sys.modules for name in PRELOADED):
+    preloaded = all(name in sys.modules for name in PRELOADED)
+    if "torch" in sys.modules and not preloaded:
+        return False       # the server left them to the run
+    if nproc == 1 and not preloaded:
         return False
     if os.environ.get("CUDA_VISIBLE_DEVICES") is not None and \
             os.environ.get("PDL_VGPU_FORCE_VIRTUAL") != "1":

@@ -106,22 +106,25 @@ def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch):
     assert not may_fork([python, runner, "s.py"], 2)
 
 
-def test_one_rank_is_forked_only_from_a_launcher_that_has_torch_already():
-    """A fresh launcher would import torch for one rank alone (nothing to share); one forked
-    from a grading's fork server has it and dynamo's lazy imports, unless the server left them
-    to the run (then the rank imports them as a fresh one would, from the submission's view)."""
+def test_ranks_fork_from_a_launcher_with_every_preload_or_none():
+    """A fresh launcher (no torch yet) forks several ranks after importing the preloads once,
+    but would import torch for one rank alone (nothing to share); one forked from a grading's
+    fork server has torch and dynamo's lazy imports, unless the server left those to the run
+    because a submission module shadows one: then no rank is forked, and each imports them as
+    a fresh one would, finding the student's module."""
     code = ("import sys\nfrom grader.vgpu.ranks import PRELOADED, may_fork\n"
             "command = [sys.executable, 'grader/vgpu/run_on_node.py', 's.py']\n"
             "print(may_fork(command, 1), may_fork(command, 2))\n"
             # torch without dynamo's lazy imports: a fork server that left them to the run
             # (a submission's module shadows one of them)
-            "import torch\nprint(may_fork(command, 1))\n"
+            "import torch\nprint(may_fork(command, 1), may_fork(command, 2))\n"
             "import importlib\n[importlib.import_module(m) for m in PRELOADED]\n"
             "print(may_fork(command, 1))\n")
     env = {k: v for k, v in os.environ.items() if k not in (FORK_ENV, "CUDA_VISIBLE_DEVICES")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=120)
-    assert done.stdout.split() == ["False", "True", "False", "True"], done.stdout + done.stderr
+    assert done.stdout.split() == ["False", "True", "False", "False", "True"], (
+        done.stdout + done.stderr)
 
 
 def test_one_rank_from_the_fork_server_is_forked_and_runs_as_a_fresh_one(folders, monkeypatch):
