@@ -343,6 +343,12 @@ def assigned_constants(source: str, names) -> dict:
     return found
 
 
+def script_text(submission: Path, script: str) -> str:
+    """A script's text as handed in, read once per checks process ("" where it is not a file
+    the grader may read)."""
+    return _script_text(str(Path(submission) / script))
+
+
 @functools.lru_cache(maxsize=32)
 def _script_text(path: str) -> str:
     from grader.records import untrusted_files
@@ -358,7 +364,7 @@ def handout_sets(submission: Path, script: str, defaults=None) -> dict | None:
     leaves them after trying other ones (the file itself is never changed); None where it
     holds the handout's values or does not assign them at its top level."""
     defaults = HANDOUT_BATCH if defaults is None else defaults
-    written = assigned_constants(_script_text(str(Path(submission) / script)), set(defaults))
+    written = assigned_constants(script_text(submission, script), set(defaults))
     changed = {name: value for name, value in defaults.items()
                if written.get(name, value) != value}
     return changed or None

@@ -22,9 +22,8 @@ from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_li
 from grader.checks.practical_measures import (assigned_constants, broken_layout_edit,
                                               devices_of_rank, distinct_rows, evidence,
                                               first_step_rows, restored_layout_edit, rows_of,
-                                              trained_ranks)
+                                              script_text, trained_ranks)
 from grader.checks.support import close, explain, must_agree
-from grader.records import untrusted_files
 
 SCRIPT = "practical10/sample.py"
 GPUS = 4
@@ -50,10 +49,7 @@ class HandoutRuns:
 
     def __init__(self, runs, submission):
         self.runs = runs
-        try:
-            text = untrusted_files.read_text(submission / SCRIPT, limit=2**20)[0]
-        except (OSError, untrusted_files.NotARegularFile):
-            text = ""
+        text = script_text(submission, SCRIPT)
         self.written = assigned_constants(text, DEFAULTS)
         broken, restore = broken_layout_edit(text), restored_layout_edit(text)
         # (edits of the course's layout, edits of Part 5's broken layout or None if unknown)

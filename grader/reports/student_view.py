@@ -56,8 +56,8 @@ def assignment_view(assignment: Mapping[str, Any],
     measurements = assignment.get("measurements") or None
     reported = assignment.get("reported") or None
     rows = comparison_rows(measurements, reported, str(assignment.get("id", "")))
-    rubric_items, stops = _stops_told_once(
-        [item_view(i) for i in items if i.get("kind") != "penalty"])
+    rubric_items = [item_view(i) for i in items if i.get("kind") != "penalty"]
+    stops = _stops_told_once(rubric_items)
     return {
         "id": assignment.get("id"),
         "title": assignment.get("title"),
@@ -145,7 +145,7 @@ def _said_once(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def _stops_told_once(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict]]:
+def _stops_told_once(items: list[dict[str, Any]]) -> list[dict]:
     """A run that stopped (a SyntaxError, an exception, a hang) observed by several checks:
     told once, at the top of the assignment; each of those checks says which run it needed
     and points there."""
@@ -155,7 +155,7 @@ def _stops_told_once(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     told = {stop["text"] for stop in stops}
     for check in failing:
         check["feedback"] = point_to_the_stop(check["feedback"], told)
-    return items, stops
+    return stops
 
 
 def check_view(check: Mapping[str, Any]) -> dict[str, Any]:

@@ -65,9 +65,10 @@ def _flush_open_files() -> None:
     # Types by id: a student's metaclass may define __eq__ without __hash__ (which the ABC's
     # own subclass check hashes too: such a type is no file).
     objects = gc.get_objects()
-    kinds = dict(zip(map(id, map(type, objects)), map(type, objects)))
-    files = {key for key, kind in kinds.items() if _is_a_file_type(kind)}
-    opened = compress(objects, map(files.__contains__, map(id, map(type, objects))))
+    kinds = list(map(type, objects))
+    keys = list(map(id, kinds))
+    files = {key for key, kind in dict(zip(keys, kinds)).items() if _is_a_file_type(kind)}
+    opened = compress(objects, map(files.__contains__, keys))
     for stream in [sys.stdout, sys.stderr] + list(opened):
         try:
             if not stream.closed and stream.writable():
