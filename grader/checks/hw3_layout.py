@@ -95,3 +95,26 @@ def layers_around_move(log: list[dict], src: str, dst: str) -> list[int]:
     before = [e["index"] for e in log[:arrival] if e["kind"] == "layer"]
     after = next((e["index"] for e in log[arrival:] if e["kind"] == "layer"), None)
     return [before[-1] if before else -1, after if after is not None else -1]
+
+
+def layers_not_run_once_in_order(log: list[dict], depth: int) -> str | None:
+    """What a forward pass's log (the probe's "layer" entries) shows wrong with the layers it
+    ran: one never run, one run twice, or out of order; None when each of the `depth` layers ran
+    once in order, or when the log shows no layer (a forward calling F.linear on the weights
+    runs no module: nothing to tell)."""
+    ran = [entry["index"] for entry in log if entry.get("kind") == "layer"]
+    if not ran or ran == list(range(depth)):
+        return None
+    never = [i for i in range(depth) if i not in ran]
+    twice = sorted({i for i in ran if ran.count(i) > 1})
+    parts = []
+    if never:
+        parts.append(f"layer{'s' if len(never) > 1 else ''} "
+                     f"{', '.join(map(str, never))} never ran in the forward pass")
+    if twice:
+        parts.append(f"layer{'s' if len(twice) > 1 else ''} "
+                     f"{', '.join(map(str, twice))} ran more than once")
+    if not parts:
+        shown = ", ".join(map(str, ran[:12])) + (", ..." if len(ran) > 12 else "")
+        parts.append(f"the layers ran in the order {shown}")
+    return "; ".join(parts)

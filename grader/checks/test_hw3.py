@@ -21,7 +21,8 @@ import pytest
 from grader.checks.hw3_facts import accepted, change, direction, faster, said, yes_no
 from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describe_layout,
                                       device_changes, even_contiguous_layout, first_misplaced,
-                                      gpu_index, layers_around_move, spearman)
+                                      gpu_index, layers_around_move,
+                                      layers_not_run_once_in_order, spearman)
 from grader.checks.practical_answers import constant_in_source, rows_by
 from grader.checks.support import disagrees, explain, reported
 from grader.harness.course_environment import missing_module_note
@@ -418,6 +419,10 @@ def why_gpus_idle(counts: list[int], depth: int, gpus: int) -> str:
     return "detect the GPUs with torch.cuda.device_count() and use every one"
 
 
+def on_gpus(gpus: int) -> str:
+    return f"{gpus} GPU{'s' if gpus != 1 else ''}"
+
+
 def only_a_failure_counts_on_one_gpu(gpus):
     """Called once a case has passed: on one GPU every layout that builds and runs passes
     (all layers on cuda:0 is spread over "all" GPUs), so a pass there proves nothing and earns
@@ -453,9 +458,19 @@ def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth)
         f"{found['n_layers']} layers ({found['distinct_layers']} distinct)", LOOK_TASK3)
     ran_forward(found)
     assert found.get("matches_single_gpu") is True, explain(
-        f"the output on {gpus} GPUs equals the output of the same layers on one device",
+        f"the output on {on_gpus(gpus)} equals the output of the same layers on one device",
         f"outputs differ by up to {found.get('max_difference')}",
         LOOK_FORWARD + ": every layer once, in order")
+    # The output equals the model's own on one GPU, not the layers' composition: a forward with
+    # work of its own (no ReLU after the last layer), or one that skips or repeats a layer on
+    # every device count alike. The layers the forward ran tell them apart.
+    if found.get("matches_layers_in_order") is False:
+        wrong = layers_not_run_once_in_order(found.get("log") or [], depth)
+        assert wrong is None, explain(
+            f"the output on {on_gpus(gpus)} is what the {depth} layers give, each once, in order",
+            wrong + (" (on one GPU too: your model's output there is the same)"
+                     if gpus > 1 else ""),
+            LOOK_FORWARD + ": loop over every layer of the model once")
     only_a_failure_counts_on_one_gpu(gpus)
 
 

@@ -398,13 +398,16 @@ class Probe:
         # (bare, or with the course's ReLU after each, as a forward that applies the activation
         # itself does), or, for a forward with work of its own, the model built on 1 GPU.
         modules = self.modules_of(model)
-        baselines = [self._layers_in_order_on_host(modules, x, relu) for relu in (False, True)]
-        if reference_out is not None:
-            baselines.append(reference_out)
+        composed = [self._layers_in_order_on_host(modules, x, relu) for relu in (False, True)]
+        baselines = composed + ([reference_out] if reference_out is not None else [])
         got = out.detach().cpu()
         differences = [float((got - b).abs().max()) for b in baselines if b.shape == got.shape]
-        result["matches_single_gpu"] = any(
-            torch.allclose(got, b, rtol=1e-4, atol=1e-5) for b in baselines if b.shape == got.shape)
+
+        def equal(outputs):
+            return any(torch.allclose(got, b, rtol=1e-4, atol=1e-5)
+                       for b in outputs if b.shape == got.shape)
+        result["matches_single_gpu"] = equal(baselines)
+        result["matches_layers_in_order"] = equal(composed)
         result["max_difference"] = min(differences) if differences else None
         result["recompute"] = self.keep_for_recompute(f"{n}x{depth}", modules, x, got,
                                                       reference_out)
