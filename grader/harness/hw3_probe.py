@@ -234,9 +234,10 @@ class Probe:
 
     def modules_of(self, model) -> list:
         """What the model's forward applies in order: `self.layers` as the base code keeps it
-        (layers, or a stage per GPU); a model that keeps its layers under another name
-        (`self.stages` of nn.Sequential, `self.blocks`) its layers with weights, in the order
-        they were made (the handout never names the attribute)."""
+        (layers, or a stage per GPU; in a list, an nn.Sequential or an nn.ModuleDict); a model
+        that keeps its layers under another name (`self.stages` of nn.Sequential, `self.blocks`)
+        its layers with weights, in the order they were made (the handout never names the
+        attribute)."""
         modules = getattr(model, "layers", None)
         if modules is None:
             # A layer registered twice (a list of the layers and stages reusing them) is one.
@@ -246,6 +247,10 @@ class Probe:
                                      "that torch can see: keep the layers in an nn.ModuleList "
                                      "or nn.Sequential, as the base code's self.layers")
             return modules
+        if isinstance(modules, self.torch.nn.ModuleDict):
+            modules = self.read.children(modules)   # its values, in order (iterating: the keys)
+        elif isinstance(modules, dict):
+            modules = modules.values()
         modules = list(modules)
         for index, module in enumerate(modules):
             if not isinstance(module, self.read.Module):
