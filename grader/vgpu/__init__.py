@@ -167,8 +167,8 @@ class ThreadHooks:
 
 
 def _install_virtual(handle: Activation) -> None:
-    from grader.vgpu import (cuda_facade, dataparallel, distributed, python_dispatch,
-                             serialization, tensor_patches, unsupported)
+    from grader.vgpu import (cuda_facade, dataparallel, device_type, distributed,
+                             python_dispatch, serialization, tensor_patches, unsupported)
     from grader.vgpu.mode import VirtualGPUMode
     from grader.vgpu.node import Node, set_node
     from grader.vgpu.nvml import NOT_AVAILABLE
@@ -180,6 +180,7 @@ def _install_virtual(handle: Activation) -> None:
     handle.patcher = patcher = Patcher()
     tensor_patches.install(patcher, node)
     cuda_facade.install(patcher, node)
+    device_type.install(patcher)
     dataparallel.install(patcher, node)
     distributed.install(patcher, virtual=True, node=node)
     unsupported.install(patcher)
