@@ -654,9 +654,11 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
     counts = forward_counts(probe, gpus, starts_on_the_host(run))
     calls, copies = counts[0]
     measured["task5"] = {str(gpus): {"to_calls": calls, "transfers": copies}}
-    if not run.ok:
-        raise AssertionError(run.problem())
     printed = printed_count_pairs(run.stdout)
+    if not run.ok and not printed:
+        # Counts printed before a later stop (saving results beside the script, which is
+        # read-only while graded) are printed all the same: only a stop before them costs.
+        raise AssertionError(run.problem())
     assert printed, explain(
         f"hw3/model_parallel.py prints the counts of one forward pass, 'to() calls: {calls}, "
         f"real transfers: {copies}' (DEPTH={TRANSFER_DEPTH} on {gpus} GPUs; in other words "

@@ -15,6 +15,7 @@ import re
 COURSE_PACKAGES = ("torch", "numpy")
 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
+_READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system")
 
 
 def may_import() -> str:
@@ -34,6 +35,16 @@ def missing_module_note(message: str) -> str | None:
     return (f"{top} is not installed in the grading environment; the course's code may import: "
             f"{may_import()}. If {top} is a module of your own, hand in {top}.py beside your "
             "script.")
+
+
+def read_only_note(message: str) -> str | None:
+    """For a write refused as "Read-only file system": why, and where a run may write."""
+    if not _READ_ONLY.search(str(message)):
+        return None
+    return ("While it is graded, the submission's folder is read-only (nothing a run writes may "
+            "change what is graded); the current working directory is writable: write files "
+            "to paths relative to it (e.g. open(\"results.json\", \"w\")), not beside the "
+            "script (os.path.dirname(__file__)).")
 
 
 def _installed(module: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from grader.harness.course_environment import missing_module_note
+from grader.harness.course_environment import missing_module_note, read_only_note
 
 
 @dataclass
@@ -83,7 +83,8 @@ class Observation:
             message = str(exception.get("message", "")).strip().splitlines()
             todo = " (a TODO of the template is still to be written)" if exception.get(
                 "type") == "NotImplementedError" else ""
-            missing = missing_module_note(exception.get("message", ""))
+            missing = (missing_module_note(exception.get("message", ""))
+                       or read_only_note(exception.get("message", "")))
             return (f"{where} stopped with {exception.get('type')}{site}{todo}: "
                     f"{message[0] if message else ''}" + (f"\n{missing}" if missing else ""))
         for error in self.of("error"):

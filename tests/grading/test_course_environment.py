@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness.course_environment import COURSE_PACKAGES, may_import, missing_module_note
+from grader.harness.course_environment import (COURSE_PACKAGES, may_import, missing_module_note,
+                                               read_only_note)
 from grader.harness.execute import run_script
 from grader.harness.observation import Observation
 
@@ -68,3 +69,14 @@ def test_numpy_imports_in_a_sandboxed_run_and_a_missing_module_is_explained(tmp_
                          scratch_root=tmp_path)
     assert not missing.ok
     assert "seaborn_of_my_own is not installed in the grading environment" in missing.problem()
+
+
+def test_a_write_beside_the_script_is_told_where_a_run_may_write():
+    run = Observation("hw3/model_parallel.py", gpus=2, returncode=1, events=[
+        {"event": "exception", "type": "OSError", "site": "model_parallel.py:112",
+         "message": "[Errno 30] Read-only file system: '/sub/hw3/runs'"}])
+    problem = run.problem()
+    assert "stopped with OSError at model_parallel.py:112: [Errno 30] Read-only" in problem
+    assert "the submission's folder is read-only" in problem
+    assert "the current working directory is writable" in problem
+    assert read_only_note("[Errno 13] Permission denied: '/etc/x'") is None
