@@ -28,8 +28,9 @@ _TIME_UNIT_RE = re.compile(
     r"(?<![a-zµμ])(" + "|".join(re.escape(u) for u in sorted(_TIME_UNITS_TO_MS, key=len, reverse=True)) + r")(?![a-z])"
 )
 
-_MEMORY_UNITS_TO_MIB = {"kib": 1 / 1024, "kb": 1 / 1024, "mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0}
-_MEMORY_UNIT_RE = re.compile(r"(?<![a-z])(kib|kb|mib|mb|gib|gb)(?![a-z])")
+_MEMORY_UNITS_TO_MIB = {"bytes": 2**-20, "byte": 2**-20, "b": 2**-20, "kib": 1 / 1024,
+                        "kb": 1 / 1024, "mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0}
+_MEMORY_UNIT_RE = re.compile(r"(?<![a-z])(bytes|byte|b|kib|kb|mib|mb|gib|gb)(?![a-z])")
 # "cuda:0: 200.4", "GPU 1 = 200.7", "gpu0: 81": the device names which value it is, and its
 # number is not a value.
 _DEVICE_PREFIX_RE = re.compile(r"(?:cuda|gpu|device)\s*:?\s*\d+\s*[:=]", re.IGNORECASE)
@@ -313,12 +314,29 @@ def int_lists_in(text: str) -> list[list[int]] | None:
 
 # A table column's unit, by the suffix the templates give its name (step_time_s, memory_mib).
 COLUMN_UNITS = {"_s": "s", "_ms": "ms", "_percent": "percent", "_mib": "mib"}
+# The units a student may rename such a column to (step_time_ms written step_time_s,
+# memory_per_gpu_mib written memory_per_gpu_gb): each kind's, as its cells may name them.
+RENAMED_UNITS = {"s": set(_TIME_UNITS_TO_MS) - {"µs", "μs"}, "ms": set(_TIME_UNITS_TO_MS) - {"µs", "μs"},
+                 "mib": set(_MEMORY_UNITS_TO_MIB)}
 _QUANTITY_RE = re.compile(r"^\s*~?\s*(\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)\s*([a-zµμ%]*)\s*\.?\s*$",
                           re.IGNORECASE)
 
 
 def column_unit(column: str) -> str | None:
     return next((unit for suffix, unit in COLUMN_UNITS.items() if column.endswith(suffix)), None)
+
+
+def column_in_another_unit(name: str, columns) -> tuple[str, str] | None:
+    """(the table's column, the unit the name gives) for a column named like one of `columns`
+    in another unit of the same kind ("step_time_s" for step_time_ms, "memory_per_gpu_gb" for
+    memory_per_gpu_mib); None for any other name."""
+    stem, _, unit = name.rpartition("_")
+    for column in columns:
+        kind = column_unit(column)
+        if kind in RENAMED_UNITS and unit in RENAMED_UNITS[kind] \
+                and column.rpartition("_")[0] == stem and column != name:
+            return column, unit
+    return None
 
 
 def quantity_in(text: str, unit: str, mark: str | None = None) -> float | int | None:

@@ -17,9 +17,9 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
-from .numbers import (MAX_VALUE_CHARS, column_unit, decimal_mark, int_list_in, int_lists_in,
-                      quantity_in, shows_decimal_mark, whole_number_in, without_gpu_label,
-                      without_markdown)
+from .numbers import (MAX_VALUE_CHARS, column_in_another_unit, column_unit, decimal_mark,
+                      int_list_in, int_lists_in, quantity_in, shows_decimal_mark, whole_number_in,
+                      without_gpu_label, without_markdown)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -223,6 +223,9 @@ def _never_guessed(text: str, unit: str, mark: str | None, column: str) -> None:
                              "a decimal point")
 
 
+_BARE_NUMBER = re.compile(r"\s*~?\s*\d+(?:[.,]\d+)*\s*")
+
+
 def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
     """Several values of one unit in one cell: "80, 80", "80 MiB / 80 MiB", "1,5 GiB, 1,5 GiB";
     "80,80" too, but only where nothing else separates them and the parts are alike ("1012,5"
@@ -235,6 +238,11 @@ def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
         if len({len(part.strip()) for part in parts}) != 1:
             return None
     parts = [without_gpu_label(part) for part in parts if part.strip()]
+    # A unit written once, after the last value, is every value's ("0.2, 0.2 GB").
+    last = re.fullmatch(r"\s*~?\s*[\d.,eE+-]+\s*([a-zµμ]+)\s*\.?\s*", parts[-1],
+                        re.IGNORECASE) if parts else None
+    if last is not None and all(_BARE_NUMBER.fullmatch(part) for part in parts[:-1]):
+        parts = [f"{part.strip()} {last.group(1)}" for part in parts[:-1]] + parts[-1:]
     values = [quantity_in(part, unit, mark) for part in parts]
     return values if len(values) > 1 and all(v is not None for v in values) else None
 
@@ -265,10 +273,44 @@ def markdown_rows(text: str, question: Question) -> list[dict] | None:
             or not re.fullmatch(r"\|(?:\s*:?-+:?\s*\|)+", lines[1]):
         return None
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
-    header = [re.sub(r"[^a-z0-9]+", "_", without_markdown(cell).lower()).strip("_") for cell in cells[0]]
-    if not set(header) <= set(question.columns) or any(len(row) > len(header) for row in cells[2:]):
+    header = [_column_name(without_markdown(cell)) for cell in cells[0]]
+    known = set(question.columns) | {name for name in header
+                                     if column_in_another_unit(name, question.columns)}
+    if not set(header) <= known or any(len(row) > len(header) for row in cells[2:]):
         return None   # not this table, or a row with more cells than it has columns
     return [{name: value for name, value in zip(header, row) if value} for row in cells[2:]]
+
+
+def _column_name(text: str) -> str:
+    """A header or key as a column's name: "Step time (ms)" is step_time_ms."""
+    return re.sub(r"[^a-z0-9]+", "_", str(text).lower()).strip("_")
+
+
+def _in_the_tables_units(row: dict, question: Question) -> dict:
+    """The row with a column named in another unit (step_time_s, memory_per_gpu_gb) as the
+    table's column (step_time_ms, memory_per_gpu_mib), each value labelled with the unit its
+    name gave, so it is read in that unit. A column the table has is kept as it is."""
+    out = {}
+    for key, value in row.items():
+        name = _column_name(key)
+        found = None if str(key) in question.columns else \
+            (name, None) if name in question.columns else \
+            column_in_another_unit(name, question.columns)
+        if found is None or found[0] in row or found[0] in out:
+            out[key] = value
+        else:
+            out[found[0]] = value if found[1] is None else _labelled(value, found[1])
+    return out
+
+
+def _labelled(value: Any, unit: str) -> Any:
+    if isinstance(value, list):
+        return [_labelled(item, unit) for item in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value!r} {unit}"
+    if isinstance(value, str) and value.strip() and not re.search(r"[a-zµμ%]", value.lower()):
+        return f"{value.strip()} {unit}"
+    return value
 
 
 def _table(raw: Any, question: Question) -> list[dict]:
@@ -278,6 +320,7 @@ def _table(raw: Any, question: Question) -> list[dict]:
         raise ValueError("expected rows as a list of mappings, e.g. "
                          f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}")
     rows = []
+    raw = [_in_the_tables_units(row, question) for row in raw]
     for number, row in enumerate(raw, 1):
         unknown = [str(k) for k in row if str(k) not in question.columns]
         if unknown:

@@ -151,6 +151,9 @@ def test_the_adversarial_read_s_readable_answers_are_read_as_meant(raw, kind, va
      {"gpus": 2, "memory_per_gpu_mib": [1536, 1536]}),
     (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "48,8 / 48,8"},
      {"gpus": 2, "memory_per_gpu_mib": [48.8, 48.8]}),
+    # A unit written once after the last value is every value's (the first was read as MiB).
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "0.2, 0.2 GB"},
+     {"gpus": 2, "memory_per_gpu_mib": [204.8, 204.8]}),
     (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": ["cuda:0: 80", "cuda:1: 80"]},
      {"gpus": 2, "memory_per_gpu_mib": [80, 80]}),
     (("gpus", "split"), {"gpus": 3, "split": ["cuda:0: 22", "cuda:1: 21", "cuda:2: 21"]}, {"gpus": 3, "split": [22, 21, 21]}),
@@ -251,6 +254,31 @@ def test_a_kind_undecided_takes_the_tables_mark_as_the_pdf_reader_does():
     assert rows == [{"gpus": 2, "step_time_ms": 12, "memory_per_gpu_mib": [1012, 1012]}]
     rows = coerce([{"gpus": 2, "step_time_ms": "1,826", "memory_per_gpu_mib": "812.5, 812.5"}], question)
     assert rows == [{"gpus": 2, "step_time_ms": 1826, "memory_per_gpu_mib": [812.5, 812.5]}]
+
+
+@pytest.mark.parametrize("cells, read", [
+    # A column renamed to the unit the student measured in is read in that unit (a TA's
+    # audit: the seconds and GB table was refused whole, the same numbers mislabelled as ms
+    # and MiB taken).
+    ([{"gpus": 2, "step_time_s": 0.18259, "memory_per_gpu_gb": [0.1957, 0.196]}],
+     [{"gpus": 2, "step_time_ms": 182.59, "memory_per_gpu_mib": [200.3968, 200.704]}]),
+    ([{"gpus": 2, "step_time_seconds": "0,18259", "memory_per_gpu_bytes": "210182144, 210444288"}],
+     [{"gpus": 2, "step_time_ms": 182.59, "memory_per_gpu_mib": [200.4453125, 200.6953125]}]),
+    ([{"GPUs": 5, "Step time (sec)": "0.199 s", "Memory per GPU (MB)": [80.3, 80.1, 80.1, 80.1, 80.6]}],
+     [{"gpus": 5, "step_time_ms": 199.0, "memory_per_gpu_mib": [80.3, 80.1, 80.1, 80.1, 80.6]}]),
+    # Memory written in bytes, under the table's own column.
+    ([{"gpus": 2, "step_time_ms": 182.59, "memory_per_gpu_mib": ["210182144 bytes", "210444288 B"]}],
+     [{"gpus": 2, "step_time_ms": 182.59, "memory_per_gpu_mib": [200.4453125, 200.6953125]}]),
+])
+def test_a_column_renamed_to_another_unit_is_read_in_that_unit(cells, read):
+    rows = coerce(cells, template_questions("hw3")["task4.table"])
+    assert rows == [{k: pytest.approx(v) for k, v in row.items()} for row in read]
+
+
+def test_a_renamed_column_of_another_kind_is_still_refused():
+    question = template_questions("hw3")["task4.table"]
+    with pytest.raises(ValueError, match="row 1 has column\\(s\\) memory_per_gpu_ms"):
+        coerce([{"gpus": 2, "step_time_ms": 1, "memory_per_gpu_ms": 3}], question)
 
 
 def test_gpus_written_as_devices_in_a_table_are_their_indices():
