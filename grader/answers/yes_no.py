@@ -10,7 +10,9 @@ no, the whole text its explanation; "True." and "False, only one GPU works" answ
 necessarily", "Not identical, but allclose", "Not just faster"), "no" before a noun ("No
 difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no for 5"),
 "Partly", "It depends" are `unclear`, so a person reads them; the template's "yes/no" left as
-it is (or "yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`.
+it is (or "yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`. A
+short sentence answers too where its words leave no doubt: "It does not - the step time
+grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclear).
 """
 from __future__ import annotations
 
@@ -32,6 +34,17 @@ _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes"
 _NOT = re.compile(_LEAD + r"not\s+(?:really|at\s+all|faster|quicker|proportional(?:ly)?|"
                   r"linear(?:ly)?|balanced|evenly|equally(?:\s+utili[sz]ed)?|improved|"
                   r"improving)\b(?P<rest>.*)", re.I | re.S)
+# The answer as a short sentence: "It does not - the step time grows", "They don't.", "It
+# does, ..." (a subject and its auxiliary, then a pause or a verb of the question's kind). "It is
+# slower" or "It does not matter" say something else: a person reads them.
+_AUXILIARY = (r"(?:it|they|this|that|depth|more\s+depth|communication|the\s+\w+)\s+(?:really\s+)?"
+              r"(?:does|do|did|is|are|was|were|can|will|has|have)")
+_PAUSE = r"(?=\s*(?:[-–—,.;:!(]|$))"
+_QUESTION_VERB = (r"\s+(?:really\s+)?(?:improve|help|speed|get|become|run|grow|scale|increase|"
+                  r"change|reduce|use|utili[sz]e|make|faster|quicker)\b")
+_SENTENCE_NO = re.compile(_LEAD + _AUXILIARY + r"(?:\s*n['’]t|\s+not)(?:" + _PAUSE + "|"
+                          + _QUESTION_VERB + r")(?P<rest>.*)", re.I | re.S)
+_SENTENCE_YES = re.compile(_LEAD + _AUXILIARY + _PAUSE + r"(?P<rest>.*)", re.I | re.S)
 # "No difference", "No speed-up": "no" before a noun is not the answer word, and which answer it
 # makes depends on the question ("same loss?": yes).
 _NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeable\s+|big\s+|"
@@ -72,9 +85,14 @@ def read_yes_no(text: str) -> YesNo:
         return YesNo(unanswered=True)
     first = _FIRST.match(text)
     if first is None:
-        negative = _NOT.match(text)
-        if negative and not re.search(r"\bbut\b|\byes\b|\btrue\b", negative.group("rest"), re.I):
-            return YesNo("no", text.strip(" *_\"'"))
+        for pattern, word in ((_NOT, "no"), (_SENTENCE_NO, "no"), (_SENTENCE_YES, "yes")):
+            found = pattern.match(text)
+            if found and not re.search(r"\bbut\b|\byes\b|\btrue\b|\bno\b|\bnot\b"
+                                       if word == "yes" else r"\bbut\b|\byes\b|\btrue\b",
+                                       found.group("rest"), re.I):
+                return YesNo(word, text.strip(" *_\"'"))
+            if found:
+                break
         return YesNo(unclear=True)
     rest = first.group("rest")
     word = _WORDS[first.group("word").lower()]

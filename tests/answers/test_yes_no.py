@@ -46,6 +46,18 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
     assert not answer.unclear and not answer.unanswered
 
 
+@pytest.mark.parametrize("text, value", [
+    # The answer as a short sentence (a TA's audit: "It does not - ..." cost a point).
+    ("It does not - the step time grows with DEPTH", "no"), ("They don't.", "no"),
+    ("It does not improve speed: every layer adds work", "no"), ("Depth does not improve speed", "no"),
+    ("They do not grow with DEPTH, only with the GPUs", "no"), ("It is not faster (one GPU at a time)", "no"),
+    ("It does, every GPU holds four layers", "yes"), ("It is.", "yes"), ("They are - 4 layers each", "yes"),
+])
+def test_a_short_sentence_that_leaves_no_doubt_answers(text, value):
+    answer = read_yes_no(text)
+    assert (answer.value, answer.explanation) == (value, text), f"{text!r} read as {answer}"
+
+
 @pytest.mark.parametrize("text", [
     # Found by an adversarial read of the lenient rule: each would have been a silent guess.
     "No difference", "No significant difference", "Not different", "Not bit-identical, but allclose is True",
@@ -59,7 +71,11 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
                                   "False for 5 GPUs, true for 2", "True, false for 5 GPUs",
                                   # hedges whose second answer is written true/false (an adversary's)
                                   "Yes, but False for 5 GPUs", "False, but true for 2 GPUs",
-                                  "Not really, true for 2 GPUs"])
+                                  "Not really, true for 2 GPUs",
+                                  # sentences that say something else, or both
+                                  "It is slower", "It does not matter", "It does not only grow",
+                                  "It does not, but it should", "It is, but not for 5 GPUs",
+                                  "It does - no, it does not"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"
