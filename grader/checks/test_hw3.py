@@ -57,14 +57,16 @@ PLAN = [
     {"part": "transfers", "gpus": TASK4_GPUS, "depth": TRANSFER_DEPTH, "dim": LAYOUT_DIM,
      "batch": 4},
     {"part": "timing", "label": "trend", "configs": [[2, d] for d in TIMING_DEPTHS],
-     "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9},
+     "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9, "simulated": [1, 3]},
     {"part": "timing", "label": "task4", "configs": [[g, TASK4_DEPTH] for g in TASK4_GPUS],
-     "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9},
+     "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9, "simulated": [1, 3]},
 ]
 # The settings each task's numbers were measured under, shown in the reports beside the values
 # (a student's own numbers come from their runs, e.g. at the script's DIM=1024).
 _TIMING = next(part for part in PLAN if part["part"] == "timing")
-_STEPS = f"median of {_TIMING['rounds']} steps after {_TIMING['warmup']} warm-up steps"
+_STEPS = (f"median of {_TIMING['rounds']} steps after {_TIMING['warmup']} warm-up steps on real "
+          f"GPUs ({_TIMING['simulated'][1]} after {_TIMING['simulated'][0]} on virtual GPUs' "
+          "simulated clock, where every step takes the same)")
 MEASURED_UNDER = {
     "task1": "DEPTH=6 on 2 GPUs",
     "task2": (f"DEPTH {', '.join(map(str, TIMING_DEPTHS))} on 2 GPUs, DIM={TIMING_DIM}, "
@@ -412,7 +414,12 @@ def why_gpus_idle(counts: list[int], depth: int, gpus: int) -> str:
     common split) fills too few GPUs; anything else, the GPUs were not all detected or used."""
     chunk = -(-depth // gpus)
     filled = [c for c in counts if c]
-    if len(filled) > 1 and filled[:-1] == [chunk] * (len(filled) - 1) and counts[:len(filled)] == filled:
+    if counts[:2] == [depth // 2, depth - depth // 2] and not any(counts[2:]):
+        return ("the base code's split is still in place (the first DEPTH // 2 layers on cuda:0, "
+                "the rest on cuda:1): detect the GPUs with torch.cuda.device_count() and give "
+                "each of the N GPUs DEPTH // N layers, the first DEPTH % N one more")
+    if len(filled) > 1 and filled[:-1] == [chunk] * (len(filled) - 1) and filled[-1] <= chunk \
+            and counts[:len(filled)] == filled:
         return (f"chunks of ceil(DEPTH / N) = {chunk} layers fill only {len(filled)} of the {gpus} "
                 f"GPUs; give each GPU DEPTH // N layers and the first DEPTH % N one more (or put "
                 "layer i on GPU i * N // DEPTH)")

@@ -505,21 +505,21 @@ class Probe:
         return None
 
     def timing(self, label: str, configs: list, dim: int, batch: int, warmup: int,
-               rounds: int) -> None:
+               rounds: int, simulated: tuple[int, int] = (1, 3)) -> None:
         """Step times of several (GPUs, DEPTH) configurations. On virtual GPUs they come from
-        the simulated clock: the same every round and on any machine, so one warm-up step and
-        three rounds say all there is. On real GPUs they are measured in interleaved rounds (a
-        burst of load then hits every configuration alike)."""
+        the simulated clock: the same every round and on any machine, so `simulated` (warm-up
+        steps, rounds: one and three) say all there is. On real GPUs they are measured in
+        interleaved rounds (a burst of load then hits every configuration alike)."""
         configs = [tuple(c) for c in configs]
         most = max(g for g, _ in configs)
         if not self.use_gpus(most):
             self.emit({"kind": label, "skipped": f"needs {most} GPUs"})
             return
-        simulated = self.clock() is not None
-        if simulated:
-            warmup, rounds = min(warmup, 1), min(rounds, 3)
+        on_simulated_clock = self.clock() is not None
+        if on_simulated_clock:
+            warmup, rounds = simulated
         self.guarded({"kind": label, "configs": [list(c) for c in configs],
-                      "clock": "simulated" if simulated else "real"},
+                      "clock": "simulated" if on_simulated_clock else "real"},
                      lambda: self._timing(configs, most, dim, batch, warmup, rounds))
 
     def _timing(self, configs, most, dim, batch, warmup, rounds):

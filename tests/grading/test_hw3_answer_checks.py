@@ -44,6 +44,10 @@ def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path):
     ([2, 2, 2, 0, 0], 6, 5, "chunks of ceil(DEPTH / N) = 2 layers fill only 3 of the 5 GPUs"),
     # The provided code's two halves, and everything on one GPU: the GPUs were not detected.
     ([3, 3, 0, 0], 6, 4, "detect the GPUs with torch.cuda.device_count()"),
+    # The provided code's halves are no ceil chunks, though the first fills one (a TA's audit).
+    ([2, 3, 0], 5, 3, "the base code's split is still in place"),
+    ([3, 3, 0, 0], 6, 4, "the base code's split is still in place"),
+    ([2, 3, 0, 0], 5, 4, "the base code's split is still in place"),
     ([6, 0], 6, 2, "detect the GPUs with torch.cuda.device_count()"),
 ])
 def test_idle_gpus_are_told_their_cause(counts, depth, gpus, says):

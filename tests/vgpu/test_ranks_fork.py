@@ -1,6 +1,7 @@
 """The ranks of a graded torchrun run are forked from a launcher that imported torch once
 (grader/vgpu/ranks.py): the same run, the same records, the same failures as ranks started as
 fresh interpreters, for about a third of the CPU (issue 15)."""
+import importlib
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from grader.harness.execute import run_script
 from grader.sandbox.forked_runs import ForkServer
-from grader.vgpu.ranks import FORK_ENV, forks_ranks, may_fork
+from grader.vgpu.ranks import FORK_ENV, PRELOADED, forks_ranks, may_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,6 +91,10 @@ def test_a_forked_rank_that_fails_fails_the_run_with_its_traceback(folders, monk
 
 
 def test_only_several_ranks_of_run_on_node_are_forked(monkeypatch):
+    # As in a launcher with every preload: whether this test process has torch (another test
+    # imported it) must not decide.
+    for name in PRELOADED:
+        importlib.import_module(name)
     python = sys.executable
     runner = str(Path("grader/vgpu/run_on_node.py"))
     monkeypatch.delenv(FORK_ENV, raising=False)
