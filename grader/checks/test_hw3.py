@@ -664,7 +664,8 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
     counts = forward_counts(probe, gpus, starts_on_the_host(run))
     calls, copies = counts[0]
     measured["task5"] = {str(gpus): {"to_calls": calls, "transfers": copies}}
-    printed = printed_count_pairs(run.stdout)
+    # stdout, or stderr where `logging` writes by default (a logged line is printed too).
+    printed = printed_count_pairs(run.stdout) or printed_count_pairs(run.stderr)
     if not run.ok and not printed:
         # Counts printed before a later stop (saving results beside the script, which is
         # read-only while graded) are printed all the same: only a stop before them costs.

@@ -219,6 +219,9 @@ class Probe:
         if self.activation is not None and self.activation.virtual:
             self.activation.node.resize(n)
             self.node_size = n
+            if "CUDA_VISIBLE_DEVICES" in self.activation.environ_before:   # the node's own
+                from grader.vgpu import visible_list
+                os.environ["CUDA_VISIBLE_DEVICES"] = visible_list(n)
             return True
         available = self.real_device_count()
         if n > available:
@@ -658,6 +661,9 @@ def run(argv: list[str]) -> int:
     """The probe's process, from the launcher (grader/harness/hw3_launch.py)."""
     model_file, out_path, plan_text = argv
     plan = json.loads(plan_text)
+    # As `python hw3/model_parallel.py` sees it: a module-level argparse or sys.argv[1:] of the
+    # student's finds no arguments (it found the probe's own and stopped).
+    sys.argv = [model_file]
     signal.signal(signal.SIGALRM, _on_alarm)   # before the node: the probe's own handler
     import torch  # noqa: F401  (activates the node: the run's seal key is taken now)
     from grader.harness import hw3_recompute  # noqa: F401  (imported before student code)

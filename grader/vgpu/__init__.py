@@ -31,9 +31,16 @@ class Activation:
     modes: list = field(default_factory=list)
     observer: object = None
     sampler: object = None
+    environ_before: dict = field(default_factory=dict)   # variables set here: their old values
 
     def deactivate(self) -> None:
         global _active
+        for name, value in self.environ_before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self.environ_before.clear()
         if self.sampler is not None:
             self.sampler.stop()
         if self.observer is not None:
@@ -80,6 +87,7 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
     arm_guard = guard.start(trace)  # first at exit, so its closing record comes last
     if virtual:
         _install_virtual(handle)
+        _show_visible_devices(handle)
     else:
         _install_real(handle)
     if trace_path:
@@ -94,6 +102,23 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
                world_size=int(os.environ.get("WORLD_SIZE", "1")),
                torch=torch.__version__)
     return handle
+
+
+def _show_visible_devices(handle: Activation) -> None:
+    """A job on a node with GPUs finds them in CUDA_VISIBLE_DEVICES (SLURM's --gres sets it,
+    and students' scripts read it): a virtual node's, where nothing set it. Its processes, and
+    those they start, are then virtual by this process's decision, not by what the variable
+    would say of real GPUs (grader/vgpu/ranks.py)."""
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        return
+    for name, value in (("CUDA_VISIBLE_DEVICES", visible_list(handle.n_gpus)),
+                        (ENV_FORCE_VIRTUAL, "1")):
+        handle.environ_before.setdefault(name, os.environ.get(name))
+        os.environ[name] = value
+
+
+def visible_list(n_gpus: int) -> str:
+    return ",".join(str(i) for i in range(n_gpus))
 
 
 def _trace_of_forked_child() -> None:

@@ -109,11 +109,11 @@ IDIOMS = [
                                               "table.csv": b"depth,ms\n6,12.1\n12,23.5\n"})}),
     # The probe imports it (the model's helpers come first for the model's imports); run as a
     # script it breaks at the first optimizer step, as it does at home with this torch
-    # (torch._dynamo imports cProfile, which imports `profile`: the student's): a real loss,
-    # the counts the script should print (Task 5's counts_printed, the rubric's script run).
+    # (torch._dynamo imports cProfile, which imports `profile`: the student's), after printing
+    # Task 5's counts, which count (a part that ran keeps its points when a later one stops).
     Idiom("helper_module_named_profile", HW3,
           "from profile import Stopwatch\n_watch = Stopwatch()\n", notes=("helper_module",),
-          extra_files={"hw3/profile.py": PROFILE_HELPER}, loses={"hw3.task5": 1.0}),
+          extra_files={"hw3/profile.py": PROFILE_HELPER}),
     # -- everyday debugging, logging and bookkeeping ------------------------------------------
     Idiom("os_system_nvidia_smi", P4, 'import os as _os2\n_os2.system("nvidia-smi")\n',
           notes=("processes",)),
@@ -261,6 +261,22 @@ IDIOMS = [
           "        object.__setattr__(self, 'depth', max(1, self.depth))\n\n\n"
           "_config = _Config(0)\n"),
 ]
+
+# A second audit's honest idioms (/work/audit/honest_idioms_round2.md), each graded for real.
+ROUND_TWO = [
+    # argparse at module level, as many tutorials write it: the probe imports the model with
+    # the command line `python hw3/model_parallel.py` has, no arguments (it had the probe's)
+    Idiom("argparse_parse_args_at_module_level", HW3,
+          "import argparse as _argparse\n_parser = _argparse.ArgumentParser()\n"
+          "_parser.add_argument('--depth', type=int, default=None)\n"
+          "ARGS = _parser.parse_args()\n"),
+    Idiom("sys_argv_depth_override", HW3,
+          "_depth_from_command_line = int(sys.argv[1]) if len(sys.argv) > 1 else None\n"),
+    # a job on a GPU node reads the GPUs it was given (SLURM's --gres sets the variable)
+    Idiom("cuda_visible_devices_read", P6,
+          "_visible = os.environ['CUDA_VISIBLE_DEVICES'].split(',')\n"),
+]
+IDIOMS += ROUND_TWO
 
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these two submissions cover them all.

@@ -155,3 +155,24 @@ def test_patched_tensor_attributes_pass_for_the_descriptors_they_replace(vnode):
         assert descriptor.__objclass__ is torch._C.TensorBase and descriptor.__name__ == name
     model = torch.nn.Linear(2, 2).to("cuda:1")
     torch.optim.Adam(model.parameters())  # imports torch._dynamo with the node active
+
+
+def test_the_node_shows_its_gpus_in_cuda_visible_devices_and_gives_the_variable_back(
+        vnode, monkeypatch):
+    """A job on a GPU node finds CUDA_VISIBLE_DEVICES set (SLURM's --gres): a student's P6
+    read `os.environ['CUDA_VISIBLE_DEVICES']` and every run stopped with a KeyError."""
+    import os
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("PDL_VGPU_FORCE_VIRTUAL", raising=False)
+    handle = vnode(3)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1,2"
+    assert os.environ["PDL_VGPU_FORCE_VIRTUAL"] == "1"   # children are virtual too
+    handle.deactivate()
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ and "PDL_VGPU_FORCE_VIRTUAL" not in os.environ
+
+
+def test_a_visible_devices_variable_already_set_is_left_alone(vnode, monkeypatch):
+    import os
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")   # a GPU node's cores, its GPUs hidden
+    vnode(2)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
