@@ -77,6 +77,22 @@ def _is_super_call(node: ast.AST) -> bool:
         node.func.id == "super"
 
 
+def _names_dunder_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "__name__"
+
+
+def _own_class_of_self(node: ast.AST) -> bool:
+    """`type(self)` or `self.__class__`: in a method, the student's own class."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id == "type" and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    elif isinstance(node, ast.Attribute) and node.attr == "__class__":
+        node = node.value
+    else:
+        return False
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
 def _class_level(node: ast.AST) -> bool:
     """An expression that stands for a class of an object (`type(x)`, `x.__class__`,
     `T.__mro__[0]`, `T.__bases__[0]`): assigning its attributes patches the class."""
@@ -131,9 +147,10 @@ class _Visitor(ast.NodeVisitor):
                         self.modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
-            elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and \
-                    node.left.id == "__name__":
+            elif isinstance(node, ast.Compare) and _names_dunder_name(node.left):
                 self.skip_strings |= {id(c) for c in node.comparators}
+            elif isinstance(node, ast.Compare) and any(map(_names_dunder_name, node.comparators)):
+                self.skip_strings.add(id(node.left))   # `if "__main__" == __name__:`
 
     # -- recording ----------------------------------------------------------------------------
     def found(self, node: ast.AST, category: str, what: str) -> None:
@@ -333,7 +350,11 @@ class _Visitor(ast.NodeVisitor):
             if text == "grader" or text.startswith("grader.") or text in GRADER_IDENTIFIERS \
                     or text == "__main__":
                 self.found(node, "grader", f"names the grader's {text[:40]!r}")
-            if any(name in text for name in GRADER_FILES):
+            parts = [part.split(HOLE)[-1] for part in re.split(r"[/\\]", text)]
+            if any(part == name or part.startswith(name + ".") for part in parts
+                   for name in GRADER_FILES):
+                # The file itself (a path's part, after any unknown prefix), not a name that
+                # holds it ("hw3_trace.jsonl", "hw3-weights-depth6.pt").
                 self.found(node, "grader", f"names the grader's file {text[:40]!r}")
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -501,6 +522,11 @@ class _Visitor(ast.NodeVisitor):
     def assigned_attribute(self, node, base: ast.AST, name: str, full: str | None) -> None:
         """`base.name = value` (also augmented, annotated, deleted, setattr)."""
         if _class_level(base):
+            # A counter on the student's own class (`type(self).calls += 1`) replaces nothing;
+            # a name the instrumentation relies on, or a private one, still is a replacement.
+            if _own_class_of_self(base) and not name.startswith("_") and \
+                    name not in PATCHED_NAMES:
+                return
             self.found(node, "patching", f"replaces {name} on a class it looked up from an object")
             return
         if name == "__class__":

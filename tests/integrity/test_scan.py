@@ -77,6 +77,7 @@ TAMPERING_CASES = [
      "grader", 2),
     ("names_probe_file", "path = 'out/probe.jsonl'\n", "grader", 1),
     ("names_weights_folder", "p = scratch + '/hw3-weights/2x6.pt'\n", "grader", 1),
+    ("names_trace_file_after_a_hole", "f = open(f'{d}trace.jsonl')\n", "grader", 1),
     ("grader_module_by_string", "import importlib\nm = importlib.import_module('gra' + 'der.vgpu')\n",
      "grader", 2),
     ("grader_object_attribute", "t = thing.get_trace()\nt.listeners.clear()\n", "grader", 1),
@@ -184,6 +185,10 @@ TAMPERING_CASES = [
     ("assign_imported_class", "from torch.nn import Linear\nLinear.forward = fake_forward\n",
      "patching", 2),
     ("type_of_object_to", "type(x).to = fake_to\n", "patching", 1),
+    # through `self`, what the instrumentation relies on or a private name is still replaced
+    ("type_of_self_to", "type(self).to = fake_to\n", "patching", 1),
+    ("class_of_self_private", "self.__class__._call_impl = fake\n", "patching", 1),
+    ("class_of_self_forward", "self.__class__.forward = fake\n", "patching", 1),
     ("type_mro_to", "type(x).__mro__[0].to = fake_to\n", "patching", 1),
     ("class_of_object", "x.__class__.device = property(lambda self: 'cuda:1')\n", "patching",
      1),
@@ -437,6 +442,16 @@ HONEST = {
     "super_setattr_in_module": (
         "import torch.nn as nn\nclass M(nn.Module):\n    def __setattr__(self, name, value):\n"
         "        super().__setattr__(name, value)\n"),
+    # A second audit's (/work/audit/honest_idioms_round2.md): each was held.
+    "counter_on_own_class_through_self": (
+        "import torch.nn as nn\nclass M(nn.Module):\n    instances = 0\n    def __init__(self):\n"
+        "        super().__init__()\n        type(self).instances += 1\n"
+        "        self.__class__.forward_calls = 0\n"),
+    "yoda_main_guard": "def main():\n    pass\nif '__main__' == __name__:\n    main()\n",
+    "own_files_named_like_the_graders": (
+        "import json, torch\nDEPTH = 6\nwith open('hw3_trace.jsonl', 'a') as f:\n"
+        "    f.write(json.dumps({'step': 1}) + '\\n')\n"
+        "torch.save({}, f'hw3-weights-depth{DEPTH}.pt')\n"),
 }
 
 
