@@ -27,6 +27,7 @@ computed from data at run time) is covered at run time by the runtime's identity
 """
 from __future__ import annotations
 
+import ast
 import bz2
 import gzip
 import io
@@ -40,6 +41,7 @@ from pathlib import Path
 # ASSIGNMENT_FOLDERS, CATEGORIES, NOTE and TAMPERING are part of this module's interface too.
 from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # noqa: F401
                                        TAMPERING, Finding)
+from grader.integrity.own_objects import may_rebind_names
 from grader.integrity.pickles import PICKLE_SUFFIXES
 from grader.integrity.source import scan_pickle_bytes, scan_text
 
@@ -71,12 +73,13 @@ def scan_submission(submission: Path) -> list[Finding]:
     # The submission's own modules: setting their variables is not patching a library.
     own = {p.stem for p in files if p.suffix == ".py"} | {
         p.parent.name for p in files if p.name == "__init__.py"}
+    trusted = _objects_can_be_trusted(files, submission, own)
     for path in files:
         relative = path.relative_to(submission).as_posix()
         if path.suffix == ".py":
             source = _linked_source(path, submission)
             if source is not None:
-                findings += scan_source(source, relative, own)
+                findings += scan_source(source, relative, own, trusted)
         elif path.is_symlink():
             continue
         elif path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES):
@@ -181,7 +184,26 @@ def _linked_source(path: Path, submission: Path) -> Path | None:
     return target if target.is_file() else None
 
 
-def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset()) -> list[Finding]:
+def _objects_can_be_trusted(files: list[Path], submission: Path, own: set[str]) -> bool:
+    """Whether no file can rebind another module's names (grader/integrity/own_objects.py):
+    every Python file read and none able to, no archive (its modules can be imported)."""
+    for path in files:
+        if path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES):
+            return False
+        if path.suffix != ".py":
+            continue
+        source = _linked_source(path, submission)
+        try:
+            if source is None or source.stat().st_size > MAX_FILE_BYTES or \
+                    may_rebind_names(ast.parse(source.read_bytes()), own):
+                return False
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    return True
+
+
+def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset(),
+                trust_own_objects: bool = False) -> list[Finding]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return [Finding(relative, 0, "unreadable",
@@ -189,7 +211,7 @@ def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset()) 
         source = path.read_bytes()
     except OSError as error:
         return [Finding(relative, 0, "unreadable", f"cannot be read ({error.strerror})", "")]
-    return scan_text(source, relative, own_modules)
+    return scan_text(source, relative, own_modules, trust_own_objects)
 
 
 def _scan_archive(path: Path, relative: str, own) -> list[Finding]:

@@ -5,6 +5,7 @@ import ast
 import re
 
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
+from grader.integrity.own_objects import own_object_names
 from grader.integrity.findings import Finding
 from grader.integrity.names import (
     ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
@@ -21,7 +22,10 @@ from grader.integrity.pickles import dangerous_globals, pickle_globals
 _GRADER_SETTING = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + "|" + HOLE + ")")
 
 
-def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Finding]:
+def scan_text(source: bytes, relative: str, own_modules=frozenset(),
+              trust_own_objects: bool = False) -> list[Finding]:
+    """`trust_own_objects`: no file of the submission can rebind another's names
+    (own_objects.may_rebind_names), so a plain object a file makes is that object."""
     try:
         tree = ast.parse(source, filename=relative)
     except (RecursionError, MemoryError):
@@ -32,6 +36,7 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset()) -> list[Fin
                         "Python cannot read it, so it cannot run either", "")]
     lines = source.decode("utf-8", errors="replace").splitlines()
     visitor = _Visitor(relative, lines, own_modules)
+    visitor.trust_own_objects = trust_own_objects
     try:
         visitor.scan(tree)
     except (RecursionError, MemoryError):
@@ -127,10 +132,16 @@ class _Visitor(ast.NodeVisitor):
         self.line_offset = line_offset      # code from exec("..."): its findings on that line
         self.defined: set[str] = set()      # names the file defines itself (def/class)
         self.judged_env: set[int] = set()   # os.environ nodes already judged as keyed uses
+        self.trust_own_objects = False      # see scan_text
+        self.own_objects: set[int] = set()
 
     def scan(self, tree: ast.AST) -> None:
         self.folder = Folder(tree)
         self.learn(tree)
+        # Names that can only be a plain object of the student's (own_objects.py): a field
+        # of theirs named like one of torch's replaces nothing.
+        self.own_objects = own_object_names(tree, self.modules) \
+            if self.trust_own_objects and isinstance(tree, ast.Module) else set()
         self.visit(tree)
 
     def learn(self, tree: ast.AST) -> None:
@@ -266,7 +277,8 @@ class _Visitor(ast.NodeVisitor):
         if (name in TORCH_INTERNAL_NAMES or name.startswith(TORCH_INTERNAL_PREFIXES)) and \
                 not on_self:
             self.found(node, "torch_internals", f"uses {name}")
-        if name in GRADER_IDENTIFIERS and not on_self:
+        if name in GRADER_IDENTIFIERS and not on_self and \
+                not (base is not None and id(base) in self.own_objects):
             self.found(node, "grader", f"uses {name}, a name of the grader's own objects")
         if name in NOTE_ATTRIBUTES and base is not None and not on_self:
             self.found(node, NOTE_ATTRIBUTES[name], f"uses {name}")
@@ -532,7 +544,7 @@ class _Visitor(ast.NodeVisitor):
         if name == "__class__":
             self.found(node, "patching", "changes an object's class")
             return
-        if name in PATCHED_NAMES and not _is_self(base):
+        if name in PATCHED_NAMES and not _is_self(base) and id(base) not in self.own_objects:
             self.found(node, "patching", f"replaces {name}, which the grader's instrumentation "
                        "relies on")
             return

@@ -26,6 +26,8 @@ class Idiom:
     # Items the idiom's code really loses, as it would on the student's own machine: {item id:
     # points}. Graded for real means that too.
     loses: dict = field(default_factory=dict)
+    # Idioms of a group are graded in a submission of their own (SUBMISSIONS).
+    group: str = ""
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -263,6 +265,7 @@ IDIOMS = [
 ]
 
 # A second audit's honest idioms (/work/audit/honest_idioms_round2.md), each graded for real.
+OWN_OBJECTS = "own_objects"
 ROUND_TWO = [
     # argparse at module level, as many tutorials write it: the probe imports the model with
     # the command line `python hw3/model_parallel.py` has, no arguments (it had the probe's)
@@ -272,6 +275,28 @@ ROUND_TWO = [
           "ARGS = _parser.parse_args()\n"),
     Idiom("sys_argv_depth_override", HW3,
           "_depth_from_command_line = int(sys.argv[1]) if len(sys.argv) > 1 else None\n"),
+    # measurements kept in objects of the student's own, fields named like torch's functions
+    Idiom("timings_in_a_namespace", HW3,
+          "from types import SimpleNamespace as _NS\n_phase = _NS(forward=0.0, backward=0.0)\n"
+          "_phase.forward += 0.5\n_phase.backward += 1.0\n", group=OWN_OBJECTS),
+    Idiom("gpu_stats_dataclass", HW3,
+          "from dataclasses import dataclass\n\n\n"
+          "@dataclass\nclass _GpuStats:\n    device_count: int = 0\n"
+          "    max_memory_allocated: float = 0.0\n\n\n"
+          "def _measure():\n    stats = _GpuStats()\n"
+          "    stats.device_count = torch.cuda.device_count()\n"
+          "    stats.max_memory_allocated = torch.cuda.max_memory_allocated(0)\n"
+          "    return stats\n\n\n_stats = _measure()\n", group=OWN_OBJECTS),
+    Idiom("progress_listeners_of_its_own", HW3,
+          "class _Progress:\n    def __init__(self):\n        self.listeners = []\n\n\n"
+          "_progress = _Progress()\n_progress.listeners.append(print)\n", group=OWN_OBJECTS),
+    Idiom("counter_on_its_own_class", HW3,
+          "class _Run:\n    started = 0\n\n    def __init__(self):\n"
+          "        type(self).started += 1\n\n\n_run = _Run()\n"),
+    Idiom("yoda_main_guard", HW3,
+          "if '__main__' == __name__:\n    pass\n"),
+    Idiom("own_log_named_like_a_trace", HW3,
+          "_log_name = 'hw3_trace.jsonl'\n_weights_name = f'hw3-weights-depth{6}.pt'\n"),
     # a job on a GPU node reads the GPUs it was given (SLURM's --gres sets the variable)
     Idiom("cuda_visible_devices_read", P6,
           "_visible = os.environ['CUDA_VISIBLE_DEVICES'].split(',')\n"),
@@ -279,5 +304,14 @@ ROUND_TWO = [
 IDIOMS += ROUND_TWO
 
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
-# Idioms that share an assignment are graded together; these two submissions cover them all.
-SUBMISSIONS = {"with_practical4_and_hw3": (P4, HW3), "with_practical5_and_6": (P5, P6)}
+# Idioms that share an assignment are graded together; these submissions cover them all:
+# label -> (the files its idioms are in, their group). Objects of the student's own are
+# trusted only where no file can rebind another's names (grader/integrity/own_objects.py),
+# which other idioms do (an archive, setattr): they are graded alone.
+SUBMISSIONS = {"with_practical4_and_hw3": ((P4, HW3), ""), "with_practical5_and_6": ((P5, P6), ""),
+               "with_hw3_objects_of_its_own": ((HW3,), OWN_OBJECTS)}
+
+
+def idioms_of(label: str) -> list[Idiom]:
+    files, group = SUBMISSIONS[label]
+    return [idiom for idiom in IDIOMS if idiom.file in files and idiom.group == group]

@@ -22,7 +22,7 @@ import pytest
 from forgeries import FORGERIES, HW3, P4, Forgery
 from grader.integrity.scan import NOTE, TAMPERING, scan_submission
 from grader.sandbox import sandbox_available
-from honest_idioms import ASSIGNMENT_OF, IDIOMS, SUBMISSIONS, Idiom
+from honest_idioms import ASSIGNMENT_OF, IDIOMS, SUBMISSIONS, Idiom, idioms_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ISSUE_SEVEN = {"env_loop_rank_local_rank", "getattr_torch_dtype", "stdout_tee",
@@ -87,8 +87,8 @@ def test_the_corpus_has_what_issue_11_asks():
     assert len(IDIOMS) >= 40 and len(names) == len(IDIOMS)
     assert ISSUE_SEVEN <= names, f"missing: {ISSUE_SEVEN - names}"
     assert len(FORGERIES) >= 25 and len({f.name for f in FORGERIES}) == len(FORGERIES)
-    assert {ASSIGNMENT_OF[i.file] for i in IDIOMS} <= {a for files in SUBMISSIONS.values()
-                                                       for a in map(ASSIGNMENT_OF.get, files)}
+    graded = [i.name for label in SUBMISSIONS for i in idioms_of(label)]
+    assert sorted(graded) == sorted(names), "every idiom in exactly one graded submission"
 
 
 @pytest.mark.parametrize("idiom", IDIOMS, ids=[i.name for i in IDIOMS])
@@ -118,8 +118,8 @@ def honest_gradings(tmp_path_factory):
     area = tmp_path_factory.mktemp("honest")
 
     def run(label):
-        files = SUBMISSIONS[label]
-        idioms = [i for i in IDIOMS if i.file in files]
+        files, _ = SUBMISSIONS[label]
+        idioms = idioms_of(label)
         assignments = [ASSIGNMENT_OF[f] for f in files]
         submission = plant(area / label / "submission", "reference", idioms, set(assignments))
         return grade(submission, area / label / "out", assignments)
@@ -135,13 +135,13 @@ def honest_gradings(tmp_path_factory):
 def test_honest_idioms_are_graded_for_real_and_never_held(honest_gradings, label):
     result = honest_gradings[label]
     for assignment in result["assignments"]:
-        planted = [i.name for i in IDIOMS if ASSIGNMENT_OF[i.file] == assignment["id"]]
+        mine = [i for i in idioms_of(label) if ASSIGNMENT_OF[i.file] == assignment["id"]]
+        planted = [i.name for i in mine]
         integrity = assignment.get("integrity") or {}
         assert not integrity.get("problems") and not integrity.get("withheld"), (
             f"{assignment['id']} with the honest idioms {planted} was held for review:\n"
             + "\n".join(integrity.get("problems") or []))
-        expected_losses = {item: points for i in IDIOMS if ASSIGNMENT_OF[i.file] ==
-                           assignment["id"] for item, points in i.loses.items()}
+        expected_losses = {item: points for i in mine for item, points in i.loses.items()}
         lost = {i["id"]: round(i["max_score"] - i["score"], 2) for i in assignment["items"]
                 if i.get("kind") == "auto" and i["score"] < i["max_score"]}
         assert lost == expected_losses, (
@@ -151,8 +151,8 @@ def test_honest_idioms_are_graded_for_real_and_never_held(honest_gradings, label
                 f"{i['id']}: {i.get('feedback', '')[:400]}" for i in assignment["items"]
                 if i["id"] in lost))
         notes = "\n".join(integrity.get("notes") or [])
-        for idiom in IDIOMS:
-            if ASSIGNMENT_OF[idiom.file] == assignment["id"] and idiom.notes:
+        for idiom in mine:
+            if idiom.notes:
                 marker = idiom.file if idiom.code else next(iter(idiom.extra_files))
                 assert marker.split("/")[0] in notes, (
                     f"'{idiom.name}' should be a note in {assignment['id']}'s instructor "

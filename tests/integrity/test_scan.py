@@ -187,6 +187,26 @@ TAMPERING_CASES = [
     ("type_of_object_to", "type(x).to = fake_to\n", "patching", 1),
     # through `self`, what the instrumentation relies on or a private name is still replaced
     ("type_of_self_to", "type(self).to = fake_to\n", "patching", 1),
+    # what only looks like an object of the student's own
+    ("own_maker_rebound_through_globals",
+     "from types import SimpleNamespace\nimport torch\n"
+     "globals()['SimpleNamespace'] = lambda: torch.cuda\nns = SimpleNamespace()\n"
+     "ns.device_count = lambda: 8\n", "patching", 5),
+    ("own_object_rebound_in_a_loop",
+     "from types import SimpleNamespace\nimport torch\nns = SimpleNamespace()\n"
+     "for ns in [torch.cuda]:\n    pass\nns.device_count = lambda: 8\n", "patching", 6),
+    ("own_object_as_a_parameter",
+     "def tune(ns):\n    ns.device_count = lambda: 8\n", "patching", 2),
+    ("own_class_with_setattr",
+     "class Stats:\n    def __setattr__(self, name, value):\n        pass\n"
+     "s = Stats()\ns.memory_allocated = 1\n", "patching", 5),
+    ("own_class_with_a_base",
+     "import torch\nclass Stats(type(torch.cuda)):\n    pass\n"
+     "s = Stats('x')\ns.memory_allocated = 1\n", "patching", 5),
+    ("own_maker_shadowed_in_an_enclosing_function",
+     "import torch\nclass Stats:\n    pass\ndef outer():\n    Stats = lambda: torch.cuda\n"
+     "    def inner():\n        s = Stats()\n        s.device_count = lambda: 8\n"
+     "    inner()\n", "patching", 8),
     ("class_of_self_private", "self.__class__._call_impl = fake\n", "patching", 1),
     ("class_of_self_forward", "self.__class__.forward = fake\n", "patching", 1),
     ("type_mro_to", "type(x).__mro__[0].to = fake_to\n", "patching", 1),
@@ -448,6 +468,20 @@ HONEST = {
         "        super().__init__()\n        type(self).instances += 1\n"
         "        self.__class__.forward_calls = 0\n"),
     "yoda_main_guard": "def main():\n    pass\nif '__main__' == __name__:\n    main()\n",
+    # Measurements kept in objects the file made itself (own_objects.py): fields named like
+    # torch's functions replace nothing there.
+    "fields_of_own_plain_objects": (
+        "import torch\nfrom types import SimpleNamespace\nfrom dataclasses import dataclass, field\n"
+        "@dataclass\nclass GpuStats:\n    memory_allocated: float = 0.0\n"
+        "    samples: list = field(default_factory=list)\n"
+        "class Progress:\n    def __init__(self):\n        self.listeners = []\n"
+        "phase = SimpleNamespace(forward=0.0, backward=0.0)\n"
+        "def main():\n    stats = GpuStats()\n"
+        "    stats.memory_allocated = torch.cuda.memory_allocated(0)\n"
+        "    stats.max_memory_allocated = torch.cuda.max_memory_allocated(0)\n"
+        "    phase.forward += 1.0\n    info = SimpleNamespace()\n"
+        "    info.device_count = torch.cuda.device_count()\n"
+        "    progress = Progress()\n    progress.listeners.append(print)\n"),
     "own_files_named_like_the_graders": (
         "import json, torch\nDEPTH = 6\nwith open('hw3_trace.jsonl', 'a') as f:\n"
         "    f.write(json.dumps({'step': 1}) + '\\n')\n"
@@ -493,6 +527,14 @@ FILE_CASES = [
      "hw3/lib.zip/x.pyc", "compiled"),
     ("pickle_that_calls_eval", {"hw3/results.pkl": b"cbuiltins\neval\n(Vprint(1)\ntR."},
      "hw3/results.pkl", "dynamic_code"),
+    # a helper module that rebinds the model's class: no object is trusted as the file's own
+    ("own_class_rebound_from_a_helper_module",
+     {"hw3/model_parallel.py": "import torch\nimport helper\nclass Stats:\n    pass\n"
+                               "def main():\n    helper.go()\n    s = Stats()\n"
+                               "    s.device_count = lambda: 8\n",
+      "hw3/helper.py": "import torch\nimport model_parallel\ndef go():\n"
+                       "    model_parallel.Stats = lambda: torch.cuda\n"},
+     "hw3/model_parallel.py", "patching"),
     ("pickle_that_calls_os_system", {"hw3/state.pt": pickle.dumps(os.system, protocol=2)
                                      .replace(b"posix", b"posix")},
      "hw3/state.pt", "dynamic_code"),
