@@ -81,8 +81,11 @@ class Observation:
         for exception in sorted(self.of("exception"), key=_cause_first):
             site = f" at {exception['site']}" if exception.get("site") else ""
             message = str(exception.get("message", "")).strip().splitlines()
+            # The template's TODOs raise NotImplementedError("TODO ..."); torch raises it too
+            # ("Could not run 'aten::...'"), which is no TODO.
             todo = " (a TODO of the template is still to be written)" if exception.get(
-                "type") == "NotImplementedError" else ""
+                "type") == "NotImplementedError" and (
+                not message or "todo" in message[0].lower()) else ""
             missing = (missing_module_note(exception.get("message", ""))
                        or read_only_note(exception.get("message", "")))
             return (f"{where} stopped with {exception.get('type')}{site}{todo}: "

@@ -65,11 +65,27 @@ def sync_batch_norm_forward(self, input):
         self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
 
 
+def refusing_gpu_default_device(original):
+    """`torch.set_default_device`, refusing a GPU: torch puts the device in at the bottom of its
+    mode stack, below the node, so every tensor made afterwards would reach a CUDA kernel a CPU
+    build does not have ("Could not run 'aten::empty.memory_format' ... 'CUDA' backend")."""
+    def guarded(device):
+        import torch
+        if device is not None and torch.device(device).type == "cuda":
+            raise VirtualGPUUnsupported(
+                message(f"torch.set_default_device({device!r})")
+                + " Make tensors on a GPU with device=... or .to(...) instead.")
+        return original(device)
+    guarded.__name__ = getattr(original, "__name__", "set_default_device")
+    return guarded
+
+
 def install(patcher) -> None:
     import torch
     import torch.nn as nn
 
     patcher.set(torch, "compile", compile_noop)
+    patcher.set(torch, "set_default_device", refusing_gpu_default_device(torch.set_default_device))
     patcher.set(nn.SyncBatchNorm, "forward", sync_batch_norm_forward)
     if not any(isinstance(f, RefuseImports) for f in sys.meta_path):
         sys.meta_path.insert(0, RefuseImports())

@@ -80,3 +80,15 @@ def test_a_write_beside_the_script_is_told_where_a_run_may_write():
     assert "the submission's folder is read-only" in problem
     assert "the current working directory is writable" in problem
     assert read_only_note("[Errno 13] Permission denied: '/etc/x'") is None
+
+
+def test_only_a_todo_is_called_the_templates_todo():
+    torch_error = Observation("practical5/practical5_dp.py", gpus=2, returncode=1, events=[
+        {"event": "exception", "type": "NotImplementedError", "site": "practical5_dp.py:33",
+         "message": "Could not run 'aten::empty.memory_format' with arguments from the 'CUDA' "
+                    "backend."}])
+    assert "TODO" not in torch_error.problem()
+    todo = Observation("practical5/practical5_dp.py", gpus=2, returncode=1, events=[
+        {"event": "exception", "type": "NotImplementedError", "site": "practical5_dp.py:60",
+         "message": "TODO (Practical 5): wrap the model in nn.DataParallel"}])
+    assert "(a TODO of the template is still to be written): TODO (Practical 5)" in todo.problem()

@@ -62,3 +62,23 @@ def test_deactivation_restores_plain_torch(vnode):
     handle.deactivate()
     assert (torch.cuda.is_available(), torch.cuda.device_count()) == plain
     assert torch.ones(1).device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:1", torch.device("cuda", 0), 1])
+def test_a_gpu_as_the_default_device_is_refused_by_name(vnode, device):
+    """torch puts the default device below the node: every tensor made later reached a CUDA
+    kernel and stopped with 'Could not run aten::empty', reported as a template TODO."""
+    vnode(2)
+    with pytest.raises(VirtualGPUUnsupported, match=r"set_default_device.*not supported on "
+                                                    r"virtual GPUs.*device=\.\.\. or \.to"):
+        torch.set_default_device(device)
+    assert torch.zeros(1).device == torch.device("cpu")
+
+
+def test_the_host_as_the_default_device_is_torchs_own(vnode):
+    vnode(2)
+    try:
+        torch.set_default_device("cpu")
+        assert torch.zeros(1).device == torch.device("cpu")
+    finally:
+        torch.set_default_device(None)
