@@ -16,12 +16,20 @@ import sys
 import threading
 
 _gloo_used = False
+# Every gloo group of the process, kept until it ends (os._exit: never destroyed). A group's
+# destructor joins gloo's worker threads while holding the GIL, and a worker still dropping a
+# finished collective (its tensors' Python objects) waits for the GIL: a correct P6 with
+# all_gather_object hung at the end of main(), where DDP's reducer let go of the group after
+# destroy_process_group(), in one run of three on a busy machine.
+_kept_groups: list = []
 
 
-def note_process_group(backend: str) -> None:
+def note_process_group(backend: str, group=None) -> None:
     global _gloo_used
     if "gloo" in str(backend).lower():
         _gloo_used = True
+        if group is not None:
+            _kept_groups.append(group)
 
 
 def exit_code_of(code) -> int:

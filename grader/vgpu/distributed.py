@@ -61,7 +61,7 @@ class ProcessGroupPatches:
             kwargs.pop("device_id", None)  # binds a CUDA device to the group: none here
             used = _gloo_backend(backend)
         self.original_init(used, *args, **kwargs)
-        note_process_group(dist.get_backend())
+        note_process_group(dist.get_backend(), _default_group())
         get_trace().emit("init_process_group", backend_requested=str(backend),
                          backend_used=str(used), world_size=dist.get_world_size(),
                          global_rank=dist.get_rank(), site=call_site(2))
@@ -94,6 +94,14 @@ class ProcessGroupPatches:
                 if original is not None:
                     patcher.set(module, name, _recorded(name, original, dist, self.node))
         patcher.set(dist, "_broadcast_coalesced", self.broadcast_coalesced)
+
+
+def _default_group():
+    import torch.distributed.distributed_c10d as c10d
+    try:
+        return c10d._get_default_group()
+    except (RuntimeError, ValueError, AttributeError):
+        return None
 
 
 def _call(method):

@@ -190,3 +190,29 @@ def test_gloo_process_ends_without_finalisation_but_keeps_exit_code(tmp_path, en
     assert flag.read_text() == "yes"
     assert unclosed.read_text() == "written but never closed"
     assert any(e["event"] == "exit" for e in read(trace)), "the trace must still be finished"
+
+
+def test_a_gloo_group_outlives_destroy_process_group_until_the_process_ends(tmp_path):
+    """A group's destructor joins gloo's workers holding the GIL, and a worker still dropping
+    a finished collective's tensors waits for the GIL: a P6 with all_gather_object hung when
+    DDP's reducer let go of the group after destroy_process_group() (4-rank runs beside two
+    busy processes: four tries each hung within their first two runs; with the groups kept,
+    16 runs of 16 ended). Every gloo group is
+    kept until the process ends, without finalisation, so no destructor runs."""
+    script = tmp_path / "kept.py"
+    script.write_text(textwrap.dedent(f'''
+        import torch, torch.nn as nn, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from grader.vgpu import clean_exit
+        dist.init_process_group("nccl", init_method="file://{tmp_path / 'store'}", rank=0,
+                                world_size=1)
+        group = dist.distributed_c10d._get_default_group()
+        model = DDP(nn.Linear(4, 4).to("cuda:0"), device_ids=[0])
+        gathered = [None]
+        dist.all_gather_object(gathered, [1.0, 2.0])
+        dist.destroy_process_group()
+        print("group kept:", any(kept is group for kept in clean_exit._kept_groups))
+    '''))
+    done = pdl_grade("run", "--gpus", "1", "--virtual", str(script))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "group kept: True" in done.stdout, done.stdout
