@@ -316,8 +316,8 @@ def int_lists_in(text: str) -> list[list[int]] | None:
 COLUMN_UNITS = {"_s": "s", "_ms": "ms", "_percent": "percent", "_mib": "mib"}
 # The units a student may rename such a column to (step_time_ms written step_time_s,
 # memory_per_gpu_mib written memory_per_gpu_gb): each kind's, as its cells may name them.
-RENAMED_UNITS = {"s": set(_TIME_UNITS_TO_MS) - {"µs", "μs"}, "ms": set(_TIME_UNITS_TO_MS) - {"µs", "μs"},
-                 "mib": set(_MEMORY_UNITS_TO_MIB)}
+_TIME_NAMES = set(_TIME_UNITS_TO_MS) - {"µs", "μs"}   # a column's name is ASCII
+RENAMED_UNITS = {"s": _TIME_NAMES, "ms": _TIME_NAMES, "mib": set(_MEMORY_UNITS_TO_MIB)}
 _QUANTITY_RE = re.compile(r"^\s*~?\s*(\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)\s*([a-zµμ%]*)\s*\.?\s*$",
                           re.IGNORECASE)
 

@@ -127,7 +127,7 @@ def recompute_one(path: Path, layers: list | None, torch) -> dict:
     differences = [float((got - b).abs().max()) for b in usable(composed + single)]
     # A forward with work of its own (no ReLU after the last layer) matches only its own 1-GPU
     # model; the layers' composition, said apart, tells a forward that skips a layer on every
-    # device count (tests/grading: hw3_facts.layers_not_run_once_in_order).
+    # device count (grader/checks/hw3_layout.layers_not_run_once_in_order).
     return {"matches": equal(composed + single),
             "matches_layers": equal(composed) if composed else None,
             "max_difference": min(differences) if differences else None}

@@ -20,7 +20,8 @@ _gloo_used = False
 # destructor joins gloo's worker threads while holding the GIL, and a worker still dropping a
 # finished collective (its tensors' Python objects) waits for the GIL: a correct P6 with
 # all_gather_object hung at the end of main(), where DDP's reducer let go of the group after
-# destroy_process_group(), in one run of three on a busy machine.
+# destroy_process_group() (6 of 20 sandboxed runs in an audit; within two runs beside two busy
+# processes).
 _kept_groups: list = []
 
 

@@ -51,7 +51,8 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
     ("It does not - the step time grows with DEPTH", "no"), ("They don't.", "no"),
     ("It does not improve speed: every layer adds work", "no"), ("Depth does not improve speed", "no"),
     ("They do not grow with DEPTH, only with the GPUs", "no"), ("It is not faster (one GPU at a time)", "no"),
-    ("It does, every GPU holds four layers", "yes"), ("It is.", "yes"), ("They are - 4 layers each", "yes"),
+    ("It does: every GPU holds four layers", "yes"), ("It is.", "yes"),
+    ("They are - 4 layers each", "yes"),
 ])
 def test_a_short_sentence_that_leaves_no_doubt_answers(text, value):
     answer = read_yes_no(text)
@@ -75,7 +76,8 @@ def test_a_short_sentence_that_leaves_no_doubt_answers(text, value):
                                   # sentences that say something else, or both
                                   "It is slower", "It does not matter", "It does not only grow",
                                   "It does not, but it should", "It is, but not for 5 GPUs",
-                                  "It does - no, it does not"])
+                                  "It does - no, it does not", "It is, however, slower",
+                                  "That is, one GPU at a time", "This is not faster"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"
