@@ -59,9 +59,15 @@ def own_object_names(tree: ast.Module, imports: dict[str, str]) -> set[int]:
 def _plain_class(node: ast.ClassDef, only_imported) -> bool:
     if node.keywords or any(not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases):
         return False
+    def names(node, what: str) -> bool:
+        """`node` is dataclasses' `what`: imported by name, or read from the module."""
+        return isinstance(node, ast.Name) and only_imported(node.id, f"dataclasses.{what}") or \
+            isinstance(node, ast.Attribute) and node.attr == what and \
+            isinstance(node.value, ast.Name) and only_imported(node.value.id, "dataclasses")
+
     for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if not (isinstance(target, ast.Name) and only_imported(target.id, "dataclasses.dataclass")):
+        if not names(decorator.func if isinstance(decorator, ast.Call) else decorator,
+                     "dataclass"):
             return False
     for statement in node.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -69,8 +75,7 @@ def _plain_class(node: ast.ClassDef, only_imported) -> bool:
                 return False
         elif isinstance(statement, ast.AnnAssign):
             value = statement.value
-            field = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-                only_imported(value.func.id, "dataclasses.field")
+            field = isinstance(value, ast.Call) and names(value.func, "field")
             if value is not None and not isinstance(value, ast.Constant) and not field:
                 return False
         elif isinstance(statement, ast.Assign):

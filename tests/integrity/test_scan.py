@@ -482,6 +482,11 @@ HONEST = {
         "    phase.forward += 1.0\n    info = SimpleNamespace()\n"
         "    info.device_count = torch.cuda.device_count()\n"
         "    progress = Progress()\n    progress.listeners.append(print)\n"),
+    "fields_of_a_dataclass_read_from_its_module": (
+        "import dataclasses, torch\n@dataclasses.dataclass\nclass RunInfo:\n    depth: int = 6\n"
+        "    notes: list = dataclasses.field(default_factory=list)\n"
+        "info = RunInfo(depth=6)\ninfo.device_count = torch.cuda.device_count()\n"
+        "info.parameters = 12\n"),
     "own_files_named_like_the_graders": (
         "import json, torch\nDEPTH = 6\nwith open('hw3_trace.jsonl', 'a') as f:\n"
         "    f.write(json.dumps({'step': 1}) + '\\n')\n"
