@@ -186,7 +186,11 @@ def _linked_source(path: Path, submission: Path) -> Path | None:
 
 def _objects_can_be_trusted(files: list[Path], submission: Path, own: set[str]) -> bool:
     """Whether no file can rebind another module's names (grader/integrity/own_objects.py):
-    every Python file read and none able to, no archive (its modules can be imported)."""
+    every Python file read and none able to, no archive (its modules can be imported), and no
+    module named like one of Python's own (a types.py beside the script is what `from types
+    import SimpleNamespace` there imports)."""
+    if own & sys.stdlib_module_names:
+        return False
     for path in files:
         if path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES):
             return False

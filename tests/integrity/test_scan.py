@@ -540,6 +540,12 @@ FILE_CASES = [
       "hw3/helper.py": "import torch\nimport model_parallel\ndef go():\n"
                        "    model_parallel.Stats = lambda: torch.cuda\n"},
      "hw3/model_parallel.py", "patching"),
+    # a types.py beside the script is the SimpleNamespace the script imports
+    ("own_object_from_a_shadowing_types_module",
+     {"hw3/model_parallel.py": "import torch\nfrom types import SimpleNamespace\n"
+                               "ns = SimpleNamespace()\nns.device_count = lambda: 8\n",
+      "hw3/types.py": "import torch\n\n\ndef SimpleNamespace():\n    return torch.cuda\n"},
+     "hw3/model_parallel.py", "patching"),
     ("pickle_that_calls_os_system", {"hw3/state.pt": pickle.dumps(os.system, protocol=2)
                                      .replace(b"posix", b"posix")},
      "hw3/state.pt", "dynamic_code"),
