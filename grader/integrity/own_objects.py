@@ -33,8 +33,13 @@ def own_object_names(tree: ast.Module, imports: dict[str, str]) -> set[int]:
             kind == "import" for kind, _ in module_bindings.get(name, [])) and \
             name not in declared_elsewhere
 
+    # A class whose attributes the file sets after its definition (`Stats.__new__ = ...`) may
+    # make anything: not plain.
+    changed = {part.value.id for node in ast.walk(tree) for target in _targets(node)
+               for part in ast.walk(target)
+               if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name)}
     plain = {node.name for node in tree.body if isinstance(node, ast.ClassDef)
-             and _plain_class(node, only_imported) and
+             and node.name not in changed and _plain_class(node, only_imported) and
              [kind for kind, _ in module_bindings.get(node.name, [])] == ["class"]
              and node.name not in declared_elsewhere}
     makers = plain | {name for name in imports if only_imported(name, "types.SimpleNamespace")}
@@ -54,6 +59,14 @@ def own_object_names(tree: ast.Module, imports: dict[str, str]) -> set[int]:
         own |= module_own - bound_in_functions   # module-level objects read here
         found |= _loads(scope.body, own)
     return found
+
+
+def _targets(node: ast.AST) -> list:
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
 
 
 def _plain_class(node: ast.ClassDef, only_imported) -> bool:
@@ -197,6 +210,7 @@ _REBINDING_NAMES = frozenset({"globals", "vars", "locals", "setattr", "delattr",
                               "runpy", "ctypes"})
 _REBINDING_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__globals__", "__builtins__"})
 _REBINDING_MODULES = frozenset({"builtins", "importlib", "__main__", "runpy", "ctypes", "gc"})
+_MAKERS_MODULES = frozenset({"dataclasses", "types"})
 
 
 def may_rebind_names(tree: ast.AST, own_modules) -> bool:
@@ -210,8 +224,9 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
                     return True
                 aliases[alias.asname or alias.name.split(".")[0]] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            if (node.module or "").split(".")[0] in _REBINDING_MODULES:
-                return True
+            if (node.module or "").split(".")[0] in _REBINDING_MODULES or \
+                    any(alias.name == "*" for alias in node.names):
+                return True   # (a star import rebinds names the file cannot list)
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module or ''}.{alias.name}"
     own = set(own_modules)
@@ -220,11 +235,11 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
             return True
         if isinstance(node, ast.Attribute) and node.attr in _REBINDING_ATTRIBUTES:
             return True
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        for target in targets:
+        for target in _targets(node):
             for part in ast.walk(target):
                 if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and \
-                        set(aliases.get(part.value.id, "").split(".")) & own:
-                    return True   # `helper.GpuStats = ...` on a module of the submission
+                        set(aliases.get(part.value.id, "").split(".")) & (own | _MAKERS_MODULES):
+                    # `helper.GpuStats = ...` on a module of the submission, or
+                    # `dataclasses.dataclass = ...`: what makes the objects trusted
+                    return True
     return False

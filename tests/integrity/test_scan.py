@@ -203,6 +203,16 @@ TAMPERING_CASES = [
     ("own_class_with_a_base",
      "import torch\nclass Stats(type(torch.cuda)):\n    pass\n"
      "s = Stats('x')\ns.memory_allocated = 1\n", "patching", 5),
+    ("own_class_given_a_new_after_its_definition",
+     "import torch\nclass Stats:\n    pass\nStats.__new__ = staticmethod(lambda cls: torch.cuda)\n"
+     "s = Stats()\ns.device_count = lambda: 8\n", "patching", 6),
+    ("dataclass_decorator_replaced",
+     "import dataclasses, torch\ndataclasses.dataclass = lambda c: lambda: torch.cuda\n"
+     "@dataclasses.dataclass\nclass Stats:\n    pass\ns = Stats()\n"
+     "s.device_count = lambda: 8\n", "patching", 7),
+    ("own_maker_rebound_by_a_star_import",
+     "from types import SimpleNamespace\nfrom helpers import *\nns = SimpleNamespace()\n"
+     "ns.device_count = lambda: 8\n", "patching", 4),
     ("own_maker_shadowed_in_an_enclosing_function",
      "import torch\nclass Stats:\n    pass\ndef outer():\n    Stats = lambda: torch.cuda\n"
      "    def inner():\n        s = Stats()\n        s.device_count = lambda: 8\n"
