@@ -534,9 +534,13 @@ class _Visitor(ast.NodeVisitor):
     def assigned_attribute(self, node, base: ast.AST, name: str, full: str | None) -> None:
         """`base.name = value` (also augmented, annotated, deleted, setattr)."""
         if _class_level(base):
-            # A counter on the student's own class (`type(self).calls += 1`) replaces nothing;
-            # a name the instrumentation relies on, or a private one, still is a replacement.
-            if _own_class_of_self(base) and not name.startswith("_") and \
+            # A counter on the student's own class (`type(self).calls += 1`, `... = 0`)
+            # replaces nothing; a name the instrumentation relies on, a private one, or any
+            # value but a number (a method called with a tensor as self makes type(self)
+            # torch.Tensor) still is a replacement.
+            counter = isinstance(node, ast.AugAssign) or isinstance(
+                node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
+            if counter and _own_class_of_self(base) and not name.startswith("_") and \
                     name not in PATCHED_NAMES:
                 return
             self.found(node, "patching", f"replaces {name} on a class it looked up from an object")

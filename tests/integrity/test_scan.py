@@ -219,6 +219,8 @@ TAMPERING_CASES = [
      "    inner()\n", "patching", 8),
     ("class_of_self_private", "self.__class__._call_impl = fake\n", "patching", 1),
     ("class_of_self_forward", "self.__class__.forward = fake\n", "patching", 1),
+    ("class_of_self_given_a_property",
+     "type(self).device = property(lambda t: 'cuda:1')\n", "patching", 1),
     ("type_mro_to", "type(x).__mro__[0].to = fake_to\n", "patching", 1),
     ("class_of_object", "x.__class__.device = property(lambda self: 'cuda:1')\n", "patching",
      1),
