@@ -77,7 +77,8 @@ PATCHED_NAMES = frozenset({
     "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "__call__",
     "allclose", "_exit", "get_device", "is_cuda", "is_cpu", "__class__", "__init_subclass__",
     "forward", "parameters", "named_parameters", "state_dict", "listeners", "_file", "_seal",
-    "_streams"})
+    "_streams", "memory_stats", "mem_get_info", "empty_cache", "set_stream", "current_stream",
+    "default_stream", "get_device_properties", "get_device_name", "elapsed_time"})
 # Modules whose attributes, replaced, change what the grader's runtime does or sees.
 PROTECTED_ROOTS = frozenset({
     "torch", "builtins", "__builtin__", "sys", "os", "posix", "time", "json", "threading",

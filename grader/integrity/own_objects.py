@@ -83,19 +83,42 @@ def _plain_class(node: ast.ClassDef, only_imported) -> bool:
                      "dataclass"):
             return False
     for statement in node.body:
+        bound = [statement.name] if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            else [t.id for t in _targets(statement) if isinstance(t, ast.Name)]
+        if any(name.startswith("__") and name not in ("__init__", "__post_init__", "__repr__",
+                                                       "__str__", "__eq__") for name in bound):
+            return False   # `__new__: object = field(default=...)`: dataclass makes it the class's
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if statement.decorator_list or statement.name in _ATTRIBUTE_HOOKS:
                 return False
         elif isinstance(statement, ast.AnnAssign):
             value = statement.value
-            field = isinstance(value, ast.Call) and names(value.func, "field")
-            if value is not None and not isinstance(value, ast.Constant) and not field:
+            if not isinstance(statement.target, ast.Name):
+                return False
+            if value is not None and not isinstance(value, ast.Constant) and \
+                    not _plain_field(value, names):
                 return False
         elif isinstance(statement, ast.Assign):
-            if not isinstance(statement.value, ast.Constant):
+            if not isinstance(statement.value, ast.Constant) or \
+                    not all(isinstance(t, ast.Name) for t in statement.targets):
                 return False
         elif not (isinstance(statement, (ast.Expr, ast.Pass)) and
                   (isinstance(statement, ast.Pass) or isinstance(statement.value, ast.Constant))):
+            return False
+    return True
+
+
+def _plain_field(value: ast.AST, names) -> bool:
+    """`field(default=<a constant>)` or `field(default_factory=list)` (dict, set, tuple):
+    nothing else may hide in a field's default (a descriptor, a function)."""
+    if not (isinstance(value, ast.Call) and names(value.func, "field")) or value.args:
+        return False
+    for keyword in value.keywords:
+        given = keyword.value
+        if keyword.arg == "default_factory":
+            if not (isinstance(given, ast.Name) and given.id in ("list", "dict", "set", "tuple")):
+                return False
+        elif not isinstance(given, ast.Constant):
             return False
     return True
 
@@ -209,7 +232,8 @@ _REBINDING_NAMES = frozenset({"globals", "vars", "locals", "setattr", "delattr",
                               "compile", "__import__", "__builtins__", "builtins", "importlib",
                               "runpy", "ctypes"})
 _REBINDING_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__globals__", "__builtins__"})
-_REBINDING_MODULES = frozenset({"builtins", "importlib", "__main__", "runpy", "ctypes", "gc"})
+_REBINDING_MODULES = frozenset({"builtins", "importlib", "__main__", "runpy", "ctypes", "gc",
+                                "inspect"})
 _MAKERS_MODULES = frozenset({"dataclasses", "types"})
 
 
@@ -230,16 +254,32 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module or ''}.{alias.name}"
     own = set(own_modules)
+    modules = own | _MAKERS_MODULES
+    # Names that stand for such a module itself (`import helper`, `from hw3 import helper`).
+    guarded = {name for name, target in aliases.items() if target.split(".")[-1] in modules}
+    # Such a module may be read from (`helper.record()`), never handed around: `target =
+    # helper; target.stats = torch.cuda` or `[types][0].SimpleNamespace = ...` rebind its names.
+    read_from = {id(node.value) for node in ast.walk(tree)
+                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+    # (a method called `sample` is no module `sample.py`)
+    read_from |= {id(node.func) for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
     for node in ast.walk(tree):
+        if id(node) in read_from:
+            continue
+        if isinstance(node, ast.Name) and node.id in guarded or \
+                isinstance(node, ast.Attribute) and node.attr in modules:
+            return True
         if isinstance(node, ast.Name) and node.id in _REBINDING_NAMES:
             return True
         if isinstance(node, ast.Attribute) and node.attr in _REBINDING_ATTRIBUTES:
             return True
         for target in _targets(node):
             for part in ast.walk(target):
-                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and \
-                        set(aliases.get(part.value.id, "").split(".")) & (own | _MAKERS_MODULES):
-                    # `helper.GpuStats = ...` on a module of the submission, or
-                    # `dataclasses.dataclass = ...`: what makes the objects trusted
+                if isinstance(part, ast.Attribute) and (
+                        part.attr in modules or isinstance(part.value, ast.Name) and
+                        set(aliases.get(part.value.id, "").split(".")) & modules):
+                    # `helper.GpuStats = ...`, `hw3.helper.stats = ...` on a module of the
+                    # submission, or `dataclasses.dataclass = ...`: what makes the objects
                     return True
     return False

@@ -536,10 +536,11 @@ class _Visitor(ast.NodeVisitor):
         if _class_level(base):
             # A counter on the student's own class (`type(self).calls += 1`, `... = 0`)
             # replaces nothing; a name the instrumentation relies on, a private one, or any
-            # value but a number (a method called with a tensor as self makes type(self)
-            # torch.Tensor) still is a replacement.
-            counter = isinstance(node, ast.AugAssign) or isinstance(
-                node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
+            # value but a number written out (a method called with a tensor as self makes
+            # type(self) torch.Tensor; `+= obj` lets obj's __radd__ choose) still replaces.
+            value = getattr(node, "value", None)
+            counter = isinstance(node, (ast.AugAssign, ast.Assign, ast.AnnAssign)) and \
+                isinstance(value, ast.Constant) and type(value.value) in (int, float)
             if counter and _own_class_of_self(base) and not name.startswith("_") and \
                     name not in PATCHED_NAMES:
                 return

@@ -203,6 +203,24 @@ TAMPERING_CASES = [
     ("own_class_with_a_base",
      "import torch\nclass Stats(type(torch.cuda)):\n    pass\n"
      "s = Stats('x')\ns.memory_allocated = 1\n", "patching", 5),
+    # an adversary's routes around it (/work/audit/own_objects_adversary.md)
+    ("dataclass_field_named_new",
+     "import torch\nfrom dataclasses import dataclass, field\n@dataclass\nclass Stats:\n"
+     "    __new__: object = field(default=lambda cls, *a, **k: torch.cuda)\n"
+     "s = Stats()\ns.device_count = lambda: 8\n", "patching", 7),
+    ("dataclass_field_default_a_descriptor",
+     "import torch\nfrom dataclasses import dataclass, field\n@dataclass\nclass Stats:\n"
+     "    peak: object = field(default=property(lambda s: 1))\n"
+     "s = Stats()\ns.device_count = lambda: 8\n", "patching", 7),
+    ("maker_module_handed_around",
+     "import torch, types\n[types][0].SimpleNamespace = lambda: torch.cuda\n"
+     "from types import SimpleNamespace\nns = SimpleNamespace()\n"
+     "ns.max_memory_allocated = lambda i=0: 0\n", "patching", 5),
+    ("counter_on_type_of_self_through_radd",
+     "type(self).device += Replacement(property(lambda t: 'cuda:0'))\n", "patching", 1),
+    ("constant_none_on_type_of_self", "type(self).grad = None\n", "patching", 1),
+    ("facade_function_through_a_list", "import torch\n[torch.cuda][0].memory_stats = dict\n",
+     "patching", 2),
     ("own_class_given_a_new_after_its_definition",
      "import torch\nclass Stats:\n    pass\nStats.__new__ = staticmethod(lambda cls: torch.cuda)\n"
      "s = Stats()\ns.device_count = lambda: 8\n", "patching", 6),
@@ -553,6 +571,13 @@ FILE_CASES = [
                        "    model_parallel.Stats = lambda: torch.cuda\n"},
      "hw3/model_parallel.py", "patching"),
     # a types.py beside the script is the SimpleNamespace the script imports
+    ("own_global_rebound_through_a_module_alias",
+     {"hw3/model_parallel.py": "import torch\nimport gpu_setup\nfrom types import SimpleNamespace\n"
+                               "stats = SimpleNamespace()\ndef record():\n"
+                               "    stats.device_count = lambda: 8\n",
+      "hw3/gpu_setup.py": "import torch\nimport model_parallel\ndef setup():\n"
+                          "    target = model_parallel\n    target.stats = torch.cuda\n"},
+     "hw3/model_parallel.py", "patching"),
     ("own_object_from_a_shadowing_types_module",
      {"hw3/model_parallel.py": "import torch\nfrom types import SimpleNamespace\n"
                                "ns = SimpleNamespace()\nns.device_count = lambda: 8\n",
