@@ -265,10 +265,9 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
     read_from |= {id(node.func) for node in ast.walk(tree)
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
     for node in ast.walk(tree):
-        if id(node) in read_from:
-            continue
-        if isinstance(node, ast.Name) and node.id in guarded or \
-                isinstance(node, ast.Attribute) and node.attr in modules:
+        if id(node) not in read_from and (
+                isinstance(node, ast.Name) and node.id in guarded or
+                isinstance(node, ast.Attribute) and node.attr in modules):
             return True
         if isinstance(node, ast.Name) and node.id in _REBINDING_NAMES:
             return True

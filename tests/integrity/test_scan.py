@@ -216,6 +216,10 @@ TAMPERING_CASES = [
      "import torch, types\n[types][0].SimpleNamespace = lambda: torch.cuda\n"
      "from types import SimpleNamespace\nns = SimpleNamespace()\n"
      "ns.max_memory_allocated = lambda i=0: 0\n", "patching", 5),
+    ("class_of_own_object_changed_in_init",
+     "class D:\n    pass\nclass C:\n    def __init__(self):\n"
+     "        object.__setattr__(self, '__class__', D)\nstats = C()\n"
+     "stats.device_count = len\n", "patching", 7),
     ("counter_on_type_of_self_through_radd",
      "type(self).device += Replacement(property(lambda t: 'cuda:0'))\n", "patching", 1),
     ("constant_none_on_type_of_self", "type(self).grad = None\n", "patching", 1),
