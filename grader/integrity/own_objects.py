@@ -8,8 +8,10 @@ such an object: every binding of the name in its scope is a call of `types.Simpl
 a plain class the file defines once at module level (no bases but `object`, no metaclass, at most
 dataclasses' decorator, no method that takes over attribute access or creation, no decorated
 method or class attribute that could be a descriptor), and nothing else can rebind it (no
-parameter, `global`, `nonlocal`, loop, `with`, import or deletion of it). Anything less certain
-keeps the name rules.
+parameter, `global`, `nonlocal`, loop, `with`, import or deletion of it). The scan trusts these
+only where no file of the submission can rebind another module's names (`may_rebind_names`:
+namespaces as dictionaries, attribute setters, code built at run time, a module of the
+submission handed around). Anything less certain keeps the name rules.
 """
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ def _targets(node: ast.AST) -> list:
 def _plain_class(node: ast.ClassDef, only_imported) -> bool:
     if node.keywords or any(not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases):
         return False
+
     def names(node, what: str) -> bool:
         """`node` is dataclasses' `what`: imported by name, or read from the module."""
         return isinstance(node, ast.Name) and only_imported(node.id, f"dataclasses.{what}") or \
