@@ -80,7 +80,13 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
     for qid, entry in answers.items():
         question = questions.get(str(qid))
         if question is None:
-            result.problems.append(f"{display}: '{qid}' is not a question of this sheet; ignored")
+            # What it says is shown: a remark a student adds under a key of their own (a TA's
+            # audit: `task4.comment`) reaches the person who reads instructor.md.
+            said = entry.get("value", entry) if isinstance(entry, dict) else entry
+            said = " ".join(str(said).split()) if said not in (None, "") else ""
+            shown = f" (it says: {said[:157] + '...' if len(said) > 160 else said!s})" if said else ""
+            result.problems.append(f"{display}: '{qid}' is not a question of this sheet; "
+                                   f"ignored{shown}")
             continue
         raw = entry.get("rows" if question.type == "table" else "value") \
             if isinstance(entry, dict) else entry  # a bare `id: 3` is accepted too

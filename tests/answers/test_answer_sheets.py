@@ -303,6 +303,21 @@ def test_broken_sheets_are_problems_not_crashes(tmp_path):
     assert any("'made.up' is not a question of this sheet" in p for p in mixed.problems)
 
 
+def test_a_remark_under_a_key_of_the_students_own_is_shown_where_it_is_ignored(tmp_path):
+    """A TA's audit: a `task4.comment` the student added was dropped unseen; its text now
+    reaches the problems instructor.md lists."""
+    path = tmp_path / "answers.yaml"
+    remark = "measured on the course cluster; 5 GPUs   were shared with another job " * 4
+    path.write_text(yaml.safe_dump({"answers": {"task4.comment": {"value": remark},
+                                                "task4.note": "short", "task4.empty": None}}))
+    sheet = read_sheet(path, template_questions("hw3"), "hw3/answers.yaml")
+    told = {p.split("'")[1]: p for p in sheet.problems}
+    assert "ignored (it says: measured on the course cluster; 5 GPUs were shared with" in \
+        told["task4.comment"] and told["task4.comment"].endswith("...)")
+    assert told["task4.note"].endswith("ignored (it says: short)")
+    assert told["task4.empty"].endswith("; ignored")
+
+
 def test_nothing_handed_in_is_said_once(tmp_path):
     answers = collect_answers(tmp_path, "practical4")
     assert answers.problems == ["no answers handed in: practical4/answers.yaml not found"]
