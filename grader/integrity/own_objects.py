@@ -57,7 +57,7 @@ def own_object_names(tree: ast.Module, imports: dict[str, str]) -> set[int]:
     found |= _loads(tree.body, module_own)
     for scope in functions:
         own = _own_in(scope.body, local[id(scope)], makers - bound_in_functions,
-                      _nonlocal_in(scope))
+                      _declared_global_or_nonlocal(scope))
         own |= module_own - bound_in_functions   # module-level objects read here
         found |= _loads(scope.body, own)
     return found
@@ -219,13 +219,9 @@ def _parameters(arguments: ast.arguments) -> set[str]:
 
 
 def _declared_global_or_nonlocal(tree: ast.AST) -> set[str]:
+    """Names declared `global` or `nonlocal` anywhere under `tree` (in a function: the names a
+    nested one may rebind, or that it says are global)."""
     return {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal))
-            for name in node.names}
-
-
-def _nonlocal_in(scope: ast.AST) -> set[str]:
-    """Names of this function a nested one may rebind (`nonlocal`), or that it says are global."""
-    return {name for node in ast.walk(scope) if isinstance(node, (ast.Global, ast.Nonlocal))
             for name in node.names}
 
 

@@ -33,6 +33,13 @@ class Activation:
     sampler: object = None
     environ_before: dict = field(default_factory=dict)   # variables set here: their old values
 
+    def resize(self, n_gpus: int) -> None:
+        """The virtual node made `n_gpus` GPUs large, CUDA_VISIBLE_DEVICES with it where the
+        node set it (the HW3 probe measures one model on several node sizes)."""
+        self.node.resize(n_gpus)
+        if "CUDA_VISIBLE_DEVICES" in self.environ_before:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible_list(n_gpus)
+
     def deactivate(self) -> None:
         global _active
         for name, value in self.environ_before.items():
