@@ -275,7 +275,9 @@ def faster(first: float | None, second: float | None, clock: str | None) -> bool
 # device1 = torch.device(f"cuda:{local_rank}")". The grader makes that change on the student's
 # script text (whatever the spacing, and whatever the student named the rank: `gpu + 2`,
 # `rank + 2`) and runs the result.
-_SECOND_STAGE = re.compile(r"^([ \t]*device1[ \t]*=.*?)\b([A-Za-z_]\w*)[ \t]*\+[ \t]*2\b(.*)$",
+# Code only: a comment on the line ("# Part 5: was local_rank + 2", a TA's P10) is never the line's
+# layout, so the match stops at the first "#".
+_SECOND_STAGE = re.compile(r"^([ \t]*device1[ \t]*=[^#\n]*?)\b([A-Za-z_]\w*)[ \t]*\+[ \t]*2\b(.*)$",
                            re.M)
 
 
@@ -293,7 +295,7 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
 # handed in as the handout leaves it. The rank right before the f-string's closing brace:
 # `local_rank`, or a name of the student's own that the script assigns from the rank (`gpu =
 # int(os.environ["LOCAL_RANK"])`), never any name (`{second}` may already be the rank + 2).
-_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=.*?\b(?P<name>[A-Za-z_]\w*))"
+_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=[^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
                                   r"([ \t]*\}.*)$", re.M)
 _FROM_THE_RANK = (r"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?![^\n]*\+)[^=\n]*"
                   r"(?:LOCAL_RANK|\bRANK\b|get_rank|local_rank)")

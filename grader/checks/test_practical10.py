@@ -14,6 +14,7 @@ told, for no point, as no handout part splits unevenly).
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
 import math
+import re
 
 import pytest
 
@@ -467,6 +468,11 @@ def test_reported_micro_batch_table(handout, answers, measured, reported_values,
     said = {c: row.get(c) if isinstance(row.get(c), int) else
             one_number(row.get(c)) if one_number(row.get(c)) is not None else row.get(c)
             for c in truth}
+    # "2 forward + 1 backward" names both counts: right where both are the code's (a TA's P10
+    # summing the losses before one backward; that bug is the code items' to charge).
+    named = forward_and_backward_named(row.get("passes_per_step"))
+    if named is not None and named == (truth["passes_per_step"], backwards_per_step(run)):
+        said["passes_per_step"] = truth["passes_per_step"]
     reported_values["micro.table"] = {str(micro): said}
     cut = batch_cut_into(run)
     accepted = dict(truth, passes_per_step=cut) if said["passes_per_step"] == cut else truth
@@ -475,6 +481,21 @@ def test_reported_micro_batch_table(handout, answers, measured, reported_values,
                f"MICRO_BATCHES = {micro}: {line(accepted)}", line(truth),
                f"{steps_said(run, cut)}, forward on {truth['micro_batch_size']} rows "
                f"each, with MICRO_BATCHES = {micro}", flag)
+
+
+_PASSES_NAMED = re.compile(r"^\D*?(\d+)\s*(?:x\s*)?(?:forwards?|fwd|fw|f)\b\W*(?:and\W+|plus\W+)?"
+                           r"(\d+)\s*(?:x\s*)?(?:backwards?|bwd|bw|b)\b\W*(?:pass(?:es)?)?\W*$", re.I)
+
+
+def forward_and_backward_named(cell):
+    """(forward, backward) passes a cell names by word: "2 forward + 1 backward", "2 fwd / 2
+    bwd"; None for any other cell."""
+    found = _PASSES_NAMED.match(str(cell)) if isinstance(cell, str) else None
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def backwards_per_step(run):
+    return one_or_all([s["backwards"] for r in process_ranks(run) for s in step_pattern(run, r)])
 
 
 def one_number(cell):

@@ -194,6 +194,7 @@ def test_the_broken_layout_is_the_handouts_line_change(line, changed):
     "device1 = torch.device('cuda:3')\n",
     "device1 = torch.device(f'cuda:{local_rank + 2}')\ndevice1 = torch.device(f'cuda:{local_rank + 2}')\n",
     "stage1 = torch.device(f'cuda:{local_rank + 2}')\n",
+    "device1 = torch.device(f'cuda:{local_rank}')  # was local_rank + 2\n",   # only the comment
 ])
 def test_no_edit_where_the_handouts_line_is_not_there_once(source):
     assert pm.broken_layout_edit(source) is None
@@ -228,6 +229,12 @@ def test_a_batch_size_left_from_trying_is_set_back_to_the_handouts(tmp_path, tex
     # Not the rank itself: nothing is set back (cuda:{second + 2} would be another GPU).
     ('    second = local_rank + 2\n    device1 = torch.device(f"cuda:{second}")\n', None),
     ('    device1 = torch.device(f"cuda:{idx}")\n', None),
+    # The old value noted in a comment on the changed line (a TA's P10 lost 2 points: the
+    # comment's "+ 2" was taken for the course's layout, so nothing was set back).
+    ('    device1 = torch.device(f"cuda:{local_rank}")   # Part 5: was local_rank + 2\n',
+     '    device1 = torch.device(f"cuda:{local_rank + 2}")   # Part 5: was local_rank + 2'),
+    ('    device1 = torch.device(f"cuda:{local_rank}")  # was {local_rank + 2}\n',
+     '    device1 = torch.device(f"cuda:{local_rank + 2}")  # was {local_rank + 2}'),
 ])
 def test_part5s_change_left_in_is_set_back_for_the_other_parts(source, restored):
     edit = pm.restored_layout_edit(source)
