@@ -304,12 +304,45 @@ def int_list_in(text: str) -> list[int] | None:
 
 def int_lists_in(text: str) -> list[list[int]] | None:
     """Lists of whole numbers written as one text: "[32, 1000], [32, 1000]",
-    "[[32, 1000], [32, 1000]]", "torch.Size([32, 1000]) and torch.Size([32, 1000])"."""
-    groups = re.findall(r"\[([^\[\]]*)\]", str(text))
+    "[[32, 1000], [32, 1000]]", "torch.Size([32, 1000]) and torch.Size([32, 1000])", and in
+    parentheses where no bracket is written: "(32, 1000) and (32, 1000)"."""
+    group = r"\[([^\[\]]*)\]" if "[" in str(text) else r"\(([^()]*)\)"
+    groups = re.findall(group, str(text))
     # Nothing but the lists: "[32, 1000] twice" or a remark holding another shape is not read.
-    around = re.sub(r"\[[^\[\]]*\]|torch\.size|\band\b|[\s,;()\[\]]", "", str(text), flags=re.I)
+    around = re.sub(group + r"|torch\.size|\band\b|[\s,;()\[\]]", "", str(text), flags=re.I)
     lists = [int_list_in(group) for group in groups]
     return lists if lists and all(lists) and not around else None
+
+
+# A shape with its sizes joined by "x", "×", "*" or "by" ("64x1000", "64 × 1000", "32 by 1000"),
+# optionally wrapped ("(64 x 1000)", "[64x1000]", "torch.Size(64x1000)"). Read only for a
+# question about a shape: elsewhere "2x32" may be two of 32.
+_SHAPE_RE = re.compile(r"(?:torch\.size\s*)?[\[(]*\s*(\d+(?:\s*(?:[x×*]|\bby\b)\s*\d+)+)\s*[\])]*",
+                       re.IGNORECASE)
+_SHAPE_SIZES_RE = re.compile(r"\s*(?:[x×*]|\bby\b)\s*", re.IGNORECASE)
+# What may stand between the shapes of a list: ", ", "; ", "and", "then".
+_BETWEEN_SHAPES_RE = re.compile(r"^(?:\s*(?:[,;]|\band\b|\bthen\b)\s*|\s+)$", re.IGNORECASE)
+
+
+def shape_in(text: str) -> list[int] | None:
+    """One shape written with "x" between its sizes: "64x1000", "(64 × 1000)", "64 by 1000";
+    None for anything else (the list forms are int_list_in's)."""
+    shapes = shapes_in(text)
+    return shapes[0] if shapes is not None and len(shapes) == 1 else None
+
+
+def shapes_in(text: str) -> list[list[int]] | None:
+    """Shapes written with "x" between their sizes, one after another: "32x1000, 32x1000",
+    "32 x 1000 and 32 x 1000"; None unless the text holds nothing else."""
+    text = str(text).strip()
+    shapes, position = [], 0
+    for found in _SHAPE_RE.finditer(text):
+        if not _BETWEEN_SHAPES_RE.match(text[position:found.start()]) and \
+                (shapes or text[position:found.start()].strip()):
+            return None
+        shapes.append([int(size) for size in _SHAPE_SIZES_RE.split(found.group(1))])
+        position = found.end()
+    return shapes if shapes and not text[position:].strip(" .") else None
 
 
 # A table column's unit, by the suffix the templates give its name (step_time_s, memory_mib).

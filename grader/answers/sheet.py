@@ -18,8 +18,8 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .numbers import (MAX_VALUE_CHARS, column_in_another_unit, column_unit, decimal_mark,
-                      int_list_in, int_lists_in, quantity_in, shows_decimal_mark, whole_number_in,
-                      without_gpu_label, without_markdown)
+                      int_list_in, int_lists_in, quantity_in, shape_in, shapes_in,
+                      shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -122,17 +122,35 @@ def coerce(raw: Any, question: Question) -> Any:
     if kind == "bool":
         return _yes_no(raw)
     if kind == "list[int]":
+        if _is_about_a_shape(question) and isinstance(raw, str) and shape_in(raw) is not None:
+            return shape_in(raw)   # "64x1000", as shapes are written
         return _int_list(raw)
     if kind == "list[list[int]]":
         lists = int_lists_in(raw) if isinstance(raw, str) else None
+        if lists is None and isinstance(raw, str) and _is_about_a_shape(question):
+            lists = shapes_in(raw)   # "32x1000, 32x1000"
         if lists is not None:
             return lists
+        if isinstance(raw, list) and _is_about_a_shape(question) \
+                and all(isinstance(item, str) and shape_in(item) for item in raw):
+            return [shape_in(item) for item in raw]   # ["32x1000", "32x1000"]
         if not isinstance(raw, list):
             raise ValueError(f"expected a list of lists such as [[32, 16], [32, 16]], got {raw!r}")
         return [_int_list(inner) for inner in raw]
     if kind == "table":
         return _table(raw, question)
     raise ValueError(f"unknown answer type {kind!r} in the template")
+
+
+# A yes/no copied with the label the script prints before it ("Outputs equal: True"): a few
+# words and a colon. A label that says no itself ("Not equal: True") is left for a person.
+_PRINTED_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ()]{0,40}?)\s*[:=]\s*(?P<rest>\S.*)$", re.S)
+_NEGATION = re.compile(r"\b(?:not|no|never|yes|true|false)\b|n't|\b(?:un|in|non-?)(?:equal|identical|"
+                       r"same)|\bdiffer", re.I)
+
+
+def _is_about_a_shape(question: Question) -> bool:
+    return "shape" in question.id.lower()
 
 
 def _yes_no(raw: Any) -> bool | None:
@@ -150,6 +168,9 @@ def _yes_no(raw: Any) -> bool | None:
     if text.lower() == "n":
         return False
     answer = read_yes_no(text)
+    label = _PRINTED_LABEL.match(text)
+    if not answer.answered and label and not _NEGATION.search(label["label"]):
+        answer = read_yes_no(label["rest"])   # "Outputs equal: True", the script's own line
     if answer.answered:
         return answer.value == "yes"
     if answer.unanswered:

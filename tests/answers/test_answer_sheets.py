@@ -115,6 +115,33 @@ def test_answers_written_the_ways_students_write_them(raw, kind, value):
     assert coerce(raw, Question("q", kind, "")) == value
 
 
+@pytest.mark.parametrize("raw, kind, value", [
+    # Shapes as ML students write them (a TA's P4 sheet lost 0.4 for "64 x 1000").
+    ("64x1000", "list[int]", [64, 1000]), ("64 x 1000", "list[int]", [64, 1000]),
+    ("64 × 1000", "list[int]", [64, 1000]), ("64 by 1000", "list[int]", [64, 1000]),
+    ("(64 x 1000)", "list[int]", [64, 1000]), ("torch.Size([64, 1000])", "list[int]", [64, 1000]),
+    ("32x1000, 32x1000", "list[list[int]]", [[32, 1000], [32, 1000]]),
+    ("32 x 1000 and 32 x 1000", "list[list[int]]", [[32, 1000], [32, 1000]]),
+    (["32x1000", "32 × 1000"], "list[list[int]]", [[32, 1000], [32, 1000]]),
+    ("(32, 1000) and (32, 1000)", "list[list[int]]", [[32, 1000], [32, 1000]]),
+    # The script's own line copied as the answer.
+    ("Outputs equal: True", "bool", True), ("outputs equal = False", "bool", False),
+])
+def test_shapes_and_printed_lines_are_read_as_written(raw, kind, value):
+    assert coerce(raw, Question("part1.output_shape" if kind != "bool" else "q", kind, "")) == value
+
+
+@pytest.mark.parametrize("raw, kind, qid", [
+    ("2x32", "list[int]", "task1.split"),                  # two of 32, or [2, 32]: not a shape question
+    ("32x1000 twice", "list[list[int]]", "part2.chunk_shapes"),
+    ("2 chunks: 32x1000", "list[list[int]]", "part2.chunk_shapes"),
+    ("Not equal: True", "bool", "q"), ("Outputs differ: False", "bool", "q"),
+])
+def test_a_shape_or_printed_line_that_could_mean_another_value_is_not_guessed(raw, kind, qid):
+    with pytest.raises(ValueError):
+        coerce(raw, Question(qid, kind, ""))
+
+
 @pytest.mark.parametrize("raw, kind", [
     # Found by an adversarial read of the lenient rules: each could mean another value than
     # the one a rule would pick, so it is not read (the check says so, a person sees it).
