@@ -36,7 +36,7 @@ def evidence(run, found, expected: str, missing: str, look: str | None = None):
 
 def forward_passes(run, rank: int = 0) -> list[dict]:
     """The rank's forward passes of root modules in the main thread, in order, each as
-    {module, step, batch, rows_in, out_shape, out_device, rows_out}. Rows are fingerprints
+    {module, step, batch, rows_in, out_shape, out_device, rows_out, storage_out}. Rows are fingerprints
     (sum, sum of squares per row), recorded before the first optimizer step only."""
     passes, open_pass = [], None
     for event in run.events:
@@ -51,7 +51,7 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
             passes.append(open_pass)
         elif event.get("event") == "forward_out" and open_pass is not None:
             open_pass.update(out_shape=event.get("shape"), out_device=event.get("device"),
-                             rows_out=event.get("rows"))
+                             rows_out=event.get("rows"), storage_out=event.get("storage"))
             open_pass = None
     return passes
 
@@ -84,6 +84,12 @@ def match_rows(rows, reference) -> list[int | None]:
 def concatenations(run, rank: int = 0) -> list[dict]:
     """torch.cat (concat, concatenate, vstack) calls of the user's code along dim 0."""
     return [e for e in run.of("concat", rank) if e.get("dim") in (0, None) and e.get("rows")]
+
+
+def comparisons(run, rank: int = 0) -> list[dict]:
+    """torch.allclose / torch.equal calls of the user's code, each with its two operands'
+    {shape, rows, storage}."""
+    return [e for e in run.of("compare", rank) if len(e.get("operands") or []) == 2]
 
 
 # -- processes, steps, placement ----------------------------------------------------------------

@@ -13,8 +13,8 @@ import re
 import pytest
 
 from grader.checks.practical_answers import answer_and_truth, device_name
-from grader.checks.practical_measures import (concatenations, evidence, forward_passes,
-                                              match_rows, rows_of)
+from grader.checks.practical_measures import (comparisons, concatenations, evidence,
+                                              forward_passes, match_rows, rows_of)
 from grader.checks.support import explain
 
 SCRIPT = "practical4/concepts.py"
@@ -110,31 +110,49 @@ def part3_output(run, batch=BATCH):
 
 
 def combined_against_full(run, batch):
-    """Part 2's verdict on torch.cat of the chunk outputs against Part 1's output, row by row:
-    (True, text) when equal and in order, (False, cause) otherwise, None when no concatenation
-    of `batch` rows was recorded."""
+    """Part 2's verdict on the chunks' combined output against Part 1's output, row by row:
+    (True, text) when equal and in order, (False, cause) otherwise, None when no combination of
+    `batch` rows was recorded. The combination is torch.cat's, or, where the script never
+    concatenates, the tensor of its own it compares with Part 1's output (the template's
+    torch.allclose(final_output, output); a tensor allocated first and filled chunk by chunk)."""
     full = full_batch_pass(run, batch)
-    joined = [c for c in concatenations(run) if rows_of(c.get("shape")) == batch]
-    if not joined or not full or not full["rows_out"]:
+    if not full or not full["rows_out"]:
         return None
+    joined = [(f"torch.cat at {c.get('site')}", c["rows"]) for c in concatenations(run)
+              if rows_of(c.get("shape")) == batch] or compared_with_full(run, batch)
     verdicts = []
-    for concat in joined:
-        where = match_rows(concat["rows"], full["rows_out"])
+    for what, rows in joined:
+        where = match_rows(rows, full["rows_out"])
         if where == list(range(batch)):
-            return True, f"torch.cat at {concat.get('site')} gives the full output, in order"
-        verdicts.append((concat, where))
-    concat, where = verdicts[-1]
-    site = concat.get("site")
+            return True, f"{what} gives the full output, in order"
+        verdicts.append((what, where))
+    if not verdicts:
+        return None
+    what, where = verdicts[-1]
     if None not in where and sorted(where) == list(range(batch)):
         first_wrong = next(i for i, w in enumerate(where) if w != i)
-        return False, (f"torch.cat at {site} has all the rows of the full-batch output, but not "
+        return False, (f"{what} has all the rows of the full-batch output, but not "
                        f"in order: its row {first_wrong} is the full output's row "
                        f"{where[first_wrong]} (the chunks' outputs are joined in another order "
                        "than the chunks)")
     missing = [i for i, w in enumerate(where) if w is None]
-    return False, (f"torch.cat at {site} gives rows that are not the full-batch output's: "
+    return False, (f"{what} gives rows that are not the full-batch output's: "
                    f"{len(missing)} of its {batch} rows ({_ranges(missing)}) match no row of "
                    "Part 1's output (another model, other weights or other data?)")
+
+
+def compared_with_full(run, batch):
+    """[(what, rows)] of the tensors of `batch` rows the script compares (torch.allclose,
+    torch.equal) after running the chunks: only tensors of their own, never a forward pass's
+    output under another name (`final_output = model(x)` has Part 1's rows without combining
+    anything)."""
+    if not chunk_passes(run, batch):
+        return []
+    outputs = {p.get("storage_out") for p in forward_passes(run)} - {None}
+    return [(f"the output compared with Part 1's at {compare.get('site')}", operand["rows"])
+            for compare in comparisons(run) for operand in compare["operands"]
+            if rows_of(operand.get("shape")) == batch and operand.get("rows")
+            and operand.get("storage") is not None and operand["storage"] not in outputs]
 
 
 def _ranges(indices):
@@ -201,11 +219,12 @@ def chunk_rule(batch, parts=CHUNKS):
 
 def combined_equals_full(run, batch):
     look = "Part 2: final_output = torch.cat(outputs), the chunks' outputs in the chunks' order"
-    expected = (f"torch.cat of the chunks' outputs equals Part 1's output on the batch of "
+    expected = (f"the chunks' outputs combined (torch.cat) equal Part 1's output on the batch of "
                 f"{batch}, row by row and in order (up to float rounding)")
     verdict = evidence(run, combined_against_full(run, batch), expected,
-                       f"no torch.cat of outputs into {batch} rows was seen after Part 1's "
-                       "forward pass", look)
+                       f"no torch.cat of the chunks' outputs into {batch} rows was seen after "
+                       "Part 1's forward pass, nor a tensor of them compared with Part 1's "
+                       "output (torch.allclose(final_output, output))", look)
     equal, cause = verdict
     assert equal, explain(expected, cause, look)
 

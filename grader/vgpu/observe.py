@@ -96,6 +96,7 @@ class Observer:
             optimizer_hooks.register_optimizer_step_post_hook(self._post_step),
         ]
         self.rows.install_concatenations(patcher)
+        self.rows.install_comparisons(patcher)
         atexit.register(self.finish)
 
     def uninstall(self) -> None:

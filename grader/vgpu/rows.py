@@ -9,8 +9,8 @@ random numbers differ in both, and a row computed twice differs only by float ro
 They are recorded only where those questions look, so a long run's trace does not grow:
 forward passes of the main thread before the first optimizer step (the data a rank starts
 with; the chunks of a script that never steps), at most MAX_ROWS rows each and MAX_RECORDS
-records per process; and `torch.cat` (`concat`, `concatenate`, `vstack`) called from the
-user's own code, under the same limits.
+records per process; and `torch.cat` (`concat`, `concatenate`, `vstack`) and the comparisons
+`torch.allclose`/`torch.equal` called from the user's own code, under the same limits.
 """
 from __future__ import annotations
 
@@ -28,10 +28,24 @@ MAX_RECORDS = 64
 # torch.stack too: stacked along dim 0 and flattened, the chunks' outputs are the batch's rows
 # (its rows are recorded as the flattened tensor's, dim 0).
 _CONCATENATIONS = ("cat", "concat", "concatenate", "vstack", "stack")
+# A combined output written another way (a tensor allocated first and filled slice by slice) is
+# seen where the script compares it with Part 1's output: the template's own
+# torch.allclose(final_output, output) line.
+_COMPARISONS = ("allclose", "equal")
 
 
 def _significant(value: float) -> float:
     return float(f"{value:.10g}")
+
+
+def storage_of(tensor) -> int | None:
+    """Where a tensor's elements live (its storage's address): tells a tensor of its own from
+    a model's output under another name, which equal values cannot."""
+    try:
+        with torch._C.DisableTorchFunction():
+            return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+        return None
 
 
 def row_prints(tensor) -> list[list[float]] | None:
@@ -52,16 +66,18 @@ class RowRecorder:
 
     def __init__(self, steps_taken):
         self._steps_taken = steps_taken  # () -> optimizer steps so far in this process
-        self._records = 0
+        self._records = {"rows": 0, "compare": 0}
         self._lock = threading.Lock()
 
-    def _take(self) -> bool:
+    def _take(self, kind: str = "rows") -> bool:
+        # Comparisons count apart: a script comparing in a loop must not use up the records of
+        # the forward passes the checks read.
         if self._steps_taken() or threading.current_thread() is not threading.main_thread():
             return False
         with self._lock:
-            if self._records >= MAX_RECORDS:
+            if self._records[kind] >= MAX_RECORDS:
                 return False
-            self._records += 1
+            self._records[kind] += 1
             return True
 
     def fields(self, tensor) -> dict:
@@ -69,7 +85,7 @@ class RowRecorder:
         if tensor is None or not self._take():
             return {}
         prints = row_prints(tensor)
-        return {} if prints is None else {"rows": prints}
+        return {} if prints is None else {"rows": prints, "storage": storage_of(tensor)}
 
     def install_concatenations(self, patcher) -> None:
         for name in _CONCATENATIONS:
@@ -99,3 +115,25 @@ class RowRecorder:
                            dim=dim, rows=row_prints(rows), site=call_site(2))
             return out
         return concatenation
+
+    def install_comparisons(self, patcher) -> None:
+        for name in _COMPARISONS:
+            for owner in (torch, torch.Tensor):
+                original = getattr(owner, name, None)
+                if original is not None:
+                    patcher.set(owner, name, self._compared(name, original))
+
+    def _compared(self, name, original):
+        @functools.wraps(original)
+        def comparison(first, second, *args, **kwargs):
+            out = original(first, second, *args, **kwargs)
+            caller = sys._getframe(1).f_code.co_filename
+            trace = get_trace()
+            if trace.enabled and not any(part in caller for part in _OWN_CODE) \
+                    and isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) \
+                    and self._take("compare"):
+                trace.emit("compare", op=name, site=call_site(2), operands=[
+                    {"shape": list(t.shape), "rows": row_prints(t), "storage": storage_of(t)}
+                    for t in (first, second)])
+            return out
+        return comparison
