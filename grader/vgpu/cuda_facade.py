@@ -17,6 +17,7 @@ from grader.vgpu.clock import ms
 from grader.vgpu.devices import parse
 from grader.vgpu.node import VIRTUAL_DEVICE_NAME, VIRTUAL_TOTAL_MEMORY, Node
 from grader.vgpu.patcher import Patcher
+from grader.vgpu.random_state import generator_type
 from grader.vgpu.unsupported import unsupported
 
 _RESERVED_BLOCK = 2 * 2**20  # the caching allocator reserves in 2 MiB segments
@@ -196,6 +197,35 @@ class CudaFunctions:
     def current_stream(self, device=None):
         return self.Stream(device)
 
+    # -- random numbers: each GPU's own generator (grader/vgpu/random_state.py) ---------------
+    def manual_seed(self, seed) -> None:
+        self.node.random.manual_seed(self.node.current_device(), int(seed))
+
+    def manual_seed_all(self, seed) -> None:
+        self.node.random.manual_seed_all(int(seed))
+
+    def seed(self) -> None:
+        self.node.random.seed(self.node.current_device())
+
+    def seed_all(self) -> None:
+        self.node.random.manual_seed_all(self.node.random.seed(self.node.current_device()))
+
+    def initial_seed(self) -> int:
+        return self.node.random.initial_seed(self.node.current_device())
+
+    def get_rng_state(self, device="cuda") -> torch.Tensor:
+        return self.node.random.get_state(device_index(self.node, device))
+
+    def set_rng_state(self, new_state, device="cuda") -> None:
+        self.node.random.set_state(device_index(self.node, device), new_state)
+
+    def get_rng_state_all(self) -> list:
+        return [self.node.random.get_state(i) for i in range(self.node.n)]
+
+    def set_rng_state_all(self, new_states) -> None:
+        for index, state in enumerate(new_states):
+            self.node.random.set_state(index, state)
+
     # -- memory --------------------------------------------------------------------------------
     def memory_allocated(self, device=None) -> int:
         return self.node.allocated[device_index(self.node, device)]
@@ -270,10 +300,15 @@ class CudaFunctions:
             "mem_get_info": self.mem_get_info,
             "empty_cache": _noop,
             "set_per_process_memory_fraction": _noop,
-            "manual_seed": _noop,
-            "manual_seed_all": _noop,
-            "seed": _noop,
-            "seed_all": _noop,
+            "manual_seed": self.manual_seed,
+            "manual_seed_all": self.manual_seed_all,
+            "seed": self.seed,
+            "seed_all": self.seed_all,
+            "initial_seed": self.initial_seed,
+            "get_rng_state": self.get_rng_state,
+            "set_rng_state": self.set_rng_state,
+            "get_rng_state_all": self.get_rng_state_all,
+            "set_rng_state_all": self.set_rng_state_all,
             "utilization": unsupported("GPU utilisation (NVML) on a virtual GPU"),
             "list_gpu_processes": unsupported("NVML's list of GPU processes on a virtual GPU"),
             "CUDAGraph": unsupported("CUDA graphs", kind="class"),
@@ -323,6 +358,7 @@ def install(patcher: Patcher, node: Node) -> CudaFunctions:
     functions = CudaFunctions(node)
     for name, value in functions.cuda_table().items():
         patcher.set(torch.cuda, name, _distinct(value))
+    patcher.set(torch, "Generator", generator_type(node, parse))
     import torch.cuda.nvtx as nvtx
     for name in NVTX_FUNCTIONS:
         if hasattr(nvtx, name):

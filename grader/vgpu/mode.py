@@ -23,6 +23,7 @@ from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
+from grader.vgpu.random_state import RANDOM_OPS, is_virtual
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
@@ -177,6 +178,8 @@ class VirtualGPUMode(TorchFunctionMode):
         dict lookup is cheaper than finding the handler, the name and its kind every time."""
         handler = self.special.get(func)
         name = getattr(func, "__name__", "")
+        if handler is None and name in RANDOM_OPS:
+            handler = self._random
         if handler is None:
             handler = self._kinds.get(name)
             if handler is None:
@@ -298,6 +301,29 @@ class VirtualGPUMode(TorchFunctionMode):
         clock.launch(device, seconds)
         if first is not None and first.requires_grad:
             record_operation(self.node, device, seconds, _tensors(args, kwargs), first)
+
+    def _random(self, func, args, kwargs):
+        """An op that draws random numbers: on a virtual GPU, from that GPU's own generator
+        (grader/vgpu/random_state.py); a generator the script passes is its own choice."""
+        name = getattr(func, "__name__", "")
+        if kwargs.get("device") is not None:
+            index = parse(self.node, kwargs["device"])
+        else:
+            first = next(_tensors_in(args), None)
+            index = self.node.label_of(first) if first is not None else None
+        on_gpu = isinstance(index, int)
+        generator = kwargs.get("generator")
+        if generator is not None:
+            if on_gpu != is_virtual(generator):
+                # PyTorch's own words: a generator draws on its own device's kind only.
+                raise RuntimeError(
+                    f"Expected a '{'cuda' if on_gpu else 'cpu'}' device type for generator but "
+                    f"found '{'cpu' if on_gpu else 'cuda'}'")
+            return self._generic(func, name, _GENERIC, args, kwargs)
+        if not on_gpu:
+            return self._generic(func, name, _GENERIC, args, kwargs)
+        with self.node.random.drawing_on(index):
+            return self._generic(func, name, _GENERIC, args, kwargs)
 
     def _factory(self, func, name, args, kwargs):
         """`torch.zeros(..., device="cuda:k")` and the like: made on the host, labelled k."""

@@ -12,6 +12,7 @@ import weakref
 import torch
 
 from grader.vgpu.c_path import c_module
+from grader.vgpu.random_state import DeviceGenerators
 
 # PyTorch's caching allocator rounds every block up to 512 bytes; do the same so the numbers
 # students read from `memory_allocated` look like the ones a real GPU gives.
@@ -36,6 +37,7 @@ class Node:
     def __init__(self, n_gpus: int):
         from grader.vgpu.clock import SimulatedClock
         self.clock = SimulatedClock(n_gpus)
+        self.random = DeviceGenerators()   # each GPU's own random numbers
         self.resize(n_gpus)
         self.labels: dict[int, int] = {}
         self._watched: dict[int, tuple] = {}  # id(weak reference) -> (it, key, GPU, bytes)
