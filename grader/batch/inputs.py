@@ -75,11 +75,20 @@ class Prepared:
     needs_person: bool = False
 
 
+# Room left under the 255 bytes of a file name for what the batch adds to a key.
+MAX_KEY_CHARS = 120
+
+
 def safe_key(text: str) -> str:
     """A folder name for the student: ASCII letters, digits and ._- kept, anything else one
     "_" (the keys of every gradebook so far: a student graded before keeps theirs). Names that
     make one key ("Jüri" and "Jõri", "王伟" and "李娜") are told apart by discover()."""
     key = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")
+    if len(key) > MAX_KEY_CHARS:
+        # The key names folders (with suffixes of the batch's own): a 251-character upload name
+        # made one no file system takes, and stopped the batch.
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        key = f"{key[:MAX_KEY_CHARS - 9]}_{digest}"
     return key or "unnamed"
 
 
@@ -140,8 +149,13 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
         if kept is not None:
             student = Student(kept, student.name, student.participant_id)
         elif len(names[student.key]) > 1:
-            digest = hashlib.sha256(same_name(student.name).encode("utf-8")).hexdigest()[:8]
-            student = Student(f"{student.key}_{digest}", student.name, student.participant_id)
+            digest = hashlib.sha256(same_name(student.name).encode("utf-8")).hexdigest()
+            # Never another entry's own key: an upload named "J_ri_bf05db88.zip" (Jüri's key,
+            # computable by anyone) had taken Jüri's place and zeroed him.
+            size = 8
+            while f"{student.key}_{digest[:size]}" in names and size < len(digest):
+                size += 8
+            student = Student(f"{student.key}_{digest[:size]}", student.name, student.participant_id)
         submission = by_key.setdefault(student.key, Submission(student))
         if submission.sources and plugin is None:
             # Two plain entries for one name (alice/ and alice.zip): refuse to guess.

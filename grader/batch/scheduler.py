@@ -53,6 +53,7 @@ class JobOutcome:
     started_at: float             # time.time()
     duration_s: float
     log_tail: str
+    reason: str | None = None     # what stopped it, where no grading process can say
 
 
 def _child(grade_fn: GradeFn, job: GradeJob, parent: int) -> None:
@@ -104,7 +105,14 @@ def run_jobs(jobs: Iterable[GradeJob], grade_fn: GradeFn, workers: int,
                 if job is None:
                     exhausted = True
                     break
-                job.out.mkdir(parents=True, exist_ok=True)
+                try:
+                    job.out.mkdir(parents=True, exist_ok=True)
+                except OSError as error:
+                    # This upload's folder only (a name too long, a full disk): the others go on.
+                    yield JobOutcome(job, "crashed", None, time.time(), 0.0, "",
+                                     f"its grading folder could not be made: "
+                                     f"{error.strerror or error}")
+                    continue
                 process = _CONTEXT.Process(target=_child, args=(grade_fn, job, os.getpid()), daemon=False)
                 process.start()
                 running[process.sentinel] = (process, job, time.time(), time.monotonic())

@@ -43,7 +43,6 @@ GRADER_PARENT = Path(__file__).resolve().parents[2]      # the folder holding gr
 @dataclass
 class SlurmOutcome(JobOutcome):
     """A JobOutcome with SLURM's account of it; the runner records `reason` as the message."""
-    reason: str | None = None
     slurm_job: str | None = None
 
 
