@@ -140,8 +140,7 @@ def _roster(runs: list[CurrentRun], order: list[str], files: Mapping[str, Mappin
         total = (f"{format_points(result.get('score', 0))}/{format_points(result.get('max_score', 0))}"
                  if graded and result else "")
         status = "needs a person" if run.needs_person else run.status.replace("_", " ")
-        if run.status == "graded" and any((a.get("integrity") or {}).get("withheld")
-                                          for a in by_id.values()):
+        if run.held:
             status = "graded, held for review"
         rows.append({"key": run.student.key, "name": run.student.name,
                      "identifier": run.student.identifier, "status": status,

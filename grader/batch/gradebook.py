@@ -145,6 +145,17 @@ class CurrentRun:
     submitted_at: str | None = None
     needs_person: bool = False
 
+    @property
+    def held(self) -> list[str]:
+        """Assignments whose automatic points are held for review: no verdict yet, so no grade
+        to upload or total (a held honest student must never be shown a 0)."""
+        return held_for_review(self.result) if self.status == "graded" else []
+
+
+def held_for_review(result: dict | None) -> list[str]:
+    return [a.get("id") for a in (result or {}).get("assignments") or []
+            if (a.get("integrity") or {}).get("withheld")]
+
 
 class Gradebook:
     def __init__(self, path: Path):

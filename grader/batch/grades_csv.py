@@ -59,13 +59,16 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
     rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status", "Key"]]
     for run in runs:
         graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
-        cells = [format_points(run.assignment_scores[a]) if graded and a in run.assignment_scores else ""
-                 for a in columns]
+        held = run.held
+        cells = [format_points(run.assignment_scores[a])
+                 if graded and a in run.assignment_scores and a not in held else "" for a in columns]
         if timed:
             penalty = penalties[run.student.key]
             cells += [run.submitted_at or "", "" if penalty is None else format_points(penalty)]
-        total = format_points(sum(run.assignment_scores.values())) if graded else ""
+        total = format_points(sum(run.assignment_scores.values())) if graded and not held else ""
         status = "needs a person" if run.needs_person else run.status.replace("_", " ")
+        if held:
+            status += f", held for review: {', '.join(held)}"
         if run.message and run.status != "graded":
             status += ": " + " ".join(run.message.split())[:200]
         rows.append([inert_cell(run.student.identifier), inert_cell(run.student.name), *cells,

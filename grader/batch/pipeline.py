@@ -41,7 +41,7 @@ import grader
 from grader.batch import submission_times
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
-                                    RunState)
+                                    RunState, held_for_review)
 from grader.batch.grades_csv import late_penalty, write_grades_csv
 from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
 from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
@@ -191,6 +191,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         raise BatchError(f"no rubric for {', '.join(missing)}")
     config = run_config(wanted, options.rubrics_dir, options.check_timeout, rubrics)
     worksheets = _load_worksheets(options.moodle_worksheets, wanted)
+    _refuse_an_out_that_is_not_the_batchs(submissions_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
     try:
@@ -253,6 +254,24 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         shutil.rmtree(out / "scratch", ignore_errors=True)
         shutil.rmtree(out / "work", ignore_errors=True)
         lock.release()
+
+
+def _refuse_an_out_that_is_not_the_batchs(submissions_dir: Path, out: Path) -> None:
+    """The batch empties DIR/scratch and DIR/work at each start and end: never a folder of
+    someone else's (an instructor's `--out ~/course` lost ~/course/work), and never inside the
+    submissions (a student's upload named `work` was deleted, and DIR read as a student)."""
+    subs, target = submissions_dir.resolve(), out.resolve()
+    if target == subs or subs in target.parents:
+        raise BatchError(f"--out {out} is inside the submissions folder {submissions_dir}: its "
+                         "files would be read as uploads and an upload could be removed; "
+                         "choose a folder outside it")
+    if (out / "gradebook.sqlite").exists():
+        return   # a batch's own folder: what it holds there is its own
+    for name in ("scratch", "work"):
+        if os.path.lexists(out / name):
+            raise BatchError(f"{out / name} exists and is not a batch's (no gradebook.sqlite "
+                             f"beside it); the batch empties that folder: move it, or choose "
+                             "another --out")
 
 
 def _check_overrides(student_overrides: dict[str, dict], found: list[Submission],
@@ -521,7 +540,7 @@ class _ClassBatch:
         context: _Context = outcome.job.context
         started = dt.datetime.fromtimestamp(outcome.started_at, dt.timezone.utc).isoformat(timespec="seconds")
         result, message = None, None
-        reason = getattr(outcome, "reason", None)   # a backend's own account (SLURM's state, reason)
+        reason = outcome.reason   # an account of its own (SLURM's state and reason, a folder not made)
         if outcome.status == "timed_out":
             status, message = "timed_out", reason or (f"grading took longer than "
                                                       f"{self.options.timeout_s:g} s and was stopped")
@@ -591,8 +610,7 @@ def _score_of(result: dict | None) -> str | None:
     penalty = late_penalty(result)
     if penalty:
         text += f" (late {format_points(penalty)})"
-    held = [a.get("id") for a in result.get("assignments") or []
-            if (a.get("integrity") or {}).get("withheld")]
+    held = held_for_review(result)
     # A held submission's low score is no verdict yet: say so where the score is read.
     return text + (f" (held for review: {', '.join(held)})" if held else "")
 

@@ -404,3 +404,23 @@ def test_a_student_keeps_their_key_whoever_joins_or_leaves_the_folder(tmp_path, 
     batch(subs, out)
     rows = {row[5]: row for row in read_csv(out)[1:]}
     assert rows["J_ri"][1] == "Jüri" and rows[jori][1:3] == ["Jõri", "8"], rows
+
+
+def test_an_out_folder_of_someone_elses_is_never_emptied(tmp_path, calls_log):
+    """The batch empties DIR/scratch and DIR/work: an instructor's --out ~/course had its work/
+    deleted, and an --out inside the submissions deleted a student called 'work'."""
+    subs, course = tmp_path / "subs", tmp_path / "course"
+    make_submission(subs / "alice", score=7)
+    make_submission(subs / "work", score=5)
+    (course / "work").mkdir(parents=True)
+    (course / "work" / "lecture-notes.md").write_text("mine")
+    with pytest.raises(BatchError, match="exists and is not a batch's"):
+        batch(subs, course)
+    assert (course / "work" / "lecture-notes.md").read_text() == "mine"
+    for inside in (subs, subs / "out"):
+        with pytest.raises(BatchError, match="is inside the submissions folder"):
+            batch(subs, inside)
+    assert (subs / "work").is_dir() and not (subs / "out").exists()
+    report = batch(subs, tmp_path / "out")     # a folder of its own: graded as ever
+    assert report.progress.graded == 2
+    assert batch(subs, tmp_path / "out").progress.skipped == 2   # its own work/ is its own

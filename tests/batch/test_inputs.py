@@ -438,3 +438,28 @@ def test_keys_stay_what_earlier_gradebooks_have_and_collisions_do_not_depend_on_
     (subs / "a_b").rmdir()
     again, _ = _by_key(subs)
     assert "a_b" in again, "without the other name, the plain key"
+
+
+def test_a_derived_key_is_never_another_uploads_own_key(tmp_path):
+    """An upload named like Jüri's derived key (anyone can compute it) had become one
+    submission with Jüri's folder: Jüri zeroed, the row under the other name."""
+    subs = tmp_path / "subs"
+    for name in ("Jüri", "Jõri"):
+        (subs / name).mkdir(parents=True)
+    first, _ = _by_key(subs)
+    juri = next(k for k, s in first.items() if s.student.name == "Jüri")
+    (subs / f"{juri}.zip").write_bytes(zip_bytes([OK_FILE]))
+    found, _ = _by_key(subs)
+    assert len(found) == 3 and not any(s.problem for s in found.values()), \
+        {k: (s.student.name, s.problem) for k, s in found.items()}
+    assert found[juri].student.name == f"{juri}", "the upload named like the key keeps its name"
+    assert {s.student.name for s in found.values()} == {"Jüri", "Jõri", juri}
+
+
+def test_a_very_long_upload_name_makes_a_key_a_folder_can_hold(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / ("b" * 251 + ".zip")).write_bytes(zip_bytes([OK_FILE]))
+    (subs / ("b" * 250 + "c.zip")).write_bytes(zip_bytes([OK_FILE]))
+    found, _ = _by_key(subs)
+    assert len(found) == 2 and all(len(key) <= 120 for key in found), sorted(found)

@@ -264,3 +264,21 @@ def test_a_feedback_folder_name_keeps_moodles_underscores_its_own(tmp_path):
         (member,) = archive.namelist()
     assert member == "Anna Maria .. 101 x_105_assignfeedback_file_/report.html"
     assert member.split("/")[0].split("_", 4)[1] == "105"
+
+
+def test_a_held_assignment_has_no_grade_to_upload_nor_a_total():
+    """A held submission had gone to Moodle as a 0: every honest student held by mistake was
+    shown one. Held is no verdict yet: the cells stay empty, the status says why."""
+    from grader.batch.grades_csv import grades_rows
+    from grader.batch.moodle_worksheet import grade_cell
+    item = {"id": "hw3.task1", "title": "Task 1", "kind": "auto", "score": 0, "max_score": 3}
+    held = _run("graded", [item])
+    held.result["assignments"][0]["integrity"] = {"withheld": True, "withheld_points": 10.5}
+    assert held.held == ["hw3"] and grade_cell(held, "hw3") is None
+    header, row = grades_rows([held])
+    assert row[header.index("hw3")] == "" and row[header.index("Total")] == ""
+    assert row[header.index("Status")] == "graded, held for review: hw3"
+    cleared = _run("graded", [item])
+    cleared.result["assignments"][0]["integrity"] = {"withheld": False, "cleared": True}
+    assert cleared.held == [] and grade_cell(cleared, "hw3") == "0"
+    assert grades_rows([cleared])[1][header.index("Total")] == "0"
