@@ -359,11 +359,13 @@ def script_text(submission: Path, script: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _script_text(path: str) -> str:
+    from grader.common.text import python_source
     from grader.records import untrusted_files
     try:
-        return untrusted_files.read_text(Path(path), limit=2**20)[0]
+        data = untrusted_files.read_bytes(Path(path), limit=2**20)
     except (OSError, untrusted_files.NotARegularFile):
         return ""
+    return python_source(data) if data is not None else ""
 
 
 def handout_sets(submission: Path, script: str, defaults=None) -> dict | None:

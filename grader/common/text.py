@@ -68,3 +68,15 @@ def storable(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(storable(v) for v in value)
     return value
+
+
+def python_source(data: bytes) -> str:
+    """A Python file's text read as Python reads it: a UTF-8 BOM (Notepad's "UTF-8 with BOM")
+    and a coding line (`# -*- coding: cp1252 -*-`) honoured, so a script `python` runs is
+    never a SyntaxError to the grader; bytes no declared encoding decodes are replaced (Python
+    would refuse the file, and says so when it runs it)."""
+    import importlib.util
+    try:
+        return importlib.util.decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")

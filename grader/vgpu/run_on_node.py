@@ -56,8 +56,9 @@ def run_script(path: str, args: list[str], values: dict[str, object],
                edits: list[tuple[str, str]] = ()) -> None:
     from grader.vgpu.script_edits import apply_edits
     from grader.vgpu.script_folder import forget_modules_shadowed_by
-    with open(path, encoding="utf-8") as handle:
-        source = apply_edits(handle.read(), path, list(edits))
+    from grader.common.text import python_source
+    with open(path, "rb") as handle:
+        source = apply_edits(python_source(handle.read()), path, list(edits))
     code = compile(rewrite_constants(source, path, values), path, "exec")
     module = types.ModuleType("__main__")
     module.__file__ = path

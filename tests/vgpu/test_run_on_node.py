@@ -47,3 +47,18 @@ def test_cli_reports_a_crash_with_the_scripts_line(tmp_path):
     assert done.returncode == 1
     assert "Expected all tensors to be on the same device" in done.stderr
     assert '"site": "s.py:3"' in trace.read_text()
+
+
+@pytest.mark.parametrize("head, text", [
+    (b"\xef\xbb\xbf", "N = 1\nprint('bom', N)\n"),                        # Notepad's UTF-8 with BOM
+    (b"# -*- coding: cp1252 -*-\n", "# M\xfcller's run\nN = 1\nprint('cp1252', N)\n"),
+])
+def test_a_script_python_reads_is_read_the_same_way(tmp_path, head, text):
+    """A BOM or a coding line: `python` runs the file; the grader had failed every check of it
+    (SyntaxError U+FEFF, UnicodeDecodeError) and given 0."""
+    script = tmp_path / "s.py"
+    script.write_bytes(head + text.encode("cp1252" if b"cp1252" in head else "utf-8"))
+    done = subprocess.run([sys.executable, "-m", "grader", "run", "--gpus", "1", "--virtual",
+                           "--set", "N=2", str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "2", done.stdout
