@@ -65,7 +65,7 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
         return result
     try:
         # Bounded: a few hundred bytes of nested aliases must not expand in the grader.
-        data = load_yaml_text(path.read_text(encoding="utf-8"), source=display,
+        data = load_yaml_text(sheet_text(path.read_bytes()), source=display,
                               max_bytes=MAX_SHEET_BYTES)
     except UnicodeDecodeError as error:
         result.problems.append(f"{display} is not UTF-8 text ({error.reason}); no answer of it was read")
@@ -102,6 +102,18 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
         if value is not None:
             result.values[question.id] = value
     return result
+
+
+def sheet_text(data: bytes) -> str:
+    """An answer sheet's text in the encodings Windows editors save: UTF-8 (with or without
+    Notepad's BOM), UTF-16 with its BOM (Notepad's "Unicode"), else Windows-1252 ("ANSI"):
+    a sheet saved so lost its answers (a batch audit). Bytes none of them reads raise."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("cp1252")
 
 
 def coerce(raw: Any, question: Question) -> Any:

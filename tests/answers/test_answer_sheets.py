@@ -485,3 +485,16 @@ def test_a_long_text_where_a_value_belongs_is_refused_at_once():
         coerce("*a" * 30000, Question("q", "int", ""))
     from grader.answers.yes_no import read_yes_no
     assert read_yes_no("!" * 80000 + "a").unclear            # was 53 s in the placeholder check
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "cp1252"])
+def test_a_sheet_saved_by_a_windows_editor_is_read(tmp_path, encoding):
+    """Notepad's "UTF-8 with BOM", "Unicode" (UTF-16) and "ANSI" (Windows-1252): a sheet saved
+    as ANSI or Unicode had lost every answer."""
+    path = tmp_path / "answers.yaml"
+    path.write_bytes("assignment: practical4\nanswers:\n  part1.output_shape: 64 x 1000\n"
+                     "  part2.explanation: 'Jüri: the rows are independent'\n".encode(encoding))
+    sheet = read_sheet(path, template_questions("practical4"), "practical4/answers.yaml")
+    assert sheet.problems == [], sheet.problems
+    assert sheet.values["part1.output_shape"] == [64, 1000]
+    assert sheet.values["part2.explanation"] == "Jüri: the rows are independent"
