@@ -193,12 +193,19 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
     except Rejected as problem:
         return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
+        if exc.errno in HOST_ERRNOS:
+            raise   # the machine's, not the upload's: no rejection; the next batch tries again
         return _refused(submission, _unpack_problem(exc, scratch), notes)
     except Exception as exc:   # one upload can only fail itself, however it fails
         return _refused(submission, f"could not be unpacked ({type(exc).__name__}: "
                                     f"{str(exc)[:300] or 'no message'})", notes)
 
 
+# Failures of the grading machine (a full disk, a quota, too many open files), never of an
+# upload: the unpacking budget keeps an upload far below them. A class had been zeroed as
+# "could not be unpacked: No space left on device".
+HOST_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE, errno.ENOMEM,
+                         errno.EIO, errno.EROFS})
 # A name that is a file in one entry and a folder in another.
 _CLASHES = {errno.EISDIR, errno.EEXIST, errno.ENOTDIR}
 

@@ -424,3 +424,26 @@ def test_an_out_folder_of_someone_elses_is_never_emptied(tmp_path, calls_log):
     report = batch(subs, tmp_path / "out")     # a folder of its own: graded as ever
     assert report.progress.graded == 2
     assert batch(subs, tmp_path / "out").progress.skipped == 2   # its own work/ is its own
+
+
+def test_a_full_disk_while_unpacking_is_the_machines_failure_not_a_rejection(tmp_path, calls_log,
+                                                                             monkeypatch):
+    """ENOSPC (or a quota) while unpacking had rejected every student with a 0 and exit 0."""
+    import errno
+    import grader.batch.inputs as inputs
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=7)
+    make_submission(subs / "bob", score=5)
+    real = inputs.materialize_entry
+
+    def full_disk(source, *args, **kwargs):
+        if source.name == "bob":
+            raise OSError(errno.ENOSPC, "No space left on device", str(source))
+        return real(source, *args, **kwargs)
+    monkeypatch.setattr(inputs, "materialize_entry", full_disk)
+    report = batch(subs, out)
+    assert report.failed and (report.progress.graded, report.progress.rejected) == (1, 0)
+    assert "bob" not in {row[0] for row in read_csv(out)[1:]}, "no grade recorded for bob"
+    monkeypatch.setattr(inputs, "materialize_entry", real)
+    again = batch(subs, out)
+    assert (again.progress.graded, again.progress.skipped) == (1, 1) and not again.failed
