@@ -16,6 +16,7 @@ from grader.common.cpu_share import grading_share, thread_environment, threads_p
 from grader.common.run_memory import run_memory_bytes
 from grader.harness.observation import Observation
 from grader.integrity.scan import bytecode_caches
+from grader.integrity.unrun import kept_out_of_runs
 from grader.records import untrusted_files
 from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
 from grader.common.hardware import real_gpu_count
@@ -65,6 +66,9 @@ def _hidden_paths(submission: Path) -> list[Path]:
     # Python would load a submitted __pycache__/*.pyc instead of the source the grader read
     # (the .pyc names the source's size and time, both easy to match): never let it see them.
     hidden += bytecode_caches(submission)
+    # A Python environment zipped with the project and the student's own tests that nothing
+    # imports: never run, so the scan only notes what they hold (grader/integrity/unrun.py).
+    hidden += kept_out_of_runs(submission)
     return [p for p in hidden if p.resolve() != Path("/")]
 
 

@@ -44,10 +44,12 @@ from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # 
 from grader.integrity.own_objects import may_rebind_names
 from grader.integrity.pickles import PICKLE_SUFFIXES
 from grader.integrity.source import scan_pickle_bytes, scan_text
+from grader.integrity.unrun import unimported_test_files, virtual_environments
 
 MAX_FILES = 5000  # as many as a batch unpacks (batch.inputs.UnpackLimits)
 MAX_FILE_BYTES = 2 * 2**20
-MAX_ARCHIVE_MEMBERS = 2000
+MAX_ARCHIVE_MEMBERS = 2000     # members read (Python, compiled, pickled) of one archive
+MAX_ARCHIVE_ENTRIES = 100000   # entries listed (a dataset's files are only listed)
 MAX_MEMBER_BYTES = 8 * 2**20
 
 _COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".dylib")
@@ -68,8 +70,12 @@ _SHADOW_HARMLESS = frozenset({"test", "this", "antigravity", "turtle", "turtlede
 def scan_submission(submission: Path) -> list[Finding]:
     """Every finding in the submission's files, in file and line order."""
     submission = Path(submission)
-    findings: list[Finding] = []
-    files = list(_files(submission, findings))
+    environments = virtual_environments(submission)
+    findings: list[Finding] = [
+        Finding(path.relative_to(submission).as_posix(), 0, "kept_out",
+                "a Python environment (pyvenv.cfg or conda-meta/): not read, and hidden from "
+                "the runs, which use the grader's", "") for path in environments]
+    files = list(_files(submission, findings, environments))
     # The submission's own modules: setting their variables is not patching a library.
     own = {p.stem for p in files if p.suffix == ".py"} | {
         p.parent.name for p in files if p.name == "__init__.py"}
@@ -86,7 +92,17 @@ def scan_submission(submission: Path) -> list[Finding]:
             findings += _scan_archive(path, relative, own)
         elif path.suffix.lower() in PICKLE_SUFFIXES:
             findings += _scan_pickle_file(path, relative)
+    findings = _as_notes_where_nothing_runs(findings, submission)
     return sorted(set(findings), key=lambda f: (f.file, f.line, f.category, f.what))
+
+
+def _as_notes_where_nothing_runs(findings: list[Finding], submission: Path) -> list[Finding]:
+    """Tampering found in a test module nothing imports is a note: the runs never see that
+    file (a student's own mock of torch.cuda.device_count had held an honest upload)."""
+    unrun = {p.relative_to(submission).as_posix() for p in unimported_test_files(submission)}
+    return [Finding(f.file, f.line, "kept_out", f"a test module nothing imports, hidden from "
+                    f"the runs, which {CATEGORIES[f.category][1]}: {f.what}", f.code)
+            if f.file in unrun and f.kind == TAMPERING else f for f in findings]
 
 
 def findings_for(findings: list[Finding], assignment: str) -> list[Finding]:
@@ -119,13 +135,13 @@ def _template_modules() -> frozenset[str]:
         if template.is_dir() else frozenset()
 
 
-def _files(submission: Path, findings: list[Finding]):
+def _files(submission: Path, findings: list[Finding], skipped: list[Path] = ()):
     """The submission's files (symlinks included, never followed), with findings about their
-    names."""
+    names; the `skipped` folders (Python environments, hidden from the runs) left out."""
     count = 0
     expected = _template_modules()
     for root, dirs, names in os.walk(submission, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and Path(root, d) not in skipped)
         for name in dirs:
             path = Path(root) / name
             findings += _check_file_name(path, path.relative_to(submission).as_posix(),
@@ -225,7 +241,11 @@ def _scan_archive(path: Path, relative: str, own) -> list[Finding]:
         members = list(_archive_members(path))
     except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
         return findings  # not an archive after all, or one larger than the scan reads (noted)
-    for name, read in members[:MAX_ARCHIVE_MEMBERS]:
+    # Only what Python could load counts against the limit: a dataset of 2100 images in a zip
+    # had been "could not be checked" and held an honest upload.
+    readable = [(name, read) for name, read in members
+                if name.lower().endswith(_READ_SUFFIXES) or name.lower().endswith("data.pkl")]
+    for name, read in readable[:MAX_ARCHIVE_MEMBERS]:
         inner = f"{relative}/{name}"
         lower = name.lower()
         if lower.endswith(_COMPILED_SUFFIXES):
@@ -242,9 +262,11 @@ def _scan_archive(path: Path, relative: str, own) -> list[Finding]:
             data = read()
             if data is not None:
                 findings += scan_pickle_bytes(data, inner)
-    if len(members) > MAX_ARCHIVE_MEMBERS:
+    if len(readable) > MAX_ARCHIVE_MEMBERS or len(members) > MAX_ARCHIVE_ENTRIES:
         findings.append(Finding(relative, 0, "unreadable", f"more than {MAX_ARCHIVE_MEMBERS} "
-                                "files in one archive: the rest were not read", ""))
+                                "Python, compiled or pickled files (or "
+                                f"{MAX_ARCHIVE_ENTRIES} files) in one archive: the rest were "
+                                "not read", ""))
     return findings
 
 
@@ -291,7 +313,7 @@ def _archive_members(path: Path):
                 fileobj=io.BufferedReader(_Capped(_decompressed(raw), MAX_TAR_BYTES)),
                 mode="r|") as archive:
             for count, info in enumerate(archive):
-                if count > MAX_ARCHIVE_MEMBERS:
+                if count > MAX_ARCHIVE_ENTRIES:
                     return
                 if not info.isfile():
                     continue

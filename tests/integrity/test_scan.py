@@ -603,6 +603,9 @@ def test_files_that_could_deceive_the_grader_are_held(tmp_path, files, file, cat
 
 
 NOTE_FILE_CASES = [
+    ("venv_zipped_with_the_project", {".venv/pyvenv.cfg": b"home = /usr/bin\n",
+                                      ".venv/lib/site.py": b"import gc\n"},
+     ".venv", "kept_out"),
     ("plots_zip", {"hw3/plots.zip": zip_bytes({"step_times.png": b"\x89PNG...",
                                                "table.csv": b"depth,ms\n6,1.0\n"})},
      "hw3/plots.zip", "archive"),
