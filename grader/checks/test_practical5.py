@@ -239,13 +239,19 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
     value = whole_numbers(row["split"])
     differs = "" if seen in (None, rule) else (
         f"; your code splits the batch as {seen}: see Practical 5's split check")
-    must_agree(
-        answers, "dp.split_per_gpu", row["split"] if value is None else value, truth,
-        f"{gpus} GPUs: {truth} (one batch size per GPU, cuda:0 first){differs}",
-        f"has DataParallel split a batch of {BATCH} over {gpus} GPUs as {truth} (its chunk "
-        "rule; the 'Inside model on device ...' lines printed inside MLP.forward, once per "
-        f"replica: the same print in the training loop shows the whole batch of {BATCH})",
-        flag)
+    # Where the code splits otherwise (device_ids hard-coded), the text says both: a TA's
+    # student read "your code has DataParallel split ... as [22, 22, 20]" of code that split
+    # [32, 32].
+    observed = (f"has DataParallel split a batch of {BATCH} over {gpus} GPUs as {truth} (its "
+                "chunk rule; the 'Inside model on device ...' lines printed inside "
+                "MLP.forward, once per replica: the same print in the training loop shows the "
+                f"whole batch of {BATCH})") if not differs else (
+        f"splits a batch of {BATCH} as {seen} when {gpus} GPUs are visible, where "
+        f"DataParallel over all {gpus} gives {truth} (its chunk rule, which the question "
+        "asks for)")
+    must_agree(answers, "dp.split_per_gpu", row["split"] if value is None else value, truth,
+               f"{gpus} GPUs: {truth} (one batch size per GPU, cuda:0 first){differs}",
+               observed, flag)
 
 
 def memory_at_end(run):
