@@ -221,7 +221,11 @@ def micro_batches_cover(run, batch, micro):
 @pytest.mark.parametrize("batch, micro", CONFIGS, ids=[f"batch{b}-micro{m}" for b, m in CONFIGS])
 def test_gradients_synchronised_once_per_step(handout, batch, micro):
     run = handout.run(BATCH_SIZE=batch, MICRO_BATCHES=micro)
-    look = "wrap all but the last micro-batch's forward + backward in `with model.no_sync():`"
+    # The forward too: DDP decides at the forward pass whether the backward all-reduces (a TA's
+    # student had wrapped only loss.backward()).
+    look = ("wrap all but the last micro-batch's forward + backward in `with model.no_sync():` "
+            "(DDP decides at the forward pass: a backward under no_sync() after a forward "
+            "outside it still all-reduces)")
     expected = ("gradients are all-reduced across replicas once per step, in the last "
                 "micro-batch's backward (the others run under model.no_sync())")
     steps = evidence(run, step_pattern(run), expected, "no optimizer step", look)
