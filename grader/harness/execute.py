@@ -15,6 +15,7 @@ from pathlib import Path
 from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
 from grader.common.run_memory import run_memory_bytes
 from grader.harness.observation import Observation
+from grader.integrity.names import PROBE_FILE, TRACE_FILE, WEIGHTS_FOLDER
 from grader.integrity.scan import bytecode_caches
 from grader.integrity.unrun import kept_out_of_runs
 from grader.records import untrusted_files
@@ -82,7 +83,7 @@ def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
     With `forks` (the grading's fork server) and virtual GPUs, the run is forked from it rather
     than started as a fresh interpreter (grader/sandbox/forked_runs.py).
     """
-    trace = scratch / "trace.jsonl"
+    trace = scratch / TRACE_FILE
     key = new_key()
     key_fd = hand_over(key)
     env = run_environment(submission, gpus, force_virtual)
@@ -282,13 +283,13 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
         observation.missing = True
         return [], observation
     scratch = new_scratch("hw3-", scratch_root, forks)
-    out = scratch / "probe.jsonl"
+    out = scratch / PROBE_FILE
     argv = [sys.executable, "-m", HW3_LAUNCH_MODULE, str(model_file.resolve()), str(out),
             json.dumps(plan)]
     try:
         key = observe(observation, argv, submission=submission, scratch=scratch, gpus=gpus,
                       timeout_s=timeout_s, forks=forks)
-        return _read_probe_records(observation, out, key, scratch / "hw3-weights", gpus)
+        return _read_probe_records(observation, out, key, scratch / WEIGHTS_FOLDER, gpus)
     finally:
         remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
 

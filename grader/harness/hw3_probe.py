@@ -671,7 +671,8 @@ def run(argv: list[str]) -> int:
                                         ("grader.harness.hw3_probe.TorchReadings", TorchReadings)])
     watched: list = []
     emit = _sealed_writer(out_path, get_trace().sealer_for(out_path), replaced, watched)
-    weights_dir = os.path.join(os.path.dirname(os.path.abspath(out_path)), "hw3-weights")
+    # Beside the records, named after them (grader/integrity/names.py: WEIGHTS_FOLDER).
+    weights_dir = os.path.splitext(os.path.abspath(out_path))[0] + "-weights"
     os.makedirs(weights_dir, exist_ok=True)
     _keep_student_files_off_the_grader_path()
     try:

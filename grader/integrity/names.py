@@ -63,7 +63,12 @@ GRADER_IDENTIFIERS = frozenset({
 # The grader's settings are PDL_ and one of these words (PDL_SEAL_FD, PDL_VGPU_TRACE, ...);
 # "PDL" alone is the course's name (PDL_HW3_results.json), no setting.
 GRADER_SETTING_FAMILIES = ("SANDBOX", "SEAL", "SUBMISSION", "VGPU")
-GRADER_FILES = ("trace.jsonl", "probe.jsonl", "hw3-weights", "hw3_probe", "hw3_launch",
+# The files the grader writes in a run's working folder, named so that no file of a student's
+# own is one of them (a student's own trace.jsonl log had been held as the grader's file, and
+# its lines counted as forged).
+# (The HW3 probe names its weights folder after its records' file, importing nothing of ours.)
+TRACE_FILE, PROBE_FILE, WEIGHTS_FOLDER = ".pdl-trace.jsonl", ".pdl-probe.jsonl", ".pdl-probe-weights"
+GRADER_FILES = (TRACE_FILE, PROBE_FILE, WEIGHTS_FOLDER, "hw3_probe", "hw3_launch",
                 "pdl-hw3-probe")
 # Functions the instrumentation replaces or relies on: assigning one, on anything but
 # `self`/`cls`, replaces it. (`cuda`/`cpu`/`device` are left out: `args.cuda = ...` is the

@@ -366,7 +366,7 @@ class _Visitor(ast.NodeVisitor):
             if any(part == name or part.startswith(name + ".") for part in parts
                    for name in GRADER_FILES):
                 # The file itself (a path's part, after any unknown prefix), not a name that
-                # holds it ("hw3_trace.jsonl", "hw3-weights-depth6.pt").
+                # holds it ("hw3_trace.jsonl"; a student's own "trace.jsonl" is no name of ours).
                 self.found(node, "grader", f"names the grader's file {text[:40]!r}")
 
     def visit_Constant(self, node: ast.Constant) -> None:

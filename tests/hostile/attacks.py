@@ -54,7 +54,7 @@ _targets = ["@OUT@/result.json", "@OUT@/checks-practical4.json", "@OUT@/@MARK@-o
             "/var/tmp/@MARK@-vartmp", "/root/@MARK@-home", "/dev/shm/@MARK@-shm",
             "@REPO@/@MARK@-repo", "@REPO@/grader/checks/@MARK@-conftest.py"]
 _targets += [p + "/@MARK@-trace" for p in _g.glob(_o.path.join(_o.getcwd(), "..", "*"))]
-_targets += [p for p in _g.glob(_o.path.join(_o.getcwd(), "..", "*", "trace.jsonl*"))]
+_targets += [p for p in _g.glob(_o.path.join(_o.getcwd(), "..", "*", ".pdl-trace.jsonl*"))]
 for _t in _targets:
     try:
         with open(_t, "w") as _h:

@@ -76,7 +76,7 @@ def _probe_file():
     for argument in _s.argv[1:]:
         if argument.endswith(".jsonl"):
             return argument
-    return _o.path.join(_o.getcwd(), "probe" + ".jsonl")
+    return _o.path.join(_o.getcwd(), ".pdl-probe" + ".jsonl")
 '''
 
 # A seal made by hand: HMAC-SHA256 over the file name, sequence number and canonical record.
@@ -96,7 +96,7 @@ def _write_forged(key, sha256):
     lines = []
     for seq, record in enumerate(_perfect_records()):
         lines.append(_json.dumps(dict(record, seq=seq,
-                                      seal=_hand_seal(key, "probe.jsonl", seq, record, sha256))))
+                                      seal=_hand_seal(key, ".pdl-probe.jsonl", seq, record, sha256))))
     with open(path, "a") as handle:
         handle.write("\n".join(lines) + "\n")
 '''
@@ -189,7 +189,7 @@ _sp.run([_sys.executable, "-c", "import os; open('/proc/%d/mem' % os.getppid(), 
 _sp.run(["sh", "-c", "cat /proc/$PPID/maps > /dev/null"])
 '''),
     Forgery("trace_found_through_gc_mints_a_probe_sealer",
-            "walks gc's objects to the trace and asks it for a sealer of probe.jsonl",
+            "walks gc's objects to the trace and asks it for a sealer of .pdl-probe.jsonl",
             FORGED_RECORDS + '''
 import gc as _gc
 for _o in _gc.get_objects():

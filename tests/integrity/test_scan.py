@@ -73,11 +73,11 @@ TAMPERING_CASES = [
     ("from_grader_import", "from grader.vgpu import trace\n", "grader", 1),
     ("import_grader_submodule_as", "import grader.vgpu.trace as t\n", "grader", 1),
     ("import_dunder_main", "import __main__\nprobe = __main__.Probe\n", "grader", 1),
-    ("names_trace_file", "import os\nf = open(os.path.join(d, 'trace.jsonl'), 'a')\n",
+    ("names_trace_file", "import os\nf = open(os.path.join(d, '.pdl-trace.jsonl'), 'a')\n",
      "grader", 2),
-    ("names_probe_file", "path = 'out/probe.jsonl'\n", "grader", 1),
-    ("names_weights_folder", "p = scratch + '/hw3-weights/2x6.pt'\n", "grader", 1),
-    ("names_trace_file_after_a_hole", "f = open(f'{d}trace.jsonl')\n", "grader", 1),
+    ("names_probe_file", "path = 'out/.pdl-probe.jsonl'\n", "grader", 1),
+    ("names_weights_folder", "p = scratch + '/.pdl-probe-weights/2x6.pt'\n", "grader", 1),
+    ("names_trace_file_after_a_hole", "f = open(f'{d}.pdl-trace.jsonl')\n", "grader", 1),
     ("grader_module_by_string", "import importlib\nm = importlib.import_module('gra' + 'der.vgpu')\n",
      "grader", 2),
     ("grader_object_attribute", "t = thing.get_trace()\nt.listeners.clear()\n", "grader", 1),
@@ -454,6 +454,9 @@ HONEST = {
         "def f():\n    '''Mentions PDL_SEAL_KEY, probe.jsonl and /proc/self/environ.'''\n"
         "    return 1\n"),
     "comments_name_grader_things": "# import grader; os.environ['PDL_SEAL_KEY']; exec(x)\nx = 1\n",
+    # A log of the student's own under a common name (a batch audit: held as the grader's file,
+    # whose name it was).
+    "own_trace_log": "import json\nwith open('trace.jsonl', 'a') as f:\n    f.write(json.dumps({'step': 1}))\n",
     "module_state_of_objects": (
         "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\n"
         "m.weight = nn.Parameter(m.weight * 2)\nx = torch.randn(2)\nx.data = x.data * 2\n"

@@ -91,8 +91,8 @@ def test_merge_counts_planted_names_and_leaves_their_targets_alone(tmp_path):
 PLANTING = """
 import os, torch
 torch.ones(2, device="cuda:0")
-os.symlink({victim!r}, "trace.jsonl")
-os.symlink("/dev/zero", "trace.jsonl.rank0.1")
+os.symlink({victim!r}, ".pdl-trace.jsonl")
+os.symlink("/dev/zero", ".pdl-trace.jsonl.rank0.1")
 print("planted")
 """
 
