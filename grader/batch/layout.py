@@ -2,41 +2,51 @@
 
 Students upload in many shapes; each of these is found and graded:
 - the template's layout (`practical4/`, ..., `hw3/`) at the top, or under one or more folders
-  (`Jane Doe/`, `my work/pdl/`: up to ROOT_SEARCH_DEPTH levels down);
+  (`Jane Doe/`, `my work/pdl/`, `home/jane/pdl/` of a zip made from an absolute path: up to
+  ROOT_SEARCH_DEPTH levels down);
+- names whose case differs from the template's (`Practical4/`, `concepts.PY`: Windows and macOS
+  do not tell them apart, Linux does): renamed to the template's, with a note;
 - a zip named after a folder it also holds (`hw3.zip` holding `hw3/...`): the zip's own folder
   is not mistaken for the assignment folder, because an assignment folder only counts as such
   when it holds one of that assignment's files;
 - one folder or zip per assignment (`practical4.zip` holding `practical4/` beside
   `practical5.zip` holding `practical5/`): their assignment folders are gathered into one root;
+- the same upload twice (Moodle keeps `work.zip` and `work (1).zip`): folders of the same
+  content are one;
 - an assignment's files without their folder (`model_parallel.py` and `report.pdf` loose, or in
-  a zip or folder of any name): placed into the folder of the one assignment whose code files
-  they are (the template's `.py` names tell: `model_parallel.py` is HW3's).
-An upload in which no file any graded assignment expects is found anywhere is not graded (it
-would be a silent zero): it is for a person to look at (`NeedsPerson`).
+  a zip or folder of any name, or beside another assignment's folder): placed into the folder of
+  the assignment whose code files they are (the template's `.py` names tell: `model_parallel.py`
+  is HW3's); the files of several assignments loose together each go to their own (an answer
+  sheet by the `assignment:` line or the answer ids it holds).
+What cannot be decided is for a person to look at (`NeedsPerson`: no grade, never a zero): an
+upload in which no file any graded assignment expects is found anywhere (it would be a silent
+zero), two different versions of one assignment, an answer sheet beside several assignments'
+files that says whose it is in no way, files nested deeper than the search.
 
 The files each assignment expects come from `student_template/<assignment>/` (its README and
 report template aside; `report.pdf` where the template has a report template).
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from grader.batch.unpack import JUNK_NAMES, Rejected
+from grader.batch.unpack import JUNK_NAMES, NeedsPerson, Rejected
 
-ROOT_SEARCH_DEPTH = 3
+__all__ = ["ROOT_SEARCH_DEPTH", "NeedsPerson", "Rejected", "expected_files", "code_files",
+           "find_root", "require_expected_files"]
+
+ROOT_SEARCH_DEPTH = 6
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "student_template"
 ARRANGED = "_arranged"        # the root made when loose files are put into their folder
 GATHERED = "_gathered"        # the root made of one folder (or zip) per assignment
 _NOT_EXPECTED = ("readme", "report_template")
-
-
-class NeedsPerson(Rejected):
-    """Nothing in the upload is what the graded assignments expect: a person should look."""
 
 
 @lru_cache(maxsize=None)
@@ -64,6 +74,46 @@ def code_files(assignments: Sequence[str]) -> dict[str, str]:
     return {name: next(iter(found)) for name, found in owners.items() if len(found) == 1}
 
 
+def _shared_files(assignments: Sequence[str]) -> set[str]:
+    """Names of the template's files that several assignments have (answers.yaml)."""
+    owners: dict[str, set[str]] = {}
+    for assignment in assignments:
+        for rel in expected_files(assignment):
+            owners.setdefault(Path(rel).name, set()).add(assignment)
+    return {name for name, found in owners.items() if len(found) > 1}
+
+
+_ASSIGNMENT_LINE = re.compile(r"^assignment:[ \t]*[\"']?([A-Za-z0-9_-]+)", re.M)
+_ANSWER_ID = re.compile(r"^[ \t]+([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)+)[ \t]*:", re.M)
+
+
+@lru_cache(maxsize=None)
+def _template_ids(assignment: str, name: str, template_dir: Path = TEMPLATE_DIR) -> frozenset[str]:
+    try:
+        return frozenset(_ANSWER_ID.findall((template_dir / assignment / name).read_text("utf-8")))
+    except (OSError, UnicodeDecodeError):
+        return frozenset()
+
+
+def _sheet_owner(path: Path, assignments: Sequence[str]) -> str | None:
+    """Whose file of a name several assignments share (answers.yaml) this is: the assignment
+    its `assignment:` line names (the template's first line), else the one whose template's
+    answer ids it holds most of; None where that does not decide."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    named = _ASSIGNMENT_LINE.search(text)
+    if named and named[1].lower() in {a.lower() for a in assignments}:
+        return next(a for a in assignments if a.lower() == named[1].lower())
+    ids = set(_ANSWER_ID.findall(text))
+    shared = {a: len(ids & _template_ids(a, path.name)) for a in assignments}
+    best = max(shared.values(), default=0)
+    winners = [a for a, count in shared.items() if count == best]
+    return winners[0] if best and len(winners) == 1 else None
+
+
 def _children(folder: Path) -> list[Path]:
     return sorted(c for c in folder.iterdir() if c.name not in JUNK_NAMES and not c.is_symlink())
 
@@ -81,23 +131,64 @@ def _levels(top: Path, depth: int) -> list[list[Path]]:
     return levels
 
 
-def _best(levels: list[list[Path]], top: Path, score, gather=None) -> Path | None:
+def _content(path: Path) -> tuple:
+    """What a folder (or file) holds, to tell copies apart: every file's relative path and the
+    hash of its bytes (the same upload twice unpacks into folders of equal content)."""
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and not p.is_symlink()
+        and not JUNK_NAMES.intersection(p.relative_to(path).parts))
+    found = []
+    for file in files:
+        digest = hashlib.sha256()
+        with open(file, "rb") as handle:
+            while chunk := handle.read(1 << 16):
+                digest.update(chunk)
+        found.append((file.relative_to(path).as_posix() if file != path else file.name,
+                      digest.hexdigest()))
+    return tuple(found)
+
+
+def _without_copies(folders: list[Path], top: Path, notes: list[str], what=_content) -> list[Path]:
+    """`folders` less those whose content (`what` of them) equals an earlier one's, each said."""
+    kept: list[tuple[Path, tuple]] = []
+    for folder in folders:
+        content = what(folder)
+        copy_of = next((k for k, c in kept if c == content), None)
+        if copy_of is None:
+            kept.append((folder, content))
+        else:
+            notes.append(f"{_rel(folder, top)} is a copy of {_rel(copy_of, top)} (the same files "
+                         "uploaded twice): graded once")
+    return [k for k, _ in kept]
+
+
+def _rel(path: Path, top: Path) -> str:
+    where = path.relative_to(top).as_posix()
+    return "the top of the upload" if where == "." else where + ("/" if path.is_dir() else "")
+
+
+def _best(levels: list[list[Path]], top: Path, score, gather=None,
+          notes: list[str] | None = None) -> Path | None:
     """The shallowest folder with the highest positive score; where several folders of that
     level hold assignments, what `gather` makes of them all (each holding other assignments:
-    one zip per assignment, or practical4+5 in one and hw3 in another); else, on a tie,
-    Rejected."""
+    one zip per assignment, or practical4+5 in one and hw3 in another); else, on a tie, one
+    of them where they hold the same files, else NeedsPerson (two different versions: which one
+    counts is the student's to say, not the grader's to guess)."""
+    notes = notes if notes is not None else []
     for level in levels:
         scored = [(score(d), d) for d in level]
         best = max((count for count, _ in scored), default=0)
         if best:
-            holding = [d for count, d in scored if count > 0]
+            holding = _without_copies([d for count, d in scored if count > 0], top, notes)
             gathered = gather(holding) if gather is not None and len(holding) > 1 else None
             if gathered is not None:
                 return gathered
-            winners = [d for count, d in scored if count == best]
+            winners = [d for d in holding if score(d) == best]
             if len(winners) > 1:
                 names = ", ".join(w.relative_to(top).as_posix() + "/" for w in winners)
-                raise Rejected(f"ambiguous submission: several folders hold the assignments ({names})")
+                raise NeedsPerson(f"ambiguous submission: several folders hold the assignments "
+                                  f"({names}) with different files; which one counts is for a "
+                                  "person to decide (or keep one and upload again)")
             return winners[0]
     return None
 
@@ -105,29 +196,65 @@ def _best(levels: list[list[Path]], top: Path, score, gather=None) -> Path | Non
 def _gather(top: Path, folders: list[Path], holds, notes: list[str]) -> Path | None:
     """One root made of folders that each hold other assignments (practical4.zip holding
     practical4/ beside practical5.zip holding practical5/): their assignment folders are moved
-    into a new `_gathered...` folder of `top`. None where two hold the same assignment (two
-    versions of one homework: which one counts is the student's to say)."""
-    held = [holds(folder) for folder in folders]
-    if sum(map(len, held)) != len(set().union(*held)):
-        return None
+    into a new `_gathered...` folder of `top`. An assignment two of them hold with the same
+    files is taken once; None where two hold it with different files (two versions of one
+    homework: which one counts is the student's to say)."""
+    taken: dict[str, Path] = {}
+    for folder in folders:
+        for assignment in sorted(holds(folder)):
+            first = taken.get(assignment)
+            if first is None:
+                taken[assignment] = folder
+            elif _content(first / assignment) != _content(folder / assignment):
+                return None
+            else:
+                notes.append(f"{_rel(folder / assignment, top)} is a copy of "
+                             f"{_rel(first / assignment, top)} (the same files uploaded twice): "
+                             "graded once")
     # A name no upload's folder can already have (a student's own `_gathered/` is left be).
     root = Path(tempfile.mkdtemp(prefix=GATHERED, dir=top))
     os.chmod(root, 0o755)
-    for folder, assignments in zip(folders, held):
-        for assignment in sorted(assignments):
-            (folder / assignment).rename(root / assignment)
-            notes.append(f"{assignment}/ graded from {(folder / assignment).relative_to(top).as_posix()}/ "
-                         "(one folder per assignment in the upload)")
+    for assignment, folder in sorted(taken.items()):
+        (folder / assignment).rename(root / assignment)
+        notes.append(f"{assignment}/ graded from {(folder / assignment).relative_to(top).as_posix()}/ "
+                     "(one folder per assignment in the upload)")
     return root
+
+
+def _match_case(top: Path, depth: int, assignments: Sequence[str], notes: list[str]) -> None:
+    """Folders named like an assignment and files named like a template's file but for their
+    case (`Practical4/`, `concepts.PY`: one file on Windows and macOS, two on Linux) get the
+    template's name, where no sibling already has it."""
+    folders = {a.lower(): a for a in assignments}
+    files = {Path(rel).name.lower(): Path(rel).name
+             for a in assignments for rel in expected_files(a)}
+    level = [top]
+    for _ in range(depth + 2):      # the files of an assignment folder at the deepest level too
+        below = []
+        for folder in level:
+            children = _children(folder)
+            names = {c.name for c in children}
+            for child in children:
+                wanted = (folders if child.is_dir() else files).get(child.name.lower())
+                if wanted and wanted != child.name and wanted not in names:
+                    was = _rel(child, top)
+                    child = child.rename(child.with_name(wanted))
+                    names.add(wanted)
+                    notes.append(f"{was} graded as {_rel(child, top)} (the template's name: Linux, "
+                                 "unlike Windows and macOS, tells names apart by their case)")
+                if child.is_dir():
+                    below.append(child)
+        level = below
 
 
 def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[str] | None = None,
               notes: list[str] | None = None) -> Path:
-    """The folder holding the assignment folders (see the module's docstring); Rejected when
-    there is none or two are equally good."""
+    """The folder holding the assignment folders (see the module's docstring); NeedsPerson
+    where that cannot be decided, Rejected where there is none."""
     from grader.scoring.rubric import assignment_ids
     assignments = list(assignments or assignment_ids())
     notes = notes if notes is not None else []
+    _match_case(top, depth, assignments, notes)
     levels = _levels(top, depth)
 
     def holding(d: Path) -> set[str]:
@@ -139,20 +266,50 @@ def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[s
     def by_name(d: Path) -> int:
         return sum((d / a).is_dir() and not (d / a).is_symlink() for a in assignments)
 
-    root = _best(levels, top, with_files, lambda tied: _gather(top, tied, holding, notes))
+    root = _best(levels, top, with_files, lambda tied: _gather(top, tied, holding, notes), notes)
     if root is not None:
         _lift_doubled(top, root, assignments, notes)
+        # An assignment the root lacks may be loose beside it (practical4's files at the top
+        # beside practical5/): graded from there rather than as missing. (The folders are
+        # listed again: gathering and lifting moved some.)
+        _arrange_loose_files(top, root, _levels(top, depth), assignments, notes)
         return root
-    arranged = _arrange_loose_files(top, levels, assignments, notes)
+    arranged = _arrange_loose_files(top, None, levels, assignments, notes)
     if arranged is not None:
         return arranged
     # Folders named like assignments but holding none of their files: graded, and the checks
     # say what is missing.
-    root = _best(levels, top, by_name)
+    root = _best(levels, top, by_name, notes=notes)
     if root is not None:
         return root
+    found = _found_files(top, assignments)
+    if found:
+        # Not "nothing found": the files are there, in a shape the grader cannot place.
+        deep = any(f.count("/") > depth + 1 for f in found)
+        raise NeedsPerson(f"files of the assignments were found ({', '.join(found)}) but in no "
+                          "folder of the template's layout"
+                          + (f" within {depth} folders of the top (the deepest the grader looks)"
+                             if deep else "") + ": a person should look at it")
     raise Rejected("no assignment folder found (expected the layout of student_template/: "
                    + ", ".join(f"{a}/" for a in assignments) + ")")
+
+
+def _found_files(top: Path, assignments: Sequence[str], limit: int = 3) -> list[str]:
+    """Where files of the template's names are (`practical4/concepts.py`, `model_parallel.py`,
+    `report.pdf`), however deep: so that no message says nothing was found when it was."""
+    named: dict[str, set[str]] = {}
+    for assignment in assignments:
+        for rel in expected_files(assignment):
+            named.setdefault(Path(rel).name.lower(), set()).add(assignment)
+    distinctive = {name for name, owners in named.items() if len(owners) == 1}
+    in_folder = {f"{a}/{rel}".lower() for a in assignments for rel in expected_files(a)}
+    found = []
+    for folder, dirs, names in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d not in JUNK_NAMES)
+        parent = Path(folder).name
+        found += [Path(folder, n).relative_to(top).as_posix() for n in sorted(names)
+                  if n.lower() in distinctive or f"{parent}/{n}".lower() in in_folder]
+    return found[:limit]
 
 
 def _lift_doubled(top: Path, root: Path, assignments: Sequence[str], notes: list[str]) -> None:
@@ -172,37 +329,150 @@ def _lift_doubled(top: Path, root: Path, assignments: Sequence[str], notes: list
                          "assignment's folder inside a folder of its name)")
 
 
-def _arrange_loose_files(top: Path, levels: list[list[Path]], assignments: Sequence[str],
-                         notes: list[str]) -> Path | None:
-    """The shallowest folder whose own files are one assignment's code files is moved into
-    `top/_arranged/<assignment>/`; returns `top/_arranged`, or None when there is no such folder."""
+def _arrange_loose_files(top: Path, root: Path | None, levels: list[list[Path]],
+                         assignments: Sequence[str], notes: list[str]) -> Path | None:
+    """Each assignment the root does not hold whose code files are loose in some folder (the
+    shallowest such folder; its copies of equal content are one) gets a folder of the root,
+    holding them. Without a root (`None`) the root is made: `top/_arranged`. Returns the root,
+    or None where nothing was arranged and there was no root. NeedsPerson where the loose files
+    of one assignment differ between folders of one level (two versions)."""
     owners = code_files(assignments)
+    held = {a for a in assignments
+            if root is not None and (root / a).is_dir() and _holds_its_files(root / a, a)}
+    # Never taken apart: the root's assignment folders (a file of another assignment in them
+    # is the student's own, e.g. practical6 reusing practical5_dp.py).
+    fenced = [root / a for a in assignments if root is not None and (root / a).is_dir()]
+    sources: dict[str, list[Path]] = {}
     for level in levels:
+        found_here: dict[str, list[Path]] = {}
         for folder in level:
-            files = [c for c in _children(folder) if c.is_file()]
-            claimed = {owners[f.name] for f in files if f.name in owners}
-            if not claimed:
+            if any(folder == f or f in folder.parents for f in fenced) \
+                    or _in_environment(folder, top):
                 continue
-            if len(claimed) > 1:
-                raise Rejected("files of several assignments without their folders ("
-                               + ", ".join(sorted(f.name for f in files if f.name in owners))
-                               + "): put each assignment's files in its folder ("
-                               + ", ".join(f"{a}/" for a in sorted(claimed)) + ")")
-            assignment = claimed.pop()
-            root = top / ARRANGED
-            target = root / assignment
-            target.mkdir(parents=True)
-            os.chmod(root, 0o755)
-            os.chmod(target, 0o755)
-            moved = [c for c in _children(folder) if c != root]
-            for child in moved:
-                child.rename(target / child.name)
-            where = folder.relative_to(top).as_posix()
-            notes.append(f"{', '.join(c.name for c in moved[:6])}{' ...' if len(moved) > 6 else ''}"
-                         f" (in {'the top of the upload' if where == '.' else where + '/'}) "
-                         f"graded as {assignment}/: the files of {assignment} without their folder")
-            return root
-    return None
+            for assignment in {owners[c.name] for c in _children(folder)
+                               if c.is_file() and c.name in owners}:
+                if assignment not in held and assignment not in sources:
+                    found_here.setdefault(assignment, []).append(folder)
+        sources.update(found_here)
+    if not sources:
+        return None
+    for assignment, folders in sources.items():
+        if len(folders) > 1:
+            folders = _without_copies(folders, top, notes,
+                                      lambda f: _content_of_loose(f, assignment, owners))
+        if len(folders) > 1:
+            where = ", ".join(_rel(f, top) for f in folders)
+            raise NeedsPerson(f"the files of {assignment} without their folder are in several "
+                              f"folders with different content ({where}); which ones count is "
+                              "for a person to decide (or keep one and upload again)")
+        sources[assignment] = folders
+    if root is None:
+        root = top / ARRANGED
+        if root.exists():       # a student's own `_arranged/`: left be
+            root = Path(tempfile.mkdtemp(prefix=ARRANGED, dir=top))
+        root.mkdir(exist_ok=True)
+        os.chmod(root, 0o755)
+    by_folder: dict[Path, list[str]] = {}
+    for assignment, (folder,) in sorted(sources.items()):
+        by_folder.setdefault(folder, []).append(assignment)
+    # Folders that are no one assignment's loose files: the root and what holds it, the folders
+    # others' loose files came from, assignment folders.
+    keep = {root, *root.parents, *by_folder, *fenced}
+    for folder, targets in by_folder.items():
+        _place(top, folder, root, targets, keep, owners, assignments, notes)
+    return root
+
+
+# Where installed packages live: their files are no student's (practical10's `sample.py` is
+# a name many packages have too).
+_PACKAGE_FOLDERS = {"site-packages", "dist-packages", "node_modules"}
+
+
+def _in_environment(folder: Path, top: Path) -> bool:
+    """Whether `folder` is in a Python environment zipped with the project (a folder holding
+    `pyvenv.cfg` or `conda-meta/`, or installed packages)."""
+    if _PACKAGE_FOLDERS.intersection(folder.relative_to(top).parts):
+        return True
+    return any((f / "pyvenv.cfg").is_file() or (f / "conda-meta").is_dir()
+               for f in (folder, *folder.parents) if f == top or top in f.parents)
+
+
+def _content_of_loose(folder: Path, assignment: str, owners: dict[str, str]) -> tuple:
+    """What decides whether two folders hold the same loose files of `assignment`: its code
+    files and the folder's other files (each other assignment's aside)."""
+    return tuple(item for c in _children(folder) if c.is_file()
+                 and owners.get(c.name, assignment) == assignment for item in _content(c))
+
+
+def _place(top: Path, folder: Path, root: Path, targets: list[str], keep: set[Path],
+           owners: dict[str, str], assignments: Sequence[str], notes: list[str]) -> None:
+    """Moves `folder`'s loose files into `root/<assignment>/` for each of `targets`: a code
+    file to the one assignment that has it, a file several assignments have (answers.yaml) to
+    the one it says it is of; anything else to the only target, or (several targets: helpers,
+    data) linked into each, since which one needs it cannot be told. The folders of a folder
+    that holds the root (the top of the upload, loose files beside `practical5/`) are the
+    upload's own and stay."""
+    shared = _shared_files(assignments)
+    holds_root = folder == root or folder in root.parents
+    placed: dict[str, list[str]] = {t: [] for t in targets}
+    left: list[str] = []
+    linked: list[str] = []
+    for target in targets:
+        (root / target).mkdir(exist_ok=True)
+        os.chmod(root / target, 0o755)
+    for child in _children(folder):
+        if child in keep or any(k.is_relative_to(child) for k in keep if k != top) \
+                or (child.is_dir() and (holds_root or child.name in assignments)):
+            continue
+        if child.is_file() and child.name in owners:
+            owner = owners[child.name]
+        elif child.is_file() and child.name in shared:
+            owner = _sheet_owner(child, assignments)
+            if owner is None and len(targets) > 1:
+                raise NeedsPerson(
+                    f"{_rel(child, top)} is beside the files of {', '.join(targets)} and says "
+                    "whose it is in no way (no `assignment:` line, none of one template's answer "
+                    "ids): a person should put it in its assignment's folder")
+            owner = owner or targets[0]
+        else:
+            owner = targets[0] if len(targets) == 1 else None
+        if owner is None:
+            for target in targets:
+                _link_copy(child, root / target / child.name)
+            linked.append(child.name)
+        elif owner in targets and not (root / owner / child.name).exists():
+            child.rename(root / owner / child.name)
+            placed[owner].append(child.name)
+        else:
+            left.append(child.name)
+    where = _rel(folder, top)
+    for target, names in placed.items():
+        notes.append(f"{', '.join(names[:6])}{' ...' if len(names) > 6 else ''} (in "
+                     f"{where}) graded as {target}/: the files of {target} without their folder")
+    if linked:
+        notes.append(f"{', '.join(linked[:6])}{' ...' if len(linked) > 6 else ''} (in {where}) "
+                     f"put into each of {', '.join(t + '/' for t in targets)}: beside the files "
+                     "of several assignments, whose they are cannot be told")
+    if left:
+        notes.append(f"{', '.join(left[:6])}{' ...' if len(left) > 6 else ''} (in {where}) not "
+                     "graded: another assignment's files (or a name its folder already has)")
+
+
+def _link_copy(source: Path, target: Path) -> None:
+    """`source` at `target` too, without copying bytes where the file system allows (the
+    unpacked files are read, never written, by the grading)."""
+    if source.is_dir():
+        shutil.copytree(source, target, copy_function=_link_or_copy)
+    else:
+        _link_or_copy(source, target)
+
+
+def _link_or_copy(source, target) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+        os.chmod(target, 0o644)
 
 
 def require_expected_files(top: Path, graded: Sequence[str], known: Sequence[str] = (),
@@ -221,11 +491,14 @@ def require_expected_files(top: Path, graded: Sequence[str], known: Sequence[str
     distinctive = {name for name, owners in named.items() if len(owners) == 1
                    and owners <= set(graded)}
     in_folder = {f"{a}/{rel}" for a in graded for rel in everyone[a]}
+    # Compared whatever their case (`Practical4/concepts.PY`): find_root gives them the
+    # template's names.
+    lowered, in_folder_lowered = {n.lower() for n in distinctive}, {n.lower() for n in in_folder}
     seen: list[str] = []
     for folder, dirs, names in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d not in JUNK_NAMES)
-        parent = Path(folder).name
-        if distinctive.intersection(names) or any(f"{parent}/{n}" in in_folder for n in names):
+        parent = Path(folder).name.lower()
+        if any(n.lower() in lowered or f"{parent}/{n.lower()}" in in_folder_lowered for n in names):
             return
         seen += [Path(folder, n).relative_to(top).as_posix() for n in sorted(names)]
     listed = ", ".join(seen[:limit]) + (f" and {len(seen) - limit} more" if len(seen) > limit else "")

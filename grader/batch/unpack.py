@@ -13,7 +13,13 @@ whoever made it):
 - compression: only the methods Python inflates (stored, deflate, bzip2, lzma); Deflate64
   (method 9, what Windows Explorer writes for large files) and others are named in the
   rejection with what to do instead;
-- kinds: no `..` or absolute paths, no symbolic links, no special files, no encryption.
+- kinds: no `..` or absolute paths, no special files, no encryption. A symbolic link (macOS
+  Finder's "Compress" and `zip -ry` store `practical4/data -> ~/datasets` as one; a folder
+  upload may hold one) is skipped with a note: never followed, never created, and nothing
+  graded needs it;
+- a `.zip` that is no zip at all (a RAR or 7z renamed): what it is, for a person to look at
+  (`NeedsPerson`, no grade), like a `.rar` beside the files; a zip that is damaged (truncated,
+  encrypted) is rejected with what is wrong.
 
 Only archives at the top of a student's entry are unpacked (never a zip inside a zip), so a
 nested bomb is never opened. Files are written 0644 and folders 0755 whatever the archive
@@ -52,6 +58,12 @@ FILE_MODE, DIR_MODE = 0o644, 0o755
 
 class Rejected(Exception):
     """The submission cannot be graded; the message is shown to the instructor and stored."""
+
+
+class NeedsPerson(Rejected):
+    """Not a verdict on the student's work (no grade, no zero): what was found cannot be graded
+    or decided by the grader (nothing the graded assignments expect, two different versions of
+    one assignment, an archive of a kind it cannot unpack), and a person should look."""
 
 
 @dataclass(frozen=True)
@@ -100,27 +112,38 @@ def check_name(name: str, what: str) -> None:
 def materialize_entry(entry: Path, dest: Path, budget: Budget, notes: list[str]) -> None:
     """The student's own entry: a folder's contents, or the file itself, go into `dest`;
     zips right there are unpacked (Moodle folders often hold just the student's zip)."""
-    refuse_links_and_specials(entry)
+    if entry.is_symlink():
+        # An entry of SUBMISSIONS itself (a link the instructor made to a student's folder):
+        # not followed (it could point anywhere), and not the student's fault either.
+        raise NeedsPerson(f"{display_name(entry)} is a symbolic link in the submissions folder "
+                          f"(to {os.readlink(entry)}); links are not followed: put a copy of "
+                          "the upload there instead")
+    refuse_specials(entry)
     children = sorted(entry.iterdir()) if entry.is_dir() else [entry]
     for child in children:
         _materialize(child, dest, budget, notes, unpack_zips=True, depth=1)
 
 
-def refuse_links_and_specials(entry: Path) -> int:
+def refuse_specials(entry: Path) -> int:
+    """The entry's mode; Rejected for a FIFO, a device or a socket (never opened: reading a
+    FIFO would block the batch)."""
     mode = entry.lstat().st_mode
-    if stat.S_ISLNK(mode):
-        raise Rejected(f"{entry.name} is a symbolic link; submissions may not contain links")
-    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise Rejected(f"{entry.name} is not a regular file; submissions may only hold files")
     return mode
 
 
 def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpack_zips: bool,
-                 depth: int) -> None:
+                 depth: int, within: str = "") -> None:
     if entry.name in JUNK_NAMES:
         return
-    mode = refuse_links_and_specials(entry)
+    mode = refuse_specials(entry)
     name = display_name(entry)
+    where = f"{within}{name}"
+    if stat.S_ISLNK(mode):
+        notes.append(f"skipped {where}: a symbolic link (to {os.readlink(entry)}); links are "
+                     "never followed, and nothing graded needs one")
+        return
     check_name(name, name)
     budget.check_depth(depth, name)
     if stat.S_ISDIR(mode):
@@ -131,11 +154,13 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         # Depth-first without recursion past the limit: the depth is checked above, before
         # the next level is opened.
         for child in sorted(entry.iterdir()):
-            _materialize(child, target, budget, notes, unpack_zips=False, depth=depth + 1)
+            _materialize(child, target, budget, notes, unpack_zips=False, depth=depth + 1,
+                         within=f"{where}/")
     elif unpack_zips and name.lower().endswith(".zip"):
         # Unpacked into a folder named after the archive (Moodle's flat `..._file_.zip` has no
         # name left once the prefix is gone); grader/batch/layout.py decides where the root is.
-        count = extract_zip(entry, free_name(dest / (name[:-4].strip() or "archive")), budget)
+        count = extract_zip(entry, free_name(dest / (name[:-4].strip() or "archive")), budget,
+                            notes)
         notes.append(f"unpacked {name} ({count} files)")
     else:
         budget.add_file(name)
@@ -163,8 +188,14 @@ def _create(target: Path):
     return os.fdopen(fd, "wb")
 
 
+def is_link_entry(info: zipfile.ZipInfo) -> bool:
+    """A symbolic link stored as such (Unix mode in the entry's external attributes)."""
+    return stat.S_IFMT(info.external_attr >> 16) == stat.S_IFLNK
+
+
 def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None) -> list[str]:
-    """The safe relative path parts of one entry; Rejected for anything unsafe."""
+    """The safe relative path parts of one entry; Rejected for anything unsafe. A symbolic
+    link passes once its path is safe: the caller skips it (`is_link_entry`), never writes it."""
     limits = limits or UnpackLimits()
     name = info.filename.replace("\\", "/")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
@@ -182,7 +213,7 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
         check_name(part, archive)
     kind = stat.S_IFMT(info.external_attr >> 16)
     if kind == stat.S_IFLNK:
-        raise Rejected(f"{archive}: entry '{info.filename}' is a symbolic link; rejected")
+        return parts     # its target is never read: how it is compressed does not matter
     if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
         raise Rejected(f"{archive}: entry '{info.filename}' is not a regular file; rejected")
     if info.flag_bits & 0x1:
@@ -241,8 +272,34 @@ def directory_entries(archive: Path, start: int, directory_bytes: int) -> int:
         return handle.read(directory_bytes).count(b"PK\x01\x02")
 
 
-def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
+# What a file named .zip is when it is not one: students rename archives the grader cannot
+# unpack (the signature at its start, where the format has one there).
+ARCHIVE_SIGNATURES = ((b"Rar!\x1a\x07", "a RAR archive"), (b"7z\xbc\xaf\x27\x1c", "a 7z archive"),
+                      (b"\x1f\x8b", "a gzip (.gz, .tar.gz) archive"), (b"BZh", "a bzip2 archive"),
+                      (b"\xfd7zXZ\x00", "an xz archive"), (b"\x28\xb5\x2f\xfd", "a Zstandard archive"),
+                      (b"MSCF", "a Windows cabinet (.cab)"), (b"%PDF", "a PDF document"))
+ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+
+
+def not_a_zip(archive: Path) -> str | None:
+    """What `archive` is where it is not a zip at all (no zip signature at its start): "a RAR
+    archive", "a tar archive", "a file of another kind"; None for a zip, however damaged, and
+    for an empty file (nothing a person could unpack either: the student's to hand in again)."""
+    with open(archive, "rb") as handle:
+        head = handle.read(512)
+    if not head or head.startswith(ZIP_SIGNATURES):
+        return None
+    for signature, kind in ARCHIVE_SIGNATURES:
+        if head.startswith(signature):
+            return kind
+    if head[257:262] == b"ustar":
+        return "a tar archive"
+    return "a file of another kind"
+
+
+def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None) -> int:
     """Unpack `archive` into `dest` after checking every entry; returns the number of files.
+    Symbolic links in it are skipped, each said in `notes`.
 
     All entries are checked before anything is written, so a rejected archive leaves nothing
     half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers."""
@@ -250,8 +307,14 @@ def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
     limits = budget.limits
     try:
         directory = zip_directory_size(archive)
+        kind = not_a_zip(archive) if directory is None else None
     except OSError as exc:
         raise Rejected(f"{label} could not be read ({exc.strerror or exc})") from None
+    if kind is not None:
+        # Not the student's work graded as nothing (a 0): unpacked by hand, it may be complete.
+        raise NeedsPerson(f"{label} is not a readable zip file: it is {kind} named .zip, which "
+                          "the grader cannot unpack; a person should look at it (unpack it by "
+                          "hand, or ask the student for a .zip)")
     if directory is None:
         raise Rejected(f"{label} is not a readable zip file (no end-of-archive record)")
     entries_declared, directory_bytes, start = directory
@@ -285,6 +348,11 @@ def extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
         for info in zf.infolist():
             parts = check_zip_entry(info, label, limits)
             if not parts or any(p in JUNK_NAMES for p in parts):
+                continue
+            if is_link_entry(info):
+                if notes is not None:
+                    notes.append(f"skipped {'/'.join(parts)} in {label}: a symbolic link; links "
+                                 "are never followed or created, and nothing graded needs one")
                 continue
             entries.append((info, parts))
             declared += info.file_size

@@ -296,11 +296,15 @@ def test_batch_rejects_unsafe_uploads_and_isolates_students(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["Identifier"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
     assert rows["alice"]["Total"] == "9.5"   # every automatic point; 2.5 await a person
-    assert rows["bob"]["Total"] == "0", "bob scored by running alice's code"
+    # Held for review (its code reaches for a sibling's folder): no points to upload, and none
+    # of alice's were gained.
+    assert rows["bob"]["Total"] == "" and "held for review: practical4" in rows["bob"]["Status"], \
+        rows["bob"]
     carol, dave = rows["carol"], rows["dave"]
     assert carol["Total"] == "0" and carol["Status"].startswith("rejected")
     assert "points outside the archive (../)" in carol["Status"]
-    assert dave["Total"] == "0" and "is a symbolic link" in dave["Status"]
+    # The link is skipped with a note, never followed: the reference's code earns dave nothing.
+    assert dave["Total"] == "0", "dave scored with the reference's code through a link"
     assert find_marked(mark, [tmp_path, ROOT, "/tmp", "/var/tmp"]) == []
 
 

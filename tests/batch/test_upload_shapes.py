@@ -1,0 +1,281 @@
+"""Upload shapes that zeroed honest students (the batch audit's findings 3, 7, 8, 9, 11, 12 and
+16): each is graded, or where the grader cannot decide, left for a person (no grade, no zero).
+
+Nothing is graded here: discover + prepare (unpack, find the root), or the layout and unpack
+functions themselves."""
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_graders import zip_bytes
+from grader.batch.inputs import discover, prepare
+from grader.batch.layout import NeedsPerson, find_root
+from grader.batch.unpack import Budget, Rejected, UnpackLimits, extract_zip
+
+CONCEPTS = ("concepts.py", b"import torch\nANSWER = 42\n")
+SHEET = ("answers.yaml", b"assignment: practical4\nanswers:\n  part1.output_shape: {value: [64, 1000]}\n")
+P5 = ("practical5_dp.py", b"import torch.nn as nn\n")
+HW3 = ("model_parallel.py", b"import torch\n")
+
+
+def _course(prefix: str = "") -> list[tuple[str, bytes]]:
+    """A course folder as students keep it: practical4/, practical5/, hw3/ under `prefix`."""
+    return [(f"{prefix}practical4/{CONCEPTS[0]}", CONCEPTS[1]), (f"{prefix}practical4/{SHEET[0]}", SHEET[1]),
+            (f"{prefix}practical5/{P5[0]}", P5[1]), (f"{prefix}hw3/{HW3[0]}", HW3[1])]
+
+
+def _prepare(tmp_path: Path, entries: dict):
+    """SUBMISSIONS from {entry name: bytes of a file, [(path, bytes)] for a zip, or {path:
+    bytes} for a folder}; its one student prepared."""
+    subs = tmp_path / "subs"
+    for name, content in entries.items():
+        target = subs / name
+        if isinstance(content, dict):
+            for rel, data in content.items():
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                (target / rel).write_bytes(data)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zip_bytes(content) if isinstance(content, list) else content)
+    found, _ = discover(subs)
+    assert len(found) == 1, found
+    return prepare(found[0], tmp_path / "scratch")
+
+
+def _graded(prepared) -> None:
+    assert prepared.problem is None and not prepared.needs_person, prepared.problem
+
+
+# --- finding 3: a course folder zipped from an absolute path ------------------------------------
+
+@pytest.mark.parametrize("entries", [
+    # `zip -r work.zip /home/jane/pdl` in Moodle's folder: work/home/jane/pdl/practical4/
+    {"Jane Deep_203_assignsubmission_file_": {"work.zip": zip_bytes(_course("home/jane/pdl/"))}},
+    # macOS `zip -r work.zip Users/jane/pdl`, Moodle's flat download
+    {"Mac Abs_204_assignsubmission_file_work.zip": _course("Users/jane/pdl/")},
+], ids=["home-jane-pdl", "Users-jane-pdl"])
+def test_a_course_folder_zipped_from_an_absolute_path_is_found(tmp_path, entries):
+    prepared = _prepare(tmp_path, entries)
+    _graded(prepared)
+    assert prepared.root.as_posix().endswith("/jane/pdl")
+    assert (prepared.root / "practical4" / "concepts.py").read_bytes() == CONCEPTS[1]
+
+
+def test_files_nested_deeper_than_the_search_need_a_person_never_nothing_found(tmp_path):
+    deep = "a/b/c/d/e/f/g/h/"
+    prepared = _prepare(tmp_path, {"alice.zip": _course(deep)})
+    assert prepared.root is None and prepared.needs_person, prepared.problem
+    assert "no assignment folder found" not in prepared.problem
+    assert f"files of the assignments were found (alice/{deep}hw3/model_parallel.py" in prepared.problem
+    assert "within 6 folders of the top" in prepared.problem
+
+
+# --- finding 7: the same upload twice -----------------------------------------------------------
+
+def test_the_same_zip_uploaded_twice_is_graded_once(tmp_path):
+    """Moodle keeps `work.zip` and `work (1).zip`: identical, not an ambiguity."""
+    course = _course("pdl/")
+    prepared = _prepare(tmp_path, {"Twice Same_205_assignsubmission_file_work.zip": course,
+                                   "Twice Same_205_assignsubmission_file_work (1).zip": course})
+    _graded(prepared)
+    assert prepared.root == tmp_path / "scratch" / "work" / "pdl"
+    assert "work (1)/pdl/ is a copy of work/pdl/ (the same files uploaded twice): graded once" \
+        in prepared.notes
+
+
+def test_the_same_loose_files_twice_are_graded_once(tmp_path):
+    loose = [CONCEPTS, SHEET]
+    prepared = _prepare(tmp_path, {"Kai_7_assignsubmission_file_work.zip": loose,
+                                   "Kai_7_assignsubmission_file_work (1).zip": loose})
+    _graded(prepared)
+    assert (prepared.root / "practical4" / "answers.yaml").read_bytes() == SHEET[1]
+    assert "work (1)/ is a copy of work/ (the same files uploaded twice): graded once" in prepared.notes
+
+
+def test_one_assignment_twice_beside_another_is_gathered(tmp_path):
+    p4 = [("practical4/" + CONCEPTS[0], CONCEPTS[1])]
+    prepared = _prepare(tmp_path, {"alice": {"p4.zip": zip_bytes(p4), "p4 (1).zip": zip_bytes(p4),
+                                             "hw3.zip": zip_bytes([("hw3/" + HW3[0], HW3[1])])}})
+    _graded(prepared)
+    assert (prepared.root / "practical4" / "concepts.py").is_file()
+    assert (prepared.root / "hw3" / "model_parallel.py").is_file()
+
+
+def test_two_different_versions_need_a_person_not_a_zero(tmp_path):
+    prepared = _prepare(tmp_path, {"alice": {
+        "v1/practical4/concepts.py": b"A = 1\n", "v2/practical4/concepts.py": b"A = 2\n"}})
+    assert prepared.root is None and prepared.needs_person
+    assert "ambiguous submission: several folders hold the assignments (v1/, v2/) with " \
+           "different files" in prepared.problem
+
+
+# --- finding 8: a folder of other case; loose files beside another assignment's folder ---------
+
+def test_an_assignment_folder_named_in_other_case_is_that_assignments(tmp_path):
+    course = {rel.replace("practical4/", "Practical4/"): data for rel, data in _course()}
+    prepared = _prepare(tmp_path, {"Caps Folder_301_assignsubmission_file_": course})
+    _graded(prepared)
+    assert prepared.root == tmp_path / "scratch"
+    assert (prepared.root / "practical4" / "concepts.py").read_bytes() == CONCEPTS[1]
+    assert any(n.startswith("Practical4/ graded as practical4/") for n in prepared.notes), prepared.notes
+
+
+def test_loose_files_beside_another_assignments_folder_get_their_own(tmp_path):
+    prepared = _prepare(tmp_path, {"Loose Mix_302_assignsubmission_file_": {
+        "practical5/" + P5[0]: P5[1], CONCEPTS[0]: CONCEPTS[1], SHEET[0]: SHEET[1],
+        "helper.py": b"X = 1\n",
+        # An environment zipped with the project: its packages' files are no assignment's.
+        "venv/pyvenv.cfg": b"home = /usr/bin\n", "venv/lib/python3.11/site-packages/pkg/sample.py": b""}})
+    _graded(prepared)
+    root = prepared.root
+    assert not (root / "practical10").exists()
+    assert (root / "practical5" / "practical5_dp.py").is_file()
+    assert sorted(p.name for p in (root / "practical4").iterdir()) == \
+        ["answers.yaml", "concepts.py", "helper.py"]
+    assert any("graded as practical4/: the files of practical4 without their folder" in n
+               for n in prepared.notes), prepared.notes
+
+
+def test_loose_files_above_the_root_get_their_folder_in_it(tmp_path):
+    prepared = _prepare(tmp_path, {"alice.zip": [("pdl/practical5/" + P5[0], P5[1]), CONCEPTS]})
+    _graded(prepared)
+    assert prepared.root.name == "pdl"
+    assert (prepared.root / "practical4" / "concepts.py").read_bytes() == CONCEPTS[1]
+
+
+def test_loose_files_of_one_assignment_in_folders_that_differ_need_a_person(tmp_path):
+    prepared = _prepare(tmp_path, {"alice": {"practical5/" + P5[0]: P5[1],
+                                             "old/concepts.py": b"A = 1\n", "new/concepts.py": b"A = 2\n"}})
+    assert prepared.root is None and prepared.needs_person
+    assert "the files of practical4 without their folder are in several folders with different " \
+           "content (new/, old/)" in prepared.problem
+
+
+# --- finding 9: loose files of several assignments ----------------------------------------------
+
+def test_loose_files_of_several_assignments_each_go_to_their_own_folder(tmp_path):
+    prepared = _prepare(tmp_path, {"Loose Plus_172_assignsubmission_file_": {
+        CONCEPTS[0]: CONCEPTS[1], SHEET[0]: SHEET[1], HW3[0]: HW3[1], "utils.py": b"U = 1\n"}})
+    _graded(prepared)
+    root = prepared.root
+    assert sorted(p.name for p in (root / "practical4").iterdir()) == ["answers.yaml", "concepts.py", "utils.py"]
+    assert sorted(p.name for p in (root / "hw3").iterdir()) == ["model_parallel.py", "utils.py"]
+    assert any("utils.py (in the top of the upload) put into each of hw3/, practical4/" in n
+               for n in prepared.notes), prepared.notes
+
+
+def test_moodles_flat_download_of_several_assignments_files(tmp_path):
+    # The answer sheet says whose it is by its answer ids alone (no `assignment:` line).
+    sheet = b"answers:\n  part1.output_shape: {value: [64, 1000]}\n  part3.layer1_device: {value: cuda:0}\n"
+    prefix = "Flat Plus_173_assignsubmission_file_"
+    prepared = _prepare(tmp_path, {prefix + CONCEPTS[0]: CONCEPTS[1], prefix + "answers.yaml": sheet,
+                                   prefix + P5[0]: P5[1]})
+    _graded(prepared)
+    assert (prepared.root / "practical4" / "answers.yaml").read_bytes() == sheet
+    assert sorted(p.name for p in (prepared.root / "practical5").iterdir()) == ["practical5_dp.py"]
+
+
+def test_a_sheet_beside_several_assignments_that_says_whose_in_no_way_needs_a_person(tmp_path):
+    prepared = _prepare(tmp_path, {"alice": {CONCEPTS[0]: CONCEPTS[1], HW3[0]: HW3[1],
+                                             "answers.yaml": b"answers: {}\n"}})
+    assert prepared.root is None and prepared.needs_person
+    assert "answers.yaml is beside the files of hw3, practical4 and says whose it is in no way" \
+        in prepared.problem
+
+
+# --- finding 11: symbolic links are skipped, never followed -------------------------------------
+
+def _link(name: str, target: bytes) -> tuple[zipfile.ZipInfo, bytes]:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16     # what `zip -ry` and Finder store
+    return info, target
+
+
+def test_a_link_in_a_zip_is_skipped_with_a_note(tmp_path):
+    prepared = _prepare(tmp_path, {"Finder Zip_232_assignsubmission_file_": {"pdl.zip": zip_bytes(
+        _course("pdl/") + [_link("pdl/practical4/data", b"/Users/jane/datasets")])}})
+    _graded(prepared)
+    data = prepared.root / "practical4" / "data"
+    assert not data.exists() and not data.is_symlink()
+    assert "skipped pdl/practical4/data in pdl.zip: a symbolic link; links are never followed " \
+           "or created, and nothing graded needs one" in prepared.notes
+
+
+def test_a_link_in_a_folder_upload_is_skipped_never_followed(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not the student's")
+    folder = tmp_path / "subs" / "alice"
+    (folder / "practical4").mkdir(parents=True)
+    (folder / "practical4" / "concepts.py").write_bytes(CONCEPTS[1])
+    os.symlink(secret, folder / "practical4" / "notes.txt")
+    os.symlink(tmp_path, folder / "everything")
+    prepared = _prepare(tmp_path, {})
+    _graded(prepared)
+    assert sorted(p.name for p in (tmp_path / "scratch").rglob("*")) == ["concepts.py", "practical4"]
+    assert f"skipped practical4/notes.txt: a symbolic link (to {secret}); links are never " \
+           "followed, and nothing graded needs one" in prepared.notes
+    # A FIFO is still refused (reading one would block the batch).
+    os.mkfifo(folder / "practical4" / "pipe")
+    fifo = _prepare(tmp_path, {})
+    assert fifo.root is None and not fifo.needs_person
+    assert "pipe is not a regular file" in fifo.problem
+
+
+def test_a_link_made_an_entry_of_the_submissions_folder_needs_a_person(tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "alice"
+    (elsewhere / "practical4").mkdir(parents=True)
+    (elsewhere / "practical4" / "concepts.py").write_bytes(CONCEPTS[1])
+    (tmp_path / "subs").mkdir()
+    os.symlink(elsewhere, tmp_path / "subs" / "alice")
+    prepared = _prepare(tmp_path, {})
+    assert prepared.root is None and prepared.needs_person
+    assert "alice is a symbolic link in the submissions folder" in prepared.problem
+
+
+# --- finding 12: a .zip that is no zip ----------------------------------------------------------
+
+def test_a_rar_renamed_zip_needs_a_person(tmp_path):
+    rar = b"Rar!\x1a\x07\x01\x00rest-of-a-rar-archive"
+    prepared = _prepare(tmp_path, {"Renamed Rar_222_assignsubmission_file_": {"work.zip": rar}})
+    assert prepared.root is None and prepared.needs_person
+    assert "work.zip is not a readable zip file: it is a RAR archive named .zip" in prepared.problem
+    # A zip that is damaged (truncated) is still the student's to hand in again.
+    truncated = zip_bytes(_course())[:200]
+    archive = tmp_path / "work.zip"
+    archive.write_bytes(truncated)
+    with pytest.raises(Rejected) as raised:
+        extract_zip(archive, tmp_path / "out", Budget(UnpackLimits()))
+    assert not isinstance(raised.value, NeedsPerson)
+    assert "no end-of-archive record" in str(raised.value)
+    archive.write_bytes(b"7z\xbc\xaf\x27\x1c" + b"\0" * 40)
+    with pytest.raises(NeedsPerson, match="work.zip is not a readable zip file: it is a 7z archive"):
+        extract_zip(archive, tmp_path / "out", Budget(UnpackLimits()))
+
+
+# --- finding 16: a file named in other case -----------------------------------------------------
+
+def test_a_file_named_in_other_case_is_the_templates(tmp_path):
+    prepared = _prepare(tmp_path, {"Upper PY_305_assignsubmission_file_": {
+        "practical4/concepts.PY": CONCEPTS[1], "practical4/Answers.YAML": SHEET[1]}})
+    _graded(prepared)
+    assert sorted(p.name for p in (prepared.root / "practical4").iterdir()) == ["answers.yaml", "concepts.py"]
+    assert "practical4/concepts.PY graded as practical4/concepts.py (the template's name: Linux, " \
+           "unlike Windows and macOS, tells names apart by their case)" in prepared.notes
+    # Beside a file of the template's own name, the other stays as it is.
+    top = tmp_path / "top"
+    (top / "practical4").mkdir(parents=True)
+    (top / "practical4" / "concepts.py").write_bytes(CONCEPTS[1])
+    (top / "practical4" / "CONCEPTS.PY").write_bytes(b"old = True\n")
+    assert find_root(top, assignments=["practical4"]) == top
+    assert (top / "practical4" / "concepts.py").read_bytes() == CONCEPTS[1]
+    assert (top / "practical4" / "CONCEPTS.PY").read_bytes() == b"old = True\n"
+
+
+def test_loose_files_named_in_other_case_are_found(tmp_path):
+    """Moodle's flat download of `Concepts.PY` alone: 'no file of practical4 found' before."""
+    prepared = _prepare(tmp_path, {"Jane_9_assignsubmission_file_Concepts.PY": CONCEPTS[1]})
+    _graded(prepared)
+    assert (prepared.root / "practical4" / "concepts.py").read_bytes() == CONCEPTS[1]
