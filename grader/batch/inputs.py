@@ -29,7 +29,7 @@ from typing import Sequence
 
 from grader.batch.layout import ROOT_SEARCH_DEPTH, NeedsPerson, find_root, require_expected_files
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, Rejected, UnpackLimits,
-                                 check_zip_entry, extract_zip, materialize_entry)
+                                 check_zip_entry, display_name, extract_zip, materialize_entry)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -60,6 +60,9 @@ class Submission:
     student: Student
     sources: list[Path] = field(default_factory=list)   # entries of SUBMISSIONS that hold it
     problem: str | None = None                           # known unusable before unpacking
+    # Several plain entries of one name (alice/ and alice.zip): unpacked apart, one graded where
+    # they hold the same files, a person's to decide where not.
+    several: bool = False
 
     def describe(self) -> str:
         return ", ".join(readable_text(p.name) for p in self.sources)
@@ -75,6 +78,9 @@ class Prepared:
     needs_person: bool = False
 
 
+# Archives of kinds the batch does not unpack, which a student may upload all the same.
+OTHER_ARCHIVES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tbz2", ".txz", ".tar", ".7z",
+                  ".rar", ".gz", ".bz2", ".xz")
 # Room left under the 255 bytes of a file name for what the batch adds to a key.
 MAX_KEY_CHARS = 120
 
@@ -109,6 +115,12 @@ def identify(entry: Path) -> tuple[Student, str | None] | None:
     if entry.suffix.lower() == ".zip":
         stem = entry_name[:-len(entry.suffix)]
         return Student(key=safe_key(stem), name=stem), None
+    other = next((s for s in OTHER_ARCHIVES if entry_name.lower().endswith(s)), None)
+    if other and len(entry_name) > len(other):
+        # Not unpacked, but a student's upload all the same: it needs a person (a .tar.gz had
+        # been ignored with a console line, and its student was on no list).
+        stem = entry_name[:-len(other)]
+        return Student(key=safe_key(stem), name=stem), None
     return None
 
 
@@ -127,7 +139,8 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
             continue
         identified = identify(entry)
         if identified is None:
-            notes.append(f"ignored {readable_text(entry.name)}: not a folder, a .zip or a Moodle submission file")
+            notes.append(f"ignored {readable_text(entry.name)}: not a folder, a .zip, an "
+                         "archive or a Moodle submission file")
             continue
         student, plugin = identified
         if plugin is not None and plugin != "file":
@@ -158,9 +171,7 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
             student = Student(f"{student.key}_{digest[:size]}", student.name, student.participant_id)
         submission = by_key.setdefault(student.key, Submission(student))
         if submission.sources and plugin is None:
-            # Two plain entries for one name (alice/ and alice.zip): refuse to guess.
-            submission.problem = (f"several submissions for {student.name}: "
-                                  f"{submission.describe()}, {readable_text(entry.name)}; keep one")
+            submission.several = True   # alice/ and alice.zip: compared once unpacked
         submission.sources.append(entry)
     return [by_key[k] for k in sorted(by_key)], notes
 
@@ -182,11 +193,17 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         if submission.problem:
             raise Rejected(submission.problem)
         budget = Budget(limits)
+        places = []
         for source in submission.sources:
-            materialize_entry(source, scratch, budget, notes)
+            # Apart where one student has several plain entries (alice/ and alice.zip).
+            place = scratch / display_name(source) if submission.several else scratch
+            place.mkdir(exist_ok=True)
+            materialize_entry(source, place, budget, notes)
+            places.append(place)
         layout = list(assignments or assignment_ids())
         require_expected_files(scratch, list(graded or layout), layout)
-        root = find_root(scratch, assignments=layout, notes=notes)
+        root = (_one_of_the_copies(submission, places, layout, notes) if submission.several
+                else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
         return Prepared(root=root, content_hash=content_hash(root), notes=notes)
@@ -199,6 +216,20 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
     except Exception as exc:   # one upload can only fail itself, however it fails
         return _refused(submission, f"could not be unpacked ({type(exc).__name__}: "
                                     f"{str(exc)[:300] or 'no message'})", notes)
+
+
+def _one_of_the_copies(submission: Submission, places: list[Path], layout: list[str],
+                       notes: list[str]) -> Path:
+    """The root of a student's several plain entries, where they hold the same work (a folder
+    and a zip of it had been rejected with a 0); NeedsPerson where they differ: which one counts
+    is the student's to say, not the grader's to guess."""
+    roots = [find_root(place, assignments=layout, notes=notes) for place in places]
+    if len({content_hash(root) for root in roots}) > 1:
+        raise NeedsPerson(f"several uploads for {submission.student.name} with different files "
+                          f"({submission.describe()}): which one counts is for a person to "
+                          "decide (or keep one and upload again)")
+    notes.append(f"{submission.describe()}: the same files uploaded twice, graded once")
+    return roots[0]
 
 
 # Failures of the grading machine (a full disk, a quota, too many open files), never of an

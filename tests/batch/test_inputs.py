@@ -1,5 +1,6 @@
 """Finding, identifying and safely unpacking submissions (no grading involved)."""
 import os
+import shutil
 import stat
 import zipfile
 from pathlib import Path
@@ -163,7 +164,17 @@ def test_no_root_ambiguous_root_and_duplicate_entries(tmp_path):
     assert "it holds stuff/readme.txt: a person should look at it" in empty.problem
     twice = prepare(found["twice"], tmp_path / "b")
     assert twice.needs_person and "ambiguous submission" in twice.problem
-    assert "several submissions for alice" in prepare(found["alice"], tmp_path / "c").problem
+    # A folder and a zip of the same work: graded once (they had been rejected with a 0).
+    alice = prepare(found["alice"], tmp_path / "c")
+    assert alice.problem is None and "alice, alice.zip: the same files uploaded twice, graded " \
+        "once" in alice.notes, alice
+    make_submission(subs / "bob")
+    make_submission(subs / "bob_v2", score=3)
+    zip_folder(subs / "bob_v2", subs / "bob.zip")
+    shutil.rmtree(subs / "bob_v2")
+    bob = prepare(_by_key(subs)[0]["bob"], tmp_path / "d")
+    assert bob.needs_person and "several uploads for bob with different files (bob, bob.zip)" \
+        in bob.problem, bob.problem
 
 
 # --- limits checked before anything is written; any failure is that upload's only -------------
@@ -440,7 +451,7 @@ def test_keys_stay_what_earlier_gradebooks_have_and_collisions_do_not_depend_on_
     assert len(pair) == 2 and all(len(k) == len("a_b_") + 8 for k in pair), pair
     # The same name typed two ways (a macOS folder and a zip) is one student's two uploads.
     juri = [s for k, s in found.items() if s.student.name in ("Ju\u0308ri", "Jüri")]
-    assert len(juri) == 1 and "several submissions" in juri[0].problem
+    assert len(juri) == 1 and juri[0].several and len(juri[0].sources) == 2
     (subs / "a_b").rmdir()
     again, _ = _by_key(subs)
     assert "a_b" in again, "without the other name, the plain key"
@@ -469,3 +480,18 @@ def test_a_very_long_upload_name_makes_a_key_a_folder_can_hold(tmp_path):
     (subs / ("b" * 250 + "c.zip")).write_bytes(zip_bytes([OK_FILE]))
     found, _ = _by_key(subs)
     assert len(found) == 2 and all(len(key) <= 120 for key in found), sorted(found)
+
+
+def test_an_archive_the_batch_does_not_unpack_is_a_student_for_a_person(tmp_path):
+    """A plain-layout carol.tar.gz or dave.7z had been ignored with a console line: the student
+    was on no list at all."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "carol.tar.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 40)
+    (subs / "dave.7z").write_bytes(b"7z\xbc\xaf\x27\x1c" + b"\x00" * 40)
+    (subs / "notes.txt").write_text("the instructor's")
+    found, notes = _by_key(subs)
+    assert sorted(found) == ["carol", "dave"] and any("ignored notes.txt" in n for n in notes)
+    for key in ("carol", "dave"):
+        prepared = prepare(found[key], tmp_path / key)
+        assert prepared.needs_person and prepared.problem, prepared
