@@ -13,10 +13,12 @@ import torch.nn as nn
 from grader.vgpu import step_report
 
 
-def train(depth: int, steps: int) -> None:
+def train(depth: int, steps: int, data_work: int = 0) -> None:
     layers = [nn.Linear(64, 64).to(f"cuda:{i % 2}") for i in range(depth)]
     optimizer = torch.optim.SGD([p for layer in layers for p in layer.parameters()], lr=0.1)
     for _ in range(steps):
+        for _ in range(data_work):   # a batch made before the step's forward pass
+            torch.randn(256, 256, device="cuda:0") @ torch.randn(256, 256, device="cuda:0")
         x = torch.randn(32, 64, device="cuda:0")
         for layer in layers:
             x = layer(x.to(next(layer.parameters()).device))
@@ -30,16 +32,30 @@ TRAIN = ("import torch\nimport torch.nn as nn\n\n" + inspect.getsource(train)
          + "\n\ntrain(2, 5)\nprint(\"trained\")\n")
 
 
-def simulated_step_ms(depth: int) -> list[float]:
+def simulated_steps(depth: int, data_work: int = 0) -> step_report.SimulatedSteps:
     from grader.vgpu import activate
     handle = activate(2, force_virtual=True)
     steps = step_report.watch(handle)
     try:
-        train(depth, steps=4)
+        train(depth, steps=4, data_work=data_work)
     finally:
         steps.close()
         handle.deactivate()
-    return steps.step_ms()
+    return steps
+
+
+def simulated_step_ms(depth: int) -> list[float]:
+    return simulated_steps(depth).step_ms()
+
+
+def test_a_steps_time_is_its_training_work_as_the_grader_measures_it():
+    """From the step's first forward pass to its optimizer step (practical_measures.
+    work_seconds): data made before the forward is not the method's time. Step to step, a TA's
+    P6 run had said DataParallel was faster where the grader's checks said DDP."""
+    plain, with_data = simulated_steps(2), simulated_steps(2, data_work=3)
+    assert with_data.step_ms() == plain.step_ms()
+    gaps = [(b - a) / 1e6 for a, b in zip(with_data.done_ns, with_data.done_ns[1:])]
+    assert min(gaps) > max(with_data.step_ms()), (gaps, with_data.step_ms())
 
 
 def test_step_times_are_the_simulated_clocks_the_same_every_run_and_grow_with_depth():
