@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_graders import make_submission, zip_bytes, zip_folder
+from tests.support.fake_graders import make_submission, write_entries, zip_bytes, zip_folder
 from grader.batch.inputs import UnpackLimits, discover, prepare
 from grader.sandbox.scratch import remove_tree
 
@@ -318,20 +318,7 @@ HW3 = ("hw3/model_parallel.py", b"import torch\n")
 def _root_of(tmp_path, entries: dict[str, bytes | list]) -> tuple:
     """Build SUBMISSIONS from {entry name: bytes of a file, or [(path, bytes)] for a zip, or
     {path: bytes} for a folder}; prepare its one student."""
-    subs = tmp_path / "subs"
-    for name, content in entries.items():
-        target = subs / name
-        if isinstance(content, dict):
-            for rel, data in content.items():
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
-                (target / rel).write_bytes(data)
-        elif isinstance(content, list):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zip_bytes(content))
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-    found, _ = _by_key(subs)
+    found, _ = _by_key(write_entries(tmp_path / "subs", entries))
     assert len(found) == 1, found
     prepared = prepare(next(iter(found.values())), tmp_path / "scratch")
     return prepared

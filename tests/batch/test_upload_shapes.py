@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_graders import zip_bytes
+from tests.support.fake_graders import write_entries, zip_bytes
 from grader.batch.inputs import discover, prepare
 from grader.batch.layout import NeedsPerson, find_root
 from grader.batch.unpack import Budget, Rejected, UnpackLimits, extract_zip
@@ -30,17 +30,7 @@ def _course(prefix: str = "") -> list[tuple[str, bytes]]:
 def _prepare(tmp_path: Path, entries: dict):
     """SUBMISSIONS from {entry name: bytes of a file, [(path, bytes)] for a zip, or {path:
     bytes} for a folder}; its one student prepared."""
-    subs = tmp_path / "subs"
-    for name, content in entries.items():
-        target = subs / name
-        if isinstance(content, dict):
-            for rel, data in content.items():
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
-                (target / rel).write_bytes(data)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zip_bytes(content) if isinstance(content, list) else content)
-    found, _ = discover(subs)
+    found, _ = discover(write_entries(tmp_path / "subs", entries))
     assert len(found) == 1, found
     return prepare(found[0], tmp_path / "scratch")
 

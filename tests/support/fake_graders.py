@@ -127,3 +127,18 @@ def zip_bytes(entries: list[tuple[zipfile.ZipInfo | str, bytes]]) -> bytes:
         for info, data in entries:
             zf.writestr(info, data)
     return buffer.getvalue()
+
+
+def write_entries(subs: Path, entries: dict) -> Path:
+    """A SUBMISSIONS folder from {entry name: bytes of a file, [(path, bytes)] for a zip, or
+    {path: bytes} for a folder}."""
+    for name, content in entries.items():
+        target = subs / name
+        if isinstance(content, dict):
+            for rel, data in content.items():
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                (target / rel).write_bytes(data)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zip_bytes(content) if isinstance(content, list) else content)
+    return subs
