@@ -92,14 +92,16 @@ def scan_submission(submission: Path) -> list[Finding]:
             findings += _scan_archive(path, relative, own)
         elif path.suffix.lower() in PICKLE_SUFFIXES:
             findings += _scan_pickle_file(path, relative)
-    findings = _as_notes_where_nothing_runs(findings, submission)
+    findings = _as_notes_where_nothing_runs(findings, submission, environments)
     return sorted(set(findings), key=lambda f: (f.file, f.line, f.category, f.what))
 
 
-def _as_notes_where_nothing_runs(findings: list[Finding], submission: Path) -> list[Finding]:
+def _as_notes_where_nothing_runs(findings: list[Finding], submission: Path,
+                                 environments: list[Path]) -> list[Finding]:
     """Tampering found in a test module nothing imports is a note: the runs never see that
     file (a student's own mock of torch.cuda.device_count had held an honest upload)."""
-    unrun = {p.relative_to(submission).as_posix() for p in unimported_test_files(submission)}
+    unrun = {p.relative_to(submission).as_posix()
+             for p in unimported_test_files(submission, environments)}
     return [Finding(f.file, f.line, "kept_out", f"a test module nothing imports, hidden from "
                     f"the runs, which {CATEGORIES[f.category][1]}: {f.what}", f.code)
             if f.file in unrun and f.kind == TAMPERING else f for f in findings]

@@ -34,11 +34,12 @@ def virtual_environments(submission: Path) -> list[Path]:
     return found
 
 
-def unimported_test_files(submission: Path) -> list[Path]:
+def unimported_test_files(submission: Path, environments: list[Path] | None = None) -> list[Path]:
     """The student's own test modules (test_*.py, *_test.py) that no other Python file of the
-    submission imports."""
+    submission (outside its Python `environments`) imports."""
     tests, imported = [], set()
-    environments = virtual_environments(submission)
+    if environments is None:
+        environments = virtual_environments(submission)
     for path in _python_files(submission, environments):
         if _TEST_FILE.match(path.name):
             tests.append(path)
@@ -48,7 +49,8 @@ def unimported_test_files(submission: Path) -> list[Path]:
 
 
 def kept_out_of_runs(submission: Path) -> list[Path]:
-    return virtual_environments(submission) + unimported_test_files(submission)
+    environments = virtual_environments(submission)
+    return environments + unimported_test_files(submission, environments)
 
 
 def _python_files(submission: Path, skipped: list[Path]):
