@@ -10,57 +10,11 @@ from grader.sandbox.limits import create_run_cgroup
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """`-n 2` (pytest-xdist, README: Tests) hands out work units (`work_unit`): whole test
-    files, so that a module's gradings are made once (module-scoped fixtures) and never twice
-    on two workers, the two matrices cut in a few units of their own; the longest first, in the
-    order below, so that the many short files fill the other worker's time and the tail. An
-    explicit --dist wins."""
+    """`-n 2` (pytest-xdist, README: Tests) hands out whole test files: a module's gradings are
+    made once (module-scoped fixtures, prefetched in order) and never twice on two workers.
+    An explicit --dist wins."""
     if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
-        config.option.dist = "loadgroup"
-        config.option.loadscopereorder = False
-
-
-# The longest work units, longest first (about 8, 7, 3, 3, 1.5 and 1.5 minutes on 2 cores).
-LONGEST_FIRST = ["tests/grading/test_practicals_matrix.py:practical10",
-                 "tests/grading/test_hw3_matrix.py:0", "tests/grading/test_hw3_matrix.py:1",
-                 "tests/grading/test_practicals_matrix.py:practical6",
-                 "tests/hostile/test_hostile_submissions.py", "tests/integrity/test_corpus.py",
-                 "tests/grading/test_hw3_matrix.py:2",
-                 "tests/grading/test_practicals_matrix.py:practical5",
-                 "tests/grading/test_practicals_matrix.py:practical4",
-                 "tests/grading/test_practicals_matrix.py:whole",
-                 "tests/batch/test_time_budgets.py", "tests/cluster/test_slurm_backend.py"]
-
-
-def work_unit(item) -> str:
-    """The file a test is in; a matrix's gradings by assignment (the practicals) or in three
-    parts (HW3), each a unit with its own gradings (tests/support/gradings.py prefetches only
-    within one)."""
-    path = item.nodeid.split("::")[0]
-    name = getattr(item, "callspec", None) and item.callspec.params.get("name")
-    if path.endswith("test_practicals_matrix.py") and item.originalname in (
-            "test_reference_gets_every_automatic_point",
-            "test_template_gets_no_automatic_point_and_points_at_the_todos"):
-        return f"{path}:whole"
-    if not isinstance(name, str):
-        return path
-    if path.endswith("test_practicals_matrix.py"):
-        from tests.fixtures import practical_variants as pv
-        return f"{path}:{pv.BY_NAME[name].assignment if name in pv.BY_NAME else 'whole'}"
-    if path.endswith("test_hw3_matrix.py"):
-        from tests.fixtures import hw3_variants as hv
-        names = [variant.name for variant in hv.VARIANTS]
-        return f"{path}:{names.index(name) % 3 if name in names else 2}"
-    return path
-
-
-def pytest_collection_modifyitems(config, items):
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(work_unit(item)))
-    rank = {unit: index for index, unit in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(work_unit(item), len(rank)))
+        config.option.dist = "loadfile"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fixtures import hw3_variants as hv
-from tests.support.gradings import Gradings, groups_of_names, names_in_order
+from tests.support.gradings import Gradings, names_in_order
 
 from grader.grading import grade_submission
 from grader.scoring import default_rubrics_dir, load_rubric
@@ -36,7 +36,7 @@ def graded(request, tmp_path_factory):
         (assignment,) = result["assignments"]
         return assignment
 
-    gradings = Gradings(grade_one, names_in_order(request), groups=groups_of_names(request))
+    gradings = Gradings(grade_one, names_in_order(request))
     yield gradings.get
     gradings.close()
 

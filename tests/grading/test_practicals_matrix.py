@@ -21,7 +21,7 @@ import pytest
 from grader.grading import grade_submission as grade
 from grader.scoring import default_rubrics_dir, load_rubric
 from tests.fixtures import practical_variants as pv
-from tests.support.gradings import Gradings, groups_of_names, names_in_order
+from tests.support.gradings import Gradings, names_in_order
 
 REFERENCE, TEMPLATE = "reference", "student_template"
 NAMES = [variant.name for variant in pv.VARIANTS]
@@ -105,7 +105,7 @@ def graded(request, tmp_path_factory):
         ("test_reference_gets_every_automatic_point", REFERENCE),
         ("test_template_gets_no_automatic_point_and_points_at_the_todos", TEMPLATE))
         if test in selected]
-    gradings = Gradings(grade_one, whole + names_in_order(request), groups=groups_of_names(request))
+    gradings = Gradings(grade_one, whole + names_in_order(request))
     yield gradings.get
     gradings.close()
 

@@ -18,37 +18,23 @@ AT_ONCE = 2
 
 def names_in_order(request, parameter: str = "name") -> list[str]:
     """The submissions the selected tests of the requesting module ask for, in test order."""
-    return list(_groups_of_names(request, parameter))
-
-
-def groups_of_names(request, parameter: str = "name") -> dict[str, str | None]:
-    """name -> the xdist work unit its tests are in (tests/conftest.py), None without xdist."""
-    return _groups_of_names(request, parameter)
-
-
-def _groups_of_names(request, parameter: str) -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
+    names: list[str] = []
     for item in request.session.items:
         if item.module is not request.module or not hasattr(item, "callspec"):
             continue
         value = item.callspec.params.get(parameter)
         value = getattr(value, "name", value)
-        if isinstance(value, str) and value not in found:
-            mark = item.get_closest_marker("xdist_group")
-            found[value] = mark.args[0] if mark and mark.args else None
-    return found
+        if isinstance(value, str) and value not in names:
+            names.append(value)
+    return names
 
 
 class Gradings:
     """name -> grade_one(name), each once; asking for one starts the next ones in `order`."""
 
-    def __init__(self, grade_one: Callable[[str], dict], order: list[str], at_once: int = AT_ONCE,
-                 groups: dict[str, str | None] | None = None):
+    def __init__(self, grade_one: Callable[[str], dict], order: list[str], at_once: int = AT_ONCE):
         self._grade_one = grade_one
         self._order = list(order)
-        # Under xdist only a name of the same work unit is prefetched: another unit may be the
-        # other worker's, which would grade it again.
-        self._groups = groups or {}
         self._at_once = at_once
         self._pool = ThreadPoolExecutor(max_workers=at_once)
         self._futures: dict[str, Future] = {}
@@ -63,9 +49,7 @@ class Gradings:
     def get(self, name: str) -> dict:
         future = self._start(name)
         if name in self._order:
-            group = self._groups.get(name)
-            upcoming = [n for n in self._order[self._order.index(name) + 1:]
-                        if self._groups.get(n) == group]
+            upcoming = self._order[self._order.index(name) + 1:]
             for following in upcoming[:self._at_once - 1]:
                 self._start(following)
         return future.result()
