@@ -35,9 +35,6 @@ class Gradings:
     def __init__(self, grade_one: Callable[[str], dict], order: list[str], at_once: int = AT_ONCE):
         self._grade_one = grade_one
         self._order = list(order)
-        # Under xdist the other worker keeps the second core busy: a second grading at once
-        # there only makes the two workers' gradings fight for the cores.
-        at_once = 1 if os.environ.get("PYTEST_XDIST_WORKER") else at_once
         self._at_once = at_once
         self._pool = ThreadPoolExecutor(max_workers=at_once)
         self._futures: dict[str, Future] = {}
