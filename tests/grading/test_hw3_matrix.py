@@ -30,14 +30,16 @@ def graded(request, tmp_path_factory):
     ones the selected tests need are graded meanwhile: tests/support/gradings.py)."""
     def grade_one(name: str) -> dict:
         base = tmp_path_factory.mktemp(f"hw3-{name}")
-        submission = hv.build(hv.BY_NAME[name], base / "submission")
+        submission = hv.build(hv.graded_as(name), base / "submission")
         result = grade_submission(submission, base / "out", ["hw3"])
         assert not result["errors"], f"[{name}] grading errors: {result['errors']}"
         (assignment,) = result["assignments"]
         return assignment
 
-    gradings = Gradings(grade_one, names_in_order(request))
-    yield gradings.get
+    # A variant graded together with others (hv.GRADED_TOGETHER) reads its group's grading.
+    order = list(dict.fromkeys(hv.graded_as(name).name for name in names_in_order(request)))
+    gradings = Gradings(grade_one, order)
+    yield lambda name: gradings.get(hv.graded_as(name).name)
     gradings.close()
 
 
@@ -63,7 +65,10 @@ def test_each_task_earns_exactly_its_points(graded, name):
              f"{items[task]['feedback']}"
              for task, want in variant.expected.items()
              if earned(items[task]) != pytest.approx(want, abs=0.005)]
-    assert not wrong, f"[{name}] {variant.description}\n\n" + "\n\n".join(wrong)
+    graded_as = hv.graded_as(name)
+    assert not wrong, (f"[{name}] {variant.description}"
+                       + (f"\n(graded together: {graded_as.description})"
+                          if graded_as.name != name else "") + "\n\n" + "\n\n".join(wrong))
     # The timing checks show the measurement; they are worth nothing themselves.
     assert all(earned(items[f"hw3.task{n}.measured"]) == 0 for n in (2, 4))
 

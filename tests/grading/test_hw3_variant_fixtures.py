@@ -24,7 +24,10 @@ def test_full_points_are_the_rubrics_automatic_points(rubric):
                        if not item.is_manual and item.points > 0}
 
 
-@pytest.mark.parametrize("variant", hv.VARIANTS, ids=lambda v: v.name)
+GROUPS = [hv.graded_together(group) for group in hv.GRADED_TOGETHER]
+
+
+@pytest.mark.parametrize("variant", hv.VARIANTS + GROUPS, ids=lambda v: v.name)
 def test_variant_builds_into_valid_python(variant, tmp_path):
     built = hv.build(variant, tmp_path / "submission")
     model = (built / hv.MODEL).read_text(encoding="utf-8")
@@ -52,6 +55,19 @@ def test_expectations_name_every_task_and_real_checks(variant, rubric):
     # A check expected to lose points belongs to a task expected to lose points.
     losing = {owner[check] for check in variant.failing}
     assert all(variant.expected[task] < hv.FULL[task] for task in losing), (variant.name, losing)
+
+
+@pytest.mark.parametrize("group", list(hv.GRADED_TOGETHER))
+def test_a_group_of_correct_styles_holds_every_members_edit(group, tmp_path):
+    built = hv.build(hv.graded_together(group), tmp_path / "submission")
+    model = (built / hv.MODEL).read_text(encoding="utf-8")
+    for name in hv.GRADED_TOGETHER[group]:
+        member = hv.BY_NAME[name]
+        lost = [new[:60] for _, new in member.code if new not in model]
+        assert not lost, f"{group}: {name}'s edits are lost: {lost}"
+        for file, text in member.files.items():
+            assert (built / file).read_text(encoding="utf-8") == text, (group, name, file)
+    assert set(hv.GROUP_OF) <= set(hv.BY_NAME) and not set(hv.GRADED_TOGETHER) & set(hv.BY_NAME)
 
 
 def test_variant_names_are_unique():

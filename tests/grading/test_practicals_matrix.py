@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+import yaml
 
 from grader.grading import grade_submission as grade
 from grader.scoring import default_rubrics_dir, load_rubric
@@ -69,6 +70,28 @@ def test_expectations_follow_the_rubric(variant):
                                                     "p5_crash_after_training"), variant.name
 
 
+@pytest.mark.parametrize("group", list(pv.GRADED_TOGETHER))
+def test_a_group_of_correct_styles_holds_every_members_edit_and_answer(group, tmp_path):
+    together = pv.graded_together(group)
+    planted = pv.plant(together, tmp_path / "submission")
+    for name in pv.GRADED_TOGETHER[group]:
+        member = pv.BY_NAME[name]
+        for rel, edits in member.edits.items():
+            text = (planted / rel).read_text(encoding="utf-8")
+            ast.parse(text, filename=f"{group}:{rel}")
+            missing = [new[:60] for _, new in edits if new not in text]
+            assert not missing, f"{group}: {name}'s edits of {rel} are lost: {missing}"
+        for rel in member.left_out:
+            assert not (planted / rel).exists(), (group, name, rel)
+        sheet = yaml.safe_load((planted / member.assignment / "answers.yaml").read_text(
+            encoding="utf-8"))["answers"]
+        for qid, value in member.sheet.items():
+            entry = sheet[qid]
+            assert entry["rows" if entry.get("type") == "table" else "value"] == value, (
+                f"{group}: {name}'s answer {qid} is lost")
+    assert set(pv.GROUP_OF) <= {v.name for v in pv.VARIANTS if v.kind == "correct"}
+
+
 def test_the_matrix_covers_the_styles_and_bugs_of_issue_17():
     text = " ".join(f"{v.name} {v.description}" for v in pv.VARIANTS).lower()
     for needle in ("distributedsampler", "dist.get_rank()", "--local-rank", ".cuda()",
@@ -93,7 +116,7 @@ def graded(request, tmp_path_factory):
             submission = pv.copy_tree(source, base / "submission")
             assignments = pv.ASSIGNMENTS
         else:
-            variant = pv.BY_NAME[name]
+            variant = pv.graded_as(name)
             submission = pv.plant(variant, base / "submission")
             assignments = [variant.assignment]
         return grade(submission, base / "out", assignments)
@@ -105,8 +128,11 @@ def graded(request, tmp_path_factory):
         ("test_reference_gets_every_automatic_point", REFERENCE),
         ("test_template_gets_no_automatic_point_and_points_at_the_todos", TEMPLATE))
         if test in selected]
-    gradings = Gradings(grade_one, whole + names_in_order(request))
-    yield gradings.get
+    # A variant graded together with others (pv.GRADED_TOGETHER) reads its group's grading.
+    order = list(dict.fromkeys(pv.graded_as(name).name for name in names_in_order(request)))
+    gradings = Gradings(grade_one, whole + order)
+    yield lambda name: gradings.get(name if name in (REFERENCE, TEMPLATE)
+                                    else pv.graded_as(name).name)
     gradings.close()
 
 
@@ -156,17 +182,18 @@ def test_template_gets_no_automatic_point_and_points_at_the_todos(graded):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_variant_earns_exactly_its_points(graded, name):
-    variant = pv.BY_NAME[name]
+    variant = pv.graded_as(name)
     result = graded(name)
     assert [a["id"] for a in result["assignments"]] == [variant.assignment]
-    wrong = mismatches(name, result, variant.expected)
-    assert not wrong, f"[{name}] {variant.description}\n\n" + "\n\n".join(wrong)
+    wrong = mismatches(variant.name, result, variant.expected)
+    assert not wrong, f"[{name}] graded as {variant.name}: {variant.description}\n\n" \
+        + "\n\n".join(wrong)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [v.name for v in pv.VARIANTS if v.failing])
 def test_variant_fails_its_own_checks_and_says_why(graded, name):
-    variant = pv.BY_NAME[name]
+    variant = pv.graded_as(name)   # a group's failing checks are its members'
     checks = {check["id"]: check for item in graded_auto_items(graded(name))
               for check in item["checks"]}
     # A check worth no point that fails still tells the student something: it counts here.
