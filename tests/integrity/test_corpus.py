@@ -186,15 +186,30 @@ def earned(records: list[dict]) -> list[str]:
     return found
 
 
-def run_forgery(area: Path, forgery: Forgery):
+def forgery_plan() -> list[dict]:
+    """The probe's plan (grader/checks/test_hw3.py) with its first and last configurations of
+    each part: every part still runs, in its order (the base code's record first, before the
+    student's module is imported), and the runtime's defences act on each record alike,
+    whatever its configuration. The whole plan (36 configurations) made each of these runs
+    twice as long, for no route the smaller one leaves open: a forgery writes the records of
+    every configuration, planned or not, and `earned` counts them all."""
     from grader.checks.test_hw3 import PLAN
+    plan = json.loads(json.dumps(PLAN))
+    for part in plan:
+        for key in ("gpus", "depths", "configs"):
+            if isinstance(part.get(key), list) and len(part[key]) > 2:
+                part[key] = [part[key][0], part[key][-1]]
+    return plan
+
+
+def run_forgery(area: Path, forgery: Forgery):
     from grader.harness.execute import run_hw3_probe, run_script
     submission = plant(area / forgery.name / "submission", "student_template", [forgery],
                        {forgery.file.split("/")[0]})
     scratch = area / forgery.name / "scratch"
     scratch.mkdir()
     if forgery.file == HW3:
-        return run_hw3_probe(submission, json.loads(json.dumps(PLAN)), gpus=8, timeout_s=240,
+        return run_hw3_probe(submission, forgery_plan(), gpus=8, timeout_s=240,
                              scratch_root=scratch)
     return [], run_script(submission, P4, gpus=2, timeout_s=120, scratch_root=scratch)
 
