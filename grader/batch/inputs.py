@@ -3,7 +3,8 @@ safely into a scratch folder, find its root and hash its content.
 
 Accepted layouts (one entry per student in SUBMISSIONS):
 - Moodle "download all submissions", in folders: `Jane Doe_123456_assignsubmission_file_/`
-  holding the files, a zip, or either nested one level down;
+  holding the files, a zip, or either nested one level down; Moodle's entries may be one
+  folder down themselves (an instructor's `late/`);
 - Moodle, flat: `Jane Doe_123456_assignsubmission_file_work.zip` (several files of one student
   are grouped by participant id);
 - anything else: a folder or a .zip named after the student (`alice/`, `alice.zip`).
@@ -124,6 +125,36 @@ def identify(entry: Path) -> tuple[Student, str | None] | None:
     return None
 
 
+def _entries(folder: Path, notes: list[str]):
+    """The entries of SUBMISSIONS, where those of a folder in it that holds Moodle's own
+    (an instructor's `late/` of late submissions) count as the folder's: its students' Moodle
+    rows had been lost, and the folder graded as a student called `late`. One level only."""
+    for entry in _listed(folder):
+        try:
+            inner = _listed(entry) if entry.is_dir() and not entry.is_symlink() \
+                and not _is_moodle(entry) else []
+        except OSError:   # a student's folder the batch cannot list: prepare() says so
+            inner = []
+        if any(_is_moodle(each) for each in inner):
+            notes.append(f"{readable_text(entry.name)}/ holds Moodle submissions: each of them "
+                         "graded as its student's")
+            yield from inner
+        else:
+            yield entry
+
+
+def _listed(folder: Path) -> list[Path]:
+    """A folder's entries, less the files beside the submissions (junk, metadata)."""
+    return [entry for entry in sorted(folder.iterdir())
+            if not (entry.name.startswith(".") or entry.name in JUNK_NAMES
+                    or (entry.name in METADATA_NAMES and entry.is_file()
+                        and not entry.is_symlink()))]
+
+
+def _is_moodle(entry: Path) -> bool:
+    return MOODLE_NAME.match(same_name(readable_text(entry.name))) is not None
+
+
 def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submission], list[str]]:
     """Every student's submission in `folder`, sorted by key, and notes on what was ignored.
     `known`: the students of the gradebook so far; each keeps their key (a Moodle participant
@@ -132,11 +163,7 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
     by_key: dict[str, Submission] = {}
     notes: list[str] = []
     found: list[tuple[Path, Student, str | None]] = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name in JUNK_NAMES:
-            continue
-        if entry.name in METADATA_NAMES and entry.is_file() and not entry.is_symlink():
-            continue
+    for entry in _entries(folder, notes):
         identified = identify(entry)
         if identified is None:
             notes.append(f"ignored {readable_text(entry.name)}: not a folder, a .zip, an "
@@ -170,8 +197,11 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
                 size += 8
             student = Student(f"{student.key}_{digest[:size]}", student.name, student.participant_id)
         submission = by_key.setdefault(student.key, Submission(student))
-        if submission.sources and plugin is None:
-            submission.several = True   # alice/ and alice.zip: compared once unpacked
+        if submission.sources and (plugin is None or any(
+                source.parent != entry.parent for source in submission.sources)):
+            # alice/ and alice.zip, or Jane's Moodle folder here and in late/: compared once
+            # unpacked (one graded if the same, a person's to decide if not)
+            submission.several = True
         submission.sources.append(entry)
     return [by_key[k] for k in sorted(by_key)], notes
 
@@ -193,13 +223,11 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         if submission.problem:
             raise Rejected(submission.problem)
         budget = Budget(limits)
-        places = []
+        places = _places(submission, scratch)
         for source in submission.sources:
-            # Apart where one student has several plain entries (alice/ and alice.zip).
-            place = scratch / display_name(source) if submission.several else scratch
-            place.mkdir(exist_ok=True)
-            materialize_entry(source, place, budget, notes)
-            places.append(place)
+            places[source].mkdir(exist_ok=True)
+            materialize_entry(source, places[source], budget, notes)
+        places = list(dict.fromkeys(places.values()))
         layout = list(assignments or assignment_ids())
         require_expected_files(scratch, list(graded or layout), layout)
         root = (_one_of_the_copies(submission, places, layout, notes) if submission.several
@@ -216,6 +244,28 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
     except Exception as exc:   # one upload can only fail itself, however it fails
         return _refused(submission, f"could not be unpacked ({type(exc).__name__}: "
                                     f"{str(exc)[:300] or 'no message'})", notes)
+
+
+def _places(submission: Submission, scratch: Path) -> dict[Path, Path]:
+    """Where each source is unpacked: into `scratch` itself, but for a student who uploaded
+    several times (alice/ and alice.zip; Jane's Moodle download here and in late/): a folder
+    per upload then, a Moodle folder's files of one student together."""
+    if not submission.several:
+        return {source: scratch for source in submission.sources}
+    places: dict[Path, Path] = {}
+    named: dict[Path, Path] = {}
+    for source in submission.sources:
+        upload = source.parent if _is_moodle(source) else source
+        if upload not in named:
+            name = readable_text(upload.name if _is_moodle(source) else display_name(source))
+            taken = set(named.values())
+            place, count = scratch / name, 1
+            while place in taken:
+                count += 1
+                place = scratch / f"{name} ({count})"
+            named[upload] = place
+        places[source] = named[upload]
+    return places
 
 
 def _one_of_the_copies(submission: Submission, places: list[Path], layout: list[str],

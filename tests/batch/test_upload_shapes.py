@@ -269,3 +269,45 @@ def test_loose_files_named_in_other_case_are_found(tmp_path):
     prepared = _prepare(tmp_path, {"Jane_9_assignsubmission_file_Concepts.PY": CONCEPTS[1]})
     _graded(prepared)
     assert (prepared.root / "practical4" / "concepts.py").read_bytes() == CONCEPTS[1]
+
+
+# --- finding 16: Moodle's submissions one level down (an instructor's late/) --------------------
+
+def _moodle(course_prefix: str = "") -> dict:
+    return {rel: data for rel, data in _course(course_prefix)}
+
+
+def test_moodle_submissions_in_a_folder_of_their_own_are_each_their_students(tmp_path):
+    """`late/Jane Doe_5_assignsubmission_file_/` had been graded as a student called `late`,
+    with no participant id: no Moodle row reached Jane."""
+    subs = write_entries(tmp_path / "subs", {
+        "Bob Ray_6_assignsubmission_file_": _moodle(),
+        "late/Jane Doe_5_assignsubmission_file_": _moodle(),
+        "late/Jim Poe_7_assignsubmission_file_work.zip": _course()})
+    found, notes = discover(subs)
+    assert [(s.student.name, s.student.participant_id) for s in found] == [
+        ("Bob Ray", "6"), ("Jane Doe", "5"), ("Jim Poe", "7")]
+    assert "late/ holds Moodle submissions: each of them graded as its student's" in notes
+    for submission in found:
+        _graded(prepare(submission, tmp_path / "scratch" / submission.student.key))
+
+
+def test_a_students_folder_is_never_taken_for_one_of_moodle_submissions(tmp_path):
+    found, notes = discover(write_entries(tmp_path / "subs", {"alice": _moodle("pdl/")}))
+    assert [s.student.name for s in found] == ["alice"] and not notes
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same-files", "different-files"])
+def test_a_student_on_time_and_late_is_graded_once_or_left_to_a_person(tmp_path, same):
+    late = _moodle() if same else {**_moodle(), "practical4/concepts.py": b"A = 2\n"}
+    found, _ = discover(write_entries(tmp_path / "subs", {
+        "Jane Doe_5_assignsubmission_file_": _moodle(),
+        "late/Jane Doe_5_assignsubmission_file_": late}))
+    assert len(found) == 1 and found[0].several, found
+    prepared = prepare(found[0], tmp_path / "scratch")
+    if same:
+        _graded(prepared)
+        assert any("graded once" in note for note in prepared.notes), prepared.notes
+    else:
+        assert prepared.root is None and prepared.needs_person, prepared.problem
+        assert "several uploads for Jane Doe with different files" in prepared.problem
