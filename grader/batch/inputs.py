@@ -234,7 +234,7 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                 else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
-        return Prepared(root=root, content_hash=content_hash(root), notes=notes)
+        return Prepared(root=root, content_hash=content_hash(root), notes=_said(notes))
     except Rejected as problem:
         return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
@@ -313,8 +313,14 @@ def _refused(submission: Submission, problem: str, notes: list[str],
     except Exception as exc:   # e.g. an unreadable entry: still a stable key for this upload
         digest = "raw:unreadable:" + hashlib.sha256(
             repr((sorted(map(str, submission.sources)), type(exc).__name__)).encode()).hexdigest()
-    return Prepared(root=None, content_hash=digest, problem=problem, notes=notes,
-                    needs_person=needs_person)
+    return Prepared(root=None, content_hash=digest, problem=readable_text(problem),
+                    notes=_said(notes), needs_person=needs_person)
+
+
+def _said(notes: list[str]) -> list[str]:
+    """Notes as the console, the class page and the student read them: a name unzip left in
+    Latin-1 bytes as text (it had printed as `L\\udcf6sung.py`, or failed a strict console)."""
+    return [readable_text(note) for note in notes]
 
 
 def _files(root: Path) -> list[tuple[str, Path]]:

@@ -214,6 +214,23 @@ def test_a_link_in_a_folder_upload_is_skipped_never_followed(tmp_path):
     assert "pipe is not a regular file" in fifo.problem
 
 
+def test_a_name_left_in_latin_1_by_unzip_is_said_as_the_student_wrote_it(tmp_path):
+    """Messages name such a file as text (they had carried a lone surrogate, printed as
+    `L\\udcf6sung.py` on the console, or not at all where its encoding is strict)."""
+    folder = tmp_path / "subs" / "alice" / "practical4"
+    folder.mkdir(parents=True)
+    (folder / "concepts.py").write_bytes(CONCEPTS[1])
+    os.symlink(b"L\xf6sung.py", os.path.join(os.fsencode(folder), b"L\xf6sung-link.py"))
+    prepared = _prepare(tmp_path, {})
+    _graded(prepared)
+    assert ("skipped practical4/Lösung-link.py: a symbolic link (to Lösung.py); links are "
+            "never followed, and nothing graded needs one") in prepared.notes
+    os.mkfifo(os.path.join(os.fsencode(folder), b"R\xf6hre"))
+    fifo = _prepare(tmp_path, {})
+    assert "Röhre is not a regular file" in fifo.problem
+    assert all(text.encode("utf-8") for text in [fifo.problem, *prepared.notes])
+
+
 def test_a_link_made_an_entry_of_the_submissions_folder_needs_a_person(tmp_path):
     elsewhere = tmp_path / "elsewhere" / "alice"
     (elsewhere / "practical4").mkdir(parents=True)
