@@ -83,3 +83,13 @@ def test_a_dataset_archive_of_many_files_is_no_hold_but_many_modules_are(tmp_pat
     modules = _zip([f"m{i}.py" for i in range(2100)], b"x = 1\n")
     root = _submission(tmp_path / "b", {"practical4/concepts.py": HONEST, "practical4/m.zip": modules})
     assert any("more than 2000 Python" in text for text in _held(scan_submission(root)))
+
+
+def test_a_file_changed_between_runs_is_read_again(tmp_path):
+    """Each file's imports are parsed once per version of it (every run of a grading asks)."""
+    sub = _submission(tmp_path, {"practical4/concepts.py": HONEST,
+                                 "practical4/test_concepts.py": TEST_WITH_MOCK})
+    assert sub / "practical4" / "test_concepts.py" in _hidden_paths(sub)
+    (sub / "practical4" / "concepts.py").write_text(HONEST + "import test_concepts\n")
+    assert sub / "practical4" / "test_concepts.py" not in _hidden_paths(sub), \
+        "concepts.py now imports the test module: it runs, and is no longer kept out"
