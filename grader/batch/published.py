@@ -28,6 +28,10 @@ def publish_run(out: Path, key: str, result: dict[str, Any] | None, work: Path |
         shutil.rmtree(folder, ignore_errors=True)
         folder.parent.mkdir(parents=True, exist_ok=True)
         work.replace(folder)
+    elif result is not None:
+        # A rejection: no grading ran, so no report of an earlier run may stay beside it (a
+        # re-upload that could not be unpacked had kept the last grading's report.html).
+        shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     if result is not None:
         from grader.scoring import write_result
@@ -49,7 +53,12 @@ def republish(book: Gradebook, out: Path, rubrics: dict) -> None:
                     continue
             except ValueError:
                 pass
-            publish(run.result, folder, rubrics=rubrics)
+            if run.status == "rejected":
+                # As the batch writes one: result.json alone (no report of a grading that
+                # never ran, so no Moodle feedback file either).
+                publish_run(out, run.student.key, run.result, None, run.message)
+            else:
+                publish(run.result, folder, rubrics=rubrics)
         else:
             publish_run(out, run.student.key, None, None, run.message)
 
