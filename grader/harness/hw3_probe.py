@@ -528,10 +528,13 @@ class Probe:
             self.use_gpus(gpus)  # the model sees a node of `gpus` GPUs when it is built
             model = self.build(dim, depth)
             devices = self.layer_devices(model)
-            first = one_device(devices[0])
-            last = one_device(devices[-1])
-            x = torch.randn(batch, dim, device=first)
-            y = torch.randn(batch, dim, device=last)
+            x = torch.randn(batch, dim, device=one_device(devices[0]))
+            # The target where the model's output is: a forward that hands its output back to
+            # cuda:0 (as DataParallel does) trains in the student's script, and a target on
+            # the last layer's GPU had made the grader's own loss fail there (Tasks 2 and 4: 0).
+            with torch.no_grad():
+                output_device = model(x).device
+            y = torch.randn(batch, dim, device=output_device)
             runs[gpus, depth] = (model, x, y, torch.optim.SGD(model.parameters(), lr=1e-3))
             self.use_gpus(most)
             for i in range(most):

@@ -124,8 +124,8 @@ def test_the_expectations_keep_the_rubrics_bounds():
     assert expected["unchanged_two_gpu_split"]["hw3.task3"] == 0, "the base split: none"
     assert expected["round_robin"]["hw3.task3"] == hv.FULL["hw3.task3"] - 0.5
     for name in ("all_on_gpu0", "unchanged_two_gpu_split", "round_robin", "uneven_split",
-                 "layers_on_missing_gpu", "counter_prints_zero", "extra_transfers_to_gpu0"):
-        own = "hw3.task5" if name in ("counter_prints_zero", "extra_transfers_to_gpu0") \
+                 "layers_on_missing_gpu", "counter_prints_zero"):
+        own = "hw3.task5" if name == "counter_prints_zero" \
             else "hw3.task3"
         others = {t: p for t, p in expected[name].items() if t != own}
         assert others == {t: hv.FULL[t] for t in others}, f"{name} costs points outside {own}"
