@@ -32,6 +32,9 @@ class Answers:
     # id -> the same as data: {"file", "page", "pages", "kind", "text", "ocr", "rows": {key: {"page", "text"}}}
     where: dict[str, dict] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    # Of `missing`: written in the sheet in words it could not read (a problem says which and
+    # why), so a person reads them; the rest were not answered at all.
+    unread: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
     needs_manual_review: bool = False
@@ -88,8 +91,12 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
             if qid not in answers.values:
                 answers.values[qid] = value
                 answers.origin[qid] = display
+        unread = set(sheet.unread)
+    else:
+        unread = set()
 
     answers.missing = [qid for qid in questions if qid not in answers.values]
+    answers.unread = [qid for qid in answers.missing if qid in unread]
     # "Not handed in" only when no file is there: a file that is there but unreadable (a scan,
     # a renamed .docx) has its own message, and saying both would contradict it.
     if all(f["status"] == "missing" for f in answers.files):

@@ -201,8 +201,8 @@ _SPACED_LABEL_RE = re.compile(rf"\b{_GPU}\s+(?=\d)", re.IGNORECASE)
 # One value led by its GPU ("cuda:0: 80", "GPU 0 - 22", "GPU 1 = 80"), a list's item.
 _ITEM_LABEL_RE = re.compile(rf"^\s*{_GPU}\s*[:=\-–]\s*(?=\d)", re.IGNORECASE)
 # Words around the numbers of a list that say what they are ("layers 2 and 3", "between layer
-# 2 and layer 3").
-_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|indices|index)\b", re.IGNORECASE)
+# 2 and layer 3", "after layer 2, before layer 3").
+_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|before|indices|index)\b", re.IGNORECASE)
 
 
 # Markdown emphasis or code around a value ("**1**", "`20`", "_3, 3_"), as a sheet written like

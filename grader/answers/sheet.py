@@ -46,6 +46,9 @@ class SheetAnswers:
     values: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     found: bool = False
+    # Questions answered in words the reader does not take (each has its problem): written,
+    # so never "not answered".
+    unread: list[str] = field(default_factory=list)
 
 
 def template_questions(assignment: str, root: Path = TEMPLATE_ROOT) -> dict[str, Question]:
@@ -94,10 +97,12 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             value = coerce(raw, question)
         except ValueError as error:
             result.problems.append(f"{display}: {qid}: {error}")
+            result.unread.append(question.id)
             continue
         except (ArithmeticError, TypeError, RecursionError) as error:   # one answer fails alone
             result.problems.append(f"{display}: {qid}: could not be read ({type(error).__name__}); "
                                    "write the value as the template shows")
+            result.unread.append(question.id)
             continue
         if value is not None:
             result.values[question.id] = value

@@ -12,7 +12,8 @@ difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no f
 "Partly", "It depends" are `unclear`, so a person reads them; the template's "yes/no" left as
 it is (or "yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`. A
 short sentence answers too where its words leave no doubt: "It does not - the step time
-grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclear).
+grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclear), and so does
+a conclusion at the end: "All 5 hold 4 layers each, so yes".
 """
 from __future__ import annotations
 
@@ -66,6 +67,10 @@ _OTHER_YES = r"\b(?:yes|yeah|yep)\b|" + _CLAUSE_START + r"\btrue\b" + _SECOND_AN
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)
+# The answer as the reasoning's conclusion, last: "All 5 hold 4 layers each, so yes",
+# "only one GPU works at a time - therefore no." (nothing after it, no other answer before).
+_CONCLUSION = re.compile(r"(?:[,;:.\-–—]\s*|\s)(?:so|thus|hence|therefore)[,:]?\s+"
+                         r"(?P<word>yes|no)\s*[.!]?\s*$", re.I)
 # What separates the word from its explanation: "No, because", "Yes - every", "No. The".
 _AFTER_WORD = re.compile(r"^[\s,.;:!\-*_\"')\]]*")
 
@@ -96,6 +101,10 @@ def read_yes_no(text: str) -> YesNo:
                 return YesNo(word, text.strip(" *_\"'"))
             if found:
                 break
+        closing = _CONCLUSION.search(text)
+        if closing and not re.search(r"\b(?:yes|no|yeah|yep|nope|true|false)\b",
+                                     text[:closing.start()], re.I):
+            return YesNo(_WORDS[closing.group("word").lower()], text[:closing.start()].strip())
         return YesNo(unclear=True)
     rest = first.group("rest")
     word = _WORDS[first.group("word").lower()]

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
-from grader.reports.student_view import FILE_STATUS, display_name
+from grader.reports.student_view import FILE_STATUS, display_name, not_answered
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -52,7 +52,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "files": [{"file": f.get("file"), "status": FILE_STATUS.get(f.get("status"), f.get("status"))}
                       for f in answers.get("files") or [] if isinstance(f, Mapping)],
             "problems": list(answers.get("problems") or []),
-            "missing": list(answers.get("missing") or []),
+            "missing": not_answered(answers),
+            "unread": list(answers.get("unread") or []),
             "manual": manual,
             "integrity": assignment.get("integrity"),
         })

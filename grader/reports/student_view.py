@@ -203,6 +203,13 @@ def _hardware_text(hardware: Mapping[str, Any]) -> str:
     return f"{hardware.get('gpus', '?')} {kind} GPU(s)" + (f": {names}" if names else "")
 
 
+def not_answered(answers: Mapping[str, Any]) -> list[str]:
+    """The questions answered nowhere; one written in words the reader does not take is not
+    among them (its problem quotes it: "Not answered" had made an instructor skip it)."""
+    unread = set(answers.get("unread") or [])
+    return [qid for qid in answers.get("missing") or [] if qid not in unread]
+
+
 def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """What the student should know about how their answers were read: the files, what could
     not be found (listed, never silently scored zero) and problems with the files."""
@@ -211,7 +218,7 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
     files = [f"{f.get('file')} ({FILE_STATUS.get(f.get('status'), f.get('status'))})"
              for f in answers.get("files") or [] if isinstance(f, Mapping)]
     questions = answers.get("questions") or {}
-    missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in answers.get("missing") or []]
+    missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in not_answered(answers)]
     return {"files": files, "missing": missing, "problems": list(answers.get("problems") or []),
             "review": bool(answers.get("needs_manual_review")),
             "readings": readings(answers)}

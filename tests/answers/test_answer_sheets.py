@@ -101,6 +101,7 @@ def test_a_wrongly_typed_value_says_what_was_expected(raw, kind, message):
     # HW3 Task 1 in words: layers per GPU labelled by their GPU, the move between two layers.
     ("GPU 0: 3, GPU 1: 3", "list[int]", [3, 3]), ("3 on GPU 0, 3 on GPU 1", "list[int]", [3, 3]),
     ("layers 2 and 3", "list[int]", [2, 3]), ("between layer 2 and layer 3", "list[int]", [2, 3]),
+    ("after layer 2, before layer 3", "list[int]", [2, 3]),   # a TA's HW3 sheet: had been unread
     ("2 -> 3", "list[int]", [2, 3]), ("2-3", "list[int]", [2, 3]),
     # A number, then a remark on it.
     ("4 (N-1)", "int", 4), ("20 (one per layer)", "int", 20), ("1 (cuda:0 -> cuda:1)", "int", 1),
@@ -498,3 +499,12 @@ def test_a_sheet_saved_by_a_windows_editor_is_read(tmp_path, encoding):
     assert sheet.problems == [], sheet.problems
     assert sheet.values["part1.output_shape"] == [64, 1000]
     assert sheet.values["part2.explanation"] == "Jüri: the rows are independent"
+
+
+def test_an_answer_it_cannot_read_is_missing_but_known_as_written(tmp_path):
+    write_sheet(tmp_path, "hw3", {"task4.all_gpus_utilised": {"value": "mostly, I would say"},
+                                  "task5.transfers_2gpus": {"value": 1}})
+    answers = collect_answers(tmp_path, "hw3", "sheet")
+    assert "task4.all_gpus_utilised" in answers.missing
+    assert answers.unread == ["task4.all_gpus_utilised"]
+    assert any("got 'mostly, I would say'" in p for p in answers.problems)

@@ -59,6 +59,17 @@ def test_a_short_sentence_that_leaves_no_doubt_answers(text, value):
     assert (answer.value, answer.explanation) == (value, text), f"{text!r} read as {answer}"
 
 
+@pytest.mark.parametrize("text, value, explanation", [
+    # The answer as the reasoning's conclusion (a TA's HW3 sheet: read as "not answered").
+    ("All 5 hold 4 layers each, so yes", "yes", "All 5 hold 4 layers each"),
+    ("Only one GPU works at a time - therefore no.", "no", "Only one GPU works at a time"),
+    ("every GPU holds layers; thus yes!", "yes", "every GPU holds layers"),
+])
+def test_a_yes_or_no_concluding_the_answer_is_read(text, value, explanation):
+    answer = read_yes_no(text)
+    assert (answer.value, answer.explanation) == (value, explanation), f"{text!r} read as {answer}"
+
+
 @pytest.mark.parametrize("text", [
     # Found by an adversarial read of the lenient rule: each would have been a silent guess.
     "No difference", "No significant difference", "Not different", "Not bit-identical, but allclose is True",
@@ -77,7 +88,9 @@ def test_a_short_sentence_that_leaves_no_doubt_answers(text, value):
                                   "It is slower", "It does not matter", "It does not only grow",
                                   "It does not, but it should", "It is, but not for 5 GPUs",
                                   "It does - no, it does not", "It is, however, slower",
-                                  "That is, one GPU at a time", "This is not faster"])
+                                  "That is, one GPU at a time", "This is not faster",
+                                  # a conclusion after another answer, or more after it
+                                  "No difference, so yes", "Yes for 2, so no", "so yes, mostly"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"

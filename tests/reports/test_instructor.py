@@ -138,3 +138,21 @@ def test_notes_are_shown_to_the_instructor_only_and_withhold_nothing(result):
     assert ".integrity:" not in md.split("## Overrides to fill in")[1]
     for text in (render_markdown(data), render_html(data)):
         assert "profile" not in text and "Held for review" not in text
+
+
+def test_an_answer_written_in_words_it_cannot_read_is_never_called_not_answered(result):
+    """A TA's HW3 audit: "All 5 hold 4 layers each, so yes"-like answers the reader refuses
+    were listed under "Not answered", and an instructor scanning for overrides skipped them."""
+    data = copy.deepcopy(result(ROUND_ROBIN))
+    answers = data["assignments"][0]["answers"]
+    answers["missing"] = ["task4.all_gpus_utilised", "task1.transfer_between"]
+    answers["unread"] = ["task4.all_gpus_utilised"]
+    answers["problems"] = ["hw3/answers.yaml: task4.all_gpus_utilised: expected yes/no (true/"
+                           "false), got 'mostly, I would say': write yes or no first"]
+    md = render_instructor_markdown(data, load_rubrics())
+    assert "Not answered: `task1.transfer_between`." in md
+    assert ("Answered in words the grader does not read, so scored 0 (the problems above quote "
+            "them; read them, and override where they are right): `task4.all_gpus_utilised`.") in md
+    html = render_html(data)
+    assert "task1.transfer_between" in html and "task4.all_gpus_utilised:" not in \
+        html[html.index('class="missing"'):].split("</ul>")[0]
