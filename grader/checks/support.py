@@ -42,13 +42,19 @@ def not_found(answers, qid: str) -> str:
     return "no answer found" + (f" ({why[0]})" if why else "")
 
 
-def disagrees(answers, qid: str, expected: str, observed_in_code: str, value) -> str:
-    """Feedback for an answer that the student's own code contradicts: both, side by side."""
+def disagrees(answers, qid: str, expected: str, observed_in_code: str, value,
+              code_decides: bool = True) -> str:
+    """Feedback for an answer that the student's own code contradicts: both, side by side.
+    `code_decides`: False for a fact no edit of the task's code changes (naive model
+    parallelism is not faster), where "or the code" would send the student the wrong way."""
     source = answers.origin.get(qid, "your answers")
     shown = value if isinstance(value, str) else repr(value)
     return explain(f"your answer to {qid} agrees with what your code does: {expected}",
                    f"you reported {shown} ({source}); your code {observed_in_code}",
-                   f"{source}: correct the answer, or the code if the answer is what you meant")
+                   f"{source}: correct the answer" + (", or the code if the answer is what you "
+                                                      "meant" if code_decides else
+                                                      " to what the measurement of your code "
+                                                      "shows"))
 
 
 def must_agree(answers, qid: str, value, truth, expected: str, observed_in_code: str,
