@@ -17,29 +17,6 @@ def pytest_cmdline_main(config):
         config.option.dist = "loadfile"
 
 
-# The test files that take longest (real gradings; minutes each on 2 cores, measured with
-# --durations), longest first, ahead of every other file: under xdist a worker that takes one
-# of them late ran it alone while the other had finished (longest-processing-time-first).
-LONGEST_FIRST = [
-    "tests/grading/test_practicals_matrix.py",
-    "tests/grading/test_hw3_matrix.py",
-    "tests/integrity/test_corpus.py",
-    "tests/hostile/test_hostile_submissions.py",
-    "tests/cluster/test_slurm_backend.py",
-    "tests/integrity/test_guard.py",
-    "tests/batch/test_time_budgets.py",
-    "tests/material/test_material_vgpu.py",
-    "tests/grading/test_scripts_without_gpus.py",
-    "tests/vgpu/test_distributed.py",
-]
-
-
-def pytest_collection_modifyitems(config, items):
-    """Every process collects the same order (xdist requires it); the rest keeps its own."""
-    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
-
-
 @pytest.fixture(scope="session", autouse=True)
 def basetemp_made_before_threads(tmp_path_factory):
     """The matrices grade in threads (tests/support/gradings.py), each making a temp folder.
