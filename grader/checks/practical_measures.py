@@ -298,11 +298,18 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
 
 
 # The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script
-# handed in as the handout leaves it. The rank right before the f-string's closing brace:
-# `local_rank`, or a name of the student's own that the script assigns from the rank (`gpu =
-# int(os.environ["LOCAL_RANK"])`), never any name (`{second}` may already be the rank + 2).
+# handed in as the handout leaves it. The rank right before a closing brace or parenthesis,
+# however the device is spelled (`f"cuda:{local_rank}"`, `torch.device("cuda", local_rank)`,
+# `"cuda:" + str(local_rank)`, `"cuda:{}".format(local_rank)`: a TA's P10 lost 2.75 points to
+# the second): `local_rank`, or a name of the student's own that the script assigns from the
+# rank (`gpu = int(os.environ["LOCAL_RANK"])`), never any name (`{second}` may already be the
+# rank + 2).
 _SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=[^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
-                                  r"([ \t]*\}.*)$", re.M)
+                                  r"([ \t]*[})][^#\n]*(?:#.*)?)$", re.M)
+# Part 5's change written as the first stage's device itself: `device1 = device0`.
+_SECOND_STAGE_IS_FIRST = re.compile(r"^([ \t]*)device1[ \t]*=[ \t]*device0[ \t]*(#.*)?$", re.M)
+_FIRST_STAGE = re.compile(r"^[ \t]*device0[ \t]*=([^#\n]*?\b(?P<name>[A-Za-z_]\w*))([ \t]*[})][^#\n]*)$",
+                          re.M)
 _FROM_THE_RANK = (r"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?![^\n]*\+)[^=\n]*"
                   r"(?:LOCAL_RANK|\bRANK\b|get_rank|local_rank)")
 
@@ -318,6 +325,12 @@ def restored_layout_edit(source: str) -> tuple[str, str] | None:
     no `device1 = ...local_rank + 2...` line."""
     if _SECOND_STAGE.search(source):
         return None
+    same = list(_SECOND_STAGE_IS_FIRST.finditer(source))
+    first = [m for m in _FIRST_STAGE.finditer(source) if _is_the_rank(source, m["name"])]
+    if len(same) == 1 and len(first) == 1 and not _SECOND_STAGE_BROKEN.search(source):
+        # `device1 = device0`: the first stage's device, one GPU further.
+        return ("\n" + same[0].group(0),
+                f"\n{same[0].group(1)}device1 ={first[0].group(1)} + 2{first[0].group(3)}")
     found = [m for m in _SECOND_STAGE_BROKEN.finditer(source) if _is_the_rank(source, m["name"])]
     if len(found) != 1:
         return None

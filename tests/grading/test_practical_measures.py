@@ -235,6 +235,18 @@ def test_a_batch_size_left_from_trying_is_set_back_to_the_handouts(tmp_path, tex
      '    device1 = torch.device(f"cuda:{local_rank + 2}")   # Part 5: was local_rank + 2'),
     ('    device1 = torch.device(f"cuda:{local_rank}")  # was {local_rank + 2}\n',
      '    device1 = torch.device(f"cuda:{local_rank + 2}")  # was {local_rank + 2}'),
+    # The device spelled without an f-string (a TA's P10 lost 2.75 points to the first: only
+    # the f-string's closing brace was looked for).
+    ('    device1 = torch.device("cuda", local_rank)      # Part 5 (was local_rank + 2)\n',
+     '    device1 = torch.device("cuda", local_rank + 2)      # Part 5 (was local_rank + 2)'),
+    ('    device1 = torch.device("cuda:" + str(local_rank))\n',
+     '    device1 = torch.device("cuda:" + str(local_rank + 2))'),
+    ('    device1 = torch.device("cuda:{}".format(local_rank))\n',
+     '    device1 = torch.device("cuda:{}".format(local_rank + 2))'),
+    # Part 5 as the first stage's own device: the first stage's, one GPU further.
+    ('    device0 = torch.device("cuda", local_rank)\n    device1 = device0\n',
+     '    device1 = torch.device("cuda", local_rank + 2)'),
+    ('    device0 = torch.device(f"cuda:{idx}")\n    device1 = device0\n', None),
 ])
 def test_part5s_change_left_in_is_set_back_for_the_other_parts(source, restored):
     edit = pm.restored_layout_edit(source)
