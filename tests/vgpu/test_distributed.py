@@ -216,3 +216,21 @@ def test_a_gloo_group_outlives_destroy_process_group_until_the_process_ends(tmp_
     done = pdl_grade("run", "--gpus", "1", "--virtual", str(script))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "group kept: True" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("backend", ["nccl", "gloo"])
+def test_two_ranks_on_one_gpu_fail_under_nccl_as_on_real_gpus(tmp_path, backend):
+    """NCCL gives each rank of a group a GPU of its own ("Duplicate GPU detected" in DDP's
+    constructor on the course's GPUs); gloo, which runs nccl here, allows it. A TA's P6 with
+    every rank on cuda:0 trained on virtual GPUs (8.25 points) and crashes on real ones."""
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_SCRIPT.replace('torch.device(f"cuda:{local_rank}")', 'torch.device("cuda:0")')
+                      .replace("torch.cuda.set_device(local_rank)", "torch.cuda.set_device(0)")
+                      .replace("device_ids=[local_rank]", "device_ids=[0]")
+                      .replace('backend="nccl"', f'backend="{backend}"'))
+    done = pdl_grade("torchrun", "--gpus", "2", "--nproc-per-node", "2", "--virtual", str(script))
+    if backend == "gloo":
+        assert done.returncode == 0, done.stderr[-3000:]
+    else:
+        assert done.returncode != 0
+        assert "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 0" in done.stderr
