@@ -206,6 +206,9 @@ def observed_split(run):
     forward input (the most common one), else the first step's forward passes by device (a
     model that is not DataParallel runs the whole batch on one GPU); None if nothing ran."""
     sizes = [tuple(s["sizes"]) for s in forward_scatters(run) if s.get("sizes")]
+    # A batch of another size (64 x the GPUs, say): its scatter, never the wrapper's own
+    # forward of the whole batch on cuda:0 (a TA's P5 was told "[128, 64]" for [64, 64]).
+    sizes = sizes or [tuple(s["sizes"]) for s in run.of("dp_scatter") if s.get("sizes")]
     if sizes:
         return list(max(set(sizes), key=sizes.count))
     by_device = {}
@@ -238,7 +241,7 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
     reported_values["dp.split_per_gpu"] = {str(gpus): row["split"]}
     value = whole_numbers(row["split"])
     differs = "" if seen in (None, rule) else (
-        f"; your code splits the batch as {seen}: see Practical 5's split check")
+        f"; your code splits a batch of {sum(seen)} as {seen}: see Practical 5's split check")
     # Where the code splits otherwise (device_ids hard-coded), the text says both: a TA's
     # student read "your code has DataParallel split ... as [22, 22, 20]" of code that split
     # [32, 32].
@@ -246,7 +249,7 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
                 "chunk rule; the 'Inside model on device ...' lines printed inside "
                 "MLP.forward, once per replica: the same print in the training loop shows the "
                 f"whole batch of {BATCH})") if not differs else (
-        f"splits a batch of {BATCH} as {seen} when {gpus} GPUs are visible, where "
+        f"splits a batch of {sum(seen)} as {seen} when {gpus} GPUs are visible, where "
         f"DataParallel over all {gpus} gives {truth} (its chunk rule, which the question "
         "asks for)")
     must_agree(answers, "dp.split_per_gpu", row["split"] if value is None else value, truth,

@@ -297,3 +297,15 @@ def test_a_timing_rows_label_as_the_handout_writes_it_is_its_method(label, metho
     row = {"method": label, "step_time_s": 0.1}
     assert method_rows([row])[method] is row
     assert "dp" not in method_rows([{"method": "Data-parallel-ish", "step_time_s": 1}])
+
+
+def test_a_batch_of_another_size_is_said_as_its_own_scatter():
+    """A TA's P5 with a batch of 64 x the GPUs (128 on 2) was told its code splits "[128, 64]":
+    the wrapper's own forward of the whole batch on cuda:0 was taken for a share."""
+    from grader.checks.test_practical5 import observed_split
+    events = [{"event": "forward", "step": 0, "batch": [128, 1000], "input_device": "cuda:0",
+               "module": "DataParallel"},
+              {"event": "dp_scatter", "batch": 128, "sizes": [64, 64]},
+              {"event": "forward", "step": 0, "batch": [64, 1000], "input_device": "cuda:1"}]
+    run = Observation(script="practical5/practical5_dp.py", gpus=2, returncode=0, events=events)
+    assert observed_split(run) == [64, 64]
