@@ -60,11 +60,15 @@ def check_nccl_devices(dist, group, device) -> None:
     same GPU (`device`, a torch.device) for the group's communicator; checked once per group,
     at its first collective on GPU tensors, as NCCL sets its communicator up then."""
     state = _NCCL_GROUPS.get(id(group if group is not None else _default_group()))
-    if state is None or device is None or getattr(device, "type", None) != "cuda":
+    if state is None:
         return
     if "devices" not in state:
+        # Every rank exchanges at the same collective, whatever its tensor's device (a rank
+        # skipping it would leave the others waiting): -1 for one not on a GPU.
         from torch.distributed import distributed_c10d as c10d
-        index = device.index if device.index is not None else torch.cuda.current_device()
+        on_gpu = getattr(device, "type", None) == "cuda"
+        index = (device.index if device.index is not None else torch.cuda.current_device()) \
+            if on_gpu else -1
         gathered = [None] * dist.get_world_size(group)
         _inside_hook.active = True   # the exchange is the grader's, not the script's
         try:
@@ -75,7 +79,7 @@ def check_nccl_devices(dist, group, device) -> None:
     devices = state["devices"]
     mine = dist.get_rank(group)
     for other, index in sorted(devices.items()):
-        if other != mine and index == devices.get(mine):
+        if other != mine and index == devices.get(mine) and index >= 0:
             raise _duplicate_gpu_error(max(mine, other), min(mine, other), index)
 
 
@@ -103,6 +107,8 @@ class ProcessGroupPatches:
         note_process_group(dist.get_backend(), _default_group())
         if self.virtual and used != backend and "nccl" in str(backend).lower():
             _NCCL_GROUPS[id(_default_group())] = {}
+        else:   # a group made again after destroy_process_group may reuse an old one's id
+            _NCCL_GROUPS.pop(id(_default_group()), None)
         get_trace().emit("init_process_group", backend_requested=str(backend),
                          backend_used=str(used), world_size=dist.get_world_size(),
                          global_rank=dist.get_rank(), site=call_site(2))
@@ -259,8 +265,10 @@ class DDPPatches:
     def init(self, ddp, module, *args, **kwargs):
         if self.node is not None:   # virtual GPUs: NCCL's rule of one GPU per rank
             first = next(iter(module.parameters()), None)
-            check_nccl_devices(self.dist, kwargs.get("process_group"),
-                               first.device if first is not None else None)
+            # DDP(module, device_ids, output_device, dim, broadcast_buffers, init_sync,
+            # process_group, ...): the group is its sixth argument after the module.
+            group = kwargs.get("process_group", args[5] if len(args) > 5 else None)
+            check_nccl_devices(self.dist, group, first.device if first is not None else None)
         self.original_init(ddp, module, *args, **kwargs)
         devices = sorted({str(p.device) for p in module.parameters()})
         get_trace().emit("ddp_wrap", module=type(module).__name__, param_devices=devices,
