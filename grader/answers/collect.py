@@ -66,9 +66,15 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     answers.questions = {qid: q.text for qid, q in questions.items()}
     folder = Path(submission) / assignment
 
+    unread: set[str] = set()
     if source in ("pdf", "pdf_then_sheet"):
         display = f"{assignment}/{REPORT_NAME}"
         pdf = read_hw3_pdf(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
+        if pdf.status == "unreadable":
+            # Handed in, but not as text the grader reads (a scan, a renamed .docx): what it
+            # answers is for a person to read, never "not answered" (a TA's scanned report
+            # listed all 17 answers so).
+            unread |= set(questions)
         answers.files.append({"file": display, "status": pdf.status, "pages": pdf.pages,
                               "producer": pdf.producer, "ocr": pdf.ocr})
         answers.problems += pdf.problems
@@ -91,9 +97,7 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
             if qid not in answers.values:
                 answers.values[qid] = value
                 answers.origin[qid] = display
-        unread = set(sheet.unread)
-    else:
-        unread = set()
+        unread |= set(sheet.unread)
 
     answers.missing = [qid for qid in questions if qid not in answers.values]
     answers.unread = [qid for qid in answers.missing if qid in unread]

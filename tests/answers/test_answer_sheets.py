@@ -378,6 +378,8 @@ def test_an_unreadable_report_falls_back_to_the_sheet_and_asks_for_review(tmp_pa
     answers = collect_answers(tmp_path, "hw3", "pdf_then_sheet")
     assert answers.values == {"task5.transfers_2gpus": 1}
     assert answers.needs_manual_review
+    # What the report answers is for a person to read: never listed as "not answered".
+    assert answers.unread == answers.missing and "task5.transfers_2gpus" not in answers.unread
     assert any("not a PDF but a ZIP archive" in p for p in answers.problems)
 
 

@@ -151,8 +151,9 @@ def test_an_answer_written_in_words_it_cannot_read_is_never_called_not_answered(
                            "false), got 'mostly, I would say': write yes or no first"]
     md = render_instructor_markdown(data, load_rubrics())
     assert "Not answered: `task1.transfer_between`." in md
-    assert ("Answered in words the grader does not read, so scored 0 (the problems above quote "
-            "them; read them, and override where they are right): `task4.all_gpus_utilised`.") in md
+    assert ("Written where or how the grader cannot read them, so scored 0 (the problems above "
+            "say why; read them, and override where they are right): "
+            "`task4.all_gpus_utilised`.") in md
     html = render_html(data)
     assert "task1.transfer_between" in html and "task4.all_gpus_utilised:" not in \
         html[html.index('class="missing"'):].split("</ul>")[0]
