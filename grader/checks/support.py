@@ -38,7 +38,10 @@ def reported(answers, qid: str):
 def not_found(answers, qid: str) -> str:
     """'no answer found', with why where the answer was there but could not be read (a table
     written as a list of lists, a word where a number belongs)."""
-    why = [p for p in getattr(answers, "problems", []) if f": {qid}:" in p]
+    problems = getattr(answers, "problems", [])
+    why = [p for p in problems if f": {qid}:" in p]
+    if not why and qid in getattr(answers, "unread", []) and problems:
+        why = problems[:1]   # the file's own problem: a scan, a file of another kind
     return "no answer found" + (f" ({why[0]})" if why else "")
 
 

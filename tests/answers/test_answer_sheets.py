@@ -510,3 +510,13 @@ def test_an_answer_it_cannot_read_is_missing_but_known_as_written(tmp_path):
     assert "task4.all_gpus_utilised" in answers.missing
     assert answers.unread == ["task4.all_gpus_utilised"]
     assert any("got 'mostly, I would say'" in p for p in answers.problems)
+
+
+def test_a_check_on_an_answer_of_an_unreadable_report_says_why(tmp_path):
+    """A TA's scanned report: every item said only "no answer found"."""
+    from grader.checks.support import not_found
+    (tmp_path / "hw3").mkdir()
+    (tmp_path / "hw3" / "report.pdf").write_bytes(b"PK\x03\x04 a docx renamed")
+    answers = collect_answers(tmp_path, "hw3", "pdf")
+    said = not_found(answers, "task5.transfers_2gpus")
+    assert said.startswith("no answer found (") and "report.pdf" in said, said
