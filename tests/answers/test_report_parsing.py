@@ -345,3 +345,15 @@ def test_where_each_answer_was_read_is_kept(tmp_path):
     assert where["task2.step_time_table"]["rows"]["12"] == {"page": 1, "text": "12 | 23.75"}
     assert describe_where(where["task2.step_time_table"]) == "page 1, table 'depth | step time (ms)'"
     assert describe_where(where["task1.explanation"]) == "page 1, under 'Task 1 explanation'"
+
+
+@pytest.mark.parametrize("cells, span", [
+    (["does increasing depth improve speed (yes/no)", "no"], 1),
+    (["does increasing depth", "improve speed (yes/no)", "no, it grows"], 2),
+    # pdfTeX hyphenates a word at a narrow cell's edge ("im-" / "prove"): one word again
+    (["does increasing depth im-", "prove speed (yes/no)", "no, it grows"], 2),
+    (["the step time grows", "with depth"], 0),
+])
+def test_a_question_wrapped_in_its_cell_is_found_whole(cells, span):
+    from grader.answers.hw3_pdf.contract import question_span
+    assert question_span(cells) == span

@@ -174,9 +174,13 @@ def question_span(texts: list[str]) -> int:
     that opens the first of them runs over: a label or "Task N explanation" wrapped in a
     narrow cell. 0 when the first line opens none of the template's questions."""
     stream, starts = "", []
-    for text in texts:
+    for index, text in enumerate(texts):
         starts.append(len(stream))
-        stream += text + "\n"
+        # A word hyphenated at the line's end ("im-" / "prove", as pdfTeX sets a narrow
+        # column: a TA's clear "No" beside it went unread) is one word again.
+        following = texts[index + 1] if index + 1 < len(texts) else ""
+        hyphenated = re.search(r"[a-z]-$", text) and re.match(r"[a-z]", following)
+        stream += text[:-1] if hyphenated else text + "\n"
     patterns = [r"[\W_]*" + a.pattern for a in LABELLED_ANSWERS] + [EXPLANATION_HEADING.pattern.lstrip("^")]
     end = max((m.end() for p in patterns if (m := re.match(p, stream))), default=0)
     return sum(1 for start in starts if start < end and stream[start:end].strip())
