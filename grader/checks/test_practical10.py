@@ -235,11 +235,15 @@ def test_gradients_synchronised_once_per_step(handout, batch, micro):
             expected, f"{describe_step(wrong[0])}: {STEP_PER_MICRO_BATCH}, and the steps of the "
             "micro-batches run under no_sync() use gradients never all-reduced",
             LOOK_ONE_STEP_PER_BATCH))
+    # Never all-reduced: the last micro-batch too ran under no_sync(); how DDP decides (at the
+    # forward) is another student's mistake (a TA's round: the hint named it to this one).
+    never = ("leave the last micro-batch's forward and backward outside `with model.no_sync():` "
+             "(under it no backward all-reduces: each rank keeps its own gradients)")
     assert not wrong, explain(
         expected, describe_step(wrong[0]) + (
             "" if wrong[0]["synced"] else ": the gradients were never all-reduced")
         + (f" (the all-reduce came with backward {wrong[0]['synced_at']})"
-           if wrong[0]["synced"] == 1 else ""), look)
+           if wrong[0]["synced"] == 1 else ""), look if wrong[0]["synced"] else never)
 
 
 # -- invariance: the accumulated gradient is the full-batch gradient --------------------------------
