@@ -255,9 +255,10 @@ def _places(submission: Submission, scratch: Path) -> dict[Path, Path]:
     places: dict[Path, Path] = {}
     named: dict[Path, Path] = {}
     for source in submission.sources:
-        upload = source.parent if _is_moodle(source) else source
+        moodle = _is_moodle(source)
+        upload = source.parent if moodle else source
         if upload not in named:
-            name = readable_text(upload.name if _is_moodle(source) else display_name(source))
+            name = readable_text(upload.name if moodle else display_name(source))
             taken = set(named.values())
             place, count = scratch / name, 1
             while place in taken:

@@ -634,14 +634,8 @@ def observed_counts(found, from_host: bool = False) -> list[tuple[int, int]]:
         log = found.get(key)
         if log is None:
             continue
-
-        def copies(events) -> int:
-            return sum(1 for e in events if e.get("copied") and e.get("src") != e.get("dst")
-                       and str(e.get("dst")).startswith("cuda")
-                       and (str(e.get("src")).startswith("cuda")
-                            or (from_host and key == "log_from_host")))
-
-        every.append((sum(1 for e in log if e["kind"] == "to"), copies(log)))
+        host_counts = from_host and key == "log_from_host"
+        every.append((sum(1 for e in log if e["kind"] == "to"), _copies(log, host_counts)))
         passes, last_move = [], None
         for event in log:
             if event["kind"] == "to":
@@ -650,8 +644,16 @@ def observed_counts(found, from_host: bool = False) -> list[tuple[int, int]]:
                 passes.append(last_move)
                 last_move = None
         if any(event["kind"] == "layer" for event in log):   # else no layer was seen run
-            baton.append((len(passes), copies(passes)))
+            baton.append((len(passes), _copies(passes, host_counts)))
     return list(dict.fromkeys(every + baton))
+
+
+def _copies(events, host_counts: bool) -> int:
+    """The events that copied data onto a GPU from another GPU (or from the host, where that
+    move `host_counts`)."""
+    return sum(1 for e in events if e.get("copied") and e.get("src") != e.get("dst")
+               and str(e.get("dst")).startswith("cuda")
+               and (str(e.get("src")).startswith("cuda") or host_counts))
 
 
 def counts_said(counts: list[tuple[int, int]], gpus: int) -> str:

@@ -190,9 +190,9 @@ def forgery_plan() -> list[dict]:
     """The probe's plan (grader/checks/test_hw3.py) with its first and last configurations of
     each part: every part still runs, in its order (the base code's record first, before the
     student's module is imported), and the runtime's defences act on each record alike,
-    whatever its configuration. The whole plan (36 configurations) made each of these runs
-    twice as long, for no route the smaller one leaves open: a forgery writes the records of
-    every configuration, planned or not, and `earned` counts them all."""
+    whatever its configuration. The whole plan (36 configurations) made these 18 runs take
+    66.7 s alone against 52.5, for no route the smaller one leaves open: a forgery writes the
+    records of every configuration, planned or not, and `earned` counts them all."""
     from grader.checks.test_hw3 import PLAN
     plan = json.loads(json.dumps(PLAN))
     for part in plan:
