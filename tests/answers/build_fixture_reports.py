@@ -357,9 +357,8 @@ def to_latex(blocks, *, twocolumn=False, numbered=False, toc=False, fancy=False,
                     return f"${text}$"
                 return tex_escape(text).replace("\n", " ")
             wrapping = "m" if t.body_middle else "p"  # m{}: cells centred vertically in the row
-            spec = "".join(f"{wrapping}{{{w}cm}}" for w in t.widths_cm) if t.widths_cm else "l" * len(t.header)
-            if t.ruled and not booktabs:
-                spec = "|" + "|".join(spec) + "|"
+            columns = [f"{wrapping}{{{w}cm}}" for w in t.widths_cm] if t.widths_cm else ["l"] * len(t.header)
+            spec = "|" + "|".join(columns) + "|" if t.ruled and not booktabs else "".join(columns)
             sep = rf"\setlength{{\tabcolsep}}{{{colsep_pt}pt}}" if colsep_pt is not None else ""
             top, mid, bottom = (r"\toprule ", r"\midrule ", r"\bottomrule ") if booktabs else (
                 (r"\hline ",) * 3 if t.ruled else ("", "", ""))
@@ -1037,6 +1036,74 @@ def latex_question_answer_table(work):
         if block[0] == "table":
             block[1].repeat_header = None
     return latex_pdf(to_latex(blocks), work), ok(v)
+
+
+def worker_words(pdf: Path, *texts: str) -> list:
+    """(page, x0, x1, top) of each word that is one of `texts`, as the grader's PDF worker
+    splits words (closer than pdfplumber's default: LaTeX's tight lines)."""
+    return [(number, w[1], w[2], w[3]) for number, page in enumerate(_extract(pdf)["pages"], start=1)
+            for w in page["words"] if w[0] in texts]
+
+
+def lines_of(pdf: Path, *texts: str) -> set:
+    """The (page, rounded top) of every word that is one of `texts`: how many lines they take."""
+    return {(page, round(top)) for page, _, _, top in worker_words(pdf, *texts)}
+
+
+@fixture("pdflatex", "two columns; tables ruled with vertical rules and \\hline only around the header and at "
+                     "the bottom, so one ruled row holds both body rows while the 5-GPU memory list wraps "
+                     "in its p{} column")
+def latex_ruled_wrapped_memory_two_columns(work):
+    v = Values(yes_no=dict(SHORT), t4={2: 182.2, 5: 190.65}, mem={2: [200.4, 200.7], 5: [80.3, 80.1, 80.15, 80.1, 80.6]})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 2.9]
+    pdf = latex_pdf(to_latex(blocks, twocolumn=True, booktabs=False), work)
+    expect(len(lines_of(pdf, "80.3,", "80.6")) == 2, "the 5-GPU memory list should wrap onto a second line")
+    ruled = [t for page in _extract(pdf)["pages"] for t in page["ruled"] if len(t["rows"][0]) == 3]
+    expect(bool(ruled) and len(ruled[0]["rows"]) == 2, "the body rows should share one ruled row under the header")
+    return pdf, ok(v)
+
+
+@fixture("pdflatex", "unruled table in p{} columns: the header 'Memory per GPU (MiB)' wraps and its first line "
+                     "is justified as wide as three columns' gaps; the memory list wraps too")
+def latex_unruled_justified_header(work):
+    v = Values(yes_no=dict(TERSE), t4={2: 182.45, 5: 190.3}, mem={2: [200.4, 200.7], 5: [80.3, 80.1, 80.15, 80.1, 80.6]})
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header, block[1].ruled = None, False
+            if len(block[1].header) == 3:
+                block[1].widths_cm = [0.9, 1.3, 3.6]
+    pdf = latex_pdf(to_latex(blocks, booktabs=False), work)
+    expect(len(lines_of(pdf, "Memory", "(MiB)")) == 2, "the memory header should wrap")
+    (_, _, memory_end, top), = worker_words(pdf, "Memory")
+    gap = min(x0 for _, x0, _, t in worker_words(pdf, "per") if abs(t - top) < 1) - memory_end
+    expect(gap > 0.9 * 11, "the header's first line should be justified: its words further apart than a cell gap")
+    expect(len(lines_of(pdf, "80.3,", "80.6")) == 2, "the 5-GPU memory list should wrap onto a second line")
+    return pdf, ok(v)
+
+
+@fixture("pdflatex", "Question | Answer tables whose question column hyphenates a label ('im-' / 'prove') "
+                     "beside a two-line answer: the label's first line is justified, the piece alone at its end")
+def latex_question_answer_hyphenated(work):
+    v = Values(yes_no=dict(LONG))
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, qa_table=True)
+    for block in blocks:
+        if block[0] == "table":
+            block[1].repeat_header = None
+            if block[1].header == ["Question", "Answer"]:
+                block[1].widths_cm = [5.2, 8.0]
+    pdf = latex_pdf(to_latex(blocks), work)
+    piece = worker_words(pdf, "im-")
+    expect(bool(piece), "the question column should hyphenate 'improve'")
+    depth_end = max(x1 for _, _, x1, top in worker_words(pdf, "DEPTH") if abs(top - piece[0][3]) < 1)
+    expect(piece[0][1] - depth_end > 0.5 * 11, "the spaces of the label's first line should be wider than half an "
+                                               "em (no other line of the table fills them)")
+    return pdf, ok(v)
 
 
 @fixture("pdflatex", "tables in an appendix after the written answers, referred to from the tasks; "

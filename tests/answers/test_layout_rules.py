@@ -111,6 +111,42 @@ def test_a_table_with_a_wide_gap_between_its_columns_is_not_two_columns():
     assert {line.region for line in layout.lines} == {0}, "one column: the table's rows stay whole"
 
 
+def test_a_river_narrower_than_a_gutter_through_an_ocr_page_is_not_two_columns():
+    """An OCR'd scan measures in pixels (text 21 units high, the page 1334 wide): word gaps
+    of ten units lined up down a one-column page are a river, not the gap between two
+    columns; the same page with its halves two ems apart is two columns."""
+    def ocr_page(gap: float) -> dict:
+        lines = []
+        for i in range(12):
+            left = words(column_text(i, 470, size=21), 160, 160 + 34 * i, size=21)
+            shift = 639 - left[-1][2]   # every left half ends at 639, as a justified line would
+            left = [[w[0], round(w[1] + shift, 2), round(w[2] + shift, 2), *w[3:]] for w in left]
+            right = words(column_text(i + 3, 470, size=21), 639 + gap, 160 + 34 * i, size=21) if i % 4 != 3 else []
+            lines.append(left + right)
+        return {**page(*lines), "width": 1334.0, "height": 1887.0}
+    one = build_layout(worker_output(ocr_page(10)))
+    assert {line.region for line in one.lines} == {0} and all(len(line.words) > 8 for line in one.lines[:3]), \
+        "a ten-unit river in 21-unit text parts no columns: each line is read whole, left to right"
+    two = build_layout(worker_output(ocr_page(42)))
+    assert {line.region for line in two.lines} == {1, 2}, "halves two ems apart are two columns"
+
+
+def test_a_ruled_row_holding_both_body_rows_with_a_wrapped_memory_list_is_read_row_by_row():
+    """LaTeX |p{}|p{}|p{}| with \\hline around the header only: pdfplumber gives one ruled
+    row for the body, its first cell '2' over '5', the memory list of row 5 on two lines."""
+    header = [words("GPUs", 56, 80), words("Step time (ms)", 94, 80), words("Memory per GPU (MiB)", 171, 80)]
+    body = [words("2", 78, 100), words("1.720", 138, 100), words("200.4, 200.7", 172, 100),
+            words("5", 78, 112), words("1.727", 138, 112), words("80.3, 80.1, 80.1, 80.1,", 172, 112),
+            words("80.6", 172, 124)]
+    ruled = [{"bbox": [51, 76, 290, 140], "rows": [[[51, 76, 89, 95], [89, 76, 166, 95], [166, 76, 290, 95]],
+                                                  [[51, 97, 89, 140], [89, 97, 166, 140], [166, 97, 290, 140]]]}]
+    reading = reading_from_worker_output(worker_output({**page(*header, *body), "ruled": ruled}))
+    assert reading.answers.get("task4.table") == [
+        {"gpus": 2, "step_time_ms": 1.72, "memory_per_gpu_mib": [200.4, 200.7]},
+        {"gpus": 5, "step_time_ms": 1.727, "memory_per_gpu_mib": [80.3, 80.1, 80.1, 80.1, 80.6]},
+    ], f"expected row 2 and row 5 with its wrapped list; read {reading.answers.get('task4.table')}, {reading.problems}"
+
+
 # ---------------------------------------------------------------- unruled tables
 
 
@@ -157,6 +193,32 @@ def test_a_label_justified_wider_than_the_gap_between_columns_is_found():
     reading = reading_from_worker_output(worker_output(page(*lines)))
     assert reading.answers.get("task1.layers_per_gpu") == [3, 3], reading.problems
     assert reading.answers.get("task5.transfers_2gpus") == 1, "the hyphenated label is joined again"
+
+
+def test_a_header_justified_wider_than_the_gaps_between_columns_keeps_its_column_name_whole():
+    """LaTeX p{3.4cm}: 'Memory   per   GPU' spread over the cell, '(MiB)' on the next line;
+    'memory' alone names the column, so 'per' and 'GPU' must not be columns of their own
+    that take the wrapped list's values away."""
+    header = [words("GPUs", 57, 72), words("Step time (ms)", 95, 72), words("Memory", 172, 72),
+              words("per", 220, 72), words("GPU", 247, 72), words("(MiB)", 172, 84)]
+    body = [words("2", 78, 96) + words("1.720", 138, 96) + words("200.4, 200.7", 172, 96),
+            words("5", 78, 108) + words("1.727", 138, 108) + words("80.3, 80.1, 80.1, 80.1,", 172, 108, space=9),
+            words("80.6", 172, 120)]
+    reading = reading_from_worker_output(worker_output(page(*header, *body)))
+    assert [row["memory_per_gpu_mib"] for row in reading.answers.get("task4.table", [])] == [
+        [200.4, 200.7], [80.3, 80.1, 80.1, 80.1, 80.6]], reading.problems
+
+
+def test_a_label_hyphenated_at_its_cells_edge_beside_a_wrapped_answer_is_one_row():
+    """pdfTeX in p{5.2cm}: 'Does increasing DEPTH      im-' / 'prove speed (yes/no)': the
+    only line spread wide leaves a river before 'im-' that no other line fills."""
+    lines = [words("Question", 77, 463), words("Answer", 236, 463),
+             words("Does increasing DEPTH", 77, 483, space=7.5) + words("im-", 209, 483)
+             + words("No, the step time grows", 236, 483),
+             words("prove speed (yes/no)", 77, 497) + words("with every layer.", 236, 497)]
+    reading = reading_from_worker_output(worker_output(page(*lines)))
+    assert reading.answers.get("task2.depth_improves_speed") == {
+        "value": "no", "explanation": "the step time grows with every layer."}, reading.problems
 
 
 def test_a_centred_answer_beside_a_two_line_label_is_one_row():

@@ -159,7 +159,19 @@ def _rivers(run: list[Line]) -> list[tuple[float, float]]:
     for band in bands:
         words = sorted((w for line in band for w in line.words), key=lambda w: w.x0)
         cell_gaps += [(a.x1, b.x0) for a, b in zip(words, words[1:]) if b.x0 - a.x1 > CELL_GAP_EM * min(a.size, b.size)]
-    return [(g0, g1) for g0, g1 in gaps if any(c0 <= g0 + 0.5 and c1 >= g1 - 0.5 for c0, c1 in cell_gaps)]
+    rivers = [(g0, g1) for g0, g1 in gaps if any(c0 <= g0 + 0.5 and c1 >= g1 - 0.5 for c0, c1 in cell_gaps)]
+    return [river for i, river in enumerate(rivers) if not _before_a_broken_word(run, river, rivers[i + 1:])]
+
+
+def _before_a_broken_word(run: list[Line], river: tuple[float, float], after: list[tuple[float, float]]) -> bool:
+    """Whether all that stands between `river` and the next one is the first half of a word
+    hyphenated at a cell's edge ("Does increasing DEPTH      im-" / "prove speed"): a two-line
+    justified cell has only one line to spread, so nothing fills its widest space, and the
+    column it would open holds that one piece."""
+    end = after[0][0] if after else float("inf")
+    between = [(line, w) for line in run for w in line.words if w.x0 >= river[1] - 0.5 and w.x1 <= end + 0.5]
+    return (len({id(line) for line, _ in between}) == 1
+            and all(re.fullmatch(r"[^\W\d_]{2,}-", w.text) for _, w in between))
 
 
 def _overlapping(run: list[Line]) -> list[list[Line]]:
@@ -495,5 +507,18 @@ def read_labels(layout: Layout) -> dict[str, LabelReading]:
                 break
             if attempt.found_label and not reading.found_label:
                 reading = attempt
+        if answer.kind == "yes_no" and reading.value is not None and view is views[0]:
+            reading = _explanation_of_the_whole_row(reading, _match(answer, views[1], layout))
         found[answer.field] = reading
     return found
+
+
+def _explanation_of_the_whole_row(line_reading: LabelReading, row_reading: LabelReading) -> LabelReading:
+    """A yes/no read line by line, its explanation completed from the row put back together:
+    where an unruled Question | Answer row's question and answer both wrap, the answer's
+    second line stands beside the question's and ends the line view's explanation."""
+    said, whole = line_reading.value, row_reading.value
+    if (whole is not None and whole["value"] == said["value"] and len(whole["explanation"]) > len(said["explanation"])
+            and whole["explanation"].startswith(said["explanation"])):
+        return replace(line_reading, value=whole)
+    return line_reading

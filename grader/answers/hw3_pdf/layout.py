@@ -9,11 +9,15 @@ columns by position and say where each answer came from. What this module settle
 - pieces of one word split by a font change (LaTeX math mode puts the decimal point of
   "182.59" in another font) are joined again;
 - a ruled table's row is one line whose cells are the ruled cells, however their text wraps;
-  a table ruled only above and below its body (booktabs) is split into its text lines again;
+  a table ruled only above and below its body (booktabs, or |p{}| columns with \\hline
+  around the header only) is split into its text lines again, a wrapped cell's own line
+  standing alone for the table reader to give to its row;
 - a page set in two columns is read left column first, then the right one, with lines that
   span both (a title, a one-column section, a wide table) cutting the page into bands; the
   gutter is the whitespace river the fewest rows cross, found on the words before they are
-  joined into lines, so lines of the two columns that share a baseline stay apart;
+  joined into lines, so lines of the two columns that share a baseline stay apart, and it
+  is wider than a river through justified prose (in ems of the page's text, not points: an
+  OCR'd page measures in pixels);
 - running headers and footers, page numbers and tables of contents are marked `furniture`
   and never taken for answers.
 """
@@ -37,9 +41,12 @@ TOUCH_EM = 0.12
 CELL_GAP_EM = 0.9
 # Running headers and footers live in these bands at the top and bottom of a page.
 BAND = 0.075
-# Two columns of text are at least this far apart (pt): LaTeX's \\columnsep is 10 pt, Word's
-# default 1.25 cm, CSS's column-gap 1 em.
+# Two columns of text are at least this far apart (pt), and at least this many ems of their
+# text: LaTeX's \columnsep is 10 pt (an em of 10 pt text), Word's default 1.25 cm, CSS's
+# column-gap 1 em. A river through justified prose is narrower: in an OCR'd page (its
+# unit a pixel, its text 20 units high) five lines' word gaps lined up 10 units wide.
 _MIN_GUTTER_PT = 6
+_MIN_GUTTER_EM = 0.7
 
 
 def normalise(text: str, *, keep_case: bool = False) -> str:
@@ -261,6 +268,16 @@ def _ruled_lines(page_number: int, table: dict, table_id: int, free: list[Word])
                 lines.append(Line(page_number, min(w.top for w in words), max(w.bottom for w in words), cells,
                                   ruled=table_id))
             continue
+        if _stacked_rows_with_a_wrap(filled):
+            # Body rows stacked in one ruled row, one of their cells wrapped ("80.1, / 80.6" in a
+            # narrow p{} column): one line per baseline; a wrapped cell's own line stands
+            # alone, and the table reader gives it to the row it sits beside.
+            for band in _baselines(filled):
+                cells = [Cell(row, box[0], box[2]) for box, row in band]
+                words = [w for c in cells for w in c.words]
+                lines.append(Line(page_number, min(w.top for w in words), max(w.bottom for w in words), cells,
+                                  ruled=table_id))
+            continue
         cells = [Cell([w for r in rows for w in r], box[0], box[2]) for box, rows in filled]
         words = [w for c in cells for w in c.words]
         lines.append(Line(page_number, min(w.top for w in words), max(w.bottom for w in words), cells, ruled=table_id))
@@ -273,6 +290,42 @@ def _one_question(filled) -> bool:
     one of the template's questions, wrapped."""
     first = min(filled, key=lambda cell: cell[0][0])[1]
     return contract.question_span([normalise(" ".join(w.text for w in row)) for row in first]) > 1
+
+
+def _stacked_rows_with_a_wrap(filled) -> bool:
+    """Whether a ruled row holds several body rows (a table ruled only around its body, its
+    vertical rules drawn) while a cell wraps, so the cells hold different numbers of text
+    lines: the first cell stacks short keys with a number ("2" over "5"), each beside a line
+    of another cell. A question wrapped beside its answer has long lines in its first cell,
+    a header wrapped in a narrow cell ("GPU" / "s") no number."""
+    if len(filled) < 2:
+        return False
+    first = min(filled, key=lambda cell: cell[0][0])
+    keys = first[1]
+    if (len(keys) < 2 or any(len(row) > 3 or not any(c.isdigit() for w in row for c in w.text) for row in keys)
+            or _one_question(filled)):
+        return False
+    others = [rows for cell in filled if cell is not first for rows in [cell[1]]]
+    for row in keys:
+        middle = sum(w.middle for w in row) / len(row)
+        if not any(abs(sum(w.middle for w in other) / len(other) - middle) <= 0.45 * row[0].size
+                   for rows in others for other in rows):
+            return False
+    return True
+
+
+def _baselines(filled) -> list[list[tuple[list, list[Word]]]]:
+    """The text lines of a ruled row's cells grouped by baseline, top to bottom: each group
+    is the (cell box, words) of the cells that have a line there."""
+    entries = sorted(((sum(w.middle for w in row) / len(row), box, row) for box, rows in filled for row in rows),
+                     key=lambda entry: entry[0])
+    bands: list[list[tuple[float, list, list[Word]]]] = []
+    for entry in entries:
+        if bands and abs(entry[0] - bands[-1][0][0]) <= 0.45 * entry[2][0].size:
+            bands[-1].append(entry)
+        else:
+            bands.append([entry])
+    return [[(box, row) for _, box, row in sorted(band, key=lambda e: e[1][0])] for band in bands]
 
 
 def _aligned(filled, k: int) -> bool:
@@ -352,6 +405,8 @@ def _own_gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | N
     if len(rows) < 8:
         return None
     lo, hi = int(width * 0.3), int(width * 0.7)
+    sizes = sorted(w.size for row in rows for w in row)
+    narrowest = max(_MIN_GUTTER_PT, _MIN_GUTTER_EM * sizes[len(sizes) // 2])
     covered = [0] * (hi - lo + 1)
     for row in rows:
         spans = sorted({x for w in row for x in range(max(lo, int(w.x0) + 1), min(hi, int(w.x1)) + 1)})
@@ -366,7 +421,7 @@ def _own_gutter(rows: list[list[Word]], width: float) -> tuple[float, float] | N
             if count <= allowed and start is None:
                 start = i
             elif count > allowed and start is not None:
-                if i - start >= _MIN_GUTTER_PT:
+                if i - start >= narrowest:
                     runs.append((lo + start, lo + i - 1))
                 start = None
         for g0, g1 in sorted(runs, key=lambda r: r[0] - r[1]):

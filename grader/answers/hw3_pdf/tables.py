@@ -6,8 +6,8 @@ A header is one line or several (a header cell may wrap upwards, as Word and Lib
 align header cells to the bottom, or downwards, and cells centred at different heights
 interleave their lines) whose cells, read column by column, hold every column the spec
 names; any other column is ignored. A header cell's words spread wider than a cell gap
-(justified text, OCR) are joined again where only together they name a column, or where
-the values below bridge them. Each data word goes to the column
+(justified text, OCR) are joined again where only together they name a column, where they
+make a column's name longer ("Memory  per  GPU"), or where the values below bridge them. Each data word goes to the column
 whose header it sits under, so the order of columns, extra columns, a DataFrame's index and
 two columns set close together ("2 182.59 ms") do not matter. A table runs on while its key
 column holds whole numbers, over a page break with or without its header repeated. Each key
@@ -100,14 +100,44 @@ def _spread_phrases_joined(groups: list[list[tuple[int, Word]]], spec) -> list[l
     names = [c.header for c in (spec.key,) + tuple(spec.values)] if spec else []
     ordered = sorted(groups, key=lambda g: min(w.x0 for _, w in g))
     out: list[list[tuple[int, Word]]] = []
-    for group in ordered:
-        if out and {i for i, _ in out[-1]} & {i for i, _ in group}:
+    k = 0
+    while k < len(ordered):
+        group = ordered[k]
+        if out and _share_a_line(out[-1], group):
             before, mine, both = _joined_text(out[-1]), _joined_text(group), _joined_text(out[-1] + group)
             if any(re.search(n, both) and not re.search(n, before) and not re.search(n, mine) for n in names):
                 out[-1] = out[-1] + group
+                k += 1
+                continue
+            taken = _name_extended_by(out[-1], ordered[k:k + 3], names)
+            if taken:
+                out[-1] = out[-1] + [m for g in ordered[k:k + taken] for m in g]
+                k += taken
                 continue
         out.append(group)
+        k += 1
     return [sorted(g, key=lambda m: (m[0], m[1].x0)) for g in out]
+
+
+def _share_a_line(a: list[tuple[int, Word]], b: list[tuple[int, Word]]) -> bool:
+    return bool({i for i, _ in a} & {i for i, _ in b})
+
+
+def _name_extended_by(head: list[tuple[int, Word]], following: list[list[tuple[int, Word]]], names) -> int:
+    """How many of the clusters after `head` continue the column name `head` starts: a
+    justified cell spreads "Memory  per  GPU" as wide as three columns, and "memory" alone
+    already names the column, so only the longer name shows that "per" and "GPU" are its."""
+    before = _joined_text(head)
+    for count in range(len(following), 0, -1):
+        run = following[:count]
+        if not all(_share_a_line(a, b) for a, b in zip([head] + run, run)):
+            continue
+        both = _joined_text(head + [m for g in run for m in g])
+        for name in names:
+            alone, joined = re.search(name, before), re.search(name, both)
+            if alone and joined and joined.end() - joined.start() > alone.end() - alone.start():
+                return count
+    return 0
 
 
 def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | None:
