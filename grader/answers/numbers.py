@@ -188,6 +188,10 @@ _QUANTITY_REMARK_RE = re.compile(r"\d+(?:[.,]\d+)?\s*(?:[kmg]i?b|%|ms|s)\b", re.
 _LIST_WRAPPER_RE = re.compile(r"^\s*(?:torch\.size\s*)?[\[(]*\s*|\s*[\])]*\s*$", re.IGNORECASE)
 # A remark in parentheses after a number ("22 (cuda:0), 21, 21", "0 (stage 0), 2 (stage 1)").
 _REMARK_RE = re.compile(r"(?<=\d)\s*\([^()]*[A-Za-z][^()]*\)")
+# Another value offered beside the answer ("4 (or 1, or 19)", "3, 3 (or 2, 4)", "20 (maybe 21)"):
+# no remark but a second answer, so the text gives no one value.
+_ALTERNATIVE_RE = re.compile(r"\(\s*(?:or|maybe|perhaps|possibly|either|alternatively)\b|\bor\s+(?:maybe\s+)?\d",
+                             re.IGNORECASE)
 # Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", "->", "→", or spaces.
 _ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|->|→|\band\b)\s*|\s+", re.IGNORECASE)
 # One range and nothing else ("0-3", "2–3", "from 2 to 3"): every number in it.
@@ -234,9 +238,11 @@ def whole_number_in(text: str, gpu: bool = False) -> int | None:
     backward", "4 (N-1)", "64/4 = 16", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0",
     "GPU 0 (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the same one (a
     count's GPUs are a remark; a GPU's number words are not read: "the first one"); None
-    otherwise ("1 or 2", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
+    otherwise ("1 or 2", "4 (or 1)", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
     and for text without a number."""
     text = str(text)
+    if _ALTERNATIVE_RE.search(text):
+        return None
     lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\([^()]*\)\s*\.?\s*", text)
     if lead:   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
         return int(lead.group(1))
@@ -280,9 +286,12 @@ def int_list_in(text: str) -> list[int] | None:
     "cuda:0 and cuda:2", "[GPU 0, GPU 1]", "GPU 0: 3, GPU 1: 3", "GPU 0 - 22, GPU 1 - 21",
     "3 on GPU 0, 3 on GPU 1", "layers 2 and 3", "2 -> 3", "22 (cuda:0), 21, 21"; one range
     alone is every number in it ("0-3", "from 2 to 3"). None when any item is not a whole number
-    or a GPU ("0-2, 3-5", "6 layers, 3 each")."""
+    or a GPU ("0-2, 3-5", "6 layers, 3 each"), and where another answer is offered ("3, 3 (or
+    2, 4)")."""
     if re.search(r"\(\s*[x×*]\s*\d+\s*\)", str(text)):
         return None   # "13 (x4) and 12": a count of items, which a list of them is not
+    if _ALTERNATIVE_RE.search(str(text)):
+        return None
     body = _REMARK_RE.sub(" ", str(text))
     body = _LIST_WRAPPER_RE.sub("", body)
     if _LABEL_RE.search(body):

@@ -192,6 +192,9 @@ def _yes_no(raw: Any) -> bool | None:
         return answer.value == "yes"
     if answer.unanswered:
         return None
+    if answer.hedged:
+        raise ValueError(f"expected one answer, yes or no, got {raw!r}: it gives both or takes its answer back "
+                         "('maybe', 'it depends', 'or ...'); choose one and explain after it")
     raise ValueError(f"expected yes/no (true/false), got {raw!r}: write yes or no first")
 
 

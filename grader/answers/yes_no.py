@@ -9,7 +9,8 @@ next words leave no doubt ("Not faster", "Not really", "Not proportional at all"
 no, the whole text its explanation; "True." and "False, only one GPU works" answer too. Nothing else is guessed: a hedged "not" ("Not
 necessarily", "Not identical, but allclose", "Not just faster"), "no" before a noun ("No
 difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no for 5"),
-"Partly", "It depends" are `unclear`, so a person reads them; the template's "yes/no" left as
+"Partly", "It depends", and an answer hedged right after its word ("No / maybe", "Yes or not",
+"yes - it depends", "No (could be either)") are `unclear`, so a person reads them; the template's "yes/no" left as
 it is (or "yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`. A
 short sentence answers too where its words leave no doubt: "It does not - the step time
 grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclear), and so does
@@ -71,6 +72,22 @@ _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_
 # "only one GPU works at a time - therefore no." (nothing after it, no other answer before).
 _CONCLUSION = re.compile(r"(?:[,;:.\-–—]\s*|\s)(?:so|thus|hence|therefore)[,:]?\s+"
                          r"(?P<word>yes|no)\s*[.!]?\s*$", re.I)
+# A hedge right after the word takes the answer back: another option ("No / maybe", "Yes or
+# not", "No (could be either)") or a refusal to choose ("yes - it depends", "No, not sure").
+# Only where it qualifies the answer, not the explanation's words: "Yes, both GPUs hold
+# layers", "Yes (both readings)" (a yes under either reading of the question), "No, probably
+# because of the copies" and "No, the time depends on DEPTH" answer.
+_HEDGE = re.compile(r"^[\s,;:.!\-–—/(|]*(?:or\b|(?:maybe|perhaps|possibly|probably)\b(?!\s+(?:because|due|since|as)\b)|"
+                    r"could\s+be\b|can\s+be\s+either\b|it\s+depends\b|depends\b|"
+                    r"either\b(?=\s*(?:[).,;]|$|one\b|answer\b|could\b|can\b|is\s+(?:fine|possible|right|true)\b))|"
+                    r"not\s+sure\b|unsure\b|i\s+(?:think|guess)\b|kind\s+of\b|sort\s+of\b|more\s+or\s+less\b|"
+                    r"partly\b(?!\s+(?:because|due|since))|partially\b|sometimes\b|both\s+(?:answers|options)\b)",
+                    re.I)
+# Anywhere in the answer: a refusal to choose stated on its own ("No. It depends on the
+# machine.", "yes, though it could be either").
+_REFUSAL = re.compile(r"(?:^|[,;:.!\-–—(/]\s*|\bthough\s+)(?:it|that|this)\s+depends\b|"
+                      r"\bcould\s+(?:be|go)\s+either\b|\bcan\s+be\s+either\b|\bnot\s+sure\b|"
+                      r"\beither\s+(?:way|answer|one)\s+(?:is|could|can|works)\b", re.I)
 # What separates the word from its explanation: "No, because", "Yes - every", "No. The".
 _AFTER_WORD = re.compile(r"^[\s,.;:!\-*_\"')\]]*")
 
@@ -81,6 +98,7 @@ class YesNo:
     explanation: str = ""     # the text after the word, as the student wrote it
     unanswered: bool = False  # nothing, a placeholder, or the template's "yes/no" left
     unclear: bool = False     # text that does not start with a clear yes or no
+    hedged: bool = False      # unclear because it gives both answers or takes its word back
 
     @property
     def answered(self) -> bool:
@@ -113,13 +131,15 @@ def read_yes_no(text: str) -> YesNo:
     # "Yes for 2 GPUs, no for 5", "Yeah, no": both answers given ("Yes, no GPU idles" is one).
     if re.search(_OTHER_NO if word == "yes" else _OTHER_YES, rest, re.I) \
             and not _BOTH.match(rest):
-        return YesNo(unclear=True)
+        return YesNo(unclear=True, hedged=True)
     if _BOTH.match(rest):
         # "yes/no" alone is the template's placeholder; "yes and no, it depends" is a fence.
         left = _BOTH.sub("", rest, count=1)
         if len(left) <= 40 and _PLACEHOLDER.match(left):
             return YesNo(unanswered=True)
-        return YesNo(unclear=True)
+        return YesNo(unclear=True, hedged=True)
+    if _HEDGE.match(rest) or _REFUSAL.search(rest):
+        return YesNo(unclear=True, hedged=True)
     return YesNo(word, _AFTER_WORD.sub("", rest, count=1).strip())
 
 

@@ -66,7 +66,7 @@ def test_a_yes_no_answer_in_the_sheet(tmp_path, line, value):
         f"answers.yaml line 'task2.depth_improves_speed: {line}' should read as {value!r}, read {sheet.values}")
 
 
-@pytest.mark.parametrize("line", ["'Not necessarily'", "'partly'", "'yes and no, it depends'", "maybe", "3"])
+@pytest.mark.parametrize("line", ["'Not necessarily'", "'partly'", "maybe", "3"])
 def test_a_yes_no_answer_that_is_neither_is_a_problem_never_a_guess(tmp_path, line):
     path = tmp_path / "answers.yaml"
     path.write_text(f"assignment: hw3\nanswers:\n  task4.more_gpus_faster: {{type: bool, value: {line}}}\n")
@@ -75,9 +75,24 @@ def test_a_yes_no_answer_that_is_neither_is_a_problem_never_a_guess(tmp_path, li
     assert len(sheet.problems) == 1 and "task4.more_gpus_faster: expected yes/no" in sheet.problems[0], sheet.problems
 
 
+@pytest.mark.parametrize("line", ["'No (could be either)'", "'No / maybe'", "'yes - it depends'", "'Yes, no for 5'",
+                                  "'yes and no, it depends'"])
+def test_a_hedged_yes_no_is_a_problem_that_asks_for_one_answer(tmp_path, line):
+    """A TA's non-solution audit: a hedge after the word was read as that word's full marks;
+    "write yes or no first" would puzzle a student who did."""
+    path = tmp_path / "answers.yaml"
+    path.write_text(f"assignment: hw3\nanswers:\n  task4.more_gpus_faster: {{type: bool, value: {line}}}\n")
+    sheet = read_sheet(path, template_questions("hw3"), "hw3/answers.yaml")
+    assert "task4.more_gpus_faster" not in sheet.values, f"{line} should not be read as an answer"
+    assert len(sheet.problems) == 1 and "expected one answer, yes or no" in sheet.problems[0], sheet.problems
+
+
 @pytest.mark.parametrize("raw, kind, message", [
     ("a few", "int", "expected a whole number, got 'a few'"), (True, "int", "expected a whole number"),
     ("1 or 2", "int", "expected a whole number"), ("12.5", "int", "expected a whole number"),
+    # Another answer offered beside the first (a TA's non-solution audit: read as 4 and [3, 3]).
+    ("4 (or 1, or 19)", "int", "expected a whole number"), ("20 (maybe 21)", "int", "expected a whole number"),
+    ("3, 3 (or 2, 4)", "list[int]", "expected a list of whole numbers"),
     ("layers 0-2 on GPU 0, 3-5 on GPU 1", "list[int]", "expected a list of whole numbers"),
     ("maybe", "bool", "expected yes/no"), ({"a": 1}, "list[int]", "expected a list of whole numbers"),
 ])

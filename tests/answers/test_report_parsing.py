@@ -104,6 +104,7 @@ def test_int_lists(text, values):
     # What could mean another value is not read (a person reads the report): these were read
     # as 1, [0, 2, 3, 5] and [6] by the leading-digits rule.
     (" 1 or 2", "int", None), (" 0-2, 3-5", "int_list", None), (" 6 layers, 3 each", "int_list", None),
+    (" 4 (or 1, or 19)", "int", None), (" 3, 3 (or 2, 4)", "int_list", None),
 ])
 def test_a_labels_answer_is_read_by_the_sheets_rules(rest, kind, value):
     assert numbers_after(rest, kind) == value

@@ -38,6 +38,13 @@ from grader.answers.yes_no import read_yes_no
     ("No, the opposite is true.", "no", "the opposite is true."),
     ("No, that would only be true for a pipeline.", "no", "that would only be true for a pipeline."),
     ("False (one GPU at a time)", "no", "(one GPU at a time)"),
+    # Words a hedge also uses, here qualifying the explanation, not the answer.
+    ("Yes, both GPUs hold layers", "yes", "both GPUs hold layers"),
+    ("No, the step time depends on DEPTH", "no", "the step time depends on DEPTH"),
+    ("No, probably because of the copies", "no", "probably because of the copies"),
+    ("No: either way the step time grows", "no", "either way the step time grows"),
+    ("Yes, partly because of the copies", "yes", "partly because of the copies"),
+    ("Yes (both readings)", "yes", "(both readings)"),   # a yes under either reading of the question
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)
@@ -90,7 +97,13 @@ def test_a_yes_or_no_concluding_the_answer_is_read(text, value, explanation):
                                   "It does - no, it does not", "It is, however, slower",
                                   "That is, one GPU at a time", "This is not faster",
                                   # a conclusion after another answer, or more after it
-                                  "No difference, so yes", "Yes for 2, so no", "so yes, mostly"])
+                                  "No difference, so yes", "Yes for 2, so no", "so yes, mostly",
+                                  # hedged right after the word, or a refusal to choose (a TA's
+                                  # non-solution audit: each was read as a clear answer)
+                                  "No (could be either)", "No / maybe", "yes - it depends", "Yes or not",
+                                  "Yes, both answers fit", "No, it depends", "No. It depends on the machine.",
+                                  "No, not sure", "Yes, maybe", "No (or yes on a real node)",
+                                  "Yes, though it could be either", "No, sometimes it is"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"
