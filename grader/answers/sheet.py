@@ -236,6 +236,7 @@ def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
         return raw
     text = without_markdown(raw.strip())
     if unit is not None:
+        text = _CLOCK_REMARK.sub("", text)
         _never_guessed(text, unit, mark, column)
         one = quantity_in(text, unit, mark)
         values = _quantities(text, unit, mark)
@@ -271,6 +272,14 @@ def _never_guessed(text: str, unit: str, mark: str | None, column: str) -> None:
 
 
 _BARE_NUMBER = re.compile(r"\s*~?\s*\d+(?:[.,]\d+)*\s*")
+# Which clock or how a value was measured, said after it as `pdl-grade run` asks students
+# without a GPU to ("1.720 ms (simulated)", "0.608 ms, simulated", "2.040 (sim.)", "1.727
+# (simulated clock)", "80.1 MiB (median)"): a remark on the value, not part of it. A unit in
+# brackets ("0.0075 (s)") is no remark.
+_CLOCK_REMARK = re.compile(r"(?<=[\d\w.)])\s*(?:\(\s*(?:on\s+(?:the\s+)?)?(?:simulated|sim\.?|virtual|vgpu|median|measured|"
+                           r"approx\.?|approximately|estimated|wall[- ]clock|real)(?:\s+(?:clock|time|gpus?|run))?\s*\)|"
+                           r",?\s+(?:simulated|sim\.|virtual|median|measured)(?:\s+(?:clock|time|gpus?|run))?)\s*\.?\s*$",
+                           re.IGNORECASE)
 
 
 def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:

@@ -242,6 +242,17 @@ def test_a_column_of_words_keeps_its_words():
      {"gpus": 2, "step_time_ms": 12.5, "memory_per_gpu_mib": [80, 80]}),
     (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "step_time_ms": 12, "memory_per_gpu_mib": ["1,012 MiB", "1.5 GiB"]},
      {"gpus": 2, "step_time_ms": 12, "memory_per_gpu_mib": [1012, 1536]}),
+    # The clock said after the value, as `pdl-grade run` asks students without a GPU to (a
+    # student's audit: "1.720 ms (simulated)" lost the whole Task 4 table); a unit in brackets
+    # stays a unit.
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "step_time_ms": "1.720 ms (simulated)",
+                                                      "memory_per_gpu_mib": "200.4, 200.7 (median)"},
+     {"gpus": 2, "step_time_ms": 1.72, "memory_per_gpu_mib": [200.4, 200.7]}),
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "0.608 ms, simulated"}, {"depth": 6, "step_time_ms": 0.608}),
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "2.040 (sim.)"}, {"depth": 6, "step_time_ms": 2.04}),
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "1.727 (simulated clock)"},
+     {"depth": 6, "step_time_ms": 1.727}),
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "0.0075 (s)"}, {"method": "dp", "step_time_s": "0.0075 (s)"}),
     # Words stay words; a cell that is not a number stays as written for the check to say so.
     (("aspect", "dp", "ddp"), {"aspect": "Processes", "dp": "1", "ddp": "Mutiple"},
      {"aspect": "Processes", "dp": 1, "ddp": "Mutiple"}),
