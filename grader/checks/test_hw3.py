@@ -33,7 +33,12 @@ BASE_GPUS, BASE_DEPTH = 2, 6
 # Task 3's code is scored on node sizes where the base code's fixed two-GPU split is wrong
 # (on 2 GPUs the untouched base code passes every check, so it proves nothing), with at least
 # as many layers as GPUs (fewer cannot be spread over all of them).
-NODE_SIZES = [1, 3, 4, 5, 8]
+NODE_SIZES = [1, 2, 3, 4, 5, 8]
+# Node sizes where any layout that runs passes Task 3's checks, or the base code's own split
+# does: a case there counts only when it fails (a layout that breaks on 2 GPUs, the handout's
+# Task 4 node, still costs).
+PASS_PROVES_NOTHING = {1: "one GPU: any layout that runs passes this",
+                       2: "two GPUs: the base code's own split passes this"}
 DEPTHS = [3, 5, 6, 12, 20, 24]
 LAYOUT_DIM = 16
 TRANSFER_DEPTH = 20  # Task 5 counts with the DEPTH of Task 4, as the answer sheet asks
@@ -41,6 +46,15 @@ TASK4_GPUS = [2, 5]
 TIMING_DEPTHS = [6, 12, 24]
 TIMING_DIM = 256
 TASK4_DEPTH = 20
+# Where the counting code is tried a second time when the template's counters (self.to_calls,
+# self.transfers) do not count: fewer layers than GPUs, so a count printed as a constant or
+# worked out from DEPTH and the GPU count (20 calls, N - 1 transfers) is not what the forward
+# pass makes there.
+RECOUNT_GPUS, RECOUNT_DEPTH = 5, 3
+# A GPU without layers reports clearly less memory than one with layers: at least 1 MiB and 1%
+# less (a layer's weights alone are 4 MiB at the handout's DIM; nvidia-smi's CUDA context,
+# some hundreds of MiB, is on both).
+IDLE_GAP_MIB, IDLE_GAP_SHARE = 1.0, 0.01
 
 
 def base_code_source() -> str:
@@ -56,6 +70,7 @@ PLAN = [
     {"part": "layouts", "gpus": NODE_SIZES, "depths": DEPTHS, "dim": LAYOUT_DIM, "batch": 4},
     {"part": "transfers", "gpus": TASK4_GPUS, "depth": TRANSFER_DEPTH, "dim": LAYOUT_DIM,
      "batch": 4},
+    {"part": "transfers", "gpus": [RECOUNT_GPUS], "depth": RECOUNT_DEPTH, "dim": LAYOUT_DIM, "batch": 4},
     {"part": "timing", "label": "trend", "configs": [[2, d] for d in TIMING_DEPTHS],
      "dim": TIMING_DIM, "batch": 64, "warmup": 2, "rounds": 9, "simulated": [1, 3]},
     {"part": "timing", "label": "task4", "configs": [[g, TASK4_DEPTH] for g in TASK4_GPUS],
@@ -174,8 +189,10 @@ def built(found, what="the model") -> None:
         look = (f"\nWhere to look: run it as the grader did: pdl-grade run --gpus {gpus} --set "
                 f"DEPTH={depth} hw3/model_parallel.py")
         if "invalid device ordinal" in error["message"].lower():
-            look += (f"; a node of {gpus} GPU(s) has cuda:0 .. cuda:{gpus - 1} only: take the "
-                     "number of GPUs from torch.cuda.device_count()")
+            look += (f"; a node of {gpus} GPU(s) has cuda:0 .. cuda:{gpus - 1} only, and the layout "
+                     f"asked for a GPU past the last one: check its rule where DEPTH is not a "
+                     f"multiple of the GPU count (DEPTH={depth} on {gpus}: i // (DEPTH // N) goes "
+                     "past cuda:N-1), with N from torch.cuda.device_count()")
         raise AssertionError(f"Building or running {what} {where} failed: {at}{look}")
 
 
@@ -306,10 +323,15 @@ def _table(answers, qid, key, keys):
     by_key = rows_by(reported(answers, qid), key)  # a key that is no number is no row, no crash
     absent = [k for k in keys if k not in by_key or not isinstance(
         by_key[k].get("step_time_ms"), (int, float))]
+    # A cell of words is said as written, not as a missing time.
+    words = {k: by_key[k]["step_time_ms"] for k in absent if k in by_key
+             and isinstance(by_key[k].get("step_time_ms"), str) and by_key[k]["step_time_ms"].strip()}
+    missing = [k for k in absent if k not in words]
+    observed = [f"for {k}, {text!r} is not read as a time in ms" for k, text in words.items()]
+    observed += ["no step time for " + ", ".join(map(str, missing))] if missing else []
     assert not absent, explain(
         f"the table {qid} has a step time for {key.upper() if key == 'depth' else key} "
-        + ", ".join(map(str, keys)), "no step time for " + ", ".join(map(str, absent)),
-        answers.where_to_answer(qid))
+        + ", ".join(map(str, keys)), "; ".join(observed), answers.where_to_answer(qid))
     return by_key
 
 
@@ -398,10 +420,12 @@ def spread_layout(probe, gpus, depth):
     built(found)
     devices = found["devices"]
     wrong = [(i, d) for i, d in enumerate(devices) if gpu_index(d) is None or gpu_index(d) >= gpus]
+    on_host = any(gpu_index(d) is None for _, d in wrong)
     assert not wrong, explain(
         f"every layer on one of the node's GPUs cuda:0 .. cuda:{gpus - 1}",
         "; ".join(f"layer {i} is on {d}" for i, d in wrong[:5]), LOOK_TASK3
-        + ": derive the GPUs from torch.cuda.device_count(), never a fixed number")
+        + (": every layer you create needs its .to(device), the leftover DEPTH % N ones too"
+           if on_host else ": derive the GPUs from torch.cuda.device_count(), never a fixed number"))
     counts = counts_per_gpu(devices, gpus)
     idle = [i for i, c in enumerate(counts) if c == 0]
     assert not idle, explain(
@@ -432,19 +456,20 @@ def on_gpus(gpus: int) -> str:
     return f"{gpus} GPU{'s' if gpus != 1 else ''}"
 
 
-def only_a_failure_counts_on_one_gpu(gpus):
+def only_a_failure_counts_on_a_small_node(gpus):
     """Called once a case has passed: on one GPU every layout that builds and runs passes
-    (all layers on cuda:0 is spread over "all" GPUs), so a pass there proves nothing and earns
-    nothing, while a failure (a layout that breaks on a one-GPU machine) still costs."""
-    if gpus == 1:
-        pytest.skip("one GPU: any layout that runs passes this, so it counts only when it fails")
+    (all layers on cuda:0 is spread over "all" GPUs), and on two the untouched base code
+    does, so a pass there proves nothing and earns nothing, while a failure (a layout that
+    breaks on a one- or two-GPU machine) still costs."""
+    if gpus in PASS_PROVES_NOTHING:
+        pytest.skip(f"{PASS_PROVES_NOTHING[gpus]}, so it counts only when it fails")
 
 
 @pytest.mark.check("hw3.task3.all_gpus_used")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
 def test_task3_layers_on_every_gpu(probe, gpus, depth):
     spread_layout(probe, gpus, depth)
-    only_a_failure_counts_on_one_gpu(gpus)
+    only_a_failure_counts_on_a_small_node(gpus)
 
 
 @pytest.mark.check("hw3.task3.balanced")
@@ -455,7 +480,7 @@ def test_task3_even_split(probe, gpus, depth):
         f"{depth} layers over {gpus} GPUs: per-GPU counts that differ by at most one "
         f"(e.g. {counts_per_gpu(even_contiguous_layout(depth, gpus), gpus)})",
         f"layers per GPU {counts}", LOOK_TASK3)
-    only_a_failure_counts_on_one_gpu(gpus)
+    only_a_failure_counts_on_a_small_node(gpus)
 
 
 @pytest.mark.check("hw3.task3.output_matches")
@@ -480,7 +505,7 @@ def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth)
             wrong + (" (on one GPU too: your model's output there is the same)"
                      if gpus > 1 else ""),
             LOOK_FORWARD + ": loop over every layer of the model once")
-    only_a_failure_counts_on_one_gpu(gpus)
+    only_a_failure_counts_on_a_small_node(gpus)
 
 
 @pytest.mark.check("hw3.task3.contiguous")
@@ -491,6 +516,7 @@ def test_task3_contiguous_blocks(probe, gpus, depth):
         pytest.skip("one GPU, or one layer per GPU: any layout is blocks (not counted)")
     _, devices, _ = spread_layout(probe, gpus, depth)
     if contiguous_blocks(devices, gpus):
+        only_a_failure_counts_on_a_small_node(gpus)
         return
     expected = even_contiguous_layout(depth, gpus)
     index, observed_device, expected_device = first_misplaced(devices, expected)
@@ -576,7 +602,10 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
             if not idle or not busy or len(theirs) != len(layers) or not all(
                     isinstance(m, (int, float)) and not isinstance(m, bool) for m in theirs):
                 continue
-            assert max(theirs[i] for i in idle) < min(theirs[i] for i in busy), disagrees(
+            # Clearly less: the busy GPUs hold at least a layer's weights, gradients and
+            # optimizer state more (a reported 80.1 against 80.3 MiB is no GPU without layers).
+            least_busy = min(theirs[i] for i in busy)
+            assert max(theirs[i] for i in idle) <= least_busy - max(IDLE_GAP_MIB, IDLE_GAP_SHARE * least_busy), disagrees(
                 answers, "task4.table",
                 f"with {g} GPUs, less memory on {', '.join(f'cuda:{i}' for i in idle)} (no "
                 "layers there) than on the GPUs holding layers",
@@ -588,6 +617,12 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
             answers, "task4.table", f"the busiest GPU's memory {'falls' if expected == 'down' else 'rises'}"
             " from 2 to 5 GPUs", f"puts at most {busiest[2]} layers on one of 2 GPUs and "
             f"{busiest[5]} on one of 5", f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB")
+        # The same layers on the busiest GPU with 2 and with 5 GPUs (Task 3 not done): its
+        # memory cannot clearly fall or rise (a non-solution reported the reference's 200 -> 80).
+        assert busiest[2] != busiest[5] or change(max(memory[2]), max(memory[5])) is None, disagrees(
+            answers, "task4.table", "the busiest GPU's memory about the same with 2 and 5 GPUs",
+            f"puts {busiest[2]} layers on its busiest GPU with 2 GPUs and with 5",
+            f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB")
 
 
 @pytest.mark.check("hw3.task4.utilised_answer")
@@ -656,18 +691,55 @@ def _copies(events, host_counts: bool) -> int:
                and (str(e.get("src")).startswith("cuda") or host_counts))
 
 
-def counts_said(counts: list[tuple[int, int]], gpus: int) -> str:
+def counts_said(counts: list[tuple[int, int]], gpus: int, depth: int = TRANSFER_DEPTH) -> str:
     """The counts the grader accepts, as the script would print them."""
     said = [f"'to() calls: {calls}, real transfers: {copies}'" for calls, copies in counts]
-    return " or ".join(said) + (f" (DEPTH={TRANSFER_DEPTH} on {gpus} GPUs, as the grader counted "
+    return " or ".join(said) + (f" (DEPTH={depth} on {gpus} GPUs, as the grader counted "
                                 "them: every .to() of the forward, or the baton pass "
                                 "x.to(layer_device) alone, from the input your main() gives it)")
 
 
-def forward_counts(probe, gpus, from_host: bool = False):
-    found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
+def forward_counts(probe, gpus, from_host: bool = False, depth: int = TRANSFER_DEPTH):
+    found = record(probe, "transfers", gpus=gpus, depth=depth)
     built(found)
     return observed_counts(found, from_host)
+
+
+def counters_count(probe, gpus: int) -> bool:
+    """Whether the model's own counters (the template's self.to_calls, self.transfers), reset
+    before the grader's forward pass, hold that pass's counts after it."""
+    found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
+    counters = found.get("counters")
+    return bool(counters) and tuple(counters) in observed_counts(found)
+
+
+def counts_printed_without_counting(probe, runs, script_specs) -> str | None:
+    """Why the printed counts do not come from counting, or None. Where the counters do not
+    count (absent, renamed, or the count kept elsewhere), the script is run once more with
+    fewer layers than GPUs: a count that follows the code prints what its forward pass makes
+    there too; a constant or a formula of DEPTH and the GPU count does not."""
+    try:
+        if all(counters_count(probe, g) for g in TASK4_GPUS):
+            return None
+        recount = record(probe, "transfers", gpus=RECOUNT_GPUS, depth=RECOUNT_DEPTH)
+    except pytest.skip.Exception:
+        return None   # a node too small for the second run: the printed counts decide alone
+    if recount.get("error"):
+        return None   # the layout fails there: Task 3's checks say so, not this one
+    spec = dict(script_specs[RECOUNT_GPUS], sets=dict(script_specs[RECOUNT_GPUS]["sets"], DEPTH=RECOUNT_DEPTH))
+    run = runs.script(**spec)
+    counts = observed_counts(recount, starts_on_the_host(run))
+    printed = printed_count_pairs(run.stdout) or printed_count_pairs(run.stderr)
+    if any(pair in counts for pair in printed):
+        return None
+    said = (f"it printed 'to() calls: {printed[0][0]}, real transfers: {printed[0][1]}'" if printed
+            else "it printed no counts" + (f" ({run.problem()})" if run.problem() else ""))
+    return explain(
+        f"the printed counts come from counting the forward pass: run again with DEPTH="
+        f"{RECOUNT_DEPTH} on {RECOUNT_GPUS} GPUs (fewer layers than GPUs), the script prints "
+        f"{counts_said(counts, RECOUNT_GPUS, RECOUNT_DEPTH)}",
+        f"{said}, and the model's counters self.to_calls and self.transfers (the template's) did "
+        "not count the grader's forward pass either", LOOK_COUNTING)
 
 
 def starts_on_the_host(run) -> bool:
@@ -706,6 +778,8 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
         f"the counts your script prints are the ones its forward pass makes: "
         f"{counts_said(counts, gpus)}", f"it printed 'to() calls: {said_counts[0]}, real "
         f"transfers: {said_counts[1]}'", LOOK_COUNTING)
+    not_counted = counts_printed_without_counting(probe, runs, script_specs)
+    assert not_counted is None, not_counted
 
 
 @pytest.mark.check("hw3.task5.counts_reported")
@@ -735,6 +809,15 @@ def test_task5_reported_counts_match(probe, runs, script_specs, answers, reporte
 def test_task5_answer_does_communication_grow_with_gpus(probe, answers, measured,
                                                         reported_values):
     copies = {g: forward_counts(probe, g)[0][1] for g in TASK4_GPUS}
-    check_fact(answers, "task5.transfers_grow_with_gpus", frozenset({copies[5] > copies[2]}),
+    on_five = record(probe, "transfers", gpus=5, depth=TRANSFER_DEPTH)
+    idle = 5 - len({one for d in on_five.get("devices", []) for one in ([d] if isinstance(d, str) else d)
+                    if str(one).startswith("cuda")})
+    # Code that leaves GPUs of the 5-GPU node without layers (Task 3 not done) does not show
+    # what the question is about; the handout's answer (N - 1 transfers: they grow) is right
+    # too, as is what that code does.
+    verdict = frozenset({copies[5] > copies[2]} | ({True} if idle > 0 else set()))
+    check_fact(answers, "task5.transfers_grow_with_gpus", verdict,
                f"makes {copies[2]} GPU-to-GPU transfer(s) per forward pass on 2 GPUs and "
-               f"{copies[5]} on 5", measured, reported_values)
+               f"{copies[5]} on 5" + (f", leaving {idle} of the 5 GPUs without layers (with the "
+                                      "layers on every GPU, N GPUs make N - 1 transfers)" if idle > 0 else ""),
+               measured, reported_values)

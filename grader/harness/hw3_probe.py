@@ -41,6 +41,34 @@ from grader.vgpu.script_folder import standard_names_in
 CONFIG_TIME_LIMIT_S = 30
 
 
+
+# Task 5's counters as the template names them (self.to_calls, self.transfers): reset before
+# one forward pass and read after it, as the template's main() does, so the check can tell
+# counting code from a count printed without it.
+_COUNTERS = ("to_calls", "transfers")
+
+
+def _reset_counters(model) -> bool:
+    """Whether the model has the template's counters (now set to 0)."""
+    try:
+        if not all(isinstance(getattr(model, name, None), int) for name in _COUNTERS):
+            return False
+        for name in _COUNTERS:
+            setattr(model, name, 0)
+        return True
+    except Exception:   # a property of the student's own that refuses: no counters to read
+        return False
+
+
+def _counters(model) -> list[int] | None:
+    try:
+        values = [getattr(model, name) for name in _COUNTERS]
+    except Exception:
+        return None
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return [int(v) for v in values]
+    return None
+
 class ConfigTimeout(Exception):
     pass
 
@@ -463,8 +491,9 @@ class Probe:
         x = torch.randn(batch, dim)
         # As the base code's main() gives it: the input already where the first layer is.
         first = one_device(devices[0]) if devices else "cpu"
+        counting = _reset_counters(model)
         _, log = self.logged_forward(model, x.to(first))
-        result = {"devices": devices, "log": log}
+        result = {"devices": devices, "log": log, "counters": _counters(model) if counting else None}
         # A main() of the student's own may start from the host (a forward that moves only
         # when needed then makes one call more): measured too, where the forward takes it.
         try:

@@ -117,3 +117,33 @@ def test_made_up_depths_of_the_students_own_are_measured_for_the_flag():
     assert theirs == 10.0 and theirs / predicted > PLAUSIBLE_RATIO
     honest, line = own_depths_ratios(ours, [8, 16, 32], {8: 0.55, 16: 1.0, 32: 1.95})
     assert 1 / PLAUSIBLE_RATIO <= honest / line <= PLAUSIBLE_RATIO
+
+
+class _Run:
+    def problem(self):
+        return ""
+
+
+@pytest.mark.parametrize("devices, says, not_says", [
+    # A student's audit: the leftover DEPTH % N layers appended without .to(device).
+    (["cuda:0", "cuda:0", "cuda:1", "cuda:2", "cpu"], "needs its .to(device), the leftover", "never a fixed number"),
+    # A fixed GPU number past the node's last GPU.
+    (["cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:3"], "never a fixed number", ".to(device)"),
+])
+def test_a_layer_off_the_nodes_gpus_is_told_its_cause(devices, says, not_says):
+    from grader.checks.test_hw3 import spread_layout
+    probe = ([{"kind": "layout", "gpus": 3, "depth": 5, "devices": devices}], _Run())
+    with pytest.raises(AssertionError) as failure:
+        spread_layout(probe, 3, 5)
+    assert says in str(failure.value) and not_says not in str(failure.value), str(failure.value)
+
+
+def test_a_gpu_index_past_the_last_gpu_is_told_to_check_the_rule_not_to_count_the_gpus():
+    """A student's audit: `i // (depth // n)` with n from device_count() was told to take n
+    from device_count()."""
+    from grader.checks.test_hw3 import built
+    found = {"gpus": 3, "depth": 5, "error": {"type": "RuntimeError", "message": "CUDA error: invalid device ordinal"}}
+    with pytest.raises(AssertionError) as failure:
+        built(found)
+    message = str(failure.value)
+    assert "pdl-grade run --gpus 3 --set DEPTH=5" in message and "i // (DEPTH // N) goes past cuda:N-1" in message, message
