@@ -229,6 +229,18 @@ def test_explanation_lines_that_start_like_headings_do_not_end_it(tmp_path):
     assert result.status == "ok", result.problems
 
 
+def test_the_templates_question_kept_above_an_explanation_is_no_part_of_it(tmp_path):
+    """A student's pandoc PDF kept each "Task N explanation" question of REPORT_TEMPLATE.md:
+    every explanation began with it (alike for everyone, which a copy detector would see)."""
+    lines = list(REPORT_LINES)
+    at = lines.index("Task 3 explanation") + 1
+    lines[at:at] = ["Explain the logic you used to calculate which GPU receives which", "layer index."]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task3.explanation"] == "Twenty layers over five devices is four each.", result.answers
+    lines[at + 2] = "..."   # the question and the template's placeholder: not answered
+    assert "task3.explanation" in _report_from_lines(tmp_path, lines).missing
+
+
 @pytest.mark.parametrize("header_repeated", [False, True])
 def test_table_running_onto_the_next_page(tmp_path, header_repeated):
     """A browser's print put rows at the page's bottom edge, where "12" reads like a page

@@ -159,6 +159,26 @@ def explanation_field(task: int) -> str:
     return f"task{task}.explanation"
 
 
+# The question the report template asks under each "Task N explanation" heading
+# (student_template/hw3/REPORT_TEMPLATE.md): a student filling the template in often keeps it
+# above the answer, and it is no part of the answer (every student's would begin alike).
+EXPLANATION_PROMPTS = {
+    1: "At what exact point in the forward() method does the data move from GPU 0 to GPU 1, and why only there?",
+    2: "Why or why not, based on your observations?",
+    3: "Explain the logic you used to calculate which GPU receives which layer index.",
+    4: "How are the GPUs used during a step, and why is it (not) faster?",
+    5: "What is the relationship between the number of GPUs and the total communication overhead?",
+}
+_PROMPT_RES = {task: re.compile(r"^[\W_]*" + r"[\s*_`]+".join(re.escape(w) for w in prompt.split()) + r"[\s*_`]*",
+                                re.IGNORECASE) for task, prompt in EXPLANATION_PROMPTS.items()}
+
+
+def without_prompt(task: int, text: str) -> str:
+    """`text` without the template's question at its start."""
+    found = _PROMPT_RES[task].match(text) if task in _PROMPT_RES else None
+    return text[found.end():] if found else text
+
+
 # "Task 2 explanation", "1.2 Task 2 - Explanation:", "Explanation for Task 2", "Task 2: explanation".
 EXPLANATION_HEADING = re.compile(
     r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:task\s*(?P<a>\d)\s*[-:.)]?\s*(?:explanation|answer)s?"

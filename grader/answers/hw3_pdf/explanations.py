@@ -78,13 +78,13 @@ def read_explanations(layout: Layout) -> dict[int, tuple[str, Line]]:
             text = clean(" ".join(c.raw for c in line.cells[1:]))
             if line.ruled is None:  # ... and, unruled, the lines under its answer cell
                 text = following_text(layout, line.index + 1, text)
-            found[task] = (text, line)
+            found[task] = (contract.without_prompt(task, text), line)
             continue
         # Text may follow the heading on its own line ("Task 1 explanation: because ...").
         raw = clean(" ".join(c.raw for c in line.cells)).translate(_DASHES)
         in_raw = contract.EXPLANATION_HEADING.match(raw.lower())
         inline = raw[in_raw.end():] if in_raw else ""
-        found[task] = (following_text(layout, line.index + 1, inline), line)
+        found[task] = (contract.without_prompt(task, following_text(layout, line.index + 1, inline)), line)
     return found
 
 
