@@ -496,19 +496,19 @@ def _under_last_cell(layout: Layout, line: Line) -> str:
 
 def read_labels(layout: Layout) -> dict[str, LabelReading]:
     body = layout.body()
-    views = [_stream(_view_lines(body)), _stream(_view_rows(body))]
+    by_line, by_row = _stream(_view_lines(body)), _stream(_view_rows(body))
     found = {}
     for answer in contract.LABELLED_ANSWERS:
         reading = LabelReading()
-        for view in views:
+        for view in (by_line, by_row):
             attempt = _match(answer, view, layout)
             if attempt.value is not None:
+                if answer.kind == "yes_no" and view is by_line:
+                    attempt = _explanation_of_the_whole_row(attempt, _match(answer, by_row, layout))
                 reading = attempt
                 break
             if attempt.found_label and not reading.found_label:
                 reading = attempt
-        if answer.kind == "yes_no" and reading.value is not None and view is views[0]:
-            reading = _explanation_of_the_whole_row(reading, _match(answer, views[1], layout))
         found[answer.field] = reading
     return found
 
