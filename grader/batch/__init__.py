@@ -5,6 +5,7 @@ Modules: `inputs` finds, identifies and safely unpacks submissions; `gradebook` 
 record; `scheduler` runs gradings in killable child processes (grader/cluster runs them as
 SLURM jobs instead); `pipeline` ties them together around grader/grading's stages;
 `published` keeps DIR/submissions/ in step with the gradebook; `grades_csv`, `class_page` and
-`progress` are the outputs; `submission_times` reads the LMS's submission times (late
+`progress` are the outputs (`people` makes one row of a person's uploads of several Moodle
+downloads); `submission_times` reads the LMS's submission times (late
 penalties). The CLI is grader/cli/batch.py.
 """

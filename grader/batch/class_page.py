@@ -1,16 +1,19 @@
 """DIR/index.html: the class page of a batch folder, rebuilt from the gradebook's current runs.
 
-Every student with their score per assignment, status, and links to their report and instructor
-view; what needs a person (uploads with nothing to grade, override problems, submissions held
-for review, reports to read); score histograms per assignment (and for the total when there is
-more than one assignment), the pass rate of every check (worst first), the most common
-failures with one example feedback each and the item id an override needs, HW3's step time
+Every student (one row per person: their uploads of several Moodle assignments together,
+grader/batch/people.py) with their score per assignment, status, and links to their report and
+instructor view; what needs a person (uploads for a person, override problems, names shared
+by uploads kept apart, submissions held for review, reports to read); score histograms per
+assignment (and for the students' totals when there is more than one assignment), the pass
+rate of every check (worst first), the most common failures with one example feedback each
+and the item id an override needs, HW3's step time
 against DEPTH across the class (median with min-max spread), the gradings that did not end in
 a grade (timed out, errored, rejected, with their message), flags for reported numbers that
 disagree with the measurements (with their item id), and near-identical submissions: the same
 content hash for different students, and the same code file once comments and whitespace are
 stripped (fingerprints taken from the unpacked uploads, zips included, and kept in the
-gradebook: grader/batch/similarity.py).
+gradebook: grader/batch/similarity.py); a person's own uploads of two assignments are never
+a flag.
 
 Feedback and messages come from student code and are hostile: the template autoescapes
 everything; only the SVG built (and escaped) by grader.reports.plots is let through.
@@ -27,6 +30,7 @@ import jinja2
 from markupsafe import Markup
 
 from grader.batch.gradebook import CurrentRun, Gradebook
+from grader.batch.people import Person, people, person_of
 from grader.batch.similarity import normalized_python
 from grader.common.files import write_atomically
 from grader.reports import plots
@@ -42,9 +46,11 @@ STUDENT_FILES = {"report": "report.html", "instructor": "instructor.md",
 
 
 def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
-                     order: list[str] | None = None, unmatched_overrides: list[str] = ()) -> Path:
+                     order: list[str] | None = None, unmatched_overrides: list[str] = (),
+                     unapplied_overrides: Mapping[str, str] | None = None) -> Path:
     """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments;
-    `unmatched_overrides`: keys of this run's overrides file that name no submission.
+    `unmatched_overrides`: keys of this run's overrides file that name no submission;
+    `unapplied_overrides`: {key: why} of overrides for uploads with nothing to grade.
     (`submissions_dir` is no longer read: the code fingerprints are in the gradebook.)"""
     out_dir = Path(out_dir)
     book = Gradebook(out_dir / "gradebook.sqlite")
@@ -55,7 +61,7 @@ def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
         book.close()
     files = {r.student.key: _student_files(out_dir, r.student.key) for r in runs}
     page = render_class_page(class_summary(runs, fingerprints, order, files,
-                                           unmatched_overrides))
+                                           unmatched_overrides, unapplied_overrides))
     return write_atomically(out_dir / "index.html", page)
 
 
@@ -68,22 +74,30 @@ def _student_files(out_dir: Path, key: str) -> dict[str, str]:
 def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping[str, str]] | None = None,
                   order: list[str] | None = None,
                   files: Mapping[str, Mapping[str, str]] | None = None,
-                  unmatched_overrides: Iterable[str] = ()) -> dict:
+                  unmatched_overrides: Iterable[str] = (),
+                  unapplied_overrides: Mapping[str, str] | None = None) -> dict:
     """Everything the page shows, as plain data (the tests assert on this and on the HTML).
     `fingerprints`: {student: {code file: fingerprint}}; `files`: {student: {report,
     instructor, problem: link relative to DIR}}; `unmatched_overrides`: keys of the overrides
-    file that name no submission."""
+    file that name no submission; `unapplied_overrides`: {key: why} of overrides that name an
+    upload with nothing to grade."""
     runs = sorted(runs, key=lambda r: r.student.key)
     graded = [r for r in runs if r.status == "graded" and r.result]
     counts = Counter(r.status for r in runs)
     order = _assignment_order(runs, order or [])
-    code = _same_code(fingerprints or {})
+    persons, shared_names = people(runs, order)
+    owner = person_of(persons)
+    code = [{"file": entry["file"], "groups": groups} for entry in _same_code(fingerprints or {})
+            if (groups := _of_several_people(entry["groups"], owner))]
+    names = {r.student.key: r.student.name for r in runs}
     return {
-        "students": len(runs),
+        "students": len(persons),
+        "uploads": len(runs),
         "counts": {s: counts.get(s, 0) for s in ("graded", "rejected", "timed_out", "error")},
         "assignments": order,
-        "roster": _roster(runs, order, files or {}),
-        "distributions": _distributions(graded, order),
+        "roster": _roster(persons, order, files or {}),
+        "shared_names": shared_names,
+        "distributions": _distributions(graded, order, persons),
         "checks": _check_rates(graded),
         "failures": _common_failures(graded),
         "step_time": _step_times(graded),
@@ -96,12 +110,14 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
             {"key": key, "name": key, "problem": "no such submission: its overrides were "
                                                  "ignored (a key is a folder name under "
                                                  "submissions/)"}
-            for key in unmatched_overrides],
+            for key in unmatched_overrides] + [
+            {"key": key, "name": names.get(key, key), "problem": why}
+            for key, why in sorted((unapplied_overrides or {}).items())],
         "answer_flags": _answer_flags(graded),
         "answer_review": _answer_reviews(graded),
         "integrity": _integrity_holds(graded),
-        "same_hash": _groups({r.student.key: r.content_hash for r in runs
-                              if not r.content_hash.startswith("raw:")}),
+        "same_hash": _of_several_people(_groups({r.student.key: r.content_hash for r in runs
+                                                 if not r.content_hash.startswith("raw:")}), owner),
         "same_code": code,
         "same_answers": same_written_answers(graded),
         "code_compared": sum(1 for prints in (fingerprints or {}).values() if prints),
@@ -124,41 +140,66 @@ def _assignment_order(runs: list[CurrentRun], course_order: list[str]) -> list[s
     return [a for a in course_order if a in present] + sorted(present - set(course_order))
 
 
-def _roster(runs: list[CurrentRun], order: list[str], files: Mapping[str, Mapping[str, str]]) -> list[dict]:
+def _roster(persons: list[Person], order: list[str],
+            files: Mapping[str, Mapping[str, str]]) -> list[dict]:
     """Every student: name, status, the score of each assignment and the total (empty where
-    there is no grade), and links to the files the staff open."""
+    there is no grade), and links to the files the staff open (of each upload, named by its
+    assignments where a person has several)."""
     rows = []
-    for run in runs:
-        result = run.result or {}
-        by_id = {a["id"]: a for a in result.get("assignments", [])}
-        graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
-        scores = {}
-        for assignment in order:
-            found = by_id.get(assignment)
-            scores[assignment] = (f"{format_points(found['score'])}/{format_points(found['max_score'])}"
-                                  if graded and found else "")
-        total = (f"{format_points(result.get('score', 0))}/{format_points(result.get('max_score', 0))}"
-                 if graded and result else "")
-        status = "needs a person" if run.needs_person else run.status.replace("_", " ")
-        if run.held:
-            status = "graded, held for review"
-        rows.append({"key": run.student.key, "name": run.student.name,
-                     "identifier": run.student.identifier, "status": status,
-                     "scores": scores, "total": total, "links": dict(files.get(run.student.key, {}))})
+    for person in persons:
+        scores = {assignment: "" for assignment in order}
+        statuses, links = [], []
+        for run in person.runs:
+            result = run.result or {}
+            graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
+            for found in result.get("assignments", []):
+                if graded and found.get("id") in scores:
+                    scores[found["id"]] = (f"{format_points(found['score'])}/"
+                                           f"{format_points(found['max_score'])}")
+            status = "needs a person" if run.needs_person else run.status.replace("_", " ")
+            if run.held:
+                status = "graded, held for review"
+            several = len(person.runs) > 1 and run.assignments
+            of = f" ({', '.join(run.assignments)})" if several else ""
+            statuses.append((status, of))
+            own = files.get(run.student.key, {})
+            if own.get("report"):
+                links.append(("report" + of, own["report"]))
+            elif own.get("problem"):
+                links.append(("why not graded" + of, own["problem"]))
+            if own.get("instructor"):
+                links.append(("instructor.md" + of, own["instructor"]))
+        # A held submission's points are shown beside its status, as they always were.
+        whole = all(r.result and (r.status == "graded" or (r.status == "rejected"
+                                                           and not r.needs_person))
+                    for r in person.runs)
+        total = (f"{format_points(sum(float(r.result.get('score', 0)) for r in person.runs))}/"
+                 f"{format_points(sum(float(r.result.get('max_score', 0)) for r in person.runs))}"
+                 if whole else "")
+        plain = {status for status, _ in statuses}
+        status = plain.pop() if len(plain) == 1 else "; ".join(s + of for s, of in statuses)
+        rows.append({"key": person.keys[0], "student_keys": person.keys, "name": person.name,
+                     "identifier": "; ".join(r.student.identifier for r in person.runs),
+                     "status": status, "scores": scores, "total": total,
+                     "flag": person.flag, "links": links})
     return rows
 
 
-def _distributions(graded: list[CurrentRun], order: list[str]) -> list[dict]:
+def _distributions(graded: list[CurrentRun], order: list[str],
+                   persons: list[Person] = ()) -> list[dict]:
+    """Per assignment over its graded uploads; the total over the students (a person's
+    uploads of several assignments added up, as grades.csv does)."""
     # With one assignment its histogram and the total's would be the same chart: only one.
     present = [a for a in order if any(x["id"] == a for r in graded for x in r.result.get("assignments", []))]
     out = []
     for assignment in present + (["total"] if len(present) != 1 else []):
         scores, maxima = [], []
-        for run in graded:
-            if assignment == "total":
-                scores.append(float(run.result["score"]))
-                maxima.append(float(run.result["max_score"]))
-                continue
+        if assignment == "total":
+            for person in persons:
+                if person.runs and all(r.status == "graded" and r.result for r in person.runs):
+                    scores.append(sum(float(r.result["score"]) for r in person.runs))
+                    maxima.append(sum(float(r.result["max_score"]) for r in person.runs))
+        for run in graded if assignment != "total" else []:
             for a in run.result.get("assignments", []):
                 if a["id"] == assignment:
                     scores.append(float(a["score"]))
@@ -169,6 +210,12 @@ def _distributions(graded: list[CurrentRun], order: list[str]) -> list[dict]:
                         "mean": format_points(statistics.fmean(scores)),
                         "median": format_points(statistics.median(scores))})
     return out
+
+
+def _of_several_people(groups: list[list[str]], owner: Mapping[str, int]) -> list[list[str]]:
+    """Groups of uploads alike that are not all one person's (Alice's HW3 zip and her
+    Practical 4 zip holding the same hw3/ had flagged her as copying from herself)."""
+    return [group for group in groups if len({owner.get(key, key) for key in group}) > 1]
 
 
 def _override_problems(runs: list[CurrentRun]) -> list[dict]:

@@ -9,9 +9,12 @@ duplicate current result impossible, whatever the code above does.
 Schema versions (meta.schema_version): 1, the first; 2 adds runs.submitted_at, the submission
 time a run was scored with; 3 adds runs.needs_person (a rejected upload in which nothing the
 assignments expect was found: a person's to look at, not a zero) and submissions.fingerprints
-(the code files' fingerprints, for the class page's identical-code flags). An older gradebook
+(the code files' fingerprints, for the class page's identical-code flags); 4 adds
+students.email (from a Moodle worksheet: one person's uploads of several assignments, each
+numbered anew by Moodle, are one row of grades.csv). An older gradebook
 is migrated when opened, in one transaction (ALTER TABLE ... ADD COLUMN: existing runs keep
-NULL, "time unknown", which is what they were scored with, and 0, "not for a person"); a newer
+NULL, "time unknown", which is what they were scored with, 0, "not for a person", and no
+email: the name tells people apart, as before); a newer
 one is refused rather than half understood.
 """
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any, Iterator, NamedTuple
 from grader.batch.inputs import Student
 from grader.common.text import storable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Outcomes of a run. `graded` and `rejected` are final for that content and configuration;
 # `timed_out` and `error` are retried by the next batch (the cause may have been the machine).
 FINAL_STATUSES = ("graded", "rejected")
@@ -38,7 +41,8 @@ CREATE TABLE IF NOT EXISTS students (
     id             INTEGER PRIMARY KEY,
     key            TEXT NOT NULL UNIQUE,   -- folder name under DIR/submissions/
     name           TEXT NOT NULL,
-    participant_id TEXT                    -- Moodle's participant id, NULL outside Moodle
+    participant_id TEXT,                   -- Moodle's participant id, NULL outside Moodle
+    email          TEXT                    -- from a Moodle worksheet (NULL: not given)
 );
 CREATE TABLE IF NOT EXISTS submissions (
     id           INTEGER PRIMARY KEY,
@@ -144,6 +148,7 @@ class CurrentRun:
     assignment_scores: dict[str, float]
     submitted_at: str | None = None
     needs_person: bool = False
+    assignments: tuple[str, ...] = ()    # what the run graded (its configuration's)
 
     @property
     def held(self) -> list[str]:
@@ -190,7 +195,7 @@ class Gradebook:
         return int(row[0]) if row else None
 
     def _migrate(self) -> None:
-        """Bring a version-1 or -2 gradebook to the current schema (inside the open transaction,
+        """Bring a version-1, -2 or -3 gradebook to the current schema (inside the open transaction,
         so a batch killed here leaves the old gradebook as it was; idempotent)."""
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
         if "submitted_at" not in columns:
@@ -199,6 +204,8 @@ class Gradebook:
             self.db.execute("ALTER TABLE runs ADD COLUMN needs_person INTEGER NOT NULL DEFAULT 0")
         if "fingerprints" not in {row[1] for row in self.db.execute("PRAGMA table_info(submissions)")}:
             self.db.execute("ALTER TABLE submissions ADD COLUMN fingerprints TEXT")
+        if "email" not in {row[1] for row in self.db.execute("PRAGMA table_info(students)")}:
+            self.db.execute("ALTER TABLE students ADD COLUMN email TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -285,6 +292,14 @@ class Gradebook:
             self.db.execute("UPDATE students SET name = ? WHERE key = ?",
                             (storable(student.name), student.key))
 
+    def record_emails(self, by_participant: dict[str, str]) -> None:
+        """The email of each Moodle participant a worksheet lists (its participant ids are
+        that assignment's, so only its own students match)."""
+        with self.transaction():
+            for pid, email in by_participant.items():
+                self.db.execute("UPDATE students SET email = ? WHERE participant_id = ?",
+                                (storable(email), pid))
+
     def known_students(self) -> list[Student]:
         """Every student graded so far, as they were last seen: discover() keeps their keys."""
         return [Student(key, name, participant_id) for key, name, participant_id in
@@ -299,16 +314,18 @@ class Gradebook:
     def current_runs(self) -> Iterator[CurrentRun]:
         """Every student's current run, sorted by student key."""
         rows = self.db.execute(
-            "SELECT st.key, st.name, st.participant_id, r.id, r.status, r.message, s.content_hash, "
-            "r.config_hash, r.result_json, r.submitted_at, r.needs_person FROM runs r "
+            "SELECT st.key, st.name, st.participant_id, st.email, r.id, r.status, r.message, "
+            "s.content_hash, r.config_hash, r.result_json, r.submitted_at, r.needs_person, "
+            "r.assignments FROM runs r "
             "JOIN students st ON st.id = r.student_id "
             "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1 ORDER BY st.key").fetchall()
-        for key, name, pid, run_id, status, message, chash, config_hash, result_json, when, person in rows:
+        for (key, name, pid, email, run_id, status, message, chash, config_hash, result_json, when,
+             person, assignments) in rows:
             scores = dict(self.db.execute(
                 "SELECT assignment, score FROM assignment_scores WHERE run_id = ?", (run_id,)).fetchall())
-            yield CurrentRun(Student(key, name, pid), status, message, chash, config_hash,
+            yield CurrentRun(Student(key, name, pid, email), status, message, chash, config_hash,
                              json.loads(result_json) if result_json else None, scores, when,
-                             bool(person))
+                             bool(person), _assignment_list(assignments))
 
     def update_fingerprints(self, key: str, content_hash: str, fingerprints: dict[str, str]) -> None:
         """Keep the fingerprints of a submission already recorded (a run skipped as unchanged
@@ -332,6 +349,14 @@ class Gradebook:
             if isinstance(value, dict):
                 found[key] = {str(k): str(v) for k, v in value.items()}
         return found
+
+
+def _assignment_list(text: str | None) -> tuple[str, ...]:
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        value = []
+    return tuple(str(a) for a in value) if isinstance(value, list) else ()
 
 
 def _statements() -> list[str]:

@@ -1,9 +1,12 @@
-"""DIR/grades.csv: one row per student, sorted by student key, for Moodle's grade import.
+"""DIR/grades.csv: one row per person, sorted by their first student key: the course's record.
 
 Columns: `Identifier` ("Participant <id>" from Moodle's download, else the folder/zip name),
 `Full name`, one column per assignment, `Total`, `Status`, `Key` (the student's folder under
-submissions/, what a batch's overrides file is keyed by). Moodle's import maps the identifier
-column and one grade column per grade item; unmapped columns (Status, Key) are ignored there.
+submissions/, what a batch's overrides file is keyed by), and `Email address` when a Moodle
+worksheet gave some (last: the columns before it keep their places). A person's uploads of
+several Moodle assignments (each download numbers its participants anew) are one row
+(grader/batch/people.py): their identifiers and keys are listed there, each assignment's in
+the course's order, separated by "; ".
 Assignment cells and the total are the final points, after any late penalty. When some run
 has a submission time or a late penalty, two columns come before `Total`: `Submitted at`
 (ISO 8601, empty when unknown) and `Late penalty` (the points taken, as a negative number;
@@ -12,6 +15,7 @@ has a submission time or a late penalty, two columns come before `Total`: `Submi
 A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
 grading problem is never imported as a zero. A rejected upload (bad archive) is a 0; an upload
 in which nothing the assignments expect was found ("needs a person") leaves them empty too.
+A total is given only where every upload of the person has a grade.
 
 Text cells come from uploads (names, messages): one that a spreadsheet would read as a formula
 (starting with =, +, -, @, a tab or a carriage return: OWASP's CSV-injection list) is written
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from grader.batch.gradebook import CurrentRun
+from grader.batch.people import people
 from grader.common.files import write_atomically
 from grader.reports.formatting import format_points
 
@@ -47,32 +52,76 @@ def late_penalty(result: dict | None) -> float | None:
                if item.get("kind") == "penalty")
 
 
+# A status longer than this is cut where a sentence ends, and says where the rest is.
+STATUS_MESSAGE_CHARS = 400
+NAME_KEPT_APART = "another upload of this name was kept apart from it (index.html says why)"
+
+
+def short_message(text: str, limit: int = STATUS_MESSAGE_CHARS) -> str:
+    """A message for one cell: whole, or cut at the end of a sentence or clause (a status cut
+    mid-word had ended "...(or keep one and")."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("; "), cut.rfind(": "), cut.rfind(", "))
+    if end < limit // 2:
+        end = cut.rfind(" ")
+    return cut[:max(end, 1)].rstrip(" .,:;") + " [...] (in full on index.html)"
+
+
+def _graded(run: CurrentRun) -> bool:
+    return run.status == "graded" or (run.status == "rejected" and not run.needs_person)
+
+
+def run_status(run: CurrentRun) -> str:
+    status = "needs a person" if run.needs_person else run.status.replace("_", " ")
+    if run.held:
+        status += f", held for review: {', '.join(run.held)}"
+    if run.message and run.status != "graded":
+        status += ": " + short_message(run.message)
+    return status
+
+
 def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[list[str]]:
     """`order`: the course's assignments (rubrics' order); others present follow by id."""
     runs = sorted(runs, key=lambda r: r.student.key)
     present = {a for run in runs for a in run.assignment_scores}
     columns = [a for a in order if a in present] + sorted(present - set(order))
+    persons, _ = people(runs, [*order, *columns])
     penalties = {run.student.key: late_penalty(run.result) if run.status == "graded" else None
                  for run in runs}
     timed = any(run.submitted_at for run in runs) or any(p is not None for p in penalties.values())
     late_columns = ["Submitted at", "Late penalty"] if timed else []
-    rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status", "Key"]]
-    for run in runs:
-        graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
-        held = run.held
-        cells = [format_points(run.assignment_scores[a])
-                 if graded and a in run.assignment_scores and a not in held else "" for a in columns]
+    emails = any(person.email for person in persons)
+    rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status", "Key",
+             *(["Email address"] if emails else [])]]
+    for person in persons:
+        cells = []
+        for a in columns:
+            run = next((r for r in person.runs if a in r.assignment_scores), None)
+            cells.append(format_points(run.assignment_scores[a])
+                         if run is not None and _graded(run) and a not in run.held else "")
         if timed:
-            penalty = penalties[run.student.key]
-            cells += [run.submitted_at or "", "" if penalty is None else format_points(penalty)]
-        total = format_points(sum(run.assignment_scores.values())) if graded and not held else ""
-        status = "needs a person" if run.needs_person else run.status.replace("_", " ")
-        if held:
-            status += f", held for review: {', '.join(held)}"
-        if run.message and run.status != "graded":
-            status += ": " + " ".join(run.message.split())[:200]
-        rows.append([inert_cell(run.student.identifier), inert_cell(run.student.name), *cells,
-                     total, inert_cell(status), inert_cell(run.student.key)])
+            times = list(dict.fromkeys(r.submitted_at for r in person.runs if r.submitted_at))
+            taken = [penalties[r.student.key] for r in person.runs
+                     if penalties[r.student.key] is not None]
+            cells += ["; ".join(times), format_points(sum(taken)) if taken else ""]
+        whole = all(_graded(r) and not r.held for r in person.runs)
+        total = format_points(sum(v for r in person.runs for v in r.assignment_scores.values())) \
+            if whole else ""
+        statuses = [run_status(r) for r in person.runs]
+        if len(set(statuses)) == 1:
+            status = statuses[0]
+        else:   # which upload each status is of
+            status = "; ".join(f"{', '.join(r.assignments or r.assignment_scores) or r.student.key}"
+                               f": {text}" for r, text in zip(person.runs, statuses))
+        if person.flag:
+            status += f"; {NAME_KEPT_APART}"
+        identifiers = "; ".join(r.student.identifier for r in person.runs)
+        rows.append([inert_cell(identifiers), inert_cell(person.name), *cells, total,
+                     inert_cell(status), inert_cell("; ".join(person.keys)),
+                     *([inert_cell(person.email or "")] if emails else [])])
     return rows
 
 

@@ -3,8 +3,10 @@ safely into a scratch folder, find its root and hash its content.
 
 Accepted layouts (one entry per student in SUBMISSIONS):
 - Moodle "download all submissions", in folders: `Jane Doe_123456_assignsubmission_file_/`
-  holding the files, a zip, or either nested one level down; Moodle's entries may be one
-  folder down themselves (an instructor's `late/`);
+  holding the files, a zip, or either nested one level down; Moodle's entries may be one or
+  two folders down themselves (an instructor's `late/`; several downloads side by side, each
+  with its `late/`: each download is one `export`, which decides what its uploads are graded
+  for when the batch is not told);
 - Moodle, flat: `Jane Doe_123456_assignsubmission_file_work.zip` (several files of one student
   are grouped by participant id);
 - anything else: a folder or a .zip named after the student (`alice/`, `alice.zip`).
@@ -28,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from grader.batch.layout import ROOT_SEARCH_DEPTH, NeedsPerson, find_root, require_expected_files
+from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held_assignments,
+                                 require_expected_files)
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, Rejected, UnpackLimits,
                                  check_zip_entry, display_name, extract_zip, materialize_entry)
 from grader.common.text import readable_text
@@ -36,7 +39,7 @@ from grader.scoring.rubric import assignment_ids
 
 __all__ = ["Student", "Submission", "Prepared", "Rejected", "NeedsPerson", "UnpackLimits",
            "discover", "prepare", "find_root", "check_zip_entry", "extract_zip", "content_hash",
-           "source_hash", "safe_key", "identify", "ROOT_SEARCH_DEPTH"]
+           "source_hash", "safe_key", "identify", "assignments_in", "ROOT_SEARCH_DEPTH"]
 
 # Beside the submissions, not one of them: Gradescope's export lists their times in it
 # (grader/batch/submission_times.py reads it).
@@ -49,6 +52,9 @@ class Student:
     key: str                      # unique, safe as a folder name: DIR/submissions/<key>/
     name: str
     participant_id: str | None = None
+    # From the Moodle worksheet given to a batch: who the person is across assignments (each
+    # Moodle assignment numbers its participants anew).
+    email: str | None = None
 
     @property
     def identifier(self) -> str:
@@ -64,9 +70,19 @@ class Submission:
     # Several plain entries of one name (alice/ and alice.zip): unpacked apart, one graded where
     # they hold the same files, a person's to decide where not.
     several: bool = False
+    root: Path | None = None      # the SUBMISSIONS folder it was found in
+    # The folder of SUBMISSIONS it came from where several exports sit side by side there
+    # (each Moodle download is one assignment's); "" for SUBMISSIONS itself.
+    export: str = ""
 
     def describe(self) -> str:
         return ", ".join(readable_text(p.name) for p in self.sources)
+
+    def located(self, source: Path) -> str:
+        """Where `source` is, as the instructor sees SUBMISSIONS (`late/Jane Doe_1_.../`)."""
+        where = source.relative_to(self.root).as_posix() if self.root is not None \
+            and source.is_relative_to(self.root) else source.name
+        return readable_text(where) + ("/" if source.is_dir() and not source.is_symlink() else "")
 
 
 @dataclass
@@ -125,20 +141,28 @@ def identify(entry: Path) -> tuple[Student, str | None] | None:
     return None
 
 
-def _entries(folder: Path, notes: list[str]):
+# Folders of Moodle's folders the batch looks into: SUBMISSIONS/<one export>/late/<Jane's>.
+CONTAINER_LEVELS = 2
+
+
+def _entries(folder: Path, notes: list[str], levels: int = CONTAINER_LEVELS, where: str = ""):
     """The entries of SUBMISSIONS, where those of a folder in it that holds Moodle's own
-    (an instructor's `late/` of late submissions) count as the folder's: its students' Moodle
-    rows had been lost, and the folder graded as a student called `late`. One level only."""
+    (an instructor's `late/` of late submissions, or one export of several side by side) count
+    as the folder's: its students' Moodle rows had been lost, and the folder graded as a
+    student called `late`. Such a folder's own folders of Moodle's are looked into too (the
+    `late/` of one export beside another: it had been one level too deep, and its students
+    graded as one called `late`), `levels` deep."""
     for entry in _listed(folder):
-        try:
-            inner = _listed(entry) if entry.is_dir() and not entry.is_symlink() \
-                and not _is_moodle(entry) else []
-        except OSError:   # a student's folder the batch cannot list: prepare() says so
-            inner = []
+        inner = []
+        if levels > 0 and entry.is_dir() and not entry.is_symlink() and not _is_moodle(entry):
+            try:
+                inner = _listed(entry)
+            except OSError:   # a student's folder the batch cannot list: prepare() says so
+                inner = []
         if any(_is_moodle(each) for each in inner):
-            notes.append(f"{readable_text(entry.name)}/ holds Moodle submissions: each of them "
-                         "graded as its student's")
-            yield from inner
+            shown = where + readable_text(entry.name) + "/"
+            notes.append(f"{shown} holds Moodle submissions: each of them graded as its student's")
+            yield from _entries(entry, notes, levels - 1, shown)
         else:
             yield entry
 
@@ -183,6 +207,10 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
         names.setdefault(s.key, set()).add(same_name(s.name))
     for _, student, _ in found:
         names.setdefault(student.key, set()).add(same_name(student.name))
+    # Several exports side by side (SUBMISSIONS holds folders of Moodle's folders, none of its
+    # own): each is one assignment's, and the batch chooses what to grade per export.
+    side_by_side = not any(_is_moodle(entry) for entry, _, _ in found
+                           if entry.parent == folder)
     for entry, student, plugin in found:
         kept = by_participant.get(student.participant_id) if student.participant_id \
             else by_name.get(same_name(student.name))
@@ -196,7 +224,10 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
             while f"{student.key}_{digest[:size]}" in names and size < len(digest):
                 size += 8
             student = Student(f"{student.key}_{digest[:size]}", student.name, student.participant_id)
-        submission = by_key.setdefault(student.key, Submission(student))
+        parts = entry.relative_to(folder).parts
+        submission = by_key.setdefault(student.key, Submission(
+            student, root=folder, export=readable_text(parts[0]) if side_by_side and len(parts) > 1
+            else ""))
         if submission.sources and (plugin is None or any(
                 source.parent != entry.parent for source in submission.sources)):
             # alice/ and alice.zip, or Jane's Moodle folder here and in late/: compared once
@@ -246,6 +277,19 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                                     f"{str(exc)[:300] or 'no message'})", notes)
 
 
+def assignments_in(submission: Submission, scratch: Path, layout: Sequence[str],
+                   limits: UnpackLimits = UnpackLimits()) -> set[str]:
+    """The assignments of `layout` whose files the upload holds, unpacked as prepare() does;
+    empty where it cannot be unpacked, holds none or several versions. Leaves `scratch` empty."""
+    try:
+        prepared = prepare(submission, scratch, limits, layout, graded=layout)
+        return held_assignments(prepared.root, layout) if prepared.root is not None else set()
+    except OSError:   # the machine's (a full disk): the grading's own preparation says so
+        return set()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _places(submission: Submission, scratch: Path) -> dict[Path, Path]:
     """Where each source is unpacked: into `scratch` itself, but for a student who uploaded
     several times (alice/ and alice.zip; Jane's Moodle download here and in late/): a folder
@@ -276,9 +320,15 @@ def _one_of_the_copies(submission: Submission, places: list[Path], layout: list[
     is the student's to say, not the grader's to guess."""
     roots = [find_root(place, assignments=layout, notes=notes) for place in places]
     if len({content_hash(root) for root in roots}) > 1:
-        raise NeedsPerson(f"several uploads for {submission.student.name} with different files "
-                          f"({submission.describe()}): which one counts is for a person to "
-                          "decide (or keep one and upload again)")
+        # Named where the instructor finds them (both of Jane's Moodle folders have one name:
+        # only their place tells the late one), with the one remedy that works here.
+        uploads = [submission.located(source) for source in submission.sources]
+        folder = (readable_text(submission.root.name) + "/" if submission.root
+                  else "the submissions folder")
+        raise NeedsPerson(f"{len(uploads)} uploads of {submission.student.name} with different "
+                          f"files: {' and '.join(uploads)}. Which one counts is for a person to "
+                          f"decide: move the other{'s' if len(uploads) > 2 else ''} out of "
+                          f"{folder} and run the batch again")
     notes.append(f"{submission.describe()}: the same files uploaded twice, graded once")
     return roots[0]
 

@@ -40,7 +40,7 @@ from typing import Sequence
 from grader.batch.unpack import JUNK_NAMES, NeedsPerson, Rejected
 
 __all__ = ["ROOT_SEARCH_DEPTH", "NeedsPerson", "Rejected", "expected_files", "code_files",
-           "find_root", "require_expected_files"]
+           "find_root", "held_assignments", "require_expected_files"]
 
 ROOT_SEARCH_DEPTH = 6
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "student_template"
@@ -121,6 +121,12 @@ def _children(folder: Path) -> list[Path]:
 def _holds_its_files(folder: Path, assignment: str) -> bool:
     expected = expected_files(assignment)
     return any((folder / rel).is_file() for rel in expected)
+
+
+def held_assignments(root: Path, assignments: Sequence[str]) -> set[str]:
+    """The assignments whose folder in a submission's root holds one of their files."""
+    return {a for a in assignments if (root / a).is_dir() and not (root / a).is_symlink()
+            and _holds_its_files(root / a, a)}
 
 
 def _levels(top: Path, depth: int) -> list[list[Path]]:

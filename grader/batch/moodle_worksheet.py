@@ -99,6 +99,24 @@ def read_worksheet(path: Path | str) -> Worksheet:
     return sheet
 
 
+EMAIL = "Email address"
+
+
+def worksheet_emails(sheet: Worksheet) -> dict[str, str]:
+    """{participant id: email} of a downloaded worksheet (who each participant is across
+    assignments: grader/batch/people.py)."""
+    identifier_at, email_at = sheet.column("Identifier"), sheet.column(EMAIL)
+    if email_at is None:
+        return {}
+    found = {}
+    for row in sheet.rows:
+        if max(identifier_at, email_at) < len(row) and "@" in row[email_at]:
+            pid = participant_id(row[identifier_at])
+            if pid is not None:
+                found[pid] = row[email_at].strip()
+    return found
+
+
 def participant_id(identifier: str) -> str | None:
     match = _PARTICIPANT.search(identifier or "")
     return match.group(1) if match else None
@@ -189,6 +207,10 @@ def worksheet_rows(runs: Iterable[CurrentRun], assignment: str, max_points: floa
     for run in sorted(runs, key=lambda r: r.student.key):
         if run.student.participant_id in shared:
             continue   # said once, by write_moodle_worksheets
+        if run.assignments and assignment not in run.assignments:
+            # Another assignment's download (its participant ids are that assignment's): a row
+            # here had named a participant this assignment does not have.
+            continue
         if run.student.participant_id is None:
             unmatched.append(run.student.key)
             continue

@@ -25,6 +25,7 @@ current run was scored with.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import datetime as dt
 import fcntl
@@ -33,6 +34,7 @@ import json
 import os
 import shutil
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, TextIO
@@ -42,10 +44,12 @@ from grader.batch import submission_times
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
-from grader.batch.grades_csv import late_penalty, write_grades_csv
-from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
+from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
+from grader.batch.inputs import (Prepared, Submission, UnpackLimits, assignments_in, discover,
+                                 prepare)
 from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
-                                           write_moodle_worksheets)
+                                           worksheet_emails, write_moodle_worksheets)
+from grader.batch.people import people
 from grader.batch.progress import Progress
 from grader.batch.similarity import code_fingerprints
 from grader.batch.published import note_shared_answers, publish_run, republish
@@ -60,6 +64,8 @@ from grader.scoring import (OverridesError, RubricError, assignment_ids, build_r
                             read_class_overrides_file, read_result)
 
 DEFAULT_TIMEOUT_S = 1800.0
+# A dry run's job scripts: DIR/slurm-dry-run/<key>/ (scratch/ and work/ are emptied).
+DRY_RUN_FOLDER = "slurm-dry-run"
 
 
 class BatchError(Exception):
@@ -69,7 +75,7 @@ class BatchError(Exception):
 @dataclass(frozen=True)
 class BatchOptions:
     """What to grade and how; everything `pdl-grade batch` takes besides its two folders."""
-    assignments: tuple[str, ...] | None = None   # default: every rubric's
+    assignments: tuple[str, ...] | None = None   # default: choose_assignments (what uploads hold)
     workers: int = 1
     timeout_s: float = DEFAULT_TIMEOUT_S          # one submission's whole grading
     regrade: bool = False                         # grade again even what is up to date
@@ -81,6 +87,9 @@ class BatchOptions:
     overrides: Path | str | None = None           # {student key: {item id: {points, comment}}}
     # Worksheets downloaded from Moodle to fill: (assignment or None for the one graded, file).
     moodle_worksheets: tuple[tuple[str | None, Path | str], ...] = ()
+    # Say what would be graded, re-scored, skipped or rejected (and, with a SLURM backend,
+    # write each job's script and say its sbatch command); grade, submit and record nothing.
+    dry_run: bool = False
 
 
 def grade_in_child(job: GradeJob) -> None:
@@ -127,6 +136,8 @@ class BatchSummary:
     gradebook: Path
     grades_csv: Path
     notes: list[str] = field(default_factory=list)
+    assignment_choice: list[str] = field(default_factory=list)   # why these (no --assignment)
+    plan: list[str] = field(default_factory=list)                # a dry run's account
 
     @property
     def failed(self) -> int:
@@ -173,7 +184,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     """Grade every submission of `submissions_dir` into `out`.
 
     `backend`: None grades in local child processes (`scheduler.run_jobs`); otherwise an
-    object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend`.
+    object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend` (and,
+    for `options.dry_run`, a `dry_run(job, timeout_s)` that writes what it would submit and
+    returns its command line).
     `stream`/`live`: where progress goes, and whether as a live display."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
@@ -185,12 +198,13 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                              if options.overrides is not None else {})
     except (RubricError, OverridesError) as problem:
         raise BatchError(str(problem)) from None
-    wanted = tuple(options.assignments or rubrics)
-    missing = [a for a in wanted if a not in rubrics]
+    given = tuple(options.assignments or ())
+    missing = [a for a in given if a not in rubrics]
     if missing:
         raise BatchError(f"no rubric for {', '.join(missing)}")
-    config = run_config(wanted, options.rubrics_dir, options.check_timeout, rubrics)
-    worksheets = _load_worksheets(options.moodle_worksheets, wanted)
+    sheets = _read_worksheets(options.moodle_worksheets)
+    if given:   # a worksheet naming no graded assignment stops the batch before anything else
+        _worksheets_by_assignment(sheets, given)
     _refuse_an_out_that_is_not_the_batchs(submissions_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
@@ -204,11 +218,22 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
         republish(book, out, rubrics)
-        found, notes = discover(submissions_dir, book.known_students())
+        known = book.known_students()
+        found, notes = discover(submissions_dir, known)
         progress = Progress(total=len(found), workers=options.workers, live=live,
                             **({"stream": stream} if stream is not None else {}))
         for note in notes:
             progress.note(note)
+        if given:
+            graded_by, choice = {s.student.key: given for s in found}, []
+        else:
+            graded_by, choice = choose_assignments(found, out / "scratch", rubrics, options.limits)
+        for line in choice:
+            progress.note(line)
+        wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
+        worksheets = _worksheets_by_assignment(sheets, wanted)
+        configs = {t: run_config(t, options.rubrics_dir, options.check_timeout, rubrics)
+                   for t in set(graded_by.values())}
         if times is not None:
             progress.note(f"submission times: {times.describe()}, {len(times.entries)} entries")
             for problem in times.problems:
@@ -219,9 +244,15 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                 progress.note(f"no due date in the rubric of {', '.join(undated)}: the submission "
                               "times give no late penalty there (a copy of the rubrics with `due` "
                               "and --rubrics DIR does)")
-        unmatched = _check_overrides(student_overrides, found, rubrics, wanted, progress)
-        batch = _ClassBatch(book=book, out=out, config=config, rubrics=rubrics, options=options,
-                            progress=progress, times=times, overrides=student_overrides)
+        unmatched = _check_overrides(student_overrides, found, rubrics, graded_by, progress,
+                                     known=[s.key for s in known])
+        batch = _ClassBatch(book=book, out=out, configs=configs, graded_by=graded_by,
+                            rubrics=rubrics, options=options, progress=progress, times=times,
+                            overrides=student_overrides)
+        if options.dry_run:
+            plan = batch.dry_run(found, backend)
+            return BatchSummary(progress, out / "gradebook.sqlite", out / "grades.csv", notes,
+                                assignment_choice=choice, plan=plan)
         schedule = run_jobs if backend is None else backend.run_jobs
         with _cpu_share(options.workers if backend is None else None):
             for outcome in schedule(batch.jobs(found), grade_fn, options.workers, options.timeout_s):
@@ -231,8 +262,12 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                     batch.unrecorded(outcome.job.context.submission.student.key,
                                       "recording its grading", problem)
         batch.warn_untimed()
+        book.record_emails({pid: email for sheet in worksheets.values()
+                            for pid, email in worksheet_emails(sheet).items()})
         republish(book, out, rubrics)
         note_shared_answers(book, out, rubrics)
+        for warning in people(book.current_runs(), list(rubrics))[1]:
+            progress.warn(warning)
         csv_path = write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))
         try:   # DIR/moodle/: Moodle's grading worksheets (grades.csv stays the record)
             for note in write_moodle_worksheets(out, list(book.current_runs()), rubrics, wanted,
@@ -242,11 +277,13 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.warn(f"Moodle worksheets (moodle/) not written: {problem}")
         try:   # DIR/index.html, the class page: a failure here never touches the grades
             from grader.batch.class_page import write_class_page
-            write_class_page(out, submissions_dir, list(rubrics), unmatched_overrides=unmatched)
+            write_class_page(out, submissions_dir, list(rubrics), unmatched_overrides=unmatched,
+                             unapplied_overrides=batch.unapplied)
         except Exception as problem:
             progress.note(f"class summary (index.html) not written: {problem!r}")
         progress.close()
-        return BatchSummary(progress, out / "gradebook.sqlite", csv_path, notes)
+        return BatchSummary(progress, out / "gradebook.sqlite", csv_path, notes,
+                            assignment_choice=choice)
     finally:
         if progress is not None:
             progress.stop()
@@ -254,6 +291,53 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         shutil.rmtree(out / "scratch", ignore_errors=True)
         shutil.rmtree(out / "work", ignore_errors=True)
         lock.release()
+
+
+def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
+                       limits: UnpackLimits = UnpackLimits()
+                       ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """What a batch told no --assignment grades: per export (SUBMISSIONS, or each folder of
+    exports side by side), the assignments that at least half of its uploads holding any
+    assignment's files hold. Grading every rubric had zero-filled the four assignments a
+    Moodle download (always one assignment's) does not hold, Moodle sheets included; an
+    assignment a few uploads hold besides (a student's whole course folder) is said and left
+    out, never zero-filled for everyone else. Returns ({student key: assignments}, the
+    lines that say what was chosen and why)."""
+    order = list(rubrics)
+    layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
+    exports: dict[str, list[tuple[Submission, set[str]]]] = {}
+    for submission in found:
+        held = assignments_in(submission, scratch / submission.student.key, layout, limits)
+        exports.setdefault(submission.export, []).append(
+            (submission, {a for a in held if a in rubrics}))
+    chosen_of: dict[str, tuple[str, ...]] = {}
+    lines = []
+    for export, uploads in sorted(exports.items()):
+        holding = [(s, held) for s, held in uploads if held]
+        counts = Counter(a for _, held in holding for a in held)
+        chosen = tuple(a for a in order if counts[a] and 2 * counts[a] >= len(holding))
+        where = f"{export}/: " if export else ""
+        chosen_of[export] = chosen
+        if not chosen:
+            lines.append(f"{where}none of its {len(uploads)} upload(s) holds files of an "
+                         "assignment: each is for a person")
+            continue
+        lines.append(f"{where}graded: " + ", ".join(
+            f"{a} (in {counts[a]} of the {len(holding)} uploads holding an assignment's files)"
+            for a in chosen))
+        for a in order:
+            if counts[a] and a not in chosen:
+                keys = [s.student.key for s, held in holding if a in held]
+                lines.append(
+                    f"{where}not graded: {a}, in only {counts[a]} of them ({', '.join(keys[:5])}"
+                    f"{' ...' if len(keys) > 5 else ''}): a Moodle download is one assignment's, "
+                    f"so the others would all get 0 for it; --assignment {a} (with the others) "
+                    "grades it for everybody")
+    if lines:
+        lines.insert(0, "assignments: no --assignment given, so those the uploads hold"
+                        + (" (per folder: one download each)" if len(exports) > 1 else ""))
+    everywhere = tuple(a for a in order if any(a in t for t in chosen_of.values())) or tuple(order)
+    return {s.student.key: chosen_of[s.export] or everywhere for s in found}, lines
 
 
 def _refuse_an_out_that_is_not_the_batchs(submissions_dir: Path, out: Path) -> None:
@@ -275,40 +359,49 @@ def _refuse_an_out_that_is_not_the_batchs(submissions_dir: Path, out: Path) -> N
 
 
 def _check_overrides(student_overrides: dict[str, dict], found: list[Submission],
-                     rubrics: dict, graded: tuple[str, ...], progress: Progress) -> list[str]:
+                     rubrics: dict, graded_by: dict[str, tuple[str, ...]], progress: Progress,
+                     known: list[str] = ()) -> list[str]:
     """Every problem of the overrides file, said once, before anything is graded (the same
     problems are kept in each student's result.json and listed on the class page); returns
-    the keys that name no submission (the class page lists them too)."""
+    the keys that name no submission (the class page lists them too). A key of the gradebook
+    that is not in this folder (another assignment's Moodle download graded into the same
+    gradebook, with the class's one overrides file) is no typo: its batch applies it."""
     keys = {s.student.key for s in found}
-    unmatched = sorted(set(student_overrides) - keys)
+    elsewhere = set(known) - keys
+    unmatched = sorted(set(student_overrides) - keys - elsewhere)
     for key in unmatched:
-        near = difflib.get_close_matches(key, sorted(keys), n=3, cutoff=0.4)
+        near = difflib.get_close_matches(key, sorted(keys | elsewhere), n=3, cutoff=0.4)
         hint = f"; did you mean {', '.join(repr(k) for k in near)}?" if near else ""
         progress.warn(f"overrides for '{key}' ignored: no such submission (a student's key is "
                       f"their folder's name under submissions/, grades.csv's Key column{hint})")
     for key in sorted(set(student_overrides) & keys):
-        for problem in check_overrides(student_overrides[key], rubrics, graded).problems:
+        for problem in check_overrides(student_overrides[key], rubrics, graded_by[key]).problems:
             progress.warn(f"{key}: {problem}")
     return unmatched
 
 
-def _load_worksheets(given, graded: tuple[str, ...]) -> dict[str, Worksheet]:
-    """The downloaded worksheets by assignment, read and checked before anything is graded."""
+def _read_worksheets(given) -> list[tuple[str | None, Worksheet]]:
+    """The downloaded worksheets, read and checked before anything is graded."""
+    try:
+        return [(assignment, read_worksheet(path)) for assignment, path in given]
+    except WorksheetError as problem:
+        raise BatchError(str(problem)) from None
+
+
+def _worksheets_by_assignment(sheets: list[tuple[str | None, Worksheet]],
+                              graded: tuple[str, ...]) -> dict[str, Worksheet]:
     found: dict[str, Worksheet] = {}
-    for assignment, path in given:
+    for assignment, sheet in sheets:
         if assignment is None:
             if len(graded) != 1:
                 raise BatchError("--moodle-worksheet: this batch grades "
-                                 f"{', '.join(graded)}; say which assignment the worksheet is "
-                                 "for: --moodle-worksheet ASSIGNMENT=FILE")
+                                 f"{', '.join(graded) or 'nothing'}; say which assignment the "
+                                 "worksheet is for: --moodle-worksheet ASSIGNMENT=FILE")
             assignment = graded[0]
         if assignment not in graded:
             raise BatchError(f"--moodle-worksheet {assignment}=...: {assignment} is not graded "
-                             f"by this batch ({', '.join(graded)})")
-        try:
-            found[assignment] = read_worksheet(path)
-        except WorksheetError as problem:
-            raise BatchError(str(problem)) from None
+                             f"by this batch ({', '.join(graded) or 'nothing'})")
+        found[assignment] = sheet
     return found
 
 
@@ -358,6 +451,7 @@ class _Context:
     time_warning: str | None = None
     overrides: dict = field(default_factory=dict)
     fingerprints: dict = field(default_factory=dict)   # of its code files (class page)
+    config: RunConfig | None = None                    # what it is graded with
 
 
 class RescoreError(Exception):
@@ -368,13 +462,18 @@ class RescoreError(Exception):
 class _ClassBatch:
     book: Gradebook
     out: Path
-    config: RunConfig
+    configs: dict[tuple[str, ...], RunConfig]     # by the assignments graded
+    graded_by: dict[str, tuple[str, ...]]         # {student key: the assignments it is graded for}
     rubrics: dict
     options: BatchOptions
     progress: Progress
     times: SubmissionTimes | None = None
     overrides: dict[str, dict] = field(default_factory=dict)
-    untimed: int = 0      # gradable submissions without a submission time
+    # Gradable submissions without a submission time, per assignment they are graded for.
+    untimed: Counter = field(default_factory=Counter)
+    # {student key: why their overrides were not applied} (an upload with nothing to grade)
+    unapplied: dict[str, str] = field(default_factory=dict)
+    plan: list[str] = field(default_factory=list)   # a dry run's account
 
     @property
     def layout(self) -> list[str]:
@@ -402,49 +501,101 @@ class _ClassBatch:
         self.progress.finished(key, "error", f"not recorded: {type(problem).__name__}")
         shutil.rmtree(self.out / "scratch" / key, ignore_errors=True)
 
+    def dry_run(self, found: list[Submission], backend: Any = None) -> list[str]:
+        """What the batch would do with each upload, said and returned; a job's script is
+        written where the backend can (DIR/slurm-dry-run/<key>/), nothing else is."""
+        self.plan.append("dry run: nothing is graded, submitted or recorded")
+        scripts = backend is not None and hasattr(backend, "dry_run")
+        shutil.rmtree(self.out / DRY_RUN_FOLDER, ignore_errors=True)   # an earlier dry run's
+        for job in self.jobs(found):
+            line = f"{job.student.key}: would be graded ({', '.join(job.assignments)})"
+            if scripts:
+                job = dataclasses.replace(job, out=self.out / DRY_RUN_FOLDER / job.student.key)
+                line += f", submitted as: {backend.dry_run(job, self.options.timeout_s)}"
+            self.plan.append(line)
+        return self.plan
+
+    def _finished(self, key: str, status: str, detail: str = "", **more) -> None:
+        """The progress of a settled upload; in a dry run, what would have happened."""
+        if self.options.dry_run:
+            word = {"skipped": "skipped (unchanged)", "needs_person": "for a person",
+                    "rescored": "re-scored without running code"}.get(status, status)
+            self.plan.append(f"{key}: would be {word}" + (f": {detail}" if detail else ""))
+        else:
+            self.progress.finished(key, status, detail, **more)
+
     def _settle(self, submission: Submission) -> GradeJob | None:
         """A job for a worker, or None where the upload was settled here (skipped, rejected,
         re-scored)."""
         key = submission.student.key
+        assignments = self.graded_by[key]
         scratch = self.out / "scratch" / key
         prepared = prepare(submission, scratch, self.options.limits, self.layout,
-                           graded=self.config.assignments)
+                           graded=assignments)
         current = self.book.current_run(key)
         context = _Context(submission, prepared, scratch,
                            *self._time_for(submission, prepared, current),
                            overrides=self.overrides.get(key, {}),
-                           fingerprints=self._fingerprints(prepared))
+                           fingerprints=self._fingerprints(prepared),
+                           config=self.configs[assignments])
         if context.time_warning:
             self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
                                "graded without a late penalty")
         if context.submitted_at is None and not prepared.problem:
-            self.untimed += 1
+            self.untimed.update(assignments)
         same = (current is not None
                 and (current.content_hash, current.config_hash)
-                == (prepared.content_hash, self.config.config_hash))
+                == (prepared.content_hash, context.config.config_hash))
+        if prepared.problem:
+            self._overrides_not_applied(context)
         if (not self.options.regrade and same and current.status in FINAL_STATUSES
                 and current.submitted_at == context.submitted_at
                 # overrides matter to a graded run only (a rejection has no items)
                 and (current.status != "graded"
                      or self._overrides_of(key) == context.overrides)):
             shutil.rmtree(scratch, ignore_errors=True)
-            if context.fingerprints:
-                self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
-            self.book.update_name(submission.student)
-            self.progress.finished(key, "skipped")
+            if not self.options.dry_run:
+                if context.fingerprints:
+                    self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
+                self.book.update_name(submission.student)
+            self._finished(key, "skipped")
             return None
         if prepared.problem:
-            self._record_rejection(context)
+            if self.options.dry_run:
+                self._finished(key, "needs_person" if prepared.needs_person else "rejected",
+                               prepared.problem)
+            else:
+                self._record_rejection(context)
             shutil.rmtree(scratch, ignore_errors=True)
             return None
-        if not self.options.regrade and same and current.status == "graded" \
-                and self._rescore(context, current):
-            return None
+        if not self.options.regrade and same and current.status == "graded":
+            if self.options.dry_run:
+                self._finished(key, "rescored", "its submission time or overrides changed")
+                shutil.rmtree(scratch, ignore_errors=True)
+                return None
+            if self._rescore(context, current):
+                return None
         work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
-        self.progress.started(key)
-        return GradeJob(submission.student, prepared.root, work, self.config.assignments,
+        if not self.options.dry_run:
+            self.progress.started(key)
+        return GradeJob(submission.student, prepared.root, work, assignments,
                         self.options.rubrics_dir, self.options.check_timeout, context,
                         submitted_at=context.submitted_at)
+
+    def _overrides_not_applied(self, context: _Context) -> None:
+        """Overrides for an upload with nothing to grade: said, never dropped in silence (an
+        instructor's 0 for an empty upload had vanished). They apply once an upload of the
+        student is graded; until then the cells stay empty."""
+        key = context.submission.student.key
+        if not context.overrides:
+            return
+        what = ("it has nothing to grade" if context.prepared.needs_person
+                else "it was rejected, and scored 0")
+        text = (f"overrides not applied: {what} ({short_message(context.prepared.problem, 160)}); "
+                "they apply once an upload of this student is graded (fix the upload and run "
+                "the batch again); a grade for it now goes into Moodle by hand")
+        self.unapplied[key] = text
+        self.progress.warn(f"{key}: {text}")
 
     def _fingerprints(self, prepared: Prepared) -> dict[str, str]:
         if prepared.root is None:
@@ -474,13 +625,11 @@ class _ClassBatch:
     def warn_untimed(self) -> None:
         """Once per assignment with a due date: how many submissions got no late penalty
         because their time is unknown."""
-        if not self.untimed:
-            return
-        for assignment in self.config.assignments:
+        for assignment, untimed in self.untimed.items():
             if self.rubrics[assignment].due is None:
                 continue
-            count = (f"{self.untimed} submission has" if self.untimed == 1
-                     else f"{self.untimed} submissions have")
+            count = (f"{untimed} submission has" if untimed == 1
+                     else f"{untimed} submissions have")
             self.progress.warn(f"{assignment} has a due date but {count} no submission time: no "
                                "late penalty applied to them (give the times with "
                                "--submission-times FILE)")
@@ -492,7 +641,7 @@ class _ClassBatch:
         started = _now()
         message = (f"needs a person: {prepared.problem}" if prepared.needs_person
                    else f"submission rejected: {prepared.problem}")
-        scored = [errored_assignment(self.rubrics[a], message) for a in self.config.assignments]
+        scored = [errored_assignment(self.rubrics[a], message) for a in context.config.assignments]
         result = build_result(submission.describe(), scored, duration_s=0.0, errors=[message])
         result["student"] = student_of(submission.student)
         self._store(context, RunRecord("rejected", started, _now(), prepared.problem, result,
@@ -593,7 +742,7 @@ class _ClassBatch:
             logs.append(("output", output))
         # The one transaction: after this the run is recorded, before it nothing is.
         self.book.record_run(submission.student, prepared.content_hash, submission.describe(),
-                             self.config, run, logs, fingerprints=context.fingerprints)
+                             context.config, run, logs, fingerprints=context.fingerprints)
         try:
             publish_run(self.out, submission.student.key, run.result, work, run.message)
         except Exception as problem:   # the grade is recorded; only its files are missing

@@ -132,9 +132,10 @@ class Progress:
     def line(self) -> str:
         eta = self.eta_s()
         rescored = f" ({self.rescored} re-scored)" if self.rescored else ""
-        person = f" ({self.needs_person} for a person)" if self.needs_person else ""
+        # In the class page's words: an upload for a person is no rejection (no 0 is given).
         return (f"{self.done}/{self.total} done: {self.graded} graded{rescored}, {self.failed} failed, "
-                f"{self.rejected} rejected{person}, {self.skipped} skipped"
+                f"{self.rejected - self.needs_person} rejected, {self.needs_person} for a person, "
+                f"{self.skipped} skipped"
                 f" | elapsed {_clock(time.monotonic() - self._started)}"
                 + (f" | ETA {_clock(eta)}" if eta is not None and self.done < self.total else ""))
 
@@ -169,8 +170,9 @@ class Progress:
                 lines.append("Timed-out and errored submissions have no grade in grades.csv; "
                              "the next batch tries them again.")
             if self.needs_person:
-                lines.append("Uploads for a person (nothing the assignments expect was found) "
-                             "have no grade in grades.csv; index.html lists them.")
+                lines.append("Uploads for a person (nothing the assignments expect was found, or "
+                             "several versions) have no grade in grades.csv; index.html lists "
+                             "them.")
         if self.warnings:
             lines.append("Warnings:")
             shown = self.warnings[:MAX_SUMMARY_WARNINGS]

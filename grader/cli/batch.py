@@ -2,9 +2,13 @@
 "download all submissions" or plain folders/zips) into DIR/gradebook.sqlite,
 DIR/submissions/<student>/result.json and DIR/grades.csv.
 
-Exit status: 0 when every submission was graded, skipped or rejected (a bad upload is the
-student's, graded 0); 1 when some grading timed out or failed (listed at the end, retried by
-the next batch); 2 when the batch could not start.
+Without --assignment, each Moodle download (or the folder) is graded for the assignments
+most of its uploads hold, and the choice is said on stdout.
+
+Exit status: 0 when every submission was graded, skipped, rejected (an archive that cannot be
+unpacked safely: graded 0) or left for a person (nothing to grade found, or several versions:
+no grade, its cells stay empty); 1 when some grading timed out or failed (listed at the end,
+retried by the next batch); 2 when the batch could not start.
 """
 from __future__ import annotations
 
@@ -23,7 +27,9 @@ def add_parsers(sub) -> None:
     batch.add_argument("--out", required=True, help="folder for gradebook.sqlite, grades.csv "
                                                     "and submissions/<student>/result.json")
     batch.add_argument("--assignment", action="append", metavar="ID",
-                       help="grade only these (repeatable; the ids of rubrics/); default: all")
+                       help="grade these for every upload, a missing one as 0 (repeatable; the "
+                            "ids of rubrics/); default: those the uploads hold, per Moodle "
+                            "download (an assignment most of its uploads hold), said on stdout")
     batch.add_argument("--workers", type=int, default=None,
                        help="submissions graded at once, each in its own process (default: "
                             "one per 2 cores the batch may use; each grading's runs and "
@@ -59,6 +65,10 @@ def add_parsers(sub) -> None:
                             "for Moodle's 'Upload grading worksheet'; name the assignment when "
                             "the batch grades several (repeatable). Without it, "
                             "DIR/moodle/<assignment>.csv is written with Moodle's own header")
+    batch.add_argument("--dry-run", action="store_true",
+                       help="say what would be graded, re-scored, skipped or left for a person, "
+                            "and with --backend slurm write each job's script (DIR/slurm-dry-run/) "
+                            "and print its sbatch command; grade, submit and record nothing")
     cluster = batch.add_argument_group("SLURM (--backend slurm; see grader/cluster/config.py)")
     cluster.add_argument("--backend", choices=("local", "slurm"), default="local",
                          help="local: grade here, --workers at a time (default); slurm: one "
@@ -73,7 +83,8 @@ def add_parsers(sub) -> None:
                               "rounded up to minutes)")
     cluster.add_argument("--slurm-config", default=None,
                          help="YAML file of SLURM settings (partition, time, account, setup "
-                              "lines...); the options above override it")
+                              "lines such as 'source /shared/venv/bin/activate', python: the "
+                              "interpreter on the nodes...); the options above override it")
     batch.set_defaults(handler=run)
 
 
@@ -100,28 +111,61 @@ def run(options) -> int:
         try:
             backend = SlurmBackend(SlurmSettings.load(options.slurm_config, partition=options.partition,
                                                       gpus_per_job=options.gpus_per_job, time=options.time))
-            backend.check()
         except SlurmConfigError as problem:
             print(f"pdl-grade batch: {problem}", file=sys.stderr)
             return 2
-    _prepare_bytecode()
+        try:
+            backend.check()
+        except SlurmConfigError as problem:
+            if not options.dry_run:
+                print(f"pdl-grade batch: {problem}", file=sys.stderr)
+                return 2
+            # A dry run submits nothing: it is how the settings are looked at off the cluster.
+            print(f"pdl-grade batch: warning: {problem}", file=sys.stderr)
+        from grader.cluster.backend import node_local
+        local = node_local(Path(options.out))
+        if local:
+            print(f"pdl-grade batch: warning: --out {options.out} is under {local}, which on "
+                  "a cluster is each node's own disk: the jobs would find neither the unpacked "
+                  "uploads nor a place the batch reads results from; use a folder on the "
+                  "file system the nodes share", file=sys.stderr)
+    if not options.dry_run:
+        _prepare_bytecode()
     try:
         set_run_memory(options.memory)
         batch_options = BatchOptions(
-            assignments=tuple(chosen_assignments(options.assignment, options.rubrics)),
+            assignments=(tuple(chosen_assignments(options.assignment, options.rubrics))
+                         if options.assignment else None),
             workers=options.workers,
             timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
             regrade=options.regrade, rubrics_dir=options.rubrics,
             check_timeout=options.check_timeout, submission_times=options.submission_times,
             timezone=options.timezone, overrides=options.overrides,
-            moodle_worksheets=tuple(_worksheet_argument(text) for text in options.moodle_worksheet))
+            moodle_worksheets=tuple(_worksheet_argument(text) for text in options.moodle_worksheet),
+            dry_run=options.dry_run)
         summary = run_batch(Path(options.submissions), Path(options.out), batch_options,
                             backend=backend)
     except (BatchError, ValueError) as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2
+    for line in summary.assignment_choice:
+        print(line)
+    if options.dry_run:
+        print("\n".join(summary.plan))
+        _print_a_job_script(Path(options.out))
+        return 0
     print(f"gradebook: {summary.gradebook}\ngrades:    {summary.grades_csv}")
     return 1 if summary.failed else 0
+
+
+def _print_a_job_script(out: Path) -> None:
+    """A dry run's first job script in full: what a node would run."""
+    from grader.batch.pipeline import DRY_RUN_FOLDER
+    from grader.cluster.backend import SCRIPT_NAME
+    scripts = sorted((out / DRY_RUN_FOLDER).glob(f"*/{SCRIPT_NAME}"))
+    if scripts:
+        print(f"\n{scripts[0]} (each job's script is beside its sbatch command's):\n")
+        print(scripts[0].read_text(encoding="utf-8"))
 
 
 def _prepare_bytecode() -> None:

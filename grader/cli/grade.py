@@ -20,7 +20,9 @@ def add_parsers(sub) -> None:
     grade.add_argument("--rubrics", default=None, help="folder of rubric YAML files")
     grade.add_argument("--overrides", default=None,
                        help="YAML/JSON of the instructor's points: {item_id: {points: x, "
-                            "comment: ...}, <assignment>.integrity: {cleared: true}}")
+                            "comment: ...}, <assignment>.integrity: {cleared: true}}; or a "
+                            "batch's class file ({student key: {...}}), of which the entry of "
+                            "the student of --out's result.json is taken")
     grade.add_argument("--submitted-at", default=None,
                        help="submission time (ISO 8601 with a zone) for late penalties")
     grade.add_argument("--check-timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
@@ -50,9 +52,41 @@ def print_overrides_problems(problems: list[str], prefix: str = "") -> None:
         print(f"pdl-grade: {prefix}{problem}", file=sys.stderr)
 
 
+def _student_entry(class_file: dict, path: str, out: Path) -> dict:
+    """This student's entry of a batch's class overrides file: the student is the one of the
+    batch's result.json in --out (DIR/submissions/<key>/). Every entry of the class had been
+    ignored (each a "no assignment" problem, the exit still 0, the score lowered) and recorded,
+    comments and all, in this one student's result.json."""
+    from grader.scoring import OverridesError, class_entry
+    key = _batch_key(out)
+    if key is None:
+        raise OverridesError(
+            f"{path} is a class's overrides file ({len(class_file)} students, keyed by "
+            f"grades.csv's Key column), and {out / 'result.json'} names no batch student to "
+            "take the entry of: give a file of this submission's own entries ({item id: "
+            "{points: x, comment: ...}}), or re-score DIR/submissions/<key>/ of a batch")
+    entry = class_entry(class_file, key)
+    print(f"pdl-grade: {path} is a class's overrides file: "
+          + (f"its entry for {key} is applied ({len(entry)} item(s)); the other students' "
+             "are not read" if entry else f"it has no entry for {key}: scored without overrides"),
+          file=sys.stderr)
+    return entry
+
+
+def _batch_key(out: Path) -> str | None:
+    import json
+    try:
+        student = json.loads((out / "result.json").read_text(encoding="utf-8")).get("student")
+    except (OSError, ValueError, AttributeError):
+        return None
+    key = student.get("key") if isinstance(student, dict) else None
+    return key if isinstance(key, str) and key else None
+
+
 def run(options) -> int:
     from grader.grading import grade_submission, rescore_submission
-    from grader.scoring import OverridesError, RubricError, read_overrides_file
+    from grader.scoring import (OverridesError, RubricError, assignment_ids, is_class_overrides,
+                                read_overrides_file)
     submission = Path(options.submission).resolve()
     if not submission.is_dir() and not options.rescore:
         print(f"pdl-grade: {submission} is not a folder", file=sys.stderr)
@@ -60,6 +94,8 @@ def run(options) -> int:
     try:
         assignments = chosen_assignments(options.assignment, options.rubrics)
         overrides = read_overrides_file(options.overrides) if options.overrides else None
+        if overrides and is_class_overrides(overrides, assignment_ids(options.rubrics)):
+            overrides = _student_entry(overrides, options.overrides, Path(options.out))
         set_run_memory(options.memory)
     except (ValueError, OverridesError, RubricError) as problem:
         print(f"pdl-grade: {problem}", file=sys.stderr)
@@ -77,7 +113,9 @@ def run(options) -> int:
         print(f"{assignment['id']:<12} {assignment['score']:>6g} / {assignment['max_score']:g}"
               f"  {assignment.get('status', '')}")
     pending = result.get("pending_points") or 0
-    waiting = f"  ({pending:g} for a person to grade)" if pending else ""
+    # Not part of the score yet: "(4.5 for a person)" beside 9.45 had read as included.
+    waiting = (f"  (written answers worth {pending:g} of the {result['max_score']:g} points are "
+               "still for a person to grade)" if pending else "")
     print(f"{'total':<12} {result['score']:>6g} / {result['max_score']:g}{waiting}   "
           f"-> {Path(options.out) / 'result.json'}")
     return 0

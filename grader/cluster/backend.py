@@ -6,7 +6,10 @@ for local gradings; only *where* the grading runs differs.
 
 Each job runs a shell script the batch writes into the job's own folder (on the shared
 filesystem): it prints the node and CUDA_VISIBLE_DEVICES, runs the configured set-up lines,
-then `python -m grader grade SUBMISSION --out FOLDER --assignment ...`. The grade command
+says which Python it found, then `python -m grader grade SUBMISSION --out FOLDER --assignment
+...` with the Python of grader/cluster/config.py (`python3` of the environment the set-up
+lines prepare, where there are some). `dry_run` writes the script and says the sbatch
+command that would submit it, submitting nothing. The grade command
 writes FOLDER/result.json; when SLURM says the job COMPLETED with exit 0, the batch reads
 that file as JSON (`grader.scoring.read_result`). Nothing is pickled in either direction,
 so nothing a submission's code produces is ever unpickled by the batch.
@@ -78,7 +81,7 @@ class SlurmBackend:
         return max((rubrics[a].gpus for a in job.assignments), default=0)
 
     def grade_command(self, job: GradeJob) -> list[str]:
-        argv = [*self.settings.command, str(Path(job.submission).resolve()),
+        argv = [*self.settings.grade_command(), str(Path(job.submission).resolve()),
                 "--out", str(Path(job.out).resolve())]
         for assignment in job.assignments:
             argv += ["--assignment", assignment]
@@ -110,12 +113,17 @@ class SlurmBackend:
         return args + list(s.sbatch_args)
 
     def job_script(self, job: GradeJob) -> str:
+        program = self.settings.grade_command()[0]
         lines = ["#!/bin/bash",
                  "# Written by pdl-grade batch; runs one grading on the node.",
                  'echo "pdl-grade: SLURM job ${SLURM_JOB_ID:-?} on $(hostname)'
                  ' CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"',
                  *self.settings.setup,
                  f"export PYTHONPATH={shlex.quote(str(GRADER_PARENT))}${{PYTHONPATH:+:$PYTHONPATH}}",
+                 # Which interpreter the set-up lines left: the first thing to read in the log
+                 # of a job whose environment was not the one meant.
+                 f'echo "pdl-grade: grading with $(command -v {shlex.quote(program)} || '
+                 f'echo {shlex.quote(program)} not found)"',
                  "exec " + shlex.join(self.grade_command(job)), ""]
         return "\n".join(lines)
 
@@ -161,12 +169,26 @@ class SlurmBackend:
             if running:
                 slurm.scancel(list(running))
 
-    def _submit(self, job: GradeJob, job_name: str) -> _Running | SlurmOutcome:
+    def dry_run(self, job: GradeJob, timeout_s: float | None = None) -> str:
+        """The job's script written into its folder as a submission writes it, and the sbatch
+        command line that would submit it; nothing is submitted."""
+        if self.settings.time is None and timeout_s:
+            self.settings = self.settings.with_time_from(timeout_s)
+        script = self._write_script(job)
+        name = batch_job_name(Path(job.out).resolve().parents[1])
+        return shlex.join(["sbatch", "--parsable",
+                           *self.sbatch_args(job, self.gpus_for(job), name), str(script)])
+
+    def _write_script(self, job: GradeJob) -> Path:
         out = Path(job.out).resolve()
         out.mkdir(parents=True, exist_ok=True)
         script = out / SCRIPT_NAME
         script.write_text(self.job_script(job), encoding="utf-8")
         script.chmod(0o755)
+        return script
+
+    def _submit(self, job: GradeJob, job_name: str) -> _Running | SlurmOutcome:
+        script = self._write_script(job)
         now, mono = time.time(), time.monotonic()
         gpus = self.gpus_for(job)
         try:
@@ -227,6 +249,19 @@ class SlurmBackend:
         target = Path(run.job.out) / "result.json"
         while not target.exists() and time.monotonic() < deadline:
             time.sleep(0.5)
+
+
+# Each node's own disk on a cluster (what the submit host sees there is not what a node sees).
+NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def node_local(path: Path) -> str | None:
+    """The node-local folder `path` is under, or None."""
+    resolved = Path(path).resolve()
+    for top in NODE_LOCAL:
+        if resolved == Path(top) or Path(top) in resolved.parents:
+            return top
+    return None
 
 
 def batch_job_name(out: Path) -> str:

@@ -12,18 +12,25 @@ The YAML file (`--slurm-config FILE`), every key optional:
     qos: normal                 # --qos
     sbatch_args: ["--constraint=a100"]   # anything else, passed as is
     setup: ["module load cuda/12.4", "source /shared/venv/bin/activate"]  # run before grading
-    command: ["python3", "-m", "grader", "grade"]  # the grade command (default: this Python)
+    python: python3             # the interpreter the job grades with (default below)
+    command: ["python3", "-m", "grader", "grade"]  # the whole grade command (default: python's)
     poll_interval_s: 5          # how often the batch asks SLURM about its jobs
     max_jobs: 50                # jobs queued at once (default: all submissions at once)
     result_wait_s: 30           # how long to wait for a finished job's result.json to appear
                                 # (a shared filesystem may show it late)
+
+The job runs its setup lines, then `<python> -m grader grade ...` with this checkout of the
+grader on PYTHONPATH. `python` defaults to `python3` from the environment the setup lines
+prepare (a venv they activate, a module they load) when there are setup lines, and to this
+very interpreter (its absolute path, on the filesystem the nodes share) when there are none:
+an absolute path had run after the setup lines too, which then changed nothing.
 """
 from __future__ import annotations
 
 import math
 import re
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +52,8 @@ class SlurmSettings:
     qos: str | None = None
     sbatch_args: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
-    command: tuple[str, ...] = field(default_factory=lambda: (sys.executable, "-m", "grader", "grade"))
+    python: str | None = None
+    command: tuple[str, ...] | None = None
     poll_interval_s: float = 5.0
     max_jobs: int | None = None
     result_wait_s: float = 30.0
@@ -75,12 +83,23 @@ class SlurmSettings:
             raise SlurmConfigError(f"gpus_per_job must be a non-negative integer, got {self.gpus_per_job!r}")
         if self.time is not None:
             time_to_seconds(self.time)
-        if not self.command:
+        if self.command is not None and not self.command:
             raise SlurmConfigError("command must not be empty")
+        if self.python is not None and (not isinstance(self.python, str)
+                                        or not self.python.strip()):
+            raise SlurmConfigError("python must be an interpreter's name or path, got "
+                                   f"{self.python!r}")
         if self.poll_interval_s <= 0:
             raise SlurmConfigError("poll_interval_s must be positive")
         if self.max_jobs is not None and self.max_jobs < 1:
             raise SlurmConfigError("max_jobs must be at least 1")
+
+    def interpreter(self) -> str:
+        """The Python the job grades with (see the module's docstring)."""
+        return self.python or ("python3" if self.setup else sys.executable)
+
+    def grade_command(self) -> tuple[str, ...]:
+        return self.command or (self.interpreter(), "-m", "grader", "grade")
 
     def with_time_from(self, timeout_s: float) -> "SlurmSettings":
         """Without a `time`, the batch's per-submission timeout, rounded up to whole minutes

@@ -75,9 +75,12 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
 
 
 def overrides_template(assignments: list[dict], batch_key: str | None = None) -> str:
-    """A YAML skeleton for `--overrides`: every manual item, with its current score; under
-    the student's key for a batch's overrides file."""
-    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}"]
+    """A YAML skeleton for `--overrides`: every manual item, with its score where a person
+    gave one and `points: null` where none did yet (null keeps it pending: a skeleton of 0s
+    pasted unfilled had read as every answer graded 0); under the student's key for a
+    batch's overrides file."""
+    lines = ["# item id: {points: <0 .. max>, comment: \"...\"}  (points: null = not graded "
+             "yet, the answer stays pending)"]
     if batch_key:
         # Quoted: a folder name may hold what YAML would read otherwise (a colon, a leading #).
         lines += ["# for the batch's --overrides file (one key per student):",
@@ -92,7 +95,8 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
                          '"..."}')
         for m in assignment["manual"]:
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
-            lines.append(f'{indent}{m["id"]}: {{points: {m["score"]}, comment: "{comment}"}}'
+            points = "null" if m["pending"] else m["score"]
+            lines.append(f'{indent}{m["id"]}: {{points: {points}, comment: "{comment}"}}'
                          f'  # of {m["points"]}')
     return "\n".join(lines)
 

@@ -20,6 +20,9 @@ STATUS_WORDS = {
     "passed": "passed", "failed": "failed", "partial": "partly passed", "error": "error",
     "skipped": "skipped", "manual": "manual", "penalty": "penalty",
     "withheld": "withheld for review",
+    # An automatic item the instructor scored (an override): the checks' verdict is no longer
+    # what the points say, so it is not shown as the item's status.
+    "overridden": "set by the instructor",
 }
 
 
@@ -102,12 +105,13 @@ def measured_under(conditions: Any, hardware: Mapping[str, Any]) -> dict[str, An
 
 def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
     checks = [check_view(c) for c in item.get("checks") or []]
+    status = "overridden" if item.get("overridden") else item.get("status")
     return {
         "id": item.get("id"),
         "title": item.get("title"),
         "kind": item.get("kind", "auto"),
-        "status": item.get("status"),
-        "status_word": STATUS_WORDS.get(item.get("status"), item.get("status")),
+        "status": status,
+        "status_word": STATUS_WORDS.get(status, status),
         "score": format_points(item.get("score")),
         "max_score": format_points(item.get("max_score")),
         "pending": bool(item.get("pending")),

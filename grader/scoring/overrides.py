@@ -7,9 +7,12 @@ automatic item, or the release of an assignment held for integrity review.
     hw3.task3: {points: 3, comment: "Regraded by hand"}
     practical4.integrity: {cleared: true, comment: "subprocess only runs nvidia-smi"}
 
-`pdl-grade grade --overrides FILE` takes that mapping for one submission; `pdl-grade batch
---overrides FILE` takes `{student key: <that mapping>}` for a class. Each entry is checked
-against the rubrics: an unknown item id, points outside 0..the item's points, a malformed
+`pdl-grade grade --overrides FILE` takes that mapping for one submission (or the class's
+file, of which it takes the student's own entry: `class_entry`); `pdl-grade batch --overrides
+FILE` takes `{student key: <that mapping>}` for a class. An entry whose points are null (or
+absent) is a written answer not graded yet: it stays pending, and is no problem (the skeleton
+in instructor.md is written so; a pasted skeleton of zeros had graded every answer 0). Each
+entry is checked against the rubrics: an unknown item id, points outside 0..the item's points, a malformed
 entry or an assignment not graded in this run is a *problem*: the entry is ignored, every other
 entry applies, and the problem is said once, by every caller the same way (printed on the
 console, kept in result.json's `override_problems`, listed in instructor.md and on the class
@@ -95,6 +98,21 @@ def _read_mapping(path: str | Path, shape: str) -> Mapping:
     return data
 
 
+def is_class_overrides(data: Mapping[str, Any], assignments: Iterable[str]) -> bool:
+    """Whether a mapping read from an overrides file is a class's ({student key: {item id:
+    ...}}) rather than one submission's ({item id: {points, comment}})."""
+    prefixes = tuple(f"{a}." for a in assignments)
+    return any(isinstance(entry, Mapping) and any(str(k).startswith(prefixes) for k in entry)
+               for entry in data.values())
+
+
+def class_entry(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """One student's entry of a class's overrides (no other student's: their comments must
+    not reach this student's result.json)."""
+    entry = data.get(key)
+    return {str(k): v for k, v in entry.items()} if isinstance(entry, Mapping) else {}
+
+
 def check_overrides(given: Mapping[str, Any] | Overrides | None, rubrics: Mapping[str, Rubric],
                     graded: Iterable[str] | None = None) -> Overrides:
     """Check every entry of `given` against the rubrics of the assignments `graded` (default:
@@ -138,6 +156,8 @@ def _check_release(found: Overrides, assignment: str, value: Any) -> None:
 
 
 def _check_points(found: Overrides, key: str, maximum: float, value: Any) -> None:
+    if value is None or (isinstance(value, Mapping) and value.get("points") is None):
+        return   # not graded yet: the item stays pending
     points = value.get("points") if isinstance(value, Mapping) else None
     if isinstance(points, bool) or not isinstance(points, (int, float)) \
             or not math.isfinite(points) or not 0 <= points <= maximum:

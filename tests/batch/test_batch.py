@@ -215,7 +215,7 @@ def test_progress_is_plain_lines_with_scores_off_a_terminal_and_a_live_display_o
     assert re.fullmatch(r"\[1/2\] graded a \(\d+\.\d s\): 1/10", lines[0]), lines[0]
     assert re.fullmatch(r"\[2/2\] graded b \(\d+\.\d s\): 7/10", lines[1]), lines[1]
     assert "\r" not in plain.getvalue() and "\x1b" not in plain.getvalue()
-    assert lines[2].startswith("2/2 done: 2 graded, 0 failed, 0 rejected, 0 skipped")
+    assert lines[2].startswith("2/2 done: 2 graded, 0 failed, 0 rejected, 0 for a person, 0 skipped")
     # On a terminal (forced here): rich's live display, redrawn while gradings run: what is
     # running and for how long, then the last scores; the plain lines are not printed.
     live = io.StringIO()
@@ -447,3 +447,27 @@ def test_a_full_disk_while_unpacking_is_the_machines_failure_not_a_rejection(tmp
     monkeypatch.setattr(inputs, "materialize_entry", real)
     again = batch(subs, out)
     assert (again.progress.graded, again.progress.skipped) == (1, 1) and not again.failed
+
+
+def test_the_console_the_class_page_and_the_help_count_uploads_for_a_person_alike(tmp_path,
+                                                                                  calls_log):
+    """The console had said "1 rejected (1 for a person)" where the class page said "0
+    rejected, 1 with nothing to grade", and `batch --help` that rejected uploads are "graded
+    0" while their cells stayed empty."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=5)
+    (subs / "bob").mkdir()
+    (subs / "bob" / "notes.txt").write_text("nothing the assignments expect")
+    report = batch(subs, out)
+    line = report.progress.line()
+    assert "1 graded, 0 failed, 0 rejected, 1 for a person, 0 skipped" in line, (
+        f"expected the console to count the upload for a person apart; observed {line!r}")
+    counts = (out / "index.html").read_text().split('<p id="counts">')[1].split("</p>")[0]
+    assert "1 graded, 0 rejected, 1 for a person" in counts, counts
+    assert read_csv(out)[2][2:4] == ["", ""], "an upload for a person has no grade"
+    parser = build_parser()
+    commands = next(action for action in parser._subparsers._group_actions if action.choices)
+    said = " ".join(commands.choices["batch"].format_help().split())
+    assert ("rejected (an archive that cannot be unpacked safely: graded 0) or left for a person "
+            "(nothing to grade found, or several versions: no grade, its cells stay empty)"
+            ) in said, said

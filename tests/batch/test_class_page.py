@@ -111,7 +111,7 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
     assert page == out / "index.html"
     text = page.read_text(encoding="utf-8")
 
-    assert ("8 students: 4 graded, 1 rejected, 1 with nothing to grade, 1 timed out, 1 errored."
+    assert ("8 students: 4 graded, 1 rejected, 1 for a person, 1 timed out, 1 errored."
             in text)
     # What needs a person, counted where the counts are (an instructor's day found "0 for a
     # person" above a list of overrides to correct).
@@ -120,8 +120,9 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
     book.close()
     to_do = re.search(r'<p id="to-do">(.*?)</p>', text).group(1)
     assert to_do.startswith(
-        f"For a person: 1 upload(s) with nothing to grade, {len(summary['override_problems'])} "
-        f"override problem(s), {len(summary['integrity'])} assignment(s) held for review, "
+        f"For a person: 1 upload(s) with no grade until someone looks, "
+        f"{len(summary['override_problems'])} override problem(s), 0 name(s) shared by uploads "
+        f"kept apart, {len(summary['integrity'])} assignment(s) held for review, "
         f"{len(summary['answer_review'])} answer file(s) to read by hand, "
         f"{len(summary['answer_flags'])} flag(s) on reported numbers"), to_do
     assert summary["override_problems"], "the fixture has an override problem to count"
@@ -248,7 +249,7 @@ def test_the_batch_writes_the_summary_and_a_render_failure_spares_the_grades(tmp
     make_submission(subs / "cat", behaviour="crash")
     run_test_batch(subs, out, ["practical4"])
     text = (out / "index.html").read_text()
-    assert "3 students: 2 graded, 0 rejected, 0 with nothing to grade, 0 timed out, 1 errored." in text
+    assert "3 students: 2 graded, 0 rejected, 0 for a person, 0 timed out, 1 errored." in text
     assert re.search(r'<li class="flag">ann, ben</li>', text)
     assert "the grading process failed" in text
 

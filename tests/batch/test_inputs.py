@@ -173,7 +173,7 @@ def test_no_root_ambiguous_root_and_duplicate_entries(tmp_path):
     zip_folder(subs / "bob_v2", subs / "bob.zip")
     shutil.rmtree(subs / "bob_v2")
     bob = prepare(_by_key(subs)[0]["bob"], tmp_path / "d")
-    assert bob.needs_person and "several uploads for bob with different files (bob, bob.zip)" \
+    assert bob.needs_person and "2 uploads of bob with different files: bob/ and bob.zip" \
         in bob.problem, bob.problem
 
 

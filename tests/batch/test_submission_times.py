@@ -561,6 +561,7 @@ def _downgrade_to_schema_1(path: Path) -> None:
         db.execute("ALTER TABLE runs DROP COLUMN submitted_at")
         db.execute("ALTER TABLE runs DROP COLUMN needs_person")
         db.execute("ALTER TABLE submissions DROP COLUMN fingerprints")
+        db.execute("ALTER TABLE students DROP COLUMN email")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
 
 
@@ -575,7 +576,7 @@ def test_a_schema_1_gradebook_is_migrated_in_place_and_nothing_is_regraded(tmp_p
     calls_log.unlink()
     again = batch(subs, out, rubrics)
     assert calls(calls_log) == [] and again.progress.skipped == 2      # the old runs still count
-    assert query(out, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert query(out, "SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
     assert query(out, "SELECT submitted_at, needs_person FROM runs") == [(None, 0), (None, 0)]
     # The skipped submissions got their code fingerprints (kept since schema 3).
     assert query(out, "SELECT count(*) FROM submissions WHERE fingerprints IS NOT NULL") == [(2,)]
@@ -721,3 +722,61 @@ def test_times_for_an_assignment_without_a_due_date_are_said_to_give_no_penalty(
     run_test_batch(subs, out, ["practical4"], submission_times=times, stream=stream)
     assert "no due date in the rubric of practical4: the submission times give no late penalty" \
         in stream.getvalue()
+
+
+def test_overrides_for_an_upload_with_nothing_to_grade_are_said_not_applied(tmp_path, rubrics,
+                                                                              calls_log):
+    """An instructor's `{points: 0}` for an empty upload had vanished: no warning, no line on
+    the class page, the cells still empty."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=4)
+    (subs / "Frank Lepp_401106_assignsubmission_file_").mkdir()
+    (subs / "Frank Lepp_401106_assignsubmission_file_" / "notes.txt").write_text("nothing")
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text("Frank_Lepp_401106:\n  hw3.code: {points: 0, comment: empty upload}\n")
+    stream = io.StringIO()
+    batch(subs, out, rubrics, overrides=overrides, stream=stream)
+    said = stream.getvalue()
+    assert ("warning: Frank_Lepp_401106: overrides not applied: it has nothing to grade (no file "
+            "of hw3 found anywhere") in said, (
+        f"expected the batch to say the overrides were not applied; observed:\n{said}")
+    problems = (out / "index.html").read_text().split('id="override-problem-table"')[1]
+    assert "Frank_Lepp_401106" in problems.split("</table>")[0], (
+        "expected the class page to list them under 'Overrides that could not be applied'")
+    assert grades(out)["Participant 401106"]["Total"] == ""           # still no grade
+    # Unchanged the next time: said again, never dropped once the upload is skipped.
+    again = io.StringIO()
+    assert batch(subs, out, rubrics, overrides=overrides, stream=again).progress.skipped == 2
+    assert "Frank_Lepp_401106: overrides not applied" in again.getvalue()
+
+
+def test_grade_rescore_with_the_class_file_takes_this_students_entry_only(tmp_path, rubrics,
+                                                                        calls_log, pdl_grade):
+    """`pdl-grade grade --rescore --overrides <class file>` on a batch's folder had ignored
+    every entry (one "no assignment 'alice'" each, exit 0), lowered the score, and kept the
+    whole class's entries and comments in this one student's result.json."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name in ("alice", "bob"):
+        make_submission(subs / name, score=4)
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text("alice:\n  hw3.code: {points: 9, comment: 'regraded'}\n"
+                         "bob:\n  hw3.code: {points: 2, comment: 'bob copied from carol'}\n")
+    batch(subs, out, rubrics, overrides=overrides)
+    folder = out / "submissions" / "bob"
+    before = result(out, "bob")["score"]
+    run = pdl_grade("grade", subs / "bob", "--out", folder, "--rescore", "--rubrics", rubrics,
+                    "--overrides", overrides)
+    assert run.code == 0 and "no assignment" not in run.err, run.err
+    after = result(out, "bob")
+    assert after["score"] == before == 2, (before, after["score"])
+    assert after["overrides"] == {"hw3.code": {"points": 2, "comment": "bob copied from carol"}}
+    assert "regraded" not in json.dumps(after), "another student's comment reached bob's result"
+    # A folder no batch graded has no student to take the entry of: refused, said why.
+    alone = tmp_path / "alone"
+    shutil.copytree(folder, alone)
+    data = json.loads((alone / "result.json").read_text())
+    data.pop("student")
+    (alone / "result.json").write_text(json.dumps(data))
+    refused = pdl_grade("grade", subs / "bob", "--out", alone, "--rescore", "--rubrics", rubrics,
+                        "--overrides", overrides)
+    assert refused.code == 2 and "is a class's overrides file (2 students" in refused.err, refused

@@ -327,4 +327,11 @@ def test_a_student_on_time_and_late_is_graded_once_or_left_to_a_person(tmp_path,
         assert any("graded once" in note for note in prepared.notes), prepared.notes
     else:
         assert prepared.root is None and prepared.needs_person, prepared.problem
-        assert "several uploads for Jane Doe with different files" in prepared.problem
+        # Both folders have one name: only where each is tells the late one, and the advice
+        # is what works here (an instructor's day read "(or keep one and upload again)").
+        assert ("2 uploads of Jane Doe with different files: Jane Doe_5_assignsubmission_file_/ "
+                "and late/Jane Doe_5_assignsubmission_file_/. Which one counts is for a person "
+                "to decide: move the other out of subs/ and run the batch again"
+                == prepared.problem), (
+            f"expected the message to place each upload (late/ for the late one) and say to move "
+            f"one out; observed: {prepared.problem!r} (grader/batch/inputs.py _one_of_the_copies)")

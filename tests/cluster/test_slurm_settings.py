@@ -23,7 +23,8 @@ def test_options_override_the_file_which_overrides_defaults(tmp_path):
     settings = SlurmSettings.load(config, partition="gpu", time=None, gpus_per_job=None)
     assert (settings.partition, settings.time, settings.account) == ("gpu", "01:00:00", "pdl")
     assert settings.setup == ("module load cuda",) and settings.sbatch_args == ("--constraint=a100",)
-    assert settings.command == (sys.executable, "-m", "grader", "grade")
+    # Setup lines prepare the environment the job grades in: its python3, not this one's path.
+    assert settings.grade_command() == ("python3", "-m", "grader", "grade")
 
 
 @pytest.mark.parametrize("text, problem", [
@@ -70,7 +71,7 @@ def test_sbatch_arguments_and_job_script(tmp_path):
     script = backend.job_script(grading)
     assert script.startswith("#!/bin/bash\n") and "module load cuda/12\n" in script
     assert script.rstrip().splitlines()[-1] == (
-        f"exec {sys.executable} -m grader grade {grading.submission.resolve()} --out {out} "
+        f"exec python3 -m grader grade {grading.submission.resolve()} --out {out} "
         f"--assignment practical4 --check-timeout 60 --rubrics {Path('rubrics').resolve()}")
 
 
@@ -90,3 +91,62 @@ def test_scontrol_and_jobcomp_lines_are_parsed():
             "ExitCode=0:0")
     info = _info_from_fields(parse_fields(comp), "jobcomp")
     assert (info.state, info.terminal, info.source) == ("CANCELLED", True, "jobcomp")
+
+
+def test_the_job_grades_with_the_python_its_setup_lines_prepare(tmp_path):
+    """The job had run this host's interpreter by its absolute path after the setup lines,
+    so `source /shared/venv/bin/activate` changed nothing."""
+    grading = job(tmp_path)
+    venv = SlurmBackend(SlurmSettings(setup=("source /shared/venv/bin/activate",)))
+    script = venv.job_script(grading).splitlines()
+    assert script[-1].startswith("exec python3 -m grader grade "), (
+        f"expected the setup's python3 after the setup lines; observed {script[-1]!r} "
+        "(grader/cluster/config.py SlurmSettings.interpreter)")
+    assert script.index("source /shared/venv/bin/activate") < len(script) - 1
+    assert 'echo "pdl-grade: grading with $(command -v python3 || echo python3 not found)"' \
+        in script, script
+    # No setup lines: this interpreter on the shared filesystem, as before; or the one named.
+    assert SlurmBackend(SlurmSettings()).job_script(grading).splitlines()[-1].startswith(
+        f"exec {sys.executable} -m grader grade ")
+    named = SlurmSettings.load(None, python="/shared/conda/bin/python")
+    assert SlurmBackend(named).job_script(grading).splitlines()[-1].startswith(
+        "exec /shared/conda/bin/python -m grader grade ")
+
+
+def test_a_dry_run_writes_the_job_scripts_and_says_the_sbatch_commands(tmp_path, pdl_grade,
+                                                                       monkeypatch):
+    """No way had existed to see what would be submitted short of a fake sbatch on PATH, and
+    a cluster's rejection of every job was recorded in the gradebook."""
+    import sqlite3
+    from grader.cluster import slurm
+    from tests.support.fake_graders import make_submission
+
+    def submitted(*args, **kwargs):
+        raise AssertionError("a dry run called sbatch")
+    monkeypatch.setattr(slurm, "sbatch", submitted)
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Alice Tamm_401101_assignsubmission_file_", score=5)
+    config = tmp_path / "slurm.yaml"
+    config.write_text("account: pdl\nsetup: ['source /shared/venv/bin/activate']\n")
+    run = pdl_grade("batch", subs, "--out", out, "--assignment", "practical4", "--backend",
+                    "slurm", "--partition", "gpu", "--slurm-config", config, "--dry-run")
+    assert run.code == 0, run.err
+    script = out / "slurm-dry-run" / "Alice_Tamm_401101" / "slurm-job.sh"
+    assert script.is_file(), f"expected the job's script at {script}; stdout:\n{run.out}"
+    line = next(line for line in run.out.splitlines() if line.startswith("Alice_Tamm_401101:"))
+    assert line.startswith("Alice_Tamm_401101: would be graded (practical4), submitted as: "
+                           "sbatch --parsable --job-name=pdl-grade-"), line
+    for part in ("--partition=gpu", "--gres=gpu:2", "--account=pdl", str(script)):
+        assert part in line, f"expected {part} in the sbatch command; observed {line!r}"
+    assert "exec python3 -m grader grade" in run.out, "expected the script printed in full"
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,), "a dry run recorded runs"
+    # --out under /tmp is each node's own disk on a cluster: said.
+    assert f"warning: --out {out} is under /tmp" in run.err, run.err
+
+
+def test_node_local_folders_are_told():
+    from grader.cluster.backend import node_local
+    assert node_local(Path("/tmp/grades")) == "/tmp"
+    assert node_local(Path("/dev/shm/x")) == "/dev/shm"
+    assert node_local(Path("/shared/course/grades")) is None

@@ -173,3 +173,32 @@ def test_a_withheld_item_says_why_and_the_staff_comment_stays_out(result):
     assert "imports grader.vgpu.trace" in test["output"]
     assert "staff only" not in json.dumps(results)
     assert "Held for review" not in results["tests"][1]["output"]
+
+
+def test_an_item_the_instructor_regraded_is_not_shown_as_failed():
+    """`practical4.part3: {points: 4}` over checks that all failed: report.md, report.html and
+    Gradescope had still said "failed" beside 4 / 4; result.json said `overridden` only."""
+    from tests.support.fake_graders import fake_report
+    from grader.reports import render_html, render_markdown
+    from grader.scoring import build_result, load_rubrics, score_assignment
+    rubric = load_rubrics()["practical4"]
+    scored = score_assignment(rubric, fake_report(rubric, passed=0),
+                              overrides={"practical4.part3": {"points": 4, "comment": "by hand"}})
+    result = build_result("dmitri", [scored])
+    item = find_item(result, "practical4.part3")
+    assert item["overridden"] and item["status"] == "failed", item   # the checks' own verdict
+    md = render_markdown(result)
+    row = next(line for line in md.splitlines() if line.startswith(f"| {item['title']} |"))
+    assert row == f"| {item['title']} | set by the instructor | 4 / 4 |", (
+        f"expected the summary row to show the instructor's grade; observed {row!r} "
+        "(grader/reports/student_view.py item_view)")
+    assert f"### {item['title']}: 4 / 4 (set by the instructor)" in md
+    html = render_html(result)
+    heading = html.split(f'id="{item["id"]}"')[1].split("</h3>")[0]
+    assert '<span class="status status-overridden">set by the instructor</span>' in heading, heading
+    test = next(t for t in gradescope_results(result)["tests"] if t["name"] == item["title"])
+    assert (test["status"], test["score"], test["max_score"]) == ("passed", 4.0, 4.0), test
+    # Part 2 was not overridden: still failed everywhere.
+    other = next(t for t in gradescope_results(result)["tests"]
+                 if t["extra_data"]["item_id"] == "practical4.part2")
+    assert other["status"] == "failed", other

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import yaml
 
@@ -113,7 +114,10 @@ def test_ignored_overrides_and_pending_points_are_told_to_the_instructor(result)
     graded["pending_points"] = 2.5
     graded["override_problems"] = ["override 'hw3.task9' ignored: hw3 has no item with that id"]
     text = render_instructor_markdown(graded, load_rubrics())
-    assert "of which 2.5 point(s) of written answers wait for a person" in text
+    total = re.search(r"Total: .*", text).group(0)
+    assert (f"; written answers worth 2.5 of the {graded['max_score']:g} points wait for a person "
+            f"(they are not in the {graded['score']:g} yet)") in total, (
+        f"expected the instructor's total to say the 2.5 are not in the score; observed: {total!r}")
     assert "**Overrides that were ignored**" in text
     assert "- override 'hw3.task9' ignored: hw3 has no item with that id" in text
     # ...and never to the student:
@@ -157,3 +161,30 @@ def test_an_answer_written_in_words_it_cannot_read_is_never_called_not_answered(
     html = render_html(data)
     assert "task1.transfer_between" in html and "task4.all_gpus_utilised:" not in \
         html[html.index('class="missing"'):].split("</ul>")[0]
+
+
+def test_the_overrides_skeleton_leaves_unfilled_answers_pending(result):
+    """The skeleton had been pre-filled with `points: 0`: pasted unfilled, every written
+    answer read as graded 0 (and the Moodle comment stopped saying answers were waiting)."""
+    from tests.support.fake_graders import fake_report
+    from grader.reports.instructor import overrides_template
+    from grader.scoring import build_result, load_rubrics, score_assignment
+    rubrics = load_rubrics()
+    rubric = rubrics["practical4"]
+    graded = score_assignment(rubric, fake_report(rubric, passed=10),
+                              overrides={"practical4.questions.easier": {"points": 0.5,
+                                                                         "comment": "good"}})
+    text = render_instructor_markdown(build_result("kadri", [graded]), rubrics)
+    block = text.split("## Overrides to fill in")[1].split("```text\n")[1].split("\n```")[0]
+    skeleton = yaml.safe_load(block)
+    assert skeleton["practical4.questions.easier"] == {"points": 0.5, "comment": "good"}
+    unfilled = {k: v for k, v in skeleton.items() if k != "practical4.questions.easier"}
+    assert unfilled and all(v["points"] is None for v in unfilled.values()), (
+        f"expected every answer no person graded yet to be `points: null`; observed {unfilled} "
+        "(grader/reports/instructor.py overrides_template)")
+    # Pasted back unfilled: the answers stay pending, and no problem is reported.
+    again = score_assignment(rubric, fake_report(rubric, passed=10), overrides=skeleton)
+    pending = set(again.pending_manual)
+    assert pending == set(unfilled) and again.pending_points == 0.5 * len(unfilled), (
+        f"expected {sorted(unfilled)} pending; observed {sorted(pending)}")
+    assert "points: null = not graded yet" in overrides_template([])

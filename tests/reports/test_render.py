@@ -6,6 +6,7 @@ from html.parser import HTMLParser
 
 from tests.support.report_fixtures import REFERENCE, ROUND_ROBIN, TEMPLATE, XSS, find_item, with_hostile_feedback
 from grader.reports import render_html, render_markdown
+from grader.reports.formatting import format_points
 
 
 def section(markdown: str, heading: str) -> str:
@@ -170,10 +171,17 @@ def test_answers_not_found_are_listed_with_the_files_read(result):
 def test_points_still_waiting_for_a_person_are_said_in_the_total(result):
     graded = result(ROUND_ROBIN)
     graded["pending_points"] = 3
+    score, maximum = format_points(graded["score"]), format_points(graded["max_score"])
     for text in (render_markdown(graded), render_html(graded)):
-        assert "(3 of them for written answers the staff still have to grade)" in text
+        # The pending points are part of the maximum, not of the score: "(3 of them ...)"
+        # beside the score had read as included in it.
+        expected = (f"(written answers worth 3 of the {maximum} points are still to be graded by "
+                    f"the staff: they are not in the {score} yet)")
+        assert expected in text, (f"expected the total to say {expected!r}; observed: "
+                                  f"{re.search(r'Total: .*', text).group(0)[:300]!r} "
+                                  "(grader/reports/templates/report.*.j2)")
     graded["pending_points"] = 0
-    assert "still have to grade" not in render_markdown(graded)
+    assert "still to be graded" not in render_markdown(graded)
 
 
 def test_each_answer_is_shown_with_where_it_was_read(result):
