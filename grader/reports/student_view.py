@@ -73,6 +73,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "rubric_max_score": format_points(assignment.get("rubric_max_score")),
         "errors": list(assignment.get("errors") or []),
         "late": assignment.get("late"),
+        "late_note": _late_without_penalty(assignment.get("late"), items),
         "rubric_items": _said_once(rubric_items),
         "stops": stops,
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
@@ -260,3 +261,13 @@ def review_note(integrity: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "withheld": bool(integrity.get("withheld")),
             "withheld_points": format_points(integrity.get("withheld_points") or 0),
             "cleared": bool(integrity.get("cleared"))}
+
+
+def _late_without_penalty(late: dict | None, items: list[dict]) -> str | None:
+    """A late submission that no policy charges, said all the same (an instructor reading the
+    report would otherwise not know; grades.csv has its time)."""
+    if not late or not late.get("days_late") or any(i.get("kind") == "penalty" for i in items):
+        return None
+    days = late["days_late"]
+    return (f"Submitted {late.get('submitted_at')}, due {late.get('due')}: {days} started "
+            f"day{'s' if days != 1 else ''} late. No late policy applies: nothing is deducted.")

@@ -57,6 +57,20 @@ def test_markdown_late_penalty_is_its_own_line_and_manual_items_are_pending(resu
     assert "*Pending: to be graded by the instructor.*" in written
 
 
+def test_a_late_submission_no_policy_charges_is_said_late_in_both_reports(result):
+    """HW3's handout has no late policy, so the rubric charges none (an instructor's audit: 31
+    minutes late cost 1.45 points); the report still says it was late."""
+    data = result(REFERENCE)
+    hw3 = next(a for a in data["assignments"] if a["id"] == "hw3")
+    hw3["late"] = {"submitted_at": "2026-05-01T00:30:00+03:00", "due": "2026-04-30T23:59:00+03:00",
+                   "days_late": 1, "fraction_lost": 0.0}
+    said = "Submitted 2026-05-01T00:30:00+03:00, due 2026-04-30T23:59:00+03:00: 1 started day late. " \
+           "No late policy applies: nothing is deducted."
+    assert f"**Late**: {said}" in section(render_markdown(data), "## Home Work 3")
+    assert f"<strong>Late</strong>: {said}" in render_html(data)
+    assert "**Late**" not in render_markdown(result(REFERENCE))
+
+
 def test_markdown_template_points_at_the_todo(result):
     md = render_markdown(result(TEMPLATE))
     assert "**Total: 0 / 15**" in md
