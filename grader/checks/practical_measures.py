@@ -100,6 +100,30 @@ def trained_ranks(run) -> list[int]:
     return sorted({e.get("rank", 0) for e in run.of("step")})
 
 
+def learning_ranks(run) -> list[int]:
+    """Ranks that took an optimizer step on gradients of their own: a backward pass before
+    the step, and gradients that are not all zero. An optimizer.step() with no gradient to
+    apply (a training loop left empty, a TA's P10 s11) changes nothing, so it is no training."""
+    found = set()
+    for rank in trained_ranks(run):
+        for events in run.by_step(rank):
+            grads = events[-1].get("grads") or {}
+            if any(e.get("event") == "backward" for e in events) \
+                    and (grads.get("sumsq") or 0) > 0:
+                found.add(rank)
+                break
+    return sorted(found)
+
+
+def not_learning(run) -> str:
+    """Why learning_ranks(run) is empty, as the feedback says it."""
+    stepped = trained_ranks(run)
+    if not stepped:
+        return "no rank took an optimizer step"
+    return (f"optimizer steps on rank(s) {stepped}, but none after a backward pass that "
+            "produced gradients: an optimizer.step() with no gradient to apply trains nothing")
+
+
 def devices_of_rank(run, rank: int) -> set[str]:
     """Devices of the rank's model parameters, as its forward passes found them."""
     found = set()

@@ -22,8 +22,8 @@ from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_li
                                              per_rank_line, rows_by, whole_numbers)
 from grader.checks.practical_measures import (assigned_constants, broken_layout_edit,
                                               devices_of_rank, distinct_rows, evidence,
-                                              first_step_rows, restored_layout_edit, rows_of,
-                                              script_text, trained_ranks)
+                                              first_step_rows, learning_ranks, not_learning,
+                                              restored_layout_edit, rows_of, script_text)
 from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical10/sample.py"
@@ -120,6 +120,27 @@ def describe_step(step) -> str:
             f"backward pass(es), {step['synced']} of them all-reducing the gradients")
 
 
+def without_micro_batches(steps, micro) -> list:
+    """The steps that did not run MICRO_BATCHES forward and MICRO_BATCHES backward passes (what
+    practical10.micro_batches counts). Synchronisation and invariance say something only about
+    steps that have micro-batches: one forward and backward on the whole batch all-reduces once
+    and gives the full-batch gradient at any MICRO_BATCHES (a TA's s10 earned 3.5 points
+    without a micro-batch), and a loop left empty gives a zero gradient at every setting."""
+    return [s for s in steps if s["forwards"] != micro or s["backwards"] != micro]
+
+
+def passes_in(step) -> str:
+    """describe_step, or that a step (of an empty loop) ran no pass at all."""
+    if not step["forwards"] and not step["backwards"]:
+        return "no forward and no backward pass before the optimizer step"
+    return describe_step(step)
+
+
+LOOK_MICRO_LOOP = ("the micro-batch loop: for each of the MICRO_BATCHES micro-batches a forward "
+                   "pass, loss_fn(out, my) / MICRO_BATCHES and a backward pass (all but the last "
+                   "under `with model.no_sync():`), then one optimizer.step()")
+
+
 # -- layout: a DDP replica per process, two GPUs per replica ------------------------------------
 
 
@@ -131,10 +152,10 @@ def test_one_process_per_replica(handout):
                "each training"
     wraps = evidence(run, {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")},
                      expected, "no model was wrapped in DDP", look)
-    trained = evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
+    trained = evidence(run, learning_ranks(run), expected, not_learning(run), look)
     assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2} and trained == [0, 1], explain(
         expected, f"DDP replicas on ranks {sorted(wraps)} with group sizes "
-        f"{sorted(set(wraps.values()))}; optimizer steps on ranks {trained}", look)
+        f"{sorted(set(wraps.values()))}; optimizer steps on gradients on ranks {trained}", look)
 
 
 @pytest.mark.check("practical10.gpu_pair_per_rank")
@@ -145,7 +166,7 @@ def test_rank_uses_gpus_r_and_r_plus_2(handout):
                 "cuda:2, rank 1: cuda:1 + cuda:3) and trains there")
     placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
                       expected, "no forward pass of the model on any rank", look)
-    evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
+    evidence(run, learning_ranks(run), expected, not_learning(run), look)
     wrong = {r: sorted(placed.get(r, [])) for r in (0, 1)
              if placed.get(r) != {f"cuda:{r}", f"cuda:{r + 2}"}}
     assert not wrong, explain(expected, "; ".join(
@@ -230,11 +251,28 @@ def test_gradients_synchronised_once_per_step(handout, batch, micro):
                 "micro-batch's backward (the others run under model.no_sync())")
     steps = evidence(run, step_pattern(run), expected, "no optimizer step", look)
     wrong = [s for s in steps if s["synced"] != 1 or s["synced_at"] != s["backwards"]]
-    if wrong and step_per_micro_batch(run, batch, micro):
+    per_micro_batch = step_per_micro_batch(run, batch, micro)
+    if wrong and per_micro_batch:
         raise AssertionError(explain(
             expected, f"{describe_step(wrong[0])}: {STEP_PER_MICRO_BATCH}, and the steps of the "
             "micro-batches run under no_sync() use gradients never all-reduced",
             LOOK_ONE_STEP_PER_BATCH))
+    # One all-reduce per step shows no_sync() at work only where the step has micro-batches
+    # whose all-reduce it saves: a step of one forward and one backward all-reduces once by
+    # itself (a TA's s10 earned these points with no micro-batch at all).
+    unaccumulated = without_micro_batches(steps, micro)
+    if unaccumulated and per_micro_batch:
+        raise AssertionError(explain(
+            expected, f"{describe_step(unaccumulated[0])}: {STEP_PER_MICRO_BATCH}, so no "
+            "all-reduce is left for no_sync() to save", LOOK_ONE_STEP_PER_BATCH))
+    assert not unaccumulated, explain(
+        f"{expected}, in steps of {micro} forward and {micro} backward passes (BATCH_SIZE = "
+        f"{batch}, MICRO_BATCHES = {micro})",
+        f"{passes_in(unaccumulated[0])}; only a step of {micro} forward and {micro} backward "
+        "passes has all-reduces for no_sync() to save"
+        + ("; one all-reduce per step without them shows nothing"
+           if unaccumulated[0]["synced"] == 1 else "")
+        + " (practical10.micro_batches says what a step should hold)", LOOK_MICRO_LOOP)
     # Never all-reduced: the last micro-batch too ran under no_sync(); how DDP decides (at the
     # forward) is another student's mistake (a TA's round: the hint named it to this one).
     never = ("leave the last micro-batch's forward and backward outside `with model.no_sync():` "
@@ -269,7 +307,23 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
                     "the full-batch run (MICRO_BATCHES = 1) took no optimizer step", look)
     mine = evidence(run, first_gradient(run), expected, "no optimizer step", look)
     (full_sum, full_norm), (sum_, norm) = full, mine
-    if close(norm, full_norm, rel=1e-3) and abs(sum_ - full_sum) <= 1e-3 * full_norm + 1e-9:
+    # Equal gradients show the loss scaling only where the step accumulated micro-batches
+    # (a whole-batch step gives the full-batch gradient at any MICRO_BATCHES: a TA's s10),
+    # and where there is a gradient at all (an empty loop's zero equals zero: s11).
+    per_micro_batch = step_per_micro_batch(run, BATCH, micro)
+    unaccumulated = without_micro_batches(step_pattern(run), micro)
+    assert per_micro_batch or not unaccumulated, explain(
+        f"{expected}, accumulated over {micro} forward and {micro} backward passes per step",
+        f"with MICRO_BATCHES = {micro}: {passes_in(unaccumulated[0])}; a gradient made without "
+        f"{micro} forward and {micro} backward passes per step accumulates nothing, whatever "
+        "it equals (practical10.micro_batches says what a step should hold)", LOOK_MICRO_LOOP)
+    assert full_norm > 0, explain(
+        expected, "the full-batch run's (MICRO_BATCHES = 1) gradient at its first optimizer "
+        "step is zero: no backward pass produced gradients, so there is no gradient for the "
+        "accumulated one to equal", "loss.backward() for every micro-batch before "
+        "optimizer.step() (MICRO_BATCHES = 1 is one micro-batch of the whole batch)")
+    if not per_micro_batch and close(norm, full_norm, rel=1e-3) \
+            and abs(sum_ - full_sum) <= 1e-3 * full_norm + 1e-9:
         return
     ratio = norm / full_norm if full_norm else float("inf")
     if close(ratio, micro, rel=0.02):
@@ -308,7 +362,7 @@ def test_single_process_runs(handout):
     look = "the script must not assume 2 processes"
     expected = ("torchrun --nproc_per_node=1: one process, one replica on cuda:0 + cuda:2, "
                 "training")
-    evidence(run, trained_ranks(run), expected, "no optimizer step", look)
+    evidence(run, learning_ranks(run), expected, not_learning(run), look)
     assert devices_of_rank(run, 0) == {"cuda:0", "cuda:2"}, explain(
         expected, f"the replica uses {sorted(devices_of_rank(run, 0))}", look)
 
@@ -324,7 +378,7 @@ def test_broken_layout_puts_each_replica_on_one_gpu(handout):
     run = handout.broken()
     placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
                       expected, "no forward pass of the model on any rank", look)
-    evidence(run, trained_ranks(run), expected, "no rank took an optimizer step", look)
+    evidence(run, learning_ranks(run), expected, not_learning(run), look)
     wrong = {r: sorted(placed.get(r, [])) for r in (0, 1) if placed.get(r) != {f"cuda:{r}"}}
     assert not wrong, explain(expected, "; ".join(
         f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
@@ -429,6 +483,44 @@ def batch_cut_into(run, batch=BATCH):
     return batch // size if size and batch % size == 0 else None
 
 
+def micro_batches_ran(run, batch) -> bool:
+    """Did the batch go through the model in micro-batches: a training forward pass on part of
+    it? Loose on purpose: a step per micro-batch, or one loss and one backward over the
+    micro-batches' outputs, still cut the batch (their answers are right about that code; the
+    code items take those bugs' points)."""
+    _, rows = micro_batch_pattern(run)
+    return any(r < batch for r in rows)
+
+
+def micro_batch_answer(answers, qid, truth, *runs, flag=None):
+    """answer_and_truth for an answer about the micro-batches, which counts only where they ran
+    (an answer is checked wherever the part it is about ran: rubrics/README.md). `runs`:
+    (run, BATCH_SIZE, MICRO_BATCHES) of each run the answer is compared with. A whole-batch
+    step's or an empty loop's pattern (1 pass of 64 rows, none; the same at every batch size)
+    is no micro-batch pattern, whatever the sheet says of it (a TA's s10 and s11). `flag`
+    tells the instructor of an answer given about micro-batches that never ran."""
+    whole = [(run, batch, micro) for run, batch, micro in runs
+             if not micro_batches_ran(run, batch)]
+    if whole and qid in answers.values and all(run.ok for run, _, _ in runs):
+        run, batch, micro = whole[0]
+        forwards, _ = micro_batch_pattern(run)
+        done = (f"each optimizer step runs {passes_said(run)} on the whole batch of {batch} "
+                "rows") if any(forwards) else "its optimizer steps run no forward pass"
+        if flag is not None:
+            flag(f"{qid}: answered {answers.values[qid]!r}, but the code never ran "
+                 f"micro-batches (with BATCH_SIZE = {batch} and MICRO_BATCHES = {micro} {done})")
+        # One wording for every answer it costs (no answer id): one cause for the student.
+        raise AssertionError(explain(
+            "your answers about the micro-batches can be compared with the micro-batches your "
+            "code runs",
+            f"your code never ran micro-batches: with BATCH_SIZE = {batch} and MICRO_BATCHES "
+            f"= {micro} {done}, so no answer about its micro-batches can be checked, and none "
+            "earns a point", f"{LOOK_MICRO_LOOP}; the answers are then checked against what "
+            "it does"))
+    return answer_and_truth(answers, qid, None if whole else truth,
+                            *(run for run, _, _ in runs))
+
+
 def steps_said(run, cut) -> str:
     said = f"runs {passes_said(run)} per optimizer step"
     forwards, _ = micro_batch_pattern(run)
@@ -438,21 +530,22 @@ def steps_said(run, cut) -> str:
 
 
 @pytest.mark.check("practical10.micro_batches_reported")
-def test_reported_micro_batches_per_step(handout, answers, agree):
+def test_reported_micro_batches_per_step(handout, answers, agree, flag):
     run = handout.run()
     forwards, _ = micro_batch_pattern(run)
-    value, truth = answer_and_truth(answers, "hybrid.micro_batches_per_step",
-                                    one_or_all(forwards), run)
+    value, truth = micro_batch_answer(answers, "hybrid.micro_batches_per_step",
+                                      one_or_all(forwards), (run, BATCH, MICRO), flag=flag)
     cut = batch_cut_into(run)
     agree("hybrid.micro_batches_per_step", value, cut if value == cut else truth,
           f"{steps_said(run, cut)} with MICRO_BATCHES = {MICRO}")
 
 
 @pytest.mark.check("practical10.micro_batch_size_reported")
-def test_reported_micro_batch_size(handout, answers, agree):
+def test_reported_micro_batch_size(handout, answers, agree, flag):
     run = handout.run()
     _, rows = micro_batch_pattern(run)
-    value, truth = answer_and_truth(answers, "hybrid.micro_batch_size", one_or_all(rows), run)
+    value, truth = micro_batch_answer(answers, "hybrid.micro_batch_size", one_or_all(rows),
+                                      (run, BATCH, MICRO), flag=flag)
     agree("hybrid.micro_batch_size", value, truth,
           f"runs micro-batches of {', '.join(map(str, sorted(set(rows))))} rows with "
           f"BATCH_SIZE = {BATCH} and MICRO_BATCHES = {MICRO}")
@@ -464,8 +557,9 @@ def test_reported_micro_batch_table(handout, answers, measured, reported_values,
     run = handout.run(MICRO_BATCHES=micro)
     forwards, rows = micro_batch_pattern(run)
     truth = {"passes_per_step": one_or_all(forwards), "micro_batch_size": one_or_all(rows)}
-    value, truth = answer_and_truth(answers, "micro.table",
-                                    truth if forwards and rows else None, run)
+    value, truth = micro_batch_answer(answers, "micro.table",
+                                      truth if forwards and rows else None, (run, BATCH, micro),
+                                      flag=flag)
     row = rows_by(value, "micro_batches").get(micro)
     measured["micro.table"] = {str(micro): truth}
     where = answers.where_to_answer("micro.table")
@@ -519,11 +613,13 @@ def pattern_of(run):
 
 
 @pytest.mark.check("practical10.batch_pattern_reported")
-def test_reported_pattern_change_with_batch_size(handout, answers, agree):
+def test_reported_pattern_change_with_batch_size(handout, answers, agree, flag):
     by_batch = {b: handout.run(BATCH_SIZE=b) for b in (32, 64, 128)}
     patterns = {b: pattern_of(run) for b, run in by_batch.items()}
     truth = (len({tuple(p) for p in patterns.values()}) > 1) if all(patterns.values()) else None
-    value, truth = answer_and_truth(answers, "batch.pattern_changes", truth, *by_batch.values())
+    value, truth = micro_batch_answer(answers, "batch.pattern_changes", truth,
+                                      *((run, b, MICRO) for b, run in by_batch.items()),
+                                      flag=flag)
     shown = "; ".join(f"BATCH_SIZE = {b}: " + ", ".join(
         f"{f} forward, {bw} backward, {s} all-reduce(s) per step" for f, bw, s in p)
         for b, p in patterns.items())

@@ -271,8 +271,25 @@ def test_output_comes_out_of_second_gpu(two_gpus):
         expected, f"layer2's output on {output['out_device']}", look)
 
 
+def own_parts_passing(run) -> list[str]:
+    """The checks of the student's own Parts 2 and 3 that pass on the handout's 2-GPU run."""
+    parts = {"practical4.chunk_shapes": lambda: split_into_chunks(run, BATCH),
+             "practical4.chunks_equal_full": lambda: combined_equals_full(run, BATCH),
+             "practical4.mp_layer_devices": lambda: test_layers_on_two_gpus(run),
+             "practical4.mp_one_transfer": lambda: test_one_activation_transfer(run),
+             "practical4.mp_output_shape": lambda: test_output_comes_out_of_second_gpu(run)}
+    passing = []
+    for check, judged in parts.items():
+        try:
+            judged()
+        except AssertionError:
+            continue
+        passing.append(check)
+    return passing
+
+
 @pytest.mark.check("practical4.one_gpu_message")
-def test_one_gpu_says_two_are_needed(runs):
+def test_one_gpu_says_two_are_needed(runs, two_gpus):
     one = runs.script(**run_spec(gpus=1))
     look = "Part 3: if torch.cuda.device_count() >= 2: ... else: print(\"Model parallelism " \
            "requires at least 2 GPUs.\")"
@@ -285,6 +302,17 @@ def test_one_gpu_says_two_are_needed(runs):
                      r"(?:2|two) or more", one.stdout, re.I)
     evidence(one, said, expected, "no such line; the output ended with: "
              f"{one.stdout.strip().splitlines()[-1:] or 'nothing'}", look)
+    # The message is the template's given `else` (given code earns nothing by itself), reached
+    # on one GPU by any Part 2 that does not crash: it counts beside a Part 2 or Part 3 of the
+    # student's own that earns something (a TA's s15 earned it with Part 2 faked by
+    # `final_output = output` and Part 3's layers both on cuda:0).
+    assert own_parts_passing(two_gpus), explain(
+        expected + ", beside a Part 2 or Part 3 of your own that works",
+        "the message is printed, but neither your Part 2 (the chunks and their combined "
+        "output) nor your Part 3 (the layers on cuda:0 and cuda:1) passes any of its checks "
+        "on 2 GPUs; the `else` branch that prints it is the template's given code, which "
+        "earns nothing by itself",
+        "Parts 2 and 3 of practical4/concepts.py: their own checks say what is missing")
 
 
 # -- What the answer sheet says, against what the code does -----------------------------------

@@ -93,6 +93,36 @@ def used_data_parallel(run) -> None:
             "(nn.DataParallel(model) alone makes a wrapper nobody calls)"))
 
 
+def require_data_parallel(answers, qid: str, *runs, flag=None) -> None:
+    """An answer about what DataParallel does counts only where the code had DataParallel
+    scatter a batch, the guard of split_table_reported: the single-GPU training of a script
+    whose wrapper is never called makes "GPU 0 holds the most", "not equally utilized" and
+    "the same final loss" true of code without DataParallel (a TA's s14 earned 2 points with
+    it). Said only where the answer is there and a run trained: a missing answer and code that
+    never trained are said by the check itself. `flag` tells the instructor, whose view shows
+    the written answers about DataParallel beside it."""
+    trained = [run for run in runs if run.of("step")]
+    never = [run for run in trained if not run.of("dp_scatter")]
+    if qid not in answers.values or not never:
+        return
+    run = never[0]
+    how = ("DataParallel ran, but split no batch over the GPUs (device_ids with one GPU?)"
+           if any(e.get("module") == "DataParallel" for e in run.of("forward")) else
+           "the model trained, but never through a DataParallel wrapper: on one GPU, no batch "
+           "split, no replica")
+    if flag is not None:
+        flag(f"{qid}: answered {answers.values[qid]!r} about DataParallel, but {DP} never "
+             f"had DataParallel scatter a batch ({how})")
+    # One wording for every answer it costs (no answer id): one cause for the student.
+    raise AssertionError(explain(
+        "your answers about DataParallel can be compared with what DataParallel does in your "
+        "practical5_dp.py",
+        f"{DP} never had DataParallel scatter a batch in the run on {run.gpus} GPUs ({how}), "
+        "so no answer about how DataParallel trains can be checked against it, and none earns "
+        "a point", "keep the wrapper and call it: model = nn.DataParallel(model), then "
+        "model(x); the answers are then checked against what it does"))
+
+
 @pytest.mark.check("practical5.split_sizes")
 @pytest.mark.parametrize("gpus", [2, 3, 5])
 def test_batch_split_follows_chunk_rule(handout, gpus):
@@ -285,6 +315,7 @@ def test_reported_gpu_with_most_memory(handout, submission, answers, measured, r
     # Compared with the runs that trained to the end (a run that crashed on 5 GPUs still
     # leaves 2 and 3; a crash after the last step leaves its run).
     completed = {g: run for g, run in by_gpus.items() if trained_to_the_end(run, submission, DP)}
+    require_data_parallel(answers, "memory.most_memory_gpu", *completed.values(), flag=flag)
     value = answer_against(answers, "memory.most_memory_gpu",
                            *([] if completed else by_gpus.values()))
     found = {g: most_memory_gpus(run) for g, run in completed.items()}
@@ -318,6 +349,7 @@ def test_reported_final_loss_equality(handout, submission, answers, measured, re
                                       flag):
     single = handout.single()
     parallel = handout.dp(2)
+    require_data_parallel(answers, "timing.final_loss_equal", parallel, flag=flag)
     value = answer_against(answers, "timing.final_loss_equal",
                            *not_trained(submission, (single, SINGLE), (parallel, DP)))
     losses = {"single": final_loss(single), "dp": final_loss(parallel)}
@@ -415,6 +447,7 @@ def timed_fact(handout, answers, measured, reported_values, flag, qid, verdict, 
     None when the times are too close to call or there is no clock (then either answer)."""
     single = handout.single()
     parallel = handout.dp(2)
+    require_data_parallel(answers, qid, parallel, flag=flag)
     trained = bool(single.of("step") and parallel.of("step")) or None
     value, _ = answer_and_truth(answers, qid, trained, single, parallel)
     t1, t2 = compared_step_seconds(single, parallel)
@@ -455,8 +488,9 @@ def test_reported_proportional(handout, answers, measured, reported_values, flag
 
 
 @pytest.mark.check("practical5.split_manually_reported")
-def test_reported_split_manually(handout, answers, agree):
+def test_reported_split_manually(handout, answers, agree, flag):
     run = handout.dp(2)
+    require_data_parallel(answers, "dp.split_manually", run, flag=flag)
     passes = forward_passes(run)
     # Split by the code: a forward pass of the script's own on part of the batch; split by
     # DataParallel: its scatter (the replicas' passes run in worker threads).
@@ -482,6 +516,7 @@ def dp_memory(handout):
 def memory_fact(handout, answers, measured, reported_values, flag, qid, fact, said):
     """A yes/no answer about the DataParallel runs' memory per GPU; where runs on different
     GPU counts disagree, either answer is right."""
+    require_data_parallel(answers, qid, *(handout.dp(g) for g in SPLIT_GPUS), flag=flag)
     by_gpus = dp_memory(handout)
     truths = {g: fact(peaks) for g, peaks in by_gpus.items()}
     settled = {t for t in truths.values() if t is not None}
@@ -516,6 +551,7 @@ def test_reported_equally_utilized(handout, answers, measured, reported_values, 
 
 @pytest.mark.check("practical5.usage_table_reported")
 def test_reported_usage_table(handout, answers, reported_values, flag):
+    require_data_parallel(answers, "usage.table", handout.dp(2), flag=flag)
     rows = checked_usage_table(answers, reported_values, "usage.table", "DataParallel",
                                handout.dp(2), flag=flag)
     memory = {k: row["memory_mib"] for k, row in rows.items() if isinstance(k, int)}

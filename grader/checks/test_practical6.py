@@ -209,34 +209,74 @@ def per_rank_prints(run, kind):
     return prints, min((len(v) for v in prints.values()), default=0)
 
 
+def steps_without_all_reduce(run, ranks=(0, 1)) -> dict[int, list[int]]:
+    """{rank: its optimizer steps (from 1) with no DDP gradient all-reduce in a backward pass
+    before them}: the handout's Part 4, "during backward pass, gradients are synchronized
+    across all GPUs using All-Reduce". Equal gradients and parameters prove nothing without
+    it: ranks given the same rows compute them alike with no communication (a TA's s12 earned
+    3 points with no DDP at all)."""
+    missing = {}
+    for rank in ranks:
+        for number, events in enumerate(run.by_step(rank), start=1):
+            backward = synced = False
+            for event in events:
+                if event.get("event") == "backward":
+                    backward = True
+                elif backward and event.get("event") == "collective" \
+                        and event.get("source") == "ddp_gradients":
+                    synced = True
+            if not synced:
+                missing.setdefault(rank, []).append(number)
+    return missing
+
+
+def no_all_reduce_said(run, missing: dict[int, list[int]], equal: bool, what: str) -> str:
+    rank, numbers = min(missing.items())
+    steps = f"any of its {len(numbers)} steps" if len(numbers) == len(run.by_step(rank)) \
+        else f"step {numbers[0]}"
+    said = (f"no gradient all-reduce was observed in rank {rank}'s backward pass before "
+            f"{steps}")
+    if equal:
+        said = (f"the ranks' {what} are equal, but {said}: equal {what} without DDP's "
+                "all-reduce come from the same rows on every rank, not from synchronisation")
+    return said + " (is the model wrapped in DDP, and is the wrapper what you call?)"
+
+
 @pytest.mark.check("practical6.grads_synchronised")
 def test_gradients_all_reduced(runs):
     run = ddp_run(runs, 2)
     look = "wrap the model with DDP(model, device_ids=[local_rank]) and call the wrapper"
-    expected = "after backward every rank holds the same (averaged) gradients: DDP all-reduces them"
+    expected = ("after backward every rank holds the same (averaged) gradients: DDP all-reduces "
+                "them during the backward pass of every step")
     prints, steps = per_rank_prints(run, "grads")
     evidence(run, len(prints) == 2 and steps, expected,
              f"optimizer steps on rank(s) {sorted(prints)} only", look)
-    synced = [e for e in run.of("collective") if e.get("source") == "ddp_gradients"]
+    missing = steps_without_all_reduce(run)
     unequal = [k for k in range(steps) if not close(prints[0][k]["sum"], prints[1][k]["sum"])
                or not close(prints[0][k]["sumsq"], prints[1][k]["sumsq"])]
-    assert not unequal, explain(
-        expected, f"the ranks' gradients differ at step {unequal[0] + 1}"
-        + ("" if synced else "; no gradient all-reduce was observed (is the model wrapped in "
-           "DDP, and is the wrapper what you call?)"), look)
+    assert not unequal and not missing, explain(
+        expected, "; ".join(
+            ([f"the ranks' gradients differ at step {unequal[0] + 1}"] if unequal else [])
+            + ([no_all_reduce_said(run, missing, not unequal, "gradients")] if missing else [])),
+        look)
 
 
 @pytest.mark.check("practical6.params_equal_after_step")
 def test_parameters_equal_after_step(runs):
     run = ddp_run(runs, 2)
     look = "DDP broadcasts rank 0's weights when wrapping and averages gradients in backward"
-    expected = "the replicas stay identical: the same parameters on every rank after each step"
+    expected = ("the replicas stay identical: the same parameters on every rank after each "
+                "step, DDP's gradient all-reduce in every step's backward")
     prints, steps = per_rank_prints(run, "params")
     evidence(run, len(prints) == 2 and steps, expected,
              f"optimizer steps on rank(s) {sorted(prints)} only", look)
+    missing = steps_without_all_reduce(run)
     unequal = [k for k in range(steps) if not close(prints[0][k]["sum"], prints[1][k]["sum"])]
-    assert not unequal, explain(
-        expected, f"the ranks' parameters differ after step {unequal[0] + 1}", look)
+    assert not unequal and not missing, explain(
+        expected, "; ".join(
+            ([f"the ranks' parameters differ after step {unequal[0] + 1}"] if unequal else [])
+            + ([no_all_reduce_said(run, missing, not unequal, "parameters")] if missing else [])),
+        look + ": wrap the model with DDP(model, device_ids=[local_rank]) and call the wrapper")
 
 
 # -- What the answer sheet says, against what the code does -----------------------------------

@@ -1,0 +1,86 @@
+"""Practical 4: the one-GPU message is the template's given `else` (a TA's audit, finding 8).
+
+On one GPU the handout's Part 3 prints "Model parallelism requires at least 2 GPUs." from the
+`else` branch the template gives; any Part 2 that does not crash reaches it. The TA's s15 faked
+Part 2 (`final_output = output`, the "Processing chunk" lines printed by hand) and put both of
+Part 3's layers on cuda:0, and still earned the 0.5: given code earns nothing by itself, so
+the message counts beside a Part 2 or Part 3 of the student's own that passes a check.
+
+The check runs here on traces written by hand, shaped as the virtual GPUs write them.
+"""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from grader.checks import test_practical4 as p4
+from grader.harness.observation import Observation
+
+ROWS = [[float(i + 1), float((i + 1) ** 2)] for i in range(p4.BATCH)]
+OUT_ROWS = [[float(2 * i + 1), float((2 * i + 1) ** 2)] for i in range(p4.BATCH)]
+MESSAGE = "Output shape: torch.Size([64, 1000])\nModel parallelism requires at least 2 GPUs.\n"
+
+
+def forward(rows, out_rows, device="cuda:0", out_shape=None):
+    return [{"event": "forward", "rank": 0, "thread": "MainThread", "step": 0, "grad": True,
+             "batch": [len(rows), p4.IN_DIM], "rows": rows, "module": "Sequential",
+             "input_device": device},
+            {"event": "forward_out", "rank": 0, "thread": "MainThread", "device": device,
+             "shape": out_shape or [len(rows), p4.OUT_DIM], "rows": out_rows}]
+
+
+def two_gpus(part2=False, part3=False) -> Observation:
+    """The run on 2 GPUs: Part 1 always; Part 2's chunks and their torch.cat; Part 3's layers
+    on cuda:0 and cuda:1 (else both on cuda:0, as s15 has them)."""
+    events = forward(ROWS, OUT_ROWS)
+    if part2:
+        events += forward(ROWS[:32], OUT_ROWS[:32]) + forward(ROWS[32:], OUT_ROWS[32:])
+        events.append({"event": "concat", "rank": 0, "dim": 0, "site": "concepts.py:60",
+                       "shape": [p4.BATCH, p4.OUT_DIM], "rows": OUT_ROWS})
+    second = "cuda:1" if part3 else "cuda:0"
+    events += [{"event": "placement", "rank": 0, "module": "Linear",
+                "layers": [{"name": "(root)", "params": p4.LAYER1_PARAMS, "device": "cuda:0"}]},
+               {"event": "placement", "rank": 0, "module": "Linear",
+                "layers": [{"name": "(root)", "params": p4.LAYER2_PARAMS, "device": second}]}]
+    return Observation(p4.SCRIPT, gpus=2, returncode=0, events=events, stdout=MESSAGE)
+
+
+class Runs:
+    """ScriptRuns' interface: the run on one GPU prints the message."""
+
+    def script(self, **spec):
+        return Observation(p4.SCRIPT, gpus=1, returncode=0, stdout=MESSAGE)
+
+
+def one_gpu_check(run_on_two_gpus) -> None:
+    """The check, given the fixtures it takes."""
+    fixtures = {"runs": Runs(), "two_gpus": run_on_two_gpus}
+    check = p4.test_one_gpu_says_two_are_needed
+    check(**{name: fixtures[name] for name in inspect.signature(check).parameters})
+
+
+def test_the_message_beside_a_faked_part2_and_a_one_gpu_part3_earns_nothing():
+    """s15: the message is printed, but no part of the student's own passes a check."""
+    with pytest.raises(AssertionError) as raised:
+        one_gpu_check(two_gpus())
+    text = str(raised.value)
+    for phrase in ("Expected: on a machine with 1 GPU, Part 3 prints that model parallelism "
+                   "requires at least 2 GPUs", "beside a Part 2 or Part 3 of your own that works",
+                   "Observed: the message is printed, but neither your Part 2",
+                   "the template's given code, which earns nothing by itself",
+                   "Where to look: Parts 2 and 3 of practical4/concepts.py"):
+        assert phrase in text, f"expected the feedback to say {phrase!r}; observed:\n{text}"
+
+
+@pytest.mark.parametrize("part2, part3, passing", [
+    (True, False, ["practical4.chunk_shapes", "practical4.chunks_equal_full"]),
+    (False, True, ["practical4.mp_layer_devices"]),
+], ids=["own-part2", "own-part3"])
+def test_the_message_beside_a_working_part_of_the_students_own_earns_its_point(part2, part3,
+                                                                               passing):
+    """A Part 3 on one GPU beside a real Part 2 (the variant p4_second_layer_on_gpu0), or a
+    real Part 3 beside a faked Part 2: the message keeps its 0.5."""
+    run = two_gpus(part2=part2, part3=part3)
+    assert p4.own_parts_passing(run) == passing
+    one_gpu_check(run)

@@ -1,0 +1,107 @@
+"""Practical 6: equal gradients without DDP (a TA's audit, disagreement 3).
+
+With no DDP at all and the same rows on every rank (the TA's s12: `torch.randn` after the
+template's `torch.manual_seed(SEED)`), the ranks compute equal gradients and take equal steps
+with no communication, and `grads_synchronised` and `params_equal_after_step` gave their 3
+points. They now need DDP's gradient all-reduce in every step's backward pass, as the
+handout's Part 4 says it happens ("During backward pass, gradients are synchronized across all
+GPUs using All-Reduce communication").
+
+The checks run here on traces written by hand, shaped as the virtual GPUs write them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from grader.checks import test_practical6 as p6
+from grader.harness.observation import Observation
+
+GRADS = {"sum": 1.5, "sumsq": 0.25}
+PARAMS = {"sum": 19.87, "sumsq": 854.8}
+
+
+def traced(all_reduced_steps, steps=3, same=True) -> Observation:
+    """2 ranks under torchrun, each taking `steps` optimizer steps after a backward pass, with
+    DDP's gradient all-reduce in the backward of the steps (from 0) in `all_reduced_steps`;
+    `same`: every rank's gradients and parameters equal (the same rows on every rank)."""
+    events = []
+    for rank in (0, 1):
+        events += [{"event": "start", "rank": rank, "virtual": True},
+                   {"event": "init_process_group", "rank": rank, "world_size": 2}]
+        for step in range(steps):
+            shift = 0.0 if same else 0.5 * rank
+            events += [{"event": "forward", "rank": rank, "thread": "MainThread", "grad": True,
+                        "step": step, "batch": [32, 1024], "module": "MLP"},
+                       {"event": "backward", "rank": rank}]
+            if step in all_reduced_steps:
+                events.append({"event": "collective", "rank": rank, "op": "all_reduce",
+                               "source": "ddp_gradients"})
+            events.append({"event": "step", "rank": rank, "index": step + 1,
+                           "grads": {k: v + shift for k, v in GRADS.items()},
+                           "params": {k: v + shift for k, v in PARAMS.items()}})
+    return Observation("practical6/practical6_ddp.py", gpus=2, nproc=2, launcher="torchrun",
+                       returncode=0, events=events)
+
+
+class Runs:
+    """ScriptRuns' interface: every run of the DDP script is `run`."""
+
+    def __init__(self, run, submission):
+        self.run, self.submission = run, submission
+
+    def script(self, **spec):
+        return self.run
+
+
+CHECKS = [(p6.test_gradients_all_reduced, "gradients"),
+          (p6.test_parameters_equal_after_step, "parameters")]
+
+
+def failure(check, runs) -> str:
+    with pytest.raises(AssertionError) as raised:
+        check(runs)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize("check, what", CHECKS, ids=["grads", "params"])
+def test_equal_ranks_without_ddp_earn_no_synchronisation_point(tmp_path, check, what):
+    """s12: equal because the data is, not because anything was synchronised."""
+    text = failure(check, Runs(traced(all_reduced_steps=()), tmp_path))
+    for phrase in ("Expected: ", "in every step's backward" if what == "parameters" else
+                   "during the backward pass of every step",
+                   f"Observed: the ranks' {what} are equal, but no gradient all-reduce was "
+                   "observed in rank 0's backward pass before any of its 3 steps",
+                   "the same rows on every rank, not from synchronisation",
+                   "Where to look: ", "DDP(model, device_ids=[local_rank])"):
+        assert phrase in text, f"expected the feedback to say {phrase!r}; observed:\n{text}"
+
+
+@pytest.mark.parametrize("check, what", CHECKS, ids=["grads", "params"])
+def test_a_step_without_the_all_reduce_is_named(tmp_path, check, what):
+    text = failure(check, Runs(traced(all_reduced_steps=(0,)), tmp_path))
+    assert "no gradient all-reduce was observed in rank 0's backward pass before step 2" in text, \
+        text
+
+
+@pytest.mark.parametrize("check, what", CHECKS, ids=["grads", "params"])
+def test_ranks_apart_without_ddp_are_told_both(tmp_path, check, what):
+    """The variant p6_no_ddp_wrap's words, kept: the values differ, and no all-reduce."""
+    text = failure(check, Runs(traced(all_reduced_steps=(), same=False), tmp_path))
+    differ = "differ at step 1" if what == "gradients" else "differ after step 1"
+    assert f"the ranks' {what} {differ}" in text and \
+        "no gradient all-reduce was observed" in text, text
+
+
+@pytest.mark.parametrize("check, what", CHECKS, ids=["grads", "params"])
+def test_ddp_all_reducing_every_step_keeps_its_points(tmp_path, check, what):
+    check(Runs(traced(all_reduced_steps=(0, 1, 2)), tmp_path))
+
+
+def test_an_all_reduce_before_the_steps_backward_synchronises_none_of_its_gradients():
+    """Counted only in backward, as the handout places it: a gradient all-reduce before the
+    step's backward pass has not yet seen the gradients that step applies."""
+    run = traced(all_reduced_steps=())
+    for rank in (0, 1):
+        run.events.insert(0, {"event": "collective", "rank": rank, "op": "all_reduce",
+                              "source": "ddp_gradients"})
+    assert p6.steps_without_all_reduce(run) == {0: [1, 2, 3], 1: [1, 2, 3]}
