@@ -105,3 +105,18 @@ def test_an_all_reduce_before_the_steps_backward_synchronises_none_of_its_gradie
         run.events.insert(0, {"event": "collective", "rank": rank, "op": "all_reduce",
                               "source": "ddp_gradients"})
     assert p6.steps_without_all_reduce(run) == {0: [1, 2, 3], 1: [1, 2, 3]}
+
+
+@pytest.mark.parametrize("said, method", [
+    ("ddp", "ddp"), ("DDP", "ddp"), ("nn.DataParallel", "dp"), ("DistributedDataParallel (DDP)", "ddp"),
+    ("DDP, because one process per GPU; DataParallel has a bottleneck on GPU 0", "ddp"),
+    # A student's audit: read as DDP, the first method named.
+    ("DDP is slower than DataParallel", "dp"), ("DataParallel is slower", "ddp"),
+    ("The faster one is DDP, DataParallel is slower", "ddp"), ("DP was faster than DDP here", "dp"),
+    # A TA's audit: any text passed where the clock could not decide.
+    ("dp or ddp, it depends on the machine", None), ("DDP (about the same)", None),
+    ("ddp is faster, dp is faster", None), ("both", None), ("", None),
+])
+def test_which_is_faster_is_the_method_the_sentence_names_faster(said, method):
+    from grader.checks.test_practical6 import method_said_faster
+    assert method_said_faster(said) == method, f"{said!r} should read as {method!r}"
