@@ -40,6 +40,38 @@ def two_gpus(runs):
     return runs.script(**run_spec())
 
 
+# The template's Part 2 TODO, as it stops the script before Part 3 (student_template/).
+PART2_TODO = ('    raise NotImplementedError(\n'
+              '        "TODO (Practical 4 Part 2): split the batch with torch.chunk, run the model "\n'
+              '        "on each chunk and torch.cat the outputs into final_output; see the Practical 4 "\n'
+              '        "handout, Part 2 (simulated data parallelism)")\n')
+PART2_STAND_IN = "    final_output = output  # the grader's stand-in for Part 2, left to do: Part 3 is reached\n"
+
+
+def past_part2_todo(runs, submission, run, gpus: int):
+    """`run`, or, where it stopped at Part 2's TODO left as the template has it, the same
+    script on `gpus` GPUs with a stand-in for Part 2, so that a Part 3 written before Part 2 is
+    graded as a TA reading it would (an instructor's audit: a correct Part 3 scored 0/4, and
+    its one-GPU message 0/0.5, behind the TODO). Part 2 earns nothing from the stand-in."""
+    stopped_at_todo = any(e.get("type") == "NotImplementedError" and "Practical 4 Part 2" in str(e.get("message"))
+                          for e in run.of("exception"))
+    if not stopped_at_todo:
+        return run
+    try:
+        source = (submission / SCRIPT).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return run
+    if source.count(PART2_TODO) != 1:
+        return run
+    return runs.script(**run_spec(gpus=gpus), edits=((PART2_TODO, PART2_STAND_IN),))
+
+
+@pytest.fixture(scope="module")
+def part3_run(runs, submission, two_gpus):
+    """The run Part 3 is judged on: the handout's 2-GPU run, past Part 2's TODO."""
+    return past_part2_todo(runs, submission, two_gpus, 2)
+
+
 # -- what each part recorded ----------------------------------------------------------------------
 
 
@@ -233,12 +265,12 @@ def combined_equals_full(run, batch):
 
 
 @pytest.mark.check("practical4.mp_layer_devices")
-def test_layers_on_two_gpus(two_gpus):
+def test_layers_on_two_gpus(part3_run):
     look = "Part 3: layer1 = nn.Linear(1000, 2000).to(device0), layer2 = nn.Linear(2000, " \
            "1000).to(device1)"
     expected = "in Part 3, layer1 (Linear 1000->2000) on cuda:0 and layer2 (Linear 2000->1000) " \
                "on cuda:1"
-    found = evidence(two_gpus, part3_layers(two_gpus), expected,
+    found = evidence(part3_run, part3_layers(part3_run), expected,
                      "no forward pass through Part 3's layer1 or layer2", look)
     assert found.get("layer1") == {"cuda:0"} and found.get("layer2") == {"cuda:1"}, explain(
         expected, f"layer1 on {sorted(found.get('layer1', [])) or 'no device seen'}, layer2 on "
@@ -246,13 +278,13 @@ def test_layers_on_two_gpus(two_gpus):
 
 
 @pytest.mark.check("practical4.mp_one_transfer")
-def test_one_activation_transfer(two_gpus):
+def test_one_activation_transfer(part3_run):
     look = "Part 3: out = out.to(device1) between the two layers, once"
     expected = (f"exactly one move of the activation [{BATCH}, {HIDDEN}] from cuda:0 to cuda:1 "
                 "in Part 3's forward pass")
-    evidence(two_gpus, part3_layers(two_gpus), expected,
+    evidence(part3_run, part3_layers(part3_run), expected,
              "no forward pass through Part 3's layers", look)
-    moves = activation_moves(two_gpus)
+    moves = activation_moves(part3_run)
     right = [m for m in moves if m.get("src") == "cuda:0" and m.get("dst") == "cuda:1"]
     assert len(moves) == len(right) == 1, explain(
         expected, f"{len(moves)} move(s) of the activation between GPUs"
@@ -261,23 +293,25 @@ def test_one_activation_transfer(two_gpus):
 
 
 @pytest.mark.check("practical4.mp_output_shape")
-def test_output_comes_out_of_second_gpu(two_gpus):
+def test_output_comes_out_of_second_gpu(part3_run):
     look = "Part 3: out = layer2(out) on cuda:1"
     expected = f"Part 3's output of shape [{BATCH}, {OUT_DIM}] comes out of layer2 on cuda:1"
-    output = evidence(two_gpus, part3_output(two_gpus), expected,
+    output = evidence(part3_run, part3_output(part3_run), expected,
                       f"no forward pass after Part 2 giving [{BATCH}, {OUT_DIM}] "
                       "(Part 3's layer2)", look)
     assert output["out_device"] == "cuda:1", explain(
         expected, f"layer2's output on {output['out_device']}", look)
 
 
-def own_parts_passing(run) -> list[str]:
-    """The checks of the student's own Parts 2 and 3 that pass on the handout's 2-GPU run."""
+def own_parts_passing(run, part3=None) -> list[str]:
+    """The checks of the student's own Parts 2 and 3 that pass on the handout's 2-GPU run
+    (Part 3 on `part3`, the run past Part 2's TODO where it stopped there)."""
+    part3 = part3 or run
     parts = {"practical4.chunk_shapes": lambda: split_into_chunks(run, BATCH),
              "practical4.chunks_equal_full": lambda: combined_equals_full(run, BATCH),
-             "practical4.mp_layer_devices": lambda: test_layers_on_two_gpus(run),
-             "practical4.mp_one_transfer": lambda: test_one_activation_transfer(run),
-             "practical4.mp_output_shape": lambda: test_output_comes_out_of_second_gpu(run)}
+             "practical4.mp_layer_devices": lambda: test_layers_on_two_gpus(part3),
+             "practical4.mp_one_transfer": lambda: test_one_activation_transfer(part3),
+             "practical4.mp_output_shape": lambda: test_output_comes_out_of_second_gpu(part3)}
     passing = []
     for check, judged in parts.items():
         try:
@@ -289,8 +323,8 @@ def own_parts_passing(run) -> list[str]:
 
 
 @pytest.mark.check("practical4.one_gpu_message")
-def test_one_gpu_says_two_are_needed(runs, two_gpus):
-    one = runs.script(**run_spec(gpus=1))
+def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
+    one = past_part2_todo(runs, submission, runs.script(**run_spec(gpus=1)), 1)
     look = "Part 3: if torch.cuda.device_count() >= 2: ... else: print(\"Model parallelism " \
            "requires at least 2 GPUs.\")"
     expected = "on a machine with 1 GPU, Part 3 prints that model parallelism requires at " \
@@ -306,7 +340,7 @@ def test_one_gpu_says_two_are_needed(runs, two_gpus):
     # on one GPU by any Part 2 that does not crash: it counts beside a Part 2 or Part 3 of the
     # student's own that earns something (a TA's s15 earned it with Part 2 faked by
     # `final_output = output` and Part 3's layers both on cuda:0).
-    assert own_parts_passing(two_gpus), explain(
+    assert own_parts_passing(two_gpus, part3_run), explain(
         expected + ", beside a Part 2 or Part 3 of your own that works",
         "the message is printed, but neither your Part 2 (the chunks and their combined "
         "output) nor your Part 3 (the layers on cuda:0 and cuda:1) passes any of its checks "
@@ -349,10 +383,10 @@ def test_reported_outputs_equal(two_gpus, answers, agree):
 @pytest.mark.check("practical4.layer_devices_reported")
 @pytest.mark.parametrize("layer, qid", [("layer1", "part3.layer1_device"),
                                         ("layer2", "part3.layer2_device")], ids=["layer1", "layer2"])
-def test_reported_layer_devices(two_gpus, answers, agree, layer, qid):
-    seen = sorted(part3_layers(two_gpus).get(layer, set()))
+def test_reported_layer_devices(part3_run, answers, agree, layer, qid):
+    seen = sorted(part3_layers(part3_run).get(layer, set()))
     truth = (seen[0] if len(seen) == 1 else seen) if seen else None
-    value, truth = answer_and_truth(answers, qid, truth, two_gpus)
+    value, truth = answer_and_truth(answers, qid, truth, part3_run)
     name = "Linear(1000, 2000)" if layer == "layer1" else "Linear(2000, 1000)"
     agree(qid, value, truth, f"puts {layer} ({name}) on {', '.join(seen)}",
           expected=f"{truth} (a device written like cuda:N)" if isinstance(truth, str) else None,
@@ -360,10 +394,10 @@ def test_reported_layer_devices(two_gpus, answers, agree, layer, qid):
 
 
 @pytest.mark.check("practical4.transfers_reported")
-def test_reported_transfers_per_forward(two_gpus, answers, agree):
-    moves = activation_moves(two_gpus)
-    truth = len(moves) if part3_layers(two_gpus) else None
-    value, truth = answer_and_truth(answers, "part3.transfers_per_forward", truth, two_gpus)
+def test_reported_transfers_per_forward(part3_run, answers, agree):
+    moves = activation_moves(part3_run)
+    truth = len(moves) if part3_layers(part3_run) else None
+    value, truth = answer_and_truth(answers, "part3.transfers_per_forward", truth, part3_run)
     agree("part3.transfers_per_forward", value, truth,
           f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"
           + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else ""))

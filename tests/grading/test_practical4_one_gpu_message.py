@@ -11,6 +11,7 @@ The check runs here on traces written by hand, shaped as the virtual GPUs write 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,8 @@ class Runs:
 
 def one_gpu_check(run_on_two_gpus) -> None:
     """The check, given the fixtures it takes."""
-    fixtures = {"runs": Runs(), "two_gpus": run_on_two_gpus}
+    fixtures = {"runs": Runs(), "two_gpus": run_on_two_gpus, "part3_run": run_on_two_gpus,
+                "submission": Path("/nonexistent")}
     check = p4.test_one_gpu_says_two_are_needed
     check(**{name: fixtures[name] for name in inspect.signature(check).parameters})
 
