@@ -430,9 +430,20 @@ def words_for(aspect, cell) -> str | None:
         return "multiple" if count is not None and count > 1 else None
     if aspect == "data split":
         return "automatic" if "auto" in text else "manual" if "manual" in text else None
-    if any(w in text for w in ("imbalanced", "unbalanced", "not balanced", "uneven", "unequal")):
-        return "imbalanced"
+    if any(w in text for w in ("imbalanced", "unbalanced", "not balanced", "uneven", "unequal")) or re.search(
+            r"\b(?:gpu\s*0|cuda:0|first\s+gpu)\s+(?:does|has|uses|holds|gets|is)\s+(?:much\s+)?(?:more|most)|"
+            r"\b(?:busier|heavier|bottleneck|more\s+loaded|most\s+loaded)\b", text):
+        return "imbalanced"   # "GPU 0 does more" (a student's audit), "GPU 0 is the bottleneck"
     return "balanced" if any(w in text for w in ("balanced", "even", "equal")) else None
+
+
+def said_as(aspect: str, cell, word: str | None) -> str:
+    """A cell as the comparison read it, or as written where it read none of its words."""
+    if word is not None:
+        return word
+    choices = {"processes": "1 or multiple", "data split": "automatic or manual",
+               "gpu usage": "balanced or imbalanced"}[aspect]
+    return f"{cell!r} (not read as {choices})" if cell not in (None, "") else "nothing"
 
 
 def run_aspects(run) -> dict:
@@ -468,6 +479,9 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
         where)
     reported_values[f"compare.table.{aspect}"] = {"dp": row.get("dp"), "ddp": row.get("ddp")}
     said = (words_for(aspect, row.get("dp")), words_for(aspect, row.get("ddp")))
+    shown = (said_as(aspect, row.get("dp"), said[0]), said_as(aspect, row.get("ddp"), said[1]))
+    if said != truth:
+        said = shown   # the report says what was not read, never Python's None
     must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",

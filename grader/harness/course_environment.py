@@ -47,6 +47,19 @@ def read_only_note(message: str) -> str | None:
             "script (os.path.dirname(__file__)).")
 
 
+_DUPLICATE_GPU = re.compile(r"Duplicate GPU detected")
+
+
+def duplicate_gpu_note(message: str) -> str | None:
+    """For NCCL's "Duplicate GPU detected": the usual cause in a DDP script, and the fix."""
+    if not _DUPLICATE_GPU.search(str(message)):
+        return None
+    return ("NCCL gives every rank a GPU of its own: local_rank = "
+            "int(os.environ[\"LOCAL_RANK\"]), torch.cuda.set_device(local_rank), device = "
+            "torch.device(f\"cuda:{local_rank}\") (\"cuda\" alone is cuda:0 on every rank), and "
+            "DDP(model, device_ids=[local_rank]).")
+
+
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None

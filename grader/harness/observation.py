@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from grader.harness.course_environment import missing_module_note, read_only_note
+from grader.harness.course_environment import duplicate_gpu_note, missing_module_note, read_only_note
 
 
 @dataclass
@@ -87,7 +87,8 @@ class Observation:
                 "type") == "NotImplementedError" and (
                 not message or "todo" in message[0].lower()) else ""
             missing = (missing_module_note(exception.get("message", ""))
-                       or read_only_note(exception.get("message", "")))
+                       or read_only_note(exception.get("message", ""))
+                       or duplicate_gpu_note(exception.get("message", "")))
             return (f"{where} stopped with {exception.get('type')}{site}{todo}: "
                     f"{message[0] if message else ''}" + (f"\n{missing}" if missing else ""))
         for error in self.of("error"):

@@ -92,3 +92,15 @@ def test_only_a_todo_is_called_the_templates_todo():
         {"event": "exception", "type": "NotImplementedError", "site": "practical5_dp.py:60",
          "message": "TODO (Practical 5): wrap the model in nn.DataParallel"}])
     assert "(a TODO of the template is still to be written): TODO (Practical 5)" in todo.problem()
+
+
+def test_nccls_duplicate_gpu_error_is_told_its_usual_cause():
+    """A student's audit: the crash of a DDP script with `torch.device("cuda")` on every rank
+    gave NCCL's words and no hint."""
+    from grader.harness.course_environment import duplicate_gpu_note
+    from grader.harness.observation import Observation
+    message = "NCCL error: invalid usage: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 0"
+    run = Observation("practical6/practical6_ddp.py", gpus=2, returncode=1,
+                      events=[{"event": "exception", "type": "RuntimeError", "message": message}])
+    assert "torch.cuda.set_device(local_rank)" in run.problem() and "cuda:{local_rank}" in run.problem()
+    assert duplicate_gpu_note("CUDA out of memory") is None

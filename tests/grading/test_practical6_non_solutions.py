@@ -120,3 +120,18 @@ def test_an_all_reduce_before_the_steps_backward_synchronises_none_of_its_gradie
 def test_which_is_faster_is_the_method_the_sentence_names_faster(said, method):
     from grader.checks.test_practical6 import method_said_faster
     assert method_said_faster(said) == method, f"{said!r} should read as {method!r}"
+
+
+@pytest.mark.parametrize("cell, word", [
+    ("GPU 0 does more", "imbalanced"), ("GPU 0 is the bottleneck", "imbalanced"), ("uneven", "imbalanced"),
+    ("balanced", "balanced"), ("more balanced", "balanced"), ("even", "balanced")])
+def test_gpu_usage_in_own_words_is_read(cell, word):
+    """A student's audit: "GPU 0 does more" was not read, and the report said 'dp None'."""
+    from grader.checks.test_practical6 import words_for
+    assert words_for("gpu usage", cell) == word
+
+
+def test_a_comparison_cell_not_read_is_shown_as_written_never_as_none():
+    from grader.checks.test_practical6 import said_as
+    assert said_as("gpu usage", "weird", None) == "'weird' (not read as balanced or imbalanced)"
+    assert said_as("data split", "", None) == "nothing"
