@@ -188,9 +188,11 @@ _QUANTITY_REMARK_RE = re.compile(r"\d+(?:[.,]\d+)?\s*(?:[kmg]i?b|%|ms|s)\b", re.
 _LIST_WRAPPER_RE = re.compile(r"^\s*(?:torch\.size\s*)?[\[(]*\s*|\s*[\])]*\s*$", re.IGNORECASE)
 # A remark in parentheses after a number ("22 (cuda:0), 21, 21", "0 (stage 0), 2 (stage 1)").
 _REMARK_RE = re.compile(r"(?<=\d)\s*\([^()]*[A-Za-z][^()]*\)")
-# Another value offered beside the answer ("4 (or 1, or 19)", "3, 3 (or 2, 4)", "20 (maybe 21)"):
-# no remark but a second answer, so the text gives no one value.
-_ALTERNATIVE_RE = re.compile(r"\(\s*(?:or|maybe|perhaps|possibly|either|alternatively)\b|\bor\s+(?:maybe\s+)?\d",
+# Another value offered beside the answer ("4 (or 1, or 19)", "3, 3 (or 2, 4)", "20 (maybe 21)"),
+# or the value doubted ("4?", "probably 4", "at least 4", "4 or so"): the text gives no one value.
+_ALTERNATIVE_RE = re.compile(r"\(\s*(?:or|maybe|perhaps|possibly|either|alternatively)\b|\bor\s+(?:maybe\s+)?\d|"
+                             r"\d\s*\?|\b(?:maybe|perhaps|probably|possibly|at\s+least|at\s+most)\s+\d|"
+                             r"\d\s+or\s+(?:so|more|less|fewer)\b",
                              re.IGNORECASE)
 # Between the items of a list: ", ", ",", "/", "+", ";", "&", "and", "->", "→", or spaces.
 _ITEM_SPLIT_RE = re.compile(r"\s*(?:[,/+;&|]|->|→|\band\b)\s*|\s+", re.IGNORECASE)
@@ -199,7 +201,7 @@ _RANGE_RE = re.compile(r"^\s*(?:from\s+)?(\d+)\s*(?:-|–|\bto\b)\s*(\d+)\s*$", 
 # A GPU by name and number: "cuda:0", "GPU 1", "gpu0", "device #2".
 _GPU = r"(?:cuda|gpu|device)\s*[:#]?\s*\d+"
 # A GPU naming the value after it ("GPU 0: 3", "GPU 0 - 22") or before it ("3 on GPU 0").
-_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|[-–](?=\s*\d))|\bon\s+{_GPU}\b", re.IGNORECASE)
+_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|->|→|[-–](?=\s*\d))|\bon\s+{_GPU}\b", re.IGNORECASE)
 # Every GPU named and followed by its value with a space only ("cuda:0 22, cuda:1 21").
 _SPACED_LABEL_RE = re.compile(rf"\b{_GPU}\s+(?=\d)", re.IGNORECASE)
 # One value led by its GPU ("cuda:0: 80", "GPU 0 - 22", "GPU 1 = 80"), a list's item.

@@ -274,11 +274,15 @@ def _never_guessed(text: str, unit: str, mark: str | None, column: str) -> None:
 _BARE_NUMBER = re.compile(r"\s*~?\s*\d+(?:[.,]\d+)*\s*")
 # Which clock or how a value was measured, said after it as `pdl-grade run` asks students
 # without a GPU to ("1.720 ms (simulated)", "0.608 ms, simulated", "2.040 (sim.)", "1.727
-# (simulated clock)", "80.1 MiB (median)"): a remark on the value, not part of it. A unit in
-# brackets ("0.0075 (s)") is no remark.
-_CLOCK_REMARK = re.compile(r"(?<=[\d\w.)])\s*(?:\(\s*(?:on\s+(?:the\s+)?)?(?:simulated|sim\.?|virtual|vgpu|median|measured|"
-                           r"approx\.?|approximately|estimated|wall[- ]clock|real)(?:\s+(?:clock|time|gpus?|run))?\s*\)|"
-                           r",?\s+(?:simulated|sim\.|virtual|median|measured)(?:\s+(?:clock|time|gpus?|run))?)\s*\.?\s*$",
+# (simulated clock)", "80.1 MiB (peak)", "1.72 ms/step", "80 MiB each"): a remark on the value,
+# not part of it. A unit in brackets ("0.0075 (s)") is no remark, nor one with a number in it.
+_UNIT_WORDS = r"(?:ms|s|sec|secs|seconds?|µs|us|mib|mb|gib|gb|kib|kb|bytes?|%)"
+_CLOCK_REMARK = re.compile(r"(?<=[\d\w.)])\s*(?:"
+                           # a remark in brackets with no number and no unit alone in it
+                           r"\((?![^()]*\d)(?!\s*" + _UNIT_WORDS + r"\s*\))[^()]*\)|"
+                           r",?\s+(?:simulated|sim\.|virtual|median|measured|average|avg\.?|mean|peak)"
+                           r"(?:\s+(?:clock|time|gpus?|run|on\s+(?:the\s+)?cpu))?|"
+                           r"\s*/\s*(?:step|iter(?:ation)?)|\s+per\s+(?:step|iter(?:ation)?)|\s+each)\s*\.?\s*$",
                            re.IGNORECASE)
 
 

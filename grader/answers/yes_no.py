@@ -54,7 +54,8 @@ _SENTENCE_YES = re.compile(_LEAD + _AUXILIARY + _YES_PAUSE + r"(?P<rest>.*)", re
 # makes depends on the question ("same loss?": yes).
 _NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeable\s+|big\s+|"
                              r"major\s+)?(?:difference|change|changes|effect|improvement|"
-                             r"speed-?up|gain|benefit)\b", re.I)
+                             r"speed-?up|gain|benefit|gpus?|idle|need|manual|question|idea|clue|answer|"
+                             r"time|transfers?|copies|layers?|memory|bottleneck|split(?:ting)?|problem)\b", re.I)
 # A second answer after a yes: "no" standing alone or before a condition ("no for 5"), not the
 # "no" of "no GPU is idle".
 _SECOND_ANSWER_FOLLOWS = (r"(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|otherwise|"
@@ -77,16 +78,24 @@ _CONCLUSION = re.compile(r"(?:[,;:.\-–—]\s*|\s)(?:so|thus|hence|therefore)[,
 # Only where it qualifies the answer, not the explanation's words: "Yes, both GPUs hold
 # layers", "Yes (both readings)" (a yes under either reading of the question), "No, probably
 # because of the copies" and "No, the time depends on DEPTH" answer.
-_HEDGE = re.compile(r"^[\s,;:.!\-–—/(|]*(?:or\b|(?:maybe|perhaps|possibly|probably)\b(?!\s+(?:because|due|since|as)\b)|"
-                    r"could\s+be\b|can\s+be\s+either\b|it\s+depends\b|depends\b|"
+# What ends a hedging word when it stands alone ("No, maybe." / "Yes (probably)"), not as the
+# start of a reason ("Yes. Probably the biggest factor is ...", "No, sometimes it is slower").
+_ALONE = r"\s*(?:[.,;!?)]|$|not\b|yes\b|no\b)"
+_HEDGE = re.compile(r"^[\s,;:.!\-–—/(|]*(?:\?|-?ish\b|or\b|"
+                    r"(?:maybe|perhaps|possibly|probably|likely|presumably|kind\s+of|sort\s+of|more\s+or\s+less|"
+                    r"partly|partially|mostly|sometimes|not\s+always|not\s+necessarily|in\s+theory)" + _ALONE + "|"
+                    r"could\s+be\s+(?:either|both|yes|no)\b|can\s+be\s+either\b|"
+                    r"(?:it\s+)?depends" + _ALONE + "|"
                     r"either\b(?=\s*(?:[).,;]|$|one\b|answer\b|could\b|can\b|is\s+(?:fine|possible|right|true)\b))|"
-                    r"not\s+sure\b|unsure\b|i\s+(?:think|guess)\b|kind\s+of\b|sort\s+of\b|more\s+or\s+less\b|"
-                    r"partly\b(?!\s+(?:because|due|since))|partially\b|sometimes\b|both\s+(?:answers|options)\b)",
-                    re.I)
+                    r"not\s+sure|unsure|unclear|hard\s+to\s+say|can'?t\s+(?:say|tell)|no\s+idea|"
+                    r"both\s+(?:answers|options)\b)", re.I)
 # Anywhere in the answer: a refusal to choose stated on its own ("No. It depends on the
-# machine.", "yes, though it could be either").
-_REFUSAL = re.compile(r"(?:^|[,;:.!\-–—(/]\s*|\bthough\s+)(?:it|that|this)\s+depends\b|"
-                      r"\bcould\s+(?:be|go)\s+either\b|\bcan\s+be\s+either\b|\bnot\s+sure\b|"
+# machine.", "yes, though it could be either", "Yes (not 100% sure)", "Yes, 50/50"); "it
+# depends on the slowest stage" is a reason, and "not sure why" doubts a reason, not the answer.
+_REFUSAL = re.compile(r"(?:^|[,;:.!\-–—(/]\s*|\b(?:though|but)\s+)(?:it|that|this)\s+depends\s*(?:[.,;!)]|$|on\s+(?:the\s+)?"
+                      r"(?:machine|hardware|setup|situation|case|system|run|gpus?|batch(?:\s+size)?)\b)|"
+                      r"\bcould\s+(?:be|go)\s+either\b|\bcan\s+be\s+either\b|\bnot\s+(?:100\s*%\s+)?sure\b(?!\s+(?:why|how))|"
+                      r"\b50\s*/\s*50\b|\b(?:just\s+)?a\s+guess\b|\bguess(?:ed|ing)?\b(?=\s*[,)(]|\s+(?:since|as)\b)|"
                       r"\beither\s+(?:way|answer|one)\s+(?:is|could|can|works)\b", re.I)
 # What separates the word from its explanation: "No, because", "Yes - every", "No. The".
 _AFTER_WORD = re.compile(r"^[\s,.;:!\-*_\"')\]]*")
@@ -105,8 +114,16 @@ class YesNo:
         return self.value is not None
 
 
+# The template's placeholder left before the answer typed after it ("... No", "yes/no: No",
+# "(yes/no) Yes - all GPUs hold layers").
+_TEMPLATE_LEFT = re.compile(r"^\s*(?:\.\.\.|…|\(?\s*yes\s*/\s*no\s*\)?\s*[:=]?)\s*(?=\S)", re.I)
+
+
 def read_yes_no(text: str) -> YesNo:
     text = (text or "").strip()
+    typed_after = _TEMPLATE_LEFT.sub("", text, count=1)
+    if typed_after != text and _FIRST.match(typed_after):
+        text = typed_after
     if len(text) <= 40 and _PLACEHOLDER.match(text):   # short: the pattern's time grows fast
         return YesNo(unanswered=True)
     first = _FIRST.match(text)

@@ -417,24 +417,41 @@ def aspect_rows(rows: dict) -> dict:
 
 def words_for(aspect, cell) -> str | None:
     """A table cell as the word the comparison uses ("1"/"multiple", "automatic"/"manual",
-    "balanced"/"imbalanced"); None when it says none of them."""
+    "balanced"/"imbalanced"); None when it says none of them. The cell's head (before a
+    bracket, comma or dash) decides where it says one: "Balanced (unlike DP, where GPU 0 is
+    the bottleneck)", "1 (one process, multiple threads)", "manual (not automatic)" (a probe
+    found each read as its remark's word)."""
     text = str(cell).strip().lower() if cell is not None else ""
+    head = re.split(r"\s*(?:[(,;:/]|\s[-–—]\s)", text, maxsplit=1)[0]
+    for part in (head, text):
+        word = _aspect_word(aspect, part)
+        if word is not None:
+            return word
+    return None
+
+
+def _aspect_word(aspect: str, text: str) -> str | None:
+    if not text:
+        return None
     if aspect == "processes":
+        count = whole_number_in(text)
+        if count == 1 or re.search(r"\b(?:single|one)\s+process\b|^(?:single|one)$", text):
+            return "1"
         # "Mutiple" is the handout's own table's spelling.
         if text in ("n", "n processes") or any(
                 w in text for w in ("multi", "muti", "many", "several", "one per", "per gpu")):
             return "multiple"
-        count = whole_number_in(text)
-        if count == 1 or text in ("single", "single process"):
-            return "1"
         return "multiple" if count is not None and count > 1 else None
     if aspect == "data split":
-        return "automatic" if "auto" in text else "manual" if "manual" in text else None
-    if any(w in text for w in ("imbalanced", "unbalanced", "not balanced", "uneven", "unequal")) or re.search(
+        if re.search(r"\b(?:not|non-?|no)\s*-?\s*auto|\bmanual", text):
+            return "manual"
+        return "automatic" if "auto" in text else None
+    if re.search(r"\b(?:not|isn'?t|is\s+not|aren'?t|never)\s+(?:\w+\s+)?(?:balanced|even(?:ly)?|equal(?:ly)?)\b", text) \
+            or any(w in text for w in ("imbalanced", "unbalanced", "uneven", "unequal")) or re.search(
             r"\b(?:gpu\s*0|cuda:0|first\s+gpu)\s+(?:does|has|uses|holds|gets|is)\s+(?:much\s+)?(?:more|most)|"
             r"\b(?:busier|heavier|bottleneck|more\s+loaded|most\s+loaded)\b", text):
         return "imbalanced"   # "GPU 0 does more" (a student's audit), "GPU 0 is the bottleneck"
-    return "balanced" if any(w in text for w in ("balanced", "even", "equal")) else None
+    return "balanced" if re.search(r"\b(?:balanced|even(?:ly)?|equal(?:ly)?)\b", text) else None
 
 
 def said_as(aspect: str, cell, word: str | None) -> str:
@@ -492,14 +509,17 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
 
 _DDP = r"\b(?:distributed\s*data\s*parallel|ddp)\b"
 _DP = r"(?<!distributed)(?<!distributed )\b(?:nn\.)?(?:data\s*parallel|dp)\b"
-_METHOD = rf"(?P<m>{_DDP}|{_DP})"
-# "DDP is faster", "DataParallel was much slower", "the faster one is DDP".
-_METHOD_IS = re.compile(_METHOD + r"\s+(?:is|was|runs|ran)\s+(?:much\s+|a\s+bit\s+|clearly\s+|slightly\s+)?"
-                        r"(?P<how>faster|quicker|slower)\b(?!\s+than)")
-_FASTER_IS = re.compile(r"\bthe\s+faster(?:\s+(?:one|method))?\s+(?:is|was)\s+" + _METHOD)
+_METHOD = rf"(?:{_DDP}|{_DP})"
 _HEDGE = re.compile(r"\b(?:it\s+depends|depends\s+on\s+the|either\s+(?:one|way|is|could|can)|both\s+(?:are|equally|the\s+same)|"
-                    r"not\s+sure|maybe|perhaps|about\s+the\s+same|roughly\s+(?:the\s+)?same|equally\s+fast|"
-                    r"no\s+(?:real\s+)?difference)\b|\bor\b\s*(?=(?:nn\.)?(?:ddp|dp|data\s*parallel|distributed)\b)", re.I)
+                    r"not\s+sure|maybe|perhaps|probably|likely|about\s+the\s+same|roughly\s+(?:the\s+)?same|equally\s+fast|"
+                    r"no\s+(?:real\s+)?difference|equal|should|expected|in\s+theory)\b|\?|≈|~=|"
+                    r"\bor\b\s*(?=(?:nn\.)?(?:ddp|dp|data\s*parallel|distributed)\b)|"
+                    r"^\W*(?:ddp|dp)\s*/\s*(?:ddp|dp)\W*$", re.I)
+# A clause's word for "this one is faster" (+) or "slower" (-); a "not" before it turns it.
+_QUICK = (r"faster|quicker|shorter|less\s+time|lower\s+(?:step\s+)?time|outperforms|wins")
+_SLOW = (r"slower|longer|more\s+time|higher\s+(?:step\s+)?time|outperformed\s+by|half\s+as\s+fast|"
+         r"twice\s+as\s+slow|aeglasem")
+_COMPARED = re.compile(rf"(?P<not>\b(?:not|never)\s+(?:\w+\s+)?|n't\s+(?:\w+\s+)?)?(?P<how>{_QUICK}|{_SLOW})\b")
 
 
 def _method(text: str) -> str:
@@ -510,32 +530,50 @@ def _other(method: str) -> str:
     return "dp" if method == "ddp" else "ddp"
 
 
+def _timed(text: str) -> str | None:
+    """ "DP: 1.2 s, DDP: 0.8 s": the method with the shorter time."""
+    times = {}
+    for found in re.finditer(rf"(?P<m>{_METHOD})\s*[:=]?\s*(?P<t>\d+(?:\.\d+)?)", text):
+        times.setdefault(_method(found.group("m")), float(found.group("t")))
+    if len(times) == 2 and times["dp"] != times["ddp"]:
+        return min(times, key=times.get)
+    return None
+
+
 def method_said_faster(value) -> str | None:
-    """"dp" or "ddp", as the answer to "which is faster?" names it: alone ("DDP", "nn.DataParallel",
-    "DistributedDataParallel, because ..."), said of one ("DataParallel is slower", "the faster
-    one is DDP"), compared ("DDP is slower than DataParallel"), or first with the reason after
-    it naming the other; None for an answer that names neither, offers both ("dp or ddp, it
-    depends") or hedges (a TA's and a student's audits: each was read as the first method
-    named, whatever the sentence said)."""
+    """"dp" or "ddp", as the answer to "which is faster?" names it: alone ("DDP",
+    "nn.DataParallel", "DistributedDataParallel, because ..."), said faster or slower in a
+    clause of its own ("DataParallel is about 40% slower", "DP took longer than DDP", "the
+    faster one is DDP", "Slower: DP", "DDP is not faster"), or with both times ("DP: 1.2 s,
+    DDP: 0.8 s"); first with the reason after it naming the other. None for an answer that
+    names neither, offers both ("dp or ddp, it depends"), hedges ("Probably DDP", "DDP?") or
+    says opposite things (a TA's, a student's and a probe's audits found each read as the
+    first method named)."""
     text = str(value or "").strip().lower()
-    mentions = sorted([(m.start(), "ddp") for m in re.finditer(_DDP, text)]
-                      + [(m.start(), "dp") for m in re.finditer(_DP, text)])
+    mentions = [(m.start(), _method(m.group(0))) for m in re.finditer(_METHOD, text)]
     if not mentions or _HEDGE.search(text):
         return None
-    winners = {_method(f.group("m")) if f.group("how") != "slower" else _other(_method(f.group("m")))
-               for f in _METHOD_IS.finditer(text)} | {_method(f.group("m")) for f in _FASTER_IS.finditer(text)}
+    timed = _timed(text)
+    if timed:
+        return timed
+    winners = set()
+    for clause in re.split(r"\s*(?:[,;.]|\bbut\b|\bwhile\b|\bwhereas\b)\s*", text):
+        named = [_method(m.group(0)) for m in re.finditer(_METHOD, clause)]
+        compared = _COMPARED.search(clause)
+        if not named or compared is None:
+            continue
+        quick = re.fullmatch(_QUICK, compared.group("how")) is not None
+        if compared.group("not"):
+            quick = not quick
+        # The subject: the method named first, or the one after "the faster (one) is".
+        subject = named[0]
+        winners.add(subject if quick else _other(subject))
     if winners:
         return winners.pop() if len(winners) == 1 else None
     if len({method for _, method in mentions}) == 1:
         return mentions[0][1]
-    compared = re.search(r"\b(faster|quicker|better|slower)\s+than\b", text)
-    if compared is None:
-        opens_with = mentions[0][0] <= len(text) - len(text.lstrip(" *_`\"'(-:"))
-        return mentions[0][1] if opens_with else None
-    before = [method for at, method in mentions if at < compared.start()]
-    if not before:
-        return None
-    return before[0] if compared.group(1) != "slower" else _other(before[0])
+    opens_with = mentions[0][0] <= len(text) - len(text.lstrip(" *_`\"'(-:"))
+    return mentions[0][1] if opens_with else None
 
 
 @pytest.mark.check("practical6.faster_reported")

@@ -45,6 +45,17 @@ from grader.answers.yes_no import read_yes_no
     ("No: either way the step time grows", "no", "either way the step time grows"),
     ("Yes, partly because of the copies", "yes", "partly because of the copies"),
     ("Yes (both readings)", "yes", "(both readings)"),   # a yes under either reading of the question
+    # The template's placeholder left, the answer typed after it.
+    ("... No", "no", ""), ("yes/no: No", "no", ""), ("(yes/no) Yes - all GPUs hold layers", "yes", "all GPUs hold layers"),
+    # A probe of the hedge rule: these words start a reason here, not a doubt about the answer.
+    ("Yes, I think it's because every GPU holds a stage", "yes", "I think it's because every GPU holds a stage"),
+    ("No, sometimes it is even slower", "no", "sometimes it is even slower"),
+    ("No, partially because of the copies", "no", "partially because of the copies"),
+    ("Yes. Probably the biggest factor is GPU 0", "yes", "Probably the biggest factor is GPU 0"),
+    ("No, but I'm not sure why", "no", "but I'm not sure why"),
+    ("No, it depends on the slowest stage", "no", "it depends on the slowest stage"),
+    ("No. Could be faster with a bigger batch, but here it is slower", "no",
+     "Could be faster with a bigger batch, but here it is slower"),
 ])
 def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, value, explanation):
     answer = read_yes_no(text)
@@ -103,7 +114,13 @@ def test_a_yes_or_no_concluding_the_answer_is_read(text, value, explanation):
                                   "No (could be either)", "No / maybe", "yes - it depends", "Yes or not",
                                   "Yes, both answers fit", "No, it depends", "No. It depends on the machine.",
                                   "No, not sure", "Yes, maybe", "No (or yes on a real node)",
-                                  "Yes, though it could be either", "No, sometimes it is"])
+                                  "Yes, though it could be either",
+                                  # the probe's: bare hedges, and non-answers led by "no"
+                                  "Yes?", "No?", "Yes-ish", "Yes, likely", "Yes, hard to say", "No, can't tell",
+                                  "Yes (not 100% sure)", "Yes, 50/50", "No, not necessarily", "No, not always",
+                                  "Yes, but it depends on the batch size", "No idea", "No clue",
+                                  "No time to run it on 5 GPUs", "No GPU is idle, all 5 hold 4 layers",
+                                  "No need to split, DataParallel does it"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"

@@ -116,19 +116,35 @@ def test_an_all_reduce_before_the_steps_backward_synchronises_none_of_its_gradie
     # A TA's audit: any text passed where the clock could not decide.
     ("dp or ddp, it depends on the machine", None), ("DDP (about the same)", None),
     ("ddp is faster, dp is faster", None), ("both", None), ("", None),
+    # A probe of the rule: said of one method, timed, or turned by a "not"; and hedges.
+    ("DP is 2x slower", "ddp"), ("DataParallel is about 40% slower", "ddp"), ("DP took longer than DDP", "ddp"),
+    ("DataParallel has a higher step time than DDP", "ddp"), ("DP is outperformed by DDP", "ddp"),
+    ("DP: 1.2 s, DDP: 0.8 s", "ddp"), ("DP (slower), DDP (faster)", "ddp"), ("Slower: DP", "ddp"),
+    ("DDP was actually slower", "dp"), ("DDP is not faster", "dp"), ("DDP wasn't faster than DP", "dp"),
+    ("DDP should be faster, but in my measurements it was not", None), ("Probably DDP", None),
+    ("DDP?", None), ("DDP/DP", None), ("dp ≈ ddp", None), ("DP vs DDP: equal", None),
 ])
 def test_which_is_faster_is_the_method_the_sentence_names_faster(said, method):
     from grader.checks.test_practical6 import method_said_faster
     assert method_said_faster(said) == method, f"{said!r} should read as {method!r}"
 
 
-@pytest.mark.parametrize("cell, word", [
-    ("GPU 0 does more", "imbalanced"), ("GPU 0 is the bottleneck", "imbalanced"), ("uneven", "imbalanced"),
-    ("balanced", "balanced"), ("more balanced", "balanced"), ("even", "balanced")])
-def test_gpu_usage_in_own_words_is_read(cell, word):
+@pytest.mark.parametrize("aspect, cell, word", [
+    ("gpu usage", "GPU 0 does more", "imbalanced"), ("gpu usage", "GPU 0 is the bottleneck", "imbalanced"),
+    ("gpu usage", "uneven", "imbalanced"), ("gpu usage", "balanced", "balanced"),
+    ("gpu usage", "more balanced", "balanced"), ("gpu usage", "even", "balanced"),
+    # A probe: the cell's head decides, and a "not" turns a word.
+    ("gpu usage", "Balanced (unlike DP where GPU 0 is the bottleneck)", "balanced"),
+    ("gpu usage", "balanced, GPU 0 is not the bottleneck", "balanced"), ("gpu usage", "not even", "imbalanced"),
+    ("gpu usage", "isn't balanced", "imbalanced"), ("gpu usage", "not evenly distributed", "imbalanced"),
+    ("processes", "Single process (multi-threaded)", "1"), ("processes", "1 process / many threads", "1"),
+    ("processes", "Mutiple", "multiple"), ("processes", "one per GPU", "multiple"),
+    ("data split", "manual (not automatic)", "manual"), ("data split", "not automatic", "manual"),
+    ("data split", "automatic (scatter)", "automatic")])
+def test_a_comparison_cell_in_own_words_is_read(aspect, cell, word):
     """A student's audit: "GPU 0 does more" was not read, and the report said 'dp None'."""
     from grader.checks.test_practical6 import words_for
-    assert words_for("gpu usage", cell) == word
+    assert words_for(aspect, cell) == word
 
 
 def test_a_comparison_cell_not_read_is_shown_as_written_never_as_none():
