@@ -39,15 +39,15 @@ _NOT = re.compile(_LEAD + r"not\s+(?:really|at\s+all|faster|quicker|proportional
 # The answer as a short sentence: "It does not - the step time grows", "They don't.", "It
 # does." (a subject and its auxiliary, then a pause or a verb of the question's kind). "It is
 # slower" or "It does not matter" say something else: a person reads them.
-_AUXILIARY = (r"(?:it|they|depth|more\s+depth|communication)\s+(?:really\s+)?"
-              r"(?:does|do|did|is|are|was|were|can|will|has|have)")
+_AUXILIARY = (r"(?:(?:it|they|depth|more\s+depth|communication)\s+(?:really\s+)?"
+              r"(?:does|do|did|is|are|was|were|can|will|has|have)|it['’]s|they['’]re)")
 _PAUSE = r"(?=\s*(?:[-–—,.;:!(]|$))"
 # A yes needs a full stop, a dash or a colon after it: "It is, however, slower" and "That is,
 # one GPU at a time" go on with something else.
 _YES_PAUSE = r"(?=\s*(?:[-–—.;:!]|$))"
 _QUESTION_VERB = (r"\s+(?:really\s+)?(?:improve|help|speed|get|become|run|grow|scale|increase|"
-                  r"change|reduce|use|utili[sz]e|make|faster|quicker)\b")
-_SENTENCE_NO = re.compile(_LEAD + _AUXILIARY + r"(?:\s*n['’]t|\s+not)(?:" + _PAUSE + "|"
+                  r"change|reduce|use|utili[sz]e|make|faster|quicker|(?:all\s+)?(?:used|utili[sz]ed|busy))\b")
+_SENTENCE_NO = re.compile(_LEAD + _AUXILIARY + r"(?:\s*n['’]?t|\s+not)(?:" + _PAUSE + "|"
                           + _QUESTION_VERB + r")(?P<rest>.*)", re.I | re.S)
 _SENTENCE_YES = re.compile(_LEAD + _AUXILIARY + _YES_PAUSE + r"(?P<rest>.*)", re.I | re.S)
 # "No difference", "No speed-up": "no" before a noun is not the answer word, and which answer it

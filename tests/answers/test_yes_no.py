@@ -71,6 +71,8 @@ def test_an_answer_starting_with_yes_or_no_is_read_with_its_explanation(text, va
     ("They do not grow with DEPTH, only with the GPUs", "no"), ("It is not faster (one GPU at a time)", "no"),
     ("It does: every GPU holds four layers", "yes"), ("It is.", "yes"),
     ("They are - 4 layers each", "yes"),
+    # Contractions, apostrophe or not (a probe's).
+    ("It's not.", "no"), ("It doesnt improve speed", "no"), ("They're not all used", "no"),
 ])
 def test_a_short_sentence_that_leaves_no_doubt_answers(text, value):
     answer = read_yes_no(text)
