@@ -45,6 +45,7 @@ PART2_TODO = ('    raise NotImplementedError(\n'
               '        "TODO (Practical 4 Part 2): split the batch with torch.chunk, run the model "\n'
               '        "on each chunk and torch.cat the outputs into final_output; see the Practical 4 "\n'
               '        "handout, Part 2 (simulated data parallelism)")\n')
+PART3_TODO = '"TODO (Practical 4 Part 3)'
 PART2_STAND_IN = "    final_output = output  # the grader's stand-in for Part 2, left to do: Part 3 is reached\n"
 
 
@@ -61,8 +62,8 @@ def past_part2_todo(runs, submission, run, gpus: int):
         source = (submission / SCRIPT).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return run
-    if source.count(PART2_TODO) != 1:
-        return run
+    if source.count(PART2_TODO) != 1 or PART3_TODO in source:
+        return run   # Part 3 still the template's TODO too: the stop at Part 2 says it all
     return runs.script(**run_spec(gpus=gpus), edits=((PART2_TODO, PART2_STAND_IN),))
 
 

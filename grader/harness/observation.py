@@ -48,7 +48,7 @@ class Observation:
         elif self.nproc > 1:
             parts.append(f"{self.nproc} processes")
         parts += [f"{k}={v}" for k, v in self.sets.items()]
-        parts += [f"with `{old.strip()}` changed to `{new.strip()}`" for old, new in self.edits]
+        parts += [f"with `{_first_line(old)}` changed to `{_first_line(new)}`" for old, new in self.edits]
         if self.args:
             parts.append(" ".join(self.args))
         return ", ".join(parts)
@@ -159,3 +159,9 @@ def _cause_first(exception: dict) -> tuple:
     before another rank's report that its peer went away, then the earliest."""
     message = str(exception.get("message", ""))
     return (any(words in message for words in _PEER_DIED), exception.get("t", 0.0))
+
+
+def _first_line(text: str) -> str:
+    """An edit's text as a run's label shows it: a block by its first line."""
+    lines = text.strip().splitlines()
+    return lines[0] + (" ..." if len(lines) > 1 else "") if lines else ""

@@ -54,6 +54,10 @@ def test_the_configuration_names_the_launch_and_the_edit():
                               edits=[("a = 2\n", "a = 0\n")])
     assert observation.configuration == ("4 GPU(s), torchrun --nproc-per-node 1, with `a = 2` "
                                          "changed to `a = 0`")
+    # A block by its first line: a student read P4's stand-in for Part 2 whole in each message.
+    block = Observation(script="practical4/concepts.py", gpus=2,
+                        edits=[("    raise NotImplementedError(\n        \"TODO ...\")\n", "    final_output = output\n")])
+    assert block.configuration == "2 GPU(s), with `raise NotImplementedError( ...` changed to `final_output = output`"
 
 
 # -- the runner's --edit ------------------------------------------------------------------------
