@@ -26,6 +26,8 @@ from tests.support.gradings import Gradings, names_in_order
 
 REFERENCE, TEMPLATE = "reference", "student_template"
 NAMES = [variant.name for variant in pv.VARIANTS]
+# Every variant's fixture is checked in the fast tier, those graded only on request too.
+EVERY = pv.VARIANTS + [v for v in pv.P10_NON_SOLUTIONS if v not in pv.VARIANTS]
 
 
 def rubric(assignment: str):
@@ -39,7 +41,7 @@ def auto_items(assignment: str) -> dict:
 # -- the fixtures themselves (fast) -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", pv.VARIANTS, ids=NAMES)
+@pytest.mark.parametrize("variant", EVERY, ids=[v.name for v in EVERY])
 def test_variant_applies_to_the_reference_and_stays_valid_python(variant, tmp_path):
     planted = pv.plant(variant, tmp_path / "submission")
     for rel in variant.edits:
@@ -49,7 +51,7 @@ def test_variant_applies_to_the_reference_and_stays_valid_python(variant, tmp_pa
         assert rel.startswith(variant.assignment + "/"), (variant.name, rel)
 
 
-@pytest.mark.parametrize("variant", pv.VARIANTS, ids=NAMES)
+@pytest.mark.parametrize("variant", EVERY, ids=[v.name for v in EVERY])
 def test_expectations_follow_the_rubric(variant):
     items = auto_items(variant.assignment)
     checks = {rule.check: item.id for item in items.values() for rule in item.checks}
