@@ -30,9 +30,8 @@ from grader.harness.course_environment import missing_module_note
 # Task 1 asks about the provided code as it is: DEPTH=6 on 2 GPUs.
 BASE_CODE = Path(__file__).resolve().parents[2] / "student_template" / "hw3" / "model_parallel.py"
 BASE_GPUS, BASE_DEPTH = 2, 6
-# Task 3's code is scored on node sizes where the base code's fixed two-GPU split is wrong
-# (on 2 GPUs the untouched base code passes every check, so it proves nothing), with at least
-# as many layers as GPUs (fewer cannot be spread over all of them).
+# Task 3's code is scored on 1 to 8 GPUs, with at least as many layers as GPUs (fewer cannot be
+# spread over all of them); it earns where the base code's fixed two-GPU split is wrong.
 NODE_SIZES = [1, 2, 3, 4, 5, 8]
 # Node sizes where any layout that runs passes Task 3's checks, or the base code's own split
 # does: a case there counts only when it fails (a layout that breaks on 2 GPUs, the handout's
@@ -611,7 +610,8 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
             # Clearly less: the busy GPUs hold at least a layer's weights, gradients and
             # optimizer state more (a reported 80.1 against 80.3 MiB is no GPU without layers).
             least_busy = min(theirs[i] for i in busy)
-            assert max(theirs[i] for i in idle) <= least_busy - max(IDLE_GAP_MIB, IDLE_GAP_SHARE * least_busy), disagrees(
+            clearly_less = least_busy - max(IDLE_GAP_MIB, IDLE_GAP_SHARE * least_busy)
+            assert max(theirs[i] for i in idle) <= clearly_less, disagrees(
                 answers, "task4.table",
                 f"with {g} GPUs, less memory on {', '.join(f'cuda:{i}' for i in idle)} (no "
                 "layers there) than on the GPUs holding layers",
@@ -705,8 +705,8 @@ def counts_said(counts: list[tuple[int, int]], gpus: int, depth: int = TRANSFER_
                                 "x.to(layer_device) alone, from the input your main() gives it)")
 
 
-def forward_counts(probe, gpus, from_host: bool = False, depth: int = TRANSFER_DEPTH):
-    found = record(probe, "transfers", gpus=gpus, depth=depth)
+def forward_counts(probe, gpus, from_host: bool = False):
+    found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
     built(found)
     return observed_counts(found, from_host)
 

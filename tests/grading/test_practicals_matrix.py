@@ -27,7 +27,7 @@ from tests.support.gradings import Gradings, names_in_order
 REFERENCE, TEMPLATE = "reference", "student_template"
 NAMES = [variant.name for variant in pv.VARIANTS]
 # Every variant's fixture is checked in the fast tier, those graded only on request too.
-EVERY = pv.VARIANTS + [v for v in pv.P10_NON_SOLUTIONS if v not in pv.VARIANTS]
+EVERY = pv.VARIANTS + [v for v in pv.NON_SOLUTIONS if v not in pv.VARIANTS]
 
 
 def rubric(assignment: str):

@@ -305,7 +305,7 @@ def _stacked_rows_with_a_wrap(filled) -> bool:
     if (len(keys) < 2 or any(len(row) > 3 or not any(c.isdigit() for w in row for c in w.text) for row in keys)
             or _one_question(filled)):
         return False
-    others = [rows for cell in filled if cell is not first for rows in [cell[1]]]
+    others = [cell[1] for cell in filled if cell is not first]
     for row in keys:
         middle = sum(w.middle for w in row) / len(row)
         if not any(abs(sum(w.middle for w in other) / len(other) - middle) <= 0.45 * row[0].size
