@@ -816,8 +816,7 @@ def test_task5_answer_does_communication_grow_with_gpus(probe, answers, measured
                                                         reported_values):
     copies = {g: forward_counts(probe, g)[0][1] for g in TASK4_GPUS}
     on_five = record(probe, "transfers", gpus=5, depth=TRANSFER_DEPTH)
-    idle = 5 - len({one for d in on_five.get("devices", []) for one in ([d] if isinstance(d, str) else d)
-                    if str(one).startswith("cuda")})
+    idle = counts_per_gpu(on_five.get("devices", []), 5).count(0)
     # Code that leaves GPUs of the 5-GPU node without layers (Task 3 not done) does not show
     # what the question is about; the handout's answer (N - 1 transfers: they grow) is right
     # too, as is what that code does.
