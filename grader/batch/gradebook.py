@@ -311,6 +311,12 @@ class Gradebook:
             "SELECT st.key, s.source FROM runs r JOIN students st ON st.id = r.student_id "
             "JOIN submissions s ON s.id = r.submission_id WHERE r.current = 1").fetchall())
 
+    def current_assignments(self) -> dict[str, tuple[str, ...]]:
+        """{student key: the assignments its current run graded}."""
+        return {key: _assignment_list(assignments) for key, assignments in self.db.execute(
+            "SELECT st.key, r.assignments FROM runs r JOIN students st ON st.id = r.student_id "
+            "WHERE r.current = 1")}
+
     def current_runs(self) -> Iterator[CurrentRun]:
         """Every student's current run, sorted by student key."""
         rows = self.db.execute(

@@ -33,6 +33,8 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
+import tempfile
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ from typing import Any, Iterator, TextIO
 
 import grader
 from grader.batch import submission_times
+from grader.batch.assignment_keys import keys_per_assignment
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
@@ -208,16 +211,22 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     _refuse_an_out_that_is_not_the_batchs(submissions_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
+    # A dry run records nothing: it reads a copy of the gradebook (none made where there is none).
+    copy = tempfile.TemporaryDirectory(prefix="pdl-dry-run-") if options.dry_run else None
     try:
-        book = Gradebook(out / "gradebook.sqlite")
-    except GradebookError as problem:
+        book = Gradebook(out / "gradebook.sqlite" if copy is None
+                         else _copy_of_gradebook(out / "gradebook.sqlite", Path(copy.name)))
+    except (GradebookError, sqlite3.Error) as problem:
         lock.release()
+        if copy is not None:
+            copy.cleanup()
         raise BatchError(str(problem)) from None
     progress: Progress | None = None
     try:
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
-        republish(book, out, rubrics)
+        if not options.dry_run:
+            republish(book, out, rubrics)
         known = book.known_students()
         found, notes = discover(submissions_dir, known)
         progress = Progress(total=len(found), workers=options.workers, live=live,
@@ -228,7 +237,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             graded_by, choice = {s.student.key: given for s in found}, []
         else:
             graded_by, choice = choose_assignments(found, out / "scratch", rubrics, options.limits)
-        for line in choice:
+        found, graded_by, own_keys = keys_per_assignment(found, graded_by,
+                                                         book.current_assignments(), known)
+        for line in [*choice, *own_keys]:
             progress.note(line)
         wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
         worksheets = _worksheets_by_assignment(sheets, wanted)
@@ -290,7 +301,24 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         book.close()
         shutil.rmtree(out / "scratch", ignore_errors=True)
         shutil.rmtree(out / "work", ignore_errors=True)
+        if copy is not None:
+            copy.cleanup()
         lock.release()
+
+
+def _copy_of_gradebook(path: Path, folder: Path) -> Path:
+    """`path`'s content (what its write-ahead log holds included) in `folder`; an empty
+    gradebook there where `path` is none."""
+    copy = folder / path.name
+    if path.exists():
+        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        target = sqlite3.connect(copy)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+    return copy
 
 
 def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,

@@ -228,6 +228,70 @@ def test_two_downloads_side_by_side_are_each_graded_for_their_own_assignment(tmp
     assert any(line.startswith("moodle_hw3/: graded: hw3") for line in summary.assignment_choice)
 
 
+# --- plain folders: a key per assignment -----------------------------------------------------
+
+def test_a_plain_folder_graded_for_a_second_assignment_keeps_the_first_ones_grade(tmp_path):
+    """Outside Moodle a student's folder keeps its name for every assignment. Graded for
+    Practical 4 and then, into the same DIR, for HW3, alice's HW3 run had replaced her Practical
+    4 run: her Practical 4 grade left grades.csv and her report left submissions/alice/."""
+    p4, hw3, out = tmp_path / "p4_uploads", tmp_path / "hw3_uploads", tmp_path / "grades"
+    practical4_upload(p4 / "alice", 10)
+    practical4_upload(p4 / "bob", 5)
+    hw3_upload(hw3 / "alice", 10)
+    batch(p4, out, ("practical4",))
+    _, said = batch(hw3, out, ("hw3",))
+
+    found = {row["Full name"]: row for row in rows(out)}
+    alice = found["alice"]
+    assert alice["practical4"] and alice["hw3"], (
+        f"expected alice's Practical 4 grade kept beside her HW3 grade in one row; observed "
+        f"{alice} (grader/batch/assignment_keys.py)")
+    assert alice["Key"] == "alice; alice.hw3", alice
+    assert (out / "submissions" / "alice" / "result.json").is_file(), "Practical 4's report is gone"
+    assert (out / "submissions" / "alice.hw3" / "result.json").is_file()
+    assert "alice.hw3: alice's upload graded for hw3 under a key of its own: the key alice " \
+           "holds their practical4 grade, which stays" in said, said
+
+    # A new upload of the same assignment replaces its own record, not the other one.
+    hw3_upload(hw3 / "alice", 3)
+    practical4_upload(p4 / "alice", 4)
+    batch(hw3, out, ("hw3",))
+    _, said = batch(p4, out, ("practical4",))
+    again = {row["Full name"]: row for row in rows(out)}["alice"]
+    assert again["Key"] == "alice; alice.hw3", again
+    assert float(again["practical4"]) < float(alice["practical4"]) \
+        and float(again["hw3"]) < float(alice["hw3"]), (
+        f"expected each new upload's lower score in its own column; before {alice}, after {again}")
+    assert "under a key of its own" not in said, said
+
+
+def test_a_course_repository_graded_one_assignment_at_a_time_keeps_each_grade(tmp_path):
+    """A student's folder holding every assignment (a course repository), graded with
+    --assignment per deadline into one DIR: each deadline's grade stays."""
+    subs, out = tmp_path / "repos", tmp_path / "grades"
+    hw3_upload(practical4_upload(subs / "alice", 10), 10)
+    batch(subs, out, ("practical4",))
+    batch(subs, out, ("hw3",))
+    batch(subs, out, ("practical4",))   # run again: nothing new, nothing lost
+    (alice,) = rows(out)
+    assert alice["practical4"] and alice["hw3"] and alice["Key"] == "alice; alice.hw3", alice
+
+
+def test_a_dry_run_reads_the_gradebook_and_changes_nothing(tmp_path):
+    """A dry run had created gradebook.sqlite and rewritten the published files."""
+    subs, out = tmp_path / "subs", tmp_path / "grades"
+    practical4_upload(subs / "alice", 10)
+    summary, _ = batch(subs, out, ("practical4",), dry_run=True)
+    assert not (out / "gradebook.sqlite").exists(), "a dry run created the gradebook"
+    assert summary.plan[-1] == "alice: would be graded (practical4)", summary.plan
+    batch(subs, out, ("practical4",))
+    before = (out / "gradebook.sqlite").read_bytes()
+    practical4_upload(subs / "alice", 4)
+    summary, _ = batch(subs, out, ("practical4",), dry_run=True)
+    assert summary.plan[-1] == "alice: would be graded (practical4)", summary.plan
+    assert (out / "gradebook.sqlite").read_bytes() == before, "a dry run changed the gradebook"
+
+
 # --- F3: a late/ folder of one download beside another --------------------------------------
 
 def test_a_late_folder_inside_one_of_two_downloads_is_its_students_not_one_named_late(tmp_path):

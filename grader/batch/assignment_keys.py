@@ -1,0 +1,77 @@
+"""One key per assignment for students outside Moodle, so grading one assignment never
+replaces another's record.
+
+A gradebook keeps one current run per student key. Moodle numbers each assignment's
+participants anew, so its uploads get a key per assignment by themselves; a plain folder
+(`alice/`, a student's course repository) keeps its name for every assignment. Graded for
+Practical 4 and later, into the same DIR, for HW3, `alice`'s HW3 run had replaced her Practical
+4 run: her Practical 4 grade left grades.csv, her report left submissions/alice/.
+
+So an upload graded for assignments its key's current run did not grade goes under a key of
+its own, `alice.hw3`, as Moodle's second download does; grades.csv and the class page put the
+keys of one name back in one row (grader/batch/people.py). A key whose current run graded any
+of the same assignments keeps being used: that is a new upload of the same work, and replaces
+it as before.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from grader.batch.inputs import Student, Submission, safe_key, same_name
+
+
+def keys_per_assignment(found: list[Submission], graded_by: dict[str, tuple[str, ...]],
+                        graded_before: dict[str, tuple[str, ...]], known: Iterable[Student]
+                        ) -> tuple[list[Submission], dict[str, tuple[str, ...]], list[str]]:
+    """(`found` with each plain upload under the key that holds its assignments' record,
+    `graded_by` by those keys, a line for each upload given a key of its own).
+
+    `graded_before`: {key: the assignments its current run graded}; `known`: the gradebook's
+    students, in the order they were first graded."""
+    keys_of_name: dict[str, list[str]] = {}
+    for student in known:
+        if not student.participant_id:
+            keys_of_name.setdefault(same_name(student.name), []).append(student.key)
+    taken = {s.student.key for s in found} | {k for keys in keys_of_name.values() for k in keys}
+    placed, graded, lines = [], {}, []
+    for submission in found:
+        student, wanted = submission.student, graded_by[submission.student.key]
+        key = student.key
+        if not student.participant_id:
+            key = _key_for(student, wanted, keys_of_name.get(same_name(student.name), []),
+                           graded_before, taken)
+        if key != student.key:
+            if key not in graded_before:
+                first = next(k for k in keys_of_name[same_name(student.name)]
+                             if graded_before.get(k))
+                lines.append(f"{key}: {student.name}'s upload graded for {', '.join(wanted)} "
+                             f"under a key of its own: the key {first} holds their "
+                             f"{', '.join(graded_before[first])} grade, which stays; grades.csv "
+                             f"shows both in one row (overrides for this upload go under {key})")
+            taken.add(key)
+            submission = dataclasses.replace(
+                submission, student=dataclasses.replace(student, key=key))
+        placed.append(submission)
+        graded[key] = wanted
+    return placed, graded, lines
+
+
+def _key_for(student: Student, wanted: tuple[str, ...], keys: list[str],
+             graded_before: dict[str, tuple[str, ...]], taken: set[str]) -> str:
+    """The key of this name whose record is of these assignments; the upload's own where it
+    has no record yet; else a new key named after the assignments."""
+    if student.key not in keys:
+        keys = [student.key, *keys]
+    for key in keys:
+        if set(graded_before.get(key, ())) & set(wanted):
+            return key
+    if not graded_before.get(student.key):
+        return student.key
+    for key in keys:
+        if not graded_before.get(key):   # known, but with no graded record to keep
+            return key
+    new = safe_key(f"{keys[0]}.{'-'.join(wanted)}")
+    while new in taken:
+        new = safe_key(f"{new}.x")
+    return new
