@@ -697,12 +697,15 @@ def _copies(events, host_counts: bool) -> int:
                and (str(e.get("src")).startswith("cuda") or host_counts))
 
 
-def counts_said(counts: list[tuple[int, int]], gpus: int, depth: int = TRANSFER_DEPTH) -> str:
-    """The counts the grader accepts, as the script would print them."""
+def counts_said(counts: list[tuple[int, int]], gpus: int | None,
+                depth: int = TRANSFER_DEPTH) -> str:
+    """The counts the grader accepts, as the script would print them; `gpus` None where the
+    sentence has named the configuration already."""
     said = [f"'to() calls: {calls}, real transfers: {copies}'" for calls, copies in counts]
-    return " or ".join(said) + (f" (DEPTH={depth} on {gpus} GPUs, as the grader counted "
-                                "them: every .to() of the forward, or the baton pass "
-                                "x.to(layer_device) alone, from the input your main() gives it)")
+    where = f"DEPTH={depth} on {gpus} GPUs, " if gpus is not None else ""
+    return " or ".join(said) + (f" ({where}as the grader counted them: every .to() of the "
+                                "forward, or the baton pass x.to(layer_device) alone, from the "
+                                "input your main() gives it)")
 
 
 def forward_counts(probe, gpus, from_host: bool = False):
@@ -743,7 +746,7 @@ def counts_printed_without_counting(probe, runs, script_specs) -> str | None:
     return explain(
         f"the printed counts come from counting the forward pass: run again with DEPTH="
         f"{RECOUNT_DEPTH} on {RECOUNT_GPUS} GPUs (fewer layers than GPUs), the script prints "
-        f"{counts_said(counts, RECOUNT_GPUS, RECOUNT_DEPTH)}",
+        f"{counts_said(counts, None)}",
         f"{said}, and the model's counters self.to_calls and self.transfers (the template's) did "
         "not count the grader's forward pass either", LOOK_COUNTING)
 

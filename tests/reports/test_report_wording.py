@@ -149,3 +149,14 @@ def test_a_run_that_stopped_is_told_once_at_the_top_and_each_check_keeps_what_it
     assert ("Observed: practical4/concepts.py (1 GPU(s)) stopped with ValueError: no GPU" in md
             and md.count("no GPU") == 1)
     assert "Your code did not run to its end" in page
+
+
+def test_the_recount_message_names_its_configuration_once():
+    """The counts a second run must print were told as "run again with DEPTH=3 on 5 GPUs ...
+    prints ... (DEPTH=3 on 5 GPUs, as the grader counted them ...)"."""
+    from grader.checks.test_hw3 import counts_said
+    alone = counts_said([(3, 2)], 5, 3)
+    assert alone.startswith("'to() calls: 3, real transfers: 2' (DEPTH=3 on 5 GPUs, as the grader"), alone
+    in_a_sentence = counts_said([(3, 2)], None)
+    assert "DEPTH=" not in in_a_sentence and "(as the grader counted them: " in in_a_sentence, (
+        f"expected the counts without a second mention of the configuration; observed {in_a_sentence!r}")
