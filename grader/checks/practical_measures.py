@@ -124,6 +124,20 @@ def not_learning(run) -> str:
             "produced gradients: an optimizer.step() with no gradient to apply trains nothing")
 
 
+def unscattered_training(run) -> str | None:
+    """How a DataParallel script's run trained without DataParallel scattering a batch, in the
+    feedback's words; None where it scattered one or never trained. Such a run (a wrapper made
+    and never called: a TA's s14) trains on one GPU and measures nothing of DataParallel:
+    Practical 5's answers about DataParallel and Practical 6's comparison with it are not
+    checked against it."""
+    if not run.of("step") or run.of("dp_scatter"):
+        return None
+    if any(e.get("module") == "DataParallel" for e in run.of("forward")):
+        return "DataParallel ran, but split no batch over the GPUs (device_ids with one GPU?)"
+    return ("the model trained, but never through a DataParallel wrapper: on one GPU, no batch "
+            "split, no replica")
+
+
 def devices_of_rank(run, rank: int) -> set[str]:
     """Devices of the rank's model parameters, as its forward passes found them."""
     found = set()

@@ -18,7 +18,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
                                               handout_sets, peak_memory, rows_of, shared_clock,
-                                              training_peak_memory)
+                                              training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 
 DP = "practical5/practical5_dp.py"
@@ -101,15 +101,10 @@ def require_data_parallel(answers, qid: str, *runs, flag=None) -> None:
     it). Said only where the answer is there and a run trained: a missing answer and code that
     never trained are said by the check itself. `flag` tells the instructor, whose view shows
     the written answers about DataParallel beside it."""
-    trained = [run for run in runs if run.of("step")]
-    never = [run for run in trained if not run.of("dp_scatter")]
+    never = [(run, how) for run in runs if (how := unscattered_training(run))]
     if qid not in answers.values or not never:
         return
-    run = never[0]
-    how = ("DataParallel ran, but split no batch over the GPUs (device_ids with one GPU?)"
-           if any(e.get("module") == "DataParallel" for e in run.of("forward")) else
-           "the model trained, but never through a DataParallel wrapper: on one GPU, no batch "
-           "split, no replica")
+    run, how = never[0]
     if flag is not None:
         flag(f"{qid}: answered {answers.values[qid]!r} about DataParallel, but {DP} never "
              f"had DataParallel scatter a batch ({how})")

@@ -23,8 +23,9 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
-                                              handout_sets, rows_of, same_row, shared_clock,
-                                              trained_ranks, training_peak_memory)
+                                              handout_sets, learning_ranks, not_learning,
+                                              rows_of, same_row, shared_clock,
+                                              training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"
@@ -55,35 +56,58 @@ def dp_run(runs):
 class DataParallelSide:
     """DataParallel's side of Part 6's comparison. The handout says "run your Practical 5 code
     and compare", and never asks for that code again: where the student's practical5_dp.py
-    trained in the grader's run, its measurements; where it was not handed in, or did not
-    train (Practical 5's own checks cost that), what DataParallel does whatever the script
-    (one process; the batch scattered by DataParallel itself; GPU 0 holding the outputs and
-    the loss: Practical 5's gpu0_most_memory), and no verdict on speed (either answer)."""
+    trained through DataParallel in the grader's run (DataParallel scattered its batches), its
+    measurements; where it was not handed in, did not train, or trained without DataParallel
+    ever scattering a batch (a wrapper made and never called: one GPU, no DataParallel to
+    measure; Practical 5's own checks cost all three), what DataParallel does whatever the
+    script (one process; the batch scattered by DataParallel itself; GPU 0 holding the outputs
+    and the loss: Practical 5's gpu0_most_memory), and no verdict on speed (either answer)."""
 
     def __init__(self, runs):
         self.run = dp_run(runs)
-        self.trained = bool(self.run.of("step"))
-        self.peaks = training_peak_memory(self.run) if self.trained else {}
+        self.without_dp = unscattered_training(self.run)
+        # Its run is DataParallel's measurement only where DataParallel did the training.
+        self.measured = bool(self.run.of("step")) and self.without_dp is None
+        self.peaks = training_peak_memory(self.run) if self.measured else {}
 
     @property
     def runs_compared(self) -> tuple:
         """The runs an answer about DataParallel is checked against: none but its own."""
-        return (self.run,) if self.trained else ()
+        return (self.run,) if self.measured else ()
 
     def even(self) -> bool | None:
-        return balanced(self.peaks) if self.trained else False
+        return balanced(self.peaks) if self.measured else False
 
     def aspects(self) -> dict:
-        if not self.trained:
+        if not self.measured:
             return {"processes": "1", "data split": "automatic", "gpu usage": "imbalanced"}
         return run_aspects(self.run)
 
+    def not_measured(self) -> str:
+        """Why the Practical 5 run is not DataParallel's measurement, as the feedback says it."""
+        if self.without_dp:
+            return (f"your Practical 5's run on {self.run.gpus} GPUs is no measurement of "
+                    f"DataParallel: DataParallel never scattered a batch in it ({self.without_dp})")
+        return (f"your Practical 5 did not train in the grader's run "
+                f"({self.run.problem() or 'no optimizer step'})")
+
+    def unmeasured_cell(self) -> str:
+        """The same, short enough for the report's table of measured values."""
+        return ("what DataParallel does; not measured: your Practical 5 "
+                + ("trained without DataParallel scattering a batch" if self.without_dp else
+                   "did not train in the grader's run"))
+
+    def source(self) -> str:
+        """Where DataParallel's side of an answer comes from, for the feedback."""
+        if self.measured:
+            return f"your practical5_dp.py on {self.run.gpus} GPUs"
+        return f"what DataParallel does; {self.not_measured()}"
+
     def described(self) -> str:
-        if self.trained:
+        if self.measured:
             return f"DataParallel (your Practical 5) on 2 GPUs: {describe_memory(self.peaks)}"
         return ("DataParallel: GPU 0 holds the most, as DataParallel gathers the outputs and "
-                f"computes the loss there (your Practical 5 did not train here: "
-                f"{self.run.problem() or 'no optimizer step'})")
+                f"computes the loss there ({self.not_measured()})")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -123,10 +147,12 @@ def test_world_size_is_number_of_processes(runs, processes):
     assert len(sizes) == processes and set(sizes.values()) == {processes}, explain(
         expected, f"process groups joined by rank(s) {sorted(sizes)} with world sizes "
         f"{sorted(set(sizes.values()))}", look)
-    trained = evidence(run, trained_ranks(run), expected, "no rank took an optimizer step")
+    # Training is an optimizer step on gradients a backward made: a step with none to apply
+    # (no backward, or no loss to differentiate) changes nothing (learning_ranks, as P10's).
+    trained = evidence(run, learning_ranks(run), expected, not_learning(run), look)
     assert trained == list(range(processes)), explain(
-        expected, f"only rank(s) {trained} took an optimizer step"
-        + (f"; {run.problem()}" if not run.ok else ""), look)
+        expected, f"only rank(s) {trained} took an optimizer step on gradients a backward "
+        "pass produced" + (f"; {run.problem()}" if not run.ok else ""), look)
 
 
 @pytest.mark.check("practical6.rank_device")
@@ -487,7 +513,10 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
     truth = observed if None not in observed else None
     value, truth = answer_and_truth(answers, "compare.table", truth, *dp.runs_compared, ddp)
     row = aspect_rows(rows_by(value, "aspect")).get(aspect)
-    measured[f"compare.table.{aspect}"] = {"dp": truth[0], "ddp": truth[1]}
+    # DataParallel's side as what it does, not as a measurement, where nothing measured it.
+    measured[f"compare.table.{aspect}"] = {"dp": truth[0] if dp.measured else
+                                           f"{truth[0]} ({dp.unmeasured_cell()})",
+                                           "ddp": truth[1]}
     where = answers.where_to_answer("compare.table")
     assert row is not None, explain(
         f"a row - {{aspect: {aspect}, dp: ..., ddp: ...}} in the comparison table",
@@ -500,9 +529,8 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
     must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
-               f"shows {aspect} {truth[0]} with DataParallel ("
-               + ("your practical5_dp.py on 2 GPUs" if dp.trained else "what DataParallel does")
-               + f") and {truth[1]} with DDP (torchrun --nproc_per_node={SHEET_PROCESSES})", flag)
+               f"shows {aspect} {truth[0]} with DataParallel ({dp.source()}) and {truth[1]} "
+               f"with DDP (torchrun --nproc_per_node={SHEET_PROCESSES})", flag)
 
 
 _DDP = r"\b(?:distributed\s*data\s*parallel|ddp)\b"
@@ -581,13 +609,16 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
     value, _ = answer_and_truth(answers, "compare.faster", bool(ddp.of("step")) or None,
                                 *side.runs_compared, ddp)
     t_dp, t_ddp = compared_step_seconds(dp, ddp)
+    if not side.measured:
+        t_dp = None   # a Practical 5 that trained without DataParallel timed no DataParallel
     clock = shared_clock(dp, ddp)
     verdict = faster(t_dp, t_ddp, clock)
     truth = None if verdict is None else "ddp" if verdict else "dp"
-    # Where the DataParallel script did not train, that is why nothing decides, not the clock.
-    decided_by = clock_words(clock) if side.trained else (
-        f"your Practical 5 did not train in the grader's run ({dp.problem() or 'no optimizer step'}): "
-        "no DataParallel time to compare with, either answer is accepted")
+    # Where the DataParallel script did not train through DataParallel, that is why nothing
+    # decides, not the clock.
+    decided_by = clock_words(clock) if side.measured else (
+        f"{side.not_measured()}: no DataParallel time to compare with, either answer is "
+        "accepted")
     measured["compare.faster"] = {"dp_step_s": t_dp, "ddp_step_s": t_ddp,
                                   "clock": decided_by, "answer": truth or "either"}
     reported_values["compare.faster"] = value

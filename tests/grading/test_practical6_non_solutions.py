@@ -7,6 +7,10 @@ points. They now need DDP's gradient all-reduce in every step's backward pass, a
 handout's Part 4 says it happens ("During backward pass, gradients are synchronized across all
 GPUs using All-Reduce communication").
 
+Training, for `world_size`, is an optimizer step on gradients a backward made, as Practical 10's
+checks count it (learning_ranks): an optimizer.step() with no backward before it, or with every
+gradient zero, applies nothing and had counted as a rank that trains.
+
 The checks run here on traces written by hand, shaped as the virtual GPUs write them.
 """
 from __future__ import annotations
@@ -17,27 +21,31 @@ from grader.checks import test_practical6 as p6
 from grader.harness.observation import Observation
 
 GRADS = {"sum": 1.5, "sumsq": 0.25}
+ZERO = {"sum": 0.0, "sumsq": 0.0}     # the gradients of a step no backward produced
 PARAMS = {"sum": 19.87, "sumsq": 854.8}
 
 
-def traced(all_reduced_steps, steps=3, same=True) -> Observation:
-    """2 ranks under torchrun, each taking `steps` optimizer steps after a backward pass, with
-    DDP's gradient all-reduce in the backward of the steps (from 0) in `all_reduced_steps`;
-    `same`: every rank's gradients and parameters equal (the same rows on every rank)."""
+def traced(all_reduced_steps, steps=3, same=True, backward=(0, 1), grads=GRADS) -> Observation:
+    """2 ranks under torchrun, each taking `steps` optimizer steps after a backward pass (the
+    ranks in `backward`; the others step with no backward before it), with DDP's gradient
+    all-reduce in the backward of the steps (from 0) in `all_reduced_steps`; `same`: every
+    rank's gradients and parameters equal (the same rows on every rank); `grads`: the gradient
+    each step applies (ZERO: none)."""
     events = []
     for rank in (0, 1):
         events += [{"event": "start", "rank": rank, "virtual": True},
                    {"event": "init_process_group", "rank": rank, "world_size": 2}]
         for step in range(steps):
-            shift = 0.0 if same else 0.5 * rank
-            events += [{"event": "forward", "rank": rank, "thread": "MainThread", "grad": True,
-                        "step": step, "batch": [32, 1024], "module": "MLP"},
-                       {"event": "backward", "rank": rank}]
-            if step in all_reduced_steps:
-                events.append({"event": "collective", "rank": rank, "op": "all_reduce",
-                               "source": "ddp_gradients"})
+            shift = 0.0 if same or grads is ZERO else 0.5 * rank
+            events.append({"event": "forward", "rank": rank, "thread": "MainThread",
+                           "grad": True, "step": step, "batch": [32, 1024], "module": "MLP"})
+            if rank in backward:
+                events.append({"event": "backward", "rank": rank})
+                if step in all_reduced_steps:
+                    events.append({"event": "collective", "rank": rank, "op": "all_reduce",
+                                   "source": "ddp_gradients"})
             events.append({"event": "step", "rank": rank, "index": step + 1,
-                           "grads": {k: v + shift for k, v in GRADS.items()},
+                           "grads": {k: v + shift for k, v in grads.items()},
                            "params": {k: v + shift for k, v in PARAMS.items()}})
     return Observation("practical6/practical6_ddp.py", gpus=2, nproc=2, launcher="torchrun",
                        returncode=0, events=events)
@@ -105,6 +113,42 @@ def test_an_all_reduce_before_the_steps_backward_synchronises_none_of_its_gradie
         run.events.insert(0, {"event": "collective", "rank": rank, "op": "all_reduce",
                               "source": "ddp_gradients"})
     assert p6.steps_without_all_reduce(run) == {0: [1, 2, 3], 1: [1, 2, 3]}
+
+
+# -- training: an optimizer step on gradients a backward made ------------------------------------
+
+
+def world_size_failure(run, tmp_path) -> str:
+    return failure(lambda runs: p6.test_world_size_is_number_of_processes(runs, 2),
+                   Runs(run, tmp_path))
+
+
+def test_optimizer_steps_without_a_backward_are_no_training(tmp_path):
+    """The loss never differentiated (no loss.backward(), as P10's s11 left its loop empty):
+    optimizer.step() has nothing to apply on any rank, and no rank trains."""
+    text = world_size_failure(traced(all_reduced_steps=(), backward=(), grads=ZERO), tmp_path)
+    for phrase in ("Expected: torchrun --nproc_per_node=2: 2 process(es), each joining a "
+                   "process group of world size 2 and training",
+                   "Observed: optimizer steps on rank(s) [0, 1], but none after a backward pass "
+                   "that produced gradients", "Where to look: dist.init_process_group()"):
+        assert phrase in text, f"expected the feedback to say {phrase!r}; observed:\n{text}"
+
+
+def test_a_backward_that_left_every_gradient_zero_is_no_training(tmp_path):
+    text = world_size_failure(traced(all_reduced_steps=(0, 1, 2), grads=ZERO), tmp_path)
+    assert "but none after a backward pass that produced gradients" in text, text
+
+
+def test_a_rank_stepping_without_a_backward_is_told_apart(tmp_path):
+    """Rank 1 calls optimizer.step() with no backward before it: only rank 0 trains."""
+    text = world_size_failure(traced(all_reduced_steps=(), backward=(0,)), tmp_path)
+    assert "Observed: only rank(s) [0] took an optimizer step on gradients a backward pass " \
+        "produced" in text, text
+
+
+def test_steps_on_gradients_a_backward_made_are_training(tmp_path):
+    p6.test_world_size_is_number_of_processes(Runs(traced(all_reduced_steps=(0, 1, 2)),
+                                                   tmp_path), 2)
 
 
 @pytest.mark.parametrize("said, method", [
