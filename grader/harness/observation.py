@@ -89,12 +89,34 @@ class Observation:
             missing = (missing_module_note(exception.get("message", ""))
                        or read_only_note(exception.get("message", ""))
                        or duplicate_gpu_note(exception.get("message", "")))
-            return (f"{where} stopped with {exception.get('type')}{site}{todo}: "
+            return (f"{where} stopped with {exception.get('type')}{site}"
+                    f"{self._ranks_that_raised(exception)}{todo}: "
                     f"{message[0] if message else ''}" + (f"\n{missing}" if missing else ""))
         for error in self.of("error"):
             return f"{where}: {error.get('message')}"
         tail = "\n".join(self.stderr.strip().splitlines()[-6:])
         return f"{where} exited with status {self.returncode}.\nLast lines of its output:\n{tail}"
+
+    def _ranks_that_raised(self, shown: dict) -> str:
+        """For a run of several processes, which ranks raised the exception the problem shows
+        (its type at its site), and that the others raised nothing of their own: one rank's
+        bug (DDP(model, device_ids=[0]) on every rank fails on rank 1 only) reads otherwise as
+        every rank's. "" for one process. grader/reports/stopped_runs.RANKS reads it back."""
+        ranks = self.ranks() or list(range(self.nproc))
+        own = [e for e in self.of("exception") if not _peer_died(e)]
+        kind = (shown.get("type"), shown.get("site"))
+        raised = sorted({e.get("rank", 0) for e in own if (e.get("type"), e.get("site")) == kind})
+        if len(ranks) < 2 or not raised:   # one process, or no rank's own error to name
+            return ""
+        others = [rank for rank in ranks if rank not in raised]
+        if not others:
+            return " on every rank"
+        other_errors = sorted({e.get("rank", 0) for e in own} & set(others))
+        if other_errors:
+            return f" on {_ranks_named(raised)} ({_ranks_named(other_errors)} raised another error)"
+        whose = "its" if len(others) == 1 else "their"
+        return (f" on {_ranks_named(raised)} only ({_ranks_named(others)} raised no error of "
+                f"{whose} own)")
 
     # -- queries on the trace --------------------------------------------------------------------
     def of(self, event: str, rank: int | None = None) -> list[dict]:
@@ -154,11 +176,23 @@ class Observation:
 _PEER_DIED = ("Connection closed by peer", "remote worker crashing", "Connection reset by peer")
 
 
+def _peer_died(exception: dict) -> bool:
+    message = str(exception.get("message", ""))
+    return any(words in message for words in _PEER_DIED)
+
+
 def _cause_first(exception: dict) -> tuple:
     """Order a run's exceptions so the one that ended it comes first: a rank's own error
     before another rank's report that its peer went away, then the earliest."""
-    message = str(exception.get("message", ""))
-    return (any(words in message for words in _PEER_DIED), exception.get("t", 0.0))
+    return (_peer_died(exception), exception.get("t", 0.0))
+
+
+def _ranks_named(ranks: list[int]) -> str:
+    """"rank 1", "ranks 1 and 2", "ranks 1, 2 and 3"."""
+    numbers = [str(rank) for rank in ranks]
+    if len(numbers) == 1:
+        return f"rank {numbers[0]}"
+    return f"ranks {', '.join(numbers[:-1])} and {numbers[-1]}"
 
 
 def _first_line(text: str) -> str:

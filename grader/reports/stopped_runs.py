@@ -17,9 +17,18 @@ CRASH = re.compile(r"^(?:Observed: (?!no answer found)|(?=\S+\.py \())(.*\b(?:st
                    r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
 # The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
 CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")
+# What an answer check says before the run's stop: the code did not reach what the answer is
+# about, or did not run to its end (grader/checks/practical_answers.py). The stop is the same.
+LEAD = re.compile(r"your code did not (?:get that far|run to the end): ")
+# Which ranks of a run of several processes raised its exception (Observation.problem): over 2
+# processes "on rank 1 only (rank 0 raised no error of its own)", over 4 "on ranks 1, 2 and 3
+# only (...)": one stop in two configurations, as the configuration itself is.
+_RANK_LIST = r"ranks? \d+(?:(?:, | and )\d+)*"
+RANKS = re.compile(rf" on (?:every rank|{_RANK_LIST}(?: only)?"
+                   rf"(?: \({_RANK_LIST} raised [^()]*\))?)")
 # The same, where the report may shorten it: a run named by its script and configuration
 # (an answer check first says the code did not reach what the answer is about).
-_OBSERVED_STOP = re.compile(r"^Observed: (?P<lead>your code did not get that far: )?"
+_OBSERVED_STOP = re.compile(rf"^Observed: (?P<lead>(?:{LEAD.pattern}))?"
                             r"(?P<run>\S+\.py \([^()\n]*GPU\(s\)[^()\n]*\)) "
                             r"(?P<stop>(?:stopped with|exited with status|did not finish in time|"
                             r"was killed)\b.*)$", re.M)
@@ -27,6 +36,13 @@ _OBSERVED_STOP = re.compile(r"^Observed: (?P<lead>your code did not get that far
 
 def without_configuration(observed: str) -> str:
     return " ".join(CONFIGURATION.sub("", observed).split())
+
+
+def stop_key(observed: str) -> str:
+    """What tells one stop from another: its text without the lead an answer check puts before
+    it, the configuration it stopped in and the ranks that raised it there (they differ by
+    check and configuration; the stop does not)."""
+    return RANKS.sub("", without_configuration(LEAD.sub("", observed)))
 
 
 def stopped_runs(feedbacks: Iterable[str]) -> list[dict]:
@@ -38,13 +54,14 @@ def stopped_runs(feedbacks: Iterable[str]) -> list[dict]:
         seen = set()
         for match in _OBSERVED_STOP.finditer(feedback or ""):
             text = _stop_text(match)
-            entry = found.setdefault(text, {"text": text, "configurations": [], "checks": 0})
+            key = stop_key(text)
+            entry = found.setdefault(key, {"text": text, "configurations": [], "checks": 0})
             configuration = CONFIGURATION.search(match.group("run")).group(0).strip()[1:-1]
             if configuration not in entry["configurations"]:
                 entry["configurations"].append(configuration)
-            if text not in seen:
+            if key not in seen:
                 entry["checks"] += 1
-                seen.add(text)
+                seen.add(key)
     return list(found.values())
 
 
@@ -55,8 +72,10 @@ def _stop_text(match: re.Match) -> str:
 def point_to_the_stop(feedback: str, told: set[str]) -> str:
     """The feedback with each "Observed:" stop among `told` (texts of stopped_runs, told in
     full at the top of the assignment) shortened to the run it names and a pointer there."""
+    told = {stop_key(text) for text in told}
+
     def shortened(match: re.Match) -> str:
-        if _stop_text(match) not in told:
+        if stop_key(_stop_text(match)) not in told:
             return match.group(0)
         return (f"Observed: {match.group('lead') or ''}{match.group('run')} did not run to its "
                 "end (what stopped it: at the top of this assignment)")

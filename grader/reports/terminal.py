@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
-from grader.reports.stopped_runs import CONFIGURATION, CRASH
+from grader.reports.stopped_runs import CRASH, LEAD, stop_key
 from grader.reports.student_view import FILE_STATUS, display_name
 from grader.scoring.score import failure_shape
 
@@ -124,12 +124,13 @@ def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
         return cause
     if crash:
         # A run that crashed or hung fails every check that needed it, whatever each check
-        # expected: one cause, the crash, in whichever configuration it happened.
-        observed = CONFIGURATION.sub("", crash.group(1))
+        # expected and however it leads into the run's stop (an answer check says the code
+        # did not get that far): one cause, the crash, in whichever configuration it happened
+        # and whichever ranks raised it there.
         return causes.setdefault(
-            "run: " + failure_shape(" ".join(observed.split())),
+            "run: " + failure_shape(stop_key(crash.group(1))),
             Cause("Every one of these checks needs your script to run to its end; it did not.\n"
-                  f"Observed: {crash.group(1)}"))
+                  f"Observed: {LEAD.sub('', crash.group(1), count=1)}"))
     return causes.setdefault(failure_shape(" ".join(message.split())), Cause(message.strip()))
 
 

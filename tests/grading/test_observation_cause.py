@@ -30,3 +30,56 @@ def test_without_a_peer_report_the_earliest_error_comes_first():
         {"rank": 0, "type": "KeyError", "site": "a.py:9", "t": 0.9, "message": "'x'"},
         {"rank": 1, "type": "IndexError", "site": "a.py:3", "t": 0.2, "message": "out of range"})
     assert "IndexError at a.py:3" in run.problem()
+
+
+# -- which ranks raised it ------------------------------------------------------------------------
+DEVICES = "Expected all tensors to be on the same device, but found at least two devices"
+
+
+def _ranks_started(run: Observation, ranks) -> Observation:
+    run.events = [{"event": "start", "rank": rank} for rank in ranks] + run.events
+    return run
+
+
+def test_the_ranks_that_raised_are_named_and_the_others_said_to_raise_nothing():
+    """A student's DDP(model, device_ids=[0]) on every rank (finding 6b): rank 1's model is on
+    cuda:1, its forward fails, rank 0 only loses its peer. The crash read as every rank's."""
+    run = _ranks_started(_failed_run(
+        {"rank": 1, "type": "RuntimeError", "site": "practical6_ddp.py:42", "t": 0.61,
+         "message": DEVICES},
+        {"rank": 0, "type": "RuntimeError", "site": "practical6_ddp.py:87", "t": 0.9,
+         "message": PEER}), (0, 1))
+    problem = run.problem()
+    assert ("stopped with RuntimeError at practical6_ddp.py:42 on rank 1 only (rank 0 raised no "
+            f"error of its own): {DEVICES}") in problem, problem
+
+
+def test_several_ranks_that_raised_alike_are_named_together():
+    run = _ranks_started(_failed_run(*[
+        {"rank": rank, "type": "RuntimeError", "site": "practical6_ddp.py:42", "t": 0.6,
+         "message": DEVICES} for rank in (1, 2, 3)]), range(4))
+    run.nproc = 4
+    assert "on ranks 1, 2 and 3 only (rank 0 raised no error of its own)" in run.problem()
+
+
+def test_an_error_on_every_rank_says_so():
+    run = _ranks_started(_failed_run(*[
+        {"rank": rank, "type": "NotImplementedError", "site": "practical6_ddp.py:80",
+         "t": 0.3, "message": "TODO (Practical 6): wrap the model in DDP"} for rank in (0, 1)]),
+        (0, 1))
+    assert ("NotImplementedError at practical6_ddp.py:80 on every rank (a TODO of the template "
+            "is still to be written): TODO (Practical 6)") in run.problem()
+
+
+def test_another_ranks_own_error_is_not_called_no_error():
+    run = _ranks_started(_failed_run(
+        {"rank": 1, "type": "ValueError", "site": "a.py:3", "t": 0.2, "message": "bad"},
+        {"rank": 0, "type": "KeyError", "site": "a.py:9", "t": 0.9, "message": "'x'"}), (0, 1))
+    assert "ValueError at a.py:3 on rank 1 (rank 0 raised another error): bad" in run.problem()
+
+
+def test_one_process_names_no_rank():
+    run = Observation(script="practical5/practical5_dp.py", gpus=2, returncode=1, events=[
+        {"event": "start", "rank": 0},
+        {"event": "exception", "rank": 0, "type": "KeyError", "site": "a.py:9", "message": "'x'"}])
+    assert run.problem().endswith("stopped with KeyError at a.py:9: 'x'"), run.problem()

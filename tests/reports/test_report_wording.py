@@ -112,6 +112,36 @@ def test_one_failure_behind_several_checks_is_told_once_in_the_report():
     assert "Expected: a scatter" in md
 
 
+def test_a_ddp_runs_stop_is_told_once_whichever_ranks_raised_it_and_however_checks_lead_in():
+    """Finding 6b: one exception of a DDP run, raised by rank 1 over 2 processes and by ranks
+    1 to 3 over 4, quoted by a check of the code and by answer checks that say the code "did
+    not get that far" or "did not run to the end": one stop at the top, the checks pointing
+    there."""
+    stop = ("practical6/practical6_ddp.py ({n} GPU(s), torchrun --nproc-per-node {n}) stopped "
+            "with RuntimeError at practical6_ddp.py:42 on {ranks} only (rank 0 raised no error "
+            "of its own): Expected all tensors to be on the same device")
+    result = fresh(ROUND_ROBIN)
+    item = result["assignments"][0]["items"][0]
+    item["checks"] = [
+        {"id": f"practical6.c{k}", "status": "failed", "score": 0, "max_score": 1, "passed": 0,
+         "failed": 1, "skipped": 0, "errors": 0, "cases": [], "feedback":
+         f"practical6.c{k}: 1 of 1 case(s) did not pass (0 of 1 point(s)).\n"
+         f"- {label}: Expected: thing {k}\nObserved: {lead}{stop.format(n=n, ranks=ranks)}"}
+        for k, (label, lead, n, ranks) in enumerate((
+            ("[2]", "", 2, "rank 1"), ("[4]", "", 4, "ranks 1, 2 and 3"),
+            ("test_faster", "your code did not get that far: ", 2, "rank 1"),
+            ("[complete]", "your code did not run to the end: ", 2, "rank 1")))]
+    md = render_markdown(result)
+    assert md.count("Expected all tensors") == 1, md
+    assert ("- practical6/practical6_ddp.py stopped with RuntimeError at practical6_ddp.py:42 on "
+            "rank 1 only (rank 0 raised no error of its own): Expected all tensors to be on the "
+            "same device (runs: 2 GPU(s), torchrun --nproc-per-node 2; 4 GPU(s), torchrun "
+            "--nproc-per-node 4; 4 checks)") in md, md
+    assert ("Observed: your code did not run to the end: practical6/practical6_ddp.py (2 GPU(s), "
+            "torchrun --nproc-per-node 2) did not run to its end (what stopped it: at the top") \
+        in md, md
+
+
 def test_a_run_that_stopped_is_told_once_at_the_top_and_each_check_keeps_what_it_expected():
     """A SyntaxError fails every check that runs the script, each expecting something else:
     the stop is told once at the top of the assignment (with the runs it stopped), and each

@@ -106,6 +106,48 @@ def test_one_crash_under_checks_that_expect_different_things_is_one_cause():
     assert "needs your script to run to its end" in text and text.count("concepts.py:58") == 2
 
 
+def test_one_exception_of_a_ddp_run_is_one_cause_however_each_check_leads_into_it():
+    """A student's DDP(model, device_ids=[0]) on every rank (finding 6b): rank 1 (ranks 1-3
+    over 4 processes) raises, the checks of the code quote the run's stop, the answer checks
+    say the code "did not get that far" or "did not run to the end" before it: it was three
+    causes. One, said once, with the ranks of its first run."""
+    stop = ("practical6/practical6_ddp.py ({gpus} GPU(s), torchrun --nproc-per-node {gpus}) "
+            "stopped with RuntimeError at practical6_ddp.py:42 on {ranks} only (rank 0 raised "
+            "no error of its own): Expected all tensors to be on the same device, but found at "
+            "least two devices, cuda:0 and cuda:1!")
+    ranks = {2: "rank 1", 3: "ranks 1 and 2", 4: "ranks 1, 2 and 3"}
+
+    def observed(lead="", gpus=2):
+        return f"Observed: {lead}{stop.format(gpus=gpus, ranks=ranks[gpus])}"
+
+    def check(check_id, cases):
+        return {"id": check_id, "status": "failed", "score": 0, "max_score": 1, "passed": 0,
+                "failed": len(cases), "skipped": 0, "errors": 0, "feedback": "",
+                "cases": [{"case": label, "outcome": "failed", "message": message}
+                          for label, message in cases]}
+    result = fresh(TEMPLATE)
+    find_item(result, "hw3.task3")["checks"] = [
+        check("practical6.world_size", [
+            (f"[{n}]", f"Expected: {n} processes training\n{observed(gpus=n)}\nWhere to look: "
+                       "dist.init_process_group()") for n in (2, 3, 4)]),
+        check("practical6.grads_synchronised", [("", f"Expected: equal gradients\n{observed()}")]),
+        check("practical6.faster_reported", [("", "Expected: your answer to compare.faster can "
+                                                  "be compared with what your code does\n"
+                                                  + observed("your code did not get that far: "))]),
+        check("practical6.timing_table_reported", [
+            (f"[{aspect}]", "Expected: your answer to timing.table can be compared with what "
+                            "your code does\n" + observed("your code did not run to the end: "))
+            for aspect in ("complete", "consistent")])]
+    causes = [c for c in failure_causes(result) if any("practical6" in k for k in c.checks)]
+    assert len(causes) == 1 and causes[0].count == 7, [c.message for c in causes]
+    text = render_check_text(result)
+    assert text.count("Expected all tensors") == 1, text
+    assert ("Observed: practical6/practical6_ddp.py (2 GPU(s), torchrun --nproc-per-node 2) "
+            "stopped with RuntimeError at practical6_ddp.py:42 on rank 1 only (rank 0 raised no "
+            "error of its own)") in text, text
+    assert "did not get that far" not in text and "did not run to the end" not in text, text
+
+
 def answer_check(check: str, qid: str, observed: str, where: str) -> dict:
     return {"id": check, "status": "failed", "score": 0, "max_score": 0.25, "passed": 0,
             "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
