@@ -88,7 +88,8 @@ class Observation:
                 not message or "todo" in message[0].lower()) else ""
             missing = (missing_module_note(exception.get("message", ""))
                        or read_only_note(exception.get("message", ""))
-                       or duplicate_gpu_note(exception.get("message", "")))
+                       or duplicate_gpu_note(exception.get("message", ""))
+                       or self._ddp_device_note())
             return (f"{where} stopped with {exception.get('type')}{site}"
                     f"{self._ranks_that_raised(exception)}{todo}: "
                     f"{message[0] if message else ''}" + (f"\n{missing}" if missing else ""))
@@ -96,6 +97,22 @@ class Observation:
             return f"{where}: {error.get('message')}"
         tail = "\n".join(self.stderr.strip().splitlines()[-6:])
         return f"{where} exited with status {self.returncode}.\nLast lines of its output:\n{tail}"
+
+    def _ddp_device_note(self) -> str | None:
+        """Where a rank wrapped its model with DDP(..., device_ids=[...]) naming a GPU the model
+        is not on (device_ids=[0] on every rank): DDP moves each input to that GPU, and the
+        forward pass then fails on two devices, far from the line at fault."""
+        for wrap in self.of("ddp_wrap"):
+            given = [str(d) for d in wrap.get("device_ids") or []]
+            named = {f"cuda:{d}" if d.isdigit() else d for d in given}
+            held = [d for d in wrap.get("param_devices") or [] if d.startswith("cuda")]
+            if named and held and set(held) - named:
+                site = f" ({wrap['site']})" if wrap.get("site") else ""
+                return (f"On rank {wrap.get('rank', 0)} DDP(model, device_ids=[{', '.join(given)}])"
+                        f"{site} wraps a model on {', '.join(held)}: DDP moves every input to "
+                        "device_ids[0], so the forward pass meets two GPUs. Give each rank its "
+                        "own: DDP(model, device_ids=[local_rank]).")
+        return None
 
     def _ranks_that_raised(self, shown: dict) -> str:
         """For a run of several processes, which ranks raised the exception the problem shows

@@ -130,8 +130,22 @@ def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
         return causes.setdefault(
             "run: " + failure_shape(stop_key(crash.group(1))),
             Cause("Every one of these checks needs your script to run to its end; it did not.\n"
-                  f"Observed: {LEAD.sub('', crash.group(1), count=1)}"))
+                  f"Observed: {LEAD.sub('', crash.group(1), count=1)}"
+                  + _carried(message[crash.end():])))
     return causes.setdefault(failure_shape(" ".join(message.split())), Cause(message.strip()))
+
+
+def _carried(rest: str) -> str:
+    """The lines a run's stop carries after its first (what the exception usually means and
+    how to fix it, the last lines of a script that exited), up to the check's "Where to look":
+    the terminal had shown the first line alone, and NCCL's duplicate-GPU fix never reached
+    `pdl-grade check`."""
+    lines = []
+    for line in rest.lstrip("\n").splitlines():
+        if line.startswith(("Where to look:", "Expected:", "Observed:")):
+            break
+        lines.append(line)
+    return "".join(f"\n{line}" for line in lines if line.strip())
 
 
 def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,

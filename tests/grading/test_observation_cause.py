@@ -54,6 +54,27 @@ def test_the_ranks_that_raised_are_named_and_the_others_said_to_raise_nothing():
             f"error of its own): {DEVICES}") in problem, problem
 
 
+def test_ddp_device_ids_naming_another_gpu_than_the_models_is_pointed_at():
+    """The forward pass's "two devices" error is far from the DDP line at fault: the run says
+    which rank wrapped a model on cuda:1 with device_ids=[0], and what to write instead."""
+    run = _ranks_started(_failed_run(
+        {"rank": 1, "type": "RuntimeError", "site": "practical6_ddp.py:42", "t": 0.61,
+         "message": DEVICES},
+        {"rank": 0, "type": "RuntimeError", "site": "practical6_ddp.py:87", "t": 0.9,
+         "message": PEER}), (0, 1))
+    run.events += [{"event": "ddp_wrap", "rank": rank, "param_devices": [f"cuda:{rank}"],
+                    "device_ids": ["0"], "site": "practical6_ddp.py:35"} for rank in (0, 1)]
+    problem = run.problem()
+    assert problem.splitlines()[1] == (
+        "On rank 1 DDP(model, device_ids=[0]) (practical6_ddp.py:35) wraps a model on "
+        "cuda:1: DDP moves every input to device_ids[0], so the forward pass meets two GPUs. "
+        "Give each rank its own: DDP(model, device_ids=[local_rank])."), problem
+    for event in run.events:   # device_ids=[local_rank]: nothing to point at
+        if event["event"] == "ddp_wrap":
+            event["device_ids"] = [str(event["rank"])]
+    assert len(run.problem().splitlines()) == 1, run.problem()
+
+
 def test_several_ranks_that_raised_alike_are_named_together():
     run = _ranks_started(_failed_run(*[
         {"rank": rank, "type": "RuntimeError", "site": "practical6_ddp.py:42", "t": 0.6,

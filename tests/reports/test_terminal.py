@@ -148,6 +148,27 @@ def test_one_exception_of_a_ddp_run_is_one_cause_however_each_check_leads_into_i
     assert "did not get that far" not in text and "did not run to the end" not in text, text
 
 
+def test_what_a_stop_carries_after_its_first_line_reaches_the_terminal():
+    """The run's explanation under its crash line (here DDP's device_ids naming another GPU
+    than the model's) was cut off: the terminal showed the crash line alone."""
+    note = ("On rank 1 DDP(model, device_ids=[0]) (practical6_ddp.py:35) wraps a model on cuda:1: "
+            "DDP moves every input to device_ids[0], so the forward pass meets two GPUs. Give "
+            "each rank its own: DDP(model, device_ids=[local_rank]).")
+    stop = ("Observed: practical6/practical6_ddp.py (2 GPU(s), torchrun --nproc-per-node 2) "
+            "stopped with RuntimeError at practical6_ddp.py:42 on rank 1 only (rank 0 raised no "
+            "error of its own): Expected all tensors to be on the same device\n" + note)
+    result = fresh(TEMPLATE)
+    find_item(result, "hw3.task3")["checks"] = [
+        {"id": "practical6.world_size", "status": "failed", "score": 0, "max_score": 1,
+         "passed": 0, "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
+         "cases": [{"case": "[2]", "outcome": "failed", "message":
+                    f"Expected: 2 processes training\n{stop}\nWhere to look: init_process_group()"}]}]
+    text = render_check_text(result)
+    assert note in text, f"expected the stop's explanation in the terminal; observed:\n{text}"
+    assert text.count(note) == 1 and "Where to look: init_process_group()" not in \
+        text.split(note)[0], text
+
+
 def answer_check(check: str, qid: str, observed: str, where: str) -> dict:
     return {"id": check, "status": "failed", "score": 0, "max_score": 0.25, "passed": 0,
             "failed": 1, "skipped": 0, "errors": 0, "feedback": "",
