@@ -11,6 +11,8 @@ never read one way silently.
 
 from __future__ import annotations
 
+import ast
+import operator
 import re
 from dataclasses import dataclass, field
 
@@ -134,6 +136,34 @@ def parse_time_ms(cell: str, header_factor_ms: float | None, mark: str | None = 
 
 _LIST_SPLIT_RE = re.compile(r"\s*(?:/|;|\||,\s+|\s+and\s+|\s+)\s*")
 
+# nvidia-smi's memory reading, "1012MiB / 81920MiB" (used / total), as students copy it: a
+# number, perhaps its unit, "/", a number and its unit (or the column's), nothing grouped.
+_MEMORY_PAIR_RE = re.compile(r"(?<![\d.,])(?P<used>\d+(?:\.\d+)?)\s*(?P<used_unit>mib|mb|gib|gb)?\s*/\s*"
+                             r"(?P<total>\d+(?:\.\d+)?)\s*(?P<unit>mib|mb|gib|gb)?(?![\d\w]|[.,]\d)", re.IGNORECASE)
+# The least a GPU's whole memory is: the HW3 model's peak on one GPU is a few hundred MiB.
+_LEAST_TOTAL_MIB = 4096
+
+
+def without_memory_totals(text: str, factor_mib: float = 1.0) -> str:
+    """`text` with each of nvidia-smi's "used / total" pairs as its used memory: "1012MiB /
+    81920MiB" -> "1012MiB", "1012MiB / 81920MiB, 980MiB / 81920MiB" -> "1012MiB, 980MiB". A pair
+    is one only where the second is a whole GPU's memory (at least 4 GiB) and the first at most
+    half of it: "80 MiB / 80 MiB" or "20480 MiB / 20600 MiB" may be two GPUs' memory and are
+    left as they are, as is a "/" list of more than two values ("402 / 398 / 410").
+    `factor_mib`: MiB per unit for a number written without one (the column's unit)."""
+    def in_mib(number: str, unit: str | None) -> float:
+        return float(number) * (_MEMORY_UNITS_TO_MIB[unit.lower()] if unit else factor_mib)
+
+    def used(pair: re.Match) -> str:
+        total = in_mib(pair["total"], pair["unit"])
+        used_mib = in_mib(pair["used"], pair["used_unit"] or pair["unit"])
+        listed = text[:pair.start()].rstrip().endswith("/") or text[pair.end():].lstrip().startswith("/")
+        if total < _LEAST_TOTAL_MIB or used_mib > total / 2 or listed:
+            return pair.group(0)
+        return f"{pair['used']} {pair['used_unit'] or pair['unit'] or ''}".strip()
+
+    return _MEMORY_PAIR_RE.sub(used, text)
+
 
 def parse_memory_list_mib(cell: str, header_factor_mib: float | None, gpus: int | None,
                           mark: str | None = None) -> tuple[list[float], list[str]]:
@@ -144,6 +174,7 @@ def parse_memory_list_mib(cell: str, header_factor_mib: float | None, gpus: int 
     value per GPU ("80,80" with 2 GPUs), which is noted for a person to confirm.
     """
     notes: list[str] = []
+    cell = without_memory_totals(cell, header_factor_mib or 1.0)   # "1012MiB / 81920MiB": one GPU's
     factor = memory_unit_factor_mib(cell) or header_factor_mib or 1.0
     text = _DEVICE_PREFIX_RE.sub(" ", cell)
     text = _MEMORY_UNIT_RE.sub(" ", text.lower()).strip(" []()")
@@ -230,27 +261,93 @@ def without_markdown(text: str) -> str:
 
 # A calculation with its result last: an expression with an operator, "=", one whole number,
 # perhaps its unit ("64/4 = 16", "64 / 4 = 16 rows"); a bare "64/2" says no result.
-_WORKED_OUT_RE = re.compile(r"\s*[\w .()]*?[\w)]\s*[-+*/×][\w .()*/×+-]*=\s*(\d+)(?:\.0+)?"
+_EXPRESSION = r"[\w .()]*?[\w)]\s*[-+*/×][\w .()*/×+-]*"
+_WORKED_OUT_RE = re.compile(r"\s*(?P<expression>" + _EXPRESSION + r")=\s*(?P<result>\d+)(?:\.0+)?"
                             r"(?:\s+[A-Za-z]+)?\s*\.?\s*")
+# The result first, then how it was worked out ("4 = 5 - 1", "4 = N - 1").
+_RESULT_FIRST_RE = re.compile(r"\s*(?P<result>\d+)(?:\.0+)?\s*=\s*(?P<expression>" + _EXPRESSION + r"?)\s*\.?\s*")
+# A GPU count written beside a count of something else ("With 5 GPUs: 4", "4 transfers between
+# 5 GPUs", "5 GPUs -> 4"): the question's setting, with what joins it to the answer.
+_GPU_COUNT_RE = re.compile(r"(?<![\w.])(\d+)\s*-?\s*gpu(?:s|['’]s)?\b\s*(?:[:=]|->|→)?", re.IGNORECASE)
+# What a calculation of numbers alone may hold; "**" (a power) is no part of one.
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv}
 
 
-def whole_number_in(text: str, gpu: bool = False) -> int | None:
+def _value_of(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _value_of(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_value_of(node.operand)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(node.op)](_value_of(node.left), _value_of(node.right))
+    raise ValueError("not arithmetic")
+
+
+def _worked_out(text: str) -> int | None:
+    """The result of a calculation written with it ("64/4 = 16", "4 = 5 - 1"), where one of
+    numbers alone comes to it: "4 = 5 + 1" says two values. A calculation with names ("N - 1")
+    is taken as written."""
+    found = _WORKED_OUT_RE.fullmatch(text) or _RESULT_FIRST_RE.fullmatch(text)
+    if not found:
+        return None
+    result, expression = int(found["result"]), found["expression"]
+    if re.search(r"[A-Za-z_]", expression):
+        return result
+    try:
+        value = _value_of(ast.parse(expression.replace("×", "*").strip(), mode="eval"))
+    except (SyntaxError, ValueError, ArithmeticError, RecursionError, MemoryError):
+        return None
+    return result if value == result else None
+
+
+def gpu_count_given(question: str) -> int | None:
+    """The GPU count a question about another count gives as its setting ("DEPTH=20 on 5 GPUs:
+    how many of those calls ...", "Number of transfers with 5 GPUs"): 5. None where it names
+    none, or asks for a GPU count itself ("how many GPUs does each rank use?")."""
+    if re.search(r"\bhow\s+many\s+gpus\b", question, re.IGNORECASE):
+        return None
+    found = re.search(r"\b(?:on|with)\s+(\d+)\s+gpus?\b", question, re.IGNORECASE)
+    return int(found.group(1)) if found else None
+
+
+def _without_gpu_count(text: str, gpus: int) -> str | None:
+    """`text` without the question's own GPU count written beside the answer ("With 5 GPUs:
+    4" -> "With 4"); None where it names another GPU count ("With 2 GPUs: 1" answers another
+    setup)."""
+    if any(int(found.group(1)) != gpus for found in _GPU_COUNT_RE.finditer(text)):
+        return None
+    return _GPU_COUNT_RE.sub(" ", text)
+
+
+def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
     whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2
-    backward", "4 (N-1)", "64/4 = 16", "one transfer, from cuda:0 to cuda:1"; a GPU: "cuda:0",
-    "GPU 0 (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the same one (a
-    count's GPUs are a remark; a GPU's number words are not read: "the first one"); None
-    otherwise ("1 or 2", "4 (or 1)", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"), for fractions
-    and for text without a number."""
+    backward", "4 (N-1)", "64/4 = 16", "4 = 5 - 1", "one transfer, from cuda:0 to cuda:1"; a GPU:
+    "cuda:0", "GPU 0 (cuda:0)", "cuda:0 with 1012 MiB". Every number the text gives must be the
+    same one (a count's GPUs are a remark; a GPU's number words are not read: "the first one");
+    None otherwise ("1 or 2", "4 (or 1)", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"),
+    for fractions and for text without a number. `gpus`: the GPU count the question gives as its
+    setting (gpu_count_given): written beside the answer ("With 5 GPUs: 4", "4 transfers between
+    5 GPUs") it is no answer; another GPU count there ("With 2 GPUs: 1") answers another setup."""
     text = str(text)
     if _ALTERNATIVE_RE.search(text):
         return None
+    worked = _worked_out(text)
+    if worked is not None:   # "64/4 = 16", "BATCH_SIZE / MICRO_BATCHES = 16 rows", "4 = 5 - 1"
+        return worked
     lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\([^()]*\)\s*\.?\s*", text)
-    if lead:   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
-        return int(lead.group(1))
-    worked = _WORKED_OUT_RE.fullmatch(text)
-    if worked:   # "64/4 = 16", "BATCH_SIZE / MICRO_BATCHES = 16 rows": the result, worked out
-        return int(worked.group(1))
+    if lead and not (gpus is not None and _GPU_COUNT_RE.match(text.lstrip())):
+        return int(lead.group(1))   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
+    if gpus is not None and _GPU_COUNT_RE.search(text):
+        text = _without_gpu_count(text, gpus)
+        if text is None:
+            return None
+        worked = _worked_out(text)   # "With 5 GPUs: 5 - 1 = 4"
+        if worked is not None:
+            return worked
     if _COMPOUND_WORD_RE.search(text):
         return None
     named = []

@@ -18,8 +18,9 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .numbers import (MAX_VALUE_CHARS, column_in_another_unit, column_unit, decimal_mark,
-                      int_list_in, int_lists_in, quantity_in, shape_in, shapes_in,
-                      shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown)
+                      gpu_count_given, int_list_in, int_lists_in, quantity_in, shape_in, shapes_in,
+                      shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown,
+                      without_memory_totals)
 from .yes_no import read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -133,7 +134,8 @@ def coerce(raw: Any, question: Question) -> Any:
     if isinstance(raw, str) and kind != "table":
         raw = without_markdown(raw)   # "**1**", "`20`": a sheet written like a README
     if kind == "int":
-        return _int(raw)
+        # "With 5 GPUs: 4" under "... on 5 GPUs: how many ...?" is 4
+        return _int(raw, gpus=gpu_count_given(question.text))
     if kind == "gpu":
         return _int(raw, gpu=True)
     if kind == "bool":
@@ -198,8 +200,9 @@ def _yes_no(raw: Any) -> bool | None:
     raise ValueError(f"expected yes/no (true/false), got {raw!r}: write yes or no first")
 
 
-def _int(raw: Any, gpu: bool = False) -> int:
-    """3, "3", "one", "32 per GPU", "cuda:0" (numbers.whole_number_in)."""
+def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
+    """3, "3", "one", "32 per GPU", "cuda:0" (numbers.whole_number_in); `gpus`: the GPU count
+    the question gives as its setting."""
     if isinstance(raw, bool):
         raise ValueError(f"expected a whole number, got {raw!r}")
     if isinstance(raw, int):
@@ -207,7 +210,7 @@ def _int(raw: Any, gpu: bool = False) -> int:
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
     if isinstance(raw, str):
-        number = whole_number_in(raw, gpu=gpu)
+        number = whole_number_in(raw, gpu=gpu, gpus=gpus)
         if number is not None:
             return number
     raise ValueError(f"expected a whole number, got {raw!r}")
@@ -237,6 +240,8 @@ def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
     text = without_markdown(raw.strip())
     if unit is not None:
         text = _CLOCK_REMARK.sub("", text)
+        if unit == "mib":
+            text = without_memory_totals(text)   # nvidia-smi's "1012MiB / 81920MiB": one GPU's 1012
         _never_guessed(text, unit, mark, column)
         one = quantity_in(text, unit, mark)
         values = _quantities(text, unit, mark)

@@ -13,8 +13,11 @@ difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no f
 "yes - it depends", "No (could be either)") are `unclear`, so a person reads them; the template's "yes/no" left as
 it is (or "yes or no", "yes and no") and a placeholder ("...", "TODO") are `unanswered`. A
 short sentence answers too where its words leave no doubt: "It does not - the step time
-grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclear), and so does
-a conclusion at the end: "All 5 hold 4 layers each, so yes".
+grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclear), also with
+the question's own subject ("Increasing DEPTH does not improve speed", "More GPUs make it
+faster."; "It does not make it slower" denies the other thing and is unclear), and so does a
+conclusion at the end: "All 5 hold 4 layers each, so yes". Estonian "Jah, ..." and "Ei, ..."
+answer as "Yes, ..." and "No, ..." do.
 """
 from __future__ import annotations
 
@@ -26,10 +29,17 @@ from dataclasses import dataclass
 _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
 # "True" and "False" (YAML's spelling, a programmer's habit) only as a word of their own:
 # "True parallelism is not reached" does not begin with an answer.
-_FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!()\-–]|$)))\b"
-                    r"(?P<rest>.*)", re.I | re.S)
-_WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes",
-          "no": "no", "nope": "no", "false": "no"}
+# Estonian "Jah," and "Ei," (the course is taught in Estonia) only with a pause after them, as
+# "Yes,"/"No," are written before an explanation: "ei" alone is also Estonian's "not".
+_FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!()\-–]|$))|"
+                    r"(?:jah|ei)(?=\s*[,.;:!\-–—]))\b(?P<rest>.*)", re.I | re.S)
+_WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes", "jah": "yes",
+          "no": "no", "nope": "no", "false": "no", "ei": "no"}
+_ESTONIAN = {"jah", "ei"}
+# An Estonian answer's doubt, anywhere in it: "maybe", "probably", "partly", "it depends",
+# "I don't know", "not sure", "but not" ("Jah, aga ei 5 GPU puhul": yes, but not for 5).
+_ESTONIAN_HEDGE = re.compile(r"\b(?:võib[- ]olla|vist|ilmselt|arvatavasti|osaliselt|oleneb|sõltub|"
+                             r"ei\s+tea|(?:pole|ei\s+ole)\s+kindel|(?:aga|kuid|ent)\s+(?:ei|mitte|pole))\b", re.I)
 # A no without the word, only where the next words leave no doubt: "Not faster", "Not really",
 # "Not proportional at all". "Not identical, but allclose", "Not just faster", "Not slower" say
 # something else: a person reads them.
@@ -39,17 +49,42 @@ _NOT = re.compile(_LEAD + r"not\s+(?:really|at\s+all|faster|quicker|proportional
 # The answer as a short sentence: "It does not - the step time grows", "They don't.", "It
 # does." (a subject and its auxiliary, then a pause or a verb of the question's kind). "It is
 # slower" or "It does not matter" say something else: a person reads them.
-_AUXILIARY = (r"(?:(?:it|they|depth|more\s+depth|communication)\s+(?:really\s+)?"
-              r"(?:does|do|did|is|are|was|were|can|will|has|have)|it['’]s|they['’]re)")
+_AUXILIARY_VERB = r"\s+(?:really\s+)?(?:does|do|did|is|are|was|were|can|will|has|have)"
+_AUXILIARY = r"(?:(?:it|they|depth|more\s+depth|communication)" + _AUXILIARY_VERB + r"|it['’]s|they['’]re)"
+# The questions' own subjects in a denial, where "it" would stand: "Increasing DEPTH does not
+# improve speed", "More GPUs do not make it faster". Not for a bare "... is." ("The number of
+# GPUs is: 5" answers nothing).
+_SPEED_SUBJECT = (r"(?:(?:increasing|adding|using)\s+)?(?:the\s+)?(?:more\s+)?"
+                  r"(?:depth|(?:number\s+of\s+)?(?:layers|gpus))")
+_TRANSFER_SUBJECT = r"(?:the\s+)?(?:number\s+of\s+)?(?:transfers|communication(?:\s+overhead)?)"
+_NAMED_AUXILIARY = r"(?:" + _SPEED_SUBJECT + "|" + _TRANSFER_SUBJECT + ")" + _AUXILIARY_VERB
 _PAUSE = r"(?=\s*(?:[-–—,.;:!(]|$))"
 # A yes needs a full stop, a dash or a colon after it: "It is, however, slower" and "That is,
 # one GPU at a time" go on with something else.
 _YES_PAUSE = r"(?=\s*(?:[-–—.;:!]|$))"
 _QUESTION_VERB = (r"\s+(?:really\s+)?(?:improve|help|speed|get|become|run|grow|scale|increase|"
                   r"change|reduce|use|utili[sz]e|make|faster|quicker|(?:all\s+)?(?:used|utili[sz]ed|busy))\b")
-_SENTENCE_NO = re.compile(_LEAD + _AUXILIARY + r"(?:\s*n['’]?t|\s+not)(?:" + _PAUSE + "|"
+_SENTENCE_NO = re.compile(_LEAD + r"(?:" + _AUXILIARY + "|" + _NAMED_AUXILIARY + r")(?:\s*n['’]?t|\s+not)"
+                          r"(?P<denied>" + _PAUSE + "|"
                           + _QUESTION_VERB + r")(?P<rest>.*)", re.I | re.S)
 _SENTENCE_YES = re.compile(_LEAD + _AUXILIARY + _YES_PAUSE + r"(?P<rest>.*)", re.I | re.S)
+# A negated verb whose words go the other way: "It does not make it slower", "Depth does not
+# increase the step time" deny a slow-down, which answers no question of speed: a person reads it.
+_OTHER_WAY = re.compile(r"^[^-–—,.;:!(]*\b(?:slower|worse|longer|hurts?|slow\w*\s+(?:it\s+|\w+\s+)?down|"
+                        r"(?:reduce|decrease|lower)\w*\s+(?:the\s+)?(?:training\s+)?speed|"
+                        r"(?:increase|raise|add)\w*\s+(?:to\s+)?(?:the\s+)?(?:step\s+|training\s+|run\s+)?time)\b",
+                        re.I)
+# The question's own statement affirmed, with its subject named: "Increasing DEPTH improves
+# speed.", "More GPUs make it faster", "The number of transfers grows with the number of GPUs".
+# Only these verbs, and nothing but a pause after them ("... improves speed only for ..." and
+# "It increases" say something else).
+_STATEMENT_YES = re.compile(_LEAD + r"(?:" + _SPEED_SUBJECT + r"\s+(?:(?:does|do|really)\s+)?"
+                            r"(?:improves?\s+(?:the\s+)?(?:training\s+)?(?:speed|performance)|"
+                            r"makes?\s+(?:it|(?:the\s+)?training|(?:each\s+|the\s+)?step)\s+faster|"
+                            r"speeds?\s+(?:it\s+|(?:the\s+)?training\s+)?up)|"
+                            + _TRANSFER_SUBJECT + r"\s+(?:(?:does|do)\s+)?(?:grows?|increases?)"
+                            r"(?:\s+with\s+(?:the\s+)?(?:number\s+of\s+gpus|(?:more\s+)?gpus))?)"
+                            + _YES_PAUSE + r"(?P<rest>.*)", re.I | re.S)
 # "No difference", "No speed-up": "no" before a noun is not the answer word, and which answer it
 # makes depends on the question ("same loss?": yes).
 _NO_BEFORE_NOUN = re.compile(r"^\s+(?:significant\s+|real\s+|visible\s+|noticeable\s+|big\s+|"
@@ -63,9 +98,9 @@ _SECOND_ANSWER_FOLLOWS = (r"(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|o
 # "true"/"false" answer only where a clause starts ("False, true for 2 GPUs"), never inside
 # one ("No, the opposite is true.").
 _CLAUSE_START = r"(?:^|(?<=[,;.:!])\s*|(?<=[,;.:!]\s)|(?<=\bbut\s))"
-_OTHER_NO = (r"(?:\b(?:no|nope)\b|" + _CLAUSE_START + r"\bfalse\b)" + _SECOND_ANSWER_FOLLOWS)
+_OTHER_NO = (r"(?:\b(?:no|nope|ei)\b|" + _CLAUSE_START + r"\bfalse\b)" + _SECOND_ANSWER_FOLLOWS)
 # A second answer after a no: any yes word ("No... yes for 2"), or "true" starting a clause.
-_OTHER_YES = r"\b(?:yes|yeah|yep)\b|" + _CLAUSE_START + r"\btrue\b" + _SECOND_ANSWER_FOLLOWS
+_OTHER_YES = r"\b(?:yes|yeah|yep|jah)\b|" + _CLAUSE_START + r"\btrue\b" + _SECOND_ANSWER_FOLLOWS
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)
@@ -128,11 +163,14 @@ def read_yes_no(text: str) -> YesNo:
         return YesNo(unanswered=True)
     first = _FIRST.match(text)
     if first is None:
-        for pattern, word in ((_NOT, "no"), (_SENTENCE_NO, "no"), (_SENTENCE_YES, "yes")):
+        for pattern, word in ((_NOT, "no"), (_SENTENCE_NO, "no"), (_SENTENCE_YES, "yes"),
+                              (_STATEMENT_YES, "yes")):
             found = pattern.match(text)
-            if found and not re.search(r"\bbut\b|\byes\b|\btrue\b|\bno\b|\bnot\b"
-                                       if word == "yes" else r"\bbut\b|\byes\b|\btrue\b",
-                                       found.group("rest"), re.I):
+            other_way = pattern is _SENTENCE_NO and found is not None and _OTHER_WAY.match(
+                found.group("denied") + found.group("rest"))
+            if found and not other_way and not re.search(
+                    r"\bbut\b|\byes\b|\btrue\b|\bno\b|\bnot\b" if word == "yes"
+                    else r"\bbut\b|\byes\b|\btrue\b", found.group("rest"), re.I):
                 return YesNo(word, text.strip(" *_\"'"))
             if found:
                 break
@@ -155,7 +193,8 @@ def read_yes_no(text: str) -> YesNo:
         if len(left) <= 40 and _PLACEHOLDER.match(left):
             return YesNo(unanswered=True)
         return YesNo(unclear=True, hedged=True)
-    if _HEDGE.match(rest) or _REFUSAL.search(rest):
+    if _HEDGE.match(rest) or _REFUSAL.search(rest) \
+            or (first.group("word").lower() in _ESTONIAN and _ESTONIAN_HEDGE.search(rest)):
         return YesNo(unclear=True, hedged=True)
     return YesNo(word, _AFTER_WORD.sub("", rest, count=1).strip())
 

@@ -554,3 +554,57 @@ def test_a_check_on_an_answer_of_an_unreadable_report_says_why(tmp_path):
     answers = collect_answers(tmp_path, "hw3", "pdf")
     said = not_found(answers, "task5.transfers_2gpus")
     assert said.startswith("no answer found (") and "report.pdf" in said, said
+
+
+@pytest.mark.parametrize("cell, read", [
+    # nvidia-smi's "used / total" in the per-GPU column (a probe's: read as two GPUs, [1012, 81920]).
+    ("1012MiB / 81920MiB", 1012), ("1012 MiB / 81920 MiB", 1012),
+    ("1012MiB / 81920MiB, 980MiB / 81920MiB", [1012, 980]),
+    # Two GPUs' own memory, which a total could not be: still one value each.
+    ("80 MiB / 80 MiB", [80, 80]), ("48,8 / 48,8", [48.8, 48.8]), ("402 / 398 / 410", [402, 398, 410]),
+    ("20480 MiB / 20600 MiB", [20480, 20600]),
+])
+def test_nvidia_smis_used_of_total_is_one_gpus_memory(cell, read):
+    question = template_questions("hw3")["task4.table"]
+    assert coerce([{"gpus": 2, "memory_per_gpu_mib": cell}], question) == [{"gpus": 2, "memory_per_gpu_mib": read}]
+
+
+@pytest.mark.parametrize("raw", [
+    # Task 5's count written beside the question's own GPU count (a probe's: none was read).
+    "With 5 GPUs: 4", "Number of transfers with 5 GPUs: 4", "5 GPUs -> 4 transfers", "4 transfers between 5 GPUs",
+    "4, because with 5 GPUs there are 4 boundaries", "4 = 5 - 1", "5 GPU's: 4", "With 5 GPUs: 5 - 1 = 4",
+    "4 (with 2 GPUs it was 1)",
+])
+def test_a_count_beside_the_questions_gpu_count_is_the_count(raw):
+    assert coerce(raw, template_questions("hw3")["task5.transfers_5gpus"]) == 4
+
+
+@pytest.mark.parametrize("raw", [
+    # Another value offered, another setup's answer, a GPU count alone, a sum that is not the
+    # result: none is read as a count.
+    "4 or 5", "4 (or 3)", "With 5 GPUs: 4?", "With 2 GPUs: 1", "With 2 GPUs: 1, with 5 GPUs: 4", "5 GPUs",
+    "4 = 5 + 1", "4 with 5 GPUs (1 with 2)",
+])
+def test_a_count_beside_gpu_counts_that_could_mean_another_value_is_not_guessed(raw):
+    with pytest.raises(ValueError, match="expected a whole number"):
+        coerce(raw, template_questions("hw3")["task5.transfers_5gpus"])
+
+
+def test_a_gpu_count_is_the_answer_where_the_question_asks_for_one():
+    """Practical 10 asks how many GPUs each rank uses: "2 GPUs" is its answer, not a setting."""
+    assert coerce("2 GPUs", template_questions("practical10")["hybrid.gpus_per_rank"]) == 2
+    assert coerce("4 GPUs", Question("q", "int", "")) == 4
+
+
+@pytest.mark.parametrize("line, value", [
+    # Estonian answers (the course is taught in Estonia), and the question's own subject.
+    ("'Ei, iga kiht lisab tööd'", False), ("'Jah - iga kiht lisab kiirust'", True),
+    ("'Increasing DEPTH does not improve speed'", False), ("Increasing depth doesn't improve the speed", False),
+    ("'Increasing DEPTH improves speed.'", True),
+])
+def test_a_yes_no_answer_in_estonian_or_with_the_questions_subject(tmp_path, line, value):
+    path = tmp_path / "answers.yaml"
+    path.write_text(f"assignment: hw3\nanswers:\n  task2.depth_improves_speed: {line}\n")
+    sheet = read_sheet(path, template_questions("hw3"), "hw3/answers.yaml")
+    assert sheet.problems == [], sheet.problems
+    assert sheet.values.get("task2.depth_improves_speed") == value, sheet.values

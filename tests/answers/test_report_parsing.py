@@ -370,3 +370,49 @@ def test_where_each_answer_was_read_is_kept(tmp_path):
 def test_a_question_wrapped_in_its_cell_is_found_whole(cells, span):
     from grader.answers.hw3_pdf.contract import question_span
     assert question_span(cells) == span
+
+
+@pytest.mark.parametrize("cell, values", [
+    # nvidia-smi's "used / total" (a probe's: read as two GPUs, [1012, 81920]).
+    ("1012MiB / 81920MiB", [1012]), ("1012 MiB / 81920 MiB", [1012]),
+    ("1012MiB / 81920MiB, 980MiB / 81920MiB", [1012, 980]),
+    # Two GPUs' own memory stays two values.
+    ("80 MiB / 80 MiB", [80, 80]), ("20480 MiB / 20600 MiB", [20480, 20600]),
+])
+def test_memory_used_of_total_is_one_gpus_memory(cell, values):
+    parsed, notes = parse_memory_list_mib(cell, None, 2)
+    assert parsed == pytest.approx(values) and notes == []
+
+
+def test_a_report_tables_nvidia_smi_pairs_are_each_gpus_used_memory(tmp_path):
+    lines = [l.replace("812.5, 790", "1012MiB / 81920MiB, 980MiB / 81920MiB") for l in REPORT_LINES]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task4.table"][0] == {"gpus": 2, "step_time_ms": 31.2, "memory_per_gpu_mib": [1012, 980]}
+    assert result.status == "ok", result.problems
+
+
+@pytest.mark.parametrize("rest", [
+    # The label's own GPU count repeated beside the answer ("with 5 gpus: 4" was read as 5).
+    " with 5 gpus: 4", "\nwith 5 gpus: 4", " 5 gpus -> 4 transfers", " 4 transfers between 5 gpus",
+    " 4, because with 5 gpus there are 4 boundaries", " 4 = 5 - 1",
+])
+def test_a_count_beside_the_labels_gpu_count_is_the_count(rest):
+    assert numbers_after(rest, "int", gpus=5) == [4]
+
+
+@pytest.mark.parametrize("rest", [" 4 or 5", " 4 (or 3)", " with 2 gpus: 1", " with 2 gpus: 1, with 5 gpus: 4",
+                                  " 5 gpus"])
+def test_a_count_beside_gpu_counts_that_could_mean_another_value_is_not_read(rest):
+    assert numbers_after(rest, "int", gpus=5) is None
+
+
+def test_a_reports_transfer_count_under_its_label_with_the_gpu_count_is_read(tmp_path):
+    """"With 5 GPUs: 4" under its label was read as 5 transfers: a wrong number, never said."""
+    at = REPORT_LINES.index("Number of transfers with 5 GPUs: 4")
+    lines = REPORT_LINES[:at] + ["Number of transfers with 5 GPUs:", "With 5 GPUs: 4"] + REPORT_LINES[at + 1:]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task5.transfers_5gpus"] == 4
+    lines[at:at + 2] = ["Number of transfers with 2 GPUs:", "With 5 GPUs: 4"]   # under another setup's label
+    lines = [l for l in lines if l != "Number of transfers with 2 GPUs: 1"]
+    result = _report_from_lines(tmp_path, lines)
+    assert "task5.transfers_2gpus" not in result.answers, result.answers.get("task5.transfers_2gpus")

@@ -132,3 +132,54 @@ def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
 def test_the_templates_placeholder_left_is_unanswered(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unanswered and not answer.unclear, f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("text, value", [
+    # The question's own subject where "it" would stand (a probe's: each was unclear).
+    ("Increasing DEPTH does not improve speed", "no"), ("More GPUs do not make it faster", "no"),
+    ("Increasing depth doesn't improve the speed", "no"), ("Adding more GPUs does not make training faster", "no"),
+    ("The number of transfers does not grow", "no"),
+    # The question's statement affirmed, nothing after it but a pause.
+    ("Increasing DEPTH improves speed.", "yes"), ("More GPUs make it faster", "yes"),
+    ("Increasing depth does improve speed: the GPUs overlap", "yes"),
+    ("The number of transfers grows with the number of GPUs", "yes"),
+])
+def test_the_questions_own_subject_answers_as_it_would(text, value):
+    answer = read_yes_no(text)
+    assert (answer.value, answer.explanation) == (value, text), f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("text", [
+    # A slow-down denied is no answer to a question of speed (these were read as no).
+    "It does not make it slower", "Depth does not increase the step time", "It does not reduce speed",
+    "Increasing DEPTH does not make it slower", "It does not slow it down",
+    # The statement qualified, asked back, or a verb that says neither.
+    "Increasing DEPTH improves speed only for small batches", "Increasing DEPTH improves speed?",
+    "More GPUs make it faster, but not here", "It increases", "It grows", "Increasing DEPTH makes it slower",
+    "The number of GPUs is: 5",
+])
+def test_a_statement_that_is_not_the_questions_own_is_unclear(text):
+    answer = read_yes_no(text)
+    assert answer.value is None and answer.unclear, f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("text, value, explanation", [
+    # Estonian, as the first word with a pause after it, as "Yes,"/"No," are written.
+    ("Ei, sest korraga töötab ainult üks GPU", "no", "sest korraga töötab ainult üks GPU"),
+    ("Ei. Only one GPU works at a time", "no", "Only one GPU works at a time"),
+    ("Jah, kõik 5 GPU-d on kasutusel", "yes", "kõik 5 GPU-d on kasutusel"),
+    ("JAH - every GPU holds four layers", "yes", "every GPU holds four layers"),
+])
+def test_estonian_jah_and_ei_answer_as_yes_and_no(text, value, explanation):
+    answer = read_yes_no(text)
+    assert (answer.value, answer.explanation) == (value, explanation), f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("text", [
+    # "ei" without a pause is Estonian's "not" ("is not faster"); both answers, or a doubt.
+    "Ei ole kiirem", "Jah, ei", "Ei, aga jah 2 GPU puhul", "Jah, aga ei 5 GPU puhul", "Ei, võib-olla",
+    "Jah - vist", "Eiffel",
+])
+def test_an_estonian_answer_that_is_no_clear_yes_or_no_is_unclear(text):
+    answer = read_yes_no(text)
+    assert answer.value is None and answer.unclear, f"{text!r} read as {answer}"

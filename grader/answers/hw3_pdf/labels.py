@@ -26,7 +26,7 @@ from ..yes_no import read_yes_no
 from . import contract
 from .explanations import starts_something_else
 from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
-from ..numbers import int_list_in, whole_number_in
+from ..numbers import gpu_count_given, int_list_in, whole_number_in
 
 
 @dataclass
@@ -350,13 +350,14 @@ def until_next_label(text: str) -> str:
     return text[:found.start()] if found else text
 
 
-def numbers_after(rest: str, kind: str) -> list[int] | None:
+def numbers_after(rest: str, kind: str, gpus: int | None = None) -> list[int] | None:
     """The number(s) answering a label, read from the rest of its line by the answer sheet's
     rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
     whole line, else the line up to where a remark starts. A label alone on its line is answered
     on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when
     neither reads as one answer ("1 or 2", "0-2, 3-5"): the label is then unanswered, and a
-    person reads it."""
+    person reads it. `gpus`: the GPU count the label gives ("... with 5 GPUs"), which the
+    answer may repeat ("With 5 GPUs: 4" is 4, never 5)."""
     line, _, more = rest.partition("\n")
     if not line.strip(" |:=-–"):   # the label on its own line, the answer under it
         line, _, more = more.partition("\n")
@@ -372,7 +373,7 @@ def numbers_after(rest: str, kind: str) -> list[int] | None:
         heads += [whole] + ([whole[:cut.start()]] if (cut := _REMARK_START.search(whole)) else [])
     for head in heads:
         if kind == "int":
-            number = whole_number_in(head)
+            number = whole_number_in(head, gpus=gpus)
             if number is not None:
                 return [number]
         else:
@@ -399,7 +400,7 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
             elif reading.problems and match.group("start") is not None:
                 unclear.append(reading.problems[0])
             continue
-        value = numbers_after(text[match.end():], answer.kind)
+        value = numbers_after(text[match.end():], answer.kind, gpu_count_given(answer.template_text))
         if value:
             values.append((value, match, None))
     if not values:
