@@ -11,21 +11,31 @@ So an upload graded for assignments its key's current run did not grade goes und
 its own, `alice.hw3`, as Moodle's second download does; grades.csv and the class page put the
 keys of one name back in one row (grader/batch/people.py). A key whose current run graded any
 of the same assignments keeps being used: that is a new upload of the same work, and replaces
-it as before.
+it as before; and an upload graded for every assignment of another key of its name (`alice/`
+graded for Practical 4 and HW3 at once, after `alice.hw3`) replaces that key's record too, once
+its own grading is recorded: one grade per assignment, never two rows of one name.
 """
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Iterable
 
 from grader.batch.inputs import Student, Submission, safe_key, same_name
 
 
+@dataclass
+class Keys:
+    found: list[Submission]                    # each plain upload under its record's key
+    graded_by: dict[str, tuple[str, ...]]      # by those keys
+    replaces: dict[str, list[str]]             # {key: other keys of its name whose record it takes}
+    lines: list[str]                           # what was given a key of its own, and why
+
+
 def keys_per_assignment(found: list[Submission], graded_by: dict[str, tuple[str, ...]],
                         graded_before: dict[str, tuple[str, ...]], known: Iterable[Student]
-                        ) -> tuple[list[Submission], dict[str, tuple[str, ...]], list[str]]:
-    """(`found` with each plain upload under the key that holds its assignments' record,
-    `graded_by` by those keys, a line for each upload given a key of its own).
+                        ) -> Keys:
+    """Each plain upload under the key that holds its assignments' record.
 
     `graded_before`: {key: the assignments its current run graded}; `known`: the gradebook's
     students, in the order they were first graded."""
@@ -34,27 +44,31 @@ def keys_per_assignment(found: list[Submission], graded_by: dict[str, tuple[str,
         if not student.participant_id:
             keys_of_name.setdefault(same_name(student.name), []).append(student.key)
     taken = {s.student.key for s in found} | {k for keys in keys_of_name.values() for k in keys}
-    placed, graded, lines = [], {}, []
+    keys = Keys([], {}, {}, [])
     for submission in found:
         student, wanted = submission.student, graded_by[submission.student.key]
         key = student.key
         if not student.participant_id:
-            key = _key_for(student, wanted, keys_of_name.get(same_name(student.name), []),
-                           graded_before, taken)
+            others = keys_of_name.get(same_name(student.name), [])
+            key = _key_for(student, wanted, others, graded_before, taken)
+            covered = [k for k in others if k != key and graded_before.get(k)
+                       and set(graded_before[k]) <= set(wanted)]
+            if covered:
+                keys.replaces[key] = covered
         if key != student.key:
             if key not in graded_before:
                 first = next(k for k in keys_of_name[same_name(student.name)]
                              if graded_before.get(k))
-                lines.append(f"{key}: {student.name}'s upload graded for {', '.join(wanted)} "
+                keys.lines.append(f"{key}: {student.name}'s upload graded for {', '.join(wanted)} "
                              f"under a key of its own: the key {first} holds their "
                              f"{', '.join(graded_before[first])} grade, which stays; grades.csv "
                              f"shows both in one row (overrides for this upload go under {key})")
             taken.add(key)
             submission = dataclasses.replace(
                 submission, student=dataclasses.replace(student, key=key))
-        placed.append(submission)
-        graded[key] = wanted
-    return placed, graded, lines
+        keys.found.append(submission)
+        keys.graded_by[key] = wanted
+    return keys
 
 
 def _key_for(student: Student, wanted: tuple[str, ...], keys: list[str],

@@ -24,7 +24,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
 from grader.common.text import storable
@@ -230,9 +230,11 @@ class Gradebook:
 
     def record_run(self, student: Student, content_hash: str, source: str, config: RunConfig,
                    run: RunRecord, logs: list[tuple[str, str]],
-                   fingerprints: dict[str, str] | None = None) -> int:
+                   fingerprints: dict[str, str] | None = None, replaces: Iterable[str] = ()) -> int:
         """Store one finished run (and make it the student's current one) atomically;
-        `fingerprints`: of the submission's code files (kept with the first run that has them)."""
+        `fingerprints`: of the submission's code files (kept with the first run that has them);
+        `replaces`: keys of the same person whose current run this one takes over (kept in the
+        gradebook's history, no longer current)."""
         if run.status not in STATUSES:
             raise ValueError(f"unknown run status {run.status!r}")
         # A name or message quoting a file name that is not UTF-8 is read as text: SQLite
@@ -252,6 +254,9 @@ class Gradebook:
                 "SELECT id FROM submissions WHERE student_id = ? AND content_hash = ?",
                 (student_id, content_hash)).fetchone()[0]
             self.db.execute("UPDATE runs SET current = 0 WHERE student_id = ? AND current = 1", (student_id,))
+            for key in replaces:
+                self.db.execute("UPDATE runs SET current = 0 WHERE current = 1 AND student_id = "
+                                "(SELECT id FROM students WHERE key = ?)", (key,))
             result = run.result
             run_id = self.db.execute(
                 "INSERT INTO runs (student_id, submission_id, config_hash, grader_version, rubric_hash, "

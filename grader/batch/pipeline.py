@@ -237,9 +237,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             graded_by, choice = {s.student.key: given for s in found}, []
         else:
             graded_by, choice = choose_assignments(found, out / "scratch", rubrics, options.limits)
-        found, graded_by, own_keys = keys_per_assignment(found, graded_by,
-                                                         book.current_assignments(), known)
-        for line in [*choice, *own_keys]:
+        keys = keys_per_assignment(found, graded_by, book.current_assignments(), known)
+        found, graded_by = keys.found, keys.graded_by
+        for line in [*choice, *keys.lines]:
             progress.note(line)
         wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
         worksheets = _worksheets_by_assignment(sheets, wanted)
@@ -259,7 +259,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                                      known=[s.key for s in known])
         batch = _ClassBatch(book=book, out=out, configs=configs, graded_by=graded_by,
                             rubrics=rubrics, options=options, progress=progress, times=times,
-                            overrides=student_overrides)
+                            overrides=student_overrides, replaces=keys.replaces)
         if options.dry_run:
             plan = batch.dry_run(found, backend)
             return BatchSummary(progress, out / "gradebook.sqlite", out / "grades.csv", notes,
@@ -480,6 +480,7 @@ class _Context:
     overrides: dict = field(default_factory=dict)
     fingerprints: dict = field(default_factory=dict)   # of its code files (class page)
     config: RunConfig | None = None                    # what it is graded with
+    replaces: list[str] = field(default_factory=list)  # keys whose record a final run takes over
 
 
 class RescoreError(Exception):
@@ -502,6 +503,8 @@ class _ClassBatch:
     # {student key: why their overrides were not applied} (an upload with nothing to grade)
     unapplied: dict[str, str] = field(default_factory=dict)
     plan: list[str] = field(default_factory=list)   # a dry run's account
+    # {key: other keys of the student's name whose record its grading takes over}
+    replaces: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def layout(self) -> list[str]:
@@ -565,7 +568,7 @@ class _ClassBatch:
                            *self._time_for(submission, prepared, current),
                            overrides=self.overrides.get(key, {}),
                            fingerprints=self._fingerprints(prepared),
-                           config=self.configs[assignments])
+                           config=self.configs[assignments], replaces=self.replaces.get(key, []))
         if context.time_warning:
             self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
                                "graded without a late penalty")
@@ -769,8 +772,14 @@ class _ClassBatch:
         if output:
             logs.append(("output", output))
         # The one transaction: after this the run is recorded, before it nothing is.
+        replaced = context.replaces if run.status in FINAL_STATUSES else []
         self.book.record_run(submission.student, prepared.content_hash, submission.describe(),
-                             context.config, run, logs, fingerprints=context.fingerprints)
+                             context.config, run, logs, fingerprints=context.fingerprints,
+                             replaces=replaced)
+        for key in replaced:
+            self.progress.note(f"{submission.student.key}: its grading replaces the record of "
+                               f"{key}, an earlier upload of the same assignments")
+            shutil.rmtree(self.out / "submissions" / key, ignore_errors=True)
         try:
             publish_run(self.out, submission.student.key, run.result, work, run.message)
         except Exception as problem:   # the grade is recorded; only its files are missing

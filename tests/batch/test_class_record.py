@@ -276,6 +276,15 @@ def test_a_course_repository_graded_one_assignment_at_a_time_keeps_each_grade(tm
     (alice,) = rows(out)
     assert alice["practical4"] and alice["hw3"] and alice["Key"] == "alice; alice.hw3", alice
 
+    # At the term's end, both at once: one upload's grading takes over both records (it had
+    # made two rows of one name, "two people with one name", with HW3 graded twice).
+    _, said = batch(subs, out, ("practical4", "hw3"))
+    (alice,) = rows(out)
+    assert (alice["Key"], alice["Status"]) == ("alice", "graded"), alice
+    assert alice["practical4"] and alice["hw3"], alice
+    assert "alice: its grading replaces the record of alice.hw3" in said, said
+    assert not (out / "submissions" / "alice.hw3").exists()
+
 
 def test_a_dry_run_reads_the_gradebook_and_changes_nothing(tmp_path):
     """A dry run had created gradebook.sqlite and rewritten the published files."""
