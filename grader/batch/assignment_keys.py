@@ -56,13 +56,15 @@ def keys_per_assignment(found: list[Submission], graded_by: dict[str, tuple[str,
             if covered:
                 keys.replaces[key] = covered
         if key != student.key:
-            if key not in graded_before:
-                first = next(k for k in keys_of_name[same_name(student.name)]
-                             if graded_before.get(k))
-                keys.lines.append(f"{key}: {student.name}'s upload graded for {', '.join(wanted)} "
-                             f"under a key of its own: the key {first} holds their "
-                             f"{', '.join(graded_before[first])} grade, which stays; grades.csv "
-                             f"shows both in one row (overrides for this upload go under {key})")
+            if not graded_before.get(key):
+                first = next((k for k in [student.key, *others] if graded_before.get(k)), None)
+                keys.lines.append(
+                    f"{key}: {student.name}'s upload graded for {', '.join(wanted)} under a key "
+                    f"of its own" + (f": the key {first} holds their "
+                                     f"{', '.join(graded_before[first])} grade, which stays"
+                                     if first else "")
+                    + f"; grades.csv shows both in one row (overrides for this upload go under "
+                    f"{key})")
             taken.add(key)
             submission = dataclasses.replace(
                 submission, student=dataclasses.replace(student, key=key))
@@ -74,7 +76,7 @@ def keys_per_assignment(found: list[Submission], graded_by: dict[str, tuple[str,
 def _key_for(student: Student, wanted: tuple[str, ...], keys: list[str],
              graded_before: dict[str, tuple[str, ...]], taken: set[str]) -> str:
     """The key of this name whose record is of these assignments; the upload's own where it
-    has no record yet; else a new key named after the assignments."""
+    has no record yet; else a key named after the assignments (`alice.hw3`)."""
     if student.key not in keys:
         keys = [student.key, *keys]
     for key in keys:
@@ -82,10 +84,9 @@ def _key_for(student: Student, wanted: tuple[str, ...], keys: list[str],
             return key
     if not graded_before.get(student.key):
         return student.key
-    for key in keys:
-        if not graded_before.get(key):   # known, but with no graded record to keep
-            return key
     new = safe_key(f"{keys[0]}.{'-'.join(wanted)}")
-    while new in taken:
+    # Taken by another name's student or upload, or holding a record of other assignments:
+    # never shared. One of this name without a record (taken over by a later upload) is reused.
+    while graded_before.get(new) or (new in taken and new not in keys):
         new = safe_key(f"{new}.x")
     return new

@@ -286,6 +286,24 @@ def test_a_course_repository_graded_one_assignment_at_a_time_keeps_each_grade(tm
     assert not (out / "submissions" / "alice.hw3").exists()
 
 
+def test_a_key_per_assignment_is_never_another_students_and_is_reused_once_free():
+    from grader.batch.assignment_keys import keys_per_assignment
+    from grader.batch.inputs import Submission
+    alice = Submission(Student("alice", "alice"))
+    # Another student's folder is named "alice.hw3": never hers too.
+    known = [Student("alice", "alice"), Student("alice.hw3", "alice.hw3")]
+    keys = keys_per_assignment([alice], {"alice": ("hw3",)}, {"alice": ("practical4",),
+                               "alice.hw3": ("hw3",)}, known)
+    assert [s.student.key for s in keys.found] == ["alice.hw3.x"], keys
+    assert keys.graded_by == {"alice.hw3.x": ("hw3",)} and keys.replaces == {}, keys
+    # Her own alice.hw3, whose record a later upload took over, is hers again.
+    known = [Student("alice", "alice"), Student("alice.hw3", "alice")]
+    keys = keys_per_assignment([alice], {"alice": ("hw3",)}, {"alice": ("practical4",)}, known)
+    assert [s.student.key for s in keys.found] == ["alice.hw3"], keys
+    assert "alice.hw3: alice's upload graded for hw3 under a key of its own: the key alice " \
+           "holds their practical4 grade, which stays" in keys.lines[0], keys.lines
+
+
 def test_a_dry_run_reads_the_gradebook_and_changes_nothing(tmp_path):
     """A dry run had created gradebook.sqlite and rewritten the published files."""
     subs, out = tmp_path / "subs", tmp_path / "grades"
