@@ -110,8 +110,13 @@ def run(options) -> int:
                                   check_timeout=options.check_timeout, **common)
     print_overrides_problems(result.get("override_problems") or [])
     for assignment in result["assignments"]:
+        integrity = assignment.get("integrity") or {}
+        # A held assignment's 0 is no verdict: say so where the score is read (report.md says why).
+        held = (f", held for review: the checks gave {integrity.get('withheld_points', 0):g}, "
+                "withheld until the course staff look (report.md says why)"
+                if integrity.get("withheld") else "")
         print(f"{assignment['id']:<12} {assignment['score']:>6g} / {assignment['max_score']:g}"
-              f"  {assignment.get('status', '')}")
+              f"  {assignment.get('status', '')}{held}")
     pending = result.get("pending_points") or 0
     # Not part of the score yet: "(4.5 for a person)" beside 9.45 had read as included.
     waiting = (f"  (written answers worth {pending:g} of the {result['max_score']:g} points are "

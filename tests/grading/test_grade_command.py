@@ -36,3 +36,18 @@ def test_every_run_of_a_grading_is_forked_from_the_submissions_server(tmp_path):
     assert result["errors"] == [] and (result["score"], result["max_score"]) == (18.75, 24.0), (
         "expected the reference's automatic points with every run forked; see "
         f"{tmp_path / 'out'}/checks-*.log for 'could not be forked'")
+
+
+def test_a_held_assignment_says_so_on_the_console(pdl_grade, tmp_path, monkeypatch):
+    """`pdl-grade grade` printed a held assignment as "0 / 12  graded": the withheld points
+    and the hold were only in report.md (a student read the 0 as their grade)."""
+    import grader.grading
+    held = {"id": "practical5", "score": 0, "max_score": 12, "status": "graded",
+            "integrity": {"withheld": True, "withheld_points": 9.25, "problems": ["..."]}}
+    result = {"assignments": [held], "score": 0, "max_score": 12, "pending_points": 2.75}
+    monkeypatch.setattr(grader.grading, "grade_submission", lambda *a, **k: result)
+    (tmp_path / "practical5").mkdir()
+    run = pdl_grade("grade", tmp_path, "--out", tmp_path / "out", "--assignment", "practical5")
+    line = next(line for line in run.out.splitlines() if line.startswith("practical5"))
+    assert "held for review: the checks gave 9.25, withheld until the course staff look" in line, (
+        f"expected the hold beside the 0; observed {line!r} (grader/cli/grade.py)")
