@@ -321,8 +321,14 @@ def faster(first: float | None, second: float | None, clock: str | None) -> bool
 # `rank + 2`) and runs the result.
 # Code only: a comment on the line ("# Part 5: was local_rank + 2", a TA's P10) is never the line's
 # layout, so the match stops at the first "#".
-_SECOND_STAGE = re.compile(r"^([ \t]*device1[ \t]*=[^#\n]*?)\b([A-Za-z_]\w*)[ \t]*\+[ \t]*2\b(.*)$",
-                           re.M)
+# The line may also assign device0 beside it (`device0, device1 = ..., ...`: only device1's is
+# the rank plus 2) or annotate it (`device1: torch.device = ...`), and the sum may be written
+# either way round (`2 + local_rank`: a TA's correct P10 scored 0.25 of 10, its line taken for
+# Part 5's and "set back" to cuda:{2 + local_rank + 2}).
+_DEVICE1_IS = (r"[ \t]*(?:[A-Za-z_]\w*[ \t]*,[ \t]*)*device1(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*"
+               r"(?:[ \t]*:[^=\n]*)?[ \t]*=")
+_SECOND_STAGE = re.compile(r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:\b(?P<name>[A-Za-z_]\w*)[ \t]*"
+                           r"\+[ \t]*2\b|\b2[ \t]*\+[ \t]*(?P<after>[A-Za-z_]\w*)\b)(?P<rest>.*)$", re.M)
 
 
 def broken_layout_edit(source: str) -> tuple[str, str] | None:
@@ -331,8 +337,8 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
     found = list(_SECOND_STAGE.finditer(source))
     if len(found) != 1:
         return None
-    line = found[0].group(0)
-    return line, f"{found[0].group(1)}{found[0].group(2)}{found[0].group(3)}"
+    line = found[0]
+    return line.group(0), f"{line['head']}{line['name'] or line['after']}{line['rest']}"
 
 
 # The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script

@@ -184,6 +184,14 @@ def test_faster_needs_a_difference_beyond_the_clocks_margin(first, second, clock
     # The rank under a name of the student's own (a TA's P10: `gpu = int(os.environ[...])`).
     ('    device1 = torch.device("cuda", gpu + 2)', '    device1 = torch.device("cuda", gpu)'),
     ("    device1 = torch.device(f'cuda:{rank+2}')", "    device1 = torch.device(f'cuda:{rank}')"),
+    # Correct styles a TA's audit found taken for Part 5's line (0.25 of 10) or not found (-0.75).
+    ('    device1 = torch.device(f"cuda:{2 + local_rank}")',
+     '    device1 = torch.device(f"cuda:{local_rank}")'),
+    ('    device1 = torch.device("cuda", 2 + local_rank)', '    device1 = torch.device("cuda", local_rank)'),
+    ('    device0, device1 = torch.device(f"cuda:{local_rank}"), torch.device(f"cuda:{local_rank + 2}")',
+     '    device0, device1 = torch.device(f"cuda:{local_rank}"), torch.device(f"cuda:{local_rank}")'),
+    ('    device1: torch.device = torch.device(f"cuda:{local_rank + 2}")',
+     '    device1: torch.device = torch.device(f"cuda:{local_rank}")'),
 ])
 def test_the_broken_layout_is_the_handouts_line_change(line, changed):
     source = f"import torch\n\ndef main():\n    device0 = 0\n{line}\n    return device1\n"
@@ -247,6 +255,9 @@ def test_a_batch_size_left_from_trying_is_set_back_to_the_handouts(tmp_path, tex
     ('    device0 = torch.device("cuda", local_rank)\n    device1 = device0\n',
      '    device1 = torch.device("cuda", local_rank + 2)'),
     ('    device0 = torch.device(f"cuda:{idx}")\n    device1 = device0\n', None),
+    # The course's layout written the other way round is no Part 5 change: nothing to set back.
+    ('    device1 = torch.device(f"cuda:{2 + local_rank}")\n', None),
+    ('    device1 = torch.device("cuda", 2 + local_rank)\n', None),
 ])
 def test_part5s_change_left_in_is_set_back_for_the_other_parts(source, restored):
     edit = pm.restored_layout_edit(source)
