@@ -46,13 +46,15 @@ def not_found(answers, qid: str) -> str:
 
 
 def disagrees(answers, qid: str, expected: str, observed_in_code: str, value,
-              code_decides: bool = True) -> str:
+              code_decides: bool = True, truth_from: str = "what your code does") -> str:
     """Feedback for an answer that the student's own code contradicts: both, side by side.
     `code_decides`: False for a fact no edit of the task's code changes (naive model
-    parallelism is not faster), where "or the code" would send the student the wrong way."""
+    parallelism is not faster), where "or the code" would send the student the wrong way.
+    `truth_from`: what the answer is held to, where that is not the code (DataParallel's chunk
+    rule, which code with device_ids hard-coded does not follow)."""
     source = answers.origin.get(qid, "your answers")
     shown = value if isinstance(value, str) else repr(value)
-    return explain(f"your answer to {qid} agrees with what your code does: {expected}",
+    return explain(f"your answer to {qid} agrees with {truth_from}: {expected}",
                    f"you reported {shown} ({source}); your code {observed_in_code}",
                    f"{source}: correct the answer" + (", or the code if the answer is what you "
                                                       "meant" if code_decides else
@@ -61,11 +63,13 @@ def disagrees(answers, qid: str, expected: str, observed_in_code: str, value,
 
 
 def must_agree(answers, qid: str, value, truth, expected: str, observed_in_code: str,
-               flag=None) -> None:
-    """Fail unless the student's answer equals what their code does; a disagreement is also
-    flagged for the instructor (a report of numbers the code cannot produce)."""
+               flag=None, truth_from: str = "what your code does") -> None:
+    """Fail unless the student's answer equals what their code does (or `truth_from` says
+    what else it is held to); a disagreement is also flagged for the instructor (a report of
+    numbers the code cannot produce)."""
     if value == truth:
         return
     if flag is not None:
         flag(f"{qid}: reported {value!r}, but the code {observed_in_code}")
-    raise AssertionError(disagrees(answers, qid, expected, observed_in_code, value))
+    raise AssertionError(disagrees(answers, qid, expected, observed_in_code, value,
+                                   truth_from=truth_from))

@@ -279,7 +279,8 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
         "asks for)")
     must_agree(answers, "dp.split_per_gpu", row["split"] if value is None else value, truth,
                f"{gpus} GPUs: {truth} (one batch size per GPU, cuda:0 first){differs}",
-               observed, flag)
+               observed, flag, truth_from="how DataParallel divides a batch"
+               + (" over all the GPUs, its chunk rule" if differs else ""))
 
 
 def memory_at_end(run):

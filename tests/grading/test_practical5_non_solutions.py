@@ -149,3 +149,21 @@ def test_the_timing_table_with_its_single_gpu_row_stands_without_data_parallel(t
     for aspect in ("complete", "consistent"):
         run_check(functools.partial(p5.test_reported_timing_table, aspect=aspect),
                   Handout(data_parallel=False), tmp_path, values={"timing.table": table})
+
+
+def test_a_split_table_of_code_with_device_ids_hard_coded_is_held_to_the_rule_and_says_so(tmp_path):
+    """device_ids=[0, 1] on 3 GPUs splits 64 as [32, 32]; the student reported that. The table
+    is about DataParallel's chunk rule, and the feedback said "agrees with what your code does:
+    [22, 22, 20]" beside "your code splits ... as [32, 32]" (a TA's audit: a contradiction)."""
+    class HardCoded(Handout):
+        def dp(self, gpus):
+            run = trained(2, True)
+            run.gpus = gpus
+            return run
+    values = dict(SHEET, **{"dp.split_per_gpu": [{"gpus": 3, "split": [32, 32]}]})
+    with pytest.raises(AssertionError) as raised:
+        run_check(functools.partial(p5.test_reported_split_per_gpu, gpus=3), HardCoded(True),
+                  tmp_path, values=values)
+    text = str(raised.value)
+    assert "agrees with how DataParallel divides a batch over all the GPUs, its chunk rule: " \
+           "3 GPUs: [22, 22, 20]" in text and "what your code does" not in text, text
