@@ -170,3 +170,12 @@ def test_a_practical5_that_scattered_is_still_measured(tmp_path):
                                **{"compare.table": TABLE})
     assert failure is None and measured["compare.table.data split"]["dp"] == "automatic", \
         (failure, measured)
+
+
+def test_a_row_left_out_is_told_with_the_rows_written(tmp_path):
+    """A TA's s10 (the matrix's p6_no_ddp_wrap, now in PDL_EXTENDED_MATRIX): the feedback of a
+    table without its 'gpu usage' row listed a row the student never wrote."""
+    runs = Runs(dp_trained(scattered=True, step_s=0.004), ddp_trained(step_s=0.001), tmp_path)
+    _, failure = graded(p6.test_reported_comparison_table, runs, "gpu usage",
+                        **{"compare.table": TABLE[:2]})
+    assert failure and "rows for ['processes', 'data split']" in failure, failure
