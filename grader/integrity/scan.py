@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import ast
 import bz2
+import dataclasses
+import functools
 import gzip
+import importlib.util
 import io
+import json
 import lzma
 import os
 import sys
@@ -42,8 +46,10 @@ from pathlib import Path
 from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # noqa: F401
                                        TAMPERING, Finding)
 from grader.integrity.own_objects import may_rebind_names
-from grader.integrity.pickles import PICKLE_SUFFIXES
-from grader.integrity.source import scan_pickle_bytes, scan_text
+from grader.integrity.pickles import (NPY_MAGIC, PICKLE_SUFFIXES, ZIP_MAGICS, Context,
+                                      dangerous_globals, npy_pickle_offset, read_stream,
+                                      torchscript_as_python, torchscript_root)
+from grader.integrity.source import scan_text
 from grader.integrity.unrun import unimported_test_files, virtual_environments
 
 MAX_FILES = 5000  # as many as a batch unpacks (batch.inputs.UnpackLimits)
@@ -51,6 +57,7 @@ MAX_FILE_BYTES = 2 * 2**20
 MAX_ARCHIVE_MEMBERS = 2000     # members read (Python, compiled, pickled) of one archive
 MAX_ARCHIVE_ENTRIES = 100000   # entries listed (a dataset's files are only listed)
 MAX_MEMBER_BYTES = 8 * 2**20
+MAX_NESTED_ARCHIVES = 3        # a checkpoint (a zip) in a zip in a zip, read at most
 
 _COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".dylib")
 _ZIP_SUFFIXES = (".zip", ".egg", ".whl", ".pyz", ".jar")
@@ -80,18 +87,19 @@ def scan_submission(submission: Path) -> list[Finding]:
     own = {p.stem for p in files if p.suffix == ".py"} | {
         p.parent.name for p in files if p.name == "__init__.py"}
     trusted = _objects_can_be_trusted(files, submission, own)
+    # What a pickle of the submission's own objects may name (read once, when a file needs it).
+    context = functools.cache(lambda: Context(own_names=_own_names(files, submission)))
     for path in files:
         relative = path.relative_to(submission).as_posix()
         if path.suffix == ".py":
             source = _linked_source(path, submission)
             if source is not None:
                 findings += scan_source(source, relative, own, trusted)
-        elif path.is_symlink():
-            continue
-        elif path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES):
-            findings += _scan_archive(path, relative, own)
-        elif path.suffix.lower() in PICKLE_SUFFIXES:
-            findings += _scan_pickle_file(path, relative)
+        elif path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES) and not \
+                path.is_symlink():
+            findings += _scan_archive(path, relative, own, context)
+        else:
+            findings += _scan_data_file(path, relative, submission, own, context)
     findings = _as_notes_where_nothing_runs(findings, submission, environments)
     return sorted(set(findings), key=lambda f: (f.file, f.line, f.category, f.what))
 
@@ -236,18 +244,30 @@ def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset(),
     return scan_text(source, relative, own_modules, trust_own_objects)
 
 
-def _scan_archive(path: Path, relative: str, own) -> list[Finding]:
-    """The Python, compiled and pickled members of a zip or tar archive, read like files."""
+def _scan_archive(source, relative: str, own, context=Context, depth: int = 1,
+                  sniffed: bool = False) -> list[Finding]:
+    """The Python, compiled and pickled members of a zip or tar archive (a path, or a zip's
+    open file), read like files. A TorchScript archive's (torch.jit.save) code/ files are
+    TorchScript, compiled by torch.jit on load: read as Python with TorchScript's
+    `__torch__.a.b.C` class names as names (pickles.torchscript_as_python), and its pickles
+    may build those classes."""
     findings = []
+    if depth > MAX_NESTED_ARCHIVES:
+        return [Finding(relative, 0, "unreadable", "archives nested deeper than the scan "
+                        "reads", "")]
+    if isinstance(source, Path) and not _is_archive(source):
+        # A pickle named .tar (checkpoint.pth.tar of torch.save's legacy format): torch.load
+        # and pickle.load read it as a pickle.
+        return _scan_data_file(source, relative, source.parent, own, context)
     try:
-        members = list(_archive_members(path))
+        members = list(_archive_members(source))
     except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
         return findings  # not an archive after all, or one larger than the scan reads (noted)
+    root = torchscript_root([name for name, _read, _open in members])
     # Only what Python could load counts against the limit: a dataset of 2100 images in a zip
     # had been "could not be checked" and held an honest upload.
-    readable = [(name, read) for name, read in members
-                if name.lower().endswith(_READ_SUFFIXES) or name.lower().endswith("data.pkl")]
-    for name, read in readable[:MAX_ARCHIVE_MEMBERS]:
+    readable = [member for member in members if member[0].lower().endswith(_READ_SUFFIXES)]
+    for name, read, open_member in readable[:MAX_ARCHIVE_MEMBERS]:
         inner = f"{relative}/{name}"
         lower = name.lower()
         if lower.endswith(_COMPILED_SUFFIXES):
@@ -259,17 +279,33 @@ def _scan_archive(path: Path, relative: str, own) -> list[Finding]:
                 findings.append(Finding(inner, 0, "unreadable", "a Python file too large to "
                                         "read inside an archive", ""))
             else:
+                if root is not None and name.startswith(f"{root}/code/"):
+                    data = torchscript_as_python(data)
                 findings += scan_text(data, inner, own)
-        elif lower.endswith(PICKLE_SUFFIXES) or lower.endswith("data.pkl"):
-            data = read()
-            if data is not None:
-                findings += scan_pickle_bytes(data, inner)
+        else:
+            handle = open_member()
+            if handle is not None:
+                if sniffed and lower.endswith(".bin") and not _looks_like_data(handle):
+                    handle.close()    # an office file's printer settings, not a pickle
+                    continue
+                with handle:
+                    member_context = dataclasses.replace(context(),
+                                                         torchscript=root is not None)
+                    findings += _scan_data(handle, inner, own, lambda c=member_context: c,
+                                           depth)
     if len(readable) > MAX_ARCHIVE_MEMBERS or len(members) > MAX_ARCHIVE_ENTRIES:
         findings.append(Finding(relative, 0, "unreadable", f"more than {MAX_ARCHIVE_MEMBERS} "
                                 "Python, compiled or pickled files (or "
                                 f"{MAX_ARCHIVE_ENTRIES} files) in one archive: the rest were "
                                 "not read", ""))
     return findings
+
+
+def _is_archive(path: Path) -> bool:
+    try:
+        return zipfile.is_zipfile(path) or tarfile.is_tarfile(path)
+    except (OSError, tarfile.TarError, EOFError, ValueError):
+        return False
 
 
 _READ_SUFFIXES = (".py", *_COMPILED_SUFFIXES, *PICKLE_SUFFIXES)
@@ -294,9 +330,10 @@ class _Capped(io.RawIOBase):
         return len(data)
 
 
-def _archive_members(path: Path):
-    """(name, read) of an archive's files; `read()` gives the bytes of a member worth reading
-    (Python, compiled, pickled), or None when too large."""
+def _archive_members(path):
+    """(name, read, open) of an archive's files (a path, or a zip's open file); `read()` gives
+    the bytes of a member worth reading (Python, compiled, pickled), or None when too large;
+    `open()` the member as a seekable file (a zip's, whatever its size), or None."""
     def limited(open_member, size):
         def read():
             if size > MAX_MEMBER_BYTES:
@@ -308,8 +345,9 @@ def _archive_members(path: Path):
         archive = zipfile.ZipFile(path)
         for info in archive.infolist():
             if not info.is_dir():
-                yield info.filename, limited(lambda i=info: archive.open(i), info.file_size)
-    elif tarfile.is_tarfile(path):
+                opener = (lambda i=info: archive.open(i))
+                yield info.filename, limited(opener, info.file_size), opener
+    elif isinstance(path, Path) and tarfile.is_tarfile(path):
         # Streamed once, members read as they come, decompressed bytes capped.
         with open(path, "rb") as raw, tarfile.open(
                 fileobj=io.BufferedReader(_Capped(_decompressed(raw), MAX_TAR_BYTES)),
@@ -322,7 +360,8 @@ def _archive_members(path: Path):
                 data = None
                 if info.name.lower().endswith(_READ_SUFFIXES) and info.size <= MAX_MEMBER_BYTES:
                     data = archive.extractfile(info).read()
-                yield info.name, (lambda d=data: d)
+                yield info.name, (lambda d=data: d), \
+                    (lambda d=data: None if d is None else io.BytesIO(d))
 
 
 def _decompressed(raw):
@@ -338,15 +377,159 @@ def _decompressed(raw):
     return raw
 
 
-def _scan_pickle_file(path: Path, relative: str) -> list[Finding]:
+# -- data files: pickles, .npy, checkpoints ------------------------------------------------
+def _scan_data_file(path: Path, relative: str, submission: Path, own, context) -> list[Finding]:
+    """A file pickle.load, torch.load or np.load may read: one named like one (a symlink: the
+    file of the submission it points to), or any other whose first bytes are a pickle's
+    (protocol 2 to 5), a .npy's or a zip's (torch.load reads any name)."""
+    named = path.suffix.lower() in PICKLE_SUFFIXES
+    target = _linked_source(path, submission) if named else \
+        (None if path.is_symlink() else path)
+    if target is None:
+        return []
     try:
-        if path.stat().st_size > MAX_MEMBER_BYTES:
-            return []
-        data = path.read_bytes()
+        with open(target, "rb") as handle:
+            if not named and not _looks_like_data(handle):
+                return []
+            return _scan_data(handle, relative, own, context, sniffed=not named)
     except OSError:
         return []
-    if zipfile.is_zipfile(path):   # a torch checkpoint: its data.pkl is the pickle
-        return _scan_archive(path, relative, frozenset())
-    return scan_pickle_bytes(data, relative)
 
 
+def _looks_like_data(handle) -> bool:
+    """Whether a file (read from its start, left there) begins like a pickle of protocol 2 to
+    5, a .npy or a zip."""
+    head = handle.read(8)
+    handle.seek(0)
+    return head.startswith(NPY_MAGIC) or head[:4] in ZIP_MAGICS or (
+        head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))
+
+
+def _scan_data(handle, relative: str, own, context, depth: int = 0,
+               sniffed: bool = False) -> list[Finding]:
+    """The pickles a data file (an open, seekable file) holds: a .npy's after its header where
+    its dtype holds Python objects (none else: np.load reads raw numbers), a zip's members
+    (torch.save, np.savez, a zip of those), or the pickles the file is."""
+    head = handle.read(8)
+    handle.seek(0)
+    if head.startswith(NPY_MAGIC):
+        offset = npy_pickle_offset(handle)
+        if offset is None:
+            return []
+        handle.seek(offset)
+        return _pickle_findings(handle, relative, context())
+    if head[:4] in ZIP_MAGICS:
+        return _scan_archive(handle, relative, own, context, depth + 1, sniffed)
+    findings = _pickle_findings(handle, relative, context())
+    handle.seek(0)
+    try:
+        appended = zipfile.is_zipfile(handle)   # a zip after the pickle: zip readers find it
+    except (OSError, ValueError):
+        appended = False
+    if appended:
+        handle.seek(0)
+        findings += _scan_archive(handle, relative, own, context, depth + 1)
+    return findings
+
+
+def _pickle_findings(handle, relative: str, context: Context) -> list[Finding]:
+    reading = read_stream(handle)
+    if reading is None:
+        return []
+    findings = []
+    bad = dangerous_globals(reading.names, context)
+    if bad:
+        findings.append(Finding(relative, 0, "dynamic_code", "a pickle that calls "
+                                + ", ".join(sorted(set(bad))[:5]) + " when it is loaded", ""))
+    if reading.truncated:
+        findings.append(Finding(relative, 0, "unreadable", "a pickle longer than the scan "
+                                "reads: the rest was not read", ""))
+    return findings
+
+
+def _own_names(files: list[Path], submission: Path) -> dict[str, frozenset[str]]:
+    """The classes and functions the submission's modules define (at their top level), by
+    every dotted name a module may be imported as (`model`, `hw3.model`), and under
+    `__main__` those of all its files: what a pickle of its own objects names (a whole model
+    saved with torch.save). A name Python or an installed package has is none of these (the
+    loader may import that one instead)."""
+    by_module: dict[str, set[str]] = {"__main__": set()}
+    for path in files:
+        if path.suffix == ".ipynb":   # a notebook's classes are its kernel's __main__'s
+            by_module["__main__"] |= _notebook_names(path, submission)
+            continue
+        source = _linked_source(path, submission) if path.suffix == ".py" else None
+        try:
+            if source is None or source.stat().st_size > MAX_FILE_BYTES:
+                continue
+            tree = ast.parse(source.read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        defined = _defined_names(tree.body)
+        by_module["__main__"] |= defined
+        parts = path.relative_to(submission).with_suffix("").parts
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not all(part.isidentifier() for part in parts):
+            continue
+        for first in range(len(parts)):
+            if _may_be_own_module(parts[first], submission):
+                by_module.setdefault(".".join(parts[first:]), set()).update(defined)
+    return {module: frozenset(names) for module, names in by_module.items()}
+
+
+def _notebook_names(path: Path, submission: Path) -> set[str]:
+    """The classes and functions a notebook's code cells define (IPython's `%` and `!` lines
+    left out)."""
+    source = _linked_source(path, submission)
+    names: set[str] = set()
+    try:
+        if source is None or source.stat().st_size > 4 * MAX_FILE_BYTES:
+            return names
+        cells = json.loads(source.read_bytes()).get("cells", [])
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return names
+    for cell in cells if isinstance(cells, list) else []:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        text = cell.get("source", "")
+        text = "".join(text) if isinstance(text, list) else str(text)
+        lines = [line for line in text.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        try:
+            names |= _defined_names(ast.parse("\n".join(lines)).body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return names
+
+
+def _defined_names(body: list[ast.stmt], depth: int = 0) -> set[str]:
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif depth < 8 and isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for block in ("body", "orelse", "finalbody"):
+                names |= _defined_names(getattr(node, block, []), depth + 1)
+            for handler in getattr(node, "handlers", []):
+                names |= _defined_names(handler.body, depth + 1)
+    return names
+
+
+def _may_be_own_module(name: str, submission: Path) -> bool:
+    """Whether `import name` can only be the submission's module: no module of Python's, none
+    installed (found outside the submission)."""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names or \
+            name in ("__main__", "__mp_main__", "__torch__", "grader", "torch", "numpy"):
+        return False
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return False
+    if spec is None:
+        return True
+    places = [spec.origin] if spec.origin else list(spec.submodule_search_locations or [])
+    try:
+        inside = submission.resolve()
+        return bool(places) and all(Path(p).resolve().is_relative_to(inside) for p in places)
+    except (OSError, ValueError, RuntimeError):
+        return False
