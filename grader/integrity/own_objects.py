@@ -16,51 +16,144 @@ submission handed around). Anything less certain keeps the name rules.
 from __future__ import annotations
 
 import ast
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from grader.integrity.scopes import local_names
 
 _ATTRIBUTE_HOOKS = frozenset({"__new__", "__getattr__", "__getattribute__", "__setattr__",
                               "__delattr__", "__set_name__", "__init_subclass__",
                               "__class_getitem__", "__set__", "__get__", "__delete__",
                               "__torch_function__", "__torch_dispatch__"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# torch's module classes a student's model derives from: none has a __new__ of its own, so
+# `Net(...)` of a class of the student's on them is a new object of that class.
+_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList",
+                           "torch.nn.ModuleDict"})
+# What such a class must not define: it would decide what `Net(...).to(device)` returns
+# (nn.Module.to returns `self._apply(...)`, which returns self).
+_MODULE_CLASS_RESERVED = _ATTRIBUTE_HOOKS | {"to", "_apply"}
+# argparse: `parser.parse_args()` returns the Namespace it makes (no `namespace` given); the
+# scan holds any assignment of these names (grader/integrity/source.py, _MAKES_OBJECTS), so
+# neither the parser nor argparse's classes can be made to return anything else.
+_PARSE = frozenset({"parse_args", "parse_intermixed_args"})
+_PARSE_KNOWN = frozenset({"parse_known_args", "parse_known_intermixed_args"})
+# Passes of the fixpoint that trusts parameters (a chain of calls deeper than this is left
+# to the name rules).
+_PARAMETER_PASSES = 8
 
 
-def own_object_names(tree: ast.Module, imports: dict[str, str]) -> set[int]:
+def own_object_names(tree: ast.Module, imports: dict[str, str],
+                     trust_parameters: bool = False) -> set[int]:
     """ids of the ast.Name nodes (loads) that can only be a plain object the file made.
-    `imports`: local name -> what it imports (the scan's `modules`)."""
+    `imports`: local name -> what it imports (the scan's `modules`). `trust_parameters`: no
+    other file can call this file's functions with values of its own (template_script), so a
+    parameter every call here passes such an object is one too."""
     module_bindings = _bindings(tree.body)
     declared_elsewhere = _declared_global_or_nonlocal(tree)
-
-    def only_imported(name: str, target: str) -> bool:
-        return imports.get(name) == target and all(
-            kind == "import" for kind, _ in module_bindings.get(name, [])) and \
-            name not in declared_elsewhere
-
-    # A class whose attributes the file sets after its definition (`Stats.__new__ = ...`) may
-    # make anything: not plain.
-    changed = {part.value.id for node in ast.walk(tree) for target in _targets(node)
-               for part in ast.walk(target)
-               if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name)}
-    plain = {node.name for node in tree.body if isinstance(node, ast.ClassDef)
-             and node.name not in changed and _plain_class(node, only_imported) and
-             [kind for kind, _ in module_bindings.get(node.name, [])] == ["class"]
-             and node.name not in declared_elsewhere}
-    makers = plain | {name for name in imports if only_imported(name, "types.SimpleNamespace")}
-
     functions = [scope for scope in ast.walk(tree)
                  if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))]
     local = {id(f): _bindings(f.body, _parameters(f.args)) for f in functions}
     # A name some function binds may be that one where a nested function reads it: neither a
     # maker nor a module-level object is trusted inside functions under such a name.
     bound_in_functions = {name for names in local.values() for name in names}
-    found: set[int] = set()
-    module_own = _own_in(tree.body, module_bindings, makers, declared_elsewhere)
-    found |= _loads(tree.body, module_own)
-    for scope in functions:
-        own = _own_in(scope.body, local[id(scope)], makers - bound_in_functions,
-                      _declared_global_or_nonlocal(scope))
-        own |= module_own - bound_in_functions   # module-level objects read here
-        found |= _loads(scope.body, own)
+    in_functions: dict[str, list] = {}
+    for names in local.values():
+        for name, found_here in names.items():
+            in_functions.setdefault(name, []).extend(found_here)
+
+    def import_of(name: str) -> str | None:
+        """What `name` imports wherever the file reads it: every binding of it, in every
+        scope, imports that same thing."""
+        every = module_bindings.get(name, []) + in_functions.get(name, [])
+        targets = {value for kind, value in every if kind == "import"}
+        if not every or name in declared_elsewhere or len(targets) != 1 or \
+                any(kind != "import" for kind, _ in every):
+            return None
+        return next(iter(targets))
+
+    def only_imported(name: str, target: str) -> bool:
+        return import_of(name) == target
+
+    def resolved(node: ast.AST) -> str | None:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = import_of(node.id)
+        return ".".join([head, *reversed(parts)]) if head else None
+
+    # A class whose attributes the file sets after its definition (`Stats.__new__ = ...`) may
+    # make anything: not plain.
+    changed = {part.value.id for node in ast.walk(tree) for target in _targets(node)
+               for part in ast.walk(target)
+               if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name)}
+
+    def defined_once(node: ast.ClassDef) -> bool:
+        return node.name not in changed and node.name not in declared_elsewhere and \
+            [kind for kind, _ in module_bindings.get(node.name, [])] == ["class"]
+
+    plain = {node.name for node in tree.body if isinstance(node, ast.ClassDef)
+             and defined_once(node) and _plain_class(node, only_imported)}
+    # The student's own nn.Module classes, in the order they are defined (one may derive from
+    # an earlier one).
+    module_classes: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and defined_once(node) and \
+                _module_class(node, module_classes, resolved):
+            module_classes.add(node.name)
+    makers = plain | {name for name in imports if only_imported(name, "types.SimpleNamespace")}
+    parsers_at_module = _parsers(module_bindings, resolved, declared_elsewhere)
+
+    def own_in(body, bindings, scope_makers, scope_modules, declared, parsers, trusted=()):
+        own = set(trusted)
+        for name, found_here in bindings.items():
+            if name in declared or not found_here:
+                continue
+            if all(_made_by(kind, value, scope_makers, scope_modules, parsers)
+                   for kind, value in found_here):
+                own.add(name)
+        return own
+
+    module_own = own_in(tree.body, module_bindings, makers, module_classes, declared_elsewhere,
+                        parsers_at_module)
+    calls = _calls_of_plain_functions(tree, module_bindings, declared_elsewhere) \
+        if trust_parameters else {}
+    trusted: dict[int, set[str]] = {}   # id(function) -> its parameters trusted so far
+    for _ in range(_PARAMETER_PASSES):
+        found = _loads(tree.body, module_own)
+        for scope in functions:
+            declared = _declared_global_or_nonlocal(scope)
+            parsers = _parsers(local[id(scope)], resolved, declared) | \
+                (parsers_at_module - bound_in_functions)
+            own = own_in(scope.body, local[id(scope)], makers - bound_in_functions,
+                         module_classes - bound_in_functions, declared, parsers,
+                         trusted.get(id(scope), ()))
+            own |= module_own - bound_in_functions   # module-level objects read here
+            found |= _loads(scope.body, own)
+        more = _trusted_parameters(calls, local, found, makers - bound_in_functions,
+                                   module_classes - bound_in_functions)
+        if more == trusted:
+            break
+        trusted = more
     return found
+
+
+def template_script(relative: str) -> bool:
+    """A file named like one of the course's scripts (practical5_dp.py, model_parallel.py):
+    may_rebind_names holds every file that reaches a module of such a name, so no other file
+    calls its functions."""
+    return Path(relative).suffix == ".py" and Path(relative).stem in template_stems()
+
+
+@lru_cache(maxsize=1)
+def template_stems() -> frozenset[str]:
+    template = Path(__file__).resolve().parents[2] / "student_template"
+    return frozenset(p.stem for p in template.rglob("*.py")) if template.is_dir() \
+        else frozenset()
 
 
 def _targets(node: ast.AST) -> list:
@@ -126,19 +219,135 @@ def _plain_field(value: ast.AST, names) -> bool:
     return True
 
 
-def _own_in(body: list, bindings: dict, makers: set[str], declared: set[str]) -> set[str]:
-    own = set()
-    for name, found in bindings.items():
-        if name in declared or not found:
-            continue
-        if all(kind == "assign" and _made_by(value, makers) for kind, value in found):
-            own.add(name)
-    return own
+def _module_class(node: ast.ClassDef, known: set[str], resolved) -> bool:
+    """A class of the student's own on torch's nn.Module (or on another such class of theirs):
+    `Net(...)` is a new Net, whatever its methods do. No metaclass or decorator, nothing that
+    takes over making the object or its attributes."""
+    if node.keywords or node.decorator_list or not node.bases:
+        return False
+    for base in node.bases:
+        if not (resolved(base) in _MODULE_BASES or
+                isinstance(base, ast.Name) and base.id in known):
+            return False
+    return not set(_bindings(node.body)) & _MODULE_CLASS_RESERVED
 
 
-def _made_by(value, makers: set[str]) -> bool:
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-        value.func.id in makers
+def _made_by(kind: str, value, makers: set[str], module_classes: set[str],
+             parsers: set[str]) -> bool:
+    """A binding that can only give a plain object the file made: a call of a plain class or
+    of SimpleNamespace, a new object of the student's nn.Module class (`Net(...)`, also moved
+    `Net(...).to(device)`), or the Namespace of a parser's parse_args()."""
+    if kind == "unpack0":   # `args, rest = parser.parse_known_args()`
+        return _parse_call(value, parsers, _PARSE_KNOWN)
+    if kind != "assign":
+        return False
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and \
+            type(value.slice.value) is int and value.slice.value == 0:
+        return _parse_call(value.value, parsers, _PARSE_KNOWN)
+    if _parse_call(value, parsers, _PARSE):
+        return True
+    moved = False
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr == "to" and isinstance(value.func.value, ast.Call):
+        value, moved = value.func.value, True
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    return value.func.id in module_classes or not moved and value.func.id in makers
+
+
+def _parse_call(value, parsers: set[str], methods: frozenset) -> bool:
+    """`parser.parse_args()` (or `parse_args(argv)`) of an argparse parser, no namespace given
+    (it would return that one)."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr in methods and isinstance(value.func.value, ast.Name) and \
+        value.func.value.id in parsers and len(value.args) <= 1 and \
+        not any(isinstance(a, ast.Starred) for a in value.args) and \
+        all(keyword.arg == "args" for keyword in value.keywords)
+
+
+def _parsers(bindings: dict, resolved, declared: set[str]) -> set[str]:
+    """Names of this scope that can only be an argparse.ArgumentParser."""
+    return {name for name, found in bindings.items() if found and name not in declared and all(
+        kind == "assign" and isinstance(value, ast.Call) and
+        resolved(value.func) == "argparse.ArgumentParser" for kind, value in found)}
+
+
+def _calls_of_plain_functions(tree: ast.Module, module_bindings: dict,
+                              declared: set[str]) -> dict:
+    """The module's own functions that are only ever called by name in this file: defined
+    once, undecorated, never handed around, stored, rebound or called with unpacked
+    arguments. function node -> its calls."""
+    functions = {node.name: node for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and not node.decorator_list and node.name not in declared
+                 and [kind for kind, _ in module_bindings.get(node.name, [])] == ["def"]}
+    calls: dict[str, list] = {name: [] for name in functions}
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in calls:
+            calls[node.func.id].append(node)
+        name = None
+        if isinstance(node, ast.Name):
+            name = node.id if not (isinstance(node.ctx, ast.Load) and id(node) in called) \
+                else None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = node.name if functions.get(node.name) is not node else None
+        elif isinstance(node, ast.arg):
+            name = node.arg
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                calls.pop((alias.asname or alias.name).split(".")[0], None)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for declared_name in node.names:
+                calls.pop(declared_name, None)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            name = node.name
+        elif isinstance(node, ast.ExceptHandler):
+            name = node.name
+        if name:
+            calls.pop(name, None)   # used as a value, or a name bound again somewhere
+    return {functions[name]: found for name, found in calls.items()
+            if not any(isinstance(a, ast.Starred) for call in found for a in call.args)
+            and not any(k.arg is None for call in found for k in call.keywords)}
+
+
+def _trusted_parameters(calls: dict, local: dict, found: set[int], makers: set[str],
+                        module_classes: set[str]) -> dict[int, set[str]]:
+    """Each function's parameters that every call of it passes an object of the file's own
+    (a name trusted so far, a maker's call) or a constant, and that it never binds again."""
+    def trusted(value) -> bool:
+        return isinstance(value, ast.Constant) or \
+            isinstance(value, ast.Name) and id(value) in found or \
+            _made_by("assign", value, makers, module_classes, set())
+
+    result: dict[int, set[str]] = {}
+    for function, found_calls in calls.items():
+        arguments = function.args
+        positional = arguments.posonlyargs + arguments.args
+        defaults = dict(zip([a.arg for a in positional][len(positional) -
+                                                         len(arguments.defaults):],
+                            arguments.defaults))
+        defaults |= {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)
+                     if d is not None}
+        declared = _declared_global_or_nonlocal(function)
+        names = set()
+        for index, parameter in enumerate(positional + arguments.kwonlyargs):
+            name = parameter.arg
+            if name in declared or local[id(function)].get(name) != [("parameter", None)]:
+                continue   # bound again in the function (or by a nested one)
+            if name in defaults and not trusted(defaults[name]):
+                continue
+            given = []
+            for call in found_calls:
+                if index < len(positional) and index < len(call.args):
+                    given.append(call.args[index])
+                given += [k.value for k in call.keywords if k.arg == name]
+            if found_calls and all(trusted(value) for value in given):
+                names.add(name)
+        if names:
+            result[id(function)] = names
+    return result
 
 
 def _bindings(body: list, parameters: set[str] = frozenset()) -> dict[str, list]:
@@ -151,6 +360,11 @@ def _bindings(body: list, parameters: set[str] = frozenset()) -> dict[str, list]
     def targets(target, kind, value=None):
         if isinstance(target, ast.Name):
             add(target.id, kind, value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and kind == "assign" and target.elts \
+                and isinstance(target.elts[0], ast.Name):
+            add(target.elts[0].id, "unpack0", value)   # `args, rest = ...`: its first element
+            for element in target.elts[1:]:
+                targets(element, "other")
         elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
             for element in (target.elts if not isinstance(target, ast.Starred) else [target.value]):
                 targets(element, "other")
@@ -174,9 +388,14 @@ def _bindings(body: list, parameters: set[str] = frozenset()) -> dict[str, list]
                     targets(item.optional_vars, "other")
         elif isinstance(node, ast.ExceptHandler) and node.name:
             add(node.name, "other")
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif isinstance(node, ast.Import):
             for alias in node.names:
-                add((alias.asname or alias.name).split(".")[0], "import")
+                head = alias.name.split(".")[0]
+                add(alias.asname or head, "import", alias.name if alias.asname else head)
+        elif isinstance(node, ast.ImportFrom):
+            source = "." * node.level + (node.module or "")
+            for alias in node.names:
+                add(alias.asname or alias.name, "import", f"{source}.{alias.name}")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             add(node.name, "def")
         elif isinstance(node, ast.ClassDef):
@@ -233,7 +452,10 @@ _REBINDING_NAMES = frozenset({"globals", "vars", "locals", "setattr", "delattr",
 _REBINDING_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__globals__", "__builtins__"})
 _REBINDING_MODULES = frozenset({"builtins", "importlib", "__main__", "runpy", "ctypes", "gc",
                                 "inspect"})
-_MAKERS_MODULES = frozenset({"dataclasses", "types"})
+_MAKERS_MODULES = frozenset({"dataclasses", "types", "argparse"})
+# Modules no file of a submission can stand for: a submission module named like one of Python's
+# own loses every trust (scan._objects_can_be_trusted), one named torch is held.
+_LIBRARIES = frozenset(sys.stdlib_module_names) | {"torch"}
 
 
 def may_rebind_names(tree: ast.AST, own_modules) -> bool:
@@ -256,6 +478,10 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
     modules = own | _MAKERS_MODULES
     # Names that stand for such a module itself (`import helper`, `from hw3 import helper`).
     guarded = {name for name, target in aliases.items() if target.split(".")[-1] in modules}
+    if _reaches_a_template_script(tree, aliases, guarded):
+        return True
+    # A function's own variable named like a builtin is that variable (`def main(eval=True)`).
+    shadowed = local_names(tree, _REBINDING_NAMES)
     # Such a module may be read from (`helper.record()`), never handed around: `target =
     # helper; target.stats = torch.cuda` or `[types][0].SimpleNamespace = ...` rebind its names.
     read_from = {id(node.value) for node in ast.walk(tree)
@@ -268,7 +494,7 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
                 isinstance(node, ast.Name) and node.id in guarded or
                 isinstance(node, ast.Attribute) and node.attr in modules):
             return True
-        if isinstance(node, ast.Name) and node.id in _REBINDING_NAMES:
+        if isinstance(node, ast.Name) and node.id in _REBINDING_NAMES and id(node) not in shadowed:
             return True
         if isinstance(node, ast.Attribute) and node.attr in _REBINDING_ATTRIBUTES:
             return True
@@ -280,4 +506,38 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
                     # `helper.GpuStats = ...`, `hw3.helper.stats = ...` on a module of the
                     # submission, or `dataclasses.dataclass = ...`: what makes the objects
                     return True
+    return False
+
+
+def _reaches_a_template_script(tree: ast.AST, aliases: dict[str, str], guarded: set[str]) -> bool:
+    """Whether this file reaches a module named like one of the course's scripts other than by
+    calling something of it with constants (`LargeLinearModelMP(16, 6)` in a test of the
+    student's own): it could call the script's functions with values of its own, and their
+    parameters are trusted only where every call is in the script (own_object_names)."""
+    template = template_stems()
+    # (`from random import sample` is no practical10/sample.py: Python's own modules and torch
+    # cannot be the submission's, which would shadow them)
+    reach = {name for name, target in aliases.items()
+             if set(target.lstrip(".").split(".")) & template and
+             (target.startswith(".") or target.split(".")[0] not in _LIBRARIES)}
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+    def rooted(node) -> bool:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in reach | guarded
+
+    def called_with_constants(node) -> bool:
+        parent = parents.get(id(node))
+        while isinstance(parent, ast.Attribute) and parent.value is node:
+            node, parent = parent, parents.get(id(parent))
+        return isinstance(parent, ast.Call) and parent.func is node and \
+            all(isinstance(a, ast.Constant) for a in parent.args) and \
+            all(k.arg is not None and isinstance(k.value, ast.Constant) for k in parent.keywords)
+
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Name) and node.id in reach and isinstance(node.ctx, ast.Load) or
+                isinstance(node, ast.Attribute) and node.attr in template and
+                rooted(node.value)) and not called_with_constants(node):
+            return True
     return False

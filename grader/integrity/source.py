@@ -5,7 +5,9 @@ import ast
 import re
 
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
-from grader.integrity.own_objects import own_object_names
+from grader.integrity.own_objects import own_object_names, template_script
+from grader.integrity.scopes import local_names, numeric_updates, resolve as resolve_stable
+from grader.integrity.scopes import stable_imports
 from grader.integrity.findings import Finding
 from grader.integrity.names import (
     ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
@@ -20,6 +22,41 @@ from grader.integrity.pickles import dangerous_globals, pickle_globals
 # A grader setting: PDL_ and a word of its settings, or PDL_ and a part computed at run time
 # (HOLE: `"PDL_" + name`, f"PDL_{name}").
 _GRADER_SETTING = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + "|" + HOLE + ")")
+_SETTING_FAMILY = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + ")")
+# A file's name: a partly computed one that ends in an extension (`f"PDL_{n}gpu_timings.json"`)
+# names no setting, unless it is written where the environment is read.
+_FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+# Attributes whose assignment makes an object something else than the file made: what a class
+# makes (`C.__new__`), what argparse's parser returns, what nn.Module.to returns. Objects of the
+# student's own (own_objects.py) are trusted because these are held wherever they are set.
+_MAKES_OBJECTS = frozenset({"__new__", "parse_args", "parse_known_args", "parse_intermixed_args",
+                            "parse_known_intermixed_args", "_parse_known_args",
+                            "_parse_known_args2", "_apply"})
+# Names the instrumentation relies on that torch, the standard library and the grader keep only
+# functions under: adding a number to one fails (numeric_updates), so `x.forward += 0.5` on any
+# `x` replaces nothing. (Not the flags and the grader's own fields.)
+_NUMERIC_FIELDS = frozenset(name for name in PATCHED_NAMES if not name.startswith("_")
+                            and name not in ("is_cuda", "is_cpu", "listeners"))
+# Objects of those modules that are data, not code: a call handed one and a name sets nothing
+# the instrumentation relies on (`print("forward", file=sys.stderr)`).
+_DATA_OWNERS = frozenset({
+    "sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__", "sys.__stdin__",
+    "sys.argv", "sys.version", "sys.platform", "sys.executable", "sys.maxsize", "sys.byteorder",
+    "os.curdir", "os.pardir", "os.sep", "os.altsep", "os.extsep", "os.pathsep", "os.linesep",
+    "os.defpath", "os.devnull", "os.name", "os.path.curdir", "os.path.pardir", "os.path.sep",
+    "os.path.altsep", "os.path.extsep", "os.path.pathsep", "os.path.defpath", "os.path.devnull",
+    "math.pi", "math.e", "math.tau", "math.inf", "math.nan"})
+
+
+_DYNAMIC_BUILTINS = frozenset(f"{module}.{name}" for module in ("builtins", "__builtin__")
+                              for name in DYNAMIC_CALLS)
+
+
+def _torch_internal(name: str) -> bool:
+    """torch's private dispatch names; of its `_global_...` names, its hook tables (a name
+    of one's own like `_global_step` is none)."""
+    return name in TORCH_INTERNAL_NAMES or name.startswith(TORCH_INTERNAL_PREFIXES) and (
+        "hook" in name or HOLE in name)
 
 
 def scan_text(source: bytes, relative: str, own_modules=frozenset(),
@@ -134,14 +171,25 @@ class _Visitor(ast.NodeVisitor):
         self.judged_env: set[int] = set()   # os.environ nodes already judged as keyed uses
         self.trust_own_objects = False      # see scan_text
         self.own_objects: set[int] = set()
+        self.local_names: set[int] = set()  # reads of a function's own `eval`, `compile`, ...
+        self.numeric_updates: set[int] = set()   # `x.name += <a number>`
+        self.stable: dict[str, str] = {}    # names that only ever import one thing
+        self.env_keys: set[int] = set()     # the expressions that name environment variables
+        self.file_names: set[int] = set()   # partly computed files' names (`f"PDL_{n}.json"`)
+        self.worked_on: set[int] = set()    # values sliced or read from (`name[:-5]`, `.stem`)
 
     def scan(self, tree: ast.AST) -> None:
         self.folder = Folder(tree)
         self.learn(tree)
         # Names that can only be a plain object of the student's (own_objects.py): a field
         # of theirs named like one of torch's replaces nothing.
-        self.own_objects = own_object_names(tree, self.modules) \
+        self.own_objects = own_object_names(
+            tree, self.modules, trust_parameters=template_script(self.relative)) \
             if self.trust_own_objects and isinstance(tree, ast.Module) else set()
+        self.local_names = local_names(tree, DYNAMIC_CALLS)
+        self.numeric_updates = numeric_updates(tree, module_level=self.trust_own_objects) \
+            if isinstance(tree, ast.Module) else set()
+        self.stable = stable_imports(tree)
         self.visit(tree)
 
     def learn(self, tree: ast.AST) -> None:
@@ -160,6 +208,10 @@ class _Visitor(ast.NodeVisitor):
                 self.defined.add(node.name)
             elif isinstance(node, ast.Compare) and _names_dunder_name(node.left):
                 self.skip_strings |= {id(c) for c in node.comparators}
+                # `__name__ in ("__main__", "__mp_main__")`: the same guard
+                self.skip_strings |= {id(e) for c in node.comparators
+                                      if isinstance(c, (ast.Tuple, ast.List, ast.Set))
+                                      for e in c.elts if isinstance(e, ast.Constant)}
             elif isinstance(node, ast.Compare) and any(map(_names_dunder_name, node.comparators)):
                 self.skip_strings.add(id(node.left))   # `if "__main__" == __name__:`
 
@@ -252,13 +304,14 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "introspection", f"defines {node.id} (a view of raw memory)")
         elif node.id in DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) and \
                 id(node) not in self.called and node.id not in self.modules and \
-                node.id not in self.defined:
+                node.id not in self.defined and id(node) not in self.local_names:
             self.found(node, "dynamic_code", f"passes {node.id} around")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self.attribute_named(node, node.attr, base=node.value, full=self.resolve(node),
                              load=isinstance(node.ctx, ast.Load))
+        self.worked_on.add(id(node.value))
         self.generic_visit(node)
 
     def attribute_named(self, node, name: str, *, base, full: str | None, load: bool,
@@ -272,10 +325,11 @@ class _Visitor(ast.NodeVisitor):
                 name in ALLOWED_ON_SUPER and base is not None and
                 (_is_super_call(base) or on_self or id(node) in self.called_on_self)):
             self.found(node, "introspection", f"reads {name}")
-        if name == UNCALLED_MODULES and not called and base is not None and not on_self:
+        if name == UNCALLED_MODULES and not called and base is not None and not on_self and \
+                resolve_stable(base, self.stable) != "torch.nn":
+            # (`nn.modules.linear.Linear` is torch's package; any other object may be sys)
             self.found(node, "introspection", "reads sys.modules (the loaded modules)")
-        if (name in TORCH_INTERNAL_NAMES or name.startswith(TORCH_INTERNAL_PREFIXES)) and \
-                not on_self:
+        if _torch_internal(name) and not on_self:
             self.found(node, "torch_internals", f"uses {name}")
         if name in GRADER_IDENTIFIERS and not on_self and \
                 not (base is not None and id(base) in self.own_objects):
@@ -299,6 +353,9 @@ class _Visitor(ast.NodeVisitor):
                 in PROTECTED_ROOTS | {"torch"}):
             self.found(node, "introspection", "reads the namespace of a module or class "
                        "(__dict__)")
+        if full in _DYNAMIC_BUILTINS and not called:
+            # `run(builtins.exec, text)`: the builtin handed to code that calls it
+            self.found(node, "dynamic_code", f"passes {name} around")
         if full is not None:
             self.module_attribute(node, full)
 
@@ -347,7 +404,14 @@ class _Visitor(ast.NodeVisitor):
         if partial is not None:
             texts = texts + [partial]
         for text in texts:
-            if "PDL_" in text and _GRADER_SETTING.search(text):
+            if "PDL_" in text and HOLE in text and _FILE_NAME.search(text) and \
+                    not _SETTING_FAMILY.search(text) and id(node) not in self.env_keys and \
+                    id(node) not in self.worked_on:
+                # a file's name, neither read from the environment nor cut back to a setting's
+                # name here (`f"PDL_{x}.json"[:-5]`): its parts neither
+                self.file_names |= {id(part) for part in ast.walk(node)}
+            elif "PDL_" in text and _GRADER_SETTING.search(text) and \
+                    id(node) not in self.file_names:
                 self.found(node, "grader_settings", f"names the grader's setting "
                            f"{text.replace(HOLE, '…')[:40]!r}")
             if ("proc" in text or "/dev/fd/" in text) and proc_path(text):
@@ -356,8 +420,7 @@ class _Visitor(ast.NodeVisitor):
                 self.found(node, "introspection", f"names {text}")
             if text in RAW_MEMORY_NAMES:
                 self.found(node, "introspection", f"names {text} (a view of raw memory)")
-            if text in TORCH_INTERNAL_NAMES or text.startswith(TORCH_INTERNAL_PREFIXES) and \
-                    len(text) > 8:
+            if _torch_internal(text) and len(text) > 8:
                 self.found(node, "torch_internals", f"names {text}")
             if text == "grader" or text.startswith("grader.") or text in GRADER_IDENTIFIERS \
                     or text == "__main__":
@@ -385,6 +448,7 @@ class _Visitor(ast.NodeVisitor):
         self.check_strings(node)
         if self.is_environ(node.value):
             self.env_key(node, node.value, node.slice)
+        self.worked_on.add(id(node.value))
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
@@ -404,6 +468,8 @@ class _Visitor(ast.NodeVisitor):
     def env_key(self, node: ast.AST, environ: ast.AST | None, key: ast.AST | None) -> None:
         if environ is not None:
             self.judged_env.add(id(environ))
+        if key is not None:
+            self.env_keys |= {id(part) for part in ast.walk(key)}
         if key is None or not self.folder.strings(key):
             self.found(node, "environment", "reads an environment variable by a computed name")
 
@@ -461,7 +527,8 @@ class _Visitor(ast.NodeVisitor):
         the instrumentation relies on: a helper or decorator that replaces it (`@replace(
         nn.Module, "parameters")`), whatever it calls the two inside."""
         values = [*node.args, *(k.value for k in node.keywords)]
-        owners = [v for v in values if (self.resolve(v) or "").split(".")[0] in PROTECTED_ROOTS]
+        owners = [v for v in values if (self.resolve(v) or "").split(".")[0] in PROTECTED_ROOTS
+                  and self.resolve(v) not in _DATA_OWNERS]
         if not owners:
             return
         for value in values:
@@ -520,7 +587,11 @@ class _Visitor(ast.NodeVisitor):
                 self.assigned_attribute(node, target, text, full)
         if not names:
             root = (base_full or "").split(".")[0]
-            if root in COMPUTED_LOOKUP_TAMPERING or _class_level(target):
+            partial = skeleton(attribute)
+            if partial is not None and _torch_internal(partial) and len(partial) > 8:
+                # `getattr(module, "_global_" + kind)`: one of torch's hook tables
+                self.found(node, "torch_internals", f"{name}() of {partial.replace(HOLE, '…')}")
+            elif root in COMPUTED_LOOKUP_TAMPERING or _class_level(target):
                 self.found(node, "introspection", f"{name}() with a computed name on "
                            f"{base_full or 'a class'}")
             elif name in ("setattr", "delattr") and base_full is not None and \
@@ -549,7 +620,12 @@ class _Visitor(ast.NodeVisitor):
         if name == "__class__":
             self.found(node, "patching", "changes an object's class")
             return
-        if name in PATCHED_NAMES and not _is_self(base) and id(base) not in self.own_objects:
+        if name in _MAKES_OBJECTS:
+            self.found(node, "patching", f"replaces {name}, which decides what an object is "
+                       "made as")
+            return
+        if name in PATCHED_NAMES and not _is_self(base) and id(base) not in self.own_objects \
+                and not (id(node) in self.numeric_updates and name in _NUMERIC_FIELDS):
             self.found(node, "patching", f"replaces {name}, which the grader's instrumentation "
                        "relies on")
             return

@@ -419,4 +419,25 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
                              shape=[64, 2000])
 ''', file=P4, scan=False, run=True,
             extra_files={"practical4/names.json": NAMES_FILE["hw3/names.json"]}),
+    # A third audit's narrowed rules: the dangerous forms of the honest idioms they let through
+    Forgery("script_function_called_by_a_helper_with_torch_cuda",
+            "a function of the script that only the script calls with its own objects is "
+            "called by a helper module with torch.cuda, and replaces device_count",
+            "from types import SimpleNamespace as _NS\n\n\ndef _tune(target):\n"
+            "    target.device_count = lambda: 8\n\n\n_tune(_NS())\nimport _gpu_helper\n",
+            extra_files={"hw3/_gpu_helper.py": "import torch\nimport model_parallel\n"
+                                               "model_parallel._tune(torch.cuda)\n"}),
+    Forgery("argparse_handed_torch_cuda_as_its_namespace",
+            "parse_args(namespace=torch.cuda) returns torch.cuda, whose device_count it replaces",
+            "import argparse as _ap\n_p = _ap.ArgumentParser(add_help=False)\n"
+            "_args = _p.parse_args([], namespace=torch.cuda)\n_args.device_count = lambda: 8\n"),
+    Forgery("model_class_made_to_return_a_torch_class",
+            "the student's nn.Module class is given, through a helper, a __new__ that returns "
+            "nn.Linear, so replacing forward on 'its own model' replaces torch's",
+            "class _Net(nn.Module):\n    pass\n\n\ndef _make(c):\n"
+            "    c.__new__ = staticmethod(lambda *a, **k: nn.Linear)\n\n\n_make(_Net)\n"
+            "_model = _Net()\n_model.forward = lambda self, x: x * 0\n"),
+    Forgery("builtin_eval_handed_to_a_parameter_named_eval",
+            "hands the builtin eval to a function whose parameter is named eval",
+            "def _run(eval):\n    return eval('1')\n\n\n_run(eval)\n"),
 ]

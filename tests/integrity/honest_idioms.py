@@ -45,6 +45,31 @@ def _pickled(value) -> bytes:
     return pickle.dumps(value)
 
 
+def _data_files() -> dict[str, bytes]:
+    """What np.save, pickle of numpy arrays, torch.jit.save and torch.save of a checkpoint with
+    its argparse.Namespace write (each had held an honest upload), one of them at the top."""
+    import argparse
+    import io
+    import pickle
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+    def written(save, *args) -> bytes:
+        buffer = io.BytesIO()
+        save(*args, buffer) if save in (torch.save, torch.jit.save) else save(buffer, *args)
+        return buffer.getvalue()
+
+    mlp = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    return {"practical5/step_times_dp.npy": written(np.save, np.array([12.1, 12.4])),
+            "practical5/results.pkl": pickle.dumps({"t": np.array([1.0, 2.0])}),
+            "practical5/mlp_scripted.pt": written(torch.jit.save, torch.jit.script(mlp)),
+            "practical5/checkpoint.pt": written(torch.save, {
+                "model": mlp.state_dict(), "args": argparse.Namespace(lr=0.1)}),
+            "timings.npy": written(np.save, np.arange(3.0))}
+
+
 PROFILE_HELPER = '''"""Timing helpers for my HW3 runs (named profile.py, like the standard library's)."""
 import time
 
@@ -210,6 +235,7 @@ IDIOMS = [
     Idiom("set_printoptions", P5, "torch.set_printoptions(precision=4)\n"),
     Idiom("memory_summary", P5,
           "if torch.cuda.is_available():\n    print(torch.cuda.memory_summary())\n"),
+    Idiom("shipped_data_files", P5, "", extra_files=_data_files()),
     Idiom("helper_module_utils", P5, "from utils import describe\nprint(describe(1))\n",
           notes=("helper_module",), extra_files={"practical5/utils.py": UTILS_HELPER}),
     Idiom("background_thread", P5,
@@ -302,6 +328,54 @@ ROUND_TWO = [
           "_visible = os.environ['CUDA_VISIBLE_DEVICES'].split(',')\n"),
 ]
 IDIOMS += ROUND_TWO
+
+# A third audit's honest idioms (/tmp/adv15, reproducers r01-r11), each held.
+ROUND_THREE = [
+    # phase timings kept in a dataclass handed to a step function, added to there
+    Idiom("phase_times_added_in_a_step_function", P5,
+          "import dataclasses as _dc5\n\n\n@_dc5.dataclass\nclass _PhaseTimes:\n"
+          "    forward: float = 0.0\n    backward: float = 0.0\n\n\n"
+          "def _timed_step(times):\n    t0 = time.perf_counter()\n    t1 = time.perf_counter()\n"
+          "    times.forward += t1 - t0\n    times.backward += time.perf_counter() - t1\n\n\n"
+          "_phase_times = _PhaseTimes()\n_timed_step(_phase_times)\n"),
+    Idiom("flags_named_like_builtins", P5,
+          "def _finish(model, eval=True, compile=False):\n    if eval:\n        model.eval()\n"
+          "    if compile:\n        return model\n    return model\n\n\n_finish(nn.Linear(2, 2))\n"),
+    Idiom("phase_table_on_stderr", P5,
+          "import os as _os9\nprint('step', 'forward', 'backward', sep='\\t', file=sys.stderr)\n"
+          "print(_os9.path.join(_os9.curdir, 'parameters'), file=sys.stderr)\n"),
+    Idiom("isinstance_of_a_torch_nn_modules_class", P5,
+          "_n_linear = sum(isinstance(_m, nn.modules.linear.Linear)\n"
+          "                for _m in nn.Sequential(nn.Linear(2, 2)).modules())\n"),
+    Idiom("timings_file_named_with_the_gpu_count", P5,
+          "import json as _json5\n_n_gpus = torch.cuda.device_count()\n"
+          "with open(f'PDL_{_n_gpus}gpu_timings.json', 'w') as _fh:\n"
+          "    _json5.dump({'gpus': _n_gpus}, _fh)\n"),
+    Idiom("main_guard_for_spawned_workers", P5,
+          "if __name__ in ('__main__', '__mp_main__'):\n    pass\n"),
+    Idiom("global_step_counter", P5, "_trainer_state = {'_global_step': 0}\n"),
+    # objects of the student's own where the scan trusts them: an argparse Namespace, an object
+    # handed to a function of the script, an instance of the student's nn.Module class
+    Idiom("gpu_count_in_an_argparse_namespace", HW3,
+          "import argparse as _argparse3\n_parser3 = _argparse3.ArgumentParser(add_help=False)\n"
+          "_parser3.add_argument('--device-count', type=int, default=None)\n"
+          "_ARGS3, _rest3 = _parser3.parse_known_args()\n"
+          "if _ARGS3.device_count is None:\n    _ARGS3.device_count = torch.cuda.device_count()\n",
+          group=OWN_OBJECTS),
+    Idiom("stats_handed_to_a_measuring_function", HW3,
+          "from types import SimpleNamespace as _NS3\n\n\n"
+          "def _measure_into(stats):\n    stats.device_count = torch.cuda.device_count()\n"
+          "    stats.forward = 0.0\n\n\n_measured = _NS3()\n_measure_into(_measured)\n",
+          group=OWN_OBJECTS),
+    Idiom("own_model_forward_wrapped", HW3,
+          "class _Tiny(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+          "        self.layer = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+          "        return self.layer(x)\n\n\n"
+          "def _timed(fn):\n    def wrapper(*args, **kwargs):\n        return fn(*args, **kwargs)\n"
+          "    return wrapper\n\n\n_tiny = _Tiny()\n_tiny.forward = _timed(_tiny.forward)\n",
+          group=OWN_OBJECTS),
+]
+IDIOMS += ROUND_THREE
 
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:

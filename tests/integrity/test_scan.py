@@ -328,6 +328,121 @@ TAMPERING_CASES = [
     ("pdl_prefix_concatenated_later", "import os\nv = os.environ.get('PDL_' + name)\n",
      "grader_settings", 2),
     ("bytes_proc", "data = open(b'/proc/self/environ').read()\n", "proc_files", 1),
+    # -- a third audit's narrowed rules (/tmp/adv15): what each still holds --------------------
+    # A parameter is trusted as the file's own object only where every call in the script
+    # passes one: one call with torch's class, a default, the function handed to something
+    # else, rebound, decorated, or called with unpacked arguments keeps the name rule.
+    ("parameter_given_a_torch_class_by_one_call",
+     "import torch\nfrom types import SimpleNamespace\ndef tweak(m):\n"
+     "    m.forward = lambda self, x: x\ntweak(SimpleNamespace())\ntweak(torch.nn.Linear)\n",
+     "patching", 4),
+    ("parameter_with_a_torch_default",
+     "import torch\ndef tweak(x, m=torch.cuda):\n    m.device_count = lambda: 8\ntweak(1)\n",
+     "patching", 3),
+    ("parameter_of_a_function_handed_to_a_thread",
+     "import threading, torch\nfrom types import SimpleNamespace\ndef tweak(m):\n"
+     "    m.device_count = lambda: 8\ntweak(SimpleNamespace())\n"
+     "threading.Thread(target=tweak, args=(torch.cuda,)).start()\n", "patching", 4),
+    ("parameter_of_a_function_called_through_an_alias",
+     "import torch\nfrom types import SimpleNamespace\ndef tweak(m):\n"
+     "    m.device_count = lambda: 8\ntweak(SimpleNamespace())\ng = tweak\ng(torch.cuda)\n",
+     "patching", 4),
+    ("parameter_rebound_in_its_function",
+     "import torch\nfrom types import SimpleNamespace\ndef tweak(m):\n    m = torch.cuda\n"
+     "    m.device_count = lambda: 8\ntweak(SimpleNamespace())\n", "patching", 5),
+    ("parameter_of_a_decorated_function",
+     "import torch\nfrom types import SimpleNamespace\ndef deco(f):\n    f(torch.cuda)\n"
+     "    return f\n@deco\ndef tweak(m):\n    m.device_count = lambda: 8\n"
+     "tweak(SimpleNamespace())\n",
+     "patching", 8),
+    ("parameter_given_by_unpacked_keywords",
+     "import torch\nfrom types import SimpleNamespace\ndef tweak(m):\n"
+     "    m.device_count = lambda: 8\ntweak(SimpleNamespace())\ntweak(**{'m': torch.cuda})\n",
+     "patching", 4),
+    ("parameter_of_a_method", "import torch\nclass H:\n    def tweak(self, m):\n"
+     "        m.device_count = lambda: 8\nH().tweak(torch.cuda)\n", "patching", 4),
+    # `x.name += value` adds a number only where the value is one: anything else chooses the
+    # result (`__radd__`); a flag (`is_cuda`) holds a number already
+    ("augmented_assignment_whose_value_chooses_the_result",
+     "import torch\nclass R:\n    def __radd__(self, other):\n        return lambda: 8\n"
+     "def f(x):\n    x.device_count += R()\nf(torch.cuda)\n", "patching", 6),
+    ("augmented_assignment_of_a_variable_given_an_object_too",
+     "import time, torch\ndef f(x):\n    t = time.perf_counter()\n    t = R()\n"
+     "    x.device_count += t\nf(torch.cuda)\n", "patching", 5),
+    ("augmented_assignment_through_a_float_of_its_own",
+     "import torch\ndef float(v):\n    return R()\ndef f(x):\n    x.device_count += float(1)\n"
+     "f(torch.cuda)\n", "patching", 5),
+    ("augmented_assignment_of_a_flag", "def f(x):\n    x.is_cuda += 1\nf(t)\n", "patching", 2),
+    # argparse: a namespace of one's own passed to parse_args is what it returns; what makes
+    # objects (a parser's parse_args, a class's __new__, nn.Module._apply) may not be replaced
+    ("argparse_given_a_namespace",
+     "import argparse, torch\np = argparse.ArgumentParser()\n"
+     "args = p.parse_args(namespace=torch.cuda)\nargs.device_count = lambda: 8\n", "patching", 4),
+    ("argparse_given_a_namespace_positionally",
+     "import argparse, torch\np = argparse.ArgumentParser()\nargs = p.parse_args([], torch.cuda)\n"
+     "args.device_count = lambda: 8\n", "patching", 4),
+    ("parse_args_replaced_on_a_parser_handed_around",
+     "import argparse, torch\np = argparse.ArgumentParser()\ndef f(x):\n"
+     "    x.parse_args = lambda *a: torch.cuda\nf(p)\n", "patching", 4),
+    ("private_parse_replaced_on_argparse_class",
+     "import argparse, torch\ndef f(c):\n"
+     "    c._parse_known_args = lambda self, a, n: (torch.cuda, [])\n"
+     "f(argparse.ArgumentParser)\n", "patching", 3),
+    ("new_replaced_on_a_class_handed_around",
+     "import torch\nclass Stats:\n    pass\ndef f(c):\n"
+     "    c.__new__ = staticmethod(lambda cls: torch.cuda)\nf(Stats)\ns = Stats()\n"
+     "s.device_count = lambda: 8\n", "patching", 5),
+    ("module_apply_replaced_on_a_class_handed_around",
+     "import torch.nn as nn\ndef f(c):\n    c._apply = lambda self, fn: nn.Linear\nf(nn.Module)\n",
+     "patching", 3),
+    # an instance of the student's own nn.Module class is theirs; not one of torch's layers, nor
+    # of a class that decides what it makes
+    ("forward_of_a_torch_layer_instance",
+     "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.forward = timed(m.forward)\n", "patching", 3),
+    ("forward_of_a_module_class_with_a_new",
+     "import torch.nn as nn\nclass Net(nn.Module):\n    def __new__(cls):\n"
+     "        return nn.Linear\nm = Net()\nm.forward = timed\n", "patching", 6),
+    ("forward_of_a_module_class_whose_to_returns_another",
+     "import torch.nn as nn\nclass Net(nn.Module):\n    def to(self, *a):\n"
+     "        return nn.Linear\nm = Net().to('cuda')\nm.forward = timed\n", "patching", 6),
+    ("forward_of_a_module_moved_by_cuda",
+     "import torch.nn as nn\nclass Net(nn.Module):\n    pass\nm = Net().cuda()\n"
+     "m.forward = timed\n", "patching", 5),
+    # a name bound by a function is not the builtin; a read where it is the builtin still is
+    ("eval_declared_global", "def main():\n    global eval\n    run(eval)\n", "dynamic_code", 3),
+    ("eval_after_a_comprehension_of_that_name",
+     "def f(xs):\n    ys = [eval for eval in xs]\n    run(eval)\n", "dynamic_code", 3),
+    ("eval_as_a_default", "def main(flag=eval):\n    return flag\n", "dynamic_code", 1),
+    ("eval_in_a_class_body", "class C:\n    x = eval\n    eval = 1\n", "dynamic_code", 2),
+    ("builtin_exec_handed_to_a_function",
+     "import builtins\ndef run(fn, code):\n    return fn(code)\nrun(builtins.exec, data)\n",
+     "dynamic_code", 4),
+    # a call handed torch's class and a name still replaces by proxy (print included)
+    ("print_handed_a_torch_class_and_a_name",
+     "import torch\nprint(torch.nn.Module, 'parameters')\n", "patching", 2),
+    ("setattr_through_a_helper_handed_torch_cuda",
+     "import torch\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(torch.cuda, 'device_count', lambda: 8)\n", "patching", 4),
+    # sys.modules: sys under any name, or any object but torch.nn
+    ("sys_modules_through_os", "import os\nm = os.sys.modules\n", "introspection", 2),
+    ("sys_modules_through_argparse", "import argparse\nm = argparse._sys.modules\n",
+     "introspection", 2),
+    ("nn_rebound_to_sys",
+     "import torch.nn as nn\nimport sys\ndef f():\n    return nn.modules\nnn = sys\n",
+     "introspection", 4),
+    # a setting's name: a file's name cut back, or one naming a setting's family, still is
+    ("pdl_file_name_cut_back", "import os\nv = os.environ.get(f'PDL_{x}.json'[:-5])\n",
+     "grader_settings", 2),
+    ("pdl_file_name_cut_back_later", "name = ('PDL_' + x + '.json')[:-5]\n", "grader_settings", 1),
+    ("pdl_file_name_replaced", "name = f'PDL_{x}.json'.replace('.json', '')\n",
+     "grader_settings", 1),
+    ("pdl_file_name_as_a_key", "import os\nv = os.environ[f'PDL_{x}.json']\n",
+     "grader_settings", 2),
+    ("pdl_family_in_a_file_name", "f = open(f'PDL_SEAL_{x}.json')\n", "grader_settings", 1),
+    # torch's hook tables: `_global_` and a computed rest
+    ("global_hook_table_by_a_computed_name",
+     "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
+     "torch_internals", 2),
 ]
 
 
@@ -528,6 +643,65 @@ HONEST = {
         "import json, torch\nDEPTH = 6\nwith open('hw3_trace.jsonl', 'a') as f:\n"
         "    f.write(json.dumps({'step': 1}) + '\\n')\n"
         "torch.save({}, f'hw3-weights-depth{DEPTH}.pt')\n"),
+    # A third audit's (/tmp/adv15), each held. Phase timings in a dataclass of one's own handed
+    # to a function (every call passes it), and added to on any object (a number added
+    # replaces no function).
+    "phase_times_passed_to_a_function": (
+        "import time, torch\nfrom dataclasses import dataclass\n@dataclass\nclass PhaseTimes:\n"
+        "    forward: float = 0.0\n    backward: float = 0.0\n"
+        "def train_step(model, x, times, start, end):\n    t0 = time.perf_counter()\n"
+        "    t1 = time.perf_counter()\n    times.forward += t1 - t0\n"
+        "    times.backward += time.perf_counter() - t1\n"
+        "    times.backward = start.elapsed_time(end)\n"
+        "    times.device_count = torch.cuda.device_count()\n"
+        "def train_epoch(model, batches, times):\n    for x in batches:\n"
+        "        train_step(model, x, times, None, None)\ndef main():\n    times = PhaseTimes()\n"
+        "    train_epoch(None, [], times)\n"
+        "    train_step(None, None, times=times, start=None, end=None)\n"
+        "if __name__ == '__main__':\n    main()\n"),
+    "phase_times_added_to_on_an_attribute": (
+        "import time, torch\nclass Trainer:\n    def __init__(self, times):\n"
+        "        self.times = times\n    def step(self):\n"
+        "        start = torch.cuda.Event(enable_timing=True)\n"
+        "        end = torch.cuda.Event(enable_timing=True)\n        t0 = time.perf_counter()\n"
+        "        dt = (time.perf_counter() - t0) * 1000.0\n        self.times.forward += dt\n"
+        "        self.times.backward += start.elapsed_time(end)\n"
+        "        self.times.synchronize += float(len([1]))\n"),
+    "argparse_namespace_of_ones_own": (
+        "import argparse, torch\nfrom argparse import ArgumentParser\ndef main():\n"
+        "    parser = argparse.ArgumentParser(description='Practical 5')\n"
+        "    parser.add_argument('--device-count', type=int, default=None)\n"
+        "    args = parser.parse_args()\n    if args.device_count is None:\n"
+        "        args.device_count = torch.cuda.device_count()\n    report(args)\n"
+        "def report(args):\n    args.synchronize = True\n"
+        "p = ArgumentParser()\nknown, rest = p.parse_known_args()\nknown.device_count = 2\n"
+        "first = p.parse_known_args()[0]\nfirst.forward = None\nmain()\n"),
+    "flags_named_like_builtins": (
+        "def main(eval=True, compile=False):\n    if eval:\n        model.eval()\n"
+        "    run(compile)\n    return [exec for exec in range(2)]\n"
+        "def build(model, compile=False):\n    if compile:\n        return model\n"),
+    "phase_names_printed_to_stderr": (
+        "import os, sys\nprint('step', 'forward', 'backward', sep='\\t', file=sys.stderr)\n"
+        "print(os.path.join(os.curdir, 'parameters'))\n"),
+    "isinstance_of_a_class_of_torch_nn_modules": (
+        "import torch\nimport torch.nn as nn\n"
+        "n = sum(isinstance(m, nn.modules.linear.Linear) for m in model.modules())\n"
+        "print(torch.nn.modules.activation.ReLU)\n"),
+    "timings_file_named_with_the_gpu_count": (
+        "import json, torch\nn_gpus = torch.cuda.device_count()\n"
+        "with open(f'PDL_{n_gpus}gpu_timings.json', 'w') as f:\n    json.dump({}, f)\n"
+        "table = 'PDL_' + str(n_gpus) + '_steps.csv'\n"),
+    "main_guard_for_spawned_workers": (
+        "def main():\n    pass\nif __name__ in ('__main__', '__mp_main__'):\n    main()\n"),
+    "own_model_forward_wrapped": (
+        "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.layer = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n        return self.layer(x)\nclass Deeper(Net):\n    pass\n"
+        "def timed(fn):\n    return fn\ndef main():\n    model = Net().to('cuda:0')\n"
+        "    model.forward = timed(model.forward)\n    deeper = Deeper()\n"
+        "    deeper.forward = timed(deeper.forward)\nmain()\n"),
+    "global_step_counter": (
+        "state = {'_global_step': 0}\ntrainer._global_step += 1\nlogger._global_rank = 0\n"),
 }
 
 
@@ -593,6 +767,43 @@ FILE_CASES = [
     ("pickle_that_calls_os_system", {"hw3/state.pt": pickle.dumps(os.system, protocol=2)
                                      .replace(b"posix", b"posix")},
      "hw3/state.pt", "dynamic_code"),
+    # a script's function may be called by another file, with values of its own: its
+    # parameters are no longer the script's own objects
+    ("script_function_called_by_a_helper_with_torch_cuda",
+     {"practical5/practical5_dp.py": "import torch\nfrom types import SimpleNamespace\n"
+                                     "def tweak(m):\n    m.device_count = lambda: 8\n"
+                                     "tweak(SimpleNamespace())\nimport helper\n",
+      "practical5/helper.py": "import torch\nimport practical5_dp\n"
+                              "practical5_dp.tweak(torch.cuda)\n"},
+     "practical5/practical5_dp.py", "patching"),
+    ("script_function_imported_by_a_helper",
+     {"practical5/practical5_dp.py": "import torch\nfrom types import SimpleNamespace\n"
+                                     "def tweak(m):\n    m.device_count = lambda: 8\n"
+                                     "tweak(SimpleNamespace())\n",
+      "practical5/helper.py": "import torch\nfrom practical5_dp import tweak\ntweak(torch.cuda)\n"},
+     "practical5/practical5_dp.py", "patching"),
+    ("script_reached_through_a_helpers_attribute",
+     {"practical5/practical5_dp.py": "import torch\nfrom types import SimpleNamespace\n"
+                                     "def tweak(m):\n    m.device_count = lambda: 8\n"
+                                     "tweak(SimpleNamespace())\n",
+      "practical5/helper.py": "import practical5_dp\n",
+      "practical5/other.py": "import torch, helper\nhelper.practical5_dp.tweak(torch.cuda)\n"},
+     "practical5/practical5_dp.py", "patching"),
+    # a helper module's function is called from other files: never trusted
+    ("helper_function_parameter",
+     {"practical5/practical5_dp.py": "import torch, helper\nhelper.tweak(torch.cuda)\n",
+      "practical5/helper.py": "from types import SimpleNamespace\ndef tweak(m):\n"
+                              "    m.device_count = lambda: 8\ntweak(SimpleNamespace())\n"},
+     "practical5/helper.py", "patching"),
+    # argparse's Namespace replaced in another file: no parse result is trusted
+    ("argparse_namespace_replaced_by_another_file",
+     {"practical5/practical5_dp.py": "import argparse, torch, helper\n"
+                                     "args = argparse.ArgumentParser().parse_args()\n"
+                                     "p = argparse.ArgumentParser()\nargs = p.parse_args()\n"
+                                     "args.device_count = lambda: 8\n",
+      "practical5/helper.py": "import argparse as a, torch\n"
+                              "[a][0].Namespace = lambda: torch.cuda\n"},
+     "practical5/practical5_dp.py", "patching"),
 ]
 
 
@@ -824,6 +1035,21 @@ def test_setting_a_variable_of_the_submissions_own_module_is_no_finding(tmp_path
     findings = scan_submission(write(tmp_path, {
         "practical5/helpers.py": "EPOCHS = 10\n",
         "practical5/practical5_dp.py": "import helpers\nhelpers.EPOCHS = 1\n"}))
+    assert split_by_kind(findings)[0] == [], shown(findings)
+
+
+def test_a_script_calling_its_helpers_keeps_its_own_objects(tmp_path):
+    """A helper called with the script's values, and a test of one's own that builds the model
+    with constants, leave the script's own objects (and parameters) trusted."""
+    findings = scan_submission(write(tmp_path, {
+        "practical5/helper.py": "def describe(n):\n    return str(n)\n",
+        "practical5/practical5_dp.py":
+            "import time, torch, helper\nfrom types import SimpleNamespace\n"
+            "def measure(stats):\n    stats.device_count = torch.cuda.device_count()\n"
+            "def main():\n    stats = SimpleNamespace()\n    measure(stats)\n"
+            "    print(helper.describe(stats))\nmain()\n",
+        "tests/test_layout.py": "import practical5_dp\n"
+                                "def test_main():\n    practical5_dp.main()\n"}))
     assert split_by_kind(findings)[0] == [], shown(findings)
 
 
