@@ -33,20 +33,10 @@ from grader.integrity.findings import ASSIGNMENT_FOLDERS, TAMPERING
 from grader.integrity.pickles import (Context, dangerous_globals, npy_pickle, pickle_globals,
                                       torchscript_as_python)
 from grader.integrity.scan import findings_for, scan_submission
+from tests.support.files import write
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def write(submission: Path, files: dict[str, bytes | str]) -> Path:
-    for relative, content in files.items():
-        path = submission / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return submission
-
-
 def shown(findings) -> str:
     return "\n".join(f"[{f.kind}] {f.describe()}" for f in findings) or "(no finding)"
 

@@ -24,6 +24,7 @@ import pytest
 
 from tests.fixtures import hw3_variants as hv
 from tests.fixtures import practical_variants as pv
+from tests.support.files import write
 
 from grader.integrity import scan  # noqa: E402
 from grader.integrity.scan import (  # noqa: E402
@@ -35,17 +36,6 @@ DEFAULT_FILE = "practical4/concepts.py"
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def write(submission: Path, files: dict[str, str | bytes]) -> Path:
-    for relative, content in files.items():
-        path = submission / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return submission
-
-
 def scan_snippet(tmp_path: Path, source: str, file: str = DEFAULT_FILE) -> list[Finding]:
     return scan_submission(write(tmp_path, {file: source}))
 
