@@ -9,7 +9,8 @@ the memo; one computed at load time is unknown, and held), and what the loader l
 (`pathlib` + `os.system` is os.system): only plain names are allowed. What is allowed is what
 torch.save, pickle and numpy write for data (the rebuilders of tensors, arrays and storages,
 dtypes, containers, argparse and SimpleNamespace, datetime, paths), the classes of torch.nn,
-torch.optim, ... (a whole model saved), and the submission's own classes and functions.
+torch.optim, ... (a whole model saved), and the submission's own classes (never its functions:
+a pickle calling one hands it what it chooses).
 A pickle that sets attributes or items of a global object itself (BUILD or SETITEM on
 `torch.cuda`) patches it when loaded, whatever it is, and is held.
 
@@ -461,9 +462,9 @@ def torch_stream_globals(blob: bytes, budget: _Budget | None = None,
 @dataclass(frozen=True)
 class Context:
     """Where a pickle is: `torchscript` (a TorchScript archive's, whose `__torch__.*` classes
-    are TorchScript's own), `own_names` (module -> the names of classes and functions the
-    submission defines in it: `__main__` is any of its files; None: not known, and any plain
-    name of `__main__` is allowed)."""
+    are TorchScript's own), `own_names` (module -> the names of classes the
+    submission defines in it: `__main__` is any of its files; None: not known, and no name of
+    `__main__` is allowed)."""
     torchscript: bool = False
     own_names: dict[str, frozenset[str]] | None = None
 
@@ -495,9 +496,9 @@ def is_safe(found: str, context: Context = Context()) -> bool:
     if module == "__torch__" or module.startswith("__torch__."):
         return context.torchscript
     if module in ("__main__", "__mp_main__"):
-        if context.own_names is None:
-            return True
-        return name in context.own_names.get("__main__", ())
+        # Without the submission's classes known (a pickle written into the source), none:
+        # `pickle.loads(b"...__main__ tweak...")` would call the script's own function.
+        return context.own_names is not None and name in context.own_names.get("__main__", ())
     if module.split(".")[0] in ("torch", "numpy"):
         return _library_safe(module, name)
     if context.own_names is not None:

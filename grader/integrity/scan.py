@@ -448,7 +448,7 @@ def _pickle_findings(handle, relative: str, context: Context) -> list[Finding]:
 
 
 def _own_names(files: list[Path], submission: Path) -> dict[str, frozenset[str]]:
-    """The classes and functions the submission's modules define (at their top level), by
+    """The classes the submission's modules define (at their top level), by
     every dotted name a module may be imported as (`model`, `hw3.model`), and under
     `__main__` those of all its files: what a pickle of its own objects names (a whole model
     saved with torch.save). A name Python or an installed package has is none of these (the
@@ -475,11 +475,36 @@ def _own_names(files: list[Path], submission: Path) -> dict[str, frozenset[str]]
         for first in range(len(parts)):
             if _may_be_own_module(parts[first], submission):
                 by_module.setdefault(".".join(parts[first:]), set()).update(defined)
+    # Where the grader's own launcher is the process's __main__ (HW3's probe, the fork server,
+    # torchrun's launcher), `__main__.X` is the launcher's X, whatever the student's X is.
+    by_module["__main__"] -= _grader_main_names()
     return {module: frozenset(names) for module, names in by_module.items()}
 
 
+@functools.cache
+def _grader_main_names() -> frozenset[str]:
+    """Every name the grader's modules that run as a process's __main__ bind at their top."""
+    names: set[str] = set()
+    for module in GRADER_MAIN_MODULES:
+        path = Path(__file__).resolve().parents[1] / (module.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return frozenset(names)
+
+
+# grader/<these>.py run as `python -m ...` in a student's process: their names are __main__'s.
+GRADER_MAIN_MODULES = ("harness.hw3_launch", "harness.hw3_recompute", "vgpu.fork_server",
+                       "vgpu.run_on_node", "vgpu.torchrun_launcher", "vgpu.ranks")
+
+
 def _notebook_names(path: Path, submission: Path) -> set[str]:
-    """The classes and functions a notebook's code cells define (IPython's `%` and `!` lines
+    """The classes a notebook's code cells define (IPython's `%` and `!` lines
     left out)."""
     source = _linked_source(path, submission)
     names: set[str] = set()
@@ -503,9 +528,13 @@ def _notebook_names(path: Path, submission: Path) -> set[str]:
 
 
 def _defined_names(body: list[ast.stmt], depth: int = 0) -> set[str]:
+    """The classes a module defines: what a pickle of a whole model names. Never its functions:
+    a pickle that calls one hands it what the pickle chooses (a red team's `tweak(m)`, whose
+    `m.forward = ...` the scan trusts on the script's own objects, called with torch.nn.Linear),
+    and a model holding a function of the student's own is rare enough to be a person's look."""
     names = set()
     for node in body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, ast.ClassDef):
             names.add(node.name)
         elif depth < 8 and isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
             for block in ("body", "orelse", "finalbody"):

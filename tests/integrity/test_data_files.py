@@ -465,6 +465,36 @@ def test_own_names_are_only_what_the_submission_defines(tmp_path):
     assert_held(tmp_path, "hw3/s.pkl")
 
 
+
+def test_a_pickle_calling_a_function_of_the_script_with_a_torch_class_is_held(tmp_path):
+    """A red team's forgery: `__main__.tweak(torch.nn.Linear)` from a pickle the script loads.
+    The scan trusts `m.forward = ...` in tweak (every call in the source hands it the script's
+    own object); the pickle hands it torch's class, and every nn.Linear ran the student's
+    forward. A pickle's own names are the submission's classes, never its functions."""
+    forged = (b"\x80\x02c__main__\ntweak\nctorch.nn.modules.linear\nLinear\n\x85R.")
+    script = ("import torch\nfrom torch import nn\n\n\nclass _Probe(nn.Module):\n    pass\n\n\n"
+              "def _loud(self, x):\n    return x\n\n\ndef tweak(m):\n    m.forward = _loud\n\n\n"
+              "tweak(_Probe())\ntorch.load('practical4/state.pt', weights_only=False)\n")
+    write(tmp_path, {"practical4/concepts.py": script, "practical4/state.pt": forged})
+    assert_held(tmp_path, "practical4/state.pt")
+
+
+def test_the_same_pickle_written_into_the_source_is_held(tmp_path):
+    forged = "b'\\x80\\x02c__main__\\ntweak\\nctorch.nn.modules.linear\\nLinear\\n\\x85R.'"
+    script = ("import pickle\nfrom torch import nn\n\n\nclass _Probe(nn.Module):\n    pass\n\n\n"
+              "def tweak(m):\n    m.forward = None\n\n\ntweak(_Probe())\n"
+              f"pickle.loads({forged})\n")
+    write(tmp_path, {"practical4/concepts.py": script})
+    assert_held(tmp_path, "practical4/concepts.py")
+
+
+def test_a_class_of_the_graders_own_main_module_is_none_of_the_students(tmp_path):
+    """HW3's probe runs as the process's __main__: `__main__.main` is the grader's launcher,
+    whatever `main` the student's script defines."""
+    write(tmp_path, {"hw3/r.pkl": call("__main__", "main"),
+                     "hw3/model_parallel.py": "class main:\n    pass\n"})
+    assert_held(tmp_path, "hw3/r.pkl")
+
 # -- TorchScript-looking archives -------------------------------------------------------------
 def replaced(archive: bytes, members: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
