@@ -26,7 +26,7 @@ ZERO = {"sum": 0.0, "sumsq": 0.0}
 
 def step_events(rank, step, style, batch, micro):
     """One optimizer step of rank `rank` in the trace, the way a loop of `style` makes it:
-    "micro" (the reference), "whole" (s10), "empty" (s11), "unscaled" (s17: every micro-batch
+    "micro" (the reference), "never" (no_sync() around every micro-batch), "whole" (s10), "empty" (s11), "unscaled" (s17: every micro-batch
     all-reduces, no division by MICRO_BATCHES), "one_backward" (the micro-batches' outputs
     concatenated into one loss), "zero" (micro-batches whose gradients are all zero)."""
     def forward(rows):
@@ -36,10 +36,11 @@ def step_events(rank, step, style, batch, micro):
     reduce = {"event": "collective", "rank": rank, "op": "all_reduce", "source": "ddp_gradients"}
     size = batch // micro
     grads = GRADIENT
-    if style in ("micro", "zero"):
+    if style in ("micro", "zero", "never"):
         events = []
         for i in range(micro):
-            events += [forward(size), backward] + ([reduce] if i == micro - 1 else [])
+            events += [forward(size), backward] + ([reduce] if i == micro - 1
+                                                   and style != "never" else [])
         grads = ZERO if style == "zero" else GRADIENT
     elif style == "unscaled":
         events = [e for _ in range(micro) for e in (forward(size), backward, reduce)]
@@ -119,6 +120,13 @@ def test_losses_summed_into_one_backward_earn_no_sync_point():
 @pytest.mark.parametrize("batch, micro", p10.CONFIGS)
 def test_a_micro_batch_loop_with_no_sync_keeps_its_sync_point(batch, micro):
     p10.test_gradients_synchronised_once_per_step(Handout("micro"), batch, micro)
+
+
+def test_no_sync_around_every_micro_batch_is_told_to_leave_the_last_outside():
+    """The matrix's p10_no_sync_on_every_micro_batch (graded with PDL_EXTENDED_MATRIX=1)."""
+    text = failure(p10.test_gradients_synchronised_once_per_step, Handout("never"), 64, 4)
+    said_all(text, "the gradients were never all-reduced",
+             "leave the last micro-batch's forward and backward outside `with model.no_sync():`")
 
 
 def test_a_micro_batch_loop_without_no_sync_is_told_what_it_was_told_before():
