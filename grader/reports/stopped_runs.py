@@ -26,12 +26,22 @@ LEAD = re.compile(r"your code did not (?:get that far|run to the end): ")
 _RANK_LIST = r"ranks? \d+(?:(?:, | and )\d+)*"
 RANKS = re.compile(rf" on (?:every rank|{_RANK_LIST}(?: only)?"
                    rf"(?: \({_RANK_LIST} raised [^()]*\))?)")
+# The lines a stop carries after its first (Observation.problem: what the exception usually
+# means and how to fix it, a script's last lines of output), up to what the check says next:
+# where to look, or its next case.
+_CARRIED = r"(?P<carried>(?:\n(?!Where to look:|Expected:|Observed:|- \S+: )[^\n]*)*)"
 # The same, where the report may shorten it: a run named by its script and configuration
 # (an answer check first says the code did not reach what the answer is about).
 _OBSERVED_STOP = re.compile(rf"^Observed: (?P<lead>(?:{LEAD.pattern}))?"
                             r"(?P<run>\S+\.py \([^()\n]*GPU\(s\)[^()\n]*\)) "
                             r"(?P<stop>(?:stopped with|exited with status|did not finish in time|"
-                            r"was killed)\b.*)$", re.M)
+                            r"was killed)\b[^\n]*)" + _CARRIED, re.M)
+
+
+def carried(rest: str) -> str:
+    """The lines a stop carries, read from the text right after its first line ("" if none)."""
+    return "".join(f"\n{line}" for line in
+                   re.match(_CARRIED, rest)["carried"].split("\n") if line.strip())
 
 
 def without_configuration(observed: str) -> str:
@@ -47,15 +57,17 @@ def stop_key(observed: str) -> str:
 
 def stopped_runs(feedbacks: Iterable[str]) -> list[dict]:
     """The distinct stops that the feedbacks (one per check) observe, in order, each with
-    "text" (the run without its configuration), "configurations" (as the runs were named: "2 GPU(s), BATCH_SIZE=63")
-    and "checks" (how many feedbacks observe it)."""
+    "text" (the run without its configuration), "carried" (the lines it carries: how to fix
+    it, told with it at the top), "configurations" (as the runs were named: "2 GPU(s),
+    BATCH_SIZE=63") and "checks" (how many feedbacks observe it)."""
     found: dict[str, dict] = {}
     for feedback in feedbacks:
         seen = set()
         for match in _OBSERVED_STOP.finditer(feedback or ""):
             text = _stop_text(match)
             key = stop_key(text)
-            entry = found.setdefault(key, {"text": text, "configurations": [], "checks": 0})
+            entry = found.setdefault(key, {"text": text, "configurations": [], "checks": 0,
+                                           "carried": carried(match["carried"]).strip("\n")})
             configuration = CONFIGURATION.search(match.group("run")).group(0).strip()[1:-1]
             if configuration not in entry["configurations"]:
                 entry["configurations"].append(configuration)
@@ -71,7 +83,8 @@ def _stop_text(match: re.Match) -> str:
 
 def point_to_the_stop(feedback: str, told: set[str]) -> str:
     """The feedback with each "Observed:" stop among `told` (texts of stopped_runs, told in
-    full at the top of the assignment) shortened to the run it names and a pointer there."""
+    full at the top of the assignment, with the lines they carry) shortened to the run it
+    names and a pointer there."""
     told = {stop_key(text) for text in told}
 
     def shortened(match: re.Match) -> str:

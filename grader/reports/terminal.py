@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
-from grader.reports.stopped_runs import CRASH, LEAD, stop_key
+from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
 from grader.reports.student_view import FILE_STATUS, display_name
 from grader.scoring.score import failure_shape
 
@@ -131,21 +131,8 @@ def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
             "run: " + failure_shape(stop_key(crash.group(1))),
             Cause("Every one of these checks needs your script to run to its end; it did not.\n"
                   f"Observed: {LEAD.sub('', crash.group(1), count=1)}"
-                  + _carried(message[crash.end():])))
+                  + carried(message[crash.end():])))
     return causes.setdefault(failure_shape(" ".join(message.split())), Cause(message.strip()))
-
-
-def _carried(rest: str) -> str:
-    """The lines a run's stop carries after its first (what the exception usually means and
-    how to fix it, the last lines of a script that exited), up to the check's "Where to look":
-    the terminal had shown the first line alone, and NCCL's duplicate-GPU fix never reached
-    `pdl-grade check`."""
-    lines = []
-    for line in rest.lstrip("\n").splitlines():
-        if line.startswith(("Where to look:", "Expected:", "Observed:")):
-            break
-        lines.append(line)
-    return "".join(f"\n{line}" for line in lines if line.strip())
 
 
 def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,

@@ -142,6 +142,28 @@ def test_a_ddp_runs_stop_is_told_once_whichever_ranks_raised_it_and_however_chec
         in md, md
 
 
+def test_what_a_stop_carries_is_told_with_it_at_the_top_and_not_again_below():
+    """The fix under a crash (here DDP's device_ids naming another GPU than the model's) was
+    left out of the stop told at the top and repeated under every check's pointer there."""
+    note = ("On rank 1 DDP(model, device_ids=[0]) wraps a model on cuda:1: give each rank its "
+            "own, DDP(model, device_ids=[local_rank]).")
+    stop = ("practical6/practical6_ddp.py (2 GPU(s), torchrun --nproc-per-node 2) stopped with "
+            "RuntimeError at practical6_ddp.py:42 on rank 1 only (rank 0 raised no error of its "
+            "own): Expected all tensors to be on the same device\n" + note)
+    result = fresh(ROUND_ROBIN)
+    result["assignments"][0]["items"][0]["checks"] = [
+        {"id": f"practical6.c{k}", "status": "failed", "score": 0, "max_score": 1, "passed": 0,
+         "failed": 1, "skipped": 0, "errors": 0, "cases": [], "feedback":
+         f"practical6.c{k}: 1 of 1 case(s) did not pass (0 of 1 point(s)).\n"
+         f"- [2]: Expected: thing {k}\nObserved: {stop}\nWhere to look: place {k}"}
+        for k in range(2)]
+    md = render_markdown(result)
+    top = md.split("**Your code did not run to its end**")[1].split("###")[0]
+    assert "Expected all tensors" in top and "device_ids=\\[local_rank\\]" in top, top
+    assert md.count("wraps a model on cuda:1") == 1, md
+    assert "Where to look: place 0" in md and "Where to look: place 1" in md, md
+
+
 def test_a_run_that_stopped_is_told_once_at_the_top_and_each_check_keeps_what_it_expected():
     """A SyntaxError fails every check that runs the script, each expecting something else:
     the stop is told once at the top of the assignment (with the runs it stopped), and each
