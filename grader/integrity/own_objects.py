@@ -20,6 +20,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from grader.common.locations import data_folder
 from grader.integrity.scopes import local_names
 
 _ATTRIBUTE_HOOKS = frozenset({"__new__", "__getattr__", "__getattribute__", "__setattr__",
@@ -151,7 +152,8 @@ def template_script(relative: str) -> bool:
 
 @lru_cache(maxsize=1)
 def template_stems() -> frozenset[str]:
-    template = Path(__file__).resolve().parents[2] / "student_template"
+    # The template where the grader keeps it: beside grader/, or inside it in the student kit.
+    template = data_folder("student_template")
     return frozenset(p.stem for p in template.rglob("*.py")) if template.is_dir() \
         else frozenset()
 
