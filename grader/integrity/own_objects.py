@@ -151,11 +151,16 @@ def template_script(relative: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def template_stems() -> frozenset[str]:
-    # The template where the grader keeps it: beside grader/, or inside it in the student kit.
+def template_modules() -> frozenset[str]:
+    """The .py files the course's template has ("hw3/model_parallel.py"), read where the grader
+    keeps the template: beside grader/, or inside it in the student kit."""
     template = data_folder("student_template")
-    return frozenset(p.stem for p in template.rglob("*.py")) if template.is_dir() \
-        else frozenset()
+    return frozenset(p.relative_to(template).as_posix() for p in template.rglob("*.py")) \
+        if template.is_dir() else frozenset()
+
+
+def template_stems() -> frozenset[str]:
+    return frozenset(Path(module).stem for module in template_modules())
 
 
 def _targets(node: ast.AST) -> list:

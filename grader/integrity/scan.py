@@ -45,7 +45,7 @@ from pathlib import Path
 # ASSIGNMENT_FOLDERS, CATEGORIES, NOTE and TAMPERING are part of this module's interface too.
 from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # noqa: F401
                                        TAMPERING, Finding)
-from grader.integrity.own_objects import may_rebind_names
+from grader.integrity.own_objects import may_rebind_names, template_modules
 from grader.integrity.pickles import (NPY_MAGIC, PICKLE_SUFFIXES, ZIP_MAGICS, Context,
                                       dangerous_globals, npy_pickle_offset, read_stream,
                                       torchscript_as_python, torchscript_root)
@@ -138,18 +138,11 @@ def bytecode_caches(submission: Path) -> list[Path]:
 
 
 # -- files ------------------------------------------------------------------------------------
-def _template_modules() -> frozenset[str]:
-    """The .py files the course's template has (not helper modules of a student's own)."""
-    template = Path(__file__).resolve().parents[2] / "student_template"
-    return frozenset(p.relative_to(template).as_posix() for p in template.rglob("*.py")) \
-        if template.is_dir() else frozenset()
-
-
 def _files(submission: Path, findings: list[Finding], skipped: list[Path] = ()):
     """The submission's files (symlinks included, never followed), with findings about their
     names; the `skipped` folders (Python environments, hidden from the runs) left out."""
     count = 0
-    expected = _template_modules()
+    expected = template_modules()   # not helper modules of a student's own
     for root, dirs, names in os.walk(submission, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__" and Path(root, d) not in skipped)
         for name in dirs:
