@@ -43,7 +43,8 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
                  started_at=started)
     # One fork server for all the assignments' runs: torch imported once per submission
     # (grader/sandbox/forked_runs.py); it imports while the source is scanned.
-    forks = start_fork_server_quietly(submission)
+    forks = start_fork_server_quietly(
+        submission, training=any(rubrics[a].trains for a in assignments if a in rubrics))
     try:
         try:
             run.findings = scan_source(submission, out)
@@ -76,11 +77,11 @@ def checks_command(assignment: str, submission: Path, results: Path, timeout: fl
             f"--rootdir={CHECKS_DIR}", "-c", str(CHECKS_DIR / "pytest.ini")]
 
 
-def start_fork_server_quietly(submission: Path):
+def start_fork_server_quietly(submission: Path, *, training: bool = True):
     """The submission's fork server, or None (then each run imports torch itself)."""
     from grader.harness.execute import start_fork_server
     try:
-        return start_fork_server(submission)
+        return start_fork_server(submission, training=training)
     except Exception:   # noqa: BLE001 - a slower grading, not a failed one
         return None
 

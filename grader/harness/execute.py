@@ -27,6 +27,7 @@ from grader.sandbox.forked_runs import ForkServer
 from grader.sandbox.scratch import remove_tree
 from grader.vgpu import ENV_FORCE_VIRTUAL, ENV_GPUS, ENV_TRACE
 from grader.vgpu.launch import BOOT_DIR, PACKAGE_ROOT, RUN_ON_NODE, visible_devices
+from grader.vgpu.fork_server import ENV_PRELOAD_TRAINING as SERVER_PRELOAD_TRAINING
 from grader.vgpu.fork_server import ENV_SUBMISSION_MODULES as SERVER_SUBMISSION_MODULES
 from grader.vgpu.ranks import FORK_ENV as RANKS_FORK_ENV
 from grader.vgpu.script_folder import module_names_in
@@ -157,14 +158,18 @@ def forks_usable() -> bool:
     return real_gpu_count() == 0
 
 
-def start_fork_server(submission: Path, parent: Path | None = None) -> ForkServer | None:
+def start_fork_server(submission: Path, parent: Path | None = None, *,
+                      training: bool = True) -> ForkServer | None:
     """A fork server for the gradings of `submission`, started now (its imports take a few
     seconds: start it before what else the grading does first; from a thread that outlives
-    it); None where runs cannot fork. Its sandbox is the one every run of the submission gets."""
+    it); None where runs cannot fork. Its sandbox is the one every run of the submission gets.
+    `training`: whether the graded assignments' scripts train (the rubrics' `trains`)."""
     if not forks_usable():
         return None
     forks = ForkServer(parent)
     env = server_environment(run_environment(submission, 1), submission)
+    if not training:
+        env[SERVER_PRELOAD_TRAINING] = "0"
     forks.start(run_policy(submission, forks.root, env, timeout_s=float("inf")))
     return forks
 

@@ -17,6 +17,8 @@ Schema (unknown keys are errors everywhere, to catch typos such as ``point:``)::
                                      #   of grades.csv, reports); ties and omissions go by id
     run_timeout_s: 30                # optional; seconds one run of the student's code may take
                                      #   (the HW3 probe twice that); default: --check-timeout
+    trains: false                    # optional (default true); false: the course's scripts for it
+                                     #   never train, so its grading preloads no training imports
     total_points: 15                 # optional; if given, must equal the sum of item points
     due: "2026-04-30 23:59"          # optional; ISO 8601 date-time: the zone's local time
     timezone: Europe/Tallinn         # optional; IANA name of the course's zone. Without it
@@ -79,7 +81,7 @@ _POINTS_TOLERANCE = 1e-9
 
 _TOP_KEYS = {"assignment", "title", "version", "gpus", "order", "total_points", "due",
              "timezone", "late_policy", "answers_source", "when_skipped", "items",
-             "run_timeout_s"}
+             "run_timeout_s", "trains"}
 # A rubric without `order` comes after every ordered one.
 _UNORDERED = 10**6
 _ITEM_KEYS = {"id", "title", "kind", "points", "checks", "feedback", "guidance", "answer"}
@@ -144,6 +146,9 @@ class Rubric:
     order: int = _UNORDERED
     timezone: str | None = None  # the IANA zone `due` was given in, when the rubric names one
     run_timeout_s: float | None = None   # one run's time budget (None: the --check-timeout)
+    # Whether the course's scripts train (an optimizer, backward, DDP): a grading's fork server
+    # preloads what training imports lazily only for such an assignment (grader/vgpu/fork_server.py).
+    trains: bool = True
 
     @property
     def total_points(self) -> float:
@@ -246,6 +251,9 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
     run_timeout = data.get("run_timeout_s")
     if "run_timeout_s" in data and (not _is_number(run_timeout) or run_timeout <= 0):
         where.fail(f"run_timeout_s must be a positive number of seconds, got {run_timeout!r}")
+    trains = data.get("trains", True)
+    if not isinstance(trains, bool):
+        where.fail(f"trains must be true or false, got {trains!r}")
 
     raw_items = data.get("items")
     if not isinstance(raw_items, list) or not raw_items:
@@ -258,7 +266,8 @@ def parse_rubric(data: Any, source: str = "<memory>") -> Rubric:
                     items=items, source=source, due=due, late_policy=late_policy,
                     answers_source=answers_source, order=order,
                     timezone=zone.key if zone else None,
-                    run_timeout_s=float(run_timeout) if run_timeout is not None else None)
+                    run_timeout_s=float(run_timeout) if run_timeout is not None else None,
+                    trains=trains)
     if "total_points" in data:
         declared = data["total_points"]
         if not _is_number(declared):

@@ -37,9 +37,13 @@ ENV_SUBMISSION_MODULES = "PDL_FORK_SERVER_MODULES"
 # torch, as every run has it before the script starts...
 BASELINE = ("torch",)
 # ...and what a run imports later, lazily (DDP's constructor and the first optimizer step import
-# dynamo): preloaded only where no module of the submission could stand in for one of theirs.
+# dynamo): preloaded only where no module of the submission could stand in for one of theirs,
+# and only for a grading whose assignments train: "0" in ENV_PRELOAD_TRAINING where none does
+# (a rubric's `trains: false`: Practical 4's runs never import dynamo, 1.5 s of CPU each grading;
+# a run that trains anyway imports it itself, later, as a fresh interpreter would).
 LAZY = ("torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim",
         "torch.utils.data")
+ENV_PRELOAD_TRAINING = "PDL_FORK_SERVER_TRAINING"
 MAX_REQUEST = 1 << 20
 PR_SET_DUMPABLE = 4
 
@@ -59,7 +63,8 @@ def serve(sock: socket.socket) -> int:
     try:
         for name in BASELINE:
             importlib.import_module(name)
-        if not shadowed_later(os.environ.get(ENV_SUBMISSION_MODULES, "")):
+        if os.environ.get(ENV_PRELOAD_TRAINING) != "0" and not shadowed_later(
+                os.environ.get(ENV_SUBMISSION_MODULES, "")):
             for name in LAZY:
                 importlib.import_module(name)
         _not_dumpable()

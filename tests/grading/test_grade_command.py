@@ -51,3 +51,19 @@ def test_a_held_assignment_says_so_on_the_console(pdl_grade, tmp_path, monkeypat
     line = next(line for line in run.out.splitlines() if line.startswith("practical5"))
     assert "held for review: the checks gave 9.25, withheld until the course staff look" in line, (
         f"expected the hold beside the 0; observed {line!r} (grader/cli/grade.py)")
+
+
+def test_the_fork_server_preloads_training_only_where_an_assignment_trains(monkeypatch, tmp_path):
+    # A rubric's `trains` (rubrics/README.md): Practical 4 alone does not; with any other
+    # assignment in the same grading the server preloads what training imports.
+    from grader.grading import run as grading_run
+    from grader.scoring import load_rubrics
+    asked = []
+    monkeypatch.setattr(grading_run, "start_fork_server_quietly",
+                        lambda submission, training: asked.append(training))
+    monkeypatch.setattr(grading_run, "scan_source", lambda submission, out: [])
+    monkeypatch.setattr(grading_run, "run_checks", lambda *args, **kwargs: (None, "not run"))
+    rubrics = load_rubrics()
+    for n, assignments in enumerate((["practical4"], ["practical4", "hw3"], ["practical5"])):
+        grading_run.run_submission(ROOT / "reference", tmp_path / str(n), rubrics, assignments)
+    assert asked == [False, True, True]

@@ -393,3 +393,36 @@ def test_a_submission_that_could_shadow_a_lazy_import_gets_no_preload(tmp_path):
                           timeout=120)
     # torch is imported by every run before its script: no file can stand in for it there.
     assert done.stdout == "['profile']\n", done.stdout + done.stderr
+
+
+TRAINS = """import sys, torch
+preloaded = 'torch._dynamo' in sys.modules
+model = torch.nn.Linear(4, 2).to('cuda:0')
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.ones(3, 4, device='cuda:0')).sum().backward()
+optimizer.step()
+print(preloaded, 'torch._dynamo' in sys.modules, model.weight.device)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("training", [False, True], ids=["trains_false", "trains"])
+def test_a_server_for_scripts_that_never_train_preloads_no_training_yet_a_run_may_train(
+        training, monkeypatch):
+    # A rubric's `trains: false` (Practical 4) spares its grading's server the import of dynamo
+    # (1.5 s of CPU); a student's run that trains anyway imports it itself and runs as before.
+    from grader.harness.execute import run_script, start_fork_server
+    monkeypatch.setenv(forked_runs.SWITCH_ENV, "require")      # no silent fresh run
+    submission = Path(tempfile.mkdtemp(prefix="submission-", dir=SCRIPTS))
+    (submission / "practical4").mkdir()
+    (submission / "practical4" / "concepts.py").write_text(TRAINS)
+    for path in (submission, submission / "practical4"):
+        os.chmod(path, 0o755)
+    os.chmod(submission / "practical4" / "concepts.py", 0o644)
+    forks = start_fork_server(submission, training=training)
+    try:
+        observation = run_script(submission, "practical4/concepts.py", gpus=2, timeout_s=60,
+                                 forks=forks)
+    finally:
+        forks.close()
+    assert observation.stdout == f"{training} True cuda:0\n", observation.stderr[-2000:]

@@ -257,3 +257,18 @@ def test_run_timeout_is_a_positive_number_of_seconds(value, ok):
                                               r"number of seconds, got"):
             parse_rubric(data, "rubrics/hw3.yaml")
     assert parse_rubric(yaml.safe_load(GOOD)).run_timeout_s is None     # optional
+
+
+@pytest.mark.parametrize("value, ok", [(True, True), (False, True), ("no", False), (0, False),
+                                       (None, False)])
+def test_trains_is_true_or_false(value, ok):
+    import yaml
+    data = yaml.safe_load(GOOD)
+    data["trains"] = value
+    if ok:
+        assert parse_rubric(data, "rubrics/hw3.yaml").trains is value
+    else:
+        with pytest.raises(RubricError, match=r"rubrics/hw3.yaml: trains must be true or false, "
+                                              r"got"):
+            parse_rubric(data, "rubrics/hw3.yaml")
+    assert parse_rubric(yaml.safe_load(GOOD)).trains is True     # optional, default true

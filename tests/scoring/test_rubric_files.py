@@ -1,10 +1,13 @@
 """The shipped rubrics load, add up, and name exactly the checks grader/checks implements."""
+from pathlib import Path
+
 import pytest
 
 from grader.scoring import load_rubrics
 
 # The check ids agreed with grader/checks (see the brief); a typo on either side would
 # otherwise make a check "did not run" for every student.
+REFERENCE = Path(__file__).resolve().parents[2] / "reference"
 EXPECTED_CHECKS = {
     "practical4": {"practical4.chunk_shapes", "practical4.chunk_shapes_reported",
                    "practical4.chunks_equal_full", "practical4.uneven_batch", "practical4.layer_devices_reported",
@@ -133,3 +136,14 @@ def test_every_shipped_rubric_states_its_run_budget(assignment, rubric_for):
     the floor, and far below --check-timeout's 180 s, so a hang costs its checks only."""
     budget = rubric_for(assignment).run_timeout_s
     assert budget is not None and 30 <= budget <= 90, (assignment, budget)
+
+
+def test_only_practical4s_scripts_never_train(rubric_for):
+    """`trains: false` spares a grading the import of torch._dynamo (rubrics/README.md); the
+    other assignments' scripts build an optimizer or DDP, whose first use imports it."""
+    assert {a for a in sorted(EXPECTED_CHECKS) if not rubric_for(a).trains} == {"practical4"}
+    for assignment in sorted(EXPECTED_CHECKS):
+        scripts = (REFERENCE / assignment).glob("*.py")
+        trains = any(word in path.read_text(encoding="utf-8") for path in scripts
+                     for word in ("optim", "backward(", "DistributedDataParallel"))
+        assert trains == rubric_for(assignment).trains, assignment
