@@ -365,15 +365,33 @@ class Folder:
         return None
 
 
-def skeleton(node) -> str | None:
-    """A partly constant string with its unknown parts as holes (f"/proc/{pid}/environ")."""
+# A %-conversion (`%s`, `%-8.3f`, `%(name)s`) or a str.format field (`{}`, `{0!r:>8}`): where a
+# formatted string's computed parts go.
+_PERCENT_FIELD = re.compile(r"%(\([^)]*\))?[-+ #0]*(\*|[0-9]+)?(\.(\*|[0-9]+))?[a-zA-Z]")
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
+# str methods that change a string's letters only: a hole stays a hole.
+_CASE_METHODS = frozenset({"upper", "lower", "casefold", "swapcase"})
+_MAX_SKELETON_DEPTH = 400    # parts of one expression followed (Python's own stack is ~1000)
+
+
+def skeleton(node, depth: int = 0) -> str | None:
+    """A partly constant string with its unknown parts as holes (f"/proc/{pid}/environ",
+    `sep.join(["PDL", "SEAL"])`, `"PDL%s" % x`, `"PDL{}".format(x)`)."""
+    if depth > _MAX_SKELETON_DEPTH:
+        return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
+        return node.value.decode("latin-1")
     if isinstance(node, ast.JoinedStr):
         return "".join(p.value if isinstance(p, ast.Constant) else HOLE for p in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod, ast.Div)):
-        left = skeleton(node.left)
-        right = skeleton(node.right) if not isinstance(node.op, ast.Mod) else HOLE
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        left = skeleton(node.left, depth + 1)
+        if left is None:
+            return None
+        return _PERCENT_FIELD.sub(HOLE, left.replace("%%", "\x01")).replace("\x01", "%")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
+        left, right = skeleton(node.left, depth + 1), skeleton(node.right, depth + 1)
         if left is None and right is None:
             return None
         separator = "/" if isinstance(node.op, ast.Div) else ""
@@ -381,7 +399,26 @@ def skeleton(node) -> str | None:
             right if right is not None else HOLE)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
             node.func.attr == "format":
-        return skeleton(node.func.value)
+        template = skeleton(node.func.value, depth + 1)
+        return None if template is None else _FORMAT_FIELD.sub(HOLE, template)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in _CASE_METHODS and not node.args:
+        text = skeleton(node.func.value, depth + 1)
+        return None if text is None else getattr(text, node.func.attr)()
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "join" and len(node.args) == 1 and not (
+                isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path"):
+        # str.join: the items it is given in a list or tuple, the separator or a hole between
+        items = node.args[0]
+        separator = skeleton(node.func.value, depth + 1)
+        if not isinstance(items, (ast.List, ast.Tuple)) or \
+                any(isinstance(e, ast.Starred) for e in items.elts):
+            return None
+        parts = [skeleton(e, depth + 1) for e in items.elts]
+        if all(p is None for p in parts):
+            return None
+        return (HOLE if separator is None else separator).join(
+            HOLE if p is None else p for p in parts)
     if isinstance(node, ast.Call) and (
             (isinstance(node.func, ast.Attribute) and node.func.attr == "join" and
              isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path") or

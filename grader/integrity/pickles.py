@@ -16,6 +16,15 @@ A pickle that sets attributes or items of a global object itself (BUILD or SETIT
 
 A .npy file (np.save) is no pickle: its header says the array's dtype, and only an array of
 Python objects ('O' in the descr, np.load(allow_pickle=True)) is followed by a pickle.
+
+A joblib file (joblib.dump, maybe compressed: scan.py decompresses it) is a pickle with each
+array's raw bytes right after the object that stands for it (joblib.numpy_pickle's
+NumpyArrayWrapper, built from a dict of its shape and dtype); joblib's loader reads them, then
+goes on with the pickle. So does the scan: it skips as many bytes as the wrapper's state says
+(an array of objects: reads the pickle joblib writes there instead), and holds a wrapper whose
+state it cannot measure, or one made otherwise. Where joblib can be imported (or a module of
+the submission's named so), pickle.load builds the wrapper as any object and reads the array's
+bytes as opcodes: such a file is read that way too (scan.py), and both readings' names count.
 """
 from __future__ import annotations
 
@@ -85,6 +94,9 @@ _SAFE = {
     # what TorchScript's own pickles call (identity functions of torch/jit/_pickle.py)
     "torch.jit._pickle": {"build_intlist", "build_tensorlist", "build_doublelist",
                           "build_boollist", "build_tensor_from_id", "restore_type_tag"},
+    # joblib.dump's stand-in for an array: its __init__ and state only keep what they are given
+    # (how joblib's loader reads the array after it: read_pickle)
+    "joblib.numpy_pickle": {"NumpyArrayWrapper"},
 }
 _NUMPY_SCALARS = frozenset(
     "bool_ bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 intc uintc int_ uint intp "
@@ -131,6 +143,7 @@ _TORCH_FUNCTIONAL_MODULES = frozenset({"torch", "math", "warnings", "importlib",
 MAX_INNER_DEPTH = 3    # pickles inside pickles (torch.storage._load_from_bytes) read, at most
 MAX_OPCODES = 5_000_000          # read of one file's pickles, at most (then: not read)
 MAX_PICKLES_IN_A_FILE = 1000     # pickles one after another in one file, at most
+MAX_ARRAY_BYTES = 1 << 40        # a joblib array longer than this is no array a file holds
 # torch.save(..., _use_new_zipfile_serialization=False) begins with this number, pickled
 TORCH_LEGACY_MAGIC = b"\x8a\x0a" + (0x1950a86a20f9469cfc6c).to_bytes(10, "little")
 
@@ -161,6 +174,7 @@ class PickleReading:
     opcodes: int = 0
     truncated: bool = False      # stopped at the budget of opcodes: the rest was not read
     complete: bool = False       # read to its STOP (else the loader stops where the scan did)
+    skipped: bool = False        # a joblib array's bytes skipped (read_pickle, joblib=True)
 
 
 class _Budget:
@@ -186,15 +200,75 @@ class _Tuple(tuple):
     pass
 
 
-class _Global:
-    __slots__ = ("name", "getattr")
+class _Int(int):
+    pass
 
-    def __init__(self, name: PickleName):
+
+class _Dict(dict):
+    pass
+
+
+_NONE = object()   # pickle's None (the stack's None is a value the scan does not know)
+
+
+class _Global:
+    __slots__ = ("name", "getattr", "wrapper")
+
+    def __init__(self, name: PickleName, joblib: bool = False):
         self.name = name
         # builtins.getattr: said where it is used, unless to look a name up in a global
         # (pickle writes torch.tanh as getattr(torch._C._VariableFunctionsClass, 'tanh'))
         self.getattr = name.how == "call" and \
             _py3_name(name.module, name.name) == ("builtins", "getattr")
+        # joblib's array wrapper, in a file joblib loads: said where it is used, unless made
+        # as joblib makes it (NEWOBJ, then BUILD with the array's shape and dtype)
+        self.wrapper = joblib and (name.module, name.name) == JOBLIB_WRAPPER
+
+    @property
+    def deferred(self) -> bool:
+        return self.getattr or self.wrapper
+
+
+class _Wrapper:
+    """A joblib NumpyArrayWrapper made (NEWOBJ of the class, no arguments), not yet built."""
+
+
+class _Dtype:
+    """numpy.dtype(descr, align, copy) made while loading, with the state BUILD gives it."""
+
+    def __init__(self, descr: str):
+        self.descr, self.state = descr, None
+
+    def _field(self, index: int):
+        state = self.state
+        if isinstance(state, _Tuple) and len(state) >= 8 and type(state[index]) is _Int:
+            return int(state[index])
+        return None
+
+    def has_objects(self) -> bool:
+        """numpy's object dtype, or a record with an object field (its flags say so)."""
+        match, flags = _DESCR.match(self.descr), self._field(7)
+        return match is not None and match.group(1) == "O" or flags is not None and \
+            bool(flags & 1)
+
+    def itemsize(self) -> int | None:
+        """Bytes per element, as numpy computes it; None where the scan cannot tell."""
+        elsize = self._field(5)
+        if elsize is not None and elsize > 0:
+            return elsize
+        match = _DESCR.match(self.descr)
+        if match is None:
+            return None
+        kind, digits = match.groups()
+        if kind == "?":
+            return 1
+        if not digits:
+            return None
+        return int(digits) * (4 if kind == "U" else 1)
+
+
+JOBLIB_WRAPPER = ("joblib.numpy_pickle", "NumpyArrayWrapper")
+_DESCR = re.compile(r"[<>|=]?([biufcmMOSUV?])([0-9]*)\Z")
 
 
 _STRING_OPS = frozenset({"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE",
@@ -204,9 +278,20 @@ _MUTATING_OPS = {"BUILD": 1, "SETITEM": 2, "APPEND": 1}          # items popped 
 _MUTATING_MARK_OPS = frozenset({"SETITEMS", "APPENDS", "ADDITEMS"})
 
 
-def read_pickle(data, budget: _Budget | None = None) -> PickleReading | None:
+class TooLarge(ValueError):
+    """Data longer than the scan reads (a compressed file's, scan.py): what comes after is
+    not read."""
+
+
+class _Unmeasured(Exception):
+    """A joblib array whose length the scan cannot tell: the rest of the file is not read."""
+
+
+def read_pickle(data, budget: _Budget | None = None,
+                joblib: bool = False) -> PickleReading | None:
     """The globals one pickle (bytes, or a binary file from its position) loads; None when it
-    is no pickle (no opcode read)."""
+    is no pickle (no opcode read). `joblib`: read as joblib.load reads it (each array's bytes
+    after its wrapper skipped)."""
     stream = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
     budget = budget or _Budget(MAX_OPCODES)
     reading = PickleReading()
@@ -217,6 +302,9 @@ def read_pickle(data, budget: _Budget | None = None) -> PickleReading | None:
     def used(item):
         if type(item) is _Global and item.getattr:
             reading.names.append(item.name)
+        elif type(item) is _Global and item.wrapper:
+            reading.names.append(PickleName(".".join(JOBLIB_WRAPPER) + " made otherwise than "
+                                            "joblib makes it", None, "unknown"))
         return item
 
     def pop():
@@ -266,23 +354,42 @@ def read_pickle(data, budget: _Budget | None = None) -> PickleReading | None:
                 push(memo.get(argument))
             elif kind in ("global", "inst"):
                 module, _, attribute = str(argument).partition(" ")
-                found = _Global(PickleName(module, attribute))
+                found = _Global(PickleName(module, attribute), joblib)
                 if kind == "inst":
                     reading.names.append(found.name)
                     pop_mark()
                     push(None)
                 else:
-                    if not found.getattr:
+                    if not found.deferred:
                         reading.names.append(found.name)
                     push(found)
             elif kind == "stack_global":
                 attribute, module = pop(), pop()
                 found = _Global(PickleName(str(module), str(attribute))
                                 if type(module) is _Str and type(attribute) is _Str
-                                else PickleName(None, None, "unknown"))
-                if not found.getattr:
+                                else PickleName(None, None, "unknown"), joblib)
+                if not found.deferred:
                     reading.names.append(found.name)
                 push(found)
+            elif kind == "int":
+                push(_Int(argument) if isinstance(argument, int) else None)
+            elif kind == "none":
+                push(_NONE)
+            elif kind == "dict":
+                items = pop_mark()
+                push(_Dict(zip(items[::2], items[1::2])))
+            elif kind == "empty_dict":
+                push(_Dict())
+            elif kind == "newobj":
+                keywords = pop() if opcode.name == "NEWOBJ_EX" else _Dict()
+                arguments = pop()
+                made = stack.pop() if stack else None
+                if type(made) is _Global and made.wrapper and arguments == () and \
+                        keywords == {}:
+                    push(_Wrapper())
+                else:
+                    used(made)
+                    push(None)
             elif kind == "ext":
                 found = PickleName(f"extension code {argument}", None, "unknown")
                 reading.names.append(found)
@@ -306,14 +413,32 @@ def read_pickle(data, budget: _Budget | None = None) -> PickleReading | None:
                 else:
                     push(_reduced(used(function), arguments, reading))
             elif kind == "mutate":                  # BUILD, SETITEM, APPEND: on what is below
-                for _ in range(_MUTATING_OPS[opcode.name]):
-                    pop()
-                _patched(top(), reading)
+                items = [pop() for _ in range(_MUTATING_OPS[opcode.name])][::-1]
+                target = top()
+                if opcode.name == "SETITEM" and type(target) is _Dict:
+                    target[items[0]] = items[1]
+                elif opcode.name == "BUILD" and type(target) is _Wrapper:
+                    _skip_array(stream, items[0], reading, budget)
+                    reading.skipped = True
+                    stack[-1] = None                # the array joblib read
+                elif opcode.name == "BUILD" and type(target) is _Dtype:
+                    target.state = items[0]
+                else:
+                    _patched(target, reading)
             elif kind == "mutate_mark":             # SETITEMS, APPENDS, ADDITEMS
-                pop_mark()
-                _patched(top(), reading)
+                items = pop_mark()
+                target = top()
+                if opcode.name == "SETITEMS" and type(target) is _Dict:
+                    target.update(zip(items[::2], items[1::2]))
+                else:
+                    _patched(target, reading)
         else:
             reading.complete = reading.opcodes > 0
+    except _Unmeasured:
+        reading.names.append(PickleName(".".join(JOBLIB_WRAPPER) + " of an array the scan "
+                                        "cannot measure", None, "unknown"))
+    except TooLarge:
+        reading.truncated = True
     except Exception:
         # Not a pickle, or one the loader stops reading here (what came before has run).
         if reading.opcodes == 0:
@@ -321,10 +446,47 @@ def read_pickle(data, budget: _Budget | None = None) -> PickleReading | None:
     return reading
 
 
+def _skip_array(stream, state, reading: PickleReading, budget: _Budget) -> None:
+    """What joblib's NumpyUnpickler.load_build reads after a wrapper is built: the array's raw
+    bytes (after a padding byte and that many bytes of padding, since joblib 1.2: where the
+    state names its alignment), or, for an array of objects, one pickle (read here too)."""
+    if not isinstance(state, _Dict):
+        raise _Unmeasured
+    shape, dtype = state.get("shape"), state.get("dtype")
+    if not (isinstance(shape, _Tuple) and all(type(n) is _Int and n >= 0 for n in shape) and
+            isinstance(dtype, _Dtype)):
+        raise _Unmeasured
+    if dtype.has_objects():
+        inner = read_pickle(stream, budget)
+        if inner is None:
+            raise _Unmeasured
+        reading.names += inner.names
+        reading.inner += inner.inner
+        reading.truncated |= inner.truncated
+        if not inner.complete:
+            raise _Unmeasured
+        return
+    size = dtype.itemsize()
+    count = 1
+    for n in shape:
+        count *= int(n)
+    if size is None or count * size > MAX_ARRAY_BYTES:
+        raise _Unmeasured
+    if type(state.get("numpy_array_alignment_bytes")) is _Int:
+        padding = stream.read(1)
+        if padding:
+            stream.seek(padding[0], io.SEEK_CUR)
+    stream.seek(count * size, io.SEEK_CUR)
+
+
 def _kinds() -> tuple[dict, dict]:
     """Each opcode's handling in read_pickle, and what any other takes and leaves: (takes the
     items above a mark, other items it pops, items it pushes)."""
-    named = {"MARK": "mark", "MEMOIZE": "memoize", "GLOBAL": "global", "INST": "inst",
+    named = {"INT": "int", "BININT": "int", "BININT1": "int", "BININT2": "int", "LONG": "int",
+             "LONG1": "int", "LONG4": "int", "NEWTRUE": "int", "NEWFALSE": "int",
+             "NONE": "none", "DICT": "dict", "EMPTY_DICT": "empty_dict", "NEWOBJ": "newobj",
+             "NEWOBJ_EX": "newobj",
+             "MARK": "mark", "MEMOIZE": "memoize", "GLOBAL": "global", "INST": "inst",
              "STACK_GLOBAL": "stack_global", "DUP": "dup", "POP": "pop", "POP_MARK": "pop_mark",
              "TUPLE": "tuple", "REDUCE": "reduce", "EXT1": "ext", "EXT2": "ext", "EXT4": "ext",
              "PUT": "put", "BINPUT": "put", "LONG_BINPUT": "put",
@@ -357,6 +519,10 @@ def _reduced(function, arguments, reading: PickleReading):
     if not isinstance(function, _Global):
         return None
     called = function.name
+    if (called.module, called.name) in (("numpy", "dtype"), ("numpy.core.multiarray", "dtype"),
+                                        ("numpy._core.multiarray", "dtype")) and \
+            isinstance(arguments, _Tuple) and arguments and isinstance(arguments[0], _Str):
+        return _Dtype(str(arguments[0]))
     if (called.module, called.name) == ("_codecs", "encode") and isinstance(arguments, _Tuple) \
             and len(arguments) == 2 and isinstance(arguments[0], _Str) and \
             isinstance(arguments[1], _Str) and arguments[1].lower() in ("latin1", "latin-1"):
@@ -402,11 +568,12 @@ def pickle_globals(data: bytes) -> list[PickleName] | None:
     return None if reading is None else reading.names
 
 
-def read_stream(stream, budget: _Budget | None = None, depth: int = 0) -> PickleReading | None:
+def read_stream(stream, budget: _Budget | None = None, depth: int = 0,
+                joblib: bool = False) -> PickleReading | None:
     """Every pickle of a file one after another (pickle.load called in a loop reads them all;
     torch.save's legacy format is five pickles, then the storages' raw bytes), with the
     globals of the torch streams they load (torch.storage._load_from_bytes); None if the file
-    is no pickle."""
+    is no pickle. `joblib`: read as joblib.load reads them too (read_pickle)."""
     budget = budget or _Budget(MAX_OPCODES)
     start = stream.tell()
     head = stream.read(len(TORCH_LEGACY_MAGIC) + 4)
@@ -415,7 +582,7 @@ def read_stream(stream, budget: _Budget | None = None, depth: int = 0) -> Pickle
     total = None
     for _ in range(count):
         position = stream.tell()
-        reading = read_pickle(stream, budget)
+        reading = read_pickle(stream, budget, joblib)
         if reading is None:
             break
         if total is None:
@@ -425,6 +592,7 @@ def read_stream(stream, budget: _Budget | None = None, depth: int = 0) -> Pickle
             total.inner += reading.inner
             total.opcodes += reading.opcodes
             total.truncated |= reading.truncated
+            total.skipped |= reading.skipped
         if not reading.complete or stream.tell() == position or not stream.read(1):
             break
         stream.seek(-1, io.SEEK_CUR)

@@ -37,9 +37,12 @@ import io
 import json
 import lzma
 import os
+import shutil
 import sys
 import tarfile
+import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 # ASSIGNMENT_FOLDERS, CATEGORIES, NOTE and TAMPERING are part of this module's interface too.
@@ -47,8 +50,9 @@ from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # 
                                        TAMPERING, Finding)
 from grader.integrity.own_objects import may_rebind_names, template_modules
 from grader.integrity.pickles import (NPY_MAGIC, PICKLE_SUFFIXES, ZIP_MAGICS, Context,
-                                      dangerous_globals, npy_pickle_offset, read_stream,
-                                      torchscript_as_python, torchscript_root)
+                                      TooLarge, dangerous_globals, npy_pickle_offset,
+                                      read_stream, torchscript_as_python, torchscript_root)
+from grader.integrity.selves import Selves, own_selves
 from grader.integrity.source import scan_text
 from grader.integrity.unrun import unimported_test_files, virtual_environments
 
@@ -58,6 +62,7 @@ MAX_ARCHIVE_MEMBERS = 2000     # members read (Python, compiled, pickled) of one
 MAX_ARCHIVE_ENTRIES = 100000   # entries listed (a dataset's files are only listed)
 MAX_MEMBER_BYTES = 8 * 2**20
 MAX_NESTED_ARCHIVES = 3        # a checkpoint (a zip) in a zip in a zip, read at most
+MAX_DECOMPRESSED_BYTES = 256 * 2**20   # of one compressed file (joblib's, a .pkl.gz)
 
 _COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".dylib")
 _ZIP_SUFFIXES = (".zip", ".egg", ".whl", ".pyz", ".jar")
@@ -86,18 +91,25 @@ def scan_submission(submission: Path) -> list[Finding]:
     # The submission's own modules: setting their variables is not patching a library.
     own = {p.stem for p in files if p.suffix == ".py"} | {
         p.parent.name for p in files if p.name == "__init__.py"}
-    trusted = _objects_can_be_trusted(files, submission, own)
+    trees = _python_trees(files, submission)   # each Python file parsed once
+    trusted = _objects_can_be_trusted(files, submission, own, trees)
     # What a pickle of the submission's own objects may name (read once, when a file needs it).
     context = functools.cache(lambda: Context(own_names=_own_names(files, submission)))
+    # A method's `self` is its own object only where no file calls it with another one.
+    try:
+        selves = own_selves(trees)
+    except (RecursionError, MemoryError):
+        selves = Selves()   # none trusted: such a file is held unread anyway (scan_text)
     for path in files:
         relative = path.relative_to(submission).as_posix()
         if path.suffix == ".py":
             source = _linked_source(path, submission)
             if source is not None:
-                findings += scan_source(source, relative, own, trusted)
+                findings += scan_source(source, relative, own, trusted, selves,
+                                        trees.get(relative))
         elif path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES) and not \
                 path.is_symlink():
-            findings += _scan_archive(path, relative, own, context)
+            findings += _scan_archive(path, relative, own, context, selves=selves)
         else:
             findings += _scan_data_file(path, relative, submission, own, context)
     findings = _as_notes_where_nothing_runs(findings, submission, environments)
@@ -203,11 +215,13 @@ def _linked_source(path: Path, submission: Path) -> Path | None:
     return target if target.is_file() else None
 
 
-def _objects_can_be_trusted(files: list[Path], submission: Path, own: set[str]) -> bool:
+def _objects_can_be_trusted(files: list[Path], submission: Path, own: set[str],
+                            trees: dict[str, ast.AST]) -> bool:
     """Whether no file can rebind another module's names (grader/integrity/own_objects.py):
     every Python file read and none able to, no archive (its modules can be imported), and no
     module named like one of Python's own (a types.py beside the script is what `from types
-    import SimpleNamespace` there imports)."""
+    import SimpleNamespace` there imports). `trees`: the files' syntax trees (_python_trees:
+    a file missing there could not be read)."""
     if own & sys.stdlib_module_names:
         return False
     for path in files:
@@ -215,18 +229,52 @@ def _objects_can_be_trusted(files: list[Path], submission: Path, own: set[str]) 
             return False
         if path.suffix != ".py":
             continue
-        source = _linked_source(path, submission)
+        tree = trees.get(path.relative_to(submission).as_posix())
         try:
-            if source is None or source.stat().st_size > MAX_FILE_BYTES or \
-                    may_rebind_names(ast.parse(source.read_bytes()), own):
+            if tree is None or may_rebind_names(tree, own):
                 return False
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        except (RecursionError, MemoryError):
             return False
     return True
 
 
+def _python_trees(files: list[Path], submission: Path) -> dict[str, ast.AST]:
+    """The syntax trees of the submission's Python files and of the Python files in its
+    archives (at the top: an archive on sys.path is imported from), by the name the scan
+    gives their findings."""
+    trees: dict[str, ast.AST] = {}
+    for path in files:
+        relative = path.relative_to(submission).as_posix()
+        sources = []
+        if path.suffix == ".py":
+            source = _linked_source(path, submission)
+            try:
+                if source is not None and source.stat().st_size <= MAX_FILE_BYTES:
+                    sources.append((relative, source.read_bytes()))
+            except OSError:
+                pass
+        elif path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES) and \
+                not path.is_symlink() and _is_archive(path):
+            try:
+                members = list(_archive_members(path))
+            except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
+                members = []
+            for name, read, _open in members[:MAX_ARCHIVE_MEMBERS]:
+                if name.lower().endswith(".py"):
+                    data = read()
+                    if data is not None:
+                        sources.append((f"{relative}/{name}", data))
+        for name, data in sources:
+            try:
+                trees[name] = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+    return trees
+
+
 def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset(),
-                trust_own_objects: bool = False) -> list[Finding]:
+                trust_own_objects: bool = False, selves: Selves | None = None,
+                tree: ast.AST | None = None) -> list[Finding]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return [Finding(relative, 0, "unreadable",
@@ -234,11 +282,11 @@ def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset(),
         source = path.read_bytes()
     except OSError as error:
         return [Finding(relative, 0, "unreadable", f"cannot be read ({error.strerror})", "")]
-    return scan_text(source, relative, own_modules, trust_own_objects)
+    return scan_text(source, relative, own_modules, trust_own_objects, selves, tree)
 
 
 def _scan_archive(source, relative: str, own, context=Context, depth: int = 1,
-                  sniffed: bool = False) -> list[Finding]:
+                  sniffed: bool = False, selves: Selves | None = None) -> list[Finding]:
     """The Python, compiled and pickled members of a zip or tar archive (a path, or a zip's
     open file), read like files. A TorchScript archive's (torch.jit.save) code/ files are
     TorchScript, compiled by torch.jit on load: read as Python with TorchScript's
@@ -274,7 +322,8 @@ def _scan_archive(source, relative: str, own, context=Context, depth: int = 1,
             else:
                 if root is not None and name.startswith(f"{root}/code/"):
                     data = torchscript_as_python(data)
-                findings += scan_text(data, inner, own)
+                findings += scan_text(data, inner, own, selves=selves if depth == 1 and
+                                      root is None else None)
         else:
             handle = open_member()
             if handle is not None:
@@ -389,13 +438,144 @@ def _scan_data_file(path: Path, relative: str, submission: Path, own, context) -
         return []
 
 
-def _looks_like_data(handle) -> bool:
+def _looks_like_data(handle, depth: int = 0) -> bool:
     """Whether a file (read from its start, left there) begins like a pickle of protocol 2 to
-    5, a .npy or a zip."""
+    5, a .npy or a zip, or is one of those compressed (zlib, gzip, bz2, xz, lzma: joblib's
+    compressors, and what `pickle.load(gzip.open(...))` reads)."""
     head = handle.read(8)
     handle.seek(0)
-    return head.startswith(NPY_MAGIC) or head[:4] in ZIP_MAGICS or (
-        head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))
+    if head.startswith(NPY_MAGIC) or head[:4] in ZIP_MAGICS or (
+            head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
+        return True
+    inflated = _decompressing(handle) if depth < MAX_NESTED_ARCHIVES else None
+    if inflated is None:
+        return False
+    try:
+        return _looks_like_data(inflated, depth + 1)
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+        return False
+    finally:
+        handle.seek(0)
+
+
+class _Decompressed(io.RawIOBase):
+    """A compressed file read as the data it compresses, at most MAX_DECOMPRESSED_BYTES of it
+    (past them: TooLarge), seekable (back: by decompressing again from the start). Several
+    gzip, bz2 or xz streams one after another are read as one, as Python's gzip, bz2 and lzma
+    files read them; a zlib stream alone."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, raw, kind: str):
+        self.raw, self.kind, self.start = raw, kind, raw.tell()
+        self._restart()
+
+    def _restart(self) -> None:
+        self.raw.seek(self.start)
+        self.decompressor = self._new()
+        self.position, self.pending, self.finished = 0, b"", False
+
+    def _new(self):
+        return {"zlib": zlib.decompressobj, "gzip": lambda: zlib.decompressobj(31),
+                "bz2": bz2.BZ2Decompressor, "xz": lzma.LZMADecompressor,
+                "lzma": lzma.LZMADecompressor}[self.kind]()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def _more(self) -> bytes:
+        """The next decompressed bytes (b"" at the end)."""
+        while not self.finished:
+            decompressor = self.decompressor
+            if decompressor.eof:
+                rest = decompressor.unused_data or self.raw.read(self.CHUNK)
+                if not rest or self.kind == "zlib":
+                    self.finished = True
+                    break
+                self.decompressor = decompressor = self._new()
+                data = rest
+            elif self.kind in ("zlib", "gzip"):
+                data = decompressor.unconsumed_tail or self.raw.read(self.CHUNK)
+            else:
+                data = self.raw.read(self.CHUNK) if decompressor.needs_input else b""
+            if not data and (self.kind in ("zlib", "gzip") or decompressor.needs_input):
+                self.finished = True   # cut short: the loader stops here too
+                break
+            try:
+                out = decompressor.decompress(data, self.CHUNK)
+            except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError):
+                self.finished = True   # garbage after the streams: the loader stops there
+                break
+            if out:
+                return out
+        return b""
+
+    def readinto(self, buffer) -> int:
+        if not self.pending:
+            self.pending = self._more()
+        count = min(len(buffer), len(self.pending))
+        if self.position + count > MAX_DECOMPRESSED_BYTES:
+            raise TooLarge("compressed data larger than the scan reads")
+        buffer[:count] = self.pending[:count]
+        self.pending = self.pending[count:]
+        self.position += count
+        return count
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self.position
+        elif whence == io.SEEK_END:
+            while self.readinto(bytearray(self.CHUNK)):
+                pass
+            offset += self.position
+        if offset < self.position:
+            self._restart()
+        skip = bytearray(self.CHUNK)
+        while self.position < offset:
+            if not self.readinto(memoryview(skip)[:min(self.CHUNK, offset - self.position)]):
+                break
+        return self.position
+
+
+def _compression(head: bytes) -> str | None:
+    """The compressor whose stream begins with these bytes (joblib's, and Python's)."""
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"BZh"):
+        return "bz2"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head.startswith(b"\x5d\x00\x00"):
+        return "lzma"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and \
+            (head[0] * 256 + head[1]) % 31 == 0:
+        return "zlib"
+    return None
+
+
+def _decompressing(handle):
+    """The data a compressed file (read from its start) holds, as a seekable file; None where
+    it is not compressed, or where its first bytes do not decompress."""
+    head = handle.read(8)
+    handle.seek(0)
+    kind = _compression(head)
+    if kind is None:
+        return None
+    inflated = io.BufferedReader(_Decompressed(handle, kind), buffer_size=1 << 16)
+    try:
+        inflated.peek(1)
+        if inflated.raw.finished and not inflated.peek(1):
+            raise ValueError("nothing decompressed")
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+        handle.seek(0)
+        return None
+    return inflated
 
 
 def _scan_data(handle, relative: str, own, context, depth: int = 0,
@@ -410,10 +590,14 @@ def _scan_data(handle, relative: str, own, context, depth: int = 0,
         if offset is None:
             return []
         handle.seek(offset)
-        return _pickle_findings(handle, relative, context())
+        return _pickle_findings(handle, relative, context(), joblib=False)
     if head[:4] in ZIP_MAGICS:
         return _scan_archive(handle, relative, own, context, depth + 1, sniffed)
-    findings = _pickle_findings(handle, relative, context())
+    inflated = _decompressing(handle) if _compression(head) else None
+    findings = [] if inflated is None else \
+        _scan_compressed(inflated, relative, own, context, depth)
+    handle.seek(0)   # (and as the pickle it may be as well: compressed data is none)
+    findings += _pickle_findings(handle, relative, context())
     handle.seek(0)
     try:
         appended = zipfile.is_zipfile(handle)   # a zip after the pickle: zip readers find it
@@ -425,8 +609,41 @@ def _scan_data(handle, relative: str, own, context, depth: int = 0,
     return findings
 
 
-def _pickle_findings(handle, relative: str, context: Context) -> list[Finding]:
-    reading = read_stream(handle)
+def _scan_compressed(inflated, relative: str, own, context, depth: int) -> list[Finding]:
+    """A compressed file's data, read as any file is: a pickle (joblib.dump(compress=...),
+    `pickle.dump` to gzip.open), a .npy, a zip (copied out first: a zip is read from its end),
+    and no deeper than archives are."""
+    if depth >= MAX_NESTED_ARCHIVES:
+        return [Finding(relative, 0, "unreadable", "compressed data nested deeper than the "
+                        "scan reads", "")]
+    try:
+        if inflated.peek(4)[:4] in ZIP_MAGICS:
+            with tempfile.SpooledTemporaryFile(max_size=MAX_MEMBER_BYTES) as copy:
+                shutil.copyfileobj(inflated, copy)
+                copy.seek(0)
+                return _scan_data(copy, relative, own, context, depth + 1)
+        return _scan_data(inflated, relative, own, context, depth + 1)
+    except TooLarge:
+        return [Finding(relative, 0, "unreadable", "compressed data larger than the scan "
+                        f"reads ({MAX_DECOMPRESSED_BYTES // 2**20} MiB): the rest was not read",
+                        "")]
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+        return []   # broken where the loader breaks too
+
+
+def _pickle_findings(handle, relative: str, context: Context,
+                     joblib: bool = True) -> list[Finding]:
+    """The pickles a file is, read as pickle.load and torch.load read them, and as joblib.load
+    does (`joblib`: each array's bytes skipped, pickles.read_pickle): where the two differ,
+    both readings' names."""
+    start = handle.tell()
+    reading = read_stream(handle, joblib=joblib)
+    if reading is not None and reading.skipped:
+        handle.seek(start)
+        plain = read_stream(handle)
+        if plain is not None:
+            reading.names += plain.names
+            reading.truncated |= plain.truncated
     if reading is None:
         return []
     findings = []

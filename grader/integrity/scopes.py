@@ -335,3 +335,181 @@ def _numeric(node: ast.AST, numbers: set[str], events: set[str], imports, builti
         return False
 
     return numeric(node)
+
+
+# -- values taken out of containers ------------------------------------------------------------
+_ELEMENT_CALLS = frozenset({"next", "min", "max"})            # give one element of what they get
+_CONTAINER_CALLS = frozenset({"list", "tuple", "set", "frozenset", "reversed", "sorted", "iter",
+                              "dict"})   # give the elements of what they get
+_ELEMENT_METHODS = frozenset({"get", "pop", "setdefault", "popitem", "popleft"})
+_CONTAINER_METHODS = frozenset({"values", "items", "copy", "keys"})
+_FILLING_METHODS = {"append": 0, "add": 0, "insert": 1, "appendleft": 0}   # -> the value's index
+_EXTENDING_METHODS = frozenset({"extend", "update", "extendleft"})
+
+
+class Containers:
+    """What an expression can stand for where it is a value taken out of a container the file
+    writes (`[nn.Module][0]`, `{"m": nn.Module}.get("m")`, `holders[i]` of a list the file
+    fills with `append` or `holders[k] = ...`, `next(iter(...))`), chosen by a conditional,
+    returned by a function of the file that returns its argument (`same(nn.Module)`), or bound
+    to a name (every binding and loop of that name, wherever it is: a superset). Used where the
+    scan asks "could this be torch's?": a container only delays the question."""
+
+    MAX_DEPTH = 12
+    MAX_FOUND = 256
+    MAX_STEPS = 4000     # of one question: names bound to subscripts of names... stop there
+
+    def __init__(self, tree: ast.AST, bindings: dict, loops: dict):
+        self.bindings, self.loops = bindings, loops
+        self.filled: dict[str, list] = {}        # name -> values put into it
+        self.extended: dict[str, list] = {}      # name -> containers whose elements it takes
+        self.functions: dict[str, list] = {}     # the file's functions, by name
+        self._returned: dict[str, set[int]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name):
+                owner, method = node.func.value.id, node.func.attr
+                if method in _FILLING_METHODS and len(node.args) > _FILLING_METHODS[method]:
+                    self.filled.setdefault(owner, []).append(node.args[_FILLING_METHODS[method]])
+                elif method in _EXTENDING_METHODS and node.args:
+                    self.extended.setdefault(owner, []).extend(node.args)
+                elif method == "setdefault" and len(node.args) > 1:
+                    self.filled.setdefault(owner, []).append(node.args[1])
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                            and node.value is not None:
+                        self.filled.setdefault(target.value.id, []).append(node.value)
+                    elif isinstance(node, ast.AugAssign) and isinstance(target, ast.Name):
+                        self.extended.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(node.name, []).append(node)
+        self.memo: dict[int, list] = {}
+        self.by_name: dict[str, list] = {}   # name -> what its bindings can stand for
+        self.cuts = 0                         # readings cut short (not kept in by_name)
+        self.reading: set[str] = set()        # names being read (a cycle of them stops there)
+        self.steps = self.MAX_STEPS
+
+    def candidates(self, node: ast.AST) -> list[ast.AST]:
+        """`node` and the expressions it can stand for."""
+        if id(node) not in self.memo:
+            found: list = []
+            self.steps = self.MAX_STEPS
+            self._candidates(node, 0, set(), found)
+            self.memo[id(node)] = found
+        return self.memo[id(node)]
+
+    def elements(self, node: ast.AST) -> list[ast.AST]:
+        """The expressions the elements (a dict's values) of a container can stand for."""
+        found: list = []
+        self.steps = self.MAX_STEPS
+        self._elements(node, 0, set(), found)
+        return found
+
+    def _candidates(self, node, depth: int, seen: set, found: list) -> None:
+        self.steps -= 1
+        if ("value", id(node)) in seen:
+            return
+        if depth > self.MAX_DEPTH or len(found) > self.MAX_FOUND or self.steps < 0:
+            self.cuts += 1
+            return
+        seen.add(("value", id(node)))
+        found.append(node)
+        more = []
+        if isinstance(node, ast.Name):
+            found += self._of_name(node.id, depth)
+        elif isinstance(node, ast.Subscript):
+            self._elements(node.value, depth + 1, seen, found)
+        elif isinstance(node, ast.IfExp):
+            more = [node.body, node.orelse]
+        elif isinstance(node, ast.BoolOp):
+            more = node.values
+        elif isinstance(node, ast.NamedExpr):
+            more = [node.value]
+        elif isinstance(node, ast.Call):
+            function, arguments = node.func, node.args
+            if isinstance(function, ast.Name) and function.id in _ELEMENT_CALLS and arguments:
+                self._elements(arguments[0], depth + 1, seen, found)
+            elif isinstance(function, ast.Attribute) and function.attr in _ELEMENT_METHODS:
+                self._elements(function.value, depth + 1, seen, found)
+            elif isinstance(function, ast.Name) and self.returned(function.id):
+                more = [arguments[i] for i in self.returned(function.id)
+                        if i < len(arguments) and not isinstance(arguments[i], ast.Starred)]
+            elif isinstance(function, ast.Lambda) and isinstance(function.body, ast.Name):
+                names = [a.arg for a in function.args.posonlyargs + function.args.args]
+                if function.body.id in names and names.index(function.body.id) < len(arguments):
+                    more = [arguments[names.index(function.body.id)]]
+        for value in more:
+            self._candidates(value, depth + 1, seen, found)
+
+    def returned(self, name: str) -> set[int]:
+        """The positions of the parameters a function of the file named so returns as they
+        are (`def same(x): return x`)."""
+        if name not in self._returned:
+            self._returned[name] = set()
+            for function in self.functions.get(name, []):
+                positional = [a.arg for a in function.args.posonlyargs + function.args.args]
+                for part in _statements(function.body):
+                    if isinstance(part, ast.Return) and isinstance(part.value, ast.Name) and \
+                            part.value.id in positional:
+                        self._returned[name].add(positional.index(part.value.id))
+        return self._returned[name]
+
+    def _of_name(self, name: str, depth: int) -> list:
+        """What a name's bindings can stand for: the same wherever the name is read, so read
+        once (unless a cycle of names, the depth or the budget cut the reading short)."""
+        if name in self.by_name:
+            return self.by_name[name]
+        if name in self.reading or depth > self.MAX_DEPTH:
+            self.cuts += 1
+            return []
+        self.reading.add(name)
+        cuts, found, seen = self.cuts, [], set()
+        for value in self.bindings.get(name, []):
+            self._candidates(value, depth + 1, seen, found)
+        for iterable in self.loops.get(name, []):
+            self._elements(iterable, depth + 1, seen, found)
+        self.reading.discard(name)
+        if self.cuts == cuts:
+            self.by_name[name] = found
+        return found
+
+    def _elements(self, node, depth: int, seen: set, found: list) -> None:
+        """Adds to `found` the candidates of the elements of what `node` can stand for."""
+        self.steps -= 1
+        if ("elements", id(node)) in seen:
+            return
+        if depth > self.MAX_DEPTH or len(found) > self.MAX_FOUND or self.steps < 0:
+            self.cuts += 1
+            return
+        seen.add(("elements", id(node)))
+        containers: list = []
+        self._candidates(node, depth + 1, set(), containers)
+        for container in containers:
+            items = []
+            if isinstance(container, (ast.List, ast.Tuple, ast.Set)):
+                for element in container.elts:
+                    if isinstance(element, ast.Starred):
+                        self._elements(element.value, depth + 1, seen, found)
+                    else:
+                        items.append(element)
+            elif isinstance(container, ast.Dict):
+                for key, value in zip(container.keys, container.values):
+                    if key is None:   # {**other}
+                        self._elements(value, depth + 1, seen, found)
+                    else:
+                        items.append(value)
+            elif isinstance(container, ast.Name):
+                items = self.filled.get(container.id, [])
+                for other in self.extended.get(container.id, []):
+                    self._elements(other, depth + 1, seen, found)
+            elif isinstance(container, ast.Call):
+                function = container.func
+                if isinstance(function, ast.Name) and function.id in _CONTAINER_CALLS:
+                    for argument in container.args:
+                        self._elements(argument, depth + 1, seen, found)
+                elif isinstance(function, ast.Attribute) and function.attr in _CONTAINER_METHODS:
+                    self._elements(function.value, depth + 1, seen, found)
+            for item in items:
+                self._candidates(item, depth + 1, seen, found)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.own_objects import own_object_names, template_script
-from grader.integrity.scopes import local_names, numeric_updates, resolve as resolve_stable
+from grader.integrity.scopes import Containers, local_names, numeric_updates
+from grader.integrity.scopes import resolve as resolve_stable
 from grader.integrity.scopes import stable_imports
 from grader.integrity.findings import Finding
 from grader.integrity.names import (
@@ -17,12 +19,11 @@ from grader.integrity.names import (
     RAW_MEMORY_NAMES, SIGNAL_HANDLING, STAR_SENSITIVE, TORCH_DISPATCH_MODULES,
     TORCH_INTERNAL_NAMES, TORCH_INTERNAL_PREFIXES, TORCH_PRIVATE_SETTINGS, UNCALLED_MODULES)
 from grader.integrity.pickles import dangerous_globals, pickle_globals
+from grader.integrity.selves import Selves, own_selves
 
 
-# A grader setting: PDL_ and a word of its settings, or PDL_ and a part computed at run time
-# (HOLE: `"PDL_" + name`, f"PDL_{name}").
-_GRADER_SETTING = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + "|" + HOLE + ")")
-_SETTING_FAMILY = re.compile("PDL_(" + "|".join(GRADER_SETTING_FAMILIES) + ")")
+# The grader's settings' names: PDL_ and a word of its settings (PDL_SEAL_FD, PDL_VGPU_TRACE).
+_SETTING_NAMES = tuple(f"PDL_{family}" for family in GRADER_SETTING_FAMILIES)
 # A file's name: a partly computed one that ends in an extension (`f"PDL_{n}gpu_timings.json"`)
 # names no setting, unless it is written where the environment is read.
 _FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
@@ -48,8 +49,74 @@ _DATA_OWNERS = frozenset({
     "math.pi", "math.e", "math.tau", "math.inf", "math.nan"})
 
 
+_ATTRIBUTE_BUILTINS = frozenset(f"{module}.{name}" for module in ("builtins", "__builtin__")
+                                for name in ("getattr", "setattr", "delattr", "hasattr"))
+# unittest.mock's patcher (and the `mock` package's, its backport); `.object`, `.dict`,
+# `.multiple` of it too.
+_MOCK_PATCHERS = frozenset({"unittest.mock.patch", "mock.patch"})
+# torch's dtypes (torch.float16): values, whose attributes cannot be set.
+_TORCH_DTYPES = frozenset({
+    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
+    "int32", "int64", "uint8", "bool", "long", "int", "short", "complex64", "complex128",
+    "cfloat", "cdouble"})
 _DYNAMIC_BUILTINS = frozenset(f"{module}.{name}" for module in ("builtins", "__builtin__")
                               for name in DYNAMIC_CALLS)
+
+
+def _spells_a_setting(text: str) -> tuple[bool, bool]:
+    """Whether a string (HOLE: a part computed at run time, any text) can be a grader setting's
+    name, and on what evidence: (the family written out after at least one letter of `PDL`:
+    `"P" + x + "SEAL_KEY"`, `sep.join(["PDL", "SEAL"])`; all of `PDL` written out and the rest
+    computed or written: `"PDL_" + name`, f"PDL{x}"). A part computed wholly at run time is
+    no evidence (`f"{n}_SUBMISSION"`, a file's name of the course's acronym and a number)."""
+    if "PDL" not in text and not (HOLE in text and any(c in text for c in "PDL")):
+        return False, False
+    text = re.sub(HOLE + "+", HOLE, text)   # holes side by side are one
+    family_written = pdl_written = False
+    for name in _SETTING_NAMES:
+        # A reading with a letter of PDL written out starts at most a name's length of written
+        # characters and holes before that letter, and spans at most twice the name's length.
+        span = 2 * len(name) + 1
+        starts = {start for at, char in enumerate(text) if char in "PDL"
+                  for start in range(max(0, at - span), at + 1)}
+        for start in starts:
+            for family, some_pdl, all_pdl in _readings(text[start:start + span], name):
+                family_written |= family and some_pdl
+                pdl_written |= all_pdl
+            if family_written and pdl_written:
+                return True, True
+    return family_written, pdl_written
+
+
+@functools.lru_cache(maxsize=4096)
+def _readings(text: str, name: str) -> frozenset[tuple[bool, bool, bool]]:
+    """The ways `name` (PDL_ and a family) can be read from the start of `text`, where each
+    HOLE stands for any text, each as (every letter of the family written out, some letter of
+    PDL written out, every letter of PDL written out)."""
+    found: set[tuple[bool, bool, bool]] = set()
+    # (position in text, characters of the name read so far, the three facts so far)
+    pending = [(0, 0, True, False, True)]
+    seen: set = set()
+    while pending:
+        state = pending.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        at, read, family, some_pdl, all_pdl = state
+        if read == len(name):
+            found.add((family, some_pdl, all_pdl))
+        elif at < len(text) and text[at] == HOLE:
+            for more in range(len(name) - read + 1):   # the hole gives `more` characters
+                given = range(read, read + more)
+                after = (family and not any(i >= 4 for i in given), some_pdl,
+                         all_pdl and not any(i < 3 for i in given))
+                if read + more == len(name):   # the rest of the name inside this hole
+                    found.add(after)
+                else:
+                    pending.append((at + 1, read + more, *after))
+        elif at < len(text) and text[at] == name[read]:
+            pending.append((at + 1, read + 1, family, some_pdl or read < 3, all_pdl))
+    return frozenset(found)
 
 
 def _torch_internal(name: str) -> bool:
@@ -60,11 +127,14 @@ def _torch_internal(name: str) -> bool:
 
 
 def scan_text(source: bytes, relative: str, own_modules=frozenset(),
-              trust_own_objects: bool = False) -> list[Finding]:
+              trust_own_objects: bool = False, selves: Selves | None = None,
+              tree: ast.AST | None = None) -> list[Finding]:
     """`trust_own_objects`: no file of the submission can rebind another's names
-    (own_objects.may_rebind_names), so a plain object a file makes is that object."""
+    (own_objects.may_rebind_names), so a plain object a file makes is that object. `selves`:
+    the reads of `self` that are a method's own object, judged over all the submission's
+    files (selves.own_selves); None: over this file alone. `tree`: `source` parsed already."""
     try:
-        tree = ast.parse(source, filename=relative)
+        tree = ast.parse(source, filename=relative) if tree is None else tree
     except (RecursionError, MemoryError):
         return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
     except (SyntaxError, ValueError) as error:
@@ -75,6 +145,7 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
     visitor = _Visitor(relative, lines, own_modules)
     visitor.trust_own_objects = trust_own_objects
     try:
+        visitor.selves = own_selves({relative: tree}) if selves is None else selves
         visitor.scan(tree)
     except (RecursionError, MemoryError):
         # Nested beyond what any homework writes (thousands of levels): not read, so held.
@@ -177,6 +248,9 @@ class _Visitor(ast.NodeVisitor):
         self.env_keys: set[int] = set()     # the expressions that name environment variables
         self.file_names: set[int] = set()   # partly computed files' names (`f"PDL_{n}.json"`)
         self.worked_on: set[int] = set()    # values sliced or read from (`name[:-5]`, `.stem`)
+        # The reads of `self` that are the object a method of the file's class was called on
+        # (selves.py); none in code run from a string.
+        self.selves = Selves()
 
     def scan(self, tree: ast.AST) -> None:
         self.folder = Folder(tree)
@@ -190,6 +264,7 @@ class _Visitor(ast.NodeVisitor):
         self.numeric_updates = numeric_updates(tree, module_level=self.trust_own_objects) \
             if isinstance(tree, ast.Module) else set()
         self.stable = stable_imports(tree)
+        self.containers = Containers(tree, self.folder.bindings, self.folder.loops)
         self.visit(tree)
 
     def learn(self, tree: ast.AST) -> None:
@@ -214,6 +289,19 @@ class _Visitor(ast.NodeVisitor):
                                       for e in c.elts if isinstance(e, ast.Constant)}
             elif isinstance(node, ast.Compare) and any(map(_names_dunder_name, node.comparators)):
                 self.skip_strings.add(id(node.left))   # `if "__main__" == __name__:`
+
+    def own_self(self, node: ast.AST | None) -> bool:
+        """`self` (or `cls`) where it is the object a method of the student's own class was
+        called on: what the class does to it replaces nothing of torch's."""
+        return node is not None and self.line_offset is None and \
+            self.selves.own(self.relative, node)
+
+    def not_own_self(self, node: ast.AST | None) -> str:
+        """For a `self` that is not one (a plain function's parameter, a method called with
+        another first argument): why, to say with the finding; else ""."""
+        if node is None or not _is_self(node) or self.own_self(node):
+            return ""
+        return f" ({node.id} here may be any object: {self.selves.reason(self.relative, node)})"
 
     # -- recording ----------------------------------------------------------------------------
     def found(self, node: ast.AST, category: str, what: str) -> None:
@@ -320,7 +408,7 @@ class _Visitor(ast.NodeVisitor):
         name alone, then by the module it resolves to (`full`)."""
         if called is None:
             called = id(node) in self.called
-        on_self = base is not None and _is_self(base)
+        on_self = self.own_self(base)
         if name in INTERPRETER_ATTRIBUTES and not (
                 name in ALLOWED_ON_SUPER and base is not None and
                 (_is_super_call(base) or on_self or id(node) in self.called_on_self)):
@@ -404,14 +492,14 @@ class _Visitor(ast.NodeVisitor):
         if partial is not None:
             texts = texts + [partial]
         for text in texts:
-            if "PDL_" in text and HOLE in text and _FILE_NAME.search(text) and \
-                    not _SETTING_FAMILY.search(text) and id(node) not in self.env_keys and \
+            family_written, pdl_written = _spells_a_setting(text)
+            if pdl_written and not family_written and HOLE in text and \
+                    _FILE_NAME.search(text) and id(node) not in self.env_keys and \
                     id(node) not in self.worked_on:
-                # a file's name, neither read from the environment nor cut back to a setting's
-                # name here (`f"PDL_{x}.json"[:-5]`): its parts neither
+                # a file's name (f"PDL_{n}gpu.json"), neither read from the environment nor cut
+                # back to a setting's name here (`f"PDL_{x}.json"[:-5]`): its parts neither
                 self.file_names |= {id(part) for part in ast.walk(node)}
-            elif "PDL_" in text and _GRADER_SETTING.search(text) and \
-                    id(node) not in self.file_names:
+            elif (family_written or pdl_written) and id(node) not in self.file_names:
                 self.found(node, "grader_settings", f"names the grader's setting "
                            f"{text.replace(HOLE, '…')[:40]!r}")
             if ("proc" in text or "/dev/fd/" in text) and proc_path(text):
@@ -477,7 +565,7 @@ class _Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         function = node.func
         self.called.add(id(function))
-        if node.args and _is_self(node.args[0]):
+        if node.args and self.own_self(node.args[0]):
             self.called_on_self.add(id(function))
         self.check_strings(node)
         name = function.id if isinstance(function, ast.Name) else None
@@ -488,10 +576,17 @@ class _Visitor(ast.NodeVisitor):
             self.dynamic_call(node, name or full.split(".")[-1])
         if full in ("importlib.import_module", "importlib.__import__"):
             self.dynamic_call(node, "__import__")
-        if name in ("getattr", "setattr", "delattr", "hasattr") and name not in self.defined:
-            self.attribute_call(node, name)
+        if name in ("getattr", "setattr", "delattr", "hasattr") and name not in self.defined \
+                or full in _ATTRIBUTE_BUILTINS:
+            self.attribute_call(node, name or full.rpartition(".")[2])
         else:
             self.patching_by_proxy(node)
+        if full is not None and (full in _MOCK_PATCHERS or
+                                 full.rpartition(".")[0] in _MOCK_PATCHERS):
+            self.mock_patch(node, full)
+        elif isinstance(function, ast.Attribute) and function.attr in ("setattr", "delattr") \
+                and full is None and node.args:
+            self.monkeypatch(node, function.attr)
         if isinstance(function, ast.Attribute) and self.is_environ(function.value):
             self.judged_env.add(id(function.value))
             if function.attr in ENV_METHODS_WITH_KEY:
@@ -526,17 +621,120 @@ class _Visitor(ast.NodeVisitor):
         """A call handed a module or class of torch (builtins, ...) and the name of a function
         the instrumentation relies on: a helper or decorator that replaces it (`@replace(
         nn.Module, "parameters")`), whatever it calls the two inside."""
-        values = [*node.args, *(k.value for k in node.keywords)]
-        owners = [v for v in values if (self.resolve(v) or "").split(".")[0] in PROTECTED_ROOTS
-                  and self.resolve(v) not in _DATA_OWNERS]
+        values = []   # what the call is handed, unpacked where it is unpacked from containers
+        for argument in node.args:
+            values += self.containers.elements(argument.value) \
+                if isinstance(argument, ast.Starred) else [argument]
+        for keyword in node.keywords:
+            values += self.containers.elements(keyword.value) if keyword.arg is None \
+                else [keyword.value]
+        owners = [owner for value in values for owner in self.owners_of(value)]
         if not owners:
             return
         for value in values:
-            named = [t for t in self.folder.strings(value) if t in PATCHED_NAMES and len(t) > 2]
+            named = [t for candidate in self.containers.candidates(value)
+                     for t in self.folder.strings(candidate) if t in PATCHED_NAMES and len(t) > 2]
             if named:
-                self.found(node, "patching", f"hands {self.resolve(owners[0])} and "
+                self.found(node, "patching", f"hands {owners[0]} and "
                            f"'{named[0]}' to a function (replacing it by proxy)")
                 return
+
+    def owners_of(self, node: ast.AST) -> list[str]:
+        """The modules and classes of torch (builtins, ...) an expression can be, also taken out
+        of a container (Containers): not their data (sys.stdout, torch.float32)."""
+        found = []
+        for candidate in self.containers.candidates(node):
+            full = self.resolve(candidate)
+            if full is not None and full.split(".")[0] in PROTECTED_ROOTS and \
+                    full not in _DATA_OWNERS and not (
+                        full.startswith("torch.") and full[6:] in _TORCH_DTYPES):
+                found.append(full)
+        return found
+
+    def mock_patch(self, node: ast.Call, full: str) -> None:
+        """unittest.mock's patchers replace what they name until undone (a context's end, a
+        decorated function's return, stop()), which the runtime's closing check never sees:
+        judged as the assignment they make. `patch("a.b.c")`, `patch.dict("sys.modules")` by
+        the dotted name; `patch.object(owner, name)` as setattr; `patch.multiple(owner,
+        name=...)` as setattr of each name."""
+        kind = full.rpartition(".")[2] if full not in _MOCK_PATCHERS else "patch"
+        arguments = {"patch": ("target",), "dict": ("in_dict",), "object": ("target",
+                                                                              "attribute"),
+                     "multiple": ("target",)}.get(kind)
+        if arguments is None:
+            return   # stopall, TEST_PREFIX, ...
+        given = list(node.args[:len(arguments)]) + [
+            k.value for k in node.keywords if k.arg in arguments[len(node.args):]]
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords) or len(given) < len(arguments):
+            self.found(node, "patching", f"calls mock.{kind} with unpacked arguments")
+            return
+        if kind == "patch":
+            self.patched_by_name(node, given[0], "mock.patch")
+        elif kind == "dict":
+            if self.resolve(given[0]) is not None or \
+                    isinstance(given[0], (ast.Dict, ast.Attribute, ast.Subscript)):
+                return   # an object (os.environ, sys.modules, a dict): judged where it is read
+            if set(self.folder.strings(given[0])) & {"os.environ", "os.environb"}:
+                # the environment's items replaced: their names are read where they are written
+                self.found(node, "environment", "uses the environment as a whole "
+                           "(mock.patch.dict)")
+            elif self.folder.strings(given[0]) or skeleton(given[0]) is not None:
+                self.patched_by_name(node, given[0], "mock.patch.dict")
+            # else a dictionary of the script's own (`mock.patch.dict(config, {...})`)
+        elif kind == "object":
+            self.attribute_call(ast.Call(func=node.func, args=given, keywords=[],
+                                         lineno=node.lineno, col_offset=node.col_offset),
+                                "setattr")
+            if not self.folder.strings(given[1]) and self.resolve(given[0]) is None:
+                self.found(node, "patching", "mock.patch.object with a computed name on an "
+                           "object the grader cannot tell")
+        else:
+            owner = given[0]
+            # the owner, or the module it names (`patch.multiple("torch", matmul=f)`)
+            prefixes = [self.resolve(owner)] if self.resolve(owner) else \
+                self.folder.strings(owner) or [None]
+            for keyword in node.keywords:
+                if keyword.arg in (None, "target", "spec", "create", "spec_set", "autospec",
+                                   "new_callable"):
+                    continue
+                for prefix in prefixes:
+                    self.assigned_attribute(node, owner, keyword.arg,
+                                            f"{prefix}.{keyword.arg}" if prefix else None)
+
+    def patched_by_name(self, node: ast.Call, target: ast.AST, how: str) -> None:
+        """A patcher given `module.attribute` as text (mock.patch, MonkeyPatch.setattr): the
+        assignment it makes, where the text can be read; held where it cannot."""
+        texts = self.folder.strings(target)
+        for text in texts:
+            module, _, attribute = text.rpartition(".")
+            if module and attribute:
+                self.assigned_attribute(node, ast.Constant(value=None), attribute, text)
+        if texts:
+            return
+        partial = skeleton(target)
+        root = partial.split(".")[0] if partial is not None and HOLE not in \
+            partial.split(".")[0] else None
+        if root is not None and "." in partial and (root in self.own_modules or
+                                                    root not in PROTECTED_ROOTS):
+            if root not in self.own_modules:
+                self.found(node, "library_settings", f"{how} of "
+                           f"{partial.replace(HOLE, '…')[:40]!r}")
+            return
+        self.found(node, "patching", f"{how} of a name computed at run time "
+                   f"({(partial or '…').replace(HOLE, '…')[:40]!r})")
+
+    def monkeypatch(self, node: ast.Call, name: str) -> None:
+        """`x.setattr(owner, name, value)` or `x.setattr("module.name", value)` of an object
+        (pytest's MonkeyPatch, anything that sets what it is given): read as setattr."""
+        first = node.args[0]
+        if self.folder.strings(first) or isinstance(first, (ast.JoinedStr, ast.BinOp)) and \
+                skeleton(first) is not None:
+            if len(node.args) == 2 or name == "delattr" and len(node.args) == 1:
+                self.patched_by_name(node, first, f"{name}()")
+            return
+        if len(node.args) >= 2:
+            self.attribute_call(node, name)
 
     def _code(self, line: int) -> str:
         code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
@@ -579,6 +777,9 @@ class _Visitor(ast.NodeVisitor):
         self.skip_strings.add(id(attribute))
         names = self.folder.strings(attribute)
         base_full = self.resolve(target)
+        if base_full is None and name in ("setattr", "delattr"):
+            owners = self.owners_of(target)   # `setattr([torch][0], "matmul", f)`
+            base_full = owners[0] if owners else None
         for text in names:
             full = f"{base_full}.{text}" if base_full else None
             self.attribute_named(node, text, base=target, full=full, load=name != "setattr",
@@ -624,13 +825,19 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "patching", f"replaces {name}, which decides what an object is "
                        "made as")
             return
-        if name in PATCHED_NAMES and not _is_self(base) and id(base) not in self.own_objects \
-                and not (id(node) in self.numeric_updates and name in _NUMERIC_FIELDS):
+        if name in PATCHED_NAMES and not self.own_self(base) and \
+                id(base) not in self.own_objects and \
+                not (id(node) in self.numeric_updates and name in _NUMERIC_FIELDS):
             self.found(node, "patching", f"replaces {name}, which the grader's instrumentation "
-                       "relies on")
+                       f"relies on{self.not_own_self(base)}")
             return
         if full is None:
-            return
+            # `[torch][0].matmul = f`, `for t in (torch,): t.matmul = f`
+            owners = self.owners_of(base) if isinstance(base, (ast.Subscript, ast.Name, ast.Call,
+                                                               ast.IfExp, ast.BoolOp)) else []
+            if not owners:
+                return
+            full = f"{owners[0]}.{name}"
         root = full.split(".")[0]
         if root in self.own_modules or full.startswith(ALLOWED_SETTINGS):
             return

@@ -440,4 +440,28 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
     Forgery("builtin_eval_handed_to_a_parameter_named_eval",
             "hands the builtin eval to a function whose parameter is named eval",
             "def _run(eval):\n    return eval('1')\n\n\n_run(eval)\n"),
+    # A fourth red team's routes (the scan's `self`, containers, mock, a setting's name)
+    Forgery("linear_forward_replaced_through_a_parameter_named_self",
+            "a plain function whose parameter is named self is handed nn.Linear and replaces "
+            "its forward, as a method does on its own object",
+            "def _patch(self):\n    self.forward = lambda s, x: x * 0\n\n\n_patch(nn.Linear)\n"),
+    Forgery("linear_forward_replaced_by_a_method_called_on_its_class",
+            "a method of the script's own class, read from the class, is called with nn.Linear "
+            "as its self",
+            "class _Tweaks:\n    def patch(self):\n        self.forward = lambda s, x: x * 0\n\n\n"
+            "_Tweaks.patch(nn.Linear)\n"),
+    Forgery("setattr_helper_handed_the_class_in_a_list",
+            "a setattr helper is handed nn.Module inside a list, and 'forward' in a dict",
+            "def _put(owner, name, value):\n    setattr(owner, name, value)\n\n\n"
+            "_put([nn.Module][0], {'n': 'forward'}['n'], lambda s, *a: a[0])\n"),
+    Forgery("mock_patch_of_a_torch_function_by_a_computed_name",
+            "unittest.mock.patch of torch.cuda's device_count named by an f-string",
+            "from unittest import mock as _mock\n_which = 'device_count'\n"
+            "_mock.patch(f'torch.cuda.{_which}', return_value=8).start()\n"),
+    Forgery("seal_setting_named_around_a_separator_from_data",
+            "the seal's descriptor setting named 'PDL' + a separator read from a file + "
+            "'SEAL_FD'",
+            "import os as _os\n_sep = open(_os.path.join(_os.path.dirname(__file__), 'sep.txt'))"
+            ".read()\n_fd = _os.environ.get('PDL' + _sep + 'SEAL_FD')\n",
+            extra_files={"hw3/sep.txt": "_"}),
 ]

@@ -377,6 +377,47 @@ ROUND_THREE = [
 ]
 IDIOMS += ROUND_THREE
 
+# The honest counterparts of a red team's routes around the scan (a method called with torch's
+# class as `self`, an owner handed over in a container, mock.patch and a setting's name built
+# around a computed part, joblib files), each graded for real.
+def _joblib_files() -> dict[str, bytes]:
+    """Results saved with joblib.dump (joblib itself is not installed where the grader runs;
+    the bytes are joblib's: tests/support/joblib_files.py)."""
+    import numpy as np
+
+    from tests.support.joblib_files import joblib_dumped
+    results = {"step_times_ms": np.array([12.1, 12.4, 12.0]), "depths": [6, 12, 24],
+               "memory": np.zeros((2, 3), dtype=np.int64), "gpus": 2}
+    return {"practical5/results.joblib": joblib_dumped(results),
+            "practical5/results_compressed.joblib": joblib_dumped(results, compress="zlib")}
+
+
+ROUND_FOUR = [
+    Idiom("model_method_replacing_its_own_forward", HW3,
+          "class _Switchable(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+          "        self.layer = nn.Linear(4, 4)\n        self.forward = self._plain\n\n"
+          "    def _plain(self, x):\n        return self.layer(x)\n\n"
+          "    def use_timed(self, timed=True):\n"
+          "        self.forward = (lambda x: self._plain(x)) if timed else self._plain\n\n\n"
+          "_switch = _Switchable()\n_switch.use_timed(True)\n_switch.use_timed(timed=False)\n"),
+    Idiom("containers_of_torch_classes_and_a_setattr_helper", P5,
+          "def _put(owner, name, value):\n    setattr(owner, name, value)\n\n\n"
+          "_ACTIVATIONS = [nn.ReLU, nn.GELU]\n_DTYPES = {'fp32': torch.float32}\n"
+          "_config = {}\n_act = _ACTIVATIONS[0]()\n_phase_names = ['forward', 'backward']\n"
+          "from types import SimpleNamespace as _NS4\n"
+          "_record = _NS4()\n_put(_record, 'forward_ms', 1.0)\n"
+          "print(_DTYPES['fp32'], _phase_names[0])\n"),
+    Idiom("mock_of_its_own_function", P5,
+          "from unittest import mock as _mock\n\n\ndef _load_rows():\n    return [1, 2]\n\n\n"
+          "_defaults = {'lr': 0.1}\nwith _mock.patch.dict(_defaults, {'lr': 0.2}):\n"
+          "    _rows = _load_rows()\n"),
+    Idiom("course_acronym_with_computed_parts", P4,
+          "_n = torch.cuda.device_count()\n_csv = 'PDL-' + str(_n) + '-gpus.csv'\n"
+          "_title = 'PDL {} GPUs'.format(_n)\n_folder = f'{_n}_SUBMISSION'\n"),
+    Idiom("joblib_results_shipped", P5, "", extra_files=_joblib_files()),
+]
+IDIOMS += ROUND_FOUR
+
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:
 # label -> (the files its idioms are in, their group). Objects of the student's own are

@@ -34,6 +34,7 @@ from grader.integrity.pickles import (Context, dangerous_globals, npy_pickle, pi
                                       torchscript_as_python)
 from grader.integrity.scan import findings_for, scan_submission
 from tests.support.files import write
+from tests.support.joblib_files import joblib_dumped
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -559,3 +560,116 @@ def test_torchscript_source_reads_its_class_names_as_names():
                     b"def f(__torch__):\n    pass\n", b"class __torch__:\n    pass\n"):
         assert torchscript_as_python(binding + source) == binding + source
 
+
+
+# -- joblib: a pickle with arrays' raw bytes between its opcodes, maybe compressed -------------
+def _matrix():
+    """numpy's matrix, an array subclass honest code still pickles (numpy warns it is old)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return np.matrix([[1.0, 2.0]])
+
+
+JOBLIB_VALUES = {
+    "arrays_and_floats": {"step_times": np.array([12.1, 12.4, 12.0]), "depths": [6, 12, 24],
+                          "ms": [1.5, 2.5], "ok": True, "name": "dp"},
+    "every_kind_of_array": [NPY_ARRAYS[name] for name in NPY_ARRAYS] + [
+        np.float64(1.5), np.array(3.0), np.zeros((0, 4)), _matrix(),
+        np.arange(100000, dtype=np.int64)],
+    "objects_and_a_checkpoint": {"runs": np.array([{"ms": 1.0}, None], dtype=object),
+                                 "args": argparse.Namespace(lr=0.1),
+                                 "weights": torch.ones(3)},
+    "a_plain_list": [1.0, 2.0, 3.0],
+}
+
+
+@pytest.mark.parametrize("compress", ["", "zlib", "gzip", "bz2", "xz", "lzma"])
+@pytest.mark.parametrize("name", list(JOBLIB_VALUES))
+def test_joblib_dumps_of_arrays_and_results_give_no_finding(tmp_path, name, compress):
+    value = JOBLIB_VALUES[name]
+    files = {"practical5/results.joblib": joblib_dumped(value, compress=compress),
+             "practical5/results_p2.pkl": joblib_dumped(value, protocol=2, compress=compress),
+             "practical5/old_joblib.joblib": joblib_dumped(value, compress=compress,
+                                                           aligned=False)}
+    if compress:   # joblib picks the compressor from the name: results.pkl.gz, .z, .xz, ...
+        files[f"practical5/results.pkl.{compress}"] = joblib_dumped(value, protocol=5,
+                                                                    compress=compress)
+    findings = scan_submission(write(tmp_path, files))
+    # (a .gz, .bz2 or .xz file is noted as an archive, whatever it holds)
+    assert [f for f in findings if f.category != "archive"] == [], shown(findings)
+
+
+@pytest.mark.parametrize("compress", ["", "zlib", "gzip", "xz"])
+def test_a_joblib_file_whose_pickle_runs_code_is_held(tmp_path, compress):
+    after_an_array = {"times": np.arange(10.0), "x": RunsCode()}
+    in_an_object_array = [np.ones(3), np.array([RunsCode()], dtype=object)]
+    # (read to the end past arrays of every kind: each one's length is measured right)
+    after_every_kind = [*JOBLIB_VALUES["every_kind_of_array"], RunsCode()]
+    write(tmp_path, {"hw3/after.joblib": joblib_dumped(after_an_array, compress=compress),
+                     "hw3/inside.joblib": joblib_dumped(in_an_object_array, compress=compress),
+                     "hw3/every.joblib": joblib_dumped(after_every_kind, compress=compress),
+                     "hw3/unaligned.joblib": joblib_dumped(after_every_kind, compress=compress,
+                                                           aligned=False),
+                     "hw3/results.pkl.gz": joblib_dumped(after_an_array, compress="gzip")})
+    findings = scan_submission(tmp_path)
+    for file in ("hw3/after.joblib", "hw3/inside.joblib", "hw3/every.joblib",
+                 "hw3/unaligned.joblib", "hw3/results.pkl.gz"):
+        assert [f for f in findings if f.file == file and f.kind == TAMPERING and
+                "system" in f.what], f"{file} not held for os.system:\n{shown(findings)}"
+
+
+def test_a_joblib_array_the_scan_cannot_measure_is_held(tmp_path):
+    """The loader reads past each wrapper as many bytes as its state says: one whose state
+    the scan cannot read (or a wrapper called, or built otherwise) leaves the rest unread."""
+    wrapper = U("joblib.numpy_pickle") + U("NumpyArrayWrapper") + STACK_GLOBAL
+    called = PROTO4 + wrapper + U("x") + TUPLE1 + REDUCE + STOP
+    unreadable_state = PROTO4 + wrapper + EMPTY_TUPLE + b"\x81" + EMPTY_DICT + U("shape") + \
+        U("everything") + SETITEM + BUILD + STOP
+    class_patched = PROTO4 + wrapper + EMPTY_DICT + U("read") + U("os") + U("system") + \
+        STACK_GLOBAL + SETITEM + BUILD + STOP
+    write(tmp_path, {"hw3/called.joblib": called, "hw3/state.joblib": unreadable_state,
+                     "hw3/patched.joblib": class_patched})
+    for file in ("hw3/called.joblib", "hw3/state.joblib", "hw3/patched.joblib"):
+        assert_held(tmp_path, file)
+
+
+def test_a_joblib_file_is_read_as_pickle_load_reads_it_too(tmp_path):
+    """Where joblib can be imported (or a module of the submission's named so), pickle.load
+    builds the wrapper as any object and reads the array's bytes that follow as opcodes."""
+    opcodes = b"cos\nsystem\n(S'true'\ntR."
+    hidden = [np.frombuffer(opcodes, dtype=np.uint8)]
+    write(tmp_path, {"hw3/r.joblib": joblib_dumped(hidden, aligned=False),
+                     "hw3/honest.joblib": joblib_dumped([np.frombuffer(b"c" * 25, np.uint8)])})
+    assert_held(tmp_path, "hw3/r.joblib")
+    assert not [f for f in scan_submission(tmp_path) if f.file == "hw3/honest.joblib"]
+
+
+def test_compressed_pickles_are_read_and_other_compressed_data_is_not(tmp_path):
+    """pickle.load(gzip.open(...)) reads a compressed pickle as well as joblib.load does."""
+    import gzip
+    import lzma
+    write(tmp_path, {"hw3/bad.pkl.gz": gzip.compress(pickle.dumps(RunsCode())),
+                     "hw3/bad.xz": lzma.compress(pickle.dumps([RunsCode()])),
+                     "hw3/times.pkl.gz": gzip.compress(pickle.dumps([1.0, 2.0])),
+                     "hw3/data.csv.gz": gzip.compress(b"depth,ms\n6,1.0\n"),
+                     "hw3/arrays.npy.gz": gzip.compress(npy(np.arange(3.0)))})
+    findings = scan_submission(tmp_path)
+    assert {f.file for f in findings if f.kind == TAMPERING} == {"hw3/bad.pkl.gz", "hw3/bad.xz"}, \
+        shown(findings)
+
+
+def test_the_joblib_bytes_made_here_are_joblibs(tmp_path):
+    """Where joblib is installed (it is not in the grading environment), what joblib_dumped
+    writes is what joblib.dump writes."""
+    joblib = pytest.importorskip("joblib")
+    value = JOBLIB_VALUES["every_kind_of_array"]
+    for compress, level in (("", 0), ("zlib", 3)):
+        path = tmp_path / f"x{compress}.joblib"
+        joblib.dump(value, path, compress=(compress or "zlib", level))
+        ours = joblib_dumped(value, compress=compress)
+        if not compress:
+            assert path.read_bytes() == ours
+        else:
+            import zlib
+            assert zlib.decompress(path.read_bytes()) == zlib.decompress(ours)

@@ -407,12 +407,109 @@ TAMPERING_CASES = [
     ("builtin_exec_handed_to_a_function",
      "import builtins\ndef run(fn, code):\n    return fn(code)\nrun(builtins.exec, data)\n",
      "dynamic_code", 4),
+    # `self` is the student's own object only in a method of the student's own class called on
+    # an object: not in a plain function's parameter named so, nor in a method called with
+    # another first argument (read from its class, handed around, or called through its
+    # class's name in another method)
+    ("self_parameter_of_a_plain_function_given_a_torch_class",
+     "import torch\ndef patch(self):\n    self.forward = lambda *a: a\npatch(torch.nn.Linear)\n",
+     "patching", 3),
+    ("method_called_on_its_class_with_a_torch_class",
+     "import torch\nclass H:\n    def patch(self):\n        self.forward = fake\n"
+     "H.patch(torch.nn.Linear)\n", "patching", 4),
+    ("method_called_through_type_of_an_instance",
+     "import torch\nclass H:\n    def patch(self, fn=None):\n        self.forward = fn\n"
+     "h = H()\ntype(h).patch(torch.nn.Linear, fake)\n", "patching", 4),
+    ("method_handed_to_map",
+     "import torch\nclass H:\n    def patch(self):\n        self.forward = fake\n"
+     "list(map(H.patch, [torch.nn.Linear]))\n", "patching", 4),
+    ("method_of_a_class_handed_to_a_function",
+     "import torch\nclass H:\n    def patch(self, fn=None):\n        self.forward = fn\n"
+     "def call(k):\n    k.patch(torch.nn.Linear)\ncall(H)\n", "patching", 4),
+    ("method_looked_up_by_name_on_its_class",
+     "import torch\nclass H:\n    def patch(self):\n        self.forward = fake\n"
+     "getattr(H, 'pat' + 'ch')(torch.nn.Linear)\n", "patching", 4),
+    ("method_read_from_the_class_namespace",
+     "import torch\nclass H:\n    def patch(self):\n        self.forward = fake\n"
+     "vars(H)['patch'](torch.nn.Linear)\n", "patching", 4),
+    ("staticmethod_with_a_parameter_named_self",
+     "import torch\nclass H:\n    @staticmethod\n    def patch(self):\n"
+     "        self.forward = fake\nH().patch(torch.nn.Linear)\n", "patching", 5),
+    ("method_whose_decorator_calls_it",
+     "import torch\ndef run(f):\n    f(torch.nn.Linear)\n    return f\nclass H:\n    @run\n"
+     "    def patch(self):\n        self.forward = fake\n", "patching", 8),
+    ("self_bound_again_in_a_method",
+     "import torch\nclass H:\n    def patch(self):\n        self = torch.nn.Linear\n"
+     "        self.forward = fake\n", "patching", 5),
+    ("self_at_module_level", "import torch\nself = torch.nn.Linear\nself.forward = fake\n",
+     "patching", 3),
+    ("self_of_a_lambda", "import torch\npatch = lambda self: setattr(self, 'forward', fake)\n"
+     "patch(torch.nn.Linear)\n", "patching", 2),
+    ("method_handing_its_self_to_a_patching_method",
+     "import torch\nclass A:\n    def patch(self):\n        self.forward = fake\nclass B:\n"
+     "    def go(self):\n        A.patch(self)\nB.go(torch.nn.Linear)\n", "patching", 4),
+    ("classmethod_calling_a_method_with_another_object",
+     "import torch\nclass H:\n    def patch(self):\n        self.forward = fake\n"
+     "    @classmethod\n    def go(cls):\n        cls.patch(torch.nn.Linear)\n", "patching", 4),
+    ("object_setattr_on_self_of_a_plain_function",
+     "import torch\ndef patch(self):\n    object.__setattr__(self, 'forward', fake)\n"
+     "patch(torch.nn.Linear)\n", "introspection", 3),
+    ("hook_table_of_self_of_a_plain_function",
+     "def clear(self):\n    self._forward_hooks.clear()\n", "torch_internals", 2),
     # a call handed torch's class and a name still replaces by proxy (print included)
     ("print_handed_a_torch_class_and_a_name",
      "import torch\nprint(torch.nn.Module, 'parameters')\n", "patching", 2),
     ("setattr_through_a_helper_handed_torch_cuda",
      "import torch\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
      "put(torch.cuda, 'device_count', lambda: 8)\n", "patching", 4),
+    ("setattr_helper_handed_the_owner_in_a_list",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put([nn.Module][0], 'forward', fake)\n", "patching", 4),
+    ("setattr_helper_handed_the_owner_in_a_tuple",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put((nn.Linear,)[-1], 'forward', fake)\n", "patching", 4),
+    ("setattr_helper_handed_the_owner_in_a_dict",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put({'m': nn.Module}['m'], 'forward', fake)\n", "patching", 4),
+    ("setattr_helper_handed_the_owner_by_dict_get",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put({'m': nn.Module}.get('m'), 'forward', fake)\n", "patching", 4),
+    ("setattr_helper_handed_the_owner_by_next_iter",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(next(iter([nn.Module])), 'forward', fake)\n", "patching", 4),
+    ("setattr_helper_handed_the_owner_from_a_list_variable",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "holders = [None, nn.Module]\nput(holders[i], 'forward', fake)\n", "patching", 5),
+    ("setattr_helper_handed_the_owner_from_a_list_appended_to",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "holders = []\nholders.append(nn.Module)\nput(holders[-1], 'forward', fake)\n", "patching", 6),
+    ("setattr_helper_handed_the_owner_from_a_dict_filled_in",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "table = {}\ntable['m'] = nn.Module\nput(table['m'], 'forward', fake)\n", "patching", 6),
+    ("setattr_helper_handed_the_owner_through_an_identity_function",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "def same(x):\n    return x\nput(same(nn.Module), 'forward', fake)\n", "patching", 6),
+    ("setattr_helper_handed_the_owner_through_a_conditional",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(nn.Module if flag else None, 'forward', fake)\n", "patching", 4),
+    ("setattr_helper_handed_everything_unpacked_from_a_list",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(*[nn.Module, 'forward', fake])\n", "patching", 4),
+    ("setattr_helper_handed_everything_unpacked_from_a_dict",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(**{'owner': nn.Module, 'name': 'forward', 'value': fake})\n", "patching", 4),
+    ("setattr_helper_handed_the_name_in_a_dict",
+     "import torch.nn as nn\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(nn.Module, {'n': 'forward'}['n'], fake)\n", "patching", 4),
+    # a function of torch's replaced through a container, by setattr or assignment
+    ("setattr_on_torch_from_a_list", "import torch\nsetattr([torch][0], 'matmul', fake)\n",
+     "patching", 2),
+    ("assignment_on_torch_from_a_dict", "import torch\nm = {'t': torch}\nm['t'].matmul = fake\n",
+     "patching", 3),
+    ("assignment_on_torch_from_a_loop", "import torch\nfor t in (torch,):\n    t.matmul = fake\n",
+     "patching", 3),
+    ("builtins_setattr_of_a_torch_function",
+     "import builtins, torch\nbuiltins.setattr(torch, 'matmul', fake)\n", "patching", 2),
     # sys.modules: sys under any name, or any object but torch.nn
     ("sys_modules_through_os", "import os\nm = os.sys.modules\n", "introspection", 2),
     ("sys_modules_through_argparse", "import argparse\nm = argparse._sys.modules\n",
@@ -429,6 +526,60 @@ TAMPERING_CASES = [
     ("pdl_file_name_as_a_key", "import os\nv = os.environ[f'PDL_{x}.json']\n",
      "grader_settings", 2),
     ("pdl_family_in_a_file_name", "f = open(f'PDL_SEAL_{x}.json')\n", "grader_settings", 1),
+    # ... and one whose name is cut around a part computed at run time: 'PDL' or one of its
+    # letters, a computed part (a separator read from data), then a setting's family
+    ("pdl_and_family_around_a_computed_separator",
+     "import os\nk = os.environ.get('PDL' + sep + 'SEAL_KEY')\n", "grader_settings", 2),
+    ("pdl_and_family_in_an_fstring_around_a_computed_part", "k = f'PDL{sep}SEAL_KEY'\n",
+     "grader_settings", 1),
+    ("pdl_and_family_joined_by_a_computed_separator", "k = sep.join(['PDL', 'SEAL_KEY'])\n",
+     "grader_settings", 1),
+    ("pdl_and_family_formatted_around_a_computed_part", "k = 'PDL{}SEAL_KEY'.format(sep)\n",
+     "grader_settings", 1),
+    ("pdl_and_family_percent_formatted", "k = 'PDL%sVGPU_TRACE' % sep\n", "grader_settings", 1),
+    ("pdl_computed_after_its_first_letter", "k = 'P' + middle + 'SEAL_FD'\n",
+     "grader_settings", 1),
+    ("pdl_without_its_underscore_then_computed", "k = 'PDL' + rest\n", "grader_settings", 1),
+    ("pdl_lowercase_made_upper", "k = ('pdl' + sep + 'seal_key').upper()\n", "grader_settings",
+     1),
+    ("pdl_and_family_around_a_computed_part_in_a_file_name",
+     "f = open(f'PDL{sep}SEAL_{x}.json')\n", "grader_settings", 1),
+    # unittest.mock (and pytest's MonkeyPatch) replace what they are given until undone, which
+    # the runtime's closing check (grader/vgpu/guard.py) never sees: by a name written out,
+    # built, or computed at run time
+    ("mock_patch_of_a_torch_function", "from unittest import mock\n"
+     "mock.patch('torch.matmul', fake).start()\n", "patching", 2),
+    ("mock_patch_of_a_concatenated_torch_name", "from unittest import mock\n"
+     "mock.patch('torch.' + 'matmul', fake).start()\n", "patching", 2),
+    ("mock_patch_of_a_torch_name_in_an_fstring", "import unittest.mock\nop = 'matmul'\n"
+     "unittest.mock.patch(f'torch.{op}', fake).start()\n", "patching", 3),
+    ("mock_patch_of_a_torch_name_computed_at_run_time", "from unittest.mock import patch\n"
+     "patch(f'torch.{name}', fake).start()\n", "patching", 2),
+    ("mock_patch_of_a_name_in_a_variable", "from unittest import mock\n"
+     "mock.patch(target, fake).start()\n", "patching", 2),
+    ("mock_patch_of_a_name_given_by_keyword", "from unittest import mock\n"
+     "mock.patch(target='torch.' + op, new=fake).start()\n", "patching", 2),
+    ("mock_patch_as_a_decorator", "from unittest import mock\n"
+     "@mock.patch('torch.cuda.device_count', return_value=8)\ndef main(m):\n    pass\n",
+     "patching", 2),
+    ("mock_patch_through_an_alias", "from unittest import mock\nreplace = mock.patch\n"
+     "replace('torch.' + 'mm', fake).start()\n", "patching", 3),
+    ("mock_patch_object_of_a_torch_function", "import torch\nfrom unittest import mock\n"
+     "mock.patch.object(torch, 'mat' + 'mul', fake).start()\n", "patching", 3),
+    ("mock_patch_object_by_a_computed_name", "import torch\nfrom unittest import mock\n"
+     "mock.patch.object(torch.nn.functional, name, fake).start()\n", "patching", 3),
+    ("mock_patch_object_of_anything_by_a_computed_name", "from unittest import mock\n"
+     "mock.patch.object(owner, name, fake).start()\n", "patching", 2),
+    ("mock_patch_multiple_on_torch", "import torch\nfrom unittest import mock\n"
+     "mock.patch.multiple(torch, matmul=fake).start()\n", "patching", 3),
+    ("mock_patch_multiple_on_a_module_named", "from unittest import mock\n"
+     "mock.patch.multiple('torch.' + 'nn.functional', relu=fake).start()\n", "patching", 2),
+    ("mock_patch_dict_of_the_loaded_modules", "from unittest import mock\n"
+     "mock.patch.dict('sys.' + 'modules', {'grader': None}).start()\n", "patching", 2),
+    ("monkeypatch_setattr_on_torch", "import torch, pytest\nmp = pytest.MonkeyPatch()\n"
+     "mp.setattr(torch, 'matmul', fake)\n", "patching", 3),
+    ("monkeypatch_setattr_of_a_dotted_torch_name", "import pytest\n"
+     "pytest.MonkeyPatch().setattr('torch.' + 'matmul', fake)\n", "patching", 2),
     # torch's hook tables: `_global_` and a computed rest
     ("global_hook_table_by_a_computed_name",
      "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
@@ -498,6 +649,12 @@ NOTE_CASES = [
     ("fsdp2_before_it_was_public", "from torch.distributed._composable.fsdp import fully_shard\n",
      "torch_private", 1),
     ("pytree_map", "from torch.utils._pytree import tree_map\n", "torch_private", 1),
+    # unittest.mock on the environment and on print: what assigning them is
+    ("mock_patch_dict_of_the_environment", "import os\nfrom unittest import mock\n"
+     "with mock.patch.dict(os.environ, {'CUDA_VISIBLE_DEVICES': '0'}):\n    pass\n",
+     "environment", 3),
+    ("mock_patch_of_print", "from unittest import mock\n"
+     "with mock.patch('builtins.print'):\n    run()\n", "output", 2),
 ]
 
 
@@ -681,6 +838,64 @@ HONEST = {
         "import json, torch\nn_gpus = torch.cuda.device_count()\n"
         "with open(f'PDL_{n_gpus}gpu_timings.json', 'w') as f:\n    json.dump({}, f)\n"
         "table = 'PDL_' + str(n_gpus) + '_steps.csv'\n"),
+    # The course's acronym and a computed part, but no setting's family written beside it: a
+    # file's name or a label (a setting's name computed wholly from data is the runtime's:
+    # the key is never in the environment, grader/records/seal.py).
+    # unittest.mock on the script's own functions and objects, mocks made, nothing patched
+    "mock_of_its_own_code": (
+        "from unittest import mock\nimport concepts\nfake = mock.MagicMock(return_value=1)\n"
+        "with mock.patch('concepts.load_data', return_value=[]):\n    pass\n"
+        "with mock.patch.object(concepts, 'load_data', fake):\n    pass\n"
+        "step = 'train'\nwith mock.patch(f'concepts.{step}_step'):\n    pass\n"
+        "config = {'lr': 0.1}\nwith mock.patch.dict(config, {'lr': 0.2}):\n    pass\n"),
+    # Containers of torch's classes and of phase names, and helpers that set attributes, all
+    # in one script, but never a torch object and a name of the instrumentation's handed to one
+    # call (dtypes and values computed by torch's functions are data, a layer made is the
+    # script's own: their fields are judged where they are set)
+    "containers_of_torch_objects_and_phase_names": (
+        "import torch\nimport torch.nn as nn\n"
+        "def put(owner, name, value):\n    setattr(owner, name, value)\n"
+        "def same(x):\n    return x\n"
+        "DTYPES = {'fp16': torch.float16, 'fp32': torch.float32}\n"
+        "ACTIVATIONS = [nn.ReLU, nn.GELU]\nphases = ['forward', 'backward']\n"
+        "times = {'forward': [], 'backward': []}\nstats = {}\n"
+        "def log(*parts):\n    print(*parts)\n"
+        "log(DTYPES['fp16'], 'forward')\nlog(phases[0], times['forward'], ACTIVATIONS[0]())\n"
+        "layers = [nn.Linear(4, 4)]\nlog(same(layers[0]), 'forward')\n"
+        "log('forward', [torch.cuda.memory_allocated(i) for i in range(2)])\n"
+        "put(stats, 'steps', 3)\nlog(*[ACTIVATIONS[1], 'relu'])\n"
+        "for act in ACTIVATIONS:\n    log(act.__name__)\n"),
+    # Methods of the student's own classes that replace their own object's forward, called
+    # on their objects (also by a function handed one, with arguments), through super() or the
+    # base class with `self`, from a nested function, under torch's and Python's decorators
+    "own_methods_replace_their_own_forward": (
+        "import functools\nimport torch\nimport torch.nn as nn\n"
+        "def timed(fn):\n    return fn\n"
+        "class Net(nn.Module):\n    def __init__(self, depth=4):\n        super().__init__()\n"
+        "        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(depth))\n"
+        "        self.forward = self.plain\n"
+        "    def plain(self, x):\n        for layer in self.layers:\n            x = layer(x)\n"
+        "        return x\n"
+        "    def enable_timing(self):\n        self.forward = timed(self.forward)\n"
+        "    def use_pipeline(self, chunks=4):\n        self.chunks = chunks\n"
+        "        self.forward = self.plain\n"
+        "    @torch.no_grad()\n    def reset(self):\n        self.forward = self.plain\n"
+        "        def restore():\n            self.forward = self.plain\n"
+        "        self.restore = restore\n"
+        "    @functools.cached_property\n    def size(self):\n        return len(self.layers)\n"
+        "class Deeper(Net):\n    def __init__(self):\n        Net.__init__(self, depth=8)\n"
+        "        self.forward = timed(self.plain)\n"
+        "    def use_pipeline(self, chunks=2):\n        super().use_pipeline(chunks)\n"
+        "        Net.use_pipeline(self, chunks)\n"
+        "def configure(model):\n    model.enable_timing()\n    model.use_pipeline(8)\n"
+        "    model.use_pipeline(chunks=2)\n"
+        "model = Net()\nmodel.use_pipeline(8)\nconfigure(model)\nconfigure(Deeper())\n"
+        "print(type(model).__name__, isinstance(model, Net), Net.__name__)\n"),
+    "course_acronym_with_computed_parts": (
+        "import torch\nn = torch.cuda.device_count()\nopen(f'PDL{n}gpu.json', 'w')\n"
+        "table = 'PDL-' + str(n) + '.csv'\nfolder = f'{n}_SUBMISSION'\n"
+        "tag = '_'.join([str(n), 'SEAL'])\ntitle = 'PDL {} GPUs'.format(n)\n"
+        "label = 'PDL_HW3 %d GPUs' % n\n"),
     "main_guard_for_spawned_workers": (
         "def main():\n    pass\nif __name__ in ('__main__', '__mp_main__'):\n    main()\n"),
     "own_model_forward_wrapped": (
@@ -785,6 +1000,13 @@ FILE_CASES = [
       "practical5/helper.py": "from types import SimpleNamespace\ndef tweak(m):\n"
                               "    m.device_count = lambda: 8\ntweak(SimpleNamespace())\n"},
      "practical5/helper.py", "patching"),
+    # a method of the script's class called from another file with torch's class as self
+    ("method_called_with_a_torch_class_from_another_file",
+     {"practical5/practical5_dp.py": "import torch.nn as nn\nclass Timed(nn.Module):\n"
+                                     "    def wrap(self):\n        self.forward = self.timed\n",
+      "practical5/helper.py": "import torch\nfrom practical5_dp import Timed\n"
+                              "Timed.wrap(torch.nn.Linear)\n"},
+     "practical5/practical5_dp.py", "patching"),
     # argparse's Namespace replaced in another file: no parse result is trusted
     ("argparse_namespace_replaced_by_another_file",
      {"practical5/practical5_dp.py": "import argparse, torch, helper\n"
@@ -1044,11 +1266,13 @@ def test_a_script_calling_its_helpers_keeps_its_own_objects(tmp_path):
 
 
 def test_the_scan_of_a_large_honest_file_is_quick(tmp_path):
+    # No rule may grow faster than the file (about 1.7 s of CPU here for 40 copies of the HW3
+    # reference). The scan's own CPU time, not the wall clock, which a busy machine stretches.
     import time
     source = (ROOT / "reference" / "hw3" / "model_parallel.py").read_text() * 40
-    started = time.monotonic()
+    started = time.process_time()
     scan_snippet(tmp_path, source, file="hw3/model_parallel.py")
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
 
 
 # -- the scan runs in the grader's process: constants must not take its memory or its stack -----

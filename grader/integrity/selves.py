@@ -1,0 +1,610 @@
+"""Where `self` (or `cls`) can only be the object a method of the submission's own class was
+called on.
+
+The scan leaves alone what a class does to its own objects: `self.forward = self.timed` in a
+model's `__init__`, `object.__setattr__(self, ...)` in a frozen dataclass, `self._forward_hooks`
+of a module of one's own. That holds only where `self` is such an object. A function is
+handed whatever its caller chooses as its first argument where it is
+- no method of a class (`def patch(self)` at module level, a lambda, a staticmethod), or one
+  under a decorator that may call it itself, or one that binds `self` again;
+- a method read from its class (or from `type(x)`, `x.__class__`, a classmethod's `cls`, or
+  from an object that can be the class: one handed around) and called with another first
+  argument (`Net.patch(torch.nn.Linear)`), handed around (`map(Net.patch, ...)`), or looked
+  up by name on its class (`getattr(Net, "patch")`, `vars(Net)["patch"]`).
+Calls and reads of a method's name are judged wherever the submission makes them, in any of its
+files, by name (a call of `layer.forward(x)` counts against every method named `forward`): a
+method keeps its `self` only where none of them can call it with another first argument. A
+call through the base class with the caller's own `self` (`Net.__init__(self, depth)`,
+`nn.Module.__setattr__(self, name, value)`) hands over an object of the student's own, as long
+as that method's `self` is one too.
+
+What this cannot see is a name computed at run time (`getattr(k, data)` on a class handed
+around): the runtime's closing check (grader/vgpu/guard.py) sees torch's classes replaced.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from grader.integrity.constants import Folder
+from grader.integrity.names import (ALLOWED_ON_SUPER, GRADER_IDENTIFIERS, NOTE_ATTRIBUTES,
+                                    PATCHED_NAMES, PROCESS_CALLS, TORCH_INTERNAL_NAMES,
+                                    TORCH_INTERNAL_PREFIXES, UNCALLED_MODULES)
+from grader.integrity.scopes import _outer_parts, _parameters, _scope_names, resolve
+from grader.integrity.scopes import local_names, stable_imports, unbound_names
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SELF_NAMES = ("self", "cls")
+# Decorators that never call the method themselves with an argument of their choosing: they
+# wrap it, and the wrapper passes on what it is called with.
+_PLAIN_DECORATORS = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.compile",
+    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.jit.ignore",
+    "torch.jit.unused", "torch.jit.export", "functools.cached_property", "functools.cache",
+    "functools.lru_cache", "abc.abstractmethod", "typing.override", "typing.final",
+    "contextlib.contextmanager"})
+_PLAIN_BUILTIN_DECORATORS = frozenset({"property", "classmethod"})
+# Calls that look an attribute up by name (`getattr(Net, "patch")`).
+_LOOKUPS = frozenset({"getattr", "attrgetter", "getattr_static", "__getattribute__",
+                      "__getattr__", "methodcaller"})
+# Where a class's name read does not hand the class itself on: called (`Net(...)`), an
+# attribute read from it (judged as a reference when it is a method's), compared, or asked
+# about (`isinstance(x, Net)`).
+_ASKING = frozenset({"isinstance", "issubclass", "super", "print", "repr", "str", "id", "hash",
+                     "callable", "type"})
+_DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "globals", "locals"})
+MAX_EXEC_DEPTH = 3
+ANY_CLASS = "*"    # what is handed on can be any class (type(x), x.__class__, exec)
+_IMPLICIT_CLASS = frozenset({"__init_subclass__", "__class_getitem__"})
+# The attributes of `self` whose rules (grader/integrity/source.py) a method's own object is
+# exempt from, and the calls handed `self` that are: where a submission has none, no `self`
+# needs judging (a walk of each file instead of the whole analysis).
+_EXEMPT_ATTRIBUTES = PATCHED_NAMES | ALLOWED_ON_SUPER | GRADER_IDENTIFIERS | PROCESS_CALLS | \
+    frozenset(NOTE_ATTRIBUTES) | TORCH_INTERNAL_NAMES | {UNCALLED_MODULES, "marshal", "ctypes",
+                                                         "_ctypes"}
+_EXEMPT_CALLS = ALLOWED_ON_SUPER | {"setattr", "delattr", "getattr", "hasattr"}
+
+
+@dataclass
+class _Method:
+    file: str
+    name: str
+    node: ast.FunctionDef
+    cls: ast.ClassDef
+    first: str                       # the first parameter's name
+    kind: str                        # "instance", "class" (classmethod), "new" (__new__)
+    after: list[str]                 # positional parameters after the first
+    required_after: int              # ... of them without a default
+    vararg: bool
+    self_is_class: bool = False      # a method of a metaclass: its `self` is a class
+    why_not: str = ""                # why its `self` may be something else ("": it may not)
+    reads: list[ast.Name] = field(default_factory=list)   # its `self`'s reads
+
+
+@dataclass
+class Selves:
+    """Per file: the positions (line, column) of the reads of `self`/`cls` that are the object a
+    method of the student's own class was called on; and, for the other reads of a method's
+    `self`, why not."""
+    trusted: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+    why_not: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)
+
+    def own(self, file: str, node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id in SELF_NAMES and \
+            (node.lineno, node.col_offset) in self.trusted.get(file, ())
+
+    def reason(self, file: str, node: ast.AST) -> str:
+        if not isinstance(node, ast.Name) or node.id not in SELF_NAMES:
+            return ""
+        return self.why_not.get(file, {}).get(
+            (node.lineno, node.col_offset),
+            "it is no parameter of a method of the submission's own class")
+
+
+def own_selves(trees: dict[str, ast.AST]) -> Selves:
+    """The reads of `self` that are a method's own object, over a submission's files (relative
+    path -> syntax tree): a method called with another first argument in any file loses its."""
+    files = {name: _File(name, tree) for name, tree in trees.items()}
+    if not any(file.exempted for file in files.values()):
+        return Selves()   # no rule relies on a `self` being a method's own object
+    for file in list(files.values()):
+        for index, (extra, line) in enumerate(file.executed()):
+            files[f"{file.name}#exec{index}"] = _File(f"{file.name}#exec{index}", extra,
+                                                       at_line=line)
+    class_names = {c.name for f in files.values() for c in f.classes}
+    metaclasses = _metaclasses(files.values())
+    methods = [m for f in files.values() for m in f.methods(metaclasses)]
+    handed_on = {name for f in files.values() for name in f.classes_handed_on(class_names)}
+    # A method is read unbound from a class handed on as well as from one derived from it.
+    derived = _derived(files.values())
+    escaped = {id(m) for m in methods
+               if ANY_CLASS in handed_on or derived[m.cls.name] & handed_on}
+    references: dict[str, list] = {}
+    for file in files.values():
+        for name, reference in file.references({m.name for m in methods}, class_names):
+            references.setdefault(name, []).append(reference)
+    judge = _Judge(trusted={id(m) for m in methods if not m.why_not},
+                   by_self={id(read): m for m in methods for read in m.reads},
+                   by_function={id(m.node): m for m in methods}, class_names=class_names,
+                   escaped=escaped)
+    changed = True
+    while changed:   # the largest set of methods none of whose reads can call them otherwise
+        changed = False
+        for method in methods:
+            if id(method) not in judge.trusted:
+                continue
+            for reference in references.get(method.name, []):
+                why = reference.unsafe(method, judge)
+                if why:
+                    method.why_not = why
+                    judge.trusted.discard(id(method))
+                    changed = True
+                    break
+    selves = Selves()
+    for method in methods:
+        if method.file not in trees:
+            continue   # code executed from a string: its file's own reads are not trusted
+        places = {(r.lineno, r.col_offset) for r in method.reads}
+        if id(method) in judge.trusted:
+            selves.trusted.setdefault(method.file, set()).update(places)
+        else:
+            selves.why_not.setdefault(method.file, {}).update(
+                dict.fromkeys(places, method.why_not))
+    return selves
+
+
+def _metaclasses(files) -> set[str]:
+    """Names of the submission's classes whose objects are classes (derived from `type` or a
+    metaclass): their `self` is a class, whose methods read from it are not bound."""
+    found: set[str] = set()
+    classes = [c for f in files for c in f.classes]
+    changed = True
+    while changed:
+        changed = False
+        for node in classes:
+            if node.name in found:
+                continue
+            for base in node.bases:
+                last = base.attr if isinstance(base, ast.Attribute) else \
+                    base.id if isinstance(base, ast.Name) else None
+                if last is None or last in found or last == "type" or \
+                        last.lower().endswith(("meta", "metaclass", "type")):
+                    found.add(node.name)
+                    changed = True
+                    break
+    return found
+
+
+class _File:
+    def __init__(self, name: str, tree: ast.AST, at_line: int = 0):
+        """`at_line`: code run from a string (exec) on that line of the file."""
+        self.name, self.tree, self.at_line = name, tree, at_line
+        # One walk of the tree (a submission's every file is read so, before the scan).
+        self.nodes, self.parents, self.annotations = [], {}, set()
+        self.exempted = False   # whether any rule may exempt a `self` here (_EXEMPT_...)
+        pending = [tree]
+        while pending:
+            node = pending.pop()
+            self.nodes.append(node)
+            self.exempted = self.exempted or _exempted(node)
+            children = list(ast.iter_child_nodes(node))
+            for child in children:
+                self.parents[id(child)] = node
+            pending += children
+            for annotation in _annotations(node):
+                self.annotations |= {id(part) for part in ast.walk(annotation)}
+        self.classes = [n for n in self.nodes if isinstance(n, ast.ClassDef)]
+        self._folder = self._imports = self._bound = None
+        self.class_selves: set[int] = set()   # reads of class-valued `self`/`cls` (methods())
+
+    @property
+    def imports(self) -> dict[str, str]:
+        if self._imports is None:
+            self._imports = stable_imports(self.tree)
+        return self._imports
+
+    @property
+    def bound(self):
+        """Every name the file binds (None after a star import): is `property` Python's?"""
+        if self._bound is None:
+            self._bound = (unbound_names(self.tree),)
+        return self._bound[0]
+
+    @property
+    def folder(self) -> Folder:
+        if self._folder is None:
+            self._folder = Folder(self.tree)
+        return self._folder
+
+    def executed(self, depth: int = 0) -> list[tuple[ast.AST, int]]:
+        """The code this file runs from strings it spells (exec("Net.patch(x)")), parsed, with
+        the line of the exec."""
+        found = []
+        if depth >= MAX_EXEC_DEPTH:
+            return found
+        for node in self.nodes:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("exec", "eval", "compile") and node.args:
+                for text in self.folder.strings(node.args[0]):
+                    try:
+                        tree = ast.parse(text)
+                    except (SyntaxError, ValueError, RecursionError, MemoryError):
+                        continue
+                    line = self.at_line or node.lineno
+                    found.append((tree, line))
+                    found += _File(self.name, tree, line).executed(depth + 1)
+        return found
+
+    # -- methods ---------------------------------------------------------------------------
+    def methods(self, metaclasses: set[str]) -> list[_Method]:
+        found = []
+        for cls in self.classes:
+            for node in _class_body_functions(cls.body):
+                arguments = node.args
+                positional = arguments.posonlyargs + arguments.args
+                decorators = [self._decorator(d) for d in node.decorator_list]
+                if "staticmethod" in decorators or not positional:
+                    continue   # its first parameter is any argument's
+                if positional[0].arg not in SELF_NAMES:
+                    continue   # the scan's rules never trusted it
+                after = [a.arg for a in positional[1:]]
+                with_default = len(arguments.defaults)
+                method = _Method(
+                    self.name, node.name, node, cls, positional[0].arg,
+                    "class" if "classmethod" in decorators or node.name in _IMPLICIT_CLASS else
+                    "new" if node.name == "__new__" else "instance",
+                    after, max(0, len(after) - with_default), arguments.vararg is not None)
+                method.reads, rebound = _reads_of(node, method.first)
+                strange = [d for d in decorators if d not in ("plain", "classmethod")]
+                if self.at_line:
+                    method.why_not = "its method is code run from a string"
+                elif strange:
+                    method.why_not = (f"{node.name} is decorated with {strange[0]}, which may "
+                                      "call it with any first argument")
+                elif rebound:
+                    method.why_not = f"{node.name} binds {method.first} to something else"
+                method.self_is_class = method.kind != "instance" or cls.name in metaclasses
+                if method.self_is_class:
+                    self.class_selves |= {id(read) for read in method.reads}
+                found.append(method)
+        return found
+
+    def _decorator(self, node: ast.AST) -> str:
+        """"plain", "classmethod", "staticmethod", or the decorator's name (one that may call
+        the method itself)."""
+        target = node.func if isinstance(node, ast.Call) else node
+        if isinstance(target, ast.Name) and target.id in _PLAIN_BUILTIN_DECORATORS | {
+                "staticmethod"} and self.bound is not None and target.id not in self.bound:
+            return "plain" if target.id == "property" else target.id
+        if isinstance(target, ast.Attribute) and target.attr in ("setter", "getter", "deleter") \
+                and isinstance(target.value, ast.Name):
+            return "plain"   # @size.setter of a property of the class
+        full = resolve(target, self.imports)
+        if full in _PLAIN_DECORATORS:
+            return "plain"
+        return full or ast.unparse(target)[:40]
+
+    # -- reads of a method's name ----------------------------------------------------------
+    def references(self, names: set[str], class_names: set[str]):
+        """(method name, _Reference) for every read of an attribute named like a method (also
+        by getattr with a name the folder reads), and every read of a class's namespace or of
+        a name computed at run time on a class (`vars(Net)`, `getattr(type(x), name)`)."""
+        for node in self.nodes:
+            if isinstance(node, ast.Attribute) and node.attr in names and \
+                    isinstance(node.ctx, ast.Load):
+                yield node.attr, _Reference(self, node, node.value)
+            elif isinstance(node, ast.Call):
+                function = node.func
+                called = function.id if isinstance(function, ast.Name) else \
+                    function.attr if isinstance(function, ast.Attribute) else None
+                if called in _LOOKUPS and node.args:
+                    # getattr(x, "m"); x.__getattribute__("m"); attrgetter("m")(x) and
+                    # methodcaller("m", a)(x), applied to what the scan cannot see
+                    base = None if called in ("attrgetter", "methodcaller") else \
+                        node.args[0] if len(node.args) > 1 else \
+                        function.value if isinstance(function, ast.Attribute) else None
+                    named = node.args if base is None or len(node.args) == 1 else node.args[1:]
+                    texts = {t for a in named for t in self.folder.strings(a)}
+                    if called == "methodcaller" and len(node.args) == 1 and not node.keywords:
+                        texts = set()   # x.m() bound: no first argument of its choosing
+                    for text in texts & names:
+                        yield text, _Reference(self, node, base)
+                    if not texts and base is not None and self.class_like(base, class_names):
+                        for name in names:   # getattr(Net, computed): any of its methods
+                            yield name, _Reference(self, node, node.args[0], by_name=True)
+                elif called == "vars" and node.args and \
+                        self.class_like(node.args[0], class_names):
+                    for name in names:
+                        yield name, _Reference(self, node, node.args[0], by_name=True)
+            elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and \
+                    self.class_like(node.value, class_names):
+                for name in names:
+                    yield name, _Reference(self, node, node.value, by_name=True)
+
+    def class_like(self, node: ast.AST, class_names: set[str]) -> bool:
+        """An expression that is a class, as written: a class's name, `type(x)`, `x.__class__`,
+        a classmethod's `cls` (or a metaclass's `self`)."""
+        if isinstance(node, ast.Name):
+            return node.id in class_names or node.id in SELF_NAMES and \
+                id(node) in self.class_selves
+        if isinstance(node, ast.Attribute):
+            return node.attr in class_names or node.attr == "__class__"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return node.func.id == "type" and len(node.args) == 1
+        return False
+
+    def classes_handed_on(self, class_names: set[str]) -> set[str]:
+        """The submission's classes that can reach a name the scan cannot follow: a class's
+        name read other than to call it, read an attribute from it, compare it or ask about it
+        (`isinstance(x, Net)`); ANY_CLASS where `type(x)`, `x.__class__` or a classmethod's
+        `cls` is, or where code the scan cannot read runs."""
+        found: set[str] = set()
+        class_selves = self.class_selves
+        variables = local_names(self.tree, _DYNAMIC) if any(
+            isinstance(n, ast.Name) and n.id in _DYNAMIC for n in self.nodes) else set()
+        for node in self.nodes:   # (a variable named like one: `def main(eval=True)`, a flag)
+            if isinstance(node, ast.Name) and node.id in _DYNAMIC and \
+                    isinstance(node.ctx, ast.Load) and id(node) not in variables:
+                found.add(ANY_CLASS)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    (a.name if isinstance(node, ast.Import) else node.module or "")
+                    .split(".")[0] == "importlib" for a in node.names):
+                found.add(ANY_CLASS)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
+                    (node.id in class_names or id(node) in class_selves):
+                if not self._kept(node):
+                    found.add(node.id if id(node) not in class_selves else ANY_CLASS)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
+                    (node.attr in class_names or node.attr == "__class__"):
+                if not self._kept(node):
+                    found.add(node.attr if node.attr != "__class__" else ANY_CLASS)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                if node.func.id == "type" and len(node.args) == 1 and not self._kept(node):
+                    found.add(ANY_CLASS)
+                elif node.func.id in _LOOKUPS:   # getattr(module, "Net")
+                    found |= {t for a in node.args for t in self.folder.strings(a)} & \
+                        class_names
+        return found
+
+    def _kept(self, node: ast.AST) -> bool:
+        """Whether a read of a class hands the class to nothing the scan cannot follow."""
+        if id(node) in self.annotations:
+            return True   # `model: Net`, `-> Optional[Net]`
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return True
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return True
+        if isinstance(parent, ast.Compare):
+            return True
+        if isinstance(parent, ast.ClassDef):
+            return True   # a base
+        if isinstance(parent, (ast.ExceptHandler, ast.Raise)):
+            return True
+        if isinstance(parent, ast.Tuple):   # isinstance(x, (A, B)), except (A, B)
+            grand = self.parents.get(id(parent))
+            return isinstance(grand, (ast.ExceptHandler, ast.Compare)) or \
+                isinstance(grand, ast.Call) and isinstance(grand.func, ast.Name) and \
+                grand.func.id in ("isinstance", "issubclass")
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and \
+                parent.func.id in _ASKING:
+            return True
+        if isinstance(node, ast.Name) and isinstance(parent, (ast.FunctionDef, ast.ClassDef)):
+            return True
+        return False
+
+
+@dataclass
+class _Judge:
+    """What judging a reference needs: the methods trusted so far, each `self` read's method,
+    each method's function, the submission's class names, whether any class is handed on."""
+    trusted: set[int]
+    by_self: dict
+    by_function: dict
+    class_names: set[str]
+    escaped: set[int]      # the methods whose class (or a class derived from it) is handed on
+
+    def own_instance(self, node) -> bool:
+        """A read of a trusted instance method's `self`: an object of the student's own."""
+        method = self.by_self.get(id(node))
+        return method is not None and not method.self_is_class and id(method) in self.trusted
+
+    def own(self, node) -> bool:
+        method = self.by_self.get(id(node))
+        return method is not None and id(method) in self.trusted
+
+
+@dataclass
+class _Reference:
+    file: _File
+    node: ast.AST          # the attribute read, or the lookup's call
+    base: ast.AST | None   # what it is read from
+    by_name: bool = False  # a namespace read, or a name computed at run time: any method
+
+    def unsafe(self, method: _Method, judge: _Judge) -> str:
+        """Why this read may call `method` with another first argument ("": it cannot)."""
+        context = self.file.parents.get(id(self.node))
+        context = context if isinstance(context, ast.Call) else self.node
+        where = f"{ast.unparse(context)[:60]} ({self.file.name.split('#')[0]}:" \
+                f"{self.file.at_line or getattr(self.node, 'lineno', 0)})"
+        base = self.base
+        if self.by_name:
+            return f"{where} may read {method.name} from its class"
+        if base is None:   # attrgetter("m"), methodcaller("m", x): applied to anything
+            return f"{where} hands {method.name} on, to be called with any first argument" \
+                if id(method) in judge.escaped else ""
+        if method.kind == "class":
+            return ""   # bound to the class, or to the class of the object it is read from
+        if method.kind == "instance" and (self._super(base, judge) or judge.own_instance(base)):
+            return ""   # bound to an object of the student's own
+        parent = self.file.parents.get(id(self.node))
+        class_like = self.file.class_like(base, judge.class_names) or method.kind == "new" or \
+            _is_super(base)
+        if isinstance(parent, ast.Call) and parent.func is self.node:
+            if not _may_be_unbound(parent, method):
+                return ""
+            first = _first_argument(parent, method)
+            if first is not None and judge.own(first):
+                return ""   # `Net.__init__(self, ...)`: the caller's own object
+            if _plain_value(first):
+                return ""   # `model.use_pipeline(8)` read unbound: an int is no object of torch's
+            if class_like or id(method) in judge.escaped:
+                return f"{where} may call {method.name} with another first argument"
+            return ""
+        if class_like or id(method) in judge.escaped:
+            return f"{where} hands {method.name} on, to be called with any first argument"
+        return ""
+
+    def _super(self, node, judge: _Judge) -> bool:
+        """`super()` written in a trusted instance method's own body, or `super(C, self)` of
+        such a `self`: bound to the student's own object."""
+        if not _is_super(node):
+            return False
+        if len(node.args) == 2:
+            return judge.own_instance(node.args[1])
+        if node.args or node.keywords:
+            return False
+        scope = self.file.parents.get(id(node))
+        while scope is not None and not isinstance(scope, _SCOPES):
+            scope = self.file.parents.get(id(scope))
+        method = judge.by_function.get(id(scope))
+        return method is not None and not method.self_is_class and id(method) in judge.trusted
+
+
+def _plain_value(node) -> bool:
+    """A value written out (a number, a string, a list or dict display): no object whose
+    attributes could be set."""
+    if isinstance(node, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set,
+                         ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.operand, ast.Constant)
+    return isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and \
+        isinstance(node.right, ast.Constant)
+
+
+def _derived(files) -> dict[str, set[str]]:
+    """Each class name of the submission -> itself and the names of the classes derived from
+    it (by the names of their bases, in any file)."""
+    bases = {c.name: {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", None)
+                      for b in c.bases} for f in files for c in f.classes}
+    derived = {name: {name} for name in bases}
+    changed = True
+    while changed:
+        changed = False
+        for name, of in bases.items():
+            for base in of:
+                if base in derived and not derived[name] <= derived[base]:
+                    derived[base] |= derived[name]
+                    changed = True
+    return derived
+
+
+def _exempted(node: ast.AST) -> bool:
+    """`self.forward = ...`, `self._forward_hooks`, `setattr(self, ...)`,
+    `object.__setattr__(self, ...)`: a place where a rule spares a method's own object; or
+    code run from a string (which may hold one)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id in SELF_NAMES:
+        return node.attr in _EXEMPT_ATTRIBUTES or node.attr.startswith(TORCH_INTERNAL_PREFIXES)
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and \
+            node.args[0].id in SELF_NAMES:
+        function = node.func
+        return (function.id if isinstance(function, ast.Name) else function.attr
+                if isinstance(function, ast.Attribute) else "") in _EXEMPT_CALLS
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id in ("exec", "eval", "compile")
+
+
+def _annotations(node: ast.AST) -> list:
+    """The annotations a node carries (never run as values that reach a name)."""
+    if isinstance(node, ast.arg):
+        return [node.annotation] if node.annotation is not None else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.returns] if node.returns is not None else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
+
+
+def _is_super(node) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "super"
+
+
+def _may_be_unbound(call: ast.Call, method: _Method) -> bool:
+    """Whether `call` can bind its first positional argument (or a keyword of the first
+    parameter's name) to the method's `self`: the rest fits the other parameters."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or \
+            any(k.arg is None or k.arg == method.first for k in call.keywords):
+        return True
+    if not call.args:
+        return False
+    given = len(call.args) - 1
+    if given > len(method.after) and not method.vararg:
+        return False
+    keywords = {k.arg for k in call.keywords}
+    missing = [name for name in method.after[given:method.required_after]
+               if name not in keywords]
+    return not missing
+
+
+def _first_argument(call: ast.Call, method: _Method) -> ast.AST | None:
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return next((k.value for k in call.keywords if k.arg == method.first), None)
+
+
+def _class_body_functions(body: list, depth: int = 0):
+    """The functions a class body defines: at its top, or under if/try/with of it."""
+    for node in body:
+        if isinstance(node, _FUNCTIONS):
+            yield node
+        elif depth < 8 and isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _class_body_functions(getattr(node, block, []), depth + 1)
+            for handler in getattr(node, "handlers", []):
+                yield from _class_body_functions(handler.body, depth + 1)
+
+
+def _reads_of(function: ast.FunctionDef, name: str) -> tuple[list[ast.Name], bool]:
+    """(the reads of the method's first parameter `name` in its body and the functions,
+    lambdas, comprehensions and classes inside it that do not bind that name themselves,
+    whether any of them binds it again)."""
+    reads: list[ast.Name] = []
+    bound, declared_global = _scope_names(function.body)
+    if name in bound or name in declared_global:
+        return reads, True
+
+    def visit(node: ast.AST) -> bool:
+        """Collects the reads under `node`; True where a nested scope rebinds the name."""
+        if isinstance(node, ast.Name) and node.id == name:
+            if isinstance(node.ctx, ast.Load):
+                reads.append(node)
+            return False
+        if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
+            rebound = any([visit(part) for part in _outer_parts(node)])
+            body = node.body if isinstance(node.body, list) else [node.body]
+            inner, inner_global = _scope_names(body)
+            if any(isinstance(n, ast.Nonlocal) and name in n.names for n in ast.walk(node)):
+                return True
+            if name in _parameters(node.args) or name in inner or name in inner_global:
+                return rebound   # its own `name`
+            return any([visit(statement) for statement in body]) or rebound
+        if isinstance(node, ast.ClassDef):
+            # its body reads the function's names unless it binds them; its methods skip it
+            rebound = any([visit(part) for part in _outer_parts(node)])
+            inner, _global = _scope_names(node.body)
+            return any([visit(statement) for statement in node.body
+                        if isinstance(statement, _FUNCTIONS) or name not in inner]) or rebound
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            targets = {n.id for g in node.generators for n in ast.walk(g.target)
+                       if isinstance(n, ast.Name)}
+            if name in targets:
+                return visit(node.generators[0].iter)
+        return any([visit(child) for child in ast.iter_child_nodes(node)])
+
+    rebound = any([visit(statement) for statement in function.body])
+    return reads, rebound
