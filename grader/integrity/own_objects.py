@@ -106,7 +106,8 @@ def own_object_names(tree: ast.Module, imports: dict[str, str],
         if isinstance(node, ast.ClassDef) and defined_once(node) and \
                 _module_class(node, module_classes, resolved):
             module_classes.add(node.name)
-    makers = plain | {name for name in imports if only_imported(name, "types.SimpleNamespace")}
+    makers = plain | {name for name in imports if only_imported(name, "types.SimpleNamespace")} \
+        | {f"{name}.SimpleNamespace" for name in imports if only_imported(name, "types")}
     parsers_at_module = _parsers(module_bindings, resolved, declared_elsewhere)
 
     def own_in(body, bindings, scope_makers, scope_modules, declared, parsers, trusted=()):
@@ -257,6 +258,9 @@ def _made_by(kind: str, value, makers: set[str], module_classes: set[str],
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
             value.func.attr == "to" and isinstance(value.func.value, ast.Call):
         value, moved = value.func.value, True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name):   # types.SimpleNamespace()
+        return not moved and f"{value.func.value.id}.{value.func.attr}" in makers
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
         return False
     return value.func.id in module_classes or not moved and value.func.id in makers
@@ -465,6 +469,29 @@ _MAKERS_MODULES = frozenset({"dataclasses", "types", "argparse"})
 _LIBRARIES = frozenset(sys.stdlib_module_names) | {"torch"}
 
 
+_READERS = frozenset({"print", "str", "repr", "len", "sorted", "dict", "list"})
+_READING_METHODS = frozenset({"dump", "dumps", "debug", "info", "warning", "error", "write",
+                              "format", "pprint"})
+
+
+def _only_reads(node: ast.AST) -> bool:
+    """A call that only reads its arguments (prints, copies, logs, serialises them), or an
+    f-string's value."""
+    if isinstance(node, ast.FormattedValue):
+        return True
+    if not isinstance(node, ast.Call):
+        return False
+    function = node.func
+    return isinstance(function, ast.Name) and function.id in _READERS or \
+        isinstance(function, ast.Attribute) and function.attr in _READING_METHODS
+
+
+def _arguments(node: ast.AST) -> list:
+    if isinstance(node, ast.FormattedValue):
+        return [node.value]
+    return [*node.args, *(keyword.value for keyword in node.keywords)]
+
+
 def may_rebind_names(tree: ast.AST, own_modules) -> bool:
     """Whether this file could rebind a name of a module of the submission (its own included)
     other than by that module's own statements: then no file's objects are trusted as plain."""
@@ -496,7 +523,14 @@ def may_rebind_names(tree: ast.AST, own_modules) -> bool:
     # (a method called `sample` is no module `sample.py`)
     read_from |= {id(node.func) for node in ast.walk(tree)
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    # `print(vars(stats))`, `json.dump(vars(args), f)`: the namespace only read, never written
+    shown = {id(argument.func) for node in ast.walk(tree) if _only_reads(node)
+             for argument in _arguments(node) if isinstance(argument, ast.Call)
+             and isinstance(argument.func, ast.Name) and argument.func.id == "vars"
+             and len(argument.args) == 1}
     for node in ast.walk(tree):
+        if id(node) in shown:
+            continue
         if id(node) not in read_from and (
                 isinstance(node, ast.Name) and node.id in guarded or
                 isinstance(node, ast.Attribute) and node.attr in modules):

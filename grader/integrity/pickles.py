@@ -55,6 +55,11 @@ _SAFE = {
     "copy_reg": {"_reconstructor", "__newobj__", "__newobj_ex__"},   # the same, protocol < 3
     "datetime": {"datetime", "date", "time", "timedelta", "timezone"},
     "decimal": {"Decimal"},
+    # what honest scripts record beside their timings: a tuple, a str, dataclasses of numbers
+    "time": {"struct_time"},
+    "platform": {"uname_result"},
+    "torch.torch_version": {"TorchVersion"},
+    "torch.utils.benchmark.utils.common": {"Measurement", "TaskSpec"},
     "fractions": {"Fraction"},
     "uuid": {"UUID"},
     # Namespace(**kw) and SimpleNamespace(**kw) only set the attributes they are given.

@@ -746,12 +746,25 @@ def _defined_names(body: list[ast.stmt], depth: int = 0) -> set[str]:
     for node in body:
         if isinstance(node, ast.ClassDef):
             names.add(node.name)
+        elif isinstance(node, ast.Assign) and _makes_a_tuple_class(node.value):
+            # Timing = namedtuple("Timing", "name seconds"): a class, whose call builds a tuple
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         elif depth < 8 and isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
             for block in ("body", "orelse", "finalbody"):
                 names |= _defined_names(getattr(node, block, []), depth + 1)
             for handler in getattr(node, "handlers", []):
                 names |= _defined_names(handler.body, depth + 1)
     return names
+
+
+def _makes_a_tuple_class(value: ast.AST) -> bool:
+    """namedtuple(...) or NamedTuple(...), however imported (collections., typing.)."""
+    if not isinstance(value, ast.Call):
+        return False
+    function = value.func
+    name = function.attr if isinstance(function, ast.Attribute) else \
+        function.id if isinstance(function, ast.Name) else ""
+    return name in ("namedtuple", "NamedTuple")
 
 
 def _may_be_own_module(name: str, submission: Path) -> bool:

@@ -365,6 +365,7 @@ class Containers:
         self.extended: dict[str, list] = {}      # name -> containers whose elements it takes
         self.functions: dict[str, list] = {}     # the file's functions, by name
         self._returned: dict[str, set[int]] = {}
+        self._returned_values: dict[str, list] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     isinstance(node.func.value, ast.Name):
@@ -433,9 +434,11 @@ class Containers:
                 self._elements(arguments[0], depth + 1, seen, found)
             elif isinstance(function, ast.Attribute) and function.attr in _ELEMENT_METHODS:
                 self._elements(function.value, depth + 1, seen, found)
-            elif isinstance(function, ast.Name) and self.returned(function.id):
+            elif isinstance(function, ast.Name) and (self.returned(function.id) or
+                                                     self.returned_values(function.id)):
                 more = [arguments[i] for i in self.returned(function.id)
                         if i < len(arguments) and not isinstance(arguments[i], ast.Starred)]
+                more += self.returned_values(function.id)   # `def get(): return torch.nn`
             elif isinstance(function, ast.Lambda) and isinstance(function.body, ast.Name):
                 names = [a.arg for a in function.args.posonlyargs + function.args.args]
                 if function.body.id in names and names.index(function.body.id) < len(arguments):
@@ -455,6 +458,20 @@ class Containers:
                             part.value.id in positional:
                         self._returned[name].add(positional.index(part.value.id))
         return self._returned[name]
+
+    def returned_values(self, name: str) -> list[ast.AST]:
+        """The names and dotted names other than its parameters that a function of the file
+        named so returns (`def get(): return torch.nn.functional`)."""
+        if name not in self._returned_values:
+            values = []
+            for function in self.functions.get(name, []):
+                positional = {a.arg for a in function.args.posonlyargs + function.args.args}
+                values += [part.value for part in _statements(function.body)
+                           if isinstance(part, ast.Return) and
+                           isinstance(part.value, (ast.Name, ast.Attribute)) and
+                           not (isinstance(part.value, ast.Name) and part.value.id in positional)]
+            self._returned_values[name] = values
+        return self._returned_values[name]
 
     def _of_name(self, name: str, depth: int) -> list:
         """What a name's bindings can stand for: the same wherever the name is read, so read

@@ -44,7 +44,8 @@ _PLAIN_DECORATORS = frozenset({
     "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.jit.ignore",
     "torch.jit.unused", "torch.jit.export", "functools.cached_property", "functools.cache",
     "functools.lru_cache", "abc.abstractmethod", "typing.override", "typing.final",
-    "contextlib.contextmanager"})
+    "contextlib.contextmanager", "torch.cuda.nvtx.range", "torch.profiler.record_function",
+    "torch.autograd.profiler.record_function"})
 _PLAIN_BUILTIN_DECORATORS = frozenset({"property", "classmethod"})
 # Calls that look an attribute up by name (`getattr(Net, "patch")`).
 _LOOKUPS = frozenset({"getattr", "attrgetter", "getattr_static", "__getattribute__",
@@ -54,6 +55,9 @@ _LOOKUPS = frozenset({"getattr", "attrgetter", "getattr_static", "__getattribute
 # about (`isinstance(x, Net)`).
 _ASKING = frozenset({"isinstance", "issubclass", "super", "print", "repr", "str", "id", "hash",
                      "callable", "type"})
+# Methods that only tell what they are given (`log.info("model %s", type(net))`).
+_TELLING = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception",
+                      "log", "write", "format"})
 _DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "globals", "locals"})
 MAX_EXEC_DEPTH = 3
 ANY_CLASS = "*"    # what is handed on can be any class (type(x), x.__class__, exec)
@@ -257,6 +261,7 @@ class _File:
                     "new" if node.name == "__new__" else "instance",
                     after, max(0, len(after) - with_default), arguments.vararg is not None)
                 method.reads, rebound = _reads_of(node, method.first)
+                defaulted = len(arguments.defaults) >= len(positional)
                 strange = [d for d in decorators if d not in ("plain", "classmethod")]
                 if self.at_line:
                     method.why_not = "its method is code run from a string"
@@ -265,6 +270,9 @@ class _File:
                                       "call it with any first argument")
                 elif rebound:
                     method.why_not = f"{node.name} binds {method.first} to something else"
+                elif defaulted:   # `def patch(self=nn.Linear)`, called as Net.patch()
+                    method.why_not = (f"{node.name} gives {method.first} a default value, which "
+                                      "a call through its class takes")
                 method.self_is_class = method.kind != "instance" or cls.name in metaclasses
                 if method.self_is_class:
                     self.class_selves |= {id(read) for read in method.reads}
@@ -295,6 +303,11 @@ class _File:
             if isinstance(node, ast.Attribute) and node.attr in names and \
                     isinstance(node.ctx, ast.Load):
                 yield node.attr, _Reference(self, node, node.value)
+            elif isinstance(node, ast.Name) and node.id in names and \
+                    isinstance(node.ctx, ast.Load) and self._in_class_body(node):
+                # `patch(nn.Linear, f)`, `alias = patch`, `{"p": patch}` in the class's own body:
+                # the plain function, before any object exists
+                yield node.id, _Reference(self, node, node, by_name=True)
             elif isinstance(node, ast.Call):
                 function = node.func
                 called = function.id if isinstance(function, ast.Name) else \
@@ -322,6 +335,17 @@ class _File:
                     self.class_like(node.value, class_names):
                 for name in names:
                     yield name, _Reference(self, node, node.value, by_name=True)
+
+    def _in_class_body(self, node: ast.AST) -> bool:
+        """Whether the nearest scope around `node` is a class body (a decorator or a default
+        of a method included: they run in the class body too)."""
+        child, scope = node, self.parents.get(id(node))
+        while scope is not None and not isinstance(scope, _SCOPES):
+            child, scope = scope, self.parents.get(id(scope))
+        if isinstance(scope, _FUNCTIONS + (ast.Lambda,)) and (
+                child in getattr(scope, "decorator_list", ()) or child is scope.args):
+            return self._in_class_body(scope)
+        return isinstance(scope, ast.ClassDef)
 
     def class_like(self, node: ast.AST, class_names: set[str]) -> bool:
         """An expression that is a class, as written: a class's name, `type(x)`, `x.__class__`,
@@ -390,6 +414,11 @@ class _File:
                 grand.func.id in ("isinstance", "issubclass")
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and \
                 parent.func.id in _ASKING:
+            return True
+        if isinstance(parent, ast.FormattedValue):
+            return True   # f"Using {type(net)}": only its text
+        if isinstance(parent, ast.Call) and parent.func is not node and \
+                isinstance(parent.func, ast.Attribute) and parent.func.attr in _TELLING:
             return True
         if isinstance(node, ast.Name) and isinstance(parent, (ast.FunctionDef, ast.ClassDef)):
             return True

@@ -126,6 +126,24 @@ def _torch_internal(name: str) -> bool:
         "hook" in name or HOLE in name)
 
 
+# What a script's module names when it imported torch's parts (`concepts.nn` is torch.nn, as
+# the course's scripts import it): reached through the submission's own module, still torch's.
+_IMPORTED_AS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional",
+                "functional": "torch.nn.functional", "dist": "torch.distributed",
+                "optim": "torch.optim", "np": "numpy"}
+
+
+def through_own_module(full: str, own_modules) -> str:
+    """`concepts.torch.matmul` (or `from concepts import nn; nn.functional.linear`): the name
+    of torch's (or another protected module's) that an own module's attribute leads to; `full`
+    itself otherwise (`helper.stats = ...` sets the student's own variable)."""
+    parts = full.split(".")
+    if len(parts) < 3 or parts[0] not in own_modules:
+        return full
+    head = _IMPORTED_AS.get(parts[1]) or (parts[1] if parts[1] in PROTECTED_ROOTS else None)
+    return ".".join([head, *parts[2:]]) if head else full
+
+
 def scan_text(source: bytes, relative: str, own_modules=frozenset(),
               trust_own_objects: bool = False, selves: Selves | None = None,
               tree: ast.AST | None = None) -> list[Finding]:
@@ -834,10 +852,12 @@ class _Visitor(ast.NodeVisitor):
         if full is None:
             # `[torch][0].matmul = f`, `for t in (torch,): t.matmul = f`
             owners = self.owners_of(base) if isinstance(base, (ast.Subscript, ast.Name, ast.Call,
-                                                               ast.IfExp, ast.BoolOp)) else []
+                                                               ast.IfExp, ast.BoolOp,
+                                                               ast.NamedExpr)) else []
             if not owners:
                 return
             full = f"{owners[0]}.{name}"
+        full = through_own_module(full, self.own_modules)
         root = full.split(".")[0]
         if root in self.own_modules or full.startswith(ALLOWED_SETTINGS):
             return

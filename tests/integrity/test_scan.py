@@ -580,6 +580,22 @@ TAMPERING_CASES = [
      "mp.setattr(torch, 'matmul', fake)\n", "patching", 3),
     ("monkeypatch_setattr_of_a_dotted_torch_name", "import pytest\n"
      "pytest.MonkeyPatch().setattr('torch.' + 'matmul', fake)\n", "patching", 2),
+    # a method's own `self` handed torch's class from the class body, or by a default
+    ('method_called_bare_in_its_class_body',
+     'import torch.nn as nn\nclass Net(nn.Module):\n    def patch(self, f):\n        self.forward = f\n    patch(nn.Linear, fake)\n', "patching", 4),
+    ('method_aliased_in_its_class_body',
+     'import torch.nn as nn\nclass Net(nn.Module):\n    def patch(self, f):\n        self.forward = f\n    alias = patch\nNet.alias(nn.Linear, fake)\n', "patching", 4),
+    ('method_kept_in_a_table_of_its_class',
+     "import torch.nn as nn\nclass Net(nn.Module):\n    def patch(self, f):\n        self.forward = f\n    TABLE = {'p': patch}\nNet.TABLE['p'](nn.Linear, fake)\n", "patching", 4),
+    ('metaclass_method_called_in_its_body',
+     'import torch\nclass Meta(type):\n    def patch(self, f):\n        self.forward = f\n    patch(torch.nn.Linear, fake)\n', "patching", 4),
+    ('self_with_a_torch_default',
+     'import torch.nn as nn\nclass Net(nn.Module):\n    def patch(self=nn.Linear, f=fake):\n        self.forward = f\nNet.patch()\n', "patching", 4),
+    # an owner returned by a function of the file, or bound in the expression
+    ("torch_module_returned_by_a_function", "import torch\ndef get():\n"
+     "    return torch.nn.functional\nget().linear = fake\n", "patching", 4),
+    ("torch_module_bound_by_a_walrus", "import torch\n(F := torch.nn.functional).linear = fake\n",
+     "patching", 2),
     # torch's hook tables: `_global_` and a computed rest
     ("global_hook_table_by_a_computed_name",
      "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
@@ -905,6 +921,12 @@ HONEST = {
         "def timed(fn):\n    return fn\ndef main():\n    model = Net().to('cuda:0')\n"
         "    model.forward = timed(model.forward)\n    deeper = Deeper()\n"
         "    deeper.forward = timed(deeper.forward)\nmain()\n"),
+    'type_of_the_model_printed_and_a_mode_set': (
+        "import torch, torch.nn as nn\nimport logging\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.l = nn.Linear(8, 8)\n    def plain(self, x):\n        return self.l(x)\n    def chunked(self, x):\n        return torch.cat([self.l(c) for c in x.chunk(2)])\n    def set_mode(self, mode='plain'):\n        self.forward = self.chunked if mode == 'chunked' else self.plain\nnet = Net()\nprint(f'Using {type(net)} {net.__class__}')\nlogging.getLogger(__name__).info('model %s', type(net))\nfor mode in ('plain', 'chunked'):\n    net.set_mode(mode)\n"),
+    'streams_in_a_forward_marked_for_the_profiler': (
+        "import torch, torch.nn as nn\nclass PipeNet(nn.Module):\n    def __init__(self, n=2):\n        super().__init__()\n        self.stages = nn.ModuleList(nn.Linear(8, 8) for _ in range(n))\n        self._streams = [torch.cuda.Stream() for _ in range(n)]\n    @torch.cuda.nvtx.range('pipe_forward')\n    def forward(self, x):\n        for stream, stage in zip(self._streams, self.stages):\n            with torch.cuda.stream(stream):\n                x = stage(x)\n        return x\n"),
+    'timings_in_a_simple_namespace_printed_with_vars': (
+        'import json, time, types\nstats = types.SimpleNamespace()\nstats.forward = time.perf_counter()\nclass Stats:\n    pass\nmore = Stats()\nmore.forward = time.perf_counter() - stats.forward\nprint(vars(more))\njson.dumps(vars(stats))\n'),
     "global_step_counter": (
         "state = {'_global_step': 0}\ntrainer._global_step += 1\nlogger._global_rank = 0\n"),
 }
@@ -927,7 +949,22 @@ def zip_bytes(members: dict[str, bytes]) -> bytes:
 
 
 # (id, files, file of the finding, category)
+OWN_MODULE_WITH_TORCH = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 FILE_CASES = [
+    # torch reached through the student's own module, which imported it
+    ("torch_through_an_own_module", {"practical4/helper.py": OWN_MODULE_WITH_TORCH,
+                                     "practical4/concepts.py": "import helper\n"
+                                     "helper.torch.matmul = lambda a, b: a\n"},
+     "practical4/concepts.py", "patching"),
+    ("torch_nn_imported_from_an_own_module", {
+        "practical4/helper.py": OWN_MODULE_WITH_TORCH,
+        "practical4/concepts.py": "from helper import nn\nnn.functional.linear = print\n"},
+     "practical4/concepts.py", "patching"),
+    ("mock_of_torch_through_an_own_module", {
+        "practical4/helper.py": OWN_MODULE_WITH_TORCH,
+        "practical4/concepts.py": "from unittest import mock\nimport helper\n"
+                                  "mock.patch('helper.F.relu', print).start()\n"},
+     "practical4/concepts.py", "patching"),
     ("grader_package_folder", {"grader/__init__.py": "", "grader/vgpu.py": "x = 1\n"},
      "grader", "shadowing"),
     ("torch_name", {"hw3/torch.py": "x = 1\n"}, "hw3/torch.py", "shadowing"),
@@ -1245,8 +1282,10 @@ def test_bytecode_caches_are_not_followed_through_symlinks(tmp_path):
 
 def test_setting_a_variable_of_the_submissions_own_module_is_no_finding(tmp_path):
     findings = scan_submission(write(tmp_path, {
-        "practical5/helpers.py": "EPOCHS = 10\n",
-        "practical5/practical5_dp.py": "import helpers\nhelpers.EPOCHS = 1\n"}))
+        "practical5/helpers.py": "import types\nimport torch\nEPOCHS = 10\n"
+                                 "CONFIG = types.SimpleNamespace(lr=0.1)\n",
+        "practical5/practical5_dp.py": "import helpers\nhelpers.EPOCHS = 1\n"
+                                       "helpers.CONFIG.lr = 0.01\n"}))
     assert split_by_kind(findings)[0] == [], shown(findings)
 
 
