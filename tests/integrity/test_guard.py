@@ -7,7 +7,11 @@ the slow ones run scripts in the sandbox and read the run's integrity problems.
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -121,9 +125,33 @@ def test_extra_owners_are_watched_too():
 
 
 # -- in real runs --------------------------------------------------------------------------------
-def problems(tmp_path, source) -> list[str]:
-    observation = run_source(tmp_path, source)
-    return observation.integrity
+@pytest.fixture(scope="module")
+def run_forked():
+    """source -> the Observation of a run of it as practical4's script, forked, as a grading's
+    runs are, from one fork server for the whole module (torch imported once, not per test;
+    fresh runs where this machine cannot fork them)."""
+    from grader.harness.execute import run_script, start_fork_server
+    submission = Path(tempfile.mkdtemp(prefix="pdl-guard-", dir="/var/tmp"))
+    (submission / "practical4").mkdir()
+    for folder in (submission, submission / "practical4"):
+        os.chmod(folder, 0o755)    # read by the sandbox's unprivileged user
+    forks = start_fork_server(submission)
+    scripts = itertools.count()
+
+    def run(source: str):
+        script = submission / "practical4" / f"script_{next(scripts)}.py"
+        script.write_text(source)
+        os.chmod(script, 0o644)
+        return run_script(submission, f"practical4/{script.name}", gpus=2, timeout_s=120,
+                          forks=forks)
+    yield run
+    if forks is not None:
+        forks.close()
+    shutil.rmtree(submission, ignore_errors=True)
+
+
+def problems(run_forked, source) -> list[str]:
+    return run_forked(source).integrity
 
 
 ENDINGS = {
@@ -143,8 +171,10 @@ ENDINGS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("ending", list(ENDINGS))
 def test_only_ending_around_the_instrumentation_is_a_problem(tmp_path, ending):
+    # Fresh interpreters, as on real GPUs: a forked run's end runs the closing check itself,
+    # atexit cleared or not (grader/vgpu/clean_exit.py).
     source, expected = ENDINGS[ending]
-    found = problems(tmp_path, source)
+    found = run_source(tmp_path, source).integrity
     assert len(found) == len(expected) and all(e in p for e, p in zip(expected, found)), (
         f"{ending}: expected {expected or 'no problem'}, observed {found}")
 
@@ -181,8 +211,8 @@ TRIPWIRES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", list(TRIPWIRES))
-def test_walking_the_interpreter_is_seen_at_run_time(tmp_path, route):
-    found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
+def test_walking_the_interpreter_is_seen_at_run_time(run_forked, route):
+    found = problems(run_forked, "import torch\ntorch.ones(1, device='cuda:0')\n" +
                      TRIPWIRES[route])
     assert any("walked or rewrote the interpreter" in p for p in found), (route, found)
 
@@ -230,11 +260,11 @@ left_on.enable()   # never disabled: still profiling when the script ends
 
 
 @pytest.mark.slow
-def test_profiling_with_cprofile_is_no_problem(tmp_path):
+def test_profiling_with_cprofile_is_no_problem(run_forked):
     """cProfile's profiler is C code that counts calls and hands no frame to Python: the
     standard way to profile a training step, never a finding (a profile function of Python
     code, which is handed every frame, is: TRIPWIRES)."""
-    observation = run_source(tmp_path, PROFILED)
+    observation = run_forked(PROFILED)
     assert observation.ok, observation.stderr[-2000:]
     assert observation.integrity == [], observation.integrity
 
@@ -341,23 +371,23 @@ HONEST_SCRIPTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(HONEST_SCRIPTS))
-def test_honest_scripts_that_were_findings_are_no_problem(tmp_path, name):
+def test_honest_scripts_that_were_findings_are_no_problem(run_forked, name):
     source, printed = HONEST_SCRIPTS[name]
-    observation = run_source(tmp_path, source)
+    observation = run_forked(source)
     assert observation.ok, observation.stderr[-2000:]
     assert printed in observation.stdout, observation.stdout[-1000:]
     assert observation.integrity == [], observation.integrity
 
 
 @pytest.mark.slow
-def test_the_submissions_ctypes_call_is_reported_where_it_made_it(tmp_path):
-    found = problems(tmp_path, "import torch\nimport ctypes\n\n\nctypes.CDLL(None)\n")
+def test_the_submissions_ctypes_call_is_reported_where_it_made_it(run_forked):
+    found = problems(run_forked, "import torch\nimport ctypes\n\n\nctypes.CDLL(None)\n")
     assert any("ctypes.dlopen" in p and ":5" in p for p in found), found
 
 
 @pytest.mark.slow
-def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(tmp_path):
-    observation = run_source(tmp_path, HONEST_RUN)
+def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(run_forked):
+    observation = run_forked(HONEST_RUN)
     assert observation.ok, observation.stderr[-2000:]
     assert observation.integrity == []
 
@@ -382,8 +412,8 @@ LAUNDERED = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", list(LAUNDERED))
-def test_calls_handed_to_the_standard_library_are_seen_too(tmp_path, route):
-    found = problems(tmp_path, "import torch\ntorch.ones(1, device='cuda:0')\n" +
+def test_calls_handed_to_the_standard_library_are_seen_too(run_forked, route):
+    found = problems(run_forked, "import torch\ntorch.ones(1, device='cuda:0')\n" +
                      LAUNDERED[route])
     assert found, f"{route}: no problem found"
 
