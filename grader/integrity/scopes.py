@@ -408,14 +408,21 @@ class Containers:
         self._elements(node, 0, set(), found)
         return found
 
-    def _candidates(self, node, depth: int, seen: set, found: list) -> None:
+    def _enter(self, kind: str, node, depth: int, seen: set, found: list) -> bool:
+        """Counts a step of the reading; False where `node` was read so already or the
+        reading's depth, size or budget is spent (a cut: the result is not remembered)."""
         self.steps -= 1
-        if ("value", id(node)) in seen:
-            return
+        if (kind, id(node)) in seen:
+            return False
         if depth > self.MAX_DEPTH or len(found) > self.MAX_FOUND or self.steps < 0:
             self.cuts += 1
+            return False
+        seen.add((kind, id(node)))
+        return True
+
+    def _candidates(self, node, depth: int, seen: set, found: list) -> None:
+        if not self._enter("value", node, depth, seen, found):
             return
-        seen.add(("value", id(node)))
         found.append(node)
         more = []
         if isinstance(node, ast.Name):
@@ -494,13 +501,8 @@ class Containers:
 
     def _elements(self, node, depth: int, seen: set, found: list) -> None:
         """Adds to `found` the candidates of the elements of what `node` can stand for."""
-        self.steps -= 1
-        if ("elements", id(node)) in seen:
+        if not self._enter("elements", node, depth, seen, found):
             return
-        if depth > self.MAX_DEPTH or len(found) > self.MAX_FOUND or self.steps < 0:
-            self.cuts += 1
-            return
-        seen.add(("elements", id(node)))
         containers: list = []
         self._candidates(node, depth + 1, set(), containers)
         for container in containers:
