@@ -271,6 +271,7 @@ class _Visitor(ast.NodeVisitor):
         self.selves = Selves()
 
     def scan(self, tree: ast.AST) -> None:
+        self.tree, self._attribute_owners = tree, None
         self.folder = Folder(tree)
         self.learn(tree)
         # Names that can only be a plain object of the student's (own_objects.py): a field
@@ -669,6 +670,29 @@ class _Visitor(ast.NodeVisitor):
                 found.append(full)
         return found
 
+    def attribute_owner(self, attribute: str) -> str | None:
+        """What of torch's (builtins', ...) an attribute of this name can hold, wherever it is
+        read: given one by `self.F = torch.nn.functional` or `F = torch.nn.functional` in a
+        class body (then `self.F.linear = f`, `Holder.F.relu = f` set torch's)."""
+        if self._attribute_owners is None:
+            self._attribute_owners = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.ClassDef):
+                    pairs = [(target.id, statement.value) for statement in node.body
+                             if isinstance(statement, ast.Assign) for target in statement.targets
+                             if isinstance(target, ast.Name)]
+                elif isinstance(node, ast.Assign):
+                    pairs = [(target.attr, node.value) for target in node.targets
+                             if isinstance(target, ast.Attribute)]
+                else:
+                    continue
+                for name, value in pairs:
+                    owners = self.owners_of(value) if isinstance(
+                        value, (ast.Name, ast.Attribute)) else []
+                    if owners:
+                        self._attribute_owners.setdefault(name, owners[0])
+        return self._attribute_owners.get(attribute)
+
     def mock_patch(self, node: ast.Call, full: str) -> None:
         """unittest.mock's patchers replace what they name until undone (a context's end, a
         decorated function's return, stop()), which the runtime's closing check never sees:
@@ -854,6 +878,9 @@ class _Visitor(ast.NodeVisitor):
             owners = self.owners_of(base) if isinstance(base, (ast.Subscript, ast.Name, ast.Call,
                                                                ast.IfExp, ast.BoolOp,
                                                                ast.NamedExpr)) else []
+            if not owners and isinstance(base, ast.Attribute):
+                held_in = self.attribute_owner(base.attr)   # `self.F.linear = f`
+                owners = [held_in] if held_in else []
             if not owners:
                 return
             full = f"{owners[0]}.{name}"

@@ -596,6 +596,12 @@ TAMPERING_CASES = [
      "    return torch.nn.functional\nget().linear = fake\n", "patching", 4),
     ("torch_module_bound_by_a_walrus", "import torch\n(F := torch.nn.functional).linear = fake\n",
      "patching", 2),
+    # torch's module kept in an attribute of a class or of an object, then set through it
+    ("torch_module_kept_in_a_class_attribute", "import torch\nclass Holder:\n"
+     "    F = torch.nn.functional\nHolder.F.linear = fake\n", "patching", 4),
+    ("torch_module_kept_in_an_objects_attribute", "import torch\nclass Net:\n"
+     "    def __init__(self):\n        self.F = torch.nn.functional\n"
+     "    def patch(self):\n        self.F.linear = fake\n", "patching", 6),
     # torch's hook tables: `_global_` and a computed rest
     ("global_hook_table_by_a_computed_name",
      "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
@@ -927,6 +933,11 @@ HONEST = {
         "import torch, torch.nn as nn\nclass PipeNet(nn.Module):\n    def __init__(self, n=2):\n        super().__init__()\n        self.stages = nn.ModuleList(nn.Linear(8, 8) for _ in range(n))\n        self._streams = [torch.cuda.Stream() for _ in range(n)]\n    @torch.cuda.nvtx.range('pipe_forward')\n    def forward(self, x):\n        for stream, stage in zip(self._streams, self.stages):\n            with torch.cuda.stream(stream):\n                x = stage(x)\n        return x\n"),
     'timings_in_a_simple_namespace_printed_with_vars': (
         'import json, time, types\nstats = types.SimpleNamespace()\nstats.forward = time.perf_counter()\nclass Stats:\n    pass\nmore = Stats()\nmore.forward = time.perf_counter() - stats.forward\nprint(vars(more))\njson.dumps(vars(stats))\n'),
+    "a_layers_weight_and_setting_replaced_on_the_students_own_objects": (
+        "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+        "        self.act = nn.ReLU()\n        self.fc.weight = nn.Parameter(torch.eye(4))\n"
+        "        self.act.inplace = True\n"),
     "global_step_counter": (
         "state = {'_global_step': 0}\ntrainer._global_step += 1\nlogger._global_rank = 0\n"),
 }
