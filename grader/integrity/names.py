@@ -148,3 +148,7 @@ OUTPUT_CALLS = frozenset({"redirect_stdout", "redirect_stderr", "dup2"})
 # it interrupts (the instrumentation's, as likely as not).
 SIGNAL_HANDLING = frozenset({"signal", "setitimer", "alarm", "raise_signal", "pthread_kill",
                              "set_wakeup_fd", "sigwait"})
+# Methods that only show or serialise what they are handed (`log.info("%s", type(net))`,
+# `json.dump(vars(args), f)`): what is handed to them is read, never kept or written.
+TELLING_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical",
+                             "exception", "log", "write", "format", "dump", "dumps", "pprint"})

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from grader.common.locations import data_folder
+from grader.integrity.names import TELLING_METHODS
 from grader.integrity.scopes import local_names
 
 _ATTRIBUTE_HOOKS = frozenset({"__new__", "__getattr__", "__getattribute__", "__setattr__",
@@ -470,8 +471,6 @@ _LIBRARIES = frozenset(sys.stdlib_module_names) | {"torch"}
 
 
 _READERS = frozenset({"print", "str", "repr", "len", "sorted", "dict", "list"})
-_READING_METHODS = frozenset({"dump", "dumps", "debug", "info", "warning", "error", "write",
-                              "format", "pprint"})
 
 
 def _only_reads(node: ast.AST) -> bool:
@@ -483,7 +482,7 @@ def _only_reads(node: ast.AST) -> bool:
         return False
     function = node.func
     return isinstance(function, ast.Name) and function.id in _READERS or \
-        isinstance(function, ast.Attribute) and function.attr in _READING_METHODS
+        isinstance(function, ast.Attribute) and function.attr in TELLING_METHODS
 
 
 def _arguments(node: ast.AST) -> list:

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 
 from grader.integrity.constants import Folder
 from grader.integrity.names import (ALLOWED_ON_SUPER, GRADER_IDENTIFIERS, NOTE_ATTRIBUTES,
-                                    PATCHED_NAMES, PROCESS_CALLS, TORCH_INTERNAL_NAMES,
-                                    TORCH_INTERNAL_PREFIXES, UNCALLED_MODULES)
+                                    PATCHED_NAMES, PROCESS_CALLS, TELLING_METHODS,
+                                    TORCH_INTERNAL_NAMES, TORCH_INTERNAL_PREFIXES,
+                                    UNCALLED_MODULES)
 from grader.integrity.scopes import _outer_parts, _parameters, _scope_names, resolve
 from grader.integrity.scopes import local_names, stable_imports, unbound_names
 
@@ -55,9 +56,7 @@ _LOOKUPS = frozenset({"getattr", "attrgetter", "getattr_static", "__getattribute
 # about (`isinstance(x, Net)`).
 _ASKING = frozenset({"isinstance", "issubclass", "super", "print", "repr", "str", "id", "hash",
                      "callable", "type"})
-# Methods that only tell what they are given (`log.info("model %s", type(net))`).
-_TELLING = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception",
-                      "log", "write", "format"})
+
 _DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "globals", "locals"})
 MAX_EXEC_DEPTH = 3
 ANY_CLASS = "*"    # what is handed on can be any class (type(x), x.__class__, exec)
@@ -418,7 +417,7 @@ class _File:
         if isinstance(parent, ast.FormattedValue):
             return True   # f"Using {type(net)}": only its text
         if isinstance(parent, ast.Call) and parent.func is not node and \
-                isinstance(parent.func, ast.Attribute) and parent.func.attr in _TELLING:
+                isinstance(parent.func, ast.Attribute) and parent.func.attr in TELLING_METHODS:
             return True
         if isinstance(node, ast.Name) and isinstance(parent, (ast.FunctionDef, ast.ClassDef)):
             return True
