@@ -75,6 +75,30 @@ def test_nothing_is_said_without_an_optimizer_step_and_one_step_says_why(vnode):
     assert "1 optimizer step, no step time" in steps.summary()
 
 
+def test_only_a_steps_first_forward_pass_goes_through_a_module_hook(vnode):
+    """A global module hook sends every module call through nn.Module's slow path; the report
+    needs only each step's first forward pass, so its hook is gone after that one until the
+    next optimizer step."""
+    from torch.nn.modules import module as module_hooks
+    handle = vnode(2)
+    before = len(module_hooks._global_forward_pre_hooks)
+    steps = step_report.watch(handle)
+    layer = nn.Linear(8, 8).to("cuda:0")
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    try:
+        for step in range(2):
+            assert len(module_hooks._global_forward_pre_hooks) == before + 1, (
+                f"step {step}: a hook should wait for the step's first forward pass")
+            layer(torch.randn(4, 8, device="cuda:0")).sum().backward()
+            assert len(module_hooks._global_forward_pre_hooks) == before, (
+                f"step {step}: after the first forward pass no report hook should be left")
+            optimizer.step()
+    finally:
+        steps.close()
+    assert len(module_hooks._global_forward_pre_hooks) == before, "close() removes the hooks"
+    assert len(steps.work_ns) == 2 and None not in steps.work_ns
+
+
 def test_no_counting_where_the_grader_traces_the_run(tmp_path):
     from grader.vgpu import activate
     handle = activate(2, str(tmp_path / "t.jsonl"), force_virtual=True)
