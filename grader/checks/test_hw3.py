@@ -178,6 +178,18 @@ def run_settings(found) -> str:
             "your script's own settings give; the comparison is what counts")
 
 
+def constructor_note(found) -> str:
+    """How the grader called the constructor, where that call may not have passed the
+    configuration: a parameter of a name the grader does not know keeps its default."""
+    call = found.get("built_as")
+    if not call or "left to its default" not in call:
+        return ""
+    return (f". The grader built the model as {call} (DIM and DEPTH set to the "
+            "configuration in the module first): a constructor parameter it does not recognise keeps its "
+            "default. Name them dim and depth (or default them to DIM and DEPTH, "
+            "`def __init__(self, dim=DIM, depth=DEPTH)`), or read the module's constants")
+
+
 def built(found, what="the model") -> None:
     error = found.get("error")
     if error:
@@ -194,6 +206,7 @@ def built(found, what="the model") -> None:
         gpus, depth = (found["gpus"], found["depth"]) if "gpus" in found else found["configs"][0]
         look = (f"\nWhere to look: run it as the grader did: pdl-grade run --gpus {gpus} --set "
                 f"DEPTH={depth} hw3/model_parallel.py")
+        look += constructor_note(found)
         if "invalid device ordinal" in error["message"].lower():
             look += (f"; a node of {gpus} GPU(s) has cuda:0 .. cuda:{gpus - 1} only, and the layout "
                      f"asked for a GPU past the last one: check its rule where DEPTH is not a "
@@ -494,7 +507,8 @@ def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth)
     found, devices, _ = spread_layout(probe, gpus, depth)
     assert found["n_layers"] == depth and found["distinct_layers"] == depth, explain(
         f"exactly DEPTH={depth} distinct layers with weights in the model",
-        f"{found['n_layers']} layers ({found['distinct_layers']} distinct)", LOOK_TASK3)
+        f"{found['n_layers']} layers ({found['distinct_layers']} distinct)",
+        LOOK_TASK3 + constructor_note(found))
     ran_forward(found)
     assert found.get("matches_single_gpu") is True, explain(
         f"the output on {on_gpus(gpus)} equals the output of the same layers on one device",

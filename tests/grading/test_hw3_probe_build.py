@@ -58,10 +58,76 @@ def module_with(source: str) -> types.ModuleType:
         def __init__(self, dim, depth, num_gpus=None, *, verbose=False):
             self.built = (dim, depth)
     """,
-], ids=["keywords", "module-constants", "other-names", "positional", "depth-only", "extras"])
+    # a TA's audit: names of torch's own layers (nn.LSTM's input_size, num_layers), which the
+    # probe had not known, so the width kept its default and every Task scored 0
+    """
+    class LargeLinearModelMP:
+        def __init__(self, input_size=DIM, num_layers=DEPTH):
+            self.built = (input_size, num_layers)
+    """,
+    """
+    class LargeLinearModelMP:
+        def __init__(self, hidden_size=DIM, num_hidden_layers=DEPTH):
+            self.built = (hidden_size, num_hidden_layers)
+    """,
+    # any names, with the module's constants as their defaults: read by those defaults
+    """
+    class LargeLinearModelMP:
+        def __init__(self, breadth=DIM, stack=DEPTH, gpus=None):
+            self.built = (breadth, stack)
+    """,
+    """
+    class LargeLinearModelMP:
+        def __init__(self, stack=DEPTH, *, breadth=DIM):
+            self.built = (breadth, stack)
+    """,
+], ids=["keywords", "module-constants", "other-names", "positional", "depth-only", "extras",
+        "torch-layer-names", "hidden-layers", "defaults-any-names", "defaults-keyword-only"])
 def test_every_course_style_builds_the_asked_configuration(source):
     model = construct(module_with(source), dim=16, depth=20)
     assert model.built == (16, 20)
+
+
+def test_a_default_is_read_as_the_constant_only_where_it_tells_which_one():
+    """Two parameters defaulted to DIM, or DIM equal to DEPTH, say nothing about which is the
+    width: no guess is made, and the call the probe made is told (a configuration built
+    from the defaults shows in the layer count and the feedback names the call)."""
+    calls = []
+    twice = module_with("""
+    class LargeLinearModelMP:
+        def __init__(self, a=DIM, b=DIM):
+            self.built = (a, b)
+    """)
+    assert construct(twice, dim=16, depth=20, calls=calls).built == (1024, 1024)
+    equal = types.ModuleType("model_parallel")
+    equal.DIM = equal.DEPTH = 8
+    exec(textwrap.dedent("""
+    class LargeLinearModelMP:
+        def __init__(self, stack=DEPTH, breadth=DIM):
+            self.built = (breadth, stack)
+    """), equal.__dict__)
+    assert construct(equal, dim=16, depth=20, calls=calls).built == (8, 8)
+    assert calls == ["LargeLinearModelMP(); left to its default: a=1024, b=1024",
+                     "LargeLinearModelMP(); left to its default: stack=8, breadth=8"]
+    named = module_with("""
+    class LargeLinearModelMP:
+        def __init__(self, input_size=DIM, num_layers=DEPTH):
+            pass
+    """)
+    construct(named, dim=16, depth=20, calls=calls)
+    assert calls[-1] == "LargeLinearModelMP(input_size=16, num_layers=20)"
+
+
+def test_the_constants_as_imported_are_remembered_across_builds():
+    """The probe builds one module many times and sets DIM and DEPTH before each build: the
+    defaults are compared with the module's constants as its import set them."""
+    module = module_with("""
+    class LargeLinearModelMP:
+        def __init__(self, breadth=DIM, stack=DEPTH):
+            self.built = (breadth, stack)
+    """)
+    assert construct(module, dim=16, depth=20).built == (16, 20)
+    assert construct(module, dim=32, depth=5).built == (32, 5)
 
 
 def test_a_constructor_it_cannot_call_gets_one_message_naming_the_signatures():
@@ -121,3 +187,13 @@ def test_helpers_beside_the_script_even_one_named_like_a_standard_module(tmp_pat
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_the_feedback_names_a_call_that_left_the_configuration_to_defaults():
+    from grader.checks.test_hw3 import constructor_note
+    left = constructor_note({"depth": 20, "built_as": "LargeLinearModelMP(); left to its "
+                             "default: a=1024, b=1024"})
+    assert "The grader built the model as LargeLinearModelMP(); left to its default" in left
+    assert "def __init__(self, dim=DIM, depth=DEPTH)" in left
+    assert constructor_note({"depth": 20, "built_as": "LargeLinearModelMP(dim=16, depth=20)"}) == ""
+    assert constructor_note({"depth": 20}) == ""
