@@ -97,7 +97,7 @@ def scan_submission(submission: Path) -> list[Finding]:
     context = functools.cache(lambda: Context(own_names=_own_names(files, submission)))
     # A method's `self` is its own object only where no file calls it with another one.
     try:
-        selves = own_selves(trees)
+        selves = own_selves(trees, objects_trusted=trusted)
     except (RecursionError, MemoryError):
         selves = Selves()   # none trusted: such a file is held unread anyway (scan_text)
     for path in files:

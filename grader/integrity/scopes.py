@@ -37,6 +37,16 @@ def _parameters(arguments: ast.arguments) -> set[str]:
     return names
 
 
+def parameter_defaults(arguments: ast.arguments) -> list[tuple[str, ast.AST]]:
+    """(parameter, its default value): what the parameter is where its caller gives none."""
+    positional = arguments.posonlyargs + arguments.args
+    with_default = positional[len(positional) - len(arguments.defaults):]
+    pairs = [(a.arg, default) for a, default in zip(with_default, arguments.defaults)]
+    return pairs + [(a.arg, default) for a, default in zip(arguments.kwonlyargs,
+                                                          arguments.kw_defaults)
+                    if default is not None]
+
+
 def _outer_parts(node: ast.AST) -> list:
     """The parts of a definition or comprehension that run in the scope around it."""
     if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
@@ -352,8 +362,9 @@ class Containers:
     writes (`[nn.Module][0]`, `{"m": nn.Module}.get("m")`, `holders[i]` of a list the file
     fills with `append` or `holders[k] = ...`, `next(iter(...))`), chosen by a conditional,
     returned by a function of the file that returns its argument (`same(nn.Module)`), or bound
-    to a name (every binding and loop of that name, wherever it is: a superset). Used where the
-    scan asks "could this be torch's?": a container only delays the question."""
+    to a name (every binding and loop of that name, and every parameter's default under it,
+    wherever it is: a superset). Used where the scan asks "could this be torch's?": a container
+    only delays the question."""
 
     MAX_DEPTH = 12
     MAX_FOUND = 256
@@ -364,6 +375,7 @@ class Containers:
         self.filled: dict[str, list] = {}        # name -> values put into it
         self.extended: dict[str, list] = {}      # name -> containers whose elements it takes
         self.functions: dict[str, list] = {}     # the file's functions, by name
+        self.defaults: dict[str, list] = {}      # parameter -> its defaults (`def g(T=...)`)
         self._returned: dict[str, set[int]] = {}
         self._returned_values: dict[str, list] = {}
         for node in ast.walk(tree):
@@ -386,6 +398,9 @@ class Containers:
                         self.extended.setdefault(target.id, []).append(node.value)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(node.name, []).append(node)
+            if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
+                for name, default in parameter_defaults(node.args):
+                    self.defaults.setdefault(name, []).append(default)
         self.memo: dict[int, list] = {}
         self.by_name: dict[str, list] = {}   # name -> what its bindings can stand for
         self.cuts = 0                         # readings cut short (not kept in by_name)
@@ -490,7 +505,7 @@ class Containers:
             return []
         self.reading.add(name)
         cuts, found, seen = self.cuts, [], set()
-        for value in self.bindings.get(name, []):
+        for value in self.bindings.get(name, []) + self.defaults.get(name, []):
             self._candidates(value, depth + 1, seen, found)
         for iterable in self.loops.get(name, []):
             self._elements(iterable, depth + 1, seen, found)

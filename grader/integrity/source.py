@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import re
 
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.own_objects import own_object_names, template_script
-from grader.integrity.scopes import Containers, local_names, numeric_updates
+from grader.integrity.scopes import Containers, local_names, numeric_updates, parameter_defaults
 from grader.integrity.scopes import resolve as resolve_stable
 from grader.integrity.scopes import stable_imports
 from grader.integrity.findings import Finding
@@ -59,6 +60,9 @@ _TORCH_DTYPES = frozenset({
     "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
     "int32", "int64", "uint8", "bool", "long", "int", "short", "complex64", "complex128",
     "cfloat", "cdouble"})
+# A parameter named like one of these is the function's own variable (`def f(eval=...)`): the
+# builtin's reads elsewhere in the file stay the builtin's.
+_BUILTIN_NAMES = frozenset(dir(builtins))
 _DYNAMIC_BUILTINS = frozenset(f"{module}.{name}" for module in ("builtins", "__builtin__")
                               for name in DYNAMIC_CALLS)
 
@@ -163,7 +167,8 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
     visitor = _Visitor(relative, lines, own_modules)
     visitor.trust_own_objects = trust_own_objects
     try:
-        visitor.selves = own_selves({relative: tree}) if selves is None else selves
+        visitor.selves = own_selves({relative: tree}, trust_own_objects) \
+            if selves is None else selves
         visitor.scan(tree)
     except (RecursionError, MemoryError):
         # Nested beyond what any homework writes (thousands of levels): not read, so held.
@@ -915,6 +920,16 @@ class _Visitor(ast.NodeVisitor):
         elif name in self.modules and value is not None:
             self.modules.pop(name)
 
+    def _alias_defaults(self, arguments: ast.arguments) -> None:
+        """`def g(T=torch.Tensor)`: called without it, the parameter is its default, so the
+        name stands for that as an assignment's would (`T.add = f` replaces torch.Tensor.add).
+        A default of no module's leaves what the name stands for elsewhere as it was."""
+        for name, default in parameter_defaults(arguments):
+            full = self.resolve(default) \
+                if isinstance(default, (ast.Name, ast.Attribute, ast.Call)) else None
+            if full is not None and name not in _BUILTIN_NAMES:
+                self.modules[name] = full
+
     def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
         if isinstance(target, ast.Name):
             self._alias(target.id, value)
@@ -958,9 +973,14 @@ class _Visitor(ast.NodeVisitor):
         elif node.name in ("__reduce__", "__reduce_ex__"):
             self.found(node, "dynamic_code", f"defines {node.name} (decides what unpickling "
                        "calls)")
+        self._alias_defaults(node.args)
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._alias_defaults(node.args)
+        self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:

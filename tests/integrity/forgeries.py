@@ -464,4 +464,21 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
             "import os as _os\n_sep = open(_os.path.join(_os.path.dirname(__file__), 'sep.txt'))"
             ".read()\n_fd = _os.environ.get('PDL' + _sep + 'SEAL_FD')\n",
             extra_files={"hw3/sep.txt": "_"}),
+    # The known limits' audit: the dangerous forms of the honest idioms it let through
+    Forgery("linear_forward_replaced_by_a_method_its_own_decorator_hands_nn_linear",
+            "a decorator of the script's own calls the method it wraps with nn.Linear as its "
+            "self, and the method replaces its self's forward",
+            "def _deco(fn):\n    def inner(*args, **kwargs):\n"
+            "        return fn(nn.Linear, *args[1:], **kwargs)\n    return inner\n\n\n"
+            "class _Tweaks:\n    @_deco\n    def patch(self):\n"
+            "        self.forward = lambda s, x: x * 0\n\n\n_Tweaks().patch()\n"),
+    Forgery("linear_forward_replaced_by_a_method_partial_binds_to_nn_linear",
+            "functools.partial binds a method of the script's own class, read from the class, "
+            "to nn.Linear",
+            "import functools as _ft\n\n\nclass _Tweaks:\n    def patch(self):\n"
+            "        self.forward = lambda s, x: x * 0\n\n\n"
+            "_ft.partial(_Tweaks.patch, nn.Linear)()\n"),
+    Forgery("tensor_method_replaced_through_a_parameters_default",
+            "torch.Tensor kept in a parameter's default, one of its methods replaced through it",
+            "def _patch(T=torch.Tensor):\n    T.cpu = lambda self: self\n\n\n_patch()\n"),
 ]

@@ -418,6 +418,40 @@ ROUND_FOUR = [
 ]
 IDIOMS += ROUND_FOUR
 
+# The known limits' audit: a model's method replacing its own forward under a decorator of the
+# file's own, bound to the model by functools.partial, or on a copy of the model. Trusted where
+# no file can rebind another's names, as objects of the student's own are: graded with those.
+ROUND_FIVE = [
+    Idiom("method_replacing_its_own_forward_under_its_own_logging_decorator", HW3,
+          "import functools as _ft5\n\n\ndef _log_call(fn):\n    @_ft5.wraps(fn)\n"
+          "    def inner(*args, **kwargs):\n        print('calling', fn.__name__)\n"
+          "        return fn(*args, **kwargs)\n    return inner\n\n\n"
+          "class _Logged(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+          "        self.layer = nn.Linear(4, 4)\n\n    def _chunked(self, x):\n"
+          "        return torch.cat([self.layer(c) for c in x.chunk(2)])\n\n"
+          "    @_log_call\n    def use_logged_chunks(self, chunks):\n"
+          "        self.chunks = chunks\n        self.forward = self._chunked\n\n\n"
+          "_logged = _Logged()\n_logged.use_logged_chunks(2)\n",
+          group=OWN_OBJECTS),
+    Idiom("method_replacing_its_own_forward_bound_by_partial", HW3,
+          "import functools as _ft6\n\n\nclass _Chunky(nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.layer = nn.Linear(4, 4)\n\n"
+          "    def _chunked(self, x):\n        return self.layer(x)\n\n"
+          "    def use_chunks(self, chunks):\n        self.chunks = chunks\n"
+          "        self.forward = self._chunked\n\n\n_chunky = _Chunky()\n"
+          "_use_two = _ft6.partial(_Chunky.use_chunks, _chunky)\n_use_two(2)\n",
+          group=OWN_OBJECTS),
+    Idiom("forward_replaced_on_a_deepcopy_of_its_own_model", HW3,
+          "import copy as _copy7\n\n\nclass _Cloned(nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.layer = nn.Linear(4, 4)\n\n"
+          "    def _chunked(self, x):\n        return self.layer(x)\n\n"
+          "    def chunked_copy(self, chunks):\n        clone = _copy7.deepcopy(self)\n"
+          "        clone.chunks = chunks\n        clone.forward = clone._chunked\n"
+          "        return clone\n\n\n_clone = _Cloned().chunked_copy(2)\n",
+          group=OWN_OBJECTS),
+]
+IDIOMS += ROUND_FIVE
+
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:
 # label -> (the files its idioms are in, their group). Objects of the student's own are

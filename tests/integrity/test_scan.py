@@ -55,6 +55,45 @@ def scan_in_thread(submission: Path, seconds: float = 5.0) -> list[Finding]:
     return result["found"]
 
 
+# A student's model whose `use_chunks` replaces its own `self.forward` (the known limits'
+# audit): `before` the class (a decorator of the file's own), `decorator` lines over
+# use_chunks, `body` more of the class (a method that copies `self`), `after` it (its uses).
+MODEL_IMPORTS = "import copy\nimport functools\nimport time\nimport torch\nimport torch.nn as nn\n"
+OWN_FORWARD = "        self.forward = self._chunked\n"
+
+
+def model_source(before: str = "", decorator: str = "", body: str = "", after: str = "") -> str:
+    return (MODEL_IMPORTS + before +
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.l = nn.Linear(4, 4)\n    def _chunked(self, x):\n"
+            "        return self.l(x)\n" + body + decorator +
+            "    def use_chunks(self, n=4):\n        self.chunks = n\n" + OWN_FORWARD + after)
+
+
+def decorator_source(*lines: str) -> str:
+    """`def deco(fn):` with these lines as its body."""
+    return "def deco(fn):\n" + "".join(f"    {line}\n" for line in lines)
+
+
+def held_at(name: str, source: str, text: str, category: str = "patching") -> tuple:
+    """A TAMPERING case whose finding is on the first line holding `text`."""
+    line = next(number for number, code in enumerate(source.splitlines(), 1) if text in code)
+    return name, source, category, line
+
+
+def own_forward_held(name: str, **parts) -> tuple:
+    """A TAMPERING case: the model's `self.forward = ...` held, `self` being any object."""
+    return held_at(name, model_source(**parts), OWN_FORWARD.strip())
+
+
+# The student's own decorator that forwards what its wrapper is given (honest), and a copy of
+# the model made by its own method.
+LOG_CALL = ("def log_call(fn):\n    @functools.wraps(fn)\n    def inner(*a, **k):\n"
+            "        print('calling', fn.__name__)\n        return fn(*a, **k)\n    return inner\n")
+CHUNKED_COPY = ("    def chunked_copy(self, n):\n        clone = copy.deepcopy(self)\n"
+                "        clone.chunks = n\n        clone.forward = fake\n        return clone\n")
+
+
 # -- 1. tampering: held for review ------------------------------------------------------------
 # (id, source, category, line of the finding)
 TAMPERING_CASES = [
@@ -403,6 +442,8 @@ TAMPERING_CASES = [
     ("eval_after_a_comprehension_of_that_name",
      "def f(xs):\n    ys = [eval for eval in xs]\n    run(eval)\n", "dynamic_code", 3),
     ("eval_as_a_default", "def main(flag=eval):\n    return flag\n", "dynamic_code", 1),
+    ("eval_after_a_parameter_of_that_name_given_a_default",
+     "import torch\ndef f(eval=torch.nn):\n    pass\neval(data)\n", "dynamic_code", 4),
     ("eval_in_a_class_body", "class C:\n    x = eval\n    eval = 1\n", "dynamic_code", 2),
     ("builtin_exec_handed_to_a_function",
      "import builtins\ndef run(fn, code):\n    return fn(code)\nrun(builtins.exec, data)\n",
@@ -602,6 +643,196 @@ TAMPERING_CASES = [
     ("torch_module_kept_in_an_objects_attribute", "import torch\nclass Net:\n"
      "    def __init__(self):\n        self.F = torch.nn.functional\n"
      "    def patch(self):\n        self.F.linear = fake\n", "patching", 6),
+    # torch's module or class kept in a parameter's default, then set through it
+    ("torch_class_kept_in_a_parameters_default",
+     "import torch\ndef g(T=torch.Tensor):\n    T.add = fake\n", "patching", 3),
+    ("torch_module_kept_in_a_parameters_default",
+     "import torch\ndef g(F=torch.nn.functional):\n    F.linear = fake\n", "patching", 3),
+    ("torch_class_kept_in_a_methods_default", "import torch.nn as nn\nclass M:\n"
+     "    def m(self, L=nn.Linear):\n        L.extra_repr = fake\n", "patching", 4),
+    ("torch_kept_in_a_default_and_set_down_its_attributes",
+     "import torch\ndef g(t=torch):\n    t.nn.functional.linear = fake\n", "patching", 3),
+    ("torch_class_kept_in_a_default_and_set_with_setattr",
+     "import torch\ndef g(T=torch.Tensor):\n    setattr(T, 'add', fake)\n", "patching", 3),
+    ("torch_class_kept_in_a_keyword_only_default",
+     "import torch\ndef g(*, T=torch.Tensor):\n    T.add = fake\n", "patching", 3),
+    ("torch_class_kept_in_a_lambdas_default",
+     "import torch\ng = lambda T=torch.Tensor: setattr(T, 'add', fake)\n", "patching", 2),
+    ("torch_class_kept_in_a_tuple_default",
+     "import torch\ndef g(Ts=(torch.Tensor,)):\n    Ts[0].add = fake\n", "patching", 3),
+    ("torch_class_of_a_default_named_again",
+     "import torch\ndef g(T=torch.Tensor):\n    X = T\n    X.add = fake\n", "patching", 4),
+    ("torch_class_of_a_default_set_in_a_nested_function", "import torch\n"
+     "def g(T=torch.Tensor):\n    def inner():\n        T.add = fake\n    inner()\n",
+     "patching", 4),
+    ("torch_module_of_a_default_patched_with_mock", "import torch\nfrom unittest import mock\n"
+     "def g(F=torch.nn.functional):\n    mock.patch.object(F, 'linear', fake).start()\n",
+     "patching", 4),
+    # a method replacing its own forward under a decorator of the file's own that can hand it
+    # another first argument: one that calls it with one, rebinds or drops what it forwards,
+    # adds a keyword, hands out itself or the method, or is not the file's function
+    own_forward_held("own_decorator_calls_the_method_with_a_torch_class", before=decorator_source(
+        "def inner(*a, **k):", "    return fn(nn.Linear, *a[1:], **k)", "return inner"),
+        decorator="    @deco\n", after="Net().use_chunks(4)\n"),
+    own_forward_held("own_decorator_calls_the_method_when_it_decorates", before=decorator_source(
+        "fn(nn.Linear)", "return fn"), decorator="    @deco\n"),
+    own_forward_held("own_decorator_rebinds_the_arguments_it_forwards", before=decorator_source(
+        "def inner(*a):", "    a = (nn.Linear,) + a[1:]", "    return fn(*a)", "return inner"),
+        decorator="    @deco\n", after="Net().use_chunks(4)\n"),
+    own_forward_held("own_decorator_drops_its_first_argument", before=decorator_source(
+        "def inner(self, *a):", "    return fn(*a)", "return inner"),
+        decorator="    @deco\n", after="Net().use_chunks(nn.Linear)\n"),
+    own_forward_held("own_decorator_adds_self_to_the_keywords", before=decorator_source(
+        "def inner(*a, **k):", "    k.update(self=nn.Linear)", "    return fn(*a, **k)",
+        "return inner"), decorator="    @deco\n", after="Net.use_chunks()\n"),
+    own_forward_held("own_decorator_passes_self_by_keyword", before=decorator_source(
+        "def inner(*a, **k):", "    return fn(*a, self=nn.Linear, **k)", "return inner"),
+        decorator="    @deco\n", after="Net.use_chunks()\n"),
+    own_forward_held("own_decorator_hands_out_its_wrapper", before="HANDLERS = []\n" +
+        decorator_source("def inner(*a, **k):", "    return fn(*a, **k)",
+                         "HANDLERS.append(inner)", "return inner"),
+        decorator="    @deco\n", after="HANDLERS[0](nn.Linear, 4)\n"),
+    own_forward_held("own_decorator_hands_out_the_method", before="HANDLERS = []\n" +
+        decorator_source("HANDLERS.append(fn)", "def inner(*a, **k):",
+                         "    return fn(*a, **k)", "return inner"),
+        decorator="    @deco\n", after="HANDLERS[0](nn.Linear, 4)\n"),
+    own_forward_held("own_decorator_hands_its_keywords_to_another_function",
+        before=decorator_source("def inner(*a, **k):", "    tweak(k)", "    return fn(*a, **k)",
+                                "return inner"),
+        decorator="    @deco\n", after="Net.use_chunks()\n"),
+    own_forward_held("own_decorator_sets_the_methods_wrapped_itself", before=decorator_source(
+        "def inner(*a, **k):", "    return fn(*a, **k)", "functools.update_wrapper(inner, fn)",
+        "return inner"), decorator="    @deco\n", after="Net().use_chunks(4)\n"),
+    own_forward_held("own_decorator_whose_wrapper_calls_itself", before=decorator_source(
+        "def inner(*a, **k):", "    if not a:", "        return inner(nn.Linear)",
+        "    return fn(*a, **k)", "return inner"), decorator="    @deco\n",
+        after="Net.use_chunks()\n"),
+    own_forward_held("own_decorator_whose_wrapper_names_self_otherwise", before=decorator_source(
+        "def inner(obj, *a, **k):", "    return fn(obj, *a, **k)", "return inner"),
+        decorator="    @deco\n", after="Net.use_chunks(obj=nn.Linear)\n"),
+    own_forward_held("own_decorator_whose_wrapper_has_a_default", before=decorator_source(
+        "def inner(self=nn.Linear, *a):", "    return fn(self, *a)", "return inner"),
+        decorator="    @deco\n", after="Net.use_chunks()\n"),
+    own_forward_held("own_decorator_calls_the_method_in_a_lambda", before=decorator_source(
+        "def inner(*a, **k):", "    return (lambda *b: fn(*b))(nn.Linear)", "return inner"),
+        decorator="    @deco\n", after="Net().use_chunks(4)\n"),
+    own_forward_held("own_decorator_binds_the_method_to_a_torch_class", before=decorator_source(
+        "fn.__get__(nn.Linear)()", "return fn"), decorator="    @deco\n"),
+    own_forward_held("own_decorator_whose_wrapper_is_decorated_again", before=(
+        "def evil(w):\n    return lambda *a: w(nn.Linear)\n" + decorator_source(
+            "@evil", "def inner(*a, **k):", "    return fn(*a, **k)", "return inner")),
+        decorator="    @deco\n", after="Net().use_chunks(4)\n"),
+    own_forward_held("own_decorator_with_a_second_parameter", before=(
+        "def deco(fn, first=nn.Linear):\n    def inner(*a, **k):\n"
+        "        return fn(first, *a, **k)\n    return inner\n"),
+        decorator="    @deco\n", after="Net().use_chunks(4)\n"),
+    own_forward_held("own_decorator_factory_that_calls_the_method", before=(
+        "def deco(level):\n    def outer(fn):\n        fn(nn.Linear)\n        return fn\n"
+        "    return outer\n"), decorator="    @deco(1)\n"),
+    own_forward_held("own_decorator_named_again", before=LOG_CALL +
+                     "log_call = lambda fn: (fn(nn.Linear), fn)[1]\n", decorator="    @log_call\n"),
+    own_forward_held("own_decorator_named_again_in_the_class_body", decorator="    @log_call\n",
+                     before=LOG_CALL, body="    log_call = lambda fn: (fn(nn.Linear), fn)[1]\n"),
+    own_forward_held("imported_decorator", before="from helpers import log_call\n",
+                     decorator="    @log_call\n", after="Net().use_chunks(4)\n"),
+    # ... and the undecorated method taken out of a decorated one (functools.wraps keeps it)
+    own_forward_held("own_decorated_method_unwrapped", before=LOG_CALL, decorator="    @log_call\n",
+                     after="import inspect\ninspect.unwrap(Net().use_chunks)(nn.Linear, 4)\n"),
+    own_forward_held("own_decorated_method_handed_on", before=LOG_CALL,
+                     decorator="    @log_call\n", after="callback = Net().use_chunks\n"
+                     "getattr(callback, name)(nn.Linear, 4)\n"),
+    own_forward_held("no_grad_method_unwrapped", decorator="    @torch.no_grad()\n",
+                     after="import inspect\ninspect.unwrap(Net().use_chunks)(nn.Linear, 4)\n"),
+    # functools.partial of a method read from its class, bound to what may be no own object
+    own_forward_held("partial_of_a_method_with_a_torch_class",
+                     after="functools.partial(Net.use_chunks, nn.Linear)(4)\n"),
+    own_forward_held("partial_of_a_method_with_torch_tensor",
+                     after="step = functools.partial(Net.use_chunks, torch.Tensor)\nstep(4)\n"),
+    own_forward_held("partial_of_a_method_with_what_may_be_a_torch_class",
+                     after="net = nn.Linear if flag else Net()\n"
+                           "functools.partial(Net.use_chunks, net)(4)\n"),
+    own_forward_held("partial_of_a_method_bound_to_nothing",
+                     after="step = functools.partial(Net.use_chunks)\nstep(nn.Linear, 4)\n"),
+    own_forward_held("partial_of_a_method_bound_by_a_keyword_its_call_replaces",
+                     after="net = Net()\nstep = functools.partial(Net.use_chunks, self=net)\n"
+                           "step(self=nn.Linear)\n"),
+    own_forward_held("partial_whose_method_is_read_back",
+                     after="net = Net()\nstep = functools.partial(Net.use_chunks, net)\n"
+                           "step.func(nn.Linear, 4)\n"),
+    own_forward_held("partial_handed_to_a_function",
+                     after="net = Net()\nstep = functools.partial(Net.use_chunks, net)\n"
+                           "run(step)\n"),
+    own_forward_held("partial_named_again_by_a_function", after=(
+        "net = Net()\nstep = functools.partial(Net.use_chunks, net)\ndef later():\n"
+        "    global step\n    step = step.func\nlater()\nstep(nn.Linear)\n")),
+    own_forward_held("partial_of_a_decorated_method", decorator="    @torch.no_grad()\n",
+                     after="net = Net()\nfunctools.partial(Net.use_chunks, net)(4)\n"),
+    own_forward_held("partial_of_an_object_named_again",
+                     after="net = Net()\nnet = nn.Linear\n"
+                           "functools.partial(Net.use_chunks, net)(4)\n"),
+    own_forward_held("partial_of_a_parameter", after=(
+        "def go(net):\n    functools.partial(Net.use_chunks, net)(4)\ngo(nn.Linear)\n")),
+    own_forward_held("partial_of_unpacked_arguments",
+                     after="functools.partial(Net.use_chunks, *[nn.Linear])(4)\n"),
+    own_forward_held("partial_of_an_object_of_a_class_that_makes_torch_classes",
+                     body="    def __new__(cls, *a):\n        return nn.Linear\n",
+                     after="net = Net()\nfunctools.partial(Net.use_chunks, net)(4)\n"),
+    own_forward_held("method_called_on_its_class_with_what_may_be_a_torch_class",
+                     after="net = Net() if flag else nn.Linear\nNet.use_chunks(net, 4)\n"),
+    # a copy that may be torch's: not of the method's own `self`, or where a class of the
+    # submission (or the copy module's tables) decides what copying makes
+    held_at("deepcopy_given_a_memo", model_source(body=(
+        "    def chunked_copy(self, n):\n"
+        "        clone = copy.deepcopy(self, {id(self): nn.Linear})\n"
+        "        clone.forward = fake\n        return clone\n")), "clone.forward"),
+    held_at("deepcopy_of_a_parameter_other_than_self", model_source(body=(
+        "    def chunked_copy(self, other):\n        clone = copy.deepcopy(other)\n"
+        "        clone.forward = fake\n        return clone\n"),
+        after="Net().chunked_copy(nn.Linear)\n"), "clone.forward"),
+    held_at("deepcopy_of_self_in_a_method_called_with_a_torch_class", model_source(
+        body=CHUNKED_COPY, after="Net.chunked_copy(nn.Linear, 4)\n"), "clone.forward"),
+    held_at("deepcopy_of_self_of_a_plain_function", MODEL_IMPORTS + (
+        "def patch(self):\n    clone = copy.deepcopy(self)\n    clone.forward = fake\n"
+        "patch(nn.Linear)\n"), "clone.forward"),
+    held_at("deepcopy_named_again", model_source(body=(
+        "    def chunked_copy(self, n):\n        clone = copy.deepcopy(self)\n        if n:\n"
+        "            clone = nn.Linear\n        clone.forward = fake\n        return clone\n")),
+        "clone.forward"),
+    held_at("deepcopy_named_again_by_a_nested_function", model_source(body=(
+        "    def chunked_copy(self, n):\n        clone = copy.deepcopy(self)\n"
+        "        def swap():\n            nonlocal clone\n            clone = nn.Linear\n"
+        "        swap()\n        clone.forward = fake\n        return clone\n")), "clone.forward"),
+    held_at("deepcopy_named_again_by_a_walrus", model_source(body=(
+        "    def chunked_copy(self, n):\n        clone = copy.deepcopy(self)\n"
+        "        [clone := nn.Linear for _ in range(1)]\n        clone.forward = fake\n"
+        "        return clone\n")), "clone.forward"),
+    held_at("deepcopy_of_a_class_defining_deepcopy", model_source(body=(
+        "    def __deepcopy__(self, memo):\n        return nn.Linear\n" + CHUNKED_COPY)),
+        "clone.forward"),
+    held_at("copy_of_a_class_defining_copy", model_source(body=(
+        "    def __copy__(self):\n        return nn.Linear\n    def chunked_copy(self, n):\n"
+        "        clone = copy.copy(self)\n        clone.forward = fake\n        return clone\n")),
+        "clone.forward"),
+    held_at("deepcopy_of_a_class_looking_up_what_it_lacks", model_source(body=(
+        "    def __getattr__(self, name):\n        return lambda *a: nn.Linear\n" +
+        CHUNKED_COPY)), "clone.forward"),
+    held_at("deepcopy_of_an_object_given_deepcopy", model_source(body=(
+        "    def arm(self):\n        self.__deepcopy__ = lambda memo: nn.Linear\n" +
+        CHUNKED_COPY)), "clone.forward"),
+    held_at("deepcopy_of_a_module_given_deepcopy_as_a_submodule", model_source(body=(
+        "    def arm(self):\n        self.add_module('__deep' + 'copy__', Ret())\n" +
+        CHUNKED_COPY)), "clone.forward"),
+    held_at("deepcopy_of_a_module_given_a_submodule_named_from_data", model_source(body=(
+        "    def arm(self, name):\n        self.add_module(name, Ret())\n" + CHUNKED_COPY)),
+        "clone.forward"),
+    held_at("deepcopy_of_a_class_registered_with_copyreg", model_source(
+        before="import copyreg\n", body=CHUNKED_COPY,
+        after="copyreg.pickle(Net, lambda n: (getattr, (nn, 'Linear')))\n"), "clone.forward"),
+    held_at("deepcopy_of_a_class_in_the_copy_modules_table", model_source(
+        body=CHUNKED_COPY, after="copy._deepcopy_dispatch[Net] = lambda x, memo: nn.Linear\n"),
+        "clone.forward"),
+    held_at("deepcopy_by_a_copy_of_the_files_own", model_source(
+        before="copy = FakeCopy()\n", body=CHUNKED_COPY), "clone.forward"),
     # torch's hook tables: `_global_` and a computed rest
     ("global_hook_table_by_a_computed_name",
      "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
@@ -940,6 +1171,39 @@ HONEST = {
         "        self.act.inplace = True\n"),
     "global_step_counter": (
         "state = {'_global_step': 0}\ntrainer._global_step += 1\nlogger._global_rank = 0\n"),
+    # the model's method that replaces its own forward under decorators of the file's own
+    # that forward what they are given (after a print, a timing), or return it
+    "own_decorators_that_forward_their_arguments": model_source(
+        before=LOG_CALL + "def timed(fn):\n    def wrapper(self, *args, **kwargs):\n"
+        "        start = time.perf_counter()\n        result = fn(self, *args, **kwargs)\n"
+        "        self.seconds = time.perf_counter() - start\n        return result\n"
+        "    return wrapper\ndef mark(fn):\n    return fn\n",
+        decorator="    @mark\n    @timed\n    @log_call\n    @torch.no_grad()\n",
+        after="net = Net()\nnet.use_chunks(4)\nNet.use_chunks(net, 2)\n"),
+    # ... read from its class and bound to an object of the student's own, by functools.partial
+    # or in the call
+    "partial_of_a_method_bound_to_an_own_object": model_source(
+        before="from functools import partial\n",
+        after="net = Net()\nstep = functools.partial(Net.use_chunks, net)\nstep(4)\n"
+              "partial(Net.use_chunks, net)(2)\nNet.use_chunks(net, 8)\n"
+              "def main():\n    model = Net()\n    partial(Net.use_chunks, model, n=2)()\n"
+              "main()\n"),
+    # a method that replaces the forward of a copy of its own object
+    "forward_replaced_on_a_copy_of_its_own_object": model_source(
+        before="from copy import copy as shallow\n", body=(
+            "    def chunked_copy(self, n):\n        clone = copy.deepcopy(self)\n"
+            "        clone.chunks = n\n        clone.forward = clone._chunked\n"
+            "        return clone\n"
+            "    def plain_copy(self):\n        other = shallow(self)\n"
+            "        other.forward = other.l\n        return other\n"),
+        after="net = Net().chunked_copy(4)\nplain = net.plain_copy()\n"),
+    # torch's classes and functions as parameters' defaults, used as honest code uses them
+    "torch_classes_as_parameters_defaults": (
+        "import sys\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+        "def make(layer=nn.Linear, act=nn.ReLU, n=4):\n"
+        "    model = nn.Sequential(layer(n, n), act())\n    model.name = 'mlp'\n    return model\n"
+        "def run(args, device=torch.device('cpu'), loss_fn=F.cross_entropy, stream=sys.stdout):\n"
+        "    args.device = device\n    args.loss = loss_fn\n    stream.write('ok')\n"),
 }
 
 
@@ -1055,6 +1319,27 @@ FILE_CASES = [
       "practical5/helper.py": "import torch\nfrom practical5_dp import Timed\n"
                               "Timed.wrap(torch.nn.Linear)\n"},
      "practical5/practical5_dp.py", "patching"),
+    # what makes a method's `self` its own object, undone by another file: the file's decorator
+    # named again, the partial's method read back, a copy hook in a base class
+    ("own_decorator_named_again_by_another_file", {
+        "practical4/mine.py": MODEL_IMPORTS + LOG_CALL + "import other\nclass Net(nn.Module):\n"
+                              "    @log_call\n    def patch(self):\n        self.forward = fake\n",
+        "practical4/other.py": "import mine\n"
+                               "mine.log_call = lambda fn: (fn(mine.nn.Linear), fn)[1]\n"},
+     "practical4/mine.py", "patching"),
+    ("partial_read_back_by_another_file", {
+        "practical4/mine.py": MODEL_IMPORTS + "class Net(nn.Module):\n    def patch(self):\n"
+                              "        self.forward = fake\nnet = Net()\n"
+                              "step = functools.partial(Net.patch, net)\nstep()\n",
+        "practical4/other.py": "import mine\nmine.step.func(mine.nn.Linear)\n"},
+     "practical4/mine.py", "patching"),
+    ("deepcopy_of_a_class_whose_base_in_another_file_defines_deepcopy", {
+        "practical4/base.py": "import torch.nn as nn\nclass Base(nn.Module):\n"
+                              "    def __deepcopy__(self, memo):\n        return nn.Linear\n",
+        "practical4/mine.py": MODEL_IMPORTS + "from base import Base\nclass Net(Base):\n"
+                              "    def patch(self):\n        clone = copy.deepcopy(self)\n"
+                              "        clone.forward = fake\n        return clone\n"},
+     "practical4/mine.py", "patching"),
     # argparse's Namespace replaced in another file: no parse result is trusted
     ("argparse_namespace_replaced_by_another_file",
      {"practical5/practical5_dp.py": "import argparse, torch, helper\n"
