@@ -177,6 +177,45 @@ def test_a_missing_loss_scaling_is_still_told_its_factor():
              "without dividing by MICRO_BATCHES = 2")
 
 
+class SyncOnTheFirstMicroBatch(Handout):
+    """A TA's audit: no_sync() around micro-batches 1..M-1 instead of 0..M-2. With 2 processes
+    rank 0 then steps with the average of micro-batch 0 plus its own later ones: not the
+    full-batch gradient. With one process the all-reduce changes nothing."""
+
+    def __init__(self):
+        super().__init__("micro")
+
+    def run(self, processes=2, **sets):
+        run = super().run(processes, **sets)
+        if processes > 1 and sets.get("MICRO_BATCHES", p10.MICRO) > 1:
+            for event in run.events:
+                if event.get("event") == "step":
+                    event["grads"] = {"sum": GRADIENT["sum"] * 1.17, "sumsq": GRADIENT["sumsq"] * 1.4}
+        return run
+
+
+@pytest.mark.parametrize("micro", p10.INVARIANCE)
+def test_a_sync_on_the_wrong_micro_batch_loses_the_sync_item_only(micro):
+    """The invariance item asks about the loss scaling and the data: it reads one-process runs,
+    where the sync bug (practical10.sync's) changes no gradient."""
+    p10.test_accumulated_gradient_equals_full_batch_gradient(SyncOnTheFirstMicroBatch(), micro)
+
+
+def test_a_gradient_that_differs_for_no_reason_seen_names_zero_grad_too():
+    class Differs(Handout):
+        def run(self, processes=2, **sets):
+            run = super().run(processes, **sets)
+            if sets.get("MICRO_BATCHES", p10.MICRO) > 1:
+                for event in run.events:
+                    if event.get("event") == "step":
+                        event["grads"] = {"sum": 3.1, "sumsq": 0.0011}
+            return run
+    text = failure(p10.test_accumulated_gradient_equals_full_batch_gradient, Differs("micro"), 4)
+    said_all(text, "or gradients zeroed between micro-batches",
+             "optimizer.zero_grad() once per step, before the first micro-batch",
+             "(torchrun --nproc_per_node=1)")
+
+
 # -- training: an optimizer step on gradients ------------------------------------------------
 
 
