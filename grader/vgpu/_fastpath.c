@@ -110,6 +110,7 @@ static PyTypeObject GilLockType = {
 typedef struct {
     PyObject_HEAD
     PyObject *tensor_type;   /* torch.Tensor */
+    PyObject *tensor_to;     /* torch.Tensor.to as the node found it (a script may replace it) */
     PyObject *storage_id;    /* torch._C._storage_id */
     PyObject *node;          /* grader.vgpu.node.Node */
     PyObject *labels;        /* node.labels: storage id -> GPU */
@@ -151,7 +152,7 @@ static PyObject *s_nbytes, *s_dim, *s_requires_grad, *s_untyped_storage, *s_on, 
     *s_to, *s_copy, *s_dtype, *s_move_kwnames, *s_torch_function;
 
 #define FIELDS(apply) \
-    apply(tensor_type) apply(storage_id) apply(node) apply(labels) apply(producers) \
+    apply(tensor_type) apply(tensor_to) apply(storage_id) apply(node) apply(labels) apply(producers) \
     apply(watched) apply(lock) apply(on_release) apply(clock) apply(state) apply(flop_ops) \
     apply(flops) apply(next_entry) apply(mismatch) apply(account) apply(declined) apply(op_kind) \
     apply(routes) apply(generic_kind) apply(free_kind) \
@@ -214,6 +215,7 @@ fastpath_init(FastPath *self, PyObject *args, PyObject *kwds)
         if (found_ == NULL) return -1; \
         Py_XSETREF(self->field, found_); } while (0)
     KEEP(tensor_type, tensor_type);
+    KEEP_ATTR(tensor_to, tensor_type, "to");
     KEEP(storage_id, storage_id);
     KEEP(node, node);
     KEEP(flop_ops, flop_ops);
@@ -972,7 +974,9 @@ move(FastPath *self, PyObject *tensor, PyObject *source, PyObject *target)
     if (dtype == NULL)
         return NULL;
     PyObject *call[] = {tensor, dtype, Py_True, self->preserve};
-    PyObject *out = PyObject_VectorcallMethod(s_to, call, 1, s_move_kwnames);
+    /* Tensor.to as the node found it: a script's own `torch.Tensor.to` (a counter that calls
+     * the original) ran already, around the call that brought the copy here. */
+    PyObject *out = PyObject_Vectorcall(self->tensor_to, call, 1, s_move_kwnames);
     Py_DECREF(dtype);
     if (out == NULL || out == tensor)
         return out;

@@ -24,9 +24,11 @@ from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
+from grader.vgpu.stand_ins import original_of
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
+_TENSOR_TO = Tensor.to   # as imported, before any script could replace it
 _UNSET = object()
 _DECLINED = object()  # what the C fast path answers for an op it leaves to `_generic`
 
@@ -156,6 +158,9 @@ class VirtualGPUMode(TorchFunctionMode):
         try:
             kind, name = self._routes[func]
         except KeyError:  # a function not seen yet
+            original = original_of(func)
+            if original is not None:   # never kept in the routes: the C path would call `func`
+                return self.__torch_function__(original, types, args, kwargs)
             kind, name = self._route(func)
         if kind is _GENERIC or kind is _FREE:
             fast = self._fast
@@ -477,8 +482,10 @@ class VirtualGPUMode(TorchFunctionMode):
         moved = source != target
         if record:
             self._note_to(tensor, source, target)
-        out = tensor.to(dtype=dtype or tensor.dtype, copy=copy or moved,
-                        memory_format=memory_format)
+        # Tensor.to as the node found it: a script's own (a counter calling the original) ran
+        # already, around the call that brought the move here.
+        out = _TENSOR_TO(tensor, dtype=dtype or tensor.dtype, copy=copy or moved,
+                         memory_format=memory_format)
         if out is not tensor:
             node.label(out, target)
             self._charge_move(tensor, out, source, target, moved)
@@ -599,6 +606,7 @@ class RealGPUObserverMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        func = original_of(func) or func   # what ran, where a script replaced a Tensor method
         trace = get_trace()
         if not trace.enabled:
             return func(*args, **kwargs)
