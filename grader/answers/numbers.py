@@ -232,14 +232,20 @@ _RANGE_RE = re.compile(r"^\s*(?:from\s+)?(\d+)\s*(?:-|–|\bto\b)\s*(\d+)\s*$", 
 # A GPU by name and number: "cuda:0", "GPU 1", "gpu0", "device #2".
 _GPU = r"(?:cuda|gpu|device)\s*[:#]?\s*\d+"
 # A GPU naming the value after it ("GPU 0: 3", "GPU 0 - 22") or before it ("3 on GPU 0").
-_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|->|→|[-–](?=\s*\d))|\bon\s+{_GPU}\b", re.IGNORECASE)
+# "GPU 0 has 3 layers" too (a TA's HW3 sheet), where a number follows the verb: "GPU 0 has
+# layers 0-2" names layers, not a count.
+_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|->|→|[-–](?=\s*\d))|\bon\s+{_GPU}\b|"
+                       rf"\b{_GPU}\s+(?:has|holds|gets)\s+(?=\d)", re.IGNORECASE)
 # Every GPU named and followed by its value with a space only ("cuda:0 22, cuda:1 21").
 _SPACED_LABEL_RE = re.compile(rf"\b{_GPU}\s+(?=\d)", re.IGNORECASE)
 # One value led by its GPU ("cuda:0: 80", "GPU 0 - 22", "GPU 1 = 80"), a list's item.
 _ITEM_LABEL_RE = re.compile(rf"^\s*{_GPU}\s*[:=\-–]\s*(?=\d)", re.IGNORECASE)
 # Words around the numbers of a list that say what they are ("layers 2 and 3", "between layer
-# 2 and layer 3", "after layer 2, before layer 3").
-_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|before|indices|index)\b", re.IGNORECASE)
+# 2 and layer 3", "after layer 2, before layer 3", "only GPUs 0 and 1").
+_LIST_WORDS_RE = re.compile(r"\b(?:layers?|between|after|before|indices|index|only)\b", re.IGNORECASE)
+# "GPUs 0 and 2", "gpus: 0, 2": the plural names the GPUs listed after it (a TA's P10 sheet);
+# after a number ("4 GPUs: 0, 1, 2, 3") it is a count, and the list is not read.
+_GPUS_BEFORE_LIST_RE = re.compile(r"(?<!\d)(?<!\d\s)\b(?:gpus|devices)\s*:?\s*(?=\d)", re.IGNORECASE)
 
 
 # Markdown emphasis or code around a value ("**1**", "`20`", "_3, 3_"), as a sheet written like
@@ -399,6 +405,7 @@ def int_list_in(text: str) -> list[int] | None:
             len(_SPACED_LABEL_RE.findall(body)) == len(_NAMED_INDEX_RE.findall(body)):
         body = _SPACED_LABEL_RE.sub(" ", body)   # "cuda:0 22, cuda:1 22, cuda:2 20"
     body = _LIST_WORDS_RE.sub(" ", body)
+    body = _GPUS_BEFORE_LIST_RE.sub(" ", body)
     body = _NAMED_INDEX_RE.sub(lambda m: m.group(1), body)
     span = _RANGE_RE.match(body)
     if span:
@@ -408,6 +415,80 @@ def int_list_in(text: str) -> list[int] | None:
     if not items or not all(re.fullmatch(r"\d+(?:\.0*)?", item) for item in items):
         return None
     return [int(item.partition(".")[0]) for item in items]   # exact, however many digits
+
+
+# -- lists that answer one question: its words decide what a few more forms mean --------------
+# One count for every GPU the question asks about ("3 each", "3 per GPU", "3 layers on each
+# GPU"): nothing else beside it ("6 layers, 3 each" gives a total too, and is not read).
+_EACH_RE = re.compile(r"\s*(\d+)\s*(?:layers?\s+)?(?:each(?:\s+gpu)?|apiece|per\s+gpu|"
+                      r"(?:on|for|to)\s+(?:each|both|every)(?:\s+gpus?)?)\s*\.?\s*", re.IGNORECASE)
+# HW3 Task 1 Q2 asks between which two layers (0-based) the data moves; students say the point
+# in forward() by the layer on one side of it ("before layer 3", "after layers[2]").
+_BETWEEN_LAYERS_RE = re.compile(r"\bbetween\s+(?:which\s+(?:two\s+)?)?layers\b", re.IGNORECASE)
+_INDEXED_LAYER_RE = re.compile(r"\b(?:self\.)?layers\s*\[\s*(\d+)\s*\]", re.IGNORECASE)   # "layers[2]"
+_SIDE_RE = re.compile(r"\b(before|after)\s+(?:the\s+)?(?:(?:layer|index)\s*)?#?\s*(\d+)(?!\w|\.\d)",
+                      re.IGNORECASE)
+_NOT_RE = re.compile(r"\b(?:not|never)\b|n't", re.IGNORECASE)
+
+
+def gpus_asked_about(question: str) -> int | None:
+    """How many GPUs a question asks a value of each of: the GPUs it names ("how many layers
+    are assigned to GPU 0 and GPU 1?": 2), or its one GPU count where it asks per GPU ("Layers
+    per GPU (DEPTH=6, 2 GPUs)": 2); None otherwise."""
+    named = {int(n) for n in re.findall(r"\bgpu\s*(\d+)\b", question, re.IGNORECASE)}
+    if len(named) >= 2:
+        return len(named)
+    counts = {int(n) for n in re.findall(r"(?<![\w.])(\d+)\s*gpus?\b", question, re.IGNORECASE)}
+    if re.search(r"\bper\s+gpu\b", question, re.IGNORECASE) and len(counts) == 1:
+        return counts.pop()
+    return None
+
+
+def layer_pair_in(text: str) -> list[int] | None:
+    """The two layers (0-based) a move happens between: every int_list_in form ("2 and 3",
+    "between layer 2 and layer 3"), "layers[2] and layers[3]", and the point said by its sides:
+    "before layer 3" and "after layer 2" are [2, 3], "after layer 2, before layer 3" and
+    "before layer 3 (after layer 2)" too. Indices are read as written (the question asks for
+    0-based ones): "before layer 4", a 1-based count of the same point, is [3, 4]. None where
+    the sides disagree ("before layer 3 (after layer 1)"), a side is named twice, a number
+    beside them says another pair, or a "not" turns them."""
+    text = _INDEXED_LAYER_RE.sub(r"layer \1", str(text))
+    sides = _SIDE_RE.findall(text)
+    if not sides:
+        return int_list_in(text)
+    if _ALTERNATIVE_RE.search(text) or _NOT_RE.search(text):
+        return None
+    after = {int(n) for side, n in sides if side.lower() == "after"}
+    before = {int(n) for side, n in sides if side.lower() == "before"}
+    if len(after) > 1 or len(before) > 1:
+        return None
+    # Each side names one layer at most here; one side alone gives its neighbour, as the
+    # layers run in order, one after another.
+    first = min(after) if after else min(before) - 1
+    second = min(before) if before else first + 1
+    if first < 0 or second != first + 1:
+        return None   # the data moves at one point, between two neighbouring layers
+    pair = [first, second]
+    # What else the text says must be the same pair ("layers 2 and 3, before layer 3"); the
+    # GPUs named beside it ("on cuda:1") are a remark.
+    rest = _NAMED_INDEX_RE.sub(" ", _SIDE_RE.sub(" ", text))
+    rest = re.sub(r"\(\s*\)|\[\s*\]", " ", rest)
+    if re.search(r"\d", rest) and int_list_in(rest) != pair:
+        return None
+    return pair
+
+
+def int_list_answering(text: str, question: str = "") -> list[int] | None:
+    """A list answering `question` (the template's words, or a report's label): a move between
+    two layers by layer_pair_in; where the question asks about each of its GPUs, "3 each" is 3
+    for each; else int_list_in's forms."""
+    if _BETWEEN_LAYERS_RE.search(question):
+        return layer_pair_in(text)
+    gpus = gpus_asked_about(question)
+    each = _EACH_RE.fullmatch(str(text)) if gpus else None
+    if each:
+        return [int(each.group(1))] * gpus
+    return int_list_in(text)
 
 
 def int_lists_in(text: str) -> list[list[int]] | None:

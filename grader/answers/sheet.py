@@ -18,7 +18,8 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .numbers import (MAX_VALUE_CHARS, column_in_another_unit, column_unit, decimal_mark,
-                      gpu_count_given, int_list_in, int_lists_in, quantity_in, shape_in, shapes_in,
+                      gpu_count_given, int_list_answering, int_list_in, int_lists_in, quantity_in,
+                      shape_in, shapes_in,
                       shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown,
                       without_memory_totals)
 from .yes_no import read_yes_no
@@ -143,7 +144,9 @@ def coerce(raw: Any, question: Question) -> Any:
     if kind == "list[int]":
         if _is_about_a_shape(question) and isinstance(raw, str) and shape_in(raw) is not None:
             return shape_in(raw)   # "64x1000", as shapes are written
-        return _int_list(raw)
+        # The question's words decide a few forms: "3 each" for each GPU it names, "before
+        # layer 3" for a move between two layers.
+        return _int_list(raw, question.text)
     if kind == "list[list[int]]":
         lists = int_lists_in(raw) if isinstance(raw, str) else None
         if lists is None and isinstance(raw, str) and _is_about_a_shape(question):
@@ -216,9 +219,9 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
     raise ValueError(f"expected a whole number, got {raw!r}")
 
 
-def _int_list(raw: Any) -> list[int]:
+def _int_list(raw: Any, question: str = "") -> list[int]:
     if isinstance(raw, str):  # "3, 3", "[3, 3]", "32/32", "torch.Size([64, 1000])"
-        found = int_list_in(raw)
+        found = int_list_answering(raw, question)
         if found is None:
             raise ValueError(f"expected a list of whole numbers such as [5, 4] or 5, 4, got {raw!r}")
         return found

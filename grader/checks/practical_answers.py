@@ -166,6 +166,59 @@ def method_rows(rows) -> dict:
     return found
 
 
+# Practical 6's comparison table: its aspects, the names a row may have exactly (the handout's
+# and short forms; rows_by also keys a row by its name's first word, "processes (count)"), and
+# the words that name it in a student's own row name (a TA's audit: "Number of processes", "How
+# the data is split" were not taken for the handout's rows). Bare "gpu" is an exact name only:
+# "Data split across GPUs" is about the data.
+COMPARISON_ASPECTS = {
+    "processes": {"names": ("processes", "process"), "words": ("process", "processes"),
+                  "example": "Number of processes"},
+    "data split": {"names": ("data split", "data", "split", "data splitting"),
+                   "words": ("data", "batch", "split", "splitting", "scatter", "scattering"),
+                   "example": "How the data is split"},
+    "gpu usage": {"names": ("gpu usage", "gpu", "usage", "gpu utilization", "gpu utilisation",
+                            "balance"),
+                  "words": ("usage", "utilization", "utilisation", "balance", "load", "memory"),
+                  "example": "GPU load"},
+}
+
+
+def _says_aspect(name: str, aspect: str) -> bool:
+    words = COMPARISON_ASPECTS[aspect]["words"]
+    return re.search(r"\b(?:" + "|".join(words) + r")\b", name, re.IGNORECASE) is not None
+
+
+def comparison_rows(rows) -> dict:
+    """The comparison table's rows by aspect: a row named as COMPARISON_ASPECTS names it
+    (rows_by's keys, so "Processes (count)" too) first; else one whose whole name says the
+    words of exactly one aspect ("Number of processes"); a name saying two ("Memory and batch
+    split") is no aspect's row, never a guess."""
+    found = {}
+    for key, row in rows_by(rows, "aspect").items():
+        for aspect, spec in COMPARISON_ASPECTS.items():
+            if isinstance(key, str) and key in spec["names"]:
+                found.setdefault(aspect, row)
+    for row in rows if isinstance(rows, list) else []:
+        name = row.get("aspect") if isinstance(row, dict) else None
+        if not isinstance(name, str) or any(row is taken for taken in found.values()):
+            continue
+        said = [aspect for aspect in COMPARISON_ASPECTS if _says_aspect(name, aspect)]
+        if len(said) == 1:
+            found.setdefault(said[0], row)
+    return found
+
+
+def comparison_names(aspect: str) -> str:
+    """The names a row of `aspect` is read under, for the feedback where none is found."""
+    spec = COMPARISON_ASPECTS[aspect]
+    first, *others = spec["names"]
+    *words, last = spec["words"]
+    return (f"'{first}' (or " + ", ".join(f"'{name}'" for name in others) + "), or in your own "
+            f"words with {', '.join(words)} or {last} and none of the other rows' words, e.g. "
+            f"'{spec['example']}'")
+
+
 # -- what a run printed --------------------------------------------------------------------------
 _NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 

@@ -14,8 +14,10 @@ import re
 import pytest
 
 from grader.answers.numbers import whole_number_in
-from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
-                                             checked_usage_table, constant_in_source, device_name,
+from grader.checks.practical_answers import (COMPARISON_ASPECTS, TOTAL_LOWER, answer_against,
+                                             answer_and_truth, checked_usage_table,
+                                             comparison_names, comparison_rows,
+                                             constant_in_source, device_name,
                                              incomplete_rows, median_or_none, method_rows,
                                              per_rank_line, rows_by, step_times, steps_of,
                                              total_disagreements)
@@ -425,20 +427,8 @@ def test_reported_gpu0_bottleneck(runs, answers, agree):
           expected={True: "yes", False: "no"}[truth])
 
 
-ASPECTS = {
-    "processes": ("processes", "process"),
-    "data split": ("data split", "data", "split", "data splitting"),
-    "gpu usage": ("gpu usage", "gpu", "usage", "gpu utilization", "gpu utilisation", "balance"),
-}
-
-
-def aspect_rows(rows: dict) -> dict:
-    found = {}
-    for key, row in rows.items():
-        for aspect, names in ASPECTS.items():
-            if isinstance(key, str) and key.strip().lower() in names:
-                found.setdefault(aspect, row)
-    return found
+# The comparison's aspects and the row names each is read under (practical_answers).
+ASPECTS = COMPARISON_ASPECTS
 
 
 def words_for(aspect, cell) -> str | None:
@@ -512,7 +502,7 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
     observed = observed_aspects(dp, ddp)[aspect]
     truth = observed if None not in observed else None
     value, truth = answer_and_truth(answers, "compare.table", truth, *dp.runs_compared, ddp)
-    row = aspect_rows(rows_by(value, "aspect")).get(aspect)
+    row = comparison_rows(value).get(aspect)
     # DataParallel's side as what it does, not as a measurement, where nothing measured it.
     measured[f"compare.table.{aspect}"] = {"dp": truth[0] if dp.measured else
                                            f"{truth[0]} ({dp.unmeasured_cell()})",
@@ -520,9 +510,11 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
     where = answers.where_to_answer("compare.table")
     assert row is not None, explain(
         f"a row - {{aspect: {aspect}, dp: ..., ddp: ...}} in the comparison table",
-        # The aspects as the student wrote them, not rows_by's aliases ("data" for "data split").
-        f"rows for {[r.get('aspect') for r in value if isinstance(r, dict)] if isinstance(value, list) else []}",
-        where)
+        # The aspects as the student wrote them, not rows_by's aliases ("data" for "data split"),
+        # and which row is missing and the names it is read under.
+        f"no row for {aspect} among your rows for "
+        f"{[r.get('aspect') for r in value if isinstance(r, dict)] if isinstance(value, list) else []}",
+        f"{where}: name the {aspect} row {comparison_names(aspect)}")
     reported_values[f"compare.table.{aspect}"] = {"dp": row.get("dp"), "ddp": row.get("ddp")}
     # A cell not read is said as written, never as Python's None.
     said = tuple(said_as(aspect, row.get(m), words_for(aspect, row.get(m))) for m in ("dp", "ddp"))

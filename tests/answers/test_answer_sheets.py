@@ -608,3 +608,68 @@ def test_a_yes_no_answer_in_estonian_or_with_the_questions_subject(tmp_path, lin
     sheet = read_sheet(path, template_questions("hw3"), "hw3/answers.yaml")
     assert sheet.problems == [], sheet.problems
     assert sheet.values.get("task2.depth_improves_speed") == value, sheet.values
+
+
+@pytest.mark.parametrize("qid, raw, value", [
+    # A TA's audit (hw3_answers_alt): HW3 Task 1's answers in words, each unread or misread.
+    # Q1 names its GPUs ("GPU 0 and GPU 1"): one count "each" is that count for both.
+    ("task1.layers_per_gpu", "3 each", [3, 3]), ("task1.layers_per_gpu", "3 per GPU", [3, 3]),
+    ("task1.layers_per_gpu", "3 layers each", [3, 3]), ("task1.layers_per_gpu", "3 on each GPU", [3, 3]),
+    ("task1.layers_per_gpu", "GPU 0 has 3 layers, GPU 1 has 3 layers", [3, 3]),
+    # Read as written, so the check says it is wrong (the provided code puts 3 on each).
+    ("task1.layers_per_gpu", "2 each", [2, 2]), ("task1.layers_per_gpu", "GPU 0 has 2 layers, GPU 1 has 4", [2, 4]),
+    # Q2 (0-based indices): the point in forward() said by the layer on either side of it.
+    ("task1.transfer_between", "before layer 3 (after layer 2)", [2, 3]),
+    ("task1.transfer_between", "before layer 3, after layer 2", [2, 3]),
+    ("task1.transfer_between", "between layers[2] and layers[3]", [2, 3]),
+    ("task1.transfer_between", "between self.layers[2] and self.layers[3]", [2, 3]),
+    ("task1.transfer_between", "just before layer 3", [2, 3]), ("task1.transfer_between", "after layer 2", [2, 3]),
+    ("task1.transfer_between", "before layers[3] (on cuda:1)", [2, 3]),
+    # What was read before is read alike.
+    ("task1.transfer_between", "after layer 2, before layer 3", [2, 3]),
+    ("task1.transfer_between", "between layer 2 and layer 3", [2, 3]), ("task1.transfer_between", "2 -> 3", [2, 3]),
+    # 1-based counting ("the move is between the third and fourth layer"): read as the 0-based
+    # indices the question asks for, which the check then says are not where the move is.
+    ("task1.transfer_between", "before layer 4", [3, 4]), ("task1.transfer_between", "after layer 3", [3, 4]),
+    ("task1.transfer_between", "before layer 4 (after layer 3)", [3, 4]),
+])
+def test_hw3_task1_answers_in_words_are_read_as_meant(qid, raw, value):
+    assert coerce(raw, template_questions("hw3")[qid]) == value
+
+
+@pytest.mark.parametrize("qid, raw", [
+    # "each" needs the GPUs the question names; a total beside it, or a remark with other
+    # numbers, could be another answer.
+    ("task1.layers_per_gpu", "6 layers, 3 each"), ("task1.layers_per_gpu", "3 each (or 2 and 4)"),
+    ("task1.layers_per_gpu", "3 or 4 each"),
+    # Sides that disagree, a layer before the first, another value offered, a side twice.
+    ("task1.transfer_between", "before layer 3 (after layer 1)"), ("task1.transfer_between", "before layer 0"),
+    ("task1.transfer_between", "before layer 3 or 4"), ("task1.transfer_between", "before layer 3, before layer 4"),
+    ("task1.transfer_between", "not before layer 3"), ("task1.transfer_between", "before the 4th layer"),
+    ("task1.transfer_between", "before layer 3 (between 2 and 5)"),
+])
+def test_hw3_task1_answers_that_could_mean_another_value_are_not_guessed(qid, raw):
+    with pytest.raises(ValueError, match="expected a list of whole numbers"):
+        coerce(raw, template_questions("hw3")[qid])
+
+
+def test_each_without_the_gpus_a_question_names_is_not_guessed():
+    """"3 each" is [3, 3] only where the question says how many GPUs it asks about."""
+    with pytest.raises(ValueError):
+        coerce("3 each", Question("q", "list[int]", "How many layers per GPU?"))
+
+
+@pytest.mark.parametrize("raw, value", [
+    # A TA's audit (p10_answers_alt): plural "GPUs" and "only" before the list were unread.
+    ("GPUs 0 and 2", [0, 2]), ("only GPUs 0 and 1", [0, 1]), ("gpus 0 & 2", [0, 2]), ("GPUs: 0, 2", [0, 2]),
+    ("only GPU 0 and GPU 1", [0, 1]), ("GPUs 0 and 1 only", [0, 1]),
+    ("GPU 0 and GPU 2", [0, 2]), ("cuda:0 and cuda:2", [0, 2]), ("GPU0, GPU2", [0, 2]),
+])
+def test_practical10_gpus_listed_in_words_are_read(raw, value):
+    assert coerce(raw, template_questions("practical10")["broken.gpus_in_use"]) == value
+
+
+@pytest.mark.parametrize("raw", ["4 GPUs: 0, 1, 2, 3", "2 GPUs", "GPUs 0 and 1 (or 2)", "GPUs 0-1 and 2"])
+def test_practical10_gpus_listed_beside_a_count_or_another_answer_are_not_guessed(raw):
+    with pytest.raises(ValueError, match="expected a list of whole numbers"):
+        coerce(raw, template_questions("practical10")["broken.gpus_in_use"])

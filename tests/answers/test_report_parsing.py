@@ -110,6 +110,33 @@ def test_a_labels_answer_is_read_by_the_sheets_rules(rest, kind, value):
     assert numbers_after(rest, kind) == value
 
 
+LAYERS_LABEL, TRANSFER_LABEL = "Layers per GPU (DEPTH=6, 2 GPUs)", "Transfer between layers"
+
+
+@pytest.mark.parametrize("rest, label, value", [
+    # HW3 Task 1 in words (a TA's audit of the sheet): read after a report's label as the sheet
+    # reads them, the label standing for the question.
+    (" 3 each", LAYERS_LABEL, [3, 3]), (" 3 per GPU\nTask 2", LAYERS_LABEL, [3, 3]),
+    (" GPU 0 has 3 layers, GPU 1 has 3 layers", LAYERS_LABEL, [3, 3]), (" 2 each", LAYERS_LABEL, [2, 2]),
+    (" before layer 3 (after layer 2)", TRANSFER_LABEL, [2, 3]),
+    (" between layers[2] and layers[3]", TRANSFER_LABEL, [2, 3]), (" before layer 4", TRANSFER_LABEL, [3, 4]),
+    (" 2 and 3", TRANSFER_LABEL, [2, 3]),
+    # Not guessed: "each" without the label's GPUs, a total beside it, sides that disagree.
+    (" 3 each", "", None), (" 6 layers, 3 each", LAYERS_LABEL, None),
+    (" before layer 3 (after layer 1)", TRANSFER_LABEL, None),
+])
+def test_hw3_task1_in_words_after_a_reports_label(rest, label, value):
+    assert numbers_after(rest, "int_list", question=label) == value
+
+
+def test_hw3_task1_in_words_in_a_report(tmp_path):
+    lines = [l for l in REPORT_LINES if not l.startswith(("Layers per GPU (DEPTH=6", "Transfer between"))]
+    lines[2:2] = ["Layers per GPU (DEPTH=6, 2 GPUs): 3 each", "Transfer between layers: before layer 3 (after layer 2)"]
+    result = _report_from_lines(tmp_path, lines)
+    assert result.answers["task1.layers_per_gpu"] == [3, 3]
+    assert result.answers["task1.transfer_between"] == [2, 3]
+
+
 def _report_from_lines(tmp_path, lines):
     """Read in this process (the time-limited child is test_pdf_report_bad_inputs' business):
     starting a child per case would make this file slow."""

@@ -179,3 +179,33 @@ def test_a_row_left_out_is_told_with_the_rows_written(tmp_path):
     _, failure = graded(p6.test_reported_comparison_table, runs, "gpu usage",
                         **{"compare.table": TABLE[:2]})
     assert failure and "rows for ['processes', 'data split']" in failure, failure
+
+
+OWN_WORDS_TABLE = [{"aspect": "Number of processes", "dp": "1 (one process, one thread per GPU)", "ddp": "2 (one per GPU)"},
+                   {"aspect": "How the data is split", "dp": "automatic (scatter along dim 0)",
+                    "ddp": "manual (BATCH_SIZE // world_size per rank)"},
+                   {"aspect": "GPU utilization", "dp": "unbalanced, GPU 0 heavier", "ddp": "balanced"},
+                   {"aspect": "Scaling", "dp": "poor", "ddp": "good"}]
+
+
+@pytest.mark.parametrize("aspect", list(p6.ASPECTS))
+def test_a_comparison_in_own_words_is_checked_row_by_row(tmp_path, aspect):
+    """A TA's audit (p6_compare_table_own_words): "Number of processes" and "How the data is
+    split" were not taken for the handout's rows, and cost 0.33 of a correct table."""
+    runs = Runs(dp_trained(scattered=True, step_s=0.004), ddp_trained(step_s=0.001), tmp_path)
+    _, failure = graded(p6.test_reported_comparison_table, runs, aspect,
+                        **{"compare.table": OWN_WORDS_TABLE})
+    assert failure is None, failure
+
+
+def test_a_row_not_recognised_is_named_with_the_names_accepted(tmp_path):
+    """The feedback said only the rows written: it now says which row is missing and the names
+    it is read under."""
+    runs = Runs(dp_trained(scattered=True, step_s=0.004), ddp_trained(step_s=0.001), tmp_path)
+    table = [dict(row) for row in OWN_WORDS_TABLE]
+    table[1]["aspect"] = "Who feeds the model"
+    _, failure = graded(p6.test_reported_comparison_table, runs, "data split",
+                        **{"compare.table": table})
+    assert failure, "a table without a data split row should fail its data split case"
+    for phrase in ("no row for data split", "'Who feeds the model'", "'data split'", "'how the data is split'"):
+        assert phrase in failure.lower() or phrase in failure, f"expected {phrase!r} in:\n{failure}"

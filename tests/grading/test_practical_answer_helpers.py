@@ -146,6 +146,9 @@ def test_device_name_is_what_pytorch_prints():
     ("[cuda:0, cuda:2]", [0, 2]),
     ("cuda:0 + cuda:2", [0, 2]), ("cuda 1 and cuda 3", [1, 3]), ("GPU 0, GPU 2", [0, 2]),
     ([], None), ("cuda", None), ([0, "cpu"], None), (3, [3]), ("cuda:1", [1]), ("22/22", [22, 22]),
+    # A TA's audit (p10_answers_alt): plural "GPUs" and "only" before the list.
+    ("GPUs 0 and 2", [0, 2]), ("only GPUs 0 and 1", [0, 1]), ("gpus 0 & 2", [0, 2]), ("GPU0, GPU2", [0, 2]),
+    ("4 GPUs: 0, 1, 2, 3", None), ("GPUs", None),
 ])
 def test_gpu_list(written, indices):
     assert gpu_list(written) == indices
@@ -309,3 +312,48 @@ def test_a_batch_of_another_size_is_said_as_its_own_scatter():
               {"event": "forward", "step": 0, "batch": [64, 1000], "input_device": "cuda:1"}]
     run = Observation(script="practical5/practical5_dp.py", gpus=2, returncode=0, events=events)
     assert observed_split(run) == [64, 64]
+
+
+@pytest.mark.parametrize("label, aspect", [
+    # The handout's names, and a TA's audit (p6_compare_table_own_words): rows in a student's
+    # own words.
+    ("processes", "processes"), ("Processes", "processes"), ("Number of processes", "processes"),
+    ("# of processes", "processes"), ("Process count", "processes"), ("Processes vs threads", "processes"),
+    ("data split", "data split"), ("How the data is split", "data split"), ("Data splitting", "data split"),
+    ("Data distribution", "data split"), ("Batch splitting", "data split"), ("Splitting of the batch", "data split"),
+    ("Data split across GPUs", "data split"),
+    ("gpu usage", "gpu usage"), ("GPU utilization", "gpu usage"), ("GPU Usage", "gpu usage"),
+    ("Load balance", "gpu usage"), ("GPU load", "gpu usage"), ("Memory usage per GPU", "gpu usage"),
+    ("Balance across GPUs", "gpu usage"), ("GPU memory", "gpu usage"), ("GPU", "gpu usage"),
+])
+def test_a_comparison_row_named_in_own_words_is_its_aspect(label, aspect):
+    from grader.checks.practical_answers import comparison_rows
+    row = {"aspect": label, "dp": "x", "ddp": "y"}
+    assert comparison_rows([row]) == {aspect: row}
+
+
+@pytest.mark.parametrize("label", [
+    # No aspect of the comparison, or more than one: never taken for one.
+    "Scalability", "Scaling", "Speed", "Memory and batch split", "Which processes split the data", "",
+])
+def test_a_comparison_row_of_no_one_aspect_is_none(label):
+    from grader.checks.practical_answers import comparison_rows
+    assert comparison_rows([{"aspect": label, "dp": "x", "ddp": "y"}]) == {}
+
+
+def test_a_comparison_rows_own_name_wins_over_words_that_say_it():
+    """A row named as the handout names it is that aspect's, whatever row before it says the
+    aspect's words."""
+    from grader.checks.practical_answers import comparison_rows
+    rows = [{"aspect": "How the data is distributed", "dp": "a"}, {"aspect": "data split", "dp": "b"},
+            {"aspect": "Load per GPU", "dp": "c"}, {"aspect": "GPU usage", "dp": "d"}]
+    found = comparison_rows(rows)
+    assert found["data split"] is rows[1] and found["gpu usage"] is rows[3]
+
+
+def test_the_names_a_comparison_row_may_have_are_said():
+    from grader.checks.practical_answers import comparison_names
+    said = comparison_names("data split")
+    for phrase in ("'data split' (or 'data', 'split', 'data splitting')", "with data, batch, split",
+                   "'How the data is split'"):
+        assert phrase in said, f"expected {phrase!r} in {said!r}"

@@ -26,7 +26,7 @@ from ..yes_no import read_yes_no
 from . import contract
 from .explanations import starts_something_else
 from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
-from ..numbers import gpu_count_given, int_list_in, whole_number_in
+from ..numbers import gpu_count_given, int_list_answering, whole_number_in
 
 
 @dataclass
@@ -350,14 +350,16 @@ def until_next_label(text: str) -> str:
     return text[:found.start()] if found else text
 
 
-def numbers_after(rest: str, kind: str, gpus: int | None = None) -> list[int] | None:
+def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str = "") -> list[int] | None:
     """The number(s) answering a label, read from the rest of its line by the answer sheet's
     rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
     whole line, else the line up to where a remark starts. A label alone on its line is answered
     on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when
     neither reads as one answer ("1 or 2", "0-2, 3-5"): the label is then unanswered, and a
     person reads it. `gpus`: the GPU count the label gives ("... with 5 GPUs"), which the
-    answer may repeat ("With 5 GPUs: 4" is 4, never 5)."""
+    answer may repeat ("With 5 GPUs: 4" is 4, never 5). `question`: the label as the template
+    writes it, which decides a list's forms as a sheet's question does ("3 each" after "Layers
+    per GPU (DEPTH=6, 2 GPUs)", "before layer 3" after "Transfer between layers")."""
     line, _, more = rest.partition("\n")
     if not line.strip(" |:=-–"):   # the label on its own line, the answer under it
         line, _, more = more.partition("\n")
@@ -377,7 +379,7 @@ def numbers_after(rest: str, kind: str, gpus: int | None = None) -> list[int] | 
             if number is not None:
                 return [number]
         else:
-            found = int_list_in(head)
+            found = int_list_answering(head, question)
             if found:
                 return found
     return None
@@ -400,7 +402,8 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
             elif reading.problems and match.group("start") is not None:
                 unclear.append(reading.problems[0])
             continue
-        value = numbers_after(text[match.end():], answer.kind, gpu_count_given(answer.template_text))
+        value = numbers_after(text[match.end():], answer.kind, gpu_count_given(answer.template_text),
+                              answer.template_text)
         if value:
             values.append((value, match, None))
     if not values:
