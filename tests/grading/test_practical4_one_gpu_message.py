@@ -86,3 +86,16 @@ def test_the_message_beside_a_working_part_of_the_students_own_earns_its_point(p
     run = two_gpus(part2=part2, part3=part3)
     assert p4.own_parts_passing(run) == passing
     one_gpu_check(run)
+
+
+@pytest.mark.parametrize("check", [p4.test_layers_on_two_gpus, p4.test_one_activation_transfer,
+                                   p4.test_output_comes_out_of_second_gpu])
+def test_part3_never_run_on_two_gpus_is_told_with_the_scripts_last_line(check):
+    """A TA's audit: a guard `device_count() > 2` skipped Part 3 on the handout's 2 GPUs, and
+    the feedback said only that Part 3's layers never ran, not what the script said instead."""
+    run = Observation(p4.SCRIPT, gpus=2, returncode=0, events=forward(ROWS, OUT_ROWS),
+                      stdout=MESSAGE)
+    with pytest.raises(AssertionError) as raised:
+        check(run)
+    assert "its last line of output: 'Model parallelism requires at least 2 GPUs.'" in \
+        str(raised.value), raised.value
