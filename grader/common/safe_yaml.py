@@ -5,8 +5,12 @@ anchors ("billion laughs") build a small object graph that anything walking it (
 into result.json, a report template) expands exponentially, and an alias to an ancestor makes
 a cycle. Answer sheets and overrides never need that: a document is refused when it is larger
 than `max_bytes`, uses more than `max_aliases` aliases, or would expand to more than
-`max_nodes` values; a cycle is refused too. The refusal is a YamlError with a message that
-names the cause, for the file's owner.
+`max_nodes` values; a cycle is refused too. So is one nested deeper than `max_depth` (a sheet
+is a few levels deep): PyYAML's scanner keeps one possible key per open flow collection and
+checks them all at every token, so 100 KB of "[" took minutes and 1 MiB would take hours; the
+depth is counted on the parser's events as they come, so such a text is refused after about a
+thousand characters. The refusal is a YamlError with a message that names the cause, for the
+file's owner.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import yaml
 MAX_BYTES = 2 * 2**20
 MAX_ALIASES = 100
 MAX_NODES = 100_000
+MAX_DEPTH = 32
 
 
 class YamlError(ValueError):
@@ -25,14 +30,12 @@ class YamlError(ValueError):
 
 
 def load_yaml_text(text: str, *, source: str = "the file", max_bytes: int = MAX_BYTES,
-                   max_aliases: int = MAX_ALIASES, max_nodes: int = MAX_NODES) -> Any:
+                   max_aliases: int = MAX_ALIASES, max_nodes: int = MAX_NODES,
+                   max_depth: int = MAX_DEPTH) -> Any:
     if len(text.encode("utf-8", "replace")) > max_bytes:
         raise YamlError(f"{source} is larger than {max_bytes // 2**10} KiB")
     try:
-        aliases = sum(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text))
-        if aliases > max_aliases:
-            raise YamlError(f"{source} uses {aliases} YAML aliases (*name); at most "
-                            f"{max_aliases} are read")
+        _check_events(text, source, max_aliases, max_depth)
         data = yaml.safe_load(text)
     except yaml.YAMLError as problem:
         mark = getattr(problem, "problem_mark", None)
@@ -42,6 +45,24 @@ def load_yaml_text(text: str, *, source: str = "the file", max_bytes: int = MAX_
         raise YamlError(f"{source} is nested too deeply") from None
     _check_expansion(data, source, max_nodes)
     return data
+
+
+def _check_events(text: str, source: str, max_aliases: int, max_depth: int) -> None:
+    """Aliases and nesting, counted on the parser's events before anything is built."""
+    aliases = depth = 0
+    for event in yaml.parse(text):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > max_depth:
+                raise YamlError(f"{source} is nested more than {max_depth} levels deep (lists "
+                                "or mappings inside each other); an answer sheet needs a few")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+    if aliases > max_aliases:
+        raise YamlError(f"{source} uses {aliases} YAML aliases (*name); at most "
+                        f"{max_aliases} are read")
 
 
 def load_yaml_file(path: str | Path, **limits: int) -> Any:
