@@ -58,6 +58,11 @@ from grader.integrity.unrun import unimported_test_files, virtual_environments
 
 MAX_FILES = 5000  # as many as a batch unpacks (batch.inputs.UnpackLimits)
 MAX_FILE_BYTES = 2 * 2**20
+# Of all the submission's Python files together: homework is a few hundred KiB, and reading
+# costs about 10 s a MiB (a red team's 12 generated modules of 2 MB took 5 minutes, and a
+# hundred would have outlasted the batch's time limit in every batch). Past it, the files
+# left are held unread.
+MAX_TOTAL_SOURCE_BYTES = 4 * 2**20
 MAX_ARCHIVE_MEMBERS = 2000     # members read (Python, compiled, pickled) of one archive
 MAX_ARCHIVE_ENTRIES = 100000   # entries listed (a dataset's files are only listed)
 MAX_MEMBER_BYTES = 8 * 2**20
@@ -88,6 +93,11 @@ def scan_submission(submission: Path) -> list[Finding]:
                 "a Python environment (pyvenv.cfg or conda-meta/): not read, and hidden from "
                 "the runs, which use the grader's", "") for path in environments]
     files = list(_files(submission, findings, environments))
+    files, unread = _within_source_budget(files, submission)
+    findings += [Finding(relative, 0, "unreadable", "not read: the submission's Python files "
+                         f"add up to more than {MAX_TOTAL_SOURCE_BYTES // 2**20} MiB, which the "
+                         "scan reads at most (homework is a few hundred KiB)", "")
+                 for relative in unread]
     # The submission's own modules: setting their variables is not patching a library.
     own = {p.stem for p in files if p.suffix == ".py"} | {
         p.parent.name for p in files if p.name == "__init__.py"}
@@ -236,6 +246,28 @@ def _objects_can_be_trusted(files: list[Path], submission: Path, own: set[str],
         except (RecursionError, MemoryError):
             return False
     return True
+
+
+def _within_source_budget(files: list[Path], submission: Path) -> tuple[list[Path], list[str]]:
+    """(the files the scan reads, the Python files past MAX_TOTAL_SOURCE_BYTES it leaves
+    unread), smallest first, so the budget goes as far as it can."""
+    sizes = {}
+    for path in files:
+        if path.suffix == ".py":
+            source = _linked_source(path, submission)
+            try:
+                sizes[path] = source.stat().st_size if source is not None else 0
+            except OSError:
+                sizes[path] = 0
+    total, unread = 0, set()
+    for path in sorted(sizes, key=lambda p: (sizes[p], p)):
+        if sizes[path] > MAX_FILE_BYTES:
+            continue   # held unread by scan_source, never read
+        total += sizes[path]
+        if total > MAX_TOTAL_SOURCE_BYTES:
+            unread.add(path)
+    return ([p for p in files if p not in unread],
+            sorted(p.relative_to(submission).as_posix() for p in unread))
 
 
 def _python_trees(files: list[Path], submission: Path) -> dict[str, ast.AST]:
