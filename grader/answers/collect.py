@@ -3,10 +3,15 @@
     collect_answers(submission, "hw3", source="pdf_then_sheet") -> Answers
 
 `source` is the rubric's `answers_source`: `sheet` (the default), `pdf`, or
-`pdf_then_sheet` (the report's answers win; the sheet fills what the report lacks). Every
-answer keeps where it came from, and every question answered nowhere is listed in
-`missing`, so a check can say "not found in hw3/report.pdf (label ...)" instead of a
-silent zero. Never raises on bad input.
+`pdf_then_sheet`: the report's answers win, the sheet fills what the report lacks, and where
+the report's answer was read only in part (a table's row or a GPU's memory not read, rows
+that contradict each other, a label answered twice) and the sheet's answer is whole, the
+sheet's is graded, and a problem says so. Where both are whole and disagree, the report's is
+graded (the handout asks for the report; the sheet is the grader's form, and taking the
+better of two answers would reward writing two), and a problem names both, so a person sees
+a misread report. Every answer keeps where it came from, and every question answered
+nowhere is listed in `missing`, so a check can say "not found in hw3/report.pdf (label
+...)" instead of a silent zero. Never raises on bad input.
 """
 from __future__ import annotations
 
@@ -35,6 +40,11 @@ class Answers:
     # Of `missing`: written in the sheet in words it could not read (a problem says which and
     # why), so a person reads them; the rest were not answered at all.
     unread: list[str] = field(default_factory=list)
+    # Of `unread`, where the sheet says why: "your answer '...' could not be read as ...".
+    unread_why: dict[str, str] = field(default_factory=dict)
+    # Cells of answered tables that stayed words where a number belongs ("about 7-8 ms"), for a
+    # person: {id, row, column, text}.
+    unread_cells: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
     needs_manual_review: bool = False
@@ -67,8 +77,11 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     folder = Path(submission) / assignment
 
     unread: set[str] = set()
+    unread_why: dict[str, str] = {}
+    pdf_incomplete: dict[str, str] = {}   # id -> why the report's answer is only in part
+    pdf_display = f"{assignment}/{REPORT_NAME}"
     if source in ("pdf", "pdf_then_sheet"):
-        display = f"{assignment}/{REPORT_NAME}"
+        display = pdf_display
         pdf = read_hw3_pdf(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
         if pdf.status == "unreadable":
             # Handed in, but not as text the grader reads (a scan, a renamed .docx): what it
@@ -79,6 +92,11 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
                               "producer": pdf.producer, "ocr": pdf.ocr})
         answers.problems += pdf.problems
         answers.needs_manual_review |= pdf.needs_manual_review and (source == "pdf" or pdf.status != "missing")
+        if pdf.own_structure:
+            # Written in a structure of its own: what the report answers is for a person to read
+            # in it, never "not answered" (its problem says so, and how to write it).
+            unread |= {qid for qid in questions if pdf.answers.get(qid) in (None, "", [])}
+        pdf_incomplete = dict(pdf.incomplete)
         for qid, value in pdf.answers.items():
             if qid in questions and value not in (None, "", []):
                 answers.values[qid] = value
@@ -97,10 +115,18 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
             if qid not in answers.values:
                 answers.values[qid] = value
                 answers.origin[qid] = display
+            else:
+                _choose(answers, qid, value, pdf_display, pdf_incomplete.get(qid), display)
+        order = list(questions)   # the template's order, as `missing` has it
+        answers.unread_cells = sorted((cell for cell in sheet.unread_cells
+                                       if answers.origin.get(cell["id"]) == display),
+                                      key=lambda cell: order.index(cell["id"]))
         unread |= set(sheet.unread)
+        unread_why.update(sheet.unread_why)
 
     answers.missing = [qid for qid in questions if qid not in answers.values]
     answers.unread = [qid for qid in answers.missing if qid in unread]
+    answers.unread_why = {qid: unread_why[qid] for qid in answers.unread if qid in unread_why}
     # "Not handed in" only when no file is there: a file that is there but unreadable (a scan,
     # a renamed .docx) has its own message, and saying both would contradict it.
     if all(f["status"] == "missing" for f in answers.files):
@@ -108,3 +134,68 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         answers.problems = [p for p in answers.problems if "was not handed in" not in p]
         answers.problems.insert(0, f"no answers handed in: {names} not found")
     return answers
+
+
+def _choose(answers: Answers, qid: str, value: Any, pdf: str, pdf_in_part: str | None, sheet: str) -> None:
+    """Between the report's answer (in `answers`) and the sheet's `value` to the same question:
+    the sheet's where the report's was read only in part (`pdf_in_part` says how) and the
+    sheet's is whole; else the report's, with a problem where the two disagree."""
+    sheet_whole = hw3_pdf_contract.incomplete(qid, value) is None
+    if pdf_in_part and sheet_whole:
+        answers.problems.append(f"{qid}: {pdf} answers it only in part ({pdf_in_part}); the whole answer "
+                                f"in {sheet} was graded instead")
+        answers.values[qid] = value
+        answers.origin[qid] = sheet
+        answers.where.pop(qid, None)
+    elif not pdf_in_part and sheet_whole and not same_answer(answers.values[qid], value):
+        answers.problems.append(f"{qid}: {pdf} and {sheet} give different answers ({shown(answers.values[qid])} "
+                                f"and {shown(value)}); the report's was graded (the handout asks for the "
+                                "report): check that it was read as written")
+        answers.needs_manual_review = True
+
+
+def _plain(value: Any) -> Any:
+    """An answer as a value to compare: a yes/no as a bool, numbers as floats, explanations dropped."""
+    if isinstance(value, dict) and "value" in value:
+        said = value.get("value")
+        return said == "yes" if said in ("yes", "no") else said
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return round(float(value), 6)
+    return value
+
+
+def same_answer(report: Any, sheet: Any) -> bool:
+    """Whether the report and the sheet say the same (written explanations are never compared:
+    the same answer is worded twice); a table's rows in any order."""
+    if isinstance(report, str) or isinstance(sheet, str):
+        return True
+    if isinstance(report, list) and report and isinstance(report[0], dict):
+        key = next(iter(report[0]))
+        mine = {row.get(key): _plain(row) for row in report if isinstance(row, dict)}
+        theirs = {row.get(key): _plain(row) for row in sheet if isinstance(row, dict)} \
+            if isinstance(sheet, list) else {}
+        return mine == theirs
+    return _plain(report) == _plain(sheet)
+
+
+def shown(value: Any) -> str:
+    """An answer as a problem quotes it: a yes/no's word, a table's rows in short."""
+    plain = _plain(value)
+    if isinstance(plain, bool):
+        return "yes" if plain else "no"
+
+    def number(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:g}"
+        if isinstance(v, list):
+            return "[" + ", ".join(number(x) for x in v) + "]"
+        return str(v)
+    if isinstance(plain, list) and plain and isinstance(plain[0], dict):
+        text = "; ".join(", ".join(f"{k}={number(v)}" for k, v in row.items()) for row in plain)
+    else:
+        text = number(plain)
+    return text if len(text) <= 120 else text[:117] + "..."

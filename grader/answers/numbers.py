@@ -534,14 +534,120 @@ def shapes_in(text: str) -> list[list[int]] | None:
     return shapes if shapes and not text[position:].strip(" .") else None
 
 
+# A shape with words around it, as the handout's code prints it or a student says it ("Output
+# shape: torch.Size([64, 1000])", "64 x 1000 (batch x features)", "The output shape is (64,
+# 1000)."): a remark in brackets without a number is a remark; any other number, a second shape,
+# a "not" or another option beside it, and it is not one shape.
+_WORDS_REMARK_RE = re.compile(r"\s*\((?![^()]*\d)[^()]*\)")
+# Sizes only inside the brackets: "(cuda:0)" or "(GPU 0 -> GPU 1)" is no shape.
+_SIZES = r"\s*\d+(?:\s*,\s*\d+)*\s*,?\s*"
+_ANY_SHAPE_RE = re.compile(r"torch\.size\s*\(\s*\[" + _SIZES + r"\]\s*\)|\[" + _SIZES + r"\]|\(" + _SIZES + r"\)|"
+                           r"\d+(?:\s*(?:[x×*]|\bby\b)\s*\d+)+", re.IGNORECASE)
+_OTHERWISE_RE = re.compile(r"\b(?:not|no|never|none|or|but|maybe|perhaps|probably|possibly|unless|except|"
+                           r"instead|without|than)\b|n['’]t\b|\?", re.IGNORECASE)
+# The label Part 2's loop prints before each chunk's shape ("Processing chunk 0 with shape"), or a
+# student's "chunk 0:": numbered in order from 0 or 1, one per shape, the numbers no sizes.
+_CHUNK_LABEL_RE = re.compile(r"\b(?:processing\s+)?chunk\s*#?\s*(\d+)\s*(?:(?:with|has|of)\s+shape\b|"
+                             r"shape\b)?\s*[:=]?\s*", re.IGNORECASE)
+# Words that may stand around one shape said for every chunk ("32x1000 each", "each chunk:
+# (32, 1000)", "both (32, 1000)"): one word saying which chunks, the rest only naming them.
+_EACH_WORDS = {"each": None, "every": None, "apiece": None, "per": None, "both": 2}
+_CHUNK_WORDS = {"chunk", "chunks", "one", "is", "are", "has", "have", "shape", "shapes", "of", "the",
+                "with", "for", "in", "torch", "size"}
+
+
+def _shape_token(token: str) -> list[int] | None:
+    return shape_in(token) if re.match(r"\d", token) else int_list_in(token)
+
+
+def _one_shape_and_words(text: str) -> tuple[list[int], str] | None:
+    """(the one shape `text` holds, the words around it), the remarks without numbers left out;
+    None where it holds another number, none or two shapes, or a "not" or another option."""
+    text = _WORDS_REMARK_RE.sub(" ", str(text))
+    if _OTHERWISE_RE.search(text) or _ALTERNATIVE_RE.search(text):
+        return None
+    found = list(_ANY_SHAPE_RE.finditer(text))
+    if len(found) != 1:
+        return None
+    shape = _shape_token(found[0].group(0))
+    words = text[:found[0].start()] + " " + text[found[0].end():]
+    return (shape, words) if shape and not re.search(r"\d", words) else None
+
+
+def shape_said(text: str) -> list[int] | None:
+    """One shape said with a label before it ("Output shape: torch.Size([64, 1000])", "The
+    output shape is (64, 1000).") or a remark without numbers after it ("64 x 1000 (batch x
+    features)"); None for anything else (see _one_shape_and_words; words after the shape are a
+    remark only in brackets)."""
+    found = _one_shape_and_words(text)
+    if found is None or set(re.findall(r"[a-z]+", found[1].lower())) & set(_EACH_WORDS):
+        return None   # "both (32, 1000)": the shape of more than one thing
+    text = _WORDS_REMARK_RE.sub(" ", str(text))
+    last = list(_ANY_SHAPE_RE.finditer(text))[-1]
+    return found[0] if re.fullmatch(r"[\s.;]*", text[last.end():]) else None
+
+
+def chunk_shapes_said(text: str) -> list[list[int]] | None:
+    """The chunks' shapes as Part 2's loop prints them, one line (or "; ") each: "Processing
+    chunk 0 with shape torch.Size([32, 1000])", or labelled "chunk 0: [32, 1000], chunk 1: [32,
+    1000]"; None unless every shape has its label, numbered in order from 0 or 1, and nothing
+    else is said."""
+    text = _WORDS_REMARK_RE.sub(" ", str(text))
+    labels = [int(found.group(1)) for found in _CHUNK_LABEL_RE.finditer(text)]
+    if not labels or _OTHERWISE_RE.search(text) or labels not in (list(range(len(labels))),
+                                                                  list(range(1, len(labels) + 1))):
+        return None
+    body = _CHUNK_LABEL_RE.sub(" ", text).replace("\n", "; ")
+    shapes = int_lists_in(body) or shapes_in(body)
+    return shapes if shapes and len(shapes) == len(labels) else None
+
+
+def each_shape_said(text: str) -> tuple[list[int], int | None] | None:
+    """(the shape, how many chunks) for one shape said of every chunk: "32x1000 each",
+    "torch.Size([32, 1000]) each", "each chunk: (32, 1000)" (how many: None, the question's), "both
+    (32, 1000)" (2); None where another number, word or shape is beside it ("32x1000 twice",
+    "2 chunks: 32x1000")."""
+    found = _one_shape_and_words(text)
+    if found is None:
+        return None
+    shape, words = found
+    said = re.findall(r"[a-z]+", words.lower())
+    which = [word for word in said if word in _EACH_WORDS]
+    if len(which) != 1 or any(word not in _EACH_WORDS and word not in _CHUNK_WORDS for word in said):
+        return None
+    return shape, _EACH_WORDS[which[0]]
+
+
+def chunks_asked_about(question: str) -> int | None:
+    """How many chunks a question gives ("What shape do the 2 chunks have?": 2), else None."""
+    counts = {int(n) for n in re.findall(r"(?<![\w.])(\d+)\s+chunks\b", question, re.IGNORECASE)}
+    counts |= {_NUMBER_WORDS[w.lower()] for w in re.findall(r"\b(" + "|".join(_NUMBER_WORDS) + r")\s+chunks\b",
+                                                         question, re.IGNORECASE)}
+    return counts.pop() if len(counts) == 1 else None
+
+
+# What a student who could not measure a value honestly writes in its cell (virtual GPUs have no
+# nvidia-smi): an answer, never a number the reader failed to read.
+NOT_AVAILABLE_RE = re.compile(r"^\s*(?:n/?a|-+|–|none|not available|unavailable|not measured|"
+                              r"no (?:gpu|nvidia-smi)\b.*|virtual.*)\s*$", re.IGNORECASE)
+
+
+def not_available(value) -> bool:
+    return isinstance(value, str) and bool(NOT_AVAILABLE_RE.match(value))
+
+
 # A table column's unit, by the suffix the templates give its name (step_time_s, memory_mib).
 COLUMN_UNITS = {"_s": "s", "_ms": "ms", "_percent": "percent", "_mib": "mib"}
 # The units a student may rename such a column to (step_time_ms written step_time_s,
 # memory_per_gpu_mib written memory_per_gpu_gb): each kind's, as its cells may name them.
 _TIME_NAMES = set(_TIME_UNITS_TO_MS) - {"µs", "μs"}   # a column's name is ASCII
 RENAMED_UNITS = {"s": _TIME_NAMES, "ms": _TIME_NAMES, "mib": set(_MEMORY_UNITS_TO_MIB)}
-_QUANTITY_RE = re.compile(r"^\s*~?\s*(\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)\s*([a-zµμ%]*)\s*\.?\s*$",
-                          re.IGNORECASE)
+# A value said to be approximate, as "~" says it ("about 56 ms", "≈ 126 ms", "approx. 7.5 ms",
+# "around 7.5"): the value. A range or a bound ("about 50-60", "at least 56") is no one value.
+APPROXIMATELY = (r"(?:[~≈∼]|(?:about|around|approximately|approx\.?|roughly|circa|ca\.)"
+                 r"(?=\s|\d))")
+_QUANTITY_RE = re.compile(r"^\s*(?:" + APPROXIMATELY + r"\s*)?(\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
+                          r"\s*([a-zµμ%]*)\s*\.?\s*$", re.IGNORECASE)
 
 
 def column_unit(column: str) -> str | None:

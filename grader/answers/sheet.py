@@ -17,12 +17,13 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
-from .numbers import (MAX_VALUE_CHARS, column_in_another_unit, column_unit, decimal_mark,
-                      gpu_count_given, int_list_answering, int_list_in, int_lists_in, quantity_in,
-                      shape_in, shapes_in,
+from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, chunk_shapes_said, chunks_asked_about,
+                      column_in_another_unit, column_unit, decimal_mark, each_shape_said,
+                      gpu_count_given, int_list_answering, int_list_in, int_lists_in,
+                      not_available, quantity_in, shape_in, shape_said, shapes_in,
                       shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown,
                       without_memory_totals)
-from .yes_no import read_yes_no
+from .yes_no import read_in_the_questions_word, read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
@@ -51,6 +52,28 @@ class SheetAnswers:
     # Questions answered in words the reader does not take (each has its problem): written,
     # so never "not answered".
     unread: list[str] = field(default_factory=list)
+    # id -> what the student is told of each: "your answer '...' could not be read as ...".
+    unread_why: dict[str, str] = field(default_factory=dict)
+    # Table cells it could not read (the table itself was): {id, row, column, text}.
+    unread_cells: list[dict] = field(default_factory=list)
+
+
+class NotRead(ValueError):
+    """An answer written in a form the reader does not take. str(): the problem as the sheet's
+    problems list it ("expected X, got 'raw'"); `said`: what the student is told ("your answer
+    'raw' could not be read as X"), never "no answer found" for an answer that is there."""
+
+    def __init__(self, problem: str, said: str):
+        super().__init__(problem)
+        self.said = said
+
+
+def _refused(expected: str, raw: Any, hint: str = "") -> NotRead:
+    hint = f": {hint}" if hint else ""
+    text = " ".join((raw if isinstance(raw, str) else repr(raw)).split())
+    quoted = repr(text[:117] + "..." if len(text) > 120 else text)
+    return NotRead(f"expected {expected}, got {raw!r}{hint}",
+                   f"your answer {quoted} could not be read as {expected}{hint}")
 
 
 def template_questions(assignment: str, root: Path = TEMPLATE_ROOT) -> dict[str, Question]:
@@ -100,15 +123,38 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
         except ValueError as error:
             result.problems.append(f"{display}: {qid}: {error}")
             result.unread.append(question.id)
+            result.unread_why[question.id] = error.said if isinstance(error, NotRead) else \
+                f"your answer could not be read: {error}"
             continue
         except (ArithmeticError, TypeError, RecursionError) as error:   # one answer fails alone
             result.problems.append(f"{display}: {qid}: could not be read ({type(error).__name__}); "
                                    "write the value as the template shows")
             result.unread.append(question.id)
+            result.unread_why[question.id] = ("your answer could not be read; write the value as "
+                                              "the template shows")
             continue
         if value is not None:
             result.values[question.id] = value
+            if question.type == "table":
+                result.unread_cells += cells_not_read(value, question)
     return result
+
+
+def cells_not_read(rows: list[dict], question: Question) -> list[dict]:
+    """The cells of a table that stayed words where the column wants a number or a list ("about
+    7-8 ms", "4 x 13 + 12"): for a person, as unread answers are. A column of words, and a
+    value said not to be available ("n/a" where nvidia-smi could not run), are no such cells."""
+    cells = []
+    for number, row in enumerate(rows, 1):
+        key = row.get(question.columns[0]) if question.columns else None
+        label = str(number) if key is None else str(key)
+        for column, value in row.items():
+            if column in question.text_columns:
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and not not_available(item):
+                    cells.append({"id": question.id, "row": label, "column": column, "text": item})
+    return cells
 
 
 def sheet_text(data: bytes) -> str:
@@ -123,9 +169,17 @@ def sheet_text(data: bytes) -> str:
         return data.decode("cp1252")
 
 
+# The template's placeholder, or one a student leaves for later: not an answer ("you reported ?"
+# had been a wrong answer, flagged to the instructor as a disagreement).
+_PLACEHOLDER = re.compile(r"\s*(?:\?+|\.{2,}|…|[-–—]+|_+|todo|tbd|tba|yes\s*/\s*no)\s*", re.IGNORECASE)
+_DASH = re.compile(r"\s*[-–—]+\s*")
+
+
 def coerce(raw: Any, question: Question) -> Any:
     """The answer in its template type, None when not answered; ValueError when it cannot be."""
     if raw is None or (isinstance(raw, str) and not raw.strip()) or raw == []:
+        return None
+    if isinstance(raw, str) and len(raw) <= 40 and _PLACEHOLDER.fullmatch(raw):
         return None
     kind = question.type
     if kind in ("text", "str"):
@@ -140,24 +194,37 @@ def coerce(raw: Any, question: Question) -> Any:
     if kind == "gpu":
         return _int(raw, gpu=True)
     if kind == "bool":
-        return _yes_no(raw)
+        return _yes_no(raw, question.text)
     if kind == "list[int]":
         if _is_about_a_shape(question) and isinstance(raw, str) and shape_in(raw) is not None:
             return shape_in(raw)   # "64x1000", as shapes are written
         # The question's words decide a few forms: "3 each" for each GPU it names, "before
         # layer 3" for a move between two layers.
-        return _int_list(raw, question.text)
+        try:
+            return _int_list(raw, question.text)
+        except NotRead:
+            # The line the script prints ("Output shape: torch.Size([64, 1000])"), a shape
+            # with a remark ("64 x 1000 (batch x features)").
+            said = shape_said(raw) if _is_about_a_shape(question) and isinstance(raw, str) else None
+            if said is None:
+                raise
+            return said
     if kind == "list[list[int]]":
         lists = int_lists_in(raw) if isinstance(raw, str) else None
         if lists is None and isinstance(raw, str) and _is_about_a_shape(question):
-            lists = shapes_in(raw)   # "32x1000, 32x1000"
+            # "32x1000, 32x1000"; the lines Part 2 prints ("Processing chunk 0 with shape ...").
+            lists = shapes_in(raw) or chunk_shapes_said(raw)
+            each = each_shape_said(raw) if lists is None else None
+            if each is not None:   # "32x1000 each": as many as the question's chunks, if it says
+                shape, count = each[0], each[1] or chunks_asked_about(question.text)
+                return [shape] * count if count else {"each": shape}
         if lists is not None:
             return lists
         if isinstance(raw, list) and _is_about_a_shape(question) \
                 and all(isinstance(item, str) and shape_in(item) for item in raw):
             return [shape_in(item) for item in raw]   # ["32x1000", "32x1000"]
         if not isinstance(raw, list):
-            raise ValueError(f"expected a list of lists such as [[32, 16], [32, 16]], got {raw!r}")
+            raise _refused("a list of lists such as [[32, 16], [32, 16]]", raw)
         return [_int_list(inner) for inner in raw]
     if kind == "table":
         return _table(raw, question)
@@ -175,9 +242,11 @@ def _is_about_a_shape(question: Question) -> bool:
     return "shape" in question.id.lower()
 
 
-def _yes_no(raw: Any) -> bool | None:
+def _yes_no(raw: Any, question: str = "") -> bool | None:
     """`no` (YAML's false), "No.", "no, because ...", or the PDF reader's shape
-    {value: no, explanation: ...}; the same rule as the PDF report (yes_no.read_yes_no)."""
+    {value: no, explanation: ...}; the same rule as the PDF report (yes_no.read_yes_no). A
+    sentence saying the question's own comparative word or its antonym, and nothing else,
+    answers too ("faster?": "It got slower."; yes_no.read_in_the_questions_word)."""
     if isinstance(raw, dict) and "value" in raw:
         raw = raw["value"]
         if raw is None:
@@ -193,14 +262,16 @@ def _yes_no(raw: Any) -> bool | None:
     label = _PRINTED_LABEL.match(text)
     if not answer.answered and label and not _NEGATION.search(label["label"]):
         answer = read_yes_no(label["rest"])   # "Outputs equal: True", the script's own line
+    if not answer.answered and not answer.unanswered and not answer.hedged:
+        answer = read_in_the_questions_word(text, question)
     if answer.answered:
         return answer.value == "yes"
     if answer.unanswered:
         return None
     if answer.hedged:
-        raise ValueError(f"expected one answer, yes or no, got {raw!r}: it gives both or takes its answer back "
-                         "('maybe', 'it depends', 'or ...'); choose one and explain after it")
-    raise ValueError(f"expected yes/no (true/false), got {raw!r}: write yes or no first")
+        raise _refused("one answer, yes or no", raw, "it gives both or takes its answer back "
+                       "('maybe', 'it depends', 'or ...'); choose one and explain after it")
+    raise _refused("yes/no (true/false)", raw, "write yes or no first")
 
 
 def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
@@ -216,25 +287,32 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
         number = whole_number_in(raw, gpu=gpu, gpus=gpus)
         if number is not None:
             return number
-    raise ValueError(f"expected a whole number, got {raw!r}")
+    raise _refused("a whole number", raw)
 
 
 def _int_list(raw: Any, question: str = "") -> list[int]:
     if isinstance(raw, str):  # "3, 3", "[3, 3]", "32/32", "torch.Size([64, 1000])"
         found = int_list_answering(raw, question)
         if found is None:
-            raise ValueError(f"expected a list of whole numbers such as [5, 4] or 5, 4, got {raw!r}")
+            raise _refused("a list of whole numbers such as [5, 4] or 5, 4", raw)
         return found
     if not isinstance(raw, (list, tuple)):
-        raise ValueError(f"expected a list of whole numbers such as [5, 4] or 5, 4, got {raw!r}")
+        raise _refused("a list of whole numbers such as [5, 4] or 5, 4", raw)
     return [_int(item, gpu=True) for item in raw]
 
 
-def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
+# One value said for every GPU of the row in a per-GPU column ("200 MiB per GPU", "~80 each",
+# "about 0.2 GB on each GPU"), as "3 each" is in a list of layers per GPU (numbers._EACH_RE).
+_EVERY_GPU = re.compile(r"(?P<value>.+?)\s*(?:each|apiece|per\s+gpu|(?:on|for|in)\s+(?:each|every)"
+                        r"(?:\s+gpu)?)\s*\.?\s*", re.IGNORECASE)
+
+
+def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = None) -> Any:
     """A table cell: a number in the column's unit where its name gives one (step_time_s,
     memory_mib: "7.5 ms", "1012MiB", "38%"), a list ("22/22/20", "[cuda:0, cuda:2]"), a
     whole number ("Rank 0", "8 samples"), else the words as written (method: dp). `mark`: the
-    decimal mark the table's numbers of this kind show (_table_marks)."""
+    decimal mark the table's numbers of this kind show (_table_marks); `gpus`: the row's GPU
+    count, for one value said "each" in a per-GPU column."""
     unit = column_unit(column)
     if isinstance(raw, list):
         return [_list_item(item, unit, mark) for item in raw]
@@ -242,10 +320,15 @@ def _cell(raw: Any, column: str, mark: str | None = None) -> Any:
         return raw
     text = without_markdown(raw.strip())
     if unit is not None:
+        said = text
         text = _CLOCK_REMARK.sub("", text)
         if unit == "mib":
             text = without_memory_totals(text)   # nvidia-smi's "1012MiB / 81920MiB": one GPU's 1012
         _never_guessed(text, unit, mark, column)
+        every = (_EVERY_GPU.fullmatch(said) or _EVERY_GPU.fullmatch(text)) \
+            if "per_gpu" in column and gpus else None
+        if every is not None and quantity_in(every["value"], unit, mark) is not None:
+            return [quantity_in(every["value"], unit, mark)] * gpus
         one = quantity_in(text, unit, mark)
         values = _quantities(text, unit, mark)
         if values is not None and "per_gpu" in column:   # one value per GPU: a list
@@ -279,7 +362,7 @@ def _never_guessed(text: str, unit: str, mark: str | None, column: str) -> None:
                              "a decimal point")
 
 
-_BARE_NUMBER = re.compile(r"\s*~?\s*\d+(?:[.,]\d+)*\s*")
+_BARE_NUMBER = re.compile(r"\s*(?:" + APPROXIMATELY + r"\s*)?\d+(?:[.,]\d+)*\s*", re.IGNORECASE)
 # Which clock or how a value was measured, said after it as `pdl-grade run` asks students
 # without a GPU to ("1.720 ms (simulated)", "0.608 ms, simulated", "2.040 (sim.)", "1.727
 # (simulated clock)", "80.1 MiB (peak)", "1.72 ms/step", "80 MiB each"): a remark on the value,
@@ -307,7 +390,7 @@ def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
             return None
     parts = [without_gpu_label(part) for part in parts if part.strip()]
     # A unit written once, after the last value, is every value's ("0.2, 0.2 GB").
-    last = re.fullmatch(r"\s*~?\s*[\d.,eE+-]+\s*([a-zµμ]+)\s*\.?\s*", parts[-1],
+    last = re.fullmatch(r"\s*(?:" + APPROXIMATELY + r"\s*)?[\d.,eE+-]+\s*([a-zµμ]+)\s*\.?\s*", parts[-1],
                         re.IGNORECASE) if parts else None
     if last is not None and all(_BARE_NUMBER.fullmatch(part) for part in parts[:-1]):
         parts = [f"{part.strip()} {last.group(1)}" for part in parts[:-1]] + parts[-1:]
@@ -342,11 +425,34 @@ def markdown_rows(text: str, question: Question) -> list[dict] | None:
         return None
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
     header = [_column_name(without_markdown(cell)) for cell in cells[0]]
-    known = set(question.columns) | {name for name in header
-                                     if column_in_another_unit(name, question.columns)}
-    if not set(header) <= known or any(len(row) > len(header) for row in cells[2:]):
+    if not all(_names_a_column(name, question) for name in header) \
+            or any(len(row) > len(header) for row in cells[2:]):
         return None   # not this table, or a row with more cells than it has columns
     return [{name: value for name, value in zip(header, row) if value} for row in cells[2:]]
+
+
+# The handouts' own headers of the sheet's tables (Practical 5: "Set up | Step Time (sec) |
+# Total Time (sec)", "#GPUs | Batch Size | Split per GPU"; nvidia-smi's "GPU-Util" and
+# "Memory-Usage"), as the columns the template names them; each only where the table has that
+# column. Units in a header are read as a column named in another unit is ("Step Time (sec)").
+HANDOUT_HEADERS = {"set_up": "method", "setup": "method", "split_per_gpu": "split",
+                   "gpu_util": "utilization_percent", "memory_usage": "memory_mib"}
+# A column of the handout's table the sheet does not ask for: left out where no column of the
+# table is about batches (P5's split table: the batch of 64). Any other unknown column is
+# refused, never dropped: its cells may be the answer under a name the reader does not know
+# (P10's micro-batch size written "batch_size").
+LEFT_OUT = {"batch_size": "batch"}
+
+
+def _names_a_column(name: str, question: Question) -> bool:
+    return name in question.columns or column_in_another_unit(name, question.columns) is not None \
+        or HANDOUT_HEADERS.get(name) in question.columns or _left_out(name, question)
+
+
+def _left_out(name: str, question: Question) -> bool:
+    about = LEFT_OUT.get(name)
+    return about is not None and name not in question.columns \
+        and not any(about in column for column in question.columns)
 
 
 def _column_name(text: str) -> str:
@@ -361,8 +467,11 @@ def _in_the_tables_units(row: dict, question: Question) -> dict:
     out = {}
     for key, value in row.items():
         name = _column_name(key)
+        if str(key) not in question.columns and _left_out(name, question):
+            continue
         found = None if str(key) in question.columns else \
             (name, None) if name in question.columns else \
+            (HANDOUT_HEADERS[name], None) if HANDOUT_HEADERS.get(name) in question.columns else \
             column_in_another_unit(name, question.columns)
         if found is None or found[0] in row or found[0] in out:
             out[key] = value
@@ -381,25 +490,57 @@ def _labelled(value: Any, unit: str) -> Any:
     return value
 
 
+def _keyed_rows(raw: dict, question: Question) -> list[dict] | None:
+    """Rows written as a mapping keyed by the table's first column, its row key (`single: {gpus:
+    1, step_time_s: ...}`, `2: "32/32"` for {gpus: 2, split: "32/32"}): the rows they are. None
+    where a key is a column's name (one row written as a mapping), a row's own key disagrees,
+    or a bare value has no one column to go to."""
+    if not raw or not question.columns or any(_names_a_column(_column_name(key), question)
+                                              for key in raw):
+        return None
+    key_column, values = question.columns[0], list(raw.values())
+    if all(isinstance(value, dict) for value in values):
+        if any(key_column in {_column_name(name) for name in value} for value in values):
+            return None
+        return [{key_column: key, **value} for key, value in raw.items()]
+    if len(question.columns) == 2 and not any(isinstance(value, dict) for value in values):
+        return [{key_column: key, question.columns[1]: value} for key, value in raw.items()]
+    return None
+
+
 def _table(raw: Any, question: Question) -> list[dict]:
     if isinstance(raw, str):
         raw = markdown_rows(raw, question) or raw
+    if isinstance(raw, dict):
+        raw = _keyed_rows(raw, question) or raw
     if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
-        raise ValueError("expected rows as a list of mappings, e.g. "
-                         f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}")
+        example = f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}"
+        raise NotRead(f"expected rows as a list of mappings, e.g. {example}",
+                      f"your table could not be read as its rows: write them as a list of "
+                      f"mappings, e.g. {example}")
     rows = []
     raw = [_in_the_tables_units(row, question) for row in raw]
     for number, row in enumerate(raw, 1):
         unknown = [str(k) for k in row if str(k) not in question.columns]
         if unknown:
-            raise ValueError(f"row {number} has column(s) {', '.join(unknown)}; the table's "
-                             f"columns are {', '.join(question.columns)}")
+            problem = (f"row {number} has column(s) {', '.join(unknown)}; the table's columns are "
+                       f"{', '.join(question.columns)}")
+            raise NotRead(problem, f"your table could not be read: {problem}")
     marks = _table_marks(raw, question)
     for row in raw:
+        gpus = _cell(row.get("gpus"), "gpus")
+        gpus = gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0 else None
         rows.append({str(k): without_markdown(v.strip()) if isinstance(v, str) and str(k) in question.text_columns
-                     else _cell(v, str(k), marks.get(_unit_kind(str(k))))
-                     for k, v in row.items() if v is not None})
+                     else _cell(v, str(k), marks.get(_unit_kind(str(k))), gpus)
+                     for k, v in row.items() if v is not None and not _no_value(v, str(k))})
     return rows
+
+
+def _no_value(value: Any, column: str) -> bool:
+    """A placeholder left in a cell ("?", "...", "TODO"): no value. A dash stays where it says
+    the value is not available (utilization without nvidia-smi: numbers.not_available)."""
+    return isinstance(value, str) and len(value) <= 40 and _PLACEHOLDER.fullmatch(value) is not None \
+        and not (column_unit(column) == "percent" and _DASH.fullmatch(value))
 
 
 def _unit_kind(column: str) -> str | None:

@@ -17,7 +17,12 @@ grows", "They don't.", "It is." ("It is slower", "It does not matter" are unclea
 the question's own subject ("Increasing DEPTH does not improve speed", "More GPUs make it
 faster."; "It does not make it slower" denies the other thing and is unclear), and so does a
 conclusion at the end: "All 5 hold 4 layers each, so yes". Estonian "Jah, ..." and "Ei, ..."
-answer as "Yes, ..." and "No, ..." do.
+answer as "Yes, ..." and "No, ..." do, and so do "Jah" and "Ei" as the whole answer.
+
+Given the question, a short sentence saying its own comparative word or that word's antonym, and
+nothing else, answers too (read_in_the_questions_word): to "did training become faster?", "It
+got slower." is no and "Faster" yes; "The single GPU was slower" (another subject) is left for a
+person.
 """
 from __future__ import annotations
 
@@ -30,9 +35,10 @@ _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
 # "True" and "False" (YAML's spelling, a programmer's habit) only as a word of their own:
 # "True parallelism is not reached" does not begin with an answer.
 # Estonian "Jah," and "Ei," (the course is taught in Estonia) only with a pause after them, as
-# "Yes,"/"No," are written before an explanation: "ei" alone is also Estonian's "not".
+# "Yes,"/"No," are written before an explanation, or as the whole answer ("Ei", "jah."): "ei"
+# before another word is also Estonian's "not" ("Ei ole kiirem": is not faster).
 _FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!()\-–]|$))|"
-                    r"(?:jah|ei)(?=\s*[,.;:!\-–—]))\b(?P<rest>.*)", re.I | re.S)
+                    r"(?:jah|ei)(?=\s*(?:[,.;:!\-–—]|$)))\b(?P<rest>.*)", re.I | re.S)
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes", "jah": "yes",
           "no": "no", "nope": "no", "false": "no", "ei": "no"}
 _ESTONIAN = {"jah", "ei"}
@@ -202,3 +208,84 @@ def read_yes_no(text: str) -> YesNo:
 def starts_with_yes_no(text: str) -> bool:
     """Whether `text` opens with a clear yes or no (an answer on the line under its label)."""
     return read_yes_no(text).answered
+
+
+# -- the question's own word ---------------------------------------------------------------------
+# The comparative words of the sheets' yes/no questions, each with its antonym: an answer that
+# says one of them of the question's subject answers the question ("faster?": "Slower" is no).
+# Nothing else is read this way: no synonyms ("identical" for "same"), no words of other kinds.
+WORD_PAIRS = (("faster", "slower"), ("same", "different"), ("equal", "different"),
+              ("manually", "automatically"), ("more loaded", "less loaded"),
+              ("more balanced", "less balanced"), ("equally", "unequally"))
+# How much of it ("2.7x slower", "much slower", "the same"): nothing that turns it ("not").
+_DEGREE = (r"(?:(?:much|a\s+bit|a\s+little|slightly|even|actually|noticeably|significantly|"
+           r"considerably|clearly|exactly|almost|nearly|roughly|the|\d+(?:[.,]\d+)?\s*(?:x|×|times))\s+)*")
+_PRONOUN = r"(?:it|they|this|that|both)"
+_LINKING_VERB = r"(?:is|are|was|were|got|gets|get|became|becomes|become|ran|runs|run)"
+_QUESTION_AUXILIARY = re.compile(r"\b(?:is|are|was|were|do|does|did)\b", re.I)
+# What may not follow the word: a second thought, another answer, a doubt.
+_TURN = re.compile(r"\b(?:but|however|although|though|except|unless|otherwise)\b|\?", re.I)
+_PAUSE_CHARS = ",.;:!(-–—"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def _question_word(question: str) -> tuple[str, str, str, str] | None:
+    """(word, antonym, the question's subject, the question after the word) for the one pair
+    of WORD_PAIRS the question says; None for none or several."""
+    found = []
+    for pair in WORD_PAIRS:
+        for word, antonym in (pair, pair[::-1]):
+            match = re.search(r"\b" + word.replace(" ", r"\s+") + r"\b", question, re.I)
+            if match:
+                found.append((word, antonym, match))
+    if len(found) != 1:
+        return None
+    word, antonym, match = found[0]
+    before = question[:match.start()]
+    auxiliaries = list(_QUESTION_AUXILIARY.finditer(before))
+    subject = before[auxiliaries[-1].end():] if auxiliaries else ""
+    return word, antonym, subject, question[match.end():]
+
+
+def read_in_the_questions_word(text: str, question: str) -> YesNo:
+    """A yes/no question answered by its own comparative word or that word's antonym, the
+    question's subject (or "it", "they") before it and nothing after it but the question's own
+    next words ("Same final loss"), a pause and an explanation: "It got slower." (to "faster?":
+    no), "Slower", "Faster", "GPU 0 is more loaded", "Automatically, by DataParallel" (to
+    "split manually?": no), "They are equal (allclose returns True)". Anything else is unclear:
+    another subject ("The single GPU was slower"), another comparison ("Faster on one GPU"),
+    both words, a "not", a doubt, or another answer in the explanation."""
+    asked = _question_word(question or "")
+    text = (text or "").strip()
+    if asked is None or len(text) > 300:
+        return YesNo(unclear=True)
+    word, antonym, subject, after = asked
+    said = re.match(_LEAD + r"(?:(?P<subject>[\w .'-]+?)\s+" + _LINKING_VERB + r"\s+|"
+                    r"(?:it|they)['’](?:s|re)\s+)?" + _DEGREE +
+                    r"(?P<word>" + word.replace(" ", r"\s+") + "|" + antonym.replace(" ", r"\s+") +
+                    r")\b(?P<rest>.*)$", text, re.I | re.S)
+    if said is None:
+        return YesNo(unclear=True)
+    who = _words(said.group("subject") or "")
+    if who and who[0] == "the":
+        who = who[1:]
+    asked_about = _words(subject)
+    if who and not re.fullmatch(_PRONOUN, " ".join(who)) and not any(
+            asked_about[i:i + len(who)] == who for i in range(len(asked_about))):
+        return YesNo(unclear=True)   # "The single GPU was slower": not the question's subject
+    value = "yes" if re.fullmatch(word.replace(" ", r"\s+"), said.group("word"), re.I) else "no"
+    rest = said.group("rest")
+    pause = next((i for i, char in enumerate(rest) if char in _PAUSE_CHARS), len(rest))
+    continued, explanation = _words(rest[:pause]), rest[pause:]
+    if continued != _words(after)[:len(continued)]:
+        return YesNo(unclear=True)   # "Faster on one GPU": not the question's comparison
+    contradiction = r"\b(?:yes|yeah|true)\b" if value == "no" else r"\b(?:no|not|never|false)\b|n['’]t\b"
+    if _TURN.search(text) or re.search(r"\b(?:" + word + "|" + antonym + r")\b", explanation, re.I) \
+            or re.search(contradiction, explanation, re.I) or _HEDGE.match(explanation) \
+            or _REFUSAL.search(explanation):
+        return YesNo(unclear=True)
+    return YesNo(value, text.strip(" *_\"'"))
+

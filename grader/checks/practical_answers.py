@@ -11,7 +11,7 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.answers.numbers import int_list_in, whole_number_in
+from grader.answers.numbers import int_list_in, not_available, whole_number_in
 from grader.checks.practical_measures import assigned_constants, step_clock, step_seconds
 from grader.checks.support import explain, not_found
 
@@ -54,7 +54,8 @@ def _require_answer(answers, qid: str, broken: list[str]) -> None:
     if qid in answers.values:
         return
     question = answers.questions.get(qid, qid)
-    observed = not_found(answers, qid)
+    # An answer that is there but could not be read is quoted as such, never "no answer found".
+    observed = getattr(answers, "unread_why", {}).get(qid) or not_found(answers, qid)
     if broken:
         observed += f"; and your code could not be run to compare it with: {broken[0]}"
     raise AssertionError(explain(f"an answer to: {question}", observed,
@@ -343,13 +344,8 @@ def usage_rows(rows) -> dict:
     return {gpu_index(k) if gpu_index(k) is not None else k: row for k, row in found.items()}
 
 
-# What a student without nvidia-smi (virtual GPUs have none) honestly writes for utilization.
-NOT_AVAILABLE_RE = re.compile(r"^\s*(?:n/?a|-+|–|none|not available|unavailable|not measured|"
-                              r"no (?:gpu|nvidia-smi)\b.*|virtual.*)\s*$", re.IGNORECASE)
-
-
-def not_available(value) -> bool:
-    return isinstance(value, str) and bool(NOT_AVAILABLE_RE.match(value))
+# What a student without nvidia-smi (virtual GPUs have none) honestly writes for utilization is
+# numbers.not_available's (the sheet reader tells such a cell from one it could not read).
 
 
 def usage_table_problems(rows: dict) -> list[str]:

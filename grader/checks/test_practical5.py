@@ -266,10 +266,16 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
     assert row.get("split") is not None, explain(
         f"a row for {gpus} GPUs in the table dp.split_per_gpu: - {{gpus: {gpus}, split: "
         f"[...]}} with one batch size per GPU, cuda:0 first",
+        f"the row for {gpus} GPUs has no split" if gpus in rows else
         f"rows for {sorted(k for k in rows if isinstance(k, int)) or 'no'} GPUs",
         answers.where_to_answer("dp.split_per_gpu"))
     reported_values["dp.split_per_gpu"] = {str(gpus): row["split"]}
     value = whole_numbers(row["split"])
+    # Words the sheet could not read as sizes ("4 x 13 + 12"): for a person, never a wrong answer.
+    assert value is not None or not isinstance(row["split"], str), explain(
+        f"the split for {gpus} GPUs as one batch size per GPU, cuda:0 first, e.g. 22/22/20",
+        f"your answer {row['split']!r} for {gpus} GPUs could not be read as one batch size per "
+        "GPU (the instructor reads it)", answers.where_to_answer("dp.split_per_gpu"))
     differs = "" if seen in (None, rule) else (
         f"; your code splits a batch of {sum(seen)} as {seen}: see Practical 5's split check")
     # Where the code splits otherwise (device_ids hard-coded), the text says both: a TA's

@@ -54,6 +54,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "problems": list(answers.get("problems") or []),
             "missing": not_answered(answers),
             "unread": list(answers.get("unread") or []),
+            "unread_cells": [cell for cell in answers.get("unread_cells") or []
+                             if isinstance(cell, Mapping)],
             "manual": manual,
             "integrity": assignment.get("integrity"),
         })

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-# A check's "Observed:" line saying its run crashed or hung (not a missing answer, whose
-# fix is an answer even when the run crashed too), or a message that is only that run's
-# problem ("practical5/practical5_dp.py (2 GPU(s)) stopped with ...").
-CRASH = re.compile(r"^(?:Observed: (?!no answer found)|(?=\S+\.py \())(.*\b(?:stopped with|"
+# A check's "Observed:" line saying its run crashed or hung (not a missing or unreadable
+# answer, whose fix is an answer even when the run crashed too), or a message that is only that
+# run's problem ("practical5/practical5_dp.py (2 GPU(s)) stopped with ...").
+CRASH = re.compile(r"^(?:Observed: (?!no answer found|your answer )|(?=\S+\.py \())(.*\b(?:stopped with|"
                    r"exited with status|did not finish in time|was killed)\b.*)$", re.M)
 # The configuration a run is named by: "(2 GPU(s), BATCH_SIZE=63)".
 CONFIGURATION = re.compile(r" \([^()]*GPU\(s\)[^()]*\)")

@@ -158,6 +158,7 @@ class Table:
     index_column: bool = False    # a DataFrame's unnamed index column (HTML writer)
     math_numbers: bool = False    # LaTeX: numbers in $...$ (the decimal point in another font)
     body_middle: bool = False     # body cells vertically centred (HTML's default; Word, LaTeX m{})
+    merged_down: tuple = ()       # docx: columns whose empty body cells are merged into the cell above
 
 
 def report_blocks(v: Values, *, time_fmt, mem_fmt, task2_table=None, task4_table=None,
@@ -460,7 +461,8 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11, font
             for r, row in enumerate([t.header] + t.rows):
                 for c, text in enumerate(row):
                     cell = table.cell(r, c)
-                    cell.text = text
+                    if text or c not in t.merged_down:   # an empty run would be merged in as a line
+                        cell.text = text
                     if r == 0:
                         for run_ in cell.paragraphs[0].runs:
                             run_.bold = True
@@ -473,6 +475,17 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11, font
                     if t.small:
                         for run_ in cell.paragraphs[0].runs:
                             run_.font.size = Pt(9)
+            for c in t.merged_down:   # a cell left empty continues the one above it (merged vertically)
+                r = 1
+                while r <= len(t.rows):
+                    end = r
+                    while end < len(t.rows) and not t.rows[end][c]:
+                        end += 1
+                    if end > r:
+                        merged = table.cell(r, c).merge(table.cell(end, c))
+                        if t.body_middle:
+                            merged.vertical_alignment = WD_ALIGN_VERTICAL.CENTER
+                    r = end + 1
             if t.widths_cm:  # LibreOffice takes the grid's widths, Word the cells'
                 table.autofit = False
                 for c, width in enumerate(t.widths_cm):
@@ -757,6 +770,49 @@ def lo_docx_transposed(work):
                                     ["Memory per GPU (MiB)", mem_dot(v.mem[2]), mem_dot(v.mem[5])]],
                widths_cm=[4, 3, 6])
     return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task2_table=t2, task4_table=t4), work), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "Task 4 with a row per GPU (GPUs | GPU | Step time | Memory): the step time "
+                                       "repeated on each row of 2 GPUs, on the first row only of 5 (a TA's audit: only "
+                                       "the first GPU's memory was read)")
+def lo_docx_memory_row_per_gpu(work):
+    v = Values(yes_no=dict(TERSE), t4={2: 182.59, 5: 199.17}, mem={2: [200.4, 200.7], 5: [80.3, 80.1, 80.1, 80.1, 80.6]})
+    t4 = Table(["GPUs", "GPU", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), f"cuda:{i}", dot(v.t4[g]) if g == 2 or i == 0 else "", fmt(m)]
+                for g in v.t4 for i, m in enumerate(v.mem[g])])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4), work), ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "Task 4 with a row per GPU, the GPUs and step time cells merged over each "
+                                       "configuration's rows, top-aligned (Word's default): the second GPU's memory of "
+                                       "2 GPUs was read as the first of 5")
+def lo_docx_memory_row_per_gpu_merged(work):
+    v = Values(yes_no=dict(SHORT), t4={2: 183.1, 5: 190.8}, mem={2: [200.45, 200.65], 5: [81.1, 80.85, 80.85, 80.85, 82.3]})
+    t4 = Table(["GPUs", "GPU", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g) if i == 0 else "", f"cuda:{i}", dot(v.t4[g]) if i == 0 else "", fmt(m)]
+                for g in v.t4 for i, m in enumerate(v.mem[g])], merged_down=(0, 2))
+    pdf = docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4), work)
+    expect(word_boxes(pdf, "190.8")[0][2] == word_boxes(pdf, "81.1")[0][2],
+           "the 5-GPU step time should stand on the row of its first GPU")
+    return pdf, ok(v)
+
+
+@fixture("python-docx -> LibreOffice", "Task 4's memory in a column per GPU ('GPU 0 (MiB)' ... 'GPU 4 (MiB)'), "
+                                       "'-' where 2 GPUs have no GPU 2-4 (a TA's audit: the table was not found)")
+def lo_docx_memory_column_per_gpu(work):
+    v = Values(yes_no=dict(SHORT), t4={2: 181.9, 5: 192.35}, mem={2: [200.5, 200.8], 5: [81.3, 80.9, 80.9, 80.9, 82.4]})
+    t4 = Table(["GPUs", "Step time (ms)"] + [f"GPU {i} (MiB)" for i in range(5)],
+               [[str(g), dot(v.t4[g])] + [fmt(m) for m in v.mem[g]] + ["-"] * (5 - g) for g in v.t4])
+    return docx_pdf(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4), work), ok(v)
+
+
+@fixture("HTML -> Chromium", "an unruled Task 4 table with the memory in a column per GPU ('cuda:0 memory (MiB)'), "
+                             "the cells of GPUs 2 to 4 left empty for 2 GPUs")
+def chromium_memory_column_per_gpu(work):
+    v = Values(yes_no=dict(LONG), t4={2: 182.75, 5: 190.45}, mem={2: [200.25, 200.5], 5: [81.0, 80.75, 80.75, 80.75, 82.25]})
+    t4 = Table(["GPUs", "Step time (ms)"] + [f"cuda:{i} memory (MiB)" for i in range(5)],
+               [[str(g), dot(v.t4[g])] + [fmt(m) for m in v.mem[g]] + [""] * (5 - g) for g in v.t4], ruled=False)
+    return html_pdf(to_html(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot, task4_table=t4)), work), ok(v)
 
 
 @fixture("python-docx -> LibreOffice", "labels in Question | Answer tables, wrapped in narrow cells")

@@ -257,7 +257,8 @@ def test_a_column_of_words_keeps_its_words():
      {"depth": 6, "step_time_ms": 1.727}),
     (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "1.72 ms/step"}, {"depth": 6, "step_time_ms": 1.72}),
     (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "1.72 ms (avg)"}, {"depth": 6, "step_time_ms": 1.72}),
-    (("gpus", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "80 MiB each"}, {"gpus": 2, "memory_per_gpu_mib": 80}),
+    # One value "each" is every GPU's of the row (a TA's audit: it had been one value for 2 GPUs).
+    (("gpus", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "80 MiB each"}, {"gpus": 2, "memory_per_gpu_mib": [80, 80]}),
     # A bracket with a number in it is no remark on the clock: left for the check to say so.
     (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "1.72 (2 GPUs)"}, {"depth": 6, "step_time_ms": "1.72 (2 GPUs)"}),
     (("method", "step_time_s"), {"method": "dp", "step_time_s": "0.0075 (s)"}, {"method": "dp", "step_time_s": "0.0075 (s)"}),
@@ -673,3 +674,282 @@ def test_practical10_gpus_listed_in_words_are_read(raw, value):
 def test_practical10_gpus_listed_beside_a_count_or_another_answer_are_not_guessed(raw):
     with pytest.raises(ValueError, match="expected a list of whole numbers"):
         coerce(raw, template_questions("practical10")["broken.gpus_in_use"])
+
+
+# -- A TA's audit of answer forms (P4, P5, HW3 sheets): correct answers that were refused ----
+@pytest.mark.parametrize("qid, raw, value", [
+    # The lines the handout's code prints, copied into the sheet.
+    ("part1.output_shape", "Output shape: torch.Size([64, 1000])", [64, 1000]),
+    ("part1.output_shape", "Final output shape: torch.Size([64, 1000])", [64, 1000]),
+    ("part1.output_shape", "The output shape is (64, 1000).", [64, 1000]),
+    # A remark in brackets without numbers is a remark.
+    ("part1.output_shape", "64 x 1000 (batch x features)", [64, 1000]),
+    ("part1.output_shape", "torch.Size([64, 1000]) (batch, features)", [64, 1000]),
+    ("part2.chunk_shapes", "Processing chunk 0 with shape torch.Size([32, 1000]); "
+                           "Processing chunk 1 with shape torch.Size([32, 1000])", [[32, 1000], [32, 1000]]),
+    ("part2.chunk_shapes", "Processing chunk 0 with shape torch.Size([32, 1000])\n"
+                           "Processing chunk 1 with shape torch.Size([32, 1000])", [[32, 1000], [32, 1000]]),
+    ("part2.chunk_shapes", "chunk 0: [32, 1000], chunk 1: [32, 1000]", [[32, 1000], [32, 1000]]),
+    ("part2.chunk_shapes", "chunk 1: 32x1000, chunk 2: 32x1000", [[32, 1000], [32, 1000]]),
+    # Read as written: the check says the chunks are more than one shape.
+    ("part2.chunk_shapes", "Processing chunk 0 with shape torch.Size([32, 1000])", [[32, 1000]]),
+    # "each": every chunk has it; the question gives no count, so the check counts its chunks.
+    ("part2.chunk_shapes", "32x1000 each", {"each": [32, 1000]}),
+    ("part2.chunk_shapes", "torch.Size([32, 1000]) each", {"each": [32, 1000]}),
+    ("part2.chunk_shapes", "each chunk: (32, 1000)", {"each": [32, 1000]}),
+    ("part2.chunk_shapes", "both (32, 1000)", [[32, 1000], [32, 1000]]),
+    ("part2.outputs_equal", "They are equal (allclose returns True)", True),
+    ("part2.outputs_equal", "Outputs equal: True", True),
+])
+def test_practical4_answers_copied_from_the_output_or_in_words_are_read(qid, raw, value):
+    assert coerce(raw, template_questions("practical4")[qid]) == value
+
+
+def test_each_chunk_is_the_questions_count_of_chunks_where_it_gives_one():
+    question = Question("part2.chunk_shapes", "list[list[int]]", "What shape do the 2 chunks have?")
+    assert coerce("32x1000 each", question) == [[32, 1000], [32, 1000]]
+    assert coerce("both 32x1000", Question("part2.chunk_shapes", "list[list[int]]",
+                                           "What shape do the 3 chunks have?")) is not None
+
+
+@pytest.mark.parametrize("qid, raw", [
+    # Numbers beside the shape, another shape, a doubt or a "not": not one shape.
+    ("part1.output_shape", "Output shape: torch.Size([64, 1000]) (batch 64, 1000 features)"),
+    ("part1.output_shape", "batch of 64: [64, 1000]"), ("part1.output_shape", "not 64 x 1000"),
+    ("part1.output_shape", "64 x 1000 or 64 x 2000"), ("part1.output_shape", "Output shape: 64 x 1000?"),
+    ("part1.output_shape", "input [64, 1000], output [64, 1000]"),
+    ("part1.output_shape", "maybe torch.Size([64, 1000])"),
+    # Brackets of words are no shape; a shape said of several things is no one output's.
+    ("part1.output_shape", "the first GPU (cuda:0)"), ("part1.output_shape", "Once (GPU 0 -> GPU 1)"),
+    ("part1.output_shape", "both (32, 1000)"), ("part1.output_shape", "each chunk: (32, 1000)"),
+    # Chunk labels out of order, a count beside the shape, "each" with another answer.
+    ("part2.chunk_shapes", "chunk 0: [32, 1000], chunk 2: [32, 1000]"),
+    ("part2.chunk_shapes", "chunk 0: [32, 1000], chunk 0: [32, 1000]"),
+    ("part2.chunk_shapes", "32x1000 twice"), ("part2.chunk_shapes", "2 chunks: 32x1000"),
+    ("part2.chunk_shapes", "32x1000 each (or 16x1000)"), ("part2.chunk_shapes", "32x1000 each, 64x1000 in total"),
+    ("part2.chunk_shapes", "not 32x1000 each"),
+    ("part2.outputs_equal", "They are not equal (allclose returns True)"),
+    ("part2.outputs_equal", "Equal, but not different"),
+])
+def test_practical4_answers_in_those_forms_that_could_mean_another_value_are_not_guessed(qid, raw):
+    with pytest.raises(ValueError):
+        coerce(raw, template_questions("practical4")[qid])
+
+
+@pytest.mark.parametrize("qid, raw, rows", [
+    # The handout's own tables pasted as Markdown, with its headers.
+    ("timing.table", "| Set up | Step Time (sec) | Total Time (sec) |\n|---|---|---|\n"
+                     "| Single GPU | 0.0075 | 0.0810 |\n| DataParallel | 0.0203 | 0.2353 |",
+     [{"method": "Single GPU", "step_time_s": 0.0075, "total_time_s": 0.081},
+      {"method": "DataParallel", "step_time_s": 0.0203, "total_time_s": 0.2353}]),
+    ("timing.table", "| Set up | Step Time (ms) | Total Time (ms) |\n|---|---|---|\n| Single GPU | 7.5 | 81 |",
+     [{"method": "Single GPU", "step_time_s": 0.0075, "total_time_s": 0.081}]),
+    # "Batch Size", a column of the handout's the sheet does not ask for, is left out.
+    ("dp.split_per_gpu", "| #GPUs | Batch Size | Split per GPU |\n|---|---|---|\n| 2 | 64 | 32/32 |\n"
+                         "| 3 | 64 | 22/22/20 |\n| 5 | 64 | 13/13/13/13/12 |",
+     [{"gpus": 2, "split": [32, 32]}, {"gpus": 3, "split": [22, 22, 20]},
+      {"gpus": 5, "split": [13, 13, 13, 13, 12]}]),
+    # nvidia-smi's own headers.
+    ("usage.table", "| GPU | GPU-Util | Memory-Usage |\n|---|---|---|\n| 0 | 38% | 1012MiB / 81920MiB |\n"
+                    "| 1 | 21% | 618MiB / 81920MiB |",
+     [{"gpu": 0, "utilization_percent": 38, "memory_mib": 1012},
+      {"gpu": 1, "utilization_percent": 21, "memory_mib": 618}]),
+    # The same headers as a list of mappings.
+    ("timing.table", [{"Set up": "Single GPU", "Step Time (sec)": 0.0075, "Total Time (sec)": 0.081}],
+     [{"method": "Single GPU", "step_time_s": 0.0075, "total_time_s": 0.081}]),
+    ("dp.split_per_gpu", [{"#GPUs": 3, "Batch Size": 64, "Split per GPU": "22/22/20"}],
+     [{"gpus": 3, "split": [22, 22, 20]}]),
+    ("dp.split_per_gpu", [{"gpus": "2 GPUs", "batch_size": 64, "split": "32/32"}], [{"gpus": 2, "split": [32, 32]}]),
+    # Mappings keyed by the row's key: the rows they are.
+    ("timing.table", {"single": {"gpus": 1, "step_time_s": 0.0075, "total_time_s": 0.081},
+                      "dp": {"gpus": 2, "step_time_s": 0.0203, "total_time_s": 0.2353}},
+     [{"method": "single", "gpus": 1, "step_time_s": 0.0075, "total_time_s": 0.081},
+      {"method": "dp", "gpus": 2, "step_time_s": 0.0203, "total_time_s": 0.2353}]),
+    ("dp.split_per_gpu", {2: "32/32", 3: "22/22/20", 5: "13/13/13/13/12"},
+     [{"gpus": 2, "split": [32, 32]}, {"gpus": 3, "split": [22, 22, 20]},
+      {"gpus": 5, "split": [13, 13, 13, 13, 12]}]),
+    ("dp.split_per_gpu", {"2 GPUs": [32, 32]}, [{"gpus": 2, "split": [32, 32]}]),
+])
+def test_practical5_tables_with_the_handouts_headers_or_keyed_rows_are_read(qid, raw, rows):
+    assert coerce(raw, template_questions("practical5")[qid]) == rows
+
+
+def test_hw3_step_times_keyed_by_depth_are_its_rows():
+    assert coerce({6: 56.23, 12: "125.61 ms"}, template_questions("hw3")["task2.step_time_table"]) == [
+        {"depth": 6, "step_time_ms": 56.23}, {"depth": 12, "step_time_ms": 125.61}]
+
+
+@pytest.mark.parametrize("qid, raw", [
+    # A header the handout does not have, a column of another table, a row too long.
+    ("timing.table", "| Set up | Time |\n|---|---|\n| Single GPU | 0.0075 |"),
+    ("timing.table", [{"Set up": "Single GPU", "time": 0.0075}]),
+    ("dp.split_per_gpu", "| #GPUs | Batch Size | Split per GPU |\n|---|---|---|\n| 2 | 64 | 32/32 | 1 |"),
+    # One row written as a mapping (its keys are the columns), values that are no rows, a key
+    # that disagrees with the row's own.
+    ("timing.table", {"method": "single", "step_time_s": 0.0075, "total_time_s": 0.081}),
+    ("timing.table", {"single": 0.0075, "dp": 0.0203}),
+    ("timing.table", {"single": {"method": "dp", "step_time_s": 0.0075}}),
+    ("dp.split_per_gpu", {2: "32/32", 3: {"split": "22/22/20"}}),
+])
+def test_practical5_tables_that_are_not_the_tables_rows_are_still_refused(qid, raw):
+    with pytest.raises(ValueError, match="expected rows|has column"):
+        coerce(raw, template_questions("practical5")[qid])
+
+
+@pytest.mark.parametrize("assignment, qid, raw, value", [
+    # A sentence that says the question's own word, or its antonym, and nothing else.
+    ("practical5", "timing.faster", "It got slower.", False), ("practical5", "timing.faster", "Slower", False),
+    ("practical5", "timing.faster", "Faster", True), ("practical5", "timing.faster", "Much slower", False),
+    ("practical5", "timing.faster", "2.7x slower", False),
+    ("practical5", "timing.faster", "Training got faster with DataParallel", True),
+    ("practical5", "timing.faster", "Slower, GPU 0 gathers every output", False),
+    ("practical5", "timing.final_loss_equal", "Same final loss (0.9979 in both)", True),
+    ("practical5", "timing.final_loss_equal", "The same", True),
+    ("practical5", "timing.final_loss_equal", "Different", False),
+    ("practical5", "dp.split_manually", "Automatically, by DataParallel", False),
+    ("practical5", "dp.split_manually", "Manually", True),
+    ("practical5", "usage.gpu0_more_loaded", "GPU 0 is more loaded", True),
+    ("practical5", "usage.gpu0_more_loaded", "It is less loaded", False),
+    ("practical6", "data.split_automatically", "Automatically", True),
+    ("hw3", "task4.more_gpus_faster", "Slower", False), ("hw3", "task4.more_gpus_faster", "It is slower.", False),
+])
+def test_a_yes_no_answer_in_the_questions_own_word_is_read(assignment, qid, raw, value):
+    assert coerce(raw, template_questions(assignment)[qid]) is value
+
+
+@pytest.mark.parametrize("assignment, qid, raw", [
+    # Another subject, another comparison, both words, a hedge or a "not": a person reads them.
+    ("practical5", "timing.faster", "The single GPU was slower"), ("practical5", "timing.faster", "Faster on one GPU"),
+    ("practical5", "timing.faster", "DP was slower"), ("practical5", "timing.faster", "Not slower"),
+    ("practical5", "timing.faster", "Slower at first, then faster"),
+    ("practical5", "timing.faster", "Slower, but faster with 5 GPUs"), ("practical5", "timing.faster", "Slower?"),
+    ("practical5", "timing.faster", "Probably slower"), ("practical5", "timing.faster", "Same"),
+    ("practical5", "timing.faster", "Slower, yes"), ("practical5", "timing.faster", "Never slower"),
+    ("practical5", "timing.final_loss_equal", "Same speed"), ("practical5", "timing.final_loss_equal", "identical"),
+    ("practical5", "usage.gpu0_more_loaded", "GPU 1 is more loaded"),
+    ("practical5", "timing.proportional", "Sublinear"),
+    # No comparative word in the question: nothing but yes/no is read.
+    ("hw3", "task2.depth_improves_speed", "Slower"), ("hw3", "task5.transfers_grow_with_gpus", "Linearly: N - 1"),
+])
+def test_a_sentence_that_is_not_the_questions_word_alone_is_left_for_a_person(assignment, qid, raw):
+    with pytest.raises(ValueError, match="expected"):
+        coerce(raw, template_questions(assignment)[qid])
+
+
+@pytest.mark.parametrize("raw, value", [
+    # Estonian, bare: the whole answer (a TA's HW3 sheet).
+    ("Ei", False), ("ei", False), ("Jah", True), ("jah.", True), ("EI!", False), ("Ei.", False),
+])
+def test_a_bare_estonian_yes_or_no_is_the_answer(raw, value):
+    assert coerce(raw, template_questions("hw3")["task2.depth_improves_speed"]) is value
+
+
+@pytest.mark.parametrize("columns, cells, read", [
+    # Approximations as "~" is read; decimal commas that are clearly decimals.
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "about 56 ms"}, {"depth": 6, "step_time_ms": 56}),
+    (("depth", "step_time_ms"), {"depth": 12, "step_time_ms": "≈ 126 ms"}, {"depth": 12, "step_time_ms": 126}),
+    (("depth", "step_time_ms"), {"depth": 12, "step_time_ms": "≈126"}, {"depth": 12, "step_time_ms": 126}),
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "around 7.5"}, {"depth": 6, "step_time_ms": 7.5}),
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "approx. 7.5 ms"}, {"method": "dp", "step_time_s": 0.0075}),
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "approximately 0.0075 s"},
+     {"method": "dp", "step_time_s": 0.0075}),
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "about 7,5 ms"}, {"method": "dp", "step_time_s": 0.0075}),
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "≈ 20,3 ms"}, {"method": "dp", "step_time_s": 0.0203}),
+    (("gpu", "utilization_percent", "memory_mib"), {"gpu": 0, "utilization_percent": "about 38%", "memory_mib": "~1012 MiB"},
+     {"gpu": 0, "utilization_percent": 38, "memory_mib": 1012}),
+    # One value "each" or "per GPU" in a per-GPU column: that value for each of the row's GPUs.
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "200 MiB per GPU"},
+     {"gpus": 2, "memory_per_gpu_mib": [200, 200]}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 5, "memory_per_gpu_mib": "~80 each"},
+     {"gpus": 5, "memory_per_gpu_mib": [80] * 5}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "80 MiB each"},
+     {"gpus": 2, "memory_per_gpu_mib": [80, 80]}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": "2 GPUs", "memory_per_gpu_mib": "about 0.2 GB on each GPU"},
+     {"gpus": 2, "memory_per_gpu_mib": [204.8, 204.8]}),
+])
+def test_approximate_values_and_one_value_per_gpu_are_read_as_meant(columns, cells, read):
+    assert coerce([cells], Question("t", "table", "", columns)) == [read]
+
+
+@pytest.mark.parametrize("columns, cells", [
+    # A range, a bound, another value offered, a sum: left as written, for the check to say so.
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "about 50-60 ms"}),
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "at least 56 ms"}),
+    (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "about 56 or 57 ms"}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "401.1 total"}),
+    (("gpus", "step_time_ms", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "200 MiB per GPU (or 400)"}),
+    (("gpus", "split"), {"gpus": 5, "split": "4 x 13 + 12"}),
+])
+def test_approximations_that_could_mean_another_value_stay_as_written(columns, cells):
+    [row] = coerce([cells], Question("t", "table", "", columns))
+    column = columns[-1]
+    assert row[column] == cells[column], row
+
+
+def test_one_value_each_without_the_rows_gpu_count_is_not_a_list():
+    question = Question("t", "table", "", ("gpus", "step_time_ms", "memory_per_gpu_mib"))
+    assert coerce([{"memory_per_gpu_mib": "80 MiB per GPU"}], question) == [
+        {"memory_per_gpu_mib": "80 MiB per GPU"}]
+
+
+@pytest.mark.parametrize("raw, kind", [
+    ("?", "int"), ("TODO", "text"), ("...", "list[int]"), ("-", "gpu"), ("yes/no", "bool"), ("TBD", "str"),
+    ("…", "list[list[int]]"), ("?", "table"), ("todo", "int"), ("??", "int"), ("—", "text"),
+])
+def test_a_placeholder_left_in_the_sheet_is_not_answered(raw, kind):
+    assert coerce(raw, Question("q", kind, "", ("gpus", "split"))) is None
+
+
+def test_a_placeholder_left_in_a_tables_cell_is_no_value():
+    """A TA's partial sheet: '?' in the split table was 'you reported ?' and flagged as a
+    disagreement; '...' in the timing table 'not a number'."""
+    assert coerce([{"gpus": 2, "split": "32/32"}, {"gpus": 3, "split": "?"}, {"gpus": 5, "split": "TODO"}],
+                  template_questions("practical5")["dp.split_per_gpu"]) == [
+        {"gpus": 2, "split": [32, 32]}, {"gpus": 3}, {"gpus": 5}]
+    assert coerce([{"method": "dp", "gpus": 2, "step_time_s": "...", "total_time_s": "…"}],
+                  template_questions("practical5")["timing.table"]) == [{"method": "dp", "gpus": 2}]
+    # "-" where the utilization is not available (virtual GPUs have no nvidia-smi) stays its answer.
+    assert coerce([{"gpu": 0, "utilization_percent": "-", "memory_mib": 12}],
+                  template_questions("practical5")["usage.table"]) == [
+        {"gpu": 0, "utilization_percent": "-", "memory_mib": 12}]
+
+
+@pytest.mark.parametrize("raw, kind", [("0", "int"), ("-1", "int"), ("no", "bool"), ("x", "text"), ("n/a", "text")])
+def test_a_short_answer_that_is_no_placeholder_is_kept(raw, kind):
+    question = Question("q", kind, "")
+    try:
+        value = coerce(raw, question)
+    except ValueError:
+        return   # refused as before, never taken for "not answered"
+    assert value is not None
+
+
+def test_table_cells_it_cannot_read_are_listed_for_a_person(tmp_path):
+    """instructor.md lists what the grader could not read: a cell too ("about 7-8 ms"), not only
+    whole answers."""
+    write_sheet(tmp_path, "practical5", {
+        "timing.table": {"rows": [{"method": "single", "gpus": 1, "step_time_s": "about 7-8 ms",
+                                   "total_time_s": 0.081},
+                                  {"method": "dp", "gpus": 2, "step_time_s": 0.02, "total_time_s": 0.2}]},
+        "dp.split_per_gpu": {"rows": [{"gpus": 5, "split": "4 x 13 + 12"}, {"gpus": 3, "split": "?"}]},
+        "usage.table": {"rows": [{"gpu": 0, "utilization_percent": "n/a", "memory_mib": 12}]},
+        "timing.faster": {"value": "It is what it is"}})
+    answers = collect_answers(tmp_path, "practical5", "sheet")
+    assert answers.unread == ["timing.faster"]
+    assert answers.unread_cells == [
+        {"id": "timing.table", "row": "single", "column": "step_time_s", "text": "about 7-8 ms"},
+        {"id": "dp.split_per_gpu", "row": "5", "column": "split", "text": "4 x 13 + 12"}]
+
+
+def test_an_answer_it_cannot_read_says_so_to_the_student(tmp_path):
+    """"no answer found (... got '32x1000 twice')" said there was none while quoting it."""
+    write_sheet(tmp_path, "practical4", {"part2.chunk_shapes": {"value": "32x1000 twice"},
+                                         "part2.outputs_equal": {"value": "No / maybe"},
+                                         "part1.output_shape": {"value": "64 x 1000"}})
+    answers = collect_answers(tmp_path, "practical4", "sheet")
+    assert answers.unread_why == {
+        "part2.chunk_shapes": "your answer '32x1000 twice' could not be read as a list of lists such as "
+                              "[[32, 16], [32, 16]]",
+        "part2.outputs_equal": "your answer 'No / maybe' could not be read as one answer, yes or no: it "
+                               "gives both or takes its answer back ('maybe', 'it depends', 'or ...'); "
+                               "choose one and explain after it"}

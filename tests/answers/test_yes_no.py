@@ -97,7 +97,7 @@ def test_a_yes_or_no_concluding_the_answer_is_read(text, value, explanation):
     "Nope, yes actually", "No, but yes for larger batch sizes",
     "Not necessarily", "Not always, only when it divides", "Not sure",
                                   "Partly, the memory fell.", "It depends on the model", "Nothing changes",
-                                  "Yes and no: it depends.", "no/yes, both happen", "Ei", "Yesterday it was faster",
+                                  "Yes and no: it depends.", "no/yes, both happen", "Yesterday it was faster",
                                   # "true" that is not the answer word, or both answers.
                                   "True parallelism is not reached", "Truly faster", "True/False",
                                   "False for 5 GPUs, true for 2", "True, false for 5 GPUs",
@@ -169,6 +169,9 @@ def test_a_statement_that_is_not_the_questions_own_is_unclear(text):
     ("Ei. Only one GPU works at a time", "no", "Only one GPU works at a time"),
     ("Jah, kõik 5 GPU-d on kasutusel", "yes", "kõik 5 GPU-d on kasutusel"),
     ("JAH - every GPU holds four layers", "yes", "every GPU holds four layers"),
+    # The whole answer, bare (a TA's HW3 sheet: "Ei" and "Jah" were refused): nothing follows
+    # that "ei" could be the "not" of.
+    ("Ei", "no", ""), ("ei", "no", ""), ("Jah", "yes", ""), ("jah.", "yes", ""), ("EI!", "no", ""),
 ])
 def test_estonian_jah_and_ei_answer_as_yes_and_no(text, value, explanation):
     answer = read_yes_no(text)
@@ -178,7 +181,7 @@ def test_estonian_jah_and_ei_answer_as_yes_and_no(text, value, explanation):
 @pytest.mark.parametrize("text", [
     # "ei" without a pause is Estonian's "not" ("is not faster"); both answers, or a doubt.
     "Ei ole kiirem", "Jah, ei", "Ei, aga jah 2 GPU puhul", "Jah, aga ei 5 GPU puhul", "Ei, võib-olla",
-    "Jah - vist", "Eiffel",
+    "Jah - vist", "Eiffel", "Ei?", "Ei ole", "ei kiirem", "Jah ei",
 ])
 def test_an_estonian_answer_that_is_no_clear_yes_or_no_is_unclear(text):
     answer = read_yes_no(text)

@@ -15,7 +15,7 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def _content_stream(lines: list[str], font_size: float) -> bytes:
+def _content_stream(lines: list[str], font_size: float, column_pt: float = 160) -> bytes:
     commands = ["BT", f"/F1 {font_size} Tf", f"{1.3 * font_size} TL", f"50 {PAGE_HEIGHT - 60} Td"]
     for line in lines:
         # Tabs are not glyphs in Helvetica: draw each tab-separated cell at its own column.
@@ -24,14 +24,15 @@ def _content_stream(lines: list[str], font_size: float) -> bytes:
             commands.append(f"({_escape(line)}) Tj T*")
             continue
         for column, cell in enumerate(cells):
-            commands.append(f"({_escape(cell)}) Tj {160 if column < len(cells) - 1 else 0} 0 Td")
-        commands.append(f"{-160 * (len(cells) - 1)} 0 Td T*")  # back to the left margin
+            commands.append(f"({_escape(cell)}) Tj {column_pt if column < len(cells) - 1 else 0} 0 Td")
+        commands.append(f"{-column_pt * (len(cells) - 1)} 0 Td T*")  # back to the left margin
     commands.append("ET")
     return "\n".join(commands).encode("latin-1")
 
 
-def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11) -> Path:
-    """Write `pages` (each a list of text lines) as a PDF at `path`."""
+def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11, column_pt: float = 160) -> Path:
+    """Write `pages` (each a list of text lines) as a PDF at `path`; a tab in a line starts a
+    cell `column_pt` further right."""
     objects: list[bytes] = []  # object n is objects[n - 1]
     page_count = len(pages)
     font_id = 3
@@ -46,7 +47,7 @@ def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11)
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_WIDTH} {PAGE_HEIGHT}] "
             f"/Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {content_id} 0 R >>".encode()
         )
-        stream = _content_stream(lines, font_size)
+        stream = _content_stream(lines, font_size, column_pt)
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Producer (tiny_pdf test writer) >>")
     info_id = len(objects)

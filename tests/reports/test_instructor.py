@@ -163,6 +163,26 @@ def test_an_answer_written_in_words_it_cannot_read_is_never_called_not_answered(
         html[html.index('class="missing"'):].split("</ul>")[0]
 
 
+def test_table_cells_it_cannot_read_are_listed_with_the_answers_it_cannot_read(result):
+    """A TA's audit: "about 7,5 ms" in a timing table was not read, and instructor.md's list of
+    what the grader cannot read named whole answers only."""
+    data = copy.deepcopy(result(ROUND_ROBIN))
+    answers = data["assignments"][0]["answers"]
+    answers["missing"], answers["unread"] = ["task4.all_gpus_utilised"], ["task4.all_gpus_utilised"]
+    answers["unread_cells"] = [{"id": "task2.step_time_table", "row": "6", "column": "step_time_ms",
+                                "text": "about 50-60 ms"},
+                               {"id": "task4.table", "row": "2", "column": "memory_per_gpu_mib",
+                                "text": "`x` *y*"}]
+    md = render_instructor_markdown(data, load_rubrics())
+    assert ("Written where or how the grader cannot read them, so scored 0 (the problems above, "
+            "and for a table's cells its checks' feedback, say why; read them, and override where "
+            "they are right): `task4.all_gpus_utilised`, "
+            "`task2.step_time_table` (row 6, step_time_ms: about 50-60 ms), "
+            "`task4.table` (row 2, memory_per_gpu_mib: \\`x\\` \\*y\\*).") in md, md
+    answers["missing"], answers["unread"] = [], []
+    md = render_instructor_markdown(data, load_rubrics())
+    assert "say why; read them, and override where they are right): `task2.step_time_table` (row 6" in md
+
 def test_the_overrides_skeleton_leaves_unfilled_answers_pending(result):
     """The skeleton had been pre-filled with `points: 0`: pasted unfilled, every written
     answer read as graded 0 (and the Moodle comment stopped saying answers were waiting)."""

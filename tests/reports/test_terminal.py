@@ -201,6 +201,22 @@ def test_an_empty_sheet_is_one_cause_naming_the_answers_to_write():
     assert "expected a whole number, got 'cuda:0'" in text
 
 
+def test_an_answer_it_cannot_read_beside_a_crashed_run_is_its_own_cause():
+    """"your answer '...' could not be read as ..." (was "no answer found (...)") is fixed in the
+    sheet, not in the code: never folded into the run's crash."""
+    stop = ("practical5/practical5_dp.py (2 GPU(s)) stopped with NotImplementedError at "
+            "practical5_dp.py:60 (a TODO of the template is still to be written): TODO (P5)")
+    result = fresh(TEMPLATE)
+    item = find_item(result, "hw3.task3")
+    item["checks"] = [answer_check("practical5.unreadable", "timing.faster",
+                                   "your answer 'It is what it is' could not be read as yes/no "
+                                   "(true/false): write yes or no first; and your code could not "
+                                   f"be run to compare it with: {stop}",
+                                   "practical5/answers.yaml (timing.faster)")]
+    causes = [c for c in failure_causes(result) if "practical5.unreadable" in c.checks]
+    assert len(causes) == 1 and causes[0].message.startswith("Expected: an answer to"), causes
+    assert "your answer 'It is what it is' could not be read" in render_check_text(result)
+
 def test_answers_missing_from_a_report_are_listed_with_its_labels():
     result = fresh(TEMPLATE)
     item = find_item(result, "hw3.task3")

@@ -40,6 +40,11 @@ class LabelledAnswer:
     # of the text kept as the explanation ({"value": "no", "explanation": "..."}).
     kind: str
     template_text: str  # as the template writes it, for messages
+    # The handout's own question for it (hw3.txt: "Q1) How many layers are assigned to GPU 0
+    # and GPU 1?"), which a report of the student's own structure answers after: read only
+    # where the template's label is nowhere in the report.
+    handout_pattern: str | None = None
+    handout_text: str | None = None
 
     @property
     def task(self) -> int | None:
@@ -47,8 +52,13 @@ class LabelledAnswer:
         return int(found.group(1)) if found else None
 
 
+# Before a handout's question: its number ("Q1)", "Q2:"), as the handout numbers Task 1's.
+_HANDOUT_Q = r"(?:q\s*\d\s*[).:]\s*)?"
+
 LABELLED_ANSWERS = [
-    LabelledAnswer("task1.layers_per_gpu", _gpus_label(6, 2), "int_list", "Layers per GPU (DEPTH=6, 2 GPUs)"),
+    LabelledAnswer("task1.layers_per_gpu", _gpus_label(6, 2), "int_list", "Layers per GPU (DEPTH=6, 2 GPUs)",
+                   _HANDOUT_Q + r"how\s*many\s*layers\s*are\s*assigned\s*to\s*gpu\s*0\s*and\s*gpu\s*1\s*\?",
+                   "Q1) How many layers are assigned to GPU 0 and GPU 1?"),
     LabelledAnswer(
         "task1.transfer_between", r"transfers?\s*between\s*layers", "int_list", "Transfer between layers"
     ),
@@ -57,18 +67,25 @@ LABELLED_ANSWERS = [
         _yes_no_label(r"does\s*increasing\s*depth\s*improve\s*(?:the\s*)?speed"),
         "yes_no",
         "Does increasing DEPTH improve speed (yes/no)",
+        _HANDOUT_Q + r"does\s*increasing\s*the\s*number\s*of\s*layers\s*improve\s*(?:the\s*)?speed\s*\?",
+        "Does increasing the number of layers improve speed?",
     ),
     LabelledAnswer(
         "task4.all_gpus_utilised",
         _yes_no_label(r"all\s*gpus\s*utili[sz]ed\s*with\s*5\s*gpus?"),
         "yes_no",
         "All GPUs utilized with 5 GPUs (yes/no)",
+        _HANDOUT_Q + r"are\s*all\s*(?:the\s*)?gpus\s*being\s*utili[sz]ed\s*\?",
+        "Are all GPUs being utilized?",
     ),
     LabelledAnswer(
         "task4.more_gpus_faster",
         _yes_no_label(r"faster\s*with\s*5\s*gpus?\s*than\s*with\s*2(?:\s*gpus?)?"),
         "yes_no",
         "Faster with 5 GPUs than with 2 (yes/no)",
+        _HANDOUT_Q + r"does\s*adding\s*more\s*gpus\s*make\s*(?:the\s*)?training\s*faster"
+        r"(?:\s*in\s*this\s*(?:specific\s*)?setup)?\s*\?",
+        "Does adding more GPUs make the training faster in this specific setup?",
     ),
     LabelledAnswer(
         "task5.to_calls_2gpus",
@@ -227,4 +244,51 @@ def template_label(field_id: str) -> str | None:
     for task in EXPLANATION_TASKS:
         if explanation_field(task) == field_id:
             return f"Task {task} explanation"
+    return None
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def incomplete(field_id: str, value) -> str | None:
+    """Why `value`, an answer to `field_id` as the report's reader or the answer sheet's gives
+    it, is not a whole answer ("1 memory value for 2 GPUs", "no row for 5 GPUs"), or None
+    when it is one (or the field is none of the report's). A yes/no is the sheet's bool or
+    the report's {"value": "yes" | "no", ...}."""
+    for spec in TABLES:
+        if spec.field != field_id:
+            continue
+        rows = [row for row in value if isinstance(row, dict)] if isinstance(value, list) else []
+        if not rows:
+            return "no rows"
+        keys = {row.get(spec.key.name) for row in rows}
+        if not spec.own_keys_allowed or len(keys) < len(spec.expected_keys):
+            absent = [k for k in spec.expected_keys if k not in keys]
+            if absent:
+                return "no row for " + ", ".join(f"{spec.key.name}={k}" for k in absent)
+        for row in rows:
+            for column in spec.values:
+                cell = row.get(column.name)
+                if column.kind == "memory_mib_list":
+                    given = cell if isinstance(cell, list) else None
+                    if given is None or not all(_number(v) for v in given):
+                        return f"{spec.key.name}={row.get(spec.key.name)}: {column.name} not a list of numbers"
+                    if len(given) != row.get(spec.key.name):
+                        return f"{len(given)} memory value(s) for {row.get(spec.key.name)} GPUs"
+                elif not _number(cell):
+                    return f"{spec.key.name}={row.get(spec.key.name)}: {column.name} not a number"
+        return None
+    for answer in LABELLED_ANSWERS:
+        if answer.field != field_id:
+            continue
+        if answer.kind == "int":
+            return None if isinstance(value, int) and not isinstance(value, bool) else "not a whole number"
+        if answer.kind == "int_list":
+            return None if isinstance(value, list) and value and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value) else "not a list of whole numbers"
+        said = value.get("value") if isinstance(value, dict) else value
+        return None if isinstance(said, bool) or said in ("yes", "no") else "not a yes or no"
+    if field_id in {explanation_field(task) for task in EXPLANATION_TASKS}:
+        return None if isinstance(value, str) and value.strip() else "no text"
     return None

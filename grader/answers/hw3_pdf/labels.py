@@ -36,6 +36,7 @@ class LabelReading:
     problems: tuple = ()
     found_label: bool = False
     answer_line: Line | None = None  # where the answer is, when not on the label's line
+    handout: bool = False  # read after the handout's question, not the template's label
 
 
 # How a view's entry was put together, which says where a yes/no answer's explanation ends:
@@ -350,6 +351,39 @@ def until_next_label(text: str) -> str:
     return text[:found.start()] if found else text
 
 
+# A remark that offers another value ("4 (or 3)", "3 (maybe 4)"): never cut off to leave a
+# number that looks like the one answer.
+_OFFERS_ANOTHER = re.compile(r"^\(\s*(?:or|maybe|perhaps|possibly|probably|either|alternatively|approx|about|~|≈|\?)",
+                             re.IGNORECASE)
+
+
+def without_remarks(text: str, numbers_only: bool = False) -> str | None:
+    """`text` without its remarks in brackets (a bracket inside one included) and a full stop
+    at its end; None where a remark offers another value, or a bracket is left open, or (with
+    numbers_only) a remark holds more than numbers ("(0, 1, 2)" goes, "(after layer 1)" not)."""
+    out, depth, start, opened = [], 0, 0, 0
+    for at, char in enumerate(text):
+        if char == "(":
+            if depth == 0:
+                if _OFFERS_ANOTHER.match(text[at:]):
+                    return None
+                out.append(text[start:at])
+                opened = at
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                return None
+            depth -= 1
+            if depth == 0:
+                if numbers_only and not re.fullmatch(r"[\d\s,;/&+-]*", text[opened + 1:at]):
+                    return None
+                start = at + 1
+    if depth:
+        return None
+    out.append(text[start:])
+    return re.sub(r"\s+", " ", "".join(out)).strip().rstrip(".").strip()
+
+
 def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str = "") -> list[int] | None:
     """The number(s) answering a label, read from the rest of its line by the answer sheet's
     rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
@@ -373,6 +407,11 @@ def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str =
     tried = [before] + ([line] if before != line and re.search(r"\d", before) else [])
     for whole in (part.strip(" |:=-") for part in tried):
         heads += [whole] + ([whole[:cut.start()]] if (cut := _REMARK_START.search(whole)) else [])
+    # Last, without remarks in brackets, brackets inside them included: after a count, any
+    # remark ("1 (20 calls of x.to(layer_device))"); in a list, only a list of numbers ("GPU 0
+    # gets 3 layers (0, 1, 2) and ..."): "before layer 3 (after layer 1)" says two things.
+    heads += [bare for head in list(heads)
+              if (bare := without_remarks(head, numbers_only=kind != "int")) not in (None, head)]
     for head in heads:
         if kind == "int":
             number = whole_number_in(head, gpus=gpus)
@@ -389,7 +428,12 @@ def _label_regex(answer: contract.LabelledAnswer) -> re.Pattern:
     return re.compile(r"(?m)(?P<start>^[\W_]*)?" + answer.pattern + contract.LABEL_END)
 
 
-def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layout: Layout) -> LabelReading:
+def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layout: Layout,
+           shown: str | None = None) -> LabelReading:
+    """The answer after the label (`answer.pattern`) in `view`; `shown`: the handout's question
+    where `answer.pattern` is it (messages name it), not the template's label."""
+    handout = shown is not None
+    shown = shown or answer.template_text
     cased, starts = view
     text = lower_same_length(cased)
     matches = sorted(_label_regex(answer).finditer(text), key=lambda m: m.group("start") is None)  # line starts first
@@ -402,28 +446,35 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
             elif reading.problems and match.group("start") is not None:
                 unclear.append(reading.problems[0])
             continue
-        value = numbers_after(text[match.end():], answer.kind, gpu_count_given(answer.template_text),
-                              answer.template_text)
+        rest = text[match.end():]
+        if handout:
+            # After a handout's question in prose the answer is a sentence, wrapped as it
+            # comes: the rest of its paragraph.
+            entry = _entry_at(starts, match.end())
+            line_end = rest.find("\n")
+            following = _rest_of_paragraph(layout, entry.line).lower() if entry.kind == PROSE else ""
+            rest = (rest if line_end < 0 else rest[:line_end]) + " " + following
+        value = numbers_after(rest, answer.kind, gpu_count_given(answer.template_text), answer.template_text)
         if value:
             values.append((value, match, None))
     if not values:
         if unclear:
-            problem = f"'{answer.template_text}' is answered {unclear[0]}, not with a clear yes or no: " \
+            problem = f"'{shown}' is answered {unclear[0]}, not with a clear yes or no: " \
                       "a person must read it (start the answer with yes or no)"
             return LabelReading(problems=(problem,), found_label=True)
-        problems = (f"found '{answer.template_text}' but no "
+        problems = (f"found '{shown}' but no "
                     + ("yes or no" if answer.kind == "yes_no" else "number") + " after it",) if matches else ()
         return LabelReading(problems=problems, found_label=bool(matches))
     value, match, answer_line = values[0]
     problems = []
     if answer.kind == "int":
         if len(value) > 1:
-            problems.append(f"'{answer.template_text}' expects one number, found {value}; took {value[0]}")
+            problems.append(f"'{shown}' expects one number, found {value}; took {value[0]}")
         value = value[0]
     said = (lambda v: v["value"]) if answer.kind == "yes_no" else str
     distinct = {said(v) for v, _, _ in values}
     if len(distinct) > 1 and all(m.group("start") is not None for _, m, _ in values):
-        problems.append(f"'{answer.template_text}' is answered more than once with different values: {sorted(distinct)}")
+        problems.append(f"'{shown}' is answered more than once with different values: {sorted(distinct)}")
     label_line = _line_at(starts, match.start())
     return LabelReading(value, label_line, tuple(problems), True,
                         answer_line if answer_line is not None and answer_line is not label_line else None)
@@ -513,6 +564,12 @@ def read_labels(layout: Layout) -> dict[str, LabelReading]:
                 break
             if attempt.found_label and not reading.found_label:
                 reading = attempt
+        if not reading.found_label and answer.handout_pattern:
+            # A report of the student's own structure, answering after the handout's questions.
+            handout = replace(answer, pattern=answer.handout_pattern)
+            attempt = _match(handout, by_line, layout, shown=answer.handout_text)
+            if attempt.found_label:
+                reading = replace(attempt, handout=True)
         found[answer.field] = reading
     return found
 

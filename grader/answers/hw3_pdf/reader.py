@@ -7,7 +7,11 @@ mistakes (missing, empty, a .docx or a text file renamed), and the PDF itself is
 child process with a time and memory limit (extract_worker). Anything that is not a clean
 read sets needs_manual_review, with a message a student can act on. Every answer keeps
 where it was read (`where`: page, line, table and rows), so the student's report can show it
-beside the value.
+beside the value. An answer read only in part is named in `incomplete` (the answer sheet's
+whole answer is graded instead), and a report of its own structure (fewer than half of the
+template's labels and headings in it) is said to be for a person to read, with the labels
+that would have it read; the handout's own questions are read in it where they take a
+number or a yes/no ("Q1) How many layers are assigned to GPU 0 and GPU 1?").
 """
 
 from __future__ import annotations
@@ -44,6 +48,13 @@ class Hw3PdfReading:
     pages: int = 0
     producer: str | None = None
     ocr: bool = False
+    # Fewer than half of the template's labels and headings found: the report is written in a
+    # structure of its own, and what it answers is for a person to read.
+    own_structure: bool = False
+    # field -> why its answer, though read, may not be the whole answer (a table's rows
+    # missing or contradicting each other, a label answered twice): the answer sheet's
+    # complete answer is taken instead (grader/answers/collect.py).
+    incomplete: dict = field(default_factory=dict)
 
 
 def _unreadable(name: str, message: str, *, status: str = "unreadable", pages: int = 0,
@@ -151,7 +162,7 @@ def reading_from_worker_output(output: dict, name: str = DEFAULT_DISPLAY_NAME) -
 
     layout = build_layout(output)
     reading = Hw3PdfReading(pages=pages_total, producer=producer, ocr=layout.ocr)
-    _read_answers(layout, reading)
+    _read_answers(layout, reading, name)
     if layout.ocr:
         reading.problems.insert(0, f"{name}'s text comes from OCR (a program read it off pictures of the pages): "
                                    "every number read from it must be checked by a person against the pictures")
@@ -165,7 +176,7 @@ def reading_from_worker_output(output: dict, name: str = DEFAULT_DISPLAY_NAME) -
         reading.problems.insert(0, f"{name} has {pages_total} pages; only the first {len(pages)} were read")
     if error:
         reading.problems.insert(0, f"{name} is partly broken: {error['detail'][:200]}")
-    if not reading.answers:
+    if not reading.answers and not reading.own_structure:
         reading.problems.insert(0, f"none of the report template's labels were found in {name}; was it written from the template?")
     reading.status = "ok" if not reading.missing and not reading.problems else "partial"
     reading.needs_manual_review = reading.status != "ok"
@@ -207,11 +218,21 @@ def _picture_problem(what: str, pictures) -> str:
     return f"{what} is a picture ({where}): a person must read it"
 
 
-def _read_answers(layout: Layout, reading: Hw3PdfReading) -> None:
+def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DISPLAY_NAME) -> None:
     sections = _sections(layout)
-    for field_id, label in read_labels(layout).items():
+    labels = read_labels(layout)
+    explanations = read_explanations(layout)
+    not_found = [a.template_text for a in contract.LABELLED_ANSWERS
+                 if not labels[a.field].found_label or labels[a.field].handout]
+    not_found += [f"Task {task} explanation" for task in contract.EXPLANATION_TASKS if task not in explanations]
+    total = len(contract.LABELLED_ANSWERS) + len(contract.EXPLANATION_TASKS)
+    reading.own_structure = len(not_found) > total / 2
+    first_problem = len(reading.problems)
+    for field_id, label in labels.items():
         answer = next(a for a in contract.LABELLED_ANSWERS if a.field == field_id)
         reading.problems += list(label.problems)
+        if label.value is not None and label.problems:
+            reading.incomplete[field_id] = label.problems[0]
         if label.value is None:
             reading.missing.append(field_id)
             pictures = _pictures_of(layout, answer.task, sections)
@@ -245,25 +266,48 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading) -> None:
         reading.missing += table.missing
         reading.answers[spec.field] = table.rows
         reading.where[spec.field] = table.where
+        doubts = table.doubtful + [m.partition("[")[2].rstrip("]") + " not read" for m in table.missing]
+        if doubts or contract.incomplete(spec.field, table.rows):
+            reading.incomplete[spec.field] = "; ".join(doubts) or contract.incomplete(spec.field, table.rows)
 
-    explanations = read_explanations(layout)
     for task in contract.EXPLANATION_TASKS:
-        name = contract.explanation_field(task)
+        field_id = contract.explanation_field(task)
         text, line = explanations.get(task, (None, None))
         if text is None:
-            reading.missing.append(name)
+            reading.missing.append(field_id)
             pictures = _pictures_of(layout, task, sections)
             if pictures:
                 reading.problems.append(_picture_problem(f"Task {task}'s explanation was not found as text; if it", pictures))
-            else:
+            elif not reading.own_structure:   # said once, in the report's own structure's problem
                 reading.problems.append(f"no 'Task {task} explanation' heading found")
         elif placeholder(text):
-            reading.missing.append(name)
+            reading.missing.append(field_id)
             reading.problems.append(f"'Task {task} explanation' has no text" + (f" (only '{text}')" if text else ""))
         else:
-            reading.answers[name] = text
-            reading.where[name] = _line_where(line, "heading" if len(line.cells) < 2 else "question-answer table")
-            reading.where[name]["text"] = line.cells[0].raw[:160]
+            reading.answers[field_id] = text
+            reading.where[field_id] = _line_where(line, "heading" if len(line.cells) < 2 else "question-answer table")
+            reading.where[field_id]["text"] = line.cells[0].raw[:160]
+    for field_id, value in reading.answers.items():
+        why = contract.incomplete(field_id, value)
+        if why and field_id not in reading.incomplete:
+            reading.incomplete[field_id] = why
+    if reading.own_structure:
+        labels_of = {a.field: a.template_text for a in contract.LABELLED_ANSWERS} | {
+            contract.explanation_field(task): f"Task {task} explanation" for task in contract.EXPLANATION_TASKS}
+        not_read = [label for field_id, label in labels_of.items() if field_id not in reading.answers]
+        reading.problems.insert(first_problem, _own_structure_problem(name, total - len(not_found), total, not_read))
+
+
+def _own_structure_problem(name: str, found: int, total: int, not_read: list[str]) -> str:
+    """A report not written from the template: what its answers are (for a person to read
+    in the PDF) and how to have them read (the template's labels of those not read)."""
+    count = "none of the report template's labels were found" if not found else (
+        f"only {found} of the report template's {total} labels and headings were found")
+    return (f"{count} in {name}: its answers may be in the PDF in a structure of its own, which the grader does "
+            "not read, so a person must read the PDF for them. To have them read, write each answer after its "
+            "label as hw3/REPORT_TEMPLATE.md writes it, on a line of its own (e.g. 'Number of transfers with "
+            "2 GPUs: 1'), and each explanation under its heading; not read: "
+            + ", ".join(f"'{label}'" for label in not_read))
 
 
 def describe_where(where: dict) -> str:

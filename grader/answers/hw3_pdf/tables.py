@@ -14,6 +14,12 @@ column holds whole numbers, over a page break with or without its header repeate
 line is a row; a cell's other lines (a value wrapped in a narrow cell, above and below the
 key line when the cell is vertically centred) go to the row they sit beside. A table with
 the configurations as columns (transposed) is read the same way, turned.
+
+Task 4's memory may be laid out per GPU: a column per GPU ("GPU 0 (MiB)" ... "GPU 4 (MiB)",
+a cell left empty or "-" for a GPU the configuration lacks), a row per GPU in a turned table,
+or a row per GPU ("2 | cuda:0 | 182.59 | 200.4", "2 | cuda:1 | | 200.7"), whose rows are
+gathered into the configuration's list in GPU order when each gives one GPU's memory and they
+agree on the step time. Rows of one configuration that do not (two runs) keep the first, said.
 """
 
 from __future__ import annotations
@@ -30,6 +36,20 @@ _MAX_ROWS = 60
 # A header cell wraps over a few lines, and cells centred vertically at different heights
 # interleave their lines: "Memory / per / GPU / (MiB)" beside "Step / time / (ms)" is 7 lines.
 _MAX_HEADER_LINES = 7
+# One GPU's memory in a column of its own ("GPU 0 (MiB)", "cuda:1 memory", "Mem GPU 2 [MiB]"):
+# a table with a column per GPU instead of a list in one cell. A memory word or unit is
+# needed: a bare "GPU 0" column may hold anything (layers, utilisation).
+_PER_GPU_MEMORY = re.compile(
+    r"\W*(?P<before>(?:peak\s*)?(?:memory|mem)\b(?:\s*(?:usage|used|allocated))?\s*(?:on|of|for|at)?\s*[:\-]?\s*)?"
+    r"(?:gpu|cuda|device|dev|rank)\s*[:#_]?\s*(?P<index>\d{1,2})\b\s*[:\-]?\s*"
+    r"(?P<after>(?:peak\s*)?(?:memory|mem)\b(?:\s*(?:usage|used|allocated))?)?\s*"
+    r"(?P<unit>[\(\[]\s*(?:mib|mb|gib|gb|kib|kb)\s*[\)\]]|(?:mib|mb|gib|gb)\b)?\W*")
+# A per-GPU column's name: the memory column's, "@" and the GPU's index.
+_PER_GPU_SEP = "@"
+# A cell left for a GPU the configuration does not have.
+_NO_VALUE = re.compile(r"^\W*(?:n\s*/?\s*a|none|x)?\W*$")
+# A row's GPU, named in a cell of its own or before its memory ("cuda:1", "GPU 1", "cuda:1: 200.7").
+_ROW_GPU = re.compile(r"^\W*(?:cuda|gpu|device|dev|rank)\s*[:#_]?\s*(\d{1,2})\b")
 
 
 @dataclass
@@ -54,6 +74,8 @@ class TableReading:
     where: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    # Why what was read may not be what the student meant (rows that contradict each other).
+    doubtful: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- headers
@@ -140,17 +162,76 @@ def _name_extended_by(head: list[tuple[int, Word]], following: list[list[tuple[i
     return 0
 
 
+def _memory_column(spec: contract.TableSpec):
+    return next((c for c in spec.values if c.kind == "memory_mib_list"), None)
+
+
+def per_gpu_index(text: str) -> int | None:
+    """The GPU whose memory a header (or a turned table's row label) names, if it names one
+    GPU's memory ("GPU 0 (MiB)", "cuda:1 memory"), else None."""
+    found = _PER_GPU_MEMORY.fullmatch(text)
+    if not found or not (found.group("before") or found.group("after") or found.group("unit")):
+        return None
+    return int(found.group("index"))
+
+
+def _per_gpu_columns(names) -> dict[str, list[tuple[int, str]]]:
+    """memory column's name -> [(GPU index, per-GPU column's name)], in GPU order."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for name in names:
+        if name and _PER_GPU_SEP in name:
+            base, _, index = name.partition(_PER_GPU_SEP)
+            out.setdefault(base, []).append((int(index), name))
+    return {base: sorted(found) for base, found in out.items()}
+
+
 def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | None:
-    """The header's columns if `window` holds every column of `spec`, else None."""
-    wanted = list(spec.values) + [spec.key]
-    columns: list[Column] = []
-    found = set()
+    """The header's columns if `window` holds every column of `spec`, else None. The memory
+    column may be a column per GPU ("GPU 0 (MiB)" ... "GPU 4 (MiB)"), each named after its
+    GPU, where no other column is the memory column and at least two GPUs have one."""
+    memory = _memory_column(spec)
+    clusters = []
     for words, x0, x1 in _clusters(window, spec):
         text = ""
         starts = []
         for word in words:
             starts.append(len(text) + (1 if text else 0))
             text = (text + " " if text else "") + normalise(word.text)
+        clusters.append((words, starts, text, x0, x1))
+    per_gpu: dict[int, int] = {}   # cluster -> its GPU
+    if memory is not None:
+        for n, (_, _, text, _, _) in enumerate(clusters):
+            index = per_gpu_index(text)
+            if index is not None and index not in per_gpu.values():
+                per_gpu[n] = index
+    if len(per_gpu) >= 2:
+        # Matched apart first: "gpu" in them names no key column, "memory" no memory column.
+        columns = _named_columns(clusters, spec, skip=per_gpu)
+        if columns is not None and not any(c.name == memory.name for c in columns):
+            columns += [Column(f"{memory.name}{_PER_GPU_SEP}{index}", clusters[n][3], clusters[n][4], clusters[n][2])
+                        for n, index in per_gpu.items()]
+            return _complete(columns, spec)
+    return _complete(_named_columns(clusters, spec), spec)
+
+
+def _complete(columns: list[Column] | None, spec) -> list[Column] | None:
+    if columns is None or any(c.name and len(c.text.split()) > 7 for c in columns):
+        return None
+    names = {c.name.partition(_PER_GPU_SEP)[0] for c in columns if c.name}
+    if {c.name for c in (spec.key,) + tuple(spec.values)} - names:
+        return None
+    return sorted(columns, key=lambda c: c.x0)
+
+
+def _named_columns(clusters, spec, skip=()) -> list[Column] | None:
+    """The clusters (but those in `skip`) as columns, each named by the first of the spec's
+    columns its text names; None when two names in one cluster are not side by side."""
+    wanted = list(spec.values) + [spec.key]
+    columns: list[Column] = []
+    found = set()
+    for n, (words, starts, text, x0, x1) in enumerate(clusters):
+        if n in skip:
+            continue
         taken: list[tuple[int, int, str]] = []
         for column in wanted:
             if column.name in found:
@@ -170,20 +251,16 @@ def _columns(window: list[Line], spec: contract.TableSpec) -> list[Column] | Non
         # Two header names in one cell: columns set close together. Split the words where
         # each name starts; words before the first name belong to it.
         split = []
-        for n, (start, _, name) in enumerate(taken):
-            end = taken[n + 1][0] if n + 1 < len(taken) else len(text) + 1
-            mine = [w for w, s in zip(words, starts) if (start if n else 0) <= s < end]
+        for k, (start, _, name) in enumerate(taken):
+            end = taken[k + 1][0] if k + 1 < len(taken) else len(text) + 1
+            mine = [w for w, s in zip(words, starts) if (start if k else 0) <= s < end]
             if mine:
                 split.append(Column(name, min(w.x0 for w in mine), max(w.x1 for w in mine),
                                     " ".join(normalise(w.text) for w in mine)))
         if any(_overlap(a.x0, a.x1, b.x0, b.x1) > 0 for a, b in zip(split, split[1:])):
             return None  # names that are not side by side: a sentence, not a header
         columns += split
-    if any(c.name and len(c.text.split()) > 7 for c in columns):
-        return None
-    if {c.name for c in wanted} - found:
-        return None
-    return sorted(columns, key=lambda c: c.x0)
+    return columns
 
 
 def _headers_at(lines: list[Line], index: int, spec, *, starting_here: bool = False,
@@ -208,11 +285,17 @@ def _headers_at(lines: list[Line], index: int, spec, *, starting_here: bool = Fa
             continue
         if any(b.top - a.bottom > 0.9 * max(a.size, b.size) for a, b in zip(window, window[1:])):
             continue
-        if any(len(l.text.split()) > 14 for l in window):
+        if any(_header_words(l) > 14 for l in window):
             continue  # prose that names the columns is not a header
         columns = _columns(window, spec)
         if columns:
             yield columns, first, last
+
+
+def _header_words(line: Line) -> int:
+    """How many words a header line has, a column per GPU's name not counted (five of them
+    are fifteen words)."""
+    return sum(len(cell.text.split()) for cell in line.cells if per_gpu_index(cell.text) is None)
 
 
 def _repeated_header(lines: list[Line], index: int, spec) -> tuple[list[Column], int, int] | None:
@@ -362,9 +445,56 @@ def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> t
     they sit beside (layout.rows_by_anchor), not just the row above."""
     entries = _table_lines(lines, start, columns, spec)
     key = spec.key.name
+    per_gpu = _configurations_over_gpu_rows(entries, spec)
+    if per_gpu is not None:
+        return per_gpu, [e.line for e in entries]
     grouped = rows_by_anchor([(e.line, e.cells) for e in entries], lambda cells: _key(cells.get(key)) is not None)
     rows = [_Row(_key(cells[key]), cells, members[0].page, [line.raw for line in members]) for members, cells in grouped]
     return rows, [e.line for e in entries]
+
+
+def _line_gpu(line: Line) -> int | None:
+    """The GPU one line of a table with a row per GPU names ("cuda:1" in a cell of its own, or
+    before its memory), if it names exactly one."""
+    found = {int(m.group(1)) for cell in line.cells if (m := _ROW_GPU.match(cell.text))}
+    return found.pop() if len(found) == 1 else None
+
+
+def _configurations_over_gpu_rows(entries: list[_Entry], spec) -> list[_Row] | None:
+    """A row per GPU whose configuration's cells (GPUs, step time) are merged over its rows,
+    their text on one of them (top-aligned on the first, or centred on a middle one): each
+    line names its GPU, and a configuration is a run of lines whose GPUs count up from the
+    first ("cuda:0", "cuda:1" | "cuda:0" ... "cuda:4"), holding one key that is its length.
+    Its row holds the run's memory texts and its other cells' text, given once or the same on
+    each line. None where the table is not so (keys on every line are gathered by _parse_rows)."""
+    if _memory_column(spec) is None or len(entries) < 2 or all(e.key is not None for e in entries):
+        return None
+    gpus = [_line_gpu(e.line) for e in entries]
+    if None in gpus:
+        return None
+    runs: list[list[_Entry]] = []
+    for entry, gpu, before in zip(entries, gpus, [None] + gpus[:-1]):
+        if before is None or gpu != before + 1:
+            runs.append([])
+        runs[-1].append(entry)
+    rows = []
+    for run in runs:
+        keys = {e.key for e in run if e.key is not None}
+        if len(keys) != 1 or len(run) != next(iter(keys)):
+            return None
+        cells: dict[str, list[str]] = {}
+        for entry in run:
+            for name, texts in entry.cells.items():
+                if name == spec.key.name or not texts:
+                    continue
+                if name != _memory_column(spec).name and name in cells:
+                    if texts != cells[name]:
+                        return None   # two step times for one configuration: not its rows
+                    continue
+                cells.setdefault(name, []).extend(texts)
+        cells[spec.key.name] = [str(next(iter(keys)))]
+        rows.append(_Row(next(iter(keys)), cells, run[0].line.page, [e.line.raw for e in run]))
+    return rows
 
 
 # ---------------------------------------------------------------- transposed
@@ -421,24 +551,141 @@ def _transposed(lines: list[Line], index: int, spec) -> tuple[list[_Row], list[L
         used.append(following)
         last = following
     rows = {k: _Row(k, {}, line.page, []) for k in keys}
+    memory = _memory_column(spec)
+    named: dict[str, str] = {}   # column name -> the quantity's label, normalised
     for label_texts, values in quantities:
         text = normalise(" ".join(label_texts))
-        column = next((c for c in spec.values if re.search(c.header, text)), None)
-        if column is None:
-            continue
+        index = per_gpu_index(text) if memory is not None else None
+        if index is not None:   # a row per GPU: "GPU 0 (MiB) | 200.4 | 80.3"
+            name = f"{memory.name}{_PER_GPU_SEP}{index}"
+        else:
+            column = next((c for c in spec.values if re.search(c.header, text)), None)
+            if column is None:
+                continue
+            name = column.name
+        named.setdefault(name, text)
         for i, texts in values.items():
-            rows[keys[i - 1]].cells[column.name] = texts
-            rows[keys[i - 1]].cells.setdefault("_unit_" + column.name, [text])
+            rows[keys[i - 1]].cells[name] = texts
             rows[keys[i - 1]].raw.append(f"{' '.join(label_texts)}: {' '.join(texts)}")
-    if not all(any(c.name in r.cells for r in rows.values()) for c in spec.values):
+    per_gpu = _per_gpu_columns(named)
+    if memory is not None and memory.name in named:
+        per_gpu.pop(memory.name, None)
+        for row in rows.values():  # a memory row beside rows per GPU: the memory row is read
+            for name in [n for n in row.cells if n.startswith(memory.name + _PER_GPU_SEP)]:
+                del row.cells[name]
+    if not all(c.name in named or len(per_gpu.get(c.name, [])) >= 2 for c in spec.values):
         return None
-    header = [Column(spec.key.name, 0, 0, columns[0].text)] + [
-        Column(c.name, 0, 0, next((t[0] for r in rows.values() for t in [r.cells.get("_unit_" + c.name)] if t), c.name))
-        for c in spec.values]
+    header = [Column(spec.key.name, 0, 0, columns[0].text)] + [Column(name, 0, 0, text) for name, text in named.items()]
     return list(rows.values()), used, header
 
 
 # ---------------------------------------------------------------- reading
+
+
+@dataclass
+class _Parsed:
+    """One row's cells read: each value column's value, or None with why not."""
+    row: _Row
+    values: dict = field(default_factory=dict)      # column name -> value
+    problems: dict = field(default_factory=dict)    # column name -> [problem, ...]
+    notes: list[str] = field(default_factory=list)  # read, with a remark for a person
+    unclear: set = field(default_factory=set)       # columns with a value a person must read
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+
+def _parse_row(row: _Row, texts: dict, spec, time_factor, memory_factor, mark) -> _Parsed:
+    label = f"{spec.field}[{spec.key.name}={row.key}]"
+    parsed = _Parsed(row)
+    for column in spec.values:
+        cell = " ".join(row.cells.get(column.name, []))
+        if column.kind == "time_ms":
+            time = parse_time_ms(cell, time_factor, mark) if cell else None
+            if time is None:
+                parsed.problems[column.name] = [f"{label}: no step time could be read from '{' / '.join(row.raw)}'"]
+            elif time.ambiguous:
+                parsed.problems[column.name] = [f"{label}: {note}; a person must read it" for note in time.notes]
+                parsed.unclear.add(column.name)
+            else:
+                parsed.values[column.name] = time.value
+            continue
+        per_gpu = _per_gpu_columns(row.cells).get(column.name)
+        if cell or not per_gpu:
+            values, notes = parse_memory_list_mib(cell, memory_factor, row.key, mark) if cell else ([], [])
+        else:
+            values, notes = _per_gpu_memory(row, per_gpu, texts, mark)
+        if any("ambiguous" in n for n in notes):
+            parsed.problems[column.name] = [f"{label}: {n}; a person must read it" for n in notes]
+            parsed.unclear.add(column.name)
+            continue
+        parsed.notes += [f"{label}: {n}" for n in notes]
+        if not values:
+            parsed.problems[column.name] = [f"{label}: no memory per GPU could be read from '{' / '.join(row.raw)}'"]
+            continue
+        parsed.values[column.name] = values
+    return parsed
+
+
+def _per_gpu_memory(row: _Row, columns: list[tuple[int, str]], texts: dict, mark) -> tuple[list[float], list[str]]:
+    """A row's memory from a column per GPU, in GPU order. A cell left empty or "-" is a GPU
+    the configuration does not have; so is a 0 past its GPU count (a 2-GPU run's GPUs 2-4)."""
+    values, notes = [], []
+    for position, (index, name) in enumerate(columns):
+        cell = " ".join(row.cells.get(name, []))
+        if _NO_VALUE.match(normalise(cell)):
+            continue
+        found, said = parse_memory_list_mib(cell, memory_unit_factor_mib(texts.get(name, "")), 1, mark)
+        notes += said
+        if len(found) != 1:
+            notes.append(f"GPU {index}'s cell '{cell}' is ambiguous: not one value")
+            continue
+        if position >= row.key and found[0] == 0:
+            continue
+        values += found
+    return values, notes
+
+
+def _row_gpu(row: _Row) -> int | None:
+    """The GPU a row of a table with a row per GPU is about, where one of its cells names it
+    ("cuda:1", "GPU 1", or "cuda:1: 200.7" in the memory cell)."""
+    found = {int(m.group(1)) for line in row.raw for cell in line.split("\t")
+             if (m := _ROW_GPU.match(normalise(cell)))}
+    return found.pop() if len(found) == 1 else None
+
+
+def _one_gpu_per_row(group: list[_Parsed], spec) -> _Parsed | None:
+    """Rows of one configuration that each give one GPU's memory ("2 | cuda:0 | 182.59 | 200.4",
+    "2 | cuda:1 | | 200.7"), gathered into the configuration's row: its memory list in GPU
+    order, its step time the one they give (on the first row only, or the same on each).
+    None when they are not such rows (two runs of one configuration, different step times)."""
+    memory = _memory_column(spec)
+    key = group[0].row.key
+    if memory is None or not 1 < len(group) <= key:
+        return None
+    if any(memory.name not in p.values or len(p.values[memory.name]) != 1 for p in group):
+        return None
+    merged = _Parsed(group[0].row)
+    for column in spec.values:
+        if column is memory:
+            continue
+        if any(column.name in p.unclear for p in group):
+            return None
+        given = {p.values[column.name] for p in group if column.name in p.values}
+        if len(given) > 1:
+            return None
+        if given:
+            merged.values[column.name] = given.pop()
+        else:
+            merged.problems[column.name] = group[0].problems.get(column.name, [])
+    gpus = [_row_gpu(p.row) for p in group]
+    ordered = sorted(zip(gpus, range(len(group)))) if None not in gpus and len(set(gpus)) == len(gpus) \
+        else list(enumerate(range(len(group))))
+    merged.values[memory.name] = [group[i].values[memory.name][0] for _, i in ordered]
+    merged.notes = [n for p in group for n in p.notes]
+    merged.row = _Row(key, {}, group[0].row.page, [line for p in group for line in p.row.raw])
+    return merged
 
 
 def _parse_rows(rows: list[_Row], header: list[Column], spec, reading: TableReading) -> None:
@@ -447,44 +694,30 @@ def _parse_rows(rows: list[_Row], header: list[Column], spec, reading: TableRead
     memory_factor = memory_unit_factor_mib(texts.get("memory_per_gpu_mib", ""))
     mark = decimal_mark(" ".join(t) for row in rows for name, t in row.cells.items()
                         if name != spec.key.name and not name.startswith("_"))
-    seen = set()
+    groups: dict[int, list[_Parsed]] = {}
     for row in rows:
-        label = f"{spec.field}[{spec.key.name}={row.key}]"
-        if row.key in seen:
-            reading.problems.append(f"{label} appears twice; kept the first row")
-            continue
-        seen.add(row.key)
-        entry = {spec.key.name: row.key}
-        complete = True
-        for column in spec.values:
-            cell = " ".join(row.cells.get(column.name, []))
-            if column.kind == "time_ms":
-                time = parse_time_ms(cell, time_factor, mark) if cell else None
-                if time is None:
-                    reading.problems.append(f"{label}: no step time could be read from '{' / '.join(row.raw)}'")
-                    complete = False
-                elif time.ambiguous:
-                    reading.problems += [f"{label}: {note}; a person must read it" for note in time.notes]
-                    complete = False
-                else:
-                    entry[column.name] = time.value
+        groups.setdefault(row.key, []).append(_parse_row(row, texts, spec, time_factor, memory_factor, mark))
+    for key, group in groups.items():
+        label = f"{spec.field}[{spec.key.name}={key}]"
+        parsed = group[0]
+        if len(group) > 1:
+            merged = _one_gpu_per_row(group, spec)
+            if merged is not None:
+                parsed = merged
             else:
-                values, notes = parse_memory_list_mib(cell, memory_factor, row.key, mark) if cell else ([], [])
-                if any("ambiguous" in n for n in notes):
-                    reading.problems += [f"{label}: {n}; a person must read it" for n in notes]
-                    complete = False
-                    continue
-                reading.problems += [f"{label}: {n}" for n in notes]
-                if not values:
-                    reading.problems.append(f"{label}: no memory per GPU could be read from '{' / '.join(row.raw)}'")
-                    complete = False
-                    continue
-                if len(values) not in (1, row.key):
-                    reading.problems.append(f"{label}: {len(values)} memory values for {row.key} GPUs")
-                entry[column.name] = values
-        if complete:
+                times = "twice" if len(group) == 2 else f"{len(group)} times"
+                reading.problems.append(f"{label} appears {times}; kept the first row")
+                reading.doubtful.append(f"{spec.key.name}={key} appears {times}")
+        reading.problems += parsed.notes + [p for problems in parsed.problems.values() for p in problems]
+        for name in spec.values:
+            values = parsed.values.get(name.name)
+            if name.kind == "memory_mib_list" and values is not None and len(values) not in (1, key):
+                reading.problems.append(f"{label}: {len(values)} memory values for {key} GPUs")
+        if parsed.complete:
+            entry = {spec.key.name: key, **{c.name: parsed.values[c.name] for c in spec.values}}
             reading.rows.append(entry)
-            reading.where.setdefault("rows", {})[str(row.key)] = {"page": row.page, "text": " / ".join(row.raw).replace("\t", " | ")}
+            reading.where.setdefault("rows", {})[str(key)] = {
+                "page": parsed.row.page, "text": " / ".join(parsed.row.raw).replace("\t", " | ")}
     found = {entry[spec.key.name] for entry in reading.rows}
     if spec.own_keys_allowed and len(found) >= len(spec.expected_keys):
         return   # e.g. Task 2 at DEPTH 8, 16, 32: the check compares the student's own depths
