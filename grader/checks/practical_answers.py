@@ -55,7 +55,7 @@ def _require_answer(answers, qid: str, broken: list[str]) -> None:
         return
     question = answers.questions.get(qid, qid)
     # An answer that is there but could not be read is quoted as such, never "no answer found".
-    observed = getattr(answers, "unread_why", {}).get(qid) or not_found(answers, qid)
+    observed = not_found(answers, qid)
     if broken:
         observed += f"; and your code could not be run to compare it with: {broken[0]}"
     raise AssertionError(explain(f"an answer to: {question}", observed,

@@ -38,6 +38,9 @@ def reported(answers, qid: str):
 def not_found(answers, qid: str) -> str:
     """'no answer found', with why where the answer was there but could not be read (a table
     written as a list of lists, a word where a number belongs)."""
+    said = getattr(answers, "unread_why", {}).get(qid)
+    if said:
+        return said   # "your answer '3 or 4 each' could not be read as ..."
     problems = getattr(answers, "problems", [])
     why = [p for p in problems if f": {qid}:" in p]
     if not why and qid in getattr(answers, "unread", []) and problems:

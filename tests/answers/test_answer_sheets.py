@@ -953,3 +953,14 @@ def test_an_answer_it_cannot_read_says_so_to_the_student(tmp_path):
         "part2.outputs_equal": "your answer 'No / maybe' could not be read as one answer, yes or no: it "
                                "gives both or takes its answer back ('maybe', 'it depends', 'or ...'); "
                                "choose one and explain after it"}
+
+
+def test_every_check_says_why_an_answer_it_cannot_read_was_not_read(tmp_path):
+    """HW3's checks word a missing answer through support.not_found: an answer that is there
+    but not read is quoted with why, never called 'no answer found'."""
+    from grader.checks.support import not_found
+    write_sheet(tmp_path, "practical4", {"part2.chunk_shapes": {"value": "32x1000 twice"}})
+    answers = collect_answers(tmp_path, "practical4", "sheet")
+    said = not_found(answers, "part2.chunk_shapes")
+    assert said.startswith("your answer '32x1000 twice' could not be read as"), said
+    assert not_found(answers, "part1.output_shape").startswith("no answer found")
