@@ -230,11 +230,13 @@ class Gradebook:
 
     def record_run(self, student: Student, content_hash: str, source: str, config: RunConfig,
                    run: RunRecord, logs: list[tuple[str, str]],
-                   fingerprints: dict[str, str] | None = None, replaces: Iterable[str] = ()) -> int:
+                   fingerprints: dict[str, str] | None = None, replaces: Iterable[str] = (),
+                   current: bool = True) -> int:
         """Store one finished run (and make it the student's current one) atomically;
         `fingerprints`: of the submission's code files (kept with the first run that has them);
         `replaces`: keys of the same person whose current run this one takes over (kept in the
-        gradebook's history, no longer current)."""
+        gradebook's history, no longer current). `current=False`: into the history only (a
+        failed attempt at work whose grade stays current)."""
         if run.status not in STATUSES:
             raise ValueError(f"unknown run status {run.status!r}")
         # A name or message quoting a file name that is not UTF-8 is read as text: SQLite
@@ -253,8 +255,10 @@ class Gradebook:
             submission_id = self.db.execute(
                 "SELECT id FROM submissions WHERE student_id = ? AND content_hash = ?",
                 (student_id, content_hash)).fetchone()[0]
-            self.db.execute("UPDATE runs SET current = 0 WHERE student_id = ? AND current = 1", (student_id,))
-            for key in replaces:
+            if current:
+                self.db.execute("UPDATE runs SET current = 0 WHERE student_id = ? AND current = 1",
+                                (student_id,))
+            for key in replaces if current else ():
                 self.db.execute("UPDATE runs SET current = 0 WHERE current = 1 AND student_id = "
                                 "(SELECT id FROM students WHERE key = ?)", (key,))
             result = run.result
@@ -262,14 +266,14 @@ class Gradebook:
                 "INSERT INTO runs (student_id, submission_id, config_hash, grader_version, rubric_hash, "
                 "rubric_versions, assignments, started_at, finished_at, status, message, score, "
                 "max_score, result_json, submitted_at, needs_person, current) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (student_id, submission_id, config.config_hash, config.grader_version,
                  config.rubric_hash, json.dumps(config.rubric_versions, sort_keys=True),
                  json.dumps(list(config.assignments)), run.started_at, run.finished_at,
                  run.status, run.message,
                  result["score"] if result else None, result["max_score"] if result else None,
                  json.dumps(result, ensure_ascii=False) if result else None,
-                 run.submitted_at, int(run.needs_person))).lastrowid
+                 run.submitted_at, int(run.needs_person), int(current))).lastrowid
             for assignment in (result or {}).get("assignments", []):
                 self.db.execute("INSERT INTO assignment_scores VALUES (?,?,?,?,?,?)",
                                 (run_id, assignment["id"], assignment["score"], assignment["max_score"],

@@ -19,7 +19,9 @@ A total is given only where every upload of the person has a grade.
 
 Text cells come from uploads (names, messages): one that a spreadsheet would read as a formula
 (starting with =, +, -, @, a tab or a carriage return: OWASP's CSV-injection list) is written
-with a leading apostrophe, which spreadsheets show as text. Numbers are ours and stay numbers.
+with a leading apostrophe, which spreadsheets show as text; their control characters (a name's
+newline or terminal escapes) are escaped (`\\n`, `\\x1b`: grader/batch/printable.py). Numbers
+are ours and stay numbers.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from typing import Iterable, Sequence
 
 from grader.batch.gradebook import CurrentRun
 from grader.batch.people import people
+from grader.batch.printable import printable
 from grader.common.files import write_atomically
 from grader.reports.formatting import format_points
 
@@ -119,9 +122,12 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
         if person.flag:
             status += f"; {NAME_KEPT_APART}"
         identifiers = "; ".join(r.student.identifier for r in person.runs)
-        rows.append([inert_cell(identifiers), inert_cell(person.name), *cells, total,
-                     inert_cell(status), inert_cell("; ".join(person.keys)),
-                     *([inert_cell(person.email or "")] if emails else [])])
+        # Text from uploads with its control characters escaped (a name's newline had made a
+        # cell of two lines; a gradebook from before the batch escaped them may hold them raw).
+        rows.append([inert_cell(printable(identifiers)), inert_cell(printable(person.name)),
+                     *cells, total, inert_cell(printable(status)),
+                     inert_cell(printable("; ".join(person.keys))),
+                     *([inert_cell(printable(person.email or ""))] if emails else [])])
     return rows
 
 

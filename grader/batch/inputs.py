@@ -6,7 +6,8 @@ Accepted layouts (one entry per student in SUBMISSIONS):
   holding the files, a zip, or either nested one level down; Moodle's entries may be one or
   two folders down themselves (an instructor's `late/`; several downloads side by side, each
   with its `late/`: each download is one `export`, which decides what its uploads are graded
-  for when the batch is not told);
+  for when the batch is not told), in a folder of nothing but Moodle's (a folder holding
+  anything else is one student's, whatever it holds);
 - Moodle, flat: `Jane Doe_123456_assignsubmission_file_work.zip` (several files of one student
   are grouped by participant id);
 - anything else: a folder or a .zip named after the student (`alice/`, `alice.zip`).
@@ -32,6 +33,7 @@ from typing import Sequence
 
 from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held_assignments,
                                  require_expected_files)
+from grader.batch.printable import printable
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, Rejected, UnpackLimits,
                                  check_zip_entry, display_name, extract_zip, materialize_entry)
 from grader.common.text import readable_text
@@ -76,13 +78,13 @@ class Submission:
     export: str = ""
 
     def describe(self) -> str:
-        return ", ".join(readable_text(p.name) for p in self.sources)
+        return ", ".join(shown_name(p.name) for p in self.sources)
 
     def located(self, source: Path) -> str:
         """Where `source` is, as the instructor sees SUBMISSIONS (`late/Jane Doe_1_.../`)."""
         where = source.relative_to(self.root).as_posix() if self.root is not None \
             and source.is_relative_to(self.root) else source.name
-        return readable_text(where) + ("/" if source.is_dir() and not source.is_symlink() else "")
+        return shown_name(where) + ("/" if source.is_dir() and not source.is_symlink() else "")
 
 
 @dataclass
@@ -115,6 +117,13 @@ def safe_key(text: str) -> str:
     return key or "unnamed"
 
 
+def shown_name(name: str) -> str:
+    """A name from SUBMISSIONS or an upload as every message, grades.csv and the gradebook show
+    it: bytes that are not UTF-8 read as text, control characters escaped (grader/batch/
+    printable.py: a name had set the console's clipboard and printed lines of its own)."""
+    return printable(readable_text(name))
+
+
 def same_name(name: str) -> str:
     """One form of a name whatever way it was typed (macOS writes "ü" as "u" and a mark)."""
     return unicodedata.normalize("NFC", name)
@@ -124,20 +133,22 @@ def identify(entry: Path) -> tuple[Student, str | None] | None:
     """Whose entry this is, and its Moodle plugin (None outside Moodle); None to ignore it."""
     entry_name = same_name(readable_text(entry.name))
     match = MOODLE_NAME.match(entry_name)
+    # The key from the name as it is (the keys of earlier gradebooks); the name as shown.
     if match:
         name, pid = match["name"].strip(), match["pid"]
-        return Student(key=safe_key(f"{name}_{pid}"), name=name, participant_id=pid), match["plugin"]
+        return Student(key=safe_key(f"{name}_{pid}"), name=printable(name),
+                       participant_id=pid), match["plugin"]
     if entry.is_symlink() or entry.is_dir():
-        return Student(key=safe_key(entry_name), name=entry_name), None
+        return Student(key=safe_key(entry_name), name=printable(entry_name)), None
     if entry.suffix.lower() == ".zip":
         stem = entry_name[:-len(entry.suffix)]
-        return Student(key=safe_key(stem), name=stem), None
+        return Student(key=safe_key(stem), name=printable(stem)), None
     other = next((s for s in OTHER_ARCHIVES if entry_name.lower().endswith(s)), None)
     if other and len(entry_name) > len(other):
         # Not unpacked, but a student's upload all the same: it needs a person (a .tar.gz had
         # been ignored with a console line, and its student was on no list).
         stem = entry_name[:-len(other)]
-        return Student(key=safe_key(stem), name=stem), None
+        return Student(key=safe_key(stem), name=printable(stem)), None
     return None
 
 
@@ -151,20 +162,52 @@ def _entries(folder: Path, notes: list[str], levels: int = CONTAINER_LEVELS, whe
     as the folder's: its students' Moodle rows had been lost, and the folder graded as a
     student called `late`. Such a folder's own folders of Moodle's are looked into too (the
     `late/` of one export beside another: it had been one level too deep, and its students
-    graded as one called `late`), `levels` deep."""
+    graded as one called `late`), `levels` deep.
+
+    Only a folder that holds nothing but Moodle's submissions (or such folders) is read so:
+    anything else is a student's own, whatever it holds (bob/ holding his practical4/ and a
+    folder named like Vera's Moodle submission had been read as a download, Vera's grade
+    replaced by "2 uploads" and bob left with no row)."""
     for entry in _listed(folder):
-        inner = []
-        if levels > 0 and entry.is_dir() and not entry.is_symlink() and not _is_moodle(entry):
-            try:
-                inner = _listed(entry)
-            except OSError:   # a student's folder the batch cannot list: prepare() says so
-                inner = []
-        if any(_is_moodle(each) for each in inner):
-            shown = where + readable_text(entry.name) + "/"
+        if levels > 0 and _holds_others(entry, levels):
+            shown = where + shown_name(entry.name) + "/"
             notes.append(f"{shown} holds Moodle submissions: each of them graded as its student's")
             yield from _entries(entry, notes, levels - 1, shown)
-        else:
-            yield entry
+            continue
+        named = _moodle_named_inside(entry) if levels > 0 else []
+        if named:
+            shown = where + shown_name(entry.name) + "/"
+            listed = ", ".join(shown_name(n.name) + ("/" if n.is_dir() else "")
+                               for n in named[:3]) + (" ..." if len(named) > 3 else "")
+            notes.append(f"{shown} holds a folder named like a Moodle submission ({listed}) "
+                         "beside files of its own: graded as one upload, "
+                         f"{shown_name(entry.name)}'s (only a folder of nothing but "
+                         "Moodle's submissions is read as holding other students' uploads)")
+        yield entry
+
+
+def _holds_others(folder: Path, levels: int) -> bool:
+    """Whether `folder` (an entry of SUBMISSIONS, or of such a folder) is the instructor's, holding
+    other students' uploads: a folder, not Moodle's, of Moodle's submissions and nothing else
+    but such folders, `levels` deep."""
+    if levels <= 0 or not folder.is_dir() or folder.is_symlink() or _is_moodle(folder):
+        return False
+    try:
+        inner = _listed(folder)
+    except OSError:   # a student's folder the batch cannot list: prepare() says so
+        return False
+    return bool(inner) and all(_is_moodle(each) or _holds_others(each, levels - 1)
+                               for each in inner)
+
+
+def _moodle_named_inside(entry: Path) -> list[Path]:
+    """What a student's own folder holds that is named like Moodle's submissions."""
+    if not entry.is_dir() or entry.is_symlink() or _is_moodle(entry):
+        return []
+    try:
+        return [each for each in _listed(entry) if _is_moodle(each)]
+    except OSError:
+        return []
 
 
 def _listed(folder: Path) -> list[Path]:
@@ -190,21 +233,23 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
     for entry in _entries(folder, notes):
         identified = identify(entry)
         if identified is None:
-            notes.append(f"ignored {readable_text(entry.name)}: not a folder, a .zip, an "
+            notes.append(f"ignored {shown_name(entry.name)}: not a folder, a .zip, an "
                          "archive or a Moodle submission file")
             continue
         student, plugin = identified
         if plugin is not None and plugin != "file":
-            notes.append(f"ignored {readable_text(entry.name)}: Moodle '{plugin}' submissions are not graded")
+            notes.append(f"ignored {shown_name(entry.name)}: Moodle '{printable(plugin)}' "
+                         "submissions are not graded")
             continue
         found.append((entry, student, plugin))
     # Students whose different names make one key ("Jüri" and "Jõri", "a b" and "a_b"), here
     # or with a student graded before, each get the key with their name's own hash.
     by_participant = {s.participant_id: s.key for s in known if s.participant_id}
-    by_name = {same_name(s.name): s.key for s in known if not s.participant_id}
+    # Names as shown (an older gradebook may hold one with its control characters raw).
+    by_name = {same_name(printable(s.name)): s.key for s in known if not s.participant_id}
     names: dict[str, set[str]] = {}
     for s in known:
-        names.setdefault(s.key, set()).add(same_name(s.name))
+        names.setdefault(s.key, set()).add(same_name(printable(s.name)))
     for _, student, _ in found:
         names.setdefault(student.key, set()).add(same_name(student.name))
     # Several exports side by side (SUBMISSIONS holds folders of Moodle's folders, none of its
@@ -226,7 +271,7 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
             student = Student(f"{student.key}_{digest[:size]}", student.name, student.participant_id)
         parts = entry.relative_to(folder).parts
         submission = by_key.setdefault(student.key, Submission(
-            student, root=folder, export=readable_text(parts[0]) if side_by_side and len(parts) > 1
+            student, root=folder, export=shown_name(parts[0]) if side_by_side and len(parts) > 1
             else ""))
         if submission.sources and (plugin is None or any(
                 source.parent != entry.parent for source in submission.sources)):
@@ -302,7 +347,7 @@ def _places(submission: Submission, scratch: Path) -> dict[Path, Path]:
         moodle = _is_moodle(source)
         upload = source.parent if moodle else source
         if upload not in named:
-            name = readable_text(upload.name if moodle else display_name(source))
+            name = shown_name(upload.name if moodle else display_name(source))
             taken = set(named.values())
             place, count = scratch / name, 1
             while place in taken:
@@ -323,7 +368,7 @@ def _one_of_the_copies(submission: Submission, places: list[Path], layout: list[
         # Named where the instructor finds them (both of Jane's Moodle folders have one name:
         # only their place tells the late one), with the one remedy that works here.
         uploads = [submission.located(source) for source in submission.sources]
-        folder = (readable_text(submission.root.name) + "/" if submission.root
+        folder = (shown_name(submission.root.name) + "/" if submission.root
                   else "the submissions folder")
         raise NeedsPerson(f"{len(uploads)} uploads of {submission.student.name} with different "
                           f"files: {' and '.join(uploads)}. Which one counts is for a person to "
@@ -364,14 +409,15 @@ def _refused(submission: Submission, problem: str, notes: list[str],
     except Exception as exc:   # e.g. an unreadable entry: still a stable key for this upload
         digest = "raw:unreadable:" + hashlib.sha256(
             repr((sorted(map(str, submission.sources)), type(exc).__name__)).encode()).hexdigest()
-    return Prepared(root=None, content_hash=digest, problem=readable_text(problem),
+    return Prepared(root=None, content_hash=digest, problem=shown_name(problem),
                     notes=_said(notes), needs_person=needs_person)
 
 
 def _said(notes: list[str]) -> list[str]:
     """Notes as the console, the class page and the student read them: a name unzip left in
-    Latin-1 bytes as text (it had printed as `L\\udcf6sung.py`, or failed a strict console)."""
-    return [readable_text(note) for note in notes]
+    Latin-1 bytes as text (it had printed as `L\\udcf6sung.py`, or failed a strict console),
+    control characters escaped (grader/batch/printable.py)."""
+    return [shown_name(note) for note in notes]
 
 
 def _files(root: Path) -> list[tuple[str, Path]]:

@@ -230,7 +230,9 @@ def _gather(top: Path, folders: list[Path], holds, notes: list[str]) -> Path | N
 def _match_case(top: Path, depth: int, assignments: Sequence[str], notes: list[str]) -> None:
     """Folders named like an assignment and files named like a template's file but for their
     case (`Practical4/`, `concepts.PY`: one file on Windows and macOS, two on Linux) get the
-    template's name, where no sibling already has it."""
+    template's name, where no sibling already has it. Where one has: an assignment folder of
+    other files is a second version of the assignment (NeedsPerson: which one counts is the
+    student's to say), one of the same files a copy (graded once); a file is not graded, said."""
     folders = {a.lower(): a for a in assignments}
     files = {Path(rel).name.lower(): Path(rel).name
              for a in assignments for rel in expected_files(a)}
@@ -248,9 +250,30 @@ def _match_case(top: Path, depth: int, assignments: Sequence[str], notes: list[s
                     names.add(wanted)
                     notes.append(f"{was} graded as {_rel(child, top)} (the template's name: Linux, "
                                  "unlike Windows and macOS, tells names apart by their case)")
+                elif wanted and wanted != child.name:
+                    _beside_its_name(top, child, folder / wanted, notes)
                 if child.is_dir():
                     below.append(child)
         level = below
+
+
+def _beside_its_name(top: Path, child: Path, named: Path, notes: list[str]) -> None:
+    """`child` (`Practical4/`, `CONCEPTS.PY`) beside `named`, of the template's name in its case
+    (`practical4/` had been graded and `Practical4/` of other files ignored, in silence)."""
+    if child.is_dir() and named.is_dir() and not named.is_symlink():
+        theirs = _content(child)
+        if not theirs:
+            return      # an empty folder: nothing of the assignment's in it
+        if theirs != _content(named):
+            raise NeedsPerson(f"two versions of {named.name}: {_rel(named, top)} and "
+                              f"{_rel(child, top)} hold different files (their names differ "
+                              "only in case, one folder on Windows and macOS); which one counts "
+                              "is for a person to decide (or keep one and upload again)")
+        notes.append(f"{_rel(child, top)} is a copy of {_rel(named, top)} (their names differ "
+                     "only in case): graded once")
+    elif child.is_file() and named.is_file():
+        notes.append(f"{_rel(child, top)} is not graded: {_rel(named, top)}, of the template's "
+                     "name, is (their names differ only in case)")
 
 
 def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[str] | None = None,

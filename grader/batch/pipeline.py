@@ -241,6 +241,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         found, graded_by = keys.found, keys.graded_by
         for line in [*choice, *keys.lines]:
             progress.note(line)
+        _warn_moodle_downloads_of_several(found, graded_by, progress)
         wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
         worksheets = _worksheets_by_assignment(sheets, wanted)
         configs = {t: run_config(t, options.rubrics_dir, options.check_timeout, rubrics)
@@ -325,12 +326,15 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
                        limits: UnpackLimits = UnpackLimits()
                        ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """What a batch told no --assignment grades: per export (SUBMISSIONS, or each folder of
-    exports side by side), the assignments that at least half of its uploads holding any
+    exports side by side), the assignments that more than half of its uploads holding any
     assignment's files hold. Grading every rubric had zero-filled the four assignments a
     Moodle download (always one assignment's) does not hold, Moodle sheets included; an
     assignment a few uploads hold besides (a student's whole course folder) is said and left
-    out, never zero-filled for everyone else. Returns ({student key: assignments}, the
-    lines that say what was chosen and why)."""
+    out, never zero-filled for everyone else ("at least half" had graded HW3 for both uploads
+    of two, one of them a course folder, with a Moodle sheet of the wrong participant
+    numbers). Where none is held by more than half (one upload of each of two), those held by
+    the most, said so. Returns ({student key: assignments}, the lines that say what was chosen
+    and why)."""
     order = list(rubrics)
     layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
     exports: dict[str, list[tuple[Submission, set[str]]]] = {}
@@ -343,8 +347,14 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
     for export, uploads in sorted(exports.items()):
         holding = [(s, held) for s, held in uploads if held]
         counts = Counter(a for _, held in holding for a in held)
-        chosen = tuple(a for a in order if counts[a] and 2 * counts[a] >= len(holding))
+        chosen = tuple(a for a in order if counts[a] and 2 * counts[a] > len(holding))
         where = f"{export}/: " if export else ""
+        if not chosen and counts:
+            most = max(counts.values())
+            chosen = tuple(a for a in order if counts[a] == most)
+            lines.append(f"{where}no assignment is in more than half of the {len(holding)} "
+                         "uploads holding an assignment's files: graded for those most of them "
+                         f"hold, {_listed(chosen)} (--assignment chooses)")
         chosen_of[export] = chosen
         if not chosen:
             lines.append(f"{where}none of its {len(uploads)} upload(s) holds files of an "
@@ -366,6 +376,33 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
                         + (" (per folder: one download each)" if len(exports) > 1 else ""))
     everywhere = tuple(a for a in order if any(a in t for t in chosen_of.values())) or tuple(order)
     return {s.student.key: chosen_of[s.export] or everywhere for s in found}, lines
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _warn_moodle_downloads_of_several(found: list[Submission], graded_by: dict[str, tuple[str, ...]],
+                                      progress: Progress) -> None:
+    """A Moodle download is one assignment's and numbers its participants for it: graded for
+    several, its participant numbers go into each one's Moodle sheet, and are right in one
+    of them only (another assignment's "Participant 12" is someone else, or no one)."""
+    exports: dict[str, set[str]] = {}
+    for submission in found:
+        if submission.student.participant_id:
+            exports.setdefault(submission.export, set()).update(graded_by[submission.student.key])
+    for export, graded in sorted(exports.items()):
+        if len(graded) > 1:
+            ordered = [a for a in dict.fromkeys(a for t in graded_by.values() for a in t)
+                       if a in graded]      # in the order graded (the rubrics')
+            what = f"the Moodle download {export}/" if export else "the Moodle download"
+            progress.warn(f"{what}'s uploads are graded for {_listed(ordered)}, but a Moodle "
+                          "download is one assignment's and numbers its participants for it: "
+                          + _listed(f"moodle/{a}.csv" for a in ordered)
+                          + f" {'both' if len(ordered) == 2 else 'all'} hold its participant "
+                          "numbers, which are right in the one of the assignment it was "
+                          "downloaded from; upload only that one (or grade it with --assignment)")
 
 
 def _refuse_an_out_that_is_not_the_batchs(submissions_dir: Path, out: Path) -> None:
@@ -738,10 +775,37 @@ class _ClassBatch:
         if result is not None:
             result = self._finish(result, outcome.job.out, context)
         run = RunRecord(status, started, _now(), message, result, context.submitted_at)
+        key = context.submission.student.key
+        earlier = self._earlier_grade(context) if result is None else None
+        if earlier is not None and earlier[1]:
+            # The same files' grade stays current and published; the failed attempt is history.
+            self._store(context, run, work=None, output=outcome.log_tail, current=False)
+            shutil.rmtree(context.scratch, ignore_errors=True)
+            # Said first: the summary cuts a long message (a traceback's last line).
+            self.progress.finished(key, status, f"its grade of the same files ({earlier[0]}) "
+                                   f"stays current; {message}", outcome.duration_s)
+            return
+        if earlier is not None:
+            self.progress.warn(f"{key}: its earlier grade ({earlier[0]}) was of another upload: "
+                               "not current now; the new upload is graded by the next batch")
         self._store(context, run, work=outcome.job.out, output=outcome.log_tail)
         shutil.rmtree(context.scratch, ignore_errors=True)
-        self.progress.finished(context.submission.student.key, status, message or "",
-                               outcome.duration_s, score=_score_of(run.result))
+        self.progress.finished(key, status, message or "", outcome.duration_s,
+                               score=_score_of(run.result))
+
+    def _earlier_grade(self, context: _Context) -> tuple[str, bool] | None:
+        """(its score, whether of the same files) where the student's current run is graded;
+        None where it is not. A grading that fails (timed out, crashed: the machine's, often)
+        never takes a grade already given to the same files: `--regrade --timeout 2` on a
+        busy machine had wiped a class's grades and reports. An earlier upload's grade is no
+        grade of the new one: the failed run becomes current (its cells empty, as for any
+        failed grading), the earlier one stays in the gradebook's history."""
+        key = context.submission.student.key
+        current = self.book.current_run(key)
+        if current is None or current.status != "graded":
+            return None
+        return (_score_of(self.book.current_result(key)) or "graded",
+                current.content_hash == context.prepared.content_hash)
 
     def _finish(self, result: dict, folder: Path, context: _Context) -> dict:
         """The grading child's result, named after the upload (not its scratch copy) and with
@@ -762,7 +826,9 @@ class _ClassBatch:
         return publish(result, folder, rubrics=self.rubrics)
 
     def _store(self, context: _Context, run: RunRecord, work: Path | None, output: str = "",
-               extra_logs: list[tuple[str, str]] = ()) -> None:
+               extra_logs: list[tuple[str, str]] = (), current: bool = True) -> None:
+        """Record the run (`current=False`: into the gradebook's history only, nothing
+        published) and publish its files."""
         submission, prepared = context.submission, context.prepared
         logs = [("info", note) for note in prepared.notes] + list(extra_logs)
         if context.time_warning:
@@ -772,10 +838,12 @@ class _ClassBatch:
         if output:
             logs.append(("output", output))
         # The one transaction: after this the run is recorded, before it nothing is.
-        replaced = context.replaces if run.status in FINAL_STATUSES else []
+        replaced = context.replaces if run.status in FINAL_STATUSES and current else []
         self.book.record_run(submission.student, prepared.content_hash, submission.describe(),
                              context.config, run, logs, fingerprints=context.fingerprints,
-                             replaces=replaced)
+                             replaces=replaced, current=current)
+        if not current:
+            return
         for key in replaced:
             self.progress.note(f"{submission.student.key}: its grading replaces the record of "
                                f"{key}, an earlier upload of the same assignments")

@@ -15,6 +15,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from grader.batch.printable import printable
+
 MAX_SUMMARY_WARNINGS = 30
 LAST_SHOWN = 6           # finished submissions in the live display
 RUNNING_SHOWN = 8        # running ones listed by name (the rest are counted)
@@ -78,6 +80,9 @@ class Progress:
         return (self.total - self.done) * mean / max(1, self.workers)
 
     def note(self, text: str) -> None:
+        # Names from uploads are escaped where they enter messages (grader/batch/inputs.py);
+        # nothing printed here drives the terminal whatever its source (its own lines kept).
+        text = "\n".join(printable(line) for line in str(text).split("\n"))
         if self._display is not None:
             self._display.console.print(text, markup=False, highlight=False)
         else:
@@ -123,7 +128,7 @@ class Progress:
             self._display.refresh()
         else:
             took = f" ({duration_s:.1f} s)" if duration_s is not None else ""
-            first_line = detail.splitlines()[0] if detail else ""
+            first_line = printable(detail.splitlines()[0]) if detail else ""
             print(f"[{self.done}/{self.total}] {status.replace('_', ' ')} {key}{took}"
                   + (f": {score}" if score else "")
                   + (f": {first_line}" if first_line and status != "graded" else ""),
@@ -163,12 +168,13 @@ class Progress:
         if self.failures:
             lines.append("Not graded normally:")
             for failure in sorted(self.failures, key=lambda f: (f.status, f.key)):
-                message = " ".join(failure.message.split())
+                message = printable(" ".join(failure.message.split()))
                 lines.append(f"  {failure.key}: {failure.status.replace('_', ' ')}"
                              + (f" - {message[:300]}" if message else ""))
             if any(f.status in ("timed_out", "error") for f in self.failures):
-                lines.append("Timed-out and errored submissions have no grade in grades.csv; "
-                             "the next batch tries them again.")
+                lines.append("Timed-out and errored submissions have no grade in grades.csv, "
+                             "and the next batch tries them again, unless a grade of the same "
+                             "files stays current (said with each).")
             if self.needs_person:
                 lines.append("Uploads for a person (nothing the assignments expect was found, or "
                              "several versions) have no grade in grades.csv; index.html lists "
@@ -176,7 +182,7 @@ class Progress:
         if self.warnings:
             lines.append("Warnings:")
             shown = self.warnings[:MAX_SUMMARY_WARNINGS]
-            lines += [f"  {' '.join(w.split())}" for w in shown]
+            lines += [f"  {printable(' '.join(w.split()))}" for w in shown]
             if len(self.warnings) > len(shown):
                 lines.append(f"  ... and {len(self.warnings) - len(shown)} more (above)")
         return "\n".join(lines)

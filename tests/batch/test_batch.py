@@ -471,3 +471,66 @@ def test_the_console_the_class_page_and_the_help_count_uploads_for_a_person_alik
     assert ("rejected (an archive that cannot be unpacked safely: graded 0) or left for a person "
             "(nothing to grade found, or several versions: no grade, its cells stay empty)"
             ) in said, said
+
+
+# --- red team adv19 R: a failed re-grade keeps the grade already given --------------------------
+
+def _hangs(job):
+    time.sleep(10_000)
+
+
+def _crashes(job):
+    raise RuntimeError("the grader broke on this machine")
+
+
+@pytest.mark.parametrize("grade_fn, status", [(_hangs, "timed_out"), (_crashes, "error")],
+                         ids=["timed-out", "crashed"])
+def test_a_failed_regrade_of_unchanged_work_keeps_the_grade_given(tmp_path, grade_fn, status):
+    """`--regrade --timeout 2` on an overloaded machine (or a grader upgrade that regrades
+    everything) had wiped the class's grades: grades.csv lost them, and each student's folder
+    its result.json, report.html and instructor.md."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=7)
+    make_submission(subs / "bob", score=4)
+    batch(subs, out)
+    before = read_csv(out)
+    published = sorted(p.name for p in (out / "submissions" / "alice").iterdir())
+    assert "result.json" in published and "report.html" in published, published
+    stream = io.StringIO()
+    report = batch(subs, out, regrade=True, timeout_s=1.5, grade_fn=grade_fn, stream=stream)
+    assert read_csv(out) == before, (
+        f"expected the grades given to stay; observed {read_csv(out)} (grader/batch/pipeline.py "
+        "record_outcome)")
+    assert sorted(p.name for p in (out / "submissions" / "alice").iterdir()) == published
+    assert report.failed == 2
+    said = stream.getvalue()
+    assert ("alice: " + status.replace("_", " ") + " - its grade of the same files (7/10) "
+            "stays current; ") in said, said
+    # The failed attempt is in the gradebook's history, not current.
+    assert query(out, "SELECT r.status, r.current FROM runs r JOIN students s ON s.id = "
+                      "r.student_id WHERE s.key = 'alice' ORDER BY r.id") == [
+        ("graded", 1), (status, 0)]
+    assert query(out, "SELECT count(*) FROM logs l JOIN runs r ON r.id = l.run_id JOIN students s "
+                      "ON s.id = r.student_id WHERE s.key = 'alice' AND r.current = 0 AND "
+                      "l.level = 'error'") == [(1,)]
+    # Unchanged and graded: the next batch has nothing to do.
+    assert batch(subs, out).progress.skipped == 2
+
+
+def test_a_failed_grading_of_a_new_upload_leaves_no_grade_of_the_old_one_current(tmp_path):
+    """A new upload whose grading fails: the earlier grade is another upload's, not this work's
+    (it stays in the gradebook's history, and is said); the cells stay empty until the next
+    batch grades the new upload."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=7)
+    batch(subs, out)
+    make_submission(subs / "alice", score=3, extra="a new upload")
+    stream = io.StringIO()
+    batch(subs, out, timeout_s=1.5, grade_fn=_hangs, stream=stream)
+    (alice,) = csv.DictReader((out / "grades.csv").open(encoding="utf-8"))
+    assert (alice.get("practical4", ""), alice["Total"], alice["Status"]) == (
+        "", "", "timed out: grading took longer than 1.5 s and was stopped"), alice
+    assert "alice: its earlier grade (7/10) was of another upload: not current now; the new " \
+           "upload is graded by the next batch" in stream.getvalue(), stream.getvalue()
+    assert query(out, "SELECT r.status, r.current FROM runs r ORDER BY r.id") == [
+        ("graded", 0), ("timed_out", 1)]

@@ -363,3 +363,65 @@ def test_a_long_status_is_cut_where_a_clause_ends_and_says_where_the_rest_is():
     assert cut.endswith("that goes on [...] (in full on index.html)") and len(cut) < len(text), (
         f"expected a cut at a clause's end with where the rest is; observed {cut!r}")
     assert short_message("short: kept whole.") == "short: kept whole."
+
+
+# --- red team adv19 C3: a student's folder unseats no one ------------------------------------
+
+def test_a_students_folder_holding_a_moodle_named_folder_unseats_no_one(tmp_path):
+    """Vera was graded; bob's e-mailed folder, added later, held a folder named like Vera's
+    Moodle submission: her grade had become "needs a person: 2 uploads" and bob had no row."""
+    subs, out = tmp_path / "moodle_practical4", tmp_path / "grades"
+    practical4_upload(subs / "Vera Victim_401101_assignsubmission_file_", 10)
+    practical4_upload(subs / "Olga Other_401102_assignsubmission_file_", 5)
+    batch(subs, out, ("practical4",))
+    before = {row["Key"]: row for row in rows(out)}
+    practical4_upload(subs / "bob", 7)
+    practical4_upload(subs / "bob" / "Vera Victim_401101_assignsubmission_file_", 0)
+    summary, said = batch(subs, out, ("practical4",))
+    after = {row["Key"]: row for row in rows(out)}
+    assert after["Vera_Victim_401101"] == before["Vera_Victim_401101"], (
+        f"expected Vera's grade untouched; observed {after['Vera_Victim_401101']} "
+        "(grader/batch/inputs.py _entries)")
+    assert after["bob"]["Status"] == "graded" and after["bob"]["practical4"], after
+    assert sorted(after) == ["Olga_Other_401102", "Vera_Victim_401101", "bob"], sorted(after)
+    assert summary.progress.skipped == 2 and summary.progress.graded == 1, said
+
+
+# --- red team adv19 H: an assignment half the uploads hold ------------------------------------
+
+def test_an_assignment_only_half_the_uploads_hold_is_not_graded_for_them_all(tmp_path):
+    """Two late uploads of Practical 4, one of them a whole course folder with hw3/: "at least
+    half" had graded HW3 for both (the other's 0) and written moodle/hw3.csv with Practical 4's
+    participant numbers, which Moodle gives per assignment."""
+    subs, out = tmp_path / "moodle_practical4_late", tmp_path / "grades"
+    practical4_upload(subs / "Ann Able_501_assignsubmission_file_", 10)
+    hw3_upload(practical4_upload(subs / "Ben Busy_502_assignsubmission_file_" / "course", 10), 10)
+    summary, said = batch(subs, out)
+    header = list(csv.reader((out / "grades.csv").open(encoding="utf-8")))[0]
+    assert header == ["Identifier", "Full name", "practical4", "Total", "Status", "Key"], (
+        f"expected Practical 4 alone graded; observed header {header} (grader/batch/pipeline.py "
+        "choose_assignments)")
+    written = sorted(p.name for p in (out / "moodle").glob("*.csv"))
+    assert written == ["practical4.csv"], f"expected no HW3 sheet of this download; observed {written}"
+    choice = "\n".join(summary.assignment_choice)
+    assert "not graded: hw3, in only 1 of them (Ben_Busy_502)" in choice, choice
+
+
+def test_a_download_without_a_majority_is_graded_for_the_most_held_and_said(tmp_path):
+    """One upload of Practical 4, one of HW3: which one the download is for cannot be told. Both
+    are graded (no upload is left out), and the Moodle sheets are said to hold this download's
+    participant numbers for two assignments, one of them wrongly."""
+    subs, out = tmp_path / "moodle_late", tmp_path / "grades"
+    practical4_upload(subs / "Ann Able_501_assignsubmission_file_", 10)
+    hw3_upload(subs / "Ben Busy_502_assignsubmission_file_", 10)
+    summary, said = batch(subs, out)
+    choice = "\n".join(summary.assignment_choice)
+    assert ("no assignment is in more than half of the 2 uploads holding an assignment's files: "
+            "graded for those most of them hold, practical4 and hw3 (--assignment chooses)") \
+        in choice, choice
+    warning = ("the Moodle download's uploads are graded for practical4 and hw3, but a Moodle "
+               "download is one assignment's and numbers its participants for it: moodle/"
+               "practical4.csv and moodle/hw3.csv both hold its participant numbers, which are "
+               "right in the one of the assignment it was downloaded from; upload only that "
+               "one (or grade it with --assignment)")
+    assert warning in summary.progress.warnings, summary.progress.warnings

@@ -103,3 +103,49 @@ def test_the_inline_filter_keeps_text_readable():
     assert markdown_inline(f"x {LINK}.") == ("x \\[release the held points\\]"
                                              "(https:\\//evil.example/release).")
     assert markdown_inline("a`b") == "a\\`b"
+
+
+# --- red team adv19 N/N2: control characters of names reach neither the console nor grades.csv ---
+
+FORGED = "\n[9/9] graded alice (1.0 s): 0/12 (held for review: practical4)\n"
+OSC = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07"
+WARNING = "\nwarning: alice: submission held for review, copied code\n"   # a file's name: no "/"
+
+
+def test_control_characters_in_names_are_escaped_on_the_console_and_in_grades_csv(tmp_path):
+    """A zip entry's name had reached the console raw (OSC 52 sets the terminal's clipboard) and
+    a newline in it had printed a line of its own; grades.csv and the gradebook kept them raw."""
+    import io
+    import sqlite3
+    from tests.support.fake_graders import zip_bytes
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=4)
+    make_submission(subs / "eve\n=1+1", score=2)                     # a folder's name
+    (subs / "mallory.zip").write_bytes(zip_bytes([
+        ("practical4/concepts.py", b"A = 1\n"), (f"/x{OSC}{FORGED}", b"x")]))
+    (subs / f"notes.txt{WARNING}\x1b[2K").write_text("x")              # a loose file: 'ignored'
+    stream = io.StringIO()
+    run_test_batch(subs, out, ["practical4"], stream=stream)
+    said = stream.getvalue()
+    assert not [c for c in said if c in "\x1b\x07\r"], (
+        f"expected no terminal control character on the console; observed {said!r}")
+    forged = [line for line in said.splitlines() if line.startswith(("[9/9]", "warning: alice"))]
+    assert not forged, f"a name printed a console line of its own: {forged}"
+    assert "\\x1b]52;c;cm0gLXJmIH4K\\x07\\n[9/9] graded alice" in said, said
+    assert "ignored notes.txt\\nwarning: alice: submission held" in said, said
+    text = (out / "grades.csv").read_text(encoding="utf-8")
+    cells = [cell for row in csv.reader(text.splitlines()) for cell in row]
+    assert not [c for c in cells if any(ch in c for ch in "\x1b\x07\n\r")], cells
+    assert "eve\\n=1+1" in cells, cells
+    assert any("\\x1b]0;PWNED\\x07" in c for c in cells), cells
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        stored = [m for (m,) in db.execute("SELECT message FROM runs WHERE message IS NOT NULL")]
+        stored += [n for (n,) in db.execute("SELECT name FROM students")]
+    assert stored and not [m for m in stored if any(ch in m for ch in "\x1b\x07\n")], stored
+
+
+def test_printable_escapes_control_characters_and_keeps_every_script():
+    from grader.batch.printable import printable
+    assert printable("a\x1b[31mb\x07\n\t\r\x9b\u2028\u202e") == \
+        "a\\x1b[31mb\\x07\\n\\t\\r\\x9b\\u2028\\u202e"
+    assert printable("Jüri Õun 王伟 مريم") == "Jüri Õun 王伟 مريم"

@@ -335,3 +335,77 @@ def test_a_student_on_time_and_late_is_graded_once_or_left_to_a_person(tmp_path,
                 == prepared.problem), (
             f"expected the message to place each upload (late/ for the late one) and say to move "
             f"one out; observed: {prepared.problem!r} (grader/batch/inputs.py _one_of_the_copies)")
+
+
+# --- red team adv19 C/C2: a folder named like Moodle's inside a student's own ---------------------
+
+@pytest.mark.parametrize("others", [
+    # A Moodle download with a plain folder beside it (bob's work, e-mailed and unzipped)
+    {"Vera Victim_401101_assignsubmission_file_": _moodle(),
+     "Olga Other_401102_assignsubmission_file_": _moodle()},
+    # A class of plain folders
+    {"alice": _moodle(), "carol": _moodle()},
+], ids=["beside-a-moodle-download", "plain-class"])
+def test_a_folder_named_like_moodles_inside_a_students_folder_is_that_students(tmp_path, others):
+    """bob/ held his practical4/ and a folder named like Vera's Moodle submission: bob/ had been
+    read as a folder of Moodle's submissions, Vera got "2 uploads" (her grade gone) and bob no
+    row. Only a folder of nothing but Moodle's submissions holds other students' uploads."""
+    bob = {**_moodle(), **{f"Vera Victim_401101_assignsubmission_file_/{rel}": b"A = 0\n"
+                           for rel in _moodle()}}
+    found, notes = discover(write_entries(tmp_path / "subs", {**others, "bob": bob}))
+    sources = {s.student.key: [p.relative_to(tmp_path / "subs").as_posix() for p in s.sources]
+               for s in found}
+    assert sources["bob"] == ["bob"], (
+        f"expected bob/ as bob's upload, whole; observed {sources} (grader/batch/inputs.py "
+        "_entries)")
+    assert all(not s.several for s in found), sources
+    assert not [n for n in notes if "holds Moodle submissions" in n], notes
+    assert ("bob/ holds a folder named like a Moodle submission (Vera "
+            "Victim_401101_assignsubmission_file_/) beside files of its own: graded as one upload, "
+            "bob's") in notes[0], notes
+    bob_prepared = prepare(next(s for s in found if s.student.key == "bob"), tmp_path / "scratch")
+    assert bob_prepared.root is not None, bob_prepared.problem
+
+
+def test_a_folder_of_moodle_submissions_alone_is_still_read_as_theirs(tmp_path):
+    """late/ holding Moodle's folders and flat files only (junk and hidden files aside)."""
+    found, notes = discover(write_entries(tmp_path / "subs", {
+        "Bob Ray_6_assignsubmission_file_": _moodle(),
+        "late/Jane Doe_5_assignsubmission_file_": _moodle(),
+        "late/.DS_Store": b"junk",
+        "late/Jim Poe_7_assignsubmission_file_work.zip": _course()}))
+    assert [s.student.key for s in found] == ["Bob_Ray_6", "Jane_Doe_5", "Jim_Poe_7"], found
+    assert "late/ holds Moodle submissions: each of them graded as its student's" in notes
+
+
+# --- red team adv19 A: one assignment's folder twice, its names differing in case ------------------
+
+@pytest.mark.parametrize("same", [True, False], ids=["same-files", "different-files"])
+def test_an_assignment_folder_twice_in_two_cases_is_graded_once_or_left_to_a_person(tmp_path, same):
+    """`practical4/` and `Practical4/` (one folder on Windows and macOS, two on Linux) with
+    different files: one had been graded and the other ignored, without a word."""
+    other = CONCEPTS[1] if same else b"A = 0  # the template\n"
+    prepared = _prepare(tmp_path, {"casecl.zip": [
+        (f"practical4/{CONCEPTS[0]}", CONCEPTS[1]), (f"practical4/{SHEET[0]}", SHEET[1]),
+        (f"Practical4/{CONCEPTS[0]}", other), (f"Practical4/{SHEET[0]}", SHEET[1])]})
+    if same:
+        _graded(prepared)
+        assert "casecl/Practical4/ is a copy of casecl/practical4/ (their names differ only in " \
+               "case): graded once" in prepared.notes, prepared.notes
+    else:
+        assert prepared.root is None and prepared.needs_person, prepared.problem
+        assert prepared.problem == (
+            "two versions of practical4: casecl/practical4/ and casecl/Practical4/ hold different "
+            "files (their names differ only in case, one folder on Windows and macOS); which one "
+            "counts is for a person to decide (or keep one and upload again)"), prepared.problem
+
+
+def test_a_file_beside_one_of_its_name_in_other_case_is_said(tmp_path):
+    top = tmp_path / "top"
+    (top / "practical4").mkdir(parents=True)
+    (top / "practical4" / "concepts.py").write_bytes(CONCEPTS[1])
+    (top / "practical4" / "CONCEPTS.PY").write_bytes(b"old = True\n")
+    notes: list[str] = []
+    assert find_root(top, assignments=["practical4"], notes=notes) == top
+    assert "practical4/CONCEPTS.PY is not graded: practical4/concepts.py, of the template's " \
+           "name, is (their names differ only in case)" in notes, notes
