@@ -26,9 +26,12 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
         guidance = {item.id: item.guidance for item in rubric.items} if rubric else {}
         answers = assignment.get("answers") or {}
         values, origin = answers.get("values") or {}, answers.get("origin") or {}
-        manual = []
+        manual, short = [], []
         for item in assignment.get("items") or []:
             if item.get("kind") != "manual":
+                if _below_full(item):
+                    short.append({"id": item["id"], "score": format_value(item.get("score", 0)),
+                                  "points": format_value(item.get("max_score", 0))})
                 continue
             qid = item.get("answer") or ""
             text = values.get(qid)
@@ -57,6 +60,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "unread_cells": [cell for cell in answers.get("unread_cells") or []
                              if isinstance(cell, Mapping)],
             "manual": manual,
+            "automatic_short": short,   # automatic items below full marks
             "integrity": assignment.get("integrity"),
         })
     # Named as the LMS names the student, never by a path: a batch grades an unpacked copy in
@@ -95,12 +99,27 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
                          "(integrity); after looking, uncomment to release them:")
             lines.append(f'{indent}# {assignment["id"]}.integrity: {{cleared: true, comment: '
                          '"..."}')
+        if assignment.get("unread") or assignment.get("unread_cells"):
+            # Answers written but not read cost the automatic item that checks them: which
+            # one, and its points now, so the instructor can set it (an audit: "override where
+            # they are right" with only the manual items in the skeleton).
+            for item in assignment.get("automatic_short") or []:
+                lines.append(f'{indent}# {item["id"]}: {{points: {item["score"]}, comment: '
+                             f'"regraded by hand: an unread answer is right"}}  # automatic, '
+                             f'now {item["score"]} of {item["points"]}: uncomment to set')
         for m in assignment["manual"]:
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
             points = "null" if m["pending"] else m["score"]
             lines.append(f'{indent}{m["id"]}: {{points: {points}, comment: "{comment}"}}'
                          f'  # of {m["points"]}')
     return "\n".join(lines)
+
+
+def _below_full(item: Mapping[str, Any]) -> bool:
+    try:
+        return float(item.get("score") or 0) < float(item.get("max_score") or 0)
+    except (TypeError, ValueError):
+        return False
 
 
 def render_instructor_markdown(result: Mapping[str, Any], rubrics: Mapping[str, Any],

@@ -156,7 +156,7 @@ def test_an_answer_written_in_words_it_cannot_read_is_never_called_not_answered(
     md = render_instructor_markdown(data, load_rubrics())
     assert "Not answered: `task1.transfer_between`." in md
     assert ("Written where or how the grader cannot read them, so scored 0 (the problems above "
-            "say why; read them, and override where they are right): "
+            "say why; read them, and override where they are right: the overrides block at the end lists the automatic items below full marks, commented): "
             "`task4.all_gpus_utilised`.") in md
     html = render_html(data)
     assert "task1.transfer_between" in html and "task4.all_gpus_utilised:" not in \
@@ -176,12 +176,15 @@ def test_table_cells_it_cannot_read_are_listed_with_the_answers_it_cannot_read(r
     md = render_instructor_markdown(data, load_rubrics())
     assert ("Written where or how the grader cannot read them, so scored 0 (the problems above, "
             "and for a table's cells its checks' feedback, say why; read them, and override where "
-            "they are right): `task4.all_gpus_utilised`, "
+            "they are right: the overrides block at the end lists the automatic items below "
+            "full marks, commented): `task4.all_gpus_utilised`, "
             "`task2.step_time_table` (row 6, step_time_ms: about 50-60 ms), "
             "`task4.table` (row 2, memory_per_gpu_mib: \\`x\\` \\*y\\*).") in md, md
     answers["missing"], answers["unread"] = [], []
     md = render_instructor_markdown(data, load_rubrics())
-    assert "say why; read them, and override where they are right): `task2.step_time_table` (row 6" in md
+    assert ("say why; read them, and override where they are right: the overrides block at the "
+            "end lists the automatic items below full marks, commented): `task2.step_time_table` "
+            "(row 6") in md
 
 def test_the_overrides_skeleton_leaves_unfilled_answers_pending(result):
     """The skeleton had been pre-filled with `points: 0`: pasted unfilled, every written
@@ -208,3 +211,21 @@ def test_the_overrides_skeleton_leaves_unfilled_answers_pending(result):
     assert pending == set(unfilled) and again.pending_points == 0.5 * len(unfilled), (
         f"expected {sorted(unfilled)} pending; observed {sorted(pending)}")
     assert "points: null = not graded yet" in overrides_template([])
+
+
+def test_unread_answers_bring_their_automatic_items_into_the_skeleton_commented():
+    """instructor.md said "override where they are right" of answers it could not read, and
+    the skeleton listed only the written answers: the automatic items below full marks are
+    there too, commented (pasted as they are, they change nothing), with their points now."""
+    from grader.reports.instructor import overrides_template
+    view = {"id": "practical4", "manual": [], "unread": ["part1.output_shape"], "unread_cells": [],
+            "automatic_short": [{"id": "practical4.report", "score": "1.2", "points": "2"}]}
+    skeleton = overrides_template([view])
+    line = next(l for l in skeleton.splitlines() if "practical4.report" in l)
+    assert line.startswith("# practical4.report: {points: 1.2,") and "now 1.2 of 2" in line
+    assert yaml.safe_load(line.lstrip("# ").split("  #")[0]) == {
+        "practical4.report": {"points": 1.2, "comment": "regraded by hand: an unread answer is right"}}
+    assert yaml.safe_load(skeleton) is None, "commented, the skeleton sets nothing"
+    quiet = dict(view, unread=[])
+    assert "practical4.report" not in overrides_template([quiet]), (
+        "only where answers went unread")
