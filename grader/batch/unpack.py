@@ -74,6 +74,12 @@ class UnpackLimits:
     max_depth: int = 32
 
 
+# What the student is told where a whole upload is over the limits: a red team's reference
+# code beside a 210 MiB checkpoint or 5,200 dataset images scored 0 with only "archive bomb".
+_HAND_IN_LESS = (", or one holding data the course's work does not need: hand in the code, "
+                 "answers and report without datasets or checkpoints")
+
+
 class Budget:
     """What one submission has used of its limits so far."""
 
@@ -84,13 +90,13 @@ class Budget:
         self.files += 1
         if self.files > self.limits.max_files:
             raise Rejected(f"{what}: more than {self.limits.max_files} files (limit); "
-                           "rejected as a possible archive bomb")
+                           f"rejected as a possible archive bomb{_HAND_IN_LESS}")
 
     def add_bytes(self, count: int, what: str) -> None:
         self.bytes += count
         if self.bytes > self.limits.max_total_bytes:
             raise Rejected(f"{what}: more than {self.limits.max_total_bytes} bytes unpacked "
-                           "(limit); rejected as a possible archive bomb")
+                           f"(limit); rejected as a possible archive bomb{_HAND_IN_LESS}")
 
     def check_depth(self, depth: int, what: str) -> None:
         if depth > self.limits.max_depth:

@@ -482,3 +482,17 @@ def test_an_archive_the_batch_does_not_unpack_is_a_student_for_a_person(tmp_path
     for key in ("carol", "dave"):
         prepared = prepare(found[key], tmp_path / key)
         assert prepared.needs_person and prepared.problem, prepared
+
+
+def test_a_folder_upload_over_the_limits_tells_the_student_to_leave_data_out(tmp_path):
+    """A red team's reference code beside a large checkpoint scored 0 with only "a possible
+    archive bomb": the student is told what to hand in instead."""
+    subs = tmp_path / "subs"
+    make_submission(subs / "dora")
+    (subs / "dora" / "data").mkdir()
+    (subs / "dora" / "data" / "checkpoint.pt").write_bytes(b"\0" * 1_200_000)
+    found, _ = _by_key(subs)
+    prepared = prepare(found["dora"], tmp_path / "scratch", UnpackLimits(max_total_bytes=1_000_000))
+    assert prepared.root is None
+    assert "hand in the code, answers and report without datasets or checkpoints" in \
+        prepared.problem, prepared.problem
