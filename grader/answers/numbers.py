@@ -560,9 +560,10 @@ def _shape_token(token: str) -> list[int] | None:
     return shape_in(token) if re.match(r"\d", token) else int_list_in(token)
 
 
-def _one_shape_and_words(text: str) -> tuple[list[int], str] | None:
-    """(the one shape `text` holds, the words around it), the remarks without numbers left out;
-    None where it holds another number, none or two shapes, or a "not" or another option."""
+def _one_shape_and_words(text: str) -> tuple[list[int], str, str] | None:
+    """(the one shape `text` holds, the words before it, the words after it), the remarks
+    without numbers left out; None where it holds another number, none or two shapes, or a
+    "not" or another option."""
     text = _WORDS_REMARK_RE.sub(" ", str(text))
     if _OTHERWISE_RE.search(text) or _ALTERNATIVE_RE.search(text):
         return None
@@ -570,8 +571,8 @@ def _one_shape_and_words(text: str) -> tuple[list[int], str] | None:
     if len(found) != 1:
         return None
     shape = _shape_token(found[0].group(0))
-    words = text[:found[0].start()] + " " + text[found[0].end():]
-    return (shape, words) if shape and not re.search(r"\d", words) else None
+    before, after = text[:found[0].start()], text[found[0].end():]
+    return (shape, before, after) if shape and not re.search(r"\d", before + after) else None
 
 
 def shape_said(text: str) -> list[int] | None:
@@ -580,11 +581,12 @@ def shape_said(text: str) -> list[int] | None:
     features)"); None for anything else (see _one_shape_and_words; words after the shape are a
     remark only in brackets)."""
     found = _one_shape_and_words(text)
-    if found is None or set(re.findall(r"[a-z]+", found[1].lower())) & set(_EACH_WORDS):
+    if found is None:
+        return None
+    shape, before, after = found
+    if set(re.findall(r"[a-z]+", (before + " " + after).lower())) & set(_EACH_WORDS):
         return None   # "both (32, 1000)": the shape of more than one thing
-    text = _WORDS_REMARK_RE.sub(" ", str(text))
-    last = list(_ANY_SHAPE_RE.finditer(text))[-1]
-    return found[0] if re.fullmatch(r"[\s.;]*", text[last.end():]) else None
+    return shape if re.fullmatch(r"[\s.;]*", after) else None
 
 
 def chunk_shapes_said(text: str) -> list[list[int]] | None:
@@ -610,8 +612,8 @@ def each_shape_said(text: str) -> tuple[list[int], int | None] | None:
     found = _one_shape_and_words(text)
     if found is None:
         return None
-    shape, words = found
-    said = re.findall(r"[a-z]+", words.lower())
+    shape, before, after = found
+    said = re.findall(r"[a-z]+", (before + " " + after).lower())
     which = [word for word in said if word in _EACH_WORDS]
     if len(which) != 1 or any(word not in _EACH_WORDS and word not in _CHUNK_WORDS for word in said):
         return None

@@ -45,6 +45,13 @@ def inert_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+def upload_cell(text: str) -> str:
+    """A text cell from uploads (a name, a status quoting one): inert, its control characters
+    escaped (a name's newline had made a cell of two lines; a gradebook from before the batch
+    escaped them may hold them raw)."""
+    return inert_cell(printable(str(text)))
+
+
 def late_penalty(result: dict | None) -> float | None:
     """The points a run's late penalties took (negative), 0 when it was on time, None when no
     assignment had both a due date and a submission time."""
@@ -122,12 +129,9 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
         if person.flag:
             status += f"; {NAME_KEPT_APART}"
         identifiers = "; ".join(r.student.identifier for r in person.runs)
-        # Text from uploads with its control characters escaped (a name's newline had made a
-        # cell of two lines; a gradebook from before the batch escaped them may hold them raw).
-        rows.append([inert_cell(printable(identifiers)), inert_cell(printable(person.name)),
-                     *cells, total, inert_cell(printable(status)),
-                     inert_cell(printable("; ".join(person.keys))),
-                     *([inert_cell(printable(person.email or ""))] if emails else [])])
+        rows.append([upload_cell(identifiers), upload_cell(person.name), *cells, total,
+                     upload_cell(status), upload_cell("; ".join(person.keys)),
+                     *([upload_cell(person.email or "")] if emails else [])])
     return rows
 
 

@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from grader.batch.gradebook import CurrentRun
-from grader.batch.grades_csv import inert_cell
-from grader.batch.printable import printable
+from grader.batch.grades_csv import upload_cell
 from grader.common.files import write_atomically
 from grader.reports.formatting import format_points
 
@@ -216,8 +215,7 @@ def worksheet_rows(runs: Iterable[CurrentRun], assignment: str, max_points: floa
             unmatched.append(run.student.key)
             continue
         grade = grade_cell(run, assignment)
-        rows.append([f"Participant {run.student.participant_id}",
-                     inert_cell(printable(run.student.name)), "",
+        rows.append([f"Participant {run.student.participant_id}", upload_cell(run.student.name), "",
                      "Submitted for grading", grade or "", format_points(max_points), "Yes",
                      run.submitted_at or "", written_at if grade is not None else "",
                      comment(run, assignment, report_location(run.student.key))

@@ -456,7 +456,12 @@ def _rows_below(lines: list[Line], start: int, columns: list[Column], spec) -> t
 def _line_gpu(line: Line) -> int | None:
     """The GPU one line of a table with a row per GPU names ("cuda:1" in a cell of its own, or
     before its memory), if it names exactly one."""
-    found = {int(m.group(1)) for cell in line.cells if (m := _ROW_GPU.match(cell.text))}
+    return _one_gpu_named(cell.text for cell in line.cells)
+
+
+def _one_gpu_named(texts) -> int | None:
+    """The GPU these cells name ("cuda:1", "GPU 1", "cuda:1: 200.7"), where they name one."""
+    found = {int(m.group(1)) for text in texts if (m := _ROW_GPU.match(text))}
     return found.pop() if len(found) == 1 else None
 
 
@@ -650,9 +655,7 @@ def _per_gpu_memory(row: _Row, columns: list[tuple[int, str]], texts: dict, mark
 def _row_gpu(row: _Row) -> int | None:
     """The GPU a row of a table with a row per GPU is about, where one of its cells names it
     ("cuda:1", "GPU 1", or "cuda:1: 200.7" in the memory cell)."""
-    found = {int(m.group(1)) for line in row.raw for cell in line.split("\t")
-             if (m := _ROW_GPU.match(normalise(cell)))}
-    return found.pop() if len(found) == 1 else None
+    return _one_gpu_named(normalise(cell) for line in row.raw for cell in line.split("\t"))
 
 
 def _one_gpu_per_row(group: list[_Parsed], spec) -> _Parsed | None:
