@@ -34,8 +34,9 @@ from typing import Sequence
 from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held_assignments,
                                  require_expected_files)
 from grader.batch.printable import printable
-from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, Rejected, UnpackLimits,
-                                 check_zip_entry, display_name, extract_zip, materialize_entry)
+from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay, Rejected,
+                                 UnpackLimits, check_zip_entry, display_name, extract_zip,
+                                 materialize_entry, size_text)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -95,6 +96,9 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     # Nothing the graded assignments expect was found: not a grade, a person's to look at.
     needs_person: bool = False
+    # What an upload over the limits was graded without ("data/model.pt (210.0 MiB)"): the
+    # student's report names it.
+    left_out: list[str] = field(default_factory=list)
 
 
 # Archives of kinds the batch does not unpack, which a student may upload all the same.
@@ -298,11 +302,20 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         os.chmod(scratch, 0o755)
         if submission.problem:
             raise Rejected(submission.problem)
-        budget = Budget(limits)
-        places = _places(submission, scratch)
-        for source in submission.sources:
-            places[source].mkdir(exist_ok=True)
-            materialize_entry(source, places[source], budget, notes)
+        try:
+            budget, places = _unpack(submission, scratch, Budget(limits), notes)
+        except DataInTheWay as whole:
+            # Too big whole (or a checkpoint Python cannot inflate): once more without what no
+            # check reads, before a zero for the code beside it.
+            notes.clear()
+            shutil.rmtree(scratch)
+            scratch.mkdir()
+            os.chmod(scratch, 0o755)
+            budget, places = _unpack(submission, scratch, Budget(limits, leave_out=True), notes)
+            lines = _left_out_lines(budget)
+            notes.append(f"graded without {budget.left_out_text()} ({short_reason(whole)}): "
+                         + ", ".join(lines[:10]) + (f" and {len(lines) - 10} more"
+                                                    if len(lines) > 10 else ""))
         places = list(dict.fromkeys(places.values()))
         layout = list(assignments or assignment_ids())
         require_expected_files(scratch, list(graded or layout), layout)
@@ -310,7 +323,8 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                 else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
-        return Prepared(root=root, content_hash=content_hash(root), notes=_said(notes))
+        return Prepared(root=root, content_hash=content_hash(root), notes=_said(notes),
+                        left_out=_said(_left_out_lines(budget)))
     except Rejected as problem:
         return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
@@ -320,6 +334,27 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
     except Exception as exc:   # one upload can only fail itself, however it fails
         return _refused(submission, f"could not be unpacked ({type(exc).__name__}: "
                                     f"{str(exc)[:300] or 'no message'})", notes)
+
+
+def _unpack(submission: Submission, scratch: Path, budget: Budget,
+            notes: list[str]) -> tuple[Budget, dict[Path, Path]]:
+    places = _places(submission, scratch)
+    for source in submission.sources:
+        places[source].mkdir(exist_ok=True)
+        materialize_entry(source, places[source], budget, notes)
+    return budget, places
+
+
+def short_reason(problem: Exception) -> str:
+    """The first clause of an unpack rejection: what was over, without the advice."""
+    return str(problem).split("; ")[0]
+
+
+def _left_out_lines(budget: Budget) -> list[str]:
+    """One line per left-out file or environment, largest first."""
+    ordered = sorted(budget.left_out, key=lambda item: (-(item[1] or 0), item[0]))
+    return [f"{where} (a Python environment)" if size is None else f"{where} ({size_text(size)})"
+            for where, size, _ in ordered]
 
 
 def assignments_in(submission: Submission, scratch: Path, layout: Sequence[str],

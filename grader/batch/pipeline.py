@@ -730,9 +730,9 @@ class _ClassBatch:
             if previous is None:
                 raise RescoreError("the current run has no result.json")
             shutil.copytree(self.out / "submissions" / key, work, symlinks=True)
-            result = rescore_from(work, previous, self.rubrics, current.submitted_at,
-                                  context.submitted_at, context.overrides,
-                                  student_of(context.submission.student))
+            result = _with_left_out(rescore_from(work, previous, self.rubrics, current.submitted_at,
+                                                 context.submitted_at, context.overrides,
+                                                 student_of(context.submission.student)), context)
             publish(result, work, rubrics=self.rubrics)
         except (RescoreError, RawRunError, OSError, ValueError, KeyError, TypeError) as problem:
             shutil.rmtree(work, ignore_errors=True)
@@ -818,12 +818,13 @@ class _ClassBatch:
                 scored = score_run(RawRun.load(folder), self.rubrics, overrides=context.overrides,
                                    submitted_at=context.submitted_at, submission=label,
                                    student=student)
-                return publish(scored, folder, rubrics=self.rubrics)
+                return publish(_with_left_out(scored.to_dict(), context), folder,
+                               rubrics=self.rubrics)
             except (RawRunError, OSError, ValueError, KeyError, TypeError) as problem:
                 self.progress.warn(f"{context.submission.student.key}: overrides not applied "
                                    f"({problem})")
         result["submission"], result["student"] = label, student
-        return publish(result, folder, rubrics=self.rubrics)
+        return publish(_with_left_out(result, context), folder, rubrics=self.rubrics)
 
     def _store(self, context: _Context, run: RunRecord, work: Path | None, output: str = "",
                extra_logs: list[tuple[str, str]] = (), current: bool = True) -> None:
@@ -854,6 +855,14 @@ class _ClassBatch:
             self.progress.warn(f"{submission.student.key}: graded and recorded, but its report "
                                f"files were not written ({type(problem).__name__}: "
                                f"{str(problem)[:200]}); --regrade writes them")
+
+
+def _with_left_out(result: dict, context: _Context) -> dict:
+    """The result with what its upload was graded without (grader/batch/unpack.py): the grading
+    child sees only the unpacked root, so the batch adds it."""
+    if context.prepared.left_out:
+        result["left_out"] = list(context.prepared.left_out)
+    return result
 
 
 def _score_of(result: dict | None) -> str | None:

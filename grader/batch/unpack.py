@@ -9,7 +9,10 @@ whoever made it):
   otherwise exhaust the recursion of whatever walks it next);
 - names: no name longer than 255 bytes, no path longer than 1024;
 - entries and bytes: at most `max_files` files and `max_total_bytes` unpacked, over the whole
-  upload (a zip bomb stops here);
+  upload (a zip bomb stops here). An upload over them is unpacked once more without what the
+  grader never reads and no course script needs (Python environments, datasets, checkpoints,
+  images: `DATA_SUFFIXES`), each left-out file named for the student; only where the code,
+  answers and report alone are over is the upload rejected;
 - compression: only the methods Python inflates (stored, deflate, bzip2, lzma); Deflate64
   (method 9, what Windows Explorer writes for large files) and others are named in the
   rejection with what to do instead;
@@ -60,6 +63,12 @@ class Rejected(Exception):
     """The submission cannot be graded; the message is shown to the instructor and stored."""
 
 
+class DataInTheWay(Rejected):
+    """The upload cannot be unpacked whole (more bytes or files than the limits allow; a data
+    file compressed in a way Python cannot inflate): `prepare` unpacks it again leaving out its
+    data (`Budget(leave_out=True)`) before it rejects it."""
+
+
 class NeedsPerson(Rejected):
     """Not a verdict on the student's work (no grade, no zero): what was found cannot be graded
     or decided by the grader (nothing the graded assignments expect, two different versions of
@@ -72,6 +81,38 @@ class UnpackLimits:
     max_total_bytes: int = 200 * 1024 * 1024
     max_files: int = 5000
     max_depth: int = 32
+    # Entries looked at, unpacked or left out: a virtual environment with torch in it lists
+    # some 20,000 files; what zipfile holds in memory per entry bounds it.
+    max_listed: int = 50_000
+
+
+# What the grader never reads and no course script loads (the course's work trains on random
+# tensors: no dataset is downloaded, no model saved and loaded): left out of an upload over the
+# limits. Nested archives are here too: only archives at the top of an upload are unpacked.
+DATA_SUFFIXES = frozenset({
+    # saved models and arrays
+    ".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".onnx", ".h5", ".hdf5", ".npy", ".npz",
+    ".pkl", ".pickle", ".joblib", ".msgpack", ".tfrecord", ".parquet", ".arrow", ".feather",
+    ".lmdb", ".mdb", ".idx", ".ubyte", ".mat",
+    # images, audio and video
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".ico", ".heic",
+    ".mp4", ".mov", ".avi", ".mkv", ".webm", ".wav", ".mp3", ".flac",
+    # archives never unpacked
+    ".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst",
+})
+# What makes a folder a Python environment (as grader/integrity/unrun.py finds them).
+ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
+
+
+def is_data_file(name: str) -> bool:
+    return os.path.splitext(name.lower())[1] in DATA_SUFFIXES
+
+
+def size_text(size: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
 
 
 # What the student is told where a whole upload is over the limits: a red team's reference
@@ -81,22 +122,55 @@ _HAND_IN_LESS = (", or one holding data the course's work does not need: hand in
 
 
 class Budget:
-    """What one submission has used of its limits so far."""
+    """What one submission has used of its limits so far; with `leave_out`, what was left out
+    (`left_out`: (path, size or None for a folder, what it is))."""
 
-    def __init__(self, limits: UnpackLimits):
-        self.limits, self.bytes, self.files = limits, 0, 0
+    def __init__(self, limits: UnpackLimits, leave_out: bool = False):
+        self.limits, self.bytes, self.files, self.listed = limits, 0, 0, 0
+        self.leave_out = leave_out
+        self.left_out: list[tuple[str, int | None, str]] = []
+
+    def over(self, what: str, amount: str) -> DataInTheWay:
+        if self.left_out:
+            return DataInTheWay(f"{what}: {amount} even with {self.left_out_text()} left "
+                                f"out; rejected as a possible archive bomb{_HAND_IN_LESS}")
+        return DataInTheWay(f"{what}: {amount}; rejected as a possible archive "
+                            f"bomb{_HAND_IN_LESS}")
 
     def add_file(self, what: str) -> None:
         self.files += 1
         if self.files > self.limits.max_files:
-            raise Rejected(f"{what}: more than {self.limits.max_files} files (limit); "
-                           f"rejected as a possible archive bomb{_HAND_IN_LESS}")
+            raise self.over(what, f"more than the limit of {self.limits.max_files} files")
 
     def add_bytes(self, count: int, what: str) -> None:
         self.bytes += count
         if self.bytes > self.limits.max_total_bytes:
-            raise Rejected(f"{what}: more than {self.limits.max_total_bytes} bytes unpacked "
-                           f"(limit); rejected as a possible archive bomb{_HAND_IN_LESS}")
+            raise self.over(what, f"more than the limit of {self.limits.max_total_bytes} "
+                                  "bytes unpacked")
+
+    def count_listed(self, what: str, count: int = 1) -> None:
+        self.listed += count
+        if self.listed > self.limits.max_listed:
+            raise Rejected(f"{what}: more than {self.limits.max_listed} files and folders; "
+                           "rejected as a possible archive bomb")
+
+    def skips(self, where: str, size: int | None, kind: str = "data") -> bool:
+        """Whether `where` is left out (only in the second, leave-out pass); recorded if so."""
+        if not self.leave_out:
+            return False
+        self.left_out.append((where, size, kind))
+        return True
+
+    def left_out_text(self) -> str:
+        files = [size for _, size, kind in self.left_out if kind == "data"]
+        environments = sum(kind == "environment" for _, _, kind in self.left_out)
+        parts = []
+        if files:
+            parts.append(f"{len(files)} data file{'s' * (len(files) != 1)} "
+                         f"({size_text(sum(files))})")
+        if environments:
+            parts.append(f"{environments} Python environment{'s' * (environments != 1)}")
+        return " and ".join(parts) or "nothing"
 
     def check_depth(self, depth: int, what: str) -> None:
         if depth > self.limits.max_depth:
@@ -152,6 +226,10 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         return
     check_name(name, name)
     budget.check_depth(depth, name)
+    budget.count_listed(name)
+    if stat.S_ISDIR(mode) and any(os.path.lexists(entry / mark) for mark in ENVIRONMENT_MARKS) \
+            and budget.skips(f"{where}/", None, "environment"):
+        return    # never walked: the runs hide an environment anyway
     if stat.S_ISDIR(mode):
         budget.add_file(name)
         target = dest / name
@@ -168,6 +246,8 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         count = extract_zip(entry, free_name(dest / (name[:-4].strip() or "archive")), budget,
                             notes)
         notes.append(f"unpacked {name} ({count} files)")
+    elif is_data_file(name) and budget.skips(where, entry.lstat().st_size):
+        return
     else:
         budget.add_file(name)
         _copy_counted(entry, dest / name, budget)
@@ -199,9 +279,11 @@ def is_link_entry(info: zipfile.ZipInfo) -> bool:
     return stat.S_IFMT(info.external_attr >> 16) == stat.S_IFLNK
 
 
-def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None) -> list[str]:
-    """The safe relative path parts of one entry; Rejected for anything unsafe. A symbolic
-    link passes once its path is safe: the caller skips it (`is_link_entry`), never writes it."""
+def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None,
+                    methods: bool = True) -> list[str]:
+    """The safe relative path parts of one entry; Rejected for anything unsafe (and, with
+    `methods`, for a compression Python cannot inflate). A symbolic link passes once its path
+    is safe: the caller skips it (`is_link_entry`), never writes it."""
     limits = limits or UnpackLimits()
     name = info.filename.replace("\\", "/")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
@@ -224,15 +306,23 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
         raise Rejected(f"{archive}: entry '{info.filename}' is not a regular file; rejected")
     if info.flag_bits & 0x1:
         raise Rejected(f"{archive}: entry '{info.filename}' is encrypted; upload it without a password")
+    if methods:
+        check_method(info, archive)
+    return parts
+
+
+def check_method(info: zipfile.ZipInfo, archive: str) -> None:
+    """Rejected where Python cannot inflate the entry (DataInTheWay for a data file: the
+    upload may be graded without it)."""
     if info.compress_type not in SUPPORTED_METHODS and not info.is_dir():
         method = KNOWN_METHODS.get(info.compress_type, "an unknown method")
         hint = (" (what Windows Explorer's 'Send to > Compressed folder' writes for large files)"
                 if info.compress_type == 9 else "")
-        raise Rejected(f"{archive}: entry '{info.filename}' is compressed with {method} (zip "
-                       f"method {info.compress_type}){hint}, which the grader cannot unpack; zip "
-                       "the folder again with ordinary Deflate (`zip -r`, 7-Zip's 'Deflate', "
-                       "or macOS 'Compress')")
-    return parts
+        kind = DataInTheWay if is_data_file(info.filename) else Rejected
+        raise kind(f"{archive}: entry '{info.filename}' is compressed with {method} (zip "
+                   f"method {info.compress_type}){hint}, which the grader cannot unpack; zip "
+                   "the folder again with ordinary Deflate (`zip -r`, 7-Zip's 'Deflate', "
+                   "or macOS 'Compress')")
 
 
 def zip_directory_size(archive: Path) -> tuple[int, int, int] | None:
@@ -328,13 +418,13 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     # would cost the grader gigabytes before any other limit is looked at. The end record's
     # count is the archive's claim; the directory's size and its signatures are what zipfile
     # will read.
-    most = 2 * limits.max_files
+    most = limits.max_listed
     if entries_declared > most:
-        raise Rejected(f"{label}: {entries_declared} entries, more than the limit of "
-                       f"{limits.max_files} files; rejected as a possible archive bomb")
+        raise Rejected(f"{label}: {entries_declared} entries, more than the limit of {most} "
+                       "files and folders; rejected as a possible archive bomb")
     if directory_bytes > most * DIRECTORY_BYTES_PER_ENTRY:
         raise Rejected(f"{label}: a directory of {directory_bytes} bytes, room for more entries "
-                       f"than the limit of {limits.max_files} files; rejected as a possible "
+                       f"than the limit of {most} files and folders; rejected as a possible "
                        "archive bomb")
     try:
         entries_found = directory_entries(archive, start, directory_bytes)
@@ -342,7 +432,7 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
         raise Rejected(f"{label} could not be read ({exc})") from None
     if entries_found > most:
         raise Rejected(f"{label}: {entries_found} entries in its directory (its end record says "
-                       f"{entries_declared}), more than the limit of {limits.max_files} files; "
+                       f"{entries_declared}), more than the limit of {most} files and folders; "
                        "rejected as a possible archive bomb")
     try:
         zf = zipfile.ZipFile(archive)
@@ -350,9 +440,8 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
         raise Rejected(f"{label} is not a readable zip file ({exc})") from None
     with zf:
         entries = []
-        declared = 0
         for info in zf.infolist():
-            parts = check_zip_entry(info, label, limits)
+            parts = check_zip_entry(info, label, limits, methods=False)
             if not parts or any(p in JUNK_NAMES for p in parts):
                 continue
             if is_link_entry(info):
@@ -361,13 +450,19 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
                                  "are never followed or created, and nothing graded needs one")
                 continue
             entries.append((info, parts))
-            declared += info.file_size
-        if len(entries) + budget.files > limits.max_files:
-            raise Rejected(f"{label}: {len(entries)} entries, more than the limit of "
-                           f"{limits.max_files} files; rejected as a possible archive bomb")
+        budget.count_listed(label, len(entries))
+        if budget.leave_out:
+            entries = _without_data(entries, budget)
+        for info, _ in entries:
+            check_method(info, label)
+        files = sum(not info.is_dir() for info, _ in entries)
+        declared = sum(info.file_size for info, _ in entries)
+        if files + budget.files > limits.max_files:
+            raise budget.over(label, f"{files} files, more than the limit of {limits.max_files} "
+                                     "files")
         if declared + budget.bytes > limits.max_total_bytes:
-            raise Rejected(f"{label}: would unpack to {declared} bytes, more than the limit of "
-                           f"{limits.max_total_bytes}; rejected as a possible archive bomb")
+            raise budget.over(label, f"would unpack to {declared} bytes, more than the limit "
+                                     f"of {limits.max_total_bytes}")
         dest.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         top = dest.resolve()
         count = 0
@@ -387,9 +482,35 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
                         dst.write(chunk)
             except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError,
                     RuntimeError) as exc:
-                raise Rejected(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
+                # A damaged checkpoint need not cost the code beside it its grade.
+                kind = DataInTheWay if is_data_file(parts[-1]) else Rejected
+                raise kind(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
             count += 1
         return count
+
+
+def _without_data(entries: list[tuple[zipfile.ZipInfo, list[str]]], budget: Budget):
+    """`entries` less the Python environments and data files in them, each recorded in
+    `budget` (an environment once, as its folder)."""
+    environments = set()
+    for info, parts in entries:
+        for at, part in enumerate(parts):
+            if part in ENVIRONMENT_MARKS and (at < len(parts) - 1 or part == "pyvenv.cfg"):
+                environments.add(tuple(parts[:at]))
+                break
+    kept = []
+    for info, parts in entries:
+        home = next((parts[:len(env)] for env in environments
+                     if tuple(parts[:len(env)]) == env), None)
+        if home is not None:
+            continue
+        if not info.is_dir() and is_data_file(parts[-1]) and budget.skips(
+                "/".join(parts), info.file_size):
+            continue
+        kept.append((info, parts))
+    for env in sorted(environments):
+        budget.skips("/".join(env) + "/", None, "environment")
+    return kept
 
 
 def _make_folders(top: Path, parts: list[str]) -> None:

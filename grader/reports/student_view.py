@@ -49,6 +49,7 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "pending_points": format_points(result.get("pending_points"))
         if result.get("pending_points") else None,
         "errors": list(result.get("errors") or []),
+        "left_out": [str(line) for line in result.get("left_out") or []],
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
     }
 

@@ -47,6 +47,9 @@ class Result:
     # Who handed it in, as the LMS export names them ({key, name}; the batch fills it): the
     # reports' heading, instead of a folder's name.
     student: dict[str, str] | None = None
+    # What the batch graded the upload without, it being over the unpack limits ("data/model.pt
+    # (210.0 MiB)", "venv/ (a Python environment)"): told to the student.
+    left_out: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         entries = [dict(a) for a in self.assignments]
@@ -69,6 +72,8 @@ class Result:
             document["overrides"] = dict(self.overrides)
         if self.override_problems:
             document["override_problems"] = list(self.override_problems)
+        if self.left_out:
+            document["left_out"] = [str(line) for line in self.left_out]
         return document
 
 

@@ -97,7 +97,8 @@ BAD_ARCHIVES = {
     # A link is skipped (tests/batch/test_upload_shapes.py), but its path is checked first.
     "symlink_outside": ([OK_FILE, (_symlink_info("../practical4/data"), b"/etc/passwd")],
                         "points outside the archive (../)"),
-    "size_bomb": ([OK_FILE, (_deflated("practical4/zeros.bin"), b"\0" * 3_000_000)],
+    # Not a data file: a data file past the limits is left out instead (test_left_out.py).
+    "size_bomb": ([OK_FILE, (_deflated("practical4/zeros.txt"), b"\0" * 3_000_000)],
                   "more than the limit of 1000000"),
     "count_bomb": ([OK_FILE] + [(f"practical4/f{i}.txt", b"") for i in range(60)],
                    "more than the limit of 50 files"),
@@ -124,7 +125,7 @@ def test_unsafe_archives_are_rejected_with_a_message(tmp_path, case):
 def test_a_bomb_that_lies_about_its_size_is_stopped_while_inflating(tmp_path):
     # Headers claim 10 bytes; the data inflates to 3 MB. Counting real bytes catches it
     # (zipfile itself would also stop at the declared size; either way nothing big is written).
-    data = zip_bytes([OK_FILE, (_deflated("practical4/zeros.bin"), b"\0" * 3_000_000)])
+    data = zip_bytes([OK_FILE, (_deflated("practical4/zeros.txt"), b"\0" * 3_000_000)])
     marker = (3_000_000).to_bytes(4, "little")
     assert data.count(marker) == 2      # local header and central directory
     (tmp_path / "subs").mkdir()
@@ -252,7 +253,7 @@ def test_names_too_long_and_a_directory_of_too_many_entries(tmp_path):
     end = data.rfind(b"PK\x05\x06")
     data[end + 8:end + 12] = (60000).to_bytes(2, "little") * 2
     many, _ = _prepare_one(tmp_path / "b", "many.zip", bytes(data))
-    assert "60000 entries, more than the limit of 5000 files" in many.problem
+    assert "60000 entries, more than the limit of 50000 files and folders" in many.problem
 
 
 def _directory_of(entries: int, claimed: int, padding: int = 0) -> bytes:
@@ -269,8 +270,8 @@ def _directory_of(entries: int, claimed: int, padding: int = 0) -> bytes:
 
 
 @pytest.mark.parametrize("entries, padding, says", [
-    # A directory far larger than 2 x 5000 entries can honestly take: refused by its size.
-    (400_000, 0, "room for more entries than the limit of 5000 files"),
+    # A directory far larger than 10,000 entries can honestly take: refused by its size.
+    (400_000, 0, "room for more entries than the limit of 10000 files and folders"),
     # Small enough entries to fit that size: counted by their signatures, not the claim.
     (12_000, 0, "12000 entries in its directory (its end record says 1)"),
     (12_000, 4096, "12000 entries in its directory (its end record says 1)"),
@@ -281,7 +282,8 @@ def test_an_end_record_that_lies_about_its_entries_is_refused_before_zipfile_rea
     def never(*args, **kwargs):
         raise AssertionError("zipfile was asked to read the directory of a refused archive")
     monkeypatch.setattr(zipfile, "ZipFile", never)
-    prepared, _ = _prepare_one(tmp_path, "liar.zip", _directory_of(entries, claimed=1, padding=padding))
+    prepared, _ = _prepare_one(tmp_path, "liar.zip", _directory_of(entries, claimed=1, padding=padding),
+                               limits=UnpackLimits(max_listed=10_000))
     assert prepared.root is None and says in prepared.problem, prepared.problem
     assert "rejected as a possible archive bomb" in prepared.problem
 
@@ -484,15 +486,19 @@ def test_an_archive_the_batch_does_not_unpack_is_a_student_for_a_person(tmp_path
         assert prepared.needs_person and prepared.problem, prepared
 
 
-def test_a_folder_upload_over_the_limits_tells_the_student_to_leave_data_out(tmp_path):
+def test_a_folder_upload_whose_code_alone_is_over_the_limits_tells_the_student_to_leave_data_out(
+        tmp_path):
     """A red team's reference code beside a large checkpoint scored 0 with only "a possible
-    archive bomb": the student is told what to hand in instead."""
+    archive bomb": such data is now left out (test_left_out.py); where what is left is still
+    over, the student is told what to hand in."""
     subs = tmp_path / "subs"
     make_submission(subs / "dora")
     (subs / "dora" / "data").mkdir()
-    (subs / "dora" / "data" / "checkpoint.pt").write_bytes(b"\0" * 1_200_000)
+    (subs / "dora" / "data" / "checkpoint.pt").write_bytes(b"\0" * 600_000)
+    (subs / "dora" / "data" / "generated.py").write_bytes(b"#" * 1_100_000)
     found, _ = _by_key(subs)
     prepared = prepare(found["dora"], tmp_path / "scratch", UnpackLimits(max_total_bytes=1_000_000))
     assert prepared.root is None
+    assert "even with 1 data file (585.9 KiB) left out" in prepared.problem, prepared.problem
     assert "hand in the code, answers and report without datasets or checkpoints" in \
         prepared.problem, prepared.problem
