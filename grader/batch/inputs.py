@@ -168,7 +168,8 @@ def _entries(folder: Path, notes: list[str], levels: int = CONTAINER_LEVELS, whe
     `late/` of one export beside another: it had been one level too deep, and its students
     graded as one called `late`), `levels` deep.
 
-    Only a folder that holds nothing but Moodle's submissions (or such folders) is read so:
+    Only a folder that holds nothing but Moodle's submissions (or such folders), and at most
+    notes of the instructor's (`NOTE_SUFFIXES`: ignored, each said), is read so:
     anything else is a student's own, whatever it holds (bob/ holding his practical4/ and a
     folder named like Vera's Moodle submission had been read as a download, Vera's grade
     replaced by "2 uploads" and bob left with no row)."""
@@ -200,8 +201,21 @@ def _holds_others(folder: Path, levels: int) -> bool:
         inner = _listed(folder)
     except OSError:   # a student's folder the batch cannot list: prepare() says so
         return False
-    return bool(inner) and all(_is_moodle(each) or _holds_others(each, levels - 1)
-                               for each in inner)
+    others = [each for each in inner if not _is_note(each)]
+    return bool(others) and all(_is_moodle(each) or _holds_others(each, levels - 1)
+                                for each in others)
+
+
+# What an instructor leaves beside Moodle's folders in a late/ of their own (a list of who is
+# late, a README): such a file had made late/ one student's upload, called "late", and its
+# students' submissions were graded as that upload. Never code, an archive or a folder, so a
+# student's own folder holding one named like Moodle's stays theirs (adv19 C3).
+NOTE_SUFFIXES = (".txt", ".md", ".csv", ".tsv", ".xlsx", ".xls", ".ods", ".html", ".htm", ".log")
+
+
+def _is_note(entry: Path) -> bool:
+    return (entry.suffix.lower() in NOTE_SUFFIXES and entry.is_file() and not entry.is_symlink()
+            and not _is_moodle(entry))
 
 
 def _moodle_named_inside(entry: Path) -> list[Path]:
@@ -237,7 +251,8 @@ def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submissi
     for entry in _entries(folder, notes):
         identified = identify(entry)
         if identified is None:
-            notes.append(f"ignored {shown_name(entry.name)}: not a folder, a .zip, an "
+            notes.append(f"ignored {shown_name(entry.relative_to(folder).as_posix())}: not a "
+                         "folder, a .zip, an "
                          "archive or a Moodle submission file")
             continue
         student, plugin = identified

@@ -341,6 +341,26 @@ def test_a_late_folder_inside_one_of_two_downloads_is_its_students_not_one_named
     assert greta.several and greta.export == "moodle_practical4", greta
 
 
+def test_an_instructors_notes_beside_the_late_submissions_leave_them_their_students(tmp_path):
+    """late/ holding a list of who is late beside Moodle's folders had been one upload of a
+    student called "late"; a student's folder holding code beside a Moodle-named one stays
+    the student's (adv19 C3)."""
+    subs = tmp_path / "moodle_practical4"
+    practical4_upload(subs / "late" / "Greta Kuusk_401108_assignsubmission_file_")
+    practical4_upload(subs / "late" / "Hanna Rebane_401109_assignsubmission_file_")
+    (subs / "late" / "who is late.txt").write_text("Greta: 2 days (illness)\n")
+    (subs / "late" / "README.md").write_text("# late uploads\n")
+    practical4_upload(subs / "bob" / "Vera Victim_401101_assignsubmission_file_")
+    (subs / "bob" / "solution.py").write_text("print('mine')\n")
+    found, notes = discover(subs)
+    students = sorted(s.student.key for s in found)
+    assert students == ["Greta_Kuusk_401108", "Hanna_Rebane_401109", "bob"], (
+        f"expected late/'s students as themselves and bob as bob; observed {students} "
+        "(grader/batch/inputs.py _holds_others)")
+    assert "ignored late/who is late.txt: not a folder, a .zip, an archive or a Moodle " \
+           "submission file" in notes, notes
+
+
 def test_a_late_reupload_with_other_files_is_named_in_the_status_whole(tmp_path):
     """The on-time and late uploads differ: the status names where each is and what to do,
     and grades.csv keeps it whole (it had been cut at 200 characters, mid-sentence)."""
