@@ -335,6 +335,27 @@ def test_late_penalty_reaches_result_report_and_grades_csv(tmp_path, rubrics, ca
             "to them") in summary
 
 
+def test_a_rescore_keeps_telling_what_the_upload_was_graded_without(tmp_path, rubrics, calls_log):
+    """An upload over the limits is graded without its checkpoint (tests/batch/test_left_out.py):
+    re-scored for a corrected time, its report still names what was left out."""
+    from grader.batch.unpack import UnpackLimits
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "cara", score=10)
+    (subs / "cara" / "hw3" / "model.pt").write_bytes(b"\0" * 1_200_000)
+    small = UnpackLimits(max_total_bytes=1_000_000)
+    times = tmp_path / "times.csv"
+    times.write_text("student,submitted_at\ncara,2026-05-02T10:00:00+02:00\n")
+    batch(subs, out, rubrics, submission_times=times, limits=small)
+    assert result(out, "cara")["left_out"] == ["hw3/model.pt (1.1 MiB)"]
+    times.write_text(f"student,submitted_at\ncara,{DUE}\n")
+    calls_log.unlink()
+    again = batch(subs, out, rubrics, submission_times=times, limits=small)
+    assert calls(calls_log) == [] and again.progress.rescored == 1
+    cara = result(out, "cara")
+    assert cara["left_out"] == ["hw3/model.pt (1.1 MiB)"] and penalty_items(cara) == [], cara
+    assert "- hw3/model.pt (1.1 MiB)" in (out / "submissions" / "cara" / "report.md").read_text()
+
+
 def test_a_changed_time_is_rescored_without_running_code(tmp_path, rubrics, calls_log):
     subs, out = tmp_path / "subs", tmp_path / "out"
     for name in ("alice", "bob"):
