@@ -122,7 +122,21 @@ class ParsedQuantity:
 
 def parse_time_ms(cell: str, header_factor_ms: float | None, mark: str | None = None) -> ParsedQuantity | None:
     """A step time cell in ms. A unit in the cell wins over the header's unit ("0.0125 s"
-    under a "(ms)" header is still seconds); with neither, ms, as the template asks."""
+    under a "(ms)" header is still seconds); with neither, ms, as the template asks. Thousands
+    grouped by spaces are one number ("1 234 ms"); a range is its middle where it is narrow,
+    said in a note, else ambiguous (time_range_in: "10-20 ms" had been read as 10 ms)."""
+    cell = joined_groups(cell)
+    span = time_range_in(cell, "ms", mark, whole=False)
+    if span is not None:
+        factor = 1.0 if span.unit_written else (header_factor_ms or 1.0)
+        low, high = span.low * factor, span.high * factor
+        if span.narrow:
+            middle = round(span.middle * factor, 9)
+            return ParsedQuantity(middle, [f"step time '{cell.strip()}' read as {middle:g} ms, the middle of its "
+                                           f"range"])
+        return ParsedQuantity(None, [f"step time '{cell.strip()}' is a range ({low:g} to {high:g} ms) wider than "
+                                     f"{RANGE_TOLERANCE:.0%} each side of its middle: no one measured value"],
+                              ambiguous=True)
     number = parse_decimal(cell, mark)
     if number is None:
         return None
@@ -174,6 +188,7 @@ def parse_memory_list_mib(cell: str, header_factor_mib: float | None, gpus: int 
     value per GPU ("80,80" with 2 GPUs), which is noted for a person to confirm.
     """
     notes: list[str] = []
+    cell = joined_groups(cell, spaces=False)   # "1\u2009012": one value (a plain space lists values)
     cell = without_memory_totals(cell, header_factor_mib or 1.0)   # "1012MiB / 81920MiB": one GPU's
     factor = memory_unit_factor_mib(cell) or header_factor_mib or 1.0
     text = _DEVICE_PREFIX_RE.sub(" ", cell)
@@ -185,6 +200,9 @@ def parse_memory_list_mib(cell: str, header_factor_mib: float | None, gpus: int 
         notes.append(f"memory '{cell.strip()}' read as one value per GPU ({', '.join(pieces)}), not as a decimal comma")
     values = []
     for piece in pieces:
+        if re.fullmatch(r"\d+(?:[.,]\d+)?[-–]\d+(?:[.,]\d+)?", piece):
+            notes.append(f"memory '{piece}' is ambiguous: a range, no one value")   # had been its first number
+            continue
         number = parse_decimal(piece, mark)
         if number is None:
             continue
@@ -267,7 +285,7 @@ def without_markdown(text: str) -> str:
 
 # A calculation with its result last: an expression with an operator, "=", one whole number,
 # perhaps its unit ("64/4 = 16", "64 / 4 = 16 rows"); a bare "64/2" says no result.
-_EXPRESSION = r"[\w .()]*?[\w)]\s*[-+*/×][\w .()*/×+-]*"
+_EXPRESSION = r"[\w .()#]*?[\w)]\s*[-+*/×−][\w .()*/×+−-]*"
 _WORKED_OUT_RE = re.compile(r"\s*(?P<expression>" + _EXPRESSION + r")=\s*(?P<result>\d+)(?:\.0+)?"
                             r"(?:\s+[A-Za-z]+)?\s*\.?\s*")
 # The result first, then how it was worked out ("4 = 5 - 1", "4 = N - 1").
@@ -292,21 +310,91 @@ def _value_of(node: ast.AST) -> float:
     raise ValueError("not arithmetic")
 
 
+def _arithmetic(expression: str) -> float | None:
+    """The value of a calculation of numbers alone ("64/4", "13 × 4 + 12"); None for anything
+    else. Never eval: the parsed tree is walked for numbers and + - * / // only."""
+    text = re.sub(r"\s[xX]\s", " * ", expression).replace("×", "*").replace("−", "-").strip()
+    try:
+        return _value_of(ast.parse(text, mode="eval"))
+    except (SyntaxError, ValueError, ArithmeticError, RecursionError, MemoryError):
+        return None
+
+
 def _worked_out(text: str) -> int | None:
     """The result of a calculation written with it ("64/4 = 16", "4 = 5 - 1"), where one of
     numbers alone comes to it: "4 = 5 + 1" says two values. A calculation with names ("N - 1")
-    is taken as written."""
+    is taken as written. A chain ("N - 1 = 5 - 1 = 4") is read where every calculation of
+    numbers alone in it comes to its result; a result in brackets ("N - 1 (= 4)") too."""
+    bracketed = _RESULT_IN_BRACKETS_RE.fullmatch(text)
+    if bracketed:
+        text = f"{bracketed['expression']} = {bracketed['result']}"
+    if text.count("=") >= 2 and "==" not in text:
+        return _chain(text.split("="))
     found = _WORKED_OUT_RE.fullmatch(text) or _RESULT_FIRST_RE.fullmatch(text)
     if not found:
         return None
     result, expression = int(found["result"]), found["expression"]
-    if re.search(r"[A-Za-z_]", expression):
+    if re.search(r"[A-Za-z_#]", expression):
         return result
-    try:
-        value = _value_of(ast.parse(expression.replace("×", "*").strip(), mode="eval"))
-    except (SyntaxError, ValueError, ArithmeticError, RecursionError, MemoryError):
+    return result if _arithmetic(expression) == result else None
+
+
+# "N - 1 (= 4)", "N-1 (=4)": a formula with the value it comes to in brackets after it.
+_RESULT_IN_BRACKETS_RE = re.compile(r"\s*(?P<expression>[^()=]*?[^\s(])\s*\(\s*=\s*(?P<result>\d+)\s*\)\s*\.?\s*")
+_CHAIN_RESULT_RE = re.compile(r"\s*(\d+)(?:\.0+)?(?:\s+[A-Za-z]+)?\s*\.?\s*")
+_CHAIN_PART_RE = re.compile(r"\s*(?:" + _EXPRESSION + r"|\d+(?:\.0+)?)\s*")
+
+
+def _chain(parts: list[str]) -> int | None:
+    """"N - 1 = 5 - 1 = 4": the last part is the result; every other part a formula with names
+    (taken as written) or a calculation of numbers alone that comes to it ("16 = 64/4 = 15"
+    says two values)."""
+    result = _CHAIN_RESULT_RE.fullmatch(parts[-1])
+    if result is None or not all(_CHAIN_PART_RE.fullmatch(part) for part in parts[:-1]):
         return None
-    return result if value == result else None
+    value = int(result.group(1))
+    for part in parts[:-1]:
+        if not re.search(r"[A-Za-z_#]", part) and _arithmetic(part) != value:
+            return None
+    return value
+
+
+# A calculation of numbers alone, standing for its value in a field meant for one count ("5 -
+# 1", "13 x 4 + 12", "(5 - 1) * 5"): numbers (a point for decimals) joined by +, -, x, × and
+# *, in brackets or not, with at least one + or -. Only where nothing else is written ("3 x 3
+# matrix" is a shape); a product alone ("32 x 1000", "3 * 4") may be a shape too (the rank's
+# batch written as its tensor) and is read only with its result ("4 x 5 = 20", _worked_out).
+# "-" only with a space each side or as "−" ("5-1", "3-4" and "2026-12-06" are a range, a
+# date, a code), "x" only between spaces ("4x5" spells a shape), and never "/": the handouts
+# write a split "32/32", and a bare "64/2" says no result.
+_CALCULATION_NUMBER = r"\(*\s*\d+(?:\.\d+)?\s*\)*"
+_CALCULATION_RE = re.compile(r"\s*" + _CALCULATION_NUMBER + r"(?:(?:\s*[+*×−]\s*|\s+[-xX]\s+)"
+                             + _CALCULATION_NUMBER + r")+\s*\.?\s*")
+# Two numbers joined by an operator inside other words ("3 x 3 matrix", "5 - 1 transfers"): a
+# calculation or a shape that is not the count alone.
+_JOINED_NUMBERS_RE = re.compile(r"\d\s*(?:[+*×−]|\s[-xX]\s)\s*\(*\s*\d")
+
+
+def calculation_value(text: str) -> int | None:
+    """The whole number a calculation of numbers alone comes to (_CALCULATION_RE's forms);
+    None for any other text, and for a value that is not a whole number at least 0."""
+    if len(text) > MAX_VALUE_CHARS or not _CALCULATION_RE.fullmatch(text) or "**" in text \
+            or not re.search(r"[+−]|\s-\s", text):
+        return None
+    value = _arithmetic(text.strip().rstrip("."))
+    if value is None or value < 0 or not float(value).is_integer():
+        return None
+    return int(value)
+
+
+# A formula of names without its value ("N - 1", "GPUs - 1", "DEPTH / 2"): the reader cannot
+# know which number N is (the GPUs, or the layers of a round-robin layout's DEPTH - 1), so a
+# person reads it, and the student is told to write the number it comes to.
+_FORMULA_ALONE_RE = re.compile(r"\s*[#\w .()]*[A-Za-z_][#\w .()]*?\s*[-+*/×−]\s*[\w .()*/×+−-]+\s*\.?\s*")
+
+
+def formula_alone(text: str) -> bool:
+    return len(text) <= MAX_VALUE_CHARS and "=" not in text and bool(_FORMULA_ALONE_RE.fullmatch(text))
 
 
 def gpu_count_given(question: str) -> int | None:
@@ -328,7 +416,8 @@ def _without_gpu_count(text: str, gpus: int) -> str | None:
     return _GPU_COUNT_RE.sub(" ", text)
 
 
-def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None) -> int | None:
+def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
+                    arithmetic: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
     whole number: "3", "3.0", "one", "twice", "32 per GPU", "8 samples", "2 forward + 2
     backward", "4 (N-1)", "64/4 = 16", "4 = 5 - 1", "one transfer, from cuda:0 to cuda:1"; a GPU:
@@ -337,13 +426,20 @@ def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None) -> in
     None otherwise ("1 or 2", "4 (or 1)", "GPUs - 1", "one per layer", "thirty-two", "1st GPU"),
     for fractions and for text without a number. `gpus`: the GPU count the question gives as its
     setting (gpu_count_given): written beside the answer ("With 5 GPUs: 4", "4 transfers between
-    5 GPUs") it is no answer; another GPU count there ("With 2 GPUs: 1") answers another setup."""
+    5 GPUs") it is no answer; another GPU count there ("With 2 GPUs: 1") answers another setup.
+    `arithmetic`: a calculation of numbers alone is its value ("5 - 1", "13 x 4 + 12"), where
+    the field asks for one count (a sheet's int, a report's count label); in a table's cell it
+    may describe a list ("32 x 2" for a split) and is not read. Two numbers joined by an
+    operator among other words ("3 x 3 matrix") are never a count."""
     text = str(text)
     if _ALTERNATIVE_RE.search(text):
         return None
     worked = _worked_out(text)
     if worked is not None:   # "64/4 = 16", "BATCH_SIZE / MICRO_BATCHES = 16 rows", "4 = 5 - 1"
         return worked
+    calculated = calculation_value(text) if arithmetic else None
+    if calculated is not None:
+        return calculated
     lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\([^()]*\)\s*\.?\s*", text)
     if lead and not (gpus is not None and _GPU_COUNT_RE.match(text.lstrip())):
         return int(lead.group(1))   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
@@ -354,6 +450,10 @@ def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None) -> in
         worked = _worked_out(text)   # "With 5 GPUs: 5 - 1 = 4"
         if worked is not None:
             return worked
+        said = re.sub(r"^\s*(?:with|for|on)?\s*[:=]?", "", text, flags=re.IGNORECASE)
+        calculated = calculation_value(said) if arithmetic else None   # "With 5 GPUs: 5 - 1"
+        if calculated is not None:
+            return calculated
     if _COMPOUND_WORD_RE.search(text):
         return None
     named = []
@@ -371,6 +471,8 @@ def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None) -> in
         digits.append(int(number))
     if re.search(r"\d", _PLAIN_NUMBER_RE.sub(" ", rest)):
         return None   # digits inside a word or an expression ("64x2000", "1st"): not a count
+    if _JOINED_NUMBERS_RE.search(rest):
+        return None   # "3 x 3 matrix", "5 - 1 transfers": a shape, or a calculation among words
     said = digits + words
     formula = re.search(r"\s[-+*/×]\s|\d\s*[-+*/×]|[-+*/×]\s*\d|\b[A-Za-z]\s*[-+*/×]\s*\b[A-Za-z]\b",
                         rest)
@@ -552,8 +654,20 @@ _CHUNK_LABEL_RE = re.compile(r"\b(?:processing\s+)?chunk\s*#?\s*(\d+)\s*(?:(?:wi
 # Words that may stand around one shape said for every chunk ("32x1000 each", "each chunk:
 # (32, 1000)", "both (32, 1000)"): one word saying which chunks, the rest only naming them.
 _EACH_WORDS = {"each": None, "every": None, "apiece": None, "per": None, "both": 2}
+# "each GPU gets [32, 1000]": the handout's Part 2 says each chunk runs on its own GPU in real
+# data parallelism, so a student may name the GPU for its chunk.
 _CHUNK_WORDS = {"chunk", "chunks", "one", "is", "are", "has", "have", "shape", "shapes", "of", "the",
-                "with", "for", "in", "torch", "size"}
+                "with", "for", "in", "torch", "size", "gpu", "gpus", "gets", "get", "receives", "receive",
+                "processes", "process"}
+# How many chunks, said with them ("2 chunks", "two chunks", "2 GPUs", "2 micro-batches"):
+# cardinal numbers only ("twice" and "none" are no count of chunks).
+_CARDINALS = {word: n for word, n in _NUMBER_WORDS.items() if word not in ("none", "once", "twice")}
+_COUNTED_RE = re.compile(r"(?<![\w.])(\d+|" + "|".join(_CARDINALS) + r")\s+(?:chunks|pieces|parts|splits|gpus)\b",
+                         re.IGNORECASE)
+# What ties a count of chunks to the one shape each has ("2 chunks of ...", "... with shape
+# ...", "... each"); without one ("2 chunks: 64x1000") the shape may be the batch's before it
+# was cut.
+_EACH_LINKS = {"each", "every", "apiece", "per", "of", "with", "gets", "get", "receives", "receive"}
 
 
 def _shape_token(token: str) -> list[int] | None:
@@ -620,6 +734,73 @@ def each_shape_said(text: str) -> tuple[list[int], int | None] | None:
     return shape, _EACH_WORDS[which[0]]
 
 
+def _count_of(word: str) -> int:
+    return int(word) if word.isdigit() else _CARDINALS[word.lower()]
+
+
+def counted_shape_said(text: str) -> tuple[list[int], int] | None:
+    """(the shape, how many chunks) for one shape said of a count of chunks: "2 chunks of
+    32x1000 each", "two chunks of shape (32, 1000)", "2 chunks, each torch.Size([32, 1000])",
+    "each of the 2 chunks: (32, 1000)", "2 GPUs get [32, 1000] each"; None for no count, two
+    counts, no word tying the count to the shape ("2 chunks: 32x1000"), a shape of one size
+    ("2 chunks of 32 each": a chunk's rows, not its shape), or anything each_shape_said
+    refuses (another number or shape, a "not", a doubt)."""
+    text = str(text)
+    if len(text) > MAX_VALUE_CHARS:
+        return None
+    counts = _COUNTED_RE.findall(text)
+    if len(counts) != 1:
+        return None
+    found = _one_shape_and_words(_COUNTED_RE.sub(" chunks ", text))
+    if found is None or len(found[0]) < 2:
+        return None
+    shape, before, after = found
+    said = re.findall(r"[a-z]+", (before + " " + after).lower())
+    if "both" in said or not set(said) & _EACH_LINKS \
+            or any(word not in _EACH_WORDS and word not in _CHUNK_WORDS for word in said):
+        return None
+    return shape, _count_of(counts[0])
+
+
+def rows_of_counted_chunks(text: str) -> bool:
+    """Whether `text` gives a count of chunks and one size, not a shape ("4 chunks of 8 each"),
+    so the student is told to write each chunk's whole shape."""
+    text = str(text)
+    return len(text) <= MAX_VALUE_CHARS and _COUNTED_RE.search(text) is not None \
+        and _ANY_SHAPE_RE.search(text) is None and len(re.findall(r"\d+", _COUNTED_RE.sub(" ", text))) == 1
+
+
+# One size said of every GPU of a row (Practical 5's split: "32 each", "32 per GPU", "each GPU
+# gets 32", "2 chunks of 32 each", the handout's own "2 chunks of 32"), with the count said
+# where it is.
+_SIZE_EACH_RE = re.compile(
+    r"\s*(?:(?P<count>\d+|" + "|".join(_CARDINALS) + r")\s+(?:chunks|gpus|pieces|parts)\s*,?\s*(?:of|with)\s+)?"
+    r"(?P<size>\d+)\s*(?:samples?|rows?)?\s*(?P<each>each(?:\s+gpu)?|apiece|per\s+gpu|"
+    r"(?:on|for|to)\s+(?:each|every)(?:\s+gpu)?)?\s*\.?\s*|"
+    r"\s*(?:each|every)\s+gpu\s+(?:gets|receives|processes)\s+(?P<size_after>\d+)\s*(?:samples?|rows?)?\s*\.?\s*",
+    re.IGNORECASE)
+
+
+# "both 32", "32 on both GPUs": one size for each of two.
+_SIZE_BOTH_RE = re.compile(r"\s*(?:both(?:\s+gpus)?(?:\s+get)?\s+(?P<first>\d+)|(?P<last>\d+)\s*(?:samples?|rows?)?"
+                           r"\s+(?:on|for|to)\s+both(?:\s+gpus)?)\s*\.?\s*", re.IGNORECASE)
+
+
+def size_each_said(text: str) -> tuple[int, int | None] | None:
+    """(the size, how many) for one size said of each GPU or chunk (_SIZE_EACH_RE, "both
+    32"); how many None where it is not said. None for anything else, a bare number included."""
+    if len(str(text)) > MAX_VALUE_CHARS:
+        return None
+    both = _SIZE_BOTH_RE.fullmatch(str(text))
+    if both is not None:
+        return int(both["first"] or both["last"]), 2
+    found = _SIZE_EACH_RE.fullmatch(str(text))
+    if found is None or not (found["each"] or found["count"] or found["size_after"]):
+        return None
+    size = int(found["size"] or found["size_after"])
+    return size, _count_of(found["count"]) if found["count"] else None
+
+
 def chunks_asked_about(question: str) -> int | None:
     """How many chunks a question gives ("What shape do the 2 chunks have?": 2), else None."""
     counts = {int(n) for n in re.findall(r"(?<![\w.])(\d+)\s+chunks\b", question, re.IGNORECASE)}
@@ -645,11 +826,44 @@ COLUMN_UNITS = {"_s": "s", "_ms": "ms", "_percent": "percent", "_mib": "mib"}
 _TIME_NAMES = set(_TIME_UNITS_TO_MS) - {"µs", "μs"}   # a column's name is ASCII
 RENAMED_UNITS = {"s": _TIME_NAMES, "ms": _TIME_NAMES, "mib": set(_MEMORY_UNITS_TO_MIB)}
 # A value said to be approximate, as "~" says it ("about 56 ms", "≈ 126 ms", "approx. 7.5 ms",
-# "around 7.5"): the value. A range or a bound ("about 50-60", "at least 56") is no one value.
+# "around 7.5"): the value. A bound ("at least 56") is no one value; a range of times is read by
+# time_range_in (below), never here.
 APPROXIMATELY = (r"(?:[~≈∼]|(?:about|around|approximately|approx\.?|roughly|circa|ca\.)"
                  r"(?=\s|\d))")
-_QUANTITY_RE = re.compile(r"^\s*(?:" + APPROXIMATELY + r"\s*)?(\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
+# Thousands grouped as students group them: "1,234.5" and "1,234,567" (commas, a decimal point),
+# "1.234,5" (points, a decimal comma), "1 234", "1 234,5" (a space, a thin space U+2009, a
+# narrow or plain no-break space: ISO 80000's grouping, after which "," or "." is the decimal
+# mark). Each is one number only where every group after the first has three digits.
+_GROUP_SPACES = " \u00a0\u2009\u202f"
+_GROUPED = (r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d.])|"
+            r"\d{1,3}(?:[" + _GROUP_SPACES + r"]\d{3})+(?:[.,]\d+)?(?![\d.,])")
+_QUANTITY_RE = re.compile(r"^\s*(?:" + APPROXIMATELY + r"\s*)?(" + _GROUPED + r"|\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
                           r"\s*([a-zµμ%]*)\s*\.?\s*$", re.IGNORECASE)
+_SPACE_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:[" + _GROUP_SPACES + r"]\d{3})+(?!\d)")
+_THIN_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u2009\u202f]\d{3})+(?!\d)")
+
+
+def joined_groups(text: str, spaces: bool = True) -> str:
+    """`text` with its numbers grouped by spaces written whole: "1 234 ms" -> "1234 ms". With
+    `spaces` False only thin and no-break spaces group (a plain space may list values: "80 80"
+    is two GPUs' memory)."""
+    pattern = _SPACE_GROUPS_RE if spaces else _THIN_GROUPS_RE
+    return pattern.sub(lambda found: re.sub(f"[{_GROUP_SPACES}]", "", found.group(0)), text)
+
+
+def _grouped_number(token: str) -> str | None:
+    """A token of _GROUPED as a number with "." its one decimal mark: "1,234.5" -> "1234.5",
+    "1.234,5" -> "1234.5", "1 234,5" -> "1234.5"; None for a token with one mark and no space
+    ("1,234", "1.234"), which the table's own numbers decide (decimal_mark)."""
+    plain = re.sub(f"[{_GROUP_SPACES}]", "", token)
+    if plain != token:
+        return plain.replace(",", ".")   # after grouping spaces, a mark is the decimal one
+    if len(re.findall(r"[.,]", token)) < 2:
+        return None
+    shown = shows_decimal_mark(token)
+    if shown == ",":
+        return token.replace(".", "").replace(",", ".")
+    return token.replace(",", "") if shown == "." else None
 
 
 def column_unit(column: str) -> str | None:
@@ -669,17 +883,25 @@ def column_in_another_unit(name: str, columns) -> tuple[str, str] | None:
     return None
 
 
-def quantity_in(text: str, unit: str, mark: str | None = None) -> float | int | None:
+def quantity_in(text: str, unit: str, mark: str | None = None,
+                spaces_group: bool = True) -> float | int | None:
     """One measured value in the column's unit ("s", "ms", "percent", "mib") as students copy
     it: "0.0075", "0,0075", "7.5 ms" (in seconds: 0.0075), "0.0075 s", "38%", "1012MiB",
-    "1,012 MiB", "1.2 GiB". None when it is not one number, or names a unit of another kind.
-    `mark` is the decimal mark the rest of its table shows (decimal_mark): with ".", "1,826 ms"
-    is 1826 ms; with ",", "1.826 ms" is 1826 ms too."""
+    "1,012 MiB", "1.2 GiB", thousands grouped ("1,234.5 ms", "1.234,5 ms", "1 234 ms"). None
+    when it is not one number, or names a unit of another kind. `mark` is the decimal mark the
+    rest of its table shows (decimal_mark): with ".", "1,826 ms" is 1826 ms; with ",", "1.826
+    ms" is 1826 ms too. `spaces_group` False where a plain space may separate values (a cell
+    of one value per GPU: "100 100"); a percentage is never grouped (it is at most 100)."""
     match = _QUANTITY_RE.match(str(text))
     if match is None:
         return None
     token, written = match.group(1), match.group(2).lower()
-    if mark == "," and "." in token and shows_decimal_mark(token) is None:
+    if re.search(f"[{_GROUP_SPACES}]", token) and (unit == "percent" or (" " in token and not spaces_group)):
+        return None
+    grouped = _grouped_number(token)
+    if grouped is not None:
+        token = grouped
+    elif mark == "," and "." in token and shows_decimal_mark(token) is None:
         token = token.replace(".", "")   # "1.826" in a table of decimal commas groups thousands
     if "," in token:
         whole, _, frac = token.partition(",")
@@ -708,3 +930,65 @@ def quantity_in(text: str, unit: str, mark: str | None = None) -> float | int | 
             value *= factor
     value = round(value, 12)
     return int(value) if value.is_integer() and "." not in token and unit != "s" else value
+
+
+# -- a measured time said as a range ------------------------------------------------------------
+# "about 12-14 ms", "12–14 ms", "between 12 and 14", "from 12 ms to 14 ms": a student's step time
+# that varied from run to run. The checks compare step times by how they move (a rise or a fall
+# beyond hw3_facts.CLEAR_CHANGE, 10%) and by plausibility, never one value against a tolerance,
+# so a range must become one value or none. A TA grading by hand takes the middle of a range as
+# the measurement where the range is narrow, every value in it within that 10% of its middle:
+# there the checks could not tell one value of it from another, so the middle is the student's
+# answer, said to the instructor. A wider range ("10-20 ms") is no one measurement: a person
+# reads it. A range is never a count: whole_number_in does not read one.
+RANGE_TOLERANCE = 0.10
+_RANGE_NUMBER = r"\d+(?:[.,]\d+)?"
+_TIME_RANGE_RE = re.compile(
+    r"(?P<lead>(?:" + APPROXIMATELY + r"\s*)?(?:(?P<between>between)\s+|from\s+)?)"
+    r"(?P<low>" + _RANGE_NUMBER + r")\s*(?P<low_unit>[a-zµμ]+)?\s*(?P<to>[-–—]|\bto\b|\band\b)\s*"
+    r"(?P<high>" + _RANGE_NUMBER + r")(?![\d.,])\s*(?P<high_unit>[a-zµμ]+\b)?(?!\s*(?:[-–—]|to\b)\s*\d)",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    low: float
+    high: float
+    text: str   # the range as written
+    unit_written: bool = False   # a unit of time beside it (else the column's, or the header's)
+
+    @property
+    def middle(self) -> float:
+        return round((self.low + self.high) / 2, 12)
+
+    @property
+    def narrow(self) -> bool:
+        """Every value of it within RANGE_TOLERANCE of its middle."""
+        return 0 < self.low < self.high and self.high - self.low <= RANGE_TOLERANCE * (self.high + self.low)
+
+
+def time_range_in(text: str, unit: str, mark: str | None = None, whole: bool = True) -> TimeRange | None:
+    """The range of times `text` says, in `unit` ("s" or "ms"): both ends with their units (one
+    unit written once is both's), "and" only after "between". `whole`: the text is the range
+    and nothing else (a sheet's cell); else the range starts at its first number (a report's
+    cell, "~12-14 ms (2 runs)")."""
+    text = str(text)
+    if len(text) > MAX_VALUE_CHARS or unit not in ("s", "ms"):
+        return None
+    if whole:
+        found = _TIME_RANGE_RE.fullmatch(text.strip().rstrip(".").strip())
+    else:   # the range whose low end is the first number, with the words before it ("between")
+        first = _NUMBER_RE.search(text)
+        found = next((m for m in _TIME_RANGE_RE.finditer(text) if m.start("low") == first.start()),
+                     None) if first else None
+    if found is None or (found["to"].lower() == "and" and not found["between"]):
+        return None
+    low_unit, high_unit = found["low_unit"], found["high_unit"]
+    for written in (low_unit, high_unit):
+        if written and _TIME_UNIT_RE.fullmatch(written.lower()) is None:
+            return None
+    low = quantity_in(f"{found['low']} {low_unit or high_unit or ''}", unit, mark)
+    high = quantity_in(f"{found['high']} {high_unit or low_unit or ''}", unit, mark)
+    if low is None or high is None:
+        return None
+    return TimeRange(float(low), float(high), found.group(0).strip(), bool(low_unit or high_unit))

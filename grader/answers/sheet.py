@@ -18,12 +18,13 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
 from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, chunk_shapes_said, chunks_asked_about,
-                      column_in_another_unit, column_unit, decimal_mark, each_shape_said,
-                      gpu_count_given, int_list_answering, int_list_in, int_lists_in,
-                      not_available, quantity_in, shape_in, shape_said, shapes_in,
-                      shows_decimal_mark, whole_number_in, without_gpu_label, without_markdown,
-                      without_memory_totals)
-from .yes_no import read_in_the_questions_word, read_yes_no
+                      column_in_another_unit, column_unit, counted_shape_said, decimal_mark,
+                      each_shape_said, formula_alone, gpu_count_given, int_list_answering,
+                      int_list_in, int_lists_in, joined_groups, not_available, quantity_in,
+                      rows_of_counted_chunks, shape_in, shape_said, shapes_in, shows_decimal_mark,
+                      size_each_said, time_range_in, whole_number_in, without_gpu_label,
+                      without_markdown, without_memory_totals)
+from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
 MAX_SHEET_BYTES = 1 << 20  # a sheet is a few KiB; anything huge is not one
@@ -118,8 +119,9 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             continue
         raw = entry.get("rows" if question.type == "table" else "value") \
             if isinstance(entry, dict) else entry  # a bare `id: 3` is accepted too
+        notes: list[str] = []
         try:
-            value = coerce(raw, question)
+            value = coerce(raw, question, notes)
         except ValueError as error:
             result.problems.append(f"{display}: {qid}: {error}")
             result.unread.append(question.id)
@@ -133,6 +135,8 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             result.unread_why[question.id] = ("your answer could not be read; write the value as "
                                               "the template shows")
             continue
+        # What was read with a remark for a person (a range of times read as its middle).
+        result.problems += [f"{display}: {qid}: {note}" for note in notes]
         if value is not None:
             result.values[question.id] = value
             if question.type == "table":
@@ -175,8 +179,9 @@ _PLACEHOLDER = re.compile(r"\s*(?:\?+|\.{2,}|…|[-–—]+|_+|todo|tbd|tba|yes\
 _DASH = re.compile(r"\s*[-–—]+\s*")
 
 
-def coerce(raw: Any, question: Question) -> Any:
-    """The answer in its template type, None when not answered; ValueError when it cannot be."""
+def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
+    """The answer in its template type, None when not answered; ValueError when it cannot be.
+    `notes`: where given, what was read with a remark for a person is added to it."""
     if raw is None or (isinstance(raw, str) and not raw.strip()) or raw == []:
         return None
     if isinstance(raw, str) and len(raw) <= 40 and _PLACEHOLDER.fullmatch(raw):
@@ -214,8 +219,10 @@ def coerce(raw: Any, question: Question) -> Any:
         if lists is None and isinstance(raw, str) and _is_about_a_shape(question):
             # "32x1000, 32x1000"; the lines Part 2 prints ("Processing chunk 0 with shape ...").
             lists = shapes_in(raw) or chunk_shapes_said(raw)
-            each = each_shape_said(raw) if lists is None else None
-            if each is not None:   # "32x1000 each": as many as the question's chunks, if it says
+            # "2 chunks of 32x1000 each": the count the student gives (the check then holds it
+            # to the code's), else "32x1000 each": as many as the question's chunks, if it says.
+            each = (counted_shape_said(raw) or each_shape_said(raw)) if lists is None else None
+            if each is not None:
                 shape, count = each[0], each[1] or chunks_asked_about(question.text)
                 return [shape] * count if count else {"each": shape}
         if lists is not None:
@@ -224,10 +231,13 @@ def coerce(raw: Any, question: Question) -> Any:
                 and all(isinstance(item, str) and shape_in(item) for item in raw):
             return [shape_in(item) for item in raw]   # ["32x1000", "32x1000"]
         if not isinstance(raw, list):
-            raise _refused("a list of lists such as [[32, 16], [32, 16]]", raw)
+            rows_only = _is_about_a_shape(question) and isinstance(raw, str) and rows_of_counted_chunks(raw)
+            raise _refused("a list of lists such as [[32, 16], [32, 16]]", raw,
+                           "one size is a chunk's rows, not its shape: write each chunk's whole shape, "
+                           "e.g. '2 chunks of 32x16 each'" if rows_only else "")
         return [_int_list(inner) for inner in raw]
     if kind == "table":
-        return _table(raw, question)
+        return _table(raw, question, notes)
     raise ValueError(f"unknown answer type {kind!r} in the template")
 
 
@@ -258,7 +268,8 @@ def _yes_no(raw: Any, question: str = "") -> bool | None:
         return True
     if text.lower() == "n":
         return False
-    answer = read_yes_no(text)
+    # "Linearly: N - 1" to "does it grow with the number of GPUs?" (yes_no.read_growth).
+    answer = read_growth(text, question) or read_yes_no(text)
     label = _PRINTED_LABEL.match(text)
     if not answer.answered and label and not _NEGATION.search(label["label"]):
         answer = read_yes_no(label["rest"])   # "Outputs equal: True", the script's own line
@@ -284,9 +295,14 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
     if isinstance(raw, str):
-        number = whole_number_in(raw, gpu=gpu, gpus=gpus)
+        # A calculation of numbers alone ("5 - 1", "13 x 4 + 12") is its value here, where the
+        # question asks for one count; never for a GPU's index.
+        number = whole_number_in(raw, gpu=gpu, gpus=gpus, arithmetic=not gpu)
         if number is not None:
             return number
+        if formula_alone(raw):   # "N - 1": which number N is, the answer does not say
+            raise _refused("a whole number", raw, "a formula, not its value: write the number it "
+                           "comes to here (with the formula if you like: 'formula = number')")
     raise _refused("a whole number", raw)
 
 
@@ -307,12 +323,14 @@ _EVERY_GPU = re.compile(r"(?P<value>.+?)\s*(?:each|apiece|per\s+gpu|(?:on|for|in
                         r"(?:\s+gpu)?)\s*\.?\s*", re.IGNORECASE)
 
 
-def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = None) -> Any:
+def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = None,
+          notes: list[str] | None = None) -> Any:
     """A table cell: a number in the column's unit where its name gives one (step_time_s,
-    memory_mib: "7.5 ms", "1012MiB", "38%"), a list ("22/22/20", "[cuda:0, cuda:2]"), a
-    whole number ("Rank 0", "8 samples"), else the words as written (method: dp). `mark`: the
-    decimal mark the table's numbers of this kind show (_table_marks); `gpus`: the row's GPU
-    count, for one value said "each" in a per-GPU column."""
+    memory_mib: "7.5 ms", "1012MiB", "38%", "1 234 ms"; a narrow range of times its middle), a
+    list ("22/22/20", "[cuda:0, cuda:2]"), a whole number ("Rank 0", "8 samples"), else the
+    words as written (method: dp). `mark`: the decimal mark the table's numbers of this kind
+    show (_table_marks); `gpus`: the row's GPU count, for one value said "each" in a per-GPU
+    column or a split; `notes`: what was read with a remark for a person is added to it."""
     unit = column_unit(column)
     if isinstance(raw, list):
         return [_list_item(item, unit, mark) for item in raw]
@@ -324,19 +342,31 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
         text = _CLOCK_REMARK.sub("", text)
         if unit == "mib":
             text = without_memory_totals(text)   # nvidia-smi's "1012MiB / 81920MiB": one GPU's 1012
-        _never_guessed(text, unit, mark, column)
-        every = (_EVERY_GPU.fullmatch(said) or _EVERY_GPU.fullmatch(text)) \
-            if "per_gpu" in column and gpus else None
+        # In a cell of one value per GPU a plain space may list them ("100 100"): no grouping.
+        per_gpu = "per_gpu" in column
+        _never_guessed(joined_groups(text, spaces=not per_gpu), unit, mark, column)
+        every = (_EVERY_GPU.fullmatch(said) or _EVERY_GPU.fullmatch(text)) if per_gpu and gpus else None
         if every is not None and quantity_in(every["value"], unit, mark) is not None:
             return [quantity_in(every["value"], unit, mark)] * gpus
-        one = quantity_in(text, unit, mark)
+        one = quantity_in(text, unit, mark, spaces_group=not per_gpu)
         values = _quantities(text, unit, mark)
-        if values is not None and "per_gpu" in column:   # one value per GPU: a list
+        if values is not None and per_gpu:   # one value per GPU: a list
             return values
         if one is None and values is not None and unit == "mib" and len(values) == 2 \
                 and values[1] > values[0] and "/" in text:
             return values[0]   # nvidia-smi's "1012MiB / 81920MiB": used of total
+        span = time_range_in(text, unit, mark) if one is None else None
+        if span is not None and span.narrow:   # numbers.time_range_in says why the middle
+            shown = f"{span.middle:g} {unit}"
+            if notes is not None:
+                notes.append(f"{column} '{said}' read as {shown}, the middle of its range")
+            return span.middle
         return one if one is not None else text
+    if column == "split" and gpus:
+        each = size_each_said(text)   # "32 each", "2 chunks of 32 each": every GPU's of the row
+        if each is not None:
+            size, count = each
+            return [size] * gpus if count in (None, gpus) else text
     listed = int_list_in(text)
     if listed is not None:
         return listed[0] if len(listed) == 1 else listed
@@ -382,7 +412,8 @@ def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
     "80,80" too, but only where nothing else separates them and the parts are alike ("1012,5"
     is one value with a decimal comma). None unless there are two or more and each is one."""
     body = text.strip("[]() ")
-    if re.search(r",\s|[/;|]|\band\b", body):
+    separated = re.search(r",\s|[/;|]|\band\b", body) is not None
+    if separated:
         parts = re.split(r"\s*(?:,\s+|[/;|]|\band\b)\s*", body)
     else:
         parts = body.split(",")
@@ -394,7 +425,8 @@ def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
                         re.IGNORECASE) if parts else None
     if last is not None and all(_BARE_NUMBER.fullmatch(part) for part in parts[:-1]):
         parts = [f"{part.strip()} {last.group(1)}" for part in parts[:-1]] + parts[-1:]
-    values = [quantity_in(part, unit, mark) for part in parts]
+    # Split at a separator, each part is one value: spaces in it group thousands ("1 012 MiB").
+    values = [quantity_in(part, unit, mark, spaces_group=separated) for part in parts]
     return values if len(values) > 1 and all(v is not None for v in values) else None
 
 
@@ -508,7 +540,7 @@ def _keyed_rows(raw: dict, question: Question) -> list[dict] | None:
     return None
 
 
-def _table(raw: Any, question: Question) -> list[dict]:
+def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list[dict]:
     if isinstance(raw, str):
         raw = markdown_rows(raw, question) or raw
     if isinstance(raw, dict):
@@ -531,7 +563,7 @@ def _table(raw: Any, question: Question) -> list[dict]:
         gpus = _cell(row.get("gpus"), "gpus")
         gpus = gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0 else None
         rows.append({str(k): without_markdown(v.strip()) if isinstance(v, str) and str(k) in question.text_columns
-                     else _cell(v, str(k), marks.get(_unit_kind(str(k))), gpus)
+                     else _cell(v, str(k), marks.get(_unit_kind(str(k))), gpus, notes)
                      for k, v in row.items() if v is not None and not _no_value(v, str(k))})
     return rows
 

@@ -289,3 +289,44 @@ def read_in_the_questions_word(text: str, question: str) -> YesNo:
         return YesNo(unclear=True)
     return YesNo(value, text.strip(" *_\"'"))
 
+
+
+# -- how a count grows, to "does it grow with the number of GPUs?" ------------------------------
+# HW3 Task 5 asks whether the transfers grow with the number of GPUs (its handout asks for "the
+# relationship"), and students answer with the relationship: "Linearly: N - 1", "N - 1", "It
+# grows linearly". Each says it grows: a yes. "Constant" / "It stays constant" is a no. Only a
+# trend in the GPU count: the formula's one name is the GPU count (N, #GPUs, num_gpus), with a
+# number beside it ("N" alone is a letter, and "n" is a no), growing ("1 - N" is not read); any
+# other variable ("Linearly with DEPTH", "L - 1"), a "not", a doubt or another answer, and a
+# person reads it. "Not linearly" (read as a no elsewhere: "is the speed-up proportional?") says
+# how it grows, not whether: to this question it is unclear.
+_GROWTH_QUESTION = re.compile(r"\bgrows?\b.*\bgpus\b", re.I | re.S)
+_GPU_COUNT_NAME = r"(?:n|g|#\s*gpus|gpus|num_gpus|n_gpus|ngpus|(?:the\s+)?number\s+of\s+gpus)"
+_GROWING_FORMULA = (r"\(?\s*(?:(?:\d+\s*[*×·]?\s*)" + _GPU_COUNT_NAME + r"(?:\s*[-−+]\s*\d+)?|"
+                    + _GPU_COUNT_NAME + r"\s*[-−+]\s*\d+)\s*\)?(?:\s+transfers?)?")
+_LINEAR = r"(?:linear(?:ly)?|proportional(?:ly)?)"
+_WITH_GPUS = r"(?:\s+(?:with|to|in)\s+(?:the\s+)?(?:number\s+of\s+gpus|gpus|n))?"
+_GROWS = (r"(?:(?:it|they|the\s+number\s+of\s+transfers|(?:the\s+)?transfers|(?:the\s+)?communication"
+          r"(?:\s+overhead)?)\s+)?(?:grows?|increases?|rises?|scales?)\s+")
+_GROWS_RE = re.compile(r"\s*(?:(?:" + _GROWS + r")?" + _LINEAR + _WITH_GPUS
+                       + r"(?:\s*(?:[:,(\-–—]|\bas\b)\s*" + _GROWING_FORMULA + r"\s*\)?)?|"
+                       + _GROWING_FORMULA + r")\s*[.!]?\s*", re.I)
+_CONSTANT_RE = re.compile(r"\s*(?:(?:it|they|the\s+number\s+of\s+transfers|(?:the\s+)?transfers)\s+"
+                          r"(?:stays?|is|are|remains?)\s+)?(?:constant|the\s+same)\s*[.!]?\s*", re.I)
+_HOW_NOT_WHETHER = re.compile(r"\W*not\s+" + _LINEAR + r"\b", re.I)
+
+
+def read_growth(text: str, question: str) -> YesNo | None:
+    """A trend answering a question whether a count grows with the number of GPUs (see
+    above): YesNo("yes"/"no") for one, YesNo(unclear) for "not linearly"; None where the
+    question asks no such thing or the text is no trend (read_yes_no's business)."""
+    text = (text or "").strip()
+    if not _GROWTH_QUESTION.search(question or "") or len(text) > 200:
+        return None
+    if _GROWS_RE.fullmatch(text):
+        return YesNo("yes", text.strip(" *_\"'"))
+    if _CONSTANT_RE.fullmatch(text) and not text.lower().startswith("the same"):   # "the same" as what?
+        return YesNo("no", text.strip(" *_\"'"))
+    if _HOW_NOT_WHETHER.match(text):
+        return YesNo(unclear=True)
+    return None

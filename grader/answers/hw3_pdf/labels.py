@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from ..yes_no import read_yes_no
+from ..yes_no import read_growth, read_yes_no
 from . import contract
 from .explanations import starts_something_else
 from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
@@ -414,7 +414,7 @@ def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str =
               if (bare := without_remarks(head, numbers_only=kind != "int")) not in (None, head)]
     for head in heads:
         if kind == "int":
-            number = whole_number_in(head, gpus=gpus)
+            number = whole_number_in(head, gpus=gpus, arithmetic=True)   # "5 - 1", as a sheet's count
             if number is not None:
                 return [number]
         else:
@@ -440,7 +440,7 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
     values, unclear = [], []
     for match in matches:
         if answer.kind == "yes_no":
-            reading = _yes_no_after(match.end(), cased, starts, layout)
+            reading = _yes_no_after(match.end(), cased, starts, layout, shown)
             if reading.value is not None:
                 values.append((reading.value, match, reading.answer_line))
             elif reading.problems and match.group("start") is not None:
@@ -480,18 +480,24 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
                         answer_line if answer_line is not None and answer_line is not label_line else None)
 
 
-def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layout) -> LabelReading:
+def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layout,
+                  question: str = "") -> LabelReading:
     """The yes or no after a label that ends at `label_end`: on the label's line, or, when
     nothing follows the label there, first on the next line. value is {"value", "explanation"};
-    an answer that is there but not a clear yes or no gives no value and says what it is."""
+    an answer that is there but not a clear yes or no gives no value and says what it is.
+    `question`: the label's question, which a trend answers as a sheet's does ("Linearly: N - 1"
+    to whether the transfers grow with the number of GPUs: yes_no.read_growth)."""
+    def read(text: str):
+        return read_growth(text, question) or read_yes_no(text)
+
     line_end = cased.find("\n", label_end)
     answer_at, said = label_end, until_next_label(cased[label_end:line_end])
     joined = len(said) < line_end - label_end   # another label follows on this line
-    answer = read_yes_no(said)
+    answer = read(said)
     if answer.unanswered and not said.strip():
         following = cased[line_end + 1:cased.find("\n", line_end + 1)]
-        if read_yes_no(following).answered:  # the label on its own line, the answer under it
-            answer_at, said, answer = line_end + 1, following, read_yes_no(following)
+        if read(following).answered:  # the label on its own line, the answer under it
+            answer_at, said, answer = line_end + 1, following, read(following)
     if answer.unclear:
         shown = said.strip(" |:-")
         return LabelReading(problems=(repr(shown if len(shown) <= 60 else shown[:57] + "..."),))

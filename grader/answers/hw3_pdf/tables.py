@@ -615,6 +615,7 @@ def _parse_row(row: _Row, texts: dict, spec, time_factor, memory_factor, mark) -
                 parsed.unclear.add(column.name)
             else:
                 parsed.values[column.name] = time.value
+                parsed.notes += [f"{label}: {note}" for note in time.notes]   # a range read as its middle
             continue
         per_gpu = _per_gpu_columns(row.cells).get(column.name)
         if cell or not per_gpu:
