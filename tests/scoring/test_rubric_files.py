@@ -84,12 +84,14 @@ def test_hw3_is_five_tasks_of_three_points(rubric_for):
     assert measured == {"hw3.task2.measured": 0, "hw3.task4.measured": 0}
 
 
-def test_hw3_round_robin_costs_exactly_the_contiguity_check(rubric_for):
-    task3 = rubric_for("hw3").item("hw3.task3")
-    contiguous = [c for c in task3.checks if c.check == "hw3.task3.contiguous"]
-    assert len(contiguous) == 1
-    assert contiguous[0].points == 0.5 and contiguous[0].partial == "proportional"
-    assert "round-robin" in task3.feedback.failed
+def test_hw3_contiguity_is_shown_for_no_points(rubric_for):
+    """Task 3's handout asks for an even spread only: blocks are a 0-point item beside it."""
+    rubric = rubric_for("hw3")
+    assert "hw3.task3.contiguous" not in [c.check for c in rubric.item("hw3.task3").checks]
+    blocks = rubric.item("hw3.task3.blocks")
+    assert blocks.points == 0 and [c.check for c in blocks.checks] == ["hw3.task3.contiguous"]
+    assert "round-robin" in blocks.title and "costs no point" in blocks.feedback.failed
+    assert sum(c.points for c in rubric.item("hw3.task3").checks) == 2
 
 
 def test_no_practical_check_asks_for_a_speed_up(rubric_for):

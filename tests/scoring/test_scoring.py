@@ -24,7 +24,8 @@ def test_everything_passing_gives_full_marks(rubric_for):
     assert result.status == "graded" and result.errors == []
     assert {i.id: i.status for i in result.items if i.kind == "auto"} == {
         **{f"hw3.task{n}": "passed" for n in range(1, 6)},
-        "hw3.task2.measured": "passed", "hw3.task4.measured": "passed"}
+        "hw3.task2.measured": "passed", "hw3.task3.blocks": "passed",
+        "hw3.task4.measured": "passed"}
     assert result.pending_manual == [f"hw3.task{n}.explanation" for n in range(1, 6)]
     assert item(result, "hw3.task2.explanation").status == "manual"
 
@@ -81,14 +82,19 @@ def test_one_bug_failing_every_configuration_is_told_once_with_its_cases(rubric_
     assert "[5gpus-depth20]" in feedback.splitlines()[-2], feedback
 
 
-def test_round_robin_layout_loses_exactly_the_contiguity_check(rubric_for):
+def test_a_round_robin_layout_earns_task_3_whole_and_is_told_it_is_not_blocks(rubric_for):
+    """The handout asks for an even spread over all GPUs, which round-robin is (a TA's audit:
+    the rubric had taken 0.5 for contiguity the handout never asks for)."""
     rubric = rubric_for("hw3")
     tests = [case(c) for c in rubric.check_ids if c != "hw3.task3.contiguous"]
     # Round-robin is never contiguous in the counted cases (more layers than GPUs, 2 or more GPUs).
     tests += cases("hw3.task3.contiguous", ["failed"] * 17)
     result = score_assignment(rubric, report(tests))
-    assert item(result, "hw3.task3").score == 1.5 and result.score == 10
-    assert "round-robin" in item(result, "hw3.task3").feedback
+    assert item(result, "hw3.task3").score == 2 and result.score == 10.5
+    blocks = item(result, "hw3.task3.blocks")
+    assert (blocks.score, blocks.max_score, blocks.status) == (0, 0, "failed")
+    assert "DEPTH-1 transfers instead of N-1" in blocks.feedback
+    assert "costs no point" in blocks.feedback
 
 
 def test_skipped_hardware_check_leaves_the_maximum():
