@@ -209,9 +209,15 @@ def built(found, what="the model") -> None:
         look += constructor_note(found)
         if "invalid device ordinal" in error["message"].lower():
             look += (f"; a node of {gpus} GPU(s) has cuda:0 .. cuda:{gpus - 1} only, and the layout "
-                     f"asked for a GPU past the last one: check its rule where DEPTH is not a "
-                     f"multiple of the GPU count (DEPTH={depth} on {gpus}: i // (DEPTH // N) goes "
-                     "past cuda:N-1), with N from torch.cuda.device_count()")
+                     "asked for a GPU past the last one: ")
+            # Only a DEPTH that N does not divide sends i // (DEPTH // N) past the last GPU; on
+            # one GPU, or where N divides DEPTH, the layout names a GPU of its own (the base
+            # code's cuda:1 had been told to check a rule it does not have: a TA's audit).
+            look += (f"check its rule where DEPTH is not a multiple of the GPU count (DEPTH={depth} "
+                     f"on {gpus}: i // (DEPTH // N) goes past cuda:N-1), with N from "
+                     "torch.cuda.device_count()" if depth % gpus else
+                     "take the GPUs from N = torch.cuda.device_count() rather than naming one "
+                     "(the base code's cuda:1 needs two GPUs)")
         raise AssertionError(f"Building or running {what} {where} failed: {at}{look}")
 
 

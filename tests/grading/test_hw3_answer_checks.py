@@ -147,3 +147,17 @@ def test_a_gpu_index_past_the_last_gpu_is_told_to_check_the_rule_not_to_count_th
         built(found)
     message = str(failure.value)
     assert "pdl-grade run --gpus 3 --set DEPTH=5" in message and "i // (DEPTH // N) goes past cuda:N-1" in message, message
+
+
+@pytest.mark.parametrize("gpus, depth", [(1, 6), (1, 3), (2, 6)])
+def test_a_gpu_named_past_the_last_one_where_the_rule_cannot_go_past_is_told_so(gpus, depth):
+    """A TA's audit: the base code's cuda:1 on one GPU (DEPTH=6) was told to check a rule
+    `i // (DEPTH // N)` it does not have; where N divides DEPTH no such rule goes past."""
+    from grader.checks.test_hw3 import built
+    found = {"gpus": gpus, "depth": depth,
+             "error": {"type": "RuntimeError", "message": "CUDA error: invalid device ordinal"}}
+    with pytest.raises(AssertionError) as failure:
+        built(found)
+    message = str(failure.value)
+    assert "i // (DEPTH // N)" not in message, message
+    assert "rather than naming one (the base code's cuda:1 needs two GPUs)" in message, message
