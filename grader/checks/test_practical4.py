@@ -101,16 +101,29 @@ def chunk_passes(run, batch):
     return [p for p in passes[start:] if (rows_of(p["batch"]) or batch) < batch]
 
 
-def part3_layers(run):
+def part3_layers(run, with_stopped: bool = True):
     """Part 3's layer1 and layer2 (parameter counts of Linear(1000, 2000) and
     Linear(2000, 1000)) -> their devices, whether they are loose layers (the handout's way)
     or held by a module of the student's (a class with self.layer1 and self.layer2). A whole
     model on one GPU is Part 1's, or a replica of it a Part 2 of real data parallelism runs on
     each GPU: left out, unless nothing else is there (then the last one, after Part 1's, is
-    Part 3's, all on one GPU)."""
+    Part 3's, all on one GPU).
+
+    As their forward passes found them; `with_stopped`: a layer that never ran is taken
+    where the script held it when an error stopped it (layer2 on cuda:1, the script stopped
+    by layer1's input left on the CPU: a TA gives the placement its points)."""
+    found = _part3_devices(run.of("placement", 0))
+    if with_stopped:
+        stopped = _part3_devices(run.of("placement_at_error", 0))
+        for name, devices in stopped.items():
+            found.setdefault(name, devices)
+    return found
+
+
+def _part3_devices(events) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     whole = []
-    for event in run.of("placement", 0):
+    for event in events:
         layers = event.get("layers", [])
         sizes = {layer.get("params") for layer in layers}
         devices = {d for layer in layers for d in _devices(layer)}
@@ -295,9 +308,11 @@ def test_one_activation_transfer(part3_run):
     look = "Part 3: out = out.to(device1) between the two layers, once"
     expected = (f"exactly one move of the activation [{BATCH}, {HIDDEN}] from cuda:0 to cuda:1 "
                 "in Part 3's forward pass")
-    evidence(part3_run, part3_layers(part3_run), expected,
-             part3_not_run(part3_run, "no forward pass through Part 3's layers"), look)
     moves = activation_moves(part3_run)
+    # Where layer2 never ran, the script never got to the move: said with its cause (a crash).
+    evidence(part3_run, moves or "layer2" in part3_layers(part3_run, with_stopped=False),
+             expected, part3_not_run(part3_run, "no forward pass through Part 3's layer2"),
+             look)
     right = [m for m in moves if m.get("src") == "cuda:0" and m.get("dst") == "cuda:1"]
     assert len(moves) == len(right) == 1, explain(
         expected, f"{len(moves)} move(s) of the activation between GPUs"
@@ -412,7 +427,10 @@ def test_reported_layer_devices(part3_run, answers, agree, layer, qid):
 @pytest.mark.check("practical4.transfers_reported")
 def test_reported_transfers_per_forward(part3_run, answers, agree):
     moves = activation_moves(part3_run)
-    truth = len(moves) if part3_layers(part3_run) else None
+    # Counted where Part 3's layer2 ran (or a move was seen): a script stopped before it never
+    # got to the move, and "your code moves it 0 times" had told a right answer of 1 to change.
+    ran = part3_layers(part3_run, with_stopped=False)
+    truth = len(moves) if moves or "layer2" in ran else None
     value, truth = answer_and_truth(answers, "part3.transfers_per_forward", truth, part3_run)
     agree("part3.transfers_per_forward", value, truth,
           f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"

@@ -52,6 +52,36 @@ def placement(module: torch.nn.Module) -> list[dict]:
     return layers
 
 
+# Modules looked at where a script stopped with an error, at most (each walked once).
+MAX_MODULES_AT_ERROR = 32
+
+
+def placements_at_error(traceback_, own_file) -> None:
+    """Where the modules the script's own frames held were, when an exception stopped it:
+    a layer placed but never run (Practical 4's layer2 on cuda:1, the script stopped by layer1's
+    input left on the CPU) had been "on no device seen" (a TA's audit). One `placement_at_error`
+    event per module (its local name and layers), never the forward passes' `placement`:
+    their consumers read a model's layout as its forward passes found it."""
+    from grader.vgpu.trace import get_trace
+    trace = get_trace()
+    if not trace.enabled:
+        return
+    seen: set[int] = set()
+    tb = traceback_
+    while tb is not None and len(seen) < MAX_MODULES_AT_ERROR:
+        frame = tb.tb_frame
+        if own_file(frame.f_code.co_filename):
+            for name, value in list(frame.f_locals.items()):
+                if isinstance(value, torch.nn.Module) and id(value) not in seen \
+                        and len(seen) < MAX_MODULES_AT_ERROR:
+                    seen.add(id(value))
+                    layers = placement(value)
+                    if layers:
+                        trace.emit("placement_at_error", name=str(name)[:100],
+                                   module=type(value).__name__, layers=layers)
+        tb = tb.tb_next
+
+
 def _fingerprint(tensors) -> dict:
     # Two numbers per set of tensors are enough to tell "equal on every rank" from "not".
     with torch.no_grad(), torch._C.DisableTorchFunction():

@@ -123,8 +123,22 @@ def _run(script: str, args: list[str], values: dict, edits: list) -> int:
         where = f"{os.path.basename(script)}:{frames[-1].lineno}" if frames else None
         get_trace().emit("exception", type=type(error).__name__, message=str(error)[:2000],
                          site=where)
+        _placements_at_error(error.__traceback__, script)
         return 1
     return 0
+
+
+def _placements_at_error(traceback_, script: str) -> None:
+    """The script's modules where it stopped (grader/vgpu/observe.py): what its frames, and
+    those of its own modules beside it, held. Never the run's problem if it fails."""
+    folder = os.path.dirname(os.path.abspath(script))
+    try:
+        from grader.vgpu.observe import placements_at_error
+        placements_at_error(traceback_, lambda name: os.path.abspath(name).startswith(
+            folder + os.sep))
+    except Exception as problem:
+        print(f"pdl-autograder: the modules at the error were not recorded ({problem!r})",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -62,3 +62,30 @@ def test_a_script_python_reads_is_read_the_same_way(tmp_path, head, text):
                            "--set", "N=2", str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "2", done.stdout
+
+
+def test_a_crash_records_where_the_scripts_layers_were(tmp_path):
+    """A layer placed but never run (Practical 4's layer2, the script stopped by layer1's
+    input left on the CPU) had been "on no device seen" (a TA's audit): where an exception
+    stops the script, the modules its own frames held are recorded, by name."""
+    import json
+    script = tmp_path / "s.py"
+    trace = tmp_path / "t.jsonl"
+    script.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "def main():\n"
+        "    layer1 = nn.Linear(4, 8).to('cuda:0')\n"
+        "    layer2 = nn.Linear(8, 4).to('cuda:1')\n"
+        "    x = torch.randn(2, 4)\n"
+        "    out = layer2(layer1(x).to('cuda:1'))\n\n"
+        "main()\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "run", "--gpus", "2", "--virtual",
+                           "--trace", str(trace), str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "same device" in done.stderr, done.stderr
+    events = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    stopped = {e["name"]: [layer["device"] for layer in e["layers"]]
+               for e in events if e.get("event") == "placement_at_error"}
+    assert stopped == {"layer1": ["cuda:0"], "layer2": ["cuda:1"]}, stopped
+    # The forward passes' own placements are as before: layer1's only (layer2 never ran).
+    assert [e["layers"][0]["params"] for e in events if e.get("event") == "placement"] == [40]
