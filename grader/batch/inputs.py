@@ -318,7 +318,7 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         if submission.problem:
             raise Rejected(submission.problem)
         try:
-            budget, places = _unpack(submission, scratch, Budget(limits), notes)
+            budgets, places = _unpack(submission, scratch, limits, notes)
         except DataInTheWay as whole:
             # Too big whole (or a checkpoint Python cannot inflate): once more without what no
             # check reads, before a zero for the code beside it.
@@ -326,11 +326,12 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
             shutil.rmtree(scratch)
             scratch.mkdir()
             os.chmod(scratch, 0o755)
-            budget, places = _unpack(submission, scratch, Budget(limits, leave_out=True), notes)
-            lines = _left_out_lines(budget)
-            notes.append(f"graded without {budget.left_out_text()} ({short_reason(whole)}): "
+            budgets, places = _unpack(submission, scratch, limits, notes, leave_out=True)
+            lines = _left_out_lines(budgets)
+            notes.append(f"graded without {_left_out_text(budgets)} ({short_reason(whole)}): "
                          + ", ".join(lines[:10]) + (f" and {len(lines) - 10} more"
                                                     if len(lines) > 10 else ""))
+        left_out = _said(_left_out_lines(budgets))
         places = list(dict.fromkeys(places.values()))
         layout = list(assignments or assignment_ids())
         require_expected_files(scratch, list(graded or layout), layout)
@@ -338,8 +339,13 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                 else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
-        return Prepared(root=root, content_hash=content_hash(root), notes=_said(notes),
-                        left_out=_said(_left_out_lines(budget)))
+        digest = content_hash(root)
+        if left_out:
+            # Graded without some of it: the same code handed in again without the data is
+            # another upload, graded again, so that its report stops naming what it left out.
+            digest += "+without:" + hashlib.sha256("\n".join(left_out).encode(
+                "utf-8", "surrogateescape")).hexdigest()[:16]
+        return Prepared(root=root, content_hash=digest, notes=_said(notes), left_out=left_out)
     except Rejected as problem:
         return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
@@ -351,13 +357,22 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                                     f"{str(exc)[:300] or 'no message'})", notes)
 
 
-def _unpack(submission: Submission, scratch: Path, budget: Budget,
-            notes: list[str]) -> tuple[Budget, dict[Path, Path]]:
+def _unpack(submission: Submission, scratch: Path, limits: UnpackLimits, notes: list[str],
+            leave_out: bool = False) -> tuple[list[Budget], dict[Path, Path]]:
+    """Each upload of the student into its place, within limits of its own: a late/ copy of
+    the same files had counted twice against one budget and rejected the student."""
     places = _places(submission, scratch)
+    budgets = {place: Budget(limits, leave_out) for place in dict.fromkeys(places.values())}
     for source in submission.sources:
         places[source].mkdir(exist_ok=True)
-        materialize_entry(source, places[source], budget, notes)
-    return budget, places
+        materialize_entry(source, places[source], budgets[places[source]], notes)
+    return list(budgets.values()), places
+
+
+def _left_out_text(budgets: list[Budget]) -> str:
+    merged = Budget(budgets[0].limits, leave_out=True)
+    merged.left_out = [item for budget in budgets for item in budget.left_out]
+    return merged.left_out_text()
 
 
 def short_reason(problem: Exception) -> str:
@@ -365,11 +380,21 @@ def short_reason(problem: Exception) -> str:
     return str(problem).split("; ")[0]
 
 
-def _left_out_lines(budget: Budget) -> list[str]:
-    """One line per left-out file or environment, largest first."""
-    ordered = sorted(budget.left_out, key=lambda item: (-(item[1] or 0), item[0]))
-    return [f"{where} (a Python environment)" if size is None else f"{where} ({size_text(size)})"
-            for where, size, _ in ordered]
+# Lines of what was left out, at most: 30,000 images had put 30,000 lines into each report.
+MAX_LEFT_OUT_LINES = 200
+
+
+def _left_out_lines(budgets: list[Budget]) -> list[str]:
+    """One line per left-out file, data folder or environment, largest first."""
+    ordered = sorted((item for budget in budgets for item in budget.left_out),
+                     key=lambda item: (-(item[1] or 0), item[0]))
+    kinds = {"environment": "a Python environment", "data folder": "a folder of data"}
+    lines = [f"{where} ({size_text(size) if size is not None else kinds[kind]})"
+             for where, size, kind in ordered[:MAX_LEFT_OUT_LINES]]
+    if len(ordered) > MAX_LEFT_OUT_LINES:
+        rest = ordered[MAX_LEFT_OUT_LINES:]
+        lines.append(f"and {len(rest)} more ({size_text(sum(size or 0 for _, size, _ in rest))})")
+    return lines
 
 
 def assignments_in(submission: Submission, scratch: Path, layout: Sequence[str],

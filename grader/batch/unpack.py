@@ -82,8 +82,9 @@ class UnpackLimits:
     max_files: int = 5000
     max_depth: int = 32
     # Entries looked at, unpacked or left out: a virtual environment with torch in it lists
-    # some 20,000 files; what zipfile holds in memory per entry bounds it.
-    max_listed: int = 50_000
+    # some 20,000 files, CIFAR-10 as PNGs 60,000; what zipfile holds in memory per entry (some
+    # hundreds of bytes) bounds it.
+    max_listed: int = 100_000
 
 
 # What the grader never reads and no course script loads (the course's work trains on random
@@ -100,12 +101,36 @@ DATA_SUFFIXES = frozenset({
     # archives never unpacked
     ".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst",
 })
+# Whole names and endings of what tools write beside the code: profiler and Nsight traces,
+# TensorBoard's event files, torchvision's extracted CIFAR batches (no suffix at all).
+DATA_ENDINGS = (".pt.trace.json", ".nsys-rep", ".qdrep", ".qdstrm", ".ncu-rep", ".sqlite",
+                ".pstats", ".prof")
+DATA_NAME_PARTS = ("tfevents",)
+# Folders of data only, whatever their files are called: datasets as torchvision extracts them,
+# experiment trackers' logs.
+DATA_FOLDERS = frozenset({"cifar-10-batches-py", "cifar-100-python", "MNIST", "FashionMNIST",
+                          "KMNIST", "EMNIST", "wandb", "mlruns", "lightning_logs"})
 # What makes a folder a Python environment (as grader/integrity/unrun.py finds them).
 ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
+# An environment's own parts (venv, virtualenv, conda, on Linux, macOS and Windows): left out of
+# an upload over the limits. Anything else in its folder is the student's (a course folder made
+# a venv with `python -m venv .` holds practical4/ beside bin/ and lib/).
+ENVIRONMENT_PARTS = frozenset({
+    "pyvenv.cfg", "conda-meta", "bin", "Scripts", "lib", "lib64", "Lib", "include", "Include",
+    "share", "etc", "libexec", "pkgs", "man", "ssl", "compiler_compat", "DLLs", "Library",
+    "Tools", "libs", "condabin", "x86_64-conda-linux-gnu", "x86_64-conda_cos6-linux-gnu",
+    "python.exe", "pythonw.exe", "python3.dll", "vcruntime140.dll", "LICENSE_PYTHON.txt"})
 
 
 def is_data_file(name: str) -> bool:
-    return os.path.splitext(name.lower())[1] in DATA_SUFFIXES
+    lowered = name.lower()
+    return (os.path.splitext(lowered)[1] in DATA_SUFFIXES or lowered.endswith(DATA_ENDINGS)
+            or any(part in lowered for part in DATA_NAME_PARTS))
+
+
+def is_data_path(parts) -> bool:
+    """A file the grader never reads: of a data kind, or in a folder of data only."""
+    return is_data_file(parts[-1]) or any(part in DATA_FOLDERS for part in parts[:-1])
 
 
 def size_text(size: int) -> str:
@@ -152,7 +177,7 @@ class Budget:
         self.listed += count
         if self.listed > self.limits.max_listed:
             raise Rejected(f"{what}: more than {self.limits.max_listed} files and folders; "
-                           "rejected as a possible archive bomb")
+                           f"rejected as a possible archive bomb{_HAND_IN_LESS}")
 
     def skips(self, where: str, size: int | None, kind: str = "data") -> bool:
         """Whether `where` is left out (only in the second, leave-out pass); recorded if so."""
@@ -163,11 +188,14 @@ class Budget:
 
     def left_out_text(self) -> str:
         files = [size for _, size, kind in self.left_out if kind == "data"]
+        folders = sum(kind == "data folder" for _, _, kind in self.left_out)
         environments = sum(kind == "environment" for _, _, kind in self.left_out)
         parts = []
         if files:
             parts.append(f"{len(files)} data file{'s' * (len(files) != 1)} "
                          f"({size_text(sum(files))})")
+        if folders:
+            parts.append(f"{folders} data folder{'s' * (folders != 1)}")
         if environments:
             parts.append(f"{environments} Python environment{'s' * (environments != 1)}")
         return " and ".join(parts) or "nothing"
@@ -199,9 +227,20 @@ def materialize_entry(entry: Path, dest: Path, budget: Budget, notes: list[str])
                           f"(to {os.readlink(entry)}); links are not followed: put a copy of "
                           "the upload there instead")
     refuse_specials(entry)
-    children = sorted(entry.iterdir()) if entry.is_dir() else [entry]
+    children = _children(entry, budget, "") if entry.is_dir() else [entry]
     for child in children:
         _materialize(child, dest, budget, notes, unpack_zips=True, depth=1)
+
+
+def _children(folder: Path, budget: Budget, where: str) -> list[Path]:
+    """A folder's entries to unpack: in the leave-out pass, an environment's own parts are
+    left out (never walked: the runs hide an environment anyway), the rest kept."""
+    children = sorted(folder.iterdir())
+    if not budget.leave_out or not any(os.path.lexists(folder / mark)
+                                       for mark in ENVIRONMENT_MARKS):
+        return children
+    budget.skips(where or "./", None, "environment")
+    return [child for child in children if child.name not in ENVIRONMENT_PARTS]
 
 
 def refuse_specials(entry: Path) -> int:
@@ -227,9 +266,9 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
     check_name(name, name)
     budget.check_depth(depth, name)
     budget.count_listed(name)
-    if stat.S_ISDIR(mode) and any(os.path.lexists(entry / mark) for mark in ENVIRONMENT_MARKS) \
-            and budget.skips(f"{where}/", None, "environment"):
-        return    # never walked: the runs hide an environment anyway
+    if stat.S_ISDIR(mode) and budget.leave_out and name in DATA_FOLDERS:
+        budget.skips(f"{where}/", None, "data folder")
+        return    # never walked
     if stat.S_ISDIR(mode):
         budget.add_file(name)
         target = dest / name
@@ -237,7 +276,7 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         os.chmod(target, DIR_MODE)
         # Depth-first without recursion past the limit: the depth is checked above, before
         # the next level is opened.
-        for child in sorted(entry.iterdir()):
+        for child in _children(entry, budget, f"{where}/"):
             _materialize(child, target, budget, notes, unpack_zips=False, depth=depth + 1,
                          within=f"{where}/")
     elif unpack_zips and name.lower().endswith(".zip"):
@@ -246,8 +285,8 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         count = extract_zip(entry, free_name(dest / (name[:-4].strip() or "archive")), budget,
                             notes)
         notes.append(f"unpacked {name} ({count} files)")
-    elif is_data_file(name) and budget.skips(where, entry.lstat().st_size):
-        return
+    elif budget.leave_out and is_data_file(name):
+        budget.skips(where, entry.lstat().st_size)
     else:
         budget.add_file(name)
         _copy_counted(entry, dest / name, budget)
@@ -311,14 +350,16 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
     return parts
 
 
-def check_method(info: zipfile.ZipInfo, archive: str) -> None:
-    """Rejected where Python cannot inflate the entry (DataInTheWay for a data file: the
-    upload may be graded without it)."""
+def check_method(info: zipfile.ZipInfo, archive: str, unneeded: bool | None = None) -> None:
+    """Rejected where Python cannot inflate the entry (DataInTheWay for a data file or a part
+    of an environment, `unneeded`: the upload may be graded without it)."""
     if info.compress_type not in SUPPORTED_METHODS and not info.is_dir():
         method = KNOWN_METHODS.get(info.compress_type, "an unknown method")
         hint = (" (what Windows Explorer's 'Send to > Compressed folder' writes for large files)"
                 if info.compress_type == 9 else "")
-        kind = DataInTheWay if is_data_file(info.filename) else Rejected
+        if unneeded is None:
+            unneeded = is_data_file(info.filename)
+        kind = DataInTheWay if unneeded else Rejected
         raise kind(f"{archive}: entry '{info.filename}' is compressed with {method} (zip "
                    f"method {info.compress_type}){hint}, which the grader cannot unpack; zip "
                    "the folder again with ordinary Deflate (`zip -r`, 7-Zip's 'Deflate', "
@@ -421,11 +462,11 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     most = limits.max_listed
     if entries_declared > most:
         raise Rejected(f"{label}: {entries_declared} entries, more than the limit of {most} "
-                       "files and folders; rejected as a possible archive bomb")
+                       "files and folders; rejected as a possible archive bomb" + _HAND_IN_LESS)
     if directory_bytes > most * DIRECTORY_BYTES_PER_ENTRY:
         raise Rejected(f"{label}: a directory of {directory_bytes} bytes, room for more entries "
                        f"than the limit of {most} files and folders; rejected as a possible "
-                       "archive bomb")
+                       "archive bomb" + _HAND_IN_LESS)
     try:
         entries_found = directory_entries(archive, start, directory_bytes)
     except (OSError, ValueError, OverflowError) as exc:
@@ -433,7 +474,7 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     if entries_found > most:
         raise Rejected(f"{label}: {entries_found} entries in its directory (its end record says "
                        f"{entries_declared}), more than the limit of {most} files and folders; "
-                       "rejected as a possible archive bomb")
+                       "rejected as a possible archive bomb" + _HAND_IN_LESS)
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
@@ -451,10 +492,11 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
                 continue
             entries.append((info, parts))
         budget.count_listed(label, len(entries))
+        environments = _environment_parts(entries)
         if budget.leave_out:
-            entries = _without_data(entries, budget)
-        for info, _ in entries:
-            check_method(info, label)
+            entries = _without_data(entries, environments, budget)
+        for info, parts in entries:
+            check_method(info, label, _is_unneeded(parts, environments))
         files = sum(not info.is_dir() for info, _ in entries)
         declared = sum(info.file_size for info, _ in entries)
         if files + budget.files > limits.max_files:
@@ -483,33 +525,61 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
             except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError,
                     RuntimeError) as exc:
                 # A damaged checkpoint need not cost the code beside it its grade.
-                kind = DataInTheWay if is_data_file(parts[-1]) else Rejected
+                kind = DataInTheWay if _is_unneeded(parts, environments) else Rejected
                 raise kind(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
             count += 1
         return count
 
 
-def _without_data(entries: list[tuple[zipfile.ZipInfo, list[str]]], budget: Budget):
-    """`entries` less the Python environments and data files in them, each recorded in
-    `budget` (an environment once, as its folder)."""
-    environments = set()
-    for info, parts in entries:
+def _environment_parts(entries) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Each environment's own parts in a zip (ENVIRONMENT_PARTS of a folder holding a marker)
+    -> that environment's folder."""
+    folders = set()
+    for _, parts in entries:
         for at, part in enumerate(parts):
             if part in ENVIRONMENT_MARKS and (at < len(parts) - 1 or part == "pyvenv.cfg"):
-                environments.add(tuple(parts[:at]))
+                folders.add(tuple(parts[:at]))
                 break
-    kept = []
+    return {folder + (part,): folder for folder in folders for part in ENVIRONMENT_PARTS}
+
+
+def _environment_of(parts, environments) -> tuple[str, ...] | None:
+    # Each of the path's own prefixes looked up: linear in its depth, whatever the number of
+    # environments (a red team's 25,000 of them had taken 15 minutes compared pairwise).
+    for at in range(1, len(parts) + 1):
+        folder = environments.get(tuple(parts[:at]))
+        if folder is not None:
+            return folder
+    return None
+
+
+def _is_unneeded(parts, environments) -> bool:
+    """Whether a damaged entry, or one Python cannot inflate, may be left out (DataInTheWay)."""
+    return is_data_path(parts) or _environment_of(parts, environments) is not None
+
+
+def _without_data(entries: list[tuple[zipfile.ZipInfo, list[str]]], environments,
+                  budget: Budget):
+    """`entries` less the Python environments' own parts and the data files in them, each
+    recorded in `budget` (an environment once, as its folder)."""
+    kept, seen = [], set()
     for info, parts in entries:
-        home = next((parts[:len(env)] for env in environments
-                     if tuple(parts[:len(env)]) == env), None)
+        home = _environment_of(parts, environments)
         if home is not None:
+            if home not in seen:
+                seen.add(home)
+                budget.skips("/".join(home) + "/" if home else "./", None, "environment")
             continue
-        if not info.is_dir() and is_data_file(parts[-1]) and budget.skips(
-                "/".join(parts), info.file_size):
+        if not info.is_dir() and is_data_path(parts):
+            folder = next((at for at, part in enumerate(parts[:-1]) if part in DATA_FOLDERS),
+                          None)
+            if folder is None:
+                budget.skips("/".join(parts), info.file_size)
+            elif tuple(parts[:folder + 1]) not in seen:
+                seen.add(tuple(parts[:folder + 1]))
+                budget.skips("/".join(parts[:folder + 1]) + "/", None, "data folder")
             continue
         kept.append((info, parts))
-    for env in sorted(environments):
-        budget.skips("/".join(env) + "/", None, "environment")
     return kept
 
 

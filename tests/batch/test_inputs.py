@@ -252,7 +252,8 @@ def test_names_too_long_and_a_directory_of_too_many_entries(tmp_path):
     data = bytearray(zip_bytes([OK_FILE]))
     end = data.rfind(b"PK\x05\x06")
     data[end + 8:end + 12] = (60000).to_bytes(2, "little") * 2
-    many, _ = _prepare_one(tmp_path / "b", "many.zip", bytes(data))
+    many, _ = _prepare_one(tmp_path / "b", "many.zip", bytes(data),
+                           limits=UnpackLimits(max_listed=50_000))
     assert "60000 entries, more than the limit of 50000 files and folders" in many.problem
 
 

@@ -89,7 +89,7 @@ def test_a_python_environment_in_a_folder_upload_is_left_out_without_being_walke
     assert prepared.problem is None, prepared.problem
     assert prepared.left_out == ["venv/ (a Python environment)"]
     assert not any("fifo" in n for n in prepared.notes)
-    assert not (prepared.root / "venv").exists()
+    assert list((prepared.root / "venv").iterdir()) == []
 
 
 def test_a_checkpoint_compressed_with_deflate64_is_left_out_but_code_is_not(tmp_path):
@@ -141,3 +141,114 @@ def test_the_batch_grades_it_and_the_students_report_names_what_was_left_out(tmp
     markdown = (folder / "report.md").read_text()
     assert "**Left out of your upload**" in markdown and "- hw3/model.pt (1.1 MiB)" in markdown
     assert "Left out of your upload" in (folder / "report.html").read_text()
+
+
+# --- a red team's uploads (adv20) ------------------------------------------------------------
+
+@pytest.mark.parametrize("prefix", ["", "pdl/"])
+def test_a_course_folder_that_is_itself_a_venv_keeps_the_students_code(tmp_path, prefix):
+    """`python -m venv .` in the course folder: bin/ and lib/ beside practical4/. The whole
+    folder had been left out as the environment, and the upload sent to a person."""
+    environment = [(f"{prefix}pyvenv.cfg", b"home = /usr/bin\n")] + [
+        (f"{prefix}lib/python3.11/site-packages/pkg/m{i}.py", b"X = 1\n") for i in range(60)]
+    code = [(prefix + name, data) for name, data in CODE]
+    _zip_upload(tmp_path, "gina.zip", code + environment)
+    prepared = _prepare(tmp_path, "gina")
+    assert prepared.problem is None, prepared.problem
+    assert prepared.left_out == [f"{prefix or './'} (a Python environment)"]
+    assert _files(prepared.root) == ["hw3/model_parallel.py", "practical4/concepts.py"]
+
+
+def test_a_folder_upload_that_is_itself_a_venv_keeps_the_students_code(tmp_path):
+    make_submission(tmp_path / "subs" / "hana")
+    (tmp_path / "subs" / "hana" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    for i in range(60):
+        (tmp_path / "subs" / "hana" / "lib").mkdir(exist_ok=True)
+        (tmp_path / "subs" / "hana" / "lib" / f"m{i}.py").write_text("X = 1\n")
+    prepared = _prepare(tmp_path, "hana")
+    assert prepared.problem is None, prepared.problem
+    assert prepared.left_out == ["./ (a Python environment)"]
+    assert "practical4/concepts.py" in _files(prepared.root)
+
+
+def test_many_environments_cost_a_lookup_per_folder_of_each_path_not_one_per_environment():
+    """25,000 `pyvenv.cfg` folders 28 deep had taken 15 minutes of the batch's one process:
+    every entry was compared with every environment."""
+    import zipfile
+    from grader.batch import unpack
+    deep = [f"d{i}" for i in range(28)]
+    entries = [(zipfile.ZipInfo("/".join(deep + [f"v{i}", "pyvenv.cfg"])),
+                deep + [f"v{i}", "pyvenv.cfg"]) for i in range(2000)]
+    entries += [(zipfile.ZipInfo("/".join(deep + [f"n{i}", "x.py"])), deep + [f"n{i}", "x.py"])
+                for i in range(2000)]
+
+    class Counted(dict):
+        looked = 0
+
+        def get(self, key, default=None):
+            Counted.looked += 1
+            return super().get(key, default)
+    environments = Counted(unpack._environment_parts(entries))
+    kept = unpack._without_data(entries, environments, unpack.Budget(SMALL, leave_out=True))
+    assert len(kept) == 2000
+    assert Counted.looked <= sum(len(parts) for _, parts in entries), Counted.looked
+
+
+def test_more_entries_than_any_listing_says_what_to_hand_in(tmp_path):
+    images = [(f"data/{i}.png", b"") for i in range(120)]
+    _zip_upload(tmp_path, "carol.zip", CODE + images)
+    prepared = _prepare(tmp_path, "carol", UnpackLimits(max_files=50, max_listed=100))
+    assert "hand in the code, answers and report without datasets" in prepared.problem
+
+
+@pytest.mark.parametrize("name", ["hw3/log/host_123.1712.pt.trace.json",
+                                  "hw3/runs/events.out.tfevents.1712.host.0",
+                                  "hw3/report1.nsys-rep",
+                                  "data/cifar-10-batches-py/data_batch_1"])
+def test_what_profilers_tensorboard_and_torchvision_write_is_left_out(tmp_path, name):
+    _zip_upload(tmp_path, "ivan.zip", CODE + [(name, b"\0" * 1_200_000)])
+    prepared = _prepare(tmp_path, "ivan")
+    assert prepared.problem is None, prepared.problem
+    assert len(prepared.left_out) == 1 and name.split("/")[1 if "cifar" in name else 0] in \
+        prepared.left_out[0], prepared.left_out
+    assert _files(prepared.root) == ["hw3/model_parallel.py", "practical4/concepts.py"]
+
+
+def test_the_same_upload_on_time_and_in_late_is_within_the_limits_once(tmp_path):
+    """Each upload has limits of its own: an identical late/ copy had counted twice and
+    rejected the student with a 0."""
+    work = zip_bytes(CODE + [("hw3/notes.txt", b"n" * 600_000)])
+    for folder in ("subs/Jane Doe_7_assignsubmission_file_", "subs/late/Jane Doe_7_assignsubmission_file_"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "work.zip").write_bytes(work)
+    prepared = _prepare(tmp_path, "Jane_Doe_7")
+    assert prepared.problem is None, prepared.problem
+    assert any("the same files uploaded twice, graded once" in n for n in prepared.notes)
+
+
+def test_a_deflate64_file_in_an_environment_is_left_out_with_it(tmp_path):
+    data = zip_bytes(CODE + [(".venv/pyvenv.cfg", b"home = /usr\n"),
+                             (".venv/Lib/site-packages/torch/lib/torch_cuda.dll", b"\0" * 5000)])
+    _zip_upload(tmp_path, "eve.zip", _with_method(
+        data, ".venv/Lib/site-packages/torch/lib/torch_cuda.dll", 9))
+    prepared = _prepare(tmp_path, "eve", UnpackLimits())
+    assert prepared.problem is None, prepared.problem
+    assert prepared.left_out == [".venv/ (a Python environment)"]
+
+
+def test_the_same_code_handed_in_again_without_the_data_is_graded_again(tmp_path):
+    """Its report had kept naming 5,016 left-out images: the upload was skipped as unchanged."""
+    make_submission(tmp_path / "a" / "subs" / "kai")
+    (tmp_path / "a" / "subs" / "kai" / "hw3" / "model.pt").write_bytes(b"\0" * 1_200_000)
+    make_submission(tmp_path / "b" / "subs" / "kai")
+    with_data, without = _prepare(tmp_path / "a", "kai"), _prepare(tmp_path / "b", "kai")
+    assert with_data.left_out and not without.left_out
+    assert with_data.content_hash != without.content_hash
+    assert with_data.content_hash.startswith(without.content_hash + "+without:")
+
+
+def test_the_left_out_list_is_bounded(tmp_path):
+    images = [(f"data/img{i:04}.png", b"x") for i in range(300)]
+    _zip_upload(tmp_path, "lea.zip", CODE + images)
+    prepared = _prepare(tmp_path, "lea", UnpackLimits(max_files=50))
+    assert len(prepared.left_out) == 201 and prepared.left_out[-1] == "and 100 more (100 bytes)"
