@@ -157,15 +157,24 @@ class _Mounts:
         self.args: list[str] = []
         self.hidden = hidden
         self.masks: list[Path] = []
-        self.layers: list[tuple[Path, str]] = [(Path("/"), "tmpfs")]   # later ones on top
+        self.layers: list[tuple[Path, str]] = []   # later ones on top
+        self._top: dict[Path, int] = {}           # a mount point -> its latest layer
+        self._add_layer(Path("/"), "tmpfs")
         self.created: set[tuple[Path, int]] = set()
 
+    def _add_layer(self, where: Path, kind: str) -> None:
+        self._top[where] = len(self.layers)
+        self.layers.append((where, kind))
+
     def _layer_of(self, path: Path) -> tuple[int, str, Path]:
-        for index in range(len(self.layers) - 1, -1, -1):
-            where, kind = self.layers[index]
-            if path == where or path.is_relative_to(where):
-                return index, kind, where
-        return 0, "tmpfs", Path("/")
+        # The latest layer mounted on the path or a folder above it, looked up by each of those
+        # folders: a scan of every layer per folder made thousands of masked environments (a
+        # red team's 2,000 `pyvenv.cfg` folders) cost minutes per run.
+        index = max((self._top.get(where, -1) for where in (path, *path.parents)), default=-1)
+        if index < 0:
+            return 0, "tmpfs", Path("/")
+        where, kind = self.layers[index]
+        return index, kind, where
 
     def _parents(self, dest: Path) -> None:
         for parent in reversed(dest.parents):
@@ -183,7 +192,7 @@ class _Mounts:
         dest = dest or source
         self._parents(dest)
         self.args += [option, str(source), str(dest)]
-        self.layers.append((dest, "bind"))
+        self._add_layer(dest, "bind")
         for path in self.hidden:
             if path != dest and path.is_relative_to(dest) and os.path.lexists(path):
                 self.mask(path)
@@ -192,7 +201,7 @@ class _Mounts:
         if path.is_dir():
             self._parents(path)
             self.args += ["--tmpfs", str(path)]
-            self.layers.append((path, "tmpfs"))
+            self._add_layer(path, "tmpfs")
             self.masks.append(path)
         else:
             self.args += ["--ro-bind", "/dev/null", str(path)]
