@@ -1,7 +1,8 @@
 """Names that provably hold an object the student's file made itself, of a plain kind.
 
 The scan's name rules hold `x.device_count = ...` or `x.forward += ...` whatever `x` is, since an
-alias of torch passed through a function, a list or a loop cannot be followed. Students also keep
+alias of torch passed through a function, a list or a loop cannot always be followed (a call from
+another file, a value read from data; scopes.Containers follows the file's own). Students also keep
 their measurements in objects of their own (`stats = GpuStats()`, `phase = SimpleNamespace()`),
 and setting a field there replaces nothing. This module finds the uses of a name that can only be
 such an object: every binding of the name in its scope is a call of `types.SimpleNamespace` or of

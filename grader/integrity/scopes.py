@@ -1,6 +1,12 @@
 """What a name stands for where the source reads it, as far as Python's scoping rules alone say.
 
-Two questions the scan's name rules ask of a file:
+`Scopes` answers, once per file, which scope each name is a variable of (a function, lambda,
+comprehension or class body, or the module); the questions below, and the scan's aliases
+(source.py), ask it rather than walking scopes again.
+- `Containers`: what an expression can stand for, through containers, conditionals, the file's
+  functions' returns, loops, and a parameter's default and what the calls of its function hand
+  it: `def g(T): T.add = f` called as `g(torch.Tensor)` sets torch.Tensor.add, and a binding in
+  another scope (`t = 1` in a function) leaves a module's `t = torch` as it was.
 - `local_names`: which reads of a name are of a variable of a function (a parameter, an
   assignment, a loop's or a comprehension's target), so not of the builtin of that name:
   `def main(eval=True): if eval:` passes no builtin around. A function's variable holds the
@@ -16,10 +22,10 @@ Two questions the scan's name rules ask of a file:
 from __future__ import annotations
 
 import ast
+import copy
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_CLASS = "class"
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 # Functions that return a float or an int (Python makes the result an exact one).
 _NUMBER_FUNCTIONS = frozenset({
@@ -81,8 +87,16 @@ def _walrus_targets(node: ast.AST) -> set[str]:
 
 def _scope_names(body: list) -> tuple[set[str], set[str]]:
     """(the names these statements bind in their own scope, the names they declare global):
-    not those of nested functions, classes and comprehensions."""
-    bound, declared_global = set(), set()
+    not those of nested functions, classes and comprehensions. A `nonlocal` name counts as
+    bound (_declarations tells it apart)."""
+    bound, declared_global, declared_nonlocal = _declarations(body)
+    return bound | declared_nonlocal, declared_global
+
+
+def _declarations(body: list) -> tuple[set[str], set[str], set[str]]:
+    """(the names these statements bind in their own scope, those they declare global, those
+    they declare nonlocal)."""
+    bound, declared_global, declared_nonlocal = set(), set(), set()
     pending = list(body)
     while pending:
         node = pending.pop()
@@ -101,77 +115,104 @@ def _scope_names(body: list) -> tuple[set[str], set[str]]:
         elif isinstance(node, ast.Global):
             declared_global |= set(node.names)
         elif isinstance(node, ast.Nonlocal):
-            bound |= set(node.names)
+            declared_nonlocal |= set(node.names)
         if isinstance(node, _COMPREHENSIONS):
             bound |= _walrus_targets(node)
         if isinstance(node, (*_FUNCTIONS, ast.Lambda, ast.ClassDef, *_COMPREHENSIONS)):
             pending += _outer_parts(node)
             continue
         pending += list(ast.iter_child_nodes(node))
-    return bound, declared_global
+    return bound - declared_nonlocal, declared_global, declared_nonlocal
+
+
+# -- which scope a name is a variable of -------------------------------------------------------
+class Scopes:
+    """Which scope each name of a file is a variable of, by Python's rules alone: the function,
+    lambda, comprehension or class body that binds it (a parameter, an assignment, a loop's
+    target, an import, a definition), else the module (a global, or a builtin). `global` and
+    `nonlocal` send a name to the module or to the function around that binds it; a class body
+    sees its own names, its methods skip them."""
+
+    def __init__(self, tree: ast.AST):
+        self.tree = tree
+        self._scope: dict[int, ast.AST] = {}   # id(ast.Name or ast.alias) -> its scope
+        self._home: dict[int, ast.AST] = {}    # id(def or class) -> the scope its name is in
+        self._visit(tree, [])
+
+    def of(self, node: ast.AST) -> ast.AST:
+        """The scope of a name (ast.Name), of what an import binds (ast.alias), or where a
+        function or class is bound by its name (a def, a class): the module where unknown."""
+        return self._scope.get(id(node)) or self._home.get(id(node)) or self.tree
+
+    def local(self, node: ast.AST) -> bool:
+        """A variable of a function, a lambda or a comprehension."""
+        return isinstance(self.of(node), (*_FUNCTIONS, ast.Lambda, *_COMPREHENSIONS))
+
+    def _lookup(self, name: str, chain: list) -> ast.AST:
+        for position, (scope, bound, declared_global, declared_nonlocal) in \
+                enumerate(reversed(chain)):
+            if name in declared_global:
+                return self.tree
+            if isinstance(scope, ast.ClassDef):
+                if position == 0 and name in bound:
+                    return scope
+                continue   # a method does not see its class's names
+            if name in declared_nonlocal:
+                continue
+            if name in bound:
+                return scope
+        return self.tree
+
+    def _visit(self, node: ast.AST, chain: list) -> None:
+        if isinstance(node, ast.Name):
+            self._scope[id(node)] = self._lookup(node.id, chain)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                self._scope[id(alias)] = self._lookup(
+                    (alias.asname or alias.name).split(".")[0], chain)
+        if isinstance(node, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            for part in _outer_parts(node):
+                self._visit(part, chain)
+            if not isinstance(node, ast.Lambda):
+                self._home[id(node)] = self._lookup(node.name, chain)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            bound, declared_global, declared_nonlocal = _declarations(body)
+            if not isinstance(node, ast.ClassDef):
+                bound |= _parameters(node.args) - declared_global - declared_nonlocal
+            inner = chain + [(node, bound, declared_global, declared_nonlocal)]
+            for statement in body:
+                self._visit(statement, inner)
+            return
+        if isinstance(node, _COMPREHENSIONS):
+            self._visit(node.generators[0].iter, chain)
+            targets = {n.id for g in node.generators for n in ast.walk(g.target)
+                       if isinstance(n, ast.Name)}
+            inner = chain + [(node, targets, set(), set())]
+            for index, generator in enumerate(node.generators):
+                self._visit(generator.target, inner)
+                if index:
+                    self._visit(generator.iter, inner)
+                for condition in generator.ifs:
+                    self._visit(condition, inner)
+            for part in ((node.key, node.value) if isinstance(node, ast.DictComp)
+                         else (node.elt,)):
+                self._visit(part, inner)
+            return
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, chain)
 
 
 # -- reads of a function's own variables ----------------------------------------------------------
-def local_names(tree: ast.AST, names) -> set[int]:
+def local_names(tree: ast.AST, names, scopes: Scopes | None = None) -> set[int]:
     """ids of the reads (ast.Name loads) of `names` that read a variable of a function, a lambda
     or a comprehension (theirs or one around them), never a global or a builtin."""
     names = frozenset(names)
-    found: set[int] = set()
-    if not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tree)):
-        return found
-
-    def local(name: str, chain: list) -> bool:
-        for position, scope in enumerate(reversed(chain)):
-            if scope is _CLASS:
-                if position == 0:
-                    return False   # a class body reads its own names, then the globals
-                continue
-            bound, declared_global = scope
-            if name in declared_global:
-                return False
-            if name in bound:
-                return True
-        return False
-
-    def visit(node: ast.AST, chain: list) -> None:
-        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) \
-                and local(node.id, chain):
-            found.add(id(node))
-        if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
-            for part in _outer_parts(node):
-                visit(part, chain)
-            body = node.body if isinstance(node.body, list) else [node.body]
-            bound, declared_global = _scope_names(body)
-            inner = chain + [(bound | _parameters(node.args), declared_global)]
-            for statement in body:
-                visit(statement, inner)
-            return
-        if isinstance(node, ast.ClassDef):
-            for part in _outer_parts(node):
-                visit(part, chain)
-            for statement in node.body:
-                visit(statement, chain + [_CLASS])
-            return
-        if isinstance(node, _COMPREHENSIONS):
-            visit(node.generators[0].iter, chain)
-            targets = {n.id for g in node.generators for n in ast.walk(g.target)
-                       if isinstance(n, ast.Name)}
-            inner = chain + [(targets, set())]
-            for index, generator in enumerate(node.generators):
-                visit(generator.target, inner)
-                if index:
-                    visit(generator.iter, inner)
-                for condition in generator.ifs:
-                    visit(condition, inner)
-            for part in ((node.key, node.value) if isinstance(node, ast.DictComp)
-                         else (node.elt,)):
-                visit(part, inner)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, chain)
-
-    visit(tree, [])
-    return found
+    reads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names and
+             isinstance(n.ctx, ast.Load)]
+    if not reads:
+        return set()
+    scopes = scopes or Scopes(tree)
+    return {id(read) for read in reads if scopes.local(read)}
 
 
 # -- imports that stay what they import ----------------------------------------------------------
@@ -350,63 +391,338 @@ def _numeric(node: ast.AST, numbers: set[str], events: set[str], imports, builti
 # -- values taken out of containers ------------------------------------------------------------
 _ELEMENT_CALLS = frozenset({"next", "min", "max"})            # give one element of what they get
 _CONTAINER_CALLS = frozenset({"list", "tuple", "set", "frozenset", "reversed", "sorted", "iter",
-                              "dict"})   # give the elements of what they get
+                              "dict", "zip", "enumerate"})   # give the elements of what they get
 _ELEMENT_METHODS = frozenset({"get", "pop", "setdefault", "popitem", "popleft"})
 _CONTAINER_METHODS = frozenset({"values", "items", "copy", "keys"})
 _FILLING_METHODS = {"append": 0, "add": 0, "insert": 1, "appendleft": 0}   # -> the value's index
 _EXTENDING_METHODS = frozenset({"extend", "update", "extendleft"})
+# How a variable is given what it holds: a value as it is, an element of a container (a loop),
+# an element of an element (a loop that unpacks: `for i, m in enumerate(...)`), what an import
+# binds, what the calls of its function hand a parameter, or (`*args`, `**kwargs`) the
+# arguments they hand it packed.
+_VALUE, _ELEMENT, _NESTED, _IMPORT, _ARGUMENT, _PACKED = (
+    "value", "element", "nested", "import", "argument", "packed")
+_KEYED = "keyed"   # handed by `**mapping`: the mapping's value under the parameter's name
 
 
 class Containers:
     """What an expression can stand for where it is a value taken out of a container the file
     writes (`[nn.Module][0]`, `{"m": nn.Module}.get("m")`, `holders[i]` of a list the file
     fills with `append` or `holders[k] = ...`, `next(iter(...))`), chosen by a conditional,
-    returned by a function of the file that returns its argument (`same(nn.Module)`), or bound
-    to a name (every binding and loop of that name, and every parameter's default under it,
-    wherever it is: a superset). Used where the scan asks "could this be torch's?": a container
-    only delays the question."""
+    returned by a function of the file (`same(nn.Module)`; `pick(torch)` of a `def pick(m):
+    return m.Tensor` is `torch.Tensor`: a returned parameter is what that call hands it), an
+    attribute of any of those (`t.nn.functional` where `t` can be torch), or a variable: every
+    binding of that variable in its scope (Scopes: an assignment, a loop, an import, a
+    parameter's default) and, for a parameter, what every call of its function in the file hands
+    it (`def g(T): T.add = f` called as `g(torch.Tensor)`): a superset. Used where the scan
+    asks "could this be torch's?": a container, a parameter or a loop only delays the question.
+    `follow_calls` False: a parameter is its default only (a question about one call's own
+    arguments, which other calls of the same function would mix up)."""
 
     MAX_DEPTH = 12
     MAX_FOUND = 256
     MAX_STEPS = 4000     # of one question: names bound to subscripts of names... stop there
 
-    def __init__(self, tree: ast.AST, bindings: dict, loops: dict):
-        self.bindings, self.loops = bindings, loops
-        self.filled: dict[str, list] = {}        # name -> values put into it
-        self.extended: dict[str, list] = {}      # name -> containers whose elements it takes
-        self.functions: dict[str, list] = {}     # the file's functions, by name
-        self.defaults: dict[str, list] = {}      # parameter -> its defaults (`def g(T=...)`)
-        self._returned: dict[str, set[int]] = {}
-        self._returned_values: dict[str, list] = {}
+    def __init__(self, tree: ast.AST, scopes: Scopes | None = None):
+        self.scopes = scopes or Scopes(tree)
+        self.follow_calls = True
+        self.variables: dict[tuple, list] = {}   # (id(scope), name) -> how it is given values
+        self.rebound: set[tuple] = set()         # ... where a statement binds it (not only calls)
+        self.imports: dict[int, str] = {}        # id(ast.alias) -> the module or name it imports
+        self.filled: dict[tuple, list] = {}      # variable -> values put into it
+        self.keys: dict[int, ast.AST] = {}       # id(a value put into a dict) -> its key
+        self.extended: dict[tuple, list] = {}    # variable -> containers whose elements it takes
+        self.functions: dict[tuple, list] = {}   # (id(scope), name) -> the functions bound so
+        self.methods: dict[str, list] = {}       # name -> the functions a class body defines so
+        calls = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    isinstance(node.func.value, ast.Name):
-                owner, method = node.func.value.id, node.func.attr
-                if method in _FILLING_METHODS and len(node.args) > _FILLING_METHODS[method]:
-                    self.filled.setdefault(owner, []).append(node.args[_FILLING_METHODS[method]])
-                elif method in _EXTENDING_METHODS and node.args:
-                    self.extended.setdefault(owner, []).extend(node.args)
-                elif method == "setdefault" and len(node.args) > 1:
-                    self.filled.setdefault(owner, []).append(node.args[1])
+            if isinstance(node, ast.Call):
+                calls.append(node)
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                    owner, method = self._variable(node.func.value), node.func.attr
+                    if method in _FILLING_METHODS and len(node.args) > _FILLING_METHODS[method]:
+                        self.filled.setdefault(owner, []).append(
+                            node.args[_FILLING_METHODS[method]])
+                    elif method in _EXTENDING_METHODS and node.args:
+                        self.extended.setdefault(owner, []).extend(node.args)
+                    elif method == "setdefault" and len(node.args) > 1:
+                        self.filled.setdefault(owner, []).append(node.args[1])
+                        self.keys[id(node.args[1])] = node.args[0]
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                             and node.value is not None:
-                        self.filled.setdefault(target.value.id, []).append(node.value)
+                        self.filled.setdefault(self._variable(target.value), []).append(
+                            node.value)
+                        self.keys[id(node.value)] = target.slice
                     elif isinstance(node, ast.AugAssign) and isinstance(target, ast.Name):
-                        self.extended.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.setdefault(node.name, []).append(node)
+                        self.extended.setdefault(self._variable(target), []).append(node.value)
+                    elif not isinstance(node, ast.AugAssign) and node.value is not None:
+                        self._bind(target, node.value)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                if isinstance(node.target, ast.Name):
+                    self._add(node.target, _ELEMENT, node.iter)
+                else:
+                    for name in _target_names(node.target):
+                        self._add(name, _NESTED, node.iter)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._imported(node)
             if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
-                for name, default in parameter_defaults(node.args):
-                    self.defaults.setdefault(name, []).append(default)
+                self._parameters_of(node)
+            if isinstance(node, _FUNCTIONS):
+                home = self.scopes.of(node)
+                self.functions.setdefault((id(home), node.name), []).append(node)
+                if isinstance(home, ast.ClassDef):
+                    self.methods.setdefault(node.name, []).append(node)
+        self.calls_to: dict[int, list] = {}      # id(function) -> (a call of it, its shift)
+        for call in calls:
+            for function, shift in self.callees(call):
+                self.calls_to.setdefault(id(function), []).append((call, shift))
+        self._returns: dict[int, list] = {}
+        self._synthetic: dict[tuple, ast.Attribute] = {}   # chains made here, kept alive
+        self._fresh()
+
+    def _fresh(self) -> None:
         self.memo: dict[int, list] = {}
-        self.by_name: dict[str, list] = {}   # name -> what its bindings can stand for
-        self.cuts = 0                         # readings cut short (not kept in by_name)
-        self.reading: set[str] = set()        # names being read (a cycle of them stops there)
+        self.by_variable: dict[tuple, list] = {}   # what a variable's bindings can stand for
+        self.cuts = 0                         # readings cut short (not kept in by_variable)
+        self.reading: set[tuple] = set()      # variables being read (a cycle of them stops there)
         self.steps = self.MAX_STEPS
 
+    def without_calls(self) -> "Containers":
+        """The same file read with `follow_calls` False (see the class)."""
+        other = copy.copy(self)
+        other.follow_calls = False
+        other._fresh()
+        return other
+
+    # -- what the file binds ----------------------------------------------------------------
+    def _variable(self, name: ast.Name) -> tuple:
+        """The variable a name reads or binds: (id(its scope), the name)."""
+        return id(self.scopes.of(name)), name.id
+
+    def _add(self, name: ast.Name, kind: str, value) -> None:
+        key = self._variable(name)
+        self.variables.setdefault(key, []).append((kind, value))
+        self.rebound.add(key)
+
+    def _bind(self, target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self._add(target, _VALUE, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+                    and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts):
+                for element, given in zip(target.elts, value.elts):
+                    self._bind(element, given)
+            else:   # `a, b = pair`: each can be any element of it
+                for name in _target_names(target):
+                    self._add(name, _ELEMENT, value)
+
+    def _imported(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.ImportFrom) and (node.level or not node.module):
+            return   # the submission's own modules
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            if isinstance(node, ast.Import):
+                head = alias.name.split(".")[0]
+                name, full = alias.asname or head, alias.name if alias.asname else head
+            else:
+                name, full = alias.asname or alias.name, f"{node.module}.{alias.name}"
+            self.imports[id(alias)] = full
+            key = (id(self.scopes.of(alias)), name)
+            self.variables.setdefault(key, []).append((_IMPORT, alias))
+            self.rebound.add(key)
+
+    def _parameters_of(self, function: ast.AST) -> None:
+        arguments = function.args
+        for name, default in parameter_defaults(arguments):
+            self.variables.setdefault((id(function), name), []).append((_VALUE, default))
+        for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
+            self.variables.setdefault((id(function), argument.arg), []).append(
+                (_ARGUMENT, function))
+        for packed in (arguments.vararg, arguments.kwarg):
+            if packed is not None:
+                self.variables.setdefault((id(function), packed.arg), []).append(
+                    (_PACKED, function))
+
+    # -- calls of the file's functions ------------------------------------------------------
+    def callees(self, call: ast.Call) -> list[tuple[ast.AST, int]]:
+        """The functions (and lambdas) of the file a call can run, each with its shift: how
+        many of its first positional parameters the call does not hand (a bound method's
+        `self`). By the name called in its scope (or a name bound to such a function or to a
+        lambda); a method by its name, whatever it is called on."""
+        function = call.func
+        if isinstance(function, ast.Lambda):
+            return [(function, 0)]
+        if isinstance(function, ast.Name):
+            key = self._variable(function)
+            found = [(f, 0) for f in self.functions.get(key, [])]
+            for kind, value in self.variables.get(key, []):
+                if kind == _VALUE and isinstance(value, ast.Lambda):
+                    found.append((value, 0))
+                elif kind == _VALUE and isinstance(value, ast.Name):   # `g = patch; g(...)`
+                    found += [(f, 0) for f in self.functions.get(
+                        self._variable(value), [])]
+            return found
+        if not isinstance(function, ast.Attribute):
+            return []
+        found = []
+        for method in self.methods.get(function.attr, []):
+            decorators = {d.id for d in method.decorator_list if isinstance(d, ast.Name)}
+            through_class = isinstance(function.value, ast.Name) and \
+                function.value.id == self.scopes.of(method).name
+            if "staticmethod" in decorators or through_class and "classmethod" not in decorators:
+                found.append((method, 0))   # `Net.patch(obj, ...)` hands its `self` too
+            else:
+                found.append((method, 1))
+        return found
+
+    def _given(self, call: ast.Call, function: ast.AST, shift: int,
+               parameter: str) -> list[tuple[str, ast.AST]]:
+        """What one call hands a parameter of the function it runs: (_VALUE, _ELEMENT or
+        _KEYED, expression) each; unpacked arguments may hand it any of their elements."""
+        arguments = function.args
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        if parameter in positional[:shift]:
+            return []   # a bound method's `self`: the object it is called on
+        given = []
+        if parameter in positional:
+            index = positional.index(parameter) - shift
+            plain = 0              # plain arguments before this one
+            unpacked = False       # after `*xs`, a plain argument may be any later parameter
+            for argument in call.args:
+                if isinstance(argument, ast.Starred):
+                    if unpacked or plain <= index:
+                        given.append((_ELEMENT, argument.value))
+                    unpacked = True
+                    continue
+                if index >= 0 and (plain == index or unpacked and plain <= index):
+                    given.append((_VALUE, argument))
+                plain += 1
+        for keyword in call.keywords:
+            if keyword.arg == parameter:
+                given.append((_VALUE, keyword.value))
+            elif keyword.arg is None:
+                given.append((_KEYED, keyword.value))
+        return given
+
+    def parameter_of(self, node: ast.AST) -> ast.AST | None:
+        """The function whose parameter `node` reads, where nothing but its calls give that
+        parameter a value; else None."""
+        if not isinstance(node, ast.Name):
+            return None
+        key = self._variable(node)
+        if key in self.rebound:
+            return None
+        return next((value for kind, value in self.variables.get(key, [])
+                     if kind == _ARGUMENT), None)
+
+    def handed(self, call: ast.Call, function: ast.AST, shift: int,
+               parameter: str) -> list[ast.AST] | None:
+        """What one call of a function hands its parameter (its default where it hands
+        none); None where the call may hand it unpacked."""
+        given = self._given(call, function, shift, parameter)
+        if any(how != _VALUE for how, _value in given):
+            return None
+        return [value for _how, value in given] or [
+            default for name, default in parameter_defaults(function.args) if name == parameter]
+
+    def _keyed(self, mapping: ast.AST, parameter: str, depth: int, seen: set,
+               found: list) -> None:
+        """What `**mapping` hands a parameter: a dict's value under its name (any value under a
+        key the scan cannot read), a `dict(...)`'s keyword so named, one put into the dict under
+        it (`kwargs["name"] = value`), or the keyword so named that the calls of a function hand
+        its `**kwargs`."""
+        if not self._enter("keyed", mapping, depth, seen, found):
+            return
+        containers: list = []
+        self._candidates(mapping, depth + 1, set(), containers)
+        for container in containers:
+            pairs = []   # (key: None for a mapping unpacked into it, value)
+            if isinstance(container, ast.Dict):
+                pairs = list(zip(container.keys, container.values))
+            elif isinstance(container, ast.Call) and isinstance(container.func, ast.Name) and \
+                    container.func.id == "dict" and not container.args:
+                pairs = [(None if k.arg is None else ast.Constant(k.arg), k.value)
+                         for k in container.keywords]
+            elif isinstance(container, ast.Name):
+                variable = self._variable(container)
+                pairs = [(self.keys[id(value)], value) for value in self.filled.get(variable, [])
+                         if id(value) in self.keys]   # `kwargs["name"] = value`
+                for other in self.extended.get(variable, []):   # `kwargs.update(...)`
+                    self._keyed(other, parameter, depth + 1, seen, found)
+                for kind, function in self.variables.get(variable, []):
+                    if kind == _PACKED and function.args.kwarg is not None and \
+                            function.args.kwarg.arg == container.id:
+                        named = {a.arg for a in function.args.posonlyargs + function.args.args +
+                                 function.args.kwonlyargs}
+                        pairs += [(None if k.arg is None else ast.Constant(k.arg), k.value)
+                                  for call, _shift in self.calls_to.get(id(function), [])
+                                  for k in call.keywords if k.arg not in named]
+            for key, value in pairs:
+                if key is None:
+                    self._keyed(value, parameter, depth + 1, seen, found)
+                elif not isinstance(key, ast.Constant) or key.value == parameter:
+                    self._candidates(value, depth + 1, seen, found)
+
+    def _handed(self, how: str, node: ast.AST, parameter: str, depth: int, seen: set,
+                found: list) -> None:
+        """Adds to `found` what one of `_given`'s entries can stand for."""
+        if how == _VALUE:
+            self._candidates(node, depth + 1, seen, found)
+        elif how == _ELEMENT:
+            self._elements(node, depth + 1, seen, found)
+        else:
+            self._keyed(node, parameter, depth + 1, seen, found)
+
+    def _packed(self, name: ast.Name, depth: int, seen: set, found: list) -> None:
+        """The arguments the calls of a function hand its `*args` or `**kwargs` named so."""
+        for kind, function in self.variables.get(self._variable(name), []):
+            if kind != _PACKED:
+                continue
+            arguments = function.args
+            named = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+            positional = arguments.vararg is not None and arguments.vararg.arg == name.id
+            for call, shift in self.calls_to.get(id(function), []):
+                if positional:
+                    fixed = len(arguments.posonlyargs + arguments.args) - shift
+                    for at, argument in enumerate(call.args):
+                        if isinstance(argument, ast.Starred):
+                            self._elements(argument.value, depth + 1, seen, found)
+                        elif at >= fixed:
+                            self._candidates(argument, depth + 1, seen, found)
+                    continue
+                for keyword in call.keywords:
+                    if keyword.arg is None:
+                        self._elements(keyword.value, depth + 1, seen, found)
+                    elif keyword.arg not in named:
+                        self._candidates(keyword.value, depth + 1, seen, found)
+
+    def returns(self, function: ast.AST) -> list[ast.AST]:
+        """What a function (in its own scope) or a lambda returns."""
+        if id(function) not in self._returns:
+            self._returns[id(function)] = [function.body] if isinstance(function, ast.Lambda) \
+                else [part.value for part in _statements(function.body)
+                      if isinstance(part, ast.Return) and part.value is not None]
+        return self._returns[id(function)]
+
+    def _chained(self, base: ast.AST, attributes: tuple) -> ast.AST:
+        """`base.a.b` for attributes (a, b), made once (its id stays that expression's)."""
+        if not attributes:
+            return base
+        key = (id(base), attributes)
+        if key not in self._synthetic:
+            node = base
+            for attribute in attributes:
+                node = ast.Attribute(value=node, attr=attribute, ctx=ast.Load())
+            self._synthetic[key] = node
+        return self._synthetic[key]
+
+    # -- the readings -----------------------------------------------------------------------
     def candidates(self, node: ast.AST) -> list[ast.AST]:
         """`node` and the expressions it can stand for."""
         if id(node) not in self.memo:
@@ -441,7 +757,11 @@ class Containers:
         found.append(node)
         more = []
         if isinstance(node, ast.Name):
-            found += self._of_name(node.id, depth)
+            found += self._of_variable(node, depth)
+        elif isinstance(node, ast.Attribute):
+            bases: list = []   # `t.nn.functional` where `t` can be torch
+            self._candidates(node.value, depth + 1, set(), bases)
+            found += [self._chained(base, (node.attr,)) for base in bases[1:]]
         elif isinstance(node, ast.Subscript):
             self._elements(node.value, depth + 1, seen, found)
         elif isinstance(node, ast.IfExp):
@@ -456,62 +776,66 @@ class Containers:
                 self._elements(arguments[0], depth + 1, seen, found)
             elif isinstance(function, ast.Attribute) and function.attr in _ELEMENT_METHODS:
                 self._elements(function.value, depth + 1, seen, found)
-            elif isinstance(function, ast.Name) and (self.returned(function.id) or
-                                                     self.returned_values(function.id)):
-                more = [arguments[i] for i in self.returned(function.id)
-                        if i < len(arguments) and not isinstance(arguments[i], ast.Starred)]
-                more += self.returned_values(function.id)   # `def get(): return torch.nn`
-            elif isinstance(function, ast.Lambda) and isinstance(function.body, ast.Name):
-                names = [a.arg for a in function.args.posonlyargs + function.args.args]
-                if function.body.id in names and names.index(function.body.id) < len(arguments):
-                    more = [arguments[names.index(function.body.id)]]
+            else:
+                self._returned(node, depth, seen, found)
         for value in more:
             self._candidates(value, depth + 1, seen, found)
 
-    def returned(self, name: str) -> set[int]:
-        """The positions of the parameters a function of the file named so returns as they
-        are (`def same(x): return x`)."""
-        if name not in self._returned:
-            self._returned[name] = set()
-            for function in self.functions.get(name, []):
-                positional = [a.arg for a in function.args.posonlyargs + function.args.args]
-                for part in _statements(function.body):
-                    if isinstance(part, ast.Return) and isinstance(part.value, ast.Name) and \
-                            part.value.id in positional:
-                        self._returned[name].add(positional.index(part.value.id))
-        return self._returned[name]
+    def _returned(self, call: ast.Call, depth: int, seen: set, found: list) -> None:
+        """What a call of the file's functions returns: where that is a parameter, or an
+        attribute chain on one (`return m.Tensor`), the chain on what this call hands it (its
+        default where the call hands none); anything else as it is read."""
+        for function, shift in self.callees(call):
+            if function in self.methods.get(getattr(function, "name", None), ()):
+                continue   # a method, by its name on anything: not read so
+            for value in self.returns(function):
+                root, attributes = value, ()
+                while isinstance(root, ast.Attribute):
+                    root, attributes = root.value, (root.attr, *attributes)
+                key = (id(function), getattr(root, "id", None))
+                if not (isinstance(root, ast.Name) and self.scopes.of(root) is function and
+                        key in self.variables and key not in self.rebound):
+                    self._candidates(value, depth + 1, seen, found)
+                    continue
+                given = self._given(call, function, shift, root.id) or [
+                    (_VALUE, default) for name, default in parameter_defaults(function.args)
+                    if name == root.id]
+                for how, argument in given:
+                    bases: list = []
+                    self._handed(how, argument, root.id, depth, set(), bases)
+                    found += [self._chained(base, attributes) for base in bases]
 
-    def returned_values(self, name: str) -> list[ast.AST]:
-        """The names and dotted names other than its parameters that a function of the file
-        named so returns (`def get(): return torch.nn.functional`)."""
-        if name not in self._returned_values:
-            values = []
-            for function in self.functions.get(name, []):
-                positional = {a.arg for a in function.args.posonlyargs + function.args.args}
-                values += [part.value for part in _statements(function.body)
-                           if isinstance(part, ast.Return) and
-                           isinstance(part.value, (ast.Name, ast.Attribute)) and
-                           not (isinstance(part.value, ast.Name) and part.value.id in positional)]
-            self._returned_values[name] = values
-        return self._returned_values[name]
-
-    def _of_name(self, name: str, depth: int) -> list:
-        """What a name's bindings can stand for: the same wherever the name is read, so read
-        once (unless a cycle of names, the depth or the budget cut the reading short)."""
-        if name in self.by_name:
-            return self.by_name[name]
-        if name in self.reading or depth > self.MAX_DEPTH:
+    def _of_variable(self, name: ast.Name, depth: int) -> list:
+        """What a variable's bindings can stand for: the same wherever it is read, so read once
+        (unless a cycle of variables, the depth or the budget cut the reading short)."""
+        key = self._variable(name)
+        if key in self.by_variable:
+            return self.by_variable[key]
+        if key in self.reading or depth > self.MAX_DEPTH:
             self.cuts += 1
             return []
-        self.reading.add(name)
+        self.reading.add(key)
         cuts, found, seen = self.cuts, [], set()
-        for value in self.bindings.get(name, []) + self.defaults.get(name, []):
-            self._candidates(value, depth + 1, seen, found)
-        for iterable in self.loops.get(name, []):
-            self._elements(iterable, depth + 1, seen, found)
-        self.reading.discard(name)
+        for kind, value in self.variables.get(key, []):
+            if kind == _VALUE:
+                self._candidates(value, depth + 1, seen, found)
+            elif kind == _ELEMENT:
+                self._elements(value, depth + 1, seen, found)
+            elif kind == _NESTED:
+                items: list = []
+                self._elements(value, depth + 1, set(), items)
+                for item in items:
+                    found.append(item)
+                    self._elements(item, depth + 1, seen, found)
+            elif kind == _IMPORT:
+                found.append(value)
+            elif kind == _ARGUMENT and self.follow_calls:
+                for call, shift in self.calls_to.get(id(value), []):
+                    for how, given in self._given(call, value, shift, name.id):
+                        self._handed(how, given, name.id, depth, seen, found)
+        self.reading.discard(key)
         if self.cuts == cuts:
-            self.by_name[name] = found
+            self.by_variable[key] = found
         return found
 
     def _elements(self, node, depth: int, seen: set, found: list) -> None:
@@ -535,9 +859,11 @@ class Containers:
                     else:
                         items.append(value)
             elif isinstance(container, ast.Name):
-                items = self.filled.get(container.id, [])
-                for other in self.extended.get(container.id, []):
+                items = self.filled.get(self._variable(container), [])
+                for other in self.extended.get(self._variable(container), []):
                     self._elements(other, depth + 1, seen, found)
+                if self.follow_calls:
+                    self._packed(container, depth, seen, found)
             elif isinstance(container, ast.Call):
                 function = container.func
                 if isinstance(function, ast.Name) and function.id in _CONTAINER_CALLS:
@@ -547,3 +873,8 @@ class Containers:
                     self._elements(function.value, depth + 1, seen, found)
             for item in items:
                 self._candidates(item, depth + 1, seen, found)
+
+
+def _target_names(target: ast.AST) -> list[ast.Name]:
+    """The names an unpacking target binds (`i, (a, *rest)`)."""
+    return [n for n in ast.walk(target) if isinstance(n, ast.Name)]

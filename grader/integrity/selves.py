@@ -920,7 +920,29 @@ def _copying_decided(files) -> bool:
                     node.func.attr in ("add_module", "register_module") and node.args and \
                     not _plainly_named(file, node.args[0]):
                 return True
+            if isinstance(node, ast.Call) and _class_named_from_data(file, node):
+                return True
     return False
+
+
+def _class_named_from_data(file: _File, node: ast.Call) -> bool:
+    """A class made at run time whose namespace's names the scan cannot read, one of which
+    may be a copy hook: `type("C", (Net,), {name: hook})`, a namespace handed over whole
+    (`type("C", (Net,), ns)`), or `types.new_class`, whose namespace a function fills. One
+    written out (`{"width": 8}`, `dict(width=8)`) is read as its names."""
+    function = node.func
+    if isinstance(function, (ast.Name, ast.Attribute)) and \
+            getattr(function, "id", getattr(function, "attr", None)) == "new_class":
+        return True
+    if not (isinstance(function, ast.Name) and function.id == "type" and len(node.args) == 3):
+        return False
+    namespace = node.args[2]
+    if isinstance(namespace, ast.Dict):
+        return any(key is None or not file.folder.strings(key) for key in namespace.keys)
+    if isinstance(namespace, ast.Call) and isinstance(namespace.func, ast.Name) and \
+            namespace.func.id == "dict" and not namespace.args:
+        return any(k.arg is None or k.arg in _COPY_HOOKS for k in namespace.keywords)
+    return True
 
 
 def _imported_names(node: ast.Import | ast.ImportFrom) -> set[str]:

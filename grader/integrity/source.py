@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import re
 
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.own_objects import own_object_names, template_script
-from grader.integrity.scopes import Containers, local_names, numeric_updates, parameter_defaults
+from grader.integrity.scopes import (Containers, Scopes, local_names, numeric_updates,
+                                     parameter_defaults)
 from grader.integrity.scopes import resolve as resolve_stable
 from grader.integrity.scopes import stable_imports
 from grader.integrity.findings import Finding
@@ -60,9 +60,6 @@ _TORCH_DTYPES = frozenset({
     "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
     "int32", "int64", "uint8", "bool", "long", "int", "short", "complex64", "complex128",
     "cfloat", "cdouble"})
-# A parameter named like one of these is the function's own variable (`def f(eval=...)`): the
-# builtin's reads elsewhere in the file stay the builtin's.
-_BUILTIN_NAMES = frozenset(dir(builtins))
 _DYNAMIC_BUILTINS = frozenset(f"{module}.{name}" for module in ("builtins", "__builtin__")
                               for name in DYNAMIC_CALLS)
 
@@ -255,6 +252,9 @@ class _Visitor(ast.NodeVisitor):
         self.findings: list[Finding] = []
         self.seen: set[tuple[int, str]] = set()
         self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
+        # ... in a function's or class's own scope (Scopes): id(scope) -> its names so
+        self.scoped: dict[int, dict[str, str]] = {}
+        self.scopes: Scopes | None = None
         self.called: set[int] = set()       # expressions in the called position of a call
         # ... of a call whose first argument is `self` or `cls`: `object.__setattr__(self, ...)`
         # in a frozen dataclass's __post_init__ works on the student's own object.
@@ -274,21 +274,27 @@ class _Visitor(ast.NodeVisitor):
         # The reads of `self` that are the object a method of the file's class was called on
         # (selves.py); none in code run from a string.
         self.selves = Selves()
+        self.containers: Containers | None = None   # (scan) what expressions can stand for
+        self.proxies: Containers | None = None
+        self.handing = 0                    # setattr calls judged per call of their function
 
     def scan(self, tree: ast.AST) -> None:
         self.tree, self._attribute_owners = tree, None
         self.folder = Folder(tree)
+        self.scopes = scopes = Scopes(tree)
         self.learn(tree)
         # Names that can only be a plain object of the student's (own_objects.py): a field
         # of theirs named like one of torch's replaces nothing.
         self.own_objects = own_object_names(
             tree, self.modules, trust_parameters=template_script(self.relative)) \
             if self.trust_own_objects and isinstance(tree, ast.Module) else set()
-        self.local_names = local_names(tree, DYNAMIC_CALLS)
+        self.local_names = local_names(tree, DYNAMIC_CALLS, scopes)
         self.numeric_updates = numeric_updates(tree, module_level=self.trust_own_objects) \
             if isinstance(tree, ast.Module) else set()
         self.stable = stable_imports(tree)
-        self.containers = Containers(tree, self.folder.bindings, self.folder.loops)
+        self.containers = Containers(tree, scopes)
+        # One call's own arguments, each read alone (patching_by_proxy)
+        self.proxies = self.containers.without_calls()
         self.visit(tree)
 
     def learn(self, tree: ast.AST) -> None:
@@ -352,11 +358,35 @@ class _Visitor(ast.NodeVisitor):
             return f"{base}.{node.attr}" if base else None
         dotted = _dotted(node)
         if dotted is None:
-            return None
+            return self.imported_through(node)
         head, _, rest = dotted.partition(".")
-        if head not in self.modules:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        modules = self.names_in_scope(node)
+        if head not in modules:
             return None
-        return self.modules[head] + ("." + rest if rest else "")
+        return modules[head] + ("." + rest if rest else "")
+
+    def names_in_scope(self, node: ast.AST) -> dict[str, str]:
+        """The aliases (`t = torch`, an import) of the scope a name is a variable of: the
+        module's (with every import of the file, wherever it is: learn), or a function's or
+        class's own, where a binding elsewhere neither makes nor undoes one."""
+        scope = self.scopes.of(node) if self.scopes is not None else self.tree
+        if scope is self.tree or scope is None:
+            return self.modules
+        return self.scoped.setdefault(id(scope), {})
+
+    def imported_through(self, node: ast.AST) -> str | None:
+        """What an import's binding (an ast.alias, which the container reading gives for a
+        name an import binds in its scope) or an attribute chain on one stands for."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.alias) or self.containers is None or \
+                id(node) not in self.containers.imports:
+            return None
+        return ".".join([self.containers.imports[id(node)], *reversed(parts)])
 
     # -- imports ------------------------------------------------------------------------------
     def imported(self, node: ast.AST, module: str) -> None:
@@ -383,10 +413,10 @@ class _Visitor(ast.NodeVisitor):
         for alias in node.names:
             self.imported(node, alias.name)
             if alias.asname:
-                self.modules[alias.asname] = alias.name
+                self.names_in_scope(alias)[alias.asname] = alias.name
             else:
                 head = alias.name.split(".")[0]
-                self.modules[head] = head
+                self.names_in_scope(alias)[head] = head
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -402,7 +432,7 @@ class _Visitor(ast.NodeVisitor):
             full = f"{module}.{alias.name}"
             self.imported(node, full)
             self.attribute_named(node, alias.name, base=None, full=full, load=True)
-            self.modules[alias.asname or alias.name] = full
+            self.names_in_scope(alias)[alias.asname or alias.name] = full
         self.generic_visit(node)
 
     # -- names, attributes, strings ---------------------------------------------------------
@@ -416,6 +446,7 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "introspection", f"defines {node.id} (a view of raw memory)")
         elif node.id in DYNAMIC_CALLS and isinstance(node.ctx, ast.Load) and \
                 id(node) not in self.called and node.id not in self.modules and \
+                node.id not in self.names_in_scope(node) and \
                 node.id not in self.defined and id(node) not in self.local_names:
             self.found(node, "dynamic_code", f"passes {node.id} around")
         self.generic_visit(node)
@@ -574,7 +605,7 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(node, ast.Attribute):
             return node.attr in ENVIRON and not _is_self(node.value)
         if isinstance(node, ast.Name):
-            return self.modules.get(node.id) in ("os.environ", "os.environb")
+            return self.resolve(node) in ("os.environ", "os.environb")
         return False
 
     def env_key(self, node: ast.AST, environ: ast.AST | None, key: ast.AST | None) -> None:
@@ -594,7 +625,8 @@ class _Visitor(ast.NodeVisitor):
         self.check_strings(node)
         name = function.id if isinstance(function, ast.Name) else None
         full = self.resolve(function)
-        if name in DYNAMIC_CALLS and name not in self.modules and name not in self.defined \
+        if name in DYNAMIC_CALLS and name not in self.modules and \
+                name not in self.names_in_scope(function) and name not in self.defined \
                 or full in ("builtins.exec", "builtins.eval", "builtins.compile",
                             "builtins.__import__"):
             self.dynamic_call(node, name or full.split(".")[-1])
@@ -647,27 +679,28 @@ class _Visitor(ast.NodeVisitor):
         nn.Module, "parameters")`), whatever it calls the two inside."""
         values = []   # what the call is handed, unpacked where it is unpacked from containers
         for argument in node.args:
-            values += self.containers.elements(argument.value) \
+            values += self.proxies.elements(argument.value) \
                 if isinstance(argument, ast.Starred) else [argument]
         for keyword in node.keywords:
-            values += self.containers.elements(keyword.value) if keyword.arg is None \
+            values += self.proxies.elements(keyword.value) if keyword.arg is None \
                 else [keyword.value]
-        owners = [owner for value in values for owner in self.owners_of(value)]
+        owners = [owner for value in values for owner in self.owners_of(value, self.proxies)]
         if not owners:
             return
         for value in values:
-            named = [t for candidate in self.containers.candidates(value)
+            named = [t for candidate in self.proxies.candidates(value)
                      for t in self.folder.strings(candidate) if t in PATCHED_NAMES and len(t) > 2]
             if named:
                 self.found(node, "patching", f"hands {owners[0]} and "
                            f"'{named[0]}' to a function (replacing it by proxy)")
                 return
 
-    def owners_of(self, node: ast.AST) -> list[str]:
+    def owners_of(self, node: ast.AST, containers: Containers | None = None) -> list[str]:
         """The modules and classes of torch (builtins, ...) an expression can be, also taken out
-        of a container (Containers): not their data (sys.stdout, torch.float32)."""
+        of a container, a parameter or a loop (Containers): not their data (sys.stdout,
+        torch.float32)."""
         found = []
-        for candidate in self.containers.candidates(node):
+        for candidate in (containers or self.containers).candidates(node):
             full = self.resolve(candidate)
             if full is not None and full.split(".")[0] in PROTECTED_ROOTS and \
                     full not in _DATA_OWNERS and not (
@@ -822,6 +855,8 @@ class _Visitor(ast.NodeVisitor):
             return
         target, attribute = node.args[0], node.args[1]
         self.skip_strings.add(id(attribute))
+        if name in ("setattr", "delattr") and self.judged_per_call(node, name):
+            return
         names = self.folder.strings(attribute)
         base_full = self.resolve(target)
         if base_full is None and name in ("setattr", "delattr"):
@@ -849,6 +884,41 @@ class _Visitor(ast.NodeVisitor):
             elif base_full is not None and root not in self.own_modules:
                 self.found(node, "dynamic_attribute", f"{name}() with a computed name on "
                            f"{base_full}")
+
+    MAX_HANDING = 4   # helpers handing the name on to helpers, followed so deep
+
+    def judged_per_call(self, node: ast.Call, name: str) -> bool:
+        """`setattr(owner, name, value)` in a function whose parameter names the attribute
+        (`def put(m, n, v): setattr(m, n, v)`): judged at each call of the function in the file
+        that hands it torch's (builtins', ...) object, as the setattr it makes there
+        (`put(torch.backends.cudnn, "benchmark", True)` as `setattr(torch.backends.cudnn,
+        "benchmark", True)`; each call's owner with that call's name, never another's). A call
+        handing an object of the student's sets what it names on that object (`put(stats,
+        "forward", 1.0)`), as before. False (judged as it is written) where the name is no such
+        parameter, the function has no call here, or a call hands the name unpacked."""
+        target, attribute = node.args[0], node.args[1]
+        function = self.containers.parameter_of(attribute)
+        calls = self.containers.calls_to.get(id(function), []) if function is not None else []
+        if not calls or self.handing >= self.MAX_HANDING:
+            return False
+        made = []
+        for call, shift in calls:
+            names = self.containers.handed(call, function, shift, attribute.id)
+            owners = self.containers.handed(call, function, shift, target.id) \
+                if self.containers.parameter_of(target) is function else [target]
+            if names is None:
+                return False
+            made += [(owner, text) for owner in owners or [target] if self.owners_of(owner)
+                     for text in names]
+        self.handing += 1
+        try:
+            for owner, text in made:
+                self.attribute_call(ast.Call(func=node.func, args=[owner, text, *node.args[2:]],
+                                             keywords=[], lineno=node.lineno,
+                                             col_offset=node.col_offset), name)
+        finally:
+            self.handing -= 1
+        return True
 
     def assigned_attribute(self, node, base: ast.AST, name: str, full: str | None) -> None:
         """`base.name = value` (also augmented, annotated, deleted, setattr)."""
@@ -879,16 +949,22 @@ class _Visitor(ast.NodeVisitor):
                        f"relies on{self.not_own_self(base)}")
             return
         if full is None:
-            # `[torch][0].matmul = f`, `for t in (torch,): t.matmul = f`
+            # `[torch][0].matmul = f`, `for t in (torch,): t.matmul = f`, `def g(T): T.add = f`
+            # called as `g(torch.Tensor)`, `t.nn.functional.linear = f` of a `t = torch`
             owners = self.owners_of(base) if isinstance(base, (ast.Subscript, ast.Name, ast.Call,
                                                                ast.IfExp, ast.BoolOp,
-                                                               ast.NamedExpr)) else []
+                                                               ast.NamedExpr, ast.Attribute)) \
+                else []
             if not owners and isinstance(base, ast.Attribute):
                 held_in = self.attribute_owner(base.attr)   # `self.F.linear = f`
                 owners = [held_in] if held_in else []
-            if not owners:
-                return
-            full = f"{owners[0]}.{name}"
+            for owner in dict.fromkeys(owners):
+                self.assigned_to(node, f"{owner}.{name}")
+            return
+        self.assigned_to(node, full)
+
+    def assigned_to(self, node, full: str) -> None:
+        """An assignment (or deletion) of the attribute `full` names, read to its end."""
         full = through_own_module(full, self.own_modules)
         root = full.split(".")[0]
         if root in self.own_modules or full.startswith(ALLOWED_SETTINGS):
@@ -911,28 +987,29 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(target, ast.Attribute):
             self.assigned_attribute(node, target.value, target.attr, self.resolve(target))
 
-    def _alias(self, name: str, value: ast.AST | None) -> None:
-        # `t = torch`, `L = nn.Linear`: the name stands for what it was given
+    def _alias(self, target: ast.Name, value: ast.AST | None) -> None:
+        # `t = torch`, `L = nn.Linear`: the name stands for what it was given, in its scope
         full = self.resolve(value) if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) \
             else None
+        modules = self.names_in_scope(target)
         if full is not None:
-            self.modules[name] = full
-        elif name in self.modules and value is not None:
-            self.modules.pop(name)
+            modules[target.id] = full
+        elif target.id in modules and value is not None:
+            modules.pop(target.id)
 
-    def _alias_defaults(self, arguments: ast.arguments) -> None:
+    def _alias_defaults(self, function: ast.AST) -> None:
         """`def g(T=torch.Tensor)`: called without it, the parameter is its default, so the
-        name stands for that as an assignment's would (`T.add = f` replaces torch.Tensor.add).
-        A default of no module's leaves what the name stands for elsewhere as it was."""
-        for name, default in parameter_defaults(arguments):
+        name stands for that in the function as an assignment's would (`T.add = f` replaces
+        torch.Tensor.add)."""
+        for name, default in parameter_defaults(function.args):
             full = self.resolve(default) \
                 if isinstance(default, (ast.Name, ast.Attribute, ast.Call)) else None
-            if full is not None and name not in _BUILTIN_NAMES:
-                self.modules[name] = full
+            if full is not None:
+                self.scoped.setdefault(id(function), {})[name] = full
 
     def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
         if isinstance(target, ast.Name):
-            self._alias(target.id, value)
+            self._alias(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)) and \
                 isinstance(value, (ast.Tuple, ast.List)) and len(target.elts) == len(value.elts):
             for element, given in zip(target.elts, value.elts):
@@ -973,13 +1050,13 @@ class _Visitor(ast.NodeVisitor):
         elif node.name in ("__reduce__", "__reduce_ex__"):
             self.found(node, "dynamic_code", f"defines {node.name} (decides what unpickling "
                        "calls)")
-        self._alias_defaults(node.args)
+        self._alias_defaults(node)
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
-        self._alias_defaults(node.args)
+        self._alias_defaults(node)
         self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:

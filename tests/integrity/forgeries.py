@@ -481,4 +481,27 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
     Forgery("tensor_method_replaced_through_a_parameters_default",
             "torch.Tensor kept in a parameter's default, one of its methods replaced through it",
             "def _patch(T=torch.Tensor):\n    T.cpu = lambda self: self\n\n\n_patch()\n"),
+    # The known limits' routes the scan did not hold: torch's objects handed to a parameter,
+    # returned from an argument, named again elsewhere, or unpacked in a loop
+    Forgery("tensor_method_replaced_through_a_parameter",
+            "torch.Tensor handed to a function of the script, one of its methods replaced "
+            "through the parameter",
+            "def _patch(T):\n    T.cpu = lambda self: self\n\n\n_patch(torch.Tensor)\n"),
+    Forgery("tensor_method_replaced_by_a_setattr_helper_handed_its_name",
+            "a setattr helper handed torch.Tensor and the name of one of its methods",
+            "def _put(owner, name, value):\n    setattr(owner, name, value)\n\n\n"
+            "_put(torch.Tensor, 'cpu', lambda self: self)\n"),
+    Forgery("tensor_method_replaced_on_what_a_function_reads_from_its_argument",
+            "a function returns torch.Tensor read from the module it is handed, and one of its "
+            "methods is replaced on what it returns",
+            "def _pick(m):\n    return m.Tensor\n\n\n_pick(torch).cpu = lambda self: self\n"),
+    Forgery("linear_replaced_through_an_alias_named_again_in_a_function",
+            "an alias of torch named again inside a function, torch.nn.functional.linear "
+            "replaced through the module-level alias",
+            "_t = torch\n\n\ndef _unrelated():\n    _t = None\n    return _t\n\n\n"
+            "_t.nn.functional.linear = lambda x, w, b=None: x\n"),
+    Forgery("tensor_method_replaced_in_a_loop_that_unpacks",
+            "torch.Tensor and a method's name in a loop over pairs, set with setattr",
+            "for _T, _name in [(torch.Tensor, 'cpu')]:\n"
+            "    setattr(_T, _name, lambda self: self)\n"),
 ]

@@ -452,6 +452,24 @@ ROUND_FIVE = [
 ]
 IDIOMS += ROUND_FIVE
 
+# The scan reads torch handed to a function as what that call hands it: these honest forms hand
+# torch to functions that only call it or set a harmless flag (as `torch.backends.cudnn...`
+# written out), and the student's own layers to functions that set their fields.
+ROUND_SIX = [
+    Idiom("torch_and_own_layers_handed_to_helpers", P5,
+          "def _seed_all6(T):\n    T.manual_seed(0)\n\n\n"
+          "def _keep_flags6(T):\n    T.backends.cudnn.benchmark = False\n\n\n"
+          "def _set_option6(owner, name, value):\n    setattr(owner, name, value)\n\n\n"
+          "def _tag6(layer, index):\n    layer.stage = index\n\n\n"
+          "_seed_all6(torch)\n_keep_flags6(torch)\n"
+          "_set_option6(torch.backends.cudnn, 'deterministic', False)\n"
+          "_stack6 = nn.Sequential(nn.Linear(2, 2), nn.ReLU())\n"
+          "for _i6, _m6 in enumerate(_stack6):\n    _tag6(_m6, _i6)\n"
+          "for _device6 in ('cuda:0', 'cuda:1'):\n"
+          "    _set_option6(_stack6, 'last_device', _device6)\n"),
+]
+IDIOMS += ROUND_SIX
+
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:
 # label -> (the files its idioms are in, their group). Objects of the student's own are

@@ -668,6 +668,89 @@ TAMPERING_CASES = [
     ("torch_module_of_a_default_patched_with_mock", "import torch\nfrom unittest import mock\n"
      "def g(F=torch.nn.functional):\n    mock.patch.object(F, 'linear', fake).start()\n",
      "patching", 4),
+    # torch's module or class handed to a function of the file and set through its parameter
+    # there, as it would be written out at that call (names outside the instrumentation's own
+    # list, so that the parameter's value decides)
+    ("torch_class_handed_to_a_parameter",
+     "import torch\ndef g(T):\n    T.add = fake\ng(torch.Tensor)\n", "patching", 3),
+    ("torch_module_handed_to_a_parameter_by_keyword",
+     "import torch\ndef g(x, F=None):\n    F.linear = fake\ng(1, F=torch.nn.functional)\n",
+     "patching", 3),
+    ("torch_handed_to_a_parameter_and_set_down_its_attributes",
+     "import torch\ndef g(t):\n    t.nn.functional.linear = fake\ng(torch)\n", "patching", 3),
+    ("torch_class_handed_to_a_parameter_set_with_setattr",
+     "import torch\ndef g(T):\n    setattr(T, 'add', fake)\ng(torch.Tensor)\n", "patching", 3),
+    ("torch_class_and_a_name_handed_to_a_setattr_helper",
+     "import torch\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(torch.Tensor, 'add', fake)\n", "patching", 3),
+    ("torch_class_and_a_name_handed_on_to_a_setattr_helper",
+     "import torch\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "def outer(T, n):\n    put(T, n, fake)\nouter(torch.Tensor, 'add')\n", "patching", 3),
+    ("torch_class_and_a_name_read_from_data_handed_to_a_setattr_helper",
+     "import torch\ndef put(owner, name, value):\n    setattr(owner, name, value)\n"
+     "put(torch.Tensor, input(), fake)\n", "patching", 3),
+    ("torch_class_handed_to_a_method",
+     "import torch\nclass H:\n    def tweak(self, T):\n        T.add = fake\n"
+     "H().tweak(torch.Tensor)\n", "patching", 4),
+    ("torch_class_handed_to_a_method_through_its_class",
+     "import torch\nclass H:\n    def tweak(self, T):\n        T.add = fake\n"
+     "H.tweak(H(), torch.Tensor)\n", "patching", 4),
+    ("torch_class_handed_on_by_a_second_function",
+     "import torch\ndef inner(X):\n    X.add = fake\ndef outer(T):\n    inner(T)\n"
+     "outer(torch.Tensor)\n", "patching", 3),
+    ("torch_class_handed_to_a_function_called_through_an_alias",
+     "import torch\ndef g(T):\n    T.add = fake\nh = g\nh(torch.Tensor)\n", "patching", 3),
+    ("torch_class_handed_to_a_lambda",
+     "import torch\ng = lambda T: setattr(T, 'add', fake)\ng(torch.Tensor)\n", "patching", 2),
+    ("torch_class_handed_unpacked",
+     "import torch\ndef g(T):\n    T.add = fake\ng(*[torch.Tensor])\n", "patching", 3),
+    ("torch_class_handed_by_unpacked_keywords",
+     "import torch\ndef g(T):\n    T.add = fake\ng(**{'T': torch.Tensor})\n", "patching", 3),
+    ("torch_classes_handed_packed_to_a_loop",
+     "import torch\ndef g(*classes):\n    for T in classes:\n        T.add = fake\n"
+     "g(torch.Tensor, torch.nn.Module)\n", "patching", 4),
+    ("torch_classes_handed_in_a_list_to_a_loop",
+     "import torch\ndef patch_all(classes):\n    for T in classes:\n        T.add = fake\n"
+     "patch_all([torch.Tensor])\n", "patching", 4),
+    # ... or returned by a function that reads it from what it is handed
+    ("torch_class_returned_from_an_argument",
+     "import torch\ndef pick(m):\n    return m.Tensor\npick(torch).add = fake\n", "patching", 4),
+    ("torch_class_returned_from_an_argument_and_named",
+     "import torch\ndef pick(m):\n    return m.Tensor\nT = pick(torch)\nT.add = fake\n",
+     "patching", 5),
+    ("torch_class_returned_from_an_argument_set_with_setattr",
+     "import torch\ndef pick(m):\n    return m.Tensor\nsetattr(pick(torch), 'add', fake)\n",
+     "patching", 4),
+    # an alias of torch's that a binding elsewhere (in a function, in a branch) does not undo
+    ("torch_alias_named_again_in_a_function",
+     "import torch\nt = torch\ndef f():\n    t = 1\n    return t\n"
+     "t.nn.functional.linear = fake\n", "patching", 6),
+    ("torch_module_import_named_again_in_a_function",
+     "import torch.nn.functional as F\ndef f():\n    F = 2\n    return F\nF.linear = fake\n",
+     "patching", 5),
+    ("torch_module_import_named_again_in_a_function_set_with_setattr",
+     "import torch.nn.functional as F\ndef f():\n    F = 2\n    return F\n"
+     "setattr(F, 'linear', fake)\n", "patching", 5),
+    ("torch_alias_named_again_in_a_branch",
+     "import torch\nt = torch\nif cond:\n    t = None\nt.nn.functional.linear = fake\n",
+     "patching", 5),
+    ("torch_itself_named_again_in_a_function",
+     "import torch\ndef f():\n    torch = None\ntorch.nn.functional.linear = fake\n",
+     "patching", 4),
+    # torch's modules or classes in loops that unpack, or set down their attributes
+    ("torch_classes_in_a_loop_with_an_index",
+     "import torch\nfor i, m in enumerate((torch, torch.Tensor)):\n    m.add = fake\n",
+     "patching", 3),
+    ("torch_class_and_a_name_in_a_loop_over_pairs",
+     "import torch\nfor T, name in [(torch.Tensor, 'add')]:\n    setattr(T, name, fake)\n",
+     "patching", 3),
+    ("torch_class_zipped_with_a_name_in_a_loop",
+     "import torch\nfor T, name in zip([torch.Tensor], ['add']):\n    setattr(T, name, fake)\n",
+     "patching", 3),
+    ("torch_class_in_a_loop_over_a_dicts_items",
+     "import torch\nfor k, T in {'t': torch.Tensor}.items():\n    T.add = fake\n", "patching", 3),
+    ("torch_module_in_a_loop_set_down_its_attributes",
+     "import torch\nfor m in (torch.nn,):\n    m.functional.linear = fake\n", "patching", 3),
     # a method replacing its own forward under a decorator of the file's own that can hand it
     # another first argument: one that calls it with one, rebinds or drops what it forwards,
     # adds a keyword, hands out itself or the method, or is not the file's function
@@ -833,6 +916,15 @@ TAMPERING_CASES = [
         "clone.forward"),
     held_at("deepcopy_by_a_copy_of_the_files_own", model_source(
         before="copy = FakeCopy()\n", body=CHUNKED_COPY), "clone.forward"),
+    # a class made at run time whose namespace may name a copy hook the scan cannot read
+    held_at("deepcopy_of_a_class_made_with_a_name_read_from_data", model_source(
+        body=CHUNKED_COPY, after="Made = type('Made', (Net,), {name: hook})\n"),
+        "clone.forward"),
+    held_at("deepcopy_of_a_class_made_with_a_namespace_handed_whole", model_source(
+        body=CHUNKED_COPY, after="Made = type('Made', (Net,), namespace)\n"), "clone.forward"),
+    held_at("deepcopy_of_a_class_made_by_types_new_class", model_source(
+        before="import types\n", body=CHUNKED_COPY,
+        after="Made = types.new_class('Made', (Net,), {}, fill)\n"), "clone.forward"),
     # torch's hook tables: `_global_` and a computed rest
     ("global_hook_table_by_a_computed_name",
      "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
@@ -1197,6 +1289,68 @@ HONEST = {
             "    def plain_copy(self):\n        other = shallow(self)\n"
             "        other.forward = other.l\n        return other\n"),
         after="net = Net().chunked_copy(4)\nplain = net.plain_copy()\n"),
+    # ... where the file also makes classes at run time from a namespace written out
+    "forward_replaced_on_a_copy_beside_classes_made_at_run_time": model_source(
+        body=CHUNKED_COPY.replace("fake", "clone._chunked"),
+        after="Wide = type('Wide', (Net,), {'width': 8})\n"
+              "Narrow = type('Narrow', (Net,), dict(width=2))\nnet = Net().chunked_copy(4)\n"),
+    # torch handed to functions that only call it or set its harmless flags (as written out
+    # at the call: `torch.backends.cudnn.benchmark = True`), also through a setattr helper
+    "torch_handed_to_functions_that_call_it_and_set_its_flags": (
+        "import argparse\nimport torch\n"
+        "def run(T):\n    T.manual_seed(0)\n    if T.cuda.is_available():\n"
+        "        T.cuda.synchronize()\n"
+        "def setup(T):\n    T.backends.cudnn.benchmark = True\n"
+        "    T.backends.cuda.matmul.allow_tf32 = True\n"
+        "def set_option(owner, name, value):\n    setattr(owner, name, value)\n"
+        "run(torch)\nsetup(torch)\nargs = argparse.Namespace(lr=0.1)\n"
+        "set_option(torch.backends.cudnn, 'deterministic', True)\n"
+        "set_option(args, 'lr', 0.01)\n"),
+    # functions that set attributes on their parameters, handed the student's own objects
+    # (a setattr helper too: its calls with torch's objects are read one by one, and never
+    # lend their names to a call with the student's own, here in a file whose setattr turns
+    # the trust in objects of its own off)
+    "setattr_helper_recording_phase_times_on_its_own_object": (
+        "import torch\nfrom types import SimpleNamespace\n"
+        "def record(stats, phase, ms):\n    setattr(stats, phase, ms)\n"
+        "stats = SimpleNamespace()\nfor phase in ('forward', 'backward'):\n"
+        "    record(stats, phase, 1.0)\nrecord(torch.backends.cudnn, 'benchmark', True)\n"),
+    "functions_setting_attributes_on_their_own_objects": (
+        "import torch.nn as nn\n"
+        "def init(m):\n    if isinstance(m, nn.Linear):\n"
+        "        m.weight.data.normal_(0.0, 0.02)\n"
+        "        m.bias.data = m.bias.data * 0\n        m.initialized = True\n"
+        "def tag(layer, gpu):\n    layer.gpu = gpu\n    layer.name = f'gpu{gpu}'\n"
+        "def head(model):\n    return model[0]\n"
+        "model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\nmodel.apply(init)\n"
+        "for i, layer in enumerate(model):\n    tag(layer, i)\n"
+        "tag(model[0], 1)\ntag(nn.Linear(2, 2), 0)\nhead(model).frozen = True\n"),
+    # loops over the student's own modules and over device names
+    "loops_over_own_modules_and_device_names": (
+        "import torch\nimport torch.nn as nn\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(4))\n"
+        "    def place(self, devices):\n"
+        "        for i, (m, dev) in enumerate(zip(self.layers, devices)):\n"
+        "            m.to(dev)\n            m.device_index = i\n"
+        "        for m in self.layers:\n            m.placed = True\n"
+        "net = Net()\nnet.place([f'cuda:{i % 2}' for i in range(4)])\n"
+        "for name in ('cuda:0', 'cuda:1'):\n    x = torch.zeros(1).to(name)\n"
+        "for m in net.modules():\n    m.seen = True\n"),
+    # a name that is torch's in one scope (a parameter handed torch, a loop over torch's
+    # classes, a default) is not torch's in another scope that names something else so
+    "names_that_are_torchs_in_another_scope_only": (
+        "import torch\n"
+        "def seed(T):\n    T.manual_seed(0)\n"
+        "def tag(T):\n    T.gpu = 1\n"
+        "seed(torch)\ntag(torch.nn.Linear(2, 2))\n"
+        "def count():\n    for cls in (torch.nn.Linear, torch.nn.Conv2d):\n"
+        "        print(cls.__name__)\n"
+        "def init(cls):\n    cls.initialized = True\n"
+        "init(torch.nn.Linear(2, 2))\n"
+        "def build(layer=torch.nn.Linear):\n    return layer(2, 2)\n"
+        "def mark(layer):\n    layer.marked = True\n"
+        "mark(build())\n"),
     # torch's classes and functions as parameters' defaults, used as honest code uses them
     "torch_classes_as_parameters_defaults": (
         "import sys\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
