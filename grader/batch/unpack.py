@@ -38,6 +38,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.common.environments import ENVIRONMENT_MARKS, ENVIRONMENT_PARTS, is_environment
+
 CHUNK = 1 << 16
 # Never copied, never hashed: OS junk, version-control history (thousands of files that
 # would hit the file limit), and bytecode (a stale .pyc could run other code than the .py
@@ -110,16 +112,7 @@ DATA_NAME_PARTS = ("tfevents",)
 # experiment trackers' logs.
 DATA_FOLDERS = frozenset({"cifar-10-batches-py", "cifar-100-python", "MNIST", "FashionMNIST",
                           "KMNIST", "EMNIST", "wandb", "mlruns", "lightning_logs"})
-# What makes a folder a Python environment (as grader/integrity/unrun.py finds them).
-ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
-# An environment's own parts (venv, virtualenv, conda, on Linux, macOS and Windows): left out of
-# an upload over the limits. Anything else in its folder is the student's (a course folder made
-# a venv with `python -m venv .` holds practical4/ beside bin/ and lib/).
-ENVIRONMENT_PARTS = frozenset({
-    "pyvenv.cfg", "conda-meta", "bin", "Scripts", "lib", "lib64", "Lib", "include", "Include",
-    "share", "etc", "libexec", "pkgs", "man", "ssl", "compiler_compat", "DLLs", "Library",
-    "Tools", "libs", "condabin", "x86_64-conda-linux-gnu", "x86_64-conda_cos6-linux-gnu",
-    "python.exe", "pythonw.exe", "python3.dll", "vcruntime140.dll", "LICENSE_PYTHON.txt"})
+# What a Python environment is, and its own parts: grader/common/environments.py.
 
 
 def is_data_file(name: str) -> bool:
@@ -236,8 +229,7 @@ def _children(folder: Path, budget: Budget, where: str) -> list[Path]:
     """A folder's entries to unpack: in the leave-out pass, an environment's own parts are
     left out (never walked: the runs hide an environment anyway), the rest kept."""
     children = sorted(folder.iterdir())
-    if not budget.leave_out or not any(os.path.lexists(folder / mark)
-                                       for mark in ENVIRONMENT_MARKS):
+    if not budget.leave_out or not is_environment(folder):
         return children
     budget.skips(where or "./", None, "environment")
     return [child for child in children if child.name not in ENVIRONMENT_PARTS]

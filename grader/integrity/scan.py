@@ -54,7 +54,8 @@ from grader.integrity.pickles import (NPY_MAGIC, PICKLE_SUFFIXES, ZIP_MAGICS, Co
                                       read_stream, torchscript_as_python, torchscript_root)
 from grader.integrity.selves import Selves, own_selves
 from grader.integrity.source import scan_text
-from grader.integrity.unrun import unimported_test_files, virtual_environments
+from grader.integrity.unrun import (environments_own_parts, unimported_test_files,
+                                    virtual_environments)
 
 MAX_FILES = 5000  # as many as a batch unpacks (batch.inputs.UnpackLimits)
 MAX_FILE_BYTES = 2 * 2**20
@@ -90,8 +91,10 @@ def scan_submission(submission: Path) -> list[Finding]:
     environments = virtual_environments(submission)
     findings: list[Finding] = [
         Finding(path.relative_to(submission).as_posix(), 0, "kept_out",
-                "a Python environment (pyvenv.cfg or conda-meta/): not read, and hidden from "
-                "the runs, which use the grader's", "") for path in environments]
+                "a Python environment (pyvenv.cfg or conda-meta/): its own folders (bin/, "
+                "lib/, ...) not read, and hidden from the runs, which use the grader's", "")
+        for path in environments]
+    environments = environments_own_parts(environments)
     files = list(_files(submission, findings, environments))
     files, unread = _within_source_budget(files, submission)
     findings += [Finding(relative, 0, "unreadable", "not read: the submission's Python files "
@@ -162,7 +165,7 @@ def bytecode_caches(submission: Path) -> list[Path]:
 # -- files ------------------------------------------------------------------------------------
 def _files(submission: Path, findings: list[Finding], skipped: list[Path] = ()):
     """The submission's files (symlinks included, never followed), with findings about their
-    names; the `skipped` folders (Python environments, hidden from the runs) left out."""
+    names; the `skipped` paths (Python environments' own parts, hidden from the runs) left out."""
     count = 0
     expected = template_modules()   # not helper modules of a student's own
     for root, dirs, names in os.walk(submission, followlinks=False):
@@ -173,6 +176,8 @@ def _files(submission: Path, findings: list[Finding], skipped: list[Path] = ()):
                                          expected, package=True)
         for name in sorted(names):
             path = Path(root) / name
+            if path in skipped:
+                continue
             relative = path.relative_to(submission).as_posix()
             if not path.is_symlink() and not path.is_file():
                 continue  # a FIFO or a device: nothing to read, nothing Python imports

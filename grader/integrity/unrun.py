@@ -14,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+from grader.common.environments import ENVIRONMENT_PARTS, environment_parts, is_environment
 from grader.common.text import python_source
 
 MAX_FOLDERS = 20000   # a walk of the submission stops there (a batch unpacks at most 5000 files)
@@ -22,24 +23,31 @@ _TEST_FILE = re.compile(r"^(?:test_\w*|\w+_test)\.py$")
 
 def virtual_environments(submission: Path) -> list[Path]:
     """Folders holding a Python environment (`pyvenv.cfg`: venv and virtualenv; `conda-meta/`:
-    conda), never followed through symlinks."""
+    conda), never followed through symlinks; a folder of the student's inside one (beside its
+    bin/ and lib/) is looked into too."""
     found, seen = [], 0
     for root, dirs, names in os.walk(submission, followlinks=False):
         seen += 1
-        if "pyvenv.cfg" in names or "conda-meta" in dirs:
+        if is_environment(Path(root)):
             found.append(Path(root))
-            dirs[:] = []
+            dirs[:] = [d for d in dirs if d not in ENVIRONMENT_PARTS]
         if seen > MAX_FOLDERS:
             break
     return found
 
 
+def environments_own_parts(environments: list[Path]) -> list[Path]:
+    """What of each environment folder the tools made (grader/common/environments.py): hidden
+    from the runs and never read; the rest of the folder is the student's, read and run."""
+    return [part for folder in environments for part in environment_parts(folder)]
+
+
 def unimported_test_files(submission: Path, environments: list[Path] | None = None) -> list[Path]:
     """The student's own test modules (test_*.py, *_test.py) that no other Python file of the
-    submission (outside its Python `environments`) imports."""
+    submission (outside its Python environments' own parts, `environments`) imports."""
     tests, imported = [], set()
     if environments is None:
-        environments = virtual_environments(submission)
+        environments = environments_own_parts(virtual_environments(submission))
     for path in _python_files(submission, environments):
         if _TEST_FILE.match(path.name):
             tests.append(path)
@@ -49,8 +57,8 @@ def unimported_test_files(submission: Path, environments: list[Path] | None = No
 
 
 def kept_out_of_runs(submission: Path) -> list[Path]:
-    environments = virtual_environments(submission)
-    return environments + unimported_test_files(submission, environments)
+    parts = environments_own_parts(virtual_environments(submission))
+    return parts + unimported_test_files(submission, parts)
 
 
 def _python_files(submission: Path, skipped: list[Path]):

@@ -8,6 +8,8 @@ import io
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from grader.harness.execute import _hidden_paths
 from grader.integrity.scan import TAMPERING, scan_submission
 
@@ -48,7 +50,7 @@ def test_a_virtual_environment_is_hidden_from_the_runs_and_only_noted(tmp_path):
     findings = scan_submission(root)
     assert _held(findings) == []
     assert [(f.file, f.category) for f in findings] == [(".venv", "kept_out")]
-    assert root / ".venv" in _hidden_paths(root)
+    assert root / ".venv" / "lib" in _hidden_paths(root)
 
 
 def test_a_test_module_nothing_imports_is_hidden_and_its_mock_only_noted(tmp_path):
@@ -93,3 +95,20 @@ def test_a_file_changed_between_runs_is_read_again(tmp_path):
     (sub / "practical4" / "concepts.py").write_text(HONEST + "import test_concepts\n")
     assert sub / "practical4" / "test_concepts.py" not in _hidden_paths(sub), \
         "concepts.py now imports the test module: it runs, and is no longer kept out"
+
+
+@pytest.mark.parametrize("course", ["", "hw3/"])
+def test_a_folder_made_a_venv_hides_the_environments_parts_only(tmp_path, course):
+    """`python -m venv .` in the course folder (or in hw3/): bin/ and lib/ beside the student's
+    code. The whole folder had been the environment: the code unread and hidden from the runs
+    (a red team, adv20); a forgery in it is read and held like any."""
+    root = _submission(tmp_path, {
+        f"{course}pyvenv.cfg": "home = /usr/bin\n",
+        f"{course}lib/python3.11/site-packages/pip/_internal/patch.py": FORGER_IN_VENV,
+        "practical4/concepts.py": HONEST, "hw3/model_parallel.py": FORGER_IN_VENV})
+    findings = scan_submission(root)
+    assert {f.file for f in findings if f.kind == TAMPERING} == {"hw3/model_parallel.py"}, \
+        [f.describe() for f in findings]
+    hidden = _hidden_paths(root)
+    assert root / course / "lib" in hidden and root / course / "pyvenv.cfg" in hidden
+    assert root / "hw3" not in hidden and root / "hw3" / "model_parallel.py" not in hidden
