@@ -93,11 +93,13 @@ class DataParallelSide:
         return (f"your Practical 5 did not train in the grader's run "
                 f"({self.run.problem() or 'no optimizer step'})")
 
+    def unmeasured_short(self) -> str:
+        """The same, short enough for a cell of the report's table of measured values."""
+        return ("your Practical 5 " + ("trained without DataParallel scattering a batch"
+                                       if self.without_dp else "did not train in the grader's run"))
+
     def unmeasured_cell(self) -> str:
-        """The same, short enough for the report's table of measured values."""
-        return ("what DataParallel does; not measured: your Practical 5 "
-                + ("trained without DataParallel scattering a batch" if self.without_dp else
-                   "did not train in the grader's run"))
+        return f"what DataParallel does; not measured: {self.unmeasured_short()}"
 
     def source(self) -> str:
         """Where DataParallel's side of an answer comes from, for the feedback."""
@@ -521,8 +523,12 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
     must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
-               f"shows {aspect} {truth[0]} with DataParallel ({dp.source()}) and {truth[1]} "
-               f"with DDP (torchrun --nproc_per_node={SHEET_PROCESSES})", flag)
+               # DDP's side first: where Practical 5 was not measured, DataParallel's side is
+               # what it does, said short (a TA's audit: a wrong DDP cell's feedback had been
+               # mostly about an unfinished Practical 5, which Practical 6 never asks for).
+               f"shows {aspect} {truth[1]} with DDP (torchrun --nproc_per_node="
+               f"{SHEET_PROCESSES}) and {truth[0]} with DataParallel ("
+               + (dp.source() if dp.measured else dp.unmeasured_cell()) + ")", flag)
 
 
 _DDP = r"\b(?:distributed\s*data\s*parallel|ddp)\b"
@@ -609,7 +615,7 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
     # Where the DataParallel script did not train through DataParallel, that is why nothing
     # decides, not the clock.
     decided_by = clock_words(clock) if side.measured else (
-        f"{side.not_measured()}: no DataParallel time to compare with, either answer is "
+        f"no DataParallel time to compare with ({side.unmeasured_short()}): either answer is "
         "accepted")
     measured["compare.faster"] = {"dp_step_s": t_dp, "ddp_step_s": t_ddp,
                                   "clock": decided_by, "answer": truth or "either"}
