@@ -523,25 +523,28 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
         return count
 
 
-def _environment_parts(entries) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Each environment's own parts in a zip (ENVIRONMENT_PARTS of a folder holding a marker)
-    -> that environment's folder."""
+def _environment_parts(entries) -> set[str]:
+    """The folders of a zip that hold a Python environment ("" for the zip's top), as paths."""
     folders = set()
     for _, parts in entries:
         for at, part in enumerate(parts):
             if part in ENVIRONMENT_MARKS and (at < len(parts) - 1 or part == "pyvenv.cfg"):
-                folders.add(tuple(parts[:at]))
+                folders.add("/".join(parts[:at]))
                 break
-    return {folder + (part,): folder for folder in folders for part in ENVIRONMENT_PARTS}
+    return folders
 
 
-def _environment_of(parts, environments) -> tuple[str, ...] | None:
-    # Each of the path's own prefixes looked up: linear in its depth, whatever the number of
+def _environment_of(parts, environments: set[str]) -> str | None:
+    """The environment folder whose own part (ENVIRONMENT_PARTS) holds the entry, or None."""
+    if not environments:
+        return None
+    # Each folder above the entry looked up once: linear in its depth, whatever the number of
     # environments (a red team's 25,000 of them had taken 15 minutes compared pairwise).
-    for at in range(1, len(parts) + 1):
-        folder = environments.get(tuple(parts[:at]))
-        if folder is not None:
-            return folder
+    path, end = "/".join(parts), -1
+    for part in parts:
+        if part in ENVIRONMENT_PARTS and path[:max(end, 0)] in environments:
+            return path[:max(end, 0)]
+        end += len(part) + 1
     return None
 
 
@@ -554,13 +557,13 @@ def _without_data(entries: list[tuple[zipfile.ZipInfo, list[str]]], environments
                   budget: Budget):
     """`entries` less the Python environments' own parts and the data files in them, each
     recorded in `budget` (an environment once, as its folder)."""
-    kept, seen = [], set()
+    kept, seen, said = [], set(), set()
     for info, parts in entries:
         home = _environment_of(parts, environments)
         if home is not None:
-            if home not in seen:
-                seen.add(home)
-                budget.skips("/".join(home) + "/" if home else "./", None, "environment")
+            if home not in said:
+                said.add(home)
+                budget.skips(home + "/" if home else "./", None, "environment")
             continue
         if not info.is_dir() and is_data_path(parts):
             folder = next((at for at, part in enumerate(parts[:-1]) if part in DATA_FOLDERS),
