@@ -36,7 +36,7 @@ from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held
 from grader.batch.printable import printable
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay, Rejected,
                                  UnpackLimits, check_zip_entry, display_name, extract_zip,
-                                 materialize_entry, size_text)
+                                 left_out_text, materialize_entry, size_text)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -370,9 +370,7 @@ def _unpack(submission: Submission, scratch: Path, limits: UnpackLimits, notes: 
 
 
 def _left_out_text(budgets: list[Budget]) -> str:
-    merged = Budget(budgets[0].limits, leave_out=True)
-    merged.left_out = [item for budget in budgets for item in budget.left_out]
-    return merged.left_out_text()
+    return left_out_text([item for budget in budgets for item in budget.left_out])
 
 
 def short_reason(problem: Exception) -> str:

@@ -180,23 +180,27 @@ class Budget:
         return True
 
     def left_out_text(self) -> str:
-        files = [size for _, size, kind in self.left_out if kind == "data"]
-        folders = sum(kind == "data folder" for _, _, kind in self.left_out)
-        environments = sum(kind == "environment" for _, _, kind in self.left_out)
-        parts = []
-        if files:
-            parts.append(f"{len(files)} data file{'s' * (len(files) != 1)} "
-                         f"({size_text(sum(files))})")
-        if folders:
-            parts.append(f"{folders} data folder{'s' * (folders != 1)}")
-        if environments:
-            parts.append(f"{environments} Python environment{'s' * (environments != 1)}")
-        return " and ".join(parts) or "nothing"
+        return left_out_text(self.left_out)
 
     def check_depth(self, depth: int, what: str) -> None:
         if depth > self.limits.max_depth:
             raise Rejected(f"{what} is nested more than {self.limits.max_depth} folders deep "
                            "(limit); keep the template's layout")
+
+
+def left_out_text(left_out: list[tuple[str, int | None, str]]) -> str:
+    """"2 data files (1.2 MiB) and 1 Python environment": what a leave-out pass left out."""
+    files = [size for _, size, kind in left_out if kind == "data"]
+    folders = sum(kind == "data folder" for _, _, kind in left_out)
+    environments = sum(kind == "environment" for _, _, kind in left_out)
+    parts = []
+    if files:
+        parts.append(f"{len(files)} data file{'s' * (len(files) != 1)} ({size_text(sum(files))})")
+    if folders:
+        parts.append(f"{folders} data folder{'s' * (folders != 1)}")
+    if environments:
+        parts.append(f"{environments} Python environment{'s' * (environments != 1)}")
+    return " and ".join(parts) or "nothing"
 
 
 def display_name(entry: Path) -> str:
