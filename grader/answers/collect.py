@@ -12,6 +12,13 @@ better of two answers would reward writing two), and a problem names both, so a 
 a misread report. Every answer keeps where it came from, and every question answered
 nowhere is listed in `missing`, so a check can say "not found in hw3/report.pdf (label
 ...)" instead of a silent zero. Never raises on bad input.
+
+A report handed in in another format where no report.pdf is (hw3/report.md, report.docx;
+the handout asks for "Report (PDF — single file)") is said first, for the student and the
+instructor. A text one (Markdown, plain text) is read by the PDF's own rules and graded as
+written, the sheet's answers first (the report is not what the handout asks for; the sheet
+is the grader's own form), and any penalty for the format is the course's; any other is
+named for a person to read, every answer unread.
 """
 from __future__ import annotations
 
@@ -19,12 +26,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .hw3_pdf import describe_where, read_hw3_pdf
+from .hw3_pdf import Hw3PdfReading, describe_where, read_hw3_pdf
 from .hw3_pdf import contract as hw3_pdf_contract
+from .hw3_pdf.text_report import read_text_report
 from .sheet import read_sheet, template_questions
 
 REPORT_NAME = "report.pdf"
 SHEET_NAME = "answers.yaml"
+# What a student hands in instead of the report PDF the handout asks for ("Report (PDF -
+# single file)"). Text (Markdown, plain text) is read by the PDF's own rules
+# (hw3_pdf/text_report.py) and graded as written, flagged for the instructor (any penalty for
+# the format is the course's); an editor's file or a web page is named, for a person to read.
+TEXT_REPORTS = (".md", ".markdown", ".txt")
+OTHER_REPORTS = (".docx", ".doc", ".odt", ".rtf", ".html", ".htm", ".pages", ".tex")
 
 
 @dataclass
@@ -47,6 +61,8 @@ class Answers:
     unread_cells: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
+    # The report handed in in another format instead of the PDF ("hw3/report.md"), or None.
+    report_instead: str | None = None
     needs_manual_review: bool = False
     questions: dict[str, str] = field(default_factory=dict)  # id -> the question's text
 
@@ -80,22 +96,34 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     unread_why: dict[str, str] = {}
     pdf_incomplete: dict[str, str] = {}   # id -> why the report's answer is only in part
     pdf_display = f"{assignment}/{REPORT_NAME}"
+    pdf: Hw3PdfReading | None = None
     if source in ("pdf", "pdf_then_sheet"):
         display = pdf_display
         pdf = read_hw3_pdf(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
+        instead = report_instead(folder) if pdf.status == "missing" else None
+        if instead is not None:
+            answers.files.append({"file": display, "status": "missing"})
+            display = pdf_display = f"{assignment}/{instead.name}"
+            pdf = _report_instead(instead, display, f"{assignment}/{REPORT_NAME}",
+                                  f"{assignment}/{SHEET_NAME}" if source == "pdf_then_sheet" else None)
+            answers.report_instead = display
         if pdf.status == "unreadable":
             # Handed in, but not as text the grader reads (a scan, a renamed .docx): what it
             # answers is for a person to read, never "not answered" (a TA's scanned report
             # listed all 17 answers so).
             unread |= set(questions)
         answers.files.append({"file": display, "status": pdf.status, "pages": pdf.pages,
-                              "producer": pdf.producer, "ocr": pdf.ocr})
-        answers.problems += pdf.problems
+                              "producer": pdf.producer, "ocr": pdf.ocr,
+                              **({"instead_of": f"{assignment}/{REPORT_NAME}"} if instead is not None else {})})
+        answers.problems += pdf.problems + pdf.notes
         answers.needs_manual_review |= pdf.needs_manual_review and (source == "pdf" or pdf.status != "missing")
         if pdf.own_structure:
             # Written in a structure of its own: what the report answers is for a person to read
             # in it, never "not answered" (its problem says so, and how to write it).
             unread |= {qid for qid in questions if pdf.answers.get(qid) in (None, "", [])}
+        # Answered in the report in words it could not read: for a person, as a sheet's are.
+        unread |= {qid for qid in pdf.unread if qid in questions}
+        unread_why.update({qid: why for qid, why in pdf.unread.items() if qid in questions})
         pdf_incomplete = dict(pdf.incomplete)
         for qid, value in pdf.answers.items():
             if qid in questions and value not in (None, "", []):
@@ -115,14 +143,17 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
             if qid not in answers.values:
                 answers.values[qid] = value
                 answers.origin[qid] = display
+            elif answers.report_instead:
+                _sheet_over_report_instead(answers, qid, value, pdf_display, display)
             else:
                 _choose(answers, qid, value, pdf_display, pdf_incomplete.get(qid), display)
-        order = list(questions)   # the template's order, as `missing` has it
-        answers.unread_cells = sorted((cell for cell in sheet.unread_cells
-                                       if answers.origin.get(cell["id"]) == display),
-                                      key=lambda cell: order.index(cell["id"]))
+        answers.unread_cells += [cell for cell in sheet.unread_cells if answers.origin.get(cell["id"]) == display]
         unread |= set(sheet.unread)
         unread_why.update(sheet.unread_why)
+    if pdf is not None:
+        _said_of_the_report(answers, pdf, pdf_display, pdf_incomplete, questions)
+    order = list(questions)   # the template's order, as `missing` has it
+    answers.unread_cells.sort(key=lambda cell: order.index(cell["id"]) if cell["id"] in order else len(order))
 
     answers.missing = [qid for qid in questions if qid not in answers.values]
     answers.unread = [qid for qid in answers.missing if qid in unread]
@@ -134,6 +165,79 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         answers.problems = [p for p in answers.problems if "was not handed in" not in p]
         answers.problems.insert(0, f"no answers handed in: {names} not found")
     return answers
+
+
+def report_instead(folder: Path) -> Path | None:
+    """The report handed in in another format where no report.pdf is (report.md, Report.docx,
+    hw3_report.txt): a file whose name says report (the template's REPORT_TEMPLATE.md is none)
+    in a format of TEXT_REPORTS or OTHER_REPORTS; the one named "report" and a text one first."""
+    try:
+        found = [path for path in folder.iterdir() if path.is_file() and not path.is_symlink()
+                 and path.suffix.lower() in TEXT_REPORTS + OTHER_REPORTS
+                 and "report" in path.stem.lower() and "template" not in path.stem.lower()]
+    except OSError:
+        return None
+    found.sort(key=lambda path: (path.stem.lower() != "report", path.suffix.lower() not in TEXT_REPORTS, path.name))
+    return found[0] if found else None
+
+
+def _report_instead(path: Path, display: str, asked: str, sheet: str | None) -> Hw3PdfReading:
+    """The reading of a report handed in as `path` where the handout asks for `asked` (a PDF):
+    a text report read by the PDF's rules, anything else named for a person; either way said
+    first, for the student and the instructor, and the report is for a person to look at."""
+    handout = ("the handout asks for the report as a PDF ('Report (PDF — single file)')")
+    if path.suffix.lower() in TEXT_REPORTS:
+        reading = read_text_report(path, display_name=display)
+        if reading.status != "unreadable":
+            first = f"{sheet}'s answers first, where it gives them; " if sheet else ""
+            reading.problems.insert(0, f"{display} was handed in instead of {asked}: {handout}; it was read as the "
+                                       f"PDF would be and graded as written ({first}any penalty for the format is "
+                                       "the course's to give)")
+        else:
+            reading.problems.insert(0, f"{display} was handed in instead of {asked}: {handout}")
+    else:
+        reading = Hw3PdfReading(missing=hw3_pdf_contract.expected_fields(), problems=[
+            f"{display} was handed in instead of {asked}: {handout}, and the grader reads only PDF (and "
+            f"Markdown or plain-text) reports, so none of its answers were read: a person must read {display} "
+            "(export it as PDF)"], status="unreadable")
+    reading.needs_manual_review = True
+    return reading
+
+
+def _said_of_the_report(answers: Answers, pdf: Hw3PdfReading, display: str, in_part: dict[str, str],
+                        questions: dict) -> None:
+    """What the report did not give whole, said where nothing else says it, so that "read in
+    part" always has its reason below it: an answer graded from the report though only in part
+    (its table without the row for 5 GPUs), and the labels not found in it whose answers the
+    sheet gave. A table's cells there but not read go to a person, as a sheet's do."""
+    said = " ".join(answers.problems)
+    for qid, why in in_part.items():
+        if answers.origin.get(qid, "").startswith(display) and why not in said:
+            answers.problems.append(f"{qid}: {display} answers it only in part ({why}); the part read was graded")
+    answers.unread_cells += [cell for cell in pdf.unread_cells if answers.origin.get(cell["id"], "").startswith(display)]
+    labels = {a.field: a.template_text for a in hw3_pdf_contract.LABELLED_ANSWERS}
+    elsewhere = [qid for qid in pdf.missing if qid in questions and qid in answers.values
+                 and not answers.origin.get(qid, "").startswith(display)]
+    if elsewhere and pdf.status == "partial" and not pdf.own_structure:
+        shown = ", ".join(f"'{labels.get(qid) or hw3_pdf_contract.template_label(qid) or qid}'" for qid in elsewhere)
+        sheet = answers.origin[elsewhere[0]]
+        answers.problems.append(f"not found in {display}, so {sheet}'s answers were graded: {shown}")
+
+
+def _sheet_over_report_instead(answers: Answers, qid: str, value: Any, report: str, sheet: str) -> None:
+    """Where a report handed in in another format (hw3/report.md) and the sheet both answer:
+    the sheet's is graded. The PDF's answer wins over the sheet's because the handout asks for
+    the PDF; a report in another format is not what it asks for, and the sheet is the grader's
+    own form, read exactly: the report fills what the sheet lacks (hw3_s04's sheet was empty).
+    Where the two differ, a problem names both."""
+    if not same_answer(answers.values[qid], value):
+        answers.problems.append(f"{qid}: {report} and {sheet} give different answers ({shown(answers.values[qid])} "
+                                f"and {shown(value)}); {sheet}'s was graded ({report} is not the PDF the handout "
+                                "asks for): check which the student meant")
+        answers.needs_manual_review = True
+    answers.values[qid] = value
+    answers.origin[qid] = sheet
+    answers.where.pop(qid, None)
 
 
 def _choose(answers: Answers, qid: str, value: Any, pdf: str, pdf_in_part: str | None, sheet: str) -> None:

@@ -137,6 +137,10 @@ def parse_time_ms(cell: str, header_factor_ms: float | None, mark: str | None = 
         return ParsedQuantity(None, [f"step time '{cell.strip()}' is a range ({low:g} to {high:g} ms) wider than "
                                      f"{RANGE_TOLERANCE:.0%} each side of its middle: no one measured value"],
                               ambiguous=True)
+    if _TWO_TIMES_RE.fullmatch(re.sub(r"\([^()]*\)", " ", cell)):
+        # "12 and 14", "12 34 ms", "12 / 14 ms": two values, of which the first had been read.
+        return ParsedQuantity(None, [f"step time '{cell.strip()}' is not one value (two numbers, and no "
+                                     "'between' or '-' to make them a range)"], ambiguous=True)
     number = parse_decimal(cell, mark)
     if number is None:
         return None
@@ -147,6 +151,13 @@ def parse_time_ms(cell: str, header_factor_ms: float | None, mark: str | None = 
         return ParsedQuantity(None, [number.ambiguity], ambiguous=True)
     return ParsedQuantity(round(number.value * factor, 9))
 
+
+# Two or more times in one cell and nothing else, each perhaps with its unit: "12 and 14",
+# "12 34 ms", "12, 14 ms", "12 ms / 14 ms", "18 or 19" (a remark in brackets set aside; "12,5"
+# is one).
+_A_TIME = r"(?:[~≈∼]\s*)?\d+(?:[.,]\d+)?\s*(?:ms|s|sec|secs|seconds?|µs|μs|us|msec|milliseconds?)?"
+_TWO_TIMES_RE = re.compile(r"\s*" + _A_TIME + r"(?:\s*(?:,\s+|;|/|&|\band\b|\bor\b|\s)\s*" + _A_TIME + r")+\s*\.?\s*",
+                           re.IGNORECASE)
 
 _LIST_SPLIT_RE = re.compile(r"\s*(?:/|;|\||,\s+|\s+and\s+|\s+)\s*")
 
@@ -546,14 +557,72 @@ def gpus_asked_about(question: str) -> int | None:
     return None
 
 
-def layer_pair_in(text: str) -> list[int] | None:
-    """The two layers (0-based) a move happens between: every int_list_in form ("2 and 3",
-    "between layer 2 and layer 3"), "layers[2] and layers[3]", and the point said by its sides:
-    "before layer 3" and "after layer 2" are [2, 3], "after layer 2, before layer 3" and
-    "before layer 3 (after layer 2)" too. Indices are read as written (the question asks for
-    0-based ones): "before layer 4", a 1-based count of the same point, is [3, 4]. None where
-    the sides disagree ("before layer 3 (after layer 1)"), a side is named twice, a number
-    beside them says another pair, or a "not" turns them."""
+# How a student says which way they count the layers: from 1 ("1-based", "counting from 1", an
+# ordinal: "the 3rd and 4th layer") or from 0 ("0-based", "indices", Python's "layers[2]"). The
+# handout's Q2 asks only "at what exact point"; the sheet's question asks for 0-based indices.
+_ONE_BASED_RE = re.compile(r"\b(?:1|one)[-\s]?(?:based|indexed)\b|\bcount(?:ing|ed)?\s+(?:from|starting\s+(?:at|from))\s+"
+                           r"(?:1|one)\b|\bstarting\s+(?:at|from)\s+(?:1|one)\b", re.IGNORECASE)
+_ZERO_BASED_RE = re.compile(r"\b(?:0|zero)[-\s]?(?:based|indexed)\b|\bcount(?:ing|ed)?\s+(?:from|starting\s+(?:at|from))\s+"
+                            r"(?:0|zero)\b|\bstarting\s+(?:at|from)\s+(?:0|zero)\b|\bind(?:ex|ices|exes)\b",
+                            re.IGNORECASE)
+_ORDINAL_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+                  "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12}
+_ORDINAL_RE = re.compile(r"(?<![\w.])(?:(\d+)\s*(?:st|nd|rd|th)|(" + "|".join(_ORDINAL_WORDS) + r"))\b",
+                         re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class LayerPair:
+    """The two layers a move is said to happen between, as written (`said`), and the layer the
+    answer counts from where it says so (`counted_from`: 1 for ordinals or "1-based", 0 for
+    "0-based", "indices" or "layers[2]"; None where it does not say)."""
+    said: tuple[int, ...]
+    counted_from: int | None
+
+    @property
+    def zero_based(self) -> list[int]:
+        """The pair as the 0-based indices the check compares, where the answer says how it
+        counts; as written where it does not (the caller decides what that means)."""
+        return [n - 1 for n in self.said] if self.counted_from == 1 else list(self.said)
+
+
+def layer_pair_said(text: str) -> LayerPair | None:
+    """The two layers a move happens between, with the way the answer counts them: every
+    int_list_in form ("2 and 3", "between layer 2 and layer 3"), "layers[2] and layers[3]",
+    the point said by its sides ("before layer 3", "after layer 2, before layer 3"), ordinals
+    ("3rd and 4th", "third and fourth", "after the 3rd layer": counted from 1) and a stated
+    convention ("3 and 4 (1-based)", "2 and 3 (0-based)"). None where the sides disagree
+    ("before layer 3 (after layer 1)"), a side is named twice, a number beside them says
+    another pair, a "not" turns them, ordinals are mixed with plain numbers, or the answer
+    says both conventions."""
+    text = str(text)
+    if len(text) > MAX_VALUE_CHARS:
+        return None
+    one, zero = _ONE_BASED_RE.search(text), _ZERO_BASED_RE.search(text) or _INDEXED_LAYER_RE.search(text)
+    if one and zero:
+        return None
+    counted_from = 1 if one else 0 if zero else None
+    if counted_from is not None:   # the convention said is no part of the pair: "3 and 4 (1-based)"
+        text = _ZERO_BASED_RE.sub(" ", _ONE_BASED_RE.sub(" ", text))
+        text = re.sub(r"\(\s*\)|\[\s*\]|^[\s:;,.]+|[\s:;,.]+$", " ", text)
+    ordinals = [int(found.group(1)) if found.group(1) else _ORDINAL_WORDS[found.group(2).lower()]
+                for found in _ORDINAL_RE.finditer(text)]
+    if ordinals:
+        plain = _ORDINAL_RE.sub(" ", _NAMED_INDEX_RE.sub(" ", text))
+        if re.search(r"\d", _REMARK_RE.sub(" ", plain)) or counted_from == 0 and min(ordinals) > 0 \
+                or counted_from == 1 and min(ordinals) == 0:
+            return None   # "layer 3 and the 4th", "the 3rd (0-based)": not one way of counting
+        # "the 0th layer" counts from 0; any other ordinal from 1.
+        counted_from = 0 if min(ordinals) == 0 else 1
+        text = _ORDINAL_RE.sub(lambda found: found.group(1) or str(_ORDINAL_WORDS[found.group(2).lower()]), text)
+        text = re.sub(r"\bthe\b", " ", text, flags=re.IGNORECASE)
+    pair = _pair_in(text)
+    if not pair or (counted_from == 1 and min(pair) < 1):
+        return None   # "the 0th and 1st (1-based)": no layer 0 when counting from 1
+    return LayerPair(tuple(pair), counted_from)
+
+
+def _pair_in(text: str) -> list[int] | None:
     text = _INDEXED_LAYER_RE.sub(r"layer \1", str(text))
     sides = _SIDE_RE.findall(text)
     if not sides:
@@ -578,6 +647,19 @@ def layer_pair_in(text: str) -> list[int] | None:
     if re.search(r"\d", rest) and int_list_in(rest) != pair:
         return None
     return pair
+
+
+def layer_pair_in(text: str) -> list[int] | None:
+    """The two layers (0-based) a move happens between (layer_pair_said's forms): counted from
+    1 where the answer says so ("3rd and 4th" is [2, 3]), else read as written, the 0-based
+    indices the sheet's question asks for ("before layer 4" is [3, 4])."""
+    said = layer_pair_said(text)
+    return said.zero_based if said is not None else None
+
+
+def between_layers(question: str) -> bool:
+    """Whether a question asks between which two layers something happens (HW3 Task 1 Q2)."""
+    return bool(_BETWEEN_LAYERS_RE.search(question))
 
 
 def int_list_answering(text: str, question: str = "") -> list[int] | None:
@@ -834,12 +916,18 @@ APPROXIMATELY = (r"(?:[~≈∼]|(?:about|around|approximately|approx\.?|roughly|
 # "1.234,5" (points, a decimal comma), "1 234", "1 234,5" (a space, a thin space U+2009, a
 # narrow or plain no-break space: ISO 80000's grouping, after which "," or "." is the decimal
 # mark). Each is one number only where every group after the first has three digits.
+# A plain space groups only after a first group of one or two digits ("1 234", "81 920"): after
+# three ("100 100") it may as well part two values, which no one value's cell should hold (a
+# TA's audit: P5's memory "100 100" had been read as 100100 MiB). A thin or no-break space is
+# typeset grouping whatever the first group.
 _GROUP_SPACES = " \u00a0\u2009\u202f"
+_THIN_SPACES = "\u00a0\u2009\u202f"
+_SPACE_GROUPED = r"(?:\d{1,3}(?:[" + _THIN_SPACES + r"]\d{3})+|\d{1,2}(?: \d{3})+)"
 _GROUPED = (r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d.])|"
-            r"\d{1,3}(?:[" + _GROUP_SPACES + r"]\d{3})+(?:[.,]\d+)?(?![\d.,])")
+            + _SPACE_GROUPED + r"(?:[.,]\d+)?(?![\d.,])")
 _QUANTITY_RE = re.compile(r"^\s*(?:" + APPROXIMATELY + r"\s*)?(" + _GROUPED + r"|\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
                           r"\s*([a-zµμ%]*)\s*\.?\s*$", re.IGNORECASE)
-_SPACE_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:[" + _GROUP_SPACES + r"]\d{3})+(?!\d)")
+_SPACE_GROUPS_RE = re.compile(r"(?<![\d.,])" + _SPACE_GROUPED + r"(?![\d]| \d)")
 _THIN_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u2009\u202f]\d{3})+(?!\d)")
 
 

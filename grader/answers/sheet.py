@@ -17,13 +17,13 @@ import yaml
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 
-from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, chunk_shapes_said, chunks_asked_about,
-                      column_in_another_unit, column_unit, counted_shape_said, decimal_mark,
-                      each_shape_said, formula_alone, gpu_count_given, int_list_answering,
-                      int_list_in, int_lists_in, joined_groups, not_available, quantity_in,
-                      rows_of_counted_chunks, shape_in, shape_said, shapes_in, shows_decimal_mark,
-                      size_each_said, time_range_in, whole_number_in, without_gpu_label,
-                      without_markdown, without_memory_totals)
+from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
+                      chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
+                      decimal_mark, each_shape_said, formula_alone, gpu_count_given,
+                      int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
+                      not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
+                      shapes_in, shows_decimal_mark, size_each_said, time_range_in, whole_number_in,
+                      without_gpu_label, without_markdown, without_memory_totals)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -206,7 +206,14 @@ def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
         # The question's words decide a few forms: "3 each" for each GPU it names, "before
         # layer 3" for a move between two layers.
         try:
-            return _int_list(raw, question.text)
+            found = _int_list(raw, question.text)
+            said = layer_pair_said(raw) if isinstance(raw, str) and between_layers(question.text) else None
+            if said is not None and said.counted_from == 1 and notes is not None:
+                # "3rd and 4th": the student counts from 1, and says so; the question asks for
+                # 0-based indices, so the pair is theirs minus one, said to a person.
+                notes.append(f"'{raw}' read as layers counted from 1, which are the 0-based indices "
+                             f"{' and '.join(map(str, found))}")
+            return found
         except NotRead:
             # The line the script prints ("Output shape: torch.Size([64, 1000])"), a shape
             # with a remark ("64 x 1000 (batch x features)").
@@ -448,19 +455,51 @@ def _list_item(raw: Any, unit: str | None, mark: str | None = None) -> Any:
 
 
 def markdown_rows(text: str, question: Question) -> list[dict] | None:
-    """A table written in Markdown as the table's text ("| DEPTH | Step time (ms) |", a rule,
-    then its rows), each header named like its column ("Step time (ms)" is step_time_ms); None
-    when the text is no such table."""
+    """A table written in Markdown as the table's text ("| DEPTH | Step time (ms) |", its rows),
+    each header named like its column ("Step time (ms)" is step_time_ms); None when the text is
+    no such table (markdown_table says why)."""
+    return markdown_table(text, question)[0]
+
+
+# A Markdown table's rule line under its header ("|---|:-:|", "---|---").
+_RULE_LINE = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
+
+
+def _pipe_cells(line: str) -> list[str]:
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") else line
+    return [cell.strip() for cell in line.split("|")]
+
+
+def markdown_table(text: str, question: Question) -> tuple[list[dict] | None, str | None]:
+    """(the rows, None) for a pipe table: a header naming the table's columns, then its rows,
+    with the rule line under the header or without it (the handout's Part 4 table copied as
+    pipe rows, "#GPUs | Batch Size | Split per GPU" first: a TA's audit lost a whole right
+    table so); (None, why not) for pipe rows that are no such table; (None, None) for text that
+    has no pipe rows at all."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if len(lines) < 3 or not all(line.startswith("|") for line in lines) \
-            or not re.fullmatch(r"\|(?:\s*:?-+:?\s*\|)+", lines[1]):
-        return None
-    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
-    header = [_column_name(without_markdown(cell)) for cell in cells[0]]
-    if not all(_names_a_column(name, question) for name in header) \
-            or any(len(row) > len(header) for row in cells[2:]):
-        return None   # not this table, or a row with more cells than it has columns
-    return [{name: value for name, value in zip(header, row) if value} for row in cells[2:]]
+    if len(lines) < 2 or not all("|" in line for line in lines if not _RULE_LINE.fullmatch(line)):
+        return None, None
+    ruled = _RULE_LINE.fullmatch(lines[1]) is not None
+    body = [_pipe_cells(line) for line in lines[2 if ruled else 1:] if not _RULE_LINE.fullmatch(line)]
+    first = _pipe_cells(lines[0])
+    header = [_column_name(without_markdown(cell)) for cell in first]
+    columns = ", ".join(question.columns)
+    unknown = [cell for cell, name in zip(first, header) if not _names_a_column(name, question)]
+    if unknown and not ruled:
+        return None, (f"its first line '{lines[0]}' is not a header of the table's columns ({columns}): "
+                      f"start it with one, e.g. '| {' | '.join(question.columns)} |'")
+    if unknown:
+        return None, (f"its header names {', '.join(repr(cell) for cell in unknown)}, which "
+                      f"{'is' if len(unknown) == 1 else 'are'} not a column of this table ({columns})")
+    if not body:
+        return None, "it has a header but no rows under it"
+    longer = next((number for number, row in enumerate(body, 1) if len(row) > len(header)), None)
+    if longer is not None:
+        return None, (f"its row {longer} ('{' | '.join(body[longer - 1])}') has {len(body[longer - 1])} cells "
+                      f"where the header has {len(header)}")
+    return [{name: value for name, value in zip(header, row) if value} for row in body], None
 
 
 # The handouts' own headers of the sheet's tables (Practical 5: "Set up | Step Time (sec) |
@@ -541,16 +580,25 @@ def _keyed_rows(raw: dict, question: Question) -> list[dict] | None:
 
 
 def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list[dict]:
+    why = None
     if isinstance(raw, str):
-        raw = markdown_rows(raw, question) or raw
+        rows, why = markdown_table(raw, question)
+        raw = rows or raw
     if isinstance(raw, dict):
         raw = _keyed_rows(raw, question) or raw
     if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
         example = f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}"
+        if why:   # a Markdown table: what keeps it from being read, not only another way to write it
+            raise NotRead(f"a table written in Markdown that could not be read: {why}",
+                          f"your table could not be read: {why}")
         raise NotRead(f"expected rows as a list of mappings, e.g. {example}",
                       f"your table could not be read as its rows: write them as a list of "
                       f"mappings, e.g. {example}")
     rows = []
+    # The batch each row splits (P5's table has the handout's "Batch Size" column, which the
+    # sheet does not ask for), else the one the question gives ("with BATCH_SIZE=64").
+    asked = re.search(r"\bbatch_size\s*=\s*(\d+)", question.text, re.IGNORECASE)
+    batches = [_batch_of(row, int(asked.group(1)) if asked else None) for row in raw]
     raw = [_in_the_tables_units(row, question) for row in raw]
     for number, row in enumerate(raw, 1):
         unknown = [str(k) for k in row if str(k) not in question.columns]
@@ -559,13 +607,65 @@ def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list
                        f"{', '.join(question.columns)}")
             raise NotRead(problem, f"your table could not be read: {problem}")
     marks = _table_marks(raw, question)
-    for row in raw:
+    for row, batch in zip(raw, batches):
         gpus = _cell(row.get("gpus"), "gpus")
         gpus = gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0 else None
         rows.append({str(k): without_markdown(v.strip()) if isinstance(v, str) and str(k) in question.text_columns
+                     else _split(v, gpus, batch) if str(k) == "split" and gpus
                      else _cell(v, str(k), marks.get(_unit_kind(str(k))), gpus, notes)
                      for k, v in row.items() if v is not None and not _no_value(v, str(k))})
     return rows
+
+
+def _batch_of(row: dict, asked: int | None) -> int | None:
+    """The batch a row of a split table says it splits ("Batch Size" 64), else `asked`."""
+    for key, value in row.items():
+        if _column_name(key) in ("batch_size", "batch"):
+            number = _cell(value, "batch_size")
+            if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+                return number
+    return asked
+
+
+# A remark giving the batch the split adds up to: "(64 total)", "(total: 64)", "(= 64)",
+# "(of 64)", ", 64 in total".
+_TOTAL_REMARK = re.compile(r"(?:\s*[(,;]\s*|\s+[-–—]\s+|\s+)(?:(?:(?:in\s+)?total\s*:?\s*|=\s*|of\s+)"
+                           r"(?P<first>\d+)|(?P<last>\d+)\s*(?:samples?|rows?)?\s*(?:in\s+total|total|overall|"
+                           r"in\s+all))\s*(?:samples?|rows?)?\s*\)?\s*\.?\s*$", re.IGNORECASE)
+
+
+def _split(raw: Any, gpus: int, batch: int | None) -> Any:
+    """A cell of a split table (P5's "Split per GPU"), for a row of `gpus` GPUs splitting
+    `batch` rows: the sizes as listed ("32/32"); one size said for every GPU ("32 each", "32
+    per GPU", with the total beside it: "32 per GPU (64 total)"); one size alone ("32", as the
+    column's header says "per GPU") for every GPU where that many GPUs of it make the batch
+    (32 on 2 GPUs of 64). A TA's audit: "32" and "32 per GPU (64 total)" had been [32], a wrong
+    answer for a right one. Anything else as _cell reads it: "22" for 3 GPUs is one size, not
+    the split (22, 22, 20), and the check says so; a total that is not what the sizes add up
+    to ("32 per GPU (128 total)") is for a person."""
+    total = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        size, count, each = raw, None, False
+    elif isinstance(raw, str):
+        text = without_markdown(raw.strip())
+        remark = _TOTAL_REMARK.search(text)
+        said = text[:remark.start()] if remark else text
+        total = int(remark["first"] or remark["last"]) if remark else None
+        found = size_each_said(said)
+        alone = re.fullmatch(r"\s*(\d+)\s*(?:samples?|rows?)?\s*\.?\s*", said)
+        if found is None and alone is None:
+            return _cell(raw, "split", gpus=gpus)
+        size, count = found if found is not None else (int(alone.group(1)), None)
+        each = found is not None
+    else:
+        return _cell(raw, "split", gpus=gpus)
+    if count not in (None, gpus):
+        return _cell(raw, "split", gpus=gpus)
+    if total is not None:   # the student's own total: what the sizes add up to, or for a person
+        return [size] * gpus if total == size * gpus else raw
+    if each or (batch is not None and size * gpus == batch):
+        return [size] * gpus
+    return _cell(raw, "split", gpus=gpus)
 
 
 def _no_value(value: Any, column: str) -> bool:

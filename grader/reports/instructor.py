@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
-from grader.reports.student_view import FILE_STATUS, display_name, not_answered
+from grader.reports.student_view import FILE_STATUS, display_name, file_shown, not_answered
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -52,8 +52,12 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "max_score": format_value(assignment.get("max_score")),
             "flags": list(assignment.get("flags") or []),
             "review": bool(answers.get("needs_manual_review")),
-            "files": [{"file": f.get("file"), "status": FILE_STATUS.get(f.get("status"), f.get("status"))}
+            "files": [{"file": f.get("file"), "status": FILE_STATUS.get(f.get("status"), f.get("status")),
+                       "shown": file_shown(f)}
                       for f in answers.get("files") or [] if isinstance(f, Mapping)],
+            # A report handed in in another format than the handout asks for (hw3/report.md):
+            # where a person reads the written answers, and what the overrides block is for.
+            "report_instead": answers.get("report_instead"),
             "problems": list(answers.get("problems") or []),
             "missing": not_answered(answers),
             "unread": list(answers.get("unread") or []),
@@ -99,14 +103,19 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
                          "(integrity); after looking, uncomment to release them:")
             lines.append(f'{indent}# {assignment["id"]}.integrity: {{cleared: true, comment: '
                          '"..."}')
-        if assignment.get("unread") or assignment.get("unread_cells"):
+        if assignment.get("unread") or assignment.get("unread_cells") or assignment.get("report_instead"):
             # Answers written but not read cost the automatic item that checks them: which
             # one, and its points now, so the instructor can set it (an audit: "override where
-            # they are right" with only the manual items in the skeleton).
+            # they are right" with only the manual items in the skeleton). A report in another
+            # format than the handout's is graded as read: its items are listed too, for the
+            # course's penalty or a regrade.
+            comment = ("regraded by hand: an unread answer is right" if assignment.get("unread")
+                       or assignment.get("unread_cells") else
+                       f"regraded by hand from {assignment['report_instead']}")
             for item in assignment.get("automatic_short") or []:
                 lines.append(f'{indent}# {item["id"]}: {{points: {item["score"]}, comment: '
-                             f'"regraded by hand: an unread answer is right"}}  # automatic, '
-                             f'now {item["score"]} of {item["points"]}: uncomment to set')
+                             f'"{comment}"}}  # automatic, now {item["score"]} of {item["points"]}: '
+                             'uncomment to set')
         for m in assignment["manual"]:
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
             points = "null" if m["pending"] else m["score"]

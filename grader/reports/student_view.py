@@ -221,8 +221,7 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
     not be found (listed, never silently scored zero) and problems with the files."""
     if not isinstance(answers, Mapping):
         return None
-    files = [f"{f.get('file')} ({FILE_STATUS.get(f.get('status'), f.get('status'))})"
-             for f in answers.get("files") or [] if isinstance(f, Mapping)]
+    files = [file_shown(f) for f in answers.get("files") or [] if isinstance(f, Mapping)]
     questions = answers.get("questions") or {}
     missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in not_answered(answers)]
     return {"files": files, "missing": missing, "problems": list(answers.get("problems") or []),
@@ -252,6 +251,14 @@ def readings(answers: Mapping[str, Any]) -> list[dict[str, str]]:
 
 FILE_STATUS = {"ok": "read", "partial": "read in part: see below", "unreadable": "could not be read",
                "missing": "not handed in", "problems": "read, with problems: see below"}
+
+
+def file_shown(file: Mapping[str, Any]) -> str:
+    """An answer file as the reports list it: "hw3/report.pdf (read in part: see below)"; a
+    report handed in in another format says which file it stands for."""
+    status = FILE_STATUS.get(file.get("status"), file.get("status"))
+    instead = f"handed in instead of {file['instead_of']}, " if file.get("instead_of") else ""
+    return f"{file.get('file')} ({instead}{status})"
 
 
 def review_note(integrity: Mapping[str, Any] | None) -> dict[str, Any] | None:

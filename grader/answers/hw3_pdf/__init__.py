@@ -8,7 +8,8 @@
 One module per step: extract_worker (the child that opens the PDF), layout (lines in
 reading order, furniture), tables / labels / explanations (the three kinds of answer),
 contract (the questions the template asks), numbers (how students write numbers), and
-reader (the whole read, with the messages a student sees).
+reader (the whole read, with the messages a student sees). text_report lays a report handed
+in as Markdown or plain text out as the worker's pages, so the same rules read it.
 """
 
 from .reader import Hw3PdfReading, describe_where, read_hw3_pdf

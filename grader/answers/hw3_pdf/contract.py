@@ -55,6 +55,14 @@ class LabelledAnswer:
 # Before a handout's question: its number ("Q1)", "Q2:"), as the handout numbers Task 1's.
 _HANDOUT_Q = r"(?:q\s*\d\s*[).:]\s*)?"
 
+# Task 1 is about the provided code as the template ships it: DEPTH=6 on 2 GPUs, split by the
+# handout's `if i < depth // 2`, so the data moves from GPU 0 to GPU 1 between layers 2 and 3
+# (0-based), the 3rd and 4th counted from 1. The checks measure it (grader/checks/test_hw3.py);
+# the reader needs it only to read a report's "3 and 4", which says no way of counting
+# (labels.transfer_as_indices).
+TASK1_DEPTH = 6
+BASE_CODE_MOVE = (TASK1_DEPTH // 2 - 1, TASK1_DEPTH // 2)
+
 LABELLED_ANSWERS = [
     LabelledAnswer("task1.layers_per_gpu", _gpus_label(6, 2), "int_list", "Layers per GPU (DEPTH=6, 2 GPUs)",
                    _HANDOUT_Q + r"how\s*many\s*layers\s*are\s*assigned\s*to\s*gpu\s*0\s*and\s*gpu\s*1\s*\?",

@@ -26,7 +26,7 @@ from ..yes_no import read_growth, read_yes_no
 from . import contract
 from .explanations import starts_something_else
 from .layout import CELL_GAP_EM, Cell, Layout, Line, lower_same_length, normalise, rows_by_anchor
-from ..numbers import gpu_count_given, int_list_answering, whole_number_in
+from ..numbers import LayerPair, gpu_count_given, int_list_answering, layer_pair_said, whole_number_in
 
 
 @dataclass
@@ -37,6 +37,17 @@ class LabelReading:
     found_label: bool = False
     answer_line: Line | None = None  # where the answer is, when not on the label's line
     handout: bool = False  # read after the handout's question, not the template's label
+    # What the label is answered with where that was not read (neither a placeholder nor
+    # nothing): an answer for a person to read, never "not answered".
+    written: str | None = None
+    # How an answer was read where it is not as written ("3rd and 4th": counted from 1): the
+    # reason alone (shown beside where it was read), and the notes that quote the answer.
+    read_as: str | None = None
+    notes: tuple = ()
+
+
+# HW3 Task 1 Q2: the two layers the data moves between (transfer_as_indices).
+TRANSFER_FIELD = "task1.transfer_between"
 
 
 # How a view's entry was put together, which says where a yes/no answer's explanation ends:
@@ -384,16 +395,8 @@ def without_remarks(text: str, numbers_only: bool = False) -> str | None:
     return re.sub(r"\s+", " ", "".join(out)).strip().rstrip(".").strip()
 
 
-def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str = "") -> list[int] | None:
-    """The number(s) answering a label, read from the rest of its line by the answer sheet's
-    rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
-    whole line, else the line up to where a remark starts. A label alone on its line is answered
-    on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when
-    neither reads as one answer ("1 or 2", "0-2, 3-5"): the label is then unanswered, and a
-    person reads it. `gpus`: the GPU count the label gives ("... with 5 GPUs"), which the
-    answer may repeat ("With 5 GPUs: 4" is 4, never 5). `question`: the label as the template
-    writes it, which decides a list's forms as a sheet's question does ("3 each" after "Layers
-    per GPU (DEPTH=6, 2 GPUs)", "before layer 3" after "Transfer between layers")."""
+def _answer_heads(rest: str, kind: str) -> list[str]:
+    """What may be the answer after a label, most whole first (numbers_after says how)."""
     line, _, more = rest.partition("\n")
     if not line.strip(" |:=-–"):   # the label on its own line, the answer under it
         line, _, more = more.partition("\n")
@@ -412,6 +415,20 @@ def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str =
     # gets 3 layers (0, 1, 2) and ..."): "before layer 3 (after layer 1)" says two things.
     heads += [bare for head in list(heads)
               if (bare := without_remarks(head, numbers_only=kind != "int")) not in (None, head)]
+    return heads
+
+
+def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str = "") -> list[int] | None:
+    """The number(s) answering a label, read from the rest of its line by the answer sheet's
+    rules (grader/answers/numbers.py), so a report and a sheet read the same words alike: the
+    whole line, else the line up to where a remark starts. A label alone on its line is answered
+    on the next; a line ending in a separator goes on on the next one ("4, 4,\n4"). None when
+    neither reads as one answer ("1 or 2", "0-2, 3-5"): the label is then unanswered, and a
+    person reads it. `gpus`: the GPU count the label gives ("... with 5 GPUs"), which the
+    answer may repeat ("With 5 GPUs: 4" is 4, never 5). `question`: the label as the template
+    writes it, which decides a list's forms as a sheet's question does ("3 each" after "Layers
+    per GPU (DEPTH=6, 2 GPUs)", "before layer 3" after "Transfer between layers")."""
+    heads = _answer_heads(rest, kind)
     for head in heads:
         if kind == "int":
             number = whole_number_in(head, gpus=gpus, arithmetic=True)   # "5 - 1", as a sheet's count
@@ -422,6 +439,39 @@ def numbers_after(rest: str, kind: str, gpus: int | None = None, question: str =
             if found:
                 return found
     return None
+
+
+def layer_pair_after(rest: str) -> LayerPair | None:
+    """The two layers a move is said to happen between after a label (the forms of
+    numbers.layer_pair_said), read from the rest of its line as numbers_after reads a list."""
+    for head in _answer_heads(rest, "int_list"):
+        said = layer_pair_said(head)
+        if said is not None:
+            return said
+    return None
+
+
+def transfer_as_indices(said: LayerPair) -> tuple[list[int], str | None]:
+    """(the 0-based pair the check compares, a note for the student and the instructor where it
+    is not the pair as written). The handout's Q2 asks "at what exact point" and never for
+    0-based indices (only the answer sheet's question does), and a TA grading by hand takes a
+    right answer in either way of counting; for the provided code the two readings of a pair
+    are different answers (0-based [2, 3], 1-based [3, 4]). So: counted from 1 where the
+    report says so (ordinals, "1-based"); where it does not say, the pair is read as written,
+    except the 1-based form of the provided code's move ([3, 4]), which is read as counted
+    from 1, saying so. answers.yaml asks for 0-based indices and keeps reading [3, 4] as
+    written (numbers.layer_pair_in)."""
+    pair = list(said.said)
+    if said.counted_from == 1:
+        indices = said.zero_based
+        return indices, (f"read as layers counted from 1, which are the 0-based indices "
+                         f"{' and '.join(map(str, indices))}")
+    if said.counted_from is None and pair == [n + 1 for n in contract.BASE_CODE_MOVE]:
+        indices = list(contract.BASE_CODE_MOVE)
+        return indices, (f"it does not say how the layers are counted: read as counted from 1, which are the "
+                         f"0-based indices {' and '.join(map(str, indices))} (the handout does not ask for "
+                         "0-based indices, so a right answer counted either way is taken)")
+    return pair, None
 
 
 def _label_regex(answer: contract.LabelledAnswer) -> re.Pattern:
@@ -438,6 +488,7 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
     text = lower_same_length(cased)
     matches = sorted(_label_regex(answer).finditer(text), key=lambda m: m.group("start") is None)  # line starts first
     values, unclear = [], []
+    written, notes = None, {}   # an answer there but not read; how one read was read
     for match in matches:
         if answer.kind == "yes_no":
             reading = _yes_no_after(match.end(), cased, starts, layout, shown)
@@ -454,14 +505,27 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
             line_end = rest.find("\n")
             following = _rest_of_paragraph(layout, entry.line).lower() if entry.kind == PROSE else ""
             rest = (rest if line_end < 0 else rest[:line_end]) + " " + following
-        value = numbers_after(rest, answer.kind, gpu_count_given(answer.template_text), answer.template_text)
+        if answer.field == TRANSFER_FIELD:
+            pair = layer_pair_after(rest)
+            value, why = transfer_as_indices(pair) if pair is not None else (None, None)
+            if why:
+                notes.setdefault(id(match), (why, f"'{shown}' is answered '{_answer_written(cased, match, rest)}': {why}"))
+        else:
+            value = numbers_after(rest, answer.kind, gpu_count_given(answer.template_text), answer.template_text)
         if value:
             values.append((value, match, None))
+        elif written is None and match.group("start") is not None:
+            written = _answer_written(cased, match, rest) or None
     if not values:
         if unclear:
             problem = f"'{shown}' is answered {unclear[0]}, not with a clear yes or no: " \
                       "a person must read it (start the answer with yes or no)"
-            return LabelReading(problems=(problem,), found_label=True)
+            return LabelReading(problems=(problem,), found_label=True, written=unclear[0].strip("'\""))
+        if written:
+            what = ("the two layers the data moves between (e.g. '2 and 3')" if answer.field == TRANSFER_FIELD
+                    else "one whole number" if answer.kind == "int" else "a list of whole numbers")
+            problem = f"'{shown}' is answered '{written}', which could not be read as {what}: a person must read it"
+            return LabelReading(problems=(problem,), found_label=True, written=written)
         problems = (f"found '{shown}' but no "
                     + ("yes or no" if answer.kind == "yes_no" else "number") + " after it",) if matches else ()
         return LabelReading(problems=problems, found_label=bool(matches))
@@ -477,7 +541,24 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
         problems.append(f"'{shown}' is answered more than once with different values: {sorted(distinct)}")
     label_line = _line_at(starts, match.start())
     return LabelReading(value, label_line, tuple(problems), True,
-                        answer_line if answer_line is not None and answer_line is not label_line else None)
+                        answer_line if answer_line is not None and answer_line is not label_line else None,
+                        read_as=notes[id(match)][0] if id(match) in notes else None,
+                        notes=(notes[id(match)][1],) if id(match) in notes else ())
+
+
+# The template's placeholders and what joins them ("... and ...", "..., ..."): no answer.
+_PLACEHOLDER_PARTS = re.compile(r"\.{2,}|…|\band\b|\b(?:todo|tbd|tba)\b|yes\s*/\s*no|[\s,;/|:=?\-–—_*`]",
+                                re.IGNORECASE)
+
+
+def _answer_written(cased: str, match: re.Match, rest: str) -> str:
+    """What the report writes after a label as the student wrote it (the label's line, or the
+    next where the label stands alone), "" where that is a placeholder or nothing."""
+    heads = _answer_heads(cased[match.end():match.end() + len(rest)], "int_list")
+    said = heads[0].strip() if heads else ""
+    if not _PLACEHOLDER_PARTS.sub("", said):
+        return ""
+    return said if len(said) <= 80 else said[:77] + "..."
 
 
 def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layout,

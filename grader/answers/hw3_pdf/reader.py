@@ -55,6 +55,15 @@ class Hw3PdfReading:
     # missing or contradicting each other, a label answered twice): the answer sheet's
     # complete answer is taken instead (grader/answers/collect.py).
     incomplete: dict = field(default_factory=dict)
+    # field -> why: answered in the report in words the reader does not take ("3 or 4", a
+    # yes/no hedged): written, so for a person to read, never "not answered".
+    unread: dict = field(default_factory=dict)
+    # Cells of a table's rows that are there but were not read ("12 and 14"): {id, row,
+    # column, text}, as the answer sheet's unread cells.
+    unread_cells: list = field(default_factory=list)
+    # How answers were read where it is not as written ("3rd and 4th" as the indices 2 and 3):
+    # for the student and the instructor to see, no doubt about the reading.
+    notes: list = field(default_factory=list)
 
 
 def _unreadable(name: str, message: str, *, status: str = "unreadable", pages: int = 0,
@@ -161,8 +170,14 @@ def reading_from_worker_output(output: dict, name: str = DEFAULT_DISPLAY_NAME) -
         return _unreadable(name, message, pages=pages_total, producer=producer)
 
     layout = build_layout(output)
+    text_report = bool(output.get("text_report"))   # a report.md laid out as pages (text_report.py)
     reading = Hw3PdfReading(pages=pages_total, producer=producer, ocr=layout.ocr)
-    _read_answers(layout, reading, name)
+    _read_answers(layout, reading, name, text_report)
+    if text_report:
+        for where in reading.where.values():
+            where["text_report"] = True
+        if output.get("truncated"):
+            reading.problems.insert(0, f"{name} is longer than a report: {output['truncated']}")
     if layout.ocr:
         reading.problems.insert(0, f"{name}'s text comes from OCR (a program read it off pictures of the pages): "
                                    "every number read from it must be checked by a person against the pictures")
@@ -212,13 +227,15 @@ def _pictures_of(layout: Layout, task: int | None, sections) -> list:
     return pictures
 
 
-def _picture_problem(what: str, pictures) -> str:
+def _picture_problem(what: str, pictures, text_report: bool = False) -> str:
     pages = sorted({p.page for p in pictures})
-    where = f"page{'s' if len(pages) > 1 else ''} {', '.join(map(str, pages))}"
+    where = "an image the report shows" if text_report else \
+        f"page{'s' if len(pages) > 1 else ''} {', '.join(map(str, pages))}"
     return f"{what} is a picture ({where}): a person must read it"
 
 
-def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DISPLAY_NAME) -> None:
+def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DISPLAY_NAME,
+                  text_report: bool = False) -> None:
     sections = _sections(layout)
     labels = read_labels(layout)
     explanations = read_explanations(layout)
@@ -231,14 +248,18 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
     for field_id, label in labels.items():
         answer = next(a for a in contract.LABELLED_ANSWERS if a.field == field_id)
         reading.problems += list(label.problems)
+        reading.notes += list(label.notes)
         if label.value is not None and label.problems:
             reading.incomplete[field_id] = label.problems[0]
         if label.value is None:
             reading.missing.append(field_id)
+            if label.written:
+                reading.unread[field_id] = label.problems[0]
             pictures = _pictures_of(layout, answer.task, sections)
             if pictures and not label.found_label:
                 reading.problems.append(_picture_problem(f"'{answer.template_text}' was not found as text; "
-                                                         f"if it is in Task {answer.task}'s picture, it", pictures))
+                                                         f"if it is in Task {answer.task}'s picture, it", pictures,
+                                                         text_report))
             continue
         reading.answers[field_id] = label.value
         where = _line_where(label.line, "line" if label.line.ruled is None and len(label.line.cells) < 2
@@ -247,6 +268,8 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
             answer_line = _line_where(label.answer_line, "line")
             where["text"] = (where["text"] + " / " + answer_line["text"])[:160]
             where["pages"] = sorted(set(where["pages"] + answer_line["pages"]))
+        if label.read_as:
+            where["note"] = label.read_as
         reading.where[field_id] = where
 
     for spec in contract.TABLES:
@@ -255,7 +278,8 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
             reading.missing.append(spec.field)
             pictures = _pictures_of(layout, spec.task, sections)
             if pictures:
-                reading.problems.append(_picture_problem(f"Task {spec.task}'s table ({spec.template_header})", pictures))
+                reading.problems.append(_picture_problem(f"Task {spec.task}'s table ({spec.template_header})", pictures,
+                                                         text_report))
             elif layout.pictures and not sections:
                 reading.problems.append(f"no table with the header '{spec.template_header}' found as text; "
                                         "the report has pictures: if the table is one of them, a person must read it")
@@ -266,7 +290,10 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
         reading.missing += table.missing
         reading.answers[spec.field] = table.rows
         reading.where[spec.field] = table.where
-        doubts = table.doubtful + [m.partition("[")[2].rstrip("]") + " not read" for m in table.missing]
+        reading.unread_cells += [{"id": spec.field, **cell} for cell in table.unread_cells]
+        doubts = table.doubtful + [f"no row for {spec.key.name}={key}" if key in table.absent
+                                   else f"the row for {spec.key.name}={key} not read"
+                                   for key in (int(m.partition("=")[2].rstrip("]")) for m in table.missing)]
         if doubts or contract.incomplete(spec.field, table.rows):
             reading.incomplete[spec.field] = "; ".join(doubts) or contract.incomplete(spec.field, table.rows)
 
@@ -277,7 +304,8 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
             reading.missing.append(field_id)
             pictures = _pictures_of(layout, task, sections)
             if pictures:
-                reading.problems.append(_picture_problem(f"Task {task}'s explanation was not found as text; if it", pictures))
+                reading.problems.append(_picture_problem(f"Task {task}'s explanation was not found as text; if it",
+                                                         pictures, text_report))
             elif not reading.own_structure:   # said once, in the report's own structure's problem
                 reading.problems.append(f"no 'Task {task} explanation' heading found")
         elif placeholder(text):
@@ -295,16 +323,17 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
         labels_of = {a.field: a.template_text for a in contract.LABELLED_ANSWERS} | {
             contract.explanation_field(task): f"Task {task} explanation" for task in contract.EXPLANATION_TASKS}
         not_read = [label for field_id, label in labels_of.items() if field_id not in reading.answers]
-        reading.problems.insert(first_problem, _own_structure_problem(name, total - len(not_found), total, not_read))
+        reading.problems.insert(first_problem, _own_structure_problem(name, total - len(not_found), total, not_read,
+                                                                      "the report" if text_report else "the PDF"))
 
 
-def _own_structure_problem(name: str, found: int, total: int, not_read: list[str]) -> str:
+def _own_structure_problem(name: str, found: int, total: int, not_read: list[str], document: str = "the PDF") -> str:
     """A report not written from the template: what its answers are (for a person to read
     in the PDF) and how to have them read (the template's labels of those not read)."""
     count = "none of the report template's labels were found" if not found else (
         f"only {found} of the report template's {total} labels and headings were found")
-    return (f"{count} in {name}: its answers may be in the PDF in a structure of its own, which the grader does "
-            "not read, so a person must read the PDF for them. To have them read, write each answer after its "
+    return (f"{count} in {name}: its answers may be in {document} in a structure of its own, which the grader does "
+            f"not read, so a person must read {document} for them. To have them read, write each answer after its "
             "label as hw3/REPORT_TEMPLATE.md writes it, on a line of its own (e.g. 'Number of transfers with "
             "2 GPUs: 1'), and each explanation under its heading; not read: "
             + ", ".join(f"'{label}'" for label in not_read))
@@ -313,13 +342,17 @@ def _own_structure_problem(name: str, found: int, total: int, not_read: list[str
 def describe_where(where: dict) -> str:
     """Where an answer was read, for people: "page 2, table 'DEPTH | Step time (ms)'"."""
     pages = where.get("pages") or [where.get("page")]
-    place = f"page {pages[0]}" if len(pages) == 1 else f"pages {pages[0]}-{pages[-1]}"
+    # A text report's pages are the reader's, not the student's: the quoted text finds it.
+    place = "" if where.get("text_report") else \
+        f"page {pages[0]}, " if len(pages) == 1 else f"pages {pages[0]}-{pages[-1]}, "
     kind = where.get("kind")
     text = where.get("text", "")
     if kind == "table":
-        described = f"{place}, table '{text}'" + (" (turned: configurations as columns)" if where.get("transposed") else "")
+        described = f"{place}table '{text}'" + (" (turned: configurations as columns)" if where.get("transposed") else "")
     elif kind == "heading":
-        described = f"{place}, under '{text}'"
+        described = f"{place}under '{text}'"
     else:
-        described = f"{place}, {'row' if kind == 'question-answer table' else 'line'} '{text}'"
+        described = f"{place}{'row' if kind == 'question-answer table' else 'line'} '{text}'"
+    if where.get("note"):
+        described += f" ({where['note']})"
     return described + (" (OCR: check it against the picture)" if where.get("ocr") else "")

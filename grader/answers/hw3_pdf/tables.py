@@ -60,6 +60,10 @@ class Column:
     text: str  # the header's text, normalised
 
 
+# A cell left as the template has it, or with a placeholder: not answered, never unread.
+_PLACEHOLDER_CELL = re.compile(r"\.{2,}|…|\b(?:todo|tbd|tba)\b|[\s?\-–—_*|/]", re.IGNORECASE)
+
+
 @dataclass
 class _Row:
     key: int
@@ -76,6 +80,10 @@ class TableReading:
     missing: list[str] = field(default_factory=list)
     # Why what was read may not be what the student meant (rows that contradict each other).
     doubtful: list[str] = field(default_factory=list)
+    # Cells of rows that are there but were not read ("12 and 14 ms"): {row, column, text}.
+    unread_cells: list[dict] = field(default_factory=list)
+    # The expected rows the table does not have at all (a 2-GPU run only: no row for 5).
+    absent: list[int] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- headers
@@ -717,6 +725,10 @@ def _parse_rows(rows: list[_Row], header: list[Column], spec, reading: TableRead
             values = parsed.values.get(name.name)
             if name.kind == "memory_mib_list" and values is not None and len(values) not in (1, key):
                 reading.problems.append(f"{label}: {len(values)} memory values for {key} GPUs")
+        for name in parsed.problems:
+            cell = " ".join(parsed.row.cells.get(name, [])).strip()
+            if _PLACEHOLDER_CELL.sub("", cell):   # written, not the template's "..."
+                reading.unread_cells.append({"row": str(key), "column": name, "text": cell})
         if parsed.complete:
             entry = {spec.key.name: key, **{c.name: parsed.values[c.name] for c in spec.values}}
             reading.rows.append(entry)
@@ -726,6 +738,7 @@ def _parse_rows(rows: list[_Row], header: list[Column], spec, reading: TableRead
     if spec.own_keys_allowed and len(found) >= len(spec.expected_keys):
         return   # e.g. Task 2 at DEPTH 8, 16, 32: the check compares the student's own depths
     reading.missing += [f"{spec.field}[{spec.key.name}={key}]" for key in spec.expected_keys if key not in found]
+    reading.absent = [key for key in spec.expected_keys if key not in found and key not in groups]
 
 
 def _after(text: str, spec, name: str) -> str:
