@@ -158,3 +158,18 @@ def test_an_unread_label_in_the_report_is_for_a_person_not_unanswered(tmp_path):
     answers = collect_answers(_submission(tmp_path / "b", "3rd or 4th", {"task1.transfer_between": {"value": [2, 3]}}),
                               "hw3", "pdf_then_sheet")
     assert answers.values["task1.transfer_between"] == [2, 3] and answers.unread == []
+
+
+def test_the_readers_move_of_the_base_code_is_the_one_the_check_measures():
+    """The PDF reader takes a report's plain '3 and 4' as the 1-based form of the base code's
+    move (grader/answers/hw3_pdf/contract.py): it must be the move Task 1's check derives, the
+    base code's `i < depth // 2` split of DEPTH=6 over 2 GPUs."""
+    import re
+    from grader.answers.hw3_pdf import contract
+    from grader.checks.test_hw3 import BASE_CODE
+    source = BASE_CODE.read_text(encoding="utf-8")
+    depth = int(re.search(r"^DEPTH\s*=\s*(\d+)", source, re.M).group(1))
+    assert "if i < depth // 2" in source, "the base code's split changed: read it again here"
+    devices = [0 if i < depth // 2 else 1 for i in range(depth)]
+    move = next((i, i + 1) for i in range(depth - 1) if devices[i] != devices[i + 1])
+    assert contract.BASE_CODE_MOVE == move, (contract.BASE_CODE_MOVE, move)
