@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
 from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
-from grader.reports.student_view import FILE_STATUS, display_name
+from grader.reports.student_view import display_name, file_shown
 from grader.scoring.score import failure_shape
 
 # An answer the sheet lacks (nothing else wrong with it): "Observed: no answer found" alone
@@ -243,8 +243,7 @@ def _problem_lines(result: Mapping[str, Any]) -> list[str]:
         for error in assignment.get("errors") or []:
             lines += ["", f"{name}: grading problem:"] + _indented(error)
         answers = assignment.get("answers") or {}
-        files = [f"{f.get('file')} ({FILE_STATUS.get(f.get('status'), f.get('status'))})"
-                 for f in answers.get("files") or [] if isinstance(f, Mapping)]
+        files = [file_shown(f) for f in answers.get("files") or [] if isinstance(f, Mapping)]
         if files:
             lines += ["", f"{name}: answers read from " + ", ".join(files)]
             lines += [f"{_INDENT}- {p}" for p in answers.get("problems") or []]

@@ -354,3 +354,15 @@ def test_a_check_worth_no_point_is_told_apart_from_what_to_fix():
     item["checks"] = [costly, tip]
     text = render_check_text(result)
     assert "What to fix" in text and "Worth no point" not in text, text
+
+
+def test_a_report_handed_in_in_another_format_is_said_so_in_the_terminal_too():
+    """`pdl-grade check` listed "hw3/report.md (read)" where the reports say it stands for the
+    PDF the handout asks for."""
+    result = fresh(REFERENCE)
+    hw3 = next(a for a in result["assignments"] if a["id"] == "hw3")
+    hw3.setdefault("answers", {})["files"] = [
+        {"file": "hw3/report.md", "status": "ok", "instead_of": "hw3/report.pdf"}]
+    text = render_check_text(result)
+    assert "hw3: answers read from hw3/report.md (handed in instead of hw3/report.pdf, read)" \
+        in text, text
