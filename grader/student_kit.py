@@ -32,6 +32,12 @@ GRADER_PACKAGE = Path(grader.__file__).resolve().parent
 # Built files are this machine's: the kit builds its own (the C hot path, where a compiler is).
 _JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.so", "*.pyd")
 SETUP = Path(grader.__file__).resolve().parents[1] / "setup.py"
+CHECKOUT = Path(grader.__file__).resolve().parents[1]
+# What the grader's messages send a student to read: the README's section on the simulated
+# clock (`pdl-grade run`'s step report) and the trace format (`pdl-grade run --trace`); a
+# student's day found neither in the kit.
+CLOCK_SECTION = "## How the simulated clock works"
+TRACE_FORMAT = Path("docs") / "trace-format.md"
 
 
 def build_kit(out: Path) -> Path:
@@ -55,8 +61,22 @@ def build_kit(out: Path) -> Path:
                                         encoding="utf-8")
     if SETUP.is_file():  # the optional C part (grader/vgpu/c_path.py); from a checkout only
         shutil.copyfile(SETUP, out / "setup.py")
-    (out / "README.md").write_text(README, encoding="utf-8")
+    (out / "README.md").write_text(README + _clock_section(), encoding="utf-8")
+    if (CHECKOUT / TRACE_FORMAT).is_file():
+        (out / TRACE_FORMAT).parent.mkdir()
+        shutil.copyfile(CHECKOUT / TRACE_FORMAT, out / TRACE_FORMAT)
     return out
+
+
+def _clock_section() -> str:
+    """The checkout README's section on the simulated clock (none built from an install)."""
+    readme = CHECKOUT / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
+    start = text.find(CLOCK_SECTION)
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + len(CLOCK_SECTION))
+    return "\n" + text[start:end if end > 0 else len(text)].rstrip() + "\n"
 
 
 def _mark_student_edition(edition: Path) -> None:

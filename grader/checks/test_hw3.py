@@ -25,10 +25,13 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       layers_not_run_once_in_order, spearman)
 from grader.checks.practical_answers import constant_in_source, rows_by
 from grader.checks.support import disagrees, explain, reported
+from grader.common.locations import data_folder
 from grader.harness.course_environment import missing_module_note
 
 # Task 1 asks about the provided code as it is: DEPTH=6 on 2 GPUs.
-BASE_CODE = Path(__file__).resolve().parents[2] / "student_template" / "hw3" / "model_parallel.py"
+# The template's copy: beside grader/ in the checkout, inside it in the installed student kit
+# (an installed kit had looked beside it and errored Task 1 for every student: a student's day).
+BASE_CODE = data_folder("student_template") / "hw3" / "model_parallel.py"
 BASE_GPUS, BASE_DEPTH = 2, 6
 # Task 3's code is scored on 1 to 8 GPUs, with at least as many layers as GPUs (fewer cannot be
 # spread over all of them); it earns where the base code's fixed two-GPU split is wrong.

@@ -77,7 +77,7 @@ class SimulatedSteps:
             return (f"pdl-grade: {who}virtual GPUs: 1 optimizer step, no step time to measure "
                     "on the simulated clock (it needs two steps or more)")
         return (f"pdl-grade: {who}virtual GPUs: {len(self.done_ns)} optimizer steps; on the "
-                f"simulated clock (the grader's README, 'How the simulated clock works') the "
+                f"simulated clock (README.md, 'How the simulated clock works') the "
                 f"median step took {statistics.median(durations):.3f} ms of training work, "
                 f"first forward pass to optimizer step, as the grader measures it (min "
                 f"{min(durations):.3f}, max {max(durations):.3f}; the first step left out), the "

@@ -62,6 +62,28 @@ def test_the_kit_is_the_student_edition_with_the_template(kit):
     assert 'name = "pdl-student-kit"' in (kit / "pyproject.toml").read_text()
 
 
+def test_what_the_graders_messages_send_a_student_to_read_is_in_the_kit(kit):
+    """A student's day: `pdl-grade run` sent them to "How the simulated clock works" and
+    `--trace` to docs/trace-format.md, neither of which the kit had."""
+    from grader.vgpu import step_report
+    readme = (kit / "README.md").read_text()
+    assert "## How the simulated clock works" in readme and "Asynchronous launches" in readme
+    said = Path(step_report.__file__).read_text()
+    assert "README.md, 'How the simulated clock works'" in said
+    assert (kit / "docs" / "trace-format.md").read_text() == \
+        (ROOT / "docs" / "trace-format.md").read_text()
+
+
+def test_the_base_code_task_1_runs_is_found_in_the_installed_kit(kit):
+    """Installed by pip, the kit holds the template inside grader/data/: Task 1 had looked
+    beside the package and errored for every student (a student's day: 8.5 of 10.5)."""
+    import importlib.util
+    checks = kit / "grader" / "checks" / "test_hw3.py"
+    source = checks.read_text()
+    assert 'BASE_CODE = data_folder("student_template") / "hw3" / "model_parallel.py"' in source
+    assert (kit / "grader" / "data" / "student_template" / "hw3" / "model_parallel.py").is_file()
+
+
 def test_the_kit_builds_its_own_c_path_and_carries_none_built_here(kit):
     """The virtual node's C part travels as source with its optional build (a laptop without
     a compiler installs the kit all the same, on the Python path); this machine's build does
@@ -106,6 +128,11 @@ def test_installed_in_a_fresh_venv_it_checks_the_template(kit, tmp_path):
     assert check.returncode == 1, check.stdout + check.stderr
     assert "practical4: Practical 4" in check.stdout and "0 / 12" in check.stdout
     assert "7 cases of 7 checks failed the same way" in check.stdout
+    hw3 = subprocess.run([str(bin_dir / "pdl-grade"), "check", "hw3"], env=env, cwd=mine,
+                         capture_output=True, text=True, timeout=600)
+    task1 = next(line for line in hw3.stdout.splitlines() if "Task 1 - What the provided" in line)
+    assert "failed" in task1 and "is missing: a grading problem" not in hw3.stdout, \
+        hw3.stdout + hw3.stderr
 
     graded = tmp_path / "graded"
     grade = subprocess.run([str(bin_dir / "pdl-grade"), "grade", str(mine), "--out", str(graded),
