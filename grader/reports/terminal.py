@@ -129,7 +129,7 @@ def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
         # and whichever ranks raised it there.
         return causes.setdefault(
             "run: " + failure_shape(stop_key(crash.group(1))),
-            Cause("Every one of these checks needs your script to run to its end; it did not.\n"
+            Cause("The checks it cost need your script to run to its end; it did not.\n"
                   f"Observed: {LEAD.sub('', crash.group(1), count=1)}"
                   + carried(message[crash.end():])))
     return causes.setdefault(failure_shape(" ".join(message.split())), Cause(message.strip()))
