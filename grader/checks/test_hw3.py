@@ -23,7 +23,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, layers_around_move,
                                       layers_not_run_once_in_order, spearman)
-from grader.checks.practical_answers import constant_in_source, rows_by
+from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import disagrees, explain, reported
 from grader.common.locations import data_folder
 from grader.harness.course_environment import missing_module_note
@@ -133,14 +133,33 @@ def printed_count_pairs(stdout: str) -> list[tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def script_specs(submission) -> dict[int, dict]:
+    return task5_script_specs(submission)
+
+
+def task5_script_specs(submission) -> dict[int, dict]:
     """The student's script as the grader runs it for Task 5's printed counts, by GPU count:
     DEPTH=20 at the timing DIM, and STEPS=3 only to shorten the run where the script has that
     constant (the handout names DIM and DEPTH only; a loop of the student's own keeps its
     steps)."""
+    script = submission / "hw3" / "model_parallel.py"
     sets = {"DEPTH": TASK4_DEPTH, "DIM": TIMING_DIM}
-    if constant_in_source(submission / "hw3" / "model_parallel.py", "STEPS") is not None:
+    if constant_in_source(script, "STEPS") is not None:
         sets["STEPS"] = 3
-    return {g: dict(script="hw3/model_parallel.py", gpus=g, sets=sets) for g in TASK4_GPUS}
+    return {g: with_options(dict(script="hw3/model_parallel.py", gpus=g, sets=sets), script)
+            for g in TASK4_GPUS}
+
+
+def with_options(spec: dict, script: Path) -> dict:
+    """`spec` with the constants it sets also given as the script's own argparse options where
+    it has them (`--depth 20`), and set in the source only where the script assigns them at
+    its top level (an argparse-only script has no DEPTH to rewrite)."""
+    options = command_line_options(script, spec["sets"])
+    if not options:
+        return spec
+    sets = {name: value for name, value in spec["sets"].items()
+            if name not in options or constant_in_source(script, name) is not None}
+    args = tuple(part for name, flag in options.items() for part in (flag, str(spec["sets"][name])))
+    return dict(spec, sets=sets, args=args)
 
 
 @pytest.fixture(scope="module")
@@ -758,7 +777,9 @@ def counts_printed_without_counting(probe, runs, script_specs) -> str | None:
         return None   # a node too small for the second run: the printed counts decide alone
     if recount.get("error"):
         return None   # the layout fails there: Task 3's checks say so, not this one
-    spec = dict(script_specs[RECOUNT_GPUS], sets=dict(script_specs[RECOUNT_GPUS]["sets"], DEPTH=RECOUNT_DEPTH))
+    base = script_specs[RECOUNT_GPUS]
+    spec = with_options(dict(base, sets=dict(base["sets"], DEPTH=RECOUNT_DEPTH), args=()),
+                        runs.submission / "hw3" / "model_parallel.py")
     run = runs.script(**spec)
     counts = observed_counts(recount, starts_on_the_host(run))
     printed = printed_count_pairs(run.stdout) or printed_count_pairs(run.stderr)

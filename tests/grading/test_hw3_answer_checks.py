@@ -161,3 +161,44 @@ def test_a_gpu_named_past_the_last_one_where_the_rule_cannot_go_past_is_told_so(
     message = str(failure.value)
     assert "i // (DEPTH // N)" not in message, message
     assert "rather than naming one (the base code's cuda:1 needs two GPUs)" in message, message
+
+
+ARGPARSE_SCRIPT = '''import argparse
+DIM = 512
+STEPS = 5
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("-s", "--num-steps", dest="steps", type=int, default=STEPS)
+    parser.add_argument("--dim", default=DIM)          # no type: a string from the command line
+    parser.add_argument("--name", type=str, default="run")
+    args = parser.parse_args()
+'''
+
+
+def test_a_scripts_own_integer_options_for_the_constants_are_found(tmp_path):
+    from grader.checks.practical_answers import command_line_options
+    script = tmp_path / "model_parallel.py"
+    script.write_text(ARGPARSE_SCRIPT)
+    assert command_line_options(script, ["DEPTH", "DIM", "STEPS"]) == {
+        "DEPTH": "--depth", "STEPS": "--num-steps"}
+    script.write_text("syntax error (")
+    assert command_line_options(script, ["DEPTH"]) == {}
+
+
+def test_an_argparse_script_is_run_with_the_graders_depth_on_its_command_line(tmp_path):
+    """A TA's audit: `--depth` with a literal default 6 printed DEPTH=6's counts where the
+    grader had set DEPTH=20 in the source, and lost Task 5's printed counts (1 point)."""
+    from grader.checks.test_hw3 import TIMING_DIM, task5_script_specs as script_specs, with_options
+    (tmp_path / "hw3").mkdir()
+    script = tmp_path / "hw3" / "model_parallel.py"
+    script.write_text(ARGPARSE_SCRIPT)
+    specs = script_specs(tmp_path)
+    # DEPTH is no top-level constant here: given on the command line only; STEPS both ways.
+    assert specs[5]["sets"] == {"DIM": TIMING_DIM, "STEPS": 3}
+    assert specs[5]["args"] == ("--depth", "20", "--num-steps", "3")
+    recount = with_options(dict(specs[5], sets=dict(specs[5]["sets"], DEPTH=3), args=()), script)
+    assert recount["args"][:2] == ("--depth", "3")
+    script.write_text("DEPTH = 6\nDIM = 512\n")
+    assert "args" not in script_specs(tmp_path)[2]
