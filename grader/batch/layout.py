@@ -24,7 +24,8 @@ zero), two different versions of one assignment, an answer sheet beside several 
 files that says whose it is in no way, files nested deeper than the search.
 
 The files each assignment expects come from `student_template/<assignment>/` (its README and
-report template aside; `report.pdf` where the template has a report template).
+report template aside; `report.pdf`, or `report.md`/`report.txt` in its place, where the
+template has a report template).
 """
 from __future__ import annotations
 
@@ -60,16 +61,24 @@ def expected_files(assignment: str, template_dir: Path = TEMPLATE_DIR) -> frozen
         if path.is_file() and not path.stem.lower().startswith(_NOT_EXPECTED):
             found.add(path.relative_to(folder).as_posix())
         elif path.is_file() and path.stem.lower().startswith("report_template"):
-            found.add("report.pdf")
+            # The report the handout asks for, or its text in place of it (graded as written
+            # and flagged: grader/answers/hw3_pdf/text_report.py), loose in an upload too.
+            found.update(REPORT_NAMES)
     return frozenset(found)
 
 
+# A report only an assignment with a report template has: it goes where its code goes (a
+# loose HW3 report.md had been linked into practical4/ too, beside its answer sheet).
+REPORT_NAMES = ("report.pdf", "report.md", "report.txt")
+
+
 def code_files(assignments: Sequence[str]) -> dict[str, str]:
-    """{file name: assignment} for the template's code files that only one assignment has."""
+    """{file name: assignment} for the template's code files (and reports) that only one
+    assignment has."""
     owners: dict[str, set[str]] = {}
     for assignment in assignments:
         for rel in expected_files(assignment):
-            if rel.endswith(".py"):
+            if rel.endswith(".py") or rel in REPORT_NAMES:
                 owners.setdefault(Path(rel).name, set()).add(assignment)
     return {name: next(iter(found)) for name, found in owners.items() if len(found) == 1}
 

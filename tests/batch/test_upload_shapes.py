@@ -409,3 +409,15 @@ def test_a_file_beside_one_of_its_name_in_other_case_is_said(tmp_path):
     assert find_root(top, assignments=["practical4"], notes=notes) == top
     assert "practical4/CONCEPTS.PY is not graded: practical4/concepts.py, of the template's " \
            "name, is (their names differ only in case)" in notes, notes
+
+
+def test_a_loose_report_in_markdown_goes_with_its_assignment(tmp_path):
+    """The grader reads hw3/report.md handed in instead of the PDF (flagged for the staff): a
+    loose one had stayed at the top of the upload, unread."""
+    prepared = _prepare(tmp_path, {"Mark Down_173_assignsubmission_file_": {
+        CONCEPTS[0]: CONCEPTS[1], HW3[0]: HW3[1],
+        "report.md": b"# HW3 report\nLayers per GPU: 3, 3\n"}})
+    _graded(prepared)
+    assert sorted(p.name for p in (prepared.root / "hw3").iterdir()) == ["model_parallel.py",
+                                                                         "report.md"]
+    assert sorted(p.name for p in (prepared.root / "practical4").iterdir()) == ["concepts.py"]
