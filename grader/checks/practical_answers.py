@@ -273,9 +273,10 @@ def constant_in_source(path: Path, name: str, max_bytes: int = 200_000) -> int |
 
 def command_line_options(path: Path, names, max_bytes: int = 200_000) -> dict[str, str]:
     """The script's own argparse options for the constants `names` (DEPTH -> "--depth"), where
-    it reads them from its command line as integers (`add_argument("--depth", type=int, ...)`,
-    or `dest="depth"`): the grader sets such a constant there too, since a rewritten top-level
-    constant does not reach an option's literal default (a TA's audit: an argparse script
+    it reads them from its command line as integers with a number for default or none at all
+    (`add_argument("--depth", type=int, default=6)`, or `dest="depth"`, or `required=True`):
+    the grader sets such a constant there too, since a rewritten top-level constant does not
+    reach an option's literal default (a TA's audit: an argparse script
     printed DEPTH=6's counts for the grader's DEPTH=20 and lost Task 5's printed counts)."""
     try:
         if not path.is_file() or path.stat().st_size > max_bytes:
@@ -293,7 +294,16 @@ def command_line_options(path: Path, names, max_bytes: int = 200_000) -> dict[st
                  and isinstance(a.value, str) and a.value.startswith("--")]
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         typed = isinstance(keywords.get("type"), ast.Name) and keywords["type"].id == "int"
-        if not flags or not typed:
+        # Only where the rewritten constant cannot reach the value: a default written as a
+        # number, or an option the script requires. A default of None (the script falls back
+        # to its constant) or of the constant itself is left alone: the command line is the
+        # script's, and one reading sys.argv itself would read the grader's option.
+        default = keywords.get("default")
+        literal = isinstance(default, ast.Constant) and isinstance(default.value, int) \
+            and not isinstance(default.value, bool)
+        required = isinstance(keywords.get("required"), ast.Constant) and \
+            keywords["required"].value is True
+        if not flags or not typed or not (literal or required):
             continue
         dest = keywords.get("dest")
         key = (dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str)

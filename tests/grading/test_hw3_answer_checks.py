@@ -173,6 +173,8 @@ def main():
     parser.add_argument("-s", "--num-steps", dest="steps", type=int, default=STEPS)
     parser.add_argument("--dim", default=DIM)          # no type: a string from the command line
     parser.add_argument("--name", type=str, default="run")
+    parser.add_argument("--gpus", type=int, default=None)   # falls back to device_count()
+    parser.add_argument("--batch", type=int, default=DIM)   # the constant itself: rewritten
     args = parser.parse_args()
 '''
 
@@ -181,8 +183,8 @@ def test_a_scripts_own_integer_options_for_the_constants_are_found(tmp_path):
     from grader.checks.practical_answers import command_line_options
     script = tmp_path / "model_parallel.py"
     script.write_text(ARGPARSE_SCRIPT)
-    assert command_line_options(script, ["DEPTH", "DIM", "STEPS"]) == {
-        "DEPTH": "--depth", "STEPS": "--num-steps"}
+    assert command_line_options(script, ["DEPTH", "DIM", "STEPS", "GPUS", "BATCH"]) == {
+        "DEPTH": "--depth"}
     script.write_text("syntax error (")
     assert command_line_options(script, ["DEPTH"]) == {}
 
@@ -197,7 +199,7 @@ def test_an_argparse_script_is_run_with_the_graders_depth_on_its_command_line(tm
     specs = script_specs(tmp_path)
     # DEPTH is no top-level constant here: given on the command line only; STEPS both ways.
     assert specs[5]["sets"] == {"DIM": TIMING_DIM, "STEPS": 3}
-    assert specs[5]["args"] == ("--depth", "20", "--num-steps", "3")
+    assert specs[5]["args"] == ("--depth", "20")
     recount = with_options(dict(specs[5], sets=dict(specs[5]["sets"], DEPTH=3), args=()), script)
     assert recount["args"][:2] == ("--depth", "3")
     script.write_text("DEPTH = 6\nDIM = 512\n")

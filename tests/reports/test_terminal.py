@@ -103,7 +103,7 @@ def test_one_crash_under_checks_that_expect_different_things_is_one_cause():
         (1, ["practical4.chunk_shapes_reported"])]
     text = render_check_text(result)
     assert "3 cases of 2 checks failed the same way" in text
-    assert "needs your script to run to its end" in text and text.count("concepts.py:58") == 2
+    assert "The checks it cost need your script to run to its end" in text and text.count("concepts.py:58") == 2
 
 
 def test_one_exception_of_a_ddp_run_is_one_cause_however_each_check_leads_into_it():
