@@ -317,6 +317,7 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         os.chmod(scratch, 0o755)
         if submission.problem:
             raise Rejected(submission.problem)
+        lines: list[str] = []   # what was left out: only a second, leave-out pass leaves any
         try:
             budgets, places = _unpack(submission, scratch, limits, notes)
         except DataInTheWay as whole:
@@ -331,7 +332,7 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
             notes.append(f"graded without {_left_out_text(budgets)} ({short_reason(whole)}): "
                          + ", ".join(lines[:10]) + (f" and {len(lines) - 10} more"
                                                     if len(lines) > 10 else ""))
-        left_out = _said(_left_out_lines(budgets))
+        left_out = _said(lines)
         places = list(dict.fromkeys(places.values()))
         layout = list(assignments or assignment_ids())
         require_expected_files(scratch, list(graded or layout), layout)

@@ -314,11 +314,10 @@ def is_link_entry(info: zipfile.ZipInfo) -> bool:
     return stat.S_IFMT(info.external_attr >> 16) == stat.S_IFLNK
 
 
-def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None,
-                    methods: bool = True) -> list[str]:
-    """The safe relative path parts of one entry; Rejected for anything unsafe (and, with
-    `methods`, for a compression Python cannot inflate). A symbolic link passes once its path
-    is safe: the caller skips it (`is_link_entry`), never writes it."""
+def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None) -> list[str]:
+    """The safe relative path parts of one entry; Rejected for anything unsafe (its compression
+    is `check_method`'s, once what may be left out is known). A symbolic link passes once its
+    path is safe: the caller skips it (`is_link_entry`), never writes it."""
     limits = limits or UnpackLimits()
     name = info.filename.replace("\\", "/")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
@@ -341,20 +340,16 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
         raise Rejected(f"{archive}: entry '{info.filename}' is not a regular file; rejected")
     if info.flag_bits & 0x1:
         raise Rejected(f"{archive}: entry '{info.filename}' is encrypted; upload it without a password")
-    if methods:
-        check_method(info, archive)
     return parts
 
 
-def check_method(info: zipfile.ZipInfo, archive: str, unneeded: bool | None = None) -> None:
+def check_method(info: zipfile.ZipInfo, archive: str, unneeded: bool) -> None:
     """Rejected where Python cannot inflate the entry (DataInTheWay for a data file or a part
     of an environment, `unneeded`: the upload may be graded without it)."""
     if info.compress_type not in SUPPORTED_METHODS and not info.is_dir():
         method = KNOWN_METHODS.get(info.compress_type, "an unknown method")
         hint = (" (what Windows Explorer's 'Send to > Compressed folder' writes for large files)"
                 if info.compress_type == 9 else "")
-        if unneeded is None:
-            unneeded = is_data_file(info.filename)
         kind = DataInTheWay if unneeded else Rejected
         raise kind(f"{archive}: entry '{info.filename}' is compressed with {method} (zip "
                    f"method {info.compress_type}){hint}, which the grader cannot unpack; zip "
@@ -478,7 +473,7 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     with zf:
         entries = []
         for info in zf.infolist():
-            parts = check_zip_entry(info, label, limits, methods=False)
+            parts = check_zip_entry(info, label, limits)
             if not parts or any(p in JUNK_NAMES for p in parts):
                 continue
             if is_link_entry(info):

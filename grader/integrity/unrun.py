@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from grader.common.environments import ENVIRONMENT_PARTS, environment_parts, is_environment
+from grader.common.environments import ENVIRONMENT_MARKS, ENVIRONMENT_PARTS, environment_parts
 from grader.common.text import python_source
 
 MAX_FOLDERS = 20000   # a walk of the submission stops there (a batch unpacks at most 5000 files)
@@ -28,7 +28,7 @@ def virtual_environments(submission: Path) -> list[Path]:
     found, seen = [], 0
     for root, dirs, names in os.walk(submission, followlinks=False):
         seen += 1
-        if is_environment(Path(root)):
+        if any(mark in names or mark in dirs for mark in ENVIRONMENT_MARKS):   # as listed
             found.append(Path(root))
             dirs[:] = [d for d in dirs if d not in ENVIRONMENT_PARTS]
         if seen > MAX_FOLDERS:
