@@ -23,6 +23,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, layers_around_move,
                                       layers_not_run_once_in_order, spearman)
+from grader.checks.hw3_printed_counts import printed_counts
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import disagrees, explain, reported
 from grader.common.locations import data_folder
@@ -108,27 +109,9 @@ LOOK_FORWARD = "LargeLinearModelMP.forward in hw3/model_parallel.py (the baton p
 LOOK_COUNTING = (LOOK_FORWARD + " (Task 5: add 1 to self.to_calls at every x.to(layer_device), "
                  "and 1 to self.transfers when x is not already on layer_device: test that "
                  "before the move, since after it x is always there)")
-# What the script prints after one forward pass (the template's line, in other words too).
-PRINTED_COUNTS = re.compile(r"to\s*\(\s*\)\s*calls?\s*[:=]\s*(\d+)\D{0,40}?transfers?\s*[:=]\s*(\d+)",
-                            re.IGNORECASE)
-# The counts in the student's own words ("x.to(layer_device) was triggered 20 times, moving data
-# 1 time"): a line about calls and about moves, its numbers in order.
-COUNTS_LINE = re.compile(r"(?=.*\b(?:calls?|called|triggered|to\s*\())(?=.*\b(?:transfers?|"
-                         r"mov\w*|cop(?:y|ies|ied)))", re.IGNORECASE)
-
-
-def printed_count_pairs(stdout: str) -> list[tuple[int, int]]:
-    """(to() calls, transfers) a script printed: the template's line, else each pair of
-    numbers in turn on a line that speaks of both."""
-    strict = [(int(a), int(b)) for a, b in PRINTED_COUNTS.findall(stdout or "")]
-    if strict:
-        return strict
-    pairs = []
-    for line in (stdout or "").splitlines():
-        if COUNTS_LINE.match(line):
-            numbers = [int(n) for n in re.findall(r"(?<![\w.])\d+(?![\w.])", line)]
-            pairs += list(zip(numbers, numbers[1:]))
-    return pairs
+# Task 5's printed counts, one case per count: the .to() calls, then the transfers.
+QUANTITIES = ("to_calls", "transfers")
+QUANTITY_WORDS = {"to_calls": ".to() calls", "transfers": "GPU-to-GPU transfers"}
 
 
 @pytest.fixture(scope="module")
@@ -785,21 +768,26 @@ def forward_counts(probe, gpus, from_host: bool = False):
     return observed_counts(found, from_host)
 
 
-def counters_count(probe, gpus: int) -> bool:
-    """Whether the model's own counters (the template's self.to_calls, self.transfers), reset
-    before the grader's forward pass, hold that pass's counts after it."""
+def counters_count(probe, gpus: int, position: int) -> bool:
+    """Whether the model's own counter (the template's self.to_calls at position 0,
+    self.transfers at 1), reset before the grader's forward pass, holds that pass's count
+    after it."""
     found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
     counters = found.get("counters")
-    return bool(counters) and tuple(counters) in observed_counts(found)
+    return bool(counters) and counters[position] in {c[position] for c in observed_counts(found)}
 
 
-def counts_printed_without_counting(probe, runs, script_specs) -> str | None:
-    """Why the printed counts do not come from counting, or None. Where the counters do not
-    count (absent, renamed, or the count kept elsewhere), the script is run once more with
-    fewer layers than GPUs: a count that follows the code prints what its forward pass makes
-    there too; a constant or a formula of DEPTH and the GPU count does not."""
+def counts_printed_without_counting(probe, runs, script_specs, quantity: str) -> str | None:
+    """Why the printed count of `quantity` does not come from counting, or None. Where the
+    model's counter does not count (absent, renamed, or the count kept elsewhere), the script
+    is run once more with fewer layers than GPUs: a count that follows the code prints what its
+    forward pass makes there too; a constant or a formula of DEPTH and the GPU count does not.
+    The .to() calls are DEPTH in any run of this model, so a printed DEPTH (or
+    `len(model.layers)`) would follow it: the calls count there only with the transfers, as a
+    pair that follows the code."""
+    position = QUANTITIES.index(quantity)
     try:
-        if all(counters_count(probe, g) for g in TASK4_GPUS):
+        if all(counters_count(probe, g, position) for g in TASK4_GPUS):
             return None
         recount = record(probe, "transfers", gpus=RECOUNT_GPUS, depth=RECOUNT_DEPTH)
     except pytest.skip.Exception:
@@ -811,17 +799,20 @@ def counts_printed_without_counting(probe, runs, script_specs) -> str | None:
                         runs.submission / "hw3" / "model_parallel.py")
     run = runs.script(**spec)
     counts = observed_counts(recount, starts_on_the_host(run))
-    printed = printed_count_pairs(run.stdout) or printed_count_pairs(run.stderr)
-    if any(pair in counts for pair in printed):
+    printed = printed_counts(run.stdout) or printed_counts(run.stderr)
+    follows = (lambda p: p.pair in counts) if quantity == "to_calls" else (
+        lambda p: p.transfers in {c[1] for c in counts})
+    if any(follows(p) for p in printed):
         return None
-    said = (f"it printed 'to() calls: {printed[0][0]}, real transfers: {printed[0][1]}'" if printed
+    said = (printed[0].quoted() if printed
             else "it printed no counts" + (f" ({run.problem()})" if run.problem() else ""))
+    counter = "self.to_calls" if quantity == "to_calls" else "self.transfers"
     return explain(
-        f"the printed counts come from counting the forward pass: run again with DEPTH="
-        f"{RECOUNT_DEPTH} on {RECOUNT_GPUS} GPUs (fewer layers than GPUs), the script prints "
-        f"{counts_said(counts, None)}",
-        f"{said}, and the model's counters self.to_calls and self.transfers (the template's) did "
-        "not count the grader's forward pass either", LOOK_COUNTING)
+        f"the printed {QUANTITY_WORDS[quantity]} come from counting the forward pass: run again "
+        f"with DEPTH={RECOUNT_DEPTH} on {RECOUNT_GPUS} GPUs (fewer layers than GPUs), the script "
+        f"prints {counts_said(counts, None)}",
+        f"{said}, and the model's counter {counter} (the template's) did not count the grader's "
+        "forward pass either", LOOK_COUNTING)
 
 
 def starts_on_the_host(run) -> bool:
@@ -839,14 +830,17 @@ def starts_on_the_host(run) -> bool:
 
 
 @pytest.mark.check("hw3.task5.counts_printed")
-@pytest.mark.parametrize("gpus", TASK4_GPUS)
-def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, measured, gpus):
+@pytest.mark.parametrize("gpus,quantity", [(g, q) for g in TASK4_GPUS for q in QUANTITIES])
+def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, measured, gpus,
+                                                     quantity):
+    # Each printed count on its own, as the reported ones: a counter that counts every call as
+    # a transfer still prints the .to() calls the handout asks to count (a TA's audit).
     run = runs.script(**script_specs[gpus])
     counts = forward_counts(probe, gpus, starts_on_the_host(run))
     calls, copies = counts[0]
     measured["task5"] = {str(gpus): {"to_calls": calls, "transfers": copies}}
     # stdout, or stderr where `logging` writes by default (a logged line is printed too).
-    printed = printed_count_pairs(run.stdout) or printed_count_pairs(run.stderr)
+    printed = printed_counts(run.stdout) or printed_counts(run.stderr)
     if not run.ok and not printed:
         # Counts printed before a later stop (saving results beside the script, which is
         # read-only while graded) are printed all the same: only a stop before them costs.
@@ -855,12 +849,14 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
         f"hw3/model_parallel.py prints the counts of one forward pass, {counts_said(counts, gpus)}"
         " (in other words too, on one line)",
         "no line 'to() calls: ..., real transfers: ...' in its output", LOOK_COUNTING)
-    said_counts = next((pair for pair in printed if pair in counts), printed[0])
-    assert said_counts in counts, explain(
-        f"the counts your script prints are the ones its forward pass makes: "
-        f"{counts_said(counts, gpus)}", f"it printed 'to() calls: {said_counts[0]}, real "
-        f"transfers: {said_counts[1]}'", LOOK_COUNTING)
-    not_counted = counts_printed_without_counting(probe, runs, script_specs)
+    position = QUANTITIES.index(quantity)
+    allowed = {c[position] for c in counts}
+    said = next((p for p in printed if p.pair in counts), None) or next(
+        (p for p in printed if p.pair[position] in allowed), printed[0])
+    assert said.pair[position] in allowed, explain(
+        f"the {QUANTITY_WORDS[quantity]} your script prints are the ones its forward pass makes: "
+        f"{counts_said(counts, gpus)}", said.quoted(), LOOK_COUNTING)
+    not_counted = counts_printed_without_counting(probe, runs, script_specs, quantity)
     assert not_counted is None, not_counted
 
 

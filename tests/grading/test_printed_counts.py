@@ -1,0 +1,56 @@
+"""HW3 Task 5: the counts a script printed, read the way a TA reads the line (the handout sets
+no format): by the words beside each number where the line says which is which, else in the
+template's order, calls first."""
+from __future__ import annotations
+
+import pytest
+
+from grader.checks.hw3_printed_counts import printed_counts
+
+READ = [
+    # the template's line
+    ("to() calls: 20, real transfers: 1", [(20, 1)]),
+    ("to() calls = 20 | real transfers = 4", [(20, 4)]),
+    # own words, calls first
+    ("x.to(layer_device) was triggered 20 times, moving data 1 time", [(20, 1)]),
+    ("20 .to() calls, real transfers: 1", [(20, 1)]),
+    ("Forward pass: .to() called 20 times, data copied 4 times", [(20, 4)]),
+    ("calls=20 transfers=4", [(20, 4)]),
+    # own words, transfers first: read by their labels (a TA's audit saw (1, 20) read)
+    ("real transfers: 1 (out of 20 .to() calls)", [(20, 1)]),
+    ("Transfers: 4 of 20 to() calls", [(20, 4)]),
+    # settings beside the counts are not counts
+    ("Calls: 20 Transfers: 1 (DEPTH=20, GPUs=2)", [(20, 1)]),
+    ("With 5 GPUs: 20 to() calls, 4 real transfers", [(20, 4)]),
+    ("GPUs: 5 | to() calls 20 | real transfers 4", [(20, 4)]),
+    ("2 GPUs -> calls 20, transfers 1", [(20, 1)]),
+    # one count labelled, one number left: the other count
+    ("Transfers per forward pass (2 GPUs): 1, to() calls: 20", [(20, 1)]),
+    # nothing tells them apart: each pair of numbers in turn, as before
+    ("calls and transfers: 20 1", [(20, 1)]),
+    ("step 3 loss 0.5", []),
+    ("into(the) moved 3", []),
+]
+
+
+@pytest.mark.parametrize("line,pairs", READ, ids=[line for line, _ in READ])
+def test_a_printed_line_is_read_by_its_labels(line, pairs):
+    assert [found.pair for found in printed_counts(line)] == pairs, (
+        f"{line!r}: expected the (calls, transfers) {pairs}, "
+        f"observed {[found.pair for found in printed_counts(line)]}")
+
+
+def test_the_template_line_wins_over_lines_in_other_words():
+    output = "moved 3 tensors in 2 calls\nto() calls: 20, real transfers: 4\n"
+    assert [found.pair for found in printed_counts(output)] == [(20, 4)]
+
+
+def test_the_message_quotes_the_line_as_printed_and_says_how_it_was_read():
+    (found,) = printed_counts("  real transfers: 1 (out of 20 .to() calls)  \n")
+    assert found.quoted() == ("it printed 'real transfers: 1 (out of 20 .to() calls)' "
+                              "(read as 20 .to() calls and 1 transfer)")
+
+
+def test_a_long_line_is_cut_in_the_quote():
+    (found,) = printed_counts("to() calls: 20, real transfers: 1 " + "x" * 500)
+    assert len(found.line) == 200 and found.line.endswith("...")
