@@ -425,14 +425,31 @@ def test_task2_reported_times_move_with_depth_as_the_code(probe, answers, report
         if ratios is not None:
             _ratio_flag(flag, f"Task 2, step time DEPTH={depths[-1]} over DEPTH={depths[0]}",
                         *ratios)
-    wrong = [(a, b) for a, b in steps if expected[(a, b)]
-             and direction(times[a], times[b]) != expected[(a, b)]]
+    # Measured on other hardware, a step can come out about level (within 10%) where the
+    # code's time clearly rises (kernel launches, a clock read without synchronize): that is a
+    # flag for the instructor, not a lost point (a TA's audit). A step going clearly the other
+    # way, or a table level from its first depth to its last, contradicts the code.
+    first_to_last = (depths[0], depths[-1])   # never one step: a table has 3 depths or more
+    expected[first_to_last] = change(ours[6], ours[24])
+    checked = [*steps, first_to_last]
+    opposite = {"up": "down", "down": "up"}
+    wrong = [(a, b) for a, b in checked if expected[(a, b)] and (
+        change(times[a], times[b]) == opposite[expected[(a, b)]]
+        or ((a, b) == first_to_last and change(times[a], times[b]) is None))]
+    level = [(a, b) for a, b in steps if expected[(a, b)] and (a, b) not in wrong
+             and change(times[a], times[b]) is None]
+    if level and not wrong:
+        flag("Task 2: the reported step time is about level from " + ", ".join(
+            f"DEPTH {a} to {b} ({times[a]:g} -> {times[b]:g} ms)" for a, b in level)
+            + " where the code's clearly rises: measured with torch.cuda.synchronize()?")
     assert not wrong, disagrees(
         answers, "task2.step_time_table", "step times that " + ", ".join(
             f"{'rise' if expected[(a, b)] == 'up' else 'fall'} from DEPTH {a} to {b}"
-            for a, b in steps if expected[(a, b)]),
+            for a, b in checked if expected[(a, b)]) + " (a step about level, within 10%, is "
+            "taken as measuring noise)",
         "takes " + ", ".join(f"{ours[d]:.2f} ms with DEPTH={d}" for d in TIMING_DEPTHS)
-        + f" per step in the grader's run on 2 GPUs ({run_settings(found)})", ", ".join(f"DEPTH {d}: {t:g} ms" for d, t in times.items()))
+        + f" per step in the grader's run on 2 GPUs ({run_settings(found)})",
+        ", ".join(f"DEPTH {d}: {t:g} ms" for d, t in times.items()), measured=True)
 
 
 @pytest.mark.check("hw3.task2.speed_answer")
@@ -629,7 +646,7 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
                                                  else "not clearly faster than 2"),
             f"takes {t2:.2f} ms per step on 2 GPUs and {t5:.2f} ms on 5 in the grader's run "
             f"({run_settings(found)})" + wall_clock_hint(times, {2: t2, 5: t5}, clock_of(found)),
-            f"{times[2]:g} ms and {times[5]:g} ms")
+            f"{times[2]:g} ms and {times[5]:g} ms", measured=True)
         return
     if not (memory[2] and memory[5]):
         pytest.skip("comparing the memory needs a memory value in both rows; the missing one "
@@ -644,15 +661,16 @@ def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, rep
     busiest = {g: max(ours[g]["layers_per_gpu"]) for g in TASK4_GPUS}
     expected = change(busiest[2], busiest[5])
     assert expected is None or direction(max(memory[2]), max(memory[5])) == expected, disagrees(
-        answers, "task4.table", f"the busiest GPU's memory {'falls' if expected == 'down' else 'rises'}"
-        " from 2 to 5 GPUs", f"puts at most {busiest[2]} layers on one of 2 GPUs and "
-        f"{busiest[5]} on one of 5", f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB")
+        answers, "task4.table",
+        f"the busiest GPU's memory {'falls' if expected == 'down' else 'rises'} from 2 to 5 GPUs",
+        f"puts at most {busiest[2]} layers on one of 2 GPUs and {busiest[5]} on one of 5",
+        f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB", measured=True)
     # The same layers on the busiest GPU with 2 and with 5 GPUs (Task 3 not done): its memory
     # cannot clearly fall or rise (a non-solution reported the reference's 200 -> 80).
     assert busiest[2] != busiest[5] or change(max(memory[2]), max(memory[5])) is None, disagrees(
         answers, "task4.table", "the busiest GPU's memory about the same with 2 and 5 GPUs",
         f"puts {busiest[2]} layers on its busiest GPU with 2 GPUs and with 5",
-        f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB")
+        f"{max(memory[2]):g} MiB vs {max(memory[5]):g} MiB", measured=True)
 
 
 def _task4_row(gpus, ours, gaps, memory, unread, answers, where):
@@ -682,7 +700,7 @@ def _task4_row(gpus, ours, gaps, memory, unread, answers, where):
         f"with {gpus} GPUs, less memory on {', '.join(f'cuda:{i}' for i in idle)} (no layers "
         "there) than on the GPUs holding layers",
         f"puts its layers on {', '.join(f'cuda:{i}' for i in busy)} only with {gpus} GPUs "
-        f"(layers per GPU {layers})", f"{gpus} GPUs: {theirs} MiB")
+        f"(layers per GPU {layers})", f"{gpus} GPUs: {theirs} MiB", measured=True)
 
 
 @pytest.mark.check("hw3.task4.utilised_answer")

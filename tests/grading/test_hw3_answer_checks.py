@@ -204,3 +204,55 @@ def test_an_argparse_script_is_run_with_the_graders_depth_on_its_command_line(tm
     assert recount["args"][:2] == ("--depth", "3")
     script.write_text("DEPTH = 6\nDIM = 512\n")
     assert "args" not in script_specs(tmp_path)[2]
+
+
+class _Answers:
+    """The checks' view of a student's answers (grader/checks/conftest.py), for one table."""
+    def __init__(self, values):
+        self.values, self.questions = values, {}
+        self.origin = {qid: "hw3/answers.yaml" for qid in values}
+
+    def where_to_answer(self, qid):
+        return f"hw3/answers.yaml ({qid})"
+
+
+def _task2_table(times: dict[int, float]):
+    """Task 2's table check on the grader's times of the reference (simulated clock) against
+    a student's table: (the failure message or "", the instructor's flags)."""
+    from grader.checks.test_hw3 import test_task2_reported_times_move_with_depth_as_the_code as check
+    ours = {6: 0.444, 12: 0.805, 24: 1.528}
+    probe = ([{"kind": "trend", "clock": "simulated",
+               "results": {f"2x{d}": {"median_ms": t} for d, t in ours.items()}}], _Run())
+    answers = _Answers({"task2.step_time_table": [{"depth": d, "step_time_ms": t}
+                                                  for d, t in times.items()]})
+    flags: list[str] = []
+    try:
+        check(probe, answers, {}, flags.append)
+    except AssertionError as failure:
+        return str(failure), flags
+    return "", flags
+
+
+def test_a_measured_step_about_level_is_flagged_not_a_lost_point():
+    """A TA's audit: 1.95 / 1.91 / 3.62 ms, measured on a real GPU and explained, had lost the
+    table's point; a step within 10% is noise to flag, the table still rises overall."""
+    failure, flags = _task2_table({6: 1.95, 12: 1.91, 24: 3.62})
+    assert failure == "", failure
+    assert any("about level from DEPTH 6 to 12 (1.95 -> 1.91 ms)" in f for f in flags), flags
+
+
+@pytest.mark.parametrize("times, says", [
+    # a step clearly the other way
+    ({6: 2.0, 12: 1.6, 24: 3.6}, "rise from DEPTH 6 to 12"),
+    # level from the first depth to the last while the code's time triples
+    ({6: 2.0, 12: 2.1, 24: 2.05}, "rise from DEPTH 6 to 24"),
+    # falling all along
+    ({6: 3.0, 12: 2.0, 24: 1.0}, "rise from DEPTH 12 to 24"),
+])
+def test_a_table_that_contradicts_the_code_loses_the_point_and_is_told_to_measure_again(times, says):
+    failure, _ = _task2_table(times)
+    assert says in failure and "measure again" in failure and "correct the answer" not in failure, failure
+
+
+def test_a_table_rising_at_every_step_passes_without_a_flag():
+    assert _task2_table({6: 56.2, 12: 125.6, 24: 262.4}) == ("", [])
