@@ -486,24 +486,52 @@ def spread_layout(probe, gpus, depth):
     assert not idle, explain(
         f"the {depth} layers spread over all {gpus} GPUs: every GPU holds at least one",
         f"no layer on {', '.join(f'cuda:{i}' for i in idle)} (layers per GPU {counts})",
-        LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus))
+        LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts_seen(probe)))
     return found, devices, counts
 
 
-def why_gpus_idle(counts: list[int], depth: int, gpus: int) -> str:
-    """What to change where GPUs hold no layer: a chunk of ceil(DEPTH / N) layers per GPU (a
-    common split) fills too few GPUs; anything else, the GPUs were not all detected or used."""
-    chunk = -(-depth // gpus)
-    filled = [c for c in counts if c]
-    if counts[:2] == [depth // 2, depth - depth // 2] and not any(counts[2:]):
+def layouts_seen(probe) -> list[tuple[int, int, list[int]]]:
+    """(GPUs, DEPTH, layers per GPU) of every layout the probe built on the node's GPUs: a
+    cause is told from the pattern over all of them, never from one layout that happens to
+    look like another rule's (a TA's audit: `DEPTH // N + 1` layers per GPU gives [3, 3, 0]
+    on 3 GPUs, and was told the base code's split was still in place)."""
+    seen = []
+    for found in probe[0]:
+        devices = found.get("devices")
+        if found.get("kind") != "layout" or found.get("error") or not devices:
+            continue
+        gpus = found["gpus"]
+        if all(gpu_index(d) is not None and gpu_index(d) < gpus for d in devices):
+            seen.append((gpus, found["depth"], counts_per_gpu(devices, gpus)))
+    return seen
+
+
+def why_gpus_idle(counts: list[int], depth: int, gpus: int,
+                  layouts: list[tuple[int, int, list[int]]]) -> str:
+    """What to change where GPUs hold no layer, told from `layouts` (every layout built: GPUs,
+    DEPTH, layers per GPU) where the cause is a pattern: every layer on cuda:0 on every node
+    (the device the rule picks never used), the base code's two halves on every node; else
+    from this layout: chunks of a fixed size per GPU, ceil(DEPTH / N) or more (a common
+    split), fill too few GPUs; anything else, the GPUs were not all detected or used."""
+    several = [(n, d, c) for n, d, c in layouts if n >= 2] or [(gpus, depth, counts)]
+    if all(c[0] == d for _, d, c in several):
+        return ("every layer is on cuda:0 on every node: the GPU your rule picks is never given "
+                "to the layer (.cuda() and .to('cuda') without an index mean cuda:0): create or "
+                "move each layer with .to(torch.device(f'cuda:{gpu}'))")
+    if all(c[:2] == [d // 2, d - d // 2] and not any(c[2:]) for _, d, c in several):
         return ("the base code's split is still in place (the first DEPTH // 2 layers on cuda:0, "
                 "the rest on cuda:1): detect the GPUs with torch.cuda.device_count() and give "
                 "each of the N GPUs DEPTH // N layers, the first DEPTH % N one more")
-    if len(filled) > 1 and filled[:-1] == [chunk] * (len(filled) - 1) and filled[-1] <= chunk \
-            and counts[:len(filled)] == filled:
-        return (f"chunks of ceil(DEPTH / N) = {chunk} layers fill only {len(filled)} of the {gpus} "
-                f"GPUs; give each GPU DEPTH // N layers and the first DEPTH % N one more (or put "
-                "layer i on GPU i * N // DEPTH)")
+    chunk = -(-depth // gpus)
+    filled = [c for c in counts if c]
+    size = filled[0] if filled else 0
+    if len(filled) > 1 and size >= chunk and filled[:-1] == [size] * (len(filled) - 1) \
+            and filled[-1] <= size and counts[:len(filled)] == filled:
+        what = (f"ceil(DEPTH / N) = {chunk} layers" if size == chunk else
+                f"{size} layers per GPU, more than ceil(DEPTH / N) = {chunk},")
+        return (f"chunks of {what} fill only {len(filled)} of the {gpus} GPUs; give each GPU "
+                "DEPTH // N layers and the first DEPTH % N one more (or put layer i on GPU "
+                "i * N // DEPTH)")
     return "detect the GPUs with torch.cuda.device_count() and use every one"
 
 
@@ -527,10 +555,23 @@ def test_task3_layers_on_every_gpu(probe, gpus, depth):
     only_a_failure_counts_on_a_small_node(gpus)
 
 
+def spread_for(probe, gpus, depth, what: str):
+    """spread_layout for a check about something else (`what`): where the layers are not on
+    every GPU, its failure says that this check counts only where they are, so a student does
+    not read a lost share of "the output matches" as a numerical bug (a TA's audit)."""
+    try:
+        return spread_layout(probe, gpus, depth)
+    except AssertionError as failure:
+        if "\nObserved: no layer on cuda:" not in f"\n{failure}":
+            raise
+        raise AssertionError(f"Not counted here ({what} counts only where every GPU holds "
+                             f"layers, as Task 3 asks first):\n{failure}") from None
+
+
 @pytest.mark.check("hw3.task3.balanced")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
 def test_task3_even_split(probe, gpus, depth):
-    _, _, counts = spread_layout(probe, gpus, depth)
+    _, _, counts = spread_for(probe, gpus, depth, "the balance")
     assert max(counts) - min(counts) <= 1, explain(
         f"{depth} layers over {gpus} GPUs: per-GPU counts that differ by at most one "
         f"(e.g. {counts_per_gpu(even_contiguous_layout(depth, gpus), gpus)})",
@@ -541,7 +582,7 @@ def test_task3_even_split(probe, gpus, depth):
 @pytest.mark.check("hw3.task3.output_matches")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
 def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth):
-    found, devices, _ = spread_layout(probe, gpus, depth)
+    found, devices, _ = spread_for(probe, gpus, depth, "the output")
     assert found["n_layers"] == depth and found["distinct_layers"] == depth, explain(
         f"exactly DEPTH={depth} distinct layers with weights in the model",
         f"{found['n_layers']} layers ({found['distinct_layers']} distinct)",
@@ -570,7 +611,14 @@ def test_task3_contiguous_blocks(probe, gpus, depth):
     if gpus == 1 or depth == gpus:
         # Every layout that uses all GPUs is then one block per GPU: nothing to tell apart.
         pytest.skip("one GPU, or one layer per GPU: any layout is blocks (not counted)")
-    _, devices, _ = spread_layout(probe, gpus, depth)
+    try:
+        _, devices, _ = spread_layout(probe, gpus, depth)
+    except AssertionError as failure:
+        # A layout that leaves a GPU empty may well be in blocks: Task 3's own checks say what
+        # is wrong; this item is no judgement of it (a TA's audit: "not in blocks" was false).
+        observed = next((line[len("Observed: "):] for line in str(failure).splitlines()
+                         if line.startswith("Observed: ")), str(failure).splitlines()[0])
+        pytest.skip(f"not counted: {observed}; Task 3's checks above say what to change")
     if contiguous_blocks(devices, gpus):
         only_a_failure_counts_on_a_small_node(gpus)
         return

@@ -43,16 +43,41 @@ def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path):
     ([2, 2, 1, 0], 6, 4, "chunks of ceil(DEPTH / N) = 2 layers fill only 3 of the 4 GPUs"),
     ([2, 2, 2, 0, 0], 6, 5, "chunks of ceil(DEPTH / N) = 2 layers fill only 3 of the 5 GPUs"),
     # The provided code's two halves, and everything on one GPU: the GPUs were not detected.
-    ([3, 3, 0, 0], 6, 4, "detect the GPUs with torch.cuda.device_count()"),
+    ([3, 3, 0, 0], 6, 4, "the base code's split is still in place"),
     # The provided code's halves are no ceil chunks, though the first fills one (a TA's audit).
     ([2, 3, 0], 5, 3, "the base code's split is still in place"),
-    ([3, 3, 0, 0], 6, 4, "the base code's split is still in place"),
     ([2, 3, 0, 0], 5, 4, "the base code's split is still in place"),
-    ([6, 0], 6, 2, "detect the GPUs with torch.cuda.device_count()"),
+    ([6, 0], 6, 2, "every layer is on cuda:0 on every node"),
+    ([2, 1, 0, 2], 5, 4, "detect the GPUs with torch.cuda.device_count()"),
 ])
 def test_idle_gpus_are_told_their_cause(counts, depth, gpus, says):
     from grader.checks.test_hw3 import why_gpus_idle
-    assert says in why_gpus_idle(counts, depth, gpus)
+    assert says in why_gpus_idle(counts, depth, gpus, [(gpus, depth, counts)])
+
+
+def _layouts(rule, sizes=((2, 6), (3, 6), (4, 8), (5, 20))):
+    from grader.checks.hw3_layout import counts_per_gpu
+    return [(n, d, counts_per_gpu([f"cuda:{rule(i, n, d)}" for i in range(d)], n)) for n, d in sizes]
+
+
+def test_a_layout_that_looks_like_the_base_codes_on_one_node_is_told_its_own_cause():
+    """A TA's audit: `per_gpu = DEPTH // N + 1; gpu = i // per_gpu` gives [3, 3, 0] with DEPTH=6
+    on 3 GPUs, the base code's halves, and was told the base code's split was still in place
+    (the student had changed it); on the other nodes it is no such split."""
+    from grader.checks.test_hw3 import why_gpus_idle
+    layouts = _layouts(lambda i, n, d: i // (d // n + 1))
+    says = why_gpus_idle([3, 3, 0], 6, 3, layouts)
+    assert "base code" not in says and "3 layers per GPU, more than ceil(DEPTH / N) = 2" in says, says
+    base = _layouts(lambda i, n, d: 0 if i < d // 2 else 1)
+    assert "the base code's split is still in place" in why_gpus_idle([3, 3, 0], 6, 3, base)
+
+
+def test_layers_never_moved_off_cuda0_are_told_so_not_to_detect_the_gpus():
+    """A TA's audit: the device was computed, then every layer made with .cuda() (cuda:0); the
+    hint said to detect the GPUs, which the code did."""
+    from grader.checks.test_hw3 import why_gpus_idle
+    says = why_gpus_idle([6, 0, 0], 6, 3, _layouts(lambda i, n, d: 0))
+    assert "every layer is on cuda:0 on every node" in says and ".cuda()" in says, says
 
 
 def test_a_script_whose_input_starts_on_the_host_is_told_apart():
