@@ -30,14 +30,17 @@ import jinja2
 from markupsafe import Markup
 
 from grader.batch.gradebook import CurrentRun, Gradebook
+from grader.batch.grades_csv import grades_rows, upload_cell
 from grader.batch.people import Person, people, person_of
 from grader.batch.similarity import normalized_python
+from grader.answers.collect import REPORT_NAME, SHEET_NAME
 from grader.common.files import write_atomically
 from grader.reports import plots
 from grader.reports.formatting import format_points
 from grader.reports.measurements import lookup
 
-__all__ = ["write_class_page", "class_summary", "render_class_page", "normalized_python"]
+__all__ = ["write_class_page", "class_summary", "render_class_page", "normalized_python",
+           "reports_not_handed_in"]
 
 HISTOGRAM_BINS = 10
 # Where a student's files are, relative to DIR (index.html's folder): links on the page.
@@ -97,7 +100,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
         "assignments": order,
         "roster": _roster(persons, order, files or {}),
         "shared_names": shared_names,
-        "distributions": _distributions(graded, order, persons),
+        "distributions": _distributions(runs, order, persons),
         "checks": _check_rates(graded),
         "failures": _common_failures(graded),
         "step_time": _step_times(graded),
@@ -115,6 +118,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
             for key, why in sorted((unapplied_overrides or {}).items())],
         "answer_flags": _answer_flags(graded),
         "answer_review": _answer_reviews(graded),
+        "reports_missing": reports_not_handed_in(graded),
         "integrity": _integrity_holds(graded),
         "same_hash": _of_several_people(_groups({r.student.key: r.content_hash for r in runs
                                                  if not r.content_hash.startswith("raw:")}), owner),
@@ -185,31 +189,106 @@ def _roster(persons: list[Person], order: list[str],
     return rows
 
 
-def _distributions(graded: list[CurrentRun], order: list[str],
+def _distributions(runs: list[CurrentRun], order: list[str],
                    persons: list[Person] = ()) -> list[dict]:
-    """Per assignment over its graded uploads; the total over the students (a person's
-    uploads of several assignments added up, as grades.csv does)."""
-    # With one assignment its histogram and the total's would be the same chart: only one.
-    present = [a for a in order if any(x["id"] == a for r in graded for x in r.result.get("assignments", []))]
+    """The statistics of grades.csv's own numbers (its rows, built by grades_rows from the same
+    runs): each assignment over the students whose cell holds a number (a rejected upload's 0
+    counts, as grades.csv and Moodle carry it), each empty cell counted apart with why it is
+    empty; the total (with more than one assignment) over the students with a number for
+    every assignment, out of the class total, a total of fewer assignments named apart (the
+    page had averaged one HW3-only 10.5 of 15 as if out of 27, and left a rejected 0 out of
+    the statistics that grades.csv and Moodle count)."""
+    table = grades_rows(runs, order)
+    header, rows = table[0], {row[table[0].index("Key")]: row for row in table[1:]}
+    columns = [a for a in order if a in header] + [a for a in header if a not in order
+                                                     and a in {x for r in runs for x in r.assignment_scores}]
+    maxima = _assignment_maxima(runs)
+    cells: dict[str, list[tuple[Person, float]]] = {a: [] for a in columns}
+    empty: dict[str, Counter] = {a: Counter() for a in columns}
+    totals, partial = [], []
+    for person in persons:
+        row = rows.get(upload_cell("; ".join(person.keys)))
+        if row is None:
+            continue
+        numbers = {}
+        for a in columns:
+            cell = row[header.index(a)]
+            if cell.strip():
+                numbers[a] = float(cell)
+                cells[a].append((person, numbers[a]))
+            else:
+                empty[a][_why_empty(person, a)] += 1
+        total = row[header.index("Total")].strip() if "Total" in header else ""
+        if total and len(numbers) == len(columns):
+            totals.append((float(total), sum(_max_of(person, a, maxima) for a in columns)))
+        elif total:
+            partial.append({"name": person.name, "key": person.keys[0],
+                            "total": total, "of": [a for a in columns if a in numbers],
+                            "max": format_points(sum(_max_of(person, a, maxima) for a in numbers))})
     out = []
-    for assignment in present + (["total"] if len(present) != 1 else []):
-        scores, maxima = [], []
-        if assignment == "total":
-            for person in persons:
-                if person.runs and all(r.status == "graded" and r.result for r in person.runs):
-                    scores.append(sum(float(r.result["score"]) for r in person.runs))
-                    maxima.append(sum(float(r.result["max_score"]) for r in person.runs))
-        for run in graded if assignment != "total" else []:
-            for a in run.result.get("assignments", []):
-                if a["id"] == assignment:
-                    scores.append(float(a["score"]))
-                    maxima.append(float(a["max_score"]))
-        if scores:
-            out.append({"id": assignment, "scores": scores, "max_score": max(maxima),
-                        "n": len(scores), "max_points": format_points(max(maxima)),
-                        "mean": format_points(statistics.fmean(scores)),
-                        "median": format_points(statistics.median(scores))})
+    for a in columns:
+        scores = [score for _, score in cells[a]]
+        if scores or empty[a]:
+            top = max([_max_of(p, a, maxima) for p, _ in cells[a]] or [maxima.get(a, 0.0)])
+            out.append(_statistics(a, a, scores, top, empty[a]))
+    if len(columns) > 1:
+        top = max([m for _, m in totals] or [sum(maxima.get(a, 0.0) for a in columns)])
+        entry = _statistics("total", "total (every assignment)",
+                            [t for t, _ in totals], top, Counter())
+        entry["partial"] = partial
+        entry["incomplete"] = len(persons) - len(totals) - len(partial)
+        out.append(entry)
     return out
+
+
+def _statistics(ident: str, label: str, scores: list[float], top: float,
+                empty: Counter) -> dict:
+    return {"id": ident, "label": label, "scores": scores, "max_score": top, "n": len(scores),
+            "max_points": format_points(top),
+            "mean": format_points(statistics.fmean(scores)) if scores else "",
+            "median": format_points(statistics.median(scores)) if scores else "",
+            "zeros": sum(1 for s in scores if s == 0),
+            "empty": sum(empty.values()),
+            "empty_why": ", ".join(f"{n} {why}" for why, n in sorted(empty.items(),
+                                                                      key=lambda e: (-e[1], e[0])))}
+
+
+def _assignment_maxima(runs: list[CurrentRun]) -> dict[str, float]:
+    """The most points of each assignment any result gives (for a cell whose run has none)."""
+    found: dict[str, float] = {}
+    for run in runs:
+        for a in (run.result or {}).get("assignments") or []:
+            if isinstance(a.get("max_score"), (int, float)):
+                found[a["id"]] = max(found.get(a["id"], 0.0), float(a["max_score"]))
+    return found
+
+
+def _run_of(person: Person, assignment: str) -> CurrentRun | None:
+    """The upload of the person that grades.csv's cell of `assignment` is of."""
+    return next((r for r in person.runs if assignment in r.assignment_scores), None) or next(
+        (r for r in person.runs if assignment in r.assignments or assignment in
+         [a.get("id") for a in (r.result or {}).get("assignments") or []]), None)
+
+
+def _max_of(person: Person, assignment: str, maxima: Mapping[str, float]) -> float:
+    run = _run_of(person, assignment)
+    for a in (run.result or {}).get("assignments") or [] if run else []:
+        if a.get("id") == assignment and isinstance(a.get("max_score"), (int, float)):
+            return float(a["max_score"])
+    return maxima.get(assignment, 0.0)
+
+
+def _why_empty(person: Person, assignment: str) -> str:
+    """Why grades.csv's cell of a person's assignment holds no number, in the page's words."""
+    run = _run_of(person, assignment)
+    if run is None:
+        return "no upload"
+    if run.needs_person:
+        return "needs a person"
+    if run.status == "graded" and assignment in run.held:
+        return "held for review"
+    return {"timed_out": "timed out", "error": "errored", "graded": "no grade",
+            "rejected": "rejected"}.get(run.status, run.status.replace("_", " "))
 
 
 def _of_several_people(groups: list[list[str]], owner: Mapping[str, int]) -> list[list[str]]:
@@ -335,6 +414,47 @@ def _answer_reviews(graded: list[CurrentRun]) -> list[dict]:
     return _needing_a_person(graded, "answers", "needs_manual_review")
 
 
+# Where an assignment's answers are read from a report the handout asks for (HW3's
+# "Report (PDF — single file)"): rubrics' answers_source.
+REPORT_SOURCES = ("pdf", "pdf_then_sheet")
+
+
+def reports_not_handed_in(graded: Iterable[CurrentRun]) -> list[dict]:
+    """Per assignment that asks for a report, the students who handed none in as asked: no
+    report at all (answers only in the answer sheet, or nothing), or one in another format
+    (report.md for report.pdf), so the course's rule is applied to all of them alike. Only
+    one handed in otherwise had been listed (as a report to read); no report at all was said
+    only in each student's instructor.md. No points change here."""
+    rows = []
+    for run in graded:
+        for assignment in (run.result or {}).get("assignments") or []:
+            answers = assignment.get("answers")
+            if not isinstance(answers, Mapping) or answers.get("source") not in REPORT_SOURCES:
+                continue
+            ident = str(assignment.get("id", ""))
+            asked = f"{ident}/{REPORT_NAME}"
+            files = {str(f.get("file")): f for f in answers.get("files") or []
+                     if isinstance(f, Mapping)}
+            report = files.get(asked)
+            if report is None or report.get("status") != "missing":
+                continue
+            sheet = files.get(f"{ident}/{SHEET_NAME}")
+            if answers.get("report_instead"):
+                handed_in = f"{answers['report_instead']} instead of {asked}"
+                kind = "another format"
+            elif sheet is not None and sheet.get("status") != "missing":
+                handed_in = (f"no report: answers only in {ident}/{SHEET_NAME}"
+                             if answers.get("values") else
+                             f"no report, and {ident}/{SHEET_NAME} answers nothing")
+                kind = "none"
+            else:
+                handed_in = f"no report and no {ident}/{SHEET_NAME}"
+                kind = "none"
+            rows.append({"key": run.student.key, "name": run.student.name, "assignment": ident,
+                         "asked": asked, "handed_in": handed_in, "kind": kind})
+    return sorted(rows, key=lambda r: (r["assignment"], r["kind"] != "none", r["key"]))
+
+
 def _integrity_holds(graded: list[CurrentRun]) -> list[dict]:
     """Assignments whose automatic points are withheld: code or records that could deceive
     the grader (grader/integrity), with the first thing found."""
@@ -400,13 +520,15 @@ def _same_code(fingerprints: Mapping[str, Mapping[str, str]]) -> list[dict]:
 # ---- charts -------------------------------------------------------------------------------
 
 def _histogram(distribution: Mapping) -> str | None:
+    if not distribution["scores"]:
+        return None
     top = float(distribution["max_score"]) or max(distribution["scores"]) or 1.0
     width = top / HISTOGRAM_BINS
     counts = [0] * HISTOGRAM_BINS
     for score in distribution["scores"]:
         counts[min(HISTOGRAM_BINS - 1, max(0, int(score / width)))] += 1
     bars = [(f"{format_points(i * width)}-{format_points((i + 1) * width)}", float(c)) for i, c in enumerate(counts)]
-    title = f"{distribution['id']}: score distribution (n={distribution['n']})"
+    title = f"{distribution['label']}: score distribution (n={distribution['n']})"
     return plots.bar_chart(title, "score (points)", "students", [("", bars)], whole_numbers=True)
 
 
