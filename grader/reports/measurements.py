@@ -41,6 +41,22 @@ NUMBER_KEY_MEANING = {
 }
 
 
+# A yes/no fact whose measurement supports both answers is recorded as the answers accepted,
+# "yes or no" (grader/checks/hw3_facts.py: accepted); shown so, beside "you reported: yes", it
+# read as a bug. Said in words instead, with why both are right where the reason is known.
+BOTH_ANSWERS = "either: yes or no, both are right here"
+BOTH_ANSWERS_WHY = {
+    ("hw3", "task4.all_gpus_utilised"):
+        "either: yes (each GPU holds layers) or no (only one computes at a time), both are right",
+    ("hw3", "task4.more_gpus_faster"):
+        "either: yes or no, both are right (the step times are too close to call)",
+    ("hw3", "task2.depth_improves_speed"):
+        "either: yes or no, both are right (the step times are too close to call)",
+    ("hw3", "task5.transfers_grow_with_gpus"):
+        "either: yes (N GPUs make N - 1 transfers) or no (your code's own counts), both are right",
+}
+
+
 @dataclass(frozen=True)
 class Row:
     task: str          # "Task 2", or the first key segment when it is not "taskN"
@@ -86,6 +102,14 @@ def format_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(format_value(v) for v in value)
     return str(value)
+
+
+def format_measured(value: Any, path: str = "", assignment: str = "") -> str:
+    """A measured value as format_value shows it, but the answers accepted for a yes/no fact
+    the measurement cannot decide ("yes or no") in words a student reads right."""
+    if isinstance(value, str) and sorted(w.strip().lower() for w in value.split(" or ")) == ["no", "yes"]:
+        return BOTH_ANSWERS_WHY.get((assignment, path), BOTH_ANSWERS)
+    return format_value(value)
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()):

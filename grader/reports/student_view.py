@@ -13,7 +13,8 @@ from pathlib import PurePath
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
-from grader.reports.measurements import comparison_rows, format_value, task_label
+from grader.reports.measurements import (comparison_rows, format_measured, format_value,
+                                         task_label)
 from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
 
 STATUS_WORDS = {
@@ -85,7 +86,8 @@ def assignment_view(assignment: Mapping[str, Any],
         "answer_notes": answer_notes(assignment.get("answers")),
         "review": review_note(assignment.get("integrity")),
         "rows": [{"task": r.task, "quantity": r.quantity, "path": r.path,
-                  "reported": format_value(r.reported), "measured": format_value(r.measured)}
+                  "reported": format_value(r.reported),
+                  "measured": format_measured(r.measured, r.path, str(assignment.get("id", "")))}
                  for r in rows],
         "conditions": measured_under(assignment.get("conditions"), hardware or {}) if rows else None,
     }
