@@ -36,7 +36,8 @@ from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held
 from grader.batch.printable import printable
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay, Rejected,
                                  UnpackLimits, check_zip_entry, display_name, extract_zip,
-                                 left_out_text, materialize_entry, size_text)
+                                 left_out_text, materialize_entry, size_text, zip_directory_size,
+                                 zip_entry_name)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -240,15 +241,43 @@ def _is_moodle(entry: Path) -> bool:
     return MOODLE_NAME.match(same_name(readable_text(entry.name))) is not None
 
 
-def discover(folder: Path, known: Sequence[Student] = ()) -> tuple[list[Submission], list[str]]:
+def moodle_download_participants(archive: Path, limits: UnpackLimits = UnpackLimits()) -> int:
+    """How many participants' submissions `archive` holds where it is a whole Moodle "download
+    all submissions" zip (every entry under a name of Moodle's, `Jane Doe_123_assignsubmission_
+    file_/...`, as its folders or its flat files); 0 for anything else (a student's upload, a
+    damaged zip). Read from its directory only: nothing is unpacked."""
+    if archive.is_symlink() or not archive.is_file() or archive.suffix.lower() != ".zip":
+        return 0
+    try:
+        directory = zip_directory_size(archive)
+        if directory is None or directory[0] > limits.max_listed * 10:
+            return 0
+        import zipfile
+        with zipfile.ZipFile(archive) as zf:
+            tops = {zip_entry_name(info).replace("\\", "/").split("/", 1)[0]
+                    for info in zf.infolist()}
+    except Exception:   # not a zip, or damaged: whoever unpacks it says what is wrong
+        return 0
+    tops -= {"", *JUNK_NAMES}
+    matches = [MOODLE_NAME.match(same_name(top)) for top in tops]
+    if not matches or not all(matches):
+        return 0
+    return len({match["pid"] for match in matches})
+
+
+def discover(folder: Path, known: Sequence[Student] = (),
+             skip: Sequence[Path] = ()) -> tuple[list[Submission], list[str]]:
     """Every student's submission in `folder`, sorted by key, and notes on what was ignored.
     `known`: the students of the gradebook so far; each keeps their key (a Moodle participant
     by id, whatever their name is now; anyone else by name), and a new student never takes a
-    key a known one has."""
+    key a known one has. `skip`: entries of `folder` that are no student's (whole Moodle
+    downloads the batch has said it leaves out)."""
     by_key: dict[str, Submission] = {}
     notes: list[str] = []
     found: list[tuple[Path, Student, str | None]] = []
     for entry in _entries(folder, notes):
+        if entry in skip:
+            continue
         identified = identify(entry)
         if identified is None:
             notes.append(f"ignored {shown_name(entry.relative_to(folder).as_posix())}: not a "

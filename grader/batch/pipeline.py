@@ -48,8 +48,10 @@ from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
-from grader.batch.inputs import (Prepared, Submission, UnpackLimits, assignments_in, discover,
-                                 prepare)
+from grader.batch.inputs import (METADATA_NAMES, Prepared, Submission, UnpackLimits, _is_note,
+                                 assignments_in, discover, moodle_download_participants, prepare,
+                                 shown_name)
+from grader.batch.unpack import JUNK_NAMES, Budget, Rejected, extract_zip, free_name
 from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
                                            worksheet_emails, write_moodle_worksheets)
 from grader.batch.people import people
@@ -193,7 +195,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     `stream`/`live`: where progress goes, and whether as a live display."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
-        raise BatchError(f"{submissions_dir} is not a folder")
+        _refuse_a_file(submissions_dir, options.limits)
     times = _load_times(submissions_dir, options.submission_times, options.timezone)
     try:
         rubrics = load_rubrics(options.rubrics_dir)
@@ -228,11 +230,15 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         if not options.dry_run:
             republish(book, out, rubrics)
         known = book.known_students()
-        found, notes = discover(submissions_dir, known)
+        downloads = _moodle_downloads(submissions_dir, out, options.limits)
+        found, notes = discover(downloads.folder, known, skip=downloads.skipped)
+        notes[:0] = downloads.notes
         progress = Progress(total=len(found), workers=options.workers, live=live,
                             **({"stream": stream} if stream is not None else {}))
         for note in notes:
             progress.note(note)
+        for warning in downloads.warnings:
+            progress.warn(warning)
         if given:
             graded_by, choice = {s.student.key: given for s in found}, []
         else:
@@ -305,6 +311,89 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         if copy is not None:
             copy.cleanup()
         lock.release()
+
+
+# Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
+# at each batch's start and end; no key starts with "_", so no grading's folder is named so).
+DOWNLOADS_FOLDER = "_moodle-downloads"
+
+
+def _refuse_a_file(path: Path, limits: UnpackLimits) -> None:
+    """SUBMISSIONS that is no folder: a whole Moodle download zip passes (the batch unzips it);
+    anything else is refused, saying what to do."""
+    if not path.exists():
+        raise BatchError(f"{path} is not a folder (nothing of that name exists): SUBMISSIONS is "
+                         "the folder of the uploads, e.g. Moodle's 'Download all submissions'")
+    if moodle_download_participants(path, limits):
+        return
+    if path.suffix.lower() == ".zip":
+        raise BatchError(f"{path} is a .zip file, not a folder, and not a whole Moodle download "
+                         "(no folder of Moodle's 'Name_<id>_assignsubmission_file_' in it): "
+                         f"SUBMISSIONS is a folder of uploads. Unzip it into a folder (unzip "
+                         f"'{path}' -d FOLDER) and give that folder, or, for one student's "
+                         "upload, put the zip in a folder of its own and give that folder")
+    raise BatchError(f"{path} is not a folder: SUBMISSIONS is the folder of the uploads "
+                     "(folders or .zip files, one per student, or Moodle's download)")
+
+
+@dataclass
+class _Downloads:
+    """What SUBMISSIONS is read as once the whole Moodle downloads in it are unzipped."""
+    folder: Path                                   # the folder discover() reads
+    skipped: list[Path] = field(default_factory=list)   # downloads left out (said)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> _Downloads:
+    """A whole Moodle download handed in as Moodle gives it (the zip of every participant's
+    folder) is read as the folder it is: unzipped into DIR/work/_moodle-downloads/<its name>/,
+    each participant an upload of its own, as if the instructor had unzipped it. Left zipped,
+    it had been graded as one student named after the zip, whose every participant's hw3.zip
+    was left out as a data file. Beside other uploads (a folder of student folders, or of
+    unzipped downloads) such a zip is left out, said, never graded as a student."""
+    if not submissions.is_dir():
+        zips = [submissions]
+        others: list[Path] = []
+    else:
+        entries = [entry for entry in sorted(submissions.iterdir())
+                   if not entry.name.startswith(".") and entry.name not in JUNK_NAMES]
+        zips = [entry for entry in entries if moodle_download_participants(entry, limits)]
+        others = [entry for entry in entries if entry not in zips and not _is_note(entry)
+                  and entry.name not in METADATA_NAMES]
+    if not zips:
+        return _Downloads(submissions)
+    if others:
+        return _Downloads(submissions, skipped=zips, warnings=[
+            f"{shown_name(z.name)} is a whole Moodle download ({moodle_download_participants(z, limits)} "
+            "participants' submission folders), beside other uploads in "
+            f"{shown_name(submissions.name)}/: not graded, neither as one student nor as its "
+            f"participants. Unzip it into a folder of its own (unzip '{z.name}' -d FOLDER) and "
+            "grade that folder, or put it alone (or with the other downloads' zips) in a folder"
+            for z in zips])
+    target = out / "work" / DOWNLOADS_FOLDER
+    target.mkdir(parents=True, exist_ok=True)
+    found = _Downloads(target)
+    for archive in zips:
+        participants = moodle_download_participants(archive, limits)
+        stem = shown_name(archive.name[:-4].strip()) or "download"
+        place = free_name(target / stem.replace("/", "_"))
+        # Each participant's upload is checked with the usual limits once unpacked from it.
+        whole = dataclasses.replace(limits, max_total_bytes=limits.max_total_bytes * participants,
+                                    max_files=limits.max_files * participants,
+                                    max_listed=limits.max_listed * participants,
+                                    max_depth=limits.max_depth + 1)
+        try:
+            extract_zip(archive, place, Budget(whole))
+        except Rejected as problem:
+            raise BatchError(f"{archive}: a whole Moodle download of {participants} participants "
+                             f"that cannot be unzipped ({problem}); unzip it by hand into a "
+                             "folder and grade that folder") from None
+        found.notes.append(f"{shown_name(archive.name)} is a whole Moodle download: unzipped into "
+                           f"{place.relative_to(out).as_posix()}/ (removed when the batch ends) "
+                           f"and each of its {participants} participants graded as an upload, as "
+                           "if it had been unzipped into a folder")
+    return found
 
 
 def _copy_of_gradebook(path: Path, folder: Path) -> Path:

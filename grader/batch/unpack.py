@@ -35,6 +35,7 @@ import re
 import stat
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -314,6 +315,48 @@ def is_link_entry(info: zipfile.ZipInfo) -> bool:
     return stat.S_IFMT(info.external_attr >> 16) == stat.S_IFLNK
 
 
+UNICODE_PATH_EXTRA = 0x7075   # Info-ZIP's Unicode Path extra field
+UTF8_FLAG = 0x800
+
+
+def zip_entry_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name as its maker meant it. An entry without the UTF-8 flag is read by
+    zipfile as CP437, but Info-ZIP and most tools write the system's UTF-8 bytes there
+    (`Kodutöö 3/` had become `Kodut├╢├╢ 3/`): its Unicode Path extra field (0x7075) is used
+    where its checksum matches the stored name, else the stored bytes where they are valid
+    UTF-8, else the CP437 reading."""
+    if info.flag_bits & UTF8_FLAG:
+        return info.filename
+    try:
+        raw = info.orig_filename.encode("cp437")
+    except UnicodeEncodeError:      # read with another metadata_encoding: keep it
+        return info.filename
+    extra, at = info.extra or b"", 0
+    while at + 4 <= len(extra):
+        tag, size = struct.unpack("<HH", extra[at:at + 4])
+        data = extra[at + 4:at + 4 + size]
+        if tag == UNICODE_PATH_EXTRA and len(data) >= 5 and data[0] == 1 \
+                and struct.unpack("<I", data[1:5])[0] == zlib.crc32(raw):
+            try:
+                return _as_zipfile_names(info, data[5:].decode("utf-8"))
+            except UnicodeDecodeError:
+                break
+        at += 4 + size
+    if raw.isascii():
+        return info.filename
+    try:
+        return _as_zipfile_names(info, raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return info.filename
+
+
+def _as_zipfile_names(info: zipfile.ZipInfo, name: str) -> str:
+    """`name` as zipfile would have made it of the stored one (a folder's trailing "/")."""
+    if info.filename.endswith("/") and not name.endswith("/"):
+        name += "/"
+    return name
+
+
 def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | None = None) -> list[str]:
     """The safe relative path parts of one entry; Rejected for anything unsafe (its compression
     is `check_method`'s, once what may be left out is known). A symbolic link passes once its
@@ -473,6 +516,7 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     with zf:
         entries = []
         for info in zf.infolist():
+            info.filename = zip_entry_name(info)   # zipfile opens it by orig_filename
             parts = check_zip_entry(info, label, limits)
             if not parts or any(p in JUNK_NAMES for p in parts):
                 continue

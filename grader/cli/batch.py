@@ -148,14 +148,25 @@ def run(options) -> int:
     except (BatchError, ValueError) as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2
-    for line in summary.assignment_choice:
-        print(line)
+    if not _same_place_as_progress():   # said once: the progress already showed it there
+        for line in summary.assignment_choice:
+            print(line)
     if options.dry_run:
         print("\n".join(summary.plan))
         _print_a_job_script(Path(options.out))
         return 0
     print(f"gradebook: {summary.gradebook}\ngrades:    {summary.grades_csv}")
     return 1 if summary.failed else 0
+
+
+def _same_place_as_progress() -> bool:
+    """Whether stdout goes where the progress (stderr) went: a terminal, or one log of both
+    (`> log 2>&1`), where the choice of assignments the progress began with is not said again."""
+    import os
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno()))
+    except (OSError, ValueError, AttributeError):   # streams that are no files (a test's)
+        return False
 
 
 def _print_a_job_script(out: Path) -> None:
