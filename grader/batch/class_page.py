@@ -212,13 +212,14 @@ def _distributions(runs: list[CurrentRun], order: list[str],
             continue
         numbers = {}
         for a in columns:
-            cell = row[header.index(a)]
-            if cell.strip():
-                numbers[a] = float(cell)
-                cells[a].append((person, numbers[a]))
+            number = _number(row[header.index(a)])
+            if number is not None:
+                numbers[a] = number
+                cells[a].append((person, number))
             else:
                 empty[a][_why_empty(person, a)] += 1
         total = row[header.index("Total")].strip() if "Total" in header else ""
+        total = "" if _number(total) is None else total
         if total and len(numbers) == len(columns):
             totals.append((float(total), sum(_max_of(person, a, maxima) for a in columns)))
         elif total:
@@ -239,6 +240,14 @@ def _distributions(runs: list[CurrentRun], order: list[str],
         entry["incomplete"] = len(persons) - len(totals) - len(partial)
         out.append(entry)
     return out
+
+
+def _number(cell: str) -> float | None:
+    """A cell of grades.csv as a number, None where it holds none (empty)."""
+    try:
+        return float(cell) if cell.strip() else None
+    except ValueError:
+        return None
 
 
 def _statistics(ident: str, label: str, scores: list[float], top: float,
