@@ -3,8 +3,10 @@
 Every student (one row per person: their uploads of several Moodle assignments together,
 grader/batch/people.py) with their score per assignment, status, and links to their report and
 instructor view; what needs a person (uploads for a person, override problems, names shared
-by uploads kept apart, submissions held for review, reports to read); score histograms per
-assignment (and for the students' totals when there is more than one assignment), the pass
+by uploads kept apart, submissions held for review, reports to read, reports not handed in
+as the handout asks); the score distribution of grades.csv's own numbers (per assignment over
+the cells holding a number, the empty ones counted with why; the total over the students with
+every assignment) with its histograms, the pass
 rate of every check (worst first), the most common failures with one example feedback each
 and the item id an override needs, HW3's step time
 against DEPTH across the class (median with min-max spread), the gradings that did not end in
