@@ -403,6 +403,23 @@ _EXTENDING_METHODS = frozenset({"extend", "update", "extendleft"})
 _VALUE, _ELEMENT, _NESTED, _IMPORT, _ARGUMENT, _PACKED = (
     "value", "element", "nested", "import", "argument", "packed")
 _KEYED = "keyed"   # handed by `**mapping`: the mapping's value under the parameter's name
+# Calls that run a function they are handed (by the last part of the name called, wherever it
+# comes from: a pool's, an executor's, an event loop's method, a builtin, threading's class):
+# `name(function, *arguments, **keywords)`, the function's position ...
+_RUNNING = {"submit": 0, "to_thread": 0, "register": 0, "run": 0, "call_soon": 0,
+            "call_soon_threadsafe": 0, "run_in_executor": 1, "call_later": 1, "call_at": 1,
+            "partial": 0, "partialmethod": 0}
+# ... `name(function, arguments, keywords)` with the arguments packed (a tuple, a dict) ...
+_RUNNING_PACKED = {"apply": 0, "apply_async": 0, "start_new_thread": 0, "start_new": 0,
+                   "Timer": 1, "Thread": 1, "Process": 1}
+# ... (Thread's and Process's own order: group, target, name, args, kwargs) ...
+_PACKED_AT = {"Thread": 3, "Process": 3}
+# ... `name(function, iterable, ...)`: each call handed an element of each iterable ...
+_MAPPING = frozenset({"map", "imap", "imap_unordered", "map_async", "filter"})
+# ... or the elements of an element of one (`itertools.starmap`).
+_STARMAPPING = frozenset({"starmap", "starmap_async"})
+_PARTIALS = frozenset({"partial", "partialmethod"})
+_CONSTRUCTORS = ("__new__", "__init__")
 
 
 class Containers:
@@ -422,6 +439,9 @@ class Containers:
     MAX_DEPTH = 12
     MAX_FOUND = 256
     MAX_STEPS = 4000     # of one question: names bound to subscripts of names... stop there
+    MAX_ROUNDS = 4       # of functions handed to functions handed to functions ...
+    MAX_RUNS_DEPTH = 8   # of what a name runs: a name bound to a name bound to a partial ...
+    MAX_RUNS = 4000      # steps of reading what one call runs
 
     def __init__(self, tree: ast.AST, scopes: Scopes | None = None):
         self.scopes = scopes or Scopes(tree)
@@ -434,6 +454,9 @@ class Containers:
         self.extended: dict[tuple, list] = {}    # variable -> containers whose elements it takes
         self.functions: dict[tuple, list] = {}   # (id(scope), name) -> the functions bound so
         self.methods: dict[str, list] = {}       # name -> the functions a class body defines so
+        self.classes: dict[tuple, list] = {}     # (id(scope), name) -> the classes bound so
+        self.budget = self.MAX_RUNS               # of the reading of what one call runs
+        self._consulted: set[int] = set()         # ... and the functions whose calls it read
         calls = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
@@ -477,11 +500,42 @@ class Containers:
                 self.functions.setdefault((id(home), node.name), []).append(node)
                 if isinstance(home, ast.ClassDef):
                     self.methods.setdefault(node.name, []).append(node)
-        self.calls_to: dict[int, list] = {}      # id(function) -> (a call of it, its shift)
-        for call in calls:
-            for function, shift in self.callees(call):
-                self.calls_to.setdefault(id(function), []).append((call, shift))
+            elif isinstance(node, ast.ClassDef):
+                self.classes.setdefault((id(self.scopes.of(node)), node.name), []).append(node)
+        self.stable = stable_imports(tree)
         self._returns: dict[int, list] = {}
+        # The calls a function handed on is given (`map(patch, [...])`, `Thread(target=patch,
+        # args=(...))`, `partial(patch, ...)`, `executor.submit(patch, ...)`, `model.apply(
+        # patch)`): each made here as the call it makes, and kept (their ids are theirs).
+        self.handed_calls = [made for call in calls for made in self._hand_offs(call)]
+        self.calls_to: dict[int, list] = {}      # id(function) -> (a call of it, its shift)
+        # A function handed to a parameter and called through it (`def each(fn, x): fn(x)`) is
+        # known once the calls of the parameter's function are: those calls are read again,
+        # until nothing more is found (what a call runs only grows with calls_to).
+        fixed: dict[int, list] = {}      # of the calls that run what they run whatever else
+        dynamic: dict[int, tuple] = {}   # id(call) -> (call, the functions read, what it runs)
+        pending, before = calls + self.handed_calls, {}   # (calls per function a round earlier)
+        for _round in range(self.MAX_ROUNDS):
+            calls_to = {key: list(value) for key, value in fixed.items()}
+            for call in pending:
+                entry = dynamic.get(id(call))
+                if entry is not None and all(len(self.calls_to.get(key, ())) == before.get(key, 0)
+                                             for key in entry[1]):
+                    runs = entry[2]   # nothing it reads found more calls
+                else:
+                    self._consulted = set()
+                    runs = self.callees(call)
+                    if self._consulted:
+                        dynamic[id(call)] = (call, self._consulted, runs)
+                for function, shift in runs:
+                    calls_to.setdefault(id(function), []).append((call, shift))
+                    if id(call) not in dynamic:
+                        fixed.setdefault(id(function), []).append((call, shift))
+            before = {key: len(value) for key, value in self.calls_to.items()}
+            grown = any(len(value) != before.get(key, 0) for key, value in calls_to.items())
+            self.calls_to, pending = calls_to, [entry[0] for entry in dynamic.values()]
+            if not dynamic or not grown:
+                break
         self._synthetic: dict[tuple, ast.Attribute] = {}   # chains made here, kept alive
         self._fresh()
 
@@ -553,33 +607,139 @@ class Containers:
     def callees(self, call: ast.Call) -> list[tuple[ast.AST, int]]:
         """The functions (and lambdas) of the file a call can run, each with its shift: how
         many of its first positional parameters the call does not hand (a bound method's
-        `self`). By the name called in its scope (or a name bound to such a function or to a
-        lambda); a method by its name, whatever it is called on."""
-        function = call.func
-        if isinstance(function, ast.Lambda):
-            return [(function, 0)]
-        if isinstance(function, ast.Name):
-            key = self._variable(function)
+        `self`, a constructor's, what a `functools.partial` binds). By the name called in its
+        scope (or a name bound to such a function, to a lambda, to a partial of one, to a class:
+        its `__init__` or `__new__`, or a parameter handed one); a method by its name, whatever
+        it is called on; a function a function of the file returns (a closure)."""
+        self.budget = self.MAX_RUNS
+        return self._runs(call.func, 0, set())
+
+    def _runs(self, node: ast.AST, depth: int, seen: set) -> list[tuple[ast.AST, int]]:
+        """What calling `node` runs (see callees)."""
+        self.budget -= 1
+        if depth > self.MAX_RUNS_DEPTH or id(node) in seen or self.budget < 0:
+            return []
+        seen.add(id(node))
+        if isinstance(node, ast.Lambda):
+            return [(node, 0)]
+        if isinstance(node, ast.Name):
+            key = self._variable(node)
             found = [(f, 0) for f in self.functions.get(key, [])]
+            for cls in self.classes.get(key, []):
+                found += [(f, 1) for f in self._constructors(cls, set())]
             for kind, value in self.variables.get(key, []):
-                if kind == _VALUE and isinstance(value, ast.Lambda):
-                    found.append((value, 0))
-                elif kind == _VALUE and isinstance(value, ast.Name):   # `g = patch; g(...)`
-                    found += [(f, 0) for f in self.functions.get(
-                        self._variable(value), [])]
+                if kind == _VALUE:   # `g = patch`, `g = lambda ...`, `g = partial(patch, x)`
+                    found += self._runs(value, depth + 1, seen)
+                elif kind == _ELEMENT and isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+                    for element in value.elts:   # `for fn in (patch, other): fn(...)`
+                        found += self._runs(element, depth + 1, seen)
+                elif kind == _ARGUMENT:   # `def each(fn, x): fn(x)` called as each(patch, ..)
+                    self._consulted.add(id(value))
+                    for call, shift in self.calls_to.get(id(value), []):
+                        for how, given in self._given(call, value, shift, node.id):
+                            if how == _VALUE:
+                                found += self._runs(given, depth + 1, seen)
             return found
-        if not isinstance(function, ast.Attribute):
+        if isinstance(node, ast.Call):
+            function = node.func
+            called = function.id if isinstance(function, ast.Name) else \
+                function.attr if isinstance(function, ast.Attribute) else None
+            if called in _PARTIALS or (resolve(function, self.stable) or "").rpartition(".")[2] \
+                    in _PARTIALS:
+                if not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+                    return []   # (its own call hands what it binds: _hand_offs)
+                bound = len(node.args) - 1
+                return [(f, shift + bound)
+                        for f, shift in self._runs(node.args[0], depth + 1, seen)]
+            found = []   # `make()(...)` of a `def make(): ... return inner`
+            for function, _shift in self._runs(function, depth + 1, seen):
+                if getattr(function, "name", None) in _CONSTRUCTORS:
+                    continue
+                for value in self.returns(function):
+                    found += self._runs(value, depth + 1, seen)
+            return found
+        if not isinstance(node, ast.Attribute):
             return []
         found = []
-        for method in self.methods.get(function.attr, []):
+        for method in self.methods.get(node.attr, []):
             decorators = {d.id for d in method.decorator_list if isinstance(d, ast.Name)}
-            through_class = isinstance(function.value, ast.Name) and \
-                function.value.id == self.scopes.of(method).name
+            through_class = isinstance(node.value, ast.Name) and \
+                node.value.id == self.scopes.of(method).name
             if "staticmethod" in decorators or through_class and "classmethod" not in decorators:
                 found.append((method, 0))   # `Net.patch(obj, ...)` hands its `self` too
             else:
                 found.append((method, 1))
         return found
+
+    def _constructors(self, cls: ast.ClassDef, seen: set) -> list[ast.AST]:
+        """What calling a class of the file runs with the arguments it is handed: its
+        `__new__` and `__init__`, or where it defines neither, those of its bases of the file."""
+        if id(cls) in seen:
+            return []
+        seen.add(id(cls))
+        found = [statement for statement in cls.body
+                 if isinstance(statement, _FUNCTIONS) and statement.name in _CONSTRUCTORS]
+        if found:
+            return found
+        for base in cls.bases:
+            if isinstance(base, ast.Name):
+                for other in self.classes.get(self._variable(base), []):
+                    found += self._constructors(other, seen)
+        return found
+
+    def _hand_offs(self, call: ast.Call) -> list[ast.Call]:
+        """The calls `call` makes of a function it is handed (see _RUNNING ...), each as a call
+        of that function with what it hands it: `map(f, xs)` as `f(xs[0])`, `Thread(target=f,
+        args=a, kwargs=k)` as `f(*a, **k)`, `partial(f, x)` as `f(x)`, `executor.submit(f, x)`
+        as `f(x)`, `model.apply(f)` as `f(model)` (nn.Module.apply hands the module itself)."""
+        function, arguments = call.func, call.args
+        called = function.id if isinstance(function, ast.Name) else \
+            function.attr if isinstance(function, ast.Attribute) else None
+        full = resolve(function, self.stable)
+        last = full.rpartition(".")[2] if full else called
+        if last is None:
+            return []
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        plain = not any(isinstance(a, ast.Starred) for a in arguments)
+        made = []
+
+        def make(runs, given=(), named=()):
+            if isinstance(runs, ast.Starred):
+                return
+            made.append(ast.copy_location(ast.Call(func=runs, args=list(given),
+                                                   keywords=list(named)), call))
+
+        def packed(positional, keyed):
+            given = [ast.Starred(value=positional, ctx=ast.Load())] \
+                if positional is not None else []
+            named = [ast.keyword(arg=None, value=keyed)] if keyed is not None else []
+            return given, named
+
+        def argument(index, *names):
+            if plain and index < len(arguments):
+                return arguments[index]
+            return next((keywords[n] for n in names if n in keywords), None)
+
+        def element(iterable):
+            return ast.Subscript(value=iterable, slice=ast.Constant(value=0), ctx=ast.Load())
+
+        if "target" in keywords:   # threading.Thread, multiprocessing.Process, a class of theirs
+            make(keywords["target"], *packed(keywords.get("args"), keywords.get("kwargs")))
+        if last in _RUNNING_PACKED and plain and len(arguments) > _RUNNING_PACKED[last]:
+            at = _RUNNING_PACKED[last]
+            after = _PACKED_AT.get(last, at + 1)
+            make(arguments[at], *packed(argument(after, "args"),
+                                        argument(after + 1, "kwargs", "kwds")))
+        if last == "apply" and isinstance(function, ast.Attribute) and arguments:
+            make(arguments[0], [function.value])   # nn.Module.apply(fn): fn(module)
+        if last in _MAPPING and plain and arguments:
+            make(arguments[0], [element(iterable) for iterable in arguments[1:]])
+        if last in _STARMAPPING and plain and len(arguments) > 1:
+            make(arguments[0], [ast.Starred(value=element(arguments[1]), ctx=ast.Load())])
+        if last in _RUNNING and len(arguments) > _RUNNING[last]:
+            at = _RUNNING[last]
+            make(arguments[at], arguments[at + 1:], call.keywords)
+        return made
 
     def _given(self, call: ast.Call, function: ast.AST, shift: int,
                parameter: str) -> list[tuple[str, ast.AST]]:
@@ -776,8 +936,9 @@ class Containers:
                 self._elements(arguments[0], depth + 1, seen, found)
             elif isinstance(function, ast.Attribute) and function.attr in _ELEMENT_METHODS:
                 self._elements(function.value, depth + 1, seen, found)
-            else:
-                self._returned(node, depth, seen, found)
+            # (and what a function or method of the file so named returns: `holder.get()` of
+            # a class with a `def get(self): return torch.Tensor`)
+            self._returned(node, depth, seen, found)
         for value in more:
             self._candidates(value, depth + 1, seen, found)
 
@@ -786,8 +947,8 @@ class Containers:
         attribute chain on one (`return m.Tensor`), the chain on what this call hands it (its
         default where the call hands none); anything else as it is read."""
         for function, shift in self.callees(call):
-            if function in self.methods.get(getattr(function, "name", None), ()):
-                continue   # a method, by its name on anything: not read so
+            if getattr(function, "name", None) == "__init__":
+                continue   # a class called: the object it makes, not what __init__ returns
             for value in self.returns(function):
                 root, attributes = value, ()
                 while isinstance(root, ast.Attribute):
@@ -797,6 +958,7 @@ class Containers:
                         key in self.variables and key not in self.rebound):
                     self._candidates(value, depth + 1, seen, found)
                     continue
+                found.append(value)   # (as written too: `return self.T`, read by its name)
                 given = self._given(call, function, shift, root.id) or [
                     (_VALUE, default) for name, default in parameter_defaults(function.args)
                     if name == root.id]

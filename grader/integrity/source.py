@@ -955,9 +955,13 @@ class _Visitor(ast.NodeVisitor):
                                                                ast.IfExp, ast.BoolOp,
                                                                ast.NamedExpr, ast.Attribute)) \
                 else []
-            if not owners and isinstance(base, ast.Attribute):
-                held_in = self.attribute_owner(base.attr)   # `self.F.linear = f`
-                owners = [held_in] if held_in else []
+            if not owners and isinstance(base, (ast.Attribute, ast.Call, ast.Name)):
+                # `self.F.linear = f`; `holder.get().cpu = f` of a `def get(self): return
+                # self.T` where `self.T = T` was handed torch.Tensor
+                held_in = [self.attribute_owner(candidate.attr)
+                           for candidate in self.containers.candidates(base)
+                           if isinstance(candidate, ast.Attribute)]
+                owners = [owner for owner in held_in if owner]
             for owner in dict.fromkeys(owners):
                 self.assigned_to(node, f"{owner}.{name}")
             return

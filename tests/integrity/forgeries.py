@@ -504,4 +504,52 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
             "torch.Tensor and a method's name in a loop over pairs, set with setattr",
             "for _T, _name in [(torch.Tensor, 'cpu')]:\n"
             "    setattr(_T, _name, lambda self: self)\n"),
+    # The known limits' routes left after that: torch's objects handed to a function the file
+    # only passes on (map, a thread, an executor, functools.partial, an apply of its own, a
+    # parameter it is called through), to a class's __init__, and returned by a method
+    Forgery("tensor_method_replaced_by_a_function_handed_to_map",
+            "a function that replaces a method of what it is handed, mapped over [torch.Tensor]",
+            "def _patch(T):\n    T.cpu = lambda self: self\n\n\n"
+            "list(map(_patch, [torch.Tensor]))\n"),
+    Forgery("tensor_method_replaced_by_a_thread_target",
+            "threading.Thread runs a function that replaces a method of its argument, handed "
+            "torch.Tensor in args",
+            "import threading as _th\n\n\ndef _patch(T):\n    T.cpu = lambda self: self\n\n\n"
+            "_t = _th.Thread(target=_patch, args=(torch.Tensor,))\n_t.start()\n_t.join()\n"),
+    Forgery("tensor_method_replaced_by_a_partial",
+            "functools.partial binds torch.Tensor to a function that replaces one of its methods",
+            "import functools as _ft\n\n\ndef _patch(T):\n    T.cpu = lambda self: self\n\n\n"
+            "_go = _ft.partial(_patch, torch.Tensor)\n_go()\n"),
+    Forgery("tensor_method_replaced_by_a_task_submitted_to_an_executor",
+            "a ThreadPoolExecutor runs a setattr helper handed torch.Tensor",
+            "import concurrent.futures as _cf\n\n\ndef _patch(T):\n"
+            "    setattr(T, 'cpu', lambda self: self)\n\n\n"
+            "with _cf.ThreadPoolExecutor(1) as _ex:\n    _ex.submit(_patch, torch.Tensor).result()\n"),
+    Forgery("tensor_method_replaced_by_a_function_its_own_apply_calls",
+            "a class of the script's own has an apply(fn) that calls fn with torch.Tensor, and is "
+            "handed a function that replaces a method of its argument",
+            "def _patch(T):\n    T.cpu = lambda self: self\n\n\n"
+            "class _Hub:\n    def apply(self, fn):\n        fn(torch.Tensor)\n        return self\n\n\n"
+            "_Hub().apply(_patch)\n"),
+    Forgery("tensor_method_replaced_by_a_function_called_through_a_parameter",
+            "a helper calls the function it is handed with each of its other arguments, "
+            "torch.Tensor among them",
+            "def _patch(T):\n    T.cpu = lambda self: self\n\n\n"
+            "def _each(fn, *things):\n    for thing in things:\n        fn(thing)\n\n\n"
+            "_each(_patch, torch.Tensor)\n"),
+    Forgery("tensor_method_replaced_in_init",
+            "a class's __init__ replaces a method of its argument, made with torch.Tensor",
+            "class _Patcher:\n    def __init__(self, T):\n        T.cpu = lambda self: self\n\n\n"
+            "_Patcher(torch.Tensor)\n"),
+    Forgery("tensor_method_replaced_through_what_init_kept",
+            "__init__ keeps its argument, torch.Tensor, and a later method replaces one of its "
+            "methods through self",
+            "class _Patcher:\n    def __init__(self, T):\n        self.T = T\n\n"
+            "    def go(self):\n        self.T.cpu = lambda s: s\n\n\n"
+            "_Patcher(torch.Tensor).go()\n"),
+    Forgery("tensor_method_replaced_on_what_a_method_returns",
+            "a method of the script's own class returns torch.Tensor, one of whose methods is "
+            "replaced on what it returns",
+            "class _Lookup:\n    def get(self):\n        return torch.Tensor\n\n\n"
+            "_x = _Lookup().get()\n_x.cpu = lambda s: s\n"),
 ]

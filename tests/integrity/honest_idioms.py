@@ -470,6 +470,94 @@ ROUND_SIX = [
 ]
 IDIOMS += ROUND_SIX
 
+# Functions handed on (to nn.Module.apply, map, a thread, an executor, functools.partial), a
+# class's __init__ and what functions and methods return are read as what they are handed: the
+# honest forms hand them the student's own models, layers and data, and set fields on those.
+ROUND_SEVEN = [
+    Idiom("weights_initialised_through_model_apply", P5,
+          "class _Init7(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+          "        self.fc = nn.Linear(4, 4)\n        self.apply(self._init_weights)\n\n"
+          "    def _init_weights(self, module):\n        if isinstance(module, nn.Linear):\n"
+          "            module.weight.data.normal_(mean=0.0, std=0.02)\n"
+          "            module.bias.data = torch.zeros_like(module.bias)\n\n\n"
+          "def _init_weights7(m):\n    if isinstance(m, nn.Linear):\n"
+          "        nn.init.xavier_uniform_(m.weight)\n        m.bias.data.fill_(0.01)\n"
+          "        m.initialised = True\n\n\n"
+          "_net7 = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))\n"
+          "_net7.apply(_init_weights7)\n_Init7().apply(_init_weights7)\n"),
+    Idiom("workers_in_threads_and_an_executor", P5,
+          # (no forward pass or optimizer step at import: the practical's checks count the
+          # forward passes of threads as DataParallel's replicas, and its steps)
+          "import concurrent.futures as _cf7\nimport threading as _th7\n\n\n"
+          "class _Out7:\n    pass\n\n\n"
+          "def _worker7(model, data, out):\n    model.eval()\n"
+          "    out.rows = len(data)\n    model.last_batch = len(data)\n\n\n"
+          "def _evaluate7(model, batch):\n    model.evaluated = True\n"
+          "    return tuple(batch.shape)\n\n\n"
+          "def _tag7(layer):\n    layer.tagged = True\n    return layer\n\n\n"
+          "_model7, _out7 = nn.Linear(4, 4), _Out7()\n"
+          "_thread7 = _th7.Thread(target=_worker7, args=(_model7, torch.zeros(2, 4), _out7))\n"
+          "_thread7.start()\n_thread7.join()\n"
+          "with _cf7.ThreadPoolExecutor(max_workers=2) as _pool7:\n"
+          "    _first7 = _pool7.submit(_evaluate7, _model7, torch.zeros(2, 4)).result()\n"
+          "    _all7 = list(_pool7.map(_evaluate7, [_model7], [torch.zeros(2, 4)]))\n"
+          "_tagged7 = list(map(_tag7, nn.Sequential(nn.Linear(2, 2), nn.ReLU()).children()))\n"),
+    Idiom("training_step_bound_by_partial", P5,
+          "import functools as _ft7\n\n\n"
+          "def _train7(model, epochs, device=torch.device('cpu')):\n    model.train()\n"
+          "    model.epochs_done = epochs\n    return model.to(device)\n\n\n"
+          "_step7 = _ft7.partial(_train7, nn.Linear(4, 4))\n_step7(2)\n"
+          "_ft7.partial(_train7, epochs=1)(nn.Linear(2, 2))\n"),
+    Idiom("trainer_keeping_its_model_optimizer_and_loss", P5,
+          "class _Trainer7:\n"
+          "    def __init__(self, model, optim_cls=torch.optim.SGD, loss_fn=nn.functional.mse_loss,"
+          " lr=0.1):\n        self.model = model\n        self.optim_cls = optim_cls\n"
+          "        self.optimizer = optim_cls(model.parameters(), lr=lr)\n"
+          "        self.loss_fn = loss_fn\n        self.device = torch.device('cpu')\n\n"
+          "    def step(self, x, y):\n        self.model.train()\n"
+          "        self.optimizer.zero_grad()\n"
+          "        loss = self.loss_fn(self.model(x), y)\n        loss.backward()\n"
+          "        self.optimizer.step()\n        self.model.weight.requires_grad = True\n"
+          "        self.last_loss = loss.item()\n        return loss\n\n"
+          "    def get_model(self):\n        return self.model\n\n\n"
+          "_trainer7 = _Trainer7(nn.Linear(4, 4), torch.optim.Adam, nn.functional.l1_loss)\n"
+          "_trainer7.get_model().bias.data = torch.zeros(4)\n"
+          "_kept7 = _trainer7.get_model()\n_kept7.weight.data = torch.eye(4)\n"),
+    Idiom("helpers_returning_models_layers_and_devices", P5,
+          "import train_utils7 as _tu7\nfrom train_utils7 import get_device as _get_device7\n\n\n"
+          "def _make_layer7(n, cls=nn.Linear):\n    layer = cls(n, n)\n"
+          "    layer.weight.data = torch.eye(n)\n    return layer\n\n\n"
+          "class _Builder7:\n    def head(self):\n        return nn.Linear(4, 2)\n\n"
+          "    def kind(self):\n        return nn.Linear\n\n\n"
+          "_layer7 = _make_layer7(4)\n_layer7.bias.data = torch.zeros(4)\n"
+          "_head7 = _Builder7().head()\n_head7.bias.data = torch.zeros(2)\n"
+          "_Builder7().head().weight.data = torch.zeros(2, 4)\n"
+          "_fresh7 = _Builder7().kind()(2, 2)\n_fresh7.bias.data = torch.zeros(2)\n"
+          "_helper_model7 = _tu7.build_model()\n_helper_model7.fc.bias.data = torch.zeros(2)\n"
+          "_device7 = _get_device7()\n_tensor7 = _tu7.make_batch().to(_device7)\n",
+          notes=("helper_module",),
+          extra_files={"practical5/train_utils7.py":
+                       "import torch\nimport torch.nn as nn\n\n\n"
+                       "class SmallNet(nn.Module):\n    def __init__(self):\n"
+                       "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+                       "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+                       "def build_model():\n    model = SmallNet()\n"
+                       "    model.fc.weight.data = torch.zeros(2, 4)\n    return model\n\n\n"
+                       "def get_device():\n    return torch.device('cpu')\n\n\n"
+                       "def make_batch():\n    return torch.zeros(2, 4)\n"}),
+    Idiom("torch_handed_on_to_functions_that_only_read_it", P5,
+          "import functools as _ft8\nimport threading as _th8\n\n\n"
+          "def _seed8(T):\n    T.manual_seed(0)\n\n\n"
+          "def _flags8(T):\n    T.backends.cudnn.benchmark = False\n\n\n"
+          "def _count8(cuda):\n    return cuda.device_count()\n\n\n"
+          "class _Ops8:\n    def __init__(self, F):\n        self.F = F\n\n"
+          "    def act(self, x):\n        return self.F.relu(x)\n\n\n"
+          "_seeding8 = _th8.Thread(target=_seed8, args=(torch,))\n_seeding8.start()\n"
+          "_seeding8.join()\n_counts8 = list(map(_count8, [torch.cuda]))\n"
+          "_ft8.partial(_flags8, torch)()\n_Ops8(nn.functional).act(torch.zeros(2))\n"),
+]
+IDIOMS += ROUND_SEVEN
+
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:
 # label -> (the files its idioms are in, their group). Objects of the student's own are
