@@ -16,7 +16,7 @@ def slurm_cluster():
     if os.geteuid() != 0:
         pytest.skip("SLURM tests start slurmctld/slurmd as root and munged as the munge user: run as root")
     saved = os.environ.get("SLURM_CONF")
-    with SlurmCluster(gpus=4, cpus=8, partition="gpu") as cluster:
+    with SlurmCluster(gpus=4, cpus=32, partition="gpu") as cluster:
         os.environ.update(cluster.env)       # sbatch/scontrol/scancel of the backend find it
         try:
             yield cluster

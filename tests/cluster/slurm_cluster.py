@@ -1,7 +1,10 @@
 """A real single-node SLURM cluster for tests: munged (as the munge user), slurmctld and
 slurmd (as root), every state/spool/log/pid path in one temporary folder, free ports, and a
 node that declares `Gres=gpu:4` backed by fake character devices (`mknod c 1 3`, as
-/dev/null), so `--gres=gpu:N` jobs get CUDA_VISIBLE_DEVICES without any GPU.
+/dev/null), so `--gres=gpu:N` jobs get CUDA_VISIBLE_DEVICES without any GPU. The node also
+declares more cores and memory than the machine has (`SlurmdParameters=config_overrides`),
+as a GPU node would: the batch's jobs ask for 4 cores and 26G each by default (what a
+grading may use), and CR_CPU counts the cores only, so memory is checked, never consumed.
 
 Timing is tuned for tests: the scheduler runs on every submit/finish and at least every
 second; KillWait is short so a timed-out or cancelled job finishes quickly.
@@ -54,8 +57,10 @@ class ClusterError(RuntimeError):
 
 
 class SlurmCluster:
-    def __init__(self, gpus: int = 4, cpus: int = 8, partition: str = "gpu"):
+    def __init__(self, gpus: int = 4, cpus: int = 32, partition: str = "gpu",
+                 memory_mib: int = 128 * 1024):
         self.gpus, self.cpus, self.partition = gpus, cpus, partition
+        self.memory_mib = memory_mib
         self.node = socket.gethostname().split(".")[0]
         self.root: Path | None = None
         self.processes: list[subprocess.Popen] = []
@@ -159,7 +164,7 @@ KillWait=2
 OverTimeLimit=0
 MinJobAge=600
 SlurmdParameters=config_overrides
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus}{gres} State=UNKNOWN
+NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={self.memory_mib}{gres} State=UNKNOWN
 PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
 """
 
