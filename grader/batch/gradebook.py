@@ -309,6 +309,22 @@ class Gradebook:
                 self.db.execute("UPDATE students SET email = ? WHERE participant_id = ?",
                                 (storable(email), pid))
 
+    def setting(self, name: str) -> Any:
+        """What an earlier batch was given and later ones keep (`kept_setting`), or None."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", ("batch:" + name,)).fetchone()
+        try:
+            return json.loads(row[0]) if row else None
+        except ValueError:
+            return None
+
+    def keep_setting(self, name: str, value: Any) -> None:
+        """Keep what this batch was given (the class overrides, a Moodle worksheet) for the
+        batches given none (in meta: no schema change)."""
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            ("batch:" + name, json.dumps(storable(value), ensure_ascii=False,
+                                                         sort_keys=True, default=str)))
+
     def known_students(self) -> list[Student]:
         """Every student graded so far, as they were last seen: discover() keeps their keys."""
         return [Student(key, name, participant_id) for key, name, participant_id in

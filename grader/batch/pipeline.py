@@ -59,7 +59,7 @@ from grader.batch.progress import Progress
 from grader.batch.similarity import code_fingerprints
 from grader.batch.published import note_shared_answers, publish_run, republish
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
-from grader.batch.submission_times import SubmissionTimes, SubmissionTimesError
+from grader.batch.submission_times import SubmissionTimes, SubmissionTimesError, TimesFiles
 from grader.common.text import last_line_suffix
 from grader.reports.formatting import format_points
 from grader.grading import RESULT_FILE, RawRun, RawRunError, publish, same_scores, score_run
@@ -87,7 +87,8 @@ class BatchOptions:
     rubrics_dir: str | None = None
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
     limits: UnpackLimits = field(default_factory=UnpackLimits)
-    submission_times: Path | str | None = None    # a times file (submission_times.load)
+    # Times files (submission_times.load): a path, or (assignment or None, path) pairs.
+    submission_times: Path | str | tuple | None = None
     timezone: str | None = None                   # for zoneless times
     overrides: Path | str | None = None           # {student key: {item id: {points, comment}}}
     # Worksheets downloaded from Moodle to fill: (assignment or None for the one graded, file).
@@ -239,6 +240,8 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.note(note)
         for warning in downloads.warnings:
             progress.warn(warning)
+        student_overrides = _overrides_kept_or_replaced(book, options.overrides, student_overrides,
+                                                        progress)
         if given:
             graded_by, choice = {s.student.key: given for s in found}, []
         else:
@@ -249,7 +252,8 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.note(line)
         _warn_moodle_downloads_of_several(found, graded_by, progress)
         wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
-        worksheets = _worksheets_by_assignment(sheets, wanted)
+        worksheets = _worksheets_kept(book, _worksheets_by_assignment(sheets, wanted), wanted,
+                                      out, progress, options.dry_run)
         configs = {t: run_config(t, options.rubrics_dir, options.check_timeout, rubrics)
                    for t in set(graded_by.values())}
         if times is not None:
@@ -257,6 +261,17 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             for problem in times.problems:
                 progress.warn(problem)
             _note_unmatched(times, [s.student for s in found], progress)
+            conflicts = times.conflicts([(s.student, graded_by[s.student.key]) for s in found])
+            if conflicts:
+                raise BatchError("--submission-times: the files give an upload different times: "
+                                 + "; ".join(conflicts[:5])
+                                 + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
+                                 + ". Name the assignment each file is for (--submission-times "
+                                 "hw3=FILE), or give one file per upload")
+            unknown = sorted({a for a, _ in times.files if a is not None} - set(wanted))
+            if unknown:
+                raise BatchError(f"--submission-times {unknown[0]}=...: {unknown[0]} is not "
+                                 f"graded by this batch ({', '.join(wanted) or 'nothing'})")
             undated = [a for a in wanted if a in rubrics and rubrics[a].due is None]
             if undated:
                 progress.note(f"no due date in the rubric of {', '.join(undated)}: the submission "
@@ -394,6 +409,90 @@ def _moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> _Do
                            f"and each of its {participants} participants graded as an upload, as "
                            "if it had been unzipped into a folder")
     return found
+
+
+def _overrides_kept_or_replaced(book: Gradebook, given: Path | str | None, overrides: dict,
+                                progress: Progress) -> dict:
+    """The instructor's overrides for this batch. A batch given none keeps those the gradebook
+    was last scored with (a re-run to pick up a late upload had dropped every manual score from
+    grades.csv, the reports and Moodle's sheets, in silence); a new file replaces them, saying
+    whose entries changed or were dropped."""
+    kept = book.setting("overrides")
+    if kept is None:   # a gradebook from before they were kept: those its results were scored with
+        scored = {run.student.key: (run.result or {}).get("overrides")
+                  for run in book.current_runs() if run.status == "graded"}
+        kept = {"file": None, "entries": {k: v for k, v in scored.items() if v}}
+    entries = kept.get("entries") or {}
+    if given is None:
+        if entries:
+            origin = f" ({kept['file']})" if kept.get("file") else ""
+            progress.note(f"overrides: none given, so those this gradebook was last scored with"
+                          f"{origin} are kept: {len(entries)} student(s)' entries; "
+                          "--overrides FILE replaces them")
+        return entries
+    name = Path(given).name
+    if entries:
+        changed = sorted(k for k in set(entries) & set(overrides) if entries[k] != overrides[k])
+        dropped = sorted(set(entries) - set(overrides))
+        added = sorted(set(overrides) - set(entries))
+        if changed or added:
+            progress.note(f"overrides: {name} replaces those last given; changed for "
+                          f"{_few(changed)}, new for {_few(added)}")
+        if dropped:
+            progress.warn(f"overrides: {name} has no entry for {_few(dropped)}, whose earlier "
+                          "overrides are dropped: their manual scores and comments are gone "
+                          "from this batch's grades (give the file that has them to keep them)")
+    book.keep_setting("overrides", {"file": name, "entries": overrides})
+    return overrides
+
+
+def _worksheets_kept(book: Gradebook, given: dict[str, Worksheet], wanted, out: Path,
+                     progress: Progress, dry_run: bool = False) -> dict[str, Worksheet]:
+    """Each graded assignment's downloaded Moodle worksheet: the one given, kept in the gradebook;
+    else the one an earlier batch was given, so that moodle/<a>-worksheet.csv is filled again
+    from this batch's grades (left as it was, it had disagreed with a rewritten moodle/<a>.csv);
+    where there is none (a gradebook from before they were kept), an older filled worksheet
+    is removed, said, never left to be uploaded with grades that are no longer these."""
+    import base64
+    found = dict(given)
+    for assignment, sheet in given.items():
+        try:
+            book.keep_setting(f"moodle_worksheet:{assignment}", {
+                "name": sheet.source.name,
+                "bytes": base64.b64encode(sheet.source.read_bytes()).decode("ascii")})
+        except OSError:
+            pass
+    for assignment in wanted:
+        if assignment in found:
+            continue
+        kept = book.setting(f"moodle_worksheet:{assignment}")
+        stale = out / "moodle" / f"{assignment}-worksheet.csv"
+        if kept:
+            try:
+                with tempfile.TemporaryDirectory(prefix="pdl-worksheet-") as folder:
+                    path = Path(folder) / Path(str(kept["name"])).name
+                    path.write_bytes(base64.b64decode(kept["bytes"]))
+                    found[assignment] = read_worksheet(path)
+                progress.note(f"moodle/{assignment}-worksheet.csv: filled again from "
+                              f"{kept['name']}, the worksheet an earlier batch was given (kept in "
+                              f"the gradebook); --moodle-worksheet {assignment}=FILE gives a "
+                              "newer one")
+                continue
+            except (WorksheetError, OSError, ValueError, KeyError, TypeError):
+                pass
+        if stale.exists():
+            if not dry_run:
+                stale.unlink()
+            progress.warn(f"moodle/{assignment}-worksheet.csv {'would be ' * dry_run}removed: an earlier batch filled it "
+                          "from a worksheet this batch was not given, and its grades would no "
+                          f"longer be these; --moodle-worksheet {assignment}=FILE writes it again")
+    return found
+
+
+def _few(keys: list[str], shown: int = 8) -> str:
+    if not keys:
+        return "none"
+    return ", ".join(keys[:shown]) + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _copy_of_gradebook(path: Path, folder: Path) -> Path:
@@ -559,10 +658,22 @@ def _worksheets_by_assignment(sheets: list[tuple[str | None, Worksheet]],
     return found
 
 
-def _load_times(submissions_dir: Path, path: Path | str | None,
-                timezone: str | None) -> SubmissionTimes | None:
-    """The batch's submission times: --submission-times FILE, else the Gradescope export's
-    own submission_metadata.yml in SUBMISSIONS, else none."""
+def _load_times(submissions_dir: Path, given, timezone: str | None) -> TimesFiles | None:
+    """The batch's submission times: each --submission-times [ASSIGNMENT=]FILE (`given`: a path,
+    or (assignment or None, path) pairs), else the Gradescope export's own
+    submission_metadata.yml in SUBMISSIONS, else none."""
+    if isinstance(given, (str, Path)):
+        given = ((None, given),)
+    given = tuple(given or ())
+    if len(given) > 1:
+        files = []
+        for assignment, path in given:
+            try:
+                files.append((assignment, submission_times.load(path, timezone)))
+            except SubmissionTimesError as problem:
+                raise BatchError(str(problem)) from None
+        return submission_times.TimesFiles(files)
+    assignment, path = given[0] if given else (None, None)
     if path is None:
         own = submissions_dir / submission_times.GRADESCOPE_METADATA
         if own.is_file() and not own.is_symlink():
@@ -573,12 +684,17 @@ def _load_times(submissions_dir: Path, path: Path | str | None,
     if path is None:
         return None
     try:
-        return submission_times.load(path, timezone)
+        return submission_times.TimesFiles([(assignment, submission_times.load(path, timezone))])
     except SubmissionTimesError as problem:
         raise BatchError(str(problem)) from None
 
 
-def _note_unmatched(times: SubmissionTimes, students: list, progress: Progress) -> None:
+def _note_unmatched(files: TimesFiles, students: list, progress: Progress) -> None:
+    for _, times in files.files:
+        _note_unmatched_of(times, students, progress)
+
+
+def _note_unmatched_of(times: SubmissionTimes, students: list, progress: Progress) -> None:
     unmatched = times.unmatched(students)
     if not unmatched:
         return
@@ -622,7 +738,7 @@ class _ClassBatch:
     rubrics: dict
     options: BatchOptions
     progress: Progress
-    times: SubmissionTimes | None = None
+    times: TimesFiles | None = None
     overrides: dict[str, dict] = field(default_factory=dict)
     # Gradable submissions without a submission time, per assignment they are graded for.
     untimed: Counter = field(default_factory=Counter)
@@ -727,7 +843,11 @@ class _ClassBatch:
             return None
         if not self.options.regrade and same and current.status == "graded":
             if self.options.dry_run:
-                self._finished(key, "rescored", "its submission time or overrides changed")
+                why = [what for what, changed in (
+                    ("its submission time changed", current.submitted_at != context.submitted_at),
+                    ("its overrides changed", self._overrides_of(key) != context.overrides))
+                    if changed]
+                self._finished(key, "rescored", "; ".join(why) or "its scores are out of date")
                 shutil.rmtree(scratch, ignore_errors=True)
                 return None
             if self._rescore(context, current):
@@ -771,12 +891,14 @@ class _ClassBatch:
     def _time_for(self, submission: Submission, prepared: Prepared,
                   current: RunState | None) -> tuple[str | None, str | None]:
         """(ISO submission time or None, why a listed one is unusable or None)."""
-        if self.times is None:
-            # No times given to this batch: unchanged content keeps the time it was scored with.
+        found = (self.times.lookup(submission.student, self.graded_by[submission.student.key])
+                 if self.times is not None else None)
+        if found is None or not found.listed:
+            # No times given to this batch, or none for this upload (the times of another
+            # assignment's download): unchanged content keeps the time it was scored with.
             if current is not None and current.content_hash == prepared.content_hash:
                 return current.submitted_at, None
             return None, None
-        found = self.times.lookup(submission.student)
         return (found.when.isoformat() if found.when else None), found.warning
 
     def warn_untimed(self) -> None:

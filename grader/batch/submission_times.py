@@ -63,6 +63,7 @@ class TimeEntry:
 class Lookup:
     when: dt.datetime | None
     warning: str | None = None    # why a listed student has no usable time
+    listed: bool = True           # whether any entry names the student
 
 
 @dataclass
@@ -79,9 +80,9 @@ class SubmissionTimes:
         """The time of one student's submission; an unlisted student gets none, silently
         (the batch counts them), a listed one whose time is unusable gets a warning."""
         wanted = student_keys(student)
-        found = [e for e in self.entries if e.keys & wanted]
+        found = [e for e in self.entries if e.keys & wanted and _same_participant(e, student)]
         if not found:
-            return Lookup(None)
+            return Lookup(None, listed=False)
         bad = [e for e in found if e.problem]
         if bad:
             return Lookup(None, "; ".join(f"{e.where}: {e.problem}" for e in bad))
@@ -95,6 +96,71 @@ class SubmissionTimes:
         """Entries with a time that match none of `students` (a sign of the wrong file)."""
         known = set().union(*(student_keys(s) for s in students)) if students else set()
         return [e for e in self.entries if e.when is not None and not e.keys & known]
+
+
+def _same_participant(entry: TimeEntry, student: Student) -> bool:
+    """A Moodle participant is matched by name only where the entry names no other participant:
+    Moodle numbers each assignment's participants anew, so Practical 5's row of "Alice Tamm"
+    (Participant 2001) is not the time of her HW3 upload (Participant 1001)."""
+    if not student.participant_id:
+        return True
+    numbers = {key for key in entry.keys if key.startswith("participant:")}
+    return not numbers or "participant:" + student.participant_id in numbers
+
+
+@dataclass
+class TimesFiles:
+    """Several times files, as `--submission-times [ASSIGNMENT=]FILE` repeated gives them: one
+    per Moodle download (each numbers its participants anew). A file named for an assignment
+    serves the uploads graded for it only."""
+    files: list[tuple[str | None, SubmissionTimes]]
+
+    @property
+    def entries(self) -> list[TimeEntry]:
+        return [entry for _, times in self.files for entry in times.entries]
+
+    @property
+    def problems(self) -> list[str]:
+        return [problem for _, times in self.files for problem in times.problems]
+
+    def describe(self) -> str:
+        return ", ".join((f"{a}=" if a else "") + times.describe() for a, times in self.files)
+
+    def lookup(self, student: Student, assignments=()) -> Lookup:
+        """The student's time from every file that serves the upload; two files giving it
+        different times is a conflict (`Lookup.warning`, `conflict`)."""
+        found = [(times, times.lookup(student)) for assignment, times in self.files
+                 if assignment is None or assignment in assignments]
+        listed = [(times, look) for times, look in found if look.listed]
+        if not listed:
+            return Lookup(None, listed=False)
+        if len(listed) == 1:
+            return listed[0][1]
+        bad = [look.warning for _, look in listed if look.warning]
+        if bad:
+            return Lookup(None, "; ".join(bad))
+        times = {look.when for _, look in listed if look.when is not None}
+        if len(times) > 1:
+            return Lookup(None, self.conflict(listed))
+        return Lookup(times.pop() if times else None)
+
+    @staticmethod
+    def conflict(listed) -> str:
+        return "different times in " + ", ".join(
+            f"{times.source.name} ({look.when.isoformat() if look.when else 'none'})"
+            for times, look in listed)
+
+    def conflicts(self, students: list[tuple[Student, tuple[str, ...]]]) -> list[str]:
+        """"<key>: different times in a.csv (...), b.csv (...)" for each upload two files time
+        differently."""
+        found = []
+        for student, assignments in students:
+            looks = [(times, times.lookup(student)) for assignment, times in self.files
+                     if assignment is None or assignment in assignments]
+            looks = [(times, look) for times, look in looks if look.listed and not look.warning]
+            if len({look.when for _, look in looks}) > 1:
+                found.append(f"{student.key}: {self.conflict(looks)}")
+        return found
 
 
 def student_keys(student: Student) -> set[str]:

@@ -46,11 +46,14 @@ def add_parsers(sub) -> None:
                        help="memory one run of student code may use, e.g. 4G or 512M (default "
                             "6G; a grading runs up to 4 side by side, so workers x 4 x SIZE "
                             "should fit in the machine's memory)")
-    batch.add_argument("--submission-times", metavar="FILE", default=None,
+    batch.add_argument("--submission-times", metavar="[ASSIGNMENT=]FILE", action="append",
+                       default=[],
                        help="when each student submitted, for the rubrics' late penalties: "
                             "Moodle's grading worksheet (CSV), Gradescope's "
                             "submission_metadata.yml, or a CSV of student,submitted_at (ISO "
-                            "8601); default: SUBMISSIONS/submission_metadata.yml if present")
+                            "8601); repeatable, one per Moodle download (hw3=FILE: for the "
+                            "uploads graded for hw3 only); default: "
+                            "SUBMISSIONS/submission_metadata.yml if present")
     batch.add_argument("--timezone", metavar="ZONE", default=None,
                        help="IANA time zone (e.g. Europe/Berlin) of times written without one; "
                             "required for Moodle's worksheet")
@@ -139,7 +142,8 @@ def run(options) -> int:
             workers=options.workers,
             timeout_s=options.timeout if options.timeout else DEFAULT_TIMEOUT_S,
             regrade=options.regrade, rubrics_dir=options.rubrics,
-            check_timeout=options.check_timeout, submission_times=options.submission_times,
+            check_timeout=options.check_timeout,
+            submission_times=tuple(_worksheet_argument(text) for text in options.submission_times),
             timezone=options.timezone, overrides=options.overrides,
             moodle_worksheets=tuple(_worksheet_argument(text) for text in options.moodle_worksheet),
             dry_run=options.dry_run)

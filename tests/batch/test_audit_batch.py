@@ -108,3 +108,113 @@ def test_zip_entry_names_of_info_zip_without_the_utf8_flag_are_read_as_utf8(tmp_
     data = b"\x01" + struct.pack("<I", zlib.crc32(cp437)) + unicode
     info.extra = struct.pack("<HH", 0x7075, len(data)) + data
     assert zip_entry_name(info) == "Jüri.py"
+
+
+# --- F2: overrides and Moodle worksheets are kept by a batch given none ----------------------
+
+def moodle_worksheet(path: Path, *participants: tuple[int, str]) -> Path:
+    path.write_text('Identifier,"Full name","Email address",Status,Grade,"Maximum Grade",'
+                    '"Grade can be changed","Last modified (submission)","Last modified (grade)",'
+                    '"Feedback comments"\n' + "".join(
+                        f'"Participant {pid}","{name}",{pid}@example.org,"Submitted for grading",'
+                        ',12.00,Yes,"Monday, 4 May 2026, 10:00 AM",-,\n' for pid, name in participants),
+                    encoding="utf-8")
+    return path
+
+
+def moodle_grades(path: Path) -> dict[str, str]:
+    return {row["Identifier"]: row["Grade"] for row in csv.DictReader(path.open(encoding="utf-8-sig"))}
+
+
+def practical4_only(folder: Path, passed: int) -> Path:
+    (folder / "practical4").mkdir(parents=True, exist_ok=True)
+    (folder / "practical4" / "concepts.py").write_text(f"A = {passed}\n")
+    (folder / "practical4" / "FAKE.json").write_text(json.dumps({"score": passed}))
+    return folder
+
+
+def test_a_batch_given_no_overrides_keeps_those_it_was_scored_with_and_its_worksheet(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    practical4_only(subs / "Alice Tamm_1001_assignsubmission_file_", 5)
+    practical4_only(subs / "Bob Kask_1002_assignsubmission_file_", 5)
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text("Alice_Tamm_1001:\n  practical4.questions.easier: {points: 0.5, comment: good}\n")
+    sheet = moodle_worksheet(tmp_path / "p4-worksheet.csv", (1001, "Alice Tamm"), (1002, "Bob Kask"))
+    batch(subs, out, overrides=overrides, moodle_worksheets=(("practical4", sheet),))
+    with_override = result(out, "Alice_Tamm_1001")["score"]
+    assert result(out, "Alice_Tamm_1001")["overrides"], "the override was not applied at all"
+
+    # A late upload of Bob's: the batch is run again, without the overrides and the worksheet.
+    practical4_only(subs / "Bob Kask_1002_assignsubmission_file_", 7)
+    summary, said = batch(subs, out)
+    assert result(out, "Alice_Tamm_1001")["score"] == with_override, (
+        f"expected Alice's override kept by a batch given none; observed\n{said}")
+    assert "overrides: none given, so those this gradebook was last scored with" in said, said
+    assert summary.progress.skipped == 1, "Alice's upload and overrides are unchanged: skipped"
+    table = moodle_grades(out / "moodle" / "practical4.csv")
+    filled = moodle_grades(out / "moodle" / "practical4-worksheet.csv")
+    assert table == {k: v for k, v in filled.items() if k in table}, (
+        f"two Moodle files that disagree: practical4.csv {table}, the worksheet {filled}")
+    assert float(filled["Participant 1001"]) == with_override
+
+    # A new file replaces them, and says whose entry it dropped.
+    overrides.write_text("Bob_Kask_1002:\n  practical4.questions.easier: {points: 0.5}\n")
+    summary, said = batch(subs, out, overrides=overrides)
+    assert "overrides" not in result(out, "Alice_Tamm_1001")
+    assert any("no entry for Alice_Tamm_1001" in w for w in summary.progress.warnings), said
+    filled = moodle_grades(out / "moodle" / "practical4-worksheet.csv")
+    assert filled == {k: v for k, v in moodle_grades(out / "moodle" / "practical4.csv").items()}
+
+
+# --- F3: --submission-times once per download ------------------------------------------------
+
+def two_downloads_with_worksheets(tmp_path: Path):
+    """Alice in Practical 4's download (participant 1001) and in HW3's (2001), each download's
+    worksheet with her time there."""
+    subs = tmp_path / "class"
+    practical4_only(subs / "p4" / "Alice Tamm_1001_assignsubmission_file_", 5)
+    hw3 = subs / "hw3" / "Alice Tamm_2001_assignsubmission_file_"
+    (hw3 / "hw3").mkdir(parents=True)
+    (hw3 / "hw3" / "model_parallel.py").write_text("import torch\n")
+    p4_times = tmp_path / "p4-times.csv"
+    p4_times.write_text("student,submitted_at\nParticipant 1001,2026-03-01T10:00:00+00:00\n")
+    hw3_times = tmp_path / "hw3-times.csv"
+    hw3_times.write_text("student,submitted_at\nParticipant 2001,2026-05-02T09:30:00+00:00\n")
+    return subs, p4_times, hw3_times
+
+
+def submitted(out: Path) -> dict[str, str]:
+    import sqlite3
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        return dict(db.execute("SELECT s.key, r.submitted_at FROM runs r JOIN students s ON "
+                               "s.id = r.student_id WHERE r.current = 1"))
+
+
+def test_submission_times_given_per_download_are_merged(tmp_path):
+    subs, p4_times, hw3_times = two_downloads_with_worksheets(tmp_path)
+    out = tmp_path / "out"
+    batch(subs, out, assignments=None, submission_times=((None, hw3_times), ("practical4", p4_times)))
+    assert submitted(out) == {"Alice_Tamm_1001": "2026-03-01T10:00:00+00:00",
+                              "Alice_Tamm_2001": "2026-05-02T09:30:00+00:00"}, submitted(out)
+    # A batch given one of them keeps the other download's times (it had wiped them).
+    batch(subs, out, assignments=None, submission_times=((None, p4_times),))
+    assert submitted(out)["Alice_Tamm_2001"] == "2026-05-02T09:30:00+00:00", submitted(out)
+
+
+def test_two_times_files_that_disagree_on_an_upload_are_refused(tmp_path):
+    subs, p4_times, _ = two_downloads_with_worksheets(tmp_path)
+    other = tmp_path / "other.csv"
+    other.write_text("student,submitted_at\nParticipant 1001,2026-04-01T10:00:00+00:00\n")
+    with pytest.raises(BatchError) as refused:
+        batch(subs, tmp_path / "out", assignments=None,
+              submission_times=((None, p4_times), (None, other)))
+    assert "different times" in str(refused.value) and "Alice_Tamm_1001" in str(refused.value)
+
+
+def test_the_cli_takes_submission_times_per_assignment(tmp_path):
+    from grader.cli import build_parser
+    from grader.cli.batch import _worksheet_argument
+    options = build_parser().parse_args(["batch", "subs", "--out", "o", "--submission-times",
+                                         "hw3=a.csv", "--submission-times", "b.csv"])
+    assert [_worksheet_argument(t) for t in options.submission_times] == [("hw3", "a.csv"),
+                                                                          (None, "b.csv")]
