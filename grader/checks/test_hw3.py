@@ -27,7 +27,7 @@ from grader.checks.hw3_printed_counts import printed_counts
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import disagrees, explain, reported
 from grader.common.locations import data_folder
-from grader.harness.course_environment import missing_module_note
+from grader.harness.course_environment import missing_module_note, read_only_note
 
 # Task 1 asks about the provided code as it is: DEPTH=6 on 2 GPUs.
 # The template's copy: beside grader/ in the checkout, inside it in the installed student kit
@@ -895,6 +895,28 @@ def starts_on_the_host(run) -> bool:
     return False
 
 
+@pytest.mark.check("hw3.script_runs")
+@pytest.mark.parametrize("gpus", TASK4_GPUS)
+def test_the_script_runs_to_its_end(runs, script_specs, flag, gpus):
+    """The handout's "Must be runnable", shown for no points (the course decides a penalty):
+    Tasks 1-4 measure the model's class, so a script whose main() never ends lost only Task
+    5's printed counts, and the hang was said inside Task 5 alone (an instructor's audit)."""
+    run = runs.script(**script_specs[gpus])
+    if run.ok:
+        return
+    if any(read_only_note(e.get("message", "")) for e in run.of("exception")):
+        # The grader's own read-only folder stopped it: on the student's machine it runs.
+        pytest.skip("not counted: it stopped writing beside the script, which only the grader "
+                    "makes read-only; write to a path relative to the working folder instead")
+    flag(f"hw3/model_parallel.py did not run to its end with {gpus} GPUs (the handout: 'Must be "
+         "runnable'); any penalty is the course's: " + (run.problem() or "").splitlines()[0])
+    raise AssertionError(explain(
+        "hw3/model_parallel.py runs to its end (the handout: 'Must be runnable'), here with "
+        f"DEPTH={TASK4_DEPTH} on {gpus} GPUs as Tasks 4 and 5 run it", run.problem(),
+        "the stop named here; run it as the grader did: pdl-grade run --gpus "
+        f"{gpus} --set DEPTH={TASK4_DEPTH} hw3/model_parallel.py"))
+
+
 @pytest.mark.check("hw3.task5.counts_printed")
 @pytest.mark.parametrize("gpus,quantity", [(g, q) for g in TASK4_GPUS for q in QUANTITIES])
 def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, measured, gpus,
@@ -910,7 +932,9 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
     if not run.ok and not printed:
         # Counts printed before a later stop (saving results beside the script, which is
         # read-only while graded) are printed all the same: only a stop before them costs.
-        raise AssertionError(run.problem())
+        raise AssertionError(explain(f"hw3/model_parallel.py prints the counts of one forward "
+                                     f"pass, {counts_said(counts, gpus)}", run.problem(),
+                                     LOOK_COUNTING))
     assert printed, explain(
         f"hw3/model_parallel.py prints the counts of one forward pass, {counts_said(counts, gpus)}"
         " (in other words too, on one line)",

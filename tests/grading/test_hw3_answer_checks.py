@@ -281,3 +281,48 @@ def test_a_table_that_contradicts_the_code_loses_the_point_and_is_told_to_measur
 
 def test_a_table_rising_at_every_step_passes_without_a_flag():
     assert _task2_table({6: 56.2, 12: 125.6, 24: 262.4}) == ("", [])
+
+
+class _ScriptRun:
+    """What runs.script gives a check: a run that ended (ok) or stopped with `problem`."""
+    def __init__(self, problem=None, exception=None):
+        self.ok, self._problem, self._exceptions = problem is None, problem, exception
+
+    def problem(self):
+        return self._problem
+
+    def of(self, kind):
+        return [self._exceptions] if kind == "exception" and self._exceptions else []
+
+
+class _Runs:
+    def __init__(self, run):
+        self.run = run
+
+    def script(self, **spec):
+        return self.run
+
+
+def _runnable(run):
+    from grader.checks.test_hw3 import test_the_script_runs_to_its_end as check
+    flags: list[str] = []
+    check(_Runs(run), {2: {}, 5: {}}, flags.append, 2)
+    return flags
+
+
+def test_a_script_that_never_ends_is_shown_and_flagged_for_the_course():
+    """An instructor's audit: a main() waiting forever lost only Task 5's printed counts, said
+    inside Task 5 alone; it is the handout's 'Must be runnable', shown for no points."""
+    hang = ("hw3/model_parallel.py (2 GPU(s), DEPTH=20, DIM=256, STEPS=3) did not finish in time "
+            "(within 30 s) and was stopped: look for an endless loop")
+    with pytest.raises(AssertionError) as failure:
+        _runnable(_ScriptRun(hang))
+    assert "Must be runnable" in str(failure.value) and f"Observed: {hang}" in str(failure.value)
+    assert _runnable(_ScriptRun()) == []
+
+
+def test_a_script_stopped_only_by_the_graders_read_only_folder_is_not_counted():
+    write = "[Errno 30] Read-only file system: '/submission/hw3/runs'"
+    with pytest.raises(pytest.skip.Exception):
+        _runnable(_ScriptRun("hw3/model_parallel.py (2 GPU(s)) stopped with OSError: " + write,
+                             {"type": "OSError", "message": write}))

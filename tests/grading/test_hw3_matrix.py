@@ -72,7 +72,13 @@ def test_each_task_earns_exactly_its_points(graded, name):
     # The timing checks show the measurement, Task 3's blocks the layout's shape; they are
     # worth nothing themselves.
     assert all(earned(items[i]) == 0 for i in ("hw3.task2.measured", "hw3.task3.blocks",
-                                                "hw3.task4.measured"))
+                                                "hw3.task4.measured", "hw3.runnable"))
+    # The script runs to its end unless the variant says it stops (an honest script saving
+    # beside itself, which only the grader makes read-only, is not counted).
+    runs_to_its_end = items["hw3.runnable"]["status"] in ("passed", "skipped")
+    assert runs_to_its_end != ("hw3.script_runs" in variant.failing), (
+        f"[{name}] hw3.runnable: {items['hw3.runnable']['status']}\n"
+        f"{items['hw3.runnable']['feedback']}")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -51,7 +51,7 @@ EXPECTED_CHECKS = {
             "hw3.task3.all_gpus_used", "hw3.task3.balanced", "hw3.task3.output_matches",
             "hw3.task3.contiguous", "hw3.task4.table_reported", "hw3.task4.utilised_answer",
             "hw3.task4.faster_answer", "hw3.task4.no_speedup", "hw3.task5.counts_printed",
-            "hw3.task5.counts_reported", "hw3.task5.growth_answer"},
+            "hw3.task5.counts_reported", "hw3.task5.growth_answer", "hw3.script_runs"},
 }
 
 
@@ -82,6 +82,13 @@ def test_hw3_is_five_tasks_of_three_points(rubric_for):
         assert written[0].points > 0 and written[0].guidance, "a person grades it by the guidance"
     measured = {item.id: item.points for item in rubric.items if item.id.endswith(".measured")}
     assert measured == {"hw3.task2.measured": 0, "hw3.task4.measured": 0}
+
+
+def test_hw3_runnable_code_is_shown_for_no_points(rubric_for):
+    """The handout's "Code files ... Must be runnable" carries no points of its own: shown,
+    flagged, and any penalty left to the course (an instructor's audit)."""
+    item = rubric_for("hw3").item("hw3.runnable")
+    assert item.points == 0 and [c.check for c in item.checks] == ["hw3.script_runs"]
 
 
 def test_hw3_contiguity_is_shown_for_no_points(rubric_for):
