@@ -8,7 +8,11 @@ with the reason, everything else is scored.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any, Mapping
+
+from grader.answers.reference_copies import reference_copies
+from grader.common.locations import data_folder
 
 from grader.grading.raw import RawRun
 from grader.scoring import Overrides, Result, check_overrides, errored_assignment, score_assignment
@@ -56,6 +60,11 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
             if under:
                 document["conditions"] = under
         document.update(answer_data(results))
+        copies = ([] if _is_the_reference(run.submission) else
+                  reference_copies(entry.assignment, document.get("answers")))
+        if copies:
+            document["flags"] = list(document.get("flags") or []) + [
+                {"check": "reference_solution", "text": text} for text in copies]
         stale += scored_without_an_answer(document)
         stale += released_without_a_hold(document, overrides)
         entries.append(document)
@@ -64,6 +73,15 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
                   errors=errors, overrides=dict(overrides.given) or None,
                   override_problems=list(overrides.problems) + stale,
                   student=dict(student) if student else None)
+
+
+def _is_the_reference(submission: str | None) -> bool:
+    """The course's reference solution graded as itself (the README's first command): its
+    answers are the reference's by definition."""
+    try:
+        return bool(submission) and Path(submission).resolve() == data_folder("reference").resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def scored_without_an_answer(assignment: Mapping[str, Any]) -> list[str]:
