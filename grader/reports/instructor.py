@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
-from grader.reports.student_view import FILE_STATUS, display_name, file_shown, not_answered
+from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, not_answered,
+                                         surely_unanswered)
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -26,6 +27,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
         guidance = {item.id: item.guidance for item in rubric.items} if rubric else {}
         answers = assignment.get("answers") or {}
         values, origin = answers.get("values") or {}, answers.get("origin") or {}
+        unanswered = surely_unanswered(answers)
         manual, short = [], []
         for item in assignment.get("items") or []:
             if item.get("kind") != "manual":
@@ -45,6 +47,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                 "text": format_value(text) if text is not None else None,
                 "source": origin.get(qid, ""),
                 "same_as": list(shared.get(item["id"]) or []),
+                "unanswered": qid in unanswered,
             })
         assignments.append({
             "id": assignment.get("id"), "title": assignment.get("title", ""),
@@ -119,8 +122,12 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
         for m in assignment["manual"]:
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
             points = "null" if m["pending"] else m["score"]
+            if m["pending"] and m.get("unanswered"):
+                # Nothing was handed in for it, and everything handed in was read: 0 is its
+                # grade, pasted as is (a TA's audit: a blank answer had waited as pending).
+                points, comment = 0, "no answer handed in"
             lines.append(f'{indent}{m["id"]}: {{points: {points}, comment: "{comment}"}}'
-                         f'  # of {m["points"]}')
+                         f'  # of {m["points"]}' + ("  (no answer found)" if m.get("unanswered") else ""))
     return "\n".join(lines)
 
 

@@ -63,6 +63,7 @@ def assignment_view(assignment: Mapping[str, Any],
     rows = comparison_rows(measurements, reported, str(assignment.get("id", "")))
     rubric_items = [item_view(i) for i in items if i.get("kind") != "penalty"]
     stops = _stops_told_once(rubric_items)
+    unanswered = surely_unanswered(assignment.get("answers"))
     return {
         "id": assignment.get("id"),
         "title": assignment.get("title"),
@@ -79,7 +80,8 @@ def assignment_view(assignment: Mapping[str, Any],
         "rubric_items": _said_once(rubric_items),
         "stops": stops,
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
-        "pending": [item_view(i) for i in items if i.get("pending")],
+        "pending": [dict(item_view(i), unanswered=i.get("answer") in unanswered)
+                    for i in items if i.get("pending")],
         "measurements": measurements,
         "answers": reported,
         "has_answers": bool(reported),
@@ -216,6 +218,17 @@ def not_answered(answers: Mapping[str, Any]) -> list[str]:
     among them (its problem quotes it: "Not answered" had made an instructor skip it)."""
     unread = set(answers.get("unread") or [])
     return [qid for qid in answers.get("missing") or [] if qid not in unread]
+
+
+def surely_unanswered(answers: Mapping[str, Any] | None) -> set[str]:
+    """The questions answered nowhere where everything handed in was read: no report that
+    needs a person (scanned, unreadable), none in another format, no answer in words the
+    reader does not take. A written answer among them is told as having none, not as waiting
+    to be graded (a TA's audit: blank answers were listed as "pending instructor grading")."""
+    if not isinstance(answers, Mapping) or answers.get("needs_manual_review") \
+            or answers.get("report_instead") or answers.get("unread") or answers.get("problems"):
+        return set()
+    return set(not_answered(answers))
 
 
 def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -229,3 +229,38 @@ def test_unread_answers_bring_their_automatic_items_into_the_skeleton_commented(
     quiet = dict(view, unread=[])
     assert "practical4.report" not in overrides_template([quiet]), (
         "only where answers went unread")
+
+
+def fully_read_without(result: dict, qid: str, item_id: str) -> dict:
+    """The fixture with everything handed in read, and no answer anywhere to `qid`."""
+    data = copy.deepcopy(result)
+    hw3 = data["assignments"][0]
+    hw3["answers"].update(missing=[qid], problems=[], unread=[], needs_manual_review=False)
+    find_item(data, item_id)["answer"] = qid
+    find_item(data, "hw3.task4.explanation")["answer"] = "task4.explanation"
+    hw3["answers"]["values"]["task4.explanation"] = "Only one GPU computes at a time."
+    return data
+
+
+def test_a_written_answer_never_handed_in_is_told_as_such_and_skeletoned_as_0(result):
+    """A TA's audit: explanations the student never wrote were listed as "pending instructor
+    grading" and skeletoned `points: null`; everything handed in being read, 0 is the grade."""
+    data = fully_read_without(result(ROUND_ROBIN), "task2.explanation", "hw3.task2.explanation")
+    md = render_instructor_markdown(data, load_rubrics())
+    block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
+    skeleton = yaml.safe_load(block)
+    assert skeleton["hw3.task2.explanation"] == {"points": 0, "comment": "no answer handed in"}
+    assert skeleton["hw3.task4.explanation"]["points"] is None   # answered: a person grades it
+    student = render_markdown(data)
+    pending = next(line for line in student.splitlines() if line.startswith("Pending instructor"))
+    assert "Task 2 - written answer: how and why the step time grows with DEPTH (no answer found" in pending
+    assert pending.count("no answer found") == 1, pending
+
+
+def test_an_answer_maybe_in_a_report_it_could_not_read_stays_pending(result):
+    data = fully_read_without(result(ROUND_ROBIN), "task2.explanation", "hw3.task2.explanation")
+    data["assignments"][0]["answers"]["needs_manual_review"] = True
+    md = render_instructor_markdown(data, load_rubrics())
+    block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
+    assert yaml.safe_load(block)["hw3.task2.explanation"]["points"] is None
+    assert "no answer found" not in render_markdown(data)
