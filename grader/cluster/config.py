@@ -1,6 +1,7 @@
 """Settings of the SLURM backend: command-line options over a YAML file over defaults.
 
-The YAML file (`--slurm-config FILE`), every key optional:
+The YAML file (`--slurm-config FILE`), every key optional (a key not listed here is refused,
+naming the closest accepted one):
 
     partition: gpu              # sbatch --partition
     gpus_per_job: 4             # --gres=gpu:N; default: the most any graded rubric's `gpus` asks
@@ -27,6 +28,7 @@ an absolute path had run after the setup lines too, which then changed nothing.
 """
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import sys
@@ -34,6 +36,17 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+# Names people write for a setting, and the setting they mean (the README had said
+# "cpus/mem" and "extra sbatch arguments").
+_MEANT = {"cpus": "cpus_per_task", "cpu": "cpus_per_task", "cores": "cpus_per_task",
+          "ncpus": "cpus_per_task", "cpus_per_job": "cpus_per_task",
+          "memory": "mem", "mem_per_job": "mem", "ram": "mem",
+          "extra": "sbatch_args", "extra_args": "sbatch_args", "args": "sbatch_args",
+          "sbatch": "sbatch_args", "options": "sbatch_args",
+          "gpus": "gpus_per_job", "gpu": "gpus_per_job", "gres": "gpus_per_job",
+          "time_limit": "time", "walltime": "time", "timeout": "time",
+          "modules": "setup", "module": "setup", "setup_lines": "setup", "prologue": "setup",
+          "interpreter": "python", "queue": "partition"}
 
 
 class SlurmConfigError(ValueError):
@@ -67,7 +80,7 @@ class SlurmSettings:
         values.update({k: v for k, v in overrides.items() if v is not None})
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
-            raise SlurmConfigError(f"unknown SLURM setting(s): {', '.join(unknown)}")
+            raise SlurmConfigError(unknown_keys_message(unknown, [f.name for f in fields(cls)]))
         for key in ("sbatch_args", "setup", "command"):
             if key in values:
                 value = values[key]
@@ -130,6 +143,22 @@ def time_to_seconds(text: str) -> int:
 def seconds_to_time(seconds: float) -> str:
     minutes = max(1, math.ceil(seconds / 60))
     return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+
+
+def unknown_keys_message(unknown: list[str], accepted: list[str]) -> str:
+    """The refusal of keys no setting has: each with the setting meant where one is close,
+    and the accepted keys."""
+    named = []
+    for key in unknown:
+        text = str(key)
+        normal = text.strip().lower().replace("-", "_").replace(" ", "_")
+        meant = _MEANT.get(normal) or (normal if normal in accepted else None)
+        if meant is None:
+            close = difflib.get_close_matches(normal, accepted, n=1, cutoff=0.6)
+            meant = close[0] if close else None
+        named.append(f"{text} (did you mean {meant}?)" if meant else text)
+    return (f"unknown SLURM setting(s): {', '.join(named)}; the settings are "
+            f"{', '.join(accepted)} (grader/cluster/config.py)")
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -149,3 +149,27 @@ def test_node_local_folders_are_told():
     assert node_local(Path("/tmp/grades")) == "/tmp"
     assert node_local(Path("/dev/shm/x")) == "/dev/shm"
     assert node_local(Path("/shared/course/grades")) is None
+
+
+# -- instructor audit F8 -------------------------------------------------------------------------
+@pytest.mark.parametrize("text, meant", [
+    ("cpus: 8\n", "cpus_per_task"),
+    ("cpus-per-task: 8\n", "cpus_per_task"),
+    ("memory: 32G\n", "mem"),
+    ("extra: ['--constraint=a100']\n", "sbatch_args"),
+    ("gpus: 4\n", "gpus_per_job"),
+    ("partiton: gpu\n", "partition"),
+])
+def test_a_misnamed_setting_is_refused_naming_the_setting_meant(tmp_path, text, meant):
+    """README had said slurm.yaml may set "cpus/mem" and "extra" arguments; `cpus: 8` was
+    refused as "unknown SLURM setting(s): cpus", naming no setting it could have been."""
+    config = tmp_path / "slurm.yaml"
+    config.write_text(text)
+    with pytest.raises(SlurmConfigError) as refused:
+        SlurmSettings.load(config)
+    message = str(refused.value)
+    key = text.split(":")[0]
+    assert f"unknown SLURM setting(s): {key} (did you mean {meant}?)" in message, message
+    for accepted in ("partition", "gpus_per_job", "time", "cpus_per_task", "mem", "account",
+                     "qos", "sbatch_args", "setup", "python", "command"):
+        assert accepted in message.split("the settings are ", 1)[1], message
