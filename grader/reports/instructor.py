@@ -29,6 +29,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
         values, origin = answers.get("values") or {}, answers.get("origin") or {}
         unanswered = surely_unanswered(answers)
         manual, short = [], []
+        automatic = [i for i in assignment.get("items") or []
+                     if i.get("kind") not in ("manual", "penalty") and i.get("max_score")]
         for item in assignment.get("items") or []:
             if item.get("kind") != "manual":
                 if _below_full(item):
@@ -48,6 +50,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                 "source": origin.get(qid, ""),
                 "same_as": list(shared.get(item["id"]) or []),
                 "unanswered": qid in unanswered,
+                "beside": _task_items(item["id"], automatic),
             })
         assignments.append({
             "id": assignment.get("id"), "title": assignment.get("title", ""),
@@ -129,6 +132,17 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
             lines.append(f'{indent}{m["id"]}: {{points: {points}, comment: "{comment}"}}'
                          f'  # of {m["points"]}' + ("  (no answer found)" if m.get("unanswered") else ""))
     return "\n".join(lines)
+
+
+def _task_items(manual_id: str, automatic: list[Mapping[str, Any]]) -> list[dict]:
+    """The automatic items of a written answer's task ("hw3.task3" beside
+    "hw3.task3.explanation"), with their scores: a guidance that asks whether the answer
+    matches the submitted code is then graded with what the checks found in it, not with the
+    code opened by hand (a TA's audit)."""
+    task = manual_id.rsplit(".", 1)[0]
+    return [{"id": i["id"], "title": i.get("title", ""), "score": format_value(i.get("score", 0)),
+             "points": format_value(i.get("max_score", 0)), "status": i.get("status", "")}
+            for i in automatic if i.get("id") == task]
 
 
 def _below_full(item: Mapping[str, Any]) -> bool:

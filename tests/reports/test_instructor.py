@@ -264,3 +264,19 @@ def test_an_answer_maybe_in_a_report_it_could_not_read_stays_pending(result):
     block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
     assert yaml.safe_load(block)["hw3.task2.explanation"]["points"] is None
     assert "no answer found" not in render_markdown(data)
+
+
+def test_a_written_answer_is_shown_beside_what_the_checks_found_in_its_tasks_code(result):
+    """A TA's audit: the Task 3 explanation (a divmod rule) was read with no word that Task 3's
+    code had earned 0 with the base code's split still in place; the guidance asks whether the
+    rule matches the submitted __init__."""
+    data = copy.deepcopy(result(ROUND_ROBIN))
+    find_item(data, "hw3.task3")["score"] = 0
+    find_item(data, "hw3.task3")["status"] = "failed"
+    md = render_instructor_markdown(data, load_rubrics())
+    manual = [i for i in data["assignments"][0]["items"] if i["kind"] == "manual"
+              and i["id"].startswith("hw3.task3.")]
+    assert manual, "the fixture has a Task 3 written answer"
+    section = md[md.index(f"(`{manual[0]['id']}`"):]
+    section = section[:section.index("\n### ")] if "\n### " in section else section
+    assert "*The task's code, as the checks found it:*" in section and "(`hw3.task3`): 0 of 3 (failed)" in section, section  # the fixture's older rubric: 3 points
