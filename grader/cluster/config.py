@@ -6,9 +6,10 @@ naming the closest accepted one):
     partition: gpu              # sbatch --partition
     gpus_per_job: 4             # --gres=gpu:N; default: the most any graded rubric's `gpus` asks
     gres_name: gpu              # the GRES name of the cluster's GPUs
-    time: "00:30:00"            # --time (HH:MM:SS, MM:SS or D-HH:MM:SS); default: from --timeout
-    cpus_per_task: 4            # --cpus-per-task
-    mem: 32G                    # --mem
+    time: "00:35:00"            # --time (HH:MM:SS, MM:SS or D-HH:MM:SS); default: the batch's
+                                # --timeout plus JOB_MARGIN_S for start-up and results
+    cpus_per_task: 4            # --cpus-per-task; default: one core per run side by side (4)
+    mem: 26G                    # --mem; default: runs side by side x --memory + GRADER_MEMORY
     account: pdl                # --account
     qos: normal                 # --qos
     sbatch_args: ["--constraint=a100"]   # anything else, passed as is
@@ -20,11 +21,26 @@ naming the closest accepted one):
     result_wait_s: 30           # how long to wait for a finished job's result.json to appear
                                 # (a shared filesystem may show it late)
 
-The job runs its setup lines, then `<python> -m grader grade ...` with this checkout of the
-grader on PYTHONPATH. `python` defaults to `python3` from the environment the setup lines
-prepare (a venv they activate, a module they load) when there are setup lines, and to this
-very interpreter (its absolute path, on the filesystem the nodes share) when there are none:
-an absolute path had run after the setup lines too, which then changed nothing.
+What a job asks for by default follows from what one grading does: it runs up to
+MOST_RUNS_AT_ONCE (4) runs of student code side by side, one core each (grader/common/
+cpu_share.py), each in a memory cgroup of the batch's `--memory` (default 6G,
+grader/common/run_memory.py), beside the grader's own processes (pytest, the reports:
+GRADER_MEMORY). So `--cpus-per-task=4 --mem=26G` by default; with `cpus_per_task: 2` the
+grading runs 2 side by side and `mem` follows (14G). A `mem` below what the runs may use is
+allowed and warned about: SLURM would stop the whole grading (OUT_OF_MEMORY) where the grader
+would have stopped one run and said so in the student's report.
+
+The job's time limit is the batch's `--timeout` plus JOB_MARGIN_S (setting up the
+environment, starting Python, the grader's own stop after its timeout, writing the results):
+the job script stops the grading itself at `--timeout`, so a student's report says the
+grader's timeout, not SLURM's. A `time` that leaves less than that margin is warned about.
+
+The job runs its setup lines, then `<python> -m grader grade ...` with the grader the setup
+lines provide (a venv with the grader installed), or else this checkout of the grader on
+PYTHONPATH. `python` defaults to `python3` from the environment the setup lines prepare (a
+venv they activate, a module they load) when there are setup lines, and to this very
+interpreter (its absolute path, on the filesystem the nodes share) when there are none: an
+absolute path had run after the setup lines too, which then changed nothing.
 """
 from __future__ import annotations
 
@@ -36,6 +52,16 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from grader.common.cpu_share import MOST_RUNS_AT_ONCE, runs_at_once
+
+# Beside the runs' cgroups, a grading's own processes: the grade command, pytest and the
+# checks, the reports (a PDF is parsed in a child of its own).
+GRADER_MEMORY_MIB = 2048
+# A job's time over the batch's --timeout: the setup lines (module load, a venv), Python and
+# the grader starting (torch's bytecode compiled once on a fresh node), the grading's own stop
+# after its timeout (TIMEOUT_KILL_AFTER_S), writing result.json and the reports.
+JOB_MARGIN_S = 300
+TIMEOUT_KILL_AFTER_S = 30
 # Names people write for a setting, and the setting they mean (the README had said
 # "cpus/mem" and "extra sbatch arguments").
 _MEANT = {"cpus": "cpus_per_task", "cpu": "cpus_per_task", "cores": "cpus_per_task",
@@ -47,6 +73,8 @@ _MEANT = {"cpus": "cpus_per_task", "cpu": "cpus_per_task", "cores": "cpus_per_ta
           "time_limit": "time", "walltime": "time", "timeout": "time",
           "modules": "setup", "module": "setup", "setup_lines": "setup", "prologue": "setup",
           "interpreter": "python", "queue": "partition"}
+_SLURM_SIZE = re.compile(r"\d+[KMGT]?", re.IGNORECASE)
+
 
 
 class SlurmConfigError(ValueError):
@@ -96,6 +124,14 @@ class SlurmSettings:
             raise SlurmConfigError(f"gpus_per_job must be a non-negative integer, got {self.gpus_per_job!r}")
         if self.time is not None:
             time_to_seconds(self.time)
+        if self.cpus_per_task is not None and (isinstance(self.cpus_per_task, bool)
+                                               or not isinstance(self.cpus_per_task, int)
+                                               or self.cpus_per_task < 1):
+            raise SlurmConfigError(f"cpus_per_task must be a positive integer, got "
+                                   f"{self.cpus_per_task!r}")
+        if self.mem is not None and not _SLURM_SIZE.fullmatch(str(self.mem).strip()):
+            raise SlurmConfigError(f"mem must be a SLURM memory size such as 26G or 16000M, "
+                                   f"got {self.mem!r}")
         if self.command is not None and not self.command:
             raise SlurmConfigError("command must not be empty")
         if self.python is not None and (not isinstance(self.python, str)
@@ -115,11 +151,31 @@ class SlurmSettings:
         return self.command or (self.interpreter(), "-m", "grader", "grade")
 
     def with_time_from(self, timeout_s: float) -> "SlurmSettings":
-        """Without a `time`, the batch's per-submission timeout, rounded up to whole minutes
-        (SLURM counts time limits in minutes)."""
+        """Without a `time`, the batch's per-submission timeout plus JOB_MARGIN_S, rounded up
+        to whole minutes (SLURM counts time limits in minutes): the grading's own timeout
+        stops it first, and is what its report says."""
         if self.time is not None:
             return self
-        return replace(self, time=seconds_to_time(timeout_s))
+        return replace(self, time=seconds_to_time(timeout_s + JOB_MARGIN_S))
+
+    # -- what a job asks for ------------------------------------------------------------------
+    def cpus(self) -> int:
+        """--cpus-per-task: `cpus_per_task`, else a core for each run side by side."""
+        return self.cpus_per_task or MOST_RUNS_AT_ONCE
+
+    def runs_side_by_side(self) -> int:
+        """Runs of student code one grading starts at once on the job's cores."""
+        return runs_at_once(self.cpus())
+
+    def needed_memory_mib(self, run_memory_bytes: int) -> int:
+        """What a grading may use: its runs side by side, each at its limit, and the grader."""
+        return self.runs_side_by_side() * math.ceil(run_memory_bytes / 2**20) + GRADER_MEMORY_MIB
+
+    def memory(self, run_memory_bytes: int) -> str:
+        """--mem: `mem`, else what a grading may use (needed_memory_mib)."""
+        if self.mem is not None:
+            return str(self.mem).strip()
+        return mib_to_slurm(self.needed_memory_mib(run_memory_bytes))
 
 
 def time_to_seconds(text: str) -> int:
@@ -143,6 +199,20 @@ def time_to_seconds(text: str) -> int:
 def seconds_to_time(seconds: float) -> str:
     minutes = max(1, math.ceil(seconds / 60))
     return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+
+
+def mib_to_slurm(mib: int) -> str:
+    """SLURM's --mem text for `mib` MiB (its G is 1024 M)."""
+    return f"{mib // 1024}G" if mib % 1024 == 0 else f"{mib}M"
+
+
+def slurm_size_mib(text: str) -> int:
+    """MiB of a SLURM memory size (a bare number is MiB, as sbatch reads it)."""
+    value = str(text).strip().upper()
+    unit = value[-1] if value[-1:] in "KMGT" else "M"
+    number = int(value.rstrip("KMGT"))
+    return {"K": math.ceil(number / 1024), "M": number, "G": number * 1024,
+            "T": number * 1024 * 1024}[unit]
 
 
 def unknown_keys_message(unknown: list[str], accepted: list[str]) -> str:

@@ -84,6 +84,23 @@ def scancel(job_ids: list[str] | None = None, *, name: str | None = None) -> Non
         pass
 
 
+def jobs_commented(comment: str) -> list[str]:
+    """This user's jobs SLURM still lists whose comment is `comment` (a batch's tag); [] where
+    squeue fails."""
+    try:
+        done = _run(["squeue", "--noheader", f"--user={os.getuid()}", "--format=%i|%k"])
+    except SlurmError:
+        return []
+    if done.returncode != 0:
+        return []
+    found = []
+    for line in done.stdout.splitlines():
+        job_id, sep, text = line.strip().partition("|")
+        if sep and text == comment:
+            found.append(job_id)
+    return found
+
+
 def query(job_ids: list[str]) -> dict[str, JobInfo]:
     """What SLURM knows of these jobs; a job no source knows is absent."""
     found: dict[str, JobInfo] = {}

@@ -21,7 +21,7 @@ import pytest
 from tests.support.fake_graders import calls, fake_grade, make_submission, zip_folder
 from tests.support import fake_grade_command, run_test_batch, subprocess_env
 from grader.cluster import SlurmBackend, SlurmSettings, slurm
-from grader.cluster.backend import LOG_NAME, batch_job_name
+from grader.cluster.backend import LOG_NAME, batch_tag
 
 # Slow: a real SLURM cluster is started for these, and some wait out its time limits.
 pytestmark = pytest.mark.slow
@@ -73,6 +73,11 @@ def job_fields(cluster, job_id: str) -> dict[str, str]:
     return dict(token.split("=", 1) for token in text.split() if "=" in token)
 
 
+def tagged_jobs(out: Path) -> list[str]:
+    """The queued or running jobs of batches on `out` (their --comment)."""
+    return slurm.jobs_commented(batch_tag(out))
+
+
 def stable(result: dict) -> dict:
     return {k: v for k, v in result.items() if k not in ("started_at", "duration_s")}
 
@@ -98,7 +103,7 @@ def timeout_batch(slurm_cluster, tmp_path_factory):
     if process.poll() is None:
         process.kill()
         process.wait()
-        subprocess.run(["scancel", f"--name={batch_job_name(root / 'out')}"], check=False)
+        slurm.scancel(tagged_jobs(root / "out"))
 
 
 def test_batch_lands_in_the_gradebook_exactly_like_the_local_backend(slurm_cluster, tmp_path, calls_log):
@@ -137,7 +142,11 @@ def test_batch_lands_in_the_gradebook_exactly_like_the_local_backend(slurm_clust
         job = job_fields(slurm_cluster, job_id_of(slurm_out, key))
         assert job["JobState"] == "COMPLETED" and job["Partition"] == "gpu"
         assert job["TresPerNode"] == "gres:gpu:2"
-        assert job["JobName"] == batch_job_name(slurm_out)        # no student names in the queue
+        # Named after the student (squeue and sacct tell them apart); the batch is the comment.
+        assert job["JobName"] == key and job["Comment"] == batch_tag(slurm_out), job
+        # What a grading may use: a core per run side by side, 4 runs of 6G and the grader.
+        assert job["NumCPUs"] == "4" and job["MinMemoryNode"] == "26G", job
+        assert job["TimeLimit"] == "00:35:00", job               # --timeout 1800 s + 5 min
         header = (slurm_out / "submissions" / key / LOG_NAME).read_text().splitlines()[0]
         visible = re.search(r"CUDA_VISIBLE_DEVICES=(\S+)", header).group(1)
         assert len(visible.split(",")) == 2 and set(visible.split(",")) <= {"0", "1", "2", "3"}
@@ -216,8 +225,7 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
     batch.wait()
     recorded_before = {key for key, (status, *_) in current(out).items()}
     assert 1 <= len(recorded_before) < 4
-    orphans = subprocess.run(["squeue", "--noheader", "--format=%i", f"--name={batch_job_name(out)}"],
-                             capture_output=True, text=True).stdout.split()
+    orphans = tagged_jobs(out)
     assert orphans, "the killed batch's remaining jobs should still be queued or running"
 
     report = slurm_batch(subs, out)
@@ -252,6 +260,64 @@ def test_the_real_grader_runs_as_a_slurm_job_on_the_reference(slurm_cluster, tmp
     assert job["TimeLimit"] == "00:05:00"
     rows = list(csv.DictReader((out / "grades.csv").open()))
     assert rows[0]["Status"] == "graded"
+
+
+def wait_for_job(job_id: str, limit_s: float = 90) -> slurm.JobInfo:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        info = slurm.query([job_id]).get(job_id)
+        if info is not None and info.terminal:
+            return info
+        time.sleep(0.3)
+    raise AssertionError(f"SLURM job {job_id} did not end in {limit_s:g} s")
+
+
+def test_the_graders_own_timeout_stops_a_job_before_slurms_limit(slurm_cluster, tmp_path):
+    """--time had equalled --timeout: SLURM stopped the job as the grader would have, and the
+    record said SLURM's limit. Now the script stops the grading at --timeout itself and the
+    job's limit leaves a margin: the record says the grader's timeout, as a local batch's."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "hanger", behaviour="hang")
+    started = time.monotonic()
+    report = run_test_batch(subs, out, ["practical4"], backend=fake_backend(gpus_per_job=0),
+                            timeout_s=5)
+    assert report.failed == 1
+    status, score, _, message = current(out)["hanger"]
+    assert (status, score, message) == ("timed_out", None,
+                                        "grading took longer than 5 s and was stopped"), message
+    job = job_fields(slurm_cluster, job_id_of(out, "hanger"))
+    assert job["TimeLimit"] == "00:06:00", job                   # 5 s + 5 min, in minutes
+    assert job["JobState"] == "FAILED" and job["ExitCode"] == "124:0", job
+    assert time.monotonic() - started < 50
+
+
+def test_a_dry_runs_script_is_submitted_by_hand_as_is(slurm_cluster, tmp_path, pdl_grade):
+    """The dry run's script had graded DIR/scratch/<key>/..., which no longer exists when
+    the dry run ends: `sbatch` of it, to try one student, graded nothing."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "Alice Tamm_401101_assignsubmission_file_", score=6)
+    config = tmp_path / "slurm.yaml"
+    config.write_text(f"command: {json.dumps(FAKE_COMMAND)}\n")
+    run = pdl_grade("batch", subs, "--out", out, "--assignment", "practical4", "--backend",
+                    "slurm", "--partition", "gpu", "--slurm-config", config, "--dry-run")
+    assert run.code == 0, run.err
+    folder = out / "slurm-dry-run" / "Alice_Tamm_401101"
+    assert not (out / "scratch").exists()        # the batch's own copy is gone, as before
+    assert (folder / "submission" / "practical4" / "FAKE.json").is_file()
+    submitted = subprocess.run(["sbatch", "--parsable", str(folder / "slurm-job.sh")],
+                               capture_output=True, text=True, cwd=tmp_path)
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip().split(";")[0]
+    info = wait_for_job(job_id)
+    log = (folder / LOG_NAME).read_text() if (folder / LOG_NAME).exists() else "(no log)"
+    assert (info.state, info.exit_code) == ("COMPLETED", 0), log
+    result = json.loads((folder / "result.json").read_text())
+    assert result["score"] == 6, result
+    job = job_fields(slurm_cluster, job_id)   # the #SBATCH lines: the options the batch gives
+    assert job["JobName"] == "Alice_Tamm_401101" and job["TresPerNode"] == "gres:gpu:2", job
+    assert job["NumCPUs"] == "4" and job["MinMemoryNode"] == "26G", job
+    assert "Comment" not in job or job["Comment"] in ("(null)", ""), job   # no batch cancels it
+    assert not (out / "gradebook.sqlite").exists()
 
 
 def test_a_job_over_its_time_limit_is_recorded_as_timed_out(slurm_cluster, timeout_batch):
