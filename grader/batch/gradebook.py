@@ -221,6 +221,19 @@ class Gradebook:
             "WHERE st.key = ? AND r.current = 1", (key,)).fetchone()
         return RunState(*row) if row else None
 
+    def current_config(self, key: str) -> tuple[str, dict[str, str], tuple[str, ...]] | None:
+        """(grader version, {assignment: rubric version}, assignments) of the current run."""
+        row = self.db.execute(
+            "SELECT r.grader_version, r.rubric_versions, r.assignments FROM runs r JOIN students "
+            "st ON st.id = r.student_id WHERE st.key = ? AND r.current = 1", (key,)).fetchone()
+        if not row:
+            return None
+        try:
+            versions = json.loads(row[1]) if row[1] else {}
+        except ValueError:
+            versions = {}
+        return row[0], versions if isinstance(versions, dict) else {}, _assignment_list(row[2])
+
     def current_result(self, key: str) -> dict[str, Any] | None:
         """The student's current run's result.json, if it has one."""
         row = self.db.execute(

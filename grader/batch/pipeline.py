@@ -77,6 +77,15 @@ class BatchError(Exception):
     """The batch cannot start (bad arguments, another batch holds DIR); nothing was graded."""
 
 
+class BatchInterrupted(Exception):
+    """Ctrl-C: what was recorded stays; the same command resumes."""
+    def __init__(self, graded: int, done: int, total: int | None):
+        self.graded, self.done, self.total = graded, done, total
+        left = f"{total - done} left" if total is not None else "the rest left"
+        super().__init__(f"interrupted: {graded} graded, {left}; run the same command again "
+                         "to resume")
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     """What to grade and how; everything `pdl-grade batch` takes besides its two folders."""
@@ -243,7 +252,11 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         student_overrides = _overrides_kept_or_replaced(book, options.overrides, student_overrides,
                                                         progress)
         if given:
+            found, alone = _left_alone(found, given, out / "scratch", rubrics, options.limits)
+            progress.total = len(found)
             graded_by, choice = {s.student.key: given for s in found}, []
+            for line in alone:
+                progress.note(line)
         else:
             graded_by, choice = choose_assignments(found, out / "scratch", rubrics, options.limits)
         keys = keys_per_assignment(found, graded_by, book.current_assignments(), known)
@@ -317,6 +330,14 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         progress.close()
         return BatchSummary(progress, out / "gradebook.sqlite", csv_path, notes,
                             assignment_choice=choice)
+    except KeyboardInterrupt:
+        # Nothing half-done is kept: a grading is recorded only once complete (its transaction
+        # rolls back if interrupted), work/ and scratch/ are emptied below.
+        if progress is not None:
+            progress.stop()
+        raise BatchInterrupted(progress.graded if progress else 0,
+                               progress.done if progress else 0,
+                               progress.total if progress else None) from None
     finally:
         if progress is not None:
             progress.stop()
@@ -566,6 +587,31 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
     return {s.student.key: chosen_of[s.export] or everywhere for s in found}, lines
 
 
+def _left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, rubrics: dict,
+                limits: UnpackLimits) -> tuple[list[Submission], list[str]]:
+    """The uploads a batch told `--assignment` grades, and a line on those it leaves alone:
+    an upload holding none of the assignments but another's files (Practical 5's download
+    beside HW3's) is not this batch's. `--assignment hw3` had made each of them "needs a
+    person", overwritten its Practical 5 result with an HW3 0 and dropped Practical 5 from
+    grades.csv. An upload holding nothing of any assignment is graded (for a person) as before."""
+    layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
+    kept, alone = [], {}
+    for submission in found:
+        held = assignments_in(submission, scratch / submission.student.key, layout, limits)
+        if held and not held & set(given):
+            alone.setdefault(", ".join(a for a in layout if a in held), []).append(
+                submission.student.key)
+        else:
+            kept.append(submission)
+    if not alone:
+        return kept, []
+    count = sum(len(keys) for keys in alone.values())
+    return kept, [f"--assignment {', '.join(given)}: {count} upload(s) hold none of "
+                  f"{'it' if len(given) == 1 else 'them'} but another assignment's files, and are "
+                  "left alone (not graded; their earlier results and grades stay as they are): "
+                  + "; ".join(f"{what}: {_few(keys)}" for what, keys in alone.items())]
+
+
 def _listed(names) -> str:
     names = list(names)
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
@@ -723,6 +769,7 @@ class _Context:
     fingerprints: dict = field(default_factory=dict)   # of its code files (class page)
     config: RunConfig | None = None                    # what it is graded with
     replaces: list[str] = field(default_factory=list)  # keys whose record a final run takes over
+    why: str | None = None                             # why graded again (said with its score)
 
 
 class RescoreError(Exception):
@@ -852,12 +899,41 @@ class _ClassBatch:
                 return None
             if self._rescore(context, current):
                 return None
+        context.why = self._why_again(key, current, context)
+        if self.options.dry_run and context.why:
+            self.plan.append(f"{key}: would be {context.why}")
+            shutil.rmtree(scratch, ignore_errors=True)
+            return None
         work = self.out / "work" / f"{key}-{uuid.uuid4().hex[:8]}"
         if not self.options.dry_run:
             self.progress.started(key)
         return GradeJob(submission.student, prepared.root, work, assignments,
                         self.options.rubrics_dir, self.options.check_timeout, context,
                         submitted_at=context.submitted_at)
+
+    def _why_again(self, key: str, current: RunState | None, context: _Context) -> str | None:
+        """Why the same upload is graded again ("re-graded: hw3 rubric 2026.5 -> 2026.6"); None
+        for a first grading or a new upload."""
+        if current is None or current.content_hash != context.prepared.content_hash:
+            return None
+        if self.options.regrade:
+            return "re-graded: --regrade"
+        if current.status not in FINAL_STATUSES:
+            return f"re-graded: its last grading {current.status.replace('_', ' ')}"
+        before = self.book.current_config(key)
+        if before is None or current.config_hash == context.config.config_hash:
+            return None
+        grader_before, versions, assignments = before
+        new = context.config
+        changes = [f"grader {grader_before} -> {new.grader_version}"] \
+            if grader_before != new.grader_version else []
+        changes += [f"{a} rubric {versions.get(a, 'none')} -> {new.rubric_versions.get(a)}"
+                    for a in new.assignments if versions.get(a) != new.rubric_versions.get(a)]
+        if not changes and set(assignments) != set(new.assignments):
+            changes.append(f"graded for {', '.join(new.assignments)} (was "
+                           f"{', '.join(assignments) or 'none'})")
+        return "re-graded: " + (", ".join(changes) or "the rubric files or the check timeout "
+                                "changed (same versions)")
 
     def _overrides_not_applied(self, context: _Context) -> None:
         """Overrides for an upload with nothing to grade: said, never dropped in silence (an
@@ -905,8 +981,8 @@ class _ClassBatch:
         """Once per assignment with a due date: how many submissions got no late penalty
         because their time is unknown."""
         for assignment, untimed in self.untimed.items():
-            if self.rubrics[assignment].due is None:
-                continue
+            if self.rubrics[assignment].due is None or self.rubrics[assignment].late_policy is None:
+                continue   # no penalty could be applied anyway: nothing to warn about
             count = (f"{untimed} submission has" if untimed == 1
                      else f"{untimed} submissions have")
             self.progress.warn(f"{assignment} has a due date but {count} no submission time: no "
@@ -1001,7 +1077,9 @@ class _ClassBatch:
                                "not current now; the new upload is graded by the next batch")
         self._store(context, run, work=outcome.job.out, output=outcome.log_tail)
         shutil.rmtree(context.scratch, ignore_errors=True)
-        self.progress.finished(key, status, message or "", outcome.duration_s,
+        regraded = status == "graded" and context.why
+        self.progress.finished(key, "regraded" if regraded else status,
+                               (context.why if regraded else message) or "", outcome.duration_s,
                                score=_score_of(run.result))
 
     def _earlier_grade(self, context: _Context) -> tuple[str, bool] | None:

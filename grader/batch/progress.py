@@ -46,6 +46,7 @@ class Progress:
     rejected: int = 0                          # unusable upload (graded zero, or for a person)
     skipped: int = 0                           # unchanged since the last batch
     rescored: int = 0                          # of the graded: scores redone, no code run
+    regraded: int = 0                          # of the graded: graded before, run again (why said)
     needs_person: int = 0                      # of the rejected: nothing to grade found
     failures: list[Failure] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # repeated in the summary
@@ -109,6 +110,9 @@ class Progress:
             if status == "rescored":
                 self.rescored += 1
                 status = "graded"
+            elif status == "regraded":
+                self.regraded += 1
+                status = "graded"
             if status == "graded":
                 self.graded += 1
             elif status == "skipped":
@@ -129,14 +133,18 @@ class Progress:
         else:
             took = f" ({duration_s:.1f} s)" if duration_s is not None else ""
             first_line = printable(detail.splitlines()[0]) if detail else ""
-            print(f"[{self.done}/{self.total}] {status.replace('_', ' ')} {key}{took}"
+            word = "re-graded" if shown == "regraded" else status.replace('_', ' ')
+            print(f"[{self.done}/{self.total}] {word} {key}{took}"
                   + (f": {score}" if score else "")
+                  + (f" ({first_line})" if first_line and shown == "regraded" else "")
                   + (f": {first_line}" if first_line and status != "graded" else ""),
                   file=self.stream, flush=True)
 
     def line(self) -> str:
         eta = self.eta_s()
-        rescored = f" ({self.rescored} re-scored)" if self.rescored else ""
+        again = [f"{count} {word}" for count, word in ((self.rescored, "re-scored"),
+                                                      (self.regraded, "re-graded")) if count]
+        rescored = f" ({', '.join(again)})" if again else ""
         # In the class page's words: an upload for a person is no rejection (no 0 is given).
         return (f"{self.done}/{self.total} done: {self.graded} graded{rescored}, {self.failed} failed, "
                 f"{self.rejected - self.needs_person} rejected, {self.needs_person} for a person, "

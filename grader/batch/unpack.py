@@ -21,8 +21,9 @@ whoever made it):
   upload may hold one) is skipped with a note: never followed, never created, and nothing
   graded needs it;
 - a `.zip` that is no zip at all (a RAR or 7z renamed): what it is, for a person to look at
-  (`NeedsPerson`, no grade), like a `.rar` beside the files; a zip that is damaged (truncated,
-  encrypted) is rejected with what is wrong.
+  (`NeedsPerson`, no grade), like a `.rar` beside the files, and so is a zip that is damaged
+  (cut short, a bad CRC: an upload that did not finish is no verdict on the work); an
+  encrypted one is rejected with what is wrong.
 
 Only archives at the top of a student's entry are unpacked (never a zip inside a zip), so a
 nested bomb is never opened. Files are written 0644 and folders 0755 whatever the archive
@@ -443,6 +444,8 @@ def directory_entries(archive: Path, start: int, directory_bytes: int) -> int:
         return handle.read(directory_bytes).count(b"PK\x01\x02")
 
 
+# What is said of an archive that is damaged: no verdict on the work (NeedsPerson).
+_DAMAGED = ('nothing in it can be graded, so it gets no grade (never a 0): a person should look (download it again from Moodle, or ask the student to upload it again)')
 # What a file named .zip is when it is not one: students rename archives the grader cannot
 # unpack (the signature at its start, where the format has one there).
 ARCHIVE_SIGNATURES = ((b"Rar!\x1a\x07", "a RAR archive"), (b"7z\xbc\xaf\x27\x1c", "a 7z archive"),
@@ -487,7 +490,10 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
                           "the grader cannot unpack; a person should look at it (unpack it by "
                           "hand, or ask the student for a .zip)")
     if directory is None:
-        raise Rejected(f"{label} is not a readable zip file (no end-of-archive record)")
+        # Cut short (an upload or a download that did not finish): the student's work may be
+        # whole on their machine; a 0 for it had been uploaded to Moodle.
+        raise NeedsPerson(f"{label} is not a readable zip file: it is damaged, cut short (no "
+                          f"end-of-archive record); {_DAMAGED}")
     entries_declared, directory_bytes, start = directory
     # Checked before zipfile builds an object per entry: a directory of millions of entries
     # would cost the grader gigabytes before any other limit is looked at. The end record's
@@ -512,7 +518,8 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
-        raise Rejected(f"{label} is not a readable zip file ({exc})") from None
+        raise NeedsPerson(f"{label} is not a readable zip file: it is damaged ({exc}); "
+                          f"{_DAMAGED}") from None
     with zf:
         entries = []
         for info in zf.infolist():
@@ -560,8 +567,10 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
             except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError,
                     RuntimeError) as exc:
                 # A damaged checkpoint need not cost the code beside it its grade.
-                kind = DataInTheWay if _is_unneeded(parts, environments) else Rejected
-                raise kind(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
+                if _is_unneeded(parts, environments):
+                    raise DataInTheWay(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
+                raise NeedsPerson(f"{label} is damaged: its entry '{info.filename}' cannot be "
+                                  f"unpacked ({exc}); {_DAMAGED}") from None
             count += 1
         return count
 

@@ -100,7 +100,8 @@ def _worksheet_argument(text: str) -> tuple[str | None, str]:
 
 
 def run(options) -> int:
-    from grader.batch.pipeline import DEFAULT_TIMEOUT_S, BatchError, BatchOptions, run_batch
+    from grader.batch.pipeline import (DEFAULT_TIMEOUT_S, BatchError, BatchInterrupted,
+                                       BatchOptions, run_batch)
     from grader.cli.grade import chosen_assignments
     if options.workers is None:
         from grader.common.cpu_share import default_workers
@@ -147,8 +148,16 @@ def run(options) -> int:
             timezone=options.timezone, overrides=options.overrides,
             moodle_worksheets=tuple(_worksheet_argument(text) for text in options.moodle_worksheet),
             dry_run=options.dry_run)
+        if backend is None and not options.dry_run:
+            _warn_about_workers(options.workers)
         summary = run_batch(Path(options.submissions), Path(options.out), batch_options,
                             backend=backend)
+    except BatchInterrupted as interrupted:
+        print(f"\n{interrupted}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("\ninterrupted before grading began; run the same command again", file=sys.stderr)
+        return 130
     except (BatchError, ValueError) as problem:
         print(f"pdl-grade batch: {problem}", file=sys.stderr)
         return 2
@@ -161,6 +170,37 @@ def run(options) -> int:
         return 0
     print(f"gradebook: {summary.gradebook}\ngrades:    {summary.grades_csv}")
     return 1 if summary.failed else 0
+
+
+# Runs one grading starts side by side, at most (grader/common/cpu_share.py).
+MAX_RUNS_SIDE_BY_SIDE = 4
+
+
+def _warn_about_workers(workers: int) -> None:
+    """One line where --workers asks more of the machine than it has: more gradings than
+    cores, or workers x 4 runs x the run memory over its memory (README: keep it inside)."""
+    import os
+    from grader.common.run_memory import run_memory_bytes
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    needed = workers * MAX_RUNS_SIDE_BY_SIDE * run_memory_bytes()
+    problems = []
+    if workers > cores:
+        problems.append(f"{workers} workers on {cores} core{'s' * (cores != 1)}")
+    if memory and needed > memory:
+        problems.append(f"{workers} workers x {MAX_RUNS_SIDE_BY_SIDE} runs x "
+                        f"{run_memory_bytes() / 2**30:g} GiB = {needed / 2**30:g} GiB, over this "
+                        f"machine's {memory / 2**30:.0f} GiB of memory")
+    if problems:
+        print(f"pdl-grade batch: warning: --workers {workers}: {'; '.join(problems)}: gradings "
+              "will be slow and runs may be stopped for memory (their checks then fail); fewer "
+              "--workers or a smaller --memory fits", file=sys.stderr)
 
 
 def _same_place_as_progress() -> bool:

@@ -218,3 +218,96 @@ def test_the_cli_takes_submission_times_per_assignment(tmp_path):
                                          "hw3=a.csv", "--submission-times", "b.csv"])
     assert [_worksheet_argument(t) for t in options.submission_times] == [("hw3", "a.csv"),
                                                                           (None, "b.csv")]
+
+
+# --- F4: --assignment leaves another assignment's download alone ------------------------------
+
+def hw3_only(folder: Path, passed: int) -> Path:
+    (folder / "hw3").mkdir(parents=True, exist_ok=True)
+    (folder / "hw3" / "model_parallel.py").write_text(f"import torch  # {passed}\n")
+    (folder / "practical4").mkdir(exist_ok=True)
+    (folder / "practical4" / "FAKE.json").write_text(json.dumps({"score": passed}))
+    return folder
+
+
+def test_an_assignment_named_leaves_another_assignments_uploads_alone(tmp_path):
+    subs, out = tmp_path / "class", tmp_path / "out"
+    practical4_only(subs / "p4" / "Alice Tamm_1001_assignsubmission_file_", 5)
+    hw3_only(subs / "hw3" / "Alice Tamm_2001_assignsubmission_file_", 5)
+    batch(subs, out, assignments=None)
+    before = result(out, "Alice_Tamm_1001")
+    summary, said = batch(subs, out, assignments=("hw3",), regrade=True)
+    assert result(out, "Alice_Tamm_1001") == before, "Practical 4's result was overwritten"
+    assert "1 upload(s) hold none of it but another assignment's files, and are left alone" in said
+    row = next(iter(rows(out).values()))
+    assert len(rows(out)) == 1 and row["practical4"] and row["hw3"], rows(out)
+
+
+# --- F5: a damaged archive is a person's, with no grade ---------------------------------------
+
+def test_a_truncated_zip_needs_a_person_and_gets_no_zero(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    archive = zip_folder(practical4_only(tmp_path / "eve", 5), tmp_path / "eve.zip")
+    folder = subs / "Eve Lepp_1005_assignsubmission_file_"
+    folder.mkdir(parents=True)
+    (folder / "hw3.zip").write_bytes(archive.read_bytes()[:len(archive.read_bytes()) // 2])
+    practical4_only(subs / "Bob Kask_1002_assignsubmission_file_", 5)
+    summary, said = batch(subs, out)
+    eve = rows(out)["Eve_Lepp_1005"]
+    assert eve["practical4"] == "" and eve["Total"] == "", eve
+    assert summary.progress.needs_person == 1, said
+    assert "damaged" in json.dumps(result(out, "Eve_Lepp_1005")), said
+
+
+# --- F10, F11, F14: what the console says ------------------------------------------------------
+
+def test_ctrl_c_says_how_to_resume_and_keeps_nothing_half_done(tmp_path, monkeypatch):
+    from grader.batch import pipeline
+    from grader.batch.pipeline import BatchInterrupted
+
+    def interrupted(jobs, *args):      # Ctrl-C while the first grading runs
+        for job in jobs:
+            (job.out).mkdir(parents=True, exist_ok=True)
+            (job.out / "result.json").write_text("{")      # half written
+            raise KeyboardInterrupt
+        yield from ()
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    practical4_only(subs / "alice", 5)
+    monkeypatch.setattr(pipeline, "run_jobs", interrupted)
+    with pytest.raises(BatchInterrupted) as stopped:
+        batch(subs, out)
+    assert str(stopped.value) == ("interrupted: 0 graded, 1 left; run the same command again "
+                                  "to resume"), stopped.value
+    assert not (out / "work").exists() and not (out / "submissions" / "alice").exists()
+    monkeypatch.undo()
+    again, _ = batch(subs, out)
+    assert again.progress.graded == 1
+
+
+def test_the_cli_exits_130_with_one_line_on_ctrl_c(tmp_path, monkeypatch, capsys):
+    from grader.batch import pipeline
+    from grader.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise pipeline.BatchInterrupted(3, 3, 10)
+    monkeypatch.setattr(pipeline, "run_batch", interrupted)
+    (tmp_path / "subs").mkdir()
+    code = main(["batch", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--workers", "1"])
+    assert code == 130
+    assert capsys.readouterr().err.strip().endswith(
+        "interrupted: 3 graded, 7 left; run the same command again to resume")
+
+
+def test_a_regrading_of_the_same_upload_says_why(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    practical4_only(subs / "alice", 5)
+    batch(subs, out)
+    _, said = batch(subs, out, check_timeout=99.0)
+    assert "re-graded alice" in said and "re-graded:" in said, said
+
+
+def test_no_late_penalty_warning_where_the_rubric_has_no_late_policy(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    hw3_only(subs / "alice", 5)
+    summary, said = batch(subs, out, assignments=("hw3",))
+    assert "has a due date but" not in said, said

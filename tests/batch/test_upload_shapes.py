@@ -249,13 +249,13 @@ def test_a_rar_renamed_zip_needs_a_person(tmp_path):
     prepared = _prepare(tmp_path, {"Renamed Rar_222_assignsubmission_file_": {"work.zip": rar}})
     assert prepared.root is None and prepared.needs_person
     assert "work.zip is not a readable zip file: it is a RAR archive named .zip" in prepared.problem
-    # A zip that is damaged (truncated) is still the student's to hand in again.
+    # A zip that is damaged (truncated) is no verdict on the work either (audit F5: a 0 had
+    # gone to Moodle for an upload that did not finish): a person's, with no grade.
     truncated = zip_bytes(_course())[:200]
     archive = tmp_path / "work.zip"
     archive.write_bytes(truncated)
-    with pytest.raises(Rejected) as raised:
+    with pytest.raises(NeedsPerson) as raised:
         extract_zip(archive, tmp_path / "out", Budget(UnpackLimits()))
-    assert not isinstance(raised.value, NeedsPerson)
     assert "no end-of-archive record" in str(raised.value)
     archive.write_bytes(b"7z\xbc\xaf\x27\x1c" + b"\0" * 40)
     with pytest.raises(NeedsPerson, match="work.zip is not a readable zip file: it is a 7z archive"):
