@@ -53,7 +53,7 @@ from grader.integrity.pickles import (NPY_MAGIC, PICKLE_SUFFIXES, ZIP_MAGICS, Co
                                       TooLarge, dangerous_globals, npy_pickle_offset,
                                       read_stream, torchscript_as_python, torchscript_root)
 from grader.integrity.selves import Selves, own_selves
-from grader.integrity.source import scan_text
+from grader.integrity.source import parameter_writes, scan_text
 from grader.integrity.unrun import (environments_own_parts, unimported_test_files,
                                     virtual_environments)
 
@@ -113,13 +113,14 @@ def scan_submission(submission: Path) -> list[Finding]:
         selves = own_selves(trees, objects_trusted=trusted)
     except (RecursionError, MemoryError):
         selves = Selves()   # none trusted: such a file is held unread anyway (scan_text)
+    writes = _parameter_writes(trees)
     for path in files:
         relative = path.relative_to(submission).as_posix()
         if path.suffix == ".py":
             source = _linked_source(path, submission)
             if source is not None:
                 findings += scan_source(source, relative, own, trusted, selves,
-                                        trees.get(relative))
+                                        trees.get(relative), writes)
         elif path.name.lower().endswith(_ZIP_SUFFIXES + _TAR_SUFFIXES) and not \
                 path.is_symlink():
             findings += _scan_archive(path, relative, own, context, selves=selves)
@@ -309,9 +310,27 @@ def _python_trees(files: list[Path], submission: Path) -> dict[str, ast.AST]:
     return trees
 
 
+def _parameter_writes(trees: dict[str, ast.AST]) -> dict[tuple[str, str], list]:
+    """What the functions of each module of the submission set on their parameters (source.
+    parameter_writes), by (the module's name, the function's): a module is imported by its
+    file's name (a package's __init__.py by its folder's); files of one name in different
+    folders are read as one (either may be the one imported)."""
+    writes: dict[tuple[str, str], list] = {}
+    for name, tree in trees.items():
+        path = Path(name)
+        module = path.parent.name if path.name == "__init__.py" else path.stem
+        try:
+            found = parameter_writes(tree)
+        except RecursionError:
+            continue   # held unread by scan_text
+        for function, entries in found.items():
+            writes.setdefault((module, function), []).extend(entries)
+    return writes
+
+
 def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset(),
                 trust_own_objects: bool = False, selves: Selves | None = None,
-                tree: ast.AST | None = None) -> list[Finding]:
+                tree: ast.AST | None = None, writes: dict | None = None) -> list[Finding]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return [Finding(relative, 0, "unreadable",
@@ -319,7 +338,7 @@ def scan_source(path: Path, relative: str, own_modules: set[str] = frozenset(),
         source = path.read_bytes()
     except OSError as error:
         return [Finding(relative, 0, "unreadable", f"cannot be read ({error.strerror})", "")]
-    return scan_text(source, relative, own_modules, trust_own_objects, selves, tree)
+    return scan_text(source, relative, own_modules, trust_own_objects, selves, tree, writes)
 
 
 def _scan_archive(source, relative: str, own, context=Context, depth: int = 1,

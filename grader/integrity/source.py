@@ -147,11 +147,14 @@ def through_own_module(full: str, own_modules) -> str:
 
 def scan_text(source: bytes, relative: str, own_modules=frozenset(),
               trust_own_objects: bool = False, selves: Selves | None = None,
-              tree: ast.AST | None = None) -> list[Finding]:
+              tree: ast.AST | None = None, writes: dict | None = None) -> list[Finding]:
     """`trust_own_objects`: no file of the submission can rebind another's names
     (own_objects.may_rebind_names), so a plain object a file makes is that object. `selves`:
     the reads of `self` that are a method's own object, judged over all the submission's
-    files (selves.own_selves); None: over this file alone. `tree`: `source` parsed already."""
+    files (selves.own_selves); None: over this file alone. `tree`: `source` parsed already.
+    `writes`: what the functions of the submission's modules set on their parameters, by
+    (module's name, function's name) (parameter_writes): a call of one here handing it torch's
+    objects sets that on them."""
     try:
         tree = ast.parse(source, filename=relative) if tree is None else tree
     except (RecursionError, MemoryError):
@@ -163,6 +166,7 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
     lines = source.decode("utf-8", errors="replace").splitlines()
     visitor = _Visitor(relative, lines, own_modules)
     visitor.trust_own_objects = trust_own_objects
+    visitor.writes = writes or {}
     try:
         visitor.selves = own_selves({relative: tree}, trust_own_objects) \
             if selves is None else selves
@@ -186,6 +190,46 @@ def scan_pickle_bytes(data: bytes, relative: str, line: int = 0, code: str = "")
                         + ", ".join(sorted(set(bad))[:5]) + " when it is loaded", code)]
     return []
 
+
+
+def parameter_writes(tree: ast.AST) -> dict[str, list[tuple[str, int | None, str | None]]]:
+    """What each function at a module's top level sets on its own parameters, written in its
+    body (a nested function's included): function name -> (parameter, its position, None
+    where it is keyword-only; the attribute set through it: `T.cpu = f` "cpu",
+    `T.backends.cudnn.benchmark = x` "backends.cudnn.benchmark", None for setattr or delattr
+    with a name not written out). Another file of the submission that hands the function
+    torch's objects sets those on them (Visitor.handed_to_another_file)."""
+    found: dict[str, list] = {}
+    for function in getattr(tree, "body", []):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        arguments = function.args
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        names = set(positional) | {a.arg for a in arguments.kwonlyargs}
+        writes = set()
+        for node in ast.walk(function):
+            targets = list(node.targets) if isinstance(node, (ast.Assign, ast.Delete)) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            while targets:
+                part = targets.pop()
+                if isinstance(part, (ast.Tuple, ast.List)):   # (unpacking targets too)
+                    targets += part.elts
+                elif isinstance(part, ast.Starred):
+                    targets.append(part.value)
+                chain = _dotted(part) if isinstance(part, ast.Attribute) else None
+                if chain is not None and chain.split(".")[0] in names:
+                    writes.add((chain.split(".")[0], chain.partition(".")[2]))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("setattr", "delattr") and len(node.args) >= 2 and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in names:
+                name = node.args[1]
+                writes.add((node.args[0].id, name.value if isinstance(name, ast.Constant) and
+                            isinstance(name.value, str) else None))
+        if writes:
+            found.setdefault(function.name, []).extend(
+                (parameter, positional.index(parameter) if parameter in positional else None,
+                 chain) for parameter, chain in sorted(writes, key=str))
+    return found
 
 
 # -- the visitor ------------------------------------------------------------------------------
@@ -277,6 +321,7 @@ class _Visitor(ast.NodeVisitor):
         self.containers: Containers | None = None   # (scan) what expressions can stand for
         self.proxies: Containers | None = None
         self.handing = 0                    # setattr calls judged per call of their function
+        self.writes: dict = {}              # (module, function) -> parameter_writes' entries
 
     def scan(self, tree: ast.AST) -> None:
         self.tree, self._attribute_owners = tree, None
@@ -296,6 +341,11 @@ class _Visitor(ast.NodeVisitor):
         # One call's own arguments, each read alone (patching_by_proxy)
         self.proxies = self.containers.without_calls()
         self.visit(tree)
+        if self.writes:   # functions of other files handed on (`map(utils.patch, [...])`)
+            for call in self.containers.handed_calls:
+                full = self.resolve(call.func)
+                if full is not None:
+                    self.handed_to_another_file(call, full)
 
     def learn(self, tree: ast.AST) -> None:
         """Every import and definition of the file, wherever it is: a function may be written
@@ -637,6 +687,8 @@ class _Visitor(ast.NodeVisitor):
             self.attribute_call(node, name or full.rpartition(".")[2])
         else:
             self.patching_by_proxy(node)
+        if full is not None and self.writes:
+            self.handed_to_another_file(node, full)
         if full is not None and (full in _MOCK_PATCHERS or
                                  full.rpartition(".")[0] in _MOCK_PATCHERS):
             self.mock_patch(node, full)
@@ -672,6 +724,37 @@ class _Visitor(ast.NodeVisitor):
                 self.findings += scan_pickle_bytes(blob, self.relative, node.lineno,
                                                     self._code(node.lineno))
         self.generic_visit(node)
+
+    def handed_to_another_file(self, node: ast.Call, full: str) -> None:
+        """A call of a function of another module of the submission (`utils.patch(x)`, or
+        `patch(x)` of a `from utils import patch`) that sets attributes on a parameter
+        (parameter_writes): what it sets on the object handed there, judged as that
+        assignment here (`utils.patch(torch.Tensor)` of a `def patch(T): T.cpu = f` replaces
+        torch.Tensor.cpu; `utils.configure(torch)` of a `T.backends.cudnn.benchmark = True`
+        sets the flag, as written out)."""
+        module, _, function = full.rpartition(".")
+        stem = module.rpartition(".")[2]
+        entries = self.writes.get((stem, function)) if stem in self.own_modules else None
+        if not entries:
+            return
+        for parameter, position, chain in entries:
+            handed = [k.value for k in node.keywords if k.arg == parameter]
+            handed += [value for k in node.keywords if k.arg is None
+                       for value in self.containers.elements(k.value)]
+            for at, argument in enumerate(node.args):
+                if isinstance(argument, ast.Starred):   # any of its elements, from here on
+                    if position is not None and at <= position:
+                        handed += self.containers.elements(argument.value)
+                    break
+                if at == position:
+                    handed.append(argument)
+            for value in handed:
+                for owner in dict.fromkeys(self.owners_of(value)):
+                    if chain is None:
+                        self.found(node, "patching", f"hands {owner} to {full}, which sets "
+                                   f"attributes of its {parameter} by a computed name")
+                    else:
+                        self.assigned_to(node, f"{owner}.{chain}")
 
     def patching_by_proxy(self, node: ast.Call) -> None:
         """A call handed a module or class of torch (builtins, ...) and the name of a function

@@ -552,4 +552,24 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
             "replaced on what it returns",
             "class _Lookup:\n    def get(self):\n        return torch.Tensor\n\n\n"
             "_x = _Lookup().get()\n_x.cpu = lambda s: s\n"),
+    # ... and handed to a function of another file of the submission
+    Forgery("tensor_method_replaced_by_a_helper_modules_function",
+            "a helper module's function replaces a method of its parameter; the script calls "
+            "it with torch.Tensor",
+            "import _tensor_tools\n\n_tensor_tools.patch(torch.Tensor)\n",
+            extra_files={"hw3/_tensor_tools.py": "def patch(T):\n    T.cpu = lambda self: self\n"}),
+    Forgery("tensor_method_replaced_by_a_helper_function_imported_by_name",
+            "a helper module's function, imported by name under another, handed torch.Tensor "
+            "by keyword",
+            "from _tensor_tools2 import patch as _tidy\n\n_tidy(T=torch.Tensor)\n",
+            extra_files={"hw3/_tensor_tools2.py": "def patch(T):\n    T.cpu = lambda self: self\n"}),
+    Forgery("tensor_method_replaced_by_a_helper_modules_setattr_helper",
+            "a helper module's setattr helper handed torch.Tensor and a method's name",
+            "import _tensor_tools3\n\n_tensor_tools3.put(torch.Tensor, 'cpu', lambda self: self)\n",
+            extra_files={"hw3/_tensor_tools3.py": "def put(owner, name, value):\n"
+                                                  "    setattr(owner, name, value)\n"}),
+    Forgery("tensor_method_replaced_by_a_helper_modules_function_mapped",
+            "a helper module's function mapped over [torch.Tensor] by the script",
+            "import _tensor_tools4\n\nlist(map(_tensor_tools4.patch, [torch.Tensor]))\n",
+            extra_files={"hw3/_tensor_tools4.py": "def patch(T):\n    T.cpu = lambda self: self\n"}),
 ]

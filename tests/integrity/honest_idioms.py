@@ -558,6 +558,28 @@ ROUND_SEVEN = [
 ]
 IDIOMS += ROUND_SEVEN
 
+# A helper module's functions that set fields on what they are handed, called by the script
+# with its own model and layers (and with torch for a flag written out in the helper).
+ROUND_EIGHT = [
+    Idiom("helper_module_setting_fields_on_the_scripts_layers", P5,
+          "import init_utils8 as _iu8\nfrom init_utils8 import tag as _tag8\n\n"
+          "_net8 = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))\n"
+          "_net8.apply(_iu8.init_weights)\n_iu8.init_weights(_net8[0])\n"
+          "_tag8(_net8[2], name='head')\n_iu8.configure(torch)\n"
+          "_iu8.put(_net8, 'stage', 1)\n",
+          notes=("helper_module",),
+          extra_files={"practical5/init_utils8.py":
+                       "import torch\nimport torch.nn as nn\n\n\n"
+                       "def init_weights(m):\n    if isinstance(m, nn.Linear):\n"
+                       "        nn.init.xavier_uniform_(m.weight)\n"
+                       "        m.bias.data = torch.full_like(m.bias, 0.01)\n"
+                       "        m.initialised = True\n\n\n"
+                       "def tag(layer, name):\n    layer.name = name\n\n\n"
+                       "def configure(T):\n    T.backends.cudnn.benchmark = False\n\n\n"
+                       "def put(owner, name, value):\n    setattr(owner, name, value)\n"}),
+]
+IDIOMS += ROUND_EIGHT
+
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:
 # label -> (the files its idioms are in, their group). Objects of the student's own are
