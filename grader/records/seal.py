@@ -22,6 +22,7 @@ import json.encoder
 import json.scanner
 import os
 import secrets
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -137,21 +138,37 @@ def _body(record: dict) -> str:
                       sort_keys=True, default=str)
 
 
-def sealer_factory(key: bytes | None) -> Callable[[str], Callable[[dict], str]]:
+def sealer_factory(key: bytes | None, callers_under: str | None = None
+                   ) -> Callable[[str], Callable[[dict], str]]:
     """stream -> a function turning records into the sealed JSON lines of the file `stream`
     (plain JSON without a key). Each sealer numbers its own lines; it is not thread-safe:
-    callers writing from several threads hold a lock around the call and the write."""
+    callers writing from several threads hold a lock around the call and the write.
+
+    `callers_under`: a folder (the grader's package): the factory and every sealer it makes
+    seal only when called from code of a file under it, the instrumentation's writers, which
+    check who called them. A red team had reached a sealer through the trace object
+    (`trace._seal`, a patched function's `__globals__`) and written the reference's records,
+    sealed, from a template that trained nothing; code compiled under a name in the grader's
+    folder is the runtime's audit hook's (grader/vgpu/guard.py)."""
     if key is None:
         return lambda stream: (lambda record: json.dumps(record, default=str))
     digest = _keyed(key)
     dumps, loads, basename = _dumps, _loads, os.path.basename
+    getframe = sys._getframe
+
+    def refuse_outsiders() -> None:
+        if callers_under is not None and \
+                not getframe(2).f_code.co_filename.startswith(callers_under):
+            raise PermissionError("only the grader's instrumentation seals records")
 
     def for_stream(stream: str) -> Callable[[dict], str]:
+        refuse_outsiders()
         name = basename(stream)
         seq = 0
 
         def seal(record: dict) -> str:
             nonlocal seq
+            refuse_outsiders()
             # Through JSON and back first (default=str as in the line itself), so the
             # reader's canonical text of what it parses is the text sealed here.
             record = loads(dumps(record))

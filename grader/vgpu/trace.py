@@ -104,7 +104,7 @@ def _sealers(key: bytes | None, trace_path: str):
     only for this trace's own part files (a forked child's included); the second gives one
     sealer, once, for another file of the run (the HW3 probe's): nothing holding a Trace can
     mint sealers for the probe's records."""
-    factory = sealer_factory(key)
+    factory = sealer_factory(key, callers_under=_GRADER_FOLDER)
     prefix = os.path.basename(trace_path).split(".rank")[0] + ".rank"
     basename = os.path.basename
     given = []

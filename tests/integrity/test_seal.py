@@ -199,12 +199,23 @@ def test_a_trace_mints_sealers_only_for_its_own_part_files(tmp_path, monkeypatch
     trace.close()
 
 
+def _as_grader_code(function, *args):
+    """`function(*args)` called from a frame of a file in the grader's package, as the
+    instrumentation's writers call their sealers."""
+    import grader
+    folder = os.path.dirname(os.path.abspath(grader.__file__))
+    namespace: dict = {}
+    exec(compile("def call(f, *a):\n    return f(*a)\n", os.path.join(folder, "_writer.py"),
+                 "exec"), namespace)
+    return namespace["call"](function, *args)
+
+
 def test_the_probes_stream_is_given_once(tmp_path, monkeypatch):
     key = new_key()
     monkeypatch.setenv(ENV_FD, str(hand_over(key)))
     trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
     probe = trace.sealer_for(str(tmp_path / "probe.jsonl"))
-    assert verify_lines([probe({"kind": "done"})], key, "probe.jsonl").records == [
+    assert verify_lines([_as_grader_code(probe, {"kind": "done"})], key, "probe.jsonl").records == [
         {"kind": "done"}]
     with pytest.raises(RuntimeError):
         trace.sealer_for(str(tmp_path / "probe.jsonl"))
@@ -340,3 +351,27 @@ def test_the_key_never_reaches_student_code(tmp_path):
     sealed = [e for e in observation.events if e["event"] == "start"]
     assert sealed, "the instrumentation itself got the key: its records verify"
     assert any("opened /proc/self/mem" in p for p in observation.integrity), observation.integrity
+
+
+def test_a_sealer_reached_from_the_submissions_code_seals_nothing(tmp_path, monkeypatch):
+    """A red team reached the trace's sealer (`trace._seal`, through `sys.modules` or a patched
+    function's `__globals__`) and wrote the reference's records, sealed, from a template that
+    trained nothing: 9.75 of Practical 6's 9.75 automatic points. A sealer seals only for the
+    instrumentation's own writers (code of the grader's package), which check who called them."""
+    key = new_key()
+    monkeypatch.setenv(ENV_FD, str(hand_over(key)))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0, str(tmp_path / "trace.jsonl"))
+    forged = {"event": "step", "index": 1}
+    with pytest.raises(PermissionError):
+        trace._seal(forged)
+    with pytest.raises(PermissionError):
+        trace._streams(str(tmp_path / "trace.jsonl.rank0.99"))(forged)
+    with pytest.raises(PermissionError):
+        trace.sealer_for(str(tmp_path / "probe.jsonl"))({"kind": "done"})
+    # The trace's own writer still seals; what the submission asks it to write is written as
+    # what it is: an attempt.
+    trace.emit("step", index=1)
+    trace.close()
+    lines = (tmp_path / "trace.jsonl.rank0.1").read_text().splitlines()
+    records = verify_lines(lines, key, "trace.jsonl.rank0.1").records
+    assert [r["event"] for r in records] == ["tampering"], records
