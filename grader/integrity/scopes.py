@@ -431,7 +431,10 @@ class Containers:
     attribute of any of those (`t.nn.functional` where `t` can be torch), or a variable: every
     binding of that variable in its scope (Scopes: an assignment, a loop, an import, a
     parameter's default) and, for a parameter, what every call of its function in the file hands
-    it (`def g(T): T.add = f` called as `g(torch.Tensor)`): a superset. Used where the scan
+    it (`def g(T): T.add = f` called as `g(torch.Tensor)`), also where the function is only
+    passed on (`map(g, [...])`, `Thread(target=g, args=...)`, `partial(g, ...)`, `submit`,
+    `model.apply(g)`, a parameter it is called through: `_hand_offs`, `callees`) or is a
+    class's `__init__` (`Patcher(torch.Tensor)`): a superset. Used where the scan
     asks "could this be torch's?": a container, a parameter or a loop only delays the question.
     `follow_calls` False: a parameter is its default only (a question about one call's own
     arguments, which other calls of the same function would mix up)."""
