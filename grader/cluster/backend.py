@@ -166,7 +166,8 @@ class SlurmBackend:
         """The job's sbatch options; `tag` (the batch's, as --comment) marks the jobs a
         SIGKILLed batch leaves for the next one to cancel."""
         s, out = self.settings, Path(job.out).resolve()
-        args = [f"--job-name={job_name(job.student.key)}", f"--output={out / LOG_NAME}",
+        args = [f"--job-name={job_name(job.student.key, self.settings.job_names)}",
+                f"--output={out / LOG_NAME}",
                 f"--chdir={out}", "--nodes=1", "--ntasks=1", "--no-requeue", "--export=ALL"]
         if tag:
             args.append(f"--comment={tag}")
@@ -428,10 +429,16 @@ def cancel_left_jobs(tag: str) -> None:
     slurm.scancel(name=tag)
 
 
-def job_name(key: str) -> str:
-    """The SLURM job name of a submission: its key, in characters that squeue, sacct and
-    their comma-separated --name lists take (letters and digits of any script, `_.-`),
-    at most JOB_NAME_CHARS; a key cut short keeps a hash of the whole, so names stay apart."""
+def job_name(key: str, kind: str = "tags") -> str:
+    """The SLURM job name of a submission. "tags": `pdl-` and 8 hex digits of its key's hash,
+    the same in every batch (squeue tells the students apart; the job's script, its log and
+    the dry run's folder name the key), since squeue shows job names to every user of a
+    cluster that does not hide them and a key holds the student's name. "keys": the key, in
+    characters that squeue, sacct and their comma-separated --name lists take (letters and
+    digits of any script, `_.-`), at most JOB_NAME_CHARS; a key cut short keeps a hash of the
+    whole, so names stay apart."""
+    if kind == "tags":
+        return "pdl-" + hashlib.sha256(str(key).encode()).hexdigest()[:8]
     name = re.sub(r"[^\w.-]", "_", str(key), flags=re.UNICODE).strip("_") or "pdl-grade"
     if len(name) > JOB_NAME_CHARS:
         digest = hashlib.sha256(str(key).encode()).hexdigest()[:8]

@@ -15,6 +15,9 @@ naming the closest accepted one):
     sbatch_args: ["--constraint=a100"]   # anything else, passed as is
     setup: ["module load cuda/12.4", "source /shared/venv/bin/activate"]  # run before grading
     python: python3             # the interpreter the job grades with (default below)
+    job_names: tags             # tags (default): pdl-<8 hex> per student, the same in every
+                                # batch; keys: the student's key (their name: only where the
+                                # cluster hides other users' jobs, SLURM's PrivateData=jobs)
     command: ["python3", "-m", "grader", "grade"]  # the whole grade command (default: python's)
     poll_interval_s: 5          # how often the batch asks SLURM about its jobs
     max_jobs: 50                # jobs queued at once (default: all submissions at once)
@@ -74,6 +77,9 @@ _MEANT = {"cpus": "cpus_per_task", "cpu": "cpus_per_task", "cores": "cpus_per_ta
           "modules": "setup", "module": "setup", "setup_lines": "setup", "prologue": "setup",
           "interpreter": "python", "queue": "partition"}
 _SLURM_SIZE = re.compile(r"\d+[KMGT]?", re.IGNORECASE)
+# A job's name is shown to every user of the cluster by squeue unless SLURM hides other users'
+# jobs (PrivateData=jobs): by default a tag per student, not the key that holds their name.
+JOB_NAME_KINDS = ("tags", "keys")
 
 
 
@@ -98,6 +104,7 @@ class SlurmSettings:
     poll_interval_s: float = 5.0
     max_jobs: int | None = None
     result_wait_s: float = 30.0
+    job_names: str = "tags"
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides: Any) -> "SlurmSettings":
@@ -138,6 +145,9 @@ class SlurmSettings:
                                         or not self.python.strip()):
             raise SlurmConfigError("python must be an interpreter's name or path, got "
                                    f"{self.python!r}")
+        if self.job_names not in JOB_NAME_KINDS:
+            raise SlurmConfigError(f"job_names must be one of {', '.join(JOB_NAME_KINDS)}, got "
+                                   f"{self.job_names!r}")
         if self.poll_interval_s <= 0:
             raise SlurmConfigError("poll_interval_s must be positive")
         if self.max_jobs is not None and self.max_jobs < 1:

@@ -21,7 +21,7 @@ import pytest
 from tests.support.fake_graders import calls, fake_grade, make_submission, zip_folder
 from tests.support import fake_grade_command, run_test_batch, subprocess_env
 from grader.cluster import SlurmBackend, SlurmSettings, slurm
-from grader.cluster.backend import LOG_NAME, batch_tag
+from grader.cluster.backend import LOG_NAME, batch_tag, job_name
 
 # Slow: a real SLURM cluster is started for these, and some wait out its time limits.
 pytestmark = pytest.mark.slow
@@ -143,7 +143,7 @@ def test_batch_lands_in_the_gradebook_exactly_like_the_local_backend(slurm_clust
         assert job["JobState"] == "COMPLETED" and job["Partition"] == "gpu"
         assert job["TresPerNode"] == "gres:gpu:2"
         # Named after the student (squeue and sacct tell them apart); the batch is the comment.
-        assert job["JobName"] == key and job["Comment"] == batch_tag(slurm_out), job
+        assert job["JobName"] == job_name(key) and job["Comment"] == batch_tag(slurm_out), job
         # What a grading may use: a core per run side by side, 4 runs of 6G and the grader.
         assert job["NumCPUs"] == "4" and job["MinMemoryNode"] == "26G", job
         assert job["TimeLimit"] == "00:35:00", job               # --timeout 1800 s + 5 min
@@ -314,7 +314,7 @@ def test_a_dry_runs_script_is_submitted_by_hand_as_is(slurm_cluster, tmp_path, p
     result = json.loads((folder / "result.json").read_text())
     assert result["score"] == 6, result
     job = job_fields(slurm_cluster, job_id)   # the #SBATCH lines: the options the batch gives
-    assert job["JobName"] == "Alice_Tamm_401101" and job["TresPerNode"] == "gres:gpu:2", job
+    assert job["JobName"] == job_name("Alice_Tamm_401101") and job["TresPerNode"] == "gres:gpu:2", job
     assert job["NumCPUs"] == "4" and job["MinMemoryNode"] == "26G", job
     assert "Comment" not in job or job["Comment"] in ("(null)", ""), job   # no batch cancels it
     assert not (out / "gradebook.sqlite").exists()

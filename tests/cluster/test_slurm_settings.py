@@ -64,7 +64,7 @@ def test_sbatch_arguments_and_job_script(tmp_path):
     grading = job(tmp_path, rubrics_dir="rubrics")
     out = grading.out.resolve()
     args = backend.sbatch_args(grading, 2, "pdl-grade-0123456789")
-    assert args == ["--job-name=alice", f"--output={out}/slurm-job.log",
+    assert args == ["--job-name=pdl-2bd806c9", f"--output={out}/slurm-job.log",
                     f"--chdir={out}", "--nodes=1", "--ntasks=1", "--no-requeue", "--export=ALL",
                     "--comment=pdl-grade-0123456789",
                     "--partition=gpu", "--time=00:10:00", "--gres=gpu:2", "--cpus-per-task=4",
@@ -136,7 +136,7 @@ def test_a_dry_run_writes_the_job_scripts_and_says_the_sbatch_commands(tmp_path,
     assert script.is_file(), f"expected the job's script at {script}; stdout:\n{run.out}"
     line = next(line for line in run.out.splitlines() if line.startswith("Alice_Tamm_401101:"))
     assert line.startswith("Alice_Tamm_401101: would be graded (practical4), submitted as: "
-                           "sbatch --parsable --job-name=Alice_Tamm_401101 "), line
+                           "sbatch --parsable --job-name=pdl-23e5f846 "), line
     for part in ("--partition=gpu", "--gres=gpu:2", "--account=pdl", "--cpus-per-task=4",
                  "--mem=26G", "--time=00:35:00", str(script)):
         assert part in line, f"expected {part} in the sbatch command; observed {line!r}"
@@ -227,18 +227,29 @@ def test_bad_resources_are_refused(tmp_path, text, problem):
         SlurmSettings.load(config)
 
 
-def test_each_job_is_named_after_its_submission_key(tmp_path):
+def test_each_job_is_named_per_student_without_their_name_unless_asked(tmp_path):
     """Every job had been named pdl-grade-<hash of DIR>: squeue and sacct told no student
-    from another. The batch's hash moved to --comment (the jobs a killed batch leaves)."""
+    from another. The batch's hash moved to --comment (the jobs a killed batch leaves). A
+    job's name is a tag per student by default: squeue shows job names to every user of a
+    cluster that does not hide them (PrivateData=jobs), and a key holds the student's name;
+    `job_names: keys` names the jobs by key."""
     from grader.cluster.backend import JOB_NAME_CHARS, job_name
-    args = SlurmBackend(SlurmSettings()).sbatch_args(
-        GradeJob(Student("Alice_Tamm_1001", "Alice Tamm"), tmp_path / "s", tmp_path / "w" / "x",
-                 ("hw3",)), 5, "pdl-grade-0123456789")
-    assert args[0] == "--job-name=Alice_Tamm_1001" and "--comment=pdl-grade-0123456789" in args
-    assert job_name("Mari-Liis_O_Connor_1010") == "Mari-Liis_O_Connor_1010"
-    assert job_name("Jüri Õunapuu_1009") == "Jüri_Õunapuu_1009"     # letters kept, no blanks
-    assert job_name("a,b;c") == "a_b_c"           # no commas: squeue/scancel --name lists
-    long_a, long_b = job_name("x" * 100 + "_1001"), job_name("x" * 100 + "_1002")
+    grading = GradeJob(Student("Alice_Tamm_1001", "Alice Tamm"), tmp_path / "s",
+                       tmp_path / "w" / "x", ("hw3",))
+    args = SlurmBackend(SlurmSettings()).sbatch_args(grading, 5, "pdl-grade-0123456789")
+    assert args[0] == "--job-name=" + job_name("Alice_Tamm_1001") and "Alice" not in args[0]
+    assert "--comment=pdl-grade-0123456789" in args
+    assert job_name("Alice_Tamm_1001") == job_name("Alice_Tamm_1001") != job_name("Bob_Kask_1002")
+    args = SlurmBackend(SlurmSettings(job_names="keys")).sbatch_args(grading, 5, "x")
+    assert args[0] == "--job-name=Alice_Tamm_1001"
+    with pytest.raises(SlurmConfigError):
+        SlurmSettings(job_names="names").validate()
+    def by_key(key):
+        return job_name(key, "keys")
+    assert by_key("Mari-Liis_O_Connor_1010") == "Mari-Liis_O_Connor_1010"
+    assert by_key("Jüri Õunapuu_1009") == "Jüri_Õunapuu_1009"     # letters kept, no blanks
+    assert by_key("a,b;c") == "a_b_c"           # no commas: squeue/scancel --name lists
+    long_a, long_b = by_key("x" * 100 + "_1001"), by_key("x" * 100 + "_1002")
     assert len(long_a) <= JOB_NAME_CHARS and long_a != long_b and long_a.startswith("xxxx")
 
 
