@@ -82,12 +82,14 @@ def add_parsers(sub) -> None:
                          help="GPUs each job asks for (--gres=gpu:N); default: the most the "
                               "graded rubrics' `gpus` fields need")
     cluster.add_argument("--time", default=None,
-                         help="SLURM time limit per job, HH:MM:SS (default: --timeout, "
-                              "rounded up to minutes)")
+                         help="SLURM time limit per job, HH:MM:SS (default: --timeout plus "
+                              "5 minutes, rounded up to minutes; the grader stops a grading "
+                              "at --timeout itself)")
     cluster.add_argument("--slurm-config", default=None,
-                         help="YAML file of SLURM settings (partition, time, account, setup "
-                              "lines such as 'source /shared/venv/bin/activate', python: the "
-                              "interpreter on the nodes...); the options above override it")
+                         help="YAML file of SLURM settings (partition, time, cpus_per_task, "
+                              "mem, account, qos, sbatch_args, job_names, setup lines such as "
+                              "'source /shared/venv/bin/activate', python: the interpreter on "
+                              "the nodes...); the options above override it")
     batch.set_defaults(handler=run)
 
 
