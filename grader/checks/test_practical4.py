@@ -359,11 +359,14 @@ def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
                "least 2 GPUs instead of failing"
     # The handout's words or any that say the same: "two or more GPUs", "more than one GPU",
     # "needs 2 GPUs", "2+ GPUs".
+    # Printed, or logged (`logging` writes to stderr by default: a red team's honest script
+    # lost the half point); stderr only of a run that ended, so a raised error is no message.
+    output = one.stdout + ("\n" + one.stderr if one.ok else "")
     said = re.search(r"(?:at least|minimum of|needs?|requires?)\s+(?:2|two)\b.*?gpus?|"
                      r"(?:2|two)\s*(?:\+|or more)\s*gpus?|more than one gpu|multiple gpus|"
-                     r"(?:2|two) or more", one.stdout, re.I)
+                     r"(?:2|two) or more", output, re.I)
     evidence(one, said, expected, "no such line; the output ended with: "
-             f"{one.stdout.strip().splitlines()[-1:] or 'nothing'}", look)
+             f"{output.strip().splitlines()[-1:] or 'nothing'}", look)
     # The message is the template's given `else` (given code earns nothing by itself), reached
     # on one GPU by any Part 2 that does not crash: it counts beside a Part 2 or Part 3 of the
     # student's own that earns something (a TA's s15 earned it with Part 2 faked by
