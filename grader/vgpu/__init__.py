@@ -201,7 +201,7 @@ class ThreadHooks:
 def _install_virtual(handle: Activation) -> None:
     from grader.vgpu import (cuda_facade, dataparallel, device_type, distributed,
                              python_dispatch, serialization, tensor_patches, unsupported)
-    from grader.vgpu.mode import VirtualGPUMode
+    from grader.vgpu.mode import VirtualGPUMode, install_autograd
     from grader.vgpu.node import Node, set_node
     from grader.vgpu.nvml import NOT_AVAILABLE
     from grader.vgpu.patcher import Patcher
@@ -218,6 +218,7 @@ def _install_virtual(handle: Activation) -> None:
     unsupported.install(patcher)
     serialization.install(patcher, node)
     python_dispatch.install(patcher, VirtualGPUMode, node.c_path)
+    install_autograd(patcher)
     ThreadHooks(handle, lambda: VirtualGPUMode(node), node.clock).install(patcher)
     handle.trace.emit("nvml", available=False, reason=NOT_AVAILABLE)
 

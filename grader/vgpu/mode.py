@@ -12,10 +12,11 @@ The mode is thread-local, so `grader.vgpu.activate` enters it in every new threa
 """
 from __future__ import annotations
 
+import threading
 from types import MethodType
 
 import torch
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from grader.vgpu.backward_schedule import (COPY, OP, next_entry, record_copy,
                                            record_operation, schedule_backward)
@@ -31,6 +32,18 @@ Tensor = torch.Tensor
 _TENSOR_TO = Tensor.to   # as imported, before any script could replace it
 _UNSET = object()
 _DECLINED = object()  # what the C fast path answers for an op it leaves to `_generic`
+# The mode whose handler started the thread's backward pass (`_run_backward`): autograd's
+# engine runs under it (`engine_under_mode`).
+_engine = threading.local()
+# The id of the graph task autograd's engine is running on this thread; -1 outside backward.
+in_backward_task = torch._C._current_graph_task_id
+# Each thread's own mode (entered at activation, or by the thread's start: grader.vgpu).
+_thread = threading.local()
+
+
+def thread_mode():
+    """The calling thread's VirtualGPUMode, or None."""
+    return getattr(_thread, "mode", None)
 
 # Calls whose result never carries new device memory: skip the device bookkeeping entirely.
 _PASSTHROUGH_NAMES = frozenset({
@@ -127,6 +140,7 @@ class VirtualGPUMode(TorchFunctionMode):
             Tensor.__getitem__: self._getitem,
             Tensor.__setitem__: self._setitem,
             Tensor.backward: self._backward,
+            Tensor.register_hook: self._register_hook,
             torch.autograd.backward: self._backward,
             torch.autograd.grad: self._grad,
             # Module.to parses its arguments with this before it moves any tensor.
@@ -135,6 +149,20 @@ class VirtualGPUMode(TorchFunctionMode):
         self._fast = None
         if self.node.c_path is not None:
             self._bind_c_path(self.node.c_path)
+        # Saved-tensor hooks in force on this thread (`start_saving`), the dispatch they
+        # replaced, and the op in flight under them: (its GPU, its inputs' storages).
+        self._saving = 0
+        self._dispatch = None
+        self._in_flight = None
+
+    def __enter__(self):
+        _thread.mode = self
+        return super().__enter__()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if getattr(_thread, "mode", None) is self:
+            _thread.mode = None
+        return super().__exit__(exc_type, exc_val, exc_tb)
 
     def _bind_c_path(self, c_path) -> None:
         """`_generic`, and the common routes of `__torch_function__`, in C
@@ -470,7 +498,11 @@ class VirtualGPUMode(TorchFunctionMode):
 
     def _note_to(self, tensor, source, target):
         trace = get_trace()
-        if trace.enabled:
+        # Moves made while autograd's engine runs a backward pass (a checkpoint's
+        # recomputation, a custom Function's backward) are the backward's: on the clock through
+        # the tape (backward_schedule), never the training loop's forward moves that the trace
+        # records (and that a real GPU's observer, off during backward, never sees either).
+        if trace.enabled and in_backward_task() == -1:
             moved = source != target
             trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
                        bytes=tensor.numel() * tensor.element_size() if moved else 0,
@@ -536,7 +568,7 @@ class VirtualGPUMode(TorchFunctionMode):
         if src == dst or (src is None and source.dim() == 0):
             return
         trace = get_trace()
-        if trace.enabled:
+        if trace.enabled and in_backward_task() == -1:  # as _note_to
             trace.emit("transfer", kind=kind, src=describe(src), dst=describe(dst),
                        bytes=source.numel() * source.element_size(),
                        shape=list(source.shape), site=call_site(4))
@@ -572,24 +604,108 @@ class VirtualGPUMode(TorchFunctionMode):
             self._charge_copy(args[2], args[0])
         return out
 
+    # -- saved tensors -------------------------------------------------------------------------
+    # A pack hook (torch.autograd.graph.saved_tensors_hooks: non-reentrant checkpointing,
+    # save_on_cpu, a script's own) sees the tensors an op saves for backward *inside* the op,
+    # its output included, before the mode has labelled that output (`_account` runs after the
+    # op): the output looked like a host tensor there, and checkpointing's check that the
+    # recomputed tensors are those of the forward (shape, dtype, device) failed on virtual GPUs
+    # only. While such hooks are in force on the thread, every call first notes its GPU and
+    # inputs (`_in_flight`), and the pack hook labels an unlabelled saved tensor that is none of
+    # the inputs (the op's output) with it. Ops outside such hooks are dispatched as always.
+    def start_saving(self) -> None:
+        self._saving += 1
+        if self._saving == 1:
+            self._dispatch = self.__dict__.get("__torch_function__")
+            self.__torch_function__ = MethodType(VirtualGPUMode._saving_torch_function, self)
+
+    def stop_saving(self) -> None:
+        if self._saving == 0:
+            return
+        self._saving -= 1
+        if self._saving == 0:
+            if self._dispatch is None:
+                self.__dict__.pop("__torch_function__", None)
+            else:
+                self.__torch_function__ = self._dispatch
+            self._dispatch = None
+
+    def _saving_torch_function(self, func, types, args=(), kwargs=None):
+        labels = self.node.labels
+        found, keys = None, set()
+        for tensor in _tensors(args, kwargs or {}):
+            try:
+                key = storage_id(tensor)
+            except (RuntimeError, NotImplementedError, TypeError):
+                continue
+            keys.add(key)
+            if found is None:
+                found = labels.get(key)
+        outer, self._in_flight = self._in_flight, (found, keys)
+        try:
+            if self._dispatch is not None:
+                return self._dispatch(func, types, args, kwargs)
+            return VirtualGPUMode.__torch_function__(self, func, types, args, kwargs)
+        finally:
+            self._in_flight = outer
+
+    def label_saved(self, tensor) -> None:
+        """A tensor a pack hook is handed: an output of the op in flight gets its GPU now."""
+        in_flight = self._in_flight
+        if in_flight is None or in_flight[0] is None:
+            return
+        try:
+            key = storage_id(tensor)
+        except (RuntimeError, NotImplementedError, TypeError):
+            return
+        if key not in in_flight[1] and key not in self.node.labels:
+            self.node.label_storage(tensor, key, in_flight[0])
+
     # -- autograd -----------------------------------------------------------------------------
     def _backward(self, func, args, kwargs):
         trace = get_trace()
-        if trace.enabled:
+        # A backward inside a backward (reentrant checkpointing's recomputation) is part of
+        # the one the training loop called, and was never recorded on its own.
+        if trace.enabled and in_backward_task() == -1:
             trace.emit("backward", site=call_site(3))
         return self._run_backward(func, args, kwargs)
 
     def _run_backward(self, func, args, kwargs):
         """Lay the whole backward pass on the clock first, then let autograd run it untimed
-        (DataParallel's backward collectives are already on the timelines then)."""
-        clock = self.clock
-        if not clock.timed:
+        (DataParallel's backward collectives are already on the timelines then), under this
+        mode (`engine_under_mode`)."""
+        outer = getattr(_engine, "mode", None)
+        _engine.mode = self
+        try:
+            clock = self.clock
+            if not clock.timed:
+                return func(*args, **kwargs)
+            clock.host_op()
+            roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+            schedule_backward(self.node, list(_tensors_in(roots)))
+            with clock.untimed():
+                return func(*args, **kwargs)
+        finally:
+            _engine.mode = outer
+
+    def _register_hook(self, func, args, kwargs):
+        """`tensor.register_hook(hook)`: the gradient autograd's engine hands the hook is made
+        on the host; it belongs to the tensor's GPU (the hook runs under the mode: a hook adding
+        a tensor of that GPU to it must work, as on a real one)."""
+        tensor = args[0]
+        hook = args[1] if len(args) > 1 else kwargs.get("hook")
+        index = self.node.label_of(tensor)
+        if index is None or not callable(hook):
             return func(*args, **kwargs)
-        clock.host_op()
-        roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
-        schedule_backward(self.node, list(_tensors_in(roots)))
-        with clock.untimed():
-            return func(*args, **kwargs)
+        label = self.node.label
+
+        def labelled(grad):
+            if isinstance(grad, Tensor):
+                label(grad, index)
+            return hook(grad)
+
+        labelled.__wrapped__ = hook
+        return func(tensor, labelled)
 
     def _grad(self, func, args, kwargs):
         grads = self._run_backward(func, args, kwargs)
@@ -599,6 +715,94 @@ class VirtualGPUMode(TorchFunctionMode):
             if isinstance(grad, Tensor):
                 self.node.label(grad, self.node.label_of(source))
         return grads
+
+
+def engine_under_mode(run_backward):
+    """`torch.autograd.graph._engine_run_backward` that runs autograd's engine under the mode
+    that handed it the backward pass.
+
+    torch pops a mode off the thread's stack while its `__torch_function__` runs, and the
+    engine runs inside the mode's `_backward` handler: without this, everything Python does
+    during backward (a checkpoint's recomputation, a custom `autograd.Function.backward`, a
+    tensor hook) ran with the mode off, on plain host tensors labelled `cpu` (non-reentrant
+    checkpointing then failed its own device check, and `g.to("cuda:0")` in a backward asked
+    the CPU build for CUDA). The engine keeps the thread's torch-function modes for the
+    backward's nodes, so pushing the mode back around the call is enough: the same code then
+    runs on virtual GPUs as on real ones. A backward not started through the mode (none on
+    the thread, or torch functions disabled) runs as it is."""
+    def _engine_run_backward(*args, **kwargs):
+        mode = getattr(_engine, "mode", None)
+        if mode is None or any(m is mode for m in _get_current_function_mode_stack()):
+            return run_backward(*args, **kwargs)
+        torch._C._push_on_torch_function_stack(mode)
+        try:
+            return run_backward(*args, **kwargs)
+        finally:
+            torch._C._pop_torch_function_stack()
+
+    _engine_run_backward.__wrapped__ = run_backward
+    return _engine_run_backward
+
+
+def packing(pack_hook):
+    """A saved-tensor pack hook that sees the tensor's GPU (VirtualGPUMode.label_saved) and
+    runs under the thread's mode, as the script's code does: torch calls it inside the op, while
+    the mode is off the stack."""
+    def pack(tensor):
+        mode = thread_mode()
+        if mode is None:
+            return pack_hook(tensor)
+        mode.label_saved(tensor)
+        if any(m is mode for m in _get_current_function_mode_stack()):
+            return pack_hook(tensor)
+        torch._C._push_on_torch_function_stack(mode)
+        try:
+            return pack_hook(tensor)
+        finally:
+            torch._C._pop_torch_function_stack()
+
+    pack.__wrapped__ = pack_hook
+    return pack
+
+
+def saved_tensors_hooks_enter(hooks):
+    """`saved_tensors_hooks.__enter__`: its pack hook through `packing`, and the thread's mode
+    noting the ops' GPUs while it is in force."""
+    mode = thread_mode()
+    if mode is None:
+        return _HOOKS_ENTER(hooks)
+    torch._C._autograd._push_saved_tensors_default_hooks(packing(hooks.pack_hook),
+                                                         hooks.unpack_hook)
+    mode.start_saving()
+    hooks._pdl_mode = mode
+    return None
+
+
+def saved_tensors_hooks_exit(hooks, *args):
+    mode = hooks.__dict__.pop("_pdl_mode", None)
+    out = _HOOKS_EXIT(hooks, *args)
+    if mode is not None:
+        mode.stop_saving()
+    return out
+
+
+_HOOKS_ENTER = torch.autograd.graph.saved_tensors_hooks.__enter__
+_HOOKS_EXIT = torch.autograd.graph.saved_tensors_hooks.__exit__
+
+
+def install_autograd(patcher) -> None:
+    """Autograd's engine under the node's mode (engine_under_mode), where torch calls it, and
+    saved-tensor hooks that see their tensors' GPUs (`packing`)."""
+    import torch.autograd
+    import torch.autograd.graph
+    original = torch.autograd.graph._engine_run_backward
+    wrapped = engine_under_mode(original)
+    patcher.set(torch.autograd.graph, "_engine_run_backward", wrapped)
+    if getattr(torch.autograd, "_engine_run_backward", None) is original:
+        patcher.set(torch.autograd, "_engine_run_backward", wrapped)
+    hooks = torch.autograd.graph.saved_tensors_hooks
+    patcher.set(hooks, "__enter__", saved_tensors_hooks_enter)
+    patcher.set(hooks, "__exit__", saved_tensors_hooks_exit)
 
 
 class RealGPUObserverMode(TorchFunctionMode):

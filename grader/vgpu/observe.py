@@ -9,6 +9,7 @@ happen (mode, dataparallel, distributed).
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 
 import torch
@@ -29,6 +30,43 @@ def _first_tensor(args, kwargs):
                 if isinstance(item, torch.Tensor):
                     return item
     return None
+
+
+# The id of the graph task autograd's engine runs on this thread; -1 outside backward.
+_graph_task = torch._C._current_graph_task_id
+# Frames looked through for a reentrant checkpoint's forward (`_checkpointed`), at most.
+_CHECKPOINT_FRAMES = 40
+
+
+def in_backward() -> bool:
+    """Whether autograd's engine is running a backward pass on this thread: a forward pass
+    now is a recomputation (activation checkpointing, a custom Function's backward), part of
+    that backward, not a forward pass of the training loop."""
+    return _graph_task() != -1
+
+
+def _checkpointed() -> bool:
+    """Whether this forward runs inside reentrant checkpointing's forward
+    (`torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`), which runs the function
+    under torch.no_grad() although it trains: its gradients come from the recomputation."""
+    code = _checkpoint_forward_code()
+    if code is None:
+        return False
+    frame = sys._getframe(2)
+    for _ in range(_CHECKPOINT_FRAMES):
+        if frame is None:
+            return False
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _checkpoint_forward_code():
+    module = sys.modules.get("torch.utils.checkpoint")
+    function = getattr(module, "CheckpointFunction", None) if module is not None else None
+    forward = getattr(function, "forward", None)
+    return getattr(forward, "__code__", None)
 
 
 def _is_model(module) -> bool:
@@ -141,19 +179,28 @@ class Observer:
         _tls.depth = depth + 1
         if depth or not self.trace.enabled or not _is_model(module):
             return None
+        first = _first_tensor(args, kwargs or {})
+        if in_backward():
+            # Activation checkpointing recomputes the forward inside backward: noted as such,
+            # never as another forward pass (a micro-batch) of the step.
+            self.trace.emit("recompute", module=type(module).__name__, step=self.steps,
+                            batch=list(first.shape) if first is not None else None,
+                            thread=threading.current_thread().name, site=call_site(2))
+            return None
         self.forwards += 1
         if self.clock is not None and self.forwards == 1:
             self._last_sim_t = self.clock.completion()  # the first step counts from here
-        first = _first_tensor(args, kwargs or {})
         thread = threading.current_thread().name
         # When the work enqueued before this forward (a batch's copy to the GPU, say) is done:
         # a step's training work is timed from here (practical_measures.work_seconds).
         begun = {"sim_t": self.clock.completion() / 1e9} if self.clock is not None else {}
-        # grad: False under torch.no_grad() (an evaluation pass, not a training batch).
+        # grad: False under torch.no_grad() (an evaluation pass, not a training batch); a
+        # reentrant checkpoint's forward runs under no_grad too, and trains.
         self.trace.emit("forward", module=type(module).__name__, step=self.steps,
                         batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
-                        thread=thread, site=call_site(2), grad=torch.is_grad_enabled(),
+                        thread=thread, site=call_site(2),
+                        grad=torch.is_grad_enabled() or _checkpointed(),
                         **self.rows.fields(first), **begun)
         if thread == "MainThread":
             layout = placement(module)
@@ -165,7 +212,7 @@ class Observer:
     def _post_forward(self, module, args, output):
         depth = max(0, getattr(_tls, "depth", 1) - 1)
         _tls.depth = depth
-        if depth or not self.trace.enabled or not _is_model(module):
+        if depth or not self.trace.enabled or not _is_model(module) or in_backward():
             return None
         out = _first_tensor((output,), {})
         if out is not None:

@@ -72,7 +72,9 @@ class RowRecorder:
     def _take(self, kind: str = "rows") -> bool:
         # Comparisons count apart: a script comparing in a loop must not use up the records of
         # the forward passes the checks read.
-        if self._steps_taken() or threading.current_thread() is not threading.main_thread():
+        # Nor inside backward: a checkpoint's recomputation is no pass of the training loop.
+        if self._steps_taken() or threading.current_thread() is not threading.main_thread() \
+                or torch._C._current_graph_task_id() != -1:
             return False
         with self._lock:
             if self._records[kind] >= MAX_RECORDS:
