@@ -392,6 +392,33 @@ def test_what_the_standard_library_does_for_an_honest_script_is_no_problem(run_f
     assert observation.integrity == []
 
 
+# adv21 A2: the StackOverflow idiom for the script's folder hands inspect.currentframe()'s
+# frame (the script's own) straight to getfile; the audit hook had reported it, holding an
+# honest upload. sys._getframe and the stdlib's other walkers stay reported (TRIPWIRES).
+SCRIPT_FOLDER = r"""
+import inspect, os
+import torch
+HERE = os.path.dirname(os.path.abspath(inspect.getfile(inspect.currentframe())))
+def where():
+    return inspect.getfile(inspect.currentframe())
+print(HERE, where(), torch.ones(1, device="cuda:0").device)
+"""
+
+
+@pytest.mark.slow
+def test_the_scripts_own_frame_handed_to_getfile_is_no_problem(run_forked):
+    observation = run_forked(SCRIPT_FOLDER)
+    assert observation.ok, observation.stderr[-2000:]
+    assert observation.integrity == []
+
+
+@pytest.mark.slow
+def test_a_frame_that_is_not_the_callers_own_is_still_seen(run_forked):
+    found = problems(run_forked, "import torch, sys, inspect\ntorch.ones(1, device='cuda:0')\n"
+                     "f = sys._getframe(1)\nouter = inspect.getouterframes(inspect.currentframe())\n")
+    assert any("sys._getframe" in p for p in found), found
+
+
 LAUNDERED = {
     "gc.get_objects run by contextlib": "import contextlib, gc\n"
                                         "with contextlib.ExitStack() as stack:\n"
