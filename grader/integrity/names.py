@@ -91,8 +91,11 @@ PROTECTED_ROOTS = frozenset({
     "operator", "io", "hmac", "hashlib", "pickle", "copy", "copyreg", "traceback", "grader",
     "__main__", "math", "contextlib", "weakref", "abc", "statistics", "numpy"})
 # Honest settings on those modules.
+# (threading.excepthook is sys.excepthook's for threads: nothing of the runtime calls or relies
+# on either; a traceback's frames are seen at run time, `tb_frame` being audited.)
 ALLOWED_SETTINGS = ("torch.backends.", "sys.argv", "sys.path", "sys.tracebacklimit",
-                     "sys.dont_write_bytecode", "sys.excepthook", "numpy.set_printoptions")
+                     "sys.dont_write_bytecode", "sys.excepthook", "threading.excepthook",
+                     "numpy.set_printoptions")
 # (builtins.print too: DDP code replaces it so that only rank 0 prints; the runtime prints only
 # messages for people, never a record.)
 OUTPUT_STREAMS = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__",

@@ -53,7 +53,7 @@ from grader.integrity.pickles import (NPY_MAGIC, PICKLE_SUFFIXES, ZIP_MAGICS, Co
                                       TooLarge, dangerous_globals, npy_pickle_offset,
                                       read_stream, torchscript_as_python, torchscript_root)
 from grader.integrity.selves import Selves, own_selves
-from grader.integrity.source import parameter_writes, scan_text
+from grader.integrity.source import parameter_writes, parse_python, scan_text
 from grader.integrity.unrun import (environments_own_parts, unimported_test_files,
                                     virtual_environments)
 
@@ -304,7 +304,7 @@ def _python_trees(files: list[Path], submission: Path) -> dict[str, ast.AST]:
                         sources.append((f"{relative}/{name}", data))
         for name, data in sources:
             try:
-                trees[name] = ast.parse(data)
+                trees[name] = parse_python(data)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
     return trees
@@ -728,7 +728,7 @@ def _own_names(files: list[Path], submission: Path) -> dict[str, frozenset[str]]
         try:
             if source is None or source.stat().st_size > MAX_FILE_BYTES:
                 continue
-            tree = ast.parse(source.read_bytes())
+            tree = parse_python(source.read_bytes())
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         defined = _defined_names(tree.body)

@@ -30,6 +30,10 @@ class Forgery:
     # limits); its run-time test is a strict xfail, so closing it is noticed
     known_limit: str = ""
     extra_files: dict = field(default_factory=dict)
+    # The file's first lines (a coding line and what it declares), and the encoding the
+    # whole file is written in (planted last, above everything else).
+    header: str = ""
+    encoding: str = "utf-8"
 
 
 # Every record a perfect HW3 would give the probe, as a forger writes them (test_hw3.PLAN).
@@ -572,4 +576,48 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
             "a helper module's function mapped over [torch.Tensor] by the script",
             "import _tensor_tools4\n\nlist(map(_tensor_tools4.patch, [torch.Tensor]))\n",
             extra_files={"hw3/_tensor_tools4.py": "def patch(T):\n    T.cpu = lambda self: self\n"}),
+    # adv21 C1: a coding line Python refuses with the bytes below it (ASCII declared above a
+    # byte that is not, a codec nobody has), which the runner forgives (it reads the file as
+    # UTF-8): the scan reads that same text, so what it holds there is held
+    Forgery("scan_skipped_by_an_ascii_coding_line_above_a_byte_that_is_not",
+            "`# -*- coding: ascii -*-` and an accented comment on top, the grader's modules "
+            "listed from sys.modules and numpy's raw memory view spelled out below",
+            "import numpy as _np\n\n_grader = [m for m in sys.modules if m.startswith('grader')]\n"
+            "_address = _np.zeros(1).__array_interface__['data'][0]\n",
+            header="# -*- coding: ascii -*-\n# Auteur: René\n"),
+    Forgery("scan_skipped_by_a_coding_line_naming_no_codec",
+            "`# coding: no-such-codec` on top, the trace read out of sys.modules",
+            "_trace = sys.modules['grader.vgpu.trace'].get_trace()\n",
+            header="# -*- coding: no-such-codec -*-\n# Auteur: René\n"),
+    # adv21 A2: the honest forms of these names are no finding (a membership test of
+    # sys.modules, a module of no importance read out of it, the frame handed to getfile,
+    # `__main__.__file__`, threading.excepthook, forward of a class of the file's own); these
+    # forms are held
+    Forgery("torch_read_out_of_sys_modules_and_patched",
+            "torch read out of sys.modules with .get(), one of its methods replaced through it",
+            "_t = sys.modules.get('torch')\n_t.Tensor.cpu = lambda self: self\n"),
+    Forgery("a_module_of_its_own_put_into_sys_modules",
+            "a module object of its own put into sys.modules under a name torch imports",
+            "import types as _types\n\nsys.modules['torch.cuda.random'] = "
+            "_types.ModuleType('fake')\n"),
+    Forgery("sys_modules_membership_by_a_name_read_from_data",
+            "whether the grader is loaded, by a name the scan cannot read",
+            "_name = open(__file__).read()[:0] + ''.join(reversed(sys.argv[0][:0]))\n"
+            "_graded = _name in sys.modules\n"),
+    Forgery("caller_frame_walked_from_currentframe",
+            "inspect.currentframe() kept, the launcher's globals read through f_back",
+            "import inspect as _inspect\n\n_frame = _inspect.currentframe()\n"
+            "_launcher = _frame.f_back.f_globals\n"),
+    Forgery("launcher_namespace_read_through___main__",
+            "`import __main__` (the probe's launcher) and its namespace read",
+            "import __main__\n\n_script = getattr(__main__, '__file__', '')\n"
+            "_launcher = vars(__main__)\n"),
+    Forgery("torch_forward_replaced_under_the_name_of_a_class_of_its_own",
+            "a class of the file's own named again to nn.Linear, forward replaced through it",
+            "class _Own(nn.Module):\n    pass\n\n\n_Own = nn.Linear\n"
+            "_Own.forward = lambda self, x: x\n"),
+    Forgery("thread_run_replaced_beside_an_excepthook",
+            "threading.excepthook set (honest) and threading.Thread.run replaced",
+            "import threading as _threading\n\n_threading.excepthook = print\n"
+            "_threading.Thread.run = lambda self: None\n"),
 ]

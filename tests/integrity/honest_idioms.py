@@ -28,6 +28,10 @@ class Idiom:
     loses: dict = field(default_factory=dict)
     # Idioms of a group are graded in a submission of their own (SUBMISSIONS).
     group: str = ""
+    # The file's first lines (a coding line and what it declares), and the encoding the
+    # whole file is written in (planted last, above everything else).
+    header: str = ""
+    encoding: str = "utf-8"
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -579,6 +583,55 @@ ROUND_EIGHT = [
                        "def put(owner, name, value):\n    setattr(owner, name, value)\n"}),
 ]
 IDIOMS += ROUND_EIGHT
+
+# A red team's honest idioms that were held (adv21 A2): whether the script runs in Colab or a
+# notebook, the script's folder through the frame handed to inspect.getfile, an excepthook for
+# threads, a timer wrapped around the forward of a class of the student's own; and a file whose
+# coding line declares Windows' code page, with accented comments (adv21 C1: the scan reads
+# every file as the runner decodes it).
+ROUND_NINE = [
+    Idiom("colab_and_notebook_detected_through_sys_modules", P5,
+          "import sys as _sys9\n\n"
+          "IN_COLAB = 'google.colab' in _sys9.modules\n"
+          "_IN_NOTEBOOK9 = 'ipykernel' in _sys9.modules or "
+          "_sys9.modules.get('IPython') is not None\n"
+          "if IN_COLAB:\n    print('Running on Google Colab: one GPU at most')\n"),
+    Idiom("script_folder_through_inspect_currentframe", P5,
+          "import inspect as _inspect9\nimport os as _os9\n\n"
+          "_HERE9 = _os9.path.dirname(_os9.path.abspath("
+          "_inspect9.getfile(_inspect9.currentframe())))\n\n\n"
+          "def _results_path9(name):\n"
+          "    here = _os9.path.dirname(_inspect9.getfile(_inspect9.currentframe()))\n"
+          "    return _os9.path.join(here, name)\n\n\n"
+          "_RESULTS9 = _results_path9('results.txt')\n"),
+    Idiom("interactive_mode_detected_through___main__", P6,
+          "import __main__\n\n"
+          "_INTERACTIVE9 = not hasattr(__main__, '__file__')\n"
+          "_SCRIPT9 = getattr(__main__, '__file__', 'interactive')\n"),
+    Idiom("thread_excepthook_of_its_own", P5,
+          "import threading as _threading9\n\n\n"
+          "def _thread_failed9(args):\n"
+          "    print('a worker thread failed:', args.exc_type.__name__, args.exc_value)\n\n\n"
+          "_threading9.excepthook = _thread_failed9\n"),
+    Idiom("forward_of_its_own_class_wrapped_with_a_timer", P5,
+          "import functools as _functools9\n\n\n"
+          "def _timed9(fn):\n    @_functools9.wraps(fn)\n"
+          "    def inner(*args, **kwargs):\n        start = time.perf_counter()\n"
+          "        out = fn(*args, **kwargs)\n"
+          "        inner.seconds = time.perf_counter() - start\n        return out\n"
+          "    return inner\n\n\n"
+          "class TimedBlock(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+          "        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+          "        return self.fc(x)\n\n\n"
+          "TimedBlock.forward = _timed9(TimedBlock.forward)\n"),
+    Idiom("cp1252_coding_line_and_accented_comments", P4,
+          "# Étape 1: réglages « par défaut » — vérifiés à la main\n"
+          "_AUTEUR9 = 'Zoë Müller'  # accentué\n",
+          header="# -*- coding: cp1252 -*-\n"
+                 "# Practical 4 — parallélisme de modèle, commentaires en français: déjà vu\n",
+          encoding="cp1252"),
+]
+IDIOMS += ROUND_NINE
 
 ASSIGNMENT_OF = {P4: "practical4", P5: "practical5", P6: "practical6", HW3: "hw3"}
 # Idioms that share an assignment are graded together; these submissions cover them all:

@@ -69,11 +69,20 @@ def plant(folder: Path, base: str, planted: list, assignments: set[str]) -> Path
     for assignment in assignments:
         shutil.copytree(ROOT / base / assignment, folder / assignment,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    headers: dict[Path, tuple[str, str]] = {}
     for entry in planted:
         target = folder / entry.file
         target.write_text(insert_after_imports(target.read_text(encoding="utf-8"), entry.code),
                           encoding="utf-8")
         write_extra(folder, entry.extra_files)
+        if entry.header:
+            text, encoding = headers.get(target, ("", "utf-8"))
+            headers[target] = (text + entry.header,
+                               entry.encoding if entry.encoding != "utf-8" else encoding)
+    # A file's first lines (a coding line), written in the encoding they declare: last, once
+    # every entry's code is in.
+    for target, (header, encoding) in headers.items():
+        target.write_bytes((header + target.read_text(encoding="utf-8")).encode(encoding))
     return folder
 
 

@@ -1880,3 +1880,55 @@ def test_constants_folded_past_the_budget_are_held_quickly(tmp_path):
         f"the scan took {took:.1f} s of CPU and grew by {grown_mib:.0f} MiB")
     assert (DEFAULT_FILE, "unreadable") in {(f.file, f.category) for f in findings}, \
         shown(findings)
+
+
+# -- a file's coding line: the scan reads the text the runner runs ----------------------------
+# (adv21 C1) `# coding: ascii` (or a codec Python does not know) above a byte that is not
+# ASCII: Python refuses the bytes, the runner (grader/common/text.py python_source) runs them
+# read as UTF-8; the scan had called the file "unparsable", a note, and read none of it.
+_HELD_LINE = "import sys\ntrace = sys.modules['grader.vgpu.trace'].get_trace()\n"
+CODING_TRICKS = [
+    ("ascii_declared", "# -*- coding: ascii -*-\n# Auteur: René\n".encode("utf-8")),
+    ("ascii_declared_second_line", "#!/usr/bin/env python3\n# coding=ascii\n# Ré\n".encode()),
+    ("unknown_codec", "# -*- coding: no-such-codec -*-\n# Auteur: René\n".encode("utf-8")),
+    ("bad_byte_for_utf8_declared", b"# -*- coding: utf-8 -*-\n# Auteur: Ren\xe9\n"),
+]
+
+
+@pytest.mark.parametrize("header", [pytest.param(c[1], id=c[0]) for c in CODING_TRICKS])
+def test_a_coding_line_the_runner_forgives_does_not_hide_the_file(tmp_path, header):
+    from grader.common.text import python_source
+    data = header + _HELD_LINE.encode()
+    assert "get_trace" in python_source(data)   # what the runner runs
+    findings = scan_snippet(tmp_path, data)
+    held = split_by_kind(findings)[0]
+    assert {f.category for f in held} >= {"introspection", "grader"}, shown(findings)
+    assert not [f for f in findings if f.category == "unparsable"], shown(findings)
+    assert any(f.code.startswith("trace = sys.modules") for f in held), shown(findings)
+
+
+@pytest.mark.parametrize("header", [pytest.param(c[1], id=c[0]) for c in CODING_TRICKS])
+def test_such_a_file_in_a_helper_module_or_an_archive_is_read_too(tmp_path, header):
+    data = header + b"def patch(T):\n    T.cpu = lambda self: self\n"
+    files = {"hw3/tools.py": data, "hw3/model_parallel.py":
+             "import torch\nimport tools\n\ntools.patch(torch.Tensor)\n",
+             "hw3/bundle.zip": zip_bytes({"inner.py": header + _HELD_LINE.encode()})}
+    held = split_by_kind(scan_submission(write(tmp_path, files)))[0]
+    assert {f.file for f in held} >= {"hw3/model_parallel.py", "hw3/bundle.zip/inner.py"}, \
+        shown(held)
+
+
+def test_a_file_that_does_not_parse_once_decoded_is_still_only_a_note(tmp_path):
+    data = "# -*- coding: ascii -*-\n# René\ndef f(:\n".encode("utf-8")
+    findings = scan_snippet(tmp_path, data)
+    assert [(f.category, f.kind, f.line) for f in findings] == [("unparsable", NOTE, 3)], \
+        shown(findings)
+
+
+def test_a_cp1252_file_with_accented_comments_is_read_as_its_coding_line_says(tmp_path):
+    data = ("# -*- coding: cp1252 -*-\n# Entraînement: étape ‘un’ — déjà vu\n"
+            "import torch\n\nx = torch.zeros(2)  # résultat\n"
+            "print('Terminé', x)\nimport gc\ngc.get_objects()\n").encode("cp1252")
+    findings = scan_snippet(tmp_path, data)
+    assert [(f.line, f.category) for f in findings] == [(8, "introspection")], shown(findings)
+    assert findings[0].code == "gc.get_objects()"
