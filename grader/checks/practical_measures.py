@@ -331,14 +331,46 @@ _SECOND_STAGE = re.compile(r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:\b(?P<nam
                            r"\+[ \t]*2\b|\b2[ \t]*\+[ \t]*(?P<after>[A-Za-z_]\w*)\b)(?P<rest>.*)$", re.M)
 
 
+# The second stage one stage's worth of GPUs further under another spelling of the handout's
+# 2 (a red team's correct P10 lost 1.25 points to `cuda:{local_rank + world_size}`): the rank
+# plus a name, an attribute or a call (`world_size`, `GPUS_PER_STAGE`, `dist.get_world_size()`,
+# `torch.cuda.device_count() // 2`), either way round. Part 5 drops the offset, keeping the
+# operand that is the rank; the broken run then shows what the change did (practical10's
+# broken_layout_one_gpu), whatever the offset was.
+_OPERAND = r"(?:\d+|[A-Za-z_][\w.]*(?:\(\))?)"
+_SECOND_STAGE_SUM = re.compile(
+    r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)\b(?P<a>" + _OPERAND + r")[ \t]*\+[ \t]*(?P<b>"
+    + _OPERAND + r"(?:[ \t]*(?://|\*)[ \t]*" + _OPERAND + r")*)(?![\w.(])(?P<rest>.*)$", re.M)
+
+
 def broken_layout_edit(source: str) -> tuple[str, str] | None:
     """(old line, new line) for Practical 10's Part 5 in this script, or None when the script
-    has no `device1 = ...local_rank + 2...` line (or more than one)."""
+    has no `device1 = ...local_rank + 2...` line (or more than one), nor one line
+    `device1 = ...local_rank + <another spelling of the offset>...` (_SECOND_STAGE_SUM)."""
     found = list(_SECOND_STAGE.finditer(source))
-    if len(found) != 1:
+    if len(found) == 1:
+        line = found[0]
+        return line.group(0), f"{line['head']}{line['name'] or line['after']}{line['rest']}"
+    if found:
         return None
-    line = found[0]
-    return line.group(0), f"{line['head']}{line['name'] or line['after']}{line['rest']}"
+    sums = []
+    for line in _SECOND_STAGE_SUM.finditer(source):
+        rank = next((name for name in (line["a"], line["b"]) if _names_the_rank(source, name)),
+                    None)
+        if rank is not None:
+            sums.append((line, rank))
+    if len(sums) != 1:
+        return None
+    line, rank = sums[0]
+    return line.group(0), f"{line['head']}{rank}{line['rest']}"
+
+
+def _names_the_rank(source: str, operand: str) -> bool:
+    """An operand of the second stage's sum that is the rank (`local_rank`, `self.local_rank`,
+    or a name the script assigns from the rank)."""
+    if not re.fullmatch(r"[A-Za-z_][\w.]*", operand):
+        return False
+    return operand.rsplit(".", 1)[-1] == "local_rank" or _is_the_rank(source, operand)
 
 
 # The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script
