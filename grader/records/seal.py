@@ -119,13 +119,21 @@ def _json_functions():
 _dumps, _loads = _json_functions()
 
 
-def _keyed(key: bytes) -> Callable[[str, int, str], str]:
-    # The raw key goes into the HMAC object and is not kept: only this object can seal.
-    base = hmac.new(key, digestmod=hashlib.sha256)
-    copy = base.copy
+def _keyed(key: bytes, callers_under: str | None = None) -> Callable[[str, int, str], str]:
+    """The HMAC of (stream, seq, body). The raw key goes into the HMAC object and is not kept.
+    The keyed object's `copy` is a keyword-only default, not a closure cell: a function's
+    `__closure__` is read without an audit event, its `__kwdefaults__` raises one the runtime's
+    hook reports (grader/vgpu/guard.py). `callers_under`: digest only for code of a file under
+    that folder (the sealers below); a red team's helper found this function in the sealer's
+    closure, where it had sealed for anyone."""
+    getframe = sys._getframe
 
-    def digest(stream: str, seq: int, body: str) -> str:
-        mac = copy()
+    def digest(stream: str, seq: int, body: str, *,
+               _copy=hmac.new(key, digestmod=hashlib.sha256).copy) -> str:
+        if callers_under is not None and \
+                not getframe(1).f_code.co_filename.startswith(callers_under):
+            raise PermissionError("only the grader's instrumentation seals records")
+        mac = _copy()
         mac.update(f"{stream}\n{seq}\n{body}".encode("utf-8"))
         return mac.hexdigest()
     return digest
@@ -152,7 +160,7 @@ def sealer_factory(key: bytes | None, callers_under: str | None = None
     folder is the runtime's audit hook's (grader/vgpu/guard.py)."""
     if key is None:
         return lambda stream: (lambda record: json.dumps(record, default=str))
-    digest = _keyed(key)
+    digest = _keyed(key, callers_under)
     dumps, loads, basename = _dumps, _loads, os.path.basename
     getframe = sys._getframe
 

@@ -375,3 +375,28 @@ def test_a_sealer_reached_from_the_submissions_code_seals_nothing(tmp_path, monk
     lines = (tmp_path / "trace.jsonl.rank0.1").read_text().splitlines()
     records = verify_lines(lines, key, "trace.jsonl.rank0.1").records
     assert [r["event"] for r in records] == ["tampering"], records
+
+
+def test_the_sealers_closure_hands_out_nothing_that_seals(tmp_path, monkeypatch):
+    """An integrity audit: the HMAC function sat in the sealer's closure (read through
+    `__closure__`, which no audit event reports) and sealed for anyone, and the keyed HMAC
+    object's `copy` sat in its own closure. The function checks its caller too, and the keyed
+    object is a keyword-only default (reading `__kwdefaults__` is audited)."""
+    import types
+    monkeypatch.setenv(ENV_FD, str(hand_over(new_key())))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
+    reachable, frontier = [], [trace._seal]
+    while frontier:
+        function = frontier.pop()
+        for cell in function.__closure__ or ():
+            value = cell.cell_contents
+            reachable.append(value)
+            if isinstance(value, types.FunctionType):
+                frontier.append(value)
+    digests = [v for v in reachable if getattr(v, "__name__", "") == "digest"]
+    assert digests, "the sealer's HMAC function was expected in its closure"
+    with pytest.raises(PermissionError):
+        digests[0]("trace.jsonl.rank0.1", 0, "{}")
+    assert not [v for v in reachable if hasattr(v, "hexdigest") or
+                getattr(getattr(v, "__self__", None), "hexdigest", None)], reachable
+    trace.close()
