@@ -349,9 +349,9 @@ def own_depths_ratios(ours: dict, depths: list[int], times: dict) -> tuple[float
     return times[depths[-1]] / times[depths[0]], predicted[1] / predicted[0]
 
 
-def _table_gaps(answers, qid, key, keys):
-    """The table's rows by `key`, and what keeps each of `keys` from having a step time: a
-    cell of words is said as written, not as a missing time."""
+def _table_gaps(answers, qid, key, keys) -> tuple[dict, dict]:
+    """The table's rows by `key`, and for each of `keys` without a step time, why: a cell of
+    words is said as written, not as a missing time."""
     by_key = rows_by(reported(answers, qid), key)  # a key that is no number is no row, no crash
     gaps = {}
     for k in keys:
@@ -359,15 +359,15 @@ def _table_gaps(answers, qid, key, keys):
         if isinstance(time, (int, float)) and not isinstance(time, bool):
             continue
         gaps[k] = (f"for {k}, {time!r} is not read as a time in ms"
-                   if isinstance(time, str) and time.strip() else f"no step time for {k}")
+                   if isinstance(time, str) and time.strip() else None)
     return by_key, gaps
 
 
 def _table(answers, qid, key, keys):
     by_key, gaps = _table_gaps(answers, qid, key, keys)
-    words = [text for text in gaps.values() if not text.startswith("no step time")]
-    missing = [str(k) for k, text in gaps.items() if text.startswith("no step time")]
-    observed = words + (["no step time for " + ", ".join(missing)] if missing else [])
+    missing = [str(k) for k, words in gaps.items() if words is None]
+    observed = [words for words in gaps.values() if words is not None] + (
+        ["no step time for " + ", ".join(missing)] if missing else [])
     assert not gaps, explain(
         f"the table {qid} has a step time for {key.upper() if key == 'depth' else key} "
         + ", ".join(map(str, keys)), "; ".join(observed), answers.where_to_answer(qid))
@@ -725,7 +725,7 @@ def _task4_row(gpus, ours, gaps, memory, unread, answers, where):
     """One configuration's row: its step time, one peak-memory value per GPU, and less memory
     on a GPU the code gives no layer."""
     assert gpus not in gaps, explain(f"a step time for {gpus} GPUs in the table task4.table",
-                                     gaps.get(gpus, ""), where)
+                                     gaps.get(gpus) or f"no step time for {gpus}", where)
     theirs = memory[gpus]
     assert len(theirs) == gpus, explain(
         f"one peak-memory value per GPU: {gpus} values for {gpus} GPUs",
