@@ -43,15 +43,16 @@ from typing import Any, Iterator, TextIO
 
 import grader
 from grader.batch import submission_times
+from grader.batch.errors import BatchError
+from grader.batch.kept_settings import few, overrides_kept_or_replaced, worksheets_kept
+from grader.batch.zipped_downloads import moodle_downloads, refuse_a_file
 from grader.batch.assignment_keys import keys_per_assignment
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
-from grader.batch.inputs import (METADATA_NAMES, Prepared, Submission, UnpackLimits, _is_note,
-                                 assignments_in, discover, moodle_download_participants, prepare,
-                                 shown_name)
-from grader.batch.unpack import JUNK_NAMES, Budget, Rejected, extract_zip, free_name
+from grader.batch.inputs import (Prepared, Submission, UnpackLimits, assignments_in, discover,
+                                 prepare)
 from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
                                            worksheet_emails, write_moodle_worksheets)
 from grader.batch.people import people
@@ -71,10 +72,6 @@ from grader.scoring import (OverridesError, RubricError, assignment_ids, build_r
 DEFAULT_TIMEOUT_S = 1800.0
 # A dry run's job scripts: DIR/slurm-dry-run/<key>/ (scratch/ and work/ are emptied).
 DRY_RUN_FOLDER = "slurm-dry-run"
-
-
-class BatchError(Exception):
-    """The batch cannot start (bad arguments, another batch holds DIR); nothing was graded."""
 
 
 class BatchInterrupted(Exception):
@@ -205,7 +202,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     `stream`/`live`: where progress goes, and whether as a live display."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
-        _refuse_a_file(submissions_dir, options.limits)
+        refuse_a_file(submissions_dir, options.limits)
     times = _load_times(submissions_dir, options.submission_times, options.timezone)
     try:
         rubrics = load_rubrics(options.rubrics_dir)
@@ -240,7 +237,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         if not options.dry_run:
             republish(book, out, rubrics)
         known = book.known_students()
-        downloads = _moodle_downloads(submissions_dir, out, options.limits)
+        downloads = moodle_downloads(submissions_dir, out, options.limits)
         found, notes = discover(downloads.folder, known, skip=downloads.skipped)
         notes[:0] = downloads.notes
         progress = Progress(total=len(found), workers=options.workers, live=live,
@@ -249,7 +246,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.note(note)
         for warning in downloads.warnings:
             progress.warn(warning)
-        student_overrides = _overrides_kept_or_replaced(book, options.overrides, student_overrides,
+        student_overrides = overrides_kept_or_replaced(book, options.overrides, student_overrides,
                                                         progress)
         if given:
             found, alone = _left_alone(found, given, out / "scratch", rubrics, options.limits)
@@ -265,7 +262,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.note(line)
         _warn_moodle_downloads_of_several(found, graded_by, progress)
         wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
-        worksheets = _worksheets_kept(book, _worksheets_by_assignment(sheets, wanted), wanted,
+        worksheets = worksheets_kept(book, _worksheets_by_assignment(sheets, wanted), wanted,
                                       out, progress, options.dry_run)
         configs = {t: run_config(t, options.rubrics_dir, options.check_timeout, rubrics)
                    for t in set(graded_by.values())}
@@ -347,173 +344,6 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         if copy is not None:
             copy.cleanup()
         lock.release()
-
-
-# Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
-# at each batch's start and end; no key starts with "_", so no grading's folder is named so).
-DOWNLOADS_FOLDER = "_moodle-downloads"
-
-
-def _refuse_a_file(path: Path, limits: UnpackLimits) -> None:
-    """SUBMISSIONS that is no folder: a whole Moodle download zip passes (the batch unzips it);
-    anything else is refused, saying what to do."""
-    if not path.exists():
-        raise BatchError(f"{path} is not a folder (nothing of that name exists): SUBMISSIONS is "
-                         "the folder of the uploads, e.g. Moodle's 'Download all submissions'")
-    if moodle_download_participants(path, limits):
-        return
-    if path.suffix.lower() == ".zip":
-        raise BatchError(f"{path} is a .zip file, not a folder, and not a whole Moodle download "
-                         "(no folder of Moodle's 'Name_<id>_assignsubmission_file_' in it): "
-                         f"SUBMISSIONS is a folder of uploads. Unzip it into a folder (unzip "
-                         f"'{path}' -d FOLDER) and give that folder, or, for one student's "
-                         "upload, put the zip in a folder of its own and give that folder")
-    raise BatchError(f"{path} is not a folder: SUBMISSIONS is the folder of the uploads "
-                     "(folders or .zip files, one per student, or Moodle's download)")
-
-
-@dataclass
-class _Downloads:
-    """What SUBMISSIONS is read as once the whole Moodle downloads in it are unzipped."""
-    folder: Path                                   # the folder discover() reads
-    skipped: list[Path] = field(default_factory=list)   # downloads left out (said)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> _Downloads:
-    """A whole Moodle download handed in as Moodle gives it (the zip of every participant's
-    folder) is read as the folder it is: unzipped into DIR/work/_moodle-downloads/<its name>/,
-    each participant an upload of its own, as if the instructor had unzipped it. Left zipped,
-    it had been graded as one student named after the zip, whose every participant's hw3.zip
-    was left out as a data file. Beside other uploads (a folder of student folders, or of
-    unzipped downloads) such a zip is left out, said, never graded as a student."""
-    if not submissions.is_dir():
-        zips = [submissions]
-        others: list[Path] = []
-    else:
-        entries = [entry for entry in sorted(submissions.iterdir())
-                   if not entry.name.startswith(".") and entry.name not in JUNK_NAMES]
-        zips = [entry for entry in entries if moodle_download_participants(entry, limits)]
-        others = [entry for entry in entries if entry not in zips and not _is_note(entry)
-                  and entry.name not in METADATA_NAMES]
-    if not zips:
-        return _Downloads(submissions)
-    if others:
-        return _Downloads(submissions, skipped=zips, warnings=[
-            f"{shown_name(z.name)} is a whole Moodle download ({moodle_download_participants(z, limits)} "
-            "participants' submission folders), beside other uploads in "
-            f"{shown_name(submissions.name)}/: not graded, neither as one student nor as its "
-            f"participants. Unzip it into a folder of its own (unzip '{z.name}' -d FOLDER) and "
-            "grade that folder, or put it alone (or with the other downloads' zips) in a folder"
-            for z in zips])
-    target = out / "work" / DOWNLOADS_FOLDER
-    target.mkdir(parents=True, exist_ok=True)
-    found = _Downloads(target)
-    for archive in zips:
-        participants = moodle_download_participants(archive, limits)
-        stem = shown_name(archive.name[:-4].strip()) or "download"
-        place = free_name(target / stem.replace("/", "_"))
-        # Each participant's upload is checked with the usual limits once unpacked from it.
-        whole = dataclasses.replace(limits, max_total_bytes=limits.max_total_bytes * participants,
-                                    max_files=limits.max_files * participants,
-                                    max_listed=limits.max_listed * participants,
-                                    max_depth=limits.max_depth + 1)
-        try:
-            extract_zip(archive, place, Budget(whole))
-        except Rejected as problem:
-            raise BatchError(f"{archive}: a whole Moodle download of {participants} participants "
-                             f"that cannot be unzipped ({problem}); unzip it by hand into a "
-                             "folder and grade that folder") from None
-        found.notes.append(f"{shown_name(archive.name)} is a whole Moodle download: unzipped into "
-                           f"{place.relative_to(out).as_posix()}/ (removed when the batch ends) "
-                           f"and each of its {participants} participants graded as an upload, as "
-                           "if it had been unzipped into a folder")
-    return found
-
-
-def _overrides_kept_or_replaced(book: Gradebook, given: Path | str | None, overrides: dict,
-                                progress: Progress) -> dict:
-    """The instructor's overrides for this batch. A batch given none keeps those the gradebook
-    was last scored with (a re-run to pick up a late upload had dropped every manual score from
-    grades.csv, the reports and Moodle's sheets, in silence); a new file replaces them, saying
-    whose entries changed or were dropped."""
-    kept = book.setting("overrides")
-    if kept is None:   # a gradebook from before they were kept: those its results were scored with
-        scored = {run.student.key: (run.result or {}).get("overrides")
-                  for run in book.current_runs() if run.status == "graded"}
-        kept = {"file": None, "entries": {k: v for k, v in scored.items() if v}}
-    entries = kept.get("entries") or {}
-    if given is None:
-        if entries:
-            origin = f" ({kept['file']})" if kept.get("file") else ""
-            progress.note(f"overrides: none given, so those this gradebook was last scored with"
-                          f"{origin} are kept: {len(entries)} student(s)' entries; "
-                          "--overrides FILE replaces them")
-        return entries
-    name = Path(given).name
-    if entries:
-        changed = sorted(k for k in set(entries) & set(overrides) if entries[k] != overrides[k])
-        dropped = sorted(set(entries) - set(overrides))
-        added = sorted(set(overrides) - set(entries))
-        if changed or added:
-            progress.note(f"overrides: {name} replaces those last given; changed for "
-                          f"{_few(changed)}, new for {_few(added)}")
-        if dropped:
-            progress.warn(f"overrides: {name} has no entry for {_few(dropped)}, whose earlier "
-                          "overrides are dropped: their manual scores and comments are gone "
-                          "from this batch's grades (give the file that has them to keep them)")
-    book.keep_setting("overrides", {"file": name, "entries": overrides})
-    return overrides
-
-
-def _worksheets_kept(book: Gradebook, given: dict[str, Worksheet], wanted, out: Path,
-                     progress: Progress, dry_run: bool = False) -> dict[str, Worksheet]:
-    """Each graded assignment's downloaded Moodle worksheet: the one given, kept in the gradebook;
-    else the one an earlier batch was given, so that moodle/<a>-worksheet.csv is filled again
-    from this batch's grades (left as it was, it had disagreed with a rewritten moodle/<a>.csv);
-    where there is none (a gradebook from before they were kept), an older filled worksheet
-    is removed, said, never left to be uploaded with grades that are no longer these."""
-    import base64
-    found = dict(given)
-    for assignment, sheet in given.items():
-        try:
-            book.keep_setting(f"moodle_worksheet:{assignment}", {
-                "name": sheet.source.name,
-                "bytes": base64.b64encode(sheet.source.read_bytes()).decode("ascii")})
-        except OSError:
-            pass
-    for assignment in wanted:
-        if assignment in found:
-            continue
-        kept = book.setting(f"moodle_worksheet:{assignment}")
-        stale = out / "moodle" / f"{assignment}-worksheet.csv"
-        if kept:
-            try:
-                with tempfile.TemporaryDirectory(prefix="pdl-worksheet-") as folder:
-                    path = Path(folder) / Path(str(kept["name"])).name
-                    path.write_bytes(base64.b64decode(kept["bytes"]))
-                    found[assignment] = read_worksheet(path)
-                progress.note(f"moodle/{assignment}-worksheet.csv: filled again from "
-                              f"{kept['name']}, the worksheet an earlier batch was given (kept in "
-                              f"the gradebook); --moodle-worksheet {assignment}=FILE gives a "
-                              "newer one")
-                continue
-            except (WorksheetError, OSError, ValueError, KeyError, TypeError):
-                pass
-        if stale.exists():
-            if not dry_run:
-                stale.unlink()
-            progress.warn(f"moodle/{assignment}-worksheet.csv {'would be ' * dry_run}removed: an earlier batch filled it "
-                          "from a worksheet this batch was not given, and its grades would no "
-                          f"longer be these; --moodle-worksheet {assignment}=FILE writes it again")
-    return found
-
-
-def _few(keys: list[str], shown: int = 8) -> str:
-    if not keys:
-        return "none"
-    return ", ".join(keys[:shown]) + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _copy_of_gradebook(path: Path, folder: Path) -> Path:
@@ -609,7 +439,7 @@ def _left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, 
     return kept, [f"--assignment {', '.join(given)}: {count} upload(s) hold none of "
                   f"{'it' if len(given) == 1 else 'them'} but another assignment's files, and are "
                   "left alone (not graded; their earlier results and grades stay as they are): "
-                  + "; ".join(f"{what}: {_few(keys)}" for what, keys in alone.items())]
+                  + "; ".join(f"{what}: {few(keys)}" for what, keys in alone.items())]
 
 
 def _listed(names) -> str:

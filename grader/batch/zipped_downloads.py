@@ -1,0 +1,96 @@
+"""Whole Moodle downloads handed to the batch as Moodle gives them, zipped: read as the folders
+they are (an instructor's day: a folder of the downloads' zips had been graded as one student
+per zip, every participant's hw3.zip left out as a data file)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.batch.errors import BatchError
+from grader.batch.inputs import (METADATA_NAMES, UnpackLimits, _is_note,
+                                 moodle_download_participants, shown_name)
+from grader.batch.unpack import JUNK_NAMES, Budget, Rejected, extract_zip, free_name
+
+
+# Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
+# at each batch's start and end; no key starts with "_", so no grading's folder is named so).
+DOWNLOADS_FOLDER = "_moodle-downloads"
+
+
+def refuse_a_file(path: Path, limits: UnpackLimits) -> None:
+    """SUBMISSIONS that is no folder: a whole Moodle download zip passes (the batch unzips it);
+    anything else is refused, saying what to do."""
+    if not path.exists():
+        raise BatchError(f"{path} is not a folder (nothing of that name exists): SUBMISSIONS is "
+                         "the folder of the uploads, e.g. Moodle's 'Download all submissions'")
+    if moodle_download_participants(path, limits):
+        return
+    if path.suffix.lower() == ".zip":
+        raise BatchError(f"{path} is a .zip file, not a folder, and not a whole Moodle download "
+                         "(no folder of Moodle's 'Name_<id>_assignsubmission_file_' in it): "
+                         f"SUBMISSIONS is a folder of uploads. Unzip it into a folder (unzip "
+                         f"'{path}' -d FOLDER) and give that folder, or, for one student's "
+                         "upload, put the zip in a folder of its own and give that folder")
+    raise BatchError(f"{path} is not a folder: SUBMISSIONS is the folder of the uploads "
+                     "(folders or .zip files, one per student, or Moodle's download)")
+
+
+@dataclass
+class Downloads:
+    """What SUBMISSIONS is read as once the whole Moodle downloads in it are unzipped."""
+    folder: Path                                   # the folder discover() reads
+    skipped: list[Path] = field(default_factory=list)   # downloads left out (said)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Downloads:
+    """A whole Moodle download handed in as Moodle gives it (the zip of every participant's
+    folder) is read as the folder it is: unzipped into DIR/work/_moodle-downloads/<its name>/,
+    each participant an upload of its own, as if the instructor had unzipped it. Left zipped,
+    it had been graded as one student named after the zip, whose every participant's hw3.zip
+    was left out as a data file. Beside other uploads (a folder of student folders, or of
+    unzipped downloads) such a zip is left out, said, never graded as a student."""
+    if not submissions.is_dir():
+        zips = [submissions]
+        others: list[Path] = []
+    else:
+        entries = [entry for entry in sorted(submissions.iterdir())
+                   if not entry.name.startswith(".") and entry.name not in JUNK_NAMES]
+        zips = [entry for entry in entries if moodle_download_participants(entry, limits)]
+        others = [entry for entry in entries if entry not in zips and not _is_note(entry)
+                  and entry.name not in METADATA_NAMES]
+    if not zips:
+        return Downloads(submissions)
+    if others:
+        return Downloads(submissions, skipped=zips, warnings=[
+            f"{shown_name(z.name)} is a whole Moodle download ({moodle_download_participants(z, limits)} "
+            "participants' submission folders), beside other uploads in "
+            f"{shown_name(submissions.name)}/: not graded, neither as one student nor as its "
+            f"participants. Unzip it into a folder of its own (unzip '{z.name}' -d FOLDER) and "
+            "grade that folder, or put it alone (or with the other downloads' zips) in a folder"
+            for z in zips])
+    target = out / "work" / DOWNLOADS_FOLDER
+    target.mkdir(parents=True, exist_ok=True)
+    found = Downloads(target)
+    for archive in zips:
+        participants = moodle_download_participants(archive, limits)
+        stem = shown_name(archive.name[:-4].strip()) or "download"
+        place = free_name(target / stem.replace("/", "_"))
+        # Each participant's upload is checked with the usual limits once unpacked from it.
+        whole = dataclasses.replace(limits, max_total_bytes=limits.max_total_bytes * participants,
+                                    max_files=limits.max_files * participants,
+                                    max_listed=limits.max_listed * participants,
+                                    max_depth=limits.max_depth + 1)
+        try:
+            extract_zip(archive, place, Budget(whole))
+        except Rejected as problem:
+            raise BatchError(f"{archive}: a whole Moodle download of {participants} participants "
+                             f"that cannot be unzipped ({problem}); unzip it by hand into a "
+                             "folder and grade that folder") from None
+        found.notes.append(f"{shown_name(archive.name)} is a whole Moodle download: unzipped into "
+                           f"{place.relative_to(out).as_posix()}/ (removed when the batch ends) "
+                           f"and each of its {participants} participants graded as an upload, as "
+                           "if it had been unzipped into a folder")
+    return found
