@@ -10,7 +10,11 @@ the course's order, separated by "; ".
 Assignment cells and the total are the final points, after any late penalty. When some run
 has a submission time or a late penalty, two columns come before `Total`: `Submitted at`
 (ISO 8601, empty when unknown) and `Late penalty` (the points taken, as a negative number;
-0 when on time, empty when there is no deadline or the time is unknown).
+0 when on time, empty when there is no deadline or the time is unknown). Where the CSV has
+more than one assignment column, each assignment that has a time or a penalty gets its own
+pair instead, `hw3 submitted at` and `hw3 late penalty`: a row holds uploads of several
+assignments, each with its own time, and one shared cell had shown whichever came first (audit
+F3). One assignment keeps the two plain columns, the layout imports already read.
 
 A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
 grading problem is never imported as a zero. A rejected upload (bad archive) is a 0; an upload
@@ -52,10 +56,11 @@ def upload_cell(text: str) -> str:
     return inert_cell(printable(str(text)))
 
 
-def late_penalty(result: dict | None) -> float | None:
+def late_penalty(result: dict | None, assignment: str | None = None) -> float | None:
     """The points a run's late penalties took (negative), 0 when it was on time, None when no
-    assignment had both a due date and a submission time."""
-    assignments = (result or {}).get("assignments") or []
+    assignment had both a due date and a submission time. `assignment`: that one's only."""
+    assignments = [a for a in (result or {}).get("assignments") or []
+                   if assignment is None or a.get("id") == assignment]
     if not any(a.get("late") for a in assignments):
         return None
     return sum(item.get("score", 0.0) for a in assignments for item in a.get("items") or []
@@ -99,10 +104,10 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
     present = {a for run in runs for a in run.assignment_scores}
     columns = [a for a in order if a in present] + sorted(present - set(order))
     persons, _ = people(runs, [*order, *columns])
-    penalties = {run.student.key: late_penalty(run.result) if run.status == "graded" else None
-                 for run in runs}
-    timed = any(run.submitted_at for run in runs) or any(p is not None for p in penalties.values())
-    late_columns = ["Submitted at", "Late penalty"] if timed else []
+    # (assignments each pair of time columns is of, header of the pair): one pair for the
+    # whole row where the CSV has one assignment, else a pair per assignment timed.
+    timing = _timing_columns(runs, columns)
+    late_columns = [name for _, pair in timing for name in pair]
     emails = any(person.email for person in persons)
     rows = [["Identifier", "Full name", *columns, *late_columns, "Total", "Status", "Key",
              *(["Email address"] if emails else [])]]
@@ -112,11 +117,8 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
             run = next((r for r in person.runs if a in r.assignment_scores), None)
             cells.append(format_points(run.assignment_scores[a])
                          if run is not None and _graded(run) and a not in run.held else "")
-        if timed:
-            times = list(dict.fromkeys(r.submitted_at for r in person.runs if r.submitted_at))
-            taken = [penalties[r.student.key] for r in person.runs
-                     if penalties[r.student.key] is not None]
-            cells += ["; ".join(times), format_points(sum(taken)) if taken else ""]
+        for assignments, _ in timing:
+            cells += _time_cells(person.runs, assignments)
         whole = all(_graded(r) and not r.held for r in person.runs)
         total = format_points(sum(v for r in person.runs for v in r.assignment_scores.values())) \
             if whole else ""
@@ -133,6 +135,37 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
                      upload_cell(status), upload_cell("; ".join(person.keys)),
                      *([upload_cell(person.email or "")] if emails else [])])
     return rows
+
+
+def _runs_of(runs: Iterable[CurrentRun], assignment: str) -> list[CurrentRun]:
+    return [r for r in runs if assignment in r.assignment_scores or assignment in r.assignments]
+
+
+def _penalty(run: CurrentRun, assignment: str | None) -> float | None:
+    return late_penalty(run.result, assignment) if run.status == "graded" else None
+
+
+def _timing_columns(runs: list[CurrentRun], columns: list[str]
+                    ) -> list[tuple[tuple[str, ...] | None, tuple[str, str]]]:
+    """The time columns' pairs: none where no run has a time or a penalty; ("Submitted at",
+    "Late penalty") for the whole row where there is one assignment column (Moodle's import
+    and earlier grades.csv readers know it); else a pair per assignment that has either."""
+    if len(columns) <= 1:
+        timed = any(r.submitted_at or _penalty(r, None) is not None for r in runs)
+        return [(None, ("Submitted at", "Late penalty"))] if timed else []
+    return [((a,), (f"{a} submitted at", f"{a} late penalty")) for a in columns
+            if any(r.submitted_at or _penalty(r, a) is not None for r in _runs_of(runs, a))]
+
+
+def _time_cells(runs: list[CurrentRun], assignments: tuple[str, ...] | None) -> list[str]:
+    """The submission time(s) and the late penalty of a person's uploads of `assignments`
+    (None: all of them)."""
+    if assignments is not None:
+        runs = [r for a in assignments for r in _runs_of(runs, a)]
+    assignment = assignments[0] if assignments else None
+    times = list(dict.fromkeys(r.submitted_at for r in runs if r.submitted_at))
+    taken = [p for p in (_penalty(r, assignment) for r in runs) if p is not None]
+    return ["; ".join(times), format_points(sum(taken)) if taken else ""]
 
 
 def write_grades_csv(path: Path, runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> Path:
