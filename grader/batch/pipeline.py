@@ -51,6 +51,7 @@ from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
+from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
 from grader.batch.inputs import (Prepared, Submission, UnpackLimits, assignments_in, discover,
                                  prepare)
 from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
@@ -829,6 +830,9 @@ class _ClassBatch:
         scored = [errored_assignment(self.rubrics[a], message) for a in context.config.assignments]
         result = build_result(submission.describe(), scored, duration_s=0.0, errors=[message])
         result["student"] = student_of(submission.student)
+        # Said so by every report made from it, with no total (grader/reports/not_graded.py).
+        result["not_graded"] = not_graded_mark(
+            NEEDS_PERSON if prepared.needs_person else REJECTED, prepared.problem)
         self._store(context, RunRecord("rejected", started, _now(), prepared.problem, result,
                                        context.submitted_at, needs_person=prepared.needs_person),
                     work=None)

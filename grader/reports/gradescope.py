@@ -3,12 +3,22 @@
 One Gradescope test per rubric item (automatic items, instructor-scored items, the late
 penalty). Manual items still waiting for the instructor are not tests: a 0-point "passed" or
 an "x / y failed" would both mislead; the summary output lists them instead.
+
+An upload that was never graded (grader/reports/not_graded.py: it needs a person, or was
+refused) has no tests: one failed test per rubric item would tell the student their code
+failed every check, when none of it ran. Its score is 0 all the same, written out: Gradescope
+records a number for every autograder run and shows 0 where `score` and the tests are missing,
+so leaving it out would give the same 0 with no word of why. The output says plainly that it
+was not graded and why; `extra_data.not_graded` carries the kind and reason for scripts, and
+the class export (DIR/gradescope/<assignment>.csv) leaves such a student's cell empty, so an
+import never turns the placeholder into a grade.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from grader.reports.measurements import lookup
+from grader.reports.not_graded import not_graded
 from grader.reports.render import markdown_inline, render_item_markdown, render_markdown
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -23,14 +33,18 @@ def gradescope_results(result: Mapping[str, Any], *, visibility: str = "after_du
             raise ValueError(f"{name} must be one of {', '.join(VISIBILITIES)}, got {value!r}")
     assignments = result.get("assignments") or []
     several = len(assignments) > 1
+    unmarked = not_graded(result)
     tests = []
-    for a_number, assignment in enumerate(assignments, start=1):
+    for a_number, assignment in enumerate(assignments if unmarked is None else [], start=1):
         shown = [item for item in assignment.get("items") or [] if not item.get("pending")]
         for i_number, item in enumerate(shown, start=1):
             tests.append(_test(assignment, item, f"{a_number}.{i_number}", several, visibility))
     output = render_markdown(result, summary_only=True) + _hidden_note(tests)
+    if unmarked is not None and not unmarked.counts_as_zero:
+        output += ("\nGradescope shows a score of 0 because it records a number for every "
+                   "autograder run: that 0 is no grade.\n")
     results = {
-        "score": _points(result.get("score")),
+        "score": _points(result.get("score")) if unmarked is None else 0.0,
         "execution_time": int(round(result.get("duration_s") or 0)),
         "output": output,
         "output_format": "md",
@@ -45,7 +59,9 @@ def gradescope_results(result: Mapping[str, Any], *, visibility: str = "after_du
         },
         "tests": tests,
     }
-    board = _leaderboard(assignments) if leaderboard else []
+    if unmarked is not None:
+        results["extra_data"]["not_graded"] = {"kind": unmarked.kind, "reason": unmarked.reason}
+    board = _leaderboard(assignments) if leaderboard and unmarked is None else []
     if board:
         results["leaderboard"] = board
     return results

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
 from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, not_answered,
-                                         surely_unanswered)
+                                         not_graded_view, surely_unanswered)
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -87,7 +87,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             # A batch's student (keyed): scored through the batch, whose gradebook is the
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
             "batch_key": batch_key,
-            "overrides": overrides_template(assignments, batch_key)}
+            "overrides": overrides_template(assignments, batch_key),
+            "not_graded": not_graded_view(result)}
 
 
 def overrides_template(assignments: list[dict], batch_key: str | None = None) -> str:

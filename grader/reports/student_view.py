@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 from grader.reports.measurements import (comparison_rows, format_measured, format_value,
                                          task_label)
+from grader.reports.not_graded import not_graded
 from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
 
 STATUS_WORDS = {
@@ -52,7 +53,27 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "errors": list(result.get("errors") or []),
         "left_out": [str(line) for line in result.get("left_out") or []],
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
+        "not_graded": not_graded_view(result),
     }
+
+
+def not_graded_view(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a report of an upload that was never graded says in place of its scores."""
+    found = not_graded(result)
+    if found is None:
+        return None
+    if found.counts_as_zero:
+        lead = "this upload was refused before any of its code ran, for this reason:"
+        next_step = ("It counts as 0 in the course's records until you hand in an upload "
+                     "that can be graded.")
+    else:
+        lead = ("the grader could not grade this upload, so it has no grade yet: a person of "
+                "the course staff has to look at it first. The reason:")
+        next_step = ("No points are counted for it, not even 0: the course staff will look at "
+                     "your upload and grade it, or tell you what to hand in again.")
+    return {"kind": found.kind, "reason": found.reason, "lead": lead, "next": next_step,
+            "assignments": [str(a.get("title") or a.get("id")) for a in
+                            result.get("assignments") or [] if isinstance(a, Mapping)]}
 
 
 def assignment_view(assignment: Mapping[str, Any],
