@@ -105,20 +105,53 @@ class Prepared:
 # Archives of kinds the batch does not unpack, which a student may upload all the same.
 OTHER_ARCHIVES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tbz2", ".txz", ".tar", ".7z",
                   ".rar", ".gz", ".bz2", ".xz")
-# Room left under the 255 bytes of a file name for what the batch adds to a key.
-MAX_KEY_CHARS = 120
+# Room left under the 255 bytes of a file name for what the batch adds to a key (UTF-8 bytes:
+# 120 CJK characters are 360 bytes, more than a file name may hold).
+MAX_KEY_BYTES = 120
+# Letters and marks that show nothing (Unicode's default-ignorable code points among them):
+# two names told apart only by one would make keys that look alike.
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0") | frozenset(
+    map(chr, [*range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]))
+
+
+def _kept_in_key(char: str, after_kept: bool) -> bool:
+    """ASCII letters, digits and ._- as ever; any other letter or decimal digit (Unicode's L*
+    and Nd), and a combining mark after one of them (a mark NFC could not compose, as in many
+    scripts); never a separator, a control or format character, a symbol or punctuation."""
+    if char.isascii():
+        return char.isalnum() or char in "._-"
+    if char in _INVISIBLE:
+        return False
+    category = unicodedata.category(char)
+    return category[0] == "L" or category == "Nd" or (category[0] == "M" and after_kept)
 
 
 def safe_key(text: str) -> str:
-    """A folder name for the student: ASCII letters, digits and ._- kept, anything else one
-    "_" (the keys of every gradebook so far: a student graded before keeps theirs). Names that
-    make one key ("Jüri" and "Jõri", "王伟" and "李娜") are told apart by discover()."""
-    key = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")
-    if len(key) > MAX_KEY_CHARS:
+    """A folder name for the student: the name's letters (any script, NFC: `Jüri_Õunapuu_1009`,
+    `王伟`), digits and ._- kept, each run of anything else one "_", no leading or trailing dot
+    or "_", at most MAX_KEY_BYTES bytes of UTF-8 (a longer one ends with a hash of the whole).
+
+    An ASCII name gets the key it always had. A student a gradebook holds under a key of the
+    ASCII-only grader (`J_ri_unapuu_1009`) keeps that key (discover() finds them by participant
+    id or name), and an overrides file written with either form keeps working
+    (grader/batch/earlier_keys.py). Names that still make one key ("a b" and "a_b") are told
+    apart by discover()."""
+    text = unicodedata.normalize("NFC", text)
+    pieces: list[str] = []
+    after_kept = False
+    for char in text:
+        after_kept = _kept_in_key(char, after_kept)
+        if after_kept:
+            pieces.append(char)
+        elif not pieces or pieces[-1] != "_":
+            pieces.append("_")
+    key = "".join(pieces).strip("._")
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         # The key names folders (with suffixes of the batch's own): a 251-character upload name
         # made one no file system takes, and stopped the batch.
         digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-        key = f"{key[:MAX_KEY_CHARS - 9]}_{digest}"
+        cut = key.encode("utf-8")[:MAX_KEY_BYTES - 9].decode("utf-8", "ignore")
+        key = f"{cut}_{digest}"
     return key or "unnamed"
 
 

@@ -47,6 +47,7 @@ from grader.batch.errors import BatchError
 from grader.batch.kept_settings import few, overrides_kept_or_replaced, worksheets_kept
 from grader.batch.zipped_downloads import moodle_downloads, refuse_a_file
 from grader.batch.assignment_keys import keys_per_assignment
+from grader.batch.earlier_keys import overrides_under_current_keys
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
@@ -288,6 +289,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                 progress.note(f"no due date in the rubric of {', '.join(undated)}: the submission "
                               "times give no late penalty there (a copy of the rubrics with `due` "
                               "and --rubrics DIR does)")
+        # An overrides file of keys an earlier grader made (`J_ri_unapuu_1009`) still applies.
+        student_overrides = overrides_under_current_keys(
+            student_overrides, [*(s.student for s in found), *known], progress.note)
         unmatched = _check_overrides(student_overrides, found, rubrics, graded_by, progress,
                                      known=[s.key for s in known])
         batch = _ClassBatch(book=book, out=out, configs=configs, graded_by=graded_by,
