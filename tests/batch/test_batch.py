@@ -384,26 +384,28 @@ def test_an_upload_whose_record_fails_is_said_and_the_batch_goes_on(tmp_path, ca
 
 
 def test_a_student_keeps_their_key_whoever_joins_or_leaves_the_folder(tmp_path, calls_log):
-    """An adversary's three batches: Jüri alone, then Jõri beside him (both re-keyed, Jüri's old
-    row stale), then Jüri withdrawn (Jõri took Jüri's key and his grade history). A student
+    """An adversary's three batches: Jüri alone, then a name making his key beside him (both
+    re-keyed, Jüri's old row stale), then Jüri withdrawn (the other took Jüri's key and his
+    grade history). ("Jüri" and "Jõri" made one key before keys kept letters; "Jüri Tamm" and
+    "Jüri_Tamm" still do.) A student
     graded before keeps their key; a Moodle participant keeps it through a change of name."""
     subs, out = tmp_path / "subs", tmp_path / "out"
-    make_submission(subs / "Jüri", score=7)
+    make_submission(subs / "Jüri Tamm", score=7)
     make_submission(subs / "Vic Doe_123_assignsubmission_file_", score=5)
     batch(subs, out)
-    make_submission(subs / "Jõri", score=8)
+    make_submission(subs / "Jüri_Tamm", score=8)
     (subs / "Vic Doe_123_assignsubmission_file_").rename(subs / "Vic Smith_123_assignsubmission_file_")
     batch(subs, out)
     rows = {row[5]: row for row in read_csv(out)[1:]}
-    assert rows["J_ri"][1:3] == ["Jüri", "7"] and len(rows) == 3, rows
-    jori = next(key for key, row in rows.items() if row[1] == "Jõri")
-    assert jori.startswith("J_ri_") and rows[jori][2] == "8"
+    assert rows["Jüri_Tamm"][1:3] == ["Jüri Tamm", "7"] and len(rows) == 3, rows
+    jori = next(key for key, row in rows.items() if row[1] == "Jüri_Tamm")
+    assert jori.startswith("Jüri_Tamm_") and rows[jori][2] == "8"
     assert rows["Vic_Doe_123"][:3] == ["Participant 123", "Vic Smith", "5"]
     import shutil
-    shutil.rmtree(subs / "Jüri")
+    shutil.rmtree(subs / "Jüri Tamm")
     batch(subs, out)
     rows = {row[5]: row for row in read_csv(out)[1:]}
-    assert rows["J_ri"][1] == "Jüri" and rows[jori][1:3] == ["Jõri", "8"], rows
+    assert rows["Jüri_Tamm"][1] == "Jüri Tamm" and rows[jori][1:3] == ["Jüri_Tamm", "8"], rows
 
 
 def test_an_out_folder_of_someone_elses_is_never_emptied(tmp_path, calls_log):
