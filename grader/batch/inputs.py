@@ -323,8 +323,9 @@ def discover(folder: Path, known: Sequence[Student] = (),
                          "submissions are not graded")
             continue
         found.append((entry, student, plugin))
-    # Students whose different names make one key ("a b" and "a_b", "Jüri Tamm" and "Jüri_Tamm"), here
-    # or with a student graded before, each get the key with their name's own hash.
+    # Students whose different names make one key ("a b" and "a_b", "Jüri Tamm" and
+    # "Jüri_Tamm"), here or with a student graded before, each get the key with their name's
+    # own hash.
     by_participant = {s.participant_id: s.key for s in known if s.participant_id}
     # Names as shown (an older gradebook may hold one with its control characters raw).
     by_name = {same_name(printable(s.name)): s.key for s in known if not s.participant_id}
