@@ -89,6 +89,14 @@ def _graded(run: CurrentRun) -> bool:
     return run.status == "graded" or (run.status == "rejected" and not run.needs_person)
 
 
+def assignment_cell(runs: Iterable[CurrentRun], assignment: str) -> str:
+    """A person's points for `assignment` as every class export writes them: empty where it
+    has no grade (needs a person, timed out, errored, held for review, no upload)."""
+    run = next((r for r in runs if assignment in r.assignment_scores), None)
+    return (format_points(run.assignment_scores[assignment])
+            if run is not None and _graded(run) and assignment not in run.held else "")
+
+
 def run_status(run: CurrentRun) -> str:
     status = "needs a person" if run.needs_person else run.status.replace("_", " ")
     if run.held:
@@ -114,9 +122,7 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
     for person in persons:
         cells = []
         for a in columns:
-            run = next((r for r in person.runs if a in r.assignment_scores), None)
-            cells.append(format_points(run.assignment_scores[a])
-                         if run is not None and _graded(run) and a not in run.held else "")
+            cells.append(assignment_cell(person.runs, a))
         for assignments, _ in timing:
             cells += _time_cells(person.runs, assignments)
         whole = all(_graded(r) and not r.held for r in person.runs)

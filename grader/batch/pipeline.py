@@ -52,6 +52,7 @@ from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, held_for_review)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
+from grader.batch.gradescope_export import write_gradescope_csvs
 from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
 from grader.batch.inputs import (Prepared, Submission, UnpackLimits, assignments_in, discover,
                                  prepare)
@@ -323,6 +324,11 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                 progress.note(note)
         except (OSError, ValueError) as problem:
             progress.warn(f"Moodle worksheets (moodle/) not written: {problem}")
+        try:   # DIR/gradescope/: the same grades for Gradescope's Import grades
+            for line in write_gradescope_csvs(out, book.current_runs(), list(rubrics)):
+                progress.note(line)
+        except OSError as problem:
+            progress.warn(f"Gradescope grade files (gradescope/) not written: {problem}")
         try:   # DIR/index.html, the class page: a failure here never touches the grades
             from grader.batch.class_page import write_class_page
             write_class_page(out, submissions_dir, list(rubrics), unmatched_overrides=unmatched,
