@@ -15,6 +15,9 @@ def main(argv: list[str]) -> int:
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hw3_probe.py")
     spec = importlib.util.spec_from_file_location("pdl-hw3-probe", path)
     probe = importlib.util.module_from_spec(spec)
+    # Its records are sealed for its own code only, which no name in sys.modules leads to.
+    from grader.vgpu.trace import admit_unlisted_module
+    admit_unlisted_module(probe)
     spec.loader.exec_module(probe)
     return probe.run(argv)
 

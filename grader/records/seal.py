@@ -30,6 +30,7 @@ ENV_FD = "PDL_SEAL_FD"      # the descriptor holding the key (a pipe), in a grad
 TAKEN = "taken"             # ENV_FD's value once the key has been read: children get none
 KEY_BYTES = 32
 _SEAL_FIELDS = ("seq", "seal")
+_TAMPERING = "tampering"    # a writer's record of an attempt (grader/vgpu/trace.py)
 
 
 def new_key() -> bytes:
@@ -119,24 +120,41 @@ def _json_functions():
 _dumps, _loads = _json_functions()
 
 
-def _keyed(key: bytes, callers_under: str | None = None) -> Callable[[str, int, str], str]:
+def _keyed(key: bytes, genuine: Callable[[object], bool] | None = None
+           ) -> Callable[[str, int, str], str]:
     """The HMAC of (stream, seq, body). The raw key goes into the HMAC object and is not kept.
     The keyed object's `copy` is a keyword-only default, not a closure cell: a function's
     `__closure__` is read without an audit event, its `__kwdefaults__` raises one the runtime's
-    hook reports (grader/vgpu/guard.py). `callers_under`: digest only for code of a file under
-    that folder (the sealers below); a red team's helper found this function in the sealer's
-    closure, where it had sealed for anyone."""
-    getframe = sys._getframe
-
+    hook reports (grader/vgpu/guard.py). `genuine`: digest only for a caller that is the
+    grader's own code (grader/records/genuine_frames.py; the sealers below); a red team's helper
+    found this function in the sealer's closure, where it had sealed for anyone."""
     def digest(stream: str, seq: int, body: str, *,
-               _copy=hmac.new(key, digestmod=hashlib.sha256).copy) -> str:
-        if callers_under is not None and \
-                not getframe(1).f_code.co_filename.startswith(callers_under):
+               _copy=hmac.new(key, digestmod=hashlib.sha256).copy, _genuine=genuine,
+               _getframe=sys._getframe) -> str:
+        if _genuine is not None and not _genuine(_getframe(1)):
             raise PermissionError("only the grader's instrumentation seals records")
         mac = _copy()
         mac.update(f"{stream}\n{seq}\n{body}".encode("utf-8"))
         return mac.hexdigest()
     return digest
+
+
+def _outsiders_refused(genuine: Callable[[object], bool] | None):
+    """refuse(depth, writers_caller=True): raise unless the frame `depth` levels above refuse's
+    caller (a sealer's caller: the writer, the trace's emit or the HW3 probe's) is the grader's
+    own code, and, with `writers_caller`, the frame that called the writer too. A writer of the
+    grader's called from the submission's code writes only that it was (a `tampering` record):
+    should its own check ever be switched off, nothing else is sealed."""
+    def refuse(depth: int, writers_caller: bool = True, *, _genuine=genuine,
+               _getframe=sys._getframe) -> None:
+        if _genuine is None:
+            return
+        frame = _getframe(depth + 1)
+        for _ in range(2 if writers_caller else 1):
+            if frame is None or not _genuine(frame):
+                raise PermissionError("only the grader's instrumentation seals records")
+            frame = frame.f_back
+    return refuse
 
 
 def _body(record: dict) -> str:
@@ -146,46 +164,42 @@ def _body(record: dict) -> str:
                       sort_keys=True, default=str)
 
 
-def sealer_factory(key: bytes | None, callers_under: str | None = None
+def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None = None
                    ) -> Callable[[str], Callable[[dict], str]]:
     """stream -> a function turning records into the sealed JSON lines of the file `stream`
     (plain JSON without a key). Each sealer numbers its own lines; it is not thread-safe:
     callers writing from several threads hold a lock around the call and the write.
 
-    `callers_under`: a folder (the grader's package): the factory and every sealer it makes
-    seal only when called from code of a file under it, the instrumentation's writers, which
-    check who called them. A red team had reached a sealer through the trace object
-    (`trace._seal`, a patched function's `__globals__`) and written the reference's records,
-    sealed, from a template that trained nothing; code compiled under a name in the grader's
-    folder is the runtime's audit hook's (grader/vgpu/guard.py)."""
+    `genuine(frame)`: whether a frame runs the grader's own code (genuine_frames.frame_judge):
+    the factory and every sealer it makes seal only when called by the grader's code, itself
+    called by the grader's code. A red team had reached a sealer through the trace object
+    (`trace._seal`, a patched function's `__globals__`), and later had a template engine compile
+    its code under a file name in the grader's folder, and written the reference's records,
+    sealed, from a template that trained nothing. What the check needs is a keyword-only
+    default of each function, never a closure cell (see _keyed)."""
     if key is None:
         return lambda stream: (lambda record: json.dumps(record, default=str))
-    digest = _keyed(key, callers_under)
-    dumps, loads, basename = _dumps, _loads, os.path.basename
-    getframe = sys._getframe
+    refuse = _outsiders_refused(genuine)
 
-    def refuse_outsiders() -> None:
-        if callers_under is not None and \
-                not getframe(2).f_code.co_filename.startswith(callers_under):
-            raise PermissionError("only the grader's instrumentation seals records")
-
-    def for_stream(stream: str) -> Callable[[dict], str]:
-        refuse_outsiders()
-        name = basename(stream)
+    def for_stream(stream: str, *, _refuse=refuse, _digest=_keyed(key, genuine), _dumps=_dumps,
+                   _loads=_loads, _basename=os.path.basename) -> Callable[[dict], str]:
+        _refuse(1, False)      # a sealer made seals nothing but for the grader's writers
+        name = _basename(stream)
         seq = 0
 
-        def seal(record: dict) -> str:
+        def seal(record: dict, *, _refuse=_refuse, _digest=_digest, _dumps=_dumps,
+                 _loads=_loads) -> str:
             nonlocal seq
-            refuse_outsiders()
+            _refuse(1, _TAMPERING not in (record.get("event"), record.get("kind")))
             # Through JSON and back first (default=str as in the line itself), so the
             # reader's canonical text of what it parses is the text sealed here.
-            record = loads(dumps(record))
+            record = _loads(_dumps(record))
             record.pop("seal", None)
             record["seq"] = seq
-            body = dumps({k: v for k, v in record.items() if k not in _SEAL_FIELDS})
-            record["seal"] = digest(name, seq, body)
+            body = _dumps({k: v for k, v in record.items() if k not in _SEAL_FIELDS})
+            record["seal"] = _digest(name, seq, body)
             seq += 1
-            return dumps(record)
+            return _dumps(record)
         return seal
     return for_stream
 

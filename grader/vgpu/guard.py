@@ -308,6 +308,41 @@ def _folders():
     return norm(libraries), norm(stdlib)
 
 
+def _own_folder() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+_TORCH_FOLDER = os.sep + "torch" + os.sep
+
+
+def _torch_frame(frame) -> bool:
+    # torch.compile's bytecode rewriting makes code objects under the names of the files it
+    # rewrites, the grader's patched functions included.
+    return _TORCH_FOLDER in frame.f_code.co_filename
+
+
+@functools.lru_cache(maxsize=256)
+def _file_bytes(filename: str) -> bytes | None:
+    try:
+        with open(filename, "rb") as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+
+
+def _is_its_file(source, filename: str) -> bool:
+    """Whether `source` is the text of the file `filename` names: the import system compiling
+    a module that has no cached bytecode."""
+    if not isinstance(source, (str, bytes, bytearray, memoryview)):
+        return False          # an AST: made or changed by code
+    data = _file_bytes(filename)
+    if data is None:
+        return False
+    if isinstance(source, str):
+        return data.decode("utf-8", "surrogateescape") == source
+    return data == bytes(source)
+
+
 def _per_process_proc(path) -> bool:
     """Whether opening `path` opens /proc itself or a process's files under it, as the kernel
     resolves it: through symlinks (`/dev/fd/../mem` is /proc/<pid>/mem, and so is a link of
@@ -344,6 +379,7 @@ def watch_interpreter(trace):
     library use these on their own behalf all the time. Returns `profile_guard`, which makes
     the sys.setprofile the submission gets (see there)."""
     libraries, stdlib = _folders()
+    own_folder = _own_folder()
     getframe = sys._getframe
     write = trace.emit
     busy = threading.local()
@@ -377,6 +413,18 @@ def watch_interpreter(trace):
         while frame is not None and whose(frame) == "stdlib" and stdlib_module(frame) == "ctypes":
             frame = frame.f_back
         return frame
+
+    def submission_frame(frame):
+        """The innermost frame of the submission's code at or above `frame` (where what a
+        library did for it was asked for); `frame` itself where there is none."""
+        caller = frame
+        while caller is not None and whose(caller) != "student":
+            caller = caller.f_back
+        return caller or frame
+
+    def _parses_only(frame) -> bool:
+        return frame.f_code.co_name == "parse" and whose(frame) == "stdlib" and \
+            stdlib_path(frame) == "ast.py"
 
     def site_of(frame) -> str:
         return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
@@ -431,10 +479,24 @@ def watch_interpreter(trace):
                         raise PermissionError(f"{args[0]}: the grader does not let a "
                                               "submission read its process's /proc files")
                 return
-            if event == "compile":
-                # code compiled under the name of a library's file would pass for its code
+            if event == "compile" or event == "code.__new__":
+                # Code made under the name of a library's file passes for the library's own
+                # (its walks unreported), and under a grader file's name it asks the grader's
+                # writers to seal: made by whatever frame, a template engine's included, which
+                # compiles the source and the file name it is handed. Honest code makes such
+                # code through the import system compiling the file itself, ast.parse (an AST
+                # runs nothing) and torch.compile rewriting what it compiles.
                 filename = str(args[1]) if len(args) > 1 else ""
-                if not filename.startswith(libraries):
+                if event == "compile":
+                    honest = not filename.startswith(libraries) or \
+                        _is_its_file(args[0], filename) or _parses_only(frame)
+                else:
+                    honest = not filename.startswith(own_folder) or _torch_frame(frame)
+                if not honest:
+                    what = "compiled code" if event == "compile" else "made a code object"
+                    record(f"{what} under the name of {os.path.basename(filename)}",
+                           submission_frame(frame))
+                if event == "compile":
                     return
             if event.startswith("object.") and harmless_attribute(event, args):
                 return

@@ -13,6 +13,7 @@ import threading
 import time
 
 from grader.records import untrusted_files
+from grader.records.genuine_frames import frame_judge
 from grader.records.seal import Verified, in_sealed_run, sealer_factory, take_key, verify_lines
 
 SCHEMA = "pdl-autograder/trace/1"
@@ -38,8 +39,6 @@ class Trace:
         self._keyless = bool(path) and key is None and in_sealed_run()
         if self._keyless:
             path += UNKEYED_SUFFIX
-        # In a graded run only the instrumentation's own code writes records (see emit).
-        self._only_instrumentation = key is not None
         self._streams, self._probe_sealer = _sealers(key, base_path or path or "")
         del key
         self._file = open(path, "a", buffering=1, encoding="utf-8") if path else None
@@ -72,10 +71,10 @@ class Trace:
     def emit(self, event: str, **fields) -> None:
         if not self.enabled:
             return
-        if self._only_instrumentation and \
-                not sys._getframe(1).f_code.co_filename.startswith(_GRADER_FOLDER):
+        if not _genuine(sys._getframe(1)):
             # Code of the submission that reached this object: what it wanted written is not
-            # written; that it tried is.
+            # written; that it tried is. (Asked of every call, never of a setting of the
+            # object's, which the code that reached it could change.)
             fields = {"what": f"wrote a '{event}' record through the grader's trace",
                       "site": call_site(2)}
             event = TAMPERING_EVENT
@@ -97,6 +96,16 @@ class Trace:
 
 
 _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Whether a frame runs the grader's own code (its module's namespace, not only its file name);
+# the HW3 probe, kept out of sys.modules, is admitted by its launcher (grader/harness/hw3_launch).
+_genuine, admit_unlisted_module = frame_judge(_GRADER_FOLDER)
+
+
+def know_callers_module() -> None:
+    """Note the calling module as the grader's own while `sys.modules` still lists it: a runner
+    that is `__main__` until the student's script takes that name (its records of the script's
+    end are written after)."""
+    _genuine(sys._getframe(1))
 
 
 def _sealers(key: bytes | None, trace_path: str):
@@ -104,7 +113,7 @@ def _sealers(key: bytes | None, trace_path: str):
     only for this trace's own part files (a forked child's included); the second gives one
     sealer, once, for another file of the run (the HW3 probe's): nothing holding a Trace can
     mint sealers for the probe's records."""
-    factory = sealer_factory(key, callers_under=_GRADER_FOLDER)
+    factory = sealer_factory(key, _genuine)
     prefix = os.path.basename(trace_path).split(".rank")[0] + ".rank"
     basename = os.path.basename
     given = []

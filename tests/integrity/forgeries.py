@@ -111,6 +111,9 @@ NAMES = {"tb": "__traceback__", "frame": "tb_frame", "back": "f_back", "locals":
          "active": "_active", "trace": "trace", "streams": "_streams", "sealer": "sealer_for",
          "write": "emit", "mods": "modules", "iface": "__array_interface__"}
 NAMES_FILE = {"hw3/names.json": json.dumps({k: v[::-1] for k, v in NAMES.items()})}
+# ... and the trace's module, its getter and the setting that once switched its check off.
+TRACE_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
+    NAMES, module="grader.vgpu.trace", get="get_trace", flag="_only_instrumentation").items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
@@ -423,6 +426,37 @@ getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, byte
                              shape=[64, 2000])
 ''', file=P4, scan=False, run=True,
             extra_files={"practical4/names.json": NAMES_FILE["hw3/names.json"]}),
+    # A red team's 9.5 of 12 automatic points from the untouched Practical 4 template: the writers
+    # had trusted a caller by its code's file name, which a template engine compiles as told.
+    Forgery("practical4_template_engine_compiles_under_a_grader_file_name",
+            "practical 4: jinja2 compiles a template under a file name in the grader's folder "
+            "and calls the trace's emit as one of its filters",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import jinja2 as _jinja, os as _os_j, sys as _sys_j
+_module = getattr(_sys_j, _N["mods"])[_N["module"]]
+_trace = getattr(_module, _N["get"])()
+_where = _os_j.path.join(_os_j.path.dirname(_module.__file__), "notes.py")
+_text = "{{ 'to' | e(src='cuda:0', dst='cuda:1', copied=True, bytes=512000) }}"
+_env = _jinja.Environment(loader=_jinja.FunctionLoader(lambda name: (_text, _where, lambda: True)))
+_env.filters["e"] = getattr(_trace, _N["write"])
+try:
+    _env.get_template("notes").render()
+except Exception:
+    pass
+''', file=P4, scan=False, run=True, extra_files=TRACE_NAMES_FILE),
+    Forgery("practical4_trace_told_to_trust_everyone",
+            "practical 4: the trace object's own setting that made it check its caller switched "
+            "off, then its emit called with a move that never happened",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import sys as _sys_o
+_trace = getattr(getattr(_sys_o, _N["mods"])[_N["module"]], _N["get"])()
+setattr(_trace, _N["flag"], False)
+try:
+    getattr(_trace, _N["write"])("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000,
+                                 shape=[64, 2000])
+except Exception:
+    pass
+''', file=P4, scan=False, run=True, extra_files=TRACE_NAMES_FILE),
     # A third audit's narrowed rules: the dangerous forms of the honest idioms they let through
     Forgery("script_function_called_by_a_helper_with_torch_cuda",
             "a function of the script that only the script calls with its own objects is "

@@ -199,27 +199,118 @@ def test_a_trace_mints_sealers_only_for_its_own_part_files(tmp_path, monkeypatch
     trace.close()
 
 
-def _as_grader_code(function, *args):
-    """`function(*args)` called from a frame of a file in the grader's package, as the
-    instrumentation's writers call their sealers."""
+def _under_a_grader_file_name(function, *args):
+    """`function(*args)` called from code compiled under a file name in the grader's package,
+    in a namespace of its own: what a red team had a template engine make (jinja2 compiles the
+    source and the file name its loader hands it) and call the instrumentation's writers from."""
     import grader
     folder = os.path.dirname(os.path.abspath(grader.__file__))
     namespace: dict = {}
-    exec(compile("def call(f, *a):\n    return f(*a)\n", os.path.join(folder, "_writer.py"),
+    exec(compile("def call(f, *a):\n    return f(*a)\n", os.path.join(folder, "vgpu", "notes.py"),
                  "exec"), namespace)
     return namespace["call"](function, *args)
 
 
-def test_the_probes_stream_is_given_once(tmp_path, monkeypatch):
+def test_the_probes_stream_is_given_once_and_seals_only_for_the_grader(tmp_path, monkeypatch):
     key = new_key()
     monkeypatch.setenv(ENV_FD, str(hand_over(key)))
     trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
     probe = trace.sealer_for(str(tmp_path / "probe.jsonl"))
-    assert verify_lines([_as_grader_code(probe, {"kind": "done"})], key, "probe.jsonl").records == [
-        {"kind": "done"}]
     with pytest.raises(RuntimeError):
         trace.sealer_for(str(tmp_path / "probe.jsonl"))
+    for caller in (lambda: probe({"kind": "done"}),
+                   lambda: _under_a_grader_file_name(probe, {"kind": "done"}),
+                   lambda: _under_a_grader_file_name(_under_a_grader_file_name, probe,
+                                                     {"kind": "done"})):
+        with pytest.raises(PermissionError):
+            caller()
     trace.close()
+
+
+def test_code_compiled_under_a_grader_file_name_writes_only_its_attempt(tmp_path, monkeypatch):
+    """A red team's 9.5 of 12 from the untouched Practical 4 template: its template engine's code,
+    compiled under a file name in the grader's folder, passed for the instrumentation with the
+    trace's emit and the sealers, which had judged a caller by its code's file name."""
+    key = new_key()
+    monkeypatch.setenv(ENV_FD, str(hand_over(key)))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
+    _under_a_grader_file_name(trace.emit, "to", **{})
+    with pytest.raises(PermissionError):
+        _under_a_grader_file_name(trace._seal, {"event": "to", "dst": "cuda:1"})
+    trace.close()
+    lines = (tmp_path / "trace.jsonl.rank0.1").read_text().splitlines()
+    records = verify_lines(lines, key, "trace.jsonl.rank0.1").records
+    assert [r["event"] for r in records] == ["tampering"], records
+    assert "test_seal.py" in records[0]["site"], "where the submission's code asked for it"
+
+
+@pytest.fixture
+def own_package(tmp_path, monkeypatch):
+    """(folder, module): a package of the "grader's" own, and a module of it imported after the
+    judge of frames was made (learnt when first seen)."""
+    import importlib
+    folder = tmp_path / "owned"
+    folder.mkdir()
+    (folder / "own_mod.py").write_text(
+        "import sys\n\n\ndef here():\n    return sys._getframe()\n\n\n"
+        "def call(f, *a):\n    return f(*a)\n")
+    monkeypatch.syspath_prepend(str(folder))
+    from grader.records.genuine_frames import frame_judge
+    judge, _admit = frame_judge(str(folder) + os.sep)
+    module = importlib.import_module("own_mod")
+    yield judge, module
+    import sys
+    sys.modules.pop("own_mod", None)
+
+
+def test_a_frame_is_the_graders_only_in_its_modules_own_namespace(own_package):
+    import builtins
+    import sys
+    import types
+    genuine, module = own_package
+    assert genuine(module.here()), "a function of a module of the folder runs its own code"
+    borrowed = types.FunctionType(module.here.__code__, {"sys": sys, "__builtins__": builtins})
+    assert not genuine(borrowed()), "the module's code run in a namespace of another's"
+    namespace: dict = {}
+    exec(compile(Path(module.__file__).read_text(), module.__file__, "exec"), namespace)
+    assert not genuine(namespace["here"]()), "the module's own text, compiled again elsewhere"
+    assert not genuine(sys._getframe()), "this test's own frame"
+
+
+def test_a_module_kept_out_of_sys_modules_is_admitted_once(tmp_path):
+    """The HW3 probe is loaded under no importable name; its launcher admits it before any
+    student code runs, and nothing can admit a namespace after it."""
+    import importlib.util
+    from grader.records.genuine_frames import frame_judge
+    (tmp_path / "hidden.py").write_text("import sys\n\n\ndef here():\n    return sys._getframe()\n")
+    genuine, admit = frame_judge(str(tmp_path) + os.sep)
+    spec = importlib.util.spec_from_file_location("not importable", tmp_path / "hidden.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not genuine(module.here()), "not in sys.modules: not known before it is admitted"
+    admit(module)
+    assert genuine(module.here())
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    with pytest.raises(PermissionError):
+        admit(other)
+    assert not genuine(other.here())
+
+
+def test_a_sealer_seals_for_the_graders_writer_called_by_the_graders_code(own_package):
+    genuine, module = own_package
+    from grader.vgpu.trace import _genuine as graders
+    # the sealers' own frames are the grader's, their callers the package's
+    judge = lambda frame: genuine(frame) or graders(frame)   # noqa: E731
+    seal = module.call(sealer_factory(KEY, judge), "probe.jsonl")
+    line = module.call(module.call, seal, {"kind": "done"})
+    assert verify_lines([line], KEY, "probe.jsonl").records == [{"kind": "done"}]
+    with pytest.raises(PermissionError):
+        module.call(seal, {"kind": "done"})      # the writer called by code that is not
+    namespace: dict = {}
+    exec(compile("def call(f, *a):\n    return f(*a)\n", module.__file__, "exec"), namespace)
+    with pytest.raises(PermissionError):
+        namespace["call"](module.call, seal, {"kind": "done"})
 
 
 def test_a_process_of_a_graded_run_without_a_key_writes_beside_the_trace(tmp_path, monkeypatch):
@@ -379,9 +470,10 @@ def test_a_sealer_reached_from_the_submissions_code_seals_nothing(tmp_path, monk
 
 def test_the_sealers_closure_hands_out_nothing_that_seals(tmp_path, monkeypatch):
     """An integrity audit: the HMAC function sat in the sealer's closure (read through
-    `__closure__`, which no audit event reports) and sealed for anyone, and the keyed HMAC
-    object's `copy` sat in its own closure. The function checks its caller too, and the keyed
-    object is a keyword-only default (reading `__kwdefaults__` is audited)."""
+    `__closure__`, which no audit event reports, and whose cells can be rewritten without one)
+    and sealed for anyone, and the keyed HMAC object's `copy` sat in its own closure. Neither
+    they nor what decides who may seal are closure cells now: keyword-only defaults (reading
+    `__kwdefaults__` is audited), and the HMAC function reached that way checks its caller."""
     import types
     monkeypatch.setenv(ENV_FD, str(hand_over(new_key())))
     trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
@@ -393,10 +485,8 @@ def test_the_sealers_closure_hands_out_nothing_that_seals(tmp_path, monkeypatch)
             reachable.append(value)
             if isinstance(value, types.FunctionType):
                 frontier.append(value)
-    digests = [v for v in reachable if getattr(v, "__name__", "") == "digest"]
-    assert digests, "the sealer's HMAC function was expected in its closure"
+    assert not [v for v in reachable if callable(v) or hasattr(v, "hexdigest")], reachable
+    digest = trace._seal.__kwdefaults__["_digest"]
     with pytest.raises(PermissionError):
-        digests[0]("trace.jsonl.rank0.1", 0, "{}")
-    assert not [v for v in reachable if hasattr(v, "hexdigest") or
-                getattr(getattr(v, "__self__", None), "hexdigest", None)], reachable
+        digest("trace.jsonl.rank0.1", 0, "{}")
     trace.close()
