@@ -106,3 +106,28 @@ def _count_word(text: str) -> str | None:
 def _shown(line: str) -> str:
     line = line.strip()
     return line if len(line) <= _QUOTED_CHARS else line[:_QUOTED_CHARS - 3] + "..."
+
+
+def statements(printed: list[PrintedCounts], meant: set[tuple[int, int]]) -> list[PrintedCounts]:
+    """What the output states, one pair per line (of a line read several ways, the reading in
+    `meant` where there is one, else its first), leaving out counters not yet counted (0 and 0)
+    and running totals (a pair a whole multiple of one stated before: the counts after every
+    step of a loop). A script that counts states one pair for each configuration it runs; a
+    red team's script printed every pair up to DEPTH, one of which had to be right."""
+    by_line: dict[str, list[PrintedCounts]] = {}
+    for counts in printed:
+        by_line.setdefault(counts.line, []).append(counts)
+    stated: list[PrintedCounts] = []
+    for readings in by_line.values():
+        said = next((c for c in readings if c.pair in meant), readings[0])
+        if said.pair != (0, 0) and not any(_multiple(said.pair, s.pair) for s in stated):
+            stated.append(said)
+    return stated
+
+
+def _multiple(pair: tuple[int, int], base: tuple[int, int]) -> bool:
+    """Whether `pair` is k times `base` for a whole k of at least 1."""
+    factors = {a // b for a, b in zip(pair, base) if b} | ({0} if any(
+        a and not b for a, b in zip(pair, base)) else set())
+    return len(factors) == 1 and (k := factors.pop()) >= 1 and \
+        all(a == k * b for a, b in zip(pair, base))
