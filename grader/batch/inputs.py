@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import shutil
 import unicodedata
 from dataclasses import dataclass, field
@@ -36,8 +35,8 @@ from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held
 from grader.batch.printable import printable
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay, Rejected,
                                  UnpackLimits, check_zip_entry, display_name, extract_zip,
-                                 left_out_text, materialize_entry, size_text, zip_directory_size,
-                                 zip_entry_name)
+                                 left_out_text, materialize_entry, size_text, top_name,
+                                 zip_directory_size, zip_entry_name)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -71,6 +70,7 @@ class Submission:
     student: Student
     sources: list[Path] = field(default_factory=list)   # entries of SUBMISSIONS that hold it
     problem: str | None = None                           # known unusable before unpacking
+    problem_needs_person: bool = False      # ... and no fault of the student's (a damaged file)
     # Several plain entries of one name (alice/ and alice.zip): unpacked apart, one graded where
     # they hold the same files, a person's to decide where not.
     several: bool = False
@@ -287,8 +287,7 @@ def moodle_download_participants(archive: Path, limits: UnpackLimits = UnpackLim
             return 0
         import zipfile
         with zipfile.ZipFile(archive) as zf:
-            tops = {zip_entry_name(info).replace("\\", "/").split("/", 1)[0]
-                    for info in zf.infolist()}
+            tops = {top_name(zip_entry_name(info)) for info in zf.infolist()}
     except Exception:   # not a zip, or damaged: whoever unpacks it says what is wrong
         return 0
     tops -= {"", *JUNK_NAMES}
@@ -379,7 +378,8 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         scratch.mkdir(parents=True)
         os.chmod(scratch, 0o755)
         if submission.problem:
-            raise Rejected(submission.problem)
+            raise (NeedsPerson if submission.problem_needs_person else Rejected)(
+                submission.problem)
         lines: list[str] = []   # what was left out: only a second, leave-out pass leaves any
         try:
             budgets, places = _unpack(submission, scratch, limits, notes)

@@ -45,7 +45,8 @@ import grader
 from grader.batch import submission_times
 from grader.batch.errors import BatchError
 from grader.batch.kept_settings import few, overrides_kept_or_replaced, worksheets_kept
-from grader.batch.zipped_downloads import moodle_downloads, refuse_a_file
+from grader.batch.zipped_downloads import (moodle_downloads, refuse_a_file,
+                                          with_download_problems)
 from grader.batch.assignment_keys import keys_per_assignment
 from grader.batch.earlier_keys import overrides_under_current_keys
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
@@ -242,6 +243,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         known = book.known_students()
         downloads = moodle_downloads(submissions_dir, out, options.limits)
         found, notes = discover(downloads.folder, known, skip=downloads.skipped)
+        with_download_problems(found, downloads)
         notes[:0] = downloads.notes
         progress = Progress(total=len(found), workers=options.workers, live=live,
                             **({"stream": stream} if stream is not None else {}))

@@ -471,12 +471,20 @@ def not_a_zip(archive: Path) -> str | None:
     return "a file of another kind"
 
 
-def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None) -> int:
+def top_name(entry_name: str) -> str:
+    """The first part of a zip entry's name (its top folder, or the file at the top)."""
+    return entry_name.replace("\\", "/").split("/", 1)[0]
+
+
+def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None,
+                within: str | None = None) -> int:
     """Unpack `archive` into `dest` after checking every entry; returns the number of files.
     Symbolic links in it are skipped, each said in `notes`.
 
     All entries are checked before anything is written, so a rejected archive leaves nothing
-    half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers."""
+    half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers.
+    `within`: only the entries under that top-level name (one participant of a whole Moodle
+    download), each checked as the entries of an upload of their own."""
     label = display_name(archive)
     limits = budget.limits
     try:
@@ -524,6 +532,8 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
         entries = []
         for info in zf.infolist():
             info.filename = zip_entry_name(info)   # zipfile opens it by orig_filename
+            if within is not None and top_name(info.filename) != within:
+                continue
             parts = check_zip_entry(info, label, limits)
             if not parts or any(p in JUNK_NAMES for p in parts):
                 continue

@@ -4,13 +4,16 @@ per zip, every participant's hw3.zip left out as a data file)."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.batch.errors import BatchError
-from grader.batch.inputs import (METADATA_NAMES, UnpackLimits, _is_note,
+from grader.batch.inputs import (METADATA_NAMES, Submission, UnpackLimits, _is_note,
                                  moodle_download_participants, shown_name)
-from grader.batch.unpack import JUNK_NAMES, Budget, Rejected, extract_zip, free_name
+from grader.batch.unpack import (JUNK_NAMES, Budget, NeedsPerson, Rejected, display_name,
+                                 extract_zip, free_name, top_name, zip_entry_name)
 
 
 # Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
@@ -43,6 +46,8 @@ class Downloads:
     skipped: list[Path] = field(default_factory=list)   # downloads left out (said)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # participant's folder -> (why it could not be unzipped, whether a person must look)
+    problems: dict[Path, tuple[str, bool]] = field(default_factory=dict)
 
 
 def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Downloads:
@@ -75,22 +80,51 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
     target.mkdir(parents=True, exist_ok=True)
     found = Downloads(target)
     for archive in zips:
-        participants = moodle_download_participants(archive, limits)
+        participants = participant_names(archive)
         stem = shown_name(archive.name[:-4].strip()) or "download"
         place = free_name(target / stem.replace("/", "_"))
-        # Each participant's upload is checked with the usual limits once unpacked from it.
-        whole = dataclasses.replace(limits, max_total_bytes=limits.max_total_bytes * participants,
-                                    max_files=limits.max_files * participants,
-                                    max_listed=limits.max_listed * participants,
-                                    max_depth=limits.max_depth + 1)
-        try:
-            extract_zip(archive, place, Budget(whole))
-        except Rejected as problem:
-            raise BatchError(f"{archive}: a whole Moodle download of {participants} participants "
-                             f"that cannot be unzipped ({problem}); unzip it by hand into a "
-                             "folder and grade that folder") from None
+        # Each participant's upload unzipped on its own, within one upload's limits: what one
+        # of them uploaded (a name of 268 bytes, folders 40 deep) is that upload's problem, as
+        # it is where the instructor unzipped the download; a red team's one long name had
+        # stopped the whole batch.
+        # (The download's directory is read whole each time: as many entries as all of them.)
+        within = dataclasses.replace(limits, max_depth=limits.max_depth + 1,
+                                     max_listed=limits.max_listed * max(len(participants), 1))
+        for name in participants:
+            try:
+                extract_zip(archive, place, Budget(within), within=name)
+            except Rejected as problem:
+                shutil.rmtree(place / name, ignore_errors=True)
+                (place / name).mkdir(parents=True, exist_ok=True)
+                said = str(problem).removeprefix(f"{display_name(archive)}: ")
+                found.problems[place / name] = (
+                    f"{shown_name(name)}/ in {shown_name(archive.name)}: {said}",
+                    isinstance(problem, NeedsPerson))
         found.notes.append(f"{shown_name(archive.name)} is a whole Moodle download: unzipped into "
                            f"{place.relative_to(out).as_posix()}/ (removed when the batch ends) "
-                           f"and each of its {participants} participants graded as an upload, as "
-                           "if it had been unzipped into a folder")
+                           f"and each of its {moodle_download_participants(archive, limits)} "
+                           "participants graded as an upload, as if it had been unzipped into a "
+                           "folder")
     return found
+
+
+def participant_names(archive: Path) -> list[str]:
+    """The top-level names of a whole Moodle download (its participants' folders, or their
+    files in the flat layout). A download whose own directory cannot be read is no one
+    student's problem: the batch stops, saying how to go on."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            names = {top_name(zip_entry_name(info)) for info in zf.infolist()}
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as problem:
+        raise BatchError(f"{archive}: a whole Moodle download that cannot be read ({problem}); "
+                         "unzip it by hand into a folder and grade that folder") from None
+    return sorted(names - {"", *JUNK_NAMES})
+
+
+def with_download_problems(found: list[Submission], downloads: Downloads) -> None:
+    """Each upload a whole download could not unzip carries why (a zero, or a person's where
+    the file is damaged rather than refused), as a zip of its own would."""
+    for submission in found:
+        for source in submission.sources:
+            if source in downloads.problems:
+                submission.problem, submission.problem_needs_person = downloads.problems[source]

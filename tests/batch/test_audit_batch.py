@@ -62,6 +62,27 @@ def test_a_folder_of_moodle_download_zips_is_graded_per_participant(tmp_path):
     assert (again.progress.skipped, again.progress.graded) == (2, 0)
 
 
+def test_one_participants_unzippable_upload_in_a_download_is_that_uploads_problem(tmp_path):
+    """A red team: one participant's extra file named with 88 Chinese characters (268 bytes in
+    UTF-8; Moodle counts characters) had stopped the whole batch, nobody graded. Each
+    participant is unzipped on its own, with one upload's limits: that upload is refused with
+    the reason, as a zip of its own would be, and the others are graded."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    archive = moodle_download_zip(tmp_path, subs / "LTAT-Practical 4-12345.zip",
+                                  {"Alice Tamm_1001": 10, "Mallory Mets_1002": 5})
+    long_name = "并行深度学习报告" * 11 + ".pdf"
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr(f"Mallory Mets_1002_assignsubmission_file_/{long_name}", b"%PDF-1.4\n")
+    summary, said = batch(subs, out)
+    found = rows(out)
+    assert not result(out, "Alice_Tamm_1001")["errors"], said
+    assert float(found["Alice_Tamm_1001"]["practical4"]) > 0, said
+    mallory = result(out, "Mallory_Mets_1002")
+    assert mallory["errors"] and "a name is longer than 255 bytes" in mallory["errors"][0], mallory
+    assert (summary.progress.graded, summary.progress.rejected) == (1, 1), said
+    assert "Mallory Mets_1002_assignsubmission_file_/ in LTAT-Practical 4-12345.zip" in said, said
+
+
 def test_a_moodle_download_zip_given_as_submissions_is_graded(tmp_path):
     archive = moodle_download_zip(tmp_path, tmp_path / "LTAT-Practical 4-12345.zip",
                                   {"Alice Tamm_1001": 10, "Bob Kask_1002": 5})
