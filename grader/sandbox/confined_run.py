@@ -4,6 +4,7 @@ what it may write."""
 from __future__ import annotations
 
 import os
+import pwd
 import resource
 import signal
 import subprocess
@@ -22,6 +23,11 @@ from .limits import RunCgroup, create_run_cgroup
 from .policy import SandboxPolicy, SandboxResult
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Where bwrap cannot work and the grader runs as root: the user (a name or a uid) to run student
+# code as instead, e.g. "nobody" (gradescope/run_autograder sets it). Unset, such a run stays
+# root, as before. It gives no isolation beyond file permissions: what that user may read, the
+# run may read; the caller makes the grader's files unwritable and its secrets unreadable.
+UNSANDBOXED_AS_ENV = "PDL_UNSANDBOXED_AS"
 
 # The launcher waits for one line on stdin before exec'ing the real command. The
 # grader puts the launcher's pid into the run's cgroup first and only then sends
@@ -85,19 +91,55 @@ def _identity_files() -> dict[str, int]:
     return fds
 
 
-def hand_over_folders(writable: list[Path]) -> list[str]:
-    """As root the run's user is SANDBOX_UID on the host too: it must own its scratch. Where
-    the filesystem refuses (root squashed on NFS), the folder is opened to everyone instead
-    (its parent, the grader's, is not); returns warnings."""
+def unsandboxed_user(environ=os.environ) -> tuple[str, int, int] | None:
+    """(name, uid, gid) of UNSANDBOXED_AS_ENV, or None where it is unset. A user that does not
+    exist, or no setpriv to become it, is a SandboxSetupError: never root instead."""
+    wanted = environ.get(UNSANDBOXED_AS_ENV, "").strip()
+    if not wanted:
+        return None
+    try:
+        entry = pwd.getpwuid(int(wanted)) if wanted.isdigit() else pwd.getpwnam(wanted)
+        name, uid, gid = entry.pw_name, entry.pw_uid, entry.pw_gid
+    except KeyError:
+        if not wanted.isdigit():
+            raise SandboxSetupError(f"{UNSANDBOXED_AS_ENV}={wanted}: no such user") from None
+        name, uid, gid = wanted, int(wanted), int(wanted)
+    if uid == 0:
+        raise SandboxSetupError(f"{UNSANDBOXED_AS_ENV}={wanted} is root")
+    if setpriv_path() is None:
+        raise SandboxSetupError(f"{UNSANDBOXED_AS_ENV}={wanted}, but no setpriv to drop to it "
+                                "(util-linux)")
+    return name, uid, gid
+
+
+def hand_over_folders(writable: list[Path], uid: int = SANDBOX_UID,
+                      gid: int = SANDBOX_UID) -> list[str]:
+    """As root the run's user is SANDBOX_UID (or `uid`) on the host too: it must own its
+    scratch. Where the filesystem refuses (root squashed on NFS), the folder is opened to
+    everyone instead (its parent, the grader's, is not); returns warnings."""
     warnings = []
     for path in writable:
         try:
-            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+            os.chown(path, uid, gid)
         except OSError as error:
             os.chmod(path, 0o777)
             warnings.append(f"cannot give {path} to the sandbox's user ({error.strerror}): "
                             "opened it to everyone instead")
     return warnings
+
+
+def _let_through(paths: list[Path]) -> None:
+    """Search (x, never read) permission for others on the folders above `paths`, so that an
+    unsandboxed run as another user reaches its scratch inside the grader's own temporary
+    folders (pytest's are 0700); their other entries keep their own modes."""
+    for path in paths:
+        for parent in path.parents:
+            try:
+                mode = parent.stat().st_mode
+                if not mode & 0o001:
+                    os.chmod(parent, (mode & 0o7777) | 0o001)
+            except OSError:
+                pass
 
 
 def _unreadable(paths: list[Path], limit: int = 2000) -> list[str]:
@@ -147,6 +189,7 @@ def start_sandboxed(argv: list[str], policy: SandboxPolicy, *, stdout=subprocess
     env = inside_environment(policy, home)
 
     usable, why_not = sandbox_available()
+    drop = unsandboxed_user() if not usable and runs_as_root() else None
     warnings: list[str] = []
     cgroup, cgroup_warnings = create_run_cgroup(policy.memory_bytes, policy.max_pids)
     warnings += cgroup_warnings
@@ -164,8 +207,17 @@ def start_sandboxed(argv: list[str], policy: SandboxPolicy, *, stdout=subprocess
         # readable inside).
         command, popen_env, popen_cwd = build_bwrap_argv(argv, policy, cwd, data_fds), env, "/"
     else:
-        warnings.append(f"NOT SANDBOXED ({why_not}): no filesystem, network or pid isolation")
         command, popen_env, popen_cwd = list(argv), env, str(cwd)
+        if drop is None:
+            warnings.append(f"NOT SANDBOXED ({why_not}): no filesystem, network or pid isolation")
+        else:
+            name, uid, gid = drop
+            warnings.append(f"NOT SANDBOXED ({why_not}): ran as {name} (uid {uid}), without "
+                            "filesystem, network or pid isolation")
+            warnings += hand_over_folders([Path(p).resolve() for p in policy.writable], uid, gid)
+            _let_through([Path(p).resolve() for p in [*policy.writable, *policy.readonly]])
+            command = [setpriv_path(), f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                       "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command]
     if cgroup is not None:
         command = ["/bin/sh", "-c", _WAIT_FOR_GO, "sandbox-launcher", *command]
 

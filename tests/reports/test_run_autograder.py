@@ -42,8 +42,9 @@ def environment(root: Path, fake_bin: Path | None = None, **extra: str) -> dict:
                PDL_ASSIGNMENTS="hw3")
     env.update(extra)
     env.pop("PDL_GRADE", None)
-    if fake_bin:
+    if fake_bin:   # the fake `pdl-grade` on PATH stands for the grader
         env["PATH"] = f"{fake_bin}{os.pathsep}{env['PATH']}"
+        env["PDL_GRADE"] = "pdl-grade"
     return env
 
 
@@ -83,6 +84,8 @@ exit 3
     before = results["output"].split("RuntimeError")[0]
     assert before.count("```") % 2 == 1
     assert results["extra_data"] == {"error": "pdl-grade grade failed (exit status 3)"}
+    # Shown at once (a student learns of it before the deadline), the log kept for the staff.
+    assert (results["visibility"], results["stdout_visibility"]) == ("visible", "hidden")
 
 
 def test_results_are_valid_even_without_a_working_python(tmp_path):
@@ -114,11 +117,16 @@ def test_stopped_grading_still_publishes(tmp_path):
 
 
 def test_real_grader_on_a_loose_file_upload(tmp_path):
-    """The real pdl-grade on the reference Practical 4, uploaded as loose files."""
+    """The real grader on the reference Practical 4, uploaded as loose files. By default it
+    runs from the source (`python -m grader`), never a `pdl-grade` on PATH: a non-editable
+    install's console script has no rubrics/ beside it (every upload scored 0 on Gradescope)."""
     files = {p.name: p.read_text() for p in sorted((REPO / "reference" / "practical4").iterdir())
              if p.suffix in (".py", ".yaml")}  # the code and its answer sheet
     root = autograder_root(tmp_path, files)
-    env = environment(root, PDL_ASSIGNMENTS="practical4", PDL_GRADE=f"{sys.executable} -m grader")
+    installed = fake_pdl_grade(tmp_path, "echo 'pdl-grade: no rubric for practical4; the "
+                                         "assignments are ' >&2\nexit 2\n")
+    env = environment(root, PDL_ASSIGNMENTS="practical4")
+    env["PATH"] = f"{installed}{os.pathsep}{env['PATH']}"
     done = subprocess.run([str(RUN_AUTOGRADER)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
