@@ -15,7 +15,8 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-INCLUDED = ("grader", "rubrics", "student_template", "gradescope", "pyproject.toml", "README.md")
+INCLUDED = ("grader", "rubrics", "student_template", "gradescope", "pyproject.toml", "setup.py",
+            "README.md")
 AT_ROOT = {"gradescope/setup.sh": "setup.sh", "gradescope/run_autograder": "run_autograder"}
 
 

@@ -6,6 +6,10 @@ or loose files (model_parallel.py, answers.yaml, report.pdf). Loose files go to 
 the assignment whose template has a file of that name; with a single assignment graded, every
 loose file goes to its folder (a report PDF has no fixed name).
 
+The handout asks for the report as one PDF and never names it, and Gradescope keeps the name a
+student's PDF had ("HW3 report - Jane Doe.pdf"); the grader reads `<assignment>/report.pdf`.
+So an assignment folder with exactly one PDF and no report.pdf gets it as report.pdf (logged).
+
     python stage_submission.py SUBMISSION TARGET TEMPLATE_DIR ASSIGNMENT...
 """
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 from pathlib import Path
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", "__MACOSX", ".DS_Store")
+REPORT_NAME = "report.pdf"   # grader/answers/collect.py REPORT_NAME
 
 
 def stage(submission: Path, target: Path, template: Path, assignments: list[str]) -> list[str]:
@@ -25,15 +30,25 @@ def stage(submission: Path, target: Path, template: Path, assignments: list[str]
     loose = [p for p in root.iterdir() if p.is_file() and not IGNORED(str(root), [p.name])]
     for assignment in assignments:
         folder = target / assignment
-        if folder.is_dir():
-            continue
-        names = {p.name for p in (template / assignment).glob("*")}
-        chosen = [p for p in loose if p.name in names or len(assignments) == 1]
-        folder.mkdir()
-        for path in chosen:
-            shutil.copy2(path, folder / path.name, follow_symlinks=False)
-        notes.append(f"{assignment}/: {', '.join(p.name for p in chosen) or 'no files found'}")
+        if not folder.is_dir():
+            names = {p.name for p in (template / assignment).glob("*")}
+            chosen = [p for p in loose if p.name in names or len(assignments) == 1]
+            folder.mkdir()
+            for path in chosen:
+                shutil.copy2(path, folder / path.name, follow_symlinks=False)
+            notes.append(f"{assignment}/: {', '.join(p.name for p in chosen) or 'no files found'}")
+        notes += _name_the_report(folder, assignment)
     return notes
+
+
+def _name_the_report(folder: Path, assignment: str) -> list[str]:
+    """The only PDF of the folder as its report.pdf, where none has that name."""
+    pdfs = [p for p in folder.iterdir()
+            if p.suffix.lower() == ".pdf" and p.is_file() and not p.is_symlink()]
+    if (folder / REPORT_NAME).exists() or len(pdfs) != 1:
+        return []
+    pdfs[0].rename(folder / REPORT_NAME)
+    return [f"{assignment}/: '{pdfs[0].name}' is the only PDF: graded as {assignment}/{REPORT_NAME}"]
 
 
 def _project_root(submission: Path, assignments: list[str]) -> Path:
