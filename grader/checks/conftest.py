@@ -2,6 +2,7 @@
 so every check that looks at the same run shares it)."""
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,10 +13,13 @@ from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
-from grader.checks.support import must_agree
+from grader.checks.support import HIDE_ANSWERS_ENV, must_agree
 from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
 from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
+
+# `pytest grader/` run by a student: their loop before handing in (grader/checks/support.py).
+os.environ.setdefault(HIDE_ANSWERS_ENV, "1")
 
 
 # A script that did not finish in time this often is not started again: its other

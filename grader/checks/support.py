@@ -1,6 +1,21 @@
 """Wording of the checks' feedback: what was expected, what was observed, where to look."""
 from __future__ import annotations
 
+import os
+
+# Set to "1" for the student's own loop before the work is handed in (`pdl-grade check`, and
+# `pytest grader/` by default: grader/checks/conftest.py); the course's grading sets "0". A
+# student's audit: the loop printed what the provided code does for Task 1 and the counts for
+# Task 5 on the untouched template, so those answers were copied from the feedback, learnt
+# from nothing. Where it is "1", an answer the code contradicts is said to disagree, and
+# what the code does is left for the graded report.
+HIDE_ANSWERS_ENV = "PDL_HIDE_ANSWERS"
+HIDDEN = "what it does is not shown before the work is graded: run it (pdl-grade run) and look"
+
+
+def answers_hidden() -> bool:
+    return os.environ.get(HIDE_ANSWERS_ENV) == "1"
+
 
 def explain(expected: str, observed: str, look: str | None = None) -> str:
     text = f"Expected: {expected}\nObserved: {observed}"
@@ -70,6 +85,10 @@ def disagrees(answers, qid: str, expected: str, observed_in_code: str, value,
            f"{source}: correct the answer" + (", or the code if the answer is what you meant"
                                               if code_decides else
                                               " to what the measurement of your code shows"))
+    if answers_hidden():
+        return explain(f"your answer to {qid} agrees with {truth_from}",
+                       f"you reported {shown} ({source}); your code does otherwise ({HIDDEN})",
+                       fix)
     return explain(f"your answer to {qid} agrees with {truth_from}: {expected}",
                    f"you reported {shown} ({source}); your code {observed_in_code}", fix)
 

@@ -24,7 +24,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       layers_not_run_once_in_order, spearman)
 from grader.checks.hw3_printed_counts import printed_counts, statements
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
-from grader.checks.support import disagrees, explain, reported
+from grader.checks.support import HIDDEN, answers_hidden, disagrees, explain, reported
 from grader.common.locations import data_folder
 from grader.harness.course_environment import missing_module_note, read_only_note
 
@@ -275,12 +275,17 @@ def provided_code_fact(answers, qid, truth, observed, measured, reported_values)
     value = reported(answers, qid)
     measured[qid], reported_values[qid] = truth, value
     source = answers.origin.get(qid, "your answers")
+    if answers_hidden():
+        truth_said, observed = "", f"does otherwise ({HIDDEN})"
+    else:
+        truth_said = f": {truth}"
+    counted = " (layers counted from 0, as the question says)" if qid.endswith("between") else ""
     assert value == truth, explain(
-        f"your answer to {qid} is what the provided code does: {truth}",
+        f"your answer to {qid} is what the provided code does{truth_said}",
         f"you reported {value!r} ({source}); the provided code (the course's base code as the "
         f"template ships it, DEPTH=6 on 2 GPUs) {observed}",
         f"{source}: run hw3/model_parallel.py as it was given (before your Task 3 changes) "
-        "and report what it does")
+        f"and report what it does{counted}")
 
 
 @pytest.mark.check("hw3.task1.layers_reported")
@@ -830,6 +835,9 @@ def counts_said(counts: list[tuple[int, int]], gpus: int | None,
                 depth: int = TRANSFER_DEPTH) -> str:
     """The counts the grader accepts, as the script would print them; `gpus` None where the
     sentence has named the configuration already."""
+    if answers_hidden():   # the counts are Task 5's answers: not before grading
+        return ("as the grader counts them: every .to() of the forward, or the baton pass "
+                f"x.to(layer_device) alone ({HIDDEN})")
     said = [f"'to() calls: {calls}, real transfers: {copies}'" for calls, copies in counts]
     where = f"DEPTH={depth} on {gpus} GPUs, " if gpus is not None else ""
     return " or ".join(said) + (f" ({where}as the grader counted them: every .to() of the "

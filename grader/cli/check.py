@@ -13,10 +13,12 @@ otherwise, 2 when the folder or an assignment's name is wrong.
 """
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
 
+from grader.checks.support import HIDE_ANSWERS_ENV
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 
 
@@ -58,6 +60,9 @@ def run(options) -> int:
     print(f"Grading {', '.join(chosen)} in {submission}: every check runs your code, so this "
           "takes a while (about 5 to 20 s per assignment on a 2-core laptop, longer where your "
           "code is slow) ...", flush=True)
+    # Before the work is handed in: an answer the code contradicts is said to be wrong, not
+    # what the code does (grader/checks/support.py).
+    os.environ[HIDE_ANSWERS_ENV] = "1"
     with tempfile.TemporaryDirectory(prefix="pdl-check-") as scratch:
         # Only the student's formats: the staff's view (instructor.md) is never written here.
         result = grade_submission(submission, Path(options.out or scratch), chosen,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from grader.common.bytecode import PREFIX_ENV, shared_bytecode
+from grader.checks.support import HIDE_ANSWERS_ENV
 from grader.common.hardware import real_gpu_count, real_gpu_environment, real_gpu_names
 from grader.common.text import last_lines
 from grader.grading.raw import (AssignmentRun, RawRun, read_json, check_log_file,
@@ -95,6 +96,9 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
                **real_gpu_environment())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_ROOT), env.get("PYTHONPATH")]))
+    # The course's grading shows what the code does beside each answer; `pdl-grade check` sets
+    # it to "1" (grader/checks/support.py).
+    env[HIDE_ANSWERS_ENV] = "1" if os.environ.get(HIDE_ANSWERS_ENV) == "1" else "0"
     cache = shared_bytecode()   # trusted, and it writes none: it may read the runs' cache
     if cache is not None:
         env[PREFIX_ENV] = str(cache)

@@ -74,6 +74,12 @@ def test_hw3_with_two_gpus_hard_coded(pdl_grade, tmp_path):
     """The issue's student: Task 3 left at Task 1's two GPUs. The one-GPU crash is one entry
     (18 cases of the three Task 3 checks that build on one GPU), not 18."""
     folder = hv.build(TWO_GPUS_HARD_CODED, tmp_path / "liis")
+    # Task 1 answered 1-based: wrong, and the loop must not hand her the answer (a student's
+    # audit: it printed "[2, 3]", so the point was copied from the feedback).
+    sheet = folder / "hw3" / "answers.yaml"
+    data = yaml.safe_load(sheet.read_text(encoding="utf-8"))
+    data["answers"]["task1.transfer_between"]["value"] = [3, 4]
+    sheet.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     done = pdl_grade("check", "hw3", "--submission", folder, "--out", tmp_path / "kept")
     assert done.code == 1
     out = done.out
@@ -81,8 +87,10 @@ def test_hw3_with_two_gpus_hard_coded(pdl_grade, tmp_path):
     crash = [line for line in out.splitlines() if "InvalidDeviceOrdinal" in line]
     assert len(crash) == 1, out
     assert "0 / 2  failed    Task 3 - Distribute the layers evenly over all GPUs" in out, out
-    assert "8.5 / 15" in out
+    assert "7.5 / 15" in out
     assert "Still for a person (hw3)" in out
+    assert "your answer to task1.transfer_between is what the provided code does" in out \
+        and "provided code does: [2, 3]" not in out and "not shown before the work is graded" in out, out
     # The report says under which settings the grader measured (the student used DIM=1024).
     result = json.loads((tmp_path / "kept" / "result.json").read_text())
     assert "DIM=256" in result["assignments"][0]["conditions"]["task4"]
