@@ -67,21 +67,24 @@ def not_found(answers, qid: str) -> str:
 MEASURE_AGAIN = ("measure again (the median of several steps after a warm-up, with "
                  "torch.cuda.synchronize() before each reading of the clock) and report what you "
                  "measure")
+MEASURE_MEMORY_AGAIN = ("measure again (each GPU's peak, torch.cuda.max_memory_allocated(i) "
+                        "after the timed steps: one value per GPU) and report what you measure")
 
 
 def disagrees(answers, qid: str, expected: str, observed_in_code: str, value,
               code_decides: bool = True, truth_from: str = "what your code does",
-              measured: bool = False) -> str:
+              measured: bool | str = False) -> str:
     """Feedback for an answer that the student's own code contradicts: both, side by side.
     `code_decides`: False for a fact no edit of the task's code changes (naive model
     parallelism is not faster), where "or the code" would send the student the wrong way.
     `truth_from`: what the answer is held to, where that is not the code (DataParallel's chunk
     rule, which code with device_ids hard-coded does not follow). `measured`: the answer is a
     table of the student's measurements, which are measured again, not corrected (a TA's audit:
-    "correct the answer" invites editing numbers)."""
+    "correct the answer" invites editing numbers); "memory" for peak-memory values."""
     source = answers.origin.get(qid, "your answers")
     shown = value if isinstance(value, str) else repr(value)
-    fix = (f"{source}: {MEASURE_AGAIN}" if measured else
+    again = MEASURE_MEMORY_AGAIN if measured == "memory" else MEASURE_AGAIN
+    fix = (f"{source}: {again}" if measured else
            f"{source}: correct the answer" + (", or the code if the answer is what you meant"
                                               if code_decides else
                                               " to what the measurement of your code shows"))
