@@ -5,10 +5,26 @@ JSON, checked for shape where used, and never trusted to carry a score.
 """
 from __future__ import annotations
 
+import os
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from grader.harness.course_environment import duplicate_gpu_note, missing_module_note, read_only_note
+
+_GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# The runtime raises the errors a real GPU would (a device that does not exist, two devices in
+# one operation) from its own code: those are the student's.
+_RUNTIME_FOLDER = os.path.join(_GRADER_FOLDER, "vgpu") + os.sep
+_TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
+
+
+def _graders_own_failure(stderr: str) -> bool:
+    """Whether the last traceback in `stderr` ends in the grader's own code (not its runtime's
+    stand-ins for a GPU, which raise what the student's code caused)."""
+    files = _TRACEBACK_FILE.findall(stderr or "")
+    return bool(files) and files[-1].startswith(_GRADER_FOLDER) and \
+        not files[-1].startswith(_RUNTIME_FOLDER)
 
 
 @dataclass
@@ -96,6 +112,12 @@ class Observation:
         for error in self.of("error"):
             return f"{where}: {error.get('message')}"
         tail = "\n".join(self.stderr.strip().splitlines()[-6:])
+        if _graders_own_failure(self.stderr):
+            # A student's audit: a fault of the grader's own (raised in its records' code) read
+            # as their script's exit, and sent them debugging correct code.
+            return (f"{where} was stopped by a failure of the grader's own code, not of yours "
+                    "(a grading problem: tell the course staff).\nLast lines of its output:\n"
+                    f"{tail}")
         return f"{where} exited with status {self.returncode}.\nLast lines of its output:\n{tail}"
 
     def _ddp_device_note(self) -> str | None:

@@ -104,3 +104,29 @@ def test_one_process_names_no_rank():
         {"event": "start", "rank": 0},
         {"event": "exception", "rank": 0, "type": "KeyError", "site": "a.py:9", "message": "'x'"}])
     assert run.problem().endswith("stopped with KeyError at a.py:9: 'x'"), run.problem()
+
+
+# -- the grader's own failure ------------------------------------------------------------------
+def _exited(stderr: str) -> Observation:
+    observation = Observation(script="hw3/model_parallel.py", gpus=8)
+    observation.returncode, observation.stderr = 1, stderr
+    return observation
+
+
+def test_a_failure_of_the_graders_own_code_is_not_blamed_on_the_script():
+    """A student's audit: a fault in the grader's records code (a PermissionError in its seal)
+    read as 'hw3/model_parallel.py exited with status 1', and sent them debugging correct code."""
+    import grader
+    seal = grader.__file__.replace("__init__.py", "records/seal.py")
+    run = _exited(f'Traceback (most recent call last):\n  File "/x/hw3/model_parallel.py", line 9, '
+                  f'in forward\n  File "{seal}", line 155, in refuse\nPermissionError: only ...')
+    assert "a failure of the grader's own code, not of yours" in run.problem(), run.problem()
+
+
+def test_an_error_the_runtime_raises_for_a_gpu_is_the_scripts():
+    import grader
+    devices = grader.__file__.replace("__init__.py", "vgpu/devices.py")
+    for stderr in (f'  File "/x/hw3/model_parallel.py", line 9\n  File "{devices}", line 3\n'
+                   "RuntimeError: CUDA error: invalid device ordinal",
+                   '  File "/x/hw3/model_parallel.py", line 9\nValueError: bad'):
+        assert "exited with status 1" in _exited(stderr).problem()
