@@ -69,6 +69,22 @@ def test_the_template_exits_1_with_each_cause_once(pdl_grade, tmp_path):
     assert listing(folder) == listing(TEMPLATE)
 
 
+def test_the_zip_to_hand_in_is_checked_as_the_course_unpacks_it(pdl_grade, tmp_path):
+    """A student's audit: the zip about to be uploaded could not be checked ("is not a
+    folder"); it is unpacked with the batch's limits and its search for the assignments."""
+    import shutil
+    folder = copy_tree(TEMPLATE, tmp_path / "my-course")
+    for name in ("concepts.py", "answers.yaml"):
+        (folder / "practical4" / name).write_bytes((REFERENCE / "practical4" / name).read_bytes())
+    archive = shutil.make_archive(str(tmp_path / "upload"), "zip", tmp_path, "my-course")
+    done = pdl_grade("check", "practical4", "--submission", archive)
+    assert done.code == 0, done.out + done.err
+    assert "unpacked as the course's grading unpacks it" in done.out and "9.5 / 12" in done.out
+    (tmp_path / "broken.zip").write_bytes(b"not a zip")
+    done = pdl_grade("check", "--submission", tmp_path / "broken.zip")
+    assert done.code == 2 and "broken.zip would not be graded" in done.err, done.err
+
+
 @pytest.mark.slow
 def test_hw3_with_two_gpus_hard_coded(pdl_grade, tmp_path):
     """The issue's student: Task 3 left at Task 1's two GPUs. The one-GPU crash is one entry
