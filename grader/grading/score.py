@@ -16,6 +16,7 @@ from grader.common.locations import data_folder
 
 from grader.grading.raw import RawRun
 from grader.scoring import Overrides, Result, check_overrides, errored_assignment, score_assignment
+from grader.checks.support import answers_hidden
 from grader.scoring.check_results import (answer_data, measurements, run_integrity_notes,
                                           run_integrity_problems)
 from grader.scoring.rubric import Rubric
@@ -54,7 +55,12 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
                                   integrity_notes=integrity_notes + run_integrity_notes(results))
         document = scored.to_dict()
         found = measurements(results)
-        if found:
+        if found and answers_hidden():
+            # Before the work is handed in (pdl-grade check, Gradescope before the deadline):
+            # what the grader measured of the code is what many answers are (a red team copied
+            # the table of a report into an answer sheet: 7.5 of 15 on the untouched template).
+            document["measurements_hidden"] = True
+        elif found:
             document["measurements"] = found
             under = measurements(results, "conditions")
             if under:

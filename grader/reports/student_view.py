@@ -81,7 +81,8 @@ def assignment_view(assignment: Mapping[str, Any],
     items = assignment.get("items") or []
     measurements = assignment.get("measurements") or None
     reported = assignment.get("reported") or None
-    rows = comparison_rows(measurements, reported, str(assignment.get("id", "")))
+    hidden = bool(assignment.get("measurements_hidden"))
+    rows = [] if hidden else comparison_rows(measurements, reported, str(assignment.get("id", "")))
     rubric_items = [item_view(i) for i in items if i.get("kind") != "penalty"]
     stops = _stops_told_once(rubric_items)
     unanswered = surely_unanswered(assignment.get("answers"))
@@ -104,6 +105,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "pending": [dict(item_view(i), unanswered=i.get("answer") in unanswered)
                     for i in items if i.get("pending")],
         "measurements": measurements,
+        "measurements_hidden": hidden,
         "answers": reported,
         "has_answers": bool(reported),
         "answer_notes": answer_notes(assignment.get("answers")),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import types
 
+import pytest
+
 from grader.checks.support import HIDE_ANSWERS_ENV, disagrees
 from grader.checks.test_hw3 import counts_said
 
@@ -49,3 +51,21 @@ def test_pytest_grader_is_the_students_loop_and_the_grading_is_not(monkeypatch, 
     assert seen["env"][HIDE_ANSWERS_ENV] == "1"
     conftest = (run.GRADER_ROOT / "grader" / "checks" / "conftest.py").read_text()
     assert f'os.environ.setdefault(HIDE_ANSWERS_ENV, "1")' in conftest
+
+
+@pytest.mark.slow
+def test_before_handing_in_the_reports_keep_the_measurements_back(monkeypatch, tmp_path):
+    """A red team copied the report's "Measured and reported values" (pdl-grade check --out,
+    Gradescope's output) into an answer sheet: 7.5 of 15 on the untouched HW3 code."""
+    from grader.grading import grade_submission
+    from tests.fixtures.planted_bugs import REFERENCE
+    monkeypatch.setenv(HIDE_ANSWERS_ENV, "1")
+    result = grade_submission(REFERENCE, tmp_path / "out", ["practical4"])
+    (assignment,) = result["assignments"]
+    assert "measurements" not in assignment and assignment["measurements_hidden"] is True
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "Measured and reported values" not in report and "Measured values" not in report
+    assert "shown in the report of the course's grading" in report
+    monkeypatch.setenv(HIDE_ANSWERS_ENV, "0")
+    shown = grade_submission(REFERENCE, tmp_path / "graded", ["practical4"])
+    assert shown["assignments"][0].get("measurements"), "the course's grading shows them"
