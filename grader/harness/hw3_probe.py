@@ -752,7 +752,7 @@ def run(argv: list[str]) -> int:
     from grader.harness import hw3_recompute  # noqa: F401  (imported before student code)
     from grader.vgpu import active
     from grader.vgpu.guard import make_check
-    from grader.vgpu.trace import get_trace
+    from grader.vgpu.trace import get_trace, trust_no_more_code
     activation = active()
     replaced = make_check(activation.patcher if activation is not None else None,
                           extra_owners=[("grader.harness.hw3_probe", globals()),
@@ -764,6 +764,7 @@ def run(argv: list[str]) -> int:
     weights_dir = os.path.splitext(os.path.abspath(out_path))[0] + "-weights"
     os.makedirs(weights_dir, exist_ok=True)
     _keep_student_files_off_the_grader_path()
+    trust_no_more_code()      # the student's model is imported next
     try:
         probe = Probe(model_file, emit)
     except BaseException as error:   # the probe could not start (the model imports later)

@@ -139,21 +139,25 @@ def _keyed(key: bytes, genuine: Callable[[object], bool] | None = None
     return digest
 
 
-def _outsiders_refused(genuine: Callable[[object], bool] | None):
+def _outsiders_refused(genuine: Callable[[object], bool] | None,
+                       writes: Callable[[object], bool] | None = None):
     """refuse(depth, writers_caller=True): raise unless the frame `depth` levels above refuse's
     caller (a sealer's caller: the writer, the trace's emit or the HW3 probe's) is the grader's
     own code, and, with `writers_caller`, the frame that called the writer too. A writer of the
     grader's called from the submission's code writes only that it was (a `tampering` record):
     should its own check ever be switched off, nothing else is sealed."""
-    def refuse(depth: int, writers_caller: bool = True, *, _genuine=genuine,
+    def refuse(depth: int, writers_caller: bool = True, *, _genuine=genuine, _writes=writes,
                _getframe=sys._getframe) -> None:
         if _genuine is None:
             return
         frame = _getframe(depth + 1)
-        for _ in range(2 if writers_caller else 1):
-            if frame is None or not _genuine(frame):
+        if frame is None or not _genuine(frame):
+            raise PermissionError("only the grader's instrumentation seals records")
+        if writers_caller:
+            caller = frame.f_back
+            if caller is None or not _genuine(caller) or (
+                    _writes is not None and not _writes(caller.f_code)):
                 raise PermissionError("only the grader's instrumentation seals records")
-            frame = frame.f_back
     return refuse
 
 
@@ -164,7 +168,8 @@ def _body(record: dict) -> str:
                       sort_keys=True, default=str)
 
 
-def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None = None
+def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None = None,
+                   writes: Callable[[object], bool] | None = None
                    ) -> Callable[[str], Callable[[dict], str]]:
     """stream -> a function turning records into the sealed JSON lines of the file `stream`
     (plain JSON without a key). Each sealer numbers its own lines; it is not thread-safe:
@@ -172,14 +177,14 @@ def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None =
 
     `genuine(frame)`: whether a frame runs the grader's own code (genuine_frames.frame_judge):
     the factory and every sealer it makes seal only when called by the grader's code, itself
-    called by the grader's code. A red team had reached a sealer through the trace object
+    called by the grader's code that `writes(code)` records (genuine_frames.writes_records). A red team had reached a sealer through the trace object
     (`trace._seal`, a patched function's `__globals__`), and later had a template engine compile
     its code under a file name in the grader's folder, and written the reference's records,
     sealed, from a template that trained nothing. What the check needs is a keyword-only
     default of each function, never a closure cell (see _keyed)."""
     if key is None:
         return lambda stream: (lambda record: json.dumps(record, default=str))
-    refuse = _outsiders_refused(genuine)
+    refuse = _outsiders_refused(genuine, writes)
 
     def for_stream(stream: str, *, _refuse=refuse, _digest=_keyed(key, genuine), _dumps=_dumps,
                    _loads=_loads, _basename=os.path.basename) -> Callable[[dict], str]:

@@ -13,7 +13,7 @@ import threading
 import time
 
 from grader.records import untrusted_files
-from grader.records.genuine_frames import frame_judge
+from grader.records.genuine_frames import frame_judge, writes_records
 from grader.records.seal import Verified, in_sealed_run, sealer_factory, take_key, verify_lines
 
 SCHEMA = "pdl-autograder/trace/1"
@@ -71,7 +71,7 @@ class Trace:
     def emit(self, event: str, **fields) -> None:
         if not self.enabled:
             return
-        if not _genuine(sys._getframe(1)):
+        if not _writer(sys._getframe(1)):
             # Code of the submission that reached this object: what it wanted written is not
             # written; that it tried is. (Asked of every call, never of a setting of the
             # object's, which the code that reached it could change.)
@@ -96,16 +96,35 @@ class Trace:
 
 
 _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-# Whether a frame runs the grader's own code (its module's namespace, not only its file name);
-# the HW3 probe, kept out of sys.modules, is admitted by its launcher (grader/harness/hw3_launch).
-_genuine, admit_unlisted_module = frame_judge(_GRADER_FOLDER)
+# The modules whose code writes records (calls a trace's emit), and the two the writing goes
+# through: a frame is the grader's only in one of them, in its own namespace
+# (grader/records/genuine_frames.py). The HW3 probe, kept out of sys.modules, is admitted by its
+# launcher (grader/harness/hw3_launch.py).
+WRITER_MODULES = ("grader.vgpu", "grader.vgpu.dataparallel", "grader.vgpu.distributed",
+                  "grader.vgpu.guard", "grader.vgpu.mode", "grader.vgpu.nvml",
+                  "grader.vgpu.observe", "grader.vgpu.rows", "grader.vgpu.run_on_node",
+                  "grader.vgpu.trace", "grader.records.seal")
+_genuine, admit_unlisted_module, _close = frame_judge(_GRADER_FOLDER, WRITER_MODULES)
 
 
-def know_callers_module() -> None:
-    """Note the calling module as the grader's own while `sys.modules` still lists it: a runner
-    that is `__main__` until the student's script takes that name (its records of the script's
-    end are written after)."""
-    _genuine(sys._getframe(1))
+def _writer(frame) -> bool:
+    """Whether `frame` is the instrumentation writing a record: the grader's own code that
+    calls the writer (not a pass-through of the grader's handed a writer by student code)."""
+    return _genuine(frame) and writes_records(frame.f_code)
+
+
+def trust_no_more_code() -> None:
+    """Called by a runner just before the student's code starts: every writer module is
+    imported now and the runner itself is trusted (its module is `__main__` only until the
+    script takes that name); no module imported later, by the student's code or for it, is
+    taken for the grader's."""
+    import importlib
+
+    import torch  # noqa: F401  (first: where the runtime is enabled it starts as torch is imported)
+    for name in WRITER_MODULES:
+        if name != "grader.vgpu.run_on_node":
+            importlib.import_module(name)
+    _close(sys._getframe(1))
 
 
 def _sealers(key: bytes | None, trace_path: str):
@@ -113,7 +132,7 @@ def _sealers(key: bytes | None, trace_path: str):
     only for this trace's own part files (a forked child's included); the second gives one
     sealer, once, for another file of the run (the HW3 probe's): nothing holding a Trace can
     mint sealers for the probe's records."""
-    factory = sealer_factory(key, _genuine)
+    factory = sealer_factory(key, _genuine, writes_records)
     prefix = os.path.basename(trace_path).split(".rank")[0] + ".rank"
     basename = os.path.basename
     given = []

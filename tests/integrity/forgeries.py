@@ -114,6 +114,9 @@ NAMES_FILE = {"hw3/names.json": json.dumps({k: v[::-1] for k, v in NAMES.items()
 # ... and the trace's module, its getter and the setting that once switched its check off.
 TRACE_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
     NAMES, module="grader.vgpu.trace", get="get_trace", flag="_only_instrumentation").items()})}
+PASS_THROUGH_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
+    NAMES, g="__globals__", call="_call", get="get_trace", file="__file__", b="__builtins__",
+    exec="exec", compile="compile").items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
@@ -457,6 +460,49 @@ try:
 except Exception:
     pass
 ''', file=P4, scan=False, run=True, extra_files=TRACE_NAMES_FILE),
+    # A later red team: the grader's own code handed the writer (a pass-through closure of a
+    # patched torch function's module), and a helper module of its own taken for the grader's.
+    Forgery("practical4_writer_called_through_the_graders_pass_through",
+            "practical 4: torch.distributed.all_reduce's __globals__ (the grader's module) give "
+            "its _call(method) closure, handed the trace's emit, which calls it with a move "
+            "that never happened",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import torch.distributed as _dist
+_g = getattr(_dist.all_reduce, _N["g"], None)
+if isinstance(_g, dict) and _N["call"] in _g:
+    try:
+        _through = _g[_N["call"]](getattr(_g[_N["get"]](), _N["write"]))
+        _through("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000])
+    except Exception:
+        pass
+''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE),
+    Forgery("practical4_helper_module_posing_as_a_grader_module",
+            "practical 4: a helper module of the submission sets its __file__ to a grader "
+            "module's, runs that file's own text in its own namespace, and calls the trace's "
+            "emit through its copy of the grader's pass-through",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import torch.distributed as _dist
+import _notes
+_g = getattr(_dist.all_reduce, _N["g"], None)
+if isinstance(_g, dict):
+    try:
+        _notes.load(_g[_N["b"]], _g[_N["file"]], _N)
+        _through = getattr(_notes, _N["call"])(getattr(getattr(_notes, _N["get"])(), _N["write"]))
+        _through("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000])
+    except Exception:
+        pass
+''', file=P4, scan=False, run=True, extra_files={
+                **PASS_THROUGH_NAMES_FILE,
+                "practical4/_notes.py": '''"""Notes kept beside the script."""
+
+
+def load(table, where, n):
+    space = globals()
+    space[n["file"]] = where
+    with open(where) as handle:
+        text = handle.read()
+    table[n["exec"]](table[n["compile"]](text, where, "exec"), space)
+'''}),
     # A third audit's narrowed rules: the dangerous forms of the honest idioms they let through
     Forgery("script_function_called_by_a_helper_with_torch_cuda",
             "a function of the script that only the script calls with its own objects is "

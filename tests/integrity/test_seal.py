@@ -244,30 +244,52 @@ def test_code_compiled_under_a_grader_file_name_writes_only_its_attempt(tmp_path
     assert "test_seal.py" in records[0]["site"], "where the submission's code asked for it"
 
 
+OWN_MODULE = """import sys
+
+
+def here():
+    return sys._getframe()
+
+
+def call(f, *a):
+    return f(*a)
+
+
+def emit(write, record):
+    return write(record)
+
+
+def instrument(write, record):
+    return emit(write, record)
+"""
+
+
 @pytest.fixture
 def own_package(tmp_path, monkeypatch):
-    """(folder, module): a package of the "grader's" own, and a module of it imported after the
-    judge of frames was made (learnt when first seen)."""
+    """(judge, module, close): a package of the "grader's" own, whose modules `own_mod` and
+    `late_mod` are the trusted ones; own_mod imported after the judge was made (learnt when
+    first seen). `emit` is its writer (it hands a record to the sealer), `instrument` the code
+    that writes (it calls emit), `call` a pass-through of its own."""
     import importlib
+    import sys
     folder = tmp_path / "owned"
     folder.mkdir()
-    (folder / "own_mod.py").write_text(
-        "import sys\n\n\ndef here():\n    return sys._getframe()\n\n\n"
-        "def call(f, *a):\n    return f(*a)\n")
+    (folder / "own_mod.py").write_text(OWN_MODULE)
+    (folder / "late_mod.py").write_text(OWN_MODULE)
     monkeypatch.syspath_prepend(str(folder))
     from grader.records.genuine_frames import frame_judge
-    judge, _admit = frame_judge(str(folder) + os.sep)
+    judge, _admit, close = frame_judge(str(folder) + os.sep, ("own_mod", "late_mod"))
     module = importlib.import_module("own_mod")
-    yield judge, module
-    import sys
-    sys.modules.pop("own_mod", None)
+    yield judge, module, close
+    for name in ("own_mod", "late_mod", "helper_of_its_own"):
+        sys.modules.pop(name, None)
 
 
 def test_a_frame_is_the_graders_only_in_its_modules_own_namespace(own_package):
     import builtins
     import sys
     import types
-    genuine, module = own_package
+    genuine, module, _close = own_package
     assert genuine(module.here()), "a function of a module of the folder runs its own code"
     borrowed = types.FunctionType(module.here.__code__, {"sys": sys, "__builtins__": builtins})
     assert not genuine(borrowed()), "the module's code run in a namespace of another's"
@@ -277,13 +299,34 @@ def test_a_frame_is_the_graders_only_in_its_modules_own_namespace(own_package):
     assert not genuine(sys._getframe()), "this test's own frame"
 
 
+def test_a_module_of_the_submissions_own_posing_as_the_graders_is_not(own_package):
+    """A red team: a helper module of the submission set its `__file__` to a grader file's and
+    ran that file's text in its own namespace; a lazy lookup of every module had taken it for
+    the grader's. Only the trusted modules' names are looked up, and nothing after close()."""
+    import sys
+    import types
+    genuine, module, close = own_package
+    impostor = types.ModuleType("helper_of_its_own")
+    impostor.__file__ = module.__file__
+    sys.modules["helper_of_its_own"] = impostor
+    exec(compile(OWN_MODULE, module.__file__, "exec"), impostor.__dict__)
+    assert not genuine(impostor.here()), "a module under a name of its own"
+    close(module.here())
+    import importlib
+    late = importlib.import_module("late_mod")
+    assert not genuine(late.here()), "a trusted name imported once student code may run"
+    assert genuine(module.here()), "what was trusted before stays trusted"
+    with pytest.raises(PermissionError):
+        close(module.here())
+
+
 def test_a_module_kept_out_of_sys_modules_is_admitted_once(tmp_path):
     """The HW3 probe is loaded under no importable name; its launcher admits it before any
     student code runs, and nothing can admit a namespace after it."""
     import importlib.util
     from grader.records.genuine_frames import frame_judge
     (tmp_path / "hidden.py").write_text("import sys\n\n\ndef here():\n    return sys._getframe()\n")
-    genuine, admit = frame_judge(str(tmp_path) + os.sep)
+    genuine, admit, _close = frame_judge(str(tmp_path) + os.sep, ())
     spec = importlib.util.spec_from_file_location("not importable", tmp_path / "hidden.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -297,20 +340,27 @@ def test_a_module_kept_out_of_sys_modules_is_admitted_once(tmp_path):
     assert not genuine(other.here())
 
 
-def test_a_sealer_seals_for_the_graders_writer_called_by_the_graders_code(own_package):
-    genuine, module = own_package
+def test_a_sealer_seals_for_the_graders_writer_called_by_the_code_that_writes(own_package):
+    """A red team had a pass-through closure of the grader's (`_call(method)`, reached through
+    a patched function's `__globals__`) call the writer with the reference's records: the
+    writer's caller must be code that writes records, not any code of the grader's."""
+    from grader.records.genuine_frames import writes_records
     from grader.vgpu.trace import _genuine as graders
+    genuine, module, _close = own_package
     # the sealers' own frames are the grader's, their callers the package's
     judge = lambda frame: genuine(frame) or graders(frame)   # noqa: E731
-    seal = module.call(sealer_factory(KEY, judge), "probe.jsonl")
-    line = module.call(module.call, seal, {"kind": "done"})
+    seal = module.call(sealer_factory(KEY, judge, writes_records), "probe.jsonl")
+    line = module.instrument(seal, {"kind": "done"})
     assert verify_lines([line], KEY, "probe.jsonl").records == [{"kind": "done"}]
-    with pytest.raises(PermissionError):
-        module.call(seal, {"kind": "done"})      # the writer called by code that is not
+    for refused in (lambda: module.emit(seal, {"kind": "done"}),               # from a test
+                    lambda: module.call(module.emit, seal, {"kind": "done"}),  # a pass-through
+                    lambda: module.call(seal, {"kind": "done"})):
+        with pytest.raises(PermissionError):
+            refused()
     namespace: dict = {}
-    exec(compile("def call(f, *a):\n    return f(*a)\n", module.__file__, "exec"), namespace)
+    exec(compile(OWN_MODULE, module.__file__, "exec"), namespace)
     with pytest.raises(PermissionError):
-        namespace["call"](module.call, seal, {"kind": "done"})
+        namespace["instrument"](seal, {"kind": "done"})
 
 
 def test_a_process_of_a_graded_run_without_a_key_writes_beside_the_trace(tmp_path, monkeypatch):
@@ -490,3 +540,22 @@ def test_the_sealers_closure_hands_out_nothing_that_seals(tmp_path, monkeypatch)
     with pytest.raises(PermissionError):
         digest("trace.jsonl.rank0.1", 0, "{}")
     trace.close()
+
+
+@pytest.mark.parametrize("value,dumpable", [("7", 0), (TAKEN, 1), (None, 1)])
+def test_a_graded_runs_process_is_unreadable_to_others_before_torch_is_imported(value, dumpable):
+    """A red team: where bubblewrap cannot start every run is the same user, and another run
+    could read the seal key through /proc/<pid>/fd during the second `import torch` takes; the
+    boot makes the process non-dumpable at once where the run holds a key."""
+    import subprocess
+    import sys
+    import grader
+    boot = os.path.join(os.path.dirname(os.path.abspath(grader.__file__)), "vgpu", "boot")
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_FD, "PDL_VGPU_GPUS")}
+    env["PYTHONPATH"] = boot
+    if value is not None:
+        env[ENV_FD] = value
+    done = subprocess.run([sys.executable, "-c", "import ctypes, sys; "
+                           "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0), 'torch' in sys.modules)"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == [str(dumpable), "False"], done.stdout + done.stderr
