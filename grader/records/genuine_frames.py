@@ -12,17 +12,81 @@ runtime's audit hook reports (grader/vgpu/guard.py).
 """
 from __future__ import annotations
 
+import dis
 import os
 import sys
 from types import ModuleType
 from typing import Callable
 
 
+def writing_call(frame, *, _sites={}, _instructions=dis.get_instructions) -> bool:
+    """Whether `frame` is, at this moment, calling the writer by its name: the call it is in
+    (its current instruction) is written `trace.emit(...)`, `self._emit(...)`, `write(...)` in
+    its source. A red team had the grader's own code call a writer it did not name: a
+    pass-through closure handed the trace's emit, and a patched function whose stored original
+    (an instance attribute, a closure cell: set without an audit event) was swapped for it,
+    writing the records the submission chose. Where the interpreter keeps no source positions
+    (python -X no_debug_ranges) the code is asked only whether it names a writer at all."""
+    code = frame.f_code
+    entry = _sites.get(id(code))
+    if entry is None or entry[0] is not code:
+        entry = _sites[id(code)] = (code, _writer_call_sites(code, _instructions))
+    sites = entry[1]
+    if sites is None:
+        return writes_records(code)
+    lasti = frame.f_lasti
+    return any(start <= lasti < end for start, end in sites)
+
+
+def _writer_call_sites(code, instructions) -> list[tuple[int, int]] | None:
+    """(first, past last) offsets of each call in `code` whose callee is a writer named as
+    such (CACHE entries included: a calling frame's f_lasti is the call's last one); None
+    where the code has no source positions."""
+    listed = list(instructions(code, show_caches=True))
+    loads = [i for i in listed if i.opname not in _NO_CALLEE and i.opname != "CACHE"]
+    if not loads or all(i.positions is None or i.positions.col_offset is None for i in loads):
+        return None
+    sites = []
+    for at, instruction in enumerate(listed):
+        if instruction.opname not in _CALLS:
+            continue
+        end = next((later.offset for later in listed[at + 1:] if later.opname != "CACHE"),
+                   listed[-1].offset + 2)
+        callee = _callee(instruction, loads)
+        if callee is not None and callee.opname.startswith("LOAD_") and \
+                callee.argval in _WRITER_NAMES:
+            sites.append((instruction.offset, end))
+    return sites
+
+
+def _callee(call, loads):
+    """The instruction that loads what `call` calls: of those before it whose source span
+    starts where the call's does and ends before it, the one spanning most (`trace.emit` of
+    `trace.emit(...)`, not `trace`)."""
+    where = call.positions
+    if where is None or where.col_offset is None:
+        return None
+    best, best_key = None, None
+    for load in loads:
+        at = load.positions
+        if load.offset >= call.offset or at is None or at.col_offset is None or \
+                (at.lineno, at.col_offset) != (where.lineno, where.col_offset):
+            continue
+        key = (at.end_lineno, at.end_col_offset, load.offset)
+        if key[:2] >= (where.end_lineno, where.end_col_offset):
+            continue
+        if best_key is None or key > best_key:
+            best, best_key = load, key
+    return best
+
+
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
+_NO_CALLEE = frozenset({"KW_NAMES", "PRECALL", "PUSH_NULL"})
+
+
 def writes_records(code) -> bool:
-    """Whether a code object is one of the instrumentation's writers' callers: it names the
-    writer (`trace.emit(...)`, `self.emit(...)`, an `emit` or `write` it holds). A red team had
-    the grader's own pass-through closures (a patched function's `_call(method)`, reached
-    through its `__globals__`) call the trace's emit with whatever records it chose."""
+    """Whether a code object names a writer at all (`trace.emit`, `self._emit`, an `emit` or
+    `write` it holds): what is left to ask where no source positions say which call is which."""
     return not _WRITER_ATTRIBUTES.isdisjoint(code.co_names) or not _WRITER_NAMES.isdisjoint(
         code.co_varnames + code.co_freevars)
 

@@ -156,7 +156,7 @@ def _outsiders_refused(genuine: Callable[[object], bool] | None,
         if writers_caller:
             caller = frame.f_back
             if caller is None or not _genuine(caller) or (
-                    _writes is not None and not _writes(caller.f_code)):
+                    _writes is not None and not _writes(caller)):
                 raise PermissionError("only the grader's instrumentation seals records")
     return refuse
 
@@ -177,7 +177,8 @@ def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None =
 
     `genuine(frame)`: whether a frame runs the grader's own code (genuine_frames.frame_judge):
     the factory and every sealer it makes seal only when called by the grader's code, itself
-    called by the grader's code that `writes(code)` records (genuine_frames.writes_records). A red team had reached a sealer through the trace object
+    called by the grader's code where `writes(frame)`: calling the writer by its name
+    (genuine_frames.writing_call). A red team had reached a sealer through the trace object
     (`trace._seal`, a patched function's `__globals__`), and later had a template engine compile
     its code under a file name in the grader's folder, and written the reference's records,
     sealed, from a template that trained nothing. What the check needs is a keyword-only
@@ -193,9 +194,9 @@ def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None =
         seq = 0
 
         def seal(record: dict, *, _refuse=_refuse, _digest=_digest, _dumps=_dumps,
-                 _loads=_loads) -> str:
+                 _loads=_loads, _tampering=_TAMPERING) -> str:
             nonlocal seq
-            _refuse(1, _TAMPERING not in (record.get("event"), record.get("kind")))
+            _refuse(1, _tampering not in (record.get("event"), record.get("kind")))
             # Through JSON and back first (default=str as in the line itself), so the
             # reader's canonical text of what it parses is the text sealed here.
             record = _loads(_dumps(record))

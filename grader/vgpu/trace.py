@@ -13,7 +13,7 @@ import threading
 import time
 
 from grader.records import untrusted_files
-from grader.records.genuine_frames import frame_judge, writes_records
+from grader.records.genuine_frames import frame_judge, writing_call
 from grader.records.seal import Verified, in_sealed_run, sealer_factory, take_key, verify_lines
 
 SCHEMA = "pdl-autograder/trace/1"
@@ -68,7 +68,7 @@ class Trace:
     def enabled(self) -> bool:
         return self._file is not None or bool(self.listeners)
 
-    def emit(self, event: str, **fields) -> None:
+    def emit(self, event: str, *, _tampering=TAMPERING_EVENT, **fields) -> None:
         if not self.enabled:
             return
         if not _writer(sys._getframe(1)):
@@ -77,7 +77,7 @@ class Trace:
             # object's, which the code that reached it could change.)
             fields = {"what": f"wrote a '{event}' record through the grader's trace",
                       "site": call_site(2)}
-            event = TAMPERING_EVENT
+            event = _tampering
         record = {"event": event, "rank": self.rank, "t": round(time.perf_counter() - self.t0, 6)}
         record.update(fields)
         if self._file is not None:
@@ -110,7 +110,7 @@ _genuine, admit_unlisted_module, _close = frame_judge(_GRADER_FOLDER, WRITER_MOD
 def _writer(frame) -> bool:
     """Whether `frame` is the instrumentation writing a record: the grader's own code that
     calls the writer (not a pass-through of the grader's handed a writer by student code)."""
-    return _genuine(frame) and writes_records(frame.f_code)
+    return _genuine(frame) and writing_call(frame)
 
 
 def trust_no_more_code() -> None:
@@ -132,7 +132,7 @@ def _sealers(key: bytes | None, trace_path: str):
     only for this trace's own part files (a forked child's included); the second gives one
     sealer, once, for another file of the run (the HW3 probe's): nothing holding a Trace can
     mint sealers for the probe's records."""
-    factory = sealer_factory(key, _genuine, writes_records)
+    factory = sealer_factory(key, _genuine, writing_call)
     prefix = os.path.basename(trace_path).split(".rank")[0] + ".rank"
     basename = os.path.basename
     given = []

@@ -116,7 +116,8 @@ TRACE_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in 
     NAMES, module="grader.vgpu.trace", get="get_trace", flag="_only_instrumentation").items()})}
 PASS_THROUGH_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
     NAMES, g="__globals__", call="_call", get="get_trace", file="__file__", b="__builtins__",
-    exec="exec", compile="compile").items()})}
+    exec="exec", compile="compile", cl="__closure__", cc="cell_contents", sf="__self__",
+    orig="original_init").items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
@@ -503,6 +504,37 @@ def load(table, where, n):
         text = handle.read()
     table[n["exec"]](table[n["compile"]](text, where, "exec"), space)
 '''}),
+    # ... and its successor: the grader's own writing code made to call the writer through a
+    # stored original swapped for it (an instance attribute, a closure cell: no audit event).
+    Forgery("practical4_writer_swapped_into_a_patched_functions_original",
+            "practical 4: init_process_group's ProcessGroupPatches (its closure's bound method) "
+            "gets the trace's emit as its original_init, then init_process_group('to', ...) "
+            "has the grader's own code call it with a move that never happened",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import torch.distributed as _dist
+try:
+    _start = _dist.init_process_group
+    _owner = getattr(getattr(getattr(_start, _N["cl"])[0], _N["cc"]), _N["sf"])
+    setattr(_owner, _N["orig"], getattr(getattr(_start, _N["g"])[_N["get"]](), _N["write"]))
+    _start("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000])
+except Exception:
+    pass
+''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE),
+    Forgery("practical4_writer_swapped_into_a_wrappers_closure_cell",
+            "practical 4: all_reduce's wrapper gets the trace's emit in its closure cell of the "
+            "original (cell_contents set), then all_reduce('to', ...) writes a made-up move",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import torch.distributed as _dist
+try:
+    _start = _dist.all_reduce
+    _writer = getattr(getattr(_start, _N["g"])[_N["get"]](), _N["write"])
+    for _cell in getattr(_start, _N["cl"]):
+        if getattr(getattr(_cell, _N["cc"]), "__name__", "") == "all_reduce":
+            setattr(_cell, _N["cc"], _writer)
+    _start("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000])
+except Exception:
+    pass
+''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE),
     # A third audit's narrowed rules: the dangerous forms of the honest idioms they let through
     Forgery("script_function_called_by_a_helper_with_torch_cuda",
             "a function of the script that only the script calls with its own objects is "

@@ -344,12 +344,12 @@ def test_a_sealer_seals_for_the_graders_writer_called_by_the_code_that_writes(ow
     """A red team had a pass-through closure of the grader's (`_call(method)`, reached through
     a patched function's `__globals__`) call the writer with the reference's records: the
     writer's caller must be code that writes records, not any code of the grader's."""
-    from grader.records.genuine_frames import writes_records
+    from grader.records.genuine_frames import writing_call
     from grader.vgpu.trace import _genuine as graders
     genuine, module, _close = own_package
     # the sealers' own frames are the grader's, their callers the package's
     judge = lambda frame: genuine(frame) or graders(frame)   # noqa: E731
-    seal = module.call(sealer_factory(KEY, judge, writes_records), "probe.jsonl")
+    seal = module.call(sealer_factory(KEY, judge, writing_call), "probe.jsonl")
     line = module.instrument(seal, {"kind": "done"})
     assert verify_lines([line], KEY, "probe.jsonl").records == [{"kind": "done"}]
     for refused in (lambda: module.emit(seal, {"kind": "done"}),               # from a test
@@ -559,3 +559,49 @@ def test_a_graded_runs_process_is_unreadable_to_others_before_torch_is_imported(
                            "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0), 'torch' in sys.modules)"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == [str(dumpable), "False"], done.stdout + done.stderr
+
+
+WRITERS_CALLS = """
+def named(trace, record):
+    trace.emit("to", src=record if record else None, **{})
+
+
+def held(write, record):
+    write("tampering", what=(record and 3) or 4)
+
+
+def stored(owner, record):
+    owner.original_init(record)
+
+
+def passed_on(method, *args, **kwargs):
+    return method(*args, **kwargs)
+
+
+def both(trace, owner, record):
+    owner.original_init(record)
+    trace.emit("to", src=record)
+"""
+
+
+def test_a_writer_is_trusted_only_at_a_call_that_names_it(tmp_path):
+    """Two red teams had the grader's own code call the trace's emit without naming it (a
+    pass-through handed it; a stored original, an instance attribute or a closure cell, swapped
+    for it): only the call written `trace.emit(...)` / `write(...)` in the source counts."""
+    import sys
+    from grader.records.genuine_frames import writing_call
+    seen = []
+
+    class Recorder:
+        def emit(self, *args, **kwargs):
+            seen.append(writing_call(sys._getframe(1)))
+        original_init = emit
+    namespace: dict = {}
+    exec(compile(WRITERS_CALLS, str(tmp_path / "writers.py"), "exec"), namespace)
+    recorder = Recorder()
+    namespace["named"](recorder, 1)
+    namespace["held"](recorder.emit, 0)
+    namespace["stored"](recorder, 1)
+    namespace["passed_on"](recorder.emit, "to")
+    namespace["both"](recorder, recorder, 1)
+    assert seen == [True, True, False, False, False, True], seen
