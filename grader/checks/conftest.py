@@ -18,8 +18,11 @@ from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
 from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
 
-# `pytest grader/` run by a student: their loop before handing in (grader/checks/support.py).
-os.environ.setdefault(HIDE_ANSWERS_ENV, "1")
+def pytest_configure(config):
+    # `pytest grader/` run by a student: their loop before handing in (grader/checks/support.py);
+    # the course's grading sets "0" for its checks. A hook, not an import's side effect: the
+    # repo's own tests import this module.
+    os.environ.setdefault(HIDE_ANSWERS_ENV, "1")
 
 
 # A script that did not finish in time this often is not started again: its other
