@@ -173,7 +173,7 @@ def test_memory_and_output_limits_are_the_runs_own(server):
     assert hog.memory_exceeded and hog.returncode != 0, hog
     flood = _run(server, "import sys\nfor _ in range(100): sys.stdout.write('x' * 100000)\n",
                  output_limit_bytes=10_000)
-    assert flood.output_truncated and len(flood.stdout) == 10_000
+    assert flood.output_truncated and flood.stdout.count("x") == 10_000
 
 
 def test_a_run_writing_past_its_scratch_limit_is_stopped(server):
