@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_graders import alive, calls, fake_grade, make_submission, zip_bytes, zip_folder
+from tests.support.fake_graders import alive, calls, make_submission, zip_bytes, zip_folder
 from grader.batch.pipeline import BatchError
 from grader.cli import build_parser
 from grader.scoring import load_rubrics

@@ -50,7 +50,7 @@ def test_pytest_grader_is_the_students_loop_and_the_grading_is_not(monkeypatch, 
     run.run_checks("practical4", tmp_path, tmp_path, 1.0)
     assert seen["env"][HIDE_ANSWERS_ENV] == "1"
     conftest = (run.GRADER_ROOT / "grader" / "checks" / "conftest.py").read_text()
-    assert f'os.environ.setdefault(HIDE_ANSWERS_ENV, "1")' in conftest
+    assert 'os.environ.setdefault(HIDE_ANSWERS_ENV, "1")' in conftest
 
 
 @pytest.mark.slow
