@@ -19,44 +19,20 @@ from types import ModuleType
 from typing import Callable
 
 
-def writing_call(frame, *, _sites={}, _instructions=dis.get_instructions) -> bool:
-    """Whether `frame` is, at this moment, calling the writer by its name: the call it is in
-    (its current instruction) is written `trace.emit(...)`, `self._emit(...)`, `write(...)` in
-    its source. A red team had the grader's own code call a writer it did not name: a
-    pass-through closure handed the trace's emit, and a patched function whose stored original
-    (an instance attribute, a closure cell: set without an audit event) was swapped for it,
-    writing the records the submission chose. Where the interpreter keeps no source positions
-    (python -X no_debug_ranges) the code is asked only whether it names a writer at all."""
-    code = frame.f_code
-    entry = _sites.get(id(code))
-    if entry is None or entry[0] is not code:
-        entry = _sites[id(code)] = (code, _writer_call_sites(code, _instructions))
-    sites = entry[1]
-    if sites is None:
-        return writes_records(code)
-    lasti = frame.f_lasti
-    return any(start <= lasti < end for start, end in sites)
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
+_NO_CALLEE = frozenset({"KW_NAMES", "PRECALL", "PUSH_NULL", "CACHE"})
+_WRITER_ATTRIBUTES = frozenset({"emit", "_emit"})        # trace.emit, the probe's self._emit
+_WRITER_NAMES = frozenset({"emit", "_emit", "write"})    # ... or a writer held in a name
+# Every function here takes what it uses as keyword-only defaults, never from the module's
+# globals at call time: code of the submission that reached this module could rebind them
+# (and rebind them back before the run's closing check looks).
 
 
-def _writer_call_sites(code, instructions) -> list[tuple[int, int]] | None:
-    """(first, past last) offsets of each call in `code` whose callee is a writer named as
-    such (CACHE entries included: a calling frame's f_lasti is the call's last one); None
-    where the code has no source positions."""
-    listed = list(instructions(code, show_caches=True))
-    loads = [i for i in listed if i.opname not in _NO_CALLEE and i.opname != "CACHE"]
-    if not loads or all(i.positions is None or i.positions.col_offset is None for i in loads):
-        return None
-    sites = []
-    for at, instruction in enumerate(listed):
-        if instruction.opname not in _CALLS:
-            continue
-        end = next((later.offset for later in listed[at + 1:] if later.opname != "CACHE"),
-                   listed[-1].offset + 2)
-        callee = _callee(instruction, loads)
-        if callee is not None and callee.opname.startswith("LOAD_") and \
-                callee.argval in _WRITER_NAMES:
-            sites.append((instruction.offset, end))
-    return sites
+def writes_records(code, *, _attributes=_WRITER_ATTRIBUTES, _names=_WRITER_NAMES) -> bool:
+    """Whether a code object names a writer at all (`trace.emit`, `self._emit`, an `emit` or
+    `write` it holds): what is left to ask where no source positions say which call is which."""
+    return not _attributes.isdisjoint(code.co_names) or not _names.isdisjoint(
+        code.co_varnames + code.co_freevars)
 
 
 def _callee(call, loads):
@@ -80,19 +56,47 @@ def _callee(call, loads):
     return best
 
 
-_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
-_NO_CALLEE = frozenset({"KW_NAMES", "PRECALL", "PUSH_NULL"})
+def _writer_call_sites(code, instructions, *, _callee=_callee, _calls=_CALLS,
+                       _no_callee=_NO_CALLEE, _names=_WRITER_NAMES
+                       ) -> list[tuple[int, int]] | None:
+    """(first, past last) offsets of each call in `code` whose callee is a writer named as
+    such (CACHE entries included: a calling frame's f_lasti is the call's last one); None
+    where the code has no source positions."""
+    listed = list(instructions(code, show_caches=True))
+    loads = [i for i in listed if i.opname not in _no_callee]
+    if not loads or all(i.positions is None or i.positions.col_offset is None for i in loads):
+        return None
+    sites = []
+    for at, instruction in enumerate(listed):
+        if instruction.opname not in _calls:
+            continue
+        end = next((later.offset for later in listed[at + 1:] if later.opname != "CACHE"),
+                   listed[-1].offset + 2)
+        callee = _callee(instruction, loads)
+        if callee is not None and callee.opname.startswith("LOAD_") and \
+                callee.argval in _names:
+            sites.append((instruction.offset, end))
+    return sites
 
 
-def writes_records(code) -> bool:
-    """Whether a code object names a writer at all (`trace.emit`, `self._emit`, an `emit` or
-    `write` it holds): what is left to ask where no source positions say which call is which."""
-    return not _WRITER_ATTRIBUTES.isdisjoint(code.co_names) or not _WRITER_NAMES.isdisjoint(
-        code.co_varnames + code.co_freevars)
-
-
-_WRITER_ATTRIBUTES = frozenset({"emit", "_emit"})        # trace.emit, the probe's self._emit
-_WRITER_NAMES = frozenset({"emit", "_emit", "write"})    # a writer held in a local or a cell
+def writing_call(frame, *, _sites={}, _instructions=dis.get_instructions,
+                 _find=_writer_call_sites, _names_a_writer=writes_records) -> bool:
+    """Whether `frame` is, at this moment, calling the writer by its name: the call it is in
+    (its current instruction) is written `trace.emit(...)`, `self._emit(...)`, `write(...)` in
+    its source. A red team had the grader's own code call a writer it did not name: a
+    pass-through closure handed the trace's emit, and a patched function whose stored original
+    (an instance attribute, a closure cell: set without an audit event) was swapped for it,
+    writing the records the submission chose. Where the interpreter keeps no source positions
+    (python -X no_debug_ranges) the code is asked only whether it names a writer at all."""
+    code = frame.f_code
+    entry = _sites.get(id(code))
+    if entry is None or entry[0] is not code:
+        entry = _sites[id(code)] = (code, _find(code, _instructions))
+    sites = entry[1]
+    if sites is None:
+        return _names_a_writer(code)
+    lasti = frame.f_lasti
+    return any(start <= lasti < end for start, end in sites)
 
 
 def frame_judge(folder: str, modules: tuple[str, ...]
@@ -143,7 +147,12 @@ def frame_judge(folder: str, modules: tuple[str, ...]
         return entry is not None and entry[0] is namespace and entry[1] == filename
 
     def admit(namespace: dict, file: str, *, _namespaces=namespaces, _folder=folder,
-              _abspath=os.path.abspath) -> None:
+              _abspath=os.path.abspath, _closed=closed) -> None:
+        # The one check that holds: admit itself is reached only through its callers'
+        # `__kwdefaults__` (audited), while their own one-shot flags, keyword-only defaults,
+        # can be overridden by whoever calls them (a red team's route to the sealer).
+        if _closed:
+            raise PermissionError("the grader's own code was already settled")
         file = _abspath(file)
         if not file.startswith(_folder):
             raise ValueError(f"{file}: not a module of {_folder}")

@@ -30,7 +30,6 @@ ENV_FD = "PDL_SEAL_FD"      # the descriptor holding the key (a pipe), in a grad
 TAKEN = "taken"             # ENV_FD's value once the key has been read: children get none
 KEY_BYTES = 32
 _SEAL_FIELDS = ("seq", "seal")
-_TAMPERING = "tampering"    # a writer's record of an attempt (grader/vgpu/trace.py)
 
 
 def new_key() -> bytes:
@@ -120,19 +119,37 @@ def _json_functions():
 _dumps, _loads = _json_functions()
 
 
-def _keyed(key: bytes, genuine: Callable[[object], bool] | None = None
-           ) -> Callable[[str, int, str], str]:
-    """The HMAC of (stream, seq, body). The raw key goes into the HMAC object and is not kept.
-    The keyed object's `copy` is a keyword-only default, not a closure cell: a function's
-    `__closure__` is read without an audit event, its `__kwdefaults__` raises one the runtime's
-    hook reports (grader/vgpu/guard.py). `genuine`: digest only for a caller that is the
-    grader's own code (grader/records/genuine_frames.py; the sealers below); a red team's helper
-    found this function in the sealer's closure, where it had sealed for anyone."""
+def _keyed(key: bytes, genuine: Callable[[object], bool] | None = None,
+           writes: Callable[[object], bool] | None = None) -> Callable[[str, int, str], str]:
+    """The HMAC of (stream, seq, body): the only place that holds the key (in an HMAC object:
+    the raw key is not kept) and so the one check that cannot be stepped around. With
+    `genuine`, it digests only for a sealer (its caller) called by a writer of the grader's
+    (genuine_frames.frame_judge), itself called where the grader's code calls the writer by its
+    name (`writes`, genuine_frames.writing_call); a writer's record of an attempt (a
+    `tampering` record, read from the body itself) needs only the first two.
+
+    Its state is keyword-only defaults, read only through `__kwdefaults__`, which raises the
+    audit event the runtime's hook reports (grader/vgpu/guard.py); never a closure cell (read
+    and rewritten without one). A keyword-only default can be overridden by a caller, so every
+    caller of this function is itself a keyword-only default: nothing reaches it unaudited. A
+    red team had overridden the sealer's own check (`seal(record, _refuse=...)`) and sealed
+    the reference's records from an untouched template."""
     def digest(stream: str, seq: int, body: str, *,
                _copy=hmac.new(key, digestmod=hashlib.sha256).copy, _genuine=genuine,
-               _getframe=sys._getframe) -> str:
-        if _genuine is not None and not _genuine(_getframe(1)):
-            raise PermissionError("only the grader's instrumentation seals records")
+               _writes=writes, _getframe=sys._getframe, _loads=_loads) -> str:
+        if _genuine is not None:
+            sealing = _getframe(1)
+            writer = sealing.f_back if sealing is not None else None
+            if sealing is None or writer is None or not _genuine(sealing) or \
+                    not _genuine(writer):
+                raise PermissionError("only the grader's instrumentation seals records")
+            record = _loads(body)
+            attempt = isinstance(record, dict) and "tampering" in (record.get("event"),
+                                                                    record.get("kind"))
+            caller = writer.f_back
+            if not attempt and (caller is None or not _genuine(caller) or (
+                    _writes is not None and not _writes(caller))):
+                raise PermissionError("only the grader's instrumentation seals records")
         mac = _copy()
         mac.update(f"{stream}\n{seq}\n{body}".encode("utf-8"))
         return mac.hexdigest()
@@ -187,16 +204,18 @@ def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None =
         return lambda stream: (lambda record: json.dumps(record, default=str))
     refuse = _outsiders_refused(genuine, writes)
 
-    def for_stream(stream: str, *, _refuse=refuse, _digest=_keyed(key, genuine), _dumps=_dumps,
+    def for_stream(stream: str, *, _refuse=refuse, _digest=_keyed(key, genuine, writes),
+                   _dumps=_dumps,
                    _loads=_loads, _basename=os.path.basename) -> Callable[[dict], str]:
         _refuse(1, False)      # a sealer made seals nothing but for the grader's writers
         name = _basename(stream)
         seq = 0
 
         def seal(record: dict, *, _refuse=_refuse, _digest=_digest, _dumps=_dumps,
-                 _loads=_loads, _tampering=_TAMPERING) -> str:
+                 _loads=_loads) -> str:
             nonlocal seq
-            _refuse(1, _tampering not in (record.get("event"), record.get("kind")))
+            # Early and plain; what cannot be stepped around is the digest's own check.
+            _refuse(1, "tampering" not in (record.get("event"), record.get("kind")))
             # Through JSON and back first (default=str as in the line itself), so the
             # reader's canonical text of what it parses is the text sealed here.
             record = _loads(_dumps(record))

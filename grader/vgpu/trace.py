@@ -68,7 +68,7 @@ class Trace:
     def enabled(self) -> bool:
         return self._file is not None or bool(self.listeners)
 
-    def emit(self, event: str, *, _tampering=TAMPERING_EVENT, **fields) -> None:
+    def emit(self, event: str, **fields) -> None:
         if not self.enabled:
             return
         if not _writer(sys._getframe(1)):
@@ -77,7 +77,7 @@ class Trace:
             # object's, which the code that reached it could change.)
             fields = {"what": f"wrote a '{event}' record through the grader's trace",
                       "site": call_site(2)}
-            event = _tampering
+            event = "tampering"   # TAMPERING_EVENT, as a literal no code can rebind
         record = {"event": event, "rank": self.rank, "t": round(time.perf_counter() - self.t0, 6)}
         record.update(fields)
         if self._file is not None:

@@ -29,6 +29,9 @@ class Forgery:
     # a route that works and cannot be closed inside the student's process: why (README, Known
     # limits); its run-time test is a strict xfail, so closing it is noticed
     known_limit: str = ""
+    # gains nothing, and what was refused is said nowhere the submission could not silence:
+    # why (the run-time test then asks only that it gains nothing)
+    silent: str = ""
     extra_files: dict = field(default_factory=dict)
     # The file's first lines (a coding line and what it declares), and the encoding the
     # whole file is written in (planted last, above everything else).
@@ -117,7 +120,7 @@ TRACE_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in 
 PASS_THROUGH_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
     NAMES, g="__globals__", call="_call", get="get_trace", file="__file__", b="__builtins__",
     exec="exec", compile="compile", cl="__closure__", cc="cell_contents", sf="__self__",
-    orig="original_init").items()})}
+    orig="original_init", sl="_seal", fl="_file", rf="_refuse").items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
@@ -535,6 +538,24 @@ try:
 except Exception:
     pass
 ''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE),
+    # ... and the next: a keyword-only default is a parameter its caller may pass.
+    Forgery("practical4_sealers_check_overridden_by_a_keyword",
+            "practical 4: the trace's sealer called with its check passed as a keyword "
+            "(seal(record, _refuse=<nothing>)) and the line written into the trace's own file",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import torch.distributed as _dist
+try:
+    _trace = getattr(_dist.init_process_group, _N["g"])[_N["get"]]()
+    _seal, _out = getattr(_trace, _N["sl"]), getattr(_trace, _N["fl"])
+    _out.write(_seal({"event": "to", "rank": 0, "t": 0.0, "src": "cuda:0", "dst": "cuda:1",
+                      "copied": True, "bytes": 512000, "shape": [64, 2000]},
+                     **{_N["rf"]: lambda *a, **k: None}) + "\\n")
+except Exception:
+    pass
+''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE,
+            silent="the digest refuses inside the submission's own call, which catches the "
+                   "PermissionError; nothing is written, and no record of the refusal could be "
+                   "kept where the submission's code cannot reach it"),
     # A third audit's narrowed rules: the dangerous forms of the honest idioms they let through
     Forgery("script_function_called_by_a_helper_with_torch_cuda",
             "a function of the script that only the script calls with its own objects is "

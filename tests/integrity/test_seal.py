@@ -605,3 +605,39 @@ def test_a_writer_is_trusted_only_at_a_call_that_names_it(tmp_path):
     namespace["passed_on"](recorder.emit, "to")
     namespace["both"](recorder, recorder, 1)
     assert seen == [True, True, False, False, False, True], seen
+
+
+def test_a_sealers_keyword_only_defaults_passed_by_its_caller_seal_nothing(tmp_path, monkeypatch):
+    """A red team: a keyword-only default is a parameter, so `seal(record, _refuse=<nothing>)`
+    had switched the sealer's check off and sealed the reference's records. The digest, reached
+    by nothing but audited `__kwdefaults__`, checks the whole chain itself; so does admitting a
+    module, whatever one-shot flags its caller is handed."""
+    import types
+    key = new_key()
+    monkeypatch.setenv(ENV_FD, str(hand_over(key)))
+    trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
+    nothing = lambda *a, **k: None   # noqa: E731
+    for override in ({"_refuse": nothing}, {"_refuse": nothing, "_loads": lambda text: {}}):
+        with pytest.raises(PermissionError):
+            trace._seal({"event": "to", "dst": "cuda:1"}, **override)
+    for_stream = next(c.cell_contents for c in trace._streams.__closure__
+                      if getattr(c.cell_contents, "__name__", "") == "for_stream")
+    sealer = for_stream(str(tmp_path / "trace.jsonl.rank0.2"), _refuse=nothing)
+    with pytest.raises(PermissionError):
+        sealer({"event": "to", "dst": "cuda:1"}, _refuse=nothing)
+    trace.close()
+    from grader.records.genuine_frames import frame_judge
+    genuine, admit, close = frame_judge(str(tmp_path) + os.sep, ())
+    (tmp_path / "mine.py").write_text("import sys\n\n\ndef here():\n    return sys._getframe()\n")
+    mine = types.ModuleType("mine")
+    mine.__file__ = str(tmp_path / "mine.py")
+    exec(compile((tmp_path / "mine.py").read_text(), mine.__file__, "exec"), mine.__dict__)
+    close(mine.here())
+    late = types.ModuleType("late")
+    late.__file__ = mine.__file__
+    exec(compile((tmp_path / "mine.py").read_text(), late.__file__, "exec"), late.__dict__)
+    for attempt in (lambda: admit(late, _admitted=[], _closed=[]),
+                    lambda: close(late.here(), _closed=[])):
+        with pytest.raises(PermissionError):
+            attempt()
+    assert not genuine(late.here())
