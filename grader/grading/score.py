@@ -62,9 +62,9 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
             document["measurements_hidden"] = True
         elif found:
             document["measurements"] = found
-            under = measurements(results, "conditions")
-            if under:
-                document["conditions"] = under
+        under = measurements(results, "conditions") if found else None
+        if under:   # the settings measured under are no answer: said either way
+            document["conditions"] = under
         document.update(answer_data(results))
         copies = ([] if _is_the_reference(run.submission) else
                   reference_copies(entry.assignment, document.get("answers")))

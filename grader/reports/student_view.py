@@ -114,7 +114,7 @@ def assignment_view(assignment: Mapping[str, Any],
                   "reported": format_value(r.reported),
                   "measured": format_measured(r.measured, r.path, str(assignment.get("id", "")))}
                  for r in rows],
-        "conditions": measured_under(assignment.get("conditions"), hardware or {}) if rows else None,
+        "conditions": measured_under(assignment.get("conditions"), hardware or {}) if rows or hidden else None,
     }
 
 

@@ -1,6 +1,7 @@
 """HW3's report checks on answer sheets a student could really write (pytest on the checks)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,9 @@ def run_checks(submission: Path, select: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "pytest", str(ROOT / "grader" / "checks" / "test_hw3.py"),
          f"--submission={submission}", "-k", select, "-q", "-p", "no:cacheprovider",
          "--rootdir", str(ROOT / "grader" / "checks"), "-c", str(ROOT / "grader" / "checks" / "pytest.ini")],
-        capture_output=True, text=True, timeout=600, cwd=ROOT)
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        # as the course's grading runs them: what the code does is said beside each answer
+        env=dict(os.environ, PDL_HIDE_ANSWERS="0"))
 
 
 @pytest.mark.slow   # runs the reference's HW3 checks for real
