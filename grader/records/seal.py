@@ -156,28 +156,6 @@ def _keyed(key: bytes, genuine: Callable[[object], bool] | None = None,
     return digest
 
 
-def _outsiders_refused(genuine: Callable[[object], bool] | None,
-                       writes: Callable[[object], bool] | None = None):
-    """refuse(depth, writers_caller=True): raise unless the frame `depth` levels above refuse's
-    caller (a sealer's caller: the writer, the trace's emit or the HW3 probe's) is the grader's
-    own code, and, with `writers_caller`, the frame that called the writer too. A writer of the
-    grader's called from the submission's code writes only that it was (a `tampering` record):
-    should its own check ever be switched off, nothing else is sealed."""
-    def refuse(depth: int, writers_caller: bool = True, *, _genuine=genuine, _writes=writes,
-               _getframe=sys._getframe) -> None:
-        if _genuine is None:
-            return
-        frame = _getframe(depth + 1)
-        if frame is None or not _genuine(frame):
-            raise PermissionError("only the grader's instrumentation seals records")
-        if writers_caller:
-            caller = frame.f_back
-            if caller is None or not _genuine(caller) or (
-                    _writes is not None and not _writes(caller)):
-                raise PermissionError("only the grader's instrumentation seals records")
-    return refuse
-
-
 def _body(record: dict) -> str:
     # Canonical text of the record without its seal: the writer and the reader agree on it
     # whatever order the reader's JSON parser keeps.
@@ -193,29 +171,25 @@ def sealer_factory(key: bytes | None, genuine: Callable[[object], bool] | None =
     callers writing from several threads hold a lock around the call and the write.
 
     `genuine(frame)`: whether a frame runs the grader's own code (genuine_frames.frame_judge):
-    the factory and every sealer it makes seal only when called by the grader's code, itself
+    every sealer the factory makes seals only when called by the grader's code, itself
     called by the grader's code where `writes(frame)`: calling the writer by its name
     (genuine_frames.writing_call). A red team had reached a sealer through the trace object
     (`trace._seal`, a patched function's `__globals__`), and later had a template engine compile
     its code under a file name in the grader's folder, and written the reference's records,
-    sealed, from a template that trained nothing. What the check needs is a keyword-only
-    default of each function, never a closure cell (see _keyed)."""
+    sealed, from a template that trained nothing. The check is the digest's own (see _keyed):
+    it holds the key, and nothing else can be stepped around."""
     if key is None:
         return lambda stream: (lambda record: json.dumps(record, default=str))
-    refuse = _outsiders_refused(genuine, writes)
 
-    def for_stream(stream: str, *, _refuse=refuse, _digest=_keyed(key, genuine, writes),
-                   _dumps=_dumps,
+    # A sealer made for any stream seals nothing but for the grader's writers: the digest
+    # checks who asks, every time.
+    def for_stream(stream: str, *, _digest=_keyed(key, genuine, writes), _dumps=_dumps,
                    _loads=_loads, _basename=os.path.basename) -> Callable[[dict], str]:
-        _refuse(1, False)      # a sealer made seals nothing but for the grader's writers
         name = _basename(stream)
         seq = 0
 
-        def seal(record: dict, *, _refuse=_refuse, _digest=_digest, _dumps=_dumps,
-                 _loads=_loads) -> str:
+        def seal(record: dict, *, _digest=_digest, _dumps=_dumps, _loads=_loads) -> str:
             nonlocal seq
-            # Early and plain; what cannot be stepped around is the digest's own check.
-            _refuse(1, "tampering" not in (record.get("event"), record.get("kind")))
             # Through JSON and back first (default=str as in the line itself), so the
             # reader's canonical text of what it parses is the text sealed here.
             record = _loads(_dumps(record))

@@ -120,7 +120,7 @@ TRACE_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in 
 PASS_THROUGH_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
     NAMES, g="__globals__", call="_call", get="get_trace", file="__file__", b="__builtins__",
     exec="exec", compile="compile", cl="__closure__", cc="cell_contents", sf="__self__",
-    orig="original_init", sl="_seal", fl="_file", rf="_refuse").items()})}
+    orig="original_init", sl="_seal", fl="_file", rf="_dumps").items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
@@ -540,16 +540,18 @@ except Exception:
 ''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE),
     # ... and the next: a keyword-only default is a parameter its caller may pass.
     Forgery("practical4_sealers_check_overridden_by_a_keyword",
-            "practical 4: the trace's sealer called with its check passed as a keyword "
-            "(seal(record, _refuse=<nothing>)) and the line written into the trace's own file",
+            "practical 4: the trace's sealer called with keyword-only defaults of its own passed "
+            "(a red team's seal(record, _refuse=<nothing>); now seal(record, _dumps=...)) and "
+            "the line written into the trace's own file",
             READ_NAMES.replace("hw3", "practical4") + '''
+import json as _js
 import torch.distributed as _dist
 try:
     _trace = getattr(_dist.init_process_group, _N["g"])[_N["get"]]()
     _seal, _out = getattr(_trace, _N["sl"]), getattr(_trace, _N["fl"])
     _out.write(_seal({"event": "to", "rank": 0, "t": 0.0, "src": "cuda:0", "dst": "cuda:1",
                       "copied": True, "bytes": 512000, "shape": [64, 2000]},
-                     **{_N["rf"]: lambda *a, **k: None}) + "\\n")
+                     **{_N["rf"]: lambda r: _js.dumps(r, sort_keys=True)}) + "\\n")
 except Exception:
     pass
 ''', file=P4, scan=False, run=True, extra_files=PASS_THROUGH_NAMES_FILE,

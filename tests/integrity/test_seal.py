@@ -616,15 +616,15 @@ def test_a_sealers_keyword_only_defaults_passed_by_its_caller_seal_nothing(tmp_p
     key = new_key()
     monkeypatch.setenv(ENV_FD, str(hand_over(key)))
     trace = Trace(str(tmp_path / "trace.jsonl.rank0.1"), 0)
-    nothing = lambda *a, **k: None   # noqa: E731
-    for override in ({"_refuse": nothing}, {"_refuse": nothing, "_loads": lambda text: {}}):
+    plain = lambda record: json.dumps(record, sort_keys=True)   # noqa: E731
+    for override in ({"_dumps": plain}, {"_dumps": plain, "_loads": json.loads}):
         with pytest.raises(PermissionError):
             trace._seal({"event": "to", "dst": "cuda:1"}, **override)
     for_stream = next(c.cell_contents for c in trace._streams.__closure__
                       if getattr(c.cell_contents, "__name__", "") == "for_stream")
-    sealer = for_stream(str(tmp_path / "trace.jsonl.rank0.2"), _refuse=nothing)
+    sealer = for_stream(str(tmp_path / "trace.jsonl.rank0.2"), _dumps=plain)
     with pytest.raises(PermissionError):
-        sealer({"event": "to", "dst": "cuda:1"}, _refuse=nothing)
+        sealer({"event": "to", "dst": "cuda:1"}, _dumps=plain)
     trace.close()
     from grader.records.genuine_frames import frame_judge
     genuine, admit, close = frame_judge(str(tmp_path) + os.sep, ())
