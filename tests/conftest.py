@@ -41,6 +41,27 @@ def vnode():
         handle.deactivate()
 
 
+@pytest.fixture
+def traced_vnode(tmp_path):
+    """A virtual node whose run is traced as a graded run's is (forward passes, rows, steps):
+    make(gpus) -> the trace's records so far, a list that grows as the test goes on."""
+    from grader.vgpu import activate, active
+    assert active() is None, "a node from an earlier test is still active"
+    handles = []
+
+    def make(gpus: int) -> list[dict]:
+        handle = activate(gpus, force_virtual=True,
+                          trace_path=str(tmp_path / f"trace-{len(handles)}.jsonl"))
+        handles.append(handle)
+        events: list[dict] = []
+        handle.trace.listeners.append(events.append)
+        return events
+
+    yield make
+    for handle in handles:
+        handle.deactivate()
+
+
 # Where a test needs the sandbox (bubblewrap) or the runs' cgroups (memory, pids), it asks for
 # these fixtures: skipped, saying why, on a machine that has neither.
 def _cgroups_usable() -> tuple[bool, str]:

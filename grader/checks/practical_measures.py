@@ -1,6 +1,6 @@
 """What the practicals' checks measure on a run of the student's code, from its trace.
 
-Each function reads one fact (the forward passes of the main thread and the rows they saw,
+Each function reads one fact (the forward passes of the script and the rows they saw,
 a concatenation, the steps and their times, memory per GPU) and returns None, or an empty
 list, where the run did not record it. A check then asks `evidence(run, fact, ...)`: a fact
 recorded before a later part crashed still counts (Parts 1 and 3 of a Practical 4 script earn
@@ -35,25 +35,35 @@ def evidence(run, found, expected: str, missing: str, look: str | None = None):
 
 
 def forward_passes(run, rank: int = 0) -> list[dict]:
-    """The rank's forward passes of root modules in the main thread, in order, each as
-    {module, step, batch, rows_in, out_shape, out_device, rows_out, storage_out}. Rows are fingerprints
-    (sum, sum of squares per row), recorded before the first optimizer step only."""
-    passes, open_pass = [], None
+    """The rank's forward passes of root modules, in the order they began, each as
+    {module, step, batch, rows_in, out_shape, out_device, rows_out, storage_out}: the main
+    thread's and those of threads the script starts itself (a chunk per thread), never a
+    DataParallel replica's (part of the wrapper's pass). Rows are fingerprints (sum, sum of
+    squares per row), recorded before the first optimizer step only."""
+    passes, open_passes = [], {}
     for event in run.events:
-        if event.get("rank", 0) != rank or event.get("thread") != "MainThread":
+        if event.get("rank", 0) != rank:
             continue
+        thread = event.get("thread")
         if event.get("event") == "forward":
-            open_pass = {"module": event.get("module"), "step": event.get("step"),
-                         "batch": event.get("batch"), "rows_in": event.get("rows"),
-                         "out_shape": None, "out_device": None, "rows_out": None,
-                         "input_device": event.get("input_device"),
-                         "grad": event.get("grad", True)}
-            passes.append(open_pass)
-        elif event.get("event") == "forward_out" and open_pass is not None:
-            open_pass.update(out_shape=event.get("shape"), out_device=event.get("device"),
-                             rows_out=event.get("rows"), storage_out=event.get("storage"))
-            open_pass = None
+            if not script_forward(event):
+                continue
+            open_passes[thread] = {
+                "module": event.get("module"), "step": event.get("step"),
+                "batch": event.get("batch"), "rows_in": event.get("rows"),
+                "out_shape": None, "out_device": None, "rows_out": None,
+                "input_device": event.get("input_device"), "grad": event.get("grad", True)}
+            passes.append(open_passes[thread])
+        elif event.get("event") == "forward_out" and thread in open_passes:
+            open_passes.pop(thread).update(
+                out_shape=event.get("shape"), out_device=event.get("device"),
+                rows_out=event.get("rows"), storage_out=event.get("storage"))
     return passes
+
+
+def script_forward(event: dict) -> bool:
+    """A forward pass the script itself runs (in any thread of its own), not a replica's."""
+    return event.get("event") == "forward" and not event.get("nested")
 
 
 def rows_of(batch_shape) -> int | None:
@@ -268,7 +278,7 @@ def work_seconds(run, rank: int = 0) -> list[float] | None:
     for event in run.events:
         if event.get("rank", 0) != rank:
             continue
-        if event.get("event") == "forward" and event.get("thread") == "MainThread" and begun is None:
+        if script_forward(event) and begun is None:
             begun = event.get(SIMULATED_STEP_FIELD)
         elif event.get("event") == "step":
             if not isinstance(begun, (int, float)):

@@ -98,7 +98,7 @@ def step_pattern(run, rank=0):
     pattern = []
     for events in run.by_step(rank):
         forwards = [e for e in events if e.get("event") == "forward"
-                    and e.get("thread") == "MainThread" and e.get("grad", True)]
+                    and not e.get("nested") and e.get("grad", True)]
         backwards = synced = 0
         last_synced_at = None
         synced_this_backward = False

@@ -134,7 +134,7 @@ def test_batch_split_follows_chunk_rule(handout, gpus):
         "rows per GPU, the last one smaller)", f"splits {wrong[0]}",
         "keep BATCH_SIZE = 64 and let nn.DataParallel split the batch itself")
     first_step = sorted((e["batch"][0] for e in run.of("forward")
-                         if e.get("thread") != "MainThread" and e.get("batch")
+                         if e.get("nested") and e.get("batch")
                          and e.get("step") == 0), reverse=True)
     assert first_step == sorted(expected, reverse=True), explain(
         f"{len(expected)} replicas, one per GPU, running chunks of {expected} rows in a step",
@@ -159,7 +159,7 @@ def test_model_replicated_to_every_gpu(handout, gpus):
     others = [f"cuda:{i}" for i in range(1, gpus)]
     targets = {e["dst"] for e in run.of("transfer") if e.get("kind") == "broadcast"}
     replicas = {e.get("input_device") for e in run.of("forward")
-                if e.get("thread") != "MainThread"}
+                if e.get("nested")}
     assert set(others) <= targets and {"cuda:0", *others} <= replicas, explain(
         f"DataParallel copies the model from cuda:0 to {', '.join(others)} and runs one replica "
         f"per GPU ({gpus} GPUs)", f"parameters broadcast to {sorted(targets) or 'no GPU'}; "

@@ -15,10 +15,15 @@ import threading
 import torch
 
 from grader.vgpu.patcher import Patcher
-from grader.vgpu.rows import RowRecorder
+from grader.vgpu.rows import RowRecorder, in_replica_thread
 from grader.vgpu.trace import Trace, call_site
 
 _tls = threading.local()
+
+
+def forward_depth() -> int:
+    """How many root-module forward passes this thread is inside (0 outside any)."""
+    return getattr(_tls, "depth", 0)
 
 
 def _first_tensor(args, kwargs):
@@ -191,6 +196,7 @@ class Observer:
         if self.clock is not None and self.forwards == 1:
             self._last_sim_t = self.clock.completion()  # the first step counts from here
         thread = threading.current_thread().name
+        nested = in_replica_thread()
         # When the work enqueued before this forward (a batch's copy to the GPU, say) is done:
         # a step's training work is timed from here (practical_measures.work_seconds).
         begun = {"sim_t": self.clock.completion() / 1e9} if self.clock is not None else {}
@@ -201,8 +207,9 @@ class Observer:
                         input_device=str(first.device) if first is not None else None,
                         thread=thread, site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
+                        **({"nested": True} if nested else {}),
                         **self.rows.fields(first), **begun)
-        if thread == "MainThread":
+        if not nested:
             layout = placement(module)
             if self._placements.get(id(module)) != layout:
                 self._placements[id(module)] = layout

@@ -7,9 +7,9 @@ numbers, the sum and the sum of squares of its elements in float64: rows drawn f
 random numbers differ in both, and a row computed twice differs only by float rounding.
 
 They are recorded only where those questions look, so a long run's trace does not grow:
-forward passes of the main thread before the first optimizer step (the data a rank starts
-with; the chunks of a script that never steps), at most MAX_ROWS rows each and MAX_RECORDS
-records per process; and `torch.cat` (`concat`, `concatenate`, `vstack`) and the comparisons
+forward passes of the script's own threads (not DataParallel's replicas) before the first
+optimizer step (the data a rank starts with; the chunks of a script that never steps), at
+most MAX_ROWS rows each and MAX_RECORDS records per process; and `torch.cat` (`concat`, `concatenate`, `vstack`) and the comparisons
 `torch.allclose`/`torch.equal` called from the user's own code, under the same limits.
 """
 from __future__ import annotations
@@ -61,6 +61,14 @@ def row_prints(tensor) -> list[list[float]] | None:
     return [[_significant(s), _significant(q)] for s, q in zip(sums, squares)]
 
 
+def in_replica_thread() -> bool:
+    """Whether this thread was started inside a forward pass of another thread: a
+    DataParallel replica's (parallel_apply's worker, started by the wrapper's forward) is part
+    of the wrapper's pass, while a thread the script starts for a chunk of its own runs a pass
+    of its own (ThreadHooks.start marks which)."""
+    return bool(getattr(threading.current_thread(), "_pdl_within_forward", False))
+
+
 class RowRecorder:
     """Decides where row fingerprints are recorded; one per process (see the module doc)."""
 
@@ -73,8 +81,7 @@ class RowRecorder:
         # Comparisons count apart: a script comparing in a loop must not use up the records of
         # the forward passes the checks read.
         # Nor inside backward: a checkpoint's recomputation is no pass of the training loop.
-        if self._steps_taken() or threading.current_thread() is not threading.main_thread() \
-                or torch._C._current_graph_task_id() != -1:
+        if self._steps_taken() or in_replica_thread() or torch._C._current_graph_task_id() != -1:
             return False
         with self._lock:
             if self._records[kind] >= MAX_RECORDS:

@@ -38,9 +38,10 @@ def test_missing_evidence_of_a_run_that_ended_says_what_is_missing():
 
 
 # -- forward passes and rows ---------------------------------------------------------------------------
-def forward(rows_in, rank=0, step=0, thread="MainThread", module="Sequential"):
+def forward(rows_in, rank=0, step=0, thread="MainThread", module="Sequential", nested=False):
     return {"event": "forward", "rank": rank, "step": step, "thread": thread, "module": module,
-            "batch": [len(rows_in), 4], "rows": rows_in, "input_device": f"cuda:{rank}"}
+            "batch": [len(rows_in), 4], "rows": rows_in, "input_device": f"cuda:{rank}",
+            **({"nested": True} if nested else {})}
 
 
 def output(rows_out, rank=0, thread="MainThread"):
@@ -48,12 +49,27 @@ def output(rows_out, rank=0, thread="MainThread"):
             "device": f"cuda:{rank}", "rows": rows_out}
 
 
-def test_forward_passes_pair_inputs_with_outputs_of_the_main_thread():
-    events = [forward([[1, 1]]), forward([[9, 9]], thread="Thread-1"), output([[2, 4]]),
-              output([[7, 7]], thread="Thread-1"), forward([[3, 9]], rank=1), output([[0, 0]], rank=1)]
+def test_forward_passes_pair_inputs_with_outputs_of_their_own_thread_and_rank():
+    # A DataParallel replica's pass (nested: started inside the wrapper's forward) is part of
+    # the wrapper's pass, never a pass of its own.
+    events = [forward([[1, 1]]), forward([[9, 9]], thread="Thread-1 (_worker)", nested=True),
+              output([[2, 4]]), output([[7, 7]], thread="Thread-1 (_worker)"),
+              forward([[3, 9]], rank=1), output([[0, 0]], rank=1)]
     passes = pm.forward_passes(run(events))
     assert [(p["rows_in"], p["rows_out"]) for p in passes] == [([[1, 1]], [[2, 4]])]
     assert pm.forward_passes(run(events), rank=1)[0]["rows_out"] == [[0, 0]]
+
+
+def test_the_scripts_own_threads_passes_count_each_with_its_own_output():
+    # Part 2's chunks run one thread each: the passes interleave, each output is its thread's.
+    events = [forward([[1, 1]]), output([[2, 2]]),
+              forward([[3, 3]], thread="Thread-1 (run_chunk)"),
+              forward([[5, 5]], thread="Thread-2 (run_chunk)"),
+              output([[6, 6]], thread="Thread-2 (run_chunk)"),
+              output([[4, 4]], thread="Thread-1 (run_chunk)")]
+    passes = pm.forward_passes(run(events))
+    assert [(p["rows_in"], p["rows_out"]) for p in passes] == [
+        ([[1, 1]], [[2, 2]]), ([[3, 3]], [[4, 4]]), ([[5, 5]], [[6, 6]])]
 
 
 def test_rows_are_the_same_up_to_float_rounding_only():

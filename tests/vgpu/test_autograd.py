@@ -170,31 +170,19 @@ def test_checkpoint_inside_data_parallel_replicas(vnode):
         assert torch.allclose(got.grad.cpu(), want.grad, atol=1e-6)
 
 
-def traced_node(tmp_path, gpus):
-    from grader.vgpu import activate, active
-    assert active() is None
-    handle = activate(gpus, force_virtual=True, trace_path=str(tmp_path / "trace.jsonl"))
-    events = []
-    handle.trace.listeners.append(events.append)
-    return handle, events
-
-
 @pytest.mark.parametrize("use_reentrant", [False, True])
-def test_a_recomputation_is_no_forward_pass_of_the_step(tmp_path, use_reentrant):
+def test_a_recomputation_is_no_forward_pass_of_the_step(traced_vnode, use_reentrant):
     """Per micro-batch one forward (with gradients) and one backward in the trace, however
     the stage is checkpointed; the recomputation is a `recompute` record."""
-    handle, events = traced_node(tmp_path, 2)
-    try:
-        model = TwoStage("cuda:0", "cuda:1", use_reentrant)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        batch = torch.randn(8, 8)
-        del events[:]   # the model's own moves
-        for micro in batch.tensor_split(4):
-            out = model(micro)
-            nn.functional.mse_loss(out, torch.zeros(len(micro), 4, device="cuda:1")).backward()
-        optimizer.step()
-    finally:
-        handle.deactivate()
+    events = traced_vnode(2)
+    model = TwoStage("cuda:0", "cuda:1", use_reentrant)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = torch.randn(8, 8)
+    del events[:]   # the model's own moves
+    for micro in batch.tensor_split(4):
+        out = model(micro)
+        nn.functional.mse_loss(out, torch.zeros(len(micro), 4, device="cuda:1")).backward()
+    optimizer.step()
     kinds = [e["event"] for e in events]
     forwards = [e for e in events if e["event"] == "forward"]
     assert len(forwards) == 4 and all(e["grad"] for e in forwards)
@@ -209,19 +197,16 @@ def test_a_recomputation_is_no_forward_pass_of_the_step(tmp_path, use_reentrant)
     assert not exit_record or exit_record[0]["forwards"] == 4
 
 
-def test_a_checkpointed_root_module_is_recomputed_not_counted_twice(tmp_path):
+def test_a_checkpointed_root_module_is_recomputed_not_counted_twice(traced_vnode):
     """The whole model checkpointed in the training loop: its forward (under no_grad in the
     reentrant variant) trains; its recomputation in backward is no second pass."""
-    handle, events = traced_node(tmp_path, 1)
-    try:
-        model = make_model().cuda()
-        x = torch.randn(4, 8, device="cuda:0", requires_grad=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for reentrant in (True, False):
-                checkpoint(model, x, use_reentrant=reentrant).sum().backward()
-    finally:
-        handle.deactivate()
+    events = traced_vnode(1)
+    model = make_model().cuda()
+    x = torch.randn(4, 8, device="cuda:0", requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for reentrant in (True, False):
+            checkpoint(model, x, use_reentrant=reentrant).sum().backward()
     forwards = [e for e in events if e["event"] == "forward"]
     assert [e["grad"] for e in forwards] == [True, True]
     recomputes = [e for e in events if e["event"] == "recompute"]
@@ -229,14 +214,11 @@ def test_a_checkpointed_root_module_is_recomputed_not_counted_twice(tmp_path):
     assert sum(e["event"] == "backward" for e in events) == 2
 
 
-def test_evaluation_under_no_grad_stays_an_evaluation_pass(tmp_path):
-    handle, events = traced_node(tmp_path, 1)
-    try:
-        model = make_model().cuda()
-        with torch.no_grad():
-            model(torch.randn(4, 8, device="cuda:0"))
-    finally:
-        handle.deactivate()
+def test_evaluation_under_no_grad_stays_an_evaluation_pass(traced_vnode):
+    events = traced_vnode(1)
+    model = make_model().cuda()
+    with torch.no_grad():
+        model(torch.randn(4, 8, device="cuda:0"))
     assert [e["grad"] for e in events if e["event"] == "forward"] == [False]
 
 

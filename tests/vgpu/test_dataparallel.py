@@ -48,3 +48,40 @@ def test_backward_reduces_gradients_onto_gpu0(vnode):
     assert {e["dst"] for e in reduces} == {"cuda:0"}
     assert {e["src"] for e in reduces} == {"cuda:1", "cuda:2"}
     assert module.layer.weight.grad.device == torch.device("cuda:0")
+
+
+def _forwards(events):
+    return [e for e in events if e["event"] == "forward"]
+
+
+def test_replicas_passes_are_marked_part_of_the_wrappers_pass(traced_vnode):
+    # The checks read the script's own passes (practical_measures.forward_passes): a
+    # DataParallel replica's pass runs in a worker thread started inside the wrapper's forward.
+    events = traced_vnode(2)
+    module = nn.Sequential(nn.Linear(3, 2)).cuda()
+    nn.DataParallel(module)(torch.randn(8, 3, device="cuda:0"))
+    forwards = _forwards(events)
+    wrapper = [e for e in forwards if not e.get("nested")]
+    replicas = [e for e in forwards if e.get("nested")]
+    assert [e["module"] for e in wrapper] == ["DataParallel"] and wrapper[0]["thread"] == "MainThread"
+    assert sorted(e["input_device"] for e in replicas) == ["cuda:0", "cuda:1"]
+    assert all(e["thread"] != "MainThread" for e in replicas)
+
+
+def test_passes_in_threads_the_script_starts_are_its_own(traced_vnode):
+    # Part 2 of Practical 4 with a thread per chunk, or torch's parallel_apply called by hand
+    # (no wrapper around it): these passes are the script's, rows and all.
+    import threading
+    events = traced_vnode(2)
+    module = nn.Sequential(nn.Linear(3, 2)).cuda()
+    chunks = torch.randn(8, 3, device="cuda:0").chunk(2)
+    workers = [threading.Thread(target=module, args=(chunk,)) for chunk in chunks]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    replicas = nn.parallel.replicate(module, [0, 1])
+    nn.parallel.parallel_apply(replicas, [chunks[0], chunks[1].to("cuda:1")])
+    forwards = _forwards(events)
+    assert len(forwards) == 4 and not any(e.get("nested") for e in forwards)
+    assert all(e["thread"] != "MainThread" and e.get("rows") for e in forwards)
