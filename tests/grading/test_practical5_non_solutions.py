@@ -43,9 +43,10 @@ def trained(gpus, data_parallel, script=p5.DP, steps=3) -> Observation:
             sizes = [-(-64 // gpus)] * (gpus - 1)
             sizes.append(64 - sum(sizes))
             events.append({"event": "dp_scatter", "rank": 0, "batch": 64, "sizes": sizes})
-            events += [{"event": "forward", "rank": 0, "thread": f"Thread-{i}", "grad": True,
-                        "step": step, "batch": [rows, 1024], "input_device": f"cuda:{i}",
-                        "module": "MLP"} for i, rows in enumerate(sizes)]
+            events += [{"event": "forward", "rank": 0, "thread": f"Thread-{i} (_worker)",
+                        "nested": True, "grad": True, "step": step, "batch": [rows, 1024],
+                        "input_device": f"cuda:{i}", "module": "MLP"}
+                       for i, rows in enumerate(sizes)]
         events += [{"event": "backward", "rank": 0},
                    {"event": "step", "rank": 0, "index": step + 1, "memory": memory,
                     "grads": {"sum": 1.0, "sumsq": 2.0}, "params": {"sum": 5.0, "sumsq": 9.0}}]
