@@ -153,8 +153,9 @@ def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,
             lines += [""] + cause_lines(number, cause)
     tips = [c for c in found if c.free]
     if tips:
-        lines += ["", "Worth no point, but worth knowing (settings the handout does not use, "
-                      "e.g. a batch that does not divide evenly):"]
+        lines += ["", "Worth no point, but worth knowing (what the handout gives no points "
+                      "for, e.g. a batch that does not divide evenly, or a line it asks you to "
+                      "print):"]
         for number, cause in enumerate(tips, start=len(causes) + 1):
             lines += [""] + cause_lines(number, cause)
     lines += pending_lines(result)

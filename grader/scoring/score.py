@@ -243,8 +243,8 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
     if score.status != STATUS_PASSED:
         lines.append(f"{rule.check}: {counted - score.passed} of {counted} case(s) did not pass "
                      + (f"({_fmt(score.score)} of {_fmt(rule.points)} point(s))." if rule.points
-                        else "(worth no point: it tells you something the handout's own "
-                             "settings do not show)."))
+                        else "(worth no point: it only tells you something the handout "
+                             "gives no points for)."))
     if score.skipped:
         lines.append(f"{rule.check}: {score.skipped} case(s) skipped and "
                      f"{'not counted' if excluded else 'counted as not passed'}.")
