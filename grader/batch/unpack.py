@@ -31,12 +31,14 @@ says: the sandboxed run reads them as an unprivileged user.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
 import struct
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -476,17 +478,46 @@ def top_name(entry_name: str) -> str:
     return entry_name.replace("\\", "/").split("/", 1)[0]
 
 
-def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None,
-                within: str | None = None) -> int:
+def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None) -> int:
     """Unpack `archive` into `dest` after checking every entry; returns the number of files.
     Symbolic links in it are skipped, each said in `notes`.
 
     All entries are checked before anything is written, so a rejected archive leaves nothing
-    half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers.
-    `within`: only the entries under that top-level name (one participant of a whole Moodle
-    download), each checked as the entries of an upload of their own."""
+    half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers."""
     label = display_name(archive)
-    limits = budget.limits
+    with _checked_zip(archive, label, budget.limits) as zf:
+        return _unpack_entries(zf, _named_entries(zf), dest, budget, label, notes)
+
+
+def extract_each(archive: Path, dest: Path, limits: UnpackLimits,
+                 names: Sequence[str]) -> dict[str, Rejected]:
+    """Each top-level name of `archive` (a participant's folder of a whole Moodle download)
+    unpacked into dest/<name> as an upload of its own, within one upload's `limits` and a
+    budget of its own; returns why each one refused was refused. The archive's directory is
+    read once for all of them (once per participant had made a class of 300 quadratic), within
+    `limits` times their number."""
+    label = display_name(archive)
+    whole = dataclasses.replace(limits, max_listed=limits.max_listed * max(len(names), 1))
+    refused: dict[str, Rejected] = {}
+    try:
+        zf = _checked_zip(archive, label, whole)
+    except Rejected as problem:
+        return {name: problem for name in names}
+    with zf:
+        by_name: dict[str, list[zipfile.ZipInfo]] = {}
+        for info in _named_entries(zf):
+            by_name.setdefault(top_name(info.filename), []).append(info)
+        for name in names:
+            try:
+                _unpack_entries(zf, by_name.get(name, []), dest, Budget(limits), label)
+            except Rejected as problem:
+                refused[name] = problem
+    return refused
+
+
+def _checked_zip(archive: Path, label: str, limits: UnpackLimits) -> zipfile.ZipFile:
+    """`archive` opened once its end record and directory are within `limits` (Rejected, or
+    NeedsPerson for a damaged one, otherwise)."""
     try:
         directory = zip_directory_size(archive)
         kind = not_a_zip(archive) if directory is None else None
@@ -528,61 +559,71 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
         raise NeedsPerson(f"{label} is not a readable zip file: it is damaged ({exc}); "
                           f"{_DAMAGED}") from None
-    with zf:
-        entries = []
-        for info in zf.infolist():
-            info.filename = zip_entry_name(info)   # zipfile opens it by orig_filename
-            if within is not None and top_name(info.filename) != within:
-                continue
-            parts = check_zip_entry(info, label, limits)
-            if not parts or any(p in JUNK_NAMES for p in parts):
-                continue
-            if is_link_entry(info):
-                if notes is not None:
-                    notes.append(f"skipped {'/'.join(parts)} in {label}: a symbolic link; links "
-                                 "are never followed or created, and nothing graded needs one")
-                continue
-            entries.append((info, parts))
-        budget.count_listed(label, len(entries))
-        environments = _environment_parts(entries)
-        if budget.leave_out:
-            entries = _without_data(entries, environments, budget)
-        for info, parts in entries:
-            check_method(info, label, _is_unneeded(parts, environments))
-        files = sum(not info.is_dir() for info, _ in entries)
-        declared = sum(info.file_size for info, _ in entries)
-        if files + budget.files > limits.max_files:
-            raise budget.over(label, f"{files} files, more than the limit of {limits.max_files} "
-                                     "files")
-        if declared + budget.bytes > limits.max_total_bytes:
-            raise budget.over(label, f"would unpack to {declared} bytes, more than the limit "
-                                     f"of {limits.max_total_bytes}")
-        dest.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        top = dest.resolve()
-        count = 0
-        for info, parts in entries:
-            target = dest.joinpath(*parts)
-            if not target.resolve().is_relative_to(top):    # belt and braces after the checks
-                raise Rejected(f"{label}: entry '{info.filename}' points outside the archive; rejected")
-            if info.is_dir():
-                _make_folders(dest, parts)
-                continue
-            budget.add_file(label)
-            _make_folders(dest, parts[:-1])
-            try:
-                with zf.open(info) as src, _create(target) as dst:
-                    while chunk := src.read(CHUNK):
-                        budget.add_bytes(len(chunk), label)
-                        dst.write(chunk)
-            except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError,
-                    RuntimeError) as exc:
-                # A damaged checkpoint need not cost the code beside it its grade.
-                if _is_unneeded(parts, environments):
-                    raise DataInTheWay(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
-                raise NeedsPerson(f"{label} is damaged: its entry '{info.filename}' cannot be "
-                                  f"unpacked ({exc}); {_DAMAGED}") from None
-            count += 1
-        return count
+    return zf
+
+
+def _named_entries(zf: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    infos = zf.infolist()
+    for info in infos:
+        info.filename = zip_entry_name(info)   # zipfile opens it by orig_filename
+    return infos
+
+
+def _unpack_entries(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], dest: Path,
+                    budget: Budget, label: str, notes: list[str] | None = None) -> int:
+    """`infos` of `zf` (named by _named_entries) unpacked into `dest`, all checked first."""
+    limits = budget.limits
+    entries = []
+    for info in infos:
+        parts = check_zip_entry(info, label, limits)
+        if not parts or any(p in JUNK_NAMES for p in parts):
+            continue
+        if is_link_entry(info):
+            if notes is not None:
+                notes.append(f"skipped {'/'.join(parts)} in {label}: a symbolic link; links "
+                             "are never followed or created, and nothing graded needs one")
+            continue
+        entries.append((info, parts))
+    budget.count_listed(label, len(entries))
+    environments = _environment_parts(entries)
+    if budget.leave_out:
+        entries = _without_data(entries, environments, budget)
+    for info, parts in entries:
+        check_method(info, label, _is_unneeded(parts, environments))
+    files = sum(not info.is_dir() for info, _ in entries)
+    declared = sum(info.file_size for info, _ in entries)
+    if files + budget.files > limits.max_files:
+        raise budget.over(label, f"{files} files, more than the limit of {limits.max_files} "
+                                 "files")
+    if declared + budget.bytes > limits.max_total_bytes:
+        raise budget.over(label, f"would unpack to {declared} bytes, more than the limit "
+                                 f"of {limits.max_total_bytes}")
+    dest.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    top = dest.resolve()
+    count = 0
+    for info, parts in entries:
+        target = dest.joinpath(*parts)
+        if not target.resolve().is_relative_to(top):    # belt and braces after the checks
+            raise Rejected(f"{label}: entry '{info.filename}' points outside the archive; rejected")
+        if info.is_dir():
+            _make_folders(dest, parts)
+            continue
+        budget.add_file(label)
+        _make_folders(dest, parts[:-1])
+        try:
+            with zf.open(info) as src, _create(target) as dst:
+                while chunk := src.read(CHUNK):
+                    budget.add_bytes(len(chunk), label)
+                    dst.write(chunk)
+        except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError,
+                RuntimeError) as exc:
+            # A damaged checkpoint need not cost the code beside it its grade.
+            if _is_unneeded(parts, environments):
+                raise DataInTheWay(f"{label}: entry '{info.filename}' is damaged ({exc})") from None
+            raise NeedsPerson(f"{label} is damaged: its entry '{info.filename}' cannot be "
+                              f"unpacked ({exc}); {_DAMAGED}") from None
+        count += 1
+    return count
 
 
 def _environment_parts(entries) -> set[str]:

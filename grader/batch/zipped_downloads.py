@@ -12,9 +12,8 @@ from pathlib import Path
 from grader.batch.errors import BatchError
 from grader.batch.inputs import (METADATA_NAMES, Submission, UnpackLimits, _is_note,
                                  moodle_download_participants, shown_name)
-from grader.batch.unpack import (JUNK_NAMES, Budget, NeedsPerson, Rejected, display_name,
-                                 extract_zip, free_name, top_name, zip_entry_name)
-
+from grader.batch.unpack import (JUNK_NAMES, NeedsPerson, display_name, extract_each, free_name,
+                                 top_name, zip_entry_name)
 
 # Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
 # at each batch's start and end; no key starts with "_", so no grading's folder is named so).
@@ -86,20 +85,15 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
         # Each participant's upload unzipped on its own, within one upload's limits: what one
         # of them uploaded (a name of 268 bytes, folders 40 deep) is that upload's problem, as
         # it is where the instructor unzipped the download; a red team's one long name had
-        # stopped the whole batch.
-        # (The download's directory is read whole each time: as many entries as all of them.)
-        within = dataclasses.replace(limits, max_depth=limits.max_depth + 1,
-                                     max_listed=limits.max_listed * max(len(participants), 1))
-        for name in participants:
-            try:
-                extract_zip(archive, place, Budget(within), within=name)
-            except Rejected as problem:
-                shutil.rmtree(place / name, ignore_errors=True)
-                (place / name).mkdir(parents=True, exist_ok=True)
-                said = str(problem).removeprefix(f"{display_name(archive)}: ")
-                found.problems[place / name] = (
-                    f"{shown_name(name)}/ in {shown_name(archive.name)}: {said}",
-                    isinstance(problem, NeedsPerson))
+        # stopped the whole batch. One folder deeper than an upload: the participant's own.
+        within = dataclasses.replace(limits, max_depth=limits.max_depth + 1)
+        for name, problem in extract_each(archive, place, within, participants).items():
+            shutil.rmtree(place / name, ignore_errors=True)
+            (place / name).mkdir(parents=True, exist_ok=True)
+            said = str(problem).removeprefix(f"{display_name(archive)}: ")
+            found.problems[place / name] = (
+                f"{shown_name(name)}/ in {shown_name(archive.name)}: {said}",
+                isinstance(problem, NeedsPerson))
         found.notes.append(f"{shown_name(archive.name)} is a whole Moodle download: unzipped into "
                            f"{place.relative_to(out).as_posix()}/ (removed when the batch ends) "
                            f"and each of its {moodle_download_participants(archive, limits)} "

@@ -332,3 +332,20 @@ def test_no_late_penalty_warning_where_the_rubric_has_no_late_policy(tmp_path):
     hw3_only(subs / "alice", 5)
     summary, said = batch(subs, out, assignments=("hw3",))
     assert "has a due date but" not in said, said
+
+
+def test_each_participant_of_a_download_is_held_to_one_uploads_limits(tmp_path):
+    """The download's directory is read once for all its participants (once each had made a
+    class of 300 quadratic); each participant still gets one upload's limits, not the whole
+    download's: more entries than an upload may list refuse that upload alone."""
+    from grader.batch.unpack import UnpackLimits, extract_each
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("Alice Tamm_1001_assignsubmission_file_/hw3/model.py", "x = 1\n")
+        for i in range(12):
+            zf.writestr(f"Mallory Mets_1002_assignsubmission_file_/many/{i}.txt", "")
+    names = ["Alice Tamm_1001_assignsubmission_file_", "Mallory Mets_1002_assignsubmission_file_"]
+    refused = extract_each(archive, tmp_path / "out", UnpackLimits(max_listed=10), names)
+    assert list(refused) == [names[1]], refused
+    assert "more than 10 files and folders" in str(refused[names[1]]), refused[names[1]]
+    assert (tmp_path / "out" / names[0] / "hw3" / "model.py").read_text() == "x = 1\n"
