@@ -174,6 +174,52 @@ def test_rank_k_uses_gpu_k(runs):
         or f"models seen on rank(s) {sorted(placed)}", look)
 
 
+# The handout's Part 2 asks each process to print its rank ("Add this point: print(f"Rank:
+# {dist.get_rank()} | Local Rank: {local_rank}")") and to observe "Rank 0 -> GPU 0, Rank 1 ->
+# GPU 1". The handout gives it no points (nor any other part: the rubric's split is the
+# course's), so it is told for no point, as an observation (practical6.rank_printed).
+# A number is a rank where a word for one names it, any wording: "Rank: 1", "[rank1]",
+# "local_rank=1", "process 1 of 2", "worker #1"; "cuda:1" or "GPU 1" alone is the device, and
+# "processes: 2" or "process group" no rank.
+_RANK_SAID = re.compile(r"(?<![a-z0-9])(?:[a-z]+[_ ])?(?:rank|proc(?:ess)?|worker)(?![a-z])"
+                        r"[ \t]*(?:id|no\.?|number)?[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)\b", re.I)
+RANK_PRINT = 'print(f"Rank: {dist.get_rank()} | Local Rank: {local_rank}")'
+
+
+def ranks_printed(output: str) -> set[int]:
+    """The ranks a run's output names, each line read for a number a word for rank names.
+    The ranks' output is one stream: a line says which rank it names, not which process
+    printed it (a rank 0 that printed every rank's number would pass; no script of the course
+    does)."""
+    return {int(found.group(1)) for line in (output or "").splitlines()
+            for found in _RANK_SAID.finditer(line)}
+
+
+@pytest.mark.check("practical6.rank_printed")
+@pytest.mark.parametrize("processes", SHARED)
+def test_each_process_prints_its_rank(runs, processes):
+    """No point (the handout gives Part 2 none): each of the N processes torchrun starts
+    prints its own rank, which is what Part 2 asks the student to see."""
+    run = ddp_run(runs, processes)
+    look = (f"Part 2 of {SCRIPT} (the template's TODO (Part 2)): after "
+            f"dist.init_process_group(), every process prints its rank, {RANK_PRINT}, outside "
+            "any `if rank == 0:`")
+    expected = (f"Part 2, worth no point: each of the {processes} processes torchrun "
+                f"--nproc_per_node={processes} starts prints its own rank (any wording, e.g. "
+                "'Rank: 1 | Local Rank: 1'), so that you see one process per GPU")
+    said = ranks_printed(run.stdout)
+    silent = [rank for rank in range(processes) if rank not in said]
+    if not said and not run.of("init_process_group"):
+        # Nothing printed because nothing got that far: the run's own problem is the cause.
+        evidence(run, None, expected, "no process joined a process group, and no line of the "
+                 "output names a rank", look)
+    assert not silent, explain(
+        expected, (f"the output names rank(s) {', '.join(map(str, sorted(said)))} only: no line "
+                   f"names rank(s) {', '.join(map(str, silent))}") if said else
+        "no line of the output names a rank (a number after the word rank or process)"
+        if run.stdout.strip() else "the script printed nothing", look)
+
+
 # -- data: each rank its own share of the batch --------------------------------------------------
 
 

@@ -29,6 +29,7 @@ EXPECTED_CHECKS = {
                    "practical6.grads_synchronised", "practical6.more_balanced_reported",
                    "practical6.params_equal_after_step", "practical6.per_rank_batch",
                    "practical6.per_rank_batch_reported", "practical6.rank_device",
+                   "practical6.rank_printed",
                    "practical6.rank_gpu_table_reported",
                    "practical6.split_automatically_reported",
                    "practical6.timing_table_reported", "practical6.usage_table_reported",
