@@ -20,7 +20,7 @@ import pytest
 
 from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_list,
                                              per_rank_line, rows_by, whole_numbers)
-from grader.checks.practical_measures import (assigned_constants, broken_layout_edit,
+from grader.checks.practical_measures import (UNKNOWN, assigned_constants, broken_layout_edit,
                                               devices_of_rank, distinct_rows, evidence,
                                               first_step_rows, learning_ranks, not_learning,
                                               restored_layout_edit, rows_of, script_text)
@@ -50,11 +50,28 @@ class HandoutRuns:
 
     def __init__(self, runs, submission):
         self.runs = runs
-        text = script_text(submission, SCRIPT)
+        self.text = text = script_text(submission, SCRIPT)
         self.written = assigned_constants(text, DEFAULTS)
         broken, restore = broken_layout_edit(text), restored_layout_edit(text)
         # (edits of the course's layout, edits of Part 5's broken layout or None if unknown)
         self.layout = ((), [broken]) if broken else ([restore], ()) if restore else ((), None)
+        self.restore = None if broken else restore
+
+    def part5_left_in(self) -> tuple[int, str, str] | None:
+        """(line number, the line as handed in, the line as Parts 1 to 4 run it) where the
+        script was handed in with Part 5's change in, which the other parts' runs set back."""
+        if self.restore is None:
+            return None
+        old, new = self.restore
+        at = self.text.find(old)
+        # The line as run without the comment it was handed in with ("# Part 5: was + 2").
+        return (self.text.count("\n", 0, at + 1) + 1, old.strip("\n").strip(),
+                re.sub(r"\s+#.*$", "", new.strip("\n").strip()))
+
+    def constants_left(self) -> dict:
+        """{NAME: value as handed in} of the constants the file holds at another value than
+        the handout's defaults (the last values Parts 2 and 3 tried): every run sets its own."""
+        return {name: value for name, value in self.written.items() if value != DEFAULTS[name]}
 
     def spec(self, processes=2, broken=False, **sets):
         wanted = {**DEFAULTS, **sets}
@@ -396,6 +413,42 @@ def test_broken_layout_puts_each_replica_on_one_gpu(handout):
     wrong = {r: sorted(placed.get(r, [])) for r in (0, 1) if placed.get(r) != {f"cuda:{r}"}}
     assert not wrong, explain(expected, "; ".join(
         f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
+
+
+@pytest.mark.check("practical10.graded_as_handed_in")
+def test_graded_as_the_handout_runs_it(handout, flag):
+    """No point: where sample.py is handed in as the handout leaves it (Part 5's line changed,
+    the constants at the last values Parts 2 and 3 tried), it says what was graded and why, to
+    the student and, as a flag, to the instructor (a student's audit: nothing had said it)."""
+    part5, constants = handout.part5_left_in(), handout.constants_left()
+    if part5 is None and not constants:
+        return
+    left, graded = [], []
+    if part5 is not None:
+        line, as_handed_in, as_run = part5
+        left.append(f"Part 5's change in (line {line}: `{as_handed_in}`)")
+        graded.append("Parts 1 to 4, and {whose} answers about them, ran with the handout's "
+                      f"line put back (`{as_run}`); Part 5's run, and {{whose}} answer about it "
+                      "(broken.gpus_in_use), with {whose} line as written")
+    if constants:
+        shown = {name: "an expression" if value is UNKNOWN else value
+                 for name, value in constants.items()}
+        left.append(", ".join(f"{name} = {shown[name]}" for name in sorted(shown))
+                    + " (the last values Parts 2 and 3 try)")
+        graded.append("each run had the BATCH_SIZE and MICRO_BATCHES its part asks for ("
+                      + ", ".join(f"{name} = {DEFAULTS[name]}" for name in sorted(DEFAULTS))
+                      + " where the handout does not change them)")
+    how = " and ".join(left) + ", so it was graded as the handout runs each part: "
+    flag(f"{SCRIPT} was handed in with {how}"
+         + "; ".join(graded).replace("{whose}", "the student's") + " (no point lost)")
+    raise AssertionError(explain(
+        "worth no point: this says how your script was graded. The course runs Parts 1 to 4 "
+        f"with the handout's line `{BROKEN_LINE}` and BATCH_SIZE = {BATCH}, MICRO_BATCHES = "
+        f"{MICRO}, and makes Part 5's change itself, for Part 5's run only",
+        f"your {SCRIPT} was handed in with {how}"
+        + "; ".join(graded).replace("{whose}", "your") + ". This costs nothing, and your "
+        "file was not changed",
+        f"nothing to change in {SCRIPT}: handing it in as the handout leaves it is fine"))
 
 
 # -- What the answer sheet says, against what the code does -----------------------------------

@@ -38,6 +38,7 @@ EXPECTED_CHECKS = {
     "practical10": {"practical10.batch_pattern_reported",
                     "practical10.broken_gpus_reported",
                     "practical10.broken_layout_one_gpu", "practical10.gpu_pair_per_rank",
+                    "practical10.graded_as_handed_in",
                     "practical10.gpus_per_rank_reported",
                     "practical10.gradient_equals_full_batch",
                     "practical10.micro_batch_size_reported", "practical10.micro_batches", "practical10.uneven_micro_batches",
