@@ -483,16 +483,18 @@ def spread_layout(probe, gpus, depth):
     assert not wrong, explain(
         f"every layer on one of the node's GPUs cuda:0 .. cuda:{gpus - 1}",
         "; ".join(f"layer {i} is on {d}" for i, d in wrong[:5]), LOOK_TASK3
-        + (": every layer you create needs its .to(device), the leftover DEPTH % N ones too"
+        + (": every layer you create needs its .to(device), the leftover ones too (where "
+           "DEPTH is not a multiple of the GPU count)"
            if on_host else ": derive the GPUs from torch.cuda.device_count(), never a fixed number"))
     counts = counts_per_gpu(devices, gpus)
     idle = [i for i, c in enumerate(counts) if c == 0]
     if idle:
         observed = f"no layer on {', '.join(f'cuda:{i}' for i in idle)} (layers per GPU {counts})"
+        layouts = layouts_seen(probe)
         raise GPUsLeftIdle(explain(
             f"the {depth} layers spread over all {gpus} GPUs: every GPU holds at least one",
-            observed, LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts_seen(probe))),
-            observed)
+            observed, LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts)),
+            observed, idle_cause(counts, depth, gpus, layouts))
     return found, devices, counts
 
 
@@ -500,9 +502,10 @@ class GPUsLeftIdle(AssertionError):
     """spread_layout's failure where the layout runs but leaves GPUs without layers, with what
     was observed: the checks that count only spread layouts say so (`spread_for`, the blocks
     item) instead of reading it back out of the message."""
-    def __init__(self, message: str, observed: str):
+    def __init__(self, message: str, observed: str, cause: str = "other"):
         super().__init__(message)
         self.observed = observed
+        self.cause = cause   # idle_cause's
 
 
 def layouts_seen(probe) -> list[tuple[int, int, list[int]]]:
@@ -521,33 +524,70 @@ def layouts_seen(probe) -> list[tuple[int, int, list[int]]]:
     return seen
 
 
-def why_gpus_idle(counts: list[int], depth: int, gpus: int,
-                  layouts: list[tuple[int, int, list[int]]]) -> str:
-    """What to change where GPUs hold no layer, told from `layouts` (every layout built: GPUs,
-    DEPTH, layers per GPU) where the cause is a pattern: every layer on cuda:0 on every node
-    (the device the rule picks never used), the base code's two halves on every node; else
-    from this layout: chunks of a fixed size per GPU, ceil(DEPTH / N) or more (a common
-    split), fill too few GPUs; anything else, the GPUs were not all detected or used."""
+def idle_cause(counts: list[int], depth: int, gpus: int,
+               layouts: list[tuple[int, int, list[int]]]) -> str:
+    """Why GPUs hold no layer, told from `layouts` (every layout built: GPUs, DEPTH, layers
+    per GPU) where the cause is a pattern: "cuda0", every layer on cuda:0 on every node (the
+    device the rule picks never used); "base", the base code's two halves on every node; else
+    from this layout: "chunks", chunks of a fixed size per GPU, ceil(DEPTH / N) or more (a
+    common split), fill too few GPUs; "other", the GPUs were not all detected or used."""
     several = [(n, d, c) for n, d, c in layouts if n >= 2] or [(gpus, depth, counts)]
     if all(c[0] == d for _, d, c in several):
-        return ("every layer is on cuda:0 on every node: the GPU your rule picks is never given "
-                "to the layer (.cuda() and .to('cuda') without an index mean cuda:0): create or "
-                "move each layer with .to(torch.device(f'cuda:{gpu}'))")
+        return "cuda0"
     if all(c[:2] == [d // 2, d - d // 2] and not any(c[2:]) for _, d, c in several):
-        return ("the base code's split is still in place (the first DEPTH // 2 layers on cuda:0, "
-                "the rest on cuda:1): detect the GPUs with torch.cuda.device_count() and give "
-                "each of the N GPUs DEPTH // N layers, the first DEPTH % N one more")
+        return "base"
     chunk = -(-depth // gpus)
     filled = [c for c in counts if c]
     size = filled[0] if filled else 0
     if len(filled) > 1 and size >= chunk and filled[:-1] == [size] * (len(filled) - 1) \
             and filled[-1] <= size and counts[:len(filled)] == filled:
+        return "chunks"
+    return "other"
+
+
+# What the student is told points at what to look at, never at the remedy's formula: the
+# layout rule is what Task 3 asks the student to find and to explain (hw3.task3.explanation).
+# The instructor's flag names the usual remedy (STAFF_REMEDY), in the course's grading only.
+_EVEN = ("Task 3 asks for every GPU to hold layers, as evenly as DEPTH allows (counts that "
+         "differ by at most one)")
+
+
+def why_gpus_idle(counts: list[int], depth: int, gpus: int,
+                  layouts: list[tuple[int, int, list[int]]]) -> str:
+    """What to look at where GPUs hold no layer, by its cause (idle_cause)."""
+    cause = idle_cause(counts, depth, gpus, layouts)
+    if cause == "cuda0":
+        return ("every layer is on cuda:0 on every node: the GPU your rule picks is never given "
+                "to the layer (.cuda() and .to('cuda') without an index mean cuda:0): look at "
+                "where each layer is created or moved, and whether it gets the GPU your rule "
+                "chose for it")
+    if cause == "base":
+        return ("the base code's split is still in place (the first DEPTH // 2 layers on cuda:0, "
+                "the rest on cuda:1): detect the GPUs with torch.cuda.device_count() and look at "
+                f"how your __init__ decides each layer's GPU. {_EVEN}")
+    if cause == "chunks":
+        chunk = -(-depth // gpus)
+        size = next(c for c in counts if c)
         what = (f"ceil(DEPTH / N) = {chunk} layers" if size == chunk else
                 f"{size} layers per GPU, more than ceil(DEPTH / N) = {chunk},")
-        return (f"chunks of {what} fill only {len(filled)} of the {gpus} GPUs; give each GPU "
-                "DEPTH // N layers and the first DEPTH % N one more (or put layer i on GPU "
-                "i * N // DEPTH)")
+        filled = sum(1 for c in counts if c)
+        return (f"chunks of {what} fill only {filled} of the {gpus} GPUs: the layers run out "
+                "before the last GPU. Look at which layers land on which GPU where DEPTH is not "
+                f"a multiple of N (here {depth} layers over {gpus}). {_EVEN}")
     return "detect the GPUs with torch.cuda.device_count() and use every one"
+
+
+# For the instructor (a flag, never the student's feedback): the cause and the usual remedy.
+_USUAL = ("the usual remedy gives each of the N GPUs DEPTH // N layers and the first DEPTH % N "
+          "one more (or layer i on GPU i * N // DEPTH)")
+STAFF_REMEDY = {
+    "cuda0": ("every layer on cuda:0 on every node: the GPU the rule computes is never given to "
+              "the layer (.cuda() or .to('cuda') without an index); the remedy is "
+              ".to(torch.device(f'cuda:{gpu}')) per layer"),
+    "base": f"the base code's two-GPU split left in place on every node; {_USUAL}",
+    "chunks": ("chunks of a fixed size per GPU (ceil(DEPTH / N) or more) leave the last GPUs "
+               f"without layers where N does not divide DEPTH; {_USUAL}"),
+}
 
 
 def on_gpus(gpus: int) -> str:
@@ -565,8 +605,17 @@ def only_a_failure_counts_on_a_small_node(gpus):
 
 @pytest.mark.check("hw3.task3.all_gpus_used")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
-def test_task3_layers_on_every_gpu(probe, gpus, depth):
-    spread_layout(probe, gpus, depth)
+def test_task3_layers_on_every_gpu(probe, gpus, depth, flag):
+    try:
+        spread_layout(probe, gpus, depth)
+    except GPUsLeftIdle as failure:
+        # The remedy the student's hint leaves out, for the instructor: once per cause (the
+        # same text from every case is one flag in result.json), never before grading.
+        remedy = STAFF_REMEDY.get(failure.cause)
+        if remedy and not answers_hidden():
+            flag(f"Task 3: GPUs left without layers ({remedy}); the student's feedback names "
+                 "the cause and what to look at, not the formula")
+        raise
     only_a_failure_counts_on_a_small_node(gpus)
 
 

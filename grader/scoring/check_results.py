@@ -176,7 +176,10 @@ def answer_data(report: dict) -> dict:
         if isinstance(metadata.get("answers"), dict) and "answers" not in found:
             found["answers"] = metadata["answers"]
         for text in metadata.get("flags") or []:
-            found.setdefault("flags", []).append({"check": metadata.get("check"), "text": str(text)})
+            # A parametrized check flags the same thing in each case that shows it: once.
+            flag = {"check": metadata.get("check"), "text": str(text)}
+            if flag not in found.get("flags", []):
+                found.setdefault("flags", []).append(flag)
     reported = measurements(report, "reported")
     if reported:
         found["reported"] = reported
