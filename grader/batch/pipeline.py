@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import datetime as dt
 import fcntl
 import hashlib
@@ -42,12 +41,15 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 import grader
-from grader.batch import submission_times
 from grader.batch.errors import BatchError
-from grader.batch.kept_settings import few, overrides_kept_or_replaced, worksheets_kept
+from grader.batch.kept_settings import overrides_kept_or_replaced, worksheets_kept
 from grader.batch.zipped_downloads import (moodle_downloads, refuse_a_file,
                                           with_download_problems)
+from grader.batch.assignment_choice import (choose_assignments, left_alone,
+                                           warn_moodle_downloads_of_several)
 from grader.batch.assignment_keys import keys_per_assignment
+from grader.batch.given_files import (check_overrides_file, load_times, note_unmatched,
+                                      read_worksheets, worksheets_by_assignment)
 from grader.batch.earlier_keys import overrides_under_current_keys
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
@@ -55,21 +57,19 @@ from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, R
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
 from grader.batch.gradescope_export import write_gradescope_csvs
 from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
-from grader.batch.inputs import (Prepared, Submission, UnpackLimits, assignments_in, discover,
-                                 prepare)
-from grader.batch.moodle_worksheet import (Worksheet, WorksheetError, read_worksheet,
-                                           worksheet_emails, write_moodle_worksheets)
+from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
+from grader.batch.moodle_worksheet import worksheet_emails, write_moodle_worksheets
 from grader.batch.people import people
 from grader.batch.progress import Progress
 from grader.batch.similarity import code_fingerprints
 from grader.batch.published import note_shared_answers, publish_run, republish
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
-from grader.batch.submission_times import SubmissionTimes, SubmissionTimesError, TimesFiles
+from grader.batch.submission_times import TimesFiles
 from grader.common.text import last_line_suffix
 from grader.reports.formatting import format_points
 from grader.grading import RESULT_FILE, RawRun, RawRunError, publish, same_scores, score_run
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
-from grader.scoring import (OverridesError, RubricError, assignment_ids, build_result, check_overrides,
+from grader.scoring import (OverridesError, RubricError, assignment_ids, build_result,
                             default_rubrics_dir, errored_assignment, load_rubrics,
                             read_class_overrides_file, read_result)
 
@@ -207,7 +207,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
         refuse_a_file(submissions_dir, options.limits)
-    times = _load_times(submissions_dir, options.submission_times, options.timezone)
+    times = load_times(submissions_dir, options.submission_times, options.timezone)
     try:
         rubrics = load_rubrics(options.rubrics_dir)
         student_overrides = (read_class_overrides_file(options.overrides)
@@ -218,9 +218,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
     missing = [a for a in given if a not in rubrics]
     if missing:
         raise BatchError(f"no rubric for {', '.join(missing)}")
-    sheets = _read_worksheets(options.moodle_worksheets)
+    sheets = read_worksheets(options.moodle_worksheets)
     if given:   # a worksheet naming no graded assignment stops the batch before anything else
-        _worksheets_by_assignment(sheets, given)
+        worksheets_by_assignment(sheets, given)
     _refuse_an_out_that_is_not_the_batchs(submissions_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out / ".batch.lock")
@@ -254,7 +254,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         student_overrides = overrides_kept_or_replaced(book, options.overrides, student_overrides,
                                                         progress)
         if given:
-            found, alone = _left_alone(found, given, out / "scratch", rubrics, options.limits)
+            found, alone = left_alone(found, given, out / "scratch", rubrics, options.limits)
             progress.total = len(found)
             graded_by, choice = {s.student.key: given for s in found}, []
             for line in alone:
@@ -265,9 +265,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         found, graded_by = keys.found, keys.graded_by
         for line in [*choice, *keys.lines]:
             progress.note(line)
-        _warn_moodle_downloads_of_several(found, graded_by, progress)
+        warn_moodle_downloads_of_several(found, graded_by, progress)
         wanted = given or tuple(a for a in rubrics if any(a in t for t in graded_by.values()))
-        worksheets = worksheets_kept(book, _worksheets_by_assignment(sheets, wanted), wanted,
+        worksheets = worksheets_kept(book, worksheets_by_assignment(sheets, wanted), wanted,
                                       out, progress, options.dry_run)
         configs = {t: run_config(t, options.rubrics_dir, options.check_timeout, rubrics)
                    for t in set(graded_by.values())}
@@ -275,7 +275,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             progress.note(f"submission times: {times.describe()}, {len(times.entries)} entries")
             for problem in times.problems:
                 progress.warn(problem)
-            _note_unmatched(times, [s.student for s in found], progress)
+            note_unmatched(times, [s.student for s in found], progress)
             conflicts = times.conflicts([(s.student, graded_by[s.student.key]) for s in found])
             if conflicts:
                 raise BatchError("--submission-times: the files give an upload different times: "
@@ -295,7 +295,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         # An overrides file of keys an earlier grader made (`J_ri_unapuu_1009`) still applies.
         student_overrides = overrides_under_current_keys(
             student_overrides, [*(s.student for s in found), *known], progress.note)
-        unmatched = _check_overrides(student_overrides, found, rubrics, graded_by, progress,
+        unmatched = check_overrides_file(student_overrides, found, rubrics, graded_by, progress,
                                      known=[s.key for s in known])
         batch = _ClassBatch(book=book, out=out, configs=configs, graded_by=graded_by,
                             rubrics=rubrics, options=options, progress=progress, times=times,
@@ -374,114 +374,6 @@ def _copy_of_gradebook(path: Path, folder: Path) -> Path:
     return copy
 
 
-def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
-                       limits: UnpackLimits = UnpackLimits()
-                       ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
-    """What a batch told no --assignment grades: per export (SUBMISSIONS, or each folder of
-    exports side by side), the assignments that more than half of its uploads holding any
-    assignment's files hold. Grading every rubric had zero-filled the four assignments a
-    Moodle download (always one assignment's) does not hold, Moodle sheets included; an
-    assignment a few uploads hold besides (a student's whole course folder) is said and left
-    out, never zero-filled for everyone else ("at least half" had graded HW3 for both uploads
-    of two, one of them a course folder, with a Moodle sheet of the wrong participant
-    numbers). Where none is held by more than half (one upload of each of two), those held by
-    the most, said so. Returns ({student key: assignments}, the lines that say what was chosen
-    and why)."""
-    order = list(rubrics)
-    layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
-    exports: dict[str, list[tuple[Submission, set[str]]]] = {}
-    for submission in found:
-        held = assignments_in(submission, scratch / submission.student.key, layout, limits)
-        exports.setdefault(submission.export, []).append(
-            (submission, {a for a in held if a in rubrics}))
-    chosen_of: dict[str, tuple[str, ...]] = {}
-    lines = []
-    for export, uploads in sorted(exports.items()):
-        holding = [(s, held) for s, held in uploads if held]
-        counts = Counter(a for _, held in holding for a in held)
-        chosen = tuple(a for a in order if counts[a] and 2 * counts[a] > len(holding))
-        where = f"{export}/: " if export else ""
-        if not chosen and counts:
-            most = max(counts.values())
-            chosen = tuple(a for a in order if counts[a] == most)
-            lines.append(f"{where}no assignment is in more than half of the {len(holding)} "
-                         "uploads holding an assignment's files: graded for those most of them "
-                         f"hold, {_listed(chosen)} (--assignment chooses)")
-        chosen_of[export] = chosen
-        if not chosen:
-            lines.append(f"{where}none of its {len(uploads)} upload(s) holds files of an "
-                         "assignment: each is for a person")
-            continue
-        lines.append(f"{where}graded: " + ", ".join(
-            f"{a} (in {counts[a]} of the {len(holding)} uploads holding an assignment's files)"
-            for a in chosen))
-        for a in order:
-            if counts[a] and a not in chosen:
-                keys = [s.student.key for s, held in holding if a in held]
-                lines.append(
-                    f"{where}not graded: {a}, in only {counts[a]} of them ({', '.join(keys[:5])}"
-                    f"{' ...' if len(keys) > 5 else ''}): a Moodle download is one assignment's, "
-                    f"so the others would all get 0 for it; --assignment {a} (with the others) "
-                    "grades it for everybody")
-    if lines:
-        lines.insert(0, "assignments: no --assignment given, so those the uploads hold"
-                        + (" (per folder: one download each)" if len(exports) > 1 else ""))
-    everywhere = tuple(a for a in order if any(a in t for t in chosen_of.values())) or tuple(order)
-    return {s.student.key: chosen_of[s.export] or everywhere for s in found}, lines
-
-
-def _left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, rubrics: dict,
-                limits: UnpackLimits) -> tuple[list[Submission], list[str]]:
-    """The uploads a batch told `--assignment` grades, and a line on those it leaves alone:
-    an upload holding none of the assignments but another's files (Practical 5's download
-    beside HW3's) is not this batch's. `--assignment hw3` had made each of them "needs a
-    person", overwritten its Practical 5 result with an HW3 0 and dropped Practical 5 from
-    grades.csv. An upload holding nothing of any assignment is graded (for a person) as before."""
-    layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
-    kept, alone = [], {}
-    for submission in found:
-        held = assignments_in(submission, scratch / submission.student.key, layout, limits)
-        if held and not held & set(given):
-            alone.setdefault(", ".join(a for a in layout if a in held), []).append(
-                submission.student.key)
-        else:
-            kept.append(submission)
-    if not alone:
-        return kept, []
-    count = sum(len(keys) for keys in alone.values())
-    return kept, [f"--assignment {', '.join(given)}: {count} upload(s) hold none of "
-                  f"{'it' if len(given) == 1 else 'them'} but another assignment's files, and are "
-                  "left alone (not graded; their earlier results and grades stay as they are): "
-                  + "; ".join(f"{what}: {few(keys)}" for what, keys in alone.items())]
-
-
-def _listed(names) -> str:
-    names = list(names)
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
-
-
-def _warn_moodle_downloads_of_several(found: list[Submission], graded_by: dict[str, tuple[str, ...]],
-                                      progress: Progress) -> None:
-    """A Moodle download is one assignment's and numbers its participants for it: graded for
-    several, its participant numbers go into each one's Moodle sheet, and are right in one
-    of them only (another assignment's "Participant 12" is someone else, or no one)."""
-    exports: dict[str, set[str]] = {}
-    for submission in found:
-        if submission.student.participant_id:
-            exports.setdefault(submission.export, set()).update(graded_by[submission.student.key])
-    for export, graded in sorted(exports.items()):
-        if len(graded) > 1:
-            ordered = [a for a in dict.fromkeys(a for t in graded_by.values() for a in t)
-                       if a in graded]      # in the order graded (the rubrics')
-            what = f"the Moodle download {export}/" if export else "the Moodle download"
-            progress.warn(f"{what}'s uploads are graded for {_listed(ordered)}, but a Moodle "
-                          "download is one assignment's and numbers its participants for it: "
-                          + _listed(f"moodle/{a}.csv" for a in ordered)
-                          + f" {'both' if len(ordered) == 2 else 'all'} hold its participant "
-                          "numbers, which are right in the one of the assignment it was "
-                          "downloaded from; upload only that one (or grade it with --assignment)")
-
-
 def _refuse_an_out_that_is_not_the_batchs(submissions_dir: Path, out: Path) -> None:
     """The batch empties DIR/scratch and DIR/work at each start and end: never a folder of
     someone else's (an instructor's `--out ~/course` lost ~/course/work), and never inside the
@@ -498,106 +390,6 @@ def _refuse_an_out_that_is_not_the_batchs(submissions_dir: Path, out: Path) -> N
             raise BatchError(f"{out / name} exists and is not a batch's (no gradebook.sqlite "
                              f"beside it); the batch empties that folder: move it, or choose "
                              "another --out")
-
-
-def _check_overrides(student_overrides: dict[str, dict], found: list[Submission],
-                     rubrics: dict, graded_by: dict[str, tuple[str, ...]], progress: Progress,
-                     known: list[str] = ()) -> list[str]:
-    """Every problem of the overrides file, said once, before anything is graded (the same
-    problems are kept in each student's result.json and listed on the class page); returns
-    the keys that name no submission (the class page lists them too). A key of the gradebook
-    that is not in this folder (another assignment's Moodle download graded into the same
-    gradebook, with the class's one overrides file) is no typo: its batch applies it."""
-    keys = {s.student.key for s in found}
-    elsewhere = set(known) - keys
-    unmatched = sorted(set(student_overrides) - keys - elsewhere)
-    for key in unmatched:
-        near = difflib.get_close_matches(key, sorted(keys | elsewhere), n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(repr(k) for k in near)}?" if near else ""
-        progress.warn(f"overrides for '{key}' ignored: no such submission (a student's key is "
-                      f"their folder's name under submissions/, grades.csv's Key column{hint})")
-    for key in sorted(set(student_overrides) & keys):
-        for problem in check_overrides(student_overrides[key], rubrics, graded_by[key]).problems:
-            progress.warn(f"{key}: {problem}")
-    return unmatched
-
-
-def _read_worksheets(given) -> list[tuple[str | None, Worksheet]]:
-    """The downloaded worksheets, read and checked before anything is graded."""
-    try:
-        return [(assignment, read_worksheet(path)) for assignment, path in given]
-    except WorksheetError as problem:
-        raise BatchError(str(problem)) from None
-
-
-def _worksheets_by_assignment(sheets: list[tuple[str | None, Worksheet]],
-                              graded: tuple[str, ...]) -> dict[str, Worksheet]:
-    found: dict[str, Worksheet] = {}
-    for assignment, sheet in sheets:
-        if assignment is None:
-            if len(graded) != 1:
-                raise BatchError("--moodle-worksheet: this batch grades "
-                                 f"{', '.join(graded) or 'nothing'}; say which assignment the "
-                                 "worksheet is for: --moodle-worksheet ASSIGNMENT=FILE")
-            assignment = graded[0]
-        if assignment not in graded:
-            raise BatchError(f"--moodle-worksheet {assignment}=...: {assignment} is not graded "
-                             f"by this batch ({', '.join(graded) or 'nothing'})")
-        found[assignment] = sheet
-    return found
-
-
-def _load_times(submissions_dir: Path, given, timezone: str | None) -> TimesFiles | None:
-    """The batch's submission times: each --submission-times [ASSIGNMENT=]FILE (`given`: a path,
-    or (assignment or None, path) pairs), else the Gradescope export's own
-    submission_metadata.yml in SUBMISSIONS, else none."""
-    if isinstance(given, (str, Path)):
-        given = ((None, given),)
-    given = tuple(given or ())
-    if len(given) > 1:
-        files = []
-        for assignment, path in given:
-            try:
-                files.append((assignment, submission_times.load(path, timezone)))
-            except SubmissionTimesError as problem:
-                raise BatchError(str(problem)) from None
-        return submission_times.TimesFiles(files)
-    assignment, path = given[0] if given else (None, None)
-    if path is None:
-        own = submissions_dir / submission_times.GRADESCOPE_METADATA
-        if own.is_file() and not own.is_symlink():
-            path = own
-        elif timezone is not None:
-            raise BatchError("--timezone applies to the times of --submission-times FILE, "
-                             "and none was given")
-    if path is None:
-        return None
-    try:
-        return submission_times.TimesFiles([(assignment, submission_times.load(path, timezone))])
-    except SubmissionTimesError as problem:
-        raise BatchError(str(problem)) from None
-
-
-def _note_unmatched(files: TimesFiles, students: list, progress: Progress) -> None:
-    for _, times in files.files:
-        _note_unmatched_of(times, students, progress)
-
-
-def _note_unmatched_of(times: SubmissionTimes, students: list, progress: Progress) -> None:
-    unmatched = times.unmatched(students)
-    if not unmatched:
-        return
-    timed = sum(e.when is not None for e in times.entries)
-    shown = ", ".join(f"{e.label} ({e.where})" for e in unmatched[:5])
-    more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
-    text = (f"{times.source.name}: {len(unmatched)} of its {timed} submission times match no "
-            f"submission in this folder: {shown}{more}")
-    # Nothing matching at all is almost certainly the wrong file; a few strays are normal
-    # (students whose upload is not in this download).
-    if len(unmatched) == timed:
-        progress.warn(text)
-    else:
-        progress.note(text)
 
 
 @dataclass
