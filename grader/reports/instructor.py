@@ -88,7 +88,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
             "batch_key": batch_key,
             "overrides": overrides_template(assignments, batch_key),
-            "not_graded": not_graded_view(result)}
+            "not_graded": not_graded_view(result, for_student=False)}
 
 
 def overrides_template(assignments: list[dict], batch_key: str | None = None) -> str:

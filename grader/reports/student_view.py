@@ -17,6 +17,7 @@ from grader.reports.measurements import (comparison_rows, format_measured, forma
                                          task_label)
 from grader.reports.not_graded import not_graded
 from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
+from grader.reports.student_wording import all_for_the_student, for_the_student
 
 STATUS_WORDS = {
     "passed": "passed", "failed": "failed", "partial": "partly passed", "error": "error",
@@ -50,15 +51,17 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "max_score": format_points(result.get("max_score")),
         "pending_points": format_points(result.get("pending_points"))
         if result.get("pending_points") else None,
-        "errors": list(result.get("errors") or []),
-        "left_out": [str(line) for line in result.get("left_out") or []],
+        "errors": all_for_the_student(result.get("errors")),
+        "left_out": all_for_the_student(result.get("left_out")),
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
         "not_graded": not_graded_view(result),
     }
 
 
-def not_graded_view(result: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What a report of an upload that was never graded says in place of its scores."""
+def not_graded_view(result: Mapping[str, Any], *,
+                    for_student: bool = True) -> dict[str, Any] | None:
+    """What a report of an upload that was never graded says in place of its scores; the
+    reason as the batch wrote it for the staff where `for_student` is False (instructor.md)."""
     found = not_graded(result)
     if found is None:
         return None
@@ -71,7 +74,8 @@ def not_graded_view(result: Mapping[str, Any]) -> dict[str, Any] | None:
                 "the course staff has to look at it first. The reason:")
         next_step = ("No points are counted for it, not even 0: the course staff will look at "
                      "your upload and grade it, or tell you what to hand in again.")
-    return {"kind": found.kind, "reason": found.reason, "lead": lead, "next": next_step,
+    reason = for_the_student(found.reason) if for_student else found.reason
+    return {"kind": found.kind, "reason": reason, "lead": lead, "next": next_step,
             "assignments": [str(a.get("title") or a.get("id")) for a in
                             result.get("assignments") or [] if isinstance(a, Mapping)]}
 
@@ -96,7 +100,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "excluded_points": format_points(assignment.get("excluded_points") or 0),
         "has_excluded": bool(assignment.get("excluded_points")),
         "rubric_max_score": format_points(assignment.get("rubric_max_score")),
-        "errors": list(assignment.get("errors") or []),
+        "errors": all_for_the_student(assignment.get("errors")),
         "late": assignment.get("late"),
         "late_note": _late_without_penalty(assignment.get("late"), items),
         "rubric_items": _said_once(rubric_items),
@@ -262,7 +266,8 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
     files = [file_shown(f) for f in answers.get("files") or [] if isinstance(f, Mapping)]
     questions = answers.get("questions") or {}
     missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in not_answered(answers)]
-    return {"files": files, "missing": missing, "problems": list(answers.get("problems") or []),
+    return {"files": files, "missing": missing,
+            "problems": all_for_the_student(answers.get("problems")),
             "review": bool(answers.get("needs_manual_review")),
             "readings": readings(answers)}
 

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
 from grader.reports.student_view import display_name, file_shown
+from grader.reports.student_wording import all_for_the_student
 from grader.scoring.score import failure_shape
 
 # An answer the sheet lacks (nothing else wrong with it): "Observed: no answer found" alone
@@ -231,7 +232,7 @@ def cause_lines(number: int, cause: Cause) -> list[str]:
 def _problem_lines(result: Mapping[str, Any]) -> list[str]:
     """Held for review, grading problems, and how the answers were read."""
     lines = []
-    for error in result.get("errors") or []:
+    for error in all_for_the_student(result.get("errors")):
         lines += ["", "Grading problem (not caused by your code):"] + _indented(error)
     for assignment in result.get("assignments") or []:
         name = assignment.get("id")
@@ -241,13 +242,13 @@ def _problem_lines(result: Mapping[str, Any]) -> list[str]:
                           "course staff have looked at what the grader found (remove it if it "
                           "is a leftover):"]
             lines += [f"{_INDENT}- {p}" for p in review.get("problems") or []]
-        for error in assignment.get("errors") or []:
+        for error in all_for_the_student(assignment.get("errors")):
             lines += ["", f"{name}: grading problem:"] + _indented(error)
         answers = assignment.get("answers") or {}
         files = [file_shown(f) for f in answers.get("files") or [] if isinstance(f, Mapping)]
         if files:
             lines += ["", f"{name}: answers read from " + ", ".join(files)]
-            lines += [f"{_INDENT}- {p}" for p in answers.get("problems") or []]
+            lines += [f"{_INDENT}- {p}" for p in all_for_the_student(answers.get("problems"))]
     return lines
 
 
