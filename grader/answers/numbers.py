@@ -594,10 +594,78 @@ def layer_pair_said(text: str) -> LayerPair | None:
     convention ("3 and 4 (1-based)", "2 and 3 (0-based)"). None where the sides disagree
     ("before layer 3 (after layer 1)"), a side is named twice, a number beside them says
     another pair, a "not" turns them, ordinals are mixed with plain numbers, or the answer
-    says both conventions."""
+    says both conventions. A pair said more than once, each time in its own way ("3rd and 4th
+    layer (index 2 -> 3)", "layers 2 and 3 (0-based), i.e. the 3rd and 4th"), is that pair
+    where every saying gives the same layers counted from 0 (_said_alike)."""
     text = str(text)
     if len(text) > MAX_VALUE_CHARS:
         return None
+    return _one_pair_said(text) or _said_alike(text)
+
+
+# Where one saying of a pair ends and the next begins, outside brackets: "i.e.", "that is",
+# "aka", ";", "=".
+_RESTATED_RE = re.compile(r"\s*(?:[;=]|,?\s*\b(?:i\.\s?e\.|that\s+is\b|aka\b),?)\s*", re.IGNORECASE)
+_BRACKETED_RE = re.compile(r"\(([^()]*)\)|\[([^\[\]]*)\]")
+
+
+def _sayings(text: str) -> list[str]:
+    """`text` cut where it says its pair again: at _RESTATED_RE outside brackets, then each
+    piece that is no pair by itself into its words outside brackets and each bracket's content
+    ("3rd and 4th layer (index 2 -> 3)": two sayings). None of it where a bracket is not closed."""
+    pieces, depth, start = [], 0, 0
+    for at, char in enumerate(text):
+        depth += 1 if char in "([" else -1 if char in ")]" else 0
+        if depth < 0:
+            return []
+        found = _RESTATED_RE.match(text, at) if depth == 0 and at >= start else None
+        if found:
+            pieces.append(text[start:at])
+            start = found.end()
+    if depth:
+        return []
+    pieces.append(text[start:])
+    sayings = []
+    for piece in pieces:
+        if _one_pair_said(piece) is not None:
+            sayings.append(piece)
+        else:
+            sayings += [_BRACKETED_RE.sub(" ", piece)] + [a or b for a, b in _BRACKETED_RE.findall(piece)]
+    return sayings
+
+
+def _said_alike(text: str) -> LayerPair | None:
+    """The pair of a text that says it more than once, each saying with its own way of
+    counting, where all agree once each is counted from 0: an ordinal or "1-based" pair less
+    one, an "index" or "0-based" pair as written; a pair that does not say how it counts
+    agrees where it is the same layers counted from 0, or the same numbers as a pair counted
+    from 1. None where one saying is no pair (a layer alone, words that are not read), where
+    two disagree, or where no saying says how it counts and two differ. Words with no layer
+    number (the GPUs: "cuda:0 -> cuda:1") are no saying."""
+    every = _sayings(text)
+    sayings = [s for s in every if re.search(r"\d|" + _ORDINAL_RE.pattern, _NAMED_INDEX_RE.sub(" ", s), re.IGNORECASE)]
+    if len(sayings) < 2:
+        # One saying beside the GPUs alone ("3rd and 4th layer (GPU 0 -> GPU 1)"): that one.
+        return _one_pair_said(sayings[0]) if sayings and len(every) > 1 else None
+    said = [_one_pair_said(s) for s in sayings]
+    if any(pair is None or len(pair.said) != 2 for pair in said):
+        return None
+    counted = [pair for pair in said if pair.counted_from is not None]
+    if not counted:
+        return said[0] if len({pair.said for pair in said}) == 1 else None
+    zero = {tuple(pair.zero_based) for pair in counted}
+    if len(zero) != 1:
+        return None
+    indices = zero.pop()
+    from_one = {pair.said for pair in counted if pair.counted_from == 1}
+    if any(pair.counted_from is None and pair.said != indices and pair.said not in from_one for pair in said):
+        return None
+    if all(pair.counted_from == 1 or pair.counted_from is None and pair.said != indices for pair in said):
+        return LayerPair(tuple(n + 1 for n in indices), 1)   # said only as counted from 1
+    return LayerPair(indices, 0)
+
+
+def _one_pair_said(text: str) -> LayerPair | None:
     one, zero = _ONE_BASED_RE.search(text), _ZERO_BASED_RE.search(text) or _INDEXED_LAYER_RE.search(text)
     if one and zero:
         return None

@@ -505,17 +505,20 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
             line_end = rest.find("\n")
             following = _rest_of_paragraph(layout, entry.line).lower() if entry.kind == PROSE else ""
             rest = (rest if line_end < 0 else rest[:line_end]) + " " + following
-        if answer.field == TRANSFER_FIELD:
-            pair = layer_pair_after(rest)
-            value, why = transfer_as_indices(pair) if pair is not None else (None, None)
-            if why:
-                notes.setdefault(id(match), (why, f"'{shown}' is answered '{_answer_written(cased, match, rest)}': {why}"))
-        else:
-            value = numbers_after(rest, answer.kind, gpu_count_given(answer.template_text), answer.template_text)
+        value, why = _read_after(answer, rest)
+        said, under = _answer_written(cased, match, rest), None
+        if not handout:
+            wrapped = _wrapped_reading(answer, rest, cased[match.end():match.end() + len(rest)],
+                                       _entry_at(starts, match.end()), layout, value, said)
+            if wrapped is not None:
+                value, why, rest, said = wrapped
+                under = next(_lines_after(layout, _entry_at(starts, match.end()).line), None) if value else None
+        if why:
+            notes.setdefault(id(match), (why, f"'{shown}' is answered '{said}': {why}"))
         if value:
-            values.append((value, match, None))
+            values.append((value, match, under))
         elif written is None and match.group("start") is not None:
-            written = _answer_written(cased, match, rest) or None
+            written = said or None
     if not values:
         if unclear:
             problem = f"'{shown}' is answered {unclear[0]}, not with a clear yes or no: " \
@@ -546,6 +549,41 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
                         notes=(notes[id(match)][1],) if id(match) in notes else ())
 
 
+def _read_after(answer: contract.LabelledAnswer, rest: str) -> tuple[list[int] | None, str | None]:
+    """(the value read after `answer`'s label from `rest`, how it was read where not as written)."""
+    if answer.field == TRANSFER_FIELD:
+        pair = layer_pair_after(rest)
+        return transfer_as_indices(pair) if pair is not None else (None, None)
+    return numbers_after(rest, answer.kind, gpu_count_given(answer.template_text), answer.template_text), None
+
+
+def _wrapped_reading(answer: contract.LabelledAnswer, rest: str, rest_cased: str, entry: Entry, layout: Layout,
+                     value: list[int] | None, written: str) -> tuple[list[int] | None, str | None, str, str] | None:
+    """(value, how it was read, the text read, the answer as written) of an answer in prose that wraps onto the lines
+    under its label's ("GPU 0 gets 3 layers, GPU 1 gets" / "3 layers"), where its label's line
+    alone gives no value or only the start of the one the paragraph gives ("3 on GPU 0 and" /
+    "3 on GPU 1": [3] of [3, 3]); where neither gives one, no value and the whole answer
+    quoted for the person who reads it; None where the line's own value stands. Only an answer begun
+    on the label's line (not a placeholder, not another label after it there) goes on, and
+    only in its paragraph: the next label's line ends it (_lines_after)."""
+    line = rest.partition("\n")[0]
+    if entry.kind != PROSE or not written or not line.strip(" |:=-–") or until_next_label(line) != line:
+        return None
+    following = _rest_of_paragraph(layout, entry.line)
+    if not following.strip():
+        return None
+    whole = line + " " + following.lower()
+    found, why = _read_after(answer, whole)
+    quoted = _said(rest_cased.partition("\n")[0] + " " + following)
+    if not found and not value:
+        return None, None, rest, quoted   # still not read: a person reads all of it
+    if not found or found == value:
+        return None
+    if value and not (len(found) > len(value) and found[:len(value)] == value):
+        return None   # the line says another whole answer: kept, never replaced
+    return found, why, whole, quoted
+
+
 # The template's placeholders and what joins them ("... and ...", "..., ..."): no answer.
 _PLACEHOLDER_PARTS = re.compile(r"\.{2,}|…|\band\b|\b(?:todo|tbd|tba)\b|yes\s*/\s*no|[\s,;/|:=?\-–—_*`]",
                                 re.IGNORECASE)
@@ -554,7 +592,12 @@ _PLACEHOLDER_PARTS = re.compile(r"\.{2,}|…|\band\b|\b(?:todo|tbd|tba)\b|yes\s*
 def _answer_written(cased: str, match: re.Match, rest: str) -> str:
     """What the report writes after a label as the student wrote it (the label's line, or the
     next where the label stands alone), "" where that is a placeholder or nothing."""
-    heads = _answer_heads(cased[match.end():match.end() + len(rest)], "int_list")
+    return _said(cased[match.end():match.end() + len(rest)])
+
+
+def _said(text: str) -> str:
+    """_answer_written of the text after a label."""
+    heads = _answer_heads(text, "int_list")
     said = heads[0].strip() if heads else ""
     if not _PLACEHOLDER_PARTS.sub("", said):
         return ""
