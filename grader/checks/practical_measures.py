@@ -36,15 +36,17 @@ def evidence(run, found, expected: str, missing: str, look: str | None = None):
 
 def forward_passes(run, rank: int = 0) -> list[dict]:
     """The rank's forward passes of root modules, in the order they began, each as
-    {module, step, batch, rows_in, out_shape, out_device, rows_out, storage_out}: the main
-    thread's and those of threads the script starts itself (a chunk per thread), never a
-    DataParallel replica's (part of the wrapper's pass). Rows are fingerprints (sum, sum of
-    squares per row), recorded before the first optimizer step only."""
+    {module, step, batch, rows_in, out_shape, out_device, rows_out, storage_out, grad, trains}:
+    the main thread's and those of threads the script starts itself (a chunk per thread), never
+    a DataParallel replica's (part of the wrapper's pass). Rows are fingerprints (sum, sum of
+    squares per row), recorded before the first optimizer step only. `trains`: run with
+    gradients and its output reached by a backward pass (see `trains`)."""
     passes, open_passes = [], {}
+    reached = reached_passes(run, rank)
     for event in run.events:
         if event.get("rank", 0) != rank:
             continue
-        thread = event.get("thread")
+        thread = (event.get("thread"), event.get("tid"))
         if event.get("event") == "forward":
             if not script_forward(event):
                 continue
@@ -52,7 +54,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "module": event.get("module"), "step": event.get("step"),
                 "batch": event.get("batch"), "rows_in": event.get("rows"),
                 "out_shape": None, "out_device": None, "rows_out": None,
-                "input_device": event.get("input_device"), "grad": event.get("grad", True)}
+                "input_device": event.get("input_device"), "grad": event.get("grad", True),
+                "trains": trains(event, reached)}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             open_passes.pop(thread).update(
@@ -64,6 +67,48 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
 def script_forward(event: dict) -> bool:
     """A forward pass the script itself runs (in any thread of its own), not a replica's."""
     return event.get("event") == "forward" and not event.get("nested")
+
+
+def reached_passes(run, rank: int = 0) -> set:
+    """The numbers of the rank's forward passes whose output a backward pass reached."""
+    return {e.get("n") for e in run.of("forward_used", rank)}
+
+
+def trains(forward: dict, reached: set) -> bool:
+    """Whether a forward record trains: run with gradients, and its output reached by a
+    backward pass. A pass whose output no backward reaches (thrown away, or made without a
+    graph) trains nothing: a red team had passed such "micro-batches" beside one hidden
+    full-batch pass. A record without a number (a made-up trace) is taken as it says."""
+    return bool(forward.get("grad", True)) and ("n" not in forward or forward["n"] in reached)
+
+
+def training_events(events: list[dict]) -> list[dict]:
+    """Events of one step (Observation.by_step) less what trains nothing: forward passes no
+    backward reached, and backward passes that reached none of the step's forward passes (a
+    backward of a tensor of the script's own). Kept as they are where the passes are not
+    numbered (a made-up trace)."""
+    if not any("n" in e for e in events if e.get("event") == "forward"):
+        return events
+    reached = {e.get("n") for e in events if e.get("event") == "forward_used"}
+    kept = []
+    for at, event in enumerate(events):
+        kind = event.get("event")
+        if kind == "forward" and not trains(event, reached):
+            continue
+        if kind == "backward" and not _reaches_a_pass(events, at):
+            continue
+        kept.append(event)
+    return kept
+
+
+def _reaches_a_pass(events: list[dict], at: int) -> bool:
+    for event in events[at + 1:]:
+        kind = event.get("event")
+        if kind == "forward_used":
+            return True
+        if kind in ("backward", "step"):
+            return False
+    return False
 
 
 def rows_of(batch_shape) -> int | None:
@@ -160,10 +205,11 @@ def devices_of_rank(run, rank: int) -> set[str]:
 
 def first_step_rows(run, rank: int) -> list[list[float]]:
     """The rows the rank's model trained on before its first optimizer step (its first batch;
-    an evaluation pass under torch.no_grad() is no training batch)."""
+    an evaluation pass under torch.no_grad(), or a pass no backward reached, is no training
+    batch)."""
     rows = []
     for forward in forward_passes(run, rank):
-        if forward["step"] == 0 and forward["rows_in"] and forward["grad"]:
+        if forward["step"] == 0 and forward["rows_in"] and forward["trains"]:
             rows += forward["rows_in"]
     return rows
 

@@ -23,7 +23,8 @@ from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_li
 from grader.checks.practical_measures import (UNKNOWN, assigned_constants, broken_layout_edit,
                                               devices_of_rank, distinct_rows, evidence,
                                               first_step_rows, learning_ranks, not_learning,
-                                              restored_layout_edit, rows_of, script_text)
+                                              restored_layout_edit, rows_of, script_forward,
+                                              script_text, training_events)
 from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical10/sample.py"
@@ -111,11 +112,11 @@ def start_runs(runs, handout):
 def step_pattern(run, rank=0):
     """Per optimizer step: (forward passes, their row counts, backward passes, synchronising
     backward passes, the index of the last one among the backwards). A forward pass under
-    torch.no_grad() (a loss logged after the step) is no micro-batch: it trains nothing."""
+    torch.no_grad() (a loss logged after the step) is no micro-batch: it trains nothing; nor
+    is a pass no backward reached, or a backward that reached no pass (training_events)."""
     pattern = []
-    for events in run.by_step(rank):
-        forwards = [e for e in events if e.get("event") == "forward"
-                    and not e.get("nested") and e.get("grad", True)]
+    for events in map(training_events, run.by_step(rank)):
+        forwards = [e for e in events if script_forward(e) and e.get("grad", True)]
         backwards = synced = 0
         last_synced_at = None
         synced_this_backward = False

@@ -121,10 +121,11 @@ def start_runs(runs):
 
 def first_batches(run):
     """{rank: rows of its first training forward pass} for the ranks that ran one (an
-    evaluation pass under torch.no_grad() before training is no training batch)."""
+    evaluation pass under torch.no_grad() before training, or a pass no backward reached, is
+    no training batch)."""
     found = {}
     for rank in run.ranks():
-        passes = [p for p in forward_passes(run, rank) if p["grad"]]
+        passes = [p for p in forward_passes(run, rank) if p["trains"]]
         if passes and rows_of(passes[0]["batch"]):
             found[rank] = rows_of(passes[0]["batch"])
     return found

@@ -167,9 +167,8 @@ class ThreadHooks:
                 thread._pdl_tape = self.clock.take_tape()
 
     def start(self, thread) -> None:
-        from grader.vgpu.observe import forward_depth
-        # A thread started inside a forward pass (DataParallel's replicas) runs part of it.
-        thread._pdl_within_forward = forward_depth() > 0
+        from grader.vgpu.observe import inside_data_parallel
+        thread._pdl_replica = inside_data_parallel()
         if self.clock is not None:
             thread._pdl_host_start = self.clock.host()
         return self.original_start(thread)

@@ -15,15 +15,49 @@ import threading
 import torch
 
 from grader.vgpu.patcher import Patcher
-from grader.vgpu.rows import RowRecorder, in_replica_thread
+from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
 
 _tls = threading.local()
 
 
-def forward_depth() -> int:
-    """How many root-module forward passes this thread is inside (0 outside any)."""
-    return getattr(_tls, "depth", 0)
+# DataParallel's own forward, as torch defines it (read before any script runs).
+_DATA_PARALLEL_FORWARD = torch.nn.DataParallel.forward.__code__
+# Frames looked through for it when a thread starts: parallel_apply is a few calls below.
+_DATA_PARALLEL_FRAMES = 64
+
+
+def inside_data_parallel() -> bool:
+    """Whether a DataParallel forward is running in this thread: a thread it starts is a
+    replica's (rows.in_replica_thread)."""
+    frame = sys._getframe(1)
+    for _ in range(_DATA_PARALLEL_FRAMES):
+        if frame is None:
+            return False
+        if frame.f_code is _DATA_PARALLEL_FORWARD:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _thread_fields() -> dict:
+    """The thread a forward record is of: its name, and where that is not the main thread its
+    id too (names are the script's to choose; a pass is paired with its output by both)."""
+    thread = threading.current_thread()
+    if thread is threading.main_thread():
+        return {"thread": thread.name}
+    return {"thread": thread.name, "tid": threading.get_ident()}
+
+
+def _output_tensors(output) -> list:
+    """The tensors of a forward's output (a tensor, or a tuple, list or dict of them)."""
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (list, tuple)):
+        return [item for item in output if isinstance(item, torch.Tensor)]
+    return []
 
 
 def _first_tensor(args, kwargs):
@@ -54,10 +88,18 @@ def _checkpointed() -> bool:
     """Whether this forward runs inside reentrant checkpointing's forward
     (`torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`), which runs the function
     under torch.no_grad() although it trains: its gradients come from the recomputation."""
-    code = _checkpoint_forward_code()
+    return _on_stack(_checkpoint_code("forward"))
+
+
+def _reentrant_recomputation() -> bool:
+    """Whether this forward is reentrant checkpointing's recomputation, in its backward."""
+    return _on_stack(_checkpoint_code("backward"))
+
+
+def _on_stack(code) -> bool:
     if code is None:
         return False
-    frame = sys._getframe(2)
+    frame = sys._getframe(3)
     for _ in range(_CHECKPOINT_FRAMES):
         if frame is None:
             return False
@@ -67,11 +109,10 @@ def _checkpointed() -> bool:
     return False
 
 
-def _checkpoint_forward_code():
+def _checkpoint_code(method: str):
     module = sys.modules.get("torch.utils.checkpoint")
     function = getattr(module, "CheckpointFunction", None) if module is not None else None
-    forward = getattr(function, "forward", None)
-    return getattr(forward, "__code__", None)
+    return getattr(getattr(function, method, None), "__code__", None)
 
 
 def _is_model(module) -> bool:
@@ -157,6 +198,10 @@ class Observer:
         self._placements: dict[int, list] = {}
         self._handles = []
         self.rows = RowRecorder(lambda: self.steps)
+        self._used: set[int] = set()   # forward passes a backward pass has reached
+        # Passes inside reentrant checkpointing, per module, until backward recomputes them:
+        # (the pass's number, its input's storage).
+        self._awaiting: dict[int, list[tuple[int, int | None]]] = {}
 
     def install(self, patcher: Patcher) -> None:
         from torch.nn.modules import module as module_hooks
@@ -181,8 +226,12 @@ class Observer:
     # -- forward passes -----------------------------------------------------------------------
     def _pre_forward(self, module, args, kwargs=None):
         depth = getattr(_tls, "depth", 0)
+        # Only a model's forward nests: a pass-through module without parameters that calls
+        # the model (Through()(model, x)) had hidden the model's pass from the trace.
+        if not depth and not _is_model(module):
+            return None
         _tls.depth = depth + 1
-        if depth or not self.trace.enabled or not _is_model(module):
+        if depth or not self.trace.enabled:
             return None
         first = _first_tensor(args, kwargs or {})
         if in_backward():
@@ -191,11 +240,13 @@ class Observer:
             self.trace.emit("recompute", module=type(module).__name__, step=self.steps,
                             batch=list(first.shape) if first is not None else None,
                             thread=threading.current_thread().name, site=call_site(2))
+            if _reentrant_recomputation():
+                self._recomputed(module, first)
             return None
         self.forwards += 1
+        _tls.forward = (self.forwards, storage_of(first) if first is not None else None)
         if self.clock is not None and self.forwards == 1:
             self._last_sim_t = self.clock.completion()  # the first step counts from here
-        thread = threading.current_thread().name
         nested = in_replica_thread()
         # When the work enqueued before this forward (a batch's copy to the GPU, say) is done:
         # a step's training work is timed from here (practical_measures.work_seconds).
@@ -205,7 +256,7 @@ class Observer:
         self.trace.emit("forward", module=type(module).__name__, step=self.steps,
                         batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
-                        thread=thread, site=call_site(2),
+                        n=self.forwards, **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
                         **({"nested": True} if nested else {}),
                         **self.rows.fields(first), **begun)
@@ -221,14 +272,56 @@ class Observer:
         _tls.depth = depth
         if depth or not self.trace.enabled or not _is_model(module) or in_backward():
             return None
+        self._watch_output(module, *getattr(_tls, "forward", (None, None)), output)
         out = _first_tensor((output,), {})
         if out is not None:
             # The output's sum lets the grader check that concatenated chunk outputs equal
             # the full batch's output without ever seeing the tensors.
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
-                            thread=threading.current_thread().name, **self.rows.fields(out))
+                            **_thread_fields(), **self.rows.fields(out))
         return None
+
+    def _watch_output(self, module, forward, input_storage, output) -> None:
+        """Have `forward_used` recorded when a backward pass first reaches this pass's output
+        (or, for a pass inside reentrant checkpointing, whose output autograd never sees,
+        when backward recomputes it): a pass no backward reaches trains nothing (a forged
+        micro-batch whose output is thrown away, or made without a graph)."""
+        if forward is None:
+            return
+        nodes = {id(t.grad_fn): t.grad_fn for t in _output_tensors(output)
+                 if t.grad_fn is not None}
+        if not nodes:
+            if _checkpointed():
+                self._awaiting.setdefault(id(module), []).append((forward, input_storage))
+            return
+
+        def reached(grad_outputs, forward=forward):
+            self._reached(forward)
+            return None
+
+        for node in nodes.values():
+            try:
+                node.register_prehook(reached)
+            except (RuntimeError, AttributeError, TypeError):
+                continue
+
+    def _recomputed(self, module, first) -> None:
+        """Backward recomputes a checkpointed pass of `module`: the latest one awaiting on the
+        same input (reentrant checkpointing recomputes on its saved inputs, detached: the same
+        storage), else the latest one awaiting."""
+        awaiting = self._awaiting.get(id(module))
+        if not awaiting:
+            return
+        storage = storage_of(first) if first is not None else None
+        same = [i for i, (_, saved) in enumerate(awaiting) if saved is not None and saved == storage]
+        forward, _ = awaiting.pop(same[-1] if same else -1)
+        self._reached(forward)
+
+    def _reached(self, forward: int) -> None:
+        if forward not in self._used and self.trace.enabled:
+            self._used.add(forward)
+            self.trace.emit("forward_used", n=forward, step=self.steps)
 
     # -- optimizer steps ----------------------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):

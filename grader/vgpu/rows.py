@@ -62,11 +62,11 @@ def row_prints(tensor) -> list[list[float]] | None:
 
 
 def in_replica_thread() -> bool:
-    """Whether this thread was started inside a forward pass of another thread: a
-    DataParallel replica's (parallel_apply's worker, started by the wrapper's forward) is part
-    of the wrapper's pass, while a thread the script starts for a chunk of its own runs a pass
-    of its own (ThreadHooks.start marks which)."""
-    return bool(getattr(threading.current_thread(), "_pdl_within_forward", False))
+    """Whether this thread is a DataParallel replica's: started while a DataParallel forward
+    ran in the thread that started it (parallel_apply's worker), its pass part of the
+    wrapper's. A thread the script starts, even inside a module of its own, runs passes of its
+    own (ThreadHooks.start marks which)."""
+    return bool(getattr(threading.current_thread(), "_pdl_replica", False))
 
 
 class RowRecorder:

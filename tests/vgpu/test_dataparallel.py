@@ -85,3 +85,34 @@ def test_passes_in_threads_the_script_starts_are_its_own(traced_vnode):
     forwards = _forwards(events)
     assert len(forwards) == 4 and not any(e.get("nested") for e in forwards)
     assert all(e["thread"] != "MainThread" and e.get("rows") for e in forwards)
+
+
+def test_threads_a_module_of_the_scripts_starts_in_its_forward_run_passes_of_its_own(traced_vnode):
+    # Hand-made data parallelism (a red team's honest Part 2, adv26): a wrapper without
+    # parameters whose forward runs the model on each chunk in a thread of its own. Only
+    # DataParallel's forward makes replicas.
+    import threading
+
+    class ChunksInThreads(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            outputs = [None, None]
+
+            def run(i, chunk):
+                outputs[i] = self.model(chunk)
+            workers = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(x.chunk(2))]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            return torch.cat(outputs)
+
+    events = traced_vnode(2)
+    module = nn.Sequential(nn.Linear(3, 2)).cuda()
+    ChunksInThreads(module)(torch.randn(8, 3, device="cuda:0"))
+    forwards = _forwards(events)
+    assert sorted((e["module"], e["batch"][0], bool(e.get("nested"))) for e in forwards) == [
+        ("ChunksInThreads", 8, False), ("Sequential", 4, False), ("Sequential", 4, False)], forwards

@@ -1,0 +1,119 @@
+"""Which forward and backward passes train, from a real traced run (a red team's forgery, adv26).
+
+A template's Practical 10 loop earned 5.5 code points with no micro-batch at all: the real pass
+on the whole batch ran inside a module without parameters that calls the model (its pass was
+nested and went unrecorded), beside "micro-batch" passes whose outputs were thrown away and
+backward passes of a scalar of the script's own. Practical 6 earned 2 points alike (a thrown-away
+pass on a share of the batch, the real one hidden). Now a pass-through module hides nothing, a
+pass trains only where a backward pass reaches its output (or, checkpointed, recomputes it), and
+a backward counts only where it reaches a pass.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+from grader.checks import practical_measures as pm
+from grader.checks import test_practical10 as p10
+from grader.harness.observation import Observation
+
+
+class Through(nn.Module):
+    """No parameters of its own: calls what it is given."""
+
+    def forward(self, f, *args):
+        return f(*args)
+
+
+def model_on_gpu() -> nn.Module:
+    return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2)).cuda()
+
+
+def observed(events) -> Observation:
+    return Observation("sample.py", gpus=1, returncode=0, events=list(events), stdout="")
+
+
+def test_a_pass_through_module_hides_no_pass(traced_vnode):
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    Through()(model, torch.randn(16, 6, device="cuda:0")).sum().backward()
+    forwards = [e for e in events if e["event"] == "forward"]
+    assert [(e["module"], e["batch"]) for e in forwards] == [("Sequential", [16, 6])], (
+        f"expected the model's pass inside the pass-through recorded; observed {forwards}")
+
+
+def test_only_passes_a_backward_reaches_train(traced_vnode):
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(16, 6, device="cuda:0")
+    for micro in x.chunk(4):
+        model(micro)                                    # thrown away
+        torch.zeros((), requires_grad=True).backward()  # reaches no pass of the model
+    Through()(model, x).sum().backward()                # the real step, on the whole batch
+    optimizer.step()
+    run = observed(events)
+    passes = pm.forward_passes(run)
+    assert [(pm.rows_of(p["batch"]), p["trains"]) for p in passes] == \
+        [(4, False)] * 4 + [(16, True)], passes
+    assert p10.step_pattern(run) == [{"forwards": 1, "rows": [16], "backwards": 1,
+                                      "synced": 0, "synced_at": None}], p10.step_pattern(run)
+
+
+def test_micro_batches_as_the_handout_writes_them_all_train(traced_vnode):
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for micro in torch.randn(16, 6, device="cuda:0").chunk(4):
+        (model(micro).sum() / 4).backward()
+    with torch.no_grad():
+        model(torch.randn(2, 6, device="cuda:0"))       # a loss logged: no micro-batch
+    optimizer.step()
+    run = observed(events)
+    assert p10.step_pattern(run) == [{"forwards": 4, "rows": [4] * 4, "backwards": 4,
+                                      "synced": 0, "synced_at": None}], p10.step_pattern(run)
+    assert len(pm.first_step_rows(run, 0)) == 16
+
+
+def test_checkpointed_passes_train_when_backward_recomputes_them(traced_vnode):
+    """Reentrant checkpointing runs the pass under no_grad, its output outside autograd: it
+    trains where backward recomputes it, and not where its output is thrown away."""
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    x = torch.randn(8, 6, device="cuda:0", requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        checkpoint(model, x, use_reentrant=True)            # thrown away
+        checkpoint(model, x, use_reentrant=True).sum().backward()
+        checkpoint(model, x, use_reentrant=False).sum().backward()
+    passes = pm.forward_passes(observed(events))
+    assert [p["trains"] for p in passes] == [False, True, True], passes
+
+
+def test_a_model_returning_a_tuple_trains_through_any_of_its_outputs(traced_vnode):
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(6, 2), nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.a(x), self.b(x)
+
+    events = traced_vnode(1)
+    model = TwoHeads().cuda()
+    aux, logits = model(torch.randn(4, 6, device="cuda:0"))
+    logits.sum().backward()        # the loss uses the second output only
+    passes = pm.forward_passes(observed(events))
+    assert [p["trains"] for p in passes] == [True], passes
+
+
+def test_a_made_up_trace_without_numbered_passes_is_read_as_it_says():
+    events = [{"event": "forward", "rank": 0, "thread": "MainThread", "step": 0,
+               "batch": [8, 4]},
+              {"event": "backward", "rank": 0}, {"event": "step", "rank": 0, "index": 1}]
+    run = observed(events)
+    assert pm.forward_passes(run)[0]["trains"] is True
+    assert p10.step_pattern(run)[0]["backwards"] == 1
