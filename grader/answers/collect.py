@@ -9,7 +9,10 @@ that contradict each other, a label answered twice) and the sheet's answer is wh
 sheet's is graded, and a problem says so. Where both are whole and disagree, the report's is
 graded (the handout asks for the report; the sheet is the grader's form, and taking the
 better of two answers would reward writing two), and a problem names both, so a person sees
-a misread report. Every answer keeps where it came from, and every question answered
+a misread report. A written answer that only points to the other file ("See answers.yaml.")
+is no answer there: the other file's is read; where both files hold written answers in
+different words, the one not graded first is kept in `also`, and the instructor reads both.
+Every answer keeps where it came from, and every question answered
 nowhere is listed in `missing`, so a check can say "not found in hw3/report.pdf (label
 ...)" instead of a silent zero. Never raises on bad input.
 
@@ -22,6 +25,7 @@ named for a person to read, every answer unread.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +67,9 @@ class Answers:
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
     # The report handed in in another format instead of the PDF ("hw3/report.md"), or None.
     report_instead: str | None = None
+    # id -> {"file", "text"}: a written answer the other file gives in other words than the
+    # one in `values` (a person grades it and reads both).
+    also: dict[str, dict] = field(default_factory=dict)
     needs_manual_review: bool = False
     questions: dict[str, str] = field(default_factory=dict)  # id -> the question's text
 
@@ -97,6 +104,7 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     pdf_incomplete: dict[str, str] = {}   # id -> why the report's answer is only in part
     pdf_display = f"{assignment}/{REPORT_NAME}"
     pdf: Hw3PdfReading | None = None
+    pointers: dict[str, str] = {}   # id -> a written answer that only points to the other file
     if source in ("pdf", "pdf_then_sheet"):
         display = pdf_display
         pdf = read_hw3_pdf(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
@@ -126,6 +134,9 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         unread_why.update({qid: why for qid, why in pdf.unread.items() if qid in questions})
         pdf_incomplete = dict(pdf.incomplete)
         for qid, value in pdf.answers.items():
+            if source == "pdf_then_sheet" and points_elsewhere(value):
+                pointers[qid] = value
+                continue
             if qid in questions and value not in (None, "", []):
                 answers.values[qid] = value
                 where = pdf.where.get(qid)
@@ -140,6 +151,10 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
                               else "problems" if sheet.found else "missing"})
         answers.problems += sheet.problems
         for qid, value in sheet.values.items():
+            if pdf is not None and points_elsewhere(value):
+                if qid not in answers.values:
+                    pointers.setdefault(qid, value)
+                continue
             if qid not in answers.values:
                 answers.values[qid] = value
                 answers.origin[qid] = display
@@ -150,6 +165,10 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         answers.unread_cells += [cell for cell in sheet.unread_cells if answers.origin.get(cell["id"]) == display]
         unread |= set(sheet.unread)
         unread_why.update(sheet.unread_why)
+    for qid, pointer in pointers.items():
+        if qid not in answers.values:
+            answers.problems.append(f"{qid}: answered only '{_quoted(pointer)}', which points to the other file, "
+                                    "and that file has no answer to it")
     if pdf is not None:
         _said_of_the_report(answers, pdf, pdf_display, pdf_incomplete, questions)
     order = list(questions)   # the template's order, as `missing` has it
@@ -229,7 +248,10 @@ def _sheet_over_report_instead(answers: Answers, qid: str, value: Any, report: s
     the sheet's is graded. The PDF's answer wins over the sheet's because the handout asks for
     the PDF; a report in another format is not what it asks for, and the sheet is the grader's
     own form, read exactly: the report fills what the sheet lacks (hw3_s04's sheet was empty).
-    Where the two differ, a problem names both."""
+    Where the two differ, a problem names both; two written answers both go to the instructor."""
+    if isinstance(value, str) and isinstance(answers.values[qid], str):
+        _both_written(answers, qid, value, report, sheet, graded=sheet)
+        return
     if not same_answer(answers.values[qid], value):
         answers.problems.append(f"{qid}: {report} and {sheet} give different answers ({shown(answers.values[qid])} "
                                 f"and {shown(value)}); {sheet}'s was graded ({report} is not the PDF the handout "
@@ -245,7 +267,9 @@ def _choose(answers: Answers, qid: str, value: Any, pdf: str, pdf_in_part: str |
     the sheet's where the report's was read only in part (`pdf_in_part` says how) and the
     sheet's is whole; else the report's, with a problem where the two disagree."""
     sheet_whole = hw3_pdf_contract.incomplete(qid, value) is None
-    if pdf_in_part and sheet_whole:
+    if isinstance(value, str) and isinstance(answers.values[qid], str):
+        _both_written(answers, qid, value, pdf, sheet, graded=pdf)
+    elif pdf_in_part and sheet_whole:
         answers.problems.append(f"{qid}: {pdf} answers it only in part ({pdf_in_part}); the whole answer "
                                 f"in {sheet} was graded instead")
         answers.values[qid] = value
@@ -256,6 +280,46 @@ def _choose(answers: Answers, qid: str, value: Any, pdf: str, pdf_in_part: str |
                                 f"and {shown(value)}); the report's was graded (the handout asks for the "
                                 "report): check that it was read as written")
         answers.needs_manual_review = True
+
+
+def _both_written(answers: Answers, qid: str, value: str, kept: str, other: str, *, graded: str) -> None:
+    """Two written answers to `qid`: `answers.values[qid]` (read from `kept`) and `value` (from
+    `other`); `graded` is the file whose answer stays in `values`. Where their words differ, the
+    other one is kept in `answers.also` and a problem says both are read: a person grades the
+    answer, and reading one of them alone could give 0 for what the student wrote in the other."""
+    first = answers.values[qid]
+    if graded == other:
+        answers.values[qid], answers.origin[qid] = value, other
+        answers.where.pop(qid, None)
+    if _words(first) == _words(value):
+        return
+    answers.also[qid] = {"file": kept, "text": first} if graded == other else {"file": other, "text": value}
+
+
+def _words(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+# A written answer that only says where the answer is: "See answers.yaml.", "(in report.pdf)",
+# "Answered in the answer sheet": no answer in the file that says it.
+_FILE = (r"(?:the\s+|my\s+)?(?:hw3/)?(?:answers?\.ya?ml|answer\s+sheet|yaml(?:\s+file)?|"
+         r"(?:hw3\s+)?report(?:\.pdf|\.md|\.txt)?|pdf(?:\s+report)?)(?:\s+file)?")
+_POINTER_RE = re.compile(
+    r"[\s(\[]*(?:please\s+)?(?:see|refer\s+to|look\s+(?:at|in)|cf\.?|as\s+in|(?:(?:it\s+)?is\s+)?"
+    r"(?:answered|written|given|explained)\s+in|(?:the\s+)?answer\s+is\s+in|in)\s*:?\s*" + _FILE
+    + r"(?:\s*,?\s*(?:for|under)\s+(?:this|the|my)\s+(?:answer|explanation|question|task\s*\d))?"
+    + r"(?:\s*\(\s*task\s*\d[\w.]*\s*\))?"
+    r"\s*[.!)\]]*\s*", re.IGNORECASE)
+
+
+def points_elsewhere(value: Any) -> bool:
+    """Whether a written answer only points to another file ("See answers.yaml.")."""
+    return isinstance(value, str) and len(value) <= 120 and _POINTER_RE.fullmatch(value) is not None
+
+
+def _quoted(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _plain(value: Any) -> Any:

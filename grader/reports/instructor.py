@@ -48,6 +48,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                 "guidance": guidance.get(item["id"], ""), "answer_id": qid,
                 "text": format_value(text) if text is not None else None,
                 "source": origin.get(qid, ""),
+                # The other file's answer in other words (a report and a sheet both handed in):
+                # graded with this one, never left unread.
+                "also": (answers.get("also") or {}).get(qid),
                 "same_as": list(shared.get(item["id"]) or []),
                 "unanswered": qid in unanswered,
                 "beside": _task_items(item["id"], automatic),
