@@ -6,7 +6,7 @@ Every variant is one full grading (`pdl-grade grade`'s python API, virtual GPUs)
 template, the reference, Task 3's layouts (all on cuda:0, the unchanged two-GPU split,
 round-robin, uneven, a GPU that does not exist), the course's ways of writing the code
 (module constants and `__init__(self)`, a forward that moves only when needed, helper modules),
-Task 5's counter, wrong answers in four tasks, and code the grader cannot build or run.
+Task 5 counted by hand, wrong answers in four tasks, and code the grader cannot build or run.
 
 Slow: one grading per variant, 15-25 s each on 2 cores (about 5 minutes in all).
 """
@@ -136,8 +136,7 @@ def test_the_expectations_keep_the_rubrics_bounds():
     assert expected["round_robin"]["hw3.task3"] == hv.FULL["hw3.task3"], \
         "round-robin is an even spread, all the handout asks"
     for name in ("all_on_gpu0", "unchanged_two_gpu_split", "round_robin", "uneven_split",
-                 "layers_on_missing_gpu", "counter_prints_zero"):
-        own = "hw3.task5" if name == "counter_prints_zero" \
-            else "hw3.task3"
+                 "layers_on_missing_gpu", "counted_by_hand"):
+        own = "hw3.task5" if name == "counted_by_hand" else "hw3.task3"
         others = {t: p for t, p in expected[name].items() if t != own}
         assert others == {t: hv.FULL[t] for t in others}, f"{name} costs points outside {own}"

@@ -25,7 +25,8 @@ def test_everything_passing_gives_full_marks(rubric_for):
     assert {i.id: i.status for i in result.items if i.kind == "auto"} == {
         **{f"hw3.task{n}": "passed" for n in range(1, 6)},
         "hw3.task2.measured": "passed", "hw3.task3.blocks": "passed",
-        "hw3.task4.measured": "passed", "hw3.runnable": "passed"}
+        "hw3.task4.measured": "passed", "hw3.task5.counting": "passed",
+        "hw3.runnable": "passed"}
     assert result.pending_manual == [f"hw3.task{n}.explanation" for n in range(1, 6)]
     assert item(result, "hw3.task2.explanation").status == "manual"
 
