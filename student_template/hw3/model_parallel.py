@@ -44,7 +44,8 @@ class LargeLinearModelMP(nn.Module):
             layer_device = next(layer.parameters()).device
             # TODO (Task 5): count how many times the baton pass below is triggered
             # (self.to_calls) and how many of those really move x to another GPU
-            # (self.transfers).
+            # (self.transfers); or count them by hand from each layer's device. The
+            # four numbers you report (answers.yaml) are what is graded.
             x = x.to(layer_device)  # the "baton pass"
             x = torch.relu(layer(x))
         return x
