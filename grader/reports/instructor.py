@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
+from grader.reports.pending import pending_what
 from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, not_answered,
                                          not_graded_view, surely_unanswered)
 
@@ -35,7 +36,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             if item.get("kind") != "manual":
                 if _below_full(item):
                     short.append({"id": item["id"], "score": format_value(item.get("score", 0)),
-                                  "points": format_value(item.get("max_score", 0))})
+                                  "points": format_value(item.get("max_score", 0)),
+                                  "waiting": format_value(item.get("pending_points") or 0)
+                                  if item.get("pending_points") else None})
                 continue
             qid = item.get("answer") or ""
             text = values.get(qid)
@@ -70,6 +73,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "problems": list(answers.get("problems") or []),
             "missing": not_answered(answers),
             "unread": list(answers.get("unread") or []),
+            # Automatic items whose points wait for a person to read such an answer.
+            "pending_unread": list(assignment.get("pending_unread") or []),
             "unread_cells": [cell for cell in answers.get("unread_cells") or []
                              if isinstance(cell, Mapping)],
             "manual": manual,
@@ -86,6 +91,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "max_score": format_value(result.get("max_score")), "assignments": assignments,
             "pending_points": format_value(result.get("pending_points") or 0)
             if result.get("pending_points") else None,
+            "pending_what": pending_what(result),
             "override_problems": [str(p) for p in result.get("override_problems") or []],
             # A batch's student (keyed): scored through the batch, whose gradebook is the
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
@@ -123,6 +129,13 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
                        or assignment.get("unread_cells") else
                        f"regraded by hand from {assignment['report_instead']}")
             for item in assignment.get("automatic_short") or []:
+                if item.get("waiting"):
+                    # Its points wait for a person (an answer found but not read): null keeps
+                    # them waiting, as a written answer's; a number is the whole item's grade.
+                    lines.append(f'{indent}{item["id"]}: {{points: null, comment: ""}}  # automatic: '
+                                 f'{item["score"]} of {item["points"]} from the checks, {item["waiting"]} '
+                                 "waits for you (an answer found but not read): set the whole item's points")
+                    continue
                 lines.append(f'{indent}# {item["id"]}: {{points: {item["score"]}, comment: '
                              f'"{comment}"}}  # automatic, now {item["score"]} of {item["points"]}: '
                              'uncomment to set')

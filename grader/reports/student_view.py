@@ -16,6 +16,7 @@ from grader.reports.formatting import format_points
 from grader.reports.measurements import (comparison_rows, format_measured, format_value,
                                          task_label)
 from grader.reports.not_graded import not_graded
+from grader.reports.pending import pending_what
 from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
 from grader.reports.student_wording import all_for_the_student, for_the_student
 
@@ -51,6 +52,7 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "max_score": format_points(result.get("max_score")),
         "pending_points": format_points(result.get("pending_points"))
         if result.get("pending_points") else None,
+        "pending_what": pending_what(result),
         "errors": all_for_the_student(result.get("errors")),
         "left_out": all_for_the_student(result.get("left_out")),
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],

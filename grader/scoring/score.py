@@ -10,6 +10,13 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
 - cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
 - manual items score what the instructor's overrides say, else 0 and ``pending``: their
   points are counted in the maximum and in ``pending_points`` until a person grades them;
+- a case that failed because an answer it checks was found but could not be read (the
+  answers' ``unread``: written in words, a picture, a format the grader does not read) is no
+  verdict: its points wait for a person as a written answer's do (the check's and the item's
+  ``pending_points``, status ``pending`` where nothing else failed, counted in the
+  assignment's ``pending_points`` and listed in ``pending_unread``), never a published 0; an
+  override of the item is the person's grade. A missing answer, and an answer read and wrong,
+  still fail;
 - overrides are checked by grader/scoring/overrides.py; one that cannot apply is ignored
   there (a problem for the instructor, never an error of the student's grading);
 - a late submission gets its own negative line item ``<assignment>.late_penalty``;
@@ -26,7 +33,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from grader.scoring import late as _late
-from grader.scoring.check_results import ERROR, FAILED, PASSED, SKIPPED, Case, cases_by_check, session_problems
+from grader.scoring.check_results import (ERROR, FAILED, PASSED, SKIPPED, Case, answer_data, cases_by_check,
+                                          session_problems)
 from grader.scoring.overrides import ItemOverride, Overrides, Release, check_overrides
 from grader.scoring.rubric import CheckRule, Item, Rubric
 
@@ -40,6 +48,9 @@ _IN_FULL_PER_SHAPE = 2
 STATUS_PASSED, STATUS_FAILED, STATUS_PARTIAL = "passed", "failed", "partial"
 STATUS_ERROR, STATUS_SKIPPED, STATUS_MANUAL, STATUS_PENALTY = "error", "skipped", "manual", "penalty"
 STATUS_WITHHELD = "withheld"
+# An automatic check or item whose points wait for a person: an answer it checks was found but
+# could not be read.
+STATUS_PENDING = "pending"
 
 
 @dataclass
@@ -63,6 +74,8 @@ class CheckScore:
     errors: int = 0
     cases: list[CaseResult] = field(default_factory=list)
     feedback: str = ""
+    unread: int = 0              # of `failed`: cases whose answer was found but not read
+    pending_points: float = 0.0  # the points of those cases, waiting for a person
 
 
 @dataclass
@@ -80,6 +93,8 @@ class ItemScore:
     overridden: bool = False
     answer: str = ""         # manual items: the answer id whose text is graded
     withheld_score: float | None = None  # the checks' score while withheld for review
+    # Automatic items: points of checks whose answer was found but not read, for a person.
+    pending_points: float = 0.0
 
 
 @dataclass
@@ -95,7 +110,10 @@ class AssignmentScore:
     items: list[ItemScore] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     pending_manual: list[str] = field(default_factory=list)
-    pending_points: float = 0.0  # the points of manual items no person has graded yet
+    # The points no person has graded yet: manual items', and automatic items' points that
+    # wait because an answer was found but not read (listed in pending_unread).
+    pending_points: float = 0.0
+    pending_unread: list[str] = field(default_factory=list)
     late: dict[str, Any] | None = None
     # {problems: [...], withheld: bool, withheld_points, cleared: bool, comment} when the
     # integrity checks found something; None when they found nothing
@@ -122,10 +140,11 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
     errors: list[str] = list(session_problems(report))
     grouped = cases_by_check(report)
     overrides = check_overrides(overrides, {rubric.assignment: rubric})
+    unread = found_not_read(answer_data(report).get("answers"))
 
     items = []
     for item in rubric.items:
-        scored = _score_manual(item) if item.is_manual else _score_auto(item, grouped)
+        scored = _score_manual(item) if item.is_manual else _score_auto(item, grouped, unread)
         _apply_override(scored, item, overrides.item(item.id))
         items.append(scored)
         errors.extend(f"{item.id}: check '{c.id}' did not run" for c in scored.checks
@@ -171,32 +190,52 @@ def errored_assignment(rubric: Rubric, message: str,
 
 # --- automatic items ---------------------------------------------------------------------
 
-def _score_auto(item: Item, grouped: dict[str, list[Case]]) -> ItemScore:
-    checks = [_score_check(rule, grouped.get(rule.check, [])) for rule in item.checks]
+def found_not_read(answers: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """How a check's failure begins where an answer it reads was found but could not be read
+    (grader/checks/support.py `reported`: "Expected: an answer to: <question>" then what was
+    observed), one per such answer of `answers` (result.json's `answers`: `unread`,
+    `questions`)."""
+    if not isinstance(answers, Mapping):
+        return ()
+    questions = answers.get("questions") if isinstance(answers.get("questions"), Mapping) else {}
+    return tuple(f"Expected: an answer to: {questions.get(qid, qid)}\nObserved: "
+                 for qid in answers.get("unread") or [] if isinstance(qid, str))
+
+
+def _waits_for_a_person(case: Case, unread: tuple[str, ...]) -> bool:
+    return case.outcome == FAILED and case.message.startswith(unread) if unread else False
+
+
+def _score_auto(item: Item, grouped: dict[str, list[Case]], unread: tuple[str, ...] = ()) -> ItemScore:
+    checks = [_score_check(rule, grouped.get(rule.check, []), unread) for rule in item.checks]
     # A check worth no point only tells (practical4.uneven_batch): it never sets the item's
     # status, which says how the item's points went.
     ran = [c for c in checks if c.status != STATUS_SKIPPED and c.points > 0] or \
         [c for c in checks if c.status != STATUS_SKIPPED]
     if not ran:
         status = STATUS_SKIPPED
+    elif any(c.status == STATUS_PENDING for c in ran) and all(c.status in (STATUS_PASSED, STATUS_PENDING)
+                                                              for c in ran):
+        status = STATUS_PENDING
     elif any(c.status == STATUS_ERROR for c in ran):
         status = STATUS_ERROR
     elif all(c.status == STATUS_PASSED for c in ran):
         status = STATUS_PASSED
-    elif all(c.status == STATUS_FAILED for c in ran):
-        status = STATUS_FAILED
+    elif all(c.status in (STATUS_FAILED, STATUS_PENDING) for c in ran):
+        status = STATUS_FAILED   # nothing earned (what waits for a person is said in its check)
     else:
         status = STATUS_PARTIAL
-    rubric_text = {STATUS_PASSED: item.feedback.passed, STATUS_SKIPPED: item.feedback.skipped
-                   }.get(status, item.feedback.failed)
+    rubric_text = {STATUS_PASSED: item.feedback.passed, STATUS_SKIPPED: item.feedback.skipped,
+                   STATUS_PENDING: ""}.get(status, item.feedback.failed)
     feedback = "\n".join(text for text in [rubric_text] + [c.feedback for c in checks] if text)
     return ItemScore(id=item.id, title=item.title, kind=item.kind, points=item.points,
                      score=_round(sum(c.score for c in checks)),
                      max_score=_round(sum(c.max_score for c in checks)),
-                     status=status, feedback=feedback, checks=checks)
+                     status=status, feedback=feedback, checks=checks,
+                     pending_points=_round(sum(c.pending_points for c in checks)))
 
 
-def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
+def _score_check(rule: CheckRule, cases: list[Case], unread: tuple[str, ...] = ()) -> CheckScore:
     counts = {outcome: sum(c.outcome == outcome for c in cases)
               for outcome in (PASSED, FAILED, SKIPPED, ERROR)}
     score = CheckScore(id=rule.check, points=rule.points, max_score=rule.points, score=0.0,
@@ -219,12 +258,18 @@ def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
         return score
 
     counted = len(cases) - counts[SKIPPED] if excluded else len(cases)
+    score.unread = sum(_waits_for_a_person(c, unread) for c in cases)
     if rule.partial == "proportional":
         score.score = _round(rule.points * counts[PASSED] / counted)
+        score.pending_points = _round(rule.points * score.unread / counted)
     else:
         score.score = rule.points if counts[PASSED] == counted else 0.0
+        # All or nothing: what a person reads can earn the points only where nothing else failed.
+        score.pending_points = rule.points if score.unread and counts[PASSED] + score.unread == counted else 0.0
     if counts[PASSED] == counted:
         score.status = STATUS_PASSED
+    elif score.unread and counts[PASSED] + score.unread == counted:
+        score.status = STATUS_PENDING
     elif counts[ERROR] and not counts[PASSED] and not counts[FAILED]:
         score.status = STATUS_ERROR
     elif score.score > 0:
@@ -240,8 +285,12 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
     if score.status == STATUS_PASSED and not score.skipped:
         return ""
     lines = []
-    if score.status != STATUS_PASSED:
-        lines.append(f"{rule.check}: {counted - score.passed} of {counted} case(s) did not pass "
+    if score.unread:
+        lines.append(f"{rule.check}: {score.unread} of {counted} case(s) wait for a person: the answer "
+                     f"they check was found but could not be read ({_fmt(score.pending_points)} point(s) "
+                     "not counted until a person reads it).")
+    if score.status not in (STATUS_PASSED, STATUS_PENDING):
+        lines.append(f"{rule.check}: {counted - score.passed - score.unread} of {counted} case(s) did not pass "
                      + (f"({_fmt(score.score)} of {_fmt(rule.points)} point(s))." if rule.points
                         else "(worth no point: it only tells you something the handout "
                              "gives no points for)."))
@@ -300,6 +349,7 @@ def _apply_override(scored: ItemScore, item: Item, override: ItemOverride | None
         return
     scored.score = _round(override.points)
     scored.pending = False
+    scored.pending_points = 0.0   # a person's grade: nothing waits any more
     if item.is_manual:
         scored.feedback = override.comment
     else:
@@ -328,6 +378,7 @@ def _integrity_review(items: list[ItemScore], problems: list[str], release: Rele
         item.withheld_score = item.score
         review["withheld_points"] = _round(review["withheld_points"] + item.score)
         item.score = 0.0
+        item.pending_points = 0.0   # the review decides the whole item
         item.status = STATUS_WITHHELD
         item.feedback = (f"Withheld for review by the course staff (see the assignment's "
                          f"integrity problems); the checks gave {_fmt(item.withheld_score)} of "
@@ -371,7 +422,9 @@ def _assemble(rubric: Rubric, items: list[ItemScore], errors: list[str]) -> Assi
         excluded_points=_round(rubric.total_points - max_score),
         status="incomplete" if has_errors else "graded", items=items, errors=errors,
         pending_manual=[i.id for i in items if i.pending],
-        pending_points=_round(sum(i.max_score for i in items if i.pending)))
+        pending_points=_round(sum(i.max_score for i in items if i.pending)
+                              + sum(i.pending_points for i in items if not i.pending)),
+        pending_unread=[i.id for i in items if not i.pending and i.pending_points > 0])
 
 
 def _checks_not_in_rubric(rubric: Rubric, grouped: dict[str, list[Case]]) -> list[str]:
