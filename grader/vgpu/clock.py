@@ -73,6 +73,9 @@ class SimulatedClock:
         self.resize(n_gpus)
         # When each parameter's gradient is complete (by id), for DDP's gradient buckets.
         self.grad_ready: dict[int, int] = {}
+        # Whether the script read a time off it (torch.cuda.Event.elapsed_time): the times it
+        # printed are then, at least in part, this clock's (step_report says so).
+        self.events_read = False
         self._local = _ThreadState()
         self.start_thread(0)  # the thread that made the node is the script's main thread
 

@@ -69,6 +69,7 @@ class Event:
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
         if self._time is None or end_event._time is None:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        self.node.clock.events_read = True
         return ms(end_event._time - self._time)
 
     def synchronize(self):

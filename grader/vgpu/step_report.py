@@ -81,9 +81,20 @@ class SimulatedSteps:
                 f"median step took {statistics.median(durations):.3f} ms of training work, "
                 f"first forward pass to optimizer step, as the grader measures it (min "
                 f"{min(durations):.3f}, max {max(durations):.3f}; the first step left out), the "
-                f"{len(durations)} steps after the first {sum(durations):.3f} ms in all. The times "
-                "your script printed are this computer's wall clock, not GPU speed: without a "
-                "real GPU, report these (a total time too) and say they are simulated.")
+                f"{len(durations)} steps after the first {sum(durations):.3f} ms in all. "
+                + (_EVENTS_READ if self.clock.events_read else _WALL_CLOCK))
+
+
+# What the times a script printed are, said after the simulated clock's own figures.
+_WALL_CLOCK = ("The times your script printed are this computer's wall clock, not GPU speed: "
+               "without a real GPU, report these (a total time too) and say they are "
+               "simulated.")
+# A TA's audit: a script timing with torch.cuda.Event printed the simulated clock's 0.93 ms and
+# was told to throw it away as wall clock.
+_EVENTS_READ = ("The times your script measured with torch.cuda.Event are on this simulated "
+                "clock too (report them, saying they are simulated); any it measured with "
+                "time.time() or time.perf_counter() are this computer's wall clock, not GPU "
+                "speed.")
 
 
 def watch(handle) -> SimulatedSteps | None:

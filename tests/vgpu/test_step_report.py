@@ -123,3 +123,26 @@ def test_pdl_grade_run_ends_with_the_simulated_step_time(tmp_path):
     # A handout's table asks for a total time too: the steps after the first, summed.
     total = re.search(r"the 4 steps after the first (\d+\.\d+) ms in all", done.stderr)
     assert total and float(total.group(1)) >= 4 * float(said.group(1)) * 0.5, done.stderr
+
+
+def test_times_read_off_cuda_events_are_said_to_be_the_simulated_clocks():
+    """A TA's audit: a script timing its steps with torch.cuda.Event printed the simulated
+    clock's own times and was told they were this computer's wall clock, to be thrown away."""
+    from grader.vgpu import activate
+    handle = activate(2, force_virtual=True)
+    steps = step_report.watch(handle)
+    try:
+        train(2, steps=2)
+        assert "this computer's wall clock, not GPU speed: without" in steps.summary()
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        train(2, steps=2)
+        end.record()
+        end.synchronize()
+        start.elapsed_time(end)
+        said = steps.summary()
+    finally:
+        steps.close()
+        handle.deactivate()
+    assert "measured with torch.cuda.Event are on this simulated clock too" in said, said
+    assert "time.perf_counter() are this computer's wall clock" in said, said
