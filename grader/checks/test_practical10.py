@@ -228,9 +228,11 @@ LOOK_ONE_STEP_PER_BATCH = ("call optimizer.step() (and zero_grad()) once per bat
 
 def micro_batches_cover(run, batch, micro):
     even = batch % micro == 0
-    look = ("split the batch into MICRO_BATCHES micro-batches (x.tensor_split(MICRO_BATCHES), "
-            "or chunks of ceil(BATCH_SIZE / MICRO_BATCHES)) and run forward + backward for each "
-            "before optimizer.step()")
+    # Not "chunks of ceil(BATCH_SIZE / MICRO_BATCHES) rows": 64 rows over 12 make 11 such
+    # chunks, not 12 (a TA's audit).
+    look = ("split the batch into MICRO_BATCHES micro-batches (x.tensor_split(MICRO_BATCHES) "
+            "always makes MICRO_BATCHES of them) and run forward + backward for each before "
+            "optimizer.step()")
     expected = (f"with BATCH_SIZE = {batch} and MICRO_BATCHES = {micro}: per step {micro} "
                 f"forward and {micro} backward passes on micro-batches of "
                 + (f"{batch // micro} rows" if even else f"about {batch / micro:.3g} rows")
