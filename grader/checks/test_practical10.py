@@ -385,13 +385,32 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
 # -- the handout's Parts 4 and 5: one process, and the broken layout ---------------------------------
 
 
+# Parts 4 and 5 ask to run the script another way and say what is seen: their code points
+# count where the part was done, one of its questions answered. A TA's audit: a Part 1 loop
+# that also runs there had earned them for parts the student skipped.
+PART_QUESTIONS = {4: ("single.rank1", "single.sync"),
+                  5: ("broken.gpus_in_use", "broken.output_changes")}
+
+
+def part_done(answers, part: int, expected: str) -> None:
+    questions = PART_QUESTIONS[part]
+    if any(q in answers.values or q in answers.unread for q in questions):
+        return
+    raise AssertionError(explain(
+        expected, f"no answer found to Part {part}'s questions ({', '.join(questions)}): the "
+        f"part is not handed in, and the code alone does not show it was done",
+        f"run Part {part} as the handout says and answer its questions in "
+        f"{answers.where_to_answer(questions[0])}"))
+
+
 @pytest.mark.check("practical10.single_process")
-def test_single_process_runs(handout):
+def test_single_process_runs(handout, answers):
     run = handout.run(processes=1)
     look = "the script must not assume 2 processes"
     expected = ("torchrun --nproc_per_node=1: one process, one replica on two GPUs (stage 0 "
                 "on cuda:0, stage 1 on cuda:2 with the handout's line), training")
     evidence(run, learning_ranks(run), expected, not_learning(run), look)
+    part_done(answers, 4, expected)
     # A layout of the script's own that spreads the replica over the GPUs it has (stage 1 at
     # `local_rank + world_size`: cuda:1 with one process, a red team's correct P10) is still one
     # model-parallel replica of one process: judged by what it does, not by the handout's 2.
@@ -402,7 +421,7 @@ def test_single_process_runs(handout):
 
 
 @pytest.mark.check("practical10.broken_layout_one_gpu")
-def test_broken_layout_puts_each_replica_on_one_gpu(handout):
+def test_broken_layout_puts_each_replica_on_one_gpu(handout, answers):
     look = f"keep the handout's line `{BROKEN_LINE}` (Part 5 changes it)"
     expected = ("with device1 = torch.device(f\"cuda:{local_rank}\") (the handout's Part 5) "
                 "both stages of rank r sit on cuda:r, and the script still trains")
@@ -413,6 +432,7 @@ def test_broken_layout_puts_each_replica_on_one_gpu(handout):
     placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
                       expected, "no forward pass of the model on any rank", look)
     evidence(run, learning_ranks(run), expected, not_learning(run), look)
+    part_done(answers, 5, expected)
     wrong = {r: sorted(placed.get(r, [])) for r in (0, 1) if placed.get(r) != {f"cuda:{r}"}}
     assert not wrong, explain(expected, "; ".join(
         f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
