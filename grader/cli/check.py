@@ -55,12 +55,14 @@ def _unpacked_as_the_course_does(archive: Path, scratch: Path) -> Path | None:
     and its search for that folder (a student's audit: the zip to hand in could not be
     checked); None, said, where the batch would not grade it."""
     from grader.batch.inputs import Student, Submission, prepare
+    from grader.reports.student_wording import for_the_student
     upload = Submission(Student(key="upload", name=archive.stem), sources=[archive])
     prepared = prepare(upload, scratch / "upload")
     for note in prepared.notes:
         print(f"{archive.name}: {note}")
     if prepared.problem or prepared.root is None:
-        print(f"pdl-grade check: {archive.name} would not be graded: {prepared.problem}",
+        print(f"pdl-grade check: {archive.name} would not be graded: "
+              f"{for_the_student(prepared.problem or '')}",
               file=sys.stderr)
         return None
     print(f"{archive.name}: unpacked as the course's grading unpacks it; its assignments are "

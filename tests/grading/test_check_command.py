@@ -83,6 +83,8 @@ def test_the_zip_to_hand_in_is_checked_as_the_course_unpacks_it(pdl_grade, tmp_p
     (tmp_path / "broken.zip").write_bytes(b"not a zip")
     done = pdl_grade("check", "--submission", tmp_path / "broken.zip")
     assert done.code == 2 and "broken.zip would not be graded" in done.err, done.err
+    # Said to the student, not to the staff (an engineer's leftover of a student's audit).
+    assert "ask the student" not in done.err and "may ask you for a .zip" in done.err, done.err
 
 
 @pytest.mark.slow
