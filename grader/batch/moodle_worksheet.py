@@ -154,8 +154,10 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
     if _graded(run) and found:
         parts.append(f"{assignment}: {format_points(found.get('score', 0))} of "
                      f"{format_points(found.get('max_score', 0))} points.")
+        # Points waiting for a person to read an answer are not lost (grader/scoring/score.py).
         lost = [item for item in found.get("items") or []
-                if item.get("kind") == "auto" and item.get("score", 0) < item.get("max_score", 0)]
+                if item.get("kind") == "auto" and item.get("score", 0)
+                + (item.get("pending_points") or 0) < item.get("max_score", 0)]
         if lost:
             parts.append("Points lost in: " + ", ".join(
                 f"{item.get('title') or item.get('id')} ({format_points(item.get('score', 0))}/"
@@ -170,6 +172,11 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
                    and i.get("pending") and i.get("max_score", 0) > 0]
         if pending:
             parts.append(f"{len(pending)} written answer(s) are still to be graded by the staff.")
+        unread = [i for i in found.get("items") or [] if i.get("kind") == "auto"
+                  and (i.get("pending_points") or 0) > 0]
+        if unread:
+            parts.append(f"{len(unread)} answer(s) the grader could not read wait for the staff "
+                         f"({format_points(sum(i['pending_points'] for i in unread))} point(s)).")
         if (found.get("integrity") or {}).get("withheld"):
             parts.append("Automatic points are held until the staff have reviewed the code.")
     parts.append(f"Full report: {report_location}")

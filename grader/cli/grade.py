@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from grader.common.run_memory import set_run_memory
+from grader.reports.pending import pending_what
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 
 
@@ -117,10 +118,10 @@ def run(options) -> int:
                 if integrity.get("withheld") else "")
         print(f"{assignment['id']:<12} {assignment['score']:>6g} / {assignment['max_score']:g}"
               f"  {assignment.get('status', '')}{held}")
-    pending = result.get("pending_points") or 0
+    what = pending_what(result)
     # Not part of the score yet: "(4.5 for a person)" beside 9.45 had read as included.
-    waiting = (f"  (written answers worth {pending:g} of the {result['max_score']:g} points are "
-               "still for a person to grade)" if pending else "")
+    waiting = (f"  ({what.rstrip(',')} of the {result['max_score']:g} points are still for a "
+               "person to grade)" if what else "")
     print(f"{'total':<12} {result['score']:>6g} / {result['max_score']:g}{waiting}   "
           f"-> {Path(options.out) / 'result.json'}")
     return 0

@@ -275,6 +275,15 @@ def pending_lines(result: Mapping[str, Any]) -> list[str]:
             lines.append(f"{_INDENT}- {item.get('title') or item.get('id')} "
                          f"({format_points(item.get('max_score'))} point(s); "
                          f"{qid + ': ' if qid else ''}{found})")
+    unread = [(assignment.get("id"), item) for assignment in result.get("assignments") or []
+              for item in assignment.get("items") or []
+              if not item.get("pending") and (item.get("pending_points") or 0) > 0]
+    if unread:
+        lines += ["", "Still for a person: answers the grader found but could not read (their "
+                      "points wait; a person of the course staff reads them):"]
+        lines += [f"{_INDENT}- {item.get('title') or item.get('id')} ({assignment}: "
+                  f"{format_points(item.get('pending_points'))} point(s))"
+                  for assignment, item in unread]
     waiting = result.get("pending_points")
     if lines and waiting:
         lines.append(f"{_INDENT}{format_points(waiting)} point(s) in all wait for a person.")

@@ -199,6 +199,19 @@ def test_written_answers_the_staff_scored_are_no_longer_said_to_wait():
         _run("graded", [scored, waiting]), "hw3", "r")
 
 
+def test_points_waiting_for_a_person_to_read_an_answer_are_not_said_lost():
+    """An answer found but not read waits for a person (grader/scoring/score.py): the comment
+    says so, and lists no points lost for it."""
+    from grader.batch.moodle_worksheet import comment
+    waiting = {"id": "hw3.task1", "title": "Task 1", "kind": "auto", "status": "pending",
+               "score": 1, "max_score": 2, "pending_points": 1}
+    lost = dict(waiting, id="hw3.task2", title="Task 2", status="partial", pending_points=0)
+    text = comment(_run("graded", [waiting]), "hw3", "r")
+    assert "Points lost" not in text, text
+    assert "1 answer(s) the grader could not read wait for the staff (1 point(s))" in text, text
+    assert "Points lost in: Task 2 (1/2)." in comment(_run("graded", [waiting, lost]), "hw3", "r")
+
+
 def test_a_file_name_imitating_moodles_prefix_cannot_take_another_participants_row(tmp_path):
     """Moodle's flat download prefixes the student's own file name: a file named like another
     participant's upload ("x_999_assignsubmission_file_y.zip") stays its uploader's."""

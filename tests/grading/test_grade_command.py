@@ -53,6 +53,23 @@ def test_a_held_assignment_says_so_on_the_console(pdl_grade, tmp_path, monkeypat
         f"expected the hold beside the 0; observed {line!r} (grader/cli/grade.py)")
 
 
+def test_the_total_line_names_answers_waiting_to_be_read_apart_from_written_ones(
+        pdl_grade, tmp_path, monkeypatch):
+    """An answer found but not read waits for a person (grader/scoring/score.py); the console
+    had called all the waiting points "written answers"."""
+    import grader.grading
+    task1 = {"id": "hw3.task1", "kind": "auto", "score": 1, "max_score": 2, "status": "pending",
+             "pending_points": 1}
+    hw3 = {"id": "hw3", "score": 9.5, "max_score": 15, "status": "graded", "items": [task1]}
+    result = {"assignments": [hw3], "score": 9.5, "max_score": 15, "pending_points": 5.5}
+    monkeypatch.setattr(grader.grading, "grade_submission", lambda *a, **k: result)
+    (tmp_path / "hw3").mkdir()
+    run = pdl_grade("grade", tmp_path, "--out", tmp_path / "out", "--assignment", "hw3")
+    line = next(line for line in run.out.splitlines() if line.startswith("total"))
+    assert ("(written answers worth 4.5, and answers the grader found but could not read worth "
+            "1 of the 15 points are still for a person to grade)") in line, line
+
+
 def test_the_fork_server_preloads_training_only_where_an_assignment_trains(monkeypatch, tmp_path):
     # A rubric's `trains` (rubrics/README.md): Practical 4 alone does not; with any other
     # assignment in the same grading the server preloads what training imports.

@@ -309,6 +309,19 @@ def test_written_answers_are_left_for_a_person_with_their_points():
     assert "task1.explanation: answered" in render_check_text(result)
 
 
+def test_answers_found_but_not_read_are_listed_as_waiting_for_a_person():
+    """Their points wait (grader/scoring/score.py): the list beside the total names them, or
+    the total's "in all" would count points the list never named."""
+    result = fresh(ROUND_ROBIN)
+    hw3 = result["assignments"][0]
+    task1 = next(i for i in hw3["items"] if i["id"] == "hw3.task1")
+    task1.update(status="pending", pending_points=1.0, score=task1["max_score"] - 1.0)
+    result["pending_points"] = (result.get("pending_points") or 0) + 1.0
+    text = render_check_text(result)
+    assert "Still for a person: answers the grader found but could not read" in text, text
+    assert f"- {task1['title']} (hw3: 1 point(s))" in text, text
+
+
 def test_exit_decision_every_automatic_point():
     assert earned_every_automatic_point(load(REFERENCE))
     assert not earned_every_automatic_point(load(TEMPLATE))
