@@ -30,14 +30,7 @@ _DATA_PARALLEL_FRAMES = 64
 def inside_data_parallel() -> bool:
     """Whether a DataParallel forward is running in this thread: a thread it starts is a
     replica's (rows.in_replica_thread)."""
-    frame = sys._getframe(1)
-    for _ in range(_DATA_PARALLEL_FRAMES):
-        if frame is None:
-            return False
-        if frame.f_code is _DATA_PARALLEL_FORWARD:
-            return True
-        frame = frame.f_back
-    return False
+    return _on_stack(_DATA_PARALLEL_FORWARD, sys._getframe(1), _DATA_PARALLEL_FRAMES)
 
 
 def _thread_fields() -> dict:
@@ -88,19 +81,19 @@ def _checkpointed() -> bool:
     """Whether this forward runs inside reentrant checkpointing's forward
     (`torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`), which runs the function
     under torch.no_grad() although it trains: its gradients come from the recomputation."""
-    return _on_stack(_checkpoint_code("forward"))
+    return _on_stack(_checkpoint_code("forward"), sys._getframe(2))
 
 
 def _reentrant_recomputation() -> bool:
     """Whether this forward is reentrant checkpointing's recomputation, in its backward."""
-    return _on_stack(_checkpoint_code("backward"))
+    return _on_stack(_checkpoint_code("backward"), sys._getframe(2))
 
 
-def _on_stack(code) -> bool:
+def _on_stack(code, frame, frames: int = _CHECKPOINT_FRAMES) -> bool:
+    """Whether `code` runs in `frame` or one of the `frames` frames below it."""
     if code is None:
         return False
-    frame = sys._getframe(3)
-    for _ in range(_CHECKPOINT_FRAMES):
+    for _ in range(frames):
         if frame is None:
             return False
         if frame.f_code is code:
