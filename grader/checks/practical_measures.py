@@ -36,11 +36,13 @@ def evidence(run, found, expected: str, missing: str, look: str | None = None):
 
 def forward_passes(run, rank: int = 0) -> list[dict]:
     """The rank's forward passes of root modules, in the order they began, each as
-    {module, step, batch, rows_in, out_shape, out_device, rows_out, storage_out, grad, trains}:
+    {module, step, batch, rows, rows_in, out_shape, out_device, rows_out, storage_out, grad,
+    trains, n}:
     the main thread's and those of threads the script starts itself (a chunk per thread), never
     a DataParallel replica's (part of the wrapper's pass). Rows are fingerprints (sum, sum of
-    squares per row), recorded before the first optimizer step only. `trains`: run with
-    gradients and its output reached by a backward pass (see `trains`)."""
+    squares per row), recorded before the first optimizer step only. `rows`: the rows it ran
+    on (see `_rows_as_run`). `trains`: run with gradients and its output reached by a backward
+    pass (see `trains`)."""
     passes, open_passes = [], {}
     reached = reached_passes(run, rank)
     for event in run.events:
@@ -55,13 +57,26 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "batch": event.get("batch"), "rows_in": event.get("rows"),
                 "out_shape": None, "out_device": None, "rows_out": None,
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
-                "trains": trains(event, reached)}
+                "trains": trains(event, reached), "n": event.get("n"),
+                "rows": rows_of(event.get("batch"))}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
-            open_passes.pop(thread).update(
-                out_shape=event.get("shape"), out_device=event.get("device"),
-                rows_out=event.get("rows"), storage_out=event.get("storage"))
+            done = open_passes.pop(thread)
+            done.update(out_shape=event.get("shape"), out_device=event.get("device"),
+                        rows_out=event.get("rows"), storage_out=event.get("storage"))
+            _rows_as_run(done)
     return passes
+
+
+def _rows_as_run(forward: dict) -> None:
+    """A pass whose output has other rows than its first argument ran the model on other data
+    than that argument: `model(x[:16], whole=x)` is a pass on the whole batch recorded as 16
+    rows (a red team's P10 and P6, adv27). Its rows are then the larger count, and its input's
+    fingerprints are not its data."""
+    rows, out = rows_of(forward["batch"]), rows_of(forward["out_shape"])
+    if rows is not None and out is not None and rows != out:
+        forward["rows"] = max(rows, out)
+        forward["rows_in"] = None
 
 
 def script_forward(event: dict) -> bool:

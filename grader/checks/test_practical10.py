@@ -22,9 +22,9 @@ from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_li
                                              per_rank_line, rows_by, whole_numbers)
 from grader.checks.practical_measures import (UNKNOWN, assigned_constants, broken_layout_edit,
                                               devices_of_rank, distinct_rows, evidence,
-                                              first_step_rows, learning_ranks, not_learning,
-                                              restored_layout_edit, rows_of, script_forward,
-                                              script_text, training_events)
+                                              first_step_rows, forward_passes, learning_ranks,
+                                              not_learning, restored_layout_edit, rows_of,
+                                              script_forward, script_text, training_events)
 from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical10/sample.py"
@@ -115,6 +115,8 @@ def step_pattern(run, rank=0):
     torch.no_grad() (a loss logged after the step) is no micro-batch: it trains nothing; nor
     is a pass no backward reached, or a backward that reached no pass (training_events)."""
     pattern = []
+    # The rows each pass ran on, where its output says other than its first argument.
+    ran_on = {p["n"]: p["rows"] for p in forward_passes(run, rank) if p["n"] is not None}
     for events in map(training_events, run.by_step(rank)):
         forwards = [e for e in events if script_forward(e) and e.get("grad", True)]
         backwards = synced = 0
@@ -130,7 +132,8 @@ def step_pattern(run, rank=0):
                 synced_this_backward = True
                 last_synced_at = backwards
         pattern.append({"forwards": len(forwards),
-                        "rows": [rows_of(f.get("batch")) for f in forwards],
+                        "rows": [ran_on.get(f.get("n"), rows_of(f.get("batch")))
+                                 for f in forwards],
                         "backwards": backwards, "synced": synced, "synced_at": last_synced_at})
     return pattern
 

@@ -26,7 +26,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
                                               handout_sets, learning_ranks, not_learning,
-                                              rows_of, same_row, shared_clock,
+                                              same_row, shared_clock,
                                               training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
 
@@ -126,8 +126,8 @@ def first_batches(run):
     found = {}
     for rank in run.ranks():
         passes = [p for p in forward_passes(run, rank) if p["trains"]]
-        if passes and rows_of(passes[0]["batch"]):
-            found[rank] = rows_of(passes[0]["batch"])
+        if passes and passes[0]["rows"]:
+            found[rank] = passes[0]["rows"]
     return found
 
 

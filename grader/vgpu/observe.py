@@ -42,15 +42,47 @@ def _thread_fields() -> dict:
     return {"thread": thread.name, "tid": threading.get_ident()}
 
 
+# How far into a forward's output its tensors are looked for: containers, dataclasses and
+# plain objects nested this deep, at most this many values.
+_OUTPUT_DEPTH, _OUTPUT_VALUES = 4, 256
+
+
 def _output_tensors(output) -> list:
-    """The tensors of a forward's output (a tensor, or a tuple, list or dict of them)."""
-    if isinstance(output, torch.Tensor):
-        return [output]
-    if isinstance(output, dict):
-        output = list(output.values())
-    if isinstance(output, (list, tuple)):
-        return [item for item in output if isinstance(item, torch.Tensor)]
-    return []
+    """The tensors of a forward's output: a tensor, or inside lists, tuples, dicts, dataclasses
+    and plain objects (`Out(pred=...)`, a distribution), nested a few deep. A dataclass output
+    had looked tensor-less: none of its passes "trained" (a red team's honest P10 lost 6.5)."""
+    found, budget = [], [_OUTPUT_VALUES]
+
+    def walk(value, depth):
+        if budget[0] <= 0:
+            return
+        budget[0] -= 1
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+            return
+        if depth >= _OUTPUT_DEPTH or isinstance(value, (str, bytes, int, float, bool, type(None))):
+            return
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            items = list(value)
+        elif isinstance(value, torch.nn.Module):
+            return
+        else:
+            items = list(getattr(value, "__dict__", {}).values()) + [
+                getattr(value, name, None) for name in getattr(type(value), "__slots__", ())
+                if isinstance(name, str)]
+        for item in items:
+            walk(item, depth + 1)
+
+    walk(output, 0)
+    return found
+
+
+def _any_nonzero(grads) -> bool:
+    with torch._C.DisableTorchFunction(), torch.no_grad():
+        return any(isinstance(g, torch.Tensor) and g.numel() and bool(g.ne(0).any())
+                   for g in grads)
 
 
 def _first_tensor(args, kwargs):
@@ -263,10 +295,18 @@ class Observer:
     def _post_forward(self, module, args, output):
         depth = max(0, getattr(_tls, "depth", 1) - 1)
         _tls.depth = depth
-        if depth or not self.trace.enabled or not _is_model(module) or in_backward():
+        if depth or not self.trace.enabled or not _is_model(module):
             return None
-        self._watch_output(module, *getattr(_tls, "forward", (None, None)), output)
-        out = _first_tensor((output,), {})
+        if in_backward():
+            # A checkpointed pass recomputed: it trains where the gradient reaching the
+            # recomputation's output is not all zeros.
+            forward, _tls.recomputing = getattr(_tls, "recomputing", None), None
+            if forward is not None:
+                self._watch_output(module, forward, None, _output_tensors(output))
+            return None
+        tensors = _output_tensors(output)
+        self._watch_output(module, *getattr(_tls, "forward", (None, None)), tensors)
+        out = tensors[0] if tensors else None
         if out is not None:
             # The output's sum lets the grader check that concatenated chunk outputs equal
             # the full batch's output without ever seeing the tensors.
@@ -275,22 +315,24 @@ class Observer:
                             **_thread_fields(), **self.rows.fields(out))
         return None
 
-    def _watch_output(self, module, forward, input_storage, output) -> None:
+    def _watch_output(self, module, forward, input_storage, tensors) -> None:
         """Have `forward_used` recorded when a backward pass first reaches this pass's output
         (or, for a pass inside reentrant checkpointing, whose output autograd never sees,
         when backward recomputes it): a pass no backward reaches trains nothing (a forged
         micro-batch whose output is thrown away, or made without a graph)."""
         if forward is None:
             return
-        nodes = {id(t.grad_fn): t.grad_fn for t in _output_tensors(output)
-                 if t.grad_fn is not None}
+        nodes = {id(t.grad_fn): t.grad_fn for t in tensors if t.grad_fn is not None}
         if not nodes:
             if _checkpointed():
                 self._awaiting.setdefault(id(module), []).append((forward, input_storage))
             return
 
         def reached(grad_outputs, forward=forward):
-            self._reached(forward)
+            # A gradient of zeros trains nothing: `(out.sum() * 0).backward()` reached a
+            # forged micro-batch's output as well (a red team, adv27).
+            if _any_nonzero(grad_outputs):
+                self._reached(forward)
             return None
 
         for node in nodes.values():
@@ -302,14 +344,14 @@ class Observer:
     def _recomputed(self, module, first) -> None:
         """Backward recomputes a checkpointed pass of `module`: the latest one awaiting on the
         same input (reentrant checkpointing recomputes on its saved inputs, detached: the same
-        storage), else the latest one awaiting."""
+        storage), else the latest one awaiting, whose recomputed output is then watched."""
         awaiting = self._awaiting.get(id(module))
         if not awaiting:
             return
         storage = storage_of(first) if first is not None else None
         same = [i for i, (_, saved) in enumerate(awaiting) if saved is not None and saved == storage]
         forward, _ = awaiting.pop(same[-1] if same else -1)
-        self._reached(forward)
+        _tls.recomputing = forward   # watched at the recomputation's end (_post_forward)
 
     def _reached(self, forward: int) -> None:
         if forward not in self._used and self.trace.enabled:

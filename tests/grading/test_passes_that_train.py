@@ -110,6 +110,54 @@ def test_a_model_returning_a_tuple_trains_through_any_of_its_outputs(traced_vnod
     assert [p["trains"] for p in passes] == [True], passes
 
 
+def test_a_model_returning_a_dataclass_or_an_object_trains(traced_vnode):
+    """A red team's honest P10 (adv27): `return Out(pred=x)` had looked tensor-less, and every
+    pass and backward of the run "trained nothing" (6.5 points lost)."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Out:
+        pred: torch.Tensor
+        extra: dict
+
+    class Holder:
+        def __init__(self, value):
+            self.value = value
+
+    class Model(nn.Module):
+        def __init__(self, wrap):
+            super().__init__()
+            self.net, self.wrap = nn.Linear(6, 2), wrap
+
+        def forward(self, x):
+            return self.wrap(self.net(x))
+
+    events = traced_vnode(1)
+    wraps = [lambda y: Out(pred=y, extra={}), lambda y: [(Holder(y), 1)], lambda y: {"a": {"b": y}}]
+    for wrap in wraps:
+        out = Model(wrap).cuda()(torch.randn(4, 6, device="cuda:0"))
+        pred = out.pred if isinstance(out, Out) else out[0][0].value if isinstance(out, list) \
+            else out["a"]["b"]
+        pred.sum().backward()
+    passes = pm.forward_passes(observed(events))
+    assert [p["trains"] for p in passes] == [True] * 3, passes
+
+
+def test_a_gradient_of_zeros_trains_nothing(traced_vnode):
+    """A red team (adv27): throwaway passes given `(out.sum() * 0).backward()`, plain or
+    checkpointed, beside the real step."""
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    x = torch.randn(8, 6, device="cuda:0", requires_grad=True)
+    (model(x).sum() * 0).backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (checkpoint(model, x, use_reentrant=True).sum() * 0).backward()
+    model(x).sum().backward()
+    passes = pm.forward_passes(observed(events))
+    assert [p["trains"] for p in passes] == [False, False, True], passes
+
+
 def test_a_made_up_trace_without_numbered_passes_is_read_as_it_says():
     events = [{"event": "forward", "rank": 0, "thread": "MainThread", "step": 0,
                "batch": [8, 4]},
@@ -117,3 +165,28 @@ def test_a_made_up_trace_without_numbered_passes_is_read_as_it_says():
     run = observed(events)
     assert pm.forward_passes(run)[0]["trains"] is True
     assert p10.step_pattern(run)[0]["backwards"] == 1
+
+
+def test_a_pass_whose_output_has_other_rows_than_its_input_ran_on_the_larger(traced_vnode):
+    """A red team (adv27): `model(x[:16], whole=x)` ran the whole batch, recorded as 16 rows
+    (P10's micro-batches, P6's per-rank share). Its rows are the output's, and its input's
+    fingerprints are no data of the pass."""
+    class Sneaky(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(6, 2)
+
+        def forward(self, x, whole=None):
+            return self.net(whole if whole is not None else x)
+
+    events = traced_vnode(1)
+    model = Sneaky().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(16, 6, device="cuda:0")
+    model(x[:4], whole=x).sum().backward()
+    optimizer.step()
+    run = observed(events)
+    (forward,) = pm.forward_passes(run)
+    assert (forward["rows"], forward["rows_in"]) == (16, None), forward
+    assert p10.step_pattern(run)[0]["rows"] == [16], p10.step_pattern(run)
+    assert pm.first_step_rows(run, 0) == []
