@@ -45,12 +45,16 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     pass (see `trains`)."""
     passes, open_passes = [], {}
     reached = reached_passes(run, rank)
+    wrappers = wrapper_passes(run.events)
     for event in run.events:
         if event.get("rank", 0) != rank:
             continue
         thread = (event.get("thread"), event.get("tid"))
         if event.get("event") == "forward":
             if not script_forward(event):
+                continue
+            if (event.get("rank", 0), event.get("n")) in wrappers:
+                open_passes.pop(thread, None)   # its output is the wrapper's, not a pass's
                 continue
             open_passes[thread] = {
                 "module": event.get("module"), "step": event.get("step"),
@@ -84,6 +88,14 @@ def script_forward(event: dict) -> bool:
     return event.get("event") == "forward" and not event.get("nested")
 
 
+def wrapper_passes(events) -> set[tuple[int, int]]:
+    """(rank, n) of the passes of modules that only wrap the model (a module of the script's
+    own without parameters of its own): the model's passes inside them (`within`) are the
+    passes."""
+    return {(e.get("rank", 0), e["within"]) for e in events
+            if e.get("event") == "forward" and e.get("within") is not None}
+
+
 def reached_passes(run, rank: int = 0) -> set:
     """The numbers of the rank's forward passes whose output a backward pass reached."""
     return {e.get("n") for e in run.of("forward_used", rank)}
@@ -105,10 +117,11 @@ def training_events(events: list[dict]) -> list[dict]:
     if not any("n" in e for e in events if e.get("event") == "forward"):
         return events
     reached = {e.get("n") for e in events if e.get("event") == "forward_used"}
+    wrappers = {n for _, n in wrapper_passes(events)}
     kept = []
     for at, event in enumerate(events):
         kind = event.get("event")
-        if kind == "forward" and not trains(event, reached):
+        if kind == "forward" and (not trains(event, reached) or event.get("n") in wrappers):
             continue
         if kind == "backward" and not _reaches_a_pass(events, at):
             continue

@@ -959,13 +959,13 @@ def counts_printed_without_counting(probe, runs, script_specs, quantity: str) ->
 def starts_on_the_host(run) -> bool:
     """Whether the student's script hands its model's forward an input on the CPU: a copy
     from the CPU to a GPU inside a forward pass of its own run."""
-    inside = False
+    open_passes = 0   # a pass inside a module that wraps the model is inside it too
     for event in run.events:
         kind = event.get("event")
         if kind in ("forward", "forward_out") and event.get("thread", "MainThread") == "MainThread":
-            inside = kind == "forward"
-        elif inside and kind == "to" and event.get("copied") and str(event.get("src")) == "cpu" \
-                and str(event.get("dst", "")).startswith("cuda"):
+            open_passes = open_passes + 1 if kind == "forward" else max(0, open_passes - 1)
+        elif open_passes and kind == "to" and event.get("copied") \
+                and str(event.get("src")) == "cpu" and str(event.get("dst", "")).startswith("cuda"):
             return True
     return False
 

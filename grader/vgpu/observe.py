@@ -79,6 +79,13 @@ def _output_tensors(output) -> list:
     return found
 
 
+def _may_wrap(module) -> bool:
+    """Whether a root module may be a wrapper of the script's own: its class is not torch's
+    (DataParallel and DDP are passes of their own) and it has no parameters of its own."""
+    return (not type(module).__module__.startswith("torch.")
+            and next(module.parameters(recurse=False), None) is None)
+
+
 def _any_nonzero(grads) -> bool:
     with torch._C.DisableTorchFunction(), torch.no_grad():
         return any(isinstance(g, torch.Tensor) and g.numel() and bool(g.ne(0).any())
@@ -256,8 +263,17 @@ class Observer:
         if not depth and not _is_model(module):
             return None
         _tls.depth = depth + 1
-        if depth or not self.trace.enabled:
+        if not self.trace.enabled:
             return None
+        within = None
+        if depth:
+            # A module of the script's own that only wraps the model (Part 2's chunks run by a
+            # wrapper's forward, DataParallel or DDP held by a module): the model's pass inside
+            # it is the pass, the wrapper's the wrapper's (a TA's audit, P4 and P5).
+            within = self._wrapped_pass(module) if depth == 1 else None
+            if within is None:
+                return None
+            _tls.inner = module
         first = _first_tensor(args, kwargs or {})
         if in_backward():
             # Activation checkpointing recomputes the forward inside backward: noted as such,
@@ -269,7 +285,11 @@ class Observer:
                 self._recomputed(module, first)
             return None
         self.forwards += 1
-        _tls.forward = (self.forwards, storage_of(first) if first is not None else None)
+        opened = (self.forwards, storage_of(first) if first is not None else None)
+        if within is None:
+            _tls.forward, _tls.root = opened, (module, self.forwards, _may_wrap(module), None)
+        else:
+            _tls.inner_forward = opened
         if self.clock is not None and self.forwards == 1:
             self._last_sim_t = self.clock.completion()  # the first step counts from here
         nested = in_replica_thread()
@@ -284,17 +304,40 @@ class Observer:
                         n=self.forwards, **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
                         **({"nested": True} if nested else {}),
+                        **({"within": within} if within is not None else {}),
                         **self.rows.fields(first), **begun)
-        if not nested:
+        if not nested and within is None:
             layout = placement(module)
             if self._placements.get(id(module)) != layout:
                 self._placements[id(module)] = layout
                 self.trace.emit("placement", module=type(module).__name__, layers=layout)
         return None
 
+    def _wrapped_pass(self, module) -> int | None:
+        """The number of the root pass `module` is called in, where the root only wraps it: a
+        module of the script's own, without parameters of its own, whose parameters are all
+        `module`'s. None otherwise."""
+        root = getattr(_tls, "root", None)
+        if root is None or not root[2] or module is root[0] or in_backward():
+            return None
+        wrapper, number, _, held = root
+        if held is None:
+            held = {id(p) for p in wrapper.parameters()}
+            _tls.root = (wrapper, number, True, held)
+        count = 0
+        for parameter in module.parameters():
+            count += 1
+            if count > len(held) or id(parameter) not in held:
+                return None
+        return number if count == len(held) and held else None
+
     def _post_forward(self, module, args, output):
         depth = max(0, getattr(_tls, "depth", 1) - 1)
         _tls.depth = depth
+        if depth == 1 and getattr(_tls, "inner", None) is module:
+            _tls.inner = None
+            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None)), output)
+            return None
         if depth or not self.trace.enabled or not _is_model(module):
             return None
         if in_backward():
@@ -304,8 +347,13 @@ class Observer:
             if forward is not None:
                 self._watch_output(module, forward, None, _output_tensors(output))
             return None
+        _tls.root = None
+        self._pass_ends(module, getattr(_tls, "forward", (None, None)), output)
+        return None
+
+    def _pass_ends(self, module, opened, output) -> None:
         tensors = _output_tensors(output)
-        self._watch_output(module, *getattr(_tls, "forward", (None, None)), tensors)
+        self._watch_output(module, *opened, tensors)
         out = tensors[0] if tensors else None
         if out is not None:
             # The output's sum lets the grader check that concatenated chunk outputs equal
@@ -313,7 +361,6 @@ class Observer:
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **_thread_fields(), **self.rows.fields(out))
-        return None
 
     def _watch_output(self, module, forward, input_storage, tensors) -> None:
         """Have `forward_used` recorded when a backward pass first reaches this pass's output

@@ -175,9 +175,10 @@ def test_a_pass_whose_output_has_other_rows_than_its_input_ran_on_the_larger(tra
         def __init__(self):
             super().__init__()
             self.net = nn.Linear(6, 2)
+            self.scale = nn.Parameter(torch.ones(1))   # a module of its own, no mere wrapper
 
         def forward(self, x, whole=None):
-            return self.net(whole if whole is not None else x)
+            return self.net(whole if whole is not None else x) * self.scale
 
     events = traced_vnode(1)
     model = Sneaky().cuda()
@@ -190,3 +191,30 @@ def test_a_pass_whose_output_has_other_rows_than_its_input_ran_on_the_larger(tra
     assert (forward["rows"], forward["rows_in"]) == (16, None), forward
     assert p10.step_pattern(run)[0]["rows"] == [16], p10.step_pattern(run)
     assert pm.first_step_rows(run, 0) == []
+
+
+def test_a_module_that_only_wraps_the_model_is_no_pass_the_models_inside_it_are(traced_vnode):
+    """A TA's audit: Part 2 of Practical 4 written as a wrapper module whose forward runs the
+    model on each chunk lost 1.4 points (only the wrapper's whole-batch pass was recorded), and
+    Practical 5's DataParallel held by a module of the student's lost its output's record."""
+    class Chunked(nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+
+        def forward(self, x):
+            return torch.cat([self.module(chunk) for chunk in x.chunk(2)])
+
+    events = traced_vnode(2)
+    model = model_on_gpu()
+    x = torch.randn(8, 6, device="cuda:0")
+    model(x)
+    Chunked(model)(x).sum().backward()
+    nn.Sequential(nn.Linear(6, 3), nn.Linear(3, 2)).cuda()(x)    # torch's own class: one pass
+    passes = pm.forward_passes(observed(events))
+    assert [(p["module"], p["rows"], p["rows_in"] is not None) for p in passes] == [
+        ("Sequential", 8, True), ("Sequential", 4, True), ("Sequential", 4, True),
+        ("Sequential", 8, True)], passes
+    assert [p["trains"] for p in passes] == [False, True, True, False], passes
+    run = observed(events)
+    assert [e["module"] for e in run.of("placement")][:1] == ["Sequential"]
