@@ -49,14 +49,19 @@ PART3_TODO = '"TODO (Practical 4 Part 3)'
 PART2_STAND_IN = "    final_output = output  # the grader's stand-in for Part 2, left to do: Part 3 is reached\n"
 
 
+def stopped_at_todo(run, part: int) -> bool:
+    """Whether `run` stopped at the template's TODO of Part `part`, left as the template has it."""
+    return any(e.get("type") == "NotImplementedError"
+               and f"Practical 4 Part {part}" in str(e.get("message"))
+               for e in run.of("exception"))
+
+
 def past_part2_todo(runs, submission, run, gpus: int):
     """`run`, or, where it stopped at Part 2's TODO left as the template has it, the same
     script on `gpus` GPUs with a stand-in for Part 2, so that a Part 3 written before Part 2 is
     graded as a TA reading it would (an instructor's audit: a correct Part 3 scored 0/4, and
     its one-GPU message 0/0.5, behind the TODO). Part 2 earns nothing from the stand-in."""
-    stopped_at_todo = any(e.get("type") == "NotImplementedError" and "Practical 4 Part 2" in str(e.get("message"))
-                          for e in run.of("exception"))
-    if not stopped_at_todo:
+    if not stopped_at_todo(run, 2):
         return run
     try:
         source = (submission / SCRIPT).read_text(encoding="utf-8")
@@ -367,6 +372,14 @@ def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
                      r"(?:2|two) or more", output, re.I)
     evidence(one, said, expected, "no such line; the output ended with: "
              f"{output.strip().splitlines()[-1:] or 'nothing'}", look)
+    # The message is Part 3's (the handout's Part 3 holds the `if`/`else`): with Part 3 still
+    # the template's TODO, the given `else` is all there is of it (a TA's audit: a student who
+    # never wrote Part 3 earned the half point beside a working Part 2).
+    assert not stopped_at_todo(part3_run, 3), explain(
+        expected + ", beside a Part 3 of your own",
+        "the message is printed, but Part 3 is still the template's TODO (it stopped the run "
+        "on 2 GPUs): the `else` branch that prints the message is the template's given code, "
+        "which earns nothing by itself", "Part 3 of practical4/concepts.py (its TODO)")
     # The message is the template's given `else` (given code earns nothing by itself), reached
     # on one GPU by any Part 2 that does not crash: it counts beside a Part 2 or Part 3 of the
     # student's own that earns something (a TA's s15 earned it with Part 2 faked by

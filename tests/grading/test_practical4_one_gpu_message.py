@@ -4,7 +4,8 @@ On one GPU the handout's Part 3 prints "Model parallelism requires at least 2 GP
 `else` branch the template gives; any Part 2 that does not crash reaches it. The TA's s15 faked
 Part 2 (`final_output = output`, the "Processing chunk" lines printed by hand) and put both of
 Part 3's layers on cuda:0, and still earned the 0.5: given code earns nothing by itself, so
-the message counts beside a Part 2 or Part 3 of the student's own that passes a check.
+the message counts beside a Part 2 or Part 3 of the student's own that passes a check, and
+never beside a Part 3 still the template's TODO (the message is Part 3's).
 
 The check runs here on traces written by hand, shaped as the virtual GPUs write them.
 """
@@ -86,6 +87,23 @@ def test_the_message_beside_a_working_part_of_the_students_own_earns_its_point(p
     run = two_gpus(part2=part2, part3=part3)
     assert p4.own_parts_passing(run) == passing
     one_gpu_check(run)
+
+
+def test_the_message_beside_a_part3_left_as_the_templates_todo_earns_nothing():
+    """A TA's audit (2026-12-06): Part 2 done, Part 3 never written (its TODO stops the run on
+    2 GPUs), and the given `else` had earned the half point: the message is Part 3's."""
+    run = two_gpus(part2=True)
+    stop = {"event": "exception", "rank": 0, "type": "NotImplementedError",
+            "site": "concepts.py:77", "message": "TODO (Practical 4 Part 3): put layer1 on cuda:0"}
+    stopped = Observation(p4.SCRIPT, gpus=2, returncode=1, events=run.events + [stop],
+                          stdout=run.stdout)
+    assert p4.own_parts_passing(stopped)   # Part 2 of the student's own works
+    with pytest.raises(AssertionError) as raised:
+        one_gpu_check(stopped)
+    text = str(raised.value)
+    for phrase in ("beside a Part 3 of your own", "Part 3 is still the template's TODO",
+                   "the template's given code, which earns nothing by itself"):
+        assert phrase in text, f"expected the feedback to say {phrase!r}; observed:\n{text}"
 
 
 @pytest.mark.parametrize("check", [p4.test_layers_on_two_gpus, p4.test_one_activation_transfer,
