@@ -355,6 +355,31 @@ _ANY_LABEL = re.compile("(?:" + "|".join(f"(?:{a.pattern})" for a in contract.LA
                         + r")[ \t]*[:=?]", re.IGNORECASE)
 
 
+# A list item's marker before an answer written under its label, as word processors and LaTeX
+# set it: "•", Word's Symbol-font bullets (U+F0B7, U+F0A7, U+F0D8: private-use glyphs), "▪",
+# "◦", "–" and "-" (dashes are one kind after normalise), "*", Word's second level "o",
+# LaTeX itemize's bullet where its font has no Unicode map ("(cid:136)"), and a number or
+# letter ("1.", "a)", "(ii)"). None of it is part of the answer.
+_BULLETS = ("\u2022\u2023\u2043\u2219\u00b7\u25aa\u25ab\u25a0\u25a1\u25cf\u25cb\u25e6\u25c6\u25c7"
+            "\u25b8\u25ba\u25b6\u2666\u2756\u27a2\u2794\u2192\u2713\u2714"
+            "\uf0a7\uf0a8\uf0b7\uf0d8\uf0fc\uf076")
+_LIST_MARKER = re.compile(r"^[ \t|]*(?:(?P<bullet>[" + _BULLETS + r"]|\(cid:\d+\)|[-*+o](?=[ \t]))"
+                          r"|(?P<number>\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])(?=[ \t]+\S))[ \t|]*", re.IGNORECASE)
+
+
+def without_list_marker(text: str, kind: str = "") -> tuple[str, bool]:
+    """(`text` without the list marker it starts with, whether it had one). A number before an
+    answer that is one number ("4. One per boundary") is that answer, not a marker: after an
+    "int" label, "1." goes only where a number follows it ("1. 4")."""
+    found = _LIST_MARKER.match(text)
+    if found is None or not text[found.end():].strip():
+        return text, False
+    rest = text[found.end():]
+    if found.group("number") and kind == "int" and not re.match(r"\d", rest):
+        return text, False
+    return rest, True
+
+
 def until_next_label(text: str) -> str:
     """`text` up to where another of the template's labels starts in it, if one does ("" when
     it starts with one: the answer was left blank)."""
@@ -395,21 +420,45 @@ def without_remarks(text: str, numbers_only: bool = False) -> str | None:
     return re.sub(r"\s+", " ", "".join(out)).strip().rstrip(".").strip()
 
 
+_ENDS_WITH_A_GPU = re.compile(r"\b(?:gpu|cuda|device|rank)\s*[:#_]?\s*\d+\s*$", re.IGNORECASE)
+
+
 def _answer_heads(rest: str, kind: str) -> list[str]:
     """What may be the answer after a label, most whole first (numbers_after says how)."""
     line, _, more = rest.partition("\n")
+    items = []
     if not line.strip(" |:=-–"):   # the label on its own line, the answer under it
         line, _, more = more.partition("\n")
+        line, listed = without_list_marker(line, kind)
+        # An answer under its label as a list ("• GPU 0: 3 layers" / "• GPU 1: 3 layers"): its
+        # items are one answer, up to a line that is no item of it or holds another label.
+        while listed and kind != "int" and more:
+            following, _, after = more.partition("\n")
+            item, listed = without_list_marker(following, kind)
+            if not listed or until_next_label(item) != item:
+                break
+            items.append(item.strip(" |"))
+            more = after
+    first_item = line
+    if items:
+        line = ", ".join([line.strip(" |").rstrip(",;")] + [item.rstrip(",;") for item in items])
     if re.search(r"(?:[,;/+&]|\band)\s*$", line) and re.match(r"\s*\d", more):
         line = line + " " + more.partition("\n")[0]
     heads = []
     # Up to the next label first (labels joined into one paragraph), then, where an answer
     # began before it, the whole line (a remark that quotes a label, colon and all). Nothing
-    # before the next label is a blank answer: never the next label's numbers.
+    # before the next label is a blank answer: never the next label's numbers. A list's items
+    # joined first, then its first item alone where the others hold no number (a remark: "• 3, 3"
+    # / "• as printed"; "• GPU 0: layers 0-2" / "• GPU 1: layers 3-5" is one answer, read whole or
+    # not at all).
     before = until_next_label(line)
     tried = [before] + ([line] if before != line and re.search(r"\d", before) else [])
+    tried += [first_item] if items and not any(re.search(r"\d", item) for item in items) else []
     for whole in (part.strip(" |:=-") for part in tried):
-        heads += [whole] + ([whole[:cut.start()]] if (cut := _REMARK_START.search(whole)) else [])
+        cut = _REMARK_START.search(whole)
+        # "GPU 0: layers 0-2, GPU 1: ..." is cut after a GPU's name, not after a remark: "GPU 0"
+        # is no answer (it had been read as the list [0]).
+        heads += [whole] + ([whole[:cut.start()]] if cut and not _ENDS_WITH_A_GPU.search(whole[:cut.start()]) else [])
     # Last, without remarks in brackets, brackets inside them included: after a count, any
     # remark ("1 (20 calls of x.to(layer_device))"); in a list, only a list of numbers ("GPU 0
     # gets 3 layers (0, 1, 2) and ..."): "before layer 3 (after layer 1)" says two things.
@@ -475,7 +524,9 @@ def transfer_as_indices(said: LayerPair) -> tuple[list[int], str | None]:
 
 
 def _label_regex(answer: contract.LabelledAnswer) -> re.Pattern:
-    return re.compile(r"(?m)(?P<start>^[\W_]*)?" + answer.pattern + contract.LABEL_END)
+    # `start`: the label opens its line, behind a list's marker ("• ", "(cid:136) ", "1. ") if any.
+    return re.compile(r"(?m)(?P<start>^[\W_]*(?:(?:\(cid:\d+\)|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])[\W_]*)?)?"
+                      + answer.pattern + contract.LABEL_END)
 
 
 def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layout: Layout,
@@ -618,10 +669,12 @@ def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layou
     answer_at, said = label_end, until_next_label(cased[label_end:line_end])
     joined = len(said) < line_end - label_end   # another label follows on this line
     answer = read(said)
-    if answer.unanswered and not said.strip():
-        following = cased[line_end + 1:cased.find("\n", line_end + 1)]
-        if read(following).answered:  # the label on its own line, the answer under it
-            answer_at, said, answer = line_end + 1, following, read(following)
+    if answer.unanswered and not said.strip() and line_end + 1 < len(cased):
+        # The label on its own line, the answer under it, as a list item or not ("• no").
+        following, listed = without_list_marker(cased[line_end + 1:cased.find("\n", line_end + 1)])
+        under = read(following)
+        if under.answered or (under.unclear and (listed or _an_answer_under(starts, line_end + 1))):
+            answer_at, said, answer = line_end + 1, following, under
     if answer.unclear:
         shown = said.strip(" |:-")
         return LabelReading(problems=(repr(shown if len(shown) <= 60 else shown[:57] + "..."),))
@@ -635,6 +688,15 @@ def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layou
     elif entry.kind == CELLS and not joined:
         explanation = " ".join(filter(None, [explanation, _under_last_cell(layout, entry.line)]))
     return LabelReading({"value": answer.value, "explanation": explanation}, answer_line=entry.line)
+
+
+def _an_answer_under(starts: list[Entry], offset: int) -> bool:
+    """Whether the entry at `offset`, under a label left blank on its line, is that label's answer
+    though not a clear one (found, for a person to read): a line of prose that starts nothing else
+    (a heading, another label, a section, a table)."""
+    entry = _entry_at(starts, offset)
+    return (entry.start == offset and entry.kind == PROSE
+            and not starts_something_else(entry.line, None, entry.line.bold))
 
 
 def _lines_after(layout: Layout, line: Line):

@@ -50,6 +50,13 @@ _PER_GPU_SEP = "@"
 _NO_VALUE = re.compile(r"^\W*(?:n\s*/?\s*a|none|x)?\W*$")
 # A row's GPU, named in a cell of its own or before its memory ("cuda:1", "GPU 1", "cuda:1: 200.7").
 _ROW_GPU = re.compile(r"^\W*(?:cuda|gpu|device|dev|rank)\s*[:#_]?\s*(\d{1,2})\b")
+# A line a table split over a page or column break carries there, no row of it: LaTeX longtable's
+# footer ("continued on next page", `\\endfoot`) and its caption repeated in `\\endhead` ("Table 1
+# (continued)"), Word's "Table 1 (cont.)", "(continued from previous page)".
+_CONTINUED = re.compile(r"\bcontinue[sd]?\b|\(\s*cont(?:'d|\.|d)?\s*\)|\bcont(?:'d|\.)|\b(?:next|previous|following)\s+page\b")
+# Lines that may stand between a table's last row on a page and its header repeated after the
+# break (a caption repeated as it was, "Table 1: Step time vs. DEPTH (2 GPUs)"): looked past.
+_LINES_BEFORE_REPEATED_HEADER = 2
 
 
 @dataclass
@@ -409,7 +416,13 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
                 break  # a table runs on only from where it stopped, onto the next page or column
         elif line.top - last.bottom > 2.5 * max(line.size, last.size, 1):
             break
+        if keys and _CONTINUED.search(line.text) and _key([line.text]) is None:
+            continue  # the table goes on after the break: its footer or its caption repeated
         repeated = _repeated_header(lines, index - 1, spec)
+        if (keys and moved and not repeated and _key([line.text]) is None
+                and any(_repeated_header(lines, j, spec) for j in range(index, min(index + _LINES_BEFORE_REPEATED_HEADER,
+                                                                                    len(lines))))):
+            continue  # a caption repeated over the header after the break
         if repeated and keys:
             columns, _, header_last = repeated
             key_index = next(i for i, c in enumerate(columns) if c.name == spec.key.name)
