@@ -19,20 +19,46 @@ from grader.checks.support import explain, not_found
 # -- an answer and the runs it is compared with ----------------------------------------------
 
 
+# A table whose rows are each measured by one script: (question, script) -> the method its row
+# names. A row whose script did not run cannot be checked, the others still are: P5's timing
+# table, half of it the single-GPU baseline (Part 1), is checked whatever the DataParallel script
+# does (rubrics/README.md; a TA's audit: a complete single-GPU row beside the DataParallel TODO
+# earned nothing).
+ROW_OF_SCRIPT = {("timing.table", "practical5/practical5_single.py"): "single",
+                 ("timing.table", "practical5/practical5_dp.py"): "dp"}
+
+
 def answer_against(answers, qid: str, *runs):
     """The student's answer to `qid`, to be compared with `runs` (Observations of their code).
 
     Fails when the answer is missing (saying where it belongs, and why it was not read if the
     sheet had a problem with it) or when a run it is compared with did not complete (the
-    answer cannot be checked against code that did not run); both reasons when both hold."""
+    answer cannot be checked against code that did not run); both reasons when both hold. A
+    table whose rows are each one script's (ROW_OF_SCRIPT) is returned without the rows of the
+    scripts that did not run, where a row of one that did is left to check."""
     broken = [run.problem() for run in runs if not run.ok]
     _require_answer(answers, qid, broken)
     if broken:
+        rows = _rows_that_ran(answers.values[qid], qid, [run for run in runs if not run.ok])
+        if rows:
+            return rows
         raise AssertionError(explain(
             f"your answer to {qid} can be compared with what your code does",
             f"your code did not run to the end: {broken[0]}",
             "make the code run first; the answer is then checked against it"))
     return answers.values[qid]
+
+
+def _rows_that_ran(value, qid: str, broken_runs) -> list | None:
+    """The rows of table `value` that no run of `broken_runs` measured, where each broken run
+    measures a row of its own (ROW_OF_SCRIPT) and a row is left; else None."""
+    methods = {ROW_OF_SCRIPT.get((qid, run.script)) for run in broken_runs}
+    ran = {method for (question, _), method in ROW_OF_SCRIPT.items() if question == qid} - methods
+    if None in methods or not isinstance(value, list):
+        return None
+    kept = [row for row in value if isinstance(row, dict)
+            and (named := set(method_rows([row]))) & ran and not named & methods]
+    return kept or None
 
 
 def answer_and_truth(answers, qid: str, truth, *runs):
