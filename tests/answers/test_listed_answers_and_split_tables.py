@@ -76,6 +76,8 @@ def test_answers_as_list_items_under_their_labels_are_read(tmp_path, first, seco
                             "task4.more_gpus_faster": "no", "task5.transfers_grow_with_gpus": "yes"}.items():
         assert (reading.answers.get(field_id) or {}).get("value") == value, (field_id, reading.problems)
     assert not reading.missing and not reading.unread, (reading.missing, reading.unread)
+    # Where it was read shows the answer as the student reads it, without its marker.
+    assert reading.where["task2.depth_improves_speed"]["text"] == "Does increasing DEPTH improve speed (yes/no): / no"
 
 
 @pytest.mark.parametrize("text, kind, value", [

@@ -363,7 +363,7 @@ _ANY_LABEL = re.compile("(?:" + "|".join(f"(?:{a.pattern})" for a in contract.LA
 _BULLETS = ("\u2022\u2023\u2043\u2219\u00b7\u25aa\u25ab\u25a0\u25a1\u25cf\u25cb\u25e6\u25c6\u25c7"
             "\u25b8\u25ba\u25b6\u2666\u2756\u27a2\u2794\u2192\u2713\u2714"
             "\uf0a7\uf0a8\uf0b7\uf0d8\uf0fc\uf076")
-_LIST_MARKER = re.compile(r"^[ \t|]*(?:(?P<bullet>[" + _BULLETS + r"]|\(cid:\d+\)|[-*+o](?=[ \t]))"
+_LIST_MARKER = re.compile(r"^[ \t|]*(?:(?P<bullet>[" + _BULLETS + r"]|\(cid:\d+\)|[-\u2013\u2014*+o](?=[ \t]))"
                           r"|(?P<number>\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])(?=[ \t]+\S))[ \t|]*", re.IGNORECASE)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import contract
 from .explanations import is_short_title, placeholder, read_explanations
-from .labels import read_labels
+from .labels import read_labels, without_list_marker
 from .layout import Layout, Line, build_layout
 from .tables import read_table
 
@@ -266,7 +266,8 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
                             else "question-answer table")
         if label.answer_line is not None:  # the answer under its label: show both
             answer_line = _line_where(label.answer_line, "line")
-            where["text"] = (where["text"] + " / " + answer_line["text"])[:160]
+            # Its list marker ("•", Word's private-use U+F0B7) is no part of what the student reads.
+            where["text"] = (where["text"] + " / " + without_list_marker(answer_line["text"])[0].strip())[:160]
             where["pages"] = sorted(set(where["pages"] + answer_line["pages"]))
         if label.read_as:
             where["note"] = label.read_as
