@@ -189,6 +189,15 @@ def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
     kind = question.type
     if kind in ("text", "str"):
         return str(raw).strip()
+    if isinstance(raw, str) and len(raw) > MAX_VALUE_CHARS and kind == "table":
+        # Most often a program's output pasted whole (nvidia-smi's box, a TA's audit): the rows
+        # are what is read, which "write the value alone" did not say.
+        example = f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}"
+        raise NotRead(f"{len(raw)} characters of text where the table's rows are expected (pasted output, "
+                      f"such as nvidia-smi's, is not read); write one row per line, e.g. {example}",
+                      f"your table is {len(raw)} characters of text, which is not read (pasted output, such as "
+                      f"nvidia-smi's, is not): write the values you read from it as rows, one per line, "
+                      f"e.g. {example}")
     if isinstance(raw, str) and len(raw) > MAX_VALUE_CHARS and kind != "bool":
         raise ValueError(f"{len(raw)} characters where a value is expected; write the value alone")
     if isinstance(raw, str) and kind != "table":
