@@ -283,7 +283,11 @@ def readings(answers: Mapping[str, Any]) -> list[dict[str, str]]:
     for qid, value in values.items():
         if isinstance(value, Mapping) and "value" in value:      # a yes/no answer
             value = value.get("value")
-        if isinstance(value, list) and value and isinstance(value[0], Mapping):   # a table
+        if isinstance(value, Mapping) and set(value) == {"each"}:   # "[32, 1000] each": one shape for every chunk
+            each = value["each"]
+            shown = (" × ".join(format_value(v) for v in each) if isinstance(each, list) else format_value(each)) \
+                + " each"
+        elif isinstance(value, list) and value and isinstance(value[0], Mapping):   # a table
             shown = "; ".join(" ".join(f"{k}={format_value(v)}" for k, v in row.items())
                               for row in value if isinstance(row, Mapping))
         else:
