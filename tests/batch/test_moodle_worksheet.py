@@ -7,7 +7,6 @@ import csv
 import datetime as dt
 import io
 import zipfile
-import re
 
 import pytest
 
