@@ -43,6 +43,7 @@ from grader.batch.gradebook import CurrentRun
 from grader.batch.grades_csv import upload_cell
 from grader.common.files import write_atomically
 from grader.reports.formatting import format_points
+from grader.reports.pending import waiting_to_be_read
 
 # The header of Moodle's own download (English), in its order.
 MOODLE_HEADER = ("Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
@@ -172,8 +173,7 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
                    and i.get("pending") and i.get("max_score", 0) > 0]
         if pending:
             parts.append(f"{len(pending)} written answer(s) are still to be graded by the staff.")
-        unread = [i for i in found.get("items") or [] if i.get("kind") == "auto"
-                  and (i.get("pending_points") or 0) > 0]
+        unread = waiting_to_be_read(found)
         if unread:
             parts.append(f"{len(unread)} answer(s) the grader could not read wait for the staff "
                          f"({format_points(sum(i['pending_points'] for i in unread))} point(s)).")

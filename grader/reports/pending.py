@@ -14,12 +14,19 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 
 
+def waiting_to_be_read(assignment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The assignment's automatic items with points that wait for a person to read an answer
+    (grader/scoring/score.py): the total lines, the terminal's list and Moodle's comment."""
+    return [item for item in assignment.get("items") or []
+            if isinstance(item, Mapping) and item.get("kind", "auto") == "auto"
+            and float(item.get("pending_points") or 0) > 0]
+
+
 def unread_pending_points(result: Mapping[str, Any]) -> float:
     """The points of automatic items that wait for a person to read an answer."""
-    return round(sum(float(item.get("pending_points") or 0)
+    return round(sum(float(item["pending_points"])
                      for assignment in result.get("assignments") or [] if isinstance(assignment, Mapping)
-                     for item in assignment.get("items") or []
-                     if isinstance(item, Mapping) and item.get("kind", "auto") == "auto"), 2)
+                     for item in waiting_to_be_read(assignment)), 2)
 
 
 def pending_what(result: Mapping[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
+from grader.reports.pending import waiting_to_be_read
 from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
 from grader.reports.student_view import display_name, file_shown
 from grader.reports.student_wording import all_for_the_student
@@ -276,8 +277,7 @@ def pending_lines(result: Mapping[str, Any]) -> list[str]:
                          f"({format_points(item.get('max_score'))} point(s); "
                          f"{qid + ': ' if qid else ''}{found})")
     unread = [(assignment.get("id"), item) for assignment in result.get("assignments") or []
-              for item in assignment.get("items") or []
-              if not item.get("pending") and (item.get("pending_points") or 0) > 0]
+              for item in waiting_to_be_read(assignment)]
     if unread:
         lines += ["", "Still for a person: answers the grader found but could not read (their "
                       "points wait; a person of the course staff reads them):"]
