@@ -59,17 +59,20 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
     if not submissions.is_dir():
         zips = [submissions]
         others: list[Path] = []
+        counts = {submissions: moodle_download_participants(submissions, limits)}
     else:
         entries = [entry for entry in sorted(submissions.iterdir())
                    if not entry.name.startswith(".") and entry.name not in JUNK_NAMES]
-        zips = [entry for entry in entries if moodle_download_participants(entry, limits)]
+        # Each zip's directory read once here: how many participants, if a whole download.
+        counts = {entry: moodle_download_participants(entry, limits) for entry in entries}
+        zips = [entry for entry in entries if counts[entry]]
         others = [entry for entry in entries if entry not in zips and not _is_note(entry)
                   and entry.name not in METADATA_NAMES]
     if not zips:
         return Downloads(submissions)
     if others:
         return Downloads(submissions, skipped=zips, warnings=[
-            f"{shown_name(z.name)} is a whole Moodle download ({moodle_download_participants(z, limits)} "
+            f"{shown_name(z.name)} is a whole Moodle download ({counts[z]} "
             "participants' submission folders), beside other uploads in "
             f"{shown_name(submissions.name)}/: not graded, neither as one student nor as its "
             f"participants. Unzip it into a folder of its own (unzip '{z.name}' -d FOLDER) and "
@@ -96,7 +99,7 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
                 isinstance(problem, NeedsPerson))
         found.notes.append(f"{shown_name(archive.name)} is a whole Moodle download: unzipped into "
                            f"{place.relative_to(out).as_posix()}/ (removed when the batch ends) "
-                           f"and each of its {moodle_download_participants(archive, limits)} "
+                           f"and each of its {counts[archive]} "
                            "participants graded as an upload, as if it had been unzipped into a "
                            "folder")
     return found
