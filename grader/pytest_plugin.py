@@ -6,7 +6,8 @@
 - `@pytest.mark.gpus(n)`: the check needs n *real* GPUs; elsewhere it is skipped, with that
   reason, and never faked.
 - `@pytest.mark.check("hw3.task3.balanced")`: the rubric check a test demonstrates; it goes
-  into pytest-json-report's metadata with the failure's feedback, for the scorer.
+  into pytest-json-report's metadata with the failure's feedback (and `unread_answer` where
+  it failed on an answer found but not read), for the scorer.
 - A session of the checks alone (`pytest grader/`, `pytest --pyargs grader.checks`) reports
   as a student reads it: no tracebacks of the grader's own code, each failed check's message
   once per cause and the points per rubric item at the end (grader/reports/terminal.py, scored
@@ -29,7 +30,13 @@ INTEGRITY_PROBLEMS = pytest.StashKey[list]()
 # Unusual but honest things the runs did (programs they started): notes for the instructor.
 INTEGRITY_NOTES = pytest.StashKey[list]()
 # The outcome of every check's test in this session, for the points at the end.
-CHECK_OUTCOMES = pytest.StashKey[dict]()   # nodeid -> (check, outcome, message)
+# nodeid -> (check, outcome, message, unread_answer)
+CHECK_OUTCOMES = pytest.StashKey[dict]()
+# The structured marks a failed case's metadata may carry beside its feedback, named in the
+# JSON report (`case_marks`) so that grader/scoring tells a report written with them from an
+# older one: `unread_answer`, the id of the answer the check failed on because it was found
+# but could not be read (grader/checks/support.py AnswerNotRead).
+CASE_MARKS = ["unread_answer"]
 # assignment -> its answers as read (Answers.to_dict), for the summary's written answers
 CHECK_ANSWERS = pytest.StashKey[dict]()
 
@@ -149,9 +156,10 @@ def pytest_runtest_makereport(item, call):
         message = (_skip_reason(report.longrepr) if report.skipped
                    else _feedback(call.excinfo) if call.excinfo is not None else "")
         outcome = "skipped" if report.skipped else "failed" if call.when == "call" else "error"
-        outcomes[item.nodeid] = (identifier, outcome, message)
+        outcomes[item.nodeid] = (identifier, outcome, message,
+                                 _unread_answer(call.excinfo) if outcome == "failed" else "")
     elif call.when == "call":
-        outcomes.setdefault(item.nodeid, (identifier, "passed", ""))
+        outcomes.setdefault(item.nodeid, (identifier, "passed", "", ""))
     return report
 
 
@@ -206,6 +214,8 @@ def pytest_json_runtest_metadata(item, call):
             metadata[key] = getattr(item, attribute)
     if call.excinfo is not None and call.when == "call":
         metadata["feedback"] = _feedback(call.excinfo)
+        if _unread_answer(call.excinfo):
+            metadata["unread_answer"] = _unread_answer(call.excinfo)
     return metadata
 
 
@@ -218,12 +228,19 @@ class _IntegrityInReport:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report):
+        json_report["case_marks"] = list(CASE_MARKS)
         problems = self.config.stash.get(INTEGRITY_PROBLEMS, [])
         if problems:
             json_report["integrity"] = list(problems)
         notes = self.config.stash.get(INTEGRITY_NOTES, [])
         if notes:
             json_report["integrity_notes"] = list(notes)
+
+
+def _unread_answer(excinfo) -> str:
+    """The answer a failure says was found but not read (AnswerNotRead), else ""."""
+    found = getattr(excinfo.value, "unread_answer", "") if excinfo is not None else ""
+    return found if isinstance(found, str) else ""
 
 
 def _feedback(excinfo) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from grader.answers.numbers import int_list_in, not_available, whole_number_in
 from grader.checks.practical_measures import assigned_constants, step_clock, step_seconds
-from grader.checks.support import explain, not_found
+from grader.checks.support import explain, no_answer, not_found
 
 # -- an answer and the runs it is compared with ----------------------------------------------
 
@@ -80,13 +80,11 @@ def answer_and_truth(answers, qid: str, truth, *runs):
 def _require_answer(answers, qid: str, broken: list[str]) -> None:
     if qid in answers.values:
         return
-    question = answers.questions.get(qid, qid)
     # An answer that is there but could not be read is quoted as such, never "no answer found".
     observed = not_found(answers, qid)
     if broken:
         observed += f"; and your code could not be run to compare it with: {broken[0]}"
-    raise AssertionError(explain(f"an answer to: {question}", observed,
-                                 answers.where_to_answer(qid)))
+    raise no_answer(answers, qid, observed)
 
 
 # -- devices and GPUs as students write them -------------------------------------------------

@@ -40,14 +40,34 @@ def close(a: float, b: float, rel: float = 1e-4, abs_: float = 1e-6) -> bool:
     return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
 
 
+class AnswerNotRead(AssertionError):
+    """A check's failure because the answer it checks was found but could not be read (a
+    worded answer, a scan, pasted output): no verdict, its points wait for a person. The
+    pytest plugin records `unread_answer` (the question's id) in the case's metadata, which
+    grader/scoring reads: a reworded message never changes the score."""
+
+    def __init__(self, message: str, unread_answer: str):
+        super().__init__(message)
+        self.unread_answer = unread_answer
+
+
+def no_answer(answers, qid: str, observed: str) -> AssertionError:
+    """The failure of a check whose answer `qid` is not among the values read: an
+    AnswerNotRead where the answer was found but not read, else a plain AssertionError.
+    `observed`: what the student is told (not_found's text, and more)."""
+    message = explain(f"an answer to: {answers.questions.get(qid, qid)}", observed,
+                      answers.where_to_answer(qid))
+    if qid in (getattr(answers, "unread", None) or ()):
+        return AnswerNotRead(message, qid)
+    return AssertionError(message)
+
+
 def reported(answers, qid: str):
     """The student's answer to `qid`; a check on an answer that is not there fails saying
     where it belongs (the report's label, the answer sheet's id)."""
     if qid in answers.values:
         return answers.values[qid]
-    question = answers.questions.get(qid, qid)
-    raise AssertionError(explain(f"an answer to: {question}", not_found(answers, qid),
-                                 answers.where_to_answer(qid)))
+    raise no_answer(answers, qid, not_found(answers, qid))
 
 
 def not_found(answers, qid: str) -> str:

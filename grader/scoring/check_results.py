@@ -2,15 +2,18 @@
 
 Only this module knows pytest-json-report's layout (version 1.5): ``tests[]`` entries with
 ``nodeid``, ``outcome`` (passed, failed, skipped, error, xfailed, xpassed), ``metadata``
-(added by grader.pytest_plugin: ``check``, ``assignment``, ``feedback``) and one dict per
-stage (``setup``, ``call``, ``teardown``) with ``outcome``, ``crash.message`` and
-``longrepr``; ``collectors[]`` with a failed ``outcome`` when a check module did not import;
-``exitcode`` of the pytest session.
+(added by grader.pytest_plugin: ``check``, ``assignment``, ``feedback``, ``unread_answer``)
+and one dict per stage (``setup``, ``call``, ``teardown``) with ``outcome``,
+``crash.message`` and ``longrepr``; ``collectors[]`` with a failed ``outcome`` when a check
+module did not import; ``exitcode`` of the pytest session; ``case_marks``, the structured
+marks the plugin writes (a report without it is older: its failures on an answer found but
+not read are told by their message, as they were scored when it was written).
 """
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Mapping
 
 from grader.common.text import last_lines
 
@@ -35,6 +38,9 @@ class Case:
     assignment: str
     outcome: str          # passed | failed | skipped | error
     message: str = ""     # why it failed, errored or was skipped ("" when passed)
+    # A failed case's answer (its id) that was found but could not be read: no verdict, the
+    # case's points wait for a person (grader/checks/support.py AnswerNotRead).
+    unread_answer: str = ""
 
     @property
     def label(self) -> str:
@@ -46,11 +52,27 @@ class Case:
 def cases_by_check(report: dict) -> dict[str, list[Case]]:
     """Group the report's tests by their check id; tests without one are ignored."""
     grouped: dict[str, list[Case]] = {}
+    older = _unread_by_message(report) if "case_marks" not in report else None
     for test in report.get("tests") or []:
         case = _case(test)
+        if case is not None and older and case.outcome == FAILED and not case.unread_answer:
+            case = replace(case, unread_answer=next(
+                (qid for qid, start in older.items() if case.message.startswith(start)), ""))
         if case is not None:
             grouped.setdefault(case.check, []).append(case)
     return grouped
+
+
+def _unread_by_message(report: dict) -> dict[str, str]:
+    """For a report written before `case_marks` (a folder `--rescore` or a batch scores
+    again): {answer id: how a check's failure on it began} for each answer the reading marked
+    found but not read, as grader/checks/support.py `reported` worded it then."""
+    answers = answer_data(report).get("answers")
+    if not isinstance(answers, Mapping):
+        return {}
+    questions = answers.get("questions") if isinstance(answers.get("questions"), Mapping) else {}
+    return {qid: f"Expected: an answer to: {questions.get(qid, qid)}\nObserved: "
+            for qid in answers.get("unread") or [] if isinstance(qid, str)}
 
 
 def report_of_cases(cases: list[Case]) -> dict:
@@ -64,8 +86,10 @@ def report_of_cases(cases: list[Case]) -> dict:
             test["setup"] = {"outcome": "skipped", "longrepr": case.message}
         elif case.outcome in (FAILED, ERROR):
             metadata["feedback"] = case.message
+            if case.unread_answer:
+                metadata["unread_answer"] = case.unread_answer
         tests.append(test)
-    return {"tests": tests}
+    return {"tests": tests, "case_marks": ["unread_answer"]}
 
 
 def session_problems(report: dict) -> list[str]:
@@ -95,8 +119,9 @@ def _case(test: dict) -> Case | None:
         message = _skip_reason(test) or str(metadata.get("feedback") or "") or "skipped"
     else:
         message = _failure_message(test, metadata, outcome)
+    unread = metadata.get("unread_answer") if outcome == FAILED else None
     return Case(nodeid=nodeid, check=check, assignment=str(assignment), outcome=outcome,
-                message=_truncate(message))
+                message=_truncate(message), unread_answer=unread if isinstance(unread, str) else "")
 
 
 def _failure_message(test: dict, metadata: dict, outcome: str) -> str:

@@ -10,9 +10,9 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
 - cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
 - manual items score what the instructor's overrides say, else 0 and ``pending``: their
   points are counted in the maximum and in ``pending_points`` until a person grades them;
-- a case that failed because an answer it checks was found but could not be read (the
-  answers' ``unread``: written in words, a picture, a format the grader does not read) is no
-  verdict: its points wait for a person as a written answer's do (the check's and the item's
+- a case that failed because an answer it checks was found but could not be read (written
+  in words, a picture, a format the grader does not read; the check marks the case with the
+  answer's id, ``Case.unread_answer``, never by its message's words) is no verdict: its points wait for a person as a written answer's do (the check's and the item's
   ``pending_points``, status ``pending`` where nothing else failed, counted in the
   assignment's ``pending_points`` and listed in ``pending_unread``), never a published 0; an
   override of the item is the person's grade. A missing answer, and an answer read and wrong,
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from grader.scoring import late as _late
-from grader.scoring.check_results import (ERROR, FAILED, PASSED, SKIPPED, Case, answer_data, cases_by_check,
+from grader.scoring.check_results import (ERROR, FAILED, PASSED, SKIPPED, Case, cases_by_check,
                                           session_problems)
 from grader.scoring.overrides import ItemOverride, Overrides, Release, check_overrides
 from grader.scoring.rubric import CheckRule, Item, Rubric
@@ -140,11 +140,10 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
     errors: list[str] = list(session_problems(report))
     grouped = cases_by_check(report)
     overrides = check_overrides(overrides, {rubric.assignment: rubric})
-    unread = found_not_read(answer_data(report).get("answers"))
 
     items = []
     for item in rubric.items:
-        scored = _score_manual(item) if item.is_manual else _score_auto(item, grouped, unread)
+        scored = _score_manual(item) if item.is_manual else _score_auto(item, grouped)
         _apply_override(scored, item, overrides.item(item.id))
         items.append(scored)
         errors.extend(f"{item.id}: check '{c.id}' did not run" for c in scored.checks
@@ -190,24 +189,14 @@ def errored_assignment(rubric: Rubric, message: str,
 
 # --- automatic items ---------------------------------------------------------------------
 
-def found_not_read(answers: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """How a check's failure begins where an answer it reads was found but could not be read
-    (grader/checks/support.py `reported`: "Expected: an answer to: <question>" then what was
-    observed), one per such answer of `answers` (result.json's `answers`: `unread`,
-    `questions`)."""
-    if not isinstance(answers, Mapping):
-        return ()
-    questions = answers.get("questions") if isinstance(answers.get("questions"), Mapping) else {}
-    return tuple(f"Expected: an answer to: {questions.get(qid, qid)}\nObserved: "
-                 for qid in answers.get("unread") or [] if isinstance(qid, str))
+def _waits_for_a_person(case: Case) -> bool:
+    """A case failed on an answer found but not read (the check's structured mark, never its
+    message's words: grader/scoring/check_results.py `Case.unread_answer`)."""
+    return case.outcome == FAILED and bool(case.unread_answer)
 
 
-def _waits_for_a_person(case: Case, unread: tuple[str, ...]) -> bool:
-    return case.outcome == FAILED and case.message.startswith(unread) if unread else False
-
-
-def _score_auto(item: Item, grouped: dict[str, list[Case]], unread: tuple[str, ...] = ()) -> ItemScore:
-    checks = [_score_check(rule, grouped.get(rule.check, []), unread) for rule in item.checks]
+def _score_auto(item: Item, grouped: dict[str, list[Case]]) -> ItemScore:
+    checks = [_score_check(rule, grouped.get(rule.check, [])) for rule in item.checks]
     # A check worth no point only tells (practical4.uneven_batch): it never sets the item's
     # status, which says how the item's points went.
     ran = [c for c in checks if c.status != STATUS_SKIPPED and c.points > 0] or \
@@ -235,7 +224,7 @@ def _score_auto(item: Item, grouped: dict[str, list[Case]], unread: tuple[str, .
                      pending_points=_round(sum(c.pending_points for c in checks)))
 
 
-def _score_check(rule: CheckRule, cases: list[Case], unread: tuple[str, ...] = ()) -> CheckScore:
+def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
     counts = {outcome: sum(c.outcome == outcome for c in cases)
               for outcome in (PASSED, FAILED, SKIPPED, ERROR)}
     score = CheckScore(id=rule.check, points=rule.points, max_score=rule.points, score=0.0,
@@ -258,7 +247,7 @@ def _score_check(rule: CheckRule, cases: list[Case], unread: tuple[str, ...] = (
         return score
 
     counted = len(cases) - counts[SKIPPED] if excluded else len(cases)
-    score.unread = sum(_waits_for_a_person(c, unread) for c in cases)
+    score.unread = sum(_waits_for_a_person(c) for c in cases)
     if rule.partial == "proportional":
         score.score = _round(rule.points * counts[PASSED] / counted)
         score.pending_points = _round(rule.points * score.unread / counted)

@@ -23,7 +23,7 @@ def _result() -> dict:
                                 "which could not be read as a list of whole numbers: a person must read it"])
     message = f"Expected: an answer to: {questions[QID]}\nObserved: 'GPU 0 gets 3 layers, GPU 1 gets'"
     tests = [case(c) for c in rubric.check_ids if c != "hw3.task1.layers_reported"]
-    tests.append(case("hw3.task1.layers_reported", "failed", feedback=message))
+    tests.append(case("hw3.task1.layers_reported", "failed", feedback=message, unread_answer=QID))
     tests[0]["metadata"]["answers"] = answers.to_dict()
     scored = score_assignment(rubric, report(tests)).to_dict()
     scored["answers"] = answers.to_dict()

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 
 def case(check: str, outcome: str = "passed", param: str | None = None,
-         feedback: str | None = None, skip_reason: str = "needs 2 real GPUs") -> dict:
+         feedback: str | None = None, skip_reason: str = "needs 2 real GPUs",
+         unread_answer: str | None = None) -> dict:
+    """`unread_answer`: the answer a failure found but could not read (grader.pytest_plugin's
+    mark of an AnswerNotRead)."""
     name = check.rsplit(".", 1)[-1]
     nodeid = f"grader/checks/test_{check.split('.')[0]}.py::test_{name}" + (f"[{param}]" if param else "")
     metadata = {"check": check, "assignment": check.split(".")[0]}
     if feedback:
         metadata["feedback"] = feedback
+    if unread_answer:
+        metadata["unread_answer"] = unread_answer
     test = {"nodeid": nodeid, "lineno": 1, "outcome": outcome, "metadata": metadata,
             "setup": {"duration": 0.001, "outcome": "passed"},
             "teardown": {"duration": 0.001, "outcome": "passed"}}
@@ -34,12 +39,16 @@ def cases(check: str, outcomes: list[str], **kwargs) -> list[dict]:
     return [case(check, outcome, param=str(i), **kwargs) for i, outcome in enumerate(outcomes)]
 
 
-def report(*tests, exitcode: int = 0, collectors: list | None = None) -> dict:
+def report(*tests, exitcode: int = 0, collectors: list | None = None, marks: bool = True) -> dict:
+    """`marks`: the structured marks grader.pytest_plugin names (`case_marks`); False gives a
+    report as stored before them."""
     flat = []
     for t in tests:
         flat.extend(t if isinstance(t, list) else [t])
     data = {"created": 0.0, "duration": 1.0, "exitcode": exitcode, "root": "/grader",
             "environment": {}, "summary": {"total": len(flat)}, "tests": flat}
+    if marks:
+        data["case_marks"] = ["unread_answer"]
     if collectors is not None:
         data["collectors"] = collectors
     return data

@@ -4,6 +4,11 @@ result.json, grades.csv and the Moodle worksheet until a TA acts on a commented-
 
 A missing answer and an answer read and wrong still score 0; an override of the item is the
 person's grade; an integrity hold decides the whole item.
+
+Which case failed on such an answer is the check's structured mark (grader/checks/support.py
+AnswerNotRead, recorded by grader.pytest_plugin as the case's `unread_answer`), never the words
+of its message: a rewording had changed the score. A report stored before the mark is scored as
+it was then, by the message (a folder `--rescore` or a batch scores again).
 """
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ import pytest
 
 from grader.answers.collect import Answers
 from grader.answers.sheet import template_questions
-from grader.checks.support import reported
+from grader.checks.support import AnswerNotRead, reported
+from grader.pytest_plugin import pytest_json_runtest_metadata, pytest_runtest_makereport
 from grader.reports.render import render_markdown
 from grader.scoring import build_result, score_assignment
 from grader.scoring.rubric import parse_rubric
@@ -29,18 +35,28 @@ def _answers(unread: bool) -> Answers:
                    unread_why={QID: UNREAD_WHY} if unread else {}, questions=questions)
 
 
-def _message(answers: Answers) -> str:
-    """The failure grader/checks/support.py `reported` raises for a missing answer."""
+def _failure(answers: Answers) -> AssertionError:
+    """The failure grader/checks/support.py `reported` raises for an answer not among the values."""
     with pytest.raises(AssertionError) as raised:
         reported(answers, QID)
-    return str(raised.value)
+    return raised.value
 
 
-def _report(rubric, failing: dict[str, str], answers: Answers) -> dict:
+def _message(answers: Answers) -> str:
+    return str(_failure(answers))
+
+
+def _report(rubric, failing: dict[str, str], answers: Answers, marks: dict[str, str] | None = None,
+            stored_before_marks: bool = False) -> dict:
+    """`marks`: check -> the answer its failure found but could not read, as the plugin records
+    it; by default the mark of `answers`' reading (what `reported` raises for QID)."""
+    if marks is None:
+        marks = {c: QID for c in failing} if QID in answers.unread else {}
     tests = [case(c) for c in rubric.check_ids if c not in failing]
-    tests += [case(c, "failed", feedback=message) for c, message in failing.items()]
+    tests += [case(c, "failed", feedback=message, unread_answer=marks.get(c))
+              for c, message in failing.items()]
     tests[0]["metadata"]["answers"] = answers.to_dict()
-    return report(tests)
+    return report(tests, marks=not stored_before_marks)
 
 
 def _item(result, item_id):
@@ -75,12 +91,88 @@ def test_a_missing_answer_or_one_read_and_wrong_still_scores_0(rubric_for, failu
     assert (result.score, result.pending_points, result.pending_unread) == (9.5, 4.5, [])
 
 
-def test_the_same_message_for_an_answer_not_marked_unread_is_a_failure(rubric_for):
-    """Only an answer the answers' reading marks unread waits: the message alone decides nothing."""
+def test_the_same_message_without_the_checks_mark_is_a_failure(rubric_for):
+    """Only a case the check marks waits: the message alone decides nothing."""
     rubric = rubric_for("hw3")
-    result = score_assignment(rubric, _report(rubric, {CHECK: _message(_answers(unread=True))},
-                                              _answers(unread=False)))
+    answers = _answers(unread=True)
+    result = score_assignment(rubric, _report(rubric, {CHECK: _message(answers)}, answers, marks={}))
     assert _item(result, "hw3.task1").status == "partial" and result.pending_unread == []
+
+
+def test_a_reworded_failure_with_the_checks_mark_still_waits(rubric_for):
+    """A check's message reworded (or a check that words its own) changes no score."""
+    rubric = rubric_for("hw3")
+    answers = _answers(unread=True)
+    reworded = "Looked for: the layers per GPU\nFound: 'GPU 0 gets 3 layers, GPU 1 gets', not read"
+    result = score_assignment(rubric, _report(rubric, {CHECK: reworded}, answers))
+    task1 = _item(result, "hw3.task1")
+    assert (task1.status, task1.pending_points, result.pending_unread) == ("pending", 1.0, ["hw3.task1"])
+
+
+def test_the_check_raises_the_mark_only_for_an_answer_found_but_not_read():
+    assert isinstance(_failure(_answers(unread=True)), AnswerNotRead)
+    assert _failure(_answers(unread=True)).unread_answer == QID
+    assert not isinstance(_failure(_answers(unread=False)), AnswerNotRead)
+
+
+class _Marker:
+    args = (CHECK,)
+
+
+class _Item:
+    nodeid = "grader/checks/test_hw3.py::test_layers"
+
+    def __init__(self, config=None):
+        self.config = config
+
+    def get_closest_marker(self, name):
+        return _Marker() if name == "check" else None
+
+
+class _Call:
+    when = "call"
+
+    def __init__(self, error):
+        self.excinfo = pytest.ExceptionInfo.from_exception(error)
+
+
+def test_the_plugin_records_the_mark_in_the_report_and_the_session(rubric_for):
+    """The JSON report a grading stores, and `pytest grader/`'s own summary, carry it."""
+    from grader.pytest_plugin import CHECK_OUTCOMES, _IntegrityInReport
+    from grader.scoring.session import score_session
+    unread, missing = _failure(_answers(unread=True)), _failure(_answers(unread=False))
+    assert pytest_json_runtest_metadata(_Item(), _Call(unread))["unread_answer"] == QID
+    assert "unread_answer" not in pytest_json_runtest_metadata(_Item(), _Call(missing))
+    stored: dict = {}
+
+    class Config:
+        stash = {CHECK_OUTCOMES: {}}
+    _IntegrityInReport(Config()).pytest_json_modifyreport(stored)
+    assert stored["case_marks"] == ["unread_answer"]
+
+    class Report:
+        outcome, skipped, longrepr = "failed", False, None
+    hook = pytest_runtest_makereport(_Item(Config()), _Call(unread))
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(Report())
+    assert Config.stash[CHECK_OUTCOMES][_Item.nodeid][3] == QID
+    session = score_session(Config.stash[CHECK_OUTCOMES])
+    assert session["assignments"][0]["pending_unread"] == ["hw3.task1"]
+
+
+def test_a_report_stored_before_the_mark_is_scored_as_it_was(rubric_for):
+    """`--rescore` of an older folder: its failure on an answer found but not read still waits,
+    told by its message as it was then; another answer's failure still fails."""
+    rubric = rubric_for("hw3")
+    answers = _answers(unread=True)
+    stored = _report(rubric, {CHECK: _message(answers)}, answers, marks={}, stored_before_marks=True)
+    assert "case_marks" not in stored
+    result = score_assignment(rubric, stored)
+    assert (_item(result, "hw3.task1").status, result.pending_unread) == ("pending", ["hw3.task1"])
+    other = score_assignment(rubric, _report(rubric, {CHECK: _message(_answers(unread=False))},
+                                             _answers(unread=False), stored_before_marks=True))
+    assert other.pending_unread == []
 
 
 def test_an_override_of_the_item_is_the_persons_grade(rubric_for):
@@ -112,7 +204,8 @@ def _unread_report(outcomes: dict[str, list[str]]) -> dict:
     for check, kinds in outcomes.items():
         for n, kind in enumerate(kinds):
             tests.append(case(check, "passed" if kind == "pass" else "failed", param=str(n),
-                              feedback=prefix if kind == "unread" else "Expected: 7\nObserved: 9"))
+                              feedback=prefix if kind == "unread" else "Expected: 7\nObserved: 9",
+                              unread_answer="p.table" if kind == "unread" else None))
     tests[0]["metadata"]["answers"] = {"unread": ["p.table"], "questions": {"p.table": "the table?"}}
     return report(tests)
 
