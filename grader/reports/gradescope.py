@@ -4,6 +4,15 @@ One Gradescope test per rubric item (automatic items, instructor-scored items, t
 penalty). Manual items still waiting for the instructor are not tests: a 0-point "passed" or
 an "x / y failed" would both mislead; the summary output lists them instead.
 
+Points of an automatic item that wait for the course staff (an answer the grader found but
+could not read: grader/scoring/score.py) are no verdict either. Gradescope takes a test's
+status as passed or failed only, and infers it from score >= max_score where none is given
+(/work/shared/notes/grading-anchors.md): an item's test therefore counts only its decided
+points (its max_score is the rubric's less what waits), its status is theirs, and its name and
+output say plainly what waits for the course staff. An item whose points all wait is no test,
+as a manual item waiting is not; the output lists it. A student had read "failed" beside an
+answer nobody had read yet.
+
 An upload that was never graded (grader/reports/not_graded.py: it needs a person, or was
 refused) has no tests: one failed test per rubric item would tell the student their code
 failed every check, when none of it ran. Its score is 0 all the same, written out: Gradescope
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from grader.reports.formatting import format_points
 from grader.reports.measurements import lookup
 from grader.reports.not_graded import not_graded
 from grader.reports.render import markdown_inline, render_item_markdown, render_markdown
@@ -35,11 +45,15 @@ def gradescope_results(result: Mapping[str, Any], *, visibility: str = "after_du
     several = len(assignments) > 1
     unmarked = not_graded(result)
     tests = []
+    waiting = []
     for a_number, assignment in enumerate(assignments if unmarked is None else [], start=1):
         shown = [item for item in assignment.get("items") or [] if not item.get("pending")]
+        waiting += [(assignment, item) for item in shown if _waits(item) and _decided(item) <= 0]
+        shown = [item for item in shown if not (_waits(item) and _decided(item) <= 0)]
         for i_number, item in enumerate(shown, start=1):
             tests.append(_test(assignment, item, f"{a_number}.{i_number}", several, visibility))
-    output = render_markdown(result, summary_only=True) + _hidden_note(tests)
+    output = render_markdown(result, summary_only=True) + _waiting_note(waiting, several) \
+        + _hidden_note(tests)
     if unmarked is not None and not unmarked.counts_as_zero:
         output += ("\nGradescope shows a score of 0 because it records a number for every "
                    "autograder run: that 0 is no grade.\n")
@@ -69,15 +83,17 @@ def gradescope_results(result: Mapping[str, Any], *, visibility: str = "after_du
 
 def _test(assignment: Mapping, item: Mapping, number: str, several: bool,
           default_visibility: str) -> dict:
-    score, max_score = _points(item.get("score")), _points(item.get("max_score"))
+    score, max_score = _points(item.get("score")), _decided(item)
     name = str(item.get("title") or item.get("id"))
+    if _waits(item):
+        name += f" ({format_points(_points(item.get('pending_points')))} point(s) wait for the course staff)"
     return {
         "score": score,
         "max_score": max_score,
         "status": _status(item, score, max_score),
         "name": f"[{assignment.get('id')}] {name}" if several else name,
         "number": number,
-        "output": render_item_markdown(item) + _held_note(assignment, item),
+        "output": _waits_note(item) + render_item_markdown(item) + _held_note(assignment, item),
         "output_format": "md",
         "tags": [str(assignment.get("id")), str(item.get("kind", "auto"))],
         "visibility": _visibility(item, default_visibility),
@@ -88,6 +104,38 @@ def _test(assignment: Mapping, item: Mapping, number: str, several: bool,
                        for check in item.get("checks") or []],
         },
     }
+
+
+def _waits(item: Mapping) -> bool:
+    """An automatic item with points that wait for the course staff to read an answer."""
+    return item.get("kind", "auto") == "auto" and not item.get("overridden") \
+        and _points(item.get("pending_points")) > 0
+
+
+def _decided(item: Mapping) -> float:
+    """The item's points the grader decided: its max_score less those that wait."""
+    waiting = _points(item.get("pending_points")) if _waits(item) else 0.0
+    return max(0.0, round(_points(item.get("max_score")) - waiting, 2))
+
+
+def _waits_note(item: Mapping) -> str:
+    if not _waits(item):
+        return ""
+    return (f"**Waits for the course staff:** {format_points(_points(item.get('pending_points')))} of this "
+            f"item's {format_points(_points(item.get('max_score')))} point(s) are for an answer the grader "
+            "found but could not read. The course staff read it and set those points; until then they "
+            "are not in your score, and this test's points and status are those of the rest.\n\n")
+
+
+def _waiting_note(waiting: list[tuple[Mapping, Mapping]], several: bool) -> str:
+    """Items whose points all wait for the course staff: no test, said in the output."""
+    if not waiting:
+        return ""
+    lines = [f"- {'[' + str(a.get('id')) + '] ' if several else ''}"
+             f"{markdown_inline(str(item.get('title') or item.get('id')))}: "
+             f"{format_points(_points(item.get('pending_points')))} point(s)" for a, item in waiting]
+    return ("\nWaiting for the course staff (an answer the grader found but could not read; no test "
+            "and not in your score until they have read it):\n\n" + "\n".join(lines) + "\n")
 
 
 def _held_note(assignment: Mapping, item: Mapping) -> str:

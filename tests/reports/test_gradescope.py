@@ -202,3 +202,57 @@ def test_an_item_the_instructor_regraded_is_not_shown_as_failed():
     other = next(t for t in gradescope_results(result)["tests"]
                  if t["extra_data"]["item_id"] == "practical4.part2")
     assert other["status"] == "failed", other
+
+
+# -- points that wait for the course staff ------------------------------------------------------
+def _waiting_result() -> dict:
+    """p.sheet: one answer found but not read, the rest passed; p.table: one check, its only
+    case on an answer found but not read; p.mixed: one case lost, one waiting."""
+    from grader.scoring import build_result, parse_rubric, score_assignment
+    from tests.scoring.scoring_reports import case, report
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 2, "total_points": 6, "items": [
+        {"id": "p.sheet", "title": "Answer sheet", "checks": [
+            {"check": "p.sheet.a", "points": 1}, {"check": "p.sheet.b", "points": 1}]},
+        {"id": "p.table", "title": "The usage table", "checks": [{"check": "p.table.rows", "points": 1}]},
+        {"id": "p.mixed", "title": "Facts", "checks": [
+            {"check": "p.mixed.rows", "points": 2, "partial": "proportional"},
+            {"check": "p.mixed.c", "points": 1}]}]})
+    unread = "Expected: an answer to: the table?\nObserved: 1350 characters of text, not read"
+    tests = [case("p.sheet.a"), case("p.sheet.b", "failed", feedback=unread, unread_answer="usage.table"),
+             case("p.table.rows", "failed", feedback=unread, unread_answer="usage.table"),
+             case("p.mixed.rows", "failed", param="0", feedback="Expected: 7\nObserved: 9"),
+             case("p.mixed.rows", "failed", param="1", feedback=unread, unread_answer="usage.table"),
+             case("p.mixed.c")]
+    tests[0]["metadata"]["answers"] = {"unread": ["usage.table"], "questions": {"usage.table": "the table?"}}
+    return build_result("s", [score_assignment(rubric, report(tests))])
+
+
+def test_points_that_wait_for_the_course_staff_are_no_failure():
+    """An answer found but not read had been exported as a failed test: a student reads "you got
+    this wrong" beside an answer nobody has read yet (a TA's audit)."""
+    result = _waiting_result()
+    results = gradescope_results(result)
+    validate(results)
+    tests = {t["extra_data"]["item_id"]: t for t in results["tests"]}
+    # Everything decided passed: passed, over the decided points; the name says what waits.
+    sheet = tests["p.sheet"]
+    assert (sheet["status"], sheet["score"], sheet["max_score"]) == ("passed", 1.0, 1.0), sheet
+    assert sheet["name"] == "Answer sheet (1 point(s) wait for the course staff)", sheet["name"]
+    assert sheet["output"].startswith("**Waits for the course staff:** 1 of this item's 2 point(s)"), sheet["output"]
+    # A loss beside a wait: failed, over the decided points only.
+    mixed = tests["p.mixed"]
+    assert (mixed["status"], mixed["score"], mixed["max_score"]) == ("failed", 1.0, 2.0), mixed
+    assert "wait for the course staff" in mixed["name"]
+    # All of it waits: no test (as a written answer waiting is none), listed in the output.
+    assert "p.table" not in tests
+    assert "Waiting for the course staff" in results["output"]
+    assert "- The usage table: 1 point(s)" in results["output"], results["output"]
+    assert results["score"] == result["score"] == 2.0
+
+
+def test_an_override_of_an_item_that_waited_is_the_staffs_grade():
+    result = _waiting_result()
+    find_item(result, "p.sheet").update(score=2.0, pending_points=0.0, overridden=True)
+    test = next(t for t in gradescope_results(result)["tests"]
+                if t["extra_data"]["item_id"] == "p.sheet")
+    assert (test["name"], test["status"], test["max_score"]) == ("Answer sheet", "passed", 2.0), test
