@@ -351,13 +351,16 @@ def _number(value) -> float | None:
         else None
 
 
-def incomplete_rows(rows: dict, methods: list[str], columns: list[str]) -> list[str]:
-    """What a timing table lacks: a row per method, with a positive number in every column."""
+def incomplete_rows(rows: dict, methods: list[str], columns: list[str],
+                    missing: dict[str, str] | None = None) -> list[str]:
+    """What a timing table lacks: a row per method, with a positive number in every column.
+    `missing`: what to say of a method's missing row (why it is missing, what to add), where
+    the caller knows more than "no row with method: ..."."""
     problems = []
     for method in methods:
         row = rows.get(method)
         if row is None:
-            problems.append(f"no row with method: {method}")
+            problems.append((missing or {}).get(method) or f"no row with method: {method}")
             continue
         for column in columns:
             number = _number(row.get(column))

@@ -393,6 +393,37 @@ TIMING_COLUMNS = ["gpus", "step_time_s", "total_time_s"]
 TIMES = ["step_time_s", "total_time_s"]
 
 
+# A timing table's row as the answer sheet writes it, with the GPUs the grader runs it on, and
+# how the student runs the script to measure it (the message of a row missing).
+TIMING_ROW = {"single": "- {method: single, gpus: 1, step_time_s: ..., total_time_s: ...}",
+              "dp": "- {method: dp, gpus: 2, step_time_s: ..., total_time_s: ...}"}
+TIMING_SCRIPT = {"single": (SINGLE, 1), "dp": (DP, 2)}
+TIMING_NAME = {"single": "single-GPU", "dp": "DataParallel"}
+
+
+def missing_timing_rows(written: dict, untrained: list) -> dict[str, str]:
+    """Why each method's row is missing from the rows checked, said so that a student can act
+    (a TA's audit: "no row with method: dp" beside a DataParallel script that never ran had
+    not said why): its script did not train to the end (there is no time to report yet, or
+    the row written cannot be checked), or the row to add, in the sheet's format."""
+    said = {}
+    for method, (script, gpus) in TIMING_SCRIPT.items():
+        broken = next((run for run in untrained if run.script == script), None)
+        name = f"the {TIMING_NAME[method]} row (method: {method})"
+        stopped = f" (what stopped it: {broken.problem() or 'unknown'})" if broken is not None else ""
+        if broken is not None and method in written:
+            said[method] = (f"{name} cannot be checked: {script} did not train to the end when "
+                            f"the grader ran it; make it run, then report the times it prints{stopped}")
+        elif broken is not None:
+            said[method] = (f"{name} is missing because {script} did not train to the end when the "
+                            f"grader ran it: finish it, run it (pdl-grade run --gpus {gpus} {script}), "
+                            f"then add the row with the times it prints, e.g. {TIMING_ROW[method]}{stopped}")
+        else:
+            said[method] = (f"{name} is missing: {script} trains, so add its row to timing.table's "
+                            f"rows with the times it prints, e.g. {TIMING_ROW[method]}")
+    return said
+
+
 def our_timing(run, gpus):
     times, total = step_times(run)
     return {"gpus": gpus, "step_time_s": round(median_or_none(times), 6) if times else None,
@@ -405,14 +436,16 @@ def test_reported_timing_table(handout, submission, answers, measured, reported_
                                aspect):
     single = handout.single()
     parallel = handout.dp(2)
-    rows = method_rows(answer_against(answers, "timing.table",
-                                      *not_trained(submission, (single, SINGLE), (parallel, DP))))
+    untrained = not_trained(submission, (single, SINGLE), (parallel, DP))
+    rows = method_rows(answer_against(answers, "timing.table", *untrained))
     measured["timing.table"] = {"single": our_timing(single, 1), "dp": our_timing(parallel, 2)}
     reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}
                                        for m in TIMING_METHODS if m in rows}
     where = answers.where_to_answer("timing.table")
     if aspect == "complete":
-        problems = incomplete_rows(rows, TIMING_METHODS, TIMES)
+        written = method_rows(answers.values.get("timing.table"))
+        problems = incomplete_rows(rows, TIMING_METHODS, TIMES,
+                                   missing=missing_timing_rows(written, untrained))
         problems += [f"{m}: gpus is {rows[m]['gpus']:g}, not a whole number" for m in rows
                      if m in TIMING_METHODS and isinstance(rows[m].get("gpus"), float)
                      and not rows[m]["gpus"].is_integer()]

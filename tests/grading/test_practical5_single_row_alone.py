@@ -51,10 +51,38 @@ def test_the_single_gpu_row_is_checked_on_its_own(tmp_path, table):
     run_check(_timing("consistent"), DataParallelLeft(), tmp_path, values={"timing.table": table})
 
 
-@pytest.mark.parametrize("table", [[SINGLE_ROW], [SINGLE_ROW, GUESSED_DP_ROW]], ids=["single only", "dp guessed"])
-def test_the_table_is_not_complete_without_a_data_parallel_row_that_ran(tmp_path, table):
-    with pytest.raises(AssertionError, match="no row with method: dp"):
+@pytest.mark.parametrize("table, said", [
+    ([SINGLE_ROW], "the DataParallel row (method: dp) is missing because practical5/practical5_dp.py did not "
+                   "train to the end when the grader ran it: finish it"),
+    ([SINGLE_ROW, GUESSED_DP_ROW], "the DataParallel row (method: dp) cannot be checked: "
+                                   "practical5/practical5_dp.py did not train to the end")],
+    ids=["single only", "dp guessed"])
+def test_the_table_is_not_complete_without_a_data_parallel_row_that_ran(tmp_path, table, said):
+    """And says why the row is missing, and what to do (a TA's audit 27: "no row with method: dp"
+    had not told the student that their DataParallel script never ran)."""
+    with pytest.raises(AssertionError) as raised:
         run_check(_timing("complete"), DataParallelLeft(), tmp_path, values={"timing.table": table})
+    text = str(raised.value)
+    assert said in text and "no row with method" not in text, text
+    if len(table) == 1:
+        assert ("finish it, run it (pdl-grade run --gpus 2 practical5/practical5_dp.py), then add the row with "
+                "the times it prints, e.g. - {method: dp, gpus: 2, step_time_s: ..., total_time_s: ...} "
+                "(what stopped it: practical5/practical5_dp.py (2 GPU(s)) stopped with NotImplementedError") in text, text
+
+
+class BothTrained(DataParallelLeft):
+    def dp(self, gpus):
+        return trained(gpus, True)
+
+
+def test_a_row_missing_beside_a_script_that_trained_says_which_row_to_add(tmp_path):
+    with pytest.raises(AssertionError) as raised:
+        run_check(_timing("complete"), BothTrained(), tmp_path, values={"timing.table": [SINGLE_ROW]})
+    text = str(raised.value)
+    assert ("Observed: the DataParallel row (method: dp) is missing: practical5/practical5_dp.py trains, so add "
+            "its row to timing.table's rows with the times it prints, e.g. "
+            "- {method: dp, gpus: 2, step_time_s: ..., total_time_s: ...}") in text, text
+    assert "Where to look: practical5/answers.yaml (timing.table)" in text
 
 
 def test_a_single_gpu_row_that_disagrees_with_its_run_still_fails(tmp_path):
