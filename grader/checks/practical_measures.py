@@ -97,8 +97,47 @@ def wrapper_passes(events) -> set[tuple[int, int]]:
 
 
 def reached_passes(run, rank: int = 0) -> set:
-    """The numbers of the rank's forward passes whose output a backward pass reached."""
-    return {e.get("n") for e in run.of("forward_used", rank)}
+    """The numbers of the rank's forward passes whose output a backward pass reached, less
+    those of steps whose gradient was computed mostly outside the passes (`made_outside`)."""
+    outside = {e.get("index", 0) - 1 for e in run.of("step", rank) if made_outside(e)}
+    of_outside = {e.get("n") for e in run.of("forward", rank) if e.get("step") in outside}
+    return {e.get("n") for e in run.of("forward_used", rank)} - of_outside
+
+
+# A step's gradient is the passes' where at most this share of it (by norm) was computed
+# outside the model's forward passes. An honest loop adds nothing there but a penalty on the
+# weights (weight decay written out: a thousandth); a step computed from the weights directly
+# (`F.linear(x, model.fc.weight)`, or gradients of `torch.autograd.grad` written into .grad)
+# beside passes given a tiny gradient is all of it (a red team's route, adv27).
+OUTSIDE_LIMIT = 0.5
+
+
+OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights directly, e.g. "
+                "F.linear(x, model.fc.weight), or written into .grad)")
+
+
+def outside_share_said(share: float) -> str:
+    """How much of a step's gradient came from outside the passes, in words: a share of 1 or
+    more (a DDP rank's own gradient outside beside the ranks' average applied) is all of it."""
+    return "all" if share >= 0.995 else f"{share:.0%}"
+
+
+def steps_made_outside(run, rank: int = 0) -> str:
+    """'' or what the rank's steps made outside the passes were, for a message that found no
+    training pass."""
+    made = [e for e in run.of("step", rank) if made_outside(e)]
+    if not made:
+        return ""
+    return (f"; the gradient of {len(made)} optimizer step(s) was {OUTSIDE_SAID}, so no pass "
+            "of those steps trains")
+
+
+def made_outside(step: dict) -> bool:
+    """Whether a step record's gradient came mostly from outside the model's forward passes
+    (its `outside` share, grader/vgpu/observe.py)."""
+    share = step.get("outside")
+    return isinstance(share, (int, float)) and not isinstance(share, bool) and \
+        share > OUTSIDE_LIMIT
 
 
 def trains(forward: dict, reached: set) -> bool:
@@ -112,11 +151,14 @@ def trains(forward: dict, reached: set) -> bool:
 def training_events(events: list[dict]) -> list[dict]:
     """Events of one step (Observation.by_step) less what trains nothing: forward passes no
     backward reached, and backward passes that reached none of the step's forward passes (a
-    backward of a tensor of the script's own). Kept as they are where the passes are not
+    backward of a tensor of the script's own); no forward pass where the step's gradient came
+    mostly from outside the passes (`made_outside`). Kept as they are where the passes are not
     numbered (a made-up trace)."""
     if not any("n" in e for e in events if e.get("event") == "forward"):
         return events
-    reached = {e.get("n") for e in events if e.get("event") == "forward_used"}
+    outside = bool(events) and events[-1].get("event") == "step" and made_outside(events[-1])
+    reached = set() if outside else \
+        {e.get("n") for e in events if e.get("event") == "forward_used"}
     wrappers = {n for _, n in wrapper_passes(events)}
     kept = []
     for at, event in enumerate(events):

@@ -20,11 +20,13 @@ import pytest
 
 from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_list,
                                              per_rank_line, rows_by, whole_numbers)
-from grader.checks.practical_measures import (UNKNOWN, assigned_constants, broken_layout_edit,
-                                              devices_of_rank, distinct_rows, evidence,
-                                              first_step_rows, forward_passes, learning_ranks,
-                                              not_learning, restored_layout_edit, rows_of,
-                                              script_forward, script_text, training_events)
+from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, assigned_constants,
+                                              broken_layout_edit, devices_of_rank, distinct_rows,
+                                              evidence, first_step_rows, forward_passes,
+                                              learning_ranks, made_outside, not_learning,
+                                              outside_share_said, restored_layout_edit,
+                                              rows_of, script_forward, script_text,
+                                              training_events)
 from grader.checks.support import close, explain, must_agree
 
 SCRIPT = "practical10/sample.py"
@@ -131,16 +133,22 @@ def step_pattern(run, rank=0):
                 synced += 1
                 synced_this_backward = True
                 last_synced_at = backwards
+        closing = events[-1] if events and events[-1].get("event") == "step" else {}
         pattern.append({"forwards": len(forwards),
                         "rows": [ran_on.get(f.get("n"), rows_of(f.get("batch")))
                                  for f in forwards],
-                        "backwards": backwards, "synced": synced, "synced_at": last_synced_at})
+                        "backwards": backwards, "synced": synced, "synced_at": last_synced_at,
+                        **({"outside": closing["outside"]} if made_outside(closing) else {})})
     return pattern
 
 
 def describe_step(step) -> str:
-    return (f"{step['forwards']} forward pass(es) on {step['rows']} rows, {step['backwards']} "
+    said = (f"{step['forwards']} forward pass(es) on {step['rows']} rows, {step['backwards']} "
             f"backward pass(es), {step['synced']} of them all-reducing the gradients")
+    if "outside" in step:
+        said += (f"; {outside_share_said(step['outside'])} of the step's gradient was "
+                 f"{OUTSIDE_SAID}, so no pass of it counts as a micro-batch")
+    return said
 
 
 def without_micro_batches(steps, micro) -> list:
@@ -154,7 +162,7 @@ def without_micro_batches(steps, micro) -> list:
 
 def passes_in(step) -> str:
     """describe_step, or that a step (of an empty loop) ran no pass at all."""
-    if not step["forwards"] and not step["backwards"]:
+    if not step["forwards"] and not step["backwards"] and "outside" not in step:
         return "no forward and no backward pass before the optimizer step"
     return describe_step(step)
 

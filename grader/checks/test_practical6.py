@@ -26,7 +26,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               devices_of_rank, distinct_rows, evidence, faster,
                                               first_step_rows, forward_passes, gpu0_more_loaded,
                                               handout_sets, learning_ranks, not_learning,
-                                              same_row, shared_clock,
+                                              same_row, shared_clock, steps_made_outside,
                                               training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
 
@@ -239,7 +239,8 @@ def test_each_rank_trains_on_its_share(runs, processes):
                 f"{BATCH} // {processes} = {BATCH // processes} rows"
                 + (f" (or {allowed[-1]}, a DistributedSampler's padded share)"
                    if len(allowed) > 1 else "") + f", so the global batch stays {BATCH}")
-    seen = evidence(run, first_batches(run), expected, "no forward pass on any rank", look)
+    seen = evidence(run, first_batches(run), expected, "no training forward pass on any rank"
+                    + steps_made_outside(run), look)
     # torch.chunk of one global batch by rank (22, 22, 20 over 3 ranks) is one batch too.
     chunked = [seen.get(r) for r in range(processes)] == chunk_sizes(BATCH, processes)
     wrong = {} if chunked else {r: b for r, b in seen.items() if b not in allowed}

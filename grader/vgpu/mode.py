@@ -24,6 +24,7 @@ from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
+from grader.vgpu.observe import backward_begins
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
 from grader.vgpu.stand_ins import original_of
 from grader.vgpu.trace import call_site, get_trace
@@ -677,11 +678,12 @@ class VirtualGPUMode(TorchFunctionMode):
         outer = getattr(_engine, "mode", None)
         _engine.mode = self
         try:
+            roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+            backward_begins(roots)
             clock = self.clock
             if not clock.timed:
                 return func(*args, **kwargs)
             clock.host_op()
-            roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
             schedule_backward(self.node, list(_tensors_in(roots)))
             with clock.untimed():
                 return func(*args, **kwargs)
@@ -828,4 +830,7 @@ class RealGPUObserverMode(TorchFunctionMode):
                        shape=list(args[1].shape), site=call_site(2))
         elif func in (Tensor.backward, torch.autograd.backward):
             trace.emit("backward", site=call_site(2))
+            backward_begins(args[0] if args else kwargs.get("tensors"))
+        elif func is torch.autograd.grad:
+            backward_begins(args[0] if args else kwargs.get("outputs"))
         return func(*args, **kwargs)
