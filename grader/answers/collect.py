@@ -63,6 +63,9 @@ class Answers:
     # Cells of answered tables that stayed words where a number belongs ("about 7-8 ms"), for a
     # person: {id, row, column, text}.
     unread_cells: list[dict] = field(default_factory=list)
+    # Of `unread`, what an answer sheet holds as written: id -> {"file", "text"}, shown in
+    # instructor.md (a pasted nvidia-smi box had to be looked up in the YAML).
+    unread_text: dict[str, dict] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
     # The report handed in in another format instead of the PDF ("hw3/report.md"), or None.
@@ -165,6 +168,8 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         answers.unread_cells += [cell for cell in sheet.unread_cells if answers.origin.get(cell["id"]) == display]
         unread |= set(sheet.unread)
         unread_why.update(sheet.unread_why)
+        answers.unread_text.update({qid: {"file": display, "text": text}
+                                    for qid, text in sheet.unread_text.items()})
     for qid, pointer in pointers.items():
         if qid not in answers.values:
             answers.problems.append(f"{qid}: answered only '{_quoted(pointer)}', which points to the other file, "
@@ -177,6 +182,7 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     answers.missing = [qid for qid in questions if qid not in answers.values]
     answers.unread = [qid for qid in answers.missing if qid in unread]
     answers.unread_why = {qid: unread_why[qid] for qid in answers.unread if qid in unread_why}
+    answers.unread_text = {qid: answers.unread_text[qid] for qid in answers.unread if qid in answers.unread_text}
     # "Not handed in" only when no file is there: a file that is there but unreadable (a scan,
     # a renamed .docx) has its own message, and saying both would contradict it.
     if all(f["status"] == "missing" for f in answers.files):

@@ -57,6 +57,20 @@ class SheetAnswers:
     unread_why: dict[str, str] = field(default_factory=dict)
     # Table cells it could not read (the table itself was): {id, row, column, text}.
     unread_cells: list[dict] = field(default_factory=list)
+    # id -> the answer as written, of those not read: for the person who reads it (a pasted
+    # nvidia-smi box, a TA's audit 27, had to be looked up in the YAML).
+    unread_text: dict[str, str] = field(default_factory=dict)
+
+
+# The most of an unread answer kept to show (a runaway paste stays readable in instructor.md).
+MAX_UNREAD_TEXT = 4000
+
+
+def written_text(raw: Any) -> str:
+    """An answer as the student wrote it, for a person: text as is, anything else as YAML shows it."""
+    text = raw if isinstance(raw, str) else repr(raw)
+    return text if len(text) <= MAX_UNREAD_TEXT else \
+        text[:MAX_UNREAD_TEXT] + f"\n... [{len(text) - MAX_UNREAD_TEXT} more characters]"
 
 
 class NotRead(ValueError):
@@ -127,6 +141,7 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             result.unread.append(question.id)
             result.unread_why[question.id] = error.said if isinstance(error, NotRead) else \
                 f"your answer could not be read: {error}"
+            result.unread_text[question.id] = written_text(raw)
             continue
         except (ArithmeticError, TypeError, RecursionError) as error:   # one answer fails alone
             result.problems.append(f"{display}: {qid}: could not be read ({type(error).__name__}); "
@@ -134,6 +149,7 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             result.unread.append(question.id)
             result.unread_why[question.id] = ("your answer could not be read; write the value as "
                                               "the template shows")
+            result.unread_text[question.id] = written_text(raw)
             continue
         # What was read with a remark for a person (a range of times read as its middle).
         result.problems += [f"{display}: {qid}: {note}" for note in notes]
@@ -190,14 +206,7 @@ def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
     if kind in ("text", "str"):
         return str(raw).strip()
     if isinstance(raw, str) and len(raw) > MAX_VALUE_CHARS and kind == "table":
-        # Most often a program's output pasted whole (nvidia-smi's box, a TA's audit): the rows
-        # are what is read, which "write the value alone" did not say.
-        example = f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}"
-        raise NotRead(f"{len(raw)} characters of text where the table's rows are expected (pasted output, "
-                      f"such as nvidia-smi's, is not read); write one row per line, e.g. {example}",
-                      f"your table is {len(raw)} characters of text, which is not read (pasted output, such as "
-                      f"nvidia-smi's, is not): write the values you read from it as rows, one per line, "
-                      f"e.g. {example}")
+        raise _pasted(raw, question)
     if isinstance(raw, str) and len(raw) > MAX_VALUE_CHARS and kind != "bool":
         raise ValueError(f"{len(raw)} characters where a value is expected; write the value alone")
     if isinstance(raw, str) and kind != "table":
@@ -588,6 +597,34 @@ def _keyed_rows(raw: dict, question: Question) -> list[dict] | None:
     return None
 
 
+# nvidia-smi's output as it prints it: its banner, a memory cell ("1012MiB / 32768MiB"), a
+# rule of its box. Pasted where a table's rows belong, it is told as such, whatever its length.
+_NVIDIA_SMI = re.compile(r"NVIDIA-SMI|\d\s*MiB\s*/\s*\d+\s*MiB|^\s*[+|][-=+]{20,}", re.MULTILINE)
+# Example cells for a table whose every column has one (the nvidia-smi tables): a row a student
+# can copy the form of, where "gpu: ..." had not said which numbers go where (a TA's audit 27).
+_EXAMPLE_CELLS = {"gpu": "0", "utilization_percent": "38", "memory_mib": "1012"}
+
+
+def _pasted(raw: str, question: Question) -> NotRead:
+    """A program's output pasted where a table's rows belong (nvidia-smi's box, a TA's audit 27):
+    the rows are what is read, which "write the value alone" did not say; the paste itself is
+    kept for a person (an answer found but not read: instructor.md shows it)."""
+    example = example_row(question)
+    what = "nvidia-smi's output" if _NVIDIA_SMI.search(raw) else f"{len(raw)} characters of text"
+    return NotRead(f"{what} pasted where the table's rows are expected: kept for a person to read, "
+                   f"not read by the grader; write one row per line, e.g. {example}",
+                   f"your table is {what} pasted as it was printed: it is kept for the course staff to "
+                   f"read, but the grader does not read pasted output. The table wants the values you "
+                   f"read from it as rows, one per line, e.g. {example}")
+
+
+def example_row(question: Question) -> str:
+    """One row of the table in the sheet's format, e.g. - {gpu: 0, utilization_percent: 38,
+    memory_mib: 1012}; columns without an example value show `...`."""
+    cells = _EXAMPLE_CELLS if all(c in _EXAMPLE_CELLS for c in question.columns) else {}
+    return f"- {{{', '.join(f'{c}: {cells.get(c, chr(46) * 3)}' for c in question.columns)}}}"
+
+
 def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list[dict]:
     why = None
     if isinstance(raw, str):
@@ -596,7 +633,9 @@ def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list
     if isinstance(raw, dict):
         raw = _keyed_rows(raw, question) or raw
     if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
-        example = f"- {{{', '.join(f'{c}: ...' for c in question.columns)}}}"
+        if isinstance(raw, str) and _NVIDIA_SMI.search(raw):
+            raise _pasted(raw, question)
+        example = example_row(question)
         if why:   # a Markdown table: what keeps it from being read, not only another way to write it
             raise NotRead(f"a table written in Markdown that could not be read: {why}",
                           f"your table could not be read: {why}")

@@ -73,6 +73,12 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "problems": list(answers.get("problems") or []),
             "missing": not_answered(answers),
             "unread": list(answers.get("unread") or []),
+            # Those an answer sheet holds, as written (a pasted nvidia-smi box): read here, not
+            # looked up in the student's YAML.
+            "unread_texts": [{"id": qid, "file": str(held.get("file") or ""),
+                              "text": str(held.get("text") or "").rstrip()}
+                             for qid, held in (answers.get("unread_text") or {}).items()
+                             if isinstance(held, Mapping) and held.get("text")],
             # Automatic items whose points wait for a person to read such an answer.
             "pending_unread": list(assignment.get("pending_unread") or []),
             "unread_cells": [cell for cell in answers.get("unread_cells") or []

@@ -249,14 +249,33 @@ def not_answered(answers: Mapping[str, Any]) -> list[str]:
     return [qid for qid in answers.get("missing") or [] if qid not in unread]
 
 
+# A problem an answer sheet has with one answer: "<sheet>: <id>: why" (grader/answers/sheet.py).
+_SHEET_PROBLEM = re.compile(r"^(\S+): ([\w.]+): ")
+
+
 def surely_unanswered(answers: Mapping[str, Any] | None) -> set[str]:
     """The questions answered nowhere where everything handed in was read: no report that
     needs a person (scanned, unreadable), none in another format, no answer in words the
     reader does not take. A written answer among them is told as having none, not as waiting
     to be graded (a TA's audit: blank answers were listed as "pending instructor grading")."""
     if not isinstance(answers, Mapping) or answers.get("needs_manual_review") \
-            or answers.get("report_instead") or answers.get("unread") or answers.get("problems"):
+            or answers.get("report_instead"):
         return set()
+    if not answers.get("unread") and not answers.get("problems"):
+        return set(not_answered(answers))
+    # An answer sheet keeps each answer under its own id: one answer it could not read (an
+    # nvidia-smi paste under usage.table) hides no other, so an empty one is still none (a TA's
+    # audit 27: P5's unanswered Part 6 was left pending beside the paste while P10's was 0). A
+    # problem of the file itself, or an answer under an id the sheet does not have, may be it.
+    questions = answers.get("questions") or {}
+    files = [f for f in answers.get("files") or [] if isinstance(f, Mapping)]
+    if answers.get("source") != "sheet" or not files or any(f.get("status") not in ("ok", "problems") for f in files):
+        return set()
+    sheets = {str(f.get("file")) for f in files}
+    for problem in answers.get("problems") or []:
+        about = _SHEET_PROBLEM.match(str(problem))
+        if not about or about.group(1) not in sheets or about.group(2) not in questions:
+            return set()
     return set(not_answered(answers))
 
 

@@ -23,7 +23,8 @@ NVIDIA_SMI = "\n".join([
      f"| N/A   41C    P0              68W / 300W |   {mib}MiB / 32768MiB |     {util}%      Default |\n"
      "+-----------------------------------------+----------------------+----------------------+"
      for i, mib, util in ((0, 1012, 38), (1, 618, 21))]) + "\n"
-ROW = "- {gpu: ..., utilization_percent: ..., memory_mib: ...}"
+# A row with numbers in it: "gpu: ..." had not said which numbers go where (a TA's audit 27).
+ROW = "- {gpu: 0, utilization_percent: 38, memory_mib: 1012}"
 
 
 def test_pasted_output_under_a_table_is_found_and_asks_for_its_rows(tmp_path: Path):
@@ -36,7 +37,8 @@ def test_pasted_output_under_a_table_is_found_and_asks_for_its_rows(tmp_path: Pa
     read = read_sheet(sheet, P5, "practical5/answers.yaml")
     assert "usage.table" in read.unread and "usage.table" not in read.values
     said = read.unread_why["usage.table"]
-    for phrase in ("not read", "nvidia-smi", "rows, one per line", ROW):
+    for phrase in ("the grader does not read pasted output", "kept for the course staff to read",
+                   "nvidia-smi's output", "rows, one per line", ROW):
         assert phrase in said, f"expected {phrase!r} in: {said}"
     assert "write the value alone" not in said and "write the value alone" not in " ".join(read.problems)
     assert any("the table's rows are expected" in p and ROW in p for p in read.problems), read.problems
@@ -45,3 +47,22 @@ def test_pasted_output_under_a_table_is_found_and_asks_for_its_rows(tmp_path: Pa
 def test_a_long_text_for_one_value_still_asks_for_the_value_alone():
     with pytest.raises(ValueError, match="write the value alone"):
         coerce("4 " + "x" * 1200, P5["memory.most_memory_gpu"])
+
+
+def test_a_few_lines_of_nvidia_smi_are_told_as_pasted_output_too():
+    """Two of its lines (under 1000 characters) had been told their first line is no Markdown
+    header; a Markdown table whose cells are written as nvidia-smi prints them is still read."""
+    lines = "\n".join(line for line in NVIDIA_SMI.splitlines() if "MiB /" in line)
+    with pytest.raises(ValueError) as raised:
+        coerce(lines, P5["usage.table"])
+    assert "kept for the course staff to read" in raised.value.said and ROW in raised.value.said
+    table = ("| gpu | utilization_percent | memory_mib |\n|---|---|---|\n"
+             "| 0 | 38 % | 1012MiB / 32768MiB |\n| 1 | 21 % | 618MiB / 32768MiB |")
+    assert coerce(table, P5["usage.table"]) == [{"gpu": 0, "utilization_percent": 38, "memory_mib": 1012},
+                                                {"gpu": 1, "utilization_percent": 21, "memory_mib": 618}]
+
+
+def test_other_tables_show_their_columns_without_invented_numbers():
+    with pytest.raises(ValueError) as raised:
+        coerce("fast", P5["timing.table"])
+    assert "- {method: ..., gpus: ..., step_time_s: ..., total_time_s: ...}" in str(raised.value)
