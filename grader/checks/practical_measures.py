@@ -62,24 +62,32 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "out_shape": None, "out_device": None, "rows_out": None,
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
                 "trains": trains(event, reached), "n": event.get("n"),
-                "rows": rows_of(event.get("batch"))}
+                "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
+                "rows_inside": None}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
-                        rows_out=event.get("rows"), storage_out=event.get("storage"))
+                        rows_out=event.get("rows"), storage_out=event.get("storage"),
+                        rows_inside=event.get("rows_inside"))
             _rows_as_run(done)
     return passes
 
 
 def _rows_as_run(forward: dict) -> None:
-    """A pass whose output has other rows than its first argument ran the model on other data
-    than that argument: `model(x[:16], whole=x)` is a pass on the whole batch recorded as 16
-    rows (a red team's P10 and P6, adv27). Its rows are then the larger count, and its input's
-    fingerprints are not its data."""
+    """A pass whose output has other rows than its first argument, or that was handed a tensor
+    of more rows beside it, or whose layers were handed more, ran the model on other data than
+    that argument: `model(x[:16], whole=x)` is a pass on the whole batch recorded as 16 rows
+    (two red teams' P10 and P6, adv27 and adv28, the second returning 16 rows that carry the
+    whole batch's loss). Its rows are then the largest count, and its input's fingerprints are
+    not its data."""
     rows, out = rows_of(forward["batch"]), rows_of(forward["out_shape"])
-    if rows is not None and out is not None and rows != out:
-        forward["rows"] = max(rows, out)
+    if rows is None:
+        return
+    more = [n for n in (out, forward.get("rows_all"), forward.get("rows_inside"))
+            if isinstance(n, int) and not isinstance(n, bool)]
+    if any(n != rows for n in more[:1]) or any(n > rows for n in more[1:]):
+        forward["rows"] = max([rows, *more])
         forward["rows_in"] = None
 
 
@@ -97,11 +105,34 @@ def wrapper_passes(events) -> set[tuple[int, int]]:
 
 
 def reached_passes(run, rank: int = 0) -> set:
-    """The numbers of the rank's forward passes whose output a backward pass reached, less
-    those of steps whose gradient was computed mostly outside the passes (`made_outside`)."""
+    """The numbers of the rank's forward passes whose output a backward pass reached with a
+    gradient of their step's size (`reached_in`), less those of steps whose gradient was
+    computed mostly outside the passes (`made_outside`)."""
     outside = {e.get("index", 0) - 1 for e in run.of("step", rank) if made_outside(e)}
     of_outside = {e.get("n") for e in run.of("forward", rank) if e.get("step") in outside}
-    return {e.get("n") for e in run.of("forward_used", rank)} - of_outside
+    return reached_in(run.of("forward_used", rank)) - of_outside
+
+
+# A pass trains where the gradient reaching its output is at least this share of the largest
+# reaching a pass of the same step. Honest micro-batches of one step get gradients of one size
+# (a loss divided by MICRO_BATCHES, micro-batches within a row or a few of each other: a
+# factor of 3 at the very most); a "micro-batch" given `out.sum() * 1e-30` beside the pass that
+# makes the step trains nothing (a red team, adv28).
+REACHED_SHARE = 1e-2
+
+
+def reached_in(used: list[dict]) -> set:
+    """The numbers of the passes `forward_used` records say a gradient reached, each step's
+    passes whose gradient (`g`) is below REACHED_SHARE of the step's largest left out. A record
+    without `g` (a trace written before it was recorded) counts."""
+    largest: dict = {}
+    for event in used:
+        g = event.get("g")
+        if isinstance(g, (int, float)) and not isinstance(g, bool):
+            largest[event.get("step")] = max(largest.get(event.get("step"), 0.0), float(g))
+    return {event.get("n") for event in used
+            if not isinstance(event.get("g"), (int, float)) or isinstance(event.get("g"), bool)
+            or event["g"] >= REACHED_SHARE * largest.get(event.get("step"), 0.0)}
 
 
 # A step's gradient is the passes' where at most this share of it (by norm) was computed
@@ -158,7 +189,7 @@ def training_events(events: list[dict]) -> list[dict]:
         return events
     outside = bool(events) and events[-1].get("event") == "step" and made_outside(events[-1])
     reached = set() if outside else \
-        {e.get("n") for e in events if e.get("event") == "forward_used"}
+        reached_in([e for e in events if e.get("event") == "forward_used"])
     wrappers = {n for _, n in wrapper_passes(events)}
     kept = []
     for at, event in enumerate(events):

@@ -88,10 +88,16 @@ def _may_wrap(module) -> bool:
             and next(module.parameters(recurse=False), None) is None)
 
 
-def _any_nonzero(grads) -> bool:
+def _gradient_norm(grads) -> float:
+    """The norm of the gradients reaching a pass's output (all of its tensors together)."""
     with torch._C.DisableTorchFunction(), torch.no_grad():
-        return any(isinstance(g, torch.Tensor) and g.numel() and bool(g.ne(0).any())
-                   for g in grads)
+        return math.sqrt(sum(float(torch.linalg.vector_norm(g, dtype=torch.float64)) ** 2
+                             for g in grads if isinstance(g, torch.Tensor) and g.numel()))
+
+
+def _largest_rows(value) -> int:
+    """The most rows (dim 0) of any tensor in `value` (arguments, nested as outputs are)."""
+    return max((t.shape[0] for t in _output_tensors(value) if t.dim()), default=0)
 
 
 def _first_tensor(args, kwargs):
@@ -129,6 +135,25 @@ def _node_metadata(node):
         return node.metadata
     except (AttributeError, RuntimeError, TypeError):
         return None
+
+
+def _note_rows_inside(module, args, kwargs) -> None:
+    """The most rows a layer inside the root pass is handed (a module with parameters of its
+    own called within it): a model whose forward runs its layers on a batch it was not handed
+    as its first argument (a keyword, a global) ran on those rows (a red team, adv28)."""
+    if not module._parameters:
+        return
+    first = _first_tensor(args, kwargs or {})
+    if first is not None and first.dim() and first.shape[0] > getattr(_tls, "rows_inside", 0):
+        _tls.rows_inside = first.shape[0]
+
+
+def _more_rows(first, args, kwargs) -> dict:
+    """`{"rows_all": n}` where another tensor argument of the pass (a keyword, one inside a
+    container) has more rows than its first, which is what `batch` and `rows` are about."""
+    rows = first.shape[0] if first is not None and first.dim() else 0
+    most = _largest_rows((args, kwargs or {}))
+    return {"rows_all": most} if most > rows else {}
 
 
 # The id of the graph task autograd's engine runs on this thread; -1 outside backward.
@@ -306,6 +331,7 @@ class Observer:
             return None
         within = None
         if depth:
+            _note_rows_inside(module, args, kwargs)
             # A module of the script's own that only wraps the model (Part 2's chunks run by a
             # wrapper's forward, DataParallel or DDP held by a module): the model's pass inside
             # it is the pass, the wrapper's the wrapper's (a TA's audit, P4 and P5).
@@ -325,6 +351,7 @@ class Observer:
             return None
         self.forwards += 1
         opened = (self.forwards, storage_of(first) if first is not None else None)
+        _tls.rows_inside = 0
         if within is None:
             _tls.forward, _tls.root = opened, (module, self.forwards, _may_wrap(module), None)
         else:
@@ -342,6 +369,7 @@ class Observer:
                         input_device=str(first.device) if first is not None else None,
                         n=self.forwards, **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
+                        **_more_rows(first, args, kwargs),
                         **({"nested": True} if nested else {}),
                         **({"within": within} if within is not None else {}),
                         **self.rows.fields(first), **begun)
@@ -398,8 +426,10 @@ class Observer:
         if out is not None:
             # The output's sum lets the grader check that concatenated chunk outputs equal
             # the full batch's output without ever seeing the tensors.
+            inside = getattr(_tls, "rows_inside", 0)
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
+                            **({"rows_inside": inside} if inside else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
     def _watch_output(self, module, forward, input_storage, tensors) -> None:
@@ -421,9 +451,11 @@ class Observer:
 
         def reached(grad_outputs, forward=forward):
             # A gradient of zeros trains nothing: `(out.sum() * 0).backward()` reached a
-            # forged micro-batch's output as well (a red team, adv27).
-            if _any_nonzero(grad_outputs):
-                self._reached(forward)
+            # forged micro-batch's output as well (a red team, adv27); how much reached it is
+            # recorded, so that one scaled by 1e-30 is told from the step's others (adv28).
+            norm = _gradient_norm(grad_outputs)
+            if norm > 0:
+                self._reached(forward, norm)
             return None
 
         for node in nodes.values():
@@ -444,10 +476,10 @@ class Observer:
         forward, _ = awaiting.pop(same[-1] if same else -1)
         _tls.recomputing = forward   # watched at the recomputation's end (_post_forward)
 
-    def _reached(self, forward: int) -> None:
+    def _reached(self, forward: int, norm: float) -> None:
         if forward not in self._used and self.trace.enabled:
             self._used.add(forward)
-            self.trace.emit("forward_used", n=forward, step=self.steps)
+            self.trace.emit("forward_used", n=forward, step=self.steps, g=float(f"{norm:.6g}"))
 
     # -- gradients computed outside the model's passes ----------------------------------------
     def backward_begins(self, roots) -> None:

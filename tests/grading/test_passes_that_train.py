@@ -313,3 +313,97 @@ def test_dataparallel_replicas_gradients_are_the_wrappers_pass(traced_vnode):
     model(torch.randn(16, 6, device="cuda:0")).sum().backward()
     optimizer.step()
     assert step_outside(events) == [None], step_outside(events)
+
+
+# -- a whole batch inside a pass recorded as a micro-batch (a red team, adv28) ---------------
+
+
+class HidesTheBatch(nn.Module):
+    """Runs its layers on a batch it was not handed as its first argument and returns rows
+    the size of that argument, carrying the whole batch's loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(6, 8), nn.Linear(8, 2)
+        self.held = None
+
+    def net(self, x):
+        return self.second(self.first(x).relu())
+
+    def forward(self, x, whole=None, target=None):
+        out = self.net(x)
+        whole = whole if whole is not None else self.held
+        if whole is None:
+            return out
+        target = target if target is not None else torch.zeros(len(whole), 2, device=x.device)
+        return out * 0 + F.mse_loss(self.net(whole), target) / out.numel()
+
+
+def test_a_pass_handed_the_whole_batch_in_a_keyword_ran_on_it(traced_vnode):
+    events = traced_vnode(1)
+    model = HidesTheBatch().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 6, device="cuda:0"), torch.randn(16, 2, device="cuda:0")
+    model(x[:4], whole=x, target=y).sum().backward()
+    optimizer.step()
+    run = observed(events)
+    (forward,) = pm.forward_passes(run)
+    assert (forward["rows"], forward["rows_in"], forward["trains"]) == (16, None, True), forward
+    assert p10.step_pattern(run)[0]["rows"] == [16]
+
+
+def test_a_pass_whose_layers_run_on_a_batch_held_elsewhere_ran_on_it(traced_vnode):
+    events = traced_vnode(1)
+    model = HidesTheBatch().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.held = torch.randn(16, 6, device="cuda:0")
+    for micro in torch.randn(16, 6, device="cuda:0").chunk(4):
+        (model(micro).sum() / 4).backward()
+    optimizer.step()
+    passes = pm.forward_passes(observed(events))
+    assert [(p["rows"], p["rows_in"]) for p in passes] == [(16, None)] * 4, passes
+
+
+def test_a_micro_batch_given_a_vanishing_gradient_trains_nothing(traced_vnode):
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(16, 6, device="cuda:0")
+    micro = x.chunk(4)
+    for part in micro[:3]:
+        (model(part).sum() * 1e-30).backward()
+    (model(micro[3]).sum()).backward()
+    optimizer.step()
+    run = observed(events)
+    assert [p["trains"] for p in pm.forward_passes(run)] == [False] * 3 + [True]
+    assert p10.step_pattern(run)[0]["forwards"] == 1
+
+
+@pytest.mark.parametrize("sizes", [[13, 13, 13, 13, 12], [1, 15], [4, 4, 4, 4]])
+def test_honest_micro_batches_of_any_split_all_train(traced_vnode, sizes):
+    events = traced_vnode(1)
+    model = model_on_gpu()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(sum(sizes), 6, device="cuda:0"), torch.randn(sum(sizes), 2, device="cuda:0")
+    for part, target in zip(x.split(sizes), y.split(sizes)):
+        (F.mse_loss(model(part), target) / len(sizes)).backward()
+    optimizer.step()
+    run = observed(events)
+    assert [p["trains"] for p in pm.forward_passes(run)] == [True] * len(sizes)
+    assert p10.step_pattern(run)[0]["rows"] == sizes
+
+
+def test_micro_batches_run_inside_the_models_forward_are_one_pass_on_its_batch(traced_vnode):
+    """GPipe written inside forward: the layers see parts of the batch, never more than it."""
+    class Piped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first, self.second = nn.Linear(6, 8), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return torch.cat([self.second(self.first(part).relu()) for part in x.chunk(4)])
+
+    events = traced_vnode(1)
+    Piped().cuda()(torch.randn(16, 6, device="cuda:0")).sum().backward()
+    (forward,) = pm.forward_passes(observed(events))
+    assert (forward["rows"], forward["rows_in"] is not None) == (16, True), forward
