@@ -19,8 +19,14 @@ the submission time it was scored with AND the instructor's overrides for it are
 A graded run whose time or overrides alone changed is scored again from what its grading left
 (grader/grading: `RawRun.load` + `score_run`, the same path as `pdl-grade grade --rescore`);
 one that cannot be (its files are gone, or they no longer give back the recorded scores) is
-graded again. A batch given no times at all keeps, for each unchanged submission, the time its
-current run was scored with.
+graded again.
+
+Submission times are the LMS's (the student's upload), not the content's: a batch given no time
+for an upload keeps the one its current run was scored with while the upload is unchanged, and
+also where that run graded nothing (left for a person, or rejected) and the staff fixed the
+upload in place, as the batch asks (said in a warning: a re-upload by the student would need
+its own time). A changed upload whose last run was graded is a new upload: the earlier time is
+not its time, so it gets none, and a warning names the student (`_time_for`).
 """
 from __future__ import annotations
 
@@ -399,7 +405,8 @@ class _Context:
     prepared: Prepared
     scratch: Path
     submitted_at: str | None = None
-    time_warning: str | None = None
+    time_warning: str | None = None                    # why it has no time (a listed one unusable)
+    time_kept: str | None = None                       # an earlier upload's time kept: why (warned)
     overrides: dict = field(default_factory=dict)
     fingerprints: dict = field(default_factory=dict)   # of its code files (class page)
     config: RunConfig | None = None                    # what it is graded with
@@ -496,6 +503,8 @@ class _ClassBatch:
         if context.time_warning:
             self.progress.warn(f"{key}: no submission time ({context.time_warning}); "
                                "graded without a late penalty")
+        if context.time_kept:
+            self.progress.warn(f"{key}: {context.time_kept}")
         if context.submitted_at is None and not prepared.problem:
             self.untimed.update(assignments)
         same = (current is not None
@@ -600,17 +609,36 @@ class _ClassBatch:
         return (result or {}).get("overrides") or {}
 
     def _time_for(self, submission: Submission, prepared: Prepared,
-                  current: RunState | None) -> tuple[str | None, str | None]:
-        """(ISO submission time or None, why a listed one is unusable or None)."""
+                  current: RunState | None) -> tuple[str | None, str | None, str | None]:
+        """(ISO submission time or None, why it has none where one was expected, why an earlier
+        upload's time is kept): the fields `submitted_at`, `time_warning`, `time_kept`.
+
+        A time given to this batch for the upload wins. Without one (no times given, or none
+        for this upload) the gradebook's time is the LMS's time of the student's upload: kept
+        while the content is unchanged, and where the current run graded nothing (left for a
+        person, or rejected) and the content changed, since the batch asks the staff to fix
+        such an upload in place; said, because a re-upload by the student would keep it too.
+        A changed upload after a grading is a new upload: the earlier time is not its time,
+        so it gets none, said, never charged silently either way."""
         found = (self.times.lookup(submission.student, self.graded_by[submission.student.key])
                  if self.times is not None else None)
-        if found is None or not found.listed:
-            # No times given to this batch, or none for this upload (the times of another
-            # assignment's download): unchanged content keeps the time it was scored with.
-            if current is not None and current.content_hash == prepared.content_hash:
-                return current.submitted_at, None
-            return None, None
-        return (found.when.isoformat() if found.when else None), found.warning
+        if found is not None and found.listed:
+            return (found.when.isoformat() if found.when else None), found.warning, None
+        if current is None or current.submitted_at is None:
+            return None, None, None
+        if current.content_hash == prepared.content_hash:
+            return current.submitted_at, None, None
+        given = ("this batch was given no submission times" if self.times is None
+                 else f"{self.times.describe()} does not list it")
+        if current.status == "rejected":
+            return current.submitted_at, None, (
+                f"its upload changed since it was left ungraded (for a person, or rejected) and "
+                f"{given}: it keeps the time the gradebook has, {current.submitted_at}, as an "
+                "upload the staff fixed in place; if the student uploaded again, give the new "
+                "upload's time with --submission-times")
+        return None, (f"its upload changed since it was graded with the time the gradebook "
+                      f"has, {current.submitted_at}, and {given}: that is the earlier upload's "
+                      "time, the new upload's is not known; give it with --submission-times"), None
 
     def warn_untimed(self) -> None:
         """Once per assignment with a due date: how many submissions got no late penalty
@@ -761,6 +789,8 @@ class _ClassBatch:
         logs = [("info", note) for note in prepared.notes] + list(extra_logs)
         if context.time_warning:
             logs.append(("warning", f"no submission time: {context.time_warning}"))
+        if context.time_kept:
+            logs.append(("warning", context.time_kept))
         if run.message:
             logs.append(("error", run.message))
         if output:

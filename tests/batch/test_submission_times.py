@@ -812,3 +812,61 @@ def test_grade_rescore_with_the_class_file_takes_this_students_entry_only(tmp_pa
     refused = pdl_grade("grade", subs / "bob", "--out", alone, "--rescore", "--rubrics", rubrics,
                         "--overrides", overrides)
     assert refused.code == 2 and "is a class's overrides file (2 students" in refused.err, refused
+
+
+def test_an_upload_fixed_in_place_keeps_its_time_and_says_so(tmp_path, rubrics, calls_log):
+    """A user's finding (users28, 10): an upload left for a person, fixed in place as the batch
+    asks and graded by a batch given no times, had lost its time (no late penalty, no word):
+    the time is the LMS's, of the student's upload, so it is kept, in a warning naming the
+    student (a re-upload would need its own time)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    zoe = subs / "Zoe Zipper_100005_assignsubmission_file_"
+    zoe.mkdir(parents=True)
+    (zoe / "notes.txt").write_text("the files are in a zip inside a zip")
+    times = tmp_path / "times.csv"
+    times.write_text("student,submitted_at\nParticipant 100005,2026-05-02T10:00:00+02:00\n")
+    first = batch(subs, out, rubrics, submission_times=times)
+    assert first.progress.needs_person == 1
+
+    make_submission(zoe, score=10)          # the staff unzip it where it is
+    stream = io.StringIO()
+    batch(subs, out, rubrics, stream=stream)
+    row = grades(out)["Participant 100005"]
+    assert (row.get("Submitted at"), row.get("Late penalty"), row["Total"]) == (
+        "2026-05-02T10:00:00+02:00", "-2", "8"), (
+        f"expected the gradebook's time kept and charged; observed {row}")
+    said = stream.getvalue()
+    assert ("warning: Zoe_Zipper_100005: its upload changed since it was left ungraded (for a "
+            "person, or rejected) and this batch was given no submission times: it keeps the time "
+            "the gradebook has, 2026-05-02T10:00:00+02:00") in said, said
+    assert "give the new upload's time with --submission-times" in said.split("Warnings:")[1]
+    # Unchanged the next time: kept without a word.
+    again = io.StringIO()
+    batch(subs, out, rubrics, stream=again)
+    assert "Zoe_Zipper_100005: its upload changed" not in again.getvalue()
+    assert grades(out)["Participant 100005"]["Late penalty"] == "-2"
+
+
+def test_a_new_upload_after_a_grading_keeps_no_earlier_time_in_silence(tmp_path, rubrics,
+                                                                        calls_log):
+    """A graded student who uploads again has a new time the batch was not given: the earlier
+    upload's time is not charged to the new one, and the missing time is said, naming the
+    student (a late student never escapes the penalty without a warning)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=10)
+    make_submission(subs / "bob", score=10)
+    times = tmp_path / "times.csv"
+    times.write_text(f"student,submitted_at\nalice,{DUE}\nbob,2026-05-02T10:00:00+02:00\n")
+    batch(subs, out, rubrics, submission_times=times)
+    assert grades(out)["bob"]["Late penalty"] == "-2"
+
+    make_submission(subs / "bob", score=10, extra="the second upload")
+    stream = io.StringIO()
+    batch(subs, out, rubrics, stream=stream)
+    said = stream.getvalue()
+    assert ("warning: bob: no submission time (its upload changed since it was graded with the "
+            "time the gradebook has, 2026-05-02T10:00:00+02:00, and this batch was given no "
+            "submission times: that is the earlier upload's time, the new upload's is not known; "
+            "give it with --submission-times); graded without a late penalty") in said, said
+    assert (grades(out)["bob"]["Submitted at"], grades(out)["alice"]["Submitted at"]) == ("", DUE)
+    assert "1 submission has no submission time" in said.split("Warnings:")[1]
