@@ -42,8 +42,11 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     a DataParallel replica's (part of the wrapper's pass). Rows are fingerprints (sum, sum of
     squares per row), recorded before the first optimizer step only. `rows`: the rows it ran
     on (see `_rows_as_run`). `trains`: run with gradients and its output reached by a backward
-    pass (see `trains`)."""
+    pass (see `trains`). `rows_dropped` / `rows_out_dropped`: the input's / output's rows were
+    not recorded (the process had spent its records of rows: grader/vgpu/rows.py), which is
+    not known, never other rows."""
     passes, open_passes = [], {}
+    known = recorded_rows(run, rank)
     reached = reached_passes(run, rank)
     wrappers = wrapper_passes(run.events)
     for event in run.events:
@@ -58,7 +61,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 continue
             open_passes[thread] = {
                 "module": event.get("module"), "step": event.get("step"),
-                "batch": event.get("batch"), "rows_in": event.get("rows"),
+                "batch": event.get("batch"), "rows_in": _rows_in(event, known),
+                "rows_dropped": bool(event.get("rows_dropped")), "rows_out_dropped": False,
                 "out_shape": None, "out_device": None, "rows_out": None,
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
                 "trains": trains(event, reached), "n": event.get("n"),
@@ -68,10 +72,26 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
-                        rows_out=event.get("rows"), storage_out=event.get("storage"),
+                        rows_out=_rows_in(event, known), storage_out=event.get("storage"),
+                        rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"))
             _rows_as_run(done)
     return passes
+
+
+def recorded_rows(run, rank: int = 0) -> dict[str, list]:
+    """{rows_id: rows} of the rank's records: a record whose rows equal an earlier one's says
+    `rows_as` (that one's rows_id) instead of repeating them (grader/vgpu/rows.py)."""
+    return {e["rows_id"]: e["rows"] for e in run.events if e.get("rank", 0) == rank
+            and isinstance(e.get("rows_id"), str) and e.get("rows")}
+
+
+def _rows_in(event: dict, known: dict) -> list | None:
+    """A record's rows: its own, or those of the earlier record it names (`rows_as`)."""
+    rows = event.get("rows")
+    if rows is None and isinstance(event.get("rows_as"), str):
+        return known.get(event["rows_as"])
+    return rows
 
 
 def _rows_as_run(forward: dict) -> None:
@@ -238,8 +258,12 @@ def match_rows(rows, reference) -> list[int | None]:
 
 
 def concatenations(run, rank: int = 0) -> list[dict]:
-    """torch.cat (concat, concatenate, vstack) calls of the user's code along dim 0."""
-    return [e for e in run.of("concat", rank) if e.get("dim") in (0, None) and e.get("rows")]
+    """torch.cat (concat, concatenate, vstack, stack) calls of the user's code along dim 0,
+    each with its rows (those of the record it names by `rows_as`; None where they were not
+    recorded: `rows_dropped`)."""
+    known = recorded_rows(run, rank)
+    return [{**e, "rows": _rows_in(e, known)} for e in run.of("concat", rank)
+            if e.get("dim") in (0, None)]
 
 
 def comparisons(run, rank: int = 0) -> list[dict]:
@@ -313,6 +337,13 @@ def first_step_rows(run, rank: int) -> list[list[float]]:
         if forward["step"] == 0 and forward["rows_in"] and forward["trains"]:
             rows += forward["rows_in"]
     return rows
+
+
+def first_step_rows_dropped(run, rank: int) -> bool:
+    """Whether some rows of the rank's first step were not recorded (first_step_rows is then
+    a part of them): its process had spent its records of rows (grader/vgpu/rows.py)."""
+    return any(forward["step"] == 0 and forward["rows_dropped"] and forward["trains"]
+               for forward in forward_passes(run, rank))
 
 
 def distinct_rows(rows) -> list:

@@ -22,7 +22,8 @@ from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_li
                                              per_rank_line, rows_by, whole_numbers)
 from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, assigned_constants,
                                               broken_layout_edit, devices_of_rank, distinct_rows,
-                                              evidence, first_step_rows, forward_passes,
+                                              evidence, first_step_rows,
+                                              first_step_rows_dropped, forward_passes,
                                               learning_ranks, made_outside, not_learning,
                                               outside_share_said, restored_layout_edit,
                                               rows_of, script_forward, script_text,
@@ -237,6 +238,13 @@ LOOK_ONE_STEP_PER_BATCH = ("call optimizer.step() (and zero_grad()) once per bat
                            "loop over its micro-batches")
 
 
+def known_first_step_rows(run) -> list:
+    """The distinct rows rank 0's first step trained on; none where some were not recorded
+    (the run's passes before it used up the grader's records of rows: rows.py), which is not
+    known, never fewer rows."""
+    return [] if first_step_rows_dropped(run, 0) else distinct_rows(first_step_rows(run, 0))
+
+
 def micro_batches_cover(run, batch, micro):
     even = batch % micro == 0
     # Not "chunks of ceil(BATCH_SIZE / MICRO_BATCHES) rows": 64 rows over 12 make 11 such
@@ -251,7 +259,7 @@ def micro_batches_cover(run, batch, micro):
     steps = evidence(run, step_pattern(run), expected, "no optimizer step", look)
     wrong = [s for s in steps if s["forwards"] != micro or s["backwards"] != micro
              or sum(r or 0 for r in s["rows"]) != batch or (even and set(s["rows"]) != {batch // micro})]
-    seen = distinct_rows(first_step_rows(run, 0))
+    seen = known_first_step_rows(run)
     if wrong:
         # The rows a step holds, as distinct rows where they were recorded (micro-batches that
         # overlap hold fewer than their sizes add up to). Rows are never trained on only where
@@ -379,7 +387,7 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
                  "or gradients zeroed between micro-batches")
         look += ("; optimizer.zero_grad() once per step, before the first micro-batch (inside "
                  "the loop it throws away the micro-batches before the last)")
-        held = len(distinct_rows(first_step_rows(run, 0)))
+        held = len(known_first_step_rows(run))
         if step_per_micro_batch(run, BATCH, micro):
             cause = (f"{differs}: the first optimizer step holds {held} of the batch's {BATCH} "
                      f"rows; {STEP_PER_MICRO_BATCH}")

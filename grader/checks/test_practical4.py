@@ -174,14 +174,20 @@ def part3_output(run, batch=BATCH):
 def combined_against_full(run, batch):
     """Part 2's verdict on the chunks' combined output against Part 1's output, row by row:
     (True, text) when equal and in order, (False, cause) otherwise, None when no combination of
-    `batch` rows was recorded. The combination is torch.cat's, or, where the script never
-    concatenates, the tensor of its own it compares with Part 1's output (the template's
+    the chunks' outputs into `batch` rows was recorded. The combination is torch.cat's of the
+    chunk passes' outputs (`chunk_concatenations`), or, where the script never concatenates
+    them, the tensor of its own it compares with Part 1's output (the template's
     torch.allclose(final_output, output); a tensor allocated first and filled chunk by chunk)."""
     full = full_batch_pass(run, batch)
-    if not full or not full["rows_out"]:
+    if not full:
         return None
-    joined = [(f"torch.cat at {c.get('site')}", c["rows"]) for c in concatenations(run)
-              if rows_of(c.get("shape")) == batch] or compared_with_full(run, batch)
+    cats = chunk_concatenations(run, batch)
+    if not full["rows_out"]:
+        return _combined_unrecorded(cats, run, batch)
+    joined = [(f"torch.cat at {c.get('site')}", c["rows"]) for c in cats if c.get("rows")] \
+        or compared_with_full(run, batch)
+    if not joined and cats:
+        return _combined_unrecorded(cats, run, batch)
     verdicts = []
     for what, rows in joined:
         where = match_rows(rows, full["rows_out"])
@@ -203,14 +209,53 @@ def combined_against_full(run, batch):
                    "Part 1's output (another model, other weights or other data?)")
 
 
+def _combined_unrecorded(cats, run, batch):
+    """The verdict where the rows were not recorded (the run spent the records of rows on
+    other passes: rows.py's budget): a torch.cat of the chunk passes' outputs in the chunks'
+    order is taken as the combination, as its rows cannot be compared; None without one."""
+    order = [p.get("storage_out") for p in chunk_passes(run, batch)]
+    for cat in cats:
+        if cat.get("storages") == order:
+            return True, (f"torch.cat at {cat.get('site')} joins the chunks' outputs in the "
+                          "chunks' order (its rows were not recorded, so not compared)")
+    return None
+
+
+def chunk_concatenations(run, batch):
+    """The torch.cat calls (concat, vstack, stack) into `batch` rows along dim 0 whose inputs
+    are the outputs of the model's passes on the chunks (each as the pass returned it, or a
+    copy of it `.to()` made): `torch.cat(torch.chunk(output, 2))` is Part 1's output cut and
+    glued back, no chunk run through the model (a red team's adv28 earned 2.4 points with it).
+    A record without `storages` (written before they were) is taken as it says."""
+    outputs = {p.get("storage_out") for p in chunk_passes(run, batch)} - {None}
+    return [c for c in concatenations(run) if rows_of(c.get("shape")) == batch
+            and ("storages" not in c
+                 or (outputs and c["storages"] and set(c["storages"]) <= outputs))]
+
+
+def not_chunk_concatenations(run, batch) -> str:
+    """'' or, for the feedback, the concatenations into `batch` rows of other tensors than
+    the chunks' outputs."""
+    others = [c for c in concatenations(run) if rows_of(c.get("shape")) == batch
+              and c not in chunk_concatenations(run, batch)]
+    if not others:
+        return ""
+    return (f"; torch.cat at {others[-1].get('site')} joins {len(others[-1].get('inputs') or [])} "
+            "tensor(s) that are not the outputs of the model's passes on the chunks (Part 1's "
+            "output cut into pieces and joined back combines no chunk's output)")
+
+
 def compared_with_full(run, batch):
     """[(what, rows)] of the tensors of `batch` rows the script compares (torch.allclose,
     torch.equal) after running the chunks: only tensors of their own, never a forward pass's
     output under another name (`final_output = model(x)` has Part 1's rows without combining
-    anything)."""
+    anything), nor a concatenation's result (decided as a concatenation: one of other tensors
+    than the chunks' outputs combines none of them), nor a copy `.to()` made of either (their
+    storage is written as the original's: grader/vgpu/rows.py)."""
     if not chunk_passes(run, batch):
         return []
     outputs = {p.get("storage_out") for p in forward_passes(run)} - {None}
+    outputs |= {c.get("storage") for c in concatenations(run)} - {None}
     return [(f"the output compared with Part 1's at {compare.get('site')}", operand["rows"])
             for compare in comparisons(run) for operand in compare["operands"]
             if rows_of(operand.get("shape")) == batch and operand.get("rows")
@@ -266,6 +311,8 @@ def split_into_chunks(run, batch):
     assert len(chunks) == CHUNKS and sum(sizes) == batch, explain(
         expected, f"{len(chunks)} forward pass(es) on parts of the batch, of {sizes} rows"
         + ("" if sum(sizes) == batch else f" ({sum(sizes)} of the batch's {batch} rows)"), look)
+    if full["rows_dropped"] or any(p["rows_dropped"] for p in chunks):
+        return   # rows not recorded (rows.py's budget, spent by earlier passes): the sizes decide
     seen = [w for p in chunks for w in match_rows(p["rows_in"], full["rows_in"])]
     assert None not in seen and sorted(seen) == list(range(batch)), explain(
         expected, f"the chunks hold {len([w for w in seen if w is not None])} rows of the batch "
@@ -286,7 +333,8 @@ def combined_equals_full(run, batch):
     verdict = evidence(run, combined_against_full(run, batch), expected,
                        f"no torch.cat of the chunks' outputs into {batch} rows was seen after "
                        "Part 1's forward pass, nor a tensor of them compared with Part 1's "
-                       "output (torch.allclose(final_output, output))", look)
+                       "output (torch.allclose(final_output, output))"
+                       + not_chunk_concatenations(run, batch), look)
     equal, cause = verdict
     assert equal, explain(expected, cause, look)
 

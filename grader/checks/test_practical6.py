@@ -24,7 +24,8 @@ from grader.checks.practical_answers import (COMPARISON_ASPECTS, TOTAL_LOWER, an
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
                                               devices_of_rank, distinct_rows, evidence, faster,
-                                              first_step_rows, forward_passes, gpu0_more_loaded,
+                                              first_step_rows, first_step_rows_dropped,
+                                              forward_passes, gpu0_more_loaded,
                                               handout_sets, learning_ranks, not_learning,
                                               same_row, shared_clock, steps_made_outside,
                                               training_peak_memory, unscattered_training)
@@ -257,9 +258,14 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
             "gives each rank its own indices), and asks for BATCH_SIZE // world_size rows")
     expected = (f"the {processes} ranks train on different rows: no row on two ranks, and "
                 f"together about one batch of {BATCH} rows per step")
-    rows = evidence(run, {r: first_step_rows(run, r) for r in range(processes)
-                          if first_step_rows(run, r)}, expected,
-                    "no rank recorded the rows it trained on", look)
+    # Rows the run did not record (it spent the grader's records of rows on many passes
+    # before training: rows.py) are not known, never other rows: what was recorded decides.
+    unrecorded = [r for r in range(processes) if first_step_rows_dropped(run, r)]
+    found = {r: first_step_rows(run, r) for r in range(processes) if first_step_rows(run, r)}
+    if not found and unrecorded and run.ok:
+        pytest.skip(f"the rows rank(s) {unrecorded} trained on were not recorded (the run's "
+                    "passes before training used up the grader's records of rows): not compared")
+    rows = evidence(run, found, expected, "no rank recorded the rows it trained on", look)
     shared = []
     for a in sorted(rows):
         for b in sorted(rows):
@@ -279,10 +285,10 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
     if len(together) > BATCH:
         problems.append(f"together the ranks train on {len(together)} different rows per step, "
                         f"more than the batch of {BATCH} (each rank takes a whole batch?)")
-    elif len(together) < processes * (BATCH // processes):
+    elif len(together) < processes * (BATCH // processes) and not unrecorded:
         problems.append(f"together the ranks train on {len(together)} different rows per step, "
                         f"fewer than {processes} x {BATCH // processes}")
-    assert not problems and len(rows) == processes, explain(
+    assert not problems and len(set(rows) | set(unrecorded)) == processes, explain(
         expected, "; ".join(problems) or f"rows seen on rank(s) {sorted(rows)} only", look)
 
 

@@ -26,6 +26,7 @@ from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
 from grader.vgpu.observe import backward_begins
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
+from grader.vgpu.rows import copied
 from grader.vgpu.stand_ins import original_of
 from grader.vgpu.trace import call_site, get_trace
 
@@ -522,6 +523,7 @@ class VirtualGPUMode(TorchFunctionMode):
         if out is not tensor:
             node.label(out, target)
             self._charge_move(tensor, out, source, target, moved)
+            copied(tensor, out)   # a moved chunk output is still that output (rows.py)
         return out
 
     def _charge_move(self, tensor, out, source, target, moved):
@@ -820,6 +822,8 @@ class RealGPUObserverMode(TorchFunctionMode):
             source = args[0].device
             out = func(*args, **kwargs)
             moved = out is not args[0] and out.device != source
+            if out is not args[0]:
+                copied(args[0], out)
             trace.emit("to", src=str(source), dst=str(out.device), copied=moved,
                        bytes=out.numel() * out.element_size() if moved else 0,
                        shape=list(out.shape), site=call_site(2))

@@ -8,13 +8,25 @@ random numbers differ in both, and a row computed twice differs only by float ro
 
 They are recorded only where those questions look, so a long run's trace does not grow:
 forward passes of the script's own threads (not DataParallel's replicas) before the first
-optimizer step (the data a rank starts with; the chunks of a script that never steps), at
-most MAX_ROWS rows each and MAX_RECORDS records per process; and `torch.cat` (`concat`, `concatenate`, `vstack`) and the comparisons
-`torch.allclose`/`torch.equal` called from the user's own code, under the same limits.
+optimizer step (the data a rank starts with; the chunks of a script that never steps), and
+`torch.cat` (`concat`, `concatenate`, `vstack`, `stack`) and the comparisons
+`torch.allclose`/`torch.equal` called from the user's own code. At most MAX_ROWS rows a record
+and MAX_RECORDS records of each kind (BUDGETS) per process: passes with gradients (training
+batches), passes without (an evaluation or a timing loop under no_grad must not use up the
+training passes' records, a red team's adv28), concatenations, comparisons. Rows recorded once
+are not spent again: a record whose rows equal an earlier one's carries `rows_as`, that one's
+`rows_id` (a timing loop runs the same batch 30 times). Where a budget is spent the record says
+so (`rows_dropped`): the checks read that as not recorded, never as other rows.
+
+A concatenation records where each of its inputs lives (`storages`): the chunks' outputs, not
+Part 1's output cut into pieces and glued back (adv28). An input moved to another device first
+(`out.to(x.device)`: a copy) is written with the storage it was copied from (`copied`, called
+by the virtual GPUs' mode and the real-GPU observer for every copy `.to()` makes).
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import sys
 import threading
@@ -25,6 +37,12 @@ from grader.vgpu.trace import _OWN_CODE, call_site, get_trace
 
 MAX_ROWS = 1024
 MAX_RECORDS = 64
+# The budgets, each of MAX_RECORDS records per process: forward passes with gradients (or inside
+# a reentrant checkpoint: they train), forward passes under no_grad, concatenations, comparisons.
+BUDGETS = ("rows", "eval", "concat", "compare")
+# Copies made by `.to()` before the first step, remembered (the latest ones) to tell the tensor
+# a moved output was copied from.
+MAX_COPIES = 4096
 # torch.stack too: stacked along dim 0 and flattened, the chunks' outputs are the batch's rows
 # (its rows are recorded as the flattened tensor's, dim 0).
 _CONCATENATIONS = ("cat", "concat", "concatenate", "vstack", "stack")
@@ -46,6 +64,11 @@ def storage_of(tensor) -> int | None:
             return int(tensor.untyped_storage().data_ptr())
     except (RuntimeError, TypeError, AttributeError, NotImplementedError):
         return None
+
+
+def rows_digest(prints) -> str:
+    """A short name of a record's rows: equal names, equal rows (`rows_id`, `rows_as`)."""
+    return hashlib.blake2b(repr(prints).encode(), digest_size=8).hexdigest()
 
 
 def row_prints(tensor) -> list[list[float]] | None:
@@ -74,29 +97,73 @@ class RowRecorder:
 
     def __init__(self, steps_taken):
         self._steps_taken = steps_taken  # () -> optimizer steps so far in this process
-        self._records = {"rows": 0, "compare": 0}
+        self._records = dict.fromkeys(BUDGETS, 0)
+        self._named: set[str] = set()             # rows_id of the rows recorded so far
+        self._copied_from: dict[int, int] = {}    # a copy's storage -> the storage it came from
         self._lock = threading.Lock()
 
-    def _take(self, kind: str = "rows") -> bool:
-        # Comparisons count apart: a script comparing in a loop must not use up the records of
-        # the forward passes the checks read.
-        # Nor inside backward: a checkpoint's recomputation is no pass of the training loop.
-        if self._steps_taken() or in_replica_thread() or torch._C._current_graph_task_id() != -1:
-            return False
+    def _recording(self) -> bool:
+        """Whether rows are recorded here at all: before the first optimizer step, in the
+        script's own threads, and not inside backward (a checkpoint's recomputation is no pass
+        of the training loop)."""
+        return not (self._steps_taken() or in_replica_thread()
+                    or torch._C._current_graph_task_id() != -1)
+
+    def _take(self, kind: str) -> bool:
         with self._lock:
             if self._records[kind] >= MAX_RECORDS:
                 return False
             self._records[kind] += 1
             return True
 
+    def _rows(self, prints, kind: str) -> dict:
+        """The rows fields of a record: the rows and their `rows_id`; `rows_as` where the same
+        rows were recorded before (nothing spent); `rows_dropped` where `kind`'s budget is."""
+        digest = rows_digest(prints)
+        with self._lock:
+            if digest in self._named:
+                return {"rows_as": digest}
+            if self._records[kind] >= MAX_RECORDS:
+                return {"rows_dropped": True}
+            self._records[kind] += 1
+            self._named.add(digest)
+        return {"rows": prints, "rows_id": digest}
+
     def fields(self, tensor) -> dict:
-        """`{"rows": ...}` for a forward record, or nothing where rows are not recorded."""
-        if tensor is None or not self._take():
+        """The rows fields and `storage` of a forward or forward_out record, or nothing where
+        rows are not recorded."""
+        if tensor is None or not self._recording():
             return {}
         prints = row_prints(tensor)
-        return {} if prints is None else {"rows": prints, "storage": storage_of(tensor)}
+        if prints is None:
+            return {}
+        from grader.vgpu.observe import _checkpointed   # observe imports this module
+        kind = "rows" if torch.is_grad_enabled() or _checkpointed() else "eval"
+        return {**self._rows(prints, kind), "storage": storage_of(tensor)}
+
+    def copied(self, source, copy) -> None:
+        """`copy` was made of `source` by `.to()` (another device, or dtype): remembered, so a
+        concatenation or comparison of the copy is written with the storage it came from."""
+        if not self._recording():
+            return
+        origin, made = storage_of(source), storage_of(copy)
+        if origin is None or made is None or origin == made:
+            return
+        with self._lock:
+            origin = self._copied_from.get(origin, origin)
+            self._copied_from.pop(made, None)
+            self._copied_from[made] = origin
+            if len(self._copied_from) > MAX_COPIES:   # the oldest go first
+                del self._copied_from[next(iter(self._copied_from))]
+
+    def origin(self, tensor) -> int | None:
+        """The storage of `tensor`, or of the tensor it is a `.to()` copy of."""
+        storage = storage_of(tensor)
+        return self._copied_from.get(storage, storage)
 
     def install_concatenations(self, patcher) -> None:
+        global _recorder
+        _recorder = self
         for name in _CONCATENATIONS:
             original = getattr(torch, name, None)
             if original is not None:
@@ -111,7 +178,7 @@ class RowRecorder:
             # A stack inside torch (a DataLoader's collate) is no combining of the student's.
             inside_torch = name == "stack" and f"{os.sep}torch{os.sep}" in caller
             if trace.enabled and not any(part in caller for part in _OWN_CODE) and not inside_torch \
-                    and isinstance(out, torch.Tensor) and self._take():
+                    and isinstance(out, torch.Tensor) and self._recording():
                 parts = args[0] if args else kwargs.get("tensors", ())
                 dim = args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis", 0))
                 if isinstance(dim, int) and dim < 0:   # torch.cat(outputs, dim=-2): counted from the end
@@ -119,9 +186,14 @@ class RowRecorder:
                 rows = out
                 if name == "stack" and dim == 0 and out.dim() >= 2:
                     rows = out.flatten(0, 1)
+                prints = row_prints(rows)
+                inputs = [t for t in parts if isinstance(t, torch.Tensor)]
                 trace.emit("concat", op=name, shape=list(rows.shape), device=str(out.device),
-                           inputs=[list(t.shape) for t in parts if isinstance(t, torch.Tensor)],
-                           dim=dim, rows=row_prints(rows), site=call_site(2))
+                           inputs=[list(t.shape) for t in inputs],
+                           storages=[self.origin(t) for t in inputs],
+                           storage=storage_of(out), dim=dim,
+                           **(self._rows(prints, "concat") if prints is not None else {}),
+                           site=call_site(2))
             return out
         return concatenation
 
@@ -140,9 +212,24 @@ class RowRecorder:
             trace = get_trace()
             if trace.enabled and not any(part in caller for part in _OWN_CODE) \
                     and isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) \
-                    and self._take("compare"):
+                    and self._recording():
+                # Comparisons count apart: a script comparing in a loop must not use up the
+                # records of the forward passes the checks read.
+                kept = self._take("compare")
                 trace.emit("compare", op=name, site=call_site(2), operands=[
-                    {"shape": list(t.shape), "rows": row_prints(t), "storage": storage_of(t)}
+                    {"shape": list(t.shape), "storage": self.origin(t),
+                     **({"rows": row_prints(t)} if kept else {"rows_dropped": True})}
                     for t in (first, second)])
             return out
         return comparison
+
+
+_recorder: RowRecorder | None = None   # the process's, once the observer installed it
+
+
+def copied(source, copy) -> None:
+    """`copy` was made of `source` by `.to()`: for the concatenations' and comparisons'
+    `storages` (RowRecorder.copied). Nothing before the observer is installed."""
+    recorder = _recorder
+    if recorder is not None:
+        recorder.copied(source, copy)
