@@ -66,7 +66,7 @@ from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
 from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
 from grader.batch.moodle_worksheet import worksheet_emails, write_moodle_worksheets
 from grader.batch.people import people
-from grader.batch.progress import Progress
+from grader.batch.progress import STILL_FOR_PERSON, Progress
 from grader.batch.similarity import code_fingerprints
 from grader.batch.published import note_shared_answers, publish_run, republish
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
@@ -481,6 +481,7 @@ class _ClassBatch:
         """The progress of a settled upload; in a dry run, what would have happened."""
         if self.options.dry_run:
             word = {"skipped": "skipped (unchanged)", "needs_person": "for a person",
+                    STILL_FOR_PERSON: "still for a person (unchanged)",
                     "rescored": "re-scored without running code"}.get(status, status)
             self.plan.append(f"{key}: would be {word}" + (f": {detail}" if detail else ""))
         else:
@@ -522,7 +523,10 @@ class _ClassBatch:
                 if context.fingerprints:
                     self.book.update_fingerprints(key, prepared.content_hash, context.fingerprints)
                 self.book.update_name(submission.student)
-            self._finished(key, "skipped")
+            if current.status == "rejected" and prepared.needs_person:
+                self._finished(key, STILL_FOR_PERSON, prepared.problem)   # not done with
+            else:
+                self._finished(key, "skipped")
             return None
         if prepared.problem:
             if self.options.dry_run:

@@ -22,6 +22,13 @@ LAST_SHOWN = 6           # finished submissions in the live display
 RUNNING_SHOWN = 8        # running ones listed by name (the rest are counted)
 
 
+# An upload left for a person by an earlier batch and unchanged since: settled without a
+# grading, as a skipped one is, but not done with.
+STILL_FOR_PERSON = "still_for_person"
+# How a finished upload is said on its line, where its status is not said as it is.
+WORDS = {"regraded": "re-graded", STILL_FOR_PERSON: "still for a person (unchanged)"}
+
+
 def _clock(seconds: float) -> str:
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
@@ -45,6 +52,8 @@ class Progress:
     failed: int = 0                            # timed out or errored (retried next batch)
     rejected: int = 0                          # unusable upload (graded zero, or for a person)
     skipped: int = 0                           # unchanged since the last batch
+    # Unchanged since the last batch and still needing a person (not among `skipped`: not done)
+    still_for_person: int = 0
     rescored: int = 0                          # of the graded: scores redone, no code run
     regraded: int = 0                          # of the graded: graded before, run again (why said)
     needs_person: int = 0                      # of the rejected: nothing to grade found
@@ -71,7 +80,7 @@ class Progress:
 
     @property
     def done(self) -> int:
-        return self.graded + self.failed + self.rejected + self.skipped
+        return self.graded + self.failed + self.rejected + self.skipped + self.still_for_person
 
     def eta_s(self) -> float | None:
         """Remaining submissions x mean grading time / workers (skips count as free)."""
@@ -117,6 +126,8 @@ class Progress:
                 self.graded += 1
             elif status == "skipped":
                 self.skipped += 1
+            elif status == STILL_FOR_PERSON:
+                self.still_for_person += 1
             elif status in ("rejected", "needs_person"):
                 self.rejected += 1
                 self.needs_person += status == "needs_person"
@@ -124,16 +135,19 @@ class Progress:
                 self.failed += 1
             if status in ("timed_out", "error", "rejected", "needs_person"):
                 self.failures.append(Failure(key, status, detail))
-            if duration_s is not None and status != "skipped":
+            if status == STILL_FOR_PERSON:
+                self.failures.append(Failure(key, "needs_person", "unchanged since the last batch"
+                                             + (f": {detail}" if detail else "")))
+            if duration_s is not None and status not in ("skipped", STILL_FOR_PERSON):
                 self._durations.append(duration_s)
-            if status != "skipped":
+            if status not in ("skipped", STILL_FOR_PERSON):
                 self._last.append((key, shown.replace("_", " "), score))
         if self._display is not None:
             self._display.refresh()
         else:
             took = f" ({duration_s:.1f} s)" if duration_s is not None else ""
             first_line = printable(detail.splitlines()[0]) if detail else ""
-            word = "re-graded" if shown == "regraded" else status.replace('_', ' ')
+            word = WORDS.get(shown, status.replace('_', ' '))
             print(f"[{self.done}/{self.total}] {word} {key}{took}"
                   + (f": {score}" if score else "")
                   + (f" ({first_line})" if first_line and shown == "regraded" else "")
@@ -147,10 +161,21 @@ class Progress:
         rescored = f" ({', '.join(again)})" if again else ""
         # In the class page's words: an upload for a person is no rejection (no 0 is given).
         return (f"{self.done}/{self.total} done: {self.graded} graded{rescored}, {self.failed} failed, "
-                f"{self.rejected - self.needs_person} rejected, {self.needs_person} for a person, "
+                f"{self.rejected - self.needs_person} rejected, {self._for_a_person()}, "
                 f"{self.skipped} skipped"
                 f" | elapsed {_clock(time.monotonic() - self._started)}"
                 + (f" | ETA {_clock(eta)}" if eta is not None and self.done < self.total else ""))
+
+    def _for_a_person(self) -> str:
+        """The uploads that need a person, those left unchanged since the last batch among them:
+        a skipped upload for a person still needs one (users28: "0 for a person, 1 skipped"
+        while grades.csv and the class page still listed it)."""
+        new, still = self.needs_person, self.still_for_person
+        if not still:
+            return f"{new} for a person"
+        if not new:
+            return f"{still} still for a person (unchanged)"
+        return f"{new + still} for a person ({still} unchanged)"
 
     def __rich__(self):
         """The live display (rich calls this at every redraw)."""
@@ -183,7 +208,7 @@ class Progress:
                 lines.append("Timed-out and errored submissions have no grade in grades.csv, "
                              "and the next batch tries them again, unless a grade of the same "
                              "files stays current (said with each).")
-            if self.needs_person:
+            if self.needs_person or self.still_for_person:
                 lines.append("Uploads for a person (nothing the assignments expect was found, or "
                              "several versions) have no grade in grades.csv; index.html lists "
                              "them.")

@@ -476,6 +476,37 @@ def test_the_console_the_class_page_and_the_help_count_uploads_for_a_person_alik
             ) in said, said
 
 
+def test_an_upload_still_for_a_person_is_said_so_by_every_later_batch(tmp_path, calls_log):
+    """A user's finding (users28, 11): later batches said "[2/2] skipped bob" and "0 for a
+    person, 1 skipped" while grades.csv and the class page still listed him for a person: an
+    instructor reading the last line thought nothing was left to do."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=5)
+    (subs / "bob").mkdir()
+    (subs / "bob" / "notes.txt").write_text("nothing the assignments expect")
+    batch(subs, out)
+    stream = io.StringIO()
+    again = batch(subs, out, stream=stream)
+    said = stream.getvalue()
+    assert "still for a person (unchanged) bob: no file of practical4 found" in said, said
+    line = again.progress.line()
+    assert "0 graded, 0 failed, 0 rejected, 1 still for a person (unchanged), 1 skipped" in line, (
+        f"expected the last line to say bob still needs a person; observed {line!r}")
+    assert again.progress.done == 2 and not again.failed
+    summary = said.split("Not graded normally:")[1]
+    assert "bob: needs person - unchanged since the last batch: no file of practical4" in summary
+    assert "Uploads for a person" in summary
+    # One new beside one unchanged.
+    (subs / "cara").mkdir()
+    (subs / "cara" / "notes.txt").write_text("nothing either")
+    third = batch(subs, out)
+    assert "2 for a person (1 unchanged), 1 skipped" in third.progress.line()
+    # A dry run says the same.
+    plan = batch(subs, out, dry_run=True).plan
+    assert "bob: would be still for a person (unchanged): no file of practical4 found" in " ".join(
+        plan), plan
+
+
 # --- red team adv19 R: a failed re-grade keeps the grade already given --------------------------
 
 def _hangs(job):
