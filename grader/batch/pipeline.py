@@ -827,16 +827,23 @@ def _with_left_out(result: dict, context: _Context) -> dict:
 
 
 def _score_of(result: dict | None) -> str | None:
-    """"17/20" (and the late penalty, if any) for the progress display."""
+    """"17/20" (and the late penalty, if any) for the progress display; a result held for
+    review has no total, as grades.csv has none: "—/15, 10.5 points withheld for review: hw3"."""
     if not result:
         return None
-    text = f"{format_points(result.get('score', 0))}/{format_points(result.get('max_score', 0))}"
+    held = held_for_review(result)
+    total = "\u2014" if held else format_points(result.get('score', 0))
+    text = f"{total}/{format_points(result.get('max_score', 0))}"
     penalty = late_penalty(result)
     if penalty:
         text += f" (late {format_points(penalty)})"
-    held = held_for_review(result)
-    # A held submission's low score is no verdict yet: say so where the score is read.
-    return text + (f" (held for review: {', '.join(held)})" if held else "")
+    if not held:
+        return text
+    withheld = sum(float((a.get("integrity") or {}).get("withheld_points") or 0)
+                   for a in result.get("assignments") or [] if a.get("id") in held)
+    points = format_points(withheld)
+    return (f"{text}, {points} point{'' if points == '1' else 's'} withheld for review: "
+            f"{', '.join(held)}")
 
 
 def rescore_from(folder: Path, previous: dict[str, Any], rubrics: dict,

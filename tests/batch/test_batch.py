@@ -312,12 +312,19 @@ def test_every_file_the_staff_open_has_the_same_mode_whatever_the_umask(tmp_path
 
 
 def test_a_held_submissions_score_says_it_is_held_where_it_is_shown():
+    """A user's finding (users28, 14): the console said "0/15 (held for review: hw3)", a 0
+    that looks like a grade, where grades.csv leaves the cell empty and instructor.md says
+    10.5 points are withheld."""
     from grader.batch.pipeline import _score_of
     held = {"score": 0, "max_score": 15, "assignments": [
-        {"id": "hw3", "integrity": {"withheld": True}, "items": []},
+        {"id": "hw3", "integrity": {"withheld": True, "withheld_points": 10.5}, "items": []},
         {"id": "practical5", "integrity": {"withheld": False}, "items": []}]}
-    assert _score_of(held) == "0/15 (held for review: hw3)"
-    held["assignments"][0]["integrity"]["withheld"] = False
+    assert _score_of(held) == "\u2014/15, 10.5 points withheld for review: hw3"
+    held["assignments"][1]["integrity"].update(withheld=True, withheld_points=1)
+    held["assignments"][0]["integrity"]["withheld_points"] = 0
+    assert _score_of(held) == "\u2014/15, 1 point withheld for review: hw3, practical5"
+    for assignment in held["assignments"]:
+        assignment["integrity"]["withheld"] = False
     assert _score_of(held) == "0/15"
 
 
