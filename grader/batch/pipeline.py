@@ -44,7 +44,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 import grader
 from grader.batch.errors import BatchError
@@ -202,14 +202,18 @@ class _Lock:
 
 def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOptions(), *,
               grade_fn: GradeFn = grade_in_child, backend: Any = None,
-              stream: TextIO | None = None, live: bool | None = None) -> BatchSummary:
+              stream: TextIO | None = None, live: bool | None = None,
+              before_grading: Callable[[], str | None] | None = None) -> BatchSummary:
     """Grade every submission of `submissions_dir` into `out`.
 
     `backend`: None grades in local child processes (`scheduler.run_jobs`); otherwise an
     object whose `run_jobs` has the same signature, e.g. `grader.cluster.SlurmBackend` (and,
     for `options.dry_run`, a `dry_run(job, timeout_s)` that writes what it would submit and
     returns its command line).
-    `stream`/`live`: where progress goes, and whether as a live display."""
+    `stream`/`live`: where progress goes, and whether as a live display.
+    `before_grading`: called once, before the first grading that runs code (never in a dry
+    run, nor in a batch that only skips and re-scores); a text it returns is warned (the
+    command line's check of the machine's cores and memory)."""
     submissions_dir, out = Path(submissions_dir), Path(out)
     if not submissions_dir.is_dir():
         refuse_a_file(submissions_dir, options.limits)
@@ -305,7 +309,8 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
                                      known=[s.key for s in known])
         batch = _ClassBatch(book=book, out=out, configs=configs, graded_by=graded_by,
                             rubrics=rubrics, options=options, progress=progress, times=times,
-                            overrides=student_overrides, replaces=keys.replaces)
+                            overrides=student_overrides, replaces=keys.replaces,
+                            before_grading=before_grading)
         if options.dry_run:
             plan = batch.dry_run(found, backend)
             return BatchSummary(progress, out / "gradebook.sqlite", out / "grades.csv", notes,
@@ -436,6 +441,7 @@ class _ClassBatch:
     plan: list[str] = field(default_factory=list)   # a dry run's account
     # {key: other keys of the student's name whose record its grading takes over}
     replaces: dict[str, list[str]] = field(default_factory=dict)
+    before_grading: Any = None        # run_batch's: called once, before the first grading
 
     @property
     def layout(self) -> list[str]:
@@ -453,6 +459,10 @@ class _ClassBatch:
                 self.unrecorded(submission.student.key, "preparing it", problem)
                 continue
             if job is not None:
+                if self.before_grading is not None and not self.options.dry_run:
+                    warning, self.before_grading = self.before_grading(), None
+                    if warning:
+                        self.progress.warn(warning)
                 yield job
 
     def unrecorded(self, key: str, doing: str, problem: Exception) -> None:

@@ -105,6 +105,7 @@ def run(options) -> int:
     from grader.batch.pipeline import (DEFAULT_TIMEOUT_S, BatchError, BatchInterrupted,
                                        BatchOptions, run_batch)
     from grader.cli.grade import chosen_assignments
+    workers_given = options.workers is not None
     if options.workers is None:
         from grader.common.cpu_share import default_workers
         options.workers = default_workers()
@@ -150,10 +151,11 @@ def run(options) -> int:
             timezone=options.timezone, overrides=options.overrides,
             moodle_worksheets=tuple(_worksheet_argument(text) for text in options.moodle_worksheet),
             dry_run=options.dry_run)
-        if backend is None and not options.dry_run:
-            _warn_about_workers(options.workers)
+        # Said before the first grading that runs code, never where none does (a re-score).
+        check = None if backend is not None else (lambda: machine_warning(
+            options.workers, workers_given=workers_given, memory_given=options.memory is not None))
         summary = run_batch(Path(options.submissions), Path(options.out), batch_options,
-                            backend=backend)
+                            backend=backend, before_grading=check)
     except BatchInterrupted as interrupted:
         print(f"\n{interrupted}", file=sys.stderr)
         return 130
@@ -174,35 +176,74 @@ def run(options) -> int:
     return 1 if summary.failed else 0
 
 
-# Runs one grading starts side by side, at most (grader/common/cpu_share.py).
-MAX_RUNS_SIDE_BY_SIDE = 4
-
-
-def _warn_about_workers(workers: int) -> None:
-    """One line where --workers asks more of the machine than it has: more gradings than
-    cores, or workers x 4 runs x the run memory over its memory (README: keep it inside)."""
-    import os
-    from grader.common.run_memory import run_memory_bytes
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        memory = 0
-    needed = workers * MAX_RUNS_SIDE_BY_SIDE * run_memory_bytes()
+def machine_warning(workers: int, *, workers_given: bool, memory_given: bool,
+                    cores: float | None = None, memory: int | None = None,
+                    run_memory: int | None = None) -> str | None:
+    """One line where the batch asks more of this machine than it has (README: keep workers x
+    runs side by side x --memory inside its memory), or None: more gradings than cores, or
+    the runs' memory limits, as many side by side as each grading's share of the cores lets
+    it start, over the machine's memory. Compared exactly and said in sizes that differ, with
+    what the instructor can change: --memory always, --workers where fewer exist.
+    `cores`, `memory` (bytes) and `run_memory` default to this machine's and --memory's."""
+    from grader.common.cpu_share import machine_cpus, runs_at_once, worker_share
+    from grader.common.run_memory import LEAST_RUN_MEMORY_BYTES, run_memory_bytes
+    cores = machine_cpus() if cores is None else cores
+    memory = _machine_memory() if memory is None else memory
+    size = run_memory_bytes() if run_memory is None else run_memory
+    runs = runs_at_once(worker_share(workers, cores))
+    needed = workers * runs * size
+    who = (f"--workers {workers}" if workers_given
+           else f"{workers} worker{'s' * (workers != 1)} (the default on {cores:g} cores)")
     problems = []
     if workers > cores:
-        problems.append(f"{workers} workers on {cores} core{'s' * (cores != 1)}")
+        problems.append(f"{who} on {cores:g} core{'s' * (cores != 1)}: gradings will be slow "
+                        f"(--workers {max(1, int(cores))} fits)")
     if memory and needed > memory:
-        problems.append(f"{workers} workers x {MAX_RUNS_SIDE_BY_SIDE} runs x "
-                        f"{run_memory_bytes() / 2**30:g} GiB = {needed / 2**30:g} GiB, over this "
-                        f"machine's {memory / 2**30:.0f} GiB of memory")
-    if problems:
-        print(f"pdl-grade batch: warning: --workers {workers}: {'; '.join(problems)}: gradings "
-              "will be slow and runs may be stopped for memory (their checks then fail); fewer "
-              "--workers or a smaller --memory fits", file=sys.stderr)
+        shown_needed, shown_memory = _two_sizes(needed, memory)
+        limit = (f"--memory {_size(size, unit=True)}" if memory_given
+                 else f"{_size(size)} (--memory's default)")
+        fits = [w for w in range(workers - 1, 0, -1)
+                if w * runs_at_once(worker_share(w, cores)) * size <= memory][:1]
+        remedies = [f"--workers {w}" for w in fits]
+        least = memory // (workers * runs)
+        step = 2**29 if least >= 2**30 else 2**27       # 0.5G, else 128M steps
+        if least // step * step >= LEAST_RUN_MEMORY_BYTES:
+            remedies.append(f"--memory {_size(least // step * step, unit=True)}")
+        remedy = (f"{' or '.join(remedies)} fits" if remedies else
+                  f"even --memory {_size(LEAST_RUN_MEMORY_BYTES, unit=True)} does not fit: grade "
+                  "on a machine with more memory")
+        problems.append(f"{who} x {runs} run{'s' * (runs != 1)} side by side x {limit} = "
+                        f"{shown_needed}, over this machine's {shown_memory} of memory: runs may "
+                        f"be stopped for memory, their checks then fail ({remedy})")
+    return "; ".join(problems) or None
+
+
+def _machine_memory() -> int:
+    import os
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _size(size: int, unit: bool = False) -> str:
+    """6 GiB as "6G" (a --memory argument, `unit`) or "6 GiB"; below 1 GiB in MiB."""
+    if size >= 2**30:
+        number, suffix = f"{size / 2**30:.2f}".rstrip("0").rstrip("."), "G"
+    else:
+        number, suffix = f"{size / 2**20:.0f}", "M"
+    return f"{number}{suffix}" if unit else f"{number} {suffix}iB"
+
+
+def _two_sizes(larger: int, smaller: int) -> tuple[str, str]:
+    """Both in GiB with as many decimals as it takes to tell them apart (24 over 23.5, never
+    "24 GiB, over this machine's 24 GiB")."""
+    for decimals in range(1, 4):
+        texts = tuple(f"{n / 2**30:.{decimals}f}".rstrip("0").rstrip(".") + " GiB"
+                      for n in (larger, smaller))
+        if texts[0] != texts[1]:
+            return texts
+    return f"{larger / 2**20:.0f} MiB", f"{smaller / 2**20:.0f} MiB"
 
 
 def _same_place_as_progress() -> bool:
