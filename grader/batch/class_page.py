@@ -3,8 +3,8 @@
 Every student (one row per person: their uploads of several Moodle assignments together,
 grader/batch/people.py) with their score per assignment, status, and links to their report and
 instructor view; what needs a person (uploads for a person, override problems, names shared
-by uploads kept apart, submissions held for review, reports to read, reports not handed in
-as the handout asks); the score distribution of grades.csv's own numbers (per assignment over
+by uploads kept apart, submissions held for review and those the staff released with their
+comment, reports to read, reports not handed in as the handout asks); the score distribution of grades.csv's own numbers (per assignment over
 the cells holding a number, the empty ones counted with why; the total over the students with
 every assignment) with its histograms, the pass
 rate of every check (worst first), the most common failures with one example feedback each
@@ -122,6 +122,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
         "answer_review": _answer_reviews(graded),
         "reports_missing": reports_not_handed_in(graded),
         "integrity": _integrity_holds(graded),
+        "integrity_released": _integrity_released(graded),
         "same_hash": _of_several_people(_groups({r.student.key: r.content_hash for r in runs
                                                  if not r.content_hash.startswith("raw:")}), owner),
         "same_code": code,
@@ -470,6 +471,13 @@ def _integrity_holds(graded: list[CurrentRun]) -> list[dict]:
     """Assignments whose automatic points are withheld: code or records that could deceive
     the grader (grader/integrity), with the first thing found."""
     return _needing_a_person(graded, "integrity", "withheld", {"points": "withheld_points"})
+
+
+def _integrity_released(graded: list[CurrentRun]) -> list[dict]:
+    """Holds the course staff released (`<assignment>.integrity: {cleared: true, comment}`):
+    kept on the page with what was found and the staff's comment, as instructor.md keeps them
+    (users28: a cleared hold had left "None: no submission reaches into the grader")."""
+    return _needing_a_person(graded, "integrity", "cleared", {"comment": "comment"})
 
 
 def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:

@@ -176,6 +176,33 @@ def test_summary_counts_rates_failures_and_flags(batch_dir):
         "alice, bob", "carol, dave"]
 
 
+def test_a_hold_the_staff_released_stays_on_the_page_with_their_comment(tmp_path):
+    """A user's finding (users28, 13): after `hw3.integrity: {cleared: true, comment: ...}` the
+    page said "None: no submission reaches into the grader", keeping no record that a hold had
+    been found and released (instructor.md keeps both)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    book = Gradebook(out / "gradebook.sqlite")
+    gus = build_result("gus", [hw3(True, True, None)])
+    gus["assignments"][0]["integrity"] = {
+        "problems": ["hw3/model_parallel.py:9 walks the interpreter's objects: gc.get_objects"],
+        "withheld": False, "withheld_points": 0.0, "cleared": True,
+        "comment": "a census of live tensors, never called " + HOSTILE}
+    record(book, "gus", "graded", "h-gus", gus, name="Gus Census")
+    record(book, "ann", "graded", "h-ann", build_result("ann", [hw3(True, True, None)]))
+    book.close()
+    text = write_class_page(out).read_text(encoding="utf-8")
+    section = text.split('<h2 id="integrity">')[1].split("<h2")[0]
+    assert "None: no submission reaches into the grader" not in section, section
+    assert "None held now: the 1 hold(s) the grader found were released by the course staff" \
+        in section, section
+    released = section.split('id="integrity-released-table"')[1].split("</table>")[0]
+    assert re.search(r"gus \(Gus Census\).*hw3.*walks the interpreter&#39;s objects: gc.get_objects"
+                     r".*a census of live tensors, never called "
+                     + re.escape(html.escape(HOSTILE)), released, re.S), released
+    assert "ann" not in released
+
+
 def test_every_student_is_listed_with_scores_and_links(batch_dir):
     out = batch_dir
     text = write_class_page(out, order=["practical4", "hw3"]).read_text(encoding="utf-8")
