@@ -25,8 +25,10 @@ Submission times are the LMS's (the student's upload), not the content's: a batc
 for an upload keeps the one its current run was scored with while the upload is unchanged, and
 also where that run graded nothing (left for a person, or rejected) and the staff fixed the
 upload in place, as the batch asks (said in a warning: a re-upload by the student would need
-its own time). A changed upload whose last run was graded is a new upload: the earlier time is
-not its time, so it gets none, and a warning names the student (`_time_for`).
+its own time). A changed upload whose last run was graded is a new upload: it keeps the earlier
+upload's time as the earliest it can have been made (a re-upload is never earlier than the one
+before it, so the late penalty charged is never more than its own and never none where the
+earlier upload was late already), and a warning names the student (`_time_for`).
 """
 from __future__ import annotations
 
@@ -632,8 +634,9 @@ class _ClassBatch:
         while the content is unchanged, and where the current run graded nothing (left for a
         person, or rejected) and the content changed, since the batch asks the staff to fix
         such an upload in place; said, because a re-upload by the student would keep it too.
-        A changed upload after a grading is a new upload: the earlier time is not its time,
-        so it gets none, said, never charged silently either way."""
+        A changed upload after a grading is a new upload, made no earlier than the one before
+        it: the earlier time is kept as its earliest (a penalty never above its own, and never
+        none where the earlier upload was late already), said, naming the student."""
         found = (self.times.lookup(submission.student, self.graded_by[submission.student.key])
                  if self.times is not None else None)
         if found is not None and found.listed:
@@ -650,9 +653,11 @@ class _ClassBatch:
                 f"{given}: it keeps the time the gradebook has, {current.submitted_at}, as an "
                 "upload the staff fixed in place; if the student uploaded again, give the new "
                 "upload's time with --submission-times")
-        return None, (f"its upload changed since it was graded with the time the gradebook "
-                      f"has, {current.submitted_at}, and {given}: that is the earlier upload's "
-                      "time, the new upload's is not known; give it with --submission-times"), None
+        return current.submitted_at, None, (
+            f"its upload changed since it was graded with the time the gradebook has, "
+            f"{current.submitted_at}, and {given}: the new upload keeps that earlier upload's "
+            "time, the earliest it can have been made (its late penalty is at least that "
+            "one's); give the new upload's time with --submission-times")
 
     def warn_untimed(self) -> None:
         """Once per assignment with a due date: how many submissions got no late penalty

@@ -848,11 +848,12 @@ def test_an_upload_fixed_in_place_keeps_its_time_and_says_so(tmp_path, rubrics, 
     assert grades(out)["Participant 100005"]["Late penalty"] == "-2"
 
 
-def test_a_new_upload_after_a_grading_keeps_no_earlier_time_in_silence(tmp_path, rubrics,
-                                                                        calls_log):
-    """A graded student who uploads again has a new time the batch was not given: the earlier
-    upload's time is not charged to the new one, and the missing time is said, naming the
-    student (a late student never escapes the penalty without a warning)."""
+def test_a_new_upload_after_a_grading_keeps_the_earlier_time_as_its_earliest(tmp_path, rubrics,
+                                                                              calls_log):
+    """A graded student who uploads again has a new time the batch was not given: it is no
+    earlier than the earlier upload's, so that time is kept as its earliest (a late student
+    never escapes the penalty, none is charged above the new upload's own), and said, naming
+    the student."""
     subs, out = tmp_path / "subs", tmp_path / "out"
     make_submission(subs / "alice", score=10)
     make_submission(subs / "bob", score=10)
@@ -865,9 +866,11 @@ def test_a_new_upload_after_a_grading_keeps_no_earlier_time_in_silence(tmp_path,
     stream = io.StringIO()
     batch(subs, out, rubrics, stream=stream)
     said = stream.getvalue()
-    assert ("warning: bob: no submission time (its upload changed since it was graded with the "
-            "time the gradebook has, 2026-05-02T10:00:00+02:00, and this batch was given no "
-            "submission times: that is the earlier upload's time, the new upload's is not known; "
-            "give it with --submission-times); graded without a late penalty") in said, said
-    assert (grades(out)["bob"]["Submitted at"], grades(out)["alice"]["Submitted at"]) == ("", DUE)
-    assert "1 submission has no submission time" in said.split("Warnings:")[1]
+    assert ("warning: bob: its upload changed since it was graded with the time the gradebook "
+            "has, 2026-05-02T10:00:00+02:00, and this batch was given no submission times: the "
+            "new upload keeps that earlier upload's time, the earliest it can have been made "
+            "(its late penalty is at least that one's); give the new upload's time with "
+            "--submission-times") in said, said
+    assert (grades(out)["bob"]["Submitted at"], grades(out)["bob"]["Late penalty"]) == \
+        ("2026-05-02T10:00:00+02:00", "-2")
+    assert "graded without a late penalty" not in said and "(late -2)" in said, said
