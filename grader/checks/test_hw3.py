@@ -26,7 +26,8 @@ from grader.checks.hw3_printed_counts import printed_counts, statements
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import HIDDEN, answers_hidden, disagrees, explain, reported
 from grader.common.locations import data_folder
-from grader.harness.course_environment import missing_module_note, read_only_note
+from grader.harness.course_environment import (device_mismatch_note, missing_module_note,
+                                               read_only_note)
 
 # Task 1 asks about the provided code as it is: DEPTH=6 on 2 GPUs.
 # The template's copy: beside grader/ in the checkout, inside it in the installed student kit
@@ -211,6 +212,9 @@ def built(found, what="the model") -> None:
         look = (f"\nWhere to look: run it as the grader did: pdl-grade run --gpus {gpus} --set "
                 f"DEPTH={depth} hw3/model_parallel.py")
         look += constructor_note(found)
+        moved = device_mismatch_note(error["message"], error.get("site"))
+        if moved:
+            look += f"\n{moved}"
         if "invalid device ordinal" in error["message"].lower():
             look += (f"; a node of {gpus} GPU(s) has cuda:0 .. cuda:{gpus - 1} only, and the layout "
                      "asked for a GPU past the last one: ")
@@ -229,10 +233,11 @@ def ran_forward(found) -> None:
     built(found)
     error = found.get("forward_error")
     if error:
+        moved = device_mismatch_note(error["message"], error.get("site"))
         raise AssertionError(explain(
             "the forward pass runs: each layer receives its input on its own GPU",
             f"{error['type']}{' at ' + error['site'] if error.get('site') else ''}: "
-            f"{error['message']}", LOOK_FORWARD))
+            f"{error['message']}", LOOK_FORWARD) + (f"\n{moved}" if moved else ""))
 
 
 def check_fact(answers, qid, verdict, observed_in_code, measured, reported_values,

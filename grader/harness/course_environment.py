@@ -60,6 +60,25 @@ def duplicate_gpu_note(message: str) -> str | None:
             "DDP(model, device_ids=[local_rank]).")
 
 
+_TWO_DEVICES = re.compile(r"Expected all tensors to be on the same device")
+_DEVICES_NAMED = re.compile(r"found at least two devices, (\w+(?::\d+)?) and (\w+(?::\d+)?)")
+
+
+def device_mismatch_note(message: str, site: str | None = None) -> str | None:
+    """For PyTorch's "Expected all tensors to be on the same device": the line, and the usual
+    cause (a layer's input not moved to that layer's GPU first: a forward pass without its
+    `x = x.to(layer_device)`, which a student was left to work out from PyTorch's text)."""
+    if not _TWO_DEVICES.search(str(message)):
+        return None
+    at = f"At {site} one" if site else "One"
+    named = _DEVICES_NAMED.search(str(message))
+    devices = f" ({named[1]} and {named[2]})" if named else ""
+    return (f"{at} operation was handed tensors on two different devices{devices}: the input of "
+            "the layer on cuda:k must be moved to cuda:k first, before that layer is called "
+            "(x = x.to(next(layer.parameters()).device), the baton pass of a model split over "
+            "GPUs; a batch is moved to the GPU of the model it is fed to).")
+
+
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None

@@ -10,7 +10,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from grader.harness.course_environment import duplicate_gpu_note, missing_module_note, read_only_note
+from grader.harness.course_environment import (device_mismatch_note, duplicate_gpu_note,
+                                               missing_module_note, read_only_note)
 
 _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # The runtime raises the errors a real GPU would (a device that does not exist, two devices in
@@ -105,7 +106,9 @@ class Observation:
             missing = (missing_module_note(exception.get("message", ""))
                        or read_only_note(exception.get("message", ""))
                        or duplicate_gpu_note(exception.get("message", ""))
-                       or self._ddp_device_note())
+                       or self._ddp_device_note()
+                       or device_mismatch_note(exception.get("message", ""),
+                                               exception.get("site")))
             return (f"{where} stopped with {exception.get('type')}{site}"
                     f"{self._ranks_that_raised(exception)}{todo}: "
                     f"{message[0] if message else ''}" + (f"\n{missing}" if missing else ""))

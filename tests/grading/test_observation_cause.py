@@ -69,10 +69,12 @@ def test_ddp_device_ids_naming_another_gpu_than_the_models_is_pointed_at():
         "On rank 1 DDP(model, device_ids=[0]) (practical6_ddp.py:35) wraps a model on "
         "cuda:1: DDP moves every input to device_ids[0], so the forward pass meets two GPUs. "
         "Give each rank its own: DDP(model, device_ids=[local_rank])."), problem
-    for event in run.events:   # device_ids=[local_rank]: nothing to point at
-        if event["event"] == "ddp_wrap":
+    for event in run.events:   # device_ids=[local_rank]: no DDP line to point at, only the
+        if event["event"] == "ddp_wrap":   # usual cause of two devices (an input not moved)
             event["device_ids"] = [str(event["rank"])]
-    assert len(run.problem().splitlines()) == 1, run.problem()
+    lines = run.problem().splitlines()
+    assert len(lines) == 2 and "DDP(model" not in lines[1], lines
+    assert lines[1].startswith("At practical6_ddp.py:42 one operation was handed tensors on two")
 
 
 def test_several_ranks_that_raised_alike_are_named_together():
