@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
 from grader.common.run_memory import run_memory_bytes
@@ -21,6 +21,7 @@ from grader.integrity.unrun import kept_out_of_runs
 from grader.records import untrusted_files
 from grader.records.seal import ENV_FD, hand_over, new_key, verify_lines
 from grader.common.hardware import real_gpu_count
+from grader.common.locations import data_folder
 from grader.sandbox import SandboxPolicy, run_sandboxed
 from grader.sandbox import forked_runs
 from grader.sandbox.forked_runs import ForkServer
@@ -227,6 +228,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
                               launcher=launcher, edits=edits)
     if not path.is_file():
         observation.missing = True
+        observation.instead = scripts_instead(submission, script)
         return observation
     scratch = new_scratch("run-", scratch_root, forks)
     command = [str(RUN_ON_NODE)]
@@ -242,6 +244,20 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     finally:
         remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
     return observation
+
+
+def scripts_instead(submission: Path, script: str) -> list[str]:
+    """The Python files in a missing `script`'s folder that the template's folder does not have
+    (paths as `script` is written): the script renamed, most likely. The template's own scripts
+    there (practical5_single.py beside a missing practical5_dp.py) are not it."""
+    folder = PurePosixPath(script).parent
+    try:
+        found = sorted(p.name for p in (submission / folder).iterdir()
+                       if p.is_file() and p.suffix == ".py" and not p.name.startswith((".", "_")))
+    except OSError:
+        return []
+    template = data_folder("student_template") / folder
+    return [str(folder / name) for name in found if not (template / name).is_file()]
 
 
 def new_scratch(prefix: str, scratch_root: Path | None, forks: ForkServer | None) -> Path:
@@ -286,6 +302,7 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     model_file = submission / script
     if not model_file.is_file():
         observation.missing = True
+        observation.instead = scripts_instead(submission, script)
         return [], observation
     scratch = new_scratch("hw3-", scratch_root, forks)
     out = scratch / PROBE_FILE

@@ -20,6 +20,19 @@ _RUNTIME_FOLDER = os.path.join(_GRADER_FOLDER, "vgpu") + os.sep
 _TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 
 
+def missing_script(script: str, instead: list[str]) -> str:
+    """A script the submission lacks, and the file beside it that may be it under another name:
+    a student who renamed practical6_ddp.py to ddp.py had been told only that the script was
+    missing, by every check that needed it."""
+    said = f"{script} is missing from the submission: keep the template's file layout."
+    if not instead:
+        return said
+    if len(instead) == 1:
+        return f"{said} {instead[0]} is there: the grader runs {script}; rename it."
+    return (f"{said} {', '.join(instead[:-1])} and {instead[-1]} are there: the grader runs "
+            f"{script}; rename the one that is it.")
+
+
 def _graders_own_failure(stderr: str) -> bool:
     """Whether the last traceback in `stderr` ends in the grader's own code (not its runtime's
     stand-ins for a GPU, which raise what the student's code caused)."""
@@ -38,6 +51,9 @@ class Observation:
     launcher: str = "python"          # or "torchrun" (with nproc processes)
     edits: list = field(default_factory=list)  # (old, new) text replacements in the script
     missing: bool = False
+    # Where the script is missing: the .py files its folder holds that the template does not
+    # (practical6/ddp.py for practical6/practical6_ddp.py), most likely the script renamed.
+    instead: list = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False
     time_limit_s: float | None = None     # the run's time budget (the rubric's run_timeout_s)
@@ -79,7 +95,7 @@ class Observation:
         """Why the run cannot be graded, in words a student can act on (None if it ran)."""
         where = f"{self.script} ({self.configuration})"
         if self.missing:
-            return f"{self.script} is missing from the submission: keep the template's file layout."
+            return missing_script(self.script, self.instead)
         if self.not_run:
             return (f"{where} was not run: {self.not_run}. Look for an endless loop (at import "
                     "too), a sleep, or a rank waiting for a collective no other rank joins.")

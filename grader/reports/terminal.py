@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
@@ -37,6 +38,12 @@ _WHERE = re.compile(r"^Where to look: (?P<where>.*?)\s*\((?P<qid>[\w.]+)\)\s*$",
 # The same exception fails checks of several tasks, each naming its configurations its way.
 _RAISED = re.compile(r"(?:^(?:Building or running|Importing) .*? failed: |^Observed: )"
                      r"(?P<error>\w+ at [\w./-]+\.py:\d+ .*)$", re.M)
+# A script the submission lacks (grader/harness/observation.py `missing_script`), as every check
+# that needed it says it, with the file beside it that may be it renamed: one cause per script.
+_ABSENT = re.compile(r"(?P<script>\S+\.py) is missing from the submission: keep the template's "
+                     r"file layout\.(?P<instead>[^\n]*)")
+# A case's "Expected:" line, up to its "Observed:" line: what the case's configuration expects.
+_EXPECTED = re.compile(r"^Expected:.*?(?=^Observed:)", re.M | re.S)
 # Cases listed by name under one cause before the rest are counted.
 _CASES_SHOWN = 6
 _INDENT = "   "
@@ -50,6 +57,8 @@ class Cause:
     cases: list[tuple[str, str]] = field(default_factory=list)   # (check, "[1gpus-depth1]" or "")
     missing: list[str] = field(default_factory=list)   # answers missing from one file: their ids
     free: bool = True   # every check it hit is worth no point (it only tells)
+    shown: int = 0   # the index in `cases` of the case whose message is shown
+    shown_message: str = field(default="", repr=False)   # `message` when `shown` was set
 
     @property
     def count(self) -> int:
@@ -89,19 +98,33 @@ def failure_causes(result: Mapping[str, Any], *, selected_only: bool = False) ->
                         cause = _add(causes, str(case.get("message") or "failed without a message"),
                                      check["id"], str(case.get("case") or check["id"]))
                         cause.free = cause.free and worth == 0
-    return list(causes.values())
+    # A cause may be found under two keys (its message's shape, its check's observation).
+    return list({id(cause): cause for cause in causes.values()}.values())
 
 
 def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> Cause:
-    cause = _cause_of(causes, message)
+    cause = _cause_of(causes, message, check)
+    if not cause.cases or cause.message != cause.shown_message:
+        # Its first case, or the one whose wording it shows from now on (a later case's
+        # message that says where to look): the case named first when it is shown.
+        cause.shown, cause.shown_message = len(cause.cases), cause.message
     cause.checks[check] = cause.checks.get(check, 0) + 1
     # A parametrized case is named by its parameters; a plain test by its check alone.
     cause.cases.append((check, case if case.startswith("[") else ""))
     return cause
 
 
-def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
+def _cause_of(causes: dict[str, Cause], message: str, check: str = "") -> Cause:
     """The cause `message` belongs to (made on its first message)."""
+    absent = _ABSENT.search(message)
+    if absent:
+        # A missing script fails every check that needed it, each saying so its own way (an
+        # answer check: "your code did not get that far: ..."): one cause per script.
+        script = absent.group("script")
+        return causes.setdefault("absent: " + script, Cause(
+            f"The checks it cost need {script}.\nObserved: {absent.group(0)}\n"
+            f"Where to look: the file names in {PurePosixPath(script).parent}/: the grader runs "
+            "each script under the template's name"))
     crash = CRASH.search(message)
     missing, where = _MISSING.search(message), _WHERE.search(message)
     if missing and where:
@@ -134,7 +157,23 @@ def _cause_of(causes: dict[str, Cause], message: str) -> Cause:
             Cause("The checks it cost need your script to run to its end; it did not.\n"
                   f"Observed: {LEAD.sub('', crash.group(1), count=1)}"
                   + carried(message[crash.end():])))
-    return causes.setdefault(failure_shape(" ".join(message.split())), Cause(message.strip()))
+    shape = _shape(message)
+    observed = _EXPECTED.sub("", message, count=1)
+    if check and observed != message:
+        # The cases of one check that observe the same failure, in whichever configuration
+        # (its Expected line says what each configuration expects: 32 rows of 64 on 2 ranks,
+        # 21 "or 22" on 3): one cause. Across checks the Expected line tells them apart.
+        alike = f"{check}: " + _shape(observed)
+        cause = causes.get(shape) or causes.get(alike) or Cause(message.strip())
+        causes.setdefault(alike, cause)
+        return causes.setdefault(shape, cause)
+    return causes.setdefault(shape, Cause(message.strip()))
+
+
+def _shape(message: str) -> str:
+    """The message's failure shape, line by line (a list of clauses ends with its line), then
+    with its whitespace as one space (the same message wrapped otherwise)."""
+    return " ".join(failure_shape(message).split())
 
 
 def render_check_text(result: Mapping[str, Any], *, selected_only: bool = False,
@@ -213,20 +252,25 @@ def cause_lines(number: int, cause: Cause) -> list[str]:
     if cause.count == 1:
         lines = [f"{number}. {''.join(cause.cases[0])}"]
     else:
-        if len(cause.checks) == 1:
-            head = f"{next(iter(cause.checks))}: {cause.count} cases failed the same way"
+        # The case whose message is shown comes first, its check first among the checks: "the
+        # first of them" had been another case than the one shown (a student's audit).
+        first_check, first_label = cause.cases[cause.shown] if cause.cases else ("", "")
+        checks = sorted(cause.checks.items(), key=lambda item: item[0] != first_check)
+        if len(checks) == 1:
+            head = f"{checks[0][0]}: {cause.count} cases failed the same way"
         else:
-            head = (f"{cause.count} cases of {len(cause.checks)} checks failed the same way: "
-                    + ", ".join(f"{check} ({n})" if n > 1 else check
-                                for check, n in cause.checks.items()))
+            head = (f"{cause.count} cases of {len(checks)} checks failed the same way: "
+                    + ", ".join(f"{check} ({n})" if n > 1 else check for check, n in checks))
         # The same parameters in several checks are one case to look at.
-        names = list(dict.fromkeys(label for _, label in cause.cases if label))
+        names = list(dict.fromkeys([first_label] * bool(first_label)
+                                   + [label for _, label in cause.cases if label]))
         shown = ", ".join(names[:_CASES_SHOWN])
         more = len(names) - _CASES_SHOWN
         lines = [f"{number}. {head}"]
         if names:
             lines.append(f"{_INDENT}cases: {shown}" + (f" and {more} more" if more > 0 else ""))
-        lines.append(f"{_INDENT}the first of them:")
+        lines.append(f"{_INDENT}the first of them" + (
+            f" ({first_check}{first_label}):" if len(checks) > 1 and first_check else ":"))
     return lines + _indented(cause.message)
 
 

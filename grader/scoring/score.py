@@ -320,9 +320,27 @@ def failure_shape(message: str) -> str:
     grader/reports/terminal.py)."""
     numbered = re.sub(r"\d+(?:\.\d+)?(?:e-?\d+)?", "#", message)
     numbered = re.sub(r"([^\s,\[]*#)(?:, [^\s,\]]*#)+", r"\1...", numbered)
+    numbered = "\n".join(_one_of_each_run(line) for line in numbered.split("\n"))
     # An enumeration in parentheses grows with the configuration ("(layers 0-1 on cuda:0,
     # layer 2 on cuda:1, ...)" over 3 or 8 GPUs): one shape whatever its length.
     return re.sub(r"\((?=[^()]*#)[^()]*, [^()]*\)", "(...)", numbered)
+
+
+def _one_of_each_run(line: str) -> str:
+    """A line whose "; "-separated clauses repeat with only their numbers changed (one per rank:
+    "rank # trains on # rows; rank # trains on # rows; ...") with the repeats as one "...": the
+    list grows with the configuration, the failure does not. The first clause may carry the
+    line's label ("Observed: rank # ...")."""
+    def repeats(before: str, clause: str) -> bool:
+        return "#" in clause and (before == clause or before.endswith(" " + clause))
+
+    clauses = line.split("; ")
+    kept = clauses[:1]
+    for clause in clauses[1:]:
+        if kept[-1] == "..." and len(kept) > 1 and repeats(kept[-2], clause):
+            continue
+        kept.append("..." if repeats(kept[-1], clause) else clause)
+    return "; ".join(kept)
 
 
 # --- manual items, overrides, late penalty -----------------------------------------------
