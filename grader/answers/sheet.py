@@ -16,6 +16,7 @@ import yaml
 
 from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
+from grader.common.text import did_you_mean
 
 from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
                       chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
@@ -128,8 +129,12 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             said = entry.get("value", entry) if isinstance(entry, dict) else entry
             said = " ".join(str(said).split()) if said not in (None, "") else ""
             shown = f" (it says: {said[:157] + '...' if len(said) > 160 else said!s})" if said else ""
-            result.problems.append(f"{display}: '{qid}' is not a question of this sheet; "
-                                   f"ignored{shown}")
+            # A typo's question is named (a student had to pair this line with the "not
+            # found" list themselves): of those the sheet leaves unanswered, so that a remark
+            # under a key of its own (task5.comment_2gpus) is not taken for a typo.
+            unanswered = [q for q in questions if q not in {str(k) for k in answers}]
+            result.problems.append(f"{display}: '{qid}' is not a question of this sheet"
+                                   f"{did_you_mean(str(qid), unanswered)}; ignored{shown}")
             continue
         raw = entry.get("rows" if question.type == "table" else "value") \
             if isinstance(entry, dict) else entry  # a bare `id: 3` is accepted too

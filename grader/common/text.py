@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 
 def last_lines(text: str, count: int) -> str:
@@ -80,3 +80,11 @@ def python_source(data: bytes) -> str:
         return importlib.util.decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError):
         return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def did_you_mean(key: str, choices: Iterable[str]) -> str:
+    """" (did you mean 'a' or 'b'?)": the closest of `choices` to a mistyped `key`, or "" where
+    none is close (an instructor's override id, a student's answer id)."""
+    import difflib
+    close = difflib.get_close_matches(str(key), list(choices), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

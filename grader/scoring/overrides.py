@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from grader.common.text import did_you_mean
 from grader.scoring.rubric import Rubric
 
 INTEGRITY_SUFFIX = ".integrity"
@@ -169,6 +170,4 @@ def _check_points(found: Overrides, key: str, maximum: float, value: Any) -> Non
 
 def _suggestion(key: str, rubric: Rubric) -> str:
     """The closest item ids, for a typo (an instructor writing a check id, say)."""
-    import difflib
-    close = difflib.get_close_matches(key, [item.id for item in rubric.items], n=2, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    return did_you_mean(key, [item.id for item in rubric.items])
