@@ -201,14 +201,23 @@ def ranks_printed(output: str) -> set[int]:
 @pytest.mark.parametrize("processes", SHARED)
 def test_each_process_prints_its_rank(runs, processes):
     """No point (the handout gives Part 2 none): each of the N processes torchrun starts
-    prints its own rank, which is what Part 2 asks the student to see."""
+    names its own rank in the run's output, which is what Part 2 asks the student to see.
+
+    It reports what the run printed; it does not test the student's Part 2 print. The
+    template itself prints `rank {rank}: batch shape ...` on every rank once its two TODOs
+    (the DDP wrap, the per-rank batch) are written, so a script whose Part 2 print is left
+    out, or put under `if rank == 0:`, passes as well (a student's audit): it fails only where
+    no line names some rank, e.g. a script that stops before the template's line."""
     run = ddp_run(runs, processes)
     look = (f"Part 2 of {SCRIPT} (the template's TODO (Part 2)): after "
             f"dist.init_process_group(), every process prints its rank, {RANK_PRINT}, outside "
             "any `if rank == 0:`")
     expected = (f"Part 2, worth no point: each of the {processes} processes torchrun "
                 f"--nproc_per_node={processes} starts prints its own rank (any wording, e.g. "
-                "'Rank: 1 | Local Rank: 1'), so that you see one process per GPU")
+                "'Rank: 1 | Local Rank: 1'), so that you see one process per GPU. This only "
+                "reports what the run printed: once the template's TODOs are written, its own "
+                "line 'rank 1: batch shape ...' names every rank, so it cannot tell whether "
+                "your Part 2 print is there")
     said = ranks_printed(run.stdout)
     # Where the run failed, torchrun stops the other processes, and what one of them printed
     # may never be flushed (a pipe is block-buffered; an exit record comes before the last

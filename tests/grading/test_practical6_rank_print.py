@@ -122,3 +122,24 @@ def test_a_rank_missing_from_a_failed_runs_output_is_not_told_silent():
         ddp_run("World size: 2\n", returncode=1, events=exits))
     assert "no line names rank(s) 0" in failure(
         ddp_run("Rank: 1 | Local Rank: 1\n", returncode=0, events=exits))
+
+
+def test_the_templates_own_per_rank_line_passes_it_and_the_check_says_so():
+    """A student's audit (users28): the handout's print under `if rank == 0:` passed, because
+    the template's own `rank {rank}: batch shape ...` line names every rank once its TODOs are
+    written. The check cannot tell the two apart, and says so: it reports, it does not test the
+    Part 2 print (no points are made up for it)."""
+    template = (Path(p6.__file__).resolve().parents[2] / "student_template" / "practical6"
+                / "practical6_ddp.py").read_text()
+    assert 'print(f"rank {rank}: batch shape {x.shape} on {x.device}")' in template
+    output = ("Rank: 0 | Local Rank: 0\nWorld size: 2\n"
+              "rank 0: batch shape torch.Size([32, 512]) on cuda:0\n"
+              "rank 1: batch shape torch.Size([32, 512]) on cuda:1\n")
+    p6.test_each_process_prints_its_rank(Runs(ddp_run(output)), 2)
+    doc = " ".join(p6.test_each_process_prints_its_rank.__doc__.split())
+    assert "it does not test the student's Part 2 print" in doc
+    assert "under `if rank == 0:`, passes as well" in doc
+    text = failure(ddp_run("World size: 2\n"))
+    assert ("This only reports what the run printed: once the template's TODOs are written, its "
+            "own line 'rank 1: batch shape ...' names every rank, so it cannot tell whether your "
+            "Part 2 print is there") in text
