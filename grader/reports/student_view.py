@@ -116,18 +116,51 @@ def assignment_view(assignment: Mapping[str, Any],
         "has_answers": bool(reported),
         "answer_notes": answer_notes(assignment.get("answers")),
         "review": review_note(assignment.get("integrity")),
-        "rows": [{"task": r.task, "quantity": r.quantity, "path": r.path,
-                  "reported": format_value(r.reported),
-                  "measured": format_measured(r.measured, r.path, str(assignment.get("id", "")))}
-                 for r in rows],
-        "conditions": measured_under(assignment.get("conditions"), hardware or {}) if rows or hidden else None,
+        "rows": with_settings_rows(
+            [{"task": r.task, "quantity": r.quantity, "path": r.path, "settings": False,
+              "reported": format_value(r.reported),
+              "measured": format_measured(r.measured, r.path, str(assignment.get("id", "")))}
+             for r in rows], assignment.get("conditions")),
+        "conditions": measured_under(assignment.get("conditions"), hardware or {},
+                                     [r.path for r in rows]) if rows or hidden else None,
     }
 
 
-def measured_under(conditions: Any, hardware: Mapping[str, Any]) -> dict[str, Any]:
+SETTINGS_QUANTITY = "settings of the numbers below"
+YOUR_SETTINGS = "yours: the settings you ran your script with"
+
+
+def _settings_of(path: str, conditions: Any) -> str | None:
+    """The key of `conditions` whose settings a row's value was measured under."""
+    for key in conditions if isinstance(conditions, Mapping) else ():
+        if path == key or path.startswith(f"{key}."):
+            return key
+    return None
+
+
+def with_settings_rows(rows: list[dict], conditions: Any) -> list[dict]:
+    """The table's rows, each task's led by a row saying at which settings each column's
+    numbers were taken: a student's run at the handout's DIM=1024 with Adam beside the
+    grader's at DIM=256 with SGD (200.4 MiB beside 3.13 MiB, in a passed task) read as a
+    mismatch when the settings were said only under the table."""
+    shown, out = set(), []
+    for row in rows:
+        key = _settings_of(row["path"], conditions)
+        if key is not None and key not in shown:
+            shown.add(key)
+            out.append({"task": task_label(key), "quantity": SETTINGS_QUANTITY,
+                        "path": f"{key}.settings", "settings": True, "reported": YOUR_SETTINGS,
+                        "measured": f"the grader's: {conditions[key]}"})
+        out.append(row)
+    return out
+
+
+def measured_under(conditions: Any, hardware: Mapping[str, Any],
+                   paths: list[str] | None = None) -> dict[str, Any]:
     """What the measured column was measured under: the GPUs, and per task the settings the
     checks ran the code with (a student's own numbers come from their own runs, which the
-    grader cannot know)."""
+    grader cannot know); "left": those of tasks none of whose values (`paths`) the table
+    shows, whose settings row it therefore lacks."""
     kind = hardware.get("kind")
     gpus = ("virtual GPUs (simulated on the CPU: times come from the grader's simulated clock, "
             "the same on any machine; memory is what PyTorch allocated)" if kind == "virtual"
@@ -135,7 +168,11 @@ def measured_under(conditions: Any, hardware: Mapping[str, Any]) -> dict[str, An
     names = ", ".join(sorted(set(hardware.get("names") or [])))
     settings = [{"task": task_label(key), "text": str(text)}
                 for key, text in (conditions.items() if isinstance(conditions, Mapping) else [])]
-    return {"gpus": gpus + (f" ({names})" if names else ""), "settings": settings}
+    in_table = {_settings_of(path, conditions) for path in paths or ()}
+    left = [entry for (key, _), entry in zip(
+        conditions.items() if isinstance(conditions, Mapping) else [], settings)
+        if key not in in_table]
+    return {"gpus": gpus + (f" ({names})" if names else ""), "settings": settings, "left": left}
 
 
 def item_view(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_markdown_template_points_at_the_todo(result):
 
 def test_markdown_measurements_reported_next_to_measured(result):
     md = render_markdown(result(ROUND_ROBIN))
-    assert "| task | quantity | you reported | measured |" in md
+    assert "| task | quantity | you reported (your runs) | measured (the grader's runs) |" in md
     # Measured by the grader on the round-robin submission; "reported" is the fixture's example.
     assert "| Task 2 | step time (ms), DEPTH=24 | 30 | 27.64 |" in md
     assert "| Task 5 | GPU-to-GPU transfers, 5 GPUs | 4 | 19 |" in md

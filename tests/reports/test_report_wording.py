@@ -53,14 +53,27 @@ def test_measured_values_say_the_settings_they_were_measured_under():
     hw3 = result["assignments"][0]
     hw3["conditions"] = {"task2": "DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64",
                          "task4": "DEPTH=20 on 2 and 5 GPUs, DIM=256, batch 64"}
+    hw3["conditions"]["task9"] = "no value of the table"   # told under it
     md, page = render_markdown(result), render_html(result)
     assert "*Measured* is the grader's run of your code on virtual GPUs" in md
     assert "*you reported* is what your own runs gave, with your settings" in md
-    assert "- Task 2: DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64" in md
-    assert "- Task 4: DEPTH=20 on 2 and 5 GPUs, DIM=256, batch 64" in md
-    assert "<li>Task 2: DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64</li>" in page
+    # Each task's settings lead its rows in the table (a student's audit, users28: 200.4 MiB
+    # at DIM=1024 with Adam beside the grader's 3.13 MiB at DIM=256 with SGD, in a passed
+    # task, read as a mismatch while the settings were said only under the table).
+    assert ("| Task 2 | *settings of the numbers below* | *yours: the settings you ran your "
+            "script with* | *the grader's: DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64* |\n"
+            "| Task 2 | step time (ms), DEPTH=6 |") in md, md
+    assert ("| Task 4 | *settings of the numbers below* | *yours: the settings you ran your "
+            "script with* | *the grader's: DEPTH=20 on 2 and 5 GPUs, DIM=256, batch 64* |") in md
+    assert md.count("DEPTH=20 on 2 and 5 GPUs, DIM=256, batch 64") == 1
+    assert "- Task 9: no value of the table" in md and "- Task 2:" not in md
+    assert ("<tr class=\"settings\"><td>Task 2</td><td><em>settings of the numbers below</em>"
+            "</td>") in page
+    assert "<em>the grader&#39;s: DEPTH 6, 12, 24 on 2 GPUs, DIM=256, batch 64</em>" in page
+    assert "<li>Task 9: no value of the table</li>" in page
     result["hardware"] = {"kind": "real", "gpus": 5, "names": ["NVIDIA H200"]}
-    assert "on real GPUs (NVIDIA H200), with these settings" in render_markdown(result)
+    assert ("on real GPUs (NVIDIA H200), at the settings each task's first row says"
+            in render_markdown(result))
 
 
 def test_hw3_checks_declare_the_settings_of_what_they_measure():
