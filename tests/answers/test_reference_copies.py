@@ -64,3 +64,40 @@ def test_nothing_is_compared_where_the_reference_is_not_installed(tmp_path: Path
 def test_the_reference_graded_as_itself_is_not_said_to_copy_itself():
     from grader.grading.score import _is_the_reference
     assert _is_the_reference(str(REFERENCE)) and not _is_the_reference("/tmp/some-student")
+
+
+# Audit 28's Practical 6 sheets: honest step times in seconds (0.005-0.03 s) all rounded to
+# 0.01 or 0.02 at the hundredth, the reference's own (0.0104, 0.0203), and were all said.
+_P6_HONEST = {
+    "p6_tcp_chunk": [{"method": "dp", "step_time_s": 0.0187, "total_time_s": 0.1952},
+                     {"method": "ddp", "step_time_s": 0.0098, "total_time_s": 0.1061}],
+    # "21 ms", "0,219 s", "11 ms", "0,114 s" as the sheet reads them
+    "p6_broadcast_shard": [{"method": "DP (practical 5)", "step_time_s": 0.021, "total_time_s": 0.219},
+                           {"method": "DDP", "step_time_s": 0.011, "total_time_s": 0.114}],
+}
+
+
+def test_honest_practical6_times_in_seconds_are_not_the_references():
+    for name, rows in _P6_HONEST.items():
+        assert reference_copies("practical6", {"values": {"timing.table": rows}}) == [], name
+
+
+def test_practical6_times_copied_from_the_reference_are_said():
+    # p6_envargs_allgather: copied on purpose, the method names changed
+    rows = [{"method": "DataParallel", "step_time_s": 0.0203, "total_time_s": 0.2353},
+            {"method": "DDP", "step_time_s": 0.0104, "total_time_s": 0.1233}]
+    said = reference_copies("practical6", {"values": {"timing.table": rows}})
+    assert len(said) == 1 and said[0].startswith("timing.table: 4 of its times"), said
+    assert "0.0104, 0.0203, 0.1233, 0.2353" in said[0], said
+
+
+def test_reference_times_rounded_by_the_student_are_still_said():
+    # the copy written to fewer digits, but not so few that honest times round alike
+    rows = [{"method": "dp", "step_time_s": 0.0203, "total_time_s": 0.235},
+            {"method": "ddp", "step_time_s": 0.0104, "total_time_s": 0.123}]
+    said = reference_copies("practical6", {"values": {"timing.table": rows}})
+    assert said and said[0].startswith("timing.table: 4 of its times"), said
+    hw3 = [{"depth": 6, "step_time_ms": 56.2}, {"depth": 12, "step_time_ms": 125.6},
+           {"depth": 24, "step_time_ms": 300.1}]
+    said = reference_copies("hw3", {"values": {"task2.step_time_table": hw3}})
+    assert said and said[0].startswith("task2.step_time_table: 2 of its times"), said
