@@ -67,16 +67,29 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
                 "trains": trains(event, reached), "n": event.get("n"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
-                "rows_inside": None}
+                "rows_inside": None, "inside_calls": None}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
                         rows_out=_rows_in(event, known), storage_out=event.get("storage"),
                         rows_out_dropped=bool(event.get("rows_dropped")),
-                        rows_inside=event.get("rows_inside"))
+                        rows_inside=event.get("rows_inside"),
+                        inside_calls=_micro_batches_inside(event.get("inside_calls"),
+                                                           rows_of(done["batch"])))
             _rows_as_run(done)
     return passes
+
+
+def _micro_batches_inside(calls, rows) -> list[int] | None:
+    """The rows of the micro-batches a pass's own forward cut its batch into: its first layer's
+    calls (`inside_calls`), where there are several, each on fewer rows than the pass, and
+    together its rows; None otherwise (a layer applied again to the same rows is no cut)."""
+    if not isinstance(calls, list) or len(calls) < 2 or not isinstance(rows, int) or \
+            not all(isinstance(c, int) and not isinstance(c, bool) and 0 < c < rows
+                    for c in calls):
+        return None
+    return calls if sum(calls) == rows else None
 
 
 def recorded_rows(run, rank: int = 0) -> dict[str, list]:

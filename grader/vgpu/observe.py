@@ -137,15 +137,31 @@ def _node_metadata(node):
         return None
 
 
+# Calls of a pass's first layer noted, at most (`inside_calls`).
+_INSIDE_CALLS = 64
+
+
 def _note_rows_inside(module, args, kwargs) -> None:
-    """The most rows a layer inside the root pass is handed (a module with parameters of its
-    own called within it): a model whose forward runs its layers on a batch it was not handed
-    as its first argument (a keyword, a global) ran on those rows (a red team, adv28)."""
+    """What the layers inside the root pass are handed (a module with parameters of its own
+    called within it): the most rows any is handed (a model whose forward runs its layers on a
+    batch it was not handed as its first argument, a keyword or a global, ran on those rows: a
+    red team, adv28), and the rows of each call of the first such layer (a model whose own
+    forward cuts the batch into micro-batches calls it once per micro-batch: a TA's audit)."""
     if not module._parameters:
         return
     first = _first_tensor(args, kwargs or {})
-    if first is not None and first.dim() and first.shape[0] > getattr(_tls, "rows_inside", 0):
-        _tls.rows_inside = first.shape[0]
+    if first is None or not first.dim():
+        return
+    rows = first.shape[0]
+    if rows > getattr(_tls, "rows_inside", 0):
+        _tls.rows_inside = rows
+    calls = getattr(_tls, "inside_calls", None)
+    if calls is None:
+        return
+    if _tls.inside_first is None:
+        _tls.inside_first = id(module)
+    if _tls.inside_first == id(module) and len(calls) < _INSIDE_CALLS:
+        calls.append(rows)
 
 
 def _more_rows(first, args, kwargs) -> dict:
@@ -351,7 +367,7 @@ class Observer:
             return None
         self.forwards += 1
         opened = (self.forwards, storage_of(first) if first is not None else None)
-        _tls.rows_inside = 0
+        _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
         if within is None:
             _tls.forward, _tls.root = opened, (module, self.forwards, _may_wrap(module), None)
         else:
@@ -427,9 +443,11 @@ class Observer:
             # The output's sum lets the grader check that concatenated chunk outputs equal
             # the full batch's output without ever seeing the tensors.
             inside = getattr(_tls, "rows_inside", 0)
+            calls = getattr(_tls, "inside_calls", None) or []
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **({"rows_inside": inside} if inside else {}),
+                            **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
     def _watch_output(self, module, forward, input_storage, tensors) -> None:

@@ -407,3 +407,48 @@ def test_micro_batches_run_inside_the_models_forward_are_one_pass_on_its_batch(t
     Piped().cuda()(torch.randn(16, 6, device="cuda:0")).sum().backward()
     (forward,) = pm.forward_passes(observed(events))
     assert (forward["rows"], forward["rows_in"] is not None) == (16, True), forward
+
+
+def test_micro_batches_cut_inside_forward_are_the_answers_micro_batches(traced_vnode):
+    """A TA's audit 28: GPipe written inside the model's forward ran 4 micro-batches of 16 rows
+    through both stages with one backward per step. The answers about its micro-batches are
+    right about that code; the code items, which ask for a backward per micro-batch, see one
+    pass and say what ran inside it."""
+    class Piped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stage0, self.stage1 = nn.Linear(6, 8), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return torch.cat([self.stage1(self.stage0(part).relu()) for part in x.chunk(4)])
+
+    events = traced_vnode(1)
+    model = Piped().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(16, 6, device="cuda:0")).sum().backward()
+    optimizer.step()
+    run = observed(events)
+    (code,) = p10.step_pattern(run)
+    assert (code["forwards"], code["rows"], code["inside"]) == (1, [16], [[4, 4, 4, 4]]), code
+    assert "its layers ran on 4 parts of [4, 4, 4, 4] rows" in p10.describe_step(code)
+    (answered,) = p10.step_pattern(run, inside=True)
+    assert (answered["forwards"], answered["rows"], "inside" in answered) == (4, [4] * 4, False)
+
+
+def test_a_layer_applied_twice_to_the_whole_batch_is_no_cut(traced_vnode):
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared, self.head = nn.Linear(6, 6), nn.Linear(6, 2)
+
+        def forward(self, x):
+            return self.head(self.shared(self.shared(x).relu()))
+
+    events = traced_vnode(1)
+    model = Twice().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(16, 6, device="cuda:0")).sum().backward()
+    optimizer.step()
+    run = observed(events)
+    assert p10.step_pattern(run, inside=True) == p10.step_pattern(run) == [
+        {"forwards": 1, "rows": [16], "backwards": 1, "synced": 0, "synced_at": None}]
