@@ -112,22 +112,41 @@ def start_runs(runs, handout):
                   *([handout.spec(broken=True)] if handout.can_break else []))
 
 
+# A collective of the script's own is taken for its gradients' all-reduce where it comes after a
+# backward pass of the step, before its optimizer step, on more than one number (a loss
+# all-reduced to be printed is one).
+OWN_REDUCES = ("all_reduce", "all_reduce_coalesced")
+ONE_NUMBER_BYTES = 8
+
+
+def own_gradient_reduce(event, backwards: int) -> bool:
+    """A dist.all_reduce the script calls itself (DDP's carry a `source`) on what is likely
+    its gradients: after the step's first backward, on more than one number."""
+    return (event.get("event") == "collective" and event.get("op") in OWN_REDUCES
+            and not event.get("source") and backwards > 0
+            and (event.get("bytes") or 0) > ONE_NUMBER_BYTES)
+
+
 def step_pattern(run, rank=0, inside=False):
     """Per optimizer step: (forward passes, their row counts, backward passes, synchronising
-    backward passes, the index of the last one among the backwards). A forward pass under
-    torch.no_grad() (a loss logged after the step) is no micro-batch: it trains nothing; nor
-    is a pass no backward reached, or a backward that reached no pass (training_events).
-    `inside`: a pass whose own forward cut its batch into micro-batches (its layers ran on each
-    in turn) counts as those micro-batches, as the answers about the micro-batches read the
-    code; otherwise such a pass is one, and says what ran inside it (`inside`)."""
+    backward passes, the index of the last one among the backwards, and `own`: the
+    all-reduces of the script's own after a backward, where there are any; see
+    own_gradient_reduce). A forward pass under torch.no_grad() (a loss logged after the step) is
+    no micro-batch: it trains nothing; nor is a pass no backward reached, or a backward that
+    reached no pass (training_events). `inside`: a pass whose own forward cut its batch into
+    micro-batches (its layers ran on each in turn) counts as those micro-batches, as the answers
+    about the micro-batches read the code; otherwise such a pass is one, and says what ran
+    inside it (`inside`)."""
     pattern = []
     passes = {p["n"]: p for p in forward_passes(run, rank) if p["n"] is not None}
     for events in map(training_events, run.by_step(rank)):
         forwards = [e for e in events if script_forward(e) and e.get("grad", True)]
-        backwards = synced = 0
+        backwards = synced = own = 0
         last_synced_at = None
         synced_this_backward = False
         for event in events:
+            if own_gradient_reduce(event, backwards):
+                own += 1
             if event.get("event") == "backward":
                 backwards += 1
                 synced_this_backward = False
@@ -144,6 +163,7 @@ def step_pattern(run, rank=0, inside=False):
             rows = [r for calls, row in zip(cut, rows) for r in (calls or [row])]
         pattern.append({"forwards": len(rows) if inside else len(forwards), "rows": rows,
                         "backwards": backwards, "synced": synced, "synced_at": last_synced_at,
+                        **({"own": own} if own else {}),
                         **({"outside": closing["outside"]} if made_outside(closing) else {}),
                         **({"inside": [c for c in cut if c]} if any(cut) and not inside else {})})
     return pattern
@@ -184,17 +204,45 @@ LOOK_MICRO_LOOP = ("the micro-batch loop: for each of the MICRO_BATCHES micro-ba
                    "under `with model.no_sync():`), then one optimizer.step()")
 
 
+BY_THE_SCRIPT = ("the gradients were all-reduced by the script's own dist.all_reduce, not by "
+                 "DDP: the practical asks for the model wrapped in DDP and no_sync() on all but "
+                 "the last micro-batch")
+LOOK_DDP_NOT_OWN = ("`model = DDP(model)` as sample.py gives it, and `with model.no_sync():` "
+                    "around all but the last micro-batch's forward + backward, in place of the "
+                    "dist.all_reduce of the gradients (DDP all-reduces them in the last "
+                    "micro-batch's backward)")
+
+
+def own_reduce_steps(run, rank=0) -> list:
+    """The steps in which the gradients were all-reduced by the script's own collectives and
+    not by DDP."""
+    return [s for s in step_pattern(run, rank) if s.get("own") and not s["synced"]]
+
+
 # -- layout: a DDP replica per process, two GPUs per replica ------------------------------------
 
 
 @pytest.mark.check("practical10.one_process_per_replica")
-def test_one_process_per_replica(handout):
+def test_one_process_per_replica(handout, flag):
+    """DDP replaced by the script's own all-reduce of the gradients is flagged: the points
+    are the rubric's (its items are worded for DDP), whether to give them the course's call."""
     run = handout.run()
     look = "wrap each rank's two-stage model in DDP (without device_ids: it spans two GPUs)"
     expected = "2 processes, each one data-parallel replica wrapped in DDP over a group of 2, " \
                "each training"
-    wraps = evidence(run, {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")},
-                     expected, "no model was wrapped in DDP", look)
+    wrapped = {e.get("rank"): e.get("world_size") for e in run.of("ddp_wrap")}
+    missing = "no model was wrapped in DDP"
+    own = own_reduce_steps(run)
+    if not wrapped and own:
+        missing += (": the gradients are all-reduced by the script's own dist.all_reduce "
+                    "after its backward passes, not by DDP")
+        flag(f"{SCRIPT} replaced DDP: no model is wrapped in DDP, and the gradients are "
+             "all-reduced by the script's own dist.all_reduce after the backward passes "
+             f"({len(own)} of rank 0's {len(step_pattern(run))} optimizer steps). The rubric "
+             "words practical10.one_process_per_replica and sync_once_per_step for DDP (the "
+             "given `model = DDP(model)`, no_sync()), so its checks gave them no points: "
+             "give them by override if the course accepts data parallelism by hand")
+    wraps = evidence(run, wrapped, expected, missing, look)
     trained = evidence(run, learning_ranks(run), expected, not_learning(run), look)
     assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2} and trained == [0, 1], explain(
         expected, f"DDP replicas on ranks {sorted(wraps)} with group sizes "
@@ -329,6 +377,14 @@ def test_gradients_synchronised_once_per_step(handout, batch, micro):
     # forward) is another student's mistake (a TA's round: the hint named it to this one).
     never = ("leave the last micro-batch's forward and backward outside `with model.no_sync():` "
              "(under it no backward all-reduces: each rank keeps its own gradients)")
+    # DDP replaced by the script's own all-reduce of the gradients (a TA's audit28 #10): they
+    # were all-reduced, and there is no no_sync() to move; whether that earns the item is the
+    # course's call (flagged by practical10.one_process_per_replica), the rubric words it for DDP.
+    if wrong and not wrong[0]["synced"] and wrong[0].get("own"):
+        raise AssertionError(explain(
+            expected, f"{describe_step(wrong[0])} through DDP, and the script's own "
+            f"dist.all_reduce after them: {BY_THE_SCRIPT}",
+            LOOK_DDP_NOT_OWN))
     assert not wrong, explain(
         expected, describe_step(wrong[0]) + (
             "" if wrong[0]["synced"] else ": the gradients were never all-reduced")

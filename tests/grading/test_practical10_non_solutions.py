@@ -45,6 +45,15 @@ def step_events(rank, step, style, batch, micro):
     elif style == "unscaled":
         events = [e for _ in range(micro) for e in (forward(size), backward, reduce)]
         grads = {"sum": GRADIENT["sum"] * micro, "sumsq": GRADIENT["sumsq"] * micro ** 2}
+    elif style == "manual":
+        own = [{"event": "collective", "rank": rank, "op": "all_reduce", "bytes": size,
+                "group_size": 2, "site": "practical10/sample.py:120"}
+               for size in (2097152, 4096, 4194304, 4096, 2097152, 2048)]
+        events = [e for _ in range(micro) for e in (forward(size), backward)] + own
+        return events + [{"event": "step", "rank": rank, "index": step + 1, "grads": grads,
+                          "params": {"sum": 19.87, "sumsq": 854.8}},
+                         {"event": "collective", "rank": rank, "op": "all_reduce", "bytes": 4,
+                          "group_size": 2, "site": "practical10/sample.py:125"}]
     elif style == "one_backward":
         events = [forward(size) for _ in range(micro)] + [backward, reduce]
     elif style == "whole":
@@ -59,8 +68,9 @@ def traced(style, batch=64, micro=4, processes=2, steps=3) -> Observation:
     events = []
     for rank in range(processes):
         events += [{"event": "start", "rank": rank, "virtual": True},
-                   {"event": "init_process_group", "rank": rank, "world_size": processes},
-                   {"event": "ddp_wrap", "rank": rank, "world_size": processes}]
+                   {"event": "init_process_group", "rank": rank, "world_size": processes}]
+        if style != "manual":
+            events.append({"event": "ddp_wrap", "rank": rank, "world_size": processes})
         for step in range(steps):
             events += step_events(rank, step, style, batch, micro)
     return Observation("practical10/sample.py", gpus=4, nproc=processes, launcher="torchrun",
@@ -127,6 +137,34 @@ def test_no_sync_around_every_micro_batch_is_told_to_leave_the_last_outside():
     text = failure(p10.test_gradients_synchronised_once_per_step, Handout("never"), 64, 4)
     said_all(text, "the gradients were never all-reduced",
              "leave the last micro-batch's forward and backward outside `with model.no_sync():`")
+
+
+@pytest.mark.parametrize("batch, micro", p10.CONFIGS)
+def test_gradients_all_reduced_by_the_script_itself_are_said_so_not_never_all_reduced(batch, micro):
+    """A TA's audit28 #10: DDP removed, the gradients averaged by the script's own
+    dist.all_reduce once per step. The points stay a policy call (the rubric words the item
+    for DDP), but "the gradients were never all-reduced" and "leave the last micro-batch
+    outside no_sync()" were both wrong for that code."""
+    text = failure(p10.test_gradients_synchronised_once_per_step, Handout("manual"), batch, micro)
+    said_all(text, "the gradients were all-reduced by the script's own dist.all_reduce, not by "
+             "DDP: the practical asks for the model wrapped in DDP and no_sync() on all but the "
+             "last micro-batch", "Where to look: `model = DDP(model)`")
+    assert "never all-reduced" not in text and "leave the last micro-batch" not in text, text
+
+
+def test_a_script_without_ddp_that_all_reduces_its_gradients_is_flagged_for_the_instructor():
+    flags = []
+    text = failure(p10.test_one_process_per_replica, Handout("manual"), flags.append)
+    said_all(text, "no model was wrapped in DDP: the gradients are all-reduced by the script's "
+             "own dist.all_reduce")
+    assert len(flags) == 1 and "replaced DDP" in flags[0] and "dist.all_reduce" in flags[0], flags
+
+
+def test_no_flag_where_ddp_does_the_all_reduce():
+    flags = []
+    for style in ("micro", "whole", "never"):
+        p10.test_one_process_per_replica(Handout(style), flags.append)
+    assert flags == []
 
 
 def test_a_micro_batch_loop_without_no_sync_is_told_what_it_was_told_before():
@@ -221,7 +259,7 @@ def test_a_gradient_that_differs_for_no_reason_seen_names_zero_grad_too():
 
 def test_optimizer_steps_without_gradients_are_no_training():
     """s11: optimizer.step() with nothing to step on every rank."""
-    text = failure(p10.test_one_process_per_replica, Handout("empty"))
+    text = failure(p10.test_one_process_per_replica, Handout("empty"), [].append)
     said_all(text, "Expected: 2 processes, each one data-parallel replica wrapped in DDP",
              "Observed: optimizer steps on rank(s) [0, 1], but none after a backward pass that "
              "produced gradients", "Where to look:")
@@ -229,7 +267,7 @@ def test_optimizer_steps_without_gradients_are_no_training():
 
 @pytest.mark.parametrize("style", ["micro", "whole", "unscaled"])
 def test_steps_on_gradients_are_training(style):
-    p10.test_one_process_per_replica(Handout(style))
+    p10.test_one_process_per_replica(Handout(style), [].append)
 
 
 # -- answers about the micro-batches ----------------------------------------------------------
