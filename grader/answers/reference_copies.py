@@ -12,7 +12,8 @@ number of decimals: at the hundredth every honest Practical 6 step time in secon
 0.03) was 0.01 or 0.02, the reference's own (a TA's audit: four honest sheets said); a time
 written to fewer digits ("21 ms", 0.02 s) tells no copy apart and is not compared. Facts every
 right answer shares (counts, yes/no, layers per GPU) and memory (deterministic: every run of the
-same code allocates the same) are never compared. Where the reference is not installed (the student kit), nothing is.
+same code allocates the same) are never compared. Where the reference is not installed (the
+student kit), nothing is.
 """
 from __future__ import annotations
 
