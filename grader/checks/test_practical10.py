@@ -240,8 +240,9 @@ def test_one_process_per_replica(handout, flag):
              "all-reduced by the script's own dist.all_reduce after the backward passes "
              f"({len(own)} of rank 0's {len(step_pattern(run))} optimizer steps). The rubric "
              "words practical10.one_process_per_replica and sync_once_per_step for DDP (the "
-             "given `model = DDP(model)`, no_sync()), so its checks gave them no points: "
-             "give them by override if the course accepts data parallelism by hand")
+             "given `model = DDP(model)`, no_sync()), so its checks gave them no points: if "
+             "the course accepts data parallelism by hand, set the items practical10.layout "
+             "and practical10.sync by override")
     wraps = evidence(run, wrapped, expected, missing, look)
     trained = evidence(run, learning_ranks(run), expected, not_learning(run), look)
     assert sorted(wraps) == [0, 1] and set(wraps.values()) == {2} and trained == [0, 1], explain(
