@@ -31,8 +31,8 @@ from typing import Any, Iterable, Mapping
 import jinja2
 from markupsafe import Markup
 
-from grader.batch.gradebook import CurrentRun, Gradebook
-from grader.batch.grades_csv import grades_rows, upload_cell
+from grader.batch.gradebook import CurrentRun, Gradebook, grading_problem_text
+from grader.batch.grades_csv import grades_rows, short_message, upload_cell
 from grader.batch.people import Person, people, person_of
 from grader.batch.similarity import normalized_python
 from grader.answers.collect import REPORT_NAME, SHEET_NAME
@@ -108,7 +108,10 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
         "step_time": _step_times(graded),
         "problems": [{"key": r.student.key, "name": r.student.name, "status": r.status,
                       "message": r.message or ""} for r in runs
-                     if r.status != "graded" and not r.needs_person],
+                     if r.status != "graded" and not r.needs_person] + [
+            {"key": r.student.key, "name": r.student.name, "status": "grading problem",
+             "message": grading_problem_text(a, p)}
+            for r in runs for a, p in r.grading_problems.items()],
         "needs_person": [{"key": r.student.key, "name": r.student.name, "message": r.message or ""}
                          for r in runs if r.needs_person],
         "override_problems": _override_problems(runs) + [
@@ -159,13 +162,17 @@ def _roster(persons: list[Person], order: list[str],
         for run in person.runs:
             result = run.result or {}
             graded = run.status == "graded" or (run.status == "rejected" and not run.needs_person)
+            problems = run.grading_problems   # no grade: the cell stays empty, as grades.csv's
             for found in result.get("assignments", []):
-                if graded and found.get("id") in scores:
+                if graded and found.get("id") in scores and found.get("id") not in problems:
                     scores[found["id"]] = (f"{format_points(found['score'])}/"
                                            f"{format_points(found['max_score'])}")
             status = "needs a person" if run.needs_person else run.status.replace("_", " ")
             if run.held:
                 status = "graded, held for review"
+            if problems:
+                status += "".join(f", {grading_problem_text(a, short_message(p, 200))}"
+                                  for a, p in problems.items())
             several = len(person.runs) > 1 and run.assignments
             of = f" ({', '.join(run.assignments)})" if several else ""
             statuses.append((status, of))
@@ -177,8 +184,8 @@ def _roster(persons: list[Person], order: list[str],
             if own.get("instructor"):
                 links.append(("instructor.md" + of, own["instructor"]))
         # A held submission's points are shown beside its status, as they always were.
-        whole = all(r.result and (r.status == "graded" or (r.status == "rejected"
-                                                           and not r.needs_person))
+        whole = all(r.result and not r.grading_problems
+                    and (r.status == "graded" or (r.status == "rejected" and not r.needs_person))
                     for r in person.runs)
         total = (f"{format_points(sum(float(r.result.get('score', 0)) for r in person.runs))}/"
                  f"{format_points(sum(float(r.result.get('max_score', 0)) for r in person.runs))}"
@@ -299,6 +306,8 @@ def _why_empty(person: Person, assignment: str) -> str:
         return "needs a person"
     if run.status == "graded" and assignment in run.held:
         return "held for review"
+    if run.status == "graded" and assignment in run.grading_problems:
+        return "grading problem"
     return {"timed_out": "timed out", "error": "errored", "graded": "no grade",
             "rejected": "rejected"}.get(run.status, run.status.replace("_", " "))
 

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
 from grader.common.text import storable
+from grader.scoring.score import grading_problems
 
 SCHEMA_VERSION = 4
 # Outcomes of a run. `graded` and `rejected` are final for that content and configuration;
@@ -156,10 +157,42 @@ class CurrentRun:
         to upload or total (a held honest student must never be shown a 0)."""
         return held_for_review(self.result) if self.status == "graded" else []
 
+    @property
+    def grading_problems(self) -> dict[str, str]:
+        """{assignment: its first grading problem} of the assignments the grader itself failed
+        to grade (a check that did not run or errored: grader/scoring/score.py
+        `grading_problems`): no grade, never a 0; the next batch grades the upload again."""
+        return grading_problems_of(self.result) if self.status == "graded" else {}
+
+    @property
+    def without_grade(self) -> list[str]:
+        """Assignments of a graded run that have no grade to upload or total: held for review,
+        or a grading problem."""
+        return list(dict.fromkeys(self.held + list(self.grading_problems)))
+
 
 def held_for_review(result: dict | None) -> list[str]:
     return [a.get("id") for a in (result or {}).get("assignments") or []
             if (a.get("integrity") or {}).get("withheld")]
+
+
+def grading_problems_of(result: dict | None) -> dict[str, str]:
+    """{assignment: its first grading problem} of a result (grader/scoring/score.py
+    `grading_problems`), in the result's order; a result the batch did not grade (its
+    `not_graded` mark) has none: it is a rejection, not a grading problem."""
+    if not result or result.get("not_graded"):
+        return {}
+    found = {}
+    for assignment in result.get("assignments") or []:
+        problems = grading_problems(assignment)
+        if problems:
+            found[str(assignment.get("id"))] = problems[0]
+    return found
+
+
+def grading_problem_text(assignment: str, problem: str) -> str:
+    """How grades.csv's Status, the class page and the console say it."""
+    return f"grading problem in {assignment}: {problem}; run the batch again"
 
 
 class Gradebook:

@@ -17,7 +17,10 @@ assignments, each with its own time, and one shared cell had shown whichever cam
 F3). One assignment keeps the two plain columns, the layout imports already read.
 
 A timed-out or errored grading leaves the cells empty, not 0: Moodle skips empty cells, so a
-grading problem is never imported as a zero. A rejected upload (bad archive) is a 0; an upload
+grading problem is never imported as a zero. So does an assignment the grader itself failed to
+grade within a finished grading (a check that did not run or errored: its `grading_problems`,
+grader/scoring/score.py); the Status says "grading problem in <assignment>: <the first>; run the
+batch again", the next batch grades it again, and the upload's other assignments keep theirs. A rejected upload (bad archive) is a 0; an upload
 in which nothing the assignments expect was found ("needs a person") leaves them empty too.
 A total is given only where every upload of the person has a grade.
 
@@ -34,7 +37,7 @@ import io
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from grader.batch.gradebook import CurrentRun
+from grader.batch.gradebook import CurrentRun, grading_problem_text
 from grader.batch.people import people
 from grader.batch.printable import printable
 from grader.common.files import write_atomically
@@ -91,16 +94,19 @@ def _graded(run: CurrentRun) -> bool:
 
 def assignment_cell(runs: Iterable[CurrentRun], assignment: str) -> str:
     """A person's points for `assignment` as every class export writes them: empty where it
-    has no grade (needs a person, timed out, errored, held for review, no upload)."""
+    has no grade (needs a person, timed out, errored, held for review, a grading problem, no
+    upload)."""
     run = next((r for r in runs if assignment in r.assignment_scores), None)
     return (format_points(run.assignment_scores[assignment])
-            if run is not None and _graded(run) and assignment not in run.held else "")
+            if run is not None and _graded(run) and assignment not in run.without_grade else "")
 
 
 def run_status(run: CurrentRun) -> str:
     status = "needs a person" if run.needs_person else run.status.replace("_", " ")
     if run.held:
         status += f", held for review: {', '.join(run.held)}"
+    for assignment, problem in run.grading_problems.items():
+        status += f", {grading_problem_text(assignment, short_message(problem, 200))}"
     if run.message and run.status != "graded":
         status += ": " + short_message(run.message)
     return status
@@ -125,7 +131,7 @@ def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[l
             cells.append(assignment_cell(person.runs, a))
         for assignments, _ in timing:
             cells += _time_cells(person.runs, assignments)
-        whole = all(_graded(r) and not r.held for r in person.runs)
+        whole = all(_graded(r) and not r.without_grade for r in person.runs)
         total = format_points(sum(v for r in person.runs for v in r.assignment_scores.values())) \
             if whole else ""
         statuses = [run_status(r) for r in person.runs]

@@ -5,7 +5,8 @@ assignment's questions or its total).
 
 Columns: `Name`, `Email`, `Total Score` (the names of Gradescope's own grade export): the
 assignment's points exactly as grades.csv's column has them (after any late penalty). A
-student with no grade (needs a person, timed out, errored, held for review) has an empty
+student with no grade (needs a person, timed out, errored, held for review, an assignment the
+grader failed to grade: its grading problems) has an empty
 `Total Score`, never 0: an import must not turn "not graded yet" into a grade. A rejected
 upload is a 0, as in grades.csv and Moodle.
 

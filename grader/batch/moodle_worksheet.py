@@ -136,7 +136,8 @@ def _assignment_result(run: CurrentRun, assignment: str) -> dict | None:
 
 def grade_cell(run: CurrentRun, assignment: str) -> str | None:
     """The points to upload, or None: leave Moodle's cell as it is."""
-    if not _graded(run) or assignment not in run.assignment_scores or assignment in run.held:
+    if not _graded(run) or assignment not in run.assignment_scores \
+            or assignment in run.without_grade:   # held for review, or a grading problem
         return None
     return format_points(run.assignment_scores[assignment])
 

@@ -19,7 +19,10 @@ the submission time it was scored with AND the instructor's overrides for it are
 A graded run whose time or overrides alone changed is scored again from what its grading left
 (grader/grading: `RawRun.load` + `score_run`, the same path as `pdl-grade grade --rescore`);
 one that cannot be (its files are gone, or they no longer give back the recorded scores) is
-graded again.
+graded again. So is a graded run with a grading problem (an assignment whose checks did not all
+run: grader/scoring/score.py `grading_problems`), which is no grade: its cells stay empty and
+it is never skipped as unchanged nor re-scored (a re-score runs no check); a grading with a
+grading problem never replaces a grade of the same files that had none.
 
 Submission times are the LMS's (the student's upload), not the content's: a batch given no time
 for an upload keeps the one its current run was scored with while the upload is unchanged, and
@@ -61,7 +64,8 @@ from grader.batch.given_files import (check_overrides_file, load_times, note_unm
 from grader.batch.earlier_keys import overrides_under_current_keys
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
-                                    RunState, held_for_review)
+                                    RunState, grading_problem_text, grading_problems_of,
+                                    held_for_review)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
 from grader.batch.gradescope_export import write_gradescope_csvs
 from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
@@ -523,10 +527,14 @@ class _ClassBatch:
         same = (current is not None
                 and (current.content_hash, current.config_hash)
                 == (prepared.content_hash, context.config.config_hash))
+        # An assignment the grader itself failed to grade has no grade: the upload is graded
+        # again (a re-score runs no check, so it cannot mend one), never skipped as unchanged.
+        problems = (grading_problems_of(self.book.current_result(key))
+                    if current is not None and current.status == "graded" else {})
         if prepared.problem:
             self._overrides_not_applied(context)
         if (not self.options.regrade and same and current.status in FINAL_STATUSES
-                and current.submitted_at == context.submitted_at
+                and not problems and current.submitted_at == context.submitted_at
                 # overrides matter to a graded run only (a rejection has no items)
                 and (current.status != "graded"
                      or self._overrides_of(key) == context.overrides)):
@@ -548,7 +556,7 @@ class _ClassBatch:
                 self._record_rejection(context)
             shutil.rmtree(scratch, ignore_errors=True)
             return None
-        if not self.options.regrade and same and current.status == "graded":
+        if not self.options.regrade and same and current.status == "graded" and not problems:
             if self.options.dry_run:
                 why = [what for what, changed in (
                     ("its submission time changed", current.submitted_at != context.submitted_at),
@@ -559,7 +567,7 @@ class _ClassBatch:
                 return None
             if self._rescore(context, current):
                 return None
-        context.why = self._why_again(key, current, context)
+        context.why = self._why_again(key, current, context, problems)
         if self.options.dry_run and context.why:
             self.plan.append(f"{key}: would be {context.why}")
             shutil.rmtree(scratch, ignore_errors=True)
@@ -571,15 +579,19 @@ class _ClassBatch:
                         self.options.rubrics_dir, self.options.check_timeout, context,
                         submitted_at=context.submitted_at)
 
-    def _why_again(self, key: str, current: RunState | None, context: _Context) -> str | None:
+    def _why_again(self, key: str, current: RunState | None, context: _Context,
+                   problems: dict[str, str] | None = None) -> str | None:
         """Why the same upload is graded again ("re-graded: hw3 rubric 2026.5 -> 2026.6"); None
-        for a first grading or a new upload."""
+        for a first grading or a new upload. `problems`: the current run's grading problems."""
         if current is None or current.content_hash != context.prepared.content_hash:
             return None
         if self.options.regrade:
             return "re-graded: --regrade"
         if current.status not in FINAL_STATUSES:
             return f"re-graded: its last grading {current.status.replace('_', ' ')}"
+        if problems:
+            return ("re-graded: its last grading had a grading problem in "
+                    + "; ".join(f"{a} ({short_message(p, 160)})" for a, p in problems.items()))
         before = self.book.current_config(key)
         if before is None or current.config_hash == context.config.config_hash:
             return None
@@ -678,7 +690,8 @@ class _ClassBatch:
         started = _now()
         message = (f"needs a person: {prepared.problem}" if prepared.needs_person
                    else f"submission rejected: {prepared.problem}")
-        scored = [errored_assignment(self.rubrics[a], message) for a in context.config.assignments]
+        scored = [errored_assignment(self.rubrics[a], message, grading_problem=False)
+                  for a in context.config.assignments]
         result = build_result(submission.describe(), scored, duration_s=0.0, errors=[message])
         result["student"] = student_of(submission.student)
         # Said so by every report made from it, with no total (grader/reports/not_graded.py).
@@ -748,7 +761,20 @@ class _ClassBatch:
             result = self._finish(result, outcome.job.out, context)
         run = RunRecord(status, started, _now(), message, result, context.submitted_at)
         key = context.submission.student.key
-        earlier = self._earlier_grade(context) if result is None else None
+        problems = grading_problems_of(result)
+        earlier = self._earlier_grade(context) if result is None or problems else None
+        if earlier is not None and earlier[1] and result is not None and not earlier[2]:
+            # A grading problem is no grade, and takes none: the same files' grade, which had
+            # none, stays current; the next batch skips the upload as unchanged.
+            self._store(context, run, work=None, output=outcome.log_tail, current=False)
+            shutil.rmtree(context.scratch, ignore_errors=True)
+            self.progress.finished(key, "error", f"its grade of the same files ({earlier[0]}) "
+                                   "stays current; this grading had a " + "; a ".join(
+                                       grading_problem_text(a, p) for a, p in problems.items()),
+                                   outcome.duration_s)
+            return
+        if result is not None:
+            earlier = None   # a grade with a grading problem of its own is replaced
         if earlier is not None and earlier[1]:
             # The same files' grade stays current and published; the failed attempt is history.
             self._store(context, run, work=None, output=outcome.log_tail, current=False)
@@ -766,20 +792,24 @@ class _ClassBatch:
         self.progress.finished(key, "regraded" if regraded else status,
                                (context.why if regraded else message) or "", outcome.duration_s,
                                score=_score_of(run.result))
+        for assignment, problem in problems.items():   # no grade: said, and in the summary
+            self.progress.warn(f"{key}: {grading_problem_text(assignment, problem)}")
 
-    def _earlier_grade(self, context: _Context) -> tuple[str, bool] | None:
-        """(its score, whether of the same files) where the student's current run is graded;
-        None where it is not. A grading that fails (timed out, crashed: the machine's, often)
-        never takes a grade already given to the same files: `--regrade --timeout 2` on a
-        busy machine had wiped a class's grades and reports. An earlier upload's grade is no
-        grade of the new one: the failed run becomes current (its cells empty, as for any
-        failed grading), the earlier one stays in the gradebook's history."""
+    def _earlier_grade(self, context: _Context) -> tuple[str, bool, bool] | None:
+        """(its score, whether of the same files, whether it has grading problems) where the
+        student's current run is graded; None where it is not. A grading that fails (timed
+        out, crashed: the machine's, often), or that has a grading problem, never takes a
+        grade already given to the same files: `--regrade --timeout 2` on a busy machine had
+        wiped a class's grades and reports. An earlier upload's grade is no grade of the new
+        one: the failed run becomes current (its cells empty, as for any failed grading), the
+        earlier one stays in the gradebook's history."""
         key = context.submission.student.key
         current = self.book.current_run(key)
         if current is None or current.status != "graded":
             return None
-        return (_score_of(self.book.current_result(key)) or "graded",
-                current.content_hash == context.prepared.content_hash)
+        result = self.book.current_result(key)
+        return (_score_of(result) or "graded", current.content_hash == context.prepared.content_hash,
+                bool(grading_problems_of(result)))
 
     def _finish(self, result: dict, folder: Path, context: _Context) -> dict:
         """The grading child's result, named after the upload (not its scratch copy) and with
@@ -843,15 +873,20 @@ def _with_left_out(result: dict, context: _Context) -> dict:
 
 def _score_of(result: dict | None) -> str | None:
     """"17/20" (and the late penalty, if any) for the progress display; a result held for
-    review has no total, as grades.csv has none: "—/15, 10.5 points withheld for review: hw3"."""
+    review has no total, as grades.csv has none: "—/15, 10.5 points withheld for review: hw3";
+    nor has one with a grading problem: "—/27, grading problem in hw3: ...; run the batch
+    again"."""
     if not result:
         return None
     held = held_for_review(result)
-    total = "\u2014" if held else format_points(result.get('score', 0))
+    problems = grading_problems_of(result)
+    total = "\u2014" if held or problems else format_points(result.get('score', 0))
     text = f"{total}/{format_points(result.get('max_score', 0))}"
     penalty = late_penalty(result)
     if penalty:
         text += f" (late {format_points(penalty)})"
+    text += "".join(f", {grading_problem_text(a, short_message(p, 160))}"
+                    for a, p in problems.items())
     if not held:
         return text
     withheld = sum(float((a.get("integrity") or {}).get("withheld_points") or 0)

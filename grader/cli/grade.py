@@ -7,7 +7,11 @@ import sys
 from pathlib import Path
 
 from grader.common.run_memory import set_run_memory
+from grader.reports.not_graded import grading_problem_said, not_graded
 from grader.reports.pending import pending_what
+from grader.scoring.score import grading_problems
+
+NO_TOTAL = "\u2014"
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S
 
 
@@ -110,7 +114,18 @@ def run(options) -> int:
         result = grade_submission(submission, Path(options.out), assignments,
                                   check_timeout=options.check_timeout, **common)
     print_overrides_problems(result.get("override_problems") or [])
+    # A grading problem is no grade: said where the score would be, never "0 / 15" (result.json
+    # keeps the score, its `grading_problems` saying why it is none).
+    unmarked = not_graded(result) is None
+    problems = {}
     for assignment in result["assignments"]:
+        said = grading_problem_said(assignment, name_checks=False) if unmarked else None
+        if said:
+            problems[assignment["id"]] = said
+            print(f"{assignment['id']:<12} {said}")
+            for problem in grading_problems(assignment):
+                print(f"{'':<12}   - {problem}")
+            continue
         integrity = assignment.get("integrity") or {}
         # A held assignment's 0 is no verdict: say so where the score is read (report.md says why).
         held = (f", held for review: the checks gave {integrity.get('withheld_points', 0):g}, "
@@ -122,6 +137,11 @@ def run(options) -> int:
     # Not part of the score yet: "(4.5 for a person)" beside 9.45 had read as included.
     waiting = (f"  ({what.rstrip(',')} of the {result['max_score']:g} points are still for a "
                "person to grade)" if what else "")
+    if problems:
+        print(f"{'total':<12} {NO_TOTAL:>6} / {result['max_score']:g}  (no total: a grading "
+              f"problem in {', '.join(problems)} \u2014 run it again)   "
+              f"-> {Path(options.out) / 'result.json'}")
+        return 0
     print(f"{'total':<12} {result['score']:>6g} / {result['max_score']:g}{waiting}   "
           f"-> {Path(options.out) / 'result.json'}")
     return 0

@@ -56,3 +56,30 @@ def not_graded(result: Mapping[str, Any]) -> NotGraded | None:
         if first.startswith(prefix):
             return NotGraded(kind, first[len(prefix):])
     return None
+
+
+def grading_problem_said(assignment: Mapping[str, Any], *, selected_only: bool = False,
+                         name_checks: bool = True) -> str | None:
+    """"not graded: a grading problem (2 check(s) did not run: ...) — run it again" for an
+    assignment the grader itself failed to grade (grader/scoring/score.py `grading_problems`),
+    said where its score would be: that 0 is no grade. None where its score is one.
+    `selected_only` (`pytest grader/ -k ...`): a check with no case was not selected, so only
+    checks whose cases errored count. `name_checks`: list the checks' ids."""
+    from grader.scoring.score import checks_not_run, grading_problems
+    problems = grading_problems(assignment)
+    if not problems:
+        return None
+    checks = checks_not_run(assignment)
+    if selected_only:
+        ran = {str(check.get("id")) for item in assignment.get("items") or []
+               for check in item.get("checks") or []
+               if sum(check.get(k) or 0 for k in ("passed", "failed", "skipped", "errors"))}
+        checks = [check for check in checks if check in ran]
+        if not checks:
+            return None
+    if checks:
+        what = f"{len(checks)} check(s) did not run" + (f": {', '.join(checks)}" if name_checks
+                                                         else "")
+    else:
+        what = " ".join(problems[0].split())
+    return f"not graded: a grading problem ({what}) \u2014 run it again"

@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
+from grader.reports.not_graded import grading_problem_said, not_graded
 from grader.reports.pending import waiting_to_be_read
 from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
 from grader.reports.student_view import display_name, file_shown
@@ -47,6 +48,7 @@ _EXPECTED = re.compile(r"^Expected:.*?(?=^Observed:)", re.M | re.S)
 # Cases listed by name under one cause before the rest are counted.
 _CASES_SHOWN = 6
 _INDENT = "   "
+NO_TOTAL = "\u2014"   # where a score is no grade (a grading problem)
 
 
 @dataclass
@@ -213,18 +215,30 @@ def _header(result: Mapping[str, Any]) -> list[str]:
 
 
 def points_lines(result: Mapping[str, Any], *, selected_only: bool = False) -> list[str]:
-    """Per assignment: its total, then one line per task (automatic rubric item)."""
+    """Per assignment: its total, then one line per task (automatic rubric item). An assignment
+    the grader itself failed to grade (a check that did not run: a grading problem) has no
+    total, and neither has the whole: its 0 is no grade (grader/scoring/score.py)."""
     lines = []
+    unmarked = not_graded(result) is None
+    problems = []
     for assignment in result.get("assignments") or []:
         auto = [i for i in assignment.get("items") or [] if i.get("kind", "auto") != "manual"]
+        said = grading_problem_said(assignment, selected_only=selected_only) if unmarked else None
+        if said:
+            problems.append(f"{assignment.get('id')}: {said}")
         lines.append(f"{assignment.get('id')}: {assignment.get('title') or ''}  "
-                     f"{_points(assignment.get('score'), assignment.get('max_score'))}")
+                     + (f"{NO_TOTAL} / {format_points(assignment.get('max_score'))}: "
+                        f"{said} (a grading problem, not your code)" if said else
+                        _points(assignment.get('score'), assignment.get('max_score'))))
         for item in auto:
             status = _item_status(item, selected_only)
             lines.append(f"  {_points(item.get('score'), item.get('max_score')):>11}  "
                          f"{status:<8}  {item.get('title') or item.get('id')}")
         lines.append("")
-    if len(result.get("assignments") or []) > 1:
+    if problems:
+        lines.append(f"total: {NO_TOTAL} / {format_points(result.get('max_score'))}: no total, "
+                     f"the grading had a problem (not your code): {'; '.join(problems)}")
+    elif len(result.get("assignments") or []) > 1:
         lines.append(f"total: {_points(result.get('score'), result.get('max_score'))}")
     return lines
 

@@ -23,7 +23,15 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
 - integrity problems (code that could deceive the grader, observations the grader's
   instrumentation did not write; grader/integrity) withhold every automatic item's points
   (status ``withheld``, the computed score kept in ``withheld_score``) until the instructor
-  clears them with the override ``<assignment>.integrity: {cleared: true, comment: ...}``.
+  clears them with the override ``<assignment>.integrity: {cleared: true, comment: ...}``;
+- a grading problem is no grade: where a check worth points did not run or only errored (its
+  item not set by the instructor), the checks' pytest session went wrong (a module that did
+  not import, a bad exit code), a check ran that the rubric does not know, or no check could
+  run at all (`errored_assignment`), the assignment's ``grading_problems`` lists why. Its
+  score is kept (what did run), but it is not the student's grade: every consumer reads
+  `grading_problems` (the batch leaves its cells empty and grades the upload again, the CLI
+  says "not graded"). The house rule: bad input gets a zero for what it affects; a grading
+  problem is no grade.
 """
 from __future__ import annotations
 
@@ -118,6 +126,9 @@ class AssignmentScore:
     # {problems: [...], withheld: bool, withheld_points, cleared: bool, comment} when the
     # integrity checks found something; None when they found nothing
     integrity: dict[str, Any] | None = None
+    # Why the score is no grade (a check that did not run or only errored, the checks' session
+    # going wrong): empty when it is one. See the module docstring and `grading_problems`.
+    grading_problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,7 +148,8 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
     ``integrity``: problems that withhold the automatic points for review (see above);
     ``integrity_notes``: unusual but honest things, shown to the instructor, never held.
     """
-    errors: list[str] = list(session_problems(report))
+    session = list(session_problems(report))
+    errors: list[str] = list(session)
     grouped = cases_by_check(report)
     overrides = check_overrides(overrides, {rubric.assignment: rubric})
 
@@ -148,13 +160,15 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
         items.append(scored)
         errors.extend(f"{item.id}: check '{c.id}' did not run" for c in scored.checks
                       if c.status == STATUS_ERROR and not (c.passed + c.failed + c.skipped + c.errors))
-    errors.extend(_checks_not_in_rubric(rubric, grouped))
+    unknown = _checks_not_in_rubric(rubric, grouped)
+    errors.extend(unknown)
 
     release = overrides.release(rubric.assignment)
     review = _integrity_review(items, integrity or [], release, integrity_notes) \
         if integrity or integrity_notes else None
     result = _assemble(rubric, items, errors)
     result.integrity = review
+    result.grading_problems = session + _checks_that_did_not_run(items) + unknown
     if submitted_at is not None:
         _apply_late_penalty(result, rubric, submitted_at)
     return result
@@ -163,10 +177,14 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
 def errored_assignment(rubric: Rubric, message: str,
                        overrides: Overrides | Mapping[str, Any] | None = None,
                        integrity: list[str] | None = None,
-                       integrity_notes: list[str] | None = None) -> AssignmentScore:
+                       integrity_notes: list[str] | None = None,
+                       grading_problem: bool = True) -> AssignmentScore:
     """The result for an assignment whose checks could not run at all (pytest crashed,
     timed out, no report): every automatic item is an error carrying ``message``, manual
-    items keep the instructor's overrides, and the maximum stays the rubric's total."""
+    items keep the instructor's overrides, and the maximum stays the rubric's total.
+    `grading_problem`: False for an upload the batch refused (a bad archive: its 0 is the
+    student's; grader/batch/pipeline.py `_record_rejection`), else the message is the
+    assignment's grading problem (no grade)."""
     overrides = check_overrides(overrides, {rubric.assignment: rubric})
     items = []
     for item in rubric.items:
@@ -180,11 +198,73 @@ def errored_assignment(rubric: Rubric, message: str,
         items.append(scored)
     result = _assemble(rubric, items, [message])
     result.status = "error"
+    result.grading_problems = [message] if grading_problem else []
     if integrity or integrity_notes:  # nothing automatic was scored to withhold: shown only
         result.integrity = {"problems": list(integrity or []),
                             "notes": list(integrity_notes or []), "withheld": False,
                             "withheld_points": 0.0, "cleared": False, "comment": ""}
     return result
+
+
+# --- grading problems: no grade ---------------------------------------------------------
+
+# How `_apply_late_penalty` says an unreadable submission time: the score is whole, only the
+# penalty is missing, so it is no grading problem (results stored before `grading_problems`).
+_LATE_NOT_APPLIED = "late penalty not applied: "
+_PROBLEM_CHARS = 300
+
+
+def _checks_that_did_not_run(items: list[ItemScore]) -> list[str]:
+    """A check worth points that did not run, or whose every case errored (a fixture of the
+    grader crashed), in an automatic item the instructor did not score: its 0 is no verdict."""
+    found = []
+    for item in items:
+        if item.kind != "auto" or item.overridden:
+            continue   # an instructor's score of the item is a person's grade
+        for check in item.checks:
+            if check.status != STATUS_ERROR or check.points <= 0:
+                continue
+            first = next((c.message for c in check.cases if c.outcome == ERROR), "")
+            found.append(f"{item.id}: check '{check.id}' did not run" if not first else
+                         f"{item.id}: check '{check.id}' errored: "
+                         + " ".join(first.split())[:_PROBLEM_CHARS])
+    return found
+
+
+def grading_problems(assignment: Mapping[str, Any]) -> list[str]:
+    """Why an assignment of a result.json has no grade (its score kept, but not the student's):
+    empty where its score is a grade. The one reader of the rule: a result written before the
+    `grading_problems` field (a batch's gradebook of an earlier version) is read by its
+    `status` and `errors` as it was scored then (an `incomplete` status from an unreadable
+    submission time alone is a grade)."""
+    stored = assignment.get("grading_problems")
+    if isinstance(stored, list):
+        return [str(problem) for problem in stored]
+    status, errors = assignment.get("status"), [str(e) for e in assignment.get("errors") or []]
+    if status == "error":
+        return errors or ["its checks did not run"]
+    if status != "incomplete":
+        return []
+    found = [e for e in errors if not e.startswith(_LATE_NOT_APPLIED)]
+    for item in assignment.get("items") or []:
+        if item.get("kind", "auto") != "auto" or item.get("overridden"):
+            continue
+        for check in item.get("checks") or []:
+            if check.get("status") == STATUS_ERROR and check.get("errors"):
+                first = next((str(c.get("message") or "") for c in check.get("cases") or []
+                              if c.get("outcome") == ERROR), "")
+                found.append(f"{item.get('id')}: check '{check.get('id')}' errored: "
+                             + " ".join(first.split())[:_PROBLEM_CHARS])
+    return found
+
+
+def checks_not_run(assignment: Mapping[str, Any]) -> list[str]:
+    """The ids of an assignment's checks worth points that did not run or only errored (in
+    items the instructor did not score): what "N check(s) did not run" counts."""
+    return [str(check.get("id")) for item in assignment.get("items") or []
+            if item.get("kind", "auto") == "auto" and not item.get("overridden")
+            for check in item.get("checks") or []
+            if check.get("status") == STATUS_ERROR and (check.get("points") or 0) > 0]
 
 
 # --- automatic items ---------------------------------------------------------------------
@@ -401,7 +481,7 @@ def _apply_late_penalty(result: AssignmentScore, rubric: Rubric,
     try:
         when = _late.parse_submission_time(submitted_at)
     except (ValueError, TypeError) as exc:
-        result.errors.append(f"late penalty not applied: {exc}")
+        result.errors.append(f"{_LATE_NOT_APPLIED}{exc}")
         result.status = "incomplete"
         return
     lateness = _late.lateness(when, rubric.due, rubric.late_policy)
