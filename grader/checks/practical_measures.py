@@ -625,10 +625,13 @@ HANDOUT_BATCH = {"BATCH_SIZE": 64}
 def assigned_constants(source: str, names) -> dict:
     """{NAME: value} of the top-level `NAME = <literal>` assignments of `names` in a script's
     text (the last one wins; UNKNOWN where it is assigned something else); names the script does
-    not assign at its top level are left out. Read without running it; {} if it does not parse."""
+    not assign at its top level are left out. Read without running it; {} if it does not parse
+    (a student's file nested past the parser's depth raises RecursionError or MemoryError, which
+    had errored every check of the module's `handout` fixture: a grading problem, no grade,
+    every batch, for the student's own file)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     found = {}
     for node in tree.body:
