@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 
+from grader.common.text import answer_shown
+
 # Set to "1" for the student's own loop before the work is handed in (`pdl-grade check`, and
 # `pytest grader/` by default: grader/checks/conftest.py); the course's grading sets "0". A
 # student's audit: the loop printed what the provided code does for Task 1 and the counts for
@@ -124,6 +126,6 @@ def must_agree(answers, qid: str, value, truth, expected: str, observed_in_code:
     if value == truth:
         return
     if flag is not None:
-        flag(f"{qid}: reported {value!r}, but the code {observed_in_code}")
+        flag(f"{qid}: reported {answer_shown(value)}, but the code {observed_in_code}")
     raise AssertionError(disagrees(answers, qid, expected, observed_in_code, value,
                                    truth_from=truth_from))

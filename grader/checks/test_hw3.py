@@ -26,6 +26,7 @@ from grader.checks.hw3_printed_counts import printed_counts, statements
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import HIDDEN, answers_hidden, disagrees, explain, reported
 from grader.common.locations import data_folder
+from grader.common.text import answer_shown
 from grader.harness.course_environment import (device_mismatch_note, missing_module_note,
                                                read_only_note)
 
@@ -1057,7 +1058,7 @@ def test_task5_reported_counts_match(probe, runs, script_specs, answers, reporte
                     f"{gpus} GPUs" + (f" (or {' or '.join(map(str, others))}: the baton pass "
                                       "x.to(layer_device) alone, or from the input your main() "
                                       "gives it)" if others else ""))
-        flag(f"{qid}: reported {value!r}, but the code {observed}")
+        flag(f"{qid}: reported {answer_shown(value)}, but the code {observed}")
         raise AssertionError(disagrees(answers, qid, str(truth), observed, value))
 
 

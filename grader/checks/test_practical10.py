@@ -29,6 +29,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, assigned_co
                                               rows_of, script_forward, script_text,
                                               training_events)
 from grader.checks.support import close, explain, must_agree
+from grader.common.text import answer_shown
 
 SCRIPT = "practical10/sample.py"
 GPUS = 4
@@ -693,7 +694,7 @@ def micro_batch_answer(answers, qid, truth, *runs, flag=None):
         done = (f"each optimizer step runs {passes_said(run)} on the whole batch of {batch} "
                 "rows") if any(forwards) else "its optimizer steps run no forward pass"
         if flag is not None:
-            flag(f"{qid}: answered {answers.values[qid]!r}, but the code never ran "
+            flag(f"{qid}: answered {answer_shown(answers.values[qid])}, but the code never ran "
                  f"micro-batches (with BATCH_SIZE = {batch} and MICRO_BATCHES = {micro} {done})")
         # One wording for every answer it costs (no answer id): one cause for the student.
         raise AssertionError(explain(

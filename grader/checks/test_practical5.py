@@ -20,6 +20,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               handout_sets, peak_memory, rows_of, shared_clock,
                                               training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
+from grader.common.text import answer_shown
 
 DP = "practical5/practical5_dp.py"
 SINGLE = "practical5/practical5_single.py"
@@ -106,8 +107,8 @@ def require_data_parallel(answers, qid: str, *runs, flag=None) -> None:
         return
     run, how = never[0]
     if flag is not None:
-        flag(f"{qid}: answered {answers.values[qid]!r} about DataParallel, but {DP} never "
-             f"had DataParallel scatter a batch ({how})")
+        flag(f"{qid}: answered {answer_shown(answers.values[qid])} about DataParallel, but "
+             f"{DP} never had DataParallel scatter a batch ({how})")
     # One wording for every answer it costs (no answer id): one cause for the student.
     raise AssertionError(explain(
         "your answers about DataParallel can be compared with what DataParallel does in your "

@@ -11,6 +11,7 @@ import json
 
 from typing import Any, Mapping
 
+from grader.common.text import answer_shown, is_table
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
 from grader.reports.pending import pending_what
@@ -49,7 +50,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                 "pending": bool(item.get("pending")), "comment": "" if item.get("pending")
                 else item.get("feedback", ""),
                 "guidance": guidance.get(item["id"], ""), "answer_id": qid,
-                "text": format_value(text) if text is not None else None,
+                # A table as its rows, a dict as its entries (a TA's audits 27 and 28).
+                "text": answer_shown(text, lines=True) if is_table(text) or isinstance(
+                    text, Mapping) else format_value(text) if text is not None else None,
                 "source": origin.get(qid, ""),
                 # The other file's answer in other words (a report and a sheet both handed in):
                 # graded with this one, never left unread.

@@ -308,6 +308,19 @@ def test_the_batch_pattern_answer_counts_only_where_micro_batches_ran(style, pat
                                          "never ran micro-batches"), flags
 
 
+def test_the_flag_of_a_micro_table_answered_without_micro_batches_shows_its_rows():
+    """A TA's audit28 M4: instructor.md showed the table as a Python list of dicts."""
+    table = [{"micro_batches": 2, "passes_per_step": 2, "micro_batch_size": 32},
+             {"micro_batches": 8, "passes_per_step": 8, "micro_batch_size": 8}]
+    answers = sheet(**{"micro.table": table})
+    flags = []
+    failure(p10.test_reported_micro_batch_table, Handout("whole"), answers, {}, {},
+            flags.append, 2)
+    assert flags and flags[0].startswith(
+        "micro.table: answered row 1: micro_batches 2, passes_per_step 2, micro_batch_size 32; "
+        "row 2: micro_batches 8,"), flags
+
+
 @pytest.mark.parametrize("style", ["micro", "unscaled", "one_backward"])
 def test_the_batch_pattern_answer_of_a_loop_with_micro_batches_is_checked(style):
     answers = sheet(**{"batch.pattern_changes": False})
