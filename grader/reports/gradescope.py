@@ -21,6 +21,11 @@ so leaving it out would give the same 0 with no word of why. The output says pla
 was not graded and why; `extra_data.not_graded` carries the kind and reason for scripts, and
 the class export (DIR/gradescope/<assignment>.csv) leaves such a student's cell empty, so an
 import never turns the placeholder into a grade.
+
+An assignment the grader itself failed to grade (its `grading_problems`: a check that did not
+run, grader/scoring/score.py) is no grade either: it has no tests, its points are not in the
+score, and the output says that the staff grade it again (a TA's audit 28 had a grader error
+published as the student's 0).
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from grader.reports.formatting import format_points
 from grader.reports.measurements import lookup
 from grader.reports.not_graded import not_graded
 from grader.reports.render import markdown_inline, render_item_markdown, render_markdown
+from grader.scoring.score import grading_problems
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 OUTPUT_FORMATS = ("text", "html", "simple_format", "md", "ansi")
@@ -46,19 +52,23 @@ def gradescope_results(result: Mapping[str, Any], *, visibility: str = "after_du
     unmarked = not_graded(result)
     tests = []
     waiting = []
+    ungraded = [a for a in assignments if grading_problems(a)] if unmarked is None else []
     for a_number, assignment in enumerate(assignments if unmarked is None else [], start=1):
+        if assignment in ungraded:
+            continue
         shown = [item for item in assignment.get("items") or [] if not item.get("pending")]
         waiting += [(assignment, item) for item in shown if _waits(item) and _decided(item) <= 0]
         shown = [item for item in shown if not (_waits(item) and _decided(item) <= 0)]
         for i_number, item in enumerate(shown, start=1):
             tests.append(_test(assignment, item, f"{a_number}.{i_number}", several, visibility))
     output = render_markdown(result, summary_only=True) + _waiting_note(waiting, several) \
-        + _hidden_note(tests)
+        + _hidden_note(tests) + _grading_problem_note(ungraded)
     if unmarked is not None and not unmarked.counts_as_zero:
         output += ("\nGradescope shows a score of 0 because it records a number for every "
                    "autograder run: that 0 is no grade.\n")
     results = {
-        "score": _points(result.get("score")) if unmarked is None else 0.0,
+        "score": max(0.0, _points(result.get("score"))
+                     - sum(_points(a.get("score")) for a in ungraded)) if unmarked is None else 0.0,
         "execution_time": int(round(result.get("duration_s") or 0)),
         "output": output,
         "output_format": "md",
@@ -136,6 +146,16 @@ def _waiting_note(waiting: list[tuple[Mapping, Mapping]], several: bool) -> str:
              f"{format_points(_points(item.get('pending_points')))} point(s)" for a, item in waiting]
     return ("\nWaiting for the course staff (an answer the grader found but could not read; no test "
             "and not in your score until they have read it):\n\n" + "\n".join(lines) + "\n")
+
+
+def _grading_problem_note(ungraded: list[Mapping]) -> str:
+    if not ungraded:
+        return ""
+    lines = "\n".join(f"- {markdown_inline(str(a.get('id')))}: "
+                      f"{markdown_inline(grading_problems(a)[0])}" for a in ungraded)
+    return ("\n**Not graded: a grading problem** (the grader's, not your code's). These have no "
+            "tests here and no points in the score; the course staff grade them again:\n\n"
+            + lines + "\n")
 
 
 def _held_note(assignment: Mapping, item: Mapping) -> str:

@@ -256,3 +256,19 @@ def test_an_override_of_an_item_that_waited_is_the_staffs_grade():
     test = next(t for t in gradescope_results(result)["tests"]
                 if t["extra_data"]["item_id"] == "p.sheet")
     assert (test["name"], test["status"], test["max_score"]) == ("Answer sheet", "passed", 2.0), test
+
+
+def test_an_assignment_the_grader_failed_to_grade_has_no_tests_and_no_points(result):
+    """A TA's audit 28: a grader error was published as the student's 0. In Gradescope the
+    assignment's items had stayed tests, and its partial score in the total."""
+    data = result(REFERENCE)
+    assignment = data["assignments"][0]
+    assignment["grading_problems"] = ["practical4.part2: check 'practical4.chunk_shapes' did not run"]
+    whole = gradescope_results(result(REFERENCE))
+    results = gradescope_results(data)
+    validate(results)
+    assert len(results["tests"]) == len(whole["tests"]) - len(
+        [i for i in assignment["items"] if not i.get("pending")]), results["tests"]
+    assert results["score"] == pytest.approx(whole["score"] - assignment["score"])
+    assert "**Not graded: a grading problem**" in results["output"]
+    assert "check 'practical4.chunk_shapes' did not run" in results["output"]
