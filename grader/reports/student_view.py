@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 from grader.reports.measurements import (comparison_rows, format_measured, format_value,
                                          task_label)
-from grader.reports.not_graded import not_graded
+from grader.reports.not_graded import grading_problem_said, not_graded
 from grader.reports.pending import pending_what
 from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
 from grader.reports.student_wording import all_for_the_student, for_the_student
@@ -57,6 +57,8 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "left_out": all_for_the_student(result.get("left_out")),
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
         "not_graded": not_graded_view(result),
+        "ungraded_ids": [str(a.get("id")) for a in result.get("assignments") or []
+                         if isinstance(a, Mapping) and grading_problem_said(a)],
     }
 
 
@@ -97,6 +99,8 @@ def assignment_view(assignment: Mapping[str, Any],
         "title": assignment.get("title"),
         "rubric_version": assignment.get("rubric_version"),
         "status": assignment.get("status"),
+        # Where the grader failed to grade it, its score is no grade: said in its place.
+        "not_graded": grading_problem_said(assignment, name_checks=False),
         "score": format_points(assignment.get("score")),
         "max_score": format_points(assignment.get("max_score")),
         "excluded_points": format_points(assignment.get("excluded_points") or 0),

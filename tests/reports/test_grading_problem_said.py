@@ -86,3 +86,21 @@ def test_pytest_grader_summary_says_which_checks_errored_and_not_the_unselected_
     selected = {k: v for k, v in outcomes.items() if v[0] != BROKEN}   # -k left BROKEN out
     text = render_check_text(score_session(selected), selected_only=True, header=False)
     assert "not graded" not in text and "no total" not in text, text
+
+
+def test_the_students_report_says_no_grade_where_the_grader_failed():
+    """report.md and report.html had shown the assignment's 0 beside its grading problems."""
+    from grader.reports.render import render_html, render_markdown
+    from tests.support.report_fixtures import REFERENCE, fresh
+    data = fresh(REFERENCE)
+    assignment = data["assignments"][0]
+    assignment["grading_problems"] = ["practical4.part2: check 'practical4.chunk_shapes' did not run"]
+    markdown, html = render_markdown(data), render_html(data)
+    heading = next(line for line in markdown.splitlines()
+                   if line.startswith(f"## {assignment['title']}"))
+    assert "not graded: a grading problem" in heading and " / " not in heading, heading
+    assert f"(not a grade of {assignment['id']}:" in markdown
+    assert "not graded: a grading problem" in html and f"not a grade of {assignment['id']}" in html
+    other = data["assignments"][1]
+    heading = next(line for line in markdown.splitlines() if line.startswith(f"## {other['title']}"))
+    assert " / " in heading and "not graded" not in heading, heading
