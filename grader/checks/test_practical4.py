@@ -14,7 +14,8 @@ import pytest
 
 from grader.checks.practical_answers import answer_and_truth, device_name
 from grader.checks.practical_measures import (comparisons, concatenations, evidence,
-                                              forward_passes, match_rows, rows_of)
+                                              forward_passes, match_rows, recorded_rows,
+                                              rows_of)
 from grader.checks.support import explain
 
 SCRIPT = "practical4/concepts.py"
@@ -175,19 +176,25 @@ def combined_against_full(run, batch):
     """Part 2's verdict on the chunks' combined output against Part 1's output, row by row:
     (True, text) when equal and in order, (False, cause) otherwise, None when no combination of
     the chunks' outputs into `batch` rows was recorded. The combination is torch.cat's of the
-    chunk passes' outputs (`chunk_concatenations`), or, where the script never concatenates
-    them, the tensor of its own it compares with Part 1's output (the template's
-    torch.allclose(final_output, output); a tensor allocated first and filled chunk by chunk)."""
+    chunk passes' outputs (`chunk_concatenations`), or a tensor of `batch` rows the script
+    filled with them (`filled_with_chunks`: `final_output[a:b] = out`, copy_, index_copy_), its
+    rows in the order they fill it, however the script compares it with Part 1's output (a
+    TA's audit29 D1: `(a - b).abs().max() < 1e-6`), or whether it does; or, where neither was
+    recorded, the tensor of its own the script compares with Part 1's output (the template's
+    torch.allclose(final_output, output))."""
     full = full_batch_pass(run, batch)
     if not full:
         return None
     cats = chunk_concatenations(run, batch)
+    fills = filled_with_chunks(run, batch)
     if not full["rows_out"]:
-        return _combined_unrecorded(cats, run, batch)
+        return _combined_unrecorded(cats, fills, run, batch)
     joined = [(f"torch.cat at {c.get('site')}", c["rows"]) for c in cats if c.get("rows")] \
+        + [(f"the tensor filled with the chunks' outputs at {f['site']}", f["rows"])
+           for f in fills if f["rows"] is not None] \
         or compared_with_full(run, batch)
-    if not joined and cats:
-        return _combined_unrecorded(cats, run, batch)
+    if not joined and (cats or fills):
+        return _combined_unrecorded(cats, fills, run, batch)
     verdicts = []
     for what, rows in joined:
         where = match_rows(rows, full["rows_out"])
@@ -209,16 +216,65 @@ def combined_against_full(run, batch):
                    "Part 1's output (another model, other weights or other data?)")
 
 
-def _combined_unrecorded(cats, run, batch):
+def _combined_unrecorded(cats, fills, run, batch):
     """The verdict where the rows were not recorded (the run spent the records of rows on
     other passes: rows.py's budget): a torch.cat of the chunk passes' outputs in the chunks'
-    order is taken as the combination, as its rows cannot be compared; None without one."""
+    order, or a tensor filled with them in that order, is taken as the combination, as its
+    rows cannot be compared; None without one."""
     order = [p.get("storage_out") for p in chunk_passes(run, batch)]
     for cat in cats:
         if cat.get("storages") == order:
             return True, (f"torch.cat at {cat.get('site')} joins the chunks' outputs in the "
                           "chunks' order (its rows were not recorded, so not compared)")
+    for fill in fills:
+        if fill["sources"] == order:
+            return True, (f"the tensor filled at {fill['site']} holds the chunks' outputs in "
+                          "the chunks' order (its rows were not recorded, so not compared)")
     return None
+
+
+def filled_with_chunks(run, batch):
+    """The tensors of `batch` rows the script filled row by row with the outputs of the model's
+    passes on the chunks (grader/vgpu/rows.py's `fill` records: `final_output[a:b] = out`,
+    `final_output[a:b].copy_(out)`, `final_output.index_copy_(0, rows, out)`, a chunk's output
+    or a copy or part of it), each as {site, rows, sources}: `rows` those it holds, in order,
+    as the fills left them (None for a row no chunk's output filled: left as allocated, or
+    filled with another tensor, such as Part 1's output cut into pieces, which combines
+    nothing), or None where a fill's rows were not recorded; `sources` the chunk outputs'
+    storages in the order of the rows they fill. A tensor no chunk's output filled is none."""
+    outputs = {p.get("storage_out") for p in chunk_passes(run, batch)} - {None}
+    known = recorded_rows(run)
+    tensors: dict = {}
+    for fill in run.of("fill", 0):
+        at, total = fill.get("at"), fill.get("rows_total")
+        if total != batch or not isinstance(at, list) or fill.get("storage") is None:
+            continue
+        slots = tensors.setdefault(fill["storage"], {"slots": [None] * batch, "site": None,
+                                                     "unknown": False})
+        rows = fill.get("rows")
+        if rows is None and isinstance(fill.get("rows_as"), str):
+            rows = known.get(fill["rows_as"])
+        mine = fill.get("source") in outputs
+        if mine:
+            slots["site"] = fill.get("site")
+        if rows is None or len(rows) != len(at):
+            slots["unknown"] |= mine
+            rows = [None] * len(at)
+        for position, row in zip(at, rows):
+            if isinstance(position, int) and 0 <= position < batch:
+                slots["slots"][position] = (fill.get("source"), row) if mine else None
+    found = []
+    for filled in tensors.values():
+        if filled["site"] is None:
+            continue   # no chunk's output went into it
+        sources = []
+        for slot in filled["slots"]:
+            if slot is not None and (not sources or sources[-1] != slot[0]):
+                sources.append(slot[0])
+        rows = None if filled["unknown"] else [slot[1] if slot else None
+                                               for slot in filled["slots"]]
+        found.append({"site": filled["site"], "rows": rows, "sources": sources})
+    return found
 
 
 def chunk_concatenations(run, batch):
@@ -234,15 +290,24 @@ def chunk_concatenations(run, batch):
 
 
 def not_chunk_concatenations(run, batch) -> str:
-    """'' or, for the feedback, the concatenations into `batch` rows of other tensors than
-    the chunks' outputs."""
+    """'' or, for the feedback, the concatenations into `batch` rows, and the tensors of
+    `batch` rows filled row by row, of other tensors than the chunks' outputs."""
     others = [c for c in concatenations(run) if rows_of(c.get("shape")) == batch
               and c not in chunk_concatenations(run, batch)]
-    if not others:
-        return ""
-    return (f"; torch.cat at {others[-1].get('site')} joins {len(others[-1].get('inputs') or [])} "
-            "tensor(s) that are not the outputs of the model's passes on the chunks (Part 1's "
-            "output cut into pieces and joined back combines no chunk's output)")
+    outputs = {p.get("storage_out") for p in chunk_passes(run, batch)} - {None}
+    fills = [f for f in run.of("fill", 0) if f.get("rows_total") == batch
+             and f.get("source") not in outputs]
+    said = ""
+    if others:
+        said += (f"; torch.cat at {others[-1].get('site')} joins "
+                 f"{len(others[-1].get('inputs') or [])} tensor(s) that are not the outputs of "
+                 "the model's passes on the chunks (Part 1's output cut into pieces and joined "
+                 "back combines no chunk's output)")
+    if fills:
+        said += (f"; the tensor filled at {fills[-1].get('site')} is filled with a tensor that "
+                 "is not the output of a model's pass on a chunk (Part 1's output cut into "
+                 "pieces combines no chunk's output)")
+    return said
 
 
 def compared_with_full(run, batch):
@@ -250,12 +315,15 @@ def compared_with_full(run, batch):
     torch.equal) after running the chunks: only tensors of their own, never a forward pass's
     output under another name (`final_output = model(x)` has Part 1's rows without combining
     anything), nor a concatenation's result (decided as a concatenation: one of other tensors
-    than the chunks' outputs combines none of them), nor a copy `.to()` made of either (their
-    storage is written as the original's: grader/vgpu/rows.py)."""
+    than the chunks' outputs combines none of them), nor a tensor filled row by row (decided by
+    what filled it: Part 1's output cut into it combines nothing), nor a copy made of any of
+    them (`.to()`, `.clone()`, ...: their storage is written as the original's,
+    grader/vgpu/rows.py; a red team's adv29 B3 earned 2.4 points with output.clone())."""
     if not chunk_passes(run, batch):
         return []
     outputs = {p.get("storage_out") for p in forward_passes(run)} - {None}
     outputs |= {c.get("storage") for c in concatenations(run)} - {None}
+    outputs |= {f.get("storage") for f in run.of("fill", 0)} - {None}
     return [(f"the output compared with Part 1's at {compare.get('site')}", operand["rows"])
             for compare in comparisons(run) for operand in compare["operands"]
             if rows_of(operand.get("shape")) == batch and operand.get("rows")
@@ -332,7 +400,8 @@ def combined_equals_full(run, batch):
                 f"{batch}, row by row and in order (up to float rounding)")
     verdict = evidence(run, combined_against_full(run, batch), expected,
                        f"no torch.cat of the chunks' outputs into {batch} rows was seen after "
-                       "Part 1's forward pass, nor a tensor of them compared with Part 1's "
+                       f"Part 1's forward pass, nor a tensor of {batch} rows filled with them "
+                       "(final_output[a:b] = out), nor a tensor of them compared with Part 1's "
                        "output (torch.allclose(final_output, output))"
                        + not_chunk_concatenations(run, batch), look)
     equal, cause = verdict

@@ -26,7 +26,7 @@ from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
 from grader.vgpu.observe import backward_begins
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
-from grader.vgpu.rows import copied
+from grader.vgpu.rows import copied, wrote
 from grader.vgpu.stand_ins import original_of
 from grader.vgpu.trace import call_site, get_trace
 
@@ -101,6 +101,13 @@ _PASS, _READ, _FOREACH, _FREE, _GENERIC = (object() for _ in range(5))
 _ROUTES_KEPT = 4096
 
 
+# Ops that copy a tensor whole (a new storage, the same rows): `_copying`. Not `.to()`, which
+# `_move` handles, nor `detach`, a view of the same storage.
+COPYING = tuple(f for f in (
+    Tensor.clone, torch.clone, Tensor.contiguous, Tensor.double, Tensor.float, Tensor.half,
+    Tensor.bfloat16, Tensor.type, Tensor.__deepcopy__) if f is not None)
+
+
 def _kind_of(name: str):
     if name in _PASSTHROUGH_NAMES:
         return _PASS
@@ -147,7 +154,12 @@ class VirtualGPUMode(TorchFunctionMode):
             torch.autograd.grad: self._grad,
             # Module.to parses its arguments with this before it moves any tensor.
             torch._C._nn._parse_to: self._parse_to,
+            Tensor.index_copy_: self._index_copy_,
         }
+        # A copy of a tensor is that tensor for the rows' records (rows.copied): a chunk's
+        # output cloned is still that output, Part 1's output cloned is still Part 1's.
+        for method in COPYING:
+            self.special[method] = self._copying
         self._fast = None
         if self.node.c_path is not None:
             self._bind_c_path(self.node.c_path)
@@ -548,6 +560,33 @@ class VirtualGPUMode(TorchFunctionMode):
         self._record_copy(source, destination, "copy")
         out = func(*args, **kwargs)
         self._charge_copy(source, destination)
+        wrote(destination, source)   # a copy, or some rows of a combined output (rows.py)
+        return out
+
+    def _copying(self, func, args, kwargs):
+        """clone, contiguous, a dtype's method, deepcopy: the op as any other (`_generic`),
+        the copy remembered as of the tensor it copies (rows.copied)."""
+        out = self._op(func, getattr(func, "__name__", ""), args, kwargs)
+        if args and isinstance(out, Tensor) and out is not args[0]:
+            copied(args[0], out)
+        return out
+
+    def _op(self, func, name, args, kwargs):
+        """An op of `_generic`'s, in C where it was built, from a handler of `special`."""
+        fast = self._fast
+        if fast is not None:
+            out = fast(func, name, False, args, kwargs)
+            if out is not _DECLINED:
+                return out
+        return self._generic(func, name, _GENERIC, args, kwargs)
+
+    def _index_copy_(self, func, args, kwargs):
+        """`destination.index_copy_(dim, index, source)`: the op as any other, and along dim
+        0 the rows written (rows.wrote)."""
+        out = self._op(func, "index_copy_", args, kwargs)
+        params = dict(zip(("self", "dim", "index", "source"), args), **kwargs)
+        if params.get("dim") == 0:
+            wrote(params.get("self"), params.get("source"), params.get("index"), indexed=True)
         return out
 
     def _charge_copy(self, source, destination):
@@ -605,6 +644,7 @@ class VirtualGPUMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if len(args) > 2:
             self._charge_copy(args[2], args[0])
+            wrote(args[0], args[2], args[1], indexed=True)   # rows of a combined output?
         return out
 
     # -- saved tensors -------------------------------------------------------------------------
@@ -828,11 +868,28 @@ class RealGPUObserverMode(TorchFunctionMode):
                        bytes=out.numel() * out.element_size() if moved else 0,
                        shape=list(out.shape), site=call_site(2))
             return out
-        if func is Tensor.copy_ and args[0].device != args[1].device:
-            trace.emit("transfer", kind="copy", src=str(args[1].device), dst=str(args[0].device),
-                       bytes=args[1].numel() * args[1].element_size(),
-                       shape=list(args[1].shape), site=call_site(2))
-        elif func in (Tensor.backward, torch.autograd.backward):
+        if func in COPYING:   # as the virtual GPUs' mode: a copy is the tensor it copies
+            out = func(*args, **kwargs)
+            if args and isinstance(out, Tensor) and out is not args[0]:
+                copied(args[0], out)
+            return out
+        if func in (Tensor.copy_, Tensor.__setitem__, Tensor.index_copy_):
+            if func is Tensor.copy_ and args[0].device != args[1].device:
+                trace.emit("transfer", kind="copy", src=str(args[1].device),
+                           dst=str(args[0].device), bytes=args[1].numel() * args[1].element_size(),
+                           shape=list(args[1].shape), site=call_site(2))
+            out = func(*args, **kwargs)
+            if func is Tensor.copy_:
+                wrote(args[0], args[1])
+            elif func is Tensor.__setitem__ and len(args) > 2:
+                wrote(args[0], args[2], args[1], indexed=True)
+            elif func is Tensor.index_copy_:
+                params = dict(zip(("self", "dim", "index", "source"), args), **kwargs)
+                if params.get("dim") == 0:
+                    wrote(params.get("self"), params.get("source"), params.get("index"),
+                          indexed=True)
+            return out
+        if func in (Tensor.backward, torch.autograd.backward):
             trace.emit("backward", site=call_site(2))
             backward_begins(args[0] if args else kwargs.get("tensors"))
         elif func is torch.autograd.grad:

@@ -13,15 +13,27 @@ optimizer step (the data a rank starts with; the chunks of a script that never s
 `torch.allclose`/`torch.equal` called from the user's own code. At most MAX_ROWS rows a record
 and MAX_RECORDS records of each kind (BUDGETS) per process: passes with gradients (training
 batches), passes without (an evaluation or a timing loop under no_grad must not use up the
-training passes' records, a red team's adv28), concatenations, comparisons. Rows recorded once
+training passes' records, a red team's adv28), concatenations (and fills), comparisons. Rows recorded once
 are not spent again: a record whose rows equal an earlier one's carries `rows_as`, that one's
 `rows_id` (a timing loop runs the same batch 30 times). Where a budget is spent the record says
 so (`rows_dropped`): the checks read that as not recorded, never as other rows.
 
 A concatenation records where each of its inputs lives (`storages`): the chunks' outputs, not
-Part 1's output cut into pieces and glued back (adv28). An input moved to another device first
-(`out.to(x.device)`: a copy) is written with the storage it was copied from (`copied`, called
-by the virtual GPUs' mode and the real-GPU observer for every copy `.to()` makes).
+Part 1's output cut into pieces and glued back (adv28). A copy of a tensor is that tensor: an
+input moved to another device first (`out.to(x.device)`), cloned (`out.clone()`, a red team's
+adv29 A2 had lost 2.4 points with it), made contiguous, of another dtype (`.double()`),
+deep-copied, or copied whole into a tensor of its own (`buf.copy_(out)`, `buf[:] = out`) is
+written with the storage it was copied from (`copied`, called by the virtual GPUs' mode and the
+real-GPU observer for every such copy), so `final_output = output.clone()` is Part 1's output
+(adv29 B3), never a combination.
+
+A combined output need not come from torch.cat: a tensor allocated first and filled row by row
+(`final[a:b] = out`, `final[a:b].copy_(out)`, `final.index_copy_(0, idx, out)`) is recorded as
+it is filled (`fill`, `wrote`): which rows of which storage, from which tensor (its storage, as
+for concatenations), with the rows written. Only writes of a forward pass's input or output (or a
+copy or part of one) are recorded: the fills a combination is made of, and Part 1's output cut
+into a tensor of its own, which combines no chunk's output (a TA's audit29 D1: a filled tensor
+compared by `(a - b).abs().max()`, not allclose, lost 2.4 points).
 """
 from __future__ import annotations
 
@@ -38,10 +50,11 @@ from grader.vgpu.trace import _OWN_CODE, call_site, get_trace
 MAX_ROWS = 1024
 MAX_RECORDS = 64
 # The budgets, each of MAX_RECORDS records per process: forward passes with gradients (or inside
-# a reentrant checkpoint: they train), forward passes under no_grad, concatenations, comparisons.
+# a reentrant checkpoint: they train), forward passes under no_grad, concatenations (and fills),
+# comparisons.
 BUDGETS = ("rows", "eval", "concat", "compare")
-# Copies made by `.to()` before the first step, remembered (the latest ones) to tell the tensor
-# a moved output was copied from.
+# Copies made before the first step, remembered (the latest ones) to tell the tensor a moved or
+# cloned output was copied from; as many storages of forward passes, whose writes are fills.
 MAX_COPIES = 4096
 # torch.stack too: stacked along dim 0 and flattened, the chunks' outputs are the batch's rows
 # (its rows are recorded as the flattened tensor's, dim 0).
@@ -50,6 +63,8 @@ _CONCATENATIONS = ("cat", "concat", "concatenate", "vstack", "stack")
 # seen where the script compares it with Part 1's output: the template's own
 # torch.allclose(final_output, output) line.
 _COMPARISONS = ("allclose", "equal")
+# At most this many rows of a fill's destination are named (`at`): a batch's.
+MAX_AT = MAX_ROWS
 
 
 def _significant(value: float) -> float:
@@ -100,6 +115,7 @@ class RowRecorder:
         self._records = dict.fromkeys(BUDGETS, 0)
         self._named: set[str] = set()             # rows_id of the rows recorded so far
         self._copied_from: dict[int, int] = {}    # a copy's storage -> the storage it came from
+        self._passes: dict[int, None] = {}        # storages of the passes' inputs and outputs
         self._lock = threading.Lock()
 
     def _recording(self) -> bool:
@@ -139,12 +155,24 @@ class RowRecorder:
             return {}
         from grader.vgpu.observe import _checkpointed   # observe imports this module
         kind = "rows" if torch.is_grad_enabled() or _checkpointed() else "eval"
-        return {**self._rows(prints, kind), "storage": storage_of(tensor)}
+        storage = storage_of(tensor)
+        if storage is not None:
+            with self._lock:
+                # A pass's output is new memory: a copy freed before, at the same address, is
+                # no longer what lives there.
+                self._copied_from.pop(storage, None)
+                self._passes.pop(storage, None)
+                self._passes[storage] = None
+                if len(self._passes) > MAX_COPIES:
+                    del self._passes[next(iter(self._passes))]
+        return {**self._rows(prints, kind), "storage": storage}
 
     def copied(self, source, copy) -> None:
-        """`copy` was made of `source` by `.to()` (another device, or dtype): remembered, so a
-        concatenation or comparison of the copy is written with the storage it came from."""
-        if not self._recording():
+        """`copy` was made of `source` (`.to()` to another device or dtype, `clone`,
+        `contiguous`, `.double()`, deepcopy, a whole copy_): remembered, so a concatenation,
+        comparison or fill of the copy is written with the storage it came from."""
+        if not isinstance(source, torch.Tensor) or not isinstance(copy, torch.Tensor) \
+                or not self._recording():
             return
         origin, made = storage_of(source), storage_of(copy)
         if origin is None or made is None or origin == made:
@@ -157,9 +185,43 @@ class RowRecorder:
                 del self._copied_from[next(iter(self._copied_from))]
 
     def origin(self, tensor) -> int | None:
-        """The storage of `tensor`, or of the tensor it is a `.to()` copy of."""
+        """The storage of `tensor`, or of the tensor it is a copy of."""
         storage = storage_of(tensor)
         return self._copied_from.get(storage, storage)
+
+    def wrote(self, destination, source, index=None, *, indexed: bool = False) -> None:
+        """`source` was written into `destination`: `destination.copy_(source)` (`indexed`
+        False), `destination[index] = source` or `destination.index_copy_(0, index, source)`
+        (`indexed`, `index` a tensor of rows for index_copy_). Into every row of its storage,
+        a copy (`copied`); into some rows, a `fill` record, where `source` is (a part or copy
+        of) a forward pass's input or output."""
+        if not isinstance(source, torch.Tensor) or not isinstance(destination, torch.Tensor) \
+                or not self._recording():
+            return
+        trace = get_trace()
+        if not trace.enabled:
+            return
+        origin = self.origin(source)
+        if origin not in self._passes or origin == storage_of(destination):
+            return
+        try:
+            with torch.no_grad(), torch._C.DisableTorchFunction():
+                written = _rows_written(destination, index, indexed, source)
+        except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError):
+            return
+        if written is None:
+            return
+        positions, total, values = written
+        if positions == list(range(total)):
+            self.copied(source, destination)   # the whole tensor: a copy, no combination
+            return
+        site = call_site(2)
+        if site is None:
+            return   # torch's or the grader's own writes
+        prints = row_prints(values)
+        trace.emit("fill", storage=storage_of(destination), rows_total=total,
+                   at=positions[:MAX_AT], shape=list(source.shape), source=origin,
+                   **(self._rows(prints, "concat") if prints is not None else {}), site=site)
 
     def install_concatenations(self, patcher) -> None:
         global _recorder
@@ -224,12 +286,66 @@ class RowRecorder:
         return comparison
 
 
+def _rows_written(destination, index, indexed, source):
+    """(rows of `destination`'s storage written, in order; the rows that storage holds; the
+    values written, one row each) where `source` goes into whole rows (dim 0) of a contiguous
+    tensor, or None (a column, a strided view: no rows of a combined output)."""
+    base = destination._base if destination._base is not None else destination
+    if base.dim() == 0 or not base.is_contiguous() or base.stride(0) == 0 \
+            or base.storage_offset() % base.stride(0):
+        return None
+    row = base.stride(0)
+    storage_rows = base.untyped_storage().nbytes() // (row * base.element_size())
+    picked = None
+    view = destination
+    if indexed and isinstance(index, torch.Tensor) and index.dim() <= 1 \
+            and not index.is_floating_point() and index.dtype != torch.bool and destination.dim():
+        picked = index.reshape(-1).tolist()        # index_copy_(0, index, source)
+    elif indexed:
+        view = destination[index]
+        if view.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            # Advanced indexing along dim 0 (a tensor or list of rows, a mask): those rows.
+            rows = torch.as_tensor(index)
+            if rows.dtype == torch.bool:
+                rows = rows.reshape(-1).nonzero().reshape(-1)
+            if rows.dim() != 1 or rows.is_floating_point():
+                return None
+            picked, view = rows.tolist(), destination
+    if picked is None:
+        offset = view.storage_offset() - base.storage_offset()
+        if view.dim() == base.dim() - 1:            # one row: final[i] = out[j]
+            count = 1
+        elif view.dim() == base.dim() and view.is_contiguous():
+            count = view.shape[0]
+        else:
+            return None
+        if offset % row or view.numel() != count * row:
+            return None
+        start = (base.storage_offset() + offset) // row
+        positions = list(range(start, start + count))
+        shape = (count, *base.shape[1:])
+    else:
+        if destination.dim() != base.dim() or not destination.is_contiguous():
+            return None
+        start = destination.storage_offset() // row
+        positions = [start + (p % destination.shape[0]) for p in picked]
+        shape = (len(picked), *destination.shape[1:])
+    return positions, storage_rows, source.detach().expand(shape)
+
+
 _recorder: RowRecorder | None = None   # the process's, once the observer installed it
 
 
 def copied(source, copy) -> None:
-    """`copy` was made of `source` by `.to()`: for the concatenations' and comparisons'
-    `storages` (RowRecorder.copied). Nothing before the observer is installed."""
+    """`copy` was made of `source` (`.to()`, clone, ...): for the concatenations' and
+    comparisons' `storages` (RowRecorder.copied). Nothing before the observer is installed."""
     recorder = _recorder
     if recorder is not None:
         recorder.copied(source, copy)
+
+
+def wrote(destination, source, index=None, *, indexed: bool = False) -> None:
+    """`source` written into `destination` (RowRecorder.wrote): a copy, or a fill."""
+    recorder = _recorder
+    if recorder is not None:
+        recorder.wrote(destination, source, index, indexed=indexed)
