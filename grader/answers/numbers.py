@@ -350,6 +350,16 @@ def _worked_out(text: str) -> int | None:
     return result if _arithmetic(expression) == result else None
 
 
+def worked_out_value(text: str) -> int | None:
+    """A formula written with its value ("64/2 = 32", "N - 1 = 4", "16 = 64/4"), read the way
+    a single answer is (whole_number_in): the value, where every calculation of numbers alone
+    in it comes to it; None for any other text. A table's cells are read with it too."""
+    text = str(text)
+    if len(text) > MAX_VALUE_CHARS or _ALTERNATIVE_RE.search(text):
+        return None
+    return _worked_out(text)
+
+
 # "N - 1 (= 4)", "N-1 (=4)": a formula with the value it comes to in brackets after it.
 _RESULT_IN_BRACKETS_RE = re.compile(r"\s*(?P<expression>[^()=]*?[^\s(])\s*\(\s*=\s*(?P<result>\d+)\s*\)\s*\.?\s*")
 _CHAIN_RESULT_RE = re.compile(r"\s*(\d+)(?:\.0+)?(?:\s+[A-Za-z]+)?\s*\.?\s*")

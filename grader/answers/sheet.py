@@ -24,7 +24,8 @@ from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shap
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
                       not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
                       shapes_in, shows_decimal_mark, size_each_said, time_range_in, whole_number_in,
-                      without_gpu_label, without_markdown, without_memory_totals)
+                      without_gpu_label, without_markdown, without_memory_totals,
+                      worked_out_value)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
 
 TEMPLATE_ROOT = data_folder("student_template")   # beside grader/, or inside it in the student kit
@@ -397,6 +398,12 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
         if each is not None:
             size, count = each
             return [size] * gpus if count in (None, gpus) else text
+    if "=" in text:
+        # "64/2 = 32": a formula with its value, read as a single answer's (a TA's audit29 D3:
+        # the cell was kept as words, scored wrong, where the same scalar answer was read).
+        worked = worked_out_value(text)
+        if worked is not None:
+            return worked
     listed = int_list_in(text)
     if listed is not None:
         return listed[0] if len(listed) == 1 else listed
