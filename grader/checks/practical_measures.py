@@ -168,12 +168,13 @@ def reached_in(used: list[dict]) -> set:
             or event["g"] >= REACHED_SHARE * largest.get(event.get("step"), 0.0)}
 
 
-# A step's gradient is the passes' where at most this share of it (by norm) was computed
-# outside the model's forward passes. An honest loop adds nothing there but a penalty on the
-# weights (weight decay written out: a thousandth); a step computed from the weights directly
-# (`F.linear(x, model.fc.weight)`, or gradients of `torch.autograd.grad` written into .grad)
-# beside passes given a tiny gradient is all of it (a red team's route, adv27).
-OUTSIDE_LIMIT = 0.5
+# A step was made beside the model's forward passes where the part of its gradient computed
+# outside them is over this share of the two parts (by norm, grader/vgpu/gradient_sources.py):
+# the passes gave next to nothing. An honest loop puts a penalty on the weights there, which a
+# tutorial's l2_lambda = 1e-3 can make half of the step (a red team's honest P10, adv29); a step
+# computed from the weights directly (`F.linear(x, model.fc.weight)`, gradients of
+# `torch.autograd.grad`) beside passes given a tiny gradient is all of it (adv27).
+OUTSIDE_LIMIT = 0.99
 
 
 OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights directly, e.g. "
@@ -197,11 +198,24 @@ def steps_made_outside(run, rank: int = 0) -> str:
 
 
 def made_outside(step: dict) -> bool:
-    """Whether a step record's gradient came mostly from outside the model's forward passes
-    (its `outside` share, grader/vgpu/observe.py)."""
+    """Whether a step record's gradient was made beside the model's forward passes
+    (grader/vgpu/gradient_sources.py): its `outside` share over OUTSIDE_LIMIT, or a
+    `backward_share` (what backward passes gave the parameters was a hundredth of the gradient
+    applied: the rest written into .grad), or a walk of its graph that found no pass
+    (`walk_limit`)."""
     share = step.get("outside")
-    return isinstance(share, (int, float)) and not isinstance(share, bool) and \
-        share > OUTSIDE_LIMIT
+    return (isinstance(share, (int, float)) and not isinstance(share, bool)
+            and share > OUTSIDE_LIMIT) or "backward_share" in step or bool(step.get("walk_limit"))
+
+
+def outside_of(step: dict) -> float:
+    """The share of a step's gradient made beside the passes, for the messages: 1 where it was
+    written into .grad or its graph was too large to follow."""
+    share = step.get("outside")
+    if "backward_share" in step or step.get("walk_limit") or \
+            not isinstance(share, (int, float)) or isinstance(share, bool):
+        return 1.0
+    return float(share)
 
 
 def trains(forward: dict, reached: set) -> bool:
@@ -294,15 +308,20 @@ def trained_ranks(run) -> list[int]:
 
 
 def learning_ranks(run) -> list[int]:
-    """Ranks that took an optimizer step on gradients of their own: a backward pass before
-    the step, and gradients that are not all zero. An optimizer.step() with no gradient to
-    apply (a training loop left empty, a TA's P10 s11) changes nothing, so it is no training."""
+    """Ranks that took an optimizer step after a backward pass through the model's forward
+    passes (training_events). An optimizer.step() with no backward before it (a training loop
+    left empty, a TA's P10 s11) or after a backward of a tensor of the script's own changes
+    nothing, so it is no training; a loop whose loss weight is 0 runs its passes and is one
+    (its zero gradient is the gradient checks' to charge: a TA's audit 29 had lost the layout's
+    points for it). Where the passes are not numbered (a made-up trace) a backward counts only
+    beside gradients that are not all zero."""
     found = set()
     for rank in trained_ranks(run):
         for events in run.by_step(rank):
+            numbered = any("n" in e for e in events if e.get("event") == "forward")
             grads = events[-1].get("grads") or {}
-            if any(e.get("event") == "backward" for e in events) \
-                    and (grads.get("sumsq") or 0) > 0:
+            backward = any(e.get("event") == "backward" for e in training_events(events))
+            if backward and (numbered or (grads.get("sumsq") or 0) > 0):
                 found.add(rank)
                 break
     return sorted(found)

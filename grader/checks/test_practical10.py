@@ -25,7 +25,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, assigned_co
                                               evidence, first_step_rows,
                                               first_step_rows_dropped, forward_passes,
                                               learning_ranks, made_outside, not_learning,
-                                              outside_share_said, restored_layout_edit,
+                                              outside_of, outside_share_said, restored_layout_edit,
                                               rows_of, script_forward, script_text,
                                               training_events)
 from grader.checks.support import close, explain, must_agree
@@ -165,7 +165,7 @@ def step_pattern(run, rank=0, inside=False):
         pattern.append({"forwards": len(rows) if inside else len(forwards), "rows": rows,
                         "backwards": backwards, "synced": synced, "synced_at": last_synced_at,
                         **({"own": own} if own else {}),
-                        **({"outside": closing["outside"]} if made_outside(closing) else {}),
+                        **({"outside": outside_of(closing)} if made_outside(closing) else {}),
                         **({"inside": [c for c in cut if c]} if any(cut) and not inside else {})})
     return pattern
 
@@ -444,6 +444,12 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
         cause = (f"the accumulated gradient is {ratio:.2f}x the full-batch gradient (its norm): "
                  f"the micro-batch losses are added up without dividing by MICRO_BATCHES = "
                  f"{micro}")
+    elif norm == 0:
+        cause = ("the accumulated gradient is zero, where the full-batch gradient's norm is "
+                 f"{full_norm:.6g}: every micro-batch's loss reached backward multiplied by 0 (a "
+                 "weight computed with integer division, `len(mx) // len(x)`?) or cut from the "
+                 "model's output")
+        look += ", with a weight that is not 0 (1 / MICRO_BATCHES, or len(mx) / len(x))"
     elif close(ratio, 1 / micro, rel=0.02):
         cause = (f"the accumulated gradient is 1/{micro} of the full-batch gradient: the loss "
                  "is divided by MICRO_BATCHES twice (or the gradients averaged once more)")

@@ -12,10 +12,10 @@ import atexit
 import math
 import sys
 import threading
-import weakref
 
 import torch
 
+from grader.vgpu.gradient_sources import GradientSources, mark_pass_output
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
@@ -111,13 +111,6 @@ def _first_tensor(args, kwargs):
     return None
 
 
-# Marks on autograd nodes (in a node's `metadata`): the output of a forward pass (a backward
-# walk stops there: what lies below is the pass's), and a node whose gradients for the model's
-# parameters are already summed (`_outside`).
-_PASS_MARK, _HOOKED = object(), object()
-# Nodes a backward walk visits at most: the part of a graph outside the model's passes is a
-# loss and what the script does to it (a few nodes in any course script).
-_WALK_NODES = 4096
 # The observer of this process (install); a backward started by a virtual node's mode or by
 # the real-GPU recorder reaches it through `backward_begins`.
 _observer: "Observer | None" = None
@@ -128,13 +121,6 @@ def backward_begins(roots) -> None:
     observer = _observer
     if observer is not None:
         observer.backward_begins(roots)
-
-
-def _node_metadata(node):
-    try:
-        return node.metadata
-    except (AttributeError, RuntimeError, TypeError):
-        return None
 
 
 # Calls of a pass's first layer noted, at most (`inside_calls`).
@@ -303,12 +289,9 @@ class Observer:
         # Passes inside reentrant checkpointing, per module, until backward recomputes them:
         # (the pass's number, its input's storage).
         self._awaiting: dict[int, list[tuple[int, int | None]]] = {}
-        # The parameters of the models whose forward passes were seen, by id.
-        self._model_params: dict[int, weakref.ref] = {}
-        # This step's gradient of each parameter computed outside the model's forward passes
-        # (`F.linear(x, model.fc.weight)` in the training loop), summed on the host.
-        self._outside: dict[int, torch.Tensor] = {}
-        self._grad_outside: dict = {}
+        # Where each step's gradient came from: the passes, or beside them.
+        self.sources = GradientSources()
+        self._grad_sources: dict = {}
 
     def install(self, patcher: Patcher) -> None:
         global _observer
@@ -394,7 +377,7 @@ class Observer:
             if self._placements.get(id(module)) != layout:
                 self._placements[id(module)] = layout
                 self.trace.emit("placement", module=type(module).__name__, layers=layout)
-                self._model_params.update((id(p), weakref.ref(p)) for p in module.parameters())
+                self.sources.add_model(module)
         return None
 
     def _wrapped_pass(self, module) -> int | None:
@@ -459,21 +442,18 @@ class Observer:
             return
         nodes = {id(t.grad_fn): t.grad_fn for t in tensors if t.grad_fn is not None}
         for node in nodes.values():
-            metadata = _node_metadata(node)
-            if metadata is not None:
-                metadata[_PASS_MARK] = forward
+            mark_pass_output(node, forward)
         if not nodes:
             if _checkpointed():
                 self._awaiting.setdefault(id(module), []).append((forward, input_storage))
             return
 
         def reached(grad_outputs, forward=forward):
-            # A gradient of zeros trains nothing: `(out.sum() * 0).backward()` reached a
-            # forged micro-batch's output as well (a red team, adv27); how much reached it is
-            # recorded, so that one scaled by 1e-30 is told from the step's others (adv28).
-            norm = _gradient_norm(grad_outputs)
-            if norm > 0:
-                self._reached(forward, norm)
+            # How much reached it is recorded: a pass given a gradient of zeros or one scaled by
+            # 1e-30 beside the pass that makes its step trains nothing (red teams, adv27 and
+            # adv28); a step whose passes all got zeros (a loss weight that is 0) is still
+            # their step (a TA's audit 29), practical_measures.reached_in.
+            self._reached(forward, _gradient_norm(grad_outputs))
             return None
 
         for node in nodes.values():
@@ -499,75 +479,10 @@ class Observer:
             self._used.add(forward)
             self.trace.emit("forward_used", n=forward, step=self.steps, g=float(f"{norm:.6g}"))
 
-    # -- gradients computed outside the model's passes ----------------------------------------
+    # -- where the steps' gradients came from (gradient_sources.py) ---------------------------
     def backward_begins(self, roots) -> None:
-        """Walk the graph from `roots` down to the forward passes' outputs and sum, as backward
-        runs, the gradient it gives the model's parameters on the way (`_outside`): a step
-        whose gradient comes mostly from there was not made by the passes seen, however many
-        of them a tiny non-zero gradient reached (a red team's step computed with
-        `F.linear(x, model.fc.weight)` beside micro-batch passes scaled by 1e-9)."""
-        if not self._model_params or not self.trace.enabled:
-            return
-        if isinstance(roots, torch.Tensor):
-            roots = (roots,)
-        try:
-            stack = [t.grad_fn for t in roots
-                     if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        except TypeError:
-            return
-        seen: set[int] = set()
-        while stack and len(seen) < _WALK_NODES:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            metadata = _node_metadata(node)
-            if metadata is None or _PASS_MARK in metadata:
-                continue
-            consumed = []
-            for index, (child, _) in enumerate(node.next_functions):
-                if child is None:
-                    continue
-                variable = getattr(child, "variable", None)
-                if variable is None:
-                    stack.append(child)
-                elif self._is_model_parameter(variable):
-                    consumed.append((index, weakref.ref(variable)))
-            if consumed and _HOOKED not in metadata:
-                metadata[_HOOKED] = True
-                node.register_hook(self._sum_outside(consumed))
-
-    def _is_model_parameter(self, tensor) -> bool:
-        held = self._model_params.get(id(tensor))
-        return held is not None and held() is tensor
-
-    def _sum_outside(self, consumed):
-        outside = self._outside
-
-        def hook(grad_inputs, grad_outputs):
-            with torch.no_grad(), torch._C.DisableTorchFunction():
-                for index, parameter in consumed:
-                    grad, held = grad_inputs[index], parameter()
-                    if not isinstance(grad, torch.Tensor) or held is None:
-                        continue
-                    grad = grad.detach().to("cpu", torch.float64)
-                    total = outside.get(id(held))
-                    outside[id(held)] = grad.clone() if total is None else total.add_(grad)
-            return None
-
-        return hook
-
-    def _outside_share(self, params, grads_squared: float) -> dict:
-        """{"outside": the norm of the step's gradient computed outside the model's passes
-        over the norm of the whole gradient}, where any was; {} otherwise."""
-        if not self._outside:
-            return {}
-        with torch.no_grad(), torch._C.DisableTorchFunction():
-            outside = sum(float(torch.dot(g.reshape(-1), g.reshape(-1)))
-                          for p in params for g in [self._outside.get(id(p))] if g is not None)
-        share = math.sqrt(outside / grads_squared) if grads_squared > 0 else \
-            (1.0 if outside > 0 else 0.0)
-        return {"outside": round(share, 4)}
+        if self.trace.enabled:
+            self.sources.backward_begins(roots, nested=in_backward())
 
     # -- optimizer steps ----------------------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):
@@ -575,7 +490,7 @@ class Observer:
         grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
         if self.trace.enabled:
             self._grad_print = _fingerprint(grads)
-            self._grad_outside = self._outside_share(self._step_params, self._grad_print["sumsq"])
+            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"])
 
     def _post_step(self, optimizer, args, kwargs):
         self.steps += 1
@@ -583,12 +498,10 @@ class Observer:
         # gradients) would stay allocated on its GPUs until the next optimizer's step, and
         # every memory reading in between would count it.
         params, self._step_params = self._step_params, []
-        for parameter in params:
-            self._outside.pop(id(parameter), None)
         if not self.trace.enabled:
             return
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
-                        grads=self._grad_print, **self._grad_outside,
+                        grads=self._grad_print, **self._grad_sources,
                         params=_fingerprint(params),
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())
 

@@ -452,3 +452,90 @@ def test_a_layer_applied_twice_to_the_whole_batch_is_no_cut(traced_vnode):
     run = observed(events)
     assert p10.step_pattern(run, inside=True) == p10.step_pattern(run) == [
         {"forwards": 1, "rows": [16], "backwards": 1, "synced": 0, "synced_at": None}]
+
+
+# -- the passes' part and the outside part, both raw (a red team, adv29) ----------------------
+
+
+def wide_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64)).cuda()
+
+
+def honest_step(model, optimizer, *, scale=1.0, penalty=0.0, divide_after=1.0, micro=4):
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    for part, target in zip(x.chunk(micro), y.chunk(micro)):
+        loss = F.mse_loss(model(part), target) / micro
+        if penalty:
+            loss = loss + penalty * sum(p.pow(2).sum() for p in model.parameters())
+        (loss * scale).backward()
+    for parameter in model.parameters():
+        parameter.grad /= scale * divide_after
+    optimizer.step()
+
+
+@pytest.mark.parametrize("scale, penalty, divide_after", [
+    (1024.0, 1e-4, 1.0),     # loss scaling, unscaled in .grad, beside weight decay written out
+    (1.0, 1e-3, 1.0),        # a tutorial's l2_lambda = 1e-3: a real part of the step
+    (1.0, 1e-4, 4.0),        # the gradient divided by MICRO_BATCHES after the loop
+])
+def test_a_penalty_on_the_weights_leaves_the_micro_batches_theirs(traced_vnode, scale, penalty,
+                                                                  divide_after):
+    events = traced_vnode(1)
+    model = wide_model()
+    honest_step(model, torch.optim.SGD(model.parameters(), lr=0.1), scale=scale, penalty=penalty,
+                divide_after=divide_after)
+    step = next(e for e in events if e["event"] == "step")
+    assert not pm.made_outside(step), step
+    assert p10.step_pattern(observed(events))[0]["rows"] == [8] * 4
+
+
+def test_a_gradient_of_detached_copies_added_into_grad_is_no_passes_gradient(traced_vnode):
+    """The whole batch's gradient taken on detached copies of the weights (no parameter of the
+    model in its graph) and added into .grad, beside passes scaled by 1e-9."""
+    events = traced_vnode(1)
+    model = wide_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    decoy_micro_batches(model, x)
+    copies = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    hidden = F.relu(F.linear(x, copies[0], copies[1]))
+    loss = F.mse_loss(F.linear(hidden, copies[2], copies[3]), y)
+    for parameter, grad in zip(model.parameters(), torch.autograd.grad(loss, copies)):
+        parameter.grad += grad
+    optimizer.step()
+    step = next(e for e in events if e["event"] == "step")
+    assert pm.made_outside(step) and step["backward_share"] < 1e-4, step
+    assert p10.step_pattern(observed(events))[0]["forwards"] == 0
+
+
+def test_a_graph_too_large_to_follow_outside_the_passes_is_made_outside_them(traced_vnode):
+    events = traced_vnode(1)
+    model = wide_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    decoy_micro_batches(model, x)
+    loss = F.mse_loss(F.linear(F.relu(F.linear(x, model[0].weight, model[0].bias)),
+                               model[2].weight, model[2].bias), y)
+    for _ in range(5000):
+        loss = loss * 1.0
+    loss.backward()
+    optimizer.step()
+    step = next(e for e in events if e["event"] == "step")
+    assert step.get("walk_limit") is True and pm.made_outside(step), step
+
+
+def test_micro_batches_whose_loss_weight_is_zero_are_still_the_steps(traced_vnode):
+    """A TA's audit 29: `loss * (mx.size(0) // x.size(0))`, a weight of 0, on every micro-batch:
+    the loop is there, the step trains nothing (the invariance item's to charge); its passes
+    had all been dropped, and every check said the code ran no forward pass."""
+    events = traced_vnode(1)
+    model = wide_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    for part, target in zip(x.chunk(4), y.chunk(4)):
+        (F.mse_loss(model(part), target) * (part.size(0) // x.size(0))).backward()
+    optimizer.step()
+    run = observed(events)
+    assert p10.step_pattern(run) == [
+        {"forwards": 4, "rows": [8] * 4, "backwards": 4, "synced": 0, "synced_at": None}]
