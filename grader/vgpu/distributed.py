@@ -171,25 +171,39 @@ def install(patcher: Patcher, *, virtual: bool = True, node=None) -> None:
 
 
 _inside_hook = threading.local()
+# A collective being recorded on this thread: torch hands the call to the virtual GPUs' mode
+# (`__torch_function__` of its tensors), which calls it again, and it had been recorded and
+# charged to the clock twice.
+_recording = threading.local()
 
 
 def _recorded(name, original, dist, node=None):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        if not getattr(_inside_hook, "active", False):
-            trace = get_trace()
-            group = kwargs.get("group")
-            size = dist.get_world_size(group) if dist.is_initialized() else None
-            if trace.enabled:
-                trace.emit("collective", op=name, bytes=_nbytes(args[:2]), group_size=size,
-                           site=call_site(2))
-            if node is not None:
-                _charge_collective(node, name, args, size)
-                tensor = _first_tensor(args)
-                if tensor is not None:
-                    check_nccl_devices(dist, group, tensor.device)
-        return original(*args, **kwargs)
+        if getattr(_recording, "active", False):
+            return original(*args, **kwargs)
+        _recording.active = True
+        try:
+            return _record_and_call(name, original, dist, node, args, kwargs)
+        finally:
+            _recording.active = False
     return wrapper
+
+
+def _record_and_call(name, original, dist, node, args, kwargs):
+    if not getattr(_inside_hook, "active", False):
+        trace = get_trace()
+        group = kwargs.get("group")
+        size = dist.get_world_size(group) if dist.is_initialized() else None
+        if trace.enabled:
+            trace.emit("collective", op=name, bytes=_nbytes(args[:2]), group_size=size,
+                       site=call_site(3))
+        if node is not None:
+            _charge_collective(node, name, args, size)
+            tensor = _first_tensor(args)
+            if tensor is not None:
+                check_nccl_devices(dist, group, tensor.device)
+    return original(*args, **kwargs)
 
 
 def _first_tensor(args):

@@ -165,6 +165,27 @@ def test_ddp_moves_inputs_to_its_device_through_a_side_stream(tmp_path):
     assert ("cuda:1", "cuda:0") in moves and ("cuda:0", "cuda:1") in moves, moves
 
 
+def test_a_collective_the_script_calls_is_recorded_once(tmp_path):
+    """torch hands a collective on virtual GPUs' tensors to the node's mode, which calls it
+    again: it had been recorded, and charged to the simulated clock, twice."""
+    script = tmp_path / "own_all_reduce.py"
+    trace = tmp_path / "trace.jsonl"
+    script.write_text(textwrap.dedent(f'''
+        import torch, torch.distributed as dist
+        dist.init_process_group("nccl", init_method="file://{tmp_path / 'store'}", rank=0,
+                                world_size=1)
+        t = torch.ones(4, device="cuda:0")
+        dist.all_reduce(t)
+        dist.all_gather([torch.empty(4, device="cuda:0")], t)
+        dist.destroy_process_group()
+    '''))
+    done = pdl_grade("run", "--gpus", "1", "--virtual", "--trace", str(trace), str(script))
+    assert done.returncode == 0, done.stderr[-3000:]
+    own = [(e["op"], e["site"].rsplit("/", 1)[-1]) for e in read(trace)
+           if e["event"] == "collective"]
+    assert own == [("all_reduce", "own_all_reduce.py:6"), ("all_gather", "own_all_reduce.py:7")], own
+
+
 @pytest.mark.parametrize("ending, status", [("sys.exit(3)", 3), ("raise ValueError('x')", 1),
                                             ("pass", 0)])
 def test_gloo_process_ends_without_finalisation_but_keeps_exit_code(tmp_path, ending, status):
