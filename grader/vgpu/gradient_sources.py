@@ -20,9 +20,10 @@ So, per step:
   step whose passes gave next to nothing (`practical_measures.made_outside`: over 0.99) was made
   elsewhere.
 - `backward_share` (in the step record, only where it is below 0.01): the gradients backward
-  passes gave the parameters (each backward's norm, summed) over the norm of `.grad` at the
-  step. Scaling down, averaging across ranks and clipping keep it at 1 or more; a gradient
-  computed on detached copies of the weights and added into `.grad` makes it tiny.
+  passes gave the parameters since the run began (each backward's norm, summed) over the norm
+  of `.grad` at the step. Scaling down, averaging across ranks, clipping and a `.grad` never
+  zeroed between steps keep it at 1 or more; a gradient computed on detached copies of the
+  weights and added into `.grad` makes it tiny.
 - A walk that finds no mark within WALK_NODES nodes says so (`walk_limit`): a graph outside the
   passes that large is no course script's loss (a red team hid the whole batch's loss behind
   5000 multiplications by 1.0), and the step counts as made outside them.
@@ -70,12 +71,14 @@ class GradientSources:
         self._lock = threading.Lock()
         self._pending: dict[int, torch.Tensor] = {}   # this backward's outside part, per parameter
         self._raw_now: list = []                      # this backward's squared norms (0-dim)
+        # Each backward's gradient norm, summed since the run began: a script that never zeroes
+        # .grad applies every earlier backward's gradient again.
+        self._raw_norms = 0.0
         self._reset_step()
 
     def _reset_step(self) -> None:
         self._outside_sq = 0.0    # this step, over parameters with an outside part
         self._passes_sq = 0.0
-        self._raw_norms = 0.0     # this step: each backward's gradient norm, summed
         self._walk_limit = False
 
     # -- the parameters and the passes -------------------------------------------------------

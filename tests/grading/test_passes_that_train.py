@@ -539,3 +539,19 @@ def test_micro_batches_whose_loss_weight_is_zero_are_still_the_steps(traced_vnod
     run = observed(events)
     assert p10.step_pattern(run) == [
         {"forwards": 4, "rows": [8] * 4, "backwards": 4, "synced": 0, "synced_at": None}]
+
+
+def test_a_grad_never_zeroed_between_steps_is_still_made_by_backward(traced_vnode):
+    """A student's bug (no optimizer.zero_grad()): .grad holds every step's gradient so far,
+    all of it made by backward passes through the model."""
+    events = traced_vnode(1)
+    model = wide_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    for _ in range(150):
+        for part, target in zip(x.chunk(2), y.chunk(2)):
+            (F.mse_loss(model(part), target) / 2).backward()
+        optimizer.step()
+    steps = [e for e in events if e["event"] == "step"]
+    assert not any(pm.made_outside(step) for step in steps), [
+        step for step in steps if pm.made_outside(step)][:1]
