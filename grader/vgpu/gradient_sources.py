@@ -12,8 +12,13 @@ So, per step:
   outside the passes, and a hook sums what it hands on, on the host.
 - Each parameter's own hook sees the whole gradient that backward gives it, raw: before the
   script unscales, averages or clips `.grad` (a red team's honest loss scaling, `loss * 1024`
-  then `p.grad /= 1024`, had read as a gradient from outside). There the passes' part is the
-  whole less the outside part, both of one backward.
+  then `p.grad /= 1024`, had read as a gradient from outside), and before any hook of the
+  script's own on it (the hook is registered with the parameter, Module.register_parameter).
+  There the passes' part is the whole less the outside part, both of one backward. A part of
+  a pass checkpointed inside the model's forward is marked as it is recomputed (observe.py).
+- The mark names its node (its sequence number and name): one copied onto another node marks
+  nothing, and the static scan holds code that reads an autograd node's `metadata` or calls
+  autograd's engine directly (`_execution_engine`).
 - `outside` (in the step record): the outside part's norm over the sum of both parts' norms,
   over the parameters that had an outside part. A penalty on the weights written into the loss
   is a real part of an honest step (a tutorial's `l2_lambda = 1e-3` can be half of it); only a
@@ -52,10 +57,26 @@ def node_metadata(node):
 
 
 def mark_pass_output(node, forward: int) -> None:
-    """The autograd node of a forward pass's output: a backward walk stops there."""
+    """The autograd node of a forward pass's output (`forward`: its number; 0 for a
+    checkpoint's recomputation): a backward walk stops there. The mark names the node it was
+    put on, so that one copied onto another node (`metadata.update(...)`: a red team, adv30)
+    marks nothing."""
     metadata = node_metadata(node)
     if metadata is not None:
-        metadata[_PASS_MARK] = forward
+        metadata[_PASS_MARK] = (forward, _identity(node))
+
+
+def _identity(node):
+    try:
+        return node._sequence_nr(), node.name()
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+
+
+def _marked(node, metadata) -> bool:
+    mark = metadata.get(_PASS_MARK)
+    return isinstance(mark, tuple) and len(mark) == 2 and mark[1] is not None \
+        and mark[1] == _identity(node)
 
 
 def _squared(tensor) -> float:
@@ -68,6 +89,7 @@ class GradientSources:
 
     def __init__(self):
         self._params: dict[int, weakref.ref] = {}
+        self._hooked: dict[int, weakref.ref] = {}      # parameters whose gradients are hooked
         self._lock = threading.Lock()
         self._pending: dict[int, torch.Tensor] = {}   # this backward's outside part, per parameter
         self._raw_now: list = []                      # this backward's squared norms (0-dim)
@@ -82,16 +104,30 @@ class GradientSources:
         self._walk_limit = False
 
     # -- the parameters and the passes -------------------------------------------------------
+    def watch_parameter(self, parameter) -> None:
+        """Hook a parameter's gradient as it is made (Module.register_parameter): before any
+        hook of the script's own, which may scale it (a red team's `p.register_hook(lambda g:
+        g * 1024)` beside an outside step, adv30); again later where it did not need a gradient
+        then (a layer frozen at first)."""
+        if not isinstance(parameter, torch.Tensor) or id(parameter) in self._hooked and \
+                self._hooked[id(parameter)]() is parameter:
+            return
+        with torch._C.DisableTorchFunction():
+            if not (parameter.requires_grad and parameter.is_leaf):
+                return
+            try:
+                parameter.register_hook(self._raw_hook(weakref.ref(parameter)))
+            except RuntimeError:
+                return
+        self._hooked[id(parameter)] = weakref.ref(parameter)
+
     def add_model(self, module: torch.nn.Module) -> None:
         """Watch the parameters of a model whose forward pass was seen."""
-        with torch._C.DisableTorchFunction():
-            for parameter in module.parameters():
-                held = self._params.get(id(parameter))
-                if held is not None and held() is parameter:
-                    continue
+        for parameter in module.parameters():
+            held = self._params.get(id(parameter))
+            if held is None or held() is not parameter:
                 self._params[id(parameter)] = weakref.ref(parameter)
-                if parameter.requires_grad and parameter.is_leaf:
-                    parameter.register_hook(self._raw_hook(weakref.ref(parameter)))
+            self.watch_parameter(parameter)
 
     def watching(self) -> bool:
         return bool(self._params)
@@ -126,7 +162,7 @@ class GradientSources:
                 continue
             seen.add(id(node))
             metadata = node_metadata(node)
-            if metadata is None or _PASS_MARK in metadata:
+            if metadata is None or _marked(node, metadata):
                 continue
             consumed = []
             for index, (child, _) in enumerate(node.next_functions):
@@ -137,6 +173,7 @@ class GradientSources:
                     stack.append(child)
                 elif self._is_parameter(variable):
                     consumed.append((index, weakref.ref(variable)))
+                    self.watch_parameter(variable)   # unfrozen since it was first seen
             if consumed and _HOOKED not in metadata:
                 metadata[_HOOKED] = True
                 node.register_hook(self._outside_hook(consumed))
@@ -163,7 +200,8 @@ class GradientSources:
         def hook(grad):
             with torch.no_grad(), torch._C.DisableTorchFunction():
                 held = parameter()
-                if not isinstance(grad, torch.Tensor) or held is None:
+                if not isinstance(grad, torch.Tensor) or held is None or \
+                        not self._is_parameter(held):
                     return None
                 self._raw_now.append(torch.linalg.vector_norm(grad, dtype=torch.float64) ** 2)
                 with self._lock:

@@ -306,8 +306,23 @@ class Observer:
         ]
         self.rows.install_concatenations(patcher)
         self.rows.install_comparisons(patcher)
+        self._install_parameter_watch(patcher)
         atexit.register(self.finish)
         _observer = self
+
+    def _install_parameter_watch(self, patcher: Patcher) -> None:
+        """Every parameter's gradient hooked as the parameter is registered, before any hook
+        of the script's own (gradient_sources.py)."""
+        original = torch.nn.Module.register_parameter
+        sources = self.sources
+
+        def register_parameter(module, name, param):
+            original(module, name, param)
+            if param is not None:
+                sources.watch_parameter(param)
+
+        register_parameter.__wrapped__ = original
+        patcher.set(torch.nn.Module, "register_parameter", register_parameter)
 
     def uninstall(self) -> None:
         global _observer
@@ -345,7 +360,8 @@ class Observer:
             self.trace.emit("recompute", module=type(module).__name__, step=self.steps,
                             batch=list(first.shape) if first is not None else None,
                             thread=threading.current_thread().name, site=call_site(2))
-            if _reentrant_recomputation():
+            _tls.reentrant = _reentrant_recomputation()
+            if _tls.reentrant:
                 self._recomputed(module, first)
             return None
         self.forwards += 1
@@ -413,6 +429,14 @@ class Observer:
             forward, _tls.recomputing = getattr(_tls, "recomputing", None), None
             if forward is not None:
                 self._watch_output(module, forward, None, _output_tensors(output))
+            elif getattr(_tls, "reentrant", False):
+                # A part of a pass checkpointed inside the model's forward, recomputed: what
+                # lies below its output is that pass's (a red team's honest P10, adv30, had its
+                # stage's whole gradient read as made outside the passes).
+                for tensor in _output_tensors(output):
+                    if tensor.grad_fn is not None:
+                        mark_pass_output(tensor.grad_fn, 0)
+            _tls.reentrant = False
             return None
         _tls.root = None
         self._pass_ends(module, getattr(_tls, "forward", (None, None)), output)

@@ -555,3 +555,80 @@ def test_a_grad_never_zeroed_between_steps_is_still_made_by_backward(traced_vnod
     steps = [e for e in events if e["event"] == "step"]
     assert not any(pm.made_outside(step) for step in steps), [
         step for step in steps if pm.made_outside(step)][:1]
+
+
+# -- a red team's third look (adv30) ---------------------------------------------------------
+
+
+class CheckpointedStage(nn.Module):
+    """A stage of the model checkpointed inside its own forward (reentrant)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(64, 256), nn.Linear(256, 64)
+
+    def forward(self, x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return checkpoint(self.second, self.first(x).relu(), use_reentrant=True)
+
+
+def test_a_stage_checkpointed_inside_the_forward_is_the_passes(traced_vnode):
+    events = traced_vnode(1)
+    model = CheckpointedStage().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    for part, target in zip(x.chunk(2), y.chunk(2)):
+        (F.mse_loss(model(part), target) / 2).backward()
+    optimizer.step()
+    step = next(e for e in events if e["event"] == "step")
+    assert not pm.made_outside(step), step
+    assert p10.step_pattern(observed(events))[0]["forwards"] == 2
+
+
+def test_a_layer_frozen_at_first_then_trained_with_a_penalty_is_the_passes(traced_vnode):
+    events = traced_vnode(1)
+    model = wide_model()
+    model.requires_grad_(False)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(4, 64, device="cuda:0"))                 # seen frozen
+    model.requires_grad_(True)
+    honest_step(model, optimizer, penalty=1e-4)
+    step = next(e for e in events if e["event"] == "step")
+    assert not pm.made_outside(step), step
+
+
+def test_a_mark_copied_onto_the_node_of_a_loss_beside_the_passes_marks_nothing(traced_vnode):
+    events = traced_vnode(1)
+    model = wide_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    out = None
+    for part in x.chunk(4):
+        out = model(part)
+        (out.sum() * 1e-9).backward(retain_graph=True)
+    full = F.mse_loss(F.linear(F.relu(F.linear(x, model[0].weight, model[0].bias)),
+                               model[2].weight, model[2].bias), y)
+    full.grad_fn.metadata.update(out.grad_fn.metadata)
+    full.backward()
+    optimizer.step()
+    step = next(e for e in events if e["event"] == "step")
+    assert pm.made_outside(step), step
+
+
+def test_a_scaling_hook_of_the_scripts_own_does_not_hide_an_outside_step(traced_vnode):
+    """The script's hooks run after the grader's: registered with the parameter."""
+    events = traced_vnode(1)
+    model = wide_model()
+    for parameter in model.parameters():
+        parameter.register_hook(lambda g: g * 1024)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    decoy_micro_batches(model, x)
+    F.mse_loss(F.linear(F.relu(F.linear(x, model[0].weight, model[0].bias)),
+                        model[2].weight, model[2].bias), y).backward()
+    for parameter in model.parameters():
+        parameter.grad /= 1024
+    optimizer.step()
+    step = next(e for e in events if e["event"] == "step")
+    assert pm.made_outside(step), step
