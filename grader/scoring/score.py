@@ -12,7 +12,8 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
   points are counted in the maximum and in ``pending_points`` until a person grades them;
 - a case that failed because an answer it checks was found but could not be read (written
   in words, a picture, a format the grader does not read; the check marks the case with the
-  answer's id, ``Case.unread_answer``, never by its message's words) is no verdict: its points wait for a person as a written answer's do (the check's and the item's
+  answer's id, ``Case.unread_answer``, never by its message's words) is no verdict: its
+  points wait for a person as a written answer's do (the check's and the item's
   ``pending_points``, status ``pending`` where nothing else failed, counted in the
   assignment's ``pending_points`` and listed in ``pending_unread``), never a published 0; an
   override of the item is the person's grade. A missing answer, and an answer read and wrong,
