@@ -61,7 +61,7 @@ def test_pdl_grade_grade_says_not_graded_rather_than_a_zero(pdl_grade, tmp_path,
 
 def test_pdl_grade_check_names_the_checks_that_did_not_run():
     text = render_check_text(result_with_a_check_that_did_not_run())
-    assert (f"practical4: Practical 4" in text and "\u2014 / 12: not graded: a grading problem "
+    assert ("practical4: Practical 4" in text and "\u2014 / 12: not graded: a grading problem "
             f"(1 check(s) did not run: {BROKEN}) \u2014 run it again") in text, text
     total = next(line for line in text.splitlines() if line.startswith("total:"))
     assert total.startswith("total: \u2014 / 27: no total, the grading had a problem"), total
