@@ -183,8 +183,12 @@ def test_rank_k_uses_gpu_k(runs):
 # A number is a rank where a word for one names it, any wording: "Rank: 1", "[rank1]",
 # "local_rank=1", "process 1 of 2", "worker #1"; "cuda:1" or "GPU 1" alone is the device, and
 # "processes: 2" or "process group" no rank.
-_RANK_SAID = re.compile(r"(?<![a-z0-9])(?:[a-z]+[_ ])?(?:rank|proc(?:ess)?|worker)(?![a-z])"
-                        r"[ \t]*(?:id|no\.?|number)?[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)\b", re.I)
+# The ranks' prints reach one stream, a print's text and its newline in two writes where
+# output is unbuffered, so two ranks' lines can run together ("Local Rank: 0Rank: 1"): a
+# number is read to its last digit, not to a word boundary, and a digit may come before the
+# word (the matrix's 4-process run had lost rank 0 so, one run in many).
+_RANK_SAID = re.compile(r"(?<![a-z])(?:[a-z]+[_ ])?(?:rank|proc(?:ess)?|worker)(?![a-z])"
+                        r"[ \t]*(?:id|no\.?|number)?[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?!\d)", re.I)
 RANK_PRINT = 'print(f"Rank: {dist.get_rank()} | Local Rank: {local_rank}")'
 
 
