@@ -51,7 +51,8 @@ def failure(run, processes=2) -> str:
     ("RANK #2 on cuda:2\n", {2}),
     ("worker 3 ready\n", {3}),
     # Two ranks' prints run together in the one stream (text and newline written apart).
-    ("Rank: 0 | Local Rank: 0Rank: 1 | Local Rank: 1\n\n", {0, 1}),
+    ("Rank: 3 | Local Rank: 3Rank: 0 | Local Rank: 0rank 1: batch shape (16, 10)\n\n\n",
+     {0, 1, 3}),
     ("rank 2: batch shape (16, 10)rank 3: batch shape (16, 10)\n\n", {2, 3}),
     # A device, a count of processes, a process group: no rank.
     ("running on cuda:1\nGPU 0\n", set()),
