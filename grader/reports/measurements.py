@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from grader.common.text import answer_shown, is_table
+
 # Keys that only make sense in one assignment: (assignment, flattened path) -> label.
 PATH_LABELS = {
     ("hw3", "task1.layers_per_gpu"): "layers per GPU (DEPTH=6, 2 GPUs)",
@@ -92,9 +94,13 @@ def lookup(data: Mapping | None, dotted: str):
 
 
 def format_value(value: Any) -> str:
-    """Numbers without trailing zeros, lists as "3, 3"; absent values as an en dash."""
+    """Numbers without trailing zeros, lists as "3, 3"; absent values as an en dash; a table
+    answer as its rows and a dict as its entries (report.md's answers had shown P4's
+    `{'each': [32, 1000]}` as a Python dict: a TA's audit 27)."""
     if value is None:
         return "–"
+    if isinstance(value, Mapping) or is_table(value):
+        return answer_shown(value)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
