@@ -129,9 +129,6 @@ class GradientSources:
                 self._params[id(parameter)] = weakref.ref(parameter)
             self.watch_parameter(parameter)
 
-    def watching(self) -> bool:
-        return bool(self._params)
-
     def _is_parameter(self, tensor) -> bool:
         held = self._params.get(id(tensor))
         return held is not None and held() is tensor
