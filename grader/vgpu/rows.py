@@ -127,10 +127,14 @@ class RowRecorder:
 
     def _take(self, kind: str) -> bool:
         with self._lock:
-            if self._records[kind] >= MAX_RECORDS:
-                return False
-            self._records[kind] += 1
-            return True
+            return self._spend(kind)
+
+    def _spend(self, kind: str) -> bool:
+        """One record of `kind`'s budget, where one is left (the caller holds the lock)."""
+        if self._records[kind] >= MAX_RECORDS:
+            return False
+        self._records[kind] += 1
+        return True
 
     def _rows(self, prints, kind: str) -> dict:
         """The rows fields of a record: the rows and their `rows_id`; `rows_as` where the same
@@ -139,9 +143,8 @@ class RowRecorder:
         with self._lock:
             if digest in self._named:
                 return {"rows_as": digest}
-            if self._records[kind] >= MAX_RECORDS:
+            if not self._spend(kind):
                 return {"rows_dropped": True}
-            self._records[kind] += 1
             self._named.add(digest)
         return {"rows": prints, "rows_id": digest}
 
