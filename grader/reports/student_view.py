@@ -105,6 +105,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "max_score": format_points(assignment.get("max_score")),
         "excluded_points": format_points(assignment.get("excluded_points") or 0),
         "has_excluded": bool(assignment.get("excluded_points")),
+        "rounding_note": rounding_note(assignment),
         "rubric_max_score": format_points(assignment.get("rubric_max_score")),
         "errors": all_for_the_student(assignment.get("errors")),
         "late": assignment.get("late"),
@@ -378,6 +379,23 @@ def review_note(integrity: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "withheld": bool(integrity.get("withheld")),
             "withheld_points": format_points(integrity.get("withheld_points") or 0),
             "cleared": bool(integrity.get("cleared"))}
+
+
+def rounding_note(assignment: Mapping[str, Any]) -> str | None:
+    """Where the tasks' points as shown do not add up to the total as shown: each is its exact
+    points rounded to 2 decimals, and so is the total (grader/scoring/score.py), as a TA adds the
+    fractions; two tasks of 1/3 of a point are 0.33 each, their total 0.67."""
+    items = assignment.get("items") or []
+    try:
+        shown = round(sum(float(i.get("score") or 0) for i in items), 2)
+        total = round(float(assignment.get("score") or 0), 2)
+    except (TypeError, ValueError):
+        return None
+    if shown == total:
+        return None
+    return (f"Each task's points are rounded to 2 decimals, and so is the total, from the exact "
+            f"points: the tasks as shown add up to {format_points(shown)}, the total is "
+            f"{format_points(total)}.")
 
 
 def _late_without_penalty(late: dict | None, items: list[dict]) -> str | None:

@@ -7,6 +7,10 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
   ``when_skipped: exclude`` (the default), its points leave the maximum; the item says so;
 - ``partial: all`` gives the points only when every counted case passed,
   ``partial: proportional`` gives points x passed / counted cases;
+- points are rounded to 2 decimals (half up) once, where they are added up: a check's, an
+  item's (its checks' exact points), the assignment's (its items' exact points; the late
+  penalty a share of that exact total), each from exact values, as a TA adds the fractions;
+  the items as shown may then add up to a hundredth more or less than the total shown;
 - cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
 - manual items score what the instructor's overrides say, else 0 and ``pending``: their
   points are counted in the maximum and in ``pending_points`` until a person grades them;
@@ -39,6 +43,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from dataclasses import asdict, dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Mapping
 
 from grader.scoring import late as _late
@@ -47,9 +52,13 @@ from grader.scoring.check_results import (ERROR, FAILED, PASSED, SKIPPED, Case, 
 from grader.scoring.overrides import ItemOverride, Overrides, Release, check_overrides
 from grader.scoring.rubric import CheckRule, Item, Rubric
 
-# Fractions of a point are kept to two decimals: enough for 42-case proportional checks,
-# and totals then add up exactly as printed.
-_DIGITS = 2
+# Points are shown and stored to two decimals (enough for 42-case proportional checks), rounded
+# once where they are added up: an item is its checks' exact points rounded, the assignment its
+# items' exact points rounded, as a TA adds the fractions (2 x 1/3 of a point is 0.67, where
+# rounding each check first gave 0.66: a TA's audit 28). The exact values are kept beside the
+# rounded ones while scoring (`exact_score`, `exact_pending`), never stored.
+_CENT = Decimal("0.01")
+_EXACT_FIELDS = ("exact_score", "exact_pending")
 # Distinct failure messages listed per check before the rest are summarised.
 _MAX_MESSAGES_PER_CHECK = 20
 _IN_FULL_PER_SHAPE = 2
@@ -85,6 +94,9 @@ class CheckScore:
     feedback: str = ""
     unread: int = 0              # of `failed`: cases whose answer was found but not read
     pending_points: float = 0.0  # the points of those cases, waiting for a person
+    # `score` and `pending_points` before rounding (points x passed / counted): what the item adds.
+    exact_score: float = 0.0
+    exact_pending: float = 0.0
 
 
 @dataclass
@@ -104,6 +116,9 @@ class ItemScore:
     withheld_score: float | None = None  # the checks' score while withheld for review
     # Automatic items: points of checks whose answer was found but not read, for a person.
     pending_points: float = 0.0
+    # `score` and `pending_points` before rounding: what the assignment adds up.
+    exact_score: float = 0.0
+    exact_pending: float = 0.0
 
 
 @dataclass
@@ -132,7 +147,13 @@ class AssignmentScore:
     grading_problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """result.json's assignment: the rounded points only (the exact ones were added up)."""
+        stored = asdict(self)
+        for item in stored["items"]:
+            for entry in (item, *item["checks"]):
+                for name in _EXACT_FIELDS:
+                    entry.pop(name, None)
+        return stored
 
 
 def score_assignment(rubric: Rubric, report: Mapping[str, Any],
@@ -298,11 +319,12 @@ def _score_auto(item: Item, grouped: dict[str, list[Case]]) -> ItemScore:
     rubric_text = {STATUS_PASSED: item.feedback.passed, STATUS_SKIPPED: item.feedback.skipped,
                    STATUS_PENDING: ""}.get(status, item.feedback.failed)
     feedback = "\n".join(text for text in [rubric_text] + [c.feedback for c in checks] if text)
+    exact, waiting = sum(c.exact_score for c in checks), sum(c.exact_pending for c in checks)
     return ItemScore(id=item.id, title=item.title, kind=item.kind, points=item.points,
-                     score=_round(sum(c.score for c in checks)),
+                     score=_round(exact), exact_score=exact,
                      max_score=_round(sum(c.max_score for c in checks)),
                      status=status, feedback=feedback, checks=checks,
-                     pending_points=_round(sum(c.pending_points for c in checks)))
+                     pending_points=_round(waiting), exact_pending=waiting)
 
 
 def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
@@ -330,12 +352,13 @@ def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
     counted = len(cases) - counts[SKIPPED] if excluded else len(cases)
     score.unread = sum(_waits_for_a_person(c) for c in cases)
     if rule.partial == "proportional":
-        score.score = _round(rule.points * counts[PASSED] / counted)
-        score.pending_points = _round(rule.points * score.unread / counted)
+        score.exact_score = rule.points * counts[PASSED] / counted
+        score.exact_pending = rule.points * score.unread / counted
     else:
-        score.score = rule.points if counts[PASSED] == counted else 0.0
+        score.exact_score = rule.points if counts[PASSED] == counted else 0.0
         # All or nothing: what a person reads can earn the points only where nothing else failed.
-        score.pending_points = rule.points if score.unread and counts[PASSED] + score.unread == counted else 0.0
+        score.exact_pending = rule.points if score.unread and counts[PASSED] + score.unread == counted else 0.0
+    score.score, score.pending_points = _round(score.exact_score), _round(score.exact_pending)
     if counts[PASSED] == counted:
         score.status = STATUS_PASSED
     elif score.unread and counts[PASSED] + score.unread == counted:
@@ -435,9 +458,9 @@ def _score_manual(item: Item) -> ItemScore:
 def _apply_override(scored: ItemScore, item: Item, override: ItemOverride | None) -> None:
     if override is None:
         return
-    scored.score = _round(override.points)
+    scored.score, scored.exact_score = _round(override.points), float(override.points)
     scored.pending = False
-    scored.pending_points = 0.0   # a person's grade: nothing waits any more
+    scored.pending_points = scored.exact_pending = 0.0   # a person's grade: nothing waits any more
     if item.is_manual:
         scored.feedback = override.comment
     else:
@@ -460,18 +483,19 @@ def _integrity_review(items: list[ItemScore], problems: list[str], release: Rele
     if release is not None:
         review.update(cleared=True, comment=release.comment)
         return review
+    withheld = 0.0
     for item in items:
         if item.kind != "auto" or item.overridden:
             continue  # manual items and instructor-set scores are a person's grade already
         item.withheld_score = item.score
-        review["withheld_points"] = _round(review["withheld_points"] + item.score)
-        item.score = 0.0
-        item.pending_points = 0.0   # the review decides the whole item
+        withheld += item.exact_score
+        item.score = item.exact_score = 0.0
+        item.pending_points = item.exact_pending = 0.0   # the review decides the whole item
         item.status = STATUS_WITHHELD
         item.feedback = (f"Withheld for review by the course staff (see the assignment's "
                          f"integrity problems); the checks gave {_fmt(item.withheld_score)} of "
                          f"{_fmt(item.max_score)}.\n{item.feedback}").strip()
-    review["withheld"] = True
+    review["withheld"], review["withheld_points"] = True, _round(withheld)
     return review
 
 
@@ -489,13 +513,15 @@ def _apply_late_penalty(result: AssignmentScore, rubric: Rubric,
     result.late = asdict(lateness)
     if lateness.fraction_lost <= 0:
         return
-    penalty = _round(result.score * lateness.fraction_lost)
+    # Of the exact total, as the total itself is rounded once.
+    total = sum(item.exact_score for item in result.items)
+    penalty = total * lateness.fraction_lost
     result.items.append(ItemScore(
         id=f"{rubric.assignment}.late_penalty", title=f"Late penalty ({lateness.days_late} "
         f"day{'s' if lateness.days_late != 1 else ''} late)", kind="penalty",
-        score=-penalty, max_score=0.0, status=STATUS_PENALTY,
+        score=-_round(penalty), exact_score=-penalty, max_score=0.0, status=STATUS_PENALTY,
         feedback=_late.describe(lateness, rubric.late_policy)))
-    result.score = _round(result.score - penalty)
+    result.score = _round(total - penalty)
 
 
 # --- assembly ------------------------------------------------------------------------------
@@ -505,13 +531,13 @@ def _assemble(rubric: Rubric, items: list[ItemScore], errors: list[str]) -> Assi
     has_errors = bool(errors) or any(i.status == STATUS_ERROR for i in items)
     return AssignmentScore(
         id=rubric.assignment, title=rubric.title, rubric_version=rubric.version,
-        score=_round(sum(i.score for i in items)), max_score=max_score,
+        score=_round(sum(i.exact_score for i in items)), max_score=max_score,
         rubric_max_score=_round(rubric.total_points),
         excluded_points=_round(rubric.total_points - max_score),
         status="incomplete" if has_errors else "graded", items=items, errors=errors,
         pending_manual=[i.id for i in items if i.pending],
         pending_points=_round(sum(i.max_score for i in items if i.pending)
-                              + sum(i.pending_points for i in items if not i.pending)),
+                              + sum(i.exact_pending for i in items if not i.pending)),
         pending_unread=[i.id for i in items if not i.pending and i.pending_points > 0])
 
 
@@ -525,8 +551,10 @@ def _checks_not_in_rubric(rubric: Rubric, grouped: dict[str, list[Case]]) -> lis
 
 
 def _round(value: float) -> float:
-    rounded = round(value, _DIGITS)
-    return rounded + 0.0  # turns -0.0 into 0.0
+    """Points to two decimals as a person rounds them: half up (1/8 of a point is 0.13, where
+    round() gives 0.12), once the float's own error is cut off (0.1 + 0.2, 1.3749999999999998)."""
+    rounded = Decimal(repr(round(float(value), 9))).quantize(_CENT, rounding=ROUND_HALF_UP)
+    return float(rounded) + 0.0  # turns -0.0 into 0.0
 
 
 def _fmt(points: float) -> str:
