@@ -203,7 +203,7 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
 _CASES_PREFIX = re.compile(r"^- (?:\[[^\]]*\](?:, \[[^\]]*\])*(?: and \d+ more)?|test_\w+): ",
                            re.M)
 # The lines a check's feedback starts with, about the check itself (kept for every check).
-_CHECK_HEAD = re.compile(r"^\S+: \d+ (?:of \d+ case\(s\) did not pass|case\(s\) skipped)")
+_CHECK_HEAD = re.compile(r"^\S+: \d+ (?:of \d+ case\(s\) (?:did not pass|errored)|case\(s\) skipped)")
 
 
 def _said_once(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,10 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
   item's (its checks' exact points), the assignment's (its items' exact points; the late
   penalty a share of that exact total), each from exact values, as a TA adds the fractions;
   the items as shown may then add up to a hundredth more or less than the total shown;
-- cases with outcome ``error`` (a fixture crashed) score 0 and carry the error text;
+- cases with outcome ``error`` (a fixture of the grader crashed: the grader's own harness
+  failed, never the student's code, whose failures a check turns into its verdict, ``failed``,
+  grader/pytest_plugin.py) score 0 and carry the error text, and their check is ``error``: no
+  verdict, a grading problem (below), however many of its other cases ran;
 - manual items score what the instructor's overrides say, else 0 and ``pending``: their
   points are counted in the maximum and in ``pending_points`` until a person grades them;
 - a case that failed because an answer it checks was found but could not be read (written
@@ -29,8 +32,8 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
   instrumentation did not write; grader/integrity) withhold every automatic item's points
   (status ``withheld``, the computed score kept in ``withheld_score``) until the instructor
   clears them with the override ``<assignment>.integrity: {cleared: true, comment: ...}``;
-- a grading problem is no grade: where a check worth points did not run or only errored (its
-  item not set by the instructor), the checks' pytest session went wrong (a module that did
+- a grading problem is no grade: where a check worth points did not run or errored in any of
+  its cases (its item not set by the instructor; the problem names the check and the cases), the checks' pytest session went wrong (a module that did
   not import, a bad exit code), a check ran that the rubric does not know, or no check could
   run at all (`errored_assignment`), the assignment's ``grading_problems`` lists why. Its
   score is kept (what did run), but it is not the student's grade: every consumer reads
@@ -237,8 +240,10 @@ _PROBLEM_CHARS = 300
 
 
 def _checks_that_did_not_run(items: list[ItemScore]) -> list[str]:
-    """A check worth points that did not run, or whose every case errored (a fixture of the
-    grader crashed), in an automatic item the instructor did not score: its 0 is no verdict."""
+    """A check worth points that did not run, or any of whose cases errored (a fixture of the
+    grader crashed), in an automatic item the instructor did not score: its score is no
+    verdict. A check that errored in some cases only names them ("errored in 2 of 31 case(s)
+    ([3gpus-depth5], [5gpus-depth6])"): its other cases' points are no grade either."""
     found = []
     for item in items:
         if item.kind != "auto" or item.overridden:
@@ -246,10 +251,15 @@ def _checks_that_did_not_run(items: list[ItemScore]) -> list[str]:
         for check in item.checks:
             if check.status != STATUS_ERROR or check.points <= 0:
                 continue
-            first = next((c.message for c in check.cases if c.outcome == ERROR), "")
-            found.append(f"{item.id}: check '{check.id}' did not run" if not first else
-                         f"{item.id}: check '{check.id}' errored: "
-                         + " ".join(first.split())[:_PROBLEM_CHARS])
+            errored = [c for c in check.cases if c.outcome == ERROR]
+            if not errored:
+                found.append(f"{item.id}: check '{check.id}' did not run")
+                continue
+            ran = check.passed + check.failed + check.skipped + check.errors
+            where = "" if len(errored) == ran else \
+                f" in {len(errored)} of {ran} case(s) ({_some([c.case for c in errored])})"
+            found.append(f"{item.id}: check '{check.id}' errored{where}: "
+                         + " ".join(errored[0].message.split())[:_PROBLEM_CHARS])
     return found
 
 
@@ -281,8 +291,8 @@ def grading_problems(assignment: Mapping[str, Any]) -> list[str]:
 
 
 def checks_not_run(assignment: Mapping[str, Any]) -> list[str]:
-    """The ids of an assignment's checks worth points that did not run or only errored (in
-    items the instructor did not score): what "N check(s) did not run" counts."""
+    """The ids of an assignment's checks worth points that did not run or errored in any case
+    (in items the instructor did not score): what "N check(s) did not run" counts."""
     return [str(check.get("id")) for item in assignment.get("items") or []
             if item.get("kind", "auto") == "auto" and not item.get("overridden")
             for check in item.get("checks") or []
@@ -361,10 +371,12 @@ def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
     score.score, score.pending_points = _round(score.exact_score), _round(score.exact_pending)
     if counts[PASSED] == counted:
         score.status = STATUS_PASSED
+    elif counts[ERROR]:
+        # The grader failed in these cases, whatever the others gave: the check has no verdict
+        # (its score kept for the record), a grading problem (`_checks_that_did_not_run`).
+        score.status = STATUS_ERROR
     elif score.unread and counts[PASSED] + score.unread == counted:
         score.status = STATUS_PENDING
-    elif counts[ERROR] and not counts[PASSED] and not counts[FAILED]:
-        score.status = STATUS_ERROR
     elif score.score > 0:
         score.status = STATUS_PARTIAL
     else:
@@ -387,6 +399,9 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
                      + (f"({_fmt(score.score)} of {_fmt(rule.points)} point(s))." if rule.points
                         else "(worth no point: it only tells you something the handout "
                              "gives no points for)."))
+    if score.errors:
+        lines.append(f"{rule.check}: {score.errors} of {counted} case(s) errored in the grader "
+                     "itself, not in your code: a grading problem, so this check is graded again.")
     if score.skipped:
         lines.append(f"{rule.check}: {score.skipped} case(s) skipped and "
                      f"{'not counted' if excluded else 'counted as not passed'}.")
