@@ -13,7 +13,7 @@ from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
-from grader.checks.support import HIDE_ANSWERS_ENV, must_agree
+from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, must_agree
 from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
 from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
@@ -44,6 +44,9 @@ class ScriptRuns:
         self.budgets = {a: min(timeout_s, b) for a, b in (budgets or {}).items()}
         self._runs: dict = {}
         self._hung: dict[str, int] = {}
+        # The runs handed to the check now running (pytest_runtest_call below), None between
+        # checks: a failure of one says where its run stopped, if the check did not.
+        self.handed: list[Observation] | None = None
         self._lock = threading.Lock()
         # Runs are separate processes: a module's runs go side by side, as many as this
         # grading's share of the cores keeps busy (grader/common/cpu_share.py).
@@ -105,8 +108,11 @@ class ScriptRuns:
         with `nproc` processes, as the course launches the script); `like_gpus=N`: on the
         same kind of GPUs (real or virtual) as a run with N GPUs, for checks that compare the
         numbers of the two."""
-        return self._script_future(script, gpus, nproc, launcher, sets, edits, args,
-                                   like_gpus).result()
+        observation = self._script_future(script, gpus, nproc, launcher, sets, edits, args,
+                                          like_gpus).result()
+        if self.handed is not None:
+            self.handed.append(observation)
+        return observation
 
     def hw3(self, plan: list[dict], gpus: int):
         # The probe counts its own hangs: it imports the module, it does not run main(), so
@@ -132,6 +138,47 @@ class ScriptRuns:
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self.forks.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A check that failed on a run that stopped early (a crash, a hang) says so, where its
+    message does not already: a check reading what the run did before it stopped (two chunk
+    passes of three, a split but no concatenation) otherwise leaves the student guessing why
+    (audit29: the batch-63 run of Practical 4 crashed, its check named only the passes seen)."""
+    runs = item.funcargs.get("runs")
+    if runs is not None:
+        runs.handed = []
+    try:
+        return (yield)
+    except AnswerNotRead:
+        raise
+    except AssertionError as failure:
+        stops = _stops_not_said(str(failure), _runs_of(item, runs))
+        if not stops:
+            raise
+        # The same exception, its message extended: the traceback still points into the check.
+        failure.args = (str(failure).rstrip("\n") + "".join(
+            f"\nObserved: {stop}" for stop in stops),) + failure.args[1:]
+        raise
+    finally:
+        if runs is not None:
+            runs.handed = None
+
+
+def _runs_of(item, runs) -> list[Observation]:
+    """The runs a check read: those its fixtures are, and those it asked `runs` for."""
+    given = [value for value in item.funcargs.values() if isinstance(value, Observation)]
+    return given + list(runs.handed or []) if runs is not None else given
+
+
+def _stops_not_said(message: str, observations: list[Observation]) -> list[str]:
+    stops = []
+    for observation in observations:
+        problem = None if observation.ok else observation.problem()
+        if problem and problem.split("\n")[0] not in message and problem not in stops:
+            stops.append(problem)
+    return stops
 
 
 @pytest.fixture(scope="session")
