@@ -300,10 +300,32 @@ def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
     script = "hw3/model_parallel.py"
     observation = Observation(script=script, gpus=gpus)
     model_file = submission / script
+    probe = dict(gpus=gpus, timeout_s=timeout_s, scratch_root=scratch_root, forks=forks)
     if not model_file.is_file():
         observation.missing = True
         observation.instead = scripts_instead(submission, script)
-        return [], observation
+        # Its absence is the student's (every check of their code says so); the base code's
+        # measurement is the grader's own, which had errored Task 1 without it (a grading
+        # problem, graded again in every batch). The probe imports the model only when a part
+        # needs it: the course's parts run without one.
+        course = [part for part in plan if part.get("part") in COURSE_PARTS]
+        if not course:
+            return [], observation
+        records, measured = _probe(submission, model_file, course,
+                                   Observation(script=script, gpus=gpus), **probe)
+        observation.integrity += measured.integrity
+        observation.integrity_notes += measured.integrity_notes
+        return records, observation
+    return _probe(submission, model_file, plan, observation, **probe)
+
+
+# The probe's parts that measure the course's own code, before any part imports the student's
+# model: Task 1 asks what the base code does, whatever the student's script.
+COURSE_PARTS = ("base_code",)
+
+
+def _probe(submission: Path, model_file: Path, plan: list[dict], observation: Observation, *,
+           gpus: int, timeout_s: float, scratch_root: Path | None, forks: ForkServer | None):
     scratch = new_scratch("hw3-", scratch_root, forks)
     out = scratch / PROBE_FILE
     argv = [sys.executable, "-m", HW3_LAUNCH_MODULE, str(model_file.resolve()), str(out),
