@@ -1,11 +1,15 @@
 """`pdl-grade grade SUBMISSION --out DIR`: grade one submission (grader/grading): run its checks,
 score them through the rubrics, write DIR/result.json with the student's report and the
-instructor's view beside it. Exit 0 whenever grading itself worked, whatever the score."""
+instructor's view beside it. Exit status: 0 when grading itself worked, whatever the score; 3
+when it did not for an assignment (a grading problem: a check that did not run or errored; its
+result.json is written all the same and names it under `grading_problems`: grade it again); 2
+when the folder or an option is wrong (nothing graded); 1 on a crash."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from grader.common.exit_codes import GRADING_PROBLEM
 from grader.common.run_memory import set_run_memory
 from grader.reports.not_graded import grading_problem_said, not_graded
 from grader.reports.pending import pending_what
@@ -138,10 +142,11 @@ def run(options) -> int:
     waiting = (f"  ({what.rstrip(',')} of the {result['max_score']:g} points are still for a "
                "person to grade)" if what else "")
     if problems:
+        # Said last, and in the exit status: a script that grades many reads it there.
         print(f"{'total':<12} {NO_TOTAL:>6} / {result['max_score']:g}  (no total: a grading "
-              f"problem in {', '.join(problems)} \u2014 run it again)   "
-              f"-> {Path(options.out) / 'result.json'}")
-        return 0
+              f"problem in {', '.join(problems)} \u2014 run it again; exit status "
+              f"{GRADING_PROBLEM})   -> {Path(options.out) / 'result.json'}")
+        return GRADING_PROBLEM
     print(f"{'total':<12} {result['score']:>6g} / {result['max_score']:g}{waiting}   "
           f"-> {Path(options.out) / 'result.json'}")
     return 0

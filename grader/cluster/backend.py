@@ -51,6 +51,7 @@ from grader.cluster.config import (GRADER_MEMORY_MIB, JOB_MARGIN_S, TIMEOUT_KILL
                                    SlurmConfigError, SlurmSettings, mib_to_slurm,
                                    seconds_to_time, slurm_size_mib, time_to_seconds)
 from grader.common.cpu_share import CPU_SHARE_ENV
+from grader.common.exit_codes import GRADING_PROBLEM
 from grader.common.run_memory import RUN_MEMORY_ENV, run_memory_bytes
 from grader.common.text import file_tail, last_line_suffix
 
@@ -363,9 +364,12 @@ class SlurmBackend:
             return None
         tail = file_tail(Path(run.job.out) / LOG_NAME)
         where = f"SLURM job {run.job_id}"
-        if info.state == "COMPLETED" and info.exit_code == 0:
+        if (info.state == "COMPLETED" and info.exit_code == 0) or (
+                info.state == "FAILED" and info.exit_code == GRADING_PROBLEM and not info.signal):
+            # The grade command's 3: graded, an assignment with a grading problem that its
+            # result.json names (no grade; the batch grades it again), as a local batch reads it.
             self._wait_for_result(run)
-            return self._outcome(run, "finished", 0, info, None, tail)
+            return self._outcome(run, "finished", info.exit_code, info, None, tail)
         if info.state == "TIMEOUT":
             return self._outcome(run, "timed_out", info.exit_code, info,
                                  f"{where} reached its time limit ({info.time_limit}) and was "

@@ -207,6 +207,21 @@ def test_failed_and_cancelled_jobs_are_recorded_with_slurms_account(slurm_cluste
     assert slurm._from_sacct([cancelled]) == {}
 
 
+def test_a_grading_problem_s_exit_status_is_read_as_a_grading_not_a_crash(slurm_cluster, tmp_path,
+                                                                         calls_log):
+    # `pdl-grade grade` exits 3 where it failed to grade an assignment, its result.json written
+    # (grader/common/exit_codes.py): SLURM calls the job FAILED, the batch reads the result.
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "alice", score=7, behaviour="grading-problem")
+    report = slurm_batch(subs, out, gpus_per_job=1)
+    assert report.failed == 0 and report.progress.graded == 1
+    status, score, _, message = current(out)["alice"]
+    assert (status, score) == ("graded", 7.0) and message is None, current(out)
+    cell = next(csv.DictReader((out / "grades.csv").open()))
+    assert cell["practical4"] == "" and "grading problem in practical4" in cell["Status"], cell
+    assert job_fields(slurm_cluster, job_id_of(out, "alice"))["ExitCode"] == "3:0"
+
+
 def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_cluster, tmp_path, calls_log):
     subs, out = tmp_path / "subs", tmp_path / "out"
     # Staggered: when the first grading is recorded the others are still running (with equal

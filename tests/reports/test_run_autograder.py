@@ -177,3 +177,30 @@ def test_zip_has_the_scripts_at_its_root_and_no_solutions(tmp_path):
         assert not any(n.startswith(("reference/", "tests/", "benchmarks/")) for n in names)
         assert archive.getinfo("run_autograder").external_attr >> 16 & 0o111
         assert "${PDL_ASSIGNMENTS:-hw3 practical4}" in archive.read("run_autograder").decode()
+
+
+def test_a_grading_problem_is_published_as_no_grade_not_as_a_crash(tmp_path):
+    # `pdl-grade grade` exits 3 where it failed to grade an assignment (grader/common/
+    # exit_codes.py), its result.json written: the results say which, with no points for it.
+    from grader.scoring import build_result, load_rubrics, score_assignment
+    from tests.support.fake_graders import fake_report
+    hw3 = load_rubrics()["hw3"]
+    report = fake_report(hw3, 10)
+    broken = hw3.check_ids[0]
+    report["tests"] = [t for t in report["tests"] if t["metadata"]["check"] != broken]
+    graded = tmp_path / "graded.json"
+    graded.write_text(json.dumps(build_result("submission", [score_assignment(hw3, report)])))
+    root = autograder_root(tmp_path, {"hw3/model_parallel.py": "x = 1\n"})
+    problem = fake_pdl_grade(tmp_path, f"""
+while [[ $# -gt 0 ]]; do [[ $1 == --out ]] && out=$2; shift; done
+mkdir -p "$out" && cp {graded} "$out/result.json"
+exit 3
+""")
+    done = subprocess.run([str(RUN_AUTOGRADER)], env=environment(root, problem),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results = published(root)
+    assert "pdl-grade grade failed" not in results["output"] and "error" not in results["extra_data"], \
+        results["output"]
+    assert "**Not graded: a grading problem**" in results["output"]
+    assert results["tests"] == [] and results["score"] == 0

@@ -3,11 +3,14 @@
 with the repository on PYTHONPATH (`tests.support.fake_grade_command()` is that command).
 
 Besides tests/batch's behaviours ("hang", "crash", "slow"), FAKE.json's "behaviour":
-"cancel-self" makes the job scancel itself, as an operator would."""
+"cancel-self" makes the job scancel itself, as an operator would; "grading-problem" writes a
+result whose assignments the grader failed to grade and exits as `pdl-grade grade` then does
+(grader/common/exit_codes.py)."""
 import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,3 +33,12 @@ if spec.get("behaviour") == "cancel-self":
 key = os.environ.get("PDL_FAKE_KEY") or Path(options.out).name.rsplit("-", 1)[0]
 fake_grade(SimpleNamespace(student=SimpleNamespace(key=key), submission=submission,
                            out=Path(options.out), assignments=tuple(options.assignment)))
+if spec.get("behaviour") == "grading-problem":
+    from grader.common.exit_codes import GRADING_PROBLEM
+    result_file = Path(options.out) / "result.json"
+    result = json.loads(result_file.read_text())
+    for assignment in result["assignments"]:
+        assignment.update(status="incomplete", grading_problems=[
+            f"{assignment['id']}.all: check '{assignment['id']}.all.x' errored: RuntimeError: harness"])
+    result_file.write_text(json.dumps(result))
+    sys.exit(GRADING_PROBLEM)
