@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 from grader.reports.measurements import (comparison_rows, format_measured, format_value,
                                          task_label)
+from grader.reports.missing_scripts import absent_script, pointer, where_to_look
 from grader.reports.not_graded import grading_problem_said, not_graded
 from grader.reports.pending import pending_what
 from grader.reports.stopped_runs import point_to_the_stop, stopped_runs
@@ -91,7 +92,9 @@ def assignment_view(assignment: Mapping[str, Any],
     reported = assignment.get("reported") or None
     hidden = bool(assignment.get("measurements_hidden"))
     rows = [] if hidden else comparison_rows(measurements, reported, str(assignment.get("id", "")))
-    rubric_items = [item_view(i) for i in items if i.get("kind") != "penalty"]
+    rubric = [i for i in items if i.get("kind") != "penalty"]
+    rubric_items = [item_view(i) for i in rubric]
+    missing = _missing_told_once(assignment, rubric, rubric_items)
     stops = _stops_told_once(rubric_items)
     unanswered = surely_unanswered(assignment.get("answers"))
     return {
@@ -111,6 +114,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "late": assignment.get("late"),
         "late_note": _late_without_penalty(assignment.get("late"), items),
         "rubric_items": _said_once(rubric_items),
+        "missing": missing,
         "stops": stops,
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
         "pending": [dict(item_view(i), unanswered=i.get("answer") in unanswered)
@@ -216,7 +220,7 @@ def _said_once(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             lines = check["feedback"].splitlines()
             head = [line for line in lines if _CHECK_HEAD.match(line)]
             body = _CASES_PREFIX.sub("- ", "\n".join(l for l in lines if l not in head)).strip()
-            if not body or check["status"] == "passed":
+            if not body or check["status"] == "passed" or check.get("told_above"):
                 continue
             if body in first:
                 check["feedback"] = "\n".join(
@@ -237,6 +241,46 @@ def _stops_told_once(items: list[dict[str, Any]]) -> list[dict]:
     for check in failing:
         check["feedback"] = point_to_the_stop(check["feedback"], told)
     return stops
+
+
+def _missing_told_once(assignment: Mapping[str, Any], items: list[Mapping[str, Any]],
+                       views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A script the submission lacks fails every check that needed it: told once, at the top of
+    the assignment, with those checks (the terminal's causes: grader/reports/terminal.py); a
+    check whose every failed case is for it, and every skip it caused, points there instead of
+    repeating it (HW3 without its script had said it in 33 places of report.md)."""
+    from grader.reports.terminal import failure_causes   # terminal.py imports this module
+    causes = [cause for cause in failure_causes({"assignments": [assignment]}) if cause.script]
+    for item, view in zip(items, views):
+        for check, shown in zip(item.get("checks") or [], view["checks"]):
+            _point_to_the_missing(check, shown)
+    return [{"script": cause.script, "said": cause.said, "where": where_to_look(cause.script),
+             "checks": list(cause.checks)} for cause in causes]
+
+
+def _point_to_the_missing(check: Mapping[str, Any], shown: dict[str, Any]) -> None:
+    """`shown` (the check's view) pointing to the missing scripts told at the top: its failures
+    where every one is for such a script, and its skip reasons that name one."""
+    failing = [c for c in check.get("cases") or [] if c.get("outcome") in ("failed", "error")]
+    found = [absent_script(str(c.get("message") or "")) for c in failing]
+    if failing and all(found):
+        scripts = list(dict.fromkeys(match.group("script") for match in found))
+        head = [line for line in shown["feedback"].splitlines() if _CHECK_HEAD.match(line)]
+        shown["feedback"] = "\n".join(head + [f"- {len(failing)} case(s): {pointer(scripts)}"])
+        shown["told_above"] = True   # said where it points: not "the same failure as" another
+    said = {}
+    for reason in shown["skip_reasons"]:
+        match = absent_script(reason)
+        said[reason] = pointer([match.group("script")]) if match else reason
+    if said and list(said.values()) != list(said):
+        shown["skip_reasons"] = list(dict.fromkeys(said.values()))
+        # A skipped check's own sentence lists its reasons too ("was skipped (a; b; c)"): each
+        # pointer once.
+        for reason, text in said.items():
+            shown["feedback"] = shown["feedback"].replace(reason, text)
+        for text in set(said.values()) - set(said):
+            shown["feedback"] = re.sub(rf"(?:{re.escape(text)}; )+{re.escape(text)}",
+                                       lambda _: text, shown["feedback"])
 
 
 def check_view(check: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any, Mapping
 
 from grader.reports.formatting import format_points
+from grader.reports.missing_scripts import absent_script, where_to_look
 from grader.reports.not_graded import grading_problem_said, not_graded
 from grader.reports.pending import waiting_to_be_read
 from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
@@ -39,10 +39,6 @@ _WHERE = re.compile(r"^Where to look: (?P<where>.*?)\s*\((?P<qid>[\w.]+)\)\s*$",
 # The same exception fails checks of several tasks, each naming its configurations its way.
 _RAISED = re.compile(r"(?:^(?:Building or running|Importing) .*? failed: |^Observed: )"
                      r"(?P<error>\w+ at [\w./-]+\.py:\d+ .*)$", re.M)
-# A script the submission lacks (grader/harness/observation.py `missing_script`), as every check
-# that needed it says it, with the file beside it that may be it renamed: one cause per script.
-_ABSENT = re.compile(r"(?P<script>\S+\.py) is missing from the submission: keep the template's "
-                     r"file layout\.(?P<instead>[^\n]*)")
 # A case's "Expected:" line, up to its "Observed:" line: what the case's configuration expects.
 _EXPECTED = re.compile(r"^Expected:.*?(?=^Observed:)", re.M | re.S)
 # Cases listed by name under one cause before the rest are counted.
@@ -61,6 +57,8 @@ class Cause:
     free: bool = True   # every check it hit is worth no point (it only tells)
     shown: int = 0   # the index in `cases` of the case whose message is shown
     shown_message: str = field(default="", repr=False)   # `message` when `shown` was set
+    script: str = ""   # a script the submission lacks, where that is the cause
+    said: str = ""     # ... and how the checks said it (with a file that may be it renamed)
 
     @property
     def count(self) -> int:
@@ -118,15 +116,14 @@ def _add(causes: dict[str, Cause], message: str, check: str, case: str) -> Cause
 
 def _cause_of(causes: dict[str, Cause], message: str, check: str = "") -> Cause:
     """The cause `message` belongs to (made on its first message)."""
-    absent = _ABSENT.search(message)
+    absent = absent_script(message)
     if absent:
         # A missing script fails every check that needed it, each saying so its own way (an
         # answer check: "your code did not get that far: ..."): one cause per script.
         script = absent.group("script")
         return causes.setdefault("absent: " + script, Cause(
             f"The checks it cost need {script}.\nObserved: {absent.group(0)}\n"
-            f"Where to look: the file names in {PurePosixPath(script).parent}/: the grader runs "
-            "each script under the template's name"))
+            f"Where to look: {where_to_look(script)}", script=script, said=absent.group(0)))
     crash = CRASH.search(message)
     missing, where = _MISSING.search(message), _WHERE.search(message)
     if missing and where:
