@@ -145,7 +145,7 @@ class AssignmentScore:
     # {problems: [...], withheld: bool, withheld_points, cleared: bool, comment} when the
     # integrity checks found something; None when they found nothing
     integrity: dict[str, Any] | None = None
-    # Why the score is no grade (a check that did not run or only errored, the checks' session
+    # Why the score is no grade (a check that did not run or errored, the checks' session
     # going wrong): empty when it is one. See the module docstring and `grading_problems`.
     grading_problems: list[str] = field(default_factory=list)
 
