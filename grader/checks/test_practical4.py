@@ -99,12 +99,41 @@ def full_batch_pass(run, batch):
                  and rows_of(p["out_shape"]) == batch), None)
 
 
-def chunk_passes(run, batch):
-    """Part 2: the forward passes on fewer rows than the batch, after Part 1's."""
+def _after_part1(run, batch):
+    """The forward passes after Part 1's (all of them where Part 1's is not found)."""
     passes = forward_passes(run)
     full = full_batch_pass(run, batch)
-    start = passes.index(full) + 1 if full in passes else 0
-    return [p for p in passes[start:] if (rows_of(p["batch"]) or batch) < batch]
+    return passes[passes.index(full) + 1:] if full in passes else passes
+
+
+def all_chunk_passes(run, batch):
+    """Every forward pass on fewer rows than the batch after Part 1's: Part 2's, and those of
+    any repetition of it (a timing loop); their outputs are the chunks' outputs a combination
+    may join."""
+    return [p for p in _after_part1(run, batch) if (rows_of(p["batch"]) or batch) < batch]
+
+
+def chunk_passes(run, batch):
+    """Part 2: one run of its chunks, the first run of forward passes on fewer rows than the
+    batch after Part 1's. A script that runs Part 2 again (timing it: `torch.cat([model(c) for
+    c in chunks])` 10 times) is judged on one of them, never on their sum (a red team's adv31
+    H2: "22 forward pass(es) on parts of the batch (704 of the batch's 64 rows)"). The run
+    ends once its rows add up to the batch, or at the next pass on the batch's rows or more;
+    a pass on rows the run already holds (a chunk run again) is a repetition, not one more
+    chunk. Three chunks, or chunks that leave rows out, are still that."""
+    found = []
+    for forward in _after_part1(run, batch):
+        if (rows_of(forward["batch"]) or batch) >= batch:
+            if found:
+                break
+            continue
+        if forward["rows_in"] is not None and any(forward["rows_in"] == other["rows_in"]
+                                                  for other in found):
+            continue   # the same chunk again
+        found.append(forward)
+        if sum(rows_of(p["batch"]) for p in found) >= batch:
+            break
+    return found
 
 
 def part3_layers(run, with_stopped: bool = True):
@@ -157,16 +186,52 @@ def _add_part3_devices(found: dict, layers: list[dict]) -> None:
 
 def activation_moves(run, batch=BATCH):
     """Moves of Part 3's activation ([batch, HIDDEN]) from one GPU to another."""
-    return [e for e in run.copies(0) if str(e.get("src", "")).startswith("cuda")
-            and str(e.get("dst", "")).startswith("cuda") and e.get("src") != e.get("dst")
-            and e.get("shape") == [batch, HIDDEN]]
+    return [e for e in run.copies(0) if _moves_the_activation(e, batch)]
+
+
+def _moves_the_activation(event: dict, batch: int) -> bool:
+    return str(event.get("src", "")).startswith("cuda") \
+        and str(event.get("dst", "")).startswith("cuda") and event.get("src") != event.get("dst") \
+        and event.get("shape") == [batch, HIDDEN]
+
+
+def moves_per_forward(run, batch=BATCH) -> list[list[dict]]:
+    """Part 3's moves of the activation, one list per forward pass that moved it: those made
+    since the previous pass that gave [batch, OUT_DIM] (layer2's, or a two-GPU module's) up to
+    this one's end; moves after the last such pass count with it. A script that runs Part 3's
+    forward again (timing it: 3 warm-up and 10 timed passes) moves the activation once per
+    pass, not 13 times (a red team's adv31 H2); a pass that moves it there and back again
+    still shows every move."""
+    forwards, moves = [], []
+    for event in run.events:
+        kind = event.get("event")
+        if kind in ("to", "transfer") and event.get("rank") == 0 and \
+                (kind == "transfer" or event.get("copied")) and _moves_the_activation(event, batch):
+            moves.append(event)
+        elif kind == "forward_out" and event.get("rank", 0) == 0 and moves and \
+                event.get("shape") == [batch, OUT_DIM]:
+            forwards.append(moves)
+            moves = []
+    if moves and forwards:
+        forwards[-1] = forwards[-1] + moves
+    elif moves:
+        forwards.append(moves)
+    return forwards
+
+
+def _one_move_right(moves: list[dict]) -> bool:
+    return len(moves) == 1 and moves[0].get("src") == "cuda:0" and moves[0].get("dst") == "cuda:1"
+
+
+def _moves_said(moves: list[dict]) -> str:
+    return ", ".join(f"{m['src']} -> {m['dst']} at {m.get('site')}" for m in moves)
 
 
 def part3_output(run, batch=BATCH):
     """Part 3's output: the last forward pass after Parts 1 and 2 that gives [batch, OUT_DIM]:
     layer2's (the handout's loose layers) or the student's two-GPU module's."""
     passes = forward_passes(run)
-    earlier = chunk_passes(run, batch) or [full_batch_pass(run, batch)]
+    earlier = all_chunk_passes(run, batch) or [full_batch_pass(run, batch)]
     start = passes.index(earlier[-1]) + 1 if earlier[-1] in passes else 0
     found = [p for p in passes[start:] if p["out_shape"] == [batch, OUT_DIM]]
     return found[-1] if found else None
@@ -221,13 +286,17 @@ def _combined_unrecorded(cats, fills, run, batch):
     other passes: rows.py's budget): a torch.cat of the chunk passes' outputs in the chunks'
     order, or a tensor filled with them in that order, is taken as the combination, as its
     rows cannot be compared; None without one."""
-    order = [p.get("storage_out") for p in chunk_passes(run, batch)]
+    # In the chunks' order: the outputs of one run of them (Part 2's, or a repetition's).
+    every, count = [p.get("storage_out") for p in all_chunk_passes(run, batch)], \
+        len(chunk_passes(run, batch))
+    orders = [every[i:i + count] for i in range(0, len(every) - count + 1, count)] if count \
+        else []
     for cat in cats:
-        if cat.get("storages") == order:
+        if cat.get("storages") in orders:
             return True, (f"torch.cat at {cat.get('site')} joins the chunks' outputs in the "
                           "chunks' order (its rows were not recorded, so not compared)")
     for fill in fills:
-        if fill["sources"] == order:
+        if fill["sources"] in orders:
             return True, (f"the tensor filled at {fill['site']} holds the chunks' outputs in "
                           "the chunks' order (its rows were not recorded, so not compared)")
     return None
@@ -242,7 +311,7 @@ def filled_with_chunks(run, batch):
     filled with another tensor, such as Part 1's output cut into pieces, which combines
     nothing), or None where a fill's rows were not recorded; `sources` the chunk outputs'
     storages in the order of the rows they fill. A tensor no chunk's output filled is none."""
-    outputs = {p.get("storage_out") for p in chunk_passes(run, batch)} - {None}
+    outputs = {p.get("storage_out") for p in all_chunk_passes(run, batch)} - {None}
     known = recorded_rows(run)
     tensors: dict = {}
     for fill in run.of("fill", 0):
@@ -283,7 +352,7 @@ def chunk_concatenations(run, batch):
     copy of it `.to()` made): `torch.cat(torch.chunk(output, 2))` is Part 1's output cut and
     glued back, no chunk run through the model (a red team's adv28 earned 2.4 points with it).
     A record without `storages` (written before they were) is taken as it says."""
-    outputs = {p.get("storage_out") for p in chunk_passes(run, batch)} - {None}
+    outputs = {p.get("storage_out") for p in all_chunk_passes(run, batch)} - {None}
     return [c for c in concatenations(run) if rows_of(c.get("shape")) == batch
             and ("storages" not in c
                  or (outputs and c["storages"] and set(c["storages"]) <= outputs))]
@@ -294,7 +363,7 @@ def not_chunk_concatenations(run, batch) -> str:
     `batch` rows filled row by row, of other tensors than the chunks' outputs."""
     others = [c for c in concatenations(run) if rows_of(c.get("shape")) == batch
               and c not in chunk_concatenations(run, batch)]
-    outputs = {p.get("storage_out") for p in chunk_passes(run, batch)} - {None}
+    outputs = {p.get("storage_out") for p in all_chunk_passes(run, batch)} - {None}
     fills = [f for f in run.of("fill", 0) if f.get("rows_total") == batch
              and f.get("source") not in outputs]
     said = ""
@@ -430,16 +499,27 @@ def test_one_activation_transfer(part3_run):
     look = "Part 3: out = out.to(device1) between the two layers, once"
     expected = (f"exactly one move of the activation [{BATCH}, {HIDDEN}] from cuda:0 to cuda:1 "
                 "in Part 3's forward pass")
-    moves = activation_moves(part3_run)
+    forwards = moves_per_forward(part3_run)
     # Where layer2 never ran, the script never got to the move: said with its cause (a crash).
-    evidence(part3_run, moves or "layer2" in part3_layers(part3_run, with_stopped=False),
+    evidence(part3_run, forwards or "layer2" in part3_layers(part3_run, with_stopped=False),
              expected, part3_not_run(part3_run, "no forward pass through Part 3's layer2"),
              look)
-    right = [m for m in moves if m.get("src") == "cuda:0" and m.get("dst") == "cuda:1"]
-    assert len(moves) == len(right) == 1, explain(
-        expected, f"{len(moves)} move(s) of the activation between GPUs"
-        + (": " + ", ".join(f"{m['src']} -> {m['dst']} at {m.get('site')}" for m in moves)
-           if moves else ""), look)
+    # Every forward pass moves it once: Part 3 timed (run again) is judged pass by pass.
+    wrong = next((moves for moves in forwards if not _one_move_right(moves)), None)
+    assert forwards and wrong is None, explain(expected, _moves_observed(forwards, wrong), look)
+
+
+def _moves_observed(forwards: list[list[dict]], wrong: list[dict] | None) -> str:
+    if not forwards:
+        return "0 move(s) of the activation between GPUs"
+    counts = [len(moves) for moves in forwards]
+    if len(set(counts)) == 1:
+        said = f"{counts[0]} move(s) of the activation between GPUs in one forward pass"
+        if len(forwards) > 1:
+            said += f" (in each of the {len(forwards)} forward passes of Part 3)"
+    else:
+        said = f"moves of the activation between GPUs per forward pass of Part 3: {counts}"
+    return said + (f"; the first pass not right: {_moves_said(wrong)}" if wrong else "")
 
 
 @pytest.mark.check("practical4.mp_output_shape")
@@ -559,12 +639,16 @@ def test_reported_layer_devices(part3_run, answers, agree, layer, qid):
 
 @pytest.mark.check("practical4.transfers_reported")
 def test_reported_transfers_per_forward(part3_run, answers, agree):
-    moves = activation_moves(part3_run)
+    forwards = moves_per_forward(part3_run)
     # Counted where Part 3's layer2 ran (or a move was seen): a script stopped before it never
     # got to the move, and "your code moves it 0 times" had told a right answer of 1 to change.
+    # Per forward pass, the first one's (a timed Part 3 runs it again: adv31 H2).
     ran = part3_layers(part3_run, with_stopped=False)
+    moves = forwards[0] if forwards else []
     truth = len(moves) if moves or "layer2" in ran else None
     value, truth = answer_and_truth(answers, "part3.transfers_per_forward", truth, part3_run)
+    counts = [len(m) for m in forwards]
     agree("part3.transfers_per_forward", value, truth,
           f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"
-          + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else ""))
+          + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else "")
+          + (f" (its first; per forward pass: {counts})" if len(set(counts)) > 1 else ""))
