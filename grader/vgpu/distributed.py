@@ -166,7 +166,12 @@ def install(patcher: Patcher, *, virtual: bool = True, node=None) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     ProcessGroupPatches(dist, virtual, node).install(patcher)
-    DDPPatches(DDP, dist, node).install(patcher)
+    buckets = None
+    if node is not None:   # virtual GPUs: every storage is the host's
+        from grader.vgpu.ddp_buckets import PerGpuBuckets
+        buckets = PerGpuBuckets(dist, node)
+        buckets.install(patcher)
+    DDPPatches(DDP, dist, node, buckets).install(patcher)
     install_for_spawned_children(patcher)
 
 
@@ -229,10 +234,11 @@ class DDPPatches:
     (through a comm hook that then does what DDP's default does: average over the group);
     on virtual GPUs (`node`) each bucket's all-reduce is laid on the simulated clock."""
 
-    def __init__(self, DDP, dist, node=None):
+    def __init__(self, DDP, dist, node=None, buckets=None):
         self.DDP = DDP
         self.dist = dist
         self.node = node
+        self.buckets = buckets   # grader/vgpu/ddp_buckets.py, on virtual GPUs
         self.original_init = DDP.__init__
         self.original_forward = DDP.forward
         self.original_register = DDP.register_comm_hook
@@ -284,6 +290,8 @@ class DDPPatches:
             group = kwargs.get("process_group", args[5] if len(args) > 5 else None)
             check_nccl_devices(self.dist, group, first.device if first is not None else None)
         self.original_init(ddp, module, *args, **kwargs)
+        if self.buckets is not None:
+            self.buckets.watch(ddp)
         devices = sorted({str(p.device) for p in module.parameters()})
         get_trace().emit("ddp_wrap", module=type(module).__name__, param_devices=devices,
                          device_ids=[str(d) for d in (ddp.device_ids or [])],
