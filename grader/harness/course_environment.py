@@ -79,6 +79,24 @@ def device_mismatch_note(message: str, site: str | None = None) -> str | None:
             "GPUs; a batch is moved to the GPU of the model it is fed to).")
 
 
+_STATIC_GRAPH_ASSERT = re.compile(r"expect_autograd_hooks_ INTERNAL ASSERT FAILED")
+
+
+def static_graph_note(message: str) -> str | None:
+    """For DDP's "expect_autograd_hooks_ INTERNAL ASSERT FAILED ... please report a bug to
+    PyTorch": PyTorch's own error, which real GPUs raise too (torch 2.13 on CPU tensors with
+    gloo, no grader, stops alike), where static_graph=True meets a first backward inside
+    no_sync(). PyTorch's words read as a fault of the grader's virtual GPUs (adv30 A4)."""
+    if not _STATIC_GRAPH_ASSERT.search(str(message)):
+        return None
+    return ("This error is PyTorch's own (DDP's reducer), not the grader's, and real GPUs raise "
+            "it too: DDP(model, static_graph=True) stops when the first backward pass runs "
+            "inside model.no_sync(), as gradient accumulation's first micro-batch does (a known "
+            "PyTorch bug: https://github.com/pytorch/pytorch/issues/143580). Leave "
+            "static_graph=True out: DDP(model) accumulates no_sync() micro-batches as the "
+            "practical asks.")
+
+
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None

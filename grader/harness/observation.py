@@ -11,7 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from grader.harness.course_environment import (device_mismatch_note, duplicate_gpu_note,
-                                               missing_module_note, read_only_note)
+                                               missing_module_note, read_only_note,
+                                               static_graph_note)
 
 _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # The runtime raises the errors a real GPU would (a device that does not exist, two devices in
@@ -122,6 +123,7 @@ class Observation:
             missing = (missing_module_note(exception.get("message", ""))
                        or read_only_note(exception.get("message", ""))
                        or duplicate_gpu_note(exception.get("message", ""))
+                       or static_graph_note(exception.get("message", ""))
                        or self._ddp_device_note()
                        or device_mismatch_note(exception.get("message", ""),
                                                exception.get("site")))
