@@ -44,9 +44,13 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     on (see `_rows_as_run`). `trains`: run with gradients and its output reached by a backward
     pass (see `trains`). `rows_dropped` / `rows_out_dropped`: the input's / output's rows were
     not recorded (the process had spent its records of rows: grader/vgpu/rows.py), which is
-    not known, never other rows."""
+    not known, never other rows; a pass with gradients that found them spent has them from
+    the `forward_rows` record written when a backward reached it. `sum_out`: its output's sum
+    (recorded whatever the budget of rows)."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
+    reached_rows = {e.get("n"): _rows_in(e, known) for e in run.events
+                    if e.get("event") == "forward_rows" and e.get("rank", 0) == rank}
     reached = reached_passes(run, rank)
     wrappers = wrapper_passes(run.events)
     for event in run.events:
@@ -59,19 +63,23 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
             if (event.get("rank", 0), event.get("n")) in wrappers:
                 open_passes.pop(thread, None)   # its output is the wrapper's, not a pass's
                 continue
+            rows_in, dropped = _rows_in(event, known), bool(event.get("rows_dropped"))
+            if dropped and reached_rows.get(event.get("n")) is not None:
+                rows_in, dropped = reached_rows[event.get("n")], False
             open_passes[thread] = {
                 "module": event.get("module"), "step": event.get("step"),
-                "batch": event.get("batch"), "rows_in": _rows_in(event, known),
-                "rows_dropped": bool(event.get("rows_dropped")), "rows_out_dropped": False,
+                "batch": event.get("batch"), "rows_in": rows_in,
+                "rows_dropped": dropped, "rows_out_dropped": False,
                 "out_shape": None, "out_device": None, "rows_out": None,
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
                 "trains": trains(event, reached), "n": event.get("n"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
-                "rows_inside": None, "inside_calls": None}
+                "rows_inside": None, "inside_calls": None, "sum_out": None}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
+                        sum_out=event.get("sum"),
                         rows_out=_rows_in(event, known), storage_out=event.get("storage"),
                         rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"),
@@ -175,6 +183,11 @@ def reached_in(used: list[dict]) -> set:
 # computed from the weights directly (`F.linear(x, model.fc.weight)`, gradients of
 # `torch.autograd.grad`) beside passes given a tiny gradient is all of it (adv27).
 OUTSIDE_LIMIT = 0.99
+# ... or where the script wrote more than this share of the `.grad` applied (`written`,
+# grader/vgpu/grad_writes.py): honest loops write at most a penalty into .grad (weight decay, a
+# few hundredths of it) or scale it; `.grad` replaced by a gradient of detached copies of the
+# weights, less what the last backward adds, is nine tenths or more of it (a red team, adv31).
+WRITTEN_LIMIT = 0.5
 
 
 OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights directly, e.g. "
@@ -201,19 +214,26 @@ def made_outside(step: dict) -> bool:
     """Whether a step record's gradient was made beside the model's forward passes
     (grader/vgpu/gradient_sources.py): its `outside` share over OUTSIDE_LIMIT, or a
     `backward_share` (what backward passes gave the parameters was a hundredth of the gradient
-    applied: the rest written into .grad), or a walk of its graph that found no pass
-    (`walk_limit`)."""
-    share = step.get("outside")
-    return (isinstance(share, (int, float)) and not isinstance(share, bool)
-            and share > OUTSIDE_LIMIT) or "backward_share" in step or bool(step.get("walk_limit"))
+    applied: the rest written into .grad), or a `written` share over WRITTEN_LIMIT (the script
+    wrote most of .grad itself), or a walk of its graph that found no pass (`walk_limit`)."""
+    return _share_over(step.get("outside"), OUTSIDE_LIMIT) or "backward_share" in step or \
+        _share_over(step.get("written"), WRITTEN_LIMIT) or bool(step.get("walk_limit"))
+
+
+def _share_over(share, limit: float) -> bool:
+    return isinstance(share, (int, float)) and not isinstance(share, bool) and share > limit
 
 
 def outside_of(step: dict) -> float:
-    """The share of a step's gradient made beside the passes, for the messages: 1 where it was
-    written into .grad or its graph was too large to follow."""
+    """The share of a step's gradient made beside the passes, for the messages: 1 where
+    backward gave next to none of .grad or its graph was too large to follow, the share the
+    script wrote where it wrote most of .grad."""
     share = step.get("outside")
-    if "backward_share" in step or step.get("walk_limit") or \
-            not isinstance(share, (int, float)) or isinstance(share, bool):
+    if "backward_share" in step or step.get("walk_limit"):
+        return 1.0
+    if _share_over(step.get("written"), WRITTEN_LIMIT):
+        return min(1.0, float(step["written"]))    # the part the script wrote into .grad
+    if not isinstance(share, (int, float)) or isinstance(share, bool):
         return 1.0
     return float(share)
 
@@ -369,6 +389,16 @@ def first_step_rows(run, rank: int) -> list[list[float]]:
         if forward["step"] == 0 and forward["rows_in"] and forward["trains"]:
             rows += forward["rows_in"]
     return rows
+
+
+def first_step_output_sums(run, rank: int) -> list[float]:
+    """The sums of the outputs of the passes the rank trained on before its first optimizer
+    step, recorded whatever the budget of rows: the ranks' replicas start with the same weights
+    (DDP broadcasts rank 0's), so the same rows give the same outputs, where the rows
+    themselves were not recorded."""
+    return [float(p["sum_out"]) for p in forward_passes(run, rank)
+            if p["step"] == 0 and p["trains"] and isinstance(p["sum_out"], (int, float))
+            and not isinstance(p["sum_out"], bool)]
 
 
 def first_step_rows_dropped(run, rank: int) -> bool:

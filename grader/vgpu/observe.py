@@ -15,7 +15,7 @@ import threading
 
 import torch
 
-from grader.vgpu.gradient_sources import GradientSources, mark_pass_output
+from grader.vgpu.gradient_sources import GradientSources, checkpoint_walked, mark_pass_output
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
@@ -121,6 +121,13 @@ def backward_begins(roots) -> None:
     observer = _observer
     if observer is not None:
         observer.backward_begins(roots)
+
+
+def backward_ends() -> None:
+    """A backward pass the script called has returned (not one inside another)."""
+    observer = _observer
+    if observer is not None and not in_backward() and observer.trace.enabled:
+        observer.sources.backward_ended()
 
 
 # Calls of a pass's first layer noted, at most (`inside_calls`).
@@ -365,7 +372,8 @@ class Observer:
                 self._recomputed(module, first)
             return None
         self.forwards += 1
-        opened = (self.forwards, storage_of(first) if first is not None else None)
+        opened = (self.forwards, storage_of(first) if first is not None else None,
+                  tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
         if within is None:
             _tls.forward, _tls.root = opened, (module, self.forwards, _may_wrap(module), None)
@@ -387,7 +395,7 @@ class Observer:
                         **_more_rows(first, args, kwargs),
                         **({"nested": True} if nested else {}),
                         **({"within": within} if within is not None else {}),
-                        **self.rows.fields(first), **begun)
+                        **self.rows.fields(first, self.forwards), **begun)
         if not nested and within is None:
             layout = placement(module)
             if self._placements.get(id(module)) != layout:
@@ -419,7 +427,7 @@ class Observer:
         _tls.depth = depth
         if depth == 1 and getattr(_tls, "inner", None) is module:
             _tls.inner = None
-            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None)), output)
+            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None, None)), output)
             return None
         if depth or not self.trace.enabled or not _is_model(module):
             return None
@@ -428,18 +436,21 @@ class Observer:
             # recomputation's output is not all zeros.
             forward, _tls.recomputing = getattr(_tls, "recomputing", None), None
             if forward is not None:
-                self._watch_output(module, forward, None, _output_tensors(output))
-            elif getattr(_tls, "reentrant", False):
+                self._watch_output(module, forward, None, None, _output_tensors(output))
+            elif getattr(_tls, "reentrant", False) and \
+                    not checkpoint_walked(torch._C._current_autograd_node()):
                 # A part of a pass checkpointed inside the model's forward, recomputed: what
                 # lies below its output is that pass's (a red team's honest P10, adv30, had its
-                # stage's whole gradient read as made outside the passes).
+                # stage's whole gradient read as made outside the passes). Not a checkpoint the
+                # walk outside the passes went through: a whole batch computed by the
+                # recomputation of a checkpoint beside the passes is outside them (adv31).
                 for tensor in _output_tensors(output):
                     if tensor.grad_fn is not None:
                         mark_pass_output(tensor.grad_fn, 0)
             _tls.reentrant = False
             return None
         _tls.root = None
-        self._pass_ends(module, getattr(_tls, "forward", (None, None)), output)
+        self._pass_ends(module, getattr(_tls, "forward", (None, None, None)), output)
         return None
 
     def _pass_ends(self, module, opened, output) -> None:
@@ -457,7 +468,7 @@ class Observer:
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
-    def _watch_output(self, module, forward, input_storage, tensors) -> None:
+    def _watch_output(self, module, forward, input_storage, input_shape, tensors) -> None:
         """Have `forward_used` recorded when a backward pass first reaches this pass's output
         (or, for a pass inside reentrant checkpointing, whose output autograd never sees,
         when backward recomputes it): a pass no backward reaches trains nothing (a forged
@@ -469,7 +480,8 @@ class Observer:
             mark_pass_output(node, forward)
         if not nodes:
             if _checkpointed():
-                self._awaiting.setdefault(id(module), []).append((forward, input_storage))
+                self._awaiting.setdefault(id(module), []).append(
+                    (forward, input_storage, input_shape))
             return
 
         def reached(grad_outputs, forward=forward):
@@ -489,19 +501,26 @@ class Observer:
     def _recomputed(self, module, first) -> None:
         """Backward recomputes a checkpointed pass of `module`: the latest one awaiting on the
         same input (reentrant checkpointing recomputes on its saved inputs, detached: the same
-        storage), else the latest one awaiting, whose recomputed output is then watched."""
-        awaiting = self._awaiting.get(id(module))
+        storage), else the latest one awaiting, whose recomputed output is then watched. Only
+        one of the input's shape: a recomputation on other rows than the pass (a function that
+        runs the model on a micro-batch in the checkpoint's forward and on the whole batch
+        when backward recomputes it: adv31) is no recomputation of that pass."""
+        shape = tuple(first.shape) if first is not None else None
+        awaiting = [i for i, entry in enumerate(self._awaiting.get(id(module)) or ())
+                    if entry[2] == shape]
         if not awaiting:
             return
         storage = storage_of(first) if first is not None else None
-        same = [i for i, (_, saved) in enumerate(awaiting) if saved is not None and saved == storage]
-        forward, _ = awaiting.pop(same[-1] if same else -1)
+        entries = self._awaiting[id(module)]
+        same = [i for i in awaiting if entries[i][1] is not None and entries[i][1] == storage]
+        forward = entries.pop(same[-1] if same else awaiting[-1])[0]
         _tls.recomputing = forward   # watched at the recomputation's end (_post_forward)
 
     def _reached(self, forward: int, norm: float) -> None:
         if forward not in self._used and self.trace.enabled:
             self._used.add(forward)
             self.trace.emit("forward_used", n=forward, step=self.steps, g=float(f"{norm:.6g}"))
+            self.rows.reached(forward)   # its rows, where they were held (rows.py)
 
     # -- where the steps' gradients came from (gradient_sources.py) ---------------------------
     def backward_begins(self, roots) -> None:
@@ -514,7 +533,8 @@ class Observer:
         grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
         if self.trace.enabled:
             self._grad_print = _fingerprint(grads)
-            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"])
+            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
+                                                          self._step_params)
 
     def _post_step(self, optimizer, args, kwargs):
         self.steps += 1

@@ -18,6 +18,14 @@ are not spent again: a record whose rows equal an earlier one's carries `rows_as
 `rows_id` (a timing loop runs the same batch 30 times). Where a budget is spent the record says
 so (`rows_dropped`): the checks read that as not recorded, never as other rows.
 
+A pass with gradients whose rows find the budget spent as it runs is not given up: its rows are
+held (the latest MAX_RECORDS such passes), and recorded when a backward pass first reaches it
+(`reached`: a `forward_rows` record naming the pass, from a budget of its own, "trained"). A
+training pass is one a backward reaches, which is not known while it runs; passes no backward
+reaches (a CUDA warm-up of 40 passes with autograd on, a red team's adv31 H3) spend nothing of
+it, so they can no longer leave the training batch unrecorded (Practical 6's different_data had
+been skipped, and the bug it looks for hidden).
+
 A concatenation records where each of its inputs lives (`storages`): the chunks' outputs, not
 Part 1's output cut into pieces and glued back (adv28). A copy of a tensor is that tensor: an
 input moved to another device first (`out.to(x.device)`), cloned (`out.clone()`, a red team's
@@ -51,8 +59,9 @@ MAX_ROWS = 1024
 MAX_RECORDS = 64
 # The budgets, each of MAX_RECORDS records per process: forward passes with gradients (or inside
 # a reentrant checkpoint: they train), forward passes under no_grad, concatenations (and fills),
-# comparisons.
-BUDGETS = ("rows", "eval", "concat", "compare")
+# comparisons, and passes with gradients recorded when a backward reached them ("trained": those
+# that found "rows" spent as they ran).
+BUDGETS = ("rows", "eval", "concat", "compare", "trained")
 # Copies made before the first step, remembered (the latest ones) to tell the tensor a moved or
 # cloned output was copied from; as many storages of forward passes, whose writes are fills.
 MAX_COPIES = 4096
@@ -116,6 +125,9 @@ class RowRecorder:
         self._named: set[str] = set()             # rows_id of the rows recorded so far
         self._copied_from: dict[int, int] = {}    # a copy's storage -> the storage it came from
         self._passes: dict[int, None] = {}        # storages of the passes' inputs and outputs
+        # pass number -> the rows of its input, for passes with gradients that found "rows"
+        # spent, until a backward reaches them (the latest MAX_RECORDS)
+        self._held: dict[int, list] = {}
         self._lock = threading.Lock()
 
     def _recording(self) -> bool:
@@ -148,9 +160,10 @@ class RowRecorder:
             self._named.add(digest)
         return {"rows": prints, "rows_id": digest}
 
-    def fields(self, tensor) -> dict:
+    def fields(self, tensor, pass_number: int | None = None) -> dict:
         """The rows fields and `storage` of a forward or forward_out record, or nothing where
-        rows are not recorded."""
+        rows are not recorded. `pass_number`: the pass whose input `tensor` is; where its rows
+        find the budget spent, they are held until a backward reaches it (`reached`)."""
         if tensor is None or not self._recording():
             return {}
         prints = row_prints(tensor)
@@ -168,7 +181,24 @@ class RowRecorder:
                 self._passes[storage] = None
                 if len(self._passes) > MAX_COPIES:
                     del self._passes[next(iter(self._passes))]
-        return {**self._rows(prints, kind), "storage": storage}
+        found = self._rows(prints, kind)
+        if found.get("rows_dropped") and kind == "rows" and pass_number is not None:
+            with self._lock:
+                self._held[pass_number] = prints
+                if len(self._held) > MAX_RECORDS:   # the oldest go first
+                    del self._held[next(iter(self._held))]
+        return {**found, "storage": storage}
+
+    def reached(self, pass_number: int) -> None:
+        """A backward pass first reached pass `pass_number`: the rows of its input, held since
+        it ran with the budget spent, are recorded now (`forward_rows`, from the "trained"
+        budget), as those of a pass that trains."""
+        with self._lock:
+            prints = self._held.pop(pass_number, None)
+        trace = get_trace()
+        if prints is None or not trace.enabled:
+            return
+        trace.emit("forward_rows", n=pass_number, **self._rows(prints, "trained"))
 
     def copied(self, source, copy) -> None:
         """`copy` was made of `source` (`.to()` to another device or dtype, `clone`,

@@ -229,7 +229,10 @@ def test_a_training_batch_seen_before_under_no_grad_is_named_again(traced_vnode)
 
 
 def test_different_data_is_not_failed_on_rows_not_recorded(monkeypatch):
-    """P6's check, with every training pass's rows dropped: skipped, never 'no rank recorded'."""
+    """P6's check, with every training pass's rows dropped: never 'no rank recorded', and no
+    longer skipped (a skip left the maximum, adv31 H3): nothing known says other rows, so it
+    passes (tests/grading/test_practical6_warmup_rows.py: the outputs compared where they are
+    recorded)."""
     events = []
     for rank in (0, 1):
         events += [{"event": "start", "rank": rank},
@@ -242,12 +245,7 @@ def test_different_data_is_not_failed_on_rows_not_recorded(monkeypatch):
                    {"event": "step", "rank": rank, "index": 1}]
     run = observed(events, script="practical6/practical6_ddp.py")
     monkeypatch.setattr(p6, "ddp_run", lambda runs, processes: run)
-    try:
-        p6.test_ranks_train_on_different_rows_of_one_batch(None, 2)
-    except pytest.skip.Exception as skipped:   # pytest.raises lets a skip through
-        assert "not recorded" in str(skipped)
-    else:
-        raise AssertionError("expected the check skipped")
+    p6.test_ranks_train_on_different_rows_of_one_batch(None, 2)
     # One rank's rows recorded, the other's dropped: what is known decides, and passes.
     events[1] = {**events[1], "rows": [[float(i), float(i * i)] for i in range(32)]}
     del events[1]["rows_dropped"]
