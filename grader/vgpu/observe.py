@@ -15,7 +15,7 @@ import threading
 
 import torch
 
-from grader.vgpu.gradient_sources import GradientSources, checkpoint_walked, mark_pass_output
+from grader.vgpu.gradient_sources import GradientSources, mark_pass_output
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
@@ -121,13 +121,6 @@ def backward_begins(roots) -> None:
     observer = _observer
     if observer is not None:
         observer.backward_begins(roots)
-
-
-def backward_ends() -> None:
-    """A backward pass the script called has returned (not one inside another)."""
-    observer = _observer
-    if observer is not None and not in_backward() and observer.trace.enabled:
-        observer.sources.backward_ended()
 
 
 # Calls of a pass's first layer noted, at most (`inside_calls`).
@@ -372,8 +365,7 @@ class Observer:
                 self._recomputed(module, first)
             return None
         self.forwards += 1
-        opened = (self.forwards, storage_of(first) if first is not None else None,
-                  tuple(first.shape) if first is not None else None)
+        opened = (self.forwards, storage_of(first) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
         if within is None:
             _tls.forward, _tls.root = opened, (module, self.forwards, _may_wrap(module), None)
@@ -427,7 +419,7 @@ class Observer:
         _tls.depth = depth
         if depth == 1 and getattr(_tls, "inner", None) is module:
             _tls.inner = None
-            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None, None)), output)
+            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None)), output)
             return None
         if depth or not self.trace.enabled or not _is_model(module):
             return None
@@ -436,21 +428,18 @@ class Observer:
             # recomputation's output is not all zeros.
             forward, _tls.recomputing = getattr(_tls, "recomputing", None), None
             if forward is not None:
-                self._watch_output(module, forward, None, None, _output_tensors(output))
-            elif getattr(_tls, "reentrant", False) and \
-                    not checkpoint_walked(torch._C._current_autograd_node()):
+                self._watch_output(module, forward, None, _output_tensors(output))
+            elif getattr(_tls, "reentrant", False):
                 # A part of a pass checkpointed inside the model's forward, recomputed: what
                 # lies below its output is that pass's (a red team's honest P10, adv30, had its
-                # stage's whole gradient read as made outside the passes). Not a checkpoint the
-                # walk outside the passes went through: a whole batch computed by the
-                # recomputation of a checkpoint beside the passes is outside them (adv31).
+                # stage's whole gradient read as made outside the passes).
                 for tensor in _output_tensors(output):
                     if tensor.grad_fn is not None:
                         mark_pass_output(tensor.grad_fn, 0)
             _tls.reentrant = False
             return None
         _tls.root = None
-        self._pass_ends(module, getattr(_tls, "forward", (None, None, None)), output)
+        self._pass_ends(module, getattr(_tls, "forward", (None, None)), output)
         return None
 
     def _pass_ends(self, module, opened, output) -> None:
@@ -468,7 +457,7 @@ class Observer:
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
-    def _watch_output(self, module, forward, input_storage, input_shape, tensors) -> None:
+    def _watch_output(self, module, forward, input_storage, tensors) -> None:
         """Have `forward_used` recorded when a backward pass first reaches this pass's output
         (or, for a pass inside reentrant checkpointing, whose output autograd never sees,
         when backward recomputes it): a pass no backward reaches trains nothing (a forged
@@ -480,8 +469,7 @@ class Observer:
             mark_pass_output(node, forward)
         if not nodes:
             if _checkpointed():
-                self._awaiting.setdefault(id(module), []).append(
-                    (forward, input_storage, input_shape))
+                self._awaiting.setdefault(id(module), []).append((forward, input_storage))
             return
 
         def reached(grad_outputs, forward=forward):
@@ -501,19 +489,13 @@ class Observer:
     def _recomputed(self, module, first) -> None:
         """Backward recomputes a checkpointed pass of `module`: the latest one awaiting on the
         same input (reentrant checkpointing recomputes on its saved inputs, detached: the same
-        storage), else the latest one awaiting, whose recomputed output is then watched. Only
-        one of the input's shape: a recomputation on other rows than the pass (a function that
-        runs the model on a micro-batch in the checkpoint's forward and on the whole batch
-        when backward recomputes it: adv31) is no recomputation of that pass."""
-        shape = tuple(first.shape) if first is not None else None
-        awaiting = [i for i, entry in enumerate(self._awaiting.get(id(module)) or ())
-                    if entry[2] == shape]
+        storage), else the latest one awaiting, whose recomputed output is then watched."""
+        awaiting = self._awaiting.get(id(module))
         if not awaiting:
             return
         storage = storage_of(first) if first is not None else None
-        entries = self._awaiting[id(module)]
-        same = [i for i in awaiting if entries[i][1] is not None and entries[i][1] == storage]
-        forward = entries.pop(same[-1] if same else awaiting[-1])[0]
+        same = [i for i, (_, saved) in enumerate(awaiting) if saved is not None and saved == storage]
+        forward, _ = awaiting.pop(same[-1] if same else -1)
         _tls.recomputing = forward   # watched at the recomputation's end (_post_forward)
 
     def _reached(self, forward: int, norm: float) -> None:
@@ -533,8 +515,7 @@ class Observer:
         grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
         if self.trace.enabled:
             self._grad_print = _fingerprint(grads)
-            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
-                                                          self._step_params)
+            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"])
 
     def _post_step(self, optimizer, args, kwargs):
         self.steps += 1
