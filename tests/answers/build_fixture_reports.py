@@ -455,15 +455,16 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11, font
             document.add_page_break()
         elif kind == "table":
             t: Table = block[1]
-            table = document.add_table(rows=1 + len(t.rows), cols=len(t.header))
+            head = [t.header] if t.header else []   # a Q|A table goes on without a header
+            table = document.add_table(rows=len(head) + len(t.rows), cols=len((head or t.rows)[0]))
             if t.ruled:
                 table.style = "Table Grid"
-            for r, row in enumerate([t.header] + t.rows):
+            for r, row in enumerate(head + t.rows):
                 for c, text in enumerate(row):
                     cell = table.cell(r, c)
                     if text or c not in t.merged_down:   # an empty run would be merged in as a line
                         cell.text = text
-                    if r == 0:
+                    if r == 0 and head:
                         for run_ in cell.paragraphs[0].runs:
                             run_.bold = True
                         if t.header_bottom:
@@ -490,7 +491,7 @@ def to_docx(blocks, path: Path, *, two_columns=False, toc=None, font_pt=11, font
                 table.autofit = False
                 for c, width in enumerate(t.widths_cm):
                     table.columns[c].width = Cm(width)
-            if t.repeat_header:
+            if t.repeat_header and head:
                 properties = table.rows[0]._tr.get_or_add_trPr()
                 marker = OxmlElement("w:tblHeader")
                 marker.set(qn("w:val"), "true")
@@ -945,6 +946,75 @@ def lo_docx_unruled_qa_repeated_header(work):
                    for places in cut_labels(pdf, qa_labels(v)).values())
     return with_filler_until(make, cut_under_a_repeated_header,
                              "a Q|A row cut by the page break with the header repeated before its rest"), ok(v)
+
+
+def borderless_qa_blocks(v: Values, *, centred: bool) -> list:
+    """The report as Word or Google Docs users lay it out: each task's questions in a
+    Question | Answer table over the page's width (45 % | 55 %), its explanations in the answer
+    cells too, all borders off; the data tables borderless as well (a TA's audit 30, D1)."""
+    def qa(pairs, header=False):
+        return ("table", Table(["Question", "Answer"] if header else [], [[q, a] for q, a in pairs], ruled=False,
+                               widths_cm=[7.2, 8.8], body_middle=centred, repeat_header=False))
+
+    def yes_no(qid):
+        return YES_NO_LABELS[qid] + ":", v.yes_no[qid].typed
+    e = v.explanations
+    t2 = Table(["DEPTH", "Step time (ms)"], [[str(d), dot(t)] for d, t in v.t2.items()], ruled=False,
+               widths_cm=[4.0, 4.0], body_middle=centred, repeat_header=False)
+    t4 = Table(["GPUs", "Step time (ms)", "Memory per GPU (MiB)"],
+               [[str(g), dot(v.t4[g]), mem_dot(v.mem[g])] for g in v.t4], ruled=False, widths_cm=[3.0, 4.0, 9.0],
+               body_middle=centred, repeat_header=False)
+    c = v.counts
+    return [("title", "HW3 report: naive model parallelism"), ("p", "Name: Ada Example\nStudent ID: 123456"),
+            ("h", 1, "Task 1: current behavior"),
+            qa([("Layers per GPU (DEPTH=6, 2 GPUs):", ", ".join(map(str, v.layers))),
+                ("Transfer between layers:", f"{v.transfer[0]} and {v.transfer[1]}"), ("Task 1 explanation", e[1])],
+               header=True),
+            ("h", 1, "Task 2: increase model size"), ("p", "Median step time on 2 GPUs with DEPTH = 6, 12 and 24."),
+            ("table", t2), qa([yes_no("task2.depth_improves_speed"), ("Task 2 explanation", e[2])]),
+            ("h", 1, "Task 3: use all GPUs"), qa([("Task 3 explanation", e[3])]),
+            ("h", 1, "Task 4: run with more GPUs"), ("table", t4),
+            qa([yes_no("task4.all_gpus_utilised"), yes_no("task4.more_gpus_faster"), ("Task 4 explanation", e[4])]),
+            ("h", 1, "Task 5: data transfer"),
+            qa([("Number of .to() calls with 2 GPUs:", str(c[0])), ("Number of transfers with 2 GPUs:", str(c[1])),
+                ("Number of .to() calls with 5 GPUs:", str(c[2])), ("Number of transfers with 5 GPUs:", str(c[3])),
+                yes_no("task5.transfers_grow_with_gpus"), ("Task 5 explanation", e[5])])]
+
+
+def expect_question_answer_rows_over_the_page(pdf: Path) -> None:
+    """No ruling lines, and each count's label with its answer on its baseline in the page's
+    right half: the layout the fixture exists for."""
+    pages = _extract(pdf)["pages"]
+    expect(not any(page["ruled"] for page in pages), "the tables should have no ruling lines")
+    for page in pages:
+        words = page["words"]
+        for i, word in enumerate(words):
+            if word[0] == "transfers" and i >= 2 and words[i - 2][0] == "Number":
+                beside = [w for w in words if abs(w[3] - word[3]) < 2 and w[1] > 0.45 * page["width"]]
+                expect(bool(beside) and beside[0][0].isdigit(),
+                       f"the answer should stand beside its label in the page's right half: {beside}")
+                return
+    raise AssertionError("no 'Number of transfers' label found")
+
+
+@fixture("python-docx -> LibreOffice", "a Question | Answer table over the page's width without borders, cells "
+                                       "top-aligned (Word's default), the explanations in the answer cells: the gap "
+                                       "between its columns runs down the page like a gutter")
+def lo_docx_borderless_qa_over_the_page(work):
+    v = Values(t2={6: 60.91, 12: 118.6, 24: 232.05}, t4={2: 182.7, 5: 191.15})
+    pdf = docx_pdf(borderless_qa_blocks(v, centred=False), work)
+    expect_question_answer_rows_over_the_page(pdf)
+    return pdf, ok(v)
+
+
+@fixture("Google-Docs-like .docx (Arial, borderless tables) -> LibreOffice",
+         "a Question | Answer table over the page's width without borders, cells centred vertically, the "
+         "explanations in the answer cells (each starts above its 'Task N explanation')")
+def lo_docx_borderless_qa_over_the_page_centred(work):
+    v = Values(yes_no=dict(TERSE), t2={6: 61.05, 12: 118.25, 24: 231.7}, t4={2: 183.05, 5: 190.9})
+    pdf = docx_pdf(borderless_qa_blocks(v, centred=True), work, font="Arial")
+    expect_question_answer_rows_over_the_page(pdf)
+    return pdf, ok(v)
 
 
 @fixture("python-docx -> LibreOffice", "thousands separators in microseconds ('182,590 us')")

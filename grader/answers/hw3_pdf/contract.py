@@ -231,6 +231,15 @@ def question_span(texts: list[str]) -> int:
     return sum(1 for start in starts if start < end and stream[start:end].strip())
 
 
+_LABELS_ALONE = [re.compile(r"[\W_]*" + a.pattern + LABEL_END) for a in LABELLED_ANSWERS]
+
+
+def label_alone(text: str) -> bool:
+    """Whether `text` (normalised) is one of the template's labels and nothing else: a
+    Question cell, its answer in the cell beside it."""
+    return any(label.fullmatch(text.strip()) for label in _LABELS_ALONE)
+
+
 def expected_fields() -> list[str]:
     """Every answer the report must hold. A table that is there but lacks a
     row is reported as missing "task2.step_time_table[depth=24]" instead."""

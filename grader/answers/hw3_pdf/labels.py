@@ -44,6 +44,10 @@ class LabelReading:
     # reason alone (shown beside where it was read), and the notes that quote the answer.
     read_as: str | None = None
     notes: tuple = ()
+    # Found with nothing after it on a page read as two columns of text: its answer may be the
+    # one beside it, in a table without borders taken for the other column (a TA's audit 30):
+    # for a person to read, never "not answered".
+    maybe_beside: bool = False
 
 
 # HW3 Task 1 Q2: the two layers the data moves between (transfer_as_indices).
@@ -580,6 +584,15 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
                     else "one whole number" if answer.kind == "int" else "a list of whole numbers")
             problem = f"'{shown}' is answered '{written}', which could not be read as {what}: a person must read it"
             return LabelReading(problems=(problem,), found_label=True, written=written)
+        bare = next((m for m in matches if m.group("start") is not None and _nothing_after(text, m.end())
+                     and _line_at(starts, m.start()).region), None)
+        if bare is not None:
+            page = _line_at(starts, bare.start()).page
+            problem = (f"found '{shown}' with nothing after it on its line, on page {page}, which was read as two "
+                       "columns of text: its answer may stand beside it (a table without borders read as a column), "
+                       "so a person must read it (to have it read, write the answer on the label's line, or give "
+                       "the table borders)")
+            return LabelReading(problems=(problem,), found_label=True, maybe_beside=True)
         problems = (f"found '{shown}' but no "
                     + ("yes or no" if answer.kind == "yes_no" else "number") + " after it",) if matches else ()
         return LabelReading(problems=problems, found_label=bool(matches))
@@ -598,6 +611,12 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
                         answer_line if answer_line is not None and answer_line is not label_line else None,
                         read_as=notes[id(match)][0] if id(match) in notes else None,
                         notes=(notes[id(match)][1],) if id(match) in notes else ())
+
+
+def _nothing_after(text: str, label_end: int) -> bool:
+    """Whether nothing at all (not even the template's '...') follows a label on its line."""
+    line_end = text.find("\n", label_end)
+    return not text[label_end:line_end if line_end >= 0 else None].strip(" \t|:=-")
 
 
 def _read_after(answer: contract.LabelledAnswer, rest: str) -> tuple[list[int] | None, str | None]:
@@ -683,11 +702,18 @@ def _yes_no_after(label_end: int, cased: str, starts: list[Entry], layout: Layou
     entry = _entry_at(starts, answer_at)
     explanation = answer.explanation
     # Where another label follows on the line, the explanation ends there.
+    # A label wrapped around its answer centred beside it ("Does increasing DEPTH improve speed"
+    # / "no" / "(yes/no):") leaves the label's end under the answer: no part of the explanation.
     if entry.kind == PROSE and not joined:
-        explanation = " ".join(filter(None, [explanation, _rest_of_paragraph(layout, entry.line)]))
+        more = _LABEL_TAIL.sub("", _rest_of_paragraph(layout, entry.line))
+        explanation = " ".join(filter(None, [explanation, more]))
     elif entry.kind == CELLS and not joined:
-        explanation = " ".join(filter(None, [explanation, _under_last_cell(layout, entry.line)]))
+        more = _LABEL_TAIL.sub("", _under_last_cell(layout, entry.line))
+        explanation = " ".join(filter(None, [explanation, more]))
     return LabelReading({"value": answer.value, "explanation": explanation}, answer_line=entry.line)
+
+
+_LABEL_TAIL = re.compile(r"^\s*[\(\[]\s*yes\s*(?:/|or)\s*no\s*[\)\]]\s*[:?]?\s*", re.IGNORECASE)
 
 
 def _an_answer_under(starts: list[Entry], offset: int) -> bool:
@@ -739,6 +765,25 @@ def _under_last_cell(layout: Layout, line: Line) -> str:
             break
         parts.append(following.cased)
     return _join_wrapped(parts)
+
+
+def question_answer_explanations(layout: Layout) -> dict[int, tuple[str, Line, str]]:
+    """{task: (text, line, question cell)} of the explanations written in the answer cell of an
+    unruled Question | Answer table ("Task 4 explanation" | its text), each row put back
+    together (_view_rows): a cell centred beside its heading starts above the heading's line,
+    and a heading wrapped in a narrow cell ("Task 3" / "explanation") is on no line whole, so
+    the lines under the heading alone are not the answer."""
+    found: dict[int, tuple[str, Line, str]] = {}
+    for text, line, kind in _view_rows(layout.body()):
+        question, separator, answer = text.partition(" | ")
+        heading = contract.EXPLANATION_HEADING.match(normalise(question))
+        if kind != ROW or line.ruled is not None or not separator or not heading:
+            continue
+        if heading.end() < len(normalise(question)):
+            continue   # the question cell says more than the heading: not this row
+        task = int(heading.group("a") or heading.group("b"))
+        found.setdefault(task, (contract.without_prompt(task, answer.replace(" | ", " ").strip()), line, question))
+    return found
 
 
 def read_labels(layout: Layout) -> dict[str, LabelReading]:

@@ -350,7 +350,11 @@ def _is_gutter(rows: list[list[Word]], g0: float, g1: float, width: float) -> bo
     """Whether [g0, g1] parts two columns of text: many rows on the left end next to it (a
     column's right margin), rows on the right start next to it, both sides hold lines of
     text as wide as a column, and few rows cross it (a title, a one-column section, a page
-    number). A wide gap between a table's columns has no such lines beside it."""
+    number). A wide gap between a table's columns has no such lines beside it; a borderless
+    Question | Answer table over the page's width, whose answers wrap into lines as wide as
+    a column, is told by its rows (_label_answer_pairs)."""
+    if _label_answer_pairs(rows, g0, g1) >= _QA_PAIRS:
+        return False
     lefts, rights, crossing = [], [], 0
     for row in rows:
         left, right, crosses = _strip(row, g0, g1)
@@ -367,6 +371,42 @@ def _is_gutter(rows: list[list[Word]], g0: float, g1: float, width: float) -> bo
     return (len(left_full) >= 6 and len(right_near) >= 3 and len(left_full) >= 0.25 * len(lefts)
             and sum(x1 - x0 >= wide for x0, x1 in lefts) >= 3 and sum(x1 - x0 >= wide for x0, x1 in rights) >= 3
             and crossing <= 0.5 * min(len(lefts), len(rights)))
+
+
+# Rows of a Question | Answer table that tell it from two columns of text: in a page of two
+# columns a label alone at the end of a left line, beside a right line that starts like an
+# answer, is chance; twice on a page it is a table.
+_QA_PAIRS = 2
+_ANSWER_START = re.compile(r"\s*(?:\d|(?:yes|no)\b)")
+
+
+def _label_answer_pairs(rows: list[list[Word]], g0: float, g1: float) -> int:
+    """How many of the template's labels stand alone left of [g0, g1] (wrapped over up to
+    three lines) with their answer starting right of it, on a row the label spans (a value
+    centred beside a wrapped label sits between its lines): the rows of a Question | Answer
+    table set over the page's width without borders (Word, LibreOffice, Google Docs), whose
+    gap between the columns runs down the page like a gutter (a TA's audit 30: such a report
+    was read all labels first, then all answers). In a page of two columns the left column's
+    labels have their answers after them in the same column."""
+    sides = []  # (left text, right text) of the rows that do not cross the strip, top to bottom
+    for row in sorted(rows, key=lambda r: min(w.top for w in r)):
+        left, right, crosses = _strip(row, g0, g1)
+        if not crosses:
+            sides.append((normalise(" ".join(w.text for w in left)), normalise(" ".join(w.text for w in right))))
+    with_left = [i for i, (left, _) in enumerate(sides) if left]
+    pairs, position = 0, 0
+    while position < len(with_left):
+        for span in (1, 2, 3):
+            group = with_left[position:position + span]
+            if len(group) < span or not contract.label_alone(" ".join(sides[i][0] for i in group)):
+                continue
+            beside = next((right for _, right in sides[group[0]:group[-1] + 1] if right), "")
+            if _ANSWER_START.match(beside):
+                pairs += 1
+                position += span - 1
+            break
+        position += 1
+    return pairs
 
 
 def _still_columns(rows: list[list[Word]], g0: float, g1: float, width: float) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import contract
 from .explanations import is_short_title, placeholder, read_explanations
-from .labels import read_labels, without_list_marker
+from .labels import question_answer_explanations, read_labels, without_list_marker
 from .layout import Layout, Line, build_layout
 from .tables import read_table
 
@@ -201,6 +201,10 @@ def reading_from_worker_output(output: dict, name: str = DEFAULT_DISPLAY_NAME) -
 # ---------------------------------------------------------------- answers and where they are
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _line_where(line: Line, kind: str) -> dict:
     text = line.raw.replace("\t", " | ")
     return {"kind": kind, "page": line.page, "pages": [line.page], "text": text[:160]}
@@ -239,6 +243,13 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
     sections = _sections(layout)
     labels = read_labels(layout)
     explanations = read_explanations(layout)
+    in_question_answer_rows = question_answer_explanations(layout)
+    for task, (text, line, question) in in_question_answer_rows.items():
+        line_read = explanations.get(task)
+        # The row put back together wins over the lines read from its heading's line on, which
+        # are a part of it (an answer centred beside its heading starts above it).
+        if line_read is None or (line_read[1].ruled is None and _words(line_read[0]) in _words(text)):
+            explanations[task] = (text, line)
     not_found = [a.template_text for a in contract.LABELLED_ANSWERS
                  if not labels[a.field].found_label or labels[a.field].handout]
     not_found += [f"Task {task} explanation" for task in contract.EXPLANATION_TASKS if task not in explanations]
@@ -253,7 +264,7 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
             reading.incomplete[field_id] = label.problems[0]
         if label.value is None:
             reading.missing.append(field_id)
-            if label.written:
+            if label.written or label.maybe_beside:
                 reading.unread[field_id] = label.problems[0]
             pictures = _pictures_of(layout, answer.task, sections)
             if pictures and not label.found_label:
@@ -314,8 +325,11 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
             reading.problems.append(f"'Task {task} explanation' has no text" + (f" (only '{text}')" if text else ""))
         else:
             reading.answers[field_id] = text
-            reading.where[field_id] = _line_where(line, "heading" if len(line.cells) < 2 else "question-answer table")
-            reading.where[field_id]["text"] = line.cells[0].raw[:160]
+            in_row = in_question_answer_rows.get(task)
+            in_table = len(line.cells) >= 2 or (in_row is not None and in_row[1] is line)
+            reading.where[field_id] = _line_where(line, "question-answer table" if in_table else "heading")
+            reading.where[field_id]["text"] = (in_row[2] if in_row is not None and in_row[1] is line
+                                               else line.cells[0].raw)[:160]
     for field_id, value in reading.answers.items():
         why = contract.incomplete(field_id, value)
         if why and field_id not in reading.incomplete:
