@@ -387,11 +387,37 @@ def test_gradients_synchronised_once_per_step(handout, batch, micro):
             expected, f"{describe_step(wrong[0])} through DDP, and the script's own "
             f"dist.all_reduce after them: {BY_THE_SCRIPT}",
             LOOK_DDP_NOT_OWN))
+    if wrong and wrong[0]["synced"] == 1:
+        # One all-reduce, on another micro-batch than the last: named as the script's loop
+        # numbers them, from 0 (a TA's audit: "came with backward 1" read as micro-batch 1 to
+        # a student whose script printed "micro-batch 0/4 ... all-reduced").
+        index, count = wrong[0]["synced_at"] - 1, wrong[0]["backwards"]
+        raise AssertionError(explain(
+            expected, f"{describe_step(wrong[0])} (the all-reduce came with "
+            f"{micro_batch_named(index, count)}' backward (index {index}), not the last one's "
+            f"(index {count - 1}))",
+            f"your loop leaves micro-batch {index} (the {ordinal(index)}) outside `with "
+            f"model.no_sync():`; only the last, index {count - 1} = MICRO_BATCHES - 1, must be "
+            "left outside (look at the condition that picks it"
+            + (", e.g. `i == 0` where `i == MICRO_BATCHES - 1` is meant" if index == 0 else "")
+            + "; DDP decides at the forward pass, so the forward goes under no_sync() too)"))
     assert not wrong, explain(
         expected, describe_step(wrong[0]) + (
-            "" if wrong[0]["synced"] else ": the gradients were never all-reduced")
-        + (f" (the all-reduce came with backward {wrong[0]['synced_at']})"
-           if wrong[0]["synced"] == 1 else ""), look if wrong[0]["synced"] else never)
+            "" if wrong[0]["synced"] else ": the gradients were never all-reduced"),
+        look if wrong[0]["synced"] else never)
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def ordinal(index: int) -> str:
+    """'first' for index 0: a loop's counter said in words."""
+    return ORDINALS[index] if 0 <= index < len(ORDINALS) else f"number {index + 1}"
+
+
+def micro_batch_named(index: int, count: int) -> str:
+    """'the first of 4 micro-batches' for index 0 of 4."""
+    return f"the {ordinal(index)} of {count} micro-batches"
 
 
 # -- invariance: the accumulated gradient is the full-batch gradient --------------------------------

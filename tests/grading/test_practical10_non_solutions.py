@@ -26,7 +26,8 @@ ZERO = {"sum": 0.0, "sumsq": 0.0}
 
 def step_events(rank, step, style, batch, micro):
     """One optimizer step of rank `rank` in the trace, the way a loop of `style` makes it:
-    "micro" (the reference), "never" (no_sync() around every micro-batch), "whole" (s10), "empty" (s11), "unscaled" (s17: every micro-batch
+    "micro" (the reference), "never" (no_sync() around every micro-batch), "first" (no_sync()
+    around all but the first), "whole" (s10), "empty" (s11), "unscaled" (s17: every micro-batch
     all-reduces, no division by MICRO_BATCHES), "one_backward" (the micro-batches' outputs
     concatenated into one loss), "zero" (micro-batches whose gradients are all zero)."""
     def forward(rows):
@@ -36,11 +37,11 @@ def step_events(rank, step, style, batch, micro):
     reduce = {"event": "collective", "rank": rank, "op": "all_reduce", "source": "ddp_gradients"}
     size = batch // micro
     grads = GRADIENT
-    if style in ("micro", "zero", "never"):
+    if style in ("micro", "zero", "never", "first"):
         events = []
+        synced = {"never": None, "first": 0}.get(style, micro - 1)
         for i in range(micro):
-            events += [forward(size), backward] + ([reduce] if i == micro - 1
-                                                   and style != "never" else [])
+            events += [forward(size), backward] + ([reduce] if i == synced else [])
         grads = ZERO if style == "zero" else GRADIENT
     elif style == "unscaled":
         events = [e for _ in range(micro) for e in (forward(size), backward, reduce)]
@@ -137,6 +138,20 @@ def test_no_sync_around_every_micro_batch_is_told_to_leave_the_last_outside():
     text = failure(p10.test_gradients_synchronised_once_per_step, Handout("never"), 64, 4)
     said_all(text, "the gradients were never all-reduced",
              "leave the last micro-batch's forward and backward outside `with model.no_sync():`")
+
+
+@pytest.mark.parametrize("micro", [2, 4])
+def test_an_all_reduce_on_the_first_micro_batch_is_named_as_the_script_numbers_it(micro):
+    """A TA's audit (D5): "the all-reduce came with backward 1" read as micro-batch 1 to a
+    student whose script prints micro-batches from 0; and the hint did not say the condition
+    picked the first micro-batch where the last was meant."""
+    text = failure(p10.test_gradients_synchronised_once_per_step, Handout("first"), 64, micro)
+    said_all(text, f"the all-reduce came with the first of {micro} micro-batches' backward "
+             f"(index 0), not the last one's (index {micro - 1})",
+             "Where to look: your loop leaves micro-batch 0 (the first) outside "
+             f"`with model.no_sync():`; only the last, index {micro - 1} = MICRO_BATCHES - 1, "
+             "must be left outside")
+    assert "backward 1" not in text, text
 
 
 @pytest.mark.parametrize("batch, micro", p10.CONFIGS)
