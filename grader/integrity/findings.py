@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.batch.printable import printable
+from grader.common.text import readable_text
+
 TAMPERING, NOTE = "tampering", "note"
 
 # category -> (kind, how a finding of it reads)
@@ -44,6 +47,15 @@ CATEGORIES = {
 ASSIGNMENT_FOLDERS = ("practical4", "practical5", "practical6", "practical10", "hw3")
 
 
+def shown(text: str) -> str:
+    """A finding's words as people read them (integrity.json, result.json, the reports, the
+    console): a file name's bytes that are not UTF-8 read as text (Python keeps them as lone
+    surrogates, which no UTF-8 file takes: instructor.md could not be written beside
+    `helper_\\xff.py`, a red team's adv31 L1), control characters escaped (a name holding an
+    escape sequence or a line break rewrites no report line)."""
+    return printable(readable_text(str(text)))
+
+
 @dataclass(frozen=True)
 class Finding:
     file: str          # relative to the submission
@@ -68,6 +80,12 @@ class Finding:
         code = f" (`{self.code}`)" if self.code else ""
         return f"{where} {CATEGORIES[self.category][1]}: {self.what}{code}"
 
+    def shown(self) -> "Finding":
+        """This finding as people read it: its file and its words `shown`. The scan works on
+        the real paths, and hands its findings out so (scan.scan_submission)."""
+        return Finding(shown(self.file), self.line, self.category, shown(self.what),
+                       shown(self.code))
+
     def to_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind, "assignment": self.assignment,
                 "text": self.describe()}
@@ -78,4 +96,4 @@ class Finding:
         if data.get("category") not in CATEGORIES:
             raise ValueError(f"unknown finding category {data.get('category')!r}")
         return cls(str(data["file"]), int(data["line"]), str(data["category"]),
-                   str(data["what"]), str(data["code"]))
+                   str(data["what"]), str(data["code"])).shown()
