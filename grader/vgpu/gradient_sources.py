@@ -66,6 +66,14 @@ def mark_pass_output(node, forward: int) -> None:
         metadata[_PASS_MARK] = (forward, _identity(node))
 
 
+def pass_of(node) -> int | None:
+    """The number of the forward pass whose output `node` is (its own mark), or None."""
+    metadata = node_metadata(node)
+    if metadata is None or not _marked(node, metadata):
+        return None
+    return metadata[_PASS_MARK][0]
+
+
 def _identity(node):
     try:
         return node._sequence_nr(), node.name()

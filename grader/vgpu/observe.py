@@ -15,7 +15,7 @@ import threading
 
 import torch
 
-from grader.vgpu.gradient_sources import GradientSources, mark_pass_output
+from grader.vgpu.gradient_sources import GradientSources, mark_pass_output, pass_of
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
@@ -202,6 +202,37 @@ def _checkpoint_code(method: str):
     return getattr(getattr(function, method, None), "__code__", None)
 
 
+# Autograd nodes walked down from a root module's arguments to the output of a pass they were
+# made from, at most (`Observer._continued`): a pass's output handed on as it is, moved, sliced
+# or through an activation is a few nodes away.
+_CONTINUE_NODES = 64
+# Passes of a step remembered for that, at most (the latest): a script that never steps (an
+# evaluation or timing loop) runs many.
+_STEP_PASSES = 4096
+
+
+def _passes_below(tensors) -> set[int]:
+    """The forward passes whose outputs the graphs of `tensors` reach, walked down from their
+    nodes (at most _CONTINUE_NODES nodes, none below a pass's output)."""
+    found: set[int] = set()
+    stack = [t.grad_fn for t in tensors if t.grad_fn is not None]
+    seen: set[int] = set()
+    while stack and len(seen) < _CONTINUE_NODES:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        forward = pass_of(node)
+        if forward is not None:
+            found.add(forward)
+            continue
+        try:
+            stack.extend(child for child, _ in node.next_functions if child is not None)
+        except (AttributeError, RuntimeError, TypeError):
+            continue
+    return found
+
+
 def _is_model(module) -> bool:
     # A loss or activation module called on its own is no model's forward pass; DataParallel's
     # replicas hold their weights as plain tensors, so they have no parameters() yet count.
@@ -289,6 +320,10 @@ class Observer:
         # Passes inside reentrant checkpointing, per module, until backward recomputes them:
         # (the pass's number, its input's storage).
         self._awaiting: dict[int, list[tuple[int, int | None]]] = {}
+        # The passes of this step (their numbers), each with the most rows it ran on: a module
+        # handed one's output continues it (`_continued`).
+        self._step_passes: dict[int, int] = {}
+        self._modeled: dict[int, list] = {}   # the layout each model was last watched in
         # Where each step's gradient came from: the passes, or beside them.
         self.sources = GradientSources()
         self._grad_sources: dict = {}
@@ -364,16 +399,22 @@ class Observer:
             if _tls.reentrant:
                 self._recomputed(module, first)
             return None
+        nested = in_replica_thread()
+        continued = None if nested or within is not None else self._continued(args, kwargs)
         self.forwards += 1
         opened = (self.forwards, storage_of(first) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
+        rows = max(first.shape[0] if first is not None and first.dim() else 0,
+                   _largest_rows((args, kwargs or {})))
         if within is None:
-            _tls.forward, _tls.root = opened, (module, self.forwards, _may_wrap(module), None)
+            # A module that continues a pass wraps no pass of its own: its layers are its.
+            _tls.forward, _tls.root = opened, (
+                module, self.forwards, _may_wrap(module) and continued is None, None)
+            _tls.forward_rows, _tls.continued = rows, continued
         else:
-            _tls.inner_forward = opened
+            _tls.inner_forward, _tls.inner_rows = opened, rows
         if self.clock is not None and self.forwards == 1:
             self._last_sim_t = self.clock.completion()  # the first step counts from here
-        nested = in_replica_thread()
         # When the work enqueued before this forward (a batch's copy to the GPU, say) is done:
         # a step's training work is timed from here (practical_measures.work_seconds).
         begun = {"sim_t": self.clock.completion() / 1e9} if self.clock is not None else {}
@@ -393,8 +434,42 @@ class Observer:
             if self._placements.get(id(module)) != layout:
                 self._placements[id(module)] = layout
                 self.trace.emit("placement", module=type(module).__name__, layers=layout)
-                self.sources.add_model(module)
+            if continued is None:
+                self._add_model(module, layout)
         return None
+
+    def _add_model(self, module, layout) -> None:
+        """Watch the parameters of a model whose pass was seen (again where its layout changed:
+        moved, its parameters replaced)."""
+        if self._modeled.get(id(module)) != layout:
+            self._modeled[id(module)] = layout
+            self.sources.add_model(module)
+
+    def _continued(self, args, kwargs) -> tuple[list[int], int] | None:
+        """([the passes], the most rows any of them ran on) where a root module is handed the
+        output of passes of this step, as it is or made from it (moved to another GPU, sliced,
+        through an activation), and no tensor of more rows than that; else None. Such a module
+        (a loss with a learnable weight, a head called after the model) continues them: it is
+        no pass of its own (a red team's honest P10 with an uncertainty-weighted loss, adv30,
+        had read as two passes per micro-batch); its output is left unwatched, so it never
+        trains and what it computes from the model's weights is outside the passes (a forged
+        "loss" with a parameter, handed the micro-batch's output, had returned the whole
+        batch's loss from the weights as a pass of its own); its parameters are not the
+        model's. A second model run on the micro-batch itself (a teacher) is a pass of its own,
+        as is a module handed the whole batch beside a pass's output (`_pass_ends` makes one
+        whose layers ran on more rows a pass too)."""
+        if not self._step_passes:
+            return None
+        tensors = [t for t in _output_tensors((args, kwargs or {})) if t.grad_fn is not None]
+        if not tensors:
+            return None
+        passes = sorted(n for n in _passes_below(tensors) if n in self._step_passes)
+        if not passes:
+            return None
+        rows = max(self._step_passes[n] for n in passes)
+        if _largest_rows((args, kwargs or {})) > rows:
+            return None
+        return passes, rows
 
     def _wrapped_pass(self, module) -> int | None:
         """The number of the root pass `module` is called in, where the root only wraps it: a
@@ -419,7 +494,8 @@ class Observer:
         _tls.depth = depth
         if depth == 1 and getattr(_tls, "inner", None) is module:
             _tls.inner = None
-            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None)), output)
+            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None)), output,
+                            rows=getattr(_tls, "inner_rows", 0))
             return None
         if depth or not self.trace.enabled or not _is_model(module):
             return None
@@ -439,12 +515,27 @@ class Observer:
             _tls.reentrant = False
             return None
         _tls.root = None
-        self._pass_ends(module, getattr(_tls, "forward", (None, None)), output)
+        continued, _tls.continued = getattr(_tls, "continued", None), None
+        self._pass_ends(module, getattr(_tls, "forward", (None, None)), output,
+                        continued, getattr(_tls, "forward_rows", 0))
         return None
 
-    def _pass_ends(self, module, opened, output) -> None:
+    def _pass_ends(self, module, opened, output, continued=None, rows=0) -> None:
+        """`continued`: what `_continued` said of the pass at its start; `rows`: the most rows
+        of a tensor it was handed."""
         tensors = _output_tensors(output)
-        self._watch_output(module, *opened, tensors)
+        ran_on = max(rows, getattr(_tls, "rows_inside", 0), _largest_rows(tensors))
+        if continued is not None and ran_on > continued[1]:
+            # Its layers ran on more rows than the passes it was handed (a whole batch held
+            # elsewhere), or it returns more: a pass of its own, as any module's would be.
+            continued = None
+            self._add_model(module, placement(module))
+        if continued is None:
+            self._watch_output(module, *opened, tensors)
+            if opened[0] is not None:
+                self._step_passes[opened[0]] = ran_on
+                if len(self._step_passes) > _STEP_PASSES:
+                    self._step_passes.pop(next(iter(self._step_passes)), None)
         out = tensors[0] if tensors else None
         if out is not None:
             # The output's sum lets the grader check that concatenated chunk outputs equal
@@ -455,6 +546,7 @@ class Observer:
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **({"rows_inside": inside} if inside else {}),
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
+                            **({"continues": continued[0]} if continued is not None else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
     def _watch_output(self, module, forward, input_storage, tensors) -> None:
@@ -523,6 +615,7 @@ class Observer:
         # gradients) would stay allocated on its GPUs until the next optimizer's step, and
         # every memory reading in between would count it.
         params, self._step_params = self._step_params, []
+        self._step_passes = {}   # a module handed an earlier step's output begins a pass
         if not self.trace.enabled:
             return
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,

@@ -11,6 +11,7 @@ a backward counts only where it reaches a pass.
 from __future__ import annotations
 
 import warnings
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -636,3 +637,170 @@ def test_a_scaling_hook_of_the_scripts_own_does_not_hide_an_outside_step(traced_
     optimizer.step()
     step = next(e for e in events if e["event"] == "step")
     assert pm.made_outside(step), step
+
+
+# -- a module handed a pass's output continues that pass (a red team's honest P10, adv30) -------
+# A loss with a learnable weight of its own, or a head called after the model, had been a pass
+# of its own (its parameters made it a "model"): two passes per micro-batch. Handed a pass's
+# output (moved, sliced, through an activation), it continues that pass: no pass of its own, its
+# output unmarked, so what it computes from the model's weights is outside the passes.
+
+
+class UncertaintyMSE(nn.Module):
+    """A loss with a learnable weight (uncertainty weighting, Kendall et al.)."""
+
+    def __init__(self, device="cuda:0"):
+        super().__init__()
+        self.log_var = nn.Parameter(torch.zeros((), device=device))
+
+    def forward(self, out, target):
+        return F.mse_loss(out, target) * torch.exp(-self.log_var) + self.log_var
+
+
+class Head(nn.Module):
+    """A head of the script's own class, without parameters of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return self.fc(x.relu())
+
+
+def micro_batches_through(events, model, after, loss_of, extra=(), micro=4):
+    """One step of `micro` micro-batches: `loss_of(after(model(part)), target)` each."""
+    optimizer = torch.optim.SGD([*model.parameters(), *extra], lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    for part, target in zip(x.chunk(micro), y.chunk(micro)):
+        (loss_of(after(model(part)), target) / micro).backward()
+    optimizer.step()
+    return observed(events)
+
+
+HONEST_STEP = {"forwards": 4, "rows": [8] * 4, "backwards": 4, "synced": 0, "synced_at": None}
+
+
+@pytest.mark.parametrize("device", ["cuda:0", "cuda:1"])
+def test_a_loss_with_a_learnable_weight_continues_the_pass(traced_vnode, device):
+    events = traced_vnode(2)
+    loss = UncertaintyMSE(device)
+    run = micro_batches_through(events, wide_model(), lambda out: out.to(device),
+                                lambda out, target: loss(out, target.to(device)),
+                                extra=loss.parameters())
+    assert p10.step_pattern(run) == [HONEST_STEP], p10.step_pattern(run)
+    step = run.of("step")[0]
+    assert not pm.made_outside(step) and "outside" not in step, step
+    continued = [e.get("continues") for e in run.of("forward_out") if e["module"] == "UncertaintyMSE"]
+    assert continued == [[1], [3], [5], [7]], continued
+
+
+@pytest.mark.parametrize("head", [lambda: nn.Linear(64, 64),
+                                  lambda: nn.Sequential(nn.ReLU(), nn.Linear(64, 64)), Head])
+def test_a_head_called_after_the_model_is_part_of_its_pass(traced_vnode, head):
+    events = traced_vnode(1)
+    head = head().cuda()
+    run = micro_batches_through(events, wide_model(), head, F.mse_loss, extra=head.parameters())
+    assert p10.step_pattern(run) == [HONEST_STEP], p10.step_pattern(run)
+    assert not pm.made_outside(run.of("step")[0]), run.of("step")
+
+
+def test_a_weighted_cross_entropy_is_no_pass(traced_vnode):
+    """Its class weights are a buffer, no parameter: no model, as before."""
+    events = traced_vnode(1)
+    loss = nn.CrossEntropyLoss(weight=torch.linspace(0.5, 1.5, 64, device="cuda:0"))
+    run = micro_batches_through(events, wide_model(), lambda out: out,
+                                lambda out, target: loss(out, target.argmax(dim=1)))
+    assert p10.step_pattern(run) == [HONEST_STEP], p10.step_pattern(run)
+    assert {e["module"] for e in run.of("forward")} == {"Sequential"}
+
+
+@pytest.mark.parametrize("no_grad", [True, False])
+def test_a_teacher_run_on_the_micro_batch_is_a_pass_of_its_own_that_trains_nothing(
+        traced_vnode, no_grad):
+    """Distillation: a second model handed the micro-batch itself, not a pass's output."""
+    events = traced_vnode(1)
+    model, teacher = wide_model(), wide_model().requires_grad_(False)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    for part, target in zip(x.chunk(4), y.chunk(4)):
+        out = model(part)
+        with torch.no_grad() if no_grad else nullcontext():
+            soft = teacher(part)
+        ((F.mse_loss(out, target) + 0.5 * F.mse_loss(out, soft)) / 4).backward()
+    optimizer.step()
+    run = observed(events)
+    passes = pm.forward_passes(run)
+    assert [(p["rows"], p["trains"]) for p in passes] == [(8, True), (8, False)] * 4, passes
+    assert not any("continues" in e for e in run.of("forward_out"))
+    assert p10.step_pattern(run) == [HONEST_STEP], p10.step_pattern(run)
+
+
+class WholeBatchLoss(nn.Module):
+    """A forged "loss": handed the micro-batch's output, it returns the whole batch's loss
+    computed from the model's weights directly (F.linear), beside that output times zero."""
+
+    def __init__(self, model, x, y):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones((), device="cuda:0"))
+        self.model, self.x, self.y = [model], x, y
+
+    def forward(self, out, target):
+        model = self.model[0]
+        hidden = F.relu(F.linear(self.x, model[0].weight, model[0].bias))
+        whole = F.mse_loss(F.linear(hidden, model[2].weight, model[2].bias), self.y)
+        return self.scale * whole / 4 + 1e-9 * F.mse_loss(out, target)
+
+
+def test_a_loss_module_that_computes_the_step_from_the_weights_is_outside_the_passes(
+        traced_vnode):
+    events = traced_vnode(1)
+    model = wide_model()
+    x, y = torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+    loss = WholeBatchLoss(model, x, y)
+    run = micro_batches_through(events, model, lambda out: out, loss, extra=loss.parameters())
+    step = p10.step_pattern(run)[0]
+    assert pm.made_outside(run.of("step")[0]) and step["forwards"] == 0, step
+
+
+class CopyHead(nn.Module):
+    """A forged "head": handed the micro-batch's output, it trains a copy of the model's
+    layers of its own on the whole batch (handed in a keyword, or held)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = wide_model()
+        self.held = None
+
+    def forward(self, out, whole=None):
+        whole = whole if whole is not None else self.held
+        return out * 1e-9 + self.net(whole).mean() * 0 + self.net(whole)[:len(out)]
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_head_handed_a_pass_and_run_on_the_whole_batch_is_a_pass_on_it(traced_vnode, held):
+    events = traced_vnode(1)
+    head = CopyHead()
+    x = torch.randn(32, 64, device="cuda:0")
+    head.held = x if held else None
+    run = micro_batches_through(events, wide_model(),
+                                (lambda out: head(out)) if held else (lambda out: head(out, whole=x)),
+                                F.mse_loss, extra=head.parameters())
+    step = p10.step_pattern(run)[0]
+    assert step["rows"] == [32] * 4, step
+    assert not any("continues" in e for e in run.of("forward_out"))
+
+
+def test_practical4s_second_layer_handed_the_first_ones_output_is_still_seen(traced_vnode):
+    """Practical 4, Part 3: layer2 handed layer1's output continues its pass, and its pass and
+    placement are still what the checks read (the layers' GPUs, the output's)."""
+    from grader.checks import test_practical4 as p4
+    events = traced_vnode(2)
+    layer1 = nn.Linear(p4.IN_DIM, p4.HIDDEN).to("cuda:0")
+    layer2 = nn.Linear(p4.HIDDEN, p4.OUT_DIM).to("cuda:1")
+    out = layer2(layer1(torch.randn(p4.BATCH, p4.IN_DIM, device="cuda:0")).to("cuda:1"))
+    assert out.device == torch.device("cuda:1")
+    run = observed(events)
+    assert [e.get("continues") for e in run.of("forward_out")] == [None, [1]]
+    assert p4.part3_layers(run) == {"layer1": {"cuda:0"}, "layer2": {"cuda:1"}}
+    assert p4.part3_output(run)["out_device"] == "cuda:1"
