@@ -173,6 +173,9 @@ def _roster(persons: list[Person], order: list[str],
             if problems:
                 status += "".join(f", {grading_problem_text(a, short_message(p, 200))}"
                                   for a, p in problems.items())
+            # Its points are shown, as a held one's; grades.csv and Moodle have no grade yet.
+            status += "".join(f", no grade until a person reads answers: {a} "
+                              f"({format_points(p)} points wait)" for a, p in run.unread.items())
             several = len(person.runs) > 1 and run.assignments
             of = f" ({', '.join(run.assignments)})" if several else ""
             statuses.append((status, of))
@@ -308,6 +311,8 @@ def _why_empty(person: Person, assignment: str) -> str:
         return "held for review"
     if run.status == "graded" and assignment in run.grading_problems:
         return "grading problem"
+    if run.status == "graded" and assignment in run.unread:
+        return "answers for a person to read"
     return {"timed_out": "timed out", "error": "errored", "graded": "no grade",
             "rejected": "rejected"}.get(run.status, run.status.replace("_", " "))
 

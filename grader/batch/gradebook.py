@@ -28,6 +28,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
 from grader.common.text import storable
+from grader.reports.pending import waiting_to_be_read
 from grader.scoring.score import grading_problems
 
 SCHEMA_VERSION = 4
@@ -165,10 +166,31 @@ class CurrentRun:
         return grading_problems_of(self.result) if self.status == "graded" else {}
 
     @property
+    def unread(self) -> dict[str, float]:
+        """{assignment: points} of automatic items whose answer was found but could not be read
+        (a scanned report: grader/scoring/score.py `pending_unread`): points the grader could
+        not decide, as a held submission's, so no grade to upload or total until a person has
+        read them (an override). A TA's audit: a scan's 2 read points had gone to Moodle as
+        2/15 for a full solution. Written answers waiting are no such points: the grade holds
+        those scored so far (README, "Grading a class")."""
+        return unread_of(self.result) if self.status == "graded" else {}
+
+    @property
     def without_grade(self) -> list[str]:
         """Assignments of a graded run that have no grade to upload or total: held for review,
-        or a grading problem."""
-        return list(dict.fromkeys(self.held + list(self.grading_problems)))
+        a grading problem, or answers waiting for a person to read them."""
+        return list(dict.fromkeys(self.held + list(self.grading_problems) + list(self.unread)))
+
+
+def unread_of(result: dict | None) -> dict[str, float]:
+    """{assignment: points waiting for a person to read its answers} of a result."""
+    found = {}
+    for assignment in (result or {}).get("assignments") or []:
+        points = round(sum(float(item["pending_points"])
+                           for item in waiting_to_be_read(assignment)), 2)
+        if points > 0:
+            found[str(assignment.get("id"))] = points
+    return found
 
 
 def held_for_review(result: dict | None) -> list[str]:

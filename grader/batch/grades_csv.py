@@ -21,7 +21,9 @@ grading problem is never imported as a zero. So does an assignment the grader it
 grade within a finished grading (a check that did not run or errored: its `grading_problems`,
 grader/scoring/score.py); the Status says "grading problem in <assignment>: <the first>; run the
 batch again", the next batch grades it again, and the upload's other assignments keep theirs. A rejected upload (bad archive) is a 0; an upload
-in which nothing the assignments expect was found ("needs a person") leaves them empty too.
+in which nothing the assignments expect was found ("needs a person") leaves them empty too,
+and so does an assignment with answers the grader found but could not read (a scanned report):
+its points wait for a person, the Status says how many (CurrentRun.unread).
 A total is given only where every upload of the person has a grade.
 
 Text cells come from uploads (names, messages): one that a spreadsheet would read as a formula
@@ -94,8 +96,8 @@ def _graded(run: CurrentRun) -> bool:
 
 def assignment_cell(runs: Iterable[CurrentRun], assignment: str) -> str:
     """A person's points for `assignment` as every class export writes them: empty where it
-    has no grade (needs a person, timed out, errored, held for review, a grading problem, no
-    upload)."""
+    has no grade (needs a person, timed out, errored, held for review, a grading problem,
+    answers waiting to be read, no upload)."""
     run = next((r for r in runs if assignment in r.assignment_scores), None)
     return (format_points(run.assignment_scores[assignment])
             if run is not None and _graded(run) and assignment not in run.without_grade else "")
@@ -107,6 +109,9 @@ def run_status(run: CurrentRun) -> str:
         status += f", held for review: {', '.join(run.held)}"
     for assignment, problem in run.grading_problems.items():
         status += f", {grading_problem_text(assignment, short_message(problem, 200))}"
+    for assignment, points in run.unread.items():
+        status += (f", no grade until a person reads answers: {assignment} "
+                   f"({format_points(points)} points wait)")
     if run.message and run.status != "graded":
         status += ": " + short_message(run.message)
     return status

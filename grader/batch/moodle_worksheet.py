@@ -21,8 +21,13 @@ Two ways, for each graded assignment:
   file is never changed).
 
 A grade is written only for a submission that was graded or rejected (a bad archive is a 0);
-timed out, errored and "needs a person" leave the cell as it was, so Moodle skips them. The
-comment is a short summary and where the full report is; it is plain text, HTML-escaped
+timed out, errored and "needs a person" leave the cell as it was, so Moodle skips them, and so
+do held ones and those with answers the grader found but could not read (a scanned report:
+points no one has decided yet). Such an unread row still gets its comment, which Moodle imports
+without a grade, saying how many points wait; a grade while written answers wait is the
+provisional one README's flow uploads again after the overrides, and its Status and comment say
+so, never to be read as final. The comment is a short summary and where the full report is
+(none for a row without a grade: its report goes with the grade); it is plain text, HTML-escaped
 (Moodle stores feedback comments as HTML). Cells of our own that came from an upload (the
 full name) are made inert like grades.csv's. The full reports go to the students as feedback
 files: DIR/moodle/<assignment>-feedback-files.zip, for "Upload multiple feedback files in a
@@ -137,9 +142,28 @@ def _assignment_result(run: CurrentRun, assignment: str) -> dict | None:
 def grade_cell(run: CurrentRun, assignment: str) -> str | None:
     """The points to upload, or None: leave Moodle's cell as it is."""
     if not _graded(run) or assignment not in run.assignment_scores \
-            or assignment in run.without_grade:   # held for review, or a grading problem
+            or assignment in run.without_grade:   # held, a grading problem, answers unread
         return None
     return format_points(run.assignment_scores[assignment])
+
+
+def awaits_reading(run: CurrentRun, assignment: str) -> bool:
+    """No grade yet because a person must read answers the grader could not: the row still
+    says so (its comment, its Status)."""
+    return _graded(run) and assignment in run.unread
+
+
+def waiting_said(run: CurrentRun, assignment: str, who: str = "a person") -> str | None:
+    """What the row's Status adds: "no grade yet: 13 points wait for a person" (answers to
+    read), "provisional: 4.5 points wait for a person" (written answers), None (nothing
+    waits)."""
+    found = _assignment_result(run, assignment) or {}
+    waiting = float(found.get("pending_points") or 0)
+    if run.status != "graded" or waiting <= 0 or assignment in run.held \
+            or assignment in run.grading_problems:
+        return None
+    state = "no grade yet" if awaits_reading(run, assignment) else "provisional"
+    return f"{state}: {format_points(waiting)} points wait for {who}"
 
 
 def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
@@ -153,9 +177,18 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
                 f"{format_points(found.get('max_score', 0))} points: the upload could not be "
                 f"graded ({reason.rstrip('.')}). Hand it in again, or ask the course staff.")
         return html.escape(text[:MAX_COMMENT_CHARS], quote=False)
+    unread = awaits_reading(run, assignment)
     if _graded(run) and found:
-        parts.append(f"{assignment}: {format_points(found.get('score', 0))} of "
-                     f"{format_points(found.get('max_score', 0))} points.")
+        score, most = format_points(found.get("score", 0)), format_points(found.get("max_score", 0))
+        waiting = format_points(found.get("pending_points") or 0)
+        if unread:
+            parts.append(f"{assignment}: no grade yet, {waiting} of {most} points wait for the "
+                         f"staff; {score} points so far.")
+        elif waiting_said(run, assignment):
+            parts.append(f"{assignment}: {score} of {most} points so far, provisional: {waiting} "
+                         "points wait for the staff.")
+        else:
+            parts.append(f"{assignment}: {score} of {most} points.")
         # Points waiting for a person to read an answer are not lost (grader/scoring/score.py).
         lost = [item for item in found.get("items") or []
                 if item.get("kind") == "auto" and item.get("score", 0)
@@ -174,13 +207,14 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
                    and i.get("pending") and i.get("max_score", 0) > 0]
         if pending:
             parts.append(f"{len(pending)} written answer(s) are still to be graded by the staff.")
-        unread = waiting_to_be_read(found)
-        if unread:
-            parts.append(f"{len(unread)} answer(s) the grader could not read wait for the staff "
-                         f"({format_points(sum(i['pending_points'] for i in unread))} point(s)).")
+        to_read = waiting_to_be_read(found)
+        if to_read:
+            parts.append(f"{len(to_read)} answer(s) the grader could not read wait for the staff "
+                         f"({format_points(sum(i['pending_points'] for i in to_read))} point(s)).")
         if (found.get("integrity") or {}).get("withheld"):
             parts.append("Automatic points are held until the staff have reviewed the code.")
-    parts.append(f"Full report: {report_location}")
+    parts.append("The full report comes with the grade." if unread
+                 else f"Full report: {report_location}")
     text = " ".join(parts)
     if len(text) > MAX_COMMENT_CHARS:
         text = text[:MAX_COMMENT_CHARS - 1] + "…"
@@ -223,11 +257,14 @@ def worksheet_rows(runs: Iterable[CurrentRun], assignment: str, max_points: floa
             unmatched.append(run.student.key)
             continue
         grade = grade_cell(run, assignment)
+        commented = grade is not None or awaits_reading(run, assignment)
+        waiting = waiting_said(run, assignment)
         rows.append([f"Participant {run.student.participant_id}", upload_cell(run.student.name), "",
-                     "Submitted for grading", grade or "", format_points(max_points), "Yes",
-                     run.submitted_at or "", written_at if grade is not None else "",
+                     "Submitted for grading" + (f"; {waiting}" if waiting else ""), grade or "",
+                     format_points(max_points), "Yes",
+                     run.submitted_at or "", written_at if commented else "",
                      comment(run, assignment, report_location(run.student.key))
-                     if grade is not None else ""])
+                     if commented else ""])
     return rows, unmatched
 
 
@@ -250,8 +287,11 @@ def fill_worksheet(sheet: Worksheet, runs: Iterable[CurrentRun], assignment: str
         if run is not None:
             seen.add(pid)
             grade = grade_cell(run, assignment)
-            if grade is not None:
-                row[grade_at] = grade
+            if grade is not None or awaits_reading(run, assignment):
+                # No grade while answers wait to be read: the cell stays as Moodle has it, and
+                # the comment (imported without a grade) says what waits.
+                if grade is not None:
+                    row[grade_at] = grade
                 if feedback_at:     # never index 0: the importer would ignore it there
                     row[feedback_at] = comment(run, assignment, report_location(run.student.key))
                 filled += 1

@@ -65,7 +65,7 @@ from grader.batch.earlier_keys import overrides_under_current_keys
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, grading_problem_text, grading_problems_of,
-                                    held_for_review)
+                                    held_for_review, unread_of)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
 from grader.batch.gradescope_export import write_gradescope_csvs
 from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
@@ -875,18 +875,22 @@ def _score_of(result: dict | None) -> str | None:
     """"17/20" (and the late penalty, if any) for the progress display; a result held for
     review has no total, as grades.csv has none: "—/15, 10.5 points withheld for review: hw3";
     nor has one with a grading problem: "—/27, grading problem in hw3: ...; run the batch
-    again"."""
+    again"; nor has one whose answers wait for a person to read them: "—/15, no grade until a
+    person reads answers: hw3 (8.5 points wait)"."""
     if not result:
         return None
     held = held_for_review(result)
     problems = grading_problems_of(result)
-    total = "\u2014" if held or problems else format_points(result.get('score', 0))
+    unread = unread_of(result)
+    total = "\u2014" if held or problems or unread else format_points(result.get('score', 0))
     text = f"{total}/{format_points(result.get('max_score', 0))}"
     penalty = late_penalty(result)
     if penalty:
         text += f" (late {format_points(penalty)})"
     text += "".join(f", {grading_problem_text(a, short_message(p, 160))}"
                     for a, p in problems.items())
+    text += "".join(f", no grade until a person reads answers: {a} ({format_points(p)} points "
+                    "wait)" for a, p in unread.items())
     if not held:
         return text
     withheld = sum(float((a.get("integrity") or {}).get("withheld_points") or 0)

@@ -229,3 +229,37 @@ def test_no_report_asked_or_every_report_handed_in_lists_nobody(tmp_path):
     text = (out / "index.html").read_text(encoding="utf-8")
     assert 'id="reports-missing-table"' not in text
     assert "None: every graded student handed in the report each assignment asks for." in text
+
+
+def test_a_scan_whose_answers_wait_to_be_read_is_an_empty_cell_said_why(tmp_path):
+    """A TA's audit 30 (D6): a scanned report's 2 read points were grades.csv's and Moodle's
+    grade with Status "graded"; its 13 other points wait for a person. No grade until then,
+    as a held submission's, counted apart on the page with why."""
+    out = tmp_path / "grades"
+    out.mkdir()
+    book = Gradebook(out / "gradebook.sqlite")
+    record(book, "Alice_1001", "Alice", "hw3", "graded", 14.5)
+    record(book, "Mihkel_1002", "Mihkel", "hw3", "graded", 2.0)
+    found = book.current_runs()
+    scan = next(r for r in found if r.student.key == "Mihkel_1002").result
+    scan["assignments"][0]["items"][0].update(status="pending", pending_points=8.5)
+    config = RunConfig("test", "rubrics", {"hw3": "1"}, ("hw3",), "config-hw3")
+    book.record_run(Student("Mihkel_1002", "Mihkel", participant_id="1002"), "h-Mihkel_1002",
+                    "Mihkel_1002", config, RunRecord("graded", "2026-05-01T10:00:00+00:00",
+                                                     "2026-05-01T10:01:00+00:00", None, scan), [])
+    book.close()
+    book = Gradebook(out / "gradebook.sqlite")
+    write_grades_csv(out / "grades.csv", book.current_runs(), ["hw3"])
+    book.close()
+    write_class_page(out, order=["hw3"])
+    numbers, rows = grades_csv_numbers_of(out, ["hw3"])
+    assert numbers["hw3"] == [14.5]
+    mihkel = next(row for row in rows if row["Full name"] == "Mihkel")
+    assert mihkel["Status"] == "graded, no grade until a person reads answers: hw3 (8.5 points wait)"
+    assert page_table(out)["hw3"][6] == "1: 1 answers for a person to read"
+
+
+def grades_csv_numbers_of(out: Path, columns: list[str]):
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return {c: [float(row[c]) for row in rows if row[c].strip()] for c in columns}, rows

@@ -294,3 +294,80 @@ def test_a_held_assignment_has_no_grade_to_upload_nor_a_total():
     cleared.result["assignments"][0]["integrity"] = {"withheld": False, "cleared": True}
     assert cleared.held == [] and grade_cell(cleared, "hw3") == "0"
     assert grades_rows([cleared])[1][header.index("Total")] == "0"
+
+
+# A scanned HW3 report (a TA's audit 30, D6): 2 automatic points read, 8.5 waiting for a person
+# to read the answers, 4.5 of written answers waiting as in every report.
+SCANNED = [{"id": "hw3.task1", "title": "Task 1", "kind": "auto", "status": "pending", "score": 0,
+            "max_score": 2, "pending_points": 2},
+           {"id": "hw3.task3", "title": "Task 3", "kind": "auto", "status": "passed", "score": 2,
+            "max_score": 2},
+           {"id": "hw3.task4", "title": "Task 4", "kind": "auto", "status": "pending", "score": 0,
+            "max_score": 6.5, "pending_points": 6.5},
+           {"id": "hw3.task1.explanation", "kind": "manual", "status": "manual", "pending": True,
+            "score": 0, "max_score": 4.5}]
+
+
+def _waiting(run, unread: float, written: float):
+    found = run.result["assignments"][0]
+    found["pending_points"] = unread + written
+    found["pending_unread"] = [i["id"] for i in found["items"] if i.get("pending_points")]
+    return run
+
+
+def test_a_report_the_grader_could_not_read_has_no_grade_until_a_person_has_read_it():
+    """Its 2 points were uploaded as the grade with Status "graded": an instructor uploading the
+    worksheet at once published 2/15 for a full solution. Answers found but not read are points
+    the grader could not decide, as a held submission's: no grade anywhere (grades.csv, Moodle,
+    the total) until a person has read them (an override), and every cell says what waits."""
+    from grader.batch.grades_csv import grades_rows
+    from grader.batch.moodle_worksheet import comment, grade_cell, worksheet_rows
+    scan = _waiting(_run("graded", SCANNED), unread=8.5, written=4.5)
+    assert grade_cell(scan, "hw3") is None
+    header, row = grades_rows([scan])
+    assert row[header.index("hw3")] == "" and row[header.index("Total")] == ""
+    assert row[header.index("Status")] == ("graded, no grade until a person reads answers: hw3 "
+                                           "(8.5 points wait)"), row
+    text = comment(scan, "hw3", "report.html")
+    assert text.startswith("hw3: no grade yet, 13 of 15 points wait for the staff; 2 points so "
+                           "far."), text
+    assert "4 answer" not in text and "2 answer(s) the grader could not read wait for the staff " \
+        "(8.5 point(s))" in text, text
+    assert "report.html" not in text, "no report goes with a row that has no grade"
+    rows, _ = worksheet_rows([scan], "hw3", 15, lambda key: "report.html", written_at="T")
+    sheet = dict(zip(rows[0], rows[1]))
+    assert sheet["Grade"] == "", "Moodle skips an empty grade: the student is left as they are"
+    assert sheet["Status"] == "Submitted for grading; no grade yet: 13 points wait for a person"
+    # The comment is imported without a grade; its time keeps Moodle's stale check honest.
+    assert sheet["Feedback comments"] == text and sheet["Last modified (grade)"] == "T"
+    # The batch's line for it on the console, as a held submission's.
+    from grader.batch.pipeline import _score_of
+    assert _score_of({**scan.result, "max_score": 15}) == ("\u2014/15, no grade until a person reads answers: hw3 "
+                                      "(8.5 points wait)")
+
+
+def test_written_answers_alone_waiting_leave_a_provisional_grade_that_says_so():
+    """README's flow: the grade holds the automatic points and the written answers scored so
+    far (uploaded again after the overrides); the worksheet says it is not final."""
+    from grader.batch.grades_csv import grades_rows
+    from grader.batch.moodle_worksheet import comment, grade_cell, worksheet_rows
+    items = [dict(SCANNED[1], max_score=10.5, score=10.5), SCANNED[3]]
+    run = _waiting(_run("graded", items), unread=0, written=4.5)
+    assert grade_cell(run, "hw3") == "10.5"
+    assert comment(run, "hw3", "r").startswith(
+        "hw3: 10.5 of 15 points so far, provisional: 4.5 points wait for the staff."), \
+        comment(run, "hw3", "r")
+    rows, _ = worksheet_rows([run], "hw3", 15, lambda key: "report.html", written_at="T")
+    sheet = dict(zip(rows[0], rows[1]))
+    assert (sheet["Grade"], sheet["Status"]) == (
+        "10.5", "Submitted for grading; provisional: 4.5 points wait for a person")
+    header, row = grades_rows([run])
+    assert (row[header.index("hw3")], row[header.index("Status")]) == ("10.5", "graded")
+
+
+def test_a_grade_with_nothing_waiting_reads_as_before():
+    from grader.batch.moodle_worksheet import comment, worksheet_rows
+    run = _run("graded", [dict(SCANNED[1], max_score=15, score=12)])
+    assert comment(run, "hw3", "r").startswith("hw3: 12 of 15 points. ")
+    rows, _ = worksheet_rows([run], "hw3", 15, lambda key: "r", written_at="T")
+    assert dict(zip(rows[0], rows[1]))["Status"] == "Submitted for grading"
