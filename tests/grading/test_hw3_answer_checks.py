@@ -121,6 +121,13 @@ def test_the_baton_pass_alone_is_counted_too():
     assert observed_counts({"log": input_first}) == [(5, 1), (4, 1)]
     output_home = baton + [_move("cuda:1", "cuda:0")]
     assert observed_counts({"log": output_home}) == [(5, 2), (4, 1)]
+    # The activation sent back to cuda:0 after every layer but the last (the HW3 matrix's
+    # extra_transfers_to_gpu0): each layer off cuda:0 costs two copies, its baton pass one.
+    home_after_each = [_move("cuda:0", "cuda:0"), layers[0], _move("cuda:0", "cuda:0"),
+                       _move("cuda:0", "cuda:0"), layers[1], _move("cuda:0", "cuda:0"),
+                       _move("cuda:0", "cuda:1"), layers[2], _move("cuda:1", "cuda:0"),
+                       _move("cuda:0", "cuda:1"), layers[3]]
+    assert observed_counts({"log": home_after_each}) == [(7, 3), (4, 2)]
     # No layer seen run (hooks never fired): no baton count, so never a (0, 0) to accept.
     assert observed_counts({"log": [_move("cuda:0", "cuda:1")]}) == [(1, 1)]
 

@@ -8,7 +8,9 @@ round-robin, uneven, a GPU that does not exist), the course's ways of writing th
 (module constants and `__init__(self)`, a forward that moves only when needed, helper modules),
 Task 5 counted by hand, wrong answers in four tasks, and code the grader cannot build or run.
 
-Slow: one grading per variant, 15-25 s each on 2 cores (about 5 minutes in all).
+Slow: one grading per variant, 15-25 s each on 2 cores (about 5 minutes in all). The variants
+whose checks the default suite shows elsewhere (hv.GRADED_ON_REQUEST, each naming where) are
+graded only with PDL_EXTENDED_MATRIX=1.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def by_id(assignment: dict) -> dict[str, dict]:
     return {item["id"]: item for item in assignment["items"]}
 
 
-NAMES = [variant.name for variant in hv.VARIANTS]
+NAMES = [variant.name for variant in hv.GRADED]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -4,12 +4,12 @@ tasks and checks. The slow end-to-end grading is test_hw3_matrix.py."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.fixtures import hw3_variants as hv
+from tests.fixtures.planted_bugs import extended_matrix
 
 from grader.scoring import default_rubrics_dir, load_rubric
 
@@ -74,3 +74,14 @@ def test_a_group_of_correct_styles_holds_every_members_edit(group, tmp_path):
 
 def test_variant_names_are_unique():
     assert len(hv.BY_NAME) == len(hv.VARIANTS)
+
+
+def test_variants_graded_on_request_are_graded_alone_and_say_where_they_are_shown():
+    """The matrix grades them only with PDL_EXTENDED_MATRIX=1: each is a variant of its own
+    (never a control, nor a member of a group graded by default), and names what shows its
+    checks in the default suite."""
+    assert set(hv.GRADED_ON_REQUEST) <= set(hv.BY_NAME)
+    assert not set(hv.GRADED_ON_REQUEST) & (set(hv.GROUP_OF) | {"reference", "template"})
+    assert all(len(where) > 40 for where in hv.GRADED_ON_REQUEST.values())
+    on_request = set() if extended_matrix() else set(hv.GRADED_ON_REQUEST)
+    assert {variant.name for variant in hv.GRADED} == set(hv.BY_NAME) - on_request

@@ -10,7 +10,9 @@ item that is about it. Controls: the reference gets every automatic point, the u
 template none, and each of its failing code checks names the TODO.
 
 The fast tests check the fixtures; the gradings are slow (python API of `pdl-grade grade`,
-virtual GPUs, on 2 cores: P4 about 15 s, P5 40 s, P6 60 s, P10 90 s per variant).
+virtual GPUs, on 2 cores: P4 about 15 s, P5 40 s, P6 60 s, P10 90 s per variant). The
+variants whose checks the default suite shows elsewhere (pv.GRADED_ON_REQUEST, each naming
+where, and pv.NON_SOLUTIONS) are graded only with PDL_EXTENDED_MATRIX=1.
 """
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ import yaml
 from grader.grading import grade_submission as grade
 from grader.scoring import default_rubrics_dir, load_rubric
 from tests.fixtures import practical_variants as pv
+from tests.fixtures.planted_bugs import extended_matrix
 from tests.support.gradings import Gradings, names_in_order
 
 REFERENCE, TEMPLATE = "reference", "student_template"
-NAMES = [variant.name for variant in pv.VARIANTS]
+NAMES = [variant.name for variant in pv.GRADED]
 # Every variant's fixture is checked in the fast tier, those graded only on request too.
 EVERY = pv.VARIANTS + [v for v in pv.NON_SOLUTIONS if v not in pv.VARIANTS]
 
@@ -92,6 +95,17 @@ def test_a_group_of_correct_styles_holds_every_members_edit_and_answer(group, tm
             assert entry["rows" if entry.get("type") == "table" else "value"] == value, (
                 f"{group}: {name}'s answer {qid} is lost")
     assert set(pv.GROUP_OF) <= {v.name for v in pv.VARIANTS if v.kind == "correct"}
+
+
+def test_variants_graded_on_request_are_graded_alone_and_say_where_they_are_shown():
+    """The matrix grades them only with PDL_EXTENDED_MATRIX=1: each is a variant of its own
+    (never a member of a group graded by default), and names what shows its checks in the
+    default suite."""
+    assert set(pv.GRADED_ON_REQUEST) <= {v.name for v in EVERY}
+    assert not set(pv.GRADED_ON_REQUEST) & set(pv.GROUP_OF)
+    assert all(len(where) > 40 for where in pv.GRADED_ON_REQUEST.values())
+    on_request = set() if extended_matrix() else set(pv.GRADED_ON_REQUEST)
+    assert NAMES == [v.name for v in pv.VARIANTS if v.name not in on_request]
 
 
 def test_the_matrix_covers_the_styles_and_bugs_of_issue_17():
@@ -194,7 +208,7 @@ def test_variant_earns_exactly_its_points(graded, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [v.name for v in pv.VARIANTS if v.failing])
+@pytest.mark.parametrize("name", [v.name for v in pv.GRADED if v.failing])
 def test_variant_fails_its_own_checks_and_says_why(graded, name):
     variant = pv.graded_as(name)   # a group's failing checks are its members'
     checks = {check["id"]: check for item in graded_auto_items(graded(name))
