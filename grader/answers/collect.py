@@ -66,6 +66,10 @@ class Answers:
     # Of `unread`, what an answer sheet holds as written: id -> {"file", "text"}, shown in
     # instructor.md (a pasted nvidia-smi box had to be looked up in the YAML).
     unread_text: dict[str, dict] = field(default_factory=dict)
+    # Of `missing`, answered with words that say the task was not done ("Not done", "N/A",
+    # "skipped"): id -> {"file", "said", "where"}. Empty answers, 0, the student told what
+    # they wrote (a TA's audit 30: held as "found but could not read" before).
+    declined: dict[str, dict] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)        # [{file, status, ...}]
     # The report handed in in another format instead of the PDF ("hw3/report.md"), or None.
@@ -104,6 +108,7 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
 
     unread: set[str] = set()
     unread_why: dict[str, str] = {}
+    declined: dict[str, dict] = {}
     pdf_incomplete: dict[str, str] = {}   # id -> why the report's answer is only in part
     pdf_display = f"{assignment}/{REPORT_NAME}"
     pdf: Hw3PdfReading | None = None
@@ -128,10 +133,11 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
                               **({"instead_of": f"{assignment}/{REPORT_NAME}"} if instead is not None else {})})
         answers.problems += pdf.problems + pdf.notes
         answers.needs_manual_review |= pdf.needs_manual_review and (source == "pdf" or pdf.status != "missing")
+        declined = {qid: {"file": display, **said} for qid, said in pdf.declined.items() if qid in questions}
         if pdf.own_structure:
             # Written in a structure of its own: what the report answers is for a person to read
             # in it, never "not answered" (its problem says so, and how to write it).
-            unread |= {qid for qid in questions if pdf.answers.get(qid) in (None, "", [])}
+            unread |= {qid for qid in questions if pdf.answers.get(qid) in (None, "", []) and qid not in declined}
         # Answered in the report in words it could not read: for a person, as a sheet's are.
         unread |= {qid for qid in pdf.unread if qid in questions}
         unread_why.update({qid: why for qid, why in pdf.unread.items() if qid in questions})
@@ -183,6 +189,10 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     answers.unread = [qid for qid in answers.missing if qid in unread]
     answers.unread_why = {qid: unread_why[qid] for qid in answers.unread if qid in unread_why}
     answers.unread_text = {qid: answers.unread_text[qid] for qid in answers.unread if qid in answers.unread_text}
+    # Said not done in the report and answered nowhere else (an answer the sheet holds in words
+    # it could not read still goes to a person).
+    answers.declined = {qid: said for qid, said in declined.items()
+                        if qid in answers.missing and qid not in answers.unread}
     # "Not handed in" only when no file is there: a file that is there but unreadable (a scan,
     # a renamed .docx) has its own message, and saying both would contradict it.
     if all(f["status"] == "missing" for f in answers.files):

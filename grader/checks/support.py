@@ -72,12 +72,22 @@ def reported(answers, qid: str):
     raise no_answer(answers, qid, not_found(answers, qid))
 
 
+def not_done_said(declined: dict) -> str:
+    """What a student is told of an answer that says it was not done (collect's `declined`)."""
+    where = ", ".join(str(p) for p in (declined.get("file"), declined.get("where")) if p)
+    return (f"you wrote '{declined.get('said', '')}'" + (f" ({where})" if where else "")
+            + ": an answer that says the task was not done is no answer, so it scores 0")
+
+
 def not_found(answers, qid: str) -> str:
     """'no answer found', with why where the answer was there but could not be read (a table
     written as a list of lists, a word where a number belongs)."""
     said = getattr(answers, "unread_why", {}).get(qid)
     if said:
         return said   # "your answer '3 or 4 each' could not be read as ..."
+    not_done = (getattr(answers, "declined", None) or {}).get(qid)
+    if not_done:
+        return not_done_said(not_done)
     problems = getattr(answers, "problems", [])
     why = [p for p in problems if f": {qid}:" in p]
     if not why and qid in getattr(answers, "unread", []) and problems:

@@ -16,7 +16,7 @@ from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
 from grader.reports.pending import pending_what
 from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, not_answered,
-                                         not_graded_view, surely_unanswered)
+                                         not_graded_view, said_not_done, surely_unanswered)
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -30,6 +30,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
         answers = assignment.get("answers") or {}
         values, origin = answers.get("values") or {}, answers.get("origin") or {}
         unanswered = surely_unanswered(answers)
+        not_done = said_not_done(answers)
         manual, short = [], []
         automatic = [i for i in assignment.get("items") or []
                      if i.get("kind") not in ("manual", "penalty") and i.get("max_score")]
@@ -59,6 +60,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                 "also": (answers.get("also") or {}).get(qid),
                 "same_as": list(shared.get(item["id"]) or []),
                 "unanswered": qid in unanswered,
+                # What the student wrote where it says the task was not done ("Not done").
+                "not_done": (not_done.get(qid) or {}).get("said"),
                 "beside": _task_items(item["id"], automatic),
             })
         assignments.append({
@@ -75,6 +78,8 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "report_instead": answers.get("report_instead"),
             "problems": list(answers.get("problems") or []),
             "missing": not_answered(answers),
+            # Of those, what the report says where it says they were not done ("Not done").
+            "not_done": _not_done_view(not_done),
             "unread": list(answers.get("unread") or []),
             # Those an answer sheet holds, as written (a pasted nvidia-smi box): read here, not
             # looked up in the student's YAML.
@@ -107,6 +112,15 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "batch_key": batch_key,
             "overrides": overrides_template(assignments, batch_key),
             "not_graded": not_graded_view(result, for_student=False)}
+
+
+def _not_done_view(not_done: Mapping[str, Mapping]) -> list[dict]:
+    """The answers said not done, those that say it in one place together: [{ids, said, where}]."""
+    grouped: dict[tuple, list[str]] = {}
+    for qid, said in not_done.items():
+        place = ", ".join(str(p) for p in (said.get("file"), said.get("where")) if p)
+        grouped.setdefault((str(said.get("said") or ""), place), []).append(qid)
+    return [{"ids": ids, "said": said, "where": where} for (said, where), ids in grouped.items()]
 
 
 def overrides_template(assignments: list[dict], batch_key: str | None = None) -> str:
@@ -152,11 +166,16 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
             comment = str(m["comment"]).replace("\\", "\\\\").replace('"', '\\"')
             points = "null" if m["pending"] else m["score"]
             if m["pending"] and m.get("unanswered"):
-                # Nothing was handed in for it, and everything handed in was read: 0 is its
-                # grade, pasted as is (a TA's audit: a blank answer had waited as pending).
+                # Nothing was handed in for it, and everything handed in was read, or what was
+                # says it was not done: 0 is its grade, pasted as is (a TA's audit: a blank
+                # answer had waited as pending; audit 30: so had a "Not done").
                 points, comment = 0, "no answer handed in"
+                if m.get("not_done"):
+                    said = str(m["not_done"]).replace("\\", "\\\\").replace('"', '\\"')
+                    comment = f"no answer handed in: the report says '{said}'"
+            found = "  (says it was not done)" if m.get("not_done") else "  (no answer found)"
             lines.append(f'{indent}{m["id"]}: {{points: {points}, comment: "{comment}"}}'
-                         f'  # of {m["points"]}' + ("  (no answer found)" if m.get("unanswered") else ""))
+                         f'  # of {m["points"]}' + (found if m.get("unanswered") else ""))
     return "\n".join(lines)
 
 

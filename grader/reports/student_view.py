@@ -97,6 +97,7 @@ def assignment_view(assignment: Mapping[str, Any],
     missing = _missing_told_once(assignment, rubric, rubric_items)
     stops = _stops_told_once(rubric_items)
     unanswered = surely_unanswered(assignment.get("answers"))
+    not_done = said_not_done(assignment.get("answers"))
     return {
         "id": assignment.get("id"),
         "title": assignment.get("title"),
@@ -117,7 +118,8 @@ def assignment_view(assignment: Mapping[str, Any],
         "missing": missing,
         "stops": stops,
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
-        "pending": [dict(item_view(i), unanswered=i.get("answer") in unanswered)
+        "pending": [dict(item_view(i), unanswered=i.get("answer") in unanswered,
+                         not_done=not_done.get(i.get("answer"), {}).get("said"))
                     for i in items if i.get("pending")],
         "measurements": measurements,
         "measurements_hidden": hidden,
@@ -339,11 +341,25 @@ def not_answered(answers: Mapping[str, Any]) -> list[str]:
 _SHEET_PROBLEM = re.compile(r"^(\S+): ([\w.]+): ")
 
 
+def said_not_done(answers: Mapping[str, Any] | None) -> dict[str, dict]:
+    """{question: {"file", "said", "where"}} of the answers that say the task was not done
+    ("Not done", "N/A"): none, whatever else a person must read (a TA's audit 30)."""
+    if not isinstance(answers, Mapping) or not isinstance(answers.get("declined"), Mapping):
+        return {}
+    missing = set(not_answered(answers))
+    return {qid: said for qid, said in answers["declined"].items() if qid in missing and isinstance(said, Mapping)}
+
+
 def surely_unanswered(answers: Mapping[str, Any] | None) -> set[str]:
     """The questions answered nowhere where everything handed in was read: no report that
     needs a person (scanned, unreadable), none in another format, no answer in words the
-    reader does not take. A written answer among them is told as having none, not as waiting
-    to be graded (a TA's audit: blank answers were listed as "pending instructor grading")."""
+    reader does not take; and those whose answer says the task was not done ("Not done").
+    A written answer among them is told as having none, not as waiting to be graded (a TA's
+    audit: blank answers were listed as "pending instructor grading")."""
+    return _read_and_unanswered(answers) | set(said_not_done(answers))
+
+
+def _read_and_unanswered(answers: Mapping[str, Any] | None) -> set[str]:
     if not isinstance(answers, Mapping) or answers.get("needs_manual_review") \
             or answers.get("report_instead"):
         return set()

@@ -1017,6 +1017,22 @@ def lo_docx_borderless_qa_over_the_page_centred(work):
     return pdf, ok(v)
 
 
+@fixture("python-docx -> .odt -> LibreOffice", "Tasks 4 and 5 said not done under their headings ('Not done (I ran "
+                                              "out of time ...).', 'Not done.'): empty answers, not a structure of "
+                                              "the report's own")
+def lo_odt_tasks_not_done(work):
+    v = Values()
+    blocks = report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)
+    blocks = blocks[:next(i for i, b in enumerate(blocks) if b[0] == "h" and "Task 4" in b[2])]
+    blocks += [("h", 1, "Task 4: run with more GPUs"), ("p", "Not done (I ran out of time before the deadline)."),
+               ("h", 1, "Task 5: data transfer"), ("p", "Not done.")]
+    not_done = [q for q in v.expected() if q.startswith(("task4.", "task5."))]
+    expected = ok(v, missing=not_done, declined=not_done)
+    for qid in not_done:
+        del expected["answers"][qid]
+    return docx_pdf(blocks, work, odt=True), expected
+
+
 @fixture("python-docx -> LibreOffice", "thousands separators in microseconds ('182,590 us')")
 def lo_docx_thousands_microseconds(work):
     v = Values(t4={2: 182.59, 5: 191.3})

@@ -83,6 +83,8 @@ def test_every_fixture_is_read_exactly(name):
     assert len(reading.problems) == len(expected["problems"]) and all(
         any(part in problem for problem in reading.problems) for part in expected["problems"]), \
         f"{where}: problems\nexpected (parts): {expected['problems']}\nread: {reading.problems}"
+    # Answers the report says were not done ("Not done."): empty, not unread (a TA's audit 30).
+    assert sorted(reading.declined) == sorted(expected.get("declined", [])), f"{where}: said not done {reading.declined}"
     assert reading.status == expected["status"], where
     assert reading.ocr == bool(expected.get("ocr")), where
     if reading.ocr:

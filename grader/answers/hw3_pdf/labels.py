@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
+from ..declined import says_not_done
 from ..yes_no import read_growth, read_yes_no
 from . import contract
 from .explanations import starts_something_else
@@ -48,6 +49,9 @@ class LabelReading:
     # one beside it, in a table without borders taken for the other column (a TA's audit 30):
     # for a person to read, never "not answered".
     maybe_beside: bool = False
+    # What the report writes after the label where it says the task was not done ("Not done",
+    # "N/A", "skipped"): an empty answer, 0, the student told what they wrote.
+    declined: str | None = None
 
 
 # HW3 Task 1 Q2: the two layers the data moves between (transfer_as_indices).
@@ -575,6 +579,11 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
         elif written is None and match.group("start") is not None:
             written = said or None
     if not values:
+        said_not_done = _not_done_after(matches, unclear, written, cased)
+        if said_not_done is not None:
+            # "Not done", "N/A", "skipped": an empty answer, told as written (a TA's audit 30).
+            text, at = said_not_done
+            return LabelReading(line=_line_at(starts, at), found_label=True, declined=text)
         if unclear:
             problem = f"'{shown}' is answered {unclear[0]}, not with a clear yes or no: " \
                       "a person must read it (start the answer with yes or no)"
@@ -611,6 +620,21 @@ def _match(answer: contract.LabelledAnswer, view: tuple[str, list[Entry]], layou
                         answer_line if answer_line is not None and answer_line is not label_line else None,
                         read_as=notes[id(match)][0] if id(match) in notes else None,
                         notes=(notes[id(match)][1],) if id(match) in notes else ())
+
+
+def _not_done_after(matches: list, unclear: list, written: str | None, cased: str) -> tuple[str, int] | None:
+    """(what the report writes after a label, where) where that says the task was not done
+    ("Not done", "N/A", "-", "skipped"): on the label's line, or the answer read under it."""
+    at = next((m.start() for m in matches if m.group("start") is not None), None)
+    if at is None:
+        return None
+    first = next(m for m in matches if m.group("start") is not None)
+    line_end = cased.find("\n", first.end())
+    on_its_line = until_next_label(cased[first.end():line_end if line_end >= 0 else None]).strip(" \t|:=")
+    for text in [on_its_line, written] + [u.strip("'\"") for u in unclear]:
+        if text and says_not_done(text):
+            return text.strip(), at
+    return None
 
 
 def _nothing_after(text: str, label_end: int) -> bool:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..declined import says_not_done
 from . import contract
 from .explanations import is_short_title, placeholder, read_explanations
 from .labels import question_answer_explanations, read_labels, without_list_marker
@@ -64,6 +65,11 @@ class Hw3PdfReading:
     # How answers were read where it is not as written ("3rd and 4th" as the indices 2 and 3):
     # for the student and the instructor to see, no doubt about the reading.
     notes: list = field(default_factory=list)
+    # field -> {"said", "where"}: answers that say the task was not done ("Not done", "N/A",
+    # "skipped"), under its label or its explanation's heading, or alone under the task's own
+    # heading: empty answers (0), never read as a structure of the report's own (a TA's audit
+    # 30, D4). Also in `missing`.
+    declined: dict = field(default_factory=dict)
 
 
 def _unreadable(name: str, message: str, *, status: str = "unreadable", pages: int = 0,
@@ -193,7 +199,8 @@ def reading_from_worker_output(output: dict, name: str = DEFAULT_DISPLAY_NAME) -
         reading.problems.insert(0, f"{name} is partly broken: {error['detail'][:200]}")
     if not reading.answers and not reading.own_structure:
         reading.problems.insert(0, f"none of the report template's labels were found in {name}; was it written from the template?")
-    reading.status = "ok" if not reading.missing and not reading.problems else "partial"
+    # An answer that says the task was not done is read: the report says what it says.
+    reading.status = "ok" if not set(reading.missing) - set(reading.declined) and not reading.problems else "partial"
     reading.needs_manual_review = reading.status != "ok"
     return reading
 
@@ -250,14 +257,21 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
         # are a part of it (an answer centred beside its heading starts above it).
         if line_read is None or (line_read[1].ruled is None and _words(line_read[0]) in _words(text)):
             explanations[task] = (text, line)
+    tables = {spec.field: read_table(layout, spec) for spec in contract.TABLES}
+    declined = _declined(layout, sections, labels, explanations, tables)
+    reading.declined = declined
     not_found = [a.template_text for a in contract.LABELLED_ANSWERS
-                 if not labels[a.field].found_label or labels[a.field].handout]
-    not_found += [f"Task {task} explanation" for task in contract.EXPLANATION_TASKS if task not in explanations]
+                 if (not labels[a.field].found_label or labels[a.field].handout) and a.field not in declined]
+    not_found += [f"Task {task} explanation" for task in contract.EXPLANATION_TASKS
+                  if task not in explanations and contract.explanation_field(task) not in declined]
     total = len(contract.LABELLED_ANSWERS) + len(contract.EXPLANATION_TASKS)
     reading.own_structure = len(not_found) > total / 2
     first_problem = len(reading.problems)
     for field_id, label in labels.items():
         answer = next(a for a in contract.LABELLED_ANSWERS if a.field == field_id)
+        if field_id in declined:
+            reading.missing.append(field_id)
+            continue
         reading.problems += list(label.problems)
         reading.notes += list(label.notes)
         if label.value is not None and label.problems:
@@ -285,9 +299,11 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
         reading.where[field_id] = where
 
     for spec in contract.TABLES:
-        table = read_table(layout, spec)
+        table = tables[spec.field]
         if table is None:
             reading.missing.append(spec.field)
+            if spec.field in declined:
+                continue
             pictures = _pictures_of(layout, spec.task, sections)
             if pictures:
                 reading.problems.append(_picture_problem(f"Task {spec.task}'s table ({spec.template_header})", pictures,
@@ -312,7 +328,9 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
     for task in contract.EXPLANATION_TASKS:
         field_id = contract.explanation_field(task)
         text, line = explanations.get(task, (None, None))
-        if text is None:
+        if field_id in declined:
+            reading.missing.append(field_id)
+        elif text is None:
             reading.missing.append(field_id)
             pictures = _pictures_of(layout, task, sections)
             if pictures:
@@ -340,6 +358,50 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
         not_read = [label for field_id, label in labels_of.items() if field_id not in reading.answers]
         reading.problems.insert(first_problem, _own_structure_problem(name, total - len(not_found), total, not_read,
                                                                       "the report" if text_report else "the PDF"))
+
+
+def _task_fields(task: int) -> list[str]:
+    return ([a.field for a in contract.LABELLED_ANSWERS if a.task == task]
+            + [t.field for t in contract.TABLES if t.task == task] + [contract.explanation_field(task)])
+
+
+def _declined(layout: Layout, sections, labels: dict, explanations: dict, tables: dict) -> dict:
+    """{field: {"said", "where"}} of the answers the report says were not done: after a label
+    ("Number of transfers with 5 GPUs: N/A"), as an explanation ("Skipped."), or, for a whole
+    task none of whose answers is there, under the task's heading ("Task 4: run with more GPUs"
+    / "Not done (I ran out of time before the deadline)."; "Task 5: not done")."""
+    found = {}
+    for field_id, label in labels.items():
+        if label.declined is not None:
+            found[field_id] = {"said": label.declined, "where": f"page {label.line.page}"}
+    for task, (text, line) in explanations.items():
+        if says_not_done(text):
+            found[contract.explanation_field(task)] = {
+                "said": " ".join(text.split()), "where": f"page {line.page}, under 'Task {task} explanation'"}
+    body = layout.body()
+    starts = [position for position, _ in sections]
+    for position, task in sections:
+        heading = layout.lines[position]
+        if contract.EXPLANATION_HEADING.match(heading.text):
+            continue   # an explanation's own heading says only the explanation was not done
+        answered = [f for f in _task_fields(task) if f not in found and (
+            (f in labels and (labels[f].value is not None or labels[f].written or labels[f].maybe_beside))
+            or (f in tables and tables[f] is not None)
+            or (f == contract.explanation_field(task) and task in explanations))]
+        if answered:
+            continue
+        end = min([s for s in starts if s > position], default=len(layout.lines))
+        lines = [line for line in body if position < line.index < end]
+        title = contract.SECTION_START.match(heading.text)
+        said = [" ".join(heading.cased[title.end():].split()).lstrip(":.-) ")] + [line.cased for line in lines] + [
+            " ".join(line.cased for line in lines)]
+        text = next((t for t in said if t and says_not_done(t)), None)
+        if text is None:
+            continue
+        shown = " ".join(heading.cased.split())
+        for field_id in _task_fields(task):
+            found.setdefault(field_id, {"said": text, "where": f"page {heading.page}, under '{shown}'"})
+    return found
 
 
 def _own_structure_problem(name: str, found: int, total: int, not_read: list[str], document: str = "the PDF") -> str:
