@@ -254,11 +254,12 @@ def test_different_data_is_not_failed_on_rows_not_recorded(monkeypatch):
 
 
 def test_a_flood_of_passes_keeps_the_trace_bounded(traced_vnode, tmp_path):
-    """Thousands of passes on ever other inputs, joined and compared: rows for at most
-    MAX_RECORDS records of each budget, every other record small."""
+    """Hundreds of passes on ever other inputs, joined and compared: rows for at most
+    MAX_RECORDS records of each budget, every other record small. (Unbounded, 200 rounds
+    hold rows in about 1000 records, over the bound below.)"""
     events = traced_vnode(1)
     model = model_on()
-    for i in range(400):
+    for i in range(200):
         y = model(torch.randn(BATCH, IN, device="cuda:0"))
         with torch.no_grad():
             model(torch.randn(BATCH, IN, device="cuda:0"))
@@ -269,6 +270,6 @@ def test_a_flood_of_passes_keeps_the_trace_bounded(traced_vnode, tmp_path):
                   if o.get("rows")]
     assert len(with_rows) <= 2 * vrows.MAX_RECORDS * len(vrows.BUDGETS), len(with_rows)
     dropped = [e for e in events if e.get("rows_dropped")]
-    assert len(dropped) > 1000
+    assert len(dropped) > 500
     small = max(len(json.dumps(e)) for e in dropped)
     assert small < 600, small
