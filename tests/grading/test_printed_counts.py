@@ -54,3 +54,64 @@ def test_the_message_quotes_the_line_as_printed_and_says_how_it_was_read():
 def test_a_long_line_is_cut_in_the_quote():
     (found,) = printed_counts("to() calls: 20, real transfers: 1 " + "x" * 500)
     assert len(found.line) == 200 and found.line.endswith("...")
+
+
+# -- the check on a script's whole output (the HW3 matrix's prints_* variants, fast) -----------
+class _Run:
+    def __init__(self, stdout: str):
+        self.stdout, self.stderr, self.ok, self.events = stdout, "", True, []
+
+    def problem(self) -> str:
+        return ""
+
+
+class _Runs:
+    """Every run of the script prints `stdout`."""
+
+    def __init__(self, stdout: str):
+        self.run = _Run(stdout)
+
+    def script(self, **spec) -> _Run:
+        return self.run
+
+
+def _transfers(gpus: int) -> dict:
+    """The probe's Task 5 record of the reference's forward: DEPTH layers in even contiguous
+    blocks, one baton pass before each; its counters counted it."""
+    from grader.checks.test_hw3 import TRANSFER_DEPTH
+    per_gpu, extra = divmod(TRANSFER_DEPTH, gpus)
+    devices = [f"cuda:{g}" for g in range(gpus) for _ in range(per_gpu + (g < extra))]
+    log, here = [], devices[0]
+    for index, device in enumerate(devices):
+        log += [{"kind": "to", "src": here, "dst": device, "copied": here != device},
+                {"kind": "layer", "index": index}]
+        here = device
+    return {"kind": "transfers", "gpus": gpus, "depth": TRANSFER_DEPTH, "devices": devices,
+            "log": log, "counters": [TRANSFER_DEPTH, gpus - 1]}
+
+
+def printed_check(stdout: str, gpus: int = 2, quantity: str = "to_calls") -> None:
+    """hw3.task5.counts_printed for a script printing `stdout` in every run."""
+    from grader.checks import test_hw3 as hw3
+    probe = ([_transfers(g) for g in hw3.TASK4_GPUS], _Run(""))
+    hw3.test_task5_printed_counts_are_the_forward_passes(
+        probe, _Runs(stdout), {g: {} for g in hw3.TASK4_GPUS}, {}, gpus, quantity)
+
+
+@pytest.mark.parametrize("quantity", ["to_calls", "transfers"])
+def test_running_totals_are_read_as_their_first_count(quantity):
+    """Counters never reset, printed after each of three forward passes (the matrix's
+    prints_running_totals): one count, which a TA reads off the first line."""
+    printed_check("".join(f"to() calls: {20 * k}, real transfers: {k}\n" for k in (1, 2, 3)),
+                  quantity=quantity)
+
+
+def test_every_possible_pair_printed_is_no_count():
+    """A red team's guess that cannot miss (the matrix's prints_every_possible_count): beside
+    the real count, every pair up to DEPTH. The printed counts are said unread."""
+    guesses = "".join(f"to() calls: {calls}, real transfers: {moves}\n"
+                      for calls in range(21) for moves in range(21))
+    with pytest.raises(AssertionError) as failure:
+        printed_check("to() calls: 20, real transfers: 1\n" + guesses)
+    assert "different pairs of counts" in str(failure.value), str(failure.value)
+    assert "more than the configurations it could run" in str(failure.value)
