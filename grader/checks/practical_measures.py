@@ -183,6 +183,11 @@ def reached_in(used: list[dict]) -> set:
 # computed from the weights directly (`F.linear(x, model.fc.weight)`, gradients of
 # `torch.autograd.grad`) beside passes given a tiny gradient is all of it (adv27).
 OUTSIDE_LIMIT = 0.99
+# ... or where the script wrote more than this share of the `.grad` applied (`written`,
+# grader/vgpu/grad_writes.py): honest loops write at most a penalty into .grad (weight decay, a
+# few hundredths of it) or scale it; `.grad` replaced by a gradient of detached copies of the
+# weights, less what the last backward adds, is nine tenths or more of it (a red team, adv31).
+WRITTEN_LIMIT = 0.5
 
 
 OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights directly, e.g. "
@@ -209,19 +214,26 @@ def made_outside(step: dict) -> bool:
     """Whether a step record's gradient was made beside the model's forward passes
     (grader/vgpu/gradient_sources.py): its `outside` share over OUTSIDE_LIMIT, or a
     `backward_share` (what backward passes gave the parameters was a hundredth of the gradient
-    applied: the rest written into .grad), or a walk of its graph that found no pass
-    (`walk_limit`)."""
-    share = step.get("outside")
-    return (isinstance(share, (int, float)) and not isinstance(share, bool)
-            and share > OUTSIDE_LIMIT) or "backward_share" in step or bool(step.get("walk_limit"))
+    applied: the rest written into .grad), or a `written` share over WRITTEN_LIMIT (the script
+    wrote most of .grad itself), or a walk of its graph that found no pass (`walk_limit`)."""
+    return _share_over(step.get("outside"), OUTSIDE_LIMIT) or "backward_share" in step or \
+        _share_over(step.get("written"), WRITTEN_LIMIT) or bool(step.get("walk_limit"))
+
+
+def _share_over(share, limit: float) -> bool:
+    return isinstance(share, (int, float)) and not isinstance(share, bool) and share > limit
 
 
 def outside_of(step: dict) -> float:
-    """The share of a step's gradient made beside the passes, for the messages: 1 where it was
-    written into .grad or its graph was too large to follow."""
+    """The share of a step's gradient made beside the passes, for the messages: 1 where
+    backward gave next to none of .grad or its graph was too large to follow, the share the
+    script wrote where it wrote most of .grad."""
     share = step.get("outside")
-    if "backward_share" in step or step.get("walk_limit") or \
-            not isinstance(share, (int, float)) or isinstance(share, bool):
+    if "backward_share" in step or step.get("walk_limit"):
+        return 1.0
+    if _share_over(step.get("written"), WRITTEN_LIMIT):
+        return min(1.0, float(step["written"]))    # the part the script wrote into .grad
+    if not isinstance(share, (int, float)) or isinstance(share, bool):
         return 1.0
     return float(share)
 

@@ -16,9 +16,13 @@ So, per step:
   script's own on it (the hook is registered with the parameter, Module.register_parameter).
   There the passes' part is the whole less the outside part, both of one backward. A part of
   a pass checkpointed inside the model's forward is marked as it is recomputed (observe.py).
-- The mark names its node (its sequence number and name): one copied onto another node marks
-  nothing, and the static scan holds code that reads an autograd node's `metadata` or calls
-  autograd's engine directly (`_execution_engine`).
+- The marks are the grader's own (node_marks.py), never in the node's `metadata`, which the
+  script reads and writes (a red team rebuilt a pass's mark for its whole-batch loss's node
+  there, adv31). The static scan holds autograd's engine called directly (`_execution_engine`).
+- A part of a pass checkpointed inside the model's forward is marked as backward recomputes it
+  only where the walk outside the passes did not go through that checkpoint: a whole batch
+  computed by the recomputation of a checkpoint beside the passes (whose forward calls no
+  module at all) is outside them (adv31).
 - `outside` (in the step record): the outside part's norm over the sum of both parts' norms,
   over the parameters that had an outside part. A penalty on the weights written into the loss
   is a real part of an honest step (a tutorial's `l2_lambda = 1e-3` can be half of it); only a
@@ -29,6 +33,10 @@ So, per step:
   of `.grad` at the step. Scaling down, averaging across ranks, clipping and a `.grad` never
   zeroed between steps keep it at 1 or more; a gradient computed on detached copies of the
   weights and added into `.grad` makes it tiny.
+- `written` (in the step record, where it is 0.01 or more): the part of `.grad` at the step the
+  script wrote there itself, over all of it (grad_writes.py): `.grad` set to a gradient of
+  detached copies less what the last backward then adds gives backward as much to do as is
+  applied, and `backward_share` says nothing (adv31).
 - A walk that finds no mark within WALK_NODES nodes says so (`walk_limit`): a graph outside the
   passes that large is no course script's loss (a red team hid the whole batch's loss behind
   5000 multiplications by 1.0), and the step counts as made outside them.
@@ -36,55 +44,49 @@ So, per step:
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import weakref
 
 import torch
 
-# Marks on autograd nodes (in a node's `metadata`): the output of a forward pass, and a node
-# whose gradients for the model's parameters are already summed.
-_PASS_MARK, _HOOKED = object(), object()
+from grader.vgpu.grad_writes import GradWrites
+from grader.vgpu.node_marks import NodeMarks
+
+# The grader's marks on autograd nodes (node_marks.py): "pass", the output of a forward pass;
+# "hooked", a node whose gradients for the model's parameters are already summed; "walked", a
+# reentrant checkpoint the walk outside the passes went through.
+_MARKS = NodeMarks()
 WALK_NODES = 4096
-# `backward_share` is recorded below this.
+# `backward_share` is recorded below this, `written` from this on.
 WRITTEN_SHARE = 0.01
-
-
-def node_metadata(node):
-    try:
-        return node.metadata
-    except (AttributeError, RuntimeError, TypeError):
-        return None
 
 
 def mark_pass_output(node, forward: int) -> None:
     """The autograd node of a forward pass's output (`forward`: its number; 0 for a
-    checkpoint's recomputation): a backward walk stops there. The mark names the node it was
-    put on, so that one copied onto another node (`metadata.update(...)`: a red team, adv30)
-    marks nothing."""
-    metadata = node_metadata(node)
-    if metadata is not None:
-        metadata[_PASS_MARK] = (forward, _identity(node))
+    checkpoint's recomputation): a backward walk stops there."""
+    _MARKS.put(node, "pass", forward)
+
+
+def _marked(node) -> bool:
+    return _MARKS.get(node, "pass") is not None
 
 
 def pass_of(node) -> int | None:
     """The number of the forward pass whose output `node` is (its own mark), or None."""
-    metadata = node_metadata(node)
-    if metadata is None or not _marked(node, metadata):
-        return None
-    return metadata[_PASS_MARK][0]
+    return _MARKS.get(node, "pass")
 
 
-def _identity(node):
-    try:
-        return node._sequence_nr(), node.name()
-    except (AttributeError, RuntimeError, TypeError):
-        return None
+def checkpoint_walked(node) -> bool:
+    """Whether `node` (a reentrant checkpoint's, recomputing now) lies outside the passes: the
+    walk from a backward's roots went through it before reaching any pass's output."""
+    return node is not None and bool(_MARKS.get(node, "walked"))
 
 
-def _marked(node, metadata) -> bool:
-    mark = metadata.get(_PASS_MARK)
-    return isinstance(mark, tuple) and len(mark) == 2 and mark[1] is not None \
-        and mark[1] == _identity(node)
+def _reentrant_checkpoint(node) -> bool:
+    module = sys.modules.get("torch.utils.checkpoint")
+    function = getattr(module, "CheckpointFunction", None) if module is not None else None
+    return function is not None and getattr(type(node), "_forward_cls", None) is function
 
 
 def _squared(tensor) -> float:
@@ -104,6 +106,7 @@ class GradientSources:
         # Each backward's gradient norm, summed since the run began: a script that never zeroes
         # .grad applies every earlier backward's gradient again.
         self._raw_norms = 0.0
+        self.writes = GradWrites()   # what the script wrote into .grad itself
         self._reset_step()
 
     def _reset_step(self) -> None:
@@ -127,6 +130,7 @@ class GradientSources:
                 parameter.register_hook(self._raw_hook(weakref.ref(parameter)))
             except RuntimeError:
                 return
+            self.writes.watch(parameter)
         self._hooked[id(parameter)] = weakref.ref(parameter)
 
     def add_model(self, module: torch.nn.Module) -> None:
@@ -166,9 +170,10 @@ class GradientSources:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            metadata = node_metadata(node)
-            if metadata is None or _marked(node, metadata):
+            if _marked(node):
                 continue
+            if _reentrant_checkpoint(node):
+                _MARKS.put(node, "walked")
             consumed = []
             for index, (child, _) in enumerate(node.next_functions):
                 if child is None:
@@ -179,8 +184,7 @@ class GradientSources:
                 elif self._is_parameter(variable):
                     consumed.append((index, weakref.ref(variable)))
                     self.watch_parameter(variable)   # unfrozen since it was first seen
-            if consumed and _HOOKED not in metadata:
-                metadata[_HOOKED] = True
+            if consumed and not _MARKS.get(node, "hooked") and _MARKS.put(node, "hooked"):
                 node.register_hook(self._outside_hook(consumed))
 
     def _outside_hook(self, consumed):
@@ -208,6 +212,7 @@ class GradientSources:
                 if not isinstance(grad, torch.Tensor) or held is None or \
                         not self._is_parameter(held):
                     return None
+                self.writes.before_accumulation(held, grad)
                 self._raw_now.append(torch.linalg.vector_norm(grad, dtype=torch.float64) ** 2)
                 with self._lock:
                     outside = self._pending.pop(id(held), None)
@@ -231,19 +236,29 @@ class GradientSources:
                 pending, self._pending = self._pending, {}
                 self._outside_sq += sum(_squared(g) for g in pending.values())
 
+    def backward_ended(self) -> None:
+        """The outermost backward pass has returned (DDP has averaged `.grad` by now)."""
+        if self._params:
+            self.writes.backward_ended()
+
     # -- the step ------------------------------------------------------------------------------
-    def step_fields(self, grads_squared: float) -> dict:
-        """The step record's `outside`, `backward_share` and `walk_limit`, where they say
-        something; `grads_squared`: the squared norm of `.grad` at the step."""
+    def step_fields(self, grads_squared: float, parameters=()) -> dict:
+        """The step record's `outside`, `backward_share`, `written` and `walk_limit`, where
+        they say something; `grads_squared`: the squared norm of `.grad` at the step;
+        `parameters`: those the optimizer steps."""
         if not self._params:
             return {}
         self._close_backward()
         fields: dict = {}
+        written = self.writes.step_share(parameters)
+        if written is not None and written >= WRITTEN_SHARE:
+            fields["written"] = round(written, 4)
         if self._outside_sq > 0:
             outside, passes = math.sqrt(self._outside_sq), math.sqrt(self._passes_sq)
             fields["outside"] = round(outside / (outside + passes), 4)
         applied = math.sqrt(grads_squared) if grads_squared > 0 else 0.0
-        if applied > 0 and self._raw_norms < WRITTEN_SHARE * applied:
+        # (an inf in .grad, a diverged run's or AMP's overflow, says nothing of where it came from)
+        if 0 < applied < math.inf and self._raw_norms < WRITTEN_SHARE * applied:
             fields["backward_share"] = float(f"{self._raw_norms / applied:.3g}")
         if self._walk_limit:
             fields["walk_limit"] = True

@@ -24,7 +24,7 @@ from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
 from grader.vgpu.node import ALLOCATION_GRANULE, Node, storage_id
-from grader.vgpu.observe import backward_begins
+from grader.vgpu.observe import backward_begins, backward_ends
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
 from grader.vgpu.rows import copied, wrote
 from grader.vgpu.stand_ins import original_of
@@ -724,11 +724,14 @@ class VirtualGPUMode(TorchFunctionMode):
             backward_begins(roots)
             clock = self.clock
             if not clock.timed:
-                return func(*args, **kwargs)
-            clock.host_op()
-            schedule_backward(self.node, list(_tensors_in(roots)))
-            with clock.untimed():
-                return func(*args, **kwargs)
+                out = func(*args, **kwargs)
+            else:
+                clock.host_op()
+                schedule_backward(self.node, list(_tensors_in(roots)))
+                with clock.untimed():
+                    out = func(*args, **kwargs)
+            backward_ends()
+            return out
         finally:
             _engine.mode = outer
 
@@ -894,4 +897,8 @@ class RealGPUObserverMode(TorchFunctionMode):
             backward_begins(args[0] if args else kwargs.get("tensors"))
         elif func is torch.autograd.grad:
             backward_begins(args[0] if args else kwargs.get("outputs"))
-        return func(*args, **kwargs)
+        else:
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        backward_ends()   # DDP has averaged .grad by now (gradient_sources.backward_ended)
+        return out

@@ -15,7 +15,8 @@ import threading
 
 import torch
 
-from grader.vgpu.gradient_sources import GradientSources, mark_pass_output, pass_of
+from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, mark_pass_output,
+                                          pass_of)
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
@@ -121,6 +122,13 @@ def backward_begins(roots) -> None:
     observer = _observer
     if observer is not None:
         observer.backward_begins(roots)
+
+
+def backward_ends() -> None:
+    """A backward pass the script called has returned (not one inside another)."""
+    observer = _observer
+    if observer is not None and not in_backward() and observer.trace.enabled:
+        observer.sources.backward_ended()
 
 
 # Calls of a pass's first layer noted, at most (`inside_calls`).
@@ -402,7 +410,8 @@ class Observer:
         nested = in_replica_thread()
         continued = None if nested or within is not None else self._continued(args, kwargs)
         self.forwards += 1
-        opened = (self.forwards, storage_of(first) if first is not None else None)
+        opened = (self.forwards, storage_of(first) if first is not None else None,
+                  tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
@@ -494,7 +503,7 @@ class Observer:
         _tls.depth = depth
         if depth == 1 and getattr(_tls, "inner", None) is module:
             _tls.inner = None
-            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None)), output,
+            self._pass_ends(module, getattr(_tls, "inner_forward", (None, None, None)), output,
                             rows=getattr(_tls, "inner_rows", 0))
             return None
         if depth or not self.trace.enabled or not _is_model(module):
@@ -504,11 +513,14 @@ class Observer:
             # recomputation's output is not all zeros.
             forward, _tls.recomputing = getattr(_tls, "recomputing", None), None
             if forward is not None:
-                self._watch_output(module, forward, None, _output_tensors(output))
-            elif getattr(_tls, "reentrant", False):
+                self._watch_output(module, forward, None, None, _output_tensors(output))
+            elif getattr(_tls, "reentrant", False) and \
+                    not checkpoint_walked(torch._C._current_autograd_node()):
                 # A part of a pass checkpointed inside the model's forward, recomputed: what
                 # lies below its output is that pass's (a red team's honest P10, adv30, had its
-                # stage's whole gradient read as made outside the passes).
+                # stage's whole gradient read as made outside the passes). Not a checkpoint the
+                # walk outside the passes went through: a whole batch computed by the
+                # recomputation of a checkpoint beside the passes is outside them (adv31).
                 for tensor in _output_tensors(output):
                     if tensor.grad_fn is not None:
                         mark_pass_output(tensor.grad_fn, 0)
@@ -516,7 +528,7 @@ class Observer:
             return None
         _tls.root = None
         continued, _tls.continued = getattr(_tls, "continued", None), None
-        self._pass_ends(module, getattr(_tls, "forward", (None, None)), output,
+        self._pass_ends(module, getattr(_tls, "forward", (None, None, None)), output,
                         continued, getattr(_tls, "forward_rows", 0))
         return None
 
@@ -549,7 +561,7 @@ class Observer:
                             **({"continues": continued[0]} if continued is not None else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
-    def _watch_output(self, module, forward, input_storage, tensors) -> None:
+    def _watch_output(self, module, forward, input_storage, input_shape, tensors) -> None:
         """Have `forward_used` recorded when a backward pass first reaches this pass's output
         (or, for a pass inside reentrant checkpointing, whose output autograd never sees,
         when backward recomputes it): a pass no backward reaches trains nothing (a forged
@@ -561,7 +573,8 @@ class Observer:
             mark_pass_output(node, forward)
         if not nodes:
             if _checkpointed():
-                self._awaiting.setdefault(id(module), []).append((forward, input_storage))
+                self._awaiting.setdefault(id(module), []).append(
+                    (forward, input_storage, input_shape))
             return
 
         def reached(grad_outputs, forward=forward):
@@ -581,13 +594,19 @@ class Observer:
     def _recomputed(self, module, first) -> None:
         """Backward recomputes a checkpointed pass of `module`: the latest one awaiting on the
         same input (reentrant checkpointing recomputes on its saved inputs, detached: the same
-        storage), else the latest one awaiting, whose recomputed output is then watched."""
-        awaiting = self._awaiting.get(id(module))
+        storage), else the latest one awaiting, whose recomputed output is then watched. Only
+        one of the input's shape: a recomputation on other rows than the pass (a function that
+        runs the model on a micro-batch in the checkpoint's forward and on the whole batch
+        when backward recomputes it: adv31) is no recomputation of that pass."""
+        shape = tuple(first.shape) if first is not None else None
+        awaiting = [i for i, entry in enumerate(self._awaiting.get(id(module)) or ())
+                    if entry[2] == shape]
         if not awaiting:
             return
         storage = storage_of(first) if first is not None else None
-        same = [i for i, (_, saved) in enumerate(awaiting) if saved is not None and saved == storage]
-        forward, _ = awaiting.pop(same[-1] if same else -1)
+        entries = self._awaiting[id(module)]
+        same = [i for i in awaiting if entries[i][1] is not None and entries[i][1] == storage]
+        forward = entries.pop(same[-1] if same else awaiting[-1])[0]
         _tls.recomputing = forward   # watched at the recomputation's end (_post_forward)
 
     def _reached(self, forward: int, norm: float) -> None:
@@ -607,7 +626,8 @@ class Observer:
         grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
         if self.trace.enabled:
             self._grad_print = _fingerprint(grads)
-            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"])
+            self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
+                                                          self._step_params)
 
     def _post_step(self, optimizer, args, kwargs):
         self.steps += 1
