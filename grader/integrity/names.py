@@ -35,11 +35,6 @@ TORCH_INTERNAL_NAMES = frozenset({
     # autograd's engine called directly: a backward the instrumentation never sees begin (a
     # red team's whole-batch loss sent through Variable._execution_engine.run_backward, adv30)
     "_execution_engine", "_engine_run_backward"})
-# Attributes of autograd's graph nodes (`loss.grad_fn.metadata`) no homework reads: the
-# instrumentation marks the forward passes' outputs there (a red team copied a mark onto the
-# node of a loss computed beside the passes, adv30).
-AUTOGRAD_NODE_STATE = frozenset({"metadata"})
-AUTOGRAD_NODE_WAYS = ("grad_fn", "next_functions")
 TORCH_INTERNAL_PREFIXES = ("_global_",)
 # torch's private modules students meet in error messages and torch.compile recipes.
 TORCH_PRIVATE_SETTINGS = ("torch._dynamo", "torch._inductor", "torch._logging")

@@ -14,8 +14,7 @@ from grader.integrity.scopes import resolve as resolve_stable
 from grader.integrity.scopes import stable_imports
 from grader.integrity.findings import Finding
 from grader.integrity.names import (
-    ALLOWED_ON_SUPER, ALLOWED_SETTINGS, AUTOGRAD_NODE_STATE, AUTOGRAD_NODE_WAYS,
-    COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
+    ALLOWED_ON_SUPER, ALLOWED_SETTINGS, COMPUTED_LOOKUP_TAMPERING, DYNAMIC_CALLS, ENVIRON,
     ENV_METHODS_WITH_KEY, GETENV, GRADER_FILES, GRADER_IDENTIFIERS, GRADER_SETTING_FAMILIES,
     INTERPRETER_ATTRIBUTES, MODULE_CATEGORIES, NOTE_ATTRIBUTES, OS_PROCESS_CALLS, OUTPUT_CALLS,
     OUTPUT_STREAMS, PATCHED_NAMES, PROCESS_CALLS, PROTECTED_ROOTS, RAW_MEMORY_FUNCTIONS,
@@ -344,13 +343,6 @@ def parameter_writes(tree: ast.AST) -> dict[str, list[tuple[str, int | None, str
 
 
 # -- the visitor ------------------------------------------------------------------------------
-def _source_of(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except (ValueError, TypeError, AttributeError, RecursionError):
-        return ""
-
-
 def _dotted(node: ast.AST) -> str | None:
     """`a.b.c` for an attribute chain on a name, else None."""
     parts = []
@@ -656,9 +648,6 @@ class _Visitor(ast.NodeVisitor):
             self.found(node, "introspection", "reads sys.modules (the loaded modules)")
         if _torch_internal(name) and not on_self:
             self.found(node, "torch_internals", f"uses {name}")
-        if name in AUTOGRAD_NODE_STATE and base is not None and \
-                any(way in _source_of(base) for way in AUTOGRAD_NODE_WAYS):
-            self.found(node, "torch_internals", f"uses an autograd node's {name}")
         if name in GRADER_IDENTIFIERS and not on_self and \
                 not (base is not None and id(base) in self.own_objects):
             self.found(node, "grader", f"uses {name}, a name of the grader's own objects")
