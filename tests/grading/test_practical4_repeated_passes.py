@@ -19,10 +19,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from grader.answers.collect import Answers
 from grader.checks import test_practical4 as p4
-from grader.checks.support import must_agree
 from grader.harness.observation import Observation
+from tests.grading.test_practical4_stopped_part3 import agree_with
 
 BATCH, IN_DIM, HIDDEN, OUT_DIM = p4.BATCH, 12, 20, 10
 TIMED = 10
@@ -40,16 +39,6 @@ def small_layers(monkeypatch):
 
 def observed(events) -> Observation:
     return Observation(p4.SCRIPT, gpus=2, returncode=0, events=list(events), stdout="")
-
-
-def agree_with(values):
-    answers = Answers("practical4", "sheet", values=dict(values),
-                      origin={qid: "practical4/answers.yaml" for qid in values})
-
-    def agree(qid, value, truth, observed_in_code, expected=None, compare_as=None):
-        must_agree(answers, qid, value if compare_as is None else compare_as, truth,
-                   expected or str(truth), observed_in_code, lambda text: None)
-    return answers, agree
 
 
 def parts_1_and_2(split=2, timed=0, timing_first=False, rows=None):
