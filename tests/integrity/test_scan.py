@@ -12,10 +12,8 @@ none either. End-to-end gradings of both kinds are in test_corpus.py.
 """
 from __future__ import annotations
 
-import base64
 import os
 import pickle
-import sys
 import threading
 import zipfile
 from pathlib import Path
