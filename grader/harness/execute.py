@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
 from grader.common.run_memory import run_memory_bytes
-from grader.harness.observation import Observation
+from grader.harness.observation import RUN_MAX_PROCESSES, RUN_MAX_TASKS, Observation
 from grader.integrity.names import PROBE_FILE, TRACE_FILE, WEIGHTS_FOLDER
 from grader.integrity.scan import bytecode_caches
 from grader.integrity.unrun import kept_out_of_runs
@@ -134,7 +134,8 @@ def run_environment(submission: Path, gpus: int, force_virtual: bool = False) ->
 def run_policy(submission: Path, scratch: Path, env: dict[str, str], **fields) -> SandboxPolicy:
     return SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
                          hidden=_hidden_paths(submission), env=env, cwd=scratch,
-                         memory_bytes=run_memory_bytes(), max_pids=512,
+                         memory_bytes=run_memory_bytes(), max_pids=RUN_MAX_TASKS,
+                         max_processes=RUN_MAX_PROCESSES,
                          scratch_limit_bytes=SCRATCH_LIMIT_BYTES, **fields)
 
 
@@ -279,6 +280,7 @@ def observe(observation: Observation, argv: list[str], **run_options) -> str:
     observation.time_limit_s = run_options.get("timeout_s")
     observation.memory_exceeded = result.memory_exceeded
     observation.disk_exceeded = result.disk_exceeded
+    observation.processes_exceeded = bool(result.pids_exceeded) and result.returncode != 0
     observation.stdout, observation.stderr = result.stdout, result.stderr
     observation.events = verified.records
     where = f"the trace of {observation.script} ({observation.configuration})"

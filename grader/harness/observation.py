@@ -14,6 +14,12 @@ from grader.harness.course_environment import (device_mismatch_note, duplicate_g
                                                missing_module_note, read_only_note,
                                                static_graph_note)
 
+# Processes, and processes with their threads, of one run at once: torchrun's ranks with their
+# thread pools and DataLoaders' workers stay far below (the reference's runs: 5 and 18 on 2
+# cores); a run with more is stopped (a fork loop).
+RUN_MAX_PROCESSES = 128
+RUN_MAX_TASKS = 512
+
 _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # The runtime raises the errors a real GPU would (a device that does not exist, two devices in
 # one operation) from its own code: those are the student's.
@@ -60,6 +66,7 @@ class Observation:
     time_limit_s: float | None = None     # the run's time budget (the rubric's run_timeout_s)
     memory_exceeded: bool = False
     disk_exceeded: bool = False           # wrote more than its working folder may hold
+    processes_exceeded: bool = False      # started as many processes and threads as a run may
     not_run: str | None = None            # why the run was not started (other runs hung)
     stdout: str = ""
     stderr: str = ""
@@ -108,6 +115,10 @@ class Observation:
         if self.disk_exceeded:
             return (f"{where} wrote more files than its working folder may hold and was "
                     "stopped: save only what the assignment asks for.")
+        if self.processes_exceeded:
+            return (f"{where} started more processes at once than a run may "
+                    f"({RUN_MAX_PROCESSES} processes, {RUN_MAX_TASKS} with their threads) and was "
+                    "stopped: look for os.fork(), multiprocessing or subprocess called in a loop.")
         if self.memory_exceeded:
             return f"{where} used more memory than allowed and was stopped."
         if self.returncode == 0:

@@ -295,26 +295,39 @@ def supervise(proc, policy: SandboxPolicy, cgroup: RunCgroup | None, kill_everyt
                 return True
         return scratch.usage(writable, stop_at=limit).over(limit)
 
+    # Why `watch` stopped the run.
+    stopped_for: set[str] = set()
+
+    def over_a_limit() -> bool:
+        # A fork loop is stopped now, not at its time budget (grader/sandbox/policy.py
+        # max_processes: its processes keep the machine's CPUs in the kernel).
+        if cgroup is not None and (cgroup.pids_exceeded() or (
+                policy.max_processes is not None
+                and cgroup.process_count() > policy.max_processes)):
+            stopped_for.add("processes")
+        elif limit is not None and writable and over_disk_limit():
+            stopped_for.add("disk")
+        return bool(stopped_for)
+
     # The budget is time of a machine the run has to itself (grader/sandbox/clock.py).
     clock = RunClock(cgroup.threads if cgroup is not None else None)
     captured = capture(proc, policy.timeout_s, policy.output_limit_bytes, kill_everything,
-                       watch=over_disk_limit if limit is not None and writable else None,
-                       clock=clock)
+                       watch=over_a_limit, clock=clock)
     duration = time.monotonic() - started
     if cgroup is not None:
         # Normally empty already (bwrap's pid namespace died with it); in the
         # fallback this is what ends a detached grandchild.
         cgroup.kill_all()
     # A burst just before the end counts too.
-    disk_exceeded = captured.stopped or (limit is not None and bool(writable)
-                                         and over_disk_limit())
+    disk_exceeded = "disk" in stopped_for or (limit is not None and bool(writable)
+                                              and over_disk_limit())
     return SandboxResult(
         returncode=None if captured.timed_out else _signal_aware(proc.returncode),
         stdout=captured.stdout.text(),
         stderr=captured.stderr.text(),
         timed_out=captured.timed_out,
         memory_exceeded=cgroup.memory_exceeded() if cgroup else False,
-        pids_exceeded=cgroup.pids_exceeded() if cgroup else None,
+        pids_exceeded=("processes" in stopped_for or cgroup.pids_exceeded()) if cgroup else None,
         output_truncated=captured.stdout.truncated or captured.stderr.truncated,
         duration_s=duration,
         sandboxed=sandboxed,

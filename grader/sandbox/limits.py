@@ -80,6 +80,15 @@ class RunCgroup:
         # "max" counts forks refused because pids.max was reached.
         return _read_counter(d / "pids.events", "max") > 0
 
+    def process_count(self) -> int:
+        """Processes (not threads) in the run now."""
+        for folder in self.dirs.values():
+            try:
+                return len((folder / "cgroup.procs").read_text().split())
+            except OSError:
+                continue
+        return 0
+
     def pids(self) -> list[int]:
         found: set[int] = set()
         for procs in self.procs_files:

@@ -28,6 +28,11 @@ class SandboxPolicy:
     # Counts processes *and threads* (the pids cgroup does), including the two bwrap
     # processes; PyTorch starts one thread per core, so leave headroom.
     max_pids: int | None = 256
+    # Processes alone (threads not counted) at once; the run is stopped as soon as it holds
+    # more, or is refused one under max_pids (checked every POLL_S): a fork loop. Its processes
+    # share one anon_vma root with every ancestor, so each fork and each exit waits on the
+    # same lock: 512 of them took a 2-core machine's CPUs for 10-20 s to fork and to end.
+    max_processes: int | None = None
     # Seconds of a machine the run has to itself: while other processes keep the CPUs busy the
     # run's clock runs slower, up to 2x (grader/sandbox/clock.py); then it is killed.
     timeout_s: float = 600
@@ -54,7 +59,8 @@ class SandboxResult:
     stderr: str
     timed_out: bool
     memory_exceeded: bool
-    # None when no pids cgroup was available to tell.
+    # More than max_processes, or a process or thread refused (max_pids reached): the run was
+    # stopped then. None when no pids cgroup was available to tell.
     pids_exceeded: bool | None
     output_truncated: bool
     duration_s: float

@@ -18,12 +18,14 @@ from tests.support import run_test_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET_S = 4
+# Stopped as soon as it holds more processes than a run may, long before its budget (a fork
+# flood left to its budget kept a CI machine's CPUs in the kernel: 82 s to grade practical4).
+FORK_FLOOD = ("import os, time\nwhile True:\n    try:\n        os.fork()\n"
+              "    except OSError:\n        time.sleep(0.01)\n")
 HANGS = {
     "loop_at_import": "while True:\n    pass\n",
     "sleep": "import time\ntime.sleep(10**6)\n",
     "output_flood": "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
-    "fork_flood": ("import os, time\nwhile True:\n    try:\n        os.fork()\n"
-                   "    except OSError:\n        time.sleep(0.01)\n"),
     "search_of_root": ("import os\nwhile True:\n    for folder, dirs, files in os.walk('/'):\n"
                        "        for name in files:\n            try:\n"
                        "                open(os.path.join(folder, name), 'rb').read(1 << 16)\n"
@@ -45,7 +47,7 @@ def rubrics(tmp_path) -> Path:
 @pytest.mark.slow
 def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_path, rubrics):
     subs, out = tmp_path / "subs", tmp_path / "out"
-    for name, code in {"reference": None, **HANGS}.items():
+    for name, code in {"reference": None, "fork_flood": FORK_FLOOD, **HANGS}.items():
         folder = subs / name / "practical4"
         shutil.copytree(ROOT / "reference" / "practical4", folder)
         if code is not None:
@@ -55,7 +57,7 @@ def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_pa
     summary = run_test_batch(subs, out, ["practical4"], grade_fn=grade_in_child,
                              rubrics_dir=str(rubrics), timeout_s=900, workers=2)
     took = time.monotonic() - started
-    assert summary.progress.graded == 1 + len(HANGS) and summary.failed == 0
+    assert summary.progress.graded == 2 + len(HANGS) and summary.failed == 0
     rows = {row[0]: row for row in csv.reader((out / "grades.csv").open())}
     # Every automatic point of Practical 4 (9.5; its 2.5 for written answers wait for a person).
     assert rows["reference"][2] == "9.5"
@@ -69,6 +71,13 @@ def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_pa
         # Two runs side by side, each stopped at its budget (stretched at most 2x while other
         # work keeps the CPUs busy), plus pytest's start: nowhere near the 900 s backstop.
         assert duration < CONTENTION_CAP * BUDGET_S * 2 + 60, f"{name} took {duration} s to grade"
+    flood = json.loads((out / "submissions" / "fork_flood" / "result.json").read_text())
+    assert "started more processes at once than a run may (128 processes" in json.dumps(flood)
+    assert "did not finish in time" not in json.dumps(flood)
+    assert rows["fork_flood"][2] != "" and float(rows["fork_flood"][2]) < 9.5
+    # Its runs stopped at their 129th process, none at its budget: 8 s to grade on an idle
+    # 2-core machine, where waiting for the budgets took 35-45 s.
+    assert flood["duration_s"] < CONTENTION_CAP * BUDGET_S * 2 + 60, flood["duration_s"]
     assert took < 900 / 2, f"the batch took {took:.0f} s"
 
 
