@@ -67,7 +67,8 @@ class Answers:
     # instructor.md (a pasted nvidia-smi box had to be looked up in the YAML).
     unread_text: dict[str, dict] = field(default_factory=dict)
     # Of `missing`, answered with words that say the task was not done ("Not done", "N/A",
-    # "skipped"): id -> {"file", "said", "where"}. Empty answers, 0, the student told what
+    # "skipped"), in the report or the answer sheet: id -> {"file", "said", "where"} (a sheet's
+    # has no "where": the id is the place). Empty answers, 0, the student told what
     # they wrote (a TA's audit 30: held as "found but could not read" before).
     declined: dict[str, dict] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -176,6 +177,9 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         unread_why.update(sheet.unread_why)
         answers.unread_text.update({qid: {"file": display, "text": text}
                                     for qid, text in sheet.unread_text.items()})
+        # Said not done in the sheet: the report's saying so first, where it says so too.
+        for qid, said in sheet.declined.items():
+            declined.setdefault(qid, {"file": display, "said": said})
     for qid, pointer in pointers.items():
         if qid not in answers.values:
             answers.problems.append(f"{qid}: answered only '{_quoted(pointer)}', which points to the other file, "
@@ -189,8 +193,8 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     answers.unread = [qid for qid in answers.missing if qid in unread]
     answers.unread_why = {qid: unread_why[qid] for qid in answers.unread if qid in unread_why}
     answers.unread_text = {qid: answers.unread_text[qid] for qid in answers.unread if qid in answers.unread_text}
-    # Said not done in the report and answered nowhere else (an answer the sheet holds in words
-    # it could not read still goes to a person).
+    # Said not done in the report or the sheet and answered nowhere else (an answer the other
+    # file holds in words it could not read still goes to a person).
     answers.declined = {qid: said for qid, said in declined.items()
                         if qid in answers.missing and qid not in answers.unread}
     # "Not handed in" only when no file is there: a file that is there but unreadable (a scan,

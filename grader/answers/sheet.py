@@ -18,6 +18,7 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 from grader.common.text import did_you_mean
 
+from .declined import says_not_done
 from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
                       chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
                       decimal_mark, each_shape_said, formula_alone, gpu_count_given,
@@ -62,6 +63,10 @@ class SheetAnswers:
     # id -> the answer as written, of those not read: for the person who reads it (a pasted
     # nvidia-smi box, a TA's audit 27, had to be looked up in the YAML).
     unread_text: dict[str, str] = field(default_factory=dict)
+    # id -> the answer as written, where it says the task was not done ("Not done", "N/A",
+    # "skipped"): an empty answer, 0, the student told what they wrote, as the HW3 report's
+    # (declined.py). It had been "found but could not read" under a number, held for a person.
+    declined: dict[str, str] = field(default_factory=dict)
 
 
 # The most of an unread answer kept to show (a runaway paste stays readable in instructor.md).
@@ -139,6 +144,9 @@ def read_sheet(path: Path, questions: dict[str, Question], display: str) -> Shee
             continue
         raw = entry.get("rows" if question.type == "table" else "value") \
             if isinstance(entry, dict) else entry  # a bare `id: 3` is accepted too
+        if says_not_done(raw):
+            result.declined[question.id] = " ".join(raw.split())
+            continue
         notes: list[str] = []
         try:
             value = coerce(raw, question, notes)

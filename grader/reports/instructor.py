@@ -62,6 +62,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                 "unanswered": qid in unanswered,
                 # What the student wrote where it says the task was not done ("Not done").
                 "not_done": (not_done.get(qid) or {}).get("said"),
+                "not_done_in": _written_in((not_done.get(qid) or {}).get("file")),
                 "beside": _task_items(item["id"], automatic),
             })
         assignments.append({
@@ -78,8 +79,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "report_instead": answers.get("report_instead"),
             "problems": list(answers.get("problems") or []),
             "missing": not_answered(answers),
-            # Of those, what the report says where it says they were not done ("Not done").
+            # Of those, what the report or the sheet says where it says they were not done.
             "not_done": _not_done_view(not_done),
+            "not_done_by": _said_by(not_done),
             "unread": list(answers.get("unread") or []),
             # Those an answer sheet holds, as written (a pasted nvidia-smi box): read here, not
             # looked up in the student's YAML.
@@ -112,6 +114,22 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "batch_key": batch_key,
             "overrides": overrides_template(assignments, batch_key),
             "not_graded": not_graded_view(result, for_student=False)}
+
+
+# collect.py's SHEET_NAME, written here: the reports read result.json alone, not the answers' code.
+_SHEET_NAME = "answers.yaml"
+
+
+def _written_in(file: Any) -> str:
+    """Which of the student's files an answer said not done is in, as instructor.md names it."""
+    return "the answer sheet" if str(file or "").endswith(_SHEET_NAME) else "the report"
+
+
+def _said_by(not_done: Mapping[str, Mapping]) -> str:
+    """"the report says", "the answer sheet says", or both "say": where the answers said not
+    done are written."""
+    files = list(dict.fromkeys(_written_in(said.get("file")) for said in not_done.values()))
+    return " and ".join(files) + (" say" if len(files) > 1 else " says")
 
 
 def _not_done_view(not_done: Mapping[str, Mapping]) -> list[dict]:
@@ -172,7 +190,7 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
                 points, comment = 0, "no answer handed in"
                 if m.get("not_done"):
                     said = str(m["not_done"]).replace("\\", "\\\\").replace('"', '\\"')
-                    comment = f"no answer handed in: the report says '{said}'"
+                    comment = f"no answer handed in: {m['not_done_in']} says '{said}'"
             found = "  (says it was not done)" if m.get("not_done") else "  (no answer found)"
             lines.append(f'{indent}{m["id"]}: {{points: {points}, comment: "{comment}"}}'
                          f'  # of {m["points"]}' + (found if m.get("unanswered") else ""))

@@ -388,7 +388,11 @@ def answer_notes(answers: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     files = [file_shown(f) for f in answers.get("files") or [] if isinstance(f, Mapping)]
     questions = answers.get("questions") or {}
-    missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ") for qid in not_answered(answers)]
+    not_done = said_not_done(answers)
+    # An answer that says the task was not done is quoted: the student sees it was read so.
+    missing = [f"{qid}: {questions.get(qid, '')}".rstrip(": ")
+               + (f" (you wrote '{not_done[qid].get('said', '')}')" if qid in not_done else "")
+               for qid in not_answered(answers)]
     return {"files": files, "missing": missing,
             "problems": all_for_the_student(answers.get("problems")),
             "review": bool(answers.get("needs_manual_review")),

@@ -40,3 +40,22 @@ def test_without_it_the_answer_waits_for_a_person(result):
     md = render_instructor_markdown(data, load_rubrics())
     block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
     assert yaml.safe_load(block)["hw3.task5.explanation"]["points"] is None
+
+
+def test_said_not_done_in_the_answer_sheet_is_told_as_the_sheets(result):
+    """An answer sheet's "Not done" (grader/answers/sheet.py) is told as the sheet's, not the
+    report's: the file is named, and the skeleton's comment says where it was written."""
+    data = said_not_done(result(ROUND_ROBIN))
+    data["assignments"][0]["answers"]["declined"] = {
+        "task5.explanation": {"file": "hw3/answers.yaml", "said": "Not done"}}
+    md = render_instructor_markdown(data, load_rubrics())
+    block = md[md.index("## Overrides to fill in"):].split("```text\n", 1)[1].split("\n```")[0]
+    assert yaml.safe_load(block)["hw3.task5.explanation"] == {
+        "points": 0, "comment": "no answer handed in: the answer sheet says 'Not done'"}
+    assert "Of these, the answer sheet says they were not done" in md, md
+    assert "`task5.explanation`: 'Not done' (hw3/answers.yaml)." in md, md
+    assert "No answer to `task5.explanation`: the answer sheet says 'Not done' (an empty answer: 0)." in md, md
+    report = render_markdown(data)
+    pending = next(line for line in report.splitlines() if line.startswith("Pending instructor"))
+    assert "(you wrote 'Not done': it will be graded 0)" in pending, pending
+    assert "- task5.explanation (you wrote 'Not done')" in report, report
