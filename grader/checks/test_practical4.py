@@ -254,7 +254,7 @@ def combined_against_full(run, batch):
     fills = filled_with_chunks(run, batch)
     if not full["rows_out"]:
         return _combined_unrecorded(cats, fills, run, batch)
-    joined = [(f"torch.cat at {c.get('site')}", c["rows"]) for c in cats if c.get("rows")] \
+    joined = [(f"{joined_by(c)} at {c.get('site')}", c["rows"]) for c in cats if c.get("rows")] \
         + [(f"the tensor filled with the chunks' outputs at {f['site']}", f["rows"])
            for f in fills if f["rows"] is not None] \
         or compared_with_full(run, batch)
@@ -293,7 +293,7 @@ def _combined_unrecorded(cats, fills, run, batch):
         else []
     for cat in cats:
         if cat.get("storages") in orders:
-            return True, (f"torch.cat at {cat.get('site')} joins the chunks' outputs in the "
+            return True, (f"{joined_by(cat)} at {cat.get('site')} joins the chunks' outputs in the "
                           "chunks' order (its rows were not recorded, so not compared)")
     for fill in fills:
         if fill["sources"] in orders:
@@ -346,6 +346,14 @@ def filled_with_chunks(run, batch):
     return found
 
 
+def joined_by(concatenation: dict) -> str:
+    """What made a `concat` record, for the feedback: torch.cat (or torch's vstack, stack: the
+    verdict is the same), or numpy's join of host copies (`numpy.concatenate`, ...,
+    grader/vgpu/numpy_joins.py)."""
+    op = str(concatenation.get("op") or "")
+    return op if op.startswith("numpy.") else "torch.cat"
+
+
 def chunk_concatenations(run, batch):
     """The torch.cat calls (concat, vstack, stack) into `batch` rows along dim 0 whose inputs
     are the outputs of the model's passes on the chunks (each as the pass returned it, or a
@@ -368,7 +376,7 @@ def not_chunk_concatenations(run, batch) -> str:
              and f.get("source") not in outputs]
     said = ""
     if others:
-        said += (f"; torch.cat at {others[-1].get('site')} joins "
+        said += (f"; {joined_by(others[-1])} at {others[-1].get('site')} joins "
                  f"{len(others[-1].get('inputs') or [])} tensor(s) that are not the outputs of "
                  "the model's passes on the chunks (Part 1's output cut into pieces and joined "
                  "back combines no chunk's output)")
@@ -469,9 +477,11 @@ def combined_equals_full(run, batch):
                 f"{batch}, row by row and in order (up to float rounding)")
     verdict = evidence(run, combined_against_full(run, batch), expected,
                        f"no torch.cat of the chunks' outputs into {batch} rows was seen after "
-                       f"Part 1's forward pass, nor a tensor of {batch} rows filled with them "
-                       "(final_output[a:b] = out), nor a tensor of them compared with Part 1's "
-                       "output (torch.allclose(final_output, output))"
+                       "Part 1's forward pass (nor a numpy join, np.concatenate or np.vstack, "
+                       "of the arrays their .cpu().numpy() gave: a copy numpy made of them, "
+                       f"np.array(out), is no longer their output), nor a tensor of {batch} rows "
+                       "filled with them (final_output[a:b] = out), nor a tensor of them "
+                       "compared with Part 1's output (torch.allclose(final_output, output))"
                        + not_chunk_concatenations(run, batch), look)
     equal, cause = verdict
     assert equal, explain(expected, cause, look)

@@ -256,13 +256,27 @@ class RowRecorder:
                    at=positions[:MAX_AT], shape=list(source.shape), source=origin,
                    **(self._rows(prints, "concat") if prints is not None else {}), site=site)
 
+    def recording(self) -> bool:
+        """Whether rows are recorded now (`_recording`), for numpy_joins."""
+        return self._recording()
+
+    def from_a_pass(self, storage: int | None) -> bool:
+        """Whether `storage` (an `origin`) is a forward pass's input's or output's."""
+        return storage is not None and storage in self._passes
+
+    def concat_rows(self, prints) -> dict:
+        """The rows fields of a concatenation's record, from the concatenations' budget."""
+        return self._rows(prints, "concat") if prints is not None else {}
+
     def install_concatenations(self, patcher) -> None:
         global _recorder
+        from grader.vgpu import numpy_joins   # it reads row_prints from this module
         _recorder = self
         for name in _CONCATENATIONS:
             original = getattr(torch, name, None)
             if original is not None:
                 patcher.set(torch, name, self._recorded(name, original))
+        numpy_joins.install(self, patcher)   # the same records of numpy's joins on the host
 
     def _recorded(self, name, original):
         @functools.wraps(original)

@@ -101,8 +101,9 @@ _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 # (grader/records/genuine_frames.py). The HW3 probe, kept out of sys.modules, is admitted by its
 # launcher (grader/harness/hw3_launch.py).
 WRITER_MODULES = ("grader.vgpu", "grader.vgpu.dataparallel", "grader.vgpu.distributed",
-                  "grader.vgpu.guard", "grader.vgpu.mode", "grader.vgpu.nvml",
-                  "grader.vgpu.observe", "grader.vgpu.rows", "grader.vgpu.run_on_node",
+                  "grader.vgpu.guard", "grader.vgpu.mode", "grader.vgpu.numpy_joins",
+                  "grader.vgpu.nvml", "grader.vgpu.observe", "grader.vgpu.rows",
+                  "grader.vgpu.run_on_node",
                   "grader.vgpu.trace", "grader.records.seal")
 _genuine, admit_unlisted_module, _close = frame_judge(_GRADER_FOLDER, WRITER_MODULES)
 
