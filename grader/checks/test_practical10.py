@@ -607,8 +607,16 @@ def process_ranks(run):
 
 
 def stage_gpus(run, rank):
-    """The GPUs of a rank's model in layer order (stage 0's first), each once."""
+    """The GPUs of a rank's model in stage order (stage 0's first), each once: in the order
+    its forward passes ran their layers there (`forward_out`'s layer_devices), then any GPU
+    whose layers never ran, in the order the layers are registered (`placement`). The order of
+    registration alone is not the stages' (eng29b: a spare layer registered first, on stage
+    1's GPU, gave "rank 0: gpus [2, 0]" and cost a true answer of [0, 2] its 0.25)."""
     order = []
+    for event in run.of("forward_out", rank):
+        for d in event.get("layer_devices") or []:
+            if gpu_index(d) is not None and gpu_index(d) not in order:
+                order.append(gpu_index(d))
     for event in run.of("placement", rank):
         for layer in event.get("layers", []):
             device = layer.get("device")

@@ -133,6 +133,8 @@ def backward_ends() -> None:
 
 # Calls of a pass's first layer noted, at most (`inside_calls`).
 _INSIDE_CALLS = 64
+# GPUs a pass's layers ran on noted, at most (`layer_devices`).
+_LAYER_DEVICES = 16
 
 
 def _note_rows_inside(module, args, kwargs) -> None:
@@ -143,6 +145,7 @@ def _note_rows_inside(module, args, kwargs) -> None:
     forward cuts the batch into micro-batches calls it once per micro-batch: a TA's audit)."""
     if not module._parameters:
         return
+    _note_layer_device(module)
     first = _first_tensor(args, kwargs or {})
     if first is None or not first.dim():
         return
@@ -156,6 +159,21 @@ def _note_rows_inside(module, args, kwargs) -> None:
         _tls.inside_first = id(module)
     if _tls.inside_first == id(module) and len(calls) < _INSIDE_CALLS:
         calls.append(rows)
+
+
+def _note_layer_device(module) -> None:
+    """The device of a layer run inside the root pass, where no layer of the pass ran there
+    before: the GPUs in the order the pass runs its stages (`layer_devices`), which the order
+    the layers are registered in need not be (Practical 10: a spare layer registered first, on
+    stage 1's GPU, had made stage 1's GPU read as stage 0's)."""
+    devices = getattr(_tls, "layer_devices", None)
+    if devices is None or len(devices) >= _LAYER_DEVICES:
+        return
+    parameter = next((p for p in module._parameters.values() if p is not None), None)
+    if parameter is not None:
+        device = str(parameter.device)
+        if device not in devices:
+            devices.append(device)
 
 
 def _more_rows(first, args, kwargs) -> dict:
@@ -413,6 +431,7 @@ class Observer:
         opened = (self.forwards, storage_of(first) if first is not None else None,
                   tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
+        _tls.layer_devices = []
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
         if within is None:
@@ -554,10 +573,12 @@ class Observer:
             # the full batch's output without ever seeing the tensors.
             inside = getattr(_tls, "rows_inside", 0)
             calls = getattr(_tls, "inside_calls", None) or []
+            devices = getattr(_tls, "layer_devices", None) or []
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **({"rows_inside": inside} if inside else {}),
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
+                            **({"layer_devices": list(devices)} if devices else {}),
                             **({"continues": continued[0]} if continued is not None else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
