@@ -499,7 +499,25 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
                       f"batch's {BATCH}")
             look = ("the split of x and y into micro-batches: each a different part of the "
                     "batch, together every row (x.tensor_split(MICRO_BATCHES))")
+        elif run.of("loss_class_weights"):
+            # Seen in the run's autograd graph (grader/vgpu/loss_weights.py): the loss line is
+            # as asked, the loss itself is no mean over equal rows.
+            cause = f"{differs}: {class_weighted(run.of('loss_class_weights')[0])}"
+            look = LOOK_UNWEIGHTED_LOSS
     raise AssertionError(explain(expected, cause, look))
+
+
+def class_weighted(record: dict) -> str:
+    """Why a class-weighted loss (the run's loss_class_weights) gives no full-batch gradient."""
+    return ("the loss that reached backward is class-weighted (CrossEntropyLoss(weight=...) or "
+            f"nll_loss with weight=, {record.get('classes', 'its')} classes): a weighted loss averages "
+            "by the weights of its rows' classes, not over its rows, so the micro-batches' losses "
+            "divided by MICRO_BATCHES do not add up to the whole batch's")
+
+
+LOOK_UNWEIGHTED_LOSS = ("the loss: use an unweighted mean loss, as the handout's sample.py does "
+                        "(nn.MSELoss(), a mean over the rows), divided by MICRO_BATCHES for every "
+                        "micro-batch")
 
 
 # -- the handout's Parts 4 and 5: one process, and the broken layout ---------------------------------

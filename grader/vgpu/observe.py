@@ -17,6 +17,7 @@ import torch
 
 from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, mark_pass_output,
                                           pass_of)
+from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.trace import Trace, call_site
@@ -353,6 +354,8 @@ class Observer:
         # Where each step's gradient came from: the passes, or beside them.
         self.sources = GradientSources()
         self._grad_sources: dict = {}
+        # Whether a backward's loss was seen class-weighted (written once: loss_class_weights).
+        self._class_weights_seen = False
 
     def install(self, patcher: Patcher) -> None:
         global _observer
@@ -640,6 +643,11 @@ class Observer:
     def backward_begins(self, roots) -> None:
         if self.trace.enabled:
             self.sources.backward_begins(roots, nested=in_backward())
+            if not self._class_weights_seen and not in_backward():
+                weighted = class_weighted_mean(roots)
+                if weighted is not None:
+                    self._class_weights_seen = True
+                    self.trace.emit("loss_class_weights", step=self.steps, **weighted)
 
     # -- optimizer steps ----------------------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):
