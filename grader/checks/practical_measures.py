@@ -148,10 +148,14 @@ def wrapper_passes(events) -> set[tuple[int, int]]:
 def reached_passes(run, rank: int = 0) -> set:
     """The numbers of the rank's forward passes whose output a backward pass reached with a
     gradient of their step's size (`reached_in`), less those of steps whose gradient was
-    computed mostly outside the passes (`made_outside`)."""
-    outside = {e.get("index", 0) - 1 for e in run.of("step", rank) if made_outside(e)}
+    computed mostly outside the passes (`made_outside`) and those that trained none of the
+    parameters their step stepped (`unstepped`)."""
+    steps = run.of("step", rank)
+    outside = {e.get("index", 0) - 1 for e in steps if made_outside(e)}
     of_outside = {e.get("n") for e in run.of("forward", rank) if e.get("step") in outside}
-    return reached_in(run.of("forward_used", rank)) - of_outside
+    left_out = set().union(*map(unstepped, steps))
+    return reached_in([e for e in run.of("forward_used", rank)
+                       if e.get("n") not in left_out]) - of_outside
 
 
 # A pass trains where the gradient reaching its output is at least this share of the largest
@@ -238,6 +242,17 @@ def outside_of(step: dict) -> float:
     return float(share)
 
 
+def unstepped(step: dict) -> set:
+    """The numbers of the passes a step record says trained none of the parameters that step
+    stepped, where another of its passes did (grader/vgpu/stepped_passes.py): a copy of the
+    model run on the whole batch to check the accumulated gradient against (a red team's
+    honest P10, adv31, had its pass and backward counted as a fifth micro-batch)."""
+    numbers = step.get("unstepped")
+    if not isinstance(numbers, list):
+        return set()
+    return {n for n in numbers if isinstance(n, int) and not isinstance(n, bool)}
+
+
 def trains(forward: dict, reached: set) -> bool:
     """Whether a forward record trains: run with gradients, and its output reached by a
     backward pass. A pass whose output no backward reaches (thrown away, or made without a
@@ -250,29 +265,32 @@ def training_events(events: list[dict]) -> list[dict]:
     """Events of one step (Observation.by_step) less what trains nothing: forward passes no
     backward reached, and backward passes that reached none of the step's forward passes (a
     backward of a tensor of the script's own); no forward pass where the step's gradient came
-    mostly from outside the passes (`made_outside`). Kept as they are where the passes are not
+    mostly from outside the passes (`made_outside`); no pass that trained none of the
+    parameters the step stepped, nor a backward that reached only such passes (`unstepped`: a
+    copy of the model checked on the whole batch). Kept as they are where the passes are not
     numbered (a made-up trace)."""
     if not any("n" in e for e in events if e.get("event") == "forward"):
         return events
-    outside = bool(events) and events[-1].get("event") == "step" and made_outside(events[-1])
-    reached = set() if outside else \
-        reached_in([e for e in events if e.get("event") == "forward_used"])
+    closing = events[-1] if events and events[-1].get("event") == "step" else {}
+    left_out = unstepped(closing)
+    reached = set() if made_outside(closing) else reached_in(
+        [e for e in events if e.get("event") == "forward_used" and e.get("n") not in left_out])
     wrappers = {n for _, n in wrapper_passes(events)}
     kept = []
     for at, event in enumerate(events):
         kind = event.get("event")
         if kind == "forward" and (not trains(event, reached) or event.get("n") in wrappers):
             continue
-        if kind == "backward" and not _reaches_a_pass(events, at):
+        if kind == "backward" and not _reaches_a_pass(events, at, left_out):
             continue
         kept.append(event)
     return kept
 
 
-def _reaches_a_pass(events: list[dict], at: int) -> bool:
+def _reaches_a_pass(events: list[dict], at: int, left_out: set) -> bool:
     for event in events[at + 1:]:
         kind = event.get("event")
-        if kind == "forward_used":
+        if kind == "forward_used" and event.get("n") not in left_out:
             return True
         if kind in ("backward", "step"):
             return False

@@ -52,6 +52,7 @@ import torch
 
 from grader.vgpu.grad_writes import GradWrites
 from grader.vgpu.node_marks import NodeMarks
+from grader.vgpu.stepped_passes import SteppedPasses
 
 # The grader's marks on autograd nodes (node_marks.py): "pass", the output of a forward pass;
 # "hooked", a node whose gradients for the model's parameters are already summed; "walked", a
@@ -107,6 +108,7 @@ class GradientSources:
         # .grad applies every earlier backward's gradient again.
         self._raw_norms = 0.0
         self.writes = GradWrites()   # what the script wrote into .grad itself
+        self.stepped = SteppedPasses()   # which passes' backwards fed the stepped parameters
         self._reset_step()
 
     def _reset_step(self) -> None:
@@ -132,6 +134,7 @@ class GradientSources:
                 return
             self.writes.watch(parameter)
         self._hooked[id(parameter)] = weakref.ref(parameter)
+        self.stepped.hooked(parameter)
 
     def add_model(self, module: torch.nn.Module) -> None:
         """Watch the parameters of a model whose forward pass was seen."""
@@ -150,6 +153,7 @@ class GradientSources:
         """Walk the graph from `roots` down to the passes' marks, hooking each node that hands
         a parameter a gradient from outside the passes. `nested`: a backward run inside
         another (a checkpoint's recomputation), part of it."""
+        self.stepped.backward_begins(nested)
         if not self._params:
             return
         if not nested:
@@ -209,6 +213,8 @@ class GradientSources:
         def hook(grad):
             with torch.no_grad(), torch._C.DisableTorchFunction():
                 held = parameter()
+                if held is not None:
+                    self.stepped.delivered(held)   # any model's: a copy's too
                 if not isinstance(grad, torch.Tensor) or held is None or \
                         not self._is_parameter(held):
                     return None
@@ -238,6 +244,7 @@ class GradientSources:
 
     def backward_ended(self) -> None:
         """The outermost backward pass has returned (DDP has averaged `.grad` by now)."""
+        self.stepped.backward_ended()
         if self._params:
             self.writes.backward_ended()
 

@@ -607,6 +607,9 @@ class Observer:
             # adv28); a step whose passes all got zeros (a loss weight that is 0) is still
             # their step (a TA's audit 29), practical_measures.reached_in.
             self._reached(forward, _gradient_norm(grad_outputs))
+            # Every backward that reaches it, not only the first: a pass is judged by where
+            # each one's gradients went (stepped_passes.py).
+            self.sources.stepped.reached(forward)
             return None
 
         for node in nodes.values():
@@ -657,6 +660,12 @@ class Observer:
             self._grad_print = _fingerprint(grads)
             self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
                                                           self._step_params)
+            # The step's passes that trained none of the parameters it steps (a copy of the
+            # model checked on the whole batch): no pass of this step (stepped_passes.py).
+            unstepped = self.sources.stepped.unstepped(list(self._step_passes),
+                                                       self._step_params)
+            if unstepped:
+                self._grad_sources["unstepped"] = unstepped
 
     def _post_step(self, optimizer, args, kwargs):
         self.steps += 1
