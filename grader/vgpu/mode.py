@@ -617,6 +617,10 @@ class VirtualGPUMode(TorchFunctionMode):
 
     def _numpy(self, func, args, kwargs):
         index = self.node.label_of(args[0])
+        if index is not None and kwargs.get("force"):
+            # PyTorch's numpy(force=True) is detach().cpu().numpy(): the copy to the host is a
+            # move as `.cpu()` is (recorded, the same tensor for the rows' records), then numpy.
+            return func(self._cpu(Tensor.cpu, args[:1], {}), **kwargs)
         if index is not None:
             raise TypeError(
                 f"can't convert cuda:{index} device type tensor to numpy. "
