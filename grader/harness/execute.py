@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
 from grader.common.run_memory import run_memory_bytes
-from grader.harness.observation import RUN_MAX_PROCESSES, RUN_MAX_TASKS, Observation
+from grader.harness.observation import Observation, run_process_limits
 from grader.integrity.names import PROBE_FILE, TRACE_FILE, WEIGHTS_FOLDER
 from grader.integrity.scan import bytecode_caches
 from grader.integrity.unrun import kept_out_of_runs
@@ -132,10 +132,11 @@ def run_environment(submission: Path, gpus: int, force_virtual: bool = False) ->
 
 
 def run_policy(submission: Path, scratch: Path, env: dict[str, str], **fields) -> SandboxPolicy:
+    processes, tasks = run_process_limits()
     return SandboxPolicy(readonly=[submission, *runtime_parts()], writable=[scratch],
                          hidden=_hidden_paths(submission), env=env, cwd=scratch,
-                         memory_bytes=run_memory_bytes(), max_pids=RUN_MAX_TASKS,
-                         max_processes=RUN_MAX_PROCESSES,
+                         memory_bytes=run_memory_bytes(), max_pids=tasks,
+                         max_processes=processes,
                          scratch_limit_bytes=SCRATCH_LIMIT_BYTES, **fields)
 
 

@@ -14,11 +14,23 @@ from grader.harness.course_environment import (device_mismatch_note, duplicate_g
                                                missing_module_note, read_only_note,
                                                static_graph_note)
 
-# Processes, and processes with their threads, of one run at once: torchrun's ranks with their
-# thread pools and DataLoaders' workers stay far below (the reference's runs: 5 and 18 on 2
-# cores); a run with more is stopped (a fork loop).
+# Processes, and processes with their threads, of one run at once, at least: the reference's
+# runs hold 5 and 18 on 2 cores; a run with more is stopped (a fork loop).
 RUN_MAX_PROCESSES = 128
 RUN_MAX_TASKS = 512
+# Ranks of one run at most (Practical 6 and 10 launch up to 4 with torchrun).
+RANKS_AT_MOST = 4
+
+
+def run_process_limits(cores: int | None = None) -> tuple[int, int]:
+    """(processes, processes with their threads) one run may hold at once on this machine.
+    Honest code sizes its workers by the machine's cores: `DataLoader(num_workers=
+    os.cpu_count())` in each of 4 torchrun ranks is 4 x (cores + 1) processes (adv32 S1: 64
+    workers a rank stopped an honest Practical 6 under a flat 128), so the limits grow with the
+    cores; a fork loop's cost shrinks with them too."""
+    cores = cores or os.cpu_count() or 1
+    processes = max(RUN_MAX_PROCESSES, RANKS_AT_MOST * (cores + 2))
+    return processes, max(RUN_MAX_TASKS, 4 * processes)
 
 _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # The runtime raises the errors a real GPU would (a device that does not exist, two devices in
@@ -116,9 +128,12 @@ class Observation:
             return (f"{where} wrote more files than its working folder may hold and was "
                     "stopped: save only what the assignment asks for.")
         if self.processes_exceeded:
-            return (f"{where} started more processes at once than a run may "
-                    f"({RUN_MAX_PROCESSES} processes, {RUN_MAX_TASKS} with their threads) and was "
-                    "stopped: look for os.fork(), multiprocessing or subprocess called in a loop.")
+            processes, tasks = run_process_limits()
+            return (f"{where} started more processes at once than a run may ({processes} "
+                    f"processes, {tasks} with their threads) and was stopped: look for os.fork(), "
+                    "multiprocessing or subprocess called in a loop, or a DataLoader's "
+                    "num_workers or a Pool sized far beyond the machine's "
+                    f"{os.cpu_count()} cores.")
         if self.memory_exceeded:
             return f"{where} used more memory than allowed and was stopped."
         if self.returncode == 0:
