@@ -34,7 +34,7 @@ while True:
     assert r.pids_exceeded is True
     assert not r.timed_out and r.returncode != 0, (r.timed_out, r.returncode)
     # Stopped within a few polls of the refusal (the run's start included), with its output.
-    assert r.duration_s < 10, r.duration_s
+    assert r.duration_s < 30, r.duration_s      # far from its 60 s budget, on a busy machine too
     assert r.stdout == "flooding\n"
 
 
@@ -52,7 +52,7 @@ for _ in range(200):
 time.sleep(30)
 """, max_pids=512, max_processes=16, timeout_s=60)
     assert r.pids_exceeded is True and not r.timed_out and r.returncode != 0
-    assert r.duration_s < 10, r.duration_s
+    assert r.duration_s < 30, r.duration_s      # far from its 60 s budget, on a busy machine too
 
 
 @pytest.mark.usefixtures("cgroups")
