@@ -46,7 +46,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     not recorded (the process had spent its records of rows: grader/vgpu/rows.py), which is
     not known, never other rows; a pass with gradients that found them spent has them from
     the `forward_rows` record written when a backward reached it. `sum_out`: its output's sum
-    (recorded whatever the budget of rows)."""
+    (recorded whatever the budget of rows). `layer_devices`: the GPUs its layers ran on, in
+    the order they first ran (`forward_out`'s)."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
     reached_rows = {e.get("n"): _rows_in(e, known) for e in run.events
@@ -74,12 +75,13 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
                 "trains": trains(event, reached), "n": event.get("n"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
-                "rows_inside": None, "inside_calls": None, "sum_out": None}
+                "rows_inside": None, "inside_calls": None, "sum_out": None,
+                "layer_devices": None}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
-                        sum_out=event.get("sum"),
+                        sum_out=event.get("sum"), layer_devices=event.get("layer_devices"),
                         rows_out=_rows_in(event, known), storage_out=event.get("storage"),
                         rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"),

@@ -629,10 +629,16 @@ def stage_gpus(run, rank):
     its forward passes ran their layers there (`forward_out`'s layer_devices), then any GPU
     whose layers never ran, in the order the layers are registered (`placement`). The order of
     registration alone is not the stages' (eng29b: a spare layer registered first, on stage
-    1's GPU, gave "rank 0: gpus [2, 0]" and cost a true answer of [0, 2] its 0.25)."""
+    1's GPU, gave "rank 0: gpus [2, 0]" and cost a true answer of [0, 2] its 0.25). Only the
+    passes that train give the order where one does (practical_measures.forward_passes'
+    `trains`): a check of stage 1 alone under torch.no_grad() before training had been the
+    first pass and flipped it (adv32 L1); without one, every pass's, as before."""
     order = []
-    for event in run.of("forward_out", rank):
-        for d in event.get("layer_devices") or []:
+    trained = [p["layer_devices"] for p in forward_passes(run, rank)
+               if p["trains"] and p["layer_devices"]]
+    ran = trained or [e.get("layer_devices") for e in run.of("forward_out", rank)]
+    for devices in ran:
+        for d in devices or []:
             if gpu_index(d) is not None and gpu_index(d) not in order:
                 order.append(gpu_index(d))
     for event in run.of("placement", rank):

@@ -76,3 +76,24 @@ def test_without_a_record_of_the_run_the_registration_order_is_kept():
     assert p10.stage_gpus(observed([placement, out]), 0) == [0, 2]
     ran = dict(out, layer_devices=["cuda:2", "cuda:0"])
     assert p10.stage_gpus(observed([placement, ran]), 0) == [2, 0]
+
+
+def test_a_check_of_stage_1_alone_before_training_leaves_the_stage_order_as_trained(
+        traced_vnode):
+    """`with torch.no_grad(): model.stage1(...)` before training (a shape check, adv32 L1): the
+    first pass seen ran only stage 1's GPU, and had made rank 0's stages [2, 0]. Only passes
+    that train (run with gradients, reached by a backward) give the order."""
+    events = traced_vnode(4)
+    model = SpareFirst(torch.device("cuda:0"), torch.device("cuda:2"))
+    with torch.no_grad():
+        model.stage1(torch.zeros(1, HIDDEN, device="cuda:2"))
+    model(torch.randn(4, DIM, device="cuda:0")).sum().backward()
+    assert p10.stage_gpus(observed(events), 0) == [0, 2]
+
+
+def test_without_a_pass_that_trains_the_order_of_the_passes_is_kept(traced_vnode):
+    """No backward at all (a script that only runs the model): every pass's order, as before."""
+    events = traced_vnode(4)
+    model = SpareFirst(torch.device("cuda:2"), torch.device("cuda:0"), spare_device="cuda:2")
+    model(torch.randn(4, DIM, device="cuda:2"))
+    assert p10.stage_gpus(observed(events), 0) == [2, 0]
