@@ -264,11 +264,18 @@ def combined_against_full(run, batch):
     for what, rows in joined:
         where = match_rows(rows, full["rows_out"])
         if where == list(range(batch)):
-            return True, f"{what} gives the full output, in order"
+            if returned_by_chunks(run, batch, rows):
+                return True, f"{what} gives the full output, in order"
+            where = "not returned"
         verdicts.append((what, where))
     if not verdicts:
         return None
     what, where = verdicts[-1]
+    if where == "not returned":
+        return False, (f"{what} has the full-batch output's rows, but they are not the rows the "
+                       "model's passes on the chunks returned (those are no rows of Part 1's "
+                       "output): the chunks' outputs were overwritten after their passes (through "
+                       "numpy, or a copy of Part 1's output), which combines no chunk's output")
     if None not in where and sorted(where) == list(range(batch)):
         first_wrong = next(i for i, w in enumerate(where) if w != i)
         return False, (f"{what} has all the rows of the full-batch output, but not "
@@ -279,6 +286,22 @@ def combined_against_full(run, batch):
     return False, (f"{what} gives rows that are not the full-batch output's: "
                    f"{len(missing)} of its {batch} rows ({_ranges(missing)}) match no row of "
                    "Part 1's output (another model, other weights or other data?)")
+
+
+def returned_by_chunks(run, batch, rows) -> bool:
+    """Whether every one of `rows` is a row a model's pass on a chunk returned (any of
+    them: a repetition of Part 2, a pass on a few rows to try the model), or could be: a pass
+    whose output's rows were not recorded might have returned it. A combination must hold the
+    rows the chunks' passes returned, not only Part 1's: numpy's writes are not recorded, so
+    the chunk outputs' host arrays overwritten with Part 1's rows and then joined (a red
+    team's adv32 F1), or Part 1's output copied by numpy or `.tolist()` into a tensor of its
+    own and compared (F2), had Part 1's rows while the chunks ran on other data (zeros)."""
+    returned = []
+    for forward in all_chunk_passes(run, batch):
+        if not forward.get("rows_out"):
+            return True   # not recorded: not known
+        returned += forward["rows_out"]
+    return None not in match_rows(rows, returned)
 
 
 def _combined_unrecorded(cats, fills, run, batch):

@@ -84,6 +84,19 @@ def tensor_of(numpy, part):
     return base if isinstance(base, torch.Tensor) else None
 
 
+def _storage(numpy, recorder, part):
+    """Where an input's rows live: the storage of the tensor its memory is (`tensor_of`, a copy
+    written as its original), or, for an array of numpy's own, its memory's address, which
+    names an earlier join's result (RowRecorder.join_inputs), or None: numpy's own memory is no
+    tensor's, even at an address a freed chunk output had."""
+    tensor = tensor_of(numpy, part)
+    if tensor is not None:
+        return recorder.origin(tensor)
+    if isinstance(part, numpy.ndarray):
+        return recorder.join_result(int(part.__array_interface__["data"][0]))
+    return None
+
+
 def _record(numpy, name, args, kwargs, out, recorder) -> None:
     if not isinstance(out, numpy.ndarray) or out.ndim == 0 or not recorder.recording():
         return
@@ -92,15 +105,17 @@ def _record(numpy, name, args, kwargs, out, recorder) -> None:
         return   # axis=None flattens: no rows
     if axis < 0:
         axis += out.ndim
-    tensors = [tensor_of(numpy, part) for part in parts]
-    storages = [recorder.origin(t) if t is not None else None for t in tensors]
+    storages, shapes = recorder.join_inputs((_storage(numpy, recorder, part),
+                                             list(numpy.shape(part))) for part in parts)
     if not any(recorder.from_a_pass(storage) for storage in storages):
         return   # no forward pass's input or output (nor a copy of one) in it
+    address = int(out.__array_interface__["data"][0])
+    if axis == 0:
+        recorder.joined(address, storages, shapes)
     rows = out.reshape(-1, *out.shape[2:]) if name == "stack" and axis == 0 and out.ndim >= 2 \
         else out
     with torch._C.DisableTorchFunction():
         prints = row_prints(torch.from_numpy(numpy.ascontiguousarray(rows)))
     get_trace().emit("concat", op=f"numpy.{name}", shape=list(rows.shape), device="cpu",
-                     inputs=[list(numpy.shape(part)) for part in parts], storages=storages,
-                     storage=int(out.__array_interface__["data"][0]), dim=axis,
+                     inputs=shapes, storages=storages, storage=address, dim=axis,
                      **recorder.concat_rows(prints), site=call_site(2))

@@ -155,3 +155,69 @@ def test_numpys_joins_record_nothing_once_training_has_stepped(traced_vnode):
     torch.optim.SGD(model.parameters(), lr=0.1).step()
     np.concatenate([on_host(model(chunk)) for chunk in torch.chunk(x, 2)])
     assert not [e for e in events if e["event"] == "concat"]
+
+
+def zero_chunk_outputs(model, x):
+    """Part 2 forged (a red team's adv32 F1/F2): the model run on chunks of zeros, no row of
+    the batch; their outputs are not Part 1's rows."""
+    return [model(chunk) for chunk in torch.chunk(torch.zeros_like(x), 2)]
+
+
+@pytest.mark.parametrize("join", ["numpy", "torch_cat"])
+def test_chunk_outputs_overwritten_through_numpy_combine_nothing(traced_vnode, join):
+    """adv32 F1: the chunk outputs' host arrays overwritten with Part 1's rows by numpy (whose
+    writes are not recorded), then joined: the join's rows are not the chunk passes' outputs."""
+    events = traced_vnode(2)
+    model, x, output = part1()
+    hosts = [out.detach().cpu() for out in zero_chunk_outputs(model, x)]
+    full, start = on_host(output), 0
+    for host in hosts:
+        host.numpy()[...] = full[start:start + len(host)]
+        start += len(host)
+    final = np.concatenate([h.numpy() for h in hosts]) if join == "numpy" else torch.cat(hosts)
+    assert np.allclose(np.asarray(final), full)
+    run = observed(events)
+    verdict = p4.combined_against_full(run, BATCH)
+    assert verdict is None or verdict[0] is False, verdict
+    with pytest.raises(AssertionError) as failed:
+        p4.combined_equals_full(run, BATCH)
+    assert "not the rows the model's passes on the chunks returned" in str(failed.value)
+
+
+@pytest.mark.parametrize("copy", ["numpy_copy", "tolist"])
+def test_part1s_output_copied_outside_torch_and_compared_combines_nothing(traced_vnode, copy):
+    """adv32 F2: no join at all; Part 1's output copied by numpy or rebuilt from a list (a
+    tensor of its own) compared with Part 1's output, the chunks run on zeros."""
+    events = traced_vnode(2)
+    model, x, output = part1()
+    zero_chunk_outputs(model, x)
+    if copy == "numpy_copy":
+        final = torch.from_numpy(on_host(output).copy()).to(output.device)
+    else:
+        final = torch.tensor(output.tolist(), device=output.device)
+    assert torch.allclose(final, output)
+    verdict = p4.combined_against_full(observed(events), BATCH)
+    assert verdict is None or verdict[0] is False, verdict
+
+
+@pytest.mark.parametrize("style", ["np_append_loop", "np_concatenate_loop", "torch_cat_loop"])
+def test_outputs_accumulated_from_an_empty_start_are_the_combination(traced_vnode, style):
+    """adv32 H3: `final = np.empty((0, D)); for o in outputs: final = np.append(final, o,
+    axis=0)` (and torch.cat's loop from torch.empty(0, D)): each join's input that is an
+    earlier join's result stands for that join's inputs; an input of no rows is none."""
+    events = traced_vnode(2)
+    model, x, output = part1()
+    outputs = [model(chunk) for chunk in torch.chunk(x, 2)]
+    if style == "torch_cat_loop":
+        final = torch.empty(0, OUT, device=output.device)
+        for out in outputs:
+            final = torch.cat([final, out])
+    else:
+        final = np.empty((0, OUT), dtype=np.float32)
+        for out in outputs:
+            final = np.append(final, on_host(out), axis=0) if style == "np_append_loop" \
+                else np.concatenate([final, on_host(out)])
+    run = observed(events)
+    verdict = p4.combined_against_full(run, BATCH)
+    assert verdict is not None and verdict[0] is True, (style, verdict)
+    p4.combined_equals_full(run, BATCH)
