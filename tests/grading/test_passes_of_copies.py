@@ -23,20 +23,8 @@ import torch.nn.functional as F
 
 from grader.checks import practical_measures as pm
 from grader.checks import test_practical10 as p10
-from grader.harness.observation import Observation
-
-
-def observed(events) -> Observation:
-    return Observation("sample.py", gpus=1, returncode=0, events=list(events), stdout="")
-
-
-def wide_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64)).cuda()
-
-
-def batch():
-    return torch.randn(32, 64, device="cuda:0"), torch.randn(32, 64, device="cuda:0")
+# The same model, batch and trace reading as the outside-gradient tests.
+from tests.grading.test_gradients_made_elsewhere import batch, observed, wide_model
 
 
 def micro_batches(model, x, y, scale=1.0):
