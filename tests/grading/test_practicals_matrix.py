@@ -12,7 +12,9 @@ template none, and each of its failing code checks names the TODO.
 The fast tests check the fixtures; the gradings are slow (python API of `pdl-grade grade`,
 virtual GPUs, on 2 cores: P4 about 15 s, P5 40 s, P6 60 s, P10 90 s per variant). The
 variants whose checks the default suite shows elsewhere (pv.GRADED_ON_REQUEST, each naming
-where, and pv.NON_SOLUTIONS) are graded only with PDL_EXTENDED_MATRIX=1.
+where, and pv.NON_SOLUTIONS) are graded only with PDL_EXTENDED_MATRIX=1. Variants of different
+practicals share one submission, graded for all of them at once (pv.sharing_submissions); each
+variant's tests read its own practical's part of that grading.
 """
 from __future__ import annotations
 
@@ -97,6 +99,32 @@ def test_a_group_of_correct_styles_holds_every_members_edit_and_answer(group, tm
     assert set(pv.GROUP_OF) <= {v.name for v in pv.VARIANTS if v.kind == "correct"}
 
 
+def test_gradings_share_a_submission_only_where_no_check_reads_anothers_folder(tmp_path):
+    """Every variant (those graded on request too) packed as the matrix packs them: one of
+    each practical at most per submission, Practical 6 never beside a Practical 5 variant
+    (its comparison runs practical5_dp.py), and each member planted as it is alone."""
+    alone = [pv.graded_together(pv.GROUP_OF[v.name]) if v.name in pv.GROUP_OF else v
+             for v in EVERY]
+    gradings = list({v.name: v for v in alone}.values())
+    shared = pv.sharing_submissions(gradings)
+    assert sorted(v.name for members in shared for v in members) == \
+        sorted(v.name for v in gradings)
+    assert len(shared) < len(gradings) / 2
+    for members in shared:
+        assignments = [m.assignment for m in members]
+        assert len(set(assignments)) == len(assignments), assignments
+        assert not {"practical5", "practical6"} <= set(assignments), assignments
+        if any(m.left_out for m in members):
+            assert not {f for m in members for f in m.left_out} & set(assignments)
+    members = next(m for m in shared if len(m) >= 3)
+    planted = pv.plant_sharing(members, tmp_path / "shared")
+    for member in members:
+        by_itself = pv.plant(member, tmp_path / member.name)
+        for rel in {*member.edits, f"{member.assignment}/answers.yaml"}:
+            assert (planted / rel).read_bytes() == (by_itself / rel).read_bytes(), \
+                (member.name, rel)
+
+
 def test_variants_graded_on_request_are_graded_alone_and_say_where_they_are_shown():
     """The matrix grades them only with PDL_EXTENDED_MATRIX=1: each is a variant of its own
     (never a member of a group graded by default), and names what shows its checks in the
@@ -125,18 +153,34 @@ def test_the_matrix_covers_the_styles_and_bugs_of_issue_17():
 @pytest.fixture(scope="module")
 def graded(request, tmp_path_factory):
     """name -> result dict; each submission is made and graded once per module (the next ones
-    the selected tests need are graded meanwhile: tests/support/gradings.py)."""
-    def grade_one(name: str) -> dict:
-        base = tmp_path_factory.mktemp(f"graded-{name}")
+    the selected tests need are graded meanwhile: tests/support/gradings.py). A variant's
+    result holds its own practical only: the gradings of different practicals share one
+    submission, graded for all of them at once (pv.sharing_submissions)."""
+    # A variant graded together with others (pv.GRADED_TOGETHER) reads its group's grading.
+    order = list(dict.fromkeys(pv.graded_as(name).name for name in names_in_order(request)))
+    shared = pv.sharing_submissions([pv.graded_as(name) for name in order])
+    members_of = {"+".join(v.name for v in members): members for members in shared}
+    submission_of = {v.name: key for key, members in members_of.items() for v in members}
+
+    def grade_one(key: str) -> dict:
+        if key in (REFERENCE, TEMPLATE):
+            base = tmp_path_factory.mktemp(f"graded-{key}")
+            source = pv.REFERENCE if key == REFERENCE else pv.TEMPLATE
+            return grade(pv.copy_tree(source, base / "submission"), base / "out", pv.ASSIGNMENTS)
+        members = members_of[key]
+        base = tmp_path_factory.mktemp(f"graded-{members[0].name}-and-{len(members) - 1}")
+        assignments = [member.assignment for member in members]
+        result = grade(pv.plant_sharing(members, base / "submission"), base / "out", assignments)
+        assert [a["id"] for a in result["assignments"]] == assignments, (key, result["errors"])
+        return result
+
+    def graded_alone(name: str) -> dict:
         if name in (REFERENCE, TEMPLATE):
-            source = pv.REFERENCE if name == REFERENCE else pv.TEMPLATE
-            submission = pv.copy_tree(source, base / "submission")
-            assignments = pv.ASSIGNMENTS
-        else:
-            variant = pv.graded_as(name)
-            submission = pv.plant(variant, base / "submission")
-            assignments = [variant.assignment]
-        return grade(submission, base / "out", assignments)
+            return gradings.get(name)
+        variant = pv.graded_as(name)
+        result = gradings.get(submission_of[variant.name])
+        return dict(result, assignments=[a for a in result["assignments"]
+                                         if a["id"] == variant.assignment])
 
     # The whole reference and template come first (their tests do), then the variants.
     selected = {item.originalname for item in request.session.items
@@ -145,11 +189,8 @@ def graded(request, tmp_path_factory):
         ("test_reference_gets_every_automatic_point", REFERENCE),
         ("test_template_gets_no_automatic_point_and_points_at_the_todos", TEMPLATE))
         if test in selected]
-    # A variant graded together with others (pv.GRADED_TOGETHER) reads its group's grading.
-    order = list(dict.fromkeys(pv.graded_as(name).name for name in names_in_order(request)))
-    gradings = Gradings(grade_one, whole + order)
-    yield lambda name: gradings.get(name if name in (REFERENCE, TEMPLATE)
-                                    else pv.graded_as(name).name)
+    gradings = Gradings(grade_one, whole + list(dict.fromkeys(submission_of[n] for n in order)))
+    yield graded_alone
     gradings.close()
 
 
