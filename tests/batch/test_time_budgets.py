@@ -78,7 +78,10 @@ def test_every_kind_of_hang_costs_its_checks_and_the_submission_is_graded(tmp_pa
     assert "started more processes at once than a run may (" in json.dumps(flood) or \
         "did not finish in time" in json.dumps(flood), "the fork flood's runs were not stopped"
     assert rows["fork_flood"][2] != "" and float(rows["fork_flood"][2]) < 9.5
-    assert flood["duration_s"] < CONTENTION_CAP * BUDGET_S * 2 + 60, flood["duration_s"]
+    # Its graded time is its processes' start and end, which a loaded machine stretches far
+    # more than a budget (108 s beside four other pytest processes, load past 10): bounded
+    # here by the backstop's quarter, the limit's stop itself by the sandbox's tests.
+    assert flood["duration_s"] < 900 / 4, flood["duration_s"]
     assert took < 900 / 2, f"the batch took {took:.0f} s"
 
 
