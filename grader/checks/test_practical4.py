@@ -371,10 +371,11 @@ def filled_with_chunks(run, batch):
 
 def joined_by(concatenation: dict) -> str:
     """What made a `concat` record, for the feedback: torch.cat (or torch's vstack, stack: the
-    verdict is the same), or numpy's join of host copies (`numpy.concatenate`, ...,
-    grader/vgpu/numpy_joins.py)."""
+    verdict is the same), numpy's join of host copies (`numpy.concatenate`, `numpy.array`, ...,
+    grader/vgpu/numpy_joins.py), or a tensor built from row lists (`torch.tensor`,
+    grader/vgpu/row_lists.py)."""
     op = str(concatenation.get("op") or "")
-    return op if op.startswith("numpy.") else "torch.cat"
+    return op if op.startswith(("numpy.", "torch.tensor", "torch.as_tensor")) else "torch.cat"
 
 
 def chunk_concatenations(run, batch):
@@ -402,7 +403,7 @@ def not_chunk_concatenations(run, batch) -> str:
         said += (f"; {joined_by(others[-1])} at {others[-1].get('site')} joins "
                  f"{len(others[-1].get('inputs') or [])} tensor(s) that are not the outputs of "
                  "the model's passes on the chunks (Part 1's output cut into pieces and joined "
-                 "back combines no chunk's output)")
+                 "back, or rebuilt from its .tolist(), combines no chunk's output)")
     if fills:
         said += (f"; the tensor filled at {fills[-1].get('site')} is filled with a tensor that "
                  "is not the output of a model's pass on a chunk (Part 1's output cut into "

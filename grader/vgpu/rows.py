@@ -50,9 +50,11 @@ import hashlib
 import os
 import sys
 import threading
+import weakref
 
 import torch
 
+from grader.vgpu.row_lists import RowLists
 from grader.vgpu.trace import _OWN_CODE, call_site, get_trace
 
 MAX_ROWS = 1024
@@ -86,6 +88,16 @@ def storage_of(tensor) -> int | None:
     try:
         with torch._C.DisableTorchFunction():
             return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+        return None
+
+
+def storage_owner(tensor):
+    """The object that owns a tensor's memory (its UntypedStorage: torch keeps one Python
+    object for it while the storage lives), or None."""
+    try:
+        with torch._C.DisableTorchFunction():
+            return tensor.untyped_storage()
     except (RuntimeError, TypeError, AttributeError, NotImplementedError):
         return None
 
@@ -125,13 +137,16 @@ class RowRecorder:
         self._named: set[str] = set()             # rows_id of the rows recorded so far
         self._copied_from: dict[int, int] = {}    # a copy's storage -> the storage it came from
         self._passes: dict[int, None] = {}        # storages of the passes' inputs and outputs
-        # a recorded join's result (its memory's address) -> its inputs' (storage, shape), an
-        # earlier join's result among them standing for that join's inputs
-        self._joined: dict[int, list] = {}
+        # a recorded join's result (its memory's address) -> (a weak reference to what owns that
+        # memory: its torch storage or numpy array; its inputs' (storage, shape)), an earlier
+        # join's result among them standing for that join's inputs while it lives
+        self._joined: dict[int, tuple] = {}
         # pass number -> the rows of its input, for passes with gradients that found "rows"
         # spent, until a backward reaches them (the latest MAX_RECORDS)
         self._held: dict[int, list] = {}
         self._lock = threading.Lock()
+        # the row lists `tolist()` gave of the passes' data, and tensors built from them
+        self.lists = RowLists(self)
 
     def _recording(self) -> bool:
         """Whether rows are recorded here at all: before the first optimizer step, in the
@@ -220,6 +235,12 @@ class RowRecorder:
             self._copied_from[made] = origin
             if len(self._copied_from) > MAX_COPIES:   # the oldest go first
                 del self._copied_from[next(iter(self._copied_from))]
+            inputs = self._live_join(origin) if self._joined else None
+        if inputs is not None:
+            # A join's result moved or cloned (`torch.cat(outs).cpu()`) joins the same inputs,
+            # for as long as the copy lives, whether or not the original still does.
+            self.joined(made, storage_owner(copy), [part for part, _ in inputs],
+                        [shape for _, shape in inputs])
 
     def origin(self, tensor) -> int | None:
         """The storage of `tensor`, or of the tensor it is a copy of."""
@@ -269,36 +290,80 @@ class RowRecorder:
         return storage is not None and storage in self._passes
 
     def join_inputs(self, inputs) -> tuple[list, list]:
-        """(storages, shapes) of a join's inputs, given as (storage, shape) pairs: an input that
-        is an earlier recorded join's result stands for that join's inputs, and an input of no
-        rows is none. A loop that accumulates from an empty start (`final = np.empty((0, D))`,
+        """(storages, shapes) of a join's inputs, given as (own, storage, shape): `own` the
+        address of the memory the input lives in (its torch storage, its numpy array's), or
+        None; `storage` what it is written as (`origin`). An input whose memory is a recorded
+        join's result, still alive, stands for that join's inputs, and an input of no rows is
+        none. A loop that accumulates from an empty start (`final = np.empty((0, D))`,
         `final = np.append(final, out, axis=0)`; `final = torch.cat([final, out])`, a red
         team's adv32 H3) then joins the chunks' outputs, as one join of them all would."""
         storages, shapes = [], []
-        inputs = list(inputs)   # before the lock: reading an input may take it (join_result)
+        inputs = list(inputs)   # before the lock: reading an input may take it
         with self._lock:
-            for storage, shape in inputs:
-                for part, part_shape in self._joined.get(storage, [(storage, shape)]):
+            for own, storage, shape in inputs:
+                parts = self._live_join(own) or self._live_join(storage) or [(storage, shape)]
+                for part, part_shape in parts:
                     if part_shape and part_shape[0] == 0:
                         continue
                     storages.append(part)
                     shapes.append(part_shape)
         return storages, shapes
 
-    def join_result(self, address: int) -> int | None:
-        """`address` where a recorded join's result lives there, else None."""
-        with self._lock:
-            return address if address in self._joined else None
+    def joins_remembered(self) -> bool:
+        """Whether any join's result is remembered (`joined`)."""
+        return bool(self._joined)
 
-    def joined(self, storage: int | None, storages: list, shapes: list) -> None:
-        """A recorded join's result lives at `storage`: remembered for a later join of it."""
-        if storage is None:
+    def _live_join(self, address: int | None) -> list | None:
+        """The inputs of the recorded join whose result lives at `address`, while what owns that
+        memory lives (the caller holds the lock). Once it is freed the address may be any
+        later tensor's or array's, which joins nothing of that join's: forgotten."""
+        entry = self._joined.get(address) if address is not None else None
+        if entry is None:
+            return None
+        if entry[0]() is None:
+            del self._joined[address]
+            return None
+        return entry[1]
+
+    def joined(self, storage: int | None, owner, storages: list, shapes: list) -> None:
+        """A recorded join's result lives at `storage`, memory `owner` holds (its torch
+        UntypedStorage, or its numpy array): remembered for a later join of it while `owner`
+        lives (a weak reference: keeping it alive would keep the result's memory)."""
+        if not storage or owner is None:
+            return
+        try:
+            alive = weakref.ref(owner)
+        except TypeError:
             return
         with self._lock:
             self._joined.pop(storage, None)
-            self._joined[storage] = list(zip(storages, shapes))
+            self._joined[storage] = (alive, list(zip(storages, shapes)))
             if len(self._joined) > MAX_COPIES:   # the oldest go first
                 del self._joined[next(iter(self._joined))]
+
+    def record_join(self, op: str, parts, rows, *, storage=None, owner=None, device=None,
+                    dim: int = 0) -> None:
+        """A join of the host's (numpy's, a tensor built from row lists) along `dim`, recorded as
+        torch.cat's is where an input is (a part or copy of) a forward pass's input or output:
+        `parts` its inputs as (own, storage, shape) (`join_inputs`), `rows` a tensor whose dim
+        0 are the result's rows, or a function that makes it (called only where the join is
+        recorded); `storage`/`owner` where the result lives and what holds that memory (a later
+        join of it joins these inputs), `rows`' own by default."""
+        if not self._recording():
+            return
+        storages, shapes = self.join_inputs(parts)
+        if not any(self.from_a_pass(part) for part in storages):
+            return   # no forward pass's input or output (nor a copy of one) in it
+        if callable(rows):
+            rows = rows()
+        if storage is None:
+            storage, owner = storage_of(rows), storage_owner(rows)
+        if dim == 0:
+            self.joined(storage, owner, storages, shapes)
+        get_trace().emit("concat", op=op, shape=list(rows.shape),
+                         device=device or str(rows.device), inputs=shapes, storages=storages,
+                         storage=storage, dim=dim, **self.concat_rows(row_prints(rows)),
+                         site=call_site(2))
 
     def concat_rows(self, prints) -> dict:
         """The rows fields of a concatenation's record, from the concatenations' budget."""
@@ -312,6 +377,7 @@ class RowRecorder:
             original = getattr(torch, name, None)
             if original is not None:
                 patcher.set(torch, name, self._recorded(name, original))
+        self.lists.install(patcher)          # tensors built from the outputs' row lists
         numpy_joins.install(self, patcher)   # the same records of numpy's joins on the host
 
     def _recorded(self, name, original):
@@ -333,9 +399,10 @@ class RowRecorder:
                     rows = out.flatten(0, 1)
                 prints = row_prints(rows)
                 storages, shapes = self.join_inputs(
-                    (self.origin(t), list(t.shape)) for t in parts if isinstance(t, torch.Tensor))
+                    (storage_of(t), self.origin(t), list(t.shape))
+                    for t in parts if isinstance(t, torch.Tensor))
                 if dim == 0:
-                    self.joined(storage_of(out), storages, shapes)
+                    self.joined(storage_of(out), storage_owner(out), storages, shapes)
                 trace.emit("concat", op=name, shape=list(rows.shape), device=str(out.device),
                            inputs=shapes, storages=storages, storage=storage_of(out), dim=dim,
                            **(self._rows(prints, "concat") if prints is not None else {}),
