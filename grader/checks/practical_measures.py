@@ -198,6 +198,14 @@ WRITTEN_LIMIT = 0.5
 
 OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights directly, e.g. "
                 "F.linear(x, model.fc.weight), or written into .grad)")
+# ... or where the model's weights were written beside its optimizer between its steps while
+# other parameters trained (`weights_written`, grader/vgpu/side_steps.py): a copy trained on the
+# whole batch by an optimizer of its own, loaded into the model before "micro-batches" of a loss
+# scaled by 1e-9 (adv32 H1's forgery).
+WEIGHTS_WRITTEN_SAID = ("the model's weights were written between its optimizer steps (by "
+                        "load_state_dict, copy_ or .data, not by its optimizer) while another "
+                        "optimizer or pass trained other parameters, so they did not come from "
+                        "this step's passes")
 
 
 def outside_share_said(share: float) -> str:
@@ -212,6 +220,9 @@ def steps_made_outside(run, rank: int = 0) -> str:
     made = [e for e in run.of("step", rank) if made_outside(e)]
     if not made:
         return ""
+    loaded = sum(e.get("weights_written") is True for e in made)
+    if loaded == len(made):
+        return f"; in {loaded} optimizer step(s) {WEIGHTS_WRITTEN_SAID}, so no pass of them trains"
     return (f"; the gradient of {len(made)} optimizer step(s) was {OUTSIDE_SAID}, so no pass "
             "of those steps trains")
 
@@ -221,9 +232,12 @@ def made_outside(step: dict) -> bool:
     (grader/vgpu/gradient_sources.py): its `outside` share over OUTSIDE_LIMIT, or a
     `backward_share` (what backward passes gave the parameters was a hundredth of the gradient
     applied: the rest written into .grad), or a `written` share over WRITTEN_LIMIT (the script
-    wrote most of .grad itself), or a walk of its graph that found no pass (`walk_limit`)."""
+    wrote most of .grad itself), or a walk of its graph that found no pass (`walk_limit`), or
+    the weights it stepped written beside it since its last step while others trained
+    (`weights_written`)."""
     return _share_over(step.get("outside"), OUTSIDE_LIMIT) or "backward_share" in step or \
-        _share_over(step.get("written"), WRITTEN_LIMIT) or bool(step.get("walk_limit"))
+        _share_over(step.get("written"), WRITTEN_LIMIT) or bool(step.get("walk_limit")) or \
+        step.get("weights_written") is True
 
 
 def _share_over(share, limit: float) -> bool:
@@ -235,7 +249,7 @@ def outside_of(step: dict) -> float:
     backward gave next to none of .grad or its graph was too large to follow, the share the
     script wrote where it wrote most of .grad."""
     share = step.get("outside")
-    if "backward_share" in step or step.get("walk_limit"):
+    if "backward_share" in step or step.get("walk_limit") or step.get("weights_written") is True:
         return 1.0
     if _share_over(step.get("written"), WRITTEN_LIMIT):
         return min(1.0, float(step["written"]))    # the part the script wrote into .grad

@@ -20,14 +20,14 @@ import pytest
 
 from grader.checks.practical_answers import (answer_and_truth, gpu_index, gpu_list,
                                              per_rank_line, rows_by, whole_numbers)
-from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, assigned_constants,
-                                              broken_layout_edit, devices_of_rank, distinct_rows,
-                                              evidence, first_step_rows,
-                                              first_step_rows_dropped, forward_passes,
-                                              learning_ranks, made_outside, not_learning,
-                                              outside_of, outside_share_said, restored_layout_edit,
-                                              rows_of, script_forward, script_text,
-                                              training_events)
+from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRITTEN_SAID,
+                                              assigned_constants, broken_layout_edit,
+                                              devices_of_rank, distinct_rows, evidence,
+                                              first_step_rows, first_step_rows_dropped,
+                                              forward_passes, learning_ranks, made_outside,
+                                              not_learning, outside_of, outside_share_said,
+                                              restored_layout_edit, rows_of, script_forward,
+                                              script_text, training_events)
 from grader.checks.support import close, explain, must_agree
 from grader.common.text import answer_shown
 
@@ -166,6 +166,8 @@ def step_pattern(run, rank=0, inside=False):
                         "backwards": backwards, "synced": synced, "synced_at": last_synced_at,
                         **({"own": own} if own else {}),
                         **({"outside": outside_of(closing)} if made_outside(closing) else {}),
+                        **({"weights_written": True}
+                           if closing.get("weights_written") is True else {}),
                         **({"inside": [c for c in cut if c]} if any(cut) and not inside else {})})
     return pattern
 
@@ -173,7 +175,9 @@ def step_pattern(run, rank=0, inside=False):
 def describe_step(step) -> str:
     said = (f"{step['forwards']} forward pass(es) on {step['rows']} rows, {step['backwards']} "
             f"backward pass(es), {step['synced']} of them all-reducing the gradients")
-    if "outside" in step:
+    if step.get("weights_written"):
+        said += f"; {WEIGHTS_WRITTEN_SAID}: no pass of it counts as a micro-batch"
+    elif "outside" in step:
         said += (f"; {outside_share_said(step['outside'])} of the step's gradient was "
                  f"{OUTSIDE_SAID}, so no pass of it counts as a micro-batch")
     for calls in step.get("inside", []):

@@ -20,6 +20,7 @@ from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, ma
 from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
+from grader.vgpu.side_steps import SideSteps, fingerprint, own_step
 from grader.vgpu.trace import Trace, call_site
 
 _tls = threading.local()
@@ -123,6 +124,14 @@ def backward_begins(roots) -> None:
     observer = _observer
     if observer is not None:
         observer.backward_begins(roots)
+
+
+def parallel_model(module) -> None:
+    """`module` was wrapped in DDP: its parameters are the model's, and an optimizer over none
+    of them makes side steps (side_steps.py)."""
+    observer = _observer
+    if observer is not None and observer.trace.enabled:
+        observer.side.wrapped(module)
 
 
 def backward_ends() -> None:
@@ -313,15 +322,7 @@ def placements_at_error(traceback_, own_file) -> None:
 
 def _fingerprint(tensors) -> dict:
     # Two numbers per set of tensors are enough to tell "equal on every rank" from "not".
-    with torch.no_grad(), torch._C.DisableTorchFunction():
-        total = 0.0
-        squares = 0.0
-        for t in tensors:
-            # dot, not (d * d).sum(): no second copy, a twentieth of the time (a step of P6's
-            # model fingerprints 1.6 M numbers twice).
-            d = t.detach().reshape(-1).double()
-            total += float(d.sum())
-            squares += float(torch.dot(d, d))
+    total, squares = fingerprint(tensors)
     return {"sum": total, "sumsq": squares}
 
 
@@ -356,6 +357,8 @@ class Observer:
         self._grad_sources: dict = {}
         # Whether a backward's loss was seen class-weighted (written once: loss_class_weights).
         self._class_weights_seen = False
+        # Steps of optimizers beside the model's, and the guard on the model's weights.
+        self.side = SideSteps()
 
     def install(self, patcher: Patcher) -> None:
         global _observer
@@ -654,6 +657,8 @@ class Observer:
 
     # -- optimizer steps ----------------------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):
+        if self.trace.enabled and self.side.is_side(optimizer):
+            return    # a side step: the model's step window goes on (side_steps.py)
         self._step_params = [p for group in optimizer.param_groups for p in group["params"]]
         grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
         if self.trace.enabled:
@@ -666,8 +671,17 @@ class Observer:
                                                        self._step_params)
             if unstepped:
                 self._grad_sources["unstepped"] = unstepped
+            if self.side.written_beside(self._step_params, bool(unstepped),
+                                        own_step(optimizer, args, kwargs)):
+                self._grad_sources["weights_written"] = True
 
     def _post_step(self, optimizer, args, kwargs):
+        if self.trace.enabled and self.side.is_side(optimizer):
+            self.side.side_step()
+            self.trace.emit("side_step", step=self.steps, optimizer=type(optimizer).__name__,
+                            params=sum(len(g["params"]) for g in optimizer.param_groups),
+                            site=call_site(2))
+            return
         self.steps += 1
         # Held only across the step: kept longer, a model the program has let go of (and its
         # gradients) would stay allocated on its GPUs until the next optimizer's step, and
@@ -676,9 +690,10 @@ class Observer:
         self._step_passes = {}   # a module handed an earlier step's output begins a pass
         if not self.trace.enabled:
             return
+        printed = _fingerprint(params)
+        self.side.stepped(params, (printed["sum"], printed["sumsq"]))
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
-                        grads=self._grad_print, **self._grad_sources,
-                        params=_fingerprint(params),
+                        grads=self._grad_print, **self._grad_sources, params=printed,
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())
 
     def _simulated_time(self) -> dict:
