@@ -33,10 +33,10 @@ from typing import Any
 from .hw3_pdf import Hw3PdfReading, describe_where, read_hw3_pdf
 from .hw3_pdf import contract as hw3_pdf_contract
 from .hw3_pdf.text_report import read_text_report
+from .handed_in_names import (MAX_REPORT_CANDIDATES, REPORT_NAME, SHEET_NAME, read_as_sheet, report_pdfs,
+                              sheet_file)
 from .sheet import read_sheet, template_questions
 
-REPORT_NAME = "report.pdf"
-SHEET_NAME = "answers.yaml"
 # What a student hands in instead of the report PDF the handout asks for ("Report (PDF -
 # single file)"). Text (Markdown, plain text) is read by the PDF's own rules
 # (hw3_pdf/text_report.py) and graded as written, flagged for the instructor (any penalty for
@@ -116,7 +116,9 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
     pointers: dict[str, str] = {}   # id -> a written answer that only points to the other file
     if source in ("pdf", "pdf_then_sheet"):
         display = pdf_display
-        pdf = read_hw3_pdf(folder / REPORT_NAME, display_name=display, time_limit_s=pdf_time_limit_s)
+        pdf, named = _report_pdf(folder, assignment, pdf_time_limit_s)
+        if named is not None:
+            display = pdf_display = f"{assignment}/{named.name}"
         instead = report_instead(folder) if pdf.status == "missing" else None
         if instead is not None:
             answers.files.append({"file": display, "status": "missing"})
@@ -131,7 +133,8 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
             unread |= set(questions)
         answers.files.append({"file": display, "status": pdf.status, "pages": pdf.pages,
                               "producer": pdf.producer, "ocr": pdf.ocr,
-                              **({"instead_of": f"{assignment}/{REPORT_NAME}"} if instead is not None else {})})
+                              **({"instead_of": f"{assignment}/{REPORT_NAME}"} if instead is not None else {}),
+                              **({"read_as": f"{assignment}/{REPORT_NAME}"} if named is not None else {})})
         answers.problems += pdf.problems + pdf.notes
         answers.needs_manual_review |= pdf.needs_manual_review and (source == "pdf" or pdf.status != "missing")
         declined = {qid: {"file": display, **said} for qid, said in pdf.declined.items() if qid in questions}
@@ -155,10 +158,14 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
                     answers.where[qid] = {"file": display, **where}
 
     if source in ("sheet", "pdf_then_sheet"):
-        display = f"{assignment}/{SHEET_NAME}"
-        sheet = read_sheet(folder / SHEET_NAME, questions, display)
+        path = sheet_file(folder)
+        display = f"{assignment}/{path.name}"
+        sheet = read_sheet(path, questions, display)
         answers.files.append({"file": display, "status": "ok" if sheet.found and not sheet.problems
-                              else "problems" if sheet.found else "missing"})
+                              else "problems" if sheet.found else "missing",
+                              **({"read_as": f"{assignment}/{SHEET_NAME}"} if path.name != SHEET_NAME else {})})
+        if path.name != SHEET_NAME:
+            answers.problems.append(read_as_sheet(display, assignment))
         answers.problems += sheet.problems
         for qid, value in sheet.values.items():
             if pdf is not None and points_elsewhere(value):
@@ -204,6 +211,36 @@ def collect_answers(submission: Path, assignment: str, source: str | None = None
         answers.problems = [p for p in answers.problems if "was not handed in" not in p]
         answers.problems.insert(0, f"no answers handed in: {names} not found")
     return answers
+
+
+def _report_pdf(folder: Path, assignment: str, time_limit_s: float) -> tuple[Hw3PdfReading, Path | None]:
+    """The report PDF's reading, and the file read where it is not named report.pdf (None
+    where it is, or where no PDF is there): the handout asks for "Report (PDF — single file)"
+    and names no file. Of several PDFs, the one that answers the most questions, and a note
+    names the others (the handout asks for one file)."""
+    asked = folder / REPORT_NAME
+    candidates = report_pdfs(folder)
+    if not candidates or candidates[0] == asked:
+        return read_hw3_pdf(asked, display_name=f"{assignment}/{REPORT_NAME}", time_limit_s=time_limit_s), None
+    read = candidates[:MAX_REPORT_CANDIDATES]
+    readings = [read_hw3_pdf(path, display_name=f"{assignment}/{path.name}", time_limit_s=time_limit_s)
+                for path in read]
+    best = max(range(len(read)), key=lambda i: (_answered(readings[i]), -i))
+    chosen, reading = read[best], readings[best]
+    shown = f"{assignment}/{chosen.name}"
+    note = f"{shown} was read as the report ({assignment}/{REPORT_NAME} in the template; the handout names no file)"
+    others = [path.name for path in candidates if path != chosen]
+    if others:
+        note += (f"; of the {len(candidates)} PDFs in {assignment}/ it answers the most questions, and "
+                 f"{', '.join(others)} {'was' if len(others) == 1 else 'were'} not graded (the handout asks "
+                 "for a single file; if one of them is the report, a person must read it)")
+        reading.needs_manual_review = reading.needs_manual_review or not _answered(reading)
+    reading.notes.insert(0, note)
+    return reading, chosen
+
+
+def _answered(reading: Hw3PdfReading) -> int:
+    return sum(value not in (None, "", []) for value in reading.answers.values())
 
 
 def report_instead(folder: Path) -> Path | None:

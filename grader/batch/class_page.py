@@ -464,7 +464,8 @@ def reports_not_handed_in(graded: Iterable[CurrentRun]) -> list[dict]:
             report = files.get(asked)
             if report is None or report.get("status") != "missing":
                 continue
-            sheet = files.get(f"{ident}/{SHEET_NAME}")
+            sheet = next((f for name, f in files.items() if f"{ident}/{SHEET_NAME}" in (name, f.get("read_as"))),
+                         None)
             if answers.get("report_instead"):
                 handed_in = f"{answers['report_instead']} instead of {asked}"
                 kind = "another format"

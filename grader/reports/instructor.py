@@ -11,6 +11,7 @@ import json
 
 from typing import Any, Mapping
 
+from grader.answers.handed_in_names import is_sheet_name
 from grader.common.text import answer_shown, is_table
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
@@ -116,13 +117,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "not_graded": not_graded_view(result, for_student=False)}
 
 
-# collect.py's SHEET_NAME, written here: the reports read result.json alone, not the answers' code.
-_SHEET_NAME = "answers.yaml"
-
-
 def _written_in(file: Any) -> str:
     """Which of the student's files an answer said not done is in, as instructor.md names it."""
-    return "the answer sheet" if str(file or "").endswith(_SHEET_NAME) else "the report"
+    return "the answer sheet" if is_sheet_name(str(file or "")) else "the report"
 
 
 def _said_by(not_done: Mapping[str, Mapping]) -> str:

@@ -12,6 +12,7 @@ import datetime as _dt
 from pathlib import PurePath
 from typing import Any, Mapping
 
+from grader.answers.handed_in_names import is_read_as_sheet
 from grader.reports.formatting import format_points
 from grader.reports.measurements import (comparison_rows, format_measured, format_value,
                                          task_label)
@@ -375,6 +376,8 @@ def _read_and_unanswered(answers: Mapping[str, Any] | None) -> set[str]:
         return set()
     sheets = {str(f.get("file")) for f in files}
     for problem in answers.get("problems") or []:
+        if is_read_as_sheet(str(problem)):   # a note of the sheet's name, no answer's problem
+            continue
         about = _SHEET_PROBLEM.match(str(problem))
         if not about or about.group(1) not in sheets or about.group(2) not in questions:
             return set()
@@ -431,7 +434,8 @@ def file_shown(file: Mapping[str, Any]) -> str:
     """An answer file as the reports list it: "hw3/report.pdf (read in part: see below)"; a
     report handed in in another format says which file it stands for."""
     status = FILE_STATUS.get(file.get("status"), file.get("status"))
-    instead = f"handed in instead of {file['instead_of']}, " if file.get("instead_of") else ""
+    instead = f"handed in instead of {file['instead_of']}, " if file.get("instead_of") else \
+        f"read as {file['read_as']}, " if file.get("read_as") else ""
     return f"{file.get('file')} ({instead}{status})"
 
 
