@@ -17,9 +17,12 @@ anything beside its parameters trained in between (a side step, or a pass left o
 weights elsewhere (`weights_written` in the step record; practical_measures.made_outside).
 
 The comparison: each parameter's version counter (in-place writes, `copy_`, `load_state_dict`),
-its storage address (`p.data = ...` swaps it), and the sum and sum of squares of all their
-values (`p.data.copy_(...)` writes through a tensor with a version counter of its own). It costs
-one pass over the weights at a step, and only in a window where something else trained.
+its storage address (`p.data = ...` swaps it), the sum and sum of squares of all their values
+(`p.data.copy_(...)` writes through a tensor with a version counter of its own), and the values
+at SAMPLED positions of each drawn from a generator seeded from the system's randomness (a
+forger who fixes up two numbers after `p.data.copy_` so that the sums match cannot know which
+values are watched). It costs one pass over the weights at a step, and only in a window where
+something else trained, and a gather of SAMPLED values per parameter at each model step.
 
 The mark is taken after the model's step, so what runs inside that step is taken as the
 optimizer's: a step of the script's own (a subclass's `step`), a closure handed to `step()`, or a
@@ -41,6 +44,27 @@ _TORCH = os.path.dirname(torch.__file__) + os.sep
 _GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+# Values watched per parameter: a load of other weights changes nearly every value, so a write
+# that keeps these unchanged keeps nearly all (a forger must write the model's own weights).
+SAMPLED = 64
+_DRAWS = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+
+
+def _sampled(parameter) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positions, the values there) of the parameter, positions drawn afresh for each mark."""
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        flat = parameter.detach().reshape(-1)
+        count = flat.numel()
+        positions = torch.randint(count, (min(SAMPLED, count),), generator=_DRAWS) if count else \
+            torch.zeros(0, dtype=torch.long)
+        return positions, flat[positions].clone()
+
+
+def _same_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> bool:
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        return bool(torch.equal(parameter.detach().reshape(-1)[positions], values))
+
+
 def fingerprint(tensors) -> tuple[float, float]:
     """The sum and the sum of squares of the tensors' values, in float64."""
     total = squares = 0.0
@@ -58,11 +82,12 @@ def _where(parameter) -> tuple[int, int]:
 
 
 class WeightMark:
-    """The parameters as they were at one moment: each one's version and storage address, and
-    the fingerprint of all of them."""
+    """The parameters as they were at one moment: each one's version and storage address, its
+    values at sampled positions, and the fingerprint of all of them."""
 
     def __init__(self, parameters, printed: tuple[float, float] | None = None):
         self._held = [(weakref.ref(p), *_where(p)) for p in parameters]
+        self._samples = [_sampled(p) for p in parameters]
         self._print = printed if printed is not None else fingerprint(parameters)
 
     def covers(self, parameters) -> bool:
@@ -81,6 +106,8 @@ class WeightMark:
             if _where(parameter) != (version, address):
                 return True
             alive.append(parameter)
+        if any(not _same_at(p, *sample) for p, sample in zip(alive, self._samples)):
+            return True
         return fingerprint(alive) != self._print
 
 

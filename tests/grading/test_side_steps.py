@@ -294,3 +294,22 @@ def test_an_optimizer_over_a_parameter_of_the_model_too_still_closes_a_step(ddp_
     optimizer.step()
     assert not any(e["event"] == "side_step" for e in events)
     assert len(steps_of(events)) == 2
+
+
+# -- the mark itself ----------------------------------------------------------------------------
+
+
+def test_a_write_through_data_that_keeps_the_sums_is_seen_at_the_sampled_values():
+    """Reversing a parameter's values through `.data` keeps its version, its storage and (small
+    integers: exact in any order) the sum and the sum of squares: only the values at the
+    mark's sampled positions tell the write (a forger fixing up the sums after a load)."""
+    from grader.vgpu.side_steps import WeightMark, _where, fingerprint
+    weight = nn.Parameter(torch.arange(16.0))
+    mark = WeightMark([weight])
+    before = (_where(weight), fingerprint([weight]))
+    with torch.no_grad():
+        weight.data.copy_(weight.data.flip(0))
+    assert (_where(weight), fingerprint([weight])) == before, "the write should hide from all but the samples"
+    assert mark.written(), "the reversed values should be seen as written beside the optimizer"
+    unwritten = WeightMark([weight])
+    assert not unwritten.written(), "a parameter left alone is not written"
