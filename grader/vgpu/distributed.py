@@ -292,8 +292,10 @@ class DDPPatches:
         self.original_init(ddp, module, *args, **kwargs)
         if self.buckets is not None:
             self.buckets.watch(ddp)
+        from grader.vgpu import step_report
         from grader.vgpu.observe import parallel_model
         parallel_model(module)
+        step_report.parallel_model(module)
         devices = sorted({str(p.device) for p in module.parameters()})
         get_trace().emit("ddp_wrap", module=type(module).__name__, param_devices=devices,
                          device_ids=[str(d) for d in (ddp.device_ids or [])],

@@ -15,6 +15,8 @@ import sys
 from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from grader.vgpu.side_steps import SideSteps
+
 
 class SimulatedSteps:
     """Each optimizer step's training work on the simulated clock (from the node's `clock`),
@@ -26,6 +28,9 @@ class SimulatedSteps:
 
     def __init__(self, clock):
         self.clock = clock
+        # The model wrapped in DDP: another optimizer's steps (a probe, a whole-batch copy to
+        # compare with) are no steps of it, as the grader's trace reads them (side_steps.py).
+        self.side = SideSteps()
         self.done_ns: list[int] = []
         self.work_ns: list[int | None] = []
         self._begun: int | None = None
@@ -48,6 +53,8 @@ class SimulatedSteps:
             self._forward_hook = None
 
     def _stepped(self, optimizer, args, kwargs) -> None:
+        if self.side.is_side(optimizer):
+            return
         now = self.clock.completion()
         self.done_ns.append(now)
         self.work_ns.append(None if self._begun is None else now - self._begun)
@@ -97,12 +104,23 @@ _EVENTS_READ = ("The times your script measured with torch.cuda.Event are on thi
                 "speed.")
 
 
+_watching: SimulatedSteps | None = None
+
+
 def watch(handle) -> SimulatedSteps | None:
     """Start counting for a virtual node's own run (no trace: the grader's runs read the
     trace's step records instead); None otherwise."""
+    global _watching
     if handle is None or not handle.virtual or handle.node is None or handle.trace.enabled:
         return None
-    return SimulatedSteps(handle.node.clock)
+    _watching = SimulatedSteps(handle.node.clock)
+    return _watching
+
+
+def parallel_model(module) -> None:
+    """`module` was wrapped in DDP: the steps counted are those of an optimizer over it."""
+    if _watching is not None:
+        _watching.side.wrapped(module)
 
 
 def say(steps: SimulatedSteps | None, rank: str = "") -> None:

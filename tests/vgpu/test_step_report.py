@@ -146,3 +146,31 @@ def test_times_read_off_cuda_events_are_said_to_be_the_simulated_clocks():
         handle.deactivate()
     assert "measured with torch.cuda.Event are on this simulated clock too" in said, said
     assert "time.perf_counter() are this computer's wall clock" in said, said
+
+
+def test_another_optimizers_steps_are_no_steps_of_the_ddp_model(vnode):
+    """A probe on the model's detached output with an optimizer of its own, stepped twice per
+    step of the model wrapped in DDP: the summary counts the model's steps, as the grader's
+    trace does (side steps, grader/vgpu/side_steps.py), not three times as many."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    steps = step_report.watch(vnode(1))
+    dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = DDP(nn.Linear(16, 16).to("cuda:0"))
+        probe = nn.Linear(16, 1).to("cuda:0")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        probing = torch.optim.SGD(probe.parameters(), lr=0.1)
+        for _ in range(3):
+            out = model(torch.randn(8, 16, device="cuda:0"))
+            out.sum().backward()
+            for _ in range(2):
+                probing.zero_grad()
+                probe(out.detach()).sum().backward()
+                probing.step()
+            optimizer.step()
+            optimizer.zero_grad()
+    finally:
+        steps.close()
+        dist.destroy_process_group()
+    assert len(steps.done_ns) == 3, f"3 steps of the model expected, counted {len(steps.done_ns)}"
