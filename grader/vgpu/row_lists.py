@@ -9,8 +9,8 @@ objects): each row list of a forward pass's output (or input, or a copy of one) 
 with the storage it came from, and a tensor built from a list of them is recorded as a join of
 those storages (rows.py's `concat`), its rows the tensor's own.
 
-The row lists are held (strong references, the latest MAX_LISTED), so no other list can take
-one's id while it is remembered. A row list changed after `tolist()` (`row[:] = part1_row`,
+The row lists are held (strong references, the latest MAX_LISTED, MAX_VALUES numbers at most),
+so no other list can take one's id while it is remembered. A row list changed after `tolist()` (`row[:] = part1_row`,
 a red team's forgery) is still that row's list, but the join's rows are what the tensor holds:
 rows no chunk's pass returned are not the chunks' (test_practical4.returned_by_chunks). Part 1's
 output rebuilt from its own `.tolist()` (`torch.tensor(output.tolist())`, adv32 F2) is a join
@@ -26,8 +26,11 @@ import torch
 
 from grader.vgpu.trace import _OWN_CODE, get_trace
 
-# Row lists remembered at most (the oldest forgotten first): many batches' rows.
-MAX_LISTED = 8192
+# Row lists remembered at most (the oldest forgotten first): a batch's rows, as the records of
+# rows hold (rows.MAX_ROWS), and at most MAX_VALUES numbers in them all (about 32 MB of Python
+# floats), so that an evaluation that lists wide outputs batch after batch holds little.
+MAX_LISTED = 1024
+MAX_VALUES = 1 << 20
 # The torch calls that build a tensor from a list of rows.
 BUILDERS = ("tensor", "as_tensor")
 
@@ -37,7 +40,9 @@ class RowLists:
 
     def __init__(self, recorder):
         self._recorder = recorder
-        self._rows: dict[int, tuple[list, int]] = {}   # id(row list) -> (it, its storage)
+        # id(row list) -> (it, its storage, how many numbers it holds)
+        self._rows: dict[int, tuple[list, int, int]] = {}
+        self._values = 0
         self._lock = threading.Lock()
 
     def listed(self, tensor, rows) -> None:
@@ -50,13 +55,20 @@ class RowLists:
         if not self._recorder.from_a_pass(origin):
             return
         each = rows if isinstance(rows[0], list) else [rows]   # a 1-D tensor: one row
+        values = max(1, tensor.numel() // len(each))
         with self._lock:
             for row in each:
                 if isinstance(row, list):
-                    self._rows.pop(id(row), None)
-                    self._rows[id(row)] = (row, origin)
-            while len(self._rows) > MAX_LISTED:
-                del self._rows[next(iter(self._rows))]
+                    self._forget(id(row))
+                    self._rows[id(row)] = (row, origin, values)
+                    self._values += values
+            while self._rows and (len(self._rows) > MAX_LISTED or self._values > MAX_VALUES):
+                self._forget(next(iter(self._rows)))   # the oldest first
+
+    def _forget(self, key: int) -> None:
+        entry = self._rows.pop(key, None)
+        if entry is not None:
+            self._values -= entry[2]
 
     def origin_of(self, value) -> int | None:
         """The storage a remembered row list came from, or None (not a list `tolist()` gave of
@@ -79,7 +91,10 @@ class RowLists:
         @functools.wraps(original)
         def tolist(tensor, *args, **kwargs):
             rows = original(tensor, *args, **kwargs)
-            if get_trace().enabled:
+            # The user's lists only: torch's and the grader's own (row_prints lists its sums)
+            # are none of the script's rows, at whatever address their tensor was made.
+            caller = sys._getframe(1).f_code.co_filename
+            if get_trace().enabled and not any(part in caller for part in _OWN_CODE):
                 self.listed(tensor, rows)
             return rows
         return tolist

@@ -15,6 +15,7 @@ A join's result is remembered by its memory's address only while what owns that 
 """
 from __future__ import annotations
 
+import collections
 import gc
 
 import numpy as np
@@ -249,3 +250,24 @@ def test_a_freed_numpy_joins_address_stands_for_nothing_of_it():
     del view
     gc.collect()
     assert rows.join_inputs([(address, None, [12])]) == ([None], [[12]])
+
+
+def test_row_lists_held_are_bounded_and_the_latest_kept(traced_vnode, monkeypatch):
+    """An evaluation that lists its outputs batch after batch holds at most MAX_LISTED row lists
+    and MAX_VALUES numbers (the oldest forgotten), and Part 2's rows, listed last, still count."""
+    from grader.vgpu import row_lists, rows as rows_module
+    monkeypatch.setattr(row_lists, "MAX_VALUES", 40 * OUT)
+    monkeypatch.setattr(row_lists, "MAX_LISTED", 100)
+    events = traced_vnode(2)
+    model, x, output = part1()
+    with torch.no_grad():
+        for _ in range(10):
+            model(torch.randn(BATCH, x.shape[1], device=x.device)).tolist()
+    held = rows_module._recorder.lists
+    assert len(held._rows) <= 40 and held._values <= 40 * OUT, (len(held._rows), held._values)
+    monkeypatch.setattr(row_lists, "MAX_VALUES", BATCH * OUT)
+    final = built("tolist_numpy", chunk_outputs(model, x))
+    assert len(held._rows) == BATCH and held._values == BATCH * OUT, (len(held._rows), held._values, sorted(collections.Counter(v[2] for v in held._rows.values()).items()))
+    assert np.allclose(final, on_host(output), atol=1e-5)
+    verdict = p4.combined_against_full(observed(events), BATCH)
+    assert verdict is not None and verdict[0] is True, verdict
