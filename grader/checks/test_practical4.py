@@ -586,6 +586,10 @@ def own_parts_passing(run, part3=None) -> list[str]:
     return passing
 
 
+# How a run that asks for a GPU the machine lacks stops, on real and on virtual GPUs.
+_NO_SUCH_GPU = re.compile(r"invalid device ordinal", re.I)
+
+
 @pytest.mark.check("practical4.one_gpu_message")
 def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
     one = past_part2_todo(runs, submission, runs.script(**run_spec(gpus=1)), 1)
@@ -603,6 +607,13 @@ def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
                      r"(?:2|two) or more", output, re.I)
     evidence(one, said, expected, "no such line; the output ended with: "
              f"{output.strip().splitlines()[-1:] or 'nothing'}", look)
+    # Said, and then a GPU that is not there used anyway: the message is a banner, not the
+    # guard the handout asks for (a red team's adv34 F1 printed "requires at least 2 GPUs"
+    # before an unguarded Part 3 that stopped on cuda:1).
+    assert one.ok or not _NO_SUCH_GPU.search(one.stderr or ""), explain(
+        expected,
+        "the message is printed, but the run on 1 GPU then stopped using a GPU it does not "
+        f"have: {one.problem()}", look)
     # The message is Part 3's (the handout's Part 3 holds the `if`/`else`): with Part 3 still
     # the template's TODO, the given `else` is all there is of it (a TA's audit: a student who
     # never wrote Part 3 earned the half point beside a working Part 2).

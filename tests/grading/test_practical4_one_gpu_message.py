@@ -49,15 +49,19 @@ def two_gpus(part2=False, part3=False) -> Observation:
 
 
 class Runs:
-    """ScriptRuns' interface: the run on one GPU prints the message."""
+    """ScriptRuns' interface: the run on one GPU prints the message (and ends as `ended`)."""
+
+    def __init__(self, returncode=0, stderr=""):
+        self.returncode, self.stderr = returncode, stderr
 
     def script(self, **spec):
-        return Observation(p4.SCRIPT, gpus=1, returncode=0, stdout=MESSAGE)
+        return Observation(p4.SCRIPT, gpus=1, returncode=self.returncode, stdout=MESSAGE,
+                           stderr=self.stderr)
 
 
-def one_gpu_check(run_on_two_gpus) -> None:
+def one_gpu_check(run_on_two_gpus, runs=None) -> None:
     """The check, given the fixtures it takes."""
-    fixtures = {"runs": Runs(), "two_gpus": run_on_two_gpus, "part3_run": run_on_two_gpus,
+    fixtures = {"runs": runs or Runs(), "two_gpus": run_on_two_gpus, "part3_run": run_on_two_gpus,
                 "submission": Path("/nonexistent")}
     check = p4.test_one_gpu_says_two_are_needed
     check(**{name: fixtures[name] for name in inspect.signature(check).parameters})
@@ -117,3 +121,24 @@ def test_part3_never_run_on_two_gpus_is_told_with_the_scripts_last_line(check):
         check(run)
     assert "its last line of output: 'Model parallelism requires at least 2 GPUs.'" in \
         str(raised.value), raised.value
+
+
+ORDINAL = ("Traceback (most recent call last):\n  File \"concepts.py\", line 80, in <module>\n"
+           "    layer2 = nn.Linear(512, 1000).to(\"cuda:1\")\n"
+           "grader.vgpu.node.InvalidDeviceOrdinal: CUDA error: invalid device ordinal\n")
+
+
+def test_the_message_as_a_banner_before_an_unguarded_part3_earns_nothing():
+    """adv34 F1: "requires at least 2 GPUs" printed before a Part 3 without its guard, which
+    then stops on cuda:1 on a 1-GPU machine: the handout's point is not failing there."""
+    with pytest.raises(AssertionError) as raised:
+        one_gpu_check(two_gpus(part2=True, part3=True), Runs(returncode=1, stderr=ORDINAL))
+    text = str(raised.value)
+    assert "then stopped using a GPU it does not have" in text, text
+
+
+def test_the_message_beside_a_run_that_stops_for_another_reason_keeps_its_point():
+    """A 1-GPU run that printed the message and then stopped on something else (a later
+    part's own bug) is judged by that part's checks, not here."""
+    one_gpu_check(two_gpus(part2=True, part3=True),
+                  Runs(returncode=1, stderr="Traceback ...\nValueError: bad value\n"))
