@@ -408,6 +408,16 @@ def final_loss(run):
     return printed[-1] if printed else None
 
 
+def final_weights_agree(single, parallel) -> bool | None:
+    """Whether the two runs' weights after their last optimizer steps agree (to the 0.1%
+    dp_loss_equals_single allows for float rounding); None where either took no step."""
+    one = single.fingerprints("params").get(0, [])
+    two = parallel.fingerprints("params").get(0, [])
+    if not (one and two):
+        return None
+    return close(one[-1].get("sum", 0.0), two[-1].get("sum", 1.0), rel=1e-3, abs_=1e-4)
+
+
 @pytest.mark.check("practical5.final_loss_equal_reported")
 def test_reported_final_loss_equality(handout, submission, answers, measured, reported_values,
                                       flag):
@@ -417,15 +427,21 @@ def test_reported_final_loss_equality(handout, submission, answers, measured, re
     value = answer_against(answers, "timing.final_loss_equal",
                            *not_trained(submission, (single, SINGLE), (parallel, DP)))
     losses = {"single": final_loss(single), "dp": final_loss(parallel)}
+    weights = final_weights_agree(single, parallel)
     if None not in losses.values():
         truth = close(losses["single"], losses["dp"], rel=1e-4, abs_=1e-6)
         shown = f"ends with loss {losses['single']:g} on one GPU and {losses['dp']:g} with " \
                 "DataParallel on 2 GPUs"
+        if truth and weights is False:
+            # Equal losses printed by runs whose weights end apart are no losses of theirs (a
+            # red team's adv34 F2 printed "final loss: 0.500000" from both): the weights decide.
+            truth = False
+            shown += (", but the two runs end with different weights (the grader's record of "
+                      "each optimizer step), so the printed losses are not what they trained to")
+            flag("practical5: both scripts print the same final loss, but the traced weights "
+                 "after their last steps differ: the printed lines are not the runs' losses")
     else:  # no loss printed: the weights after the last step tell the same
-        one = single.fingerprints("params").get(0, [])
-        two = parallel.fingerprints("params").get(0, [])
-        truth = bool(one and two) and close(one[-1].get("sum", 0.0), two[-1].get("sum", 1.0),
-                                            rel=1e-3, abs_=1e-4)
+        truth = bool(weights)
         shown = "ends with " + ("the same" if truth else "different") + " weights on one GPU " \
                 "and with DataParallel on 2 GPUs (it prints no final loss)"
     measured["timing.final_loss_equal"] = truth
