@@ -82,3 +82,43 @@ def test_the_host_as_the_default_device_is_torchs_own(vnode):
         assert torch.zeros(1).device == torch.device("cpu")
     finally:
         torch.set_default_device(None)
+
+
+PROFILED = """
+import torch, torch.nn as nn
+from torch.profiler import profile, ProfilerActivity, record_function
+m = nn.Linear(16, 16).cuda()
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with record_function("step"):
+        m(torch.randn(4, 16, device="cuda")).sum().backward()
+assert any(e.key == "step" for e in prof.key_averages()), "the CPU's activity is profiled"
+with profile() as prof:
+    m(torch.randn(4, 16, device="cuda")).sum()
+with torch.autograd.profiler.profile(use_device="cuda") as legacy:
+    m(torch.randn(4, 16, device="cuda")).sum()
+print("profiled", len(legacy.key_averages()) > 0)
+"""
+
+
+def test_the_profiler_records_the_cpus_activity_without_cudas_stack_traces(tmp_path):
+    """adv34 F6: CUDA activity asked of the profiler printed a C++ stack trace for every
+    operation (13,000 lines for this script) and an honest Practical 6's runs overran their
+    time. Profiled here as `pdl-grade run` runs a student's script: one line says why."""
+    import subprocess
+    import sys
+    script = tmp_path / "profiled.py"
+    script.write_text(PROFILED)
+    done = subprocess.run([sys.executable, "-m", "grader", "run", "--gpus", "1", "--virtual", str(script)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0 and done.stdout.strip() == "profiled True", done.stderr[-2000:]
+    said = [line for line in done.stderr.splitlines() if not line.startswith("USDT:")]
+    from grader.vgpu.profiler import SAID
+    assert said == [SAID], "expected only the one line about CUDA activity; stderr:\n" + "\n".join(said[:20])
+
+
+def test_cpu_activities_leave_out_cuda_in_every_form():
+    from torch.profiler import ProfilerActivity as A
+    from grader.vgpu.profiler import cpu_activities
+    assert cpu_activities(None) == [A.CPU]
+    assert cpu_activities([A.CPU, A.CUDA]) == [A.CPU]
+    assert cpu_activities([{A.CUDA: ["x"]}, {A.CPU: [], A.CUDA: []}]) == [{A.CPU: []}]
