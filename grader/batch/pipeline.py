@@ -258,7 +258,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             republish(book, out, rubrics)
         known = book.known_students()
         downloads = moodle_downloads(submissions_dir, out, options.limits)
-        found, notes = discover(downloads.folder, known, skip=downloads.skipped)
+        found, notes = discover(downloads.folder, known)
         with_download_problems(found, downloads)
         notes[:0] = downloads.notes
         progress = Progress(total=len(found), workers=options.workers, live=live,

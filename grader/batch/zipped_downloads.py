@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.batch.errors import BatchError
-from grader.batch.inputs import (METADATA_NAMES, Submission, UnpackLimits, _is_note,
-                                 moodle_download_participants, shown_name)
+from grader.batch.inputs import (METADATA_NAMES, Submission, UnpackLimits, _is_moodle,
+                                 _is_note, moodle_download_participants, shown_name)
 from grader.batch.unpack import (JUNK_NAMES, NeedsPerson, display_name, extract_each, free_name,
                                  top_name, zip_entry_name)
 
@@ -42,10 +42,10 @@ def refuse_a_file(path: Path, limits: UnpackLimits) -> None:
 class Downloads:
     """What SUBMISSIONS is read as once the whole Moodle downloads in it are unzipped."""
     folder: Path                                   # the folder discover() reads
-    skipped: list[Path] = field(default_factory=list)   # downloads left out (said)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    # participant's folder -> (why it could not be unzipped, whether a person must look)
+    # upload -> (why it is not graded as it is, whether a person must look): a participant's
+    # folder a download could not unzip, or a zip that may be a download or a student's
     problems: dict[Path, tuple[str, bool]] = field(default_factory=dict)
 
 
@@ -54,8 +54,14 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
     folder) is read as the folder it is: unzipped into DIR/work/_moodle-downloads/<its name>/,
     each participant an upload of its own, as if the instructor had unzipped it. Left zipped,
     it had been graded as one student named after the zip, whose every participant's hw3.zip
-    was left out as a data file. Beside other uploads (a folder of student folders, or of
-    unzipped downloads) such a zip is left out, said, never graded as a student."""
+    was left out as a data file.
+
+    A zip named as Moodle names one participant's file (`Jane Doe_123_assignsubmission_file_
+    work.zip`, the flat layout) is that participant's upload, whatever it holds: a student who
+    zipped the folder Moodle had given her had been taken for a download and left out of every
+    record. Beside other uploads, any other zip holding only Moodle's folders may be a download
+    or a student's own: it is listed for a person, with what to do, never graded and never
+    left out unsaid (it had been only a console line, the student on no list)."""
     if not submissions.is_dir():
         zips = [submissions]
         others: list[Path] = []
@@ -64,20 +70,26 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
         entries = [entry for entry in sorted(submissions.iterdir())
                    if not entry.name.startswith(".") and entry.name not in JUNK_NAMES]
         # Each zip's directory read once here: how many participants, if a whole download.
-        counts = {entry: moodle_download_participants(entry, limits) for entry in entries}
+        counts = {entry: 0 if _is_moodle(entry) else moodle_download_participants(entry, limits)
+                  for entry in entries}
         zips = [entry for entry in entries if counts[entry]]
         others = [entry for entry in entries if entry not in zips and not _is_note(entry)
                   and entry.name not in METADATA_NAMES]
     if not zips:
         return Downloads(submissions)
     if others:
-        return Downloads(submissions, skipped=zips, warnings=[
-            f"{shown_name(z.name)} is a whole Moodle download ({counts[z]} "
-            "participants' submission folders), beside other uploads in "
-            f"{shown_name(submissions.name)}/: not graded, neither as one student nor as its "
-            f"participants. Unzip it into a folder of its own (unzip '{z.name}' -d FOLDER) and "
-            "grade that folder, or put it alone (or with the other downloads' zips) in a folder"
-            for z in zips])
+        found = Downloads(submissions)
+        for z in zips:
+            said = (f"{shown_name(z.name)} holds only Moodle's submission folders ({counts[z]} "
+                    f"participant{'s' if counts[z] > 1 else ''}), beside other uploads in "
+                    f"{shown_name(submissions.name)}/: a whole Moodle download or a student's "
+                    "zip of one, not graded as either. A whole download: unzip it into a folder "
+                    f"of its own (unzip '{z.name}' -d FOLDER) and grade that folder, or put it "
+                    "alone (or with the other downloads' zips) in a folder; a student's upload: "
+                    "grade it by hand")
+            found.problems[z] = (said, True)
+            found.warnings.append(said)
+        return found
     target = out / "work" / DOWNLOADS_FOLDER
     target.mkdir(parents=True, exist_ok=True)
     found = Downloads(target)

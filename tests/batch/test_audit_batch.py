@@ -100,13 +100,86 @@ def test_a_zip_that_is_not_a_moodle_download_given_as_submissions_says_what_to_d
 
 
 def test_a_moodle_download_zip_beside_student_folders_is_never_one_student(tmp_path):
+    """Never graded (as one student or as its participants), but listed for a person with
+    what to do: a console line alone had left whoever it was on no list."""
     subs, out = tmp_path / "subs", tmp_path / "out"
     make_submission(subs / "carol", score=7)
     moodle_download_zip(tmp_path, subs / "LTAT-Practical 4-12345.zip", {"Alice Tamm_1001": 10})
     summary, said = batch(subs, out)
-    assert sorted(rows(out)) == ["carol"], (sorted(rows(out)), said)
-    assert any("is a whole Moodle download" in w and "not graded" in w and "Unzip it" in w
+    found = rows(out)
+    assert sorted(found) == ["LTAT-Practical_4-12345", "carol"], (sorted(found), said)
+    listed = found["LTAT-Practical_4-12345"]
+    assert listed["practical4"] == "" and listed["Status"].startswith("needs a person"), (
+        f"expected the download's zip listed for a person, ungraded; observed {listed}")
+    why = result(out, "LTAT-Practical_4-12345")["errors"]
+    assert why and "unzip it into a folder of its own" in why[0], why
+    assert any("holds only Moodle's submission folders" in w and "not graded" in w
                for w in summary.progress.warnings), summary.progress.warnings
+
+
+def moodle_folder_zipped(tmp_path: Path, archive: Path, folder_name: str, score: int) -> Path:
+    """A student's zip of the folder Moodle gave her: `Name_<id>_assignsubmission_file_/...`."""
+    staging = tmp_path / f"staging-{archive.stem}"
+    make_submission(staging / folder_name, score=score)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    return zip_folder(staging, archive)
+
+
+def flat_download(tmp_path: Path, anna_score: int, mallory_folder: str, mallory_score: int):
+    """Moodle's flat layout: Anna's zip of her work, and Mallory's zip of `mallory_folder`;
+    graded; (summary, console, grades.csv rows)."""
+    subs, out = tmp_path / "dl", tmp_path / "out"
+    subs.mkdir()
+    zip_folder(make_submission(tmp_path / "anna", score=anna_score),
+               subs / "Anna Tamm_100001_assignsubmission_file_practical4.zip")
+    moodle_folder_zipped(tmp_path, subs / "Mallory Kurg_100009_assignsubmission_file_practical4.zip",
+                         mallory_folder, score=mallory_score)
+    summary, said = batch(subs, out)
+    return summary, said, rows(out)
+
+
+def test_a_flat_moodle_upload_of_the_students_own_moodle_folder_zipped_is_hers(tmp_path):
+    """adv34 F4: in Moodle's flat layout, Mallory's upload (her Moodle folder, zipped) had been
+    taken for a whole download beside Anna's and left out of every record: no row, no person's
+    entry, "1/1 done". A file Moodle names as one participant's is that participant's upload."""
+    summary, said, found = flat_download(tmp_path, 6, "Mallory Kurg_100009_assignsubmission_file_", 9)
+    assert sorted(found) == ["Anna_Tamm_100001", "Mallory_Kurg_100009"], (
+        f"expected a row for each participant of the flat download; observed {sorted(found)}"
+        f" (grader/batch/zipped_downloads.py moodle_downloads)\n{said}")
+    assert found["Mallory_Kurg_100009"]["Identifier"] == "Participant 100009"
+    assert float(found["Mallory_Kurg_100009"]["practical4"]) > float(
+        found["Anna_Tamm_100001"]["practical4"]) > 0, found
+    assert (summary.progress.graded, summary.progress.needs_person) == (2, 0), said
+    assert not summary.progress.warnings, summary.progress.warnings
+
+
+def test_a_flat_moodle_upload_holding_another_participants_folder_is_its_uploaders(tmp_path):
+    """The hostile variant: Mallory's zip holds a folder named for Anna. It is Mallory's upload,
+    graded as hers; Anna is graded from her own upload only (unzipping Mallory's zip as a
+    download, as the old warning advised, would have graded the fake Anna)."""
+    summary, said, found = flat_download(tmp_path, 8, "Anna Tamm_100001_assignsubmission_file_", 2)
+    assert sorted(found) == ["Anna_Tamm_100001", "Mallory_Kurg_100009"], (sorted(found), said)
+    anna, mallory = (float(found[key]["practical4"]) for key in ("Anna_Tamm_100001",
+                                                                 "Mallory_Kurg_100009"))
+    assert mallory > 0 and anna == pytest.approx(4 * mallory), (
+        f"expected Anna graded from her upload (fake score 8) and Mallory from hers (2); "
+        f"observed {found}")
+
+
+def test_a_students_plain_zip_of_her_moodle_folder_beside_others_is_for_a_person(tmp_path):
+    """alice.zip holding only `Alice Tamm_1001_assignsubmission_file_/`, beside bob/: a
+    student's upload or a download cannot be told apart; Alice is listed for a person with
+    the reason, never dropped."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "bob", score=4)
+    moodle_folder_zipped(tmp_path, subs / "alice.zip", "Alice Tamm_1001_assignsubmission_file_", 9)
+    summary, said = batch(subs, out)
+    found = rows(out)
+    assert sorted(found) == ["alice", "bob"], (
+        f"expected a row for alice (for a person) and bob; observed {sorted(found)}\n{said}")
+    assert found["alice"]["Status"].startswith("needs a person") and \
+        "alice.zip holds only Moodle's submission folders" in found["alice"]["Status"], found
+    assert (summary.progress.graded, summary.progress.needs_person) == (1, 1), said
 
 
 def test_zip_entry_names_of_info_zip_without_the_utf8_flag_are_read_as_utf8(tmp_path):
