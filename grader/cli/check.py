@@ -72,6 +72,7 @@ def _unpacked_as_the_course_does(archive: Path, scratch: Path) -> Path | None:
 
 def _check(options, submission: Path, known: list[str]) -> int:
     from grader.grading import grade_submission
+    from grader.grading.readable import UnreadableSubmission
     from grader.reports.formats import STUDENT_FORMATS
     from grader.reports.terminal import earned_every_automatic_point, render_check_text
     if not submission.is_dir():
@@ -104,6 +105,9 @@ def _check(options, submission: Path, known: list[str]) -> int:
                                       formats=STUDENT_FORMATS)
         print()
         print(render_check_text(result), end="")
+    except UnreadableSubmission as problem:   # files closed to the checks: no verdict on them
+        print(f"pdl-grade check: {problem}", file=sys.stderr)
+        return 2
     finally:
         if before is None:
             os.environ.pop(HIDE_ANSWERS_ENV, None)

@@ -115,8 +115,13 @@ def run(options) -> int:
         result = rescore_submission(Path(options.out), options.assignment, submission=submission,
                                     **common)
     else:
-        result = grade_submission(submission, Path(options.out), assignments,
-                                  check_timeout=options.check_timeout, **common)
+        from grader.grading.readable import UnreadableSubmission
+        try:
+            result = grade_submission(submission, Path(options.out), assignments,
+                                      check_timeout=options.check_timeout, **common)
+        except UnreadableSubmission as problem:   # the instructor's to open: no grade, no zero
+            print(f"pdl-grade: {problem}", file=sys.stderr)
+            return 2
     print_overrides_problems(result.get("override_problems") or [])
     # A grading problem is no grade: said where the score would be, never "0 / 15" (result.json
     # keeps the score, its `grading_problems` saying why it is none).

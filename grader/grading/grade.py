@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from grader.grading.publish import GRADING_FORMATS, RESULT_FILE, publish
 from grader.grading.raw import RawRun, load_findings
+from grader.grading.readable import readable_submission
 from grader.grading.run import DEFAULT_CHECK_TIMEOUT_S, run_submission, scan_source
 from grader.grading.score import score_run
 from grader.scoring import Overrides, load_rubrics
@@ -22,11 +23,17 @@ def grade_submission(submission: Path, out: Path, assignments: Sequence[str] | N
                      student: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run, score and publish; return result.json's content. `assignments`: default every
     rubric's; `student`: {key, name} from the LMS export, for the reports' heading. Grading
-    problems are in the result, never raised."""
+    problems are in the result, never raised; a submission the grader cannot read at all
+    raises UnreadableSubmission (grader/grading/readable.py), before anything is run."""
     rubrics = load_rubrics(rubrics_dir)
     out = Path(out).resolve()   # the checks run in a scratch folder: relative paths would land there
-    raw = run_submission(submission, out, rubrics, list(assignments or rubrics),
-                         rubrics_dir=rubrics_dir, check_timeout=check_timeout)
+    named = Path(submission).resolve()
+    with readable_submission(named) as readable:
+        raw = run_submission(readable, out, rubrics, list(assignments or rubrics),
+                             rubrics_dir=rubrics_dir, check_timeout=check_timeout)
+    if readable != named:   # recorded as the instructor named it, not the copy the runs read
+        raw.submission = str(named)
+        raw.save(out)
     result = score_run(raw, rubrics, overrides=overrides, submitted_at=submitted_at,
                        student=student)
     return publish(result, out, rubrics=rubrics, formats=formats)
