@@ -107,10 +107,12 @@ def _after_part1(run, batch):
 
 
 def all_chunk_passes(run, batch):
-    """Every forward pass on fewer rows than the batch after Part 1's: Part 2's, and those of
-    any repetition of it (a timing loop); their outputs are the chunks' outputs a combination
-    may join."""
-    return [p for p in _after_part1(run, batch) if (rows_of(p["batch"]) or batch) < batch]
+    """Every forward pass on fewer rows than the batch after Part 1's that returned a tensor:
+    Part 2's, and those of any repetition of it (a timing loop); their outputs are the chunks'
+    outputs a combination may join. A call that raised, or a module that returned no tensor (a
+    float), ran no chunk (a red team's adv36 F1 made such a call Part 2's chunk)."""
+    return [p for p in _after_part1(run, batch)
+            if (rows_of(p["batch"]) or batch) < batch and p["out_shape"] is not None]
 
 
 def chunk_passes(run, batch):
@@ -120,12 +122,15 @@ def chunk_passes(run, batch):
     H2: "22 forward pass(es) on parts of the batch (704 of the batch's 64 rows)"). The run
     ends once its rows add up to the batch, or at the next pass on the batch's rows or more;
     a pass on rows the run already holds (a chunk run again) is a repetition, not one more
-    chunk. Three chunks, or chunks that leave rows out, are still that."""
+    chunk. Three chunks, or chunks that leave rows out, are still that. A pass that returned no
+    tensor (it raised) is none (`all_chunk_passes`)."""
     found = []
     for forward in _after_part1(run, batch):
         if (rows_of(forward["batch"]) or batch) >= batch:
             if found:
                 break
+            continue
+        if forward["out_shape"] is None:
             continue
         if forward["rows_in"] is not None and any(forward["rows_in"] == other["rows_in"]
                                                   for other in found):
@@ -295,13 +300,19 @@ def returned_by_chunks(run, batch, rows) -> bool:
     rows the chunks' passes returned, not only Part 1's: numpy's writes are not recorded, so
     the chunk outputs' host arrays overwritten with Part 1's rows and then joined (a red
     team's adv32 F1), or Part 1's output copied by numpy or `.tolist()` into a tensor of its
-    own and compared (F2), had Part 1's rows while the chunks ran on other data (zeros)."""
-    returned = []
+    own and compared (F2), had Part 1's rows while the chunks ran on other data (zeros).
+
+    Only rows the budget dropped (the recorder says so: `rows_out_dropped`) are not known, and
+    they excuse at most as many rows as those passes returned: a pass that returned nothing
+    recorded for another reason (a call that raised, a module returning a float: adv36 F1 had
+    excused 64 forged rows with one such call) is no chunk pass and excuses nothing."""
+    returned, unknown = [], 0
     for forward in all_chunk_passes(run, batch):
-        if not forward.get("rows_out"):
-            return True   # not recorded: not known
-        returned += forward["rows_out"]
-    return None not in match_rows(rows, returned)
+        if forward.get("rows_out"):
+            returned += forward["rows_out"]
+        elif forward.get("rows_out_dropped"):
+            unknown += rows_of(forward["out_shape"]) or 0
+    return match_rows(rows, returned).count(None) <= unknown
 
 
 def _combined_unrecorded(cats, fills, run, batch):
