@@ -95,6 +95,7 @@ def _built(numpy, name, original, recorder, inside_numpy):
         items = args[0] if args else None
         if type(items) in (list, tuple) and items and (
                 isinstance(items[0], torch.Tensor) or recorder.lists.origin_of(items[0]) is not None
+                or recorder.lists.listed_rows(items[0])
                 or (isinstance(items[0], numpy.ndarray) and tensor_of(numpy, items[0]) is not None)) \
                 and _users(inside_numpy):
             try:
@@ -191,6 +192,14 @@ def _input(numpy, recorder, part):
     return None, listed, ([len(part)] if listed is not None else list(numpy.shape(part)))
 
 
+def _inputs(numpy, recorder, part) -> list[tuple]:
+    """A join's input as `_input`s: a chunk's whole `.tolist()` (a list of its remembered row
+    lists: `np.concatenate([o.tolist() for o in outputs])`, adv36 H2) is its rows' runs."""
+    if recorder.lists.listed_rows(part):
+        return recorder.lists.parts(part)
+    return [_input(numpy, recorder, part)]
+
+
 def _address(array) -> int:
     return int(array.__array_interface__["data"][0])
 
@@ -221,8 +230,9 @@ def _record_parts(numpy, name, parts, axis, out, recorder, *, inputs=None, op=No
     if axis < 0:
         axis += out.ndim
     if inputs is None:
-        inputs = [_input(numpy, recorder, part) for part in parts]
-    rows = out.reshape(-1, *out.shape[2:]) if name == "stack" and axis == 0 and out.ndim >= 2 \
+        inputs = [found for part in parts for found in _inputs(numpy, recorder, part)]
+    # A stack of whole arrays is their rows; a stack of rows of one dimension already is (adv36 H1).
+    rows = out.reshape(-1, *out.shape[2:]) if name == "stack" and axis == 0 and out.ndim >= 3 \
         else out
     def host():
         with torch._C.DisableTorchFunction():

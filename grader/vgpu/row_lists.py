@@ -76,6 +76,11 @@ class RowLists:
         entry = self._rows.get(id(value)) if self._rows else None
         return entry[1] if entry is not None and entry[0] is value else None
 
+    def listed_rows(self, value) -> bool:
+        """Whether `value` is a list whose first item is a remembered row list: a chunk's whole
+        `.tolist()` (an item of `[o.tolist() for o in outputs]`, adv36 H2)."""
+        return type(value) is list and bool(value) and self.origin_of(value[0]) is not None
+
     def parts(self, rows) -> list[tuple]:
         """(own, storage, shape) of a list of row lists, for RowRecorder.join_inputs: each run of
         rows from the same storage one input (the rows of one chunk's output)."""
@@ -105,11 +110,19 @@ class RowLists:
             out = original(data, *args, **kwargs)
             # Only a list whose first row came from a forward pass is looked at further: any
             # other call costs a type check and a lookup in an empty or small dict.
-            if type(data) in (list, tuple) and data and self.origin_of(data[0]) is not None \
-                    and isinstance(out, torch.Tensor) and out.dim() >= 2:
+            if type(data) in (list, tuple) and data and isinstance(out, torch.Tensor) \
+                    and out.dim() >= 2:
                 caller = sys._getframe(1).f_code.co_filename
-                if not any(part in caller for part in _OWN_CODE):
+                if any(part in caller for part in _OWN_CODE):
+                    return out
+                if self.origin_of(data[0]) is not None:
                     self._recorder.record_join(f"torch.{name}", self.parts(data), out)
+                elif out.dim() >= 3 and self.listed_rows(data[0]):
+                    # Each chunk's whole `.tolist()` ([o.tolist() for o in outputs]): their
+                    # rows, one level down (adv36 H2); any list not remembered is no chunk's.
+                    parts = [p for item in data for p in self.parts(item if type(item) is list
+                                                                    else [item])]
+                    self._recorder.record_join(f"torch.{name}", parts, out.flatten(0, 1))
             return out
         return build
 

@@ -395,7 +395,10 @@ class RowRecorder:
                 if isinstance(dim, int) and dim < 0:   # torch.cat(outputs, dim=-2): counted from the end
                     dim += out.dim()
                 rows = out
-                if name == "stack" and dim == 0 and out.dim() >= 2:
+                # Stacked whole outputs ([chunks, rows, D]) are their rows; stacked rows of one
+                # dimension ([rows, D]) are already (flattened, 64 rows had read as 64,000 of one
+                # number: a red team's honest adv36 H1, 9.5 -> 7.1).
+                if name == "stack" and dim == 0 and out.dim() >= 3:
                     rows = out.flatten(0, 1)
                 prints = row_prints(rows)
                 storages, shapes = self.join_inputs(
