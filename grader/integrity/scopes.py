@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from grader.integrity.allowance import Allowance
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
@@ -460,8 +462,9 @@ class Containers:
         self.classes: dict[tuple, list] = {}     # (id(scope), name) -> the classes bound so
         self.budget = self.MAX_RUNS               # of the reading of what one call runs
         self._consulted: set[int] = set()         # ... and the functions whose calls it read
-        calls = []
+        calls, nodes = [], 0
         for node in ast.walk(tree):
+            nodes += 1
             if isinstance(node, ast.Call):
                 calls.append(node)
                 if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
@@ -540,6 +543,9 @@ class Containers:
             if not dynamic or not grown:
                 break
         self._synthetic: dict[tuple, ast.Attribute] = {}   # chains made here, kept alive
+        # The work all readings of this file may do, this one's and without_calls' copies'
+        # (allowance.py): past it ReadingTooLarge, and the file is held unread.
+        self.allowance = Allowance(nodes)
         self._fresh()
 
     def _fresh(self) -> None:
@@ -906,6 +912,7 @@ class Containers:
         """Counts a step of the reading; False where `node` was read so already or the
         reading's depth, size or budget is spent (a cut: the result is not remembered)."""
         self.steps -= 1
+        self.allowance.spend()
         if (kind, id(node)) in seen:
             return False
         if depth > self.MAX_DEPTH or len(found) > self.MAX_FOUND or self.steps < 0:
@@ -975,6 +982,7 @@ class Containers:
         (unless a cycle of variables, the depth or the budget cut the reading short)."""
         key = self._variable(name)
         if key in self.by_variable:
+            self.allowance.spend(len(self.by_variable[key]))   # copied out by the caller
             return self.by_variable[key]
         if key in self.reading or depth > self.MAX_DEPTH:
             self.cuts += 1

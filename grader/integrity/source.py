@@ -6,6 +6,8 @@ import functools
 import re
 
 from grader.common.text import python_source
+from grader.integrity.aliases import Aliases, Changes
+from grader.integrity.allowance import ReadingTooLarge
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.own_objects import own_object_names, template_script
 from grader.integrity.scopes import (Containers, Scopes, local_names, numeric_updates,
@@ -284,6 +286,14 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
     except (RecursionError, MemoryError):
         # Nested beyond what any homework writes (thousands of levels): not read, so held.
         return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
+    except ReadingTooLarge as spent:
+        # Names standing for one another past what the file's size accounts for (allowance.py):
+        # the rest is not read, so held; what was found before is kept.
+        return visitor.findings + [Finding(
+            relative, 0, "unreadable", "too intricate for the scan to read in full: its names "
+            "stand for one another more than its size accounts for "
+            f"({spent.allowance.spent:,} steps of reading for {spent.allowance.nodes:,} "
+            "syntax nodes); a person should read it", "")]
     if visitor.folder.exhausted:
         # Past the budget nothing more was folded, so names built later were not read.
         visitor.findings.append(Finding(relative, 0, "unreadable", "builds more text out of "
@@ -405,7 +415,13 @@ class _Visitor(ast.NodeVisitor):
         self.own_modules = set(own_modules)
         self.findings: list[Finding] = []
         self.seen: set[tuple[int, str]] = set()
-        self.modules: dict[str, str] = {}   # local name -> module (or module.attribute) it is
+        # Every change of the alias tables below (aliases.py): owners_of's resolutions hold
+        # until the next.
+        self.alias_changes = Changes()
+        # id(candidate) -> (changes then, its resolution, the candidate: kept, so its id is)
+        self._resolved: dict[int, tuple] = {}
+        # local name -> module (or module.attribute) it is
+        self.modules: dict[str, str] = Aliases(self.alias_changes)
         # ... in a function's or class's own scope (Scopes): id(scope) -> its names so
         self.scoped: dict[int, dict[str, str]] = {}
         self.scopes: Scopes | None = None
@@ -543,7 +559,10 @@ class _Visitor(ast.NodeVisitor):
         scope = self.scopes.of(node) if self.scopes is not None else self.tree
         if scope is self.tree or scope is None:
             return self.modules
-        return self.scoped.setdefault(id(scope), {})
+        aliases = self.scoped.get(id(scope))
+        if aliases is None:   # (an empty table: no resolution changes)
+            aliases = self.scoped[id(scope)] = Aliases(self.alias_changes)
+        return aliases
 
     def imported_through(self, node: ast.AST) -> str | None:
         """What an import's binding (an ast.alias, which the container reading gives for a
@@ -945,14 +964,40 @@ class _Visitor(ast.NodeVisitor):
         """The modules and classes of torch (builtins, ...) an expression can be, also taken out
         of a container, a parameter or a loop (Containers): not their data (sys.stdout,
         torch.float32)."""
-        found = []
-        for candidate in (containers or self.containers).candidates(node):
-            full = self.resolve(candidate)
+        found, judged = [], set()
+        containers = containers or self.containers
+        candidates = containers.candidates(node)
+        containers.allowance.spend(len(candidates))
+        for candidate in candidates:
+            # The same expression reached along two ways resolves to the same name: judged once
+            # (a variable that stands for many others lists them many times).
+            if id(candidate) in judged:
+                continue
+            judged.add(id(candidate))
+            full = self.resolved(candidate)
             if full is not None and full.split(".")[0] in PROTECTED_ROOTS and \
                     full not in _DATA_OWNERS and not (
                         full.startswith("torch.") and full[6:] in _TORCH_DTYPES):
                 found.append(full)
         return found
+
+    def resolved(self, candidate: ast.AST) -> str | None:
+        """self.resolve(candidate), remembered until an alias table changes: an attribute
+        chain on a name or an import resolves through those tables alone. One on a call
+        (`getattr(m, name)`) is resolved each time: it reads constants, whose folding has a
+        budget."""
+        root = candidate
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Call):
+            return self.resolve(candidate)
+        changes = self.alias_changes.count
+        known = self._resolved.get(id(candidate))
+        if known is not None and known[0] == changes:
+            return known[1]
+        full = self.resolve(candidate)
+        self._resolved[id(candidate)] = (changes, full, candidate)
+        return full
 
     def attribute_owner(self, attribute: str) -> str | None:
         """What of torch's (builtins', ...) an attribute of this name can hold, wherever it is
@@ -1259,7 +1304,7 @@ class _Visitor(ast.NodeVisitor):
             full = self.resolve(default) \
                 if isinstance(default, (ast.Name, ast.Attribute, ast.Call)) else None
             if full is not None:
-                self.scoped.setdefault(id(function), {})[name] = full
+                self.scoped.setdefault(id(function), Aliases(self.alias_changes))[name] = full
 
     def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
         if isinstance(target, ast.Name):
