@@ -14,6 +14,7 @@ tensor is no chunk pass.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 
@@ -106,3 +107,66 @@ def test_rows_the_budget_dropped_still_excuse_an_honest_combination(traced_vnode
     run = observed(events)
     assert any(p["rows_out_dropped"] for p in p4.all_chunk_passes(run, BATCH))
     p4.combined_equals_full(run, BATCH)
+
+
+# -- adv36 F2: the chunk passes are passes of Part 1's model -------------------------------------
+
+class Replay(nn.Module):
+    """A module of one parameter that ignores its chunk and returns slices of Part 1's output."""
+
+    def __init__(self, full):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1, device=full.device))
+        self.full, self.at = full.detach(), 0
+
+    def forward(self, chunk):
+        rows = self.full[self.at:self.at + chunk.shape[0]] * self.scale
+        self.at += chunk.shape[0]
+        return rows
+
+
+def test_another_module_returning_part1s_rows_runs_no_chunk(traced_vnode):
+    events = traced_vnode(2)
+    model, x, output = part1()
+    replay = Replay(output)
+    final = torch.cat([replay(c) for c in torch.chunk(torch.zeros_like(x), 2)])
+    assert torch.allclose(final, output)
+    run = observed(events)
+    assert p4.chunk_passes(run, BATCH) == [], [p["module"] for p in p4.chunk_passes(run, BATCH)]
+    verdict = p4.combined_against_full(run, BATCH)
+    assert verdict is None or verdict[0] is False, verdict
+
+
+def test_per_gpu_copies_of_the_model_run_the_chunks(traced_vnode):
+    """The honest style the check must keep: a deepcopy of the model on each GPU."""
+    import copy
+    events = traced_vnode(2)
+    model, x, output = part1()
+    replicas = [copy.deepcopy(model).to(f"cuda:{i}") for i in range(2)]
+    outputs = [r(c.to(f"cuda:{i}")) for i, (r, c) in enumerate(zip(replicas, torch.chunk(x, 2)))]
+    torch.cat([o.to("cuda:0") for o in outputs])
+    run = observed(events)
+    assert len(p4.chunk_passes(run, BATCH)) == 2
+    p4.split_into_chunks(run, BATCH)
+    p4.combined_equals_full(run, BATCH)
+
+
+# -- adv36 F3: the rows budget spent before Part 1 excuses nothing -------------------------------
+
+def test_a_flood_before_part1_excuses_nothing(traced_vnode):
+    events = traced_vnode(2)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(IN, 16), nn.ReLU(), nn.Linear(16, 5)).to("cuda:0")
+    for _ in range(40):
+        model(torch.randn(BATCH + 1, IN, device="cuda:0"))
+    x = torch.randn(BATCH, IN, device="cuda:0")
+    model(x)
+    torch.cat([model(c) for c in torch.chunk(torch.zeros_like(x) + 1e-3, 2)])
+    run = observed(events)
+    assert p4.full_batch_pass(run, BATCH)["rows_out_dropped"], "the flood spent no budget"
+    verdict = p4.combined_against_full(run, BATCH)
+    assert verdict is not None and verdict[0] is False, verdict
+    assert "were not recorded" in verdict[1], verdict
+    with pytest.raises(AssertionError) as failed:
+        p4.split_into_chunks(run, BATCH)
+    assert "were not recorded" in str(failed.value)
