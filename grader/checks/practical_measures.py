@@ -208,6 +208,16 @@ WEIGHTS_WRITTEN_SAID = ("the model's weights were written between its optimizer 
                         "this step's passes")
 
 
+
+
+def unvouched_said(code: str) -> str:
+    """Why a step's weights are not vouched for: code of the script's own ran in the step."""
+    return (f"{code} ran in the model's optimizer step while another optimizer or pass trained "
+            "other parameters; the grader cannot vouch that it left the weights alone, so they "
+            "are not known to come from this step's passes (a step hook that only logs: "
+            "log after optimizer.step() instead)")
+
+
 def outside_share_said(share: float) -> str:
     """How much of a step's gradient came from outside the passes, in words: a share of 1 or
     more (a DDP rank's own gradient outside beside the ranks' average applied) is all of it."""
@@ -221,6 +231,10 @@ def steps_made_outside(run, rank: int = 0) -> str:
     if not made:
         return ""
     loaded = sum(e.get("weights_written") is True for e in made)
+    unvouched = [e["weights_unvouched"] for e in made if e.get("weights_unvouched")]
+    if unvouched and len(unvouched) == len(made):
+        return f"; in {len(made)} optimizer step(s) {unvouched_said(unvouched[0])}, so no pass " \
+            "of them trains"
     if loaded == len(made):
         return f"; in {loaded} optimizer step(s) {WEIGHTS_WRITTEN_SAID}, so no pass of them trains"
     return (f"; the gradient of {len(made)} optimizer step(s) was {OUTSIDE_SAID}, so no pass "
@@ -275,6 +289,27 @@ def trains(forward: dict, reached: set) -> bool:
     graph) trains nothing: a red team had passed such "micro-batches" beside one hidden
     full-batch pass. A record without a number (a made-up trace) is taken as it says."""
     return bool(forward.get("grad", True)) and ("n" not in forward or forward["n"] in reached)
+
+
+def model_steps(windows: list[list[dict]]) -> list[list[dict]]:
+    """Observation.by_step's windows with the model's steps that go on the one before them
+    (`joins`: no pass between, other parameters; one optimizer per pipeline stage, both stepped
+    after the micro-batches, adv35 H10) joined into it. The joined window closes on one record
+    for its steps: the first made beside its passes, else the first, `weights_written` where
+    any part's weights were."""
+    joined: list[list[dict]] = []
+    for events in windows:
+        closing = events[-1] if events and events[-1].get("event") == "step" else {}
+        if not (closing.get("joins") and joined):
+            joined.append(events)
+            continue
+        previous = joined[-1]
+        parts = [previous[-1], closing]
+        record = dict(next((p for p in parts if made_outside(p)), parts[0]))
+        for field in ("weights_written", "weights_unvouched"):
+            record.update(next(({field: p[field]} for p in parts if p.get(field)), {}))
+        joined[-1] = previous[:-1] + events[:-1] + [record]
+    return joined
 
 
 def training_events(events: list[dict]) -> list[dict]:

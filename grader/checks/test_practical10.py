@@ -25,9 +25,10 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               devices_of_rank, distinct_rows, evidence,
                                               first_step_rows, first_step_rows_dropped,
                                               forward_passes, learning_ranks, made_outside,
-                                              not_learning, outside_of, outside_share_said,
-                                              restored_layout_edit, rows_of, script_forward,
-                                              script_text, training_events)
+                                              model_steps, not_learning, outside_of,
+                                              outside_share_said, restored_layout_edit, rows_of,
+                                              script_forward, script_text, training_events,
+                                              unvouched_said)
 from grader.checks.support import close, explain, must_agree
 from grader.common.text import answer_shown
 
@@ -140,7 +141,7 @@ def step_pattern(run, rank=0, inside=False):
     inside it (`inside`)."""
     pattern = []
     passes = {p["n"]: p for p in forward_passes(run, rank) if p["n"] is not None}
-    for events in map(training_events, run.by_step(rank)):
+    for events in map(training_events, model_steps(run.by_step(rank))):
         forwards = [e for e in events if script_forward(e) and e.get("grad", True)]
         backwards = synced = own = 0
         last_synced_at = None
@@ -168,6 +169,8 @@ def step_pattern(run, rank=0, inside=False):
                         **({"outside": outside_of(closing)} if made_outside(closing) else {}),
                         **({"weights_written": True}
                            if closing.get("weights_written") is True else {}),
+                        **({"weights_unvouched": closing["weights_unvouched"]}
+                           if closing.get("weights_unvouched") else {}),
                         **({"inside": [c for c in cut if c]} if any(cut) and not inside else {})})
     return pattern
 
@@ -175,7 +178,10 @@ def step_pattern(run, rank=0, inside=False):
 def describe_step(step) -> str:
     said = (f"{step['forwards']} forward pass(es) on {step['rows']} rows, {step['backwards']} "
             f"backward pass(es), {step['synced']} of them all-reducing the gradients")
-    if step.get("weights_written"):
+    if step.get("weights_unvouched"):
+        said += f"; {unvouched_said(step['weights_unvouched'])}: no pass of it counts as a " \
+            "micro-batch"
+    elif step.get("weights_written"):
         said += f"; {WEIGHTS_WRITTEN_SAID}: no pass of it counts as a micro-batch"
     elif "outside" in step:
         said += (f"; {outside_share_said(step['outside'])} of the step's gradient was "

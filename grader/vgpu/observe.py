@@ -20,7 +20,7 @@ from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, ma
 from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
-from grader.vgpu.side_steps import SideSteps, fingerprint, own_step
+from grader.vgpu.side_steps import SideSteps, fingerprint, step_code
 from grader.vgpu.trace import Trace, call_site
 
 _tls = threading.local()
@@ -359,6 +359,10 @@ class Observer:
         self._class_weights_seen = False
         # Steps of optimizers beside the model's, and the guard on the model's weights.
         self.side = SideSteps()
+        # The parameters the model's steps stepped since the last pass or backward (ids), and
+        # whether the step under way goes on them (`_joins_window`); None after a pass.
+        self._joinable: set[int] | None = None
+        self._joins = False
 
     def install(self, patcher: Patcher) -> None:
         global _observer
@@ -648,6 +652,8 @@ class Observer:
     # -- where the steps' gradients came from (gradient_sources.py) ---------------------------
     def backward_begins(self, roots) -> None:
         if self.trace.enabled:
+            if not in_backward():
+                self._joinable = None   # a step after this backward begins a window
             self.sources.backward_begins(roots, nested=in_backward())
             if not self._class_weights_seen and not in_backward():
                 weighted = class_weighted_mean(roots)
@@ -661,6 +667,7 @@ class Observer:
             return    # a side step: the model's step window goes on (side_steps.py)
         self._step_params = [p for group in optimizer.param_groups for p in group["params"]]
         grads = [p.grad for p in self._step_params if p.grad is not None]  # labels them too
+        self._joins = self._joins_window(self._step_params)
         if self.trace.enabled:
             self._grad_print = _fingerprint(grads)
             self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
@@ -671,9 +678,23 @@ class Observer:
                                                        self._step_params)
             if unstepped:
                 self._grad_sources["unstepped"] = unstepped
-            if self.side.written_beside(self._step_params, bool(unstepped),
-                                        own_step(optimizer, args, kwargs)):
+            written = self.side.written_beside(self._step_params, bool(unstepped),
+                                               step_code(optimizer, args, kwargs), self._joins)
+            if written:
                 self._grad_sources["weights_written"] = True
+            if written and written != "written":
+                self._grad_sources["weights_unvouched"] = written
+            if self._joins:
+                self._grad_sources["joins"] = True
+
+    def _joins_window(self, parameters) -> bool:
+        """Whether a step of the model goes on its last one: no pass or backward between them,
+        and none of the parameters the window's steps stepped (one optimizer per pipeline
+        stage, all stepped after the micro-batches: adv35 H10). A step after each micro-batch
+        has a pass before it; an optimizer stepped twice steps the same parameters again."""
+        stepped = self._joinable
+        return stepped is not None and not self._step_passes and \
+            all(id(p) not in stepped for p in parameters)
 
     def _post_step(self, optimizer, args, kwargs):
         if self.trace.enabled and self.side.is_side(optimizer):
@@ -688,10 +709,12 @@ class Observer:
         # every memory reading in between would count it.
         params, self._step_params = self._step_params, []
         self._step_passes = {}   # a module handed an earlier step's output begins a pass
+        ids = {id(p) for p in params}
+        self._joinable = (self._joinable | ids) if self._joins else ids
         if not self.trace.enabled:
             return
         printed = _fingerprint(params)
-        self.side.stepped(params, (printed["sum"], printed["sumsq"]))
+        self.side.stepped(params)
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
                         grads=self._grad_print, **self._grad_sources, params=printed,
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())

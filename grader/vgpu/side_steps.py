@@ -29,7 +29,7 @@ optimizer's: a step of the script's own (a subclass's `step`), a closure handed 
 step hook of the script's own may write the weights there unseen (the first two forgeries of
 the load inside the model's step scored 10 of 10). Where the model's step is not torch's own
 step alone, nothing vouches for its weights, and a window where something else trained counts
-as written (`own_step`).
+as written (`step_code`), and the step record says which code (`weights_unvouched`).
 """
 from __future__ import annotations
 
@@ -81,52 +81,82 @@ def _where(parameter) -> tuple[int, int]:
         return parameter._version, parameter.data_ptr()
 
 
-class WeightMark:
-    """The parameters as they were at one moment: each one's version and storage address, its
-    values at sampled positions, and the fingerprint of all of them."""
+class ParameterMark:
+    """One parameter as it was at one moment: its version and storage address, its values at
+    sampled positions, and its fingerprint. `vouches`: False where the mark was taken at the
+    parameter's first wrap in DDP after other optimizers had already trained (side steps): the
+    weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
 
-    def __init__(self, parameters, printed: tuple[float, float] | None = None):
-        self._held = [(weakref.ref(p), *_where(p)) for p in parameters]
-        self._samples = [_sampled(p) for p in parameters]
-        self._print = printed if printed is not None else fingerprint(parameters)
+    def __init__(self, parameter, vouches: bool = True):
+        self._ref = weakref.ref(parameter)
+        self._where = _where(parameter)
+        self._sample = _sampled(parameter)
+        self._print = fingerprint([parameter])
+        self.vouches = vouches
 
-    def covers(self, parameters) -> bool:
-        """Whether every one of `parameters` is marked (a mark another optimizer's step left
-        says nothing of the model's weights)."""
-        held = {id(ref()) for ref, _, _ in self._held}
-        return all(id(p) in held for p in parameters)
+    def of(self, parameter) -> bool:
+        """Whether this is the mark of `parameter` (an id reused by another is not)."""
+        return self._ref() is parameter
+
+    def alive(self) -> bool:
+        return self._ref() is not None
 
     def written(self) -> bool:
-        """Whether any of the parameters was written since (one let go of says nothing)."""
-        alive = []
-        for ref, version, address in self._held:
-            parameter = ref()
-            if parameter is None:
-                return False
-            if _where(parameter) != (version, address):
-                return True
-            alive.append(parameter)
-        if any(not _same_at(p, *sample) for p, sample in zip(alive, self._samples)):
-            return True
-        return fingerprint(alive) != self._print
+        """Whether the parameter was written since (one let go of was not)."""
+        parameter = self._ref()
+        if parameter is None:
+            return False
+        return _where(parameter) != self._where or not _same_at(parameter, *self._sample) or \
+            fingerprint([parameter]) != self._print
+
+
+class WeightMark:
+    """The marks of several parameters: written where any one still alive was."""
+
+    def __init__(self, parameters):
+        self._marks = [ParameterMark(p) for p in parameters]
+
+    def written(self) -> bool:
+        return any(mark.written() for mark in self._marks)
 
 
 class SideSteps:
-    """The parameters of the models wrapped in DDP, and the mark of the model's weights."""
+    """The parameters of the models wrapped in DDP, and the mark of each as the model's last
+    step that stepped it (or its first wrap) left it.
+
+    A mark is per parameter and only the model's steps retake it: a later wrap (the model
+    wrapped again, or a throwaway module wrapped after a load, adv35 F2/F5) marks only
+    parameters not yet marked, and a step compares and marks the model's parameters among those
+    it steps, whatever else its optimizer holds (one extra parameter had switched the check off,
+    adv35 F3/F4)."""
 
     def __init__(self):
         self._wrapped: dict[int, weakref.ref] = {}
-        self._mark: WeightMark | None = None
-        self._unvouched = False   # the model's last step was not torch's own alone
+        self._marks: dict[int, ParameterMark] = {}
+        self._unvouched: str | None = None   # what beside torch's ran in the model's last step
+        self._window_beside = False   # something else trained in the window (joined steps)
         self.hidden = 0   # side steps since the model's last step
+        self._side_steps = 0   # side steps in the run so far
+
+    def _mark_of(self, parameter) -> ParameterMark | None:
+        mark = self._marks.get(id(parameter))
+        return mark if mark is not None and mark.of(parameter) else None
+
+    def _model_parameters(self, parameters) -> list:
+        """Those of `parameters` that are the wrapped models'."""
+        held = self._wrapped
+        return [p for p in parameters if (ref := held.get(id(p))) is not None and ref() is p]
 
     def wrapped(self, module) -> None:
-        """A module was wrapped in DDP: its parameters are the model's; marked as they are."""
-        parameters = [p for p in module.parameters()]
-        for parameter in parameters:
+        """A module was wrapped in DDP: its parameters are the model's; those not marked yet
+        are marked as they are, vouching for nothing where side steps came before (adv35 F6:
+        a copy trained up front beside a throwaway DDP module, loaded, the model wrapped
+        only then)."""
+        for parameter in module.parameters():
             self._wrapped[id(parameter)] = weakref.ref(parameter)
-        if parameters:
-            self._mark = WeightMark(parameters)
+            if self._mark_of(parameter) is None:
+                self._marks[id(parameter)] = ParameterMark(parameter,
+                                                           vouches=not self._side_steps)
 
     def is_side(self, optimizer) -> bool:
         """Whether the optimizer steps none of the wrapped models' parameters, where there is
@@ -142,26 +172,40 @@ class SideSteps:
 
     def side_step(self) -> None:
         self.hidden += 1
+        self._side_steps += 1
 
-    def written_beside(self, parameters, others_trained: bool, vouched: bool) -> bool:
+    def written_beside(self, parameters, others_trained: bool, code: str | None,
+                       joins: bool = False) -> str | None:
         """At the model's step (of `parameters`): whether its weights were written beside its
         optimizer since they were marked, where something else trained in between (a side step
         hidden, or `others_trained`: a pass that trained none of the stepped parameters).
-        `vouched`: the step about to run is torch's own alone (`own_step`); where it is not, or
-        the previous one was not, what ran inside those steps is not known: written."""
-        unknown, self._unvouched = self._unvouched, not vouched
-        if not (self.hidden or others_trained):
-            return False
-        if unknown or not vouched:
-            return True
-        mark = self._mark
-        return mark is not None and mark.covers(parameters) and mark.written()
+        `code`: what beside torch's own step runs in the step about to run (`step_code`); where
+        anything does, in it or in the previous step, what ran inside those steps is not known:
+        that code is returned (the weights are not vouched for). `joins`:
+        the step goes on the model's last one (observe.py: no pass between, other parameters),
+        so what trained before that one counts too. A mark that vouches for nothing makes the
+        step written wherever it is. Returns None, "written", or the code not vouched for."""
+        unknown, self._unvouched = self._unvouched, code
+        marks = [mark for p in self._model_parameters(parameters)
+                 if (mark := self._mark_of(p)) is not None]
+        if any(not mark.vouches for mark in marks):
+            return "written"
+        beside = bool(self.hidden or others_trained or (joins and self._window_beside))
+        self._window_beside = beside
+        if not beside:
+            return None
+        if code or unknown:
+            return code or unknown
+        return "written" if any(mark.written() for mark in marks) else None
 
-    def stepped(self, parameters, printed: tuple[float, float] | None) -> None:
-        """The model's step is done: its weights are marked as it left them (`printed`: their
-        fingerprint, where the step record has computed it)."""
+    def stepped(self, parameters) -> None:
+        """The model's step is done: the model's parameters it stepped are marked as it left
+        them; marks of parameters let go of are dropped."""
         self.hidden = 0
-        self._mark = WeightMark(parameters, printed)
+        for parameter in self._model_parameters(parameters):
+            self._marks[id(parameter)] = ParameterMark(parameter)
+        if len(self._marks) > 2 * len(self._wrapped) + 64:
+            self._marks = {k: m for k, m in self._marks.items() if m.alive()}
 
 
 def _defined_in(function, folder: str) -> bool:
@@ -171,18 +215,19 @@ def _defined_in(function, folder: str) -> bool:
     return code is not None and os.path.abspath(code.co_filename).startswith(folder)
 
 
-def own_step(optimizer, args, kwargs) -> bool:
-    """Whether the optimizer's step (about to run: the pre-step hook's arguments) is torch's own
-    and nothing else: its class's `step` is torch's, it is handed no closure, and no step hook
-    but the grader's runs with it."""
+def step_code(optimizer, args, kwargs) -> str | None:
+    """What, beside torch's own step, runs in the optimizer's step (about to run: the pre-step
+    hook's arguments): its class's `step` where that is not torch's, a closure handed to it, or
+    a step hook not the grader's; None where it is torch's own step alone."""
     if not _defined_in(getattr(type(optimizer), "step", None), _TORCH):
-        return False
+        return "the step of an optimizer class of the script's own"
     closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
     if closure is not None:
-        return False
-    if getattr(optimizer, "_optimizer_step_pre_hooks", None) or \
-            getattr(optimizer, "_optimizer_step_post_hooks", None):
-        return False
+        return "a closure handed to optimizer.step()"
     hooks = [*_optimizer._global_optimizer_pre_hooks.values(),
              *_optimizer._global_optimizer_post_hooks.values()]
-    return all(_defined_in(hook, _GRADER) for hook in hooks)
+    if getattr(optimizer, "_optimizer_step_pre_hooks", None) or \
+            getattr(optimizer, "_optimizer_step_post_hooks", None) or \
+            not all(_defined_in(hook, _GRADER) for hook in hooks):
+        return "a step hook of the script's own (register_step_pre_hook / register_step_post_hook)"
+    return None
