@@ -6,7 +6,9 @@ F3: `v5 = T if c else v4`, thousands of times in one function) makes each variab
 all those before it: the reading grew with the square of the file (an 800 KB file took 330 s
 and 3.9 GB in the grading process, which no memory limit covers; 2 MiB, the per-file limit,
 would have taken about 35 minutes and 25 GB). Each step of that reading, each candidate it
-copies out of a variable's remembered reading and each candidate judged is counted here; past
+copies out of a variable's remembered reading, each call read for what it hands a parameter
+(a method's calls by its name: `m.forward(x)` in every function, for every class's forward)
+and each candidate judged is counted here; past
 WORK_PER_NODE steps per syntax node of the file (plus WORK_BASE) the reading stops and the file
 is held for a person to read (source.scan_text). Homework and large honest files (a pasted
 dataset, hundreds of functions) take a few tens of steps per node (benchmarks/scan_size.py).

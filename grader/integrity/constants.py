@@ -86,6 +86,12 @@ class Folder:
         self.active: set[int] = set()
         self.spent = 0
         self.exhausted = False     # past FOLDING_BUDGET: nothing more is folded
+        # What each name folds to, read once: a name bound in every function (`losses = []`)
+        # had all its bindings read again at each of its reads, N * N for N functions. Kept only
+        # where every answer it was made of is remembered (self.memo), so a later read would
+        # find the same: not where a cycle or the spent budget answered UNKNOWN unremembered.
+        self.names: dict[str, object] = {}
+        self.unremembered = 0      # answers of values() not kept in self.memo
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -138,6 +144,7 @@ class Folder:
         if key in self.memo:
             return self.memo[key]
         if key in self.active or self.exhausted:
+            self.unremembered += 1
             return UNKNOWN
         self.active.add(key)
         try:
@@ -198,6 +205,16 @@ class Folder:
         return UNKNOWN
 
     def _name(self, name):
+        known = self.names.get(name)
+        if known is not None:
+            return known
+        unremembered = self.unremembered
+        result = self._name_values(name)
+        if self.unremembered == unremembered:
+            self.names[name] = result
+        return result
+
+    def _name_values(self, name):
         if name in self.unfoldable:
             return UNKNOWN
         found: set = set()

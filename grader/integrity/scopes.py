@@ -424,6 +424,11 @@ _PARTIALS = frozenset({"partial", "partialmethod"})
 _CONSTRUCTORS = ("__new__", "__init__")
 
 
+def _decorator_names(function: ast.AST) -> set[str]:
+    """The plain names a function is decorated with (`@staticmethod`)."""
+    return {d.id for d in function.decorator_list if isinstance(d, ast.Name)}
+
+
 class Containers:
     """What an expression can stand for where it is a value taken out of a container the file
     writes (`[nn.Module][0]`, `{"m": nn.Module}.get("m")`, `holders[i]` of a list the file
@@ -459,6 +464,7 @@ class Containers:
         self.extended: dict[tuple, list] = {}    # variable -> containers whose elements it takes
         self.functions: dict[tuple, list] = {}   # (id(scope), name) -> the functions bound so
         self.methods: dict[str, list] = {}       # name -> the functions a class body defines so
+        self._method_names: dict[int, str] = {}  # ... id(method) -> its name
         self.classes: dict[tuple, list] = {}     # (id(scope), name) -> the classes bound so
         self.budget = self.MAX_RUNS               # of the reading of what one call runs
         self._consulted: set[int] = set()         # ... and the functions whose calls it read
@@ -506,6 +512,7 @@ class Containers:
                 self.functions.setdefault((id(home), node.name), []).append(node)
                 if isinstance(home, ast.ClassDef):
                     self.methods.setdefault(node.name, []).append(node)
+                    self._method_names[id(node)] = node.name
             elif isinstance(node, ast.ClassDef):
                 self.classes.setdefault((id(self.scopes.of(node)), node.name), []).append(node)
         self.stable = stable_imports(tree)
@@ -514,20 +521,35 @@ class Containers:
         # args=(...))`, `partial(patch, ...)`, `executor.submit(patch, ...)`, `model.apply(
         # patch)`): each made here as the call it makes, and kept (their ids are theirs).
         self.handed_calls = [made for call in calls for made in self._hand_offs(call)]
-        self.calls_to: dict[int, list] = {}      # id(function) -> (a call of it, its shift)
+        # id(function) -> (a call of it, its shift); calls_of adds the calls of a method by its
+        # name (`x.forward(...)`), kept once per name in by_method_name: every class's method of
+        # that name is called by each, and one list per method made a file of N classes with
+        # `super().__init__()` hold N * N of them (2 MiB of homework-like code: over 300 s).
+        self.calls_to: dict[int, list] = {}
+        self.by_method_name: dict[str, list] = {}   # name -> the calls of `something.name(...)`
+        self._named = False                         # ... seen yet (from the second round on)
+        self._order: dict[int, int] = {}            # id(call) -> its place among the calls
+        self._fixed: dict[int, int] = {}            # id(function) -> how many of its calls_to
+        # entries come first: those of calls that run it whatever else is known (`fixed` below)
         # A function handed to a parameter and called through it (`def each(fn, x): fn(x)`) is
         # known once the calls of the parameter's function are: those calls are read again,
         # until nothing more is found (what a call runs only grows with calls_to).
         fixed: dict[int, list] = {}      # of the calls that run what they run whatever else
         dynamic: dict[int, tuple] = {}   # id(call) -> (call, the functions read, what it runs)
-        pending, before = calls + self.handed_calls, {}   # (calls per function a round earlier)
+        pending = calls + self.handed_calls
+        self._order = {id(call): at for at, call in enumerate(pending)}
+        earlier: tuple[dict, bool] = ({}, False)   # (calls per function, named seen) before
         for _round in range(self.MAX_ROUNDS):
             calls_to = {key: list(value) for key, value in fixed.items()}
             for call in pending:
                 entry = dynamic.get(id(call))
-                if entry is not None and all(len(self.calls_to.get(key, ())) == before.get(key, 0)
+                if entry is not None and all(self._count(key) == self._count(key, earlier)
                                              for key in entry[1]):
                     runs = entry[2]   # nothing it reads found more calls
+                elif isinstance(call.func, ast.Attribute):
+                    # It runs the methods so named, whatever else is known (_runs): fixed.
+                    self.by_method_name.setdefault(call.func.attr, []).append(call)
+                    continue
                 else:
                     self._consulted = set()
                     runs = self.callees(call)
@@ -538,8 +560,14 @@ class Containers:
                     if id(call) not in dynamic:
                         fixed.setdefault(id(function), []).append((call, shift))
             before = {key: len(value) for key, value in self.calls_to.items()}
-            grown = any(len(value) != before.get(key, 0) for key, value in calls_to.items())
-            self.calls_to, pending = calls_to, [entry[0] for entry in dynamic.values()]
+            grown = any(len(value) != before.get(key, 0) for key, value in calls_to.items()) or \
+                not self._named and any(name in self.methods for name in self.by_method_name)
+            earlier = (before, self._named)
+            if not self._named:   # the calls by a method's name, all known now
+                self._index_method_calls()
+            self.calls_to, pending, self._named = calls_to, \
+                [entry[0] for entry in dynamic.values()], True
+            self._fixed = {key: len(value) for key, value in fixed.items()}
             if not dynamic or not grown:
                 break
         self._synthetic: dict[tuple, ast.Attribute] = {}   # chains made here, kept alive
@@ -613,6 +641,61 @@ class Containers:
                     (_PACKED, function))
 
     # -- calls of the file's functions ------------------------------------------------------
+    def calls_of(self, function: ast.AST, parameter: str | None = None) -> list[tuple]:
+        """The calls of a function found so far, each with its shift (see callees), in the order
+        of the file. With `parameter`: only those that may hand it (or an unpacked argument)
+        something, by what they hand, not the value, for _given gives nothing for the rest: a
+        method's many calls by its name (`super().__init__()`, `x.forward(...)`) are skipped
+        where they hand nothing or only the method's own `self`."""
+        direct = self.calls_to.get(id(function), [])
+        name = self._method_names.get(id(function))
+        named = self.by_method_name.get(name, []) if self._named and name is not None else []
+        if not named:
+            return direct
+        if parameter is not None:
+            named = self._handing.get(name, [])
+            positional = [a.arg for a in function.args.posonlyargs + function.args.args]
+            if positional and positional[0] == parameter and \
+                    "staticmethod" not in _decorator_names(function):
+                # Its `self`: handed only through its class (`Net.patch(obj, ...)`).
+                named = self._through.get((name, self.scopes.of(function).name), [])
+        named = [(call, self._method_shift(function, call.func)) for call in named]
+        fixed = self._fixed.get(id(function), 0)
+        return sorted(direct[:fixed] + named, key=lambda entry: self._order[id(entry[0])]) + \
+            direct[fixed:]
+
+    def _index_method_calls(self) -> None:
+        """by_method_name's calls that hand something (`x.name(...)` with arguments), and
+        those of them through a name (`Net.name(obj, ...)`: (method name, that name) -> them),
+        the only ones that may hand a method's `self`: calls_of reads each once."""
+        self._handing: dict[str, list] = {}
+        self._through: dict[tuple, list] = {}
+        for name, calls in self.by_method_name.items():
+            for call in calls:
+                if not (call.args or call.keywords):
+                    continue
+                self._handing.setdefault(name, []).append(call)
+                if isinstance(call.func.value, ast.Name):
+                    self._through.setdefault((name, call.func.value.id), []).append(call)
+
+    def _count(self, key: int, earlier: tuple | None = None) -> int:
+        """How many calls of the function with this id were known (a round earlier: `earlier`,
+        (calls per function, named calls seen) then)."""
+        counts, named = earlier if earlier is not None else (
+            {key: len(self.calls_to.get(key, ()))}, self._named)
+        name = self._method_names.get(key)
+        return counts.get(key, 0) + (len(self.by_method_name.get(name, ()))
+                                     if named and name is not None else 0)
+
+    def _method_shift(self, method: ast.AST, attribute: ast.Attribute) -> int:
+        """A method's shift where `attribute` (`x.name`) is called: 0 for a static method and
+        one called through its class (`Net.patch(obj, ...)` hands its `self` too), else 1."""
+        decorators = _decorator_names(method)
+        through_class = isinstance(attribute.value, ast.Name) and \
+            attribute.value.id == self.scopes.of(method).name
+        return 0 if "staticmethod" in decorators or \
+            through_class and "classmethod" not in decorators else 1
+
     def callees(self, call: ast.Call) -> list[tuple[ast.AST, int]]:
         """The functions (and lambdas) of the file a call can run, each with its shift: how
         many of its first positional parameters the call does not hand (a bound method's
@@ -644,7 +727,7 @@ class Containers:
                         found += self._runs(element, depth + 1, seen)
                 elif kind == _ARGUMENT:   # `def each(fn, x): fn(x)` called as each(patch, ..)
                     self._consulted.add(id(value))
-                    for call, shift in self.calls_to.get(id(value), []):
+                    for call, shift in self.calls_of(value, node.id):
                         for how, given in self._given(call, value, shift, node.id):
                             if how == _VALUE:
                                 found += self._runs(given, depth + 1, seen)
@@ -669,16 +752,8 @@ class Containers:
             return found
         if not isinstance(node, ast.Attribute):
             return []
-        found = []
-        for method in self.methods.get(node.attr, []):
-            decorators = {d.id for d in method.decorator_list if isinstance(d, ast.Name)}
-            through_class = isinstance(node.value, ast.Name) and \
-                node.value.id == self.scopes.of(method).name
-            if "staticmethod" in decorators or through_class and "classmethod" not in decorators:
-                found.append((method, 0))   # `Net.patch(obj, ...)` hands its `self` too
-            else:
-                found.append((method, 1))
-        return found
+        return [(method, self._method_shift(method, node))
+                for method in self.methods.get(node.attr, [])]
 
     def _constructors(self, cls: ast.ClassDef, seen: set) -> list[ast.AST]:
         """What calling a class of the file runs with the arguments it is handed: its
@@ -830,7 +905,7 @@ class Containers:
                         named = {a.arg for a in function.args.posonlyargs + function.args.args +
                                  function.args.kwonlyargs}
                         pairs += [(None if k.arg is None else ast.Constant(k.arg), k.value)
-                                  for call, _shift in self.calls_to.get(id(function), [])
+                                  for call, _shift in self.calls_of(function, "")
                                   for k in call.keywords if k.arg not in named]
             for key, value in pairs:
                 if key is None:
@@ -856,7 +931,7 @@ class Containers:
             arguments = function.args
             named = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
             positional = arguments.vararg is not None and arguments.vararg.arg == name.id
-            for call, shift in self.calls_to.get(id(function), []):
+            for call, shift in self.calls_of(function, ""):
                 if positional:
                     fixed = len(arguments.posonlyargs + arguments.args) - shift
                     for at, argument in enumerate(call.args):
@@ -1003,7 +1078,8 @@ class Containers:
             elif kind == _IMPORT:
                 found.append(value)
             elif kind == _ARGUMENT and self.follow_calls:
-                for call, shift in self.calls_to.get(id(value), []):
+                for call, shift in self.calls_of(value, name.id):
+                    self.allowance.spend()
                     for how, given in self._given(call, value, shift, name.id):
                         self._handed(how, given, name.id, depth, seen, found)
         self.reading.discard(key)

@@ -1189,7 +1189,7 @@ class _Visitor(ast.NodeVisitor):
         parameter, the function has no call here, or a call hands the name unpacked."""
         target, attribute = node.args[0], node.args[1]
         function = self.containers.parameter_of(attribute)
-        calls = self.containers.calls_to.get(id(function), []) if function is not None else []
+        calls = self.containers.calls_of(function) if function is not None else []
         if not calls or self.handing >= self.MAX_HANDING:
             return False
         made = []

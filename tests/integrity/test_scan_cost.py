@@ -36,19 +36,25 @@ def helpers(count: int) -> str:
         for i in range(count))
 
 
+def counting(monkeypatch, owner, name: str) -> list[int]:
+    """[how many times owner.name is called from now on]."""
+    calls = [0]
+    original = getattr(owner, name)
+
+    def counted(self, *arguments, **keywords):
+        calls[0] += 1
+        return original(self, *arguments, **keywords)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def scanned(tmp_path, text: str, monkeypatch) -> tuple[list, int]:
     """(the findings, the number of resolutions the scan made) for hw3/model_parallel.py."""
     folder = tmp_path / "hw3"
     folder.mkdir(exist_ok=True)
     (folder / "model_parallel.py").write_text(text)
-    calls = [0]
-    resolve = source._Visitor.resolve
-
-    def counted(self, node):
-        calls[0] += 1
-        return resolve(self, node)
-
-    monkeypatch.setattr(source._Visitor, "resolve", counted)
+    calls = counting(monkeypatch, source._Visitor, "resolve")
     return scan_submission(tmp_path), calls[0]
 
 
@@ -102,3 +108,84 @@ def test_large_honest_files_are_read_whole_well_within_their_allowance(tmp_path,
     worst = max(a.spent / a.limit for a in spent)
     assert worst < 0.1, (f"expected an honest file to use under a tenth of its allowance, "
                          f"observed {worst:.0%}: see grader/integrity/allowance.py")
+
+
+def classes(count: int) -> str:
+    """Homework-like models under new names (benchmarks/scan_size.py's `ordinary` shape): each
+    `super().__init__()` can run every class's `__init__` (the scan matches a method call by the
+    method's name), and each `__init__` reads its parameters."""
+    return "import torch\nimport torch.nn as nn\n" + "".join(
+        f"class Net{i}(nn.Module):\n    def __init__(self, width={i % 7 + 8}):\n"
+        f"        super().__init__()\n        self.layer = nn.Linear(width, 2)\n\n"
+        f"    def forward(self, x):\n        return self.layer(x).softmax(dim=-1)\n\n\n"
+        for i in range(count))
+
+
+def trainers(count: int) -> str:
+    """Training loops under new names, each with its own `losses = []` (a name the constant
+    folding reads through every binding of it in the file, whatever the function)."""
+    return "import torch\n" + "".join(
+        f"def train_{i}(model, x):\n    losses = []\n    for step in range(3):\n"
+        f"        losses.append(model(x).item())\n"
+        f"    print(f'loss {{sum(losses) / len(losses):.4f}}')\n    return losses\n\n\n"
+        for i in range(count))
+
+
+def call_pairings(monkeypatch) -> callable:
+    """The (call, function it can run) pairs a scan keeps and reads: the entries of
+    Containers.calls_to and the calls Containers._given reads for a parameter."""
+    from grader.integrity import scopes
+    made = []
+    init = scopes.Containers.__init__
+
+    def kept(self, *arguments, **keywords):
+        init(self, *arguments, **keywords)
+        made.append(self)
+
+    monkeypatch.setattr(scopes.Containers, "__init__", kept)
+    read = counting(monkeypatch, scopes.Containers, "_given")
+    return lambda: read[0] + sum(len(pairs) for c in made for pairs in c.calls_to.values())
+
+
+def foldings(monkeypatch) -> callable:
+    """How many times a scan's constant folding (constants.Folder.values) is asked."""
+    from grader.integrity import constants
+    asked = counting(monkeypatch, constants.Folder, "values")
+    return lambda: asked[0]
+
+
+@pytest.mark.parametrize("make, counter, where", [
+    (classes, call_pairings, "scopes.Containers.calls_of / by_method_name"),
+    (trainers, foldings, "constants.Folder._name")], ids=["method_calls_by_name", "folded_names"])
+def test_homework_like_code_costs_in_proportion_to_its_size(tmp_path, monkeypatch, make,
+                                                             counter, where):
+    """N classes each calling `super().__init__()` (every class's __init__ by that name) and N
+    functions each binding `losses = []` were read N * N times: 2 MiB of such code took over
+    300 s (benchmarks/scan_size.py, `ordinary`)."""
+    count = counter(monkeypatch)
+    work = []
+    for size in (40, 160):
+        (tmp_path / str(size)).mkdir()
+        before = count()
+        findings, _calls = scanned(tmp_path / str(size), make(size), monkeypatch)
+        assert not findings, findings
+        work.append(count() - before)
+    small, large = work
+    assert large <= 6 * max(small, 40), (
+        f"expected the work to grow about 4x for 4x the file (linear), observed {small} -> "
+        f"{large} ({large / max(small, 1):.1f}x; 16x is quadratic): see {where}")
+
+
+def test_a_method_called_by_name_among_many_classes_still_hands_its_arguments(tmp_path,
+                                                                           monkeypatch):
+    """Calls by a method's name kept once per name (not per method) still hand each method of
+    that name what they pass, its `self` included where called through its class."""
+    text = classes(30) + (
+        "class Patcher:\n    def patch(self, value=None):\n        self.flag = value\n\n"
+        "    def hand(self, module, value=None):\n        module.other = value\n\n\n"
+        "Patcher.patch(torch.cuda, 2)\nPatcher().hand(torch.nn, 1)\n")
+    findings, _calls = scanned(tmp_path, text, monkeypatch)
+    said = sorted(f.what for f in findings if f.category == "patching")
+    assert said == ["replaces torch.cuda.flag", "replaces torch.nn.other"], (
+        f"expected the patching through Patcher.patch's self and hand's module, observed {said}:"
+        " see scopes.Containers.calls_of")
