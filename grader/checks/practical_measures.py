@@ -208,8 +208,6 @@ WEIGHTS_WRITTEN_SAID = ("the model's weights were written between its optimizer 
                         "this step's passes")
 
 
-
-
 def unvouched_said(code: str) -> str:
     """Why a step's weights are not vouched for: code of the script's own ran in the step."""
     return (f"{code} ran in the model's optimizer step while another optimizer or pass trained "

@@ -103,9 +103,9 @@ def test_a_whole_batch_copy_with_its_own_optimizer_closes_no_step_of_the_model(d
     assert left_out == ([[1], [6]] if copy_first else [None, [5]]), left_out
 
 
-def test_a_probe_on_the_detached_output_stepped_every_micro_batch_closes_no_step(ddp_run):
-    events, model, optimizer = ddp_run()
-    x, y = batch()
+def train_with_a_probe(model, optimizer, x, y) -> None:
+    """STEPS steps of four micro-batches, a probe on each one's detached output stepped by an
+    optimizer of its own after it."""
     probe = nn.Linear(64, 1).cuda()
     probe_optimizer = torch.optim.SGD(probe.parameters(), lr=0.1)
     for _ in range(STEPS):
@@ -117,6 +117,12 @@ def test_a_probe_on_the_detached_output_stepped_every_micro_batch_closes_no_step
             probe(out.detach()).square().mean().backward()
             probe_optimizer.step()
         optimizer.step()
+
+
+def test_a_probe_on_the_detached_output_stepped_every_micro_batch_closes_no_step(ddp_run):
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    train_with_a_probe(model, optimizer, x, y)
     assert passes_per_step(events) == MICRO_BATCHED, passes_per_step(events)
     assert not any(pm.made_outside(s) for s in steps_of(events)), steps_of(events)
 
@@ -478,17 +484,7 @@ def test_a_logging_step_hook_beside_a_probe_is_told_as_the_hook_not_as_a_load(dd
     x, y = batch()
     done = []
     optimizer.register_step_post_hook(lambda *_: done.append(1))
-    probe = nn.Linear(64, 1).cuda()
-    probe_optimizer = torch.optim.SGD(probe.parameters(), lr=0.1)
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        for mx, my in zip(x.chunk(4), y.chunk(4)):
-            out = model(mx)
-            (F.mse_loss(out, my) / 4).backward()
-            probe_optimizer.zero_grad()
-            probe(out.detach()).square().mean().backward()
-            probe_optimizer.step()
-        optimizer.step()
+    train_with_a_probe(model, optimizer, x, y)
     said = [p10.describe_step(s) for s in p10.step_pattern(observed(events))]
     assert said and all("step hook" in d and "load_state_dict" not in d for d in said), (
         f"expected the step hook named as what is not vouched for; observed {said} "
