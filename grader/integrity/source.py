@@ -293,7 +293,7 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
             relative, 0, "unreadable", "too intricate for the scan to read in full: its names "
             "stand for one another more than its size accounts for "
             f"({spent.allowance.spent:,} steps of reading for {spent.allowance.nodes:,} "
-            "syntax nodes); a person should read it", "")]
+            "syntax nodes): it is for a person to read", "")]
     if visitor.folder.exhausted:
         # Past the budget nothing more was folded, so names built later were not read.
         visitor.findings.append(Finding(relative, 0, "unreadable", "builds more text out of "

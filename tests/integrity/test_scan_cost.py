@@ -75,7 +75,7 @@ def test_aliasing_chain_past_its_allowance_is_held_for_a_person(tmp_path, monkey
     findings, calls = scanned(tmp_path, aliases(1000), monkeypatch)
     held = [f for f in findings if f.category == "unreadable"]
     assert [f.file for f in held] == ["hw3/model_parallel.py"] and \
-        "a person should read it" in held[0].what and "too intricate" in held[0].what, (
+        "it is for a person to read" in held[0].what and "too intricate" in held[0].what, (
             f"expected hw3/model_parallel.py held as too intricate to read, observed {held}")
     assert held[0].kind == "tampering", "held: withheld for review, not only noted"
 
