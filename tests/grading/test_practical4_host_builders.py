@@ -81,14 +81,22 @@ def test_the_chunks_outputs_built_on_the_host_are_the_combination(traced_vnode, 
     events = traced_vnode(2)
     model, x, output = part1()
     final = built(style, chunk_outputs(model, x))
+    verdict = seen_as_the_combination(events, final, output, style,
+                                      "grader/vgpu/numpy_joins.py, row_lists.py")
+    assert "test_practical4_host_builders.py" in verdict[1], verdict
+
+
+def seen_as_the_combination(events, final, output, style: str, look: str):
+    """`final` equals Part 1's `output`, and the trace's Part 2 verdict is that the chunks'
+    outputs were combined into it (and the check passes): the verdict."""
     assert np.allclose(final, on_host(output), atol=1e-5), style
     run = observed(events)
     verdict = p4.combined_against_full(run, BATCH)
     assert verdict is not None and verdict[0] is True, (
-        f"expected {style} seen as the chunks' combination; observed {verdict} "
-        "(grader/vgpu/numpy_joins.py, row_lists.py)")
-    assert "test_practical4_host_builders.py" in verdict[1], verdict
+        f"expected {style} seen as the chunks' combination of {BATCH} rows; observed {verdict} "
+        f"({look})")
     p4.combined_equals_full(run, BATCH)
+    return verdict
 
 
 @pytest.mark.parametrize("style", ["np_array_reshape", "np_block", "np_r", "tolist_numpy"])

@@ -16,6 +16,7 @@ import torch
 
 from grader.checks import test_practical4 as p4
 
+from tests.grading.test_practical4_host_builders import seen_as_the_combination
 from tests.grading.test_practical4_numpy_combination import (BATCH, OUT, observed, on_host,
                                                              part1, zero_chunk_outputs)
 
@@ -49,13 +50,8 @@ def test_rows_stacked_or_whole_tolists_are_the_combination(traced_vnode, style):
     events = traced_vnode(2)
     model, x, output = part1()
     final = combined(style, [model(chunk) for chunk in torch.chunk(x, 2)])
-    assert np.allclose(final, on_host(output), atol=1e-5), style
-    run = observed(events)
-    verdict = p4.combined_against_full(run, BATCH)
-    assert verdict is not None and verdict[0] is True, (
-        f"expected {style} seen as the chunks' combination of {BATCH} rows; observed {verdict} "
-        "(rows.py _recorded's stack, numpy_joins._inputs, row_lists.listed_rows)")
-    p4.combined_equals_full(run, BATCH)
+    seen_as_the_combination(events, final, output, style,
+                            "rows.py _recorded's stack, numpy_joins._inputs, row_lists.listed_rows")
 
 
 @pytest.mark.parametrize("style", ["torch_stack_rows", "np_stack_rows", "np_concatenate_tolists",
