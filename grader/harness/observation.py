@@ -141,6 +141,9 @@ class Observation:
         for exception in sorted(self.of("exception"), key=_cause_first):
             site = f" at {exception['site']}" if exception.get("site") else ""
             message = str(exception.get("message", "")).strip().splitlines()
+            inside = replica_error(message, os.path.basename(self.script))
+            if inside:
+                site, message = inside
             # The template's TODOs raise NotImplementedError("TODO ..."); torch raises it too
             # ("Could not run 'aten::...'"), which is no TODO.
             todo = " (a TODO of the template is still to be written)" if exception.get(
@@ -260,6 +263,26 @@ class Observation:
 # What a rank raises when another rank of its process group died first: a consequence, never
 # the cause a student should be shown (gloo's words; the others wait in their collective).
 _PEER_DIED = ("Connection closed by peer", "remote worker crashing", "Connection reset by peer")
+
+
+# DataParallel re-raises a replica's error as "Caught X in replica N on device N." with the
+# original traceback below it (torch's ExceptionWrapper).
+_REPLICA = re.compile(r"Caught \w+ in (replica \d+ on device \d+)\.")
+
+
+def replica_error(message: list[str], script: str) -> tuple[str, list[str]] | None:
+    """(site, message) of the error a DataParallel replica raised, from its original traceback:
+    the script's innermost line there and the original error's own words. The re-raise names
+    only the line that called the wrapper and "Caught RuntimeError in replica 0", never the
+    student's own error (a broken forward read as "Caught RuntimeError" at the call)."""
+    caught = _REPLICA.match(message[0]) if message else None
+    if not caught or len(message) < 2:
+        return None
+    lines = [re.search(r'File "[^"]*?([^/"]+)", line (\d+)', line) for line in message]
+    own = [m for m in lines if m and m.group(1) == script]
+    site = f" at {script}:{own[-1].group(2)}" if own else ""
+    original = message[-1].strip()
+    return f"{site} ({caught.group(1)})", [original.partition(": ")[2] or original]
 
 
 def _peer_died(exception: dict) -> bool:
