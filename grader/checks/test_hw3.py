@@ -484,24 +484,43 @@ def spread_layout(probe, gpus, depth):
     found = record(probe, "layout", gpus=gpus, depth=depth)
     built(found)
     devices = found["devices"]
+    moved = moved_by_forward(found)
     wrong = [(i, d) for i, d in enumerate(devices) if gpu_index(d) is None or gpu_index(d) >= gpus]
     on_host = any(gpu_index(d) is None for _, d in wrong)
     assert not wrong, explain(
         f"every layer on one of the node's GPUs cuda:0 .. cuda:{gpus - 1}",
-        "; ".join(f"layer {i} is on {d}" for i, d in wrong[:5]), LOOK_TASK3
-        + (": every layer you create needs its .to(device), the leftover ones too (where "
-           "DEPTH is not a multiple of the GPU count)"
-           if on_host else ": derive the GPUs from torch.cuda.device_count(), never a fixed number"))
+        "; ".join(f"layer {i} is on {d}" for i, d in wrong[:5]) + moved, LOOK_MOVED if moved
+        else LOOK_TASK3 + (": every layer you create needs its .to(device), the leftover ones "
+                           "too (where DEPTH is not a multiple of the GPU count)" if on_host else
+                           ": derive the GPUs from torch.cuda.device_count(), never a fixed "
+                           "number"))
     counts = counts_per_gpu(devices, gpus)
     idle = [i for i, c in enumerate(counts) if c == 0]
     if idle:
-        observed = f"no layer on {', '.join(f'cuda:{i}' for i in idle)} (layers per GPU {counts})"
+        observed = (f"no layer on {', '.join(f'cuda:{i}' for i in idle)} (layers per GPU "
+                    f"{counts}){moved}")
         layouts = layouts_seen(probe)
         raise GPUsLeftIdle(explain(
             f"the {depth} layers spread over all {gpus} GPUs: every GPU holds at least one",
-            observed, LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts)),
-            observed, idle_cause(counts, depth, gpus, layouts))
+            observed, LOOK_MOVED if moved
+            else LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts)),
+            observed, "moved" if moved else idle_cause(counts, depth, gpus, layouts))
     return found, devices, counts
+
+
+def moved_by_forward(found: dict) -> str:
+    """What to add to an observation where forward() moved layers: the layout read is where
+    each layer was when it ran (the probe's `devices`), and __init__ had left them elsewhere
+    (`devices_built`), so the student looks at forward() too."""
+    built_as = found.get("devices_built")
+    if not built_as:
+        return ""
+    return f" while forward() ran them (__init__ had placed {describe_layout(built_as)})"
+
+
+LOOK_MOVED = (LOOK_FORWARD + ": it moves layers off the GPUs __init__ gave them, and a layer "
+              "computes where it is when forward() calls it: leave each layer on its GPU and "
+              "move only the activation")
 
 
 class GPUsLeftIdle(AssertionError):
@@ -591,6 +610,8 @@ STAFF_REMEDY = {
               "the layer (.cuda() or .to('cuda') without an index); the remedy is "
               ".to(torch.device(f'cuda:{gpu}')) per layer"),
     "base": f"the base code's two-GPU split left in place on every node; {_USUAL}",
+    "moved": ("__init__ spreads the layers but forward() moves them onto fewer GPUs before "
+              "they run (the layout read is where each layer was when it ran)"),
     "chunks": ("chunks of a fixed size per GPU (ceil(DEPTH / N) or more) leave the last GPUs "
                f"without layers where N does not divide DEPTH; {_USUAL}"),
 }

@@ -97,6 +97,18 @@ def student_site(error: BaseException, model_file: str) -> str | None:
     return f"{os.path.basename(model_file)}:{frame.lineno} ({frame.line or ''})".strip()
 
 
+def devices_while_running(log: list, n_layers: int) -> list | None:
+    """Each layer's device when forward() first ran it (the layer records of a logged
+    forward), or None where some layer never ran or its device was not read."""
+    ran = {}
+    for entry in log:
+        if entry.get("kind") == "layer" and entry.get("device") is not None:
+            ran.setdefault(entry["index"], entry["device"])
+    if len(ran) != n_layers:
+        return None
+    return [ran[i] for i in range(n_layers)]
+
+
 def describe_error(error: BaseException, model_file: str) -> dict:
     return {"type": type(error).__name__, "message": str(error).strip()[:1500],
             "site": student_site(error, model_file)}
@@ -394,9 +406,11 @@ class Probe:
                                 "submission, not by torch"})
                     return
                 first = args[0] if args else None
+                weight = next(iter(read.parameters(module, recurse=False)), None)
                 log.append({"kind": "layer", "index": index,
                             "input_device": read.device(first)
-                            if type(first) in read.tensor_types else None})
+                            if type(first) in read.tensor_types else None,
+                            "device": read.device(weight) if weight is not None else None})
             handles.append(read.add_pre_hook(layer, hook))
 
         emit_code = self.trace_emit_code
@@ -485,6 +499,12 @@ class Probe:
             return result
         result["log"] = log
         result["output_device"] = str(out.device)
+        ran = devices_while_running(log, len(layers))
+        if ran is not None and ran != result["devices"]:
+            # The layout that computed is the one the node runs: a forward() that moves its
+            # layers (back onto cuda:0, or onto their GPUs only when first called) is read by
+            # where each layer was when it ran, not where __init__ left it.
+            result["devices_built"], result["devices"] = result["devices"], ran
         # What the same weights give on one device: the layers applied in order on the host
         # (bare, or with the course's ReLU after each, as a forward that applies the activation
         # itself does), or, for a forward with work of its own, the model built on 1 GPU.
