@@ -362,6 +362,23 @@ class Gradebook:
                         (student.key, student.name, student.participant_id))
         return self.db.execute("SELECT id FROM students WHERE key = ?", (student.key,)).fetchone()[0]
 
+    def retire_person_row(self, key: str, marked_by: str, why: str) -> bool:
+        """The student's current run is no longer current, where it is a row for a person
+        (rejected, needs_person) whose message holds `marked_by`, and nothing else: a grade is
+        never retired. Kept in the history, with `why` in its logs; False where no such row."""
+        with self.transaction():
+            row = self.db.execute(
+                "SELECT r.id, r.student_id FROM runs r JOIN students st ON st.id = r.student_id "
+                "WHERE st.key = ? AND r.current = 1 AND r.status = 'rejected' AND "
+                "r.needs_person = 1 AND instr(r.message, ?) > 0", (key, marked_by)).fetchone()
+            if row is None:
+                return False
+            self.db.execute("UPDATE runs SET current = 0 WHERE id = ?", (row[0],))
+            self.db.execute("INSERT INTO logs (run_id, student_id, at, level, message) "
+                            "VALUES (?, ?, datetime('now'), 'info', ?)",
+                            (row[0], row[1], storable(why)))
+        return True
+
     def update_name(self, student: Student) -> None:
         """The name a known student goes by now (a Moodle participant renamed, an upload
         skipped as unchanged)."""

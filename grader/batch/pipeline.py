@@ -56,6 +56,7 @@ from grader.batch.errors import BatchError
 from grader.batch.kept_settings import overrides_kept_or_replaced, worksheets_kept
 from grader.batch.zipped_downloads import (moodle_downloads, refuse_a_file,
                                           with_download_problems)
+from grader.batch.settled_downloads import settle_moodle_zips
 from grader.batch.assignment_choice import (choose_assignments, left_alone,
                                            warn_moodle_downloads_of_several)
 from grader.batch.assignment_keys import keys_per_assignment
@@ -260,7 +261,9 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         downloads = moodle_downloads(submissions_dir, out, options.limits)
         found, notes = discover(downloads.folder, known)
         with_download_problems(found, downloads)
+        found, settled = settle_moodle_zips(book, downloads, found, known, out, options.dry_run)
         notes[:0] = downloads.notes
+        notes += settled
         progress = Progress(total=len(found), workers=options.workers, live=live,
                             **({"stream": stream} if stream is not None else {}))
         for note in notes:

@@ -18,6 +18,9 @@ from grader.batch.unpack import (JUNK_NAMES, NeedsPerson, display_name, extract_
 # Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
 # at each batch's start and end; no key starts with "_", so no grading's folder is named so).
 DOWNLOADS_FOLDER = "_moodle-downloads"
+# What a person's row for a zip of Moodle's folders beside other uploads says (and how such a
+# row of an earlier batch is known again: grader/batch/settled_downloads.py).
+BESIDE_UPLOADS = "holds only Moodle's submission folders"
 
 
 def refuse_a_file(path: Path, limits: UnpackLimits) -> None:
@@ -47,6 +50,9 @@ class Downloads:
     # upload -> (why it is not graded as it is, whether a person must look): a participant's
     # folder a download could not unzip, or a zip that may be a download or a student's
     problems: dict[Path, tuple[str, bool]] = field(default_factory=dict)
+    # The zips of Moodle's folders listed for a person beside other uploads (BESIDE_UPLOADS):
+    # grader/batch/settled_downloads.py drops each once its participants are graded.
+    beside: list[Path] = field(default_factory=list)
 
 
 def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Downloads:
@@ -80,7 +86,7 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
     if others:
         found = Downloads(submissions)
         for z in zips:
-            said = (f"{shown_name(z.name)} holds only Moodle's submission folders ({counts[z]} "
+            said = (f"{shown_name(z.name)} {BESIDE_UPLOADS} ({counts[z]} "
                     f"participant{'s' if counts[z] > 1 else ''}), beside other uploads in "
                     f"{shown_name(submissions.name)}/: a whole Moodle download or a student's "
                     "zip of one, not graded as either. A whole download: unzip it into a folder "
@@ -89,6 +95,7 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
                     "grade it by hand")
             found.problems[z] = (said, True)
             found.warnings.append(said)
+            found.beside.append(z)
         return found
     target = out / "work" / DOWNLOADS_FOLDER
     target.mkdir(parents=True, exist_ok=True)
