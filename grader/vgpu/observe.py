@@ -21,6 +21,7 @@ from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.side_steps import SideSteps, fingerprint, step_code
+from grader.vgpu.fingerprints import combined, prints_of
 from grader.vgpu.trace import Trace, call_site
 
 _tls = threading.local()
@@ -713,8 +714,10 @@ class Observer:
         self._joinable = (self._joinable | ids) if self._joins else ids
         if not self.trace.enabled:
             return
-        printed = _fingerprint(params)
-        self.side.stepped(params)
+        prints = prints_of(params)   # one read per device, for the record and the marks
+        total, squares = combined(prints)
+        printed = {"sum": total, "sumsq": squares}
+        self.side.stepped(params, prints)
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
                         grads=self._grad_print, **self._grad_sources, params=printed,
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())

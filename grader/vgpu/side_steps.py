@@ -40,6 +40,8 @@ import weakref
 import torch
 import torch.optim.optimizer as _optimizer
 
+from grader.vgpu.fingerprints import Print, combined, prints_of
+
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 _GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -67,13 +69,7 @@ def _same_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> bool:
 
 def fingerprint(tensors) -> tuple[float, float]:
     """The sum and the sum of squares of the tensors' values, in float64."""
-    total = squares = 0.0
-    with torch.no_grad(), torch._C.DisableTorchFunction():
-        for t in tensors:
-            d = t.detach().reshape(-1).double()
-            total += float(d.sum())
-            squares += float(torch.dot(d, d))
-    return total, squares
+    return combined(prints_of(tensors))
 
 
 def _where(parameter) -> tuple[int, int]:
@@ -87,11 +83,12 @@ class ParameterMark:
     parameter's first wrap in DDP after other optimizers had already trained (side steps): the
     weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
 
-    def __init__(self, parameter, vouches: bool = True):
+    def __init__(self, parameter, vouches: bool = True, printed: Print | None = None):
         self._ref = weakref.ref(parameter)
         self._where = _where(parameter)
         self._sample = _sampled(parameter)
-        self._print = fingerprint([parameter])
+        # `printed`: its fingerprint, where the step's record already read it (fingerprints.py)
+        self._print = printed if printed is not None else prints_of([parameter])[0]
         self.vouches = vouches
 
     def of(self, parameter) -> bool:
@@ -107,7 +104,7 @@ class ParameterMark:
         if parameter is None:
             return False
         return _where(parameter) != self._where or not _same_at(parameter, *self._sample) or \
-            fingerprint([parameter]) != self._print
+            prints_of([parameter])[0] != self._print
 
 
 class WeightMark:
@@ -152,11 +149,14 @@ class SideSteps:
         are marked as they are, vouching for nothing where side steps came before (adv35 F6:
         a copy trained up front beside a throwaway DDP module, loaded, the model wrapped
         only then)."""
+        unmarked = []
         for parameter in module.parameters():
             self._wrapped[id(parameter)] = weakref.ref(parameter)
             if self._mark_of(parameter) is None:
-                self._marks[id(parameter)] = ParameterMark(parameter,
-                                                           vouches=not self._side_steps)
+                unmarked.append(parameter)
+        for parameter, printed in zip(unmarked, prints_of(unmarked)):
+            self._marks[id(parameter)] = ParameterMark(parameter, vouches=not self._side_steps,
+                                                       printed=printed)
 
     def is_side(self, optimizer) -> bool:
         """Whether the optimizer steps none of the wrapped models' parameters, where there is
@@ -198,12 +198,14 @@ class SideSteps:
             return code or unknown
         return "written" if any(mark.written() for mark in marks) else None
 
-    def stepped(self, parameters) -> None:
+    def stepped(self, parameters, prints: list[Print] | None = None) -> None:
         """The model's step is done: the model's parameters it stepped are marked as it left
-        them; marks of parameters let go of are dropped."""
+        them; marks of parameters let go of are dropped. `prints`: the parameters'
+        fingerprints, as the step's record read them (none read twice)."""
         self.hidden = 0
+        printed = dict(zip(map(id, parameters), prints)) if prints is not None else {}
         for parameter in self._model_parameters(parameters):
-            self._marks[id(parameter)] = ParameterMark(parameter)
+            self._marks[id(parameter)] = ParameterMark(parameter, printed=printed.get(id(parameter)))
         if len(self._marks) > 2 * len(self._wrapped) + 64:
             self._marks = {k: m for k, m in self._marks.items() if m.alive()}
 
