@@ -198,14 +198,15 @@ WRITTEN_LIMIT = 0.5
 
 OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights directly, e.g. "
                 "F.linear(x, model.fc.weight), or written into .grad)")
-# ... or where the model's weights were written beside its optimizer between its steps while
-# other parameters trained (`weights_written`, grader/vgpu/side_steps.py): a copy trained on the
-# whole batch by an optimizer of its own, loaded into the model before "micro-batches" of a loss
-# scaled by 1e-9 (adv32 H1's forgery).
-WEIGHTS_WRITTEN_SAID = ("the model's weights were written between its optimizer steps (by "
-                        "load_state_dict, copy_ or .data, not by its optimizer) while another "
-                        "optimizer or pass trained other parameters, so they did not come from "
-                        "this step's passes")
+# ... or where the model's weights were written beside its optimizer between its steps
+# (`weights_written`, grader/vgpu/side_steps.py): a copy trained on the whole batch (by an
+# optimizer of its own, or by hand as plain tensors), loaded into the model before
+# "micro-batches" of a loss scaled by 1e-9 (adv32 H1's forgery, adv35 F1).
+WEIGHTS_WRITTEN_SAID = ("the model's weights were written between its optimizer steps, not by "
+                        "its optimizer (load_state_dict, copy_ or .data, or a step hook of the "
+                        "script's own: many of them grew in magnitude, as a load of weights "
+                        "trained elsewhere makes them; a clamp or weight decay only shrinks "
+                        "them), so they did not come from this step's passes")
 
 
 def unvouched_said(code: str) -> str:
@@ -316,8 +317,8 @@ def training_events(events: list[dict]) -> list[dict]:
     backward of a tensor of the script's own); no forward pass where the step's gradient came
     mostly from outside the passes (`made_outside`); no pass that trained none of the
     parameters the step stepped, nor a backward that reached only such passes (`unstepped`: a
-    copy of the model checked on the whole batch). Kept as they are where the passes are not
-    numbered (a made-up trace)."""
+    copy of the model checked on the whole batch), nor a DDP all-reduce inside such a backward.
+    Kept as they are where the passes are not numbered (a made-up trace)."""
     if not any("n" in e for e in events if e.get("event") == "forward"):
         return events
     closing = events[-1] if events and events[-1].get("event") == "step" else {}
@@ -325,12 +326,18 @@ def training_events(events: list[dict]) -> list[dict]:
     reached = set() if made_outside(closing) else reached_in(
         [e for e in events if e.get("event") == "forward_used" and e.get("n") not in left_out])
     wrappers = {n for _, n in wrapper_passes(events)}
-    kept = []
+    kept, dropped = [], False
     for at, event in enumerate(events):
         kind = event.get("event")
         if kind == "forward" and (not trains(event, reached) or event.get("n") in wrappers):
             continue
-        if kind == "backward" and not _reaches_a_pass(events, at, left_out):
+        if kind == "backward":
+            dropped = not _reaches_a_pass(events, at, left_out)
+            if dropped:
+                continue
+        # A DDP all-reduce in a backward left out is that backward's: a probe wrapped in DDP
+        # too, on the model's detached output (adv35 H9), all-reduces its own gradients.
+        if dropped and kind == "collective" and event.get("source") == "ddp_gradients":
             continue
         kept.append(event)
     return kept

@@ -718,6 +718,8 @@ class Observer:
         total, squares = combined(prints)
         printed = {"sum": total, "sumsq": squares}
         self.side.stepped(params, prints)
+        if self.side.hook_wrote:   # its own step hook wrote the weights (side_steps.WatchedHook)
+            self._grad_sources["weights_written"] = True
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
                         grads=self._grad_print, **self._grad_sources, params=printed,
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())

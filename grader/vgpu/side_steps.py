@@ -8,27 +8,28 @@ adv32 H1). So a step of an optimizer over none of the parameters of the model th
 parallelizes (a module wrapped in DDP) is a side step: it closes no window (observe.py emits a
 `side_step` record and leaves the step's accounting running).
 
-Hiding it opens a forgery: the copy trained on the whole batch by its own optimizer, its weights
+Hiding it opens a forgery: the copy trained on the whole batch by its own optimizer (or by
+hand, as plain tensors: F.linear, autograd.grad or backprop written out, adv35 F1), its weights
 loaded into the model (`load_state_dict`, `p.data.copy_`, `p.copy_` under no_grad, `p.data =`),
 then "micro-batches" of a loss scaled by 1e-9 before the model's step. So the model's weights
-are marked as its last step (or its wrapping in DDP) left them, and at its next step, where
-anything beside its parameters trained in between (a side step, or a pass left out as
-`unstepped`), they are compared with the mark: a write beside the optimizer made the step's
-weights elsewhere (`weights_written` in the step record; practical_measures.made_outside).
-
-The comparison: each parameter's version counter (in-place writes, `copy_`, `load_state_dict`),
-its storage address (`p.data = ...` swaps it), the sum and sum of squares of all their values
-(`p.data.copy_(...)` writes through a tensor with a version counter of its own), and the values
-at SAMPLED positions of each drawn from a generator seeded from the system's randomness (a
-forger who fixes up two numbers after `p.data.copy_` so that the sums match cannot know which
-values are watched). It costs one pass over the weights at a step, and only in a window where
-something else trained, and a gather of SAMPLED values per parameter at each model step.
+are marked as its last step (or its wrapping in DDP) left them, and at its next step, whatever
+trained in between, the values at SAMPLED positions of each parameter (drawn from a generator
+seeded from the system's randomness: a forger cannot know which are watched) are compared with
+the mark: where a tenth or more of them grew in magnitude (GROWN_SHARE), a write beside the
+optimizer made the step's weights elsewhere (`weights_written` in the step record;
+practical_measures.made_outside). A load of weights trained elsewhere grows about half of them
+(a training update is of either sign); what an honest script writes into the model's weights
+(a clamp, weight decay or a renormalization by hand, under no_grad) only shrinks them, and
+keeps its steps (adv35 H14: a clamp beside a probe had been read as a load, 4.5 of 10). It
+costs a gather of SAMPLED values per parameter at each model step.
 
 The mark is taken after the model's step, so what runs inside that step is taken as the
 optimizer's: a step of the script's own (a subclass's `step`), a closure handed to `step()`, or a
-step hook of the script's own may write the weights there unseen (the first two forgeries of
-the load inside the model's step scored 10 of 10). Where the model's step is not torch's own
-step alone, nothing vouches for its weights, and a window where something else trained counts
+step hook may write the weights there unseen (the first two forgeries of the load inside the
+model's step scored 10 of 10). The optimizer's own step hooks are watched (WatchedHook: the
+weights sampled before and after each call, a logging hook vouches as torch's step does, adv35
+H8); where the model's step runs a subclass's step, a closure or a global step hook of the
+script's own, nothing vouches for its weights, and a window where something else trained counts
 as written (`step_code`), and the step record says which code (`weights_unvouched`).
 """
 from __future__ import annotations
@@ -67,6 +68,13 @@ def _same_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> bool:
         return bool(torch.equal(parameter.detach().reshape(-1)[positions], values))
 
 
+def _grown_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> int:
+    """How many of the values at `positions` are now larger in magnitude than `values`."""
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        now = parameter.detach().reshape(-1)[positions]
+        return int((now.abs() > values.abs()).sum())
+
+
 def fingerprint(tensors) -> tuple[float, float]:
     """The sum and the sum of squares of the tensors' values, in float64."""
     return combined(prints_of(tensors))
@@ -98,6 +106,20 @@ class ParameterMark:
     def alive(self) -> bool:
         return self._ref() is not None
 
+    def grown(self) -> tuple[int, int]:
+        """(sampled values now larger in magnitude than at the mark, values sampled); (0, 0)
+        for a parameter let go of."""
+        parameter = self._ref()
+        if parameter is None:
+            return 0, 0
+        positions, values = self._sample
+        return _grown_at(parameter, positions, values), len(values)
+
+    def moved(self) -> bool:
+        """Whether any sampled value of the parameter differs from the mark's."""
+        parameter = self._ref()
+        return parameter is not None and not _same_at(parameter, *self._sample)
+
     def written(self) -> bool:
         """Whether the parameter was written since (one let go of was not)."""
         parameter = self._ref()
@@ -117,20 +139,43 @@ class WeightMark:
         return any(mark.written() for mark in self._marks)
 
 
+# Where a tenth or more of the values sampled over the model's parameters grew in magnitude
+# since its last step, something other than its optimizer trained them (a load of weights
+# trained elsewhere grows about half: a training update is of either sign); a clamp, weight
+# decay or renormalization by hand only shrinks them, and keeps the step the model's.
+GROWN_SHARE = 0.1
+
+
+def grew(marks) -> bool:
+    """Whether the parameters of `marks` grew at GROWN_SHARE or more of their sampled values."""
+    grown = sampled = 0
+    for mark in marks:
+        up, of = mark.grown()
+        grown, sampled = grown + up, sampled + of
+    return sampled > 0 and grown >= GROWN_SHARE * sampled
+
+
+# A module wrapped in DDP with fewer parameter values than this share of the largest one
+# wrapped is no part of the model: a probe on the model's output wrapped in DDP too (adv35 H9).
+MODEL_SHARE = 0.1
+
+
 class SideSteps:
-    """The parameters of the models wrapped in DDP, and the mark of each as the model's last
+    """The parameters of the model wrapped in DDP, and the mark of each as the model's last
     step that stepped it (or its first wrap) left it.
 
     A mark is per parameter and only the model's steps retake it: a later wrap (the model
     wrapped again, or a throwaway module wrapped after a load, adv35 F2/F5) marks only
     parameters not yet marked, and a step compares and marks the model's parameters among those
     it steps, whatever else its optimizer holds (one extra parameter had switched the check off,
-    adv35 F3/F4)."""
+    adv35 F3/F4). The model is the modules wrapped that are not far smaller than the largest
+    one (MODEL_SHARE): a probe wrapped in DDP steps beside it."""
 
     def __init__(self):
-        self._wrapped: dict[int, weakref.ref] = {}
+        self._wrapped: dict[int, tuple[weakref.ref, int]] = {}   # id -> (parameter, its wrap's size)
         self._marks: dict[int, ParameterMark] = {}
         self._unvouched: str | None = None   # what beside torch's ran in the model's last step
+        self.hook_wrote = False   # a step hook of the script's own wrote in the last step
         self._window_beside = False   # something else trained in the window (joined steps)
         self.hidden = 0   # side steps since the model's last step
         self._side_steps = 0   # side steps in the run so far
@@ -139,19 +184,32 @@ class SideSteps:
         mark = self._marks.get(id(parameter))
         return mark if mark is not None and mark.of(parameter) else None
 
+    def _least_model_size(self) -> float | None:
+        """The fewest parameter values a wrap of the model's holds; None with none alive."""
+        sizes = [size for ref, size in self._wrapped.values() if ref() is not None]
+        return MODEL_SHARE * max(sizes) if sizes else None
+
     def _model_parameters(self, parameters) -> list:
-        """Those of `parameters` that are the wrapped models'."""
+        """Those of `parameters` that are the wrapped model's."""
+        least = self._least_model_size()
+        if least is None:
+            return []
         held = self._wrapped
-        return [p for p in parameters if (ref := held.get(id(p))) is not None and ref() is p]
+        return [p for p in parameters if (entry := held.get(id(p))) is not None
+                and entry[0]() is p and entry[1] >= least]
 
     def wrapped(self, module) -> None:
-        """A module was wrapped in DDP: its parameters are the model's; those not marked yet
-        are marked as they are, vouching for nothing where side steps came before (adv35 F6:
-        a copy trained up front beside a throwaway DDP module, loaded, the model wrapped
-        only then)."""
+        """A module was wrapped in DDP: its parameters are the model's (where the module is not
+        far smaller than the largest wrapped); those not marked yet are marked as they are,
+        vouching for nothing where side steps came before (adv35 F6: a copy trained up front
+        beside a throwaway DDP module, loaded, the model wrapped only then)."""
+        parameters = list(module.parameters())
+        size = sum(p.numel() for p in parameters)
         unmarked = []
-        for parameter in module.parameters():
-            self._wrapped[id(parameter)] = weakref.ref(parameter)
+        for parameter in parameters:
+            entry = self._wrapped.get(id(parameter))
+            if entry is None or entry[0]() is not parameter or entry[1] < size:
+                self._wrapped[id(parameter)] = (weakref.ref(parameter), size)
             if self._mark_of(parameter) is None:
                 unmarked.append(parameter)
         for parameter, printed in zip(unmarked, prints_of(unmarked)):
@@ -159,16 +217,12 @@ class SideSteps:
                                                        printed=printed)
 
     def is_side(self, optimizer) -> bool:
-        """Whether the optimizer steps none of the wrapped models' parameters, where there is
+        """Whether the optimizer steps none of the wrapped model's parameters, where there is
         one: with no model wrapped, every step is the model's (as before)."""
-        if not any(ref() is not None for ref in self._wrapped.values()):
+        if self._least_model_size() is None:
             return False
-        for group in optimizer.param_groups:
-            for parameter in group["params"]:
-                held = self._wrapped.get(id(parameter))
-                if held is not None and held() is parameter:
-                    return False
-        return True
+        return not self._model_parameters(
+            [p for group in optimizer.param_groups for p in group["params"]])
 
     def side_step(self) -> None:
         self.hidden += 1
@@ -177,37 +231,80 @@ class SideSteps:
     def written_beside(self, parameters, others_trained: bool, code: str | None,
                        joins: bool = False) -> str | None:
         """At the model's step (of `parameters`): whether its weights were written beside its
-        optimizer since they were marked, where something else trained in between (a side step
-        hidden, or `others_trained`: a pass that trained none of the stepped parameters).
-        `code`: what beside torch's own step runs in the step about to run (`step_code`); where
-        anything does, in it or in the previous step, what ran inside those steps is not known:
-        that code is returned (the weights are not vouched for). `joins`:
-        the step goes on the model's last one (observe.py: no pass between, other parameters),
-        so what trained before that one counts too. A mark that vouches for nothing makes the
-        step written wherever it is. Returns None, "written", or the code not vouched for."""
+        optimizer since they were marked: a tenth or more of their sampled values grew in
+        magnitude (GROWN_SHARE; a copy of the weights trained by hand as plain tensors and
+        written in, with nothing else seen training, had scored 10 of 10: adv35 F1). `code`:
+        what beside torch's own step runs in the step about to run (`step_code`); where anything does, in it or in the
+        previous step, and something else trained in between (a side step hidden, or
+        `others_trained`: a pass that trained none of the stepped parameters), what ran inside
+        those steps is not known: that code is returned (the weights are not vouched for).
+        `joins`: the step goes on the model's last one (observe.py: no pass between, other
+        parameters), so what trained before that one counts too. A mark that vouches for
+        nothing makes the step written wherever it is. Returns None, "written", or the code not
+        vouched for."""
         unknown, self._unvouched = self._unvouched, code
+        _HOOK_WRITES.clear()
         marks = [mark for p in self._model_parameters(parameters)
                  if (mark := self._mark_of(p)) is not None]
-        if any(not mark.vouches for mark in marks):
+        if any(not mark.vouches for mark in marks) or grew(marks):
             return "written"
         beside = bool(self.hidden or others_trained or (joins and self._window_beside))
         self._window_beside = beside
-        if not beside:
-            return None
-        if code or unknown:
+        if beside and (code or unknown):
             return code or unknown
-        return "written" if any(mark.written() for mark in marks) else None
+        return None
 
     def stepped(self, parameters, prints: list[Print] | None = None) -> None:
         """The model's step is done: the model's parameters it stepped are marked as it left
         them; marks of parameters let go of are dropped. `prints`: the parameters'
-        fingerprints, as the step's record read them (none read twice)."""
+        fingerprints, as the step's record read them (none read twice). A mark that vouched for
+        nothing goes on vouching for nothing while the model's steps leave the weights as it
+        found them (adv35 F6: decoys of a loss scaled by 1e-9 after the load had kept all steps
+        but the first). `hook_wrote`: whether a step hook of the script's own grew the weights
+        in this step (WatchedHook): the weights it leaves are not its optimizer's."""
         self.hidden = 0
+        self.hook_wrote = bool(_HOOK_WRITES)
+        _HOOK_WRITES.clear()
         printed = dict(zip(map(id, parameters), prints)) if prints is not None else {}
         for parameter in self._model_parameters(parameters):
-            self._marks[id(parameter)] = ParameterMark(parameter, printed=printed.get(id(parameter)))
+            old = self._mark_of(parameter)
+            vouches = old is None or old.vouches or old.moved()
+            self._marks[id(parameter)] = ParameterMark(parameter, vouches=vouches,
+                                                       printed=printed.get(id(parameter)))
         if len(self._marks) > 2 * len(self._wrapped) + 64:
             self._marks = {k: m for k, m in self._marks.items() if m.alive()}
+
+
+# Step hooks of the script's own (WatchedHook) that grew the weights of the optimizer they ran
+# in, since the model's last step: read and cleared by SideSteps.stepped.
+_HOOK_WRITES: list[bool] = []
+
+
+class WatchedHook:
+    """A step hook of the script's own (`register_step_pre_hook` / `register_step_post_hook`),
+    run as written, with its optimizer's parameters sampled before it and compared after it: a
+    hook that grew them (GROWN_SHARE) wrote the weights the step leaves. A hook
+    that logs writes nothing and vouches as torch's step does (adv35 H8: a logging hook beside a
+    probe had made every step unvouched, 3.5 of 10). Run before the grader's post-step hook, so
+    the step's record says so (SideSteps.hook_wrote)."""
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def __call__(self, optimizer, *args):
+        marks = [ParameterMark(p) for group in optimizer.param_groups for p in group["params"]]
+        result = self.hook(optimizer, *args)
+        if grew(marks):
+            _HOOK_WRITES.append(True)
+        return result
+
+
+def _watch_hooks(hooks: dict) -> None:
+    """Each hook of the script's own in `hooks` (an optimizer's, keyed by handle) watched in
+    place: the dict's keys are kept, so a handle's remove() still removes it."""
+    for key, hook in list(hooks.items()):
+        if not isinstance(hook, WatchedHook):
+            hooks[key] = WatchedHook(hook)
 
 
 def _defined_in(function, folder: str) -> bool:
@@ -220,16 +317,19 @@ def _defined_in(function, folder: str) -> bool:
 def step_code(optimizer, args, kwargs) -> str | None:
     """What, beside torch's own step, runs in the optimizer's step (about to run: the pre-step
     hook's arguments): its class's `step` where that is not torch's, a closure handed to it, or
-    a step hook not the grader's; None where it is torch's own step alone."""
+    a global step hook not the grader's; None where it is torch's own step alone. The
+    optimizer's own step hooks are watched instead (WatchedHook): one that wrote the weights
+    makes its step written."""
     if not _defined_in(getattr(type(optimizer), "step", None), _TORCH):
         return "the step of an optimizer class of the script's own"
     closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
     if closure is not None:
         return "a closure handed to optimizer.step()"
+    for own in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks"):
+        if isinstance(getattr(optimizer, own, None), dict):
+            _watch_hooks(getattr(optimizer, own))
     hooks = [*_optimizer._global_optimizer_pre_hooks.values(),
              *_optimizer._global_optimizer_post_hooks.values()]
-    if getattr(optimizer, "_optimizer_step_pre_hooks", None) or \
-            getattr(optimizer, "_optimizer_step_post_hooks", None) or \
-            not all(_defined_in(hook, _GRADER) for hook in hooks):
+    if not all(_defined_in(hook, _GRADER) for hook in hooks):
         return "a step hook of the script's own (register_step_pre_hook / register_step_post_hook)"
     return None
