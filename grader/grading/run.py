@@ -125,12 +125,14 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
 def scan_source(submission: Path, out: Path, *, reuse: bool = False) -> list:
     """The static integrity scan of the submission's source, kept in out/integrity.json so that
     a re-score uses the same findings without the submission (`reuse`: read it back if there)."""
-    from grader.integrity.scan import scan_submission
+    from grader.integrity.contained import scan_contained
     if reuse:
         kept = load_findings(out)
         if kept is not None:
             return kept
-    findings = scan_submission(submission) if Path(submission).is_dir() else []
+    # In a child of its own with a memory limit: a file built to blow the scan's memory holds
+    # this submission's points, and nothing else (grader/integrity/contained.py).
+    findings = scan_contained(submission) if Path(submission).is_dir() else []
     save_findings(out, findings)
     return findings
 

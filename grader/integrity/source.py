@@ -30,6 +30,8 @@ from grader.integrity.selves import Selves, own_selves
 _SETTING_NAMES = tuple(f"PDL_{family}" for family in GRADER_SETTING_FAMILIES)
 # A file's name: a partly computed one that ends in an extension (`f"PDL_{n}gpu_timings.json"`)
 # names no setting, unless it is written where the environment is read.
+# A file whose reading took the scan past its memory limit (contained.py): held, as unread.
+TOO_LARGE_TO_READ = "too large to be read within the integrity scan's memory limit"
 _FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 # Attributes whose assignment makes an object something else than the file made: what a class
 # makes (`C.__new__`), what argparse's parser returns, what nn.Module.to returns. Objects of the
@@ -269,8 +271,10 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
     text = python_source(source) if isinstance(source, bytes) else source
     try:
         tree = parse_python(text, relative) if tree is None else tree
-    except (RecursionError, MemoryError):
+    except RecursionError:
         return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
+    except MemoryError:
+        return [Finding(relative, 0, "unreadable", TOO_LARGE_TO_READ, "")]
     except (SyntaxError, ValueError) as error:
         # The runner compiles this same text: it cannot run either, and says why.
         return [Finding(relative, getattr(error, "lineno", 0) or 0, "unparsable",
@@ -283,9 +287,11 @@ def scan_text(source: bytes, relative: str, own_modules=frozenset(),
         visitor.selves = own_selves({relative: tree}, trust_own_objects) \
             if selves is None else selves
         visitor.scan(tree)
-    except (RecursionError, MemoryError):
+    except RecursionError:
         # Nested beyond what any homework writes (thousands of levels): not read, so held.
         return [Finding(relative, 0, "unreadable", "nested too deeply to be read", "")]
+    except MemoryError:   # past the scan's memory limit (contained.py): not read, so held
+        return [Finding(relative, 0, "unreadable", TOO_LARGE_TO_READ, "")]
     except ReadingTooLarge as spent:
         # Names standing for one another past what the file's size accounts for (allowance.py):
         # the rest is not read, so held; what was found before is kept.
