@@ -28,6 +28,10 @@ from grader.integrity.source import TOO_LARGE_TO_READ
 # reference solutions peaks near 25 MiB, and the scan's own limits (4 MiB of Python, 256 MiB
 # decompressed of one file) stay well within it.
 SCAN_MEMORY_BYTES = 1024 * 2**20
+# And the CPU time it may take: the reference solutions' scan takes about a second, a large
+# honest submission a few; a file built to make the scan's work grow faster than its size
+# (within the memory limit) is stopped here instead of stalling the batch's worker for minutes.
+SCAN_CPU_SECONDS = 120
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -42,24 +46,27 @@ def over_the_limit(why: str) -> Finding:
                    f"{why}; the automatic points are held until a person has read the code", "")
 
 
-def scan_contained(submission: Path, limit_bytes: int | None = None) -> list[Finding]:
+def scan_contained(submission: Path, limit_bytes: int | None = None,
+                   cpu_seconds: int | None = None) -> list[Finding]:
     """`scan_submission(submission)` run in a forked child whose memory is limited to
     `limit_bytes` (SCAN_MEMORY_BYTES) beyond the grading's own; where it goes past that (or
     dies), the one finding that says so; a file whose reading alone went past it is held on its
     own (source.TOO_LARGE_TO_READ), the limit said. An error of the scan's own is raised here,
     as it was in-process."""
     limit_bytes = SCAN_MEMORY_BYTES if limit_bytes is None else limit_bytes
+    cpu_seconds = SCAN_CPU_SECONDS if cpu_seconds is None else cpu_seconds
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:   # the child: scan, write the findings (or what stopped it), exit
         os.close(read)
-        _child(submission, limit_bytes, write)
+        _child(submission, limit_bytes, cpu_seconds, write)
     os.close(write)
-    status = None
+    status, spent = None, 0.0
     try:
         with os.fdopen(read, "rb") as pipe:
             data = pipe.read()
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
+        spent = usage.ru_utime + usage.ru_stime
     finally:
         if status is None:   # interrupted (Ctrl-C, the grading's timeout): no scan left behind
             os.kill(pid, signal.SIGKILL)
@@ -70,6 +77,10 @@ def scan_contained(submission: Path, limit_bytes: int | None = None) -> list[Fin
         told = None
     limit = f"{limit_bytes // 2**20} MiB"
     if not isinstance(told, dict):
+        signalled = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        if signalled == signal.SIGXCPU or (signalled == signal.SIGKILL and spent >= cpu_seconds):
+            return [over_the_limit(f"the integrity scan took more than its {cpu_seconds} s of "
+                                   "CPU time reading them and was stopped")]
         how = (f"stopped by signal {signal.Signals(os.WTERMSIG(status)).name}"
                if os.WIFSIGNALED(status) else f"exited with status {os.WEXITSTATUS(status)}")
         return [over_the_limit(f"the integrity scan stopped before it had read them ({how}; "
@@ -88,10 +99,13 @@ class ScanFailed(Exception):
     """The scan raised an error of its own in the child (its traceback's last line)."""
 
 
-def _child(submission: Path, limit_bytes: int, write: int) -> None:
+def _child(submission: Path, limit_bytes: int, cpu_seconds: int, write: int) -> None:
     code = 1
     try:
         _limit_memory(limit_bytes)
+        # A fork starts with no CPU time spent: SIGXCPU past the soft limit, SIGKILL past the
+        # hard one should SIGXCPU be caught.
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
         try:
             told = {"findings": [f.to_dict() for f in scan_submission(submission)]}
         except MemoryError as problem:

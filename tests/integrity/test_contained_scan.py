@@ -73,6 +73,22 @@ def test_a_scan_killed_in_its_child_is_said_and_the_grading_goes_on(tmp_path, mo
            "32 MiB)" in found[0].what, found[0].what
 
 
+def test_a_scan_past_its_cpu_time_holds_the_submission_with_the_limit_said(tmp_path,
+                                                                            monkeypatch):
+    """Work that grows faster than the file (within the memory limit) stops at the CPU limit
+    instead of holding the batch's worker for minutes."""
+    def endless(submission):
+        while True:
+            pass
+    monkeypatch.setattr(contained, "scan_submission", endless)
+    found = scan_contained(hostile(tmp_path / "sub"), SMALL_LIMIT, cpu_seconds=1)
+    assert [f.describe() for f in found] == [
+        "(all files) could not be checked: the integrity scan took more than its 1 s of CPU time "
+        "reading them and was stopped; the automatic points are held until a person has read "
+        "the code"], (f"expected one finding naming the CPU-time limit; observed "
+                      f"{[f.describe() for f in found]} (grader/integrity/contained.py)")
+
+
 def test_an_error_of_the_scans_own_is_raised_as_before(tmp_path, monkeypatch):
     """run_submission tells it as 'the integrity scan of the source failed' (a grading
     problem), as when the scan ran in-process: no finding is made up for it."""
