@@ -68,7 +68,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
             if dropped and reached_rows.get(event.get("n")) is not None:
                 rows_in, dropped = reached_rows[event.get("n")], False
             open_passes[thread] = {
-                "module": event.get("module"), "step": event.get("step"),
+                "module": event.get("module"), "class_id": event.get("class_id"),
+                "step": event.get("step"),
                 "batch": event.get("batch"), "rows_in": rows_in,
                 "rows_dropped": dropped, "rows_out_dropped": False,
                 "out_shape": None, "out_device": None, "rows_out": None,

@@ -8,6 +8,7 @@ by what it recorded, so a part that ran keeps its points when a later part crash
 
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
+import math
 import re
 
 import pytest
@@ -23,6 +24,11 @@ BATCH, IN_DIM, HIDDEN, OUT_DIM, CHUNKS = 64, 1000, 2000, 1000, 2
 # Two chunks of a batch of 63: 32 + 31 rows (torch.chunk). The handout's batch is 64, so this
 # run earns no point; it tells a student whose split would drop a row (practical4.uneven_batch).
 UNEVEN = 63
+# How far a chunk's output's sum may be from that of Part 1's rows it stands for, relative to
+# their norm and size (`stood_for`): float rounding only (other kernel tilings on a real GPU,
+# about 1e-6 of the norm), tight enough that passes on other data tried one after another are
+# unlikely to land on it (a pass on 32 random rows: about 1 in 10^5 for a given chunk).
+SUM_ROUNDING = 1e-5
 LAYER1_PARAMS = IN_DIM * HIDDEN + HIDDEN
 LAYER2_PARAMS = HIDDEN * OUT_DIM + OUT_DIM
 
@@ -104,13 +110,19 @@ def _after_part1(run, batch):
     found). Of its model: a module of the same class (the model, a deepcopy or replica of it
     on another GPU), not any module with a parameter: one that ignored its chunk and returned
     slices of Part 1's output had been Part 2's chunk passes (a red team's adv36 F2, 6.1 ->
-    8.5)."""
+    8.5). The same class object where the records say which (`class_id`), not only its name:
+    a class of the script's own named `Sequential` is another class (eng_p4e)."""
     passes = forward_passes(run)
     full = full_batch_pass(run, batch)
     if full not in passes:
         return passes
-    return [p for p in passes[passes.index(full) + 1:]
-            if not (p["module"] and full["module"]) or p["module"] == full["module"]]
+    return [p for p in passes[passes.index(full) + 1:] if _same_class(p, full)]
+
+
+def _same_class(forward, full) -> bool:
+    if forward.get("class_id") is not None and full.get("class_id") is not None:
+        return forward["class_id"] == full["class_id"]
+    return not (forward["module"] and full["module"]) or forward["module"] == full["module"]
 
 
 def all_chunk_passes(run, batch):
@@ -268,6 +280,8 @@ def combined_against_full(run, batch):
         if full["rows_dropped"] or full["rows_out_dropped"]:
             return False, part1_unrecorded(run, batch)   # spent before Part 1: nothing excused
         return _combined_unrecorded(cats, fills, run, batch)
+    if chunks_unrecorded(run, batch):
+        return False, chunks_unrecorded(run, batch)   # spent after Part 1: nothing excused
     joined = [(f"{joined_by(c)} at {c.get('site')}", c["rows"]) for c in cats if c.get("rows")] \
         + [(f"the tensor filled with the chunks' outputs at {f['site']}", f["rows"])
            for f in fills if f["rows"] is not None] \
@@ -304,24 +318,45 @@ def combined_against_full(run, batch):
 
 def returned_by_chunks(run, batch, rows) -> bool:
     """Whether every one of `rows` is a row a model's pass on a chunk returned (any of
-    them: a repetition of Part 2, a pass on a few rows to try the model), or could be: a pass
-    whose output's rows were not recorded might have returned it. A combination must hold the
-    rows the chunks' passes returned, not only Part 1's: numpy's writes are not recorded, so
-    the chunk outputs' host arrays overwritten with Part 1's rows and then joined (a red
-    team's adv32 F1), or Part 1's output copied by numpy or `.tolist()` into a tensor of its
-    own and compared (F2), had Part 1's rows while the chunks ran on other data (zeros).
+    them: a repetition of Part 2, a pass on a few rows to try the model). A combination must
+    hold the rows the chunks' passes returned, not only Part 1's: numpy's writes are not
+    recorded, so the chunk outputs' host arrays overwritten with Part 1's rows and then joined
+    (a red team's adv32 F1), or Part 1's output copied by numpy or `.tolist()` into a tensor of
+    its own and compared (F2), had Part 1's rows while the chunks ran on other data (zeros).
 
-    Only rows the budget dropped (the recorder says so: `rows_out_dropped`) are not known, and
-    they excuse at most as many rows as those passes returned: a pass that returned nothing
-    recorded for another reason (a call that raised, a module returning a float: adv36 F1 had
-    excused 64 forged rows with one such call) is no chunk pass and excuses nothing."""
-    returned, unknown = [], 0
+    A pass whose output's rows the budget dropped (`rows_out_dropped`) returned the rows it
+    stands for (`stood_for`): Part 1's rows whose sum its output's has, or none. Any pass it
+    dropped had excused as many forged rows, so passes on other data after Part 1 that spent the
+    budget earned chunks on other data 9.5 and 8.5 (eng_p4e; 6.1 now); a pass that returned no
+    tensor (a call that raised) is no chunk pass (adv36 F1)."""
+    full = full_batch_pass(run, batch)
+    returned = []
     for forward in all_chunk_passes(run, batch):
         if forward.get("rows_out"):
             returned += forward["rows_out"]
         elif forward.get("rows_out_dropped"):
-            unknown += rows_of(forward["out_shape"]) or 0
-    return match_rows(rows, returned).count(None) <= unknown
+            returned += stood_for(forward, (full or {}).get("rows_out")) or []
+    return None not in match_rows(rows, returned)
+
+
+def stood_for(forward, known) -> list | None:
+    """The rows of `known` (Part 1's output's, recorded) that a pass whose output's rows were
+    not recorded stands for: the run of as many consecutive rows whose sums add up nearest to
+    its output's sum (recorded whatever the budget), where that is equal up to float rounding;
+    None where none is (it ran on other data). The nearest, not the first: two runs of 32 rows
+    of 1,000 numbers may add up to within rounding's bound of each other."""
+    count, total = rows_of(forward.get("out_shape")), forward.get("sum_out")
+    if not count or not isinstance(total, (int, float)) or isinstance(total, bool):
+        return None
+    best, nearest = None, math.inf
+    for start in range(len(known or []) - count + 1):
+        rows = known[start:start + count]
+        summed = sum(row[0] for row in rows)
+        norm = math.sqrt(max(sum(row[1] for row in rows), 0.0))
+        off = abs(summed - total)
+        if off < nearest and off <= SUM_ROUNDING * (norm + max(abs(summed), abs(total))) + 1e-9:
+            best, nearest = rows, off
+    return best
 
 
 def _combined_unrecorded(cats, fills, run, batch):
@@ -428,6 +463,13 @@ def not_chunk_concatenations(run, batch) -> str:
         said += (f"; the tensor filled at {fills[-1].get('site')} is filled with a tensor that "
                  "is not the output of a model's pass on a chunk (Part 1's output cut into "
                  "pieces combines no chunk's output)")
+    copies = part1_copies(run, batch)
+    if copies:
+        compare, export = copies[-1]
+        said += (f"; the tensor compared with Part 1's output at {compare.get('site')} has Part "
+                 f"1's rows, but Part 1's output was taken to the host before it (its "
+                 f".{export.get('how')}() at {export.get('site')}) and no chunk's output was: it "
+                 "is a copy of Part 1's output, which combines no chunk's output")
     return said
 
 
@@ -439,16 +481,49 @@ def compared_with_full(run, batch):
     than the chunks' outputs combines none of them), nor a tensor filled row by row (decided by
     what filled it: Part 1's output cut into it combines nothing), nor a copy made of any of
     them (`.to()`, `.clone()`, ...: their storage is written as the original's,
-    grader/vgpu/rows.py; a red team's adv29 B3 earned 2.4 points with output.clone())."""
+    grader/vgpu/rows.py; a red team's adv29 B3 earned 2.4 points with output.clone()), nor one
+    compared where Part 1's output had been taken to the host and no chunk's output had
+    (`part1_copies`)."""
+    copies = [compare for compare, _ in part1_copies(run, batch)]
+    return [(f"the output compared with Part 1's at {compare.get('site')}", operand["rows"])
+            for compare, operand in _own_tensors_compared(run, batch) if compare not in copies]
+
+
+def _own_tensors_compared(run, batch):
+    """[(compare, operand)] of the tensors of their own of `batch` rows the script compares
+    after running the chunks (`compared_with_full`)."""
     if not chunk_passes(run, batch):
         return []
     outputs = {p.get("storage_out") for p in forward_passes(run)} - {None}
     outputs |= {c.get("storage") for c in concatenations(run)} - {None}
     outputs |= {f.get("storage") for f in run.of("fill", 0)} - {None}
-    return [(f"the output compared with Part 1's at {compare.get('site')}", operand["rows"])
-            for compare in comparisons(run) for operand in compare["operands"]
+    return [(compare, operand) for compare in comparisons(run) for operand in compare["operands"]
             if rows_of(operand.get("shape")) == batch and operand.get("rows")
             and operand.get("storage") is not None and operand["storage"] not in outputs]
+
+
+def part1_copies(run, batch):
+    """[(compare, export)] of the comparisons of a tensor of its own (`_own_tensors_compared`)
+    made after Part 1's output was taken to the host (`export`: its `.tolist()`, `.numpy()`,
+    np.array of it, grader/vgpu/rows.py) while no chunk's output had been: the tensor is Part 1's
+    output copied through the host (rebuilt from copies of its row lists, a red team's adv36
+    F4, or from its numpy copy or numpy `.tolist()`: 9.5 -> 7.1 where the chunks had run on the
+    batch and been thrown away). Part 1's rows and the chunks' are equal, so only where the
+    values came from tells them apart."""
+    full = full_batch_pass(run, batch)
+    if full is None or full.get("storage_out") is None:
+        return []
+    chunks = {p.get("storage_out") for p in all_chunk_passes(run, batch)} - {None}
+    at = {id(event): position for position, event in enumerate(run.events)}
+    exports = [(at[id(e)], e) for e in run.of("export", 0)]
+    found = []
+    for compare, _ in _own_tensors_compared(run, batch):
+        before = [e for position, e in exports if position < at.get(id(compare), -1)]
+        part1 = next((e for e in before if e.get("storage") == full["storage_out"]), None)
+        if part1 is not None and not any(e.get("storage") in chunks for e in before) \
+                and all(compare is not seen for seen, _ in found):
+            found.append((compare, part1))
+    return found
 
 
 def _ranges(indices):
@@ -503,8 +578,12 @@ def split_into_chunks(run, batch):
     unrecorded = full["rows_dropped"] or full["rows_out_dropped"]
     assert not unrecorded, explain(
         expected, part1_unrecorded(run, batch), look)
-    if any(p["rows_dropped"] for p in chunks):
-        return   # rows not recorded (rows.py's budget, spent after Part 1): the sizes decide
+    if any(p["rows_dropped"] or p["rows_out_dropped"] for p in chunks):
+        # Rows not recorded (rows.py's budget, spent after Part 1): the sizes decide, and each
+        # chunk's output's sum, which is that of the batch's rows it stands for, in order.
+        assert not chunks_unrecorded(run, batch), explain(
+            expected, chunks_unrecorded(run, batch), look)
+        return
     seen = [w for p in chunks for w in match_rows(p["rows_in"], full["rows_in"])]
     assert None not in seen and sorted(seen) == list(range(batch)), explain(
         expected, f"the chunks hold {len([w for w in seen if w is not None])} rows of the batch "
@@ -524,6 +603,28 @@ def part1_unrecorded(run, batch) -> str:
             f"{earlier} forward pass(es) on other data before it, which used up the "
             "records of rows, so neither the chunks' rows nor their combination can be checked "
             "against it (run Part 1 first, before any other pass of the model)")
+
+
+def chunks_unrecorded(run, batch) -> str:
+    """'' or the cause said where the rows of Part 2's chunk passes were not recorded (the
+    script spent the records of rows, rows.py's budget, after Part 1 on passes on other data)
+    and a chunk's output's sum is not that of the batch's rows it stands for, in the chunks'
+    order (`stood_for`). A timing loop on fresh inputs keeps its points; 70 passes of 65 rows
+    before chunks run on other data, their host arrays then overwritten with Part 1's rows, had
+    earned every Part 2 point (eng_p4e, 9.5 -> 6.1)."""
+    full, start = full_batch_pass(run, batch), 0
+    known = (full or {}).get("rows_out") or []
+    for forward in chunk_passes(run, batch):
+        count = rows_of(forward["out_shape"]) or 0
+        if (forward["rows_out_dropped"] or forward["rows_dropped"]) \
+                and stood_for(forward, known[start:start + count]) is None:
+            return ("the rows of the model's passes on the chunks were not recorded (the script "
+                    "ran forward passes on other data after Part 1, which used up the records "
+                    f"of rows), and the output of its chunk pass on rows {start}-"
+                    f"{start + count - 1} does not add up to the sum of those rows of Part 1's "
+                    "output: it ran on other data than that chunk of the batch")
+        start += count
+    return ""
 
 
 def chunk_rule(batch, parts=CHUNKS):

@@ -459,8 +459,10 @@ class Observer:
         begun = {"sim_t": self.clock.completion() / 1e9} if self.clock is not None else {}
         # grad: False under torch.no_grad() (an evaluation pass, not a training batch); a
         # reentrant checkpoint's forward runs under no_grad too, and trains.
-        self.trace.emit("forward", module=type(module).__name__, step=self.steps,
-                        batch=list(first.shape) if first is not None else None,
+        # class_id: which class, not only its name (a module of the student's named as the
+        # model's class is no pass of that model: practical 4's chunk passes).
+        self.trace.emit("forward", module=type(module).__name__, class_id=id(type(module)),
+                        step=self.steps, batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
                         n=self.forwards, **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),

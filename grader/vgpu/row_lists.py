@@ -48,14 +48,19 @@ class RowLists:
     def listed(self, tensor, rows) -> None:
         """`rows` is what `tensor.tolist()` returned: its row lists remembered where `tensor` is
         (a part or copy of) a forward pass's input or output, while rows are recorded."""
-        if not isinstance(rows, list) or not rows or not isinstance(tensor, torch.Tensor) \
-                or not self._recorder.recording():
+        if isinstance(tensor, torch.Tensor) and self._recorder.recording():
+            self.listed_from(self._recorder.origin(tensor), rows, tensor.numel(), "tolist")
+
+    def listed_from(self, origin, rows, size: int, how: str) -> None:
+        """`rows` is what `.tolist()` returned of `size` numbers of the tensor whose storage is
+        `origin` (`Tensor.tolist`, or `tolist` of the array `Tensor.numpy()` gave of it,
+        numpy_lists.py): remembered, and the data said taken to the host
+        (RowRecorder.exported), where `origin` is a forward pass's input's or output's."""
+        if not isinstance(rows, list) or not rows or not self._recorder.from_a_pass(origin):
             return
-        origin = self._recorder.origin(tensor)
-        if not self._recorder.from_a_pass(origin):
-            return
+        self._recorder.exported(origin, how)
         each = rows if isinstance(rows[0], list) else [rows]   # a 1-D tensor: one row
-        values = max(1, tensor.numel() // len(each))
+        values = max(1, size // len(each))
         with self._lock:
             for row in each:
                 if isinstance(row, list):

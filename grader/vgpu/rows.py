@@ -137,6 +137,7 @@ class RowRecorder:
         self._named: set[str] = set()             # rows_id of the rows recorded so far
         self._copied_from: dict[int, int] = {}    # a copy's storage -> the storage it came from
         self._passes: dict[int, None] = {}        # storages of the passes' inputs and outputs
+        self._exported: dict[int, None] = {}      # those of them whose data went to the host
         # a recorded join's result (its memory's address) -> (a weak reference to what owns that
         # memory: its torch storage or numpy array; its inputs' (storage, shape)), an earlier
         # join's result among them standing for that join's inputs while it lives
@@ -200,6 +201,8 @@ class RowRecorder:
                 self._passes[storage] = None
                 if len(self._passes) > MAX_COPIES:
                     del self._passes[next(iter(self._passes))]
+                # what was exported from there before (a freed tensor's) is not this data
+                self._exported.pop(storage, None)
         found = self._rows(prints, kind)
         if found.get("rows_dropped") and kind == "rows" and pass_number is not None:
             with self._lock:
@@ -280,6 +283,25 @@ class RowRecorder:
         trace.emit("fill", storage=storage_of(destination), rows_total=total,
                    at=positions[:MAX_AT], shape=list(source.shape), source=origin,
                    **(self._rows(prints, "concat") if prints is not None else {}), site=site)
+
+    def exported(self, origin: int, how: str) -> None:
+        """The data of the forward pass's input or output whose storage is `origin` was taken to
+        the host from the user's code, as Python lists or a numpy array (`how`: "tolist",
+        "numpy"): an `export` record, the first time only. A tensor the script compares with
+        Part 1's output that holds Part 1's rows is a copy of Part 1's output, no combination,
+        where Part 1's output was taken to the host before the comparison and no chunk's output
+        was (test_practical4.compared_with_full: rebuilt from copies of its row lists, a red
+        team's adv36 F4, or from a numpy copy)."""
+        trace = get_trace()
+        if not trace.enabled:
+            return
+        with self._lock:
+            if origin in self._exported:
+                return
+            self._exported[origin] = None
+            if len(self._exported) > MAX_COPIES:   # the oldest go first
+                del self._exported[next(iter(self._exported))]
+        trace.emit("export", storage=origin, how=how, site=call_site(2))
 
     def recording(self) -> bool:
         """Whether rows are recorded now (`_recording`), for numpy_joins."""
@@ -371,7 +393,7 @@ class RowRecorder:
 
     def install_concatenations(self, patcher) -> None:
         global _recorder
-        from grader.vgpu import numpy_joins   # it reads row_prints from this module
+        from grader.vgpu import numpy_joins, numpy_lists   # numpy_joins reads row_prints here
         _recorder = self
         for name in _CONCATENATIONS:
             original = getattr(torch, name, None)
@@ -379,6 +401,7 @@ class RowRecorder:
                 patcher.set(torch, name, self._recorded(name, original))
         self.lists.install(patcher)          # tensors built from the outputs' row lists
         numpy_joins.install(self, patcher)   # the same records of numpy's joins on the host
+        numpy_lists.install(self, patcher)   # the row lists of the outputs' host arrays
 
     def _recorded(self, name, original):
         @functools.wraps(original)
