@@ -134,19 +134,53 @@ def frameless_signals(libraries: tuple[str, ...], real_signal, real_getsignal):
 
 
 def _torch_rewrap_test():
-    """Whether a replaced name is torch wrapping one of its own functions later, as
-    torch._dynamo does to `torch.manual_seed` when it is first imported: a wrapper written in
-    torch's own files whose `__wrapped__` is what was there."""
+    """`rewrap(old, new, hooked_step)`: whether `new` is torch wrapping `old` later, as
+    torch._dynamo does to `torch.manual_seed` when it is first imported, or an optimizer class
+    to its `step` when it is first built: wrappers written in torch's own files, each holding
+    the next (its `__wrapped__`, and what its closure calls) down to `old`. For an optimizer's
+    `step` (`hooked_step`) one of them must be torch's profile-hook wrapper
+    (`Optimizer.profile_hook_step`): it runs the optimizer step hooks the instrumentation
+    observes steps through, which torch's other wrappers (`torch._disable_dynamo`) do not."""
     import torch
+    from torch.optim.optimizer import Optimizer
     folder = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     absolute = os.path.abspath
+    profile_wrapper = Optimizer.profile_hook_step(len).__code__
 
-    def rewrap(old, new) -> bool:
-        if getattr(new, "__wrapped__", None) is not old:
+    def wraps(outer, inner) -> bool:
+        # the name it gives (`__wrapped__`, functools.wraps's) and what it calls (its closure)
+        if getattr(outer, "__wrapped__", None) is not inner:
             return False
-        code = getattr(new, "__code__", None)
-        return code is not None and absolute(code.co_filename).startswith(folder)
+        code = getattr(outer, "__code__", None)
+        if code is None or not absolute(code.co_filename).startswith(folder):
+            return False
+        for cell in getattr(outer, "__closure__", None) or ():
+            try:
+                if cell.cell_contents is inner:
+                    return True
+            except ValueError:        # an empty cell
+                continue
+        return False
+
+    def torch_wrappers(function) -> list:
+        """`function` and the functions it wraps, as long as each is torch's wrapper."""
+        chain = [function]
+        while len(chain) < 8 and wraps(chain[-1], getattr(chain[-1], "__wrapped__", None)):
+            chain.append(chain[-1].__wrapped__)
+        return chain
+
+    def rewrap(old, new, hooked_step=False) -> bool:
+        chain = torch_wrappers(new)
+        if not any(function is old for function in chain[1:]):
+            return False
+        return not hooked_step or any(getattr(function, "__code__", None) is profile_wrapper
+                                      for function in chain + torch_wrappers(old)[1:])
     return rewrap
+
+
+def _optimizer_class(owner) -> bool:
+    import torch
+    return isinstance(owner, type) and issubclass(owner, torch.optim.Optimizer)
 
 
 def _namespace(owner) -> dict:
@@ -185,9 +219,13 @@ def make_check(patcher=None, extra_owners=()):
     owners = _watched() + list(extra_owners)
     noted = _entries(owners)
     # A class's own names: one added later hides what it inherited (`torch.Tensor.to = f`
-    # puts a `to` in torch.Tensor's own namespace, in front of torch._C.TensorBase's).
-    classes = [(label, owner, frozenset(_namespace(owner))) for label, owner in owners
-               if isinstance(owner, type)]
+    # puts a `to` in torch.Tensor's own namespace, in front of torch._C.TensorBase's), and the
+    # classes it inherits from, as they were (where an added name's inherited one was noted).
+    classes = [(label, owner, frozenset(_namespace(owner)), owner.__mro__[1:])
+               for label, owner in owners if isinstance(owner, type)]
+    # optimizer classes' `step`s: torch may wrap them only in its profile-hook wrapper
+    steps = {(id(owner), "step") for _label, owner, _names, _bases in classes
+             if _optimizer_class(owner)}
     ident = id
     namespace_of = _namespace
     torch_rewrap = _torch_rewrap_test()
@@ -204,19 +242,32 @@ def make_check(patcher=None, extra_owners=()):
         for key, (label, owner, value, code) in noted.items():
             now = namespace_of(owner).get(key[1], _MISSING)   # a dict or a mappingproxy
             expected = own.get(key, value)
-            if now is not expected and not torch_rewrap(expected, now):
+            if now is not expected and not torch_rewrap(expected, now, key in steps):
                 found.append(label)
             elif code is not None and getattr(now, "__code__", None) is not code:
                 found.append(label + ".__code__")
         found += [f"the handler of signal {number} (the submission's)" for number, handler
                   in _signal_handlers(libraries).items() if handlers.get(number) is not handler]
-        for label, owner, names in classes:
+        for label, owner, names, bases in classes:
             namespace = namespace_of(owner)
             for name in namespace.keys() - names:
                 # (data such as copyreg's cached __slotnames__ is no behaviour)
-                if (ident(owner), name) not in own and behaviour(namespace.get(name)):
+                if (ident(owner), name) in own or not behaviour(namespace.get(name)):
+                    continue
+                if not torch_added(owner, name, namespace.get(name), bases, own):
                     found.append(f"{label}.{name}")
         return found
+
+    def torch_added(owner, name, value, bases, own) -> bool:
+        """Whether a name added to a watched class is torch wrapping what the class inherited
+        (as noted): an optimizer class that inherits its `step` (AdamW from Adam) gets one of
+        its own, torch's profile-hook wrapper, the first time it is built."""
+        for base in bases:
+            key = (ident(base), name)
+            if key in noted:
+                inherited = own.get(key, noted[key][2])
+                return torch_rewrap(inherited, value, (ident(owner), name) in steps)
+        return False
     return replaced
 
 
