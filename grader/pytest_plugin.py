@@ -29,6 +29,9 @@ from grader.common.hardware import real_gpu_count
 INTEGRITY_PROBLEMS = pytest.StashKey[list]()
 # Unusual but honest things the runs did (programs they started): notes for the instructor.
 INTEGRITY_NOTES = pytest.StashKey[list]()
+# What the runs' environment stood in for (a display-only tqdm or matplotlib): notes for the
+# student, no points (grader/harness/course_environment.py).
+ENVIRONMENT_NOTES = pytest.StashKey[list]()
 # The outcome of every check's test in this session, for the points at the end.
 # nodeid -> (check, outcome, message, unread_answer)
 CHECK_OUTCOMES = pytest.StashKey[dict]()
@@ -235,6 +238,9 @@ class _IntegrityInReport:
         notes = self.config.stash.get(INTEGRITY_NOTES, [])
         if notes:
             json_report["integrity_notes"] = list(notes)
+        environment = self.config.stash.get(ENVIRONMENT_NOTES, [])
+        if environment:
+            json_report["environment_notes"] = list(environment)
 
 
 def _unread_answer(excinfo) -> str:

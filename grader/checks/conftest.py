@@ -16,7 +16,9 @@ from grader.sandbox.forked_runs import ForkServer
 from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, must_agree
 from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
-from grader.pytest_plugin import INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id, default_submission
+from grader.harness.course_environment import display_stand_in_notes
+from grader.pytest_plugin import (ENVIRONMENT_NOTES, INTEGRITY_NOTES, INTEGRITY_PROBLEMS, check_id,
+                                  default_submission)
 
 def pytest_configure(config):
     # `pytest grader/` run by a student: their loop before handing in (grader/checks/support.py);
@@ -123,16 +125,26 @@ class ScriptRuns:
                 timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch, forks=self.forks),
             Observation(script=HW3_SCRIPT, gpus=gpus), probe=True)).result()
 
-    def integrity_problems(self, notes: bool = False) -> list[str]:
-        """What the runs left that the grader's instrumentation did not write or found
-        replaced (held for review); with `notes`, the unusual but honest things they showed."""
+    def _observations(self) -> list[Observation]:
         found = []
         for future in self._runs.values():
             if future.done() and not future.cancelled() and future.exception() is None:
                 outcome = future.result()
-                observation = outcome[1] if isinstance(outcome, tuple) else outcome
-                seen = observation.integrity_notes if notes else observation.integrity
-                found += [p for p in seen if p not in found]
+                found.append(outcome[1] if isinstance(outcome, tuple) else outcome)
+        return found
+
+    def environment_notes(self) -> list[str]:
+        """What the runs' environment stood in for (a display-only tqdm or matplotlib)."""
+        return list(dict.fromkeys(note for observation in self._observations()
+                                  for note in display_stand_in_notes(observation.stderr)))
+
+    def integrity_problems(self, notes: bool = False) -> list[str]:
+        """What the runs left that the grader's instrumentation did not write or found
+        replaced (held for review); with `notes`, the unusual but honest things they showed."""
+        found = []
+        for observation in self._observations():
+            seen = observation.integrity_notes if notes else observation.integrity
+            found += [p for p in seen if p not in found]
         return found
 
     def close(self) -> None:
@@ -204,6 +216,7 @@ def runs(request, submission, tmp_path_factory):
     runs.close()
     request.config.stash[INTEGRITY_PROBLEMS] = runs.integrity_problems()
     request.config.stash[INTEGRITY_NOTES] = runs.integrity_problems(notes=True)
+    request.config.stash[ENVIRONMENT_NOTES] = runs.environment_notes()
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,8 @@ from grader.common.locations import data_folder
 from grader.grading.raw import RawRun
 from grader.scoring import Overrides, Result, check_overrides, errored_assignment, score_assignment
 from grader.checks.support import answers_hidden
-from grader.scoring.check_results import (answer_data, measurements, run_integrity_notes,
-                                          run_integrity_problems)
+from grader.scoring.check_results import (answer_data, environment_notes, measurements,
+                                          run_integrity_notes, run_integrity_problems)
 from grader.scoring.rubric import Rubric
 
 
@@ -66,6 +66,8 @@ def score_run(run: RawRun, rubrics: Mapping[str, Rubric], *,
         if under:   # the settings measured under are no answer: said either way
             document["conditions"] = under
         document.update(answer_data(results))
+        if environment_notes(results):
+            document["environment_notes"] = environment_notes(results)
         copies = ([] if _is_the_reference(run.submission) else
                   reference_copies(entry.assignment, document.get("answers")))
         if copies:

@@ -5,6 +5,7 @@ NumPy (a median, an array of timings). Those are installed wherever the grader i
 (pyproject.toml, scripts/install.sh), and the README lists them under "what your code may
 import". A script that imports anything else stops with ModuleNotFoundError: the run's
 problem then says that the module is not in the grading environment, not only the traceback.
+tqdm and matplotlib, which only display, have stand-ins that draw nothing, said in a note.
 """
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ import re
 # Beside Python's standard library; each is a dependency of the grader itself.
 COURSE_PACKAGES = ("torch", "numpy")
 
+# What a display-only stand-in (grader/vgpu/boot/display_only) writes to stderr when first
+# used, and what it drew nothing of.
+_STAND_IN_USED = re.compile(r"^pdl-autograder: (\w+) is not in the grading environment: a "
+                            r"display-only stand-in was used", re.MULTILINE)
+_NOT_DRAWN = {"tqdm": "your progress bars were not drawn", "matplotlib": "your plots were not drawn"}
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system")
 
@@ -35,6 +41,14 @@ def missing_module_note(message: str) -> str | None:
     return (f"{top} is not installed in the grading environment; the course's code may import: "
             f"{may_import()}. If {top} is a module of your own, hand in {top}.py beside your "
             "script.")
+
+
+def display_stand_in_notes(stderr: str) -> list[str]:
+    """For each display-only stand-in a run used (its line on stderr): the report's note.
+    A note, no points: the stand-ins compute nothing a check reads."""
+    names = dict.fromkeys(m for m in _STAND_IN_USED.findall(str(stderr or "")) if m in _NOT_DRAWN)
+    return [f"{name} is not in the grading environment: a display-only stand-in was used; "
+            f"{_NOT_DRAWN[name]}" for name in names]
 
 
 def read_only_note(message: str) -> str | None:

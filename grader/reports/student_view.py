@@ -118,6 +118,7 @@ def assignment_view(assignment: Mapping[str, Any],
         "rubric_items": _said_once(rubric_items),
         "missing": missing,
         "stops": stops,
+        "environment_notes": [str(n) for n in assignment.get("environment_notes") or []],
         "penalties": [item_view(i) for i in items if i.get("kind") == "penalty"],
         "pending": [dict(item_view(i), unanswered=i.get("answer") in unanswered,
                          not_done=not_done.get(i.get("answer"), {}).get("said"))

@@ -221,3 +221,9 @@ def run_integrity_notes(report: dict) -> list[str]:
     """Unusual but honest things the runs did (programs they started, say): for the
     instructor, never a hold."""
     return [str(n) for n in report.get("integrity_notes") or []]
+
+
+def environment_notes(report: dict) -> list[str]:
+    """What the runs' environment stood in for (a display-only tqdm or matplotlib): notes
+    for the student, no points."""
+    return [str(n) for n in report.get("environment_notes") or []]

@@ -58,6 +58,17 @@ def _is_torchrun_agent() -> bool:
     return launcher.endswith((os.path.join("distributed", "run.py"), "torchrun"))
 
 
+def _display_only_stand_ins_last():
+    """tqdm and matplotlib draw and compute nothing a check reads, yet a script importing one
+    that is not installed stopped at its import (adv37: a tqdm progress bar 0.25/12, a
+    matplotlib plot of Task 2 2/15). Their stand-ins (display_only/) are found last: after
+    site-packages (a real install wins) and after the script's folder (a student's own tqdm.py
+    stays theirs). Nothing that computes (numpy, pandas, scipy) has one."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "display_only")
+    if folder not in sys.path:
+        sys.path.append(folder)
+
+
 def _chain_to_the_next_sitecustomize():
     # Ours shadows any sitecustomize of the Python installation: run that one too.
     here = os.path.dirname(os.path.abspath(__file__))
@@ -78,4 +89,5 @@ def _chain_to_the_next_sitecustomize():
 
 _no_memory_readers_from_the_start()
 _activate_when_torch_is_imported()
+_display_only_stand_ins_last()
 _chain_to_the_next_sitecustomize()
