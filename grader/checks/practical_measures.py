@@ -205,7 +205,7 @@ OUTSIDE_SAID = ("computed outside the model's forward passes (from its weights d
 # "micro-batches" of a loss scaled by 1e-9 (adv32 H1's forgery, adv35 F1).
 WEIGHTS_WRITTEN_SAID = ("the model's weights were written between its optimizer steps, not by "
                         "its optimizer (load_state_dict, copy_ or .data, or a step hook of the "
-                        "script's own: many of them grew in magnitude, as a load of weights "
+                        "script's own: some of them grew in magnitude, as a load of weights "
                         "trained elsewhere makes them; a clamp or weight decay only shrinks "
                         "them), so they did not come from this step's passes")
 

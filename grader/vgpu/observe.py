@@ -477,6 +477,7 @@ class Observer:
                 self.trace.emit("placement", module=type(module).__name__, layers=layout)
             if continued is None:
                 self._add_model(module, layout)
+                self.side.pass_begins(module)   # weights set up before training (side_steps.py)
         return None
 
     def _add_model(self, module, layout) -> None:

@@ -15,13 +15,20 @@ then "micro-batches" of a loss scaled by 1e-9 before the model's step. So the mo
 are marked as its last step (or its wrapping in DDP) left them, and at its next step, whatever
 trained in between, the values at SAMPLED positions of each parameter (drawn from a generator
 seeded from the system's randomness: a forger cannot know which are watched) are compared with
-the mark: where a tenth or more of them grew in magnitude (GROWN_SHARE), a write beside the
-optimizer made the step's weights elsewhere (`weights_written` in the step record;
+the mark: where any of them grew in magnitude beyond float rounding (`grew`), a write beside
+the optimizer made the step's weights elsewhere (`weights_written` in the step record;
 practical_measures.made_outside). A load of weights trained elsewhere grows about half of them
 (a training update is of either sign); what an honest script writes into the model's weights
 (a clamp, weight decay or a renormalization by hand, under no_grad) only shrinks them, and
 keeps its steps (adv35 H14: a clamp beside a probe had been read as a load, 4.5 of 10). It
 costs a gather of SAMPLED values per parameter at each model step.
+
+Until the model's first step, the mark is taken again at each of its passes (`pass_begins`):
+weights set up after the wrap (an initialization, a checkpoint loaded through `model.module`)
+are the model's start, not a write beside its optimizer (adv38 H1: 4.5 of 10). Not where they
+were trained rather than set afresh (AFRESH; a copy trained by hand on the batch written in
+before the first pass stays judged at the first step), nor where other optimizers stepped
+meanwhile (their weights, loaded: the mark vouches for nothing, as adv35 F6's before the wrap).
 
 The mark is taken after the model's step, so what runs inside that step is taken as the
 optimizer's: a step of the script's own (a subclass's `step`), a closure handed to `step()`, or a
@@ -68,11 +75,20 @@ def _same_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> bool:
         return bool(torch.equal(parameter.detach().reshape(-1)[positions], values))
 
 
+# Growth in magnitude, in ulps of the dtype (relative: eps per ulp), that float rounding may
+# make of a write that keeps the weights (ranks' equal weights averaged by hand over a world
+# size not a power of two: fl(fl(3x) / 3) is within one ulp of x); a training update is orders
+# larger.
+ROUNDING = 2
+
+
 def _grown_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> int:
-    """How many of the values at `positions` are now larger in magnitude than `values`."""
+    """How many of the values at `positions` are now larger in magnitude than `values` by more
+    than float rounding (ROUNDING ulps of their dtype)."""
     with torch.no_grad(), torch._C.DisableTorchFunction():
         now = parameter.detach().reshape(-1)[positions]
-        return int((now.abs() > values.abs()).sum())
+        slack = 1 + ROUNDING * torch.finfo(values.dtype).eps if values.is_floating_point() else 1
+        return int((now.abs().double() > values.abs().double() * slack).sum())
 
 
 def fingerprint(tensors) -> tuple[float, float]:
@@ -91,13 +107,15 @@ class ParameterMark:
     parameter's first wrap in DDP after other optimizers had already trained (side steps): the
     weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
 
-    def __init__(self, parameter, vouches: bool = True, printed: Print | None = None):
+    def __init__(self, parameter, vouches: bool = True, printed: Print | None = None,
+                 side_steps: int = 0):
         self._ref = weakref.ref(parameter)
         self._where = _where(parameter)
         self._sample = _sampled(parameter)
         # `printed`: its fingerprint, where the step's record already read it (fingerprints.py)
         self._print = printed if printed is not None else prints_of([parameter])[0]
         self.vouches = vouches
+        self.side_steps = side_steps   # the run's side steps when it was taken
 
     def of(self, parameter) -> bool:
         """Whether this is the mark of `parameter` (an id reused by another is not)."""
@@ -114,6 +132,25 @@ class ParameterMark:
             return 0, 0
         positions, values = self._sample
         return _grown_at(parameter, positions, values), len(values)
+
+    def set_afresh(self) -> bool:
+        """Whether the parameter's sampled values were set afresh since the mark, not trained:
+        the median of their changes is AFRESH of their size or more (values drawn again, or
+        loaded from weights of their own, change by about their size; a training update moves
+        each by a small share of it)."""
+        parameter = self._ref()
+        if parameter is None:
+            return False
+        positions, values = self._sample
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            now = parameter.detach().reshape(-1)[positions].double()
+            then = values.double()
+            size = torch.maximum(now.abs(), then.abs())
+            changed = size > 0
+            if not bool(changed.any()):
+                return False
+            share = (now - then).abs()[changed] / size[changed]
+            return float(share.median()) >= AFRESH
 
     def moved(self) -> bool:
         """Whether any sampled value of the parameter differs from the mark's."""
@@ -139,20 +176,20 @@ class WeightMark:
         return any(mark.written() for mark in self._marks)
 
 
-# Where a tenth or more of the values sampled over the model's parameters grew in magnitude
-# since its last step, something other than its optimizer trained them (a load of weights
-# trained elsewhere grows about half: a training update is of either sign); a clamp, weight
-# decay or renormalization by hand only shrinks them, and keeps the step the model's.
-GROWN_SHARE = 0.1
+# A parameter's sampled values changed by this share of their size or more, at their median,
+# were set afresh (an initialization, a checkpoint), not trained (set_afresh).
+AFRESH = 0.5
 
 
 def grew(marks) -> bool:
-    """Whether the parameters of `marks` grew at GROWN_SHARE or more of their sampled values."""
-    grown = sampled = 0
-    for mark in marks:
-        up, of = mark.grown()
-        grown, sampled = grown + up, sampled + of
-    return sampled > 0 and grown >= GROWN_SHARE * sampled
+    """Whether any sampled value of the parameters of `marks` grew in magnitude since the mark
+    (beyond float rounding): between its steps nothing but its optimizer grows a model's
+    weights. A load of weights trained elsewhere grows about half of them (a training update is
+    of either sign); a clamp, weight decay, a max-norm renormalization by hand or a weight
+    average of equal ranks keeps or shrinks every one (rounding is monotone). Not a share: a
+    write that grew a random 16% of the values a load would grow (8% of all, per step) had
+    passed under a tenth and kept 7.65 of 10 (adv38 F1, the control 3.5)."""
+    return any(mark.grown()[0] for mark in marks)
 
 
 # A module wrapped in DDP with fewer parameter values than this share of the largest one
@@ -174,6 +211,9 @@ class SideSteps:
     def __init__(self):
         self._wrapped: dict[int, tuple[weakref.ref, int]] = {}   # id -> (parameter, its wrap's size)
         self._marks: dict[int, ParameterMark] = {}
+        # The model's parameters marked at their wrap, not yet stepped by the model: retaken at
+        # each pass of the model (`pass_begins`)
+        self._unstepped: set[int] = set()
         self._unvouched: str | None = None   # what beside torch's ran in the model's last step
         self.hook_wrote = False   # a step hook of the script's own wrote in the last step
         self._window_beside = False   # something else trained in the window (joined steps)
@@ -214,7 +254,37 @@ class SideSteps:
                 unmarked.append(parameter)
         for parameter, printed in zip(unmarked, prints_of(unmarked)):
             self._marks[id(parameter)] = ParameterMark(parameter, vouches=not self._side_steps,
-                                                       printed=printed)
+                                                       printed=printed,
+                                                       side_steps=self._side_steps)
+            self._unstepped.add(id(parameter))
+
+    def pass_begins(self, module) -> None:
+        """A pass of `module` begins: the model's parameters in it that no step of the model
+        has stepped yet are marked again as they are, so what the script did to its weights
+        between the wrap and its training (an initialization, `model.module.apply(init)`, a
+        checkpoint loaded through `model.module`) is no write beside its optimizer (adv38 H1:
+        4.5 of 10, was 10). Where the weights grew since the mark while other optimizers
+        stepped, they may be those optimizers' (a copy trained after the wrap and loaded, as
+        adv35 F6 before it): the mark vouches for nothing. Where they grew but were trained
+        rather than set afresh (`set_afresh`), the old mark is kept and the first step judges
+        them. Only before the model's first step: after it, a write beside its optimizer is
+        judged at its next step wherever it is."""
+        if not self._unstepped:
+            return
+        retaken = [p for p in module.parameters() if id(p) in self._unstepped]
+        for parameter in retaken:
+            old = self._mark_of(parameter)
+            if old is None:   # an id the wrapped parameter had, let go of
+                continue
+            grown = grew([old])
+            beside = grown and self._side_steps > old.side_steps
+            if grown and not beside and not old.set_afresh():
+                # Trained, not set up: a copy of the weights trained by hand on the batch and
+                # written in before the first pass (adv35 F1, F1b) is judged at the first step.
+                continue
+            vouches = old.vouches and not beside
+            self._marks[id(parameter)] = ParameterMark(parameter, vouches=vouches,
+                                                       side_steps=self._side_steps)
 
     def is_side(self, optimizer) -> bool:
         """Whether the optimizer steps none of the wrapped model's parameters, where there is
@@ -231,8 +301,8 @@ class SideSteps:
     def written_beside(self, parameters, others_trained: bool, code: str | None,
                        joins: bool = False) -> str | None:
         """At the model's step (of `parameters`): whether its weights were written beside its
-        optimizer since they were marked: a tenth or more of their sampled values grew in
-        magnitude (GROWN_SHARE; a copy of the weights trained by hand as plain tensors and
+        optimizer since they were marked: any of their sampled values grew in magnitude
+        (`grew`; a copy of the weights trained by hand as plain tensors and
         written in, with nothing else seen training, had scored 10 of 10: adv35 F1). `code`:
         what beside torch's own step runs in the step about to run (`step_code`); where anything does, in it or in the
         previous step, and something else trained in between (a side step hidden, or
@@ -270,9 +340,12 @@ class SideSteps:
             old = self._mark_of(parameter)
             vouches = old is None or old.vouches or old.moved()
             self._marks[id(parameter)] = ParameterMark(parameter, vouches=vouches,
-                                                       printed=printed.get(id(parameter)))
+                                                       printed=printed.get(id(parameter)),
+                                                       side_steps=self._side_steps)
+            self._unstepped.discard(id(parameter))
         if len(self._marks) > 2 * len(self._wrapped) + 64:
             self._marks = {k: m for k, m in self._marks.items() if m.alive()}
+            self._unstepped &= self._marks.keys()
 
 
 # Step hooks of the script's own (WatchedHook) that grew the weights of the optimizer they ran
@@ -283,7 +356,7 @@ _HOOK_WRITES: list[bool] = []
 class WatchedHook:
     """A step hook of the script's own (`register_step_pre_hook` / `register_step_post_hook`),
     run as written, with its optimizer's parameters sampled before it and compared after it: a
-    hook that grew them (GROWN_SHARE) wrote the weights the step leaves. A hook
+    hook that grew any (`grew`) wrote the weights the step leaves. A hook
     that logs writes nothing and vouches as torch's step does (adv35 H8: a logging hook beside a
     probe had made every step unvouched, 3.5 of 10). Run before the grader's post-step hook, so
     the step's record says so (SideSteps.hook_wrote)."""

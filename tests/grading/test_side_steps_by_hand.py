@@ -4,9 +4,11 @@ a probe (adv35 F1, F1b, F6, H8, H9, H14; grader/vgpu/side_steps.py).
 Forged: the model's weights copied out as plain tensors (no module, no optimizer), trained
 on the whole batch by hand (F.linear and autograd.grad, or backprop written out), written back
 into the model before "micro-batches" of a loss scaled by 1e-9 (10 of 10, the control 3.5);
-the copy trained before the model's DDP wrap, then decoys (4.5). Honest: a probe wrapped in
-DDP too (4.25), a logging step hook beside a probe (3.5), a clamp beside a probe (4.5); all
-should stay with the reference's 10.
+the copy trained before the model's DDP wrap, then decoys (4.5); the copy written back growing
+only a sixth of the values a load would grow (adv38 F1: 7.65). Honest: a probe wrapped in
+DDP too (4.25), a logging step hook beside a probe (3.5), a clamp beside a probe (4.5), the
+weights initialized or loaded from a checkpoint after the wrap (adv38 H1: 4.5); all should
+stay with the reference's 10.
 
 Each test runs one process group of one rank in the test's own process, the model in DDP.
 """
@@ -24,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from grader.checks import practical_measures as pm
 from grader.checks import test_practical10 as p10
-from grader.vgpu.side_steps import WeightMark, grew
+from grader.vgpu.side_steps import ROUNDING, WeightMark, grew
 from tests.grading.test_gradients_made_elsewhere import batch, observed, wide_model
 from tests.grading.test_passes_of_copies import micro_batches
 from tests.grading import test_side_steps as side_steps
@@ -236,6 +238,96 @@ def test_growth_tells_a_load_from_a_clamp_or_a_decay():
             write(weight)
         assert grew(mark._marks) is grown, (
             f"expected grew() {grown} after this write; observed {not grown} (look: "
-            "side_steps.grew, GROWN_SHARE)")
+            "side_steps.grew)")
         with torch.no_grad():
             weight.copy_(before)
+
+
+def test_one_value_grown_is_a_write_and_rounding_is_not():
+    """adv38 F1 grew 8% of the values per step, under the tenth that had been let pass; the
+    equal weights of three ranks averaged by hand round within ROUNDING ulps."""
+    weight, scale = nn.Parameter(torch.linspace(-1.0, 1.0, 101)), nn.Parameter(torch.ones(1))
+    mark = WeightMark([weight, scale])
+    with torch.no_grad():
+        weight.copy_((weight * 3) / 3)
+    assert not grew(mark._marks), (
+        f"expected no growth from (3w)/3 (within {ROUNDING} ulps); observed grew() True "
+        "(look: side_steps._grown_at, ROUNDING)")
+    with torch.no_grad():
+        scale.mul_(1.001)
+    assert grew(mark._marks), (
+        "expected the one value grown by 0.1% (1 of the 65 sampled) seen as grown; observed "
+        "grew() False (look: side_steps.grew)")
+
+
+def test_a_copy_written_back_growing_few_values_is_no_micro_batching(ddp_run):
+    """adv38 F1: every value the hand-trained copy shrinks is written, only a random 16% of
+    those it grows (about 8% of the values grow per step): 7.65 of 10, the control 3.5."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    w = [p.detach().clone() for p in model.module.parameters()]
+    coins = torch.Generator(device="cuda:0").manual_seed(7)
+    for _ in range(STEPS):
+        with torch.no_grad():
+            for t, g in zip(w, by_hand(w, x, y)):
+                t -= LR * g
+            for p, t in zip(model.module.parameters(), w):
+                keep = (t.abs() > p.abs()) & (
+                    torch.rand(p.shape, generator=coins, device=p.device) >= 0.16)
+                p.copy_(torch.where(keep, p, t))
+        optimizer.zero_grad()
+        micro_batches(model, x, y, scale=1e-9)
+        optimizer.step()
+    assert_every_step_written(events, "side_steps.grew")
+
+
+def xavier(m):
+    if isinstance(m, nn.Linear):
+        nn.init.xavier_uniform_(m.weight)
+        nn.init.zeros_(m.bias)
+
+
+def kaiming(model):
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.kaiming_normal_(m.weight)
+
+
+def checkpoint(model):
+    """A start saved from another seed (wide_model seeds 0 itself)."""
+    torch.manual_seed(1234)
+    saved = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64)).state_dict()
+    model.module.load_state_dict(saved)
+
+
+@pytest.mark.parametrize("set_up", [lambda model: model.module.apply(xavier), kaiming,
+                                    checkpoint], ids=["init_weights", "kaiming", "checkpoint"])
+def test_weights_set_up_after_the_wrap_are_the_models_start(ddp_run, set_up):
+    """adv38 H1: `model.module.apply(init_weights)`, a kaiming loop or a checkpoint loaded
+    through model.module after `DDP(model)`, then the handout's loop: the first step had been
+    read as a load beside the optimizer (4.5 of 10, was 10)."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    set_up(model)
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        micro_batches(model, x, y)
+        optimizer.step()
+    assert_honest(events, "side_steps.SideSteps.pass_begins, ParameterMark.set_afresh")
+
+
+def test_a_copy_trained_by_its_optimizer_after_the_wrap_vouches_for_no_step(ddp_run):
+    """adv35 F6 after the wrap: the copy trained up front by an optimizer of its own (side
+    steps), loaded through model.module before the first pass, decoys that move no weight:
+    every step, not only the first."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    check = side_steps.Copy(model)
+    for _ in range(STEPS):
+        check.step(x, y)
+    model.module.load_state_dict(check.net.state_dict())
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        micro_batches(model, x, y, scale=1e-9)
+        optimizer.step()
+    assert_every_step_written(events, "side_steps.SideSteps.pass_begins (beside)")
