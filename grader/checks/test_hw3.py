@@ -510,12 +510,21 @@ def spread_layout(probe, gpus, depth):
 
 def moved_by_forward(found: dict) -> str:
     """What to add to an observation where forward() moved layers: the layout read is where
-    each layer was when it ran (the probe's `devices`), and __init__ had left them elsewhere
-    (`devices_built`), so the student looks at forward() too."""
-    built_as = found.get("devices_built")
-    if not built_as:
+    each layer was when it ran (the probe's `devices`, of the second of its two calls), and
+    __init__ had left them elsewhere (`devices_built`) or the first call ran them elsewhere
+    (`devices_first_call`), so the student looks at forward() too."""
+    built_as, first_call = found.get("devices_built"), found.get("devices_first_call")
+    if not built_as and not first_call:
         return ""
-    return f" while forward() ran them (__init__ had placed {describe_layout(built_as)})"
+    if not first_call:
+        return f" while forward() ran them (__init__ had placed {describe_layout(built_as)})"
+    said = (" while forward() ran them on its second call, with gradients on as in training "
+            "(the grader calls it twice and judges the later call; ")
+    if built_as == first_call:
+        return said + ("__init__ had placed them, and the first call ran them, as "
+                       f"{describe_layout(first_call)})")
+    return said + f"the first call ran {describe_layout(first_call)})" + (
+        f" (__init__ had placed {describe_layout(built_as)})" if built_as else "")
 
 
 LOOK_MOVED = (LOOK_FORWARD + ": it moves layers off the GPUs __init__ gave them, and a layer "

@@ -369,7 +369,10 @@ def _probe_tampering(records: list[dict], label: str, observation: Observation) 
     if replaced:
         found.append(f"{label}: the grader's instrumentation was replaced while the probe ran: "
                      + ", ".join(replaced[:12]))
-    forged = sorted({str(entry.get("what")) for r in records for entry in (r.get("log") or [])
+    # Every forward pass's log: the layouts' two calls, the transfers' pass from the host too.
+    logs = [r.get(key) or [] for r in records
+            for key in ("log", "log_first_call", "log_from_host")]
+    forged = sorted({str(entry.get("what")) for log in logs for entry in log
                      if isinstance(entry, dict) and entry.get("kind") == "forged"})
     forged += sorted({str(r.get("what")) for r in records if r.get("kind") == "tampering"})
     found += [f"{label}: {what}" for what in forged]

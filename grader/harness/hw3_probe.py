@@ -378,8 +378,9 @@ class Probe:
             found.append(devices[0] if len(devices) == 1 else devices)
         return found
 
-    def logged_forward(self, model, x):
-        """Run forward, logging which layer runs on which device and every `.to()` between.
+    def logged_forward(self, model, x, grad: bool = False):
+        """Run forward, logging which layer runs on which device and every `.to()` between;
+        under no_grad, or with gradients on where `grad` (as a training step calls it).
 
         A forward pass that hung once would hang again: later ones are not attempted (the
         layouts, built in __init__, are still measured)."""
@@ -389,13 +390,13 @@ class Probe:
                                      "hung (" + self.hung["message"] + ")")
             raise skipped
         try:
-            return self._logged_forward(model, x)
+            return self._logged_forward(model, x, grad)
         except ConfigTimeout as error:
             self.hung = describe_error(error, self.model_file)
             error.described = self.hung
             raise
 
-    def _logged_forward(self, model, x):
+    def _logged_forward(self, model, x, grad: bool):
         log = []
         handles = []
         read, getframe = self.read, sys._getframe
@@ -427,7 +428,7 @@ class Probe:
 
         self.trace.listeners.append(listen)
         try:
-            with self.torch.no_grad():
+            with self.torch.set_grad_enabled(grad):
                 out = model(x)
         finally:
             self.trace.listeners.remove(listen)
@@ -491,43 +492,57 @@ class Probe:
         x = torch.randn(batch, dim, generator=torch.Generator().manual_seed(1))
         first = result["devices"][0] if result["devices"] else "cpu"
         x = x.to(one_device(first))
+        # Called twice: as the base code's main() first calls it, then with gradients on, as
+        # a training step does. A forward() keyed on its call count or on
+        # torch.is_grad_enabled() (every layer onto cuda:0 from the second call, or only while
+        # it trains) shows the layout it trains with on the second call.
         try:
-            out, log = self.logged_forward(model, x)
+            first_out, first_log = self.logged_forward(model, x)
+            out, log = self.logged_forward(model, x, grad=True)
         except BaseException as error:
             result["forward_error"] = getattr(error, "described", None) or describe_error(
                 error, self.model_file)
             return result
-        result["log"] = log
+        result["log"], result["log_first_call"] = log, first_log
         result["output_device"] = str(out.device)
-        ran = devices_while_running(log, len(layers))
+        first_ran = devices_while_running(first_log, len(layers))
+        ran = devices_while_running(log, len(layers)) or first_ran
         if ran is not None and ran != result["devices"]:
             # The layout that computed is the one the node runs: a forward() that moves its
             # layers (back onto cuda:0, or onto their GPUs only when first called) is read by
             # where each layer was when it ran, not where __init__ left it.
             result["devices_built"], result["devices"] = result["devices"], ran
+        if first_ran is not None and first_ran != ran:
+            result["devices_first_call"] = first_ran   # the later call's layout is judged
         # What the same weights give on one device: the layers applied in order on the host
         # (bare, or with the course's ReLU after each, as a forward that applies the activation
         # itself does), or, for a forward with work of its own, the model built on 1 GPU.
         modules = self.modules_of(model)
         composed = [self._layers_in_order_on_host(modules, x, relu) for relu in (False, True)]
         baselines = composed + ([reference_out] if reference_out is not None else [])
-        got = out.detach().cpu()
-        differences = [float((got - b).abs().max()) for b in baselines if b.shape == got.shape]
-        result["matches_single_gpu"] = equals_any(got, baselines, torch)
-        result["matches_layers_in_order"] = equals_any(got, composed, torch)
+        # Both calls' outputs must equal one GPU's: the layout judged is the second call's.
+        outputs = [out.detach().cpu(), first_out.detach().cpu()]
+        differences = [max(float((got - b).abs().max()) for got in outputs)
+                       for b in baselines if all(b.shape == got.shape for got in outputs)]
+        result["matches_single_gpu"] = all(equals_any(got, baselines, torch) for got in outputs)
+        result["matches_layers_in_order"] = all(equals_any(got, composed, torch)
+                                                for got in outputs)
         result["max_difference"] = min(differences) if differences else None
-        result["recompute"] = self.keep_for_recompute(f"{n}x{depth}", modules, x, got,
+        result["recompute"] = self.keep_for_recompute(f"{n}x{depth}", modules, x, outputs,
                                                       reference_out)
         return result
 
     # -- what the grader recomputes outside this process -----------------------------------
-    def keep_for_recompute(self, name: str, layers, x, got, single) -> dict:
-        """Save the layers' weights, the input and the output (tensors only) for
-        grader/harness/hw3_recompute.py; returns what the record says about them."""
-        from grader.harness.hw3_recompute import describe_layers
+    def keep_for_recompute(self, name: str, layers, x, outputs, single) -> dict:
+        """Save the layers' weights, the input and the outputs of the forward's calls (tensors
+        only; the layout judged is the first output's) for grader/harness/hw3_recompute.py;
+        returns what the record says about them."""
+        from grader.harness.hw3_recompute import OTHER_CALL, describe_layers
         torch = self.torch
         structure, custom = describe_layers(layers, torch)
-        tensors = {"input": x.detach().cpu().clone(), "output": got.clone()}
+        tensors = {"input": x.detach().cpu().clone(), "output": outputs[0].clone()}
+        tensors.update({OTHER_CALL.format(i): got.clone()
+                        for i, got in enumerate(outputs[1:], 1)})
         if single is not None:
             tensors["single"] = single.detach().cpu().clone()
         for index, layer in enumerate(layers):
@@ -568,13 +583,20 @@ class Probe:
         x = torch.randn(batch, dim)
         # As the base code's main() gives it: the input already where the first layer is.
         first = one_device(devices[0]) if devices else "cpu"
+        # Counted on forward()'s second call, with gradients on, as Task 3's layout is read: a
+        # forward keyed on its call count or on torch.is_grad_enabled() counts what it trains
+        # with (its first call had shown the spread layout's transfers).
+        _, first_log = self.logged_forward(model, x.to(first))
         counting = _reset_counters(model)
-        _, log = self.logged_forward(model, x.to(first))
-        result = {"devices": devices, "log": log, "counters": _counters(model) if counting else None}
+        _, log = self.logged_forward(model, x.to(first), grad=True)
+        # Where the layers ran (a forward that places its layers when called: not __init__'s).
+        devices = devices_while_running(log, len(devices)) or devices
+        result = {"devices": devices, "log": log, "log_first_call": first_log,
+                  "counters": _counters(model) if counting else None}
         # A main() of the student's own may start from the host (a forward that moves only
         # when needed then makes one call more): measured too, where the forward takes it.
         try:
-            _, result["log_from_host"] = self.logged_forward(model, x)
+            _, result["log_from_host"] = self.logged_forward(model, x, grad=True)
         except ConfigTimeout:
             raise
         except Exception:
@@ -668,6 +690,10 @@ class Probe:
                 torch.cuda.reset_peak_memory_stats(i)
             for _ in range(warmup):
                 self._step(runs[gpus, depth], most)
+            # Where the layers train: read after the warm-up's training steps, as Task 3's
+            # layout is read from forward()'s calls (a forward that places its layers when first
+            # called, or moves them onto cuda:0 once it trains).
+            devices = self.layer_devices(model)
             # This configuration's own footprint: the models built before it stay resident.
             results[f"{gpus}x{depth}"] = {
                 "gpus": gpus, "depth": depth, "times_ms": [],
@@ -692,7 +718,10 @@ class Probe:
             torch.cuda.synchronize(i)
         started = now()
         optimizer.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
+        out = model(x)
+        # The target follows an output that training moves (a forward that puts its layers
+        # elsewhere once it trains): the step is then timed as the script's own trains.
+        loss = torch.nn.functional.mse_loss(out, y.to(out.device))
         loss.backward()
         optimizer.step()
         for i in range(gpus):
