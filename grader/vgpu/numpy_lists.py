@@ -14,10 +14,17 @@ Otherwise the array behaves as numpy's own: arithmetic and reductions on it give
 arrays and scalars (`__array_ufunc__`), its repr and pickle are a plain array's. Each call also
 says the data was taken to the host (RowRecorder.exported), as `np.array(t)` (torch's `__array__`)
 does without a ListedArray.
+
+Only an exact type check tells it apart (`type(a) is np.ndarray` is False; isinstance holds):
+no plain array's `tolist()` can be followed, and rows recognised by their values could not tell
+a chunk's rows from Part 1's (the same numbers). So its type says what it is (`<class 'grader's
+tracked view of numpy.ndarray'>`), and a script stopped at such a check (`type_check_at_error`)
+is told to use isinstance (course_environment.tracked_array_note).
 """
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import sys
 
@@ -28,6 +35,8 @@ from grader.vgpu.trace import _OWN_CODE, get_trace
 
 _TORCH = os.sep + "torch" + os.sep
 _PASSED = tuple(os.sep + os.path.join("vgpu", name) for name in ("numpy_joins.py", "mode.py"))
+# The module the tracked arrays' type names: `type(a)` prints <class 'TRACKED.ndarray'>.
+TRACKED = "grader's tracked view of numpy"
 
 
 def install(recorder, patcher) -> None:
@@ -104,7 +113,27 @@ def _listed_array_class(numpy, recorder):
         def __reduce_ex__(self, protocol):
             return plain(self).__reduce_ex__(protocol)
 
-    # As the script sees it: type(a) prints numpy's name.
+    # As the script sees it: type(a) names numpy's class, and says it is the grader's view of it
+    # (a failed `type(a) is np.ndarray` had printed <class 'numpy.ndarray'>, adv38 H3).
     ListedArray.__name__ = ListedArray.__qualname__ = "ndarray"
-    ListedArray.__module__ = numpy.__name__
+    ListedArray.__module__ = TRACKED
     return ListedArray
+
+
+def type_check_at_error(error: BaseException, folder: str) -> bool:
+    """Whether a script stopped at an exact type check of a tracked array: the last line of the
+    script's folder in the error's traceback reads `type(` or `__class__`, and the error's
+    message names the tracked type (`assert type(a) is np.ndarray, type(a)`) or that line's
+    frame holds a tracked array."""
+    last, traceback_ = None, error.__traceback__
+    while traceback_ is not None:
+        if os.path.abspath(traceback_.tb_frame.f_code.co_filename).startswith(folder + os.sep):
+            last = traceback_
+        traceback_ = traceback_.tb_next
+    if last is None:
+        return False
+    line = linecache.getline(last.tb_frame.f_code.co_filename, last.tb_lineno)
+    if "type(" not in line and "__class__" not in line:
+        return False
+    return TRACKED in str(error) or any(type(value).__module__ == TRACKED
+                                        for value in list(last.tb_frame.f_locals.values()))

@@ -19,6 +19,7 @@ output's sum adds up to (`stood_for`), so a timing loop on fresh inputs keeps it
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,6 +177,49 @@ def test_the_listed_array_behaves_as_numpys(traced_vnode):
     assert type(pickle.loads(pickle.dumps(array))) is np.ndarray
     assert torch.equal(torch.from_numpy(array), torch.tensor(array.tolist()))
     assert type(torch.randn(3, 2).numpy()) is np.ndarray, "no pass's data: numpy's own array"
+
+
+def stopped_at(check, array):
+    """The error `check(array)` raises, as a script stopped by it."""
+    with pytest.raises(Exception) as raised:
+        check(array)
+    return raised.value
+
+
+def exact_type_check(a):
+    assert type(a) is np.ndarray
+
+
+def exact_type_check_saying_it(a):
+    assert type(a) == np.ndarray, type(a)
+
+
+def other_assertion(a):
+    assert a.shape == (1,)
+
+
+def test_an_exact_type_check_of_the_listed_array_is_told_to_use_isinstance(traced_vnode):
+    """adv38 H3: `assert type(a) is np.ndarray` on the array of an output stops the script (the
+    array is the grader's subclass); its type says so, and the report tells isinstance."""
+    from grader.harness.course_environment import tracked_array_note
+    from grader.vgpu.numpy_lists import type_check_at_error
+    traced_vnode(2)
+    model, x, output = part1()
+    array = output.detach().cpu().numpy()
+    assert "grader's tracked view of numpy.ndarray" in str(type(array)), (
+        f"expected the tracked array's type to say it is the grader's, observed {type(array)} "
+        "(grader/vgpu/numpy_lists.py)")
+    here = str(Path(__file__).parent)
+    for check in (exact_type_check, exact_type_check_saying_it):
+        assert type_check_at_error(stopped_at(check, array), here), (
+            f"expected {check.__name__} seen as an exact type check of a tracked array")
+    assert not type_check_at_error(stopped_at(other_assertion, array), here), (
+        "an assertion on anything else than the type is no type check")
+    assert not type_check_at_error(stopped_at(exact_type_check, [1.0]), here), (
+        "a type check of a list (no tracked array) is not told about tracked arrays")
+    note = tracked_array_note({"type": "AssertionError", "tracked_array": True})
+    assert note and "isinstance(a, np.ndarray)" in note, note
+    assert tracked_array_note({"type": "AssertionError", "message": ""}) is None
 
 
 # -- the records of rows spent after Part 1 --------------------------------------------------------
