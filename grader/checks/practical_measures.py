@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 
 from grader.checks.support import explain
+from grader.common.constant_targets import assignment_targets, paired_values
 
 # -- evidence before a crash -------------------------------------------------------------------
 
@@ -759,12 +760,11 @@ def assigned_constants(source: str, names) -> dict:
         return {}
     found = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
-        for target in targets:
-            if isinstance(target, ast.Name) and target.id in names:
-                value = node.value
-                found[target.id] = value.value if isinstance(value, ast.Constant) else UNKNOWN
+        for target in assignment_targets(node):
+            # `A, B = 64, 4` and `A = B = 4` assign A too (a literal tuple: each its own part).
+            for name, value in paired_values(target, node.value):
+                if name in names:
+                    found[name] = value.value if isinstance(value, ast.Constant) else UNKNOWN
     return found
 
 

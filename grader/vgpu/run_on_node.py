@@ -33,23 +33,47 @@ def parse_assignment(text: str) -> tuple[str, object]:
 
 
 def rewrite_constants(source: str, filename: str, values: dict[str, object]) -> ast.Module:
-    tree = ast.parse(source, filename)
-    missing = set(values)
-    for statement in tree.body:
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and target.id in values:
-                    statement.value = ast.copy_location(ast.Constant(values[target.id]),
-                                                        statement.value or statement)
-                    missing.discard(target.id)
+    tree, missing = rewrite_where_assigned(source, filename, values)
     if missing:
         names = ", ".join(sorted(missing))
         raise ConstantNotFound(
             f"{os.path.basename(filename)}: the constant(s) {names} must be assigned at the top "
             f"level of the script (e.g. `{sorted(missing)[0]} = ...`), as in the course template; "
             "the grader sets them to other values to test your code")
-    return ast.fix_missing_locations(tree)
+    return tree
+
+
+def rewrite_where_assigned(source: str, filename: str,
+                           values: dict[str, object]) -> tuple[ast.Module, set]:
+    """The parsed script with its top-level assignments of the names in `values` given those
+    values, in whichever form the student wrote them (`A = 4`, `A: int = 4`, `A, B = 4, 8`,
+    `A = B = 4`, `A, B = f()`), and the names of `values` it does not assign at its top level
+    (left as they are)."""
+    # Imported here: run as a file, this module finds the package only once main() set the path.
+    from grader.common.constant_targets import assignment_targets, paired_values, replace_values
+    tree = ast.parse(source, filename)
+    missing, body = set(values), []
+    for statement in tree.body:
+        body.append(statement)
+        if (isinstance(statement, ast.AnnAssign) and statement.value is None
+                and isinstance(statement.target, ast.Name) and statement.target.id in values):
+            statement.value = ast.copy_location(ast.Constant(values[statement.target.id]), statement)
+            missing.discard(statement.target.id)
+            continue
+        targets = assignment_targets(statement)
+        bound = {name for target in targets for name, _ in paired_values(target, None)} & set(values)
+        if not bound:
+            continue
+        done = set()
+        if len(targets) == 1:   # the value written in place, as if the student had typed it
+            statement.value, done = replace_values(targets[0], statement.value, values)
+        for name in sorted(bound - done):
+            # Chained (`A = B = 4`: B keeps 4) or unpacked from a call: set right after it.
+            body.append(ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())],
+                                                     value=ast.Constant(values[name])), statement))
+        missing -= bound
+    tree.body = body
+    return ast.fix_missing_locations(tree), missing
 
 
 def run_script(path: str, args: list[str], values: dict[str, object],
