@@ -47,7 +47,8 @@ HIDE_ENV = "PDL_SANDBOX_HIDE"
 # they import; the sandbox binds only these, so reference/, rubrics/, tests/, the checks, the
 # integrity scan's rules and every other package are absent inside.
 RUNTIME_PARTS = ("__init__.py", "vgpu", "common", "records", "harness/__init__.py",
-                 "harness/hw3_launch.py", "harness/hw3_probe.py", "harness/hw3_recompute.py")
+                 "harness/hw3_launch.py", "harness/hw3_probe.py", "harness/hw3_import.py",
+                 "harness/hw3_recompute.py")
 # A run's working folder may hold this much (its trace and what the script saves).
 SCRATCH_LIMIT_BYTES = 512 * 2**20
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import gc
 import hashlib
-import importlib.util
 import inspect
 import io
 import json
@@ -37,8 +36,8 @@ import traceback
 import types
 import weakref
 
+from grader.harness.hw3_import import StudentImports
 from grader.harness.hw3_recompute import equals_any
-from grader.vgpu.script_folder import standard_names_in
 
 CONFIG_TIME_LIMIT_S = 30
 
@@ -112,33 +111,6 @@ def devices_while_running(log: list, n_layers: int) -> list | None:
 def describe_error(error: BaseException, model_file: str) -> dict:
     return {"type": type(error).__name__, "message": str(error).strip()[:1500],
             "site": student_site(error, model_file)}
-
-
-# -- the student's module, imported as `python hw3/model_parallel.py` would see it ------------
-def import_student_module(model_file: str):
-    """Import the student's script as running it does: its folder first on sys.path, so the
-    helper modules beside it are found, even one named like a standard module that the grader
-    imported already (hw3/profile.py: set aside while the script imports). Afterwards nothing
-    of the student's may stand in for what the grader or PyTorch imports later: the folder
-    moves to the end of sys.path, and the standard modules come back into sys.modules (the
-    student's code keeps its references). Everything the probe itself needs is imported
-    before (module top)."""
-    folder = os.path.dirname(os.path.abspath(model_file))
-    shadowed = standard_names_in(folder)
-    set_aside = {name: sys.modules.pop(name) for name in list(sys.modules)
-                 if name.split(".")[0] in shadowed}
-    sys.path.insert(0, folder)
-    try:
-        spec = importlib.util.spec_from_file_location("model_parallel", model_file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["model_parallel"] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = [entry for entry in sys.path if entry != folder] + [folder]
-        for name in [n for n in sys.modules if n.split(".")[0] in shadowed]:
-            del sys.modules[name]
-        sys.modules.update(set_aside)
-    return module
 
 
 # Constructor parameters the probe recognises by name (lower case), in order of preference.
@@ -277,27 +249,21 @@ class Probe:
         self.real_device_count = torch.cuda.device_count
         self.weights_dir = None
         self.node_size: int | None = None
-        self._module = None
-        self._module_node: int | None = None
+        self.imports = StudentImports(model_file, ConfigTimeout)
         self.built_as: str | None = None   # the constructor call of the last build
 
-    @property
-    def module(self):
-        """The student's module as a run on the current node imports it: imported on first
-        use (the base code is measured before any student code runs), and again when the
-        node changes size, so a module-level `torch.cuda.device_count()` sees this node. An
-        import that fails is that configuration's error."""
-        if self._module is None or self._module_node != self.node_size:
-            self._module = None
-            try:
-                self._module = import_student_module(self.model_file)
-            except BaseException as error:
-                if isinstance(error, KeyboardInterrupt):
-                    raise
-                error.described = dict(describe_error(error, self.model_file), during="import")
+    def module(self, dim: int, depth: int):
+        """The student's module as a run on the current node imports it (hw3_import.py):
+        imported on first use (the base code is measured before any student code runs), and
+        again when the node changes size, so a module-level `torch.cuda.device_count()` sees
+        this node. An import that fails is that configuration's error."""
+        try:
+            return self.imports.get(self.node_size, dim, depth)
+        except BaseException as error:
+            if isinstance(error, KeyboardInterrupt):
                 raise
-            self._module_node = self.node_size
-        return self._module
+            error.described = dict(describe_error(error, self.model_file), during="import")
+            raise
 
     def emit(self, record: dict) -> None:
         self._emit(record)
@@ -321,7 +287,8 @@ class Probe:
         self.torch.manual_seed(seed)
         calls: list[str] = []
         try:
-            return construct(self.module if module is None else module, dim, depth, calls)
+            return construct(self.module(dim, depth) if module is None else module, dim, depth,
+                             calls)
         finally:
             self.built_as = calls[-1] if calls else None
 
@@ -800,7 +767,7 @@ def _sealed_writer(out_path: str, seal, replaced, watched: list):
 
 # The probe's attributes that change as it measures (the rest is compared before each record;
 # built_as only words feedback).
-_PROBE_STATE = frozenset({"hung", "node_size", "_module", "_module_node", "built_as"})
+_PROBE_STATE = frozenset({"hung", "node_size", "built_as"})
 
 
 def _keep_student_files_off_the_grader_path() -> None:

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from grader.harness.hw3_probe import CannotBuild, construct, import_student_module
+from grader.harness.hw3_probe import CannotBuild, construct
 
 
 def module_with(source: str) -> types.ModuleType:
@@ -173,7 +173,7 @@ def test_helpers_beside_the_script_even_one_named_like_a_standard_module(tmp_pat
         "from profile import timer\nfrom layout import gpus\nWHO = timer()\nLAYOUT = gpus(6, 2)\n")
     script = textwrap.dedent(f"""
         import sys, profile
-        from grader.harness.hw3_probe import import_student_module
+        from grader.harness.hw3_import import import_student_module
         module = import_student_module({str(folder / "model_parallel.py")!r})
         assert module.WHO == "student profile", module.WHO
         assert module.LAYOUT == [0, 0, 0, 1, 1, 1], module.LAYOUT
