@@ -213,3 +213,23 @@ def test_each_answer_is_shown_with_where_it_was_read(result):
     assert "| `task2.step_time_table` | depth=6 step_time_ms=182.6 | hw3/report.pdf, page 2, table |" in markdown
     html = render_html(graded)
     assert "<td>hw3/report.pdf, page 2, table</td>" in html
+
+
+def test_a_check_with_cases_beside_skipped_ones_says_those_were_not_counted(result):
+    """A failed check whose one-GPU cases count only when they fail (HW3 Task 3): its skipped
+    cases' reason is "cases not counted", not "skipped because" under a check that failed (read
+    grading a broken submission by hand: "**hw3.task3.all_gpus_used** (failed) - skipped
+    because: ..."). A check skipped whole still says "skipped because"."""
+    graded = result(ROUND_ROBIN)
+    check = find_item(graded, "hw3.task3")["checks"][-1]
+    reason = "one GPU: any layout that runs passes this, so it counts only when it fails"
+    check["cases"].append({"case": "[1gpus-depth3]", "outcome": "skipped", "message": reason})
+    check["skipped"] += 1
+    md = section(render_markdown(graded), "### Task 3 - Distribute the layers over any number "
+                                          "of GPUs")
+    assert f"- cases not counted: {reason}" in md and f"skipped because: {reason}" not in md, (
+        f"expected the failed check's skipped cases said 'not counted'; observed:\n{md} "
+        "(grader/reports/templates/item.md.j2)")
+    html = render_html(graded)
+    assert f"<li>cases not counted: {reason}</li>" in html, "report.html.j2: skip-reasons list"
+    assert "skipped because: needs 2 real GPU(s)" in render_markdown(graded)
