@@ -788,10 +788,40 @@ def _script_text(path: str) -> str:
 def handout_sets(submission: Path, script: str, defaults=None) -> dict | None:
     """The constants to set for a run of `script` made the course's way: those of `defaults`
     (the handout's values: HANDOUT_BATCH) that the file assigns another value, as a student
-    leaves them after trying other ones (the file itself is never changed); None where it
-    holds the handout's values or does not assign them at its top level."""
+    leaves them after trying other ones (the file itself is never changed), and STEPS lowered
+    to the template's (steps_limit); None where it holds the handout's values or does not
+    assign them at its top level."""
     defaults = HANDOUT_BATCH if defaults is None else defaults
     written = assigned_constants(script_text(submission, script), set(defaults))
     changed = {name: value for name, value in defaults.items()
                if written.get(name, value) != value}
-    return changed or None
+    return {**changed, **steps_limit(submission, script)} or None
+
+
+# The steps the course's template scripts take (their `STEPS = ...`; the handouts give none).
+# The grader's runs take no more: a script left at STEPS = 300 ran out of time in every run
+# (adv37 F5), and what the checks judge (splits, gradients, memory, per-step times) is there
+# from the first steps on.
+TEMPLATE_STEPS = {"practical5/practical5_dp.py": 10, "practical5/practical5_single.py": 10,
+                  "practical6/practical6_ddp.py": 10, "practical10/sample.py": 3}
+
+
+def steps_limit(submission: Path, script: str) -> dict:
+    """{"STEPS": the template's} for a run of `script` where the file assigns STEPS a larger
+    whole number at its top level; {} otherwise: a smaller STEPS is run as written (never
+    raised), and one the grader cannot read without running it (an expression) is left alone
+    (lowering it could be raising it)."""
+    most = TEMPLATE_STEPS.get(script)
+    steps = assigned_constants(script_text(submission, script), {"STEPS"}).get("STEPS")
+    if most is None or not isinstance(steps, int) or isinstance(steps, bool) or steps <= most:
+        return {}
+    return {"STEPS": most}
+
+
+def steps_as_written(run, submission: Path, script: str) -> int:
+    """The optimizer steps the student's own run of `script` takes: the file's STEPS where the
+    grader's run lowered it (steps_limit), else the steps the grader's run took. What a
+    student's table of their own run is compared with."""
+    if "STEPS" in (run.sets or {}):
+        return assigned_constants(script_text(submission, script), {"STEPS"})["STEPS"]
+    return len(run.of("step", 0))

@@ -12,14 +12,14 @@ import pytest
 from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer_and_truth,
                                              checked_usage_table, constant_in_source, gpu_index,
                                              incomplete_rows, median_or_none, method_rows,
-                                             printed_numbers, rows_by, step_times, steps_of,
+                                             printed_numbers, rows_by, step_times,
                                              total_disagreements, whole_numbers)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
                                               handout_sets, peak_memory, rows_of, same_row,
-                                              shared_clock, training_peak_memory,
-                                              unscattered_training)
+                                              shared_clock, steps_as_written, TEMPLATE_STEPS,
+                                              training_peak_memory, unscattered_training)
 from grader.checks.random_draws import CPU, GPU, generators
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 from grader.common.text import answer_shown
@@ -32,7 +32,8 @@ BATCH = 64
 class HandoutRuns:
     """The runs the handout makes of the two scripts: with its BATCH_SIZE = 64 (its table's
     splits), set back for the run where a student left another value from trying when the
-    split is equal (the file itself is never changed; P10's runs do the same)."""
+    split is equal (the file itself is never changed; P10's runs do the same), and STEPS at
+    most the template's 10 (steps_limit: bounded run time)."""
 
     def __init__(self, runs, submission):
         self.runs = runs
@@ -63,10 +64,11 @@ def start_runs(runs, handout):
 def trained_to_the_end(run, submission, script) -> bool:
     """The run took every optimizer step its script asks for (STEPS): a crash after that (a
     last print, a cleanup) leaves the training and what it showed intact, as a part that ran
-    keeps its points when a later part crashes (rubrics/README.md)."""
+    keeps its points when a later part crashes (rubrics/README.md). The steps asked for are
+    the run's: the template's where the grader lowered STEPS for it (steps_limit)."""
     if run.ok:
         return True
-    steps = constant_in_source(submission / script, "STEPS")
+    steps = (run.sets or {}).get("STEPS") or constant_in_source(submission / script, "STEPS")
     return bool(steps) and len(run.of("step", 0)) >= steps
 
 
@@ -454,8 +456,9 @@ def test_reported_final_loss_equality(handout, submission, answers, measured, re
 
 TIMING_METHODS = ["single", "dp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
-MEASURED_UNDER = {"timing": "your scripts as handed in (their own DIM and STEPS; BATCH_SIZE the "
-                            "handout's 64): single on 1 GPU, dp on 2 GPUs",
+MEASURED_UNDER = {"timing": "your scripts as handed in (their own DIM; STEPS at most the "
+                            f"template's {TEMPLATE_STEPS[DP]}; BATCH_SIZE the handout's 64): "
+                            "single on 1 GPU, dp on 2 GPUs",
                   "dp": f"your practical5_dp.py with batch {BATCH} on 2, 3 and 5 GPUs"}
 TIMING_COLUMNS = ["gpus", "step_time_s", "total_time_s"]
 # The handout's table has the times only ("Set up / Step Time (sec) / Total Time (sec)"); the
@@ -525,7 +528,9 @@ def test_reported_timing_table(handout, submission, answers, measured, reported_
         return
     checkable = [m for m in TIMING_METHODS if not incomplete_rows(rows, [m], TIMES)]
     assert checkable, explain("step and total times to compare", "no complete row", where)
-    steps = {"single": steps_of(single), "dp": steps_of(parallel)}
+    # The student's table times their own run: the file's STEPS, where the grader ran fewer.
+    steps = {"single": steps_as_written(single, submission, SINGLE),
+             "dp": steps_as_written(parallel, submission, DP)}
     problems, flags = total_disagreements({m: rows[m] for m in checkable},
                                           {m: steps[m] for m in checkable})
     said = rows["single"].get("gpus", 1) if "single" in checkable else 1

@@ -19,7 +19,7 @@ from grader.checks.practical_answers import (COMPARISON_ASPECTS, TOTAL_LOWER, an
                                              comparison_names, comparison_rows,
                                              constant_in_source, device_name,
                                              incomplete_rows, median_or_none, method_rows,
-                                             per_rank_line, rows_by, step_times, steps_of,
+                                             per_rank_line, rows_by, step_times,
                                              total_disagreements)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
@@ -28,7 +28,8 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               first_step_rows_dropped,
                                               forward_passes, gpu0_more_loaded,
                                               handout_sets, learning_ranks, not_learning,
-                                              same_row, shared_clock, steps_made_outside,
+                                              same_row, shared_clock, steps_as_written,
+                                              steps_made_outside, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
 
@@ -42,7 +43,8 @@ SHEET_PROCESSES = 2
 
 def ddp_spec(runs, processes):
     """The DDP script's run on `processes` ranks, the course's way: the handout's BATCH_SIZE
-    (set back where the file was left with another; handout_sets)."""
+    (set back where the file was left with another; handout_sets) and STEPS at most the
+    template's (steps_limit)."""
     return dict(script=SCRIPT, gpus=processes, nproc=processes, launcher="torchrun",
                 sets=handout_sets(runs.submission, SCRIPT))
 
@@ -770,8 +772,8 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
 
 TIMING_METHODS = ["dp", "ddp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
-MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM and STEPS; BATCH_SIZE the "
-                            f"handout's 64), "
+MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM; STEPS at most the "
+                            f"template's {TEMPLATE_STEPS[SCRIPT]}; BATCH_SIZE the handout's 64), "
                             f"{SHEET_PROCESSES} processes on {SHEET_PROCESSES} GPUs"}
 TIMING_COLUMNS = ["step_time_s", "total_time_s"]
 
@@ -797,8 +799,9 @@ def test_reported_timing_table(runs, submission, answers, measured, reported_val
         return
     checkable = [m for m in TIMING_METHODS if not incomplete_rows(rows, [m], TIMING_COLUMNS)]
     assert checkable, explain("step and total times to compare", "no complete row", where)
-    # The steps each script takes: this run's; Practical 5's from its STEPS (not run here).
-    steps = {"ddp": steps_of(run),
+    # The steps each script takes as the student runs it: the file's STEPS where the grader's
+    # run took fewer (steps_as_written); Practical 5's from its STEPS (not run here).
+    steps = {"ddp": steps_as_written(run, submission, SCRIPT),
              "dp": constant_in_source(submission / DP_SCRIPT, "STEPS")}
     problems, flags = total_disagreements({m: rows[m] for m in checkable},
                                           {m: steps[m] for m in checkable})
