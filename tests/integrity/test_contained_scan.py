@@ -34,8 +34,32 @@ def hostile(folder: Path) -> Path:
     return folder
 
 
+def in_a_fresh_interpreter(code: str, *args: str) -> str:
+    """`code`'s stdout, run by a new Python (the repository first on its path). The scan's
+    child may use the parent's mapped memory on top of its limit (RLIMIT_AS counts mappings, and
+    a heap's freed space is reused without new ones): in a pytest worker that has run thousands
+    of tests that is hundreds of MiB, so SMALL_LIMIT was not reached and a CI run failed these
+    tests. A fresh interpreter is the small grading process the limit is set for."""
+    import subprocess
+    import sys
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=root, env={**os.environ, "PYTHONPATH": root}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+SCAN_SMALL = (
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "from grader.integrity.contained import scan_contained\n"
+    "print(json.dumps([f.to_dict() for f in scan_contained(Path(sys.argv[1]), int(sys.argv[2]))]))\n")
+
+
 def test_a_module_too_large_for_the_scans_memory_is_held_with_the_limit_said(tmp_path):
-    found = scan_contained(hostile(tmp_path / "sub"), SMALL_LIMIT)
+    from grader.integrity.findings import Finding
+    told = in_a_fresh_interpreter(SCAN_SMALL, str(hostile(tmp_path / "sub")), str(SMALL_LIMIT))
+    found = [Finding.from_dict(item) for item in json.loads(told)]
     table = [f for f in found if f.file == "practical4/table.py" and f.category == "unreadable"]
     assert table and table[0].kind == TAMPERING, (
         f"expected practical4/table.py held as unreadable (tampering: its points held); "
@@ -124,17 +148,27 @@ def scanning_grade(job) -> None:
     publish(score_run(run, rubrics, submitted_at=job.submitted_at), job.out, rubrics=rubrics)
 
 
-def test_a_batch_holds_the_hostile_upload_and_grades_the_others(tmp_path):
+def batch_with_a_hostile_upload(folder: Path) -> None:
+    """The batch of mallory (hostile) and carol into `folder`/out; prints its progress."""
     from grader.batch.pipeline import BatchOptions, run_batch
-    from tests.batch.test_audit_batch import rows
-    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs, out = folder / "subs", folder / "out"
     hostile(subs / "mallory")
     (subs / "carol" / "practical4").mkdir(parents=True)
     (subs / "carol" / "practical4" / "concepts.py").write_text("import torch\n")
     summary = run_batch(subs, out, BatchOptions(assignments=("practical4",)),
                         grade_fn=scanning_grade, stream=io.StringIO(), live=False)
+    print(json.dumps([summary.progress.graded, summary.progress.failed]))
+
+
+def test_a_batch_holds_the_hostile_upload_and_grades_the_others(tmp_path):
+    from tests.batch.test_audit_batch import rows
+    told = in_a_fresh_interpreter(
+        "import sys\nfrom pathlib import Path\n"
+        "from tests.integrity.test_contained_scan import batch_with_a_hostile_upload\n"
+        "batch_with_a_hostile_upload(Path(sys.argv[1]))\n", str(tmp_path))
+    out = tmp_path / "out"
     found = rows(out)
-    assert (summary.progress.graded, summary.progress.failed) == (2, 0), found
+    assert json.loads(told.strip().splitlines()[-1]) == [2, 0], (told, found)
     assert found["carol"]["Status"] == "graded" and float(found["carol"]["practical4"]) > 0, found
     assert found["mallory"]["practical4"] == "" and "held for review" in found["mallory"]["Status"], (
         f"expected mallory's points held for review, never a grade; observed {found['mallory']}")
