@@ -1,9 +1,8 @@
 """The sum and sum of squares of each of many tensors, read back to the host once per device.
 
-The model's step takes the fingerprint of every parameter twice: the step record's (all of them
-together, observe.py) and the side-step guard's mark (each on its own, side_steps.py). Read one
-number at a time, each was a wait on the GPU (two per parameter, twice: hundreds per step of a
-real model). Here each tensor's two numbers are worked out on its device and all of a device's
+The step record (observe.py) takes the fingerprint of every parameter the model's step stepped,
+and every DDP pass that of the gradients it synchronised. Read one number at a time, each was a
+wait on the GPU (two per parameter: hundreds per step of a real model). Here each tensor's two numbers are worked out on its device and all of a device's
 are read in one copy; the combined fingerprint is the per-tensor ones added in the same order,
 so it is the very number one read per tensor gave.
 """

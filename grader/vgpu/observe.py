@@ -20,7 +20,7 @@ from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, ma
 from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
-from grader.vgpu.side_steps import SideSteps, fingerprint, step_code
+from grader.vgpu.side_steps import SideSteps, step_code
 from grader.vgpu.fingerprints import combined, prints_of
 from grader.vgpu.trace import Trace, call_site
 
@@ -323,7 +323,7 @@ def placements_at_error(traceback_, own_file) -> None:
 
 def _fingerprint(tensors) -> dict:
     # Two numbers per set of tensors are enough to tell "equal on every rank" from "not".
-    total, squares = fingerprint(tensors)
+    total, squares = combined(prints_of(tensors))
     return {"sum": total, "sumsq": squares}
 
 
@@ -717,10 +717,8 @@ class Observer:
         self._joinable = (self._joinable | ids) if self._joins else ids
         if not self.trace.enabled:
             return
-        prints = prints_of(params)   # one read per device, for the record and the marks
-        total, squares = combined(prints)
-        printed = {"sum": total, "sumsq": squares}
-        self.side.stepped(params, prints)
+        printed = _fingerprint(params)
+        self.side.stepped(params)
         if self.side.hook_wrote:   # its own step hook wrote the weights (side_steps.WatchedHook)
             self._grad_sources["weights_written"] = True
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,

@@ -48,7 +48,6 @@ import weakref
 import torch
 import torch.optim.optimizer as _optimizer
 
-from grader.vgpu.fingerprints import Print, combined, prints_of
 
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 _GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -91,29 +90,15 @@ def _grown_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> int:
         return int((now.abs().double() > values.abs().double() * slack).sum())
 
 
-def fingerprint(tensors) -> tuple[float, float]:
-    """The sum and the sum of squares of the tensors' values, in float64."""
-    return combined(prints_of(tensors))
-
-
-def _where(parameter) -> tuple[int, int]:
-    with torch._C.DisableTorchFunction():
-        return parameter._version, parameter.data_ptr()
-
-
 class ParameterMark:
-    """One parameter as it was at one moment: its version and storage address, its values at
-    sampled positions, and its fingerprint. `vouches`: False where the mark was taken at the
+    """One parameter as it was at one moment: its values at sampled positions (a load, a write
+    through `.data` or a swap of storage all show there: `grew`, `set_afresh`, `moved`). `vouches`: False where the mark was taken at the
     parameter's first wrap in DDP after other optimizers had already trained (side steps): the
     weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
 
-    def __init__(self, parameter, vouches: bool = True, printed: Print | None = None,
-                 side_steps: int = 0):
+    def __init__(self, parameter, vouches: bool = True, side_steps: int = 0):
         self._ref = weakref.ref(parameter)
-        self._where = _where(parameter)
         self._sample = _sampled(parameter)
-        # `printed`: its fingerprint, where the step's record already read it (fingerprints.py)
-        self._print = printed if printed is not None else prints_of([parameter])[0]
         self.vouches = vouches
         self.side_steps = side_steps   # the run's side steps when it was taken
 
@@ -156,25 +141,6 @@ class ParameterMark:
         """Whether any sampled value of the parameter differs from the mark's."""
         parameter = self._ref()
         return parameter is not None and not _same_at(parameter, *self._sample)
-
-    def written(self) -> bool:
-        """Whether the parameter was written since (one let go of was not)."""
-        parameter = self._ref()
-        if parameter is None:
-            return False
-        return _where(parameter) != self._where or not _same_at(parameter, *self._sample) or \
-            prints_of([parameter])[0] != self._print
-
-
-class WeightMark:
-    """The marks of several parameters: written where any one still alive was."""
-
-    def __init__(self, parameters):
-        self._marks = [ParameterMark(p) for p in parameters]
-
-    def written(self) -> bool:
-        return any(mark.written() for mark in self._marks)
-
 
 # A parameter's sampled values changed by this share of their size or more, at their median,
 # were set afresh (an initialization, a checkpoint), not trained (set_afresh).
@@ -252,9 +218,8 @@ class SideSteps:
                 self._wrapped[id(parameter)] = (weakref.ref(parameter), size)
             if self._mark_of(parameter) is None:
                 unmarked.append(parameter)
-        for parameter, printed in zip(unmarked, prints_of(unmarked)):
+        for parameter in unmarked:
             self._marks[id(parameter)] = ParameterMark(parameter, vouches=not self._side_steps,
-                                                       printed=printed,
                                                        side_steps=self._side_steps)
             self._unstepped.add(id(parameter))
 
@@ -324,10 +289,9 @@ class SideSteps:
             return code or unknown
         return None
 
-    def stepped(self, parameters, prints: list[Print] | None = None) -> None:
+    def stepped(self, parameters) -> None:
         """The model's step is done: the model's parameters it stepped are marked as it left
-        them; marks of parameters let go of are dropped. `prints`: the parameters'
-        fingerprints, as the step's record read them (none read twice). A mark that vouched for
+        them; marks of parameters let go of are dropped. A mark that vouched for
         nothing goes on vouching for nothing while the model's steps leave the weights as it
         found them (adv35 F6: decoys of a loss scaled by 1e-9 after the load had kept all steps
         but the first). `hook_wrote`: whether a step hook of the script's own grew the weights
@@ -335,12 +299,10 @@ class SideSteps:
         self.hidden = 0
         self.hook_wrote = bool(_HOOK_WRITES)
         _HOOK_WRITES.clear()
-        printed = dict(zip(map(id, parameters), prints)) if prints is not None else {}
         for parameter in self._model_parameters(parameters):
             old = self._mark_of(parameter)
             vouches = old is None or old.vouches or old.moved()
             self._marks[id(parameter)] = ParameterMark(parameter, vouches=vouches,
-                                                       printed=printed.get(id(parameter)),
                                                        side_steps=self._side_steps)
             self._unstepped.discard(id(parameter))
         if len(self._marks) > 2 * len(self._wrapped) + 64:

@@ -310,16 +310,19 @@ def test_a_write_through_data_that_keeps_the_sums_is_seen_at_the_sampled_values(
     """Reversing a parameter's values through `.data` keeps its version, its storage and (small
     integers: exact in any order) the sum and the sum of squares: only the values at the
     mark's sampled positions tell the write (a forger fixing up the sums after a load)."""
-    from grader.vgpu.side_steps import WeightMark, _where, fingerprint
+    from grader.vgpu.fingerprints import prints_of
+    from grader.vgpu.side_steps import ParameterMark, grew
     weight = nn.Parameter(torch.arange(16.0))
-    mark = WeightMark([weight])
-    before = (_where(weight), fingerprint([weight]))
+    marks = [ParameterMark(weight)]
+    before = (weight._version, weight.data_ptr(), prints_of([weight]))
     with torch.no_grad():
         weight.data.copy_(weight.data.flip(0))
-    assert (_where(weight), fingerprint([weight])) == before, "the write should hide from all but the samples"
-    assert mark.written(), "the reversed values should be seen as written beside the optimizer"
-    unwritten = WeightMark([weight])
-    assert not unwritten.written(), "a parameter left alone is not written"
+    assert (weight._version, weight.data_ptr(), prints_of([weight])) == before, (
+        "the write should hide from all but the samples")
+    assert grew(marks) and marks[0].moved(), (
+        "expected the reversed values seen as grown beside the optimizer; observed not grown "
+        "(look: side_steps.grew, ParameterMark.moved)")
+    assert not grew([ParameterMark(weight)]), "a parameter left alone has not grown"
 
 
 # -- the mark is per parameter, taken only at a parameter's first wrap and the model's steps -----
@@ -400,13 +403,14 @@ def test_a_copy_trained_before_the_model_is_wrapped_vouches_for_nothing(traced_v
 
 
 def test_a_parameter_let_go_of_does_not_hide_the_others_writes():
-    from grader.vgpu.side_steps import WeightMark
+    from grader.vgpu.side_steps import ParameterMark, grew
     kept, dropped = nn.Parameter(torch.arange(8.0)), nn.Parameter(torch.ones(4))
-    mark = WeightMark([dropped, kept])
+    marks = [ParameterMark(dropped), ParameterMark(kept)]
     del dropped
     with torch.no_grad():
         kept.copy_(kept.flip(0))
-    assert mark.written(), "a write to the kept parameter should be seen though another is gone"
+    assert marks[0].grown() == (0, 0), "a parameter let go of has nothing to compare"
+    assert grew(marks), "a write to the kept parameter should be seen though another is gone"
 
 
 # -- one optimizer per pipeline stage: its steps one step of the model (adv35 H10) -------------

@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from grader.checks import practical_measures as pm
 from grader.checks import test_practical10 as p10
-from grader.vgpu.side_steps import ROUNDING, WeightMark, grew
+from grader.vgpu.side_steps import ROUNDING, ParameterMark, grew
 from tests.grading.test_gradients_made_elsewhere import batch, observed, wide_model
 from tests.grading.test_passes_of_copies import micro_batches
 from tests.grading import test_side_steps as side_steps
@@ -232,11 +232,11 @@ def test_growth_tells_a_load_from_a_clamp_or_a_decay():
     trained = weight.detach() - 0.01 * torch.randn(101)
     for write, grown in [(lambda p: p.clamp_(-0.5, 0.5), False), (lambda p: p.mul_(0.9), False),
                          (lambda p: p.copy_(trained), True)]:
-        mark = WeightMark([weight])
+        marks = [ParameterMark(weight)]
         before = weight.detach().clone()
         with torch.no_grad():
             write(weight)
-        assert grew(mark._marks) is grown, (
+        assert grew(marks) is grown, (
             f"expected grew() {grown} after this write; observed {not grown} (look: "
             "side_steps.grew)")
         with torch.no_grad():
@@ -247,15 +247,15 @@ def test_one_value_grown_is_a_write_and_rounding_is_not():
     """adv38 F1 grew 8% of the values per step, under the tenth that had been let pass; the
     equal weights of three ranks averaged by hand round within ROUNDING ulps."""
     weight, scale = nn.Parameter(torch.linspace(-1.0, 1.0, 101)), nn.Parameter(torch.ones(1))
-    mark = WeightMark([weight, scale])
+    marks = [ParameterMark(weight), ParameterMark(scale)]
     with torch.no_grad():
         weight.copy_((weight * 3) / 3)
-    assert not grew(mark._marks), (
+    assert not grew(marks), (
         f"expected no growth from (3w)/3 (within {ROUNDING} ulps); observed grew() True "
         "(look: side_steps._grown_at, ROUNDING)")
     with torch.no_grad():
         scale.mul_(1.001)
-    assert grew(mark._marks), (
+    assert grew(marks), (
         "expected the one value grown by 0.1% (1 of the 65 sampled) seen as grown; observed "
         "grew() False (look: side_steps.grew)")
 

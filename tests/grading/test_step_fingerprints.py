@@ -89,13 +89,16 @@ def test_a_model_step_reads_its_fingerprints_once_per_device(traced_vnode, count
         f"{step['params']}, expected {(total, squares)}")
 
 
-def test_a_mark_taken_from_the_records_prints_still_sees_a_load_beside_the_optimizer():
-    """The mark made from the record's fingerprint compares equal to one read on its own, and
-    a write keeping the version counter (through .data) is still seen."""
-    from grader.vgpu.fingerprints import prints_of
-    from grader.vgpu.side_steps import ParameterMark
+def test_a_load_through_data_is_seen_by_the_mark_though_it_keeps_the_version():
+    """A load of other weights through `.data` keeps the parameter's version counter: the
+    mark's sampled values still tell it grew and was set afresh, not trained."""
+    from grader.vgpu.side_steps import ParameterMark, grew
     weight = nn.Parameter(torch.randn(32, 32))
-    mark = ParameterMark(weight, printed=prints_of([weight])[0])
-    assert not mark.written(), "a mark from the batched fingerprint must match the parameter"
+    mark = ParameterMark(weight)
+    assert not grew([mark]) and not mark.moved(), "a parameter left alone has not moved"
+    version = weight._version
     weight.data.copy_(torch.randn(32, 32))
-    assert mark.written(), "a load through .data must be seen"
+    assert weight._version == version, "the write should keep the version counter"
+    assert grew([mark]) and mark.set_afresh(), (
+        "expected a load through .data seen as grown and set afresh; observed "
+        f"grew={grew([mark])}, set_afresh={mark.set_afresh()} (look: side_steps.ParameterMark)")
