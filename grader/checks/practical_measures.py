@@ -18,6 +18,7 @@ from pathlib import Path
 
 from grader.checks.support import explain
 from grader.common.constant_targets import assignment_targets, paired_values
+from grader.common.constant_values import whole_number_assigned
 
 # -- evidence before a crash -------------------------------------------------------------------
 
@@ -808,14 +809,26 @@ TEMPLATE_STEPS = {"practical5/practical5_dp.py": 10, "practical5/practical5_sing
 
 def steps_limit(submission: Path, script: str) -> dict:
     """{"STEPS": the template's} for a run of `script` where the file assigns STEPS a larger
-    whole number at its top level; {} otherwise: a smaller STEPS is run as written (never
-    raised), and one the grader cannot read without running it (an expression) is left alone
-    (lowering it could be raising it)."""
+    whole number at its top level, written as a number or as an expression the grader can work
+    out without running it (`10 * 30`, earlier constants, `int(os.environ.get("STEPS", 300))`:
+    grader/common/constant_values.py); {} otherwise: a smaller STEPS is run as written (never
+    raised), and one the grader cannot work out (a call of the script's own, argparse) is left
+    alone (lowering it could be raising it)."""
     most = TEMPLATE_STEPS.get(script)
-    steps = assigned_constants(script_text(submission, script), {"STEPS"}).get("STEPS")
-    if most is None or not isinstance(steps, int) or isinstance(steps, bool) or steps <= most:
+    steps = steps_written(submission, script)
+    if most is None or steps is None or steps <= most:
         return {}
     return {"STEPS": most}
+
+
+def steps_written(submission: Path, script: str) -> int | None:
+    """The file's STEPS: a whole number at its top level, or an expression worked out
+    (constant_values.py), or None."""
+    text = script_text(submission, script)
+    steps = whole_number_assigned(text, "STEPS")
+    if steps is None:   # a literal that a top-level block may change again: read as written
+        steps = assigned_constants(text, {"STEPS"}).get("STEPS")
+    return steps if type(steps) is int else None
 
 
 def steps_as_written(run, submission: Path, script: str) -> int:
@@ -823,5 +836,7 @@ def steps_as_written(run, submission: Path, script: str) -> int:
     grader's run lowered it (steps_limit), else the steps the grader's run took. What a
     student's table of their own run is compared with."""
     if "STEPS" in (run.sets or {}):
-        return assigned_constants(script_text(submission, script), {"STEPS"})["STEPS"]
+        written = steps_written(submission, script)
+        if written is not None:
+            return written
     return len(run.of("step", 0))
