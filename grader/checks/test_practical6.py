@@ -124,15 +124,32 @@ def start_runs(runs):
 
 
 def first_batches(run):
-    """{rank: rows of its first training forward pass} for the ranks that ran one (an
-    evaluation pass under torch.no_grad() before training, or a pass no backward reached, is
-    no training batch)."""
+    """{rank: rows it trains on per optimizer step} for the ranks that ran a training forward
+    pass: the rows of its training passes before its first optimizer step, together (an
+    evaluation pass under torch.no_grad(), or a pass no backward reached, is no training
+    batch). A share run as micro-batches whose gradients accumulate into one step (no_sync()
+    on all but the last) is the share: adv37 F6, the handout's 32 rows in 2 halves of 16, had
+    been told "rank 0 trains on 16 rows" by its first pass alone. A pass on the very rows of
+    an earlier one of the step (recorded alike, row by row) trains no more rows."""
     found = {}
     for rank in run.ranks():
         passes = [p for p in forward_passes(run, rank) if p["trains"]]
-        if passes and passes[0]["rows"]:
-            found[rank] = passes[0]["rows"]
+        if not passes or not passes[0]["rows"]:
+            continue
+        kept = []
+        for p in passes:
+            if p["step"] == passes[0]["step"] and p["rows"] and \
+                    not any(repeats(p, earlier) for earlier in kept):
+                kept.append(p)
+        found[rank] = sum(p["rows"] for p in kept)
     return found
+
+
+def repeats(forward, earlier) -> bool:
+    """A training pass on the same rows as an earlier pass, as both recorded them."""
+    rows, before = forward["rows_in"], earlier["rows_in"]
+    return bool(rows) and before is not None and len(rows) == len(before) and \
+        all(map(same_row, rows, before))
 
 
 def shares(processes):
@@ -262,7 +279,8 @@ def test_each_rank_trains_on_its_share(runs, processes):
     chunked = [seen.get(r) for r in range(processes)] == chunk_sizes(BATCH, processes)
     wrong = {} if chunked else {r: b for r, b in seen.items() if b not in allowed}
     assert len(seen) == processes and not wrong, explain(
-        expected, "; ".join(f"rank {r} trains on {b} rows" for r, b in sorted(wrong.items()))
+        expected, "; ".join(f"rank {r} trains on {b} rows per optimizer step"
+                            for r, b in sorted(wrong.items()))
         or f"forward passes on rank(s) {sorted(seen)} only", look)
 
 
@@ -512,7 +530,7 @@ def test_reported_per_rank_batch(runs, answers, agree):
     truth = (seen[0] if len(seen) == 1 else seen) if seen else None
     value, truth = answer_and_truth(answers, "ddp.per_rank_batch", truth, run)
     agree("ddp.per_rank_batch", value, truth,
-          f"runs each rank's forward pass on {', '.join(map(str, seen))} rows with "
+          f"trains each rank on {', '.join(map(str, seen))} rows per optimizer step with "
           f"BATCH_SIZE={BATCH} and {SHEET_PROCESSES} processes")
 
 
