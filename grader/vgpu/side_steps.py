@@ -30,6 +30,14 @@ were trained rather than set afresh (AFRESH; a copy trained by hand on the batch
 before the first pass stays judged at the first step), nor where other optimizers stepped
 meanwhile (their weights, loaded: the mark vouches for nothing, as adv35 F6's before the wrap).
 
+A write that brings back a state the model's weights were in at an earlier mark that vouched
+(bit for bit at that mark's sampled values: `_restored`) is no write beside the optimizer: a
+checkpoint of the run's own loaded back mid-run (a resume tested after a step, a rollback to the
+best step, the start restored after a trial step) holds weights the model's own optimizer made,
+or its start. Only distinct states are remembered (REMEMBERED per parameter), so decoys that
+leave the weights as they were leave nothing to restore but the weights the last mark holds; a
+state a step judged written left (or one not vouched for) is never restored.
+
 The mark is taken after the model's step, so what runs inside that step is taken as the
 optimizer's: a step of the script's own (a subclass's `step`), a closure handed to `step()`, or a
 step hook may write the weights there unseen (the first two forgeries of the load inside the
@@ -96,6 +104,8 @@ class ParameterMark:
     parameter's first wrap in DDP after other optimizers had already trained (side steps): the
     weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
 
+    restorable = False   # a state a later load may bring back (SideSteps._mark, _restored)
+
     def __init__(self, parameter, vouches: bool = True, side_steps: int = 0):
         self._ref = weakref.ref(parameter)
         self._sample = _sampled(parameter)
@@ -158,6 +168,11 @@ def grew(marks) -> bool:
     return any(mark.grown()[0] for mark in marks)
 
 
+# Past states of each parameter of the model remembered (`SideSteps._remember`), at most: the
+# first (the model's start) and the latest are kept.
+REMEMBERED = 256
+
+
 # A module wrapped in DDP with fewer parameter values than this share of the largest one
 # wrapped is no part of the model: a probe on the model's output wrapped in DDP too (adv35 H9).
 MODEL_SHARE = 0.1
@@ -177,6 +192,9 @@ class SideSteps:
     def __init__(self):
         self._wrapped: dict[int, tuple[weakref.ref, int]] = {}   # id -> (parameter, its wrap's size)
         self._marks: dict[int, ParameterMark] = {}
+        # Per parameter, a mark of each distinct state its marks found, oldest first: the last
+        # is its mark now (`_remember`, `_restored`)
+        self._past: dict[int, list[ParameterMark]] = {}
         # The model's parameters marked at their wrap, not yet stepped by the model: retaken at
         # each pass of the model (`pass_begins`)
         self._unstepped: set[int] = set()
@@ -184,11 +202,46 @@ class SideSteps:
         self.hook_wrote = False   # a step hook of the script's own wrote in the last step
         self._window_beside = False   # something else trained in the window (joined steps)
         self.hidden = 0   # side steps since the model's last step
+        self._judged = None   # what written_beside said of the model's step now running
         self._side_steps = 0   # side steps in the run so far
 
     def _mark_of(self, parameter) -> ParameterMark | None:
         mark = self._marks.get(id(parameter))
         return mark if mark is not None and mark.of(parameter) else None
+
+    def _mark(self, parameter, vouches: bool, restorable: bool = True) -> None:
+        """Mark `parameter` as it is now, and remember the state (`_remember`): one a load may
+        bring back where the mark vouches and `restorable` (not the weights a step judged
+        written left)."""
+        mark = ParameterMark(parameter, vouches=vouches, side_steps=self._side_steps)
+        mark.restorable = vouches and restorable
+        self._marks[id(parameter)] = mark
+        self._remember(parameter, mark)
+
+    def _remember(self, parameter, mark: ParameterMark) -> None:
+        """`mark` is the parameter's now: kept as a state it had, in place of the last one
+        remembered where the weights did not move since (the same state, sampled afresh: so
+        each state remembered but the last differs from the weights the last mark holds)."""
+        past = self._past.setdefault(id(parameter), [])
+        if past and not past[-1].of(parameter):   # an id the parameter had, let go of
+            past.clear()
+        if past and not past[-1].moved():
+            past[-1] = mark
+            return
+        past.append(mark)
+        if len(past) > REMEMBERED:
+            del past[1]
+
+    def _restored(self, parameter) -> bool:
+        """Whether the parameter holds again, at every value sampled, a state an earlier mark
+        that vouched found it in (not its mark now): a checkpoint of the run's own loaded back
+        (a resume tested mid-run, a rollback to the best step, the start restored after a
+        trial step) brings back weights the model's own optimizer made, or its start. Loaded
+        weights trained elsewhere match no past state: a training update changes nearly every
+        value, and decoys of a loss scaled by 1e-9 leave one state only (the last mark's)."""
+        past = self._past.get(id(parameter), [])
+        return any(mark.restorable and mark.of(parameter) and not mark.moved()
+                   for mark in past[:-1])
 
     def _least_model_size(self) -> float | None:
         """The fewest parameter values a wrap of the model's holds; None with none alive."""
@@ -219,8 +272,7 @@ class SideSteps:
             if self._mark_of(parameter) is None:
                 unmarked.append(parameter)
         for parameter in unmarked:
-            self._marks[id(parameter)] = ParameterMark(parameter, vouches=not self._side_steps,
-                                                       side_steps=self._side_steps)
+            self._mark(parameter, vouches=not self._side_steps)
             self._unstepped.add(id(parameter))
 
     def pass_begins(self, module) -> None:
@@ -247,9 +299,7 @@ class SideSteps:
                 # Trained, not set up: a copy of the weights trained by hand on the batch and
                 # written in before the first pass (adv35 F1, F1b) is judged at the first step.
                 continue
-            vouches = old.vouches and not beside
-            self._marks[id(parameter)] = ParameterMark(parameter, vouches=vouches,
-                                                       side_steps=self._side_steps)
+            self._mark(parameter, vouches=old.vouches and not beside)
 
     def is_side(self, optimizer) -> bool:
         """Whether the optimizer steps none of the wrapped model's parameters, where there is
@@ -279,15 +329,20 @@ class SideSteps:
         vouched for."""
         unknown, self._unvouched = self._unvouched, code
         _HOOK_WRITES.clear()
-        marks = [mark for p in self._model_parameters(parameters)
-                 if (mark := self._mark_of(p)) is not None]
-        if any(not mark.vouches for mark in marks) or grew(marks):
+        marked = [(p, mark) for p in self._model_parameters(parameters)
+                  if (mark := self._mark_of(p)) is not None]
+        self._judged = self._judge(marked, others_trained, code or unknown, joins)
+        return self._judged
+
+    def _judge(self, marked, others_trained: bool, code: str | None, joins: bool) -> str | None:
+        """written_beside's verdict on `marked` ((parameter, its mark) pairs): a value grown
+        is a write, unless the parameter holds a past state of its own again (`_restored`)."""
+        if any(not mark.vouches for _, mark in marked) or \
+                any(grew([mark]) and not self._restored(p) for p, mark in marked):
             return "written"
         beside = bool(self.hidden or others_trained or (joins and self._window_beside))
         self._window_beside = beside
-        if beside and (code or unknown):
-            return code or unknown
-        return None
+        return code if beside and code else None
 
     def stepped(self, parameters) -> None:
         """The model's step is done: the model's parameters it stepped are marked as it left
@@ -295,19 +350,22 @@ class SideSteps:
         nothing goes on vouching for nothing while the model's steps leave the weights as it
         found them (adv35 F6: decoys of a loss scaled by 1e-9 after the load had kept all steps
         but the first). `hook_wrote`: whether a step hook of the script's own grew the weights
-        in this step (WatchedHook): the weights it leaves are not its optimizer's."""
+        in this step (WatchedHook): the weights it leaves are not its optimizer's. Nor are
+        they where the step was judged written or not vouched for: no later load may bring
+        them back as the model's own (`_restored`)."""
         self.hidden = 0
         self.hook_wrote = bool(_HOOK_WRITES)
         _HOOK_WRITES.clear()
         for parameter in self._model_parameters(parameters):
             old = self._mark_of(parameter)
-            vouches = old is None or old.vouches or old.moved()
-            self._marks[id(parameter)] = ParameterMark(parameter, vouches=vouches,
-                                                       side_steps=self._side_steps)
+            self._mark(parameter, vouches=old is None or old.vouches or old.moved(),
+                       restorable=not self._judged and not self.hook_wrote)
             self._unstepped.discard(id(parameter))
         if len(self._marks) > 2 * len(self._wrapped) + 64:
             self._marks = {k: m for k, m in self._marks.items() if m.alive()}
             self._unstepped &= self._marks.keys()
+            self._past = {k: past for k, past in self._past.items() if k in self._marks}
+        self._judged = None
 
 
 # Step hooks of the script's own (WatchedHook) that grew the weights of the optimizer they ran

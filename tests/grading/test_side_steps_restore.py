@@ -1,0 +1,188 @@
+"""Practical 10's weight guard and checkpoints of the run's own loaded back mid-run
+(grader/vgpu/side_steps.py, SideSteps._restored).
+
+Honest: a checkpoint saved with `torch.save(model.module.state_dict())` after a step and loaded
+back a step later to test resuming, the start saved before the first step and restored after a
+trial step, the best step's weights rolled back to before a step. Each load brings back weights
+the model's own optimizer made (or its start), bit for bit, yet grows about half the values
+the last step left: every step after the load was read as weights written beside the
+optimizer (`weights_written`), which zeroes the training checks. Forged, and still so: a copy
+trained by hand loaded after honest steps, decoys after a forged load whose weights are then
+"restored", weights trained by hand restored over decoys.
+
+Each test runs one process group of one rank in the test's own process, the model in DDP.
+"""
+from __future__ import annotations
+
+import copy
+import io
+
+import torch
+
+from grader.checks import practical_measures as pm
+from tests.grading.test_gradients_made_elsewhere import batch
+from tests.grading.test_passes_of_copies import micro_batches
+from tests.grading import test_side_steps as side_steps
+from tests.grading.test_side_steps import steps_of
+from tests.grading.test_side_steps_by_hand import LR, by_hand, pattern
+
+ddp_run = side_steps.ddp_run   # the fixture: a one-rank process group, the model in DDP
+
+STEPS = 3
+
+
+def written(events) -> list[bool]:
+    """Per step of the model: whether it was read as made beside its passes."""
+    return [s.get("weights_written") is True and pm.made_outside(s) for s in steps_of(events)]
+
+
+def assert_honest(events, where: str) -> None:
+    steps = pattern(events)
+    assert [(s["forwards"], s["rows"], s["backwards"]) for s in steps] == \
+        [(4, [8] * 4, 4)] * STEPS and written(events) == [False] * STEPS, (
+        f"expected {STEPS} steps of 4 micro-batches of 8 rows, none written beside the "
+        f"optimizer; observed {steps}, written per step {written(events)} (look: {where})")
+
+
+def saved(model) -> bytes:
+    """`torch.save(model.module.state_dict(), path)`, in memory."""
+    file = io.BytesIO()
+    torch.save(model.module.state_dict(), file)
+    return file.getvalue()
+
+
+def load(model, checkpoint: bytes) -> None:
+    model.module.load_state_dict(torch.load(io.BytesIO(checkpoint)))
+
+
+def train(model, optimizer, x, y, before_step=None, after_step=None) -> None:
+    """The handout's loop for STEPS steps; `before_step(step)` runs after the micro-batches,
+    `after_step(step)` after optimizer.step()."""
+    for step in range(STEPS):
+        optimizer.zero_grad()
+        micro_batches(model, x, y)
+        if before_step:
+            before_step(step)
+        optimizer.step()
+        if after_step:
+            after_step(step)
+
+
+# -- honest: the run's own checkpoints loaded back ---------------------------------------------
+
+
+def test_a_checkpoint_of_step_0_loaded_back_after_step_1_to_test_resuming(ddp_run):
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    kept = {}
+
+    def resume(step):
+        if step == 0:
+            kept["ckpt"] = saved(model)
+        if step == 1:
+            load(model, kept["ckpt"])
+
+    train(model, optimizer, x, y, after_step=resume)
+    assert_honest(events, "side_steps.SideSteps._restored, _remember")
+
+
+def test_the_start_restored_after_a_trial_step(ddp_run):
+    """The weights saved before the first pass (deepcopy of the state dict), loaded back after
+    a smoke test of the step: the real run starts from them."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    start = copy.deepcopy(model.module.state_dict())
+    train(model, optimizer, x, y,
+          after_step=lambda step: step == 0 and model.module.load_state_dict(start))
+    assert_honest(events, "side_steps.SideSteps._restored (the mark at the wrap or first pass)")
+
+
+def test_a_rollback_to_the_best_step_before_a_step(ddp_run):
+    """The best weights so far kept as tensors; a step whose loss got worse is rolled back
+    before the optimizer steps (here: every step after the first)."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    best = {}
+
+    def roll_back(step):
+        if step > 0:
+            with torch.no_grad():
+                for p, b in zip(model.module.parameters(), best["weights"]):
+                    p.copy_(b)
+        best["weights"] = [p.detach().clone() for p in model.module.parameters()]
+
+    train(model, optimizer, x, y, before_step=roll_back)
+    assert_honest(events, "side_steps.SideSteps._restored")
+
+
+# -- forged: loads of weights the model's optimizer never made ---------------------------------
+
+
+def hand_trained(model, x, y, steps: int) -> list[torch.Tensor]:
+    w = [p.detach().clone() for p in model.module.parameters()]
+    for _ in range(steps):
+        with torch.no_grad():
+            for t, g in zip(w, by_hand(w, x, y)):
+                t -= LR * g
+    return w
+
+
+def write(model, weights) -> None:
+    with torch.no_grad():
+        for p, t in zip(model.module.parameters(), weights):
+            p.copy_(t)
+
+
+def test_a_copy_trained_by_hand_and_loaded_after_an_honest_step_is_still_written(ddp_run):
+    """An honest first step leaves two states to restore (the start, its weights); weights
+    trained by hand are neither."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    optimizer.zero_grad()
+    micro_batches(model, x, y)
+    optimizer.step()
+    for step in range(1, STEPS):
+        write(model, hand_trained(model, x, y, 1))
+        optimizer.zero_grad()
+        micro_batches(model, x, y, scale=1e-9)
+        optimizer.step()
+    assert written(events) == [False, True, True], (
+        f"expected the steps after the loads written beside the optimizer; observed "
+        f"{written(events)} (look: side_steps.SideSteps._restored)")
+
+
+def test_weights_a_written_step_left_are_no_state_to_restore(ddp_run):
+    """The forged weights loaded before step 0 (written), saved after it; a trial of other
+    weights, then the forged ones "restored": the step after is written too."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    forged = hand_trained(model, x, y, 5)
+    start = [p.detach().clone() for p in model.module.parameters()]
+    for step in range(STEPS):
+        write(model, forged if step != 1 else start)
+        optimizer.zero_grad()
+        micro_batches(model, x, y, scale=1e-9)
+        optimizer.step()
+    assert written(events) == [True, False, True], (
+        f"expected steps 0 and 2 written (the forged weights), step 1 not (the start "
+        f"restored); observed {written(events)} (look: SideSteps.stepped, restorable)")
+
+
+def test_decoys_leave_one_state_so_a_sparse_write_finds_no_older_match():
+    """Where the model's steps never move its weights (decoys of a loss scaled by 1e-9) only
+    one state is remembered however many marks were taken: a write growing some values cannot
+    pass as a restore of an older mark of that same state."""
+    from grader.vgpu.side_steps import SideSteps
+    side = SideSteps()
+    module = torch.nn.Linear(64, 64)
+    side.wrapped(module)
+    parameters = list(module.parameters())
+    for _ in range(5):
+        assert side.written_beside(parameters, False, None) is None
+        side.stepped(parameters)
+    assert all(len(side._past[id(p)]) == 1 for p in parameters), (
+        f"expected one state remembered per parameter; observed "
+        f"{[len(side._past[id(p)]) for p in parameters]} (look: SideSteps._remember)")
+    with torch.no_grad():
+        module.weight.view(-1)[::8].mul_(1.5)   # a sparse write growing 1 value in 8
+    assert side.written_beside(parameters, False, None) == "written"
