@@ -165,8 +165,7 @@ def _roster(persons: list[Person], order: list[str],
             problems = run.grading_problems   # no grade: the cell stays empty, as grades.csv's
             for found in result.get("assignments", []):
                 if graded and found.get("id") in scores and found.get("id") not in problems:
-                    scores[found["id"]] = (f"{format_points(found['score'])}/"
-                                           f"{format_points(found['max_score'])}")
+                    scores[found["id"]] = _score_cell(found, found["id"] in run.held)
             status = "needs a person" if run.needs_person else run.status.replace("_", " ")
             if run.held:
                 status = "graded, held for review"
@@ -186,8 +185,8 @@ def _roster(persons: list[Person], order: list[str],
                 links.append(("why not graded" + of, own["problem"]))
             if own.get("instructor"):
                 links.append(("instructor.md" + of, own["instructor"]))
-        # A held submission's points are shown beside its status, as they always were.
-        whole = all(r.result and not r.grading_problems
+        # A held upload has no total, as in grades.csv: its withheld points are no 0 either.
+        whole = all(r.result and not r.grading_problems and not r.held
                     and (r.status == "graded" or (r.status == "rejected" and not r.needs_person))
                     for r in person.runs)
         total = (f"{format_points(sum(float(r.result.get('score', 0)) for r in person.runs))}/"
@@ -200,6 +199,17 @@ def _roster(persons: list[Person], order: list[str],
                      "status": status, "scores": scores, "total": total,
                      "flag": person.flag, "links": links})
     return rows
+
+
+def _score_cell(found: Mapping[str, Any], held: bool) -> str:
+    """"9.5/12"; a held assignment's as the console says it, "—/15 (5 withheld)": the score
+    after withholding is no grade (grades.csv and Moodle leave it empty), and a TA skimming the
+    page had read a held student's 0/15 as a zero (adv39 F5)."""
+    most = format_points(found["max_score"])
+    if not held:
+        return f"{format_points(found['score'])}/{most}"
+    withheld = format_points((found.get("integrity") or {}).get("withheld_points") or 0)
+    return f"\u2014/{most} ({withheld} withheld)"
 
 
 def _distributions(runs: list[CurrentRun], order: list[str],

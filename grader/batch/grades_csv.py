@@ -23,7 +23,9 @@ grader/scoring/score.py); the Status says "grading problem in <assignment>: <the
 batch again", the next batch grades it again, and the upload's other assignments keep theirs. A rejected upload (bad archive) is a 0; an upload
 in which nothing the assignments expect was found ("needs a person") leaves them empty too,
 and so does an assignment with answers the grader found but could not read (a scanned report):
-its points wait for a person, the Status says how many (CurrentRun.unread).
+its points wait for a person, the Status says how many (CurrentRun.unread). A grade whose
+written answers still wait is the points so far: its Status says "provisional: hw3 (4.5 points
+wait for a person)", as its Moodle row does.
 A total is given only where every upload of the person has a grade.
 
 Text cells come from uploads (names, messages): one that a spreadsheet would read as a formula
@@ -112,9 +114,27 @@ def run_status(run: CurrentRun) -> str:
     for assignment, points in run.unread.items():
         status += (f", no grade until a person reads answers: {assignment} "
                    f"({format_points(points)} points wait)")
+    for assignment, points in provisional(run).items():
+        status += (f", provisional: {assignment} ({format_points(points)} points wait for a "
+                   "person)")
     if run.message and run.status != "graded":
         status += ": " + short_message(run.message)
     return status
+
+
+def provisional(run: CurrentRun) -> dict[str, float]:
+    """{assignment: points} of a graded assignment whose written answers wait for a person: its
+    grade is the points so far, not final, as its Moodle row says ("provisional: 4.5 points
+    wait"); grades.csv had said only "graded" (adv39 M2). Held, unread and grading problems say
+    their own."""
+    if run.status != "graded":
+        return {}
+    found = {}
+    for assignment in (run.result or {}).get("assignments") or []:
+        ident, waiting = str(assignment.get("id")), float(assignment.get("pending_points") or 0)
+        if waiting > 0 and ident not in run.without_grade:
+            found[ident] = waiting
+    return found
 
 
 def grades_rows(runs: Iterable[CurrentRun], order: Sequence[str] = ()) -> list[list[str]]:

@@ -212,7 +212,8 @@ def test_every_student_is_listed_with_scores_and_links(batch_dir):
     cells = {key: re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for key, row in rows}
     assert cells["alice"][0].startswith("Alice Ääremaa<br><small>alice</small>")
     assert cells["alice"][2:5] == ["2/2", "2/2", "graded"]
-    assert cells["dave"][2:5] == ["1/2", "1/2", "graded, held for review"]
+    # held: no grade (grades.csv's cell is empty), never read as a score (adv39 F5)
+    assert cells["dave"][2:5] == ["\u2014/2 (1 withheld)", "", "graded, held for review"]
     assert cells["frank"][2:5] == ["0/2", "0/2", "rejected"]          # a bad archive: a zero
     assert cells["hank"][2:5] == ["", "", "needs a person"]            # nothing to grade: none
     assert cells["eve"][2:5] == ["", "", "timed out"]

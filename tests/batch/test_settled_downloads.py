@@ -99,7 +99,7 @@ def test_a_zip_still_where_it_was_found_keeps_its_row_and_no_grade_is_lost(tmp_p
     summary, said = batch(other, out)
     found = rows(out)
     assert sorted(found) == [DOWNLOAD_KEY, "carol", "dave"], (sorted(found), said)
-    assert found["carol"]["Status"] == "graded" and found["carol"]["practical4"], found["carol"]
+    assert found["carol"]["Status"].split(",")[0] == "graded" and found["carol"]["practical4"], found["carol"]
     # The download, removed without being graded, and a regrade of the first folder: a
     # graded student's row is never dropped with it.
     archive.unlink()
@@ -120,7 +120,7 @@ def test_a_zip_replaced_by_the_students_own_folder_is_graded_as_hers(tmp_path):
     make_submission(subs / "alice", score=9)
     summary, said = batch(subs, out)
     found = rows(out)
-    assert sorted(found) == ["alice", "bob"] and found["alice"]["Status"] == "graded", (found, said)
+    assert sorted(found) == ["alice", "bob"] and found["alice"]["Status"].split(",")[0] == "graded", (found, said)
     assert not result(out, "alice")["errors"], said
 
 

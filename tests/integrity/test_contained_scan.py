@@ -169,7 +169,7 @@ def test_a_batch_holds_the_hostile_upload_and_grades_the_others(tmp_path):
     out = tmp_path / "out"
     found = rows(out)
     assert json.loads(told.strip().splitlines()[-1]) == [2, 0], (told, found)
-    assert found["carol"]["Status"] == "graded" and float(found["carol"]["practical4"]) > 0, found
+    assert found["carol"]["Status"].split(",")[0] == "graded" and float(found["carol"]["practical4"]) > 0, found
     assert found["mallory"]["practical4"] == "" and "held for review" in found["mallory"]["Status"], (
         f"expected mallory's points held for review, never a grade; observed {found['mallory']}")
     told = (out / "submissions" / "mallory" / "instructor.md").read_text(encoding="utf-8")
