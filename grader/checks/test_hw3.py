@@ -23,6 +23,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       gpu_index, layers_around_move,
                                       layers_not_run_once_in_order, spearman)
 from grader.checks.hw3_printed_counts import printed_counts, statements
+from grader.checks.hw3_trained_layout import first_collapse
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import HIDDEN, answers_hidden, disagrees, explain, reported
 from grader.common.locations import data_folder
@@ -478,9 +479,31 @@ LAYOUT_CASES = [pytest.param(n, d, id=f"{n}gpus-depth{d}")
                 for n in NODE_SIZES for d in DEPTHS if d >= n]
 
 
-def spread_layout(probe, gpus, depth):
+@pytest.fixture(scope="module")
+def own_run_collapse(probe, runs, script_specs) -> str | None:
+    """Where the script's own runs (Task 5's, DEPTH=20 on 2 and 5 GPUs) show one model object
+    running its layers on fewer GPUs than an earlier pass of it did (hw3_trained_layout.py):
+    what to say, else None. The probe calls forward() a fixed number of times; a forward that
+    collapses its layers onto cuda:0 from a later call on trains on one GPU in the script."""
+    for gpus in TASK4_GPUS:
+        try:
+            events = runs.script(**script_specs[gpus]).events
+        except Exception:   # a run the grader could not make: Task 5's checks say so
+            continue
+        found = first_collapse(events or [])
+        if found is not None:
+            return (f"in your script's own run with DEPTH={TASK4_DEPTH} on {gpus} GPUs "
+                    f"(pdl-grade run --gpus {gpus} --set DEPTH={TASK4_DEPTH} "
+                    f"hw3/model_parallel.py), {found.said()}")
+    return None
+
+
+def spread_layout(probe, gpus, depth, own_run_collapse: str | None = None):
     """This configuration's layer devices; fails unless every GPU of the node holds layers
-    (what Task 3 asks): each Task 3 check counts only where the layers are spread."""
+    (what Task 3 asks): each Task 3 check counts only where the layers are spread. Where the
+    script's own run moved its layers onto fewer GPUs after some passes (`own_run_collapse`,
+    the fixture's), the layout the grader's calls saw is not the one it trains with: it fails
+    on every node of two GPUs or more."""
     found = record(probe, "layout", gpus=gpus, depth=depth)
     built(found)
     devices = found["devices"]
@@ -505,6 +528,12 @@ def spread_layout(probe, gpus, depth):
             observed, LOOK_MOVED if moved
             else LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts)),
             observed, "moved" if moved else idle_cause(counts, depth, gpus, layouts))
+    if own_run_collapse and gpus >= 2:
+        observed = (f"the grader's calls of forward() ran {describe_layout(devices)}, but "
+                    f"{own_run_collapse}")
+        raise GPUsLeftIdle(explain(
+            f"the {depth} layers spread over all {gpus} GPUs in every forward pass, the "
+            "training steps of your own script too", observed, LOOK_MOVED), observed, "moved")
     return found, devices, counts
 
 
@@ -641,9 +670,9 @@ def only_a_failure_counts_on_a_small_node(gpus):
 
 @pytest.mark.check("hw3.task3.all_gpus_used")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
-def test_task3_layers_on_every_gpu(probe, gpus, depth, flag):
+def test_task3_layers_on_every_gpu(probe, gpus, depth, flag, own_run_collapse):
     try:
-        spread_layout(probe, gpus, depth)
+        spread_layout(probe, gpus, depth, own_run_collapse)
     except GPUsLeftIdle as failure:
         # The remedy the student's hint leaves out, for the instructor: once per cause (the
         # same text from every case is one flag in result.json), never before grading.
@@ -655,12 +684,12 @@ def test_task3_layers_on_every_gpu(probe, gpus, depth, flag):
     only_a_failure_counts_on_a_small_node(gpus)
 
 
-def spread_for(probe, gpus, depth, what: str):
+def spread_for(probe, gpus, depth, what: str, own_run_collapse: str | None = None):
     """spread_layout for a check about something else (`what`): where the layers are not on
     every GPU, its failure says that this check counts only where they are, so a student does
     not read a lost share of "the output matches" as a numerical bug (a TA's audit)."""
     try:
-        return spread_layout(probe, gpus, depth)
+        return spread_layout(probe, gpus, depth, own_run_collapse)
     except GPUsLeftIdle as failure:
         raise AssertionError(f"Not counted here ({what} counts only where every GPU holds "
                              f"layers, as Task 3 asks first):\n{failure}") from None
@@ -668,8 +697,8 @@ def spread_for(probe, gpus, depth, what: str):
 
 @pytest.mark.check("hw3.task3.balanced")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
-def test_task3_even_split(probe, gpus, depth):
-    _, _, counts = spread_for(probe, gpus, depth, "the balance")
+def test_task3_even_split(probe, gpus, depth, own_run_collapse):
+    _, _, counts = spread_for(probe, gpus, depth, "the balance", own_run_collapse)
     assert max(counts) - min(counts) <= 1, explain(
         f"{depth} layers over {gpus} GPUs: per-GPU counts that differ by at most one "
         f"(e.g. {counts_per_gpu(even_contiguous_layout(depth, gpus), gpus)})",
@@ -679,8 +708,9 @@ def test_task3_even_split(probe, gpus, depth):
 
 @pytest.mark.check("hw3.task3.output_matches")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
-def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth):
-    found, devices, _ = spread_for(probe, gpus, depth, "the output")
+def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth,
+                                                             own_run_collapse):
+    found, devices, _ = spread_for(probe, gpus, depth, "the output", own_run_collapse)
     assert found["n_layers"] == depth and found["distinct_layers"] == depth, explain(
         f"exactly DEPTH={depth} distinct layers with weights in the model",
         f"{found['n_layers']} layers ({found['distinct_layers']} distinct)",
@@ -705,12 +735,12 @@ def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth)
 
 @pytest.mark.check("hw3.task3.contiguous")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
-def test_task3_contiguous_blocks(probe, gpus, depth):
+def test_task3_contiguous_blocks(probe, gpus, depth, own_run_collapse):
     if gpus == 1 or depth == gpus:
         # Every layout that uses all GPUs is then one block per GPU: nothing to tell apart.
         pytest.skip("one GPU, or one layer per GPU: any layout is blocks (not counted)")
     try:
-        _, devices, _ = spread_layout(probe, gpus, depth)
+        _, devices, _ = spread_layout(probe, gpus, depth, own_run_collapse)
     except AssertionError as failure:
         # A layout that leaves a GPU empty may well be in blocks: Task 3's own checks say what
         # is wrong; this item is no judgement of it (a TA's audit: "not in blocks" was false).

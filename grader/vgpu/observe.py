@@ -12,6 +12,7 @@ import atexit
 import math
 import sys
 import threading
+import weakref
 
 import torch
 
@@ -343,6 +344,10 @@ class Observer:
         self.steps = 0
         self.forwards = 0
         self._placements: dict[int, list] = {}
+        # Each model object a pass was seen of, numbered in the order first seen (by id, with a
+        # weak reference telling a new object that took a freed one's id from the old one).
+        self._models: dict[int, tuple] = {}
+        self._models_seen = 0
         self._handles = []
         self.rows = RowRecorder(lambda: self.steps)
         self._used: set[int] = set()   # forward passes a backward pass has reached
@@ -464,7 +469,8 @@ class Observer:
         self.trace.emit("forward", module=type(module).__name__, class_id=id(type(module)),
                         step=self.steps, batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
-                        n=self.forwards, **_thread_fields(), site=call_site(2),
+                        n=self.forwards, model=self._model_number(module),
+                        **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
                         **_more_rows(first, args, kwargs),
                         **({"nested": True} if nested else {}),
@@ -479,6 +485,21 @@ class Observer:
                 self._add_model(module, layout)
                 self.side.pass_begins(module)   # weights set up before training (side_steps.py)
         return None
+
+    def _model_number(self, module) -> int:
+        """Which model object a pass is of (1, 2, ... in the order first seen): passes of one
+        object are told from those of another built alike (HW3: a forward that moves its own
+        layers onto fewer GPUs after some calls, read from the script's own run)."""
+        known = self._models.get(id(module))
+        if known is not None and known[1]() is module:
+            return known[0]
+        try:
+            alive = weakref.ref(module)
+        except TypeError:   # a module class with __slots__ and no __weakref__
+            alive = lambda: None   # noqa: E731  (numbered afresh at every pass: never one object)
+        self._models_seen += 1
+        self._models[id(module)] = (self._models_seen, alive)
+        return self._models_seen
 
     def _add_model(self, module, layout) -> None:
         """Watch the parameters of a model whose pass was seen (again where its layout changed:
@@ -562,12 +583,20 @@ class Observer:
         _tls.root = None
         continued, _tls.continued = getattr(_tls, "continued", None), None
         self._pass_ends(module, getattr(_tls, "forward", (None, None, None)), output,
-                        continued, getattr(_tls, "forward_rows", 0))
+                        continued, getattr(_tls, "forward_rows", 0),
+                        moved=not in_replica_thread() and self._moved_in_pass(module))
         return None
 
-    def _pass_ends(self, module, opened, output, continued=None, rows=0) -> None:
+    def _moved_in_pass(self, module) -> bool:
+        """Whether the model's layers are elsewhere now than when its pass began (its forward
+        moved them: HW3's layers placed when first called, or a forward that puts every layer
+        on cuda:0 after some calls). The next pass's `placement` says where they went."""
+        began = self._placements.get(id(module))
+        return began is not None and placement(module) != began
+
+    def _pass_ends(self, module, opened, output, continued=None, rows=0, moved=False) -> None:
         """`continued`: what `_continued` said of the pass at its start; `rows`: the most rows
-        of a tensor it was handed."""
+        of a tensor it was handed; `moved`: its forward moved the model's layers."""
         tensors = _output_tensors(output)
         ran_on = max(rows, getattr(_tls, "rows_inside", 0), _largest_rows(tensors))
         if continued is not None and ran_on > continued[1]:
@@ -594,6 +623,7 @@ class Observer:
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **({"layer_devices": list(devices)} if devices else {}),
                             **({"continues": continued[0]} if continued is not None else {}),
+                            **({"moved_layers": True} if moved else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
     def _watch_output(self, module, forward, input_storage, input_shape, tensors) -> None:

@@ -48,7 +48,7 @@ def task3_failure(rule, gpus, depth, hidden: bool, monkeypatch) -> tuple[str, li
     monkeypatch.setenv(HIDE_ANSWERS_ENV, "1" if hidden else "0")
     flags: list[str] = []
     with pytest.raises(AssertionError) as raised:
-        hw3.test_task3_layers_on_every_gpu(probe(rule), gpus, depth, flags.append)
+        hw3.test_task3_layers_on_every_gpu(probe(rule), gpus, depth, flags.append, None)
     return str(raised.value), flags
 
 
