@@ -652,8 +652,12 @@ def faster(first: float | None, second: float | None, clock: str | None) -> bool
 # the rank plus 2) or annotate it (`device1: torch.device = ...`), and the sum may be written
 # either way round (`2 + local_rank`: a TA's correct P10 scored 0.25 of 10, its line taken for
 # Part 5's and "set back" to cuda:{2 + local_rank + 2}).
-_DEVICE1_IS = (r"[ \t]*(?:[A-Za-z_]\w*[ \t]*,[ \t]*)*device1(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*"
-               r"(?:[ \t]*:[^=\n]*)?[ \t]*=")
+# The target may be an attribute (`self.device1 = ...`: the model picking its own devices, adv37
+# F7 lost 0.75); the sum elsewhere (a dict, `.to(...)`, another name) is second_stage_device's.
+_TARGET = r"[A-Za-z_][\w.]*"
+_DEVICE1 = r"(?:[A-Za-z_]\w*\.)*device1"
+_DEVICE1_IS = (r"[ \t]*(?:" + _TARGET + r"[ \t]*,[ \t]*)*" + _DEVICE1 + r"(?:[ \t]*,[ \t]*"
+               + _TARGET + r")*(?:[ \t]*:[^=\n]*)?[ \t]*=")
 _SECOND_STAGE = re.compile(r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:\b(?P<name>[A-Za-z_]\w*)[ \t]*"
                            r"\+[ \t]*2\b|\b2[ \t]*\+[ \t]*(?P<after>[A-Za-z_]\w*)\b)(?P<rest>.*)$", re.M)
 
@@ -673,7 +677,9 @@ _SECOND_STAGE_SUM = re.compile(
 def broken_layout_edit(source: str) -> tuple[str, str] | None:
     """(old line, new line) for Practical 10's Part 5 in this script, or None when the script
     has no `device1 = ...local_rank + 2...` line (or more than one), nor one line
-    `device1 = ...local_rank + <another spelling of the offset>...` (_SECOND_STAGE_SUM)."""
+    `device1 = ...local_rank + <another spelling of the offset>...` (_SECOND_STAGE_SUM), nor
+    one sum of the rank and an offset naming a CUDA device anywhere else in its code
+    (second_stage_device: a dict, `.to(...)`, a name of its own)."""
     found = list(_SECOND_STAGE.finditer(source))
     if len(found) == 1:
         line = found[0]
@@ -686,6 +692,11 @@ def broken_layout_edit(source: str) -> tuple[str, str] | None:
                     None)
         if rank is not None:
             sums.append((line, rank))
+    if not sums and not list(_SECOND_STAGE_SUM.finditer(source)) \
+            and restored_layout_edit(source) is None:
+        # Nothing like the handout's line, and no Part 5 change left in to set back.
+        from grader.checks.second_stage_device import offset_device_edit
+        return offset_device_edit(source, lambda code: _names_the_rank(source, code))
     if len(sums) != 1:
         return None
     line, rank = sums[0]
@@ -707,12 +718,14 @@ def _names_the_rank(source: str, operand: str) -> bool:
 # the second): `local_rank`, or a name of the student's own that the script assigns from the
 # rank (`gpu = int(os.environ["LOCAL_RANK"])`), never any name (`{second}` may already be the
 # rank + 2).
-_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*device1[ \t]*=[^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
+_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*" + _DEVICE1 + r"[ \t]*=[^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
                                   r"([ \t]*[})][^#\n]*(?:#.*)?)$", re.M)
 # Part 5's change written as the first stage's device itself: `device1 = device0`.
-_SECOND_STAGE_IS_FIRST = re.compile(r"^([ \t]*)device1[ \t]*=[ \t]*device0[ \t]*(#.*)?$", re.M)
-_FIRST_STAGE = re.compile(r"^[ \t]*device0[ \t]*=([^#\n]*?\b(?P<name>[A-Za-z_]\w*))([ \t]*[})][^#\n]*)$",
-                          re.M)
+_DEVICE0 = r"(?:[A-Za-z_]\w*\.)*device0"
+_SECOND_STAGE_IS_FIRST = re.compile(r"^([ \t]*" + _DEVICE1 + r")[ \t]*=[ \t]*" + _DEVICE0
+                                    + r"[ \t]*(#.*)?$", re.M)
+_FIRST_STAGE = re.compile(r"^[ \t]*" + _DEVICE0 + r"[ \t]*=([^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
+                          r"([ \t]*[})][^#\n]*)$", re.M)
 _FROM_THE_RANK = (r"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?![^\n]*\+)[^=\n]*"
                   r"(?:LOCAL_RANK|\bRANK\b|get_rank|local_rank)")
 
@@ -733,7 +746,7 @@ def restored_layout_edit(source: str) -> tuple[str, str] | None:
     if len(same) == 1 and len(first) == 1 and not _SECOND_STAGE_BROKEN.search(source):
         # `device1 = device0`: the first stage's device, one GPU further.
         return ("\n" + same[0].group(0),
-                f"\n{same[0].group(1)}device1 ={first[0].group(1)} + 2{first[0].group(3)}")
+                f"\n{same[0].group(1)} ={first[0].group(1)} + 2{first[0].group(3)}")
     found = [m for m in _SECOND_STAGE_BROKEN.finditer(source) if _is_the_rank(source, m["name"])]
     if len(found) != 1:
         return None

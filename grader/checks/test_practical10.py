@@ -570,14 +570,70 @@ def test_single_process_runs(handout, answers):
         expected, f"the replica uses {sorted(devices_of_rank(run, 0))}", look)
 
 
+# Part 5's change is found wherever the code gives the second stage's device as the rank plus an
+# offset (practical_measures.broken_layout_edit, second_stage_device); where no single place
+# does, the student is told so, and not charged where the run of their own layout shows what
+# the change would move (part5_unmade).
+NOT_FOUND = (f"the grader found no single place in {SCRIPT}'s code where the second stage's "
+             "device is the rank plus an offset (the handout's `device1 = torch.device(f\"cuda:"
+             "{local_rank + 2}\")`, or that sum anywhere: an attribute, a dict, .to(...); two "
+             "such places are no single change), so it could not make Part 5's change itself")
+LOOK_PART5 = (f"keep the second stage's device as the handout's `{BROKEN_LINE}` (anywhere in "
+              "the code, once), so that the grader can make Part 5's change")
+
+
+def one_gpu_replicas(run) -> dict[int, list[int]]:
+    """{rank: its model's GPUs} of the ranks whose model sits on fewer than two GPUs in the
+    run of the script's own layout: no model parallelism there for Part 5 to break."""
+    return {r: stage_gpus(run, r) for r in process_ranks(run)
+            if devices_of_rank(run, r) and len(stage_gpus(run, r)) < 2}
+
+
+def require_model_parallelism(handout, expected: str) -> None:
+    """Part 5 breaks model parallelism: its run shows something only where the run of the
+    script as written (Parts 1 to 4's) has two stages on two GPUs. A replica on one GPU already
+    (one stage, or both stages given one device) has nothing for the change to move, and earns
+    nothing by it (a one-stage model on cuda:{local_rank + 2} would, the change found there)."""
+    run = handout.run()
+    single = one_gpu_replicas(run)
+    assert not single, explain(
+        expected, "Part 5 breaks model parallelism, and in the run of your script as written "
+        + "; ".join(f"rank {r}'s model sits on {', '.join(f'cuda:{g}' for g in gpus) or 'no GPU'}"
+                    f" alone" for r, gpus in sorted(single.items()))
+        + ": no second stage on a GPU of its own for Part 5's change to move",
+        "device0 = cuda:{local_rank} for stage 0, device1 = cuda:{local_rank + 2} for stage 1")
+
+
+def part5_unmade(handout) -> dict[int, list[int]] | None:
+    """Where the grader could not make Part 5's change (NOT_FOUND) but the run of the script's
+    own layout shows what it would move: {rank: its GPUs in stage order} where that layout is
+    the course's (rank r: stage 0 on cuda:r, stage 1 on cuda:r+2) and both ranks train. None
+    where the change was made, or where the layout shows nothing of the kind."""
+    if handout.can_break:
+        return None
+    run = handout.run()
+    stages = {r: stage_gpus(run, r) for r in (0, 1)}
+    course = all(stages[r] == [r, r + 2] for r in (0, 1)) and learning_ranks(run) == [0, 1]
+    return stages if course else None
+
+
 @pytest.mark.check("practical10.broken_layout_one_gpu")
 def test_broken_layout_puts_each_replica_on_one_gpu(handout, answers):
     look = f"keep the handout's line `{BROKEN_LINE}` (Part 5 changes it)"
     expected = ("with device1 = torch.device(f\"cuda:{local_rank}\") (the handout's Part 5) "
                 "both stages of rank r sit on cuda:r, and the script still trains")
-    assert handout.can_break, explain(
-        expected, f"{SCRIPT} has no line `device1 = ...local_rank + 2...` (nor Part 5's "
-        "`device1 = ...local_rank...`) for the grader to change as Part 5 asks", look)
+    if not handout.can_break:
+        unmade = part5_unmade(handout)
+        assert unmade is not None, explain(
+            expected, f"{NOT_FOUND}; and the run with your own layout does not show the "
+            "course's (rank r: stage 0 on cuda:r, stage 1 on cuda:r+2, training), which "
+            "Part 5's change would move", LOOK_PART5)
+        part_done(answers, 5, expected)
+        # Not charged for a change the grader could not make: the layout it would change is
+        # the course's, seen training, and Part 5 was answered (graded_as_handed_in says so,
+        # to the student and to the instructor).
+        return
+    require_model_parallelism(handout, expected)
     run = handout.broken()
     placed = evidence(run, {r: devices_of_rank(run, r) for r in (0, 1) if devices_of_rank(run, r)},
                       expected, "no forward pass of the model on any rank", look)
@@ -594,9 +650,18 @@ def test_graded_as_the_handout_runs_it(handout, flag):
     the constants at the last values Parts 2 and 3 tried), it says what was graded and why, to
     the student and, as a flag, to the instructor (a student's audit: nothing had said it)."""
     part5, constants = handout.part5_left_in(), handout.constants_left()
-    if part5 is None and not constants:
+    unmade = part5_unmade(handout)
+    if part5 is None and not constants and unmade is None:
         return
     left, graded = [], []
+    if unmade is not None:
+        left.append("no single place where the second stage's device is the rank plus an "
+                    "offset (the handout's `device1 = ...local_rank + 2...`) for the grader "
+                    "to change as Part 5 asks")
+        graded.append("Part 5's run was not made: its code point counts, where Part 5's "
+                      "questions are answered, on the run of {whose} own layout (rank r: "
+                      "cuda:r + cuda:r+2), and broken.gpus_in_use was compared with the GPUs "
+                      "of stage 0, where Part 5's change moves stage 1")
     if part5 is not None:
         line, as_handed_in, as_run = part5
         left.append(f"Part 5's change in (line {line}: `{as_handed_in}`)")
@@ -621,6 +686,7 @@ def test_graded_as_the_handout_runs_it(handout, flag):
         f"your {SCRIPT} was handed in with {how}"
         + "; ".join(graded).replace("{whose}", "your") + ". This costs nothing, and your "
         "file was not changed",
+        LOOK_PART5 if unmade is not None else
         f"nothing to change in {SCRIPT}: handing it in as the handout leaves it is fine"))
 
 
@@ -894,10 +960,23 @@ def test_reported_pattern_change_with_batch_size(handout, answers, agree, flag):
 
 @pytest.mark.check("practical10.broken_gpus_reported")
 def test_reported_gpus_after_the_broken_layout(handout, answers, agree):
-    assert handout.can_break, explain(
-        "your answer to broken.gpus_in_use can be compared with your code after Part 5's change",
-        f"{SCRIPT} has no line `device1 = ...local_rank + 2...` for the grader to change",
-        f"keep the handout's line `{BROKEN_LINE}`")
+    expected = "your answer to broken.gpus_in_use can be compared with your code after Part 5's change"
+    if not handout.can_break:
+        unmade = part5_unmade(handout)
+        assert unmade is not None, explain(
+            expected, f"{NOT_FOUND}; and the run with your own layout does not show the "
+            "course's (rank r: stage 0 on cuda:r, stage 1 on cuda:r+2, training)", LOOK_PART5)
+        # Part 5 moves stage 1 onto stage 0's GPU: what stays in use is each rank's stage 0.
+        first = sorted(gpus[0] for gpus in unmade.values())
+        value, truth = answer_and_truth(answers, "broken.gpus_in_use", first, handout.run())
+        agree("broken.gpus_in_use", sorted(set(value)), truth,
+              "puts stage 0 on " + ", ".join(f"cuda:{i}" for i in truth) + " with its own "
+              "layout, where Part 5's change moves stage 1 (the grader could not make the "
+              "change itself: no single place in the code gives the second stage's device as "
+              "the rank plus an offset)",
+              expected=f"{truth} (the GPUs of all ranks together)")
+        return
+    require_model_parallelism(handout, expected)
     run = handout.broken()
     used = sorted({gpu_index(d) for r in run.ranks() for d in devices_of_rank(run, r)
                    if gpu_index(d) is not None})

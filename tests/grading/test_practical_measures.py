@@ -208,6 +208,10 @@ def test_faster_needs_a_difference_beyond_the_clocks_margin(first, second, clock
      '    device0, device1 = torch.device(f"cuda:{local_rank}"), torch.device(f"cuda:{local_rank}")'),
     ('    device1: torch.device = torch.device(f"cuda:{local_rank + 2}")',
      '    device1: torch.device = torch.device(f"cuda:{local_rank}")'),
+    # The handout's line under another name (it had been no edit: the line looked for by its
+    # `device1 =`); the sum is the device's, wherever it sits (second_stage_device).
+    ("    stage1 = torch.device(f'cuda:{local_rank + 2}')",
+     "    stage1 = torch.device(f'cuda:{local_rank}')"),
 ])
 def test_the_broken_layout_is_the_handouts_line_change(line, changed):
     source = f"import torch\n\ndef main():\n    device0 = 0\n{line}\n    return device1\n"
@@ -217,8 +221,9 @@ def test_the_broken_layout_is_the_handouts_line_change(line, changed):
 @pytest.mark.parametrize("source", [
     "device1 = torch.device('cuda:3')\n",
     "device1 = torch.device(f'cuda:{local_rank + 2}')\ndevice1 = torch.device(f'cuda:{local_rank + 2}')\n",
-    "stage1 = torch.device(f'cuda:{local_rank + 2}')\n",
     "device1 = torch.device(f'cuda:{local_rank}')  # was local_rank + 2\n",   # only the comment
+    # The sum only in a message, never a device.
+    "print(f'stage 1 on cuda:{local_rank + 2}')\n",
 ])
 def test_no_edit_where_the_handouts_line_is_not_there_once(source):
     assert pm.broken_layout_edit(source) is None
