@@ -1307,6 +1307,41 @@ def pandoc_html_weasyprint(work):
     return work / "report.pdf", ok(v)
 
 
+def groff_plain_pdf(v: Values, work: Path, columns: int) -> Path:
+    """The report as pandoc's plain text (`-t plain`, tables ruled with dashes), printed in
+    Courier by groff and ps2pdf: a report printed from a terminal or an editor."""
+    (work / "report.md").write_text(to_markdown(report_blocks(v, time_fmt=dot, mem_fmt=mem_dot)), encoding="utf-8")
+    run(["pandoc", "report.md", "-t", "plain", "--columns", str(columns), "-o", "report.txt"], work)
+    plain = (work / "report.txt").read_text(encoding="utf-8")
+    expect(re.search(r"^ *DEPTH +Step time \(ms\) *\n *-{3,} +-{3,} *$", plain, re.M) is not None,
+           "pandoc's plain table should have a dashed rule under its header")
+    (work / "report.ms").write_text(".nf\n.ft CR\n.ps 9\n" + plain.replace("\\", "\\e"), encoding="utf-8")
+    postscript = subprocess.run(["groff", "-Tps", "report.ms"], cwd=work, capture_output=True, check=True,
+                                timeout=TIMEOUT_S).stdout
+    (work / "report.ps").write_bytes(postscript)
+    run(["ps2pdf", "report.ps", "report.pdf"], work)
+    return work / "report.pdf"
+
+
+@fixture("pandoc -t plain -> groff (Courier) -> ps2pdf", "tables ruled in text: a dashed rule under the header")
+def groff_pandoc_plain_rules(work):
+    v = Values(t2={6: 62.73, 12: 142.01, 24: 298.79}, t4={2: 211.52, 5: 235.02},
+               mem={2: [200.7, 200.4], 5: [80.2, 80.6, 80.4, 80.5, 80.1]})
+    return groff_plain_pdf(v, work, 90), ok(v)
+
+
+@fixture("pandoc -t plain (narrow) -> groff (Courier) -> ps2pdf",
+         "tables ruled in text: rules above and below, wrapped cells, rows apart")
+def groff_pandoc_plain_wrapped(work):
+    v = Values(yes_no=dict(TERSE), t2={6: 61.5, 12: 140.25, 24: 297.0}, t4={2: 210.75, 5: 236.5},
+               mem={2: [200.7, 200.4], 5: [80.2, 80.6, 80.4, 80.5, 80.1]})
+    pdf = groff_plain_pdf(v, work, 44)
+    text = (work / "report.txt").read_text(encoding="utf-8")
+    expect(re.search(r"80\.2, 80\.6,\n +80\.4", text) is not None, "the memory cell should wrap over lines")
+    expect(re.search(r"^ *-{20,} *$", text, re.M) is not None, "the wrapped table should have a rule above it")
+    return pdf, ok(v)
+
+
 RUN_IDS = {6: "5e0c9a7f13b24d68a1c3e9f02b7d46e8c5b1a09f7e3d2c4b6a8f0e1d3c5b7a91",
            12: "b71d2e4c09a3f58e6d1c7b2a40f9e3d8c6b5a4f1e2d3c9b8a7f6e5d4c3b2a190",
            24: "0f3e2d1c9b8a7f6e5d4c3b2a1908f7e6d5c4b3a2918f7e6d5c4b3a29180f7e6d",

@@ -52,7 +52,9 @@ FAST = {"lo_docx_plain", "lo_odt_decimal_comma", "lo_docx_header_wraps_upwards",
         "lo_docx_memory_row_per_gpu", "lo_docx_memory_row_per_gpu_merged", "lo_docx_memory_column_per_gpu",
         "chromium_memory_column_per_gpu",
         # A borderless Q|A table over the page is no two columns of text (a TA's audit 30, D1).
-        "lo_docx_borderless_qa_over_the_page_centred"}
+        "lo_docx_borderless_qa_over_the_page_centred",
+        # Tables ruled in text, a dashed line under the header (red team adv39 F2).
+        "groff_pandoc_plain_rules"}
 
 
 def _param(name: str):

@@ -1,4 +1,5 @@
-"""A minimal PDF writer: pages of Helvetica text lines, nothing else.
+"""A minimal PDF writer: pages of text lines in one of the standard fonts (Helvetica, or
+Courier for text laid out in fixed-width columns), and horizontal rules drawn under lines.
 
 Lets the tests make PDFs (a 300-page one, a report with no external tool)
 without LibreOffice or LaTeX, and keeps the bytes fully under our control.
@@ -15,7 +16,8 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def _content_stream(lines: list[str], font_size: float, column_pt: float = 160) -> bytes:
+def _content_stream(lines: list[str], font_size: float, column_pt: float = 160,
+                    rules_under: tuple[int, ...] = ()) -> bytes:
     commands = ["BT", f"/F1 {font_size} Tf", f"{1.3 * font_size} TL", f"50 {PAGE_HEIGHT - 60} Td"]
     for line in lines:
         # Tabs are not glyphs in Helvetica: draw each tab-separated cell at its own column.
@@ -27,12 +29,18 @@ def _content_stream(lines: list[str], font_size: float, column_pt: float = 160) 
             commands.append(f"({_escape(cell)}) Tj {column_pt if column < len(cells) - 1 else 0} 0 Td")
         commands.append(f"{-column_pt * (len(cells) - 1)} 0 Td T*")  # back to the left margin
     commands.append("ET")
+    for index in rules_under:  # a rule drawn (not typed) between line `index` and the next
+        y = PAGE_HEIGHT - 60 - 1.3 * font_size * index - 0.35 * font_size
+        commands.append(f"0.5 w 48 {y:.2f} m {PAGE_WIDTH - 200} {y:.2f} l S")
     return "\n".join(commands).encode("latin-1")
 
 
-def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11, column_pt: float = 160) -> Path:
+def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11, column_pt: float = 160,
+                   font: str = "Helvetica", rules_under: dict[int, tuple[int, ...]] | None = None) -> Path:
     """Write `pages` (each a list of text lines) as a PDF at `path`; a tab in a line starts a
-    cell `column_pt` further right."""
+    cell `column_pt` further right. `font`: a standard PDF font ("Courier" sets every character
+    0.6 em wide, as a plain-text export does). `rules_under`: page index -> indices of the
+    lines a horizontal rule is drawn under."""
     objects: list[bytes] = []  # object n is objects[n - 1]
     page_count = len(pages)
     font_id = 3
@@ -40,14 +48,14 @@ def write_text_pdf(path: Path, pages: list[list[str]], *, font_size: float = 11,
     kids = " ".join(f"{first_page_id + 2 * i} 0 R" for i in range(page_count))
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
     objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {page_count} >>".encode())
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    objects.append(f"<< /Type /Font /Subtype /Type1 /BaseFont /{font} /Encoding /WinAnsiEncoding >>".encode())
     for index, lines in enumerate(pages):
         content_id = first_page_id + 2 * index + 1
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_WIDTH} {PAGE_HEIGHT}] "
             f"/Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {content_id} 0 R >>".encode()
         )
-        stream = _content_stream(lines, font_size, column_pt)
+        stream = _content_stream(lines, font_size, column_pt, (rules_under or {}).get(index, ()))
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Producer (tiny_pdf test writer) >>")
     info_id = len(objects)

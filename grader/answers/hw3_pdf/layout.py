@@ -41,6 +41,13 @@ TOUCH_EM = 0.12
 CELL_GAP_EM = 0.9
 # Running headers and footers live in these bands at the top and bottom of a page.
 BAND = 0.075
+# A table set in text is ruled with characters: the line under its header in tabulate's,
+# pandoc's plain, psql's and org-mode's tables ("-------  --------", "===="), a grid table's
+# borders ("+----+----+", "|---|:--:|", box drawing "├────┼────┤"). A line of them is no text.
+_RULE_CHARACTERS = re.compile(r"[-=_+|:¦\s\u2500-\u257f]*")
+_RULE_STROKES = re.compile(r"[-=_\u2500-\u257f]")
+# Bars that part a text table's cells ("| 6 | 62.73 |", a box-drawing grid's "│").
+_BARS = "|¦│┃║"
 # Two columns of text are at least this far apart (pt), and at least this many ems of their
 # text: LaTeX's \columnsep is 10 pt (an em of 10 pt text), Word's default 1.25 cm, CSS's
 # column-gap 1 em. A river through justified prose is narrower: in an OCR'd page (its
@@ -142,6 +149,13 @@ class Line:
         return max((w.size for w in self.words), default=0.0)
 
     @property
+    def rule(self) -> bool:
+        """Whether the line is a rule drawn in characters ("-------  --------", "+----+"),
+        no row of a table: at least three strokes, nothing else but crossings and spaces."""
+        text = self.text
+        return bool(_RULE_CHARACTERS.fullmatch(text)) and len(_RULE_STROKES.findall(text)) >= 3
+
+    @property
     def bold(self) -> bool:
         letters = [w for w in self.words if re.search(r"[A-Za-z]", w.text)]
         return bool(letters) and all(w.bold for w in letters)
@@ -215,11 +229,29 @@ def _rows(words: list[Word]) -> list[list[Word]]:
     return joined
 
 
+def _bars_apart(words: list[Word]) -> list[Word]:
+    """Words that start or end with a bar ("|6|12.5|", "62.73|": a table set in text without
+    spaces inside its borders) cut at their bars, each piece and bar with its share of the
+    width. A bar inside a word of prose ("a|b") is left as it is."""
+    out = []
+    for word in words:
+        text = word.text
+        if len(text) < 2 or not (text[0] in _BARS or text[-1] in _BARS):
+            out.append(word)
+            continue
+        width = (word.x1 - word.x0) / len(text)
+        for piece in re.finditer(f"[{_BARS}]+|[^{_BARS}]+", text):
+            out.append(Word(piece.group(), word.x0 + piece.start() * width, word.x0 + piece.end() * width,
+                            word.top, word.bottom, word.size, word.bold))
+    return out
+
+
 def _cells(words: list[Word]) -> list[Cell]:
     cells: list[list[Word]] = []
     after_bar = False
-    for word in words:
-        if word.text in ("|", "¦"):  # a Markdown table printed as text: the bars part the cells
+    for word in _bars_apart(words):
+        if word.text and all(c in _BARS for c in word.text):
+            # A Markdown, org-mode or grid table printed as text: the bars part the cells.
             after_bar = True
             continue
         if cells and not after_bar and word.x0 - cells[-1][-1].x1 <= CELL_GAP_EM * word.size:

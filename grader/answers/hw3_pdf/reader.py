@@ -29,7 +29,7 @@ from . import contract
 from .explanations import is_short_title, placeholder, read_explanations
 from .labels import question_answer_explanations, read_labels, without_list_marker
 from .layout import Layout, Line, build_layout
-from .tables import read_table
+from .tables import header_without_rows, read_table
 
 DEFAULT_DISPLAY_NAME = "hw3/report.pdf"
 # Package root, so the child can import grader.answers whatever its cwd.
@@ -57,7 +57,8 @@ class Hw3PdfReading:
     # complete answer is taken instead (grader/answers/collect.py).
     incomplete: dict = field(default_factory=dict)
     # field -> why: answered in the report in words the reader does not take ("3 or 4", a
-    # yes/no hedged): written, so for a person to read, never "not answered".
+    # yes/no hedged, a table's header with rows under it none of which could be read):
+    # written, so for a person to read, never "not answered".
     unread: dict = field(default_factory=dict)
     # Cells of a table's rows that are there but were not read ("12 and 14"): {id, row,
     # column, text}, as the answer sheet's unread cells.
@@ -304,10 +305,18 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
             reading.missing.append(spec.field)
             if spec.field in declined:
                 continue
+            header = header_without_rows(layout, spec)
             pictures = _pictures_of(layout, spec.task, sections)
-            if pictures:
+            if header is not None and header.below:
+                # Rows are there, written, but not read: for a person, never "not answered".
+                reading.unread[spec.field] = _rows_not_read(spec, header, text_report)
+                reading.problems.append(reading.unread[spec.field])
+            elif pictures:
                 reading.problems.append(_picture_problem(f"Task {spec.task}'s table ({spec.template_header})", pictures,
                                                          text_report))
+            elif header is not None:
+                reading.problems.append(f"the table '{spec.template_header}' has its header "
+                                        f"({_on_page(header.page, text_report)}'{header.text[:80]}') but no rows under it")
             elif layout.pictures and not sections:
                 reading.problems.append(f"no table with the header '{spec.template_header}' found as text; "
                                         "the report has pictures: if the table is one of them, a person must read it")
@@ -358,6 +367,19 @@ def _read_answers(layout: Layout, reading: Hw3PdfReading, name: str = DEFAULT_DI
         not_read = [label for field_id, label in labels_of.items() if field_id not in reading.answers]
         reading.problems.insert(first_problem, _own_structure_problem(name, total - len(not_found), total, not_read,
                                                                       "the report" if text_report else "the PDF"))
+
+
+def _on_page(page: int, text_report: bool) -> str:
+    return "" if text_report else f"page {page}, "
+
+
+def _rows_not_read(spec, header, text_report: bool) -> str:
+    """Why a table whose header was found has no answer: its rows could not be read."""
+    return (f"the table '{spec.template_header}' was found ({_on_page(header.page, text_report)}its header "
+            f"'{header.text[:80]}'), but none of the rows under it could be read (the first: '{header.below[0][:80]}'): "
+            f"a person must read them. To have them read, write each row under the header, its "
+            f"{spec.key.name.upper() if spec.key.name == 'depth' else 'GPUs'} first, each value under its "
+            "column's name, as hw3/REPORT_TEMPLATE.md does")
 
 
 def _task_fields(task: int) -> list[str]:

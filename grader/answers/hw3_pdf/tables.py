@@ -13,7 +13,16 @@ two columns set close together ("2 182.59 ms") do not matter. A table runs on wh
 column holds whole numbers, over a page break with or without its header repeated. Each key
 line is a row; a cell's other lines (a value wrapped in a narrow cell, above and below the
 key line when the cell is vertically centred) go to the row they sit beside. A table with
-the configurations as columns (transposed) is read the same way, turned.
+the configurations as columns (transposed) is read the same way, turned. A table set in text
+is ruled with characters (`-------  --------` under the header in tabulate's, pandoc's plain,
+psql's and rst tables, `+----+----+` and `|---|---|` in grid, pipe and org-mode tables): such
+rule lines are no rows and no header, and are passed over wherever they stand (red team adv39
+F2: the dashed line had ended the table above its first row).
+
+    header_without_rows(layout, spec) -> HeaderWithoutRows | None
+
+Where no table was read, the header found as a table's with lines under it that start as rows
+do: a table written but not read, for a person (reader.py), not "not answered".
 
 Task 4's memory may be laid out per GPU: a column per GPU ("GPU 0 (MiB)" ... "GPU 4 (MiB)",
 a cell left empty or "-" for a GPU the configuration lacks), a row per GPU in a turned table,
@@ -285,7 +294,7 @@ def _headers_at(lines: list[Line], index: int, spec, *, starting_here: bool = Fa
     _MAX_HEADER_LINES lines), smallest first: a window that names every column may still
     stop short of the header's last line, which the caller finds out from the rows below."""
     line = lines[index]
-    if line.furniture:
+    if line.furniture or line.rule:
         return
     options = [(index, index)]
     if line.ruled is None and wrapped:
@@ -295,7 +304,7 @@ def _headers_at(lines: list[Line], index: int, spec, *, starting_here: bool = Fa
         if first < 0 or last >= len(lines):
             continue
         window = lines[first:last + 1]
-        if any(l.furniture or l.ruled is not None or l.page != line.page or l.region != line.region
+        if any(l.furniture or l.rule or l.ruled is not None or l.page != line.page or l.region != line.region
                for l in window if len(window) > 1):
             continue
         if any(b.top - a.bottom > 0.9 * max(a.size, b.size) for a, b in zip(window, window[1:])):
@@ -314,9 +323,11 @@ def _header_words(line: Line) -> int:
 
 
 def _repeated_header(lines: list[Line], index: int, spec) -> tuple[list[Column], int, int] | None:
-    """A header repeated where a table runs on: the first window after which a value follows."""
+    """A header repeated where a table runs on: the first window after which a value follows
+    (past a rule drawn in characters under it)."""
     for columns, first, last in _headers_at(lines, index, spec, starting_here=True):
-        if last + 1 >= len(lines) or re.search(r"\d", lines[last + 1].text):
+        following = next((line for line in lines[last + 1:] if not line.rule), None)
+        if following is None or re.search(r"\d", following.text):
             return columns, first, last
     return None
 
@@ -408,8 +419,8 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
     while index < len(lines) and keys < _MAX_ROWS:
         line = lines[index]
         index += 1
-        if line.furniture:
-            continue
+        if line.furniture or line.rule:
+            continue  # a rule drawn in characters under the header or between rows: no row
         moved = line.page != last.page or line.region != last.region
         if moved:
             if not keys or line.page < last.page:
@@ -546,7 +557,7 @@ def _transposed(lines: list[Line], index: int, spec) -> tuple[list[_Row], list[L
     used = [line]
     last = line
     for following in lines[index + 1:index + 16]:
-        if following.furniture:
+        if following.furniture or following.rule:
             continue
         new_page = following.page != last.page
         if new_page:
@@ -760,11 +771,16 @@ def _after(text: str, spec, name: str) -> str:
     return text[match.end():] if match else text
 
 
+def _header_positions(lines: list[Line]) -> list[tuple[int, bool]]:
+    """(line index, wrapped) in the order headers are looked for: one-line headers first, so a
+    heading just above a table is not taken into its header."""
+    return [(i, False) for i in range(len(lines))] + [(i, True) for i in range(len(lines))]
+
+
 def read_table(layout: Layout, spec: contract.TableSpec) -> TableReading | None:
     """The first table in the report with `spec`'s header and at least one row, or None."""
     lines = layout.lines
-    # One-line headers first, so a heading just above a table is not taken into its header.
-    for index, wrapped in [(i, False) for i in range(len(lines))] + [(i, True) for i in range(len(lines))]:
+    for index, wrapped in _header_positions(lines):
         header = None
         for columns, first, last in _headers_at(lines, index, spec, wrapped=wrapped):
             rows, used = _rows_below(lines, last + 1, columns, spec)
@@ -792,3 +808,55 @@ def read_table(layout: Layout, spec: contract.TableSpec) -> TableReading | None:
         _parse_rows(rows, columns, spec, reading)
         return reading
     return None
+
+
+# ---------------------------------------------------------------- a header without rows
+
+# A line under a header that starts as a row does: a number first ("6", "DEPTH=6", "| 2 |").
+_ROW_START = re.compile(r"^\W*(?:depth|gpus?)?\s*[=:]?\s*\d")
+_LINES_UNDER_A_HEADER = 8
+
+
+@dataclass
+class HeaderWithoutRows:
+    """A table's header found as text where no row under it was read. `below`: the lines under
+    it that start as rows do (a number first), as written; empty where nothing is under it."""
+    page: int
+    text: str   # the header's lines as written
+    below: list[str]
+
+
+def _lines_like_rows(lines: list[Line], last: int) -> list[str]:
+    """The lines right under lines[last] (rules drawn in characters and running headers
+    passed over) that start as rows do, up to the first that does not."""
+    above, out = lines[last], []
+    for line in lines[last + 1:last + 1 + 2 * _LINES_UNDER_A_HEADER]:
+        if line.furniture or line.rule:
+            continue
+        if (line.page, line.region) != (above.page, above.region) or \
+                line.top - above.bottom > 2.5 * max(line.size, above.size, 1) or not _ROW_START.match(line.text):
+            break
+        out.append(line.raw.replace("\t", " | "))
+        above = line
+        if len(out) == _LINES_UNDER_A_HEADER:
+            break
+    return out
+
+
+def header_without_rows(layout: Layout, spec: contract.TableSpec) -> HeaderWithoutRows | None:
+    """Where read_table found no table: `spec`'s header set as a table's (its columns in cells
+    of their own, not a sentence that names them), the first with lines under it that start
+    as rows do, else the first; None where the report has no such header."""
+    lines = layout.lines
+    first_found = None
+    for index, wrapped in _header_positions(lines):
+        for columns, first, last in _headers_at(lines, index, spec, wrapped=wrapped):
+            window = lines[first:last + 1]
+            if window[0].ruled is None and max(len(line.cells) for line in window) < 2:
+                continue
+            found = HeaderWithoutRows(window[0].page, " / ".join(line.raw.replace("\t", " | ") for line in window),
+                                      _lines_like_rows(lines, last))
+            if found.below:
+                return found
+            first_found = first_found or found
+    return first_found
