@@ -34,9 +34,14 @@ A write that brings back a state the model's weights were in at an earlier mark 
 (bit for bit at that mark's sampled values: `_restored`) is no write beside the optimizer: a
 checkpoint of the run's own loaded back mid-run (a resume tested after a step, a rollback to the
 best step, the start restored after a trial step) holds weights the model's own optimizer made,
-or its start. Only distinct states are remembered (REMEMBERED per parameter), so decoys that
-leave the weights as they were leave nothing to restore but the weights the last mark holds; a
-state a step judged written left (or one not vouched for) is never restored.
+or its start. So is a write that moves the weights back toward such a state, each value sampled
+by its mark lying between its value there and the last mark's (`_between`: Lookahead written
+by hand, the slow weights interpolated into the model every k steps); a step of training onward
+leaves that span at about half the values. A write so accepted is remembered as a state of the
+run's own (Lookahead's next slow weights start from it). Only distinct states are remembered
+(REMEMBERED per parameter), so decoys that leave the weights as they were leave nothing to
+restore or move toward but the weights the last mark holds; a state a step judged written left
+(or one not vouched for) is never restored.
 
 The mark is taken after the model's step, so what runs inside that step is taken as the
 optimizer's: a step of the script's own (a subclass's `step`), a closure handed to `step()`, or a
@@ -98,6 +103,25 @@ def _grown_at(parameter, positions: torch.Tensor, values: torch.Tensor) -> int:
         return int((now.abs().double() > values.abs().double() * slack).sum())
 
 
+def _values_at(parameter, positions: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        return parameter.detach().reshape(-1)[positions].clone()
+
+
+def _between_at(parameter, positions: torch.Tensor, one: torch.Tensor, other: torch.Tensor) -> bool:
+    """Whether the parameter's values at `positions` each lie between `one` and `other` (two
+    states' values there), float rounding (ROUNDING ulps) aside."""
+    if not one.is_floating_point():
+        return False
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        now = parameter.detach().reshape(-1)[positions].double()
+        eps = torch.finfo(one.dtype).eps
+        one, other = one.double(), other.double()
+        slack = ROUNDING * eps * torch.maximum(one.abs(), other.abs())
+        return bool(((now >= torch.minimum(one, other) - slack)
+                     & (now <= torch.maximum(one, other) + slack)).all())
+
+
 class ParameterMark:
     """One parameter as it was at one moment: its values at sampled positions (a load, a write
     through `.data` or a swap of storage all show there: `grew`, `set_afresh`, `moved`). `vouches`: False where the mark was taken at the
@@ -105,6 +129,9 @@ class ParameterMark:
     weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
 
     restorable = False   # a state a later load may bring back (SideSteps._mark, _restored)
+    # The parameter's values, when this mark was taken, at the sampled positions of the states
+    # remembered before it (id of their mark -> values): SideSteps._remember, _between
+    at_past: dict = {}
 
     def __init__(self, parameter, vouches: bool = True, side_steps: int = 0):
         self._ref = weakref.ref(parameter)
@@ -147,6 +174,12 @@ class ParameterMark:
             share = (now - then).abs()[changed] / size[changed]
             return float(share.median()) >= AFRESH
 
+    def sample_positions(self) -> torch.Tensor:
+        return self._sample[0]
+
+    def sample_values(self) -> torch.Tensor:
+        return self._sample[1]
+
     def moved(self) -> bool:
         """Whether any sampled value of the parameter differs from the mark's."""
         parameter = self._ref()
@@ -167,6 +200,10 @@ def grew(marks) -> bool:
     passed under a tenth and kept 7.65 of 10 (adv38 F1, the control 3.5)."""
     return any(mark.grown()[0] for mark in marks)
 
+
+# States remembered before a parameter's mark whose sampled values the mark records too, so that
+# weights moved back toward one of them are seen as such (`SideSteps._between`).
+BETWEEN = 8
 
 # Past states of each parameter of the model remembered (`SideSteps._remember`), at most: the
 # first (the model's start) and the latest are kept.
@@ -226,8 +263,9 @@ class SideSteps:
         if past and not past[-1].of(parameter):   # an id the parameter had, let go of
             past.clear()
         if past and not past[-1].moved():
-            past[-1] = mark
-            return
+            past.pop()
+        mark.at_past = {id(old): _values_at(parameter, old.sample_positions())
+                        for old in past[-BETWEEN:] if old.restorable}
         past.append(mark)
         if len(past) > REMEMBERED:
             del past[1]
@@ -242,6 +280,22 @@ class SideSteps:
         past = self._past.get(id(parameter), [])
         return any(mark.restorable and mark.of(parameter) and not mark.moved()
                    for mark in past[:-1])
+
+    def _between(self, parameter) -> bool:
+        """Whether the parameter's weights lie, at every value sampled by one of the last
+        BETWEEN states remembered before its mark now, between that state's values and the
+        mark's: weights moved back toward a past state of the run's own (Lookahead written by
+        hand: the slow weights, a past state, interpolated toward the fast ones and written in
+        every k steps). Decoys leave no past state to move toward; a step of training onward
+        leaves the span of its past states at about half the values."""
+        past = self._past.get(id(parameter), [])
+        if len(past) < 2 or not past[-1].of(parameter):
+            return False
+        last = past[-1]
+        return any(old.restorable and old.of(parameter) and id(old) in last.at_past
+                   and _between_at(parameter, old.sample_positions(), old.sample_values(),
+                                   last.at_past[id(old)])
+                   for old in past[:-1])
 
     def _least_model_size(self) -> float | None:
         """The fewest parameter values a wrap of the model's holds; None with none alive."""
@@ -337,9 +391,12 @@ class SideSteps:
     def _judge(self, marked, others_trained: bool, code: str | None, joins: bool) -> str | None:
         """written_beside's verdict on `marked` ((parameter, its mark) pairs): a value grown
         is a write, unless the parameter holds a past state of its own again (`_restored`)."""
+        grown = [p for p, mark in marked if grew([mark])]
         if any(not mark.vouches for _, mark in marked) or \
-                any(grew([mark]) and not self._restored(p) for p, mark in marked):
+                any(not self._restored(p) and not self._between(p) for p in grown):
             return "written"
+        for parameter in grown:   # a past state brought back, or one between: remembered
+            self._mark(parameter, vouches=True)
         beside = bool(self.hidden or others_trained or (joins and self._window_beside))
         self._window_beside = beside
         return code if beside and code else None

@@ -3,7 +3,8 @@
 
 Honest: a checkpoint saved with `torch.save(model.module.state_dict())` after a step and loaded
 back a step later to test resuming, the start saved before the first step and restored after a
-trial step, the best step's weights rolled back to before a step. Each load brings back weights
+trial step, the best step's weights rolled back to before a step, Lookahead written by hand
+(the slow weights interpolated into the model). Each load brings back weights
 the model's own optimizer made (or its start), bit for bit, yet grows about half the values
 the last step left: every step after the load was read as weights written beside the
 optimizer (`weights_written`), which zeroes the training checks. Forged, and still so: a copy
@@ -115,7 +116,50 @@ def test_a_rollback_to_the_best_step_before_a_step(ddp_run):
     assert_honest(events, "side_steps.SideSteps._restored")
 
 
+def lookahead(model, alpha=0.5):
+    """Lookahead written by hand: after each step the slow weights move toward the fast ones by
+    `alpha` and are written into the model. () -> the after_step callback."""
+    slow = [p.detach().clone() for p in model.module.parameters()]
+
+    def sync(step):
+        with torch.no_grad():
+            for s, p in zip(slow, model.module.parameters()):
+                s.add_(p.detach() - s, alpha=alpha)
+                p.copy_(s)
+    return sync
+
+
+def test_lookahead_written_by_hand_moves_the_weights_back_between_past_states(ddp_run):
+    """Each write lies between a state the run had (the slow weights) and the step's weights;
+    from the second on the slow weights are the first write's (remembered where it was
+    judged)."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    train(model, optimizer, x, y, after_step=lookahead(model))
+    assert_honest(events, "side_steps.SideSteps._between, _judge (the state remembered)")
+
+
 # -- forged: loads of weights the model's optimizer never made ---------------------------------
+
+
+def test_weights_extrapolated_past_the_last_step_are_written(ddp_run):
+    """The model's own last move repeated by hand (w + (w - w_before)): training onward, not
+    back toward a past state."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    before = {}
+
+    def extrapolate(step):
+        if "w" in before:
+            with torch.no_grad():
+                for p, b in zip(model.module.parameters(), before["w"]):
+                    p.add_(p.detach() - b)
+        before["w"] = [p.detach().clone() for p in model.module.parameters()]
+
+    train(model, optimizer, x, y, before_step=extrapolate)
+    assert written(events) == [False, True, True], (
+        f"expected the steps after the extrapolations written; observed {written(events)} "
+        f"(look: side_steps._between_at)")
 
 
 def hand_trained(model, x, y, steps: int) -> list[torch.Tensor]:
@@ -133,6 +177,13 @@ def write(model, weights) -> None:
             p.copy_(t)
 
 
+def decoy_step(model, optimizer, x, y) -> None:
+    """A step of "micro-batches" of a loss scaled by 1e-9: the weights stay as they are."""
+    optimizer.zero_grad()
+    micro_batches(model, x, y, scale=1e-9)
+    optimizer.step()
+
+
 def test_a_copy_trained_by_hand_and_loaded_after_an_honest_step_is_still_written(ddp_run):
     """An honest first step leaves two states to restore (the start, its weights); weights
     trained by hand are neither."""
@@ -143,9 +194,7 @@ def test_a_copy_trained_by_hand_and_loaded_after_an_honest_step_is_still_written
     optimizer.step()
     for step in range(1, STEPS):
         write(model, hand_trained(model, x, y, 1))
-        optimizer.zero_grad()
-        micro_batches(model, x, y, scale=1e-9)
-        optimizer.step()
+        decoy_step(model, optimizer, x, y)
     assert written(events) == [False, True, True], (
         f"expected the steps after the loads written beside the optimizer; observed "
         f"{written(events)} (look: side_steps.SideSteps._restored)")
@@ -160,9 +209,7 @@ def test_weights_a_written_step_left_are_no_state_to_restore(ddp_run):
     start = [p.detach().clone() for p in model.module.parameters()]
     for step in range(STEPS):
         write(model, forged if step != 1 else start)
-        optimizer.zero_grad()
-        micro_batches(model, x, y, scale=1e-9)
-        optimizer.step()
+        decoy_step(model, optimizer, x, y)
     assert written(events) == [True, False, True], (
         f"expected steps 0 and 2 written (the forged weights), step 1 not (the start "
         f"restored); observed {written(events)} (look: SideSteps.stepped, restorable)")
