@@ -266,6 +266,8 @@ class SideSteps:
             past.pop()
         mark.at_past = {id(old): _values_at(parameter, old.sample_positions())
                         for old in past[-BETWEEN:] if old.restorable}
+        if past:
+            past[-1].at_past = {}   # read of the last mark only (`_between`)
         past.append(mark)
         if len(past) > REMEMBERED:
             del past[1]
