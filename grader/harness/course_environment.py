@@ -93,20 +93,6 @@ def device_mismatch_note(message: str, site: str | None = None) -> str | None:
             "GPUs; a batch is moved to the GPU of the model it is fed to).")
 
 
-def tracked_array_note(exception: dict) -> str | None:
-    """For a script stopped at an exact type check of the array `Tensor.numpy()` gave of a
-    model's input or output (grader/vgpu/numpy_lists.py): its type is the grader's tracked
-    view of numpy.ndarray, which `type(a) is np.ndarray` refuses (adv38 H3). The run says so
-    in the exception's record (numpy_lists.type_check_at_error)."""
-    if not exception.get("tracked_array"):
-        return None
-    return ("While it is graded, Tensor.numpy() of a model's input or output gives the grader's "
-            "tracked view of numpy.ndarray (the grader follows its .tolist() rows): a subclass "
-            "that holds the same memory and behaves as np.ndarray, but type(a) is np.ndarray is "
-            "False for it. Check the type with isinstance(a, np.ndarray), which holds here and "
-            "on any machine.")
-
-
 _STATIC_GRAPH_ASSERT = re.compile(r"expect_autograd_hooks_ INTERNAL ASSERT FAILED")
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from grader.harness.course_environment import (device_mismatch_note, duplicate_gpu_note,
                                                missing_module_note, read_only_note,
-                                               static_graph_note, tracked_array_note)
+                                               static_graph_note)
 
 # Processes, and processes with their threads, of one run at once, at least: the reference's
 # runs hold 5 and 18 on 2 cores; a run with more is stopped (a fork loop).
@@ -150,7 +150,6 @@ class Observation:
                 "type") == "NotImplementedError" and (
                 not message or "todo" in message[0].lower()) else ""
             missing = (missing_module_note(exception.get("message", ""))
-                       or tracked_array_note(exception)
                        or read_only_note(exception.get("message", ""))
                        or duplicate_gpu_note(exception.get("message", ""))
                        or static_graph_note(exception.get("message", ""))

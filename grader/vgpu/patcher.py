@@ -1,6 +1,8 @@
 """Attribute patches that remember what they replaced, so activation can be undone in tests."""
 from __future__ import annotations
 
+from grader.vgpu import type_namespace
+
 _MISSING = object()
 
 
@@ -12,7 +14,7 @@ class Patcher:
     def set(self, owner, name: str, value) -> None:
         self._undo.append((owner, name, owner.__dict__.get(name, _MISSING)
                            if isinstance(owner, type) else getattr(owner, name, _MISSING)))
-        setattr(owner, name, value)
+        _assign(owner, name, value)
         self._installed.append((owner, name, value))
 
     def installed(self) -> list[tuple[object, str, object]]:
@@ -24,10 +26,21 @@ class Patcher:
         for owner, name, old in reversed(self._undo):
             if old is _MISSING:
                 try:
-                    delattr(owner, name)
+                    _assign(owner, name, type_namespace.DELETED)
                 except AttributeError:
                     pass
             else:
-                setattr(owner, name, old)
+                _assign(owner, name, old)
         self._undo.clear()
         self._installed.clear()
+
+
+def _assign(owner, name: str, value) -> None:
+    """setattr (delattr for type_namespace.DELETED); for an immutable class of a C extension,
+    which refuses both (numpy.ndarray), a write into its namespace (type_namespace.py)."""
+    if type_namespace.immutable(owner):
+        type_namespace.write(owner, name, value)
+    elif value is type_namespace.DELETED:
+        delattr(owner, name)
+    else:
+        setattr(owner, name, value)

@@ -148,21 +148,10 @@ def _run(script: str, args: list[str], values: dict, edits: list) -> int:
                   if os.path.abspath(f.filename) == os.path.abspath(script)]
         where = f"{os.path.basename(script)}:{frames[-1].lineno}" if frames else None
         get_trace().emit("exception", type=type(error).__name__, message=str(error)[:2000],
-                         site=where, **_tracked_array_checked(error, script))
+                         site=where)
         _placements_at_error(error.__traceback__, script)
         return 1
     return 0
-
-
-def _tracked_array_checked(error: BaseException, script: str) -> dict:
-    """{"tracked_array": True} where the script stopped at an exact type check of an array
-    Tensor.numpy() gave (grader/vgpu/numpy_lists.py): the report then says to use isinstance."""
-    try:
-        from grader.vgpu.numpy_lists import type_check_at_error
-        checked = type_check_at_error(error, os.path.dirname(os.path.abspath(script)))
-    except Exception:   # a hint only: never the run's problem
-        return {}
-    return {"tracked_array": True} if checked else {}
 
 
 def _placements_at_error(traceback_, script: str) -> None:
