@@ -4,7 +4,8 @@ Every student (one row per person: their uploads of several Moodle assignments t
 grader/batch/people.py) with their score per assignment, status, and links to their report and
 instructor view; what needs a person (uploads for a person, override problems, names shared
 by uploads kept apart, submissions held for review and those the staff released with their
-comment, reports to read, reports not handed in as the handout asks); the score distribution of grades.csv's own numbers (per assignment over
+comment, reports to read, reports not handed in as the handout asks, symbolic links into the
+course's or other students' files); the score distribution of grades.csv's own numbers (per assignment over
 the cells holding a number, the empty ones counted with why; the total over the students with
 every assignment) with its histograms, the pass
 rate of every check (worst first), the most common failures with one example feedback each
@@ -126,6 +127,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
         "reports_missing": reports_not_handed_in(graded),
         "integrity": _integrity_holds(graded),
         "integrity_released": _integrity_released(graded),
+        "links_into": _links_into(graded),
         "same_hash": _of_several_people(_groups({r.student.key: r.content_hash for r in runs
                                                  if not r.content_hash.startswith("raw:")}), owner),
         "same_code": code,
@@ -503,6 +505,17 @@ def _integrity_released(graded: list[CurrentRun]) -> list[dict]:
     kept on the page with what was found and the staff's comment, as instructor.md keeps them
     (users28: a cleared hold had left "None: no submission reaches into the grader")."""
     return _needing_a_person(graded, "integrity", "cleared", {"comment": "comment"})
+
+
+def _links_into(graded: list[CurrentRun]) -> list[dict]:
+    """Symbolic links of uploads that point into the grader's, the reference's or another
+    student's files (result.json `links`, grader/batch/link_targets.py): possible copying, for a
+    person (adv39 F3: only the batch log had said so). The score is not touched."""
+    return [{"key": r.student.key, "name": r.student.name,
+             "path": str(link.get("path")) + (f" in {link['in']}" if link.get("in") else ""),
+             "target": str(link.get("target")), "into": str(link["into"])}
+            for r in graded for link in (r.result or {}).get("links") or []
+            if isinstance(link, Mapping) and link.get("into")]
 
 
 def _groups(fingerprints: Mapping[str, str]) -> list[list[str]]:

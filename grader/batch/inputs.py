@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import unicodedata
@@ -32,8 +33,10 @@ from typing import Sequence
 
 from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held_assignments,
                                  require_expected_files)
+from grader.batch.link_targets import link_lines
 from grader.batch.printable import printable
-from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay, Rejected,
+from grader.batch.unpack import (ARCHIVE_KINDS, JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay,
+                                 Rejected,
                                  UnpackLimits, check_zip_entry, display_name, extract_zip,
                                  left_out_text, materialize_entry, size_text, top_name,
                                  zip_directory_size, zip_entry_name)
@@ -100,11 +103,13 @@ class Prepared:
     # What an upload over the limits was graded without ("data/model.pt (210.0 MiB)"): the
     # student's report names it.
     left_out: list[str] = field(default_factory=list)
+    # Its symbolic links, skipped (grader/batch/link_targets.py `link_lines`): the student's
+    # report and instructor.md name each, and where it points.
+    links: list[dict] = field(default_factory=list)
 
 
 # Archives of kinds the batch does not unpack, which a student may upload all the same.
-OTHER_ARCHIVES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tbz2", ".txz", ".tar", ".7z",
-                  ".rar", ".gz", ".bz2", ".xz")
+OTHER_ARCHIVES = tuple(ARCHIVE_KINDS)
 # Room left under the 255 bytes of a file name for what the batch adds to a key (UTF-8 bytes:
 # 120 CJK characters are 360 bytes, more than a file name may hold).
 MAX_KEY_BYTES = 120
@@ -396,9 +401,14 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                          + ", ".join(lines[:10]) + (f" and {len(lines) - 10} more"
                                                     if len(lines) > 10 else ""))
         left_out = _said(lines)
+        links = link_lines([link for budget in budgets for link in budget.links],
+                           submission.sources, submission.root,
+                           submission.student.participant_id, shown_name)
         places = list(dict.fromkeys(places.values()))
         layout = list(assignments or assignment_ids())
-        require_expected_files(scratch, list(graded or layout), layout)
+        require_expected_files(scratch, list(graded or layout), layout,
+                               why=[f"{name} is an empty zip archive (it holds no files)"
+                                    for budget in budgets for name in budget.empty_archives])
         root = (_one_of_the_copies(submission, places, layout, notes) if submission.several
                 else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:
@@ -409,7 +419,12 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
             # another upload, graded again, so that its report stops naming what it left out.
             digest += "+without:" + hashlib.sha256("\n".join(left_out).encode(
                 "utf-8", "surrogateescape")).hexdigest()[:16]
-        return Prepared(root=root, content_hash=digest, notes=_said(notes), left_out=left_out)
+        if links:
+            # Likewise its links: one made a file (or pointed elsewhere) is another upload.
+            digest += "+links:" + hashlib.sha256(json.dumps(links, sort_keys=True).encode(
+                "utf-8", "surrogateescape")).hexdigest()[:16]
+        return Prepared(root=root, content_hash=digest, notes=_said(notes), left_out=left_out,
+                        links=links)
     except Rejected as problem:
         return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
     except OSError as exc:

@@ -20,7 +20,8 @@ Students upload in many shapes; each of these is found and graded:
   sheet by the `assignment:` line or the answer ids it holds).
 What cannot be decided is for a person to look at (`NeedsPerson`: no grade, never a zero): an
 upload in which no file any graded assignment expects is found anywhere (it would be a silent
-zero), two different versions of one assignment, an answer sheet beside several assignments'
+zero), two different versions of one assignment (side by side, or one deeper down:
+`practical4/` and `practical4_final/practical4/`), an answer sheet beside several assignments'
 files that says whose it is in no way, files nested deeper than the search.
 
 The files each assignment expects come from `student_template/<assignment>/` (its README and
@@ -38,7 +39,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from grader.batch.unpack import JUNK_NAMES, NeedsPerson, Rejected
+from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, NeedsPerson, Rejected,
+                                 archive_kind)
 
 __all__ = ["ROOT_SEARCH_DEPTH", "NeedsPerson", "Rejected", "expected_files", "code_files",
            "find_root", "held_assignments", "require_expected_files"]
@@ -307,6 +309,7 @@ def find_root(top: Path, depth: int = ROOT_SEARCH_DEPTH, assignments: Sequence[s
     root = _best(levels, top, with_files, lambda tied: _gather(top, tied, holding, notes), notes)
     if root is not None:
         _lift_doubled(top, root, assignments, notes)
+        _no_second_version(top, root, depth, assignments, notes)
         # An assignment the root lacks may be loose beside it (practical4's files at the top
         # beside practical5/): graded from there rather than as missing. (The folders are
         # listed again: gathering and lifting moved some.)
@@ -365,6 +368,39 @@ def _lift_doubled(top: Path, root: Path, assignments: Sequence[str], notes: list
             shutil.rmtree(aside)   # the wrapper: not graded, and no part of the content hash
             notes.append(f"{assignment}/ graded from {inner.relative_to(top).as_posix()}/ (the "
                          "assignment's folder inside a folder of its name)")
+
+
+def _no_second_version(top: Path, root: Path, depth: int, assignments: Sequence[str],
+                       notes: list[str]) -> None:
+    """NeedsPerson where a deeper folder of an assignment's name holds its files, other than
+    those of the root's (`practical4/` and `practical4_final/practical4/`, `old/practical4/`):
+    the shallowest had been graded and the other, maybe the final one, ignored in silence
+    (adv39 F4). Which one counts is the student's to say: no guess from a name like `old` or
+    `final`. One of the same files is a copy, graded once; a folder inside the graded one is
+    its own (a backup there is the student's file, never a second root), and one inside a
+    folder named like a Moodle submission is that upload's, not a version of this one's
+    (bob/ holding a folder named like Vera's: grader/batch/inputs.py says so)."""
+    folders = [folder for level in _levels(top, depth) for folder in level]
+    for assignment in assignments:
+        graded = root / assignment
+        if not graded.is_dir() or graded.is_symlink() or not _holds_its_files(graded, assignment):
+            continue
+        content = None
+        for folder in folders:
+            other = folder / assignment
+            if other == graded or other.is_relative_to(graded) or graded.is_relative_to(other) \
+                    or not other.is_dir() or other.is_symlink() \
+                    or not _holds_its_files(other, assignment) \
+                    or any(MOODLE_NAME.match(part) for part in other.relative_to(top).parts):
+                continue
+            content = content if content is not None else _content(graded)
+            if _content(other) == content:
+                notes.append(f"{_rel(other, top)} is a copy of {_rel(graded, top)} (the same "
+                             "files uploaded twice): graded once")
+                continue
+            raise NeedsPerson(f"two versions of {assignment}: {_rel(graded, top)} and "
+                              f"{_rel(other, top)} hold different files; which one counts is for "
+                              "a person to decide (or keep one and upload again)")
 
 
 def _arrange_loose_files(top: Path, root: Path | None, levels: list[list[Path]],
@@ -514,11 +550,13 @@ def _link_or_copy(source, target) -> None:
 
 
 def require_expected_files(top: Path, graded: Sequence[str], known: Sequence[str] = (),
-                           limit: int = 8) -> None:
+                           limit: int = 8, why: Sequence[str] = ()) -> None:
     """NeedsPerson unless some file of a graded assignment is in the upload, wherever it is: a
     file whose name only that assignment expects (`model_parallel.py`, `report.pdf`), or one
     of its files in a folder of its name (`hw3/answers.yaml`: every assignment has an
-    answers.yaml). Where no template says what an assignment expects, nothing is required."""
+    answers.yaml). Where no template says what an assignment expects, nothing is required.
+    `why`: what the unpacking found wrong ("hw3.zip is an empty zip archive ..."), said with
+    what each archive the batch does not unpack is (adv39 M1)."""
     everyone = {a: expected_files(a) for a in {*graded, *known}}
     if not any(everyone[a] for a in graded):
         return
@@ -541,6 +579,9 @@ def require_expected_files(top: Path, graded: Sequence[str], known: Sequence[str
         seen += [Path(folder, n).relative_to(top).as_posix() for n in sorted(names)]
     listed = ", ".join(seen[:limit]) + (f" and {len(seen) - limit} more" if len(seen) > limit else "")
     examples = sorted(distinctive)[:4] or sorted(in_folder)[:4]
+    wrong = [*why, *(f"{Path(name).name} is {kind}, which the grader cannot unpack (ask the "
+                     "student for a .zip)" for name in seen if (kind := archive_kind(name)))]
     raise NeedsPerson("no file of " + ", ".join(graded) + " found anywhere in the upload "
                       f"(expected e.g. {', '.join(examples)}); it holds "
-                      f"{listed or 'no files'}: a person should look at it")
+                      f"{listed or 'no files'}" + "".join(f"; {w}" for w in wrong)
+                      + ": a person should look at it")

@@ -867,10 +867,22 @@ class _ClassBatch:
 
 
 def _with_left_out(result: dict, context: _Context) -> dict:
-    """The result with what its upload was graded without (grader/batch/unpack.py): the grading
-    child sees only the unpacked root, so the batch adds it."""
+    """The result with what its upload was graded without (grader/batch/unpack.py) and the
+    symbolic links it held, skipped (each answer file that is one says so: it had read "not
+    handed in" alone, adv39 F3): the grading child sees only the unpacked root, so the batch
+    adds them."""
     if context.prepared.left_out:
         result["left_out"] = list(context.prepared.left_out)
+    links = context.prepared.links
+    if links:
+        result["links"] = [dict(link) for link in links]
+        for assignment in result.get("assignments") or []:
+            for file in (assignment.get("answers") or {}).get("files") or []:
+                name = str(file.get("file") or "")
+                link = next((link for link in links if name and (
+                    link["path"] == name or link["path"].endswith("/" + name))), None)
+                if link is not None and file.get("status") == "missing":
+                    file["link"] = link["target"] or "a path the zip does not say"
     return result
 
 

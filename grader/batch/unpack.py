@@ -18,12 +18,12 @@ whoever made it):
   rejection with what to do instead;
 - kinds: no `..` or absolute paths, no special files, no encryption. A symbolic link (macOS
   Finder's "Compress" and `zip -ry` store `practical4/data -> ~/datasets` as one; a folder
-  upload may hold one) is skipped with a note: never followed, never created, and nothing
-  graded needs it;
+  upload may hold one) is skipped: never followed, never created; each is kept with its target
+  (`Budget.links`) for the student's report and instructor.md;
 - a `.zip` that is no zip at all (a RAR or 7z renamed): what it is, for a person to look at
   (`NeedsPerson`, no grade), like a `.rar` beside the files, and so is a zip that is damaged
-  (cut short, a bad CRC: an upload that did not finish is no verdict on the work); an
-  encrypted one is rejected with what is wrong.
+  (cut short, a bad CRC: an upload that did not finish is no verdict on the work), and so
+  is a password-protected one (no verdict on the work either).
 
 Only archives at the top of a student's entry are unpacked (never a zip inside a zip), so a
 nested bomb is never opened. Files are written 0644 and folders 0755 whatever the archive
@@ -143,6 +143,19 @@ _HAND_IN_LESS = (", or one holding data the course's work does not need: hand in
                  "answers and report without datasets or checkpoints")
 
 
+@dataclass(frozen=True)
+class SkippedLink:
+    """A symbolic link of an upload, skipped: `where` in the upload ("hw3/answers.yaml"),
+    `archive` the zip it is in ("" for a folder upload), `target` as the link says it (None
+    where a zip's entry could not be read), `points_to` that target as a path of this machine,
+    made absolute without following anything (where it would lead if it were followed: the
+    grader's files, another student's upload)."""
+    where: str
+    archive: str
+    target: str | None
+    points_to: str | None
+
+
 class Budget:
     """What one submission has used of its limits so far; with `leave_out`, what was left out
     (`left_out`: (path, size or None for a folder, what it is))."""
@@ -151,6 +164,11 @@ class Budget:
         self.limits, self.bytes, self.files, self.listed = limits, 0, 0, 0
         self.leave_out = leave_out
         self.left_out: list[tuple[str, int | None, str]] = []
+        # Zips unpacked to nothing ("hw3.zip"): named where nothing to grade is found.
+        self.empty_archives: list[str] = []
+        # Symbolic links skipped: named in the student's report and instructor.md (adv39 F3:
+        # only the batch log had said so, and the report said "not handed in").
+        self.links: list[SkippedLink] = []
 
     def over(self, what: str, amount: str) -> DataInTheWay:
         if self.left_out:
@@ -260,8 +278,10 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
     name = display_name(entry)
     where = f"{within}{name}"
     if stat.S_ISLNK(mode):
-        notes.append(f"skipped {where}: a symbolic link (to {os.readlink(entry)}); links are "
-                     "never followed, and nothing graded needs one")
+        target = os.readlink(entry)
+        notes.append(f"skipped {where}: a symbolic link (to {target}); {LINKS_NOT_FOLLOWED}")
+        budget.links.append(SkippedLink(where, "", target,
+                                        os.path.normpath(os.path.join(entry.parent, target))))
         return
     check_name(name, name)
     budget.check_depth(depth, name)
@@ -283,8 +303,10 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         # Unpacked into a folder named after the archive (Moodle's flat `..._file_.zip` has no
         # name left once the prefix is gone); grader/batch/layout.py decides where the root is.
         count = extract_zip(entry, free_name(dest / (name[:-4].strip() or "archive")), budget,
-                            notes)
+                            notes, where=where)
         notes.append(f"unpacked {name} ({count} files)")
+        if not count:
+            budget.empty_archives.append(where)
     elif budget.leave_out and is_data_file(name):
         budget.skips(where, entry.lstat().st_size)
     else:
@@ -385,7 +407,12 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
     if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
         raise Rejected(f"{archive}: entry '{info.filename}' is not a regular file; rejected")
     if info.flag_bits & 0x1:
-        raise Rejected(f"{archive}: entry '{info.filename}' is encrypted; upload it without a password")
+        # No verdict on the work (a zip tool that encrypts by default, a password set by
+        # mistake): no grade, for a person, as a .rar gets; it had been a 0 in Moodle (adv39 F6).
+        raise NeedsPerson(f"{archive} is password-protected (entry '{info.filename}' is "
+                          "encrypted): the grader cannot unpack it, so it gets no grade (never a "
+                          "0); a person should look (ask the student to upload it without a "
+                          "password)")
     return parts
 
 
@@ -455,6 +482,20 @@ ARCHIVE_SIGNATURES = ((b"Rar!\x1a\x07", "a RAR archive"), (b"7z\xbc\xaf\x27\x1c"
                       (b"\xfd7zXZ\x00", "an xz archive"), (b"\x28\xb5\x2f\xfd", "a Zstandard archive"),
                       (b"MSCF", "a Windows cabinet (.cab)"), (b"%PDF", "a PDF document"))
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+# Archives the batch does not unpack, by how their names end (the longer ending first), and
+# what a person is told each is: "it holds hw3.rar" alone had not said what is wrong with it.
+ARCHIVE_KINDS = {".tar.gz": "a gzip-compressed tar archive", ".tar.bz2": "a bzip2-compressed tar "
+                 "archive", ".tar.xz": "an xz-compressed tar archive", ".tgz": "a gzip-compressed "
+                 "tar archive", ".tbz2": "a bzip2-compressed tar archive", ".txz": "an "
+                 "xz-compressed tar archive", ".tar": "a tar archive", ".7z": "a 7z archive",
+                 ".rar": "a RAR archive", ".gz": "a gzip archive", ".bz2": "a bzip2 archive",
+                 ".xz": "an xz archive"}
+
+
+def archive_kind(name: str) -> str | None:
+    """What an archive the batch does not unpack is, by its name ("a RAR archive"); None."""
+    return next((kind for end, kind in ARCHIVE_KINDS.items() if name.lower().endswith(end)),
+                None)
 
 
 def not_a_zip(archive: Path) -> str | None:
@@ -478,15 +519,19 @@ def top_name(entry_name: str) -> str:
     return entry_name.replace("\\", "/").split("/", 1)[0]
 
 
-def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None) -> int:
+def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | None = None,
+                where: str | None = None) -> int:
     """Unpack `archive` into `dest` after checking every entry; returns the number of files.
-    Symbolic links in it are skipped, each said in `notes`.
+    Symbolic links in it are skipped, each said in `notes` and kept in `budget.links` (`where`:
+    the archive as the upload names it, by default its own name).
 
     All entries are checked before anything is written, so a rejected archive leaves nothing
     half-unpacked. Sizes are counted on the bytes actually inflated, not on the headers."""
     label = display_name(archive)
     with _checked_zip(archive, label, budget.limits) as zf:
-        return _unpack_entries(zf, _named_entries(zf), dest, budget, label, notes)
+        # Its links' relative targets are read as if the zip were the folder it unpacks to.
+        return _unpack_entries(zf, _named_entries(zf), dest, budget, label, notes,
+                               (where or label, archive))
 
 
 def extract_each(archive: Path, dest: Path, limits: UnpackLimits,
@@ -562,6 +607,31 @@ def _checked_zip(archive: Path, label: str, limits: UnpackLimits) -> zipfile.Zip
     return zf
 
 
+# Said of every link skipped: the file it names is not graded (a link named answers.yaml had
+# been said to be something "nothing graded needs").
+LINKS_NOT_FOLLOWED = ("links are never followed, so the file it names is not graded: hand in "
+                      "the file itself")
+# The most of a zip's link entry read: its data is the target's path, nothing more.
+MAX_LINK_BYTES = 4096
+
+
+def _link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+    """The path a zip's link entry names (its data: what `zip -y` stores), never followed or
+    created; None where it cannot be read within a path's size."""
+    if info.file_size > MAX_LINK_BYTES or info.compress_size > MAX_LINK_BYTES \
+            or info.compress_type not in SUPPORTED_METHODS or info.flag_bits & 0x1:
+        return None
+    try:
+        with zf.open(info) as handle:
+            data = handle.read(MAX_LINK_BYTES + 1)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error, NotImplementedError,
+            RuntimeError):
+        return None
+    if len(data) > MAX_LINK_BYTES or b"\0" in data:
+        return None
+    return data.decode("utf-8", "surrogateescape")
+
+
 def _named_entries(zf: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     infos = zf.infolist()
     for info in infos:
@@ -570,8 +640,11 @@ def _named_entries(zf: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
 
 
 def _unpack_entries(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], dest: Path,
-                    budget: Budget, label: str, notes: list[str] | None = None) -> int:
-    """`infos` of `zf` (named by _named_entries) unpacked into `dest`, all checked first."""
+                    budget: Budget, label: str, notes: list[str] | None = None,
+                    origin: tuple[str, Path] | None = None) -> int:
+    """`infos` of `zf` (named by _named_entries) unpacked into `dest`, all checked first.
+    `origin`: the archive as the upload names it and the folder it is in, where its links are
+    said."""
     limits = budget.limits
     entries = []
     for info in infos:
@@ -579,9 +652,15 @@ def _unpack_entries(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], dest: Pat
         if not parts or any(p in JUNK_NAMES for p in parts):
             continue
         if is_link_entry(info):
+            target = _link_target(zf, info)
             if notes is not None:
-                notes.append(f"skipped {'/'.join(parts)} in {label}: a symbolic link; links "
-                             "are never followed or created, and nothing graded needs one")
+                notes.append(f"skipped {'/'.join(parts)} in {label}: a symbolic link"
+                             + (f" (to {target})" if target is not None else "")
+                             + f"; {LINKS_NOT_FOLLOWED}")
+            if origin is not None:
+                budget.links.append(SkippedLink(
+                    "/".join(parts), origin[0], target, None if target is None else
+                    os.path.normpath(os.path.join(origin[1], *parts[:-1], target))))
             continue
         entries.append((info, parts))
     budget.count_listed(label, len(entries))

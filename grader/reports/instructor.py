@@ -16,8 +16,9 @@ from grader.common.text import answer_shown, is_table
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
 from grader.reports.pending import pending_what
-from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, not_answered,
-                                         not_graded_view, said_not_done, surely_unanswered)
+from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, links_view,
+                                         not_answered, not_graded_view, said_not_done,
+                                         surely_unanswered)
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -110,6 +111,7 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             if result.get("pending_points") else None,
             "pending_what": pending_what(result),
             "override_problems": [str(p) for p in result.get("override_problems") or []],
+            "links": links_view(result.get("links")),
             # A batch's student (keyed): scored through the batch, whose gradebook is the
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
             "batch_key": batch_key,

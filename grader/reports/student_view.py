@@ -57,11 +57,25 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "pending_what": pending_what(result),
         "errors": all_for_the_student(result.get("errors")),
         "left_out": all_for_the_student(result.get("left_out")),
+        "links": links_view(result.get("links")),
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
         "not_graded": not_graded_view(result),
         "ungraded_ids": [str(a.get("id")) for a in result.get("assignments") or []
                          if isinstance(a, Mapping) and grading_problem_said(a)],
     }
+
+
+def links_view(links: Any) -> list[dict[str, str]]:
+    """The symbolic links a batch skipped in the upload (result.json `links`): where each is,
+    what it names, and (for the instructor) what of the grader's or another student's it points
+    into."""
+    shown = []
+    for link in links if isinstance(links, list) else []:
+        if isinstance(link, Mapping) and link.get("path"):
+            shown.append({"path": str(link["path"]) + (f" in {link['in']}" if link.get("in") else ""),
+                          "target": str(link.get("target") or "a path the zip does not say"),
+                          "into": str(link["into"]) if link.get("into") else None})
+    return shown
 
 
 def not_graded_view(result: Mapping[str, Any], *,
@@ -437,6 +451,8 @@ def file_shown(file: Mapping[str, Any]) -> str:
     status = FILE_STATUS.get(file.get("status"), file.get("status"))
     instead = f"handed in instead of {file['instead_of']}, " if file.get("instead_of") else \
         f"read as {file['read_as']}, " if file.get("read_as") else ""
+    if file.get("link"):    # a batch's upload held a link by its name (grader/batch/pipeline.py)
+        instead = f"a symbolic link to {file['link']}, not followed: "
     return f"{file.get('file')} ({instead}{status})"
 
 

@@ -24,6 +24,10 @@ _PHRASES = (
                  "again)"),
     (r"a person should look at it \(unpack it by hand, or ask the student for a \.zip\)",
      "a person of the course staff will look at it (and may ask you for a .zip)"),
+    (r"a person should look \(ask the student to upload it without a password\)",
+     "a person of the course staff will look at it (and may ask you to upload it without a "
+     "password)"),
+    (r"\(ask the student for a \.zip\)", "(the course staff may ask you for a .zip)"),
     (r"a person should look at it", "a person of the course staff will look at it"),
     (r"a person should read the code", "a person of the course staff will read the code"),
     (r"check which the student meant", "a person will check which you meant"),

@@ -36,8 +36,11 @@ def test_reference_and_template_graded_for_real(tmp_path, pdl_grade):
     assert (out / "submissions" / "template" / "checks-practical4.json").is_file()
     rows = list(csv.reader((out / "grades.csv").open()))
     assert rows[0] == ["Identifier", "Full name", "practical4", "Total", "Status", "Key"]
+    # Its written answers wait for a person: the grade is provisional, and says so (adv39 M2).
+    waiting = f"{reference['pending_points']:g}"
     assert rows[1] == ["Participant 1", "Ref Erence", f"{reference['score']:g}",
-                       f"{reference['score']:g}", "graded", "Ref_Erence_1"]
+                       f"{reference['score']:g}", "graded, provisional: practical4 "
+                       f"({waiting} points wait for a person)", "Ref_Erence_1"]
     assert rows[2][:2] == ["template", "template"] and float(rows[2][2]) == template["score"]
     err = run.err
     assert "2/2 done: 2 graded, 0 failed" in err

@@ -190,8 +190,12 @@ def test_a_link_in_a_zip_is_skipped_with_a_note(tmp_path):
     _graded(prepared)
     data = prepared.root / "practical4" / "data"
     assert not data.exists() and not data.is_symlink()
-    assert "skipped pdl/practical4/data in pdl.zip: a symbolic link; links are never followed " \
-           "or created, and nothing graded needs one" in prepared.notes
+    # The target is said (what `zip -y` stored), and the link is kept for the reports (adv39 F3).
+    assert "skipped pdl/practical4/data in pdl.zip: a symbolic link (to /Users/jane/datasets); " \
+           "links are never followed, so the file it names is not graded: hand in the file " \
+           "itself" in prepared.notes, prepared.notes
+    assert prepared.links == [{"path": "pdl/practical4/data", "in": "pdl.zip",
+                               "target": "/Users/jane/datasets", "into": None}], prepared.links
 
 
 def test_a_link_in_a_folder_upload_is_skipped_never_followed(tmp_path):
@@ -206,7 +210,11 @@ def test_a_link_in_a_folder_upload_is_skipped_never_followed(tmp_path):
     _graded(prepared)
     assert sorted(p.name for p in (tmp_path / "scratch").rglob("*")) == ["concepts.py", "practical4"]
     assert f"skipped practical4/notes.txt: a symbolic link (to {secret}); links are never " \
-           "followed, and nothing graded needs one" in prepared.notes
+           "followed, so the file it names is not graded: hand in the file itself" \
+           in prepared.notes, prepared.notes
+    # Into SUBMISSIONS' parent, not another upload: no flag.
+    assert [(link["path"], link["into"]) for link in prepared.links] == [
+        ("everything", None), ("practical4/notes.txt", None)], prepared.links
     # A FIFO is still refused (reading one would block the batch).
     os.mkfifo(folder / "practical4" / "pipe")
     fifo = _prepare(tmp_path, {})
@@ -224,7 +232,10 @@ def test_a_name_left_in_latin_1_by_unzip_is_said_as_the_student_wrote_it(tmp_pat
     prepared = _prepare(tmp_path, {})
     _graded(prepared)
     assert ("skipped practical4/Lösung-link.py: a symbolic link (to Lösung.py); links are "
-            "never followed, and nothing graded needs one") in prepared.notes
+            "never followed, so the file it names is not graded: hand in the file itself") \
+        in prepared.notes, prepared.notes
+    assert [(link["path"], link["target"]) for link in prepared.links] == [
+        ("practical4/Lösung-link.py", "Lösung.py")], prepared.links
     os.mkfifo(os.path.join(os.fsencode(folder), b"R\xf6hre"))
     fifo = _prepare(tmp_path, {})
     assert "Röhre is not a regular file" in fifo.problem

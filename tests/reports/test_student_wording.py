@@ -71,6 +71,17 @@ def test_every_phrase_for_the_staff_reaches_a_student_turned():
 
 
 @pytest.mark.parametrize("staff, student", [
+    # adv39 F6 and M1: a password-protected zip, a .rar beside nothing to grade
+    ("hw3.zip is password-protected (entry 'hw3/model_parallel.py' is encrypted): the grader "
+     "cannot unpack it, so it gets no grade (never a 0); a person should look (ask the student "
+     "to upload it without a password)",
+     "a person of the course staff will look at it (and may ask you to upload it without a "
+     "password)"),
+    ("no file of hw3 found anywhere in the upload (expected e.g. model_parallel.py); it holds "
+     "hw3.rar; hw3.rar is a RAR archive, which the grader cannot unpack (ask the student for a "
+     ".zip): a person should look at it",
+     "hw3.rar is a RAR archive, which the grader cannot unpack (the course staff may ask you "
+     "for a .zip): a person of the course staff will look at it"),
     ("hw3.task1: hw3/report.md and hw3/answers.yaml give different answers ([3, 3] and [2, 4]); "
      "hw3/answers.yaml's was graded (hw3/report.md is not the PDF the handout asks for): check "
      "which the student meant",
