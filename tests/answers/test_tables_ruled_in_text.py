@@ -348,6 +348,19 @@ def test_a_rule_between_a_tables_last_row_and_the_next_label_ends_the_table(tmp_
     assert result.answers["task4.all_gpus_utilised"]["value"] == "yes"
 
 
+@pytest.mark.parametrize("style", ["tabulate grid, numbers left-aligned",
+                                   "tabulate grid, cells wrapped (maxcolwidths), a header cell wrapped",
+                                   "rst simple table (tabulate rst): === above, under the header and below",
+                                   "pandoc plain (multiline table): rules above and below, a header cell wrapped, rows apart"])
+@pytest.mark.parametrize("prose", ["5 GPUs were not faster than 2 here.", "12 layers: 23.75 ms"])
+def test_prose_right_under_a_tables_bottom_rule_is_no_row(tmp_path, style, prose):
+    """A line of prose that starts with a number, right under the bottom rule (no blank line):
+    the rule ends the table; it had been read as a row ("gpus=5 appears twice", an extra depth)."""
+    task2, task4 = STYLES[style]
+    result = _read(tmp_path, _with_tables(task2.rstrip("\n") + "\n" + prose, task4.rstrip("\n") + "\n" + prose))
+    _assert_both_tables_read(result, f"{style}, then {prose!r}")
+
+
 # ---------------------------------------------------------------- what is still not a table
 
 

@@ -410,6 +410,7 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
     cluster: list[_Entry] = []
     cluster_opens_page = False
     keys = 0
+    ruled_off = False   # a rule drawn in characters stands between the rows and this line
     last = lines[start - 1]
     index = start
 
@@ -419,9 +420,17 @@ def _table_lines(lines: list[Line], start: int, columns: list[Column], spec) -> 
     while index < len(lines) and keys < _MAX_ROWS:
         line = lines[index]
         index += 1
-        if line.furniture or line.rule:
-            continue  # a rule drawn in characters under the header or between rows: no row
+        if line.furniture:
+            continue
+        if line.rule:
+            # A rule drawn in characters under the header or between rows: no row. Under rows
+            # it may be the table's bottom rule: what follows it is a row only if set in cells.
+            ruled_off = ruled_off or keys > 0
+            continue
         moved = line.page != last.page or line.region != last.region
+        if ruled_off and not moved and len(line.cells) < 2:
+            break   # a line of prose under the table's bottom rule ("5 GPUs were not faster")
+        ruled_off = False
         if moved:
             if not keys or line.page < last.page:
                 break  # a table runs on only from where it stopped, onto the next page or column
