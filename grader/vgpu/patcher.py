@@ -12,9 +12,10 @@ class Patcher:
         self._installed: list[tuple[object, str, object]] = []
 
     def set(self, owner, name: str, value) -> None:
-        self._undo.append((owner, name, owner.__dict__.get(name, _MISSING)
-                           if isinstance(owner, type) else getattr(owner, name, _MISSING)))
-        _assign(owner, name, value)
+        old = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else \
+            getattr(owner, name, _MISSING)
+        _assign(owner, name, value)   # a write refused leaves nothing to undo
+        self._undo.append((owner, name, old))
         self._installed.append((owner, name, value))
 
     def installed(self) -> list[tuple[object, str, object]]:

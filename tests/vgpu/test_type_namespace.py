@@ -57,3 +57,25 @@ def test_only_immutable_classes_of_extensions_are_written(owner):
     of Python's own takes setattr."""
     with pytest.raises(TypeError):
         type_namespace.write(owner, "grader_probe", None)
+
+
+def test_a_numpy_whose_array_type_cannot_be_written_still_imports(monkeypatch, capsys):
+    """Where a future Python or numpy refuses the write, the script's numpy works as it is and
+    the run's log says its row lists go unseen: never a script stopped at `import numpy`."""
+    from grader.vgpu import numpy_lists
+
+    def refuse(owner, name, value):
+        raise TypeError("namespace could not be found")
+
+    plain = np.ndarray.__dict__["tolist"]
+    monkeypatch.setattr(type_namespace, "write", refuse)
+    patcher = Patcher()
+    try:
+        numpy_lists._wrap(np, recorder=None, patcher=patcher)
+        assert np.ndarray.__dict__["tolist"] is plain and np.arange(2.0).tolist() == [0.0, 1.0]
+    finally:
+        patcher.restore()
+    said = capsys.readouterr().err
+    assert "ndarray.tolist is not followed" in said, (
+        f"expected the run's log to say numpy's tolist is not followed; observed {said!r} "
+        "(look: grader/vgpu/numpy_lists.py _wrap)")
