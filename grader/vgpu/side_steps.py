@@ -397,11 +397,15 @@ class SideSteps:
         if any(not mark.vouches for _, mark in marked) or \
                 any(not self._restored(p) and not self._between(p) for p in grown):
             return "written"
-        for parameter in grown:   # a past state brought back, or one between: remembered
-            self._mark(parameter, vouches=True)
         beside = bool(self.hidden or others_trained or (joins and self._window_beside))
         self._window_beside = beside
-        return code if beside and code else None
+        verdict = code if beside and code else None
+        for parameter, mark in marked:
+            # Written since the mark and let be (a clamp, a past state brought back, one
+            # between): the run's own state, one a checkpoint saved now may bring back.
+            if mark.moved():
+                self._mark(parameter, vouches=True, restorable=verdict is None)
+        return verdict
 
     def stepped(self, parameters) -> None:
         """The model's step is done: the model's parameters it stepped are marked as it left

@@ -2,14 +2,14 @@
 (grader/vgpu/side_steps.py, SideSteps._restored).
 
 Honest: a checkpoint saved with `torch.save(model.module.state_dict())` after a step and loaded
-back a step later to test resuming, the start saved before the first step and restored after a
-trial step, the best step's weights rolled back to before a step, Lookahead written by hand
-(the slow weights interpolated into the model). Each load brings back weights
-the model's own optimizer made (or its start), bit for bit, yet grows about half the values
-the last step left: every step after the load was read as weights written beside the
-optimizer (`weights_written`), which zeroes the training checks. Forged, and still so: a copy
-trained by hand loaded after honest steps, decoys after a forged load whose weights are then
-"restored", weights trained by hand restored over decoys.
+back a step later to test resuming (also one saved after a clamp), the start saved before the
+first step and restored after a trial step, the best step's weights rolled back to before a
+step, Lookahead written by hand (the slow weights interpolated into the model). Each load
+brings back weights the model's own optimizer made (or its start), bit for bit, or moves them
+back toward them, yet grows about half the values the last step left: every step after the
+load was read as weights written beside the optimizer (`weights_written`), which zeroes the
+training checks. Forged, and still so: a copy trained by hand loaded after honest steps, the
+weights a forged load left "restored" later, the model's own last move repeated by hand.
 
 Each test runs one process group of one rank in the test's own process, the model in DDP.
 """
@@ -114,6 +114,27 @@ def test_a_rollback_to_the_best_step_before_a_step(ddp_run):
 
     train(model, optimizer, x, y, before_step=roll_back)
     assert_honest(events, "side_steps.SideSteps._restored")
+
+
+def test_a_checkpoint_saved_after_a_clamp_loaded_back_later(ddp_run):
+    """Each step followed by a clamp of the weights, the checkpoint saved after it: the state
+    saved is the clamp's, which no step left (the mark is taken inside the step, before the
+    clamp); it is remembered where the next step finds it let be."""
+    events, model, optimizer = ddp_run()
+    x, y = batch()
+    kept = {}
+
+    def clamp_and_checkpoint(step):
+        with torch.no_grad():
+            for p in model.module.parameters():
+                p.clamp_(-0.05, 0.05)
+        if step == 0:
+            kept["ckpt"] = saved(model)
+        if step == 1:
+            load(model, kept["ckpt"])
+
+    train(model, optimizer, x, y, after_step=clamp_and_checkpoint)
+    assert_honest(events, "side_steps.SideSteps._judge (states let be are remembered)")
 
 
 def lookahead(model, alpha=0.5):
