@@ -11,6 +11,7 @@ import pytest
 
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
+from grader.harness.hw3_script_call import renamed_model_note
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
 from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, must_agree
@@ -134,9 +135,18 @@ class ScriptRuns:
         return found
 
     def environment_notes(self) -> list[str]:
-        """What the runs' environment stood in for (a display-only tqdm or matplotlib)."""
-        return list(dict.fromkeys(note for observation in self._observations()
-                                  for note in display_stand_in_notes(observation.stderr)))
+        """What the runs' environment stood in for (a display-only tqdm or matplotlib), and
+        a model class the HW3 probe took under another name than the handout's."""
+        notes = [note for observation in self._observations()
+                 for note in display_stand_in_notes(observation.stderr)]
+        notes += [renamed_model_note(record["model_class"]) for records in self._probe_records()
+                  for record in records if isinstance(record.get("model_class"), str)]
+        return list(dict.fromkeys(notes))
+
+    def _probe_records(self) -> list[list[dict]]:
+        return [future.result()[0] for key, future in self._runs.items()
+                if key[0] == "hw3-probe" and future.done() and not future.cancelled()
+                and future.exception() is None]
 
     def integrity_problems(self, notes: bool = False) -> list[str]:
         """What the runs left that the grader's instrumentation did not write or found

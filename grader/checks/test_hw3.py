@@ -23,7 +23,7 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
                                       gpu_index, layers_around_move,
                                       layers_not_run_once_in_order, spearman)
 from grader.checks.hw3_printed_counts import printed_counts, statements
-from grader.checks.hw3_trained_layout import first_collapse
+from grader.checks.hw3_trained_layout import MODEL_CLASS, first_collapse
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
 from grader.checks.support import HIDDEN, answers_hidden, disagrees, explain, reported
 from grader.common.locations import data_folder
@@ -479,6 +479,15 @@ LAYOUT_CASES = [pytest.param(n, d, id=f"{n}gpus-depth{d}")
                 for n in NODE_SIZES for d in DEPTHS if d >= n]
 
 
+def probed_class(probe) -> str:
+    """The model class the probe built: the handout's LargeLinearModelMP, or the class of
+    another name the script builds (grader/harness/hw3_build.py), whose passes the own run's
+    trace is read for (a renamed class had escaped the collapse check)."""
+    records, _ = probe
+    return next((r["model_class"] for r in records if isinstance(r.get("model_class"), str)),
+                MODEL_CLASS)
+
+
 @pytest.fixture(scope="module")
 def own_run_collapse(probe, runs, script_specs) -> str | None:
     """Where the script's own runs (Task 5's, DEPTH=20 on 2 and 5 GPUs) show one model object
@@ -490,7 +499,7 @@ def own_run_collapse(probe, runs, script_specs) -> str | None:
             events = runs.script(**script_specs[gpus]).events
         except Exception:   # a run the grader could not make: Task 5's checks say so
             continue
-        found = first_collapse(events or [])
+        found = first_collapse(events or [], probed_class(probe))
         if found is not None:
             return (f"in your script's own run with DEPTH={TASK4_DEPTH} on {gpus} GPUs "
                     f"(pdl-grade run --gpus {gpus} --set DEPTH={TASK4_DEPTH} "

@@ -34,8 +34,8 @@ import sys
 import time
 import traceback
 import types
-import weakref
 
+from grader.harness.hw3_build import construct
 from grader.harness.hw3_import import StudentImports
 from grader.harness.hw3_recompute import equals_any
 
@@ -113,96 +113,6 @@ def describe_error(error: BaseException, model_file: str) -> dict:
             "site": student_site(error, model_file)}
 
 
-# Constructor parameters the probe recognises by name (lower case), in order of preference.
-DIM_NAMES = ("dim", "hidden_dim", "hidden_size", "hidden", "width", "size", "d_model",
-             "features", "in_features", "input_dim", "input_size", "in_dim", "dim_in",
-             "in_size", "num_features", "n_features", "feature_dim", "embed_dim", "n_embd",
-             "model_dim", "layer_dim", "layer_size", "n_hidden", "hidden_units", "units", "d")
-DEPTH_NAMES = ("depth", "num_layers", "n_layers", "layers", "n_layer", "num_layer", "nlayers",
-               "layer_count", "num_blocks", "n_blocks", "num_hidden_layers",
-               "n_hidden_layers", "number_of_layers", "num_linear", "n_linear", "layers_count",
-               "total_layers", "model_depth")
-SIGNATURES = ("LargeLinearModelMP(dim=..., depth=...) (e.g. `def __init__(self, dim=DIM, "
-              "depth=DEPTH)`), LargeLinearModelMP(DIM, DEPTH) (two positional parameters), or "
-              "LargeLinearModelMP() with the module constants DIM and DEPTH (`def "
-              "__init__(self)`, as the course's code does)")
-
-
-class CannotBuild(TypeError):
-    pass
-
-
-def _call(cls, args: tuple, kwargs: dict, calls: list | None, signature=None, given=()):
-    """cls(*args, **kwargs), said in `calls` with the parameters left to a default that is
-    the module's DIM or DEPTH as imported (`LargeLinearModelMP(num_layers=20); left to its
-    default: width=1024`): the configuration did not reach them."""
-    if calls is not None:
-        text = f"{cls.__name__}(" + ", ".join(
-            [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]) + ")"
-        if signature is not None:
-            bound = signature.bind_partial(*args, **kwargs).arguments
-            left = [f"{p.name}={p.default!r}" for p in signature.parameters.values()
-                    if p.name not in bound and type(p.default) is int and p.default in given]
-            if left:
-                text += "; left to its default: " + ", ".join(left)
-        calls.append(text)
-    return cls(*args, **kwargs)
-
-
-# Each student module's DIM and DEPTH as its import set them (construct sets them after).
-_IMPORTED_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _defaulted_to(parameters, given: tuple, which: int, taken: str | None) -> str | None:
-    """The one constructor parameter, of a name the lists above lack, whose default is the
-    module's own DIM (which=0) or DEPTH (which=1) as imported: `input_size=DIM` takes the
-    width whatever it is called. None where the two constants are equal (no telling them
-    apart), or where no parameter, or more than one, is defaulted to that constant."""
-    wanted, other = given[which], given[1 - which]
-    if type(wanted) is not int or wanted == other:
-        return None
-    found = [p.name for p in parameters
-             if p.name != taken and type(p.default) is int and p.default == wanted]
-    return found[0] if len(found) == 1 else None
-
-
-def construct(module, dim: int, depth: int, calls: list | None = None):
-    """Build module.LargeLinearModelMP for `dim` and `depth` in whichever way its constructor
-    takes them: by keyword, positionally, or (`__init__(self)`) from the module's constants
-    DIM and DEPTH, which are set first in every case, so a constructor that reads them sees
-    the configuration too. The signature is matched with `inspect` before the call: a
-    TypeError raised inside the student's __init__ is theirs, not a wrong guess. The call
-    made is appended to `calls` (`LargeLinearModelMP(input_size=16, num_layers=20)`), for the
-    feedback to name."""
-    cls = getattr(module, "LargeLinearModelMP", None)
-    if not isinstance(cls, type):
-        raise CannotBuild("hw3/model_parallel.py defines no class LargeLinearModelMP: keep the "
-                          "class name of the course's base code")
-    given = _IMPORTED_CONSTANTS.setdefault(module, (vars(module).get("DIM"),
-                                                    vars(module).get("DEPTH")))
-    module.DIM, module.DEPTH = dim, depth
-    try:
-        signature = inspect.signature(cls)
-    except (TypeError, ValueError):
-        return _call(cls, (), {}, calls)
-    parameters = [p for p in signature.parameters.values()
-                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    named = {p.name.lower(): p.name for p in parameters}
-    dim_name = next((named[n] for n in DIM_NAMES if n in named), None)
-    depth_name = next((named[n] for n in DEPTH_NAMES if n in named), None)
-    dim_name, depth_name = (dim_name or _defaulted_to(parameters, given, 0, depth_name),
-                            depth_name or _defaulted_to(parameters, given, 1, dim_name))
-    keywords = {name: value for name, value in ((dim_name, dim), (depth_name, depth)) if name}
-    for args, kwargs in (((), keywords), ((), {}), ((dim, depth), {})):
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError:
-            continue
-        return _call(cls, args, kwargs, calls, signature, given)
-    raise CannotBuild(f"hw3/model_parallel.py: LargeLinearModelMP{signature} cannot be built: "
-                      f"the grader builds it as {SIGNATURES}")
-
-
 class TorchReadings:
     """torch's own ways of reading a model, taken before the student's module is imported:
     a model or layer class may override `parameters`, `register_forward_pre_hook` or
@@ -251,6 +161,7 @@ class Probe:
         self.node_size: int | None = None
         self.imports = StudentImports(model_file, ConfigTimeout)
         self.built_as: str | None = None   # the constructor call of the last build
+        self.model_class: str | None = None   # the model's class, where not LargeLinearModelMP
 
     def module(self, dim: int, depth: int):
         """The student's module as a run on the current node imports it (hw3_import.py):
@@ -283,14 +194,19 @@ class Probe:
         return True
 
     # -- building and running the student's model ---------------------------------------------
-    def build(self, dim: int, depth: int, seed: int = 0, module=None):
+    def build(self, dim: int, depth: int, seed: int = 0, module=None, source=None):
+        """The model, built as the student's script builds it (hw3_build.py) on this node."""
         self.torch.manual_seed(seed)
         calls: list[str] = []
+        renamed: list[str] = []
+        if module is None:
+            module, source = self.module(dim, depth), self.imports.source
         try:
-            return construct(self.module(dim, depth) if module is None else module, dim, depth,
-                             calls)
+            return construct(module, dim, depth, calls, source=source, gpus=self.node_size,
+                             notes=renamed, stop=(ConfigTimeout,))
         finally:
             self.built_as = calls[-1] if calls else None
+            self.model_class = renamed[-1] if renamed else self.model_class
 
     def modules_of(self, model) -> list:
         """What the model's forward applies in order: `self.layers` as the base code keeps it
@@ -427,6 +343,8 @@ class Probe:
             # A width or depth the constructor did not take shows as a wrong layer count or
             # a shape error; the feedback names the call, which the student can compare.
             record["built_as"] = self.built_as
+        if self.model_class is not None:
+            record["model_class"] = self.model_class   # a note for the student (no points)
         if emit:
             self.emit(record)
 
@@ -583,7 +501,7 @@ class Probe:
     def _base_code(self, source, depth, dim, batch):
         module = types.ModuleType("hw3_base_code")
         exec(compile(source, "hw3_base_code.py", "exec"), module.__dict__)
-        model = self.build(dim, depth, module=module)
+        model = self.build(dim, depth, module=module, source=source)
         devices = self.layer_devices(model)
         x = self.torch.randn(batch, dim).to(one_device(devices[0]))
         _, log = self.logged_forward(model, x)
@@ -766,8 +684,8 @@ def _sealed_writer(out_path: str, seal, replaced, watched: list):
 
 
 # The probe's attributes that change as it measures (the rest is compared before each record;
-# built_as only words feedback).
-_PROBE_STATE = frozenset({"hung", "node_size", "built_as"})
+# built_as words feedback, model_class names the class graded).
+_PROBE_STATE = frozenset({"hung", "node_size", "built_as", "model_class"})
 
 
 def _keep_student_files_off_the_grader_path() -> None:

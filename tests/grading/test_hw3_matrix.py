@@ -129,6 +129,17 @@ def test_only_what_the_variant_says_is_held_or_noted_for_a_person(graded, name):
     assert any(held_for in problem for problem in integrity["problems"]), integrity["problems"]
 
 
+def test_a_renamed_model_class_is_noted_for_no_points(graded):
+    """adv39 F1b: the handout names the class LargeLinearModelMP but never asks to keep the
+    name; the student is told which class was graded, under Notes (no points)."""
+    notes = graded("renamed_class_built_as_main_builds_it").get("environment_notes") or []
+    assert any("no class LargeLinearModelMP" in note and "NaiveModelParallel" in note
+               and "No points are lost" in note for note in notes), (
+        f"expected a note naming NaiveModelParallel, observed {notes}; where to look: "
+        "ScriptRuns.environment_notes in grader/checks/conftest.py")
+    assert not graded("reference").get("environment_notes"), "the reference keeps the name"
+
+
 def test_the_expectations_keep_the_rubrics_bounds():
     """What the rubric promises of Task 3, read off the matrix's expectations (no grading)."""
     expected = {variant.name: variant.expected for variant in hv.VARIANTS}

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from grader.harness.hw3_probe import CannotBuild, construct
+from grader.harness.hw3_build import CannotBuild, construct
 
 
 def module_with(source: str) -> types.ModuleType:
