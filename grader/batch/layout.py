@@ -375,8 +375,9 @@ def _no_second_version(top: Path, root: Path, depth: int, assignments: Sequence[
     """NeedsPerson where a deeper folder of an assignment's name holds its files, other than
     those of the root's (`practical4/` and `practical4_final/practical4/`, `old/practical4/`):
     the shallowest had been graded and the other, maybe the final one, ignored in silence
-    (adv39 F4). Which one counts is the student's to say: no guess from a name like `old` or
-    `final`. One of the same files is a copy, graded once; a folder inside the graded one is
+    (adv39 F4). Which one counts is the student's to say: no guess from a name like `final`;
+    one deeper under a folder named as set aside (`old/`, `backup/`, `_SET_ASIDE_WORDS`) is
+    not a version handed in, where the graded one is under none. One of the same files is a copy, graded once; a folder inside the graded one is
     its own (a backup there is the student's file, never a second root), and one inside a
     folder named like a Moodle submission is that upload's, not a version of this one's
     (bob/ holding a folder named like Vera's: grader/batch/inputs.py says so)."""
@@ -398,9 +399,30 @@ def _no_second_version(top: Path, root: Path, depth: int, assignments: Sequence[
                 notes.append(f"{_rel(other, top)} is a copy of {_rel(graded, top)} (the same "
                              "files uploaded twice): graded once")
                 continue
+            if _set_aside(other.relative_to(top)) and not _set_aside(graded.relative_to(top)):
+                notes.append(f"{_rel(other, top)} is kept aside by its folder's name (an older "
+                             f"copy): {_rel(graded, top)} is graded")
+                continue
             raise NeedsPerson(f"two versions of {assignment}: {_rel(graded, top)} and "
                               f"{_rel(other, top)} hold different files; which one counts is for "
                               "a person to decide (or keep one and upload again)")
+
+
+# Folder names a student gives only to a copy they no longer hand in (`old/practical4/`,
+# `backup/`, `practical4_v1_draft/`): a person grading by hand grades the other one, so the
+# grader does too, saying so. A name that might be the newer one (`final`, `v2`) decides
+# nothing: that pair goes to a person.
+_SET_ASIDE_WORDS = frozenset({"old", "older", "backup", "backups", "bak", "previous", "prev",
+                              "draft", "drafts", "archive", "archived", "trash", "unused",
+                              "obsolete", "deprecated", "outdated", "scratch"})
+
+
+def _set_aside(relative: Path) -> bool:
+    """Whether a folder on the path to an assignment's folder (not the assignment's own name)
+    is named as a copy set aside: one of `_SET_ASIDE_WORDS` as a word of it."""
+    return any(word in _SET_ASIDE_WORDS
+               for part in relative.parts[:-1]
+               for word in re.split(r"[^a-z]+", part.lower()))
 
 
 def _arrange_loose_files(top: Path, root: Path | None, levels: list[list[Path]],

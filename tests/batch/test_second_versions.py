@@ -5,8 +5,9 @@ Nora uploaded `practical4/` and `practical4_final/practical4/` with other code a
 answers: the outer one was graded 9.5/12 and the final one ignored in silence, where README
 says two different versions of one assignment get no grade and go to a person. Which one counts
 is the student's to say: a deeper folder of the assignment's name holding other files is a
-second version whatever its parents are called (`old/`, `*_final/`, `backup/`); the same files
-there are a copy, graded once."""
+second version (`*_final/`, `v2/`), unless a folder above it is named as a copy set aside
+(`old/`, `backup/`, `drafts/`), which a person grading by hand would pass over too: the other
+is graded, with a note; the same files there are a copy, graded once."""
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,8 @@ def prepared(tmp_path, files: dict[str, bytes], as_zip: bool = False):
 
 
 @pytest.mark.parametrize("as_zip", [False, True], ids=["folder", "zip"])
-@pytest.mark.parametrize("second", ["practical4_final/practical4", "old/practical4",
-                                    "backup/2026-12-01/practical4"])
+@pytest.mark.parametrize("second", ["practical4_final/practical4", "v2/practical4",
+                                    "submission/practical4"])
 def test_a_second_version_deeper_down_goes_to_a_person_naming_both(tmp_path, second, as_zip):
     found = prepared(tmp_path, {"practical4/concepts.py": CODE, "practical4/answers.yaml": ANSWERS,
                                 f"{second}/concepts.py": FINAL,
@@ -70,6 +71,29 @@ def test_one_version_is_graded(tmp_path, shape, as_zip):
     assert found.problem is None and found.root is not None, (
         f"{shape}: expected graded, observed {found.problem!r}")
     assert (found.root / "practical4" / "concepts.py").read_bytes() == CODE, shape
+
+
+@pytest.mark.parametrize("aside", ["old/practical4", "backup/2026-12-01/practical4",
+                                   "Old_Drafts/practical4", "practical4_backup/practical4"])
+def test_a_version_in_a_folder_set_aside_is_passed_over_with_a_note(tmp_path, aside):
+    found = prepared(tmp_path, {"practical4/concepts.py": CODE, "practical4/answers.yaml": ANSWERS,
+                                f"{aside}/concepts.py": FINAL,
+                                f"{aside}/answers.yaml": ANSWERS + b"  part1.note: old\n"})
+    assert found.problem is None and found.root is not None, (
+        f"expected practical4/ graded beside {aside}/ (an older copy by its folder's name), "
+        f"observed {found.problem!r} (grader/batch/layout.py _set_aside)")
+    assert (found.root / "practical4" / "concepts.py").read_bytes() == CODE
+    assert any(f"{aside}/ is kept aside" in n for n in found.notes), (
+        f"expected a note naming {aside}/, observed {found.notes}")
+
+
+def test_two_versions_both_set_aside_by_name_go_to_a_person(tmp_path):
+    found = prepared(tmp_path, {"old/practical4/concepts.py": CODE,
+                                "old/practical4/answers.yaml": ANSWERS,
+                                "old/backup/practical4/concepts.py": FINAL,
+                                "old/backup/practical4/answers.yaml": ANSWERS})
+    assert found.needs_person and "two versions of practical4" in (found.problem or ""), (
+        f"expected a person to decide between two set-aside copies, observed {found.problem!r}")
 
 
 def test_a_copy_deeper_down_is_said_to_be_graded_once(tmp_path):
