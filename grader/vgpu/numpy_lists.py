@@ -47,8 +47,8 @@ def _wrap(numpy, recorder, patcher) -> None:
     def to_numpy(tensor, *args, **kwargs):
         array = original(tensor, *args, **kwargs)
         if get_trace().enabled and recorder.recording() and _users_call():
-            origin = recorder.origin(tensor)
-            if recorder.from_a_pass(origin):
+            origin = recorder.pass_origin(tensor)
+            if origin is not None:
                 recorder.exported(origin, "numpy")
         return array
     patcher.set(torch.Tensor, "numpy", to_numpy)
@@ -80,7 +80,7 @@ def _listing(numpy, recorder):
                 # numpy's, torch's and the grader's own lists are none of the script's rows.
                 if not caller.startswith(inside_numpy) \
                         and not any(part in caller for part in _OWN_CODE):
-                    recorder.lists.listed_from(recorder.origin(tensor), rows, array.size,
+                    recorder.lists.listed_from(recorder.pass_origin(tensor), rows, array.size,
                                                "numpy")
         return rows
     return tolist

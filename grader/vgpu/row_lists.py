@@ -49,7 +49,7 @@ class RowLists:
         """`rows` is what `tensor.tolist()` returned: its row lists remembered where `tensor` is
         (a part or copy of) a forward pass's input or output, while rows are recorded."""
         if isinstance(tensor, torch.Tensor) and self._recorder.recording():
-            self.listed_from(self._recorder.origin(tensor), rows, tensor.numel(), "tolist")
+            self.listed_from(self._recorder.pass_origin(tensor), rows, tensor.numel(), "tolist")
 
     def listed_from(self, origin, rows, size: int, how: str) -> None:
         """`rows` is what `.tolist()` returned of `size` numbers of the tensor whose storage is

@@ -33,7 +33,10 @@ adv29 A2 had lost 2.4 points with it), made contiguous, of another dtype (`.doub
 deep-copied, or copied whole into a tensor of its own (`buf.copy_(out)`, `buf[:] = out`) is
 written with the storage it was copied from (`copied`, called by the virtual GPUs' mode and the
 real-GPU observer for every such copy), so `final_output = output.clone()` is Part 1's output
-(adv29 B3), never a combination.
+(adv29 B3), never a combination. Records keyed by an address (a copy's, a pass's data's) stand
+only while the memory they were taken from lives there (a weak reference to its storage, as for
+earlier joins): a host copy of Part 1's output printed and freed, the combined output made next
+at its address is a tensor of its own, not Part 1's output under another name.
 
 A combined output need not come from torch.cat: a tensor allocated first and filled row by row
 (`final[a:b] = out`, `final[a:b].copy_(out)`, `final.index_copy_(0, idx, out)`) is recorded as
@@ -102,6 +105,30 @@ def storage_owner(tensor):
         return None
 
 
+def _weakly(owner):
+    """A weak reference to `owner` (what owns a tensor's memory), or None where it takes none."""
+    try:
+        return weakref.ref(owner) if owner is not None else None
+    except TypeError:
+        return None
+
+
+def _lives_at(alive, address: int) -> bool:
+    """Whether the memory a record was taken from (`alive`, a weak reference to what owns it:
+    `_weakly`) still lives at `address`; a record of memory that takes no weak reference
+    (None) stands as it is."""
+    if alive is None:
+        return True
+    owner = alive()
+    if owner is None:
+        return False
+    try:
+        with torch._C.DisableTorchFunction():
+            return int(owner.data_ptr()) == address   # resize_ moves a storage's memory
+    except (RuntimeError, TypeError, AttributeError):
+        return True
+
+
 def rows_digest(prints) -> str:
     """A short name of a record's rows: equal names, equal rows (`rows_id`, `rows_as`)."""
     return hashlib.blake2b(repr(prints).encode(), digest_size=8).hexdigest()
@@ -135,8 +162,13 @@ class RowRecorder:
         self._steps_taken = steps_taken  # () -> optimizer steps so far in this process
         self._records = dict.fromkeys(BUDGETS, 0)
         self._named: set[str] = set()             # rows_id of the rows recorded so far
-        self._copied_from: dict[int, int] = {}    # a copy's storage -> the storage it came from
-        self._passes: dict[int, None] = {}        # storages of the passes' inputs and outputs
+        # a copy's storage -> (a weak reference to what owns the copy's memory, the storage it
+        # came from): a copy freed, its address may be any later tensor's, which copies nothing
+        # (`_copy_entry`)
+        self._copied_from: dict[int, tuple] = {}
+        # storages of the passes' inputs and outputs -> a weak reference to what owns that
+        # memory (None where it takes none): the data a later tensor at that address is not
+        self._passes: dict[int, object] = {}
         self._exported: dict[int, None] = {}      # those of them whose data went to the host
         # a recorded join's result (its memory's address) -> (a weak reference to what owns that
         # memory: its torch storage or numpy array; its inputs' (storage, shape)), an earlier
@@ -198,7 +230,7 @@ class RowRecorder:
                 self._copied_from.pop(storage, None)
                 self._passes.pop(storage, None)
                 self._joined.pop(storage, None)
-                self._passes[storage] = None
+                self._passes[storage] = _weakly(storage_owner(tensor))
                 if len(self._passes) > MAX_COPIES:
                     del self._passes[next(iter(self._passes))]
                 # what was exported from there before (a freed tensor's) is not this data
@@ -232,10 +264,11 @@ class RowRecorder:
         origin, made = storage_of(source), storage_of(copy)
         if origin is None or made is None or origin == made:
             return
+        origin = self.origin(source)
+        alive = _weakly(storage_owner(copy))
         with self._lock:
-            origin = self._copied_from.get(origin, origin)
             self._copied_from.pop(made, None)
-            self._copied_from[made] = origin
+            self._copied_from[made] = (alive, origin)
             if len(self._copied_from) > MAX_COPIES:   # the oldest go first
                 del self._copied_from[next(iter(self._copied_from))]
             inputs = self._live_join(origin) if self._joined else None
@@ -248,7 +281,35 @@ class RowRecorder:
     def origin(self, tensor) -> int | None:
         """The storage of `tensor`, or of the tensor it is a copy of."""
         storage = storage_of(tensor)
-        return self._copied_from.get(storage, storage)
+        entry = self._copy_entry(storage)
+        return entry[1] if entry is not None else storage
+
+    def pass_origin(self, tensor) -> int | None:
+        """`origin(tensor)` where `tensor` is (a part or copy of) a forward pass's input or
+        output, else None: memory made at the address of a pass's freed data, or of a freed copy
+        of it, is none of that pass's (a host copy of Part 1's output printed and freed, the
+        combined output built next at its address, had been Part 1's output under another name,
+        and an honest comparison lost the chunks' combination)."""
+        storage = storage_of(tensor)
+        entry = self._copy_entry(storage)
+        if entry is not None:   # a copy of a pass's data stands for it, freed or not
+            return entry[1] if entry[1] in self._passes else None
+        if storage is None or storage not in self._passes:
+            return None
+        return storage if _lives_at(self._passes.get(storage), storage) else None
+
+    def _copy_entry(self, storage: int | None) -> tuple | None:
+        """The record of the copy whose memory is at `storage` (`copied`), while that memory
+        lives (any tensor there shares it: torch.from_numpy of its array): a record whose copy
+        was freed, its address now another tensor's, is forgotten."""
+        entry = self._copied_from.get(storage) if self._copied_from and storage is not None \
+            else None
+        if entry is None or _lives_at(entry[0], storage):
+            return entry
+        with self._lock:
+            if self._copied_from.get(storage) is entry:
+                del self._copied_from[storage]
+        return None
 
     def wrote(self, destination, source, index=None, *, indexed: bool = False) -> None:
         """`source` was written into `destination`: `destination.copy_(source)` (`indexed`
@@ -262,8 +323,8 @@ class RowRecorder:
         trace = get_trace()
         if not trace.enabled:
             return
-        origin = self.origin(source)
-        if origin not in self._passes or origin == storage_of(destination):
+        origin = self.pass_origin(source)
+        if origin is None or origin == storage_of(destination):
             return
         try:
             with torch.no_grad(), torch._C.DisableTorchFunction():

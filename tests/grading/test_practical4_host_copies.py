@@ -18,11 +18,13 @@ output's sum adds up to (`stood_for`), so a timing loop on fresh inputs keeps it
 """
 from __future__ import annotations
 
+import gc
 import pickle
 
 import numpy as np
 import pytest
 import torch
+import torch.nn as nn
 
 from grader.checks import test_practical4 as p4
 from grader.vgpu import rows as vrows
@@ -135,13 +137,10 @@ def test_part1s_output_copied_through_the_host_combines_nothing(traced_vnode, ho
     with pytest.raises(AssertionError) as failed:
         p4.combined_equals_full(run, BATCH)
     said = str(failed.value)
-    if how == "np_array_of_tensor" and "no torch.cat of the chunks' outputs" in said:
-        # The host copy `.cpu()` made is freed at once, and the tensor built next may be made at
-        # its address, which the records of copies still name as Part 1's output's copy
-        # (rows.py `copied`): then it is Part 1's output under another name, compared with
-        # itself, and the wording is this one. It combines nothing either way (asserted above);
-        # test_numpys_copy_of_part1s_output_is_its_export_on_either_dispatch keeps the copy.
-        return
+    # np_array_of_tensor: the host copy `.cpu()` made is freed at once, and the tensor built next
+    # may be made at its address; that tensor is a tensor of its own all the same (the records
+    # of copies stand only while the copy lives), so the wording is the same either way
+    # (test_a_tensor_made_where_a_freed_host_copy_was_is_its_own pins that address).
     assert "copy of Part 1's output" in said or "rebuilt from its .tolist()" in said, said
 
 
@@ -195,6 +194,116 @@ def test_values_read_one_by_one_then_part1_listed_after(traced_vnode):
     assert torch.allclose(final, output, atol=1e-5)
     output.detach().cpu().numpy()
     assert_the_combination(observed(events), "values read one by one")
+
+
+# -- memory freed and made again at the same address --------------------------------------------
+# A record keyed by an address (a copy's, a pass's data's) stands only while the memory it was
+# taken from lives (rows.py `_copy_entry`, `pass_origin`). A host buffer of numpy's own makes
+# the same address for certain: each torch.from_numpy(buffer) is a new tensor memory of which
+# lives at it, whatever the allocator does.
+
+
+def test_a_tensor_at_a_freed_copys_address_is_its_own(traced_vnode):
+    """A host buffer reused: Part 1's output copied into it to print its rows, that tensor freed;
+    the chunks' rows written into the buffer, a tensor made of it compared with Part 1's output.
+    The record of the freed copy made it Part 1's output under another name: no combination
+    (chunks_equal_full lost)."""
+    events = traced_vnode(2)
+    model, x, output = part1()
+    buffer = np.empty((BATCH, OUT), dtype=np.float32)
+    shown = torch.from_numpy(buffer)
+    shown.copy_(output.detach())            # the whole tensor: a copy of Part 1's output
+    print(shown[:2])
+    address = shown.untyped_storage().data_ptr()
+    del shown
+    buffer[:] = [list(row) for out in chunk_outputs(model, x) for row in out.tolist()]
+    final = torch.from_numpy(buffer)
+    assert final.untyped_storage().data_ptr() == address
+    assert torch.allclose(final, output.detach().cpu(), atol=1e-5)
+    assert_the_combination(observed(events), "a tensor made where a freed copy of Part 1's was")
+    recorder = vrows._recorder
+    assert recorder.origin(final) == address and recorder.pass_origin(final) is None, (
+        f"expected the tensor made at the freed copy's address to be its own (origin {address}, "
+        f"no pass's data); observed origin {recorder.origin(final)}, pass origin "
+        f"{recorder.pass_origin(final)} (grader/vgpu/rows.py _copy_entry)")
+
+
+def test_a_live_copy_is_still_its_tensors(traced_vnode):
+    """The copy's record stands while it lives, also once the tensor it copies is freed
+    (`model(c).detach().cpu()`: the pass's output is freed at once)."""
+    traced_vnode(2)
+    model, x, output = part1()
+    buffer = np.empty((BATCH, OUT), dtype=np.float32)
+    shown = torch.from_numpy(buffer)
+    shown.copy_(output.detach())
+    recorder = vrows._recorder
+    assert recorder.origin(shown) == vrows.storage_of(output), "the copy is not Part 1's output"
+    host = model(torch.chunk(x, 2)[0]).detach().cpu()
+    origin = recorder.pass_origin(host)
+    assert origin is not None and origin != vrows.storage_of(host), (
+        "expected a live host copy of a freed chunk output to be that output's data; observed "
+        f"{origin} (grader/vgpu/rows.py pass_origin)")
+    assert recorder.lists.origin_of(host.tolist()[0]) == origin
+
+
+class FromBuffer(nn.Module):
+    """A layer whose output is a tensor of a host buffer's memory (its address known)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(IN, OUT)
+        self.buffer = np.empty((BATCH, OUT), dtype=np.float32)
+
+    def forward(self, x):
+        out = torch.from_numpy(self.buffer)
+        with torch.no_grad():
+            out.copy_(self.layer(x))
+        return out
+
+
+def test_a_tensor_at_a_freed_pass_outputs_address_is_no_pass_data(traced_vnode):
+    """A pass's output freed, a tensor of the script's own made at its address: its rows listed
+    or taken to numpy are no pass's (no export, no row lists)."""
+    events = traced_vnode(2)
+    model = FromBuffer()
+    passed = model(torch.randn(BATCH, IN))
+    address = passed.untyped_storage().data_ptr()
+    recorder = vrows._recorder
+    assert recorder.from_a_pass(address), "the pass's output is not recorded"
+    del passed
+    gc.collect()   # a module's output can sit in a reference cycle a while
+    own = torch.from_numpy(model.buffer)
+    assert own.untyped_storage().data_ptr() == address
+    exports = [e for e in events if e.get("event") == "export"]
+    rows = own.tolist()
+    own.numpy().tolist()
+    assert recorder.lists.origin_of(rows[0]) is None, (
+        f"expected the row lists of a tensor made at a freed pass output's address ({address}) "
+        "to be no pass's; observed them remembered as its (grader/vgpu/rows.py pass_origin)")
+    assert [e for e in events if e.get("event") == "export"] == exports, (
+        "expected no export of a tensor of the script's own made at a freed pass's address; "
+        "observed one (grader/vgpu/numpy_lists.py)")
+    assert recorder.pass_origin(own) is None, recorder.pass_origin(own)
+
+
+def test_part1s_host_copy_printed_then_the_chunks_built_where_it_was(traced_vnode):
+    """The same through the allocator, as a script does it: Part 1's rows printed from
+    `output.detach().cpu()` (freed at once), the chunks' rows built into a tensor next, at that
+    copy's address where the allocator hands it back (skipped where it does not)."""
+    events = traced_vnode(2)
+    model, x, output = part1()
+    rows = [list(row) for out in chunk_outputs(model, x) for row in out.tolist()]   # copies
+    for _ in range(16):
+        shown = output.detach().cpu()
+        address = shown.untyped_storage().data_ptr()
+        del shown
+        final = torch.tensor(rows, device="cuda:0")
+        if final.untyped_storage().data_ptr() == address:
+            break
+    else:
+        pytest.skip("the CPU allocator did not make the tensor at the freed copy's address")
+    assert torch.allclose(final, output, atol=1e-5)
+    assert_the_combination(observed(events), "a tensor built where a freed copy of Part 1's was")
 
 
 # -- the host array Tensor.numpy() gives: numpy's own -------------------------------------------
