@@ -7,7 +7,8 @@
   reason, and never faked.
 - `@pytest.mark.check("hw3.task3.balanced")`: the rubric check a test demonstrates; it goes
   into pytest-json-report's metadata with the failure's feedback (and `unread_answer` where
-  it failed on an answer found but not read), for the scorer.
+  it failed on an answer found but not read, `graded_by_hand` where the grader could not run it
+  on code that works), for the scorer.
 - A session of the checks alone (`pytest grader/`, `pytest --pyargs grader.checks`) reports
   as a student reads it: no tracebacks of the grader's own code, each failed check's message
   once per cause and the points per rubric item at the end (grader/reports/terminal.py, scored
@@ -33,13 +34,14 @@ INTEGRITY_NOTES = pytest.StashKey[list]()
 # student, no points (grader/harness/course_environment.py).
 ENVIRONMENT_NOTES = pytest.StashKey[list]()
 # The outcome of every check's test in this session, for the points at the end.
-# nodeid -> (check, outcome, message, unread_answer)
+# nodeid -> (check, outcome, message, unread_answer, graded_by_hand)
 CHECK_OUTCOMES = pytest.StashKey[dict]()
 # The structured marks a failed case's metadata may carry beside its feedback, named in the
 # JSON report (`case_marks`) so that grader/scoring tells a report written with them from an
 # older one: `unread_answer`, the id of the answer the check failed on because it was found
-# but could not be read (grader/checks/support.py AnswerNotRead).
-CASE_MARKS = ["unread_answer"]
+# but could not be read (grader/checks/support.py AnswerNotRead); `graded_by_hand`, what the
+# grader could not do on code that works (GradedByHand): both leave the case's points to a person.
+CASE_MARKS = ["unread_answer", "graded_by_hand"]
 # assignment -> its answers as read (Answers.to_dict), for the summary's written answers
 CHECK_ANSWERS = pytest.StashKey[dict]()
 
@@ -159,10 +161,12 @@ def pytest_runtest_makereport(item, call):
         message = (_skip_reason(report.longrepr) if report.skipped
                    else _feedback(call.excinfo) if call.excinfo is not None else "")
         outcome = "skipped" if report.skipped else "failed" if call.when == "call" else "error"
+        failed = outcome == "failed"
         outcomes[item.nodeid] = (identifier, outcome, message,
-                                 _unread_answer(call.excinfo) if outcome == "failed" else "")
+                                 _unread_answer(call.excinfo) if failed else "",
+                                 _graded_by_hand(call.excinfo) if failed else "")
     elif call.when == "call":
-        outcomes.setdefault(item.nodeid, (identifier, "passed", "", ""))
+        outcomes.setdefault(item.nodeid, (identifier, "passed", "", "", ""))
     return report
 
 
@@ -219,6 +223,8 @@ def pytest_json_runtest_metadata(item, call):
         metadata["feedback"] = _feedback(call.excinfo)
         if _unread_answer(call.excinfo):
             metadata["unread_answer"] = _unread_answer(call.excinfo)
+        if _graded_by_hand(call.excinfo):
+            metadata["graded_by_hand"] = _graded_by_hand(call.excinfo)
     return metadata
 
 
@@ -246,6 +252,13 @@ class _IntegrityInReport:
 def _unread_answer(excinfo) -> str:
     """The answer a failure says was found but not read (AnswerNotRead), else ""."""
     found = getattr(excinfo.value, "unread_answer", "") if excinfo is not None else ""
+    return found if isinstance(found, str) else ""
+
+
+def _graded_by_hand(excinfo) -> str:
+    """What the grader could not do on code that works, where a failure says so (GradedByHand),
+    else ""."""
+    found = getattr(excinfo.value, "graded_by_hand", "") if excinfo is not None else ""
     return found if isinstance(found, str) else ""
 
 

@@ -48,7 +48,7 @@ from grader.batch.gradebook import CurrentRun
 from grader.batch.grades_csv import upload_cell
 from grader.common.files import write_atomically
 from grader.reports.formatting import format_points
-from grader.reports.pending import waiting_to_be_read
+from grader.reports.pending import by_hand_points, waiting_to_be_read
 
 # The header of Moodle's own download (English), in its order.
 MOODLE_HEADER = ("Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
@@ -207,10 +207,15 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
                    and i.get("pending") and i.get("max_score", 0) > 0]
         if pending:
             parts.append(f"{len(pending)} written answer(s) are still to be graded by the staff.")
-        to_read = waiting_to_be_read(found)
+        to_read = [i for i in waiting_to_be_read(found) if not by_hand_points(i)]
         if to_read:
             parts.append(f"{len(to_read)} answer(s) the grader could not read wait for the staff "
                          f"({format_points(sum(i['pending_points'] for i in to_read))} point(s)).")
+        by_hand = [i for i in waiting_to_be_read(found) if by_hand_points(i)]
+        if by_hand:
+            parts.append(f"{len(by_hand)} task(s) the grader could not run on your code, which itself "
+                         f"runs, wait for the staff to grade them by hand "
+                         f"({format_points(sum(i['pending_points'] for i in by_hand))} point(s)).")
         if (found.get("integrity") or {}).get("withheld"):
             parts.append("Automatic points are held until the staff have reviewed the code.")
     parts.append("The full report comes with the grade." if unread

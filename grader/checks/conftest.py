@@ -14,7 +14,7 @@ from grader.harness.execute import run_hw3_probe, run_script
 from grader.harness.hw3_script_call import renamed_model_note
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
-from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, must_agree
+from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, GradedByHand, must_agree
 from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
 from grader.harness.course_environment import display_stand_in_notes
@@ -173,7 +173,7 @@ def pytest_runtest_call(item):
         runs.handed = []
     try:
         return (yield)
-    except AnswerNotRead:
+    except (AnswerNotRead, GradedByHand):
         raise
     except AssertionError as failure:
         stops = _stops_not_said(str(failure), _runs_of(item, runs))

@@ -53,6 +53,18 @@ class AnswerNotRead(AssertionError):
         self.unread_answer = unread_answer
 
 
+class GradedByHand(AssertionError):
+    """A check's failure because the grader could not run it on code that itself works (HW3:
+    the probe could not build the model the way the student's own script, which ran to its
+    end, builds it): the grader failed, not the student, so no verdict: its points wait for a
+    person, as an AnswerNotRead's do. The pytest plugin records `graded_by_hand` (what the
+    grader could not do, a short id) in the case's metadata, which grader/scoring reads."""
+
+    def __init__(self, message: str, graded_by_hand: str):
+        super().__init__(message)
+        self.graded_by_hand = graded_by_hand
+
+
 def no_answer(answers, qid: str, observed: str) -> AssertionError:
     """The failure of a check whose answer `qid` is not among the values read: an
     AnswerNotRead where the answer was found but not read, else a plain AssertionError.

@@ -25,7 +25,8 @@ from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describ
 from grader.checks.hw3_printed_counts import printed_counts, statements
 from grader.checks.hw3_trained_layout import MODEL_CLASS, first_collapse
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
-from grader.checks.support import HIDDEN, answers_hidden, disagrees, explain, reported
+from grader.checks.support import (HIDDEN, GradedByHand, answers_hidden, disagrees, explain,
+                                   reported)
 from grader.common.locations import data_folder
 from grader.common.text import answer_shown
 from grader.harness.course_environment import (device_mismatch_note, missing_module_note,
@@ -113,6 +114,11 @@ LOOK_COUNTING = (LOOK_FORWARD + " (Task 5: add 1 to self.to_calls at every x.to(
                  "before the move, since after it x is always there)")
 # Task 5's printed counts, one case per count: the .to() calls, then the transfers.
 QUANTITIES = ("to_calls", "transfers")
+# What a student reads where the probe could not build a model their own script builds and runs
+# (the probe's message names the call, its line and why).
+MODEL_NOT_BUILT = ("the grader could not build your model the way your script builds it ({why}); "
+                   "your script itself runs to its end, so this is the grader's failure, not "
+                   "yours: a person will grade these by hand")
 QUANTITY_WORDS = {"to_calls": ".to() calls", "transfers": "GPU-to-GPU transfers"}
 
 
@@ -151,7 +157,25 @@ def with_options(spec: dict, script: Path) -> dict:
 def probe(runs, script_specs):
     runs.prefetch(*script_specs.values())
     records, run = runs.hw3(PLAN, gpus=max(NODE_SIZES))
+    not_built = [r["error"] for r in records if (r.get("error") or {}).get("type") == "CannotBuild"]
+    if not_built and script_ran_to_its_end(runs, script_specs):
+        for error in not_built:
+            error["script_ran_to_its_end"] = True
     return records, run
+
+
+def script_ran_to_its_end(runs, script_specs) -> bool:
+    """Whether the student's script ran to its end in the runs hw3.script_runs judges (DEPTH=20
+    on 2 and 5 GPUs): passed on every configuration it counts, and on one at least. A run
+    stopped only by the grader's read-only folder is not counted there, nor here."""
+    verdicts = []
+    for spec in script_specs.values():
+        run = runs.script(**spec)
+        if run.ok:
+            verdicts.append(True)
+        elif not any(read_only_note(e.get("message", "")) for e in run.of("exception")):
+            verdicts.append(False)
+    return bool(verdicts) and all(verdicts)
 
 
 def record(probe, kind, **match):
@@ -197,13 +221,22 @@ def constructor_note(found) -> str:
             "`def __init__(self, dim=DIM, depth=DEPTH)`), or read the module's constants")
 
 
-def built(found, what="the model") -> None:
+def built(found, what="the model", answers=None, qids: tuple[str, ...] = ()) -> None:
+    """Fails where the probe could not build or run the model. `answers`, `qids`: the answers
+    the calling check grades, which must be there before its points can wait for a person
+    (a missing answer is the student's own 0, whatever the grader could build)."""
     error = found.get("error")
     if error:
         where = (f"with {found['gpus']} GPU(s) and DEPTH={found['depth']}" if "gpus" in found
                  else "for (GPUs, DEPTH) " + ", ".join(f"({g}, {d})" for g, d in found["configs"]))
         at = f"{error['type']}{' at ' + error['site'] if error.get('site') else ''}: {error['message']}"
         if error["type"] == "CannotBuild":  # the same for every configuration: said once
+            if error.get("script_ran_to_its_end"):
+                # The script itself builds and runs its model: the grader failed, not the
+                # student, so a person grades what the probe's model would have shown.
+                for qid in qids:
+                    reported(answers, qid)
+                raise GradedByHand(MODEL_NOT_BUILT.format(why=error["message"]), "hw3.model_not_built")
             raise AssertionError(error["message"])
         if error.get("during") == "import":  # said once per node size, not per DEPTH
             node = (f" on a node of {found['gpus']} GPU(s)" if "gpus" in found else "")
@@ -416,7 +449,7 @@ def _medians(found, configs):
 def test_task2_reported_times_move_with_depth_as_the_code(probe, answers, reported_values,
                                                           flag):
     found = record(probe, "trend")
-    built(found, "and training the model")
+    built(found, "and training the model", answers, ("task2.step_time_table",))
     depths = _task2_depths(answers)
     rows = _table(answers, "task2.step_time_table", "depth", depths)
     times = {d: float(rows[d]["step_time_ms"]) for d in depths}
@@ -466,7 +499,7 @@ def test_task2_reported_times_move_with_depth_as_the_code(probe, answers, report
 @pytest.mark.check("hw3.task2.speed_answer")
 def test_task2_answer_does_depth_improve_speed(probe, answers, measured, reported_values):
     found = record(probe, "trend")
-    built(found, "and training the model")
+    built(found, "and training the model", answers, ("task2.depth_improves_speed",))
     ours = _medians(found, {d: (2, d) for d in TIMING_DEPTHS})
     check_fact(answers, "task2.depth_improves_speed", faster(ours[6], ours[24]),
                f"takes {ours[6]:.2f} ms per step with DEPTH=6 and {ours[24]:.2f} ms with "
@@ -797,7 +830,7 @@ TASK4_ASPECTS = [*(f"{g}gpus" for g in TASK4_GPUS), "speed", "memory"]
 def test_task4_reported_table_agrees_with_the_runs(probe, answers, measured, reported_values,
                                                    flag, aspect):
     found = record(probe, "task4")
-    built(found, "and training the model")
+    built(found, "and training the model", answers, ("task4.table",))
     ours = {g: found["results"][f"{g}x{TASK4_DEPTH}"] for g in TASK4_GPUS}
     measured["task4"] = {str(g): {"step_time_ms": round(run["median_ms"], 3),
                                   "clock": clock_of(found),
@@ -897,7 +930,7 @@ def _task4_row(gpus, ours, gaps, memory, unread, answers, where):
 @pytest.mark.check("hw3.task4.utilised_answer")
 def test_task4_answer_are_all_gpus_utilised(probe, answers, measured, reported_values):
     found = record(probe, "task4")
-    built(found, "and training the model")
+    built(found, "and training the model", answers, ("task4.all_gpus_utilised",))
     run = found["results"][f"5x{TASK4_DEPTH}"]
     layers, memory = run["layers_per_gpu"], run["peak_memory"]
     idle = [i for i in range(5) if layers[i] == 0 or memory[i] == 0]
@@ -915,7 +948,7 @@ def test_task4_answer_are_all_gpus_utilised(probe, answers, measured, reported_v
 @pytest.mark.check("hw3.task4.faster_answer")
 def test_task4_answer_do_more_gpus_make_it_faster(probe, answers, measured, reported_values):
     found = record(probe, "task4")
-    built(found, "and training the model")
+    built(found, "and training the model", answers, ("task4.more_gpus_faster",))
     ours = _medians(found, {g: (g, TASK4_DEPTH) for g in TASK4_GPUS})
     check_fact(answers, "task4.more_gpus_faster", faster(ours[2], ours[5]),
                f"takes {ours[2]:.2f} ms per step on 2 GPUs and {ours[5]:.2f} ms on 5 in the "
@@ -974,9 +1007,9 @@ def counts_said(counts: list[tuple[int, int]], gpus: int | None,
                                 "input your main() gives it)")
 
 
-def forward_counts(probe, gpus, from_host: bool = False):
+def forward_counts(probe, gpus, from_host: bool = False, answers=None, qids: tuple[str, ...] = ()):
     found = record(probe, "transfers", gpus=gpus, depth=TRANSFER_DEPTH)
-    built(found)
+    built(found, answers=answers, qids=qids)
     return observed_counts(found, from_host)
 
 
@@ -1113,11 +1146,12 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
                                            for q in ("to_calls", "transfers")])
 def test_task5_reported_counts_match(probe, runs, script_specs, answers, reported_values, flag,
                                     gpus, quantity):
-    counts = forward_counts(probe, gpus, starts_on_the_host(runs.script(**script_specs[gpus])))
+    qid = f"task5.{quantity}_{gpus}gpus"
+    counts = forward_counts(probe, gpus, starts_on_the_host(runs.script(**script_specs[gpus])),
+                            answers, (qid,))
     position = 0 if quantity == "to_calls" else 1
     allowed = {c[position] for c in counts}
     truth = counts[0][position]
-    qid = f"task5.{quantity}_{gpus}gpus"
     value = reported(answers, qid)
     reported_values["task5"] = {str(gpus): {quantity: value}}
     what = ".to() calls" if quantity == "to_calls" else "GPU-to-GPU transfers"
@@ -1134,7 +1168,8 @@ def test_task5_reported_counts_match(probe, runs, script_specs, answers, reporte
 @pytest.mark.check("hw3.task5.growth_answer")
 def test_task5_answer_does_communication_grow_with_gpus(probe, answers, measured,
                                                         reported_values):
-    copies = {g: forward_counts(probe, g)[0][1] for g in TASK4_GPUS}
+    copies = {g: forward_counts(probe, g, answers=answers,
+                                qids=("task5.transfers_grow_with_gpus",))[0][1] for g in TASK4_GPUS}
     on_five = record(probe, "transfers", gpus=5, depth=TRANSFER_DEPTH)
     idle = counts_per_gpu(on_five.get("devices", []), 5).count(0)
     # Code that leaves GPUs of the 5-GPU node without layers (Task 3 not done) does not show

@@ -34,6 +34,7 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 from grader.reports.measurements import lookup
 from grader.reports.not_graded import not_graded
+from grader.reports.pending import by_hand_points, why_waiting
 from grader.reports.render import markdown_inline, render_item_markdown, render_markdown
 from grader.scoring.score import grading_problems
 
@@ -131,10 +132,15 @@ def _decided(item: Mapping) -> float:
 def _waits_note(item: Mapping) -> str:
     if not _waits(item):
         return ""
+    if by_hand_points(item) > 0:
+        why = ("for checks the grader could not run on your code, which itself runs. The course "
+               "staff grade them by hand")
+    else:
+        why = "for an answer the grader found but could not read. The course staff read it"
     return (f"**Waits for the course staff:** {format_points(_points(item.get('pending_points')))} of this "
-            f"item's {format_points(_points(item.get('max_score')))} point(s) are for an answer the grader "
-            "found but could not read. The course staff read it and set those points; until then they "
-            "are not in your score, and this test's points and status are those of the rest.\n\n")
+            f"item's {format_points(_points(item.get('max_score')))} point(s) are {why} and set those "
+            "points; until then they are not in your score, and this test's points and status are "
+            "those of the rest.\n\n")
 
 
 def _waiting_note(waiting: list[tuple[Mapping, Mapping]], several: bool) -> str:
@@ -143,9 +149,10 @@ def _waiting_note(waiting: list[tuple[Mapping, Mapping]], several: bool) -> str:
         return ""
     lines = [f"- {'[' + str(a.get('id')) + '] ' if several else ''}"
              f"{markdown_inline(str(item.get('title') or item.get('id')))}: "
-             f"{format_points(_points(item.get('pending_points')))} point(s)" for a, item in waiting]
-    return ("\nWaiting for the course staff (an answer the grader found but could not read; no test "
-            "and not in your score until they have read it):\n\n" + "\n".join(lines) + "\n")
+             f"{format_points(_points(item.get('pending_points')))} point(s) ({why_waiting(item)})"
+             for a, item in waiting]
+    return ("\nWaiting for the course staff (no test, and not in your score until they have graded "
+            "it):\n\n" + "\n".join(lines) + "\n")
 
 
 def _grading_problem_note(ungraded: list[Mapping]) -> str:

@@ -15,7 +15,7 @@ from grader.answers.handed_in_names import is_sheet_name
 from grader.common.text import answer_shown, is_table
 from grader.reports.measurements import format_value
 from grader.reports.jinja_env import environment, tidy
-from grader.reports.pending import pending_what
+from grader.reports.pending import by_hand_points, pending_what, waiting_to_be_read
 from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, links_view,
                                          not_answered, not_graded_view, said_not_done,
                                          surely_unanswered)
@@ -93,6 +93,10 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
                              if isinstance(held, Mapping) and held.get("text")],
             # Automatic items whose points wait for a person to read such an answer.
             "pending_unread": list(assignment.get("pending_unread") or []),
+            # ... and those whose checks the grader could not run on code that itself runs.
+            "pending_by_hand": [{"id": item["id"], "waiting": format_value(by_hand_points(item))}
+                                for item in waiting_to_be_read(assignment) if by_hand_points(item)],
+            "by_hand_why": _by_hand_why(assignment),
             "unread_cells": [cell for cell in answers.get("unread_cells") or []
                              if isinstance(cell, Mapping)],
             "manual": manual,
@@ -117,6 +121,17 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "batch_key": batch_key,
             "overrides": overrides_template(assignments, batch_key),
             "not_graded": not_graded_view(result, for_student=False)}
+
+
+def _by_hand_why(assignment: Mapping[str, Any]) -> str:
+    """What the grader said where it could not run an item's checks on working code: the first
+    such case's feedback (the same cause for every check that reads the unbuilt model)."""
+    for item in waiting_to_be_read(assignment):
+        for check in item.get("checks") or []:
+            if check.get("by_hand") and check.get("by_hand") == check.get("failed"):
+                return next((str(c.get("message") or "") for c in check.get("cases") or []
+                             if c.get("outcome") == "failed"), "")
+    return ""
 
 
 def _written_in(file: Any) -> str:
@@ -159,7 +174,8 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
                          "(integrity); after looking, uncomment to release them:")
             lines.append(f'{indent}# {assignment["id"]}.integrity: {{cleared: true, comment: '
                          '"..."}')
-        if assignment.get("unread") or assignment.get("unread_cells") or assignment.get("report_instead"):
+        if assignment.get("unread") or assignment.get("unread_cells") or assignment.get("report_instead") \
+                or assignment.get("pending_by_hand"):
             # Answers written but not read cost the automatic item that checks them: which
             # one, and its points now, so the instructor can set it (an audit: "override where
             # they are right" with only the manual items in the skeleton). A report in another
@@ -167,14 +183,18 @@ def overrides_template(assignments: list[dict], batch_key: str | None = None) ->
             # course's penalty or a regrade.
             comment = ("regraded by hand: an unread answer is right" if assignment.get("unread")
                        or assignment.get("unread_cells") else
-                       f"regraded by hand from {assignment['report_instead']}")
+                       f"regraded by hand from {assignment['report_instead']}"
+                       if assignment.get("report_instead") else "graded by hand")
+            by_hand = {i["id"] for i in assignment.get("pending_by_hand") or []}
             for item in assignment.get("automatic_short") or []:
                 if item.get("waiting"):
                     # Its points wait for a person (an answer found but not read): null keeps
                     # them waiting, as a written answer's; a number is the whole item's grade.
+                    why = ("checks the grader could not run on working code" if item["id"] in by_hand
+                           else "an answer found but not read")
                     lines.append(f'{indent}{item["id"]}: {{points: null, comment: ""}}  # automatic: '
                                  f'{item["score"]} of {item["points"]} from the checks, {item["waiting"]} '
-                                 "waits for you (an answer found but not read): set the whole item's points")
+                                 f"waits for you ({why}): set the whole item's points")
                     continue
                 lines.append(f'{indent}# {item["id"]}: {{points: {item["score"]}, comment: '
                              f'"{comment}"}}  # automatic, now {item["score"]} of {item["points"]}: '

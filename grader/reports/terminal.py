@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from grader.reports.formatting import format_points
 from grader.reports.missing_scripts import absent_script, where_to_look
 from grader.reports.not_graded import grading_problem_said, not_graded
-from grader.reports.pending import waiting_to_be_read
+from grader.reports.pending import by_hand_points, waiting_to_be_read
 from grader.reports.stopped_runs import CRASH, LEAD, carried, stop_key
 from grader.reports.student_view import display_name, file_shown
 from grader.reports.student_wording import all_for_the_student
@@ -333,12 +333,19 @@ def pending_lines(result: Mapping[str, Any]) -> list[str]:
                          f"{qid + ': ' if qid else ''}{found})")
     unread = [(assignment.get("id"), item) for assignment in result.get("assignments") or []
               for item in waiting_to_be_read(assignment)]
-    if unread:
-        lines += ["", "Still for a person: answers the grader found but could not read (their "
-                      "points wait; a person of the course staff reads them):"]
-        lines += [f"{_INDENT}- {item.get('title') or item.get('id')} ({assignment}: "
-                  f"{format_points(item.get('pending_points'))} point(s))"
-                  for assignment, item in unread]
+    by_hand = [(assignment, item) for assignment, item in unread if by_hand_points(item)]
+    unread = [(assignment, item) for assignment, item in unread if not by_hand_points(item)]
+    for waiting_items, header in ((unread, "Still for a person: answers the grader found but could "
+                                           "not read (their points wait; a person of the course "
+                                           "staff reads them):"),
+                                  (by_hand, "Still for a person: checks the grader could not run on "
+                                            "your code, which itself runs (their points wait; a "
+                                            "person of the course staff grades them by hand):")):
+        if waiting_items:
+            lines += ["", header]
+            lines += [f"{_INDENT}- {item.get('title') or item.get('id')} ({assignment}: "
+                      f"{format_points(item.get('pending_points'))} point(s))"
+                      for assignment, item in waiting_items]
     waiting = result.get("pending_points")
     if lines and waiting:
         lines.append(f"{_INDENT}{format_points(waiting)} point(s) in all wait for a person.")

@@ -2,7 +2,8 @@
 
 Only this module knows pytest-json-report's layout (version 1.5): ``tests[]`` entries with
 ``nodeid``, ``outcome`` (passed, failed, skipped, error, xfailed, xpassed), ``metadata``
-(added by grader.pytest_plugin: ``check``, ``assignment``, ``feedback``, ``unread_answer``)
+(added by grader.pytest_plugin: ``check``, ``assignment``, ``feedback``, ``unread_answer``,
+``graded_by_hand``)
 and one dict per stage (``setup``, ``call``, ``teardown``) with ``outcome``,
 ``crash.message`` and ``longrepr``; ``collectors[]`` with a failed ``outcome`` when a check
 module did not import; ``exitcode`` of the pytest session; ``case_marks``, the structured
@@ -41,6 +42,10 @@ class Case:
     # A failed case's answer (its id) that was found but could not be read: no verdict, the
     # case's points wait for a person (grader/checks/support.py AnswerNotRead).
     unread_answer: str = ""
+    # A failed case the grader could not run on code that itself works (what it could not do,
+    # e.g. "hw3.model_not_built"): no verdict either, its points wait for a person
+    # (grader/checks/support.py GradedByHand).
+    graded_by_hand: str = ""
 
     @property
     def label(self) -> str:
@@ -88,8 +93,10 @@ def report_of_cases(cases: list[Case]) -> dict:
             metadata["feedback"] = case.message
             if case.unread_answer:
                 metadata["unread_answer"] = case.unread_answer
+            if case.graded_by_hand:
+                metadata["graded_by_hand"] = case.graded_by_hand
         tests.append(test)
-    return {"tests": tests, "case_marks": ["unread_answer"]}
+    return {"tests": tests, "case_marks": ["unread_answer", "graded_by_hand"]}
 
 
 def session_problems(report: dict) -> list[str]:
@@ -120,8 +127,10 @@ def _case(test: dict) -> Case | None:
     else:
         message = _failure_message(test, metadata, outcome)
     unread = metadata.get("unread_answer") if outcome == FAILED else None
+    by_hand = metadata.get("graded_by_hand") if outcome == FAILED else None
     return Case(nodeid=nodeid, check=check, assignment=str(assignment), outcome=outcome,
-                message=_truncate(message), unread_answer=unread if isinstance(unread, str) else "")
+                message=_truncate(message), unread_answer=unread if isinstance(unread, str) else "",
+                graded_by_hand=by_hand if isinstance(by_hand, str) else "")
 
 
 def _failure_message(test: dict, metadata: dict, outcome: str) -> str:

@@ -24,7 +24,9 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
   ``pending_points``, status ``pending`` where nothing else failed, counted in the
   assignment's ``pending_points`` and listed in ``pending_unread``), never a published 0; an
   override of the item is the person's grade. A missing answer, and an answer read and wrong,
-  still fail;
+  still fail. So is a case the grader could not run on code that itself works (HW3: the probe
+  could not build the model the way the student's script, which ran to its end, builds it;
+  ``Case.graded_by_hand``): its points wait the same way, listed in ``pending_by_hand``;
 - overrides are checked by grader/scoring/overrides.py; one that cannot apply is ignored
   there (a problem for the instructor, never an error of the student's grading);
 - a late submission gets its own negative line item ``<assignment>.late_penalty``;
@@ -95,7 +97,8 @@ class CheckScore:
     errors: int = 0
     cases: list[CaseResult] = field(default_factory=list)
     feedback: str = ""
-    unread: int = 0              # of `failed`: cases whose answer was found but not read
+    unread: int = 0              # of `failed`: cases whose points wait for a person (below)
+    by_hand: int = 0             # of `unread`: cases the grader could not run on working code
     pending_points: float = 0.0  # the points of those cases, waiting for a person
     # `score` and `pending_points` before rounding (points x passed / counted): what the item adds.
     exact_score: float = 0.0
@@ -141,6 +144,9 @@ class AssignmentScore:
     # wait because an answer was found but not read (listed in pending_unread).
     pending_points: float = 0.0
     pending_unread: list[str] = field(default_factory=list)
+    # Automatic items whose points wait because the grader could not run their checks on code
+    # that itself works (a case's `graded_by_hand`): a person grades them by hand.
+    pending_by_hand: list[str] = field(default_factory=list)
     late: dict[str, Any] | None = None
     # {problems: [...], withheld: bool, withheld_points, cleared: bool, comment} when the
     # integrity checks found something; None when they found nothing
@@ -304,7 +310,7 @@ def checks_not_run(assignment: Mapping[str, Any]) -> list[str]:
 def _waits_for_a_person(case: Case) -> bool:
     """A case failed on an answer found but not read (the check's structured mark, never its
     message's words: grader/scoring/check_results.py `Case.unread_answer`)."""
-    return case.outcome == FAILED and bool(case.unread_answer)
+    return case.outcome == FAILED and bool(case.unread_answer or case.graded_by_hand)
 
 
 def _score_auto(item: Item, grouped: dict[str, list[Case]]) -> ItemScore:
@@ -361,6 +367,7 @@ def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
 
     counted = len(cases) - counts[SKIPPED] if excluded else len(cases)
     score.unread = sum(_waits_for_a_person(c) for c in cases)
+    score.by_hand = sum(_waits_for_a_person(c) and bool(c.graded_by_hand) for c in cases)
     if rule.partial == "proportional":
         score.exact_score = rule.points * counts[PASSED] / counted
         score.exact_pending = rule.points * score.unread / counted
@@ -390,10 +397,14 @@ def _check_feedback(rule: CheckRule, score: CheckScore, cases: list[Case], count
     if score.status == STATUS_PASSED and not score.skipped:
         return ""
     lines = []
-    if score.unread:
-        lines.append(f"{rule.check}: {score.unread} of {counted} case(s) wait for a person: the answer "
-                     f"they check was found but could not be read ({_fmt(score.pending_points)} point(s) "
-                     "not counted until a person reads it).")
+    if score.unread - score.by_hand:
+        lines.append(f"{rule.check}: {score.unread - score.by_hand} of {counted} case(s) wait for a person: "
+                     f"the answer they check was found but could not be read ({_fmt(score.pending_points)} "
+                     "point(s) not counted until a person reads it).")
+    if score.by_hand:
+        lines.append(f"{rule.check}: {score.by_hand} of {counted} case(s) wait for a person: the grader "
+                     f"could not run them on your code, which itself runs ({_fmt(score.pending_points)} "
+                     "point(s) not counted until a person grades them by hand).")
     if score.status not in (STATUS_PASSED, STATUS_PENDING):
         lines.append(f"{rule.check}: {counted - score.passed - score.unread} of {counted} case(s) did not pass "
                      + (f"({_fmt(score.score)} of {_fmt(rule.points)} point(s))." if rule.points
@@ -553,7 +564,10 @@ def _assemble(rubric: Rubric, items: list[ItemScore], errors: list[str]) -> Assi
         pending_manual=[i.id for i in items if i.pending],
         pending_points=_round(sum(i.max_score for i in items if i.pending)
                               + sum(i.exact_pending for i in items if not i.pending)),
-        pending_unread=[i.id for i in items if not i.pending and i.pending_points > 0])
+        pending_unread=[i.id for i in items if not i.pending and i.pending_points > 0
+                        and any(c.unread > c.by_hand for c in i.checks)],
+        pending_by_hand=[i.id for i in items if not i.pending and i.pending_points > 0
+                         and any(c.by_hand for c in i.checks)])
 
 
 def _checks_not_in_rubric(rubric: Rubric, grouped: dict[str, list[Case]]) -> list[str]:

@@ -17,10 +17,10 @@ from grader.scoring.score import score_assignment
 def score_session(outcomes: Mapping[str, tuple[str, ...]], *, rubrics_dir: str | None = None,
                   submission: str = "") -> dict[str, Any]:
     """`outcomes`: nodeid -> (check id, passed|failed|skipped|error, message[, the answer a
-    failure found but could not read]); result.json's content for the assignments they
-    belong to, in the rubrics' order."""
-    cases = [Case(nodeid, check, check.split(".", 1)[0], outcome, message, *unread[:1])
-             for nodeid, (check, outcome, message, *unread) in outcomes.items()]
+    failure found but could not read[, what the grader could not do on code that works]]);
+    result.json's content for the assignments they belong to, in the rubrics' order."""
+    cases = [Case(nodeid, check, check.split(".", 1)[0], outcome, message, *marks[:2])
+             for nodeid, (check, outcome, message, *marks) in outcomes.items()]
     rubrics = load_rubrics(rubrics_dir)
     present = {case.assignment for case in cases}
     scored = [score_assignment(rubric, report_of_cases([c for c in cases if c.assignment == name]))

@@ -84,6 +84,24 @@ def test_each_task_earns_exactly_its_points(graded, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_only_checks_the_grader_could_not_run_on_working_code_wait_for_a_person(graded, name):
+    """Points wait (no verdict) only where the grader failed on a script that runs to its end
+    (hv.Variant.waiting); a student's own failure (the template, a crash, a missing answer)
+    keeps its 0, with nothing waiting."""
+    variant = hv.BY_NAME[name]
+    assignment = graded(name)
+    observed = {item["id"]: item.get("pending_points") or 0 for item in assignment["items"]
+                if item["kind"] == "auto" and (item.get("pending_points") or 0) > 0}
+    expected = {task: points for task, points in variant.waiting.items() if points}
+    assert observed == pytest.approx(expected), (
+        f"[{name}] automatic points waiting for a person: expected {expected}, observed "
+        f"{observed} (grader/checks/test_hw3.py built(), grader/scoring/score.py)")
+    assert sorted(assignment.get("pending_by_hand") or []) == sorted(expected), assignment.get(
+        "pending_by_hand")
+    assert not assignment.get("pending_unread"), assignment.get("pending_unread")
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_failing_checks_say_what_was_expected_and_observed(graded, name):
     variant = hv.BY_NAME[name]
     checks = {check["id"]: check for item in graded(name)["items"] for check in item["checks"]}

@@ -148,7 +148,7 @@ def test_the_plugin_records_the_mark_in_the_report_and_the_session(rubric_for):
     class Config:
         stash = {CHECK_OUTCOMES: {}}
     _IntegrityInReport(Config()).pytest_json_modifyreport(stored)
-    assert stored["case_marks"] == ["unread_answer"]
+    assert stored["case_marks"] == ["unread_answer", "graded_by_hand"]
 
     class Report:
         outcome, skipped, longrepr = "failed", False, None
