@@ -1,8 +1,9 @@
 """The grader's runs of Practicals 5, 6 and 10 take at most the template's STEPS (adv37 F5): a
 script left at STEPS = 300 (P5) or 100 (P10) ran out of time in every run and lost half its
 points (P5 5.58/12, P10 5.8/12). The runs lower STEPS where the file assigns a larger whole
-number at its top level (an expression too where the grader can work it out:
-test_run_steps_expressions.py), never raise it, and leave any other value alone; the checks that count
+number at its top level (an expression too where the grader can work it out, the graded runs'
+no arguments and no variable of the script's own included: test_run_steps_expressions.py),
+never raise it, and leave any other value alone; the checks that count
 steps use the steps the run got (trained to the end) or the file's (the student's own timing
 table). The file itself is never changed."""
 from __future__ import annotations
@@ -38,7 +39,8 @@ def handed_in(tmp_path, script: str, text: str):
     ("BATCH_SIZE, STEPS = 64, 50\n", {"STEPS": 10}),                         # tuple assignment
     ("BATCH_SIZE = 64\nSTEPS = 10\n", None),                                 # the template's
     ("BATCH_SIZE = 64\nSTEPS = 5\n", None),                                  # never raised
-    ("import sys\nSTEPS = int(sys.argv[1]) if sys.argv[1:] else 300\n", None),  # not readable
+    ("import sys\nSTEPS = int(sys.argv[1]) if sys.argv[1:] else 300\n", {"STEPS": 10}),  # no args
+    ("import json\nSTEPS = json.load(open('run.json'))['steps']\n", None),      # not readable
     ("def main():\n    STEPS = 300\n", None),                                # not top level
     ("STEPS = (\n", None),                                                   # does not parse
 ])
