@@ -658,8 +658,18 @@ _TARGET = r"[A-Za-z_][\w.]*"
 _DEVICE1 = r"(?:[A-Za-z_]\w*\.)*device1"
 _DEVICE1_IS = (r"[ \t]*(?:" + _TARGET + r"[ \t]*,[ \t]*)*" + _DEVICE1 + r"(?:[ \t]*,[ \t]*"
                + _TARGET + r")*(?:[ \t]*:[^=\n]*)?[ \t]*=")
-_SECOND_STAGE = re.compile(r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:\b(?P<name>[A-Za-z_]\w*)[ \t]*"
-                           r"\+[ \t]*2\b|\b2[ \t]*\+[ \t]*(?P<after>[A-Za-z_]\w*)\b)(?P<rest>.*)$", re.M)
+# The sum must be the whole operand of its `+`: an operand bound tighter on its other side
+# (`local_rank + 2 * s`, `s * local_rank + 2`) is no `rank + 2` (adv40 H2: `[torch.device("cuda",
+# local_rank + 2 * s) for s in range(2)]` was changed into `local_rank * s`, both ranks' stage 0
+# on cuda:0, and lost 0.75); such a line is _SECOND_STAGE_SUM's, or second_stage_device's.
+_NO_OPERATOR_BEFORE = r"(?<![*/%@~\-])(?<![*/%@~\-][ \t])(?<![*/%@~\-][ \t][ \t])"
+_OPERATOR_NEXT = r"[ \t]*[*/%@]"
+_NO_OPERATOR_AFTER = r"(?!" + _OPERATOR_NEXT + r")"
+_SECOND_STAGE = re.compile(
+    r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:" + _NO_OPERATOR_BEFORE
+    + r"\b(?P<name>[A-Za-z_]\w*)[ \t]*\+[ \t]*2\b(?![ \t]*[*/%@.(\[])|"
+    + _NO_OPERATOR_BEFORE + r"(?<!\.)\b2[ \t]*\+[ \t]*(?P<after>[A-Za-z_]\w*)\b"
+    + r"(?![\w.]*" + _OPERATOR_NEXT + r"))(?P<rest>.*)$", re.M)
 
 
 # The second stage one stage's worth of GPUs further under another spelling of the handout's
@@ -670,8 +680,9 @@ _SECOND_STAGE = re.compile(r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:\b(?P<nam
 # broken_layout_one_gpu), whatever the offset was.
 _OPERAND = r"(?:\d+|[A-Za-z_][\w.]*(?:\(\))?)"
 _SECOND_STAGE_SUM = re.compile(
-    r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)\b(?P<a>" + _OPERAND + r")[ \t]*\+[ \t]*(?P<b>"
-    + _OPERAND + r"(?:[ \t]*(?://|\*)[ \t]*" + _OPERAND + r")*)(?![\w.(])(?P<rest>.*)$", re.M)
+    r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)" + _NO_OPERATOR_BEFORE + r"\b(?P<a>" + _OPERAND
+    + r")[ \t]*\+[ \t]*(?P<b>" + _OPERAND + r"(?:[ \t]*(?://|\*)[ \t]*" + _OPERAND
+    + r")*)(?![\w.(\[])" + _NO_OPERATOR_AFTER + r"(?P<rest>.*)$", re.M)
 
 
 def broken_layout_edit(source: str) -> tuple[str, str] | None:

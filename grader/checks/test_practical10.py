@@ -276,6 +276,12 @@ def test_rank_uses_gpus_r_and_r_plus_2(handout):
              if placed.get(r) != {f"cuda:{r}", f"cuda:{r + 2}"}}
     assert not wrong, explain(expected, "; ".join(
         f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
+    # Trains there: the layers run on both GPUs, not a layer left unused on one (adv40 F5).
+    idle = {r: stage_gpus(run, r) for r in (0, 1) if set(stage_gpus(run, r)) != {r, r + 2}}
+    assert not idle, explain(expected, "; ".join(
+        f"rank {r}'s model has layers on cuda:{r} and cuda:{r + 2}, but its training passes "
+        f"ran layers on {', '.join(f'cuda:{g}' for g in gpus) or 'no GPU'} only"
+        for r, gpus in idle.items()), look)
 
 
 # -- accumulation: MICRO_BATCHES passes per step, every row, one all-reduce -------------------------
@@ -564,10 +570,13 @@ def test_single_process_runs(handout, answers):
     # A layout of the script's own that spreads the replica over the GPUs it has (stage 1 at
     # `local_rank + world_size`: cuda:1 with one process, a red team's correct P10) is still one
     # model-parallel replica of one process: judged by what it does, not by the handout's 2.
+    # The GPUs its layers ran on, not only those they sit on (a spare layer on cuda:2 beside a
+    # one-stage model on cuda:0: adv40 F5).
     stages = stage_gpus(run, 0)
-    assert devices_of_rank(run, 0) == {"cuda:0", "cuda:2"} or (
+    assert (devices_of_rank(run, 0) == {"cuda:0", "cuda:2"} and set(stages) == {0, 2}) or (
         len(stages) == 2 and stages[0] == 0), explain(
-        expected, f"the replica uses {sorted(devices_of_rank(run, 0))}", look)
+        expected, f"the replica sits on {sorted(devices_of_rank(run, 0))} and its training "
+        f"passes ran layers on {', '.join(f'cuda:{g}' for g in stages) or 'no GPU'}", look)
 
 
 # Part 5's change is found wherever the code gives the second stage's device as the rank plus an
@@ -704,13 +713,14 @@ def process_ranks(run):
 
 def stage_gpus(run, rank):
     """The GPUs of a rank's model in stage order (stage 0's first), each once: in the order
-    its forward passes ran their layers there (`forward_out`'s layer_devices), then any GPU
-    whose layers never ran, in the order the layers are registered (`placement`). The order of
-    registration alone is not the stages' (eng29b: a spare layer registered first, on stage
-    1's GPU, gave "rank 0: gpus [2, 0]" and cost a true answer of [0, 2] its 0.25). Only the
-    passes that train give the order where one does (practical_measures.forward_passes'
-    `trains`): a check of stage 1 alone under torch.no_grad() before training had been the
-    first pass and flipped it (adv32 L1); without one, every pass's, as before."""
+    its forward passes ran their layers there (`forward_out`'s layer_devices); only where no
+    pass shows that (a forward of F.linear on the weights), in the order the layers are
+    registered (`placement`). The order of registration alone is not the stages' (eng29b: a
+    spare layer registered first, on stage 1's GPU, gave "rank 0: gpus [2, 0]" and cost a
+    true answer of [0, 2] its 0.25). Only the passes that train give the order where one does
+    (practical_measures.forward_passes' `trains`): a check of stage 1 alone under
+    torch.no_grad() before training had been the first pass and flipped it (adv32 L1); without
+    one, every pass's, as before."""
     order = []
     trained = [p["layer_devices"] for p in forward_passes(run, rank)
                if p["trains"] and p["layer_devices"]]
@@ -719,6 +729,12 @@ def stage_gpus(run, rank):
         for d in devices or []:
             if gpu_index(d) is not None and gpu_index(d) not in order:
                 order.append(gpu_index(d))
+    if order:
+        # Where the passes show where the layers ran, a GPU none of them ran a layer on is no
+        # stage: an unused nn.Linear(1, 1) left on cuda:r+2 beside a one-stage model on cuda:r
+        # had made the replica read "cuda:r then cuda:r+2", two GPUs (adv40 F5: 10 of 12, the
+        # reference's score; 7.25 without the spare).
+        return order
     for event in run.of("placement", rank):
         for layer in event.get("layers", []):
             device = layer.get("device")

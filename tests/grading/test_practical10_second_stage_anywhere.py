@@ -142,6 +142,58 @@ def test_no_change_where_no_single_place_gives_the_rank_plus_an_offset(devices):
     assert pm.broken_layout_edit(MODEL.format(devices=devices)) is None
 
 
+# The handout's line with the offset inside a product: `local_rank + 2 * s` is the rank plus
+# (2 * s), never (local_rank + 2) * s. adv40 H2's honest P10 had it changed into `local_rank * s`
+# (rank 1's stage 0 on cuda:0 beside rank 0's: "Duplicate GPU detected"), 9.25 of 12.
+SCRIPT_MAIN = '''\
+import os
+import torch
+
+local_rank = int(os.environ["LOCAL_RANK"])
+{line}
+print(device0, device1)
+'''
+
+
+def test_an_offset_inside_a_product_is_dropped_whole():
+    line = 'device0, device1 = [torch.device("cuda", local_rank + 2 * s) for s in range(2)]'
+    edit = pm.broken_layout_edit(SCRIPT_MAIN.format(line=line))
+    assert edit == (line, 'device0, device1 = [torch.device("cuda", local_rank) for s in '
+                          'range(2)]'), (
+        "expected Part 5's change to drop `2 * s` whole, leaving both stages on cuda:"
+        "{local_rank} (practical_measures._SECOND_STAGE must not take `local_rank + 2` out of "
+        f"`local_rank + 2 * s`); observed {edit}")
+
+
+@pytest.mark.parametrize("line", [
+    'device1 = torch.device("cuda", s * local_rank + 2)',
+    'device1 = torch.device("cuda", 2 + local_rank * s)',
+    'device1 = torch.device("cuda", 2 * 2 + local_rank)',
+    'device1 = torch.device("cuda", local_rank + world_size / 2)',
+], ids=["rank inside a product", "offset beside a product", "two inside a product",
+        "offset inside a quotient"])
+def test_a_sum_whose_operand_is_bound_tighter_is_no_rank_plus_an_offset(line):
+    """Dropping `+ 2` or `2 +` there would leave something other than the rank (`s * local_rank`,
+    `local_rank * s`, `2 * local_rank`): no change is better than a wrong one."""
+    edit = pm.broken_layout_edit(SCRIPT_MAIN.format(line=line))
+    assert edit is None, (
+        f"expected no Part 5 change for {line!r} (the rank is not an operand of the `+` "
+        f"alone); observed {edit}")
+
+
+@pytest.mark.parametrize("line, changed", [
+    ('device1 = torch.device(f"cuda:{self.local_rank + 2}")',
+     'device1 = torch.device(f"cuda:{self.local_rank}")'),
+    ('device1 = torch.device(f"cuda:{2 + int(os.environ[\'LOCAL_RANK\'])}")',
+     'device1 = torch.device(f"cuda:{int(os.environ[\'LOCAL_RANK\'])}")'),
+    ('device1 = torch.device(f"cuda:{local_rank + torch.cuda.device_count() // 2}")',
+     'device1 = torch.device(f"cuda:{local_rank}")'),
+], ids=["an attribute", "a call after the 2", "a floor quotient as the offset"])
+def test_whole_operands_are_still_changed(line, changed):
+    edit = pm.broken_layout_edit(SCRIPT_MAIN.format(line=line))
+    assert edit == (line, changed), f"expected {changed!r}; observed {edit}"
+
+
 # -- the checks: exactness, and not charging for a change the grader could not make ---------------
 
 
@@ -197,15 +249,22 @@ def test_the_changed_run_counts_where_the_course_layout_has_two_stages():
 def test_a_replica_on_one_gpu_earns_nothing_from_part5():
     """One stage on cuda:{local_rank + 2}: Part 5's change puts it on cuda:r, which is no
     broken model parallelism (the change being found there must not give points)."""
-    handout = Handout({0: [2], 1: [3]}, BROKEN)
+    for text in part5_failures(Handout({0: [2], 1: [3]}, BROKEN)):
+        assert "Part 5 breaks model parallelism" in text and "rank 0's model sits on cuda:2 " \
+            "alone" in text, f"expected the one-GPU replica told; observed:\n{text}"
+
+
+def part5_failures(handout) -> list[str]:
+    """What Part 5's two checks (broken_layout_one_gpu, broken_gpus_reported) say when each
+    fails, as it must, for `handout`."""
+    said = []
     for check, args in ((p10.test_broken_layout_puts_each_replica_on_one_gpu, (sheet(),)),
                         (p10.test_reported_gpus_after_the_broken_layout,
                          (sheet(), agree_as_the_course_does(sheet())[0]))):
         with pytest.raises(AssertionError) as failure:
             check(handout, *args)
-        text = str(failure.value)
-        assert "Part 5 breaks model parallelism" in text and "rank 0's model sits on cuda:2 " \
-            "alone" in text, f"expected the one-GPU replica told; observed:\n{text}"
+        said.append(str(failure.value))
+    return said
 
 
 def test_a_change_the_grader_could_not_make_is_not_charged_where_the_course_layout_shows():
@@ -257,6 +316,78 @@ def test_without_the_change_nothing_is_given_that_the_runs_do_not_show(layout, a
         p10.test_broken_layout_puts_each_replica_on_one_gpu(handout, answers)
     text = str(failure.value)
     assert said in text, f"expected {said!r}; observed:\n{text}"
+
+
+# -- a spare layer on the second GPU is no second stage (adv40 F5) --------------------------------
+# One stage on cuda:r and an unused nn.Linear(1, 1) on cuda:r+2 scored 10 of 12, the reference's
+# (7.25 without the spare): the GPUs a model sits on had counted as those it runs on.
+
+
+def ran_on(run, gpus_of_rank: dict[int, list[int]]):
+    """The run with each forward pass's layers seen running on `gpus_of_rank[rank]`
+    (forward_out's layer_devices, as the virtual GPUs record them)."""
+    events = []
+    for event in run.events:
+        events.append(event)
+        if event.get("event") == "forward":
+            rank = event["rank"]
+            events.append({"event": "forward_out", "rank": rank, "thread": "MainThread",
+                           "shape": event["batch"], "device": f"cuda:{gpus_of_rank[rank][-1]}",
+                           "layer_devices": [f"cuda:{g}" for g in gpus_of_rank[rank]]})
+    run.events[:] = events
+    return run
+
+
+class SpareOnSecondGpu(Handout):
+    """Placed on cuda:r and cuda:r+2 (COURSE), the layers run on cuda:r only."""
+
+    def __init__(self, can_break=True, ran=None):
+        super().__init__(COURSE, BROKEN, can_break)
+        self.ran = ran or {0: [0], 1: [1]}
+
+    def run(self, processes=2, **sets):
+        return ran_on(super().run(processes), self.ran)
+
+
+def test_a_spare_layer_on_the_second_gpu_is_no_second_stage():
+    run = SpareOnSecondGpu().run()
+    assert [p10.stage_gpus(run, r) for r in (0, 1)] == [[0], [1]], (
+        "expected the GPUs the training passes ran layers on, [0] and [1] (a GPU where no "
+        f"layer ran is no stage: test_practical10.stage_gpus); observed "
+        f"{[p10.stage_gpus(run, r) for r in (0, 1)]}")
+    assert p10.one_gpu_replicas(run) == {0: [0], 1: [1]}
+
+
+@pytest.mark.parametrize("can_break", [True, False], ids=["change found", "change not found"])
+def test_a_spare_layer_earns_no_part5(can_break):
+    said = "rank 0's model sits on cuda:0 alone" if can_break else "does not show the course's"
+    for text in part5_failures(SpareOnSecondGpu(can_break)):
+        assert said in text, f"expected {said!r}; observed:\n{text}"
+
+
+def test_a_spare_layer_is_no_gpu_pair():
+    with pytest.raises(AssertionError) as failure:
+        p10.test_rank_uses_gpus_r_and_r_plus_2(SpareOnSecondGpu())
+    text = str(failure.value)
+    assert "its training passes ran layers on cuda:0 only" in text, (
+        f"expected gpu_pair_per_rank to name the GPUs the layers ran on; observed:\n{text}")
+    part4 = sheet()
+    part4.values.update({"single.rank1": "gone", "single.sync": "yes, over one process"})
+    with pytest.raises(AssertionError) as failure:
+        p10.test_single_process_runs(SpareOnSecondGpu(), part4)
+    text = str(failure.value)
+    assert "its training passes ran layers on cuda:0" in text, (
+        f"expected single_process to name the GPUs the layers ran on; observed:\n{text}")
+
+
+def test_two_stages_that_run_keep_the_pair():
+    """The course's layout, its layers seen running on both GPUs (stage 0's first)."""
+    handout = SpareOnSecondGpu(ran={0: [0, 2], 1: [1, 3]})
+    p10.test_rank_uses_gpus_r_and_r_plus_2(handout)
+    run = handout.run()
+    assert [p10.stage_gpus(run, r) for r in (0, 1)] == [[0, 2], [1, 3]]
+    assert p10.one_gpu_replicas(run) == {}
+    p10.test_broken_layout_puts_each_replica_on_one_gpu(handout, sheet())
 
 
 # -- whole gradings (slow): the reference with its devices chosen elsewhere ----------------------
