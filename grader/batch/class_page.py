@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 import jinja2
 from markupsafe import Markup
 
-from grader.batch.gradebook import CurrentRun, Gradebook, grading_problem_text
+from grader.batch.gradebook import CurrentRun, Gradebook, grading_problem_text, no_grade_until
 from grader.batch.grades_csv import grades_rows, short_message, upload_cell
 from grader.batch.people import Person, people, person_of
 from grader.batch.similarity import normalized_python
@@ -175,8 +175,7 @@ def _roster(persons: list[Person], order: list[str],
                 status += "".join(f", {grading_problem_text(a, short_message(p, 200))}"
                                   for a, p in problems.items())
             # Its points are shown, as a held one's; grades.csv and Moodle have no grade yet.
-            status += "".join(f", no grade until a person reads answers: {a} "
-                              f"({format_points(p)} points wait)" for a, p in run.unread.items())
+            status += "".join(f", {no_grade_until(run.result, a, p)}" for a, p in run.unread.items())
             several = len(person.runs) > 1 and run.assignments
             of = f" ({', '.join(run.assignments)})" if several else ""
             statuses.append((status, of))

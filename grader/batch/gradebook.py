@@ -28,7 +28,8 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from grader.batch.inputs import Student
 from grader.common.text import storable
-from grader.reports.pending import waiting_to_be_read
+from grader.reports.formatting import format_points
+from grader.reports.pending import by_hand_points, waiting_to_be_read
 from grader.scoring.score import grading_problems
 
 SCHEMA_VERSION = 4
@@ -191,6 +192,18 @@ def unread_of(result: dict | None) -> dict[str, float]:
         if points > 0:
             found[str(assignment.get("id"))] = points
     return found
+
+
+def no_grade_until(result: dict | None, assignment: str, points: float) -> str:
+    """The Status's words for an assignment whose automatic points wait for a person: to read
+    answers the grader found but could not read, or to grade by hand checks the grader could
+    not run on code that itself runs (grader/reports/pending.py `by_hand_points`)."""
+    found = next((a for a in (result or {}).get("assignments") or [] if str(a.get("id")) == assignment), {})
+    by_hand = sum(by_hand_points(item) for item in waiting_to_be_read(found))
+    why = ("a person reads answers" if by_hand <= 0 else
+           "a person grades by hand checks the grader could not run" if by_hand >= points else
+           "a person reads answers and grades by hand checks the grader could not run")
+    return f"no grade until {why}: {assignment} ({format_points(points)} points wait)"
 
 
 def held_for_review(result: dict | None) -> list[str]:

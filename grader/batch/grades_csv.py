@@ -41,7 +41,7 @@ import io
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from grader.batch.gradebook import CurrentRun, grading_problem_text
+from grader.batch.gradebook import CurrentRun, grading_problem_text, no_grade_until
 from grader.batch.people import people
 from grader.batch.printable import printable
 from grader.common.files import write_atomically
@@ -112,8 +112,7 @@ def run_status(run: CurrentRun) -> str:
     for assignment, problem in run.grading_problems.items():
         status += f", {grading_problem_text(assignment, short_message(problem, 200))}"
     for assignment, points in run.unread.items():
-        status += (f", no grade until a person reads answers: {assignment} "
-                   f"({format_points(points)} points wait)")
+        status += f", {no_grade_until(run.result, assignment, points)}"
     for assignment, points in provisional(run).items():
         status += (f", provisional: {assignment} ({format_points(points)} points wait for a "
                    "person)")

@@ -66,7 +66,7 @@ from grader.batch.earlier_keys import overrides_under_current_keys
 from grader.common.cpu_share import CPU_SHARE_ENV, worker_share
 from grader.batch.gradebook import (FINAL_STATUSES, Gradebook, GradebookError, RunConfig, RunRecord,
                                     RunState, grading_problem_text, grading_problems_of,
-                                    held_for_review, unread_of)
+                                    held_for_review, no_grade_until, unread_of)
 from grader.batch.grades_csv import late_penalty, short_message, write_grades_csv
 from grader.batch.gradescope_export import write_gradescope_csvs
 from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
@@ -904,8 +904,7 @@ def _score_of(result: dict | None) -> str | None:
         text += f" (late {format_points(penalty)})"
     text += "".join(f", {grading_problem_text(a, short_message(p, 160))}"
                     for a, p in problems.items())
-    text += "".join(f", no grade until a person reads answers: {a} ({format_points(p)} points "
-                    "wait)" for a, p in unread.items())
+    text += "".join(f", {no_grade_until(result, a, p)}" for a, p in unread.items())
     if not held:
         return text
     withheld = sum(float((a.get("integrity") or {}).get("withheld_points") or 0)

@@ -227,3 +227,12 @@ def test_every_report_says_why_the_points_wait():
     tests = {t["extra_data"]["item_id"]: t for t in gradescope_results(result)["tests"]}
     waits = gradescope_results(result)["output"]
     assert "hw3.task3" not in tests and "the grader could not run its checks on your code" in waits, waits
+
+
+def test_the_batch_status_says_what_the_person_does():
+    """grades.csv, the class page and the console: no grade while points wait, and why."""
+    from grader.batch.gradebook import no_grade_until, unread_of
+    result = build_result("hw3_cfg_dict", [_scored(set(PROBE_CHECKS))])
+    assert unread_of(result) == {"hw3": 8.5}
+    assert no_grade_until(result, "hw3", 8.5) == (
+        "no grade until a person grades by hand checks the grader could not run: hw3 (8.5 points wait)")
