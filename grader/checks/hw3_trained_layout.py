@@ -1,16 +1,23 @@
 """HW3: the GPUs the student's own run trained on, read from its trace.
 
-The probe (grader/harness/hw3_probe.py) calls forward() a fixed number of times, so a forward
-that keeps its layers spread for the grader's calls and moves them all onto cuda:0 from some
-later call on (its third, its hundredth) was judged spread although every training step of the
-script ran on one GPU. The script's own run records, for each forward pass, the model object it
-is of (`model` of the `forward` event) and the GPUs its layers ran on (`layer_devices` of the
-`forward_out` event, grader/vgpu/observe.py), and whether its forward moved the model's layers
-(`moved_layers`): a pass of one model object that ran on fewer GPUs than an earlier pass of the
-same object, where forward() moved the layers in between (in that pass or one before it), is
-that collapse. Separate objects are never compared (a script that also builds a model on fewer
-GPUs, a Task 4 comparison in one run), nor is a model the script's main() moves between passes
-(`model.to("cuda:0")` for a one-GPU baseline): forward() did not move it.
+The probe (grader/harness/hw3_probe.py) builds the model and calls forward() itself, so a model
+that ran spread for the grader's calls and trained on cuda:0 in the script's own run kept Task
+3's points: one that moves every layer onto cuda:0 from its third call on, one that sees it is
+run as the script (`__name__ == "__main__"`, an attribute main() sets) and keeps every layer on
+cuda:0 from its first pass, one that calls each layer on an empty batch where it is and computes
+the real batch on cuda:0 (adv40 F1, F2). So the script's own TRAINING passes are judged: the
+passes of the probed class, with gradients on, that a backward reached and an optimizer step
+took (never a no_grad evaluation, nor a pass after the run's last step), must run their layers
+on as many GPUs as the run has (at most one per layer). The trace gives, per pass, the model
+object (`model` of `forward`), the GPUs its layers ran rows on (`layer_devices` of
+`forward_out`; `layers_on_no_rows` where every layer was handed an empty batch), whether its
+forward moved the layers (`moved_layers`), and per step the optimizer object (`optimizer_n`).
+
+Not judged, as a student doing the tasks would write them: passes of a model main() itself moved
+between passes (`model.to("cuda:0")` for a one-GPU baseline), and passes a later optimizer
+stepped (Task 4 timed on fewer GPUs with the same object, a new optimizer per size); a second
+model object built for fewer GPUs, where another object trained spread. Some training pass must
+have run spread in any case.
 """
 from __future__ import annotations
 
@@ -21,18 +28,25 @@ MODEL_CLASS = "LargeLinearModelMP"
 
 @dataclass(frozen=True)
 class Collapse:
-    """A pass (`later`, its number in the run) of one model object that ran its layers on fewer
-    GPUs (`later_gpus`) than an earlier pass of it (`earlier`, on `earlier_gpus`)."""
-    earlier: int
+    """A training pass (`later`, its number in the run) that ran its layers on fewer GPUs
+    (`later_gpus`) than the run's `wanted`; `earlier`: a training pass of the same model object
+    that ran on all of them (on `earlier_gpus`), None where no training pass of the run did."""
+    earlier: int | None
     earlier_gpus: tuple[str, ...]
     later: int
     later_gpus: tuple[str, ...]
-    training: bool   # the later pass had gradients on (a training step)
+    wanted: int
+    training: bool = True
 
     def said(self) -> str:
-        return (f"its forward pass {self.earlier} ran the layers on {_gpus(self.earlier_gpus)}, "
-                f"its pass {self.later}{' (a training step)' if self.training else ''} on "
-                f"{_gpus(self.later_gpus)} only")
+        ran = (f"ran its layers on {_gpus(self.later_gpus)} only" if self.later_gpus else
+               "ran its layers on no rows (each was handed an empty batch: the batch was "
+               "computed elsewhere)")
+        if self.earlier is None:
+            return (f"its training pass {self.later} {ran}, and no training pass ran them on "
+                    f"all {self.wanted} GPUs")
+        return (f"its training pass {self.earlier} ran the layers on "
+                f"{_gpus(self.earlier_gpus)}, its training pass {self.later} {ran}")
 
 
 def _gpus(devices: tuple[str, ...]) -> str:
@@ -41,10 +55,14 @@ def _gpus(devices: tuple[str, ...]) -> str:
 
 def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
     """The root passes of `model_class` in the run's main thread, in order, each as
-    {"n", "model", "grad", "gpus", "moved"} (gpus: the GPUs its layers ran on, in order; None
-    where no layer was seen run, as for a forward calling F.linear on the weights; moved: its
-    forward moved the model's layers)."""
-    passes, open_passes = [], []
+    {"n", "model", "grad", "gpus", "moved", "step", "used", "placed", "layers"} (gpus: the GPUs
+    its layers ran rows on, in order, () where every layer was handed no rows, None where no
+    layer was seen run, as for a forward calling F.linear on the weights; moved: its forward
+    moved the model's layers; step: the optimizer steps before it; used: a backward reached it;
+    placed: the model's layers were elsewhere when it began than when its last pass began;
+    layers: how many layers the model has, where the trace said)."""
+    used = {e.get("n") for e in events if e.get("event") == "forward_used"}
+    passes, open_passes, layers = [], [], {}
     for event in events:
         kind = event.get("event")
         if event.get("thread", "MainThread") != "MainThread" or event.get("nested"):
@@ -52,39 +70,87 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
         if kind == "forward":
             if not event.get("within"):
                 open_passes = []   # a pass whose output was no tensor never closed
-            open_passes.append(event)
+            open_passes.append([event, False])
+        elif kind == "placement" and open_passes and not open_passes[-1][0].get("within"):
+            open_passes[-1][1] = True
+            if open_passes[-1][0].get("model") is not None:
+                layers[open_passes[-1][0]["model"]] = len(event.get("layers") or ())
         elif kind == "forward_out" and open_passes:
-            opened = open_passes.pop()
+            opened, placed = open_passes.pop()
             if opened.get("within") or opened.get("module") != model_class \
                     or opened.get("model") is None:
                 continue
             devices = event.get("layer_devices")
+            gpus = None if devices is None else tuple(d for d in devices
+                                                      if str(d).startswith("cuda"))
+            if gpus is None and event.get("layers_on_no_rows"):
+                gpus = ()
             passes.append({"n": opened.get("n"), "model": opened["model"],
                            "grad": bool(opened.get("grad")),
-                           "moved": bool(event.get("moved_layers")),
-                           "gpus": None if devices is None else
-                           tuple(d for d in devices if str(d).startswith("cuda"))})
+                           "moved": bool(event.get("moved_layers")), "gpus": gpus,
+                           "step": opened.get("step"), "used": opened.get("n") in used,
+                           "placed": placed, "layers": layers.get(opened["model"])})
     return passes
 
 
-def first_collapse(events: list[dict], model_class: str = MODEL_CLASS) -> Collapse | None:
-    """The first pass of a model object that ran on fewer GPUs than an earlier pass of the same
-    object did, its forward having moved the layers since that pass (in it, in a pass after it,
-    or in this one), or None."""
-    widest: dict[int, dict] = {}   # per model object: its pass on the most GPUs so far
-    moved_since: dict[int, bool] = {}   # per model object: forward() moved its layers since
-    for found in model_passes(events, model_class):
-        model = found["model"]
-        moved = moved_since.get(model, False) or found["moved"]
-        moved_since[model] = moved
-        if found["gpus"] is None:
+def training_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
+    """The passes judged: `model_passes` with gradients on that a backward reached and an
+    optimizer step took (or, where the run stopped with an error, the step it stopped in), each
+    with "judged" False where it is one a student doing the tasks runs on fewer GPUs on purpose
+    (of a model main() moved, or stepped by a later optimizer of its model than the first)."""
+    optimizer_of = {e.get("index"): e.get("optimizer_n") for e in events
+                    if e.get("event") == "step"}
+    last = max((i for i in optimizer_of if isinstance(i, int)), default=0)
+    stopped = any(e.get("event") == "exception" for e in events)
+    if stopped:
+        # The run stopped: a pass after its last step is the training step it stopped in (a
+        # forward that moved the layers under Adam's state, or away from the target's GPU,
+        # stops its step or its loss), not a check after training.
+        optimizer_of = {**optimizer_of, last + 1: optimizer_of.get(last)}
+    found, previous, moved_by_main, first_optimizer = [], {}, set(), {}
+    for one in model_passes(events, model_class):
+        model, before = one["model"], previous.get(one["model"])
+        previous[model] = one
+        if before is not None and one["placed"] and not before["moved"]:
+            moved_by_main.add(model)   # placed elsewhere between passes: main() moved it
+        step = one["step"] + 1 if isinstance(one["step"], int) else None
+        in_flight = stopped and step == last + 1   # its loss or backward may have failed
+        if not (one["grad"] and (one["used"] or in_flight)) or one["gpus"] is None \
+                or step not in optimizer_of:
             continue
-        best = widest.get(model)
-        if best is not None and len(set(found["gpus"])) < len(set(best["gpus"])):
-            if moved:
-                return Collapse(best["n"], best["gpus"], found["n"], found["gpus"],
-                                found["grad"])
-            continue
-        if best is None or len(set(found["gpus"])) > len(set(best["gpus"])):
-            widest[model], moved_since[model] = found, found["moved"]
-    return None
+        optimizer = first_optimizer.setdefault(model, optimizer_of[step])
+        found.append({**one, "judged": model not in moved_by_main
+                      and optimizer_of[step] == optimizer})
+    return found
+
+
+def first_collapse(events: list[dict], gpus: int,
+                   model_class: str = MODEL_CLASS) -> Collapse | None:
+    """The first judged training pass of a model object that also trained on all of the run's
+    `gpus` (at most one per layer) and ran on fewer; else, where no training pass ran on all
+    of them, the first training pass; else None."""
+    trained = training_passes(events, model_class)
+    spread, narrow = {}, []
+    for one in trained:
+        if one["judged"] and _wanted(one, gpus) is None:
+            spread.setdefault(one["model"], one)
+        elif one["judged"]:
+            narrow.append(one)
+    for one in narrow:
+        earlier = spread.get(one["model"])
+        if earlier is not None:
+            return Collapse(earlier["n"], earlier["gpus"], one["n"], one["gpus"],
+                            _wanted(one, gpus))
+    if spread:
+        return None
+    # No training pass ran spread: the first that did not, exempt or not (a model main()
+    # moved onto cuda:0 before it trained it at all trained on one GPU).
+    return next((Collapse(None, (), one["n"], one["gpus"], _wanted(one, gpus))
+                 for one in trained if _wanted(one, gpus) is not None), None)
+
+
+def _wanted(one: dict, gpus: int) -> int | None:
+    """The GPUs a training pass should have run its layers on (the run's, at most one per
+    layer) where it ran on fewer; None where it ran on them all."""
+    wanted = min(gpus, one["layers"] or gpus)
+    return wanted if len(set(one["gpus"])) < wanted else None

@@ -523,16 +523,16 @@ def probed_class(probe) -> str:
 
 @pytest.fixture(scope="module")
 def own_run_collapse(probe, runs, script_specs) -> str | None:
-    """Where the script's own runs (Task 5's, DEPTH=20 on 2 and 5 GPUs) show one model object
-    running its layers on fewer GPUs than an earlier pass of it did (hw3_trained_layout.py):
-    what to say, else None. The probe calls forward() a fixed number of times; a forward that
-    collapses its layers onto cuda:0 from a later call on trains on one GPU in the script."""
+    """Where the script's own runs (Task 5's, DEPTH=20 on 2 and 5 GPUs) show a training pass
+    of the model that ran its layers on fewer GPUs than the run has (hw3_trained_layout.py):
+    what to say, else None. The probe builds and calls the model itself; a model that moves
+    its layers onto cuda:0 after some calls, or when run as the script, trains on one GPU."""
     for gpus in TASK4_GPUS:
         try:
             events = runs.script(**script_specs[gpus]).events
         except Exception:   # a run the grader could not make: Task 5's checks say so
             continue
-        found = first_collapse(events or [], probed_class(probe))
+        found = first_collapse(events or [], gpus, probed_class(probe))
         if found is not None:
             return (f"in your script's own run with DEPTH={TASK4_DEPTH} on {gpus} GPUs "
                     f"(pdl-grade run --gpus {gpus} --set DEPTH={TASK4_DEPTH} "

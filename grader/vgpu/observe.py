@@ -157,8 +157,14 @@ def _note_rows_inside(module, args, kwargs) -> None:
     forward cuts the batch into micro-batches calls it once per micro-batch: a TA's audit)."""
     if not module._parameters:
         return
-    _note_layer_device(module)
     first = _first_tensor(args, kwargs or {})
+    if first is not None and first.dim() and first.shape[0] == 0:
+        # A layer run on no rows computes nothing where it is: a forward that calls each layer
+        # on an empty batch on its own GPU and the real batch on cuda:0 with F.linear on copies
+        # of the weights (adv40 F2) had its trace name every GPU.
+        _tls.layers_on_no_rows = True
+        return
+    _note_layer_device(module)
     if first is None or not first.dim():
         return
     rows = first.shape[0]
@@ -336,6 +342,34 @@ def memory_by_device() -> list[dict]:
             for i in range(torch.cuda.device_count())]
 
 
+class ObjectNumbers:
+    """Objects numbered 1, 2, ... in the order first seen: passes of one model object are told
+    from those of another built alike (HW3: a forward that moves its own layers onto fewer GPUs
+    after some calls, read from the script's own run), and the steps of one optimizer from
+    those of another (a Task 4 sweep training the same model anew on fewer GPUs). By id, with
+    a weak reference telling a new object that took a freed one's id from the old one."""
+
+    def __init__(self):
+        self._known: dict[int, tuple] = {}
+        self._seen = 0
+
+    def number(self, thing) -> int:
+        known = self._known.get(id(thing))
+        if known is not None and known[1]() is thing:
+            return known[0]
+        try:
+            alive = weakref.ref(thing)
+        except TypeError:   # a class with __slots__ and no __weakref__
+            alive = lambda: None   # noqa: E731  (numbered afresh each time: never one object)
+        self._seen += 1
+        self._known[id(thing)] = (self._seen, alive)
+        return self._seen
+
+    def values(self):
+        """(number, weak reference) of each object numbered, the latest under each id."""
+        return self._known.values()
+
+
 class Observer:
     def __init__(self, trace: Trace, clock=None):
         self.trace = trace
@@ -344,10 +378,10 @@ class Observer:
         self.steps = 0
         self.forwards = 0
         self._placements: dict[int, list] = {}
-        # Each model object a pass was seen of, numbered in the order first seen (by id, with a
-        # weak reference telling a new object that took a freed one's id from the old one).
-        self._models: dict[int, tuple] = {}
-        self._models_seen = 0
+        # Each model object a pass was seen of, and each optimizer that stepped, numbered in the
+        # order first seen (HW3: passes of one model object, and the optimizer that stepped them).
+        self._models = ObjectNumbers()
+        self._optimizers = ObjectNumbers()
         self._handles = []
         self.rows = RowRecorder(lambda: self.steps)
         self._used: set[int] = set()   # forward passes a backward pass has reached
@@ -447,7 +481,7 @@ class Observer:
         opened = (self.forwards, storage_of(first) if first is not None else None,
                   tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
-        _tls.layer_devices = []
+        _tls.layer_devices, _tls.layers_on_no_rows = [], False
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
         if within is None:
@@ -469,7 +503,7 @@ class Observer:
         self.trace.emit("forward", module=type(module).__name__, class_id=id(type(module)),
                         step=self.steps, batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
-                        n=self.forwards, model=self._model_number(module),
+                        n=self.forwards, model=self._models.number(module),
                         **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
                         **_more_rows(first, args, kwargs),
@@ -485,21 +519,6 @@ class Observer:
                 self._add_model(module, layout)
                 self.side.pass_begins(module)   # weights set up before training (side_steps.py)
         return None
-
-    def _model_number(self, module) -> int:
-        """Which model object a pass is of (1, 2, ... in the order first seen): passes of one
-        object are told from those of another built alike (HW3: a forward that moves its own
-        layers onto fewer GPUs after some calls, read from the script's own run)."""
-        known = self._models.get(id(module))
-        if known is not None and known[1]() is module:
-            return known[0]
-        try:
-            alive = weakref.ref(module)
-        except TypeError:   # a module class with __slots__ and no __weakref__
-            alive = lambda: None   # noqa: E731  (numbered afresh at every pass: never one object)
-        self._models_seen += 1
-        self._models[id(module)] = (self._models_seen, alive)
-        return self._models_seen
 
     def _add_model(self, module, layout) -> None:
         """Watch the parameters of a model whose pass was seen (again where its layout changed:
@@ -622,6 +641,8 @@ class Observer:
                             **({"rows_inside": inside} if inside else {}),
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **({"layer_devices": list(devices)} if devices else {}),
+                            **({"layers_on_no_rows": True} if not devices and
+                               getattr(_tls, "layers_on_no_rows", False) else {}),
                             **({"continues": continued[0]} if continued is not None else {}),
                             **({"moved_layers": True} if moved else {}),
                             **_thread_fields(), **self.rows.fields(out))
@@ -752,6 +773,7 @@ class Observer:
         if self.side.hook_wrote:   # its own step hook wrote the weights (side_steps.WatchedHook)
             self._grad_sources["weights_written"] = True
         self.trace.emit("step", index=self.steps, optimizer=type(optimizer).__name__,
+                        optimizer_n=self._optimizers.number(optimizer),
                         grads=self._grad_print, **self._grad_sources, params=printed,
                         memory=memory_by_device(), site=call_site(2), **self._simulated_time())
 

@@ -381,11 +381,13 @@ def test_a_renamed_class_is_the_one_whose_own_run_is_read_for_a_collapse():
     events = []
     for n, devices, moved in passes:
         events += [{"event": "forward", "module": "NaiveModelParallel", "model": 1, "n": n,
-                    "grad": True, "thread": "MainThread"},
+                    "grad": True, "thread": "MainThread", "step": n - 1},
                    {"event": "forward_out", "thread": "MainThread", "layer_devices": devices,
-                    "moved_layers": moved}]
+                    "moved_layers": moved},
+                   {"event": "forward_used", "n": n},   # a training step: backward, step
+                   {"event": "step", "index": n, "optimizer_n": 1}]
     assert probed_class((records, None)) == "NaiveModelParallel"
-    found = first_collapse(events, probed_class((records, None)))
+    found = first_collapse(events, 2, probed_class((records, None)))
     assert found is not None and found.later == 3, (
         f"expected the renamed model's collapse at pass 3; observed {found}; where to look: "
         "own_run_collapse in grader/checks/test_hw3.py")

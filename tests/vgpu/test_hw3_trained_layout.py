@@ -1,9 +1,11 @@
 """HW3 Task 3 is judged by the probe's calls of forward() and by the script's own training: a
 forward that keeps its layers spread for the probe's two calls and moves them all onto cuda:0
-from its third call on (or at the end of its second, or at its hundredth) trains on one GPU,
-which the script's own run shows: passes of one model object that ran on fewer GPUs than an
-earlier pass of it, forward() having moved the layers in between (grader/checks/
-hw3_trained_layout.py; the `model` of each traced `forward`, `moved_layers` of its output).
+from its third call on (or at the end of its second, or at its hundredth), or one that knows it
+is run as the script and trains on cuda:0 from its first pass, or one that calls each layer on
+an empty batch and computes the real one on cuda:0, trains on one GPU, which the script's own
+run shows: its training passes ran on fewer GPUs than the run has (grader/checks/
+hw3_trained_layout.py; the `model` of each traced `forward`, `layer_devices` and
+`layers_on_no_rows` of its output, `optimizer_n` of each step).
 
 Each model here is trained as the base code's main() does (one forward pass under no_grad, then
 training steps) on a traced virtual node, in this process; the grader's runs trace the same.
@@ -84,7 +86,7 @@ def test_the_reference_trains_on_every_gpu_it_was_probed_on(traced_vnode, tmp_pa
         f"expected 6 passes of one model object in the trace; observed {passes}; where to look: "
         "grader/vgpu/observe.py's `forward` event (its `model` field)")
     assert all(p["gpus"] == ("cuda:0", "cuda:1", "cuda:2") for p in passes), passes
-    assert first_collapse(events) is None
+    assert first_collapse(events, 3) is None
 
 
 @pytest.mark.parametrize("call,when", [(3, "before"), (3, "after"), (6, "before")],
@@ -93,7 +95,7 @@ def test_a_forward_collapsing_after_the_probes_calls_is_seen_in_the_own_run(
         traced_vnode, tmp_path, call, when):
     events = traced_vnode(3)
     train_as_main_does(student_module(tmp_path, _collapse_from_call(call, when)))
-    found = first_collapse(events)
+    found = first_collapse(events, 3)
     assert found is not None, (
         f"expected a collapse onto cuda:0 from forward()'s call {call} ({when} running the "
         f"layers); observed none in passes {model_passes(events)}; where to look: "
@@ -107,7 +109,7 @@ def test_layers_placed_by_forward_when_first_called_collapse_nothing(traced_vnod
     events = traced_vnode(3)
     train_as_main_does(student_module(tmp_path, *LAZY))
     assert [p["gpus"] for p in model_passes(events)] == [("cuda:0", "cuda:1", "cuda:2")] * 6
-    assert first_collapse(events) is None
+    assert first_collapse(events, 3) is None
 
 
 def test_a_second_model_on_fewer_gpus_in_the_same_run_is_no_collapse(traced_vnode, tmp_path):
@@ -125,7 +127,7 @@ def test_a_second_model_on_fewer_gpus_in_the_same_run_is_no_collapse(traced_vnod
         torch.cuda.device_count = original
     numbers = [p["model"] for p in model_passes(events)]
     assert len(set(numbers)) == 2, f"expected two model objects; observed {numbers}"
-    assert first_collapse(events) is None
+    assert first_collapse(events, 3) is None
 
 
 def test_a_model_the_script_moves_onto_one_gpu_between_passes_is_no_collapse(traced_vnode,
@@ -140,8 +142,8 @@ def test_a_model_the_script_moves_onto_one_gpu_between_passes_is_no_collapse(tra
     model(x).sum().backward()
     passes = model_passes(events)
     assert passes[-1]["gpus"] == ("cuda:0",) and not any(p["moved"] for p in passes), passes
-    assert first_collapse(events) is None, (
-        f"expected no collapse for a model moved by main(); observed {first_collapse(events)}")
+    assert first_collapse(events, 3) is None, (
+        f"expected no collapse for a model moved by main(); observed {first_collapse(events, 3)}")
 
 
 def test_a_pass_whose_layers_ran_unseen_is_not_judged():
@@ -153,7 +155,7 @@ def test_a_pass_whose_layers_ran_unseen_is_not_judged():
                           "layer_devices": ["cuda:0", "cuda:1"]},
               events[1], {"event": "forward_out", "thread": "MainThread"}]
     assert [p["gpus"] for p in model_passes(events)] == [("cuda:0", "cuda:1"), None]
-    assert first_collapse(events) is None
+    assert first_collapse(events, 3) is None
 
 
 def test_task3_fails_on_every_node_of_two_gpus_or_more_where_the_own_run_collapsed():
@@ -174,3 +176,162 @@ def test_task3_fails_on_every_node_of_two_gpus_or_more_where_the_own_run_collaps
     assert "its pass 3 (a training step) on cuda:0 only" in str(failure.value), str(failure.value)
     assert "layers 0-1 on cuda:0, layers 2-3 on cuda:1" in str(failure.value), str(failure.value)
     assert spread_layout(probe, 1, 4, collapsed)[2] == [4]   # one GPU: cuda:0 is every GPU
+
+
+# adv40 F1: the model knows it is run as the script (an attribute main() sets, or
+# `__name__ == "__main__"`), which the probe's calls are not, and trains on cuda:0 throughout.
+ON_CUDA0_WHEN_COMPACT = (FORWARD, FORWARD + "        if getattr(self, 'compact', False):\n"
+                         "            for layer in self.layers:\n"
+                         "                layer.to('cuda:0')\n")
+BUILT_ON_CUDA0 = ("torch.device(f\"cuda:{gpu}\")", "torch.device('cuda:0' if AS_SCRIPT else f'cuda:{gpu}')")
+# adv40 F2: from its third call, each layer runs on an empty batch where it is (what a trace of
+# layer calls sees) and the real batch on cuda:0 through F.linear on copies of the weights.
+DECOY = (FORWARD, FORWARD + "        self.calls = getattr(self, 'calls', 0) + 1\n"
+         "        if self.calls >= 3:\n"
+         "            x = x.to('cuda:0')\n"
+         "            for layer in self.layers:\n"
+         "                layer(torch.empty(0, layer.in_features, device=layer.weight.device))\n"
+         "                x = torch.relu(torch.nn.functional.linear(\n"
+         "                    x, layer.weight.to('cuda:0'), layer.bias.to('cuda:0')))\n"
+         "            return x\n")
+# adv40 H1: lazy placement from an attribute main() may change (self.num_gpus).
+LAZY_NUM_GPUS = [
+    ("        n = torch.cuda.device_count()\n", "        n = self.num_gpus = torch.cuda.device_count()\n"
+     "        self.depth = depth\n"),
+    ("                self.layers.append(nn.Linear(dim, dim).to(torch.device(f\"cuda:{gpu}\")))\n",
+     "                self.layers.append(nn.Linear(dim, dim))\n"),
+    ("        for layer in self.layers:\n            layer_device = next(layer.parameters()).device\n",
+     "        per_gpu, extra = divmod(self.depth, self.num_gpus)\n"
+     "        gpus = [g for g in range(self.num_gpus) for _ in range(per_gpu + (g < extra))]\n"
+     "        for gpu, layer in zip(gpus, self.layers):\n"
+     "            layer_device = torch.device(f'cuda:{gpu}')\n"
+     "            layer.to(layer_device)\n")]
+
+
+def _train(model, steps: int, optimizer=None):
+    import torch
+    optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(BATCH, DIM, device="cuda:0")
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+
+
+def _failed_as_one_gpu(events, gpus=3):
+    found = first_collapse(events, gpus)
+    assert found is not None, (
+        f"expected the own run's training on cuda:0 only to be found; observed none in "
+        f"passes {model_passes(events)}; where to look: grader/checks/hw3_trained_layout.py "
+        "first_collapse, training_passes")
+    return found
+
+
+def test_a_model_on_cuda0_from_its_first_pass_when_main_sets_an_attribute(traced_vnode,
+                                                                          tmp_path):
+    events = traced_vnode(3)
+    module = student_module(tmp_path, ON_CUDA0_WHEN_COMPACT)
+    model = module.LargeLinearModelMP(DIM, DEPTH)
+    model.compact = True
+    with __import__("torch").no_grad():
+        model(__import__("torch").randn(BATCH, DIM, device="cuda:0"))
+    _train(model, 4)
+    found = _failed_as_one_gpu(events)
+    assert found.earlier is None and found.later_gpus == ("cuda:0",), found
+    assert "no training pass ran them on all 3 GPUs" in found.said(), found.said()
+
+
+def test_a_model_built_on_cuda0_when_run_as_the_script(traced_vnode, tmp_path):
+    events = traced_vnode(3)
+    module = student_module(tmp_path, BUILT_ON_CUDA0,
+                            ("DIM = 1024\n", "DIM = 1024\nAS_SCRIPT = True\n"))
+    _train(module.LargeLinearModelMP(DIM, DEPTH), 4)
+    found = _failed_as_one_gpu(events)
+    assert found.earlier is None and found.later == 1, found
+
+
+def test_layers_called_on_empty_batches_while_cuda0_computes_are_no_spread(traced_vnode,
+                                                                          tmp_path):
+    events = traced_vnode(3)
+    train_as_main_does(student_module(tmp_path, DECOY))
+    outs = [e for e in events if e.get("event") == "forward_out"
+            and e.get("module") == "LargeLinearModelMP"]
+    assert outs[2].get("layers_on_no_rows") and "layer_devices" not in outs[2], (
+        f"expected the third pass's layers, each run on 0 rows, to name no GPU; observed "
+        f"{outs[2]}; where to look: grader/vgpu/observe.py _note_rows_inside")
+    found = _failed_as_one_gpu(events)
+    assert found.earlier == 2 and found.later == 3 and found.later_gpus == (), found
+    assert "no rows" in found.said(), found.said()
+
+
+def test_the_same_model_timed_on_fewer_gpus_with_a_new_optimizer_after_training(traced_vnode,
+                                                                              tmp_path):
+    """adv40 H1 (hw3_H_sweep_gpus_down): Task 4 measured in one run on the same object, a new
+    optimizer per node size, after the handout's training on all GPUs."""
+    import torch
+    events = traced_vnode(3)
+    model = train_as_main_does(student_module(tmp_path, *LAZY_NUM_GPUS))
+    for n in (2, 1):
+        model.num_gpus = n
+        _train(model, 3, torch.optim.Adam(model.parameters(), lr=1e-3))
+    assert {len(p["gpus"]) for p in model_passes(events)} == {3, 2, 1}, model_passes(events)
+    assert first_collapse(events, 3) is None, (
+        f"expected no verdict against a sweep after training; observed "
+        f"{first_collapse(events, 3)}; where to look: hw3_trained_layout.py training_passes")
+
+
+def test_an_output_check_on_one_gpu_after_training_is_not_judged(traced_vnode, tmp_path):
+    """adv40 H1 (hw3_H_check_one_gpu): after training, under no_grad, the same weights on one
+    GPU give the same output."""
+    import torch
+    events = traced_vnode(3)
+    model = train_as_main_does(student_module(tmp_path, *LAZY_NUM_GPUS))
+    with torch.no_grad():
+        model.num_gpus = 1
+        model(torch.randn(BATCH, DIM, device="cuda:0"))
+    assert model_passes(events)[-1]["gpus"] == ("cuda:0",)
+    assert first_collapse(events, 3) is None, first_collapse(events, 3)
+
+
+def test_a_model_main_moves_onto_cuda0_before_training_is_no_spread_training(traced_vnode,
+                                                                           tmp_path):
+    """The one-GPU baseline's exemption is for a model that also trained spread: main() moving
+    the model onto cuda:0 after Task 5's counted pass, then training it, trains on one GPU."""
+    import torch
+    events = traced_vnode(3)
+    model = student_module(tmp_path).LargeLinearModelMP(DIM, DEPTH)
+    with torch.no_grad():
+        model(torch.randn(BATCH, DIM, device="cuda:0"))
+    model.to("cuda:0")
+    _train(model, 3)
+    found = _failed_as_one_gpu(events)
+    assert found.earlier is None, found
+
+
+@pytest.mark.parametrize("stops_in", ["step", "loss"])
+def test_a_collapse_that_stops_the_run_is_seen(traced_vnode, tmp_path, stops_in):
+    """Layers moved under Adam's state make the step after the collapsed pass fail ("step"),
+    and an output moved off the target's GPU makes its loss fail before any backward ("loss"):
+    the run stops there (run_on_node's `exception` event), and that pass, which no step took,
+    is still one of its training passes (eng_hw3's hw3_F_collapse_third, adv40's
+    hw3_F_move_third)."""
+    import torch
+    events = traced_vnode(3)
+    model = student_module(tmp_path, _collapse_from_call(3)).LargeLinearModelMP(DIM, DEPTH)
+    x = torch.randn(BATCH, DIM, device="cuda:0")
+    with torch.no_grad():
+        model(x)
+    target = torch.zeros(BATCH, DIM, device="cuda:2")
+    optimizer = (torch.optim.Adam if stops_in == "step" else torch.optim.SGD)(
+        model.parameters(), lr=1e-3)
+    with pytest.raises(RuntimeError):
+        for _ in range(3):
+            optimizer.zero_grad()
+            out = model(x)
+            loss = (out.to(target.device) if stops_in == "step" else out) - target
+            loss.pow(2).mean().backward()
+            optimizer.step()
+    assert first_collapse(events, 3) is None, "no error in the trace: the pass had no step"
+    events.append({"event": "exception", "type": "RuntimeError", "message": "devices"})
+    found = _failed_as_one_gpu(events)
+    assert (found.earlier, found.later, found.later_gpus) == (2, 3, ("cuda:0",)), found
