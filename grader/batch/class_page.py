@@ -323,7 +323,7 @@ def _why_empty(person: Person, assignment: str) -> str:
     if run.status == "graded" and assignment in run.grading_problems:
         return "grading problem"
     if run.status == "graded" and assignment in run.unread:
-        return "answers for a person to read"
+        return "points waiting for a person"   # answers to read, or checks to grade by hand
     return {"timed_out": "timed out", "error": "errored", "graded": "no grade",
             "rejected": "rejected"}.get(run.status, run.status.replace("_", " "))
 

@@ -256,7 +256,7 @@ def test_a_scan_whose_answers_wait_to_be_read_is_an_empty_cell_said_why(tmp_path
     assert numbers["hw3"] == [14.5]
     mihkel = next(row for row in rows if row["Full name"] == "Mihkel")
     assert mihkel["Status"] == "graded, no grade until a person reads answers: hw3 (8.5 points wait)"
-    assert page_table(out)["hw3"][6] == "1: 1 answers for a person to read"
+    assert page_table(out)["hw3"][6] == "1: 1 points waiting for a person"
 
 
 def grades_csv_numbers_of(out: Path, columns: list[str]):
