@@ -77,6 +77,7 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "out_shape": None, "out_device": None, "rows_out": None,
                 "input_device": event.get("input_device"), "grad": event.get("grad", True),
                 "trains": trains(event, reached), "n": event.get("n"),
+                "model": event.get("model"), "input_at": event.get("input_at"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
                 "layer_devices": None}
@@ -457,13 +458,69 @@ def devices_of_rank(run, rank: int) -> set[str]:
     return found
 
 
+def zeroed_passes(run, rank: int) -> set:
+    """The numbers of the rank's passes whose gradients a later zero_grad of the same step threw
+    away (an optimizer's or a module's covering all of the pass's model's trained parameters:
+    the trace's `zero_grad` records). An untimed warm-up forward and backward before the loop,
+    its gradients zeroed without a step, trains no rows of the first step (adv40 H4)."""
+    # Only gradients already made are thrown away: a pass whose backward comes after the
+    # zero_grad (`out = model(x); optimizer.zero_grad(); loss.backward()`) trains the step.
+    passes, made, zeroed = {}, [], set()
+    for event in run.events:
+        if event.get("rank", 0) != rank:
+            continue
+        kind = event.get("event")
+        if kind == "forward" and "n" in event:
+            passes[event["n"]] = (event.get("step"), event.get("model"))
+        elif kind == "forward_used" and event.get("n") in passes:
+            made.append(event["n"])
+        elif kind == "zero_grad":
+            models = set(event.get("models") or [])
+            zeroed.update(n for n in made
+                          if passes[n][0] == event.get("step") and passes[n][1] in models)
+    return zeroed
+
+
+def same_input(forward: dict, earlier: dict) -> bool:
+    """Whether two passes read the very same rows: the same memory, offset, shape and strides
+    (the trace's `input_at`). Equal values in other memory are other rows: a row with its
+    columns reversed has the same sum and sum of squares, and torch.ones' rows are all alike
+    (adv40 F3, H5)."""
+    at = forward.get("input_at")
+    return at is not None and at == earlier.get("input_at")
+
+
+def step_batches(run, rank: int) -> dict[int, list[dict]]:
+    """{step: the rank's passes that train that optimizer step}, by the `step` their records
+    carry (the optimizer steps before them): the passes run with gradients that a backward
+    reached, after the last zero_grad of the step that threw their gradients away, a pass on
+    the very rows of an earlier one of the step (`same_input`) counted once. Passes after the
+    last optimizer step train none and are left out, unless no pass was followed by one."""
+    zeroed = zeroed_passes(run, rank)
+    steps = len(run.of("step", rank))
+    found: dict[int, list[dict]] = {}
+    for forward in forward_passes(run, rank):
+        if not forward["trains"] or forward["n"] in zeroed or forward["step"] is None:
+            continue
+        kept = found.setdefault(forward["step"], [])
+        if not any(same_input(forward, earlier) for earlier in kept):
+            kept.append(forward)
+    stepped = {s: p for s, p in found.items() if s < steps and p}
+    return stepped or {s: p for s, p in sorted(found.items())[:1]}
+
+
+def first_step_passes(run, rank: int) -> list[dict]:
+    """The passes that train the rank's first optimizer step (step_batches)."""
+    return step_batches(run, rank).get(0, [])
+
+
 def first_step_rows(run, rank: int) -> list[list[float]]:
     """The rows the rank's model trained on before its first optimizer step (its first batch;
-    an evaluation pass under torch.no_grad(), or a pass no backward reached, is no training
-    batch)."""
+    an evaluation pass under torch.no_grad(), a pass no backward reached, or one whose
+    gradients a zero_grad threw away, is no training batch; step_batches)."""
     rows = []
-    for forward in forward_passes(run, rank):
-        if forward["step"] == 0 and forward["rows_in"] and forward["trains"]:
+    for forward in first_step_passes(run, rank):
+        if forward["rows_in"]:
             rows += forward["rows_in"]
     return rows
 
@@ -473,16 +530,14 @@ def first_step_output_sums(run, rank: int) -> list[float]:
     step, recorded whatever the budget of rows: the ranks' replicas start with the same weights
     (DDP broadcasts rank 0's), so the same rows give the same outputs, where the rows
     themselves were not recorded."""
-    return [float(p["sum_out"]) for p in forward_passes(run, rank)
-            if p["step"] == 0 and p["trains"] and isinstance(p["sum_out"], (int, float))
-            and not isinstance(p["sum_out"], bool)]
+    return [float(p["sum_out"]) for p in first_step_passes(run, rank)
+            if isinstance(p["sum_out"], (int, float)) and not isinstance(p["sum_out"], bool)]
 
 
 def first_step_rows_dropped(run, rank: int) -> bool:
     """Whether some rows of the rank's first step were not recorded (first_step_rows is then
     a part of them): its process had spent its records of rows (grader/vgpu/rows.py)."""
-    return any(forward["step"] == 0 and forward["rows_dropped"] and forward["trains"]
-               for forward in forward_passes(run, rank))
+    return any(forward["rows_dropped"] for forward in first_step_passes(run, rank))
 
 
 def distinct_rows(rows) -> list:

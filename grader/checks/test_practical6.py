@@ -23,12 +23,13 @@ from grader.checks.practical_answers import (COMPARISON_ASPECTS, TOTAL_LOWER, an
                                              total_disagreements)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory,
-                                              devices_of_rank, distinct_rows, evidence, faster,
+                                              devices_of_rank, evidence, faster,
                                               first_step_output_sums, first_step_rows,
                                               first_step_rows_dropped,
                                               forward_passes, gpu0_more_loaded,
                                               handout_sets, learning_ranks, not_learning,
-                                              same_row, shared_clock, steps_as_written,
+                                              same_row, shared_clock, step_batches,
+                                              steps_as_written,
                                               steps_made_outside, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
 from grader.checks.support import chunk_sizes, close, explain, must_agree
@@ -125,31 +126,27 @@ def start_runs(runs):
 
 def first_batches(run):
     """{rank: rows it trains on per optimizer step} for the ranks that ran a training forward
-    pass: the rows of its training passes before its first optimizer step, together (an
-    evaluation pass under torch.no_grad(), or a pass no backward reached, is no training
-    batch). A share run as micro-batches whose gradients accumulate into one step (no_sync()
-    on all but the last) is the share: adv37 F6, the handout's 32 rows in 2 halves of 16, had
-    been told "rank 0 trains on 16 rows" by its first pass alone. A pass on the very rows of
-    an earlier one of the step (recorded alike, row by row) trains no more rows."""
+    pass: the most rows of any of its steps (step_batches: the passes a backward reached, after
+    the last zero_grad that threw gradients away, a pass on the very memory of an earlier one
+    of the step counted once). A share run as micro-batches whose gradients accumulate into
+    one step (no_sync() on all but the last) is the share: adv37 F6, the handout's 32 rows in
+    2 halves of 16, had been told "rank 0 trains on 16 rows" by its first pass alone. Every
+    step counts: a first step on the share and the whole batch after it had passed (adv40 F4)."""
+    return {rank: rows for rank, (_, rows) in largest_steps(run).items()}
+
+
+def largest_steps(run) -> dict[int, tuple[int, int]]:
+    """{rank: (the step, its rows)} of each rank's step with the most training rows (the
+    first of them where several have as many)."""
     found = {}
     for rank in run.ranks():
-        passes = [p for p in forward_passes(run, rank) if p["trains"]]
-        if not passes or not passes[0]["rows"]:
+        batches = step_batches(run, rank)
+        if not batches or not batches[min(batches)][0]["rows"]:
             continue
-        kept = []
-        for p in passes:
-            if p["step"] == passes[0]["step"] and p["rows"] and \
-                    not any(repeats(p, earlier) for earlier in kept):
-                kept.append(p)
-        found[rank] = sum(p["rows"] for p in kept)
+        rows = {step: sum(p["rows"] or 0 for p in passes) for step, passes in batches.items()}
+        step = max(sorted(rows), key=lambda s: rows[s])
+        found[rank] = (step, rows[step])
     return found
-
-
-def repeats(forward, earlier) -> bool:
-    """A training pass on the same rows as an earlier pass, as both recorded them."""
-    rows, before = forward["rows_in"], earlier["rows_in"]
-    return bool(rows) and before is not None and len(rows) == len(before) and \
-        all(map(same_row, rows, before))
 
 
 def shares(processes):
@@ -273,6 +270,7 @@ def test_each_rank_trains_on_its_share(runs, processes):
                 f"{BATCH} // {processes} = {BATCH // processes} rows"
                 + (f" (or {allowed[-1]}, a DistributedSampler's padded share)"
                    if len(allowed) > 1 else "") + f", so the global batch stays {BATCH}")
+    steps = {r: step for r, (step, _) in largest_steps(run).items()}
     seen = evidence(run, first_batches(run), expected, "no training forward pass on any rank"
                     + steps_made_outside(run), look)
     # torch.chunk of one global batch by rank (22, 22, 20 over 3 ranks) is one batch too.
@@ -280,6 +278,7 @@ def test_each_rank_trains_on_its_share(runs, processes):
     wrong = {} if chunked else {r: b for r, b in seen.items() if b not in allowed}
     assert len(seen) == processes and not wrong, explain(
         expected, "; ".join(f"rank {r} trains on {b} rows per optimizer step"
+                            + (f" (at its step {steps[r] + 1})" if steps.get(r) else "")
                             for r, b in sorted(wrong.items()))
         or f"forward passes on rank(s) {sorted(seen)} only", look)
 
@@ -308,7 +307,11 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
                 common = sum(1 for row in rows[b] if any(same_row(row, o) for o in rows[a]))
                 if common:
                     shared.append((a, b, common, len(rows[b])))
-    together = distinct_rows([row for r in sorted(rows) for row in rows[r]])
+    # Each rank's rows are its passes' (a pass on the very memory of an earlier one counted
+    # once: step_batches); a row one rank has that an earlier rank has too is one row. Alike
+    # values within a rank are not merged: a row with its columns reversed is another row
+    # (adv40 F3), as are the alike rows of constant data (adv40 H5).
+    together = together_rows(rows)
     # A DistributedSampler pads the batch to a multiple of N with repeats: that many may recur.
     padding = -(-BATCH // processes) * processes - BATCH
     repeated = sum(common for *_, common, _ in shared)
@@ -324,16 +327,44 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
                         "same weights on the same rows, the same data on every rank (the rows "
                         f"of rank(s) {unrecorded} were not recorded, so their outputs were "
                         "compared)")
-    if len(together) > BATCH:
+    # A share of ceil(BATCH / N) rows (22 on 3 processes, as a DistributedSampler gives) is
+    # accepted by per_rank_batch; here too: its ranks' rows are the batch padded to a multiple
+    # of N (66), its own rows in place of repeats (adv40 H6 had passed the one and failed this).
+    padded = shares(processes)[-1] * processes
+    if len(together) > padded:
         problems.append(f"together the ranks train on {len(together)} different rows per step, "
                         f"more than the batch of {BATCH}"
-                        + too_many_rows_why(runs, processes, {r: distinct_rows(rows[r])
-                                                             for r in rows}))
+                        + (f" (padded to {padded} for {processes} processes)"
+                           if padded != BATCH else "")
+                        + too_many_rows_why(runs, processes, rows))
+    elif step_total(run) > padded:
+        # Rows are recorded before the first step only; every later step is read by its
+        # rows' count: the share at the first step and the whole batch after it (adv40 F4).
+        problems.append(f"together the ranks train on {step_total(run)} rows per optimizer "
+                        f"step at a later step, more than the batch of {BATCH}: "
+                        + "; ".join(f"rank {r} trains on {rows} rows at its step {step + 1}"
+                                    for r, (step, rows) in sorted(largest_steps(run).items())))
     elif len(together) < processes * (BATCH // processes) and not unrecorded:
         problems.append(f"together the ranks train on {len(together)} different rows per step, "
                         f"fewer than {processes} x {BATCH // processes}")
     assert not problems and len(set(rows) | set(unrecorded)) == processes, explain(
         expected, "; ".join(problems) or f"rows seen on rank(s) {sorted(rows)} only", look)
+
+
+def step_total(run) -> int:
+    """The ranks' training rows per optimizer step together, each rank's largest step
+    (first_batches)."""
+    return sum(first_batches(run).values())
+
+
+def together_rows(rows: dict) -> list:
+    """The ranks' rows, a row that an earlier rank also trains on counted once."""
+    together = []
+    for rank in sorted(rows):
+        earlier = list(together)
+        together += [row for row in rows[rank]
+                     if not any(same_row(row, other) for other in earlier)]
+    return together
 
 
 def same_outputs(run, processes, unrecorded) -> list[tuple[int, int]]:

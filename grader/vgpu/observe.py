@@ -18,6 +18,7 @@ import torch
 
 from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, mark_pass_output,
                                           pass_of)
+from grader.vgpu.input_identity import InputIdentity
 from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
@@ -384,6 +385,7 @@ class Observer:
         self._optimizers = ObjectNumbers()
         self._handles = []
         self.rows = RowRecorder(lambda: self.steps)
+        self.inputs = InputIdentity()   # which memory each pass read (`input_at`)
         self._used: set[int] = set()   # forward passes a backward pass has reached
         # Passes inside reentrant checkpointing, per module, until backward recomputes them:
         # (the pass's number, its input's storage).
@@ -418,6 +420,7 @@ class Observer:
         self.rows.install_concatenations(patcher)
         self.rows.install_comparisons(patcher)
         self._install_parameter_watch(patcher)
+        self._install_zero_grad_watch(patcher)
         atexit.register(self.finish)
         _observer = self
 
@@ -434,6 +437,43 @@ class Observer:
 
         register_parameter.__wrapped__ = original
         patcher.set(torch.nn.Module, "register_parameter", register_parameter)
+
+    def _install_zero_grad_watch(self, patcher: Patcher) -> None:
+        """`zero_grad` records where the script threw its gradients away (an optimizer's or a
+        module's): the passes before it, in the same step, train nothing (an untimed warm-up
+        forward and backward before the loop, gradients zeroed without a step: adv40 H4)."""
+        observer = self
+        for owner in (torch.optim.Optimizer, torch.nn.Module):
+            original = owner.zero_grad
+
+            def zero_grad(target, *args, _original=original, **kwargs):
+                result = _original(target, *args, **kwargs)
+                if observer.trace.enabled:
+                    observer.trace.emit("zero_grad", step=observer.steps,
+                                        owner=type(target).__name__,
+                                        models=observer._models_reset(target),
+                                        **_thread_fields())
+                return result
+
+            zero_grad.__wrapped__ = original
+            patcher.set(owner, "zero_grad", zero_grad)
+
+    def _models_reset(self, target) -> list[int]:
+        """The models (their numbers, `_model_number`) all of whose trained parameters a
+        zero_grad of `target` (an optimizer or a module) covers: a zero_grad of a spare optimizer
+        or module throws none of the model's gradients away."""
+        if isinstance(target, torch.optim.Optimizer):
+            params = [p for group in target.param_groups for p in group["params"]]
+        else:
+            params = list(target.parameters())
+        covered = {id(p) for p in params}
+        found = []
+        for number, alive in list(self._models.values()):
+            model = alive()
+            own = [p for p in model.parameters() if p.requires_grad] if model is not None else []
+            if own and all(id(p) in covered for p in own):
+                found.append(number)
+        return sorted(found)
 
     def uninstall(self) -> None:
         global _observer
@@ -509,7 +549,8 @@ class Observer:
                         **_more_rows(first, args, kwargs),
                         **({"nested": True} if nested else {}),
                         **({"within": within} if within is not None else {}),
-                        **self.rows.fields(first, self.forwards), **begun)
+                        **self.rows.fields(first, self.forwards), **begun,
+                        input_at=self.inputs.of(first))
         if not nested and within is None:
             layout = placement(module)
             if self._placements.get(id(module)) != layout:
