@@ -7,7 +7,6 @@ import html
 import io
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest

@@ -13,7 +13,7 @@ import pytest
 from tests.support.fake_graders import write_entries, zip_bytes
 from grader.batch.inputs import discover, prepare
 from grader.batch.layout import NeedsPerson, find_root
-from grader.batch.unpack import Budget, Rejected, UnpackLimits, extract_zip
+from grader.batch.unpack import Budget, UnpackLimits, extract_zip
 
 CONCEPTS = ("concepts.py", b"import torch\nANSWER = 42\n")
 SHEET = ("answers.yaml", b"assignment: practical4\nanswers:\n  part1.output_shape: {value: [64, 1000]}\n")
