@@ -22,6 +22,7 @@ from grader.reports.render import render_markdown
 from grader.scoring import build_result, score_assignment
 from grader.scoring.rubric import parse_rubric
 from scoring_reports import all_passing, case, report
+from tests.support.fake_check_call import check_call, check_item
 
 QID = "task1.layers_per_gpu"
 CHECK = "hw3.task1.layers_reported"
@@ -115,25 +116,14 @@ def test_the_check_raises_the_mark_only_for_an_answer_found_but_not_read():
     assert not isinstance(_failure(_answers(unread=False)), AnswerNotRead)
 
 
-class _Marker:
-    args = (CHECK,)
+NODEID = "grader/checks/test_hw3.py::test_layers"
 
 
-class _Item:
-    nodeid = "grader/checks/test_hw3.py::test_layers"
-
-    def __init__(self, config=None):
-        self.config = config
-
-    def get_closest_marker(self, name):
-        return _Marker() if name == "check" else None
+def _Item(config=None):
+    return check_item(CHECK, NODEID, config)
 
 
-class _Call:
-    when = "call"
-
-    def __init__(self, error):
-        self.excinfo = pytest.ExceptionInfo.from_exception(error)
+_Call = check_call
 
 
 def test_the_plugin_records_the_mark_in_the_report_and_the_session(rubric_for):
@@ -156,7 +146,7 @@ def test_the_plugin_records_the_mark_in_the_report_and_the_session(rubric_for):
     next(hook)
     with pytest.raises(StopIteration):
         hook.send(Report())
-    assert Config.stash[CHECK_OUTCOMES][_Item.nodeid][3] == QID
+    assert Config.stash[CHECK_OUTCOMES][NODEID][3] == QID
     session = score_session(Config.stash[CHECK_OUTCOMES])
     assert session["assignments"][0]["pending_unread"] == ["hw3.task1"]
 

@@ -22,6 +22,7 @@ from grader.reports.instructor import render_instructor_markdown
 from grader.reports.pending import pending_what
 from grader.scoring import build_result, load_rubrics, score_assignment
 from tests.scoring.scoring_reports import case, report
+from tests.support.fake_check_call import check_call, check_item
 
 WHY = ("hw3/model_parallel.py: LargeLinearModelMP(cfg) cannot be built: your script builds it as "
        "`LargeLinearModelMP(cfg)` (line 73, in main()), which the grader could not make")
@@ -118,28 +119,14 @@ def test_a_run_stopped_by_the_graders_read_only_folder_is_not_counted_either_way
 
 # -- the plugin and the scoring ---------------------------------------------------------------------
 
-class _Marker:
-    args = ("hw3.task4.faster_answer",)
+NODEID = "grader/checks/test_hw3.py::test_task4_answer_do_more_gpus_make_it_faster"
 
 
-class _Item:
-    nodeid = "grader/checks/test_hw3.py::test_task4_answer_do_more_gpus_make_it_faster"
-
-    def __init__(self, config=None):
-        self.config = config
-
-    def get_closest_marker(self, name):
-        return _Marker() if name == "check" else None
+def _Item(config=None):
+    return check_item("hw3.task4.faster_answer", NODEID, config)
 
 
-class _Call:
-    when = "call"
-
-    def __init__(self, error):
-        try:
-            raise error   # as a check raises it: with its traceback
-        except AssertionError as raised:
-            self.excinfo = pytest.ExceptionInfo.from_exception(raised)
+_Call = check_call
 
 
 def test_the_plugin_records_the_mark_in_the_report_and_the_session():
@@ -162,7 +149,7 @@ def test_the_plugin_records_the_mark_in_the_report_and_the_session():
     next(hook)
     with pytest.raises(StopIteration):
         hook.send(Report())
-    assert Config.stash[CHECK_OUTCOMES][_Item.nodeid][4] == "hw3.model_not_built"
+    assert Config.stash[CHECK_OUTCOMES][NODEID][4] == "hw3.model_not_built"
     (hw3,) = score_session(Config.stash[CHECK_OUTCOMES])["assignments"]
     check = next(c for i in hw3["items"] for c in i["checks"] if c["id"] == "hw3.task4.faster_answer")
     assert (check["status"], check["pending_points"], check["by_hand"]) == ("pending", 0.5, 1)
