@@ -296,7 +296,7 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
     # (`same_outputs`). Never a skip: a skipped check left the maximum, so a student lost its
     # point to the grader's budget while Moodle's maximum stayed 12 (a red team's adv31 H3).
     unrecorded = [r for r in range(processes) if first_step_rows_dropped(run, r)]
-    found = {r: first_step_rows(run, r) for r in range(processes) if first_step_rows(run, r)}
+    found = {r: rows for r in range(processes) if (rows := first_step_rows(run, r))}
     if not found and not (unrecorded and run.ok):
         evidence(run, found, expected, "no rank recorded the rows it trained on", look)
     rows = found
