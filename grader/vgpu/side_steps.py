@@ -124,9 +124,10 @@ def _between_at(parameter, positions: torch.Tensor, one: torch.Tensor, other: to
 
 class ParameterMark:
     """One parameter as it was at one moment: its values at sampled positions (a load, a write
-    through `.data` or a swap of storage all show there: `grew`, `set_afresh`, `moved`). `vouches`: False where the mark was taken at the
-    parameter's first wrap in DDP after other optimizers had already trained (side steps): the
-    weights it holds then may be theirs (a copy trained up front and loaded before the wrap)."""
+    through `.data` or a swap of storage all show there: `grew`, `set_afresh`, `moved`).
+    `vouches`: False where the mark was taken at the parameter's first wrap in DDP after other
+    optimizers had already trained (side steps): the weights it holds then may be theirs (a
+    copy trained up front and loaded before the wrap)."""
 
     restorable = False   # a state a later load may bring back (SideSteps._mark, _restored)
     # The parameter's values, when this mark was taken, at the sampled positions of the states
