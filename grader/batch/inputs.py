@@ -35,11 +35,11 @@ from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held
                                  require_expected_files)
 from grader.batch.link_targets import link_lines
 from grader.batch.printable import printable
-from grader.batch.unpack import (ARCHIVE_KINDS, JUNK_NAMES, MOODLE_NAME, Budget, DataInTheWay,
-                                 Rejected,
-                                 UnpackLimits, check_zip_entry, display_name, extract_zip,
-                                 left_out_text, materialize_entry, size_text, top_name,
-                                 zip_directory_size, zip_entry_name)
+from grader.batch.unpack import (ARCHIVE_KINDS, JUNK_NAMES, LINKS_NOT_FOLLOWED, MOODLE_NAME,
+                                 Budget, DataInTheWay, Rejected, SkippedLink, UnpackLimits,
+                                 check_zip_entry, display_name, extract_zip, left_out_text,
+                                 materialize_entry, size_text, top_name, zip_directory_size,
+                                 zip_entry_name)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -81,6 +81,9 @@ class Submission:
     # The folder of SUBMISSIONS it came from where several exports sit side by side there
     # (each Moodle download is one assignment's); "" for SUBMISSIONS itself.
     export: str = ""
+    # Symbolic links skipped before `prepare` sees the upload (a whole Moodle download unzipped
+    # by the batch: grader/batch/zipped_downloads.py); `prepare` says them with its own.
+    skipped_links: list[SkippedLink] = field(default_factory=list)
 
     def describe(self) -> str:
         return ", ".join(shown_name(p.name) for p in self.sources)
@@ -401,7 +404,12 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                          + ", ".join(lines[:10]) + (f" and {len(lines) - 10} more"
                                                     if len(lines) > 10 else ""))
         left_out = _said(lines)
-        links = link_lines([link for budget in budgets for link in budget.links],
+        for link in submission.skipped_links:
+            target = "" if link.target is None else f" (to {shown_name(link.target)})"
+            notes.append(f"skipped {shown_name(link.where)}: a symbolic link{target}; "
+                         f"{LINKS_NOT_FOLLOWED}")
+        links = link_lines([*submission.skipped_links,
+                            *(link for budget in budgets for link in budget.links)],
                            submission.sources, submission.root,
                            submission.student.participant_id, shown_name)
         places = list(dict.fromkeys(places.values()))

@@ -534,13 +534,15 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
                                (where or label, archive))
 
 
-def extract_each(archive: Path, dest: Path, limits: UnpackLimits,
-                 names: Sequence[str]) -> dict[str, Rejected]:
+def extract_each(archive: Path, dest: Path, limits: UnpackLimits, names: Sequence[str],
+                 links: dict[str, list[SkippedLink]] | None = None) -> dict[str, Rejected]:
     """Each top-level name of `archive` (a participant's folder of a whole Moodle download)
     unpacked into dest/<name> as an upload of its own, within one upload's `limits` and a
     budget of its own; returns why each one refused was refused. The archive's directory is
     read once for all of them (once per participant had made a class of 300 quadratic), within
-    `limits` times their number."""
+    `limits` times their number. The symbolic links skipped go into `links` by name, each
+    where it is in that participant's folder, as if the download had been unzipped by hand
+    (they had been said nowhere: the folder then held no link to report)."""
     label = display_name(archive)
     whole = dataclasses.replace(limits, max_listed=limits.max_listed * max(len(names), 1))
     refused: dict[str, Rejected] = {}
@@ -553,10 +555,15 @@ def extract_each(archive: Path, dest: Path, limits: UnpackLimits,
         for info in _named_entries(zf):
             by_name.setdefault(top_name(info.filename), []).append(info)
         for name in names:
+            budget = Budget(limits)
             try:
-                _unpack_entries(zf, by_name.get(name, []), dest, Budget(limits), label)
+                _unpack_entries(zf, by_name.get(name, []), dest, budget, label,
+                                origin=("", dest))
             except Rejected as problem:
                 refused[name] = problem
+            if links is not None and budget.links:
+                links[name] = [dataclasses.replace(link, where=link.where.split("/", 1)[-1])
+                               for link in budget.links]
     return refused
 
 

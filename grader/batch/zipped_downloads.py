@@ -12,8 +12,8 @@ from pathlib import Path
 from grader.batch.errors import BatchError
 from grader.batch.inputs import (METADATA_NAMES, Submission, UnpackLimits, _is_moodle,
                                  _is_note, moodle_download_participants, shown_name)
-from grader.batch.unpack import (JUNK_NAMES, NeedsPerson, display_name, extract_each, free_name,
-                                 top_name, zip_entry_name)
+from grader.batch.unpack import (JUNK_NAMES, NeedsPerson, SkippedLink, display_name,
+                                 extract_each, free_name, top_name, zip_entry_name)
 
 # Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
 # at each batch's start and end; no key starts with "_", so no grading's folder is named so).
@@ -53,6 +53,9 @@ class Downloads:
     # The zips of Moodle's folders listed for a person beside other uploads (BESIDE_UPLOADS):
     # grader/batch/settled_downloads.py drops each once its participants are graded.
     beside: list[Path] = field(default_factory=list)
+    # upload -> the symbolic links its participant's folder held in the download, skipped
+    # (never written): said in the student's report as a folder upload's are.
+    links: dict[Path, list[SkippedLink]] = field(default_factory=dict)
 
 
 def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Downloads:
@@ -109,7 +112,10 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
         # it is where the instructor unzipped the download; a red team's one long name had
         # stopped the whole batch. One folder deeper than an upload: the participant's own.
         within = dataclasses.replace(limits, max_depth=limits.max_depth + 1)
-        for name, problem in extract_each(archive, place, within, participants).items():
+        links: dict[str, list[SkippedLink]] = {}
+        refused = extract_each(archive, place, within, participants, links)
+        found.links.update((place / name, skipped) for name, skipped in links.items())
+        for name, problem in refused.items():
             shutil.rmtree(place / name, ignore_errors=True)
             (place / name).mkdir(parents=True, exist_ok=True)
             said = str(problem).removeprefix(f"{display_name(archive)}: ")
@@ -139,8 +145,10 @@ def participant_names(archive: Path) -> list[str]:
 
 def with_download_problems(found: list[Submission], downloads: Downloads) -> None:
     """Each upload a whole download could not unzip carries why (a zero, or a person's where
-    the file is damaged rather than refused), as a zip of its own would."""
+    the file is damaged rather than refused), as a zip of its own would, and the links the
+    unzipping skipped, as a folder's would be said."""
     for submission in found:
         for source in submission.sources:
             if source in downloads.problems:
                 submission.problem, submission.problem_needs_person = downloads.problems[source]
+            submission.skipped_links.extend(downloads.links.get(source, []))

@@ -143,3 +143,34 @@ def test_an_answer_file_that_is_a_link_says_so_where_files_are_listed(tmp_path):
     assert "hw3/answers.yaml (a symbolic link to /x/answers.yaml, not followed: not handed in)" \
         in markdown, markdown
     assert "hw3/answers.yaml in hw3.zip is a symbolic link (to /x/answers.yaml)" in markdown
+
+
+def test_links_in_a_whole_moodle_download_left_zipped_reach_the_students_report(tmp_path, monkeypatch):
+    """The batch unzips a whole download given zipped; a participant's folder in it holding a
+    link (a download re-zipped with `zip -ry`) had its link skipped and said nowhere: the
+    student's report said "not handed in" for the answer file it stood for, and the instructor
+    saw no flag for a link into the reference."""
+    from tests.batch.test_upload_shapes import _link
+    monkeypatch.setenv("PDL_FAKE_CALLS", str(tmp_path / "calls.log"))
+    work = make_submission(tmp_path / "work", score=7)
+    target = str(REFERENCE / "practical4" / "answers.yaml")
+    folder = "Urmas Linker_20175_assignsubmission_file_"
+    entries = [(f"{folder}/{path.relative_to(work).as_posix()}", path.read_bytes())
+               for path in sorted(work.rglob("*")) if path.is_file()]
+    entries.append(_link(f"{folder}/practical4/answers.yaml", target.encode()))
+    entries.append(("Anna Tamm_20007_assignsubmission_file_/practical4/FAKE.json",
+                    (work / "practical4" / "FAKE.json").read_bytes()))
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    write_entries(subs, {"LTAT-Practical 4-12345.zip": zip_bytes(entries)})
+    run_test_batch(subs, out, ["practical4"])
+    urmas = out / "submissions" / "Urmas_Linker_20175"
+    result = json.loads((urmas / "result.json").read_text())
+    assert result.get("links") == [{"path": "practical4/answers.yaml", "in": None,
+                                    "target": target, "into": INTO_REFERENCE}], (
+        f"expected the download's link kept as a folder upload's is, observed "
+        f"{result.get('links')} (grader/batch/zipped_downloads.py: Downloads.links)")
+    report = (urmas / "report.md").read_text()
+    assert f"- practical4/answers.yaml is a symbolic link (to {target})" in report, report
+    assert f"**points into {INTO_REFERENCE}**" in (urmas / "instructor.md").read_text()
+    anna = json.loads((out / "submissions" / "Anna_Tamm_20007" / "result.json").read_text())
+    assert "links" not in anna, "a link is its own participant's, never a neighbour's"
