@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 import functools
 import math
-import re
 import statistics
 from pathlib import Path
 
+from grader.checks.second_stage_device import part5_edit, part5_undone_edit
 from grader.checks.support import explain
 from grader.common.constant_targets import assignment_targets, paired_values
 from grader.common.constant_values import whole_number_assigned
@@ -699,126 +699,23 @@ def faster(first: float | None, second: float | None, clock: str | None) -> bool
 # -- the handout's line changes ------------------------------------------------------------------
 # Practical 10, Part 5: "Replace device1 = torch.device(f"cuda:{local_rank + 2}") with
 # device1 = torch.device(f"cuda:{local_rank}")". The grader makes that change on the student's
-# script text (whatever the spacing, and whatever the student named the rank: `gpu + 2`,
-# `rank + 2`) and runs the result.
-# Code only: a comment on the line ("# Part 5: was local_rank + 2", a TA's P10) is never the line's
-# layout, so the match stops at the first "#".
-# The line may also assign device0 beside it (`device0, device1 = ..., ...`: only device1's is
-# the rank plus 2) or annotate it (`device1: torch.device = ...`), and the sum may be written
-# either way round (`2 + local_rank`: a TA's correct P10 scored 0.25 of 10, its line taken for
-# Part 5's and "set back" to cuda:{2 + local_rank + 2}).
-# The target may be an attribute (`self.device1 = ...`: the model picking its own devices, adv37
-# F7 lost 0.75); the sum elsewhere (a dict, `.to(...)`, another name) is second_stage_device's.
-_TARGET = r"[A-Za-z_][\w.]*"
-_DEVICE1 = r"(?:[A-Za-z_]\w*\.)*device1"
-_DEVICE1_IS = (r"[ \t]*(?:" + _TARGET + r"[ \t]*,[ \t]*)*" + _DEVICE1 + r"(?:[ \t]*,[ \t]*"
-               + _TARGET + r")*(?:[ \t]*:[^=\n]*)?[ \t]*=")
-# The sum must be the whole operand of its `+`: an operand bound tighter on its other side
-# (`local_rank + 2 * s`, `s * local_rank + 2`) is no `rank + 2` (adv40 H2: `[torch.device("cuda",
-# local_rank + 2 * s) for s in range(2)]` was changed into `local_rank * s`, both ranks' stage 0
-# on cuda:0, and lost 0.75); such a line is _SECOND_STAGE_SUM's, or second_stage_device's.
-_NO_OPERATOR_BEFORE = r"(?<![*/%@~\-])(?<![*/%@~\-][ \t])(?<![*/%@~\-][ \t][ \t])"
-_OPERATOR_NEXT = r"[ \t]*[*/%@]"
-_NO_OPERATOR_AFTER = r"(?!" + _OPERATOR_NEXT + r")"
-_SECOND_STAGE = re.compile(
-    r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)(?:" + _NO_OPERATOR_BEFORE
-    + r"\b(?P<name>[A-Za-z_]\w*)[ \t]*\+[ \t]*2\b(?![ \t]*[*/%@.(\[])|"
-    + _NO_OPERATOR_BEFORE + r"(?<!\.)\b2[ \t]*\+[ \t]*(?P<after>[A-Za-z_]\w*)\b"
-    + r"(?![\w.]*" + _OPERATOR_NEXT + r"))(?P<rest>.*)$", re.M)
-
-
-# The second stage one stage's worth of GPUs further under another spelling of the handout's
-# 2 (a red team's correct P10 lost 1.25 points to `cuda:{local_rank + world_size}`): the rank
-# plus a name, an attribute or a call (`world_size`, `GPUS_PER_STAGE`, `dist.get_world_size()`,
-# `torch.cuda.device_count() // 2`), either way round. Part 5 drops the offset, keeping the
-# operand that is the rank; the broken run then shows what the change did (practical10's
-# broken_layout_one_gpu), whatever the offset was.
-_OPERAND = r"(?:\d+|[A-Za-z_][\w.]*(?:\(\))?)"
-_SECOND_STAGE_SUM = re.compile(
-    r"^(?P<head>" + _DEVICE1_IS + r"[^#\n]*?)" + _NO_OPERATOR_BEFORE + r"\b(?P<a>" + _OPERAND
-    + r")[ \t]*\+[ \t]*(?P<b>" + _OPERAND + r"(?:[ \t]*(?://|\*)[ \t]*" + _OPERAND
-    + r")*)(?![\w.(\[])" + _NO_OPERATOR_AFTER + r"(?P<rest>.*)$", re.M)
+# script text and runs the result; where it finds the line is read from the script's syntax tree
+# (second_stage_device), never from its text, so a comment or a message is never the line and
+# operator precedence is the parser's.
 
 
 def broken_layout_edit(source: str) -> tuple[str, str] | None:
-    """(old line, new line) for Practical 10's Part 5 in this script, or None when the script
-    has no `device1 = ...local_rank + 2...` line (or more than one), nor one line
-    `device1 = ...local_rank + <another spelling of the offset>...` (_SECOND_STAGE_SUM), nor
-    one sum of the rank and an offset naming a CUDA device anywhere else in its code
-    (second_stage_device: a dict, `.to(...)`, a name of its own)."""
-    found = list(_SECOND_STAGE.finditer(source))
-    if len(found) == 1:
-        line = found[0]
-        return line.group(0), f"{line['head']}{line['name'] or line['after']}{line['rest']}"
-    if found:
-        return None
-    sums = []
-    for line in _SECOND_STAGE_SUM.finditer(source):
-        rank = next((name for name in (line["a"], line["b"]) if _names_the_rank(source, name)),
-                    None)
-        if rank is not None:
-            sums.append((line, rank))
-    if not sums and not list(_SECOND_STAGE_SUM.finditer(source)) \
-            and restored_layout_edit(source) is None:
-        # Nothing like the handout's line, and no Part 5 change left in to set back.
-        from grader.checks.second_stage_device import offset_device_edit
-        return offset_device_edit(source, lambda code: _names_the_rank(source, code))
-    if len(sums) != 1:
-        return None
-    line, rank = sums[0]
-    return line.group(0), f"{line['head']}{rank}{line['rest']}"
-
-
-def _names_the_rank(source: str, operand: str) -> bool:
-    """An operand of the second stage's sum that is the rank (`local_rank`, `self.local_rank`,
-    or a name the script assigns from the rank)."""
-    if not re.fullmatch(r"[A-Za-z_][\w.]*", operand):
-        return False
-    return operand.rsplit(".", 1)[-1] == "local_rank" or _is_the_rank(source, operand)
-
-
-# The same line after Part 5's change (`device1 = torch.device(f"cuda:{local_rank}")`): a script
-# handed in as the handout leaves it. The rank right before a closing brace or parenthesis,
-# however the device is spelled (`f"cuda:{local_rank}"`, `torch.device("cuda", local_rank)`,
-# `"cuda:" + str(local_rank)`, `"cuda:{}".format(local_rank)`: a TA's P10 lost 2.75 points to
-# the second): `local_rank`, or a name of the student's own that the script assigns from the
-# rank (`gpu = int(os.environ["LOCAL_RANK"])`), never any name (`{second}` may already be the
-# rank + 2).
-_SECOND_STAGE_BROKEN = re.compile(r"^([ \t]*" + _DEVICE1 + r"[ \t]*=[^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
-                                  r"([ \t]*[})][^#\n]*(?:#.*)?)$", re.M)
-# Part 5's change written as the first stage's device itself: `device1 = device0`.
-_DEVICE0 = r"(?:[A-Za-z_]\w*\.)*device0"
-_SECOND_STAGE_IS_FIRST = re.compile(r"^([ \t]*" + _DEVICE1 + r")[ \t]*=[ \t]*" + _DEVICE0
-                                    + r"[ \t]*(#.*)?$", re.M)
-_FIRST_STAGE = re.compile(r"^[ \t]*" + _DEVICE0 + r"[ \t]*=([^#\n]*?\b(?P<name>[A-Za-z_]\w*))"
-                          r"([ \t]*[})][^#\n]*)$", re.M)
-_FROM_THE_RANK = (r"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?![^\n]*\+)[^=\n]*"
-                  r"(?:LOCAL_RANK|\bRANK\b|get_rank|local_rank)")
-
-
-def _is_the_rank(source: str, name: str) -> bool:
-    return name == "local_rank" or re.search(_FROM_THE_RANK.format(name=re.escape(name)), source,
-                                             re.M) is not None
+    """(old text, new text) for Practical 10's Part 5 in this script: the one sum of the rank
+    and an offset given to device1 (or, where there is none, naming a CUDA device anywhere in
+    the code) with the offset dropped; None where there is no such sum, or several."""
+    return part5_edit(source)
 
 
 def restored_layout_edit(source: str) -> tuple[str, str] | None:
-    """(old line, new line) that undoes Part 5's change in a script handed in with it, so the
-    other parts run the course's layout; None unless the script has exactly one such line and
-    no `device1 = ...local_rank + 2...` line."""
-    if _SECOND_STAGE.search(source):
-        return None
-    same = list(_SECOND_STAGE_IS_FIRST.finditer(source))
-    first = [m for m in _FIRST_STAGE.finditer(source) if _is_the_rank(source, m["name"])]
-    if len(same) == 1 and len(first) == 1 and not _SECOND_STAGE_BROKEN.search(source):
-        # `device1 = device0`: the first stage's device, one GPU further.
-        return ("\n" + same[0].group(0),
-                f"\n{same[0].group(1)} ={first[0].group(1)} + 2{first[0].group(3)}")
-    found = [m for m in _SECOND_STAGE_BROKEN.finditer(source) if _is_the_rank(source, m["name"])]
-    if len(found) != 1:
-        return None
-    # With the line break before it: the handout's line also sits in comments ("#     device1
-    # = ..."), and the edit must name one place.
-    return "\n" + found[0].group(0), f"\n{found[0].group(1)} + 2{found[0].group(3)}"
+    """(old text, new text) that undoes Part 5's change in a script handed in with it, so the
+    other parts run the course's layout; None unless the script has exactly one such place and
+    no sum of the rank and an offset given to device1."""
+    return part5_undone_edit(source)
 
 
 # -- the constants a script is handed in with ------------------------------------------------------

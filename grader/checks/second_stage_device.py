@@ -1,70 +1,171 @@
-"""Where a Practical 10 script gives its second stage's device as the rank plus an offset, found
-in its code wherever it is written, for Part 5's line change.
+"""Where a Practical 10 script gives its second stage's device as the rank plus an offset, read
+from its syntax tree, for Part 5's line change and for setting that change back.
 
 Part 5 says "Replace device1 = torch.device(f"cuda:{local_rank + 2}") with device1 =
-torch.device(f"cuda:{local_rank}")". practical_measures.broken_layout_edit finds the handout's
-line by its text (`device1 = ...`); a student who moved the choice elsewhere keeps the same sum
-in another place: an attribute of the model (`self.devices["stage1"] = ...`), a dict or list of
-devices, `.to(f"cuda:{local_rank + 2}")` on the stage itself, `torch.device("cuda",
-local_rank + 2)` in a class (adv37 F7: `TwoStageModel(local_rank)` picking its own devices lost
-0.75). This reads the code (never a comment or a printed message) for the one sum of the rank
-and an offset that names a CUDA device, and drops the offset there, keeping the rank: the
-handout's change, wherever it sits. Several such sums, or none, are no single change: None.
+torch.device(f"cuda:{local_rank}")". The grader makes that change on the script's text and runs
+it (the runner's `--edit OLD NEW`), so the edit is text, cut at the parser's positions: the one
+sum `rank + offset` that names the second stage's CUDA device loses its offset and keeps the
+rank. The handout's line comes first: a sum in what a `device1 = ...` assignment gives device1
+(`self.device1`, `device0, device1 = ..., ...`, `device1: torch.device = ...`). Where there is
+none, the sum wherever the code names a device with it (adv37 F7: `TwoStageModel(local_rank)`
+picking its own devices lost 0.75): an argument of torch.device() or .to(), an f-string that is
+`cuda:{...}` alone, `"cuda:" + str(...)`, `"cuda:{}".format(...)`, a dict or list of devices;
+and only where the code names none so, a sum assigned as it is (`gpus = (local_rank, local_rank
++ 2)`). Several such sums, or none, are no single change: None.
+
+The parser settles what text patterns had to guard against: a comment or a printed message is
+never code (`# was local_rank + 2`, `print(f"stage 1 on cuda:{local_rank + 2}")`), and operator
+precedence is the tree's (`local_rank + 2 * s` is the rank plus `2 * s`: adv40 H2's honest P10
+had lost 0.75 to a pattern that made it `local_rank * s`).
 """
 from __future__ import annotations
 
 import ast
-from typing import Callable
+import re
 
 # Calls whose arguments name a device: torch.device(...), torch.cuda.device(...), .to(...),
 # .cuda(...).
 _DEVICE_CALLS = {"device", "to", "cuda"}
 _CUDA = "cuda:"
+SECOND, FIRST = "device1", "device0"
+# A value is the rank where its code reads it (os.environ["LOCAL_RANK"], dist.get_rank(),
+# local_rank) and adds nothing to it (`second = local_rank + 2` is the second stage's GPU).
+_READS_THE_RANK = re.compile(r"LOCAL_RANK|\bRANK\b|get_rank|local_rank")
+# What Part 5's change set back adds to the rank: the handout's offset.
+_HANDOUT_OFFSET = " + 2"
 
 
-def offset_device_edit(source: str, names_the_rank: Callable[[str], bool]
-                       ) -> tuple[str, str] | None:
-    """(old text, new text) that drops the offset from the one sum `rank + offset` that names
-    a CUDA device in the script's code; None where there is no such sum, or more than one.
-    A sum in a device's place (an argument of torch.device() or .to(), `device=`, an f-string
-    that is `cuda:{...}` alone, `"cuda:" + str(...)`, `"cuda:{}".format(...)`) comes first;
-    only where there is none, a sum assigned as it is (`self.gpu1 = local_rank + 2`, an entry
-    of a dict or tuple assigned) is the second stage's GPU number. `names_the_rank(text)`: the
-    operand's code is the rank (`local_rank`, `self.local_rank`, a name assigned from it)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    placed, assigned = [], []
-    for node in ast.walk(tree):
-        kept = _rank_kept(node, source, names_the_rank)
-        if kept is None:
+class _Script:
+    """A script's text and syntax tree, with each node's parent and the names of the rank.
+    `shift`: lines the parsed text has before the script's own (a fragment indented as a
+    function's body, parsed inside an `if` of one line)."""
+
+    def __init__(self, source: str, tree: ast.Module, shift: int = 0):
+        self.source, self.tree, self.shift = source, tree, shift
+        self.parents = {child: node for node in ast.walk(tree)
+                        for child in ast.iter_child_nodes(node)}
+        self.ranks = {_dotted(target) for node in ast.walk(tree)
+                      for target, value in _assignments(node)
+                      if _dotted(target) and _reads_the_rank(value)}
+
+    def names_the_rank(self, node) -> bool:
+        """`local_rank`, `self.local_rank`, or a name the script assigns from the rank."""
+        name = _dotted(node)
+        return name is not None and (name.rsplit(".", 1)[-1] == "local_rank"
+                                     or name in self.ranks)
+
+    def within(self, node, ancestor) -> bool:
+        while node is not None and node is not ancestor:
+            node = self.parents.get(node)
+        return node is ancestor
+
+    def assigned_to(self, node, name: str) -> bool:
+        """Whether `node` is in what an assignment gives `name` (a name or an attribute:
+        `device1`, `self.device1`), its own part of a tuple assigned to several."""
+        statement = node
+        while statement is not None and not isinstance(statement, ast.stmt):
+            statement = self.parents.get(statement)
+        return any(_last_name(target) == name and self.within(node, value)
+                   for target, value in _assignments(statement))
+
+
+    def segment(self, node) -> str | None:
+        """The node's code, where it sits on one line."""
+        if node.lineno != node.end_lineno:
+            return None
+        line = self.source.splitlines(keepends=True)[node.lineno - 1 - self.shift]
+        return line.encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8",
+                                                                                "replace")
+
+
+_INDENTED = "if True:\n"
+
+
+def _parsed(source: str) -> _Script | None:
+    for prefix in ("", _INDENTED):
+        try:
+            return _Script(source, ast.parse(prefix + source), shift=prefix.count("\n"))
+        except IndentationError:
             continue
-        if _names_a_device(node, parents):
-            placed.append((node, kept))
-        elif _assigned_as_is(node, parents):
-            assigned.append((node, kept))
-    found = placed or assigned
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    return None
+
+
+def part5_edit(source: str) -> tuple[str, str] | None:
+    """(old text, new text) that drops the offset from the one sum `rank + offset` naming the
+    second stage's device (see the module's docstring); None where there is no such sum, or
+    more than one, or where the script holds Part 5's change already (part5_undone_edit)."""
+    script = _parsed(source)
+    if script is None:
+        return None
+    sums = [(node, kept) for node in ast.walk(script.tree)
+            if (kept := _rank_kept(node, script)) is not None]
+    found = [s for s in sums if script.assigned_to(s[0], SECOND)]
+    if not found:
+        if _undone_edit(script) is not None:
+            return None   # Part 5's change is in: the other sums are no second stage's
+        found = [s for s in sums if _names_a_device(s[0], script.parents)] or \
+            [s for s in sums if _assigned_as_is(s[0], script.parents)]
     if len(found) != 1:
         return None
-    return _line_edit(source, *found[0])
+    node, kept = found[0]
+    kept_code = script.segment(kept)
+    return _line_edit(script, node, kept_code) if kept_code else None
 
 
-def _rank_kept(node, source: str, names_the_rank) -> ast.expr | None:
+def part5_undone_edit(source: str) -> tuple[str, str] | None:
+    """(old text, new text) that sets Part 5's change back in a script handed in with it, so
+    the other parts run the course's layout: the rank alone as device1's device becomes the rank
+    + 2 (`cuda:{local_rank}`, `torch.device("cuda", gpu)`, `"cuda:" + str(local_rank)`, ...),
+    and `device1 = device0` the first stage's device, the rank + 2. None unless the script has
+    exactly one such place and no sum `rank + offset` given to device1. The old text starts at
+    its line's start ("\\n" before it) where it can: the handout's line also sits in comments
+    (`#     device1 = torch.device(f"cuda:{local_rank}")`)."""
+    script = _parsed(source)
+    return _undone_edit(script) if script is not None else None
+
+
+def _undone_edit(script: _Script) -> tuple[str, str] | None:
+    nodes = list(ast.walk(script.tree))
+    if any(_rank_kept(n, script) is not None and script.assigned_to(n, SECOND) for n in nodes):
+        return None   # the course's layout is there
+    alone = [n for n in nodes if script.assigned_to(n, SECOND) and _rank_alone(n, script)]
+    first = [n for n in nodes if script.assigned_to(n, FIRST) and _rank_alone(n, script)]
+    same = [n for n in nodes if _last_name(n) == FIRST and isinstance(n.ctx, ast.Load)
+            and _whole_value_of(n, SECOND, script)]
+    if len(same) == 1 and len(first) == 1 and not alone:
+        # `device1 = device0`: the first stage's device, one GPU further.
+        device0 = _assigned_value(first[0], FIRST, script)
+        device0_code = _code_with(script, device0, first[0], _HANDOUT_OFFSET)
+        return _line_edit(script, same[0], device0_code, at_line_start=True) \
+            if device0_code else None
+    if len(alone) != 1:
+        return None
+    rank_code = script.segment(alone[0])
+    return _line_edit(script, alone[0], rank_code + _HANDOUT_OFFSET, at_line_start=True) \
+        if rank_code else None
+
+
+# -- the sum and its parts ------------------------------------------------------------------------
+
+
+def _rank_kept(node, script: _Script) -> ast.expr | None:
     """The operand a sum `rank + offset` keeps when the offset is dropped: the rank beside the
-    handout's literal 2 (any name, as the handout's line has it), or the operand that is the
-    rank beside another spelling of the offset (`world_size`, `torch.cuda.device_count() //
-    2`); None for any other node."""
+    handout's literal 2 (any name, as the handout's line has it, or code reading the rank:
+    `2 + int(os.environ["LOCAL_RANK"])`), or the operand that is the rank beside another
+    spelling of the offset (`world_size`, `torch.cuda.device_count() // 2`, `2 * s`); None for
+    any other node."""
     if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
         return None
     pairs = [(node.left, node.right), (node.right, node.left)]
     for rank, offset in pairs:
-        if _is_two(offset) and isinstance(rank, (ast.Name, ast.Attribute)):
+        if _is_two(offset) and (isinstance(rank, (ast.Name, ast.Attribute)) or (
+                isinstance(rank, (ast.Call, ast.Subscript)) and _reads_the_rank(rank))):
             return rank
     for rank, offset in pairs:
-        if isinstance(rank, (ast.Name, ast.Attribute)) and _is_offset(offset) \
-                and names_the_rank(ast.get_source_segment(source, rank) or ""):
+        if _is_offset(offset) and (isinstance(offset, ast.Constant) or not _numbers_only(offset)) \
+                and script.names_the_rank(rank):
             return rank
     return None
 
@@ -88,8 +189,39 @@ def _is_offset(node) -> bool:
     return False
 
 
+def _numbers_only(node) -> bool:
+    """Arithmetic of numbers alone (`2 * 2`): a student meaning the handout's 2 writes it as
+    the number, and cuda:{rank + 4} is no GPU of the practical's four."""
+    if isinstance(node, ast.BinOp):
+        return _numbers_only(node.left) and _numbers_only(node.right)
+    return isinstance(node, ast.Constant)
+
+
+def _rank_alone(node, script: _Script) -> bool:
+    """The rank named by itself as a device (not an operand of arithmetic: `2 + local_rank`
+    is the course's layout written the other way round)."""
+    return script.names_the_rank(node) and isinstance(node.ctx, ast.Load) and \
+        not isinstance(script.parents.get(node), (ast.BinOp, ast.Attribute)) and \
+        _names_a_device(node, script.parents)
+
+
+def _reads_the_rank(value) -> bool:
+    if value is None or any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add)
+                            for n in ast.walk(value)):
+        return False
+    for node in ast.walk(value):
+        word = node.id if isinstance(node, ast.Name) else node.attr \
+            if isinstance(node, ast.Attribute) else _text(node)
+        if word and _READS_THE_RANK.search(word):
+            return True
+    return False
+
+
+# -- where a sum sits -----------------------------------------------------------------------------
+
+
 def _names_a_device(node, parents) -> bool:
-    """Whether the sum sits in a device's place, looking outwards to its statement."""
+    """Whether the node sits in a device's place, looking outwards to its statement."""
     child, parent = node, parents.get(node)
     while parent is not None and not isinstance(parent, ast.stmt):
         if isinstance(parent, ast.Call) and child is not parent.func and \
@@ -139,29 +271,94 @@ def _assigned_as_is(node, parents) -> bool:
     return isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node
 
 
-def _line_edit(source: str, node, kept) -> tuple[str, str] | None:
-    """(old, new): the sum's line(s) with the sum replaced by the operand kept, as text that
-    occurs once in the script (lines before it added where the line itself recurs, as the
-    handout's line may in a comment). None where the parser's positions do not give back the
-    sum's code (a sum split over lines)."""
-    if node.lineno != node.end_lineno:
-        return None
-    lines = source.splitlines(keepends=True)
-    line = lines[node.lineno - 1].encode("utf-8")   # the parser's columns count bytes
-    sum_code = line[node.col_offset:node.end_col_offset].decode("utf-8", "replace")
-    kept_code = ast.get_source_segment(source, kept)
-    if not kept_code or not _same_code(sum_code, node):
-        return None
-    changed = (line[:node.col_offset].decode("utf-8") + kept_code
-               + line[node.end_col_offset:].decode("utf-8"))
-    first = node.lineno - 1
-    while first >= 0:
-        old = "".join(lines[first:node.lineno]).rstrip("\n")
-        if source.count(old) == 1:
-            before = "".join(lines[first:node.lineno - 1])
-            return old, (before + changed).rstrip("\n")
-        first -= 1
+# -- assignments ----------------------------------------------------------------------------------
+
+
+def _assignments(statement) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, the value it gets) of an assignment statement: a name's or attribute's own part
+    of a tuple assigned to several (`device0, device1 = a, b`), else the whole value."""
+    if isinstance(statement, ast.Assign):
+        targets, value = statement.targets, statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets, value = [statement.target], statement.value
+    else:
+        return []
+    return [pair for target in targets for pair in _paired(target, value)]
+
+
+def _paired(target, value) -> list[tuple[ast.expr, ast.expr]]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        whole = not (isinstance(value, (ast.Tuple, ast.List))
+                     and len(value.elts) == len(target.elts))
+        return [pair for i, part in enumerate(target.elts)
+                for pair in _paired(part, value if whole else value.elts[i])]
+    return [(target, value)]
+
+
+def _assigned_value(node, name: str, script: _Script) -> ast.expr | None:
+    """The value (or its part) assigned to `name` that holds `node`."""
+    statement = node
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = script.parents.get(statement)
+    return next((value for target, value in _assignments(statement)
+                 if _last_name(target) == name and script.within(node, value)), None)
+
+
+def _whole_value_of(node, name: str, script: _Script) -> bool:
+    value = _assigned_value(node, name, script)
+    return value is node
+
+
+def _dotted(node) -> str | None:
+    """`self.local_rank` for an attribute chain of names, `gpu` for a name; None otherwise."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else None
     return None
+
+
+def _last_name(node) -> str | None:
+    return node.id if isinstance(node, ast.Name) else \
+        node.attr if isinstance(node, ast.Attribute) else None
+
+
+# -- the edit as text -----------------------------------------------------------------------------
+
+
+def _line_edit(script: _Script, node, code: str, at_line_start: bool = False
+               ) -> tuple[str, str] | None:
+    """(old, new): the node's line with the node's code replaced by `code`, as text that
+    occurs once in the script: the line, or the line from its start ("\\n" before it:
+    `at_line_start` tries that first), or with the lines before it where the line recurs. None
+    where the parser's positions do not give back the node's code (a node split over lines)."""
+    node_code = script.segment(node)
+    if node_code is None or not _same_code(node_code, node):
+        return None
+    source, at = script.source, node.lineno - 1 - script.shift
+    lines = source.splitlines(keepends=True)
+    line = lines[at].encode("utf-8")   # the parser's columns count bytes
+    changed = (line[:node.col_offset].decode("utf-8") + code
+               + line[node.end_col_offset:].decode("utf-8"))
+    for first in range(at, -1, -1):
+        before = "".join(lines[first:at])
+        old, new = (before + lines[at]).rstrip("\n"), (before + changed).rstrip("\n")
+        tries = [("\n" + old, "\n" + new), (old, new)] if at_line_start else \
+            [(old, new), ("\n" + old, "\n" + new)]
+        for edit in tries:
+            if source.count(edit[0]) == 1:
+                return edit
+    return None
+
+
+def _code_with(script: _Script, value, node, added: str) -> str | None:
+    """`value`'s code with `added` written right after `node`, a part of it on its line."""
+    code = script.segment(value)
+    if code is None or node.lineno != value.lineno:
+        return None
+    inside, at = code.encode("utf-8"), node.end_col_offset - value.col_offset
+    return (inside[:at] + added.encode("utf-8") + inside[at:]).decode("utf-8")
 
 
 def _same_code(code: str, node) -> bool:
