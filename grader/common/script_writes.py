@@ -13,6 +13,8 @@ import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
+from grader.common.ast_parents import ast_parents
+
 # An environment write whose variable the grader cannot name (`os.environ.update(d)`).
 ANY_VARIABLE = "*"
 # Reads of os.environ and sys.argv that change nothing; any other use of them (a write, or the
@@ -61,7 +63,7 @@ class ScriptWrites:
 def script_writes(tree: ast.Module) -> ScriptWrites:
     writes = ScriptWrites()
     _read_bindings(tree, writes)
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = ast_parents(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Global):
             writes.global_names.update(node.names)

@@ -21,6 +21,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from grader.common.ast_parents import ast_parents
 from grader.common.locations import data_folder
 from grader.integrity.names import TELLING_METHODS
 from grader.integrity.scopes import local_names
@@ -561,7 +562,7 @@ def _reaches_a_template_script(tree: ast.AST, aliases: dict[str, str], guarded: 
     reach = {name for name, target in aliases.items()
              if set(target.lstrip(".").split(".")) & template and
              (target.startswith(".") or target.split(".")[0] not in _LIBRARIES)}
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = ast_parents(tree)
 
     def rooted(node) -> bool:
         while isinstance(node, ast.Attribute):
@@ -569,9 +570,9 @@ def _reaches_a_template_script(tree: ast.AST, aliases: dict[str, str], guarded: 
         return isinstance(node, ast.Name) and node.id in reach | guarded
 
     def called_with_constants(node) -> bool:
-        parent = parents.get(id(node))
+        parent = parents.get(node)
         while isinstance(parent, ast.Attribute) and parent.value is node:
-            node, parent = parent, parents.get(id(parent))
+            node, parent = parent, parents.get(parent)
         return isinstance(parent, ast.Call) and parent.func is node and \
             all(isinstance(a, ast.Constant) for a in parent.args) and \
             all(k.arg is not None and isinstance(k.value, ast.Constant) for k in parent.keywords)
