@@ -130,15 +130,17 @@ class ParameterMark:
     copy trained up front and loaded before the wrap)."""
 
     restorable = False   # a state a later load may bring back (SideSteps._mark, _restored)
-    # The parameter's values, when this mark was taken, at the sampled positions of the states
-    # remembered before it (id of their mark -> values): SideSteps._remember, _between
-    at_past: dict = {}
 
     def __init__(self, parameter, vouches: bool = True, side_steps: int = 0):
         self._ref = weakref.ref(parameter)
         self._sample = _sampled(parameter)
         self.vouches = vouches
         self.side_steps = side_steps   # the run's side steps when it was taken
+        # The parameter's values, when this mark was taken, at the sampled positions of the
+        # states remembered before it (id of their mark -> values): SideSteps._remember,
+        # _between. Each mark's own: a dict shared by the class would be one write away from
+        # every mark's.
+        self.at_past: dict[int, torch.Tensor] = {}
 
     def of(self, parameter) -> bool:
         """Whether this is the mark of `parameter` (an id reused by another is not)."""

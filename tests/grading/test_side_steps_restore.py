@@ -254,3 +254,17 @@ def test_decoys_leave_one_state_so_a_sparse_write_finds_no_older_match():
     with torch.no_grad():
         module.weight.view(-1)[::8].mul_(1.5)   # a sparse write growing 1 value in 8
     assert side.written_beside(parameters, False, None) == "written"
+
+
+def test_each_mark_holds_its_own_values_at_past_states():
+    """A mark's values at the states remembered before it are its own: a dict shared by every
+    mark (a class-level default) would let one mark's record show in another's, and
+    `_between` read a past state the parameter never had."""
+    from grader.vgpu.side_steps import ParameterMark
+    first, second = torch.nn.Parameter(torch.ones(8)), torch.nn.Parameter(torch.zeros(8))
+    marks = [ParameterMark(first), ParameterMark(second)]
+    marks[0].at_past[12345] = torch.ones(2)
+    assert marks[1].at_past == {} and ParameterMark(first).at_past == {}, (
+        f"expected a fresh mark's at_past empty; observed {marks[1].at_past} after another "
+        "mark's was written (look: ParameterMark.__init__, SideSteps._remember)")
+    assert marks[0].at_past is not marks[1].at_past
