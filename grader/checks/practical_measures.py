@@ -49,7 +49,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     not known, never other rows; a pass with gradients that found them spent has them from
     the `forward_rows` record written when a backward reached it. `sum_out`: its output's sum
     (recorded whatever the budget of rows). `layer_devices`: the GPUs its layers ran on, in
-    the order they first ran (`forward_out`'s)."""
+    the order they first ran (`forward_out`'s); `layer_rows`: the most rows a layer on each of
+    them was handed (None where not recorded)."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
     reached_rows = {e.get("n"): _rows_in(e, known) for e in run.events
@@ -80,12 +81,13 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "model": event.get("model"), "input_at": event.get("input_at"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
-                "layer_devices": None}
+                "layer_devices": None, "layer_rows": None}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
                         sum_out=event.get("sum"), layer_devices=event.get("layer_devices"),
+                        layer_rows=event.get("layer_rows"),
                         rows_out=_rows_in(event, known), storage_out=event.get("storage"),
                         rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"),

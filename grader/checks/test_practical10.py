@@ -720,11 +720,14 @@ def stage_gpus(run, rank):
     true answer of [0, 2] its 0.25). Only the passes that train give the order where one does
     (practical_measures.forward_passes' `trains`): a check of stage 1 alone under
     torch.no_grad() before training had been the first pass and flipped it (adv32 L1); without
-    one, every pass's, as before."""
+    one, every pass's, as before. A GPU whose layers ran on fewer rows than the pass's
+    micro-batch is no stage of it (stages_of_pass)."""
     order = []
-    trained = [p["layer_devices"] for p in forward_passes(run, rank)
-               if p["trains"] and p["layer_devices"]]
-    ran = trained or [e.get("layer_devices") for e in run.of("forward_out", rank)]
+    trained = [stages_of_pass(p["layer_devices"], p["layer_rows"], p["rows"],
+                              rows_of(p["out_shape"]))
+               for p in forward_passes(run, rank) if p["trains"] and p["layer_devices"]]
+    ran = trained or [stages_of_pass(e.get("layer_devices"), e.get("layer_rows"))
+                      for e in run.of("forward_out", rank)]
     for devices in ran:
         for d in devices or []:
             if gpu_index(d) is not None and gpu_index(d) not in order:
@@ -742,6 +745,24 @@ def stage_gpus(run, rank):
                 if gpu_index(d) is not None and gpu_index(d) not in order:
                     order.append(gpu_index(d))
     return order
+
+
+def stages_of_pass(devices, rows_at, *rows) -> list:
+    """The GPUs of a pass's `layer_devices` that hold a stage of it: those whose layers ran on
+    the micro-batch, as many rows as the most any layer of the pass was handed, or as the pass
+    ran on and gave back (`rows`: a stage that cuts rows into tokens runs on more, a pass that
+    cuts its micro-batch into chunks on fewer). A spare nn.Linear on cuda:r+2 fed x[:2] beside
+    a one-stage replica on cuda:r runs there, on a slice, and is no second stage (eng_p10s: it
+    had earned the layout's points). All of them where the rows were not recorded
+    (`layer_rows`, a trace from before it), or not for that GPU."""
+    devices = list(devices or [])
+    if not isinstance(rows_at, list) or len(rows_at) != len(devices):
+        return devices
+    known = [r for r in rows_at if isinstance(r, int)]
+    if not known:
+        return devices
+    micro_batch = min([max(known), *(n for n in rows if isinstance(n, int) and n > 0)])
+    return [d for d, r in zip(devices, rows_at) if not isinstance(r, int) or r >= micro_batch]
 
 
 def one_or_all(values):

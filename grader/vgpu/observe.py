@@ -165,7 +165,7 @@ def _note_rows_inside(module, args, kwargs) -> None:
         # of the weights (adv40 F2) had its trace name every GPU.
         _tls.layers_on_no_rows = True
         return
-    _note_layer_device(module)
+    _note_layer_device(module, first.shape[0] if first is not None and first.dim() else None)
     if first is None or not first.dim():
         return
     rows = first.shape[0]
@@ -180,19 +180,25 @@ def _note_rows_inside(module, args, kwargs) -> None:
         calls.append(rows)
 
 
-def _note_layer_device(module) -> None:
+def _note_layer_device(module, rows: int | None) -> None:
     """The device of a layer run inside the root pass, where no layer of the pass ran there
     before: the GPUs in the order the pass runs its stages (`layer_devices`), which the order
     the layers are registered in need not be (Practical 10: a spare layer registered first, on
-    stage 1's GPU, had made stage 1's GPU read as stage 0's)."""
+    stage 1's GPU, had made stage 1's GPU read as stage 0's); and the most rows a layer there
+    was handed (`layer_rows`): a spare layer fed two rows on a GPU of its own runs there, but
+    is no stage of the micro-batch (Practical 10, eng_p10s)."""
     devices = getattr(_tls, "layer_devices", None)
-    if devices is None or len(devices) >= _LAYER_DEVICES:
-        return
     parameter = next((p for p in module._parameters.values() if p is not None), None)
-    if parameter is not None:
-        device = str(parameter.device)
-        if device not in devices:
-            devices.append(device)
+    if devices is None or parameter is None:
+        return
+    device = str(parameter.device)
+    if device not in devices:
+        if len(devices) >= _LAYER_DEVICES:
+            return
+        devices.append(device)
+    most = getattr(_tls, "layer_rows", None)
+    if most is not None and rows is not None:
+        most[device] = max(rows, most.get(device, 0))
 
 
 def _more_rows(first, args, kwargs) -> dict:
@@ -521,7 +527,7 @@ class Observer:
         opened = (self.forwards, storage_of(first) if first is not None else None,
                   tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
-        _tls.layer_devices, _tls.layers_on_no_rows = [], False
+        _tls.layer_devices, _tls.layers_on_no_rows, _tls.layer_rows = [], False, {}
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
         if within is None:
@@ -677,11 +683,14 @@ class Observer:
             inside = getattr(_tls, "rows_inside", 0)
             calls = getattr(_tls, "inside_calls", None) or []
             devices = getattr(_tls, "layer_devices", None) or []
+            rows_at = getattr(_tls, "layer_rows", None) or {}
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **({"rows_inside": inside} if inside else {}),
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **({"layer_devices": list(devices)} if devices else {}),
+                            **({"layer_rows": [rows_at.get(d) for d in devices]}
+                               if devices and rows_at else {}),
                             **({"layers_on_no_rows": True} if not devices and
                                getattr(_tls, "layers_on_no_rows", False) else {}),
                             **({"continues": continued[0]} if continued is not None else {}),

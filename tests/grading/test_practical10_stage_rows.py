@@ -1,0 +1,178 @@
+"""Practical 10: a GPU is a stage of the replica only where its layers ran on the micro-batch.
+
+`layer_devices` says where a pass's layers ran, not on how many rows: one stage doing all the
+work on cuda:r beside a spare nn.Linear on cuda:r+2 fed `x[:2]` read as two stages (cuda:r
+then cuda:r+2) and kept the layout's points. Each pass now also records the most rows a layer
+on each GPU was handed (`forward_out`'s `layer_rows`, grader/vgpu/observe.py), and a GPU counts
+where that is the micro-batch's rows (test_practical10.stages_of_pass). Honest replicas, however
+their stages are written, keep both GPUs.
+
+The models train here on a virtual node as a graded run's do (a forward and a backward pass per
+micro-batch, then the optimizer's step), 2 ranks' worth of layout on rank 0's GPUs.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from grader.checks import test_practical10 as p10
+from grader.harness.observation import Observation
+
+DIM, HIDDEN, ROWS = 8, 16, 16
+CUDA0, CUDA2 = torch.device("cuda:0"), torch.device("cuda:2")
+
+
+class SpareBeside(nn.Module):
+    """The forgery: every layer on cuda:0, a spare on cuda:2 fed two rows of the activations
+    (its output added times 0, so a backward reaches it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(),
+                                    nn.Linear(HIDDEN, DIM)).to(CUDA0)
+        self.spare = nn.Linear(DIM, DIM).to(CUDA2)
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        return x.to(CUDA2) + 0 * self.spare(x[:2].to(CUDA2)).sum()
+
+
+class SpareFirst(SpareBeside):
+    """The forgery with the spare run before the stage: first to run is no stage either."""
+
+    def forward(self, x):
+        side = self.spare(x[:2].to(CUDA2)).sum()
+        return self.stage0(x.to(CUDA0)).to(CUDA2) + 0 * side
+
+
+class Sequential(nn.Module):
+    """The handout's TwoStageModel."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()).to(CUDA0)
+        self.stage1 = nn.Sequential(nn.Linear(HIDDEN, DIM)).to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
+
+
+class Stage(nn.Module):
+    """A stage of its own that moves its input where it is."""
+
+    def __init__(self, layers, device):
+        super().__init__()
+        self.device, self.layers = device, layers.to(device)
+
+    def forward(self, x):
+        return self.layers(x.to(self.device))
+
+
+class SeparateStages(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stage0 = Stage(nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()), CUDA0)
+        self.stage1 = Stage(nn.Linear(HIDDEN, DIM), CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x))
+
+
+class Tokens(nn.Module):
+    """Stage 0 on tokens (each row cut in 4: four times the rows), stage 1 on the rows again."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM // 4, HIDDEN // 4), nn.ReLU()).to(CUDA0)
+        self.stage1 = nn.Linear(HIDDEN, DIM).to(CUDA2)
+
+    def forward(self, x):
+        rows = x.shape[0]
+        tokens = self.stage0(x.to(CUDA0).reshape(rows * 4, -1))
+        return self.stage1(tokens.reshape(rows, -1).to(CUDA2))
+
+
+class ChunksInForward(Sequential):
+    """GPipe's way: the micro-batch cut again inside forward, each chunk through both stages."""
+
+    def forward(self, x):
+        return torch.cat([super(ChunksInForward, self).forward(c) for c in x.tensor_split(2)])
+
+
+class BareStage(nn.Module):
+    """Stage 1 of bare parameters used with matmul, a module of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(HIDDEN, DIM) / HIDDEN ** 0.5)
+
+    def forward(self, x):
+        return x @ self.w
+
+
+class BareParameters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()).to(CUDA0)
+        self.stage1 = BareStage().to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
+
+
+def trained(traced_vnode, model_class, micro_batches=4, rows=ROWS) -> Observation:
+    """The trace of two optimizer steps, each over `micro_batches` micro-batches of `rows`."""
+    events = traced_vnode(4)
+    torch.manual_seed(0)
+    model = model_class()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(rows, DIM, device=CUDA0), torch.randn(rows, DIM, device=CUDA2)
+    for _ in range(2):
+        optimizer.zero_grad()
+        for mx, my in zip(x.tensor_split(micro_batches), y.tensor_split(micro_batches)):
+            loss = nn.functional.mse_loss(model(mx), my) / micro_batches
+            loss.backward()
+        optimizer.step()
+    return Observation("practical10/sample.py", gpus=4, returncode=0, events=list(events),
+                       stdout="")
+
+
+@pytest.mark.parametrize("model_class", [SpareBeside, SpareFirst])
+def test_a_spare_layer_fed_a_slice_is_no_second_stage(traced_vnode, model_class):
+    run = trained(traced_vnode, model_class)
+    passes = [p for p in p10.forward_passes(run) if p["trains"]]
+    assert passes and all(p["layer_rows"] and 2 in p["layer_rows"] for p in passes), (
+        f"expected each pass to record the spare's 2 rows on cuda:2 (layer_rows); observed "
+        f"{[(p['layer_devices'], p['layer_rows']) for p in passes]}")
+    stages = p10.stage_gpus(run, 0)
+    assert stages == [0], (
+        f"expected one stage, cuda:0 (the spare on cuda:2 ran on 2 of each micro-batch's 4 "
+        f"rows); observed {stages}; where to look: test_practical10.stages_of_pass")
+
+
+@pytest.mark.parametrize("model_class, micro_batches, rows", [
+    (Sequential, 4, ROWS), (SeparateStages, 4, ROWS), (Tokens, 4, ROWS),
+    (ChunksInForward, 4, ROWS), (BareParameters, 4, ROWS),
+    (Sequential, 3, ROWS), (ChunksInForward, 3, 64),
+], ids=["nn.Sequential stages", "stages as modules moving their input", "tokens as rows",
+        "chunks inside forward", "bare parameters in a module", "uneven micro-batches",
+        "uneven chunks inside forward"])
+def test_honest_stages_are_both_stages(traced_vnode, model_class, micro_batches, rows):
+    stages = p10.stage_gpus(trained(traced_vnode, model_class, micro_batches, rows), 0)
+    assert stages == [0, 2], (
+        f"expected stage 0 on cuda:0 and stage 1 on cuda:2 for {model_class.__name__} with "
+        f"{micro_batches} micro-batches of {rows} rows; observed {stages}; where to look: "
+        "test_practical10.stages_of_pass")
+
+
+@pytest.mark.parametrize("devices, rows_at, rows, stages", [
+    (["cuda:0", "cuda:2"], [16, 2], 16, ["cuda:0"]),
+    (["cuda:2", "cuda:0"], [2, 16], 16, ["cuda:0"]),
+    (["cuda:0", "cuda:2"], [64, 16], 16, ["cuda:0", "cuda:2"]),    # tokens: more rows
+    (["cuda:0", "cuda:2"], [8, 8], 16, ["cuda:0", "cuda:2"]),      # chunks inside forward
+    (["cuda:0", "cuda:2"], [16, None], 16, ["cuda:0", "cuda:2"]),  # not recorded: kept
+    (["cuda:0", "cuda:2"], None, 16, ["cuda:0", "cuda:2"]),        # a trace from before
+])
+def test_stages_of_a_pass(devices, rows_at, rows, stages):
+    assert p10.stages_of_pass(devices, rows_at, rows) == stages
