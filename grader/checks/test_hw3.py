@@ -29,6 +29,7 @@ from grader.checks.support import (HIDDEN, GradedByHand, answers_hidden, disagre
                                    reported)
 from grader.common.locations import data_folder
 from grader.common.text import answer_shown
+from grader.harness.hw3_script_call import SCRIPT
 from grader.harness.course_environment import (device_mismatch_note, missing_module_note,
                                                read_only_note)
 
@@ -107,11 +108,15 @@ MEASURED_UNDER = {
 # transfers), so a small margin is enough and a real speed-up (e.g. a backward cut short by a
 # detach) is caught.
 NO_SPEEDUP_TOLERANCE = {"real": 1.5, "simulated": 1.05}
-LOOK_TASK3 = "LargeLinearModelMP.__init__ in hw3/model_parallel.py (Task 3: the layout)"
-LOOK_FORWARD = "LargeLinearModelMP.forward in hw3/model_parallel.py (the baton pass)"
-LOOK_COUNTING = (LOOK_FORWARD + " (Task 5: add 1 to self.to_calls at every x.to(layer_device), "
-                 "and 1 to self.transfers when x is not already on layer_device: test that "
-                 "before the move, since after it x is always there)")
+# What to look at, after the method of the model class the grader built (look_task3,
+# look_forward): a renamed class is graded since 2bfff02, and its feedback had named the
+# handout's LargeLinearModelMP, which the student's file does not have.
+COUNTING_HOW = (" (Task 5: add 1 to self.to_calls at every x.to(layer_device), and 1 to "
+                "self.transfers when x is not already on layer_device: test that before the "
+                "move, since after it x is always there)")
+MOVED_HOW = (": it moves layers off the GPUs __init__ gave them, and a layer computes where it "
+             "is when forward() calls it: leave each layer on its GPU and move only the "
+             "activation")
 # Task 5's printed counts, one case per count: the .to() calls, then the transfers.
 QUANTITIES = ("to_calls", "transfers")
 # What a student reads where the probe could not build a model their own script builds and runs
@@ -120,6 +125,35 @@ MODEL_NOT_BUILT = ("the grader could not build your model the way your script bu
                    "your script itself runs to its end, so this is the grader's failure, not "
                    "yours: a person will grade these by hand")
 QUANTITY_WORDS = {"to_calls": ".to() calls", "transfers": "GPU-to-GPU transfers"}
+
+
+def model_of(found: dict | None) -> tuple[str, str]:
+    """(the model's class, the file that defines it) as the probe built it: a record's
+    `model_class` where the script's model has another name than the handout's, its
+    `model_file` where the class is in another file than the script (hw3_build.py); the
+    handout's LargeLinearModelMP in hw3/model_parallel.py where no class was found."""
+    found = found or {}
+    name, path = found.get("model_class"), found.get("model_file")
+    return (name if isinstance(name, str) else MODEL_CLASS,
+            path if isinstance(path, str) else SCRIPT)
+
+
+def look_task3(found: dict | None) -> str:
+    model, path = model_of(found)
+    return f"{model}.__init__ in {path} (Task 3: the layout)"
+
+
+def look_forward(found: dict | None) -> str:
+    model, path = model_of(found)
+    return f"{model}.forward in {path} (the baton pass)"
+
+
+def look_counting(found: dict | None) -> str:
+    return look_forward(found) + COUNTING_HOW
+
+
+def look_moved(found: dict | None) -> str:
+    return look_forward(found) + MOVED_HOW
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +306,7 @@ def ran_forward(found) -> None:
         raise AssertionError(explain(
             "the forward pass runs: each layer receives its input on its own GPU",
             f"{error['type']}{' at ' + error['site'] if error.get('site') else ''}: "
-            f"{error['message']}", LOOK_FORWARD) + (f"\n{moved}" if moved else ""))
+            f"{error['message']}", look_forward(found)) + (f"\n{moved}" if moved else ""))
 
 
 def check_fact(answers, qid, verdict, observed_in_code, measured, reported_values,
@@ -366,7 +400,7 @@ def test_task2_step_time_grows_with_depth(probe, measured):
         "median step times " + ", ".join(f"DEPTH {d}: {m:.2f} ms" for d, m in zip(TIMING_DEPTHS, medians))
         + f" ({clock_of(found)} clock); rank correlation {rho:.2f}",
         "every layer must do its work in forward and backward: look for layers skipped or "
-        "reused in LargeLinearModelMP.forward")
+        f"reused in {look_forward(found)}")
 
 
 def _task2_depths(answers) -> list[int]:
@@ -512,13 +546,19 @@ LAYOUT_CASES = [pytest.param(n, d, id=f"{n}gpus-depth{d}")
                 for n in NODE_SIZES for d in DEPTHS if d >= n]
 
 
+def probed_record(probe) -> dict | None:
+    """A record of the probe's that names the model it built (model_of), None where none
+    does (the handout's class, in the script)."""
+    records, _ = probe
+    return next((r for r in records if isinstance(r.get("model_class"), str)
+                 or isinstance(r.get("model_file"), str)), None)
+
+
 def probed_class(probe) -> str:
     """The model class the probe built: the handout's LargeLinearModelMP, or the class of
     another name the script builds (grader/harness/hw3_build.py), whose passes the own run's
     trace is read for (a renamed class had escaped the collapse check)."""
-    records, _ = probe
-    return next((r["model_class"] for r in records if isinstance(r.get("model_class"), str)),
-                MODEL_CLASS)
+    return model_of(probed_record(probe))[0]
 
 
 @pytest.fixture(scope="module")
@@ -554,11 +594,11 @@ def spread_layout(probe, gpus, depth, own_run_collapse: str | None = None):
     on_host = any(gpu_index(d) is None for _, d in wrong)
     assert not wrong, explain(
         f"every layer on one of the node's GPUs cuda:0 .. cuda:{gpus - 1}",
-        "; ".join(f"layer {i} is on {d}" for i, d in wrong[:5]) + moved, LOOK_MOVED if moved
-        else LOOK_TASK3 + (": every layer you create needs its .to(device), the leftover ones "
-                           "too (where DEPTH is not a multiple of the GPU count)" if on_host else
-                           ": derive the GPUs from torch.cuda.device_count(), never a fixed "
-                           "number"))
+        "; ".join(f"layer {i} is on {d}" for i, d in wrong[:5]) + moved, look_moved(found)
+        if moved else look_task3(found) + (
+            ": every layer you create needs its .to(device), the leftover ones too (where "
+            "DEPTH is not a multiple of the GPU count)" if on_host else
+            ": derive the GPUs from torch.cuda.device_count(), never a fixed number"))
     counts = counts_per_gpu(devices, gpus)
     idle = [i for i, c in enumerate(counts) if c == 0]
     if idle:
@@ -567,15 +607,16 @@ def spread_layout(probe, gpus, depth, own_run_collapse: str | None = None):
         layouts = layouts_seen(probe)
         raise GPUsLeftIdle(explain(
             f"the {depth} layers spread over all {gpus} GPUs: every GPU holds at least one",
-            observed, LOOK_MOVED if moved
-            else LOOK_TASK3 + ": " + why_gpus_idle(counts, depth, gpus, layouts)),
+            observed, look_moved(found) if moved
+            else look_task3(found) + ": " + why_gpus_idle(counts, depth, gpus, layouts)),
             observed, "moved" if moved else idle_cause(counts, depth, gpus, layouts))
     if own_run_collapse and gpus >= 2:
         observed = (f"the grader's calls of forward() ran {describe_layout(devices)}, but "
                     f"{own_run_collapse}")
         raise GPUsLeftIdle(explain(
             f"the {depth} layers spread over all {gpus} GPUs in every forward pass, the "
-            "training steps of your own script too", observed, LOOK_MOVED), observed, "moved")
+            "training steps of your own script too", observed, look_moved(found)), observed,
+            "moved")
     return found, devices, counts
 
 
@@ -596,11 +637,6 @@ def moved_by_forward(found: dict) -> str:
                        f"{describe_layout(first_call)})")
     return said + f"the first call ran {describe_layout(first_call)})" + (
         f" (__init__ had placed {describe_layout(built_as)})" if built_as else "")
-
-
-LOOK_MOVED = (LOOK_FORWARD + ": it moves layers off the GPUs __init__ gave them, and a layer "
-              "computes where it is when forward() calls it: leave each layer on its GPU and "
-              "move only the activation")
 
 
 class GPUsLeftIdle(AssertionError):
@@ -740,11 +776,11 @@ def spread_for(probe, gpus, depth, what: str, own_run_collapse: str | None = Non
 @pytest.mark.check("hw3.task3.balanced")
 @pytest.mark.parametrize("gpus,depth", LAYOUT_CASES)
 def test_task3_even_split(probe, gpus, depth, own_run_collapse):
-    _, _, counts = spread_for(probe, gpus, depth, "the balance", own_run_collapse)
+    found, _, counts = spread_for(probe, gpus, depth, "the balance", own_run_collapse)
     assert max(counts) - min(counts) <= 1, explain(
         f"{depth} layers over {gpus} GPUs: per-GPU counts that differ by at most one "
         f"(e.g. {counts_per_gpu(even_contiguous_layout(depth, gpus), gpus)})",
-        f"layers per GPU {counts}", LOOK_TASK3)
+        f"layers per GPU {counts}", look_task3(found))
     only_a_failure_counts_on_a_small_node(gpus)
 
 
@@ -756,12 +792,12 @@ def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth,
     assert found["n_layers"] == depth and found["distinct_layers"] == depth, explain(
         f"exactly DEPTH={depth} distinct layers with weights in the model",
         f"{found['n_layers']} layers ({found['distinct_layers']} distinct)",
-        LOOK_TASK3 + constructor_note(found))
+        look_task3(found) + constructor_note(found))
     ran_forward(found)
     assert found.get("matches_single_gpu") is True, explain(
         f"the output on {on_gpus(gpus)} equals the output of the same layers on one device",
         f"outputs differ by up to {found.get('max_difference')}",
-        LOOK_FORWARD + ": every layer once, in order")
+        look_forward(found) + ": every layer once, in order")
     # The output equals the model's own on one GPU, not the layers' composition: a forward with
     # work of its own (no ReLU after the last layer), or one that skips or repeats a layer on
     # every device count alike. The layers the forward ran tell them apart.
@@ -771,7 +807,7 @@ def test_task3_every_layer_once_and_output_equals_one_device(probe, gpus, depth,
             f"the output on {on_gpus(gpus)} is what the {depth} layers give, each once, in order",
             wrong + (" (on one GPU too: your model's output there is the same)"
                      if gpus > 1 else ""),
-            LOOK_FORWARD + ": loop over every layer of the model once")
+            look_forward(found) + ": loop over every layer of the model once")
     only_a_failure_counts_on_a_small_node(gpus)
 
 
@@ -782,7 +818,7 @@ def test_task3_contiguous_blocks(probe, gpus, depth, own_run_collapse):
         # Every layout that uses all GPUs is then one block per GPU: nothing to tell apart.
         pytest.skip("one GPU, or one layer per GPU: any layout is blocks (not counted)")
     try:
-        _, devices, _ = spread_layout(probe, gpus, depth, own_run_collapse)
+        found, devices, _ = spread_layout(probe, gpus, depth, own_run_collapse)
     except AssertionError as failure:
         # A layout that leaves a GPU empty may well be in blocks: Task 3's own checks say what
         # is wrong; this item is no judgement of it (a TA's audit: "not in blocks" was false).
@@ -800,7 +836,7 @@ def test_task3_contiguous_blocks(probe, gpus, depth, own_run_collapse):
         f"layer {index} is on {observed_device}, but an even contiguous split of {depth} layers "
         f"over {gpus} GPUs puts it on {expected_device}. This layout makes "
         f"{device_changes(devices)} GPU-to-GPU transfers per forward pass instead of {gpus - 1}",
-        LOOK_TASK3))
+        look_task3(found)))
 
 
 # -- Task 4: more GPUs -------------------------------------------------------------------------
@@ -814,7 +850,7 @@ def test_task4_more_gpus_no_faster(probe):
     assert t5 >= t2 / NO_SPEEDUP_TOLERANCE[clock_of(found)], explain(
         "no speed-up from 2 to 5 GPUs beyond noise (only one GPU works at any moment)",
         f"median step {t2:.2f} ms on 2 GPUs, {t5:.2f} ms on 5 ({clock_of(found)} clock)",
-        "LargeLinearModelMP.forward must run the layers one after another, as the task describes")
+        f"{look_forward(found)}: it must run the layers one after another, as the task describes")
 
 
 # The table is graded per configuration, as a TA grades "a table ... for each configuration":
@@ -1061,7 +1097,7 @@ def counts_printed_without_counting(probe, runs, script_specs, quantity: str) ->
         f"with DEPTH={RECOUNT_DEPTH} on {RECOUNT_GPUS} GPUs (fewer layers than GPUs), the script "
         f"prints {counts_said(counts, None)}",
         f"{said}, and the model's counter {counter} (the template's) did not count the grader's "
-        "forward pass either", LOOK_COUNTING)
+        "forward pass either", look_counting(recount))
 
 
 def starts_on_the_host(run) -> bool:
@@ -1108,6 +1144,7 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
     # a transfer still prints the .to() calls the handout asks to count (a TA's audit).
     run = runs.script(**script_specs[gpus])
     counts = forward_counts(probe, gpus, starts_on_the_host(run))
+    look = look_counting(probed_record(probe))
     calls, copies = counts[0]
     measured["task5"] = {str(gpus): {"to_calls": calls, "transfers": copies}}
     # stdout, or stderr where `logging` writes by default (a logged line is printed too).
@@ -1117,26 +1154,26 @@ def test_task5_printed_counts_are_the_forward_passes(probe, runs, script_specs, 
         # read-only while graded) are printed all the same: only a stop before them costs.
         raise AssertionError(explain(f"hw3/model_parallel.py prints the counts of one forward "
                                      f"pass, {counts_said(counts, gpus)}", run.problem(),
-                                     LOOK_COUNTING))
+                                     look))
     assert printed, explain(
         f"hw3/model_parallel.py prints the counts of one forward pass, {counts_said(counts, gpus)}"
         " (in other words too, on one line)",
         "no line 'to() calls: ..., real transfers: ...' in its output (counted by hand, the "
-        "four numbers you report are what is graded)", LOOK_COUNTING)
+        "four numbers you report are what is graded)", look)
     stated = statements(printed, set(counts))
     assert len(stated) <= gpus, explain(
         f"hw3/model_parallel.py prints the counts of one forward pass, {counts_said(counts, gpus)}"
         f": one pair for each configuration it runs (at most {gpus} on {gpus} GPUs)",
         f"it printed {len(stated)} different pairs of counts (from '{stated[0].line}' to "
         f"'{stated[-1].line}'), more than the configurations it could run: which is the count?",
-        LOOK_COUNTING)
+        look)
     position = QUANTITIES.index(quantity)
     allowed = {c[position] for c in counts}
     said = next((p for p in printed if p.pair in counts), None) or next(
         (p for p in printed if p.pair[position] in allowed), printed[0])
     assert said.pair[position] in allowed, explain(
         f"the {QUANTITY_WORDS[quantity]} your script prints are the ones its forward pass makes: "
-        f"{counts_said(counts, gpus)}", said.quoted(), LOOK_COUNTING)
+        f"{counts_said(counts, gpus)}", said.quoted(), look)
     not_counted = counts_printed_without_counting(probe, runs, script_specs, quantity)
     assert not_counted is None, not_counted
 

@@ -16,9 +16,10 @@ import ast
 import copy
 import dataclasses
 import inspect
+import os
 import weakref
 
-from grader.harness.hw3_script_call import (MODEL_CLASS, ScriptCall, asks_for_gpus,
+from grader.harness.hw3_script_call import (MODEL_CLASS, SCRIPT, ScriptCall, asks_for_gpus,
                                             classes_asking_for_gpus, classes_with_layers,
                                             model_call, reads_as_constant, script_calls,
                                             unresolved)
@@ -42,9 +43,11 @@ DEVICE_LIST_NAMES = ("devices", "device_list", "devices_list", "gpu_list", "gpus
                      "gpu_devices", "cuda_devices", "available_devices", "device_names",
                      "gpu_ids", "device_ids", "gpu_indices", "device_indices", "gpu_idx",
                      "ids")
-SIGNATURES = ("LargeLinearModelMP(dim=..., depth=...) (e.g. `def __init__(self, dim=DIM, "
-              "depth=DEPTH)`), LargeLinearModelMP(DIM, DEPTH) (two positional parameters), or "
-              "LargeLinearModelMP() with the module constants DIM and DEPTH (`def "
+# The ways the probe builds the model without the script's own call, said with the name of the
+# class it builds ({model}: LargeLinearModelMP, or a class of the student's own name).
+SIGNATURES = ("{model}(dim=..., depth=...) (e.g. `def __init__(self, dim=DIM, "
+              "depth=DEPTH)`), {model}(DIM, DEPTH) (two positional parameters), or "
+              "{model}() with the module constants DIM and DEPTH (`def "
               "__init__(self)`, as the course's code does); a parameter named as a GPU count "
               "(num_gpus) gets torch.cuda.device_count(), one named as a list of devices "
               "(devices, gpu_ids) the node's GPUs")
@@ -179,6 +182,22 @@ def model_class(module, source: str | None) -> tuple[type, str | None]:
                       "model), and the grader could not tell which class is the model: none "
                       "that the script builds holds Linear layers (nn.Module classes it "
                       f"defines: {names}). Keep the class name of the course's base code")
+
+
+def class_file(cls, module) -> str:
+    """The file that defines the model class, as the student names it (SCRIPT, or a helper
+    module beside it), for the feedback to point at: where the class is imported from another
+    file, `__init__` and `forward` are there."""
+    script = getattr(module, "__file__", None)
+    try:
+        found = inspect.getsourcefile(cls)
+    except Exception:   # a class without a source file of its own, or one that hides it
+        found = None
+    if not script or not found:
+        return SCRIPT
+    root = os.path.dirname(os.path.dirname(os.path.abspath(script)))
+    relative = os.path.relpath(os.path.abspath(found), root).replace(os.sep, "/")
+    return SCRIPT if relative.startswith("../") else relative
 
 
 def configured(value, node: Node, module):
@@ -330,8 +349,9 @@ def construct(module, dim: int, depth: int, calls: list | None = None, *,
         except TypeError:
             continue
         return _call(cls, args, kwargs, calls, signature, given)
-    tried = (f"the grader tries {SIGNATURES}: none of these fits"
-             if why_not else f"the grader builds it as {SIGNATURES}"
+    ways = SIGNATURES.format(model=cls.__name__)
+    tried = (f"the grader tries {ways}: none of these fits"
+             if why_not else f"the grader builds it as {ways}"
              + ("" if source is None else f" (no call of {cls.__name__} found in your script)"))
-    raise CannotBuild(f"hw3/model_parallel.py: {cls.__name__}{signature} cannot be built: "
+    raise CannotBuild(f"{class_file(cls, module)}: {cls.__name__}{signature} cannot be built: "
                       + (f"{why_not}. Besides that call, " if why_not else "") + tried)

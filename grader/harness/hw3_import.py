@@ -226,5 +226,5 @@ class StudentImports:
         return TrainsWhenImported(
             f"importing {name} ran for {seconds:.0f} s and was stopped ({error}): it runs code at "
             f"its top level ({'; '.join(work[:3])}), so the grader's import of your module, "
-            "which needs only the class LargeLinearModelMP, runs it too: put that code in a "
+            "which needs only your model's class, runs it too: put that code in a "
             "function called under `if __name__ == \"__main__\":`")

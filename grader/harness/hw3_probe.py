@@ -35,7 +35,7 @@ import time
 import traceback
 import types
 
-from grader.harness.hw3_build import construct
+from grader.harness.hw3_build import SCRIPT, class_file, construct
 from grader.harness.hw3_import import StudentImports
 from grader.harness.hw3_recompute import equals_any
 
@@ -162,6 +162,7 @@ class Probe:
         self.imports = StudentImports(model_file, ConfigTimeout)
         self.built_as: str | None = None   # the constructor call of the last build
         self.model_class: str | None = None   # the model's class, where not LargeLinearModelMP
+        self.model_source: str | None = None  # the file defining it, where not the script
 
     def module(self, dim: int, depth: int):
         """The student's module as a run on the current node imports it (hw3_import.py):
@@ -199,14 +200,21 @@ class Probe:
         self.torch.manual_seed(seed)
         calls: list[str] = []
         renamed: list[str] = []
-        if module is None:
+        students = module is None   # not the course's base code
+        if students:
             module, source = self.module(dim, depth), self.imports.source
         try:
-            return construct(module, dim, depth, calls, source=source, gpus=self.node_size,
-                             notes=renamed, stop=(ConfigTimeout,))
+            model = construct(module, dim, depth, calls, source=source, gpus=self.node_size,
+                              notes=renamed, stop=(ConfigTimeout,))
         finally:
             self.built_as = calls[-1] if calls else None
             self.model_class = renamed[-1] if renamed else self.model_class
+        if students:
+            # The feedback's "where to look" names the file the class is in (a helper module
+            # the script imports it from has its __init__ and forward).
+            source_file = class_file(type(model), module)
+            self.model_source = source_file if source_file != SCRIPT else None
+        return model
 
     def modules_of(self, model) -> list:
         """What the model's forward applies in order: `self.layers` as the base code keeps it
@@ -219,7 +227,7 @@ class Probe:
             # A layer registered twice (a list of the layers and stages reusing them) is one.
             modules = list({id(m): m for m in self.own_weights(model)}.values())
             if not modules:
-                raise AttributeError("LargeLinearModelMP holds no layer with weights (nn.Linear) "
+                raise AttributeError(f"{type(model).__name__} holds no layer with weights (nn.Linear) "
                                      "that torch can see: keep the layers in an nn.ModuleList "
                                      "or nn.Sequential, as the base code's self.layers")
             return modules
@@ -345,6 +353,8 @@ class Probe:
             record["built_as"] = self.built_as
         if self.model_class is not None:
             record["model_class"] = self.model_class   # a note for the student (no points)
+        if self.model_source is not None:
+            record["model_file"] = self.model_source   # where the feedback says to look
         if emit:
             self.emit(record)
 
@@ -684,8 +694,8 @@ def _sealed_writer(out_path: str, seal, replaced, watched: list):
 
 
 # The probe's attributes that change as it measures (the rest is compared before each record;
-# built_as words feedback, model_class names the class graded).
-_PROBE_STATE = frozenset({"hung", "node_size", "built_as", "model_class"})
+# built_as words feedback, model_class and model_source name the class graded and its file).
+_PROBE_STATE = frozenset({"hung", "node_size", "built_as", "model_class", "model_source"})
 
 
 def _keep_student_files_off_the_grader_path() -> None:

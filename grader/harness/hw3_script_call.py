@@ -18,6 +18,7 @@ import functools
 from dataclasses import dataclass, field
 
 MODEL_CLASS = "LargeLinearModelMP"   # the handout's name for the model
+SCRIPT = "hw3/model_parallel.py"      # the handout's script, where that class is
 CONSTANTS = ("DIM", "DEPTH")         # the configuration the probe sets in the module
 
 # Where the script's model is built, in the order they are read: main() as the course's code
