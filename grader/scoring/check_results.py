@@ -13,6 +13,7 @@ not read are told by their message, as they were scored when it was written).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 from typing import Mapping
 
@@ -78,6 +79,38 @@ def _unread_by_message(report: dict) -> dict[str, str]:
     questions = answers.get("questions") if isinstance(answers.get("questions"), Mapping) else {}
     return {qid: f"Expected: an answer to: {questions.get(qid, qid)}\nObserved: "
             for qid in answers.get("unread") or [] if isinstance(qid, str)}
+
+
+# Failures a report written before a mark (not in its `case_marks`) scored as the student's 0,
+# which the checks now mark for a person: the mark -> (the assignment, how such a failure's
+# message began then, the check whose cases show the student's own code runs). HW3 since
+# 31bc78d: the probe could not build the model the way the script, which ran to its end,
+# builds it (`graded_by_hand`); the message was the probe's own, naming the file and the class.
+_MARKED_SINCE = {"graded_by_hand": (
+    "hw3", re.compile(r"hw3/\S+\.py(?:: \S.* cannot be built: | defines no class )"),
+    "hw3.script_runs")}
+
+
+def unmarked_cases(report: dict) -> dict[str, list[str]]:
+    """For a report written before a mark of `_MARKED_SINCE` (a folder `--rescore` or a batch
+    scores again): {check: [node ids]} of its failed cases that the checks now mark, where the
+    report does not show them the student's own 0 (the runs check failed: the script does not
+    run). Their points cannot be scored again from the report (which of the answers those
+    checks read were missing, a 0 still, it does not say): the submission is graded again."""
+    marks = report.get("case_marks") or []
+    found: dict[str, list[str]] = {}
+    for mark, (assignment, began, runs_check) in _MARKED_SINCE.items():
+        if mark in marks:
+            continue
+        grouped = cases_by_check(report)
+        if any(c.outcome in (FAILED, ERROR) for c in grouped.get(runs_check, [])):
+            continue   # the script itself stopped: those failures are the student's, as now
+        for check, cases in grouped.items():
+            for case in cases:
+                if case.assignment == assignment and case.outcome == FAILED \
+                        and began.match(case.message):
+                    found.setdefault(check, []).append(case.nodeid)
+    return found
 
 
 def report_of_cases(cases: list[Case]) -> dict:

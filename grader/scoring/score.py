@@ -37,7 +37,9 @@ Rules (documented for students and instructors in RESULT_SCHEMA.md):
 - a grading problem is no grade: where a check worth points did not run or errored in any of
   its cases (its item not set by the instructor; the problem names the check and the cases), the checks' pytest session went wrong (a module that did
   not import, a bad exit code), a check ran that the rubric does not know, or no check could
-  run at all (`errored_assignment`), the assignment's ``grading_problems`` lists why. Its
+  run at all (`errored_assignment`), or the report was written before the checks marked
+  failures that now wait for a person (HW3's model not built while the script ran, 31bc78d:
+  its 0s cannot be scored again), the assignment's ``grading_problems`` lists why. Its
   score is kept (what did run), but it is not the student's grade: every consumer reads
   `grading_problems` (the batch leaves its cells empty and grades the upload again, the CLI
   says "not graded"). The house rule: bad input gets a zero for what it affects; a grading
@@ -53,7 +55,7 @@ from typing import Any, Mapping
 
 from grader.scoring import late as _late
 from grader.scoring.check_results import (ERROR, FAILED, PASSED, SKIPPED, Case, cases_by_check,
-                                          session_problems)
+                                          session_problems, unmarked_cases)
 from grader.scoring.overrides import ItemOverride, Overrides, Release, check_overrides
 from grader.scoring.rubric import CheckRule, Item, Rubric
 
@@ -193,13 +195,15 @@ def score_assignment(rubric: Rubric, report: Mapping[str, Any],
                       if c.status == STATUS_ERROR and not (c.passed + c.failed + c.skipped + c.errors))
     unknown = _checks_not_in_rubric(rubric, grouped)
     errors.extend(unknown)
+    stale = _scored_before_marks(items, report)
+    errors.extend(stale)
 
     release = overrides.release(rubric.assignment)
     review = _integrity_review(items, integrity or [], release, integrity_notes) \
         if integrity or integrity_notes else None
     result = _assemble(rubric, items, errors)
     result.integrity = review
-    result.grading_problems = session + _checks_that_did_not_run(items) + unknown
+    result.grading_problems = session + _checks_that_did_not_run(items) + unknown + stale
     if submitted_at is not None:
         _apply_late_penalty(result, rubric, submitted_at)
     return result
@@ -267,6 +271,25 @@ def _checks_that_did_not_run(items: list[ItemScore]) -> list[str]:
             found.append(f"{item.id}: check '{check.id}' errored{where}: "
                          + " ".join(errored[0].message.split())[:_PROBLEM_CHARS])
     return found
+
+
+def _scored_before_marks(items: list[ItemScore], report: Mapping[str, Any]) -> list[str]:
+    """Results written before the checks marked the failures a person grades (HW3's model the
+    probe could not build while the script ran, 31bc78d; check_results.unmarked_cases), scored
+    again: those failures scored 0 then, and may wait for a person now, which the report
+    cannot tell (an answer missing is still a 0). No grade: the submission is graded again. An
+    item the instructor scored is a person's grade."""
+    unmarked = unmarked_cases(dict(report))
+    stale = {item.id: sum(len(unmarked[c.id]) for c in item.checks if c.points > 0
+                          and c.id in unmarked)
+             for item in items if item.kind == "auto" and not item.overridden}
+    stale = {item: cases for item, cases in stale.items() if cases}
+    if not stale:
+        return []
+    return [f"results written before 31bc78d: the grader could not build the model while the "
+            f"script ran to its end, and {sum(stale.values())} failed case(s) of "
+            f"{', '.join(stale)} scored 0 then may wait for a person now, which rescoring "
+            "cannot tell: grade the submission again (pdl-grade grade, not --rescore)"]
 
 
 def grading_problems(assignment: Mapping[str, Any]) -> list[str]:
