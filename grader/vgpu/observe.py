@@ -16,6 +16,7 @@ import weakref
 
 import torch
 
+from grader.vgpu.grad_resets import GradResets
 from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, mark_pass_output,
                                           pass_of)
 from grader.vgpu.input_identity import InputIdentity
@@ -142,6 +143,7 @@ def backward_ends() -> None:
     observer = _observer
     if observer is not None and not in_backward() and observer.trace.enabled:
         observer.sources.backward_ended()
+        observer.resets.remember(observer.model_parameters())
 
 
 # Calls of a pass's first layer noted, at most (`inside_calls`).
@@ -392,6 +394,7 @@ class Observer:
         self._handles = []
         self.rows = RowRecorder(lambda: self.steps)
         self.inputs = InputIdentity()   # which memory each pass read (`input_at`)
+        self.resets = GradResets()   # gradients thrown away by hand (`zero_grad`, by hand)
         self._used: set[int] = set()   # forward passes a backward pass has reached
         # Passes inside reentrant checkpointing, per module, until backward recomputes them:
         # (the pass's number, its input's storage).
@@ -459,6 +462,8 @@ class Observer:
                                         owner=type(target).__name__,
                                         models=observer._models_reset(target),
                                         **_thread_fields())
+                    # Told here: the gradients it threw away are no reset by hand.
+                    observer.resets.remember(observer.model_parameters())
                 return result
 
             zero_grad.__wrapped__ = original
@@ -473,13 +478,32 @@ class Observer:
         else:
             params = list(target.parameters())
         covered = {id(p) for p in params}
-        found = []
+        return sorted(number for number, own in self._trained_parameters().items()
+                      if own and all(id(p) in covered for p in own))
+
+    def _trained_parameters(self) -> dict[int, list]:
+        """{model number: its parameters that take gradients} of the models still alive."""
+        found = {}
         for number, alive in list(self._models.values()):
             model = alive()
-            own = [p for p in model.parameters() if p.requires_grad] if model is not None else []
-            if own and all(id(p) in covered for p in own):
-                found.append(number)
-        return sorted(found)
+            if model is not None:
+                found[number] = [p for p in model.parameters() if p.requires_grad]
+        return found
+
+    def model_parameters(self) -> list:
+        """The parameters of every model still alive, each once."""
+        return list({id(p): p for own in self._trained_parameters().values()
+                     for p in own}.values())
+
+    def _reset_by_hand(self) -> None:
+        """A `zero_grad` record for the models whose gradients the script threw away since
+        the last backward without a zero_grad call (`p.grad = None`, `p.grad.zero_()`:
+        grad_resets.py), told before the pass or backward that comes next, so that the passes
+        before it train nothing of the step, as with optimizer.zero_grad()."""
+        models = self.resets.thrown_away(self._trained_parameters())
+        if models:
+            self.trace.emit("zero_grad", step=self.steps, owner="by hand", models=models,
+                            **_thread_fields())
 
     def uninstall(self) -> None:
         global _observer
@@ -522,6 +546,8 @@ class Observer:
                 self._recomputed(module, first)
             return None
         nested = in_replica_thread()
+        if not nested and within is None:
+            self._reset_by_hand()
         continued = None if nested or within is not None else self._continued(args, kwargs)
         self.forwards += 1
         opened = (self.forwards, storage_of(first) if first is not None else None,
@@ -759,6 +785,7 @@ class Observer:
         if self.trace.enabled:
             if not in_backward():
                 self._joinable = None   # a step after this backward begins a window
+                self._reset_by_hand()
             self.sources.backward_begins(roots, nested=in_backward())
             if not self._class_weights_seen and not in_backward():
                 weighted = class_weighted_mean(roots)

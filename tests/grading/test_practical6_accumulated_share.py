@@ -64,6 +64,11 @@ def ranks_run(traced_vnode, processes: int, **style) -> Observation:
     """The run of `processes` ranks, each training as `style` says on rows of its own."""
     events = traced_vnode(1)
     train(**style)
+    return ranks_of(events, processes)
+
+
+def ranks_of(events: list[dict], processes: int) -> Observation:
+    """One rank's traced training as the run of `processes` ranks, each on rows of its own."""
     # The trace of a process torchrun starts opens with its `start` record.
     rank0 = [{"event": "start", "rank": 0}] + [e for e in events if e.get("rank", 0) == 0]
     everyone = rank0 + [own_rows(e, rank) for rank in range(1, processes)
