@@ -292,19 +292,34 @@ def _is_model(module) -> bool:
     return getattr(module, "_is_replica", False) or next(module.parameters(), None) is not None
 
 
+# Parameters no `__torch_function__` of their own answers for: their sizes are read with torch
+# functions off, where the virtual node's mode would only pass the calls through (mode.py
+# `_PASSTHROUGH_NAMES`) at a Python frame each (a traced pass reads every layer's twice, where
+# it begins and where it ends: benchmarks/observe_overhead.py). Any other kind (a subclass of
+# the script's, a lazy module's UninitializedParameter) is read as it answers.
+_PLAIN_PARAMETERS = (torch.nn.Parameter, torch.Tensor)
+
+
 def placement(module: torch.nn.Module) -> list[dict]:
     """Every submodule that owns parameters, in registration order, with its device."""
-    layers = []
-    for name, sub in module.named_modules():
-        own = list(sub.parameters(recurse=False))
-        if not own:
-            continue
-        devices = sorted({str(p.device) for p in own})
-        layers.append({"name": name or "(root)", "type": type(sub).__name__,
-                       "device": devices[0] if len(devices) == 1 else devices,
-                       "params": sum(p.numel() for p in own),
-                       "bytes": sum(p.numel() * p.element_size() for p in own)})
-    return layers
+    owners = [(name, sub, own) for name, sub in module.named_modules()
+              if (own := list(sub.parameters(recurse=False)))]
+    if all(type(p) in _PLAIN_PARAMETERS for _, _, own in owners for p in own):
+        with torch._C.DisableTorchFunction():
+            return [_layer(name, sub, own) for name, sub, own in owners]
+    return [_layer(name, sub, own) for name, sub, own in owners]
+
+
+def _layer(name: str, sub: torch.nn.Module, own: list) -> dict:
+    devices, params, size = set(), 0, 0
+    for parameter in own:
+        devices.add(parameter.device)
+        count = parameter.numel()
+        params += count
+        size += count * parameter.element_size()
+    named = sorted({str(device) for device in devices})
+    return {"name": name or "(root)", "type": type(sub).__name__,
+            "device": named[0] if len(named) == 1 else named, "params": params, "bytes": size}
 
 
 # Modules looked at where a script stopped with an error, at most (each walked once).
