@@ -32,6 +32,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               steps_as_written,
                                               steps_made_outside, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
+from grader.checks.step_rows import later_steps_shared, shared_rows
 from grader.checks.support import chunk_sizes, close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"
@@ -300,13 +301,7 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
     if not found and not (unrecorded and run.ok):
         evidence(run, found, expected, "no rank recorded the rows it trained on", look)
     rows = found
-    shared = []
-    for a in sorted(rows):
-        for b in sorted(rows):
-            if a < b:
-                common = sum(1 for row in rows[b] if any(same_row(row, o) for o in rows[a]))
-                if common:
-                    shared.append((a, b, common, len(rows[b])))
+    shared = shared_rows(rows)
     # Each rank's rows are its passes' (a pass on the very memory of an earlier one counted
     # once: step_batches); a row one rank has that an earlier rank has too is one row. Alike
     # values within a rank are not merged: a row with its columns reversed is another row
@@ -338,8 +333,8 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
                            if padded != BATCH else "")
                         + too_many_rows_why(runs, processes, rows))
     elif step_total(run) > padded:
-        # Rows are recorded before the first step only; every later step is read by its
-        # rows' count: the share at the first step and the whole batch after it (adv40 F4).
+        # Every later step by its rows' count: the share at the first step and the whole
+        # batch after it (adv40 F4); by the rows themselves below.
         problems.append(f"together the ranks train on {step_total(run)} rows per optimizer "
                         f"step at a later step, more than the batch of {BATCH}: "
                         + "; ".join(f"rank {r} trains on {rows} rows at its step {step + 1}"
@@ -347,6 +342,16 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
     elif len(together) < processes * (BATCH // processes) and not unrecorded:
         problems.append(f"together the ranks train on {len(together)} different rows per step, "
                         f"fewer than {processes} x {BATCH // processes}")
+    # Every later step's rows too, where each rank's were recorded (grader/checks/step_rows.py):
+    # the share at the first step and the same rows on every rank after it had passed by its
+    # rows' count (p6_F_same_later 9.75).
+    later = None if problems else later_steps_shared(run, processes, padding)
+    if later:
+        step, shared_then = later
+        a, b, common, size = shared_then[0]
+        problems.append(f"at step {step + 1}, rank {b} trains on {common} of its {size} rows "
+                        f"that rank {a} also trains on"
+                        + (" (the same data on every rank)" if common == size else ""))
     assert not problems and len(set(rows) | set(unrecorded)) == processes, explain(
         expected, "; ".join(problems) or f"rows seen on rank(s) {sorted(rows)} only", look)
 

@@ -26,6 +26,12 @@ reaches (a CUDA warm-up of 40 passes with autograd on, a red team's adv31 H3) sp
 it, so they can no longer leave the training batch unrecorded (Practical 6's different_data had
 been skipped, and the bug it looks for hidden).
 
+After the first step the rows of a pass with gradients are held the same way and recorded when a
+backward first reaches it (a `step_rows` record naming the pass, from the "later" budget): each
+step's training rows, so that the ranks' rows are compared at every step, not their count only
+(a red team's forger gave every rank the share at the first step and the same rows after it).
+Rows recorded before are not spent again (`rows_as`), so a loop over one batch spends nothing.
+
 A concatenation records where each of its inputs lives (`storages`): the chunks' outputs, not
 Part 1's output cut into pieces and glued back (adv28). A copy of a tensor is that tensor: an
 input moved to another device first (`out.to(x.device)`), cloned (`out.clone()`, a red team's
@@ -65,8 +71,8 @@ MAX_RECORDS = 64
 # The budgets, each of MAX_RECORDS records per process: forward passes with gradients (or inside
 # a reentrant checkpoint: they train), forward passes under no_grad, concatenations (and fills),
 # comparisons, and passes with gradients recorded when a backward reached them ("trained": those
-# that found "rows" spent as they ran).
-BUDGETS = ("rows", "eval", "concat", "compare", "trained")
+# that found "rows" spent as they ran; "later": those after the first step).
+BUDGETS = ("rows", "eval", "concat", "compare", "trained", "later")
 # Copies made before the first step, remembered (the latest ones) to tell the tensor a moved or
 # cloned output was copied from; as many storages of forward passes, whose writes are fills.
 MAX_COPIES = 4096
@@ -177,6 +183,8 @@ class RowRecorder:
         # pass number -> the rows of its input, for passes with gradients that found "rows"
         # spent, until a backward reaches them (the latest MAX_RECORDS)
         self._held: dict[int, list] = {}
+        # the same for passes with gradients after the first step (`step_rows`)
+        self._later: dict[int, list] = {}
         self._lock = threading.Lock()
         # the row lists `tolist()` gave of the passes' data, and tensors built from them
         self.lists = RowLists(self)
@@ -215,7 +223,11 @@ class RowRecorder:
         """The rows fields and `storage` of a forward or forward_out record, or nothing where
         rows are not recorded. `pass_number`: the pass whose input `tensor` is; where its rows
         find the budget spent, they are held until a backward reaches it (`reached`)."""
-        if tensor is None or not self._recording():
+        if tensor is None:
+            return {}
+        if not self._recording():
+            if pass_number is not None:
+                self._hold_later(tensor, pass_number)
             return {}
         prints = row_prints(tensor)
         if prints is None:
@@ -243,16 +255,37 @@ class RowRecorder:
                     del self._held[next(iter(self._held))]
         return {**found, "storage": storage}
 
+    def _hold_later(self, tensor, pass_number: int) -> None:
+        """The rows of a pass with gradients after the first step, in the script's own
+        threads, held until a backward reaches it (`reached`)."""
+        from grader.vgpu.observe import _checkpointed   # observe imports this module
+        if not self._steps_taken() or in_replica_thread() \
+                or torch._C._current_graph_task_id() != -1 \
+                or not (torch.is_grad_enabled() or _checkpointed()):
+            return
+        prints = row_prints(tensor)
+        if prints is None:
+            return
+        with self._lock:
+            self._later[pass_number] = prints
+            if len(self._later) > MAX_RECORDS:   # the oldest go first
+                del self._later[next(iter(self._later))]
+
     def reached(self, pass_number: int) -> None:
         """A backward pass first reached pass `pass_number`: the rows of its input, held since
         it ran with the budget spent, are recorded now (`forward_rows`, from the "trained"
-        budget), as those of a pass that trains."""
+        budget), as those of a pass that trains; after the first step, `step_rows` (from the
+        "later" budget)."""
         with self._lock:
             prints = self._held.pop(pass_number, None)
+            later = self._later.pop(pass_number, None)
         trace = get_trace()
-        if prints is None or not trace.enabled:
+        if not trace.enabled:
             return
-        trace.emit("forward_rows", n=pass_number, **self._rows(prints, "trained"))
+        if prints is not None:
+            trace.emit("forward_rows", n=pass_number, **self._rows(prints, "trained"))
+        if later is not None:
+            trace.emit("step_rows", n=pass_number, **self._rows(later, "later"))
 
     def copied(self, source, copy) -> None:
         """`copy` was made of `source` (`.to()` to another device or dtype, `clone`,
