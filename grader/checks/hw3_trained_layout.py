@@ -10,8 +10,12 @@ passes of the probed class, with gradients on, that a backward reached and an op
 took (never a no_grad evaluation, nor a pass after the run's last step), must run their layers
 on as many GPUs as the run has (at most one per layer). The trace gives, per pass, the model
 object (`model` of `forward`), the GPUs its layers ran rows on (`layer_devices` of
-`forward_out`; `layers_on_no_rows` where every layer was handed an empty batch), whether its
+`forward_out`; `layers_on_no_rows` where every layer was handed an empty batch), and of those
+the GPUs where a layer ran on the pass's whole batch, the rows its forward was handed
+(`layer_devices_on_batch`, where some GPU's layers ran on fewer: a forward that runs each layer
+on one row where it is and the batch on cuda:0 with F.linear on the same weights), whether its
 forward moved the layers (`moved_layers`), and per step the optimizer object (`optimizer_n`).
+Only a GPU whose layers ran on the batch counts for the spread.
 
 Not judged, as a student doing the tasks would write them: passes of a model main() itself moved
 between passes (`model.to("cuda:0")` for a one-GPU baseline), and passes a later optimizer
@@ -37,11 +41,20 @@ class Collapse:
     later_gpus: tuple[str, ...]
     wanted: int
     training: bool = True
+    # GPUs whose layers the later pass ran on fewer rows than its batch (none counted).
+    later_few_rows: tuple[str, ...] = ()
 
     def said(self) -> str:
-        ran = (f"ran its layers on {_gpus(self.later_gpus)} only" if self.later_gpus else
-               "ran its layers on no rows (each was handed an empty batch: the batch was "
-               "computed elsewhere)")
+        few = (f" (its layers on {_gpus(self.later_few_rows)} ran on fewer rows than the pass "
+               "was handed: the batch was computed elsewhere)" if self.later_few_rows else "")
+        if self.later_gpus:
+            ran = (f"ran its layers on {'the batch on ' if few else ''}"
+                   f"{_gpus(self.later_gpus)} only{few}")
+        elif few:
+            ran = f"ran no layer on its whole batch{few}"
+        else:
+            ran = ("ran its layers on no rows (each was handed an empty batch: the batch was "
+                   "computed elsewhere)")
         if self.earlier is None:
             return (f"its training pass {self.later} {ran}, and no training pass ran them on "
                     f"all {self.wanted} GPUs")
@@ -55,12 +68,13 @@ def _gpus(devices: tuple[str, ...]) -> str:
 
 def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
     """The root passes of `model_class` in the run's main thread, in order, each as
-    {"n", "model", "grad", "gpus", "moved", "step", "used", "placed", "layers"} (gpus: the GPUs
-    its layers ran rows on, in order, () where every layer was handed no rows, None where no
-    layer was seen run, as for a forward calling F.linear on the weights; moved: its forward
-    moved the model's layers; step: the optimizer steps before it; used: a backward reached it;
-    placed: the model's layers were elsewhere when it began than when its last pass began;
-    layers: how many layers the model has, where the trace said)."""
+    {"n", "model", "grad", "gpus", "few_rows", "moved", "step", "used", "placed", "layers"}
+    (gpus: the GPUs its layers ran the pass's batch on, in order, () where every layer was
+    handed no rows or fewer than the batch, None where no layer was seen run, as for a forward
+    calling F.linear on the weights; few_rows: the GPUs whose layers ran on fewer; moved: its
+    forward moved the model's layers; step: the optimizer steps before it; used: a backward
+    reached it; placed: the model's layers were elsewhere when it began than when its last pass
+    began; layers: how many layers the model has, where the trace said)."""
     used = {e.get("n") for e in events if e.get("event") == "forward_used"}
     passes, open_passes, layers = [], [], {}
     for event in events:
@@ -80,14 +94,18 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
             if opened.get("within") or opened.get("module") != model_class \
                     or opened.get("model") is None:
                 continue
-            devices = event.get("layer_devices")
+            ran = event.get("layer_devices")
+            devices = event.get("layer_devices_on_batch", ran)
             gpus = None if devices is None else tuple(d for d in devices
                                                       if str(d).startswith("cuda"))
             if gpus is None and event.get("layers_on_no_rows"):
                 gpus = ()
+            few_rows = tuple(d for d in ran or () if str(d).startswith("cuda")
+                             and d not in (gpus or ()))
             passes.append({"n": opened.get("n"), "model": opened["model"],
                            "grad": bool(opened.get("grad")),
                            "moved": bool(event.get("moved_layers")), "gpus": gpus,
+                           "few_rows": few_rows,
                            "step": opened.get("step"), "used": opened.get("n") in used,
                            "placed": placed, "layers": layers.get(opened["model"])})
     return passes
@@ -140,12 +158,13 @@ def first_collapse(events: list[dict], gpus: int,
         earlier = spread.get(one["model"])
         if earlier is not None:
             return Collapse(earlier["n"], earlier["gpus"], one["n"], one["gpus"],
-                            _wanted(one, gpus))
+                            _wanted(one, gpus), later_few_rows=one["few_rows"])
     if spread:
         return None
     # No training pass ran spread: the first that did not, exempt or not (a model main()
     # moved onto cuda:0 before it trained it at all trained on one GPU).
-    return next((Collapse(None, (), one["n"], one["gpus"], _wanted(one, gpus))
+    return next((Collapse(None, (), one["n"], one["gpus"], _wanted(one, gpus),
+                          later_few_rows=one["few_rows"])
                  for one in trained if _wanted(one, gpus) is not None), None)
 
 

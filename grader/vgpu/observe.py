@@ -150,6 +150,9 @@ def backward_ends() -> None:
 _INSIDE_CALLS = 64
 # GPUs a pass's layers ran on noted, at most (`layer_devices`).
 _LAYER_DEVICES = 16
+# Layers whose rows a pass adds up, at most (`layer_devices_on_batch`): a layer past them is
+# left out, never a GPU taken from the pass.
+_ROWS_PER_LAYER = 4096
 
 
 def _note_rows_inside(module, args, kwargs) -> None:
@@ -168,6 +171,7 @@ def _note_rows_inside(module, args, kwargs) -> None:
         _tls.layers_on_no_rows = True
         return
     _note_layer_device(module, first.shape[0] if first is not None and first.dim() else None)
+    _add_rows(module, first.shape[0] if first is not None and first.dim() else None)
     if first is None or not first.dim():
         return
     rows = first.shape[0]
@@ -201,6 +205,34 @@ def _note_layer_device(module, rows: int | None) -> None:
     most = getattr(_tls, "layer_rows", None)
     if most is not None and rows is not None:
         most[device] = max(rows, most.get(device, 0))
+
+
+def _add_rows(module, rows: int | None) -> None:
+    """The rows a layer run inside the root pass is handed, added up over its calls (None: not
+    read, taken as all of them), with the device it ran on: HW3's Task 3 counts a GPU of the
+    pass only where a layer there ran on as many rows as the pass was handed
+    (`layer_devices_on_batch`). A forward that runs each layer on one row where it is, while
+    the batch goes through F.linear on cuda:0 with the same weights, had its trace name every
+    GPU; a model that cuts the batch into micro-batches itself runs each layer on all of it."""
+    ran = getattr(_tls, "rows_per_layer", None)
+    if ran is None:
+        return
+    key = id(module)
+    if key not in ran:
+        if len(ran) >= _ROWS_PER_LAYER:
+            return
+        parameter = next((p for p in module._parameters.values() if p is not None), None)
+        ran[key] = [str(parameter.device) if parameter is not None else None, 0]
+    ran[key][1] = None if rows is None or ran[key][1] is None else ran[key][1] + rows
+
+
+def _devices_short_of(rows: int) -> set:
+    """The devices of the pass's layers where no layer ran on `rows` rows (the pass's batch)."""
+    fed: dict = {}   # device -> whether a layer there ran on the whole batch
+    for device, ran in (getattr(_tls, "rows_per_layer", None) or {}).values():
+        if device is not None:
+            fed[device] = fed.get(device, False) or ran is None or ran >= rows
+    return {device for device, whole in fed.items() if not whole}
 
 
 def _more_rows(first, args, kwargs) -> dict:
@@ -569,6 +601,7 @@ class Observer:
                   tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
         _tls.layer_devices, _tls.layers_on_no_rows, _tls.layer_rows = [], False, {}
+        _tls.rows_per_layer = {}
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
         if within is None:
@@ -724,12 +757,15 @@ class Observer:
             inside = getattr(_tls, "rows_inside", 0)
             calls = getattr(_tls, "inside_calls", None) or []
             devices = getattr(_tls, "layer_devices", None) or []
+            short = _devices_short_of(rows) if rows and devices else set()
             rows_at = getattr(_tls, "layer_rows", None) or {}
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **({"rows_inside": inside} if inside else {}),
                             **({"inside_calls": list(calls)} if len(calls) > 1 else {}),
                             **({"layer_devices": list(devices)} if devices else {}),
+                            **({"layer_devices_on_batch": [d for d in devices if d not in short]}
+                               if short else {}),
                             **({"layer_rows": [rows_at.get(d) for d in devices]}
                                if devices and rows_at else {}),
                             **({"layers_on_no_rows": True} if not devices and

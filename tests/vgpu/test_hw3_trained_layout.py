@@ -335,3 +335,120 @@ def test_a_collapse_that_stops_the_run_is_seen(traced_vnode, tmp_path, stops_in)
     events.append({"event": "exception", "type": "RuntimeError", "message": "devices"})
     found = _failed_as_one_gpu(events)
     assert (found.earlier, found.later, found.later_gpus) == (2, 3, ("cuda:0",)), found
+
+
+# eng_hw3c: the empty-batch decoy generalised. Each layer runs on ONE row (or a few) of the
+# input where it is, which a trace of layer calls sees on every GPU, while the whole batch goes
+# through F.linear on cuda:0 with the same weights: a GPU counts only where a layer there ran on
+# the rows the pass was handed (`layer_devices_on_batch` of `forward_out`).
+def _decoy_on_rows(rows: int) -> tuple[str, str]:
+    return (FORWARD, FORWARD + "        out = x.to('cuda:0')\n"
+            "        for layer in self.layers:\n"
+            f"            layer(x[:{rows}].to(layer.weight.device))\n"
+            "            out = torch.relu(torch.nn.functional.linear(\n"
+            "                out, layer.weight.to('cuda:0'), layer.bias.to('cuda:0')))\n"
+            "        return out\n")
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_layers_called_on_a_few_rows_while_cuda0_computes_the_batch_are_no_spread(
+        traced_vnode, tmp_path, rows):
+    events = traced_vnode(3)
+    train_as_main_does(student_module(tmp_path, _decoy_on_rows(rows)))
+    outs = [e for e in events if e.get("event") == "forward_out"
+            and e.get("module") == "LargeLinearModelMP"]
+    assert outs[1].get("layer_devices") == ["cuda:0", "cuda:1", "cuda:2"] and \
+        outs[1].get("layer_devices_on_batch") == [], (
+            f"expected a training pass whose layers ran {rows} of {BATCH} rows on each GPU to "
+            f"count no GPU; observed {outs[1]}; where to look: grader/vgpu/observe.py "
+            "_note_layer_rows, _devices_short_of")
+    found = _failed_as_one_gpu(events)
+    assert found.earlier is None and found.later_gpus == () and \
+        found.later_few_rows == ("cuda:0", "cuda:1", "cuda:2"), found
+    assert "ran no layer on its whole batch" in found.said() and \
+        "fewer rows than the pass was handed" in found.said(), found.said()
+
+
+# Honest ways of writing the same model: every training pass runs the batch on all 3 GPUs.
+LAYOUT_LOOP = ("        for gpu in range(n):\n"
+               "            for _ in range(per_gpu + (1 if gpu < extra else 0)):\n"
+               "                self.layers.append(nn.Linear(dim, dim).to(torch.device(f\"cuda:{gpu}\")))\n")
+BASE_FORWARD = ("        for layer in self.layers:\n            layer_device = next(layer.parameters()).device\n"
+                "            # Task 5: .to() returns x itself when it is already there; only a change of\n"
+                "            # GPU copies data.\n            self.to_calls += 1\n"
+                "            if x.device != layer_device:\n                self.transfers += 1\n"
+                "            x = x.to(layer_device)  # the \"baton pass\"\n"
+                "            x = torch.relu(layer(x))\n        return x\n")
+HONEST = {
+    "plain_loop": [(BASE_FORWARD, "        for layer in self.layers:\n"
+                                  "            x = layer(x.to(layer.weight.device))\n"
+                                  "        return x\n")],
+    "sequential_per_gpu": [
+        (LAYOUT_LOOP, "        for gpu in range(n):\n"
+                      "            count = per_gpu + (1 if gpu < extra else 0)\n"
+                      "            self.layers.append(nn.Sequential(*[m for _ in range(count) for m in (\n"
+                      "                nn.Linear(dim, dim), nn.ReLU())]).to(torch.device(f\"cuda:{gpu}\")))\n"),
+        (BASE_FORWARD, "        for stage in self.layers:\n"
+                       "            x = stage(x.to(next(stage.parameters()).device))\n"
+                       "        return x\n")],
+    "relu_modules": [
+        (LAYOUT_LOOP, LAYOUT_LOOP + "                self.layers.append(nn.ReLU())\n"),
+        (BASE_FORWARD, "        for layer in self.layers:\n"
+                       "            if isinstance(layer, nn.Linear):\n"
+                       "                x = x.to(layer.weight.device)\n"
+                       "            x = layer(x)\n        return x\n")],
+    "micro_batches_in_forward": [
+        (BASE_FORWARD, "        outs = []\n        for chunk in x.chunk(2):\n"
+                       "            for layer in self.layers:\n"
+                       "                chunk = torch.relu(layer(chunk.to(layer.weight.device)))\n"
+                       "            outs.append(chunk)\n        return torch.cat(outs)\n")],
+}
+
+
+def _train_on(model, rows: int, steps: int = 3, chunks: int = 1):
+    """Training steps on `rows` rows, the batch given in `chunks` forward passes (micro-batches
+    of the script's own main(), one optimizer step per batch)."""
+    import torch
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(rows, DIM, device="cuda:0")
+    for _ in range(steps):
+        optimizer.zero_grad()
+        for part in x.chunk(chunks):
+            (model(part).pow(2).mean() / chunks).backward()
+        optimizer.step()
+
+
+def _trained_spread(events, gpus: int = 3):
+    passes = [p for p in model_passes(events) if p["grad"]]
+    assert passes and all(len(p["gpus"]) == gpus and not p["few_rows"] for p in passes), (
+        f"expected every training pass to run the batch on all {gpus} GPUs; observed {passes}; "
+        "where to look: grader/vgpu/observe.py _devices_short_of")
+    found = first_collapse(events, gpus)
+    assert found is None, f"expected no verdict against an honest model; observed {found.said()}"
+
+
+@pytest.mark.parametrize("style", list(HONEST))
+def test_honest_ways_of_writing_the_model_train_spread(traced_vnode, tmp_path, style):
+    events = traced_vnode(3)
+    train_as_main_does(student_module(tmp_path, *HONEST[style]))
+    _trained_spread(events)
+
+
+@pytest.mark.parametrize("rows, chunks", [(1, 1), (8, 4), (7, 2)],
+                         ids=["batch-of-one", "micro-batches", "uneven-micro-batches"])
+def test_the_batch_a_script_gives_is_the_batch_of_its_passes(traced_vnode, tmp_path, rows, chunks):
+    """A script's own batch of 1 row is its batch, and each micro-batch its main() runs the
+    model on is the batch of that pass."""
+    events = traced_vnode(3)
+    _train_on(student_module(tmp_path).LargeLinearModelMP(DIM, DEPTH), rows, chunks=chunks)
+    _trained_spread(events)
+
+
+def test_no_grad_evaluations_on_a_few_rows_after_training_are_not_judged(traced_vnode, tmp_path):
+    import torch
+    events = traced_vnode(3)
+    model = train_as_main_does(student_module(tmp_path))
+    with torch.no_grad():
+        for rows in (1, 2):
+            model(torch.randn(rows, DIM, device="cuda:0"))
+    _trained_spread(events)
