@@ -193,11 +193,27 @@ def _note_layer_device(module, rows: int | None) -> None:
     stage 1's GPU, had made stage 1's GPU read as stage 0's); and the most rows a layer there
     was handed (`layer_rows`): a spare layer fed two rows on a GPU of its own runs there, but
     is no stage of the micro-batch (Practical 10, eng_p10s)."""
-    devices = getattr(_tls, "layer_devices", None)
     parameter = next((p for p in module._parameters.values() if p is not None), None)
-    if devices is None or parameter is None:
+    if parameter is None:
         return
-    device = str(parameter.device)
+    if module._modules and any(True for _ in _layers_below(module)):
+        # A model holding parameters of its own beside its layers (`x @ self.w2`): its first
+        # parameter's GPU is not where it ran (_note_own_parameters, when its pass ends).
+        held = getattr(_tls, "own_parameters", None)
+        if held is not None and len(held) < _LAYER_DEVICES:
+            held.append(module)
+        return
+    _note_device(str(parameter.device), rows)
+
+
+def _layers_below(module):
+    return (p for child in module.children() for p in child.parameters())
+
+
+def _note_device(device: str, rows: int | None) -> None:
+    devices = getattr(_tls, "layer_devices", None)
+    if devices is None:
+        return
     if device not in devices:
         if len(devices) >= _LAYER_DEVICES:
             return
@@ -233,6 +249,67 @@ def _devices_short_of(rows: int) -> set:
         if device is not None:
             fed[device] = fed.get(device, False) or ran is None or ran >= rows
     return {device for device, whole in fed.items() if not whole}
+
+
+# Nodes of a pass's autograd graph walked for the model's own parameters, at most; and the
+# nodes above a parameter looked at for the rows of the operation that used it.
+_GRAPH_NODES = 2000
+_USE_DEPTH = 3
+
+
+def _note_own_parameters(models, tensors) -> None:
+    """The GPUs of parameters a model holds itself beside its layers (`self.w2 =
+    nn.Parameter(...)` used as `x @ self.w2` in its forward: no layer is called there, so no
+    call notes them), where the pass's output was computed from them, with the rows of the
+    operation that used each (`layer_devices`, `layer_rows`). A stage of bare parameters on
+    cuda:r+2 had been no stage (Practical 10, eng_p10s), or its GPU taken for the first one."""
+    own = {id(p): p for model in models for p in model._parameters.values()
+           if p is not None and p.requires_grad}
+    if not own or getattr(_tls, "layer_devices", None) is None:
+        return
+    above, seen, at = {}, set(), 0
+    queue = [t.grad_fn for t in tensors if t.grad_fn is not None]
+    while at < len(queue) and len(seen) < _GRAPH_NODES:
+        node, at = queue[at], at + 1
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        parameter = own.get(id(getattr(node, "variable", None)))
+        if parameter is not None:
+            _note_device(str(parameter.device), _rows_used(node, above, parameter))
+            continue
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in seen:
+                above.setdefault(id(child), node)
+                queue.append(child)
+
+
+def _rows_used(node, above, parameter) -> int | None:
+    """The rows of the data that the operation where the parameter meets it (the first node
+    above the parameter's with more than one input: `x @ w`, not `w.t()` or `relu(w)`) saved
+    for its backward, the parameter's own memory left out, the fewest where it saved several
+    (`x[:2] @ relu(w)` ran on 2 rows); None where none shows."""
+    kept = parameter.untyped_storage().data_ptr()
+    for _ in range(_USE_DEPTH):
+        node = above.get(id(node))
+        if node is None:
+            return None
+        if len(node.next_functions) < 2:   # an input without gradients is one too
+            continue
+        rows = [value.shape[0] for name in dir(node) if name.startswith("_saved_")
+                for value in [_saved(node, name)]
+                if isinstance(value, torch.Tensor) and value.dim()
+                and value.untyped_storage().data_ptr() != kept]
+        if rows:
+            return min(rows)
+    return None
+
+
+def _saved(node, name):
+    try:
+        return getattr(node, name)
+    except RuntimeError:   # freed by a backward already
+        return None
 
 
 def _more_rows(first, args, kwargs) -> dict:
@@ -601,6 +678,7 @@ class Observer:
                   tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
         _tls.layer_devices, _tls.layers_on_no_rows, _tls.layer_rows = [], False, {}
+        _tls.own_parameters = []
         _tls.rows_per_layer = {}
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
@@ -750,6 +828,7 @@ class Observer:
                 self._step_passes[opened[0]] = ran_on
                 if len(self._step_passes) > _STEP_PASSES:
                     self._step_passes.pop(next(iter(self._step_passes)), None)
+        _note_own_parameters([module, *(getattr(_tls, "own_parameters", None) or [])], tensors)
         out = tensors[0] if tensors else None
         if out is not None:
             # The output's sum lets the grader check that concatenated chunk outputs equal

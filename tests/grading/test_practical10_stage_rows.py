@@ -176,3 +176,80 @@ def test_honest_stages_are_both_stages(traced_vnode, model_class, micro_batches,
 ])
 def test_stages_of_a_pass(devices, rows_at, rows, stages):
     assert p10.stages_of_pass(devices, rows_at, rows) == stages
+
+
+# -- a stage of bare parameters held by the model itself (`x @ self.w`) ----------------------------
+# No layer is called for it, so no layer call noted its GPU: the replica read as one stage on
+# cuda:r (or, under a wrapper, its GPU as the first stage's). The pass's autograd graph says
+# which of the model's own parameters its output came from, and the rows the matmul ran on.
+
+
+class OwnParameters(nn.Module):
+    """Stage 0 an nn.Sequential on cuda:0, stage 1 the model's own parameters on cuda:2."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()).to(CUDA0)
+        self.w1 = nn.Parameter(torch.randn(HIDDEN, HIDDEN, device=CUDA2) / HIDDEN ** 0.5)
+        self.w2 = nn.Parameter(torch.randn(HIDDEN, DIM, device=CUDA2) / HIDDEN ** 0.5)
+
+    def forward(self, x):
+        x = torch.relu(self.stage0(x.to(CUDA0)).to(CUDA2) @ self.w1)
+        return x @ self.w2
+
+
+class Wrapped(nn.Module):
+    """The model held by a module without parameters of its own (as DDP holds it)."""
+
+    def __init__(self, model_class=OwnParameters):
+        super().__init__()
+        self.module = model_class()
+
+    def forward(self, x):
+        return self.module(x)
+
+
+class OwnSpare(OwnParameters):
+    """The forgery with the spare as the model's own parameter, fed two rows."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        side = x[:2].to(CUDA2) @ torch.relu(self.w1[:, :DIM])
+        return x[:, :DIM].to(CUDA2) + 0 * side.sum()
+
+
+@pytest.mark.parametrize("model_class", [OwnParameters, Wrapped],
+                         ids=["the model's own parameters", "held by a wrapper"])
+def test_a_stage_of_the_models_own_parameters_is_a_stage(traced_vnode, model_class):
+    stages = p10.stage_gpus(trained(traced_vnode, model_class), 0)
+    assert stages == [0, 2], (
+        f"expected stage 0 on cuda:0 and stage 1 (x @ self.w1, @ self.w2) on cuda:2; observed "
+        f"{stages}; where to look: grader/vgpu/observe.py _note_own_parameters")
+
+
+def test_the_models_own_spare_parameter_fed_a_slice_is_no_stage(traced_vnode):
+    stages = p10.stage_gpus(trained(traced_vnode, OwnSpare), 0)
+    assert stages == [0], (
+        f"expected one stage, cuda:0 (the own parameter on cuda:2 used on 2 rows); observed "
+        f"{stages}; where to look: grader/vgpu/observe.py _rows_used")
+
+
+class OwnFirstStage(nn.Module):
+    """Stage 0 the model's own parameter used on the data itself (no gradient to the data)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w0 = nn.Parameter(torch.randn(DIM, HIDDEN, device=CUDA0) / DIM ** 0.5)
+        self.stage1 = nn.Linear(HIDDEN, DIM).to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(torch.relu(x.to(CUDA0) @ self.w0).to(CUDA2))
+
+
+def test_a_first_stage_of_own_parameters_on_the_data_is_a_stage(traced_vnode):
+    run = trained(traced_vnode, OwnFirstStage)
+    rows = [p["layer_rows"] for p in p10.forward_passes(run) if p["trains"]]
+    assert rows and all(r == [4, 4] for r in rows), (
+        f"expected cuda:2's layer and cuda:0's own parameter each on the 4 rows of a "
+        f"micro-batch; observed {rows}")
+    assert sorted(p10.stage_gpus(run, 0)) == [0, 2]
