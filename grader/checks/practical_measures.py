@@ -13,12 +13,13 @@ import ast
 import functools
 import math
 import statistics
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from grader.checks.second_stage_device import part5_edit, part5_undone_edit
 from grader.checks.support import explain
 from grader.common.constant_targets import assignment_targets, paired_values
 from grader.common.constant_values import whole_number_assigned
+from grader.common.loop_bound import loop_default
 
 # -- evidence before a crash -------------------------------------------------------------------
 
@@ -790,8 +791,9 @@ def steps_limit(submission: Path, script: str) -> dict:
     whole number at its top level, written as a number or as an expression the grader can work
     out without running it (`10 * 30`, earlier constants, `int(os.environ.get("STEPS", 300))`:
     grader/common/constant_values.py); {} otherwise: a smaller STEPS is run as written (never
-    raised), and one the grader cannot work out (a call of the script's own, argparse) is left
-    alone (lowering it could be raising it)."""
+    raised), and one the grader cannot work out (a call of the script's own, a value an own
+    module may set at import) is left alone (lowering it could be raising it). A loop bound by
+    a command-line value, with no STEPS, is steps_edits'."""
     most = TEMPLATE_STEPS.get(script)
     steps = steps_written(submission, script)
     if most is None or steps is None or steps <= most:
@@ -799,11 +801,53 @@ def steps_limit(submission: Path, script: str) -> dict:
     return {"STEPS": most}
 
 
+def steps_edits(submission: Path, script: str) -> tuple:
+    """The run's edit that lowers to the template's steps the default of the one command-line
+    value bounding the training loop (`parser.add_argument("--steps", type=int, default=300)`
+    read as `range(args.steps)`, `int(sys.argv[1]) if len(sys.argv) > 1 else 300`, click's
+    option: grader/common/loop_bound.py), where the file has no STEPS the cap sets
+    (steps_limit) and the default is larger; () otherwise. Only that value's text changes; a
+    run given no arguments takes the default, so the run's steps are lowered, never raised."""
+    most = TEMPLATE_STEPS.get(script)
+    if most is None or steps_limit(submission, script):
+        return ()
+    default = loop_default(script_text(submission, script), own_modules(submission, script))
+    if default is None or default.written <= most:
+        return ()
+    return (default.lowered_to(most),)
+
+
+def loop_steps_lowered(run, submission: Path, script: str) -> int | None:
+    """The steps the student's own run of `script` takes where the grader's run lowered the
+    default that bounds its training loop (steps_edits), else None."""
+    edits = steps_edits(submission, script)
+    if edits and all(edit in [tuple(e) for e in run.edits or ()] for edit in edits):
+        return loop_default(script_text(submission, script),
+                            own_modules(submission, script)).written
+    return None
+
+
+def own_modules(submission: Path, script: str):
+    """`modules(name)` of script_writes: the text of the student's module `name` beside the
+    script (what `import name` runs: the script's folder is sys.path[0]), else None. A
+    `config.py` that sets the environment at its import changes what the script reads."""
+    folder = PurePosixPath(script).parent
+
+    def source(name: str) -> str | None:
+        base = folder.joinpath(*name.split("."))
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            text = script_text(submission, candidate)
+            if text:
+                return text
+        return None
+    return source
+
+
 def steps_written(submission: Path, script: str) -> int | None:
     """The file's STEPS: a whole number at its top level, or an expression worked out
     (constant_values.py), or None."""
     text = script_text(submission, script)
-    steps = whole_number_assigned(text, "STEPS")
+    steps = whole_number_assigned(text, "STEPS", own_modules(submission, script))
     if steps is None:   # a literal that a top-level block may change again: read as written
         steps = assigned_constants(text, {"STEPS"}).get("STEPS")
     return steps if type(steps) is int else None
@@ -811,10 +855,11 @@ def steps_written(submission: Path, script: str) -> int | None:
 
 def steps_as_written(run, submission: Path, script: str) -> int:
     """The optimizer steps the student's own run of `script` takes: the file's STEPS where the
-    grader's run lowered it (steps_limit), else the steps the grader's run took. What a
-    student's table of their own run is compared with."""
+    grader's run lowered it (steps_limit), the default of the argument bounding its loop where
+    the run lowered that (steps_edits), else the steps the grader's run took. What a student's
+    table of their own run is compared with."""
     if "STEPS" in (run.sets or {}):
         written = steps_written(submission, script)
         if written is not None:
             return written
-    return len(run.of("step", 0))
+    return loop_steps_lowered(run, submission, script) or len(run.of("step", 0))

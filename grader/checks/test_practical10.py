@@ -27,7 +27,8 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               forward_passes, learning_ranks, made_outside,
                                               model_steps, not_learning, outside_of,
                                               outside_share_said, restored_layout_edit, rows_of,
-                                              script_forward, script_text, steps_limit,
+                                              script_forward, script_text, steps_edits,
+                                              steps_limit,
                                               training_events, unvouched_said)
 from grader.checks.support import close, explain, must_agree
 from grader.common.text import answer_shown
@@ -57,8 +58,10 @@ class HandoutRuns:
     def __init__(self, runs, submission):
         self.runs = runs
         self.text = text = script_text(submission, SCRIPT)
-        # STEPS at most the template's 3 in every run (bounded run time; never raised).
+        # STEPS at most the template's 3 in every run (bounded run time; never raised), or
+        # the default of the argument bounding the training loop lowered to it.
         self.steps = steps_limit(submission, SCRIPT)
+        self.steps_edits = steps_edits(submission, SCRIPT)
         self.written = assigned_constants(text, DEFAULTS)
         broken, restore = broken_layout_edit(text), restored_layout_edit(text)
         # (edits of the course's layout, edits of Part 5's broken layout or None if unknown)
@@ -87,7 +90,8 @@ class HandoutRuns:
                    if self.written.get(name, DEFAULTS[name]) != value}
         edits = self.layout[1] if broken else self.layout[0]
         return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
-                    sets={**changed, **self.steps} or None, edits=tuple(edits))
+                    sets={**changed, **self.steps} or None,
+                    edits=tuple(edits) + self.steps_edits)
 
     def run(self, processes=2, **sets):
         return self.runs.script(**self.spec(processes, **sets))

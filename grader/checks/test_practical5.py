@@ -17,8 +17,9 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
-                                              handout_sets, peak_memory, rows_of, same_row,
-                                              shared_clock, steps_as_written, TEMPLATE_STEPS,
+                                              handout_sets, loop_steps_lowered, peak_memory,
+                                              rows_of, same_row, shared_clock, steps_as_written,
+                                              steps_edits, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
 from grader.checks.random_draws import CPU, GPU, generators
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
@@ -33,14 +34,16 @@ class HandoutRuns:
     """The runs the handout makes of the two scripts: with its BATCH_SIZE = 64 (its table's
     splits), set back for the run where a student left another value from trying when the
     split is equal (the file itself is never changed; P10's runs do the same), and STEPS at
-    most the template's 10 (steps_limit: bounded run time)."""
+    most the template's 10 (steps_limit, or the default of the argument bounding its loop:
+    steps_edits; bounded run time)."""
 
     def __init__(self, runs, submission):
         self.runs = runs
         self.sets = {script: handout_sets(submission, script) for script in (DP, SINGLE)}
+        self.edits = {script: steps_edits(submission, script) for script in (DP, SINGLE)}
 
     def spec(self, script, gpus):
-        return dict(script=script, gpus=gpus, sets=self.sets[script])
+        return dict(script=script, gpus=gpus, sets=self.sets[script], edits=self.edits[script])
 
     def dp(self, gpus):
         return self.runs.script(**self.spec(DP, gpus))
@@ -65,10 +68,13 @@ def trained_to_the_end(run, submission, script) -> bool:
     """The run took every optimizer step its script asks for (STEPS): a crash after that (a
     last print, a cleanup) leaves the training and what it showed intact, as a part that ran
     keeps its points when a later part crashes (rubrics/README.md). The steps asked for are
-    the run's: the template's where the grader lowered STEPS for it (steps_limit)."""
+    the run's: the template's where the grader lowered STEPS for it (steps_limit) or the
+    default bounding its loop (steps_edits)."""
     if run.ok:
         return True
-    steps = (run.sets or {}).get("STEPS") or constant_in_source(submission / script, "STEPS")
+    steps = (run.sets or {}).get("STEPS") or (
+        TEMPLATE_STEPS[script] if loop_steps_lowered(run, submission, script) else None) \
+        or constant_in_source(submission / script, "STEPS")
     return bool(steps) and len(run.of("step", 0)) >= steps
 
 

@@ -29,7 +29,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               forward_passes, gpu0_more_loaded,
                                               handout_sets, learning_ranks, not_learning,
                                               same_row, shared_clock, step_batches,
-                                              steps_as_written,
+                                              steps_as_written, steps_edits,
                                               steps_made_outside, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
 from grader.checks.step_rows import later_steps_shared, shared_rows
@@ -46,9 +46,10 @@ SHEET_PROCESSES = 2
 def ddp_spec(runs, processes):
     """The DDP script's run on `processes` ranks, the course's way: the handout's BATCH_SIZE
     (set back where the file was left with another; handout_sets) and STEPS at most the
-    template's (steps_limit)."""
+    template's (steps_limit, or the default of the argument bounding its loop: steps_edits)."""
     return dict(script=SCRIPT, gpus=processes, nproc=processes, launcher="torchrun",
-                sets=handout_sets(runs.submission, SCRIPT))
+                sets=handout_sets(runs.submission, SCRIPT),
+                edits=steps_edits(runs.submission, SCRIPT))
 
 
 def ddp_run(runs, processes):
@@ -58,7 +59,8 @@ def ddp_run(runs, processes):
 def dp_run(runs):
     # As Practical 5's own checks run it, so both share the one run.
     return runs.script(DP_SCRIPT, gpus=SHEET_PROCESSES,
-                       sets=handout_sets(runs.submission, DP_SCRIPT))
+                       sets=handout_sets(runs.submission, DP_SCRIPT),
+                       edits=steps_edits(runs.submission, DP_SCRIPT))
 
 
 class DataParallelSide:

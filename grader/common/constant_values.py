@@ -55,14 +55,16 @@ class _ScriptPath:
     __hash__ = object.__hash__
 
 
-def whole_number_assigned(source: str, name: str) -> int | None:
+def whole_number_assigned(source: str, name: str, modules=None) -> int | None:
     """The whole number the script's last top-level assignment of `name` gives it in a graded
     run (no arguments, no environment variable of the script's own), or None where it is not
     assigned at the top level, does not parse, or holds something else (a float that is not
-    whole, a string, a value the grader cannot work out without running the script)."""
+    whole, a string, a value the grader cannot work out without running the script).
+    `modules(name)`: the text of the student's own module `name`, whose writes of the
+    environment at import count (script_writes.py)."""
     try:
         tree = ast.parse(source)
-        writes = script_writes(tree)
+        writes = script_writes(tree, modules)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if writes.opaque:   # globals(), exec, a star import: any name may hold anything
@@ -196,11 +198,16 @@ class _Reading:
 
     def environment(self, variable):
         """What the graded run's environment holds for `variable`: absent, unless it is one of
-        the run's own (unknown) or the script set it before this line (unknown)."""
+        the run's own (unknown) or the script set it before this line (unknown, but for the
+        value an own module's import sets: script_writes.py environment_value)."""
         if type(variable) is not str or variable in _RUN_VARIABLES \
-                or variable.startswith(_RUN_PREFIXES) \
-                or self.writes.environment_written(variable, self.line):
+                or variable.startswith(_RUN_PREFIXES):
             raise _Unknown
+        if self.writes.environment_written(variable, self.line):
+            value = self.writes.environment_value(variable, self.line)
+            if value is None:
+                raise _Unknown
+            return value
         return _Absent()
 
     def call(self, node: ast.Call):
@@ -223,7 +230,9 @@ class _Reading:
                 return _bounded(_BUILTINS[function](*values))
             raise _Unknown
         if function in ("os.environ.get", "os.getenv") and 1 <= len(node.args) <= 2:
-            self.environment(self.value(node.args[0]))
+            found = self.environment(self.value(node.args[0]))
+            if not isinstance(found, _Absent):
+                return found
             return self.value(node.args[1]) if len(node.args) == 2 else None
         raise _Unknown
 

@@ -38,6 +38,10 @@ class ScriptWrites:
     argv: list[int] = field(default_factory=list)           # lines that may change sys.argv
     global_names: set[str] = field(default_factory=set)     # set by a function (`global X`)
     opaque: bool = False
+    # The value of an environment write that is known: {(line, variable): value}, for a
+    # top-level import of an own module whose only write of the variable is a top-level
+    # `os.environ.setdefault("STEPS", "300")` or `os.environ["STEPS"] = "300"`.
+    environment_values: dict[tuple[int, str], str] = field(default_factory=dict)
 
     def canonical(self, node: ast.expr) -> str | None:
         """`os.environ.get` for `os.environ.get`, `environ.get` (from os import environ) or
@@ -56,11 +60,24 @@ class ScriptWrites:
         return any(at <= line and written in (variable, ANY_VARIABLE)
                    for at, written in self.environment)
 
+    def environment_value(self, variable: str, line: int) -> str | None:
+        """What the environment holds for `variable` at `line` where one write before it set
+        it and that value is known (an own module's, at its import); None otherwise."""
+        before = [(at, written) for at, written in self.environment
+                  if at <= line and written in (variable, ANY_VARIABLE)]
+        return self.environment_values.get(before[0]) if len(before) == 1 else None
+
     def argv_written(self, line: int) -> bool:
         return any(at <= line for at in self.argv)
 
 
-def script_writes(tree: ast.Module) -> ScriptWrites:
+def script_writes(tree: ast.Module, modules=None) -> ScriptWrites:
+    """What the script writes; `modules(name)`, where given, is the text of the student's own
+    module `name` (None for any other), whose writes at import count at the import's line."""
+    return _writes(tree, modules, {})
+
+
+def _writes(tree: ast.Module, modules, read: dict) -> ScriptWrites:
     writes = ScriptWrites()
     _read_bindings(tree, writes)
     parents = ast_parents(tree)
@@ -71,7 +88,86 @@ def script_writes(tree: ast.Module) -> ScriptWrites:
             writes.opaque = True
         elif isinstance(node, (ast.Name, ast.Attribute)):
             _note_use(node, parents, writes)
+    if modules is not None:
+        _imported_writes(tree, writes, modules, read)
     return writes
+
+
+def _imported_writes(tree: ast.Module, writes: ScriptWrites, modules, read: dict) -> None:
+    """The environment and sys.argv that the student's own modules the script imports write
+    (a `config.py` whose `os.environ.setdefault("STEPS", "1")` runs at `import config`), and
+    those they import, as written at each line that imports them. A module that cannot be read
+    through (a star import, globals(), a syntax error) may write any variable. `read`: {name:
+    (its tree, its writes)} of the modules read so far (None while one is read: an import
+    cycle, whose writes the outer import already counts)."""
+    for node in ast.walk(tree):
+        for name in _imported_modules(node):
+            if name not in read:
+                read[name] = None
+                read[name] = _module_writes(modules(name), modules, read)
+            if read[name] is None or read[name][1] is None:
+                continue   # not the student's module, or one being read
+            module_tree, imported = read[name]
+            variables = {variable for _, variable in imported.environment}
+            if imported.opaque:
+                variables = {ANY_VARIABLE}
+            writes.environment += [(node.lineno, variable) for variable in sorted(variables)]
+            writes.argv += [node.lineno] if imported.argv or imported.opaque else []
+            if node in tree.body and not imported.opaque:   # its top level runs right there
+                for variable, value in _known_values(module_tree, imported).items():
+                    writes.environment_values[(node.lineno, variable)] = value
+
+
+def _module_writes(source: str | None, modules, read: dict):
+    """(tree, writes) of an own module's text; (None, None) where it is not the student's."""
+    if source is None:
+        return None, None
+    try:
+        tree = ast.parse(source)
+        return tree, _writes(tree, modules, read)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, ScriptWrites(opaque=True)
+
+
+def _known_values(tree: ast.Module, writes: ScriptWrites) -> dict[str, str]:
+    """{variable: value} of a module's environment writes that are its only write of the
+    variable, made by a top-level statement with literal strings (or a top-level import of a
+    module that makes one). The graded run's environment holds no variable of the script's
+    own, so setdefault sets it as plainly as an assignment."""
+    known = {}
+    for statement in tree.body:
+        target = value = None
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+                and writes.canonical(statement.value.func) == "os.environ.setdefault" \
+                and len(statement.value.args) == 2 and not statement.value.keywords:
+            target, value = statement.value.args
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Subscript) \
+                and writes.canonical(statement.targets[0].value) == "os.environ":
+            target, value = statement.targets[0].slice, statement.value
+        variable, value = _constant_string(target), _constant_string(value)
+        if variable is not None and value is not None:
+            known[(statement.lineno, variable)] = value
+    known.update(writes.environment_values)
+    counts = Counter(variable for _, variable in writes.environment)
+    if counts[ANY_VARIABLE]:
+        return {}
+    return {variable: value for (line, variable), value in known.items()
+            if counts[variable] == 1 and (line, variable) in writes.environment}
+
+
+def _imported_modules(node: ast.AST) -> list[str]:
+    """The absolute module names an import statement runs (`import a.b`: a and a.b; `from a
+    import b`: a, and a.b where b is a module)."""
+    if isinstance(node, ast.Import):
+        dotted = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        dotted = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names
+                                  if alias.name != "*"]
+    else:
+        return []
+    parts = [name.split(".") for name in dotted]
+    return [".".join(p[:k]) for p in parts for k in range(1, len(p) + 1)]
 
 
 def _read_bindings(tree: ast.Module, writes: ScriptWrites) -> None:

@@ -1,0 +1,395 @@
+"""The command-line value that bounds a script's training loop, where the script has no STEPS
+constant: `parser.add_argument("--steps", type=int, default=300)` read as `for step in
+range(args.steps)` (also `--iters`, `--num-steps`, `while step < args.steps`, an
+`itertools.count()` loop that breaks at it, `steps = args.steps` first), `int(sys.argv[1]) if
+len(sys.argv) > 1 else 300`, and click's `@click.option("--steps", default=300)`.
+
+The graded runs start the script with no arguments (constant_values.py), so the default is the
+steps the run takes. Lowering that default, in its own text and nothing else (the run's
+`--edit`), lowers the run and can never raise it, because:
+- the default is a whole number written as such (`300`, or `"300"` with `type=int`);
+- the value is read nowhere but as the bound of loops that train (a backward or an optimizer
+  step in the loop, or in a function of the file the loop calls) counting up from 0, and in
+  prints: no other loop (a model's layers), no arithmetic on it;
+- where the run does not take the default (an argument it is given, `args.steps = 1`), the edit
+  changes nothing; what would make the default wrong for the student's own run (set_defaults,
+  subparsers, a sys.argv the script writes, vars/getattr, exec, a star import) is not read.
+A product (`args.epochs * steps_per_epoch`), two values bounding loops, or anything else is
+None: the script runs as written.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass
+
+from grader.common.ast_parents import ast_parents
+from grader.common.script_writes import script_writes
+
+# Calls that hand a range on without lengthening it: `for i, step in enumerate(range(n))`.
+_WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"}
+_TRANGES = {"tqdm.trange", "tqdm.auto.trange"}
+_COUNTS = {"itertools.count"}
+# Ways the argument's default may not be what the run reads, or the value may be read unseen.
+_UNREAD_ATTRIBUTES = {"set_defaults", "add_subparsers", "__dict__", "_get_kwargs",
+                      "parse_intermixed_args", "add_mutually_exclusive_group"}
+_UNREAD_CALLS = {"vars", "getattr", "setattr", "exec", "eval"}
+_ARGPARSE_OPTIONS = {"type", "default", "help", "metavar", "dest"}
+_CLICK_OPTIONS = {"type", "default", "help", "show_default"}
+_COMPARE = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+
+
+@dataclass(frozen=True)
+class LoopDefault:
+    """The default that bounds the training loop: `written` steps, held by the text `holder`
+    (which occurs once in the script) at [start, end)."""
+    written: int
+    holder: str
+    start: int
+    end: int
+    quoted: bool = False
+
+    def lowered_to(self, steps: int) -> tuple[str, str]:
+        """The run's edit (old text, new text) that makes the default `steps`."""
+        value = f'"{steps}"' if self.quoted else str(steps)
+        return self.holder, self.holder[:self.start] + value + self.holder[self.end:]
+
+
+class _Unread(Exception):
+    pass
+
+
+def loop_default(source: str, modules=None) -> LoopDefault | None:
+    """The default of the one command-line value that bounds the script's training loops, or
+    None (see the module's docstring). `modules(name)`: the text of the student's own module
+    `name`, whose writes of sys.argv at import count (script_writes.py)."""
+    try:
+        tree = ast.parse(source)
+        writes = script_writes(tree, modules)
+        return _Script(source, tree, writes).loop_default()
+    except (_Unread, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    except Exception:   # a form not foreseen: run as written, never a grading error
+        return None
+
+
+class _Script:
+    def __init__(self, source: str, tree: ast.Module, writes):
+        self.source, self.tree, self.writes = source, tree, writes
+        self.parents = ast_parents(tree)
+        self.functions = {node.name: node for node in tree.body
+                          if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def loop_default(self) -> LoopDefault | None:
+        if self.writes.opaque or self.writes.argv or self._read_unseen():
+            return None
+        self.bounds = {id(bound): bound for bound in self._training_bounds()}
+        sources = {}
+        for bound in self.bounds.values():
+            try:
+                source = self._source(bound)
+            except _Unread:
+                continue   # a loop of a constant, of len(loader): the edit does not reach it
+            sources[id(source)] = source
+        if len(sources) != 1:
+            return None   # no loop bound by an argument, or two values (epochs and steps)
+        return self._default(next(iter(sources.values())))
+
+    def _read_unseen(self) -> bool:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute) and node.attr in _UNREAD_ATTRIBUTES:
+                return True
+            if isinstance(node, ast.Call) and self.writes.canonical(node.func) in _UNREAD_CALLS:
+                return True
+        return False
+
+    # The loops.
+
+    def _training_bounds(self):
+        """The expressions that bound loops which train, counting up from 0."""
+        for loop in ast.walk(self.tree):
+            if isinstance(loop, ast.For) and self._trains(loop.body):
+                bound = self._range_bound(loop.iter)
+                if bound is not None:
+                    yield bound
+                elif self._counts_from_zero(loop.iter) and isinstance(loop.target, ast.Name):
+                    yield from self._breaks_at(loop, loop.target.id)
+            elif isinstance(loop, ast.While) and self._trains(loop.body):
+                counter, bound = self._compared(loop.test, (ast.Lt,))
+                if counter is not None and self._counter(loop, counter):
+                    yield bound
+                elif isinstance(loop.test, ast.Constant) and loop.test.value is True:
+                    for counter in self._break_counters(loop):
+                        if self._counter(loop, counter):
+                            yield from self._breaks_at(loop, counter)
+
+    def _range_bound(self, node):
+        if not isinstance(node, ast.Call) or node.keywords:
+            return None
+        function = self.writes.canonical(node.func)
+        if function in _WRAPPERS and node.args:
+            return self._range_bound(node.args[0])
+        if function == "range" or function in _TRANGES:
+            if len(node.args) == 1:
+                return node.args[0]
+            if len(node.args) == 2 and _is_int(node.args[0], 0):
+                return node.args[1]
+        return None
+
+    def _counts_from_zero(self, node) -> bool:
+        return (isinstance(node, ast.Call) and not node.keywords
+                and self.writes.canonical(node.func) in _COUNTS
+                and (not node.args or len(node.args) == 1 and _is_int(node.args[0], 0)))
+
+    def _compared(self, test, ops):
+        """(counter, bound) of `counter OP bound` (or `bound OP' counter`), else (None, None)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None, None
+        left, right, op = test.left, test.comparators[0], type(test.ops[0])
+        flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.LtE: ast.GtE,
+                   ast.Eq: ast.Eq}.get(op)
+        if isinstance(left, ast.Name) and op in ops:
+            return left.id, right
+        if isinstance(right, ast.Name) and flipped in ops:
+            return right.id, left
+        return None, None
+
+    def _stops(self, loop):
+        """The `if ...: break` statements of the loop's own body (not of an inner loop)."""
+        pending = list(loop.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.If):
+                if any(isinstance(s, ast.Break) for s in node.body):
+                    yield node
+                pending.extend(node.body + node.orelse)
+            elif isinstance(node, (ast.With, ast.Try)):
+                pending.extend(node.body)
+
+    def _break_counters(self, loop):
+        counters = {self._compared(stop.test, (ast.Eq, ast.GtE))[0] for stop in self._stops(loop)}
+        return counters - {None}
+
+    def _breaks_at(self, loop, counter: str):
+        for stop in self._stops(loop):
+            name, bound = self._compared(stop.test, (ast.Eq, ast.GtE))
+            if name == counter:
+                yield bound
+
+    def _counter(self, loop, name: str) -> bool:
+        """`name` starts at 0 and only grows by 1: every binding of it in the file is `name =
+        0` before the loop or `name += 1`."""
+        starts = 0
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id == name \
+                    and not isinstance(node.ctx, ast.Load):
+                parent = self.parents.get(node)
+                if isinstance(parent, ast.AugAssign) and isinstance(parent.op, ast.Add) \
+                        and _is_int(parent.value, 1):
+                    continue
+                if isinstance(parent, ast.Assign) and parent.targets == [node] \
+                        and _is_int(parent.value, 0) and parent.lineno < loop.lineno:
+                    starts += 1
+                    continue
+                return False
+            if isinstance(node, ast.arg) and node.arg == name:
+                return False
+        return starts == 1
+
+    def _trains(self, body, seen=()) -> bool:
+        """A backward or an optimizer step in `body`, or in a function of the file it calls."""
+        for statement in body:
+            for node in ast.walk(statement):
+                if not isinstance(node, ast.Call):
+                    continue
+                if isinstance(node.func, ast.Attribute) and node.func.attr in ("backward", "step"):
+                    return True
+                called = node.func.id if isinstance(node.func, ast.Name) else None
+                if called in self.functions and called not in seen \
+                        and self._trains(self.functions[called].body, (*seen, called)):
+                    return True
+        return False
+
+    # Where the bound's value comes from.
+
+    def _source(self, bound):
+        """The node that gives `bound` its value: an add_argument call, a click.option call, or
+        the sys.argv expression; _Unread where it is anything else."""
+        if isinstance(bound, ast.Attribute) and isinstance(bound.ctx, ast.Load):
+            return self._argument(bound.attr)
+        if isinstance(bound, ast.IfExp):
+            return self._argv_default(bound)
+        if isinstance(bound, ast.Name):
+            option = self._click_option(bound)
+            if option is not None:
+                return option
+            value = self._bound_once(bound.id)
+            if isinstance(value, (ast.Attribute, ast.IfExp)):
+                return self._source(value)
+        raise _Unread
+
+    def _bound_once(self, name: str):
+        """The value of the file's one binding of `name` (`steps = args.steps`), where its
+        every read is a loop's bound or printed; _Unread otherwise."""
+        assigned = [node for node in ast.walk(self.tree)
+                    if isinstance(node, ast.Name) and node.id == name
+                    and not isinstance(node.ctx, ast.Load)]
+        parent = self.parents.get(assigned[0]) if len(assigned) == 1 else None
+        if not (isinstance(parent, ast.Assign) and parent.targets == assigned) \
+                or name in self.writes.global_names \
+                or any(isinstance(n, ast.arg) and n.arg == name for n in ast.walk(self.tree)):
+            raise _Unread
+        self._only_bounds_or_printed(n for n in ast.walk(self.tree)
+                                     if isinstance(n, ast.Name) and n.id == name
+                                     and isinstance(n.ctx, ast.Load))
+        return parent.value
+
+    def _only_bounds_or_printed(self, reads) -> None:
+        for read in reads:
+            if id(read) not in self.bounds and not self._printed(read):
+                raise _Unread
+
+    def _printed(self, node) -> bool:
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Call) \
+                    and self.writes.canonical(node.func) == "print":
+                return True
+            if isinstance(node, ast.stmt):
+                return False
+        return False
+
+    def _argument(self, dest: str):
+        """The file's one add_argument call whose value is `dest`, where every `.dest` of the
+        file is a loop's bound, printed, or assigned once to a name that is."""
+        calls = [node for node in ast.walk(self.tree) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"]
+        found = [call for call in calls if _argument_dest(call) == dest]
+        if len(found) != 1:
+            raise _Unread   # none, or two (which one the run reads is not read)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute) and node.attr == dest:
+                if not isinstance(node.ctx, ast.Load):
+                    raise _Unread   # `args.steps = 10`: what the student's run took is unknown
+                parent = self.parents.get(node)
+                if isinstance(parent, ast.Assign) and parent.value is node \
+                        and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+                    self._bound_once(parent.targets[0].id)
+                else:
+                    self._only_bounds_or_printed([node])
+        return found[0]
+
+    def _argv_default(self, node: ast.IfExp):
+        """`int(sys.argv[1]) if len(sys.argv) > 1 else 300` (or its mirror): the branch a run
+        with no arguments takes, where that is a whole number."""
+        test = node.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and type(test.ops[0]) in _COMPARE and isinstance(test.left, ast.Call)
+                and self.writes.canonical(test.left.func) == "len"
+                and len(test.left.args) == 1 and not test.left.keywords
+                and self.writes.canonical(test.left.args[0]) == "sys.argv"
+                and _whole(test.comparators[0]) is not None):
+            raise _Unread
+        taken = node.body if _COMPARE[type(test.ops[0])](1, test.comparators[0].value) \
+            else node.orelse
+        if _whole(taken) is None:
+            raise _Unread
+        return taken
+
+    def _click_option(self, bound: ast.Name):
+        """The `@click.option(...)` of the function whose parameter `bound` is, where that
+        parameter is not bound again and every read of it is a loop's bound or printed."""
+        function = self.parents.get(bound)
+        while function is not None and not isinstance(function, ast.FunctionDef):
+            function = self.parents.get(function)
+        if function is None or bound.id not in [a.arg for a in function.args.args]:
+            return None
+        options = [d for d in function.decorator_list if isinstance(d, ast.Call)
+                   and self.writes.canonical(d.func) == "click.option"
+                   and _click_name(d) == bound.id]
+        if len(options) != 1 or any(
+                isinstance(n, ast.Name) and n.id == bound.id and not isinstance(n.ctx, ast.Load)
+                for n in ast.walk(function)):
+            raise _Unread
+        self._only_bounds_or_printed(n for n in ast.walk(function) if isinstance(n, ast.Name)
+                                     and n.id == bound.id and isinstance(n.ctx, ast.Load))
+        return options[0]
+
+    # The default.
+
+    def _default(self, source) -> LoopDefault:
+        if isinstance(source, ast.Constant):   # sys.argv's default: held by the whole expression
+            holder = next(n for n in ast.walk(self.tree)
+                          if isinstance(n, ast.IfExp) and source in (n.body, n.orelse))
+            value = source
+            written = _whole(value)
+        else:
+            holder, options = source, {k.arg: k.value for k in source.keywords}
+            allowed = _CLICK_OPTIONS if self.writes.canonical(source.func) == "click.option" \
+                else _ARGPARSE_OPTIONS
+            if not set(options) <= allowed or "default" not in options \
+                    or "type" in options and self.writes.canonical(options["type"]) != "int":
+                raise _Unread   # an action, nargs, choices, a required or custom-typed value
+            value = options["default"]
+            written = _whole(value)
+            if written is None and "type" in options and isinstance(value, ast.Constant) \
+                    and isinstance(value.value, str) and value.value.strip().isdigit():
+                written = int(value.value)   # argparse converts a string default by its type
+        if written is None:
+            raise _Unread
+        text = ast.get_source_segment(self.source, holder)
+        if not text or self.source.count(text) != 1:
+            raise _Unread
+        begin = _offset(self.source, value.lineno, value.col_offset) \
+            - _offset(self.source, holder.lineno, holder.col_offset)
+        end = _offset(self.source, value.end_lineno, value.end_col_offset) \
+            - _offset(self.source, holder.lineno, holder.col_offset)
+        if text[begin:end] != ast.get_source_segment(self.source, value):
+            raise _Unread   # the positions do not point at the default: change nothing
+        return LoopDefault(written, text, begin, end, isinstance(value.value, str))
+
+
+def _argument_dest(call: ast.Call) -> str | None:
+    """What argparse names the argument (`--num-steps`: num_steps); None where not read."""
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if len(flags) != len(call.args) or not flags:
+        return "?"   # a flag the grader cannot read may be any dest
+    for keyword in call.keywords:
+        if keyword.arg == "dest":
+            return keyword.value.value if isinstance(keyword.value, ast.Constant) else "?"
+        if keyword.arg is None:
+            return "?"
+    if not flags[0].startswith("-"):
+        return flags[0]
+    return next((f for f in flags if f.startswith("--")), flags[0]).lstrip("-").replace("-", "_")
+
+
+def _click_name(call: ast.Call) -> str | None:
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if len(names) != len(call.args):
+        return None
+    # click's rule: a name without dashes, else the first with two, else the first with one.
+    plain = [n for n in names if n.isidentifier()]
+    if plain:
+        return plain[0]
+    flag = next((n for n in names if n.startswith("--")), names[0] if names else None)
+    return flag.lstrip("-").replace("-", "_").lower() if flag else None
+
+
+def _whole(node) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _is_int(node, value: int) -> bool:
+    return _whole(node) == value
+
+
+def _offset(source: str, lineno: int, col_offset: int) -> int:
+    """The character offset of an ast position (its column counts UTF-8 bytes; its lines end
+    at "\n" only, as the text the runner edits does)."""
+    lines = source.split("\n")
+    before = sum(len(line) + 1 for line in lines[:lineno - 1])
+    return before + len(lines[lineno - 1].encode("utf-8")[:col_offset].decode("utf-8", "replace"))
