@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 import re
 
+from grader.common.ast_parents import ast_parents
+
 # Calls whose arguments name a device: torch.device(...), torch.cuda.device(...), .to(...),
 # .cuda(...).
 _DEVICE_CALLS = {"device", "to", "cuda"}
@@ -42,8 +44,7 @@ class _Script:
 
     def __init__(self, source: str, tree: ast.Module, shift: int = 0):
         self.source, self.tree, self.shift = source, tree, shift
-        self.parents = {child: node for node in ast.walk(tree)
-                        for child in ast.iter_child_nodes(node)}
+        self.parents = ast_parents(tree)
         self.ranks = {_dotted(target) for node in ast.walk(tree)
                       for target, value in _assignments(node)
                       if _dotted(target) and _reads_the_rank(value)}
