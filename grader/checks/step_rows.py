@@ -8,8 +8,11 @@ ran on more rows than its argument), the step's rows are not known, never other 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from grader.checks.practical_measures import (first_step_rows, first_step_rows_dropped,
                                               recorded_rows, same_row, step_batches)
+from grader.checks.support import close
 
 
 def later_rows(run, rank: int) -> dict:
@@ -63,19 +66,51 @@ def shared_rows(rows: dict[int, list]) -> list[tuple[int, int, int, int]]:
     return shared
 
 
-def later_steps_shared(run, processes: int, padding: int) -> tuple[int, list] | None:
-    """(the step, its shared_rows) of the first step after the first at which the ranks share
-    more rows than `padding` (a DistributedSampler's repeats), of the steps whose rows every
-    rank recorded; None where there is none."""
+def output_sums_per_step(run, rank: int) -> dict[int, list[float]]:
+    """{step: the output sums of the passes that train it} (recorded whatever the budget of
+    rows): DDP's replicas hold the same weights at every step, so the same rows give the same
+    outputs on two ranks."""
+    return {step: [float(p["sum_out"]) for p in passes
+                   if isinstance(p["sum_out"], (int, float)) and not isinstance(p["sum_out"], bool)]
+            for step, passes in step_batches(run, rank).items()}
+
+
+class SharedAtStep(NamedTuple):
+    """Two ranks' shared rows at a step after the first: rank b trains on `common` of its
+    `size` rows that rank a also trains on; both None where their rows were not recorded and
+    their training passes gave the same outputs."""
+    step: int
+    a: int
+    b: int
+    common: int | None
+    size: int | None
+
+
+def later_steps_shared(run, processes: int, padding: int) -> SharedAtStep | None:
+    """The first step after the first at which the ranks share more rows than `padding` (a
+    DistributedSampler's repeats), or, where some rank's rows of that step were not recorded,
+    at which two ranks' training passes gave the same outputs (the same weights on the same
+    rows; a partial overlap goes unseen then); None where there is none."""
     per_rank = {r: rows_per_step(run, r) for r in range(processes)}
     steps = sorted(set.intersection(*(set(s) for s in per_rank.values()))) if per_rank else []
+    sums = None
     for step in steps:
         if step == 0:
             continue
         rows = {r: per_rank[r][step] for r in range(processes)}
-        if any(not found for found in rows.values()):
+        if all(rows.values()):
+            shared = shared_rows(rows)
+            if sum(common for *_, common, _ in shared) > padding:
+                return SharedAtStep(step, *shared[0])
             continue
-        shared = shared_rows(rows)
-        if sum(common for *_, common, _ in shared) > padding:
-            return step, shared
+        sums = sums or {r: output_sums_per_step(run, r) for r in range(processes)}
+        for a in range(processes):
+            for b in range(a + 1, processes):
+                if _same_outputs(sums[a].get(step), sums[b].get(step)):
+                    return SharedAtStep(step, a, b, None, None)
     return None
+
+
+def _same_outputs(first, second) -> bool:
+    return bool(first) and bool(second) and len(first) == len(second) \
+        and all(close(x, y) for x, y in zip(first, second))

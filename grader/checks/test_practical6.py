@@ -348,12 +348,16 @@ def test_ranks_train_on_different_rows_of_one_batch(runs, processes):
     # the share at the first step and the same rows on every rank after it had passed by its
     # rows' count (p6_F_same_later 9.75).
     later = None if problems else later_steps_shared(run, processes, padding)
-    if later:
-        step, shared_then = later
-        a, b, common, size = shared_then[0]
-        problems.append(f"at step {step + 1}, rank {b} trains on {common} of its {size} rows "
-                        f"that rank {a} also trains on"
-                        + (" (the same data on every rank)" if common == size else ""))
+    if later and later.common is None:
+        problems.append(f"at step {later.step + 1}, rank {later.b}'s training pass gives the "
+                        f"same output as rank {later.a}'s: the same weights on the same rows, "
+                        "the same data on every rank (the rows of that step were not all "
+                        "recorded, so their outputs were compared)")
+    elif later:
+        problems.append(f"at step {later.step + 1}, rank {later.b} trains on {later.common} of "
+                        f"its {later.size} rows that rank {later.a} also trains on"
+                        + (" (the same data on every rank)" if later.common == later.size
+                           else ""))
     assert not problems and len(set(rows) | set(unrecorded)) == processes, explain(
         expected, "; ".join(problems) or f"rows seen on rank(s) {sorted(rows)} only", look)
 

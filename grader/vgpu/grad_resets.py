@@ -51,6 +51,10 @@ class GradResets:
                 continue   # not known: never told thrown away
         self._left = left
 
+    def holding(self) -> bool:
+        """Whether any gradient is remembered (none after a zero_grad the trace recorded)."""
+        return bool(self._left)
+
     def thrown_away(self, models) -> list[int]:
         """The numbers of the models ({number: its trained parameters}) every one of whose
         remembered gradients is gone (None) or zeroed since: each reset is told once, the

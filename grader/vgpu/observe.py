@@ -624,6 +624,8 @@ class Observer:
         the last backward without a zero_grad call (`p.grad = None`, `p.grad.zero_()`:
         grad_resets.py), told before the pass or backward that comes next, so that the passes
         before it train nothing of the step, as with optimizer.zero_grad()."""
+        if not self.resets.holding():
+            return   # nothing left by a backward since the last zero_grad: nothing to throw
         models = self.resets.thrown_away(self._trained_parameters())
         if models:
             self.trace.emit("zero_grad", step=self.steps, owner="by hand", models=models,

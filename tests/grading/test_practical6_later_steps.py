@@ -19,6 +19,7 @@ import torch.nn as nn
 from grader.checks import test_practical6 as p6
 from grader.checks.step_rows import rows_per_step
 from grader.harness.observation import Observation
+from grader.vgpu import rows as vrows
 from tests.grading.test_practical6_accumulated_share import different_data_check, own_rows
 from tests.grading.test_practical6_warmup_rows import as_rank
 
@@ -42,17 +43,20 @@ def train(new_rows_each_step=True, halves=False, rows=SHARE):
         optimizer.step()
 
 
-def ranks_run(traced_vnode, processes=2, same_later=False, **style) -> Observation:
-    """`processes` ranks; `same_later`: every rank the same rows after the first step."""
+def ranks_run(traced_vnode, processes=2, same_after=None, **style) -> Observation:
+    """`processes` ranks; `same_after`: every rank the same rows (and so the same outputs)
+    after that many steps."""
     events = traced_vnode(1)
     train(rows=p6.BATCH // processes, **style)
     rank0 = [{"event": "start", "rank": 0}] + [e for e in events if e.get("rank", 0) == 0]
     everyone = list(rank0)
     for rank in range(1, processes):
+        stepped = 0
         for event, moved in zip(rank0, as_rank(rank0, rank, True)):
-            if same_later and event.get("event") == "step_rows":
-                moved["rows"] = event.get("rows")
-            everyone.append(own_rows(moved, rank))
+            # From then on, rank 0's very records: its rows, its outputs.
+            everyone.append({**event, "rank": rank} if same_after and stepped >= same_after
+                            else own_rows(moved, rank))
+            stepped += event.get("event") == "step"
     return Observation(p6.SCRIPT, gpus=processes, nproc=processes, launcher="torchrun",
                        returncode=0, events=everyone, stdout="")
 
@@ -85,9 +89,28 @@ def test_rows_of_their_own_at_every_step_pass(traced_vnode, monkeypatch, style, 
 @pytest.mark.parametrize("style", list(STYLES.values())[:2], ids=list(STYLES)[:2])
 def test_the_same_rows_on_every_rank_after_the_first_step_fail(traced_vnode, monkeypatch,
                                                                style):
-    run = ranks_run(traced_vnode, same_later=True, **style)
+    run = ranks_run(traced_vnode, same_after=1, **style)
     with pytest.raises(AssertionError) as failure:
         different_data_check(monkeypatch, run, 2)
     said = "at step 2, rank 1 trains on 32 of its 32 rows that rank 0 also trains on"
+    assert said in str(failure.value), (
+        f"expected different_data to fail saying {said!r}; observed:\n{failure.value}")
+
+
+@pytest.mark.parametrize("same_after", [None, 2], ids=["rows of their own", "the same rows"])
+def test_a_later_step_whose_rows_were_not_recorded_is_compared_by_its_outputs(
+        traced_vnode, monkeypatch, same_after):
+    """One record of rows a budget (grader/vgpu/rows.py): the first step's and the second's
+    rows are recorded, the third's not; the ranks' outputs at the third step decide, as the
+    first step's do where its rows were not recorded (same_outputs)."""
+    monkeypatch.setattr(vrows, "MAX_RECORDS", 1)
+    run = ranks_run(traced_vnode, same_after=same_after)
+    assert rows_per_step(run, 0)[STEPS - 1] is None, "expected the last step's rows unrecorded"
+    if same_after is None:
+        different_data_check(monkeypatch, run, 2)
+        return
+    with pytest.raises(AssertionError) as failure:
+        different_data_check(monkeypatch, run, 2)
+    said = "at step 3, rank 1's training pass gives the same output as rank 0's"
     assert said in str(failure.value), (
         f"expected different_data to fail saying {said!r}; observed:\n{failure.value}")
