@@ -13,10 +13,10 @@ and the item id an override needs, HW3's step time
 against DEPTH across the class (median with min-max spread), the gradings that did not end in
 a grade (timed out, errored, rejected, with their message), flags for reported numbers that
 disagree with the measurements (with their item id), and near-identical submissions: the same
-content hash for different students, and the same code file once comments and whitespace are
-stripped (fingerprints taken from the unpacked uploads, zips included, and kept in the
-gradebook: grader/batch/similarity.py); a person's own uploads of two assignments are never
-a flag.
+content hash for different students, and the same code added to a template file, comments,
+docstrings and layout left out, where it is long enough not to be alike by chance
+(fingerprints taken from the unpacked uploads, zips included, and kept in the gradebook:
+grader/batch/similarity.py); a person's own uploads of two assignments are never a flag.
 
 Feedback and messages come from student code and are hostile: the template autoescapes
 everything; only the SVG built (and escaped) by grader.reports.plots is let through.
@@ -35,7 +35,7 @@ from markupsafe import Markup
 from grader.batch.gradebook import CurrentRun, Gradebook, grading_problem_text, no_grade_until
 from grader.batch.grades_csv import grades_rows, short_message, upload_cell
 from grader.batch.people import Person, people, person_of
-from grader.batch.similarity import normalized_python
+from grader.batch.similarity import ADDED, MIN_ADDED_TOKENS, normalized_python
 from grader.answers.collect import REPORT_NAME, SHEET_NAME
 from grader.common.files import write_atomically
 from grader.reports import plots
@@ -93,7 +93,8 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
     order = _assignment_order(runs, order or [])
     persons, shared_names = people(runs, order)
     owner = person_of(persons)
-    code = [{"file": entry["file"], "groups": groups} for entry in _same_code(fingerprints or {})
+    fingerprints = _of_added_code(fingerprints or {})
+    code = [{"file": entry["file"], "groups": groups} for entry in _same_code(fingerprints)
             if (groups := _of_several_people(entry["groups"], owner))]
     names = {r.student.key: r.student.name for r in runs}
     return {
@@ -132,7 +133,8 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
                                                  if not r.content_hash.startswith("raw:")}), owner),
         "same_code": code,
         "same_answers": same_written_answers(graded),
-        "code_compared": sum(1 for prints in (fingerprints or {}).values() if prints),
+        "code_compared": sum(1 for prints in fingerprints.values() if prints),
+        "min_added_tokens": MIN_ADDED_TOKENS,
     }
 
 
@@ -559,6 +561,13 @@ def shared_answers_of(found: list[dict]) -> dict[str, dict[str, list[str]]]:
             for key in group:
                 shared[key][entry["item"]] = [other for other in group if other != key]
     return dict(shared)
+
+
+def _of_added_code(fingerprints: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
+    """The fingerprints of code added to the template; a gradebook's older whole-file ones are
+    left out (every correct Practical 5 script had the reference's: adv42 F2)."""
+    return {key: {name: value for name, value in prints.items() if value.startswith(ADDED)}
+            for key, prints in fingerprints.items()}
 
 
 def _same_code(fingerprints: Mapping[str, Mapping[str, str]]) -> list[dict]:

@@ -15,6 +15,7 @@ from tests.support.fake_graders import make_submission, zip_folder
 from grader.batch.class_page import (class_summary, normalized_python, render_class_page,
                                      write_class_page)
 from grader.batch.gradebook import Gradebook, RunConfig, RunRecord
+from grader.batch.similarity import ADDED
 from grader.batch.inputs import Student
 from grader.scoring import build_result
 from tests.support import run_test_batch
@@ -53,8 +54,9 @@ def record(book, key, status, content_hash, result=None, message=None, fingerpri
 
 
 def fingerprint_of(source: str) -> str:
+    """A fingerprint as the gradebook keeps one (grader/batch/similarity.py: of added code)."""
     import hashlib
-    return hashlib.sha256(normalized_python(source).encode()).hexdigest()
+    return ADDED + hashlib.sha256(normalized_python(source).encode()).hexdigest()
 
 
 @pytest.fixture
@@ -249,7 +251,12 @@ def test_normalized_python_ignores_comments_and_layout_only():
 
 def test_the_batch_finds_identical_code_inside_zips_and_lists_uploads_for_a_person(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
-    copied = "import torch\n\ndef split(model):\n    return [model]\n"
+    # long enough not to be alike by chance (grader/batch/similarity.py MIN_ADDED_TOKENS)
+    copied = ("import torch\n\ndef split(model, gpus):\n    per_gpu, extra = divmod(len(model), gpus)\n"
+              "    blocks, start = [], 0\n    for gpu in range(gpus):\n"
+              "        size = per_gpu + (1 if gpu < extra else 0)\n"
+              "        blocks.append(model[start:start + size])\n        start += size\n"
+              "    return blocks\n")
     subs.mkdir()
     for name, comment in (("ann", "# mine\n"), ("ben", "")):    # zipped, in different shapes
         folder = make_submission(tmp_path / name, score=5, extra=name)
@@ -463,3 +470,17 @@ def test_a_sentence_many_students_write_is_no_copy(tmp_path):
         record(book, key, "graded", f"h-{key}", build_result(key, [assignment]))
     assert class_summary(list(book.current_runs()))["same_answers"] == []
     book.close()
+
+
+def test_a_gradebooks_older_whole_file_fingerprints_are_not_compared(tmp_path):
+    """Kept before only added code was fingerprinted: every correct Practical 5 script had the
+    reference's (adv42 F2). A rerun that skips the unchanged uploads must not list them again."""
+    book = Gradebook(tmp_path / "gradebook.sqlite")
+    for key in ("alice", "bob"):
+        record(book, key, "graded", f"h-{key}", build_result(key, [hw3(True, True, None)]),
+               fingerprints={"practical5/practical5_dp.py": "0" * 64})
+    summary = class_summary(list(book.current_runs()), book.current_fingerprints())
+    book.close()
+    assert (summary["same_code"], summary["code_compared"]) == ([], 0), (
+        f"expected: whole-file fingerprints ignored; observed: {summary['same_code']}; where to "
+        "look: grader/batch/class_page.py _of_added_code")

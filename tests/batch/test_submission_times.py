@@ -599,8 +599,11 @@ def _downgrade_to_schema_1(path: Path) -> None:
 
 def test_a_schema_1_gradebook_is_migrated_in_place_and_nothing_is_regraded(tmp_path, rubrics, calls_log):
     subs, out = tmp_path / "subs", tmp_path / "out"
+    solution = (Path(__file__).resolve().parents[2] / "reference/hw3/model_parallel.py").read_text()
     for name in ("alice", "bob"):
         make_submission(subs / name, score=10)
+        # code of their own: a file that adds little to the template has no fingerprint
+        (subs / name / "hw3" / "model_parallel.py").write_text(solution)
     batch(subs, out, rubrics)
     _downgrade_to_schema_1(out / "gradebook.sqlite")
     assert "submitted_at" not in {r[1] for r in query(out, "PRAGMA table_info(runs)")}
