@@ -101,3 +101,36 @@ def test_reference_times_rounded_by_the_student_are_still_said():
            {"depth": 24, "step_time_ms": 300.1}]
     said = reference_copies("hw3", {"values": {"task2.step_time_table": hw3}})
     assert said and said[0].startswith("task2.step_time_table: 2 of its times"), said
+
+
+# adv42 F3: HW3's step-time table copied from the reference and scaled by 1.13, so that no
+# time is the reference's (56.23, 125.61, 262.43 ms), had no flag.
+def test_reference_times_scaled_by_one_constant_are_said():
+    for rows in ([{"depth": 6, "step_time_ms": 63.54}, {"depth": 12, "step_time_ms": 141.94},
+                  {"depth": 24, "step_time_ms": 296.55}],
+                 # rounded to a decimal and listed deepest first
+                 [{"depth": 24, "step_time_ms": 296.5}, {"depth": 6, "step_time_ms": 63.5},
+                  {"depth": 12, "step_time_ms": 141.9}],
+                 # with a depth of the student's own added
+                 [{"depth": 6, "step_time_ms": 63.54}, {"depth": 12, "step_time_ms": 141.94},
+                  {"depth": 24, "step_time_ms": 296.55}, {"depth": 48, "step_time_ms": 610.2}]):
+        said = reference_copies("hw3", {"values": {"task2.step_time_table": rows}})
+        assert len(said) == 1 and said[0].startswith(
+            "task2.step_time_table: its times are the course's reference solution's times x1.13"), (
+            f"expected: the x1.13 copy said; observed: {said}; where to look: "
+            "grader/answers/reference_copies.py _one_scale")
+
+
+def test_an_honest_students_own_measurements_are_not_a_scaled_copy():
+    honest = [  # own runs: the ratios to the reference's vary by several per cent
+        [{"depth": 6, "step_time_ms": 60.12}, {"depth": 12, "step_time_ms": 131.7},
+         {"depth": 24, "step_time_ms": 270.3}],
+        [{"depth": 6, "step_time_ms": 41.87}, {"depth": 12, "step_time_ms": 88.02},
+         {"depth": 24, "step_time_ms": 190.4}],
+    ]
+    for rows in honest:
+        assert reference_copies("hw3", {"values": {"task2.step_time_table": rows}}) == [], rows
+    # two times scaled alike are too few to tell a copy from chance (Task 4 has two)
+    scaled = [{"gpus": 2, "step_time_ms": 206.33, "memory_per_gpu_mib": [200.4, 200.7]},
+              {"gpus": 5, "step_time_ms": 225.06, "memory_per_gpu_mib": [80.3, 80.1, 80.1, 80.1, 80.6]}]
+    assert reference_copies("hw3", {"values": {"task4.table": scaled}}) == []
