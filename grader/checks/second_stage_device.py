@@ -69,7 +69,6 @@ class _Script:
         return any(_last_name(target) == name and self.within(node, value)
                    for target, value in _assignments(statement))
 
-
     def segment(self, node) -> str | None:
         """The node's code, where it sits on one line."""
         if node.lineno != node.end_lineno:

@@ -30,11 +30,14 @@ def changed_by_part5(source: str) -> str:
 
 
 @pytest.mark.parametrize("line, changed", [
-    ('device1 = torch.device(f"cuda:{local_rank + 2}")', 'device1 = torch.device(f"cuda:{local_rank}")'),
-    ('device1 = torch.device(f"cuda:{2 + local_rank}")', 'device1 = torch.device(f"cuda:{local_rank}")'),
+    ('device1 = torch.device(f"cuda:{local_rank + 2}")',
+     'device1 = torch.device(f"cuda:{local_rank}")'),
+    ('device1 = torch.device(f"cuda:{2 + local_rank}")',
+     'device1 = torch.device(f"cuda:{local_rank}")'),
     ('device1 = torch.device(f"cuda:{local_rank + world_size}")',
      'device1 = torch.device(f"cuda:{local_rank}")'),
-    ('device1 = torch.device("cuda", local_rank + 2)', 'device1 = torch.device("cuda", local_rank)'),
+    ('device1 = torch.device("cuda", local_rank + 2)',
+     'device1 = torch.device("cuda", local_rank)'),
     ('device1 = torch.device("cuda:" + str(local_rank + 2))',
      'device1 = torch.device("cuda:" + str(local_rank))'),
     ('device1 = torch.device("cuda:{}".format(local_rank + 2))',
@@ -48,10 +51,12 @@ def changed_by_part5(source: str) -> str:
      'device0, device1 = torch.device("cuda", local_rank), torch.device("cuda", local_rank)'),
     ('device0, device1 = [torch.device("cuda", local_rank + 2 * s) for s in range(2)]',
      'device0, device1 = [torch.device("cuda", local_rank) for s in range(2)]'),
-    ('device1 = torch.device(f"cuda:{local_rank + 2}")  # was local_rank + 2, cuda:{local_rank}',
-     'device1 = torch.device(f"cuda:{local_rank}")  # was local_rank + 2, cuda:{local_rank}'),
-    ('stages = {"s0": torch.device("cuda", local_rank), "s1": torch.device("cuda", local_rank + 2)}',
-     'stages = {"s0": torch.device("cuda", local_rank), "s1": torch.device("cuda", local_rank)}'),
+    ('device1 = torch.device(f"cuda:{local_rank + 2}")  # was local_rank + 2, cuda:{x}',
+     'device1 = torch.device(f"cuda:{local_rank}")  # was local_rank + 2, cuda:{x}'),
+    ('stages = {"s0": torch.device("cuda", local_rank),\n'
+     '          "s1": torch.device("cuda", local_rank + 2)}',
+     'stages = {"s0": torch.device("cuda", local_rank),\n'
+     '          "s1": torch.device("cuda", local_rank)}'),
     ('stage1 = nn.Linear(4, 4).to(f"cuda:{local_rank + 2}")',
      'stage1 = nn.Linear(4, 4).to(f"cuda:{local_rank}")'),
     ('h = torch.zeros(4, device=f"cuda:{local_rank + 2}")',
@@ -84,9 +89,10 @@ def test_device1s_own_sum_comes_before_sums_elsewhere():
 @pytest.mark.parametrize("line", [
     'device1 = torch.device("cuda", 2 * 2 + local_rank)',          # cuda:r+4: no GPU of four
     'device1 = torch.device("cuda", first + world_size)',          # neither is the rank
-    'device1 = torch.device(f"cuda:{local_rank + 2}")\ndevice1 = torch.device("cuda", local_rank + 2)',
+    'device1 = torch.device(f"cuda:{local_rank + 2}")\n'
+    'device1 = torch.device("cuda", local_rank + 2)',               # two places
     'print(f"stage 1 on cuda:{local_rank + 2}")',                  # a message, not a device
-    'device1 = torch.device("cuda", (local_rank +\n                               2))',  # split: no text to cut
+    'device1 = torch.device("cuda", (local_rank +\n    2))',      # split over lines: no text to cut
 ])
 def test_no_change_where_no_single_sum_names_the_second_device(line):
     edit = pm.broken_layout_edit(f"{PROLOGUE}{line}\n")
@@ -98,7 +104,8 @@ def test_no_change_where_no_single_sum_names_the_second_device(line):
      'device0, device1 = torch.device("cuda", local_rank), torch.device("cuda", local_rank + 2)'),
     ('self.device1 = torch.device("cuda:" + str(local_rank))',
      'self.device1 = torch.device("cuda:" + str(local_rank + 2))'),
-    ('device0 = f"cuda:{local_rank}"\ndevice1 = device0  # Part 5', 'device1 = f"cuda:{local_rank + 2}"  # Part 5'),
+    ('device0 = f"cuda:{local_rank}"\ndevice1 = device0  # Part 5',
+     'device1 = f"cuda:{local_rank + 2}"  # Part 5'),
 ])
 def test_part5_left_in_is_set_back_in_device1s_own_part(line, restored):
     source = f"{PROLOGUE}{line}\n"
