@@ -518,9 +518,12 @@ class VirtualGPUMode(TorchFunctionMode):
         # records (and that a real GPU's observer, off during backward, never sees either).
         if trace.enabled and in_backward_task() == -1:
             moved = source != target
+            # A lazy module's parameter before its first pass (nn.LazyLinear) has no size yet:
+            # it moves nothing (numel raises on it; a correct script had crashed under the trace).
+            lazy = _uninitialized(tensor)
             trace.emit("to", src=describe(source), dst=describe(target), copied=moved,
-                       bytes=tensor.numel() * tensor.element_size() if moved else 0,
-                       shape=list(tensor.shape), site=call_site(4))
+                       bytes=tensor.numel() * tensor.element_size() if moved and not lazy
+                       else 0, shape=[] if lazy else list(tensor.shape), site=call_site(4))
 
     def _move(self, tensor, target, dtype, *, copy, memory_format, record=True):
         node = self.node
@@ -540,7 +543,7 @@ class VirtualGPUMode(TorchFunctionMode):
 
     def _charge_move(self, tensor, out, source, target, moved):
         clock = self.clock
-        if not clock.timed:
+        if not clock.timed or _uninitialized(out):
             return
         nbytes = out.nbytes
         if moved:
@@ -906,3 +909,8 @@ class RealGPUObserverMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         backward_ends()   # DDP has averaged .grad by now (gradient_sources.backward_ended)
         return out
+
+
+def _uninitialized(tensor) -> bool:
+    """A lazy module's parameter (or buffer) not yet given its shape by a first pass."""
+    return isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin)

@@ -419,10 +419,16 @@ def placement(module: torch.nn.Module) -> list[dict]:
     return [_layer(name, sub, own) for name, sub, own in owners]
 
 
+def _devices_of(layers: list[dict]) -> list[tuple]:
+    return [(layer["name"], layer["device"]) for layer in layers]
+
+
 def _layer(name: str, sub: torch.nn.Module, own: list) -> dict:
     devices, params, size = set(), 0, 0
     for parameter in own:
         devices.add(parameter.device)
+        if isinstance(parameter, torch.nn.parameter.UninitializedTensorMixin):
+            continue   # a lazy module's before its first pass: no size yet (numel raises)
         count = parameter.numel()
         params += count
         size += count * parameter.element_size()
@@ -812,7 +818,9 @@ class Observer:
         moved them: HW3's layers placed when first called, or a forward that puts every layer
         on cuda:0 after some calls). The next pass's `placement` says where they went."""
         began = self._placements.get(id(module))
-        return began is not None and placement(module) != began
+        # Devices only: a lazy module's layer given its size by its first pass (nn.LazyLinear
+        # becomes Linear, 0 parameters become 48) moved nowhere.
+        return began is not None and _devices_of(placement(module)) != _devices_of(began)
 
     def _pass_ends(self, module, opened, output, continued=None, rows=0, moved=False) -> None:
         """`continued`: what `_continued` said of the pass at its start; `rows`: the most rows
