@@ -37,10 +37,25 @@ _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
 # Estonian "Jah," and "Ei," (the course is taught in Estonia) only with a pause after them, as
 # "Yes,"/"No," are written before an explanation, or as the whole answer ("Ei", "jah."): "ei"
 # before another word is also Estonian's "not" ("Ei ole kiirem": is not faster).
+# A yes or no said with another word, only as a word of its own with a pause after it
+# ("Absolutely.", "Of course - every rank holds a replica", "Definitely not", "Never."):
+# "Definitely faster", "Of course not all GPUs", "Never slower" say something else.
+_EMPHATIC = r"absolutely|definitely|certainly|of\s+course"
+_SAID_ALONE = r"(?=\s*(?:[,.;:!()\-–—]|$))"
 _FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!()\-–]|$))|"
-                    r"(?:jah|ei)(?=\s*(?:[,.;:!\-–—]|$)))\b(?P<rest>.*)", re.I | re.S)
+                    r"(?:jah|ei)(?=\s*(?:[,.;:!\-–—]|$))|"
+                    r"(?:(?:" + _EMPHATIC + r")(?:\s+not)?|correct|never)" + _SAID_ALONE + r")\b(?P<rest>.*)",
+                    re.I | re.S)
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes", "jah": "yes",
-          "no": "no", "nope": "no", "false": "no", "ei": "no"}
+          "correct": "yes", "absolutely": "yes", "definitely": "yes", "certainly": "yes",
+          "of course": "yes",
+          "no": "no", "nope": "no", "false": "no", "ei": "no", "never": "no"}
+
+
+def _word_of(said: str) -> str:
+    """ "Of  course" -> "of course", "Definitely not" -> "no": the key of _WORDS."""
+    said = " ".join(said.lower().split())
+    return "no" if said.endswith(" not") else said
 _ESTONIAN = {"jah", "ei"}
 # An Estonian answer's doubt, anywhere in it: "maybe", "probably", "partly", "it depends",
 # "I don't know", "not sure", "but not" ("Jah, aga ei 5 GPU puhul": yes, but not for 5).
@@ -49,9 +64,12 @@ _ESTONIAN_HEDGE = re.compile(r"\b(?:võib[- ]olla|vist|ilmselt|arvatavasti|osali
 # A no without the word, only where the next words leave no doubt: "Not faster", "Not really",
 # "Not proportional at all". "Not identical, but allclose", "Not just faster", "Not slower" say
 # something else: a person reads them.
-_NOT = re.compile(_LEAD + r"not\s+(?:really|at\s+all|faster|quicker|proportional(?:ly)?|"
+# "Not anymore" / "Not any longer" (to "is GPU 0 still a bottleneck?") deny the question's
+# "still": a no, said alone ("Not any more than before" compares).
+_NOT = re.compile(_LEAD + r"not\s+(?:(?:really|at\s+all|faster|quicker|proportional(?:ly)?|"
                   r"linear(?:ly)?|balanced|evenly|equally(?:\s+utili[sz]ed)?|improved|"
-                  r"improving)\b(?P<rest>.*)", re.I | re.S)
+                  r"improving)\b|(?:any\s*more|any\s+longer)" + _SAID_ALONE + r")(?P<rest>.*)",
+                  re.I | re.S)
 # The answer as a short sentence: "It does not - the step time grows", "They don't.", "It
 # does." (a subject and its auxiliary, then a pause or a verb of the question's kind). "It is
 # slower" or "It does not matter" say something else: a person reads them.
@@ -186,7 +204,7 @@ def read_yes_no(text: str) -> YesNo:
             return YesNo(_WORDS[closing.group("word").lower()], text[:closing.start()].strip())
         return YesNo(unclear=True)
     rest = first.group("rest")
-    word = _WORDS[first.group("word").lower()]
+    word = _WORDS[_word_of(first.group("word"))]
     if word == "no" and _NO_BEFORE_NOUN.match(rest):
         return YesNo(unclear=True)
     # "Yes for 2 GPUs, no for 5", "Yeah, no": both answers given ("Yes, no GPU idles" is one).
@@ -257,14 +275,15 @@ def read_in_the_questions_word(text: str, question: str) -> YesNo:
     no), "Slower", "Faster", "GPU 0 is more loaded", "Automatically, by DataParallel" (to
     "split manually?": no), "They are equal (allclose returns True)". Anything else is unclear:
     another subject ("The single GPU was slower"), another comparison ("Faster on one GPU"),
-    both words, a "not", a doubt, or another answer in the explanation."""
+    both words, a "not" (but before the question's own word: "Not automatically - each rank
+    takes its part" is a no), a doubt, or another answer in the explanation."""
     asked = _question_word(question or "")
     text = (text or "").strip()
     if asked is None or len(text) > 300:
         return YesNo(unclear=True)
     word, antonym, subject, after = asked
     said = re.match(_LEAD + r"(?:(?P<subject>[\w .'-]+?)\s+" + _LINKING_VERB + r"\s+|"
-                    r"(?:it|they)['’](?:s|re)\s+)?" + _DEGREE +
+                    r"(?:it|they)['’](?:s|re)\s+)?(?:(?P<not>not\s+)|" + _DEGREE + ")" +
                     r"(?P<word>" + word.replace(" ", r"\s+") + "|" + antonym.replace(" ", r"\s+") +
                     r")\b(?P<rest>.*)$", text, re.I | re.S)
     if said is None:
@@ -277,6 +296,12 @@ def read_in_the_questions_word(text: str, question: str) -> YesNo:
             asked_about[i:i + len(who)] == who for i in range(len(asked_about))):
         return YesNo(unclear=True)   # "The single GPU was slower": not the question's subject
     value = "yes" if re.fullmatch(word.replace(" ", r"\s+"), said.group("word"), re.I) else "no"
+    if said.group("not"):
+        # "Not automatically" (to "split automatically?"): the question's word denied is a no;
+        # its antonym denied ("Not slower" to "faster?") may mean "the same": a person reads it.
+        if value == "no":
+            return YesNo(unclear=True)
+        value = "no"
     rest = said.group("rest")
     pause = next((i for i, char in enumerate(rest) if char in _PAUSE_CHARS), len(rest))
     continued, explanation = _words(rest[:pause]), rest[pause:]

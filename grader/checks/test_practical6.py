@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from grader.answers.numbers import whole_number_in
+from grader.answers.aspect_words import CHOICES, words_for
 from grader.checks.practical_answers import (COMPARISON_ASPECTS, TOTAL_LOWER, answer_against,
                                              answer_and_truth, checked_usage_table,
                                              comparison_names, comparison_rows,
@@ -33,7 +33,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               steps_made_outside, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
 from grader.checks.step_rows import later_steps_shared, shared_rows
-from grader.checks.support import chunk_sizes, close, explain, must_agree
+from grader.checks.support import AnswerNotRead, chunk_sizes, close, explain, must_agree
 
 SCRIPT = "practical6/practical6_ddp.py"
 DP_SCRIPT = "practical5/practical5_dp.py"
@@ -630,52 +630,11 @@ def test_reported_gpu0_bottleneck(runs, answers, agree):
 ASPECTS = COMPARISON_ASPECTS
 
 
-def words_for(aspect, cell) -> str | None:
-    """A table cell as the word the comparison uses ("1"/"multiple", "automatic"/"manual",
-    "balanced"/"imbalanced"); None when it says none of them. The cell's head (before a
-    bracket, comma or dash) decides where it says one: "Balanced (unlike DP, where GPU 0 is
-    the bottleneck)", "1 (one process, multiple threads)", "manual (not automatic)" (a probe
-    found each read as its remark's word)."""
-    text = str(cell).strip().lower() if cell is not None else ""
-    head = re.split(r"\s*(?:[(,;:/]|\s[-–—]\s)", text, maxsplit=1)[0]
-    for part in (head, text):
-        word = _aspect_word(aspect, part)
-        if word is not None:
-            return word
-    return None
-
-
-def _aspect_word(aspect: str, text: str) -> str | None:
-    if not text:
-        return None
-    if aspect == "processes":
-        count = whole_number_in(text)
-        if count == 1 or re.search(r"\b(?:single|one)\s+process\b|^(?:single|one)$", text):
-            return "1"
-        # "Mutiple" is the handout's own table's spelling.
-        if text in ("n", "n processes") or any(
-                w in text for w in ("multi", "muti", "many", "several", "one per", "per gpu")):
-            return "multiple"
-        return "multiple" if count is not None and count > 1 else None
-    if aspect == "data split":
-        if re.search(r"\b(?:not|non-?|no)\s*-?\s*auto|\bmanual", text):
-            return "manual"
-        return "automatic" if "auto" in text else None
-    if re.search(r"\b(?:not|isn'?t|is\s+not|aren'?t|never)\s+(?:\w+\s+)?(?:balanced|even(?:ly)?|equal(?:ly)?)\b", text) \
-            or any(w in text for w in ("imbalanced", "unbalanced", "uneven", "unequal")) or re.search(
-            r"\b(?:gpu\s*0|cuda:0|first\s+gpu)\s+(?:does|has|uses|holds|gets|is)\s+(?:much\s+)?(?:more|most)|"
-            r"\b(?:busier|heavier|bottleneck|more\s+loaded|most\s+loaded)\b", text):
-        return "imbalanced"   # "GPU 0 does more" (a student's audit), "GPU 0 is the bottleneck"
-    return "balanced" if re.search(r"\b(?:balanced|even(?:ly)?|equal(?:ly)?)\b", text) else None
-
-
 def said_as(aspect: str, cell, word: str | None) -> str:
     """A cell as the comparison read it, or as written where it read none of its words."""
     if word is not None:
         return word
-    choices = {"processes": "1 or multiple", "data split": "automatic or manual",
-               "gpu usage": "balanced or imbalanced"}[aspect]
-    return f"{cell!r} (not read as {choices})" if cell not in (None, "") else "nothing"
+    return f"{cell!r} (not read as {CHOICES[aspect]})" if cell not in (None, "") else "nothing"
 
 
 def run_aspects(run) -> dict:
@@ -716,7 +675,10 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
         f"{where}: name the {aspect} row {comparison_names(aspect)}")
     reported_values[f"compare.table.{aspect}"] = {"dp": row.get("dp"), "ddp": row.get("ddp")}
     # A cell not read is said as written, never as Python's None.
-    said = tuple(said_as(aspect, row.get(m), words_for(aspect, row.get(m))) for m in ("dp", "ddp"))
+    cells = tuple(row.get(m) for m in ("dp", "ddp"))
+    words = tuple(words_for(aspect, cell) for cell in cells)
+    said = tuple(said_as(aspect, cell, word) for cell, word in zip(cells, words))
+    _unread_cells_wait(aspect, cells, words, truth, said, where)
     must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
                f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
@@ -726,6 +688,23 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
                f"shows {aspect} {truth[1]} with DDP (torchrun --nproc_per_node="
                f"{SHEET_PROCESSES}) and {truth[0]} with DataParallel ("
                + (dp.source() if dp.measured else dp.unmeasured_cell()) + ")", flag)
+
+
+def _unread_cells_wait(aspect, cells, words, truth, said, where) -> None:
+    """A cell written but read as none of the aspect's words ("GPU 0 first, then the others")
+    waits for a person, as an unreadable yes/no does, unless the other cell says the wrong word
+    (then the row is wrong whatever the unread cell means) or is empty."""
+    unread = [side for side, cell, word in zip(("dp", "ddp"), cells, words)
+              if word is None and cell not in (None, "")]
+    wrong = any(word is not None and word != expected for word, expected in zip(words, truth))
+    if not unread or wrong or any(cell in (None, "") for cell in cells):
+        return
+    raise AnswerNotRead(explain(
+        f"{aspect}: dp {truth[0]}, ddp {truth[1]}",
+        f"you reported {aspect}: dp {said[0]}, ddp {said[1]}: a person reads the "
+        f"{' and '.join(unread)} cell",
+        f"{where}: write {CHOICES[aspect]} first, then your remark, e.g. '{truth[1].capitalize()} "
+        f"(...)'"), "compare.table")
 
 
 _DDP = r"\b(?:distributed\s*data\s*parallel|ddp)\b"

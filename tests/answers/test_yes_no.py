@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader.answers.sheet import coerce, template_questions
 from grader.answers.yes_no import read_yes_no
 
 
@@ -186,3 +187,46 @@ def test_estonian_jah_and_ei_answer_as_yes_and_no(text, value, explanation):
 def test_an_estonian_answer_that_is_no_clear_yes_or_no_is_unclear(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear, f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("text, value", [
+    # A red team's honest sheet (adv41 p6_words2): "Not anymore" to "is GPU 0 still a
+    # bottleneck?" waited for a person.
+    ("Not anymore", "no"), ("Not any more", "no"), ("Not anymore, the memory is the same", "no"),
+    ("Not any longer.", "no"), ("No longer", "no"), ("Never", "no"), ("Never.", "no"),
+    ("Absolutely not", "no"), ("Definitely not - each rank has its own", "no"), ("Of course not.", "no"),
+    ("Absolutely", "yes"), ("Of course - every rank holds a replica", "yes"), ("Definitely.", "yes"),
+    ("Correct.", "yes"), ("Certainly!", "yes"), ("correct (both ranks use 8,2 MiB)", "yes"),
+])
+def test_a_yes_or_no_said_with_another_word_alone_is_read(text, value):
+    answer = read_yes_no(text)
+    assert answer.value == value and not answer.unclear, f"{text!r}: expected {value!r}, read {answer}"
+
+
+@pytest.mark.parametrize("text", [
+    # The same words before something else, or hedged: a person reads them.
+    "Not any more than before", "Never slower", "Definitely faster", "Of course not all GPUs",
+    "Correct answer is no", "Definitely, maybe", "Of course, but no for 5 GPUs", "Never, yes for 2",
+    "Absolutely not sure", "Not anymore?",
+])
+def test_those_words_before_something_else_or_hedged_are_unclear(text):
+    answer = read_yes_no(text)
+    assert answer.value is None and answer.unclear, f"{text!r} read as {answer}"
+
+
+@pytest.mark.parametrize("raw, value", [
+    # The question's own word denied (adv41 p6_words2: waited for a person).
+    ("Not automatically - each rank takes its own part through the DistributedSampler", False),
+    ("Not automatically", False),
+])
+def test_the_questions_own_word_denied_is_a_no(raw, value):
+    assert coerce(raw, template_questions("practical6")["data.split_automatically"]) is value
+
+
+@pytest.mark.parametrize("raw", [
+    # The antonym denied ("not manually" may mean "partly"), a turn, or a contradiction.
+    "Not manually", "Not automatically, but the sampler does it", "Not automatically (yes)",
+])
+def test_the_antonym_denied_or_a_turn_is_left_for_a_person(raw):
+    with pytest.raises(ValueError, match="expected"):
+        coerce(raw, template_questions("practical6")["data.split_automatically"])
