@@ -2,6 +2,7 @@
 so every check that looks at the same run shares it)."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -119,8 +120,10 @@ class ScriptRuns:
 
     def hw3(self, plan: list[dict], gpus: int):
         # The probe counts its own hangs: it imports the module, it does not run main(), so
-        # scripts that hang (too many steps, a deadlock in main) say nothing about it.
-        return self._submit(("hw3-probe", gpus), lambda: self._unless_hung(
+        # scripts that hang (too many steps, a deadlock in main) say nothing about it. One run
+        # per plan: a second carries what the script's own runs passed the constructor.
+        key = ("hw3-probe", gpus, json.dumps(plan, sort_keys=True))
+        return self._submit(key, lambda: self._unless_hung(
             "the HW3 probe", lambda: run_hw3_probe(
                 self.submission, [dict(p) for p in plan], gpus=gpus,
                 timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch, forks=self.forks),

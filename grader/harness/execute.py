@@ -49,7 +49,7 @@ HIDE_ENV = "PDL_SANDBOX_HIDE"
 RUNTIME_PARTS = ("__init__.py", "vgpu", "common", "records", "harness/__init__.py",
                  "harness/hw3_launch.py", "harness/hw3_probe.py", "harness/hw3_import.py",
                  "harness/hw3_recompute.py", "harness/hw3_build.py",
-                 "harness/hw3_script_call.py")
+                 "harness/hw3_script_call.py", "harness/hw3_recorded_call.py")
 # A run's working folder may hold this much (its trace and what the script saves).
 SCRATCH_LIMIT_BYTES = 512 * 2**20
 

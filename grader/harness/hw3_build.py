@@ -3,10 +3,12 @@
 The probe measures the model on its own configurations, so it builds it itself, many times.
 It builds it the way the student's script does (hw3_script_call.py: the call in main(), each
 argument evaluated in the module on the node being measured, DIM and DEPTH set to the
-configuration's), and where that call cannot be replayed, from the constructor's signature:
-its parameters by name (dim, depth, a GPU count, a list of devices) or by their defaults (the
-module's DIM and DEPTH). The model class is the handout's LargeLinearModelMP, or, where the
-script has none, the nn.Module with Linear layers its main() builds (adv39 F1b).
+configuration's); where that call cannot be replayed, with the arguments the script's own
+runs passed the constructor (hw3_recorded_call.py, where the checks hand them over), else from
+the constructor's signature: its parameters by name (dim, depth, a GPU count, a list of
+devices) or by their defaults (the module's DIM and DEPTH). The model class is the handout's
+LargeLinearModelMP, or, where the script has none, the nn.Module with Linear layers its main()
+builds (adv39 F1b).
 
 Runs inside the probe's sandboxed process; imports torch only to make a list of devices.
 """
@@ -19,6 +21,7 @@ import inspect
 import os
 import weakref
 
+from grader.harness.hw3_recorded_call import NotRecorded, recorded_call
 from grader.harness.hw3_script_call import (MODEL_CLASS, SCRIPT, ScriptCall, asks_for_gpus,
                                             classes_asking_for_gpus, classes_with_layers,
                                             model_call, reads_as_constant, script_calls,
@@ -291,7 +294,7 @@ def replay(call: ScriptCall, signature: inspect.Signature, module, node: Node, g
 
 def construct(module, dim: int, depth: int, calls: list | None = None, *,
               source: str | None = None, gpus: int | None = None, notes: list | None = None,
-              stop: tuple = ()):
+              stop: tuple = (), recorded: str | None = None):
     """Build the student's model for `dim` and `depth` on a node of `gpus` GPUs (None: as
     torch.cuda.device_count() says): as the script's own main() builds it (`source`, the
     script's text), else by the constructor's signature: by keyword, positionally, or
@@ -301,7 +304,9 @@ def construct(module, dim: int, depth: int, calls: list | None = None, *,
     theirs, not a wrong guess. The call made is appended to `calls`
     (`LargeLinearModelMP(input_size=16, num_layers=20)`), for the feedback to name; a model
     class of another name than the handout's is appended to `notes`. `stop`: the probe's own
-    exceptions (its time limit), raised through whatever the script's call raised."""
+    exceptions (its time limit), raised through whatever the script's call raised.
+    `recorded`: what the script's own runs passed the constructor (hw3_recorded_call.py, JSON),
+    used where the script's call cannot be replayed from its text."""
     cls, renamed = model_class(module, source)
     if renamed and notes is not None:
         notes.append(renamed)
@@ -337,6 +342,24 @@ def construct(module, dim: int, depth: int, calls: list | None = None, *,
                         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
                     bound.arguments[name] = value
             return _call(cls, bound.args, bound.kwargs, calls, signature, given)
+    if recorded is not None:
+        try:
+            args, kwargs = recorded_call(recorded, cls.__name__, script_call.line if script_call
+                                         else None, signature, module, node, role_of)
+        except stop:
+            raise
+        except NotRecorded as error:
+            why_recorded = str(error)
+        except Exception as error:   # a config class of the student's that refused its fields
+            why_recorded = f"rebuilding its arguments raised {type(error).__name__}: {error}"
+        else:
+            made = _call(cls, args, kwargs, calls, signature, given)
+            if calls:
+                calls[-1] += "; the arguments your script's own run passed, at this configuration"
+            return made
+        why_not = (why_not + "; nor with the arguments your script's own run passed: "
+                   if why_not else "the arguments your script's own run passed could not be "
+                   "used: ") + why_recorded
 
     # Required parameters named as a GPU count or a list of devices: the node's.
     for p in parameters:

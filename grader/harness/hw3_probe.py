@@ -37,6 +37,7 @@ import types
 
 from grader.harness.hw3_build import SCRIPT, class_file, construct
 from grader.harness.hw3_import import StudentImports
+from grader.harness.hw3_recorded_call import PART as RECORDED_PART
 from grader.harness.hw3_recompute import equals_any
 
 CONFIG_TIME_LIMIT_S = 30
@@ -144,7 +145,7 @@ class TorchReadings:
 
 
 class Probe:
-    def __init__(self, model_file: str, emit):
+    def __init__(self, model_file: str, emit, recorded: str | None = None):
         import torch
         self.torch = torch
         self.model_file = model_file
@@ -163,6 +164,8 @@ class Probe:
         self.built_as: str | None = None   # the constructor call of the last build
         self.model_class: str | None = None   # the model's class, where not LargeLinearModelMP
         self.model_source: str | None = None  # the file defining it, where not the script
+        # What the script's own runs passed the constructor (JSON text: read afresh per build).
+        self.recorded = recorded
 
     def module(self, dim: int, depth: int):
         """The student's module as a run on the current node imports it (hw3_import.py):
@@ -205,7 +208,8 @@ class Probe:
             module, source = self.module(dim, depth), self.imports.source
         try:
             model = construct(module, dim, depth, calls, source=source, gpus=self.node_size,
-                              notes=renamed, stop=(ConfigTimeout,))
+                              notes=renamed, stop=(ConfigTimeout,),
+                              recorded=self.recorded if students else None)
         finally:
             self.built_as = calls[-1] if calls else None
             self.model_class = renamed[-1] if renamed else self.model_class
@@ -731,8 +735,10 @@ def run(argv: list[str]) -> int:
     os.makedirs(weights_dir, exist_ok=True)
     _keep_student_files_off_the_grader_path()
     trust_no_more_code()      # the student's model is imported next
+    recorded = next((json.dumps(part["runs"]) for part in plan
+                     if part.get("part") == RECORDED_PART), None)
     try:
-        probe = Probe(model_file, emit)
+        probe = Probe(model_file, emit, recorded)
     except BaseException as error:   # the probe could not start (the model imports later)
         emit({"kind": "import_error", "error": describe_error(error, model_file)})
         return 0
@@ -741,6 +747,7 @@ def run(argv: list[str]) -> int:
     for index in range(len(plan)):
         part = json.loads(plan_text)[index]   # parsed afresh: nothing can edit what comes next
         kind = part.pop("part")
-        getattr(probe, kind)(**part)
+        if kind != RECORDED_PART:   # given to the Probe as it started
+            getattr(probe, kind)(**part)
     emit({"kind": "done"})
     return 0

@@ -103,6 +103,9 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
         from grader.vgpu.observe import Observer
         handle.observer = Observer(trace, handle.node.clock if handle.node is not None else None)
         handle.observer.install(handle.patcher)
+        # The HW3 probe builds the model with the arguments the script's own run passed.
+        from grader.vgpu import constructor_calls
+        constructor_calls.install(handle.patcher, trace)
     arm_guard(handle)
     trace.emit("start", virtual=virtual, gpus=n_gpus, pid=os.getpid(),
                local_rank=int(os.environ.get("LOCAL_RANK", "0")),
