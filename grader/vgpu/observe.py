@@ -210,14 +210,16 @@ def _layers_below(module):
     return (p for child in module.children() for p in child.parameters())
 
 
-def _note_device(device: str, rows: int | None) -> None:
+def _note_device(device: str, rows: int | None, before: str | None = None) -> None:
+    """`device` noted in `layer_devices` (where it is not yet: at the end, or right before
+    `before`), with `rows` in `layer_rows`."""
     devices = getattr(_tls, "layer_devices", None)
     if devices is None:
         return
     if device not in devices:
         if len(devices) >= _LAYER_DEVICES:
             return
-        devices.append(device)
+        devices.insert(devices.index(before) if before in devices else len(devices), device)
     most = getattr(_tls, "layer_rows", None)
     if most is not None and rows is not None:
         most[device] = max(rows, most.get(device, 0))
@@ -262,26 +264,36 @@ def _note_own_parameters(models, tensors) -> None:
     nn.Parameter(...)` used as `x @ self.w2` in its forward: no layer is called there, so no
     call notes them), where the pass's output was computed from them, with the rows of the
     operation that used each (`layer_devices`, `layer_rows`). A stage of bare parameters on
-    cuda:r+2 had been no stage (Practical 10, eng_p10s), or its GPU taken for the first one."""
+    cuda:r+2 had been no stage (Practical 10, eng_p10s), or its GPU taken for the first one.
+    Each such GPU is noted before the first GPU of the pass whose parameters all lie nearer
+    the output in the graph (its stage ran later), else last."""
     own = {id(p): p for model in models for p in model._parameters.values()
            if p is not None and p.requires_grad}
-    if not own or getattr(_tls, "layer_devices", None) is None:
+    devices = getattr(_tls, "layer_devices", None)
+    if not own or devices is None:
         return
-    above, seen, at = {}, set(), 0
     queue = [t.grad_fn for t in tensors if t.grad_fn is not None]
+    above, seen, at, level = {}, set(), 0, {id(node): 0 for node in queue}
+    deepest, found = {}, []   # device -> the farthest level of a parameter there; own ones
     while at < len(queue) and len(seen) < _GRAPH_NODES:
         node, at = queue[at], at + 1
         if id(node) in seen:
             continue
         seen.add(id(node))
-        parameter = own.get(id(getattr(node, "variable", None)))
-        if parameter is not None:
-            _note_device(str(parameter.device), _rows_used(node, above, parameter))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            device, depth = str(variable.device), level[id(node)]
+            deepest[device] = max(deepest.get(device, depth), depth)
+            if id(variable) in own:
+                found.append((device, _rows_used(node, above, variable), depth))
             continue
         for child, _ in node.next_functions:
-            if child is not None and id(child) not in seen:
-                above.setdefault(id(child), node)
+            if child is not None and id(child) not in seen and id(child) not in above:
+                above[id(child)], level[id(child)] = node, level[id(node)] + 1
                 queue.append(child)
+    for device, rows, depth in found:
+        later = [d for d in devices if d != device and deepest.get(d, depth) < depth]
+        _note_device(device, rows, before=later[0] if later else None)
 
 
 def _rows_used(node, above, parameter) -> int | None:

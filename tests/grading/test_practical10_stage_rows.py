@@ -252,4 +252,7 @@ def test_a_first_stage_of_own_parameters_on_the_data_is_a_stage(traced_vnode):
     assert rows and all(r == [4, 4] for r in rows), (
         f"expected cuda:2's layer and cuda:0's own parameter each on the 4 rows of a "
         f"micro-batch; observed {rows}")
-    assert sorted(p10.stage_gpus(run, 0)) == [0, 2]
+    stages = p10.stage_gpus(run, 0)
+    assert stages == [0, 2], (
+        f"expected cuda:0 (x @ self.w0, run first) before cuda:2; observed {stages}; where to "
+        "look: grader/vgpu/observe.py _note_own_parameters")
