@@ -18,6 +18,7 @@ from grader.checks.practical_measures import (comparisons, concatenations, evide
                                               forward_passes, match_rows, recorded_rows,
                                               rows_of)
 from grader.checks.support import explain
+from grader.checks.too_few_gpus import ended_by_exit, too_few_gpus_line
 
 SCRIPT = "practical4/concepts.py"
 BATCH, IN_DIM, HIDDEN, OUT_DIM, CHUNKS = 64, 1000, 2000, 1000, 2
@@ -558,6 +559,14 @@ def test_uneven_batch_split_and_combined(runs):
     """No point (the handout's batch is 64): a split into BATCH_SIZE // 2 rows is right for
     it; this tells the student whether their split keeps every row of a batch of 63."""
     run = runs.script(**run_spec(UNEVEN))
+    if any(e.get("kind") == "constant_not_found" for e in run.of("error")):
+        # The handout writes the batch as 64 in place and asks for no constant: a script that
+        # follows it is not to be failed for it, not even by a check worth no point (a red
+        # team's adv41 F7: `pytest grader/` ended "1 failed" beside full points).
+        pytest.skip(f"the batch size is not a top-level constant BATCH_SIZE (the handout "
+                    f"writes it as {BATCH} in place and asks for none): the grader tries an "
+                    f"uneven batch of {UNEVEN} rows only where it is one; worth no point, "
+                    "nothing to fix")
     split_into_chunks(run, UNEVEN)
     combined_equals_full(run, UNEVEN)
 
@@ -734,16 +743,20 @@ def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
            "requires at least 2 GPUs.\")"
     expected = "on a machine with 1 GPU, Part 3 prints that model parallelism requires at " \
                "least 2 GPUs instead of failing"
-    # The handout's words or any that say the same: "two or more GPUs", "more than one GPU",
-    # "needs 2 GPUs", "2+ GPUs".
+    # The handout's words or any that say there are too few GPUs ("Skipping Part 3: found 1
+    # GPU(s), need >= 2", "Not enough GPUs ...": a red team's adv41 F2 lost the half point on
+    # five such lines): grader/checks/too_few_gpus.py.
     # Printed, or logged (`logging` writes to stderr by default: a red team's honest script
-    # lost the half point); stderr only of a run that ended, so a raised error is no message.
-    output = one.stdout + ("\n" + one.stderr if one.ok else "")
-    said = re.search(r"(?:at least|minimum of|needs?|requires?)\s+(?:2|two)\b.*?gpus?|"
-                     r"(?:2|two)\s*(?:\+|or more)\s*gpus?|more than one gpu|multiple gpus|"
-                     r"(?:2|two) or more", output, re.I)
-    evidence(one, said, expected, "no such line; the output ended with: "
-             f"{output.strip().splitlines()[-1:] or 'nothing'}", look)
+    # lost the half point); stderr only of a run that ended, so a raised error is no message,
+    # or that stopped itself with sys.exit("...") after Parts 1-2, as the course's P5/P6
+    # templates say they lack GPUs (adv41: the handout's own words, sys.exit'ed, scored 0).
+    exited = ended_by_exit(one) and bool(forward_passes(one))   # Part 1 ran before it
+    output = one.stdout + ("\n" + one.stderr if one.ok or exited else "")
+    said = too_few_gpus_line(output)
+    evidence(one, said, expected, "no line that says there are too few GPUs for Part 3 (one "
+             "that names the GPUs with a word such as need, at least, fewer, not enough, only "
+             f"one, skip); the output ended with: {output.strip().splitlines()[-1:] or 'nothing'}",
+             look)
     # Said, and then a GPU that is not there used anyway: the message is a banner, not the
     # guard the handout asks for (a red team's adv34 F1 printed "requires at least 2 GPUs"
     # before an unguarded Part 3 that stopped on cuda:1).

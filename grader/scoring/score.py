@@ -383,7 +383,8 @@ def _score_check(rule: CheckRule, cases: list[Case]) -> CheckScore:
         score.status = STATUS_SKIPPED
         score.max_score = 0.0 if excluded else rule.points
         reasons = "; ".join(sorted({c.message for c in cases}))
-        cost = (f"its {_fmt(rule.points)} point(s) are left out of the maximum" if excluded
+        cost = ("it is worth no point" if not rule.points else
+                f"its {_fmt(rule.points)} point(s) are left out of the maximum" if excluded
                 else f"it counts 0 of {_fmt(rule.points)} point(s)")
         score.feedback = f"{rule.check} was skipped ({reasons}); {cost}."
         return score

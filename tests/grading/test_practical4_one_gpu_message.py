@@ -49,14 +49,16 @@ def two_gpus(part2=False, part3=False) -> Observation:
 
 
 class Runs:
-    """ScriptRuns' interface: the run on one GPU prints the message (and ends as `ended`)."""
+    """ScriptRuns' interface: the run on one GPU prints `stdout` (the message by default),
+    writes `stderr` and ends with `returncode`, having recorded `events`."""
 
-    def __init__(self, returncode=0, stderr=""):
-        self.returncode, self.stderr = returncode, stderr
+    def __init__(self, returncode=0, stderr="", stdout=MESSAGE, events=()):
+        self.returncode, self.stderr, self.stdout = returncode, stderr, stdout
+        self.events = list(events)
 
     def script(self, **spec):
-        return Observation(p4.SCRIPT, gpus=1, returncode=self.returncode, stdout=MESSAGE,
-                           stderr=self.stderr)
+        return Observation(p4.SCRIPT, gpus=1, returncode=self.returncode, stdout=self.stdout,
+                           stderr=self.stderr, events=self.events)
 
 
 def one_gpu_check(run_on_two_gpus, runs=None) -> None:
@@ -142,3 +144,58 @@ def test_the_message_beside_a_run_that_stops_for_another_reason_keeps_its_point(
     part's own bug) is judged by that part's checks, not here."""
     one_gpu_check(two_gpus(part2=True, part3=True),
                   Runs(returncode=1, stderr="Traceback ...\nValueError: bad value\n"))
+
+
+# -- the message in the student's own words (a red team's adv41 F2) ------------------------------
+# The handout asks for "a clear message, not crash": any line that says there are too few GPUs.
+PARTS_1_2 = "Output shape: torch.Size([64, 1000])\nFinal output shape: torch.Size([64, 1000])\n"
+
+
+@pytest.mark.parametrize("line", [
+    "Model parallelism requires at least 2 GPUs.",
+    "Skipping Part 3: found 1 GPU(s), need >= 2 for model parallelism",
+    "Not enough GPUs for model parallelism (found 1, need 2)",
+    "Model parallelism needs at least 2 CUDA devices",
+    "Part 3 skipped: fewer than 2 GPUs",
+    "Only one GPU available: skipping model parallelism",
+])
+def test_a_clear_message_in_the_students_own_words_earns_its_point(line):
+    one_gpu_check(two_gpus(part2=True, part3=True), Runs(stdout=PARTS_1_2 + line + "\n"))
+
+
+@pytest.mark.parametrize("stdout", [
+    PARTS_1_2, PARTS_1_2 + "Done.\n", "", PARTS_1_2 + "Part 1 runs only on GPU 0\n",
+    PARTS_1_2 + "concepts.py:3: UserWarning: CUDA initialization: no second GPU found\n",
+], ids=["no-message", "unrelated-line", "empty", "gpu-without-lack", "a-librarys-warning"])
+def test_no_line_that_says_too_few_gpus_earns_nothing(stdout):
+    with pytest.raises(AssertionError) as raised:
+        one_gpu_check(two_gpus(part2=True, part3=True), Runs(stdout=stdout))
+    text = str(raised.value)
+    assert "no line that says there are too few GPUs for Part 3" in text, text
+
+
+HANDOUT_WORDS = "Model parallelism requires at least 2 GPUs.\n"
+
+
+def test_the_message_as_sys_exit_after_parts_1_and_2_earns_its_point():
+    """adv41 p4_exit: `sys.exit("Model parallelism requires at least 2 GPUs.")` after Parts
+    1-2, as the course's P5/P6 templates say they lack GPUs (status 1, the message on stderr,
+    no traceback), had scored 0/0.5 as a script that did not run to its end."""
+    one_gpu_check(two_gpus(part2=True, part3=True),
+                  Runs(returncode=1, stdout=PARTS_1_2, stderr=HANDOUT_WORDS,
+                       events=forward(ROWS, OUT_ROWS)))
+
+
+@pytest.mark.parametrize("stderr, events", [
+    # Raised, not exited: a crash, whatever its words.
+    ("Traceback (most recent call last):\n  File \"concepts.py\", line 60, in <module>\n"
+     "RuntimeError: Model parallelism requires at least 2 GPUs.\n",
+     [{"event": "exception", "rank": 0, "type": "RuntimeError", "site": "concepts.py:60",
+       "message": "Model parallelism requires at least 2 GPUs."}] + forward(ROWS, OUT_ROWS)),
+    # sys.exit at the top, before Part 1: Parts 1-2 never ran on one GPU.
+    (HANDOUT_WORDS, []),
+], ids=["raised", "exit-before-part1"])
+def test_the_message_raised_or_exited_before_part1_earns_nothing(stderr, events):
+    with pytest.raises(AssertionError):
+        one_gpu_check(two_gpus(part2=True, part3=True),
+                      Runs(returncode=1, stdout="", stderr=stderr, events=events))

@@ -153,6 +153,20 @@ def test_a_check_worth_no_point_tells_and_leaves_the_items_points_and_status():
     assert check(result, "p.a.uneven").status == "failed"
 
 
+def test_a_skipped_check_worth_no_point_says_so_not_that_points_leave_the_maximum():
+    """adv41 F7: practical4.uneven_batch skipped where the batch is written in place said
+    "its 0 point(s) are left out of the maximum" beside its reason."""
+    rubric = parse_rubric({"assignment": "p", "title": "t", "version": "1", "gpus": 2, "items": [
+        {"id": "p.a", "title": "A",
+         "checks": [{"check": "p.a.split", "points": 2}, {"check": "p.a.uneven", "points": 0}]}]})
+    result = score_assignment(rubric, report(case("p.a.split"), case(
+        "p.a.uneven", "skipped", skip_reason="no top-level BATCH_SIZE")))
+    uneven = check(result, "p.a.uneven")
+    assert (result.score, result.max_score, item(result, "p.a").status) == (2, 2, "passed")
+    assert uneven.feedback == ("p.a.uneven was skipped (no top-level BATCH_SIZE); it is worth "
+                               "no point."), uneven.feedback
+
+
 def test_missing_check_is_an_error_not_a_zero_in_silence(rubric_for):
     rubric = rubric_for("hw3")
     tests = [case(c) for c in rubric.check_ids if c != "hw3.task2.speed_answer"]
