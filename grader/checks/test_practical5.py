@@ -22,6 +22,7 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               steps_edits, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
 from grader.checks.random_draws import CPU, GPU, generators
+from grader.checks.split_print_site import split_print_site
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
 from grader.common.text import answer_shown
 
@@ -41,6 +42,8 @@ class HandoutRuns:
         self.runs = runs
         self.sets = {script: handout_sets(submission, script) for script in (DP, SINGLE)}
         self.edits = {script: steps_edits(submission, script) for script in (DP, SINGLE)}
+        # Where the DP script prints each replica's batch (Part 4), for the split's feedback.
+        self.split_printed = split_print_site(submission / DP)
 
     def spec(self, script, gpus):
         return dict(script=script, gpus=gpus, sets=self.sets[script], edits=self.edits[script])
@@ -346,10 +349,14 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
     # Where the code splits otherwise (device_ids hard-coded), the text says both: a TA's
     # student read "your code has DataParallel split ... as [22, 22, 20]" of code that split
     # [32, 32].
+    # Where the script prints the split, as it has it (adv41 F6: "printed inside MLP.forward"
+    # of a script with no MLP, whose forward pre-hook prints it).
+    printed = (f"the 'Inside model on device ...' lines printed {handout.split_printed}"
+               if handout.split_printed else
+               "the lines where your script prints the per-GPU batch size, inside the model")
     observed = (f"has DataParallel split a batch of {BATCH} over {gpus} GPUs as {truth} (its "
-                "chunk rule; the 'Inside model on device ...' lines printed inside "
-                "MLP.forward, once per replica: the same print in the training loop shows the "
-                f"whole batch of {BATCH})") if not differs else (
+                f"chunk rule; {printed}, once per replica: the same print in the training loop "
+                f"shows the whole batch of {BATCH})") if not differs else (
         f"splits a batch of {sum(seen)} as {seen} when {gpus} GPUs are visible, where "
         f"DataParallel over all {gpus} gives {truth} (its chunk rule, which the question "
         "asks for)")

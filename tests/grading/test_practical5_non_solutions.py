@@ -57,6 +57,8 @@ def trained(gpus, data_parallel, script=p5.DP, steps=3) -> Observation:
 class Handout:
     """HandoutRuns' interface: the single-GPU script, and the DataParallel one on N GPUs."""
 
+    split_printed = None   # where the script prints each replica's batch: not read here
+
     def __init__(self, data_parallel):
         self.data_parallel = data_parallel
 
