@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import NamedTuple
 
 from grader.common.ast_parents import ast_parents
 
@@ -146,6 +147,108 @@ def _undone_edit(script: _Script) -> tuple[str, str] | None:
     return _line_edit(script, alone[0], rank_code + _HANDOUT_OFFSET, at_line_start=True) \
         if rank_code else None
 
+
+
+class LayoutSwitch(NamedTuple):
+    """A top-level constant of the script that chooses the second stage's device: a boolean
+    switch between the course's line and Part 5's (`if BREAK_MP: device1 = ...{local_rank}...
+    else: device1 = ...{local_rank + 2}...`), or the offset the one sum given to device1 adds to
+    the rank (`cuda:{local_rank + STAGE1_OFFSET}`). The grader's runs set it (the runner's
+    --set) to `course` for Parts 1 to 4 and to `broken` for Part 5's; `written` is its value as
+    handed in, on line `line`."""
+    name: str
+    course: object
+    broken: object
+    written: object
+    line: int
+
+
+def layout_switch(source: str) -> LayoutSwitch | None:
+    """The constant choosing between the course's layout and Part 5's (see LayoutSwitch), where
+    the script has one sum `rank + offset` given to device1 and it sits in a branch of an `if`
+    on a top-level boolean whose other branch gives device1 the rank alone or device0, or adds a
+    top-level whole number other than the handout's 2 (set to 2, and to 0 for Part 5); None
+    otherwise (an offset already 2 needs nothing set: Part 5's change is part5_edit's). Found
+    where the change set back had given up: any sum given to device1, even in the branch not
+    taken or adding 0, had been taken for the course's layout (adv41 F1: 2.75 of 12 lost)."""
+    script = _parsed(source)
+    if script is None or script.shift:
+        return None
+    sums = [(node, kept) for node in ast.walk(script.tree)
+            if (kept := _rank_kept(node, script)) is not None and script.assigned_to(node, SECOND)]
+    if len(sums) != 1:
+        return None
+    constants = _constants_set_once(script.tree)
+    node, kept = sums[0]
+    return _switch_of(node, script, constants) or _offset_of(node, kept, constants)
+
+
+def _constants_set_once(tree: ast.Module) -> dict[str, tuple[object, int]]:
+    """{NAME: (value, line)} of the names the script assigns once, at its top level, a bool or
+    a whole number written as it is (what the runner's --set rewrites)."""
+    stores = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                stores[name] = stores.get(name, 0) + 2   # set elsewhere: no constant
+    found = {}
+    for statement in tree.body:
+        for target, value in _assignments(statement):
+            if isinstance(target, ast.Name) and stores.get(target.id) == 1 and \
+                    isinstance(value, ast.Constant) and type(value.value) in (bool, int):
+                found[target.id] = (value.value, statement.lineno)
+    return found
+
+
+def _switch_of(node, script: _Script, constants) -> LayoutSwitch | None:
+    """The boolean of an `if` (statement or expression) that takes the sum's branch on one value
+    and, on the other, a branch giving device1 Part 5's device."""
+    child, parent = node, script.parents.get(node)
+    while parent is not None:
+        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
+            branches = (parent.body, parent.orelse)
+            taken = child in branches[0] if isinstance(parent, ast.If) else child is branches[0]
+            other = branches[1] if taken else branches[0]
+            condition = _switched_by(parent.test, constants)
+            if condition is not None and other and _gives_part5_layout(other, script):
+                name, value_for_true = condition
+                course = value_for_true if taken else not value_for_true
+                written, line = constants[name]
+                return LayoutSwitch(name, course, not course, written, line)
+        child, parent = parent, script.parents.get(parent)
+    return None
+
+
+def _switched_by(test, constants) -> tuple[str, bool] | None:
+    """(NAME, the value of NAME that makes `test` true) for `NAME` or `not NAME`, NAME a
+    top-level boolean set once."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    name = test.operand if negated else test
+    if isinstance(name, ast.Name) and type(constants.get(name.id, (None,))[0]) is bool:
+        return name.id, not negated
+    return None
+
+
+def _gives_part5_layout(branch, script: _Script) -> bool:
+    """Whether a branch gives device1 the rank alone as its device, or device0 itself."""
+    roots = branch if isinstance(branch, list) else [branch]
+    return any(script.assigned_to(n, SECOND) and (
+        _rank_alone(n, script) or (_last_name(n) == FIRST and isinstance(n.ctx, ast.Load)
+                                   and _whole_value_of(n, SECOND, script)))
+        for root in roots for n in ast.walk(root))
+
+
+def _offset_of(node, kept, constants) -> LayoutSwitch | None:
+    """The top-level whole number the sum adds to the rank, where it is not the handout's 2."""
+    offset = node.right if kept is node.left else node.left
+    if not isinstance(offset, ast.Name) or offset.id not in constants:
+        return None
+    written, line = constants[offset.id]
+    if type(written) is not int or written == 2:
+        return None
+    return LayoutSwitch(offset.id, 2, 0, written, line)
 
 # -- the sum and its parts ------------------------------------------------------------------------
 

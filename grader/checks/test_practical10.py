@@ -30,6 +30,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               script_forward, script_text, steps_edits,
                                               steps_limit,
                                               training_events, unvouched_said)
+from grader.checks.second_stage_device import layout_switch
 from grader.checks.support import close, explain, must_agree
 from grader.common.text import answer_shown
 
@@ -63,9 +64,15 @@ class HandoutRuns:
         self.steps = steps_limit(submission, SCRIPT)
         self.steps_edits = steps_edits(submission, SCRIPT)
         self.written = assigned_constants(text, DEFAULTS)
-        broken, restore = broken_layout_edit(text), restored_layout_edit(text)
+        # A top-level constant choosing the layout (`BREAK_MP = True` switching between the
+        # two lines, `cuda:{local_rank + STAGE1_OFFSET}`) is set for each run instead: the
+        # course's value, or Part 5's for its run (switch_set).
+        self.switch = switch = layout_switch(text)
+        broken, restore = (None, None) if switch else (broken_layout_edit(text),
+                                                       restored_layout_edit(text))
         # (edits of the course's layout, edits of Part 5's broken layout or None if unknown)
-        self.layout = ((), [broken]) if broken else ([restore], ()) if restore else ((), None)
+        self.layout = ((), ()) if switch else ((), [broken]) if broken else \
+            ([restore], ()) if restore else ((), None)
         self.restore = None if broken else restore
 
     def part5_left_in(self) -> tuple[int, str, str] | None:
@@ -79,10 +86,23 @@ class HandoutRuns:
         return (self.text.count("\n", 0, at + 1) + 1, old.strip("\n").strip(),
                 re.sub(r"\s+#.*$", "", new.strip("\n").strip()))
 
+    def switch_left_in(self):
+        """The layout's constant (second_stage_device.LayoutSwitch) where it was handed in at
+        another value than the course's: Parts 1 to 4's runs set it."""
+        return self.switch if self.switch_set(broken=False) else None
+
     def constants_left(self) -> dict:
         """{NAME: value as handed in} of the constants the file holds at another value than
         the handout's defaults (the last values Parts 2 and 3 tried): every run sets its own."""
         return {name: value for name, value in self.written.items() if value != DEFAULTS[name]}
+
+    def switch_set(self, broken: bool) -> dict:
+        """{NAME: value} of the layout's constant for a run of the course's layout or of
+        Part 5's, where the file holds another value; {} otherwise."""
+        if self.switch is None:
+            return {}
+        value = self.switch.broken if broken else self.switch.course
+        return {} if value == self.switch.written else {self.switch.name: value}
 
     def spec(self, processes=2, broken=False, **sets):
         wanted = {**DEFAULTS, **sets}
@@ -90,7 +110,7 @@ class HandoutRuns:
                    if self.written.get(name, DEFAULTS[name]) != value}
         edits = self.layout[1] if broken else self.layout[0]
         return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
-                    sets={**changed, **self.steps} or None,
+                    sets={**changed, **self.switch_set(broken), **self.steps} or None,
                     edits=tuple(edits) + self.steps_edits)
 
     def run(self, processes=2, **sets):
@@ -664,9 +684,17 @@ def test_graded_as_the_handout_runs_it(handout, flag):
     the student and, as a flag, to the instructor (a student's audit: nothing had said it)."""
     part5, constants = handout.part5_left_in(), handout.constants_left()
     unmade = part5_unmade(handout)
-    if part5 is None and not constants and unmade is None:
+    switch = handout.switch_left_in()
+    if part5 is None and not constants and unmade is None and switch is None:
         return
     left, graded = [], []
+    if switch is not None:
+        name = switch.name
+        left.append(f"Part 5's layout chosen by {name} = {switch.written!r} (line {switch.line})")
+        graded.append(f"Parts 1 to 4, and {{whose}} answers about them, ran with {name} = "
+                      f"{switch.course!r}, the course's layout (stage 1 on cuda:{{local_rank + "
+                      f"2}}); Part 5's run, and {{whose}} answer about it (broken.gpus_in_use), "
+                      f"with {name} = {switch.broken!r}")
     if unmade is not None:
         left.append("no single place where the second stage's device is the rank plus an "
                     "offset (the handout's `device1 = ...local_rank + 2...`) for the grader "
@@ -778,7 +806,12 @@ def one_or_all(values):
 def test_reported_number_of_processes(handout, answers, agree):
     run = handout.run()
     ranks = process_ranks(run)
-    value, truth = answer_and_truth(answers, "hybrid.num_processes", len(ranks) or None, run)
+    # The processes are torchrun's, there before the student's own work (the template's
+    # NotImplementedError is in its training loop): counted only where a rank trained, as P6's
+    # world size (the untouched template with the reference's sheet had earned 0.25: adv42 F4).
+    trained = learning_ranks(run)
+    value, truth = answer_and_truth(answers, "hybrid.num_processes",
+                                    len(ranks) if ranks and trained else None, run)
     agree("hybrid.num_processes", value, truth,
           f"runs {truth} process(es) (ranks {ranks}) under torchrun --nproc_per_node=2")
 

@@ -509,11 +509,24 @@ def gpus_by_rank(run):
             if devices_of_rank(run, rank)}
 
 
+def trained_through_ddp(run) -> bool:
+    """Whether the student's own work ran: a training step of a model wrapped in DDP. The number
+    of processes and the world size are torchrun's, there before any of it (the template's
+    init_process_group runs before its NotImplementedError): the untouched template with the
+    reference's sheet had earned 0.42 with them (adv42 F4), as P5's require_data_parallel
+    guards its answers about DataParallel. DDP's wrapper is seen made (`ddp_wrap`) or called (a
+    forward pass of DistributedDataParallel)."""
+    wrapped = run.of("ddp_wrap") or any(e.get("module") == "DistributedDataParallel"
+                                        for e in run.of("forward"))
+    return bool(wrapped) and bool(learning_ranks(run))
+
+
 @pytest.mark.check("practical6.world_size_reported")
 def test_reported_world_size(runs, answers, agree):
     run = ddp_run(runs, SHEET_PROCESSES)
     sizes = sorted({e.get("world_size") for e in run.of("init_process_group")} - {None})
-    truth = (sizes[0] if len(sizes) == 1 else sizes) if sizes else None
+    truth = (sizes[0] if len(sizes) == 1 else sizes) if sizes and trained_through_ddp(run) \
+        else None
     value, truth = answer_and_truth(answers, "ddp.world_size", truth, run)
     agree("ddp.world_size", value, truth, f"joins a process group of world size "
           f"{', '.join(map(str, sizes))} in each of the {SHEET_PROCESSES} processes "
@@ -637,11 +650,12 @@ def said_as(aspect: str, cell, word: str | None) -> str:
     return f"{cell!r} (not read as {CHOICES[aspect]})" if cell not in (None, "") else "nothing"
 
 
-def run_aspects(run) -> dict:
-    """What a run shows for each aspect (None where it did not get that far)."""
+def run_aspects(run, trained: bool = True) -> dict:
+    """What a run shows for each aspect (None where it did not get that far; its processes
+    only where it `trained` as the practical asks: trained_through_ddp for DDP's run)."""
     split = None if not forward_passes(run) else "automatic" if run.of("dp_scatter") else "manual"
     even = balanced(training_peak_memory(run))
-    return {"processes": None if not run.ranks() else
+    return {"processes": None if not run.ranks() or not trained else
             "1" if len(run.ranks()) == 1 else "multiple",
             "data split": split,
             "gpu usage": None if even is None else "balanced" if even else "imbalanced"}
@@ -649,7 +663,7 @@ def run_aspects(run) -> dict:
 
 def observed_aspects(dp, ddp):
     """Each aspect as (DataParallel's, DDP's): a DataParallelSide and the DDP run."""
-    theirs, ours = dp.aspects(), run_aspects(ddp)
+    theirs, ours = dp.aspects(), run_aspects(ddp, trained_through_ddp(ddp))
     return {aspect: (theirs[aspect], ours[aspect]) for aspect in ours}
 
 

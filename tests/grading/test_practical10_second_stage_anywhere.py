@@ -298,6 +298,9 @@ class NotFound(Handout):
     def part5_left_in(self):
         return None
 
+    def switch_left_in(self):
+        return None
+
     def constants_left(self):
         return {}
 
