@@ -729,11 +729,14 @@ HANDOUT_BATCH = {"BATCH_SIZE": 64}
 
 def assigned_constants(source: str, names) -> dict:
     """{NAME: value} of the top-level `NAME = <literal>` assignments of `names` in a script's
-    text (the last one wins; UNKNOWN where it is assigned something else); names the script does
-    not assign at its top level are left out. Read without running it; {} if it does not parse
-    (a student's file nested past the parser's depth raises RecursionError or MemoryError, which
-    had errored every check of the module's `handout` fixture: a grading problem, no grade,
-    every batch, for the student's own file)."""
+    text (the last one wins); assigned something else, the whole number it holds in a graded
+    run where the grader works it out as for the STEPS cap (`args.batch_size` of an argparse
+    default, `int(os.environ.get("MB", 4))`, `32 * 2`: constant_values.py; adv41 F5 had been
+    told "handed in with BATCH_SIZE = an expression" of an argparse default of 64), else
+    UNKNOWN; names the script does not assign at its top level are left out. Read without
+    running it; {} if it does not parse (a student's file nested past the parser's depth raises
+    RecursionError or MemoryError, which had errored every check of the module's `handout`
+    fixture: a grading problem, no grade, every batch, for the student's own file)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -745,6 +748,9 @@ def assigned_constants(source: str, names) -> dict:
             for name, value in paired_values(target, node.value):
                 if name in names:
                     found[name] = value.value if isinstance(value, ast.Constant) else UNKNOWN
+    for name in [n for n, value in found.items() if value is UNKNOWN]:
+        worked_out = whole_number_assigned(source, name)
+        found[name] = UNKNOWN if worked_out is None else worked_out
     return found
 
 
