@@ -498,7 +498,16 @@ def step_batches(run, rank: int) -> dict[int, list[dict]]:
     carry (the optimizer steps before them): the passes run with gradients that a backward
     reached, after the last zero_grad of the step that threw their gradients away, a pass on
     the very rows of an earlier one of the step (`same_input`) counted once. Passes after the
-    last optimizer step train none and are left out, unless no pass was followed by one."""
+    last optimizer step train none and are left out, unless no pass was followed by one.
+    Worked out once per run and rank (the run's `derived`: the first-step helpers and the
+    checks each ask for it, and it walks the run's events); read it, never change it."""
+    key = ("step_batches", rank)
+    if key not in run.derived:
+        run.derived[key] = _step_batches(run, rank)
+    return run.derived[key]
+
+
+def _step_batches(run, rank: int) -> dict[int, list[dict]]:
     zeroed = zeroed_passes(run, rank)
     steps = len(run.of("step", rank))
     found: dict[int, list[dict]] = {}

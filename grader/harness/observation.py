@@ -91,6 +91,10 @@ class Observation:
     # Unusual but honest things seen in the run (a process the submission started that the
     # grader did not observe, ...): shown to the instructor, never held.
     integrity_notes: list[str] = field(default_factory=list)
+    # Measures worked out from `events` that several checks read, each worked out once per run
+    # (practical_measures.step_batches): no part of the run's record, and not carried into a
+    # copy made with other events (dataclasses.replace).
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- how the run went ---------------------------------------------------------------------
     @property
