@@ -2,9 +2,10 @@
 with the reference's answer sheet earned Practical 6 0.42 (`world_size_reported` and the
 comparison's "processes" row) and Practical 10 0.25 (`num_processes_reported`), as torchrun
 starts the processes and the template joins the process group before its NotImplementedError.
-These answers now count only where the student's own work ran: a training step through DDP for
-Practical 6, a training step for Practical 10, as Practical 5's require_data_parallel guards its
-answers about DataParallel. A run that trains keeps them.
+These answers now count only where the student's own work ran: a training step (the templates'
+TODOs stop before one), as Practical 5's require_data_parallel guards its answers about
+DataParallel. A run that trains keeps them, also without DDP (a missing wrap costs the
+synchronisation item, not these answers: the matrix's p6_no_ddp_wrap).
 
 The checks run here on traces written by hand, shaped as the virtual GPUs write them.
 """
@@ -46,7 +47,7 @@ def test_p6_world_size_of_the_template_earns_nothing(tmp_path):
     assert failure is not None and "did not get that far" in failure \
         and "NotImplementedError" in failure, (
             "expected ddp.world_size = 2 not to count where the DDP script never trained "
-            f"(test_practical6.trained_through_ddp); observed: {failure}")
+            f"(test_practical6.own_work_ran); observed: {failure}")
 
 
 def test_p6_processes_row_of_the_template_earns_nothing(tmp_path):
@@ -58,8 +59,19 @@ def test_p6_processes_row_of_the_template_earns_nothing(tmp_path):
         f"never trained (run_aspects' `trained`); observed: {failure}")
 
 
-def test_p6_a_script_trained_through_ddp_keeps_both(tmp_path):
-    runs = Runs(dp_trained(True, 0.004), ddp_trained(0.004), tmp_path)
+def without_ddp(run: Observation) -> Observation:
+    """The same training with the model never wrapped in DDP (no forward through it, no
+    all-reduce)."""
+    events = [dict(e, module="MLP") if e.get("event") == "forward" else e for e in run.events
+              if e.get("source") != "ddp_gradients"]
+    return Observation(run.script, gpus=run.gpus, nproc=run.nproc, launcher=run.launcher,
+                       returncode=0, events=events)
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["ddp", "no-ddp-wrap"])
+def test_p6_a_script_that_trains_keeps_both(tmp_path, wrapped):
+    ddp = ddp_trained(0.004)
+    runs = Runs(dp_trained(True, 0.004), ddp if wrapped else without_ddp(ddp), tmp_path)
     _, failure = graded(p6.test_reported_world_size, runs, **{"ddp.world_size": 2})
     assert failure is None, failure
     _, failure = graded(p6.test_reported_comparison_table, runs, "processes",
