@@ -122,7 +122,11 @@ class TorchReadings:
 
     def __init__(self, torch):
         self.Module = torch.nn.Module
-        self.tensor_types = (torch.Tensor, torch.nn.Parameter)
+        # torch's own kinds only (a class of the student's could answer `device` itself); a
+        # lazy module's (nn.LazyLinear) before its first pass is one (adv43: 2 of 15).
+        self.tensor_types = (torch.Tensor, torch.nn.Parameter,
+                             torch.nn.parameter.UninitializedParameter,
+                             torch.nn.parameter.UninitializedBuffer)
         self.parameters = torch.nn.Module.parameters
         self.children = lambda module: list(object.__getattribute__(module, "_modules").values())
         self.state_dict = torch.nn.Module.state_dict

@@ -180,3 +180,17 @@ def test_task4_and_the_transfers_read_the_layout_it_trains_with(task4_and_transf
         f"expected Task 4 and Task 5 to read where the layers train ([{DEPTH}, 0, 0], all on "
         f"cuda:0), observed {layers_per_gpu}, {devices} (hw3_probe.Probe._timed_configs, "
         "_transfers)")
+
+
+def test_lazy_layers_are_read_as_their_gpus_and_their_sizes_after_the_first_pass(layout_of,
+                                                                                  tmp_path):
+    """nn.LazyLinear (its weight an UninitializedParameter until its first pass) was refused
+    as "a layer's parameter is a UninitializedParameter, not a torch tensor": an honest HW3
+    scored 2 of 15 (adv43). torch's own lazy kinds are read as tensors are."""
+    lazy = ('                self.layers.append(nn.Linear(dim, dim).to(torch.device(f"cuda:{gpu}")))\n',
+            '                self.layers.append(nn.LazyLinear(dim).to(torch.device(f"cuda:{gpu}")))\n')
+    found = layout_of(planted(tmp_path, lazy))
+    assert found["devices"] == SPREAD, (
+        f"expected the lazy layers read where forward() ran them, {SPREAD}; observed "
+        f"{found['devices']} (grader/harness/hw3_probe.py TorchReadings.tensor_types)")
+    assert recomputed(found, tmp_path)["matches"] is True
