@@ -32,6 +32,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               training_events, unvouched_said)
 from grader.checks.second_stage_device import layout_switch
 from grader.checks.support import close, explain, must_agree
+from grader.common.row_vectors import row_vectors
 from grader.common.text import answer_shown
 
 SCRIPT = "practical10/sample.py"
@@ -755,8 +756,7 @@ def stage_gpus(run, rank):
     one, every pass's, as before. A GPU whose layers ran on fewer rows than the pass's
     micro-batch is no stage of it (stages_of_pass)."""
     order = []
-    trained = [stages_of_pass(p["layer_devices"], p["layer_rows"], p["rows"],
-                              rows_of(p["out_shape"]))
+    trained = [stages_of_pass(p["layer_devices"], p["layer_rows"], *_micro_batch_vectors(p))
                for p in forward_passes(run, rank) if p["trains"] and p["layer_devices"]]
     ran = trained or [stages_of_pass(e.get("layer_devices"), e.get("layer_rows"))
                       for e in run.of("forward_out", rank)]
@@ -777,6 +777,15 @@ def stage_gpus(run, rank):
                 if gpu_index(d) is not None and gpu_index(d) not in order:
                     order.append(gpu_index(d))
     return order
+
+
+def _micro_batch_vectors(forward) -> tuple:
+    """The row vectors of a pass's micro-batch and of its output, counted as its layers' are
+    (`layer_rows`: row_vectors), where the pass ran on its input's rows; else the rows it ran on
+    (`_rows_as_run`: handed more beside it)."""
+    batch = forward["batch"]
+    ran = forward["rows"] if forward["rows"] != rows_of(batch) else row_vectors(batch)
+    return ran, row_vectors(forward["out_shape"])
 
 
 def stages_of_pass(devices, rows_at, *rows) -> list:

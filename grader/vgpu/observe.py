@@ -16,6 +16,7 @@ import weakref
 
 import torch
 
+from grader.common.row_vectors import row_vectors
 from grader.vgpu.grad_resets import GradResets
 from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, mark_pass_output,
                                           pass_of)
@@ -170,7 +171,7 @@ def _note_rows_inside(module, args, kwargs) -> None:
         # of the weights (adv40 F2) had its trace name every GPU.
         _tls.layers_on_no_rows = True
         return
-    _note_layer_device(module, first.shape[0] if first is not None and first.dim() else None)
+    _note_layer_device(module, row_vectors(first.shape) if first is not None else None)
     _add_rows(module, first.shape[0] if first is not None and first.dim() else None)
     if first is None or not first.dim():
         return
@@ -191,8 +192,8 @@ def _note_layer_device(module, rows: int | None) -> None:
     before: the GPUs in the order the pass runs its stages (`layer_devices`), which the order
     the layers are registered in need not be (Practical 10: a spare layer registered first, on
     stage 1's GPU, had made stage 1's GPU read as stage 0's); and the most rows a layer there
-    was handed (`layer_rows`): a spare layer fed two rows on a GPU of its own runs there, but
-    is no stage of the micro-batch (Practical 10, eng_p10s)."""
+    was handed (`layer_rows`, as row vectors: row_vectors): a spare layer fed two rows on a GPU
+    of its own runs there, but is no stage of the micro-batch (Practical 10, eng_p10s)."""
     parameter = next((p for p in module._parameters.values() if p is not None), None)
     if parameter is None:
         return
@@ -308,7 +309,7 @@ def _rows_used(node, above, parameter) -> int | None:
             return None
         if len(node.next_functions) < 2:   # an input without gradients is one too
             continue
-        rows = [value.shape[0] for name in dir(node) if name.startswith("_saved_")
+        rows = [row_vectors(value.shape) for name in dir(node) if name.startswith("_saved_")
                 for value in [_saved(node, name)]
                 if isinstance(value, torch.Tensor) and value.dim()
                 and value.untyped_storage().data_ptr() != kept]

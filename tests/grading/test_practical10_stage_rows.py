@@ -121,6 +121,41 @@ class BareParameters(nn.Module):
         return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
 
 
+class SeqFirst(nn.Module):
+    """Stage 1 a recurrent or attention layer in PyTorch's default (seq, batch, feature)
+    layout, on rows cut into SEQ steps: dim 0 of its input is SEQ (2), fewer than a micro-batch
+    (4), though it runs on every row of it."""
+
+    SEQ = 2
+
+    def __init__(self, kind="lstm"):
+        super().__init__()
+        width = DIM // self.SEQ
+        self.stage0 = nn.Sequential(nn.Linear(width, HIDDEN), nn.ReLU(),
+                                    nn.Linear(HIDDEN, width)).to(CUDA0)
+        self.stage1 = {"lstm": lambda: nn.LSTM(width, width),
+                       "gru": lambda: nn.GRU(width, width),
+                       "transformer": lambda: nn.TransformerEncoderLayer(
+                           width, 2, dim_feedforward=HIDDEN)}[kind]().to(CUDA2)
+
+    def forward(self, x):
+        rows = x.shape[0]
+        steps = self.stage0(x.to(CUDA0).reshape(rows, self.SEQ, -1))
+        out = self.stage1(steps.to(CUDA2).transpose(0, 1))
+        out = out[0] if isinstance(out, tuple) else out
+        return out.transpose(0, 1).reshape(rows, -1)
+
+
+class SeqFirstGRU(SeqFirst):
+    def __init__(self):
+        super().__init__("gru")
+
+
+class SeqFirstTransformer(SeqFirst):
+    def __init__(self):
+        super().__init__("transformer")
+
+
 def trained(traced_vnode, model_class, micro_batches=4, rows=ROWS) -> Observation:
     """The trace of two optimizer steps, each over `micro_batches` micro-batches of `rows`."""
     events = traced_vnode(4)
@@ -155,9 +190,11 @@ def test_a_spare_layer_fed_a_slice_is_no_second_stage(traced_vnode, model_class)
     (Sequential, 4, ROWS), (SeparateStages, 4, ROWS), (Tokens, 4, ROWS),
     (ChunksInForward, 4, ROWS), (BareParameters, 4, ROWS),
     (Sequential, 3, ROWS), (ChunksInForward, 3, 64),
+    (SeqFirst, 4, ROWS), (SeqFirstGRU, 4, ROWS), (SeqFirstTransformer, 4, ROWS),
 ], ids=["nn.Sequential stages", "stages as modules moving their input", "tokens as rows",
         "chunks inside forward", "bare parameters in a module", "uneven micro-batches",
-        "uneven chunks inside forward"])
+        "uneven chunks inside forward", "a seq-first nn.LSTM stage", "a seq-first nn.GRU stage",
+        "a seq-first transformer stage"])
 def test_honest_stages_are_both_stages(traced_vnode, model_class, micro_batches, rows):
     stages = p10.stage_gpus(trained(traced_vnode, model_class, micro_batches, rows), 0)
     assert stages == [0, 2], (
