@@ -19,7 +19,7 @@ from grader.checks.second_stage_device import part5_edit, part5_undone_edit
 from grader.checks.support import explain
 from grader.common.constant_targets import assignment_targets, paired_values
 from grader.common.constant_values import whole_number_assigned
-from grader.common.loop_bound import loop_default
+from grader.common.loop_bound import constant_fewest, loop_default
 
 # -- evidence before a crash -------------------------------------------------------------------
 
@@ -736,13 +736,15 @@ UNKNOWN = object()   # assigned, but not to a literal the grader can read withou
 HANDOUT_BATCH = {"BATCH_SIZE": 64}
 
 
-def assigned_constants(source: str, names) -> dict:
+def assigned_constants(source: str, names, modules=None) -> dict:
     """{NAME: value} of the top-level `NAME = <literal>` assignments of `names` in a script's
-    text (the last one wins); assigned something else, the whole number it holds in a graded
-    run where the grader works it out as for the STEPS cap (`args.batch_size` of an argparse
-    default, `int(os.environ.get("MB", 4))`, `32 * 2`: constant_values.py; adv41 F5 had been
-    told "handed in with BATCH_SIZE = an expression" of an argparse default of 64), else
-    UNKNOWN; names the script does not assign at its top level are left out. Read without
+    text (the last one wins); assigned something else, UNKNOWN, or, given `modules` (the
+    student's own modules beside the script: own_modules, whose environment writes at import
+    count), the whole number it holds in a graded run where the grader works it out as for the
+    STEPS cap (`args.batch_size` of an argparse default, `int(os.environ.get("MB", 4))`, `32 *
+    2`: constant_values.py; adv41 F5 had been told "handed in with BATCH_SIZE = an expression"
+    of an argparse default of 64); names the script does not assign at its top level are left
+    out. Read without
     running it; {} if it does not parse (a student's file nested past the parser's depth raises
     RecursionError or MemoryError, which had errored every check of the module's `handout`
     fixture: a grading problem, no grade, every batch, for the student's own file)."""
@@ -757,8 +759,8 @@ def assigned_constants(source: str, names) -> dict:
             for name, value in paired_values(target, node.value):
                 if name in names:
                     found[name] = value.value if isinstance(value, ast.Constant) else UNKNOWN
-    for name in [n for n, value in found.items() if value is UNKNOWN]:
-        worked_out = whole_number_assigned(source, name)
+    for name in [n for n, value in found.items() if value is UNKNOWN and modules is not None]:
+        worked_out = whole_number_assigned(source, name, modules)
         found[name] = UNKNOWN if worked_out is None else worked_out
     return found
 
@@ -787,7 +789,8 @@ def handout_sets(submission: Path, script: str, defaults=None) -> dict | None:
     to the template's (steps_limit); None where it holds the handout's values or does not
     assign them at its top level."""
     defaults = HANDOUT_BATCH if defaults is None else defaults
-    written = assigned_constants(script_text(submission, script), set(defaults))
+    written = assigned_constants(script_text(submission, script), set(defaults),
+                                 own_modules(submission, script))
     changed = {name: value for name, value in defaults.items()
                if written.get(name, value) != value}
     return {**changed, **steps_limit(submission, script)} or None
@@ -813,7 +816,11 @@ def steps_limit(submission: Path, script: str) -> dict:
     steps = steps_written(submission, script)
     if most is None or steps is None or steps <= most:
         return {}
-    return {"STEPS": most}
+    # A loop of STEPS that times only past a warm-up (`if step >= 20:`) keeps the template's
+    # steps past it (loop_thresholds.py): at 10 it had timed none and divided by zero.
+    fewest = constant_fewest(script_text(submission, script), "STEPS", steps, most,
+                             own_modules(submission, script))
+    return {"STEPS": fewest} if fewest < steps else {}
 
 
 def steps_edits(submission: Path, script: str) -> tuple:
@@ -823,22 +830,41 @@ def steps_edits(submission: Path, script: str) -> tuple:
     option: grader/common/loop_bound.py), where the file has no STEPS the cap sets
     (steps_limit) and the default is larger; () otherwise. Only that value's text changes; a
     run given no arguments takes the default, so the run's steps are lowered, never raised."""
+    lowered = _lowered_default(submission, script)
+    return (lowered[0].lowered_to(lowered[1]),) if lowered else ()
+
+
+def _lowered_default(submission: Path, script: str):
+    """(the LoopDefault steps_edits lowers, the steps it lowers it to), or None: the
+    template's steps, more where the loop times only past a warm-up (`if step >= 20:`: 20 +
+    the template's; loop_thresholds.py), never the written steps or more."""
     most = TEMPLATE_STEPS.get(script)
     if most is None or steps_limit(submission, script):
-        return ()
+        return None
     default = loop_default(script_text(submission, script), own_modules(submission, script))
-    if default is None or default.written <= most:
-        return ()
-    return (default.lowered_to(most),)
+    if default is None or default.fewest(most) >= default.written:
+        return None
+    return default, default.fewest(most)
 
 
 def loop_steps_lowered(run, submission: Path, script: str) -> int | None:
     """The steps the student's own run of `script` takes where the grader's run lowered the
     default that bounds its training loop (steps_edits), else None."""
+    lowered = _loop_lowered(run, submission, script)
+    return lowered[0].written if lowered else None
+
+
+def loop_steps_run(run, submission: Path, script: str) -> int | None:
+    """The steps the grader's run of `script` lowered the default bounding its training loop
+    to (steps_edits: the template's, more past a warm-up), else None."""
+    lowered = _loop_lowered(run, submission, script)
+    return lowered[1] if lowered else None
+
+
+def _loop_lowered(run, submission: Path, script: str):
     edits = steps_edits(submission, script)
     if edits and all(edit in [tuple(e) for e in run.edits or ()] for edit in edits):
-        return loop_default(script_text(submission, script),
-                            own_modules(submission, script)).written
+        return _lowered_default(submission, script)
     return None
 
 

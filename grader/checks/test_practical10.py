@@ -26,7 +26,8 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               first_step_rows, first_step_rows_dropped,
                                               forward_passes, learning_ranks, made_outside,
                                               model_steps, not_learning, outside_of,
-                                              outside_share_said, restored_layout_edit, rows_of,
+                                              outside_share_said, own_modules,
+                                              restored_layout_edit, rows_of,
                                               script_forward, script_text, steps_edits,
                                               steps_limit,
                                               training_events, unvouched_said)
@@ -64,7 +65,7 @@ class HandoutRuns:
         # the default of the argument bounding the training loop lowered to it.
         self.steps = steps_limit(submission, SCRIPT)
         self.steps_edits = steps_edits(submission, SCRIPT)
-        self.written = assigned_constants(text, DEFAULTS)
+        self.written = assigned_constants(text, DEFAULTS, own_modules(submission, SCRIPT))
         # A top-level constant choosing the layout (`BREAK_MP = True` switching between the
         # two lines, `cuda:{local_rank + STAGE1_OFFSET}`) is set for each run instead: the
         # course's value, or Part 5's for its run (switch_set).
