@@ -51,9 +51,15 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     the `forward_rows` record written when a backward reached it. `sum_out`: its output's sum
     (recorded whatever the budget of rows). `layer_devices`: the GPUs its layers ran on, in
     the order they first ran (`forward_out`'s); `layer_rows`: the most rows a layer on each of
-    them was handed (None where not recorded)."""
+    them was handed (None where not recorded); `grad_unused`: the GPUs among them where the
+    pass's layers (or the model's own parameters) were watched and no gradient but zeros came
+    back through any of them (`forward_out`'s `grad_judged`, the `grad_used` records: their
+    results did not reach the output; grader/vgpu/observe.py _GradWatch), [] in a trace
+    without them."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
+    grad_used = {(e.get("n"), e.get("device")) for e in run.events
+                 if e.get("event") == "grad_used" and e.get("rank", 0) == rank}
     reached_rows = {e.get("n"): _rows_in(e, known) for e in run.events
                     if e.get("event") == "forward_rows" and e.get("rank", 0) == rank}
     reached = reached_passes(run, rank)
@@ -82,13 +88,15 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "model": event.get("model"), "input_at": event.get("input_at"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
-                "layer_devices": None, "layer_rows": None}
+                "layer_devices": None, "layer_rows": None, "grad_unused": []}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
             done.update(out_shape=event.get("shape"), out_device=event.get("device"),
                         sum_out=event.get("sum"), layer_devices=event.get("layer_devices"),
                         layer_rows=event.get("layer_rows"),
+                        grad_unused=[d for d in event.get("grad_judged") or ()
+                                     if (done["n"], d) not in grad_used],
                         rows_out=_rows_in(event, known), storage_out=event.get("storage"),
                         rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"),
@@ -805,7 +813,9 @@ TEMPLATE_STEPS = {"practical5/practical5_dp.py": 10, "practical5/practical5_sing
 
 
 def steps_limit(submission: Path, script: str) -> dict:
-    """{"STEPS": the template's} for a run of `script` where the file assigns STEPS a larger
+    """{"STEPS": the template's (more where a loop of STEPS does something only past a
+    warm-up: `if step >= 20:` keeps 20 + the template's; loop_thresholds.py), where less than
+    the file's} for a run of `script` where the file assigns STEPS a larger
     whole number at its top level, written as a number or as an expression the grader can work
     out without running it (`10 * 30`, earlier constants, `int(os.environ.get("STEPS", 300))`:
     grader/common/constant_values.py); {} otherwise: a smaller STEPS is run as written (never

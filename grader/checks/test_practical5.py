@@ -17,7 +17,7 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
-                                              handout_sets, loop_steps_lowered, peak_memory,
+                                              handout_sets, loop_steps_run, peak_memory,
                                               rows_of, same_row, shared_clock, steps_as_written,
                                               steps_edits, TEMPLATE_STEPS,
                                               training_peak_memory, unscattered_training)
@@ -75,8 +75,7 @@ def trained_to_the_end(run, submission, script) -> bool:
     default bounding its loop (steps_edits)."""
     if run.ok:
         return True
-    steps = (run.sets or {}).get("STEPS") or (
-        TEMPLATE_STEPS[script] if loop_steps_lowered(run, submission, script) else None) \
+    steps = (run.sets or {}).get("STEPS") or loop_steps_run(run, submission, script) \
         or constant_in_source(submission / script, "STEPS")
     return bool(steps) and len(run.of("step", 0)) >= steps
 
@@ -470,7 +469,8 @@ def test_reported_final_loss_equality(handout, submission, answers, measured, re
 TIMING_METHODS = ["single", "dp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
 MEASURED_UNDER = {"timing": "your scripts as handed in (their own DIM; STEPS at most the "
-                            f"template's {TEMPLATE_STEPS[DP]}; BATCH_SIZE the handout's 64): "
+                            f"template's {TEMPLATE_STEPS[DP]}, or as many past a warm-up it "
+                            "does not time; BATCH_SIZE the handout's 64): "
                             "single on 1 GPU, dp on 2 GPUs",
                   "dp": f"your practical5_dp.py with batch {BATCH} on 2, 3 and 5 GPUs"}
 TIMING_COLUMNS = ["gpus", "step_time_s", "total_time_s"]

@@ -824,7 +824,8 @@ def test_reported_faster(runs, answers, measured, reported_values, flag):
 TIMING_METHODS = ["dp", "ddp"]
 # Shown in the reports beside the values (grader/pytest_plugin.py).
 MEASURED_UNDER = {"timing": f"your script as handed in (its own DIM; STEPS at most the "
-                            f"template's {TEMPLATE_STEPS[SCRIPT]}; BATCH_SIZE the handout's 64), "
+                            f"template's {TEMPLATE_STEPS[SCRIPT]}, or as many past a warm-up it "
+                            "does not time; BATCH_SIZE the handout's 64), "
                             f"{SHEET_PROCESSES} processes on {SHEET_PROCESSES} GPUs"}
 TIMING_COLUMNS = ["step_time_s", "total_time_s"]
 

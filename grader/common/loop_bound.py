@@ -15,15 +15,19 @@ steps the run takes. Lowering that default, in its own text and nothing else (th
   changes nothing; what would make the default wrong for the student's own run (set_defaults,
   subparsers, a sys.argv the script writes, vars/getattr, exec, a star import) is not read.
 A product (`args.epochs * steps_per_epoch`), two values bounding loops, or anything else is
-None: the script runs as written.
+None: the script runs as written. A loop that does something only past a warm-up of its counter
+(`if step >= 20:` timing) keeps the template's steps past it (LoopDefault.fewest,
+loop_thresholds.py); constant_fewest does the same for a STEPS constant.
 """
 from __future__ import annotations
 
 import ast
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from grader.common.ast_parents import ast_parents
+from grader.common.loop_thresholds import (counter_comparisons, literal_names, loop_needs,
+                                           MOST_READ, Needs, needs_of, Unreadable, value_of)
 from grader.common.script_writes import script_writes
 
 # Calls that hand a range on without lengthening it: `for i, step in enumerate(range(n))`.
@@ -49,6 +53,15 @@ class LoopDefault:
     start: int
     end: int
     quoted: bool = False
+    needs: Needs | None = Needs()   # None: a comparison of the loop's counter not read
+
+    def fewest(self, most: int) -> int:
+        """The steps the default may be lowered to for a run of the template's `most`: more
+        past a warm-up the loop skips (loop_thresholds.py), never more than written (the
+        written steps where a comparison of its counter is not read: run as written)."""
+        if self.needs is None:
+            return self.written
+        return min(self.written, self.needs.fewest(most))
 
     def lowered_to(self, steps: int) -> tuple[str, str]:
         """The run's edit (old text, new text) that makes the default `steps`."""
@@ -74,6 +87,49 @@ def loop_default(source: str, modules=None) -> LoopDefault | None:
         return None
 
 
+def constant_fewest(source: str, name: str, written: int, most: int, modules=None) -> int:
+    """The fewest steps the constant `name` (STEPS, `written` in the file) may be set to for a
+    run of the template's `most`: more where a loop it bounds (`range(STEPS)`, `while step <
+    STEPS`, `range(WARMUP + STEPS)`) compares its counter with a warm-up the student's run
+    passes (loop_thresholds.py); `written` (run as written) where such a comparison or such a
+    loop's length cannot be read."""
+    try:
+        tree = ast.parse(source)
+        script = _Script(source, tree, script_writes(tree, modules))
+        literals = literal_names(tree)
+        bounded = []
+        for loop, counters, bound, stop in script._loops():
+            if name not in {n.id for n in ast.walk(bound) if isinstance(n, ast.Name)}:
+                continue
+            found = counter_comparisons(tree, script.parents, loop, counters,
+                                        [stop] if stop is not None else [])
+            if not found:
+                continue   # nothing past a warm-up: its length need not be read
+            length = _length(bound, name, literals)
+            needs = needs_of(found, length(written), literals)
+            if needs != Needs():
+                bounded.append((length, needs.fewest(most)))
+        for steps in range(most, min(written, MOST_READ)):
+            if all(length(steps) >= fewest for length, fewest in bounded):
+                return steps
+    except (Unreadable, SyntaxError, ValueError, RecursionError, MemoryError):
+        return written
+    except Exception:   # a form not foreseen: run as written, never a grading error
+        return written
+    return written
+
+
+def _length(bound, name: str, literals):
+    """The steps of a loop bounded by `bound` with `name` at a value (Unreadable where it is
+    not a whole number of literals)."""
+    def steps(value: int) -> int:
+        length = value_of(bound, {name: value}, literals)
+        if type(length) is not int:
+            raise Unreadable
+        return length
+    return steps
+
+
 class _Script:
     def __init__(self, source: str, tree: ast.Module, writes):
         self.source, self.tree, self.writes = source, tree, writes
@@ -84,17 +140,33 @@ class _Script:
     def loop_default(self) -> LoopDefault | None:
         if self.writes.opaque or self.writes.argv or self._read_unseen():
             return None
+        self.loops = {}
         self.bounds = {id(bound): bound for bound in self._training_bounds()}
-        sources = {}
+        sources, bounded = {}, []
         for bound in self.bounds.values():
             try:
                 source = self._source(bound)
             except _Unread:
                 continue   # a loop of a constant, of len(loader): the edit does not reach it
             sources[id(source)] = source
+            bounded.append(self.loops[id(bound)])
         if len(sources) != 1:
             return None   # no loop bound by an argument, or two values (epochs and steps)
-        return self._default(next(iter(sources.values())))
+        default = self._default(next(iter(sources.values())))
+        return replace(default, needs=self._needs(bounded, default.written))
+
+    def _needs(self, loops, steps: int) -> Needs | None:
+        """What lowering `loops` must keep (loop_thresholds.py); None where a comparison of
+        their counters cannot be read."""
+        needs = []
+        try:
+            for loop, counters, stop in loops:
+                needs.append(loop_needs(self.tree, self.parents, loop, counters, steps,
+                                        [stop] if stop is not None else []))
+        except Unreadable:
+            return None
+        return Needs(max((n.past for n in needs if n.past is not None), default=None),
+                     max((n.seen for n in needs), default=0))
 
     def _read_unseen(self) -> bool:
         for node in ast.walk(self.tree):
@@ -108,21 +180,33 @@ class _Script:
 
     def _training_bounds(self):
         """The expressions that bound loops which train, counting up from 0."""
+        for loop, counters, bound, stop in self._loops():
+            if self._trains(loop.body):
+                self.loops[id(bound)] = (loop, counters, stop)
+                yield bound
+
+    def _loops(self):
+        """(loop, its counters, the expression bounding it, the comparison that is its bound
+        or None) of every loop counting up from 0 to a bound."""
         for loop in ast.walk(self.tree):
-            if isinstance(loop, ast.For) and self._trains(loop.body):
+            if isinstance(loop, ast.For):
                 bound = self._range_bound(loop.iter)
+                counters = _target_names(loop.target)
                 if bound is not None:
-                    yield bound
-                elif self._counts_from_zero(loop.iter) and isinstance(loop.target, ast.Name):
-                    yield from self._breaks_at(loop, loop.target.id)
-            elif isinstance(loop, ast.While) and self._trains(loop.body):
+                    yield loop, counters, bound, None
+                elif bound is None and self._counts_from_zero(loop.iter) \
+                        and isinstance(loop.target, ast.Name):
+                    for stop, bound in self._breaks_at(loop, loop.target.id):
+                        yield loop, {loop.target.id}, bound, stop
+            elif isinstance(loop, ast.While):
                 counter, bound = self._compared(loop.test, (ast.Lt,))
                 if counter is not None and self._counter(loop, counter):
-                    yield bound
+                    yield loop, {counter}, bound, loop.test
                 elif isinstance(loop.test, ast.Constant) and loop.test.value is True:
                     for counter in self._break_counters(loop):
                         if self._counter(loop, counter):
-                            yield from self._breaks_at(loop, counter)
+                            for stop, bound in self._breaks_at(loop, counter):
+                                yield loop, {counter}, bound, stop
 
     def _range_bound(self, node):
         if not isinstance(node, ast.Call) or node.keywords:
@@ -175,7 +259,7 @@ class _Script:
         for stop in self._stops(loop):
             name, bound = self._compared(stop.test, (ast.Eq, ast.GtE))
             if name == counter:
-                yield bound
+                yield stop.test, bound
 
     def _counter(self, loop, name: str) -> bool:
         """`name` starts at 0 and only grows by 1: every binding of it in the file is `name =
@@ -375,6 +459,16 @@ def _click_name(call: ast.Call) -> str | None:
         return plain[0]
     flag = next((n for n in names if n.startswith("--")), names[0] if names else None)
     return flag.lstrip("-").replace("-", "_").lower() if flag else None
+
+
+def _target_names(target) -> set:
+    """The names a `for` target binds the step's count to: `step`, or both of `for i, step in
+    enumerate(range(n))` (each the count)."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return {e.id for e in target.elts}
+    return set()
 
 
 def _whole(node) -> int | None:
