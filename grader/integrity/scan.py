@@ -46,6 +46,7 @@ import zlib
 from pathlib import Path
 
 # ASSIGNMENT_FOLDERS, CATEGORIES, NOTE and TAMPERING are part of this module's interface too.
+from grader.integrity.assignment_groups import assignment_groups, trees_of
 from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # noqa: F401
                                        TAMPERING, Finding)
 from grader.integrity.own_objects import may_rebind_names, template_modules
@@ -101,10 +102,24 @@ def scan_submission(submission: Path) -> list[Finding]:
                          f"add up to more than {MAX_TOTAL_SOURCE_BYTES // 2**20} MiB, which the "
                          "scan reads at most (homework is a few hundred KiB)", "")
                  for relative in unread]
+    trees = _python_trees(files, submission)   # each Python file parsed once
+    # Each assignment's files judged with those that can run beside them, never with another
+    # assignment's (assignment_groups.py): a shared helper's, in each assignment's group.
+    for group in assignment_groups(files, submission, trees):
+        findings += _scan_group(group, submission, trees)
+    findings = _as_notes_where_nothing_runs(findings, submission, environments)
+    # Named for people only now: the real paths decided which files run and which are masked.
+    return sorted({f.shown() for f in findings}, key=lambda f: (f.file, f.line, f.category, f.what))
+
+
+def _scan_group(files: list[Path], submission: Path,
+                all_trees: dict[str, ast.AST]) -> list[Finding]:
+    """The findings in `files`, judged with what these files define and import only."""
+    findings: list[Finding] = []
     # The submission's own modules: setting their variables is not patching a library.
     own = {p.stem for p in files if p.suffix == ".py"} | {
         p.parent.name for p in files if p.name == "__init__.py"}
-    trees = _python_trees(files, submission)   # each Python file parsed once
+    trees = trees_of(files, submission, all_trees)
     trusted = _objects_can_be_trusted(files, submission, own, trees)
     # What a pickle of the submission's own objects may name (read once, when a file needs it).
     context = functools.cache(lambda: Context(own_names=_own_names(files, submission)))
@@ -126,9 +141,7 @@ def scan_submission(submission: Path) -> list[Finding]:
             findings += _scan_archive(path, relative, own, context, selves=selves)
         else:
             findings += _scan_data_file(path, relative, submission, own, context)
-    findings = _as_notes_where_nothing_runs(findings, submission, environments)
-    # Named for people only now: the real paths decided which files run and which are masked.
-    return sorted({f.shown() for f in findings}, key=lambda f: (f.file, f.line, f.category, f.what))
+    return findings
 
 
 def _as_notes_where_nothing_runs(findings: list[Finding], submission: Path,

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from grader.grading import grade_submission as grade
+from grader.integrity.scan import scan_submission
 from grader.scoring import default_rubrics_dir, load_rubric
 from tests.fixtures import practical_variants as pv
 from tests.fixtures.planted_bugs import extended_matrix
@@ -123,6 +124,18 @@ def test_gradings_share_a_submission_only_where_no_check_reads_anothers_folder(t
         for rel in {*member.edits, f"{member.assignment}/answers.yaml"}:
             assert (planted / rel).read_bytes() == (by_itself / rel).read_bytes(), \
                 (member.name, rel)
+    # The same files, and the same integrity findings on them: the scan judges each
+    # assignment's files with its own (an honest hw3 had been held for practical5's code).
+    shared_findings = scan_submission(planted)
+    for member in members:
+        alone = scan_submission(tmp_path / member.name)
+        expected = sorted(f.describe() for f in alone if f.assignment == member.assignment)
+        observed = sorted(f.describe() for f in shared_findings
+                          if f.assignment == member.assignment)
+        assert observed == expected, (
+            f"{member.name}: expected the scan's findings on {member.assignment} as when it "
+            f"is graded alone:\n{expected}\nobserved in the shared submission:\n{observed}\n"
+            "where to look: grader/integrity/assignment_groups.py")
 
 
 def test_variants_graded_on_request_are_graded_alone_and_say_where_they_are_shown():

@@ -120,6 +120,30 @@ def test_the_scan_holds_a_forgery_it_can_read(tmp_path, forgery: Forgery):
     assert held, f"'{forgery.name}' ({forgery.route}) is not held by the scan"
 
 
+@pytest.mark.parametrize("label", [label for label in SUBMISSIONS
+                                   if len(SUBMISSIONS[label][0]) > 1])
+def test_a_graded_submission_scans_each_assignment_as_alone(tmp_path, label):
+    """The end-to-end gradings below share one submission between two assignments' idioms: a
+    finding on one assignment's file that came from the other's idioms would be graded there,
+    and never shown by the fast test of each idiom alone (an honest hw3 had been held because
+    of practical5's code: tests/integrity/test_cross_assignment_scan.py)."""
+    files, _ = SUBMISSIONS[label]
+    idioms = idioms_of(label)
+    together = scan_submission(plant(tmp_path / "together", "reference", idioms,
+                                     {ASSIGNMENT_OF[f] for f in files}))
+    for file in files:
+        assignment = ASSIGNMENT_OF[file]
+        mine = [i for i in idioms if ASSIGNMENT_OF[i.file] == assignment]
+        alone = scan_submission(plant(tmp_path / assignment, "reference", mine, {assignment}))
+        expected = sorted(f.describe() for f in alone if f.assignment == assignment)
+        observed = sorted(f.describe() for f in together if f.assignment == assignment)
+        assert observed == expected, (
+            f"{label}: {assignment}'s findings differ beside the other assignment's idioms. "
+            f"Expected (its idioms alone):\n" + "\n".join(sorted(set(expected) - set(observed)))
+            + "\nobserved only together:\n" + "\n".join(sorted(set(observed) - set(expected)))
+            + "\nwhere to look: grader/integrity/assignment_groups.py")
+
+
 # -- end to end: the honest idioms graded for real -----------------------------------------------
 @pytest.fixture(scope="module")
 def honest_gradings(tmp_path_factory):
