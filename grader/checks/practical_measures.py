@@ -828,9 +828,15 @@ def steps_limit(submission: Path, script: str) -> dict:
         return {}
     # A loop of STEPS that times only past a warm-up (`if step >= 20:`) keeps the template's
     # steps past it (loop_thresholds.py): at 10 it had timed none and divided by zero.
-    fewest = constant_fewest(script_text(submission, script), "STEPS", steps, most,
-                             own_modules(submission, script))
+    fewest = _steps_fewest(str(submission), script, steps, most)
     return {"STEPS": fewest} if fewest < steps else {}
+
+
+@functools.lru_cache(maxsize=32)
+def _steps_fewest(submission: str, script: str, steps: int, most: int) -> int:
+    """constant_fewest of the script's STEPS, once per checks process (as _lowered_default)."""
+    return constant_fewest(script_text(Path(submission), script), "STEPS", steps, most,
+                           own_modules(Path(submission), script))
 
 
 def steps_edits(submission: Path, script: str) -> tuple:
@@ -847,7 +853,15 @@ def steps_edits(submission: Path, script: str) -> tuple:
 def _lowered_default(submission: Path, script: str):
     """(the LoopDefault steps_edits lowers, the steps it lowers it to), or None: the
     template's steps, more where the loop times only past a warm-up (`if step >= 20:`: 20 +
-    the template's; loop_thresholds.py), never the written steps or more."""
+    the template's; loop_thresholds.py), never the written steps or more. Worked out once per
+    checks process and script, as the script's text is read once (script_text): reading a
+    warm-up over a long default's steps takes a while."""
+    return _lowered_default_of(str(submission), script)
+
+
+@functools.lru_cache(maxsize=32)
+def _lowered_default_of(submission: str, script: str):
+    submission = Path(submission)
     most = TEMPLATE_STEPS.get(script)
     if most is None or steps_limit(submission, script):
         return None

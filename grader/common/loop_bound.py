@@ -101,8 +101,10 @@ def constant_fewest(source: str, name: str, written: int, most: int, modules=Non
         for loop, counters, bound, stop in script._loops():
             if name not in {n.id for n in ast.walk(bound) if isinstance(n, ast.Name)}:
                 continue
-            found = counter_comparisons(tree, script.parents, loop, counters,
-                                        [stop] if stop is not None else [])
+            # A comparison with STEPS itself (`step == STEPS - 1`) moves with it: no warm-up.
+            found = [(comparison, binders) for comparison, binders in counter_comparisons(
+                tree, script.parents, loop, counters, [stop] if stop is not None else [])
+                if name not in {n.id for n in ast.walk(comparison) if isinstance(n, ast.Name)}]
             if not found:
                 continue   # nothing past a warm-up: its length need not be read
             length = _length(bound, name, literals)

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from grader.common.ast_parents import ast_parents
 
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv}
+               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
+               ast.Pow: lambda a, b: a ** b if abs(b) <= 64 and abs(a) <= 2 ** 20 else None}
 _COMPARISONS = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
                 ast.LtE: operator.le, ast.Eq: operator.eq, ast.NotEq: operator.ne,
                 ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
@@ -95,21 +96,28 @@ def needs_of(found: list, steps: int, literals: dict) -> Needs:
         raise Unreadable
     past, every = None, 0
     for comparison, binders in found:
-        values = [_holds(comparison, {n: b(s) for n, b in binders.items()}, literals)
-                  for s in range(steps)]
-        if len(set(values)) < 2:
+        first = _first_steps(comparison, binders, steps, literals)
+        if len(first) < 2:
             continue   # the same at every step of the student's run: nothing to keep
         if _modulo(comparison, binders):
-            every = max(every, 1 + max(values.index(v) for v in set(values)))
+            every = max(every, 1 + max(first.values()))
+        elif len(comparison.ops) == 1 and isinstance(comparison.ops[0], (ast.Eq, ast.In)):
+            past = max(past or 0, first[True])   # `step == 50`: the one step it holds
         else:
-            past = max(past or 0, _threshold(comparison, values))
+            past = max(past or 0, max(first.values()))   # `step >= 20`, `step < 20`: 20
     return Needs(past, every)
 
 
-def _threshold(comparison: ast.Compare, values: list) -> int:
-    if len(comparison.ops) == 1 and isinstance(comparison.ops[0], (ast.Eq, ast.In)):
-        return values.index(True)   # `step == 50`: the one step it holds
-    return max(values.index(v) for v in set(values))   # `step >= 20`, `step < 20`: 20
+def _first_steps(comparison: ast.Compare, binders, steps: int, literals: dict) -> dict:
+    """{True/False: the first of the `steps` at which the comparison holds it}; read until both
+    are found (a comparison holds one or the other)."""
+    first = {}
+    for step in range(steps):
+        first.setdefault(_holds(comparison, {n: b(step) for n, b in binders.items()}, literals),
+                         step)
+        if len(first) == 2:
+            break
+    return first
 
 
 def _modulo(comparison: ast.Compare, binders) -> bool:
@@ -146,10 +154,13 @@ def value_of(node, env: dict, literals: dict, depth: int = 0):
         return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         try:
-            return _ARITHMETIC[type(node.op)](value_of(node.left, env, literals, depth + 1),
-                                              value_of(node.right, env, literals, depth + 1))
-        except ArithmeticError:
+            value = _ARITHMETIC[type(node.op)](value_of(node.left, env, literals, depth + 1),
+                                               value_of(node.right, env, literals, depth + 1))
+        except (ArithmeticError, TypeError):
             raise Unreadable from None
+        if value is None or isinstance(value, complex):
+            raise Unreadable   # a power too large to work out, or not a number
+        return value
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return tuple(value_of(e, env, literals, depth + 1) for e in node.elts)
     raise Unreadable

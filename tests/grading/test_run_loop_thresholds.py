@@ -56,6 +56,8 @@ COMMAND_LINE = {
         30),
     "a modulo that logs": (PARSER + in_main(
         *timed("times.append(1.0)", "if step % 50 == 0:", "    print(step)"), *MEAN), 10),
+    "a power of literals that always holds": (PARSER + in_main(
+        *timed("if step < 10 ** 7:", "    times.append(1.0)"), *MEAN), 10),
     "the first step": (PARSER + in_main(
         *timed("if step == 0:", "    print('first')", "times.append(1.0)"), *MEAN), 10),
     "a modulo late in the period": (PARSER + in_main(
@@ -154,6 +156,8 @@ def test_a_run_lowered_past_the_warm_up_trained_to_the_end(tmp_path):
      "    if step < WARMUP:\n        step += 1\n        continue\n    step += 1\n", {"STEPS": 30}),
     ("STEPS = 300\nfor step in range(STEPS):\n    optimizer.step()\n    if step % 50 == 0:\n"
      "        print(step)\n", {"STEPS": 10}),
+    ("STEPS = 300\nfor step in range(STEPS):\n    optimizer.step()\n    if step == STEPS - 1:\n"
+     "        print('last')\n", {"STEPS": 10}),                    # the bound moves with STEPS
     ("STEPS = 300\nWARMUP = 20\nfor step in range(WARMUP + STEPS):\n    optimizer.step()\n"
      "    if step >= WARMUP:\n        pass\n", {"STEPS": 10}),    # the warm-up on top of STEPS
     ("STEPS = 25\nfor step in range(STEPS):\n    optimizer.step()\n    if step >= 20:\n"
