@@ -41,12 +41,14 @@ class Collapse:
     later_gpus: tuple[str, ...]
     wanted: int
     training: bool = True
-    # GPUs whose layers the later pass ran on fewer rows than its batch (none counted).
+    # GPUs whose layers the later pass ran on fewer rows than its batch, or whose results did
+    # not reach its output (none counted).
     later_few_rows: tuple[str, ...] = ()
 
     def said(self) -> str:
         few = (f" (its layers on {_gpus(self.later_few_rows)} ran on fewer rows than the pass "
-               "was handed: the batch was computed elsewhere)" if self.later_few_rows else "")
+               "was handed, or their results did not reach its output: the batch was computed "
+               "elsewhere)" if self.later_few_rows else "")
         if self.later_gpus:
             ran = (f"ran its layers on {'the batch on ' if few else ''}"
                    f"{_gpus(self.later_gpus)} only{few}")
@@ -69,13 +71,16 @@ def _gpus(devices: tuple[str, ...]) -> str:
 def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
     """The root passes of `model_class` in the run's main thread, in order, each as
     {"n", "model", "grad", "gpus", "few_rows", "moved", "step", "used", "placed", "layers"}
-    (gpus: the GPUs its layers ran the pass's batch on, in order, () where every layer was
-    handed no rows or fewer than the batch, None where no layer was seen run, as for a forward
-    calling F.linear on the weights; few_rows: the GPUs whose layers ran on fewer; moved: its
+    (gpus: the GPUs its layers ran the pass's batch on, in order, and whose results carried
+    gradient back where the trace says (`grad_judged`), () where every layer was handed no rows
+    or fewer than the batch, None where no layer was seen run, as for a forward calling
+    F.linear on the weights; few_rows: the GPUs whose layers ran on fewer, or gave no part of
+    the output; moved: its
     forward moved the model's layers; step: the optimizer steps before it; used: a backward
     reached it; placed: the model's layers were elsewhere when it began than when its last pass
     began; layers: how many layers the model has, where the trace said)."""
     used = {e.get("n") for e in events if e.get("event") == "forward_used"}
+    grad_used = {(e.get("n"), e.get("device")) for e in events if e.get("event") == "grad_used"}
     passes, open_passes, layers = [], [], {}
     for event in events:
         kind = event.get("event")
@@ -96,8 +101,17 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
                 continue
             ran = event.get("layer_devices")
             devices = event.get("layer_devices_on_batch", ran)
+            # Where the trace says which GPUs' layers carried gradient back, only those (where
+            # no backward reached the pass, as the run stopped in its loss: those whose layer
+            # outputs lie in its output's graph): a layer called on the whole batch there, its
+            # result thrown away, ran on no part of the output (adv43 F3; grader/vgpu/observe.py
+            # _GradWatch).
+            unused = ({d for d in event.get("grad_judged") or ()
+                       if (opened.get("n"), d) not in grad_used}
+                      if opened.get("n") in used else set(event.get("graph_unreached") or ()))
             gpus = None if devices is None else tuple(d for d in devices
-                                                      if str(d).startswith("cuda"))
+                                                      if str(d).startswith("cuda")
+                                                      and d not in unused)
             if gpus is None and event.get("layers_on_no_rows"):
                 gpus = ()
             few_rows = tuple(d for d in ran or () if str(d).startswith("cuda")

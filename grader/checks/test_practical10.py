@@ -755,9 +755,12 @@ def stage_gpus(run, rank):
     (practical_measures.forward_passes' `trains`): a check of stage 1 alone under
     torch.no_grad() before training had been the first pass and flipped it (adv32 L1); without
     one, every pass's, as before. A GPU whose layers ran on fewer rows than the pass's
-    micro-batch is no stage of it (stages_of_pass)."""
+    micro-batch is no stage of it (stages_of_pass), nor one whose layers' results carried no
+    gradient back (`grad_unused`: a spare fed the whole micro-batch, its result added times 0,
+    had made a one-stage replica two stages, adv43 F2)."""
     order = []
-    trained = [stages_of_pass(p["layer_devices"], p["layer_rows"], *_micro_batch_vectors(p))
+    trained = [[d for d in stages_of_pass(p["layer_devices"], p["layer_rows"],
+                                          *_micro_batch_vectors(p)) if d not in p["grad_unused"]]
                for p in forward_passes(run, rank) if p["trains"] and p["layer_devices"]]
     ran = trained or [stages_of_pass(e.get("layer_devices"), e.get("layer_rows"))
                       for e in run.of("forward_out", rank)]

@@ -254,6 +254,104 @@ def _devices_short_of(rows: int) -> set:
     return {device for device, whole in fed.items() if not whole}
 
 
+# Outputs of layer calls (and uses of the model's own parameters) on one GPU hooked per pass, at
+# most (`_GradWatch`): a GPU is judged by those; a pass of an honest model's layers carries
+# gradient through its first calls on each GPU.
+_GRAD_HOOKS = 64
+
+
+class _GradWatch:
+    """Which GPUs of a root pass run with gradients computed something its output's gradient
+    came back through: a hook on the output of each layer call there (and on each use of the
+    model's own parameters there, `_note_own_parameters`) notes the GPU (`grad_used`, written
+    when the backward reaches it) where that gradient is not all zeros. A layer whose result is
+    thrown away gets none, one whose result is added times 0 gets zeros: a spare nn.Linear fed
+    the whole micro-batch on cuda:r+2 had made a one-stage replica two stages (Practical 10,
+    adv43 F2), and layers each called on the whole batch on its GPU, the result thrown away
+    while F.linear computed the batch on cuda:0, had made HW3's spread (adv43 F3). `judged`:
+    the GPUs hooked (or whose layers gave outputs without gradients), for `forward_out`'s
+    `grad_judged`; a GPU whose layers ran inside reentrant checkpointing (under no_grad, their
+    gradients come from the recomputation) is left unjudged. For a pass no backward reaches (the
+    run stopped in its loss), `unreached`: the judged GPUs none of whose layer outputs lies in
+    the output's autograd graph (a result thrown away is in none)."""
+
+    def __init__(self, trace, n: int):
+        self.trace, self.n = trace, n
+        self.hooked: dict = {}   # device -> hooks made there; None: not judged
+        self.used: set = set()
+        # device -> the autograd nodes of its layers' outputs, held until the pass ends (a
+        # node freed with a result thrown away must not lend its id to one of the output's)
+        self.nodes: dict = {}
+
+    def layer_output(self, device: str, output) -> None:
+        if device not in self.hooked and len(self.hooked) >= _LAYER_DEVICES:
+            return
+        made = self.hooked.setdefault(device, 0)
+        if made is None or made >= _GRAD_HOOKS:
+            return
+        tensors = [t for t in _output_tensors(output) if t.grad_fn is not None]
+        if not tensors and _on_stack(_checkpoint_code("forward"), sys._getframe(1)):
+            self.hooked[device] = None
+        for tensor in tensors[:_GRAD_HOOKS - made]:
+            try:
+                tensor.register_hook(lambda grad, device=device: self.reached(device, [grad]))
+            except RuntimeError:
+                continue
+            self.hooked[device] += 1
+            self.nodes.setdefault(device, []).append(tensor.grad_fn)
+
+    def parameter_use(self, device: str, node, index: int) -> None:
+        """The use of an own parameter on `device` by autograd node `node` (its `index`th
+        input): the gradient the parameter gets there."""
+        made = self.hooked.setdefault(device, 0)
+        if made is None or made >= _GRAD_HOOKS:
+            return
+        try:
+            node.register_hook(lambda grads_in, _out, device=device:
+                               self.reached(device, grads_in[index:index + 1]))
+        except (RuntimeError, AttributeError, TypeError):
+            return
+        self.hooked[device] = made + 1
+
+    def reached(self, device: str, grads) -> None:
+        if device not in self.used and self.trace.enabled and _gradient_norm(grads) != 0:
+            self.used.add(device)   # NaN counts: a gradient came back
+            self.trace.emit("grad_used", n=self.n, device=device, **_thread_fields())
+
+    def judged(self) -> list:
+        return [device for device, made in self.hooked.items() if made is not None]
+
+    def unreached(self, tensors) -> list | None:
+        """The judged GPUs none of whose layer outputs lies in the graph of `tensors` (the
+        pass's output), walked at most _GRAPH_NODES nodes; None where it is larger."""
+        nodes, self.nodes = self.nodes, {}
+        queue = [t.grad_fn for t in tensors if t.grad_fn is not None]
+        seen, at = set(), 0
+        while at < len(queue):
+            node, at = queue[at], at + 1
+            if id(node) in seen:
+                continue
+            if len(seen) >= _GRAPH_NODES:
+                return None
+            seen.add(id(node))
+            queue.extend(child for child, _ in node.next_functions
+                         if child is not None and id(child) not in seen)
+        return [device for device in self.judged()
+                if not any(id(node) in seen for node in nodes.get(device, ()))]
+
+
+def _watch_layer_output(module, output) -> None:
+    """The output of a layer called inside a root pass with gradients, hooked (_GradWatch) on
+    the GPU its parameters are on, as _note_layer_device notes it."""
+    watch = getattr(_tls, "grad_watch", None)
+    if watch is None or not module._parameters:
+        return
+    parameter = next((p for p in module._parameters.values() if p is not None), None)
+    if parameter is None or (module._modules and any(True for _ in _layers_below(module))):
+        return
+    watch.layer_output(str(parameter.device), output)
+
+
 # Nodes of a pass's autograd graph walked for the model's own parameters, at most; and the
 # nodes above a parameter looked at for the rows of the operation that used it.
 _GRAPH_NODES = 2000
@@ -276,6 +374,7 @@ def _note_own_parameters(models, tensors) -> None:
     queue = [t.grad_fn for t in tensors if t.grad_fn is not None]
     above, seen, at, level = {}, set(), 0, {id(node): 0 for node in queue}
     deepest, found = {}, []   # device -> the farthest level of a parameter there; own ones
+    watch = getattr(_tls, "grad_watch", None)
     while at < len(queue) and len(seen) < _GRAPH_NODES:
         node, at = queue[at], at + 1
         if id(node) in seen:
@@ -288,7 +387,10 @@ def _note_own_parameters(models, tensors) -> None:
             if id(variable) in own:
                 found.append((device, _rows_used(node, above, variable), depth))
             continue
-        for child, _ in node.next_functions:
+        for index, (child, _) in enumerate(node.next_functions):
+            used = getattr(child, "variable", None)
+            if watch is not None and isinstance(used, torch.Tensor) and id(used) in own:
+                watch.parameter_use(str(used.device), node, index)   # each use of it
             if child is not None and id(child) not in seen and id(child) not in above:
                 above[id(child)], level[id(child)] = node, level[id(node)] + 1
                 queue.append(child)
@@ -701,6 +803,8 @@ class Observer:
         _tls.layer_devices, _tls.layers_on_no_rows, _tls.layer_rows = [], False, {}
         _tls.own_parameters = []
         _tls.rows_per_layer = {}
+        _tls.grad_watch = _GradWatch(self.trace, self.forwards) if torch.is_grad_enabled() \
+            else None
         rows = max(first.shape[0] if first is not None and first.dim() else 0,
                    _largest_rows((args, kwargs or {})))
         if within is None:
@@ -794,6 +898,8 @@ class Observer:
     def _post_forward(self, module, args, output):
         depth = max(0, getattr(_tls, "depth", 1) - 1)
         _tls.depth = depth
+        if depth and self.trace.enabled and not in_backward():
+            _watch_layer_output(module, output)
         if depth == 1 and getattr(_tls, "inner", None) is module:
             _tls.inner = None
             self._pass_ends(module, getattr(_tls, "inner_forward", (None, None, None)), output,
@@ -861,6 +967,9 @@ class Observer:
             devices = getattr(_tls, "layer_devices", None) or []
             short = _devices_short_of(rows) if rows and devices else set()
             rows_at = getattr(_tls, "layer_rows", None) or {}
+            watch = getattr(_tls, "grad_watch", None)
+            judged = watch.judged() if watch is not None and watch.n == opened[0] else []
+            unreached = watch.unreached(tensors) if judged else None
             self.trace.emit("forward_out", module=type(module).__name__, shape=list(out.shape),
                             device=str(out.device), sum=_fingerprint([out])["sum"],
                             **({"rows_inside": inside} if inside else {}),
@@ -870,6 +979,8 @@ class Observer:
                                if short else {}),
                             **({"layer_rows": [rows_at.get(d) for d in devices]}
                                if devices and rows_at else {}),
+                            **({"grad_judged": judged} if judged else {}),
+                            **({"graph_unreached": unreached} if unreached else {}),
                             **({"layers_on_no_rows": True} if not devices and
                                getattr(_tls, "layers_on_no_rows", False) else {}),
                             **({"continues": continued[0]} if continued is not None else {}),

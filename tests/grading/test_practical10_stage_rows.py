@@ -293,3 +293,78 @@ def test_a_first_stage_of_own_parameters_on_the_data_is_a_stage(traced_vnode):
     assert stages == [0, 2], (
         f"expected cuda:0 (x @ self.w0, run first) before cuda:2; observed {stages}; where to "
         "look: grader/vgpu/observe.py _note_own_parameters")
+
+
+# -- a spare whose result reaches no part of the output (adv43 F2) -------------------------------
+# Fed the whole micro-batch, the spare is handed as many rows as a stage; its result thrown away
+# or added times 0 carries no gradient back, and its GPU is no stage (`grad_judged` of
+# `forward_out` and the `grad_used` records: grader/vgpu/observe.py _GradWatch).
+
+
+class SpareWholeAfter(SpareBeside):
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        return x.to(CUDA2) + 0 * self.spare(x.to(CUDA2)).sum()
+
+
+class SpareWholeFirst(SpareBeside):
+    def forward(self, x):
+        side = self.spare(x.to(CUDA2)).sum()
+        return self.stage0(x.to(CUDA0)).to(CUDA2) + 0 * side
+
+
+class SpareWholeThrownAway(SpareBeside):
+    def forward(self, x):
+        self.spare(x.to(CUDA2))
+        return self.stage0(x.to(CUDA0)).to(CUDA2)
+
+
+class OwnSpareWhole(OwnParameters):
+    """The model's own parameter on cuda:2 used on every row, times 0."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        side = torch.relu(x.to(CUDA2) @ self.w1)
+        return x[:, :DIM].to(CUDA2) + 0 * side.sum()
+
+
+@pytest.mark.parametrize("model_class", [SpareWholeAfter, SpareWholeFirst, SpareWholeThrownAway,
+                                         OwnSpareWhole])
+def test_a_spare_on_the_whole_micro_batch_whose_result_is_unused_is_no_stage(traced_vnode,
+                                                                             model_class):
+    run = trained(traced_vnode, model_class)
+    passes = [p for p in p10.forward_passes(run) if p["trains"]]
+    assert passes and all(p["grad_unused"] == ["cuda:2"] for p in passes), (
+        f"expected each training pass to record cuda:2 as carrying no gradient back "
+        f"(grad_unused); observed {[(p['layer_devices'], p['grad_unused']) for p in passes]}; "
+        "where to look: grader/vgpu/observe.py _GradWatch")
+    stages = p10.stage_gpus(run, 0)
+    assert stages == [0], (
+        f"expected one stage, cuda:0 (the spare's result on cuda:2 reaches no part of the "
+        f"output); observed {stages}; where to look: test_practical10.stage_gpus")
+
+
+class InPlaceRelu(nn.Module):
+    """Stages whose layers' outputs are changed in place after the call (ReLU(inplace=True))."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(inplace=True)).to(CUDA0)
+        self.stage1 = nn.Linear(HIDDEN, DIM).to(CUDA2)
+
+    def forward(self, x):
+        return torch.relu_(self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2)))
+
+
+@pytest.mark.parametrize("model_class", [Sequential, SeparateStages, BareParameters,
+                                         OwnParameters, Wrapped, InPlaceRelu, SeqFirst])
+def test_honest_stages_carry_gradient_back_on_both_gpus(traced_vnode, model_class):
+    run = trained(traced_vnode, model_class)
+    passes = [p for p in p10.forward_passes(run) if p["trains"]]
+    judged = [e.get("grad_judged") for e in run.events if e.get("event") == "forward_out"]
+    assert passes and all(p["grad_unused"] == [] for p in passes) and any(judged), (
+        f"expected every training pass of {model_class.__name__} judged, both GPUs carrying "
+        f"gradient back; observed {[(p['layer_devices'], p['grad_unused']) for p in passes]}, "
+        f"judged {judged}; where to look: grader/vgpu/observe.py _GradWatch")
+    assert p10.stage_gpus(run, 0) == [0, 2]
+

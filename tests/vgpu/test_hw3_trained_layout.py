@@ -452,3 +452,78 @@ def test_no_grad_evaluations_on_a_few_rows_after_training_are_not_judged(traced_
         for rows in (1, 2):
             model(torch.randn(rows, DIM, device="cuda:0"))
     _trained_spread(events)
+
+
+# adv43 F3: the decoy on the WHOLE batch. Each layer is called on all of the batch on its GPU and
+# its result thrown away, while F.linear computes the real output on cuda:0: rows handed to the
+# layers cannot tell it from the honest forward; the gradient can. A GPU counts only where the
+# output of a layer there carried gradient back (`grad_judged` of `forward_out`, `grad_used`:
+# grader/vgpu/observe.py _GradWatch).
+DECOY_WHOLE = (FORWARD, FORWARD + "        out = x.to('cuda:0')\n"
+               "        for layer in self.layers:\n"
+               "            layer(x.to(layer.weight.device))\n"
+               "            out = torch.relu(torch.nn.functional.linear(\n"
+               "                out, layer.weight.to('cuda:0'), layer.bias.to('cuda:0')))\n"
+               "        return out\n")
+# The same with each layer's result kept but multiplied by 0.
+DECOY_TIMES_ZERO = (FORWARD, FORWARD + "        out = x.to('cuda:0')\n"
+                    "        for layer in self.layers:\n"
+                    "            side = layer(x.to(layer.weight.device)).sum().to('cuda:0')\n"
+                    "            out = torch.relu(torch.nn.functional.linear(\n"
+                    "                out, layer.weight.to('cuda:0'), layer.bias.to('cuda:0')))"
+                    " + 0 * side\n"
+                    "        return out\n")
+
+
+@pytest.mark.parametrize("decoy", [DECOY_WHOLE, DECOY_TIMES_ZERO],
+                         ids=["result-thrown-away", "result-times-zero"])
+def test_layers_called_on_the_whole_batch_whose_results_are_unused_are_no_spread(
+        traced_vnode, tmp_path, decoy):
+    events = traced_vnode(3)
+    train_as_main_does(student_module(tmp_path, decoy))
+    training = [p for p in model_passes(events) if p["grad"]]
+    assert training and all(p["gpus"] == () for p in training), (
+        f"expected no GPU to count for a training pass whose layers' results reached no part "
+        f"of its output; observed {[(p['n'], p['gpus'], p['few_rows']) for p in training]}; "
+        "where to look: grader/vgpu/observe.py _GradWatch, hw3_trained_layout.model_passes")
+    found = _failed_as_one_gpu(events)
+    assert found.later_gpus == () and "did not reach its output" in found.said(), found.said()
+
+
+RELU_IN_PLACE = [(BASE_FORWARD, "        for layer in self.layers:\n"
+                                "            x = layer(x.to(layer.weight.device))\n"
+                                "            torch.relu_(x)\n"
+                                "        return x\n")]
+
+
+def test_honest_layers_with_an_in_place_relu_train_spread(traced_vnode, tmp_path):
+    events = traced_vnode(3)
+    train_as_main_does(student_module(tmp_path, *RELU_IN_PLACE))
+    _trained_spread(events)
+
+
+@pytest.mark.parametrize("decoy", [None, DECOY_WHOLE], ids=["honest", "result-thrown-away"])
+def test_a_pass_the_run_stopped_in_before_its_backward_is_judged_by_its_graph(
+        traced_vnode, tmp_path, decoy):
+    """The base code's target waits on the last layer's GPU: the decoy's output, on cuda:0,
+    stops the run in its loss (adv43's hw3_F_decoy_whole), before any backward. No gradient
+    says which layers it used; its output's autograd graph does (`graph_unreached`). An honest
+    forward whose loop's target is on the wrong GPU (here cuda:1) stops there too, spread."""
+    import torch
+    events = traced_vnode(3)
+    model = student_module(tmp_path, *([decoy] if decoy else [])).LargeLinearModelMP(DIM, DEPTH)
+    x = torch.randn(BATCH, DIM, device="cuda:0")
+    target = torch.zeros(BATCH, DIM, device="cuda:1")
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with pytest.raises(RuntimeError):
+        optimizer.zero_grad()
+        (model(x) - target).pow(2).mean().backward()
+        optimizer.step()
+    events.append({"event": "exception", "type": "RuntimeError", "message": "devices"})
+    found = first_collapse(events, 3)
+    if decoy is None:
+        assert found is None, f"expected the honest pass judged spread; observed {found.said()}"
+    else:
+        assert found is not None and found.later_gpus == (), (
+            f"expected the decoy's pass to count no GPU; observed {found and found.said()}; "
+            "where to look: grader/vgpu/observe.py _GradWatch.unreached")
