@@ -799,7 +799,9 @@ def stages_of_pass(devices, rows_at, *rows) -> list:
     cuts its micro-batch into chunks on fewer). A spare nn.Linear on cuda:r+2 fed x[:2] beside
     a one-stage replica on cuda:r runs there, on a slice, and is no second stage (eng_p10s: it
     had earned the layout's points). All of them where the rows were not recorded
-    (`layer_rows`, a trace from before it), or not for that GPU."""
+    (`layer_rows`, a trace from before it); none where the record says a GPU's rows are unknown
+    (None): a spare own parameter used through einsum on x[:1], its rows unread, had been kept
+    as a stage (adv43 F5)."""
     devices = list(devices or [])
     if not isinstance(rows_at, list) or len(rows_at) != len(devices):
         return devices
@@ -807,7 +809,7 @@ def stages_of_pass(devices, rows_at, *rows) -> list:
     if not known:
         return devices
     micro_batch = min([max(known), *(n for n in rows if isinstance(n, int) and n > 0)])
-    return [d for d, r in zip(devices, rows_at) if not isinstance(r, int) or r >= micro_batch]
+    return [d for d, r in zip(devices, rows_at) if isinstance(r, int) and r >= micro_batch]
 
 
 def one_or_all(values):

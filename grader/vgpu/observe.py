@@ -353,9 +353,11 @@ def _watch_layer_output(module, output) -> None:
 
 
 # Nodes of a pass's autograd graph walked for the model's own parameters, at most; and the
-# nodes above a parameter looked at for the rows of the operation that used it.
+# nodes above a parameter looked at for the rows of the operation that used it (torch.einsum
+# puts an unsqueeze, two permutes and a view between a parameter and its bmm: with 3, an honest
+# einsum stage's rows read as unknown, which is no stage: stages_of_pass).
 _GRAPH_NODES = 2000
-_USE_DEPTH = 3
+_USE_DEPTH = 6
 
 
 def _note_own_parameters(models, tensors) -> None:

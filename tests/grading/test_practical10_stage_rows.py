@@ -208,7 +208,7 @@ def test_honest_stages_are_both_stages(traced_vnode, model_class, micro_batches,
     (["cuda:2", "cuda:0"], [2, 16], 16, ["cuda:0"]),
     (["cuda:0", "cuda:2"], [64, 16], 16, ["cuda:0", "cuda:2"]),    # tokens: more rows
     (["cuda:0", "cuda:2"], [8, 8], 16, ["cuda:0", "cuda:2"]),      # chunks inside forward
-    (["cuda:0", "cuda:2"], [16, None], 16, ["cuda:0", "cuda:2"]),  # not recorded: kept
+    (["cuda:0", "cuda:2"], [16, None], 16, ["cuda:0"]),  # recorded as unknown: no stage
     (["cuda:0", "cuda:2"], None, 16, ["cuda:0", "cuda:2"]),        # a trace from before
 ])
 def test_stages_of_a_pass(devices, rows_at, rows, stages):
@@ -368,3 +368,48 @@ def test_honest_stages_carry_gradient_back_on_both_gpus(traced_vnode, model_clas
         f"judged {judged}; where to look: grader/vgpu/observe.py _GradWatch")
     assert p10.stage_gpus(run, 0) == [0, 2]
 
+
+# -- a GPU whose rows are recorded as unknown (adv43 F5) ------------------------------------------
+# An own parameter used where no saved tensor shows the rows (einsum on x[:1] before, an add) had
+# its GPU kept as a stage; it now counts only with its rows known. einsum on every row shows them.
+
+
+class OwnEinsum(OwnParameters):
+    """Stage 1 the model's own parameters used through torch.einsum on every row."""
+
+    def forward(self, x):
+        x = torch.relu(torch.einsum("bh,hk->bk", self.stage0(x.to(CUDA0)).to(CUDA2), self.w1))
+        return torch.einsum("bh,hd->bd", x, self.w2)
+
+
+class OwnSpareEinsum(OwnParameters):
+    """adv43's p10_F_own_einsum with a gradient that is not 0: einsum on x[:1]."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))[:, :DIM].to(CUDA2)
+        return x + 1e-3 * torch.einsum("bd,d->b", x[:1], self.w1[0, :DIM]).sum()
+
+
+class OwnSpareAdded(OwnParameters):
+    """An own parameter on cuda:2 added to the output: no rows at all."""
+
+    def forward(self, x):
+        return self.stage0(x.to(CUDA0))[:, :DIM].to(CUDA2) + 1e-3 * self.w1.sum()
+
+
+def test_an_own_parameter_stage_through_einsum_is_a_stage(traced_vnode):
+    run = trained(traced_vnode, OwnEinsum)
+    rows = [p["layer_rows"] for p in p10.forward_passes(run) if p["trains"]]
+    assert rows and all(r == [4, 4] for r in rows), (
+        f"expected the einsum stage's 4 rows recorded; observed {rows}; where to look: "
+        "grader/vgpu/observe.py _rows_used, _USE_DEPTH")
+    assert p10.stage_gpus(run, 0) == [0, 2]
+
+
+@pytest.mark.parametrize("model_class", [OwnSpareEinsum, OwnSpareAdded])
+def test_an_own_spare_parameter_whose_rows_are_unknown_or_few_is_no_stage(traced_vnode,
+                                                                          model_class):
+    stages = p10.stage_gpus(trained(traced_vnode, model_class), 0)
+    assert stages == [0], (
+        f"expected one stage, cuda:0 ({model_class.__doc__.strip()}); observed {stages}; where "
+        "to look: test_practical10.stages_of_pass")
