@@ -1,18 +1,8 @@
 """Fixtures for every test: virtual GPU nodes inside the test process (undone after each test)
 and the `pdl-grade` command line."""
-import os
-import sys
 from dataclasses import dataclass
 
 import pytest
-
-# These machines' image sets PYTHONDONTWRITEBYTECODE: every process the suite starts (xdist's
-# workers, each grading's checks process, its pdl-grade commands) then compiled the grader and
-# re-ran pytest's assertion rewriting of every check module from source (grader.checks
-# collected in 3.4 s instead of 2.45). The suite runs as an ordinary machine does, with Python's
-# bytecode cache on; xdist's workers, started after this file is read, inherit it.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-sys.dont_write_bytecode = False
 
 from grader.sandbox import sandbox_available
 from grader.sandbox.limits import create_run_cgroup
