@@ -51,6 +51,18 @@ def describe_layout(devices: list) -> str:
     return ", ".join(parts)
 
 
+def layers_per_gpu(devices: list, gpus: int) -> str:
+    """'on 2 of the 5 GPUs (10 layers on cuda:0, 10 on cuda:1; none on cuda:2, cuda:3,
+    cuda:4)': how many of the node's GPUs hold layers, naming each GPU with its count."""
+    counts = counts_per_gpu(devices, gpus)
+    held = [(g, c) for g, c in enumerate(counts) if c]
+    said = [f"{c} {'layer' if c == 1 else 'layers'} on cuda:{g}" if not i else f"{c} on cuda:{g}"
+            for i, (g, c) in enumerate(held)]
+    idle = [f"cuda:{g}" for g, c in enumerate(counts) if not c]
+    parts = [", ".join(said)] * bool(said) + [f"none on {', '.join(idle)}"] * bool(idle)
+    return f"on {len(held)} of the {gpus} GPUs ({'; '.join(parts)})"
+
+
 def first_misplaced(devices: list, expected: list) -> tuple[int, str, str]:
     for i, (seen, wanted) in enumerate(zip(devices, expected)):
         if seen != wanted:

@@ -14,8 +14,14 @@ object (`model` of `forward`), the GPUs its layers ran rows on (`layer_devices` 
 the GPUs where a layer ran on the pass's whole batch, the rows its forward was handed
 (`layer_devices_on_batch`, where some GPU's layers ran on fewer: a forward that runs each layer
 on one row where it is and the batch on cuda:0 with F.linear on the same weights), whether its
-forward moved the layers (`moved_layers`), and per step the optimizer object (`optimizer_n`).
-Only a GPU whose layers ran on the batch counts for the spread.
+forward moved the layers (`moved_layers`), where each layer was when a pass began (`placement`,
+written where it changed), and per step the optimizer object (`optimizer_n`). Only a GPU whose
+layers ran on the batch counts for the spread.
+
+A model that never spread is told apart by where its layers were: one whose training passes
+ran its layers where __init__ had put them, on fewer GPUs than the run has, nothing moving them
+(the base code's cuda:0 and cuda:1 on a node of 5), has its __init__ to fix, not its forward()
+(`Collapse.as_built`).
 
 Not judged, as a student doing the tasks would write them: passes of a model main() itself moved
 between passes (`model.to("cuda:0")` for a one-GPU baseline), and passes a later optimizer
@@ -27,6 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grader.checks.hw3_layout import layers_per_gpu
+
 MODEL_CLASS = "LargeLinearModelMP"
 
 
@@ -34,7 +42,11 @@ MODEL_CLASS = "LargeLinearModelMP"
 class Collapse:
     """A training pass (`later`, its number in the run) that ran its layers on fewer GPUs
     (`later_gpus`) than the run's `wanted`; `earlier`: a training pass of the same model object
-    that ran on all of them (on `earlier_gpus`), None where no training pass of the run did."""
+    that ran on all of them (on `earlier_gpus`), None where no training pass of the run did;
+    `moved`: a pass of its model up to the later one moved the layers or found them placed
+    elsewhere than the pass before it; `as_built`: where none was moved and the later pass ran
+    its layers on the GPUs they were on, each layer's device as __init__ placed it, on the run's
+    `node` GPUs (else ())."""
     earlier: int | None
     earlier_gpus: tuple[str, ...]
     later: int
@@ -44,8 +56,15 @@ class Collapse:
     # GPUs whose layers the later pass ran on fewer rows than its batch, or whose results did
     # not reach its output (none counted).
     later_few_rows: tuple[str, ...] = ()
+    moved: bool = False
+    as_built: tuple[str, ...] = ()
+    node: int = 0
 
     def said(self) -> str:
+        if self.as_built:
+            return (f"its layers are {layers_per_gpu(list(self.as_built), self.node)}, where "
+                    "__init__ placed them, and its training passes ran them there: no training "
+                    f"pass ran them on all {self.wanted} GPUs")
         few = (f" (its layers on {_gpus(self.later_few_rows)} ran on fewer rows than the pass "
                "was handed, or their results did not reach its output: the batch was computed "
                "elsewhere)" if self.later_few_rows else "")
@@ -70,7 +89,8 @@ def _gpus(devices: tuple[str, ...]) -> str:
 
 def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
     """The root passes of `model_class` in the run's main thread, in order, each as
-    {"n", "model", "grad", "gpus", "few_rows", "moved", "step", "used", "placed", "layers"}
+    {"n", "model", "grad", "gpus", "few_rows", "moved", "step", "used", "placed", "layers",
+    "placement"}
     (gpus: the GPUs its layers ran the pass's batch on, in order, and whose results carried
     gradient back where the trace says (`grad_judged`), () where every layer was handed no rows
     or fewer than the batch, None where no layer was seen run, as for a forward calling
@@ -78,10 +98,11 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
     the output; moved: its
     forward moved the model's layers; step: the optimizer steps before it; used: a backward
     reached it; placed: the model's layers were elsewhere when it began than when its last pass
-    began; layers: how many layers the model has, where the trace said)."""
+    began; layers: how many layers the model has, where the trace said; placement: each
+    layer's device when it began, None where the trace did not say)."""
     used = {e.get("n") for e in events if e.get("event") == "forward_used"}
     grad_used = {(e.get("n"), e.get("device")) for e in events if e.get("event") == "grad_used"}
-    passes, open_passes, layers = [], [], {}
+    passes, open_passes, layers, placements = [], [], {}, {}
     for event in events:
         kind = event.get("event")
         if event.get("thread", "MainThread") != "MainThread" or event.get("nested"):
@@ -94,6 +115,8 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
             open_passes[-1][1] = True
             if open_passes[-1][0].get("model") is not None:
                 layers[open_passes[-1][0]["model"]] = len(event.get("layers") or ())
+                placements[open_passes[-1][0]["model"]] = tuple(
+                    _device(layer) for layer in event.get("layers") or ())
         elif kind == "forward_out" and open_passes:
             opened, placed = open_passes.pop()
             if opened.get("within") or opened.get("module") != model_class \
@@ -121,8 +144,16 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
                            "moved": bool(event.get("moved_layers")), "gpus": gpus,
                            "few_rows": few_rows,
                            "step": opened.get("step"), "used": opened.get("n") in used,
-                           "placed": placed, "layers": layers.get(opened["model"])})
+                           "placed": placed, "layers": layers.get(opened["model"]),
+                           "placement": placements.get(opened["model"])})
     return passes
+
+
+def _device(layer) -> str:
+    """A layer's device in a `placement` event ("cuda:1"; for a layer whose parameters are on
+    several devices, the text of their list, which names no one GPU)."""
+    device = layer.get("device") if isinstance(layer, dict) else None
+    return device if isinstance(device, str) else str(device)
 
 
 def training_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
@@ -177,9 +208,29 @@ def first_collapse(events: list[dict], gpus: int,
         return None
     # No training pass ran spread: the first that did not, exempt or not (a model main()
     # moved onto cuda:0 before it trained it at all trained on one GPU).
-    return next((Collapse(None, (), one["n"], one["gpus"], _wanted(one, gpus),
-                          later_few_rows=one["few_rows"])
-                 for one in trained if _wanted(one, gpus) is not None), None)
+    first = next((one for one in trained if _wanted(one, gpus) is not None), None)
+    if first is None:
+        return None
+    moved, as_built = _as_built(events, first, model_class)
+    return Collapse(None, (), first["n"], first["gpus"], _wanted(first, gpus),
+                    later_few_rows=first["few_rows"], moved=moved, as_built=as_built, node=gpus)
+
+
+def _as_built(events: list[dict], later: dict, model_class: str) -> tuple[bool, tuple[str, ...]]:
+    """(whether a pass of `later`'s model up to it moved the layers or found them placed
+    elsewhere, the layers' devices where none did and `later` ran them all where they are:
+    as __init__ placed them, else ())."""
+    passes = []
+    for one in model_passes(events, model_class):
+        if one["model"] == later["model"]:
+            passes.append(one)
+            if one["n"] == later["n"]:
+                break
+    moved = any(p["moved"] for p in passes) or any(p["placed"] for p in passes[1:])
+    placement = later["placement"] or ()
+    ran_there = (bool(placement) and not later["few_rows"]
+                 and set(placement) == set(later["gpus"] or ()))
+    return moved, (placement if ran_there and not moved else ())
 
 
 def _wanted(one: dict, gpus: int) -> int | None:

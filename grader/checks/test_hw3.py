@@ -13,6 +13,7 @@ measurement that decides their yes/no answers says.
 
 PYTEST_DONT_REWRITE: the assertion messages are the feedback; pytest's rewriting would bury them.
 """
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from grader.checks.hw3_facts import accepted, change, direction, faster, said, y
 from grader.checks.hw3_layout import (contiguous_blocks, counts_per_gpu, describe_layout,
                                       device_changes, even_contiguous_layout, first_misplaced,
                                       gpu_index, layers_around_move,
-                                      layers_not_run_once_in_order, spearman)
+                                      layers_not_run_once_in_order, layers_per_gpu, spearman)
 from grader.checks.hw3_printed_counts import printed_counts, statements
 from grader.checks.hw3_recorded_calls import recorded_part
 from grader.checks.hw3_trained_layout import MODEL_CLASS, first_collapse
@@ -569,8 +570,19 @@ def probed_class(probe) -> str:
     return model_of(probed_record(probe))[0]
 
 
+@dataclass(frozen=True)
+class OwnRunCollapse:
+    """What the script's own run showed (`said`, for the Observed line): a training pass that
+    ran the layers on fewer GPUs than the run's `gpus`; `as_built`, where nothing moved them
+    and __init__ had put them on fewer GPUs (the base code's cuda:0 and cuda:1 on 5), each
+    layer's device as __init__ placed it: then __init__ is what to fix, not forward()."""
+    said: str
+    gpus: int = 0
+    as_built: tuple[str, ...] = ()
+
+
 @pytest.fixture(scope="module")
-def own_run_collapse(probe, runs, script_specs) -> str | None:
+def own_run_collapse(probe, runs, script_specs) -> OwnRunCollapse | None:
     """Where the script's own runs (Task 5's, DEPTH=20 on 2 and 5 GPUs) show a training pass
     of the model that ran its layers on fewer GPUs than the run has (hw3_trained_layout.py):
     what to say, else None. The probe builds and calls the model itself; a model that moves
@@ -582,18 +594,47 @@ def own_run_collapse(probe, runs, script_specs) -> str | None:
             continue
         found = first_collapse(events or [], gpus, probed_class(probe))
         if found is not None:
-            return (f"in your script's own run with DEPTH={TASK4_DEPTH} on {gpus} GPUs "
-                    f"(pdl-grade run --gpus {gpus} --set DEPTH={TASK4_DEPTH} "
-                    f"hw3/model_parallel.py), {found.said()}")
+            return own_run_said(probe, found, gpus)
     return None
 
 
-def spread_layout(probe, gpus, depth, own_run_collapse: str | None = None):
+def own_run_said(probe, found, gpus: int) -> OwnRunCollapse:
+    """The fixture's verdict from `found` (hw3_trained_layout.Collapse) in the own run on
+    `gpus` GPUs. Where its trace does not show the layers as __init__ placed them but nothing
+    moved them, the probe's build of the model for that node does where it leaves GPUs
+    without layers: __init__ is wrong there, whatever forward() does."""
+    said, as_built = found.said(), found.as_built
+    if not as_built and not found.moved:
+        as_built = built_narrow(probe, gpus, TASK4_DEPTH)
+        if as_built:
+            said += (f"; the grader's build of your model with DEPTH={TASK4_DEPTH} on {gpus} "
+                     f"GPUs has its layers {layers_per_gpu(list(as_built), gpus)}, where "
+                     "__init__ placed them")
+    return OwnRunCollapse(f"in your script's own run with DEPTH={TASK4_DEPTH} on {gpus} GPUs "
+                          f"(pdl-grade run --gpus {gpus} --set DEPTH={TASK4_DEPTH} "
+                          f"hw3/model_parallel.py), {said}", gpus, tuple(as_built))
+
+
+def built_narrow(probe, gpus: int, depth: int) -> tuple[str, ...]:
+    """Each layer's device as __init__ placed it in the probe's build for `gpus` GPUs and
+    `depth` layers, where that leaves some of the GPUs without layers; else ()."""
+    found = next((r for r in probe[0] if r.get("kind") == "layout" and r.get("gpus") == gpus
+                  and r.get("depth") == depth and not r.get("error")), None)
+    devices = (found or {}).get("devices_built") or (found or {}).get("devices") or []
+    indices = {gpu_index(d) for d in devices}
+    if not devices or None in indices or max(indices) >= gpus \
+            or len(indices) >= min(gpus, depth):
+        return ()
+    return tuple(devices)
+
+
+def spread_layout(probe, gpus, depth, own_run_collapse: OwnRunCollapse | None = None):
     """This configuration's layer devices; fails unless every GPU of the node holds layers
     (what Task 3 asks): each Task 3 check counts only where the layers are spread. Where the
-    script's own run moved its layers onto fewer GPUs after some passes (`own_run_collapse`,
-    the fixture's), the layout the grader's calls saw is not the one it trains with: it fails
-    on every node of two GPUs or more."""
+    script's own run trained its layers on fewer GPUs (`own_run_collapse`, the fixture's), the
+    layout the grader's calls saw is not the one it trains with: it fails on every node of two
+    GPUs or more, pointing at forward() where something moved the layers, at __init__ where
+    they stayed where it put them."""
     found = record(probe, "layout", gpus=gpus, depth=depth)
     built(found)
     devices = found["devices"]
@@ -620,12 +661,35 @@ def spread_layout(probe, gpus, depth, own_run_collapse: str | None = None):
             observed, "moved" if moved else idle_cause(counts, depth, gpus, layouts))
     if own_run_collapse and gpus >= 2:
         observed = (f"the grader's calls of forward() ran {describe_layout(devices)}, but "
-                    f"{own_run_collapse}")
+                    f"{own_run_collapse.said}")
+        if own_run_collapse.as_built:
+            look, cause = look_init_of_own_run(probe, found, own_run_collapse)
+            raise GPUsLeftIdle(explain(
+                f"the {depth} layers spread over all {gpus} GPUs, and over every GPU of any "
+                f"node: all {own_run_collapse.gpus} in your script's own run too", observed,
+                look), observed, cause)
         raise GPUsLeftIdle(explain(
             f"the {depth} layers spread over all {gpus} GPUs in every forward pass, the "
             "training steps of your own script too", observed, look_moved(found)), observed,
             "moved")
     return found, devices, counts
+
+
+def look_init_of_own_run(probe, found: dict, own: OwnRunCollapse) -> tuple[str, str]:
+    """(where to look, idle_cause's cause) where the own run trained its layers where
+    __init__ put them, on fewer GPUs than it has: __init__ and how it reads the GPU count,
+    as where the grader's own build leaves GPUs idle (why_gpus_idle's base-code hint where
+    every node shows the base code's split)."""
+    counts = counts_per_gpu(list(own.as_built), own.gpus)
+    depth, layouts = len(own.as_built), layouts_seen(probe)
+    cause = idle_cause(counts, depth, own.gpus, layouts)
+    used = sum(1 for c in counts if c)
+    hint = (why_gpus_idle(counts, depth, own.gpus, layouts) if cause == "base" else
+            "look at how it reads the GPU count (torch.cuda.device_count(), never a number of "
+            f"its own or GPUs named in the code) and gives every GPU layers. {_EVEN}")
+    return (f"{look_task3(found)}: in your script's own run, __init__ put the layers on {used} "
+            f"of the {own.gpus} GPUs and nothing moved them (forward() runs each layer where "
+            f"it is): {hint}", "base" if cause == "base" else "other")
 
 
 def moved_by_forward(found: dict) -> str:
@@ -770,7 +834,8 @@ def test_task3_layers_on_every_gpu(probe, gpus, depth, flag, own_run_collapse):
     only_a_failure_counts_on_a_small_node(gpus)
 
 
-def spread_for(probe, gpus, depth, what: str, own_run_collapse: str | None = None):
+def spread_for(probe, gpus, depth, what: str,
+               own_run_collapse: OwnRunCollapse | None = None):
     """spread_layout for a check about something else (`what`): where the layers are not on
     every GPU, its failure says that this check counts only where they are, so a student does
     not read a lost share of "the output matches" as a numerical bug (a TA's audit)."""

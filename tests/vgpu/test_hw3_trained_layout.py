@@ -161,9 +161,10 @@ def test_a_pass_whose_layers_ran_unseen_is_not_judged():
 def test_task3_fails_on_every_node_of_two_gpus_or_more_where_the_own_run_collapsed():
     """Task 3's cases read the probe's layout and the own run's verdict: a layout the probe saw
     spread fails where the script's training collapsed it, saying both; one GPU is no case."""
-    from grader.checks.test_hw3 import GPUsLeftIdle, spread_layout
-    collapsed = ("in your script's own run with DEPTH=20 on 5 GPUs, its forward pass 1 ran the "
-                 "layers on cuda:0, cuda:1, its pass 3 (a training step) on cuda:0 only")
+    from grader.checks.test_hw3 import GPUsLeftIdle, OwnRunCollapse, spread_layout
+    collapsed = OwnRunCollapse(
+        "in your script's own run with DEPTH=20 on 5 GPUs, its forward pass 1 ran the layers on "
+        "cuda:0, cuda:1, its pass 3 (a training step) on cuda:0 only", 5)
     layouts = [{"kind": "layout", "gpus": 2, "depth": 4, "n_layers": 4, "distinct_layers": 4,
                 "devices": ["cuda:0", "cuda:0", "cuda:1", "cuda:1"]},
                {"kind": "layout", "gpus": 1, "depth": 4, "n_layers": 4, "distinct_layers": 4,
@@ -527,3 +528,145 @@ def test_a_pass_the_run_stopped_in_before_its_backward_is_judged_by_its_graph(
         assert found is not None and found.later_gpus == (), (
             f"expected the decoy's pass to count no GPU; observed {found and found.said()}; "
             "where to look: grader/vgpu/observe.py _GradWatch.unreached")
+
+
+# Task 3's hint for a model that never trained spread in its own run tells why: where something
+# moved the layers, forward() (above); where they stayed where __init__ put them, on fewer GPUs
+# than the run has, __init__ and how it reads the GPU count. The base code's halves on cuda:0 and
+# cuda:1 (the bundled template) pass the grader's 2-GPU build and trained on 2 of 5 GPUs: it had
+# been told that forward() "moves layers off the GPUs __init__ gave them" (eng_hint).
+TWO_HALVES = (LAYOUT_LOOP, "        for i in range(depth):\n"
+              "            device = torch.device('cuda:0' if i < depth // 2 else 'cuda:1')\n"
+              "            self.layers.append(nn.Linear(dim, dim).to(device))\n")
+NUM_GPUS_TWO = [("        n = torch.cuda.device_count()\n", "        n = NUM_GPUS\n"),
+                ("DIM = 1024\n", "DIM = 1024\nNUM_GPUS = 2\n")]
+INIT_HINT = "LargeLinearModelMP.__init__ in hw3/model_parallel.py"
+FORWARD_HINT = "LargeLinearModelMP.forward in hw3/model_parallel.py"
+
+
+def _layout(gpus: int, depth: int, counts: list[int]) -> dict:
+    """A probe's layout record of `depth` layers in blocks of `counts` layers per GPU."""
+    devices = [f"cuda:{g}" for g, c in enumerate(counts) for _ in range(c)]
+    assert len(devices) == depth
+    return {"kind": "layout", "gpus": gpus, "depth": depth, "n_layers": depth,
+            "distinct_layers": depth, "devices": devices}
+
+
+def _task3_failure(events, node: int, probe, gpus: int = 2, depth: int = DEPTH) -> str:
+    """Task 3's message for the probe's build on `gpus` GPUs, the own run on `node` GPUs
+    traced in `events`, as the check reads them (own_run_collapse, spread_layout)."""
+    from grader.checks.test_hw3 import GPUsLeftIdle, own_run_said, spread_layout
+    found = first_collapse(events, node)
+    assert found is not None, (
+        f"expected the own run's training on fewer than {node} GPUs to be found; observed none "
+        f"in passes {model_passes(events)}; where to look: hw3_trained_layout.first_collapse")
+    with pytest.raises(GPUsLeftIdle) as failure:
+        spread_layout(probe, gpus, depth, own_run_said(probe, found, node))
+    return str(failure.value)
+
+
+def _looks_at(message: str) -> str:
+    return next(line for line in message.splitlines() if line.startswith("Where to look: "))
+
+
+def _points_at_init(message: str, placed: str) -> None:
+    look = _looks_at(message)
+    assert placed in message and "where __init__ placed them" in message and \
+        INIT_HINT in look and "torch.cuda.device_count()" in look and FORWARD_HINT not in look \
+        and "moves layers off" not in message, (
+            f"expected the layers named where __init__ left them ({placed}) and a hint at "
+            f"__init__ and torch.cuda.device_count(), none at forward(); observed:\n{message}\n"
+            "where to look: grader/checks/test_hw3.py own_run_said, look_init_of_own_run; "
+            "hw3_trained_layout.Collapse.as_built")
+
+
+def _points_at_forward(message: str) -> None:
+    look = _looks_at(message)
+    assert FORWARD_HINT in look and "moves layers off the GPUs __init__ gave them" in look \
+        and "where __init__ placed them" not in message, (
+            f"expected the forward() hint where forward() moved the layers; observed:\n"
+            f"{message}\nwhere to look: grader/checks/test_hw3.py spread_layout")
+
+
+# The probe's builds of the base code's halves: spread on 2 GPUs, 2 of 5 on a node of 5.
+HALVES_PROBE = ([_layout(2, DEPTH, [3, 3]), _layout(2, 5, [2, 3]),
+                 _layout(5, DEPTH, [3, 3, 0, 0, 0])], None)
+
+
+def test_the_templates_two_gpus_on_a_node_of_five_point_at_init(traced_vnode, tmp_path):
+    events = traced_vnode(5)
+    train_as_main_does(student_module(tmp_path, TWO_HALVES))
+    found = first_collapse(events, 5)
+    assert found is not None and found.as_built == ("cuda:0",) * 3 + ("cuda:1",) * 3 \
+        and not found.moved, (f"expected the layers as __init__ placed them; observed {found}; "
+                              "where to look: hw3_trained_layout._as_built")
+    message = _task3_failure(events, 5, HALVES_PROBE)
+    _points_at_init(message, "on 2 of the 5 GPUs (3 layers on cuda:0, 3 on cuda:1; none on "
+                             "cuda:2, cuda:3, cuda:4)")
+    assert "the base code's split is still in place" in _looks_at(message), message
+
+
+def test_a_constant_gpu_count_in_init_points_at_init(traced_vnode, tmp_path):
+    """NUM_GPUS = 2 read by __init__: the first GPU takes the odd layer, so no node shows the
+    base code's halves; the hint is how __init__ reads the GPU count."""
+    events = traced_vnode(5)
+    train_as_main_does(student_module(tmp_path, *NUM_GPUS_TWO))
+    probe = ([_layout(2, DEPTH, [3, 3]), _layout(2, 5, [3, 2]),
+              _layout(5, DEPTH, [3, 3, 0, 0, 0])], None)
+    message = _task3_failure(events, 5, probe)
+    _points_at_init(message, "on 2 of the 5 GPUs (3 layers on cuda:0, 3 on cuda:1;")
+    assert "reads the GPU count" in _looks_at(message), message
+
+
+def test_a_model_built_on_cuda0_when_run_as_the_script_points_at_init(traced_vnode, tmp_path):
+    """It decides in __init__ (AS_SCRIPT) and nothing moves the layers: __init__ is the place."""
+    events = traced_vnode(3)
+    module = student_module(tmp_path, BUILT_ON_CUDA0,
+                            ("DIM = 1024\n", "DIM = 1024\nAS_SCRIPT = True\n"))
+    _train(module.LargeLinearModelMP(DIM, DEPTH), 4)
+    probe = ([_layout(2, DEPTH, [3, 3]), _layout(3, DEPTH, [2, 2, 2])], None)
+    _points_at_init(_task3_failure(events, 3, probe), "on 1 of the 3 GPUs (6 layers on cuda:0;")
+
+
+def test_a_model_that_knows_it_runs_as_the_script_keeps_the_forward_hint(traced_vnode,
+                                                                          tmp_path):
+    events = traced_vnode(3)
+    model = student_module(tmp_path, ON_CUDA0_WHEN_COMPACT).LargeLinearModelMP(DIM, DEPTH)
+    model.compact = True
+    _train(model, 4)
+    probe = ([_layout(2, DEPTH, [3, 3]), _layout(3, DEPTH, [2, 2, 2])], None)
+    _points_at_forward(_task3_failure(events, 3, probe))
+
+
+def test_a_forward_moving_the_layers_after_two_calls_keeps_the_forward_hint(traced_vnode,
+                                                                             tmp_path):
+    events = traced_vnode(3)
+    train_as_main_does(student_module(tmp_path, _collapse_from_call(3)))
+    probe = ([_layout(2, DEPTH, [3, 3]), _layout(3, DEPTH, [2, 2, 2])], None)
+    _points_at_forward(_task3_failure(events, 3, probe))
+
+
+def _untraced_placement(moved: bool) -> list[dict]:
+    """Training passes on cuda:0 and cuda:1 of a 5-GPU run whose trace names no placement
+    (`moved`: forward() moved the layers in each)."""
+    events = []
+    for n in (1, 2, 3):
+        events += [{"event": "forward", "module": "LargeLinearModelMP", "model": 1, "n": n,
+                    "grad": True, "thread": "MainThread", "step": n - 1},
+                   {"event": "forward_out", "thread": "MainThread",
+                    "layer_devices": ["cuda:0", "cuda:1"], "moved_layers": moved},
+                   {"event": "forward_used", "n": n},
+                   {"event": "step", "index": n, "optimizer_n": 1}]
+    return events
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["nothing-moved", "forward-moved"])
+def test_without_a_traced_placement_the_probes_build_on_that_node_decides(moved):
+    """The probe's build for the own run's node (DEPTH=20 on 5 GPUs) leaves GPUs idle: where
+    nothing in the run moved the layers, __init__ placed them; where forward() did, it is told."""
+    probe = ([_layout(2, DEPTH, [3, 3]), _layout(5, 20, [10, 10, 0, 0, 0])], None)
+    message = _task3_failure(_untraced_placement(moved), 5, probe)
+    if moved:
+        _points_at_forward(message)
+    else:
+        _points_at_init(message, "on 2 of the 5 GPUs (10 layers on cuda:0, 10 on cuda:1;")
