@@ -24,6 +24,8 @@ import ast
 import re
 from typing import NamedTuple
 
+from grader.checks.switch_argument import flag_switch
+from grader.checks.switch_constants import dotted, settable_constants
 from grader.common.ast_parents import ast_parents
 
 # Calls whose arguments name a device: torch.device(...), torch.cuda.device(...), .to(...),
@@ -46,13 +48,13 @@ class _Script:
     def __init__(self, source: str, tree: ast.Module, shift: int = 0):
         self.source, self.tree, self.shift = source, tree, shift
         self.parents = ast_parents(tree)
-        self.ranks = {_dotted(target) for node in ast.walk(tree)
+        self.ranks = {dotted(target) for node in ast.walk(tree)
                       for target, value in _assignments(node)
-                      if _dotted(target) and _reads_the_rank(value)}
+                      if dotted(target) and _reads_the_rank(value)}
 
     def names_the_rank(self, node) -> bool:
         """`local_rank`, `self.local_rank`, or a name the script assigns from the rank."""
-        name = _dotted(node)
+        name = dotted(node)
         return name is not None and (name.rsplit(".", 1)[-1] == "local_rank"
                                      or name in self.ranks)
 
@@ -150,27 +152,50 @@ def _undone_edit(script: _Script) -> tuple[str, str] | None:
 
 
 class LayoutSwitch(NamedTuple):
-    """A top-level constant of the script that chooses the second stage's device: a boolean
-    switch between the course's line and Part 5's (`if BREAK_MP: device1 = ...{local_rank}...
-    else: device1 = ...{local_rank + 2}...`), or the offset the one sum given to device1 adds to
-    the rank (`cuda:{local_rank + STAGE1_OFFSET}`). The grader's runs set it (the runner's
-    --set) to `course` for Parts 1 to 4 and to `broken` for Part 5's; `written` is its value as
-    handed in, on line `line`."""
+    """What chooses the second stage's device in a script handed in either way: a top-level
+    constant that is a boolean switch between the course's line and Part 5's (`if BREAK_MP:
+    device1 = ...{local_rank}... else: device1 = ...{local_rank + 2}...`), or the offset the one
+    sum given to device1 adds to the rank (`cuda:{local_rank + STAGE1_OFFSET}`), or the default
+    of a command-line flag switching between them (`if args.break_mp:`, the graded runs passing
+    no arguments: switch_argument.py), each also imported from the student's own module
+    (`config.BREAK_MP`: switch_constants.py). The grader's runs set it, to `course` for Parts 1
+    to 4 and to `broken` for Part 5's: a constant of the script's through the runner's --set,
+    an own module's through an edit assigning it after its import, a flag's default through an
+    edit of its add_argument call's text (`edit`); `written` is its value as handed in, on
+    line `line` (of `place`). `also_read`: the lines where the script reads it besides the
+    layout's choice (a print, a sum of its own), which take the value set too. `always_set`:
+    set in every run, also at the value written (assigned more than once or as an
+    expression)."""
     name: str
     course: object
     broken: object
     written: object
     line: int
+    also_read: tuple = ()
+    always_set: bool = False
+    edit: object = None   # value -> (old, new) text of the run's edit; None: the runner's --set
+    place: str = ""       # where `line` is: "" for the script, " of config.py"
+
+    def change(self, value) -> tuple[dict, tuple]:
+        """(sets, edits) of a run with the switch at `value`."""
+        if value == self.written and not self.always_set:
+            return {}, ()
+        return ({}, (self.edit(value),)) if self.edit else ({self.name: value}, ())
 
 
-def layout_switch(source: str) -> LayoutSwitch | None:
+def layout_switch(source: str, modules=None) -> LayoutSwitch | None:
     """The constant choosing between the course's layout and Part 5's (see LayoutSwitch), where
     the script has one sum `rank + offset` given to device1 and it sits in a branch of an `if`
-    on a top-level boolean whose other branch gives device1 the rank alone or device0, or adds a
-    top-level whole number other than the handout's 2 (set to 2, and to 0 for Part 5); None
-    otherwise (an offset already 2 needs nothing set: Part 5's change is part5_edit's). Found
-    where the change set back had given up: any sum given to device1, even in the branch not
-    taken or adding 0, had been taken for the course's layout (adv41 F1: 2.75 of 12 lost)."""
+    on a top-level boolean (or a flag's default: `BREAK_MP`, `not KEEP_MP`, `BREAK_MP is True`,
+    `args.break_mp == False`) whose other branch gives device1 the rank alone or device0, or
+    adds a top-level whole number other than the handout's 2 (set to 2, and to 0 for Part 5);
+    None otherwise (an offset already 2 needs nothing set: Part 5's change is part5_edit's).
+    Found where the change set back had given up: any sum given to device1, even in the branch
+    not taken or adding 0, had been taken for the course's layout (adv41 F1: 2.75 of 12 lost).
+    A constant counts where each of its bindings is a top-level assignment (what the runner's
+    --set rewrites), of a literal or, for the offset, of a whole number the grader works out
+    (`OFFSET = NUM_GPUS // 2`: grader/common/constant_values.py; `modules(name)`: the student's
+    own module `name`, as there)."""
     script = _parsed(source)
     if script is None or script.shift:
         return None
@@ -178,56 +203,95 @@ def layout_switch(source: str) -> LayoutSwitch | None:
             if (kept := _rank_kept(node, script)) is not None and script.assigned_to(node, SECOND)]
     if len(sums) != 1:
         return None
-    constants = _constants_set_once(script.tree)
+    constants = settable_constants(script.tree, source, modules)
     node, kept = sums[0]
-    return _switch_of(node, script, constants) or _offset_of(node, kept, constants)
+    found = _switch_of(node, script, constants) or _offset_of(node, kept, constants)
+    if found is None:
+        return None
+    switch, read, is_switch = found
+    also = sorted({n.lineno for n in ast.walk(script.tree)
+                   if is_switch(n) and not script.within(n, read)})
+    return switch._replace(also_read=tuple(also))
 
 
-def _constants_set_once(tree: ast.Module) -> dict[str, tuple[object, int]]:
-    """{NAME: (value, line)} of the names the script assigns once, at its top level, a bool or
-    a whole number written as it is (what the runner's --set rewrites)."""
-    stores = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                stores[name] = stores.get(name, 0) + 2   # set elsewhere: no constant
-    found = {}
-    for statement in tree.body:
-        for target, value in _assignments(statement):
-            if isinstance(target, ast.Name) and stores.get(target.id) == 1 and \
-                    isinstance(value, ast.Constant) and type(value.value) in (bool, int):
-                found[target.id] = (value.value, statement.lineno)
-    return found
+def _reads_key(key: str):
+    """Whether a node reads the constant keyed `key` (switch_constants.py): `NAME`, or
+    `config.NAME`."""
+    return lambda node: isinstance(node, (ast.Name, ast.Attribute)) and \
+        isinstance(node.ctx, ast.Load) and dotted(node) == key
 
 
-def _switch_of(node, script: _Script, constants) -> LayoutSwitch | None:
-    """The boolean of an `if` (statement or expression) that takes the sum's branch on one value
-    and, on the other, a branch giving device1 Part 5's device."""
+def _switch(key: str, course, broken, constant) -> LayoutSwitch:
+    return LayoutSwitch(key, course, broken, constant.value, constant.line,
+                        always_set=constant.always_set, edit=constant.edit, place=constant.place)
+
+
+def _switch_of(node, script: _Script, constants):
+    """(the LayoutSwitch, the test, what reads the switch) of an `if` (statement or
+    expression) whose test takes the sum's branch for one value of the switch and, for the
+    other, a branch giving device1 Part 5's device."""
     child, parent = node, script.parents.get(node)
     while parent is not None:
         if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
             branches = (parent.body, parent.orelse)
             taken = child in branches[0] if isinstance(parent, ast.If) else child is branches[0]
             other = branches[1] if taken else branches[0]
-            condition = _switched_by(parent.test, constants)
-            if condition is not None and other and _gives_part5_layout(other, script):
-                name, value_for_true = condition
-                course = value_for_true if taken else not value_for_true
-                written, line = constants[name]
-                return LayoutSwitch(name, course, not course, written, line)
+            found = _switched_by(parent.test, script, constants) \
+                if other and _gives_part5_layout(other, script) else None
+            if found is not None:
+                switch, is_switch = found
+                if not taken:
+                    switch = switch._replace(course=switch.broken, broken=switch.course)
+                return switch, parent.test, is_switch
         child, parent = parent, script.parents.get(parent)
     return None
 
 
-def _switched_by(test, constants) -> tuple[str, bool] | None:
-    """(NAME, the value of NAME that makes `test` true) for `NAME` or `not NAME`, NAME a
-    top-level boolean set once."""
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    name = test.operand if negated else test
-    if isinstance(name, ast.Name) and type(constants.get(name.id, (None,))[0]) is bool:
-        return name.id, not negated
+def _switched_by(test, script: _Script, constants):
+    """(the switch `test` reads, with `course` the value making it true, what reads it): a
+    top-level boolean (`BREAK_MP`, `not KEEP_MP`, `BREAK_MP is True`, `BREAK_MP == False`,
+    `config.BREAK_MP`), or a command-line flag's default read the same ways (`args.break_mp`:
+    switch_argument.py)."""
+    keys = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))}
+    keys = [k for k in keys if k in constants and type(constants[k].value) is bool]
+    if len(keys) == 1:
+        true_for = _made_true_by(test, _reads_key(keys[0]))
+        if true_for is None:
+            return None
+        return _switch(keys[0], true_for, not true_for, constants[keys[0]]), _reads_key(keys[0])
+    flag = flag_switch(script.source, script.tree, test)
+    true_for = None if flag is None else _made_true_by(test, flag.reads)
+    if true_for is None:
+        return None
+    return LayoutSwitch(flag.name, true_for, not true_for, flag.written, flag.line,
+                        edit=flag.edit), flag.reads
+
+
+def _made_true_by(test, is_switch) -> bool | None:
+    """The value of the switch (the nodes `is_switch` says read it) that makes `test` true,
+    where the test is the switch, `not`, or a comparison `is`, `is not`, `==`, `!=` with True
+    or False; None where it reads anything else or is the same for both values."""
+    outcomes = {value: _truth(test, is_switch, value) for value in (True, False)}
+    if None in outcomes.values() or outcomes[True] == outcomes[False]:
+        return None
+    return outcomes[True]
+
+
+def _truth(node, is_switch, value: bool) -> bool | None:
+    if is_switch(node):
+        return value
+    if isinstance(node, ast.Constant) and type(node.value) is bool:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth(node.operand, is_switch, value)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
+            isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        left = _truth(node.left, is_switch, value)
+        right = _truth(node.comparators[0], is_switch, value)
+        if left is None or right is None:
+            return None
+        return (left == right) == isinstance(node.ops[0], (ast.Is, ast.Eq))
     return None
 
 
@@ -240,15 +304,15 @@ def _gives_part5_layout(branch, script: _Script) -> bool:
         for root in roots for n in ast.walk(root))
 
 
-def _offset_of(node, kept, constants) -> LayoutSwitch | None:
-    """The top-level whole number the sum adds to the rank, where it is not the handout's 2."""
+def _offset_of(node, kept, constants):
+    """(the LayoutSwitch, the offset, what reads it) of the top-level whole number the sum
+    adds to the rank, where it is not the handout's 2."""
     offset = node.right if kept is node.left else node.left
-    if not isinstance(offset, ast.Name) or offset.id not in constants:
+    key = dotted(offset)
+    if key not in constants or type(constants[key].value) is not int or \
+            constants[key].value == 2:
         return None
-    written, line = constants[offset.id]
-    if type(written) is not int or written == 2:
-        return None
-    return LayoutSwitch(offset.id, 2, 0, written, line)
+    return _switch(key, 2, 0, constants[key]), offset, _reads_key(key)
 
 # -- the sum and its parts ------------------------------------------------------------------------
 
@@ -410,16 +474,6 @@ def _assigned_value(node, name: str, script: _Script) -> ast.expr | None:
 def _whole_value_of(node, name: str, script: _Script) -> bool:
     value = _assigned_value(node, name, script)
     return value is node
-
-
-def _dotted(node) -> str | None:
-    """`self.local_rank` for an attribute chain of names, `gpu` for a name; None otherwise."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
 
 
 def _last_name(node) -> str | None:

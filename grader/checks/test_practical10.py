@@ -67,9 +67,9 @@ class HandoutRuns:
         self.steps_edits = steps_edits(submission, SCRIPT)
         self.written = assigned_constants(text, DEFAULTS, own_modules(submission, SCRIPT))
         # A top-level constant choosing the layout (`BREAK_MP = True` switching between the
-        # two lines, `cuda:{local_rank + STAGE1_OFFSET}`) is set for each run instead: the
-        # course's value, or Part 5's for its run (switch_set).
-        self.switch = switch = layout_switch(text)
+        # two lines, `cuda:{local_rank + STAGE1_OFFSET}`, a flag's default) is set for each
+        # run instead: the course's value, or Part 5's for its run (switch_change).
+        self.switch = switch = layout_switch(text, own_modules(submission, SCRIPT))
         broken, restore = (None, None) if switch else (broken_layout_edit(text),
                                                        restored_layout_edit(text))
         # (edits of the course's layout, edits of Part 5's broken layout or None if unknown)
@@ -91,29 +91,30 @@ class HandoutRuns:
     def switch_left_in(self):
         """The layout's constant (second_stage_device.LayoutSwitch) where it was handed in at
         another value than the course's: Parts 1 to 4's runs set it."""
-        return self.switch if self.switch_set(broken=False) else None
+        switch = self.switch
+        return switch if switch is not None and switch.written != switch.course else None
 
     def constants_left(self) -> dict:
         """{NAME: value as handed in} of the constants the file holds at another value than
         the handout's defaults (the last values Parts 2 and 3 tried): every run sets its own."""
         return {name: value for name, value in self.written.items() if value != DEFAULTS[name]}
 
-    def switch_set(self, broken: bool) -> dict:
-        """{NAME: value} of the layout's constant for a run of the course's layout or of
-        Part 5's, where the file holds another value; {} otherwise."""
+    def switch_change(self, broken: bool) -> tuple[dict, tuple]:
+        """(sets, edits) that give the layout's switch its value for a run of the course's
+        layout or of Part 5's, where the file holds another value; ({}, ()) otherwise."""
         if self.switch is None:
-            return {}
-        value = self.switch.broken if broken else self.switch.course
-        return {} if value == self.switch.written else {self.switch.name: value}
+            return {}, ()
+        return self.switch.change(self.switch.broken if broken else self.switch.course)
 
     def spec(self, processes=2, broken=False, **sets):
         wanted = {**DEFAULTS, **sets}
         changed = {name: value for name, value in wanted.items()
                    if self.written.get(name, DEFAULTS[name]) != value}
         edits = self.layout[1] if broken else self.layout[0]
+        switch_sets, switch_edits = self.switch_change(broken)
         return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
-                    sets={**changed, **self.switch_set(broken), **self.steps} or None,
-                    edits=tuple(edits) + self.steps_edits)
+                    sets={**changed, **switch_sets, **self.steps} or None,
+                    edits=tuple(edits) + switch_edits + self.steps_edits)
 
     def run(self, processes=2, **sets):
         return self.runs.script(**self.spec(processes, **sets))
@@ -679,6 +680,16 @@ def test_broken_layout_puts_each_replica_on_one_gpu(handout, answers):
         f"rank {r} uses {', '.join(d) or 'no GPU'}" for r, d in wrong.items()), look)
 
 
+def _also_read(switch) -> str:
+    """Where the script reads the layout's switch besides choosing the layout (a print, an
+    offset added elsewhere): the value set reached those reads too."""
+    if not switch.also_read:
+        return ""
+    lines = ", ".join(str(n) for n in switch.also_read)
+    return (f" (the value set reached every read of {switch.name}, also on line"
+            f"{'s' if len(switch.also_read) > 1 else ''} {lines}, besides the layout's choice)")
+
+
 @pytest.mark.check("practical10.graded_as_handed_in")
 def test_graded_as_the_handout_runs_it(handout, flag):
     """No point: where sample.py is handed in as the handout leaves it (Part 5's line changed,
@@ -692,11 +703,12 @@ def test_graded_as_the_handout_runs_it(handout, flag):
     left, graded = [], []
     if switch is not None:
         name = switch.name
-        left.append(f"Part 5's layout chosen by {name} = {switch.written!r} (line {switch.line})")
+        left.append(f"Part 5's layout chosen by {name} = {switch.written!r} (line {switch.line}"
+                    f"{switch.place})")
         graded.append(f"Parts 1 to 4, and {{whose}} answers about them, ran with {name} = "
                       f"{switch.course!r}, the course's layout (stage 1 on cuda:{{local_rank + "
                       f"2}}); Part 5's run, and {{whose}} answer about it (broken.gpus_in_use), "
-                      f"with {name} = {switch.broken!r}")
+                      f"with {name} = {switch.broken!r}" + _also_read(switch))
     if unmade is not None:
         left.append("no single place where the second stage's device is the rank plus an "
                     "offset (the handout's `device1 = ...local_rank + 2...`) for the grader "

@@ -107,3 +107,125 @@ def test_the_switch_handed_in_at_the_courses_layout_says_nothing(tmp_path):
     p10.test_graded_as_the_handout_runs_it(handed_in(tmp_path, IF_ELSE, "BREAK_MP = False\n"),
                                            flags.append)
     assert flags == []
+
+
+# -- the switch in other honest spellings (eng_p10sw) ---------------------------------------------
+# Each had fallen back to the change set back, which gives up on a sum given to device1: handed
+# in set to Part 5's layout, Parts 1 to 4 ran it (2.75 of 12 lost).
+
+def if_else(test: str) -> str:
+    return IF_ELSE.replace("if BREAK_MP:", f"if {test}:")
+
+
+ARGPARSE_LINES = ('import argparse\n', 'parser = argparse.ArgumentParser()\n'
+                  'parser.add_argument("--break-mp", action="store_true"{default})\n')
+
+
+def argparse_script(default: str = "", test: str = "args.break_mp") -> str:
+    """The switch a command-line flag: the graded runs pass no arguments (its default)."""
+    text = script(if_else(test), "\n" + ARGPARSE_LINES[1].format(default=default))
+    text = text.replace("import torch\n", ARGPARSE_LINES[0] + "import torch\n", 1)
+    return text.replace("def main():\n", "def main():\n    args = parser.parse_args()\n", 1)
+
+
+@pytest.mark.parametrize("line, constant, course, broken", [
+    (if_else("BREAK_MP is True"), "BREAK_MP = True\n", {"BREAK_MP": False}, {}),
+    (if_else("BREAK_MP == True"), "BREAK_MP = True\n", {"BREAK_MP": False}, {}),
+    (if_else("BREAK_MP is not False"), "BREAK_MP = False\n", {}, {"BREAK_MP": True}),
+    (if_else("not KEEP_MP"), "KEEP_MP = False\n", {"KEEP_MP": True}, {}),
+    # Assigned twice at the top level (the runner's --set rewrites both): set in every run.
+    (IF_ELSE, "BREAK_MP = False\nBREAK_MP = True  # Part 5\n", {"BREAK_MP": False},
+     {"BREAK_MP": True}),
+    # An offset written as an expression the grader works out.
+    (OFFSET, "STAGE1_OFFSET = 1 - 1\n", {"STAGE1_OFFSET": 2}, {"STAGE1_OFFSET": 0}),
+    (OFFSET, "NUM_GPUS = 4\nSTAGE1_OFFSET = NUM_GPUS // 2 - 2\n", {"STAGE1_OFFSET": 2},
+     {"STAGE1_OFFSET": 0}),
+    (OFFSET, "STAGE1_OFFSET = 2\nSTAGE1_OFFSET = 0\n", {"STAGE1_OFFSET": 2},
+     {"STAGE1_OFFSET": 0}),
+], ids=["is-true", "equals-true", "is-not-false", "not-keep", "assigned-twice", "offset-1-1",
+        "offset-of-gpus", "offset-twice"])
+def test_other_spellings_of_the_switch_are_set_for_each_run(tmp_path, line, constant, course,
+                                                            broken):
+    test_parts_1_to_4_run_the_courses_layout_and_part_5_the_broken_one(
+        tmp_path, line, constant, course, broken)
+
+
+FLAG = 'parser.add_argument("--break-mp", action="store_true"{})'
+
+
+@pytest.mark.parametrize("default, test, course, broken", [
+    ("", "args.break_mp", None, ", default=True"),
+    (", default=True", "args.break_mp", ", default=False", None),
+    ("", "args.break_mp is True", None, ", default=True"),
+    ("", "not args.break_mp", ", default=True", None),
+], ids=["flag", "flag-default-on", "flag-is-true", "not-flag"])
+def test_a_flags_default_is_set_for_each_run(tmp_path, default, test, course, broken):
+    """The graded runs pass no arguments: the flag's default is its value, set by an edit of
+    its add_argument call alone (never by an argument the script would see)."""
+    handout = handed_in_text(tmp_path, argparse_script(default, test))
+    observed = {part: (spec["sets"], spec["edits"]) for part, spec in
+                {"Parts 1 to 4": handout.spec(), "Part 5": handout.spec(broken=True)}.items()}
+    expected = {part: (None, () if value is None else ((FLAG.format(default),
+                                                         FLAG.format(value)),))
+                for part, value in {"Parts 1 to 4": course, "Part 5": broken}.items()}
+    assert observed == expected, (
+        f"expected the flag's default set by an edit of its add_argument call for each run: "
+        f"{expected}; observed {observed}: see grader/checks/switch_argument.py")
+
+
+def handed_in_text(tmp_path, text: str, **beside: str) -> p10.HandoutRuns:
+    path = tmp_path / "submission" / "practical10" / "sample.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    for name, body in beside.items():
+        (path.parent / name).write_text(body, encoding="utf-8")
+    return p10.HandoutRuns(runs=None, submission=path.parents[1])
+
+
+@pytest.mark.parametrize("imported, test, key", [
+    ("import config\n", "config.BREAK_MP", "config.BREAK_MP"),
+    ("import config as cfg\n", "cfg.BREAK_MP", "cfg.BREAK_MP"),
+    ("from config import BREAK_MP\n", "BREAK_MP", "BREAK_MP"),
+], ids=["module", "module-as", "from-module"])
+def test_a_switch_in_an_own_config_module_is_set_after_its_import(tmp_path, imported, test, key):
+    """The runner's --set rewrites the script alone: the value is assigned right after the
+    import, on its line (no line of the script moves)."""
+    text = script(if_else(test), "").replace("import torch\n", imported + "import torch\n", 1)
+    handout = handed_in_text(tmp_path, text, **{"config.py": "BREAK_MP = True  # Part 5\n"})
+    line = imported.rstrip("\n")
+    assert (handout.spec()["sets"], handout.spec()["edits"]) == (
+        None, ((f"\n{line}\n", f"\n{line}; {key} = False\n"),)), handout.spec()
+    assert handout.spec(broken=True)["edits"] == (), handout.spec(broken=True)
+    text_told, _ = told(handout)
+    assert f"chosen by {key} = True (line 1 of config.py)" in text_told, text_told
+
+
+@pytest.mark.parametrize("text", [
+    # The namespace's value set by the script: the default is not what the run reads.
+    argparse_script().replace("    args = parser.parse_args()\n",
+                              "    args = parser.parse_args()\n    args.break_mp = True\n"),
+    argparse_script().replace("parser.parse_args()", 'parser.parse_args(["--break-mp"])'),
+    argparse_script().replace("import argparse\n", "import argparse\nimport sys\n").replace(
+        "parser = argparse", 'sys.argv.append("--break-mp")\nparser = argparse'),
+    argparse_script().replace('action="store_true"', 'action="store_true", type=bool'),
+    argparse_script().replace("    args = parser.parse_args()\n",
+                              "    args = parser.parse_args()\n    print(vars(args))\n"),
+    # Set again in a function: no constant the runner can set.
+    script(IF_ELSE, "BREAK_MP = True\n\n\ndef part5():\n    global BREAK_MP\n"
+           "    BREAK_MP = False\n"),
+    script(IF_ELSE, "BREAK_MP = None\n"),
+    script(if_else("BREAK_MP is None"), "BREAK_MP = True\n"),
+], ids=["namespace-assigned", "parsed-from-a-list", "argv-written", "flag-with-a-type",
+        "namespace-read-whole", "set-in-a-function", "none", "is-none"])
+def test_no_switch_where_something_else_may_give_it_its_value(text):
+    found = layout_switch(text)
+    assert found is None, f"expected no layout switch; observed {found}"
+
+
+def test_the_report_says_where_else_the_switch_is_read(tmp_path):
+    line = OFFSET + '    print(f"stage 1 is {STAGE1_OFFSET} GPUs further")\n'
+    text, _ = told(handed_in(tmp_path, line, "STAGE1_OFFSET = 0\n"))
+    printed = 1 + script(line, "STAGE1_OFFSET = 0\n").split("    print(f\"stage 1 is")[0].count(
+        "\n")
+    assert f"the value set reached every read of STAGE1_OFFSET, also on line {printed}, " \
+        "besides the layout's choice" in text, text
