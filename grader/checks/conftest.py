@@ -56,7 +56,8 @@ class ScriptRuns:
         # grading's share of the cores keeps busy (grader/common/cpu_share.py).
         self._pool = ThreadPoolExecutor(max_workers=runs_at_once(grading_share()))
         # torch imported once for all of them (grader/sandbox/forked_runs.py): in the fork
-        # server `pdl-grade grade` started for the whole submission, else in this grading's.
+        # server `pdl-grade grade` started for this assignment's view of the submission
+        # (grader/grading/views.py), else in this grading's.
         self.forks = ForkServer.inherited() or ForkServer(scratch)
 
     def _submit(self, key, work):

@@ -15,12 +15,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from grader.common.bytecode import PREFIX_ENV, shared_bytecode
 from grader.checks.support import HIDE_ANSWERS_ENV
 from grader.common.hardware import real_gpu_count, real_gpu_environment, real_gpu_names
 from grader.common.text import last_lines
+from grader.grading.views import ViewServers, unlinked_view, views_of
 from grader.grading.raw import (AssignmentRun, RawRun, read_json, check_log_file,
                                 check_results_file, load_findings, save_findings)
 from grader.scoring import hardware_info
@@ -42,26 +43,40 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
     out.mkdir(parents=True, exist_ok=True)
     run = RawRun(str(submission), [], hardware=hardware_for(rubrics, assignments),
                  started_at=started)
-    # One fork server for all the assignments' runs: torch imported once per submission
-    # (grader/sandbox/forked_runs.py); it imports while the source is scanned.
-    forks = start_fork_server_quietly(
-        submission, training=any(rubrics[a].trains for a in assignments if a in rubrics))
+    # Each assignment's runs see its folder, the shared files and its group's folders only, and
+    # are forked from a fork server of that view (grader/grading/views.py): torch imported once
+    # per view. The first one imports while the source is scanned.
+    servers = ViewServers(lambda view, training: start_fork_server_quietly(
+        submission, training=training, apart=sorted(view)))
+    trains = {a: a in rubrics and rubrics[a].trains for a in assignments}
+    if assignments:
+        servers.serve(unlinked_view(submission, assignments[0]), trains[assignments[0]])
     try:
+        groups = None
         try:
-            run.findings = scan_source(submission, out)
+            run.findings, groups = scan_source_and_groups(submission, out)
         except Exception as error:   # the scan is a tripwire: its failure must not stop grading
             run.problems.append(f"the integrity scan of the source failed ({error!r}): a "
                                 "person should read the code")
-        for assignment in assignments:
+        views = views_of(submission, assignments, groups)
+
+        def training(view) -> bool:   # whether a run of the view trains: preload dynamo
+            return any(trains[a] for a in assignments if views[a] == view)
+        for index, assignment in enumerate(assignments):
+            servers.keep_only([views[a] for a in assignments[index:]])
+            forks = servers.serve(views[assignment], training(views[assignment]))
+            ahead = next((views[a] for a in assignments[index:]
+                          if views[a] != views[assignment]), None)
+            if ahead is not None:   # it imports while this assignment's checks run
+                servers.serve(ahead, training(ahead))
             try:
                 results, problem = run_checks(assignment, submission, out, check_timeout,
-                                              rubrics_dir, forks=forks)
+                                              rubrics_dir, forks=forks, apart=views[assignment])
             except Exception as error:   # one assignment's trouble is that assignment's only
                 results, problem = None, f"the checks of {assignment} could not run: {error!r}"
             run.assignments.append(AssignmentRun(assignment, results, problem))
     finally:
-        if forks is not None:
-            forks.close()
+        servers.close()
     run.duration_s = round(time.monotonic() - clock, 2)
     run.save(out)
     return run
@@ -78,23 +93,32 @@ def checks_command(assignment: str, submission: Path, results: Path, timeout: fl
             f"--rootdir={CHECKS_DIR}", "-c", str(CHECKS_DIR / "pytest.ini")]
 
 
-def start_fork_server_quietly(submission: Path, *, training: bool = True):
-    """The submission's fork server, or None (then each run imports torch itself)."""
+def start_fork_server_quietly(submission: Path, *, training: bool = True,
+                              apart: Sequence[Path] = ()):
+    """The submission's fork server, its runs not seeing the folders `apart`, or None (then
+    each run imports torch itself)."""
     from grader.harness.execute import start_fork_server
     try:
-        return start_fork_server(submission, training=training)
+        return start_fork_server(submission, training=training, apart=apart)
     except Exception:   # noqa: BLE001 - a slower grading, not a failed one
         return None
 
 
 def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
-               rubrics_dir: str | None = None, *, forks=None) -> tuple[dict | None, str | None]:
+               rubrics_dir: str | None = None, *, forks=None,
+               apart: Iterable[Path] = ()) -> tuple[dict | None, str | None]:
     """(the checks' results, None) or (None, why there are none). `forks`: a fork server the
-    checks' runs are forked from (grader/sandbox/forked_runs.py)."""
+    checks' runs are forked from (grader/sandbox/forked_runs.py), its sandbox hiding `apart`
+    as the checks' own runs do: the folders of the submission their runs must not see
+    (grader/grading/views.py)."""
+    from grader.harness.execute import HIDE_ENV
     results = out / check_results_file(assignment)
     results.unlink(missing_ok=True)
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
                **real_gpu_environment())
+    hidden = [*filter(None, env.get(HIDE_ENV, "").split(os.pathsep)), *map(str, apart)]
+    if hidden:
+        env[HIDE_ENV] = os.pathsep.join(hidden)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GRADER_ROOT), env.get("PYTHONPATH")]))
     # The course's grading shows what the code does beside each answer; `pdl-grade check` sets
     # it to "1" (grader/checks/support.py).
@@ -122,19 +146,26 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
     return loaded, None
 
 
+def scan_source_and_groups(submission: Path, out: Path) -> tuple[list, list | None]:
+    """(scan_source's findings, the assignments whose files run together: None where the scan
+    did not finish)."""
+    from grader.integrity.contained import scan_and_group_contained
+    # In a child of its own with a memory limit: a file built to blow the scan's memory holds
+    # this submission's points, and nothing else (grader/integrity/contained.py).
+    findings, groups = (scan_and_group_contained(submission) if Path(submission).is_dir()
+                        else ([], []))
+    save_findings(out, findings)
+    return findings, groups
+
+
 def scan_source(submission: Path, out: Path, *, reuse: bool = False) -> list:
     """The static integrity scan of the submission's source, kept in out/integrity.json so that
     a re-score uses the same findings without the submission (`reuse`: read it back if there)."""
-    from grader.integrity.contained import scan_contained
     if reuse:
         kept = load_findings(out)
         if kept is not None:
             return kept
-    # In a child of its own with a memory limit: a file built to blow the scan's memory holds
-    # this submission's points, and nothing else (grader/integrity/contained.py).
-    findings = scan_contained(submission) if Path(submission).is_dir() else []
-    save_findings(out, findings)
-    return findings
+    return scan_source_and_groups(submission, out)[0]
 
 
 def hardware_for(rubrics: Mapping[str, Rubric], assignments: Sequence[str]) -> dict:

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
+from typing import Sequence
 
 from grader.common.cpu_share import grading_share, thread_environment, threads_per_run
 from grader.common.run_memory import run_memory_bytes
@@ -39,8 +40,10 @@ DEFAULT_TIMEOUT_S = 180.0
 
 
 # Extra folders to hide from student code (os.pathsep-separated), e.g. set by `pdl-grade batch`
-# to its own folder and the folder of uploads, so no student can read another's work. (The
-# sandbox shows nothing it is not given; these matter where something given holds them.)
+# to its own folder and the folder of uploads, so no student can read another's work, and by
+# `pdl-grade grade` for each assignment's checks to the other assignments' folders its runs may
+# not see (grader/grading/views.py). (The sandbox shows nothing it is not given; these matter
+# where something given holds them.)
 HIDE_ENV = "PDL_SANDBOX_HIDE"
 # What student code needs of the grader: the runtime inside its processes (grader/vgpu with
 # its boot folder, the seal and the safe readers of records), the HW3 probe and the helpers
@@ -163,11 +166,13 @@ def forks_usable() -> bool:
     return real_gpu_count() == 0
 
 
-def start_fork_server(submission: Path, parent: Path | None = None, *,
-                      training: bool = True) -> ForkServer | None:
+def start_fork_server(submission: Path, parent: Path | None = None, *, training: bool = True,
+                      apart: Sequence[Path] = ()) -> ForkServer | None:
     """A fork server for the gradings of `submission`, started now (its imports take a few
     seconds: start it before what else the grading does first; from a thread that outlives
-    it); None where runs cannot fork. Its sandbox is the one every run of the submission gets.
+    it); None where runs cannot fork. Its sandbox is the one every run forked from it gets:
+    a run's, the folders `apart` hidden too (grader/grading/views.py: the other assignments'
+    folders, which the runs of the checks given this server hide as well, HIDE_ENV).
     `training`: whether the graded assignments' scripts train (the rubrics' `trains`)."""
     if not forks_usable():
         return None
@@ -175,7 +180,9 @@ def start_fork_server(submission: Path, parent: Path | None = None, *,
     env = server_environment(run_environment(submission, 1), submission)
     if not training:
         env[SERVER_PRELOAD_TRAINING] = "0"
-    forks.start(run_policy(submission, forks.root, env, timeout_s=float("inf")))
+    policy = run_policy(submission, forks.root, env, timeout_s=float("inf"))
+    policy.hidden += [Path(p) for p in apart]
+    forks.start(policy)
     return forks
 
 

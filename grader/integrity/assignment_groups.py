@@ -12,8 +12,10 @@ then its code may run in this assignment's runs, and is judged with it. Otherwis
 in practical5 (a `type(e)` handed to traceback) took the trust from an honest method of hw3's
 own and held hw3 for review.
 
-A folder name computed from data (`"practical" + str(5)`) is not seen here: what such code
-replaces in torch at run time, the runtime's identity checks see (grader/vgpu/guard.py).
+A folder name computed from data (`"practical" + str(5)`) is not seen here, and so it reaches
+nothing at run time either: each assignment's runs see its own folder, the shared files and the
+folders of its group only (folders_apart: the other assignments' folders are hidden from its
+sandbox, grader/grading/run.py), so what the scan judges together is all a run can read.
 """
 from __future__ import annotations
 
@@ -24,17 +26,25 @@ from pathlib import Path
 from grader.integrity.findings import ASSIGNMENT_FOLDERS
 
 
-def assignment_groups(files: list[Path], submission: Path,
-                      trees: dict[str, ast.AST]) -> list[list[Path]]:
+def assignment_groups(files: list[Path], submission: Path, trees: dict[str, ast.AST],
+                      linked: list[frozenset[str]] | None = None) -> list[list[Path]]:
     """The files judged together, one list per assignment present (a file outside every
     assignment's folder in each list); all files in one list where no file is in an assignment's
-    folder. `trees`: the Python files' syntax trees by relative path (scan._python_trees)."""
-    by_assignment: dict[str | None, list[Path]] = {}
-    for path in files:
-        by_assignment.setdefault(_assignment_of(path, submission), []).append(path)
-    shared = by_assignment.pop(None, [])
+    folder. `trees`: the Python files' syntax trees by relative path (scan._python_trees);
+    `linked`: linked_assignments of the same files, where already known."""
+    by_assignment, shared = _by_assignment(files, submission)
     if not by_assignment:
         return [shared]
+    if linked is None:
+        linked = linked_assignments(files, submission, trees)
+    return [[p for name in sorted(group) for p in by_assignment[name]] + shared
+            for group in linked]
+
+
+def linked_assignments(files: list[Path], submission: Path,
+                       trees: dict[str, ast.AST]) -> list[frozenset[str]]:
+    """The assignments whose files run together (assignment_groups), by folder name, sorted."""
+    by_assignment, shared = _by_assignment(files, submission)
     modules = {name: _module_names(paths, submission) for name, paths in by_assignment.items()}
     shared_modules = _module_names(shared, submission)
     shared_reach = _reach(shared, submission, trees)
@@ -50,8 +60,32 @@ def assignment_groups(files: list[Path], submission: Path,
                 linked[name].add(other)
                 linked[other].add(name)
     joined = {frozenset(_closure(name, linked)) for name in by_assignment}
-    return [[p for name in sorted(group) for p in by_assignment[name]] + shared
-            for group in sorted(joined, key=sorted)]
+    return sorted(joined, key=sorted)
+
+
+def folders_apart(submission: Path, assignment: str,
+                  groups: list[frozenset[str]] | None) -> list[Path]:
+    """The assignment folders of `submission` hidden from `assignment`'s runs: every one but its
+    own and those of its group (`groups`: linked_assignments). None hidden where `groups` is None:
+    the scan did not finish, so its points are held for a person, who reads all of it. A link
+    named like an assignment's folder stays: hiding it would hide the folder it points to, and
+    the groups already join the folder it points to with every assignment."""
+    if groups is None:
+        return []
+    seen = next((group for group in groups if assignment in group), frozenset())
+    return [submission / name for name in ASSIGNMENT_FOLDERS
+            if name != assignment and name not in seen
+            and (submission / name).is_dir() and not (submission / name).is_symlink()]
+
+
+def _by_assignment(files: list[Path], submission: Path
+                   ) -> tuple[dict[str, list[Path]], list[Path]]:
+    """({assignment: its files}, the shared files: those outside every assignment's folder)."""
+    by_assignment: dict[str | None, list[Path]] = {}
+    for path in files:
+        by_assignment.setdefault(_assignment_of(path, submission), []).append(path)
+    shared = by_assignment.pop(None, [])
+    return by_assignment, shared
 
 
 def _assignment_of(path: Path, submission: Path) -> str | None:

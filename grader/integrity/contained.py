@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 
 from grader.integrity.findings import Finding
-from grader.integrity.scan import scan_submission
+from grader.integrity.scan import scan_and_group
 from grader.integrity.source import TOO_LARGE_TO_READ
 
 # What the scan may use beyond what the grading's process had when it forked: the scan of the
@@ -53,6 +53,14 @@ def scan_contained(submission: Path, limit_bytes: int | None = None,
     dies), the one finding that says so; a file whose reading alone went past it is held on its
     own (source.TOO_LARGE_TO_READ), the limit said. An error of the scan's own is raised here,
     as it was in-process."""
+    return scan_and_group_contained(submission, limit_bytes, cpu_seconds)[0]
+
+
+def scan_and_group_contained(submission: Path, limit_bytes: int | None = None,
+                             cpu_seconds: int | None = None
+                             ) -> tuple[list[Finding], list[frozenset[str]] | None]:
+    """(scan_contained's findings, the assignments whose files run together: scan_and_group's),
+    the groups None where the scan did not finish."""
     limit_bytes = SCAN_MEMORY_BYTES if limit_bytes is None else limit_bytes
     cpu_seconds = SCAN_CPU_SECONDS if cpu_seconds is None else cpu_seconds
     read, write = os.pipe()
@@ -75,6 +83,21 @@ def scan_contained(submission: Path, limit_bytes: int | None = None,
         told = json.loads(data.decode("utf-8")) if data else None
     except ValueError:
         told = None
+    if isinstance(told, dict) and isinstance(told.get("findings"), list):
+        return _findings(told, limit_bytes), [frozenset(g) for g in told.get("groups", [])]
+    return _what_stopped(told, status, spent, limit_bytes, cpu_seconds), None
+
+
+def _findings(told: dict, limit_bytes: int) -> list[Finding]:
+    limit = f"{limit_bytes // 2**20} MiB"
+    return [dataclasses.replace(found, what=f"{found.what} ({limit})")
+            if found.category == "unreadable" and found.what == TOO_LARGE_TO_READ else found
+            for found in map(Finding.from_dict, told["findings"])]
+
+
+def _what_stopped(told, status: int, spent: float, limit_bytes: int,
+                  cpu_seconds: int) -> list[Finding]:
+    """The one finding of a scan that did not finish; the scan's own error raised."""
     limit = f"{limit_bytes // 2**20} MiB"
     if not isinstance(told, dict):
         signalled = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
@@ -88,11 +111,7 @@ def scan_contained(submission: Path, limit_bytes: int | None = None,
     if "memory" in told:
         return [over_the_limit(f"the integrity scan went past its memory limit of {limit} "
                                f"reading them ({told['memory']}) and was stopped")]
-    if "error" in told:
-        raise ScanFailed(told["error"])
-    return [dataclasses.replace(found, what=f"{found.what} ({limit})")
-            if found.category == "unreadable" and found.what == TOO_LARGE_TO_READ else found
-            for found in map(Finding.from_dict, told["findings"])]
+    raise ScanFailed(told.get("error", "the scan told nothing of what it found"))
 
 
 class ScanFailed(Exception):
@@ -107,7 +126,9 @@ def _child(submission: Path, limit_bytes: int, cpu_seconds: int, write: int) -> 
         # hard one should SIGXCPU be caught.
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
         try:
-            told = {"findings": [f.to_dict() for f in scan_submission(submission)]}
+            findings, groups = scan_and_group(submission)
+            told = {"findings": [f.to_dict() for f in findings],
+                    "groups": [sorted(group) for group in groups]}
         except MemoryError as problem:
             told = {"memory": f"MemoryError{': ' + str(problem) if str(problem) else ''}"}
         except Exception as problem:   # the scan's own bug: the parent raises it

@@ -46,7 +46,8 @@ import zlib
 from pathlib import Path
 
 # ASSIGNMENT_FOLDERS, CATEGORIES, NOTE and TAMPERING are part of this module's interface too.
-from grader.integrity.assignment_groups import assignment_groups, trees_of
+from grader.integrity.assignment_groups import (assignment_groups, linked_assignments,
+                                                trees_of)
 from grader.integrity.findings import (ASSIGNMENT_FOLDERS, CATEGORIES, NOTE,  # noqa: F401
                                        TAMPERING, Finding)
 from grader.integrity.own_objects import may_rebind_names, template_modules
@@ -88,6 +89,13 @@ _SHADOW_HARMLESS = frozenset({"test", "this", "antigravity", "turtle", "turtlede
 
 def scan_submission(submission: Path) -> list[Finding]:
     """Every finding in the submission's files, in file and line order."""
+    return scan_and_group(submission)[0]
+
+
+def scan_and_group(submission: Path) -> tuple[list[Finding], list[frozenset[str]]]:
+    """(scan_submission's findings, the assignments whose files run together: the groups the
+    findings were judged in, which also decide what each assignment's runs see:
+    assignment_groups.folders_apart)."""
     submission = Path(submission)
     environments = virtual_environments(submission)
     findings: list[Finding] = [
@@ -105,11 +113,13 @@ def scan_submission(submission: Path) -> list[Finding]:
     trees = _python_trees(files, submission)   # each Python file parsed once
     # Each assignment's files judged with those that can run beside them, never with another
     # assignment's (assignment_groups.py): a shared helper's, in each assignment's group.
-    for group in assignment_groups(files, submission, trees):
+    linked = linked_assignments(files, submission, trees)
+    for group in assignment_groups(files, submission, trees, linked):
         findings += _scan_group(group, submission, trees)
     findings = _as_notes_where_nothing_runs(findings, submission, environments)
     # Named for people only now: the real paths decided which files run and which are masked.
-    return sorted({f.shown() for f in findings}, key=lambda f: (f.file, f.line, f.category, f.what))
+    return sorted({f.shown() for f in findings},
+                  key=lambda f: (f.file, f.line, f.category, f.what)), linked
 
 
 def _scan_group(files: list[Path], submission: Path,

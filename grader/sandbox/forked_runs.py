@@ -156,8 +156,10 @@ SHARED_ENV = "PDL_FORK_SERVER_SHARED"    # a server handed to a child process: s
 
 class ForkServer:
     """One grading's fork server: started at its first run (or by start()), closed with the
-    grading. `pdl-grade grade` starts one per submission and hands it to each assignment's
-    checks process (share(), inherited()), so torch is imported once per submission."""
+    grading. `pdl-grade grade` starts one per view of the submission (the folders its runs see:
+    grader/grading/views.py, one per assignment where none links another) and hands it to the
+    checks process of each assignment of that view (share(), inherited()), so torch is imported
+    once per view."""
 
     def __init__(self, parent: Path | None = None, *, _shared: dict | None = None):
         self._lock = threading.RLock()

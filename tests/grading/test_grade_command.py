@@ -71,16 +71,21 @@ def test_the_total_line_names_answers_waiting_to_be_read_apart_from_written_ones
 
 
 def test_the_fork_server_preloads_training_only_where_an_assignment_trains(monkeypatch, tmp_path):
-    # A rubric's `trains` (rubrics/README.md): Practical 4 alone does not; with any other
-    # assignment in the same grading the server preloads what training imports.
+    # A rubric's `trains` (rubrics/README.md): Practical 4 alone does not. Each assignment of the
+    # reference has a server of its own (its runs see its own folder only, grader/grading/
+    # views.py): Practical 4's preloads nothing of training beside hw3's, which does.
     from grader.grading import run as grading_run
     from grader.scoring import load_rubrics
     asked = []
     monkeypatch.setattr(grading_run, "start_fork_server_quietly",
-                        lambda submission, training: asked.append(training))
-    monkeypatch.setattr(grading_run, "scan_source", lambda submission, out: [])
+                        lambda submission, training, apart: asked[-1].append(training))
+    monkeypatch.setattr(grading_run, "scan_source_and_groups", lambda submission, out: (
+        [], [frozenset({name}) for name in ("hw3", "practical4", "practical5")]))
     monkeypatch.setattr(grading_run, "run_checks", lambda *args, **kwargs: (None, "not run"))
     rubrics = load_rubrics()
     for n, assignments in enumerate((["practical4"], ["practical4", "hw3"], ["practical5"])):
+        asked.append([])
         grading_run.run_submission(ROOT / "reference", tmp_path / str(n), rubrics, assignments)
-    assert asked == [False, True, True]
+    assert asked == [[False], [False, True], [True]], (
+        "expected one server per assignment, preloading training where it trains; observed "
+        f"the servers' `training` per grading: {asked}")

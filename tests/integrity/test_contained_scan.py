@@ -76,7 +76,7 @@ def test_a_scan_that_runs_out_of_memory_outside_any_one_file_holds_every_assignm
         tmp_path, monkeypatch):
     def spent(submission):
         raise MemoryError
-    monkeypatch.setattr(contained, "scan_submission", spent)
+    monkeypatch.setattr(contained, "scan_and_group", spent)
     found = scan_contained(hostile(tmp_path / "sub"), SMALL_LIMIT)
     assert [(f.file, f.category, f.assignment) for f in found] == [(ALL_FILES, "unreadable", None)], (
         f"expected one finding of no assignment's folder (held for every assignment); observed "
@@ -89,7 +89,7 @@ def test_a_scan_that_runs_out_of_memory_outside_any_one_file_holds_every_assignm
 
 def test_a_scan_killed_in_its_child_is_said_and_the_grading_goes_on(tmp_path, monkeypatch):
     """The kernel's OOM killer, or a crash in C: the child dies, the grading's process lives."""
-    monkeypatch.setattr(contained, "scan_submission",
+    monkeypatch.setattr(contained, "scan_and_group",
                         lambda submission: os.kill(os.getpid(), signal.SIGKILL))
     found = scan_contained(hostile(tmp_path / "sub"), SMALL_LIMIT)
     assert len(found) == 1 and found[0].file == ALL_FILES, [f.describe() for f in found]
@@ -104,7 +104,7 @@ def test_a_scan_past_its_cpu_time_holds_the_submission_with_the_limit_said(tmp_p
     def endless(submission):
         while True:
             pass
-    monkeypatch.setattr(contained, "scan_submission", endless)
+    monkeypatch.setattr(contained, "scan_and_group", endless)
     found = scan_contained(hostile(tmp_path / "sub"), SMALL_LIMIT, cpu_seconds=1)
     assert [f.describe() for f in found] == [
         "(all files) could not be checked: the integrity scan took more than its 1 s of CPU time "
@@ -118,7 +118,7 @@ def test_an_error_of_the_scans_own_is_raised_as_before(tmp_path, monkeypatch):
     problem), as when the scan ran in-process: no finding is made up for it."""
     def broken(submission):
         raise KeyError("a bug of the scan's")
-    monkeypatch.setattr(contained, "scan_submission", broken)
+    monkeypatch.setattr(contained, "scan_and_group", broken)
     with pytest.raises(ScanFailed, match="KeyError"):
         scan_contained(tmp_path)
 
