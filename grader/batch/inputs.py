@@ -36,10 +36,10 @@ from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held
 from grader.batch.link_targets import link_lines
 from grader.batch.printable import printable
 from grader.batch.unpack import (ARCHIVE_KINDS, JUNK_NAMES, LINKS_NOT_FOLLOWED, MOODLE_NAME,
-                                 Budget, DataInTheWay, Rejected, SkippedLink, UnpackLimits,
-                                 check_zip_entry, display_name, extract_zip, left_out_text,
-                                 materialize_entry, size_text, top_name, zip_directory_size,
-                                 zip_entry_name)
+                                 Budget, DataInTheWay, LeftOut, Rejected, SkippedLink,
+                                 UnpackLimits, check_zip_entry, display_name, extract_zip,
+                                 left_out_text, materialize_entry, size_text, top_name,
+                                 unpacked_leaving_out_data, zip_directory_size, zip_entry_name)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -84,6 +84,10 @@ class Submission:
     # Symbolic links skipped before `prepare` sees the upload (a whole Moodle download unzipped
     # by the batch: grader/batch/zipped_downloads.py); `prepare` says them with its own.
     skipped_links: list[SkippedLink] = field(default_factory=list)
+    # Likewise what that unzipping left out of an upload over the limits, and why: `prepare`
+    # says it as it says what it leaves out itself.
+    left_out: list[LeftOut] = field(default_factory=list)
+    left_out_why: DataInTheWay | None = None
 
     def describe(self) -> str:
         return ", ".join(shown_name(p.name) for p in self.sources)
@@ -388,19 +392,22 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         if submission.problem:
             raise (NeedsPerson if submission.problem_needs_person else Rejected)(
                 submission.problem)
-        lines: list[str] = []   # what was left out: only a second, leave-out pass leaves any
-        try:
-            budgets, places = _unpack(submission, scratch, limits, notes)
-        except DataInTheWay as whole:
-            # Too big whole (or a checkpoint Python cannot inflate): once more without what no
-            # check reads, before a zero for the code beside it.
+
+        def reset() -> None:
             notes.clear()
             shutil.rmtree(scratch)
             scratch.mkdir()
             os.chmod(scratch, 0o755)
-            budgets, places = _unpack(submission, scratch, limits, notes, leave_out=True)
-            lines = _left_out_lines(budgets)
-            notes.append(f"graded without {_left_out_text(budgets)} ({short_reason(whole)}): "
+
+        (budgets, places), whole = unpacked_leaving_out_data(
+            lambda leave_out: _unpack(submission, scratch, limits, notes, leave_out), reset)
+        # What was left out: only a leave-out pass leaves any, this one's or the one that
+        # unzipped a whole Moodle download (zipped_downloads.py), under one rule.
+        items = [*submission.left_out, *(item for budget in budgets for item in budget.left_out)]
+        why = whole or submission.left_out_why
+        lines = _left_out_lines(items)
+        if why is not None and items:
+            notes.append(f"graded without {left_out_text(items)} ({short_reason(why)}): "
                          + ", ".join(lines[:10]) + (f" and {len(lines) - 10} more"
                                                     if len(lines) > 10 else ""))
         left_out = _said(lines)
@@ -456,10 +463,6 @@ def _unpack(submission: Submission, scratch: Path, limits: UnpackLimits, notes: 
     return list(budgets.values()), places
 
 
-def _left_out_text(budgets: list[Budget]) -> str:
-    return left_out_text([item for budget in budgets for item in budget.left_out])
-
-
 def short_reason(problem: Exception) -> str:
     """The first clause of an unpack rejection: what was over, without the advice."""
     return str(problem).split("; ")[0]
@@ -469,10 +472,9 @@ def short_reason(problem: Exception) -> str:
 MAX_LEFT_OUT_LINES = 200
 
 
-def _left_out_lines(budgets: list[Budget]) -> list[str]:
+def _left_out_lines(items: list[LeftOut]) -> list[str]:
     """One line per left-out file, data folder or environment, largest first."""
-    ordered = sorted((item for budget in budgets for item in budget.left_out),
-                     key=lambda item: (-(item[1] or 0), item[0]))
+    ordered = sorted(items, key=lambda item: (-(item[1] or 0), item[0]))
     kinds = {"environment": "a Python environment", "data folder": "a folder of data"}
     lines = [f"{where} ({size_text(size) if size is not None else kinds[kind]})"
              for where, size, kind in ordered[:MAX_LEFT_OUT_LINES]]

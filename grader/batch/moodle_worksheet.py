@@ -172,11 +172,12 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
     parts = []
     if run.status == "rejected":
         # Nothing was graded: no items to list, no report to point to.
-        reason = " ".join((run.message or "the upload could not be read").split())[:200]
-        text = (f"{assignment}: {format_points(found.get('score', 0))} of "
-                f"{format_points(found.get('max_score', 0))} points: the upload could not be "
-                f"graded ({reason.rstrip('.')}). Hand it in again, or ask the course staff.")
-        return html.escape(text[:MAX_COMMENT_CHARS], quote=False)
+        reason = " ".join((run.message or "the upload could not be read").split())
+        frame = (f"{assignment}: {format_points(found.get('score', 0))} of "
+                 f"{format_points(found.get('max_score', 0))} points: the upload could not be "
+                 "graded ({}). Hand it in again, or ask the course staff.")
+        reason = middle_shortened(reason.rstrip("."), MAX_COMMENT_CHARS - len(frame) + 2)
+        return html.escape(frame.format(reason), quote=False)
     unread = awaits_reading(run, assignment)
     if _graded(run) and found:
         score, most = format_points(found.get("score", 0)), format_points(found.get("max_score", 0))
@@ -224,6 +225,16 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
     if len(text) > MAX_COMMENT_CHARS:
         text = text[:MAX_COMMENT_CHARS - 1] + "…"
     return html.escape(text, quote=False)
+
+
+def middle_shortened(text: str, most: int) -> str:
+    """`text` in at most `most` characters, its middle cut, never its end: a rejection ends
+    with what to do, and the comment had cut it off ("...holding data the course")."""
+    if len(text) <= most:
+        return text
+    advice = text.rsplit("; ", 1)[-1]
+    tail = advice if len(advice) <= most * 2 // 3 else text[-(most * 2 // 3):]
+    return text[:max(most - len(tail) - 3, 0)].rstrip() + " … " + tail
 
 
 def _now() -> str:

@@ -859,7 +859,8 @@ class _ClassBatch:
                                f"{key}, an earlier upload of the same assignments")
             shutil.rmtree(self.out / "submissions" / key, ignore_errors=True)
         try:
-            publish_run(self.out, submission.student.key, run.result, work, run.message)
+            publish_run(self.out, submission.student.key, run.result, work, run.message,
+                        self.rubrics)
         except Exception as problem:   # the grade is recorded; only its files are missing
             self.progress.warn(f"{submission.student.key}: graded and recorded, but its report "
                                f"files were not written ({type(problem).__name__}: "

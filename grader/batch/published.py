@@ -14,15 +14,18 @@ from typing import Any
 from grader.batch.gradebook import Gradebook
 from grader.common.files import write_atomically
 from grader.grading import RESULT_FILE, publish
+from grader.grading.publish import STUDENT_FORMATS
 from grader.scoring import read_result
 
 PROBLEM_FILE = "grading-problem.txt"
 
 
 def publish_run(out: Path, key: str, result: dict[str, Any] | None, work: Path | None,
-                message: str | None) -> None:
+                message: str | None, rubrics: dict | None = None) -> None:
     """DIR/submissions/<key>/ mirrors the current run: the folder its grading wrote (result.json,
-    reports, what a re-score needs) or, without a result, the reason in grading-problem.txt."""
+    reports, what a re-score needs), a refused upload's result.json with the student's reports
+    made from it (they say it was not graded, and why: grader/reports/not_graded.py), or,
+    without a result, the reason in grading-problem.txt."""
     folder = out / "submissions" / key
     if work is not None and work.is_dir():
         shutil.rmtree(folder, ignore_errors=True)
@@ -33,7 +36,13 @@ def publish_run(out: Path, key: str, result: dict[str, Any] | None, work: Path |
         # re-upload that could not be unpacked had kept the last grading's report.html).
         shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
-    if result is not None:
+    if result is not None and work is None:
+        # The student's reports of a refusal, saying why and what to do: adv45's student over
+        # the limits, and the one whose zip held `../`, had had no feedback file, only a
+        # result.json and a grade cut short in Moodle's comment.
+        publish(result, folder, rubrics=rubrics, formats=STUDENT_FORMATS)
+        (folder / PROBLEM_FILE).unlink(missing_ok=True)
+    elif result is not None:
         from grader.scoring import write_result
         write_result(folder / RESULT_FILE, result)
         (folder / PROBLEM_FILE).unlink(missing_ok=True)
@@ -54,9 +63,9 @@ def republish(book: Gradebook, out: Path, rubrics: dict) -> None:
             except ValueError:
                 pass
             if run.status == "rejected":
-                # As the batch writes one: result.json alone (no report of a grading that
-                # never ran, so no Moodle feedback file either).
-                publish_run(out, run.student.key, run.result, None, run.message)
+                # As the batch writes one: result.json and the student's reports of the
+                # refusal (no instructor.md of a grading that never ran).
+                publish_run(out, run.student.key, run.result, None, run.message, rubrics)
             else:
                 publish(run.result, folder, rubrics=rubrics)
         else:

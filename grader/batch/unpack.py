@@ -34,13 +34,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import stat
 import struct
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from grader.common.environments import ENVIRONMENT_MARKS, ENVIRONMENT_PARTS, is_environment
 
@@ -141,6 +143,8 @@ def size_text(size: int) -> str:
 # code beside a 210 MiB checkpoint or 5,200 dataset images scored 0 with only "archive bomb".
 _HAND_IN_LESS = (", or one holding data the course's work does not need: hand in the code, "
                  "answers and report without datasets or checkpoints")
+# Files named where an upload is over a limit, the largest first.
+LARGEST_NAMED = 3
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,11 @@ class SkippedLink:
     points_to: str | None
 
 
+T = TypeVar("T")
+# What a leave-out pass left out: (path in the upload, size or None for a folder, what it is).
+LeftOut = tuple[str, "int | None", str]
+
+
 class Budget:
     """What one submission has used of its limits so far; with `leave_out`, what was left out
     (`left_out`: (path, size or None for a folder, what it is))."""
@@ -163,19 +172,38 @@ class Budget:
     def __init__(self, limits: UnpackLimits, leave_out: bool = False):
         self.limits, self.bytes, self.files, self.listed = limits, 0, 0, 0
         self.leave_out = leave_out
-        self.left_out: list[tuple[str, int | None, str]] = []
+        self.left_out: list[LeftOut] = []
         # Zips unpacked to nothing ("hw3.zip"): named where nothing to grade is found.
         self.empty_archives: list[str] = []
         # Symbolic links skipped: named in the student's report and instructor.md (adv39 F3:
         # only the batch log had said so, and the report said "not handed in").
         self.links: list[SkippedLink] = []
+        # The files met, with their sizes: the largest are named where a limit is passed.
+        # `hidden_parts`: the leading folders of their paths that are not the student's (a
+        # participant's folder of a whole Moodle download).
+        self.sizes: list[tuple[str, int]] = []
+        self.hidden_parts = 0
 
     def over(self, what: str, amount: str) -> DataInTheWay:
+        """Over a limit: what, by how much, the largest files (a clause of their own, after
+        the first: `short_reason` keeps only what was over), and what to do."""
         if self.left_out:
-            return DataInTheWay(f"{what}: {amount} even with {self.left_out_text()} left "
-                                f"out; rejected as a possible archive bomb{_HAND_IN_LESS}")
-        return DataInTheWay(f"{what}: {amount}; rejected as a possible archive "
-                            f"bomb{_HAND_IN_LESS}")
+            amount += f" even with {self.left_out_text()} left out"
+        return DataInTheWay(f"{what}: {amount}{self.largest_text()}; rejected as a possible "
+                            f"archive bomb{_HAND_IN_LESS}")
+
+    def sized(self, parts: Sequence[str], size: int) -> None:
+        """A file met on the way (`parts`: its path in the upload), for `largest_text`."""
+        self.sizes.append(("/".join(parts[self.hidden_parts:]), size))
+
+    def largest_text(self) -> str:
+        """"; largest files: hw3/notes.txt (210.0 MiB), ...": what the student can leave out
+        (the message had named no file, only "would unpack to 220264923 bytes")."""
+        largest = sorted(self.sizes, key=lambda item: (-item[1], item[0]))[:LARGEST_NAMED]
+        if not largest:
+            return ""
+        return "; largest files: " + ", ".join(f"{where} ({size_text(size)})"
+                                               for where, size in largest)
 
     def add_file(self, what: str) -> None:
         self.files += 1
@@ -210,7 +238,7 @@ class Budget:
                            "(limit); keep the template's layout")
 
 
-def left_out_text(left_out: list[tuple[str, int | None, str]]) -> str:
+def left_out_text(left_out: list[LeftOut]) -> str:
     """"2 data files (1.2 MiB) and 1 Python environment": what a leave-out pass left out."""
     files = [size for _, size, kind in left_out if kind == "data"]
     folders = sum(kind == "data folder" for _, _, kind in left_out)
@@ -311,6 +339,7 @@ def _materialize(entry: Path, dest: Path, budget: Budget, notes: list[str], unpa
         budget.skips(where, entry.lstat().st_size)
     else:
         budget.add_file(name)
+        budget.sized(where.split("/"), entry.lstat().st_size)
         _copy_counted(entry, dest / name, budget)
 
 
@@ -535,14 +564,19 @@ def extract_zip(archive: Path, dest: Path, budget: Budget, notes: list[str] | No
 
 
 def extract_each(archive: Path, dest: Path, limits: UnpackLimits, names: Sequence[str],
-                 links: dict[str, list[SkippedLink]] | None = None) -> dict[str, Rejected]:
+                 links: dict[str, list[SkippedLink]] | None = None,
+                 left_out: dict[str, tuple[DataInTheWay, list[LeftOut]]] | None = None
+                 ) -> dict[str, Rejected]:
     """Each top-level name of `archive` (a participant's folder of a whole Moodle download)
     unpacked into dest/<name> as an upload of its own, within one upload's `limits` and a
     budget of its own; returns why each one refused was refused. The archive's directory is
     read once for all of them (once per participant had made a class of 300 quadratic), within
     `limits` times their number. The symbolic links skipped go into `links` by name, each
     where it is in that participant's folder, as if the download had been unzipped by hand
-    (they had been said nowhere: the folder then held no link to report)."""
+    (they had been said nowhere: the folder then held no link to report). A participant's
+    folder over the limits is unpacked again without its data, as a folder upload is
+    (`unpacked_leaving_out_data`), and why and what was left out go into `left_out` by name
+    (it had been rejected as "a possible archive bomb" and scored 0, adv45 F1)."""
     label = display_name(archive)
     whole = dataclasses.replace(limits, max_listed=limits.max_listed * max(len(names), 1))
     refused: dict[str, Rejected] = {}
@@ -555,16 +589,45 @@ def extract_each(archive: Path, dest: Path, limits: UnpackLimits, names: Sequenc
         for info in _named_entries(zf):
             by_name.setdefault(top_name(info.filename), []).append(info)
         for name in names:
-            budget = Budget(limits)
+            budgets: list[Budget] = []
+
+            def unpack(leave_out: bool, entries=by_name.get(name, [])) -> Budget:
+                budgets.append(Budget(limits, leave_out))
+                budgets[-1].hidden_parts = 1     # the participant's folder
+                _unpack_entries(zf, entries, dest, budgets[-1], label, origin=("", dest))
+                return budgets[-1]
+
             try:
-                _unpack_entries(zf, by_name.get(name, []), dest, budget, label,
-                                origin=("", dest))
+                budget, whole = unpacked_leaving_out_data(
+                    unpack, lambda name=name: shutil.rmtree(dest / name, ignore_errors=True))
+                if whole is not None and left_out is not None:
+                    left_out[name] = (whole, [(_in_own_folder(where), size, kind)
+                                              for where, size, kind in budget.left_out])
             except Rejected as problem:
                 refused[name] = problem
-            if links is not None and budget.links:
+            if links is not None and budgets[-1].links:
                 links[name] = [dataclasses.replace(link, where=link.where.split("/", 1)[-1])
-                               for link in budget.links]
+                               for link in budgets[-1].links]
     return refused
+
+
+def _in_own_folder(where: str) -> str:
+    """A path of a whole download's entry as its participant's folder has it."""
+    return where.split("/", 1)[1] if "/" in where.rstrip("/") else "./"
+
+
+def unpacked_leaving_out_data(unpack: Callable[[bool], T], reset: Callable[[], None]
+                              ) -> tuple[T, DataInTheWay | None]:
+    """The one rule for an upload over the limits, however it arrives (a folder, a zip, a
+    participant's folder of a whole Moodle download): `unpack(False)` whole; where that is
+    DataInTheWay (too big, or a checkpoint Python cannot inflate), `reset()` and `unpack(True)`
+    once more leaving out what no check reads, before a zero for the code beside it. Returns
+    what `unpack` returned and why the whole upload was refused (None where it was not)."""
+    try:
+        return unpack(False), None
+    except DataInTheWay as whole:
+        reset()
+        return unpack(True), whole
 
 
 def _checked_zip(archive: Path, label: str, limits: UnpackLimits) -> zipfile.ZipFile:
@@ -678,6 +741,9 @@ def _unpack_entries(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], dest: Pat
         check_method(info, label, _is_unneeded(parts, environments))
     files = sum(not info.is_dir() for info, _ in entries)
     declared = sum(info.file_size for info, _ in entries)
+    for info, parts in entries:
+        if not info.is_dir():
+            budget.sized(parts, info.file_size)
     if files + budget.files > limits.max_files:
         raise budget.over(label, f"{files} files, more than the limit of {limits.max_files} "
                                  "files")

@@ -12,8 +12,9 @@ from pathlib import Path
 from grader.batch.errors import BatchError
 from grader.batch.inputs import (METADATA_NAMES, Submission, UnpackLimits, _is_moodle,
                                  _is_note, moodle_download_participants, shown_name)
-from grader.batch.unpack import (JUNK_NAMES, NeedsPerson, SkippedLink, display_name,
-                                 extract_each, free_name, top_name, zip_entry_name)
+from grader.batch.unpack import (JUNK_NAMES, DataInTheWay, LeftOut, NeedsPerson, SkippedLink,
+                                 display_name, extract_each, free_name, top_name,
+                                 zip_entry_name)
 
 # Where the batch unzips the whole Moodle downloads it is given as zips: inside DIR/work (emptied
 # at each batch's start and end; no key starts with "_", so no grading's folder is named so).
@@ -56,6 +57,10 @@ class Downloads:
     # upload -> the symbolic links its participant's folder held in the download, skipped
     # (never written): said in the student's report as a folder upload's are.
     links: dict[Path, list[SkippedLink]] = field(default_factory=dict)
+    # upload -> why its participant's folder was over the limits and what was left out to
+    # grade it (its data: grader/batch/unpack.py `unpacked_leaving_out_data`), said in its
+    # report as a folder upload's are.
+    left_out: dict[Path, tuple[DataInTheWay, list[LeftOut]]] = field(default_factory=dict)
 
 
 def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Downloads:
@@ -113,8 +118,10 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
         # stopped the whole batch. One folder deeper than an upload: the participant's own.
         within = dataclasses.replace(limits, max_depth=limits.max_depth + 1)
         links: dict[str, list[SkippedLink]] = {}
-        refused = extract_each(archive, place, within, participants, links)
+        left_out: dict[str, tuple[DataInTheWay, list[LeftOut]]] = {}
+        refused = extract_each(archive, place, within, participants, links, left_out)
         found.links.update((place / name, skipped) for name, skipped in links.items())
+        found.left_out.update((place / name, why) for name, why in left_out.items())
         for name, problem in refused.items():
             shutil.rmtree(place / name, ignore_errors=True)
             (place / name).mkdir(parents=True, exist_ok=True)
@@ -152,3 +159,6 @@ def with_download_problems(found: list[Submission], downloads: Downloads) -> Non
             if source in downloads.problems:
                 submission.problem, submission.problem_needs_person = downloads.problems[source]
             submission.skipped_links.extend(downloads.links.get(source, []))
+            if source in downloads.left_out:
+                submission.left_out_why, items = downloads.left_out[source]
+                submission.left_out.extend(items)

@@ -434,23 +434,28 @@ def test_a_result_republished_after_a_kill_gets_its_reports_again(tmp_path, rubr
     assert penalty_items(result(out, "bob")) and "Late penalty (2 days late)" in (folder / "report.md").read_text()
 
 
-def test_a_rejected_upload_republished_after_a_kill_keeps_only_its_result(tmp_path, rubrics,
-                                                                        calls_log):
-    """A rejected upload gets result.json and nothing else (no report of a grading that never
-    ran, no Moodle feedback file); so after a kill between the gradebook's commit and its
-    files (the batch audit: a report.html, and the student among the feedback files)."""
+REFUSAL_FILES = ["report.html", "report.md", "result.json"]
+
+
+def test_a_rejected_upload_republished_after_a_kill_keeps_only_its_refusal(tmp_path, rubrics,
+                                                                         calls_log):
+    """A rejected upload gets result.json and the student's reports of the refusal, saying it
+    was not graded and why (adv45: no feedback at all), never an instructor.md of a grading
+    that never ran; so after a kill between the gradebook's commit and its files."""
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     (subs / "carol.zip").write_bytes(b"not a zip at all")
     batch(subs, out, rubrics)
     folder = out / "submissions" / "carol"
-    assert sorted(p.name for p in folder.iterdir()) == ["result.json"]
+    assert sorted(p.name for p in folder.iterdir()) == REFUSAL_FILES
     stale = result(out, "carol")
     stale["errors"] = ["stale"]
     (folder / "result.json").write_text(json.dumps(stale))
+    (folder / "report.md").write_text("stale\n")
     batch(subs, out, rubrics)
-    assert sorted(p.name for p in folder.iterdir()) == ["result.json"]
+    assert sorted(p.name for p in folder.iterdir()) == REFUSAL_FILES
     assert result(out, "carol")["errors"] != ["stale"]
+    assert "Not graded" in (folder / "report.md").read_text()
 
 
 def test_a_rejected_reupload_leaves_no_report_of_the_last_grading(tmp_path, rubrics, calls_log):
@@ -462,8 +467,9 @@ def test_a_rejected_reupload_leaves_no_report_of_the_last_grading(tmp_path, rubr
     shutil.rmtree(subs / "carol")
     (subs / "carol.zip").write_bytes(b"not a zip at all")
     batch(subs, out, rubrics)
-    assert sorted(p.name for p in folder.iterdir()) == ["result.json"]
+    assert sorted(p.name for p in folder.iterdir()) == REFUSAL_FILES
     assert "carol.zip is not a readable zip file" in json.dumps(result(out, "carol"))
+    assert "Not graded" in (folder / "report.html").read_text(), "the refusal's, not the last grading's"
 
 
 def test_a_bad_times_file_never_stops_the_batch(tmp_path, rubrics, calls_log, pdl_grade, monkeypatch):
