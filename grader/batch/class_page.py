@@ -169,14 +169,16 @@ def _roster(persons: list[Person], order: list[str],
             problems = run.grading_problems   # no grade: the cell stays empty, as grades.csv's
             for found in result.get("assignments", []):
                 if graded and found.get("id") in scores and found.get("id") not in problems:
-                    scores[found["id"]] = _score_cell(found, found["id"] in run.held)
+                    scores[found["id"]] = _score_cell(found, found["id"] in run.held,
+                                                      run.unread.get(found["id"]))
             status = "needs a person" if run.needs_person else run.status.replace("_", " ")
             if run.held:
                 status = "graded, held for review"
             if problems:
                 status += "".join(f", {grading_problem_text(a, short_message(p, 200))}"
                                   for a, p in problems.items())
-            # Its points are shown, as a held one's; grades.csv and Moodle have no grade yet.
+            # No grade yet, as a held one's (grades.csv and Moodle leave it empty): the cell
+            # says "—/15 (needs a person: ...)" and the status why.
             status += "".join(f", {no_grade_until(run.result, a, p)}" for a, p in run.unread.items())
             several = len(person.runs) > 1 and run.assignments
             of = f" ({', '.join(run.assignments)})" if several else ""
@@ -188,8 +190,9 @@ def _roster(persons: list[Person], order: list[str],
                 links.append(("why not graded" + of, own["problem"]))
             if own.get("instructor"):
                 links.append(("instructor.md" + of, own["instructor"]))
-        # A held upload has no total, as in grades.csv: its withheld points are no 0 either.
-        whole = all(r.result and not r.grading_problems and not r.held
+        # A held upload, or one whose answers wait for a person, has no total, as in
+        # grades.csv: its points so far are no grade either (adv45 F2: "2/15" had been shown).
+        whole = all(r.result and not r.without_grade
                     and (r.status == "graded" or (r.status == "rejected" and not r.needs_person))
                     for r in person.runs)
         total = (f"{format_points(sum(float(r.result.get('score', 0)) for r in person.runs))}/"
@@ -204,11 +207,15 @@ def _roster(persons: list[Person], order: list[str],
     return rows
 
 
-def _score_cell(found: Mapping[str, Any], held: bool) -> str:
+def _score_cell(found: Mapping[str, Any], held: bool, waiting: float | None = None) -> str:
     """"9.5/12"; a held assignment's as the console says it, "—/15 (5 withheld)": the score
     after withholding is no grade (grades.csv and Moodle leave it empty), and a TA skimming the
-    page had read a held student's 0/15 as a zero (adv39 F5)."""
+    page had read a held student's 0/15 as a zero (adv39 F5). Likewise one whose answers wait
+    for a person (`waiting` points): "—/15 (needs a person: 8.5 points wait)", never the
+    points read so far (adv45 F2: a password PDF's "2/15")."""
     most = format_points(found["max_score"])
+    if waiting and not held:
+        return f"\u2014/{most} (needs a person: {format_points(waiting)} points wait)"
     if not held:
         return f"{format_points(found['score'])}/{most}"
     withheld = format_points((found.get("integrity") or {}).get("withheld_points") or 0)

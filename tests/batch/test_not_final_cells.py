@@ -20,10 +20,12 @@ from grader.scoring import build_result
 
 
 def hw3(score: float, *, withheld: float = 0.0, cleared: bool = False,
-        written_waiting: float = 0.0) -> dict:
+        written_waiting: float = 0.0, unread: float = 0.0) -> dict:
     automatic = {"id": "hw3.task3", "title": "Task 3", "kind": "auto", "score": score,
                  "max_score": 10.5, "points": 10.5, "status": "passed" if score else "failed",
                  "feedback": "", "checks": []}
+    if unread:
+        automatic.update(status="pending", pending_points=unread)
     written = {"id": "hw3.task3.explanation", "title": "Task 3 - written answer",
                "kind": "manual", "score": 0.0, "max_score": 4.5, "points": 4.5,
                "status": "pending", "pending": bool(written_waiting), "feedback": "",
@@ -55,6 +57,8 @@ def out(tmp_path):
         "Anna_Tamm_20007": hw3(10.5, written_waiting=4.5),
         # Every point decided.
         "Bert_Kask_20014": hw3(10.5),
+        # Peeter's password PDF: 2 points read, 8.5 wait for a person to read his answers.
+        "Peeter_Parool_20170": hw3(2.0, unread=8.5),
     }
     for key, found in rows.items():
         result = build_result(key, [found])
@@ -108,3 +112,16 @@ def test_grades_csv_says_a_grade_with_written_answers_waiting_is_provisional(out
     assert rows["Bert_Kask_20014"]["Status"] == "graded", rows["Bert_Kask_20014"]
     # A held row says it is held, not provisional.
     assert "provisional" not in rows["Sven_Patcher_20161"]["Status"], rows["Sven_Patcher_20161"]
+
+
+def test_a_student_whose_answers_wait_to_be_read_has_no_number_on_the_class_page(out):
+    """adv45 F2: Peeter's password PDF left 8.5 points for a person; grades.csv and Moodle have
+    no grade, but the page showed "2/15" for HW3 and the total, a number a TA would enter."""
+    row = csv_rows(out)["Peeter_Parool_20170"]
+    assert (row["hw3"], row["Total"]) == ("", ""), f"grades.csv's row: {row}"
+    peeter = roster_cells(out)["Peeter_Parool_20170"]
+    assert peeter[2:4] == ["\u2014/15 (needs a person: 8.5 points wait)", ""], (
+        f"expected no grade in the HW3 cell, as grades.csv, and no total; observed {peeter[2:5]} "
+        "(grader/batch/class_page.py _roster / _score_cell)")
+    assert "2/15" not in "".join(peeter), f"points so far read as a grade: {peeter}"
+    assert "no grade until a person reads answers: hw3 (8.5 points wait)" in peeter[4], peeter
