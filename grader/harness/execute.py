@@ -258,13 +258,15 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
 
 
 def scripts_instead(submission: Path, script: str) -> list[str]:
-    """The Python files in a missing `script`'s folder that the template's folder does not have
-    (paths as `script` is written): the script renamed, most likely. The template's own scripts
-    there (practical5_single.py beside a missing practical5_dp.py) are not it."""
+    """The Python files and notebooks in a missing `script`'s folder that the template's folder
+    does not have (paths as `script` is written): the script renamed, or never exported from
+    its notebook, most likely. The template's own scripts there (practical5_single.py beside a
+    missing practical5_dp.py) are not it."""
     folder = PurePosixPath(script).parent
     try:
         found = sorted(p.name for p in (submission / folder).iterdir()
-                       if p.is_file() and p.suffix == ".py" and not p.name.startswith((".", "_")))
+                       if p.is_file() and p.suffix in (".py", ".ipynb")
+                       and not p.name.startswith((".", "_")))
     except OSError:
         return []
     template = data_folder("student_template") / folder

@@ -40,16 +40,25 @@ _TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 
 
 def missing_script(script: str, instead: list[str]) -> str:
-    """A script the submission lacks, and the file beside it that may be it under another name:
-    a student who renamed practical6_ddp.py to ddp.py had been told only that the script was
-    missing, by every check that needed it."""
+    """A script the submission lacks, and the files beside it that may be it under another name
+    or as a notebook: a student who renamed practical6_ddp.py to ddp.py had been told only that
+    the script was missing, by every check that needed it, and so had one who handed in
+    model_parallel.ipynb (adv45 F3), never told to export it."""
     said = f"{script} is missing from the submission: keep the template's file layout."
-    if not instead:
-        return said
-    if len(instead) == 1:
-        return f"{said} {instead[0]} is there: the grader runs {script}; rename it."
-    return (f"{said} {', '.join(instead[:-1])} and {instead[-1]} are there: the grader runs "
-            f"{script}; rename the one that is it.")
+    scripts = [name for name in instead if not name.endswith(".ipynb")]
+    notebooks = [name for name in instead if name.endswith(".ipynb")]
+    if len(scripts) == 1:
+        said += f" {scripts[0]} is there: the grader runs {script}; rename it."
+    elif scripts:
+        said += (f" {', '.join(scripts[:-1])} and {scripts[-1]} are there: the grader runs "
+                 f"{script}; rename the one that is it.")
+    if notebooks:
+        named = (f"{notebooks[0]} is a notebook" if len(notebooks) == 1 else
+                 f"{', '.join(notebooks[:-1])} and {notebooks[-1]} are notebooks")
+        said += (f" {named}: the grader runs only Python scripts; export it as one (Jupyter's "
+                 f"File > Download as > Python (.py), or `jupyter nbconvert --to script "
+                 f"{notebooks[0]}`) and hand in {script}.")
+    return said
 
 
 def _graders_own_failure(stderr: str) -> bool:
@@ -71,7 +80,8 @@ class Observation:
     edits: list = field(default_factory=list)  # (old, new) text replacements in the script
     missing: bool = False
     # Where the script is missing: the .py files its folder holds that the template does not
-    # (practical6/ddp.py for practical6/practical6_ddp.py), most likely the script renamed.
+    # (practical6/ddp.py for practical6/practical6_ddp.py), most likely the script renamed, and
+    # its notebooks (.ipynb), the script never exported.
     instead: list = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False
