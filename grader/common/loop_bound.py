@@ -1,8 +1,11 @@
 """The command-line value that bounds a script's training loop, where the script has no STEPS
 constant: `parser.add_argument("--steps", type=int, default=300)` read as `for step in
 range(args.steps)` (also `--iters`, `--num-steps`, `while step < args.steps`, an
-`itertools.count()` loop that breaks at it, `steps = args.steps` first), `int(sys.argv[1]) if
-len(sys.argv) > 1 else 300`, and click's `@click.option("--steps", default=300)`.
+`itertools.count()` loop or a data loader's `enumerate` that breaks at it, `if step + 1 ==
+args.steps: break`, `steps = args.steps` first, the value handed to a function of the file
+called once: `train(args.steps)` for `def train(steps)`), `int(sys.argv[1]) if len(sys.argv) >
+1 else 300`, and click's `@click.option("--steps", default=300)`; or a step count of the
+student's own module: `from config import STEPS`, `import config` read as `config.STEPS`.
 
 The graded runs start the script with no arguments (constant_values.py), so the default is the
 steps the run takes. Lowering that default, in its own text and nothing else (the run's
@@ -14,10 +17,17 @@ steps the run takes. Lowering that default, in its own text and nothing else (th
 - where the run does not take the default (an argument it is given, `args.steps = 1`), the edit
   changes nothing; what would make the default wrong for the student's own run (set_defaults,
   subparsers, a sys.argv the script writes, vars/getattr, exec, a star import) is not read.
-A product (`args.epochs * steps_per_epoch`), two values bounding loops, or anything else is
-None: the script runs as written. A loop that does something only past a warm-up of its counter
-(`if step >= 20:` timing) keeps the template's steps past it (LoopDefault.fewest,
-loop_thresholds.py); constant_fewest does the same for a STEPS constant.
+A step count of the student's own module (config.py's `STEPS = 300`, a whole number worked out
+as constant_values.py does) is lowered in the script's text only, as `min` of it: `; STEPS =
+min(STEPS, 3)` after `from config import STEPS`, `min(config.STEPS, 3)` for the one read of
+`config.STEPS` that bounds the loop; the module, and what anything else reads of it, stays as
+written, and a value the run reads otherwise than worked out can only be lowered by a `min`.
+The same rules hold: every read of it in the script is a loop's bound, printed, or handed to
+one. A product (`args.epochs * steps_per_epoch`), two values bounding loops, a value that also
+sizes the model or the data, or anything else is None: the script runs as written. A loop
+that does something only past a warm-up of its counter (`if step >= 20:` timing) keeps the
+template's steps past it (LoopDefault.fewest, loop_thresholds.py); constant_fewest does the
+same for a STEPS constant.
 """
 from __future__ import annotations
 
@@ -26,6 +36,7 @@ import operator
 from dataclasses import dataclass, replace
 
 from grader.common.ast_parents import ast_parents
+from grader.common.constant_values import whole_number_assigned
 from grader.common.loop_thresholds import (counter_comparisons, literal_names, loop_needs,
                                            MOST_READ, Needs, needs_of, Unreadable, value_of)
 from grader.common.script_writes import script_writes
@@ -52,8 +63,11 @@ class LoopDefault:
     holder: str
     start: int
     end: int
-    quoted: bool = False
     needs: Needs | None = Needs()   # None: a comparison of the loop's counter not read
+    # What the lowered steps are written between: quotes for a string default; for a value the
+    # script imports from its own module, `min(...)` of it, so the run can only get shorter.
+    before: str = ""
+    after: str = ""
 
     def fewest(self, most: int) -> int:
         """The steps the default may be lowered to for a run of the template's `most`: more
@@ -65,7 +79,7 @@ class LoopDefault:
 
     def lowered_to(self, steps: int) -> tuple[str, str]:
         """The run's edit (old text, new text) that makes the default `steps`."""
-        value = f'"{steps}"' if self.quoted else str(steps)
+        value = f"{self.before}{steps}{self.after}"
         return self.holder, self.holder[:self.start] + value + self.holder[self.end:]
 
 
@@ -80,19 +94,21 @@ def loop_default(source: str, modules=None) -> LoopDefault | None:
     try:
         tree = ast.parse(source)
         writes = script_writes(tree, modules)
-        return _Script(source, tree, writes).loop_default()
+        return _Script(source, tree, writes, modules).loop_default()
     except (_Unread, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     except Exception:   # a form not foreseen: run as written, never a grading error
         return None
 
 
-def constant_fewest(source: str, name: str, written: int, most: int, modules=None) -> int:
+def constant_fewest(source: str, name: str, written: int, most: int, modules=None,
+                    unread: int | None = None) -> int:
     """The fewest steps the constant `name` (STEPS, `written` in the file) may be set to for a
     run of the template's `most`: more where a loop it bounds (`range(STEPS)`, `while step <
     STEPS`, `range(WARMUP + STEPS)`) compares its counter with a warm-up the student's run
-    passes (loop_thresholds.py); `written` (run as written) where such a comparison or such a
-    loop's length cannot be read."""
+    passes (loop_thresholds.py); `unread` where such a comparison or such a loop's length
+    cannot be read (default `written`: run as written)."""
+    unread = written if unread is None else unread
     try:
         tree = ast.parse(source)
         script = _Script(source, tree, script_writes(tree, modules))
@@ -115,9 +131,9 @@ def constant_fewest(source: str, name: str, written: int, most: int, modules=Non
             if all(length(steps) >= fewest for length, fewest in bounded):
                 return steps
     except (Unreadable, SyntaxError, ValueError, RecursionError, MemoryError):
-        return written
+        return unread
     except Exception:   # a form not foreseen: run as written, never a grading error
-        return written
+        return unread
     return written
 
 
@@ -133,9 +149,10 @@ def _length(bound, name: str, literals):
 
 
 class _Script:
-    def __init__(self, source: str, tree: ast.Module, writes):
-        self.source, self.tree, self.writes = source, tree, writes
+    def __init__(self, source: str, tree: ast.Module, writes, modules=None):
+        self.source, self.tree, self.writes, self.modules = source, tree, writes, modules
         self.parents = ast_parents(tree)
+        self.handed = set()   # ids of the call arguments a loop's bound is handed in by
         self.functions = {node.name: node for node in tree.body
                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
@@ -144,14 +161,15 @@ class _Script:
             return None
         self.loops = {}
         self.bounds = {id(bound): bound for bound in self._training_bounds()}
-        sources, bounded = {}, []
-        for bound in self.bounds.values():
-            try:
-                source = self._source(bound)
-            except _Unread:
-                continue   # a loop of a constant, of len(loader): the edit does not reach it
-            sources[id(source)] = source
-            bounded.append(self.loops[id(bound)])
+        for _ in range(2):   # again once every `train(args.steps)` is known (_handed_in)
+            sources, bounded = {}, []
+            for bound in self.bounds.values():
+                try:
+                    source = self._source(bound)
+                except _Unread:
+                    continue   # a loop of a constant, of len(loader): the edit does not reach it
+                sources[id(source)] = source
+                bounded.append(self.loops[id(bound)])
         if len(sources) != 1:
             return None   # no loop bound by an argument, or two values (epochs and steps)
         default = self._default(next(iter(sources.values())))
@@ -194,12 +212,12 @@ class _Script:
             if isinstance(loop, ast.For):
                 bound = self._range_bound(loop.iter)
                 counters = _target_names(loop.target)
+                counter = self._counted(loop) if bound is None else None
                 if bound is not None:
                     yield loop, counters, bound, None
-                elif bound is None and self._counts_from_zero(loop.iter) \
-                        and isinstance(loop.target, ast.Name):
-                    for stop, bound in self._breaks_at(loop, loop.target.id):
-                        yield loop, {loop.target.id}, bound, stop
+                elif counter is not None:
+                    for stop, bound in self._breaks_at(loop, counter):
+                        yield loop, {counter}, bound, stop
             elif isinstance(loop, ast.While):
                 counter, bound = self._compared(loop.test, (ast.Lt,))
                 if counter is not None and self._counter(loop, counter):
@@ -223,16 +241,39 @@ class _Script:
                 return node.args[1]
         return None
 
-    def _counts_from_zero(self, node) -> bool:
-        return (isinstance(node, ast.Call) and not node.keywords
-                and self.writes.canonical(node.func) in _COUNTS
-                and (not node.args or len(node.args) == 1 and _is_int(node.args[0], 0)))
+    def _counted(self, loop: ast.For) -> str | None:
+        """The name counting the steps of a loop that runs until a break, from 0 by 1:
+        `for step in itertools.count()`, `for step, (x, y) in enumerate(loader)`, where the
+        loop's body never binds it again; None otherwise."""
+        node, target = loop.iter, loop.target
+        if not isinstance(node, ast.Call) or node.keywords:
+            return None
+        function = self.writes.canonical(node.func)
+        if function in _COUNTS and isinstance(target, ast.Name) \
+                and (not node.args or len(node.args) == 1 and _is_int(node.args[0], 0)):
+            counter = target.id
+        elif function == "enumerate" and isinstance(target, ast.Tuple) \
+                and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name) \
+                and (len(node.args) == 1 or len(node.args) == 2 and _is_int(node.args[1], 0)):
+            counter = target.elts[0].id
+        else:
+            return None
+        rebound = any(isinstance(n, ast.Name) and n.id == counter
+                      and not isinstance(n.ctx, ast.Load)
+                      or isinstance(n, ast.arg) and n.arg == counter
+                      for statement in loop.body for n in ast.walk(statement))
+        return None if rebound else counter
 
-    def _compared(self, test, ops):
-        """(counter, bound) of `counter OP bound` (or `bound OP' counter`), else (None, None)."""
+    def _compared(self, test, ops, plus_one=False):
+        """(counter, bound) of `counter OP bound` (or `bound OP' counter`; `counter + 1 OP
+        bound` where `plus_one`: a break on it comes at most a step sooner), else (None,
+        None)."""
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None, None
         left, right, op = test.left, test.comparators[0], type(test.ops[0])
+        if plus_one and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add) \
+                and _is_int(left.right, 1):
+            left = left.left
         flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.LtE: ast.GtE,
                    ast.Eq: ast.Eq}.get(op)
         if isinstance(left, ast.Name) and op in ops:
@@ -254,12 +295,13 @@ class _Script:
                 pending.extend(node.body)
 
     def _break_counters(self, loop):
-        counters = {self._compared(stop.test, (ast.Eq, ast.GtE))[0] for stop in self._stops(loop)}
+        counters = {self._compared(stop.test, (ast.Eq, ast.GtE), True)[0]
+                    for stop in self._stops(loop)}
         return counters - {None}
 
     def _breaks_at(self, loop, counter: str):
         for stop in self._stops(loop):
-            name, bound = self._compared(stop.test, (ast.Eq, ast.GtE))
+            name, bound = self._compared(stop.test, (ast.Eq, ast.GtE), True)
             if name == counter:
                 yield stop.test, bound
 
@@ -300,8 +342,12 @@ class _Script:
     # Where the bound's value comes from.
 
     def _source(self, bound):
-        """The node that gives `bound` its value: an add_argument call, a click.option call, or
-        the sys.argv expression; _Unread where it is anything else."""
+        """The node that gives `bound` its value: an add_argument call, a click.option call,
+        the sys.argv expression, or a value of the student's own module (_Imported);
+        _Unread where it is anything else."""
+        imported = self._imported(bound)
+        if imported is not None:
+            return imported
         if isinstance(bound, ast.Attribute) and isinstance(bound.ctx, ast.Load):
             return self._argument(bound.attr)
         if isinstance(bound, ast.IfExp):
@@ -310,6 +356,9 @@ class _Script:
             option = self._click_option(bound)
             if option is not None:
                 return option
+            handed = self._handed_in(bound)
+            if handed is not None:
+                return self._source(handed)
             value = self._bound_once(bound.id)
             if isinstance(value, (ast.Attribute, ast.IfExp)):
                 return self._source(value)
@@ -333,8 +382,81 @@ class _Script:
 
     def _only_bounds_or_printed(self, reads) -> None:
         for read in reads:
-            if id(read) not in self.bounds and not self._printed(read):
+            if id(read) not in self.bounds and id(read) not in self.handed \
+                    and not self._printed(read):
                 raise _Unread
+
+    def _handed_in(self, bound: ast.Name):
+        """The argument that the file's one call of a top-level function hands to its
+        parameter `bound` (`train(args.steps)` for `def train(steps)`), where the function is
+        named nowhere else and the parameter is not bound again and only bounds loops or is
+        printed; None where `bound` is no parameter of a top-level function."""
+        function = self._function_of(bound)
+        if function is None or function not in self.tree.body or function.decorator_list:
+            return None
+        parameters = [a.arg for a in function.args.args]
+        if bound.id not in parameters:
+            return None
+        named = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name)
+                 and n.id == function.name]
+        call = self.parents.get(named[0]) if len(named) == 1 else None
+        if not (isinstance(call, ast.Call) and call.func is named[0]) \
+                or self.writes.bindings[function.name] != 1 \
+                or any(isinstance(a, ast.Starred) for a in call.args) \
+                or any(k.arg is None for k in call.keywords):
+            raise _Unread   # called twice, handed on, or its arguments not read
+        position = parameters.index(bound.id)
+        given = [k.value for k in call.keywords if k.arg == bound.id]
+        given += call.args[position:position + 1]
+        if len(given) != 1 or any(
+                isinstance(n, ast.Name) and n.id == bound.id and not isinstance(n.ctx, ast.Load)
+                or isinstance(n, ast.arg) and n.arg == bound.id and n is not
+                function.args.args[position] for n in ast.walk(function)):
+            raise _Unread
+        self._only_bounds_or_printed(n for n in ast.walk(function) if isinstance(n, ast.Name)
+                                     and n.id == bound.id and isinstance(n.ctx, ast.Load))
+        self.handed.add(id(given[0]))
+        return given[0]
+
+    def _function_of(self, node):
+        while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                         ast.Lambda)):
+            node = self.parents.get(node)
+        return node
+
+    def _imported(self, bound):
+        """`STEPS` of `from config import STEPS`, or `config.STEPS` of `import config`, where
+        config is the student's own module, whose top level gives STEPS a whole number
+        (constant_values.py), the name or attribute is never bound again, and its every read is
+        a loop's bound, printed, or handed to one; None where `bound` is no such import."""
+        if self.modules is None or not isinstance(bound, (ast.Name, ast.Attribute)):
+            return None
+        held = self.writes.canonical(bound)
+        module, _, name = (held or "").rpartition(".")
+        text = self.modules(module) if module and not module.startswith(".") \
+            and _head(bound) in self.writes.imports else None
+        if text is None:
+            return None
+        written = whole_number_assigned(text, name, self.modules)
+        statement = next((s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))
+                          and any((a.asname or a.name).split(".")[0] == _head(bound)
+                                  for a in s.names)), None)
+        if written is None or statement is None:
+            raise _Unread
+        reads = [n for n in ast.walk(self.tree) if isinstance(n, type(bound))
+                 and self.writes.canonical(n) == held]
+        head = _head(bound)
+        if any(not isinstance(n.ctx, ast.Load) for n in reads) or any(
+                isinstance(n, ast.arg) and n.arg == head or isinstance(n, ast.Name)
+                and n.id == head and not isinstance(n.ctx, ast.Load)
+                for n in ast.walk(self.tree)) or head in self.writes.global_names:
+            raise _Unread   # bound again somewhere (a function's own `config`, a parameter)
+        self._only_bounds_or_printed(reads)
+        if isinstance(bound, ast.Name):   # the name, lowered right after its import
+            return _Imported(written, statement, bound.id)
+        if sum(id(n) in self.bounds or id(n) in self.handed for n in reads) != 1:
+            raise _Unread   # each read its own edit: lowered where one read bounds the loop
+        return _Imported(written, bound, None)
 
     def _printed(self, node) -> bool:
         while node in self.parents:
@@ -389,8 +511,9 @@ class _Script:
         function = self.parents.get(bound)
         while function is not None and not isinstance(function, ast.FunctionDef):
             function = self.parents.get(function)
-        if function is None or bound.id not in [a.arg for a in function.args.args]:
-            return None
+        if function is None or bound.id not in [a.arg for a in function.args.args] \
+                or not function.decorator_list:
+            return None   # a plain function's parameter: what its caller hands in (_handed_in)
         options = [d for d in function.decorator_list if isinstance(d, ast.Call)
                    and self.writes.canonical(d.func) == "click.option"
                    and _click_name(d) == bound.id]
@@ -405,6 +528,8 @@ class _Script:
     # The default.
 
     def _default(self, source) -> LoopDefault:
+        if isinstance(source, _Imported):
+            return self._imported_default(source)
         if isinstance(source, ast.Constant):   # sys.argv's default: held by the whole expression
             holder = next(n for n in ast.walk(self.tree)
                           if isinstance(n, ast.IfExp) and source in (n.body, n.orelse))
@@ -433,7 +558,46 @@ class _Script:
             - _offset(self.source, holder.lineno, holder.col_offset)
         if text[begin:end] != ast.get_source_segment(self.source, value):
             raise _Unread   # the positions do not point at the default: change nothing
-        return LoopDefault(written, text, begin, end, isinstance(value.value, str))
+        quote = '"' if isinstance(value.value, str) else ""
+        return LoopDefault(written, text, begin, end, before=quote, after=quote)
+
+    def _imported_default(self, source: _Imported) -> LoopDefault:
+        """The run's edit of a value of the student's own module: `; STEPS = min(STEPS, 3)`
+        after `from config import STEPS`, `min(config.STEPS, 3)` for the read that bounds the
+        loop; the module itself, and what other modules read of it, stay as written."""
+        node = source.node
+        if source.name is not None:   # a statement of its own, after the import's
+            text = ast.get_source_segment(self.source, node) or ""
+            start = end = len(text)
+            before, after = f"; {source.name} = min({source.name}, ", ")"
+        else:   # the read, within its lines
+            text = "\n".join(self.source.split("\n")[node.lineno - 1:node.end_lineno])
+            line = _offset(self.source, node.lineno, 0)
+            start = _offset(self.source, node.lineno, node.col_offset) - line
+            end = _offset(self.source, node.end_lineno, node.end_col_offset) - line
+            read = ast.get_source_segment(self.source, node)
+            if text[start:end] != read:
+                raise _Unread   # the positions do not point at the read: change nothing
+            before, after = f"min({read}, ", ")"
+        if not text or self.source.count(text) != 1:
+            raise _Unread   # the text to change occurs twice: change nothing
+        return LoopDefault(source.written, text, start, end, before=before, after=after)
+
+
+@dataclass(frozen=True)
+class _Imported:
+    """A value of the student's own module: `written` steps, read through `node` (the import
+    statement, binding `name`; or the attribute read `config.STEPS` itself, name None)."""
+    written: int
+    node: ast.AST
+    name: str | None
+
+
+def _head(node) -> str:
+    """The name an import binds that `node` is read through (`config` of `config.STEPS`)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _argument_dest(call: ast.Call) -> str | None:

@@ -1,8 +1,10 @@
 """The STEPS cap of the practicals' runs (P5 and P6 10, P10 3) reaches a script with no STEPS
 constant whose training loop counts a command-line value: `parser.add_argument("--steps",
 type=int, default=300)` read as `for step in range(args.steps)`, `--iters`, `--num-steps` in a
-`while`, an `itertools.count()` loop that breaks at it, `int(sys.argv[1]) if len(sys.argv) > 1
-else 300`, click's `@click.option("--steps", default=300)`. Such a script had run its 300 steps
+`while`, an `itertools.count()` loop or a data loader's `enumerate` that breaks at it (`if step
++ 1 == args.steps: break`), the value handed to a function (`train(args.steps)` for `def
+train(steps)`), `int(sys.argv[1]) if len(sys.argv) > 1 else 300`, click's
+`@click.option("--steps", default=300)`. Such a script had run its 300 steps
 (P10 5.1 of 12, timed out). The graded run starts the script with no arguments, so the run's
 edit lowers the default's text and nothing else (grader/common/loop_bound.py,
 practical_measures.steps_edits); where the value is read any other way the script runs as
@@ -34,6 +36,9 @@ HEAD = ("import argparse, itertools, sys\n"
 TAIL = "print('TAKEN', Optimizer.taken)\n"
 PARSER = "parser = argparse.ArgumentParser()\n"
 STEPS_300 = "parser.add_argument('--steps', type=int, default=300)\n"
+
+
+LOADER = "args = parser.parse_args()\nloader = itertools.cycle([(1, 2)])\n"
 
 
 def in_main(*lines: str) -> str:
@@ -78,6 +83,23 @@ LOWERED = {
                              "300):\n    optimizer.step()\n",
     "sys.argv mirrored, named": in_main("steps = 300 if len(sys.argv) < 2 else int(sys.argv[1])",
                                         "for step in range(steps):", "    optimizer.step()"),
+    "a parameter": PARSER + STEPS_300 + "def train(steps):\n    for step in range(steps):\n"
+                   "        optimizer.step()\ntrain(parser.parse_args().steps)\n",
+    "a parameter by keyword, from main": "def train(model, steps):\n"
+                                         "    for step in range(steps):\n        model.step()\n"
+                                         + in_main("parser = argparse.ArgumentParser()",
+                                                   "parser.add_argument('--steps', type=int, "
+                                                   "default=300)", "args = parser.parse_args()",
+                                                   "print(f'{args.steps} steps')",
+                                                   "train(optimizer, steps=args.steps)"),
+    "a loader's enumerate breaks at it": PARSER + STEPS_300 + LOADER
+                                         + "for step, (x, y) in enumerate(loader):\n"
+                                         "    optimizer.step()\n"
+                                         "    if step + 1 == args.steps:\n        break\n",
+    "a loader's enumerate breaks first": PARSER + STEPS_300 + LOADER
+                                         + "for step, batch in enumerate(loader, 0):\n"
+                                         "    if step >= args.steps:\n        break\n"
+                                         "    optimizer.step()\n",
     "click": "import click\n@click.command()\n@click.option('--steps', default=300, "
              "help='steps')\ndef main(steps):\n    for step in range(steps):\n"
              "        optimizer.step()\n    print('TAKEN', Optimizer.taken)\n"
@@ -117,8 +139,6 @@ AS_WRITTEN = {
     "two values": PARSER + "parser.add_argument('--epochs', type=int, default=30)\n" + STEPS_300
                   + "args = parser.parse_args()\nfor epoch in range(args.epochs):\n"
                   "    for step in range(args.steps):\n        optimizer.step()\n",
-    "a parameter": PARSER + STEPS_300 + "def train(steps):\n    for step in range(steps):\n"
-                   "        optimizer.step()\ntrain(parser.parse_args().steps)\n",
     "sys.argv written": "sys.argv.append('2')\nfor step in range(int(sys.argv[1]) if "
                         "len(sys.argv) > 1 else 300):\n    optimizer.step()\n",
     "sys.argv given": "sys.argv = ['x', '2']\nfor step in range(int(sys.argv[1]) if "
@@ -130,6 +150,29 @@ AS_WRITTEN = {
                            "type=int, default=2)\nargs = parser.parse_args()\n"
                            "for step in range(args.steps):\n    optimizer.step()\n",
     "a STEPS constant": "STEPS = 2\nfor step in range(STEPS):\n    optimizer.step()\n",
+    # Handed to a function, but the value also sizes the data: lowering it changes the run.
+    "a parameter that sizes the data": PARSER + STEPS_300 + "def train(steps):\n"
+                                       "    data = [0] * steps\n    for step in range(steps):\n"
+                                       "        optimizer.step()\ntrain(parser.parse_args().steps)\n",
+    "a function called twice": PARSER + STEPS_300 + "def train(steps):\n"
+                               "    for step in range(steps):\n        optimizer.step()\n"
+                               "args = parser.parse_args()\ntrain(args.steps)\ntrain(2)\n",
+    "a function handed on": PARSER + STEPS_300 + "def train(steps):\n"
+                            "    for step in range(steps):\n        optimizer.step()\n"
+                            "runner = train\nrunner(parser.parse_args().steps)\n",
+    "a parameter given a default": PARSER + STEPS_300 + "def train(steps=5):\n"
+                                   "    for step in range(steps):\n        optimizer.step()\n"
+                                   "args = parser.parse_args()\ntrain()\nprint(args.steps)\n",
+    "enumerate from elsewhere": PARSER + STEPS_300 + LOADER
+                                + "for step, (x, y) in enumerate(loader, 295):\n"
+                                "    optimizer.step()\n    if step == args.steps:\n        break\n",
+    "the loader's counter bound again": PARSER + STEPS_300 + LOADER
+                                        + "for step, (x, y) in enumerate(loader):\n"
+                                        "    step = step * 2\n    optimizer.step()\n"
+                                        "    if step >= args.steps:\n        break\n",
+    "a break further on": PARSER + STEPS_300 + LOADER
+                          + "for step, (x, y) in enumerate(loader):\n    optimizer.step()\n"
+                          "    if step + 5 == args.steps:\n        break\n",
 }
 
 

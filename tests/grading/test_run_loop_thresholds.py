@@ -65,6 +65,15 @@ COMMAND_LINE = {
     "its own counter in another function": (
         PARSER + "def layers():\n    for step in range(90):\n        if step == 80:\n"
         "            return step\n" + in_main(*timed("times.append(1.0)"), *MEAN), 10),
+    "in a function the bound is handed to": (
+        PARSER + "def train(steps):\n    times = []\n    for step in range(steps):\n"
+        "        optimizer.step()\n        if step < 20:\n            continue\n"
+        "        times.append(1.0)\n    print('MEAN', sum(times) / len(times))\n"
+        "train(args.steps)\nprint('TAKEN', Optimizer.taken)\n", 30),
+    "a loader's enumerate that breaks": (PARSER + in_main(
+        "times = []", "for step, batch in enumerate(iter(int, 1)):", "    optimizer.step()",
+        "    if step >= 20:", "        times.append(1.0)", "    if step + 1 == args.steps:",
+        "        break", *MEAN), 30),
     # Run as written: the threshold is not read, or keeping it leaves nothing to lower.
     "a warm-up of the command line": (
         PARSER.replace("args =", "parser.add_argument('--warmup', type=int, default=20)\nargs =")
@@ -121,6 +130,19 @@ def test_the_lowered_run_finishes_as_the_students_does(tmp_path, form):
         f"{edited} steps, stderr {errors[-300:]!r} (edits {edits})")
 
 
+def test_a_warm_up_is_kept_whichever_loop_of_the_value_is_read_first(tmp_path):
+    """A timed loop of `args.steps`, then `train(args.steps)`: the timed loop, read before the
+    call hands the value on, had been left out of the warm-ups kept (lowered to 10)."""
+    text = (HEAD + PARSER + "\n".join(timed("if step >= 20:", "    times.append(1.0)")) + "\n"
+            "def train(steps):\n    for step in range(steps):\n        optimizer.step()\n"
+            "train(args.steps)\n" + "\n".join(MEAN) + "\n")
+    edits = pm.steps_edits(handed_in(tmp_path, P6, text), P6)
+    assert edits and edits[0][1].endswith("default=30)"), (
+        f"expected --steps' default lowered to 20 + 10 = 30; observed {edits} "
+        "(loop_bound._Script.loop_default reads every loop once the handed values are known)")
+    assert run_script(apply_edits(text, "run.py", list(edits)), tmp_path)[0] == 60
+
+
 def test_practical10_keeps_its_three_steps_past_a_warm_up(tmp_path):
     text = HEAD + COMMAND_LINE["a warm-up name in main"][0].replace("warmup = 20", "warmup = 5")
     edits = pm.steps_edits(handed_in(tmp_path, P10, text), P10)
@@ -166,6 +188,9 @@ def test_a_run_lowered_past_the_warm_up_trained_to_the_end(tmp_path):
      "for step in range(STEPS):\n    optimizer.step()\n    if step >= WARMUP:\n        pass\n",
      {}),                                                         # the warm-up is not read
     ("STEPS = 300\nfor step in range(STEPS // WORLD):\n    optimizer.step()\n", {"STEPS": 10}),
+    ("STEPS = 300\nfor step, (x, y) in enumerate(loader):\n    optimizer.step()\n"
+     "    if step >= 20:\n        pass\n    if step + 1 == STEPS:\n        break\n",
+     {"STEPS": 30}),                                  # a loader's loop, which had been set 10
 ])
 def test_a_steps_constant_is_lowered_no_further_than_past_its_warm_up(tmp_path, text, sets):
     submission = handed_in(tmp_path, P6, HEAD + text)
