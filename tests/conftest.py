@@ -8,6 +8,19 @@ from grader.sandbox import sandbox_available
 from grader.sandbox.limits import create_run_cgroup
 
 
+def pytest_addoption(parser):
+    parser.addoption("--record-file-costs", metavar="PATH", default=None,
+                     help="keep PATH (JSON) up to date with each test file's seconds, the "
+                          "xdist worker that ran it and when (tests/support/file_costs.py)")
+
+
+def pytest_configure(config):
+    path = config.getoption("record_file_costs", None)
+    if path and not hasattr(config, "workerinput"):   # where every report arrives
+        from tests.support.file_costs import FileCosts
+        config.pluginmanager.register(FileCosts(path), "pdl-file-costs")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """`-n 2` (pytest-xdist, README: Tests) hands out whole test files: a module's gradings are
