@@ -27,10 +27,12 @@ from grader.checks.hw3_printed_counts import printed_counts, statements
 from grader.checks.hw3_recorded_calls import recorded_part
 from grader.checks.hw3_trained_layout import MODEL_CLASS, first_collapse
 from grader.checks.practical_answers import command_line_options, constant_in_source, rows_by
+from grader.checks.practical_measures import script_text
 from grader.checks.support import (HIDDEN, GradedByHand, answers_hidden, disagrees, explain,
                                    reported)
 from grader.common.locations import data_folder
 from grader.common.text import answer_shown
+from grader.harness.hw3_import import short_run
 from grader.harness.hw3_script_call import SCRIPT
 from grader.harness.course_environment import (device_mismatch_note, missing_module_note,
                                                read_only_note)
@@ -166,12 +168,12 @@ def script_specs(submission) -> dict[int, dict]:
 def task5_script_specs(submission) -> dict[int, dict]:
     """The student's script as the grader runs it for Task 5's printed counts, by GPU count:
     DEPTH=20 at the timing DIM, and STEPS=3 only to shorten the run where the script has that
-    constant (the handout names DIM and DEPTH only; a loop of the student's own keeps its
-    steps)."""
+    constant, more past a warm-up its loop skips (hw3_import.short_run; the handout names DIM
+    and DEPTH only; a loop of the student's own keeps its steps)."""
     script = submission / "hw3" / "model_parallel.py"
     sets = {"DEPTH": TASK4_DEPTH, "DIM": TIMING_DIM}
     if constant_in_source(script, "STEPS") is not None:
-        sets["STEPS"] = 3
+        sets.update(short_run(script_text(submission, SCRIPT)))
     return {g: with_options(dict(script="hw3/model_parallel.py", gpus=g, sets=sets), script)
             for g in TASK4_GPUS}
 

@@ -6,8 +6,9 @@ level: a script that calls `main()` there (no `if __name__ == "__main__":` guard
 notebook exported with its training cells) trains at every import, at the file's DIM=1024 and
 all its steps. Imported once per node size, that had spent the probe's whole time budget
 (adv37 F1: 2 to 8.5 of 15 points, reported as "an endless loop"). So the import is made with
-the constants rewritten as the grader's own runs of the script set them (STEPS=3, and DIM and
-DEPTH at the configuration's: grader/vgpu/run_on_node.py), where the file assigns them.
+the constants rewritten as the grader's own runs of the script set them (STEPS=3, more past a
+warm-up: short_run; DIM and DEPTH at the configuration's: grader/vgpu/run_on_node.py), where
+the file assigns them.
 
 A layout built from module constants derived from DEPTH at import (`LAYERS_PER_GPU = DEPTH //
 NUM_GPUS` at the top) follows DEPTH only when the import sees the configuration's DEPTH, as the
@@ -23,18 +24,34 @@ import os
 import sys
 import time
 
+from grader.common.constant_values import whole_number_assigned
+from grader.common.loop_bound import constant_fewest
 from grader.common.text import python_source
 from grader.vgpu.run_on_node import rewrite_where_assigned
 from grader.vgpu.script_folder import standard_names_in
 
-# What the grader's runs of the script set to keep them short (grader/checks/test_hw3.py:
-# task5_script_specs), where the file assigns it.
-SHORT_RUN = {"STEPS": 3}
+# The steps the grader's runs of the script take to keep them short (grader/checks/test_hw3.py:
+# task5_script_specs), where the file assigns STEPS: short_run.
+SHORT_STEPS = 3
 # The constants a configuration gives; construct() also sets them on the module after import.
 CONFIGURED = ("DIM", "DEPTH")
 # An import with work at its top level that took longer than this trains whatever was rewritten
 # (a loop of its own steps): it is not run again for the next configuration, which reuses it.
 SLOW_IMPORT_S = 5.0
+
+
+def short_run(source: str) -> dict:
+    """{"STEPS": the steps of the grader's short runs of the script}: 3, or where the file holds
+    more (a whole number: constant_values.py) and a loop of STEPS does something only past a
+    warm-up of its counter (`if step >= 5:` timing), that warm-up plus 3, never more than the
+    file's (loop_bound.constant_fewest). At 3 such a loop timed no step, and its
+    `statistics.median(times)` stopped the run the student's own 20 steps finish ("did not run
+    to its end", flagged for a penalty). 3 where the comparison cannot be read, as before."""
+    written = whole_number_assigned(source, "STEPS")
+    if written is None or written <= SHORT_STEPS:
+        return {"STEPS": SHORT_STEPS}
+    return {"STEPS": constant_fewest(source, "STEPS", written, SHORT_STEPS,
+                                     unread=SHORT_STEPS)}
 
 
 class TrainsWhenImported(Exception):
@@ -208,7 +225,8 @@ class StudentImports:
             return None
         # DIM small makes a top-level main() cheap; DEPTH only where the class follows it
         # through the import, as few other names as may be.
-        values = dict(SHORT_RUN, DIM=dim, **({"DEPTH": depth} if self.per_configuration else {}))
+        values = dict(short_run(self.source), DIM=dim,
+                      **({"DEPTH": depth} if self.per_configuration else {}))
         try:
             tree, _missing = rewrite_where_assigned(self.source, self.model_file, values)
             return compile(tree, self.model_file, "exec", dont_inherit=True)

@@ -141,3 +141,57 @@ def test_top_level_work_names_calls_and_loops_not_definitions_or_guards():
     work = top_level_work(textwrap.dedent(BARE_MAIN))
     assert work == ["16: main()"], work
     assert top_level_work(textwrap.dedent(GUARDED)) == []
+
+
+WARM_UP = """
+    import statistics
+    DIM = 1024
+    STEPS = 20
+    TIMED = []
+
+    class LargeLinearModelMP:
+        def __init__(self, dim=DIM):
+            self.dim = dim
+
+    def main():
+        for step in range({bound}):
+            if step >= 5:   # the first steps warm up: not timed
+                TIMED.append(step)
+        print(statistics.median(TIMED))
+
+    main()
+"""
+
+
+@pytest.mark.parametrize("bound, steps", [
+    ("STEPS", 8),                                    # 5 warm-up steps + the short run's 3
+    ("5 + STEPS", 3),                                # the template's: the warm-up on top
+])
+def test_a_loop_timed_past_a_warm_up_keeps_the_short_runs_steps_past_it(tmp_path, bound, steps):
+    """At STEPS=3 a loop timing only `if step >= 5:` timed nothing, and its
+    `statistics.median` stopped the grader's runs of a script whose own 20 steps finish: Task
+    5's runs were told "did not run to its end" and flagged for a penalty (hw3.script_runs)."""
+    from grader.checks.test_hw3 import task5_script_specs
+    from grader.harness.hw3_import import short_run
+    path = planted(tmp_path, WARM_UP.replace("{bound}", bound))
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    assert short_run(source) == {"STEPS": steps}, (
+        f"expected the short run of `range({bound})` with `if step >= 5:` to take {steps} "
+        f"steps; observed {short_run(source)} (hw3_import.short_run, loop_bound.constant_fewest)")
+    assert task5_script_specs(tmp_path)[2]["sets"]["STEPS"] == steps, (
+        "expected Task 5's runs to take the short run's steps (test_hw3.task5_script_specs)")
+    module = StudentImports(path, Stop).get(2, 16, 6)
+    assert module.TIMED == list(range(5, 5 + 3)), (
+        f"expected the import's main() to time 3 steps past the warm-up; observed {module.TIMED}")
+
+
+@pytest.mark.parametrize("source", [
+    "STEPS = 20\nfor step in range(STEPS):\n    if step >= int(input()):\n        pass\n",
+    "STEPS = 2\nfor step in range(STEPS):\n    if step >= 5:\n        pass\n",
+    "STEPS = 20\nfor step in range(STEPS):\n    pass\n",
+])
+def test_a_short_run_without_a_warm_up_it_reads_takes_3_steps_as_before(source):
+    from grader.harness.hw3_import import short_run
+    assert short_run(source) == {"STEPS": 3}, (
+        f"expected STEPS=3 for {source!r}: no warm-up read; observed {short_run(source)}")
