@@ -418,10 +418,10 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
     limits = limits or UnpackLimits()
     name = info.filename.replace("\\", "/")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise Rejected(f"{archive}: entry '{info.filename}' has an absolute path; rejected")
+        raise LeavesTheZip(archive, [(info.filename, ABSOLUTE)])
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise Rejected(f"{archive}: entry '{info.filename}' points outside the archive (../); rejected")
+        raise LeavesTheZip(archive, [(info.filename, DOT_DOT)])
     if len(parts) > limits.max_depth:
         raise Rejected(f"{archive}: entry '{'/'.join(parts[:3])}/...' is nested {len(parts)} "
                        f"folders deep, more than the limit of {limits.max_depth}; rejected")
@@ -443,6 +443,52 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
                           "0); a person should look (ask the student to upload it without a "
                           "password)")
     return parts
+
+
+DOT_DOT, ABSOLUTE = "../", "an absolute path"
+# Entries and links named where a zip's entries leave it, at most.
+OUT_NAMED = 5
+# What to do about a zip whose paths leave it (made from the folder above, with `../` in the
+# names, or by a hand-written script): said with every refusal of one (adv45 F5).
+ZIP_THE_FOLDER = ("rejected: zip the folder itself, from the folder that holds it (e.g. `zip "
+                  "-r hw3.zip hw3`, or the file manager's 'Compress' on the folder), so that "
+                  "no path in it leaves it")
+
+
+class LeavesTheZip(Rejected):
+    """Entries of a zip whose paths leave it ((name, DOT_DOT or ABSOLUTE)), and the links in it
+    that point out of it ((path, target)): all of them named, with what to do."""
+
+    def __init__(self, archive: str, entries: list[tuple[str, str]],
+                 links: Sequence[tuple[str, str]] = ()):
+        self.archive, self.entries, self.links = archive, list(entries), list(links)
+        super().__init__(self.said())
+
+    def said(self) -> str:
+        if len(self.entries) == 1:
+            name, why = self.entries[0]
+            what = (f"entry '{name}' points outside the archive (../)" if why == DOT_DOT
+                    else f"entry '{name}' has an absolute path")
+        else:
+            what = (f"{len(self.entries)} entries leave the archive: "
+                    + ", ".join(f"'{name}' ({why})" for name, why in self.entries[:OUT_NAMED])
+                    + (f" and {len(self.entries) - OUT_NAMED} more"
+                       if len(self.entries) > OUT_NAMED else ""))
+        links = ""
+        if self.links:
+            links = ("; it also holds links out of it (never followed): "
+                     + ", ".join(f"{where} (to {target})"
+                                 for where, target in self.links[:OUT_NAMED])
+                     + (f" and {len(self.links) - OUT_NAMED} more"
+                        if len(self.links) > OUT_NAMED else ""))
+        return f"{self.archive}: {what}{links}; {ZIP_THE_FOLDER}"
+
+
+def _link_leaves(parts: Sequence[str], target: str) -> bool:
+    """Whether a link at `parts` in a zip, to `target`, points out of the zip."""
+    if target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target):
+        return True
+    return os.path.normpath(os.path.join("top", *parts[:-1], target)).split(os.sep)[0] != "top"
 
 
 def check_method(info: zipfile.ZipInfo, archive: str, unneeded: bool) -> None:
@@ -716,13 +762,20 @@ def _unpack_entries(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], dest: Pat
     `origin`: the archive as the upload names it and the folder it is in, where its links are
     said."""
     limits = budget.limits
-    entries = []
+    entries, leaving, links_out = [], [], []
     for info in infos:
-        parts = check_zip_entry(info, label, limits)
+        try:
+            parts = check_zip_entry(info, label, limits)
+        except LeavesTheZip as out:
+            # Each one named, not only the first (adv45 F5): checked on, nothing written.
+            leaving += out.entries
+            continue
         if not parts or any(p in JUNK_NAMES for p in parts):
             continue
         if is_link_entry(info):
             target = _link_target(zf, info)
+            if target is not None and _link_leaves(parts, target):
+                links_out.append(("/".join(parts), target))
             if notes is not None:
                 notes.append(f"skipped {'/'.join(parts)} in {label}: a symbolic link"
                              + (f" (to {target})" if target is not None else "")
@@ -733,6 +786,8 @@ def _unpack_entries(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], dest: Pat
                     os.path.normpath(os.path.join(origin[1], *parts[:-1], target))))
             continue
         entries.append((info, parts))
+    if leaving:
+        raise LeavesTheZip(label, leaving, links_out)
     budget.count_listed(label, len(entries))
     environments = _environment_parts(entries)
     if budget.leave_out:
