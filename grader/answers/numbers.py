@@ -1109,19 +1109,24 @@ def quantity_in(text: str, unit: str, mark: str | None = None,
 # reads it. A range is never a count: whole_number_in does not read one.
 RANGE_TOLERANCE = 0.10
 _RANGE_NUMBER = r"\d+(?:[.,]\d+)?"
-_TIME_RANGE_RE = re.compile(
+# A percentage said as a range ("35-40%", "35 to 40 %"): nvidia-smi's utilization, which moves
+# every second under `watch -n 1 nvidia-smi`. The one check of it accepts any reading from 0 to
+# 100 % (practical_answers.usage_table_problems), so every value of a range within 0-100 is an
+# answer it accepts, however wide: the middle stands for it (adv44 F2: "35-40%" was refused).
+_MEASURED_RANGE_RE = re.compile(
     r"(?P<lead>(?:" + APPROXIMATELY + r"\s*)?(?:(?P<between>between)\s+|from\s+)?)"
-    r"(?P<low>" + _RANGE_NUMBER + r")\s*(?P<low_unit>[a-zµμ]+)?\s*(?P<to>[-–—]|\bto\b|\band\b)\s*"
-    r"(?P<high>" + _RANGE_NUMBER + r")(?![\d.,])\s*(?P<high_unit>[a-zµμ]+\b)?(?!\s*(?:[-–—]|to\b)\s*\d)",
+    r"(?P<low>" + _RANGE_NUMBER + r")\s*(?P<low_unit>[a-zµμ]+|%)?\s*(?P<to>[-–—]|\bto\b|\band\b)\s*"
+    r"(?P<high>" + _RANGE_NUMBER + r")(?![\d.,])\s*(?P<high_unit>[a-zµμ]+\b|%)?(?!\s*(?:[-–—]|to\b)\s*\d)",
     re.IGNORECASE)
+_RANGE_UNITS = {"s": _TIME_UNIT_RE, "ms": _TIME_UNIT_RE, "percent": re.compile("%")}
 
 
 @dataclass(frozen=True)
-class TimeRange:
+class MeasuredRange:
     low: float
     high: float
     text: str   # the range as written
-    unit_written: bool = False   # a unit of time beside it (else the column's, or the header's)
+    unit_written: bool = False   # a unit beside it (else the column's, or the header's)
 
     @property
     def middle(self) -> float:
@@ -1132,29 +1137,39 @@ class TimeRange:
         """Every value of it within RANGE_TOLERANCE of its middle."""
         return 0 < self.low < self.high and self.high - self.low <= RANGE_TOLERANCE * (self.high + self.low)
 
+    def within(self, lowest: float, highest: float) -> bool:
+        """Written low to high, both ends from `lowest` to `highest`."""
+        return lowest <= self.low <= self.high <= highest
 
-def time_range_in(text: str, unit: str, mark: str | None = None, whole: bool = True) -> TimeRange | None:
-    """The range of times `text` says, in `unit` ("s" or "ms"): both ends with their units (one
-    unit written once is both's), "and" only after "between". `whole`: the text is the range
-    and nothing else (a sheet's cell); else the range starts at its first number (a report's
-    cell, "~12-14 ms (2 runs)")."""
+
+def time_range_in(text: str, unit: str, mark: str | None = None, whole: bool = True) -> MeasuredRange | None:
+    """The range of times `text` says, in `unit` ("s" or "ms"): see measured_range_in."""
+    return measured_range_in(text, unit, mark, whole) if unit in ("s", "ms") else None
+
+
+def measured_range_in(text: str, unit: str, mark: str | None = None,
+                      whole: bool = True) -> MeasuredRange | None:
+    """The range `text` says, in `unit` ("s", "ms" or "percent"): both ends with their units
+    (one unit written once is both's), "and" only after "between". `whole`: the text is the
+    range and nothing else (a sheet's cell); else the range starts at its first number (a
+    report's cell, "~12-14 ms (2 runs)"). Ends are as written: "40-35%" is low 40, high 35."""
     text = str(text)
-    if len(text) > MAX_VALUE_CHARS or unit not in ("s", "ms"):
+    if len(text) > MAX_VALUE_CHARS or unit not in _RANGE_UNITS:
         return None
     if whole:
-        found = _TIME_RANGE_RE.fullmatch(text.strip().rstrip(".").strip())
+        found = _MEASURED_RANGE_RE.fullmatch(text.strip().rstrip(".").strip())
     else:   # the range whose low end is the first number, with the words before it ("between")
         first = _NUMBER_RE.search(text)
-        found = next((m for m in _TIME_RANGE_RE.finditer(text) if m.start("low") == first.start()),
+        found = next((m for m in _MEASURED_RANGE_RE.finditer(text) if m.start("low") == first.start()),
                      None) if first else None
     if found is None or (found["to"].lower() == "and" and not found["between"]):
         return None
     low_unit, high_unit = found["low_unit"], found["high_unit"]
     for written in (low_unit, high_unit):
-        if written and _TIME_UNIT_RE.fullmatch(written.lower()) is None:
+        if written and _RANGE_UNITS[unit].fullmatch(written.lower()) is None:
             return None
     low = quantity_in(f"{found['low']} {low_unit or high_unit or ''}", unit, mark)
     high = quantity_in(f"{found['high']} {high_unit or low_unit or ''}", unit, mark)
     if low is None or high is None:
         return None
-    return TimeRange(float(low), float(high), found.group(0).strip(), bool(low_unit or high_unit))
+    return MeasuredRange(float(low), float(high), found.group(0).strip(), bool(low_unit or high_unit))

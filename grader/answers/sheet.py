@@ -23,8 +23,8 @@ from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shap
                       chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
                       decimal_mark, each_shape_said, formula_alone, gpu_count_given,
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
-                      not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
-                      shapes_in, shows_decimal_mark, size_each_said, time_range_in, whole_number_in,
+                      measured_range_in, not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
+                      shapes_in, shows_decimal_mark, size_each_said, whole_number_in,
                       without_gpu_label, without_markdown, without_memory_totals,
                       worked_out_value)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
@@ -394,9 +394,10 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
         if one is None and values is not None and unit == "mib" and len(values) == 2 \
                 and values[1] > values[0] and "/" in text:
             return values[0]   # nvidia-smi's "1012MiB / 81920MiB": used of total
-        span = time_range_in(text, unit, mark) if one is None else None
-        if span is not None and span.narrow:   # numbers.time_range_in says why the middle
-            shown = f"{span.middle:g} {unit}"
+        span = measured_range_in(text, unit, mark) if one is None else None
+        # numbers says why the middle: a narrow range of times, any percentage range in 0-100
+        if span is not None and (span.within(0, 100) if unit == "percent" else span.narrow):
+            shown = f"{span.middle:g} {'%' if unit == 'percent' else unit}"
             if notes is not None:
                 notes.append(f"{column} '{said}' read as {shown}, the middle of its range")
             return span.middle

@@ -12,7 +12,7 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.answers.numbers import int_list_in, not_available, whole_number_in
+from grader.answers.numbers import int_list_in, measured_range_in, not_available, whole_number_in
 from grader.checks.practical_measures import assigned_constants, step_clock, step_seconds
 from grader.checks.support import explain, no_answer, not_found
 
@@ -430,11 +430,23 @@ def usage_table_problems(rows: dict) -> list[str]:
         if not_available(util):
             pass
         elif not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 <= util <= 100:
-            problems.append(f"GPU {gpu}: utilization_percent is {util!r}, not 0-100 (or n/a "
-                            "where no nvidia-smi could be run)")
+            problems.append(f"GPU {gpu}: utilization_percent is {util!r}{_utilization_wrong(util)}")
         if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
             problems.append(f"GPU {gpu}: memory_mib is {memory!r}, not a positive number")
     return problems
+
+
+def _utilization_wrong(util) -> str:
+    """What is wrong with a utilization the sheet could not read as a percentage 0-100, and what
+    was expected (a range within 0-100 is read as its middle: sheet._cell)."""
+    expected = ("expected one reading from 0 to 100 (38, 38 %, or a range within 0-100 such as "
+                "35-40 %), or n/a where no nvidia-smi could be run")
+    span = measured_range_in(util, "percent") if isinstance(util, str) else None
+    if span is not None and span.low > span.high:
+        return f": a range from high to low: {expected}"
+    if span is not None or isinstance(util, (int, float)) and not isinstance(util, bool):
+        return f", outside 0-100: {expected}"
+    return f": {expected}"
 
 
 def checked_usage_table(answers, reported_values, qid: str, method: str, *runs,

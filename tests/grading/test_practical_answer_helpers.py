@@ -121,7 +121,7 @@ def test_utilization_said_not_to_be_available_is_complete_and_flagged(utilizatio
 
 def test_utilization_that_is_neither_a_percentage_nor_not_available_is_said():
     readings = [dict(row, utilization_percent="busy") for row in READINGS]
-    with pytest.raises(AssertionError, match="utilization_percent is 'busy', not 0-100"):
+    with pytest.raises(AssertionError, match="utilization_percent is 'busy': expected one reading from 0 to 100"):
         checked_usage_table(sheet({"usage.table": readings}), {}, "usage.table", "DataParallel",
                             trained())
 
