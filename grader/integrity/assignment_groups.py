@@ -41,6 +41,14 @@ def assignment_groups(files: list[Path], submission: Path, trees: dict[str, ast.
             for group in linked]
 
 
+# Assignments whose grading runs another's script, whatever the student's source says:
+# Practical 6's Part 6 compares DDP with "your Practical 5 code" (grader/checks/
+# test_practical6.py DP_SCRIPT runs practical5/practical5_dp.py), so practical5's code runs in
+# practical6's runs, is judged with it, and stays in its view (hidden, Part 6 had told every
+# student "your Practical 5 did not train" and taken any answer about DataParallel: adv44 F3).
+GRADED_WITH = {"practical6": ("practical5",)}
+
+
 def linked_assignments(files: list[Path], submission: Path,
                        trees: dict[str, ast.AST]) -> list[frozenset[str]]:
     """The assignments whose files run together (assignment_groups), by folder name, sorted."""
@@ -56,7 +64,8 @@ def linked_assignments(files: list[Path], submission: Path,
         imported |= shared_reach[1]
         for other in by_assignment:
             only_there = modules[other] - modules[name] - shared_modules
-            if other != name and (other in names or imported & only_there):
+            if other != name and (other in names or imported & only_there
+                                  or other in GRADED_WITH.get(name, ())):
                 linked[name].add(other)
                 linked[other].add(name)
     joined = {frozenset(_closure(name, linked)) for name in by_assignment}

@@ -228,6 +228,25 @@ def test_what_links_another_assignment_keeps_it_in_view(tmp_path, route):
         "grader/integrity/assignment_groups.py linked_assignments, folders_apart")
 
 
+def test_practical6_sees_practical5_which_its_grading_runs(tmp_path):
+    """Practical 6's Part 6 runs the student's practical5/practical5_dp.py for DataParallel's
+    side of the comparison: its runs see practical5 even where its source never names it (hidden,
+    every student was told "your Practical 5 did not train", adv44 F3), and the scan judges the
+    two together; hw3 still sees neither."""
+    files = {"practical5/practical5_dp.py": "import torch\n",
+             "practical6/practical6_ddp.py": "import torch.distributed as dist\n",
+             "hw3/model_parallel.py": "import torch\n"}
+    upload = _linked_upload(tmp_path / "upload", files, {})
+    groups = scan_and_group(upload)[1]
+    views = views_of(upload, ["practical6", "practical5", "hw3"], groups)
+    observed = {name: sorted(p.name for p in view) for name, view in views.items()}
+    assert observed == {"practical6": ["hw3"], "practical5": ["hw3"],
+                        "hw3": ["practical5", "practical6"]}, (
+        f"expected practical6's runs to see practical5 (grader/checks/test_practical6.py runs "
+        f"its DP_SCRIPT), hw3's neither; observed hidden: {observed}. Where to look: "
+        "grader/integrity/assignment_groups.py GRADED_WITH")
+
+
 # -- one grading ------------------------------------------------------------------------------
 # The reference, with hw3's model stopping where it can read practical5's file (a name computed
 # at run time), and practical6 importing a helper of practical5's by name.
