@@ -53,10 +53,12 @@ STUDENT_FILES = {"report": "report.html", "instructor": "instructor.md",
 
 def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
                      order: list[str] | None = None, unmatched_overrides: list[str] = (),
-                     unapplied_overrides: Mapping[str, str] | None = None) -> Path:
+                     unapplied_overrides: Mapping[str, str] | None = None,
+                     partial: str = "") -> Path:
     """Render DIR/index.html from DIR/gradebook.sqlite. `order`: the course's assignments;
     `unmatched_overrides`: keys of this run's overrides file that name no submission;
-    `unapplied_overrides`: {key: why} of overrides for uploads with nothing to grade.
+    `unapplied_overrides`: {key: why} of overrides for uploads with nothing to grade;
+    `partial`: why the page holds only part of the class (a batch stopped), said at its top.
     (`submissions_dir` is no longer read: the code fingerprints are in the gradebook.)"""
     out_dir = Path(out_dir)
     book = Gradebook(out_dir / "gradebook.sqlite")
@@ -66,8 +68,9 @@ def write_class_page(out_dir: Path, submissions_dir: Path | None = None,
     finally:
         book.close()
     files = {r.student.key: _student_files(out_dir, r.student.key) for r in runs}
-    page = render_class_page(class_summary(runs, fingerprints, order, files,
-                                           unmatched_overrides, unapplied_overrides))
+    summary = class_summary(runs, fingerprints, order, files, unmatched_overrides,
+                            unapplied_overrides)
+    page = render_class_page({**summary, "partial": partial})
     return write_atomically(out_dir / "index.html", page)
 
 
@@ -140,6 +143,7 @@ def class_summary(runs: Iterable[CurrentRun], fingerprints: Mapping[str, Mapping
 
 def render_class_page(summary: Mapping[str, Any]) -> str:
     view = dict(summary)
+    view.setdefault("partial", "")     # why only part of the class is shown (a batch stopped)
     view["histograms"] = [Markup(svg) for svg in (_histogram(d) for d in summary["distributions"]) if svg]
     view["step_plot"] = Markup(_step_plot(summary["step_time"])) if summary["step_time"] else None
     return _environment().get_template("class_page.html.j2").render(

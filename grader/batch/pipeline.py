@@ -73,7 +73,7 @@ from grader.reports.not_graded import NEEDS_PERSON, REJECTED, not_graded_mark
 from grader.batch.inputs import Prepared, Submission, UnpackLimits, discover, prepare
 from grader.batch.moodle_worksheet import worksheet_emails, write_moodle_worksheets
 from grader.batch.people import people
-from grader.batch.progress import STILL_FOR_PERSON, Progress
+from grader.batch.progress import STILL_FOR_PERSON, STILL_REJECTED, Progress
 from grader.batch.similarity import code_fingerprints
 from grader.batch.published import note_shared_answers, publish_run, republish
 from grader.batch.scheduler import GradeFn, GradeJob, JobOutcome, run_jobs
@@ -92,12 +92,13 @@ DRY_RUN_FOLDER = "slurm-dry-run"
 
 
 class BatchInterrupted(Exception):
-    """Ctrl-C: what was recorded stays; the same command resumes."""
-    def __init__(self, graded: int, done: int, total: int | None):
+    """Ctrl-C: what was recorded stays; the same command resumes. `kept`: what was written of
+    the class's files for what is graded so far (or why not)."""
+    def __init__(self, graded: int, done: int, total: int | None, kept: str = ""):
         self.graded, self.done, self.total = graded, done, total
         left = f"{total - done} left" if total is not None else "the rest left"
         super().__init__(f"interrupted: {graded} graded, {left}; run the same command again "
-                         "to resume")
+                         "to resume" + (f". {kept}" if kept else ""))
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             copy.cleanup()
         raise BatchError(str(problem)) from None
     progress: Progress | None = None
+    grading: tuple[Gradebook, dict] | None = None
     try:
         for stale in (out / "scratch", out / "work"):   # left by a killed batch
             shutil.rmtree(stale, ignore_errors=True)
@@ -325,6 +327,7 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
             return BatchSummary(progress, out / "gradebook.sqlite", out / "grades.csv", notes,
                                 assignment_choice=choice, plan=plan)
         schedule = run_jobs if backend is None else backend.run_jobs
+        grading = (book, rubrics)      # from here on a Ctrl-C leaves the class's files
         with _cpu_share(options.workers if backend is None else None):
             for outcome in schedule(batch.jobs(found), grade_fn, options.workers, options.timeout_s):
                 try:
@@ -365,9 +368,10 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         # rolls back if interrupted), work/ and scratch/ are emptied below.
         if progress is not None:
             progress.stop()
+        kept = _class_files_so_far(out, *grading, progress) if grading else ""
         raise BatchInterrupted(progress.graded if progress else 0,
                                progress.done if progress else 0,
-                               progress.total if progress else None) from None
+                               progress.total if progress else None, kept) from None
     finally:
         if progress is not None:
             progress.stop()
@@ -377,6 +381,27 @@ def run_batch(submissions_dir: Path, out: Path, options: BatchOptions = BatchOpt
         if copy is not None:
             copy.cleanup()
         lock.release()
+
+
+def _class_files_so_far(out: Path, book: Gradebook, rubrics: dict, progress: Progress) -> str:
+    """grades.csv and index.html of what is graded so far, on Ctrl-C (adv45 F4: a batch stopped
+    after 5 gradings had left neither, though the README promises "keeping everything graded
+    so far"); the page says it is partial, the returned words say what was written. Moodle's
+    and Gradescope's files wait for the whole class."""
+    recorded = len(list(book.current_runs()))
+    left = progress.total - progress.done
+    why = (f"the batch was stopped with {left} upload(s) left to look at; run the same command "
+           "again to finish the class")
+    try:
+        republish(book, out, rubrics)
+        write_grades_csv(out / "grades.csv", book.current_runs(), list(rubrics))
+        from grader.batch.class_page import write_class_page
+        write_class_page(out, order=list(rubrics), partial=why)
+    except (KeyboardInterrupt, Exception) as problem:   # a second Ctrl-C, a full disk
+        return (f"grades.csv and index.html were not written ({type(problem).__name__}); "
+                "the same command writes them when it ends")
+    return (f"grades.csv and index.html hold only the {recorded} upload(s) recorded so far "
+            f"(partial: {left} left); the same command completes them")
 
 
 def _copy_of_gradebook(path: Path, folder: Path) -> Path:
@@ -501,6 +526,7 @@ class _ClassBatch:
         if self.options.dry_run:
             word = {"skipped": "skipped (unchanged)", "needs_person": "for a person",
                     STILL_FOR_PERSON: "still for a person (unchanged)",
+                    STILL_REJECTED: "still rejected (unchanged)",
                     "rescored": "re-scored without running code"}.get(status, status)
             self.plan.append(f"{key}: would be {word}" + (f": {detail}" if detail else ""))
         else:
@@ -548,6 +574,8 @@ class _ClassBatch:
                 self.book.update_name(submission.student)
             if current.status == "rejected" and prepared.needs_person:
                 self._finished(key, STILL_FOR_PERSON, prepared.problem)   # not done with
+            elif current.status == "rejected":
+                self._finished(key, STILL_REJECTED, prepared.problem)     # a 0, said again
             else:
                 self._finished(key, "skipped")
             return None

@@ -25,8 +25,13 @@ RUNNING_SHOWN = 8        # running ones listed by name (the rest are counted)
 # An upload left for a person by an earlier batch and unchanged since: settled without a
 # grading, as a skipped one is, but not done with.
 STILL_FOR_PERSON = "still_for_person"
+# An upload an earlier batch rejected (a 0) and unchanged since: settled without a grading, but
+# said with its reason, here and in the summary (adv45 F4: a resumed batch had said only
+# "skipped", and the run that finished the class never named the 0).
+STILL_REJECTED = "still_rejected"
 # How a finished upload is said on its line, where its status is not said as it is.
-WORDS = {"regraded": "re-graded", STILL_FOR_PERSON: "still for a person (unchanged)"}
+WORDS = {"regraded": "re-graded", STILL_FOR_PERSON: "still for a person (unchanged)",
+         STILL_REJECTED: "still rejected (unchanged)"}
 
 
 def _clock(seconds: float) -> str:
@@ -54,6 +59,8 @@ class Progress:
     skipped: int = 0                           # unchanged since the last batch
     # Unchanged since the last batch and still needing a person (not among `skipped`: not done)
     still_for_person: int = 0
+    # Unchanged since the last batch, which rejected it (not among `skipped`: said as a 0)
+    still_rejected: int = 0
     rescored: int = 0                          # of the graded: scores redone, no code run
     regraded: int = 0                          # of the graded: graded before, run again (why said)
     needs_person: int = 0                      # of the rejected: nothing to grade found
@@ -80,7 +87,8 @@ class Progress:
 
     @property
     def done(self) -> int:
-        return self.graded + self.failed + self.rejected + self.skipped + self.still_for_person
+        return (self.graded + self.failed + self.rejected + self.skipped + self.still_for_person
+                + self.still_rejected)
 
     def eta_s(self) -> float | None:
         """Remaining submissions x mean grading time / workers (skips count as free)."""
@@ -128,6 +136,8 @@ class Progress:
                 self.skipped += 1
             elif status == STILL_FOR_PERSON:
                 self.still_for_person += 1
+            elif status == STILL_REJECTED:
+                self.still_rejected += 1
             elif status in ("rejected", "needs_person"):
                 self.rejected += 1
                 self.needs_person += status == "needs_person"
@@ -135,12 +145,14 @@ class Progress:
                 self.failed += 1
             if status in ("timed_out", "error", "rejected", "needs_person"):
                 self.failures.append(Failure(key, status, detail))
-            if status == STILL_FOR_PERSON:
-                self.failures.append(Failure(key, "needs_person", "unchanged since the last batch"
-                                             + (f": {detail}" if detail else "")))
-            if duration_s is not None and status not in ("skipped", STILL_FOR_PERSON):
+            if status in (STILL_FOR_PERSON, STILL_REJECTED):
+                self.failures.append(Failure(
+                    key, "needs_person" if status == STILL_FOR_PERSON else "rejected",
+                    "unchanged since the last batch" + (f": {detail}" if detail else "")))
+            unchanged = ("skipped", STILL_FOR_PERSON, STILL_REJECTED)
+            if duration_s is not None and status not in unchanged:
                 self._durations.append(duration_s)
-            if status not in ("skipped", STILL_FOR_PERSON):
+            if status not in unchanged:
                 self._last.append((key, shown.replace("_", " "), score))
         if self._display is not None:
             self._display.refresh()
@@ -161,10 +173,20 @@ class Progress:
         rescored = f" ({', '.join(again)})" if again else ""
         # In the class page's words: an upload for a person is no rejection (no 0 is given).
         return (f"{self.done}/{self.total} done: {self.graded} graded{rescored}, {self.failed} failed, "
-                f"{self.rejected - self.needs_person} rejected, {self._for_a_person()}, "
+                f"{self._rejected()}, {self._for_a_person()}, "
                 f"{self.skipped} skipped"
                 f" | elapsed {_clock(time.monotonic() - self._started)}"
                 + (f" | ETA {_clock(eta)}" if eta is not None and self.done < self.total else ""))
+
+    def _rejected(self) -> str:
+        """The uploads rejected (a 0), those rejected by an earlier batch and unchanged since
+        among them."""
+        new, still = self.rejected - self.needs_person, self.still_rejected
+        if not still:
+            return f"{new} rejected"
+        if not new:
+            return f"{still} rejected (unchanged)"
+        return f"{new + still} rejected ({still} unchanged)"
 
     def _for_a_person(self) -> str:
         """The uploads that need a person, those left unchanged since the last batch among them:

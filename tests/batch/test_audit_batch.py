@@ -370,8 +370,11 @@ def test_ctrl_c_says_how_to_resume_and_keeps_nothing_half_done(tmp_path, monkeyp
     monkeypatch.setattr(pipeline, "run_jobs", interrupted)
     with pytest.raises(BatchInterrupted) as stopped:
         batch(subs, out)
+    # ... and what it wrote of the class's files for what is graded so far (adv45 F4).
     assert str(stopped.value) == ("interrupted: 0 graded, 1 left; run the same command again "
-                                  "to resume"), stopped.value
+                                  "to resume. grades.csv and index.html hold only the 0 "
+                                  "upload(s) recorded so far (partial: 1 left); the same "
+                                  "command completes them"), stopped.value
     assert not (out / "work").exists() and not (out / "submissions" / "alice").exists()
     monkeypatch.undo()
     again, _ = batch(subs, out)
