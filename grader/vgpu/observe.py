@@ -22,6 +22,7 @@ from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, ma
                                           pass_of)
 from grader.vgpu.input_identity import InputIdentity
 from grader.vgpu.loss_weights import class_weighted_mean
+from grader.vgpu import pass_tokens
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.side_steps import SideSteps, step_code
@@ -176,7 +177,8 @@ def _note_rows_inside(module, args, kwargs) -> None:
     if first is None or not first.dim():
         return
     rows = first.shape[0]
-    if rows > getattr(_tls, "rows_inside", 0):
+    # The pass's own rows cut into tokens are no rows beyond its own (pass_tokens.py).
+    if rows > getattr(_tls, "rows_inside", 0) and not pass_tokens.cut_from_pass(first):
         _tls.rows_inside = rows
     calls = getattr(_tls, "inside_calls", None)
     if calls is None:
@@ -802,6 +804,7 @@ class Observer:
         opened = (self.forwards, storage_of(first) if first is not None else None,
                   tuple(first.shape) if first is not None else None)
         _tls.rows_inside, _tls.inside_first, _tls.inside_calls = 0, None, []
+        pass_tokens.opened(first)
         _tls.layer_devices, _tls.layers_on_no_rows, _tls.layer_rows = [], False, {}
         _tls.own_parameters = []
         _tls.rows_per_layer = {}
@@ -902,6 +905,7 @@ class Observer:
         _tls.depth = depth
         if depth and self.trace.enabled and not in_backward():
             _watch_layer_output(module, output)
+            pass_tokens.layer_output(output)
         if depth == 1 and getattr(_tls, "inner", None) is module:
             _tls.inner = None
             self._pass_ends(module, getattr(_tls, "inner_forward", (None, None, None)), output,
@@ -946,6 +950,7 @@ class Observer:
     def _pass_ends(self, module, opened, output, continued=None, rows=0, moved=False) -> None:
         """`continued`: what `_continued` said of the pass at its start; `rows`: the most rows
         of a tensor it was handed; `moved`: its forward moved the model's layers."""
+        pass_tokens.closed()
         tensors = _output_tensors(output)
         ran_on = max(rows, getattr(_tls, "rows_inside", 0), _largest_rows(tensors))
         if continued is not None and ran_on > continued[1]:

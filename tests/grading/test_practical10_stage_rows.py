@@ -413,3 +413,138 @@ def test_an_own_spare_parameter_whose_rows_are_unknown_or_few_is_no_stage(traced
     assert stages == [0], (
         f"expected one stage, cuda:0 ({model_class.__doc__.strip()}); observed {stages}; where "
         "to look: test_practical10.stages_of_pass")
+
+
+# -- a stage that cuts its micro-batch's rows into tokens (eng_p10sw) -----------------------------
+# Its layers are handed 8 times the pass's rows: read as a layer run on a batch the pass was not
+# handed (adv28's whole batch held by the model), the pass had counted 8 times the micro-batch's
+# rows and none of its rows as the batch's (7 of 12 where the reference earns 10). Rows holding
+# the very numbers of the pass's input, or of an output of its layers, are the pass's own
+# (grader/vgpu/pass_tokens.py); a batch held elsewhere, cut into tokens too, is not.
+
+TOKENS = 8
+WIDE = 32     # DIM * TOKENS / 2: rows of 32 numbers cut into 8 tokens of 4
+
+
+class TokenStage(nn.Module):
+    """Stage 0's module cuts the rows it is handed into tokens and joins them after."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(WIDE // TOKENS, HIDDEN // TOKENS), nn.ReLU())
+
+    def forward(self, x):
+        rows = x.shape[0]
+        return self.layers(x.reshape(rows * TOKENS, -1)).reshape(rows, -1)
+
+
+class TokensInStage(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stage0 = TokenStage().to(CUDA0)
+        self.stage1 = nn.Linear(HIDDEN, DIM).to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
+
+
+class TokensInForward(nn.Module):
+    """The model's forward cuts stage 0's rows into tokens, between the stages."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(WIDE // TOKENS, HIDDEN // TOKENS),
+                                    nn.ReLU()).to(CUDA0)
+        self.stage1 = nn.Linear(HIDDEN, DIM).to(CUDA2)
+
+    def forward(self, x):
+        rows = x.shape[0]
+        tokens = self.stage0(x.to(CUDA0).reshape(rows * TOKENS, -1))
+        return self.stage1(tokens.reshape(rows, -1).to(CUDA2))
+
+
+class TokensInStage1(nn.Module):
+    """Stage 1, layers one after another, on tokens of the activation stage 0 hands it."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(WIDE, HIDDEN), nn.ReLU()).to(CUDA0)
+        self.stage1 = nn.Sequential(nn.Linear(HIDDEN // TOKENS, HIDDEN // TOKENS), nn.ReLU(),
+                                    nn.Linear(HIDDEN // TOKENS, DIM // TOKENS)).to(CUDA2)
+
+    def forward(self, x):
+        rows = x.shape[0]
+        hidden = self.stage0(x.to(CUDA0)).to(CUDA2)
+        return self.stage1(hidden.reshape(rows * TOKENS, -1)).reshape(rows, -1)
+
+
+class TokensOfAHeldBatch(TokensInForward):
+    """The forgery: stage 0 run on tokens of the whole batch, held by the model."""
+
+    held = None
+
+    def forward(self, x):
+        rows = x.shape[0]
+        tokens = self.stage0(self.held.reshape(-1, WIDE // TOKENS))
+        whole = tokens.reshape(len(self.held), -1)[:rows]
+        return self.stage1(whole.to(CUDA2)) + 0 * x.sum().to(CUDA2)
+
+
+class TokensOfOtherRows(TokensOfAHeldBatch):
+    """The forgery with as many numbers as the micro-batch, other ones: tokens of the held
+    batch's last rows in place of the micro-batch's."""
+
+    def forward(self, x):
+        rows = x.shape[0]
+        other = self.held[-rows:] + 0 * x
+        tokens = self.stage0(other.reshape(rows * TOKENS, -1))
+        return self.stage1(tokens.reshape(rows, -1).to(CUDA2))
+
+
+def trained_on(traced_vnode, model_class, held=None):
+    """Two steps of 4 micro-batches of 4 rows of WIDE numbers; `held`: a batch of that many
+    rows the model holds."""
+    events = traced_vnode(4)
+    torch.manual_seed(0)
+    model = model_class()
+    if held is not None:
+        model.held = torch.randn(held, WIDE, device=CUDA0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(ROWS, WIDE, device=CUDA0), torch.randn(ROWS, DIM, device=CUDA2)
+    for _ in range(2):
+        optimizer.zero_grad()
+        for mx, my in zip(x.tensor_split(4), y.tensor_split(4)):
+            (nn.functional.mse_loss(model(mx), my) / 4).backward()
+        optimizer.step()
+    return Observation("practical10/sample.py", gpus=4, returncode=0, events=list(events),
+                       stdout="")
+
+
+@pytest.mark.parametrize("model_class", [TokensInStage, TokensInForward, TokensInStage1],
+                         ids=["tokens cut in the stage's module", "tokens cut in forward",
+                              "stage 1 on tokens"])
+def test_a_stage_on_tokens_of_the_micro_batch_runs_on_its_rows(traced_vnode, model_class):
+    run = trained_on(traced_vnode, model_class)
+    passes = [p for p in p10.forward_passes(run) if p["trains"]]
+    # Rows are recorded before the first optimizer step only: the first step's 4 passes.
+    observed = [(p["rows"], p["rows_in"] is not None or n >= 4) for n, p in enumerate(passes)]
+    assert len(passes) == 8 and observed == [(ROWS // 4, True)] * 8, (
+        f"expected every pass of {model_class.__name__} on its micro-batch's 4 rows, the first "
+        f"step's rows recorded as the batch's; observed (rows, rows recorded) {observed}; "
+        "where to look: grader/vgpu/pass_tokens.py, practical_measures._rows_as_run")
+    stages = p10.stage_gpus(run, 0)
+    assert stages == [0, 2], f"expected stages on cuda:0 and cuda:2; observed {stages}"
+
+
+@pytest.mark.parametrize("model_class, held, rows", [
+    (TokensOfAHeldBatch, ROWS, ROWS * TOKENS), (TokensOfOtherRows, ROWS, 4 * TOKENS)],
+    ids=["tokens of a whole batch held", "tokens of other rows, as many numbers"])
+def test_tokens_of_data_the_pass_was_not_handed_are_no_rows_of_it(traced_vnode, model_class,
+                                                                  held, rows):
+    passes = [p for p in p10.forward_passes(trained_on(traced_vnode, model_class, held))
+              if p["trains"]]
+    observed = [(p["rows"], p["rows_in"]) for p in passes]
+    assert passes and observed == [(rows, None)] * len(passes), (
+        f"expected every pass of {model_class.__name__} read as run on {rows} rows, none of "
+        f"them the batch's (rows_in None); observed {observed}; where to look: "
+        "grader/vgpu/pass_tokens.py")
