@@ -13,6 +13,14 @@ manual; "by DataParallel", "scatter", "done for you" automatic; "mostly GPU 0", 
 "not balanced" is imbalanced, "not manual" automatic, "GPU 0 is not the bottleneck" balanced.
 Nothing is guessed: a cell saying both words, or with a "not" that turns none of them, is read
 as None, so its check waits for a person instead of marking it wrong.
+
+A cell may say both methods' words: "automatic for DP, manual for DDP", "DP: automatic / DDP:
+manual", "unlike DP (automatic), manual". Given its column (`method`, "dp" or "ddp"), only its
+clauses about that column's method are read, as a TA reads them: a clause naming the other
+method (and a bracket or a "where ..." after it) is not this cell's answer:
+
+    words_for("data split", "automatic for DP, manual for DDP", "ddp")  -> "manual"
+    words_for("data split", "automatic (DDP needs a sampler)", "dp")    -> "automatic"
 """
 from __future__ import annotations
 
@@ -57,13 +65,20 @@ _NEGATION = re.compile(r"\bnon-?(?!e\b)\s*|\b(?:not|no|never|without)\b|n['’]t
 _TURNS = re.compile(r"(?:\bnon-?\s*|(?:\b(?:not|no|never|without)|n['’]t)\s+(?:[\w.:-]+\s+)?)$")
 
 
-def words_for(aspect: str, cell) -> str | None:
+def words_for(aspect: str, cell, method: str | None = None) -> str | None:
     """A table cell as the word the comparison uses ("1"/"multiple", "automatic"/"manual",
     "balanced"/"imbalanced"); None when it says none of them, or both. The cell's head (before
     a bracket, comma or dash) decides where it says one: "Balanced (unlike DP, where GPU 0 is
     the bottleneck)", "1 (one process, multiple threads)", "manual (not automatic)" (a probe
-    found each read as its remark's word)."""
+    found each read as its remark's word). `method`: the cell's column, "dp" or "ddp"; where
+    the cell names a method, only its clauses about the column's method are read (_about)."""
     text = str(cell).strip().lower() if cell is not None else ""
+    clauses = _about(text, method) if method is not None else None
+    if clauses is not None:
+        # Each clause read on its own: clauses about this method that disagree ("manual for
+        # DDP (automatic)") wait for a person; one that says neither word is a remark.
+        said = {aspect_word(aspect, clause) for clause in clauses} - {None}
+        return said.pop() if len(said) == 1 else None
     head = re.split(r"\s*(?:[(,;:/]|\s[-–—]\s)", text, maxsplit=1)[0]
     for part in (head, text):
         word = aspect_word(aspect, part)
@@ -92,6 +107,69 @@ def aspect_word(aspect: str, text: str) -> str | None:
     if len(said) != 1 or unexplained:
         return None
     return said.pop()
+
+
+# The two methods as students name them: "DP", "nn.DataParallel", "Data Parallel"; "DDP",
+# "DistributedDataParallel" (test_practical6 reads "which is faster?" with the same names).
+METHOD_NAMES = {"ddp": r"\b(?:distributed\s*data\s*parallel|ddp)\b",
+                "dp": r"(?<!distributed)(?<!distributed )\b(?:nn\.)?(?:data\s*parallel|dp)\b"}
+# Where a cell's clauses part: a comma, semicolon, slash or bar, a dash between spaces, and the
+# words that set one method against the other ("manual, unlike DP", "automatic in DP but
+# manual in DDP", "more balanced than DP"). Not a colon: "DP: automatic" is one clause.
+_CLAUSE_BREAK = re.compile(r"\s*(?:[,;/|]|\s[-–—]+\s|\b(?=(?:but|whereas|while|unlike|vs\.?|versus|"
+                           r"compared\s+(?:to|with)|as\s+opposed\s+to|than|and|whilst)\b))\s*")
+# A clause that is only a method's name: the next clause says what it does.
+_ONLY_A_NAME = re.compile(r"(?:(?:and|vs\.?|versus|for|in|with)\s+)?(?:the\s+)?(?:"
+                          + "|".join(METHOD_NAMES.values()) + ")")
+# A clause that goes on about what the clause before it named: "(unlike DP, where GPU 0 is
+# the bottleneck)".
+_GOES_ON = re.compile(r"(?:where|which|whose|because|since|as|so|hence|thus|i\.?e\.?|e\.?g\.?)\b")
+# "by DataParallel" is the word automatic itself ("the split is done by DataParallel"), not a
+# clause about DataParallel.
+_WORD_NAMING_DP = re.compile(r"\bby\s+(?:nn\.)?data\s*parallel\b")
+
+
+def _about(text: str, method: str) -> list[str] | None:
+    """The clauses of the cell `text` about `method`: a clause naming the method, or naming
+    neither (the cell's own subject); a bracket, or a clause going on ("where ..."), without a
+    name of its own is about what the clause before it named. None where it names no method."""
+    owners, kept = [], []
+    for clause, remark in _clauses(text):
+        named = {m for m, pattern in METHOD_NAMES.items()
+                 if re.search(pattern, _WORD_NAMING_DP.sub("", clause))}
+        if len(named) == 1:
+            owner = named.pop()
+        elif named:
+            owner = "both"   # "DP and DDP both balanced": about this column too
+        else:
+            owner = owners[-1] if owners and (remark or _GOES_ON.match(clause)) else None
+        owners.append(owner)
+        if owner in (None, "both", method):
+            kept.append(clause)
+    return None if all(owner is None for owner in owners) else kept
+
+
+def _clauses(text: str) -> list[tuple[str, bool]]:
+    """(clause, whether it stands in a bracket) for each clause of `text`, a bracket's clauses
+    after the clause it follows."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        opens, closes = char in "([", char in ")]" and depth > 0
+        depth_before, depth = depth, depth + opens - closes
+        if (opens and depth_before == 0) or (closes and depth == 0):
+            parts.append((current, closes))   # a bracket's text stands on its own
+            current = ""
+        else:
+            current += char
+    parts.append((current, depth > 0))
+    clauses = []
+    for part, remark in parts:
+        for clause in filter(None, (c.strip() for c in _CLAUSE_BREAK.split(part))):
+            if clauses and _ONLY_A_NAME.fullmatch(clauses[-1][0]):
+                # "DP and DDP both balanced", "DP/DDP: balanced": one clause about both.
+                clause = f"{clauses.pop()[0]} {clause}"
+            clauses.append((clause, remark))
+    return clauses
 
 
 def _process_count(text: str) -> str | None:

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from grader.answers.aspect_words import CHOICES, words_for
+from grader.answers.aspect_words import CHOICES, METHOD_NAMES, words_for
 from grader.checks.practical_answers import (COMPARISON_ASPECTS, TOTAL_LOWER, answer_against,
                                              answer_and_truth, checked_usage_table,
                                              comparison_names, comparison_rows,
@@ -686,9 +686,10 @@ def test_reported_comparison_table(runs, answers, measured, reported_values, fla
         f"{[r.get('aspect') for r in value if isinstance(r, dict)] if isinstance(value, list) else []}",
         f"{where}: name the {aspect} row {comparison_names(aspect)}")
     reported_values[f"compare.table.{aspect}"] = {"dp": row.get("dp"), "ddp": row.get("ddp")}
-    # A cell not read is said as written, never as Python's None.
+    # A cell not read is said as written, never as Python's None. Each cell is read for its
+    # column's method: "automatic for DP, manual for DDP" in the ddp column says manual.
     cells = tuple(row.get(m) for m in ("dp", "ddp"))
-    words = tuple(words_for(aspect, cell) for cell in cells)
+    words = tuple(words_for(aspect, cell, method) for method, cell in zip(("dp", "ddp"), cells))
     said = tuple(said_as(aspect, cell, word) for cell, word in zip(cells, words))
     _unread_cells_wait(aspect, cells, words, truth, said, where)
     must_agree(answers, "compare.table", f"{aspect}: dp {said[0]}, ddp {said[1]}",
@@ -719,8 +720,7 @@ def _unread_cells_wait(aspect, cells, words, truth, said, where) -> None:
         f"(...)'"), "compare.table")
 
 
-_DDP = r"\b(?:distributed\s*data\s*parallel|ddp)\b"
-_DP = r"(?<!distributed)(?<!distributed )\b(?:nn\.)?(?:data\s*parallel|dp)\b"
+_DDP, _DP = METHOD_NAMES["ddp"], METHOD_NAMES["dp"]
 _METHOD = rf"(?:{_DDP}|{_DP})"
 _HEDGE = re.compile(r"\b(?:it\s+depends|depends\s+on\s+the|either\s+(?:one|way|is|could|can)|both\s+(?:are|equally|the\s+same)|"
                     r"not\s+sure|maybe|perhaps|probably|likely|about\s+the\s+same|roughly\s+(?:the\s+)?same|equally\s+fast|"

@@ -12,7 +12,7 @@ from grader.checks import test_practical6 as p6
 from grader.checks.support import AnswerNotRead
 
 
-@pytest.mark.parametrize("aspect, cell, word", [
+READ_IN_OWN_WORDS = [
     # The red team's sheet (adv41 p6_words).
     ("data split", "By hand (DistributedSampler)", "manual"), ("gpu usage", "Mostly GPU 0", "imbalanced"),
     ("gpu usage", "Same on every GPU", "balanced"),
@@ -36,20 +36,26 @@ from grader.checks.support import AnswerNotRead
     ("gpu usage", "GPU 0 is not the bottleneck", "balanced"), ("data split", "not manual", "automatic"),
     ("data split", "not by hand", "automatic"), ("data split", "non-automatic", "manual"),
     ("data split", "without a sampler", "automatic"),
-])
+]
+
+
+@pytest.mark.parametrize("aspect, cell, word", READ_IN_OWN_WORDS)
 def test_a_comparison_cell_in_a_students_words_is_read_as_a_ta_reads_it(aspect, cell, word):
     assert words_for(aspect, cell) == word, (
         f"{cell!r} ({aspect}): expected {word!r}, read {words_for(aspect, cell)!r} "
         "(grader/answers/aspect_words.py _WORDS)")
 
 
-@pytest.mark.parametrize("aspect, cell", [
+NOT_READ = [
     # Both words, another comparison, or a "not" that turns none of the words: never guessed.
     ("data split", "automatic and manual"), ("gpu usage", "Same as DP"), ("gpu usage", "similar to DP"),
     ("gpu usage", "no GPU is idle"), ("gpu usage", "GPU 0 first, then the others"),
     ("gpu usage", "even more on GPU 0"), ("data split", "the user does not split"),
     ("data split", "Imbalanced"),
-])
+]
+
+
+@pytest.mark.parametrize("aspect, cell", NOT_READ)
 def test_a_cell_that_could_mean_either_word_is_not_read(aspect, cell):
     assert words_for(aspect, cell) is None, f"{cell!r} ({aspect}) read as {words_for(aspect, cell)!r}"
 
@@ -77,3 +83,94 @@ def test_a_cell_not_read_waits_for_a_person_never_marked_wrong():
 ])
 def test_a_row_with_a_wrong_or_empty_cell_does_not_wait(cells):
     _wait(cells)   # returns: must_agree then marks the row (wrong where a cell is)
+
+
+# -- a cell that names both methods, read for its column -----------------------------------------
+# Students write the comparison in the cell: "automatic for DP, manual for DDP" in the DDP column
+# was read as automatic (its head) and marked wrong; "DP: automatic / DDP: manual" waited for a
+# person. A TA reads the clause about the column's method: the other method's clause is no part
+# of this cell's answer (a bracket or a "where ..." after a clause is about what that clause named).
+DDP_COLUMN = [
+    ("data split", "automatic for DP, manual for DDP", "manual"),
+    ("data split", "DP: automatic / DDP: manual", "manual"),
+    ("data split", "unlike DP (automatic), manual", "manual"),
+    ("data split", "automatic in DP but manual in DDP", "manual"),
+    ("data split", "Manual, whereas DataParallel splits it automatically", "manual"),
+    ("data split", "manual (DP does it automatically)", "manual"),
+    ("data split", "DP scatters automatically; DDP needs a DistributedSampler", "manual"),
+    ("data split", "nn.DataParallel: auto | DDP: by hand", "manual"),
+    ("data split", "manual - DP does it for you", "manual"),
+    ("data split", "Manual, compared to automatic in DP", "manual"),
+    ("gpu usage", "imbalanced in DP, balanced in DDP", "balanced"),
+    ("gpu usage", "DP: imbalanced / DDP: balanced", "balanced"),
+    ("gpu usage", "balanced (DP: mostly GPU 0)", "balanced"),
+    ("gpu usage", "more balanced than DP", "balanced"),
+    ("gpu usage", "Balanced, unlike DataParallel where GPU 0 is the bottleneck", "balanced"),
+    ("gpu usage", "DP: GPU 0 does more, DDP: same on every GPU", "balanced"),
+    ("gpu usage", "DDP balanced while DP is skewed towards GPU 0", "balanced"),
+    ("gpu usage", "DP and DDP both balanced", "balanced"),
+    ("processes", "1 for DP, multiple for DDP", "multiple"),
+    ("processes", "DP: 1, DDP: 2", "multiple"),
+    ("processes", "one per GPU (DP has a single process)", "multiple"),
+    ("processes", "DataParallel 1 vs DDP multiple", "multiple"),
+]
+DP_COLUMN = [
+    ("data split", "automatic (DDP needs a sampler)", "automatic"),
+    ("data split", "automatic for DP, manual for DDP", "automatic"),
+    ("data split", "DP: automatic / DDP: manual", "automatic"),
+    ("data split", "automatic, unlike DDP (manual)", "automatic"),
+    ("data split", "Automatic, whereas in DDP we split it ourselves", "automatic"),
+    ("data split", "scatter (DDP: DistributedSampler)", "automatic"),
+    ("data split", "automatically - DDP needs a DistributedSampler", "automatic"),
+    ("data split", "automatic in DP but manual in DDP", "automatic"),
+    ("gpu usage", "imbalanced in DP, balanced in DDP", "imbalanced"),
+    ("gpu usage", "DP: imbalanced / DDP: balanced", "imbalanced"),
+    ("gpu usage", "mostly GPU 0 (DDP: same on every GPU)", "imbalanced"),
+    ("gpu usage", "imbalanced, unlike DDP where it is balanced", "imbalanced"),
+    ("gpu usage", "Unbalanced; DDP is even", "imbalanced"),
+    ("gpu usage", "imbalanced in DP (GPU 0 does most), balanced in DDP", "imbalanced"),
+    ("gpu usage", "DDP balanced, DP imbalanced", "imbalanced"),
+    ("processes", "1 (DDP: one per GPU)", "1"),
+    ("processes", "1 for DP, multiple for DDP", "1"),
+    ("processes", "single process, DDP uses one per GPU", "1"),
+    ("processes", "DP: 1, DDP: 2", "1"),
+]
+
+
+@pytest.mark.parametrize("method, aspect, cell, word",
+                         [("ddp", *row) for row in DDP_COLUMN] + [("dp", *row) for row in DP_COLUMN])
+def test_a_cell_naming_both_methods_is_read_for_its_columns_method(method, aspect, cell, word):
+    assert words_for(aspect, cell, method) == word, (
+        f"{cell!r} in the {method} column ({aspect}): expected {word!r}, read "
+        f"{words_for(aspect, cell, method)!r} (grader/answers/aspect_words.py _about, _clauses)")
+
+
+@pytest.mark.parametrize("method, aspect, cell", [
+    # The column's own clauses disagree, or only the other method is written about: a person reads it.
+    ("ddp", "data split", "automatic and manual for DDP"), ("ddp", "data split", "DDP: manual, but also automatic"),
+    ("ddp", "gpu usage", "balanced in DDP, imbalanced in DDP"), ("ddp", "gpu usage", "balanced in DDP (GPU 0 does more)"),
+    ("dp", "gpu usage", "balanced in DP (GPU 0 does more)"), ("ddp", "data split", "automatic for DP"),
+    ("dp", "data split", "manual for DDP"), ("ddp", "gpu usage", "Same as DP"),
+])
+def test_a_cell_whose_clauses_about_its_column_disagree_is_not_read(method, aspect, cell):
+    assert words_for(aspect, cell, method) is None, (
+        f"{cell!r} in the {method} column read as {words_for(aspect, cell, method)!r}")
+
+
+# Every phrasing pinned above reads the same in either column; the one exception is a DDP
+# cell's remark about DP read in the DP column (below).
+_PINNED = [(aspect, cell) for aspect, cell, _ in READ_IN_OWN_WORDS] + NOT_READ
+
+
+@pytest.mark.parametrize("method", ["dp", "ddp"])
+@pytest.mark.parametrize("aspect, cell", _PINNED)
+def test_a_pinned_phrasing_reads_the_same_in_its_column(method, aspect, cell):
+    assert words_for(aspect, cell, method) == words_for(aspect, cell), (
+        f"{cell!r} ({aspect}) in the {method} column: {words_for(aspect, cell, method)!r}, "
+        f"without a column {words_for(aspect, cell)!r}")
+
+
+def test_a_ddp_cells_remark_about_dp_in_the_dp_column_is_for_a_person():
+    cell = "Balanced (unlike DP where GPU 0 is the bottleneck)"
+    assert words_for("gpu usage", cell, "ddp") == "balanced"
+    assert words_for("gpu usage", cell, "dp") is None   # "balanced" vs its own DP clause

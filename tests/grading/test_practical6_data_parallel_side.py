@@ -200,6 +200,25 @@ def test_a_comparison_in_own_words_is_checked_row_by_row(tmp_path, aspect):
     assert failure is None, failure
 
 
+# Each cell written as the comparison itself (eng_words2): the DDP column's "automatic for DP,
+# manual for DDP" was read by its head, automatic, and the row marked wrong; "DP: imbalanced /
+# DDP: balanced" waited for a person. Each cell is read for its column's method.
+BOTH_METHODS_TABLE = [
+    {"aspect": "processes", "dp": "1 (DDP: one per GPU)", "ddp": "1 for DP, multiple for DDP"},
+    {"aspect": "data split", "dp": "automatic (DDP needs a sampler)",
+     "ddp": "automatic for DP, manual for DDP"},
+    {"aspect": "gpu usage", "dp": "imbalanced in DP, balanced in DDP",
+     "ddp": "DP: imbalanced / DDP: balanced"}]
+
+
+@pytest.mark.parametrize("aspect", list(p6.ASPECTS))
+def test_a_cell_naming_both_methods_is_checked_for_its_column(tmp_path, aspect):
+    runs = Runs(dp_trained(scattered=True, step_s=0.004), ddp_trained(step_s=0.001), tmp_path)
+    _, failure = graded(p6.test_reported_comparison_table, runs, aspect,
+                        **{"compare.table": BOTH_METHODS_TABLE})
+    assert failure is None, failure
+
+
 def test_a_row_not_recognised_is_named_with_the_names_accepted(tmp_path):
     """The feedback said only the rows written: it now says which row is missing and the names
     it is read under."""
