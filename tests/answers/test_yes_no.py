@@ -4,10 +4,13 @@ the word ("Not faster") is a no, and a hedge is never guessed."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from grader.answers.hw3_pdf import contract
 from grader.answers.sheet import coerce, template_questions
-from grader.answers.yes_no import read_yes_no
+from grader.answers.yes_no import read_growth, read_yes_no
 
 
 @pytest.mark.parametrize("text, value, explanation", [
@@ -230,3 +233,57 @@ def test_the_questions_own_word_denied_is_a_no(raw, value):
 def test_the_antonym_denied_or_a_turn_is_left_for_a_person(raw):
     with pytest.raises(ValueError, match="expected"):
         coerce(raw, template_questions("practical6")["data.split_automatically"])
+
+
+# -- "Correct." and "Of course." to every yes/no question of every handout ----------------------
+# They are read as yes whatever the question (read_yes_no has no question). That is right only
+# while every yes/no question is a plain one, whose "Correct." is its yes: checked for each
+# (eng_words2) in the answer sheets of HW3, Practicals 4, 5, 6, 10 and in the HW3 report's labels
+# and handout questions. A question asking between two things ("Is it true that X, or Y?", "X or
+# Y?") or a negative one ("Isn't X?") would make "Correct." no yes: this test then fails, and
+# such a question needs "Correct." read as None (a person reads it).
+_ASSIGNMENTS = ("hw3", "practical4", "practical5", "practical6", "practical10")
+SHEET_YES_NO = [(assignment, question) for assignment in _ASSIGNMENTS
+                for question in template_questions(assignment).values() if question.type == "bool"]
+REPORT_YES_NO = [(label.field, text) for label in contract.LABELLED_ANSWERS if label.kind == "yes_no"
+                 for text in (label.template_text, label.handout_text) if text]
+AGREEING = ("Correct.", "Of course.", "Correct", "Of course!", "correct - every GPU holds layers")
+# What may say "or" without asking between two things: the template's "(yes/no)".
+_YES_OR_NO = re.compile(r"[(\[]?\s*yes\s*(?:/|or)\s*no\s*[)\]]?", re.I)
+_NOT_A_PLAIN_QUESTION = re.compile(r"\bor\b|\bis\s+it\s+true\s+that\b|n['’]t\b|\bnot\b|\bwhich\b", re.I)
+
+
+def test_every_handouts_yes_no_questions_are_all_here():
+    assert len(SHEET_YES_NO) == 15 and len(REPORT_YES_NO) == 7, (
+        f"expected 15 yes/no sheet questions and 7 report labels (template + handout), found "
+        f"{len(SHEET_YES_NO)} and {len(REPORT_YES_NO)}: check the new ones for 'Correct.' below")
+
+
+@pytest.mark.parametrize("where, question", [(f"{a} {q.id}", q.text) for a, q in SHEET_YES_NO]
+                         + REPORT_YES_NO)
+def test_each_yes_no_question_is_a_plain_one_that_correct_answers(where, question):
+    asked = _YES_OR_NO.sub("", question)
+    assert not _NOT_A_PLAIN_QUESTION.search(asked), (
+        f"{where}: {question!r} asks between two things or negatively: 'Correct.' / 'Of course.' "
+        "to it is no yes; read them as None there (grader/answers/yes_no.py _FIRST)")
+
+
+@pytest.mark.parametrize("said", AGREEING)
+@pytest.mark.parametrize("assignment, question", SHEET_YES_NO, ids=lambda v: getattr(v, "id", v))
+def test_correct_or_of_course_on_a_sheet_is_yes(assignment, question, said):
+    assert coerce(said, question) is True, (
+        f"{assignment} {question.id}: {said!r} read as {coerce(said, question)!r}")
+
+
+@pytest.mark.parametrize("said", AGREEING)
+@pytest.mark.parametrize("field, question", REPORT_YES_NO)
+def test_correct_or_of_course_in_a_report_is_yes(field, question, said):
+    answer = read_growth(said, question) or read_yes_no(said)
+    assert answer.value == "yes", f"{field} after {question!r}: {said!r} read as {answer}"
+
+
+def test_task5s_handout_question_is_no_yes_no_question():
+    """HW3 Task 5's handout asks "What is the relationship ...?": "Correct." there would mean
+    nothing. No yes/no is read after that question (only after the template's label)."""
+    label = next(la for la in contract.LABELLED_ANSWERS if la.field == "task5.transfers_grow_with_gpus")
+    assert label.handout_pattern is None and label.handout_text is None, label
