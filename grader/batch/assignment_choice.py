@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from grader.batch.inputs import Submission, UnpackLimits, assignments_in
+from grader.batch.inputs import (Submission, UnpackLimits, assignments_and_template_copies_in,
+                                 assignments_in)
 from grader.batch.kept_settings import few
 from grader.batch.progress import Progress
 from grader.scoring import assignment_ids
@@ -22,15 +23,25 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
     out, never zero-filled for everyone else ("at least half" had graded HW3 for both uploads
     of two, one of them a course folder, with a Moodle sheet of the wrong participant
     numbers). Where none is held by more than half (one upload of each of two), those held by
-    the most, said so. Returns ({student key: assignments}, the lines that say what was chosen
-    and why)."""
+    the most, said so. An assignment folder that is the template unchanged (a whole course
+    folder's untouched assignments: template_copies) holds nothing: said as not handed in,
+    and never graded (adv44 F4: 30 gradings for 6 students, 0/12 in Moodle sheets for
+    assignments never handed in). Returns ({student key: assignments}, the lines that say what
+    was chosen and why)."""
     order = list(rubrics)
     layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
     exports: dict[str, list[tuple[Submission, set[str]]]] = {}
+    copies: dict[str, dict[str, list[str]]] = {}   # {export: {assignment: keys}}
+    copies_of: dict[str, set[str]] = {}              # {student key: its template copies}
     for submission in found:
-        held = assignments_in(submission, scratch / submission.student.key, layout, limits)
+        held, unchanged = assignments_and_template_copies_in(
+            submission, scratch / submission.student.key, layout, limits)
         exports.setdefault(submission.export, []).append(
             (submission, {a for a in held if a in rubrics}))
+        for assignment in unchanged & set(rubrics):
+            copies.setdefault(submission.export, {}).setdefault(assignment, []).append(
+                submission.student.key)
+        copies_of[submission.student.key] = unchanged
     chosen_of: dict[str, tuple[str, ...]] = {}
     lines = []
     for export, uploads in sorted(exports.items()):
@@ -38,6 +49,8 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
         counts = Counter(a for _, held in holding for a in held)
         chosen = tuple(a for a in order if counts[a] and 2 * counts[a] > len(holding))
         where = f"{export}/: " if export else ""
+        lines.extend(f"{where}{a}: the template, unchanged: not handed in ({few(keys)})"
+                     for a in order for keys in [copies.get(export, {}).get(a)] if keys)
         if not chosen and counts:
             most = max(counts.values())
             chosen = tuple(a for a in order if counts[a] == most)
@@ -64,7 +77,15 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
         lines.insert(0, "assignments: no --assignment given, so those the uploads hold"
                         + (" (per folder: one download each)" if len(exports) > 1 else ""))
     everywhere = tuple(a for a in order if any(a in t for t in chosen_of.values())) or tuple(order)
-    return {s.student.key: chosen_of[s.export] or everywhere for s in found}, lines
+    return {s.student.key: handed_in(chosen_of[s.export] or everywhere, copies_of[s.student.key])
+            for s in found}, lines
+
+
+def handed_in(chosen: tuple[str, ...], copies: set[str]) -> tuple[str, ...]:
+    """`chosen` less the assignments the upload holds as the template unchanged (not handed in:
+    never graded 0). Where that leaves none, all of `chosen`: the upload's preparation says
+    it is no work (layout.require_work_handed_in) and holds it for a person."""
+    return tuple(a for a in chosen if a not in copies) or chosen
 
 
 def left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, rubrics: dict,

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Sequence
 
 from grader.batch.layout import (ROOT_SEARCH_DEPTH, NeedsPerson, find_root, held_assignments,
-                                 require_expected_files)
+                                 require_expected_files, require_work_handed_in,
+                                 template_copies_in)
 from grader.batch.link_targets import link_lines
 from grader.batch.printable import printable
 from grader.batch.unpack import (ARCHIVE_KINDS, JUNK_NAMES, LINKS_NOT_FOLLOWED, MOODLE_NAME,
@@ -428,6 +429,8 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
                 else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
+        if not left_out and not links:   # else what was left out may be the work
+            require_work_handed_in(root, list(graded or layout))
         digest = content_hash(root)
         if left_out:
             # Graded without some of it: the same code handed in again without the data is
@@ -488,11 +491,23 @@ def assignments_in(submission: Submission, scratch: Path, layout: Sequence[str],
                    limits: UnpackLimits = UnpackLimits()) -> set[str]:
     """The assignments of `layout` whose files the upload holds, unpacked as prepare() does;
     empty where it cannot be unpacked, holds none or several versions. Leaves `scratch` empty."""
+    return assignments_and_template_copies_in(submission, scratch, layout, limits)[0]
+
+
+def assignments_and_template_copies_in(submission: Submission, scratch: Path,
+                                       layout: Sequence[str],
+                                       limits: UnpackLimits = UnpackLimits()
+                                       ) -> tuple[set[str], set[str]]:
+    """(assignments_in's, the assignments whose folder in the upload is the template's
+    unchanged: not handed in)."""
     try:
         prepared = prepare(submission, scratch, limits, layout, graded=layout)
-        return held_assignments(prepared.root, layout) if prepared.root is not None else set()
+        if prepared.root is None:
+            return set(), set()
+        return (held_assignments(prepared.root, layout),
+                template_copies_in(prepared.root, layout))
     except OSError:   # the machine's (a full disk): the grading's own preparation says so
-        return set()
+        return set(), set()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -39,11 +39,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from grader.batch.template_copies import unchanged_template
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, NeedsPerson, Rejected,
                                  archive_kind)
 
 __all__ = ["ROOT_SEARCH_DEPTH", "NeedsPerson", "Rejected", "expected_files", "code_files",
-           "find_root", "held_assignments", "require_expected_files"]
+           "find_root", "held_assignments", "require_expected_files", "require_work_handed_in",
+           "template_copies_in"]
 
 ROOT_SEARCH_DEPTH = 6
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "student_template"
@@ -135,9 +137,30 @@ def _holds_its_files(folder: Path, assignment: str) -> bool:
 
 
 def held_assignments(root: Path, assignments: Sequence[str]) -> set[str]:
-    """The assignments whose folder in a submission's root holds one of their files."""
+    """The assignments whose folder in a submission's root holds one of their files, and is not
+    the template's unchanged (template_copies: a whole course folder's untouched assignments
+    are not handed in)."""
     return {a for a in assignments if (root / a).is_dir() and not (root / a).is_symlink()
-            and _holds_its_files(root / a, a)}
+            and _holds_its_files(root / a, a) and not unchanged_template(root / a, a)}
+
+
+def template_copies_in(root: Path, assignments: Sequence[str]) -> set[str]:
+    """The assignments whose folder in a submission's root is the template's, unchanged."""
+    return {a for a in assignments if (root / a).is_dir() and not (root / a).is_symlink()
+            and unchanged_template(root / a, a)}
+
+
+def require_work_handed_in(root: Path, graded: Sequence[str]) -> None:
+    """NeedsPerson where the graded assignments' folders are the template's unchanged and none
+    holds work: nothing was handed in (a course folder uploaded to another assignment's Moodle
+    download), which graded would be a 0 and "Submitted for grading" in its Moodle sheet."""
+    copies = template_copies_in(root, graded)
+    if copies and not held_assignments(root, graded):
+        raise NeedsPerson("; ".join(f"{a}: the template, unchanged: not handed in" for a in graded
+                                    if a in copies)
+                          + " (its files are student_template/'s as handed out, with no work in "
+                            "them): not graded; a person checks whether the student handed it "
+                            "in elsewhere")
 
 
 def _levels(top: Path, depth: int) -> list[list[Path]]:

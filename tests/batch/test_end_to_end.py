@@ -19,6 +19,9 @@ def test_reference_and_template_graded_for_real(tmp_path, pdl_grade):
     shutil.copytree(REPO / "reference" / "practical4",
                     subs / "Ref Erence_1_assignsubmission_file_" / "practical4")
     shutil.copytree(REPO / "student_template" / "practical4", tmp_path / "tpl" / "practical4")
+    # Begun (the template unchanged is no work handed in, and is held for a person: F4 of adv44).
+    with (tmp_path / "tpl" / "practical4" / "concepts.py").open("a") as begun:
+        begun.write("# started: TODO the rest\n")
     zip_folder(tmp_path / "tpl", subs / "template.zip", prefix="my-submission/")
 
     run = pdl_grade("batch", subs, "--out", out, "--assignment", "practical4", "--workers", "2",
