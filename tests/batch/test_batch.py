@@ -110,9 +110,11 @@ def test_grades_csv_rejected_archive_and_moodle_identifiers(tmp_path, calls_log)
     assert auto_items and all(i["status"] == "error" and i["score"] == 0 for i in auto_items)
     assert query(out, "SELECT level FROM logs l JOIN students s ON s.id = l.student_id "
                       "WHERE s.key = 'Mallory_Evil_999'") == [("error",)]
-    # A rejected upload is not re-examined while unchanged.
+    # A rejected upload is not re-examined while unchanged, and is said again as rejected, its
+    # 0 listed with the reason (adv45 F4: "skipped" alone).
     calls_log.unlink()
-    assert batch(subs, out).progress.skipped == 3
+    again = batch(subs, out).progress
+    assert (again.skipped, again.still_rejected) == (2, 1)
 
 
 def test_hung_grading_is_killed_at_the_timeout_while_others_finish(tmp_path, calls_log):
@@ -293,7 +295,9 @@ def test_one_upload_can_only_fail_itself(tmp_path, calls_log, monkeypatch):
     assert "c_windows" in (out / "index.html").read_text()
     calls_log.unlink()
     again = batch(subs, out)
-    assert calls(calls_log) == [] and again.progress.skipped == 5
+    # Not looked at again: the graded ones skipped, the rejected ones said again as such.
+    assert calls(calls_log) == [] and (again.progress.skipped,
+                                       again.progress.still_rejected) == (2, 3)
 
 
 def test_every_file_the_staff_open_has_the_same_mode_whatever_the_umask(tmp_path, calls_log):
