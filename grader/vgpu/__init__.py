@@ -205,8 +205,8 @@ class ThreadHooks:
 
 def _install_virtual(handle: Activation) -> None:
     from grader.vgpu import (cuda_facade, dataparallel, device_type, distributed,
-                             profiler, python_dispatch, serialization, tensor_patches,
-                             unsupported)
+                             profiler, python_dispatch, serialization, sync_batch_norm,
+                             tensor_patches, unsupported)
     from grader.vgpu.mode import VirtualGPUMode, install_autograd
     from grader.vgpu.node import Node, set_node
     from grader.vgpu.nvml import NOT_AVAILABLE
@@ -222,6 +222,7 @@ def _install_virtual(handle: Activation) -> None:
     dataparallel.install(patcher, node)
     distributed.install(patcher, virtual=True, node=node)
     unsupported.install(patcher)
+    sync_batch_norm.install(patcher)
     profiler.install(patcher)
     serialization.install(patcher, node)
     python_dispatch.install(patcher, VirtualGPUMode, node.c_path)

@@ -35,7 +35,15 @@ from grader.vgpu.clock import SimulatedClock
 from grader.vgpu.node import storage_id
 
 # The C getter of `.grad`: the node's own `Tensor.grad` property would label the gradient too.
-_grad_of = torch._C.TensorBase.grad.__get__
+_grad_getter = torch._C.TensorBase.grad.__get__
+_is_leaf = torch._C.TensorBase.is_leaf.__get__
+
+
+def _grad_of(tensor):
+    """The gradient `tensor` holds, None for one autograd made (an autograd Function's output,
+    which the tape takes for a leaf: it saw no operation make it): reading its `.grad` warned
+    "not a leaf Tensor" from inside backward, an error under warnings.simplefilter("error")."""
+    return _grad_getter(tensor) if _is_leaf(tensor) else None
 
 # Entries: (kind, id, what the replay needs..., ids of the entries that made the inputs).
 # An operation's: (OP, id, GPU, backward's device time in ns, its leaves or None, made by).

@@ -9,6 +9,7 @@ the ranks are taken to reach a collective together (they run the same steps).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 
@@ -180,6 +181,21 @@ _inside_hook = threading.local()
 # (`__torch_function__` of its tensors), which calls it again, and it had been recorded and
 # charged to the clock twice.
 _recording = threading.local()
+# The collectives a layer of torch's makes on the script's behalf (SyncBatchNorm's statistics),
+# recorded with that `source`: the checks take a source-less all-reduce after backward for the
+# script's own averaging of its gradients (test_practical10.py, own_gradient_reduce).
+_library = threading.local()
+
+
+@contextlib.contextmanager
+def library_collectives(source: str):
+    """Collectives made inside this block are recorded as `source`'s."""
+    before = getattr(_library, "source", None)
+    _library.source = source
+    try:
+        yield
+    finally:
+        _library.source = before
 
 
 def _recorded(name, original, dist, node=None):
@@ -201,8 +217,9 @@ def _record_and_call(name, original, dist, node, args, kwargs):
         group = kwargs.get("group")
         size = dist.get_world_size(group) if dist.is_initialized() else None
         if trace.enabled:
+            source = getattr(_library, "source", None)
             trace.emit("collective", op=name, bytes=_nbytes(args[:2]), group_size=size,
-                       site=call_site(3))
+                       site=call_site(3), **({"source": source} if source else {}))
         if node is not None:
             _charge_collective(node, name, args, size)
             tensor = _first_tensor(args)

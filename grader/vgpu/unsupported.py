@@ -53,18 +53,6 @@ def compile_noop(model=None, *args, **kwargs):
     return model
 
 
-def sync_batch_norm_forward(self, input):
-    """SyncBatchNorm on one process is BatchNorm; across processes it needs CUDA kernels."""
-    import torch.distributed as dist
-    import torch.nn as nn
-    if self.training and dist.is_available() and dist.is_initialized() \
-            and dist.get_world_size() > 1:
-        raise VirtualGPUUnsupported(message("SyncBatchNorm across processes"))
-    return nn.functional.batch_norm(
-        input, self.running_mean, self.running_var, self.weight, self.bias,
-        self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
-
-
 def refusing_gpu_default_device(original):
     """`torch.set_default_device`, refusing a GPU: torch puts the device in at the bottom of its
     mode stack, below the node, so every tensor made afterwards would reach a CUDA kernel a CPU
@@ -82,11 +70,9 @@ def refusing_gpu_default_device(original):
 
 def install(patcher) -> None:
     import torch
-    import torch.nn as nn
 
     patcher.set(torch, "compile", compile_noop)
     patcher.set(torch, "set_default_device", refusing_gpu_default_device(torch.set_default_device))
-    patcher.set(nn.SyncBatchNorm, "forward", sync_batch_norm_forward)
     if not any(isinstance(f, RefuseImports) for f in sys.meta_path):
         sys.meta_path.insert(0, RefuseImports())
     from grader.vgpu.post_import import when_imported

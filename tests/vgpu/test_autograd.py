@@ -234,3 +234,27 @@ def test_the_mode_stack_is_left_as_it_was(vnode):
     assert list(_get_current_function_mode_stack()) == before
     mode = before[-1]
     assert mode._saving == 0 and mode._in_flight is None
+
+
+class Doubled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor):
+        return tensor * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_a_custom_functions_output_is_no_leaf_to_the_backward_clock(vnode):
+    """The tape saw no operation make a Function's output and took it for a leaf: replaying
+    backward read its `.grad`, and torch warned "not a leaf Tensor" (SyncBatchNorm's summed
+    statistics, grader/vgpu/sync_batch_norm.py), an error for a script that turns warnings
+    into errors."""
+    vnode(1)
+    weight = torch.randn(3, device="cuda", requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):   # the second backward accumulates into the first's gradient
+            (Doubled.apply(weight) * weight).sum().backward()
+    assert torch.allclose(weight.grad.cpu(), 8 * weight.detach().cpu())
