@@ -424,7 +424,9 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         layout = list(assignments or assignment_ids())
         require_expected_files(scratch, list(graded or layout), layout,
                                why=[f"{name} is an empty zip archive (it holds no files)"
-                                    for budget in budgets for name in budget.empty_archives])
+                                    for budget in budgets for name in budget.empty_archives]
+                               + ([f"over the limits, it was unpacked without {', '.join(left_out[:10])}"]
+                                  if left_out else []))
         root = (_one_of_the_copies(submission, places, layout, notes) if submission.several
                 else find_root(scratch, assignments=layout, notes=notes))
         if root != scratch:

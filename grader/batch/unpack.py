@@ -645,7 +645,7 @@ def extract_each(archive: Path, dest: Path, limits: UnpackLimits, names: Sequenc
 
             try:
                 budget, whole = unpacked_leaving_out_data(
-                    unpack, lambda name=name: shutil.rmtree(dest / name, ignore_errors=True))
+                    unpack, lambda name=name: _remove(dest / name))
                 if whole is not None and left_out is not None:
                     left_out[name] = (whole, [(_in_own_folder(where), size, kind)
                                               for where, size, kind in budget.left_out])
@@ -657,9 +657,21 @@ def extract_each(archive: Path, dest: Path, limits: UnpackLimits, names: Sequenc
     return refused
 
 
+def _remove(path: Path) -> None:
+    """What a participant's first pass wrote: its folder, or its one file in Moodle's flat
+    layout (rmtree leaves a file)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def _in_own_folder(where: str) -> str:
-    """A path of a whole download's entry as its participant's folder has it."""
-    return where.split("/", 1)[1] if "/" in where.rstrip("/") else "./"
+    """A path of a whole download's entry as its participant's folder has it (the file itself
+    as the student named it in Moodle's flat layout; "./" for the participant's folder)."""
+    if "/" in where.rstrip("/"):
+        return where.split("/", 1)[1]
+    return "./" if where.endswith("/") else display_name(Path(where))
 
 
 def unpacked_leaving_out_data(unpack: Callable[[bool], T], reset: Callable[[], None]

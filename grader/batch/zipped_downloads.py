@@ -122,6 +122,12 @@ def moodle_downloads(submissions: Path, out: Path, limits: UnpackLimits) -> Down
         refused = extract_each(archive, place, within, participants, links, left_out)
         found.links.update((place / name, skipped) for name, skipped in links.items())
         found.left_out.update((place / name, why) for name, why in left_out.items())
+        for name in left_out:
+            # Nothing left of it (Moodle's flat layout, its one file a checkpoint): an empty
+            # folder in its place, as for a refused one, so that the participant stays in the
+            # record, for a person, with what was left out said.
+            if not (place / name).exists():
+                (place / name).mkdir(parents=True)
         for name, problem in refused.items():
             shutil.rmtree(place / name, ignore_errors=True)
             (place / name).mkdir(parents=True, exist_ok=True)

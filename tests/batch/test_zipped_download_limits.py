@@ -130,3 +130,22 @@ def test_an_upload_over_the_limits_all_the_same_gets_a_report_saying_why(tmp_pat
     for said in ("Not graded", "hw3/notes.txt (1.1 MiB)", "hand in the code, answers and report"):
         assert said in report, f"expected {said!r} in report.md; observed:\n{report}"
     assert not (folder / "instructor.md").exists(), "no instructor.md of a grading never run"
+
+
+def test_a_flat_downloads_checkpoint_alone_is_left_out_and_for_a_person(tmp_path):
+    """Moodle's flat layout: the participant's one file is the checkpoint. Left out, nothing of
+    the assignment is left: a person's to look at (no 0), as the same file in a folder."""
+    entries = [("Bruno Big_100014_assignsubmission_file_model.pt", b"\x01" * 1_200_000),
+               ("Anna Tamm_100007_assignsubmission_file_concepts.py", b"A = 1\n")]
+    subs = write_entries(tmp_path / "subs", {"HW3-download-all.zip": zip_bytes(entries)})
+    downloads = moodle_downloads(subs / "HW3-download-all.zip", tmp_path / "out", SMALL)
+    place = next(iter(downloads.left_out), None)
+    assert place is not None and place.name.startswith("Bruno"), downloads.problems
+    found, _ = discover(downloads.folder)
+    with_download_problems(found, downloads)
+    bruno = next((s for s in found if s.student.key.startswith("Bruno")), None)
+    assert bruno is not None, (f"expected Bruno still in the record, his one file left out; "
+                               f"observed only {[s.student.key for s in found]}")
+    prepared = prepare(bruno, tmp_path / "scratch", SMALL, ["hw3"])
+    assert prepared.needs_person and "unpacked without model.pt (1.1 MiB)" in prepared.problem, (
+        f"expected no grade (a person's) naming the left-out file; observed {prepared.problem!r}")
