@@ -46,6 +46,7 @@ from typing import Iterable, Mapping
 
 from grader.batch.gradebook import CurrentRun
 from grader.batch.grades_csv import upload_cell
+from grader.batch.printable import middle_shortened
 from grader.common.files import write_atomically
 from grader.reports.formatting import format_points
 from grader.reports.pending import by_hand_points, waiting_to_be_read
@@ -225,16 +226,6 @@ def comment(run: CurrentRun, assignment: str, report_location: str) -> str:
     if len(text) > MAX_COMMENT_CHARS:
         text = text[:MAX_COMMENT_CHARS - 1] + "…"
     return html.escape(text, quote=False)
-
-
-def middle_shortened(text: str, most: int) -> str:
-    """`text` in at most `most` characters, its middle cut, never its end: a rejection ends
-    with what to do, and the comment had cut it off ("...holding data the course")."""
-    if len(text) <= most:
-        return text
-    advice = text.rsplit("; ", 1)[-1]
-    tail = advice if len(advice) <= most * 2 // 3 else text[-(most * 2 // 3):]
-    return text[:max(most - len(tail) - 3, 0)].rstrip() + " … " + tail
 
 
 def _now() -> str:

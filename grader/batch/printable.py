@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+__all__ = ["printable", "middle_shortened"]
 
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -26,3 +26,14 @@ def _escape(match: re.Match) -> str:
 def printable(text: str) -> str:
     """`text` with every control character escaped (`\\x1b`, `\\n`); other text as it is."""
     return _CONTROLS.sub(_escape, str(text))
+
+
+def middle_shortened(text: str, most: int) -> str:
+    """`text` in at most `most` characters, its middle cut, never its end: a rejection ends
+    with what to do, and Moodle's comment and the console's summary had cut it off
+    ("...holding data the course", adv45)."""
+    if len(text) <= most:
+        return text
+    advice = text.rsplit("; ", 1)[-1]
+    tail = advice if len(advice) <= most * 2 // 3 else text[-(most * 2 // 3):]
+    return text[:max(most - len(tail) - 3, 0)].rstrip() + " … " + tail

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from grader.batch.printable import printable
+from grader.batch.printable import middle_shortened, printable
 
 MAX_SUMMARY_WARNINGS = 30
 LAST_SHOWN = 6           # finished submissions in the live display
@@ -225,7 +225,7 @@ class Progress:
             for failure in sorted(self.failures, key=lambda f: (f.status, f.key)):
                 message = printable(" ".join(failure.message.split()))
                 lines.append(f"  {failure.key}: {failure.status.replace('_', ' ')}"
-                             + (f" - {message[:300]}" if message else ""))
+                             + (f" - {middle_shortened(message, 300)}" if message else ""))
             if any(f.status in ("timed_out", "error") for f in self.failures):
                 lines.append("Timed-out and errored submissions have no grade in grades.csv, "
                              "and the next batch tries them again, unless a grade of the same "

@@ -77,3 +77,18 @@ def test_a_resumed_batch_lists_an_upload_it_rejected_before_as_not_graded(tmp_pa
         f"expected the earlier rejection (a 0) listed in the run that finishes the class; "
         f"observed:\n{said} (grader/batch/pipeline.py _settle, progress.py)")
     assert "1 rejected (unchanged)" in summary.progress.line(), summary.progress.line()
+
+
+def test_the_summary_keeps_a_long_rejections_advice():
+    from grader.batch.progress import Progress
+    progress = Progress(total=1, stream=io.StringIO(), live=False)
+    reason = ("hw3.zip: 2 entries leave the archive: '../../evil.py' (../), "
+              "'hw3/../../../tmp/adv45_pwned.txt' (../); it also holds links out of it (never "
+              "followed): hw3/answers_link.yaml (to /etc/passwd), hw3/etc_link (to /etc); "
+              "rejected: zip the folder itself, from the folder that holds it, so that no path "
+              "in it leaves it")
+    progress.finished("Sergei_Slip_100013", "rejected", reason)
+    listed = progress.summary().split("Not graded normally:")[1]
+    assert "so that no path in it leaves it" in listed, (
+        f"expected the advice kept (the middle shortened); observed {listed!r} "
+        "(grader/batch/progress.py summary)")
