@@ -159,8 +159,8 @@ def require_work_handed_in(root: Path, graded: Sequence[str]) -> None:
         raise NeedsPerson("; ".join(f"{a}: the template, unchanged: not handed in" for a in graded
                                     if a in copies)
                           + " (its files are student_template/'s as handed out, with no work in "
-                            "them): not graded; a person checks whether the student handed it "
-                            "in elsewhere")
+                            "them): not graded; a person checks whether it was handed in "
+                            "elsewhere")
 
 
 def _levels(top: Path, depth: int) -> list[list[Path]]:
