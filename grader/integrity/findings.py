@@ -1,8 +1,9 @@
 """What the integrity scan finds: one Finding per file, line and category, each of a kind.
 
 *Tampering* (reaching the grader, walking the interpreter, replacing torch or builtins
-functions, code the grader cannot read) withholds an assignment's automatic points for review;
-a *note* (unusual but honest) is shown to the instructor only (grader/scoring/score.py).
+functions, code the grader cannot read, a term whose value cancels but passes a gradient)
+withholds an assignment's automatic points for review; a *note* (unusual but honest) is shown
+to the instructor only (grader/scoring/score.py).
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ CATEGORIES = {
     "compiled": (TAMPERING, "contains compiled code without its source"),
     "shadowing": (TAMPERING, "replaces a module the grader's runtime uses"),
     "unreadable": (TAMPERING, "could not be checked"),
+    # `x + (side - side.detach())`: no value, a gradient (cancelling.py; adv46 F1)
+    "cancelling_term": (TAMPERING, "adds a term whose value cancels but which passes a "
+                                   "gradient"),
     "environment": (NOTE, "reads environment variables"),
     "processes": (NOTE, "starts other programs or processes"),
     "serialization": (NOTE, "pickles data"),

@@ -934,6 +934,10 @@ TAMPERING_CASES = [
     ("global_hook_table_by_a_computed_name",
      "import torch\nh = getattr(torch.nn.modules.module, '_global_' + kind)\n",
      "torch_internals", 2),
+    # a spare layer's output added as a value of zero that passes a gradient (adv46 F1; the
+    # ways of writing it: test_cancelling_terms.py)
+    ("spare_stage_added_as_zero", "side = spare(x)\nx = x + (side - side.detach())\n",
+     "cancelling_term", 2),
 ]
 
 
