@@ -40,7 +40,8 @@ from grader.batch.unpack import (ARCHIVE_KINDS, JUNK_NAMES, LINKS_NOT_FOLLOWED, 
                                  Budget, DataInTheWay, LeftOut, Rejected, SkippedLink,
                                  UnpackLimits, check_zip_entry, display_name, extract_zip,
                                  left_out_text, materialize_entry, size_text, top_name,
-                                 unpacked_leaving_out_data, zip_directory_size, zip_entry_name)
+                                 unpacked_leaving_out_data, with_own_example, zip_directory_size,
+                                 zip_entry_name)
 from grader.common.text import readable_text
 from grader.scoring.rubric import assignment_ids
 
@@ -446,7 +447,10 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
         return Prepared(root=root, content_hash=digest, notes=_said(notes), left_out=left_out,
                         links=links)
     except Rejected as problem:
-        return _refused(submission, str(problem), notes, isinstance(problem, NeedsPerson))
+        # A zip's advice names the assignment it is graded for (`zip -r practical4.zip ...`).
+        return _refused(submission, with_own_example(str(problem), list(graded or assignments
+                                                                        or assignment_ids())),
+                        notes, isinstance(problem, NeedsPerson))
     except OSError as exc:
         if exc.errno in HOST_ERRNOS:
             raise   # the machine's, not the upload's: no rejection; the next batch tries again

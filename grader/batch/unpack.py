@@ -448,11 +448,24 @@ def check_zip_entry(info: zipfile.ZipInfo, archive: str, limits: UnpackLimits | 
 DOT_DOT, ABSOLUTE = "../", "an absolute path"
 # Entries and links named where a zip's entries leave it, at most.
 OUT_NAMED = 5
+# The example command of ZIP_THE_FOLDER while the upload's assignment is unknown (its entries
+# are checked before the batch chooses what to grade it for): `with_own_example` names it.
+FOLDER_EXAMPLE = "`zip -r FOLDER.zip FOLDER`"
 # What to do about a zip whose paths leave it (made from the folder above, with `../` in the
 # names, or by a hand-written script): said with every refusal of one (adv45 F5).
-ZIP_THE_FOLDER = ("rejected: zip the folder itself, from the folder that holds it (e.g. `zip "
-                  "-r hw3.zip hw3`, or the file manager's 'Compress' on the folder), so that "
+ZIP_THE_FOLDER = ("rejected: zip the folder itself, from the folder that holds it (e.g. "
+                  f"{FOLDER_EXAMPLE}, or the file manager's 'Compress' on the folder), so that "
                   "no path in it leaves it")
+
+
+def with_own_example(reason: str, assignments: Sequence[str]) -> str:
+    """`reason` with ZIP_THE_FOLDER's example named for the one assignment the upload is graded
+    for (`zip -r practical4.zip practical4`); FOLDER stays where it is graded for several or
+    none. The example had said hw3 to every student, whatever they had handed in."""
+    if len(assignments) != 1:
+        return reason
+    own = assignments[0]
+    return reason.replace(FOLDER_EXAMPLE, f"`zip -r {own}.zip {own}`")
 
 
 class LeavesTheZip(Rejected):

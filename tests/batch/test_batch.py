@@ -98,8 +98,8 @@ def test_grades_csv_rejected_archive_and_moodle_identifiers(tmp_path, calls_log)
         "Participant 123456,Jane Doe,7.5,7.5,graded,Jane_Doe_123456\n"
         "Participant 999,Mallory Evil,0,0,\"rejected: sub.zip: entry '../../../etc/cron.d/x' "
         "points outside the archive (../); rejected: zip the folder itself, from the folder that "
-        "holds it (e.g. `zip -r hw3.zip hw3`, or the file manager's 'Compress' on the folder), "
-        "so that no path in it leaves it\",Mallory_Evil_999\n"
+        "holds it (e.g. `zip -r practical4.zip practical4`, or the file manager's 'Compress' on "
+        "the folder), so that no path in it leaves it\",Mallory_Evil_999\n"
         "carol,carol,10,10,graded,carol\n")
     # The rejected student still gets a result.json that says why, with the rubric's maximum.
     rejected = json.loads((out / "submissions" / "Mallory_Evil_999" / "result.json").read_text())
