@@ -327,6 +327,9 @@ def _max_of(person: Person, assignment: str, maxima: Mapping[str, float]) -> flo
 def _why_empty(person: Person, assignment: str) -> str:
     """Why grades.csv's cell of a person's assignment holds no number, in the page's words."""
     run = _run_of(person, assignment)
+    if run is None and any(assignment in ((r.result or {}).get("template_copies") or [])
+                           for r in person.runs):
+        return "not handed in (the template, unchanged)"   # a course folder's untouched one
     if run is None:
         return "no upload"
     if run.needs_person:

@@ -115,6 +115,9 @@ class Prepared:
     # Its symbolic links, skipped (grader/batch/link_targets.py `link_lines`): the student's
     # report and instructor.md name each, and where it points.
     links: list[dict] = field(default_factory=list)
+    # The assignments whose folder is the student template's unchanged and which it is not
+    # graded for (template_copies: not handed in): instructor.md names each.
+    template_copies: list[str] = field(default_factory=list)
 
 
 # Archives of kinds the batch does not unpack, which a student may upload all the same.
@@ -434,6 +437,8 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
             notes.append(f"submission root: {root.relative_to(scratch).as_posix()}/")
         if not left_out and not links:   # else what was left out may be the work
             require_work_handed_in(root, list(graded or layout))
+        # A whole course folder's untouched assignments, not graded: instructor.md names them.
+        copies = template_copies_in(root, [a for a in layout if a not in (graded or layout)])
         digest = content_hash(root)
         if left_out:
             # Graded without some of it: the same code handed in again without the data is
@@ -445,7 +450,7 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
             digest += "+links:" + hashlib.sha256(json.dumps(links, sort_keys=True).encode(
                 "utf-8", "surrogateescape")).hexdigest()[:16]
         return Prepared(root=root, content_hash=digest, notes=_said(notes), left_out=left_out,
-                        links=links)
+                        links=links, template_copies=[a for a in layout if a in copies])
     except Rejected as problem:
         # A zip's advice names the assignment it is graded for (`zip -r practical4.zip ...`).
         return _refused(submission, with_own_example(str(problem), list(graded or assignments

@@ -896,12 +896,15 @@ class _ClassBatch:
 
 
 def _with_left_out(result: dict, context: _Context) -> dict:
-    """The result with what its upload was graded without (grader/batch/unpack.py) and the
-    symbolic links it held, skipped (each answer file that is one says so: it had read "not
-    handed in" alone, adv39 F3): the grading child sees only the unpacked root, so the batch
-    adds them."""
+    """The result with what its upload was graded without (grader/batch/unpack.py), its
+    assignments left out as the template unchanged (template_copies: instructor.md had not
+    said which, only the console), and the symbolic links it held, skipped (each answer file
+    that is one says so: it had read "not handed in" alone, adv39 F3): the grading child sees
+    only the unpacked root, so the batch adds them."""
     if context.prepared.left_out:
         result["left_out"] = list(context.prepared.left_out)
+    if context.prepared.template_copies:
+        result["template_copies"] = list(context.prepared.template_copies)
     links = context.prepared.links
     if links:
         result["links"] = [dict(link) for link in links]

@@ -116,6 +116,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "pending_what": pending_what(result),
             "override_problems": [str(p) for p in result.get("override_problems") or []],
             "links": links_view(result.get("links")),
+            # The upload's assignments a batch left out as the template unchanged (the console
+            # had been the only place that said so).
+            "template_copies": [str(a) for a in result.get("template_copies") or []],
             # A batch's student (keyed): scored through the batch, whose gradebook is the
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
             "batch_key": batch_key,

@@ -38,10 +38,12 @@ def assignment(ident: str, score: float, answers: dict | None = None) -> dict:
 
 
 def record(book, key, name, ident, status, score=None, *, needs_person=False, held=False,
-           answers=None, message=None):
+           answers=None, message=None, template_copies=()):
     result = None
     if score is not None:
         result = build_result(key, [assignment(ident, score, answers)])
+        if template_copies:
+            result["template_copies"] = list(template_copies)
         if held:
             result["assignments"][0]["integrity"] = {
                 "problems": ["reaches into the grader"], "withheld": True,
@@ -129,6 +131,25 @@ def test_each_assignments_row_is_grades_csvs_column(gradebook):
     assert empty_hw3.startswith("3: ")
     assert all(why in empty_hw3 for why in ("1 needs a person", "1 held for review", "1 timed out"))
     assert table["practical5"][6] == "1: 1 no upload"
+
+
+def test_an_empty_cell_of_an_untouched_template_copy_says_so(tmp_path):
+    """Mari uploaded her course folder to HW3 with practical5/ as the template left it: her
+    Practical 5 cell is empty because she handed nothing in, not because no upload came (the
+    page had said "no upload", though the batch had found and left out her practical5/)."""
+    out = tmp_path / "grades"
+    out.mkdir()
+    book = Gradebook(out / "gradebook.sqlite")
+    record(book, "Alice_1001", "Alice", "hw3", "graded", 14.5)
+    record(book, "Alice_2001", "Alice", "practical5", "graded", 11.75)
+    record(book, "Mari_1010", "Mari", "hw3", "graded", 10.5, template_copies=["practical5"])
+    record(book, "Olle_1011", "Olle", "hw3", "graded", 9.0)
+    book.close()
+    write_class_page(out, order=ORDER)
+    empty = page_table(out)["practical5"][6]
+    assert empty == "2: 1 no upload, 1 not handed in (the template, unchanged)", (
+        f"expected Mari's empty Practical 5 cell said as the template unchanged, Olle's as no "
+        f"upload; observed {empty!r}; where: grader/batch/class_page.py _why_empty")
 
 
 def test_the_total_row_is_over_students_with_every_assignment_out_of_the_class_total(gradebook):

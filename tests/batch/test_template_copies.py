@@ -6,6 +6,7 @@ Practical 4 "Submitted for grading" and 0/12."""
 from __future__ import annotations
 
 import csv
+import json
 import io
 import shutil
 from pathlib import Path
@@ -116,3 +117,33 @@ def test_a_class_of_course_folders_is_graded_each_for_its_own_assignment(tmp_pat
     said = stream.getvalue()
     assert "practical4: the template, unchanged: not handed in" in said.split("Gus_Kuusk_1008", 1)[-1], (
         f"expected Gus's practical4/ (the template) said not handed in; observed:\n{said}")
+
+
+@pytest.mark.parametrize("given", [None, ("practical4",)], ids=["chosen", "--assignment"])
+def test_instructor_md_names_the_assignments_left_out_as_the_template(tmp_path, given):
+    """Anna uploaded her whole course folder with Practical 4 done: the console said her other
+    four folders were the template, unchanged, but her instructor.md, the one file a TA reads
+    about her, said nothing of them (a TA could not tell "not handed in" from "forgotten")."""
+    subs, out = tmp_path / "class", tmp_path / "grades"
+    filled_sheet(course_folder(subs / "Anna Tamm_1001_assignsubmission_file_"), "practical4")
+    hana = subs / "Hana Puu_1007_assignsubmission_file_"      # her practical4/ alone
+    shutil.copytree(TEMPLATE_DIR / "practical4", hana / "practical4")
+    filled_sheet(hana, "practical4")
+    run_batch(subs, out, BatchOptions(assignments=given), grade_fn=scoring_grade,
+              stream=io.StringIO(), live=False)
+    said = (out / "submissions" / "Anna_Tamm_1001" / "instructor.md").read_text(encoding="utf-8")
+    for assignment in ("practical5", "practical6", "practical10", "hw3"):
+        line = f"- {assignment}: the template, unchanged: not handed in (not graded)"
+        assert line in said, (
+            f"expected {line!r} in Anna's instructor.md; observed:\n{said}\nwhere: "
+            "grader/batch/inputs.py prepare (template_copies), grader/batch/pipeline.py "
+            "_with_left_out, grader/reports/templates/instructor.md.j2")
+    assert "- practical4: the template" not in said, (
+        f"expected the graded practical4 (her work) not named as the template; observed:\n{said}")
+    result = json.loads((out / "submissions" / "Anna_Tamm_1001" / "result.json").read_text())
+    assert result.get("template_copies") == ["practical5", "practical6", "practical10", "hw3"], (
+        f"expected result.json's template_copies in the course's order; observed "
+        f"{result.get('template_copies')}; where: grader/scoring/RESULT_SCHEMA.md")
+    hers = (out / "submissions" / "Hana_Puu_1007" / "instructor.md").read_text(encoding="utf-8")
+    assert "not handed in (not graded)" not in hers, (
+        f"expected nothing named for Hana's practical4/ alone; observed:\n{hers}")
