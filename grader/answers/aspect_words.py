@@ -73,6 +73,7 @@ def words_for(aspect: str, cell, method: str | None = None) -> str | None:
     found each read as its remark's word). `method`: the cell's column, "dp" or "ddp"; where
     the cell names a method, only its clauses about the column's method are read (_about)."""
     text = str(cell).strip().lower() if cell is not None else ""
+    text = comparatives_as_words(aspect, text)
     clauses = _about(text, method) if method is not None else None
     if clauses is not None:
         # Each clause read on its own: clauses about this method that disagree ("manual for
@@ -127,6 +128,66 @@ _GOES_ON = re.compile(r"(?:where|which|whose|because|since|as|so|hence|thus|i\.?
 # "by DataParallel" is the word automatic itself ("the split is done by DataParallel"), not a
 # clause about DataParallel.
 _WORD_NAMING_DP = re.compile(r"\bby\s+(?:nn\.)?data\s*parallel\b")
+
+
+# -- a comparative: one method's usage against the other's ---------------------------------------
+# Students fill the table by comparing: "less even than DDP" in DP's column, "uses the GPUs more
+# evenly than DataParallel" in DDP's. With two methods and two words the less even one is the
+# imbalanced one, as a TA reads it (these were read by their adjective alone: "less even" as
+# balanced, a right answer marked wrong). Each comparative becomes the word it says, and what it
+# says of the method after "than" a clause of its own: "less even than DDP" reads as "imbalanced;
+# ddp balanced", so _about reads each column's side ("DP is less even than DDP" in DDP's column:
+# balanced). Only words of the whole usage: a GPU's own word ("GPU 1 is less loaded") depends on
+# which GPU it is said of, and "as even as DP", "same as DP", "similar to DP" compare nothing one
+# way: these stay as they are (a person reads them), and a comparison with something else ("less
+# even than on GPU 0") says no word.
+_EVEN = r"(?:(?:load[- ])?balanced|even(?:ly)?|equal(?:ly)?|uniform(?:ly)?|symmetric(?:al(?:ly)?)?)"
+_UNEVEN = r"(?:imbalanced|unbalanced|uneven(?:ly)?|unequal(?:ly)?|skewed|lopsided)"
+# What may follow the comparative before its "than": "more evenly distributed across the GPUs".
+_HOW_SPREAD = (r"(?:\s+(?:distributed|spread(?:\s+out)?|split|used|utili[sz]ed|shared|loaded))?"
+               r"(?:\s+(?:across|over|among|between|on)\s+(?:the\s+|all\s+|both\s+)?(?:two\s+)?"
+               r"(?:gpus|devices|ranks|cards))?")
+_METHOD_NAMED = r"(?P<other>" + "|".join(METHOD_NAMES.values()) + ")"
+_THAN = (r"(?:\s+than\s+(?:(?:in|with|for|under|using|on)\s+)?(?:the\s+)?" + _METHOD_NAMED
+         + r"(?:['’]s)?(?:\s+(?:does|did|is|was|are|were))?\b)?")
+_DEGREE = (r"(?:(?:much|far|way|a\s+lot|a\s+bit|a\s+little|slightly|significantly|noticeably|"
+           r"considerably|clearly|even)\s+)?")
+_COMPARATIVE = re.compile(
+    r"\b" + _DEGREE + r"(?:(?P<more>more|less)\s+(?:(?P<even>" + _EVEN + ")|(?P<uneven>" + _UNEVEN + "))|"
+    r"(?P<better>better|worse)(?:\s+(?:balanced|" + _EVEN + r"))?)\b" + _HOW_SPREAD + _THAN
+    # A comparison with something else ("more even than on GPU 0", "less balanced than
+    # expected"): no word for either column.
+    + r"(?P<elsewhere>\s+than\b)?")
+_AS_MUCH = re.compile(r"\b(?:not|never|\w+n['’]t)\s+(?:quite\s+|nearly\s+)?(?:as|so)\s+(?:(?P<even>" + _EVEN + ")|"
+                      r"(?P<uneven>" + _UNEVEN + "))" + _HOW_SPREAD
+                      + r"\s+as\s+(?:(?:in|with|for|under|using|on)\s+)?(?:the\s+)?" + _METHOD_NAMED
+                      + r"(?:['’]s)?(?:\s+(?:does|did|is|was))?\b")
+
+
+def comparatives_as_words(aspect: str, text: str) -> str:
+    """`text` (lower case) with each comparative of GPU usage written as its word, and the
+    method it is compared with as a clause of its own (see above); other aspects unchanged."""
+    if aspect != "gpu usage":
+        return text
+
+    def said(found: re.Match, turned: bool) -> str:
+        if found.group("even") or found.group("uneven"):
+            word = "balanced" if found.group("even") else "imbalanced"
+            if turned != (found.groupdict().get("more") == "less"):
+                word = _OPPOSITE[word]
+        else:
+            word = "balanced" if found.group("better") == "better" else "imbalanced"
+        other = found.group("other")
+        return f"{word}; {other} {_OPPOSITE[word]}" if other else word
+
+    def comparative(found: re.Match) -> str:
+        # "not more even than DP" says less than the comparative: left as written.
+        if _TURNS.search(text[:found.start()]):
+            return found.group(0)
+        return "(compared with something else)" if found.group("elsewhere") else said(found, False)
+
+    text = _AS_MUCH.sub(lambda found: said(found, True), text)
+    return _COMPARATIVE.sub(comparative, text)
 
 
 def _about(text: str, method: str) -> list[str] | None:

@@ -6,7 +6,9 @@
 The first word decides and the rest is the explanation: "No", "no.", "Yes - every GPU holds
 four layers", "**No**"; "Yeah", "Yep" are yes, and a no written without the word where the
 next words leave no doubt ("Not faster", "Not really", "Not proportional at all", "Nope") is
-no, the whole text its explanation; "True." and "False, only one GPU works" answer too. Nothing else is guessed: a hedged "not" ("Not
+no, the whole text its explanation; "True." and "False, only one GPU works" answer too, and so does
+agreement said alone ("Right.", "That's right", "Exactly!", "Indeed.", "Sure - ...": a yes; "Right?",
+"right GPU", "exactly 2x", "Not exactly" are not). Nothing else is guessed: a hedged "not" ("Not
 necessarily", "Not identical, but allclose", "Not just faster"), "no" before a noun ("No
 difference": to "same loss?" that is a yes), both answers ("Yes for 2 GPUs, no for 5"),
 "Partly", "It depends", and an answer hedged right after its word ("No / maybe", "Yes or not",
@@ -22,12 +24,15 @@ answer as "Yes, ..." and "No, ..." do, and so do "Jah" and "Ei" as the whole ans
 Given the question, a short sentence saying its own comparative word or that word's antonym, and
 nothing else, answers too (read_in_the_questions_word): to "did training become faster?", "It
 got slower." is no and "Faster" yes; "The single GPU was slower" (another subject) is left for a
-person.
+person. "than ..." naming what the question compares with restates it: to "compared with
+DataParallel, are the GPUs more balanced?", "More balanced than DP" is yes.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .aspect_words import METHOD_NAMES
 
 # Marks a student puts before the word: a colon or dash after the label, a table's "|",
 # Markdown emphasis left in the PDF, an opening quote or bracket.
@@ -42,9 +47,18 @@ _LEAD = r"[\s|:=>\-?*_\"'(\[]*"
 # "Definitely faster", "Of course not all GPUs", "Never slower" say something else.
 _EMPHATIC = r"absolutely|definitely|certainly|of\s+course"
 _SAID_ALONE = r"(?=\s*(?:[,.;:!()\-–—]|$))"
+# Agreement said alone ("Right.", "That's right", "Exactly!", "Indeed.", "Sure - every rank ..."):
+# a yes to a plain yes/no question, as every one of the handouts' is (tests/answers/test_yes_no.py
+# checks each). These words also start other things, so a hyphen is no pause here: "Right?"
+# asks back, "right GPU", "right-hand side" and "exactly 2x" say something else, and "Not
+# exactly" is no agreement (it does not start with the word).
+_AGREEING = (r"(?:that['’]?s|that\s+is|quite|exactly|absolutely)\s+(?:right|correct)|"
+             r"right|exactly|indeed|sure|precisely")
+_AGREEING_ALONE = r"(?=\s*(?:[,.;:!()–—]|-(?!\w)|$))"
 _FIRST = re.compile(_LEAD + r"(?P<word>yes|no|yeah|yep|yup|nope|(?:true|false)(?=\s*(?:[,.;:!()\-–]|$))|"
                     r"(?:jah|ei)(?=\s*(?:[,.;:!\-–—]|$))|"
-                    r"(?:(?:" + _EMPHATIC + r")(?:\s+not)?|correct|never)" + _SAID_ALONE + r")\b(?P<rest>.*)",
+                    r"(?:(?:" + _EMPHATIC + r")(?:\s+not)?|correct|never)" + _SAID_ALONE + "|"
+                    r"(?:" + _AGREEING + ")" + _AGREEING_ALONE + r")\b(?P<rest>.*)",
                     re.I | re.S)
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes", "jah": "yes",
           "correct": "yes", "absolutely": "yes", "definitely": "yes", "certainly": "yes",
@@ -53,9 +67,12 @@ _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "true": "yes"
 
 
 def _word_of(said: str) -> str:
-    """ "Of  course" -> "of course", "Definitely not" -> "no": the key of _WORDS."""
+    """ "Of  course" -> "of course", "Definitely not" -> "no", "That's right" -> "yes": the key
+    of _WORDS."""
     said = " ".join(said.lower().split())
-    return "no" if said.endswith(" not") else said
+    if said.endswith(" not"):
+        return "no"
+    return "yes" if re.fullmatch(_AGREEING, said) else said
 _ESTONIAN = {"jah", "ei"}
 # An Estonian answer's doubt, anywhere in it: "maybe", "probably", "partly", "it depends",
 # "I don't know", "not sure", "but not" ("Jah, aga ei 5 GPU puhul": yes, but not for 5).
@@ -268,6 +285,21 @@ def _question_word(question: str) -> tuple[str, str, str, str] | None:
     return word, antonym, subject, question[match.end():]
 
 
+# "More balanced than DP" to "compared with DataParallel, are the GPUs more balanced?": the
+# "than ..." names what the question compares with, by any of the method's names
+# (aspect_words.METHOD_NAMES); "than on one GPU" or "than DDP" is another comparison.
+_COMPARED_WITH = re.compile(r"\bcompared\s+(?:with|to)\s+(?:the\s+)?", re.I)
+_THAN = re.compile(r"\s*than\s+(?:(?:with|in|using|under|for)\s+)?(?:the\s+)?(?P<what>.+?)(?:['’]s)?"
+                   r"(?:\s+(?:does|did|is|was|are|were))?\s*", re.I | re.S)
+
+
+def _than_the_questions_own(said: str, question: str) -> bool:
+    asked, than = _COMPARED_WITH.search(question), _THAN.fullmatch(said)
+    return bool(asked and than) and any(
+        re.match(name, question[asked.end():], re.I) and re.fullmatch(name, than["what"], re.I)
+        for name in METHOD_NAMES.values())
+
+
 def read_in_the_questions_word(text: str, question: str) -> YesNo:
     """A yes/no question answered by its own comparative word or that word's antonym, the
     question's subject (or "it", "they") before it and nothing after it but the question's own
@@ -305,7 +337,7 @@ def read_in_the_questions_word(text: str, question: str) -> YesNo:
     rest = said.group("rest")
     pause = next((i for i, char in enumerate(rest) if char in _PAUSE_CHARS), len(rest))
     continued, explanation = _words(rest[:pause]), rest[pause:]
-    if continued != _words(after)[:len(continued)]:
+    if continued != _words(after)[:len(continued)] and not _than_the_questions_own(rest[:pause], question):
         return YesNo(unclear=True)   # "Faster on one GPU": not the question's comparison
     contradiction = r"\b(?:yes|yeah|true)\b" if value == "no" else r"\b(?:no|not|never|false)\b|n['’]t\b"
     if _TURN.search(text) or re.search(r"\b(?:" + word + "|" + antonym + r")\b", explanation, re.I) \

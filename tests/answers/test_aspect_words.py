@@ -174,3 +174,68 @@ def test_a_ddp_cells_remark_about_dp_in_the_dp_column_is_for_a_person():
     cell = "Balanced (unlike DP where GPU 0 is the bottleneck)"
     assert words_for("gpu usage", cell, "ddp") == "balanced"
     assert words_for("gpu usage", cell, "dp") is None   # "balanced" vs its own DP clause
+
+
+# -- a comparative: one method's GPU usage against the other's (eng_words3) ----------------------
+# Students fill the usage row by comparing. "less even than DDP" in DP's column was read by its
+# adjective, balanced, and a right answer marked wrong; "worse than DDP" waited for a person. With
+# two methods and two words a TA reads the less even one as imbalanced and the more even one as
+# balanced, whichever method the sentence names first.
+COMPARATIVE_DP_COLUMN = [
+    "less even than DDP", "less balanced than DDP", "less evenly than DDP", "worse than DDP",
+    "worse balanced than DistributedDataParallel", "more uneven than DDP", "more imbalanced than DDP",
+    "more skewed than with DDP", "less uniform than DDP", "much less balanced than DDP",
+    "even less balanced than DDP", "not as balanced as DDP", "isn't as even as DDP",
+    "not nearly as balanced as in DDP", "DP is less even than DDP", "uses the GPUs less evenly than DDP",
+    "less evenly distributed across the GPUs than with DDP", "less even than DDP (GPU 0 gathers the outputs)",
+    "imbalanced (less even than DDP)", "less balanced", "worse",
+    "DP: less even than DDP / DDP: more even than DP",
+]
+COMPARATIVE_DDP_COLUMN = [
+    "more even than DP", "more balanced than DP", "uses GPUs more evenly than DataParallel",
+    "better than DP", "better balanced than nn.DataParallel", "less uneven than DP", "less imbalanced than DP",
+    "less skewed than DP", "more uniform than DataParallel", "much more balanced than DP",
+    "far more evenly spread out than with DP", "more equal than DP's", "DP is less even than DDP",
+    "DP isn't as balanced as DDP", "the GPUs are more evenly used than in DP", "more evenly distributed than DP",
+    "balanced (more even than DP)", "more balanced than DP, GPU 0 is not the bottleneck", "more balanced",
+    "better", "DP: less even than DDP / DDP: more even than DP",
+]
+
+
+@pytest.mark.parametrize("method, cell, word", [("dp", cell, "imbalanced") for cell in COMPARATIVE_DP_COLUMN]
+                         + [("ddp", cell, "balanced") for cell in COMPARATIVE_DDP_COLUMN])
+def test_a_comparative_is_read_as_the_word_it_makes_of_its_column(method, cell, word):
+    read = words_for("gpu usage", cell, method)
+    assert read == word, (f"{cell!r} in the {method} column: expected {word!r}, read {read!r} "
+                          "(grader/answers/aspect_words.py comparatives_as_words)")
+
+
+@pytest.mark.parametrize("method, cell, word", [
+    # A wrong comparison is read, so that it is marked wrong, as its word would be.
+    ("dp", "more even than DDP", "balanced"), ("ddp", "less balanced than DP", "imbalanced"),
+    ("ddp", "worse than DP", "imbalanced"), ("dp", "better balanced than DDP", "balanced"),
+])
+def test_a_wrong_comparative_is_read_as_its_wrong_word(method, cell, word):
+    assert words_for("gpu usage", cell, method) == word, words_for("gpu usage", cell, method)
+
+
+@pytest.mark.parametrize("method, cell", [
+    # Nothing one way, a comparison with something else, a comparative turned, or a cell comparing
+    # its own method with itself: a person reads it, as before.
+    ("ddp", "same as DP"), ("ddp", "Same as DP"), ("dp", "about the same as DDP"), ("ddp", "similar to DP"),
+    ("ddp", "as even as DP"), ("dp", "as balanced as DDP"), ("ddp", "equal to DP"),
+    ("ddp", "less even than DDP"), ("dp", "more balanced than DP"), ("ddp", "more even than on GPU 0"),
+    ("dp", "less loaded than GPU 0"), ("dp", "GPU 1 is less loaded than in DDP"),
+    ("ddp", "DP doesn't spread it as evenly as DDP"), ("dp", "even more on GPU 0"),
+    ("ddp", "more balanced than DP, less balanced than DP"), ("dp", "less balanced than expected"),
+])
+def test_a_comparative_that_cannot_be_decided_is_left_for_a_person(method, cell):
+    read = words_for("gpu usage", cell, method)
+    assert read is None, f"{cell!r} in the {method} column: expected None (a person reads it), read {read!r}"
+
+
+@pytest.mark.parametrize("aspect, cell", [("data split", "more automatic than DDP"),
+                                          ("processes", "more than DP")])
+def test_comparatives_of_other_aspects_are_not_rewritten(aspect, cell):
+    from grader.answers.aspect_words import comparatives_as_words
+    assert comparatives_as_words(aspect, cell) == cell

@@ -247,7 +247,9 @@ SHEET_YES_NO = [(assignment, question) for assignment in _ASSIGNMENTS
                 for question in template_questions(assignment).values() if question.type == "bool"]
 REPORT_YES_NO = [(label.field, text) for label in contract.LABELLED_ANSWERS if label.kind == "yes_no"
                  for text in (label.template_text, label.handout_text) if text]
-AGREEING = ("Correct.", "Of course.", "Correct", "Of course!", "correct - every GPU holds layers")
+AGREEING = ("Correct.", "Of course.", "Correct", "Of course!", "correct - every GPU holds layers",
+            # (eng_words3) agreement in other words, checked against the same questions
+            "Right.", "That's right", "Exactly.", "Indeed.", "Sure.", "Right, every GPU holds layers")
 # What may say "or" without asking between two things: the template's "(yes/no)".
 _YES_OR_NO = re.compile(r"[(\[]?\s*yes\s*(?:/|or)\s*no\s*[)\]]?", re.I)
 _NOT_A_PLAIN_QUESTION = re.compile(r"\bor\b|\bis\s+it\s+true\s+that\b|n['’]t\b|\bnot\b|\bwhich\b", re.I)
@@ -287,3 +289,74 @@ def test_task5s_handout_question_is_no_yes_no_question():
     nothing. No yes/no is read after that question (only after the template's label)."""
     label = next(la for la in contract.LABELLED_ANSWERS if la.field == "task5.transfers_grow_with_gpus")
     assert label.handout_pattern is None and label.handout_text is None, label
+
+
+# -- agreement in other words (eng_words3) -------------------------------------------------------
+# "Right." / "That's right" / "Exactly." / "Indeed." / "Sure." were read as no answer, where
+# "Correct." and "Of course" were a yes: to a plain yes/no question (every handout's is: the
+# tests above check each question with these words too) a TA reads them as a yes. Only alone,
+# with a pause after them: the same words before something else, asked back, or taken back
+# stay for a person, and "Not exactly" / "Not really" are never a yes.
+AGREEMENT_IS_YES = [
+    ("Right.", ""), ("Right", ""), ("right, every rank holds the same replica", "every rank holds the same replica"),
+    ("Right - the step time grows with DEPTH", "the step time grows with DEPTH"),
+    ("That's right", ""), ("That’s right!", ""), ("Thats right.", ""), ("That is right: 4 layers each", "4 layers each"),
+    ("That's correct.", ""), ("Quite right", ""), ("Exactly right.", ""), ("Absolutely right", ""),
+    ("Exactly.", ""), ("Exactly!", ""), ("exactly (2 GPUs, 1.9x)", "(2 GPUs, 1.9x)"),
+    ("Indeed.", ""), ("Indeed, both GPUs use 840 MiB", "both GPUs use 840 MiB"),
+    ("Sure.", ""), ("Sure - allclose printed True", "allclose printed True"), ("Precisely.", ""),
+    ("Definitely", ""), ("Absolutely", ""),
+    ("Right: no GPU is idle", "no GPU is idle"),   # "no" before a noun is no second answer
+]
+
+
+@pytest.mark.parametrize("text, explanation", AGREEMENT_IS_YES)
+def test_agreement_said_alone_is_a_yes(text, explanation):
+    answer = read_yes_no(text)
+    assert (answer.value, answer.explanation) == ("yes", explanation), (
+        f"{text!r}: expected yes + {explanation!r}, read {answer} (grader/answers/yes_no.py _AGREEING)")
+
+
+NOT_AGREEMENT = [
+    # The same words taken back, denied or asked back.
+    "Not exactly", "Not exactly, only 1.4x", "Not right", "Right?", "Sure?", "Exactly?", "Right!?",
+    "Right, no", "Sure, maybe", "Exactly, it depends", "Indeed not", "Right, no for 5 GPUs",
+    # Before something else: a noun phrase, a number, another word.
+    "right GPU", "Right side of the table", "Right-hand side", "Right GPU 0", "exactly 2x",
+    "Exactly 2x faster", "Exactly 2 GPUs", "Right now it is slower", "Sure thing", "Rightly so",
+    "Indeed slower", "Surely faster",
+]
+
+
+@pytest.mark.parametrize("text", NOT_AGREEMENT)
+def test_those_words_taken_back_or_before_something_else_are_no_yes(text):
+    answer = read_yes_no(text)
+    assert answer.value != "yes", f"{text!r}: expected no yes (unclear, or a no), read {answer}"
+
+
+def test_not_really_stays_a_no():
+    assert read_yes_no("Not really").value == "no"
+
+
+# -- the question's comparison restated: "than DP" (eng_words3) ------------------------------------
+# Practical 6 asks "compared with DataParallel, are the GPUs more balanced?"; "More balanced than
+# DP" restates the question's comparison and answers it, as "More balanced" does.
+@pytest.mark.parametrize("raw, value", [
+    ("More balanced than DP", True), ("more balanced than DataParallel", True),
+    ("They are more balanced than with DataParallel", True), ("More balanced than DP (both 840 MiB)", True),
+    ("More balanced than DataParallel does", True), ("Less balanced than DP", False),
+    ("Less balanced than DP: GPU 0 holds more", False),
+])
+def test_the_questions_comparison_restated_answers(raw, value):
+    question = template_questions("practical6")["usage.more_balanced"]
+    assert coerce(raw, question) is value, f"{raw!r}: expected {value}"
+
+
+@pytest.mark.parametrize("raw", [
+    # Another comparison, asked back, or turned: a person reads it.
+    "More balanced than DDP", "More balanced than on one GPU", "More balanced than DP?",
+    "More balanced than DP, but not always", "More balanced than DistributedDataParallel",
+])
+def test_another_comparison_is_left_for_a_person(raw):
+    with pytest.raises(ValueError, match="expected"):
+        coerce(raw, template_questions("practical6")["usage.more_balanced"])

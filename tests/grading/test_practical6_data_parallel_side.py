@@ -219,6 +219,30 @@ def test_a_cell_naming_both_methods_is_checked_for_its_column(tmp_path, aspect):
     assert failure is None, failure
 
 
+# The usage row written as a comparison (eng_words3): "less even than DDP" in DP's column was
+# read by its adjective, balanced, and a right row marked wrong; "worse than DDP" waited for a
+# person. The less even method is the imbalanced one, as a TA reads it.
+@pytest.mark.parametrize("dp_cell, ddp_cell", [
+    ("less even than DDP", "more even than DP"),
+    ("worse than DDP", "uses the GPUs more evenly than DataParallel"),
+    ("not as balanced as DDP", "DP is less balanced than DDP"),
+    ("less even than DDP (GPU 0 gathers the outputs)", "less imbalanced than DP"),
+])
+def test_a_usage_row_written_as_a_comparison_is_checked_as_its_words(tmp_path, dp_cell, ddp_cell):
+    runs = Runs(dp_trained(scattered=True, step_s=0.004), ddp_trained(step_s=0.001), tmp_path)
+    table = TABLE[:2] + [{"aspect": "gpu usage", "dp": dp_cell, "ddp": ddp_cell}]
+    _, failure = graded(p6.test_reported_comparison_table, runs, "gpu usage", **{"compare.table": table})
+    assert failure is None, f"dp {dp_cell!r}, ddp {ddp_cell!r} should pass as imbalanced/balanced:\n{failure}"
+
+
+def test_a_usage_row_comparing_the_wrong_way_is_wrong(tmp_path):
+    runs = Runs(dp_trained(scattered=True, step_s=0.004), ddp_trained(step_s=0.001), tmp_path)
+    table = TABLE[:2] + [{"aspect": "gpu usage", "dp": "more even than DDP", "ddp": "less even than DP"}]
+    _, failure = graded(p6.test_reported_comparison_table, runs, "gpu usage", **{"compare.table": table})
+    assert failure and "dp balanced, ddp imbalanced" in failure, (
+        f"expected the row marked wrong, read as dp balanced, ddp imbalanced; observed:\n{failure}")
+
+
 def test_a_row_not_recognised_is_named_with_the_names_accepted(tmp_path):
     """The feedback said only the rows written: it now says which row is missing and the names
     it is read under."""
