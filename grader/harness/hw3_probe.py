@@ -140,6 +140,13 @@ class TorchReadings:
             codes.add(code)
             pending += [c for c in code.co_consts if inspect.iscode(c)]
         self.hook_callers = frozenset(codes)
+        # torch's layer classes whose forward is arithmetic only, with that forward as torch
+        # has it: the host's composition of a layout's layers applies them (hw3_recompute
+        # rebuilds the same classes outside the run).
+        from grader.harness.hw3_recompute import REBUILDABLE
+        self.plain_forward = {layer: layer.forward for layer in
+                              (getattr(torch.nn, name, None) for name in REBUILDABLE)
+                              if isinstance(layer, type)}
 
     def device(self, tensor) -> str:
         if type(tensor) not in self.tensor_types:
@@ -465,10 +472,20 @@ class Probe:
         with self.torch.no_grad():
             h = x.cpu()
             for module in modules:
-                h = copy.deepcopy(module).cpu()(h)
+                h = self._host_call(copy.deepcopy(module).cpu(), h)
                 if relu:
                     h = self.torch.relu(h)  # idempotent: a ReLU kept in the list is no harm
         return h
+
+    def _host_call(self, module, h):
+        """A torch layer without hooks of its own, applied by torch's forward of its class:
+        called, the runtime's hooks trace it as a pass of a model of its own (about half the
+        layouts part's CPU: two host compositions per layout), and a hook the student put on
+        every module would run for the grader's arithmetic."""
+        forward = self.read.plain_forward.get(type(module))
+        if forward is not None and not module._forward_hooks and not module._forward_pre_hooks:
+            return forward(module, h)
+        return module(h)
 
     def transfers(self, gpus: list[int], depth: int, dim: int, batch: int) -> None:
         for n in gpus:
