@@ -33,6 +33,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               training_events, unvouched_said)
 from grader.checks.second_stage_device import layout_switch
 from grader.checks.support import close, explain, must_agree
+from grader.checks.value_probe import unmoved_gpus, unmoved_note
 from grader.common.row_vectors import row_vectors
 from grader.common.text import answer_shown
 
@@ -117,7 +118,13 @@ class HandoutRuns:
                     edits=tuple(edits) + switch_edits + self.steps_edits)
 
     def run(self, processes=2, **sets):
-        return self.runs.script(**self.spec(processes, **sets))
+        run = self.runs.script(**self.spec(processes, **sets))
+        if processes == 2 and not sets and "unmoved" not in run.derived:
+            # The handout's run is the one whose stages are read: the GPUs whose layers carry
+            # no value into its passes are read from a probe of it (value_probe.py).
+            run.derived["unmoved"] = unmoved_gpus(run, self.runs.script(**self.spec(),
+                                                                        probe=True))
+        return run
 
     @property
     def can_break(self) -> bool:
@@ -140,7 +147,8 @@ def start_runs(runs, handout):
                   handout.spec(processes=1),
                   *(handout.spec(processes=1, MICRO_BATCHES=m) for m in [1, *INVARIANCE]
                     if m != MICRO),
-                  *([handout.spec(broken=True)] if handout.can_break else []))
+                  *([handout.spec(broken=True)] if handout.can_break else []),
+                  {**handout.spec(), "probe": True})
 
 
 # A collective of the script's own is taken for its gradients' all-reduce where it comes after a
@@ -308,7 +316,8 @@ def test_rank_uses_gpus_r_and_r_plus_2(handout):
     assert not idle, explain(expected, "; ".join(
         f"rank {r}'s model has layers on cuda:{r} and cuda:{r + 2}, but its training passes "
         f"ran layers on {', '.join(f'cuda:{g}' for g in gpus) or 'no GPU'} only"
-        for r, gpus in idle.items()), look)
+        for r, gpus in idle.items())
+        + unmoved_note(run.derived.get("unmoved", {}), sorted(idle)), look)
 
 
 # -- accumulation: MICRO_BATCHES passes per step, every row, one all-reduce -------------------------
@@ -769,10 +778,15 @@ def stage_gpus(run, rank):
     one, every pass's, as before. A GPU whose layers ran on fewer rows than the pass's
     micro-batch is no stage of it (stages_of_pass), nor one whose layers' results carried no
     gradient back (`grad_unused`: a spare fed the whole micro-batch, its result added times 0,
-    had made a one-stage replica two stages, adv43 F2)."""
+    had made a one-stage replica two stages, adv43 F2), nor, in the handout's run, one whose
+    layers' perturbed outputs left a pass's output unchanged (`unmoved`, value_probe.py: a
+    spare added as `x + (side - side.detach())` gets a full gradient and carries nothing,
+    adv48 F1-F3)."""
     order = []
+    unmoved = run.derived.get("unmoved", {}).get(rank, {})
     trained = [[d for d in stages_of_pass(p["layer_devices"], p["layer_rows"],
-                                          *_micro_batch_vectors(p)) if d not in p["grad_unused"]]
+                                          *_micro_batch_vectors(p))
+                if d not in p["grad_unused"] and gpu_index(d) not in unmoved]
                for p in forward_passes(run, rank) if p["trains"] and p["layer_devices"]]
     ran = trained or [stages_of_pass(e.get("layer_devices"), e.get("layer_rows"))
                       for e in run.of("forward_out", rank)]

@@ -32,8 +32,17 @@ KEY_BYTES = 32
 _SEAL_FIELDS = ("seq", "seal")
 
 
-def new_key() -> bytes:
-    return secrets.token_bytes(KEY_BYTES)
+def new_key(marked: bool = False) -> bytes:
+    """A fresh key; `marked`: its last bit set, else cleared. The mark tells the runtime that
+    this is a value-probe run (grader/vgpu/perturb.py) by the one thing no student code can
+    read: the key, taken before any of it runs."""
+    key = bytearray(secrets.token_bytes(KEY_BYTES))
+    key[-1] = (key[-1] & 0xFE) | int(marked)
+    return bytes(key)
+
+
+def key_marked(key: bytes | None) -> bool:
+    return bool(key) and bool(key[-1] & 1)
 
 
 def hand_over(key: bytes) -> int:

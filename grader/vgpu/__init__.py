@@ -51,6 +51,8 @@ class Activation:
         if self.sampler is not None:
             self.sampler.stop()
         if self.observer is not None:
+            from grader.vgpu import perturb
+            perturb.uninstall()
             self.observer.uninstall()
         for mode in reversed(self.modes):
             mode.__exit__(None, None, None)
@@ -103,6 +105,8 @@ def activate(n_gpus: int, trace_path: str | None = None, *, rank: int | None = N
         from grader.vgpu.observe import Observer
         handle.observer = Observer(trace, handle.node.clock if handle.node is not None else None)
         handle.observer.install(handle.patcher)
+        from grader.vgpu import perturb
+        perturb.install(trace, trace.probing, n_gpus)
         # The HW3 probe builds the model with the arguments the script's own run passed.
         from grader.vgpu import constructor_calls
         constructor_calls.install(handle.patcher, trace)

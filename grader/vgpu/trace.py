@@ -14,7 +14,8 @@ import time
 
 from grader.records import untrusted_files
 from grader.records.genuine_frames import frame_judge, writing_call
-from grader.records.seal import Verified, in_sealed_run, sealer_factory, take_key, verify_lines
+from grader.records.seal import (Verified, in_sealed_run, key_marked, sealer_factory, take_key,
+                                 verify_lines)
 
 SCHEMA = "pdl-autograder/trace/1"
 # The last record of every process the runtime activated in (grader/vgpu/guard.py).
@@ -37,6 +38,7 @@ class Trace:
         # (grader/records/seal.py); it lives on only inside the sealers' closures.
         key = take_key() if path else None
         self._keyless = bool(path) and key is None and in_sealed_run()
+        self.probing = key_marked(key)   # a value-probe run (grader/vgpu/perturb.py)
         if self._keyless:
             path += UNKEYED_SUFFIX
         self._streams, self._probe_sealer = _sealers(key, base_path or path or "")
@@ -103,7 +105,8 @@ _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 WRITER_MODULES = ("grader.vgpu", "grader.vgpu.constructor_calls", "grader.vgpu.dataparallel",
                   "grader.vgpu.distributed",
                   "grader.vgpu.guard", "grader.vgpu.mode", "grader.vgpu.numpy_joins",
-                  "grader.vgpu.nvml", "grader.vgpu.observe", "grader.vgpu.rows",
+                  "grader.vgpu.nvml", "grader.vgpu.observe", "grader.vgpu.perturb",
+                  "grader.vgpu.rows",
                   "grader.vgpu.run_on_node",
                   "grader.vgpu.trace", "grader.records.seal")
 _genuine, admit_unlisted_module, _close = frame_judge(_GRADER_FOLDER, WRITER_MODULES)

@@ -1,0 +1,84 @@
+"""Which GPUs' layers carry no value into the training passes: a probe run against a normal one.
+
+A probe run (grader/vgpu/perturb.py) adds noise of their own size to the outputs of one GPU's
+layers in each training pass, the GPU going round the node pass by pass, and records each
+pass's output digest (`pass_value`: sum, sum of squares) as every run does. A GPU whose
+perturbed layers left some pass's output where the normal run of the same spec has it, to
+within rounding, carries nothing of that pass: its layers' result does not reach the output,
+whatever gradient came back to them (a spare nn.Linear on cuda:r+2 added as `x + (side -
+side.detach())`, through a custom autograd.Function, as `side * 0` with a hook on the node, or
+`x + side / 1e30`: red team adv48 F1-F3, each a one-stage replica paid as two stages).
+
+Only an output unchanged under the perturbation is read, never one that moved: a run that is
+not reproducible (its own seed drawn from the clock) moves everywhere and keeps what the
+gradient watch says of it.
+"""
+from __future__ import annotations
+
+import math
+
+from grader.checks.practical_answers import gpu_index
+
+# The largest change of a pass's output digest (relative: sum against the output's norm times
+# the square root of its size, sum of squares against itself) still read as unchanged.
+# Measured (eng_value, the course's P10 at DIM 512, 4 micro-batches, 3 steps): the reference's
+# perturbed passes move by 0.17 to 2.2; a cancelled spare's by 0 (bit for bit) in the step the
+# perturbation is in, 2e-4 to 5e-4 in later steps (the step before them differs); `x + 1e-6 *
+# side` by about 1e-6. So 1e-4 stands 1000x below the honest stages.
+UNCHANGED = 1e-4
+
+
+def pass_values(run, rank: int) -> dict:
+    """{pass number: its `pass_value` record} of one rank."""
+    return {e.get("n"): e for e in run.events
+            if e.get("event") == "pass_value" and e.get("rank", 0) == rank}
+
+
+def change(normal: dict, probed: dict) -> float | None:
+    """How far a pass's output moved between the two runs (relative, see UNCHANGED); None where
+    the two are not the same pass (another shape) or not numbers."""
+    if normal.get("shape") != probed.get("shape"):
+        return None
+    try:
+        total, squares = float(normal["sum"]), float(normal["sumsq"])
+        moved_sum = abs(float(probed["sum"]) - total)
+        moved_squares = abs(float(probed["sumsq"]) - squares)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not all(map(math.isfinite, (total, squares, moved_sum, moved_squares))):
+        return None
+    size = math.prod(normal.get("shape") or [1]) or 1
+    if squares == 0:
+        return 0.0 if moved_sum == 0 and moved_squares == 0 else math.inf
+    return max(moved_sum / math.sqrt(size * squares), moved_squares / squares)
+
+
+def unmoved_gpus(run, probe) -> dict[int, dict[int, float]]:
+    """{rank: {GPU: the least change}} of the GPUs some perturbed training pass of `probe` left
+    unchanged against `run` (the same spec without perturbation)."""
+    found: dict[int, dict[int, float]] = {}
+    if probe is None or not probe.events:
+        return found
+    for event in probe.events:
+        if event.get("event") != "perturbed":
+            continue
+        rank, gpu = event.get("rank", 0), gpu_index(event.get("device"))
+        normal = pass_values(run, rank).get(event.get("n"))
+        probed = pass_values(probe, rank).get(event.get("n"))
+        moved = change(normal, probed) if normal and probed and gpu is not None else None
+        if moved is not None and moved <= UNCHANGED:
+            gpus = found.setdefault(rank, {})
+            gpus[gpu] = min(moved, gpus.get(gpu, math.inf))
+    return found
+
+
+def unmoved_note(unmoved: dict[int, dict[int, float]], ranks) -> str:
+    """The GPUs of `ranks` read as no stage for carrying no value, as words to add to a
+    message; "" where none."""
+    gpus = sorted({gpu for rank in ranks for gpu in unmoved.get(rank, {})})
+    if not gpus:
+        return ""
+    named = " and ".join(f"cuda:{gpu}" for gpu in gpus)
+    return (f"; perturbing the outputs of the layers on {named} did not change the model's "
+            f"output: their result does not reach it (a term that cancels its own value, "
+            f"`side - side.detach()` or the like, makes no stage)")

@@ -1,0 +1,199 @@
+"""Practical 10: a GPU is a stage only where its layers' values reach the pass's output.
+
+A one-stage replica on cuda:r with a spare nn.Linear on cuda:r+2 whose result is added so that
+its value cancels while its gradient comes back whole (`x + torch.sub(side, side.detach())`, a
+custom autograd.Function whose forward returns x and whose backward returns (grad, grad), `side
+* 0` with a hook on the node giving the gradient back, `x + side / 1e30`: red team adv48 F1-F3)
+had the two-stage layout's 10 of 12 where the one-stage replica earns 7.25: the gradient watch
+reads derivatives, which these forge. The grader now also runs the handout's configuration as
+a value probe (grader/vgpu/perturb.py: noise of their own size added to one GPU's layer outputs
+per training pass) and reads a GPU whose perturbed layers left a pass's output unchanged as no
+stage (grader/checks/value_probe.py). Honest stages, however written (with dropout, LayerNorm,
+an LSTM, checkpointing, bare parameters), move the output and keep their GPUs.
+
+The models train here on a virtual node as a graded run's do, once as the normal run and once
+as the probe (the probe switched on by hand: a graded run's comes in its seal key).
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+from grader.checks import test_practical10 as p10
+from grader.checks.value_probe import unmoved_gpus, unmoved_note
+from grader.harness.observation import Observation
+from grader.records.seal import key_marked, new_key
+from grader.vgpu import activate, perturb
+from tests.grading import test_practical10_stage_rows as stage_rows
+from tests.grading.test_practical10_stage_rows import (CUDA0, CUDA2, DIM, HIDDEN, BareParameters,
+                                                       SeqFirst, Sequential, SeparateStages,
+                                                       SpareBeside)
+
+
+class _OneStage(SpareBeside):
+    """Every layer on cuda:0, the spare on cuda:2 fed the whole micro-batch: `join` adds it."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        side = self.spare(x.to(CUDA2))
+        return self.join(x.to(CUDA2), side)
+
+
+class CancelledBySub(_OneStage):
+    """adv48 p10_tsub."""
+
+    def join(self, x, side):
+        return x + torch.sub(side, side.detach())
+
+
+class _Join(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, side):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class CancelledByFunction(_OneStage):
+    """adv48 p10_func."""
+
+    def join(self, x, side):
+        return _Join.apply(x, side)
+
+
+class CancelledByNodeHook(_OneStage):
+    """adv48 p10_nodehook."""
+
+    def join(self, x, side):
+        zero = side * 0
+        zero.grad_fn.register_hook(lambda grads_in, grads_out: (grads_out[0].clone(),)
+                                   + tuple(grads_in[1:]))
+        return x + zero
+
+
+class ScaledTo1e30(_OneStage):
+    """adv48 p10_tiny."""
+
+    def join(self, x, side):
+        return x + side / 1e30
+
+
+class WithDropoutAndLayerNorm(nn.Module):
+    """Honest: stage 1 normalised, with (seeded) dropout in both stages."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(),
+                                    nn.Dropout(0.2)).to(CUDA0)
+        self.stage1 = nn.Sequential(nn.Linear(HIDDEN, DIM), nn.LayerNorm(DIM),
+                                    nn.Dropout(0.2)).to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
+
+
+class Checkpointed(Sequential):
+    """Honest: stage 1 under activation checkpointing, reentrant and not."""
+
+    reentrant = False
+
+    def forward(self, x):
+        hidden = self.stage0(x.to(CUDA0)).to(CUDA2)
+        return checkpoint(self.stage1, hidden, use_reentrant=self.reentrant)
+
+
+class CheckpointedReentrant(Checkpointed):
+    reentrant = True
+
+
+def trained(tmp_path, model_class, probing: bool) -> Observation:
+    """The trace of test_practical10_stage_rows' training, on a node of its own; `probing`: as
+    a value probe."""
+    handles = []
+
+    def node(gpus: int) -> list[dict]:
+        handle = activate(gpus, force_virtual=True,
+                          trace_path=str(tmp_path / f"trace-{int(probing)}.jsonl"))
+        handles.append(handle)
+        perturb._probe.perturbing = probing
+        events: list[dict] = []
+        handle.trace.listeners.append(events.append)
+        return events
+
+    try:
+        return stage_rows.trained(node, model_class)
+    finally:
+        for handle in handles:
+            handle.deactivate()
+
+
+def probed(tmp_path, model_class) -> tuple[Observation, dict]:
+    """(the normal run, with the probe's verdict in it as the handout's run has it; the
+    verdict)."""
+    normal = trained(tmp_path, model_class, probing=False)
+    probe = trained(tmp_path, model_class, probing=True)
+    assert any(e.get("event") == "perturbed" and e.get("device") == "cuda:2"
+               for e in probe.events), (
+        f"expected the probe to perturb the layers on cuda:2 in some training pass of "
+        f"{model_class.__name__}; observed perturbed records "
+        f"{[e for e in probe.events if e.get('event') == 'perturbed']}; where to look: "
+        "grader/vgpu/perturb.py ValueProbe._layer_output")
+    normal.derived["unmoved"] = unmoved = unmoved_gpus(normal, probe)
+    return normal, unmoved
+
+
+@pytest.mark.parametrize("model_class", [CancelledBySub, CancelledByFunction,
+                                         CancelledByNodeHook, ScaledTo1e30],
+                         ids=["torch.sub(side, side.detach())", "a custom autograd.Function",
+                              "side * 0 with a node hook", "side / 1e30"])
+def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
+    normal, unmoved = probed(tmp_path, model_class)
+    # What the gradient watch alone reads: the forgery's two stages (the reason for the probe).
+    # (`side / 1e30` gets a gradient 1e-30 the size: the watch's share test may see it too.)
+    watched = [0, 2] if model_class is ScaledTo1e30 else \
+        p10.stage_gpus(Observation("practical10/sample.py", gpus=4, returncode=0,
+                                   events=normal.events, stdout=""), 0)
+    assert watched == [0, 2], (
+        f"expected the gradient watch alone to read {model_class.__name__} as two stages (its "
+        f"spare on cuda:2 gets a full gradient); observed {watched}: this test no longer shows "
+        "what the probe adds")
+    stages = p10.stage_gpus(normal, 0)
+    assert stages == [0], (
+        f"expected one stage, cuda:0 (the spare's value on cuda:2 cancels); observed {stages}; "
+        f"the probe read {unmoved}; where to look: grader/checks/value_probe.py unmoved_gpus")
+    note = unmoved_note(unmoved, [0])
+    assert "perturbing the outputs of the layers on cuda:2 did not change the model's output" \
+        in note, f"expected the feedback to name cuda:2; observed {note!r}"
+
+
+@pytest.mark.parametrize("model_class", [
+    Sequential, SeparateStages, BareParameters, SeqFirst, WithDropoutAndLayerNorm,
+    Checkpointed, CheckpointedReentrant,
+], ids=["nn.Sequential stages", "stages as modules", "bare parameters", "an nn.LSTM stage",
+        "dropout and LayerNorm", "checkpointing", "reentrant checkpointing"])
+def test_honest_stages_move_the_output(tmp_path, model_class):
+    normal, unmoved = probed(tmp_path, model_class)
+    stages = p10.stage_gpus(normal, 0)
+    assert not unmoved and stages == [0, 2], (
+        f"expected stage 0 on cuda:0 and stage 1 on cuda:2 for {model_class.__name__}, no GPU "
+        f"left unmoved by the probe; observed stages {stages}, unmoved {unmoved}; where to "
+        "look: grader/checks/value_probe.py UNCHANGED, grader/vgpu/perturb.py")
+
+
+def test_the_normal_run_perturbs_nothing(tmp_path):
+    normal = trained(tmp_path, Sequential, probing=False)
+    assert not [e for e in normal.events if e.get("event") == "perturbed"], (
+        "expected no perturbed records in a normal run; where to look: grader/vgpu/perturb.py")
+    assert [e for e in normal.events if e.get("event") == "pass_value"], (
+        "expected a pass_value digest of each training pass in a normal run")
+
+
+def test_only_a_marked_key_makes_a_probe():
+    assert not any(key_marked(new_key()) for _ in range(64)), \
+        "expected a normal run's key never to be marked (grader/records/seal.py new_key)"
+    assert all(key_marked(new_key(marked=True)) for _ in range(64)), \
+        "expected a probe's key always to be marked"
