@@ -13,7 +13,8 @@
   as a student reads it: no tracebacks of the grader's own code, each failed check's message
   once per cause and the points per rubric item at the end (grader/reports/terminal.py, scored
   through grader/scoring from the session's own outcomes), unless `--tb` or `-r` ask for
-  pytest's usual report.
+  pytest's usual report. A failed check that the rubrics give no point counts as xfailed, so
+  that `pytest` exits 0 where every point is earned, as `pdl-grade check` does.
 """
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ CHECK_OUTCOMES = pytest.StashKey[dict]()
 CASE_MARKS = ["unread_answer", "graded_by_hand"]
 # assignment -> its answers as read (Answers.to_dict), for the summary's written answers
 CHECK_ANSWERS = pytest.StashKey[dict]()
+# The checks the rubrics give no point (they only tell: practical4.uneven_batch). One that fails
+# counts as xfailed, its message kept for the summary's "Worth no point" part: `pytest` had
+# exited 1 ("1 failed") at full points where `pdl-grade check` exits 0 (a red team's adv47 F4).
+CHECKS_WORTH_NO_POINT = pytest.StashKey[frozenset]()
 
 
 def default_submission() -> Path:
@@ -78,6 +83,7 @@ def pytest_configure(config):
     config.pluginmanager.register(_IntegrityInReport(config), "pdl-integrity-report")
     if _checks_only(config):
         config.stash[CHECK_OUTCOMES] = {}
+        config.stash[CHECKS_WORTH_NO_POINT] = _checks_worth_no_point(config.getoption("--rubrics"))
         # A failing check's message is the feedback, shown once per cause in the summary;
         # tracebacks into the grader's own code and a line per failed test are noise to a
         # student. Options the user gave (--tb, -r) are kept.
@@ -106,6 +112,14 @@ def _checks_only(config) -> bool:
         if not Path(target).resolve().is_relative_to(package):
             return False
     return True
+
+
+def _checks_worth_no_point(rubrics_dir) -> frozenset:
+    from grader.scoring.rubric import RubricError, checks_worth_no_point
+    try:
+        return checks_worth_no_point(rubrics_dir)
+    except RubricError:   # the summary's scoring says what is wrong with the rubrics
+        return frozenset()
 
 
 def pytest_runtest_setup(item):
@@ -165,9 +179,20 @@ def pytest_runtest_makereport(item, call):
         outcomes[item.nodeid] = (identifier, outcome, message,
                                  _unread_answer(call.excinfo) if failed else "",
                                  _graded_by_hand(call.excinfo) if failed else "")
+        if failed and identifier in item.config.stash.get(CHECKS_WORTH_NO_POINT, frozenset()):
+            _count_as_expected_failure(report, identifier, message)
     elif call.when == "call":
         outcomes.setdefault(item.nodeid, (identifier, "passed", "", "", ""))
     return report
+
+
+def _count_as_expected_failure(report, check: str, message: str) -> None:
+    """A failed check worth no point, as pytest counts an expected failure ("1 xfailed", not a
+    failure of the session): the session's outcomes keep it failed, so the points and the
+    summary's "Worth no point" part are `pdl-grade check`'s; `-rx` prints the message too. The
+    checks' JSON report says "xfailed", which scoring reads as failed (check_results.py)."""
+    report.outcome = "skipped"
+    report.wasxfail = f"{check} is worth no point, it only tells you something: {message}"
 
 
 def _measured_under(item) -> dict:

@@ -209,6 +209,15 @@ def load_rubrics(directory: str | Path | None = None) -> dict[str, Rubric]:
     return {r.assignment: r for r in rubrics}
 
 
+def checks_worth_no_point(directory: str | Path | None = None) -> frozenset[str]:
+    """The checks that only tell the student something (practical4.uneven_batch: a batch of 63
+    the handout never splits): their rubric gives them no point. Their failure costs nothing,
+    so a session of the checks counts it as xfailed, not failed (grader/pytest_plugin.py), and
+    `pytest` exits as `pdl-grade check` does."""
+    return frozenset(rule.check for rubric in load_rubrics(directory).values()
+                     for item in rubric.items for rule in item.checks if not rule.points)
+
+
 def assignment_ids(directory: str | Path | None = None) -> list[str]:
     """The assignments the grader knows: one per rubric file, in the course's order. This is
     the only list of assignments; the CLI, the batch and the reports all read it."""

@@ -242,14 +242,21 @@ def test_grader_owned_results_replace_planted_ones(campaign):
     report = json.loads((campaign["outs"] / "escape_writes" / "checks-practical4.json").read_text())
     # practical4's 13 tests: 7 on the code (the batch of 63 among them, worth no point), 6 comparing the
     # answer sheet with it
-    assert len(report["tests"]) == 13 and all(t["outcome"] == "failed" for t in report["tests"])
+    assert len(report["tests"]) == 13 and every_check_failed(report)
 
 
 def test_plugin_in_submission_never_loads(campaign):
     assert not Path(f"/var/tmp/{campaign['mark']}-plugin-loaded").exists()
     result = campaign["graded"]["conftest_plugin"]["result"]
     report = json.loads((campaign["outs"] / "conftest_plugin" / "checks-practical4.json").read_text())
-    assert result["score"] == 0 and all(t["outcome"] == "failed" for t in report["tests"])
+    assert result["score"] == 0 and every_check_failed(report)
+
+
+def every_check_failed(report: dict) -> bool:
+    """Every test of practical4's checks' report failed; the batch of 63, worth no point, as
+    xfailed (grader/pytest_plugin.py: a failed check worth no point fails no session)."""
+    return all(t["outcome"] == ("xfailed" if "uneven_batch" in t["nodeid"] else "failed")
+               for t in report["tests"])
 
 
 # -- pdl-grade batch: unsafe archives, links, and a student who reads the others ----------------
