@@ -12,7 +12,7 @@ In every observed process the output of each training pass (a root pass run with
 is recorded as a digest (`pass_value`: n, sum, sum of squares, shape). In a probe run (the
 grader marks the run's seal key, grader/records/seal.py `new_key(marked=True)`: nothing in the
 environment or the command line says so, and the key is read before any student code runs),
-the k-th training pass of each process also adds to the output of every layer on GPU
+the k-th training pass of each root module also adds to the output of every layer on GPU
 (k - 1) mod G (G: the node's GPUs) noise of that output's own size (`perturbed`: n, device).
 The grader compares each perturbed pass's digest with the same pass's in a normal run of the
 same spec (grader/checks/value_probe.py): where it did not move beyond rounding, that GPU's
@@ -38,7 +38,8 @@ _FOLD, _SHIFT = 1013.0, 0.5
 class ValueProbe:
     def __init__(self, trace, perturbing: bool, gpus: int):
         self.trace, self.perturbing, self.gpus = trace, perturbing, max(1, gpus)
-        self.passes: dict[int, int] = {}      # pass number -> its place among training passes
+        self.passes: dict[int, int] = {}      # pass number -> its place among its model's
+        self.models: dict[int, int | None] = {}   # pass number -> id of its root module
         self.digested: set[int] = set()
         self.noted: set[tuple] = set()        # (pass, device) perturbed, recorded once
         self.handle = None
@@ -74,7 +75,13 @@ class ValueProbe:
         if parameter is None or any(True for _ in observe._layers_below(module)):
             return None
         if n not in self.passes:
-            self.passes[n] = len(self.passes)
+            # Counted per root module: passes of another module with gradients (a probe
+            # trained beside the model, a forged one) do not shift which GPU the model's
+            # passes perturb.
+            root = getattr(observe._tls, "root", None)
+            model = id(root[0]) if root else None
+            self.passes[n] = sum(1 for m in self.models.values() if m == model)
+            self.models[n] = model
         device = str(parameter.device)
         if device != f"cuda:{self.passes[n] % self.gpus}":
             return None

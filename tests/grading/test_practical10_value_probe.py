@@ -96,6 +96,20 @@ class WithDropoutAndLayerNorm(nn.Module):
         return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
 
 
+class DeepSigmoidStage1(nn.Module):
+    """Honest: stage 1 of 4 Linear+Sigmoid layers, through which stage 0's perturbation reaches
+    the output 3e-5 the size (a threshold of 1e-4 had read cuda:0 as no stage)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()).to(CUDA0)
+        self.stage1 = nn.Sequential(nn.Linear(HIDDEN, DIM), nn.Sigmoid(), *(
+            layer for _ in range(3) for layer in (nn.Linear(DIM, DIM), nn.Sigmoid()))).to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
+
+
 class Checkpointed(Sequential):
     """Honest: stage 1 under activation checkpointing, reentrant and not."""
 
@@ -172,9 +186,10 @@ def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
 
 @pytest.mark.parametrize("model_class", [
     Sequential, SeparateStages, BareParameters, SeqFirst, WithDropoutAndLayerNorm,
-    Checkpointed, CheckpointedReentrant,
+    Checkpointed, CheckpointedReentrant, DeepSigmoidStage1,
 ], ids=["nn.Sequential stages", "stages as modules", "bare parameters", "an nn.LSTM stage",
-        "dropout and LayerNorm", "checkpointing", "reentrant checkpointing"])
+        "dropout and LayerNorm", "checkpointing", "reentrant checkpointing",
+        "a stage 1 of 4 sigmoid layers"])
 def test_honest_stages_move_the_output(tmp_path, model_class):
     normal, unmoved = probed(tmp_path, model_class)
     stages = p10.stage_gpus(normal, 0)
