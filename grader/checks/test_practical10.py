@@ -124,6 +124,10 @@ class HandoutRuns:
             # no value into its passes are read from a probe of it (value_probe.py).
             run.derived["unmoved"] = unmoved_gpus(run, self.runs.script(**self.spec(),
                                                                         probe=True))
+        elif processes == 1 and not sets and "unmoved" not in run.derived:
+            # Part 4's process is rank 0 on rank 0's GPUs, the same code: what the probe of
+            # the handout's run read of them holds (an honest stage there is never unmoved).
+            run.derived["unmoved"] = {0: self.run().derived["unmoved"].get(0, {})}
         return run
 
     @property

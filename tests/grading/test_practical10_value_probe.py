@@ -26,6 +26,7 @@ from grader.checks.value_probe import unmoved_gpus, unmoved_note
 from grader.harness.observation import Observation
 from grader.records.seal import key_marked, new_key
 from grader.vgpu import activate, perturb
+from tests.fixtures.practical_variants import REFERENCE
 from tests.grading import test_practical10_stage_rows as stage_rows
 from tests.grading.test_practical10_stage_rows import (CUDA0, CUDA2, DIM, HIDDEN, BareParameters,
                                                        SeqFirst, Sequential, SeparateStages,
@@ -212,3 +213,32 @@ def test_only_a_marked_key_makes_a_probe():
         "expected a normal run's key never to be marked (grader/records/seal.py new_key)"
     assert all(key_marked(new_key(marked=True)) for _ in range(64)), \
         "expected a probe's key always to be marked"
+
+
+class _Runs:
+    """The handout's runs as test_practical10.HandoutRuns asks for them: `normal` for the runs
+    of any number of processes, `probe` for the value probe."""
+
+    def __init__(self, normal: Observation, probe: Observation):
+        self.normal, self.probe = normal, probe
+        self.made: dict = {}
+
+    def script(self, probe=False, **spec):
+        key = (probe, spec["nproc"], tuple(sorted((spec.get("sets") or {}).items())))
+        if key not in self.made:
+            source = self.probe if probe else self.normal
+            self.made[key] = Observation("practical10/sample.py", gpus=4, nproc=spec["nproc"],
+                                         returncode=0, events=list(source.events), stdout="")
+        return self.made[key]
+
+
+def test_part_4s_single_process_reads_the_probe_of_rank_0(tmp_path):
+    runs = _Runs(trained(tmp_path, CancelledBySub, probing=False),
+                 trained(tmp_path, CancelledBySub, probing=True))
+    handout = p10.HandoutRuns(runs, REFERENCE)
+    assert p10.stage_gpus(handout.run(), 0) == [0]
+    single = p10.stage_gpus(handout.run(processes=1), 0)
+    assert single == [0], (
+        f"expected Part 4's one process (rank 0, the same code on cuda:0 and cuda:2) to read the "
+        f"cancelled spare on cuda:2 as no stage, as the handout's run does; observed {single}; "
+        "where to look: test_practical10.HandoutRuns.run")
