@@ -294,11 +294,19 @@ def without_markdown(text: str) -> str:
     return _MARKED_RE.sub(r"\2", text) if len(text) <= MAX_VALUE_CHARS else text
 
 
+# What a count's result may have after it: its unit ("16 rows"), what it is counted over ("32
+# per rank", "16 per micro-batch", "32 samples per GPU", "32 each"), and a remark in brackets
+# with no number in it ("32 per rank (each GPU)"); never another number.
+_RESULT_WORDS = (r"(?:\s+[A-Za-z]+)?"
+                 r"(?:\s+(?:per|for\s+each|on\s+each|in\s+each)\s+(?:rank|gpu|process|device|node|"
+                 r"micro[-\s]?batch|replica|worker|stage|step)|\s+each)?"
+                 r"(?:\s*\((?![^()]*\d)[^()]{1,40}\))?")
 # A calculation with its result last: an expression with an operator, "=", one whole number,
-# perhaps its unit ("64/4 = 16", "64 / 4 = 16 rows"); a bare "64/2" says no result.
+# perhaps its unit ("64/4 = 16", "64 / 4 = 16 rows", "64 / 2 = 32 per rank"); a bare "64/2"
+# says no result.
 _EXPRESSION = r"[\w .()#]*?[\w)]\s*[-+*/×−][\w .()*/×+−-]*"
 _WORKED_OUT_RE = re.compile(r"\s*(?P<expression>" + _EXPRESSION + r")=\s*(?P<result>\d+)(?:\.0+)?"
-                            r"(?:\s+[A-Za-z]+)?\s*\.?\s*")
+                            + _RESULT_WORDS + r"\s*\.?\s*", re.IGNORECASE)
 # The result first, then how it was worked out ("4 = 5 - 1", "4 = N - 1").
 _RESULT_FIRST_RE = re.compile(r"\s*(?P<result>\d+)(?:\.0+)?\s*=\s*(?P<expression>" + _EXPRESSION + r"?)\s*\.?\s*")
 # A GPU count written beside a count of something else ("With 5 GPUs: 4", "4 transfers between
@@ -362,7 +370,7 @@ def worked_out_value(text: str) -> int | None:
 
 # "N - 1 (= 4)", "N-1 (=4)": a formula with the value it comes to in brackets after it.
 _RESULT_IN_BRACKETS_RE = re.compile(r"\s*(?P<expression>[^()=]*?[^\s(])\s*\(\s*=\s*(?P<result>\d+)\s*\)\s*\.?\s*")
-_CHAIN_RESULT_RE = re.compile(r"\s*(\d+)(?:\.0+)?(?:\s+[A-Za-z]+)?\s*\.?\s*")
+_CHAIN_RESULT_RE = re.compile(r"\s*(\d+)(?:\.0+)?" + _RESULT_WORDS + r"\s*\.?\s*", re.IGNORECASE)
 _CHAIN_PART_RE = re.compile(r"\s*(?:" + _EXPRESSION + r"|\d+(?:\.0+)?)\s*")
 
 
@@ -437,6 +445,12 @@ def _without_gpu_count(text: str, gpus: int) -> str | None:
     return _GPU_COUNT_RE.sub(" ", text)
 
 
+# A rate of one said after a count, as how it is laid out ("2 processes, one per GPU", "2, one
+# per GPU"): no second count. Alone ("one per layer") it is a rate, and no count is read.
+_RATE_REMARK_RE = re.compile(r"(?<=\S)\s*[,;(]\s*(?:one|a|an)\s+(?:\w+\s+)?per\s+(?:gpu|rank|process|device|"
+                             r"node|stage|replica|worker)\s*\)?\s*\.?\s*$", re.IGNORECASE)
+
+
 def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
                     arithmetic: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
@@ -477,6 +491,8 @@ def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
             return calculated
     if _COMPOUND_WORD_RE.search(text):
         return None
+    if not gpu:
+        text = _RATE_REMARK_RE.sub("", text)   # "2 processes, one per GPU": how the 2 are laid out
     named = []
     rest = _QUANTITY_REMARK_RE.sub(" ", text) if gpu else text
     rest = _NAMED_INDEX_RE.sub(lambda m: (named.append(int(m.group(1))), " ")[1], rest)

@@ -19,6 +19,7 @@ from grader.common.safe_yaml import YamlError, load_yaml_text
 from grader.common.text import did_you_mean
 
 from .declined import says_not_done
+from .keyed_lines import keyed_lines
 from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
                       chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
                       decimal_mark, each_shape_said, formula_alone, gpu_count_given,
@@ -546,7 +547,17 @@ def markdown_table(text: str, question: Question) -> tuple[list[dict] | None, st
 # "Memory-Usage"), as the columns the template names them; each only where the table has that
 # column. Units in a header are read as a column named in another unit is ("Step Time (sec)").
 HANDOUT_HEADERS = {"set_up": "method", "setup": "method", "split_per_gpu": "split",
-                   "gpu_util": "utilization_percent", "memory_usage": "memory_mib"}
+                   "gpu_util": "utilization_percent", "memory_usage": "memory_mib",
+                   # The short forms students head nvidia-smi's two numbers with where the
+                   # handout gives no header (Practical 5's Part 5): "Util %", "Mem MiB".
+                   "util": "utilization_percent", "util_percent": "utilization_percent",
+                   "utilization": "utilization_percent", "gpu_utilization": "utilization_percent",
+                   "utilisation": "utilization_percent", "gpu_util_percent": "utilization_percent",
+                   "mem": "memory_mib", "mem_mib": "memory_mib", "memory": "memory_mib",
+                   "used_mib": "memory_mib", "memory_used": "memory_mib",
+                   "memory_used_mib": "memory_mib", "mem_used": "memory_mib",
+                   "mem_used_mib": "memory_mib", "gpu_memory": "memory_mib",
+                   "gpu_memory_mib": "memory_mib"}
 # A column of the handout's table the sheet does not ask for: left out where no column of the
 # table is about batches (P5's split table: the batch of 64). Any other unknown column is
 # refused, never dropped: its cells may be the answer under a name the reader does not know
@@ -650,9 +661,12 @@ def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list
     why = None
     if isinstance(raw, str):
         rows, why = markdown_table(raw, question)
-        raw = rows or raw
+        # Not a pipe table: the handout's "Rank 0 → GPU 0" lines, keyed as a mapping is.
+        raw = rows or (keyed_lines(raw) if why is None else None) or raw
     if isinstance(raw, dict):
         raw = _keyed_rows(raw, question) or raw
+    if isinstance(raw, list):
+        raw = _rows_in_column_order(raw, question)
     if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
         if isinstance(raw, str) and _NVIDIA_SMI.search(raw):
             raise _pasted(raw, question)
@@ -686,6 +700,17 @@ def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list
     return rows
 
 
+def _rows_in_column_order(raw: list, question: Question) -> list:
+    """Rows written as lists in the order of the sheet's own `columns:` line (`[single, 1,
+    "0,299 ms", "2,694 ms"]` under [method, gpus, step_time_s, total_time_s]) as the mappings
+    they are: only where every such row is as long as the columns, which it then fits one way
+    only; a row of another length leaves them all as written (refused as not rows)."""
+    listed = [row for row in raw if isinstance(row, (list, tuple))]
+    if not listed or not question.columns or any(len(row) != len(question.columns) for row in listed):
+        return raw
+    return [dict(zip(question.columns, row)) if isinstance(row, (list, tuple)) else row for row in raw]
+
+
 def _batch_of(row: dict, asked: int | None) -> int | None:
     """The batch a row of a split table says it splits ("Batch Size" 64), else `asked`."""
     for key, value in row.items():
@@ -717,14 +742,19 @@ def _split(raw: Any, gpus: int, batch: int | None) -> Any:
         size, count, each = raw, None, False
     elif isinstance(raw, str):
         text = without_markdown(raw.strip())
-        remark = _TOTAL_REMARK.search(text)
+        # "64/2 = 32 per GPU": one size, worked out (its "= 32" is no total, and [32] had been
+        # a wrong split for a right one).
+        worked = worked_out_value(text) if "=" in text else None
+        remark = _TOTAL_REMARK.search(text) if worked is None else None
         said = text[:remark.start()] if remark else text
         total = int(remark["first"] or remark["last"]) if remark else None
-        found = size_each_said(said)
+        found = size_each_said(said) if worked is None else None
         alone = re.fullmatch(r"\s*(\d+)\s*(?:samples?|rows?)?\s*\.?\s*", said)
-        if found is None and alone is None:
+        if worked is None and found is None and alone is None and "=" in said:
+            worked = worked_out_value(said)   # "64/2 = 32 per GPU (64 total)"
+        if found is None and alone is None and worked is None:
             return _cell(raw, "split", gpus=gpus)
-        size, count = found if found is not None else (int(alone.group(1)), None)
+        size, count = found if found is not None else (int(alone.group(1)) if alone else worked, None)
         each = found is not None
     else:
         return _cell(raw, "split", gpus=gpus)
