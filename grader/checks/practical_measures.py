@@ -55,11 +55,15 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     pass's layers (or the model's own parameters) were watched and no gradient but zeros came
     back through any of them (`forward_out`'s `grad_judged`, the `grad_used` records: their
     results did not reach the output; grader/vgpu/observe.py _GradWatch), [] in a trace
-    without them."""
+    without them; `grad_faint`: {GPU: share} for those of them where a gradient came back but
+    their results carry only that share of the pass (`grad_faint` records: `x + 1e-6 *
+    spare(x)`)."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
     grad_used = {(e.get("n"), e.get("device")) for e in run.events
                  if e.get("event") == "grad_used" and e.get("rank", 0) == rank}
+    faint = {(e.get("n"), e.get("device")): e.get("share") for e in run.events
+             if e.get("event") == "grad_faint" and e.get("rank", 0) == rank}
     reached_rows = {e.get("n"): _rows_in(e, known) for e in run.events
                     if e.get("event") == "forward_rows" and e.get("rank", 0) == rank}
     reached = reached_passes(run, rank)
@@ -88,7 +92,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "model": event.get("model"), "input_at": event.get("input_at"),
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
-                "layer_devices": None, "layer_rows": None, "grad_unused": []}
+                "layer_devices": None, "layer_rows": None, "grad_unused": [],
+                "grad_faint": {}}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
@@ -97,6 +102,9 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                         layer_rows=event.get("layer_rows"),
                         grad_unused=[d for d in event.get("grad_judged") or ()
                                      if (done["n"], d) not in grad_used],
+                        grad_faint={d: faint[(done["n"], d)] for d in event.get("grad_judged")
+                                    or () if (done["n"], d) not in grad_used
+                                    and (done["n"], d) in faint},
                         rows_out=_rows_in(event, known), storage_out=event.get("storage"),
                         rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"),

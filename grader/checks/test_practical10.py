@@ -320,7 +320,7 @@ def test_rank_uses_gpus_r_and_r_plus_2(handout):
     assert not idle, explain(expected, "; ".join(
         f"rank {r}'s model has layers on cuda:{r} and cuda:{r + 2}, but its training passes "
         f"ran layers on {', '.join(f'cuda:{g}' for g in gpus) or 'no GPU'} only"
-        for r, gpus in idle.items())
+        for r, gpus in idle.items()) + faint_note(run, sorted(idle))
         + unmoved_note(run.derived.get("unmoved", {}), sorted(idle)), look)
 
 
@@ -813,6 +813,29 @@ def stage_gpus(run, rank):
     return order
 
 
+def faint_gpus(run, rank) -> dict[int, float]:
+    """{GPU: share} of the rank's GPUs that are no stage though a gradient came back to their
+    layers: their results carry only that share of the training passes (the largest of the
+    passes'; `grad_faint`: `x + 1e-6 * spare(x)`, adv46 p10_spare_eps)."""
+    stages, faint = set(stage_gpus(run, rank)), {}
+    for p in forward_passes(run, rank):
+        if p["trains"]:
+            for device, share in p["grad_faint"].items():
+                gpu = gpu_index(device)
+                if gpu is not None and gpu not in stages and isinstance(share, (int, float)):
+                    faint[gpu] = max(share, faint.get(gpu, 0.0))
+    return faint
+
+
+def faint_note(run, ranks) -> str:
+    """What was seen on the GPUs of `ranks` read as no stage for carrying too little of the
+    passes (faint_gpus), as words to add to a message; "" where none."""
+    seen = [f"the layers on cuda:{gpu} change the pass's output by about "
+            + (f"{10.0 ** round(math.log10(share)):.0e} of it" if share > 0 else "none of it")
+            for rank in ranks for gpu, share in sorted(faint_gpus(run, rank).items())]
+    return ("; " + "; ".join(seen) + ", too little to be a stage of it") if seen else ""
+
+
 def _micro_batch_vectors(forward) -> tuple:
     """The row vectors of a pass's micro-batch and of its output, counted as its layers' are
     (`layer_rows`: row_vectors), where the pass ran on its input's rows; else the rows it ran on
@@ -869,7 +892,7 @@ def test_reported_gpus_per_rank(handout, answers, agree):
                                     one_or_all(len(g) for g in used.values()), run)
     agree("hybrid.gpus_per_rank", value, truth,
           "gives " + "; ".join(f"rank {r} {len(g)} GPU(s) ({', '.join(f'cuda:{i}' for i in g)})"
-                               for r, g in used.items()))
+                               for r, g in used.items()) + faint_note(run, sorted(used)))
 
 
 @pytest.mark.check("practical10.rank_gpus_reported")
@@ -888,7 +911,7 @@ def test_reported_gpus_of_each_rank(handout, answers, measured, reported_values,
     must_agree(answers, "hybrid.rank_gpus", sheet or "no rank", code,
                f"{code} (stage 0's GPU first)", "puts " + "; ".join(
                    f"rank {r}'s stages on {' and '.join(f'cuda:{i}' for i in g)}"
-                   for r, g in truth.items()), flag)
+                   for r, g in truth.items()) + faint_note(run, sorted(truth)), flag)
 
 
 def micro_batch_pattern(run, inside=False):

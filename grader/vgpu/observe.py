@@ -104,6 +104,23 @@ def _gradient_norm(grads) -> float:
                              for g in grads if isinstance(g, torch.Tensor) and g.numel()))
 
 
+def _size(tensor):
+    """The norm of `tensor` (float64, 0-dim, on its device: nothing read back)."""
+    with torch._C.DisableTorchFunction(), torch.no_grad():
+        return torch.linalg.vector_norm(tensor.detach(), dtype=torch.float64)
+
+
+def _size_of(grads):
+    """The norm of `grads` together (float64, 0-dim: nothing read back); a hook's gradients
+    are one tensor, on one device."""
+    with torch._C.DisableTorchFunction(), torch.no_grad():
+        norms = [torch.linalg.vector_norm(g, dtype=torch.float64)
+                 for g in grads if isinstance(g, torch.Tensor) and g.numel()]
+        if len(norms) == 1:
+            return norms[0]
+        return torch.tensor(math.sqrt(sum(float(n) ** 2 for n in norms)), dtype=torch.float64)
+
+
 def _largest_rows(value) -> int:
     """The most rows (dim 0) of any tensor in `value` (arguments, nested as outputs are)."""
     return max((t.shape[0] for t in _output_tensors(value) if t.dim()), default=0)
@@ -260,30 +277,61 @@ def _devices_short_of(rows: int) -> set:
 # most (`_GradWatch`): a GPU is judged by those; a pass of an honest model's layers carries
 # gradient through its first calls on each GPU.
 _GRAD_HOOKS = 64
+# The least share of the pass (`_GradWatch.share`) a layer output must carry for a gradient
+# coming back to it to count. Measured (eng_p10dep; the first hooked output on each GPU, every
+# pass of 2 steps of 4 micro-batches): honest stages at the course's width (DIM 512, HIDDEN 1024)
+# carry 0.13 at the least (16 Linear+Sigmoid layers a stage: the gradient shrinks 7 times a
+# layer; 16 Linear+ReLU 0.37, Tanh 0.53, LayerNorm+Dropout 0.87, an LSTM 0.66, bare parameters,
+# the reference and bf16 autocast 1.0); at the tests' width of 8 the least is 0.015 (16 layers of
+# LayerNorm on 8 numbers). A spare added as `x + 1e-6 * side` carries 7e-7 to 1.9e-6 (1e-3:
+# 8.6e-4). So 3e-4 stands 160x above the forgeries and 430x below the course's honest stages
+# (50x below the 8-wide LayerNorm stack). Shares of the whole pass (an output's part in the loss
+# against the pass output's) separate nothing: a 16 Linear+ReLU stage's first GPU carries 6e-7
+# of the output (its gradient shrinks 0.41 a layer while its activations stay the biases' size),
+# a 16-layer sigmoid one's 4e-15.
+_CARRY_SHARE = 3e-4
+# Steps taken walking from the hooked outputs toward the pass's output, at most, per pass.
+_CARRIER_STEPS = 8000
 
 
 class _GradWatch:
     """Which GPUs of a root pass run with gradients computed something its output's gradient
     came back through: a hook on the output of each layer call there (and on each use of the
     model's own parameters there, `_note_own_parameters`) notes the GPU (`grad_used`, written
-    when the backward reaches it) where that gradient is not all zeros. A layer whose result is
-    thrown away gets none, one whose result is added times 0 gets zeros: a spare nn.Linear fed
-    the whole micro-batch on cuda:r+2 had made a one-stage replica two stages (Practical 10,
-    adv43 F2), and layers each called on the whole batch on its GPU, the result thrown away
-    while F.linear computed the batch on cuda:0, had made HW3's spread (adv43 F3). `judged`:
-    the GPUs hooked (or whose layers gave outputs without gradients), for `forward_out`'s
-    `grad_judged`; a GPU whose layers ran inside reentrant checkpointing (under no_grad, their
-    gradients come from the recomputation) is left unjudged. For a pass no backward reaches (the
-    run stopped in its loss), `unreached`: the judged GPUs none of whose layer outputs lies in
-    the output's autograd graph (a result thrown away is in none)."""
+    when the backward reaches it) where that gradient is not all zeros and the output carries
+    the pass by more than rounding (`share`). A layer whose result is thrown away gets none,
+    one whose result is added times 0 gets zeros: a spare nn.Linear fed the whole micro-batch
+    on cuda:r+2 had made a one-stage replica two stages (Practical 10, adv43 F2), and layers
+    each called on the whole batch on its GPU, the result thrown away while F.linear computed
+    the batch on cuda:0, had made HW3's spread (adv43 F3). One whose result is added times
+    1e-6 gets a gradient 1e-6 the size (adv46 p10_spare_eps): its GPU is noted `grad_faint`,
+    with the share, and counts as one that got zeros. `judged`: the GPUs hooked (or whose
+    layers gave outputs without gradients), for `forward_out`'s `grad_judged`; a GPU whose
+    layers ran inside reentrant checkpointing (under no_grad, their gradients come from the
+    recomputation) is left unjudged. For a pass no backward reaches (the run stopped in its
+    loss), `unreached`: the judged GPUs none of whose layer outputs lies in the output's
+    autograd graph (a result thrown away is in none)."""
 
     def __init__(self, trace, n: int):
         self.trace, self.n = trace, n
         self.hooked: dict = {}   # device -> hooks made there; None: not judged
         self.used: set = set()
+        self.faint: set = set()
         # device -> the autograd nodes of its layers' outputs, held until the pass ends (a
         # node freed with a result thrown away must not lend its id to one of the output's)
         self.nodes: dict = {}
+        # What `share` reads. A key is (id(node), output_nr) for a layer's output, ("use",
+        # id(node), index) for a use of an own parameter: its norm; the nearest hooked outputs
+        # below it toward the pass's output (None: not known, the graph too large); the
+        # pass's output tensors; the product of norms each hook saw, and the shares read.
+        self.sizes: dict = {}
+        self.carriers: dict | None = None
+        self.outputs: set = set()
+        self.products: dict = {}
+        self.shares: dict = {}
+        self.values: dict = {}
+        self.needed: set = set()   # the keys some hooked output's share reads
+        self.uses: list = []   # the nodes of `parameter_use`, held until the pass ends
 
     def layer_output(self, device: str, output) -> None:
         if device not in self.hooked and len(self.hooked) >= _LAYER_DEVICES:
@@ -295,40 +343,119 @@ class _GradWatch:
         if not tensors and _on_stack(_checkpoint_code("forward"), sys._getframe(1)):
             self.hooked[device] = None
         for tensor in tensors[:_GRAD_HOOKS - made]:
+            key = (id(tensor.grad_fn), tensor.output_nr)
             try:
-                tensor.register_hook(lambda grad, device=device: self.reached(device, [grad]))
+                tensor.register_hook(lambda grad, device=device, key=key:
+                                     self.reached(device, [grad], key))
             except RuntimeError:
                 continue
+            self.sizes[key] = _size(tensor)
             self.hooked[device] += 1
             self.nodes.setdefault(device, []).append(tensor.grad_fn)
 
-    def parameter_use(self, device: str, node, index: int) -> None:
+    def parameter_use(self, device: str, node, index: int, parameter=None) -> None:
         """The use of an own parameter on `device` by autograd node `node` (its `index`th
         input): the gradient the parameter gets there."""
         made = self.hooked.setdefault(device, 0)
         if made is None or made >= _GRAD_HOOKS:
             return
+        key = ("use", id(node), index)
         try:
-            node.register_hook(lambda grads_in, _out, device=device:
-                               self.reached(device, grads_in[index:index + 1]))
+            node.register_hook(lambda grads_in, _out, device=device, key=key:
+                               self.reached(device, grads_in[index:index + 1], key))
         except (RuntimeError, AttributeError, TypeError):
             return
+        if parameter is not None:
+            self.sizes[key] = _size(parameter)
+            self.uses.append(node)   # alive until the walk: its id is its key
         self.hooked[device] = made + 1
 
-    def reached(self, device: str, grads) -> None:
-        if device not in self.used and self.trace.enabled and _gradient_norm(grads) != 0:
-            self.used.add(device)   # NaN counts: a gradient came back
-            self.trace.emit("grad_used", n=self.n, device=device, **_thread_fields())
+    def reached(self, device: str, grads, key=None) -> None:
+        if not self.trace.enabled:
+            return
+        gradient = None
+        if key in self.sizes and (device not in self.used or key in self.needed):
+            gradient = _size_of(grads)
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                self.products[key] = gradient * self.sizes[key]
+        if device in self.used:
+            return
+        norm = float(gradient) if gradient is not None else _gradient_norm(grads)
+        if norm == 0:
+            return   # NaN counts: a gradient came back
+        share = self.share(key)
+        if share is not None and share < _CARRY_SHARE:
+            if device not in self.faint:   # its first, nearest the output: the largest
+                self.faint.add(device)
+                self.trace.emit("grad_faint", n=self.n, device=device,
+                                share=float(f"{share:.2g}"), **_thread_fields())
+            return
+        self.used.add(device)
+        self.trace.emit("grad_used", n=self.n, device=device,
+                        **({"share": float(f"{share:.2g}")} if share is not None else {}),
+                        **_thread_fields())
+
+    def share(self, key) -> float | None:
+        """The part of the pass the output `key` carries, as far as the gradients show it: at
+        each step from one hooked output to the nearest hooked ones it feeds, toward the pass's
+        output, its norm times its gradient's against theirs (the first-order size of its part
+        in theirs), the least of these along the way, the most over the ways. None where it is
+        not known (the graph was not walked, a hook below did not run, not a number): read as
+        before, by the gradient alone. An honest chain of layers keeps it of one order at each
+        step (activations shrink forward as gradients shrink backward; a layer that is
+        positively homogeneous keeps the product's inner part exactly), while an output added
+        to the pass's times 1e-6 carries 1e-6 of it at that step."""
+        if self.carriers is None:
+            return None
+        # Depth first from `key`, each share after those of the outputs it feeds (a chain of
+        # hooked outputs can be longer than Python's recursion allows).
+        stack = [(key, False)]
+        while stack:
+            at, ready = stack.pop()
+            if at in self.shares:
+                continue
+            below = self.carriers.get(at) or ()
+            if not ready:
+                stack.append((at, True))
+                stack.extend((c, False) for c in below if c not in self.shares)
+                continue
+            self.shares[at] = self._step_share(at, below)
+        return self.shares[key]
+
+    def _step_share(self, key, below) -> float | None:
+        if key in self.outputs:
+            return 1.0
+        mine = self._read(key)
+        if mine is None:
+            return None
+        best = None
+        for carrier in below:
+            theirs, carried = self._read(carrier), self.shares.get(carrier)
+            if theirs is None or carried is None:
+                continue
+            step = mine / theirs if theirs > 0 else math.inf
+            best = max(best or 0.0, min(step, carried))
+        return best
+
+    def _read(self, key) -> float | None:
+        """The product of norms the hook of `key` saw, read back once."""
+        if key not in self.values:
+            product = self.products.get(key)
+            self.values[key] = None if product is None else float(product)
+        value = self.values[key]
+        return value if value is not None and math.isfinite(value) else None
 
     def judged(self) -> list:
         return [device for device, made in self.hooked.items() if made is not None]
 
     def unreached(self, tensors) -> list | None:
         """The judged GPUs none of whose layer outputs lies in the graph of `tensors` (the
-        pass's output), walked at most _GRAPH_NODES nodes; None where it is larger."""
+        pass's output), walked at most _GRAPH_NODES nodes; None where it is larger. The walk
+        also finds what `share` reads: the hooked outputs each hooked one feeds."""
         nodes, self.nodes = self.nodes, {}
         queue = [t.grad_fn for t in tensors if t.grad_fn is not None]
         seen, at = set(), 0
+        users: dict = {}   # (id(node), output_nr) -> the nodes that use that output
         while at < len(queue):
             node, at = queue[at], at + 1
             if id(node) in seen:
@@ -336,10 +463,67 @@ class _GradWatch:
             if len(seen) >= _GRAPH_NODES:
                 return None
             seen.add(id(node))
-            queue.extend(child for child, _ in node.next_functions
-                         if child is not None and id(child) not in seen)
+            for child, number in node.next_functions:
+                if child is not None:
+                    users.setdefault((id(child), number), []).append(node)
+                    if id(child) not in seen:
+                        queue.append(child)
+        self._find_carriers(tensors, users)
+        self.uses = []   # held through the walk, where their ids were matched
         return [device for device in self.judged()
                 if not any(id(node) in seen for node in nodes.get(device, ()))]
+
+    def _find_carriers(self, tensors, users) -> None:
+        """For each hooked output, the nearest hooked outputs (or the pass's output tensors)
+        that use it on some way toward the pass's output (`carriers`)."""
+        for tensor in tensors:
+            if tensor.grad_fn is not None:
+                key = (id(tensor.grad_fn), tensor.output_nr)
+                self.outputs.add(key)
+                if key not in self.sizes:   # a hook for its product, as a layer output's
+                    try:
+                        tensor.register_hook(lambda grad, key=key: self._output_reached(
+                            key, grad))
+                    except RuntimeError:
+                        continue
+                    self.sizes[key] = _size(tensor)
+        at_node: dict = {}   # id(node) -> the keys of its hooked or output tensors
+        for key in self.sizes:
+            if key[0] != "use":
+                at_node.setdefault(key[0], []).append(key)
+        by_node: dict = {}   # id(node) -> the nodes using any of its outputs
+        for (node_id, _), using in users.items():
+            by_node.setdefault(node_id, []).extend(using)
+        carriers, steps = {}, 0
+        for key in self.sizes:
+            if key in self.outputs:
+                continue
+            if key[0] == "use" and at_node.get(key[1]):
+                carriers[key] = tuple(at_node[key[1]])
+                continue
+            start = by_node.get(key[1], ()) if key[0] == "use" else users.get(key, ())
+            found, stack, walked = set(), list(start), set()
+            while stack:
+                node = stack.pop()
+                steps += 1
+                if steps > _CARRIER_STEPS:
+                    return   # too large to walk: shares not known, read as before
+                if id(node) in walked:
+                    continue
+                walked.add(id(node))
+                if at_node.get(id(node)):
+                    found.update(at_node[id(node)])
+                else:
+                    stack.extend(by_node.get(id(node), ()))
+            carriers[key] = tuple(found)
+        self.carriers = carriers
+        self.needed = {carrier for found in carriers.values() for carrier in found}
+
+    def _output_reached(self, key, grad) -> None:
+        if self.trace.enabled and key in self.needed:
+            gradient = _size_of([grad])
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                self.products[key] = gradient * self.sizes[key]
 
 
 def _watch_layer_output(module, output) -> None:
@@ -394,7 +578,7 @@ def _note_own_parameters(models, tensors) -> None:
         for index, (child, _) in enumerate(node.next_functions):
             used = getattr(child, "variable", None)
             if watch is not None and isinstance(used, torch.Tensor) and id(used) in own:
-                watch.parameter_use(str(used.device), node, index)   # each use of it
+                watch.parameter_use(str(used.device), node, index, used)   # each use
             if child is not None and id(child) not in seen and id(child) not in above:
                 above[id(child)], level[id(child)] = node, level[id(node)] + 1
                 queue.append(child)
