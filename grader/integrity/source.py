@@ -8,7 +8,7 @@ import re
 from grader.common.text import python_source
 from grader.integrity.aliases import Aliases, Changes
 from grader.integrity.allowance import ReadingTooLarge
-from grader.integrity.cancelling import cancelling_sums, words as cancelling_words
+from grader.integrity.cancelling import cancelling_findings
 from grader.integrity.constants import HOLE, Folder, Unknown, proc_path, skeleton
 from grader.integrity.own_objects import own_object_names, template_script
 from grader.integrity.scopes import (Containers, Scopes, local_names, numeric_updates,
@@ -481,10 +481,11 @@ class _Visitor(ast.NodeVisitor):
         # One call's own arguments, each read alone (patching_by_proxy)
         self.proxies = self.containers.without_calls()
         self.visit(tree)
-        # A term and the same term detached, with opposite signs: a value of zero that passes
-        # a gradient, which the gradient watch would count as a stage's work (cancelling.py).
-        for node, term, detached in cancelling_sums(tree):
-            self.found(node, "cancelling_term", cancelling_words(term, detached))
+        # A term and the same term detached, with opposite signs (a custom Function or a hook
+        # on an autograd node alike): a value of zero that passes a gradient, which the
+        # gradient watch would count as a stage's work (cancelling.py).
+        for node, what in cancelling_findings(tree):
+            self.found(node, "cancelling_term", what)
         if self.writes:   # functions of other files handed on (`map(utils.patch, [...])`)
             for call in self.containers.handed_calls:
                 full = self.resolve(call.func)
