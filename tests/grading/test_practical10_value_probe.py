@@ -76,6 +76,16 @@ class CancelledByNodeHook(_OneStage):
         return x + zero
 
 
+class AddedAndTakenBack(_OneStage):
+    """adv48 p10_aug: added and taken back in place, the output off by the rounding."""
+
+    def join(self, x, side):
+        y = x.clone()
+        y += side
+        y -= side.detach()
+        return y
+
+
 class ScaledTo1e30(_OneStage):
     """adv48 p10_tiny."""
 
@@ -162,9 +172,10 @@ def probed(tmp_path, model_class) -> tuple[Observation, dict]:
 
 
 @pytest.mark.parametrize("model_class", [CancelledBySub, CancelledByFunction,
-                                         CancelledByNodeHook, ScaledTo1e30],
+                                         CancelledByNodeHook, AddedAndTakenBack, ScaledTo1e30],
                          ids=["torch.sub(side, side.detach())", "a custom autograd.Function",
-                              "side * 0 with a node hook", "side / 1e30"])
+                              "side * 0 with a node hook", "y += side; y -= side.detach()",
+                              "side / 1e30"])
 def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
     normal, unmoved = probed(tmp_path, model_class)
     # What the gradient watch alone reads: the forgery's two stages (the reason for the probe).
