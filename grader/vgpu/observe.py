@@ -371,8 +371,8 @@ class _GradWatch:
         self.hooked[device] = made + 1
 
     def reached(self, device: str, grads, key=None) -> None:
-        if not self.trace.enabled:
-            return
+        if not self.trace.enabled or len(self.used) == len(self.hooked):
+            return   # every GPU counted already: nothing more to weigh
         gradient = None
         if key in self.sizes and (device not in self.used or key in self.needed):
             gradient = _size_of(grads)
