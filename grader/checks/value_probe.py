@@ -2,16 +2,19 @@
 
 A probe run (grader/vgpu/perturb.py) adds noise of their own size to the outputs of one GPU's
 layers in each training pass, the GPU going round the node pass by pass, and records each
-pass's output digest (`pass_value`: sum, sum of squares) as every run does. A GPU whose
-perturbed layers left some pass's output where the normal run of the same spec has it, to
-within rounding, carries nothing of that pass: its layers' result does not reach the output,
-whatever gradient came back to them (a spare nn.Linear on cuda:r+2 added as `x + (side -
-side.detach())`, through a custom autograd.Function, as `side * 0` with a hook on the node, or
-`x + side / 1e30`: red team adv48 F1-F3, each a one-stage replica paid as two stages).
+pass's output digest (`pass_value`: sum, sum of squares of each tensor) as every run does. A
+GPU whose perturbed layers left some pass's output where the normal run of the same spec has
+it, to within rounding, carries nothing of that pass: its layers' result does not reach the
+output, whatever gradient came back to them (a spare nn.Linear on cuda:r+2 added as `x + (side
+- side.detach())`, through a custom autograd.Function, as `side * 0` with a hook on the node:
+red team adv48 F1-F3, each a one-stage replica paid as two stages; `x + side / 1e30` gets a
+gradient too faint for the watch's share test, which holds it).
 
 Only an output unchanged under the perturbation is read, never one that moved: a run that is
 not reproducible (its own seed drawn from the clock) moves everywhere and keeps what the
-gradient watch says of it.
+gradient watch says of it. And only in a pass where a gradient came back to that GPU's layers
+(`grad_used`): an honest model whose last layer or ReZero alpha starts at zero leaves its
+output unchanged in its first step whatever is perturbed upstream, and gets no gradient there.
 """
 from __future__ import annotations
 
@@ -40,8 +43,18 @@ def pass_values(run, rank: int) -> dict:
 
 
 def change(normal: dict, probed: dict) -> float | None:
-    """How far a pass's output moved between the two runs (relative, see UNCHANGED); None where
-    the two are not the same pass (another shape) or not numbers."""
+    """How far a pass's output moved between the two runs (relative, see UNCHANGED): the most
+    any of its floating-point tensors moved, so that it is unchanged only where every one is;
+    None where the two are not the same pass (other tensors, another shape) or not numbers."""
+    digests, moved = normal.get("tensors") or [normal], probed.get("tensors") or [probed]
+    if len(digests) != len(moved):
+        return None
+    changes = [tensor_change(one, other) for one, other in zip(digests, moved)]
+    return None if None in changes else max(changes)
+
+
+def tensor_change(normal: dict, probed: dict) -> float | None:
+    """How far one tensor of a pass's output moved (see `change`)."""
     if normal.get("shape") != probed.get("shape"):
         return None
     try:
@@ -58,16 +71,32 @@ def change(normal: dict, probed: dict) -> float | None:
     return max(moved_sum / math.sqrt(size * squares), moved_squares / squares)
 
 
+def gradient_reached(run, rank: int) -> set[tuple]:
+    """{(pass number, GPU)} where the gradient watch of `run` counted a GPU of one rank: a
+    gradient that is not zero came back to its layers' outputs in that pass (`grad_used`)."""
+    return {(e.get("n"), gpu_index(e.get("device"))) for e in run.events
+            if e.get("event") == "grad_used" and e.get("rank", 0) == rank}
+
+
 def unmoved_gpus(run, probe) -> dict[int, dict[int, float]]:
     """{rank: {GPU: the least change}} of the GPUs some perturbed training pass of `probe` left
-    unchanged against `run` (the same spec without perturbation)."""
+    unchanged against `run` (the same spec without perturbation), in a pass where `run`'s
+    gradient watch counted that GPU. The forgery has both: a gradient comes back to the GPU's
+    layers while their value does not reach the output. Where no gradient came back (a last
+    layer initialised to zeros, ReZero's alpha = 0: red team adv49 F1-F2, honest, in their
+    first step) the unchanged output is what the gradient already says, and reads nothing."""
     found: dict[int, dict[int, float]] = {}
     if probe is None or not probe.events:
         return found
+    reached: dict[int, set] = {}
     for event in probe.events:
         if event.get("event") != "perturbed":
             continue
         rank, gpu = event.get("rank", 0), gpu_index(event.get("device"))
+        if rank not in reached:
+            reached[rank] = gradient_reached(run, rank)
+        if (event.get("n"), gpu) not in reached[rank]:
+            continue
         normal = pass_values(run, rank).get(event.get("n"))
         probed = pass_values(probe, rank).get(event.get("n"))
         moved = change(normal, probed) if normal and probed and gpu is not None else None

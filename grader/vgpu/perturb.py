@@ -9,7 +9,8 @@ pass (red team adv48 F1-F3: a one-stage replica with such a spare on cuda:r+2 sc
 stages). No test of derivatives can see it: the derivative is what they forge. Values can.
 
 In every observed process the output of each training pass (a root pass run with gradients)
-is recorded as a digest (`pass_value`: n, sum, sum of squares, shape). In a probe run (the
+is recorded as a digest (`pass_value`: n, and the sum, sum of squares and shape of each
+floating-point tensor of it). In a probe run (the
 grader marks the run's seal key, grader/records/seal.py `new_key(marked=True)`: nothing in the
 environment or the command line says so, and the key is read before any student code runs),
 the k-th training pass of each root module also adds to the output of every layer on GPU
@@ -30,6 +31,8 @@ from grader.vgpu import observe
 
 # Digests recorded per process, at most (a run's first steps are what is compared).
 _DIGESTS = 64
+# Tensors of one output digested, at most.
+_TENSORS = 16
 # The noise: out + size * sin(out * _FOLD + _SHIFT), `size` the output's root mean square
 # (1 where it is 0: an output of zeros still moves).
 _FOLD, _SHIFT = 1013.0, 0.5
@@ -98,12 +101,17 @@ class ValueProbe:
         if not tensors:
             return
         self.digested.add(n)
-        out = tensors[0]
+        # Every floating-point tensor of the output, each digested on its own: a model that
+        # returns `(aux, out)`, aux a penalty on stage 0 alone, had only aux digested, and
+        # perturbing stage 1 never moved it (red team adv49 F4, honest).
+        digests = []
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            values = out.detach().to(torch.float64)
-            total, squares = float(values.sum()), float((values * values).sum())
-        self.trace.emit("pass_value", n=n, sum=total, sumsq=squares, shape=list(out.shape),
-                        **observe._thread_fields())
+            for out in tensors[:_TENSORS]:
+                values = out.detach().to(torch.float64)
+                digests.append({"sum": float(values.sum()),
+                                "sumsq": float((values * values).sum()),
+                                "shape": list(out.shape)})
+        self.trace.emit("pass_value", n=n, tensors=digests, **observe._thread_fields())
 
 
 def _perturbed(output) -> tuple[bool, object]:

@@ -136,6 +136,78 @@ class CheckpointedReentrant(Checkpointed):
     reentrant = True
 
 
+class ZeroInitLast(Sequential):
+    """Honest (adv49 F1): the last layer starts at zeros, "the model starts predicting zeros".
+    In the first step the output is the bias whatever stage 0 computes, and no gradient comes
+    back to it."""
+
+    def __init__(self):
+        super().__init__()
+        nn.init.zeros_(self.stage1[-1].weight)
+        nn.init.zeros_(self.stage1[-1].bias)
+
+
+class ZeroInitLastWeight(Sequential):
+    """Honest (adv49 F1): the last layer's weight alone starts at zeros."""
+
+    def __init__(self):
+        super().__init__()
+        nn.init.zeros_(self.stage1[-1].weight)
+
+
+class _ReZeroBlock(nn.Module):
+    """x + alpha * f(x), alpha = 0 at init (Bachlechner et al. 2020)."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, DIM))
+        self.alpha = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        return x + self.alpha * self.f(x)
+
+
+class ReZeroStage1(nn.Module):
+    """Honest (adv49 F2): stage 1 of ReZero blocks, which add nothing in the first step."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(),
+                                    nn.Linear(HIDDEN, DIM)).to(CUDA0)
+        self.stage1 = nn.Sequential(_ReZeroBlock(), _ReZeroBlock()).to(CUDA2)
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to(CUDA0)).to(CUDA2))
+
+
+class AuxFirst(Sequential):
+    """Honest (adv49 F4): returns `(aux, out)`, aux a penalty on stage 0's output alone, which
+    perturbing stage 1 never moves."""
+
+    def forward(self, x):
+        hidden = self.stage0(x.to(CUDA0))
+        aux = 1e-4 * hidden.pow(2).mean()
+        return aux.to(CUDA2), self.stage1(hidden.to(CUDA2))
+
+
+def trained_with_aux(node, model_class) -> Observation:
+    """stage_rows.trained for a model that returns `(aux, out)`: aux added to the loss."""
+    events = node(4)
+    torch.manual_seed(0)
+    model = model_class()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(stage_rows.ROWS, DIM, device=CUDA0), torch.randn(stage_rows.ROWS, DIM,
+                                                                      device=CUDA2)
+    for _ in range(2):
+        optimizer.zero_grad()
+        for mx, my in zip(x.tensor_split(4), y.tensor_split(4)):
+            aux, out = model(mx)
+            ((nn.functional.mse_loss(out, my) + aux) / 4).backward()
+        optimizer.step()
+    return Observation("practical10/sample.py", gpus=4, returncode=0, events=list(events),
+                       stdout="")
+
+
 def trained(tmp_path, model_class, probing: bool) -> Observation:
     """The trace of test_practical10_stage_rows' training, on a node of its own; `probing`: as
     a value probe."""
@@ -151,6 +223,8 @@ def trained(tmp_path, model_class, probing: bool) -> Observation:
         return events
 
     try:
+        if model_class is AuxFirst:
+            return trained_with_aux(node, model_class)
         return stage_rows.trained(node, model_class)
     finally:
         for handle in handles:
@@ -179,19 +253,25 @@ def probed(tmp_path, model_class) -> tuple[Observation, dict]:
                               "side / 1e30"])
 def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
     normal, unmoved = probed(tmp_path, model_class)
-    # What the gradient watch alone reads: the forgery's two stages (the reason for the probe).
-    # (`side / 1e30` gets a gradient 1e-30 the size: the watch's share test may see it too.)
-    watched = [0, 2] if model_class is ScaledTo1e30 else \
-        p10.stage_gpus(Observation("practical10/sample.py", gpus=4, returncode=0,
-                                   events=normal.events, stdout=""), 0)
-    assert watched == [0, 2], (
-        f"expected the gradient watch alone to read {model_class.__name__} as two stages (its "
-        f"spare on cuda:2 gets a full gradient); observed {watched}: this test no longer shows "
-        "what the probe adds")
     stages = p10.stage_gpus(normal, 0)
     assert stages == [0], (
         f"expected one stage, cuda:0 (the spare's value on cuda:2 cancels); observed {stages}; "
         f"the probe read {unmoved}; where to look: grader/checks/value_probe.py unmoved_gpus")
+    if model_class is ScaledTo1e30:
+        # Its spare gets a gradient 1e-30 the size: the watch's share test holds it (grad_faint,
+        # no grad_used), and the probe reads only GPUs the watch counted.
+        faint = p10.faint_note(normal, [0])
+        assert "the layers on cuda:2 change the pass's output by about" in faint, (
+            f"expected the gradient watch to read the spare on cuda:2 as faint; observed "
+            f"{faint!r}, the probe read {unmoved}; where to look: observe.py _GradWatch")
+        return
+    # What the gradient watch alone reads: the forgery's two stages (the reason for the probe).
+    watched = p10.stage_gpus(Observation("practical10/sample.py", gpus=4, returncode=0,
+                                         events=normal.events, stdout=""), 0)
+    assert watched == [0, 2], (
+        f"expected the gradient watch alone to read {model_class.__name__} as two stages (its "
+        f"spare on cuda:2 gets a full gradient); observed {watched}: this test no longer shows "
+        "what the probe adds")
     note = unmoved_note(unmoved, [0])
     assert "perturbing the outputs of the layers on cuda:2 did not change the model's output" \
         in note, f"expected the feedback to name cuda:2; observed {note!r}"
@@ -200,12 +280,23 @@ def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
 @pytest.mark.parametrize("model_class", [
     Sequential, SeparateStages, BareParameters, SeqFirst, WithDropoutAndLayerNorm,
     Checkpointed, CheckpointedReentrant, DeepSigmoidStage1,
+    ZeroInitLast, ZeroInitLastWeight, ReZeroStage1, AuxFirst,
 ], ids=["nn.Sequential stages", "stages as modules", "bare parameters", "an nn.LSTM stage",
         "dropout and LayerNorm", "checkpointing", "reentrant checkpointing",
-        "a stage 1 of 4 sigmoid layers"])
+        "a stage 1 of 4 sigmoid layers", "a last layer initialised to zeros",
+        "a last weight initialised to zeros", "ReZero blocks in stage 1",
+        "(aux, out) returned, aux from stage 0"])
 def test_honest_stages_move_the_output(tmp_path, model_class):
     normal, unmoved = probed(tmp_path, model_class)
     stages = p10.stage_gpus(normal, 0)
+    if model_class is ReZeroStage1:
+        # Its alpha, grown from 0 in one step, gives stage 1 a faint share of the passes: the
+        # gradient watch's share test reads that (observe.py), not the probe.
+        stages = sorted(set(stages) | set(p10.faint_gpus(normal, 0)))
+    if model_class in (ZeroInitLast, ZeroInitLastWeight):
+        # In its first step no gradient reaches stage 0 (grad_unused), so stage 1 is the first
+        # GPU its training passes ran as a stage: the probe's part is that cuda:0 stays one.
+        stages = sorted(stages)
     assert not unmoved and stages == [0, 2], (
         f"expected stage 0 on cuda:0 and stage 1 on cuda:2 for {model_class.__name__}, no GPU "
         f"left unmoved by the probe; observed stages {stages}, unmoved {unmoved}; where to "
