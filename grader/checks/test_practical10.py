@@ -785,19 +785,22 @@ def stage_gpus(run, rank):
     had made a one-stage replica two stages, adv43 F2), nor, in the handout's run, one whose
     layers' perturbed outputs left a pass's output unchanged (`unmoved`, value_probe.py: a
     spare added as `x + (side - side.detach())` gets a full gradient and carries nothing,
-    adv48 F1-F3)."""
-    order = []
+    adv48 F1-F3). Those GPUs are dropped, not moved: the order is the passes' own, read before
+    any is dropped (a first step that brings stage 0 no gradient leaves it first, adv49 F1)."""
     unmoved = run.derived.get("unmoved", {}).get(rank, {})
-    trained = [[d for d in stages_of_pass(p["layer_devices"], p["layer_rows"],
-                                          *_micro_batch_vectors(p))
-                if d not in p["grad_unused"] and gpu_index(d) not in unmoved]
-               for p in forward_passes(run, rank) if p["trains"] and p["layer_devices"]]
+    passes = [(p, stages_of_pass(p["layer_devices"], p["layer_rows"], *_micro_batch_vectors(p)))
+              for p in forward_passes(run, rank) if p["trains"] and p["layer_devices"]]
+    trained = [[d for d in staged if d not in p["grad_unused"] and gpu_index(d) not in unmoved]
+               for p, staged in passes]
     ran = trained or [stages_of_pass(e.get("layer_devices"), e.get("layer_rows"))
                       for e in run.of("forward_out", rank)]
-    for devices in ran:
-        for d in devices or []:
-            if gpu_index(d) is not None and gpu_index(d) not in order:
-                order.append(gpu_index(d))
+    order = _first_seen(ran)
+    if trained:
+        # In the order the passes ran them, a GPU dropped from some pass or not: where the
+        # first step brings stage 0 no gradient (a last layer initialised to zeros, adv49 F1),
+        # its passes hold stage 1 alone, which had put cuda:r+2 first (0.25 of rank_gpus).
+        ran_order = _first_seen(staged for _, staged in passes)
+        order.sort(key=ran_order.index)
     if order:
         # Where the passes show where the layers ran, a GPU none of them ran a layer on is no
         # stage: an unused nn.Linear(1, 1) left on cuda:r+2 beside a one-stage model on cuda:r
@@ -810,6 +813,16 @@ def stage_gpus(run, rank):
             for d in (device if isinstance(device, list) else [device]):
                 if gpu_index(d) is not None and gpu_index(d) not in order:
                     order.append(gpu_index(d))
+    return order
+
+
+def _first_seen(device_lists) -> list[int]:
+    """The GPU indices of the lists, each once, in the order they first appear."""
+    order = []
+    for devices in device_lists:
+        for d in devices or []:
+            if gpu_index(d) is not None and gpu_index(d) not in order:
+                order.append(gpu_index(d))
     return order
 
 
