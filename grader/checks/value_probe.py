@@ -23,17 +23,19 @@ import math
 from grader.checks.practical_answers import gpu_index
 
 # The largest change of a pass's output digest (relative: sum against the output's norm times
-# the square root of its size, sum of squares against itself) still read as unchanged: less
-# than one float32 rounding (1.2e-7). Measured (eng_value): a cancelled spare's perturbed pass
-# moves by 0 exactly (`side - side.detach()`, a custom Function, a node hook, `side / 1e30`),
-# or by the rounding of adding and taking back the perturbed spare (`y += side; y -=
-# side.detach()`: 2.8e-8 at the course's width, 4.5e-8 at the tests' width 8), in the step
-# the perturbation is in; the reference's perturbed passes by 0.17 to 2.2. An honest stage 0
-# whose result reaches the output through a deep stage 1 moves it by little (course width:
-# under 4 Linear+Sigmoid layers 9.9e-7, 16 Tanh 3.4e-5; 16 Linear+ReLU 7.1e-8 and 16
-# Linear+Sigmoid 9e-10 are read as no stage: the output is independent of stage 0 to float32
-# precision). `x + 1e-6 * side` (1.5e-7) is the gradient watch's share test's to hold.
-UNCHANGED = 1e-7
+# the square root of its size, sum of squares against itself) still read as unchanged: far
+# below one float32 rounding (1.2e-7), as only a value that does not reach the output at all
+# stays put. Measured (eng_value, lead): a cancelled spare's perturbed pass moves by 0 exactly
+# (`side - side.detach()`, a custom Function, a node hook, `side / 1e30`); the reference's
+# perturbed passes by 0.17 to 2.2. An honest stage 0 whose result reaches the output through a
+# deep stage 1 moves it by little: 16 Linear+ReLU layers 7.1e-8 at the course's width and
+# 8.2e-9 at the tests' width 8 (at 1e-7 both had been read as no stage, 2.75 of 12 lost), 4
+# Linear+Sigmoid 9.9e-7. A spare added and taken back (`y += side; y -= side.detach()`) moves
+# it by the rounding of the two (2.8e-8 at the course's width, 4.5e-8 at width 8): as much as
+# the honest deep stage, so it is not the probe's to hold but the scan's, which reads those
+# forms (grader/integrity/cancelling.py). Still read as no stage: 16 Linear+Sigmoid layers after
+# stage 0 (9e-10: the output is independent of stage 0 to float32 precision at init).
+UNCHANGED = 1e-9
 
 
 def pass_values(run, rank: int) -> dict:
