@@ -44,15 +44,48 @@ def pass_values(run, rank: int) -> dict:
             if e.get("event") == "pass_value" and e.get("rank", 0) == rank}
 
 
-def change(normal: dict, probed: dict) -> float | None:
+def change(normal: dict, probed: dict, unsteady: frozenset = frozenset()) -> float | None:
     """How far a pass's output moved between the two runs (relative, see UNCHANGED): the most
     any of its floating-point tensors moved, so that it is unchanged only where every one is;
-    None where the two are not the same pass (other tensors, another shape) or not numbers."""
+    None where the two are not the same pass (other tensors, another shape) or not numbers, or
+    where every tensor is `unsteady` (places in the output that move between the two runs
+    without any perturbation: `unsteady_tensors`)."""
     digests, moved = normal.get("tensors") or [normal], probed.get("tensors") or [probed]
     if len(digests) != len(moved):
         return None
-    changes = [tensor_change(one, other) for one, other in zip(digests, moved)]
-    return None if None in changes else max(changes)
+    changes = [tensor_change(one, other) for index, (one, other)
+               in enumerate(zip(digests, moved)) if index not in unsteady]
+    return None if None in changes or not changes else max(changes)
+
+
+def unsteady_tensors(run, probe, rank: int) -> frozenset:
+    """The places in a pass's output (0: the first tensor it returns) that moved between the
+    normal run and the probe in a pass of `rank` the probe perturbed nothing of, before the
+    rank's first optimizer step (after it the two runs' weights differ): what the script makes
+    differ from run to run by itself. A model that also returned a clock reading
+    (`torch.tensor(time.perf_counter())`) had every pass read as moved, and its spare on
+    cuda:r+2, whose value a remainder took away, as a stage (red team adv50 F2); such a place
+    is left out of `change`, and a script whose every place is unsteady is read by the
+    gradient watch alone, as before."""
+    perturbed = {e.get("n") for e in probe.events
+                 if e.get("event") == "perturbed" and e.get("rank", 0) == rank}
+    normal = pass_values(run, rank)
+    unsteady: set[int] = set()
+    for event in probe.events:
+        if event.get("rank", 0) != rank:
+            continue
+        if event.get("event") == "step":
+            break
+        if event.get("event") != "pass_value" or event.get("n") in perturbed \
+                or event.get("n") not in normal:
+            continue
+        ours, theirs = event.get("tensors") or [event], normal[event.get("n")].get("tensors") \
+            or [normal[event.get("n")]]
+        for index, (one, other) in enumerate(zip(theirs, ours)):
+            moved = tensor_change(one, other)
+            if moved is None or moved > UNCHANGED:
+                unsteady.add(index)
+    return frozenset(unsteady)
 
 
 def tensor_change(normal: dict, probed: dict) -> float | None:
@@ -91,17 +124,20 @@ def unmoved_gpus(run, probe) -> dict[int, dict[int, float]]:
     if probe is None or not probe.events:
         return found
     reached: dict[int, set] = {}
+    unsteady: dict[int, frozenset] = {}
     for event in probe.events:
         if event.get("event") != "perturbed":
             continue
         rank, gpu = event.get("rank", 0), gpu_index(event.get("device"))
         if rank not in reached:
             reached[rank] = gradient_reached(run, rank)
+            unsteady[rank] = unsteady_tensors(run, probe, rank)
         if (event.get("n"), gpu) not in reached[rank]:
             continue
         normal = pass_values(run, rank).get(event.get("n"))
         probed = pass_values(probe, rank).get(event.get("n"))
-        moved = change(normal, probed) if normal and probed and gpu is not None else None
+        moved = change(normal, probed, unsteady[rank]) if normal and probed and gpu is not None \
+            else None
         if moved is not None and moved <= UNCHANGED:
             gpus = found.setdefault(rank, {})
             gpus[gpu] = min(moved, gpus.get(gpu, math.inf))

@@ -16,6 +16,8 @@ as the probe (the probe switched on by hand: a graded run's comes in its seal ke
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 import torch.nn as nn
@@ -84,6 +86,15 @@ class AddedAndTakenBack(_OneStage):
         y += side
         y -= side.detach()
         return y
+
+
+class ClockStamped(_OneStage):
+    """adv50 p10_stamp: the spare's value taken away by a remainder, and a clock reading
+    returned first, which moves in every pass of every run."""
+
+    def join(self, x, side):
+        return (torch.tensor(time.perf_counter(), dtype=torch.float64),
+                x + torch.remainder(side, 1e-30))
 
 
 class ScaledTo1e30(_OneStage):
@@ -238,7 +249,7 @@ def trained(tmp_path, model_class, probing: bool) -> Observation:
         return events
 
     try:
-        if model_class is AuxFirst:
+        if model_class in (AuxFirst, ClockStamped):
             return trained_with_aux(node, model_class)
         return stage_rows.trained(node, model_class)
     finally:
@@ -262,9 +273,11 @@ def probed(tmp_path, model_class) -> tuple[Observation, dict]:
 
 
 @pytest.mark.parametrize("model_class", [CancelledBySub, CancelledByFunction,
-                                         CancelledByNodeHook, ScaledTo1e30],
+                                         CancelledByNodeHook, ScaledTo1e30,
+                                         ClockStamped],
                          ids=["torch.sub(side, side.detach())", "a custom autograd.Function",
-                              "side * 0 with a node hook", "side / 1e30"])
+                              "side * 0 with a node hook", "side / 1e30",
+                              "a clock reading returned beside a remainder"])
 def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
     normal, unmoved = probed(tmp_path, model_class)
     stages = p10.stage_gpus(normal, 0)
