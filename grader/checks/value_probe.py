@@ -50,12 +50,18 @@ def change(normal: dict, probed: dict, unsteady: frozenset = frozenset()) -> flo
     None where the two are not the same pass (other tensors, another shape) or not numbers, or
     where every tensor is `unsteady` (places in the output that move between the two runs
     without any perturbation: `unsteady_tensors`)."""
-    digests, moved = normal.get("tensors") or [normal], probed.get("tensors") or [probed]
+    digests, moved = digested_tensors(normal), digested_tensors(probed)
     if len(digests) != len(moved):
         return None
     changes = [tensor_change(one, other) for index, (one, other)
                in enumerate(zip(digests, moved)) if index not in unsteady]
     return None if None in changes or not changes else max(changes)
+
+
+def digested_tensors(record: dict) -> list[dict]:
+    """A `pass_value` record's digests, one per tensor of the output (a record of one digest
+    alone, as the first probes wrote it, is its own)."""
+    return record.get("tensors") or [record]
 
 
 def unsteady_tensors(run, probe, rank: int) -> frozenset:
@@ -79,8 +85,7 @@ def unsteady_tensors(run, probe, rank: int) -> frozenset:
         if event.get("event") != "pass_value" or event.get("n") in perturbed \
                 or event.get("n") not in normal:
             continue
-        ours, theirs = event.get("tensors") or [event], normal[event.get("n")].get("tensors") \
-            or [normal[event.get("n")]]
+        ours, theirs = digested_tensors(event), digested_tensors(normal[event.get("n")])
         for index, (one, other) in enumerate(zip(theirs, ours)):
             moved = tensor_change(one, other)
             if moved is None or moved > UNCHANGED:
@@ -123,20 +128,21 @@ def unmoved_gpus(run, probe) -> dict[int, dict[int, float]]:
     found: dict[int, dict[int, float]] = {}
     if probe is None or not probe.events:
         return found
-    reached: dict[int, set] = {}
-    unsteady: dict[int, frozenset] = {}
+    # rank -> what is read of it, once: (reached, unsteady, the normal run's digests, the
+    # probe's); they had been read again for every perturbed pass.
+    ranks: dict[int, tuple] = {}
     for event in probe.events:
         if event.get("event") != "perturbed":
             continue
         rank, gpu = event.get("rank", 0), gpu_index(event.get("device"))
-        if rank not in reached:
-            reached[rank] = gradient_reached(run, rank)
-            unsteady[rank] = unsteady_tensors(run, probe, rank)
-        if (event.get("n"), gpu) not in reached[rank]:
+        if rank not in ranks:
+            ranks[rank] = (gradient_reached(run, rank), unsteady_tensors(run, probe, rank),
+                           pass_values(run, rank), pass_values(probe, rank))
+        reached, unsteady, normals, probeds = ranks[rank]
+        if (event.get("n"), gpu) not in reached:
             continue
-        normal = pass_values(run, rank).get(event.get("n"))
-        probed = pass_values(probe, rank).get(event.get("n"))
-        moved = change(normal, probed, unsteady[rank]) if normal and probed and gpu is not None \
+        normal, probed = normals.get(event.get("n")), probeds.get(event.get("n"))
+        moved = change(normal, probed, unsteady) if normal and probed and gpu is not None \
             else None
         if moved is not None and moved <= UNCHANGED:
             gpus = found.setdefault(rank, {})
