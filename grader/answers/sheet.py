@@ -666,7 +666,7 @@ def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list
     if isinstance(raw, dict):
         raw = _keyed_rows(raw, question) or raw
     if isinstance(raw, list):
-        raw = _rows_in_column_order(raw, question)
+        raw = _rows_in_column_order(_split_rows_listed_as_sizes(raw, question), question)
     if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
         if isinstance(raw, str) and _NVIDIA_SMI.search(raw):
             raise _pasted(raw, question)
@@ -680,8 +680,7 @@ def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list
     rows = []
     # The batch each row splits (P5's table has the handout's "Batch Size" column, which the
     # sheet does not ask for), else the one the question gives ("with BATCH_SIZE=64").
-    asked = re.search(r"\bbatch_size\s*=\s*(\d+)", question.text, re.IGNORECASE)
-    batches = [_batch_of(row, int(asked.group(1)) if asked else None) for row in raw]
+    batches = [_batch_of(row, _asked_batch(question)) for row in raw]
     raw = [_in_the_tables_units(row, question) for row in raw]
     for number, row in enumerate(raw, 1):
         unknown = [str(k) for k in row if str(k) not in question.columns]
@@ -709,6 +708,70 @@ def _rows_in_column_order(raw: list, question: Question) -> list:
     if not listed or not question.columns or any(len(row) != len(question.columns) for row in listed):
         return raw
     return [dict(zip(question.columns, row)) if isinstance(row, (list, tuple)) else row for row in raw]
+
+
+# The most GPUs a node has (8, the largest common one; the handouts' srun asks for at most 5):
+# a split table's row naming more (`[32, 32]` read as {gpus: 32, split: 32}) is no GPU count.
+MOST_GPUS_ON_A_NODE = 8
+
+
+def _asked_batch(question: Question) -> int | None:
+    """The batch the question splits ("with BATCH_SIZE=64"), else None."""
+    asked = re.search(r"\bbatch_size\s*=\s*(\d+)", question.text, re.IGNORECASE)
+    return int(asked.group(1)) if asked else None
+
+
+def _whole_numbers(row: list | tuple) -> list[int] | None:
+    """A list row's values as whole numbers (32, "32"), else None."""
+    numbers = []
+    for value in row:
+        if isinstance(value, int) and not isinstance(value, bool):
+            numbers.append(value)
+        elif isinstance(value, str) and re.fullmatch(r"\s*\d{1,6}\s*", value):
+            numbers.append(int(value))
+        else:
+            return None
+    return numbers
+
+
+def _split_rows_listed_as_sizes(raw: list, question: Question) -> list:
+    """A split table's list rows that are the per-GPU sizes themselves (`rows: [[32, 32]]`: 32
+    rows on each of 2 GPUs, cuda:0 first; `[22, 22, 20]`) as the rows they mean ({gpus: 2,
+    split: [32, 32]}): whole numbers adding up to the question's batch where the sheet's
+    columns cannot be them (no node has 32 GPUs; a row of three is not two columns). Zipped
+    with the columns, [32, 32] had been 32 GPUs and the 2-GPU answer marked wrong. A row of two
+    that could be either (a GPU count a node has beside a size, [2, 62]; [4, 60]) is for a
+    person; one that fits the columns ([2, 32]: 2 GPUs of 32 each) is left to them."""
+    batch = _asked_batch(question)
+    if batch is None or not {"gpus", "split"} <= set(question.columns):
+        return raw
+    rows = []
+    for number, row in enumerate(raw, 1):
+        sizes = _whole_numbers(row) if isinstance(row, (list, tuple)) and len(row) >= 2 else None
+        if sizes is None or min(sizes) < 0:
+            rows.append(row)
+            continue
+        adds_up = sum(sizes) == batch
+        as_columns = len(sizes) == len(question.columns) == 2
+        count, each = (sizes[0], sizes[1]) if as_columns else (0, 0)
+        a_node_has = 1 <= count <= MOST_GPUS_ON_A_NODE
+        if as_columns and count * each == batch and not adds_up:
+            rows.append(row)                       # [2, 32]: 2 GPUs of 32 each
+        elif adds_up and not a_node_has:
+            rows.append({"gpus": len(sizes), "split": sizes})
+        elif as_columns and not adds_up and a_node_has:
+            rows.append(row)                       # [3, 22]: a size, which the check says is not the split
+        elif as_columns:
+            what = (f"could be {count} GPUs of {each} rows each or the sizes {sizes} (cuda:0 "
+                    f"first, {batch} in all)" if adds_up else
+                    f"cannot be {count} GPUs (a node has at most {MOST_GPUS_ON_A_NODE}), nor the "
+                    f"per-GPU sizes of the batch of {batch}")
+            problem = (f"row {number} {list(row)!r} {what}: kept for a person to read; write it "
+                       f"as - {{gpus: ..., split: [...]}}, e.g. - {{gpus: 2, split: [32, 32]}}")
+            raise NotRead(problem, f"your table could not be read: {problem}")
+        else:
+            rows.append(row)                       # three or more numbers not adding up: as written
+    return rows
 
 
 def _batch_of(row: dict, asked: int | None) -> int | None:
