@@ -37,6 +37,8 @@ import weakref
 
 import torch
 
+from grader.vgpu.norms import norm64
+
 # `.grad` read as torch keeps it: the virtual GPUs' `Tensor.grad` (tensor_patches.py) labels the
 # gradient with its parameter's GPU as it is read, and a look must not count its memory earlier
 # than the script's own reads do.
@@ -57,7 +59,7 @@ def _flat(tensor) -> torch.Tensor | None:
 
 
 def _norm(vector) -> float:
-    return float(torch.linalg.vector_norm(vector, dtype=torch.float64))
+    return float(norm64(vector))
 
 
 def _dot(a, b) -> float:

@@ -52,6 +52,7 @@ import torch
 
 from grader.vgpu.grad_writes import GradWrites
 from grader.vgpu.node_marks import NodeMarks
+from grader.vgpu.norms import norm64
 from grader.vgpu.stepped_passes import SteppedPasses
 
 # The grader's marks on autograd nodes (node_marks.py): "pass", the output of a forward pass;
@@ -219,7 +220,7 @@ class GradientSources:
                         not self._is_parameter(held):
                     return None
                 self.writes.before_accumulation(held, grad)
-                self._raw_now.append(torch.linalg.vector_norm(grad, dtype=torch.float64) ** 2)
+                self._raw_now.append(norm64(grad) ** 2)
                 with self._lock:
                     outside = self._pending.pop(id(held), None)
                 if outside is not None:

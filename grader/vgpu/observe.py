@@ -22,6 +22,7 @@ from grader.vgpu.gradient_sources import (GradientSources, checkpoint_walked, ma
                                           pass_of)
 from grader.vgpu.input_identity import InputIdentity
 from grader.vgpu.loss_weights import class_weighted_mean
+from grader.vgpu.norms import norm64
 from grader.vgpu import pass_tokens
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
@@ -97,25 +98,19 @@ def _may_wrap(module) -> bool:
             and next(module.parameters(recurse=False), None) is None)
 
 
-def _gradient_norm(grads) -> float:
-    """The norm of the gradients reaching a pass's output (all of its tensors together)."""
-    with torch._C.DisableTorchFunction(), torch.no_grad():
-        return math.sqrt(sum(float(torch.linalg.vector_norm(g, dtype=torch.float64)) ** 2
-                             for g in grads if isinstance(g, torch.Tensor) and g.numel()))
-
-
 def _size(tensor):
     """The norm of `tensor` (float64, 0-dim, on its device: nothing read back)."""
     with torch._C.DisableTorchFunction(), torch.no_grad():
-        return torch.linalg.vector_norm(tensor.detach(), dtype=torch.float64)
+        return norm64(tensor.detach())
 
 
 def _size_of(grads):
     """The norm of `grads` together (float64, 0-dim: nothing read back); a hook's gradients
-    are one tensor, on one device."""
+    are one tensor, on one device, a pass's output's gradients one per output tensor. (A twin
+    that read one tensor's norm back as the root of its square had read one below 1.5e-154 as
+    0 and one above 1.3e154 as inf, where this reads the norm.)"""
     with torch._C.DisableTorchFunction(), torch.no_grad():
-        norms = [torch.linalg.vector_norm(g, dtype=torch.float64)
-                 for g in grads if isinstance(g, torch.Tensor) and g.numel()]
+        norms = [norm64(g) for g in grads if isinstance(g, torch.Tensor) and g.numel()]
         if len(norms) == 1:
             return norms[0]
         return torch.tensor(math.sqrt(sum(float(n) ** 2 for n in norms)), dtype=torch.float64)
@@ -380,7 +375,7 @@ class _GradWatch:
                 self.products[key] = gradient * self.sizes[key]
         if device in self.used:
             return
-        norm = float(gradient) if gradient is not None else _gradient_norm(grads)
+        norm = float(gradient if gradient is not None else _size_of(grads))
         if norm == 0:
             return   # NaN counts: a gradient came back
         share = self.share(key)
@@ -1199,7 +1194,7 @@ class Observer:
             # 1e-30 beside the pass that makes its step trains nothing (red teams, adv27 and
             # adv28); a step whose passes all got zeros (a loss weight that is 0) is still
             # their step (a TA's audit 29), practical_measures.reached_in.
-            self._reached(forward, _gradient_norm(grad_outputs))
+            self._reached(forward, float(_size_of(grad_outputs)))
             # Every backward that reaches it, not only the first: a pass is judged by where
             # each one's gradients went (stepped_passes.py).
             self.sources.stepped.reached(forward)
