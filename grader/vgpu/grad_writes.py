@@ -55,7 +55,15 @@ def _flat(tensor) -> torch.Tensor | None:
     if tensor.layout != torch.strided or not tensor.is_floating_point():
         return None
     flat = tensor.detach().reshape(-1).to("cpu", torch.float32, copy=True)
-    return flat if math.isfinite(_norm(flat)) else None
+    return flat if _finite(flat) else None
+
+
+def _finite(flat) -> bool:
+    """Whether `flat` holds no inf and no NaN. Its float32 norm is finite only then, at a
+    fifth of the float64 norm's cost (0.12 ms against 0.54 for a million elements; every
+    parameter's `.grad` is looked at after every backward); where that overflows, the float64
+    norm says."""
+    return math.isfinite(float(torch.linalg.vector_norm(flat))) or math.isfinite(_norm(flat))
 
 
 def _norm(vector) -> float:
@@ -66,10 +74,10 @@ def _dot(a, b) -> float:
     return float(torch.dot(a, b))
 
 
-def _fit(now, basis, small: float) -> tuple[list, torch.Tensor]:
-    """Least-squares coefficients of `now` on the vectors of `basis` and what they leave (the
-    residual), refined once where that is over `small` (float32 dot products of a million
-    elements are good to about 1e-6, and a scaling must leave nothing)."""
+def _fit(now, basis, small: float) -> tuple[list, torch.Tensor, float]:
+    """Least-squares coefficients of `now` on the vectors of `basis`, what they leave (the
+    residual) and its norm, refined once where that is over `small` (float32 dot products of a
+    million elements are good to about 1e-6, and a scaling must leave nothing)."""
     coefficients = [0.0] * len(basis)
     residual = now
     for _ in range(2):
@@ -80,9 +88,10 @@ def _fit(now, basis, small: float) -> tuple[list, torch.Tensor]:
         for c, b in zip(step, basis):
             residual.sub_(b, alpha=c)
         coefficients = [c + d for c, d in zip(coefficients, step)]
-        if _norm(residual) <= small:
+        size = _norm(residual)
+        if size <= small:
             break
-    return coefficients, residual
+    return coefficients, residual, size
 
 
 def _clipped(now, before):
@@ -108,20 +117,24 @@ def _explain(now, before, given, size: float):
     """How `now` follows from `before` (the last look) and `given` (what backward gave since
     the step): (the share of `before` kept, the unexplained residual or None). Of the ways it
     may follow (scaled; with what backward gave; scaled and clipped by value), the first that
-    explains it, else the one that leaves least unexplained."""
+    explains it, else the one that leaves least unexplained. Each way's residual norm is taken
+    once (kept, residual, its norm): a million-element norm costs more than the fit."""
     small = EXPLAINED * size
     found = []
     if before is not None:
-        (kept,), residual = _fit(now, [before], small)
-        found.append((kept, residual))
-    if given is not None and not (found and _norm(found[-1][1]) <= small):
+        (kept,), residual, left = _fit(now, [before], small)
+        found.append((kept, residual, left))
+    if given is not None and not (found and found[-1][2] <= small):
         basis = [before, given] if before is not None else [given]
-        coefficients, residual = _fit(now, basis, small)
-        found.append((coefficients[0] if before is not None else 0.0, residual))
-    if before is not None and not (found and _norm(found[-1][1]) <= small):
-        found.append(_clipped(now, before))
-    kept, residual = min(found, key=lambda f: _norm(f[1]), default=(0.0, now))
-    return kept, (None if _norm(residual) <= small else residual)
+        coefficients, residual, left = _fit(now, basis, small)
+        found.append((coefficients[0] if before is not None else 0.0, residual, left))
+    if before is not None and not (found and found[-1][2] <= small):
+        scale, residual = _clipped(now, before)
+        found.append((scale, residual, _norm(residual)))
+    kept, residual, left = min(found, key=lambda f: f[2], default=(0.0, now, None))
+    if left is None:
+        left = _norm(residual)
+    return kept, (None if left <= small else residual)
 
 
 class _Parameter:

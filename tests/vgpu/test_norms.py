@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from grader.vgpu import grad_writes
 from grader.vgpu.norms import CAST_FIRST_UP_TO, norm64
 
 
@@ -47,3 +48,20 @@ def test_norm64_of_a_tensor_above_the_copy_limit_and_of_integers_is_torchs():
     for norm in (norm64, _torchs):   # torch refuses integers: so does the runtime's norm
         with pytest.raises(RuntimeError, match="floating point"):
             norm(counts)
+
+
+@pytest.mark.parametrize("values, finite", [
+    ([1.0, -2.0, 3.0], True),
+    ([3e38, 3e38, -3e38], True),        # finite, though its float32 norm overflows
+    ([1.0, float("inf")], False),
+    ([1.0, float("-inf")], False),
+    ([float("nan"), 1.0], False),
+    ([0.0], True),
+])
+def test_a_grad_copy_is_finite_exactly_where_its_float64_norm_is(values, finite):
+    flat = torch.tensor(values, dtype=torch.float32)
+    observed = grad_writes._flat(flat) is not None
+    assert observed is finite, (
+        f"expected `.grad` {values} read as {'finite' if finite else 'holding an inf or a NaN'} "
+        f"(its float64 norm {_torchs(flat)}); observed the opposite: look at "
+        f"grader/vgpu/grad_writes.py _finite")
