@@ -111,7 +111,34 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                         inside_calls=_micro_batches_inside(event.get("inside_calls"),
                                                            rows_of(done["batch"])))
             _rows_as_run(done)
+            if event.get("stage") and event.get("continues"):
+                _stage_joins(passes, max(event["continues"]), done)
     return passes
+
+
+def _stage_joins(passes: list[dict], continued: int, stage: dict) -> None:
+    """A further stage of pass `continued` (a root module in its own DDP handed that pass's
+    output, its parameters on other GPUs: grader/vgpu/observe.py `_is_stage`; adv49 F5, two
+    stages as two root modules, each in its own DDP): its layers ran in that pass, so their GPUs,
+    rows and gradients are the pass's, after its own. The stage's record stays a pass that
+    trains nothing of its own, as a continuing module's always was."""
+    joined = next((p for p in passes if p["n"] == continued), None)
+    if joined is None or not stage["layer_devices"]:
+        return
+    devices = list(joined["layer_devices"] or [])
+    rows = joined["layer_rows"] if isinstance(joined["layer_rows"], list) else None
+    stage_rows = stage["layer_rows"] if isinstance(stage["layer_rows"], list) else None
+    for index, device in enumerate(stage["layer_devices"]):
+        if device in devices:
+            continue
+        devices.append(device)
+        if rows is not None:
+            rows.append(stage_rows[index] if stage_rows is not None
+                        and index < len(stage_rows) else None)
+    joined.update(layer_devices=devices, layer_rows=rows,
+                  grad_unused=joined["grad_unused"] + [d for d in stage["grad_unused"]
+                                                       if d not in joined["grad_unused"]],
+                  grad_faint={**stage["grad_faint"], **joined["grad_faint"]})
 
 
 def _micro_batches_inside(calls, rows) -> list[int] | None:

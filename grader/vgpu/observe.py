@@ -830,6 +830,9 @@ class Observer:
         # The passes of this step (their numbers), each with the most rows it ran on: a module
         # handed one's output continues it (`_continued`).
         self._step_passes: dict[int, int] = {}
+        # The GPUs each of those passes ran its layers on: a root module in its own DDP handed
+        # one's output, with parameters elsewhere, is a further stage of it (`_is_stage`).
+        self._pass_gpus: dict[int, frozenset] = {}
         self._modeled: dict[int, list] = {}   # the layout each model was last watched in
         # Where each step's gradient came from: the passes, or beside them.
         self.sources = GradientSources()
@@ -978,7 +981,8 @@ class Observer:
         nested = in_replica_thread()
         if not nested and within is None:
             self._reset_by_hand()
-        continued = None if nested or within is not None else self._continued(args, kwargs)
+        continued = None if nested or within is not None else \
+            self._continued(module, args, kwargs)
         self.forwards += 1
         opened = (self.forwards, storage_of(first) if first is not None else None,
                   tuple(first.shape) if first is not None else None)
@@ -1035,8 +1039,9 @@ class Observer:
             self._modeled[id(module)] = layout
             self.sources.add_model(module)
 
-    def _continued(self, args, kwargs) -> tuple[list[int], int] | None:
-        """([the passes], the most rows any of them ran on) where a root module is handed the
+    def _continued(self, module, args, kwargs) -> tuple[list[int], int, bool] | None:
+        """([the passes], the most rows any of them ran on, whether `module` is a further stage
+        of them: `_is_stage`) where a root module is handed the
         output of passes of this step, as it is or made from it (moved to another GPU, sliced,
         through an activation), and no tensor of more rows than that; else None. Such a module
         (a loss with a learnable weight, a head called after the model) continues them: it is
@@ -1059,7 +1064,23 @@ class Observer:
         rows = max(self._step_passes[n] for n in passes)
         if _largest_rows((args, kwargs or {})) > rows:
             return None
-        return passes, rows
+        return passes, rows, self._is_stage(module, passes)
+
+    def _is_stage(self, module, passes) -> bool:
+        """Whether a root module that continues `passes` is a further stage of them: wrapped in
+        a DDP of its own (it trains, its gradients all-reduced across the replicas) and holding
+        parameters that take gradients on a GPU none of the passes ran a layer on. Two stages
+        written as two root modules, each in its own DDP (`out = stage1(stage0(mx).to(device1))`,
+        a red team's honest P10, adv49 F5: 7.25 of 12), had read as a head continuing stage 0's
+        pass, so stage 1's GPU was no stage. A loss or head with weights (adv30: no DDP of its
+        own), or a module on the passes' own GPUs, only continues them, as before; the stage's
+        `forward_out` says `stage`, and the checks read its layers as the pass's
+        (practical_measures.forward_passes)."""
+        if not isinstance(module, torch.nn.parallel.DistributedDataParallel):
+            return False
+        ran = frozenset().union(*(self._pass_gpus.get(n, ()) for n in passes))
+        own = {str(p.device) for p in module.parameters() if p.requires_grad}
+        return bool(ran) and bool(own - ran)
 
     def _wrapped_pass(self, module) -> int | None:
         """The number of the root pass `module` is called in, where the root only wraps it: a
@@ -1141,7 +1162,9 @@ class Observer:
             self._watch_output(module, *opened, tensors)
             if opened[0] is not None:
                 self._step_passes[opened[0]] = ran_on
+                self._pass_gpus[opened[0]] = frozenset(getattr(_tls, "layer_devices", None) or ())
                 if len(self._step_passes) > _STEP_PASSES:
+                    self._pass_gpus.pop(next(iter(self._step_passes)), None)
                     self._step_passes.pop(next(iter(self._step_passes)), None)
         _note_own_parameters([module, *(getattr(_tls, "own_parameters", None) or [])], tensors)
         out = tensors[0] if tensors else None
@@ -1170,6 +1193,7 @@ class Observer:
                             **({"layers_on_no_rows": True} if not devices and
                                getattr(_tls, "layers_on_no_rows", False) else {}),
                             **({"continues": continued[0]} if continued is not None else {}),
+                            **({"stage": True} if continued is not None and continued[2] else {}),
                             **({"moved_layers": True} if moved else {}),
                             **_thread_fields(), **self.rows.fields(out))
 
@@ -1291,6 +1315,7 @@ class Observer:
         # every memory reading in between would count it.
         params, self._step_params = self._step_params, []
         self._step_passes = {}   # a module handed an earlier step's output begins a pass
+        self._pass_gpus = {}
         ids = {id(p) for p in params}
         self._joinable = (self._joinable | ids) if self._joins else ids
         if not self.trace.enabled:
