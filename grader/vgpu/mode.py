@@ -28,6 +28,7 @@ from grader.vgpu.observe import backward_begins, backward_ends
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
 from grader.vgpu.rows import copied, wrote
 from grader.vgpu.stand_ins import original_of
+from grader.vgpu.model_noise import BATCH_NORM, DROPOUTS, ModelNoise
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
@@ -155,7 +156,11 @@ class VirtualGPUMode(TorchFunctionMode):
             # Module.to parses its arguments with this before it moves any tensor.
             torch._C._nn._parse_to: self._parse_to,
             Tensor.index_copy_: self._index_copy_,
+            # Batch statistics make a row's output depend on its batch (model_noise.py).
+            torch.nn.functional.batch_norm: self._batch_norm,
+            torch.batch_norm: self._batch_norm,
         }
+        self.noise = ModelNoise()
         # A copy of a tensor is that tensor for the rows' records (rows.copied): a chunk's
         # output cloned is still that output, Part 1's output cloned is still Part 1's.
         for method in COPYING:
@@ -359,6 +364,8 @@ class VirtualGPUMode(TorchFunctionMode):
             first = next(_tensors_in(args), None)
             index = self.node.label_of(first) if first is not None else None
         on_gpu = isinstance(index, int)
+        if name in DROPOUTS:
+            self._note_noise(self.noise.unnoted(name, args, kwargs), index)
         generator = kwargs.get("generator")
         if generator is not None:
             if on_gpu != is_virtual(generator):
@@ -371,6 +378,24 @@ class VirtualGPUMode(TorchFunctionMode):
             return self._generic(func, name, _GENERIC, args, kwargs)
         with self.node.random.drawing_on(index):
             return self._generic(func, name, _GENERIC, args, kwargs)
+
+    def _batch_norm(self, func, args, kwargs):
+        """batch_norm as any op, noted where it normalises with the batch's own statistics."""
+        kind = self.noise.unnoted(BATCH_NORM, args, kwargs)
+        if kind is not None:
+            first = next(_tensors_in(args), None)
+            self._note_noise(kind, self.node.label_of(first) if first is not None else None)
+        return self._generic(func, BATCH_NORM, _GENERIC, args, kwargs)
+
+    def _note_noise(self, kind: str | None, index) -> None:
+        """A `model_noise` record, once per kind (model_noise.py): written here, where the
+        trace takes records from."""
+        trace = get_trace()
+        if kind is None or not trace.enabled:
+            return
+        self.noise.noted(kind)
+        trace.emit("model_noise", op=kind,
+                   device=f"cuda:{index}" if isinstance(index, int) else "cpu")
 
     def _factory(self, func, name, args, kwargs):
         """`torch.zeros(..., device="cuda:k")` and the like: made on the host, labelled k."""

@@ -1,0 +1,74 @@
+"""Practical 10's full-batch gradient where the model itself keeps it from being equal.
+
+practical10.gradient_equals_full_batch compares the gradient accumulated over MICRO_BATCHES
+micro-batches with the full-batch gradient (MICRO_BATCHES = 1) at the first step. A model with
+dropout in training mode (other random masks in each run) or batch normalisation with the
+batch's statistics (each micro-batch normalised by its own rows, not the whole batch's) gives a
+gradient 1-4% off even where the loss line is right: a red team's honest scripts (adv49 S1:
+Dropout, BatchNorm1d, bf16 autocast; unseeded Dropout with a shuffling DataLoader) lost the item,
+told that rows were left out or gradients zeroed, which was false for them.
+
+What stays comparable is the weight the loss gives each micro-batch's output: the gradient that
+reaches the passes' outputs (`forward_used`'s g, grader/vgpu/observe.py). With each micro-batch's
+mean loss divided by MICRO_BATCHES, the outputs of the step's passes together get the gradient
+the whole batch's output gets (the same per row, up to what the noise changes in the outputs);
+without the division MICRO_BATCHES times it, divided twice 1/MICRO_BATCHES of it. So for such a
+model the check reads the loss weighting from the passes, the zero_grad records for gradients
+thrown away between micro-batches, and where neither settles it, holds the item for a person
+with the cause named, never a 0 for a cause the code does not have.
+"""
+from __future__ import annotations
+
+import math
+
+from grader.checks.practical_measures import first_step_passes, zeroed_passes
+
+# What each kind of `model_noise` record (grader/vgpu/model_noise.py) does to the comparison.
+NOISE_SAID = {
+    "dropout": "dropout in training mode (each run draws other random masks)",
+    "batch_norm": "batch normalisation with the batch's own statistics (each micro-batch is "
+                  "normalised by its own rows, not by the whole batch's)",
+}
+# How far the outputs' gradient may be from the full batch's and still be the same weighting:
+# the noise moves the outputs, the targets dominate the loss's gradient (adv49's scripts: under
+# 0.5%); a weighting off by a factor is off by 2x or more.
+WEIGHT_REL = 0.05
+# How far the accumulated gradient may be from the full-batch one where the weighting is right and
+# no gradient was thrown away: the noise's own share (adv49's scripts: 0.4-3%).
+NOISE_REL = 0.1
+
+
+def noise_in(*runs) -> list[str]:
+    """The kinds of noise the runs' models showed (rank 0's `model_noise` records), in order."""
+    return sorted({e.get("op") for run in runs for e in run.of("model_noise", 0)
+                   if e.get("op") in NOISE_SAID})
+
+
+def noise_said(kinds) -> str:
+    return " and ".join(NOISE_SAID[kind] for kind in kinds)
+
+
+def output_gradient(run) -> float | None:
+    """The norm of the gradient that reached the outputs of the passes of rank 0's first step,
+    all of them together; None where a pass's is not recorded."""
+    reached = {e.get("n"): e.get("g") for e in run.of("forward_used", 0)}
+    norms = [reached.get(p["n"]) for p in first_step_passes(run, 0)]
+    if not norms or not all(isinstance(g, (int, float)) for g in norms):
+        return None
+    return math.sqrt(sum(g * g for g in norms))
+
+
+def loss_weight(run, full_run) -> float | None:
+    """The outputs' gradient in `run` over the full-batch run's: 1 where each micro-batch's loss
+    is divided by MICRO_BATCHES; None where either is not known or the full batch's is zero."""
+    mine, full = output_gradient(run), output_gradient(full_run)
+    if mine is None or not full:
+        return None
+    return mine / full
+
+
+def zeroed_in_first_step(run) -> bool:
+    """Whether a zero_grad threw away gradients of rank 0's first step's passes before its
+    optimizer step (`zeroed_passes`: made, then zeroed in the same step)."""
+    zeroed = zeroed_passes(run, 0)
+    return any(e.get("step") == 0 and e.get("n") in zeroed for e in run.of("forward", 0))

@@ -1,0 +1,72 @@
+"""Layers that make a model's output depend on more than its weights and its rows: dropout in
+training mode (a random mask drawn per call) and batch normalisation with the batch's own
+statistics (each row normalised by the rows it rides with).
+
+Practical 10 checks that the gradient accumulated over MICRO_BATCHES micro-batches equals the
+full-batch gradient. For such a model it does not, honestly: other dropout masks, and statistics
+of each micro-batch instead of the whole batch's (a red team's honest scripts with Dropout and
+BatchNorm1d, adv49 S1, lost the item to a message that blamed rows left out). The virtual GPUs
+note the first call of each such op in a process (a `model_noise` record: the op, its GPU), so the
+check can tell that the two gradients are not comparable, from what ran rather than from the
+script's text (a Dropout built and left in eval mode, or of p = 0, changes nothing, and is not
+noted).
+"""
+from __future__ import annotations
+
+# The dropout family: (input, p, training) as torch's functions and nn.Dropout's forward call them.
+DROPOUTS = frozenset({
+    "dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d", "feature_dropout",
+    "feature_dropout_", "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout",
+    "feature_alpha_dropout_",
+})
+BATCH_NORM = "batch_norm"
+# Where F.batch_norm's `training` argument sits: (input, running_mean, running_var, weight, bias,
+# training, momentum, eps).
+_BATCH_NORM_TRAINING = 5
+
+
+def _argument(args, kwargs, index: int, names: tuple[str, ...], default):
+    if len(args) > index:
+        return args[index]
+    for name in names:
+        if name in kwargs:
+            return kwargs[name]
+    return default
+
+
+def changes_the_output(name: str, args, kwargs) -> bool:
+    """Whether a call of op `name` makes the output depend on a random mask or on the other rows
+    of its batch: dropout with p > 0 in training mode (F.dropout's default), batch_norm in
+    training mode (nn.BatchNorm* passes `training` true also where it keeps no running
+    statistics)."""
+    if name in DROPOUTS:
+        p = _argument(args, kwargs, 1, ("p",), 0.5)
+        training = _argument(args, kwargs, 2, ("training", "train"), True)
+        try:
+            return bool(training) and float(p) > 0
+        except (TypeError, ValueError):
+            return bool(training)
+    if name == BATCH_NORM:
+        return bool(_argument(args, kwargs, _BATCH_NORM_TRAINING, ("training",), False))
+    return False
+
+
+class ModelNoise:
+    """Which kinds of op of DROPOUTS and BATCH_NORM were seen changing a model's output: each is
+    written down once per process (a `model_noise` record, by grader/vgpu/mode.py)."""
+
+    def __init__(self):
+        self._noted: set[str] = set()
+
+    def unnoted(self, name: str, args, kwargs) -> str | None:
+        """The kind of op ("dropout", "batch_norm") a call of `name` is, where it changes the
+        output and that kind is not noted yet; else None (the common case, and cheap)."""
+        kind = BATCH_NORM if name == BATCH_NORM else "dropout"
+        if kind in self._noted or not changes_the_output(name, args, kwargs):
+            return None
+        return kind
+
+    def noted(self, kind: str) -> None:
+        """`kind` was written down (by grader/vgpu/mode.py, a module the trace takes records
+        from): never again in this process."""
+        self._noted.add(kind)

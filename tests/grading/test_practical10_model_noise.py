@@ -1,0 +1,174 @@
+"""Practical 10's invariance item for a model with dropout or batch normalisation (adv49 S1).
+
+The item compares the gradient accumulated over MICRO_BATCHES micro-batches with the full-batch
+gradient. With dropout in training mode (other masks in each run) or BatchNorm's batch
+statistics (each micro-batch normalised by its own rows) the two differ by a few percent also
+where the loop is right: honest scripts lost 2 of 2, told "rows left out, counted twice, ... or
+gradients zeroed between micro-batches", false for them. Now the virtual GPUs record that such
+layers ran (`model_noise`, grader/vgpu/model_noise.py) and the check compares what stays
+comparable (grader/checks/gradient_noise.py): the gradient reaching the micro-batches' outputs,
+which shows the loss's division by MICRO_BATCHES, and the zero_grad records. A loop that forgets
+the division or zeroes between micro-batches still loses the item; where nothing settles it,
+a person grades it (GradedByHand), the cause named.
+
+The runs are real traced loops (the handout's, smaller), run in this process on 2 virtual GPUs.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.checks import test_practical10 as p10
+from grader.checks.support import GradedByHand
+from grader.harness.observation import Observation
+from grader.vgpu import activate, active
+
+DIM, HIDDEN = 32, 64
+
+
+def dropout_model() -> nn.Module:
+    """Two dropouts on stage 1's GPU: its generator's draws interleave otherwise with
+    micro-batches than with the whole batch, so the masks differ (one dropout per GPU draws
+    the same stream row after row either way)."""
+    return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()),
+                     nn.Sequential(nn.Dropout(0.2), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                                   nn.Dropout(0.2), nn.Linear(HIDDEN, DIM)))
+
+
+def batch_norm_model() -> nn.Module:
+    return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()),
+                     nn.Sequential(nn.BatchNorm1d(HIDDEN), nn.Linear(HIDDEN, DIM)))
+
+
+def plain_model() -> nn.Module:
+    return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()),
+                     nn.Sequential(nn.Linear(HIDDEN, DIM)))
+
+
+class TwoStages(nn.Module):
+    """The handout's TwoStageModel: stage 0 on cuda:0, stage 1 on cuda:1."""
+
+    def __init__(self, stage0, stage1):
+        super().__init__()
+        self.stage0, self.stage1 = stage0.to("cuda:0"), stage1.to("cuda:1")
+
+    def forward(self, x):
+        return self.stage1(self.stage0(x.to("cuda:0")).to("cuda:1"))
+
+
+def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=False) -> Observation:
+    """The handout's loop, one process, one step of `micro` micro-batches, traced on a virtual
+    node of its own: `divide` the loss by MICRO_BATCHES, `zero_each` micro-batch's gradients
+    away first (a zero_grad inside the loop)."""
+    assert active() is None, "a node from an earlier test is still active"
+    handle = activate(2, force_virtual=True, trace_path=str(tmp_path / f"trace-{micro}.jsonl"))
+    events: list[dict] = []
+    handle.trace.listeners.append(events.append)
+    try:
+        torch.manual_seed(0)
+        model = make_model()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(p10.BATCH, DIM, generator=g).to("cuda:0")
+        y = torch.randn(p10.BATCH, DIM, generator=g).to("cuda:1")
+        optimizer.zero_grad()
+        for mx, my in zip(x.tensor_split(micro), y.tensor_split(micro)):
+            if zero_each:
+                optimizer.zero_grad()
+            loss = F.mse_loss(model(mx), my)
+            (loss / micro if divide else loss).backward()
+        optimizer.step()
+    finally:
+        handle.deactivate()
+    return Observation("practical10/sample.py", gpus=2, nproc=1, launcher="torchrun",
+                       sets={"BATCH_SIZE": p10.BATCH, "MICRO_BATCHES": micro}, returncode=0,
+                       events=events)
+
+
+class Handout:
+    """The runs the invariance check asks for (HandoutRuns' interface): one process each."""
+
+    def __init__(self, tmp_path, make_model, **loop):
+        self.tmp_path, self.make_model, self.loop = tmp_path, make_model, loop
+        self.runs: dict[int, Observation] = {}
+
+    def run(self, processes=2, **sets):
+        micro = sets.get("MICRO_BATCHES", p10.MICRO)
+        if micro not in self.runs:
+            loop = self.loop if micro > 1 else {}   # the full batch: one micro-batch, as is
+            self.runs[micro] = traced_loop(self.tmp_path, self.make_model, micro, **loop)
+        return self.runs[micro]
+
+
+def check(handout, micro=4):
+    p10.test_accumulated_gradient_equals_full_batch_gradient(handout, micro)
+
+
+def failure(handout, micro=4) -> AssertionError:
+    with pytest.raises(AssertionError) as raised:
+        check(handout, micro)
+    return raised.value
+
+
+# -- what the virtual GPUs record -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_model, kinds", [
+    (dropout_model, ["dropout"]), (batch_norm_model, ["batch_norm"]), (plain_model, [])])
+def test_dropout_and_batch_statistics_in_training_are_recorded_once(tmp_path, make_model, kinds):
+    run = traced_loop(tmp_path, make_model, 2)
+    noted = [e["op"] for e in run.of("model_noise")]
+    assert noted == kinds, (f"expected one model_noise record per kind, {kinds}; observed "
+                            f"{run.of('model_noise')} (grader/vgpu/mode.py _random, _batch_norm)")
+
+
+@pytest.mark.parametrize("layer", [lambda: nn.Dropout(0.0), lambda: nn.Dropout(0.5).eval(),
+                                   lambda: nn.BatchNorm1d(HIDDEN).eval()],
+                         ids=["p=0", "dropout_eval", "batch_norm_eval"])
+def test_layers_that_change_nothing_are_not_recorded(tmp_path, layer):
+    def make():
+        return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), layer()),
+                         nn.Sequential(nn.Linear(HIDDEN, DIM)))
+    run = traced_loop(tmp_path, make, 2)
+    assert run.of("model_noise") == [], run.of("model_noise")
+
+
+# -- honest loops keep the item ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_model", [dropout_model, batch_norm_model])
+@pytest.mark.parametrize("micro", [2, 4])
+def test_an_honest_loop_with_dropout_or_batch_norm_keeps_the_item(tmp_path, make_model, micro):
+    handout = Handout(tmp_path, make_model)
+    check(handout, micro)   # before adv49 S1: "rows left out ... or gradients zeroed"
+
+
+# -- buggy loops still lose it, told the true cause ---------------------------------------------
+
+
+@pytest.mark.parametrize("make_model", [dropout_model, batch_norm_model])
+def test_a_loop_without_the_division_still_loses_the_item(tmp_path, make_model):
+    error = failure(Handout(tmp_path, make_model, divide=False), 4)
+    text = str(error)
+    assert not isinstance(error, GradedByHand), text
+    assert "without dividing by MICRO_BATCHES" in text and "rows left out" not in text, text
+
+
+def test_a_loop_that_zeroes_between_micro_batches_still_loses_the_item(tmp_path):
+    error = failure(Handout(tmp_path, dropout_model, zero_each=True), 4)
+    assert not isinstance(error, GradedByHand), str(error)
+    assert "zero" in str(error), str(error)
+
+
+def test_a_gradient_the_noise_does_not_explain_is_held_for_a_person(tmp_path):
+    """The weighting right, nothing zeroed, yet the gradient 30% off: no comparable measure
+    settles it, so no verdict, the cause named."""
+    handout = Handout(tmp_path, dropout_model)
+    for event in handout.run(processes=1, MICRO_BATCHES=4).of("step"):
+        event["grads"] = {"sum": event["grads"]["sum"] * 1.3,
+                          "sumsq": event["grads"]["sumsq"] * 1.69}
+    error = failure(handout, 4)
+    assert isinstance(error, GradedByHand), f"expected GradedByHand; observed {error!r}"
+    assert "dropout in training mode" in str(error) and "a person grades" in str(error), error
