@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from grader.batch.inputs import (Submission, UnpackLimits, assignments_and_template_copies_in,
-                                 assignments_in)
+from grader.batch.inputs import Submission, UnpackLimits, assignments_and_template_copies_in
 from grader.batch.kept_settings import few
+from grader.batch.layout import TEMPLATE_UNCHANGED
 from grader.batch.progress import Progress
 from grader.scoring import assignment_ids
 
@@ -31,16 +31,17 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
     order = list(rubrics)
     layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
     exports: dict[str, list[tuple[Submission, set[str]]]] = {}
-    copies: dict[str, dict[str, list[str]]] = {}   # {export: {assignment: keys}}
-    copies_of: dict[str, set[str]] = {}              # {student key: its template copies}
+    copies: dict[str, dict[tuple[str, str], list[str]]] = {}   # {export: {(assignment, why): keys}}
+    copies_of: dict[str, dict[str, str]] = {}                    # {student key: its template copies}
     for submission in found:
         held, unchanged = assignments_and_template_copies_in(
             submission, scratch / submission.student.key, layout, limits)
         exports.setdefault(submission.export, []).append(
             (submission, {a for a in held if a in rubrics}))
-        for assignment in unchanged & set(rubrics):
-            copies.setdefault(submission.export, {}).setdefault(assignment, []).append(
-                submission.student.key)
+        for assignment, why in unchanged.items():
+            if assignment in rubrics:
+                copies.setdefault(submission.export, {}).setdefault((assignment, why), []).append(
+                    submission.student.key)
         copies_of[submission.student.key] = unchanged
     chosen_of: dict[str, tuple[str, ...]] = {}
     lines = []
@@ -49,8 +50,9 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
         counts = Counter(a for _, held in holding for a in held)
         chosen = tuple(a for a in order if counts[a] and 2 * counts[a] > len(holding))
         where = f"{export}/: " if export else ""
-        lines.extend(f"{where}{a}: the template, unchanged: not handed in ({few(keys)})"
-                     for a in order for keys in [copies.get(export, {}).get(a)] if keys)
+        lines.extend(f"{where}{a}: {why}: not handed in ({few(keys)})"
+                     for a in order for (copy, why), keys in copies.get(export, {}).items()
+                     if copy == a)
         if not chosen and counts:
             most = max(counts.values())
             chosen = tuple(a for a in order if counts[a] == most)
@@ -81,7 +83,7 @@ def choose_assignments(found: list[Submission], scratch: Path, rubrics: dict,
             for s in found}, lines
 
 
-def handed_in(chosen: tuple[str, ...], copies: set[str]) -> tuple[str, ...]:
+def handed_in(chosen: tuple[str, ...], copies: dict[str, str]) -> tuple[str, ...]:
     """`chosen` less the assignments the upload holds as the template unchanged (not handed in:
     never graded 0). Where that leaves none, all of `chosen`: the upload's preparation says
     it is no work (layout.require_work_handed_in) and holds it for a person."""
@@ -96,12 +98,16 @@ def left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, r
     person", overwritten its Practical 5 result with an HW3 0 and dropped Practical 5 from
     grades.csv. An upload holding nothing of any assignment is graded (for a person) as before."""
     layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
-    kept, alone = [], {}
+    kept, alone, why_not = [], {}, []
     for submission in found:
-        held = assignments_in(submission, scratch / submission.student.key, layout, limits)
+        key = submission.student.key
+        held, copies = assignments_and_template_copies_in(submission, scratch / key, layout, limits)
         if held and not held & set(given):
-            alone.setdefault(", ".join(a for a in layout if a in held), []).append(
-                submission.student.key)
+            alone.setdefault(", ".join(a for a in layout if a in held), []).append(key)
+            # A folder of a given assignment that is more than the template, yet no work of its
+            # own (Practical 5's wrap that Practical 6 runs): said, as it had been graded.
+            why_not.extend(f"{key}: {a}: {copies[a]}: not handed in" for a in given
+                           if copies.get(a, TEMPLATE_UNCHANGED) != TEMPLATE_UNCHANGED)
         else:
             kept.append(submission)
     if not alone:
@@ -110,7 +116,7 @@ def left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, r
     return kept, [f"--assignment {', '.join(given)}: {count} upload(s) hold none of "
                   f"{'it' if len(given) == 1 else 'them'} but another assignment's files, and are "
                   "left alone (not graded; their earlier results and grades stay as they are): "
-                  + "; ".join(f"{what}: {few(keys)}" for what, keys in alone.items())]
+                  + "; ".join(f"{what}: {few(keys)}" for what, keys in alone.items()), *why_not]
 
 
 def listed(names) -> str:

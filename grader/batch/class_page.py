@@ -327,9 +327,13 @@ def _max_of(person: Person, assignment: str, maxima: Mapping[str, float]) -> flo
 def _why_empty(person: Person, assignment: str) -> str:
     """Why grades.csv's cell of a person's assignment holds no number, in the page's words."""
     run = _run_of(person, assignment)
-    if run is None and any(assignment in ((r.result or {}).get("template_copies") or [])
-                           for r in person.runs):
-        return "not handed in (the template, unchanged)"   # a course folder's untouched one
+    copied = next((r.result for r in person.runs
+                   if assignment in ((r.result or {}).get("template_copies") or [])), None)
+    if run is None and copied is not None:   # a course folder's untouched one
+        whys = copied.get("template_copies_why")
+        why = whys.get(assignment) if isinstance(whys, dict) else None
+        return ("not handed in (the template, unchanged)" if why in (None, "the template, unchanged")
+                else "not handed in (only what another assignment runs)")
     if run is None:
         return "no upload"
     if run.needs_person:

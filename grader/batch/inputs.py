@@ -118,6 +118,9 @@ class Prepared:
     # The assignments whose folder is the student template's unchanged and which it is not
     # graded for (template_copies: not handed in): instructor.md names each.
     template_copies: list[str] = field(default_factory=list)
+    # Why each is not handed in: the template unchanged, or a Practical 6 student's practical5/
+    # with only the DataParallel wrap Practical 6 runs (layout.template_copies_in).
+    template_copies_why: dict[str, str] = field(default_factory=dict)
 
 
 # Archives of kinds the batch does not unpack, which a student may upload all the same.
@@ -450,7 +453,8 @@ def prepare(submission: Submission, scratch: Path, limits: UnpackLimits = Unpack
             digest += "+links:" + hashlib.sha256(json.dumps(links, sort_keys=True).encode(
                 "utf-8", "surrogateescape")).hexdigest()[:16]
         return Prepared(root=root, content_hash=digest, notes=_said(notes), left_out=left_out,
-                        links=links, template_copies=[a for a in layout if a in copies])
+                        links=links, template_copies=[a for a in layout if a in copies],
+                        template_copies_why={a: copies[a] for a in layout if a in copies})
     except Rejected as problem:
         # A zip's advice names the assignment it is graded for (`zip -r practical4.zip ...`).
         return _refused(submission, with_own_example(str(problem), list(graded or assignments
@@ -508,17 +512,17 @@ def assignments_in(submission: Submission, scratch: Path, layout: Sequence[str],
 def assignments_and_template_copies_in(submission: Submission, scratch: Path,
                                        layout: Sequence[str],
                                        limits: UnpackLimits = UnpackLimits()
-                                       ) -> tuple[set[str], set[str]]:
-    """(assignments_in's, the assignments whose folder in the upload is the template's
-    unchanged: not handed in)."""
+                                       ) -> tuple[set[str], dict[str, str]]:
+    """(assignments_in's, {assignment: why} of those whose folder in the upload is the
+    template's unchanged, or holds only what another runs: not handed in)."""
     try:
         prepared = prepare(submission, scratch, limits, layout, graded=layout)
         if prepared.root is None:
-            return set(), set()
+            return set(), {}
         return (held_assignments(prepared.root, layout),
                 template_copies_in(prepared.root, layout))
     except OSError:   # the machine's (a full disk): the grading's own preparation says so
-        return set(), set()
+        return set(), {}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -39,13 +39,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from grader.batch.template_copies import unchanged_template
+from grader.batch.template_copies import run_by_another, unchanged_template
 from grader.batch.unpack import (JUNK_NAMES, MOODLE_NAME, NeedsPerson, Rejected,
                                  archive_kind)
 
 __all__ = ["ROOT_SEARCH_DEPTH", "NeedsPerson", "Rejected", "expected_files", "code_files",
            "find_root", "held_assignments", "require_expected_files", "require_work_handed_in",
-           "template_copies_in"]
+           "TEMPLATE_UNCHANGED", "template_copies_in"]
 
 ROOT_SEARCH_DEPTH = 6
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "student_template"
@@ -136,31 +136,65 @@ def _holds_its_files(folder: Path, assignment: str) -> bool:
     return any((folder / rel).is_file() for rel in expected)
 
 
+def _worked_on(root: Path, assignment: str) -> bool:
+    folder = root / assignment
+    return (folder.is_dir() and not folder.is_symlink() and _holds_its_files(folder, assignment)
+            and not unchanged_template(folder, assignment))
+
+
 def held_assignments(root: Path, assignments: Sequence[str]) -> set[str]:
     """The assignments whose folder in a submission's root holds one of their files, and is not
-    the template's unchanged (template_copies: a whole course folder's untouched assignments
-    are not handed in)."""
-    return {a for a in assignments if (root / a).is_dir() and not (root / a).is_symlink()
-            and _holds_its_files(root / a, a) and not unchanged_template(root / a, a)}
+    the template's unchanged, nor changed only where another assignment handed in beside it
+    runs it (template_copies: a whole course folder's untouched assignments are not handed
+    in)."""
+    return {a for a in assignments if _worked_on(root, a) and _only_for_another(root, a) is None}
 
 
-def template_copies_in(root: Path, assignments: Sequence[str]) -> set[str]:
-    """The assignments whose folder in a submission's root is the template's, unchanged."""
-    return {a for a in assignments if (root / a).is_dir() and not (root / a).is_symlink()
-            and unchanged_template(root / a, a)}
+# Why an assignment's folder holds no work of its own: the words the console, instructor.md,
+# the student's report and the class page use.
+TEMPLATE_UNCHANGED = "the template, unchanged"
+
+
+def template_copies_in(root: Path, assignments: Sequence[str]) -> dict[str, str]:
+    """{assignment: why it is not handed in} of those whose folder in a submission's root is the
+    template's unchanged (TEMPLATE_UNCHANGED), or is changed only in a script another
+    assignment runs, at its TODOs, where that assignment is handed in beside it (a Practical 6
+    student's practical5_dp.py with the DataParallel wrap Practical 6's Part 6 runs)."""
+    found = {}
+    for a in assignments:
+        folder = root / a
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        why = TEMPLATE_UNCHANGED if unchanged_template(folder, a) else _only_for_another(root, a)
+        if why is not None:
+            found[a] = why
+    return found
+
+
+def _only_for_another(root: Path, assignment: str) -> str | None:
+    """Why `assignment`'s folder holds no work of its own, where its only change is what another
+    assignment handed in beside it runs (template_copies.run_by_another); else None."""
+    other = run_by_another(root / assignment, assignment)
+    if other is None or not _worked_on(root, other[0]):
+        return None
+    runner, where, scripts = other
+    return (f"the template but for its TODO in {', '.join(scripts)}, which {runner} (handed in "
+            f"beside it) runs ({where}); the answer sheet and the rest as handed out")
 
 
 def require_work_handed_in(root: Path, graded: Sequence[str]) -> None:
-    """NeedsPerson where the graded assignments' folders are the template's unchanged and none
-    holds work: nothing was handed in (a course folder uploaded to another assignment's Moodle
-    download), which graded would be a 0 and "Submitted for grading" in its Moodle sheet."""
+    """NeedsPerson where the graded assignments' folders are the template's unchanged (or hold
+    only what another assignment runs) and none holds work: nothing was handed in (a course
+    folder uploaded to another assignment's Moodle download), which graded would be a 0, or a
+    grade of what was never handed in, and "Submitted for grading" in its Moodle sheet."""
     copies = template_copies_in(root, graded)
     if copies and not held_assignments(root, graded):
-        raise NeedsPerson("; ".join(f"{a}: the template, unchanged: not handed in" for a in graded
+        untouched = all(why == TEMPLATE_UNCHANGED for why in copies.values())
+        raise NeedsPerson("; ".join(f"{a}: {copies[a]}: not handed in" for a in graded
                                     if a in copies)
-                          + " (its files are student_template/'s as handed out, with no work in "
-                            "them): not graded; a person checks whether it was handed in "
-                            "elsewhere")
+                          + (" (its files are student_template/'s as handed out, with no work in "
+                             "them)" if untouched else " (no work of its own in it)")
+                          + ": not graded; a person checks whether it was handed in elsewhere")
 
 
 def _levels(top: Path, depth: int) -> list[list[Path]]:

@@ -566,7 +566,8 @@ class _ClassBatch:
                 and not problems and current.submitted_at == context.submitted_at
                 # overrides matter to a graded run only (a rejection has no items)
                 and (current.status != "graded"
-                     or self._overrides_of(key) == context.overrides)):
+                     or (self._overrides_of(key) == context.overrides
+                         and not self._copies_unsaid(key, context)))):
             shutil.rmtree(scratch, ignore_errors=True)
             if not self.options.dry_run:
                 if context.fingerprints:
@@ -591,7 +592,9 @@ class _ClassBatch:
             if self.options.dry_run:
                 why = [what for what, changed in (
                     ("its submission time changed", current.submitted_at != context.submitted_at),
-                    ("its overrides changed", self._overrides_of(key) != context.overrides))
+                    ("its overrides changed", self._overrides_of(key) != context.overrides),
+                    ("its reports do not say which folders were not graded as handed in",
+                     self._copies_unsaid(key, context)))
                     if changed]
                 self._finished(key, "rescored", "; ".join(why) or "its scores are out of date")
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -637,6 +640,17 @@ class _ClassBatch:
                            f"{', '.join(assignments) or 'none'})")
         return "re-graded: " + (", ".join(changes) or "the rubric files or the check timeout "
                                 "changed (same versions)")
+
+    def _copies_unsaid(self, key: str, context: _Context) -> bool:
+        """Whether the current result does not say which of the upload's folders were not
+        graded as handed in, as the upload now shows them (template_copies: a result graded
+        before c257331 had none, and got them only from --regrade): re-scored, running no
+        code, so that its reports say so."""
+        result = self.book.current_result(key) or {}
+        said = (list(result.get("template_copies") or []), result.get("template_copies_why") or {})
+        return said != (list(context.prepared.template_copies),
+                        dict(context.prepared.template_copies_why)
+                        if context.prepared.template_copies else {})
 
     def _overrides_not_applied(self, context: _Context) -> None:
         """Overrides for an upload with nothing to grade: said, never dropped in silence (an
@@ -761,6 +775,11 @@ class _ClassBatch:
                            f"to {context.submitted_at or 'unknown'}")
         if (previous.get("overrides") or {}) != context.overrides:
             changes.append("the instructor's overrides changed")
+        if (previous.get("template_copies") or []) != list(context.prepared.template_copies):
+            changes.append("its reports now name the folders not graded as handed in ("
+                           + ", ".join(context.prepared.template_copies or ["none"]) + ")")
+        elif not changes:
+            changes.append("its reports now say why its folders were not graded as handed in")
         change = "re-scored without running code: " + "; ".join(changes)
         self._store(context, RunRecord("graded", started, _now(), None, result, context.submitted_at),
                     work=work, extra_logs=[("info", change)])
@@ -905,6 +924,7 @@ def _with_left_out(result: dict, context: _Context) -> dict:
         result["left_out"] = list(context.prepared.left_out)
     if context.prepared.template_copies:
         result["template_copies"] = list(context.prepared.template_copies)
+        result["template_copies_why"] = dict(context.prepared.template_copies_why)
     links = context.prepared.links
     if links:
         result["links"] = [dict(link) for link in links]

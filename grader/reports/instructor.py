@@ -18,7 +18,7 @@ from grader.reports.jinja_env import environment, tidy
 from grader.reports.pending import by_hand_points, pending_what, waiting_to_be_read
 from grader.reports.student_view import (FILE_STATUS, display_name, file_shown, links_view,
                                          not_answered, not_graded_view, said_not_done,
-                                         surely_unanswered)
+                                         surely_unanswered, template_copies_view)
 
 
 def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
@@ -116,9 +116,9 @@ def instructor_view(result: Mapping[str, Any], rubrics: Mapping[str, Any],
             "pending_what": pending_what(result),
             "override_problems": [str(p) for p in result.get("override_problems") or []],
             "links": links_view(result.get("links")),
-            # The upload's assignments a batch left out as the template unchanged (the console
+            # The upload's assignments a batch left out as not handed in, and why (the console
             # had been the only place that said so).
-            "template_copies": [str(a) for a in result.get("template_copies") or []],
+            "template_copies": template_copies_view(result),
             # A batch's student (keyed): scored through the batch, whose gradebook is the
             # record (a `grade --rescore` of this folder is overwritten by the next batch run).
             "batch_key": batch_key,

@@ -58,11 +58,29 @@ def student_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "errors": all_for_the_student(result.get("errors")),
         "left_out": all_for_the_student(result.get("left_out")),
         "links": links_view(result.get("links")),
+        "template_copies": template_copies_view(result),
         "assignments": [assignment_view(a, hardware) for a in result.get("assignments") or []],
         "not_graded": not_graded_view(result),
         "ungraded_ids": [str(a.get("id")) for a in result.get("assignments") or []
                          if isinstance(a, Mapping) and grading_problem_said(a)],
     }
+
+
+# Why a folder of the upload was not graded as handed in, where its result does not say (a
+# batch before template_copies_why had only the one reason).
+_TEMPLATE_UNCHANGED = "the template, unchanged"
+
+
+def template_copies_view(result: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The upload's assignment folders a batch did not grade as handed in (result.json
+    `template_copies`), each with why (`template_copies_why`): the student's report and
+    instructor.md both say so."""
+    copies = result.get("template_copies")
+    why = result.get("template_copies_why")
+    why = why if isinstance(why, Mapping) else {}
+    return [{"assignment": str(a), "why": str(why.get(a) or _TEMPLATE_UNCHANGED),
+             "unchanged": not why.get(a) or why.get(a) == _TEMPLATE_UNCHANGED}
+            for a in (copies if isinstance(copies, list) else [])]
 
 
 def links_view(links: Any) -> list[dict[str, str]]:
