@@ -98,16 +98,16 @@ def left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, r
     person", overwritten its Practical 5 result with an HW3 0 and dropped Practical 5 from
     grades.csv. An upload holding nothing of any assignment is graded (for a person) as before."""
     layout = list(dict.fromkeys([*assignment_ids(), *rubrics]))
-    kept, alone, why_not = [], {}, []
+    kept, alone = [], {}
     for submission in found:
         key = submission.student.key
         held, copies = assignments_and_template_copies_in(submission, scratch / key, layout, limits)
-        if held and not held & set(given):
+        # A folder of a given assignment changed, yet no work of its own (Practical 5's wrap
+        # that Practical 6 runs, which graders before cde90bd graded): for a person, with why,
+        # never left alone with that earlier grade.
+        changed = any(copies.get(a, TEMPLATE_UNCHANGED) != TEMPLATE_UNCHANGED for a in given)
+        if held and not held & set(given) and not changed:
             alone.setdefault(", ".join(a for a in layout if a in held), []).append(key)
-            # A folder of a given assignment that is more than the template, yet no work of its
-            # own (Practical 5's wrap that Practical 6 runs): said, as it had been graded.
-            why_not.extend(f"{key}: {a}: {copies[a]}: not handed in" for a in given
-                           if copies.get(a, TEMPLATE_UNCHANGED) != TEMPLATE_UNCHANGED)
         else:
             kept.append(submission)
     if not alone:
@@ -116,7 +116,7 @@ def left_alone(found: list[Submission], given: tuple[str, ...], scratch: Path, r
     return kept, [f"--assignment {', '.join(given)}: {count} upload(s) hold none of "
                   f"{'it' if len(given) == 1 else 'them'} but another assignment's files, and are "
                   "left alone (not graded; their earlier results and grades stay as they are): "
-                  + "; ".join(f"{what}: {few(keys)}" for what, keys in alone.items()), *why_not]
+                  + "; ".join(f"{what}: {few(keys)}" for what, keys in alone.items())]
 
 
 def listed(names) -> str:

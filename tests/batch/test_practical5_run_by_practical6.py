@@ -120,20 +120,43 @@ def _class(subs: Path) -> None:
 def test_a_batch_grades_practical5_only_for_those_who_handed_it_in(tmp_path):
     subs, out = tmp_path / "class", tmp_path / "grades"
     _class(subs)
-    stream = io.StringIO()
     run_batch(subs, out, BatchOptions(assignments=("practical5",)), grade_fn=scoring_grade,
-              stream=stream, live=False)
+              stream=io.StringIO(), live=False)
     rows = {row["Key"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
     graded = {key for key, row in rows.items() if row["practical5"] != ""}
     assert graded == {"Mari_Tamm_101", "Liis_Saar_103"}, (
         f"expected Practical 5 graded for Mari and Liis (their sheets), not for Jaan (only the "
         f"wrap Practical 6 runs); observed {sorted(graded)}; {WHERE}")
-    said = stream.getvalue()
-    assert "left alone" in said and "practical6: Jaan_Kask_102" in said, (
-        f"expected the console to say Jaan's upload holds Practical 6's work, not Practical 5's, "
-        f"and is left alone; observed:\n{said}\nwhere: grader/batch/assignment_choice.py left_alone")
-    assert "Jaan_Kask_102: practical5: the template but for its TODO in practical5_dp.py" in said, (
-        f"expected the console to say why Jaan's practical5/ is not handed in; observed:\n{said}")
+    status = rows["Jaan_Kask_102"]["Status"]
+    assert status.startswith("needs a person") and "practical5: the template but for its TODO in " \
+        "practical5_dp.py, which practical6 (handed in beside it) runs" in status, (
+            f"expected Jaan's upload for a person, said why his practical5/ is not handed in; "
+            f"observed {status!r}; where: grader/batch/assignment_choice.py left_alone, "
+            "grader/batch/layout.py require_work_handed_in")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "which practical6 (handed in beside it) runs" in page, (
+        "expected the class page (the instructor's view of an upload for a person) to say why "
+        "Jaan's practical5/ is not handed in")
+
+
+def test_a_practical5_grade_given_before_is_replaced(tmp_path):
+    """A gradebook where an earlier grader graded Jaan's Practical 5 (adv47: 6.5/12): the next
+    `--assignment practical5` batch no longer leaves his upload alone with that grade."""
+    subs, out = tmp_path / "class", tmp_path / "grades"
+    _class(subs)
+    jaan = subs / "Jaan Kask_102_assignsubmission_file_"
+    sheet = jaan / "practical5" / "answers.yaml"
+    handed_out = sheet.read_text(encoding="utf-8")
+    edit(sheet, "value: null", "value: true")      # graded for Practical 5 as it was then
+    run_batch(subs, out, BatchOptions(assignments=("practical5",)), grade_fn=scoring_grade,
+              stream=io.StringIO(), live=False)
+    sheet.write_text(handed_out, encoding="utf-8")
+    run_batch(subs, out, BatchOptions(assignments=("practical5",)), grade_fn=scoring_grade,
+              stream=io.StringIO(), live=False)
+    rows = {row["Key"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert rows["Jaan_Kask_102"]["practical5"] == "", (
+        f"expected Jaan's earlier Practical 5 grade gone; observed {rows['Jaan_Kask_102']}; "
+        "where: grader/batch/assignment_choice.py left_alone")
 
 
 def test_instructor_md_and_the_report_say_why_practical5_was_not_graded(tmp_path):
