@@ -4,9 +4,11 @@ practical10.gradient_equals_full_batch compares the gradient accumulated over MI
 micro-batches with the full-batch gradient (MICRO_BATCHES = 1) at the first step. A model with
 dropout in training mode (other random masks in each run) or batch normalisation with the
 batch's statistics (each micro-batch normalised by its own rows, not the whole batch's) gives a
-gradient 1-4% off even where the loss line is right: a red team's honest scripts (adv49 S1:
-Dropout, BatchNorm1d, bf16 autocast; unseeded Dropout with a shuffling DataLoader) lost the item,
-told that rows were left out or gradients zeroed, which was false for them.
+gradient 1-4% off even where the loss line is right, and a model that starts from other weights
+in each run (`ddp_wrap`'s `params` differ) another gradient altogether: a red team's honest
+scripts (adv49 S1: Dropout, BatchNorm1d, bf16 autocast; unseeded Dropout with a shuffling
+DataLoader) lost the item, told that rows were left out or gradients zeroed, which was false for
+them.
 
 What stays comparable is the weight the loss gives each micro-batch's output: the gradient that
 reaches the passes' outputs (`forward_used`'s g, grader/vgpu/observe.py). With each micro-batch's
@@ -28,6 +30,8 @@ NOISE_SAID = {
     "dropout": "dropout in training mode (each run draws other random masks)",
     "batch_norm": "batch normalisation with the batch's own statistics (each micro-batch is "
                   "normalised by its own rows, not by the whole batch's)",
+    "start": "weights that start elsewhere in each run (the model is built before any fixed "
+             "seed, or from a seed drawn anew each run)",
 }
 # How far the outputs' gradient may be from the full batch's and still be the same weighting:
 # the noise moves the outputs, the targets dominate the loss's gradient (adv49's scripts: under
@@ -39,9 +43,32 @@ NOISE_REL = 0.1
 
 
 def noise_in(*runs) -> list[str]:
-    """The kinds of noise the runs' models showed (rank 0's `model_noise` records), in order."""
-    return sorted({e.get("op") for run in runs for e in run.of("model_noise", 0)
-                   if e.get("op") in NOISE_SAID})
+    """The kinds of noise the runs' models showed (rank 0's `model_noise` records), in order,
+    and "start" where two runs' models started from other weights (`started_apart`)."""
+    kinds = {e.get("op") for run in runs for e in run.of("model_noise", 0)
+             if e.get("op") in NOISE_SAID}
+    if len(runs) == 2 and started_apart(*runs):
+        kinds.add("start")
+    return sorted(kinds)
+
+
+def start_of(run) -> tuple[float, float] | None:
+    """(sum, sum of squares) of the weights rank 0's model was wrapped in DDP with (the first
+    `ddp_wrap` record's `params`); None in a trace without them."""
+    for event in run.of("ddp_wrap", 0):
+        params = event.get("params")
+        if isinstance(params, dict) and isinstance(params.get("sumsq"), (int, float)):
+            return float(params.get("sum", 0.0)), float(params["sumsq"])
+    return None
+
+
+def started_apart(one, other) -> bool:
+    """Whether the two runs' models started from other weights: the same seed gives the same
+    weights bit for bit, so any difference beyond float printing is another start."""
+    first, second = start_of(one), start_of(other)
+    if first is None or second is None:
+        return False
+    return any(abs(a - b) > 1e-9 * max(1.0, abs(a), abs(b)) for a, b in zip(first, second))
 
 
 def noise_said(kinds) -> str:

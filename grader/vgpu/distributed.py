@@ -16,6 +16,7 @@ import threading
 import torch
 
 from grader.vgpu.clean_exit import install_for_spawned_children, note_process_group
+from grader.vgpu.fingerprints import combined, prints_of
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.trace import call_site, get_trace
 
@@ -314,10 +315,15 @@ class DDPPatches:
         parallel_model(module)
         step_report.parallel_model(module)
         devices = sorted({str(p.device) for p in module.parameters()})
-        get_trace().emit("ddp_wrap", module=type(module).__name__, param_devices=devices,
-                         device_ids=[str(d) for d in (ddp.device_ids or [])],
-                         world_size=self.dist.get_world_size(ddp.process_group),
-                         site=call_site(3))
+        trace = get_trace()
+        # The weights the model starts from (rank 0's, as DDP broadcast them): two runs of the
+        # script that start elsewhere (a seed drawn from the system) give other gradients
+        # whatever the loop does (Practical 10's invariance, grader/checks/gradient_noise.py).
+        start = combined(prints_of(module.parameters())) if trace.enabled else (0.0, 0.0)
+        trace.emit("ddp_wrap", module=type(module).__name__, param_devices=devices,
+                   device_ids=[str(d) for d in (ddp.device_ids or [])],
+                   world_size=self.dist.get_world_size(ddp.process_group),
+                   params={"sum": start[0], "sumsq": start[1]}, site=call_site(3))
 
     def forward(self, ddp, *inputs, **kwargs):
         # Hook lazily, so that a script registering its own comm hook right after wrapping

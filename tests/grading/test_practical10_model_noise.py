@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 from grader.checks import test_practical10 as p10
 from grader.checks.support import GradedByHand
@@ -58,17 +60,21 @@ class TwoStages(nn.Module):
         return self.stage1(self.stage0(x.to("cuda:0")).to("cuda:1"))
 
 
-def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=False) -> Observation:
+def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=False, seed=0,
+                ddp=False) -> Observation:
     """The handout's loop, one process, one step of `micro` micro-batches, traced on a virtual
     node of its own: `divide` the loss by MICRO_BATCHES, `zero_each` micro-batch's gradients
-    away first (a zero_grad inside the loop)."""
+    away first (a zero_grad inside the loop), the model built after torch.manual_seed(`seed`),
+    wrapped in `ddp` (a process group of one rank) or not."""
     assert active() is None, "a node from an earlier test is still active"
     handle = activate(2, force_virtual=True, trace_path=str(tmp_path / f"trace-{micro}.jsonl"))
     events: list[dict] = []
     handle.trace.listeners.append(events.append)
     try:
-        torch.manual_seed(0)
-        model = make_model()
+        if ddp:
+            dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+        torch.manual_seed(seed)
+        model = DDP(make_model()) if ddp else make_model()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         g = torch.Generator().manual_seed(1)
         x = torch.randn(p10.BATCH, DIM, generator=g).to("cuda:0")
@@ -81,6 +87,8 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
             (loss / micro if divide else loss).backward()
         optimizer.step()
     finally:
+        if ddp and dist.is_initialized():
+            dist.destroy_process_group()
         handle.deactivate()
     return Observation("practical10/sample.py", gpus=2, nproc=1, launcher="torchrun",
                        sets={"BATCH_SIZE": p10.BATCH, "MICRO_BATCHES": micro}, returncode=0,
@@ -90,15 +98,16 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
 class Handout:
     """The runs the invariance check asks for (HandoutRuns' interface): one process each."""
 
-    def __init__(self, tmp_path, make_model, **loop):
-        self.tmp_path, self.make_model, self.loop = tmp_path, make_model, loop
+    def __init__(self, tmp_path, make_model, ddp=False, **loop):
+        self.tmp_path, self.make_model, self.ddp, self.loop = tmp_path, make_model, ddp, loop
         self.runs: dict[int, Observation] = {}
 
     def run(self, processes=2, **sets):
         micro = sets.get("MICRO_BATCHES", p10.MICRO)
         if micro not in self.runs:
             loop = self.loop if micro > 1 else {}   # the full batch: one micro-batch, as is
-            self.runs[micro] = traced_loop(self.tmp_path, self.make_model, micro, **loop)
+            self.runs[micro] = traced_loop(self.tmp_path, self.make_model, micro, ddp=self.ddp,
+                                           **loop)
         return self.runs[micro]
 
 
@@ -172,3 +181,25 @@ def test_a_gradient_the_noise_does_not_explain_is_held_for_a_person(tmp_path):
     error = failure(handout, 4)
     assert isinstance(error, GradedByHand), f"expected GradedByHand; observed {error!r}"
     assert "dropout in training mode" in str(error) and "a person grades" in str(error), error
+
+
+# -- two runs that start from other weights -------------------------------------------------------
+
+
+def test_the_weights_a_model_is_wrapped_with_are_recorded(tmp_path):
+    from grader.checks.gradient_noise import start_of, started_apart
+    one, same, other = (traced_loop(tmp_path, plain_model, 2, seed=seed, ddp=True)
+                        for seed in (0, 0, 1))
+    assert start_of(one) is not None, one.of("ddp_wrap")
+    assert not started_apart(one, same) and started_apart(one, other), (
+        start_of(one), start_of(same), start_of(other))
+
+
+def test_runs_that_start_from_other_weights_are_never_told_rows_were_left_out(tmp_path):
+    """A seed drawn anew each run: the two gradients are not comparable at all. The item is
+    kept or held for a person, never 0 for rows left out."""
+    handout = Handout(tmp_path, plain_model, ddp=True, seed=1)
+    try:
+        check(handout, 4)
+    except GradedByHand as held:
+        assert "start elsewhere in each run" in str(held) and "rows left out" not in str(held), held
