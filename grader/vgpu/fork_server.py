@@ -44,6 +44,14 @@ BASELINE = ("torch",)
 LAZY = ("torch._dynamo", "torch.distributed", "torch.nn.parallel", "torch.optim",
         "torch.utils.data")
 ENV_PRELOAD_TRAINING = "PDL_FORK_SERVER_TRAINING"
+# ...and the grader's runtime, which every process of a run with a node imports as torch is
+# imported (its activation, grader/vgpu/__init__.py): about 50 modules, 0.05 CPU-s a process
+# from bytecode, twice that where a module's bytecode is stale (a fresh clone where
+# PYTHONDONTWRITEBYTECODE is set: every file, in every rank of every run). Importing them
+# changes nothing in torch, starts no thread and reads no setting: the node is still made in
+# the run. Not the runners, which run as scripts.
+RUNTIME_PACKAGE = "grader.vgpu"
+RUNTIME_SCRIPTS = ("run_on_node", "fork_server")
 MAX_REQUEST = 1 << 20
 PR_SET_DUMPABLE = 4
 
@@ -63,10 +71,11 @@ def serve(sock: socket.socket) -> int:
     try:
         for name in BASELINE:
             importlib.import_module(name)
-        if os.environ.get(ENV_PRELOAD_TRAINING) != "0" and not shadowed_later(
-                os.environ.get(ENV_SUBMISSION_MODULES, "")):
-            for name in LAZY:
-                importlib.import_module(name)
+        if not shadowed_later(os.environ.get(ENV_SUBMISSION_MODULES, "")):
+            if os.environ.get(ENV_PRELOAD_TRAINING) != "0":
+                for name in LAZY:
+                    importlib.import_module(name)
+            _import_runtime()
         _not_dumpable()
         _freeze_what_is_shared()
         # fork() copies only the calling thread: a library thread started by these imports
@@ -116,6 +125,19 @@ def serve(sock: socket.socket) -> int:
         for fd in fds[1:]:
             os.close(fd)
         children[pid] = control
+
+
+def _import_runtime() -> None:
+    """The runtime's modules (RUNTIME_PACKAGE), imported once here for every run forked from
+    this server; only where no module of the submission could stand in for one a fresh run
+    imports later (the runtime's own imports, `secrets` or `hmac`, find the script's folder first
+    on sys.path there), as for LAZY."""
+    import importlib
+    import pkgutil
+    package = importlib.import_module(RUNTIME_PACKAGE)
+    for module in pkgutil.iter_modules(package.__path__, RUNTIME_PACKAGE + "."):
+        if module.name.rpartition(".")[2] not in RUNTIME_SCRIPTS:
+            importlib.import_module(module.name)
 
 
 def _freeze_what_is_shared() -> None:
