@@ -19,6 +19,7 @@ from grader.answers.collect import Answers
 from grader.checks import practical_measures as pm
 from grader.checks import test_practical10 as p10
 from tests.grading.test_practical10_non_solutions import traced
+from tests.support.gradings import Gradings, names_in_order
 
 MODEL = '''\
 import os
@@ -424,16 +425,31 @@ GRADED = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("edits, status", GRADED.values(), ids=list(GRADED))
-def test_part5s_checks_graded_whole(tmp_path, edits, status):
+@pytest.fixture(scope="module")
+def graded_whole(request, tmp_path_factory):
+    """name in GRADED -> its result.json, each graded once and both at once (a grading is mostly
+    one process at a time: tests/support/gradings.py)."""
     from grader.grading import grade_submission
     from tests.fixtures.planted_bugs import REFERENCE, apply_replacements, copy_tree
-    submission = copy_tree(REFERENCE, tmp_path / "submission")
-    script = submission / p10.SCRIPT
-    script.write_text(apply_replacements(script.read_text(encoding="utf-8"), edits, "sample.py"),
-                      encoding="utf-8")
-    result = grade_submission(submission, tmp_path / "out", ["practical10"])
+
+    def grade_one(name: str) -> dict:
+        base = tmp_path_factory.mktemp("part5-graded")
+        submission = copy_tree(REFERENCE, base / "submission")
+        script = submission / p10.SCRIPT
+        script.write_text(apply_replacements(script.read_text(encoding="utf-8"), GRADED[name][0],
+                                             "sample.py"), encoding="utf-8")
+        return grade_submission(submission, base / "out", ["practical10"])
+
+    gradings = Gradings(grade_one, names_in_order(request))
+    yield gradings.get
+    gradings.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(GRADED))
+def test_part5s_checks_graded_whole(graded_whole, name):
+    status = GRADED[name][1]
+    result = graded_whole(name)
     checks = {check["id"]: check for item in result["assignments"][0]["items"]
               for check in item["checks"]}
     for check in ("practical10.broken_layout_one_gpu", "practical10.broken_gpus_reported"):
