@@ -35,7 +35,7 @@ from grader.checks.gradient_noise import (NOISE_REL, WEIGHT_REL, loss_weight, no
                                           noise_said, zeroed_in_first_step)
 from grader.checks.second_stage_device import layout_switch
 from grader.checks.support import GradedByHand, close, explain, must_agree
-from grader.checks.value_probe import unmoved_gpus, unmoved_note
+from grader.checks.value_probe import probe_holds, unmoved_gpus, unmoved_note
 from grader.common.row_vectors import row_vectors
 from grader.common.text import answer_shown
 
@@ -124,8 +124,12 @@ class HandoutRuns:
         if processes == 2 and not sets and "unmoved" not in run.derived:
             # The handout's run is the one whose stages are read: the GPUs whose layers carry
             # no value into its passes are read from a probe of it (value_probe.py).
-            run.derived["unmoved"] = unmoved_gpus(run, self.runs.script(**self.spec(),
-                                                                        probe=True))
+            probe = self.runs.script(**self.spec(), probe=True)
+            run.derived["unmoved"] = unmoved = unmoved_gpus(run, probe)
+            # Where the probe cannot say (it completed less than the run, or only mixing the
+            # rows left a GPU unchanged), a person reads the stages: held for review.
+            probe.integrity += [f"{SCRIPT}: {why}" for why in probe_holds(run, probe, unmoved)
+                                if f"{SCRIPT}: {why}" not in probe.integrity]
         elif processes == 1 and not sets and "unmoved" not in run.derived:
             # Part 4's process is rank 0 on rank 0's GPUs, the same code: what the probe of
             # the handout's run read of them holds (an honest stage there is never unmoved).

@@ -15,12 +15,21 @@ not reproducible (its own seed drawn from the clock) moves everywhere and keeps 
 gradient watch says of it. And only in a pass where a gradient came back to that GPU's layers
 (`grad_used`): an honest model whose last layer or ReZero alpha starts at zero leaves its
 output unchanged in its first step whatever is perturbed upstream, and gets no gradient there.
+
+A GPU left unchanged only by the passes that mix the rows (perturb.ROWS) goes to a person, not to
+zero (`rows_unmoved_gpus`): a map that removes the output's own direction removes that mixing
+too (adv50 F3's projection), but so does a normalisation after an honest stage where a
+micro-batch has one row. And a probe run that completes less than the normal run (fewer passes
+or steps, another exit, a rank missing: a script that spots the perturbation and ends, adv50
+F4) has no pass to compare where it stopped, and shows no stage: `probe_shortfall` says what
+differed, and the grading is held for a person.
 """
 from __future__ import annotations
 
 import math
 
 from grader.checks.practical_answers import gpu_index
+from grader.vgpu.perturb import ROWS
 
 # The largest change of a pass's output digest (relative: sum against the output's norm times
 # the square root of its size, sum of squares against itself) still read as unchanged: far
@@ -118,13 +127,14 @@ def gradient_reached(run, rank: int) -> set[tuple]:
             if e.get("event") == "grad_used" and e.get("rank", 0) == rank}
 
 
-def unmoved_gpus(run, probe) -> dict[int, dict[int, float]]:
+def unmoved_gpus(run, probe, rows: bool = False) -> dict[int, dict[int, float]]:
     """{rank: {GPU: the least change}} of the GPUs some perturbed training pass of `probe` left
     unchanged against `run` (the same spec without perturbation), in a pass where `run`'s
     gradient watch counted that GPU. The forgery has both: a gradient comes back to the GPU's
     layers while their value does not reach the output. Where no gradient came back (a last
     layer initialised to zeros, ReZero's alpha = 0: red team adv49 F1-F2, honest, in their
-    first step) the unchanged output is what the gradient already says, and reads nothing."""
+    first step) the unchanged output is what the gradient already says, and reads nothing.
+    `rows`: read only the passes that mixed the rows (perturb.ROWS), which no other reads."""
     found: dict[int, dict[int, float]] = {}
     if probe is None or not probe.events:
         return found
@@ -132,7 +142,7 @@ def unmoved_gpus(run, probe) -> dict[int, dict[int, float]]:
     # probe's); they had been read again for every perturbed pass.
     ranks: dict[int, tuple] = {}
     for event in probe.events:
-        if event.get("event") != "perturbed":
+        if event.get("event") != "perturbed" or (event.get("kind") == ROWS) != rows:
             continue
         rank, gpu = event.get("rank", 0), gpu_index(event.get("device"))
         if rank not in ranks:
@@ -160,3 +170,78 @@ def unmoved_note(unmoved: dict[int, dict[int, float]], ranks) -> str:
     return (f"; perturbing the outputs of the layers on {named} did not change the model's "
             f"output: their result does not reach it (a term that cancels its own value, "
             f"`side - side.detach()` or the like, makes no stage)")
+
+
+def rows_unmoved_gpus(run, probe, unmoved: dict[int, dict[int, float]]) -> dict[int, list[int]]:
+    """{rank: [GPU]} of the GPUs only the passes that mixed the rows left unchanged (not in
+    `unmoved`, what the other perturbations read): for a person, never read as no stage."""
+    found: dict[int, list[int]] = {}
+    for rank, gpus in unmoved_gpus(run, probe, rows=True).items():
+        only = sorted(gpu for gpu in gpus if gpu not in unmoved.get(rank, {}))
+        if only:
+            found[rank] = only
+    return found
+
+
+def completed(run) -> dict[int, tuple]:
+    """{rank: (training passes digested, optimizer steps, the steps and passes its exit
+    record counts or None where the process ended without one)} of a run."""
+    found: dict[int, list] = {}
+    for event in run.events:
+        kind = event.get("event")
+        if kind not in ("pass_value", "step", "exit"):
+            continue
+        counts = found.setdefault(event.get("rank", 0), [0, 0, None])
+        if kind == "pass_value":
+            counts[0] += 1
+        elif kind == "step":
+            counts[1] += 1
+        else:
+            counts[2] = (event.get("steps"), event.get("forwards"))
+    return {rank: tuple(counts) for rank, counts in found.items()}
+
+
+def _completion_words(counts: tuple | None) -> str:
+    if counts is None:
+        return "nothing recorded"
+    passes, steps, exit_ = counts
+    ended = "no exit record (the process ended before Python's exit)" if exit_ is None \
+        else f"an exit after {exit_[0]} steps and {exit_[1]} forward passes"
+    return f"{passes} training passes, {steps} optimizer steps, {ended}"
+
+
+def probe_shortfall(run, probe) -> list[str]:
+    """What the value probe of `run` completed less than `run` itself (the same spec without
+    perturbation): another exit, a rank missing, fewer passes or steps. An honest script does
+    the same in both; one that spots the perturbation and ends there (`os._exit(0)` in the
+    probe alone, red team adv50 F4) leaves no perturbed pass to compare where it stopped, and
+    its GPUs read as stages. [] where the normal run did not complete itself (its own checks
+    say so) or nothing differs."""
+    if probe is None or not run.ok:
+        return []
+    if not probe.ok:
+        return [probe.problem() or "the probe run did not complete"]
+    normal, probed = completed(run), completed(probe)
+    return [f"rank {rank}: {_completion_words(counts)} in the normal run, "
+            f"{_completion_words(probed.get(rank))} in the probe"
+            for rank, counts in sorted(normal.items()) if probed.get(rank) != counts]
+
+
+def probe_holds(run, probe, unmoved: dict[int, dict[int, float]]) -> list[str]:
+    """Why the value probe of `run` cannot say which GPUs are stages, in words for the
+    instructor (held for review: the normal run's reading is left to a person); [] where it
+    can."""
+    held = []
+    shortfall = probe_shortfall(run, probe)
+    if shortfall:
+        held.append("the value probe of the handout's configuration completed less than the "
+                    "normal run of it, so it shows no stage where it stopped (a script that "
+                    "spots the probe and ends): " + "; ".join(shortfall))
+    for rank, gpus in sorted(rows_unmoved_gpus(run, probe, unmoved).items()):
+        named = " and ".join(f"cuda:{gpu}" for gpu in gpus)
+        held.append(f"rank {rank}: mixing the rows of the outputs of the layers on {named} "
+                    "(the value probe) did not change the model's output, though other "
+                    "perturbations of them did: a term that removes their output's own "
+                    "direction, or a normalisation after them on micro-batches of one row; "
+                    "read the forward to tell whether they are a stage")
+    return held

@@ -24,7 +24,8 @@ import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 from grader.checks import test_practical10 as p10
-from grader.checks.value_probe import unmoved_gpus, unmoved_note
+from grader.checks.value_probe import (probe_holds, probe_shortfall, unmoved_gpus,
+                                       unmoved_note)
 from grader.harness.observation import Observation
 from grader.records.seal import key_marked, new_key
 from grader.vgpu import activate, perturb
@@ -33,6 +34,9 @@ from tests.grading import test_practical10_stage_rows as stage_rows
 from tests.grading.test_practical10_stage_rows import (CUDA0, CUDA2, DIM, HIDDEN, BareParameters,
                                                        SeqFirst, Sequential, SeparateStages,
                                                        SpareBeside)
+
+# The course's width, where a model's rounding is the size the graded runs see.
+WIDE = 512
 
 
 class _OneStage(SpareBeside):
@@ -95,6 +99,72 @@ class ClockStamped(_OneStage):
     def join(self, x, side):
         return (torch.tensor(time.perf_counter(), dtype=torch.float64),
                 x + torch.remainder(side, 1e-30))
+
+
+class RecomputedSpare(_OneStage):
+    """adv50 p10_recomp (F1): the spare's output minus its functional recomputation, 0 in a
+    normal run and the noise where the probe perturbs what the module returns."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        hidden = x.to(CUDA2)
+        side = self.spare(hidden)
+        return x.to(CUDA2) + (side - nn.functional.linear(hidden, self.spare.weight,
+                                                          self.spare.bias))
+
+
+class ProjectedAlongBias(nn.Module):
+    """adv50 p10_proj (F3): a one-stage replica on cuda:0 whose spare on cuda:2 is fed zeros
+    (its output its bias on every row), that output then projected out along the bias, which
+    generic noise is not along. At the course's width (512), as the projection's rounding
+    (1.8e-8 of the output at width 8, 9e-11 at 512) is the probe's to tell from none."""
+
+    width = WIDE
+
+    def __init__(self):
+        super().__init__()
+        self.stage0 = nn.Linear(DIM, WIDE).to(CUDA0)
+        self.spare = nn.Linear(WIDE, WIDE).to(CUDA2)
+
+    def direction(self):
+        along = self.spare.bias.detach()
+        return along / along.norm()
+
+    def forward(self, x):
+        hidden = self.stage0(x.to(CUDA0)).to(CUDA2)
+        side = self.spare(torch.zeros_like(hidden))
+        along = self.direction()
+        return hidden + (side - (side @ along)[:, None] * along)
+
+
+class ProjectedAlongItsStep(ProjectedAlongBias):
+    """adv50 F3 with the direction read where the optimizer left the bias (a copy taken when
+    its version moves), not in the pass: a perturbation of the parameters is not along it, so
+    only the one along the output itself (the rows mixed) finds the projection."""
+
+    def direction(self):
+        bias = self.spare.bias
+        if getattr(self, "version", None) != bias._version:
+            self.version, self.along = bias._version, bias.detach() / bias.detach().norm()
+        return self.along
+
+
+class _Probed(Exception):
+    pass
+
+
+class StopsWhenProbed(_OneStage):
+    """adv50 p10_crash (F4): ends where the spare's output is not its recomputation (the probe
+    perturbed it), so the probe has no pass of it to compare; its value taken by a remainder."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        hidden = x.to(CUDA2)
+        side = self.spare(hidden)
+        if not torch.equal(side, nn.functional.linear(hidden, self.spare.weight,
+                                                      self.spare.bias)):
+            raise _Probed
+        return x.to(CUDA2) + torch.remainder(side, 1e-30)
 
 
 class ScaledTo1e30(_OneStage):
@@ -216,22 +286,33 @@ class AuxFirst(Sequential):
         return aux.to(CUDA2), self.stage1(hidden.to(CUDA2))
 
 
-def trained_with_aux(node, model_class) -> Observation:
-    """stage_rows.trained for a model that returns `(aux, out)`: aux added to the loss."""
+def trained_own_loop(node, model_class) -> Observation:
+    """stage_rows.trained for the models its loop does not fit: one that returns `(aux, out)`
+    (aux added to the loss), one of another output width (`width`), one that ends the
+    script's loop where it raises _Probed (as `os._exit(0)` ends a graded run's process)."""
     events = node(4)
     torch.manual_seed(0)
     model = model_class()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(stage_rows.ROWS, DIM, device=CUDA0), torch.randn(stage_rows.ROWS, DIM,
+    width = getattr(model_class, "width", DIM)
+    x, y = torch.randn(stage_rows.ROWS, DIM, device=CUDA0), torch.randn(stage_rows.ROWS, width,
                                                                       device=CUDA2)
-    for _ in range(2):
-        optimizer.zero_grad()
-        for mx, my in zip(x.tensor_split(4), y.tensor_split(4)):
-            aux, out = model(mx)
-            ((nn.functional.mse_loss(out, my) + aux) / 4).backward()
-        optimizer.step()
+    try:
+        for _ in range(2):
+            optimizer.zero_grad()
+            for mx, my in zip(x.tensor_split(4), y.tensor_split(4)):
+                out, aux = model(mx), 0
+                if isinstance(out, tuple):
+                    aux, out = out
+                ((nn.functional.mse_loss(out, my) + aux) / 4).backward()
+            optimizer.step()
+    except _Probed:
+        pass
     return Observation("practical10/sample.py", gpus=4, returncode=0, events=list(events),
                        stdout="")
+
+
+OWN_LOOP = (AuxFirst, ClockStamped, StopsWhenProbed, ProjectedAlongBias, ProjectedAlongItsStep)
 
 
 def trained(tmp_path, model_class, probing: bool) -> Observation:
@@ -249,8 +330,8 @@ def trained(tmp_path, model_class, probing: bool) -> Observation:
         return events
 
     try:
-        if model_class in (AuxFirst, ClockStamped):
-            return trained_with_aux(node, model_class)
+        if model_class in OWN_LOOP:
+            return trained_own_loop(node, model_class)
         return stage_rows.trained(node, model_class)
     finally:
         for handle in handles:
@@ -269,15 +350,18 @@ def probed(tmp_path, model_class) -> tuple[Observation, dict]:
         f"{[e for e in probe.events if e.get('event') == 'perturbed']}; where to look: "
         "grader/vgpu/perturb.py ValueProbe._layer_output")
     normal.derived["unmoved"] = unmoved = unmoved_gpus(normal, probe)
+    normal.derived["held"] = probe_holds(normal, probe, unmoved)
     return normal, unmoved
 
 
 @pytest.mark.parametrize("model_class", [CancelledBySub, CancelledByFunction,
                                          CancelledByNodeHook, ScaledTo1e30,
-                                         ClockStamped],
+                                         ClockStamped, RecomputedSpare, ProjectedAlongBias],
                          ids=["torch.sub(side, side.detach())", "a custom autograd.Function",
                               "side * 0 with a node hook", "side / 1e30",
-                              "a clock reading returned beside a remainder"])
+                              "a clock reading returned beside a remainder",
+                              "minus its recomputation from the parameters",
+                              "projected out along its bias"])
 def test_a_spare_whose_value_cancels_is_no_stage(tmp_path, model_class):
     normal, unmoved = probed(tmp_path, model_class)
     stages = p10.stage_gpus(normal, 0)
@@ -324,6 +408,56 @@ def test_honest_stages_move_the_output(tmp_path, model_class):
         f"expected stage 0 on cuda:0 and stage 1 on cuda:2 for {model_class.__name__}, no GPU "
         f"left unmoved by the probe; observed stages {stages}, unmoved {unmoved}; where to "
         "look: grader/checks/value_probe.py UNCHANGED, grader/vgpu/perturb.py")
+    # Nor held for a person: the probe completes what the normal run does, and every kind of
+    # perturbation (the parameters, the rows mixed, noise) moves the output.
+    assert not normal.derived["held"], (
+        f"expected nothing of the honest {model_class.__name__} held for a person; observed "
+        f"{normal.derived['held']}; where to look: grader/checks/value_probe.py probe_holds")
+
+
+def test_a_projection_along_the_optimizers_bias_goes_to_a_person(tmp_path):
+    """The parameters' perturbation moves it (the direction is read outside the pass); the
+    rows mixed, along its output, do not: held for a person, never read as no stage (a
+    normalisation after an honest stage on one-row micro-batches would read the same)."""
+    normal, unmoved = probed(tmp_path, ProjectedAlongItsStep)
+    held = normal.derived["held"]
+    assert any("mixing the rows of the outputs of the layers on cuda:2" in why
+               for why in held), (
+        f"expected the probe to hold ProjectedAlongItsStep for a person (the rows mixed on "
+        f"cuda:2 left its output unchanged); observed holds {held}, unmoved {unmoved}; where "
+        "to look: grader/vgpu/perturb.py ROWS, grader/checks/value_probe.py rows_unmoved_gpus")
+    assert 2 not in unmoved.get(0, {}), (
+        f"expected a GPU unchanged only by the rows mixed to be left to a person, not read as "
+        f"no stage; observed unmoved {unmoved}")
+
+
+def test_a_script_that_ends_in_the_probe_is_held(tmp_path):
+    """adv50 F4: the probe run ends at its first perturbed pass of the spare, so no pass of it
+    compares, and the normal run's two stages had stood."""
+    runs = _Runs(trained(tmp_path, StopsWhenProbed, probing=False),
+                 trained(tmp_path, StopsWhenProbed, probing=True))
+    shortfall = probe_shortfall(runs.normal, runs.probe)
+    assert shortfall and shortfall[0].startswith("rank 0: 8 training passes, 2 optimizer steps"), (
+        f"expected the probe's fewer passes and steps on rank 0 named; observed {shortfall}; "
+        "where to look: grader/checks/value_probe.py probe_shortfall")
+    p10.HandoutRuns(runs, REFERENCE).run()
+    probe = runs.script(probe=True, nproc=2)
+    assert any("completed less than the normal run" in problem for problem in probe.integrity), (
+        f"expected the grading held for review (the probe's integrity problems); observed "
+        f"{probe.integrity}; where to look: test_practical10.HandoutRuns.run")
+
+
+def test_a_probe_that_exits_otherwise_is_held():
+    normal = Observation("practical10/sample.py", gpus=4, nproc=2, returncode=0, events=[])
+    probe = Observation("practical10/sample.py", gpus=4, nproc=2, returncode=1, events=[],
+                        stderr="Traceback ...\nRuntimeError: probed\n")
+    shortfall = probe_shortfall(normal, probe)
+    assert shortfall and "exited with status 1" in shortfall[0], (
+        f"expected a probe run that exits otherwise than the normal run named; observed "
+        f"{shortfall}; where to look: grader/checks/value_probe.py probe_shortfall")
+    normal.returncode = 1
+    assert probe_shortfall(normal, probe) == [], (
+        "expected nothing held where the normal run failed itself (its checks say so)")
 
 
 def test_a_spare_added_and_taken_back_is_the_scans_to_hold():
