@@ -791,11 +791,43 @@ def test_one_gpu_says_two_are_needed(runs, submission, two_gpus, part3_run):
 
 
 @pytest.mark.check("practical4.output_shape_reported")
-def test_reported_output_shape(two_gpus, answers, agree):
+def test_reported_output_shape(two_gpus, part3_run, answers, agree):
     full = full_batch_pass(two_gpus, BATCH)
     truth = list(full["out_shape"]) if full and full["out_shape"] else None
     value, truth = answer_and_truth(answers, "part1.output_shape", truth, two_gpus)
     agree("part1.output_shape", value, truth, f"makes a Part 1 output of shape {truth}")
+    # Part 1 is the template's given code, run before its TODOs: its output shape counts
+    # beside a Part 2 or 3 of the student's own that works, as the one-GPU message does (the
+    # untouched template with a sheet had earned 0.4: adv52 F5).
+    assert own_parts_passing(two_gpus, part3_run), explain(
+        "your answer to part1.output_shape, beside a Part 2 or Part 3 of your own that works",
+        "the answer agrees with Part 1, but neither your Part 2 (the chunks and their combined "
+        "output) nor your Part 3 (the layers on cuda:0 and cuda:1) passes any of its checks on "
+        "2 GPUs; Part 1 is the template's given code, which earns nothing by itself",
+        "Parts 2 and 3 of practical4/concepts.py: their own checks say what is missing")
+
+
+# Part 3's layout as the handout gives it: an answer about Part 3 is about this model
+# parallelism, not about whatever a Part 3 that is not it does (adv52 F5: both layers on
+# cuda:0, no move, and a sheet agreeing with it had kept 0.8), as Practical 5's split table
+# takes DataParallel's chunk rule, which the question asks for.
+HANDOUT_PART3 = {"layer1": "cuda:0", "layer2": "cuda:1"}
+
+
+def not_the_handouts_part3(part3_run, layers=tuple(HANDOUT_PART3)) -> str | None:
+    """Why Part 3's `layers` are not where the handout puts them, or None."""
+    found = part3_layers(part3_run)
+    wrong = [f"{layer} on {', '.join(sorted(found.get(layer, ()))) or 'no device seen'} "
+             f"(the handout: {HANDOUT_PART3[layer]})" for layer in layers
+             if found.get(layer) != {HANDOUT_PART3[layer]}]
+    if not wrong:
+        return None
+    return explain(
+        "an answer about Part 3's model parallelism as the handout lays it out: layer1 on "
+        "cuda:0, layer2 on cuda:1, one move of the activation between them",
+        f"the answer agrees with your Part 3, but it puts {'; '.join(wrong)}: that is not the "
+        "model parallelism the question is about, so agreeing with it earns no point",
+        "Part 3 of practical4/concepts.py: mp_layer_devices says what to change")
 
 
 @pytest.mark.check("practical4.chunk_shapes_reported")
@@ -830,6 +862,8 @@ def test_reported_layer_devices(part3_run, answers, agree, layer, qid):
     agree(qid, value, truth, f"puts {layer} ({name}) on {', '.join(seen)}",
           expected=f"{truth} (a device written like cuda:N)" if isinstance(truth, str) else None,
           compare_as=device_name(value) or value)
+    not_the_task = not_the_handouts_part3(part3_run, (layer,))
+    assert not_the_task is None, not_the_task
 
 
 @pytest.mark.check("practical4.transfers_reported")
@@ -847,3 +881,5 @@ def test_reported_transfers_per_forward(part3_run, answers, agree):
           f"moves the activation between GPUs {truth} time(s) in Part 3's forward pass"
           + (" (" + ", ".join(f"{m['src']} -> {m['dst']}" for m in moves) + ")" if moves else "")
           + (f" (its first; per forward pass: {counts})" if len(set(counts)) > 1 else ""))
+    not_the_task = not_the_handouts_part3(part3_run)
+    assert not_the_task is None, not_the_task

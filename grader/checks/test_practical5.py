@@ -539,6 +539,16 @@ def test_reported_timing_table(handout, submission, answers, measured, reported_
             "a row per method (single, dp), each with the step time and the total time in "
             "seconds, as positive numbers", "; ".join(problems), where)
         return
+    # The single-GPU script is the course's given code, byte for byte: the table (Part 3,
+    # "Compare Performance") counts beside a DataParallel script of the student's that trains
+    # (the untouched template with a sheet had earned 0.13 for the single row: adv52 F6);
+    # without it the table is not complete either, said above.
+    assert not any(run is parallel for run in untrained), explain(
+        "the timing table beside a DataParallel script of your own that trains (the "
+        f"single-GPU script {SINGLE} is the course's given code, which earns nothing by itself)",
+        f"{DP} did not train to its end in the grader's run on 2 GPUs"
+        + (f": {parallel.problem()}" if parallel.problem() else ""),
+        f"{DP}: its own checks say what is missing")
     checkable = [m for m in TIMING_METHODS if not incomplete_rows(rows, [m], TIMES)]
     assert checkable, explain("step and total times to compare", "no complete row", where)
     # The student's table times their own run: the file's STEPS, where the grader ran fewer.

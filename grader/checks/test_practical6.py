@@ -179,6 +179,7 @@ def test_world_size_is_number_of_processes(runs, processes):
     assert trained == list(range(processes)), explain(
         expected, f"only rank(s) {trained} took an optimizer step on gradients a backward "
         "pass produced" + (f"; {run.problem()}" if not run.ok else ""), look)
+    given_code_only(runs, expected)
 
 
 @pytest.mark.check("practical6.rank_device")
@@ -194,6 +195,55 @@ def test_rank_k_uses_gpu_k(runs):
         expected, "; ".join(f"rank {r} has its model on {', '.join(d)}"
                             for r, d in sorted(wrong.items()))
         or f"models seen on rank(s) {sorted(placed)}", look)
+    given_code_only(runs, expected)
+
+
+def ddp_trained(run) -> bool:
+    """Whether DDP trained the model: every rank that trained all-reduced its gradients through
+    DDP in the backward pass of one of its steps at least (steps_without_all_reduce)."""
+    trained = learning_ranks(run)
+    missing = steps_without_all_reduce(run, trained)
+    return bool(trained) and all(len(missing.get(rank, ())) < len(run.by_step(rank))
+                                 for rank in trained)
+
+
+def share_taken(run) -> bool:
+    """Whether each rank trained on a share of the batch, fewer rows than BATCH_SIZE."""
+    rows = first_batches(run)
+    return bool(rows) and all(n < BATCH for n in rows.values())
+
+
+def given_code_only(runs, expected: str) -> None:
+    """Fails where the 2-process run trained on the template's given code alone: no DDP wrap
+    and no share of the batch, the student's two parts (the template's raises deleted and
+    nothing written: adv52 F4 had earned the setup item's 2 points, the template's own LOCAL_RANK,
+    set_device and init_process_group). Given code earns nothing by itself (rubrics/README.md)."""
+    run = ddp_run(runs, SHEET_PROCESSES)
+    if not learning_ranks(run) or own_work_ran(run):
+        return
+    raise AssertionError(explain(
+        expected + ", with your part of the script running: the DDP wrap or each rank's share "
+        "of the batch", f"with {SHEET_PROCESSES} processes no rank's gradients were all-reduced "
+        f"by DDP and every rank trained on the whole batch ({first_batches(run)} rows by rank): "
+        "only the template's given setup ran, which earns nothing by itself",
+        "wrap the model with DDP(model, device_ids=[local_rank]) and give each rank "
+        "BATCH_SIZE // world_size rows"))
+
+
+def require_ddp(answers, qid: str, run) -> None:
+    """Fails an answer about DDP where the run trained without DDP ever all-reducing a
+    gradient: that run shows no DDP to answer about (a script with no DDP had its answers
+    'DDP is more balanced, faster' accepted: adv52 F4), as Practical 5's
+    require_data_parallel guards the answers about DataParallel. A run that did not train is
+    left to the check itself (answer_and_truth says it did not get that far)."""
+    if not learning_ranks(run) or ddp_trained(run):
+        return
+    raise AssertionError(explain(
+        f"your answer to {qid} can be compared with what DDP does in your script",
+        f"with {SHEET_PROCESSES} processes your script trained without DDP: no gradient "
+        "all-reduce by DDP in any backward pass, so its run shows nothing about DDP",
+        "wrap the model with DDP(model, device_ids=[local_rank]) and call the wrapper; the "
+        "answer is then checked against its run"))
 
 
 # The handout's Part 2 asks each process to print its rank ("Add this point: print(f"Rank:
@@ -510,14 +560,15 @@ def gpus_by_rank(run):
 
 
 def own_work_ran(run) -> bool:
-    """Whether the student's own work ran: a training step (learning_ranks), which the
-    template's TODOs (the DDP wrap, each rank's share of the batch) stop before. The number of
-    processes and the world size are torchrun's, there before any of it (the template's
-    init_process_group runs before its NotImplementedError): the untouched template with the
-    reference's sheet had earned 0.42 with them (adv42 F4), as P5's require_data_parallel
-    guards its answers about DataParallel. A training step without DDP keeps them: a missing
-    wrap costs the synchronisation item (the matrix's p6_no_ddp_wrap), not these answers."""
-    return bool(learning_ranks(run))
+    """Whether the student's own work ran: a training step (learning_ranks) with DDP's
+    gradient all-reduce or each rank's share of the batch, the template's two TODOs. The
+    number of processes and the world size are torchrun's, there before any of it (the
+    template's init_process_group runs before its NotImplementedError): the untouched template
+    with the reference's sheet had earned 0.42 with them (adv42 F4), and with the raises
+    deleted and nothing written 2 points of setup (adv52 F4), as P5's require_data_parallel
+    guards its answers about DataParallel. A share without DDP keeps them: a missing wrap
+    costs the synchronisation item and the answers about DDP (require_ddp)."""
+    return bool(learning_ranks(run)) and (ddp_trained(run) or share_taken(run))
 
 
 @pytest.mark.check("practical6.world_size_reported")
@@ -535,7 +586,9 @@ def test_reported_world_size(runs, answers, agree):
 def test_reported_rank_to_gpu(runs, answers, measured, reported_values, flag):
     processes = table_processes(answers.values.get("ddp.rank_to_gpu"))
     run = ddp_run(runs, processes)
-    truth = gpus_by_rank(run) or None
+    # Where it trained, only with the student's part (own_work_ran: adv52 F4).
+    truth = (gpus_by_rank(run) or None) if own_work_ran(run) or not learning_ranks(run) \
+        else None
     value, truth = answer_and_truth(answers, "ddp.rank_to_gpu", truth, run)
     rows = rows_by(value, "rank")
     measured["ddp.rank_to_gpu"] = {str(r): d[0] if len(d) == 1 else d for r, d in truth.items()}
@@ -565,6 +618,7 @@ def table_processes(rows) -> int:
 @pytest.mark.check("practical6.split_automatically_reported")
 def test_reported_split_automatically(runs, answers, agree):
     run = ddp_run(runs, SHEET_PROCESSES)
+    require_ddp(answers, "data.split_automatically", run)
     # Automatic: something split a batch the script handed over whole (DataParallel's
     # scatter). DDP splits nothing: each rank loads its own share.
     truth = bool(run.of("dp_scatter")) if first_batches(run) else None
@@ -580,7 +634,7 @@ def test_reported_split_automatically(runs, answers, agree):
 def test_reported_per_rank_batch(runs, answers, agree):
     run = ddp_run(runs, SHEET_PROCESSES)
     seen = sorted(set(first_batches(run).values()))
-    truth = (seen[0] if len(seen) == 1 else seen) if seen else None
+    truth = (seen[0] if len(seen) == 1 else seen) if seen and own_work_ran(run) else None
     value, truth = answer_and_truth(answers, "ddp.per_rank_batch", truth, run)
     agree("ddp.per_rank_batch", value, truth,
           f"trains each rank on {', '.join(map(str, seen))} rows per optimizer step with "
@@ -589,6 +643,7 @@ def test_reported_per_rank_batch(runs, answers, agree):
 
 def memory_truth(runs, answers, qid, fact, *, dp_needed):
     ddp = ddp_run(runs, SHEET_PROCESSES)
+    require_ddp(answers, qid, ddp)
     ddp_peaks = training_peak_memory(ddp)
     dp = DataParallelSide(runs) if dp_needed else None
     truth = fact(ddp_peaks, dp)
@@ -609,6 +664,7 @@ def more_balanced(ddp_peaks, dp):
 
 @pytest.mark.check("practical6.usage_table_reported")
 def test_reported_usage_table(runs, answers, reported_values, flag):
+    require_ddp(answers, "usage.table", ddp_run(runs, SHEET_PROCESSES))
     rows = checked_usage_table(answers, reported_values, "usage.table", "DDP",
                                ddp_run(runs, SHEET_PROCESSES), flag=flag)
     memory = [row["memory_mib"] for k, row in rows.items() if isinstance(k, int)]
@@ -669,6 +725,7 @@ def observed_aspects(dp, ddp):
 @pytest.mark.parametrize("aspect", list(ASPECTS))
 def test_reported_comparison_table(runs, answers, measured, reported_values, flag, aspect):
     dp, ddp = DataParallelSide(runs), ddp_run(runs, SHEET_PROCESSES)
+    require_ddp(answers, "compare.table", ddp)
     observed = observed_aspects(dp, ddp)[aspect]
     truth = observed if None not in observed else None
     value, truth = answer_and_truth(answers, "compare.table", truth, *dp.runs_compared, ddp)
@@ -791,6 +848,7 @@ def method_said_faster(value) -> str | None:
 @pytest.mark.check("practical6.faster_reported")
 def test_reported_faster(runs, answers, measured, reported_values, flag):
     side, ddp = DataParallelSide(runs), ddp_run(runs, SHEET_PROCESSES)
+    require_ddp(answers, "compare.faster", ddp)
     dp = side.run
     value, _ = answer_and_truth(answers, "compare.faster", bool(ddp.of("step")) or None,
                                 *side.runs_compared, ddp)
@@ -835,6 +893,7 @@ TIMING_COLUMNS = ["step_time_s", "total_time_s"]
 def test_reported_timing_table(runs, submission, answers, measured, reported_values, flag,
                                aspect):
     run = ddp_run(runs, SHEET_PROCESSES)
+    require_ddp(answers, "timing.table", run)
     rows = method_rows(answer_against(answers, "timing.table", run))
     times, total = step_times(run)
     measured["timing.table"] = {"ddp": {"step_time_s": round(median_or_none(times), 6)

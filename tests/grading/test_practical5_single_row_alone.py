@@ -1,9 +1,11 @@
 """Practical 5's timing table beside a DataParallel script left at its TODO (a TA's audit 27,
-p5_single_only): rubrics/README.md says the table's half that is the single-GPU baseline (Part 1)
-is checked whatever the DataParallel script does, but a crashed practical5_dp.py had failed
-both of its cases, the single-GPU row's consistency with the single-GPU run included (0.125
-lost). The single row is now checked on its own where its run trained; the DataParallel row is
-never checked against a run that did not train, and the table is not complete without it.
+p5_single_only): a crashed practical5_dp.py had failed both of its cases, the single-GPU row's
+consistency with the single-GPU run included, and the single row was then checked on its own
+(0.125). The single-GPU script is the course's given code, byte for byte, and the table is Part
+3's comparison: the untouched template with a sheet earned 0.13 for it (adv52 F6), so the table
+counts beside a DataParallel script of the student's that trains (whatever it does with
+DataParallel: the TA's s14 keeps it). The DataParallel row is never checked against a run that
+did not train, and the table is not complete without it.
 """
 from __future__ import annotations
 
@@ -47,8 +49,15 @@ def _timing(aspect):
 
 
 @pytest.mark.parametrize("table", [[SINGLE_ROW], [SINGLE_ROW, GUESSED_DP_ROW]], ids=["single only", "dp guessed"])
-def test_the_single_gpu_row_is_checked_on_its_own(tmp_path, table):
-    run_check(_timing("consistent"), DataParallelLeft(), tmp_path, values={"timing.table": table})
+def test_the_given_single_gpu_scripts_row_alone_earns_nothing(tmp_path, table):
+    with pytest.raises(AssertionError) as raised:
+        run_check(_timing("consistent"), DataParallelLeft(), tmp_path, values={"timing.table": table})
+    text = str(raised.value)
+    for phrase in ("the timing table beside a DataParallel script of your own that trains",
+                   "the course's given code, which earns nothing by itself",
+                   "practical5/practical5_dp.py did not train to its end in the grader's run"):
+        assert phrase in text, (f"expected the feedback to say {phrase!r} (test_practical5."
+                                f"test_reported_timing_table); observed:\n{text}")
 
 
 @pytest.mark.parametrize("table, said", [
@@ -88,7 +97,7 @@ def test_a_row_missing_beside_a_script_that_trained_says_which_row_to_add(tmp_pa
 def test_a_single_gpu_row_that_disagrees_with_its_run_still_fails(tmp_path):
     row = dict(SINGLE_ROW, total_time_s=0.0001)   # less than 3 steps of 0.0019 s
     with pytest.raises(AssertionError, match="single: a total of 0.0001 s for 3 steps"):
-        run_check(_timing("consistent"), DataParallelLeft(), tmp_path, values={"timing.table": [row]})
+        run_check(_timing("consistent"), BothTrained(), tmp_path, values={"timing.table": [row]})
 
 
 @pytest.mark.parametrize("handout, table", [
