@@ -56,3 +56,40 @@ def _entry(line: str) -> tuple[str, str] | None:
         return None
     key, value = parts[0].strip(), parts[1].strip().rstrip(".;,").strip()
     return (key, value) if key and value else None
+
+
+# The lines the course's scripts print of each rank's GPUs, pasted as the table (adv51 F6):
+# Practical 6's handout prints "Rank: 0 | Local Rank: 0" (the local rank is the GPU the rank
+# sets), Practical 10's reference "[Rank 0] stage 0 on cuda:0, stage 1 on cuda:2".
+_LOCAL_RANK_LINE = re.compile(r"\s*(?:[-*•]\s*)?rank\s*[:=]?\s*(\d+)\s*[|,;]\s*local[ _]rank\s*[:=]?\s*(\d+)"
+                              r"\s*\.?\s*", re.IGNORECASE)
+_STAGES_LINE = re.compile(r"\s*(?:[-*•]\s*)?\[\s*rank\s*(\d+)\s*\]\s*:?\s*(?P<stages>.+)", re.IGNORECASE)
+_PRINT_START = re.compile(r"\s+(?=\[\s*rank\s*\d+\s*\]|\brank\s*[:=]?\s*\d+\s*[|,;]\s*local[ _]rank)",
+                          re.IGNORECASE)
+_STAGE_ON = re.compile(r"\bstage\s*(\d+)\s+on\s+(cuda:\d+)\b", re.IGNORECASE)
+
+
+def printed_rank_lines(text: str) -> str | None:
+    """The printed lines as the handouts' "Rank 0 -> GPU 0" lines (keyed_lines reads them): a
+    stage line's GPUs in its stages' order. None where any line is neither print, or a stage
+    line names other words, a stage twice or skips one ("stage 1 on cuda:2" alone)."""
+    if len(str(text)) > MAX_VALUE_CHARS:
+        return None
+    # YAML folds a quoted string's lines into one: each print starts a line again.
+    text = _PRINT_START.sub("\n", str(text))
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    said = []
+    for line in lines:
+        local = _LOCAL_RANK_LINE.fullmatch(line)
+        staged = _STAGES_LINE.fullmatch(line) if local is None else None
+        if local is not None:
+            said.append(f"Rank {local.group(1)} -> GPU {local.group(2)}")
+            continue
+        stages = {int(n): gpu for n, gpu in _STAGE_ON.findall(staged["stages"])} if staged else {}
+        rest = _STAGE_ON.sub(" ", staged["stages"]) if staged else ""
+        if not stages or sorted(stages) != list(range(len(stages))) \
+                or len(stages) != len(_STAGE_ON.findall(staged["stages"])) \
+                or re.sub(r"\b(?:and)\b|[\s,;.]", "", rest, flags=re.IGNORECASE):
+            return None
+        said.append(f"Rank {staged.group(1)} -> " + " + ".join(stages[n] for n in sorted(stages)))
+    return "\n".join(said)

@@ -436,6 +436,29 @@ def gpu_count_given(question: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+# A question for the samples of one of several equal parts of a batch ("how many samples does
+# each rank process per step?", "how many samples are in one micro-batch?").
+_ONE_PART_SIZE_RE = re.compile(r"\bsamples\b.*\b(?:each|one|per)\s+(?:rank|gpu|micro-?batch|replica|"
+                               r"process|device)\b", re.IGNORECASE | re.DOTALL)
+# Equal sizes joined by "+" ("32 + 32", "16+16+16+16"), the total before them or not ("64 = 32 + 32").
+_EQUAL_TERMS_RE = re.compile(r"\s*(?:(?P<total>\d+)\s*=\s*)?(?P<terms>\d+(?:\s*\+\s*\d+)+)\s*\.?\s*")
+
+
+def size_of_equal_parts(text: str, question: str) -> int | None:
+    """"32 + 32" where the question asks the samples of one part: the parts' sizes listed, as
+    the course's own P5 answers write a split ("32 + 32"), so each part's 32, not the total 64
+    (adv51 F4: as "32/32" and "32, 32" are read). None for unequal terms ("32 + 30": its sum, as
+    before), a total that is not their sum, and other questions ("2 + 2" transfers are 4)."""
+    found = _EQUAL_TERMS_RE.fullmatch(str(text)) if _ONE_PART_SIZE_RE.search(question) else None
+    if found is None:
+        return None
+    terms = {int(term) for term in found["terms"].split("+")}
+    count = found["terms"].count("+") + 1
+    if len(terms) != 1 or (found["total"] and int(found["total"]) != count * min(terms)):
+        return None
+    return terms.pop()
+
+
 def _without_gpu_count(text: str, gpus: int) -> str | None:
     """`text` without the question's own GPU count written beside the answer ("With 5 GPUs:
     4" -> "With 4"); None where it names another GPU count ("With 2 GPUs: 1" answers another

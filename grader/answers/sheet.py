@@ -19,13 +19,14 @@ from grader.common.safe_yaml import YamlError, load_yaml_text
 from grader.common.text import did_you_mean
 
 from .declined import says_not_done
-from .keyed_lines import keyed_lines
+from .keyed_lines import keyed_lines, printed_rank_lines
 from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
                       chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
                       decimal_mark, each_shape_said, formula_alone, gpu_count_given,
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
                       measured_range_in, not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
-                      shapes_in, shows_decimal_mark, size_each_said, whole_number_in,
+                      shapes_in, shows_decimal_mark, size_each_said, size_of_equal_parts,
+                      whole_number_in,
                       without_gpu_label, without_markdown, without_memory_totals,
                       worked_out_value)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
@@ -227,6 +228,9 @@ def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
     if isinstance(raw, str) and kind != "table":
         raw = without_markdown(raw)   # "**1**", "`20`": a sheet written like a README
     if kind == "int":
+        part = size_of_equal_parts(raw, question.text) if isinstance(raw, str) else None
+        if part is not None:
+            return part   # "32 + 32" for the samples each rank processes: 32 each
         # "With 5 GPUs: 4" under "... on 5 GPUs: how many ...?" is 4
         return _int(raw, gpus=gpu_count_given(question.text))
     if kind == "gpu":
@@ -340,10 +344,19 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
         number = whole_number_in(raw, gpu=gpu, gpus=gpus, arithmetic=not gpu)
         if number is not None:
             return number
+        remark = _DASHED_REMARK.fullmatch(raw)
+        if remark is not None and not re.search(r"\b(?:or|maybe|perhaps|not)\b|\?", remark["remark"],
+                                                re.IGNORECASE):
+            return int(remark["number"])   # "2 - ranks 0 and 1": the count, then words on it
         if formula_alone(raw):   # "N - 1": which number N is, the answer does not say
             raise _refused("a whole number", raw, "a formula, not its value: write the number it "
                            "comes to here (with the formula if you like: 'formula = number')")
     raise _refused("a whole number", raw)
+
+
+# A count, a dash, then words about it ("2 - one per data-parallel replica"), as "2 (ranks 0
+# and 1)" is read (adv51 F8); never "5 - 1" (a calculation: its words start with no letter).
+_DASHED_REMARK = re.compile(r"\s*(?P<number>\d+)\s+[-–—]\s+(?P<remark>[A-Za-z].*)", re.DOTALL)
 
 
 def _int_list(raw: Any, question: str = "") -> list[int]:
@@ -354,7 +367,19 @@ def _int_list(raw: Any, question: str = "") -> list[int]:
         return found
     if not isinstance(raw, (list, tuple)):
         raise _refused("a list of whole numbers such as [5, 4] or 5, 4", raw)
+    if _numpy_printed(raw):
+        return _int_list(raw[0], question)   # [3 3]: YAML's ['3 3'], numpy's way of printing [3, 3]
     return [_int(item, gpu=True) for item in raw]
+
+
+# numpy prints an array without commas ("[3 3]", "[80.3 80.1 80.6]"); pasted into the sheet,
+# YAML reads it as a list of ONE string, "3 3": the numbers it lists, never the first alone.
+_SPACED_NUMBERS = re.compile(r"\s*-?\d+(?:\.\d*)?(?:\s+-?\d+(?:\.\d*)?)+\s*")
+
+
+def _numpy_printed(raw: Any) -> bool:
+    return isinstance(raw, (list, tuple)) and len(raw) == 1 and isinstance(raw[0], str) \
+        and _SPACED_NUMBERS.fullmatch(raw[0]) is not None
 
 
 # One value said for every GPU of the row in a per-GPU column ("200 MiB per GPU", "~80 each",
@@ -372,6 +397,8 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
     show (_table_marks); `gpus`: the row's GPU count, for one value said "each" in a per-GPU
     column or a split; `notes`: what was read with a remark for a person is added to it."""
     unit = column_unit(column)
+    if _numpy_printed(raw):
+        return _cell(raw[0], column, mark, gpus, notes)   # [80.3 80.1]: YAML's ['80.3 80.1']
     if isinstance(raw, list):
         return [_list_item(item, unit, mark) for item in raw]
     if not isinstance(raw, str):
@@ -390,11 +417,15 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
             return [quantity_in(every["value"], unit, mark)] * gpus
         one = quantity_in(text, unit, mark, spaces_group=not per_gpu)
         values = _quantities(text, unit, mark)
+        if values is None and per_gpu and _SPACED_NUMBERS.fullmatch(text):
+            values = [quantity_in(part, unit, mark) for part in text.split()]   # numpy's "80.3 80.1"
         if values is not None and per_gpu:   # one value per GPU: a list
             return values
         if one is None and values is not None and unit == "mib" and len(values) == 2 \
                 and values[1] > values[0] and "/" in text:
             return values[0]   # nvidia-smi's "1012MiB / 81920MiB": used of total
+        if one is None:
+            one = _value_with_remark(text, unit, mark)   # "0.081 (10 steps)"
         span = measured_range_in(text, unit, mark) if one is None else None
         # numbers says why the middle: a narrow range of times, any percentage range in 0-100
         if span is not None and (span.within(0, 100) if unit == "percent" else span.narrow):
@@ -417,12 +448,38 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
     listed = int_list_in(text)
     if listed is not None:
         return listed[0] if len(listed) == 1 else listed
+    times = _TIMES.fullmatch(text) if column not in ("split", "gpus") else None
+    if times is not None:
+        return int(times["count"])   # "2x", "8x fwd/bwd": how many times, where a count is asked
+    lead = _COUNT_WITH_REMARK.fullmatch(text)
+    if lead is not None and whole_number_in(text) is not None:
+        return whole_number_in(text)   # "32 (64/2)": the number, then how it comes, as a scalar's
     if re.fullmatch(r"-?\d+\.\d+", text):
         return float(text)
     number = whole_number_in(text)
     if number is not None and re.search(r"[a-z]", text, re.IGNORECASE):
         return number
     return text  # a word, e.g. method: dp
+
+
+# A count said as how many times ("2x", "8x fwd/bwd"); never a shape ("4x13") nor a product.
+_TIMES = re.compile(r"\s*(?P<count>\d+)\s*[x×](?:\s+[A-Za-z][A-Za-z/+ ]*)?\s*\.?\s*", re.IGNORECASE)
+# A number, then a remark on it in brackets ("32 (64/2)"): whole_number_in reads it.
+_COUNT_WITH_REMARK = re.compile(r"\s*\d+\s*\([^()]*\)\s*\.?\s*")
+# A value, then a remark in brackets ("0.081 (10 steps)", "7.5 ms (median)").
+_VALUE_WITH_REMARK = re.compile(r"\s*(?P<value>[^()]*?\d[^()]*?)\s*\((?P<remark>[^()]*)\)\s*\.?\s*")
+
+
+def _value_with_remark(text: str, unit: str, mark: str | None) -> float | int | None:
+    """The value of "0.081 (10 steps)" in the column's unit, as a single answer's "N (remark)"
+    is read (adv51 F5: the cell had stayed words, scored 0). None where the brackets name a
+    unit ("7.5 (ms)": the column's or theirs), a GPU count ("1.72 (2 GPUs)": measured on which
+    setup) or another answer ("0.08 (or 0.09)"): left for the check to say so."""
+    found = _VALUE_WITH_REMARK.fullmatch(text)
+    if found is None or re.search(r"\bor\b|\?|\bgpus?\b", found["remark"], re.IGNORECASE) \
+            or quantity_in("1 " + found["remark"], unit, mark) is not None:
+        return None
+    return quantity_in(found["value"], unit, mark)
 
 
 def _never_guessed(text: str, unit: str, mark: str | None, column: str) -> None:
@@ -660,6 +717,8 @@ def example_row(question: Question) -> str:
 def _table(raw: Any, question: Question, notes: list[str] | None = None) -> list[dict]:
     why = None
     if isinstance(raw, str):
+        # The script's own printed lines ("Rank: 0 | Local Rank: 0"), a pipe in them or not.
+        raw = printed_rank_lines(raw) or raw
         rows, why = markdown_table(raw, question)
         # Not a pipe table: the handout's "Rank 0 → GPU 0" lines, keyed as a mapping is.
         raw = rows or (keyed_lines(raw) if why is None else None) or raw
