@@ -494,6 +494,53 @@ def unscattered_training(run) -> str | None:
             "split, no replica")
 
 
+# A step's gradients were synchronised by DDP where the buckets it all-reduced since the steps
+# before held at least this share of the stepped parameters' `.grad` (by norm: `synced`) and of
+# their elements (`synced_elements`, grader/vgpu/synced_grads.py). An honest DDP gives 1 and 1;
+# a DDP(nn.Linear(1, 1)) added to the loss times 0.0 beside a model never wrapped gives 0
+# (adv52 F2); a head or loss weight left out of the wrapper lowers it a little.
+SYNCED_SHARE = 0.5
+
+
+def synced_step(step: dict) -> bool:
+    """Whether a step record's all-reduces held the parameters it stepped (True where that is
+    not recorded: a trace written before it was)."""
+    if "synced" not in step and "synced_elements" not in step:
+        return True
+    return all(_share_over(step.get(key), SYNCED_SHARE - 1e-9)
+               for key in ("synced", "synced_elements"))
+
+
+# A step trained through DataParallel where what its replicas' gradients summed back onto the
+# stepped parameters is at least this share of their `.grad` (by norm: `dp_carried`,
+# grader/vgpu/replica_grads.py), and they hold at least this share of the stepped elements
+# (`dp_held`). An honest wrapper gives 1 and 1 (more where the script clips or unscales .grad);
+# a wrapper around a module that returns its input, the model then run on the whole batch on
+# cuda:0, gives 0 (adv52 F1); a penalty on the weights written into the loss lowers it a little.
+CARRIED_SHARE = 0.5
+
+
+def replicas_untrained(run) -> str | None:
+    """How a DataParallel script's run scattered its batches but trained its model beside the
+    wrapper, in the feedback's words; None where some step's gradient came back through
+    DataParallel's replicas, or where that is not recorded (a trace without `dp_carried`).
+    `nn.DataParallel(Spread(model))`, whose forward returns its input, scatters, replicates and
+    gathers the batch, and the model then trains on cuda:0 on all of it (adv52 F1): no replica
+    of it computed anything the step used."""
+    steps = [e for e in run.of("step") if "dp_carried" in e]
+    if not steps or not run.of("dp_scatter"):
+        return None
+    if any(_share_over(e.get("dp_carried"), CARRIED_SHARE - 1e-9)
+           and _share_over(e.get("dp_held"), CARRIED_SHARE - 1e-9) for e in steps):
+        return None
+    most = max(float(e.get("dp_carried") or 0.0) for e in steps)
+    came = "none" if most == 0 else f"at most {most:.0%}"
+    return (f"DataParallel split each batch and ran its replicas, but {came} of the gradient the "
+            "optimizer stepped came back through them: the model trained outside the wrapper, "
+            "on one GPU (call the model through it: model = nn.DataParallel(model), then "
+            "model(x))")
+
+
 def devices_of_rank(run, rank: int) -> set[str]:
     """Devices of the rank's model parameters, as its forward passes found them."""
     found = set()

@@ -29,7 +29,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               outside_share_said, own_modules,
                                               restored_layout_edit, rows_of,
                                               script_forward, script_text, steps_edits,
-                                              steps_limit,
+                                              steps_limit, synced_step,
                                               training_events, unvouched_said)
 from grader.checks.gradient_noise import (NOISE_REL, WEIGHT_REL, loss_weight, noise_in,
                                           noise_said, zeroed_in_first_step)
@@ -205,6 +205,11 @@ def step_pattern(run, rank=0, inside=False):
                 synced_this_backward = True
                 last_synced_at = backwards
         closing = events[-1] if events and events[-1].get("event") == "step" else {}
+        other = bool(synced) and not synced_step(closing)
+        if other:
+            # DDP all-reduced other parameters than those stepped (a dummy DDP head beside a
+            # model never wrapped: adv52 F2's form): none of the step's gradients was synced.
+            synced, last_synced_at = 0, None
         # The rows each pass ran on, where its output says other than its first argument.
         rows = [passes.get(f.get("n"), {}).get("rows", rows_of(f.get("batch"))) for f in forwards]
         cut = [passes.get(f.get("n"), {}).get("inside_calls") for f in forwards]
@@ -213,6 +218,7 @@ def step_pattern(run, rank=0, inside=False):
         pattern.append({"forwards": len(rows) if inside else len(forwards), "rows": rows,
                         "backwards": backwards, "synced": synced, "synced_at": last_synced_at,
                         **({"own": own} if own else {}),
+                        **({"synced_other": True} if other else {}),
                         **({"outside": outside_of(closing)} if made_outside(closing) else {}),
                         **({"weights_written": True}
                            if closing.get("weights_written") is True else {}),
@@ -225,6 +231,9 @@ def step_pattern(run, rank=0, inside=False):
 def describe_step(step) -> str:
     said = (f"{step['forwards']} forward pass(es) on {step['rows']} rows, {step['backwards']} "
             f"backward pass(es), {step['synced']} of them all-reducing the gradients")
+    if step.get("synced_other"):
+        said += (" (DDP all-reduced only a module of other parameters than the model the "
+                 "optimizer steps: wrap the model itself)")
     if step.get("weights_unvouched"):
         said += f"; {unvouched_said(step['weights_unvouched'])}: no pass of it counts as a " \
             "micro-batch"

@@ -20,7 +20,8 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               handout_sets, loop_steps_run, peak_memory,
                                               rows_of, same_row, shared_clock, steps_as_written,
                                               steps_edits, TEMPLATE_STEPS,
-                                              training_peak_memory, unscattered_training)
+                                              replicas_untrained, training_peak_memory,
+                                              unscattered_training)
 from grader.checks.random_draws import CPU, GPU, generators
 from grader.checks.split_print_site import split_print_site
 from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
@@ -104,6 +105,16 @@ def used_data_parallel(run) -> None:
             "replica ran (all on one GPU)",
             "keep the wrapper and call it: model = nn.DataParallel(model), then model(x) "
             "(nn.DataParallel(model) alone makes a wrapper nobody calls)"))
+    beside = replicas_untrained(run)
+    if beside:
+        # A wrapper around a module that returns its input, the model run after it (adv52 F1):
+        # its scatter, replicas and gather are no data parallelism of the model.
+        raise AssertionError(explain(
+            "practical5_dp.py trains its model through nn.DataParallel: the replicas' gradients "
+            "are what the optimizer steps", beside,
+            "wrap the model itself and call the wrapper on the batch: model = "
+            "nn.DataParallel(model), then loss_fn(model(x), y)"))
+
 
 
 def require_data_parallel(answers, qid: str, *runs, flag=None) -> None:
@@ -114,18 +125,21 @@ def require_data_parallel(answers, qid: str, *runs, flag=None) -> None:
     it). Said only where the answer is there and a run trained: a missing answer and code that
     never trained are said by the check itself. `flag` tells the instructor, whose view shows
     the written answers about DataParallel beside it."""
-    never = [(run, how) for run in runs if (how := unscattered_training(run))]
+    never = [(run, how, "never had DataParallel scatter a batch") for run in runs
+             if (how := unscattered_training(run))]
+    never += [(run, how, "never trained its model through DataParallel") for run in runs
+              if (how := replicas_untrained(run))]
     if qid not in answers.values or not never:
         return
-    run, how = never[0]
+    run, how, said = never[0]
     if flag is not None:
         flag(f"{qid}: answered {answer_shown(answers.values[qid])} about DataParallel, but "
-             f"{DP} never had DataParallel scatter a batch ({how})")
+             f"{DP} {said} ({how})")
     # One wording for every answer it costs (no answer id): one cause for the student.
     raise AssertionError(explain(
         "your answers about DataParallel can be compared with what DataParallel does in your "
         "practical5_dp.py",
-        f"{DP} never had DataParallel scatter a batch in the run on {run.gpus} GPUs ({how}), "
+        f"{DP} {said} in the run on {run.gpus} GPUs ({how}), "
         "so no answer about how DataParallel trains can be checked against it, and none earns "
         "a point", "keep the wrapper and call it: model = nn.DataParallel(model), then "
         "model(x); the answers are then checked against what it does"))

@@ -31,7 +31,8 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               same_row, shared_clock, step_batches,
                                               steps_as_written, steps_edits,
                                               steps_made_outside, TEMPLATE_STEPS,
-                                              training_peak_memory, unscattered_training)
+                                              replicas_untrained, training_peak_memory,
+                                              synced_step, unscattered_training)
 from grader.checks.step_rows import later_steps_shared, shared_rows
 from grader.checks.support import AnswerNotRead, chunk_sizes, close, explain, must_agree
 
@@ -76,8 +77,11 @@ class DataParallelSide:
     def __init__(self, runs):
         self.run = dp_run(runs)
         self.without_dp = unscattered_training(self.run)
+        # Scattered, but the model trained beside the wrapper (adv52 F1): no measurement either.
+        self.beside_dp = None if self.without_dp else replicas_untrained(self.run)
         # Its run is DataParallel's measurement only where DataParallel did the training.
-        self.measured = bool(self.run.of("step")) and self.without_dp is None
+        self.measured = bool(self.run.of("step")) and self.without_dp is None \
+            and self.beside_dp is None
         self.peaks = training_peak_memory(self.run) if self.measured else {}
 
     @property
@@ -98,13 +102,17 @@ class DataParallelSide:
         if self.without_dp:
             return (f"your Practical 5's run on {self.run.gpus} GPUs is no measurement of "
                     f"DataParallel: DataParallel never scattered a batch in it ({self.without_dp})")
+        if self.beside_dp:
+            return (f"your Practical 5's run on {self.run.gpus} GPUs is no measurement of "
+                    f"DataParallel: the model never trained through it ({self.beside_dp})")
         return (f"your Practical 5 did not train in the grader's run "
                 f"({self.run.problem() or 'no optimizer step'})")
 
     def unmeasured_short(self) -> str:
         """The same, short enough for a cell of the report's table of measured values."""
         return ("your Practical 5 " + ("trained without DataParallel scattering a batch"
-                                       if self.without_dp else "did not train in the grader's run"))
+                                       if self.without_dp else "trained beside DataParallel"
+                                       if self.beside_dp else "did not train in the grader's run"))
 
     def unmeasured_cell(self) -> str:
         return f"what DataParallel does; not measured: {self.unmeasured_short()}"
@@ -492,7 +500,9 @@ def steps_without_all_reduce(run, ranks=(0, 1)) -> dict[int, list[int]]:
                 elif backward and event.get("event") == "collective" \
                         and event.get("source") == "ddp_gradients":
                     synced = True
-            if not synced:
+            # An all-reduce of other parameters than those stepped (a dummy DDP beside a model
+            # never wrapped: adv52 F2) synchronised nothing of the step.
+            if not synced or not synced_step(events[-1]):
                 missing.setdefault(rank, []).append(number)
     return missing
 
@@ -503,6 +513,11 @@ def no_all_reduce_said(run, missing: dict[int, list[int]], equal: bool, what: st
         else f"step {numbers[0]}"
     said = (f"no gradient all-reduce was observed in rank {rank}'s backward pass before "
             f"{steps}")
+    first = run.by_step(rank)[numbers[0] - 1] if numbers[0] <= len(run.by_step(rank)) else []
+    if first and not synced_step(first[-1]):
+        said = (f"DDP's all-reduce in rank {rank}'s backward pass before {steps} held "
+                f"{first[-1].get('synced_elements', 0):.0%} of the parameters the optimizer "
+                "steps: the model's own gradients were never synchronised")
     if equal:
         said = (f"the ranks' {what} are equal, but {said}: equal {what} without DDP's "
                 "all-reduce come from the same rows on every rank, not from synchronisation")

@@ -26,6 +26,7 @@ from grader.vgpu.backward_schedule import note_transfer
 from grader.vgpu.devices import describe
 from grader.vgpu.node import Node
 from grader.vgpu.patcher import Patcher
+from grader.vgpu.replica_grads import REPLICA_GRADIENTS
 from grader.vgpu.trace import call_site, get_trace
 
 
@@ -95,6 +96,7 @@ class VirtualComm:
                 copies.append(self.copy_to(tensor, target))
             self.charge(source, target, sum(t.nbytes for t in tensors), source)
             results.append(copies)
+        REPLICA_GRADIENTS.broadcast(tensors)
         return results
 
     def reduce_add(self, inputs, destination=None):
@@ -116,7 +118,9 @@ class VirtualComm:
                 self.charge(self.node.label_of(tensors[0]), target,
                             sum(t.nbytes for t in tensors), target)
         with self.clock.untimed():
-            return [self.reduce_add(list(group), destination) for group in zip(*inputs)]
+            results = [self.reduce_add(list(group), destination) for group in zip(*inputs)]
+        REPLICA_GRADIENTS.reduced(results)
+        return results
 
     def scatter(self, tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
         label_of = self.node.label_of
@@ -277,6 +281,7 @@ class ObservedComm:
         for copies in out[1:]:
             for source, copy in zip(tensors, copies):
                 record("broadcast", _device_of(source), _device_of(copy), copy)
+        REPLICA_GRADIENTS.broadcast(tensors)
         return out
 
     def reduce_add_coalesced(self, inputs, destination=None, buffer_size=10485760):
@@ -284,6 +289,7 @@ class ObservedComm:
         for group in inputs:
             for tensor, result in zip(group, out):
                 record("reduce", _device_of(tensor), _device_of(result), tensor)
+        REPLICA_GRADIENTS.reduced(out)
         return out
 
     def scatter(self, tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):

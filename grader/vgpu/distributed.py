@@ -18,6 +18,7 @@ import torch
 from grader.vgpu.clean_exit import install_for_spawned_children, note_process_group
 from grader.vgpu.fingerprints import combined, prints_of
 from grader.vgpu.patcher import Patcher
+from grader.vgpu.synced_grads import SYNCED_GRADIENTS
 from grader.vgpu.trace import call_site, get_trace
 
 _COLLECTIVES = ("broadcast", "all_reduce", "all_reduce_coalesced", "reduce", "all_gather",
@@ -270,6 +271,7 @@ class DDPPatches:
         get_trace().emit("collective", op="all_reduce", source="ddp_gradients",
                          bytes=_bucket_bytes(bucket), group_size=size,
                          bucket=bucket.index(), last_bucket=bucket.is_last())
+        SYNCED_GRADIENTS.bucket(bucket.parameters())
         self.charge_bucket(bucket, size)
         _inside_hook.active = True  # its own all_reduce is this one, not another
         try:
@@ -340,6 +342,7 @@ class DDPPatches:
             get_trace().emit("collective", op="comm_hook", source="ddp_gradients",
                              hook=getattr(hook, "__name__", "hook"), bytes=_bucket_bytes(bucket),
                              bucket=bucket.index(), last_bucket=bucket.is_last())
+            SYNCED_GRADIENTS.bucket(bucket.parameters())
             # Timed as DDP's own all-reduce of the bucket, whatever the hook does with it.
             self.charge_bucket(bucket, self.dist.get_world_size(ddp.process_group))
             return self._untimed(hook, state_, bucket)

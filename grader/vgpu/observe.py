@@ -25,8 +25,10 @@ from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.norms import norm64
 from grader.vgpu import pass_tokens
 from grader.vgpu.patcher import Patcher
+from grader.vgpu.replica_grads import REPLICA_GRADIENTS
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.side_steps import SideSteps, step_code
+from grader.vgpu.synced_grads import SYNCED_GRADIENTS
 from grader.vgpu.fingerprints import combined, prints_of
 from grader.vgpu.trace import Trace, call_site
 
@@ -1292,6 +1294,11 @@ class Observer:
                 self._grad_sources["weights_unvouched"] = written
             if self._joins:
                 self._grad_sources["joins"] = True
+            # What came back through DataParallel's replicas (replica_grads.py).
+            self._grad_sources.update(REPLICA_GRADIENTS.step_fields(
+                self._step_params, self._grad_print["sumsq"]))
+            # Which of them DDP all-reduced (synced_grads.py).
+            self._grad_sources.update(SYNCED_GRADIENTS.step_fields(self._step_params))
 
     def _joins_window(self, parameters) -> bool:
         """Whether a step of the model goes on its last one: no pass or backward between them,
