@@ -34,7 +34,7 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
 from grader.checks.gradient_noise import (NOISE_REL, WEIGHT_REL, loss_weight, noise_in,
                                           noise_said, zeroed_in_first_step)
 from grader.checks.second_stage_device import layout_switch
-from grader.checks.support import GradedByHand, close, explain, must_agree
+from grader.checks.support import AnswerNotRead, GradedByHand, close, explain, must_agree
 from grader.checks.value_probe import probe_holds, unmoved_gpus, unmoved_note
 from grader.common.row_vectors import row_vectors
 from grader.common.text import answer_shown
@@ -1127,6 +1127,15 @@ def test_reported_micro_batch_table(handout, answers, measured, reported_values,
     cut = batch_cut_into(run)
     accepted = dict(truth, passes_per_step=cut) if said["passes_per_step"] == cut else truth
     line = lambda values: ", ".join(f"{c} {values[c]}" for c in truth)  # noqa: E731
+    # Words read as no number ("two passes, see above"), where every cell read agrees: for a
+    # person, never a wrong answer (adv51 F5: such a row had scored 0); a cell read wrong is.
+    words = [c for c in truth if isinstance(said[c], str)]
+    if words and all(said[c] == accepted[c] for c in truth if c not in words):
+        raise AnswerNotRead(explain(
+            f"MICRO_BATCHES = {micro}: {line(accepted)}",
+            f"you reported MICRO_BATCHES = {micro}: {line(said)}; "
+            f"{', '.join(words)} could not be read as one number (the instructor reads it)", where),
+            "micro.table")
     must_agree(answers, "micro.table", f"MICRO_BATCHES = {micro}: {line(said)}",
                f"MICRO_BATCHES = {micro}: {line(accepted)}", line(truth),
                f"{steps_said(run, cut)}, forward on {truth['micro_batch_size']} rows "

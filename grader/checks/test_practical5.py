@@ -24,7 +24,8 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               unscattered_training)
 from grader.checks.random_draws import CPU, GPU, generators
 from grader.checks.split_print_site import split_print_site
-from grader.checks.support import chunk_sizes, close, explain, must_agree, require_run
+from grader.checks.support import (AnswerNotRead, chunk_sizes, close, explain, must_agree,
+                                   require_run)
 from grader.common.text import answer_shown
 
 DP = "practical5/practical5_dp.py"
@@ -201,13 +202,20 @@ def test_outputs_gathered_on_gpu0(three_gpus):
     evidence(three_gpus, three_gpus.of("forward_out"), "the replicas' outputs are gathered on "
              "cuda:0", "no forward pass of the model returned")
     gathers = [e for e in three_gpus.of("transfer") if e.get("kind") == "gather"]
-    wrong = sorted({e["dst"] for e in gathers if e["dst"] != "cuda:0"})
-    outs = {e.get("device") for e in three_gpus.of("forward_out") if e.get("module") == "DataParallel"}
-    assert gathers and not wrong and outs == {"cuda:0"}, explain(
-        "the replicas' outputs are gathered on cuda:0 (DataParallel's output_device)",
+    wrapped = [e for e in three_gpus.of("forward_out") if e.get("module") == "DataParallel"]
+    # The handout asks for no output device: DataParallel's default, cuda:0, or the GPU the
+    # script names as output_device (adv51 F3: output_device=2 relieves GPU 0, and had lost
+    # 0.75). A default moved off cuda:0 by device_ids ([1, 2]) is a GPU nobody asked for.
+    asked = {"cuda:0"} | {e["output_device"] for e in wrapped if e.get("output_device")
+                          and e["output_device"] != (e.get("device_ids") or [None])[0]}
+    target = "cuda:0" if asked == {"cuda:0"} else " or ".join(sorted(asked))
+    wrong = sorted({e["dst"] for e in gathers if e["dst"] not in asked})
+    outs = {e.get("device") for e in wrapped}
+    assert gathers and not wrong and len(outs) == 1 and outs <= asked, explain(
+        f"the replicas' outputs are gathered on {target} (DataParallel's output_device)",
         f"gathers into {wrong or sorted({e['dst'] for e in gathers}) or 'nowhere'}, "
         f"DataParallel outputs on {sorted(d for d in outs if d) or 'no device'}",
-        "leave output_device at its default (cuda:0)")
+        "leave output_device at its default (cuda:0), or name the GPU as output_device")
 
 
 @pytest.mark.check("practical5.gpu0_most_memory")
@@ -352,11 +360,14 @@ def test_reported_split_per_gpu(handout, answers, measured, reported_values, fla
         answers.where_to_answer("dp.split_per_gpu"))
     reported_values["dp.split_per_gpu"] = {str(gpus): row["split"]}
     value = whole_numbers(row["split"])
-    # Words the sheet could not read as sizes ("4 x 13 + 12"): for a person, never a wrong answer.
-    assert value is not None or not isinstance(row["split"], str), explain(
-        f"the split for {gpus} GPUs as one batch size per GPU, cuda:0 first, e.g. 22/22/20",
-        f"your answer {row['split']!r} for {gpus} GPUs could not be read as one batch size per "
-        "GPU (the instructor reads it)", answers.where_to_answer("dp.split_per_gpu"))
+    # Words the sheet could not read as sizes ("4x13 + 12"): for a person, never a wrong answer
+    # (adv51 F5: this had been a plain failure, 0 points, whose message said a person reads it).
+    if value is None and isinstance(row["split"], str):
+        raise AnswerNotRead(explain(
+            f"the split for {gpus} GPUs as one batch size per GPU, cuda:0 first, e.g. 22/22/20",
+            f"your answer {row['split']!r} for {gpus} GPUs could not be read as one batch size "
+            "per GPU (the instructor reads it)", answers.where_to_answer("dp.split_per_gpu")),
+            "dp.split_per_gpu")
     differs = "" if seen in (None, rule) else (
         f"; your code splits a batch of {sum(seen)} as {seen}: see Practical 5's split check")
     # Where the code splits otherwise (device_ids hard-coded), the text says both: a TA's

@@ -47,6 +47,16 @@ def inside_data_parallel() -> bool:
     return _on_stack(_DATA_PARALLEL_FORWARD, sys._getframe(1), _DATA_PARALLEL_FRAMES)
 
 
+def _data_parallel_fields(module) -> dict:
+    """DataParallel's output_device and device_ids as its forward's record says them: where a
+    script asks for the outputs on another GPU than the first of device_ids (output_device=2, a
+    documented option), Practical 5's gather check holds the gather to that GPU."""
+    if not isinstance(module, torch.nn.DataParallel) or not getattr(module, "device_ids", None):
+        return {}
+    return {"output_device": f"cuda:{module.output_device}",
+            "device_ids": [f"cuda:{d}" for d in module.device_ids]}
+
+
 def _thread_fields() -> dict:
     """The thread a forward record is of: its name, and where that is not the main thread its
     id too (names are the script's to choose; a pass is paired with its output by both)."""
@@ -1197,6 +1207,7 @@ class Observer:
                             **({"continues": continued[0]} if continued is not None else {}),
                             **({"stage": True} if continued is not None and continued[2] else {}),
                             **({"moved_layers": True} if moved else {}),
+                            **_data_parallel_fields(module),
                             **_thread_fields(), **self.rows.fields(out))
 
     def _watch_output(self, module, forward, input_storage, input_shape, tensors) -> None:

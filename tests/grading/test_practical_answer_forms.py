@@ -14,7 +14,7 @@ from grader.answers.collect import Answers
 from grader.checks import test_practical4 as p4
 from grader.checks import test_practical5 as p5
 from grader.checks.practical_answers import answer_against
-from grader.checks.support import must_agree
+from grader.checks.support import AnswerNotRead, must_agree
 from grader.harness.observation import Observation
 from tests.grading.test_practical4_one_gpu_message import OUT_ROWS, ROWS, forward
 from tests.grading.test_practical5_non_solutions import SHEET, Handout, run_check
@@ -60,6 +60,10 @@ def test_a_split_cell_it_cannot_read_is_said_unread_never_a_wrong_answer(tmp_pat
     text = str(raised.value)
     assert "your answer '4 x 13 + 12' for 5 GPUs could not be read as one batch size per GPU" in text, text
     assert "you reported" not in text and flags == [], (text, flags)
+    # Held for a person (its points wait), never a plain failure scored 0 (adv51 F5).
+    assert isinstance(raised.value, AnswerNotRead), (
+        f"expected AnswerNotRead (pending), observed {type(raised.value).__name__}: see "
+        "grader/checks/test_practical5.py test_reported_split_per_gpu")
 
 
 def test_a_split_row_without_its_split_says_so(tmp_path):
