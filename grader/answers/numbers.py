@@ -937,6 +937,22 @@ def _count_of(word: str) -> int:
     return int(word) if word.isdigit() else _CARDINALS[word.lower()]
 
 
+# A count of chunks times one bracketed shape ("2 x torch.Size([32, 1000])", "2 × [32, 1000]"):
+# the shape in brackets, so "2x 32x1000" (a shape of three sizes, or two of two) is not read so.
+_TIMES_SHAPE_RE = re.compile(r"\s*(?P<count>\d+)\s*[x×*]\s*(?P<shape>torch\.Size\s*\(\s*\[[^()\[\]]*\]\s*\)"
+                             r"|\[[^()\[\]]*\]|\([^()\[\]]*\))\s*\.?\s*")
+
+
+def times_shape_said(text: str) -> tuple[list[int], int] | None:
+    """(the shape, how many chunks) for "2 x torch.Size([32, 1000])" (adv51 F8); None for any
+    other text and for a shape of one size ("2 x [32]": a chunk's rows)."""
+    found = _TIMES_SHAPE_RE.fullmatch(str(text)) if len(str(text)) <= MAX_VALUE_CHARS else None
+    shape = int_list_in(found["shape"]) if found else None
+    if shape is None or len(shape) < 2 or int(found["count"]) < 1:
+        return None
+    return shape, int(found["count"])
+
+
 def counted_shape_said(text: str) -> tuple[list[int], int] | None:
     """(the shape, how many chunks) for one shape said of a count of chunks: "2 chunks of
     32x1000 each", "two chunks of shape (32, 1000)", "2 chunks, each torch.Size([32, 1000])",

@@ -26,7 +26,7 @@ from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shap
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
                       measured_range_in, not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
                       shapes_in, shows_decimal_mark, size_each_said, size_of_equal_parts,
-                      whole_number_in,
+                      times_shape_said, whole_number_in,
                       without_gpu_label, without_markdown, without_memory_totals,
                       worked_out_value)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
@@ -265,7 +265,8 @@ def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
             lists = shapes_in(raw) or chunk_shapes_said(raw)
             # "2 chunks of 32x1000 each": the count the student gives (the check then holds it
             # to the code's), else "32x1000 each": as many as the question's chunks, if it says.
-            each = (counted_shape_said(raw) or each_shape_said(raw)) if lists is None else None
+            each = (counted_shape_said(raw) or times_shape_said(raw) or each_shape_said(raw)) \
+                if lists is None else None
             if each is not None:
                 shape, count = each[0], each[1] or chunks_asked_about(question.text)
                 return [shape] * count if count else {"each": shape}
@@ -365,11 +366,25 @@ def _int_list(raw: Any, question: str = "") -> list[int]:
         if found is None:
             raise _refused("a list of whole numbers such as [5, 4] or 5, 4", raw)
         return found
+    if isinstance(raw, dict):
+        raw = _by_gpu(raw)   # {0: 3, 1: 3}, {"GPU 0": 3, "GPU 1": 3}: the values, GPU 0's first
     if not isinstance(raw, (list, tuple)):
         raise _refused("a list of whole numbers such as [5, 4] or 5, 4", raw)
     if _numpy_printed(raw):
         return _int_list(raw[0], question)   # [3 3]: YAML's ['3 3'], numpy's way of printing [3, 3]
     return [_int(item, gpu=True) for item in raw]
+
+
+def _by_gpu(raw: dict) -> list | dict:
+    """A mapping keyed by GPU ({0: 3, 1: 3}, {"GPU 0": 3, "cuda:1": 3}) as its values in the
+    GPUs' order (adv51 F8), where its keys are exactly GPUs 0 .. n-1; else as written (refused)."""
+    keys = [key if isinstance(key, int) and not isinstance(key, bool) else
+            whole_number_in(str(key), gpu=True) if re.fullmatch(r"\s*(?:gpu|cuda)?\s*:?\s*\d+\s*", str(key),
+                                                               re.IGNORECASE) else None
+            for key in raw]
+    if None in keys or sorted(keys) != list(range(len(keys))):
+        return raw
+    return [value for _, value in sorted(zip(keys, raw.values()))]
 
 
 # numpy prints an array without commas ("[3 3]", "[80.3 80.1 80.6]"); pasted into the sheet,

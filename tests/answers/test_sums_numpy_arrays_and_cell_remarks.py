@@ -148,3 +148,32 @@ def test_a_count_with_a_dashed_remark_is_the_count(question, raw, read):
     got = _read(raw, question)
     ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
     assert ok, f"{question.id} {raw!r}: expected {read!r}, observed {got!r} (see sheet._DASHED_REMARK)"
+
+
+# F8: a count times one bracketed shape; a list keyed by GPU.
+@pytest.mark.parametrize("raw, read", [
+    ("2 x torch.Size([32, 1000])", [[32, 1000], [32, 1000]]),
+    ("2 × [32, 1000]", [[32, 1000], [32, 1000]]),
+    # Near-misses: three chunks stay three (the check calls it wrong), a chunk's rows are no
+    # shape, another answer is not read.
+    ("3 x torch.Size([32, 1000])", [[32, 1000]] * 3),
+    ("2 x [32]", "not read"),
+    ("2 x [32, 1000] (or [64, 1000])", "not read"),
+])
+def test_a_count_times_a_shape_is_that_many_chunks(raw, read):
+    got = _read(raw, template_questions("practical4")["part2.chunk_shapes"])
+    ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
+    assert ok, f"{raw!r}: expected {read!r}, observed {got!r} (see numbers.times_shape_said)"
+
+
+@pytest.mark.parametrize("raw, read", [
+    ({0: 3, 1: 3}, [3, 3]),
+    ({"GPU 0": 3, "GPU 1": 3}, [3, 3]),
+    ({"cuda:1": 2, "cuda:0": 4}, [4, 2]),   # near-miss: uneven, in the GPUs' order
+    ({1: 3, 2: 3}, "not read"),              # no GPU 0: which GPUs these are is not clear
+    ({"first": 3, "second": 3}, "not read"),
+])
+def test_layers_per_gpu_as_a_mapping_keyed_by_gpu(raw, read):
+    got = _read(raw, HW3["task1.layers_per_gpu"])
+    ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
+    assert ok, f"{raw!r}: expected {read!r}, observed {got!r} (see sheet._by_gpu)"
