@@ -459,6 +459,24 @@ def size_of_equal_parts(text: str, question: str) -> int | None:
     return terms.pop()
 
 
+# "4 micro-batches of 16 (samples, rows) (each)": both Part 1 Q3 counts in one answer.
+_MICRO_BATCHES_OF_RE = re.compile(r"\s*(?P<count>\d+)\s+micro-?batch(?:es)?\s+of\s+(?P<size>\d+)"
+                                  r"(?:\s+(?:samples|rows))?(?:\s+each)?\s*\.?\s*", re.IGNORECASE)
+
+
+def micro_batches_said(text: str, question: str) -> int | None:
+    """"4 micro-batches of 16" (adv51 F8): 4 where the question asks how many micro-batches, 16
+    where it asks the samples in one; None for any other text or question."""
+    found = _MICRO_BATCHES_OF_RE.fullmatch(str(text))
+    if found is None:
+        return None
+    if re.search(r"\bhow\s+many\s+micro-?batches\b", question, re.IGNORECASE):
+        return int(found["count"])
+    if re.search(r"\bsamples\b.*\b(?:one|each)\s+micro-?batch\b", question, re.IGNORECASE):
+        return int(found["size"])
+    return None
+
+
 def _without_gpu_count(text: str, gpus: int) -> str | None:
     """`text` without the question's own GPU count written beside the answer ("With 5 GPUs:
     4" -> "With 4"); None where it names another GPU count ("With 2 GPUs: 1" answers another

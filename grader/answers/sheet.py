@@ -26,7 +26,7 @@ from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shap
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
                       measured_range_in, not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
                       shapes_in, shows_decimal_mark, size_each_said, size_of_equal_parts,
-                      times_shape_said, whole_number_in,
+                      micro_batches_said, times_shape_said, whole_number_in,
                       without_gpu_label, without_markdown, without_memory_totals,
                       worked_out_value)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
@@ -229,6 +229,7 @@ def coerce(raw: Any, question: Question, notes: list[str] | None = None) -> Any:
         raw = without_markdown(raw)   # "**1**", "`20`": a sheet written like a README
     if kind == "int":
         part = size_of_equal_parts(raw, question.text) if isinstance(raw, str) else None
+        part = micro_batches_said(raw, question.text) if part is None and isinstance(raw, str) else part
         if part is not None:
             return part   # "32 + 32" for the samples each rank processes: 32 each
         # "With 5 GPUs: 4" under "... on 5 GPUs: how many ...?" is 4
@@ -363,6 +364,11 @@ _DASHED_REMARK = re.compile(r"\s*(?P<number>\d+)\s+[-–—]\s+(?P<remark>[A-Za-
 def _int_list(raw: Any, question: str = "") -> list[int]:
     if isinstance(raw, str):  # "3, 3", "[3, 3]", "32/32", "torch.Size([64, 1000])"
         found = int_list_answering(raw, question)
+        idle = _IDLE_REMARK.fullmatch(raw) if found is None else None
+        if idle is not None and not re.search(r"\b(?:or|maybe|perhaps)\b|\?", idle["remark"], re.IGNORECASE):
+            found = int_list_answering(idle["listed"], question)   # "[0, 1] (2 and 3 idle)"
+            if found is not None and {int(n) for n in re.findall(r"\d+", idle["remark"])} & set(found):
+                found = None   # "[0, 1] (1 idle)": the remark takes back a GPU listed
         if found is None:
             raise _refused("a list of whole numbers such as [5, 4] or 5, 4", raw)
         return found
@@ -373,6 +379,11 @@ def _int_list(raw: Any, question: str = "") -> list[int]:
     if _numpy_printed(raw):
         return _int_list(raw[0], question)   # [3 3]: YAML's ['3 3'], numpy's way of printing [3, 3]
     return [_int(item, gpu=True) for item in raw]
+
+
+# A list, then a remark in brackets on the GPUs left out ("[0, 1] (2 and 3 idle)", adv51 F8).
+_IDLE_REMARK = re.compile(r"\s*(?P<listed>[^()]*?\S)\s*\((?P<remark>[^()]*\b(?:idle|unused|not\s+used|"
+                          r"free|empty)\b[^()]*)\)\s*\.?\s*", re.IGNORECASE)
 
 
 def _by_gpu(raw: dict) -> list | dict:

@@ -177,3 +177,20 @@ def test_layers_per_gpu_as_a_mapping_keyed_by_gpu(raw, read):
     got = _read(raw, HW3["task1.layers_per_gpu"])
     ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
     assert ok, f"{raw!r}: expected {read!r}, observed {got!r} (see sheet._by_gpu)"
+
+
+# F8: a list with a remark on the GPUs left idle; "4 micro-batches of 16" answering either count.
+@pytest.mark.parametrize("qid, raw, read", [
+    ("broken.gpus_in_use", "[0, 1] (2 and 3 idle)", [0, 1]),
+    ("broken.gpus_in_use", "[0, 1] (2 and 3 unused)", [0, 1]),
+    ("broken.gpus_in_use", "[0, 1, 2] (3 idle)", [0, 1, 2]),     # near-miss: read, and wrong
+    ("broken.gpus_in_use", "[0, 1] (1 idle)", "not read"),        # the remark takes one back
+    ("broken.gpus_in_use", "[0, 1] (or 2 and 3 idle)", "not read"),
+    ("hybrid.micro_batches_per_step", "4 micro-batches of 16", 4),
+    ("hybrid.micro_batch_size", "4 micro-batches of 16 samples", 16),
+    ("hybrid.num_processes", "4 micro-batches of 16", "not read"),  # answers another question
+])
+def test_p10_lists_with_an_idle_remark_and_micro_batches_of(qid, raw, read):
+    got = _read(raw, P10[qid])
+    ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
+    assert ok, f"{qid} {raw!r}: expected {read!r}, observed {got!r} (see sheet._IDLE_REMARK, numbers.micro_batches_said)"
