@@ -12,7 +12,9 @@ import pytest
 
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
-from grader.harness.hw3_script_call import renamed_model_note
+from grader.checks.hw3_extra_scripts import GRADED_BY_HAND as HELD_BY_HAND
+from grader.checks.hw3_extra_scripts import held_message, is_held, spread_models_elsewhere
+from grader.harness.hw3_script_call import SCRIPT, renamed_model_note
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
 from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, GradedByHand, must_agree
@@ -144,7 +146,9 @@ class ScriptRuns:
         a model class the HW3 probe took under another name than the handout's."""
         notes = [note for observation in self._observations()
                  for note in display_stand_in_notes(observation.stderr)]
-        notes += [renamed_model_note(record["model_class"]) for records in self._probe_records()
+        notes += [renamed_model_note(record["model_class"],
+                                     record.get("handout_class_kept") is True)
+                  for records in self._probe_records()
                   for record in records if isinstance(record.get("model_class"), str)]
         return list(dict.fromkeys(notes))
 
@@ -181,6 +185,10 @@ def pytest_runtest_call(item):
     except (AnswerNotRead, GradedByHand):
         raise
     except AssertionError as failure:
+        elsewhere = _task3_elsewhere(item)
+        if elsewhere:
+            raise GradedByHand(f"{held_message(elsewhere)}\nWhat the grader found in "
+                               f"{SCRIPT}:\n{failure}", HELD_BY_HAND) from None
         stops = _stops_not_said(str(failure), _runs_of(item, runs))
         if not stops:
             raise
@@ -191,6 +199,15 @@ def pytest_runtest_call(item):
     finally:
         if runs is not None:
             runs.handed = None
+
+
+def _task3_elsewhere(item) -> dict[str, list[str]]:
+    """For a failed HW3 Task 3-5 check: the scripts beside hw3/model_parallel.py that build a
+    model over all GPUs where that script keeps the base code (hw3_extra_scripts.py)."""
+    if not is_held(check_id(item)):
+        return {}
+    chosen = item.config.getoption("--submission")
+    return spread_models_elsewhere(Path(chosen) if chosen else default_submission())
 
 
 def _runs_of(item, runs) -> list[Observation]:

@@ -19,13 +19,14 @@ import copy
 import dataclasses
 import inspect
 import os
+import textwrap
 import weakref
 
 from grader.harness.hw3_recorded_call import NotRecorded, recorded_call
-from grader.harness.hw3_script_call import (MODEL_CLASS, SCRIPT, ScriptCall, asks_for_gpus,
-                                            classes_asking_for_gpus, classes_with_layers,
-                                            model_call, reads_as_constant, script_calls,
-                                            unresolved)
+from grader.harness.hw3_script_call import (ENTRY, MODEL_CLASS, SCRIPT, ScriptCall,
+                                            asks_for_gpus, classes_asking_for_gpus,
+                                            classes_with_layers, model_call, reads_as_constant,
+                                            script_calls, unresolved)
 
 # Constructor parameters the probe recognises by name (lower case), in order of preference.
 DIM_NAMES = ("dim", "hidden_dim", "hidden_size", "hidden", "width", "size", "d_model",
@@ -160,7 +161,10 @@ def model_class(module, source: str | None) -> tuple[type, str | None]:
     else the only one the script defines."""
     cls = getattr(module, MODEL_CLASS, None)
     if isinstance(cls, type):
-        return cls, None
+        # The handout's class kept for Task 1 beside a new one that main() builds and runs
+        # (adv51 F1): the one run is graded.
+        instead = class_built_instead(module, source, cls) if source else None
+        return (instead, instead.__name__) if instead is not None else (cls, None)
     with_layers = classes_with_layers(source) if source else frozenset()
     built = []
     for call in script_calls(source) if source else ():
@@ -185,6 +189,75 @@ def model_class(module, source: str | None) -> tuple[type, str | None]:
                       "model), and the grader could not tell which class is the model: none "
                       "that the script builds holds Linear layers (nn.Module classes it "
                       f"defines: {names}). Keep the class name of the course's base code")
+
+
+def class_built_instead(module, source: str, handout: type) -> type | None:
+    """The model class the script's entry (main(), else its `__main__` block, else its top
+    level: the first of these that builds a model) builds where that is not the handout's
+    class: called by name, through a local alias (`model_cls = Spread if USE_ALL_GPUS else
+    LargeLinearModelMP`) or through a function (`build_model()`, in the script or a module
+    beside it). None where the entry also builds, or may build, the handout's class: a
+    second class built beside it (a decoy, one behind a flag) leaves the handout's graded."""
+    scopes: dict[str, list] = {}
+    for call in script_calls(source):
+        scopes.setdefault(call.where, []).append(call)
+    for where, calls in scopes.items():
+        if where != f"{ENTRY}()" and where.endswith("()"):
+            continue   # another function: what it builds counts where the entry calls it
+        built, maybe_handout = [], False
+        for call in calls:
+            classes, unknown = _classes_called(call, module, source)
+            built += [c for c in classes if c not in built]
+            maybe_handout |= unknown and any(isinstance(n, ast.Name) and n.id == MODEL_CLASS
+                                             for n in ast.walk(call.function))
+        if not built and not maybe_handout:
+            continue
+        if handout in built or maybe_handout:
+            return None
+        asking = classes_asking_for_gpus(source)
+        return sorted(built, key=lambda c: c.__name__ not in asking)[0]
+    return None
+
+
+def _classes_called(call, module, source: str) -> tuple[list, bool]:
+    """The student's nn.Module classes a call builds (itself, or the function it calls, one
+    level down), and whether what it calls could not be told without running the script."""
+    value = vars(module).get(call.callee) if call.callee else None
+    if value is None and call.function is not None and not any(
+            isinstance(n, (ast.Call, ast.Lambda)) for n in ast.walk(call.function)):
+        try:   # a local alias: a name, an attribute or a conditional, nothing called
+            value = eval(compile(ast.fix_missing_locations(ast.Expression(
+                body=call.function)), "hw3/model_parallel.py", "eval"), vars(module))
+        except Exception:
+            return [], True
+    if _own_model(value):
+        return [value], False
+    if inspect.isfunction(value) and not str(value.__module__).startswith("torch"):
+        text = _function_source(value, module, source)
+        found = [value.__globals__.get(c.callee) for c in script_calls(text)] if text else []
+        return [c for c in dict.fromkeys(f for f in found if _own_model(f))], False
+    return [], False
+
+
+def _function_source(function, module, source: str) -> str | None:
+    """A function's own text: from the script's (`source`) where the script defines it, else
+    from its module's file (a helper module beside the script)."""
+    if function.__module__ == module.__name__:
+        try:
+            found = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)
+                     and n.name == function.__name__]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return ast.get_source_segment(source, found[-1]) if found else None
+    try:
+        return textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+
+
+def _own_model(value) -> bool:
+    """An nn.Module class of the submission's (not one of torch's own)."""
+    return is_torch_module(value) and not value.__module__.startswith("torch")
 
 
 def class_file(cls, module) -> str:

@@ -35,7 +35,7 @@ import time
 import traceback
 import types
 
-from grader.harness.hw3_build import SCRIPT, class_file, construct
+from grader.harness.hw3_build import MODEL_CLASS, SCRIPT, class_file, construct
 from grader.harness.hw3_import import StudentImports
 from grader.harness.hw3_recorded_call import PART as RECORDED_PART
 from grader.harness.hw3_recompute import equals_any
@@ -175,6 +175,9 @@ class Probe:
         self.built_as: str | None = None   # the constructor call of the last build
         self.model_class: str | None = None   # the model's class, where not LargeLinearModelMP
         self.model_source: str | None = None  # the file defining it, where not the script
+        # Whether the script also has the handout's class, which its main() does not build
+        # (kept for Task 1, adv51 F1): the notes say which class was graded, and why.
+        self.handout_class_kept = False
         # What the script's own runs passed the constructor (JSON text: read afresh per build).
         self.recorded = recorded
 
@@ -224,6 +227,8 @@ class Probe:
         finally:
             self.built_as = calls[-1] if calls else None
             self.model_class = renamed[-1] if renamed else self.model_class
+            self.handout_class_kept = self.handout_class_kept or bool(renamed) and isinstance(
+                getattr(module, MODEL_CLASS, None), type)
         if students:
             # The feedback's "where to look" names the file the class is in (a helper module
             # the script imports it from has its __init__ and forward).
@@ -368,6 +373,8 @@ class Probe:
             record["built_as"] = self.built_as
         if self.model_class is not None:
             record["model_class"] = self.model_class   # a note for the student (no points)
+            if self.handout_class_kept:
+                record["handout_class_kept"] = True
         if self.model_source is not None:
             record["model_file"] = self.model_source   # where the feedback says to look
         if emit:
@@ -720,7 +727,8 @@ def _sealed_writer(out_path: str, seal, replaced, watched: list):
 
 # The probe's attributes that change as it measures (the rest is compared before each record;
 # built_as words feedback, model_class and model_source name the class graded and its file).
-_PROBE_STATE = frozenset({"hung", "node_size", "built_as", "model_class", "model_source"})
+_PROBE_STATE = frozenset({"hung", "node_size", "built_as", "model_class", "model_source",
+                          "handout_class_kept"})
 
 
 def _keep_student_files_off_the_grader_path() -> None:
