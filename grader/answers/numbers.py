@@ -488,8 +488,10 @@ def _without_gpu_count(text: str, gpus: int) -> str | None:
 
 # A rate of one said after a count, as how it is laid out ("2 processes, one per GPU", "2, one
 # per GPU"): no second count. Alone ("one per layer") it is a rate, and no count is read.
+# HW3 Task 5's counts say theirs too ("20, one per layer", "4 transfers, one per boundary": adv51 F8).
 _RATE_REMARK_RE = re.compile(r"(?<=\S)\s*[,;(]\s*(?:one|a|an)\s+(?:\w+\s+)?per\s+(?:gpu|rank|process|device|"
-                             r"node|stage|replica|worker)\s*\)?\s*\.?\s*$", re.IGNORECASE)
+                             r"node|stage|replica|worker|layer|boundary)(?:\s+between\s+(?:two\s+)?gpus)?"
+                             r"\s*\)?\s*\.?\s*$", re.IGNORECASE)
 
 
 def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,

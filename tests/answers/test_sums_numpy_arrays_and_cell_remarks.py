@@ -194,3 +194,18 @@ def test_p10_lists_with_an_idle_remark_and_micro_batches_of(qid, raw, read):
     got = _read(raw, P10[qid])
     ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
     assert ok, f"{qid} {raw!r}: expected {read!r}, observed {got!r} (see sheet._IDLE_REMARK, numbers.micro_batches_said)"
+
+
+# F8: HW3 Task 5's counts with their rate of one ("20, one per layer").
+@pytest.mark.parametrize("qid, raw, read", [
+    ("task5.to_calls_5gpus", "20, one per layer", 20),
+    ("task5.transfers_5gpus", "4 transfers, one per boundary", 4),
+    ("task5.transfers_5gpus", "4, one per boundary between GPUs", 4),
+    ("task5.transfers_5gpus", "20 (one per layer)", 20),   # near-miss: read, and wrong for 5 GPUs
+    ("task5.transfers_5gpus", "4, two per boundary", "not read"),
+    ("task5.transfers_5gpus", "one per boundary", "not read"),   # a rate, no count
+])
+def test_a_task5_count_with_its_rate_of_one(qid, raw, read):
+    got = _read(raw, HW3[qid])
+    ok = got.startswith(read) if isinstance(read, str) and isinstance(got, str) else got == read
+    assert ok, f"{qid} {raw!r}: expected {read!r}, observed {got!r} (see numbers._RATE_REMARK_RE)"
