@@ -117,7 +117,6 @@ def used_data_parallel(run) -> None:
             "nn.DataParallel(model), then loss_fn(model(x), y)"))
 
 
-
 def require_data_parallel(answers, qid: str, *runs, flag=None) -> None:
     """An answer about what DataParallel does counts only where the code had DataParallel
     scatter a batch, the guard of split_table_reported: the single-GPU training of a script
