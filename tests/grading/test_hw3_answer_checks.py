@@ -6,25 +6,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.hw3_logs import even_layout, forward_log
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Run:
     def problem(self):
         return ""
-
-
-def _even_layout_log(gpus: int, depth: int) -> list[dict]:
-    """The reference's forward pass as the probe logs it: contiguous blocks, x.to(layer_device)
-    before each layer, a copy only where the block changes."""
-    per_gpu, extra = divmod(depth, gpus)
-    devices = [f"cuda:{g}" for g in range(gpus) for _ in range(per_gpu + (g < extra))]
-    log, at = [], devices[0]
-    for index, device in enumerate(devices):
-        log += [{"kind": "to", "src": at, "dst": device, "copied": at != device},
-                {"kind": "layer", "index": index}]
-        at = device
-    return log
 
 
 def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path, monkeypatch):
@@ -50,7 +39,7 @@ def test_a_table_key_written_as_a_word_is_a_missing_row_not_a_crash(tmp_path, mo
     trend = {"kind": "trend", "clock": "simulated",
              "results": {f"2x{d}": {"median_ms": t} for d, t in {6: 0.444, 12: 0.805, 24: 1.528}.items()}}
     transfers = [{"kind": "transfers", "gpus": g, "depth": hw3.TRANSFER_DEPTH,
-                  "log": _even_layout_log(g, hw3.TRANSFER_DEPTH)} for g in hw3.TASK4_GPUS]
+                  "log": forward_log(even_layout(g, hw3.TRANSFER_DEPTH))} for g in hw3.TASK4_GPUS]
     probe = ([trend, *transfers], _Run())
     on_gpu = Observation(script="hw3/model_parallel.py", gpus=2, returncode=0, events=[])
 

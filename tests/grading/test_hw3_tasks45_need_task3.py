@@ -17,6 +17,7 @@ import pytest
 from grader.answers.collect import Answers
 from grader.checks import test_hw3 as hw3
 from grader.harness.observation import Observation
+from tests.support.hw3_logs import even_layout, forward_log
 
 DEPTH = hw3.TASK4_DEPTH
 MIB = 2 ** 20
@@ -39,17 +40,7 @@ def layout(name: str, gpus: int) -> list[str]:
         return ["cuda:0" if i < DEPTH // 2 else "cuda:1" for i in range(DEPTH)]
     if name == "one_gpu":
         return ["cuda:0"] * DEPTH
-    per_gpu, extra = divmod(DEPTH, gpus)
-    return [f"cuda:{g}" for g in range(gpus) for _ in range(per_gpu + (g < extra))]
-
-
-def forward_log(devices: list[str]) -> list[dict]:
-    log, at = [], devices[0]
-    for index, device in enumerate(devices):
-        log += [{"kind": "to", "src": at, "dst": device, "copied": at != device},
-                {"kind": "layer", "index": index}]
-        at = device
-    return log
+    return even_layout(gpus, DEPTH)
 
 
 def probe_of(name: str):
