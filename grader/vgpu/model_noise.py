@@ -9,9 +9,15 @@ BatchNorm1d, adv49 S1, lost the item to a message that blamed rows left out). Th
 note the first call of each such op in a process (a `model_noise` record: the op, its GPU), so the
 check can tell that the two gradients are not comparable, from what ran rather than from the
 script's text (a Dropout built and left in eval mode, or of p = 0, changes nothing, and is not
-noted).
+noted). Only calls inside a pass of the model count (a root module's forward under way,
+grader/vgpu/observe.py `in_model_pass`), and only dropout of p >= MIN_DROPOUT: a red team's script
+with wrong targets (adv54 F2) won the item back with `nn.Dropout(p=1e-9)` in the model, or one
+`F.dropout(torch.ones(4, device=device0), 1e-9)` on a dummy tensor before the loop, since the
+noisy path compares gradient norms only.
 """
 from __future__ import annotations
+
+from grader.vgpu.observe import in_model_pass
 
 # The dropout family: (input, p, training) as torch's functions and nn.Dropout's forward call them.
 DROPOUTS = frozenset({
@@ -23,6 +29,11 @@ BATCH_NORM = "batch_norm"
 # Where F.batch_norm's `training` argument sits: (input, running_mean, running_var, weight, bias,
 # training, momentum, eps).
 _BATCH_NORM_TRAINING = 5
+# The least dropout that counts as noise. A smaller p is no regularisation anyone trains with
+# (courses use 0.1-0.5; p = 1e-9 drops no element of the handout's batch): noting it changed no
+# honest grade and only opened the weaker, norms-only comparison to a loop with wrong targets
+# (adv54 F2). Such a dropout is compared exactly, as a model without one.
+MIN_DROPOUT = 0.01
 
 
 def _argument(args, kwargs, index: int, names: tuple[str, ...], default):
@@ -36,14 +47,14 @@ def _argument(args, kwargs, index: int, names: tuple[str, ...], default):
 
 def changes_the_output(name: str, args, kwargs) -> bool:
     """Whether a call of op `name` makes the output depend on a random mask or on the other rows
-    of its batch: dropout with p > 0 in training mode (F.dropout's default), batch_norm in
-    training mode (nn.BatchNorm* passes `training` true also where it keeps no running
-    statistics)."""
+    of its batch: dropout with p >= MIN_DROPOUT in training mode (F.dropout's default),
+    batch_norm in training mode (nn.BatchNorm* passes `training` true also where it keeps no
+    running statistics)."""
     if name in DROPOUTS:
         p = _argument(args, kwargs, 1, ("p",), 0.5)
         training = _argument(args, kwargs, 2, ("training", "train"), True)
         try:
-            return bool(training) and float(p) > 0
+            return bool(training) and float(p) >= MIN_DROPOUT
         except (TypeError, ValueError):
             return bool(training)
     if name == BATCH_NORM:
@@ -60,9 +71,12 @@ class ModelNoise:
 
     def unnoted(self, name: str, args, kwargs) -> str | None:
         """The kind of op ("dropout", "batch_norm") a call of `name` is, where it changes the
-        output and that kind is not noted yet; else None (the common case, and cheap)."""
+        output inside a pass of the model and that kind is not noted yet; else None (the common
+        case, and cheap). A call outside the passes (a dummy tensor's dropout before the loop)
+        changes no gradient the check compares."""
         kind = BATCH_NORM if name == BATCH_NORM else "dropout"
-        if kind in self._noted or not changes_the_output(name, args, kwargs):
+        if kind in self._noted or not in_model_pass() or \
+                not changes_the_output(name, args, kwargs):
             return None
         return kind
 

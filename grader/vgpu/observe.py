@@ -636,6 +636,12 @@ _graph_task = torch._C._current_graph_task_id
 _CHECKPOINT_FRAMES = 40
 
 
+def in_model_pass() -> bool:
+    """Whether a model's forward is under way on this thread (a root module's pass, or its
+    recomputation): the ops called now are the model's, not the loop's around it."""
+    return getattr(_tls, "depth", 0) >= 1
+
+
 def in_backward() -> bool:
     """Whether autograd's engine is running a backward pass on this thread: a forward pass
     now is a recomputation (activation checkpointing, a custom Function's backward), part of

@@ -61,11 +61,12 @@ class TwoStages(nn.Module):
 
 
 def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=False, seed=0,
-                ddp=False) -> Observation:
+                ddp=False, shift_targets=False, before=None) -> Observation:
     """The handout's loop, one process, one step of `micro` micro-batches, traced on a virtual
     node of its own: `divide` the loss by MICRO_BATCHES, `zero_each` micro-batch's gradients
     away first (a zero_grad inside the loop), the model built after torch.manual_seed(`seed`),
-    wrapped in `ddp` (a process group of one rank) or not."""
+    wrapped in `ddp` (a process group of one rank) or not; `shift_targets`: each micro-batch
+    trained on the next one's targets (adv54 F2's bug); `before`: called before the loop."""
     assert active() is None, "a node from an earlier test is still active"
     handle = activate(2, force_virtual=True, trace_path=str(tmp_path / f"trace-{micro}.jsonl"))
     events: list[dict] = []
@@ -79,8 +80,13 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
         g = torch.Generator().manual_seed(1)
         x = torch.randn(p10.BATCH, DIM, generator=g).to("cuda:0")
         y = torch.randn(p10.BATCH, DIM, generator=g).to("cuda:1")
+        if before is not None:
+            before()
+        targets = list(y.tensor_split(micro))
+        if shift_targets:
+            targets = targets[1:] + targets[:1]
         optimizer.zero_grad()
-        for mx, my in zip(x.tensor_split(micro), y.tensor_split(micro)):
+        for mx, my in zip(x.tensor_split(micro), targets):
             if zero_each:
                 optimizer.zero_grad()
             loss = F.mse_loss(model(mx), my)
@@ -134,14 +140,47 @@ def test_dropout_and_batch_statistics_in_training_are_recorded_once(tmp_path, ma
 
 
 @pytest.mark.parametrize("layer", [lambda: nn.Dropout(0.0), lambda: nn.Dropout(0.5).eval(),
-                                   lambda: nn.BatchNorm1d(HIDDEN).eval()],
-                         ids=["p=0", "dropout_eval", "batch_norm_eval"])
+                                   lambda: nn.BatchNorm1d(HIDDEN).eval(),
+                                   lambda: nn.Dropout(1e-9)],
+                         ids=["p=0", "dropout_eval", "batch_norm_eval", "p=1e-9"])
 def test_layers_that_change_nothing_are_not_recorded(tmp_path, layer):
     def make():
         return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), layer()),
                          nn.Sequential(nn.Linear(HIDDEN, DIM)))
     run = traced_loop(tmp_path, make, 2)
     assert run.of("model_noise") == [], run.of("model_noise")
+
+
+def dropout_and_batch_norm_outside_the_model():
+    """What adv54 F2's script called before its loop, on a dummy tensor: no layer of the model."""
+    F.dropout(torch.ones(4, device="cuda:0"), 0.5)
+    F.batch_norm(torch.ones(4, 3, device="cuda:0"), None, None, training=True)
+
+
+def test_dropout_and_batch_norm_outside_the_models_passes_are_not_recorded(tmp_path):
+    run = traced_loop(tmp_path, plain_model, 2, before=dropout_and_batch_norm_outside_the_model)
+    assert run.of("model_noise") == [], (
+        "expected no model_noise record for ops outside the model's forward (a dummy tensor's "
+        f"dropout before the loop); observed {run.of('model_noise')} (grader/vgpu/model_noise.py "
+        "ModelNoise.unnoted, observe.in_model_pass)")
+
+
+def tiny_dropout_model() -> nn.Module:
+    return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()),
+                     nn.Sequential(nn.Linear(HIDDEN, DIM), nn.Dropout(p=1e-9)))
+
+
+@pytest.mark.parametrize("make_model, before", [
+    (tiny_dropout_model, None), (plain_model, dropout_and_batch_norm_outside_the_model)],
+    ids=["dropout_1e-9_in_model", "dropout_outside_model"])
+def test_wrong_targets_lose_the_item_whatever_dropout_that_changes_nothing_is_added(
+        tmp_path, make_model, before):
+    """adv54 F2: each micro-batch trained on the next one's targets passed by gradient norms
+    (2 of 2) once the script added a dropout that changes nothing; without it, 0 of 2."""
+    error = failure(Handout(tmp_path, make_model, shift_targets=True, before=before), 4)
+    text = str(error)
+    assert not isinstance(error, GradedByHand), f"expected a 0, not held; observed {text}"
+    assert "differs from the full-batch gradient" in text and "dropout" not in text, text
 
 
 # -- honest loops keep the item ------------------------------------------------------------
