@@ -494,6 +494,36 @@ _RATE_REMARK_RE = re.compile(r"(?<=\S)\s*[,;(]\s*(?:one|a|an)\s+(?:\w+\s+)?per\s
                              r"\s*\)?\s*\.?\s*$", re.IGNORECASE)
 
 
+# Words that offer another answer or doubt the one given ("2 - could be 4", "1.2 (maybe
+# 1.5)", "2.4 (unsure)"): a remark holding one is a hedge, never read past (adv54 F3).
+HEDGE_WORDS = (r"\b(?:could|might|possibly|probably|otherwise|else|or|maybe|perhaps|either|unsure|"
+               r"unless|alternatively)\b|\?")
+# GPUs, ranks or layers named by their numbers in a remark ("ranks 0 and 1", "cuda:0 and
+# cuda:2"): which ones, never how many.
+_NAMED_BY_NUMBER_RE = re.compile(r"\b(?:ranks?|gpus?|cuda|devices?|stages?|layers?)\s*:?\s*#?\d+(?:\s*(?:,|"
+                                 r"\band\b|&|\bto\b|-|–|->|→)\s*(?:(?:cuda|gpu)\s*:?\s*)?\d+)*",
+                                 re.IGNORECASE)
+# How a count comes, as a calculation ("64/2", "N-1", "= 64 / 4").
+_HOW_IT_COMES_RE = re.compile(r"\s*=?\s*[\w.]+(?:\s*(?:[-+*/×]|//|\s[xX]\s)\s*[\w.]+)+\s*")
+
+
+def remark_on_count(remark: str, count: int) -> bool:
+    """Whether a remark said after `count` ("2 - ranks 0 and 1", "32 (64/2)", "20 (one per
+    layer)") only says what the count is or how it comes, so that the count is the answer: no
+    hedging word, and no number in it but GPUs or ranks named by theirs, or a calculation that
+    comes to the count ("N-1" is taken as written). "2 - but 19 calls", "32 (16)" and "32
+    (64/4)" offer a second count: the answer is for a person (adv54 F3)."""
+    if re.search(HEDGE_WORDS, remark, re.IGNORECASE):
+        return False
+    rest = _NAMED_BY_NUMBER_RE.sub(" ", remark)
+    if not re.search(r"\d", rest):
+        return True
+    if not _HOW_IT_COMES_RE.fullmatch(rest):
+        return False
+    value = _arithmetic(rest.strip().lstrip("="))
+    return (value is None and re.search(r"[A-Za-z]", rest) is not None) or value == count
+
+
 def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
                     arithmetic: bool = False) -> int | None:
     """A count (or, with `gpu`, a GPU's index) as students write it in a field meant for one
@@ -518,7 +548,9 @@ def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
     calculated = calculation_value(text) if arithmetic else None
     if calculated is not None:
         return calculated
-    lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\([^()]*\)\s*\.?\s*", text)
+    lead = re.fullmatch(r"\s*(\d+)[A-Za-z \t]*\(([^()]*)\)\s*\.?\s*", text)
+    if lead and re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", lead.group(2)):
+        return None   # "32 (64)": a second answer in brackets, not a remark on the first (adv54 F3)
     if lead and not (gpus is not None and _GPU_COUNT_RE.match(text.lstrip())):
         return int(lead.group(1))   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
     if gpus is not None and _GPU_COUNT_RE.search(text):

@@ -20,13 +20,13 @@ from grader.common.text import did_you_mean
 
 from .declined import says_not_done
 from .keyed_lines import keyed_lines, printed_rank_lines
-from .numbers import (APPROXIMATELY, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
+from .numbers import (APPROXIMATELY, HEDGE_WORDS, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
                       chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
                       decimal_mark, each_shape_said, formula_alone, gpu_count_given,
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
                       measured_range_in, not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
                       shapes_in, shows_decimal_mark, size_each_said, size_of_equal_parts,
-                      micro_batches_said, times_shape_said, whole_number_in,
+                      micro_batches_said, remark_on_count, times_shape_said, whole_number_in,
                       without_gpu_label, without_markdown, without_memory_totals,
                       worked_out_value)
 from .yes_no import read_growth, read_in_the_questions_word, read_yes_no
@@ -347,8 +347,8 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
         if number is not None:
             return number
         remark = _DASHED_REMARK.fullmatch(raw)
-        if remark is not None and not re.search(r"\b(?:or|maybe|perhaps|not)\b|\?", remark["remark"],
-                                                re.IGNORECASE):
+        if remark is not None and not re.search(r"\bnot\b", remark["remark"], re.IGNORECASE) \
+                and remark_on_count(remark["remark"], int(remark["number"])):
             return int(remark["number"])   # "2 - ranks 0 and 1": the count, then words on it
         if formula_alone(raw):   # "N - 1": which number N is, the answer does not say
             raise _refused("a whole number", raw, "a formula, not its value: write the number it "
@@ -365,7 +365,7 @@ def _int_list(raw: Any, question: str = "") -> list[int]:
     if isinstance(raw, str):  # "3, 3", "[3, 3]", "32/32", "torch.Size([64, 1000])"
         found = int_list_answering(raw, question)
         idle = _IDLE_REMARK.fullmatch(raw) if found is None else None
-        if idle is not None and not re.search(r"\b(?:or|maybe|perhaps)\b|\?", idle["remark"], re.IGNORECASE):
+        if idle is not None and not re.search(HEDGE_WORDS, idle["remark"], re.IGNORECASE):
             found = int_list_answering(idle["listed"], question)   # "[0, 1] (2 and 3 idle)"
             if found is not None and {int(n) for n in re.findall(r"\d+", idle["remark"])} & set(found):
                 found = None   # "[0, 1] (1 idle)": the remark takes back a GPU listed
@@ -475,9 +475,11 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
     if listed is not None:
         return listed[0] if len(listed) == 1 else listed
     times = _TIMES.fullmatch(text) if column not in ("split", "gpus") else None
-    if times is not None:
-        return int(times["count"])   # "2x", "8x fwd/bwd": how many times, where a count is asked
+    if times is not None:   # "2x", "8x fwd/bwd": how many times, where a count is asked
+        return text if re.search(HEDGE_WORDS, text, re.IGNORECASE) else int(times["count"])
     lead = _COUNT_WITH_REMARK.fullmatch(text)
+    if lead is not None and not remark_on_count(lead["remark"], int(lead["count"])):
+        return text   # "32 (16)", "2 (maybe 4)": a second answer offered, for a person (adv54 F3)
     if lead is not None and whole_number_in(text) is not None:
         return whole_number_in(text)   # "32 (64/2)": the number, then how it comes, as a scalar's
     if re.fullmatch(r"-?\d+\.\d+", text):
@@ -491,7 +493,7 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
 # A count said as how many times ("2x", "8x fwd/bwd"); never a shape ("4x13") nor a product.
 _TIMES = re.compile(r"\s*(?P<count>\d+)\s*[x×](?:\s+[A-Za-z][A-Za-z/+ ]*)?\s*\.?\s*", re.IGNORECASE)
 # A number, then a remark on it in brackets ("32 (64/2)"): whole_number_in reads it.
-_COUNT_WITH_REMARK = re.compile(r"\s*\d+\s*\([^()]*\)\s*\.?\s*")
+_COUNT_WITH_REMARK = re.compile(r"\s*(?P<count>\d+)\s*\((?P<remark>[^()]*)\)\s*\.?\s*")
 # A value, then a remark in brackets ("0.081 (10 steps)", "7.5 ms (median)").
 _VALUE_WITH_REMARK = re.compile(r"\s*(?P<value>[^()]*?\d[^()]*?)\s*\((?P<remark>[^()]*)\)\s*\.?\s*")
 
@@ -500,9 +502,12 @@ def _value_with_remark(text: str, unit: str, mark: str | None) -> float | int | 
     """The value of "0.081 (10 steps)" in the column's unit, as a single answer's "N (remark)"
     is read (adv51 F5: the cell had stayed words, scored 0). None where the brackets name a
     unit ("7.5 (ms)": the column's or theirs), a GPU count ("1.72 (2 GPUs)": measured on which
-    setup) or another answer ("0.08 (or 0.09)"): left for the check to say so."""
+    setup) or another answer ("0.08 (or 0.09)", "1.2 (maybe 1.5)", "3.1 (2.5)": a hedge, or a
+    number that counts nothing, adv54 F3): left for the check to say so."""
     found = _VALUE_WITH_REMARK.fullmatch(text)
-    if found is None or re.search(r"\bor\b|\?|\bgpus?\b", found["remark"], re.IGNORECASE) \
+    if found is None or re.search(HEDGE_WORDS + r"|\bgpus?\b", found["remark"], re.IGNORECASE) \
+            or re.search(r"\d(?![\d.,]*\s*[A-Za-z])", found["remark"]) \
+            or re.search(r"\d[\d.,]*\s*" + _UNIT_WORDS + r"\b", found["remark"], re.IGNORECASE) \
             or quantity_in("1 " + found["remark"], unit, mark) is not None:
         return None
     return quantity_in(found["value"], unit, mark)
@@ -530,7 +535,8 @@ _BARE_NUMBER = re.compile(r"\s*(?:" + APPROXIMATELY + r"\s*)?\d+(?:[.,]\d+)*\s*"
 _UNIT_WORDS = r"(?:ms|s|sec|secs|seconds?|µs|us|mib|mb|gib|gb|kib|kb|bytes?|%)"
 _CLOCK_REMARK = re.compile(r"(?<=[\d\w.)])\s*(?:"
                            # a remark in brackets with no number and no unit alone in it
-                           r"\((?![^()]*\d)(?!\s*" + _UNIT_WORDS + r"\s*\))[^()]*\)|"
+                           r"\((?![^()]*\d)(?![^()]*(?:" + HEDGE_WORDS + r"))(?!\s*" + _UNIT_WORDS +
+                           r"\s*\))[^()]*\)|"
                            r",?\s+(?:simulated|sim\.|virtual|median|measured|average|avg\.?|mean|peak)"
                            r"(?:\s+(?:clock|time|gpus?|run|on\s+(?:the\s+)?cpu))?|"
                            r"\s*/\s*(?:step|iter(?:ation)?)|\s+per\s+(?:step|iter(?:ation)?)|\s+each)\s*\.?\s*$",
