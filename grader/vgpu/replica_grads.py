@@ -88,7 +88,9 @@ class ReplicaGradients:
             reduces, self._stepped = list(self._reduces), True
         if not self.replicated:
             return {}
-        stepped = [p for p in parameters if isinstance(p, torch.Tensor)]
+        # Frozen parameters take no gradient through the replicas or anywhere (the optimizer
+        # skips them), as synced_grads.py reads them.
+        stepped = [p for p in parameters if isinstance(p, torch.Tensor) and p.requires_grad]
         total = sum(p.numel() for p in stepped)
         applied = math.sqrt(grads_squared) if not grads_squared <= 0 else 0.0   # NaN stays
         carried, held = 0.0, set()

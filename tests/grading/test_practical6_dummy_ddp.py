@@ -33,12 +33,14 @@ def mlp():
     return nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, DIM)).cuda()
 
 
-def step_records(traced_vnode, one_rank_group, dummy: bool) -> list[dict]:
+def step_records(traced_vnode, one_rank_group, dummy: bool, frozen: bool = False) -> list[dict]:
     from torch.nn.parallel import DistributedDataParallel as DDP
     events = traced_vnode(1)
     one_rank_group()
     torch.manual_seed(0)
     model = mlp()
+    if frozen:   # a first layer frozen, the optimizer still given model.parameters()
+        model[0].requires_grad_(False)
     x, y = torch.randn(16, DIM, device="cuda:0"), torch.randn(16, DIM, device="cuda:0")
     if dummy:
         head = DDP(nn.Linear(1, 1).cuda(), device_ids=[0])
@@ -64,6 +66,20 @@ def test_wrapped_model_is_synchronised(traced_vnode, one_rank_group):
         "Expected: DDP's buckets held every stepped parameter (synced 1, synced_elements 1). "
         f"Observed: {[(s.get('synced'), s.get('synced_elements')) for s in steps]}. "
         "Where to look: grader/vgpu/synced_grads.py")
+    assert all(synced_step(s) for s in steps)
+
+
+def test_a_frozen_layer_is_no_parameter_left_unsynchronised(traced_vnode, one_rank_group):
+    """DDP buckets only the parameters that take gradients; SGD(model.parameters()) is still
+    given the frozen ones, and skips them (no `.grad`). Counted, the frozen first layer (144 of
+    the MLP's 280 elements here) had made an honest student's steps 'never synchronised' (red
+    team adv53 F1: 9.75 -> 4.75 of 12)."""
+    steps = step_records(traced_vnode, one_rank_group, dummy=False, frozen=True)
+    assert len(steps) == 2 and all(s.get("synced") == 1 and s.get("synced_elements") == 1
+                                   for s in steps), (
+        "Expected: DDP's buckets held every stepped parameter that takes gradients (synced 1, "
+        f"synced_elements 1). Observed: {[(s.get('synced'), s.get('synced_elements')) for s in steps]}. "
+        "Where to look: grader/vgpu/synced_grads.py, step_fields (frozen parameters)")
     assert all(synced_step(s) for s in steps)
 
 
