@@ -19,6 +19,7 @@ import torch.nn as nn
 
 from grader.checks import test_practical6 as p6
 from grader.checks.practical_measures import synced_step
+from grader.harness.observation import Observation
 from tests.grading.test_practical6_non_solutions import Runs, traced
 from tests.vgpu import test_ddp_buckets
 
@@ -110,3 +111,35 @@ def test_sync_checks_fail_for_a_dummy_bucket(tmp_path, check):
     with pytest.raises(AssertionError, match="held 0% of the parameters the optimizer steps"):
         check(Runs(traced_holding(0.0), tmp_path))
     check(Runs(traced_holding(1.0), tmp_path))   # the wrapped model's all-reduce passes
+
+
+def one_optimizer_per_layer(all_reduced: bool) -> Observation:
+    """2 ranks, each iteration one backward (DDP's all-reduce in it or not) and then two
+    optimizer steps, one per layer: the second has no pass or backward before it (the runtime
+    marks it `joins`: one step of the model with the one before)."""
+    events = []
+    for rank in (0, 1):
+        events += [{"event": "start", "rank": rank, "virtual": True},
+                   {"event": "init_process_group", "rank": rank, "world_size": 2}]
+        for step in range(3):
+            events += [{"event": "forward", "rank": rank, "thread": "MainThread", "grad": True,
+                        "step": step, "batch": [32, 1024], "module": "MLP"},
+                       {"event": "backward", "rank": rank}]
+            if all_reduced:
+                events.append({"event": "collective", "rank": rank, "op": "all_reduce",
+                               "source": "ddp_gradients"})
+            events += [{"event": "step", "rank": rank, "index": 2 * step + 1},
+                       {"event": "step", "rank": rank, "index": 2 * step + 2, "joins": True}]
+    return Observation("practical6/practical6_ddp.py", gpus=2, nproc=2, launcher="torchrun",
+                       returncode=0, events=events)
+
+
+def test_a_second_optimizers_step_joins_the_all_reduce_before_it():
+    """One optimizer per layer (red team adv53 F2): the second step after the one backward had
+    read as a step with no all-reduce before it, the sync items lost (9.75 -> 6.75 of 12)."""
+    assert p6.steps_without_all_reduce(one_optimizer_per_layer(True)) == {}, (
+        "Expected: a step that joins the one before it (no pass or backward between them) is "
+        "synchronised by that step's all-reduce. Where to look: test_practical6.py "
+        "steps_without_all_reduce")
+    assert p6.steps_without_all_reduce(one_optimizer_per_layer(False)) == {
+        0: [1, 2, 3, 4, 5, 6], 1: [1, 2, 3, 4, 5, 6]}
