@@ -64,6 +64,8 @@ PARAMETERS, ROWS, NOISE = "parameters", "rows", "noise"
 
 class ValueProbe:
     def __init__(self, trace, perturbing: bool, gpus: int):
+        self.handles: list = []
+        self._pre_handle = None
         self.trace, self.perturbing, self.gpus = trace, perturbing, max(1, gpus)
         self.counted: dict[int | None, int] = {}   # id of a root module -> its training passes
         self.digested: set[int] = set()
@@ -72,22 +74,38 @@ class ValueProbe:
         self.current: tuple | None = None
         self.devices: set[str] = set()
         self.moved: dict[int, tuple] = {}
-        self.handles: list = []
 
     def install(self) -> None:
         from torch.nn.modules import module as module_hooks
         # After the observer's own hooks: its pass begins (and marks the weights, side_steps.py)
         # before any is moved; the gradient watch and the rows see each layer's output as the
         # layer made it; the pass's output, as the perturbed layers made it.
-        self.handles = [module_hooks.register_module_forward_pre_hook(self._pre_forward),
-                        module_hooks.register_module_forward_hook(self._post_forward,
+        self.handles = [module_hooks.register_module_forward_hook(self._post_forward,
                                                                   always_call=True)]
+        self._hook_parameters()
+
+    def _hook_parameters(self) -> None:
+        """The pre-hook that moves parameters, only while perturbing: a normal run (every traced
+        run of every grading) does not pay a Python call per module call for it."""
+        if self.perturbing and self.handles and self._pre_handle is None:
+            from torch.nn.modules import module as module_hooks
+            self._pre_handle = module_hooks.register_module_forward_pre_hook(self._pre_forward)
+            self.handles.append(self._pre_handle)
+
+    @property
+    def perturbing(self) -> bool:
+        return self._perturbing
+
+    @perturbing.setter
+    def perturbing(self, value: bool) -> None:
+        self._perturbing = value
+        self._hook_parameters()
 
     def uninstall(self) -> None:
         self._put_back()
         for handle in self.handles:
             handle.remove()
-        self.handles = []
+        self.handles, self._pre_handle = [], None
 
     def _pre_forward(self, module, args):
         if not self.perturbing or not self.trace.enabled or observe.in_backward() \
