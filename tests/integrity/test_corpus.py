@@ -96,6 +96,7 @@ def test_the_corpus_has_what_issue_11_asks():
     assert len(IDIOMS) >= 40 and len(names) == len(IDIOMS)
     assert ISSUE_SEVEN <= names, f"missing: {ISSUE_SEVEN - names}"
     assert len(FORGERIES) >= 25 and len({f.name for f in FORGERIES}) == len(FORGERIES)
+    assert set(FRESH) <= {f.name for f in FORGERIES if f.run}, "FRESH names a forgery not run"
     graded = [i.name for label in SUBMISSIONS for i in idioms_of(label)]
     assert sorted(graded) == sorted(names), "every idiom in exactly one graded submission"
 
@@ -235,24 +236,65 @@ def forgery_plan() -> list[dict]:
     return plan
 
 
-def run_forgery(area: Path, forgery: Forgery):
+# Forked from one fork server, as every graded run is: torch imported once, not in a fresh
+# interpreter per forgery (about 3 CPU-s each; the 26 runs took 133 CPU-s, 66 forked). Every
+# forgery passes on either path; these few keep the fresh one, a run's fallback (a server that
+# is stopped or cannot start), so that it stays shown: one of each script, and the two that
+# read the key from the process's memory, which is the server's copy when forked (their forked
+# route is the graded one and shown by the other memory forgeries).
+FRESH = ("key_from_the_process_memory", "process_memory_through_dev_fd",
+         "practical4_trace_written_through_the_trace_object",
+         "practical4_helper_module_posing_as_a_grader_module")
+
+
+def planted_forgery(area: Path, forgery: Forgery) -> Path:
+    return plant(area / forgery.name / "submission", "student_template", [forgery],
+                 {forgery.file.split("/")[0]})
+
+
+def run_forgery(area: Path, forgery: Forgery, forks):
     from grader.harness.execute import run_hw3_probe, run_script
-    submission = plant(area / forgery.name / "submission", "student_template", [forgery],
-                       {forgery.file.split("/")[0]})
+    submission = area / forgery.name / "submission"
     scratch = area / forgery.name / "scratch"
     scratch.mkdir()
     if forgery.file == HW3:
         return run_hw3_probe(submission, forgery_plan(), gpus=8, timeout_s=240,
-                             scratch_root=scratch)
-    return [], run_script(submission, P4, gpus=2, timeout_s=120, scratch_root=scratch)
+                             scratch_root=scratch, forks=forks)
+    return [], run_script(submission, P4, gpus=2, timeout_s=120, scratch_root=scratch,
+                          forks=forks)
 
 
 @pytest.fixture(scope="module")
 def forged_runs(tmp_path_factory):
-    area = tmp_path_factory.mktemp("forged")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {f.name: pool.submit(run_forgery, area, f) for f in FORGERIES if f.run}
-        return {name: future.result() for name, future in futures.items()}
+    """name -> (records, observation) of each forgery marked `run`. One fork server serves
+    the forgeries not in FRESH: its sandbox shows every forgery's submission (each run still
+    gets its own scratch folder, cgroup, key and trace), which a grading never does (one
+    server per submission): what a forgery gains is read from its own run's sealed records."""
+    from grader.harness.execute import start_fork_server
+    # A folder of submissions as a grader's is: pytest makes its own folders for their owner
+    # alone (0700), and the runs, which drop root, would find none of their scripts there.
+    area = tmp_path_factory.mktemp("forged") / "submissions"
+    area.mkdir()
+    area.chmod(0o755)
+    running = [f for f in FORGERIES if f.run]
+    for forgery in running:
+        planted_forgery(area, forgery)
+    forks = start_fork_server(area)
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {f.name: pool.submit(run_forgery, area, f,
+                                           None if f.name in FRESH else forks)
+                       for f in running}
+            runs = {name: future.result() for name, future in futures.items()}
+        # The forked path was the one taken (a run that stops the server sends the next
+        # ones to the fresh path, silently).
+        assert forks is None or not forks.why_unusable, (
+            f"the forgeries' fork server stopped serving: {forks.why_unusable}; expected "
+            "every forgery outside FRESH forked from it")
+        return runs
+    finally:
+        if forks is not None:
+            forks.close()
 
 
 def _at_run_time(forgery: Forgery):
