@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 from grader.checks.practical_answers import gpu_index
-from grader.vgpu.perturb import ROWS
+from grader.vgpu.perturb_kinds import ROWS
 
 # The largest change of a pass's output digest (relative: sum against the output's norm times
 # the square root of its size, sum of squares against itself) still read as unchanged: far

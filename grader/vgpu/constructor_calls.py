@@ -25,8 +25,6 @@ import os
 import sys
 import types
 
-import torch
-
 from grader.vgpu.trace import display_path
 
 EVENT = "constructor"
@@ -49,6 +47,7 @@ def _submission_folder() -> str | None:
 def install(patcher, trace) -> None:
     """nn.Module.__init__ wrapped: a module of a class the submission defines records its
     constructor's arguments (at most MAX_PER_CLASS per class)."""
+    import torch
     folder = _submission_folder()
     if folder is None:
         return
@@ -142,9 +141,10 @@ def as_data(value, folder: str, depth: int = 0, budget: list | None = None):
         return value
     if kind is float:
         return value if math.isfinite(value) else {"float": repr(value)}
-    if kind is torch.device:
+    torch = sys.modules.get("torch")    # recorded only where torch was imported
+    if torch is not None and kind is torch.device:
         return {"device": str(value)}
-    if kind is torch.dtype:
+    if torch is not None and kind is torch.dtype:
         return {"dtype": str(value)}
     if depth >= _DEPTH:
         return {"object": kind.__name__}

@@ -49,6 +49,7 @@ import math
 import torch
 
 from grader.vgpu import observe
+from grader.vgpu.perturb_kinds import NOISE, PARAMETERS, ROWS
 
 # Digests recorded per process, at most (a run's first steps are what is compared).
 _DIGESTS = 64
@@ -59,7 +60,6 @@ _TENSORS = 16
 _FOLD, _SHIFT = 1013.0, 0.5
 # ROWS: out + _MIX * (out with its rows rolled by one).
 _MIX = 0.5
-PARAMETERS, ROWS, NOISE = "parameters", "rows", "noise"
 
 
 class ValueProbe:
