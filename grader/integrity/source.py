@@ -158,6 +158,7 @@ _FILE_OF_FRAME = frozenset({"inspect.getfile", "inspect.getsourcefile", "inspect
 # kernel has no __file__): `__main__.__file__`, `hasattr(__main__, "__file__")`,
 # `getattr(__main__, "__file__", None)`.
 _MAIN_FILE = "__file__"
+_OWN_NAME = "__name__"   # the module's own name: sys.modules[__name__] is the module itself
 _NOT_ORDINARY = PROTECTED_ROOTS | {"torch", "grader", "__main__", "sitecustomize",
                                    "usercustomize", "site", "ctypes", "numpy"}
 
@@ -169,6 +170,43 @@ def _ordinary_module(name: str) -> bool:
     return bool(root) and all(part.isidentifier() for part in name.split(".")) and \
         not root.startswith("_") and root not in _NOT_ORDINARY and \
         not any(name == m or name.startswith(m + ".") for m in MODULE_CATEGORIES)
+
+
+def _name_bound_or_spelled(tree: ast.AST, name: str, strings: bool = True) -> bool:
+    """Whether the file binds `name` anywhere (an assignment, a deletion, a parameter, an
+    import, a definition, `global`) or spells it in a string (`globals()["__name__"] = ...`,
+    `setattr(module, "__name__", ...)`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if strings and isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                name in node.value:
+            return True
+        if isinstance(node, (ast.arg, ast.alias, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef, ast.Global, ast.Nonlocal, ast.ExceptHandler,
+                             ast.MatchAs, ast.MatchStar)) and name in {
+                getattr(node, "arg", None), getattr(node, "name", None),
+                getattr(node, "asname", None), *getattr(node, "names", ())}:
+            return True
+    return False
+
+
+def _read_only_operands(tree: ast.AST) -> set[int]:
+    """The expressions only a name is read from: the object of `getattr(x, name[, default])`
+    or `hasattr(x, name)` (the builtins: the file binds neither name), the value of a plain
+    attribute read `x.name` (not a dunder)."""
+    builtins_kept = not any(_name_bound_or_spelled(tree, name, strings=False)
+                            for name in ("getattr", "hasattr"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and builtins_kept and \
+                node.func.id in ("getattr", "hasattr") and 2 <= len(node.args) <= 3 and \
+                not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+            found.add(id(node.args[0]))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
+                not node.attr.startswith("__"):
+            found.add(id(node.value))
+    return found
 
 
 def own_classes(tree: ast.Module) -> frozenset[str]:
@@ -460,6 +498,8 @@ class _Visitor(ast.NodeVisitor):
         # finding is made at them (harmless_reads).
         self.harmless: set[int] = set()
         self.own_classes: frozenset[str] = frozenset()
+        self.own_name_kept = False
+        self.read_only_operands: set[int] = set()
 
     def scan(self, tree: ast.AST) -> None:
         self.tree, self._attribute_owners = tree, None
@@ -477,6 +517,11 @@ class _Visitor(ast.NodeVisitor):
         self.stable = stable_imports(tree)
         self.own_classes = own_classes(tree) if isinstance(tree, ast.Module) else frozenset()
         self.harmless |= main_file_reads(tree)
+        # Whether `__name__` is the module's own name everywhere in the file (never in code run
+        # from a string, whose globals its caller chose).
+        self.own_name_kept = isinstance(tree, ast.Module) and self.line_offset is None and \
+            not _name_bound_or_spelled(tree, _OWN_NAME)
+        self.read_only_operands = _read_only_operands(tree)
         self.containers = Containers(tree, scopes)
         # One call's own arguments, each read alone (patching_by_proxy)
         self.proxies = self.containers.without_calls()
@@ -832,6 +877,14 @@ class _Visitor(ast.NodeVisitor):
         relies on or the scan judges by name (torch, the grader, `__main__`, the standard
         library's protected and private modules): the scan could not follow what is done with
         those through the value read. Any other key (computed) stays a read of sys.modules."""
+        if isinstance(key, ast.Name) and key.id == _OWN_NAME and self.own_name_kept and \
+                id(node) in self.read_only_operands:
+            # `getattr(sys.modules[__name__], MODEL_NAME)`: a name read from the script's own
+            # module, as globals() gives it (adv53 F6). A write, a deletion, .pop(), another
+            # key, the module kept or handed on (where it could be written through) are never
+            # read here, and a file that binds or spells `__name__` is not trusted.
+            self.harmless.add(id(modules))
+            return True
         names = self.folder.strings(key)
         if not names or not all(_ordinary_module(name) for name in names):
             return False
