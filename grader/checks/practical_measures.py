@@ -57,7 +57,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     results did not reach the output; grader/vgpu/observe.py _GradWatch), [] in a trace
     without them; `grad_faint`: {GPU: share} for those of them where a gradient came back but
     their results carry only that share of the pass (`grad_faint` records: `x + 1e-6 *
-    spare(x)`)."""
+    spare(x)`); `data_parallel`: the pass is an nn.DataParallel's (its output's record says
+    its `device_ids`)."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
     grad_used = {(e.get("n"), e.get("device")) for e in run.events
@@ -93,7 +94,7 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
                 "layer_devices": None, "layer_rows": None, "grad_unused": [],
-                "grad_faint": {}}
+                "grad_faint": {}, "data_parallel": False}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
@@ -109,7 +110,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                         rows_out_dropped=bool(event.get("rows_dropped")),
                         rows_inside=event.get("rows_inside"),
                         inside_calls=_micro_batches_inside(event.get("inside_calls"),
-                                                           rows_of(done["batch"])))
+                                                           rows_of(done["batch"])),
+                        data_parallel=bool(event.get("device_ids")))
             _rows_as_run(done)
             if event.get("stage") and event.get("continues"):
                 _stage_joins(passes, max(event["continues"]), done)
@@ -517,21 +519,29 @@ def synced_step(step: dict) -> bool:
 # (`dp_held`). An honest wrapper gives 1 and 1 (more where the script clips or unscales .grad);
 # a wrapper around a module that returns its input, the model then run on the whole batch on
 # cuda:0, gives 0 (adv52 F1); a penalty on the weights written into the loss lowers it a little.
+# A step whose every training pass is the wrapper's needs only the first share of the wrapped
+# model's own gradient (`dp_own`): what trains beside it then continues its output (a head).
 CARRIED_SHARE = 0.5
 
 
 def replicas_untrained(run) -> str | None:
     """How a DataParallel script's run scattered its batches but trained its model beside the
     wrapper, in the feedback's words; None where some step's gradient came back through
-    DataParallel's replicas, or where that is not recorded (a trace without `dp_carried`).
-    `nn.DataParallel(Spread(model))`, whose forward returns its input, scatters, replicates and
-    gathers the batch, and the model then trains on cuda:0 on all of it (adv52 F1): no replica
-    of it computed anything the step used."""
+    DataParallel's replicas (`_through_replicas`), or where that is not recorded (a trace
+    without `dp_carried`). `nn.DataParallel(Spread(model))`, whose forward returns its input,
+    scatters, replicates and gathers the batch, and the model then trains on cuda:0 on all of
+    it (adv52 F1): no replica of it computed anything the step used."""
     steps = [e for e in run.of("step") if "dp_carried" in e]
     if not steps or not run.of("dp_scatter"):
         return None
-    if any(_share_over(e.get("dp_carried"), CARRIED_SHARE - 1e-9)
-           and _share_over(e.get("dp_held"), CARRIED_SHARE - 1e-9) for e in steps):
+    passes: dict[int, list[dict]] = {}   # per rank, read once where a step asks for them
+
+    def passes_of(rank: int) -> list[dict]:
+        if rank not in passes:
+            passes[rank] = forward_passes(run, rank)
+        return passes[rank]
+
+    if any(_through_replicas(e, passes_of) for e in steps):
         return None
     most = max(float(e.get("dp_carried") or 0.0) for e in steps)
     came = "none" if most == 0 else f"at most {most:.0%}"
@@ -539,6 +549,25 @@ def replicas_untrained(run) -> str | None:
             "optimizer stepped came back through them: the model trained outside the wrapper, "
             "on one GPU (call the model through it: model = nn.DataParallel(model), then "
             "model(x))")
+
+
+def _through_replicas(step: dict, passes_of) -> bool:
+    """Whether a step record's gradient came back through DataParallel's replicas: at least
+    CARRIED_SHARE of the stepped gradient's norm and of the stepped elements; or, where every
+    pass that trains the step is a DataParallel wrapper's (a head on cuda:0 after it only
+    continues its output), at least that share of the wrapped parameters' own gradient
+    (`dp_own`). A head four times the wrapped MLP's size holds 80% of the stepped elements and
+    more than half of the gradient (adv53 F3: 0.75 of 12 where a TA gives 9.25); a small
+    wrapper called on the batch beside a model run on it unwrapped leaves that model's pass
+    one of the step's own, which trains. `passes_of(rank)`: the rank's forward_passes."""
+    if _share_over(step.get("dp_carried"), CARRIED_SHARE - 1e-9) \
+            and _share_over(step.get("dp_held"), CARRIED_SHARE - 1e-9):
+        return True
+    if not _share_over(step.get("dp_own"), CARRIED_SHARE - 1e-9):
+        return False
+    passes = [p for p in passes_of(step.get("rank", 0))
+              if p["trains"] and p["step"] == step.get("index", 0) - 1]
+    return bool(passes) and all(p["data_parallel"] for p in passes)
 
 
 def devices_of_rank(run, rank: int) -> set[str]:

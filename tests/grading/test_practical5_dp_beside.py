@@ -56,6 +56,23 @@ def accumulated(model, x, y):
                     for a, b in zip(x.chunk(2), y.chunk(2))]
 
 
+def big_head(model, x, y):
+    """A trained decoder on cuda:0 after the wrapper, 15 times the wrapped MLP's size, one
+    optimizer over both (adv53 F3): most of the stepped elements and gradient are the head's,
+    all of the MLP's gradient comes back through the replicas."""
+    wrapped = nn.DataParallel(model)
+    head = nn.Sequential(nn.Linear(DIM, 256), nn.ReLU(), nn.Linear(256, DIM)).cuda()
+    return lambda: nn.functional.mse_loss(head(wrapped(x)), y), head
+
+
+def small_wrapper_beside(model, x, y):
+    """A small layer wrapped in DataParallel and trained on the batch, the model run on the
+    batch beside it unwrapped, one optimizer over both: the model trains on cuda:0 alone."""
+    small = nn.DataParallel(nn.Linear(DIM, DIM).cuda())
+    return lambda: nn.functional.mse_loss(model(x), y) + nn.functional.mse_loss(small(x), y), \
+        small
+
+
 def spread(touch):
     def make(model, x, y):
         shell = nn.DataParallel(Spread(model, touch))
@@ -69,8 +86,9 @@ def run(traced_vnode, form) -> Observation:
     model = MLP().cuda()
     x = torch.randn(BATCH, DIM, device="cuda:0")
     y = torch.randn(BATCH, DIM, device="cuda:0")
-    loss_of = form(model, x, y)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    made = form(model, x, y)   # the loss, and a module trained beside the model where any
+    loss_of, beside = made if isinstance(made, tuple) else (made, nn.Sequential())
+    optimizer = torch.optim.SGD([*model.parameters(), *beside.parameters()], lr=0.01)
     for _ in range(STEPS):
         optimizer.zero_grad()
         losses = loss_of()
@@ -94,6 +112,41 @@ def test_model_trained_through_data_parallel_counts(traced_vnode, form):
         "Where to look: grader/vgpu/replica_grads.py")
     assert replicas_untrained(observed) is None
     p5.used_data_parallel(observed)   # no failure
+
+
+def test_trained_head_after_the_wrapper_counts(traced_vnode):
+    """adv53 F3: 0.75 of 12 where a TA gives 9.25, its head's share of the gradient taken for
+    the model trained outside the wrapper."""
+    observed = run(traced_vnode, big_head)
+    steps = observed.of("step")
+    assert steps and all(s.get("dp_held", 1) < 0.5 and s.get("dp_own", 0) >= 0.99
+                         for s in steps), (
+        "Expected: the head holds most of the stepped elements (dp_held < 0.5), and all of the "
+        "wrapped MLP's gradient came back through the replicas (dp_own >= 1). Observed: "
+        f"{[(s.get('dp_carried'), s.get('dp_held'), s.get('dp_own')) for s in steps]}. "
+        "Where to look: grader/vgpu/replica_grads.py")
+    said = replicas_untrained(observed)
+    assert said is None, (
+        "Expected: a head after the wrapper (its pass continues the wrapper's) leaves the "
+        f"model trained through DataParallel. Observed: {said}. Where to look: "
+        "practical_measures._through_replicas")
+    p5.used_data_parallel(observed)   # no failure
+
+
+def test_model_trained_beside_a_small_wrapped_layer_fails(traced_vnode):
+    observed = run(traced_vnode, small_wrapper_beside)
+    steps = observed.of("step")
+    assert steps and all(s.get("dp_own", 0) >= 0.99 for s in steps), (
+        "Expected: the small wrapped layer's own gradient all came back through its replicas "
+        f"(dp_own 1). Observed: {[s.get('dp_own') for s in steps]}. "
+        "Where to look: grader/vgpu/replica_grads.py")
+    said = replicas_untrained(observed)
+    assert said and "trained outside the wrapper" in said, (
+        "Expected: the model's own pass on the batch, outside the wrapper, trains each step, so "
+        f"the model trained outside DataParallel. Observed: {said!r}. Where to look: "
+        "practical_measures._through_replicas")
+    with pytest.raises(AssertionError, match="trained outside the wrapper"):
+        p5.used_data_parallel(observed)
 
 
 @pytest.mark.parametrize("touch", [False, True], ids=["return-x", "zero-times-bias"])
