@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 
 from grader.answers.numbers import int_list_in, measured_range_in, not_available, whole_number_in
-from grader.checks.practical_measures import assigned_constants, step_clock, step_seconds
+from grader.checks.practical_measures import (assigned_constants, step_clock, step_ends,
+                                              step_seconds)
 from grader.checks.support import explain, no_answer, not_found
 
 # -- an answer and the runs it is compared with ----------------------------------------------
@@ -273,13 +274,14 @@ def step_times(run) -> tuple[list[float], float | None]:
     totals = printed_numbers(run.stdout, r"total time: {number} s")
     if seconds:
         return seconds, (totals[-1] if totals else None)
-    stamps = [e["t"] for e in run.of("step", 0) if isinstance(e.get("t"), (int, float))]
+    stamps = [e["t"] for e in step_ends(run) if isinstance(e.get("t"), (int, float))]
     return [b - a for a, b in zip(stamps, stamps[1:])], None
 
 
 def steps_of(run, rank: int = 0) -> int:
-    """Optimizer steps rank `rank` took in the run."""
-    return len(run.of("step", rank))
+    """Training steps rank `rank` took in the run (step_ends: one optimizer per layer, each
+    stepped after the same backward, takes one)."""
+    return len(step_ends(run, rank))
 
 
 def constant_in_source(path: Path, name: str, max_bytes: int = 200_000) -> int | None:

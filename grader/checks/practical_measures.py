@@ -752,14 +752,49 @@ def step_clock(run) -> str | None:
     return None
 
 
+def step_ends(run, rank: int = 0) -> list[dict]:
+    """The step records that end each of the rank's training steps: a step that joins the one
+    before it (`joins`: no pass or backward between, other parameters; one optimizer per layer
+    or pipeline stage, each stepped after the same backward, as model_steps reads them) ends
+    that training step in its place. What steps are counted and timed by: the gaps between
+    two optimizers' steps had been read as step times (adv53 F4: "faster with DataParallel",
+    7e-06 s against 6e-06 s per step)."""
+    return [records[-1] for records in _training_steps(run, rank)]
+
+
+def step_prints(run, kind: str, rank: int = 0) -> list[dict]:
+    """The `grads` or `params` fingerprints ({sum, sumsq}) of each of the rank's training steps
+    (step_ends): the steps that join one another stepped other parameters, so their sums add
+    up to the training step's. Practical 5 compares its two scripts' weights step by step, one
+    of them perhaps with one optimizer per layer (adv53: "the weights differ from step 1 on")."""
+    prints = []
+    for records in _training_steps(run, rank):
+        parts = [record.get(kind) or {} for record in records]
+        prints.append({key: sum(part.get(key, 0.0) for part in parts)
+                       for key in ("sum", "sumsq") if any(key in part for part in parts)})
+    return prints
+
+
+def _training_steps(run, rank: int) -> list[list[dict]]:
+    """The rank's step records, those of one training step together (`joins`)."""
+    steps: list[list[dict]] = []
+    for step in run.of("step", rank):
+        if step.get("joins") and steps:
+            steps[-1].append(step)
+        else:
+            steps.append([step])
+    return steps
+
+
 def step_seconds(run, rank: int = 0) -> list[float]:
     """The rank's step times in seconds on the run's clock (the first step, a warm-up, left
-    out); empty where the run has no clock."""
+    out), from each training step's end to the next (step_ends); empty where the run has no
+    clock."""
     clock = step_clock(run)
     if clock is None:
         return []
     field = "t" if clock == "real" else SIMULATED_STEP_FIELD
-    stamps = [e[field] for e in run.of("step", rank) if isinstance(e.get(field), (int, float))]
+    stamps = [e[field] for e in step_ends(run, rank) if isinstance(e.get(field), (int, float))]
     return [b - a for a, b in zip(stamps, stamps[1:])]
 
 
@@ -773,21 +808,26 @@ def work_seconds(run, rank: int = 0) -> list[float] | None:
     first forward pass (once the work enqueued before it, such as the batch's copy to the GPU,
     is done) to its optimizer step, as the handouts' timers measure it (zero_grad to step). A
     DataLoader that copies each batch inside the loop is the same method, not a slower one.
-    None on real GPUs (kernels run after their launch) and for a trace without forward times.
-    The first step, a warm-up, is left out."""
+    A step that joins the one before it (step_ends) is the same training step, timed to its
+    end. None on real GPUs (kernels run after their launch) and for a trace without forward
+    times. The first step, a warm-up, is left out."""
     if step_clock(run) != "simulated":
         return None
-    times, begun = [], None
+    times, begun, ended = [], None, None
     for event in run.events:
         if event.get("rank", 0) != rank:
             continue
         if script_forward(event) and begun is None:
             begun = event.get(SIMULATED_STEP_FIELD)
         elif event.get("event") == "step":
-            if not isinstance(begun, (int, float)):
+            now = event[SIMULATED_STEP_FIELD]
+            if event.get("joins") and begun is None and times:
+                times[-1] += now - ended
+            elif not isinstance(begun, (int, float)):
                 return None   # a step without a timed forward pass before it
-            times.append(event[SIMULATED_STEP_FIELD] - begun)
-            begun = None
+            else:
+                times.append(now - begun)
+            begun, ended = None, now
     return times[1:]
 
 
@@ -1038,4 +1078,4 @@ def steps_as_written(run, submission: Path, script: str) -> int:
         written = steps_written(submission, script)
         if written is not None:
             return written
-    return loop_steps_lowered(run, submission, script) or len(run.of("step", 0))
+    return loop_steps_lowered(run, submission, script) or len(step_ends(run))

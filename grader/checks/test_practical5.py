@@ -18,8 +18,9 @@ from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
                                               handout_sets, loop_steps_run, peak_memory,
-                                              rows_of, same_row, shared_clock, steps_as_written,
-                                              steps_edits, TEMPLATE_STEPS,
+                                              rows_of, same_row, shared_clock, step_ends,
+                                              step_prints, steps_as_written, steps_edits,
+                                              TEMPLATE_STEPS,
                                               replicas_untrained, training_peak_memory,
                                               unscattered_training)
 from grader.checks.random_draws import CPU, GPU, generators
@@ -79,7 +80,7 @@ def trained_to_the_end(run, submission, script) -> bool:
         return True
     steps = (run.sets or {}).get("STEPS") or loop_steps_run(run, submission, script) \
         or constant_in_source(submission / script, "STEPS")
-    return bool(steps) and len(run.of("step", 0)) >= steps
+    return bool(steps) and len(step_ends(run)) >= steps
 
 
 def not_trained(submission, *pairs):
@@ -265,8 +266,8 @@ def test_data_parallel_matches_single_gpu(handout, submission):
         "the single-GPU training", "no batch was scattered over the GPUs: the DP script trains "
         "on one GPU, so there is no DataParallel training to compare",
         "wrap the model in nn.DataParallel and call the wrapper")
-    one = single.fingerprints("params").get(0, [])
-    two = parallel.fingerprints("params").get(0, [])
+    one = step_prints(single, "params")
+    two = step_prints(parallel, "params")
     steps = min(len(one), len(two))
     assert steps, explain("both scripts take optimizer steps", f"{len(one)} and {len(two)} steps")
     diverged = [k for k in range(steps) if not close(one[k].get("sum", 0.0), two[k].get("sum", 1.0),
@@ -470,8 +471,8 @@ def final_loss(run):
 def final_weights_agree(single, parallel) -> bool | None:
     """Whether the two runs' weights after their last optimizer steps agree (to the 0.1%
     dp_loss_equals_single allows for float rounding); None where either took no step."""
-    one = single.fingerprints("params").get(0, [])
-    two = parallel.fingerprints("params").get(0, [])
+    one = step_prints(single, "params")
+    two = step_prints(parallel, "params")
     if not (one and two):
         return None
     return close(one[-1].get("sum", 0.0), two[-1].get("sum", 1.0), rel=1e-3, abs_=1e-4)

@@ -13,18 +13,21 @@ import torch.nn as nn
 from grader.vgpu import step_report
 
 
-def train(depth: int, steps: int, data_work: int = 0) -> None:
+def train(depth: int, steps: int, data_work: int = 0, per_layer: bool = False) -> None:
     layers = [nn.Linear(64, 64).to(f"cuda:{i % 2}") for i in range(depth)]
-    optimizer = torch.optim.SGD([p for layer in layers for p in layer.parameters()], lr=0.1)
+    optimizers = [torch.optim.SGD(layer.parameters(), lr=0.1) for layer in layers] if per_layer \
+        else [torch.optim.SGD([p for layer in layers for p in layer.parameters()], lr=0.1)]
     for _ in range(steps):
         for _ in range(data_work):   # a batch made before the step's forward pass
             torch.randn(256, 256, device="cuda:0") @ torch.randn(256, 256, device="cuda:0")
         x = torch.randn(32, 64, device="cuda:0")
         for layer in layers:
             x = layer(x.to(next(layer.parameters()).device))
-        optimizer.zero_grad()
+        for optimizer in optimizers:
+            optimizer.zero_grad()
         x.sum().backward()
-        optimizer.step()
+        for optimizer in optimizers:
+            optimizer.step()
 
 
 # The same training as a script of its own, for `pdl-grade run`.
@@ -32,12 +35,13 @@ TRAIN = ("import torch\nimport torch.nn as nn\n\n" + inspect.getsource(train)
          + "\n\ntrain(2, 5)\nprint(\"trained\")\n")
 
 
-def simulated_steps(depth: int, data_work: int = 0) -> step_report.SimulatedSteps:
+def simulated_steps(depth: int, data_work: int = 0,
+                    per_layer: bool = False) -> step_report.SimulatedSteps:
     from grader.vgpu import activate
     handle = activate(2, force_virtual=True)
     steps = step_report.watch(handle)
     try:
-        train(depth, steps=4, data_work=data_work)
+        train(depth, steps=4, data_work=data_work, per_layer=per_layer)
     finally:
         steps.close()
         handle.deactivate()
@@ -146,6 +150,19 @@ def test_times_read_off_cuda_events_are_said_to_be_the_simulated_clocks():
         handle.deactivate()
     assert "measured with torch.cuda.Event are on this simulated clock too" in said, said
     assert "time.perf_counter() are this computer's wall clock" in said, said
+
+
+def test_one_optimizer_per_layer_takes_one_step_per_backward():
+    """Both layers' optimizers stepped after the same backward: 4 training steps of about the
+    one optimizer's time, not 8 steps whose every other time is the gap between two optimizers'
+    steps (adv53 F4: microseconds read as DataParallel's step time)."""
+    whole, per_layer = simulated_steps(2), simulated_steps(2, per_layer=True)
+    assert len(per_layer.done_ns) == 4 and len(per_layer.step_ms()) == 3, (
+        f"Expected: 4 steps, 3 timed. Observed: {len(per_layer.done_ns)} steps, times "
+        f"{per_layer.step_ms()}. Where to look: grader/vgpu/step_report.py SimulatedSteps")
+    assert min(per_layer.step_ms()) > 0.9 * min(whole.step_ms()), (
+        f"Expected: each step about one optimizer's step time, {whole.step_ms()} ms. "
+        f"Observed: {per_layer.step_ms()} ms. Where to look: grader/vgpu/step_report.py")
 
 
 def test_another_optimizers_steps_are_no_steps_of_the_ddp_model(vnode):
