@@ -66,6 +66,6 @@ def test_before_handing_in_the_reports_keep_the_measurements_back(monkeypatch, t
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "Measured and reported values" not in report and "Measured values" not in report
     assert "shown in the report of the course's grading" in report
-    monkeypatch.setenv(HIDE_ANSWERS_ENV, "0")
-    shown = grade_submission(REFERENCE, tmp_path / "graded", ["practical4"])
-    assert shown["assignments"][0].get("measurements"), "the course's grading shows them"
+    # The course's grading shows them: the reference graded by test_practicals_matrix.py::
+    # test_reference_gets_every_automatic_point (its own grading of Practical 4 here cost
+    # 4.5 CPU-s for that one assertion).

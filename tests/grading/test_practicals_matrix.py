@@ -233,6 +233,11 @@ def test_reference_gets_every_automatic_point(graded):
     assert [a["id"] for a in result["assignments"]] == pv.ASSIGNMENTS
     wrong = mismatches(REFERENCE, result, {})
     assert not wrong, "\n\n".join(wrong)
+    # The course's grading (PDL_HIDE_ANSWERS unset, "0" to grader/grading/run.py) shows what
+    # each script measured; `pdl-grade check` keeps it back (test_answers_hidden.py).
+    unshown = [a["id"] for a in result["assignments"]
+               if not a.get("measurements") or a.get("measurements_hidden")]
+    assert not unshown, f"the course's grading kept back the measurements of {unshown}"
 
 
 @pytest.mark.slow
