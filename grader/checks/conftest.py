@@ -14,6 +14,8 @@ from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.checks.hw3_extra_scripts import GRADED_BY_HAND as HELD_BY_HAND
 from grader.checks.hw3_extra_scripts import held_message, is_held, spread_models_elsewhere
+from grader.checks.hw3_trained_class import GRADED_BY_HAND as UNDECIDED_BY_HAND
+from grader.checks.hw3_trained_class import UNDECIDED
 from grader.harness.hw3_script_call import SCRIPT, renamed_model_note
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
@@ -147,7 +149,8 @@ class ScriptRuns:
         notes = [note for observation in self._observations()
                  for note in display_stand_in_notes(observation.stderr)]
         notes += [renamed_model_note(record["model_class"],
-                                     record.get("handout_class_kept") is True)
+                                     record.get("handout_class_kept") is True,
+                                     bool(record.get("built_beside")))
                   for records in self._probe_records()
                   for record in records if isinstance(record.get("model_class"), str)]
         return list(dict.fromkeys(notes))
@@ -185,6 +188,10 @@ def pytest_runtest_call(item):
     except (AnswerNotRead, GradedByHand):
         raise
     except AssertionError as failure:
+        undecided = _trained_class_undecided(item)
+        if undecided:
+            raise GradedByHand(f"{undecided}\nWhat the grader found in {SCRIPT}:\n{failure}",
+                               UNDECIDED_BY_HAND) from None
         elsewhere = _task3_elsewhere(item)
         if elsewhere:
             raise GradedByHand(f"{held_message(elsewhere)}\nWhat the grader found in "
@@ -208,6 +215,13 @@ def _task3_elsewhere(item) -> dict[str, list[str]]:
         return {}
     chosen = item.config.getoption("--submission")
     return spread_models_elsewhere(Path(chosen) if chosen else default_submission())
+
+
+def _trained_class_undecided(item) -> str | None:
+    """For a failed HW3 Task 3-5 check: why the grader could not tell which of the classes
+    main() builds the script trains (hw3_trained_class.py), where it could not."""
+    stash = getattr(item.config, "stash", None)
+    return stash.get(UNDECIDED, None) if stash is not None and is_held(check_id(item)) else None
 
 
 def _runs_of(item, runs) -> list[Observation]:

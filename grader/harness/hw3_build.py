@@ -57,6 +57,11 @@ SIGNATURES = ("{model}(dim=..., depth=...) (e.g. `def __init__(self, dim=DIM, "
               "(devices, gpu_ids) the node's GPUs")
 
 
+# The probe plan's part that names the class the script's own runs trained (its "name"), where
+# main() builds the handout's class and another (grader/checks/hw3_trained_class.py).
+TRAINED_PART = "trained_class"
+
+
 class CannotBuild(TypeError):
     pass
 
@@ -155,15 +160,17 @@ def _defaulted_to(parameters, given: tuple, which: int, taken: str | None) -> st
     return found[0] if len(found) == 1 else None
 
 
-def model_class(module, source: str | None) -> tuple[type, str | None]:
+def model_class(module, source: str | None,
+                trained: str | None = None) -> tuple[type, str | None]:
     """The model class and, where it is not the handout's LargeLinearModelMP, its name (the
     report notes it): an nn.Module with Linear layers that the script builds (main()'s first),
-    else the only one the script defines."""
+    else the only one the script defines. `trained`: the class the script's own runs trained,
+    where main() builds the handout's and another (classes_built_beside)."""
     cls = getattr(module, MODEL_CLASS, None)
     if isinstance(cls, type):
         # The handout's class kept for Task 1 beside a new one that main() builds and runs
         # (adv51 F1): the one run is graded.
-        instead = class_built_instead(module, source, cls) if source else None
+        instead = class_built_instead(module, source, cls, trained) if source else None
         return (instead, instead.__name__) if instead is not None else (cls, None)
     with_layers = classes_with_layers(source) if source else frozenset()
     built = []
@@ -191,13 +198,42 @@ def model_class(module, source: str | None) -> tuple[type, str | None]:
                       f"defines: {names}). Keep the class name of the course's base code")
 
 
-def class_built_instead(module, source: str, handout: type) -> type | None:
+def class_built_instead(module, source: str, handout: type,
+                        trained: str | None = None) -> type | None:
     """The model class the script's entry (main(), else its `__main__` block, else its top
     level: the first of these that builds a model) builds where that is not the handout's
     class: called by name, through a local alias (`model_cls = Spread if USE_ALL_GPUS else
     LargeLinearModelMP`) or through a function (`build_model()`, in the script or a module
-    beside it). None where the entry also builds, or may build, the handout's class: a
-    second class built beside it (a decoy, one behind a flag) leaves the handout's graded."""
+    beside it). Where the entry also builds, or may build, the handout's class (Task 1's
+    layout printed before Task 3's model, a choice behind a flag, a factory, a decoy): the
+    class named `trained`, which the script's own runs trained (adv53 F0: read from their
+    trace by the checks, grader/checks/hw3_trained_class.py), else None: the handout's."""
+    built, maybe_handout = entry = _entry_builds(module, source)
+    if handout in built or maybe_handout:
+        return next((c for c in _beside(module, handout, entry)
+                     if trained is not None and c.__name__ == trained), None)
+    asking = classes_asking_for_gpus(source)
+    return sorted(built, key=lambda c: c.__name__ not in asking)[0]
+
+
+def classes_built_beside(module, source: str | None) -> tuple[list[str], bool]:
+    """(the names of the model classes the script's entry builds, or may build, beside the
+    handout's LargeLinearModelMP, whether it builds the handout's by name): which of them is
+    graded is what the script's own runs trained. ([], False) where it builds only one."""
+    handout = getattr(module, MODEL_CLASS, None)
+    if not source or not isinstance(handout, type):
+        return [], False
+    built, maybe_handout = entry = _entry_builds(module, source)
+    if not (handout in built or maybe_handout):
+        return [], False
+    names = [c.__name__ for c in _beside(module, handout, entry)]
+    return names, bool(names) and handout in built
+
+
+def _entry_builds(module, source: str) -> tuple[list, bool]:
+    """(the student's model classes the entry builds, whether it calls something that may be
+    the handout's class and could not be told without running it: so where no entry is seen
+    to build a model, as through a factory `MODELS[TASK](DIM, DEPTH)`)."""
     scopes: dict[str, list] = {}
     for call in script_calls(source):
         scopes.setdefault(call.where, []).append(call)
@@ -210,13 +246,20 @@ def class_built_instead(module, source: str, handout: type) -> type | None:
             built += [c for c in classes if c not in built]
             maybe_handout |= unknown and any(isinstance(n, ast.Name) and n.id == MODEL_CLASS
                                              for n in ast.walk(call.function))
-        if not built and not maybe_handout:
-            continue
-        if handout in built or maybe_handout:
-            return None
-        asking = classes_asking_for_gpus(source)
-        return sorted(built, key=lambda c: c.__name__ not in asking)[0]
-    return None
+        if built or maybe_handout:
+            return built, maybe_handout
+    return [], True
+
+
+def _beside(module, handout: type, entry: tuple[list, bool]) -> list:
+    """The student's model classes other than the handout's that the entry builds; where it
+    may build the handout's through something not told without running it (`MODELS[
+    args.kind]`), the script's own as well. Which of them holds the model is the runs' to
+    say: a class that never trains (a timer of the student's, a decoy) is never chosen."""
+    built, maybe_handout = entry
+    own = [v for v in vars(module).values() if _own_model(v)
+           and getattr(v, "__module__", None) == module.__name__] if maybe_handout else []
+    return [c for c in dict.fromkeys(built + own) if c is not handout]
 
 
 def _classes_called(call, module, source: str) -> tuple[list, bool]:
@@ -367,7 +410,7 @@ def replay(call: ScriptCall, signature: inspect.Signature, module, node: Node, g
 
 def construct(module, dim: int, depth: int, calls: list | None = None, *,
               source: str | None = None, gpus: int | None = None, notes: list | None = None,
-              stop: tuple = (), recorded: str | None = None):
+              stop: tuple = (), recorded: str | None = None, trained: str | None = None):
     """Build the student's model for `dim` and `depth` on a node of `gpus` GPUs (None: as
     torch.cuda.device_count() says): as the script's own main() builds it (`source`, the
     script's text), else by the constructor's signature: by keyword, positionally, or
@@ -379,8 +422,9 @@ def construct(module, dim: int, depth: int, calls: list | None = None, *,
     class of another name than the handout's is appended to `notes`. `stop`: the probe's own
     exceptions (its time limit), raised through whatever the script's call raised.
     `recorded`: what the script's own runs passed the constructor (hw3_recorded_call.py, JSON),
-    used where the script's call cannot be replayed from its text."""
-    cls, renamed = model_class(module, source)
+    used where the script's call cannot be replayed from its text. `trained`: the class the
+    script's own runs trained, where main() builds the handout's class and another."""
+    cls, renamed = model_class(module, source, trained)
     if renamed and notes is not None:
         notes.append(renamed)
     given = _IMPORTED_CONSTANTS.setdefault(module, (vars(module).get("DIM"),

@@ -35,7 +35,8 @@ import time
 import traceback
 import types
 
-from grader.harness.hw3_build import MODEL_CLASS, SCRIPT, class_file, construct
+from grader.harness.hw3_build import (MODEL_CLASS, SCRIPT, TRAINED_PART, class_file,
+                                      classes_built_beside, construct)
 from grader.harness.hw3_import import StudentImports
 from grader.harness.hw3_recorded_call import PART as RECORDED_PART
 from grader.harness.hw3_recompute import equals_any
@@ -156,7 +157,8 @@ class TorchReadings:
 
 
 class Probe:
-    def __init__(self, model_file: str, emit, recorded: str | None = None):
+    def __init__(self, model_file: str, emit, recorded: str | None = None,
+                 trained: str | None = None):
         import torch
         self.torch = torch
         self.model_file = model_file
@@ -180,6 +182,11 @@ class Probe:
         self.handout_class_kept = False
         # What the script's own runs passed the constructor (JSON text: read afresh per build).
         self.recorded = recorded
+        # The class the script's own runs trained, where main() builds the handout's and
+        # another (`built_beside`, said in the records for the checks to read the runs).
+        self.trained = trained
+        self.built_beside: list[str] | None = None
+        self.handout_built = False   # main() builds the handout's class by name
 
     def module(self, dim: int, depth: int):
         """The student's module as a run on the current node imports it (hw3_import.py):
@@ -220,10 +227,13 @@ class Probe:
         students = module is None   # not the course's base code
         if students:
             module, source = self.module(dim, depth), self.imports.source
+            if self.built_beside is None:
+                self.built_beside, self.handout_built = classes_built_beside(module, source)
         try:
             model = construct(module, dim, depth, calls, source=source, gpus=self.node_size,
                               notes=renamed, stop=(ConfigTimeout,),
-                              recorded=self.recorded if students else None)
+                              recorded=self.recorded if students else None,
+                              trained=self.trained if students else None)
         finally:
             self.built_as = calls[-1] if calls else None
             self.model_class = renamed[-1] if renamed else self.model_class
@@ -377,6 +387,9 @@ class Probe:
                 record["handout_class_kept"] = True
         if self.model_source is not None:
             record["model_file"] = self.model_source   # where the feedback says to look
+        if self.built_beside:
+            record["built_beside"] = list(self.built_beside)
+            record["handout_built"] = self.handout_built
         if emit:
             self.emit(record)
 
@@ -728,7 +741,8 @@ def _sealed_writer(out_path: str, seal, replaced, watched: list):
 # The probe's attributes that change as it measures (the rest is compared before each record;
 # built_as words feedback, model_class and model_source name the class graded and its file).
 _PROBE_STATE = frozenset({"hung", "node_size", "built_as", "model_class", "model_source",
-                          "handout_class_kept"})
+                          "handout_class_kept", "built_beside",
+                          "handout_built"})
 
 
 def _keep_student_files_off_the_grader_path() -> None:
@@ -766,8 +780,10 @@ def run(argv: list[str]) -> int:
     trust_no_more_code()      # the student's model is imported next
     recorded = next((json.dumps(part["runs"]) for part in plan
                      if part.get("part") == RECORDED_PART), None)
+    trained = next((part.get("name") for part in plan
+                    if part.get("part") == TRAINED_PART), None)
     try:
-        probe = Probe(model_file, emit, recorded)
+        probe = Probe(model_file, emit, recorded, trained if isinstance(trained, str) else None)
     except BaseException as error:   # the probe could not start (the model imports later)
         emit({"kind": "import_error", "error": describe_error(error, model_file)})
         return 0
@@ -776,7 +792,7 @@ def run(argv: list[str]) -> int:
     for index in range(len(plan)):
         part = json.loads(plan_text)[index]   # parsed afresh: nothing can edit what comes next
         kind = part.pop("part")
-        if kind != RECORDED_PART:   # given to the Probe as it started
+        if kind not in (RECORDED_PART, TRAINED_PART):   # given to the Probe as it started
             getattr(probe, kind)(**part)
     emit({"kind": "done"})
     return 0

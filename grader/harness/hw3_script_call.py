@@ -339,14 +339,18 @@ def classes_with_layers(source: str) -> frozenset[str]:
         (isinstance(m, ast.Attribute) and "Linear" in m.attr) for m in ast.walk(n)))
 
 
-def renamed_model_note(name: str, handout_class_kept: bool = False) -> str:
+def renamed_model_note(name: str, handout_class_kept: bool = False,
+                       handout_built: bool = False) -> str:
     """The student's note where the model class has another name than the handout's; or,
     `handout_class_kept`, where the script keeps the handout's class but its main() builds
-    and runs another (Task 1's code kept beside Task 3's, adv51 F1)."""
+    and runs another (Task 1's code kept beside Task 3's, adv51 F1); `handout_built`: main()
+    builds the handout's class too, and its own runs trained the other (adv53 F0)."""
     if handout_class_kept:
+        kept = ("which main() also builds, but your script's own runs did not train" if
+                handout_built else "main() does not build it")
         return (f"The grader graded {name}, which your script's main() builds and runs, for "
                 f"Tasks 3-5, not the {MODEL_CLASS} class your hw3/model_parallel.py also "
-                "keeps (main() does not build it). No points are lost for that; where this is "
+                f"keeps ({kept}). No points are lost for that; where this is "
                 "not the class you meant for Task 3, say so to the course staff.")
     return (f"hw3/model_parallel.py has no class {MODEL_CLASS} (the handout's name for the "
             f"model); the grader graded {name}, the model your script builds, in its place. "
