@@ -13,7 +13,8 @@ import pytest
 from grader.answers.collect import collect_answers
 from grader.harness.execute import run_hw3_probe, run_script
 from grader.checks.hw3_extra_scripts import GRADED_BY_HAND as HELD_BY_HAND
-from grader.checks.hw3_extra_scripts import held_message, is_held, spread_models_elsewhere
+from grader.checks.hw3_extra_scripts import (SPREAD_GPUS, SPREAD_PLAN, held_message, is_held,
+                                             not_held_note, not_spread, spread_models_elsewhere)
 from grader.checks.hw3_trained_class import GRADED_BY_HAND as UNDECIDED_BY_HAND
 from grader.checks.hw3_trained_class import UNDECIDED
 from grader.harness.hw3_script_call import SCRIPT, renamed_model_note
@@ -124,16 +125,20 @@ class ScriptRuns:
             self.handed.append(observation)
         return observation
 
-    def hw3(self, plan: list[dict], gpus: int):
+    def hw3(self, plan: list[dict], gpus: int, script: str = HW3_SCRIPT):
         # The probe counts its own hangs: it imports the module, it does not run main(), so
         # scripts that hang (too many steps, a deadlock in main) say nothing about it. One run
         # per plan: a second carries what the script's own runs passed the constructor.
-        key = ("hw3-probe", gpus, json.dumps(plan, sort_keys=True))
+        # `script`: another of hw3/'s scripts, where Task 3 may be (hw3_extra_scripts.py).
+        key = ("hw3-probe", gpus, json.dumps(plan, sort_keys=True)) + (
+            (script,) if script != HW3_SCRIPT else ())
+        label = "the HW3 probe" + (f" of {script}" if script != HW3_SCRIPT else "")
         return self._submit(key, lambda: self._unless_hung(
-            "the HW3 probe", lambda: run_hw3_probe(
+            label, lambda: run_hw3_probe(
                 self.submission, [dict(p) for p in plan], gpus=gpus,
-                timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch, forks=self.forks),
-            Observation(script=HW3_SCRIPT, gpus=gpus), probe=True)).result()
+                timeout_s=self.budget("hw3") * 2, scratch_root=self.scratch, forks=self.forks,
+                script=script),
+            Observation(script=script, gpus=gpus), probe=True)).result()
 
     def _observations(self) -> list[Observation]:
         found = []
@@ -157,7 +162,8 @@ class ScriptRuns:
 
     def _probe_records(self) -> list[list[dict]]:
         return [future.result()[0] for key, future in self._runs.items()
-                if key[0] == "hw3-probe" and future.done() and not future.cancelled()
+                if key[0] == "hw3-probe" and len(key) == 3   # not another script's
+                and future.done() and not future.cancelled()
                 and future.exception() is None]
 
     def integrity_problems(self, notes: bool = False) -> list[str]:
@@ -192,10 +198,13 @@ def pytest_runtest_call(item):
         if undecided:
             raise GradedByHand(f"{undecided}\nWhat the grader found in {SCRIPT}:\n{failure}",
                                UNDECIDED_BY_HAND) from None
-        elsewhere = _task3_elsewhere(item)
+        elsewhere, not_held = _task3_elsewhere(item, runs)
         if elsewhere:
             raise GradedByHand(f"{held_message(elsewhere)}\nWhat the grader found in "
                                f"{SCRIPT}:\n{failure}", HELD_BY_HAND) from None
+        if not_held:
+            failure.args = (str(failure).rstrip("\n") + not_held_note(not_held),) + \
+                failure.args[1:]
         stops = _stops_not_said(str(failure), _runs_of(item, runs))
         if not stops:
             raise
@@ -208,13 +217,27 @@ def pytest_runtest_call(item):
             runs.handed = None
 
 
-def _task3_elsewhere(item) -> dict[str, list[str]]:
+def _task3_elsewhere(item, runs) -> tuple[dict[str, list[str]], dict[str, str]]:
     """For a failed HW3 Task 3-5 check: the scripts beside hw3/model_parallel.py that build a
-    model over all GPUs where that script keeps the base code (hw3_extra_scripts.py)."""
+    model over all GPUs where that script keeps the base code (hw3_extra_scripts.py), each
+    built in the sandbox first (`runs`, the session's); and why the others that looked like
+    it from their text were not taken (their model did not spread, or could not be built)."""
     if not is_held(check_id(item)):
-        return {}
+        return {}, {}
     chosen = item.config.getoption("--submission")
-    return spread_models_elsewhere(Path(chosen) if chosen else default_submission())
+    found = spread_models_elsewhere(Path(chosen) if chosen else default_submission())
+    held, not_held = {}, {}
+    for path, classes in found.items():
+        if runs is None:   # nothing to build it with: its text alone holds nothing
+            not_held[path] = "the grader could not build its model"
+            continue
+        records, run = runs.hw3(SPREAD_PLAN, gpus=SPREAD_GPUS, script=path)
+        why = not_spread(records, None if run is None or run.ok else run.problem())
+        if why is None:
+            held[path] = classes
+        else:
+            not_held[path] = why
+    return held, not_held
 
 
 def _trained_class_undecided(item) -> str | None:

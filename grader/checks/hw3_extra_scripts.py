@@ -7,7 +7,14 @@ in, say, hw3/model_parallel_task3.py had lost 3.5 points silently: the report ne
 script. The grader still does not run it (the handout does not say it is the one to run); the
 failures of Tasks 3-5 wait for a person, who reads that script, and the student is told why.
 
-Read from the files' text only: nothing of the student's is imported here.
+The text only names the candidates: a class with Linear layers that asks
+torch.cuda.device_count() (even a stub that never uses the count). Before anything is held, the
+grader builds that script's model in the sandbox, as the probe builds hw3/model_parallel.py's,
+on a node of SPREAD_GPUS GPUs (adv54: a stub beside the base code had turned Tasks 3-5's
+automatic zero into work for the staff): only a model whose layers it puts on every GPU holds
+the failures; otherwise the failure stands and says why the script was not taken for Task 3.
+
+Nothing of the student's is imported here: the build runs in the probe's sandboxed process.
 """
 from __future__ import annotations
 
@@ -20,6 +27,11 @@ from grader.harness.hw3_script_call import SCRIPT, classes_asking_for_gpus, clas
 # The checks whose failures wait for a person where such a script is there: Tasks 3-5's.
 HELD_CHECKS = ("hw3.task3", "hw3.task4", "hw3.task5")
 GRADED_BY_HAND = "hw3.task3_in_another_script"
+# The node and model the other script's class is built for before its failures are held: more
+# GPUs than the base code's two, and more layers than GPUs.
+SPREAD_GPUS, SPREAD_DEPTH = 5, 10
+SPREAD_PLAN = [{"part": "layouts", "gpus": [SPREAD_GPUS], "depths": [SPREAD_DEPTH], "dim": 16,
+                "batch": 4}]
 
 
 def spread_models_elsewhere(submission: Path) -> dict[str, list[str]]:
@@ -40,6 +52,39 @@ def spread_models_elsewhere(submission: Path) -> dict[str, list[str]]:
         if classes:
             found[f"hw3/{path.name}"] = classes
     return found
+
+
+def not_spread(records: list[dict], problem: str | None = None) -> str | None:
+    """Why the probe's build of another script's model (SPREAD_PLAN's records) is not Task 3's
+    spread model, None where it put a layer on every GPU; `problem`: why the probe's run
+    stopped, where it did."""
+    found = next((r for r in records if r.get("kind") == "layout"
+                  and r.get("gpus") == SPREAD_GPUS and not r.get("skipped")), None)
+    built = f"built by the grader with DEPTH={SPREAD_DEPTH} on {SPREAD_GPUS} GPUs"
+    if found is None:
+        failed = next((r.get("error") for r in records if isinstance(r.get("error"), dict)), None)
+        why = (f"{failed.get('type')}: {failed.get('message')}" if failed
+               else problem or "the grader's run of it stopped before building it")
+        return f"its model could not be {built} ({why})"
+    for key in ("error", "forward_error"):
+        failed = found.get(key)
+        if isinstance(failed, dict):
+            return (f"its model, {built}, failed: {failed.get('type')}: "
+                    f"{str(failed.get('message'))[:200]}")
+    devices = [d for d in found.get("devices") or () if isinstance(d, str)]
+    used = sorted({d for d in devices if d.startswith("cuda:")})
+    if len(used) < min(SPREAD_GPUS, len(devices) or SPREAD_DEPTH):
+        return (f"its model, {built}, put its layers on {', '.join(used) or 'no GPU'} only, "
+                f"not on all {SPREAD_GPUS}")
+    return None
+
+
+def not_held_note(reasons: dict[str, str]) -> str:
+    """What a Task 3-5 failure adds where another script looked like Task 3's but its model
+    does not spread: why it was not held for a person."""
+    return "".join(f"\nNot held for a person: {path} asks torch.cuda.device_count() in a model "
+                   f"class, but {why}, so it is not taken for your Task 3 model."
+                   for path, why in reasons.items())
 
 
 def held_message(scripts: dict[str, list[str]]) -> str:

@@ -312,9 +312,10 @@ HW3_LAUNCH_MODULE = "grader.harness.hw3_launch"   # loads hw3_probe.py under no 
 
 def run_hw3_probe(submission: Path, plan: list[dict], *, gpus: int,
                   timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None,
-                  forks: ForkServer | None = None):
-    """Run the HW3 probe on the student's model file; returns (records, Observation)."""
-    script = "hw3/model_parallel.py"
+                  forks: ForkServer | None = None, script: str = "hw3/model_parallel.py"):
+    """Run the HW3 probe on the student's model file (`script`: another script of the
+    submission's, where Task 3 may be in a script of its own: grader/checks/
+    hw3_extra_scripts.py); returns (records, Observation)."""
     observation = Observation(script=script, gpus=gpus)
     model_file = submission / script
     probe = dict(gpus=gpus, timeout_s=timeout_s, scratch_root=scratch_root, forks=forks)
