@@ -61,6 +61,23 @@ def end_without_finalisation(code) -> None:
     os._exit(status)
 
 
+def leave_torch_libraries_at_exit() -> None:
+    """In a process that forks runs (grader/vgpu/fork_server.py) or ranks (ranks.py), before
+    it forks: torch's operator libraries, registered as torch was imported, are not torn down
+    at the end of each forked process. Each is a weakref.finalize run at exit (atexit=True),
+    174 of them, about 0.035 s of CPU in every process, to undo registrations that os._exit
+    (end_without_finalisation) discards the moment after; they run last (the oldest
+    finalizers, after the script's atexit handlers and its own finalizers), so nothing can see
+    that they did not. A forked process's own finalizers are left as they are."""
+    import weakref
+    for finalizer in list(weakref.finalize._registry):
+        found = finalizer.peek()
+        function = found[1] if found is not None else None
+        if getattr(function, "__module__", None) == "torch.library" and \
+                getattr(function, "__name__", None) == "_del_library":
+            finalizer.atexit = False
+
+
 def _flush_open_files() -> None:
     # Finalisation would flush files the script never closed (and stdio); do it here.
     import gc

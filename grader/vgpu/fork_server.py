@@ -76,8 +76,10 @@ def serve(sock: socket.socket) -> int:
                 for name in LAZY:
                     importlib.import_module(name)
             _import_runtime()
+        from grader.vgpu.clean_exit import leave_torch_libraries_at_exit
         _not_dumpable()
         _freeze_what_is_shared()
+        leave_torch_libraries_at_exit()
         # fork() copies only the calling thread: a library thread started by these imports
         # would be missing (holding its locks) in every run.
         if threading.active_count() != 1:

@@ -132,6 +132,8 @@ def forks_ranks(command: list[str], nproc: int) -> bool:
     import gc
     gc.collect()
     gc.freeze()
+    from grader.vgpu.clean_exit import leave_torch_libraries_at_exit
+    leave_torch_libraries_at_exit()
     return True
 
 
