@@ -226,8 +226,10 @@ def test_a_killed_batch_run_again_grades_each_submission_exactly_once(slurm_clus
     subs, out = tmp_path / "subs", tmp_path / "out"
     # Staggered: when the first grading is recorded the others are still running (with equal
     # times all four could land between two polls of the loop below, on a loaded machine).
+    # 1.5 s apart, 15 times the loop's poll: the last ends 4.5 s after the first (2, 5, 8 and
+    # 11 s had made the rerun below wait for 11 s gradings).
     for i, key in enumerate(("alice", "bob", "carol", "dave")):
-        make_submission(subs / key, score=5, sleep_s=2 + 3 * i)
+        make_submission(subs / key, score=5, sleep_s=1 + 1.5 * i)
     batch = subprocess.Popen([sys.executable, "-m", "tests.support.run_slurm_batch", str(subs),
                               str(out)], env=subprocess_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
