@@ -15,7 +15,7 @@ from __future__ import annotations
 import dis
 import os
 import sys
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Callable
 
 
@@ -97,6 +97,45 @@ def writing_call(frame, *, _sites={}, _instructions=dis.get_instructions,
         return _names_a_writer(code)
     lasti = frame.f_lasti
     return any(start <= lasti < end for start, end in sites)
+
+
+class _AtEntry:
+    """A frame's two fields writing_call reads, for a code object not yet running."""
+
+    def __init__(self, code):
+        self.f_code, self.f_lasti = code, -1
+
+
+def learn_writer_calls(modules, *, _judge=writing_call, _names_a_writer=writes_records,
+                       _code=CodeType) -> int:
+    """Where runs are forked from one process that imported `modules` (grader/vgpu/
+    fork_server.py): the writer calls of their code that names a writer, found now, once, for
+    every process forked after it. writing_call keeps what it found per code object; each
+    rank of every run had disassembled the same dozen functions again, about 13 ms a rank.
+    The answers are the ones writing_call would give later (code objects do not change).
+    Returns how many code objects were read."""
+    pending, seen = [], set()
+    for module in modules:
+        for value in list(vars(module).values()):
+            if getattr(value, "__module__", None) != module.__name__:
+                continue
+            members = list(vars(value).values()) if isinstance(value, type) else [value]
+            for member in members:
+                member = getattr(member, "__func__", member)           # static/class methods
+                parts = [getattr(member, name, None) for name in ("fget", "fset", "fdel")] \
+                    if isinstance(member, property) else [member]
+                pending += [getattr(part, "__code__", None) for part in parts]
+    learnt = 0
+    while pending:
+        code = pending.pop()
+        if type(code) is not _code or id(code) in seen:
+            continue
+        seen.add(id(code))
+        pending += [const for const in code.co_consts if type(const) is _code]
+        if _names_a_writer(code):
+            _judge(_AtEntry(code))
+            learnt += 1
+    return learnt
 
 
 def frame_judge(folder: str, modules: tuple[str, ...]

@@ -76,6 +76,7 @@ def serve(sock: socket.socket) -> int:
                 for name in LAZY:
                     importlib.import_module(name)
             _import_runtime()
+            _learn_writer_calls()
         from grader.vgpu.clean_exit import leave_torch_libraries_at_exit
         _not_dumpable()
         _freeze_what_is_shared()
@@ -140,6 +141,14 @@ def _import_runtime() -> None:
     for module in pkgutil.iter_modules(package.__path__, RUNTIME_PACKAGE + "."):
         if module.name.rpartition(".")[2] not in RUNTIME_SCRIPTS:
             importlib.import_module(module.name)
+
+
+def _learn_writer_calls() -> None:
+    """Which calls of the runtime's code write records (grader/records/genuine_frames.py
+    writing_call, asked at every record), found once here for every run, not in each rank."""
+    from grader.records.genuine_frames import learn_writer_calls
+    from grader.vgpu.trace import WRITER_MODULES
+    learn_writer_calls([sys.modules[name] for name in WRITER_MODULES if name in sys.modules])
 
 
 def _freeze_what_is_shared() -> None:
