@@ -227,6 +227,18 @@ def probe_shortfall(run, probe) -> list[str]:
             for rank, counts in sorted(normal.items()) if probed.get(rank) != counts]
 
 
+def cancellations(probe) -> list[dict]:
+    """The probe run's records of a sum whose terms cancel exactly inside a training pass
+    (grader/vgpu/cancelled.py), each place once."""
+    if probe is None:
+        return []
+    found = {}
+    for event in probe.events:
+        if event.get("event") == "cancelled":
+            found.setdefault((event.get("rank", 0), event.get("op"), event.get("site")), event)
+    return list(found.values())
+
+
 def probe_holds(run, probe, unmoved: dict[int, dict[int, float]]) -> list[str]:
     """Why the value probe of `run` cannot say which GPUs are stages, in words for the
     instructor (held for review: the normal run's reading is left to a person); [] where it
@@ -237,6 +249,14 @@ def probe_holds(run, probe, unmoved: dict[int, dict[int, float]]) -> list[str]:
         held.append("the value probe of the handout's configuration completed less than the "
                     "normal run of it, so it shows no stage where it stopped (a script that "
                     "spots the probe and ends): " + "; ".join(shortfall))
+    for event in cancellations(probe):
+        held.append(f"rank {event.get('rank', 0)}: in a training pass, `{event.get('op')}` at "
+                    f"{event.get('site') or 'a place outside the script'} took a tensor on "
+                    f"{event.get('device')} away from an equal copy of it (the same values, "
+                    "one of them without its gradient, or computed again): the result is zero "
+                    "everywhere while its gradient comes back whole, so that GPU's value does "
+                    "not reach the output (a term that cancels its own value makes no stage); "
+                    "read the forward to tell which GPUs are stages")
     for rank, gpus in sorted(rows_unmoved_gpus(run, probe, unmoved).items()):
         named = " and ".join(f"cuda:{gpu}" for gpu in gpus)
         held.append(f"rank {rank}: mixing the rows of the outputs of the layers on {named} "

@@ -20,6 +20,8 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from grader.vgpu.backward_schedule import (COPY, OP, next_entry, record_copy,
                                            record_operation, schedule_backward)
+from grader.vgpu.cancelled import CANCELLING, check as check_cancelled
+from grader.vgpu.cancelled import watching as cancels_watched
 from grader.vgpu.clock import TAPE_LIMIT
 from grader.vgpu.cost_model import FLOP_OPS, FREE_OPS, flops
 from grader.vgpu.devices import describe, parse
@@ -232,6 +234,8 @@ class VirtualGPUMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if handler is None and name in RANDOM_OPS:
             handler = self._random
+        if handler is None and name in CANCELLING and cancels_watched():
+            handler = self._cancelling
         if handler is None:
             handler = self._kinds.get(name)
             if handler is None:
@@ -598,6 +602,20 @@ class VirtualGPUMode(TorchFunctionMode):
         if args and isinstance(out, Tensor) and out is not args[0]:
             copied(args[0], out)
         return out
+
+    def _cancelling(self, func, args, kwargs):
+        """An add or subtract in the value probe's run: the op as any other, where its terms
+        cancel exactly recorded first (grader/vgpu/cancelled.py)."""
+        name = getattr(func, "__name__", "")
+        check_cancelled(name, args, kwargs, self.node.label_of)
+        return self._op(func, name, args, kwargs)
+
+    def forget_routes(self, names) -> None:
+        """Route the functions of `names` afresh at their next call (the value probe switched
+        on after some were routed)."""
+        for func, (_, name) in list(self._routes.items()):
+            if name in names:
+                del self._routes[func]
 
     def _op(self, func, name, args, kwargs):
         """An op of `_generic`'s, in C where it was built, from a handler of `special`."""

@@ -48,7 +48,7 @@ import math
 
 import torch
 
-from grader.vgpu import observe
+from grader.vgpu import cancelled, observe
 from grader.vgpu.perturb_kinds import NOISE, PARAMETERS, ROWS
 
 # Digests recorded per process, at most (a run's first steps are what is compared).
@@ -100,6 +100,13 @@ class ValueProbe:
     def perturbing(self, value: bool) -> None:
         self._perturbing = value
         self._hook_parameters()
+        if value:
+            # Adds and subtracts are read for terms that cancel (cancelled.py) from here on,
+            # also where the node's mode routed some of them already.
+            from grader.vgpu.mode import thread_mode
+            mode = thread_mode()
+            if mode is not None:
+                mode.forget_routes(cancelled.CANCELLING)
 
     def uninstall(self) -> None:
         self._put_back()
@@ -283,6 +290,7 @@ _probe: ValueProbe | None = None
 
 def install(trace, perturbing: bool, gpus: int) -> ValueProbe:
     global _probe
+    cancelled.reset()
     _probe = ValueProbe(trace, perturbing, gpus)
     _probe.install()
     return _probe

@@ -102,7 +102,8 @@ _GRADER_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 # through: a frame is the grader's only in one of them, in its own namespace
 # (grader/records/genuine_frames.py). The HW3 probe, kept out of sys.modules, is admitted by its
 # launcher (grader/harness/hw3_launch.py).
-WRITER_MODULES = ("grader.vgpu", "grader.vgpu.constructor_calls", "grader.vgpu.dataparallel",
+WRITER_MODULES = ("grader.vgpu", "grader.vgpu.cancelled", "grader.vgpu.constructor_calls",
+                  "grader.vgpu.dataparallel",
                   "grader.vgpu.distributed",
                   "grader.vgpu.guard", "grader.vgpu.mode", "grader.vgpu.numpy_joins",
                   "grader.vgpu.nvml", "grader.vgpu.observe", "grader.vgpu.perturb",

@@ -167,6 +167,60 @@ class StopsWhenProbed(_OneStage):
         return x.to(CUDA2) + torch.remainder(side, 1e-30)
 
 
+class _SeesTheProbe(_OneStage):
+    """adv54 F1 (p10_spare3): the spare's value cancelled by a copy of it spelled so that the
+    scan does not read a `.detach` (`frozen`), and a term that is 0 in a normal run and moves
+    only where the probe perturbs: the spare computed again from its input, and its weight
+    against a copy kept since the optimizer last moved it (`drift`, under no_grad)."""
+
+    def frozen(self, side):
+        return getattr(side, "det" + "ach")()
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        hidden = x.to(CUDA2)
+        side = self.spare(hidden)
+        frozen = self.frozen(side)
+        weight = self.spare.weight
+        if getattr(self, "version", None) != weight._version:
+            self.version, self.kept = weight._version, weight.detach().clone()
+        with torch.no_grad():
+            drift = (side - nn.functional.linear(hidden, weight, self.spare.bias)).abs().sum() \
+                + (weight - self.kept).abs().sum()
+        return x.to(CUDA2) + (side - frozen + 1e-3 * drift)
+
+
+class SeesTheProbeByAClone(_SeesTheProbe):
+    """adv54 F1 with the copy made under no_grad, sharing nothing with `side`."""
+
+    def frozen(self, side):
+        with torch.no_grad():
+            return side.clone()
+
+
+class SeesTheProbeByANegation(_SeesTheProbe):
+    """adv54 F1 with the copy negated and added (`side + (-frozen)`)."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        side = self.spare(x.to(CUDA2))
+        return x.to(CUDA2) + torch.add(side, -self.frozen(side))
+
+
+class RecomputedFromAKeptCopy(_OneStage):
+    """eng_probe3's leftover: the spare less its recomputation from copies of its parameters
+    taken where the optimizer last moved them, which the perturbed parameters do not move."""
+
+    def forward(self, x):
+        x = self.stage0(x.to(CUDA0))
+        hidden = x.to(CUDA2)
+        side = self.spare(hidden)
+        if getattr(self, "version", None) != self.spare.weight._version:
+            self.version = self.spare.weight._version
+            self.kept = [p.detach().clone() for p in (self.spare.weight, self.spare.bias)]
+        return x.to(CUDA2) + (side - nn.functional.linear(hidden, *self.kept))
+
+
 class ScaledTo1e30(_OneStage):
     """adv48 p10_tiny."""
 
@@ -413,6 +467,23 @@ def test_honest_stages_move_the_output(tmp_path, model_class):
     assert not normal.derived["held"], (
         f"expected nothing of the honest {model_class.__name__} held for a person; observed "
         f"{normal.derived['held']}; where to look: grader/checks/value_probe.py probe_holds")
+
+
+@pytest.mark.parametrize("model_class", [_SeesTheProbe, SeesTheProbeByAClone,
+                                         SeesTheProbeByANegation, RecomputedFromAKeptCopy],
+                         ids=["getattr(side, 'det' + 'ach')()", "a clone under no_grad",
+                              "its negation added", "recomputed from a kept copy"])
+def test_a_spare_taken_from_its_own_copy_is_held(tmp_path, model_class):
+    """adv54 F1: however its copy is spelled, the probe's run sees `side - frozen` cancel
+    exactly inside the pass (grader/vgpu/cancelled.py), and the grading goes to a person."""
+    normal, unmoved = probed(tmp_path, model_class)
+    held = normal.derived["held"]
+    assert any("took a tensor on cuda:2 away from an equal copy of it" in why for why in held), (
+        f"expected the grading of {model_class.__name__} held for the spare's value cancelled on "
+        f"cuda:2; observed holds {held}, unmoved {unmoved}; where to look: "
+        "grader/vgpu/cancelled.py, grader/checks/value_probe.py probe_holds")
+    assert not [e for e in normal.events if e.get("event") == "cancelled"], (
+        "expected the normal run not to read adds and subtracts (only the probe's run does)")
 
 
 def test_a_projection_along_the_optimizers_bias_goes_to_a_person(tmp_path):

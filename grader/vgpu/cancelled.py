@@ -1,0 +1,80 @@
+"""A sum or difference whose two terms cancel exactly inside a training pass: a value taken away
+from itself, seen at run time in the value probe's run.
+
+A one-stage replica passed its spare on cuda:r+2 off as a second stage by adding `side -
+frozen`, `frozen` a copy of `side` without its gradient (its full gradient comes back to the
+spare, its value never reaches the output), and moving the output only where it noticed the
+probe (red team adv54 F1: `frozen = getattr(side, "det" + "ach")()`, which the scan of the text,
+grader/integrity/cancelling.py, does not read). However the copy is spelled (`.detach()` by any
+name, `.data`, a clone under no_grad, the layer computed again from its parameters), the op
+that takes it away sees both terms: equal, not zero, the result zero everywhere while a
+gradient flows through it. No course solution computes that in its forward. The value probe's
+run (grader/vgpu/perturb.py) routes these ops here (mode.py `_route`) and records each place
+once (`cancelled`: device, op, site), which grader/checks/value_probe.py holds for a person.
+A normal run does not pay for it: its ops keep their routes.
+"""
+from __future__ import annotations
+
+import torch
+
+from grader.vgpu import observe
+from grader.vgpu.trace import call_site, get_trace
+
+# The ops that add or take away one tensor from another, by name; `rsub` and `__rsub__` take
+# the first from the second, and the cancellation reads the same either way.
+SUBTRACTING = frozenset({"sub", "sub_", "subtract", "subtract_", "rsub", "__rsub__",
+                         "__sub__", "__isub__"})
+CANCELLING = SUBTRACTING | frozenset({"add", "add_", "__add__", "__iadd__", "__radd__"})
+# Places recorded per process, at most: each site once is what a person reads.
+_PLACES = 16
+
+_seen: set = set()
+
+
+def reset() -> None:
+    """A new run in this process (a node activated again) records its places afresh."""
+    _seen.clear()
+
+
+def watching() -> bool:
+    """Whether this process is a value probe's run (its ops in CANCELLING come here)."""
+    from grader.vgpu import perturb
+    probe = perturb._probe
+    return probe is not None and probe.perturbing
+
+
+def check(name: str, args, kwargs, label_of) -> None:
+    """Record `name(*args, **kwargs)` where it takes a tensor from an equal one (adds its
+    negation) inside a training pass, with a gradient through it: before the op runs, as an
+    in-place one (`y -= frozen`) leaves nothing of its first term to read. `label_of`: the
+    node's, the GPU of a tensor."""
+    if len(args) < 2 or not _in_training_pass() or not watching():
+        return   # (a route kept from a probe switched off since)
+    first, second = args[0], args[1]
+    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)) \
+            or first is second or not (first.requires_grad or second.requires_grad) \
+            or first.shape != second.shape or not first.is_floating_point() \
+            or not second.is_floating_point() or not first.numel():
+        return
+    alpha = (kwargs or {}).get("alpha", args[2] if len(args) > 2 else 1)
+    if not isinstance(alpha, (int, float)) or not alpha:
+        return
+    sign = -alpha if name in SUBTRACTING else alpha
+    with torch._C.DisableTorchFunction(), torch.no_grad():
+        if not first.any() or (first + sign * second).any():
+            return
+    site = call_site(3)
+    place = (name, site)
+    if place in _seen or len(_seen) >= _PLACES:
+        return
+    _seen.add(place)
+    index = label_of(first)
+    get_trace().emit("cancelled", op=name, site=site,
+                     device=f"cuda:{index}" if index is not None else "cpu",
+                     **observe._thread_fields())
+
+
+def _in_training_pass() -> bool:
+    tls = observe._tls
+    return getattr(tls, "depth", 0) >= 1 and getattr(tls, "grad_watch", None) is not None \
+        and torch.is_grad_enabled() and get_trace().enabled and not observe.in_backward()
