@@ -497,7 +497,8 @@ _RATE_REMARK_RE = re.compile(r"(?<=\S)\s*[,;(]\s*(?:one|a|an)\s+(?:\w+\s+)?per\s
 # Words that offer another answer or doubt the one given ("2 - could be 4", "1.2 (maybe
 # 1.5)", "2.4 (unsure)"): a remark holding one is a hedge, never read past (adv54 F3).
 HEDGE_WORDS = (r"\b(?:could|might|possibly|probably|otherwise|else|or|maybe|perhaps|either|unsure|"
-               r"unless|alternatively)\b|\?")
+               r"unless|alternatively|alt|guess(?:ed)?)\b|"
+               r"\?|~|≈")
 # GPUs, ranks or layers named by their numbers in a remark ("ranks 0 and 1", "cuda:0 and
 # cuda:2"): which ones, never how many.
 _NAMED_BY_NUMBER_RE = re.compile(r"\b(?:ranks?|gpus?|cuda|devices?|stages?|layers?)\s*:?\s*#?\d+(?:\s*(?:,|"
@@ -505,6 +506,13 @@ _NAMED_BY_NUMBER_RE = re.compile(r"\b(?:ranks?|gpus?|cuda|devices?|stages?|layer
                                  re.IGNORECASE)
 # How a count comes, as a calculation ("64/2", "N-1", "= 64 / 4").
 _HOW_IT_COMES_RE = re.compile(r"\s*=?\s*[\w.]+(?:\s*(?:[-+*/×]|//|\s[xX]\s)\s*[\w.]+)+\s*")
+
+
+# The whole a count is a part of ("64 total", "of 64", "out of 64 rows", "total: 64").
+_TOTAL_REMARK_RE = re.compile(r"\s*(?:(?:out\s+)?of\s+\d+(?:\s+[A-Za-z-]+)?|\d+\s+(?:[A-Za-z-]+\s+)?(?:in\s+)?total|"
+                              r"(?:in\s+)?total\s*:?\s*\d+(?:\s+[A-Za-z-]+)?)\s*\.?\s*", re.IGNORECASE)
+# A term of a worded calculation: a number and what it counts ("2 forward").
+_COUNTED_TERM_RE = re.compile(r"(\d+)\s+[A-Za-z][\w-]*")
 
 
 def remark_on_count(remark: str, count: int) -> bool:
@@ -515,13 +523,32 @@ def remark_on_count(remark: str, count: int) -> bool:
     (64/4)" offer a second count: the answer is for a person (adv54 F3)."""
     if re.search(HEDGE_WORDS, remark, re.IGNORECASE):
         return False
+    if _COMPOUND_WORD_RE.search(remark) or any(
+            _NUMBER_WORDS[word.lower()] not in (count, 1) for word in _NUMBER_WORD_RE.findall(remark)):
+        return False   # "2 (two, four)", "32 (sixty-four)": a second count in words (adv56 F5)
+    if _TOTAL_REMARK_RE.fullmatch(remark):
+        return True   # "32 samples per GPU (64 total)": the whole the count is a part of
     rest = _NAMED_BY_NUMBER_RE.sub(" ", remark)
     if not re.search(r"\d", rest):
+        return True
+    terms = _COUNTED_TERM_RE.sub(r"\1", rest)   # "2 forward + 2 backward" -> "2 + 2"
+    if terms != rest and _HOW_IT_COMES_RE.fullmatch(terms) and _arithmetic(terms.strip().lstrip("=")) == count:
         return True
     if not _HOW_IT_COMES_RE.fullmatch(rest):
         return False
     value = _arithmetic(rest.strip().lstrip("="))
     return (value is None and re.search(r"[A-Za-z]", rest) is not None) or value == count
+
+
+# A remark giving another setup's count, as a past result ("with 2 GPUs it was 1").
+_OTHER_SETUP_RE = re.compile(r"\s*(?:with|for|on)\s+(\d+)\s*gpus?\b\s*,?\s*(?:it|there)\s+(?:was|were)\s+"
+                             r"(?:only\s+)?\d+(?:\s+\w+)?\s*", re.IGNORECASE)
+
+
+def _another_setups_count(remark: str, gpus: int | None) -> bool:
+    """Whether a bracketed remark only tells the count of a GPU count other than the question's."""
+    other = _OTHER_SETUP_RE.fullmatch(remark)
+    return bool(other) and gpus is not None and int(other.group(1)) != gpus
 
 
 def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
@@ -552,6 +579,9 @@ def whole_number_in(text: str, gpu: bool = False, gpus: int | None = None,
     if lead and re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", lead.group(2)):
         return None   # "32 (64)": a second answer in brackets, not a remark on the first (adv54 F3)
     if lead and not (gpus is not None and _GPU_COUNT_RE.match(text.lstrip())):
+        if not (remark_on_count(lead.group(2), int(lead.group(1)))
+                or _another_setups_count(lead.group(2), gpus)):
+            return None   # "2 (4 perhaps)", "4 (else eight)": the brackets offer another answer (adv56 F5)
         return int(lead.group(1))   # "4 (N-1)", "16 samples (64/4)": the number, then a remark on it
     if gpus is not None and _GPU_COUNT_RE.search(text):
         text = _without_gpu_count(text, gpus)
@@ -611,6 +641,10 @@ def int_list_in(text: str) -> list[int] | None:
         return None   # "13 (x4) and 12": a count of items, which a list of them is not
     if _ALTERNATIVE_RE.search(str(text)):
         return None
+    for remark in _REMARK_RE.finditer(str(text)):
+        said = int(re.search(r"(\d+)$", str(text)[:remark.start()].rstrip()).group(1))
+        if not remark_on_count(remark.group().strip()[1:-1], said):
+            return None   # "3, 3 (2, 4 alternatively)", "4 (3 forward + 2 backward)": another answer (adv56 F5)
     body = _REMARK_RE.sub(" ", str(text))
     body = _LIST_WRAPPER_RE.sub("", body)
     if _LABEL_RE.search(body):
