@@ -519,7 +519,7 @@ def synced_step(step: dict) -> bool:
 # (`dp_held`). An honest wrapper gives 1 and 1 (more where the script clips or unscales .grad);
 # a wrapper around a module that returns its input, the model then run on the whole batch on
 # cuda:0, gives 0 (adv52 F1); a penalty on the weights written into the loss lowers it a little.
-# A step whose every training pass is the wrapper's needs only the first share of the wrapped
+# A step whose every training pass is the wrapper's needs only this share of the wrapped
 # model's own gradient (`dp_own`): what trains beside it then continues its output (a head).
 CARRIED_SHARE = 0.5
 
