@@ -20,6 +20,7 @@ from grader.checks.hw3_trained_class import UNDECIDED
 from grader.harness.hw3_script_call import SCRIPT, renamed_model_note
 from grader.harness.observation import Observation
 from grader.sandbox.forked_runs import ForkServer
+from grader.checks.shared_runs import SharedRuns
 from grader.checks.support import HIDE_ANSWERS_ENV, AnswerNotRead, GradedByHand, must_agree
 from grader.common.cpu_share import grading_share, runs_at_once
 from grader.common.hardware import real_gpu_count
@@ -64,6 +65,8 @@ class ScriptRuns:
         # server `pdl-grade grade` started for this assignment's view of the submission
         # (grader/grading/views.py), else in this grading's.
         self.forks = ForkServer.inherited() or ForkServer(scratch)
+        # The runs this grading's other assignments made in the same view, shared with them.
+        self.shared = SharedRuns.from_environment()
 
     def _submit(self, key, work):
         if key not in self._runs:
@@ -79,12 +82,26 @@ class ScriptRuns:
         edits = tuple(tuple(edit) for edit in edits)
         key = (script, gpus, nproc, launcher, tuple(sorted((sets or {}).items())), edits,
                tuple(args), virtual) + (("probe",) if probe else ())
-        return self._submit(key, lambda: self._unless_hung(script, lambda: run_script(
-            self.submission, script, gpus=gpus, nproc=nproc, launcher=launcher, sets=sets,
-            edits=list(edits), args=list(args), timeout_s=self.budget(script),
-            scratch_root=self.scratch, force_virtual=virtual, forks=self.forks, probe=probe),
+        return self._submit(key, lambda: self._unless_hung(script, lambda: self._shared(
+            key, lambda: run_script(
+                self.submission, script, gpus=gpus, nproc=nproc, launcher=launcher, sets=sets,
+                edits=list(edits), args=list(args), timeout_s=self.budget(script),
+                scratch_root=self.scratch, force_virtual=virtual, forks=self.forks,
+                probe=probe)),
             Observation(script=script, gpus=gpus, nproc=nproc, launcher=launcher,
                         sets=dict(sets or {}), args=list(args))))
+
+    def _shared(self, key: tuple, start) -> Observation:
+        """The run of `key` another assignment of this grading already made in this view
+        (shared_runs.py), else start()'s, kept for the assignments after this one."""
+        if self.shared is None:
+            return start()
+        kept = self.shared.load(key)
+        if kept is not None:
+            return kept
+        observation = start()
+        self.shared.keep(key, observation)
+        return observation
 
     def _unless_hung(self, script: str, start, skipped: Observation, probe: bool = False):
         """start() unless `script` already hung HANGS_BEFORE_GIVING_UP times; counts its hangs.

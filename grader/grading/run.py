@@ -9,15 +9,19 @@ is scanned (read, never run) for code that could deceive the grader (grader/inte
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from grader.common.bytecode import PREFIX_ENV, shared_bytecode
+from grader.checks.shared_runs import SHARED_RUNS_ENV, SHARED_RUNS_KEY_ENV
 from grader.checks.support import HIDE_ANSWERS_ENV
 from grader.common.hardware import real_gpu_count, real_gpu_environment, real_gpu_names
 from grader.common.text import last_lines
@@ -48,6 +52,9 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
     # per view. The first one imports while the source is scanned.
     servers = ViewServers(lambda view, training: start_fork_server_quietly(
         submission, training=training, apart=sorted(view)))
+    # A run two assignments make alike in one view is made once (grader/checks/shared_runs.py).
+    shared_runs = tempfile.TemporaryDirectory(prefix="pdl-shared-runs-")
+    shared_key = secrets.token_hex(32)
     trains = {a: a in rubrics and rubrics[a].trains for a in assignments}
     if assignments:
         servers.serve(unlinked_view(submission, assignments[0]), trains[assignments[0]])
@@ -62,6 +69,7 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
 
         def training(view) -> bool:   # whether a run of the view trains: preload dynamo
             return any(trains[a] for a in assignments if views[a] == view)
+        alike = Counter(views[a] for a in assignments)   # a view graded once shares nothing
         for index, assignment in enumerate(assignments):
             servers.keep_only([views[a] for a in assignments[index:]])
             forks = servers.serve(views[assignment], training(views[assignment]))
@@ -70,13 +78,17 @@ def run_submission(submission: Path, out: Path, rubrics: Mapping[str, Rubric],
             if ahead is not None:   # it imports while this assignment's checks run
                 servers.serve(ahead, training(ahead))
             try:
-                results, problem = run_checks(assignment, submission, out, check_timeout,
-                                              rubrics_dir, forks=forks, apart=views[assignment])
+                results, problem = run_checks(
+                    assignment, submission, out, check_timeout, rubrics_dir, forks=forks,
+                    apart=views[assignment],
+                    shared=(view_folder(Path(shared_runs.name), views[assignment]), shared_key)
+                    if alike[views[assignment]] > 1 else None)
             except Exception as error:   # one assignment's trouble is that assignment's only
                 results, problem = None, f"the checks of {assignment} could not run: {error!r}"
             run.assignments.append(AssignmentRun(assignment, results, problem))
     finally:
         servers.close()
+        shared_runs.cleanup()
     run.duration_s = round(time.monotonic() - clock, 2)
     run.save(out)
     return run
@@ -104,13 +116,22 @@ def start_fork_server_quietly(submission: Path, *, training: bool = True,
         return None
 
 
+def view_folder(shared: Path, view) -> Path:
+    """The folder of `shared` (a grading's) that keeps the runs made in `view`."""
+    name = hashlib.sha256("\0".join(sorted(map(str, view))).encode()).hexdigest()[:16]
+    folder = shared / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
-               rubrics_dir: str | None = None, *, forks=None,
-               apart: Iterable[Path] = ()) -> tuple[dict | None, str | None]:
+               rubrics_dir: str | None = None, *, forks=None, apart: Iterable[Path] = (),
+               shared: tuple[Path, str] | None = None) -> tuple[dict | None, str | None]:
     """(the checks' results, None) or (None, why there are none). `forks`: a fork server the
     checks' runs are forked from (grader/sandbox/forked_runs.py), its sandbox hiding `apart`
     as the checks' own runs do: the folders of the submission their runs must not see
-    (grader/grading/views.py)."""
+    (grader/grading/views.py). `shared`: (folder, key) of the runs the grading's assignments
+    of this view share (grader/checks/shared_runs.py)."""
     from grader.harness.execute import HIDE_ENV
     results = out / check_results_file(assignment)
     results.unlink(missing_ok=True)
@@ -127,6 +148,8 @@ def run_checks(assignment: str, submission: Path, out: Path, timeout: float,
     if cache is not None:
         env[PREFIX_ENV] = str(cache)
     shared_env, shared_fds = forks.share() if forks is not None else ({}, ())
+    if shared is not None:
+        env[SHARED_RUNS_ENV], env[SHARED_RUNS_KEY_ENV] = str(shared[0]), shared[1]
     env.update(shared_env)
     with tempfile.TemporaryDirectory(prefix="pdl-grade-") as cwd:
         try:
