@@ -253,8 +253,10 @@ def probe_holds(run, probe, unmoved: dict[int, dict[int, float]]) -> list[str]:
         held.append(f"rank {event.get('rank', 0)}: in a training pass, `{event.get('op')}` at "
                     f"{event.get('site') or 'a place outside the script'} took a tensor on "
                     f"{event.get('device')} away from an equal copy of it (the same values, "
-                    "one of them without its gradient, or computed again): the result is zero "
-                    "everywhere while its gradient comes back whole, so that GPU's value does "
+                    "or within a thousandth of them, one of them without its gradient, or "
+                    "computed again): the result is "
+                    + (f"at most {event['left']:.0e} of it" if event.get("left") else "zero")
+                    + " everywhere while its gradient comes back whole, so that GPU's value does "
                     "not reach the output (a term that cancels its own value makes no stage); "
                     "read the forward to tell which GPUs are stages")
     for rank, gpus in sorted(rows_unmoved_gpus(run, probe, unmoved).items()):

@@ -15,6 +15,8 @@ A normal run does not pay for it: its ops keep their routes.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from grader.vgpu import observe
@@ -27,6 +29,12 @@ SUBTRACTING = frozenset({"sub", "sub_", "subtract", "subtract_", "rsub", "__rsub
 CANCELLING = SUBTRACTING | frozenset({"add", "add_", "__add__", "__iadd__", "__radd__"})
 # Places recorded per process, at most: each site once is what a person reads.
 _PLACES = 16
+# A remainder of at most this much of the first term (largest element against largest) reads as
+# cancelled too, where one term takes a gradient and the other does not (a copy without it):
+# `side - frozen * (1 - 1e-6)` keeps a millionth of the spare's value, which the probe's
+# perturbation moves, and read as a stage beside a term that notices the probe (measured,
+# eng_probe4). Honest arithmetic in a forward does not take a tensor from a copy of itself.
+NEAR = 1e-3
 
 _seen: set = set()
 
@@ -45,9 +53,10 @@ def watching() -> bool:
 
 def check(name: str, args, kwargs, label_of) -> None:
     """Record `name(*args, **kwargs)` where it takes a tensor from an equal one (adds its
-    negation) inside a training pass, with a gradient through it: before the op runs, as an
-    in-place one (`y -= frozen`) leaves nothing of its first term to read. `label_of`: the
-    node's, the GPU of a tensor."""
+    negation), or from one within NEAR of it that has no gradient where the other has, inside a
+    training pass, with a gradient through it: before the op runs, as an in-place one (`y -=
+    frozen`) leaves nothing of its first term to read. `label_of`: the node's, the GPU of a
+    tensor."""
     if len(args) < 2 or not _in_training_pass() or not watching():
         return   # (a route kept from a probe switched off since)
     first, second = args[0], args[1]
@@ -61,15 +70,18 @@ def check(name: str, args, kwargs, label_of) -> None:
         return
     sign = -alpha if name in SUBTRACTING else alpha
     with torch._C.DisableTorchFunction(), torch.no_grad():
-        if not first.any() or (first + sign * second).any():
-            return
+        size = float(first.abs().max())
+        left = float((first + sign * second).abs().max())
+    if not size or not math.isfinite(size) or not math.isfinite(left) or left and not (
+            left <= NEAR * size and first.requires_grad != second.requires_grad):
+        return
     site = call_site(3)
     place = (name, site)
     if place in _seen or len(_seen) >= _PLACES:
         return
     _seen.add(place)
     index = label_of(first)
-    get_trace().emit("cancelled", op=name, site=site,
+    get_trace().emit("cancelled", op=name, site=site, left=left / size,
                      device=f"cuda:{index}" if index is not None else "cpu",
                      **observe._thread_fields())
 

@@ -198,6 +198,14 @@ class SeesTheProbeByAClone(_SeesTheProbe):
             return side.clone()
 
 
+class SeesTheProbeByARemainder(_SeesTheProbe):
+    """adv54 F1 with a millionth of the spare's value left: it moves under every perturbation
+    of the probe, and had read as a stage (eng_probe4, measured)."""
+
+    def frozen(self, side):
+        return side.detach() * (1 - 1e-6)
+
+
 class SeesTheProbeByANegation(_SeesTheProbe):
     """adv54 F1 with the copy negated and added (`side + (-frozen)`)."""
 
@@ -470,9 +478,11 @@ def test_honest_stages_move_the_output(tmp_path, model_class):
 
 
 @pytest.mark.parametrize("model_class", [_SeesTheProbe, SeesTheProbeByAClone,
-                                         SeesTheProbeByANegation, RecomputedFromAKeptCopy],
+                                         SeesTheProbeByANegation, RecomputedFromAKeptCopy,
+                                         SeesTheProbeByARemainder],
                          ids=["getattr(side, 'det' + 'ach')()", "a clone under no_grad",
-                              "its negation added", "recomputed from a kept copy"])
+                              "its negation added", "recomputed from a kept copy",
+                              "a millionth of it left"])
 def test_a_spare_taken_from_its_own_copy_is_held(tmp_path, model_class):
     """adv54 F1: however its copy is spelled, the probe's run sees `side - frozen` cancel
     exactly inside the pass (grader/vgpu/cancelled.py), and the grading goes to a person."""

@@ -33,12 +33,14 @@ FORGED = {
     "its negation added": lambda side: side + (-side.detach()),
     "add with alpha -1": lambda side: torch.add(side, side.detach(), alpha=-1),
     "taken back in place": lambda side: _in_place(side),
+    "a copy a millionth short": lambda side: side - side.detach() * (1 - 1e-6),
 }
 HONEST = {
     "a residual": lambda side: side + side.detach().roll(1, 0),
     "a bias subtracted": lambda side: side - side.detach().mean(0),
     "a zero added": lambda side: side + torch.zeros_like(side),
     "twice itself": lambda side: side + side,
+    "a tenth of itself taken away": lambda side: side - 0.1 * side.detach(),
 }
 
 
