@@ -208,11 +208,15 @@ def test_rank_k_uses_gpu_k(runs):
 
 def ddp_trained(run) -> bool:
     """Whether DDP trained the model: every rank that trained all-reduced its gradients through
-    DDP in the backward pass of one of its steps at least (steps_without_all_reduce)."""
+    DDP in the backward pass of one of its steps at least (steps_without_all_reduce), and
+    trained no model by hand beside its steps (`trained_by_hand`, grader/vgpu/hand_steps.py:
+    an optimizer over a dummy DDP head, the model updated by `p -= LR * p.grad`, whose first
+    step reads synchronised because its hand update is seen at the next: adv56 F6)."""
     trained = learning_ranks(run)
     missing = steps_without_all_reduce(run, trained)
+    by_hand = {e.get("rank", 0) for e in run.of("step") if e.get("trained_by_hand")}
     return bool(trained) and all(len(missing.get(rank, ())) < len(run.by_step(rank))
-                                 for rank in trained)
+                                 and rank not in by_hand for rank in trained)
 
 
 def share_taken(run) -> bool:

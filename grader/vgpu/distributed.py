@@ -18,7 +18,7 @@ import torch
 from grader.vgpu.clean_exit import install_for_spawned_children, note_process_group
 from grader.vgpu.fingerprints import combined, prints_of
 from grader.vgpu.patcher import Patcher
-from grader.vgpu.synced_grads import SYNCED_GRADIENTS
+from grader.vgpu.synced_grads import SYNCED_GRADIENTS, bucket_slices
 from grader.vgpu.trace import call_site, get_trace
 
 _COLLECTIVES = ("broadcast", "all_reduce", "all_reduce_coalesced", "reduce", "all_gather",
@@ -244,6 +244,33 @@ def _charge_collective(node, name, args, group_size) -> None:
         node.clock.collective(device, name, _nbytes(args[:2]), group_size or 1)
 
 
+def _synced_bucket(bucket) -> list | None:
+    """The bucket is about to be all-reduced (synced_grads.py): its parameters are held, and
+    where each one's gradient lies in its buffer is returned for `_when_reduced`."""
+    SYNCED_GRADIENTS.bucket(bucket.parameters())
+    try:
+        return bucket_slices(bucket)
+    except Exception:   # a bucket of another make: read as held only
+        return None
+
+
+def _when_reduced(future, slices):
+    """`future` (a comm hook's) handing its reduced buffer on as it was, once it is kept
+    per parameter (synced_grads.py): the gradient DDP then writes into each `.grad`."""
+    if slices is None or not hasattr(future, "then"):
+        return future
+
+    def kept(done):
+        result = done.value()   # an all-reduce that failed raises here, as DDP would see it
+        try:
+            SYNCED_GRADIENTS.reduced(slices, result)
+        except Exception:   # never the script's failure
+            pass
+        return result
+
+    return future.then(kept)
+
+
 def _bucket_bytes(bucket) -> int:
     return bucket.buffer().numel() * bucket.buffer().element_size()
 
@@ -271,11 +298,12 @@ class DDPPatches:
         get_trace().emit("collective", op="all_reduce", source="ddp_gradients",
                          bytes=_bucket_bytes(bucket), group_size=size,
                          bucket=bucket.index(), last_bucket=bucket.is_last())
-        SYNCED_GRADIENTS.bucket(bucket.parameters())
+        slices = _synced_bucket(bucket)
         self.charge_bucket(bucket, size)
         _inside_hook.active = True  # its own all_reduce is this one, not another
         try:
-            return self._untimed(default_hooks.allreduce_hook, process_group, bucket)
+            return _when_reduced(
+                self._untimed(default_hooks.allreduce_hook, process_group, bucket), slices)
         finally:
             _inside_hook.active = False
 
@@ -342,10 +370,10 @@ class DDPPatches:
             get_trace().emit("collective", op="comm_hook", source="ddp_gradients",
                              hook=getattr(hook, "__name__", "hook"), bytes=_bucket_bytes(bucket),
                              bucket=bucket.index(), last_bucket=bucket.is_last())
-            SYNCED_GRADIENTS.bucket(bucket.parameters())
+            slices = _synced_bucket(bucket)
             # Timed as DDP's own all-reduce of the bucket, whatever the hook does with it.
             self.charge_bucket(bucket, self.dist.get_world_size(ddp.process_group))
-            return self._untimed(hook, state_, bucket)
+            return _when_reduced(self._untimed(hook, state_, bucket), slices)
 
         return self.original_register(ddp, state, traced)
 

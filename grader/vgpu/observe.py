@@ -27,6 +27,7 @@ from grader.vgpu import pass_tokens
 from grader.vgpu.patcher import Patcher
 from grader.vgpu.replica_grads import REPLICA_GRADIENTS
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
+from grader.vgpu.hand_steps import HandSteps
 from grader.vgpu.side_steps import SideSteps, step_code
 from grader.vgpu.synced_grads import SYNCED_GRADIENTS
 from grader.vgpu.fingerprints import combined, prints_of
@@ -859,6 +860,8 @@ class Observer:
         self._class_weights_seen = False
         # Steps of optimizers beside the model's, and the guard on the model's weights.
         self.side = SideSteps()
+        # Parameters trained by hand beside the model's steps (hand_steps.py).
+        self.hand = HandSteps()
         # The parameters the model's steps stepped since the last pass or backward (ids), and
         # whether the step under way goes on them (`_joins_window`); None after a pass.
         self._joinable: set[int] | None = None
@@ -1288,6 +1291,7 @@ class Observer:
 
     # -- optimizer steps ----------------------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):
+        self.hand.optimizer_steps(p for group in optimizer.param_groups for p in group["params"])
         if self.trace.enabled and self.side.is_side(optimizer):
             return    # a side step: the model's step window goes on (side_steps.py)
         self._step_params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -1297,6 +1301,10 @@ class Observer:
             self._grad_print = _fingerprint(grads)
             self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
                                                           self._step_params)
+            # What the step's backwards fed beside it and the script then trained by hand
+            # (hand_steps.py); read before `unstepped` forgets the backwards.
+            by_hand = self.hand.at_step(self.sources.stepped.fed_beside(self._step_params),
+                                        self._step_params)
             # The step's passes that trained none of the parameters it steps (a copy of the
             # model checked on the whole batch): no pass of this step (stepped_passes.py).
             unstepped = self.sources.stepped.unstepped(list(self._step_passes),
@@ -1315,7 +1323,9 @@ class Observer:
             self._grad_sources.update(REPLICA_GRADIENTS.step_fields(
                 self._step_params, self._grad_print["sumsq"]))
             # Which of them DDP all-reduced (synced_grads.py).
-            self._grad_sources.update(SYNCED_GRADIENTS.step_fields(self._step_params))
+            self._grad_sources.update(SYNCED_GRADIENTS.step_fields(self._step_params, by_hand))
+            if by_hand:
+                self._grad_sources["trained_by_hand"] = sum(p.numel() for p in by_hand)
 
     def _joins_window(self, parameters) -> bool:
         """Whether a step of the model goes on its last one: no pass or backward between them,

@@ -11,13 +11,16 @@ never made.
 
 So each broadcast's source tensors are remembered (by their shapes and devices: the reduce's
 results come in the same order, on the same device), each reduce's gradient per parameter is
-summed up (squared norms), and at each optimizer step `step_fields` says, for the parameters it
-steps, `dp_carried`: the norm of what the replicas gave them (summed over the reduces since the
-steps before: micro-batches) over the norm of their `.grad`; `dp_held`: the share of their elements
-DataParallel replicated and gave a gradient; `dp_own`: that norm over the norm of the `.grad` of
-those replicated parameters alone. A trained head on cuda:0 four times the wrapped model's size
-(adv53 F3) keeps `dp_carried` under a half of the whole step's gradient, though every gradient
-of the wrapped model came back through its replicas (`dp_own` 1). Only where DataParallel
+kept, and at each optimizer step `step_fields` says, for the parameters it steps, `dp_carried`:
+the norm of the part of their `.grad` that lies along what the replicas gave them (summed over
+the reduces since the steps before: micro-batches; one scale for all, as clipping and
+GradScaler's unscale scale .grad) over the norm of their `.grad`: a gradient that came through
+the replicas and was taken away again by another term counts for nothing (adv56 F3);
+`dp_held`: the share of their elements DataParallel replicated and gave a gradient; `dp_own`:
+that norm over the norm of the `.grad` of those replicated parameters alone. A trained head on
+cuda:0 four times the wrapped model's size (adv53 F3) keeps `dp_carried` under a half of the
+whole step's gradient, though every gradient of the wrapped model came back through its
+replicas (`dp_own` 1). Only where DataParallel
 broadcast anything in this run: other runs' step records are as before.
 """
 from __future__ import annotations
@@ -70,12 +73,12 @@ class ReplicaGradients:
             sources = self._sources.get(_layout(results))
         if not sources:
             return
-        squares = [squares for _, squares in prints_of(results)]
         one = {}
-        for ref, result, square in zip(sources, results, squares):
-            source = ref()
-            if source is not None:
-                one[id(source)] = (ref, square, result.numel())
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            for ref, result in zip(sources, results):
+                source = ref()
+                if source is not None:
+                    one[id(source)] = (ref, result.detach().reshape(-1).double().clone())
         with self._lock:
             if self._stepped:
                 self._reduces, self._stepped = [], False
@@ -87,30 +90,64 @@ class ReplicaGradients:
         replicated in this run."""
         with self._lock:
             # Every step after the backwards reads their reduces (an optimizer per part of
-            # the model steps each part in turn).
+            # the model steps each part in turn), each parameter's once: a later step of it
+            # with no reduce since had read the first step's again (adv56 F2, shells after one
+            # step through the replicas).
             reduces, self._stepped = list(self._reduces), True
+            self._reduces = [_without(one, parameters) for one in reduces]
         if not self.replicated:
             return {}
         # Frozen parameters take no gradient through the replicas or anywhere (the optimizer
-        # skips them), as synced_grads.py reads them.
-        stepped = [p for p in parameters if isinstance(p, torch.Tensor) and p.requires_grad]
+        # skips them), as synced_grads.py reads them; one with a `.grad` is stepped whatever
+        # its requires_grad at the step (adv56 F1: turned off around optimizer.step()).
+        stepped = [p for p in parameters if isinstance(p, torch.Tensor)
+                   and (p.grad is not None or p.requires_grad)]
         total = sum(p.numel() for p in stepped)
         applied = math.sqrt(grads_squared) if not grads_squared <= 0 else 0.0   # NaN stays
-        carried, held = 0.0, set()
-        for one in reduces:
-            squares = 0.0
-            for p in stepped:
-                entry = one.get(id(p))
-                if entry is not None and entry[0]() is p:
-                    squares += entry[1]
-                    held.add(id(p))
-            carried += math.sqrt(squares)
-        held_numel = sum(p.numel() for p in stepped if id(p) in held)
-        own_grads = [p.grad for p in stepped if id(p) in held and p.grad is not None]
+        summed: dict[int, torch.Tensor] = {}   # per parameter, the reduces' gradients added
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            for one in reduces:
+                for p in stepped:
+                    entry = one.get(id(p))
+                    if entry is not None and entry[0]() is p:
+                        gave = summed.get(id(p))
+                        summed[id(p)] = entry[1] if gave is None else gave + entry[1]
+        held = [p for p in stepped if id(p) in summed]
+        carried = _along([(p.grad, summed[id(p)]) for p in held if p.grad is not None])
+        held_numel = sum(p.numel() for p in held)
+        own_grads = [p.grad for p in held if p.grad is not None]
         own_squared = sum(squares for _, squares in prints_of(own_grads))
         return {"dp_carried": _share(carried, applied),
                 "dp_held": round(held_numel / total, 4) if total else 0.0,
                 "dp_own": _share(carried, math.sqrt(own_squared) if not own_squared <= 0 else 0.0)}
+
+
+def _without(one: dict, parameters) -> dict:
+    """A reduce's entries less those of `parameters`."""
+    left = dict(one)
+    for p in parameters:
+        left.pop(id(p), None)
+    return left
+
+
+def _along(pairs) -> float:
+    """The norm of the part of the `.grad`s of `pairs` ((.grad, what the replicas gave it))
+    that lies along what the replicas gave, all parameters together (one scale: clipping and
+    GradScaler's unscale scale every .grad alike); none where it points against it. A norm
+    alone counts a gradient that came through the replicas and was then taken away again by
+    another term (`+ wrapped(x).sum() - model(x).sum()`: adv56 F3, 9.25 of 12 where a TA gives
+    about 1.5); NaN where a gradient is."""
+    dot = squares = 0.0
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        for grad, gave in pairs:
+            if grad.is_sparse or grad.numel() != gave.numel():
+                continue
+            g = grad.detach().reshape(-1).double()
+            dot += float(torch.dot(g, gave))
+            squares += float(torch.dot(gave, gave))
+    if not (math.isfinite(dot) and math.isfinite(squares)):
+        return math.nan
+    return dot / math.sqrt(squares) if dot > 0 and squares > 0 else 0.0
 
 
 def _share(carried: float, applied: float) -> float:

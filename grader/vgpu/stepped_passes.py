@@ -99,6 +99,14 @@ class SteppedPasses:
             backwards.add(self._current)
 
     # -- the step ----------------------------------------------------------------------------
+    def fed_beside(self, stepped) -> list:
+        """The parameters this step's backwards gave gradients to that are none of `stepped`
+        (hand_steps.py); read before `unstepped`, which forgets the backwards."""
+        with self._lock:
+            fed = set().union(*self._delivered.values()) - {id(p) for p in stepped}
+            found = [self._hooked.get(key) for key in fed]
+        return [p for held in found if held is not None and (p := held[0]()) is not None]
+
     def unstepped(self, passes, stepped) -> list[int]:
         """The numbers of `passes` (this step's) whose every backward gave none of `stepped`
         (the parameters the optimizer steps now) a gradient, where another of them gave some;
