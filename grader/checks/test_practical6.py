@@ -211,10 +211,13 @@ def ddp_trained(run) -> bool:
     DDP in the backward pass of one of its steps at least (steps_without_all_reduce), and
     trained no model by hand beside its steps (`trained_by_hand`, grader/vgpu/hand_steps.py:
     an optimizer over a dummy DDP head, the model updated by `p -= LR * p.grad`, whose first
-    step reads synchronised because its hand update is seen at the next: adv56 F6)."""
+    step reads synchronised because its hand update is seen at the next: adv56 F6), where
+    that left the step unsynchronised (a small probe trained by hand beside a model in DDP
+    leaves it synchronised)."""
     trained = learning_ranks(run)
     missing = steps_without_all_reduce(run, trained)
-    by_hand = {e.get("rank", 0) for e in run.of("step") if e.get("trained_by_hand")}
+    by_hand = {e.get("rank", 0) for e in run.of("step")
+               if e.get("trained_by_hand") and not synced_step(e)}
     return bool(trained) and all(len(missing.get(rank, ())) < len(run.by_step(rank))
                                  and rank not in by_hand for rank in trained)
 

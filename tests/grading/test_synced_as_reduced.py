@@ -228,6 +228,12 @@ def test_a_rank_that_trained_by_hand_trained_nothing_through_ddp():
     assert not p6.ddp_trained(run), (
         "Expected: a rank whose steps say trained_by_hand did not train through DDP. "
         "Where to look: test_practical6.py ddp_trained")
+    for event in run.events:   # a small probe trained by hand beside the model in DDP
+        if event.get("event") == "step" and event["index"] > 1:
+            event.update(synced=0.98, synced_elements=0.99, trained_by_hand=9)
+    assert p6.ddp_trained(run), (
+        "Expected: a step trained partly by hand that stays synchronised (synced 0.98) keeps "
+        "the rank's DDP training. Where to look: test_practical6.py ddp_trained")
 
 
 def test_dataparallel_share_counts_a_model_frozen_at_step_time():
