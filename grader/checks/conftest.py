@@ -74,20 +74,21 @@ class ScriptRuns:
         return self._runs[key]
 
     def _script_future(self, script, gpus=None, nproc=1, launcher="python", sets=None,
-                       edits=(), args=(), like_gpus=None, probe=False):
+                       edits=(), args=(), like_gpus=None, probe=False, steady=False):
         gpus = gpus or self.default_gpus
         # Virtual when a run it is compared with must be virtual (too few real GPUs for it):
         # real and virtual GPUs draw different random numbers for the same seed.
         virtual = like_gpus is not None and real_gpu_count() >= gpus and real_gpu_count() < like_gpus
         edits = tuple(tuple(edit) for edit in edits)
         key = (script, gpus, nproc, launcher, tuple(sorted((sets or {}).items())), edits,
-               tuple(args), virtual) + (("probe",) if probe else ())
+               tuple(args), virtual) + (("probe",) if probe else ()) + \
+            (("steady",) if steady else ())
         return self._submit(key, lambda: self._unless_hung(script, lambda: self._shared(
             key, lambda: run_script(
                 self.submission, script, gpus=gpus, nproc=nproc, launcher=launcher, sets=sets,
                 edits=list(edits), args=list(args), timeout_s=self.budget(script),
                 scratch_root=self.scratch, force_virtual=virtual, forks=self.forks,
-                probe=probe)),
+                probe=probe, steady=steady)),
             Observation(script=script, gpus=gpus, nproc=nproc, launcher=launcher,
                         sets=dict(sets or {}), args=list(args))))
 
@@ -130,13 +131,14 @@ class ScriptRuns:
 
     def script(self, script: str, *, gpus: int | None = None, nproc: int = 1,
                launcher: str = "python", sets: dict | None = None, edits=(), args: tuple = (),
-               like_gpus: int | None = None, probe: bool = False):
+               like_gpus: int | None = None, probe: bool = False, steady: bool = False):
         """One run's Observation, started as `launcher` starts it (`python`, or `torchrun`
         with `nproc` processes, as the course launches the script); `like_gpus=N`: on the
         same kind of GPUs (real or virtual) as a run with N GPUs, for checks that compare the
-        numbers of the two; `probe`: a value probe of the run (grader/vgpu/perturb.py)."""
+        numbers of the two; `probe`: a value probe of the run (grader/vgpu/perturb.py);
+        `steady`: the model's dropout and batch statistics held still (model_noise.py)."""
         observation = self._script_future(script, gpus, nproc, launcher, sets, edits, args,
-                                          like_gpus, probe).result()
+                                          like_gpus, probe, steady).result()
         # A probe's stops are the probe's, not what a check of the script's runs reports.
         if self.handed is not None and not probe:
             self.handed.append(observation)

@@ -40,13 +40,25 @@ WEIGHT_REL = 0.05
 # How far the accumulated gradient may be from the full-batch one where the weighting is right and
 # no gradient was thrown away: the noise's own share (adv49's scripts: 0.4-3%).
 NOISE_REL = 0.1
+# The least cosine of the accumulated gradient with the full-batch one that noise the runs cannot
+# hold still explains (the first steps' sketches, grader/vgpu/gradient_sketch.py). Measured on
+# the handout's loop (MICRO_BATCHES 2, 4, 8; DIM/HIDDEN 512/1024 and 32/64): BatchNorm1d with
+# batch statistics 0.80-0.95 where the norms agree within NOISE_REL; each micro-batch trained on
+# the next one's targets 0.16-0.58 (the bias gradients, sums over the whole step's targets, agree
+# whatever their order). Dropout masks drawn anew give an honest loop 0.21-0.86 (two
+# Dropout(0.5): 0.21), no better than wrong targets: which is why the check's runs hold dropout
+# still (grader/vgpu/model_noise.py) and compare exactly, and never rely on this.
+DIRECTION_MIN = 0.7
 
 
 def noise_in(*runs) -> list[str]:
     """The kinds of noise the runs' models showed (rank 0's `model_noise` records), in order,
-    and "start" where two runs' models started from other weights (`started_apart`)."""
+    and "start" where two runs' models started from other weights (`started_apart`). Noise the
+    runs held still (`held`: the check's own runs, grader/vgpu/model_noise.py) is none: it
+    changes no gradient, and a loop it would have excused (adv54 F2's wrong targets beside a
+    Dropout(0.1)) is judged as one without it."""
     kinds = {e.get("op") for run in runs for e in run.of("model_noise", 0)
-             if e.get("op") in NOISE_SAID}
+             if e.get("op") in NOISE_SAID and not e.get("held")}
     if len(runs) == 2 and started_apart(*runs):
         kinds.add("start")
     return sorted(kinds)
@@ -92,6 +104,26 @@ def loss_weight(run, full_run) -> float | None:
     if mine is None or not full:
         return None
     return mine / full
+
+
+def first_sketch(run) -> list | None:
+    """The count sketch of rank 0's gradient at its first optimizer step (the `grads`
+    fingerprint's `sketch`, written in the check's own steady runs: grader/vgpu/
+    gradient_sketch.py); None where the run wrote none."""
+    prints = run.fingerprints("grads").get(0, [])
+    sketch = prints[0].get("sketch") if prints else None
+    return sketch if isinstance(sketch, list) and sketch else None
+
+
+def direction(run, full_run) -> float | None:
+    """The cosine of the first step's gradient with the full-batch run's, from their sketches;
+    None where either has none, they differ in size or one is zero."""
+    one, other = first_sketch(run), first_sketch(full_run)
+    if one is None or other is None or len(one) != len(other):
+        return None
+    dot = sum(a * b for a, b in zip(one, other))
+    norms = math.sqrt(sum(a * a for a in one)) * math.sqrt(sum(b * b for b in other))
+    return dot / norms if norms > 0 else None
 
 
 def zeroed_in_first_step(run) -> bool:

@@ -31,8 +31,9 @@ from grader.checks.practical_measures import (OUTSIDE_SAID, UNKNOWN, WEIGHTS_WRI
                                               script_forward, script_text, steps_edits,
                                               steps_limit, synced_step,
                                               training_events, unvouched_said)
-from grader.checks.gradient_noise import (NOISE_REL, WEIGHT_REL, loss_weight, noise_in,
-                                          noise_said, zeroed_in_first_step)
+from grader.checks.gradient_noise import (DIRECTION_MIN, NOISE_REL, WEIGHT_REL, direction,
+                                          loss_weight, noise_in, noise_said,
+                                          zeroed_in_first_step)
 from grader.checks.second_stage_device import layout_switch
 from grader.checks.support import AnswerNotRead, GradedByHand, close, explain, must_agree
 from grader.checks.value_probe import probe_holds, unmoved_gpus, unmoved_note
@@ -109,7 +110,9 @@ class HandoutRuns:
             return {}, ()
         return self.switch.change(self.switch.broken if broken else self.switch.course)
 
-    def spec(self, processes=2, broken=False, **sets):
+    def spec(self, processes=2, broken=False, steady=False, **sets):
+        """The run's keyword sets for `runs.script`; `steady`: the model's dropout and batch
+        statistics held still (grader/vgpu/model_noise.py), for the invariance runs."""
         wanted = {**DEFAULTS, **sets}
         changed = {name: value for name, value in wanted.items()
                    if self.written.get(name, DEFAULTS[name]) != value}
@@ -117,10 +120,13 @@ class HandoutRuns:
         switch_sets, switch_edits = self.switch_change(broken)
         return dict(script=SCRIPT, gpus=GPUS, nproc=processes, launcher="torchrun",
                     sets={**changed, **switch_sets, **self.steps} or None,
-                    edits=tuple(edits) + switch_edits + self.steps_edits)
+                    edits=tuple(edits) + switch_edits + self.steps_edits,
+                    **({"steady": True} if steady else {}))
 
-    def run(self, processes=2, **sets):
-        run = self.runs.script(**self.spec(processes, **sets))
+    def run(self, processes=2, steady=False, **sets):
+        run = self.runs.script(**self.spec(processes, steady=steady, **sets))
+        if steady:
+            return run
         if processes == 2 and not sets and "unmoved" not in run.derived:
             # The handout's run is the one whose stages are read: the GPUs whose layers carry
             # no value into its passes are read from a probe of it (value_probe.py).
@@ -155,8 +161,8 @@ def start_runs(runs, handout):
                   *(handout.spec(BATCH_SIZE=b, MICRO_BATCHES=m) for b, m in CONFIGS + [UNEVEN]
                     if (b, m) != (BATCH, MICRO)),
                   handout.spec(processes=1),
-                  *(handout.spec(processes=1, MICRO_BATCHES=m) for m in [1, *INVARIANCE]
-                    if m != MICRO),
+                  *(handout.spec(processes=1, MICRO_BATCHES=m, steady=True)
+                    for m in [1, *INVARIANCE]),
                   *([handout.spec(broken=True)] if handout.can_break else []),
                   {**handout.spec(), "probe": True})
 
@@ -515,8 +521,10 @@ def test_accumulated_gradient_equals_full_batch_gradient(handout, micro):
     # One process: where the all-reduce happens (practical10.sync's question) then changes no
     # gradient, so a no_sync() on the wrong micro-batch loses the sync item only, not this
     # one too (a TA's audit: the same bug charged twice, told to look at the loss line).
-    full_run = handout.run(processes=1, MICRO_BATCHES=1)
-    run = handout.run(processes=1, MICRO_BATCHES=micro)
+    # Runs of their own, whose dropout and batch statistics are held still (model_noise.py):
+    # a Dropout(0.1) otherwise left only norms to compare, blind to wrong targets (adv54 F2).
+    full_run = handout.run(processes=1, MICRO_BATCHES=1, steady=True)
+    run = handout.run(processes=1, MICRO_BATCHES=micro, steady=True)
     look = LOOK_LOSS_LINE
     expected = (f"with MICRO_BATCHES = {micro}, the gradient accumulated over the micro-batches "
                 "equals the full-batch gradient (MICRO_BATCHES = 1) at the first step "
@@ -617,7 +625,15 @@ def noisy_gradient(run, full_run, micro: int, ratio: float, differs: str,
             LOOK_LOSS_LINE + LOOK_NOWHERE_ELSE
     if weight is not None and close(weight, 1.0, rel=WEIGHT_REL) and \
             close(ratio, 1.0, rel=NOISE_REL):
-        return None, look
+        # Norms cannot see a wrong direction (adv54 F2: each micro-batch on the next one's
+        # targets, 1.002x). Runs that start from other weights have no direction in common.
+        cosine = direction(run, full_run)
+        if cosine is None or "start" in kinds or cosine >= DIRECTION_MIN:
+            return None, look
+        return (f"{differs}; {said}, yet the two gradients point elsewhere: their cosine is "
+                f"{cosine:.2f}, where the noise leaves it above {DIRECTION_MIN} (the norms "
+                "agree, the directions do not): the micro-batches trained on other targets or "
+                "other data than the full batch's rows"), LOOK_PAIRED_SPLIT
     raise GradedByHand(explain(
         "the accumulated gradient equals the full-batch gradient (MICRO_BATCHES = 1) at the "
         f"first step, with MICRO_BATCHES = {micro}",
@@ -627,6 +643,11 @@ def noisy_gradient(run, full_run, micro: int, ratio: float, differs: str,
            f"the gradient that reached the micro-batches' outputs is {weight:.3g}x the full "
            "batch's") + ": the grader cannot tell the noise from a bug here, a person grades "
         "this item", look), "gradient_with_model_noise")
+
+
+LOOK_PAIRED_SPLIT = ("the split of x and y into micro-batches: micro-batch i's targets are the "
+                     "targets of micro-batch i's rows (zip(x.tensor_split(MICRO_BATCHES), "
+                     "y.tensor_split(MICRO_BATCHES)))")
 
 
 def class_weighted(record: dict) -> str:

@@ -82,17 +82,18 @@ def _hidden_paths(submission: Path) -> list[Path]:
 
 def run_command(argv: list[str], *, submission: Path, scratch: Path, gpus: int,
                 timeout_s: float, force_virtual: bool = False, extra_env: dict | None = None,
-                forks: ForkServer | None = None, probe: bool = False):
+                forks: ForkServer | None = None, probe: bool = False, steady: bool = False):
     """Run `argv` sandboxed on the node; returns (SandboxResult, the verified trace, the key).
 
     The run's seal key reaches the run through an inherited pipe, never its environment: the
     first process reads it before any student code runs and closes it (grader/records/seal.py).
     With `forks` (the grading's fork server) and virtual GPUs, the run is forked from it rather
     than started as a fresh interpreter (grader/sandbox/forked_runs.py). `probe`: a value
-    probe (grader/vgpu/perturb.py), said to the runtime by the key alone (seal.new_key).
+    probe (grader/vgpu/perturb.py), said to the runtime by the key alone (seal.new_key);
+    `steady`: the model's noise held still (grader/vgpu/model_noise.py), said the same way.
     """
     trace = scratch / TRACE_FILE
-    key = new_key(marked=probe)
+    key = new_key(marked=probe, steady=steady)
     key_fd = hand_over(key)
     env = run_environment(submission, gpus, force_virtual)
     env.update({ENV_TRACE: str(trace), ENV_FD: str(key_fd), **(extra_env or {})})
@@ -228,12 +229,13 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
                edits: list[tuple[str, str]] | None = None, args: list[str] | None = None,
                timeout_s: float = DEFAULT_TIMEOUT_S, scratch_root: Path | None = None,
                force_virtual: bool = False, forks: ForkServer | None = None,
-               probe: bool = False) -> Observation:
+               probe: bool = False, steady: bool = False) -> Observation:
     """Run `submission/script` as `launcher` starts it (`python`, or `torchrun` with `nproc`
     processes) on a node of `gpus` GPUs (virtual ones with `force_virtual`, even where the
     machine has enough real GPUs). `sets` change top-level constants, `edits` replace a text
     of the script that occurs exactly once (the runner's --set and --edit). `probe`: the run
-    perturbs its layers' outputs (grader/vgpu/perturb.py)."""
+    perturbs its layers' outputs (grader/vgpu/perturb.py); `steady`: its dropout and batch
+    statistics are held still (grader/vgpu/model_noise.py)."""
     sets = dict(sets or {})
     edits = [tuple(edit) for edit in edits or []]
     args = list(args or [])
@@ -254,7 +256,7 @@ def run_script(submission: Path, script: str, *, gpus: int, nproc: int = 1,
     try:
         observe(observation, launch_argv(command, launcher=launcher, nproc=nproc),
                 submission=submission, scratch=scratch, gpus=gpus, timeout_s=timeout_s,
-                force_virtual=force_virtual, forks=forks, probe=probe)
+                force_virtual=force_virtual, forks=forks, probe=probe, steady=steady)
     finally:
         remove_tree(scratch)   # what the run wrote is read: nothing of it stays on the disk
     return observation

@@ -32,17 +32,23 @@ KEY_BYTES = 32
 _SEAL_FIELDS = ("seq", "seal")
 
 
-def new_key(marked: bool = False) -> bytes:
-    """A fresh key; `marked`: its last bit set, else cleared. The mark tells the runtime that
-    this is a value-probe run (grader/vgpu/perturb.py) by the one thing no student code can
-    read: the key, taken before any of it runs."""
+def new_key(marked: bool = False, steady: bool = False) -> bytes:
+    """A fresh key; `marked`: its last bit set, else cleared; `steady`: its bit before that.
+    The mark tells the runtime that this is a value-probe run (grader/vgpu/perturb.py), the
+    steady bit that it is one of Practical 10's invariance runs, whose model noise is held
+    still (grader/vgpu/model_noise.py), by the one thing no student code can read: the key,
+    taken before any of it runs."""
     key = bytearray(secrets.token_bytes(KEY_BYTES))
-    key[-1] = (key[-1] & 0xFE) | int(marked)
+    key[-1] = (key[-1] & 0xFC) | int(marked) | int(steady) << 1
     return bytes(key)
 
 
 def key_marked(key: bytes | None) -> bool:
     return bool(key) and bool(key[-1] & 1)
+
+
+def key_steady(key: bytes | None) -> bool:
+    return bool(key) and bool(key[-1] & 2)
 
 
 def hand_over(key: bytes) -> int:

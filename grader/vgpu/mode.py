@@ -30,7 +30,7 @@ from grader.vgpu.observe import backward_begins, backward_ends
 from grader.vgpu.random_state import RANDOM_OPS, is_virtual
 from grader.vgpu.rows import copied, wrote
 from grader.vgpu.stand_ins import original_of
-from grader.vgpu.model_noise import BATCH_NORM, DROPOUTS, ModelNoise
+from grader.vgpu.model_noise import BATCH_NORM, DROPOUTS, ModelNoise, hold_still
 from grader.vgpu.trace import call_site, get_trace
 
 Tensor = torch.Tensor
@@ -369,7 +369,7 @@ class VirtualGPUMode(TorchFunctionMode):
             index = self.node.label_of(first) if first is not None else None
         on_gpu = isinstance(index, int)
         if name in DROPOUTS:
-            self._note_noise(self.noise.unnoted(name, args, kwargs), index)
+            args, kwargs = self._noise(func, name, args, kwargs, lambda: index)
         generator = kwargs.get("generator")
         if generator is not None:
             if on_gpu != is_virtual(generator):
@@ -385,21 +385,27 @@ class VirtualGPUMode(TorchFunctionMode):
 
     def _batch_norm(self, func, args, kwargs):
         """batch_norm as any op, noted where it normalises with the batch's own statistics."""
-        kind = self.noise.unnoted(BATCH_NORM, args, kwargs)
-        if kind is not None:
+        def gpu():
             first = next(_tensors_in(args), None)
-            self._note_noise(kind, self.node.label_of(first) if first is not None else None)
+            return self.node.label_of(first) if first is not None else None
+        args, kwargs = self._noise(func, BATCH_NORM, args, kwargs, gpu)
         return self._generic(func, BATCH_NORM, _GENERIC, args, kwargs)
 
-    def _note_noise(self, kind: str | None, index) -> None:
-        """A `model_noise` record, once per kind (model_noise.py): written here, where the
-        trace takes records from."""
+    def _noise(self, func, name: str, args, kwargs, gpu):
+        """The arguments of a dropout or batch_norm call: held still in one of Practical 10's
+        invariance runs (model_noise.hold_still), as given anywhere else; a `model_noise`
+        record where its kind is new, held or not (model_noise.py), written here, where the
+        trace takes records from. `gpu()`: the index of the GPU it runs on."""
+        held = hold_still(func, name, args, kwargs) if get_trace().steady else None
+        kind = self.noise.unnoted(name, args, kwargs, held is not None)
         trace = get_trace()
-        if kind is None or not trace.enabled:
-            return
-        self.noise.noted(kind)
-        trace.emit("model_noise", op=kind,
-                   device=f"cuda:{index}" if isinstance(index, int) else "cpu")
+        if kind is not None and trace.enabled:
+            self.noise.noted(kind, held is not None)
+            index = gpu()
+            trace.emit("model_noise", op=kind,
+                       device=f"cuda:{index}" if isinstance(index, int) else "cpu",
+                       **({"held": True} if held is not None else {}))
+        return held if held is not None else (args, kwargs)
 
     def _factory(self, func, name, args, kwargs):
         """`torch.zeros(..., device="cuda:k")` and the like: made on the host, labelled k."""

@@ -13,9 +13,21 @@ noted). Only calls inside a pass of the model count (a root module's forward und
 grader/vgpu/observe.py `in_model_pass`), and only dropout of p >= MIN_DROPOUT: a red team's script
 with wrong targets (adv54 F2) won the item back with `nn.Dropout(p=1e-9)` in the model, or one
 `F.dropout(torch.ones(4, device=device0), 1e-9)` on a dummy tensor before the loop, since the
-noisy path compares gradient norms only.
+noisy path compared gradient norms only.
+
+In the check's own runs the noise is held still (`hold_still`, in a run whose seal key says
+steady: grader/records/seal.py): dropout is not applied (what eval mode does) and batch_norm
+normalises with its running statistics, in the full-batch run and the micro-batch runs alike, so
+a row's output no longer depends on the masks drawn or the rows it rides with and the two
+gradients are compared exactly again. A Dropout(0.1) beside a loop that trained each micro-batch
+on the next one's targets had kept the item by norms (adv54 F2). Sound for what the item asks:
+the loop's weighting of the micro-batches and the rows and targets they hold, none of which the
+noise is part of; the handout's model has neither layer. A batch_norm keeping no running
+statistics (track_running_stats=False) cannot be held still: its runs keep the weaker comparison.
 """
 from __future__ import annotations
+
+import torch
 
 from grader.vgpu.observe import in_model_pass
 
@@ -62,25 +74,61 @@ def changes_the_output(name: str, args, kwargs) -> bool:
     return False
 
 
+# Where each op keeps its running statistics: F.batch_norm (input, running_mean, running_var, ...),
+# torch.batch_norm (input, weight, bias, running_mean, running_var, training, ...).
+_RUNNING = {"F": ((1, "running_mean"), (2, "running_var")), "aten": ((3, "running_mean"),
+                                                                      (4, "running_var"))}
+
+
+def _with_argument(args, kwargs, index: int, names: tuple[str, ...], value):
+    """(args, kwargs) with the argument at `index` (or named one of `names`) set to `value`,
+    given as the first name where the call gave it neither way."""
+    if len(args) > index:
+        return args[:index] + (value,) + args[index + 1:], kwargs
+    name = next((name for name in names if name in kwargs), names[0])
+    return args, {**kwargs, name: value}
+
+
+def hold_still(func, name: str, args, kwargs):
+    """(args, kwargs) of a call of op `name` with its noise held still: a dropout not applied
+    (training false, as in eval mode: the op returns its input), a batch_norm in training mode
+    normalising with the running statistics it keeps; None where the call has nothing to hold
+    (no dropout, batch_norm in eval mode) or cannot be held (batch_norm keeping no running
+    statistics)."""
+    args = tuple(args)
+    if name in DROPOUTS:
+        if not _argument(args, kwargs, 2, ("training", "train"), True):
+            return None
+        return _with_argument(args, kwargs, 2, ("training", "train"), False)
+    if name != BATCH_NORM or not changes_the_output(name, args, kwargs):
+        return None
+    running = _RUNNING["F" if func is torch.nn.functional.batch_norm else "aten"]
+    if not all(isinstance(_argument(args, kwargs, index, (key,), None), torch.Tensor)
+               for index, key in running):
+        return None
+    return _with_argument(args, kwargs, _BATCH_NORM_TRAINING, ("training",), False)
+
+
 class ModelNoise:
-    """Which kinds of op of DROPOUTS and BATCH_NORM were seen changing a model's output: each is
-    written down once per process (a `model_noise` record, by grader/vgpu/mode.py)."""
+    """Which kinds of op of DROPOUTS and BATCH_NORM were seen changing a model's output, held
+    still or not: each is written down once per process (a `model_noise` record, by
+    grader/vgpu/mode.py), and a kind held still once more where a call of it is not."""
 
     def __init__(self):
-        self._noted: set[str] = set()
+        self._noted: set[tuple[str, bool]] = set()
 
-    def unnoted(self, name: str, args, kwargs) -> str | None:
+    def unnoted(self, name: str, args, kwargs, held: bool = False) -> str | None:
         """The kind of op ("dropout", "batch_norm") a call of `name` is, where it changes the
-        output inside a pass of the model and that kind is not noted yet; else None (the common
-        case, and cheap). A call outside the passes (a dummy tensor's dropout before the loop)
-        changes no gradient the check compares."""
+        output inside a pass of the model and that kind is not noted yet (as `held` still, or
+        not); else None (the common case, and cheap). A call outside the passes (a dummy
+        tensor's dropout before the loop) changes no gradient the check compares."""
         kind = BATCH_NORM if name == BATCH_NORM else "dropout"
-        if kind in self._noted or not in_model_pass() or \
+        if (kind, held) in self._noted or not in_model_pass() or \
                 not changes_the_output(name, args, kwargs):
             return None
         return kind
 
-    def noted(self, kind: str) -> None:
+    def noted(self, kind: str, held: bool = False) -> None:
         """`kind` was written down (by grader/vgpu/mode.py, a module the trace takes records
-        from): never again in this process."""
-        self._noted.add(kind)
+        from): never again in this process, held still or not as it was."""
+        self._noted.add((kind, held))

@@ -25,6 +25,7 @@ from grader.vgpu.loss_weights import class_weighted_mean
 from grader.vgpu.norms import norm64
 from grader.vgpu import pass_tokens
 from grader.vgpu.patcher import Patcher
+from grader.vgpu.gradient_sketch import sketch_of
 from grader.vgpu.replica_grads import REPLICA_GRADIENTS
 from grader.vgpu.rows import RowRecorder, in_replica_thread, storage_of
 from grader.vgpu.hand_steps import HandSteps
@@ -1299,6 +1300,8 @@ class Observer:
         self._joins = self._joins_window(self._step_params)
         if self.trace.enabled:
             self._grad_print = _fingerprint(grads)
+            if self.trace.steady:   # Practical 10's invariance runs: a direction to compare
+                self._grad_print["sketch"] = sketch_of(grads)
             self._grad_sources = self.sources.step_fields(self._grad_print["sumsq"],
                                                           self._step_params)
             # What the step's backwards fed beside it and the script then trained by hand

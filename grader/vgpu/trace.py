@@ -14,8 +14,8 @@ import time
 
 from grader.records import untrusted_files
 from grader.records.genuine_frames import frame_judge, writing_call
-from grader.records.seal import (Verified, in_sealed_run, key_marked, sealer_factory, take_key,
-                                 verify_lines)
+from grader.records.seal import (Verified, in_sealed_run, key_marked, key_steady, sealer_factory,
+                                 take_key, verify_lines)
 
 SCHEMA = "pdl-autograder/trace/1"
 # The last record of every process the runtime activated in (grader/vgpu/guard.py).
@@ -39,6 +39,10 @@ class Trace:
         key = take_key() if path else None
         self._keyless = bool(path) and key is None and in_sealed_run()
         self.probing = key_marked(key)   # a value-probe run (grader/vgpu/perturb.py)
+        # One of Practical 10's invariance runs: dropout and batch statistics held still, the
+        # seeds alike, the steps' gradients sketched (grader/vgpu/model_noise.py,
+        # steady_start.py, gradient_sketch.py).
+        self.steady = key_steady(key)
         if self._keyless:
             path += UNKEYED_SUFFIX
         self._streams, self._probe_sealer = _sealers(key, base_path or path or "")

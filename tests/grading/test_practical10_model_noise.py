@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from grader.checks import test_practical10 as p10
 from grader.checks.support import GradedByHand
 from grader.harness.observation import Observation
-from grader.vgpu import activate, active
+from grader.vgpu import activate, active, steady_start
 
 DIM, HIDDEN = 32, 64
 
@@ -61,20 +61,27 @@ class TwoStages(nn.Module):
 
 
 def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=False, seed=0,
-                ddp=False, shift_targets=False, before=None) -> Observation:
+                ddp=False, shift_targets=False, before=None, steady=False,
+                double_first=False) -> Observation:
     """The handout's loop, one process, one step of `micro` micro-batches, traced on a virtual
     node of its own: `divide` the loss by MICRO_BATCHES, `zero_each` micro-batch's gradients
-    away first (a zero_grad inside the loop), the model built after torch.manual_seed(`seed`),
+    away first (a zero_grad inside the loop), the model built after torch.manual_seed(`seed`)
+    (after torch.seed() where `seed` is "os"),
     wrapped in `ddp` (a process group of one rank) or not; `shift_targets`: each micro-batch
-    trained on the next one's targets (adv54 F2's bug); `before`: called before the loop."""
+    trained on the next one's targets (adv54 F2's bug); `before`: called before the loop;
+    `double_first`: the first micro-batch's loss counted twice; `steady`: run as the check's
+    own runs are, the noise held still and the gradient sketched
+    (what a steady seal key says, grader/records/seal.py)."""
     assert active() is None, "a node from an earlier test is still active"
     handle = activate(2, force_virtual=True, trace_path=str(tmp_path / f"trace-{micro}.jsonl"))
+    handle.trace.steady = steady
+    steady_start.install(handle.patcher, handle.trace)   # as activation does for a steady key
     events: list[dict] = []
     handle.trace.listeners.append(events.append)
     try:
         if ddp:
             dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
-        torch.manual_seed(seed)
+        torch.seed() if seed == "os" else torch.manual_seed(seed)
         model = DDP(make_model()) if ddp else make_model()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         g = torch.Generator().manual_seed(1)
@@ -86,10 +93,10 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
         if shift_targets:
             targets = targets[1:] + targets[:1]
         optimizer.zero_grad()
-        for mx, my in zip(x.tensor_split(micro), targets):
+        for index, (mx, my) in enumerate(zip(x.tensor_split(micro), targets)):
             if zero_each:
                 optimizer.zero_grad()
-            loss = F.mse_loss(model(mx), my)
+            loss = F.mse_loss(model(mx), my) * (2 if double_first and index == 0 else 1)
             (loss / micro if divide else loss).backward()
         optimizer.step()
     finally:
@@ -104,16 +111,17 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
 class Handout:
     """The runs the invariance check asks for (HandoutRuns' interface): one process each."""
 
-    def __init__(self, tmp_path, make_model, ddp=False, **loop):
+    def __init__(self, tmp_path, make_model, ddp=False, full=None, **loop):
         self.tmp_path, self.make_model, self.ddp, self.loop = tmp_path, make_model, ddp, loop
+        self.full = full or {}   # the full-batch run's own options (its loop is the handout's)
         self.runs: dict[int, Observation] = {}
 
-    def run(self, processes=2, **sets):
+    def run(self, processes=2, steady=False, **sets):
         micro = sets.get("MICRO_BATCHES", p10.MICRO)
         if micro not in self.runs:
-            loop = self.loop if micro > 1 else {}   # the full batch: one micro-batch, as is
+            loop = self.loop if micro > 1 else self.full   # the full batch: one micro-batch
             self.runs[micro] = traced_loop(self.tmp_path, self.make_model, micro, ddp=self.ddp,
-                                           **loop)
+                                           steady=steady, **loop)
         return self.runs[micro]
 
 
@@ -212,14 +220,137 @@ def test_a_loop_that_zeroes_between_micro_batches_still_loses_the_item(tmp_path)
 
 def test_a_gradient_the_noise_does_not_explain_is_held_for_a_person(tmp_path):
     """The weighting right, nothing zeroed, yet the gradient 30% off: no comparable measure
-    settles it, so no verdict, the cause named."""
-    handout = Handout(tmp_path, dropout_model)
-    for event in handout.run(processes=1, MICRO_BATCHES=4).of("step"):
+    settles it, so no verdict, the cause named (batch statistics without running ones: noise
+    the check's runs cannot hold still)."""
+    handout = Handout(tmp_path, running_free_batch_norm_model)
+    for event in handout.run(processes=1, MICRO_BATCHES=4, steady=True).of("step"):
         event["grads"] = {"sum": event["grads"]["sum"] * 1.3,
                           "sumsq": event["grads"]["sumsq"] * 1.69}
     error = failure(handout, 4)
     assert isinstance(error, GradedByHand), f"expected GradedByHand; observed {error!r}"
-    assert "dropout in training mode" in str(error) and "a person grades" in str(error), error
+    assert "batch normalisation" in str(error) and "a person grades" in str(error), error
+
+
+# -- the check's own runs hold the noise still (adv54 F2 with a real dropout) ----------------------
+
+
+def running_free_batch_norm_model() -> nn.Module:
+    """Batch statistics that cannot be held still: no running statistics are kept."""
+    return TwoStages(nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU()),
+                     nn.Sequential(nn.BatchNorm1d(HIDDEN, track_running_stats=False),
+                                   nn.Linear(HIDDEN, DIM)))
+
+
+def test_a_steady_run_is_said_by_its_key_alone():
+    """The invariance runs are told by a bit of the seal key (no student code can read it),
+    apart from the value probe's bit."""
+    from grader.records.seal import key_marked, key_steady, new_key
+    for marked, steady in [(False, False), (True, False), (False, True), (True, True)]:
+        keys = [new_key(marked=marked, steady=steady) for _ in range(32)]
+        assert all(key_marked(k) == marked and key_steady(k) == steady for k in keys), (
+            f"expected keys marked={marked}, steady={steady}; observed "
+            f"{[(key_marked(k), key_steady(k)) for k in keys][:4]} (grader/records/seal.py)")
+
+
+RUNNING_MEAN, RUNNING_VAR, EPS = 0.0, 1.0, 1e-5
+HELD_DROPOUT = "its input"
+HELD_BATCH_NORM = "its input normalised by the running statistics"
+
+
+def running_batch_norm(x):
+    return F.batch_norm(x, torch.full((3,), RUNNING_MEAN, device="cuda:0"),
+                        torch.full((3,), RUNNING_VAR, device="cuda:0"), training=True, eps=EPS)
+
+
+@pytest.mark.parametrize("call, held", [
+    (lambda x: F.dropout(x, 0.5), HELD_DROPOUT),
+    (lambda x: F.dropout(x, p=0.3, training=True, inplace=True), HELD_DROPOUT),
+    (lambda x: torch.dropout(x, 0.5, True), HELD_DROPOUT),
+    (lambda x: F.alpha_dropout(x, 0.2, True), HELD_DROPOUT),
+    (lambda x: F.dropout(x, 0.5, training=False), HELD_DROPOUT),
+    (running_batch_norm, HELD_BATCH_NORM),
+    (lambda x: F.batch_norm(x, None, None, training=True), None),
+], ids=["F.dropout", "F.dropout_inplace_kwargs", "torch.dropout", "alpha_dropout",
+        "dropout_eval", "batch_norm_running", "batch_norm_no_running"])
+def test_a_steady_run_holds_dropout_and_batch_statistics_still(call, held):
+    """What a steady run's op returns: a dropout its input, batch_norm its input normalised by
+    its running statistics; batch_norm keeping none normalises by the batch's own, as in any
+    run (None: not held)."""
+    assert active() is None, "a node from an earlier test is still active"
+    handle = activate(2, force_virtual=True)
+    handle.trace.steady = True
+    try:
+        x = torch.arange(12.0, device="cuda:0").reshape(4, 3) - 5
+        by_running = (x - RUNNING_MEAN) / (RUNNING_VAR + EPS) ** 0.5
+        expected = x.cpu() if held == HELD_DROPOUT else by_running.cpu()
+        out = call(x.clone()).cpu()
+    finally:
+        handle.deactivate()
+    assert torch.allclose(out, expected, atol=1e-6) == (held is not None), (
+        f"expected {held or 'the op as in any run'} in a steady run; observed {out.tolist()} "
+        f"from {x.cpu().tolist()} (grader/vgpu/model_noise.py hold_still, mode.py _held_still)")
+
+
+def test_the_check_s_runs_give_the_full_batch_gradient_exactly_through_dropout(tmp_path):
+    """Two Dropout(0.2) on one GPU draw other masks for micro-batches than for the whole batch;
+    held still, the accumulated gradient is the full-batch one to float rounding."""
+    full, micro = (traced_loop(tmp_path, dropout_model, m, steady=True) for m in (1, 4))
+    (full_sum, full_norm), (sum_, norm) = p10.first_gradient(full), p10.first_gradient(micro)
+    assert abs(norm - full_norm) <= 1e-6 * full_norm and abs(sum_ - full_sum) <= 1e-6 * full_norm, (
+        f"expected the steady runs' gradients equal (dropout held still); observed norms "
+        f"{norm:.9g} and {full_norm:.9g}, sums {sum_:.9g} and {full_sum:.9g} "
+        "(grader/vgpu/model_noise.py hold_still)")
+
+
+@pytest.mark.parametrize("make_model", [dropout_model, batch_norm_model])
+@pytest.mark.parametrize("micro", [2, 8])
+def test_wrong_targets_lose_the_item_beside_real_dropout_or_batch_norm(tmp_path, make_model,
+                                                                       micro):
+    """adv54 F2 with a real dropout: each micro-batch trained on the next one's targets kept
+    the item (2 of 2) by norms, 1.00x apart; held still, the exact comparison gives 0."""
+    error = failure(Handout(tmp_path, make_model, shift_targets=True), micro)
+    text = str(error)
+    assert not isinstance(error, GradedByHand), f"expected a 0, not held; observed {text}"
+    assert "other data than the full batch" in text and "your model has" not in text, (
+        f"expected the message of the same loop without the noise; observed {text}")
+
+
+@pytest.mark.parametrize("make_model", [dropout_model, batch_norm_model])
+def test_a_micro_batch_counted_twice_loses_the_item_beside_dropout_or_batch_norm(tmp_path,
+                                                                                  make_model):
+    """Its loss doubled: held for a person before (the noise's weaker path: 1.36x the outputs'
+    gradient, no cause it knows); with the noise held still, 0, as without it."""
+    error = failure(Handout(tmp_path, make_model, double_first=True), 4)
+    assert not isinstance(error, GradedByHand), f"expected a 0, not held; observed {error}"
+    assert "counted twice" in str(error), str(error)
+
+
+def test_noise_held_still_is_recorded_as_held_and_excuses_nothing(tmp_path):
+    from grader.checks.gradient_noise import noise_in
+    run = traced_loop(tmp_path, lambda: TwoStages(
+        nn.Sequential(nn.Linear(DIM, HIDDEN), nn.Dropout(0.2), nn.BatchNorm1d(HIDDEN)),
+        nn.Sequential(nn.BatchNorm1d(HIDDEN, track_running_stats=False), nn.Linear(HIDDEN, DIM))),
+        2, steady=True)
+    noted = sorted((e["op"], bool(e.get("held"))) for e in run.of("model_noise"))
+    assert noted == [("batch_norm", False), ("batch_norm", True), ("dropout", True)], noted
+    assert noise_in(run) == ["batch_norm"], (
+        f"expected only the batch statistics that were not held as noise; observed "
+        f"{noise_in(run)} (grader/checks/gradient_noise.py noise_in)")
+
+
+def test_wrong_targets_beside_batch_statistics_that_cannot_be_held_point_elsewhere(tmp_path):
+    """No running statistics: the weaker comparison stays, and sees the direction now (the
+    sketches' cosine about 0.3, an honest loop's 0.8 or more)."""
+    error = failure(Handout(tmp_path, running_free_batch_norm_model, shift_targets=True), 4)
+    text = str(error)
+    assert not isinstance(error, GradedByHand), f"expected a 0, not held; observed {text}"
+    assert "point elsewhere" in text and "batch normalisation" in text, text
+
+
+@pytest.mark.parametrize("micro", [2, 4])
+def test_an_honest_loop_with_batch_statistics_that_cannot_be_held_keeps_the_item(tmp_path,
+                                                                                 micro):
+    check(Handout(tmp_path, running_free_batch_norm_model), micro)
 
 
 # -- two runs that start from other weights -------------------------------------------------------
@@ -232,6 +363,28 @@ def test_the_weights_a_model_is_wrapped_with_are_recorded(tmp_path):
     assert start_of(one) is not None, one.of("ddp_wrap")
     assert not started_apart(one, same) and started_apart(one, other), (
         start_of(one), start_of(same), start_of(other))
+
+
+def test_the_check_s_runs_start_alike_after_torch_seed(tmp_path):
+    """torch.seed() draws a seed from the OS: other weights in each run, but for the check's
+    own runs, which hold it to one seed (grader/vgpu/steady_start.py)."""
+    from grader.checks.gradient_noise import started_apart
+    one, other = (traced_loop(tmp_path, plain_model, 2, seed="os", ddp=True) for _ in range(2))
+    held = [traced_loop(tmp_path, plain_model, 2, seed="os", ddp=True, steady=True)
+            for _ in range(2)]
+    assert started_apart(one, other) and not started_apart(*held), (
+        "expected torch.seed() to start two runs apart, two steady runs alike; observed apart: "
+        f"{started_apart(one, other)}, {started_apart(*held)} (grader/vgpu/steady_start.py)")
+
+
+def test_wrong_targets_lose_the_item_after_torch_seed(tmp_path):
+    """adv54 F2 with the model built after torch.seed(): kept by norms (the runs started apart,
+    nothing comparable but the weighting); started alike, compared exactly, 0."""
+    error = failure(Handout(tmp_path, plain_model, ddp=True, full={"seed": "os"}, seed="os",
+                            shift_targets=True), 4)
+    text = str(error)
+    assert not isinstance(error, GradedByHand), f"expected a 0, not held; observed {text}"
+    assert "differs from the full-batch gradient" in text and "start elsewhere" not in text, text
 
 
 def test_runs_that_start_from_other_weights_are_never_told_rows_were_left_out(tmp_path):
