@@ -58,7 +58,7 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     without them; `grad_faint`: {GPU: share} for those of them where a gradient came back but
     their results carry only that share of the pass (`grad_faint` records: `x + 1e-6 *
     spare(x)`); `data_parallel`: the pass is an nn.DataParallel's (its output's record says
-    its `device_ids`)."""
+    its `device_ids`); `own_class`: its module's class is the script's own, not torch's."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
     grad_used = {(e.get("n"), e.get("device")) for e in run.events
@@ -94,7 +94,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
                 "layer_devices": None, "layer_rows": None, "grad_unused": [],
-                "grad_faint": {}, "data_parallel": False}
+                "grad_faint": {}, "data_parallel": False,
+                "own_class": bool(event.get("own_class"))}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
@@ -571,18 +572,35 @@ def _through_replicas(step: dict, passes_of) -> bool:
     CARRIED_SHARE of the stepped gradient's norm and of the stepped elements; or, where every
     pass that trains the step is a DataParallel wrapper's (a head on cuda:0 after it only
     continues its output), at least that share of the wrapped parameters' own gradient
-    (`dp_own`). A head four times the wrapped MLP's size holds 80% of the stepped elements and
-    more than half of the gradient (adv53 F3: 0.75 of 12 where a TA gives 9.25); a small
-    wrapper called on the batch beside a model run on it unwrapped leaves that model's pass
-    one of the step's own, which trains. `passes_of(rank)`: the rank's forward_passes."""
+    (`dp_own`), and no module of the script's own class with layers ran outside the wrapper
+    in the step (`_model_unwrapped`). A head four times the wrapped MLP's size holds 80% of
+    the stepped elements and more than half of the gradient (adv53 F3: 0.75 of 12 where a TA
+    gives 9.25); a small wrapper called on the batch beside a model run on it unwrapped leaves
+    that model's pass one of the step's own, which trains. `passes_of(rank)`: the rank's
+    forward_passes."""
     if _share_over(step.get("dp_carried"), CARRIED_SHARE - 1e-9) \
             and _share_over(step.get("dp_held"), CARRIED_SHARE - 1e-9):
         return True
     if not _share_over(step.get("dp_own"), CARRIED_SHARE - 1e-9):
         return False
-    passes = [p for p in passes_of(step.get("rank", 0))
-              if p["trains"] and p["step"] == step.get("index", 0) - 1]
-    return bool(passes) and all(p["data_parallel"] for p in passes)
+    of_step = [p for p in passes_of(step.get("rank", 0))
+               if p["step"] == step.get("index", 0) - 1]
+    passes = [p for p in of_step if p["trains"]]
+    return bool(passes) and all(p["data_parallel"] for p in passes) \
+        and not _model_unwrapped(of_step)
+
+
+def _model_unwrapped(passes: list[dict]) -> bool:
+    """Whether a module of the script's own class with layers (the handout's MLP, whatever it
+    is named) ran with gradients outside DataParallel among a step's `passes`: the model then
+    trained on cuda:0, and what the wrapper holds is something else. A head continuing the
+    wrapper's output is a continuation, as the model run on a small wrapped layer's output is
+    (`model(nn.DataParallel(nn.Linear(DIM, DIM))(x))`: 7.5 of 12 with every DataParallel item
+    passing, where a TA gives them nothing); the class, not the size, tells them apart, and
+    the class is the script's whatever its name. A head written as a class of the script's
+    own reads as the model (the limit of this rule)."""
+    return any(p["own_class"] and p["grad"] and p["layer_devices"] and not p["data_parallel"]
+               for p in passes)
 
 
 def devices_of_rank(run, rank: int) -> set[str]:

@@ -73,6 +73,27 @@ def small_wrapper_beside(model, x, y):
         small
 
 
+class Front(nn.Module):
+    """A small layer of the script's own class, wrapped in front of the model."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(DIM, DIM)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def small_wrapper_in_front(front):
+    """A small layer wrapped in DataParallel, the model run unwrapped on its output, one
+    optimizer over both (eng_p5steps' forge/small_dp_in_front): the wrapper's pass is the only
+    one that trains, the model's continues it, as a head would; the model trains on cuda:0."""
+    def make(model, x, y):
+        small = nn.DataParallel(front().cuda())
+        return lambda: nn.functional.mse_loss(model(small(x)), y), small
+    return make
+
+
 def spread(touch):
     def make(model, x, y):
         shell = nn.DataParallel(Spread(model, touch))
@@ -140,11 +161,38 @@ def test_model_trained_beside_a_small_wrapped_layer_fails(traced_vnode):
         "Expected: the small wrapped layer's own gradient all came back through its replicas "
         f"(dp_own 1). Observed: {[s.get('dp_own') for s in steps]}. "
         "Where to look: grader/vgpu/replica_grads.py")
+    fails_as_trained_outside(
+        observed, "the model's own pass on the batch, outside the wrapper, trains each step",
+        "practical_measures._through_replicas")
+
+
+@pytest.mark.parametrize("front", [lambda: nn.Linear(DIM, DIM), Front],
+                         ids=["torch-layer", "own-class"])
+def test_model_run_after_a_small_wrapped_layer_fails(traced_vnode, front):
+    """The forgery cdf8197's head rule let in (7.5 of 12, every DataParallel item passing):
+    like a head, the model continues the wrapper's output, and the wrapped layer's own
+    gradient all came back through its replicas; but the module run outside the wrapper is of
+    the script's own class (the model), the wrapped one is not it."""
+    observed = run(traced_vnode, small_wrapper_in_front(front))
+    steps = observed.of("step")
+    assert steps and all(s.get("dp_held", 1) < 0.5 and s.get("dp_own", 0) >= 0.99
+                         for s in steps), (
+        "Expected: the model holds most of the stepped elements (dp_held < 0.5), and all of "
+        "the small wrapped layer's gradient came back through the replicas (dp_own >= 1), as "
+        "for a head. Observed: "
+        f"{[(s.get('dp_carried'), s.get('dp_held'), s.get('dp_own')) for s in steps]}. "
+        "Where to look: grader/vgpu/replica_grads.py")
+    fails_as_trained_outside(
+        observed, "the model (a module of the script's own class) ran outside DataParallel on "
+        "the wrapper's output", "practical_measures._model_unwrapped, observe.py's `own_class`")
+
+
+def fails_as_trained_outside(observed, why: str, where: str) -> None:
+    """The run reads as the model trained outside DataParallel, and its check fails so."""
     said = replicas_untrained(observed)
     assert said and "trained outside the wrapper" in said, (
-        "Expected: the model's own pass on the batch, outside the wrapper, trains each step, so "
-        f"the model trained outside DataParallel. Observed: {said!r}. Where to look: "
-        "practical_measures._through_replicas")
+        f"Expected: {why}, so the model trained outside DataParallel. Observed: {said!r}. "
+        f"Where to look: {where}")
     with pytest.raises(AssertionError, match="trained outside the wrapper"):
         p5.used_data_parallel(observed)
 
