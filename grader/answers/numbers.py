@@ -240,6 +240,13 @@ _NUMBER_WORD_RE = re.compile(r"(?<![\w-])(" + "|".join(_NUMBER_WORDS) + r")(?![\
 _COMPOUND_WORD_RE = re.compile(r"\b(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
                                r"hundred)\b\W*\w|\b(?:thirty|forty|fifty|sixty|seventy|eighty|"
                                r"ninety|hundred)\b", re.IGNORECASE)
+
+
+def compound_number_word(text: str) -> bool:
+    """Whether `text` says a number in words past twenty ("thirty-two", "twenty one")."""
+    return _COMPOUND_WORD_RE.search(str(text)) is not None
+
+
 # A number standing alone (not "1st", "4GPUs", "64x2000", "1e3").
 _PLAIN_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)(?![A-Za-z])")
 # A measured value with its unit, a remark beside a GPU ("cuda:0 with 1012 MiB").
@@ -262,8 +269,9 @@ _RANGE_RE = re.compile(r"^\s*(?:from\s+)?(\d+)\s*(?:-|–|\bto\b)\s*(\d+)\s*$", 
 _GPU = r"(?:cuda|gpu|device)\s*[:#]?\s*\d+"
 # A GPU naming the value after it ("GPU 0: 3", "GPU 0 - 22") or before it ("3 on GPU 0").
 # "GPU 0 has 3 layers" too (a TA's HW3 sheet), where a number follows the verb: "GPU 0 has
-# layers 0-2" names layers, not a count.
-_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|->|→|[-–](?=\s*\d))|\bon\s+{_GPU}\b|"
+# layers 0-2" names layers, not a count. An arrow to another GPU ("cuda:0 -> cuda:2", the
+# way the data flows) lists both, never labels the second (adv55 A: read as [2]).
+_LABEL_RE = re.compile(rf"\b{_GPU}\s*(?:[:=]|(?:->|→)(?!\s*{_GPU})|[-–](?=\s*\d))|\bon\s+{_GPU}\b|"
                        rf"\b{_GPU}\s+(?:has|holds|gets)\s+(?=\d)", re.IGNORECASE)
 # Every GPU named and followed by its value with a space only ("cuda:0 22, cuda:1 21").
 _SPACED_LABEL_RE = re.compile(rf"\b{_GPU}\s+(?=\d)", re.IGNORECASE)

@@ -18,11 +18,12 @@ from grader.common.locations import data_folder
 from grader.common.safe_yaml import YamlError, load_yaml_text
 from grader.common.text import did_you_mean
 
+from .cell_forms import column_named_by_quantity, plain_measured, without_quantity_label
 from .declined import says_not_done
 from .keyed_lines import keyed_lines, printed_rank_lines
 from .numbers import (APPROXIMATELY, HEDGE_WORDS, MAX_VALUE_CHARS, between_layers, chunk_shapes_said,
-                      chunks_asked_about, column_in_another_unit, column_unit, counted_shape_said,
-                      decimal_mark, each_shape_said, formula_alone, gpu_count_given,
+                      chunks_asked_about, column_in_another_unit, column_unit, compound_number_word,
+                      counted_shape_said, decimal_mark, each_shape_said, formula_alone, gpu_count_given,
                       int_list_answering, int_list_in, int_lists_in, joined_groups, layer_pair_said,
                       measured_range_in, not_available, quantity_in, rows_of_counted_chunks, shape_in, shape_said,
                       shapes_in, shows_decimal_mark, size_each_said, size_of_equal_parts,
@@ -350,6 +351,8 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
         if remark is not None and not re.search(r"\bnot\b", remark["remark"], re.IGNORECASE) \
                 and remark_on_count(remark["remark"], int(remark["number"])):
             return int(remark["number"])   # "2 - ranks 0 and 1": the count, then words on it
+        if compound_number_word(raw):   # "thirty-two": no formula, though its hyphen reads as one (adv55 I)
+            raise _refused("a whole number", raw, "a number in words is read up to twenty: write it in digits")
         if formula_alone(raw):   # "N - 1": which number N is, the answer does not say
             raise _refused("a whole number", raw, "a formula, not its value: write the number it "
                            "comes to here (with the formula if you like: 'formula = number')")
@@ -358,7 +361,8 @@ def _int(raw: Any, gpu: bool = False, gpus: int | None = None) -> int:
 
 # A count, a dash, then words about it ("2 - one per data-parallel replica"), as "2 (ranks 0
 # and 1)" is read (adv51 F8); never "5 - 1" (a calculation: its words start with no letter).
-_DASHED_REMARK = re.compile(r"\s*(?P<number>\d+)\s+[-–—]\s+(?P<remark>[A-Za-z].*)", re.DOTALL)
+# A comma the same ("2, one for each data-parallel replica", adv55 I); never "2, 4" nor "2, or 4".
+_DASHED_REMARK = re.compile(r"\s*(?P<number>\d+)(?:\s+[-–—]|\s*,)\s+(?P<remark>[A-Za-z].*)", re.DOTALL)
 
 
 def _int_list(raw: Any, question: str = "") -> list[int]:
@@ -433,6 +437,7 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
     if unit is not None:
         said = text
         text = _CLOCK_REMARK.sub("", text)
+        as_written, text = text, plain_measured(text, column, unit)   # "Median step time: 56 ms"
         if unit == "mib":
             text = without_memory_totals(text)   # nvidia-smi's "1012MiB / 81920MiB": one GPU's 1012
         # In a cell of one value per GPU a plain space may list them ("100 100"): no grouping.
@@ -442,7 +447,7 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
         if every is not None and quantity_in(every["value"], unit, mark) is not None:
             return [quantity_in(every["value"], unit, mark)] * gpus
         one = quantity_in(text, unit, mark, spaces_group=not per_gpu)
-        values = _quantities(text, unit, mark)
+        values = _quantities(text, unit, mark, column)
         if values is None and per_gpu and _SPACED_NUMBERS.fullmatch(text):
             values = [quantity_in(part, unit, mark) for part in text.split()]   # numpy's "80.3 80.1"
         if values is not None and per_gpu:   # one value per GPU: a list
@@ -459,12 +464,20 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
             if notes is not None:
                 notes.append(f"{column} '{said}' read as {shown}, the middle of its range")
             return span.middle
-        return one if one is not None else text
+        return one if one is not None else as_written
     if column == "split" and gpus:
         each = size_each_said(text)   # "32 each", "2 chunks of 32 each": every GPU's of the row
         if each is not None:
             size, count = each
             return [size] * gpus if count in (None, gpus) else text
+    lead = _COUNT_WITH_REMARK.fullmatch(text)
+    each_kind = _EACH_KIND.fullmatch(lead["remark"]) if lead is not None and column.startswith("passes") else None
+    if each_kind is not None and each_kind["forward"] == each_kind["backward"] \
+            and int(lead["count"]) == 2 * int(each_kind["forward"]):
+        # "4 (2 forward + 2 backward)": Practical 10's "how many forward/backward steps" counts a
+        # forward with its backward as one step, as the check does: the breakdown is the answer
+        # (adv55 B), k, not the passes' total, 2k. Unequal kinds keep the total (a3d6391).
+        return int(each_kind["forward"])
     if "=" in text:
         # "64/2 = 32": a formula with its value, read as a single answer's (a TA's audit29 D3:
         # the cell was kept as words, scored wrong, where the same scalar answer was read).
@@ -477,7 +490,6 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
     times = _TIMES.fullmatch(text) if column not in ("split", "gpus") else None
     if times is not None:   # "2x", "8x fwd/bwd": how many times, where a count is asked
         return text if re.search(HEDGE_WORDS, text, re.IGNORECASE) else int(times["count"])
-    lead = _COUNT_WITH_REMARK.fullmatch(text)
     if lead is not None and not remark_on_count(lead["remark"], int(lead["count"])):
         return text   # "32 (16)", "2 (maybe 4)": a second answer offered, for a person (adv54 F3)
     if lead is not None and whole_number_in(text) is not None:
@@ -492,6 +504,9 @@ def _cell(raw: Any, column: str, mark: str | None = None, gpus: int | None = Non
 
 # A count said as how many times ("2x", "8x fwd/bwd"); never a shape ("4x13") nor a product.
 _TIMES = re.compile(r"\s*(?P<count>\d+)\s*[x×](?:\s+[A-Za-z][A-Za-z/+ ]*)?\s*\.?\s*", re.IGNORECASE)
+# Passes counted by kind in a remark: "2 forward + 2 backward", "8 fwd and 8 bwd".
+_EACH_KIND = re.compile(r"\s*(?P<forward>\d+)\s*(?:forwards?|fwd|fw)\s*(?:passes)?\s*(?:\+|,|&|\band\b|/)\s*"
+                        r"(?P<backward>\d+)\s*(?:backwards?|bwd|bw)\s*(?:pass(?:es)?)?\s*", re.IGNORECASE)
 # A number, then a remark on it in brackets ("32 (64/2)"): whole_number_in reads it.
 _COUNT_WITH_REMARK = re.compile(r"\s*(?P<count>\d+)\s*\((?P<remark>[^()]*)\)\s*\.?\s*")
 # A value, then a remark in brackets ("0.081 (10 steps)", "7.5 ms (median)").
@@ -501,15 +516,17 @@ _VALUE_WITH_REMARK = re.compile(r"\s*(?P<value>[^()]*?\d[^()]*?)\s*\((?P<remark>
 def _value_with_remark(text: str, unit: str, mark: str | None) -> float | int | None:
     """The value of "0.081 (10 steps)" in the column's unit, as a single answer's "N (remark)"
     is read (adv51 F5: the cell had stayed words, scored 0). None where the brackets name a
-    unit ("7.5 (ms)": the column's or theirs), a GPU count ("1.72 (2 GPUs)": measured on which
+    unit ("7.5 (ms)", read before this as 7.5 ms by cell_forms where it is of the column's kind;
+    "842 (ms)" in a MiB column: another kind's, never read past), a GPU count ("1.72 (2 GPUs)": measured on which
     setup) or another answer ("0.08 (or 0.09)", "1.2 (maybe 1.5)", "3.1 (2.5)": a hedge, or a
     number that counts nothing, adv54 F3): left for the check to say so."""
     found = _VALUE_WITH_REMARK.fullmatch(text)
     if found is None or re.search(HEDGE_WORDS + r"|\bgpus?\b", found["remark"], re.IGNORECASE) \
             or re.search(r"\d(?![\d.,]*\s*[A-Za-z])", found["remark"]) \
             or re.search(r"\d[\d.,]*\s*" + _UNIT_WORDS + r"\b", found["remark"], re.IGNORECASE) \
-            or quantity_in("1 " + found["remark"], unit, mark) is not None:
-        return None
+            or quantity_in("1 " + found["remark"], unit, mark) is not None \
+            or re.fullmatch(r"\s*(?:in\s+)?" + _UNIT_WORDS + r"\s*", found["remark"], re.IGNORECASE):
+        return None   # "842 (ms)" in a MiB column: a unit of another kind is never read past
     return quantity_in(found["value"], unit, mark)
 
 
@@ -543,10 +560,12 @@ _CLOCK_REMARK = re.compile(r"(?<=[\d\w.)])\s*(?:"
                            re.IGNORECASE)
 
 
-def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
+def _quantities(text: str, unit: str, mark: str | None = None, column: str = "") -> list | None:
     """Several values of one unit in one cell: "80, 80", "80 MiB / 80 MiB", "1,5 GiB, 1,5 GiB";
     "80,80" too, but only where nothing else separates them and the parts are alike ("1012,5"
-    is one value with a decimal comma). None unless there are two or more and each is one."""
+    is one value with a decimal comma); each may be labelled with its GPU and the `column`'s
+    quantity, as the script prints it ("GPU 0: max memory allocated 200.4 MiB"). None unless
+    there are two or more and each is one."""
     body = text.strip("[]() ")
     separated = re.search(r",\s|[/;|]|\band\b", body) is not None
     if separated:
@@ -555,7 +574,8 @@ def _quantities(text: str, unit: str, mark: str | None = None) -> list | None:
         parts = body.split(",")
         if len({len(part.strip()) for part in parts}) != 1:
             return None
-    parts = [without_gpu_label(part) for part in parts if part.strip()]
+    parts = [without_gpu_label(without_quantity_label(part, column, gpu_label=True))
+             for part in parts if part.strip()]
     # A unit written once, after the last value, is every value's ("0.2, 0.2 GB").
     last = re.fullmatch(r"\s*(?:" + APPROXIMATELY + r"\s*)?[\d.,eE+-]+\s*([a-zµμ]+)\s*\.?\s*", parts[-1],
                         re.IGNORECASE) if parts else None
@@ -614,6 +634,11 @@ def markdown_table(text: str, question: Question) -> tuple[list[dict] | None, st
     body = [_pipe_cells(line) for line in lines[2 if ruled else 1:] if not _RULE_LINE.fullmatch(line)]
     first = _pipe_cells(lines[0])
     header = [_column_name(without_markdown(cell)) for cell in first]
+    # "| Median step time |" over "56.23 ms" cells (adv55 D): the quantity named, its unit in every cell.
+    header = [name if _names_a_column(name, question) else
+              column_named_by_quantity(without_markdown(cell), question.columns,
+                                       [row[i] if i < len(row) else "" for row in body]) or name
+              for i, (cell, name) in enumerate(zip(first, header))]
     columns = ", ".join(question.columns)
     unknown = [cell for cell, name in zip(first, header) if not _names_a_column(name, question)]
     if unknown and not ruled:

@@ -12,10 +12,11 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.answers.numbers import int_list_in, measured_range_in, not_available, whole_number_in
+from grader.answers.numbers import (column_unit, int_list_in, measured_range_in, not_available, quantity_in,
+                                   whole_number_in)
 from grader.checks.practical_measures import (assigned_constants, step_clock, step_ends,
                                               step_seconds)
-from grader.checks.support import explain, no_answer, not_found
+from grader.checks.support import AnswerNotRead, explain, no_answer, not_found
 
 # -- an answer and the runs it is compared with ----------------------------------------------
 
@@ -353,11 +354,36 @@ def _number(value) -> float | None:
         else None
 
 
+# A unit a cell names after a number ("35-40 ms", "842MiB", "842 (ms)"), of any kind the tables measure in.
+_A_UNIT = re.compile(r"\d\s*(?:[(\[]\s*(?:in\s+)?)?(ms|msec|s|secs?|seconds?|µs|us|mib|mb|gib|gb|kib|kb|bytes?|%)(?![a-z])", re.IGNORECASE)
+
+
+def holds_a_number(cell, unit: str | None = None) -> bool:
+    """A table cell written with a number the sheet's reader could not take ("56 ms or so",
+    a form it does not know): for a person, as an unread single answer is, never a wrong value
+    (adv55: such cells scored 0). A cell without a number ("n/a", "TODO") is no answer; one
+    wrong whatever it means is no wait either: a negative reading ("-5 to 10 %"), a unit of
+    another kind than the column's `unit` ("35-40 ms" as a percentage)."""
+    if not isinstance(cell, str) or re.search(r"\d", cell) is None or not_available(cell):
+        return False
+    if re.search(r"(?<![\w.])[-−]\s*\d", cell):
+        return False
+    return unit is None or all(quantity_in("1 " + written, unit) is not None for written in _A_UNIT.findall(cell))
+
+
+def unread_cells_wait(problems: list[str], held: list[str], qid: str, expected: str, where: str) -> None:
+    """AnswerNotRead where a table's only problems are `held` cells (holds_a_number): its
+    points wait for a person; a cell missing or wrong beside them fails the table as before."""
+    if held and not problems:
+        raise AnswerNotRead(explain(expected, "; ".join(held) + " (the instructor reads it)", where), qid)
+
+
 def incomplete_rows(rows: dict, methods: list[str], columns: list[str],
-                    missing: dict[str, str] | None = None) -> list[str]:
+                    missing: dict[str, str] | None = None, held: list[str] | None = None) -> list[str]:
     """What a timing table lacks: a row per method, with a positive number in every column.
     `missing`: what to say of a method's missing row (why it is missing, what to add), where
-    the caller knows more than "no row with method: ..."."""
+    the caller knows more than "no row with method: ...". `held`: where given, a cell with a
+    number not read is said there, not among the problems (unread_cells_wait)."""
     problems = []
     for method in methods:
         row = rows.get(method)
@@ -366,7 +392,9 @@ def incomplete_rows(rows: dict, methods: list[str], columns: list[str],
             continue
         for column in columns:
             number = _number(row.get(column))
-            if number is None:
+            if number is None and held is not None and holds_a_number(row.get(column), column_unit(column)):
+                held.append(f"{method}: {column} is {row[column]!r}, not read as a number")
+            elif number is None:
                 problems.append(f"{method}: {column} is {row.get(column, 'empty')!r}, not a number")
             elif number <= 0:
                 problems.append(f"{method}: {column} is {row[column]:g}, not a positive number")
@@ -420,10 +448,10 @@ def usage_rows(rows) -> dict:
 # numbers.not_available's (the sheet reader tells such a cell from one it could not read).
 
 
-def usage_table_problems(rows: dict) -> list[str]:
+def usage_table_problems(rows: dict, held: list[str] | None = None) -> list[str]:
     """What an nvidia-smi table lacks: at least 2 GPUs, utilization 0-100 % (or said not to be
     available: virtual GPUs have no nvidia-smi, and a made-up 0 % must not be the only way to
-    a complete table), memory > 0 MiB."""
+    a complete table), memory > 0 MiB. `held`: as incomplete_rows's."""
     gpus = {k: row for k, row in rows.items() if isinstance(k, int)}
     problems = [] if len(gpus) >= 2 else [f"rows for {len(gpus)} GPU(s); the run used 2 or "
                                           "more"]
@@ -431,9 +459,13 @@ def usage_table_problems(rows: dict) -> list[str]:
         util, memory = row.get("utilization_percent"), row.get("memory_mib")
         if not_available(util):
             pass
+        elif held is not None and holds_a_number(util, "percent") and measured_range_in(util, "percent") is None:
+            held.append(f"GPU {gpu}: utilization_percent is {util!r}, not read as a percentage")
         elif not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 <= util <= 100:
             problems.append(f"GPU {gpu}: utilization_percent is {util!r}{_utilization_wrong(util)}")
-        if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
+        if held is not None and holds_a_number(memory, "mib"):
+            held.append(f"GPU {gpu}: memory_mib is {memory!r}, not read as MiB")
+        elif not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
             problems.append(f"GPU {gpu}: memory_mib is {memory!r}, not a positive number")
     return problems
 
@@ -461,12 +493,13 @@ def checked_usage_table(answers, reported_values, qid: str, method: str, *runs,
     rows = usage_rows(answer_and_truth(answers, qid, trained, *runs)[0])
     reported_values[qid] = {str(k): {c: row.get(c) for c in USAGE_COLUMNS}
                             for k, row in rows.items()}
-    problems = usage_table_problems(rows)
+    held = []
+    problems = usage_table_problems(rows, held)
     if flag is not None and any(not_available(row.get("utilization_percent")) for row in rows.values()):
         flag(f"{qid}: utilization given as not available (no nvidia-smi where it was measured?): "
              "the handout asks for nvidia-smi's readings on a GPU node")
-    assert not problems, explain(
-        f"nvidia-smi's readings during the {method} run: a row per GPU it used, with the "
-        "utilization in % and the memory used in MiB", "; ".join(problems),
-        answers.where_to_answer(qid))
+    expected = (f"nvidia-smi's readings during the {method} run: a row per GPU it used, with the "
+                "utilization in % and the memory used in MiB")
+    assert not problems, explain(expected, "; ".join(problems), answers.where_to_answer(qid))
+    unread_cells_wait(problems, held, qid, expected, answers.where_to_answer(qid))
     return rows

@@ -13,7 +13,7 @@ from grader.checks.practical_answers import (TOTAL_LOWER, answer_against, answer
                                              checked_usage_table, constant_in_source, gpu_index,
                                              incomplete_rows, median_or_none, method_rows,
                                              printed_numbers, rows_by, step_times,
-                                             total_disagreements, whole_numbers)
+                                             total_disagreements, unread_cells_wait, whole_numbers)
 from grader.checks.practical_measures import (BALANCED, balanced, clock_words,
                                               compared_step_seconds, describe_memory, evidence,
                                               faster, forward_passes, gpu0_more_loaded,
@@ -574,16 +574,18 @@ def test_reported_timing_table(handout, submission, answers, measured, reported_
     reported_values["timing.table"] = {m: {c: rows[m].get(c) for c in TIMING_COLUMNS}
                                        for m in TIMING_METHODS if m in rows}
     where = answers.where_to_answer("timing.table")
+    held = []
     if aspect == "complete":
         written = method_rows(answers.values.get("timing.table"))
         problems = incomplete_rows(rows, TIMING_METHODS, TIMES,
-                                   missing=missing_timing_rows(written, untrained))
+                                   missing=missing_timing_rows(written, untrained), held=held)
         problems += [f"{m}: gpus is {rows[m]['gpus']:g}, not a whole number" for m in rows
                      if m in TIMING_METHODS and isinstance(rows[m].get("gpus"), float)
                      and not rows[m]["gpus"].is_integer()]
-        assert not problems, explain(
-            "a row per method (single, dp), each with the step time and the total time in "
-            "seconds, as positive numbers", "; ".join(problems), where)
+        expected = ("a row per method (single, dp), each with the step time and the total time in "
+                    "seconds, as positive numbers")
+        assert not problems, explain(expected, "; ".join(problems), where)
+        unread_cells_wait(problems, held, "timing.table", expected, where)
         return
     # The single-GPU script is the course's given code, byte for byte: the table (Part 3,
     # "Compare Performance") counts beside a DataParallel script of the student's that trains
@@ -596,6 +598,9 @@ def test_reported_timing_table(handout, submission, answers, measured, reported_
         + (f": {parallel.problem()}" if parallel.problem() else ""),
         f"{DP}: its own checks say what is missing")
     checkable = [m for m in TIMING_METHODS if not incomplete_rows(rows, [m], TIMES)]
+    if not checkable:   # a cell with a number not read: compared by the person who reads it
+        unread_cells_wait(incomplete_rows(rows, TIMING_METHODS, TIMES, held=held), held, "timing.table",
+                          "step and total times to compare", where)
     assert checkable, explain("step and total times to compare", "no complete row", where)
     # The student's table times their own run: the file's STEPS, where the grader ran fewer.
     steps = {"single": steps_as_written(single, submission, SINGLE),

@@ -261,7 +261,11 @@ def test_a_column_of_words_keeps_its_words():
     (("gpus", "memory_per_gpu_mib"), {"gpus": 2, "memory_per_gpu_mib": "80 MiB each"}, {"gpus": 2, "memory_per_gpu_mib": [80, 80]}),
     # A bracket with a number in it is no remark on the clock: left for the check to say so.
     (("depth", "step_time_ms"), {"depth": 6, "step_time_ms": "1.72 (2 GPUs)"}, {"depth": 6, "step_time_ms": "1.72 (2 GPUs)"}),
-    (("method", "step_time_s"), {"method": "dp", "step_time_s": "0.0075 (s)"}, {"method": "dp", "step_time_s": "0.0075 (s)"}),
+    # A unit in brackets is the value's where it is of the column's kind (adv55 E); another
+    # kind's is never read past.
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "0.0075 (s)"}, {"method": "dp", "step_time_s": 0.0075}),
+    (("method", "step_time_s"), {"method": "dp", "step_time_s": "0.0075 (MiB)"},
+     {"method": "dp", "step_time_s": "0.0075 (MiB)"}),
     # Words stay words; a cell that is not a number stays as written for the check to say so.
     (("aspect", "dp", "ddp"), {"aspect": "Processes", "dp": "1", "ddp": "Mutiple"},
      {"aspect": "Processes", "dp": 1, "ddp": "Mutiple"}),

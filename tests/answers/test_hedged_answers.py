@@ -90,9 +90,19 @@ def test_a_count_with_a_hedged_remark_is_held(question, raw, read):
      {"micro_batches": 2, "passes_per_step": 2, "micro_batch_size": 32}),
     ({"micro_batches": 8, "passes_per_step": "8x fwd/bwd", "micro_batch_size": "8 (one per rank)"},
      {"micro_batches": 8, "passes_per_step": 8, "micro_batch_size": 8}),
-    # adv55's honest rows: the passes counted by kind.
+    # adv55's honest rows: the passes counted by kind. Practical 10's "how many forward/backward
+    # steps" counts a forward with its backward as one step (the check does): "k forward + k
+    # backward" answers k (adv55 B); unequal kinds keep the total; a hedge stays a hedge.
     ({"micro_batches": 2, "passes_per_step": "4 (2 forward + 2 backward)", "micro_batch_size": 32},
+     {"micro_batches": 2, "passes_per_step": 2, "micro_batch_size": 32}),
+    ({"micro_batches": 8, "passes_per_step": "16 (8 fwd and 8 bwd)", "micro_batch_size": 8},
+     {"micro_batches": 8, "passes_per_step": 8, "micro_batch_size": 8}),
+    ({"micro_batches": 2, "passes_per_step": "4 (3 forward + 1 backward)", "micro_batch_size": 32},
      {"micro_batches": 2, "passes_per_step": 4, "micro_batch_size": 32}),
+    ({"micro_batches": 2, "passes_per_step": "6 (2 forward + 2 backward)", "micro_batch_size": 32},
+     {"micro_batches": 2, "passes_per_step": "6 (2 forward + 2 backward)", "micro_batch_size": 32}),
+    ({"micro_batches": 2, "passes_per_step": "4 (2 forward + 2 backward?)", "micro_batch_size": 32},
+     {"micro_batches": 2, "passes_per_step": "4 (2 forward + 2 backward?)", "micro_batch_size": 32}),
     ({"micro_batches": 2, "passes_per_step": "4 (3 forward + 2 backward)", "micro_batch_size": 32},
      {"micro_batches": 2, "passes_per_step": "4 (3 forward + 2 backward)", "micro_batch_size": 32}),
 ])

@@ -91,8 +91,10 @@ def test_micro_batch_cells_with_a_remark_or_times(cells, read):
 @pytest.mark.parametrize("total, read", [
     ("0.081 (10 steps)", 0.081),
     ("0.081 s (10 steps)", 0.081),
-    # Near-misses: a unit or a GPU count in the brackets, another answer: left as written.
-    ("0.081 (ms)", "0.081 (ms)"),
+    # A unit in brackets is the value's, converted where it is of the column's kind (adv55 E).
+    ("0.081 (ms)", 8.1e-05),
+    # Near-misses: another kind's unit or a GPU count in the brackets, another answer: as written.
+    ("0.081 (MiB)", "0.081 (MiB)"),
     ("0.081 (2 GPUs)", "0.081 (2 GPUs)"),
     ("0.081 (or 0.09)", "0.081 (or 0.09)"),
 ])

@@ -9,7 +9,8 @@ from grader.checks.practical_answers import (answer_against, checked_usage_table
                                              constant_in_source, device_name,
                                              gpu_index, gpu_list, incomplete_rows,
                                              printed_numbers, rows_by, step_times,
-                                             total_disagreements, whole_numbers)
+                                             total_disagreements, unread_cells_wait, whole_numbers)
+from grader.checks.support import AnswerNotRead
 from grader.harness.observation import Observation
 
 
@@ -357,3 +358,31 @@ def test_the_names_a_comparison_row_may_have_are_said():
     for phrase in ("'data split' (or 'data', 'split', 'data splitting')", "with data, batch, split",
                    "'How the data is split'"):
         assert phrase in said, f"expected {phrase!r} in {said!r}"
+
+
+# -- cells with a number the reader could not take: for a person (adv55) -------------------------
+def test_a_timing_cell_with_an_unread_number_is_held_not_missing():
+    rows = rows_by([{"method": "single", "step_time_s": "0.0203 s or so", "total_time_s": 0.2},
+                    {"method": "dp", "step_time_s": 0.02, "total_time_s": "n/a"}], "method")
+    held = []
+    problems = incomplete_rows(rows, ["single", "dp"], ["step_time_s", "total_time_s"], held=held)
+    # "n/a" holds no number: no answer, as before; the unread number waits for a person.
+    assert problems == ["dp: total_time_s is 'n/a', not a number"], f"observed {problems!r}"
+    assert held == ["single: step_time_s is '0.0203 s or so', not read as a number"], f"observed {held!r}"
+    # A missing cell beside it: no wait, the caller's assertion fails the table.
+    assert unread_cells_wait(problems, held, "timing.table", "a complete table", "answers.yaml") is None
+    with pytest.raises(AnswerNotRead) as waiting:
+        unread_cells_wait([], held, "timing.table", "a complete table", "answers.yaml")
+    assert waiting.value.unread_answer == "timing.table" and "0.0203 s or so" in str(waiting.value)
+
+
+def test_a_usage_cell_with_an_unread_number_waits_for_a_person():
+    readings = [dict(READINGS[0], memory_mib="842 MiB, give or take"), READINGS[1]]
+    with pytest.raises(AnswerNotRead, match="memory_mib is '842 MiB, give or take', not read as MiB"):
+        checked_usage_table(sheet({"usage.table": readings}), {}, "usage.table", "DataParallel", trained())
+    # No number (no answer), a unit of another kind, a negative reading: wrong whatever they mean.
+    for cell in ("TODO", "842 (ms)", "-842 MiB or so"):
+        readings = [dict(READINGS[0], memory_mib=cell), READINGS[1]]
+        with pytest.raises(AssertionError) as failure:
+            checked_usage_table(sheet({"usage.table": readings}), {}, "usage.table", "DataParallel", trained())
+        assert not isinstance(failure.value, AnswerNotRead), f"{cell!r}: {failure.value}"
