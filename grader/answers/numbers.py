@@ -497,7 +497,7 @@ def _without_gpu_count(text: str, gpus: int) -> str | None:
 # A rate of one said after a count, as how it is laid out ("2 processes, one per GPU", "2, one
 # per GPU"): no second count. Alone ("one per layer") it is a rate, and no count is read.
 # HW3 Task 5's counts say theirs too ("20, one per layer", "4 transfers, one per boundary": adv51 F8).
-_RATE_REMARK_RE = re.compile(r"(?<=\S)\s*[,;(]\s*(?:one|a|an)\s+(?:\w+\s+)?per\s+(?:gpu|rank|process|device|"
+_RATE_REMARK_RE = re.compile(r"(?<=\S)\s*[,;(]\s*(?:one|a|an|1)\s+(?:\w+\s+)?per\s+(?:gpu|rank|process|device|"
                              r"node|stage|replica|worker|layer|boundary)(?:\s+between\s+(?:two\s+)?gpus)?"
                              r"\s*\)?\s*\.?\s*$", re.IGNORECASE)
 
@@ -519,6 +519,10 @@ _HOW_IT_COMES_RE = re.compile(r"\s*=?\s*[\w.]+(?:\s*(?:[-+*/×]|//|\s[xX]\s)\s*[
 # The whole a count is a part of ("64 total", "of 64", "out of 64 rows", "total: 64").
 _TOTAL_REMARK_RE = re.compile(r"\s*(?:(?:out\s+)?of\s+\d+(?:\s+[A-Za-z-]+)?|\d+\s+(?:[A-Za-z-]+\s+)?(?:in\s+)?total|"
                               r"(?:in\s+)?total\s*:?\s*\d+(?:\s+[A-Za-z-]+)?)\s*\.?\s*", re.IGNORECASE)
+# The size of each of the counted parts ("4, of 16 rows each", "4 (16 samples each)"): what each
+# is, not a second count of them (adv55 I).
+_PART_SIZE_REMARK_RE = re.compile(r"\s*(?:of|with)?\s*\d+\s+(?:rows?|samples?|examples?)\s+(?:each|apiece)\s*\.?\s*",
+                                  re.IGNORECASE)
 # A term of a worded calculation: a number and what it counts ("2 forward").
 _COUNTED_TERM_RE = re.compile(r"(\d+)\s+[A-Za-z][\w-]*")
 
@@ -534,7 +538,7 @@ def remark_on_count(remark: str, count: int) -> bool:
     if _COMPOUND_WORD_RE.search(remark) or any(
             _NUMBER_WORDS[word.lower()] not in (count, 1) for word in _NUMBER_WORD_RE.findall(remark)):
         return False   # "2 (two, four)", "32 (sixty-four)": a second count in words (adv56 F5)
-    if _TOTAL_REMARK_RE.fullmatch(remark):
+    if _TOTAL_REMARK_RE.fullmatch(remark) or _PART_SIZE_REMARK_RE.fullmatch(remark):
         return True   # "32 samples per GPU (64 total)": the whole the count is a part of
     rest = _NAMED_BY_NUMBER_RE.sub(" ", remark)
     if not re.search(r"\d", rest):

@@ -129,19 +129,28 @@ def test_a_flow_of_gpus_lists_both(cell, read):
     assert got == read, f"{cell!r}: expected {read!r}, observed {got!r} (see numbers.py _LABEL_RE)"
 
 
-@pytest.mark.parametrize("answer, read", [
-    ("2, one for each data-parallel replica", 2),   # adv55 I
-    ("2, or 4", None),
-    ("2, maybe four", None),
-    ("2, not 4", None),
-    ("2, 4", None),
+@pytest.mark.parametrize("qid, answer, read", [
+    # adv55 I: a count, then what it is.
+    ("hybrid.num_processes", "2, one for each data-parallel replica", 2),
+    ("hybrid.gpus_per_rank", "2 GPUs, 1 per stage", 2),
+    ("hybrid.micro_batches_per_step", "4, of 16 rows each", 4),
+    ("hybrid.micro_batches_per_step", "4 (16 samples each)", 4),
+    # Hostile twins: a hedge, a second count.
+    ("hybrid.num_processes", "2, or 4", None),
+    ("hybrid.num_processes", "2, maybe four", None),
+    ("hybrid.num_processes", "2, not 4", None),
+    ("hybrid.num_processes", "2, 4", None),
+    ("hybrid.micro_batches_per_step", "4, of 16 rows each, or 8", None),
+    ("hybrid.micro_batches_per_step", "4, of 16 rows each?", None),
+    ("hybrid.micro_batches_per_step", "4, 16 rows", None),
 ])
-def test_a_count_with_a_remark_after_a_comma(answer, read):
+def test_a_count_with_a_remark_after_a_comma(qid, answer, read):
     try:
-        got = coerce(answer, P10["hybrid.num_processes"])
+        got = coerce(answer, P10[qid])
     except NotRead:
         got = None
-    assert got == read, f"{answer!r}: expected {read!r}, observed {got!r} (see sheet.py _DASHED_REMARK)"
+    assert got == read, (f"{answer!r}: expected {read!r}, observed {got!r} (see sheet.py _DASHED_REMARK, "
+                         "numbers.py remark_on_count, _RATE_REMARK_RE)")
 
 
 @pytest.mark.parametrize("answer", ["thirty-two", "sixty four"])
