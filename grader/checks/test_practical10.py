@@ -124,8 +124,12 @@ class HandoutRuns:
                     **({"steady": True} if steady else {}))
 
     def run(self, processes=2, steady=False, **sets):
-        run = self.runs.script(**self.spec(processes, steady=steady, **sets))
-        if steady:
+        # Part 4's run (one process, the handout's constants) is the invariance check's run of
+        # MICRO_BATCHES = 4, the same command: its noise held still changes no layout, pass or
+        # step that Part 4's check reads, and it saves a run of its own.
+        part4 = processes == 1 and not sets
+        run = self.runs.script(**self.spec(processes, steady=steady or part4, **sets))
+        if steady and not part4:
             return run
         if processes == 2 and not sets and "unmoved" not in run.derived:
             # The handout's run is the one whose stages are read: the GPUs whose layers carry
@@ -160,7 +164,6 @@ def start_runs(runs, handout):
     runs.prefetch(handout.spec(),
                   *(handout.spec(BATCH_SIZE=b, MICRO_BATCHES=m) for b, m in CONFIGS + [UNEVEN]
                     if (b, m) != (BATCH, MICRO)),
-                  handout.spec(processes=1),
                   *(handout.spec(processes=1, MICRO_BATCHES=m, steady=True)
                     for m in [1, *INVARIANCE]),
                   *([handout.spec(broken=True)] if handout.can_break else []),
