@@ -251,7 +251,9 @@ def starts_with_yes_no(text: str) -> bool:
 # Nothing else is read this way: no synonyms ("identical" for "same"), no words of other kinds.
 WORD_PAIRS = (("faster", "slower"), ("same", "different"), ("equal", "different"),
               ("manually", "automatically"), ("more loaded", "less loaded"),
-              ("more balanced", "less balanced"), ("equally", "unequally"))
+              ("more balanced", "less balanced"), ("equally", "unequally"),
+              # "does the execution pattern change?": "Unchanged" is a no (adv55 I).
+              ("change", "unchanged"))
 # How much of it ("2.7x slower", "much slower", "the same"): nothing that turns it ("not").
 _DEGREE = (r"(?:(?:much|a\s+bit|a\s+little|slightly|even|actually|noticeably|significantly|"
            r"considerably|clearly|exactly|almost|nearly|roughly|the|\d+(?:[.,]\d+)?\s*(?:x|×|times))\s+)*")

@@ -360,3 +360,20 @@ def test_the_questions_comparison_restated_answers(raw, value):
 def test_another_comparison_is_left_for_a_person(raw):
     with pytest.raises(ValueError, match="expected"):
         coerce(raw, template_questions("practical6")["usage.more_balanced"])
+
+
+# adv55 I: Practical 10's "does the execution pattern change?" answered by its own word's antonym.
+@pytest.mark.parametrize("said, read", [
+    ("unchanged", False), ("Unchanged.", False), ("The pattern is unchanged", False),
+    ("Unchanged, only the micro-batch size changes", False),
+    # A doubt, a turn, a degree that hedges, a denial: for a person.
+    ("unchanged?", None), ("unchanged, but it could change", None), ("Mostly unchanged", None),
+    ("not unchanged", None), ("It is unchanged but slower", None),
+])
+def test_unchanged_answers_does_the_pattern_change(said, read):
+    question = template_questions("practical10")["batch.pattern_changes"]
+    try:
+        got = coerce(said, question)
+    except ValueError:
+        got = None
+    assert got == read, f"{said!r}: expected {read!r}, observed {got!r} (see yes_no.py WORD_PAIRS)"
