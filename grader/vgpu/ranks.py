@@ -11,6 +11,7 @@ they would wait forever in their next collective.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,8 +23,39 @@ from grader.records.seal import ENV_FD, hand_over, take_key
 GRACE_AFTER_FAILURE_S = 5.0
 
 
-def free_port() -> int:
+# The kernel hands out ports for bind(0) and connect() from its ephemeral range; a port taken
+# from there (as bind(0) gives) was free when chosen, but before rank 0's store binds it, gloo's
+# own sockets or another run's in the same sandbox network may be given it: a run of the
+# reference's Practical 6 failed with EADDRINUSE on such a port (eng_speed5). A port below that
+# range is never handed out by the kernel; concurrent runs pick one at random and test it.
+LOWEST_PORT = 10000
+
+
+def ephemeral_ports(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    try:
+        low, high = (int(field) for field in open(path).read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999   # Linux's default
+
+
+def _binds(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(_choose=random.SystemRandom().randrange) -> int:
+    low, _ = ephemeral_ports()
+    if low > LOWEST_PORT + 1000:
+        for _ in range(200):
+            port = _choose(LOWEST_PORT, low)
+            if _binds(port):
+                return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:   # no room below the range
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
