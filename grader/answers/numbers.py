@@ -516,6 +516,31 @@ _NAMED_BY_NUMBER_RE = re.compile(r"\b(?:ranks?|gpus?|cuda|devices?|stages?|layer
 _HOW_IT_COMES_RE = re.compile(r"\s*=?\s*[\w.]+(?:\s*(?:[-+*/×]|//|\s[xX]\s)\s*[\w.]+)+\s*")
 
 
+# Number words of the languages students here also write in (German, French, Spanish, Italian,
+# Dutch), read only to find a second count in a remark ("2 (vier)"); words that are English too
+# with another sense ("once", "due") are left out.
+_FOREIGN_NUMBER_WORDS = {
+    **dict.fromkeys(("null", "zéro", "cero", "nul"), 0),
+    **dict.fromkeys(("eins", "eine", "un", "une", "uno", "una", "een"), 1),
+    **dict.fromkeys(("zwei", "deux", "dos", "twee"), 2),
+    **dict.fromkeys(("drei", "trois", "tres", "tre", "drie"), 3),
+    **dict.fromkeys(("vier", "quatre", "cuatro", "quattro"), 4),
+    **dict.fromkeys(("fünf", "funf", "cinq", "cinco", "cinque", "vijf"), 5),
+    **dict.fromkeys(("sechs", "seis", "sei", "zes"), 6),
+    **dict.fromkeys(("sieben", "sept", "siete", "sette", "zeven"), 7),
+    **dict.fromkeys(("acht", "huit", "ocho", "otto"), 8),
+    **dict.fromkeys(("neun", "neuf", "nueve", "nove", "negen"), 9),
+    **dict.fromkeys(("zehn", "dix", "diez", "dieci", "tien"), 10),
+    **dict.fromkeys(("zwölf", "douze", "doce", "dodici", "twaalf"), 12),
+    **dict.fromkeys(("sechzehn", "seize", "dieciséis", "sedici", "zestien"), 16),
+    **dict.fromkeys(("zwanzig", "vingt", "veinte", "venti", "twintig"), 20),
+    **dict.fromkeys(("zweiunddreißig", "zweiunddreissig", "trente-deux", "treinta y dos",
+                     "trentadue", "tweeëndertig"), 32),
+    **dict.fromkeys(("vierundsechzig", "soixante-quatre", "sesenta y cuatro", "sessantaquattro",
+                     "vierenzestig"), 64),
+}
+_FOREIGN_NUMBER_WORD_RE = re.compile(r"(?<![\w-])(" + "|".join(sorted(_FOREIGN_NUMBER_WORDS, key=len, reverse=True))
+                                     + r")(?![\w-])", re.IGNORECASE)
 # The whole a count is a part of ("64 total", "of 64", "out of 64 rows", "total: 64").
 _TOTAL_REMARK_RE = re.compile(r"\s*(?:(?:out\s+)?of\s+\d+(?:\s+[A-Za-z-]+)?|\d+\s+(?:[A-Za-z-]+\s+)?(?:in\s+)?total|"
                               r"(?:in\s+)?total\s*:?\s*\d+(?:\s+[A-Za-z-]+)?)\s*\.?\s*", re.IGNORECASE)
@@ -536,10 +561,16 @@ def remark_on_count(remark: str, count: int) -> bool:
     if re.search(HEDGE_WORDS, remark, re.IGNORECASE):
         return False
     if _COMPOUND_WORD_RE.search(remark) or any(
-            _NUMBER_WORDS[word.lower()] not in (count, 1) for word in _NUMBER_WORD_RE.findall(remark)):
-        return False   # "2 (two, four)", "32 (sixty-four)": a second count in words (adv56 F5)
-    if _TOTAL_REMARK_RE.fullmatch(remark) or _PART_SIZE_REMARK_RE.fullmatch(remark):
-        return True   # "32 samples per GPU (64 total)": the whole the count is a part of
+            _NUMBER_WORDS[word.lower()] not in (count, 1) for word in _NUMBER_WORD_RE.findall(remark)) \
+            or any(_FOREIGN_NUMBER_WORDS[word.lower()] not in (count, 1)
+                   for word in _FOREIGN_NUMBER_WORD_RE.findall(remark)):
+        return False   # "2 (two, four)", "32 (sixty-four)", "2 (vier)": a second count in words (adv56 F5, adv57 F-A)
+    if _TOTAL_REMARK_RE.fullmatch(remark):
+        # "32 samples per GPU (64 total)": the whole the count is a part of; "32 (16 total)"
+        # says a total smaller than its part, another answer (adv57 F-A).
+        return int(re.search(r"\d+", remark).group()) > count
+    if _PART_SIZE_REMARK_RE.fullmatch(remark):
+        return True   # "4, of 16 rows each": the size of each part
     rest = _NAMED_BY_NUMBER_RE.sub(" ", remark)
     if not re.search(r"\d", rest):
         return True

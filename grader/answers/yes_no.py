@@ -138,10 +138,16 @@ _SECOND_ANSWER_FOLLOWS = (r"(?=\s*(?:[,.;:!)]|$|\s(?:for|with|on|in|when|if|at|o
                           r"actually)\b))")
 # "true"/"false" answer only where a clause starts ("False, true for 2 GPUs"), never inside
 # one ("No, the opposite is true.").
-_CLAUSE_START = r"(?:^|(?<=[,;.:!])\s*|(?<=[,;.:!]\s)|(?<=\bbut\s))"
-_OTHER_NO = (r"(?:\b(?:no|nope|ei)\b|" + _CLAUSE_START + r"\bfalse\b)" + _SECOND_ANSWER_FOLLOWS)
+# A bracket opens one too: "yes (false)" (adv57 F-A).
+_CLAUSE_START = r"(?:^|(?<=[,;.:!(])\s*|(?<=[,;.:!(]\s)|(?<=\bbut\s))"
+# Other languages' words, read only as a second answer standing alone ("no (ja)", "yes (nein)").
+_FOREIGN_NO = r"non|nein|nee|niet|nej"
+_FOREIGN_YES = r"oui|ja|si|sí|da"
+_OTHER_NO = (r"(?:\b(?:no|nope|ei)\b|" + _CLAUSE_START + r"\b(?:false|" + _FOREIGN_NO + r")\b)"
+             + _SECOND_ANSWER_FOLLOWS)
 # A second answer after a no: any yes word ("No... yes for 2"), or "true" starting a clause.
-_OTHER_YES = r"\b(?:yes|yeah|yep|jah)\b|" + _CLAUSE_START + r"\btrue\b" + _SECOND_ANSWER_FOLLOWS
+_OTHER_YES = (r"\b(?:yes|yeah|yep|jah)\b|" + _CLAUSE_START + r"\b(?:true|" + _FOREIGN_YES + r")\b"
+              + _SECOND_ANSWER_FOLLOWS)
 # Both words together: the template's "yes/no" kept, or a student sitting on the fence.
 _BOTH = re.compile(r"^\s*(?:/|\\|\||&|\bor\b|\band\b)\s*(?:yes|no)\b", re.I)
 _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|n/?a|answer|your answer|\.\.\.|…|_+)?\W*$", re.I)
@@ -159,7 +165,8 @@ _CONCLUSION = re.compile(r"(?:[,;:.\-–—]\s*|\s)(?:so|thus|hence|therefore)[,
 _ALONE = r"\s*(?:[.,;!?)]|$|not\b|yes\b|no\b)"
 _HEDGE = re.compile(r"^[\s,;:.!\-–—/(|]*(?:\?|-?ish\b|or\b|"
                     r"(?:maybe|perhaps|possibly|probably|likely|presumably|kind\s+of|sort\s+of|more\s+or\s+less|"
-                    r"partly|partially|mostly|sometimes|not\s+always|not\s+necessarily|in\s+theory)" + _ALONE + "|"
+                    r"partly|partially|mostly|sometimes|not\s+always|not\s+necessarily|not\s+really|in\s+theory)"
+                    + _ALONE + "|"
                     r"could\s+be\s+(?:either|both|yes|no)\b|can\s+be\s+either\b|"
                     r"(?:it\s+)?depends" + _ALONE + "|"
                     r"either\b(?=\s*(?:[).,;]|$|one\b|answer\b|could\b|can\b|is\s+(?:fine|possible|right|true)\b))|"

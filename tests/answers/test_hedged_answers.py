@@ -61,6 +61,12 @@ def _read(raw, question):
     (P6["ddp.per_rank_batch"], "32 samples per GPU (64 total)", 32),   # adv55's honest sheet
     (P6["ddp.per_rank_batch"], "32 (out of 64)", 32),
     (P6["ddp.per_rank_batch"], "32 (64 total, maybe)", HELD),
+    # A total smaller than its part, a second count in another language (adv57 F-A).
+    (P6["ddp.per_rank_batch"], "32 (16 total)", HELD),
+    (P10["hybrid.num_processes"], "2 (vier)", HELD),
+    (P10["hybrid.micro_batches_per_step"], "4 (acht)", HELD),
+    (P10["hybrid.num_processes"], "2 (zwei)", 2),
+    (P10["hybrid.num_processes"], "2 (due to DDP's one process per GPU)", 2),
     (P6["ddp.world_size"], "2 - ranks 0 and 1", 2),
     (P6["ddp.world_size"], "2 - cuda:0 and cuda:1", 2),
     (P10["hybrid.num_processes"], "2 - one per data-parallel replica", 2),

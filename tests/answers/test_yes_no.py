@@ -126,7 +126,10 @@ def test_a_yes_or_no_concluding_the_answer_is_read(text, value, explanation):
                                   "Yes (not 100% sure)", "Yes, 50/50", "No, not necessarily", "No, not always",
                                   "Yes, but it depends on the batch size", "No idea", "No clue",
                                   "No time to run it on 5 GPUs", "No GPU is idle, all 5 hold 4 layers",
-                                  "No need to split, DataParallel does it"])
+                                  "No need to split, DataParallel does it",
+                                  # a second answer in brackets, in English or another language (adv57 F-A)
+                                  "yes (false)", "no (oui)", "no (ja)", "Yes (nein)", "No (si)",
+                                  "yes (not really)", "No (ja, for 2 GPUs)"])
 def test_an_answer_that_is_no_clear_yes_or_no_is_unclear_never_guessed(text):
     answer = read_yes_no(text)
     assert answer.value is None and answer.unclear and not answer.unanswered, f"{text!r} read as {answer}"
@@ -377,3 +380,14 @@ def test_unchanged_answers_does_the_pattern_change(said, read):
     except ValueError:
         got = None
     assert got == read, f"{said!r}: expected {read!r}, observed {got!r} (see yes_no.py WORD_PAIRS)"
+
+
+@pytest.mark.parametrize("text, value", [
+    # The same answer again in brackets, or a reason there: read (adv57 F-A's honest twins).
+    ("yes (true)", "yes"), ("No (nein)", "no"), ("Yes (si)", "yes"), ("no (false)", "no"),
+    ("Yes (data parallel)", "yes"), ("No (the opposite is true)", "no"),
+    ("yes, false sharing aside", "yes"), ("Yes, not really needed here", "yes"),
+])
+def test_a_bracket_agreeing_with_the_answer_is_read(text, value):
+    answer = read_yes_no(text)
+    assert answer.value == value, f"{text!r}: expected {value!r}, read {answer} (grader/answers/yes_no.py _OTHER_NO/_OTHER_YES)"
