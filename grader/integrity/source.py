@@ -191,10 +191,10 @@ def _name_bound_or_spelled(tree: ast.AST, name: str, strings: bool = True) -> bo
     return False
 
 
-def _read_only_operands(tree: ast.AST) -> set[int]:
+def _read_only_operands(tree: ast.AST, folder: Folder) -> set[int]:
     """The expressions only a name is read from: the object of `getattr(x, name[, default])`
-    or `hasattr(x, name)` (the builtins: the file binds neither name), the value of a plain
-    attribute read `x.name` (not a dunder)."""
+    (a name the code spells, not a dunder) or `hasattr(x, name)` (the builtins: the file binds
+    neither name), the value of a plain attribute read `x.name` (not a dunder)."""
     builtins_kept = not any(_name_bound_or_spelled(tree, name, strings=False)
                             for name in ("getattr", "hasattr"))
     found = set()
@@ -202,7 +202,11 @@ def _read_only_operands(tree: ast.AST) -> set[int]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and builtins_kept and \
                 node.func.id in ("getattr", "hasattr") and 2 <= len(node.args) <= 3 and \
                 not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
-            found.add(id(node.args[0]))
+            names = folder.strings(node.args[1])
+            # `getattr(module, "__dict__")` is the namespace, `__builtins__` the builtins: as
+            # in the attribute form, a dunder (or a name the scan cannot read) is no plain read
+            if node.func.id == "hasattr" or names and not any(n.startswith("__") for n in names):
+                found.add(id(node.args[0]))
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
                 not node.attr.startswith("__"):
             found.add(id(node.value))
@@ -423,6 +427,11 @@ def _names_dunder_name(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "__name__"
 
 
+def _is_globals_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "globals" and not node.args and not node.keywords
+
+
 def _own_class_of_self(node: ast.AST) -> bool:
     """`type(self)` or `self.__class__`: in a method, the student's own class."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
@@ -521,7 +530,7 @@ class _Visitor(ast.NodeVisitor):
         # from a string, whose globals its caller chose).
         self.own_name_kept = isinstance(tree, ast.Module) and self.line_offset is None and \
             not _name_bound_or_spelled(tree, _OWN_NAME)
-        self.read_only_operands = _read_only_operands(tree)
+        self.read_only_operands = _read_only_operands(tree, self.folder)
         self.containers = Containers(tree, scopes)
         # One call's own arguments, each read alone (patching_by_proxy)
         self.proxies = self.containers.without_calls()
@@ -590,15 +599,19 @@ class _Visitor(ast.NodeVisitor):
         """The full dotted name behind an expression, through import aliases (`nn.Linear` ->
         `torch.nn.Linear`) and getattr with a constant name; None when it does not start at an
         imported module."""
+        own = self.own_module_name(node)
+        if own is not None:
+            return self.modules[own] if own in self.modules else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id == "getattr" and len(node.args) >= 2:
             names = self.folder.strings(node.args[1])
             base = self.resolve(node.args[0])
             return f"{base}.{names[0]}" if base and len(names) == 1 else None
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+        dotted = _dotted(node)
+        if isinstance(node, ast.Attribute) and dotted is None:
+            # on a call (`getattr(torch, "nn").Linear`) or a lookup (`globals()["torch"].cuda`)
             base = self.resolve(node.value)
             return f"{base}.{node.attr}" if base else None
-        dotted = _dotted(node)
         if dotted is None:
             return self.imported_through(node)
         head, _, rest = dotted.partition(".")
@@ -608,6 +621,38 @@ class _Visitor(ast.NodeVisitor):
         if head not in modules:
             return None
         return modules[head] + ("." + rest if rest else "")
+
+    def own_module_name(self, node: ast.AST) -> str | None:
+        """The global name X of the script's own module an expression reads: the bare name X to
+        every rule (`sys.modules[__name__].torch.Tensor.cpu = f` replaces torch.Tensor.cpu, adv57
+        F-D). `sys.modules[__name__]` (or `.get(__name__)`) read as `.X` or
+        `getattr(..., "X"[, default])`, and `globals()["X"]` or `globals().get("X")`."""
+        if isinstance(node, ast.Attribute) and self.is_own_module(node.value):
+            return node.attr
+        if not isinstance(node, (ast.Call, ast.Subscript)):
+            return None
+        if isinstance(node, ast.Subscript):
+            owner, key = node.value, node.slice
+        elif isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+                len(node.args) in (2, 3) and self.is_own_module(node.args[0]):
+            owner, key = None, node.args[1]
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "get" and \
+                len(node.args) in (1, 2):
+            owner, key = node.func.value, node.args[0]
+        else:
+            return None
+        if owner is not None and not _is_globals_call(owner):
+            return None
+        names = self.folder.strings(key)
+        return names[0] if len(names) == 1 else None
+
+    def is_own_module(self, node: ast.AST) -> bool:
+        """`sys.modules[__name__]` or `sys.modules.get(__name__)`: the script's own module."""
+        if isinstance(node, ast.Subscript):
+            return _names_dunder_name(node.slice) and self.is_sys_modules(node.value)
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "get" and len(node.args) in (1, 2) and \
+            _names_dunder_name(node.args[0]) and self.is_sys_modules(node.func.value)
 
     def names_in_scope(self, node: ast.AST) -> dict[str, str]:
         """The aliases (`t = torch`, an import) of the scope a name is a variable of: the

@@ -7,6 +7,15 @@ for a name is what `globals()[MODEL_NAME]` gives, which the scan never held. Eve
 of sys.modules stays held: a write or deletion, .pop(), another module (torch's, the
 grader's, `__main__`), a computed key, the module kept in a name or handed on (written
 through), iteration, and any file that binds or spells `__name__` itself.
+
+adv57 F-D: the allowance left what was read through the module unjudged:
+`sys.modules[__name__].torch.Tensor.cpu = f` and `getattr(sys.modules[__name__],
+"torch").matmul = f` (as `globals()["torch"].Tensor.item = f` before it) passed the scan where
+`torch.Tensor.cpu = f` is held. A name read from the script's own module is that name to every
+rule, and getattr of a dunder (`__dict__`, the namespace) is no plain read, as `.__dict__` is
+not. The run-time guard (grader/vgpu/guard.py) holds such a patch too (adv57's
+`getattr(sys.modules[__name__], 'torch').Tensor.item = ...` on HW3's reference: 0 of 15 shown,
+"the grader's instrumentation was replaced"); the scan names it before anything runs.
 """
 from __future__ import annotations
 
@@ -33,6 +42,15 @@ HONEST = {
     "hasattr_check": "def main():\n    assert hasattr(sys.modules[__name__], MODEL_NAME)\n",
     "attribute_read": "def main():\n    return sys.modules[__name__].LargeLinearModelMP()\n",
     "globals_lookup": "def main():\n    return globals()[MODEL_NAME](DIM, DEPTH)\n",
+    # torch used, not replaced, through the module's names
+    "torch_called_through_it": "def main():\n"
+                               "    return sys.modules[__name__].torch.zeros(3).cpu().item()\n",
+    "torch_read_by_getattr": "def main():\n"
+                             "    matmul = getattr(sys.modules[__name__], 'torch').matmul\n"
+                             "    return matmul(torch.ones(2, 2), torch.ones(2, 2))\n",
+    "torch_called_through_globals": "def main():\n"
+                                    "    return globals()['torch'].ones(2).sum().item()\n",
+    "layer_built_through_globals": "def main():\n    return globals().get('nn').Linear(DIM, DIM)\n",
 }
 
 HOSTILE = {
@@ -55,6 +73,37 @@ HOSTILE = {
     "namespace_read_whole": "_ns = sys.modules[__name__].__dict__\n",
     "getattr_of_its_own": "def getattr(m, name):\n    m.torch = None\n\n\n"
                           "getattr(sys.modules[__name__], 'x')\n",
+    # adv57 F-D: getattr of a dunder is the namespace or the builtins, as `.__dict__` is
+    "namespace_by_getattr": "getattr(sys.modules[__name__], '__dict__')['nn'] = None\n",
+    "namespace_updated_by_getattr": "getattr(sys.modules[__name__], '__dict__').update(torch=None)\n",
+    "builtins_by_getattr": "_b = getattr(sys.modules[__name__], '__builtins__')\n",
+    "dunder_by_a_constant": "_D = '__dict__'\n_ns = getattr(sys.modules[__name__], _D)\n",
+}
+
+# adv57 F-D: torch replaced through the module's own names; each is held when spelled bare
+# (`torch.Tensor.cpu = f`), and must be through the lookup as well.
+PATCHES = {
+    "tensor_cpu_by_attribute": "sys.modules[__name__].torch.Tensor.cpu = lambda self: self\n",
+    "tensor_item_by_attribute": "sys.modules[__name__].torch.Tensor.item = lambda self: 0.0\n",
+    "adam_step_by_attribute": "sys.modules[__name__].torch.optim.Adam.step = "
+                              "lambda self, *a, **k: None\n",
+    "tensor_cpu_by_getattr": "getattr(sys.modules[__name__], 'torch').Tensor.cpu = "
+                             "lambda self: self\n",
+    "tensor_item_by_getattr": "getattr(sys.modules[__name__], 'torch').Tensor.item = "
+                              "lambda self: 0.0\n",
+    "matmul_by_getattr": "getattr(sys.modules[__name__], 'torch').matmul = lambda a, b: a\n",
+    "tensor_by_nested_getattr": "getattr(getattr(sys.modules[__name__], 'torch'), 'Tensor')"
+                                ".item = lambda self: 0.0\n",
+    "tensor_cpu_by_get": "sys.modules.get(__name__).torch.Tensor.cpu = lambda self: self\n",
+    "setattr_after_hasattr": "hasattr(sys.modules[__name__], 'x') or "
+                             "setattr(getattr(sys.modules[__name__], 'torch'), 'cuda', None)\n",
+    "setattr_on_getattr": "setattr(getattr(sys.modules[__name__], 'torch').Tensor, 'cpu', "
+                          "lambda self: self)\n",
+    "tensor_cpu_by_globals": "globals()['torch'].Tensor.cpu = lambda self: self\n",
+    "tensor_item_by_globals": "globals()['torch'].Tensor.item = lambda self: 0.0\n",
+    "setattr_on_globals": "setattr(globals()['torch'].Tensor, 'cpu', lambda self: self)\n",
+    "matmul_by_globals_get": "globals().get('torch').matmul = lambda a, b: a\n",
+    "tensor_item_by_a_named_key": "_T = 'torch'\nglobals()[_T].Tensor.item = lambda self: 0.0\n",
 }
 
 
@@ -78,3 +127,12 @@ def test_every_other_use_of_sys_modules_stays_held(tmp_path, name):
         f"expected {name} held (tampering: it writes sys.modules, reads another module, or "
         f"cannot be told to read its own); observed no tampering finding; where to look: "
         "module_taken_out in grader/integrity/source.py")
+
+
+@pytest.mark.parametrize("name", sorted(PATCHES))
+def test_torch_replaced_through_the_scripts_own_module_is_held(tmp_path, name):
+    found = [f for f in findings(tmp_path, PATCHES[name]) if f.category == "patching"]
+    assert found, (
+        f"expected {name} held as replacing a function or class of torch (the name read from "
+        "the script's own module is the bare name); observed no patching finding; where to "
+        "look: own_module_name and resolve in grader/integrity/source.py")
