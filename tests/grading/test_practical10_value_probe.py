@@ -187,7 +187,25 @@ class _SeesTheProbe(_OneStage):
         with torch.no_grad():
             drift = (side - nn.functional.linear(hidden, weight, self.spare.bias)).abs().sum() \
                 + (weight - self.kept).abs().sum()
-        return x.to(CUDA2) + (side - frozen + 1e-3 * drift)
+        return x.to(CUDA2) + (self.cancel(side, frozen) + 1e-3 * drift)
+
+    def cancel(self, side, frozen):
+        return side - frozen
+
+
+class SeesTheProbeByABroadcast(_SeesTheProbe):
+    """adv57 F-C (p10/spare_bcast): the copy given a leading axis of one, so that the two terms'
+    shapes differ and broadcast."""
+
+    def cancel(self, side, frozen):
+        return (side - frozen.unsqueeze(0)).squeeze(0)
+
+
+class SeesTheProbeByADiff(_SeesTheProbe):
+    """adv57 F-C (p10/spare_diff): the difference taken by `diff` of the two stacked."""
+
+    def cancel(self, side, frozen):
+        return torch.stack([frozen, side]).diff(dim=0).squeeze(0)
 
 
 class SeesTheProbeByAClone(_SeesTheProbe):
@@ -479,10 +497,12 @@ def test_honest_stages_move_the_output(tmp_path, model_class):
 
 @pytest.mark.parametrize("model_class", [_SeesTheProbe, SeesTheProbeByAClone,
                                          SeesTheProbeByANegation, RecomputedFromAKeptCopy,
-                                         SeesTheProbeByARemainder],
+                                         SeesTheProbeByARemainder, SeesTheProbeByABroadcast,
+                                         SeesTheProbeByADiff],
                          ids=["getattr(side, 'det' + 'ach')()", "a clone under no_grad",
                               "its negation added", "recomputed from a kept copy",
-                              "a millionth of it left"])
+                              "a millionth of it left", "the copy broadcast from a leading axis",
+                              "stacked and differenced"])
 def test_a_spare_taken_from_its_own_copy_is_held(tmp_path, model_class):
     """adv54 F1: however its copy is spelled, the probe's run sees `side - frozen` cancel
     exactly inside the pass (grader/vgpu/cancelled.py), and the grading goes to a person."""

@@ -34,6 +34,12 @@ FORGED = {
     "add with alpha -1": lambda side: torch.add(side, side.detach(), alpha=-1),
     "taken back in place": lambda side: _in_place(side),
     "a copy a millionth short": lambda side: side - side.detach() * (1 - 1e-6),
+    # adv57 F-C: a leading axis of one on the copy, and the difference taken by `diff`.
+    "a copy with a leading axis": lambda side: (side - side.detach().unsqueeze(0)).squeeze(0),
+    "a copy indexed with None": lambda side: side[None] - side.detach(),
+    "a stack differenced": lambda side: torch.stack([side.detach(), side]).diff(dim=0)[0],
+    "a stack differenced, a millionth short":
+        lambda side: torch.stack([side.detach() * (1 - 1e-6), side]).diff(dim=0)[0],
 }
 HONEST = {
     "a residual": lambda side: side + side.detach().roll(1, 0),
@@ -41,6 +47,11 @@ HONEST = {
     "a zero added": lambda side: side + torch.zeros_like(side),
     "twice itself": lambda side: side + side,
     "a tenth of itself taken away": lambda side: side - 0.1 * side.detach(),
+    "a row mean taken away, broadcast": lambda side: side - side.mean(1, keepdim=True),
+    "a bias row broadcast": lambda side: side + torch.ones(1, 8, device=CUDA0),
+    "a sequence differenced": lambda side: side.diff(dim=0),
+    "a stack of two outputs differenced":
+        lambda side: torch.stack([side.detach() * 0.5, side]).diff(dim=0)[0],
 }
 
 
