@@ -13,9 +13,11 @@ runtime's audit hook reports (grader/vgpu/guard.py).
 from __future__ import annotations
 
 import dis
+import functools
 import os
 import sys
-from types import CodeType, ModuleType
+import threading
+from types import CodeType, MethodType, ModuleType
 from typing import Callable
 
 
@@ -23,9 +25,9 @@ _CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 _NO_CALLEE = frozenset({"KW_NAMES", "PRECALL", "PUSH_NULL", "CACHE"})
 _WRITER_ATTRIBUTES = frozenset({"emit", "_emit"})        # trace.emit, the probe's self._emit
 _WRITER_NAMES = frozenset({"emit", "_emit", "write"})    # ... or a writer held in a name
-# Every function here takes what it uses as keyword-only defaults, never from the module's
-# globals at call time: code of the submission that reached this module could rebind them
-# (and rebind them back before the run's closing check looks).
+# Every function here takes what it uses as keyword-only defaults or a bound tuple, never from
+# the module's globals at call time: code of the submission that reached this module could
+# rebind them (and rebind them back before the run's closing check looks).
 
 
 def writes_records(code, *, _attributes=_WRITER_ATTRIBUTES, _names=_WRITER_NAMES) -> bool:
@@ -79,24 +81,55 @@ def _writer_call_sites(code, instructions, *, _callee=_callee, _calls=_CALLS,
     return sites
 
 
-def writing_call(frame, *, _sites={}, _instructions=dis.get_instructions,
-                 _find=_writer_call_sites, _names_a_writer=writes_records) -> bool:
-    """Whether `frame` is, at this moment, calling the writer by its name: the call it is in
-    (its current instruction) is written `trace.emit(...)`, `self._emit(...)`, `write(...)` in
-    its source. A red team had the grader's own code call a writer it did not name: a
-    pass-through closure handed the trace's emit, and a patched function whose stored original
-    (an instance attribute, a closure cell: set without an audit event) was swapped for it,
-    writing the records the submission chose. Where the interpreter keeps no source positions
-    (python -X no_debug_ranges) the code is asked only whether it names a writer at all."""
+def _writer_calls_of(ident: int, *, _asked=threading.local(), _find=_writer_call_sites,
+                     _instructions=dis.get_instructions):
+    """(code, its writer call sites) for the code object `ident` is the id of, which
+    writing_call puts in `_asked` first. Cached by id (below), where nothing but this function
+    makes an entry: one for a code object other than the one asked about raises (and an
+    exception is not cached). A keyword passed by a caller is part of the cache's key, so
+    what it finds is never the answer writing_call reads."""
+    code = getattr(_asked, "code", None)
+    if id(code) != ident:
+        raise LookupError("writer calls are found only for the code object asked about")
+    return code, _find(code, _instructions)
+
+
+# The cache lives inside functools' C wrapper: it cannot be read or written from Python (no
+# dict of it to reach through a default, a closure cell or inspect.signature), only filled by
+# calling the function. It keeps each code object alive, so an id names one code object.
+_writer_calls_by_id = functools.lru_cache(maxsize=None)(_writer_calls_of)
+
+
+def _writing_call(known, frame) -> bool:
+    sites_of, asked, names_a_writer, find, instructions = known
     code = frame.f_code
-    entry = _sites.get(id(code))
-    if entry is None or entry[0] is not code:
-        entry = _sites[id(code)] = (code, _find(code, _instructions))
-    sites = entry[1]
+    asked.code = code
+    entry = sites_of(id(code))
+    sites = entry[1] if entry[0] is code else find(code, instructions)
     if sites is None:
-        return _names_a_writer(code)
+        return names_a_writer(code)
     lasti = frame.f_lasti
-    return any(start <= lasti < end for start, end in sites)
+    for start, end in sites:
+        if start <= lasti < end:
+            return True
+    return False
+
+
+# writing_call(frame): whether `frame` is, at this moment, calling the writer by its name: the
+# call it is in (its current instruction) is written `trace.emit(...)`, `self._emit(...)`,
+# `write(...)` in its source. A red team had the grader's own code call a writer it did not
+# name: a pass-through closure handed the trace's emit, and a patched function whose stored
+# original (an instance attribute, a closure cell: set without an audit event) was swapped for
+# it, writing the records the submission chose. Where the interpreter keeps no source positions
+# (python -X no_debug_ranges) the code is asked only whether it names a writer at all.
+# A method bound to a tuple: what it uses can be neither passed by its caller nor rebound. It
+# had kept its cache in a keyword-only default and taken its finder as a keyword: a submission
+# that reached it (the trace module's globals, through any of the grader's functions' own)
+# passed a finder that found a writer call everywhere in the grader's pass-through closure, or
+# wrote that into the cache it read through inspect.signature (no audit event of its own),
+# and the pass-through then wrote a transfer that never happened, accepted as the grader's.
+writing_call = MethodType(_writing_call, (_writer_calls_by_id, _writer_calls_of.__kwdefaults__[
+    "_asked"], writes_records, _writer_call_sites, dis.get_instructions))
 
 
 class _AtEntry:

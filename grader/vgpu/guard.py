@@ -480,6 +480,12 @@ def watch_interpreter(trace):
     def site_of(frame) -> str:
         return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
+    def own_function(target) -> bool:
+        """Whether `target` is a function of the grader's own code."""
+        code = getattr(target, "__code__", None)
+        return isinstance(getattr(code, "co_filename", None), str) and \
+            code.co_filename.startswith(own_folder)
+
     def harmless_attribute(event, args) -> bool:
         """Attribute events of honest code: a class of the submission's own renamed or
         documented (a class factory, functools.wraps on a class), or the defaults of a function
@@ -549,6 +555,22 @@ def watch_interpreter(trace):
                            submission_frame(frame))
                 if event == "compile":
                     return
+            if event == "object.__getattr__" and len(args) > 1 and \
+                    args[1] in ("__defaults__", "__kwdefaults__") and own_function(args[0]):
+                # The grader's functions keep what they check with (the digest's key and its
+                # checks, the writer-call judge's cache) in their defaults. inspect.signature
+                # reads them for whoever asks, and the stdlib's read was no finding: a red team
+                # sealed a made-up transfer with the run's key that way. Refused for the
+                # submission, asking itself or through the stdlib; torch's and the grader's own
+                # reads go on.
+                asker = frame
+                while asker is not None and whose(asker) == "stdlib":
+                    asker = asker.f_back
+                if asker is not None and whose(asker) == "student":
+                    record(f"read the defaults of the grader's {getattr(args[0], '__name__', '')}",
+                           asker)
+                    raise PermissionError("the grader does not let a submission read its "
+                                          "functions' defaults")
             if event.startswith("object.") and harmless_attribute(event, args):
                 return
             if event.startswith("ctypes."):

@@ -121,6 +121,14 @@ PASS_THROUGH_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k
     NAMES, g="__globals__", call="_call", get="get_trace", file="__file__", b="__builtins__",
     exec="exec", compile="compile", cl="__closure__", cc="cell_contents", sf="__self__",
     orig="original_init", sl="_seal", fl="_file", rf="_dumps").items()})}
+# ... and the judge of writer calls in the trace module's globals, with what it reads of a frame.
+JUDGE_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
+    NAMES, g="__globals__", call="_call", get="get_trace", judge="writing_call", fc="f_code",
+    la="f_lasti", find="_find", sites="_sites").items()})}
+# ... and the trace's sealer's digest, with the check its caller may pass.
+DIGEST_NAMES_FILE = {"practical4/names.json": json.dumps({k: v[::-1] for k, v in dict(
+    NAMES, module="grader.vgpu.trace", get="get_trace", sl="_seal", fl="_file", dg="_digest",
+    gn="_genuine").items()})}
 READ_NAMES = r'''
 import json as _json_names, os as _os_names
 _N = {k: v[::-1] for k, v in _json_names.load(open(_os_names.path.join(
@@ -148,6 +156,28 @@ for _o in _gc.get_objects():
         for _r in _perfect_records():
             _o._emit(_r)
 '''
+
+def _judge_told_the_pass_through_writes(telling: str) -> str:
+    """Practical 4: the grader's pass-through closure handed the trace's emit, writing_call
+    (the trace module's) told by `telling` (indented 8) that the closure's code `_code` calls a
+    writer, then the closure called with a move that never happened."""
+    return READ_NAMES.replace("hw3", "practical4") + '''
+import dis as _dis_w
+import torch.distributed as _dist
+_g = getattr(_dist.all_reduce, _N["g"], None)
+if isinstance(_g, dict) and _N["call"] in _g:
+    _through = _g[_N["call"]](getattr(_g[_N["get"]](), _N["write"]))
+    try:
+        _judge = getattr(_g[_N["get"]], _N["g"])[_N["judge"]]
+        _code = _dis_w.Bytecode(_through).codeobj
+''' + telling + '''    except Exception:
+        pass
+    try:
+        _through("to", src="cuda:0", dst="cuda:1", copied=True, bytes=512000, shape=[64, 2000])
+    except Exception:
+        pass
+'''
+
 
 FORGERIES = [
     Forgery("main_module_through_sys_in_a_list",
@@ -697,6 +727,49 @@ except Exception:
             "it with torch.Tensor",
             "import _tensor_tools\n\n_tensor_tools.patch(torch.Tensor)\n",
             extra_files={"hw3/_tensor_tools.py": "def patch(T):\n    T.cpu = lambda self: self\n"}),
+    # The judge of writer calls (grader/records/genuine_frames.py writing_call) kept what it
+    # found per code object in a mutable default and took its finder as a keyword: whoever
+    # reached it (the trace module's globals, through any of the grader's functions) could have
+    # it find a writer call all over the grader's pass-through closure, then call that.
+    Forgery("practical4_writer_call_judge_handed_a_finder_of_its_own",
+            "practical 4: the trace module's writing_call, reached through get_trace's "
+            "__globals__, is asked about the grader's pass-through closure (its code from "
+            "dis.Bytecode) with a finder that finds a writer call everywhere; the pass-through, "
+            "handed the trace's emit, then writes a move that never happened",
+            _judge_told_the_pass_through_writes('''
+        _seen = type("F", (), {_N["fc"]: _code, _N["la"]: 0})()
+        _judge(_seen, **{_N["find"]: lambda code, instructions: [(0, 1 << 30)]})
+'''), file=P4, scan=False, run=True, extra_files=JUDGE_NAMES_FILE),
+    Forgery("practical4_writer_call_cache_reached_through_inspect_signature",
+            "practical 4: writing_call's cache of writer calls, read as a parameter's default "
+            "by inspect.signature (the stdlib reads __kwdefaults__, not the submission), gets "
+            "an entry saying the grader's pass-through closure calls a writer everywhere",
+            _judge_told_the_pass_through_writes('''
+        import inspect as _inspect_w
+        _cache = _inspect_w.signature(_judge).parameters[_N["sites"]].default
+        _cache[id(_code)] = (_code, [(0, 1 << 30)])
+'''), file=P4, scan=False, run=True, extra_files=JUDGE_NAMES_FILE),
+    # The digest's checks are keyword-only defaults, reached "only through audited
+    # __kwdefaults__": inspect.signature reads them for the submission, and the stdlib's read
+    # is no finding. Its caller's check passed as None, any record is sealed with the run's key.
+    Forgery("practical4_digest_reached_through_inspect_signature_seals_a_move",
+            "practical 4: the trace's sealer's _digest, read as a parameter's default by "
+            "inspect.signature, called with its _genuine check passed as None, seals a made-up "
+            "move that is written into the trace's own file",
+            READ_NAMES.replace("hw3", "practical4") + '''
+import inspect as _inspect_d
+import sys as _sys_d
+try:
+    _trace = getattr(getattr(_sys_d, _N["mods"])[_N["module"]], _N["get"])()
+    _seal = getattr(_trace, _N["sl"])
+    _digest = _inspect_d.signature(_seal).parameters[_N["dg"]].default
+    _line = _seal({"event": "to", "rank": 0, "t": 0.5, "src": "cuda:0", "dst": "cuda:1",
+                   "copied": True, "bytes": 512000, "shape": [64, 2000]},
+                  **{_N["dg"]: lambda *a: _digest(*a, **{_N["gn"]: None})})
+    getattr(_trace, _N["fl"]).write(_line + "\\n")
+except Exception:
+    pass
+''', file=P4, scan=False, run=True, extra_files=DIGEST_NAMES_FILE),
     Forgery("tensor_method_replaced_by_a_helper_function_imported_by_name",
             "a helper module's function, imported by name under another, handed torch.Tensor "
             "by keyword",

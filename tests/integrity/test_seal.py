@@ -641,3 +641,57 @@ def test_a_sealers_keyword_only_defaults_passed_by_its_caller_seal_nothing(tmp_p
         with pytest.raises(PermissionError):
             attempt()
     assert not genuine(late.here())
+
+
+def test_the_writer_call_judge_keeps_nothing_its_caller_can_pass_or_rewrite(tmp_path):
+    """A red team reached writing_call through the trace module's globals: handed a finder of
+    its own (`_find=`), or writing into its cache (a keyword-only default's dict, read through
+    inspect.signature, which raises no audit event of the submission's), it had the grader's
+    pass-through closure taken for a writer call everywhere, and that closure then wrote a
+    transfer that never happened. Every route here is what a submission could do; after all of
+    them the pass-through is still no writer call."""
+    import dis
+    import inspect
+    import sys
+    from grader.records import genuine_frames
+    from grader.records.genuine_frames import writing_call
+    namespace: dict = {}
+    exec(compile(WRITERS_CALLS, str(tmp_path / "writers.py"), "exec"), namespace)
+    through = namespace["passed_on"]
+    code = dis.Bytecode(through).codeobj            # the code object, read by the stdlib
+    seen = type("Frame", (), {"f_code": code, "f_lasti": 0})()
+    everywhere = lambda code, instructions: [(0, 1 << 30)]   # noqa: E731
+    attempts = {"a finder passed": lambda: writing_call(seen, _find=everywhere)}
+    for owner in (writing_call, getattr(writing_call, "__func__", None),
+                  getattr(genuine_frames, "_writer_calls_of", None),
+                  getattr(genuine_frames, "_writer_calls_by_id", None)):
+        if owner is None:
+            continue
+        for name, parameter in inspect.signature(owner).parameters.items():
+            if isinstance(parameter.default, dict):
+                attempts[f"{name}'s dict written"] = \
+                    lambda cache=parameter.default: cache.__setitem__(id(code),
+                                                                      (code, [(0, 1 << 30)]))
+            elif hasattr(parameter.default, "__dict__") and name == "_asked":
+                asked = parameter.default
+                attempts["another code asked about"] = lambda asked=asked: (
+                    setattr(asked, "code", compile("x.emit(1)", "w", "eval")),
+                    genuine_frames._writer_calls_by_id(id(code)))
+    attempts["the cache asked with a finder"] = lambda: (
+        setattr(writing_call.__self__[1], "code", code),
+        genuine_frames._writer_calls_by_id(id(code), _find=everywhere))
+    for attempt in attempts.values():
+        try:
+            attempt()
+        except (TypeError, LookupError, AttributeError):
+            pass
+    calls = []
+
+    class Recorder:
+        def emit(self, *args, **kwargs):
+            calls.append(writing_call(sys._getframe(1)))
+    through(Recorder().emit, "to")
+    assert calls == [False], (
+        f"expected the grader's pass-through (a call of `method`, no writer named) to be no "
+        f"writer call after {sorted(attempts)}; observed {calls} (grader/records/"
+        "genuine_frames.py writing_call, _writer_calls_by_id)")
