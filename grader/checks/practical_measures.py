@@ -58,7 +58,9 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
     without them; `grad_faint`: {GPU: share} for those of them where a gradient came back but
     their results carry only that share of the pass (`grad_faint` records: `x + 1e-6 *
     spare(x)`); `data_parallel`: the pass is an nn.DataParallel's (its output's record says
-    its `device_ids`); `own_class`: its module's class is the script's own, not torch's."""
+    its `device_ids`); `elements`: the parameter elements its module holds (the model's
+    first `placement` record, which follows its first pass's `forward`), None where not
+    recorded."""
     passes, open_passes = [], {}
     known = recorded_rows(run, rank)
     grad_used = {(e.get("n"), e.get("device")) for e in run.events
@@ -69,11 +71,16 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                     if e.get("event") == "forward_rows" and e.get("rank", 0) == rank}
     reached = reached_passes(run, rank)
     wrappers = wrapper_passes(run.events)
+    elements, last_model = {}, None   # {model number: its parameter elements}
     for event in run.events:
         if event.get("rank", 0) != rank:
             continue
         thread = (event.get("thread"), event.get("tid"))
+        if event.get("event") == "placement" and last_model is not None:
+            elements.setdefault(last_model, sum(int(layer.get("params") or 0)
+                                                for layer in event.get("layers") or ()))
         if event.get("event") == "forward":
+            last_model = event.get("model")
             if not script_forward(event):
                 continue
             if (event.get("rank", 0), event.get("n")) in wrappers:
@@ -94,8 +101,7 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
                 "rows": rows_of(event.get("batch")), "rows_all": event.get("rows_all"),
                 "rows_inside": None, "inside_calls": None, "sum_out": None,
                 "layer_devices": None, "layer_rows": None, "grad_unused": [],
-                "grad_faint": {}, "data_parallel": False,
-                "own_class": bool(event.get("own_class"))}
+                "grad_faint": {}, "data_parallel": False, "elements": None}
             passes.append(open_passes[thread])
         elif event.get("event") == "forward_out" and thread in open_passes:
             done = open_passes.pop(thread)
@@ -116,6 +122,8 @@ def forward_passes(run, rank: int = 0) -> list[dict]:
             _rows_as_run(done)
             if event.get("stage") and event.get("continues"):
                 _stage_joins(passes, max(event["continues"]), done)
+    for found in passes:
+        found["elements"] = elements.get(found["model"])
     return passes
 
 
@@ -572,12 +580,11 @@ def _through_replicas(step: dict, passes_of) -> bool:
     CARRIED_SHARE of the stepped gradient's norm and of the stepped elements; or, where every
     pass that trains the step is a DataParallel wrapper's (a head on cuda:0 after it only
     continues its output), at least that share of the wrapped parameters' own gradient
-    (`dp_own`), and no module of the script's own class with layers ran outside the wrapper
-    in the step (`_model_unwrapped`). A head four times the wrapped MLP's size holds 80% of
-    the stepped elements and more than half of the gradient (adv53 F3: 0.75 of 12 where a TA
-    gives 9.25); a small wrapper called on the batch beside a model run on it unwrapped leaves
-    that model's pass one of the step's own, which trains. `passes_of(rank)`: the rank's
-    forward_passes."""
+    (`dp_own`), and one of those wrappers holds the template's MLP (`_wraps_the_model`). A
+    head four times the wrapped MLP's size holds 80% of the stepped elements and more than
+    half of the gradient (adv53 F3: 0.75 of 12 where a TA gives 9.25); a small wrapper called
+    on the batch beside a model run on it unwrapped leaves that model's pass one of the
+    step's own, which trains. `passes_of(rank)`: the rank's forward_passes."""
     if _share_over(step.get("dp_carried"), CARRIED_SHARE - 1e-9) \
             and _share_over(step.get("dp_held"), CARRIED_SHARE - 1e-9):
         return True
@@ -586,21 +593,31 @@ def _through_replicas(step: dict, passes_of) -> bool:
     of_step = [p for p in passes_of(step.get("rank", 0))
                if p["step"] == step.get("index", 0) - 1]
     passes = [p for p in of_step if p["trains"]]
+    features = max((p["batch"][-1] for p in of_step if p["grad"] and p["batch"]
+                    and isinstance(p["batch"][-1], int)), default=0)
     return bool(passes) and all(p["data_parallel"] for p in passes) \
-        and not _model_unwrapped(of_step)
+        and any(_wraps_the_model(p, features) for p in passes)
 
 
-def _model_unwrapped(passes: list[dict]) -> bool:
-    """Whether a module of the script's own class with layers (the handout's MLP, whatever it
-    is named) ran with gradients outside DataParallel among a step's `passes`: the model then
-    trained on cuda:0, and what the wrapper holds is something else. A head continuing the
-    wrapper's output is a continuation, as the model run on a small wrapped layer's output is
-    (`model(nn.DataParallel(nn.Linear(DIM, DIM))(x))`: 7.5 of 12 with every DataParallel item
-    passing, where a TA gives them nothing); the class, not the size, tells them apart, and
-    the class is the script's whatever its name. A head written as a class of the script's
-    own reads as the model (the limit of this rule)."""
-    return any(p["own_class"] and p["grad"] and p["layer_devices"] and not p["data_parallel"]
-               for p in passes)
+# The template's MLP (student_template/practical5/practical5_dp.py): Linear(DIM, HIDDEN) and
+# Linear(HIDDEN, DIM), HIDDEN = 2 * DIM (512 and 1024): 4 * DIM**2 weights.
+MODEL_WEIGHTS_PER_SQUARED_FEATURE = 4
+
+
+def _wraps_the_model(dp_pass: dict, features: int) -> bool:
+    """Whether a DataParallel pass's module holds the template's MLP: at least its weights for
+    rows of `features` (DIM, the widest rows a pass of the step with gradients was handed: a
+    wrapper handed the batch cut into narrower rows is measured by the model's; 4 * DIM**2),
+    counted from the wrapper's `placement` record, whatever its classes are named or whose
+    they are. The model run unwrapped on a small wrapped layer's output continues the wrapper
+    as a head does (`model(nn.DataParallel(nn.Linear(DIM, DIM))(x))`, eng_p5steps'
+    small_dp_in_front: 7.5 of 12 with every DataParallel item passing, where a TA gives them
+    nothing): the wrapper holds DIM**2 weights, not the model, whether the model is a class of
+    the script's own or torch's nn.Sequential (eng_p5model's forge_torchonly). A head after
+    the wrapped MLP, however large and of whatever class (eng_p5model's owncls_head), leaves
+    the MLP wrapped."""
+    return features > 0 and dp_pass["elements"] is not None \
+        and dp_pass["elements"] >= MODEL_WEIGHTS_PER_SQUARED_FEATURE * features ** 2
 
 
 def devices_of_rank(run, rank: int) -> set[str]:
