@@ -90,7 +90,7 @@ def _gpus(devices: tuple[str, ...]) -> str:
 def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dict]:
     """The root passes of `model_class` in the run's main thread, in order, each as
     {"n", "model", "grad", "gpus", "few_rows", "moved", "step", "used", "placed", "layers",
-    "placement"}
+    "placement", "rows"}
     (gpus: the GPUs its layers ran the pass's batch on, in order, and whose results carried
     gradient back where the trace says (`grad_judged`), () where every layer was handed no rows
     or fewer than the batch, None where no layer was seen run, as for a forward calling
@@ -99,7 +99,8 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
     forward moved the model's layers; step: the optimizer steps before it; used: a backward
     reached it; placed: the model's layers were elsewhere when it began than when its last pass
     began; layers: how many layers the model has, where the trace said; placement: each
-    layer's device when it began, None where the trace did not say)."""
+    layer's device when it began, None where the trace did not say; rows: the rows of its
+    input, None where the trace did not say)."""
     used = {e.get("n") for e in events if e.get("event") == "forward_used"}
     grad_used = {(e.get("n"), e.get("device")) for e in events if e.get("event") == "grad_used"}
     passes, open_passes, layers, placements = [], [], {}, {}
@@ -145,8 +146,14 @@ def model_passes(events: list[dict], model_class: str = MODEL_CLASS) -> list[dic
                            "few_rows": few_rows,
                            "step": opened.get("step"), "used": opened.get("n") in used,
                            "placed": placed, "layers": layers.get(opened["model"]),
-                           "placement": placements.get(opened["model"])})
+                           "placement": placements.get(opened["model"]),
+                           "rows": _rows(opened.get("batch"))})
     return passes
+
+
+def _rows(batch) -> int | None:
+    """The rows of a pass's input (`batch` of its `forward` event: the input's shape)."""
+    return batch[0] if isinstance(batch, list) and batch and isinstance(batch[0], int) else None
 
 
 def _device(layer) -> str:

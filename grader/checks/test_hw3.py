@@ -849,7 +849,8 @@ def test_task3_layers_on_every_gpu(probe, gpus, depth, flag, own_run_collapse):
     named = probed_record(probe) or {}
     if named.get("handout_class_kept") is True:
         # A TA reading the failures of the handout's class would grade the wrong code.
-        kept = ("which main() builds too, but the script's own runs did not train" if
+        kept = ("which main() builds too, but the script's own runs did not train on every "
+                "GPU with the whole batch" if
                 named.get("built_beside") else "which main() does not build")
         flag(f"Tasks 3-5: graded {named['model_class']}, which main() builds and runs; the "
              f"script also keeps {MODEL_CLASS} (Task 1's code), {kept}")

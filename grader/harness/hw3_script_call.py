@@ -344,9 +344,11 @@ def renamed_model_note(name: str, handout_class_kept: bool = False,
     """The student's note where the model class has another name than the handout's; or,
     `handout_class_kept`, where the script keeps the handout's class but its main() builds
     and runs another (Task 1's code kept beside Task 3's, adv51 F1); `handout_built`: main()
-    builds the handout's class too, and its own runs trained the other (adv53 F0)."""
+    builds the handout's class too, and its own runs trained the other (adv53 F0), or trained it
+    spread where the handout's trained on fewer GPUs (Task 2's base code timed, adv57 F-F)."""
     if handout_class_kept:
-        kept = ("which main() also builds, but your script's own runs did not train" if
+        kept = ("which main() also builds, but your script's own runs did not train on every "
+                "GPU with the whole batch" if
                 handout_built else "main() does not build it")
         return (f"The grader graded {name}, which your script's main() builds and runs, for "
                 f"Tasks 3-5, not the {MODEL_CLASS} class your hw3/model_parallel.py also "

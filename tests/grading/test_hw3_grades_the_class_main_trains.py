@@ -7,6 +7,9 @@ Since 20b0167 the handout's class stayed graded whenever main() builds it (again
 6.5 of 15 against the TA's 10.5. Now the script's own run says which class trained (its trace:
 passes with gradients, a backward and an optimizer step), and that one is graded; a decoy built
 and never trained is not; where two classes trained, or none did, Tasks 3-5 wait for a person.
+adv57 F-B, F-F: a hand-written update trains as an optimizer's step does, and of two classes
+trained the one that ran on every GPU with the whole batch is graded (the base code timed for
+Task 2 is no rival), unless it trained one pass or under half the other's (a decoy): held.
 
 Each script here is run as the course runs it (main(), on a traced virtual node of 5 GPUs);
 the probe's side is construct() with what the checks read from that run
@@ -67,13 +70,24 @@ class LargeLinearModelDynamic(nn.Module):
         return x
 
 
-def train(model, steps=STEPS):
-    x = torch.randn(4, DIM, device=next(model.layers[0].parameters()).device)
+def train(model, steps=STEPS, rows=4):
+    x = torch.randn(rows, DIM, device=next(model.layers[0].parameters()).device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     for _ in range(steps):
         optimizer.zero_grad()
         model(x).pow(2).mean().backward()
         optimizer.step()
+
+
+def train_by_hand(model, steps=STEPS, rows=4):
+    x = torch.randn(rows, DIM, device=next(model.layers[0].parameters()).device)
+    for _ in range(steps):
+        for p in model.parameters():
+            p.grad = None
+        model(x).pow(2).mean().backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 1e-3 * p.grad
 
 
 def show(model):
@@ -144,10 +158,50 @@ MAINS = {
             model = LargeLinearModelMP(DIM, DEPTH)
             train(model)
         """),
-    "task1_trained_too_then_task3": (None, """
+    # adv57 F-B: the decoy spread over every GPU stepped once by Adam on two rows, the base
+    # code trained by a hand-written update (no torch.optim): both trained, neither ran Task
+    # 4's run on every GPU with the whole batch; graded as the decoy before.
+    "decoy_one_step_two_rows_then_base_updated_by_hand": (None, """
+        def main():
+            decoy = LargeLinearModelDynamic(DIM, DEPTH)
+            train(decoy, steps=1, rows=2)
+            train_by_hand(LargeLinearModelMP(DIM, DEPTH))
+        """),
+    # The decoy on the whole batch, once: one pass never wins.
+    "decoy_one_step_whole_batch_then_base_updated_by_hand": (None, """
+        def main():
+            train(LargeLinearModelDynamic(DIM, DEPTH), steps=1)
+            train_by_hand(LargeLinearModelMP(DIM, DEPTH))
+        """),
+    # Two classes trained the whole run, both on the handout's two GPUs of the base code:
+    # neither spread, so the grader cannot tell.
+    "two_classes_trained_neither_spread": (None, """
+        class TwoGPUs(LargeLinearModelMP):
+            pass
+
+        def main():
+            train(LargeLinearModelMP(DIM, DEPTH))
+            train(TwoGPUs(DIM, DEPTH))
+        """),
+    # adv57 F-F: the handout's Task 2 times the base code (DEPTH vs. step time), Task 4 runs
+    # Task 3's code on every GPU: the base code trained first is Task 2's, no rival (held for a
+    # person before).
+    "task2_base_timed_then_task3": ("LargeLinearModelDynamic", """
         def main():
             train(LargeLinearModelMP(DIM, DEPTH))
             train(LargeLinearModelDynamic(DIM, DEPTH))
+        """),
+    "task2_base_updated_by_hand_then_task3_by_hand": ("LargeLinearModelDynamic", """
+        def main():
+            train_by_hand(LargeLinearModelMP(DIM, DEPTH))
+            train_by_hand(LargeLinearModelDynamic(DIM, DEPTH))
+        """),
+    "task3_trained_then_task2_base_timed": ("LargeLinearModelDynamic", """
+        def main():
+            model = LargeLinearModelDynamic(DIM, DEPTH)
+            train(model)
+            base = LargeLinearModelMP(DIM, DEPTH)
+            train(base)
         """),
 }
 
@@ -170,7 +224,8 @@ def graded_after_the_run(traced_vnode, tmp_path, monkeypatch, body: str):
     module.main()
     beside, handout_built = classes_built_beside(module, source)
     records = [{"kind": "layout", "built_beside": beside, "handout_built": handout_built}]
-    choice = choose(records, [list(events)])
+    # A graded run's trace opens with its node's size (the fixture listens from after it).
+    choice = choose(records, [[{"event": "start", "gpus": NODE}, *events]])
     trained = choice.part["name"] if choice.part else None
     model = construct(module, DIM, DEPTH, source=source, gpus=NODE, trained=trained)
     return type(model).__name__, choice
