@@ -15,6 +15,11 @@ The runs are real traced loops (the handout's, smaller), run in this process on 
 """
 from __future__ import annotations
 
+import os
+import random
+import time
+
+import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
@@ -66,7 +71,7 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
     """The handout's loop, one process, one step of `micro` micro-batches, traced on a virtual
     node of its own: `divide` the loss by MICRO_BATCHES, `zero_each` micro-batch's gradients
     away first (a zero_grad inside the loop), the model built after torch.manual_seed(`seed`)
-    (after torch.seed() where `seed` is "os"),
+    (after torch.seed() where `seed` is "os", after `seed()` where it is a function),
     wrapped in `ddp` (a process group of one rank) or not; `shift_targets`: each micro-batch
     trained on the next one's targets (adv54 F2's bug); `before`: called before the loop;
     `double_first`: the first micro-batch's loss counted twice; `steady`: run as the check's
@@ -81,7 +86,7 @@ def traced_loop(tmp_path, make_model, micro: int, *, divide=True, zero_each=Fals
     try:
         if ddp:
             dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
-        torch.seed() if seed == "os" else torch.manual_seed(seed)
+        torch.seed() if seed == "os" else seed() if callable(seed) else torch.manual_seed(seed)
         model = DDP(make_model()) if ddp else make_model()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         g = torch.Generator().manual_seed(1)
@@ -395,3 +400,99 @@ def test_runs_that_start_from_other_weights_are_never_told_rows_were_left_out(tm
         check(handout, 4)
     except GradedByHand as held:
         assert "start elsewhere in each run" in str(held) and "rows left out" not in str(held), held
+
+
+# -- seeds the script draws itself each run (adv57 F-G) -------------------------------------------
+
+
+def _drawn() -> int:
+    """A seed a script draws anew each run, as adv57's did (os.urandom)."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+# Ways students seed the model's start with a seed of their own drawn each run.
+DRAWN_SEEDS = {
+    "torch.manual_seed(os.urandom)": lambda: torch.manual_seed(_drawn()),
+    "torch.random.manual_seed(time_ns)": lambda: torch.random.manual_seed(time.time_ns() % 2**32),
+    "torch.cuda.manual_seed_all + manual_seed(pid)": lambda: (
+        torch.cuda.manual_seed_all(_drawn()), torch.manual_seed(os.getpid() + _drawn())),
+}
+
+
+
+@pytest.mark.parametrize("seeding", list(DRAWN_SEEDS), ids=list(DRAWN_SEEDS))
+def test_the_check_s_runs_start_alike_whatever_seed_the_script_draws(tmp_path, seeding):
+    """A manual_seed whose argument the script draws (os.urandom, the time, the pid) starts
+    two runs apart, but two of the check's own runs alike (grader/vgpu/steady_start.py)."""
+    from grader.checks.gradient_noise import started_apart
+    seed = DRAWN_SEEDS[seeding]
+    one, other = (traced_loop(tmp_path, plain_model, 2, seed=seed, ddp=True) for _ in range(2))
+    held = [traced_loop(tmp_path, plain_model, 2, seed=seed, ddp=True, steady=True)
+            for _ in range(2)]
+    assert started_apart(one, other) and not started_apart(*held), (
+        f"expected {seeding} to start two runs apart, two steady runs alike; observed apart: "
+        f"{started_apart(one, other)}, {started_apart(*held)} (grader/vgpu/steady_start.py)")
+
+
+def test_python_s_and_numpy_s_seeds_are_the_steady_one_in_a_steady_run():
+    """random.seed and numpy.random.seed with another argument each time draw the same numbers
+    in a steady run (weights a script initialises from them start alike)."""
+    assert active() is None, "a node from an earlier test is still active"
+
+    class Steady:
+        steady = True
+    handle = activate(2, force_virtual=True)
+    try:
+        steady_start.install(handle.patcher, Steady())
+        draws = []
+        for _ in range(2):
+            random.seed(_drawn())
+            np.random.seed(_drawn())
+            draws.append((random.random(), float(np.random.rand())))
+    finally:
+        handle.deactivate()
+    assert draws[0] == draws[1], (
+        f"expected the same draws after random.seed/np.random.seed of other arguments in a "
+        f"steady run; observed {draws} (grader/vgpu/steady_start.py install)")
+
+
+def test_wrong_targets_lose_the_item_with_a_seed_drawn_each_run(tmp_path):
+    """adv57 F-G: adv54 F2's wrong targets with torch.manual_seed(os.urandom) kept the item by
+    norms (the runs started apart, "start" skipped the direction test): 10 of 12 where a TA
+    gives 8. The check's runs hold the seed: compared exactly, 0, as with a fixed SEED."""
+    seed = DRAWN_SEEDS["torch.manual_seed(os.urandom)"]
+    error = failure(Handout(tmp_path, plain_model, ddp=True, full={"seed": seed}, seed=seed,
+                            shift_targets=True), 4)
+    text = str(error)
+    assert not isinstance(error, GradedByHand), f"expected a 0, not held; observed {text}"
+    assert "differs from the full-batch gradient" in text and "start elsewhere" not in text, (
+        f"expected the message of the same loop with a fixed seed; observed {text}")
+
+
+@pytest.mark.parametrize("seeding", list(DRAWN_SEEDS), ids=list(DRAWN_SEEDS))
+def test_an_honest_loop_with_a_seed_drawn_each_run_keeps_the_item(tmp_path, seeding):
+    """The honest twin: the handout's loop, the seed drawn each run; 2 of 2 (adv49's unseeded
+    scripts kept it by norms, now by the exact comparison)."""
+    seed = DRAWN_SEEDS[seeding]
+    check(Handout(tmp_path, plain_model, ddp=True, full={"seed": seed}, seed=seed), 4)
+
+
+def _default_generator_drawn():
+    """A seed drawn each run, set through the generator object itself, which the steady runs
+    cannot hold (a C method): the runs still start apart."""
+    torch.default_generator.manual_seed(_drawn())
+
+
+@pytest.mark.parametrize("shift_targets", [True, False], ids=["wrong_targets", "honest"])
+def test_a_start_that_still_differs_is_held_for_a_person_not_passed_on_norms(tmp_path,
+                                                                               shift_targets):
+    """Where the runs still start apart, norms cannot tell wrong targets (1.002x) from right
+    ones: the item is held for a person, wrong targets or not, never kept on norms."""
+    error = failure(Handout(tmp_path, plain_model, ddp=True,
+                            full={"seed": _default_generator_drawn},
+                            seed=_default_generator_drawn, shift_targets=shift_targets), 4)
+    text = str(error)
+    assert isinstance(error, GradedByHand) and "start elsewhere in each run" in text and \
+        "rows left out" not in text, (
+            f"expected the item held for a person, the start named; observed "
+            f"{type(error).__name__}: {text} (test_practical10.py noisy_gradient)")
