@@ -243,11 +243,13 @@ class GradientSources:
                 pending, self._pending = self._pending, {}
                 self._outside_sq += sum(_squared(g) for g in pending.values())
 
-    def backward_ended(self) -> None:
-        """The outermost backward pass has returned (DDP has averaged `.grad` by now)."""
-        self.stepped.backward_ended()
+    def backward_ended(self) -> list:
+        """The outermost backward pass has returned (DDP has averaged `.grad` by now): the
+        parameters it fed."""
+        fed = self.stepped.backward_ended()
         if self._params:
             self.writes.backward_ended()
+        return fed
 
     # -- the step ------------------------------------------------------------------------------
     def step_fields(self, grads_squared: float, parameters=()) -> dict:

@@ -174,7 +174,7 @@ def backward_ends() -> None:
     """A backward pass the script called has returned (not one inside another)."""
     observer = _observer
     if observer is not None and not in_backward() and observer.trace.enabled:
-        observer.sources.backward_ended()
+        observer.hand.backward_ended(observer.sources.backward_ended())
         observer.resets.remember(observer.model_parameters())
 
 
@@ -1288,6 +1288,7 @@ class Observer:
             if not in_backward():
                 self._joinable = None   # a step after this backward begins a window
                 self._reset_by_hand()
+                self.hand.backward_begins()
             self.sources.backward_begins(roots, nested=in_backward())
             if not self._class_weights_seen and not in_backward():
                 weighted = class_weighted_mean(roots)

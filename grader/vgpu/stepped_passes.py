@@ -77,10 +77,13 @@ class SteppedPasses:
             if len(self._delivered) > KEPT:
                 self._delivered.pop(next(iter(self._delivered)))
 
-    def backward_ended(self) -> None:
-        """The outer backward this thread called has returned."""
+    def backward_ended(self) -> list:
+        """The outer backward this thread called has returned: the parameters it fed (those
+        hooked; hand_steps.py watches them from here)."""
         with self._lock:
-            self._running.pop(threading.get_ident(), None)
+            number = self._running.pop(threading.get_ident(), None)
+            found = [self._hooked.get(key) for key in self._delivered.get(number, ())]
+        return [p for held in found if held is not None and (p := held[0]()) is not None]
 
     def delivered(self, parameter) -> None:
         """The running backward gives `parameter` a gradient."""

@@ -11,12 +11,15 @@
 - The first step through DDP, then the model alone: the first step's all-reduce had been
   read again by every later step.
 - A model trained by hand (F6): the optimizer over a dummy DDP only, the model updated by
-  `p -= LR * p.grad` under no_grad (9.5 of 12, a TA about 5.5).
+  `p -= LR * p.grad` under no_grad (9.5 of 12, a TA about 5.5); the same update done before
+  `optimizer.step()` with `.grad` cleared, or between micro-batches (adv57 F-H: 9.5 again).
 
 Their honest twins keep `synced` 1: a frozen layer, clipping, a loss scaled and `.grad`
 unscaled (GradScaler's way), Practical 10's no_sync micro-batches, accumulation through DDP
-without no_sync, a copy of the model run on the batch to check a gradient. The runtime's
-reading runs in-process on virtual GPUs (a gloo group of one rank: DDP's all-reduce runs).
+without no_sync, a copy of the model run on the batch to check a gradient (reloaded from the
+model before and after the step too); a probe trained by hand beside a model in DDP keeps the
+step synchronised. The runtime's reading runs in-process on virtual GPUs (a gloo group of one
+rank: DDP's all-reduce runs).
 """
 from __future__ import annotations
 
@@ -102,6 +105,33 @@ def trained_by_hand(model, x, y):
                 p.grad = None
 
 
+def trained_by_hand_before_step(model, x, y):   # adv57 F-H: .grad cleared before the step
+    head, ones = ddp(nn.Linear(1, 1).cuda()), torch.ones(1, 1, device="cuda:0")
+    optimizer = torch.optim.SGD(head.parameters(), lr=LR)
+    for _ in range(3):
+        optimizer.zero_grad()
+        (mse(model(x), y) + 1e-6 * head(ones).sum()).backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= LR * p.grad
+                p.grad = None
+        optimizer.step()
+
+
+def trained_by_hand_per_micro_batch(model, x, y):   # the hand step between two backwards
+    head, ones = ddp(nn.Linear(1, 1).cuda()), torch.ones(1, 1, device="cuda:0")
+    optimizer = torch.optim.SGD(head.parameters(), lr=LR)
+    for _ in range(3):
+        optimizer.zero_grad()
+        for xm, ym in zip(x.chunk(2), y.chunk(2)):
+            (mse(model(xm), ym) + 1e-6 * head(ones).sum()).backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= LR * p.grad
+                    p.grad = None
+        optimizer.step()
+
+
 # -- honest twins ---------------------------------------------------------------------------
 
 def plain(model, x, y, before_step=lambda m: None, scale=1.0):
@@ -175,9 +205,37 @@ def copy_checked(model, x, y):   # Practical 10's claim checked on a copy (adv31
         optimizer.step()
 
 
-FORGERIES = [frozen_at_step, two_backwards, first_step_only, trained_by_hand]
+def copy_checked_then_reloaded(model, x, y):   # the copy refreshed after its check, before
+    wrapped = ddp(model)                          # the step, and after the step
+    optimizer = torch.optim.SGD(wrapped.parameters(), lr=LR)
+    reference = copy.deepcopy(model)
+    for _ in range(3):
+        optimizer.zero_grad()
+        mse(wrapped(x), y).backward()
+        reference.zero_grad()
+        mse(reference(x), y).backward()
+        reference.load_state_dict(model.state_dict())
+        optimizer.step()
+        reference.load_state_dict(model.state_dict())
+
+
+def probe_trained_by_hand(model, x, y):   # 127e13f: a small probe beside a model in DDP
+    wrapped, probe = ddp(model), nn.Linear(DIM, 1).cuda()
+    optimizer = torch.optim.SGD(wrapped.parameters(), lr=LR)
+    for _ in range(3):
+        optimizer.zero_grad()
+        (mse(wrapped(x), y) + probe(x).pow(2).mean()).backward()
+        with torch.no_grad():
+            for p in probe.parameters():
+                p -= LR * p.grad
+                p.grad = None
+        optimizer.step()
+
+
+FORGERIES = [frozen_at_step, two_backwards, first_step_only, trained_by_hand,
+             trained_by_hand_before_step, trained_by_hand_per_micro_batch]
 HONEST = [plain, own_comm_hook, frozen_layer, clipped, unscaled, no_sync_micro_batches,
-          accumulated_through_ddp, copy_checked]
+          accumulated_through_ddp, copy_checked, copy_checked_then_reloaded]
 
 
 def said(steps) -> list:
@@ -194,9 +252,10 @@ def test_forged_synchronisation_reads_unsynced(traced_vnode, one_rank_group, loo
         f"Expected: {loop.__name__}'s steps read as not synchronised (synced under a half). "
         f"Observed (synced, synced_elements) per step: {said(steps)}. Where to look: "
         "grader/vgpu/synced_grads.py step_fields, grader/vgpu/hand_steps.py")
-    if loop is trained_by_hand:
+    if loop in (trained_by_hand, trained_by_hand_before_step, trained_by_hand_per_micro_batch):
         assert all(s.get("trained_by_hand") for s in judged), (
-            "Expected: the steps after the first say the model was trained by hand "
+            f"Expected: {loop.__name__}'s steps (after the first where the update follows "
+            "the step) say the model was trained by hand "
             f"(trained_by_hand). Observed: {[s.get('trained_by_hand') for s in steps]}. "
             "Where to look: grader/vgpu/hand_steps.py")
 
@@ -252,3 +311,18 @@ def test_dataparallel_share_counts_a_model_frozen_at_step_time():
         "Expected: a parameter with a .grad is stepped whatever its requires_grad at the step "
         f"(dp_held about 0.002). Observed: {fields}. Where to look: grader/vgpu/replica_grads.py "
         "step_fields")
+
+
+def test_a_probe_trained_by_hand_keeps_the_step_synchronised(traced_vnode, one_rank_group):
+    """A probe trained by hand before the step, beside a model in DDP (127e13f's honest case,
+    now seen at the step it was trained in): its steps say trained_by_hand, and stay
+    synchronised."""
+    steps = steps_of(traced_vnode, one_rank_group, probe_trained_by_hand)
+    assert len(steps) == 3 and all(synced_step(s) for s in steps), (
+        "Expected: a model in DDP with a probe trained by hand beside it reads synchronised "
+        f"(synced_step). Observed (synced, synced_elements) per step: {said(steps)}. Where to "
+        "look: grader/checks/practical_measures.py synced_step, grader/vgpu/hand_steps.py")
+    assert all(s.get("trained_by_hand") == DIM + 1 for s in steps), (
+        f"Expected: each step counts the probe's {DIM + 1} elements as trained by hand. "
+        f"Observed: {[s.get('trained_by_hand') for s in steps]}. Where to look: "
+        "grader/vgpu/hand_steps.py")
