@@ -14,7 +14,8 @@ once (`cancelled`: device, op, site), which grader/checks/value_probe.py holds f
 A normal run does not pay for it: its ops keep their routes. The terms are compared broadcast,
 as the op combines them: a leading axis of one on the copy had walked past a comparison of equal
 shapes, and `torch.stack([frozen, side]).diff(dim=0)` takes one from the other in a `diff`
-(red team adv57 F-C, 10 of 12 where a TA gives 7.25).
+(`.sum(0)` of a stack with the copy negated, in a `sum`; red team adv57 F-C, 10 of 12 where a
+TA gives 7.25).
 """
 from __future__ import annotations
 
@@ -32,7 +33,10 @@ SUBTRACTING = frozenset({"sub", "sub_", "subtract", "subtract_", "rsub", "__rsub
 # `diff` takes each slice from the next: `torch.stack([frozen, side]).diff(dim=0)` is `side -
 # frozen` in one op on one tensor (red team adv57 F-C).
 DIFFERENCING = frozenset({"diff"})
-CANCELLING = SUBTRACTING | DIFFERENCING | frozenset({"add", "add_", "__add__", "__iadd__",
+# `torch.stack([side, -frozen]).sum(0)` adds the two in a reduction; read only where the summed
+# tensor was joined in one op from a part without a gradient (a sum is a hot op).
+SUMMING = frozenset({"sum"})
+CANCELLING = SUBTRACTING | DIFFERENCING | SUMMING | frozenset({"add", "add_", "__add__", "__iadd__",
                                                      "__radd__"})
 # Places recorded per process, at most: each site once is what a person reads.
 _PLACES = 16
@@ -67,8 +71,8 @@ def check(name: str, args, kwargs, label_of) -> None:
     against slice. `label_of`: the node's, the GPU of a tensor."""
     if not args or not _in_training_pass() or not watching():
         return   # (a route kept from a probe switched off since)
-    if name in DIFFERENCING:
-        _check_difference(name, args, kwargs, label_of)
+    if name in DIFFERENCING or name in SUMMING:
+        _check_joined(name, args, kwargs, label_of)
         return
     if len(args) < 2:
         return
@@ -93,24 +97,28 @@ def check(name: str, args, kwargs, label_of) -> None:
                          first.requires_grad != second.requires_grad, label_of)
 
 
-def _check_difference(name: str, args, kwargs, label_of) -> None:
-    """`diff` of a tensor with a gradient whose slices cancel: exactly, or within NEAR where the
-    tensor was stacked or joined from a part without a gradient (a copy of the other)."""
+def _check_joined(name: str, args, kwargs, label_of) -> None:
+    """`diff` or `sum` of a tensor with a gradient whose slices cancel: a `diff` exactly, or
+    either within NEAR where the tensor was stacked or joined from a part without a gradient (a
+    copy of the other)."""
     values = args[0]
     if not isinstance(values, torch.Tensor) or not values.requires_grad \
             or not values.is_floating_point() or values.numel() < 2:
         return
+    joined = _joined_with_a_gradless_part(values)
+    if name in SUMMING and not joined:
+        return
+    operation = torch.diff if name in DIFFERENCING else torch.sum
     with torch._C.DisableTorchFunction(), torch.no_grad():
         try:
-            result = torch.diff(*args, **(kwargs or {}))
+            result = operation(*args, **(kwargs or {}))
         except (RuntimeError, TypeError, IndexError):
             return
-        if not result.numel():
+        if not isinstance(result, torch.Tensor) or not result.numel():
             return
         size = float(values.abs().max())
         left = float(result.abs().max())
-    _record_if_cancelled(name, values, size, left, _joined_with_a_gradless_part(values),
-                         label_of)
+    _record_if_cancelled(name, values, size, left, joined, label_of)
 
 
 def _joined_with_a_gradless_part(values: torch.Tensor) -> bool:

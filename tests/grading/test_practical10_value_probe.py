@@ -208,6 +208,13 @@ class SeesTheProbeByADiff(_SeesTheProbe):
         return torch.stack([frozen, side]).diff(dim=0).squeeze(0)
 
 
+class SeesTheProbeByAStackSummed(_SeesTheProbe):
+    """adv57 F-C's sum-of-stack form: the copy negated, stacked with the spare and summed."""
+
+    def cancel(self, side, frozen):
+        return torch.stack([side, -frozen]).sum(0)
+
+
 class SeesTheProbeByAClone(_SeesTheProbe):
     """adv54 F1 with the copy made under no_grad, sharing nothing with `side`."""
 
@@ -498,11 +505,11 @@ def test_honest_stages_move_the_output(tmp_path, model_class):
 @pytest.mark.parametrize("model_class", [_SeesTheProbe, SeesTheProbeByAClone,
                                          SeesTheProbeByANegation, RecomputedFromAKeptCopy,
                                          SeesTheProbeByARemainder, SeesTheProbeByABroadcast,
-                                         SeesTheProbeByADiff],
+                                         SeesTheProbeByADiff, SeesTheProbeByAStackSummed],
                          ids=["getattr(side, 'det' + 'ach')()", "a clone under no_grad",
                               "its negation added", "recomputed from a kept copy",
                               "a millionth of it left", "the copy broadcast from a leading axis",
-                              "stacked and differenced"])
+                              "stacked and differenced", "stacked negated and summed"])
 def test_a_spare_taken_from_its_own_copy_is_held(tmp_path, model_class):
     """adv54 F1: however its copy is spelled, the probe's run sees `side - frozen` cancel
     exactly inside the pass (grader/vgpu/cancelled.py), and the grading goes to a person."""

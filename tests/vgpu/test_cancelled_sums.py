@@ -40,6 +40,8 @@ FORGED = {
     "a stack differenced": lambda side: torch.stack([side.detach(), side]).diff(dim=0)[0],
     "a stack differenced, a millionth short":
         lambda side: torch.stack([side.detach() * (1 - 1e-6), side]).diff(dim=0)[0],
+    "a stack with the copy negated, summed":
+        lambda side: torch.stack([side, -side.detach()]).sum(0),
 }
 HONEST = {
     "a residual": lambda side: side + side.detach().roll(1, 0),
@@ -52,6 +54,8 @@ HONEST = {
     "a sequence differenced": lambda side: side.diff(dim=0),
     "a stack of two outputs differenced":
         lambda side: torch.stack([side.detach() * 0.5, side]).diff(dim=0)[0],
+    "a stack with a copy summed": lambda side: torch.stack([side, side.detach()]).sum(0),
+    "a stack of outputs summed": lambda side: torch.stack([side, side.roll(1, 0)]).sum(0),
 }
 
 
