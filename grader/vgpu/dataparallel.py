@@ -130,6 +130,7 @@ class VirtualComm:
             chunks = (tensor.split(list(chunk_sizes), dim) if chunk_sizes is not None
                       else tensor.chunk(len(targets), dim))
         source = label_of(tensor)
+        REPLICA_GRADIENTS.scattered()
         trace = get_trace()
         if trace.enabled:
             trace.emit("dp_scatter", src=describe(source), dim=dim,

@@ -65,6 +65,14 @@ class ReplicaGradients:
             while len(self._sources) > _KEPT:
                 self._sources.pop(next(iter(self._sources)))
 
+    def scattered(self) -> None:
+        """DataParallel handed a batch out to its replicas. A wrapper of no parameters
+        (`nn.DataParallel(nn.Identity())` in front of the model) broadcasts nothing; its steps
+        are still DataParallel's, none of whose gradient came back through the replicas
+        (adv52 p5_dpident had kept 6.75 of 12 with no `dp_carried` to read)."""
+        with self._lock:
+            self.replicated = True
+
     def reduced(self, results) -> None:
         """DataParallel's backward summed the replicas' gradients into `results`, one per
         source tensor of a broadcast, in its order."""

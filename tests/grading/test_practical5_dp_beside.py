@@ -115,7 +115,7 @@ def small_wrapper_in_front(front):
 
 def spread(touch):
     def make(model, x, y):
-        shell = nn.DataParallel(Spread(model, touch))
+        shell = nn.DataParallel(nn.Identity() if touch == "identity" else Spread(model, touch))
         return lambda: nn.functional.mse_loss(model(shell(x)), y)
     return make
 
@@ -225,8 +225,9 @@ def fails_as_trained_outside(observed, why: str, where: str) -> None:
         p5.used_data_parallel(observed)
 
 
-@pytest.mark.parametrize("touch", [False, True], ids=["return-x", "zero-times-bias"])
+@pytest.mark.parametrize("touch", [False, True, "identity"], ids=["return-x", "zero-times-bias", "identity"])
 def test_model_trained_beside_a_shell_fails_every_data_parallel_check(traced_vnode, touch):
+    # "identity": nn.DataParallel(nn.Identity()), a shell of no parameters (adv52 p5_dpident).
     observed = run(traced_vnode, spread(touch))
     assert observed.of("dp_scatter"), "the shell still scatters: the old checks' evidence"
     steps = observed.of("step")
