@@ -105,15 +105,11 @@ def _output_tensors(output) -> list:
     return found
 
 
-def _own_class(module) -> bool:
-    """Whether a module's class is the script's own (or a library's), not torch's."""
-    return not type(module).__module__.startswith("torch.")
-
-
 def _may_wrap(module) -> bool:
     """Whether a root module may be a wrapper of the script's own: its class is not torch's
     (DataParallel and DDP are passes of their own) and it has no parameters of its own."""
-    return _own_class(module) and next(module.parameters(recurse=False), None) is None
+    return (not type(module).__module__.startswith("torch.")
+            and next(module.parameters(recurse=False), None) is None)
 
 
 def _size(tensor):
@@ -1041,7 +1037,6 @@ class Observer:
                         step=self.steps, batch=list(first.shape) if first is not None else None,
                         input_device=str(first.device) if first is not None else None,
                         n=self.forwards, model=self._models.number(module),
-                        **({"own_class": True} if _own_class(module) else {}),
                         **_thread_fields(), site=call_site(2),
                         grad=torch.is_grad_enabled() or _checkpointed(),
                         **_more_rows(first, args, kwargs),
